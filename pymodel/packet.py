@@ -1,0 +1,58 @@
+"""Frames to beats and back, on the packet stream of :mod:`rtl.formats.packet`."""
+
+from rtl.formats.packet import check_width, packet_layout
+
+__all__ = ["frame_to_beats", "beats_to_frames", "pack_beat", "unpack_beat"]
+
+
+def _fields(width):
+    layout = packet_layout(width)
+    return {name: (field.offset, field.width) for name, field in layout}
+
+
+def pack_beat(width, data, nbytes, first, last):
+    """The flat integer of one beat, laid out as :func:`packet_layout` says."""
+    f = _fields(width)
+    return (data << f["data"][0] | nbytes << f["nbytes"][0]
+            | int(first) << f["first"][0] | int(last) << f["last"][0])
+
+
+def unpack_beat(width, bits):
+    """The fields of a flat beat: ``(data, nbytes, first, last)``."""
+    f = _fields(width)
+    get = {k: (bits >> off) & ((1 << w) - 1) for k, (off, w) in f.items()}
+    return get["data"], get["nbytes"], bool(get["first"]), bool(get["last"])
+
+
+def frame_to_beats(frame, width):
+    """Split ``frame`` (bytes, at least 1) into flat beats."""
+    check_width(width)
+    if len(frame) == 0:
+        raise ValueError("a packet has at least one byte")
+    beats = []
+    for start in range(0, len(frame), width):
+        chunk = frame[start:start + width]
+        beats.append(pack_beat(width, int.from_bytes(chunk, "little"), len(chunk),
+                               start == 0, start + width >= len(frame)))
+    return beats
+
+
+def beats_to_frames(beats, width):
+    """Join flat beats into frames; raise on a malformed beat sequence."""
+    frames, cur = [], None
+    for k, bits in enumerate(beats):
+        data, nbytes, first, last = unpack_beat(width, bits)
+        if first != (cur is None):
+            raise ValueError(f"beat {k}: first={first} but a packet is "
+                             f"{'open' if cur is not None else 'not open'}")
+        if not 1 <= nbytes <= width or (not last and nbytes != width):
+            raise ValueError(f"beat {k}: bad nbytes {nbytes}")
+        if data >> (8 * nbytes):
+            raise ValueError(f"beat {k}: nonzero bytes above nbytes={nbytes}")
+        cur = (cur or b"") + data.to_bytes(width, "little")[:nbytes]
+        if last:
+            frames.append(cur)
+            cur = None
+    if cur is not None:
+        raise ValueError("the last packet has no last beat")
+    return frames

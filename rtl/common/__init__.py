@@ -1,0 +1,1 @@
+"""Blocks shared by both designs: CRC/FCS, credit counter, memory model, stall patterns."""

@@ -1,0 +1,1 @@
+"""Simulation fabric of the systems: links with latency (and faults), the switch."""

@@ -1,0 +1,1 @@
+"""Simulation fabric: stimulus players and result recorders that keep Python off the clock."""

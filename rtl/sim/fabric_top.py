@@ -1,0 +1,91 @@
+"""Base class for co-simulation tops: cycle counter, stimulus players, result recorders."""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.sim.stream_player import StreamPlayer
+from rtl.sim.stream_recorder import StreamRecorder
+
+__all__ = ["FabricTop", "cycle_counter"]
+
+
+class FabricTop(wiring.Component):
+    """A top whose only boundary to Python is configuration ports and bulk memories.
+
+    Parameters
+    ----------
+    players : dict
+        ``name -> (shape, depth)``: a :class:`StreamPlayer` instance ``name`` whose
+        ``count``, ``stall_seed`` and ``stall_rate`` are the top ports ``name_count``,
+        ``name_stall_seed``, ``name_stall_rate``, and whose ``done`` is ``name_done``.
+    recorders : dict
+        ``name -> (shape, depth)``: a :class:`StreamRecorder` instance ``name`` with top
+        ports ``name_expect``, ``name_stall_seed``, ``name_stall_rate`` (in) and
+        ``name_count``, ``name_done``, ``name_overflow`` (out).
+    ports : dict
+        Further top ports of the design, as for ``wiring.Component``.
+
+    Subclasses implement :meth:`elaborate_design`, which wires the design to
+    ``self.player_streams[name]`` (an ``Out`` stream) and ``self.recorder_streams[name]``
+    (an ``In`` stream). ``now`` counts cycles from 0 in the first cycle after reset.
+    """
+
+    def __init__(self, players=None, recorders=None, ports=None):
+        self._players = dict(players or {})
+        self._recorders = dict(recorders or {})
+        sig = {"now": Out(32)}
+        for name, (_, depth) in self._players.items():
+            sig[f"{name}_count"] = In(range(depth + 1))
+            sig[f"{name}_stall_seed"] = In(16)
+            sig[f"{name}_stall_rate"] = In(8)
+            sig[f"{name}_done"] = Out(1)
+        for name, (_, depth) in self._recorders.items():
+            sig[f"{name}_expect"] = In(range(depth + 1))
+            sig[f"{name}_stall_seed"] = In(16)
+            sig[f"{name}_stall_rate"] = In(8)
+            sig[f"{name}_count"] = Out(range(depth + 1))
+            sig[f"{name}_done"] = Out(1)
+            sig[f"{name}_overflow"] = Out(1)
+        sig.update(ports or {})
+        super().__init__(sig)
+
+    def elaborate_design(self, m, players, recorders):
+        """Wire the design under test. ``players``/``recorders`` map names to instances."""
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.now.eq(self.now + 1)
+        players, recorders = {}, {}
+        for name, (shape, depth) in self._players.items():
+            p = players[name] = StreamPlayer(shape, depth)
+            m.submodules[name] = p
+            m.d.comb += [
+                p.count.eq(getattr(self, f"{name}_count")),
+                p.stall_seed.eq(getattr(self, f"{name}_stall_seed")),
+                p.stall_rate.eq(getattr(self, f"{name}_stall_rate")),
+                p.now.eq(self.now),
+                getattr(self, f"{name}_done").eq(p.done),
+            ]
+        for name, (shape, depth) in self._recorders.items():
+            r = recorders[name] = StreamRecorder(shape, depth)
+            m.submodules[name] = r
+            m.d.comb += [
+                r.expect.eq(getattr(self, f"{name}_expect")),
+                r.stall_seed.eq(getattr(self, f"{name}_stall_seed")),
+                r.stall_rate.eq(getattr(self, f"{name}_stall_rate")),
+                r.now.eq(self.now),
+                getattr(self, f"{name}_count").eq(r.count),
+                getattr(self, f"{name}_done").eq(r.done),
+                getattr(self, f"{name}_overflow").eq(r.overflow),
+            ]
+        self.elaborate_design(m, players, recorders)
+        return m
+
+
+def cycle_counter(m, width=32):
+    """A free-running counter from 0 at reset (for tops that do not use FabricTop)."""
+    now = Signal(width)
+    m.d.sync += now.eq(now + 1)
+    return now

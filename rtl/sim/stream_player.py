@@ -1,0 +1,71 @@
+"""Play a preloaded list of stream payloads into a design, with seeded gaps."""
+
+from amaranth import Module, Signal
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.stall_pattern import StallPattern
+
+__all__ = ["StreamPlayer"]
+
+
+class StreamPlayer(wiring.Component):
+    """Drive ``o`` from the memory ``items``, one item per transfer, Python-free.
+
+    Parameters
+    ----------
+    shape : shape-like
+        Payload shape of the driven stream.
+    depth : int
+        Items the player can hold.
+
+    Ports
+    -----
+    o : Out(stream.Signature(shape))
+        ``valid`` while items remain and the stall pattern says go; ``payload`` is
+        ``items[index]``. On a transfer the index advances.
+    count : In(range(depth + 1))
+        Items to play; hold constant from reset.
+    stall_seed, stall_rate : In(16), In(8)
+        The :class:`StallPattern` that withholds ``valid``.
+    now : In(32)
+        The cycle counter; the cycle of each transfer is written to ``stamps``.
+    done : Out(1)
+        All ``count`` items have been transferred.
+
+    The testbench writes ``items`` (and reads ``stamps``) through VPI in bulk.
+    """
+
+    def __init__(self, shape, depth):
+        self.shape, self.depth = shape, depth
+        super().__init__({
+            "o": Out(stream.Signature(shape)),
+            "count": In(range(depth + 1)),
+            "stall_seed": In(16),
+            "stall_rate": In(8),
+            "now": In(32),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.items = items = memory.Memory(shape=self.shape, depth=self.depth, init=[])
+        m.submodules.stamps = stamps = memory.Memory(shape=32, depth=self.depth, init=[])
+        m.submodules.pattern = pattern = StallPattern()
+        rp = items.read_port(domain="comb")
+        wp = stamps.write_port()
+        index = Signal(range(self.depth + 1))
+        m.d.comb += [
+            pattern.seed.eq(self.stall_seed),
+            pattern.rate.eq(self.stall_rate),
+            rp.addr.eq(index),
+            self.o.payload.eq(rp.data),
+            self.o.valid.eq((index < self.count) & ~pattern.stall),
+            self.done.eq(index >= self.count),
+            wp.addr.eq(index),
+            wp.data.eq(self.now),
+            wp.en.eq(self.o.valid & self.o.ready),
+        ]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += index.eq(index + 1)
+        return m

@@ -1,0 +1,1 @@
+"""Top levels exported to Verilog for co-simulation."""

@@ -1,0 +1,1 @@
+"""cocotb side: the co-simulation harness, bulk fabric access, drivers and test modules."""

