@@ -53,8 +53,10 @@ async def memory_and_credits_match_model(dut):
             k += 1
 
     # Credits: takes and returns that also try to underflow and overflow.
-    cops = [dict(take=rng.random() < 0.6, give=rng.choice([0, 0, 0, 1, 2, cap]))
-            for _ in range(n)]
+    # Drain past zero (underflow), refill past the top (overflow), then random traffic.
+    cops = ([dict(take=1, give=0)] * (cap + 1) + [dict(take=0, give=cap)] * 2
+            + [dict(take=rng.random() < 0.6, give=rng.choice([0, 0, 0, 1, 2, cap]))
+               for _ in range(n - cap - 3)])
     cnt = CreditCounterModel(cap)
     c_issue = _issue_cycles(n, *src)
     obs_layout = credit_obs_layout(cap)

@@ -1,6 +1,6 @@
 """Play a preloaded list of stream payloads into a design, with seeded gaps."""
 
-from amaranth import Module, Signal
+from amaranth import Module, ResetSignal, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,8 +22,9 @@ class StreamPlayer(wiring.Component):
     Ports
     -----
     o : Out(stream.Signature(shape))
-        ``valid`` while items remain and the stall pattern says go; ``payload`` is
-        ``items[index]``. On a transfer the index advances.
+        ``valid`` while items remain, the stall pattern says go and reset is released
+        (nothing is offered during reset); ``payload`` is ``items[index]``. On a transfer
+        the index advances.
     count : In(range(depth + 1))
         Items to play; hold constant from reset.
     stall_seed, stall_rate : In(16), In(8)
@@ -60,7 +61,7 @@ class StreamPlayer(wiring.Component):
             pattern.rate.eq(self.stall_rate),
             rp.addr.eq(index),
             self.o.payload.eq(rp.data),
-            self.o.valid.eq((index < self.count) & ~pattern.stall),
+            self.o.valid.eq((index < self.count) & ~pattern.stall & ~ResetSignal()),
             self.done.eq(index >= self.count),
             wp.addr.eq(index),
             wp.data.eq(self.now),

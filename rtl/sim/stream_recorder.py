@@ -1,6 +1,6 @@
 """Record what a design sends on a stream, with seeded backpressure and cycle stamps."""
 
-from amaranth import Module, Signal
+from amaranth import Module, ResetSignal, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,7 @@ class StreamRecorder(wiring.Component):
     Ports
     -----
     i : In(stream.Signature(shape))
-        ``ready`` unless the stall pattern says stall.
+        ``ready`` unless the stall pattern says stall (never during reset).
     stall_seed, stall_rate : In(16), In(8)
         The :class:`StallPattern` that withholds ``ready``.
     now : In(32)
@@ -51,7 +51,7 @@ class StreamRecorder(wiring.Component):
         m.d.comb += [
             pattern.seed.eq(self.stall_seed),
             pattern.rate.eq(self.stall_rate),
-            self.i.ready.eq(~pattern.stall),
+            self.i.ready.eq(~pattern.stall & ~ResetSignal()),
             take.eq(self.i.valid & self.i.ready),
             room.eq(self.count < self.depth),
             wi.addr.eq(self.count), wi.data.eq(self.i.payload), wi.en.eq(take & room),
