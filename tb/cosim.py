@@ -160,25 +160,30 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     env = {"COSIM_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
     if "PYTHONWARNINGS" in os.environ:
         env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]
-    results = runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
-                          test_dir=test_dir, waves=waves, plusargs=plusargs,
-                          extra_env=env, testcase=testcase,
-                          results_xml=str(test_dir / "results.xml"),
-                          log_file=test_dir / "sim.log")
+    results_xml = test_dir / "results.xml"
+    crash = None
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
+                    test_dir=test_dir, waves=waves, plusargs=plusargs, extra_env=env,
+                    testcase=testcase, results_xml=str(results_xml),
+                    log_file=test_dir / "sim.log")
+    except (SystemExit, RuntimeError) as exc:      # the runner exits on failed tests
+        crash = exc
     if waves:
         for candidate in (test_dir / "dump.fst", test_dir / "waves.fst"):
             if candidate.exists():
                 (BUILD / "last_waves.txt").write_text(f"{candidate}\n")
-    try:
-        total, failed = get_results(Path(results))
-    except (RuntimeError, OSError) as exc:
-        raise CosimFailure(f"{sim}: no results from {test_module} ({exc}); "
-                           f"see {test_dir / 'sim.log'}") from None
+    log = test_dir / "sim.log"
+    if not results_xml.exists():
+        raise CosimFailure(f"{sim}: {test_module} produced no results ({crash}); see {log}")
+    total, failed = get_results(results_xml)
     if total == 0:
-        raise CosimFailure(f"{sim}: {test_module} ran no test; see {test_dir / 'sim.log'}")
+        raise CosimFailure(f"{sim}: {test_module} ran no test; see {log}")
     if failed:
         raise CosimFailure(f"{sim}: {failed} of {total} cocotb tests failed in "
-                           f"{test_module}; see {test_dir / 'sim.log'}")
+                           f"{test_module}; see {log}")
+    if crash is not None and not (isinstance(crash, SystemExit) and not crash.code):
+        raise CosimFailure(f"{sim}: {test_module} ended abnormally ({crash}); see {log}")
     return test_dir
 
 
