@@ -12,13 +12,14 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test waves lint clean help
+.PHONY: all setup sim test waves area lint clean help
 all: sim
 
 help:
 	@echo "make sim    - run the main co-simulation job (SIM=verilator|icarus, WAVES=1)"
 	@echo "make test   - the full regression on Verilator and Icarus"
 	@echo "make waves  - open the last waveform (GTKWave) or print its path"
+	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -34,6 +35,9 @@ test: $(STAMP)
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py
+
+area: $(STAMP)
+	$(RUN) $(PY) scripts/area.py
 
 lint: $(STAMP)
 	$(RUN) $(PY) -m ruff check .
