@@ -42,41 +42,71 @@ def _residue():
 CRC32_RESIDUE = _residue()
 
 
-def _parity_rows(m, vec, rows, name):
-    """Output bit ``i`` is the parity of ``vec & rows[i]``.
+#: Input bits per table lookup of a :func:`_linear_map`.
+_SLICE = 4
 
-    The masks sit in a constant ROM rather than in ``Const`` operands: Amaranth lowers an
-    AND with a constant into bit selections, which made the exported Verilog, and the
-    C++ that Verilator builds from it, ten times larger. A synthesis flow folds the ROM
-    back into XOR trees (the area script counts ROMs as logic, not as memory bits).
+
+def _xor_tree(terms):
+    """The XOR of ``terms`` as a balanced tree (depth ``ceil(log2(len(terms)))``).
+
+    Not a chain ``((t0 ^ t1) ^ t2) ^ ...``: an event-driven simulator (Icarus) evaluates
+    each XOR as soon as one of its inputs changes, so a chain over 64 byte lanes that all
+    change in one beat took about 60 intermediate values per beat, each of which rippled
+    through the rest of the network; Icarus ran the FCS blocks over 10x slower.
     """
-    rom = memory.Memory(shape=len(vec), depth=len(rows), init=rows)
+    terms = list(terms)
+    while len(terms) > 1:
+        terms = [terms[i] ^ terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def _linear_map(m, vec, rows, name):
+    """The GF(2) map ``rows`` (see :mod:`rtl.common.gf2`) applied to ``vec``.
+
+    By linearity the result is the XOR over the 4-bit slices of ``vec`` of one table
+    lookup each: one constant ROM holds, at address ``(j, v)``, the image of ``v`` placed
+    at slice ``j``. The map is in a ROM rather than in ``Const`` operands: Amaranth lowers
+    an AND with a constant into bit selections, which made the exported Verilog, and the
+    C++ that Verilator builds from it, ten times larger. Table lookups also cost Icarus
+    far fewer events (eight lookups for 32 bits) than one parity per output bit did
+    (32 ANDs, 32 reductions and a concatenation that passes on every bit change). A
+    synthesis flow folds the ROM back into XOR trees (the area script counts ROMs as
+    logic, not as memory bits).
+    """
+    n = len(vec)
+    slices = (n + _SLICE - 1) // _SLICE
+    full = (1 << n) - 1
+    table = [gf2.apply(rows, (v << (_SLICE * j)) & full)
+             for j in range(slices) for v in range(1 << _SLICE)]
+    rom = memory.Memory(shape=len(rows), depth=len(table), init=table)
     m.submodules[name] = rom
-    bits = []
-    for i in range(len(rows)):
+    parts = []
+    for j in range(slices):
         port = rom.read_port(domain="comb")
-        m.d.comb += port.addr.eq(i)
-        bits.append((vec & port.data).xor())
-    return Cat(*bits)
+        bits = vec[_SLICE * j:_SLICE * (j + 1)]
+        m.d.comb += port.addr.eq(Cat(bits, Const(0, _SLICE - len(bits)), Const(j, range(slices))))
+        parts.append(port.data)
+    return _xor_tree(parts)
 
 
 def _lane_tables(m, data, width):
     """The data part of a full beat: the XOR over byte lanes of a 256-entry table each.
 
     By linearity, the register change caused by the beat is the XOR of the changes caused
-    by each byte lane alone (the classic table-driven CRC, sliced ``width`` ways). Table
-    lookups keep the simulation models small; synthesis folds the constant tables into
-    XOR logic.
+    by each byte lane alone (the classic table-driven CRC, sliced ``width`` ways), summed
+    in a balanced tree (:func:`_xor_tree`). Table lookups keep the simulation models
+    small; synthesis folds the constant tables into XOR logic.
     """
-    acc = 0
+    parts = []
     for lane in range(width):
         table = [crc32_step(0, byte << (8 * lane), width) for byte in range(256)]
         rom = memory.Memory(shape=32, depth=256, init=table)
         m.submodules[f"lane{lane}_table"] = rom
         port = rom.read_port(domain="comb")
         m.d.comb += port.addr.eq(data[8 * lane:8 * lane + 8])
-        acc = acc ^ port.data
-    return acc
+        parts.append(port.data)
+    return _xor_tree(parts)
 
 
 class Crc32Core(wiring.Component):
@@ -138,14 +168,14 @@ class Crc32Core(wiring.Component):
         masked = Signal(8 * w)
         m.d.comb += masked.eq(self.beat.data & mask)
         full = Signal(32)
-        m.d.comb += full.eq(_parity_rows(m, cur, state_rows, "state_rows")
+        m.d.comb += full.eq(_linear_map(m, cur, state_rows, "state_rows")
                             ^ _lane_tables(m, masked, w))
         undo = Signal(len(undo_pow))
         m.d.comb += undo.eq(w - nbytes)
         nxt = full
         for k, rows in enumerate(undo_pow):
             stage = Signal(32, name=f"undo{k}")
-            m.d.comb += stage.eq(Mux(undo[k], _parity_rows(m, nxt, rows, f"undo{k}_rows"), nxt))
+            m.d.comb += stage.eq(Mux(undo[k], _linear_map(m, nxt, rows, f"undo{k}_rows"), nxt))
             nxt = stage
 
         m.d.comb += [
