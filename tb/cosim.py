@@ -88,6 +88,57 @@ def export_verilog(top, name):
     return _ZERO_INIT.sub(_zero_loop, verilog.convert(top, name=name, emit_src=False))
 
 
+def _describe(value, seen, depth=0):
+    """A stable text of a top's parameters: plain attributes, nested components' plain
+    attributes, and shapes. Components met on the way are collected in ``seen``."""
+    if depth > 8:
+        return "..."
+    if isinstance(value, (int, str, bool, float, type(None))):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_describe(v, seen, depth + 1) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
+        return "{" + ",".join(f"{k!r}:{_describe(v, seen, depth + 1)}" for k, v in items) + "}"
+    if hasattr(value, "signature") and hasattr(value, "__dict__") and hasattr(value,
+                                                                              "elaborate"):
+        seen.append(value)
+        attrs = {k: v for k, v in vars(value).items()
+                 if not k.startswith("_MustUse") and not k.startswith("_Component")}
+        return f"{type(value).__qualname__}({_describe(attrs, seen, depth + 1)})"
+    text = repr(value)
+    return "<object>" if " at 0x" in text else text
+
+
+def cached_verilog(top, name):
+    """:func:`export_verilog` through a disk cache in ``build/verilog/``.
+
+    Amaranth emits memory initialisers bit by bit, so exporting a top with large memories
+    takes tens of seconds; a test session would pay it once per test and simulator. The
+    key is every RTL source file, the top's class, its plain attributes (constructor
+    parameters must be kept as attributes) and its signature.
+    """
+    h = hashlib.sha1()
+    for path in sorted((ROOT / "rtl").rglob("*.py")):
+        h.update(path.relative_to(ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update(name.encode())
+    components = []
+    h.update(_describe(top, components).encode())
+    h.update(repr(top.signature).encode())
+    path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
+    if path.exists():
+        for component in components:        # not elaborated: the cached text stands in
+            component._MustUse__silence = True
+        return path.read_text()
+    text = export_verilog(top, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return text
+
+
 def _safe(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
 
@@ -123,7 +174,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     sim = selected_sim(sim)
     waves = waves_enabled()
     toolchain_path()
-    text = export_verilog(top, name)
+    text = cached_verilog(top, name)
     opt = opt or os.environ.get("VERILATOR_OPT") or "-O0"
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
         raise ValueError(f"VERILATOR_OPT must be one of -O0 -O1 -O2 -O3 -Os, not {opt!r}")
