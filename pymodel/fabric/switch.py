@@ -1,0 +1,76 @@
+"""Twin of :class:`rtl.fabric.switch.Switch`: cycle by cycle, same arbitration rule."""
+
+from collections import deque
+
+from rtl.fabric.switch import dst_byte
+
+__all__ = ["SwitchModel"]
+
+
+class SwitchModel:
+    """Ingress FIFOs, a direct-indexed table, per-output round robin, registered egress.
+
+    Beats are tuples whose first four items are ``(data, nbytes, first, last)``; the rest
+    is carried along untouched (the model tags beats with their message).
+
+    Call :meth:`cycle` once per clock cycle ``c`` (in increasing order) with the beats
+    arriving on the ingress links in that cycle; it returns ``(egress, pops)``: the beats
+    on the egress ports in cycle ``c + 1`` (``{port: beat}``) and the ingress ports that
+    freed a buffer beat (returned a credit) in cycle ``c``.
+    """
+
+    def __init__(self, ports, framing, fifo_depth):
+        self.ports = ports
+        self.fifo_depth = fifo_depth
+        self.off = 8 * dst_byte(framing)
+        self.table = [k % ports for k in range(256)]
+        self.fifos = [deque() for _ in range(ports)]       # (readable_cycle, beat)
+        self.busy = [False] * ports
+        self.dest = [0] * ports
+        self.owned = [False] * ports
+        self.rr = [0] * ports
+        self.overflow = False
+
+    def idle(self):
+        return not any(self.fifos) and not any(self.busy)
+
+    def route(self, beat):
+        return self.table[(beat[0] >> self.off) & 0xFF]
+
+    def cycle(self, c, arrivals):
+        n = self.ports
+        heads = [f[0][1] if f and f[0][0] <= c else None for f in self.fifos]
+        levels = [len(f) for f in self.fifos]
+        grants = {}
+        for o in range(n):
+            if self.owned[o]:
+                continue
+            for j in range(n):
+                p = (self.rr[o] + j) % n
+                h = heads[p]
+                if h is not None and h[2] and not self.busy[p] and self.route(h) == o:
+                    grants[p] = o
+                    break
+        egress, pops = {}, []
+        for p in range(n):
+            h = heads[p]
+            if p in grants:
+                o = grants[p]
+                self.rr[o] = (p + 1) % n
+                if not h[3]:
+                    self.busy[p], self.dest[p], self.owned[o] = True, o, True
+            elif self.busy[p] and h is not None:
+                o = self.dest[p]
+                if h[3]:
+                    self.busy[p], self.owned[o] = False, False
+            else:
+                continue
+            self.fifos[p].popleft()
+            egress[o] = h
+            pops.append(p)
+        for p, beat in arrivals.items():
+            if levels[p] >= self.fifo_depth:
+                self.overflow = True
+                continue
+            self.fifos[p].append((c + 1, beat))
+        return egress, pops

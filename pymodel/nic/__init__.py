@@ -1,0 +1,1 @@
+"""Golden model of the MAC-routed scale-up NIC."""

@@ -1,0 +1,62 @@
+"""Store frames byte for byte, built and parsed with the layouts of :mod:`rtl.formats.nic`."""
+
+from pymodel.fcs import fcs_bytes
+from rtl.formats.nic import (
+    ETHERTYPE,
+    Framing,
+    NicOp,
+    header_bytes,
+    header_layout,
+    node_mac,
+    store_header_layout,
+)
+
+__all__ = ["build_frame", "parse_header", "wire_bytes"]
+
+#: Preamble + SFD and inter-frame gap of an Ethernet PHY, counted in ``wire_bytes``.
+PREAMBLE_SFD, IFG = 8, 12
+
+
+def build_frame(framing, src, dst, addr, length, payload, fcs=True):
+    """The frame a NIC sends for a store (``length`` is the header field, ``payload`` the
+    bytes actually sent; they differ only in malformed-frame tests)."""
+    framing = Framing(framing)
+    store = {"opcode": NicOp.STORE, "length": length, "addr": addr}
+    if framing is Framing.L2:
+        fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),
+                  "ethertype": list(ETHERTYPE.to_bytes(2, "big")), "store": store}
+    else:
+        fields = {"dst": dst, "src": src, "store": store}
+    h = header_bytes(framing)
+    frame = header_layout(framing).const(fields).as_bits().to_bytes(h, "little") + payload
+    return frame + fcs_bytes(frame) if fcs else frame
+
+
+def parse_header(framing, raw):
+    """Fields of a header held in ``raw`` (bytes, at least the header length): a dict with
+    ``dst`` (node id, or None when an L2 dst MAC is not ours), ``opcode`` (raw bits),
+    ``length``, ``addr``, ``ethertype_ok``."""
+    framing = Framing(framing)
+    layout = header_layout(framing)
+    h = header_bytes(framing)
+    bits = int.from_bytes(raw[:h], "little")
+    field = layout["store"]
+    store = (bits >> field.offset) & ((1 << store_header_layout.size) - 1)
+
+    def part(name):
+        f = store_header_layout[name]
+        return (store >> f.offset) & ((1 << f.width) - 1)
+
+    out = {"opcode": part("opcode"), "length": part("length"), "addr": part("addr")}
+    if framing is Framing.L2:
+        out["dst_mac"] = bytes(raw[0:6])
+        out["ethertype_ok"] = bytes(raw[12:14]) == ETHERTYPE.to_bytes(2, "big")
+    else:
+        out["dst"] = raw[0]
+        out["ethertype_ok"] = True
+    return out
+
+
+def wire_bytes(frame_with_fcs):
+    """Bytes a frame costs on an Ethernet PHY: preamble/SFD + frame + FCS + IFG."""
+    return PREAMBLE_SFD + len(frame_with_fcs) + IFG

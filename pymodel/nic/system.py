@@ -1,0 +1,253 @@
+"""Cycle-exact twin of :class:`rtl.tops.nic_top.NicTop`: frames, writes, stamps, counters.
+
+The model follows the documented rules of each block (``NicTxFramer``, ``FcsInserter``,
+``CreditCounter``, ``Link``, ``Switch``, ``CreditReturn``, ``FaultInjector``, ``NicRx``)
+cycle by cycle; it shares no code with the RTL, only the layouts and the stall patterns.
+"""
+
+from collections import defaultdict
+
+from pymodel.fabric.switch import SwitchModel
+from pymodel.fcs import fcs_ok
+from pymodel.nic.frames import build_frame, parse_header
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.stall import stall_pattern
+from rtl.formats.nic import MAC_PREFIX, header_bytes
+
+__all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
+
+#: Control actions counted per message (the NIC has only credit updates).
+CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "context_lookups", "context_misses",
+              "acks_sent", "acks_received", "credit_updates")
+
+
+class Store:
+    """One store command: ``payload`` goes to ``addr`` of node ``dst``; ``length`` is the
+    header field (default ``len(payload)``; another value makes a malformed frame)."""
+
+    def __init__(self, dst, addr, payload, length=None):
+        self.dst, self.addr, self.payload = dst, addr, bytes(payload)
+        self.length = len(payload) if length is None else length
+
+    def beats(self, width):
+        """The command beats: ``(data, nbytes, first, last)``."""
+        return [unpack_beat(width, b) for b in frame_to_beats(self.payload, width)]
+
+
+def frame_beats(width, framing, length):
+    return -(-(header_bytes(framing) + length + 4) // width)
+
+
+class NicSystemModel:
+    """The top's parameters; :meth:`run` plays one scenario."""
+
+    def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits):
+        self.w, self.framing, self.nodes = width, framing, nodes
+        self.lat, self.mem_words, self.max_payload = link_latency, mem_words, max_payload
+        self.credits = credits
+        self.h = header_bytes(framing)
+
+    # -- transmit ---------------------------------------------------------------------
+    def _slots(self, store, node):
+        """Output beats of one store: (kind, wire beat) with kind hdr/body/tail/spill."""
+        w, (q, r) = self.w, divmod(self.h, self.w)
+        cmd = store.beats(w)
+        frame = build_frame(self.framing, node, store.dst, store.addr, store.length,
+                            store.payload)
+        wire = frame_to_beats(frame, w)
+        kinds = ["hdr"] * q + ["body"] * len(cmd)
+        nb = cmd[-1][1]
+        if r and nb > w - r:
+            kinds.append("tail")
+            last_n = nb - (w - r)
+        else:
+            last_n = nb + r
+        if last_n > w - 4:
+            kinds.append("spill")
+        if len(kinds) != len(wire):
+            raise AssertionError(f"model: {len(kinds)} slots for {len(wire)} beats")
+        return list(zip(kinds, wire, strict=True)), frame
+
+    def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000):
+        """Play ``stores[p]`` (lists of :class:`Store`) from each node.
+
+        ``stalls[p]`` is the ``(seed, rate)`` of node ``p``'s command player, ``faults[p]``
+        the downlink beat numbers whose byte 0 is inverted. Returns a dict (see the keys
+        at the end).
+        """
+        n, w, lat = self.nodes, self.w, self.lat
+        stalls = stalls or {}
+        faults = faults or {}
+        total_beats = sum(len(s.beats(w)) for p in range(n) for s in stores.get(p, []))
+        horizon = 64 * (total_beats + 64) + 4096
+        stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
+        plan = {}
+        msgs = []
+        for p in range(n):
+            plan[p] = []
+            for s in stores.get(p, []):
+                slots, frame = self._slots(s, node_ids[p])
+                mid = len(msgs)
+                msgs.append({"src": p, "store": s, "frame": frame, "id": mid,
+                             "need": frame_beats(w, self.framing, s.length),
+                             "beats": len(slots), "accept": None, "credit_stamps": []})
+                plan[p].append((mid, slots))
+        sw = SwitchModel(n, self.framing, self.credits)
+        credits = [self.credits] * n
+        cred_err = False
+        fi = [0] * n                         # frame index per sender
+        si = [0] * n                         # slot index in the frame
+        cmd_stamps = {p: [] for p in range(n)}
+        tx = {p: ([], []) for p in range(n)}
+        gives = defaultdict(lambda: [0] * n)          # cycle -> credits arriving per node
+        cr = {p: [] for p in range(n)}
+        up = defaultdict(dict)                         # cycle -> {port: beat}
+        down = {p: [] for p in range(n)}               # (cycle, beat)
+        sent_beats = [0] * n
+        c = 0
+        idle_since = 0
+        while True:
+            if c >= max_cycles or c >= horizon:
+                raise RuntimeError("model did not finish: raise max_cycles")
+            active = False
+            for p in range(n):
+                if fi[p] >= len(plan[p]):
+                    continue
+                active = True
+                mid, slots = plan[p][fi[p]]
+                kind, beat = slots[si[p]]
+                valid = not stall[p][c]
+                if kind in ("tail", "spill"):
+                    ok = True
+                elif si[p] == 0:
+                    ok = valid and credits[p] >= msgs[mid]["need"]
+                else:
+                    ok = valid
+                if not ok:
+                    continue
+                if kind == "body":
+                    cmd_stamps[p].append(c)
+                    if msgs[mid]["accept"] is None:
+                        msgs[mid]["accept"] = c
+                tx[p][0].append(beat)
+                tx[p][1].append(c)
+                data, nb, first, last = unpack_beat(w, beat)
+                up[c + lat][p] = (data, nb, first, last, mid, sent_beats[p])
+                sent_beats[p] += 1
+                credits[p] -= 1
+                if credits[p] < 0:
+                    cred_err = True
+                si[p] += 1
+                if si[p] == len(slots):
+                    fi[p] += 1
+                    si[p] = 0
+            egress, pops = sw.cycle(c, up.pop(c, {}))
+            for o, beat in egress.items():
+                down[o].append((c + 1 + lat, beat))
+            for p in pops:
+                gives[c + lat][p] += 1
+            g = gives.pop(c, None)
+            if g:
+                for p in range(n):
+                    if g[p]:
+                        cr[p].append(c)
+                        credits[p] += g[p]
+                        if credits[p] > self.credits:
+                            cred_err = True
+                            credits[p] = self.credits
+            busy = active or up or gives or not sw.idle()
+            if busy:
+                idle_since = c + 1
+            elif c > idle_since + 2 * lat + 4:
+                break
+            c += 1
+        # Completion: the credit of each message's last wire beat reaching its sender.
+        for p in range(n):
+            k = 0
+            for mid, slots in plan[p]:
+                k += len(slots)
+                msgs[mid]["completion"] = cr[p][k - 1] if k <= len(cr[p]) else None
+        rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs)
+              for p in range(n)}
+        return {"messages": msgs, "cmd_stamps": cmd_stamps, "tx": tx, "cr": cr,
+                "wr": {p: rx[p]["wr"] for p in range(n)},
+                "counters": {p: rx[p]["counters"] for p in range(n)},
+                "mem": {p: rx[p]["mem"] for p in range(n)},
+                "credit_errors": cred_err or sw.overflow, "cycles": c}
+
+    # -- receive ----------------------------------------------------------------------
+    def _receive(self, port, beats, node_id, faults, msgs):
+        w, h = self.w, self.h
+        q, r = divmod(h, w)
+        nh = -(-h // w)
+        max_push = -(-(self.max_payload + 4) // w)
+        hdr_raw = bytearray(nh * w)
+        counters = dict.fromkeys(("frames_ok", "drop_fcs", "drop_malformed", "drop_dst",
+                                  "drop_addr"), 0)
+        mem = [0] * self.mem_words
+        wr = ([], [])
+        bidx = count = pushed = 0
+        frame = bytearray()
+        writer_free = 0
+        for num, (cyc, beat) in enumerate(beats):
+            data, nb, first, last, mid = beat[:5]
+            if num in faults:
+                data ^= 0xFF
+            k = 0 if first else bidx
+            base = 0 if first else pushed
+            room = base < max_push
+            push = k > q and room
+            pushed = base + push
+            bidx = k if k > q else k + 1
+            count = (0 if first else count) + nb
+            if first:
+                frame = bytearray()
+            raw = data.to_bytes(w, "little")
+            frame += raw[:nb]
+            if k < nh:
+                hdr_raw[k * w:(k + 1) * w] = raw
+            if not last:
+                continue
+            tail = k >= q and nb > r and room
+            nbeats = pushed + tail
+            f = parse_header(self.framing, bytes(hdr_raw))
+            length, addr = f["length"], f["addr"]
+            if "dst_mac" in f:
+                wrong_dst = f["dst_mac"] != MAC_PREFIX + bytes([node_id])
+            else:
+                wrong_dst = f["dst"] != node_id
+            if not fcs_ok(bytes(frame)):
+                reason = "drop_fcs"
+            elif ((count & 0xFFFF) != length + h + 4 or length == 0
+                  or length > self.max_payload or addr % w or f["opcode"] != 1
+                  or not f["ethertype_ok"]):
+                reason = "drop_malformed"
+            elif wrong_dst:
+                reason = "drop_dst"
+            elif addr + length > self.mem_words * w:
+                reason = "drop_addr"
+            else:
+                reason = "frames_ok"
+            counters[reason] += 1
+            start = max(cyc + 2, writer_free)
+            writer_free = start + max(nbeats, 1)
+            if reason != "frames_ok":
+                continue
+            payload = bytes(frame[h:])
+            word = (addr // w) % self.mem_words
+            last_write = None
+            for j in range(nbeats):
+                left = length - j * w
+                if left <= 0:
+                    break
+                nbytes = min(left, w)
+                chunk = payload[j * w:j * w + nbytes]
+                old = mem[word + j].to_bytes(w, "little")
+                mem[word + j] = int.from_bytes(chunk + old[nbytes:], "little")
+                wr[0].append((word + j, (1 << nbytes) - 1))
+                wr[1].append(start + j)
+                last_write = start + j
+            if mid is not None and mid < len(msgs):
+                msgs[mid].setdefault("remote_writes", []).append(last_write)
+        return {"wr": wr, "counters": counters, "mem": mem}
+

@@ -1,0 +1,148 @@
+"""An N-port switch routed by destination node id (MAC byte 5 or compact byte 0)."""
+
+from amaranth import Cat, Module, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.nic import Framing
+from rtl.formats.packet import check_width, packet_layout, packet_signature
+from rtl.params import check_int, reject
+
+__all__ = ["Switch", "table_write_layout", "dst_byte"]
+
+
+def dst_byte(framing):
+    """Wire byte of the destination node id: 5 (low byte of the dst MAC) or 0 (compact)."""
+    return 5 if Framing(framing) is Framing.L2 else 0
+
+
+def table_write_layout(ports):
+    return data.StructLayout({"node": 8, "port": range(ports)})
+
+
+class Switch(wiring.Component):
+    """Forward each frame to the output port that ``table[dst node]`` names.
+
+    Parameters
+    ----------
+    width : int
+        Datapath bytes.
+    ports : int
+        Number of ports ``N`` (2 to 16).
+    framing : str or Framing
+        Where the destination node id sits in the first beat.
+    fifo_depth : int
+        Beats of ingress buffer per port (the credits each sender starts with).
+
+    Ports
+    -----
+    i0 .. i{N-1} : In(packet_signature(width))
+        Ingress links; always ready. The sender must not overrun the buffer (credits).
+    o0 .. o{N-1} : Out(packet_signature(width))
+        Egress links; ``ready`` is ignored (links can not push back).
+    credit0 .. : Out(1)
+        One beat left ingress buffer ``i`` this cycle (one credit for its sender).
+    table_wr : In(stream.Signature(table_write_layout(N), always_ready=True))
+        Writes ``table[node] = port``, effective from the next cycle. At reset
+        ``table[n] = n mod N``.
+
+    Timing and arbitration
+    ----------------------
+    A beat that arrives in cycle ``t`` can leave its ingress buffer in ``t + 1`` and is on
+    the egress port in ``t + 2`` (one buffer cycle, one forwarding cycle: the table is
+    read combinationally from the head beat, and the crossbar output is registered).
+    An ingress port whose head is the first beat of a frame requests the output
+    ``table[dst]``. A free output grants, in the same cycle, the requesting ingress port
+    that comes first in round-robin order starting at its pointer (initially 0); the
+    pointer then moves to the granted port + 1 (mod N). The grant holds until the frame's
+    last beat leaves; the output is free again in the next cycle, so frames on an egress
+    port follow each other without idle cycles. Within a frame one beat moves per cycle
+    while its ingress buffer is not empty.
+    """
+
+    def __init__(self, width, ports, framing, fifo_depth):
+        self.width = check_width(width, self)
+        self.ports = check_int(self, "ports", ports, 2, 16)
+        try:
+            self.framing = Framing(framing)
+        except ValueError:
+            reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
+        self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
+        sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True))}
+        for p in range(ports):
+            sig[f"i{p}"] = In(packet_signature(width))
+            sig[f"o{p}"] = Out(packet_signature(width))
+            sig[f"credit{p}"] = Out(1)
+        super().__init__(sig)
+
+    def elaborate(self, platform):
+        m = Module()
+        n, w = self.ports, self.width
+        layout = packet_layout(w)
+        m.submodules.table = table = memory.Memory(
+            shape=range(n), depth=256, init=[k % n for k in range(256)])
+        tw = table.write_port()
+        m.d.comb += [tw.addr.eq(self.table_wr.payload.node),
+                     tw.data.eq(self.table_wr.payload.port),
+                     tw.en.eq(self.table_wr.valid)]
+        off = 8 * dst_byte(self.framing)
+
+        heads, ready, route, busy, dest = [], [], [], [], []
+        for p in range(n):
+            q = fifo.SyncFIFO(width=layout.size, depth=self.fifo_depth)
+            m.submodules[f"in{p}"] = q
+            link = getattr(self, f"i{p}")
+            m.d.comb += [link.ready.eq(1), q.w_en.eq(link.valid), q.w_data.eq(link.payload)]
+            head = Signal(layout, name=f"head{p}")
+            m.d.comb += head.eq(q.r_data)
+            rp = table.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(head.data[off:off + 8])
+            b = Signal(name=f"busy{p}")                  # holds an output
+            d = Signal(range(n), name=f"dest{p}")        # ... this one
+            heads.append(head)
+            ready.append(q)
+            route.append(rp.data)
+            busy.append(b)
+            dest.append(d)
+
+        pops = [Signal(name=f"pop{p}") for p in range(n)]
+        moves = [[] for _ in range(n)]
+        for o in range(n):
+            owned = Signal(name=f"owned{o}")
+            rr = Signal(range(n), name=f"rr{o}")
+            req = [Signal(name=f"req{o}_{p}") for p in range(n)]
+            grant = [Signal(name=f"grant{o}_{p}") for p in range(n)]
+            for p in range(n):
+                m.d.comb += req[p].eq(ready[p].r_rdy & heads[p].first & ~busy[p]
+                                      & (route[p] == o))
+            # Round robin as plain expressions: port p wins when it requests and no port
+            # before it in the order that starts at rr requests.
+            for p in range(n):
+                wins = []
+                for start in range(n):
+                    order = [(start + j) % n for j in range(n)]
+                    before = order[:order.index(p)]
+                    blocked = Cat(*[req[b] for b in before]).any() if before else 0
+                    wins.append((rr == start) & ~blocked)
+                m.d.comb += grant[p].eq(~owned & req[p] & Cat(*wins).any())
+            egress = getattr(self, f"o{o}")
+            valid = Signal(name=f"eg_valid{o}")
+            beat = Signal(layout, name=f"eg_beat{o}")
+            m.d.sync += valid.eq(0)
+            for p in range(n):
+                moving = Signal(name=f"mv{o}_{p}")
+                m.d.comb += moving.eq(grant[p] | (busy[p] & (dest[p] == o) & ready[p].r_rdy))
+                moves[p].append(moving)
+                with m.If(moving):
+                    m.d.sync += [valid.eq(1), beat.eq(heads[p])]
+                    with m.If(heads[p].last):
+                        m.d.sync += [busy[p].eq(0), owned.eq(0)]
+                with m.If(grant[p]):
+                    m.d.sync += rr.eq((p + 1) % n)
+                    with m.If(~heads[p].last):
+                        m.d.sync += [busy[p].eq(1), dest[p].eq(o), owned.eq(1)]
+            m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
+        for p in range(n):
+            m.d.comb += [pops[p].eq(Cat(*moves[p]).any()), ready[p].r_en.eq(pops[p]),
+                         getattr(self, f"credit{p}").eq(pops[p])]
+        return m

@@ -1,0 +1,117 @@
+"""Wire formats of the MAC-routed scale-up NIC: the store header and its two framings.
+
+# Ref: IEEE 802.3-2022 clause 3.1.1 (MAC frame: destination address, source address,
+# Length/Type, client data, FCS) and clause 3.2.6 (Length/Type >= 0x0600 is a Type);
+# IEEE 802 "local experimental" EtherType 0x88B5 (IEEE Std 802-2014 clause 9.2.4).
+
+Every byte order below is the wire order: byte 0 is sent first. Layouts are
+``StructLayout`` s packed LSB first, so a layout's bit ``8*i`` is wire byte ``i``
+(``Layout.const(...).as_bits()`` then ``int.to_bytes(n, "little")``). Multi-byte
+integers of our own headers are therefore little endian on the wire; the MAC addresses
+and the EtherType, which belong to IEEE 802.3, are byte arrays in network order.
+
+Store header (6 bytes, both framings)::
+
+    bits  0..2   opcode   NicOp (STORE = 1)
+    bits  3..15  length   payload bytes, 1 .. 8191
+    bits 16..47  addr     remote byte address (a multiple of the datapath width)
+
+Compact header (8 bytes, replaces the L2 header; routed by node id)::
+
+    byte 0  dst   destination node id
+    byte 1  src   source node id
+    bytes 2..7    store header
+
+L2 header (20 bytes)::
+
+    bytes  0..5   dst MAC   02:00:00:00:00:<dst node>  (locally administered, unicast)
+    bytes  6..11  src MAC   02:00:00:00:00:<src node>
+    bytes 12..13  EtherType 0x88B5 (big endian)
+    bytes 14..19  store header
+
+After the header: ``length`` payload bytes, then the 4-byte FCS (no padding, see
+docs/nic.md).
+"""
+
+import enum
+
+from amaranth.lib import data
+from amaranth.lib import enum as amenum
+
+__all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
+           "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
+           "node_mac", "MAX_LENGTH", "store_cmd_layout"]
+
+#: Our EtherType (IEEE 802 local experimental).
+ETHERTYPE = 0x88B5
+#: The first five bytes of every node's MAC address; byte 5 is the node id.
+MAC_PREFIX = bytes([0x02, 0x00, 0x00, 0x00, 0x00])
+#: Largest ``length`` the 13-bit field holds.
+MAX_LENGTH = (1 << 13) - 1
+
+
+class NicOp(amenum.Enum, shape=3):
+    """Opcode of a NIC frame (only stores so far; loads are future work)."""
+    STORE = 1
+
+
+class Framing(enum.Enum):
+    """Which header a NIC puts in front of each store (an elaboration parameter)."""
+    L2 = "l2"
+    COMPACT = "compact"
+
+
+store_header_layout = data.StructLayout({
+    "opcode": NicOp,
+    "length": 13,
+    "addr": 32,
+})
+
+compact_header_layout = data.StructLayout({
+    "dst": 8,
+    "src": 8,
+    "store": store_header_layout,
+})
+
+l2_header_layout = data.StructLayout({
+    "dst_mac": data.ArrayLayout(8, 6),
+    "src_mac": data.ArrayLayout(8, 6),
+    "ethertype": data.ArrayLayout(8, 2),
+    "store": store_header_layout,
+})
+
+
+def header_layout(framing):
+    """The header layout of ``framing`` (a :class:`Framing` or its value string)."""
+    framing = Framing(framing)
+    return l2_header_layout if framing is Framing.L2 else compact_header_layout
+
+
+def header_bytes(framing):
+    """Header length in bytes: 20 for L2, 8 for compact."""
+    return header_layout(framing).size // 8
+
+
+def node_mac(node):
+    """The MAC address of node ``node`` as 6 wire bytes."""
+    return MAC_PREFIX + bytes([node & 0xFF])
+
+
+def store_cmd_layout(width):
+    """One beat of a store command on the accelerator side of a ``width``-byte NIC.
+
+    ``dst``, ``addr`` and ``length`` are read on the ``first`` beat only; ``data``,
+    ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout` beats.
+    """
+    from rtl.formats.packet import packet_layout
+
+    beat = packet_layout(width)
+    return data.StructLayout({
+        "dst": 8,
+        "addr": 32,
+        "length": 13,
+        "data": beat["data"].shape,
+        "nbytes": beat["nbytes"].shape,
+        "first": 1,
+        "last": 1,
+    })

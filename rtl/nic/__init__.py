@@ -1,0 +1,1 @@
+"""The MAC-routed scale-up NIC: TX framer, TX with credits, RX checker/writer."""

@@ -1,0 +1,38 @@
+"""The credit return path of a link: one credit pulse a cycle, delayed like the link."""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.params import check_int
+
+__all__ = ["CreditReturn"]
+
+
+class CreditReturn(wiring.Component):
+    """Carry ``i`` (one returned credit) to ``o`` exactly ``latency`` cycles later.
+
+    Credits travel in the reverse direction of the link as a sideband (on a real PHY:
+    in idle/control code groups between frames, so they cost no frame bytes).
+
+    Ports
+    -----
+    i : In(1)
+        The receiver freed one buffer beat this cycle.
+    o : Out(1)
+        The same pulse ``latency`` cycles later (1 to 1024), for the sender's counter.
+    """
+
+    def __init__(self, latency):
+        self.latency = check_int(self, "credit return latency (cycles)", latency, 1, 1024)
+        super().__init__({"i": In(1), "o": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        stage = self.i
+        for k in range(self.latency):
+            nxt = Signal(name=f"stage{k}")
+            m.d.sync += nxt.eq(stage)
+            stage = nxt
+        m.d.comb += self.o.eq(stage)
+        return m

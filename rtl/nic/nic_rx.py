@@ -1,0 +1,224 @@
+"""The NIC's receive side: check each store frame, write its payload to local memory."""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.fcs_checker import FcsChecker
+from rtl.common.latency_memory import write_layout
+from rtl.formats.nic import ETHERTYPE, MAC_PREFIX, Framing, NicOp, header_bytes, header_layout
+from rtl.formats.packet import check_width, packet_signature
+from rtl.params import check_int, reject
+
+__all__ = ["NicRx", "DropReason"]
+
+
+class DropReason:
+    """Counter names, in the priority order used when a frame has several faults."""
+    ORDER = ("fcs", "malformed", "dst", "addr")
+
+
+class NicRx(wiring.Component):
+    """Check store frames (FCS, format, destination, address window); write good ones.
+
+    Parameters
+    ----------
+    width : int
+        Datapath bytes.
+    framing : str or Framing
+    max_payload : int
+        Largest payload accepted (bytes, 1 to 8191); longer frames are malformed.
+    depth : int
+        Words of ``width`` bytes of local memory: the window is ``depth * width`` bytes
+        from address 0.
+
+    Ports
+    -----
+    i : In(packet_signature(width))
+        Frames with FCS from the link; ``ready`` is always 1 (the receiver never pushes
+        back: its buffer holds two maximum frames and drains at one beat a cycle).
+    node_id : In(8)
+    wr : Out(stream.Signature(write_layout(width, depth), always_ready=True))
+        Writes into local memory (``addr`` in words, byte enables).
+    frames_ok, drop_fcs, drop_malformed, drop_dst, drop_addr : Out(32)
+        Frames written, and frames dropped by reason (each frame counted once, by the
+        first fault in this order): bad FCS; malformed (received length differs from
+        header + ``length`` + FCS, ``length`` 0 or above ``max_payload``, address not a
+        multiple of ``width``, wrong opcode, wrong EtherType); destination not this node;
+        ``addr + length`` beyond the window.
+
+    Timing
+    ------
+    The payload is realigned (header bytes removed) and buffered as it arrives. In the
+    cycle after a frame's last beat (``T``) the verdict is taken and counted (at the
+    clock edge ending ``T + 1``). The writer takes a frame in the cycle after its
+    verdict, or right after the previous frame's last buffered beat if that is later,
+    and then moves one buffered beat a cycle: beat ``j`` of a frame is written in cycle
+    ``T + 2 + j`` when the writer was idle. Beats holding only FCS bytes and beats of
+    dropped frames are drained without a write. Bad input is never written: nothing of
+    a dropped frame reaches ``wr``.
+    """
+
+    def __init__(self, width, framing, max_payload, depth):
+        self.width = check_width(width, self)
+        try:
+            self.framing = Framing(framing)
+        except ValueError:
+            reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
+        self.max_payload = check_int(self, "max_payload", max_payload, 1, 8191)
+        self.depth = check_int(self, "memory depth (words)", depth, 2, 2**20)
+        self.hbytes = header_bytes(self.framing)
+        self.max_push = -(-(max_payload + 4) // width)
+        super().__init__({
+            "i": In(packet_signature(width)),
+            "node_id": In(8),
+            "wr": Out(stream.Signature(write_layout(width, depth), always_ready=True)),
+            "frames_ok": Out(32),
+            "drop_fcs": Out(32),
+            "drop_malformed": Out(32),
+            "drop_dst": Out(32),
+            "drop_addr": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        w, h = self.width, self.hbytes
+        q, r = divmod(h, w)
+        nh = -(-h // w)
+        shift = w.bit_length() - 1
+        m.submodules.fcs = chk = FcsChecker(w)
+        m.d.comb += [chk.i.valid.eq(self.i.valid), chk.i.payload.eq(self.i.payload),
+                     self.i.ready.eq(1), chk.o.ready.eq(1)]
+        beat = self.i.payload
+        got = Signal()
+        m.d.comb += got.eq(self.i.valid)
+
+        # Arrival: beat index, byte count, header capture, realignment.
+        bidx = Signal(range(q + 2))
+        k = Signal(range(q + 2))
+        m.d.comb += k.eq(Mux(beat.first, 0, bidx))
+        count = Signal(16)
+        hdr_raw = Signal(8 * nh * w)
+        prev = Signal(8 * w)
+        pushed = Signal(range(self.max_push + 2))
+        tail = Signal()
+        tail_data = Signal(8 * w)
+        pend = Signal()
+        fcs_good = Signal()
+
+        m.submodules.data_q = dq = fifo.SyncFIFO(width=8 * w, depth=2 * self.max_push + 2)
+        push_beat = Signal()
+        room = Signal()
+        m.d.comb += room.eq(Mux(beat.first, 0, pushed) < self.max_push)
+        m.d.comb += [
+            push_beat.eq(~tail & got & (k > q) & room),
+            dq.w_en.eq(tail | push_beat),
+            dq.w_data.eq(Mux(tail, tail_data,
+                             Cat(prev[8 * r:], beat.data[:8 * r]) if r else prev)),
+        ]
+        m.d.sync += tail.eq(0)
+        with m.If(got):
+            m.d.sync += [
+                bidx.eq(Mux(k > q, k, k + 1)),
+                count.eq(Mux(beat.first, 0, count) + beat.nbytes),
+                prev.eq(beat.data),
+                pushed.eq(Mux(beat.first, 0, pushed) + push_beat),
+            ]
+            for j in range(nh):
+                with m.If(k == j):
+                    m.d.sync += hdr_raw.word_select(j, 8 * w).eq(beat.data)
+            with m.If(beat.last & (k >= q) & (beat.nbytes > r) & room):
+                m.d.sync += [tail.eq(1), tail_data.eq(beat.data >> (8 * r))]
+        m.d.sync += pend.eq(got & beat.last)
+        with m.If(got & beat.last):
+            m.d.sync += fcs_good.eq(chk.fcs_ok)
+
+        # Verdict, in the cycle after the last beat.
+        hdr = Signal(header_layout(self.framing))
+        m.d.comb += hdr.eq(hdr_raw[:8 * h])
+        st = hdr.store
+        malformed = Signal()
+        wrong_dst = Signal()
+        out_of_window = Signal()
+        fmt_bad = ((count != st.length + (h + 4)) | (st.length == 0)
+                   | (st.length > self.max_payload) | (st.addr[:shift] != 0)
+                   | (st.opcode != NicOp.STORE))
+        if self.framing is Framing.L2:
+            fmt_bad = fmt_bad | (Cat(hdr.ethertype[1], hdr.ethertype[0]) != ETHERTYPE)
+            dst = Cat(*[hdr.dst_mac[i] for i in range(6)])
+            mac = Cat(Const(int.from_bytes(MAC_PREFIX, "little"), 40), self.node_id)
+            m.d.comb += wrong_dst.eq(dst != mac)
+        else:
+            m.d.comb += wrong_dst.eq(hdr.dst != self.node_id)
+        m.d.comb += [
+            malformed.eq(fmt_bad),
+            out_of_window.eq(st.addr + st.length > self.depth * w),
+        ]
+        desc_layout = data.StructLayout({
+            "good": 1, "addr": range(self.depth), "length": 13,
+            "nbeats": range(self.max_push + 2)})
+        m.submodules.desc_q = descq = fifo.SyncFIFO(width=desc_layout.size,
+                                                     depth=2 * self.max_push + 2)
+        desc_in = Signal(desc_layout)
+        good = Signal()
+        m.d.comb += [
+            good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window),
+            desc_in.good.eq(good),
+            desc_in.addr.eq(st.addr >> shift),
+            desc_in.length.eq(st.length),
+            desc_in.nbeats.eq(pushed + tail),
+            descq.w_en.eq(pend),
+            descq.w_data.eq(desc_in),
+        ]
+        with m.If(pend):
+            with m.If(~fcs_good):
+                m.d.sync += self.drop_fcs.eq(self.drop_fcs + 1)
+            with m.Elif(malformed):
+                m.d.sync += self.drop_malformed.eq(self.drop_malformed + 1)
+            with m.Elif(wrong_dst):
+                m.d.sync += self.drop_dst.eq(self.drop_dst + 1)
+            with m.Elif(out_of_window):
+                m.d.sync += self.drop_addr.eq(self.drop_addr + 1)
+            with m.Else():
+                m.d.sync += self.frames_ok.eq(self.frames_ok + 1)
+
+        # Writer: one buffered beat a cycle into local memory.
+        left = Signal(range(self.max_push + 2))
+        waddr = Signal(range(self.depth))
+        bleft = Signal(range(8192 + w))
+        wgood = Signal()
+        desc = Signal(desc_layout)
+        m.d.comb += desc.eq(descq.r_data)
+        drain = Signal()
+        c_addr = Signal(range(self.depth))
+        c_bleft = Signal(range(8192 + w))
+        c_good = Signal()
+        c_left = Signal(range(self.max_push + 2))
+        idle = Signal()
+        # Plain expressions (no conditional blocks): simulators evaluate them at time 0.
+        m.d.comb += [
+            idle.eq(left == 0),
+            descq.r_en.eq(idle),
+            drain.eq(Mux(idle, descq.r_rdy & (desc.nbeats != 0), 1)),
+            c_addr.eq(Mux(idle, desc.addr, waddr)),
+            c_bleft.eq(Mux(idle, desc.length, bleft)),
+            c_good.eq(Mux(idle, desc.good, wgood)),
+            c_left.eq(Mux(idle, desc.nbeats, left)),
+        ]
+        m.d.comb += dq.r_en.eq(drain)
+        with m.If(drain):
+            m.d.sync += [
+                left.eq(c_left - 1),
+                waddr.eq(c_addr + 1),
+                bleft.eq(Mux(c_bleft > w, c_bleft - w, 0)),
+                wgood.eq(c_good),
+            ]
+        n = Signal(range(w + 1))
+        m.d.comb += [
+            n.eq(Mux(c_bleft > w, w, c_bleft)),
+            self.wr.valid.eq(drain & c_good & (c_bleft != 0)),
+            self.wr.payload.addr.eq(c_addr),
+            self.wr.payload.data.eq(dq.r_data),
+            self.wr.payload.be.eq(Const((1 << w) - 1, w) >> (w - n)[:shift + 1]),
+        ]
+        return m

@@ -1,0 +1,122 @@
+"""Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
+
+from amaranth import ResetSignal
+from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.latency_memory import LatencyMemory
+from rtl.fabric.link import Link
+from rtl.fabric.switch import Switch
+from rtl.formats.nic import store_cmd_layout
+from rtl.formats.packet import packet_layout
+from rtl.nic.credit_return import CreditReturn
+from rtl.nic.fault_injector import FaultInjector
+from rtl.nic.nic_rx import NicRx
+from rtl.nic.nic_tx import NicTx
+from rtl.params import check_int
+from rtl.sim.fabric_top import FabricTop
+
+__all__ = ["NicTop", "write_event_layout", "COUNTERS"]
+
+#: Per-node counter ports of the top, ``<name><node>``.
+COUNTERS = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr")
+
+
+def write_event_layout(depth):
+    """What the ``wr<p>`` recorders keep of each local-memory write."""
+    return data.StructLayout({"addr": range(depth), "be": 64})
+
+
+class NicTop(FabricTop):
+    """``nodes`` NICs, each on its own port of one :class:`Switch`.
+
+    Per node ``p``: player ``cmd<p>`` (store commands) -> NicTx -> uplink Link -> switch
+    port ``p`` -> downlink Link -> FaultInjector (player ``flt<p>``: downlink beat numbers
+    to corrupt) -> NicRx -> LatencyMemory ``mem<p>``. The switch's credit pulses for
+    ingress ``p`` come back through a CreditReturn of the link latency.
+
+    Recorders: ``tx<p>`` every uplink beat (the frames on the wire), ``wr<p>`` every
+    local-memory write (word address, byte enables), ``cr<p>`` every credit that reaches
+    sender ``p``. Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the
+    counters of :data:`COUNTERS` per node, ``credit_errors`` (any counter's sticky
+    underflow/overflow).
+
+    ``items`` (command beats) and ``events`` (recorder depth) are an int or one value per
+    node: memories cost export and build time, so idle nodes can be given small ones.
+    """
+
+    def __init__(self, width=16, framing="compact", nodes=4, link_latency=2, mem_words=256,
+                 max_payload=512, items=1024, events=4096):
+        self.width, self.framing = width, framing
+        self.nodes = check_int(self, "nodes", nodes, 2, 16)
+        self.link_latency, self.mem_words = link_latency, mem_words
+        self.max_payload = max_payload
+        self.credits = 2 * (-(-(max_payload + 28) // width))
+        self.switch = Switch(width, nodes, framing, self.credits)
+        self.txs = [NicTx(width, framing, self.credits) for _ in range(nodes)]
+        self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
+        self.links = [(Link(width, link_latency), Link(width, link_latency))
+                      for _ in range(nodes)]
+        self.crs = [CreditReturn(link_latency) for _ in range(nodes)]
+        self.mems = [LatencyMemory(width, mem_words, 1) for _ in range(nodes)]
+        items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
+        events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
+        players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
+        for p in range(nodes):
+            players[f"cmd{p}"] = (store_cmd_layout(width), items[p])
+            players[f"flt{p}"] = (32, 64)
+            recorders[f"tx{p}"] = (packet_layout(width), events[p])
+            recorders[f"wr{p}"] = (write_event_layout(mem_words), events[p])
+            recorders[f"cr{p}"] = (1, events[p])
+            ports[f"node_id{p}"] = In(8)
+            for c in COUNTERS:
+                ports[f"{c}{p}"] = Out(32)
+        super().__init__(players=players, recorders=recorders, ports=ports)
+
+    def elaborate_design(self, m, players, recorders):
+        m.submodules.switch = sw = self.switch
+        errors = []
+        for p in range(self.nodes):
+            tx, rx, (up, down), cr, mem = (self.txs[p], self.rxs[p], self.links[p],
+                                           self.crs[p], self.mems[p])
+            m.submodules[f"nic_tx{p}"] = tx
+            m.submodules[f"nic_rx{p}"] = rx
+            m.submodules[f"up{p}"] = up
+            m.submodules[f"down{p}"] = down
+            m.submodules[f"cret{p}"] = cr
+            m.submodules[f"mem{p}"] = mem
+            m.submodules[f"inj{p}"] = inj = FaultInjector(self.width)
+            cmd = players[f"cmd{p}"].o
+            node_id = getattr(self, f"node_id{p}")
+            ingress, egress = getattr(sw, f"i{p}"), getattr(sw, f"o{p}")
+            txrec, wrrec, crrec = (recorders[f"tx{p}"].i, recorders[f"wr{p}"].i,
+                                   recorders[f"cr{p}"].i)
+            m.d.comb += [
+                tx.cmd.valid.eq(cmd.valid), tx.cmd.payload.eq(cmd.payload),
+                cmd.ready.eq(tx.cmd.ready),
+                tx.node_id.eq(node_id), rx.node_id.eq(node_id),
+                up.i.valid.eq(tx.o.valid), up.i.payload.eq(tx.o.payload),
+                # The link is always ready; deriving the constant from reset makes every
+                # simulator evaluate the logic behind it when reset is released.
+                tx.o.ready.eq(up.i.ready & ~ResetSignal()),
+                txrec.valid.eq(tx.o.valid & up.i.ready), txrec.payload.eq(tx.o.payload),
+                ingress.valid.eq(up.o.valid), ingress.payload.eq(up.o.payload),
+                down.i.valid.eq(egress.valid), down.i.payload.eq(egress.payload),
+                inj.i.valid.eq(down.o.valid), inj.i.payload.eq(down.o.payload),
+                inj.faults.valid.eq(players[f"flt{p}"].o.valid),
+                inj.faults.payload.eq(players[f"flt{p}"].o.payload),
+                players[f"flt{p}"].o.ready.eq(inj.faults.ready),
+                rx.i.valid.eq(inj.o.valid), rx.i.payload.eq(inj.o.payload),
+                mem.wr.valid.eq(rx.wr.valid), mem.wr.payload.eq(rx.wr.payload),
+                mem.rd_addr.valid.eq(0),
+                wrrec.valid.eq(rx.wr.valid),
+                wrrec.payload.addr.eq(rx.wr.payload.addr),
+                wrrec.payload.be.eq(rx.wr.payload.be),
+                cr.i.eq(getattr(sw, f"credit{p}")),
+                tx.give.eq(cr.o),
+                crrec.valid.eq(cr.o), crrec.payload.eq(1),
+            ]
+            for c in COUNTERS:
+                m.d.comb += getattr(self, f"{c}{p}").eq(getattr(rx, c))
+            errors += [tx.underflow, tx.overflow]
+        m.d.comb += self.credit_errors.eq(sum(errors) != 0)

@@ -1,0 +1,1 @@
+"""cocotb side of the scale-up NIC: scenarios, the co-simulation test, the headline."""

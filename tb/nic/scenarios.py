@@ -1,0 +1,70 @@
+"""Seeded store scenarios for the NIC top, shared by the cocotb tests and the headline.
+
+Each returns ``(stores, node_ids, faults)``: ``stores[p]`` the :class:`Store` list of
+node ``p``, ``node_ids[p]`` its node id, ``faults[p]`` downlink beat numbers to corrupt.
+"""
+
+import random
+
+from pymodel.nic.system import Store
+
+__all__ = ["build_scenario", "EDGE_SIZES"]
+
+EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+              511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
+
+
+def _addr(rng, width, window, length):
+    return width * rng.randrange(0, (window - length) // width + 1)
+
+
+def _payload(rng, n):
+    return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
+                   msg_bytes=128, messages=16):
+    rng = random.Random(seed)
+    node_ids = list(range(nodes))
+    stores = {p: [] for p in range(nodes)}
+    faults = {p: [] for p in range(nodes)}
+    sizes = [s for s in EDGE_SIZES if s <= max_payload]
+    if kind == "pair":
+        for k in range(messages):
+            addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
+            stores[0].append(Store(1, addr, _payload(rng, msg_bytes)))
+    elif kind == "all_to_all":
+        for p in range(nodes):
+            for _ in range(count):
+                n = rng.choice(sizes)
+                stores[p].append(Store(rng.randrange(nodes), _addr(rng, width, window, n),
+                                       _payload(rng, n)))
+    elif kind == "hotspot":
+        for p in range(1, nodes):
+            for _ in range(count):
+                n = rng.choice(sizes)
+                stores[p].append(Store(0, _addr(rng, width, window, n), _payload(rng, n)))
+    elif kind == "bad":
+        node_ids[nodes - 1] = nodes + 7           # frames routed to the last port: wrong dst
+        for p in range(nodes):
+            for k in range(count):
+                n = rng.choice(sizes)
+                dst = rng.randrange(nodes - 1)
+                addr = _addr(rng, width, window, n)
+                length = None
+                flavour = k % 6
+                if flavour == 1:
+                    dst = nodes - 1                   # wrong destination
+                elif flavour == 2 and n > 1:
+                    addr += 1 if addr + n < window else -1   # misaligned: malformed
+                elif flavour == 3:
+                    length = min(n + rng.randrange(1, 9), max_payload)  # header lies
+                    if length == n:
+                        length = n - 1 if n > 1 else None
+                elif flavour == 4:
+                    addr = window                         # runs past the window
+                stores[p].append(Store(dst, addr, _payload(rng, n), length))
+            faults[p] = sorted(rng.sample(range(0, 8 * count), 3))
+    else:
+        raise ValueError(f"scenario kind {kind!r} is not known")
+    return stores, node_ids, faults

@@ -1,0 +1,191 @@
+"""Unit tests of the NIC blocks (Amaranth simulator), the formats and the model."""
+
+import random
+
+import pytest
+
+from pymodel.nic.frames import build_frame, parse_header, wire_bytes
+from pymodel.nic.system import Store
+from pymodel.packet import beats_to_frames, unpack_beat
+from rtl.fabric.switch import Switch
+from rtl.formats.nic import Framing, header_bytes, store_cmd_layout
+from rtl.nic.credit_return import CreditReturn
+from rtl.nic.nic_rx import NicRx
+from rtl.nic.nic_tx import NicTx
+from rtl.nic.tx_framer import NicTxFramer, frame_beats
+from rtl.tops.nic_top import NicTop
+from tb.amsim import get_all, put_all, run_sim
+
+SIZES = (1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129)
+
+
+def _cmd_items(width, stores):
+    layout = store_cmd_layout(width)
+    return [layout.const({"dst": s.dst, "addr": s.addr, "length": s.length, "data": d,
+                          "nbytes": n, "first": f, "last": la}).as_bits()
+            for s in stores for d, n, f, la in s.beats(width)]
+
+
+@pytest.mark.parametrize("width", [8, 16])
+@pytest.mark.parametrize("framing", ["l2", "compact"])
+@pytest.mark.parametrize("pattern", [(1,), (1, 1, 0, 1, 0)])
+def test_framer_builds_the_model_frames(width, framing, pattern):
+    """Every edge size, with and without stalls on both sides: the frames equal the
+    model's byte for byte; without stalls they leave back to back (no idle cycle)."""
+    rng = random.Random(width)
+    stores = [Store(rng.randrange(256), width * rng.randrange(64),
+                    bytes(rng.getrandbits(8) for _ in range(n))) for n in SIZES]
+    dut = NicTxFramer(width, framing)
+    want = [build_frame(framing, 5, s.dst, s.addr, s.length, s.payload, fcs=False)
+            for s in stores]
+    nbeats = sum(-(-len(f) // width) for f in want)
+    got = []
+
+    async def source(ctx):
+        ctx.set(dut.node_id, 5)
+        ctx.set(dut.start_ok, 1)
+        await put_all(ctx, dut.cmd, _cmd_items(width, stores), pattern)
+
+    async def sink(ctx):
+        got.extend(await get_all(ctx, dut.o, nbeats, pattern))
+
+    run_sim(dut, source, sink)
+    assert beats_to_frames([b for b, _ in got], width) == want
+    if pattern == (1,):
+        cycles = [c for _, c in got]
+        assert cycles[-1] - cycles[0] == nbeats - 1, "a bubble between frames"
+
+
+def test_tx_waits_for_credits_and_never_overruns():
+    """With credits for just one frame, the second frame waits for returned credits."""
+    width, framing = 16, "compact"
+    length = 40
+    need = frame_beats(width, framing, length)
+    dut = NicTx(width, framing, need)
+    stores = [Store(1, 0, bytes(range(length))), Store(2, 64, bytes(range(length)))]
+    sent = []
+
+    async def bench(ctx):
+        items = _cmd_items(width, stores)
+        k = 0
+        for cycle in range(30 + 2 * need):
+            ctx.set(dut.cmd.valid, k < len(items))
+            if k < len(items):
+                ctx.set(dut.cmd.payload.as_value(), items[k])
+            ctx.set(dut.o.ready, 1)
+            ctx.set(dut.give, 20 <= cycle < 20 + need)
+            if ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready):
+                k += 1
+            if ctx.get(dut.o.valid):
+                sent.append(cycle)
+            await ctx.tick()
+        assert not ctx.get(dut.underflow) and not ctx.get(dut.overflow)
+
+    run_sim(dut, bench)
+    assert sent[:need] == list(range(need)), "the first frame goes at once"
+    # The last of the returned credits is given in cycle 20 + need - 1: usable a cycle later.
+    assert sent[need:] == list(range(20 + need, 20 + 2 * need))
+
+
+def test_compact_header_and_wire_efficiency():
+    """Compact header <= 8 bytes, so a 128-byte store is >= 80% of its wire bytes."""
+    assert header_bytes("compact") <= 8
+    frame = build_frame("compact", 0, 1, 0, 128, bytes(128))
+    assert wire_bytes(frame) - 128 <= 32
+    assert 128 / wire_bytes(frame) >= 0.8
+    assert len(build_frame("l2", 0, 1, 0, 128, bytes(128))) == 20 + 128 + 4
+
+
+@pytest.mark.parametrize("framing", list(Framing))
+def test_header_round_trip(framing):
+    frame = build_frame(framing, 3, 9, 0x1240, 77, bytes(77))
+    f = parse_header(framing, frame)
+    assert (f["length"], f["addr"], f["opcode"], f["ethertype_ok"]) == (77, 0x1240, 1, True)
+    assert frame[5 if framing is Framing.L2 else 0] == 9
+
+
+@pytest.mark.parametrize("make,word", [
+    (lambda: NicTxFramer(12, "l2"), "width"),
+    (lambda: NicTxFramer(16, "ipv4"), "framing"),
+    (lambda: NicTx(16, "l2", 0), "credits"),
+    (lambda: NicRx(16, "l2", 0, 64), "max_payload"),
+    (lambda: NicRx(16, "compact", 64, 1), "depth"),
+    (lambda: Switch(16, 1, "l2", 8), "ports"),
+    (lambda: Switch(16, 4, "l2", 1), "fifo_depth"),
+    (lambda: CreditReturn(0), "latency"),
+    (lambda: NicTop(nodes=1), "nodes"),
+])
+def test_bad_parameters_name_themselves(make, word):
+    with pytest.raises(ValueError, match=word):
+        make()
+
+
+def test_store_beats_follow_the_packet_rules():
+    s = Store(0, 0, bytes(range(40)))
+    beats = s.beats(16)
+    assert [unpack_beat(16, b)[1] if isinstance(b, int) else b[1] for b in beats] == [16, 16, 8]
+
+
+
+@pytest.mark.parametrize("framing", ["compact", "l2"])
+def test_switch_matches_model_with_table_write(framing):
+    """Random frames on all ports (contention on the outputs), after rewriting the table
+    through its port: egress beats and credit pulses, cycle by cycle, equal the model's
+    (round robin, one-cycle forwarding)."""
+    from pymodel.fabric.switch import SwitchModel
+    from pymodel.packet import frame_to_beats
+    from rtl.fabric.switch import dst_byte
+
+    width, ports, depth, cycles = 8, 4, 64, 160
+    dut = Switch(width, ports, framing, depth)
+    model = SwitchModel(ports, framing, depth)
+    rng = random.Random(7)
+    remap = {1: 3, 3: 1}
+    off = dst_byte(framing)
+    streams = {}
+    for p in range(ports):
+        beats = []
+        for _ in range(5):
+            frame = bytearray(rng.getrandbits(8) for _ in range(rng.randrange(8, 40)))
+            frame[off] = rng.randrange(ports)
+            beats += frame_to_beats(bytes(frame), width)
+        streams[p] = beats
+    arrivals, got = [], []
+
+    async def bench(ctx):
+        ctx.set(dut.table_wr.valid, 1)
+        for node, port in remap.items():
+            ctx.set(dut.table_wr.payload.node, node)
+            ctx.set(dut.table_wr.payload.port, port)
+            await ctx.tick()
+        ctx.set(dut.table_wr.valid, 0)
+        for c in range(cycles):
+            now = {}
+            for p in range(ports):
+                link = getattr(dut, f"i{p}")
+                send = bool(streams[p]) and (c + p) % 3 != 0     # gaps inside frames
+                ctx.set(link.valid, send)
+                if send:
+                    beat = streams[p].pop(0)
+                    ctx.set(link.payload.as_value(), beat)
+                    now[p] = unpack_beat(width, beat)
+            arrivals.append(now)
+            got.append(([ctx.get(getattr(dut, f"o{p}").payload.as_value())
+                         if ctx.get(getattr(dut, f"o{p}").valid) else None
+                         for p in range(ports)],
+                        [ctx.get(getattr(dut, f"credit{p}")) for p in range(ports)]))
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    for node, port in remap.items():
+        model.table[node] = port
+    from pymodel.packet import pack_beat
+    want = [([None] * ports, None)]
+    for c in range(cycles):
+        egress, pops = model.cycle(c, arrivals[c])
+        want[c] = (want[c][0], [int(p in pops) for p in range(ports)])
+        want.append(([pack_beat(width, *egress[p][:4]) if p in egress else None
+                      for p in range(ports)], None))
+    assert got == want[:cycles]
+    assert all(not s for s in streams.values())
+    assert sum(sum(c) for _, c in got) == sum(len(a) for a in arrivals), "beats lost"
