@@ -1,0 +1,1 @@
+"""Golden model of the RoCEv2 RDMA engine (design 2)."""

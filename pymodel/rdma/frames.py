@@ -1,0 +1,125 @@
+"""RoCEv2 frames byte for byte: RDMA WRITE (ONLY/FIRST/MIDDLE/LAST) and ACKNOWLEDGE.
+
+Headers are packed with the layouts of :mod:`rtl.formats.roce` (one definition, used by
+the RTL and here). The ICRC and FCS use ``zlib.crc32``.
+"""
+
+import dataclasses
+import zlib
+
+from rtl.formats.roce import (
+    ACK_HEADER,
+    ETHERTYPE_IPV4,
+    ICRC_MASKED_BYTES,
+    IP_FLAGS_DF,
+    IP_PROTO_UDP,
+    IP_TTL,
+    ROCE_PKEY,
+    ROCE_UDP_PORT,
+    WRITE_HEADER,
+    WRITE_RETH_HEADER,
+    OpCode,
+    bswap,
+    header_bytes,
+)
+
+__all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "write_frame", "ack_frame",
+           "with_fcs", "ETH_OVERHEAD"]
+
+#: Preamble + SFD (8) and the inter-frame gap (12) that every frame costs on the PHY.
+ETH_OVERHEAD = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """Addresses of one side: MAC and IPv4."""
+    mac: int
+    ip: int
+
+
+def udp_sport(qpn):
+    """UDP source port of a QP: 0xC000 | low 14 bits of the source QPN (flow entropy)."""
+    return 0xC000 | (qpn & 0x3FFF)
+
+
+def ipv4_checksum(header20):
+    """RFC 1071 one's complement checksum of a 20-byte header whose checksum is 0."""
+    total = sum(int.from_bytes(header20[k:k + 2], "big") for k in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def icrc(frame_no_icrc):
+    """The 4 ICRC bytes of a frame (Ethernet header included, no ICRC, no FCS)."""
+    masked = bytearray(frame_no_icrc)
+    for k in ICRC_MASKED_BYTES:
+        masked[k] = 0xFF
+    return zlib.crc32(b"\xff" * 8 + bytes(masked[14:])).to_bytes(4, "little")
+
+
+def with_fcs(frame):
+    """``frame`` followed by its Ethernet FCS."""
+    return frame + zlib.crc32(frame).to_bytes(4, "little")
+
+
+def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=None):
+    """Pack Ethernet/IPv4/UDP/BTH(/ext) into bytes, IP checksum filled in."""
+    ip_len = 20 + 8 + transport_len
+    fields = {
+        "eth": {"dst": bswap(dst.mac, 6), "src": bswap(src.mac, 6),
+                "ethertype": bswap(ETHERTYPE_IPV4, 2)},
+        "ip": {"ihl": 5, "version": 4, "tos": 0, "total_length": bswap(ip_len, 2),
+               "ident": 0, "flags_frag": bswap(IP_FLAGS_DF, 2), "ttl": IP_TTL,
+               "protocol": IP_PROTO_UDP, "checksum": 0,
+               "src": bswap(src.ip, 4), "dst": bswap(dst.ip, 4)},
+        "udp": {"sport": bswap(udp_sport(qpn_src), 2), "dport": bswap(ROCE_UDP_PORT, 2),
+                "length": bswap(8 + transport_len, 2), "checksum": 0},
+        "bth": bth,
+    }
+    if ext is not None:
+        fields[ext_name] = ext
+    n = header_bytes(layout)
+    raw = bytearray(layout.const(fields).as_value().value.to_bytes(n, "little"))
+    raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
+    return bytes(raw)
+
+
+def _bth(opcode, dest_qp, psn, ack_req, pad):
+    return {"opcode": opcode, "tver": 0, "pad_count": pad, "mig_req": 0, "solicited": 0,
+            "pkey": bswap(ROCE_PKEY, 2), "resv6": 0, "becn": 0, "fecn": 0,
+            "dest_qp": bswap(dest_qp, 3), "resv7": 0, "ack_req": int(ack_req),
+            "psn": bswap(psn & 0xFFFFFF, 3)}
+
+
+def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
+                va=0, rkey=0, dma_length=0):
+    """An RDMA WRITE frame with ICRC and FCS.
+
+    ``opcode`` is an :class:`OpCode` WRITE opcode; FIRST and ONLY carry a RETH with
+    ``va``, ``rkey``, ``dma_length``. The payload is padded with zeros to a multiple of 4
+    bytes (BTH PadCnt).
+    """
+    opcode = OpCode(opcode)
+    pad = -len(payload) % 4
+    body = bytes(payload) + b"\0" * pad
+    bth = _bth(opcode, dest_qp, psn, ack_req, pad)
+    if opcode in (OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_ONLY):
+        reth = {"va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(dma_length, 4)}
+        hdr = _headers(WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + len(body) + 4,
+                       bth, reth, "reth")
+    elif opcode in (OpCode.RC_RDMA_WRITE_MIDDLE, OpCode.RC_RDMA_WRITE_LAST):
+        hdr = _headers(WRITE_HEADER, src, dst, src_qp, 12 + len(body) + 4, bth)
+    else:
+        raise ValueError(f"opcode must be an RDMA WRITE opcode, not {opcode!r}")
+    frame = hdr + body
+    return with_fcs(frame + icrc(frame))
+
+
+def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn):
+    """An ACKNOWLEDGE frame (AETH ``syndrome``, ``msn``) with ICRC and FCS."""
+    bth = _bth(OpCode.RC_ACKNOWLEDGE, dest_qp, psn, False, 0)
+    aeth = {"syndrome": int(getattr(syndrome, "value", syndrome)),
+            "msn": bswap(msn & 0xFFFFFF, 3)}
+    frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
+    return with_fcs(frame + icrc(frame))

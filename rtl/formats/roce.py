@@ -1,0 +1,191 @@
+"""RoCEv2 wire formats and the RDMA engine's host-memory structures, in one place.
+
+Wire headers (Ethernet, IPv4, UDP, BTH, RETH, AETH) are ``StructLayout``s over the packet
+stream's byte order: byte 0 of a header is its 8 least significant bits, so a layout
+field that spans several bytes holds them in wire order, which for the big-endian fields
+of these protocols reads as the byte-swapped value. :func:`bswap` converts, for Python
+integers (golden model, tests) and Amaranth values (RTL) alike. Sub-byte fields are
+listed LSB first inside their byte (the IPv4 version is the high nibble of byte 0, so
+``ihl`` comes before ``version``).
+
+Host-memory structures (WQE, CQE, QP context, MR entry) are little-endian 64-byte words
+of the host-memory model: a field's value is stored as is.
+
+Ref: IEEE 802.3-2022 clause 3.1.1 (MAC frame); RFC 791 section 3.1 (IPv4 header);
+RFC 768 (UDP); IBTA Vol 1 Rel 1.4 section 9.2 (BTH), 9.3.3 (RETH), 9.3.5 (AETH),
+table 38 (opcodes), 9.7.5.2 (ACK/NAK syndromes); IBTA Vol 1 Annex A17 (RoCEv2: UDP
+destination port 4791, ICRC over the IP datagram with variant fields masked).
+"""
+
+
+
+from amaranth import Cat, Shape, Value
+from amaranth.lib import data, enum
+
+__all__ = [
+    "ROCE_UDP_PORT", "ETHERTYPE_IPV4", "IP_PROTO_UDP", "IP_TTL", "IP_FLAGS_DF", "ROCE_PKEY",
+    "ACK_SYNDROME_ACK",
+    "OpCode", "Syndrome", "bswap",
+    "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
+    "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
+    "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
+    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES",
+]
+
+#: UDP destination port of RoCEv2. Ref: IBTA Annex A17.
+ROCE_UDP_PORT = 4791
+#: Ref: IEEE 802.3 / IANA EtherType registry.
+ETHERTYPE_IPV4 = 0x0800
+#: Ref: IANA protocol numbers.
+IP_PROTO_UDP = 17
+#: TTL of every IPv4 header the engine sends.
+IP_TTL = 64
+#: IPv4 flags/fragment field of every header sent: Don't Fragment, offset 0.
+IP_FLAGS_DF = 0x4000
+#: The default partition key. Ref: IBTA Vol 1 section 10.9.1.1.
+ROCE_PKEY = 0xFFFF
+#: AETH syndrome of a positive ACK with "invalid" credit count (RC without end-to-end
+#: credits, as Linux rxe sends it). Ref: IBTA Vol 1 section 9.7.5.2 / table 44.
+ACK_SYNDROME_ACK = 0x1F
+#: Bytes of one host-memory word: a WQE, a CQE, a QP context and an MR entry each fill
+#: exactly one word.
+HOST_WORD_BYTES = 64
+
+
+class OpCode(enum.Enum, shape=8):
+    """BTH opcodes of the reliable-connected transport used here. Ref: IBTA table 38."""
+    RC_RDMA_WRITE_FIRST = 0x06
+    RC_RDMA_WRITE_MIDDLE = 0x07
+    RC_RDMA_WRITE_LAST = 0x08
+    RC_RDMA_WRITE_ONLY = 0x0A
+    RC_ACKNOWLEDGE = 0x11
+
+
+class Syndrome(enum.Enum, shape=8):
+    """AETH syndromes sent by the responder. Ref: IBTA section 9.7.5.2.
+
+    ``0b000ccccc`` is an ACK (``ccccc`` credits), ``0b011nnnnn`` a NAK with code ``n``.
+    """
+    ACK = ACK_SYNDROME_ACK
+    NAK_PSN_SEQUENCE = 0x60
+    NAK_INVALID_REQUEST = 0x61
+    NAK_REMOTE_ACCESS = 0x62
+
+
+def bswap(value, nbytes):
+    """Reverse the byte order of an ``nbytes`` value (int or Amaranth value)."""
+    if isinstance(value, int):
+        return int.from_bytes(value.to_bytes(nbytes, "big"), "little")
+    value = Value.cast(value)
+    return Cat(*[value[8 * k:8 * k + 8] for k in reversed(range(nbytes))])
+
+
+#: Ref: IEEE 802.3 clause 3.1.1. 14 bytes. ``dst``/``src``/``ethertype`` in wire order.
+ETH_LAYOUT = data.StructLayout({"dst": 48, "src": 48, "ethertype": 16})
+
+#: Ref: RFC 791 section 3.1. 20 bytes, no options. Multi-byte fields in wire order.
+IPV4_LAYOUT = data.StructLayout({
+    "ihl": 4, "version": 4, "tos": 8, "total_length": 16, "ident": 16, "flags_frag": 16,
+    "ttl": 8, "protocol": 8, "checksum": 16, "src": 32, "dst": 32,
+})
+
+#: Ref: RFC 768. 8 bytes. Multi-byte fields in wire order.
+UDP_LAYOUT = data.StructLayout({"sport": 16, "dport": 16, "length": 16, "checksum": 16})
+
+#: Base Transport Header. Ref: IBTA Vol 1 section 9.2. 12 bytes.
+#: Byte 1 holds SE (bit 7), MigReq (6), PadCnt (5:4), TVer (3:0); byte 4 FECN (7), BECN
+#: (6); byte 8 AckReq (7). ``pkey``, ``dest_qp``, ``psn`` in wire order.
+BTH_LAYOUT = data.StructLayout({
+    "opcode": OpCode, "tver": 4, "pad_count": 2, "mig_req": 1, "solicited": 1,
+    "pkey": 16, "resv6": 6, "becn": 1, "fecn": 1, "dest_qp": 24,
+    "resv7": 7, "ack_req": 1, "psn": 24,
+})
+
+#: RDMA Extended Transport Header. Ref: IBTA Vol 1 section 9.3.3. 16 bytes, wire order.
+RETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "dma_length": 32})
+
+#: ACK Extended Transport Header. Ref: IBTA Vol 1 section 9.3.5. 4 bytes; ``msn`` in
+#: wire order.
+AETH_LAYOUT = data.StructLayout({"syndrome": 8, "msn": 24})
+
+#: The headers of an RDMA WRITE FIRST / ONLY frame (70 bytes).
+WRITE_RETH_HEADER = data.StructLayout({
+    "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT,
+    "reth": RETH_LAYOUT})
+#: The headers of an RDMA WRITE MIDDLE / LAST frame (54 bytes).
+WRITE_HEADER = data.StructLayout({
+    "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT})
+#: The headers of an ACKNOWLEDGE frame (58 bytes); the frame has no payload.
+ACK_HEADER = data.StructLayout({
+    "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT,
+    "aeth": AETH_LAYOUT})
+
+
+def header_bytes(layout):
+    """Size of a header layout in bytes."""
+    return Shape.cast(layout).width // 8
+
+
+#: Frame byte offsets (counted from the Ethernet destination) that the ICRC sees as
+#: 0xFF: IPv4 TOS, TTL, header checksum; UDP checksum; BTH byte 4 (FECN, BECN, resv6).
+#: Ref: IBTA Annex A17 (ICRC for RoCEv2 over IPv4).
+ICRC_MASKED_BYTES = (15, 22, 24, 25, 40, 41, 46)
+
+
+class WqeOpcode(enum.Enum, shape=8):
+    """Work-request opcodes a WQE may carry (only RDMA WRITE is implemented)."""
+    RDMA_WRITE = 0x00
+
+
+class CqeStatus(enum.Enum, shape=8):
+    """Completion status written into a CQE (ibv_wc_status numbering)."""
+    SUCCESS = 0
+    REM_ACCESS_ERR = 10
+    RETRY_EXC_ERR = 12
+
+
+#: Send-queue entry (one 64-byte host word, little endian). ``laddr`` is the local
+#: source address, ``raddr``/``rkey`` the remote target, ``length`` the byte count
+#: (1 .. 16 KiB here), ``wr_id`` is returned in the CQE.
+WQE_LAYOUT = data.StructLayout({
+    "wr_id": 64, "opcode": WqeOpcode, "flags": 8, "resv0": 16, "length": 32,
+    "laddr": 64, "raddr": 64, "rkey": 32, "resv1": 32, "resv2": 192,
+})
+
+#: Completion-queue entry (one 64-byte host word). ``owner`` is the phase bit that the
+#: host polls (it flips each time the CQ wraps).
+CQE_LAYOUT = data.StructLayout({
+    "wr_id": 64, "status": CqeStatus, "opcode": WqeOpcode, "owner": 1, "resv0": 15,
+    "qpn": 24, "resv1": 8, "byte_len": 32, "sq_index": 16, "resv2": 16, "resv3": 256,
+})
+
+#: QP context (one 64-byte host word at ``qpc_base + qpn``). The requester uses the
+#: send side (``next_psn``, ``sq_*``), the responder the receive side (``expected_psn``,
+#: ``msn``, and ``resp_va``/``resp_left``: where the next MIDDLE/LAST payload of the
+#: message in progress goes and how many bytes it may still carry); both use the
+#: addressing (``dest_qp``, MACs, IPs). ``valid`` marks a created QP (the verbs state
+#: RTS); ``pmtu_log2`` is the path MTU (8..12).
+QPC_LAYOUT = data.StructLayout({
+    "valid": 1, "state": 3, "pmtu_log2": 4, "dest_qp": 24,
+    "next_psn": 24, "sq_size_log2": 8,
+    "expected_psn": 24, "resv0": 8,
+    "msn": 24, "resv1": 8,
+    "sq_base": 32,
+    "sq_head": 16, "sq_tail": 16,
+    "dmac": 48, "smac": 48,
+    "dip": 32, "sip": 32,
+    "resp_va": 64,
+    "resp_left": 32,
+    "resv2": 64,
+})
+
+#: Memory-region entry of the responder's on-chip MR table (the memory protection
+#: table, fully cached), indexed by the low bits of the rkey. ``key`` must equal the
+#: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE.
+MR_LAYOUT = data.StructLayout({
+    "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32,
+})
+
+for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT):
+    assert _layout.size <= 8 * HOST_WORD_BYTES, _layout
+del _layout

@@ -1,0 +1,56 @@
+"""Build ACKNOWLEDGE frames (Ethernet/IPv4/UDP/BTH/AETH, no payload)."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.packet import packet_signature
+from rtl.formats.roce import ACK_HEADER, OpCode, bswap
+from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+
+__all__ = ["AckFramer", "ack_layout"]
+
+
+def ack_layout():
+    """One ACK or NAK to send: addressing, PSN, AETH syndrome and MSN."""
+    return data.StructLayout({
+        "dmac": 48, "smac": 48, "sip": 32, "dip": 32, "src_qp": 24, "dest_qp": 24,
+        "psn": 24, "syndrome": 8, "msn": 24,
+    })
+
+
+class AckFramer(wiring.Component):
+    """Turn an ACK descriptor into a one-beat, 58-byte frame (no ICRC, no FCS).
+
+    Ports
+    -----
+    i : In(stream.Signature(ack_layout()))
+        One descriptor per frame.
+    o : Out(packet_signature(64))
+        The frame as one beat (``first`` and ``last``, 58 bytes).
+
+    Timing: zero latency, ``o.valid = i.valid``, ``i.ready = o.ready``.
+    """
+
+    i: In(stream.Signature(ack_layout()))
+    o: Out(packet_signature(64))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = self.i.payload
+        hdr = Signal(ACK_HEADER)
+        fill_eth_ip_udp(m, hdr, dmac=d.dmac, smac=d.smac, sip=d.sip, dip=d.dip,
+                        src_qp=d.src_qp, udp_len=8 + 12 + 4 + 4, prefix="ack_")
+        fill_bth_common(m, hdr.bth, opcode=OpCode.RC_ACKNOWLEDGE, dest_qp=d.dest_qp,
+                        psn=d.psn, ack_req=0, pad=0)
+        m.d.comb += [
+            hdr.aeth.syndrome.eq(d.syndrome),
+            hdr.aeth.msn.eq(bswap(d.msn, 3)),
+            self.o.valid.eq(self.i.valid),
+            self.i.ready.eq(self.o.ready),
+            self.o.payload.data.eq(hdr.as_value()),
+            self.o.payload.nbytes.eq(58),
+            self.o.payload.first.eq(1),
+            self.o.payload.last.eq(1),
+        ]
+        return m

@@ -1,0 +1,79 @@
+"""Receive ACK/NAK frames at the requester: check them and queue (QPN, PSN, syndrome)."""
+
+from amaranth import Const, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.packet import packet_layout, packet_signature
+from rtl.formats.roce import (
+    ACK_HEADER,
+    ETHERTYPE_IPV4,
+    IP_PROTO_UDP,
+    ROCE_UDP_PORT,
+    OpCode,
+    bswap,
+)
+from rtl.rdma.frame_check import FrameCheck
+
+__all__ = ["AckReceiver", "ack_event_layout"]
+
+
+def ack_event_layout():
+    """What the requester needs from an ACK: the QP it is for, PSN, syndrome, MSN."""
+    return data.StructLayout({"qpn": 24, "psn": 24, "syndrome": 8, "msn": 24})
+
+
+class AckReceiver(wiring.Component):
+    """Check frames from the link and pass on the ACKNOWLEDGE ones as events.
+
+    Ports
+    -----
+    i : In(packet_signature(64))
+        Frames with ICRC and FCS; always ready.
+    o : Out(stream.Signature(ack_event_layout()))
+        One event per good ACK/NAK frame, ``valid`` for one cycle in the cycle of its
+        last beat (no backpressure: the consumer queues it).
+    acks, dropped : Out(32)
+        Good ACK/NAK frames; frames dropped (bad FCS or ICRC, wrong length, not an
+        ACKNOWLEDGE of RoCEv2).
+
+    Timing: zero latency (the event leaves with the last beat).
+    """
+
+    i: In(packet_signature(64))
+    o: Out(stream.Signature(ack_event_layout()))
+    acks: Out(32)
+    dropped: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.check = chk = FrameCheck()
+        beat = self.i.payload
+        m.d.comb += [self.i.ready.eq(1), chk.beat.eq(beat), chk.en.eq(self.i.valid)]
+        b0 = Signal(packet_layout(64))
+        with m.If(self.i.valid & beat.first):
+            m.d.sync += b0.eq(beat)
+        hdr = Signal(ACK_HEADER)
+        m.d.comb += hdr.eq(b0.data[:ACK_HEADER.size])
+        ok = Signal()
+        ip_len = Signal(16)
+        m.d.comb += [
+            ip_len.eq(bswap(hdr.ip.total_length, 2)),
+            ok.eq(chk.fcs_ok & chk.icrc_ok & ~beat.first & (chk.length == 66)
+                  & (ip_len == 48)
+                  & (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
+                  & (hdr.ip.protocol == IP_PROTO_UDP)
+                  & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
+                  & (hdr.bth.opcode == OpCode.RC_ACKNOWLEDGE)),
+            self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
+            self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),
+            self.o.payload.syndrome.eq(hdr.aeth.syndrome),
+            self.o.payload.msn.eq(bswap(hdr.aeth.msn, 3)),
+        ]
+        with m.If(self.i.valid & beat.last):
+            with m.If(ok):
+                m.d.comb += self.o.valid.eq(1)
+                m.d.sync += self.acks.eq(self.acks + 1)
+            with m.Else():
+                m.d.sync += self.dropped.eq(self.dropped + 1)
+        return m

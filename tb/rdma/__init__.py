@@ -1,0 +1,1 @@
+"""cocotb tests and the host-driver model of the RDMA engine."""

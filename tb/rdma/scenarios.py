@@ -1,0 +1,79 @@
+"""Scenarios of the RDMA co-simulation, built with the verbs model (shared by the cocotb
+module, the pytest tests and the headline run)."""
+
+import random
+import zlib
+
+from pymodel.rdma.engine import Config
+from pymodel.rdma.frames import Endpoint, write_frame
+from rtl.formats.roce import OpCode
+from tb.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
+
+__all__ = ["writes_scenario", "bad_frames_scenario"]
+
+
+def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1):
+    """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``;
+    one WQE and one doorbell per message."""
+    rng = random.Random(seed)
+    per_qp = -(-messages // qps)
+    sq_log2 = max(0, (per_qp - 1).bit_length())
+    v = Verbs(cfg)
+    pairs = [v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
+                         psn_a=(q * 977) & 0xFFFFFF, psn_b=(q * 977) & 0xFFFFFF)
+             for q in range(qps)]
+    total = sum(sizes[k % len(sizes)] for k in range(messages))
+    raddr, rkey = v.reg_mr(total + 64 * messages, index=3)
+    cursor = raddr
+    for k in range(messages):
+        n = sizes[k % len(sizes)]
+        qp = pairs[k % qps]
+        v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + k)
+        v.ring(qp)
+        cursor += -(-n // 64) * 64
+    return v
+
+
+def bad_frames_scenario(cfg: Config, seed=2):
+    """Good and bad frames played straight onto the A->B link: returns ``(verbs, frames,
+    reasons)``, the expected responder counter per frame."""
+    rng = random.Random(seed)
+    v = Verbs(cfg)
+    v.create_qp(1, 5, psn_a=100, psn_b=100)
+    raddr, rkey = v.reg_mr(4096, index=2)
+    ro_addr, ro_key = v.reg_mr(256, index=4, remote_write=False)
+    a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
+    only = OpCode.RC_RDMA_WRITE_ONLY
+
+    def w(psn, payload, va=raddr, key=rkey, dma=None, qpn=5):
+        return write_frame(only, a, b, 1, qpn, psn, True, payload, va=va, rkey=key,
+                           dma_length=len(payload) if dma is None else dma)
+
+    frames, reasons = [], []
+
+    def add(frame, reason):
+        frames.append(frame)
+        reasons.append(reason)
+
+    add(w(100, rng.randbytes(100)), "frames_ok")
+    bad = bytearray(w(101, rng.randbytes(64), va=raddr + 128))
+    bad[-6] ^= 0x40                                   # ICRC, FCS recomputed below
+    add(_refcs(bad), "icrc_bad")
+    bad = bytearray(w(101, rng.randbytes(64), va=raddr + 128))
+    bad[-1] ^= 1
+    add(bytes(bad), "fcs_bad")
+    add(w(101, rng.randbytes(64), va=raddr + 128, qpn=9), "unknown_qp")
+    add(w(105, rng.randbytes(64), va=raddr + 128), "psn_nak")        # ahead: out of order
+    add(w(99, rng.randbytes(64), va=raddr + 128), "psn_nak")         # duplicate
+    add(w(101, rng.randbytes(64), va=raddr + 128, key=rkey ^ 0x100), "access_nak")
+    add(w(101, rng.randbytes(64), va=raddr + 4096 - 32), "access_nak")   # out of bounds
+    add(w(101, rng.randbytes(64), va=ro_addr, key=ro_key), "access_nak")  # no right
+    full = w(101, rng.randbytes(200), va=raddr + 256)
+    add(_refcs(full[:120]), "truncated")
+    add(w(101, rng.randbytes(129), va=raddr + 512), "frames_ok")
+    return v, frames, reasons
+
+
+def _refcs(frame_with_fcs):
+    body = bytes(frame_with_fcs[:-4])
+    return body + zlib.crc32(body).to_bytes(4, "little")

@@ -1,0 +1,184 @@
+"""Unit tests of the RDMA engine's pieces: wire format, framing, checks, parameters."""
+
+import random
+import zlib
+
+import pytest
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+from scapy.contrib.roce import BTH
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
+from pymodel.rdma.engine import Config, simulate
+from pymodel.rdma.fields import pack
+from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
+from rtl.common.fcs_inserter import FcsInserter
+from rtl.formats.roce import OpCode, Syndrome
+from rtl.rdma.frame_check import FrameCheck
+from rtl.rdma.icrc_inserter import IcrcInserter
+from rtl.rdma.qpc_cache import QpcCache
+from rtl.rdma.responder import Responder
+from rtl.rdma.write_framer import WriteFramer, segment_layout
+from rtl.tops.rdma_top import RdmaTop
+from tb.amsim import get_all, put_all, run_sim
+from tb.rdma.scenarios import writes_scenario
+from tb.rdma.wirecheck import frame_problems
+
+A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_00_01)
+B = Endpoint(0x02_00_00_00_00_02, 0x0A_00_00_02)
+SIZES = [1, 2, 3, 4, 5, 10, 11, 54, 55, 58, 59, 60, 63, 64, 65, 127, 128, 129, 256, 4096]
+WRITES = [OpCode.RC_RDMA_WRITE_ONLY, OpCode.RC_RDMA_WRITE_FIRST,
+          OpCode.RC_RDMA_WRITE_MIDDLE, OpCode.RC_RDMA_WRITE_LAST]
+
+
+def test_write_frames_decode_independently():
+    """Model frames: scapy reads the right fields; FCS, IP checksum and ICRC are
+    recomputed without the project's CRC code."""
+    rng = random.Random(5)
+    seen = 0
+    for op in WRITES:
+        for n in SIZES:
+            payload = rng.randbytes(n)
+            f = write_frame(op, A, B, 0x123, 0x4567, 0xABCDE, True, payload,
+                            va=0x1234_5678_9ABC, rkey=0xDEAD, dma_length=99999)
+            assert frame_problems(f) == []
+            p = Ether(f[:-4])
+            assert p[UDP].dport == 4791 and p[UDP].sport == 0xC000 | 0x123
+            assert p[IP].len == len(f) - 14 - 4
+            assert p[BTH].opcode == op.value and p[BTH].dqpn == 0x4567
+            assert p[BTH].psn == 0xABCDE and p[BTH].ackreq == 1
+            assert p[BTH].padcount == -n % 4
+            rest = bytes(p[BTH].payload)
+            if op in (OpCode.RC_RDMA_WRITE_ONLY, OpCode.RC_RDMA_WRITE_FIRST):
+                assert rest[:16] == (0x1234_5678_9ABC).to_bytes(8, "big") \
+                    + (0xDEAD).to_bytes(4, "big") + (99999).to_bytes(4, "big")
+                rest = rest[16:]
+            assert rest[:n] == payload and rest[n:] == bytes(-n % 4)
+            seen += 1
+    ack = ack_frame(B, A, 0x4567, 0x123, 77, Syndrome.NAK_REMOTE_ACCESS, 5)
+    assert frame_problems(ack) == [] and len(ack) == 66
+    assert Ether(ack[:-4])[BTH].opcode == OpCode.RC_ACKNOWLEDGE.value
+    assert seen == len(WRITES) * len(SIZES)
+
+
+def _tx_path():
+    m = Module()
+    m.submodules.framer = framer = WriteFramer()
+    m.submodules.icrc = icrc = IcrcInserter()
+    m.submodules.fcs = fcs = FcsInserter(64)
+    wiring.connect(m, framer.o, icrc.i)
+    wiring.connect(m, icrc.o, fcs.i)
+    return m, framer, fcs
+
+
+@pytest.mark.parametrize("pattern", [(1,), (1, 1, 1, 0)])
+def test_tx_path_matches_model(pattern):
+    """WriteFramer -> IcrcInserter -> FcsInserter gives the model's frames byte for byte,
+    every opcode and edge size, with and without backpressure and data gaps."""
+    m, framer, fcs = _tx_path()
+    rng = random.Random(len(pattern))
+    segs, words, want = [], [], []
+    for op in WRITES:
+        for n in SIZES:
+            payload = rng.randbytes(n)
+            segs.append(pack(segment_layout(), opcode=op, ack_req=1, dmac=B.mac, smac=A.mac,
+                             sip=A.ip, dip=B.ip, src_qp=0x1234, dest_qp=0x55, psn=77,
+                             va=0x1000, rkey=0xABC, dma_length=n, length=n))
+            junk = payload + rng.randbytes(-n % 64)        # bytes past the end are junk
+            words += [int.from_bytes(junk[k:k + 64], "little") for k in range(0, len(junk), 64)]
+            want.append(write_frame(op, A, B, 0x1234, 0x55, 77, True, payload, va=0x1000,
+                                    rkey=0xABC, dma_length=n))
+    nbeats = sum(-(-len(f) // 64) for f in want)
+    got = []
+
+    async def seg_bench(ctx):
+        await put_all(ctx, framer.i_seg, segs, pattern)
+
+    async def data_bench(ctx):
+        await put_all(ctx, framer.i_data, words, pattern)
+
+    async def out_bench(ctx):
+        got.extend(await get_all(ctx, fcs.o, nbeats, pattern))
+
+    run_sim(m, seg_bench, data_bench, out_bench, deadline_cycles=20_000)
+    frames = beats_to_frames([g for g, _ in got], 64)
+    assert len(frames) == len(want)
+    for k, (g, w) in enumerate(zip(frames, want, strict=True)):
+        assert g == w, f"frame {k}"
+
+
+def test_frame_check_judges_fcs_and_icrc():
+    """FrameCheck: good frames pass; a bad ICRC (FCS fixed up) and a bad FCS are told
+    apart; the length is counted."""
+    dut = FrameCheck()
+    rng = random.Random(9)
+    cases = []
+    for k, n in enumerate(SIZES):
+        f = bytearray(write_frame(WRITES[k % 4], A, B, 1, 2, 3, False, rng.randbytes(n)))
+        kind = k % 3
+        if kind == 1:
+            f[-6] ^= 0x10
+            f[-4:] = zlib.crc32(bytes(f[:-4])).to_bytes(4, "little")
+        elif kind == 2:
+            f[-1] ^= 0x80
+        cases.append((bytes(f), kind))
+    seen = []
+
+    async def bench(ctx):
+        for frame, kind in cases:
+            for bits in frame_to_beats(frame, 64):
+                data, nbytes, first, last = unpack_beat(64, bits)
+                ctx.set(dut.beat.data, data)
+                ctx.set(dut.beat.nbytes, nbytes)
+                ctx.set(dut.beat.first, first)
+                ctx.set(dut.beat.last, last)
+                ctx.set(dut.en, 1)
+                if last:
+                    seen.append((ctx.get(dut.fcs_ok), ctx.get(dut.icrc_ok),
+                                 ctx.get(dut.length), len(frame), kind))
+                await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(seen) == len(cases)
+    for fcs_ok, icrc_ok, length, n, kind in seen:
+        assert length == n
+        assert (fcs_ok, icrc_ok) == {0: (1, 1), 1: (1, 0), 2: (0, 1)}[kind]
+
+
+def test_model_cache_misses_grow_with_qps():
+    """The golden model: one QP hits after the first miss; 4096 QPs round robin over 16
+    entries miss on every message on both nodes and write back dirty contexts."""
+    res = {}
+    for qps in (1, 4096):
+        cfg = Config()
+        v = writes_scenario(cfg, 40, [128], qps)
+        res[qps] = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
+    assert res[1]["req"]["misses"] == 1 and res[1]["resp"]["misses"] == 1
+    assert res[4096]["req"]["misses"] == 40 and res[4096]["resp"]["misses"] == 40
+    assert res[4096]["req"]["writebacks"] == 40 - 16
+    gaps = {q: r["doorbell_stamps"][-1] - r["doorbell_stamps"][-2] for q, r in res.items()}
+    assert gaps[4096] > gaps[1]
+
+
+@pytest.mark.parametrize("make, word", [
+    (lambda: QpcCache(8, 1024), "entries"),
+    (lambda: QpcCache(24, 1024), "power of two"),
+    (lambda: QpcCache(512, 1024), "entries"),
+    (lambda: Responder(mr_entries=3), "MR table"),
+    (lambda: IcrcInserter(32), "width"),
+    (lambda: WriteFramer(16), "width"),
+    (lambda: FrameCheck(7), "width"),
+    (lambda: RdmaTop(mem_latency=0), "latency"),
+    (lambda: RdmaTop(link_latency=0), "latency"),
+    (lambda: RdmaTop(colour=1), "colour"),
+    (lambda: RdmaTop(doorbells=0), "doorbells"),
+])
+def test_bad_parameters_raise(make, word):
+    with pytest.raises(ValueError, match=word):
+        make()
