@@ -77,15 +77,58 @@ def _zero_loop(match):
             f"    for (i = 0; i < {len(lines)}; i = i + 1) {name}[i] = 0;\n  end\n")
 
 
+_MEMORY_DECL = re.compile(r"^([ \t]*)reg \[\d+:0\] (\\?\S+) \[(\d+):0\];\n(?![ \t]*initial)",
+                          re.M)
+
+
+def _zero_decl(match):
+    indent, name, top = match.group(1), match.group(2), int(match.group(3))
+    label = "zero_" + re.sub(r"\W", "_", name)
+    return (f"{match.group(0)}{indent}initial begin : {label}\n{indent}  integer i;\n"
+            f"{indent}  for (i = 0; i < {top + 1}; i = i + 1) {name}[i] = 0;\n{indent}end\n")
+
+
 def export_verilog(top, name):
     """The Verilog text of an Amaranth component, with ``name`` as the top module.
 
-    Amaranth writes one initial assignment per memory word; all-zero initialisers are
-    folded into a loop, which keeps large memories from slowing the Verilator build.
+    Amaranth builds one netlist object per bit of a memory's initial contents, so a top
+    with megabits of zero-initialised memory (players, recorders, host memories) took
+    minutes to export. All-zero initialisers are therefore left out of the netlist and
+    written back into the Verilog as a loop per memory, and other initialisers (the CRC
+    tables) are handed to Yosys as one constant string. The Verilog is the same text as
+    a plain ``verilog.convert`` followed by folding the zero initialisers (tested).
     """
-    from amaranth.back import verilog
+    from amaranth.back import rtlil, verilog
+    from amaranth.hdl import _nir
 
-    return _ZERO_INIT.sub(_zero_loop, verilog.convert(top, name=name, emit_src=False))
+    original = rtlil.ModuleEmitter.emit_memory
+
+    def emit_memory(self, cell_idx, cell):
+        # Same cell as Amaranth 0.5's ModuleEmitter.emit_memory (pinned version), with the
+        # constant DATA written as one bit string instead of one netlist object per bit.
+        if not any(cell.init):
+            return
+        mask = (1 << cell.width) - 1
+        bits = "".join(format(row & mask, f"0{cell.width}b") for row in reversed(cell.init))
+        self.builder.cell("$meminit_v2", ports={
+            "ADDR": self.sigspec(),
+            "DATA": f"{len(bits)}'{bits}",
+            "EN": self.sigspec(_nir.Value.ones(cell.width)),
+        }, parameters={
+            "MEMID": self.memories[cell_idx].memid,
+            "ABITS": 0,
+            "WIDTH": cell.width,
+            "WORDS": cell.depth,
+            "PRIORITY": 0,
+        }, src_loc=cell.src_loc)
+
+    rtlil.ModuleEmitter.emit_memory = emit_memory
+    try:
+        text = verilog.convert(top, name=name, emit_src=False)
+    finally:
+        rtlil.ModuleEmitter.emit_memory = original
+    text = _ZERO_INIT.sub(_zero_loop, text)
+    return _MEMORY_DECL.sub(_zero_decl, text)
 
 
 def _describe(value, seen, depth=0):
