@@ -57,7 +57,7 @@ class Config:
     cache_entries: int = 16
     depth: int = 1 << 14
     mem_latency: int = 64
-    link_latency: int = 16
+    link_latency: int = 6          # RdmaTop's default (rtl/tops/rdma_top.py)
     mr_entries: int = 16
     qpc_base_a: int = 0
     qpc_base_b: int = 0
