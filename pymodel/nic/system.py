@@ -16,9 +16,10 @@ from rtl.formats.nic import MAC_PREFIX, header_bytes
 
 __all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
 
-#: Control actions counted per message (the NIC has only credit updates).
-CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "context_lookups", "context_misses",
-              "acks_sent", "acks_received", "credit_updates")
+#: Control actions counted per message, named as the RDMA engine names them
+#: (pymodel/rdma/metrics.py); the NIC has only credit updates.
+CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses",
+              "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
 
 
 class Store:
