@@ -33,6 +33,7 @@ from rtl.formats.roce import (
     bswap,
 )
 from rtl.rdma.responder import DROP_REASONS
+from rtl.tops.rdma_top import DEFAULTS as TOP_DEFAULTS
 
 __all__ = ["Config", "HostMemory", "QpcCacheModel", "simulate", "beats_of"]
 
@@ -53,12 +54,13 @@ def _be16(b, k):
 
 @dataclasses.dataclass
 class Config:
-    """The top's parameters and run-time ports (see :class:`RdmaTop`)."""
-    cache_entries: int = 16
-    depth: int = 1 << 14
-    mem_latency: int = 64
-    link_latency: int = 6          # RdmaTop's default (rtl/tops/rdma_top.py)
-    mr_entries: int = 16
+    """The top's parameters (defaults: :data:`rtl.tops.rdma_top.DEFAULTS`) and run-time
+    ports (see :class:`RdmaTop`)."""
+    cache_entries: int = TOP_DEFAULTS["cache_entries"]
+    depth: int = TOP_DEFAULTS["depth"]
+    mem_latency: int = TOP_DEFAULTS["mem_latency"]
+    link_latency: int = TOP_DEFAULTS["link_latency"]
+    mr_entries: int = TOP_DEFAULTS["mr_entries"]
     qpc_base_a: int = 0
     qpc_base_b: int = 0
     cq_base: int = 0
