@@ -152,3 +152,41 @@ def test_credit_counter_rejects_bad_max(bad):
 def test_stall_pattern_model_rejects_bad_values(seed, rate, word):
     with pytest.raises(ValueError, match=word):
         stall_pattern(seed, rate, 10)
+
+
+@pytest.mark.parametrize("latency", [1, 3])
+def test_link_matches_model(latency):
+    from pymodel.fabric.link import LinkModel
+    from rtl.fabric.link import Link
+
+    width = 8
+    dut = Link(width, latency)
+    rng = random.Random(latency)
+    sent, seen = [], []
+
+    async def bench(ctx):
+        for cycle in range(60):
+            valid = rng.random() < 0.6
+            bits = pack_beat(width, rng.getrandbits(64), 8, True, True)
+            ctx.set(dut.i.valid, valid)
+            ctx.set(dut.i.payload.as_value(), bits)
+            if valid:
+                sent.append((cycle, bits))
+            if ctx.get(dut.o.valid):
+                seen.append((cycle, ctx.get(dut.o.payload.as_value())))
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    want = [(c, b) for c, b in LinkModel(latency).arrivals(sent) if c < 60]
+    assert want and seen == want
+
+
+@pytest.mark.parametrize("bad", [0, 1025, "2"])
+def test_link_rejects_bad_latency(bad):
+    from pymodel.fabric.link import LinkModel
+    from rtl.fabric.link import Link
+
+    with pytest.raises(ValueError, match="link latency"):
+        Link(8, bad)
+    with pytest.raises(ValueError, match="link latency"):
+        LinkModel(bad)

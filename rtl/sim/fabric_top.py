@@ -1,13 +1,13 @@
 """Base class for co-simulation tops: cycle counter, stimulus players, result recorders."""
 
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.sim.stream_player import StreamPlayer
 from rtl.sim.stream_recorder import StreamRecorder
 
-__all__ = ["FabricTop", "cycle_counter"]
+__all__ = ["FabricTop"]
 
 
 class FabricTop(wiring.Component):
@@ -83,9 +83,3 @@ class FabricTop(wiring.Component):
         self.elaborate_design(m, players, recorders)
         return m
 
-
-def cycle_counter(m, width=32):
-    """A free-running counter from 0 at reset (for tops that do not use FabricTop)."""
-    now = Signal(width)
-    m.d.sync += now.eq(now + 1)
-    return now
