@@ -5,12 +5,24 @@ import zlib
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.stall import stall_pattern
 
-__all__ = ["FCS_GOOD_RESIDUE", "fcs_bytes", "fcs_ok", "FcsInserterModel", "FcsCheckerModel"]
+__all__ = ["PREAMBLE_SFD_BYTES", "IFG_BYTES", "phy_bytes", "FCS_GOOD_RESIDUE", "fcs_bytes",
+           "fcs_ok", "FcsInserterModel", "FcsCheckerModel"]
 
 
 def fcs_bytes(frame):
     """The 4-byte FCS of ``frame`` as sent on the wire (``zlib.crc32``, LSB first)."""
     return zlib.crc32(frame).to_bytes(4, "little")
+
+
+#: Bytes an Ethernet PHY spends around every frame: preamble + SFD, and the minimum
+#: inter-packet gap. Ref: IEEE 802.3-2022 clause 3.2.1 (preamble, SFD) and 4.4.2 (IPG).
+PREAMBLE_SFD_BYTES = 8
+IFG_BYTES = 12
+
+
+def phy_bytes(frame_with_fcs):
+    """Bytes a frame (FCS included) costs on the wire: preamble/SFD + frame + IFG."""
+    return PREAMBLE_SFD_BYTES + len(frame_with_fcs) + IFG_BYTES
 
 
 #: ``zlib.crc32`` of any frame followed by its own FCS (IEEE 802.3 clause 3.2.9).

@@ -1,6 +1,6 @@
 """Store frames byte for byte, built and parsed with the layouts of :mod:`rtl.formats.nic`."""
 
-from pymodel.fcs import fcs_bytes
+from pymodel.fcs import fcs_bytes, phy_bytes
 from rtl.formats.nic import (
     ETHERTYPE,
     Framing,
@@ -14,7 +14,6 @@ from rtl.formats.nic import (
 __all__ = ["build_frame", "parse_header", "wire_bytes"]
 
 #: Preamble + SFD and inter-frame gap of an Ethernet PHY, counted in ``wire_bytes``.
-PREAMBLE_SFD, IFG = 8, 12
 
 
 def build_frame(framing, src, dst, addr, length, payload, fcs=True):
@@ -59,4 +58,4 @@ def parse_header(framing, raw):
 
 def wire_bytes(frame_with_fcs):
     """Bytes a frame costs on an Ethernet PHY: preamble/SFD + frame + FCS + IFG."""
-    return PREAMBLE_SFD + len(frame_with_fcs) + IFG
+    return phy_bytes(frame_with_fcs)

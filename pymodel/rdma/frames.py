@@ -7,6 +7,7 @@ the RTL and here). The ICRC and FCS use ``zlib.crc32``.
 import dataclasses
 import zlib
 
+from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
 from rtl.formats.roce import (
     ACK_HEADER,
     ETHERTYPE_IPV4,
@@ -27,7 +28,7 @@ __all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "write_frame", "ack
            "with_fcs", "ETH_OVERHEAD"]
 
 #: Preamble + SFD (8) and the inter-frame gap (12) that every frame costs on the PHY.
-ETH_OVERHEAD = 20
+ETH_OVERHEAD = PREAMBLE_SFD_BYTES + IFG_BYTES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ClockCycles
 
+from pymodel.fcs import phy_bytes
 from pymodel.nic.system import CTRL_KINDS, NicSystemModel
 from rtl.formats.nic import store_cmd_layout
 from rtl.tops.nic_top import COUNTERS, write_event_layout
@@ -131,7 +132,7 @@ async def nic_matches_model(dut):
         for m in msgs:
             k += m["beats"]
             ends.append(k - 1)
-        wire = [8 + len(m["frame"]) + 12 for m in msgs]
+        wire = [phy_bytes(m["frame"]) for m in msgs]
         credits = [m["beats"] for m in msgs]
         rtl_accept = [got[src]["cmd"][i] for i in firsts]
         rtl_remote = [got[dst_port]["wr"][i] if i < len(got[dst_port]["wr"]) else -1
