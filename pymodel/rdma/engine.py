@@ -18,12 +18,17 @@ from pymodel.rdma.frames import Endpoint, ack_frame, icrc, write_frame
 from pymodel.stall import stall_pattern
 from rtl.formats.roce import (
     ACK_HEADER,
+    BTH_BYTES,
     CQE_LAYOUT,
     ETHERTYPE_IPV4,
+    ICRC_BYTES,
     IP_PROTO_UDP,
+    IPV4_BYTES,
     MR_LAYOUT,
     QPC_LAYOUT,
+    RETH_BYTES,
     ROCE_UDP_PORT,
+    UDP_BYTES,
     WQE_LAYOUT,
     WRITE_RETH_HEADER,
     CqeStatus,
@@ -156,7 +161,8 @@ class ResponderModel:
         opcode = hdr[42]
         reth = opcode in _RETH
         pad = (hdr[43] >> 4) & 3
-        overhead = 20 + 8 + 12 + 4 + (16 if reth else 0) + pad
+        overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0)
+                    + pad)
         header_ok = (_be16(hdr, 12) == ETHERTYPE_IPV4 and hdr[14] == 0x45
                      and hdr[23] == IP_PROTO_UDP and _be16(hdr, 36) == ROCE_UDP_PORT
                      and hdr[43] & 0xF == 0 and opcode in _WRITES and ip_len > overhead

@@ -126,6 +126,15 @@ def header_bytes(layout):
     return Shape.cast(layout).width // 8
 
 
+IPV4_BYTES = header_bytes(IPV4_LAYOUT)
+UDP_BYTES = header_bytes(UDP_LAYOUT)
+BTH_BYTES = header_bytes(BTH_LAYOUT)
+RETH_BYTES = header_bytes(RETH_LAYOUT)
+AETH_BYTES = header_bytes(AETH_LAYOUT)
+#: The invariant CRC that ends every RoCEv2 packet, before the FCS. Ref: IBTA Annex A17.
+ICRC_BYTES = 4
+
+
 #: Frame byte offsets (counted from the Ethernet destination) that the ICRC sees as
 #: 0xFF: IPv4 TOS, TTL, header checksum; UDP checksum; BTH byte 4 (FECN, BECN, resv6).
 #: Ref: IBTA Annex A17 (ICRC for RoCEv2 over IPv4).

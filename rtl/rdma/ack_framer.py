@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.formats.packet import packet_signature
-from rtl.formats.roce import ACK_HEADER, OpCode, bswap
+from rtl.formats.roce import ACK_HEADER, AETH_BYTES, BTH_BYTES, ICRC_BYTES, UDP_BYTES, OpCode, bswap
 from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
 
 __all__ = ["AckFramer", "ack_layout"]
@@ -40,7 +40,8 @@ class AckFramer(wiring.Component):
         d = self.i.payload
         hdr = Signal(ACK_HEADER)
         fill_eth_ip_udp(m, hdr, dmac=d.dmac, smac=d.smac, sip=d.sip, dip=d.dip,
-                        src_qp=d.src_qp, udp_len=8 + 12 + 4 + 4, prefix="ack_")
+                        src_qp=d.src_qp, prefix="ack_",
+                        udp_len=UDP_BYTES + BTH_BYTES + AETH_BYTES + ICRC_BYTES)
         fill_bth_common(m, hdr.bth, opcode=OpCode.RC_ACKNOWLEDGE, dest_qp=d.dest_qp,
                         psn=d.psn, ack_req=0, pad=0)
         m.d.comb += [

@@ -9,11 +9,16 @@ from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.latency_memory import write_layout
 from rtl.formats.packet import packet_layout, packet_signature
 from rtl.formats.roce import (
+    BTH_BYTES,
     ETHERTYPE_IPV4,
+    ICRC_BYTES,
     IP_PROTO_UDP,
+    IPV4_BYTES,
     MR_LAYOUT,
     QPC_LAYOUT,
+    RETH_BYTES,
     ROCE_UDP_PORT,
+    UDP_BYTES,
     WRITE_RETH_HEADER,
     OpCode,
     Syndrome,
@@ -186,7 +191,8 @@ class Responder(wiring.Component):
         overhead = Signal(16)
         payload_len = Signal(17)
         m.d.comb += [
-            overhead.eq(20 + 8 + 12 + 4 + Mux(reth, 16, 0) + hdr.bth.pad_count),
+            overhead.eq(IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + Mux(reth, RETH_BYTES, 0)
+                        + hdr.bth.pad_count),
             payload_len.eq(ip_len - overhead),
         ]
         header_ok = Signal()

@@ -6,6 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.formats.packet import check_width, packet_signature
 from rtl.formats.roce import (
+    BTH_BYTES,
+    ICRC_BYTES,
+    IPV4_BYTES,
+    RETH_BYTES,
+    UDP_BYTES,
     WRITE_RETH_HEADER,
     OpCode,
     bswap,
@@ -160,7 +165,7 @@ def _lengths(m, seg, prefix):
                 | (seg.opcode == OpCode.RC_RDMA_WRITE_ONLY)),
         pad.eq(-seg.length),
         padded.eq(seg.length + pad),
-        udp_len.eq(8 + 12 + 4 + padded + Mux(reth, 16, 0)),
-        ip_len.eq(20 + udp_len),
+        udp_len.eq(UDP_BYTES + BTH_BYTES + ICRC_BYTES + padded + Mux(reth, RETH_BYTES, 0)),
+        ip_len.eq(IPV4_BYTES + udp_len),
     ]
     return reth, pad, padded, udp_len, ip_len
