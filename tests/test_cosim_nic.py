@@ -10,13 +10,14 @@ TOP = dict(width=16, nodes=4, link_latency=2, mem_words=256, max_payload=512)
 
 
 def nic_params(framing, **scenario):
-    top = NicTop(framing=framing, items=1024, events=2048, **TOP)
+    top = NicTop(framing=framing, items=2048, events=2048, **TOP)
     params = dict(TOP, framing=framing, credits=top.credits, **scenario)
     return top, params
 
 
 @pytest.mark.parametrize("framing", ["compact", "l2"])
-@pytest.mark.parametrize("scenario,stall_rate", [("pair", 0), ("all_to_all", 0),
+@pytest.mark.parametrize("scenario,stall_rate", [("pair", 0), ("edges", 0), ("edges", 80),
+                                                 ("all_to_all", 0),
                                                  ("all_to_all", 80), ("hotspot", 0),
                                                  ("bad", 40)])
 def test_nic_scenarios(sim, framing, scenario, stall_rate, test_id):

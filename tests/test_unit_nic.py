@@ -12,6 +12,7 @@ from rtl.formats.nic import Framing, header_bytes, store_cmd_layout
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
+from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer, frame_beats
 from rtl.tops.nic_top import NicTop
 from tb.amsim import get_all, put_all, run_sim
@@ -56,12 +57,40 @@ def test_framer_builds_the_model_frames(width, framing, pattern):
         assert cycles[-1] - cycles[0] == nbeats - 1, "a bubble between frames"
 
 
+@pytest.mark.parametrize("width,max_payload", [(16, 64), (8, 8)])
+@pytest.mark.parametrize("pattern", [(1,), (1, 1, 0, 1, 0)])
+def test_segmenter_cuts_like_the_model(width, max_payload, pattern):
+    """Long stores leave as commands of at most ``max_payload`` bytes whose addresses,
+    lengths and beats equal the model's segments (a lying header length included);
+    without stalls every beat moves in its own cycle (no bubble)."""
+    rng = random.Random(max_payload)
+    sizes = (1, max_payload - 1, max_payload, max_payload + 1, 3 * max_payload,
+             3 * max_payload + 5, 200)
+    stores = [Store(rng.randrange(256), width * rng.randrange(1024),
+                    bytes(rng.getrandbits(8) for _ in range(n))) for n in sizes if n]
+    stores.append(Store(7, 0, bytes(3 * max_payload), length=max_payload + 9))
+    dut = StoreSegmenter(width, max_payload)
+    want = _cmd_items(width, [seg for s in stores for seg in s.segments(width, max_payload)])
+    got = []
+
+    async def source(ctx):
+        await put_all(ctx, dut.i, _cmd_items(width, stores), pattern)
+
+    async def sink(ctx):
+        got.extend(await get_all(ctx, dut.o, len(want), pattern))
+
+    run_sim(dut, source, sink)
+    assert [b for b, _ in got] == want
+    if pattern == (1,):
+        assert got[-1][1] - got[0][1] == len(want) - 1, "a bubble in the segmenter"
+
+
 def test_tx_waits_for_credits_and_never_overruns():
     """With credits for just one frame, the second frame waits for returned credits."""
     width, framing = 16, "compact"
     length = 40
     need = frame_beats(width, framing, length)
-    dut = NicTx(width, framing, need)
+    dut = NicTx(width, framing, need, 512)
     stores = [Store(1, 0, bytes(range(length))), Store(2, 64, bytes(range(length)))]
     sent = []
 
@@ -107,7 +136,10 @@ def test_header_round_trip(framing):
 @pytest.mark.parametrize("make,word", [
     (lambda: NicTxFramer(12, "l2"), "width"),
     (lambda: NicTxFramer(16, "ipv4"), "framing"),
-    (lambda: NicTx(16, "l2", 0), "credits"),
+    (lambda: NicTx(16, "l2", 0, 512), "credits"),
+    (lambda: StoreSegmenter(16, 24), "multiple of the width"),
+    (lambda: StoreSegmenter(16, 8), "max_payload"),
+    (lambda: StoreSegmenter(16, 8192), "max_payload"),
     (lambda: NicRx(16, "l2", 0, 64), "max_payload"),
     (lambda: NicRx(16, "compact", 64, 1), "depth"),
     (lambda: Switch(16, 1, "l2", 8), "ports"),

@@ -34,6 +34,18 @@ class Store:
         """The command beats: ``(data, nbytes, first, last)``."""
         return [unpack_beat(width, b) for b in frame_to_beats(self.payload, width)]
 
+    def segments(self, width, max_payload):
+        """The frames' stores after the NIC's segmenter: a cut every ``max_payload``
+        bytes of payload; segment ``k`` goes to ``addr + k * max_payload`` with the
+        header length ``min(rem, max_payload)``, ``rem`` starting at ``length`` and
+        losing ``max_payload`` (13-bit wrap) per segment."""
+        out, rem = [], self.length
+        for k in range(0, max(len(self.payload), 1), max_payload):
+            out.append(Store(self.dst, self.addr + k, self.payload[k:k + max_payload],
+                             min(rem, max_payload)))
+            rem = (rem - max_payload) % (1 << 13)
+        return out
+
 
 def frame_beats(width, framing, length):
     return -(-(header_bytes(framing) + length + 4) // width)
@@ -83,16 +95,20 @@ class NicSystemModel:
         horizon = 64 * (total_beats + 64) + 4096
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         plan = {}
-        msgs = []
+        msgs, cmds = [], []
         for p in range(n):
             plan[p] = []
             for s in stores.get(p, []):
-                slots, frame = self._slots(s, node_ids[p])
-                mid = len(msgs)
-                msgs.append({"src": p, "store": s, "frame": frame, "id": mid,
-                             "need": frame_beats(w, self.framing, s.length),
-                             "beats": len(slots), "accept": None, "credit_stamps": []})
-                plan[p].append((mid, slots))
+                cmds.append({"src": p, "dst": s.dst, "msgs": []})
+                for seg in s.segments(w, self.max_payload):
+                    slots, frame = self._slots(seg, node_ids[p])
+                    mid = len(msgs)
+                    cmds[-1]["msgs"].append(mid)
+                    msgs.append({"src": p, "store": seg, "frame": frame, "id": mid,
+                                 "need": frame_beats(w, self.framing, seg.length),
+                                 "beats": len(slots), "accept": None, "credit_stamps": [],
+                                 "cmd": len(cmds) - 1})
+                    plan[p].append((mid, slots))
         sw = SwitchModel(n, self.framing, self.credits)
         credits = [self.credits] * n
         cred_err = False
@@ -170,7 +186,18 @@ class NicSystemModel:
                 msgs[mid]["completion"] = cr[p][k - 1] if k <= len(cr[p]) else None
         rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs)
               for p in range(n)}
-        return {"messages": msgs, "cmd_stamps": cmd_stamps, "tx": tx, "cr": cr,
+        per_store = []
+        for cmd in cmds:
+            parts = [msgs[i] for i in cmd["msgs"]]
+            writes = [m.get("remote_writes", [None])[-1] for m in parts]
+            per_store.append({
+                "src": cmd["src"], "dst": cmd["dst"], "accept": parts[0]["accept"],
+                "remote_write": None if None in writes else max(writes),
+                "completion": parts[-1]["completion"],
+                "frames": [m["frame"] for m in parts],
+                "wire_beats": sum(m["beats"] for m in parts)})
+        return {"messages": msgs, "stores": per_store, "cmd_stamps": cmd_stamps, "tx": tx,
+                "cr": cr,
                 "wr": {p: rx[p]["wr"] for p in range(n)},
                 "counters": {p: rx[p]["counters"] for p in range(n)},
                 "mem": {p: rx[p]["mem"] for p in range(n)},

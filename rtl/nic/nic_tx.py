@@ -1,4 +1,4 @@
-"""The NIC's transmit side: framer, FCS and the link's credit gate."""
+"""The NIC's transmit side: segmenter, framer, FCS and the link's credit gate."""
 
 from amaranth import Module
 from amaranth.lib import stream, wiring
@@ -8,6 +8,7 @@ from rtl.common.credit_counter import CreditCounter
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.formats.nic import store_cmd_layout
 from rtl.formats.packet import packet_signature
+from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer
 from rtl.params import check_int
 
@@ -23,11 +24,14 @@ class NicTx(wiring.Component):
         As :class:`NicTxFramer`.
     credits : int
         Beats of receive buffer at the far end of the link (the switch's ingress FIFO).
+    max_payload : int
+        Largest payload of one frame (a multiple of ``width``): longer stores are cut
+        into several frames by a :class:`StoreSegmenter`.
 
     Ports
     -----
     cmd : In(stream.Signature(store_cmd_layout(width)))
-        Store commands (accepted: the handshake of their first beat).
+        Store commands of 1 to 8191 bytes (accepted: the handshake of their first beat).
     o : Out(packet_signature(width))
         To the link (which is always ready).
     node_id : In(8)
@@ -41,15 +45,18 @@ class NicTx(wiring.Component):
 
     Timing
     ------
-    Zero latency from ``cmd`` to ``o`` (framer and FCS inserter are combinational).
+    Zero latency from ``cmd`` to ``o`` (segmenter, framer and FCS inserter are
+    combinational). Each segment of a long store is a frame of its own, gated like any
+    other frame, and follows the previous one without an idle cycle.
     A frame starts only when ``credits >= need`` (its whole length in beats, FCS
     included); each beat sent takes one credit, so the far end never overflows. A credit
     given in cycle ``t`` counts from ``t + 1``. With enough credits, frames leave back to
     back, one every ``ceil((H + L + 4) / W)`` cycles.
     """
 
-    def __init__(self, width, framing, credits):
+    def __init__(self, width, framing, credits, max_payload):
         self.max_credits = check_int(self, "credits", credits, 1, 65535)
+        self.segmenter = StoreSegmenter(width, max_payload)
         self.framer = NicTxFramer(width, framing)
         self.width, self.framing = self.framer.width, self.framer.framing
         self.counter = CreditCounter(credits)
@@ -65,10 +72,12 @@ class NicTx(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        m.submodules.segmenter = seg = self.segmenter
         m.submodules.framer = framer = self.framer
         m.submodules.fcs = fcs = FcsInserter(self.width)
         m.submodules.counter = cnt = self.counter
-        wiring.connect(m, wiring.flipped(self.cmd), framer.cmd)
+        wiring.connect(m, wiring.flipped(self.cmd), seg.i)
+        wiring.connect(m, seg.o, framer.cmd)
         wiring.connect(m, framer.o, fcs.i)
         wiring.connect(m, fcs.o, wiring.flipped(self.o))
         m.d.comb += [

@@ -53,7 +53,7 @@ class NicTop(FabricTop):
         self.max_payload = max_payload
         self.credits = 2 * (-(-(max_payload + 28) // width))
         self.switch = Switch(width, nodes, framing, self.credits)
-        self.txs = [NicTx(width, framing, self.credits) for _ in range(nodes)]
+        self.txs = [NicTx(width, framing, self.credits, max_payload) for _ in range(nodes)]
         self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
         self.links = [(Link(width, link_latency), Link(width, link_latency))
                       for _ in range(nodes)]

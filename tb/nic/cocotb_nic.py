@@ -111,38 +111,39 @@ async def nic_matches_model(dut):
     sb.equal("hang", hang, None)
     sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
 
-    # Per-message figures from the RTL stamps, located with the model's structure.
-    msgs = want["messages"]
-    out = {"mismatches": len(sb.mismatches), "cycles": end, "messages": len(msgs),
-           "counters": want["counters"]}
-    good = [m for m in msgs if m.get("remote_writes") and m["remote_writes"][-1] is not None]
-    if good and all(m["src"] == good[0]["src"] for m in msgs):
+    # Per-message (per store command) figures from the RTL stamps, located with the
+    # model's structure: a store of several segments is one message.
+    msgs, per_store = want["messages"], want["stores"]
+    out = {"mismatches": len(sb.mismatches), "cycles": end, "messages": len(per_store),
+           "frames_sent": len(msgs), "counters": want["counters"]}
+    good = [m for m in per_store if m["remote_write"] is not None]
+    if good and all(m["src"] == good[0]["src"] for m in per_store) \
+            and all(m["dst"] == good[0]["dst"] for m in per_store):
         src = good[0]["src"]
         firsts, k = [], 0
         for s in stores[src]:
             firsts.append(k)
             k += len(s.beats(w))
-        dst_port = good[0]["store"].dst % nodes
+        dst_port = good[0]["dst"] % nodes
         wr_model = want["wr"][dst_port][1]
-        last_idx, k = [], 0
+        last_idx, ends, k, e = [], [], 0, 0
         for m in msgs:
             k += -(-m["store"].length // w)
-            last_idx.append(k - 1)
-        ends, k = [], 0
-        for m in msgs:
-            k += m["beats"]
-            ends.append(k - 1)
-        wire = [phy_bytes(m["frame"]) for m in msgs]
-        credits = [m["beats"] for m in msgs]
+            e += m["beats"]
+            if m is msgs[-1] or msgs[m["id"] + 1]["cmd"] != m["cmd"]:
+                last_idx.append(k - 1)
+                ends.append(e - 1)
+        wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
+        credits = [st["wire_beats"] for st in per_store]
         rtl_accept = [got[src]["cmd"][i] for i in firsts]
         rtl_remote = [got[dst_port]["wr"][i] if i < len(got[dst_port]["wr"]) else -1
                       for i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
-        out["rtl"] = _metrics(msgs, rtl_accept, rtl_remote, rtl_comp, wire,
-                              [len(got[src]["cr"]) / len(msgs)])
-        out["model"] = _metrics(msgs, [m["accept"] for m in msgs],
+        out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, wire,
+                              [len(got[src]["cr"]) / len(per_store)])
+        out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
                                 [wr_model[i] for i in last_idx],
-                                [m["completion"] for m in msgs], wire, credits)
+                                [m["completion"] for m in per_store], wire, credits)
         frames, cur, start = [], b"", None
         for beat, stamp in zip(*got[src]["tx"], strict=True):
             data, nb, first, last = _unpack(w, beat)

@@ -1,5 +1,12 @@
 """Seeded store scenarios for the NIC top, shared by the cocotb tests and the headline.
 
+Sizes: the edge sizes of :data:`EDGE_SIZES`, ``max_payload`` - 1, + 0, + 1 and twice it
+(stores longer than ``max_payload`` are segmented by the NIC), up to the smaller of the
+window and 4096 bytes. ``pair``: ``messages`` stores of ``msg_bytes`` from node 0 to 1;
+``edges``: every size once from node 0 to 1; ``all_to_all``: ``count`` stores of random
+sizes from every node to random nodes (itself included); ``hotspot``: every other node
+to node 0; ``bad``: frames with every kind of fault (sizes up to ``max_payload``).
+
 Each returns ``(stores, node_ids, faults)``: ``stores[p]`` the :class:`Store` list of
 node ``p``, ``node_ids[p]`` its node id, ``faults[p]`` downlink beat numbers to corrupt.
 """
@@ -28,15 +35,22 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
     node_ids = list(range(nodes))
     stores = {p: [] for p in range(nodes)}
     faults = {p: [] for p in range(nodes)}
-    sizes = [s for s in EDGE_SIZES if s <= max_payload]
+    limit = min(window, 4096)
+    edges = sorted({s for s in EDGE_SIZES + (max_payload - 1, max_payload, max_payload + 1,
+                                             2 * max_payload, 2 * max_payload + 1)
+                    if 1 <= s <= limit})
+    sizes = [s for s in edges if s <= max_payload]
     if kind == "pair":
         for k in range(messages):
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
             stores[0].append(Store(1, addr, _payload(rng, msg_bytes)))
+    elif kind == "edges":
+        for n in edges:                           # every edge size once, node 0 -> 1
+            stores[0].append(Store(1, _addr(rng, width, window, n), _payload(rng, n)))
     elif kind == "all_to_all":
         for p in range(nodes):
             for _ in range(count):
-                n = rng.choice(sizes)
+                n = rng.choice(edges)
                 stores[p].append(Store(rng.randrange(nodes), _addr(rng, width, window, n),
                                        _payload(rng, n)))
     elif kind == "hotspot":
