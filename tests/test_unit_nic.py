@@ -6,7 +6,8 @@ import pytest
 
 from pymodel.nic.frames import build_frame, parse_header, wire_bytes
 from pymodel.nic.system import Store
-from pymodel.packet import beats_to_frames, unpack_beat
+from pymodel.packet import beats_to_frames, frame_to_beats, pack_beat, unpack_beat
+from rtl.common.min_frame_padder import MinFramePadder
 from rtl.fabric.switch import Switch
 from rtl.formats.nic import Framing, header_bytes, store_cmd_layout
 from rtl.nic.credit_return import CreditReturn
@@ -37,8 +38,9 @@ def test_framer_builds_the_model_frames(width, framing, pattern):
     stores = [Store(rng.randrange(256), width * rng.randrange(64),
                     bytes(rng.getrandbits(8) for _ in range(n))) for n in SIZES]
     dut = NicTxFramer(width, framing)
-    want = [build_frame(framing, 5, s.dst, s.addr, s.length, s.payload, fcs=False)
-            for s in stores]
+    # The framer does not pad (NicTx pads L2 frames behind it): header + payload.
+    want = [build_frame(framing, 5, s.dst, s.addr, s.length, s.payload,
+                        fcs=False)[:header_bytes(framing) + s.length] for s in stores]
     nbeats = sum(-(-len(f) // width) for f in want)
     got = []
 
@@ -83,6 +85,37 @@ def test_segmenter_cuts_like_the_model(width, max_payload, pattern):
     assert [b for b, _ in got] == want
     if pattern == (1,):
         assert got[-1][1] - got[0][1] == len(want) - 1, "a bubble in the segmenter"
+
+
+@pytest.mark.parametrize("width", [8, 16, 64])
+@pytest.mark.parametrize("pattern", [(1,), (1, 1, 0, 1, 0)])
+def test_padder_pads_short_packets_with_zeros(width, pattern):
+    """Packets under 60 bytes leave as 60 bytes ending in zeros (garbage above
+    ``nbytes`` cleared), longer ones unchanged; no idle cycle without stalls."""
+    rng = random.Random(width)
+    sizes = (1, 5, 16, 21, 44, 59, 60, 61, 64, 65, 130)
+    packets = [bytes(rng.getrandbits(8) for _ in range(n)) for n in sizes]
+    items = []
+    for pkt in packets:
+        for b in frame_to_beats(pkt, width):
+            data, nb, first, last = unpack_beat(width, b)
+            garbage = rng.getrandbits(8 * (width - nb)) << (8 * nb)
+            items.append(pack_beat(width, data | garbage, nb, first, last))
+    want = [p + bytes(max(0, 60 - len(p))) for p in packets]
+    nbeats = sum(-(-len(p) // width) for p in want)
+    dut = MinFramePadder(width, 60)
+    got = []
+
+    async def source(ctx):
+        await put_all(ctx, dut.i, items, pattern)
+
+    async def sink(ctx):
+        got.extend(await get_all(ctx, dut.o, nbeats, pattern))
+
+    run_sim(dut, source, sink)
+    assert beats_to_frames([b for b, _ in got], width) == want
+    if pattern == (1,):
+        assert got[-1][1] - got[0][1] == nbeats - 1, "an idle cycle in the padder"
 
 
 def test_tx_waits_for_credits_and_never_overruns():
@@ -138,6 +171,7 @@ def test_header_round_trip(framing):
     (lambda: NicTxFramer(16, "ipv4"), "framing"),
     (lambda: NicTx(16, "l2", 0, 512), "credits"),
     (lambda: StoreSegmenter(16, 24), "multiple of the width"),
+    (lambda: MinFramePadder(16, 0), "min_bytes"),
     (lambda: StoreSegmenter(16, 8), "max_payload"),
     (lambda: StoreSegmenter(16, 8192), "max_payload"),
     (lambda: NicRx(16, "l2", 0, 64), "max_payload"),

@@ -3,6 +3,7 @@
 from pymodel.fcs import fcs_bytes, phy_bytes
 from rtl.formats.nic import (
     ETHERTYPE,
+    MIN_FRAME_BYTES,
     Framing,
     NicOp,
     header_bytes,
@@ -13,12 +14,11 @@ from rtl.formats.nic import (
 
 __all__ = ["build_frame", "parse_header", "wire_bytes"]
 
-#: Preamble + SFD and inter-frame gap of an Ethernet PHY, counted in ``wire_bytes``.
-
 
 def build_frame(framing, src, dst, addr, length, payload, fcs=True):
     """The frame a NIC sends for a store (``length`` is the header field, ``payload`` the
-    bytes actually sent; they differ only in malformed-frame tests)."""
+    bytes actually sent; they differ only in malformed-frame tests). An L2 frame is
+    padded with zeros to 60 bytes before its FCS (64 with it)."""
     framing = Framing(framing)
     store = {"opcode": NicOp.STORE, "length": length, "addr": addr}
     if framing is Framing.L2:
@@ -28,6 +28,8 @@ def build_frame(framing, src, dst, addr, length, payload, fcs=True):
         fields = {"dst": dst, "src": src, "store": store}
     h = header_bytes(framing)
     frame = header_layout(framing).const(fields).as_bits().to_bytes(h, "little") + payload
+    if framing is Framing.L2:
+        frame += bytes(max(0, MIN_FRAME_BYTES - 4 - len(frame)))
     return frame + fcs_bytes(frame) if fcs else frame
 
 

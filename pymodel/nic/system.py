@@ -12,7 +12,7 @@ from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.stall import stall_pattern
-from rtl.formats.nic import MAC_PREFIX, header_bytes
+from rtl.formats.nic import MAC_PREFIX, header_bytes, padded_bytes
 
 __all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
 
@@ -48,7 +48,8 @@ class Store:
 
 
 def frame_beats(width, framing, length):
-    return -(-(header_bytes(framing) + length + 4) // width)
+    """Wire beats of a store frame of header ``length`` (the credit gate's need)."""
+    return -(-(padded_bytes(framing, length) + 4) // width)
 
 
 class NicSystemModel:
@@ -72,10 +73,10 @@ class NicSystemModel:
         nb = cmd[-1][1]
         if r and nb > w - r:
             kinds.append("tail")
-            last_n = nb - (w - r)
-        else:
-            last_n = nb + r
-        if last_n > w - 4:
+        # The padder's zero beats (L2 frames under 60 bytes), then the FCS spill beat.
+        padded = padded_bytes(self.framing, len(store.payload))
+        kinds += ["pad"] * (-(-padded // w) - len(kinds))
+        if padded - (-(-padded // w) - 1) * w > w - 4:
             kinds.append("spill")
         if len(kinds) != len(wire):
             raise AssertionError(f"model: {len(kinds)} slots for {len(wire)} beats")
@@ -134,7 +135,7 @@ class NicSystemModel:
                 mid, slots = plan[p][fi[p]]
                 kind, beat = slots[si[p]]
                 valid = not stall[p][c]
-                if kind in ("tail", "spill"):
+                if kind in ("tail", "pad", "spill"):
                     ok = True
                 elif si[p] == 0:
                     ok = valid and credits[p] >= msgs[mid]["need"]
@@ -246,7 +247,7 @@ class NicSystemModel:
                 wrong_dst = f["dst"] != node_id
             if not fcs_ok(bytes(frame)):
                 reason = "drop_fcs"
-            elif ((count & 0xFFFF) != length + h + 4 or length == 0
+            elif ((count & 0xFFFF) != padded_bytes(self.framing, length) + 4 or length == 0
                   or length > self.max_payload or addr % w or f["opcode"] != 1
                   or not f["ethertype_ok"]):
                 reason = "drop_malformed"

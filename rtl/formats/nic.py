@@ -29,8 +29,10 @@ L2 header (20 bytes)::
     bytes 12..13  EtherType 0x88B5 (big endian)
     bytes 14..19  store header
 
-After the header: ``length`` payload bytes, then the 4-byte FCS (no padding, see
-docs/nic.md).
+After the header: ``length`` payload bytes, then the 4-byte FCS. An L2 frame shorter than
+the IEEE 802.3 minimum (64 bytes with FCS, clause 3.2.8) is padded with zero bytes in
+front of the FCS (``length`` still says the payload bytes); compact frames are never
+padded (they travel on a scale-up link of their own, not on an Ethernet segment).
 """
 
 import enum
@@ -40,7 +42,7 @@ from amaranth.lib import enum as amenum
 
 __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
-           "node_mac", "MAX_LENGTH", "store_cmd_layout"]
+           "node_mac", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES", "padded_bytes"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -48,6 +50,8 @@ ETHERTYPE = 0x88B5
 MAC_PREFIX = bytes([0x02, 0x00, 0x00, 0x00, 0x00])
 #: Largest ``length`` the 13-bit field holds.
 MAX_LENGTH = (1 << 13) - 1
+#: Smallest L2 frame, FCS included (IEEE 802.3 clause 3.2.8).
+MIN_FRAME_BYTES = 64
 
 
 class NicOp(amenum.Enum, shape=3):
@@ -90,6 +94,13 @@ def header_layout(framing):
 def header_bytes(framing):
     """Header length in bytes: 20 for L2, 8 for compact."""
     return header_layout(framing).size // 8
+
+
+def padded_bytes(framing, length):
+    """Bytes of a store frame before its FCS: header + ``length``, raised to
+    ``MIN_FRAME_BYTES - 4`` for the L2 framing."""
+    n = header_bytes(framing) + length
+    return max(n, MIN_FRAME_BYTES - 4) if Framing(framing) is Framing.L2 else n
 
 
 def node_mac(node):

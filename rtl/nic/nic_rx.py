@@ -6,7 +6,15 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.latency_memory import write_layout
-from rtl.formats.nic import ETHERTYPE, MAC_PREFIX, Framing, NicOp, header_bytes, header_layout
+from rtl.formats.nic import (
+    ETHERTYPE,
+    MAC_PREFIX,
+    MIN_FRAME_BYTES,
+    Framing,
+    NicOp,
+    header_bytes,
+    header_layout,
+)
 from rtl.formats.packet import check_width, packet_signature
 from rtl.params import check_int, reject
 
@@ -43,7 +51,9 @@ class NicRx(wiring.Component):
     frames_ok, drop_fcs, drop_malformed, drop_dst, drop_addr : Out(32)
         Frames written, and frames dropped by reason (each frame counted once, by the
         first fault in this order): bad FCS; malformed (received length differs from
-        header + ``length`` + FCS, ``length`` 0 or above ``max_payload``, address not a
+        header + ``length`` + FCS, raised to 64 for L2 (a short L2 frame is padded, so
+        a ``length`` that still fits in its padding cannot be told from it and is
+        written as given), ``length`` 0 or above ``max_payload``, address not a
         multiple of ``width``, wrong opcode, wrong EtherType); destination not this node;
         ``addr + length`` beyond the window.
 
@@ -140,7 +150,10 @@ class NicRx(wiring.Component):
         malformed = Signal()
         wrong_dst = Signal()
         out_of_window = Signal()
-        fmt_bad = ((count != st.length + (h + 4)) | (st.length == 0)
+        expect = st.length + (h + 4)
+        if self.framing is Framing.L2:       # padded to the Ethernet minimum frame
+            expect = Mux(st.length + h < MIN_FRAME_BYTES - 4, MIN_FRAME_BYTES, expect)
+        fmt_bad = ((count != expect) | (st.length == 0)
                    | (st.length > self.max_payload) | (st.addr[:shift] != 0)
                    | (st.opcode != NicOp.STORE))
         if self.framing is Framing.L2:

@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.nic import store_cmd_layout
+from rtl.common.min_frame_padder import MinFramePadder
+from rtl.formats.nic import MIN_FRAME_BYTES, Framing, store_cmd_layout
 from rtl.formats.packet import packet_signature
 from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer
@@ -45,13 +46,14 @@ class NicTx(wiring.Component):
 
     Timing
     ------
-    Zero latency from ``cmd`` to ``o`` (segmenter, framer and FCS inserter are
-    combinational). Each segment of a long store is a frame of its own, gated like any
-    other frame, and follows the previous one without an idle cycle.
-    A frame starts only when ``credits >= need`` (its whole length in beats, FCS
-    included); each beat sent takes one credit, so the far end never overflows. A credit
-    given in cycle ``t`` counts from ``t + 1``. With enough credits, frames leave back to
-    back, one every ``ceil((H + L + 4) / W)`` cycles.
+    Zero latency from ``cmd`` to ``o`` (segmenter, framer, L2 minimum-frame padder and
+    FCS inserter are combinational; a padded frame's zero beats take one cycle each).
+    Each segment of a long store is a frame of its own, gated like any other frame.
+    A frame starts only when ``credits >= need`` (its whole length in beats, FCS and
+    padding included); each beat sent takes one credit, so the far end never overflows.
+    A credit given in cycle ``t`` counts from ``t + 1``. With enough credits, frames
+    leave back to back, one every ``ceil((max(H + L, P) + 4) / W)`` cycles (``P`` = 60
+    for L2, 0 for compact): no idle cycle between frames or segments.
     """
 
     def __init__(self, width, framing, credits, max_payload):
@@ -78,7 +80,12 @@ class NicTx(wiring.Component):
         m.submodules.counter = cnt = self.counter
         wiring.connect(m, wiring.flipped(self.cmd), seg.i)
         wiring.connect(m, seg.o, framer.cmd)
-        wiring.connect(m, framer.o, fcs.i)
+        if self.framing is Framing.L2:
+            m.submodules.pad = pad = MinFramePadder(self.width, MIN_FRAME_BYTES - 4)
+            wiring.connect(m, framer.o, pad.i)
+            wiring.connect(m, pad.o, fcs.i)
+        else:
+            wiring.connect(m, framer.o, fcs.i)
         wiring.connect(m, fcs.o, wiring.flipped(self.o))
         m.d.comb += [
             framer.node_id.eq(self.node_id),

@@ -11,6 +11,7 @@ from rtl.formats.nic import (
     NicOp,
     header_bytes,
     header_layout,
+    padded_bytes,
     store_cmd_layout,
 )
 from rtl.formats.packet import check_width, packet_signature
@@ -20,8 +21,9 @@ __all__ = ["NicTxFramer", "frame_beats"]
 
 
 def frame_beats(width, framing, length):
-    """Beats of a store frame on the wire, FCS included: ``ceil((H + length + 4) / W)``."""
-    return -(-(header_bytes(framing) + length + 4) // width)
+    """Beats of a store frame on the wire, FCS and L2 padding included:
+    ``ceil((max(H + length, P) + 4) / W)`` (``P`` = 60 for L2, 0 for compact)."""
+    return -(-(padded_bytes(framing, length) + 4) // width)
 
 
 class NicTxFramer(wiring.Component):
@@ -43,8 +45,8 @@ class NicTxFramer(wiring.Component):
     node_id : In(8)
         This node's id (the ``src`` field / source MAC).
     need : Out(range(...))
-        Combinational: wire beats (FCS included) of the frame whose first command beat is
-        at ``cmd`` (from the ``length`` field).
+        Combinational: wire beats (FCS and L2 padding included, :func:`frame_beats`) of
+        the frame whose first command beat is at ``cmd`` (from the ``length`` field).
     start_ok : In(1)
         The first output beat of a frame is offered only while ``start_ok`` is high
         (the credit gate); the rest of the frame is never gated.
@@ -102,7 +104,11 @@ class NicTxFramer(wiring.Component):
         else:
             m.d.comb += [hdr.dst.eq(cmd.dst), hdr.src.eq(self.node_id)]
         hbits = hdr.as_value()
-        m.d.comb += self.need.eq((cmd.length + (h + 4 + w - 1)) >> (w.bit_length() - 1))
+        need = (cmd.length + (h + 4 + w - 1)) >> (w.bit_length() - 1)
+        if self.framing is Framing.L2:
+            least = frame_beats(w, self.framing, 1)
+            need = Mux(need < least, least, need)
+        m.d.comb += self.need.eq(need)
 
         hidx = Signal(range(q + 1))          # header beats sent of the current frame
         tail = Signal()                      # the tail beat is due
