@@ -18,7 +18,8 @@ def nic_params(framing, **scenario):
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,stall_rate", [("pair", 0), ("edges", 0), ("edges", 80),
                                                  ("all_to_all", 0),
-                                                 ("all_to_all", 80), ("hotspot", 0),
+                                                 ("all_to_all", 80), ("remap", 0),
+                                                 ("hotspot", 0),
                                                  ("bad", 40)])
 def test_nic_scenarios(sim, framing, scenario, stall_rate, test_id):
     """Frames byte for byte and cycle for cycle, every memory write and its cycle, every

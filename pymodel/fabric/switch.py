@@ -37,7 +37,9 @@ class SwitchModel:
     def route(self, beat):
         return self.table[(beat[0] >> self.off) & 0xFF]
 
-    def cycle(self, c, arrivals):
+    def cycle(self, c, arrivals, table_write=None):
+        """One clock cycle; ``table_write`` is a ``(node, port)`` written this cycle
+        (effective from ``c + 1``, as the RTL's ``table_wr``)."""
         n = self.ports
         heads = [f[0][1] if f and f[0][0] <= c else None for f in self.fifos]
         levels = [len(f) for f in self.fifos]
@@ -73,4 +75,7 @@ class SwitchModel:
                 self.overflow = True
                 continue
             self.fifos[p].append((c + 1, beat))
+        if table_write is not None:
+            node, port = table_write
+            self.table[node & 0xFF] = port
         return egress, pops

@@ -82,8 +82,12 @@ class NicSystemModel:
             raise AssertionError(f"model: {len(kinds)} slots for {len(wire)} beats")
         return list(zip(kinds, wire, strict=True)), frame
 
-    def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000):
+    def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
+            table_writes=()):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
+
+        ``table_writes`` are ``(node, port)`` switch-table writes played one per cycle
+        from cycle 0 (the ``tbl`` player of the top, no stalls).
 
         ``stalls[p]`` is the ``(seed, rate)`` of node ``p``'s command player, ``faults[p]``
         the downlink beat numbers whose byte 0 is inverted. Returns a dict (see the keys
@@ -159,7 +163,8 @@ class NicSystemModel:
                 if si[p] == len(slots):
                     fi[p] += 1
                     si[p] = 0
-            egress, pops = sw.cycle(c, up.pop(c, {}))
+            tw = table_writes[c] if c < len(table_writes) else None
+            egress, pops = sw.cycle(c, up.pop(c, {}), tw)
             for o, beat in egress.items():
                 down[o].append((c + 1 + lat, beat))
             for p in pops:
@@ -173,7 +178,7 @@ class NicSystemModel:
                         if credits[p] > self.credits:
                             cred_err = True
                             credits[p] = self.credits
-            busy = active or up or gives or not sw.idle()
+            busy = active or up or gives or not sw.idle() or c < len(table_writes)
             if busy:
                 idle_since = c + 1
             elif c > idle_since + 2 * lat + 4:

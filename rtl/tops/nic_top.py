@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
-from rtl.fabric.switch import Switch
+from rtl.fabric.switch import Switch, table_write_layout
 from rtl.formats.nic import store_cmd_layout
 from rtl.formats.packet import packet_layout
 from rtl.nic.credit_return import CreditReturn
@@ -37,7 +37,8 @@ class NicTop(FabricTop):
 
     Recorders: ``tx<p>`` every uplink beat (the frames on the wire), ``wr<p>`` every
     local-memory write (word address, byte enables), ``cr<p>`` every credit that reaches
-    sender ``p``. Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the
+    sender ``p``. Player ``tbl`` writes the switch table (``(node, port)`` items, always
+    accepted). Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the
     counters of :data:`COUNTERS` per node, ``credit_errors`` (any counter's sticky
     underflow/overflow).
 
@@ -62,6 +63,7 @@ class NicTop(FabricTop):
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
+        players["tbl"] = (table_write_layout(nodes), 16)
         for p in range(nodes):
             players[f"cmd{p}"] = (store_cmd_layout(width), items[p])
             players[f"flt{p}"] = (32, 64)
@@ -75,6 +77,9 @@ class NicTop(FabricTop):
 
     def elaborate_design(self, m, players, recorders):
         m.submodules.switch = sw = self.switch
+        tbl = players["tbl"].o
+        m.d.comb += [sw.table_wr.valid.eq(tbl.valid), sw.table_wr.payload.eq(tbl.payload),
+                     tbl.ready.eq(~ResetSignal())]
         errors = []
         for p in range(self.nodes):
             tx, rx, (up, down), cr, mem = (self.txs[p], self.rxs[p], self.links[p],

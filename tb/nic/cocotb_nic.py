@@ -16,23 +16,13 @@ from cocotb.triggers import ClockCycles
 
 from pymodel.fcs import phy_bytes
 from pymodel.nic.system import CTRL_KINDS, NicSystemModel
-from rtl.formats.nic import store_cmd_layout
+from rtl.fabric.switch import table_write_layout
 from rtl.tops.nic_top import COUNTERS, write_event_layout
 from tb.cosim import cosim_params
 from tb.fabric import Fabric, FabricTimeout, dump_memory
-from tb.nic.scenarios import build_scenario
+from tb.nic.scenarios import build_scenario, table_writes
+from tb.nic.store_driver import FrameMonitor, StoreSource
 from tb.scoreboard import Scoreboard
-
-
-def _cmd_items(width, stores):
-    layout = store_cmd_layout(width)
-    items = []
-    for s in stores:
-        for data, nb, first, last in s.beats(width):
-            items.append(layout.const({"dst": s.dst, "addr": s.addr, "length": s.length,
-                                       "data": data, "nbytes": nb, "first": first,
-                                       "last": last}).as_bits())
-    return items
 
 
 def _metrics(msgs, accept, remote, completion, wire, credits):
@@ -61,17 +51,25 @@ async def nic_matches_model(dut):
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16))
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
+    tbl = table_writes(node_ids, nodes)
     t0 = time.perf_counter()
-    want = model.run(stores, node_ids, stalls, faults)
+    want = model.run(stores, node_ids, stalls, faults, table_writes=tbl)
     t_model = time.perf_counter() - t0
     ev = write_event_layout(p["mem_words"])
 
     fab = Fabric(dut)
+    tbl_layout = table_write_layout(nodes)
+    fab.load_player("tbl", [tbl_layout.const({"node": n, "port": o}).as_bits()
+                            for n, o in tbl])
+    sources = [StoreSource(fab, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
+    links = [FrameMonitor(fab, f"tx{q}", w) for q in range(nodes)]
     for q in range(nodes):
-        fab.load_player(f"cmd{q}", _cmd_items(w, stores[q]), stalls[q])
+        for s in stores[q]:
+            sources[q].send_nowait(s)
+        sources[q].load()
         fab.load_player(f"flt{q}", faults[q])
         fab.set(f"node_id{q}", node_ids[q])
-        fab.arm_recorder(f"tx{q}", len(want["tx"][q][0]))
+        links[q].arm(len(want["tx"][q][0]))
         fab.arm_recorder(f"wr{q}", len(want["wr"][q][0]))
         fab.arm_recorder(f"cr{q}", len(want["cr"][q]))
     await fab.reset()
@@ -91,10 +89,10 @@ async def nic_matches_model(dut):
     sb = Scoreboard(dut._log)
     got = {}
     for q in range(nodes):
-        tx_items, tx_stamps = fab.recorded(f"tx{q}")
+        tx_items, tx_stamps = links[q].beats()
         sb.compare(f"tx{q} beats", tx_items, want["tx"][q][0])
         sb.compare(f"tx{q} cycles", tx_stamps, want["tx"][q][1], fmt=str)
-        cmd_stamps = fab.played_stamps(f"cmd{q}", len(want["cmd_stamps"][q]))
+        cmd_stamps = sources[q].beat_stamps()
         sb.compare(f"cmd{q} accept cycles", cmd_stamps, want["cmd_stamps"][q], fmt=str)
         wr_items, wr_stamps = fab.recorded(f"wr{q}")
         sb.compare(f"wr{q} writes", wr_items,
@@ -106,8 +104,8 @@ async def nic_matches_model(dut):
             sb.equal(f"{c}{q}", int(getattr(dut, f"{c}{q}").value), want["counters"][q][c])
         mem = getattr(dut, f"mem{q}").mem
         sb.compare(f"mem{q}", dump_memory(mem, p["mem_words"]), want["mem"][q])
-        got[q] = {"tx": (tx_items, tx_stamps), "cmd": cmd_stamps, "wr": wr_stamps,
-                  "cr": cr_stamps}
+        got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps,
+                  "starts": [a for a, _ in sources[q].stamps()]}
     sb.equal("hang", hang, None)
     sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
 
@@ -120,10 +118,6 @@ async def nic_matches_model(dut):
     if good and all(m["src"] == good[0]["src"] for m in per_store) \
             and all(m["dst"] == good[0]["dst"] for m in per_store):
         src = good[0]["src"]
-        firsts, k = [], 0
-        for s in stores[src]:
-            firsts.append(k)
-            k += len(s.beats(w))
         dst_port = good[0]["dst"] % nodes
         wr_model = want["wr"][dst_port][1]
         last_idx, ends, k, e = [], [], 0, 0
@@ -135,7 +129,7 @@ async def nic_matches_model(dut):
                 ends.append(e - 1)
         wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
         credits = [st["wire_beats"] for st in per_store]
-        rtl_accept = [got[src]["cmd"][i] for i in firsts]
+        rtl_accept = got[src]["starts"]
         rtl_remote = [got[dst_port]["wr"][i] if i < len(got[dst_port]["wr"]) else -1
                       for i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
@@ -144,14 +138,7 @@ async def nic_matches_model(dut):
         out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
                                 [wr_model[i] for i in last_idx],
                                 [m["completion"] for m in per_store], wire, credits)
-        frames, cur, start = [], b"", None
-        for beat, stamp in zip(*got[src]["tx"], strict=True):
-            data, nb, first, last = _unpack(w, beat)
-            if first:
-                cur, start = b"", stamp
-            cur += data.to_bytes(w, "little")[:nb]
-            if last:
-                frames.append((start, cur.hex()))
+        frames = [(f.start, f.data.hex()) for f in links[src].frames()]
         out["frames"] = frames
     Path("nic_results.json").write_text(json.dumps(out))
     kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})
@@ -159,8 +146,3 @@ async def nic_matches_model(dut):
         dut._log.error("mismatching: %s", ", ".join(kinds))
     sb.check()
     assert sum(len(v[0]) for v in want["wr"].values()) > 0, "no store reached memory"
-
-
-def _unpack(width, bits):
-    from pymodel.packet import unpack_beat
-    return unpack_beat(width, bits)

@@ -3,9 +3,14 @@
 Sizes: the edge sizes of :data:`EDGE_SIZES`, ``max_payload`` - 1, + 0, + 1 and twice it
 (stores longer than ``max_payload`` are segmented by the NIC), up to the smaller of the
 window and 4096 bytes. ``pair``: ``messages`` stores of ``msg_bytes`` from node 0 to 1;
-``edges``: every size once from node 0 to 1; ``all_to_all``: ``count`` stores of random
-sizes from every node to random nodes (itself included); ``hotspot``: every other node
-to node 0; ``bad``: frames with every kind of fault (sizes up to ``max_payload``).
+``remap``: like ``all_to_all`` with node ids that only the switch-table writes of
+:func:`table_writes` route (played one per cycle from cycle 0, so the first frames race
+them: a frame whose head reaches the switch before its entry is written goes by the
+reset table and is dropped as a wrong destination, where the model says so); ``edges``:
+every size once from node 0 to 1;
+``all_to_all``: ``count`` stores of random sizes from every node to random nodes
+(itself included); ``hotspot``: every other node to node 0; ``bad``: frames with every
+kind of fault (sizes up to ``max_payload``).
 
 Each returns ``(stores, node_ids, faults)``: ``stores[p]`` the :class:`Store` list of
 node ``p``, ``node_ids[p]`` its node id, ``faults[p]`` downlink beat numbers to corrupt.
@@ -15,7 +20,7 @@ import random
 
 from pymodel.nic.system import Store
 
-__all__ = ["build_scenario", "EDGE_SIZES"]
+__all__ = ["build_scenario", "table_writes", "EDGE_SIZES"]
 
 EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
               511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
@@ -27,6 +32,12 @@ def _addr(rng, width, window, length):
 
 def _payload(rng, n):
     return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def table_writes(node_ids, ports):
+    """Switch-table writes ``(node, port)`` that route each node id to its own port
+    (none for ids the reset table, ``node mod ports``, already routes)."""
+    return [(n, p) for p, n in enumerate(node_ids) if n % ports != p]
 
 
 def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
@@ -44,6 +55,13 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
         for k in range(messages):
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
             stores[0].append(Store(1, addr, _payload(rng, msg_bytes)))
+    elif kind == "remap":                         # node ids the reset table does not route
+        node_ids = [0x41 + 5 * p for p in range(nodes)]  # id mod nodes != port
+        for p in range(nodes):
+            for _ in range(count):
+                n = rng.choice(sizes)
+                stores[p].append(Store(node_ids[rng.randrange(nodes)],
+                                       _addr(rng, width, window, n), _payload(rng, n)))
     elif kind == "edges":
         for n in edges:                           # every edge size once, node 0 -> 1
             stores[0].append(Store(1, _addr(rng, width, window, n), _payload(rng, n)))
