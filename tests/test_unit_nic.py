@@ -255,3 +255,31 @@ def test_switch_matches_model_with_table_write(framing):
     assert got == want[:cycles]
     assert all(not s for s in streams.values())
     assert sum(sum(c) for _, c in got) == sum(len(a) for a in arrivals), "beats lost"
+
+
+class _FakeFabric:
+    """Just enough of tb.fabric.Fabric to load a player."""
+
+    def __init__(self):
+        self.loaded = {}
+
+    def load_player(self, name, items, stall=(1, 0)):
+        self.loaded[name] = (items, stall)
+
+
+def test_store_source_queues_then_loads_once():
+    """send_nowait queues, load() writes every beat in order with the stall pattern,
+    and a store sent after load() is refused with a message naming the player."""
+    from tb.nic.store_driver import StoreSource
+    fab = _FakeFabric()
+    src = StoreSource(fab, "cmd0", 16, stall=(5, 40))
+    stores = [Store(1, 0, bytes(range(40))), Store(2, 64, bytes(3))]
+    for s in stores:
+        src.send_nowait(s)
+    assert src.count() == 2 and not src.empty()
+    src.load()
+    items, stall = fab.loaded["cmd0"]
+    assert items == _cmd_items(16, stores) and stall == (5, 40)
+    assert src._spans == [(0, 2), (3, 3)]
+    with pytest.raises(RuntimeError, match="cmd0"):
+        src.send_nowait(stores[0])
