@@ -115,28 +115,30 @@ async def nic_matches_model(dut):
     out = {"mismatches": len(sb.mismatches), "cycles": end, "messages": len(per_store),
            "frames_sent": len(msgs), "counters": want["counters"]}
     good = [m for m in per_store if m["remote_write"] is not None]
-    if good and all(m["src"] == good[0]["src"] for m in per_store) \
-            and all(m["dst"] == good[0]["dst"] for m in per_store):
+    if good and len(good) == len(per_store) and all(m["src"] == good[0]["src"]
+                                                    for m in per_store):
+        # One sender, every store delivered: locate each store's last write in the
+        # recorder of its destination's port, and its last credit at the sender.
         src = good[0]["src"]
-        dst_port = good[0]["dst"] % nodes
-        wr_model = want["wr"][dst_port][1]
-        last_idx, ends, k, e = [], [], 0, 0
+        route = {n: o for n, o in tbl}
+        last_idx, ends, k, e = [], [], dict.fromkeys(range(nodes), 0), 0
         for m in msgs:
-            k += -(-m["store"].length // w)
+            port = route.get(m["store"].dst, m["store"].dst % nodes)
+            k[port] += -(-m["store"].length // w)
             e += m["beats"]
             if m is msgs[-1] or msgs[m["id"] + 1]["cmd"] != m["cmd"]:
-                last_idx.append(k - 1)
+                last_idx.append((port, k[port] - 1))
                 ends.append(e - 1)
         wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
         credits = [st["wire_beats"] for st in per_store]
         rtl_accept = got[src]["starts"]
-        rtl_remote = [got[dst_port]["wr"][i] if i < len(got[dst_port]["wr"]) else -1
-                      for i in last_idx]
+        rtl_remote = [got[o]["wr"][i] if i < len(got[o]["wr"]) else -1
+                      for o, i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
         out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, wire,
                               [len(got[src]["cr"]) / len(per_store)])
         out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
-                                [wr_model[i] for i in last_idx],
+                                [want["wr"][o][1][i] for o, i in last_idx],
                                 [m["completion"] for m in per_store], wire, credits)
         frames = [(f.start, f.data.hex()) for f in links[src].frames()]
         out["frames"] = frames

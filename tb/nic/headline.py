@@ -19,32 +19,57 @@ HEADLINE_TOP = dict(width=64, nodes=4, link_latency=2, mem_words=512, max_payloa
 METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops")
 
 
+def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
+              top: dict | None = None, test_id: str | None = None) -> dict:
+    """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
+    destination nodes (``peers`` = 1: the headline pair) on a top with
+    ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
+    ``frames``: the ``(cycle, hex)`` of every frame node 0 sent."""
+    top = dict(HEADLINE_TOP, **(top or {}))
+    top["nodes"] = max(top["nodes"], peers + 1)
+    if not 1 <= peers <= 15:
+        raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), not {peers}")
+    w = top["width"]
+    cmd_beats = messages * -(-msg_bytes // w)
+    frames = -(-msg_bytes // top["max_payload"])       # segments per store
+    wire_beats = messages * (-(-(msg_bytes + 64 * frames) // w) + frames)  # upper bound
+    depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
+    nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
+                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers), **top)
+    scenario = "pair" if peers == 1 else "fanout"
+    params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
+                  messages=messages, msg_bytes=msg_bytes)
+    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}",
+                        test_module="tb.nic.cocotb_nic", sim=sim,
+                        test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
+                        params=params)
+    res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
+    row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
+           "messages": messages, "peers": peers}
+    if "rtl" not in res:
+        raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
+    for key in METRICS:
+        row[f"{key}_rtl"] = res["rtl"][key]
+        row[f"{key}_model"] = res["model"][key]
+    row["mismatches"] = res["mismatches"] + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
+                                                for k in METRICS)
+    row["cycles"] = res["cycles"]
+    row["frames"] = res["frames"]
+    return row
+
+
 def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
                  msg_bytes: int = 128) -> list[dict]:
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    w = HEADLINE_TOP["width"]
-    cmd_beats = messages * -(-msg_bytes // w)
-    wire_beats = messages * -(-(20 + msg_bytes + 4) // w)
-    depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
     rows = []
     for framing in ("l2", "compact"):
-        top = NicTop(framing=framing, items=[depth, 16, 16, 16],
-                     events=[depth, depth, 16, 16], **HEADLINE_TOP)
-        params = dict(HEADLINE_TOP, framing=framing, credits=top.credits, scenario="pair",
-                      seed=1, messages=messages, msg_bytes=msg_bytes)
-        run_dir = run_cosim(top, name=f"nic_headline_{framing}", test_module="tb.nic.cocotb_nic",
-                            sim=sim, test_id=f"headline-{messages}x{msg_bytes}", params=params)
-        res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
-        row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
-               "messages": messages, "peers": 1}
-        for key in METRICS:
-            row[f"{key}_rtl"] = res["rtl"][key]
-            row[f"{key}_model"] = res["model"][key]
-        mism = res["mismatches"] + sum(row[f"{k}_rtl"] != row[f"{k}_model"] for k in METRICS)
-        row["mismatches"] = mism
+        row = run_point(sim, framing, msg_bytes, messages, peers=1,
+                        test_id=f"headline-{messages}x{msg_bytes}")
+        frames = row.pop("frames")
+        row.pop("cycles")
         rows.append(row)
         if framing == "l2":
             write_pcapng(out_dir / "nic.pcap",
-                         [(cycle, bytes.fromhex(frame)) for cycle, frame in res["frames"]])
+                         [(cycle, bytes.fromhex(frame)) for cycle, frame in frames])
     return rows
