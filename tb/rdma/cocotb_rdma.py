@@ -142,6 +142,7 @@ async def rdma_matches_model(dut):
                         [f for _, f in model["wire_ba"]], model["req"], model["resp"])
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
+                       "cycles": int(dut.now.value),
                        "frames": [[s, fr.hex()] for s, fr in _stamped(
                            got_ab, got_ab_at, got_ba, got_ba_at)]},
                       f)

@@ -20,6 +20,32 @@ _METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "c
             "ctrl_bytes")
 
 
+def run_point(sim: str, msg_bytes: int, messages: int, qps: int = 1,
+              cache_entries: int | None = None, test_id: str | None = None) -> dict:
+    """Co-simulate ``messages`` RDMA WRITEs of ``msg_bytes`` round robin over ``qps`` QPs
+    with a QP-context cache of ``cache_entries`` (default: the top's). Returns the
+    results row (SPEC.md) plus ``cycles`` and ``frames`` (``(cycle, bytes)`` on A->B)."""
+    top = {} if cache_entries in (None, DEFAULTS["cache_entries"]) else \
+        {"cache_entries": cache_entries}
+    entries = top.get("cache_entries", DEFAULTS["cache_entries"])
+    run_dir = run_rdma(top, params=dict(kind="writes", messages=messages,
+                                        sizes=[msg_bytes], qps=qps,
+                                        out_json="measurements.json"),
+                       sim=sim, test_id=test_id or
+                       f"point_{sim}_q{qps}_c{entries}_n{messages}_b{msg_bytes}")
+    meas = json.loads((run_dir / "measurements.json").read_text())
+    row = {"design": "rdma", "framing": "rocev2", "simulator": sim,
+           "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
+           "cache_entries": entries}
+    for key in _METRICS:
+        row[f"{key}_rtl"] = meas["rtl"][key]
+        row[f"{key}_model"] = meas["model"][key]
+    row["mismatches"] = meas["mismatches"]
+    row["cycles"] = meas.get("cycles")
+    row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in meas["frames"]]
+    return row
+
+
 def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
                  msg_bytes: int = 128) -> list[dict]:
     """Run both headline scenarios on ``sim``; return one results row per QP count."""
@@ -27,20 +53,11 @@ def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, pcap, offset = [], [], 0
     for qps in HEADLINE_QPS:
-        run_dir = run_rdma({}, params=dict(kind="writes", messages=messages,
-                                           sizes=[msg_bytes], qps=qps,
-                                           out_json="measurements.json"),
-                           sim=sim, test_id=f"headline_{sim}_q{qps}_n{messages}_b{msg_bytes}")
-        meas = json.loads((run_dir / "measurements.json").read_text())
-        row = {"design": "rdma", "framing": "rocev2", "simulator": sim,
-               "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
-               "cache_entries": DEFAULTS["cache_entries"]}
-        for key in _METRICS:
-            row[f"{key}_rtl"] = meas["rtl"][key]
-            row[f"{key}_model"] = meas["model"][key]
-        row["mismatches"] = meas["mismatches"]
+        row = run_point(sim, msg_bytes, messages, qps,
+                        test_id=f"headline_{sim}_q{qps}_n{messages}_b{msg_bytes}")
+        frames = [(cycle + offset, fr) for cycle, fr in row.pop("frames")]
+        row.pop("cycles")
         rows.append(row)
-        frames = [(cycle + offset, bytes.fromhex(hexa)) for cycle, hexa in meas["frames"]]
         pcap += frames
         if frames:
             offset = frames[-1][0] + 1000
