@@ -97,7 +97,10 @@ class NicSystemModel:
         stalls = stalls or {}
         faults = faults or {}
         total_beats = sum(len(s.beats(w)) for p in range(n) for s in stores.get(p, []))
-        horizon = 64 * (total_beats + 64) + 4096
+        # Generous: every frame may wait a whole credit round trip (2 links + switch).
+        frames = sum(len(s.segments(w, self.max_payload)) for p in range(n)
+                     for s in stores.get(p, []))
+        horizon = 64 * (total_beats + 64) + (2 * lat + 8) * (frames + 1) * n + 4096
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         plan = {}
         msgs, cmds = [], []

@@ -48,7 +48,8 @@ async def nic_matches_model(dut):
     stores, node_ids, faults = build_scenario(
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
-        msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16))
+        msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
+        peers=p.get("peers"))
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)

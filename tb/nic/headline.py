@@ -38,7 +38,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
                 events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers), **top)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
-                  messages=messages, msg_bytes=msg_bytes)
+                  messages=messages, msg_bytes=msg_bytes, peers=peers)
     run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}",
                         test_module="tb.nic.cocotb_nic", sim=sim,
                         test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",

@@ -3,7 +3,7 @@
 Sizes: the edge sizes of :data:`EDGE_SIZES`, ``max_payload`` - 1, + 0, + 1 and twice it
 (stores longer than ``max_payload`` are segmented by the NIC), up to the smaller of the
 window and 4096 bytes. ``pair``: ``messages`` stores of ``msg_bytes`` from node 0 to 1;
-``fanout``: the same, round robin to nodes 1 .. nodes-1;
+``fanout``: the same, round robin to nodes 1 .. ``peers`` (default nodes - 1);
 ``remap``: like ``all_to_all`` with node ids that only the switch-table writes of
 :func:`table_writes` route (played one per cycle from cycle 0, so the first frames race
 them: a frame whose head reaches the switch before its entry is written goes by the
@@ -42,7 +42,7 @@ def table_writes(node_ids, ports):
 
 
 def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
-                   msg_bytes=128, messages=16):
+                   msg_bytes=128, messages=16, peers=None):
     rng = random.Random(seed)
     node_ids = list(range(nodes))
     stores = {p: [] for p in range(nodes)}
@@ -56,9 +56,9 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
         for k in range(messages):
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
             stores[0].append(Store(1, addr, _payload(rng, msg_bytes)))
-    elif kind == "fanout":                        # node 0 -> 1, 2, ..., nodes-1, 1, ...
+    elif kind == "fanout":                        # node 0 -> 1, 2, ..., peers, 1, ...
         for k in range(messages):
-            dst = 1 + k % (nodes - 1)
+            dst = 1 + k % (peers or nodes - 1)
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
             stores[0].append(Store(dst, addr, _payload(rng, msg_bytes)))
     elif kind == "remap":                         # node ids the reset table does not route

@@ -1,0 +1,273 @@
+"""One measurement point of a design, run on the cycle-exact golden models (no RTL).
+
+:func:`cycle_point` plays ``messages`` back-to-back messages of ``msg_bytes`` bytes on
+the cycle-level model of a design and reduces them to the metrics of SPEC.md exactly as
+the co-simulation reduces the model side (:mod:`tb.nic.cocotb_nic`,
+:mod:`tb.rdma.cocotb_rdma`). :mod:`pymodel.fastpath` computes the same dict without
+stepping cycles; both share the parameter checks of :func:`resolve`.
+
+Designs and their knobs (every knob is optional unless marked required):
+
+``"nic"`` (:class:`pymodel.nic.system.NicSystemModel`)
+    ``framing`` (required): ``"compact"`` or ``"l2"``. ``peers``: nodes on the switch,
+    2 to 255 (default 2). Node 0 sends store ``k`` to node ``1 + k % (peers - 1)`` at
+    byte address ``(k * msg_bytes) % (window - window % msg_bytes)`` rounded down to the
+    width: the ``pair`` scenario of :mod:`tb.nic.scenarios` (the headline) for
+    ``peers=2``, its ``fanout`` scenario otherwise. Note: ``peers`` counts the nodes,
+    sender included; the ``peers`` of a co-simulation results row
+    (:func:`tb.nic.headline.run_point`) counts the destinations, one less. Top
+    parameters (defaults :data:`tb.nic.headline.HEADLINE_TOP`):
+    ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
+    (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest
+    frame payload, a multiple of ``width`` from ``width`` to 8191; longer stores are
+    segmented). ``msg_bytes``: 1 to min(8191, window).
+
+``"rdma"`` (:func:`pymodel.rdma.engine.simulate`)
+    ``qps``: QPs used round robin, 1 to 4096 (default 1). ``cache_entries``: QP-context
+    cache entries per node, a power of two from 16 to 256. ``mem_latency`` (1..64),
+    ``link_latency`` (1..1024), ``depth`` (host words of 64 bytes, a power of two from
+    2**13 to 2**20), ``mr_entries`` (power of two, 4..256), defaults
+    :data:`rtl.tops.rdma_top.DEFAULTS`; ``pmtu_log2`` (8..12, default 12). The scenario
+    is :func:`tb.rdma.scenarios.writes_scenario` (one WRITE WQE and one doorbell per
+    message). ``msg_bytes``: 1 to 65536. The cycle model needs the whole scenario in
+    node A's host memory: 4096 context words, the CQ (1024), the send queues and
+    ``messages * ceil(msg_bytes / 64)`` payload words must fit ``depth`` (else
+    ``ValueError``).
+
+The returned dict (all numbers exact integers where whole, floats otherwise):
+
+``latency_cycles``
+    median over messages of (last payload byte written in the remote memory - request
+    accepted: the first command beat of the store, or the doorbell write).
+``completion_cycles``
+    median of (sender learns it is done - accepted): the credit of the store's last
+    wire beat back at the sender (NIC), the CQE write (RDMA).
+``ii_cycles``
+    median of the gaps between consecutive accepts (NIC: 0 for one message, RDMA:
+    ``None`` for one message, as the co-simulation reports them).
+``wire_bytes``
+    bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
+    median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
+``ctrl_ops``
+    dict of control actions per message (:data:`pymodel.nic.system.CTRL_KINDS`): the
+    NIC has only ``credit_updates`` (median wire beats per store); the RDMA counts are
+    totals divided by ``messages``, ``credit_updates`` 0.
+``ctrl_bytes``
+    host-interface bytes of those actions per message (0 for the NIC).
+``messages``, ``cycles``
+    the message count; the cycles simulated: for the NIC the model's whole run
+    (drain included), for the RDMA engine the cycle after the last CQE write.
+
+:func:`cycle_run` also returns the per-message cycles behind the medians. Cost: the
+cycle models step every cycle in pure Python (a few hundred RDMA messages or a few
+thousand small NIC stores per second); for sweeps use :mod:`pymodel.fastpath`.
+"""
+
+import random
+
+import numpy as np
+
+from pymodel.fcs import phy_bytes
+from pymodel.nic.system import CTRL_KINDS, NicSystemModel, Store
+from pymodel.rdma.engine import Config, simulate
+from pymodel.rdma.frames import ETH_OVERHEAD
+from pymodel.rdma.metrics import summarize
+from rtl.formats.nic import MAX_LENGTH
+from rtl.formats.packet import SUPPORTED_WIDTHS
+from rtl.tops.rdma_top import DEFAULTS as RDMA_TOP
+from tb.nic.headline import HEADLINE_TOP
+from tb.rdma.scenarios import writes_scenario
+
+__all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_credits",
+           "nic_stores", "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS",
+           "MESSAGE_KEYS"]
+
+DESIGNS = ("nic", "rdma")
+#: Keys of every point dict, in order.
+METRIC_KEYS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
+               "ctrl_bytes", "messages", "cycles")
+
+#: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
+MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
+
+NIC_DEFAULTS = {"framing": None, "peers": 2,
+                **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
+                                                "max_payload")}}
+RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12,
+                 **{k: RDMA_TOP[k] for k in ("cache_entries", "depth", "mem_latency",
+                                             "link_latency", "mr_entries")}}
+#: Largest RDMA message this runner accepts (bytes).
+RDMA_MAX_BYTES = 1 << 16
+
+
+def _int(name, value, low, high, power_of_two=False):
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+    if power_of_two and value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, not {value!r}")
+    return value
+
+
+def nic_credits(width, max_payload):
+    """Switch-ingress credits of the NIC top: two largest frames (an L2 header of 20 B,
+    the payload, the 4-byte FCS, rounded up to beats). Same formula as
+    :class:`rtl.tops.nic_top.NicTop` (``self.credits``), kept in step by a test."""
+    return 2 * (-(-(max_payload + 28) // width))
+
+
+def resolve(design, msg_bytes, messages, knobs):
+    """Check a point's parameters; return ``(design, params)`` with every knob filled in.
+
+    Raises ``ValueError`` naming the first bad parameter (unknown design or knob, value
+    out of range).
+    """
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, not {design!r}")
+    _int("messages", messages, 1, 1 << 40)
+    defaults = NIC_DEFAULTS if design == "nic" else RDMA_DEFAULTS
+    unknown = sorted(set(knobs) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown knob(s) {unknown} for design {design!r}; "
+                         f"known: {sorted(defaults)}")
+    p = dict(defaults, **knobs)
+    if design == "nic":
+        if p["framing"] not in ("compact", "l2"):
+            raise ValueError(f"framing must be 'compact' or 'l2' (required for the NIC), "
+                             f"not {p['framing']!r}")
+        _int("peers", p["peers"], 2, 255)
+        if p["width"] not in SUPPORTED_WIDTHS or isinstance(p["width"], bool):
+            raise ValueError(f"width must be one of {SUPPORTED_WIDTHS}, not {p['width']!r}")
+        _int("link_latency", p["link_latency"], 1, 1024)
+        _int("mem_words", p["mem_words"], 2, 1 << 20)
+        _int("max_payload", p["max_payload"], p["width"], MAX_LENGTH)
+        if p["max_payload"] % p["width"]:
+            raise ValueError(f"max_payload must be a multiple of the width ({p['width']}), "
+                             f"not {p['max_payload']}")
+        _int("msg_bytes", msg_bytes, 1, min(MAX_LENGTH, p["mem_words"] * p["width"]))
+        p["credits"] = nic_credits(p["width"], p["max_payload"])
+    else:
+        _int("qps", p["qps"], 1, 4096)
+        _int("cache_entries", p["cache_entries"], 16, 256, power_of_two=True)
+        _int("depth", p["depth"], 1 << 13, 1 << 20, power_of_two=True)
+        _int("mem_latency", p["mem_latency"], 1, 64)
+        _int("link_latency", p["link_latency"], 1, 1024)
+        _int("mr_entries", p["mr_entries"], 4, 256, power_of_two=True)
+        _int("pmtu_log2", p["pmtu_log2"], 8, 12)
+        _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
+    return design, p
+
+
+def whole(value):
+    """``value`` as an int when it is whole, else as a float; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _median(values):
+    """The median as :func:`statistics.median` gives it (mean of the middle pair)."""
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def nic_stores(msg_bytes, messages, peers, width, window, seed=1):
+    """The stores node 0 sends: exactly those of :func:`tb.nic.scenarios.build_scenario`
+    (same destinations, addresses and payload bytes), ``pair`` for ``peers=2`` and
+    ``fanout`` with ``nodes=peers`` otherwise."""
+    rng = random.Random(seed)
+    span = window - window % msg_bytes
+    return [Store(1 + k % (peers - 1), (k * msg_bytes) % span // width * width,
+                  bytes(rng.getrandbits(8) for _ in range(msg_bytes)))
+            for k in range(messages)]
+
+
+def _nic(msg_bytes, messages, p):
+    w = p["width"]
+    model = NicSystemModel(w, p["framing"], p["peers"], p["link_latency"], p["mem_words"],
+                           p["max_payload"], p["credits"])
+    stores = nic_stores(msg_bytes, messages, p["peers"], w, p["mem_words"] * w)
+    res = model.run({0: stores}, list(range(p["peers"])))
+    if "stores" in res:
+        rows = [(s["accept"], s["remote_write"], s["completion"],
+                 sum(phy_bytes(f) for f in s["frames"]), s["wire_beats"])
+                for s in res["stores"]]
+    elif msg_bytes > p["max_payload"]:        # a model from before segmentation
+        raise ValueError(f"msg_bytes ({msg_bytes}) above max_payload ({p['max_payload']}) "
+                         f"needs a NIC model that segments stores")
+    else:
+        rows = [(m["accept"], (m.get("remote_writes") or [None])[-1], m["completion"],
+                 phy_bytes(m["frame"]), m["beats"]) for m in res["messages"]]
+    if res["credit_errors"] or any(None in r for r in rows):
+        raise RuntimeError("NIC model: a store was lost or a credit counter overflowed")
+    accept = [r[0] for r in rows]
+    ctrl = dict.fromkeys(CTRL_KINDS, 0)
+    ctrl["credit_updates"] = whole(_median([r[4] for r in rows]))
+    gaps = [b - a for a, b in zip(accept, accept[1:], strict=False)] or [0]
+    point = {"latency_cycles": _median([r[1] - r[0] for r in rows]),
+             "completion_cycles": _median([r[2] - r[0] for r in rows]),
+             "ii_cycles": _median(gaps), "wire_bytes": _median([r[3] for r in rows]),
+             "ctrl_ops": ctrl, "ctrl_bytes": 0, "messages": messages,
+             "cycles": res["cycles"]}
+    cols = list(zip(*rows, strict=True))
+    return point, {"accept": cols[0], "remote_write": cols[1], "completion": cols[2],
+                   "wire_bytes": cols[3]}
+
+
+def _rdma(msg_bytes, messages, p):
+    cfg = Config(**{k: p[k] for k in ("cache_entries", "depth", "mem_latency",
+                                      "link_latency", "mr_entries")})
+    try:
+        v = writes_scenario(cfg, messages, [msg_bytes], p["qps"], pmtu_log2=p["pmtu_log2"],
+                            seed=1)
+    except ValueError as exc:            # the verbs heap: the scenario does not fit
+        raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}) do not fit a "
+                         f"host memory of depth {p['depth']} words: {exc}") from exc
+    model = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
+    bad = model["resp"]["frames_ok"] != model["req"]["frames"] or any(
+        model["req"][k] for k in ("ack_dropped", "ack_unexpected"))
+    if bad or len(model["completed"]) != messages:
+        raise RuntimeError("RDMA model: a frame was rejected or a message not completed")
+    accept = model["doorbell_stamps"]
+    written = [c for c, _ in model["written"]]
+    completed = [c for c, _ in model["completed"]]
+    ab = [f for _, f in model["wire_ab"]]
+    ba = [f for _, f in model["wire_ba"]]
+    out = summarize(messages, accept, written, completed, ab, ba, model["req"],
+                    model["resp"])
+    out["ctrl_ops"] = dict(out["ctrl_ops"], credit_updates=0)
+    out["messages"] = messages
+    out["cycles"] = completed[-1] + 1
+    per = len(ab) // messages                   # frames per message, sent in order
+    wire = [sum(len(f) + ETH_OVERHEAD for f in ab[k * per:(k + 1) * per])
+            + len(ba[k]) + ETH_OVERHEAD for k in range(messages)]
+    return out, {"accept": accept, "remote_write": written, "completion": completed,
+                 "wire_bytes": wire}
+
+
+def normalise(point):
+    """The point with every number passed through :func:`whole` and keys in order."""
+    out = {k: whole(point[k]) for k in METRIC_KEYS if k != "ctrl_ops"}
+    out["ctrl_ops"] = {k: whole(point["ctrl_ops"][k]) for k in CTRL_KINDS}
+    return {k: out[k] for k in METRIC_KEYS}
+
+
+def cycle_run(design, *, msg_bytes, messages, **knobs):
+    """Run one point on the cycle-exact model; return ``(point, per_message)``: the
+    metrics dict (module doc) and a dict of int64 numpy arrays, one value per message
+    in order: ``accept``, ``remote_write``, ``completion`` (absolute cycles) and
+    ``wire_bytes`` (bytes of the message's frames on the wire, both directions, with
+    preamble+SFD and IFG).
+
+    ``design`` is ``"nic"`` or ``"rdma"``; ``knobs`` as listed in the module doc.
+    Raises ``ValueError`` for a bad parameter, ``RuntimeError`` if the model loses a
+    message (it should not for these scenarios).
+    """
+    design, p = resolve(design, msg_bytes, messages, knobs)
+    point, per = (_nic if design == "nic" else _rdma)(msg_bytes, messages, p)
+    return normalise(point), {k: np.asarray(per[k], dtype=np.int64) for k in MESSAGE_KEYS}
+
+
+def cycle_point(design, *, msg_bytes, messages, **knobs):
+    """The metrics dict of :func:`cycle_run` (same arguments and errors)."""
+    return cycle_run(design, msg_bytes=msg_bytes, messages=messages, **knobs)[0]
