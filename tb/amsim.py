@@ -13,12 +13,22 @@ __all__ = ["run_sim", "stream_put", "stream_get", "put_all", "get_all"]
 
 
 def run_sim(dut, *benches, deadline_cycles=200_000):
-    """Simulate ``dut`` with a 1 MHz clock and the given testbench coroutines."""
+    """Simulate ``dut`` with a 1 MHz clock until every testbench coroutine returns.
+
+    Raises ``AssertionError`` (a hang) when they are still running after
+    ``deadline_cycles`` cycles.
+    """
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     for bench in benches:
         sim.add_testbench(bench)
-    sim.run_until(deadline_cycles * 1e-6)
+
+    async def watchdog(ctx):
+        await ctx.delay(deadline_cycles * 1e-6)
+        raise AssertionError(f"testbenches still running after {deadline_cycles} cycles")
+
+    sim.add_testbench(watchdog, background=True)
+    sim.run()
 
 
 def _flat(value):

@@ -1,0 +1,292 @@
+"""A link that drops, corrupts and duplicates whole frames from a seeded pattern.
+
+The fault model, its decision rule and its timing are described in ``docs/faults.md``;
+the golden model is :class:`pymodel.fabric.faulty_link.FaultyLinkModel`.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.gf2 import matrix_of
+from rtl.common.stall_pattern import lfsr_next
+from rtl.formats.packet import check_width, packet_layout, packet_signature
+from rtl.params import check_int
+
+__all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
+           "CORRUPT_BEAT_SHIFT", "FaultyLink"]
+
+#: Fault kinds, in the order of their random words and of their setting ports.
+FAULT_KINDS = ("drop", "corrupt", "dup")
+
+#: Run-time setting ports (name -> bits). Hold them constant from before reset.
+SETTINGS = {"seed": 16,
+            **{f"{k}_rate": 16 for k in FAULT_KINDS},
+            **{f"{k}_burst": 8 for k in FAULT_KINDS}}
+
+#: 32-bit counters (wrap at 2**32) and sticky error flags, in port order.
+COUNTERS = ("frames_in", "dropped", "corrupted", "duplicated", "lost")
+FLAGS = ("overflow", "too_long")
+
+#: LFSR steps between two random words, and words drawn per frame: one per fault kind,
+#: then the word that places the corrupted bit.
+WORD_STEPS = 16
+WORDS_PER_FRAME = len(FAULT_KINDS) + 1
+
+#: The corrupted beat is ``position_word >> CORRUPT_BEAT_SHIFT`` (0..15) of the frame.
+CORRUPT_BEAT_SHIFT = 12
+
+
+def _lfsr_power(steps):
+    """GF(2) rows of the LFSR advanced ``steps`` times (elaboration time only)."""
+    def advance(state):
+        for _ in range(steps):
+            state = lfsr_next(state)
+        return state
+    return matrix_of(advance, 16, 16)
+
+
+def _apply_rows(rows, value):
+    return Cat(*[(value & row).xor() for row in rows])
+
+
+def _staged_layout(width):
+    """A beat between the fault stage and the output stage, with its duplicate mark."""
+    return data.StructLayout({"beat": packet_layout(width), "dup": 1})
+
+
+class FaultyLink(wiring.Component):
+    """A :class:`rtl.fabric.link.Link` that damages whole frames from a seeded pattern.
+
+    Parameters
+    ----------
+    width : int
+        Datapath width in bytes (:data:`rtl.formats.packet.SUPPORTED_WIDTHS`).
+    latency : int
+        Cycles from a beat on ``i`` to the same beat on ``o`` while no copy is being sent
+        (1 to 1024), as for ``Link``.
+    max_frame_beats : int
+        Beats of the frame buffer that holds a frame to be sent twice (1 to 4096). A frame
+        picked for duplication that is longer is sent once and sets ``too_long``.
+    fifo_depth : int
+        Beats that may wait behind a copy being sent (1 to 4096). A beat that finds the
+        FIFO full is lost: ``lost`` counts it and ``overflow`` sticks.
+
+    Ports
+    -----
+    i : In(packet_signature(width))
+        Always ready (a wire can not push back). Frames must be well formed (``first`` ..
+        ``last``, not interleaved, ``nbytes`` 1..width); a beat without ``first`` belongs
+        to the frame of the last ``first`` beat (no fault before the first one).
+    o : Out(packet_signature(width))
+        Registered. ``valid`` for one cycle per beat; ``o.ready`` is ignored.
+    seed : In(16)
+        Start of the fault pattern; 0 is read as 1. Read in the first cycle after reset.
+    drop_rate, corrupt_rate, dup_rate : In(16)
+        A frame starts a fault of that kind with probability ``rate / 65535``: 0 never,
+        65535 every frame, 66 about 1.0e-3.
+    drop_burst, corrupt_burst, dup_burst : In(8)
+        Frames hit by each fault that a random draw starts (the frame itself and the
+        ``burst - 1`` frames after it); 0 is read as 1.
+    frames_in : Out(32)
+        ``first`` beats accepted on ``i``.
+    dropped, corrupted, duplicated : Out(32)
+        Frames dropped; frames sent with a flipped bit (not counting dropped ones);
+        frames whose copy was started (updated when the original's last beat is loaded
+        into ``o``).
+    lost : Out(32)
+        Beats lost to a full FIFO. ``overflow`` : Out(1) sticks when one is lost.
+    too_long : Out(1)
+        Sticks when a frame picked for duplication was longer than ``max_frame_beats``.
+
+    Decision rule
+    -------------
+    A 16-bit Galois LFSR (:func:`rtl.common.stall_pattern.lfsr_next`) starts at ``seed``
+    and advances ``WORDS_PER_FRAME * WORD_STEPS`` steps at each ``first`` beat only, so
+    the faults of frame ``n`` depend on ``(settings, n)`` and not on timing. Frame ``n``
+    reads the words ``w[k]``, the state after ``16 * k`` further steps (``k`` = 0 drop,
+    1 corrupt, 2 duplicate, 3 bit position). For each kind: if a burst of it is still
+    open the frame is hit (one frame fewer left), else the frame is hit when
+    ``w[kind] <= rate`` and a burst of ``burst - 1`` further frames opens. A dropped frame
+    is neither corrupted nor duplicated nor counted as such.
+
+    Faults
+    ------
+    drop
+        No beat of the frame enters the link.
+    corrupt
+        Beat ``j = w[3] >> 12`` of the frame (or its last beat if it is shorter) gets
+        data bit ``p = w[3] mod 8*width`` flipped; if byte ``p // 8`` is not valid in that
+        beat, bit ``p mod 8`` of its last valid byte is flipped instead. Length and flags
+        are unchanged.
+    duplicate
+        The frame as sent (corruption included) is written to the frame buffer while it
+        leaves; the copy is sent in the cycles right after the original's last beat. Beats
+        that reach the output meanwhile wait in order in the FIFO and leave one per cycle
+        after the copy. So a beat accepted in cycle ``c`` leaves in cycle
+        ``max(c + latency, t + 1)``, where ``t`` is the cycle of the beat or copy beat
+        before it on ``o``.
+    """
+
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64):
+        self.width = check_width(width, self)
+        self.latency = check_int(self, "link latency (cycles)", latency, 1, 1024)
+        self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
+        self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 1, 4096)
+        ports = {"i": In(packet_signature(width)), "o": Out(packet_signature(width))}
+        ports.update({name: In(bits) for name, bits in SETTINGS.items()})
+        ports.update({name: Out(32) for name in COUNTERS})
+        ports.update({name: Out(1) for name in FLAGS})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        staged = self._fault_stage(m)
+        for k in range(self.latency - 1):
+            v = Signal(name=f"stage{k}_valid")
+            p = Signal(_staged_layout(self.width), name=f"stage{k}_payload")
+            m.d.sync += [v.eq(staged[0]), p.eq(staged[1])]
+            staged = (v, p)
+        self._output_stage(m, *staged)
+        return m
+
+    def _fault_stage(self, m):
+        """Decide at each ``first`` beat, drop or flip combinationally; return the
+        ``(valid, payload)`` of the beat that enters the delay line."""
+        w = self.width
+        beat = self.i.payload
+        m.d.comb += self.i.ready.eq(1)
+        first = Signal()
+        m.d.comb += first.eq(self.i.valid & beat.first)
+
+        # The pattern: the state in use is the seed until the first frame is decided.
+        started = Signal()
+        state = Signal(16)
+        cur = Signal(16)
+        m.d.comb += cur.eq(Mux(started, state, Mux(self.seed == 0, 1, self.seed)))
+        words = [Signal(16, name=f"word{k}") for k in range(WORDS_PER_FRAME)]
+        for k, word in enumerate(words):
+            m.d.comb += word.eq(_apply_rows(_lfsr_power(k * WORD_STEPS), cur))
+        advance = _lfsr_power(WORDS_PER_FRAME * WORD_STEPS)
+        m.d.sync += [started.eq(1),
+                     state.eq(Mux(first, _apply_rows(advance, cur), cur))]
+
+        # Per kind: a new draw or the rest of a burst; held for the frame's other beats.
+        hit = {}
+        for k, kind in enumerate(FAULT_KINDS):
+            rate, burst = getattr(self, f"{kind}_rate"), getattr(self, f"{kind}_burst")
+            left = Signal(8, name=f"{kind}_left")
+            held = Signal(name=f"{kind}_held")
+            drawn = Signal(name=f"{kind}_drawn")
+            new = Signal(name=f"{kind}_new")
+            m.d.comb += [
+                drawn.eq(words[k] <= rate),
+                new.eq((left != 0) | drawn),
+            ]
+            restart = Mux(drawn, Mux(burst == 0, 0, burst - 1), 0)
+            m.d.sync += [
+                left.eq(Mux(first, Mux(left != 0, left - 1, restart), left)),
+                held.eq(Mux(first, new, held)),
+            ]
+            hit[kind] = (new, Mux(first, new, held))
+        drop = hit["drop"][1]
+        corrupt = hit["corrupt"][1] & ~drop
+        dup = hit["dup"][1] & ~drop
+
+        # Where the flip lands: beat j of the frame (or its last), data bit p.
+        position = Signal(16)
+        index = Signal(4)                   # beat index within the frame, wraps
+        flipped = Signal()
+        m.d.sync += position.eq(Mux(first, words[3], position))
+        pos = Mux(first, words[3], position)
+        bits_log2 = (8 * w).bit_length() - 1
+        j = pos[CORRUPT_BEAT_SHIFT:CORRUPT_BEAT_SHIFT + 4]
+        p = pos[:bits_log2]
+        idx = Mux(first, 0, index)
+        done = Mux(first, 0, flipped)
+        flip = Signal()
+        m.d.comb += flip.eq(self.i.valid & corrupt & ~done & ((idx == j) | beat.last))
+        lane = p[3:]
+        lane_ok = Signal(bits_log2 - 3)
+        m.d.comb += lane_ok.eq(Mux(lane < beat.nbytes, lane, beat.nbytes - 1))
+        bit = Cat(p[:3], lane_ok)
+        mask = Signal(8 * w)
+        m.d.comb += mask.eq(Mux(flip, Const(1, 8 * w) << bit, 0))
+        with m.If(self.i.valid):
+            m.d.sync += [index.eq(idx + 1), flipped.eq(done | flip)]
+
+        out = Signal(_staged_layout(w))
+        valid = Signal()
+        m.d.comb += [
+            valid.eq(self.i.valid & ~drop),
+            out.beat.data.eq(beat.data ^ mask),
+            out.beat.nbytes.eq(beat.nbytes),
+            out.beat.first.eq(beat.first),
+            out.beat.last.eq(beat.last),
+            out.dup.eq(dup),
+        ]
+        with m.If(first):
+            m.d.sync += [
+                self.frames_in.eq(self.frames_in + 1),
+                self.dropped.eq(self.dropped + hit["drop"][0]),
+                self.corrupted.eq(self.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
+            ]
+        return valid, out
+
+    def _output_stage(self, m, x_valid, x):
+        """The output register, fed by a running copy, else the FIFO head, else ``x``."""
+        w, depth, fb_depth = self.width, self.fifo_depth, self.max_frame_beats
+        lay = packet_layout(w)
+        m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(w), depth=depth,
+                                                 init=[])
+        m.submodules.frame = frame = memory.Memory(shape=lay, depth=fb_depth, init=[])
+        f_rd, f_wr = fifo.read_port(domain="comb"), fifo.write_port()
+        b_rd, b_wr = frame.read_port(domain="comb"), frame.write_port()
+
+        count = Signal(range(depth + 1))
+        rd_ptr = Signal(range(depth))
+        wr_ptr = Signal(range(depth))
+        copying = Signal()
+        copy_idx = Signal(range(fb_depth))
+        copy_end = Signal(range(fb_depth))
+        fb_next = Signal(range(fb_depth + 1))
+
+        pop, bypass, send, push, lose = (Signal(name=n) for n in
+                                         ("pop", "bypass", "send", "push", "lose"))
+        sent = Signal(_staged_layout(w))
+        fb_idx = Signal(range(fb_depth + 1))
+        fits, start_copy = Signal(), Signal()
+        m.d.comb += [
+            pop.eq(~copying & (count != 0)),
+            bypass.eq(~copying & (count == 0) & x_valid),
+            send.eq(pop | bypass),
+            sent.eq(Mux(pop, f_rd.data, x)),
+            push.eq(x_valid & ~bypass & (count - pop < depth)),
+            lose.eq(x_valid & ~bypass & (count - pop >= depth)),
+            f_rd.addr.eq(rd_ptr),
+            f_wr.addr.eq(wr_ptr), f_wr.data.eq(x), f_wr.en.eq(push),
+            fb_idx.eq(Mux(sent.beat.first, 0, fb_next)),
+            fits.eq(fb_idx < fb_depth),
+            b_wr.addr.eq(fb_idx), b_wr.data.eq(sent.beat), b_wr.en.eq(send & fits),
+            b_rd.addr.eq(copy_idx),
+            start_copy.eq(send & sent.dup & sent.beat.last & fits),
+        ]
+
+        def wrap(ptr):
+            return Mux(ptr == depth - 1, 0, ptr + 1)
+
+        m.d.sync += [
+            self.o.valid.eq(copying | send),
+            self.o.payload.eq(Mux(copying, b_rd.data, sent.beat)),
+            rd_ptr.eq(Mux(pop, wrap(rd_ptr), rd_ptr)),
+            wr_ptr.eq(Mux(push, wrap(wr_ptr), wr_ptr)),
+            count.eq(count - pop + push),
+            fb_next.eq(Mux(send, Mux(fits, fb_idx + 1, fb_depth), fb_next)),
+            copying.eq(Mux(copying, copy_idx != copy_end, start_copy)),
+            copy_idx.eq(Mux(copying, copy_idx + 1, 0)),
+            copy_end.eq(Mux(start_copy, fb_idx, copy_end)),
+            self.duplicated.eq(self.duplicated + start_copy),
+            self.lost.eq(self.lost + lose),
+            self.overflow.eq(self.overflow | lose),
+            self.too_long.eq(self.too_long | (send & sent.dup & sent.beat.last & ~fits)),
+        ]

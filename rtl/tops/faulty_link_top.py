@@ -1,0 +1,46 @@
+"""Co-simulation top of the faulty link: one player, one FaultyLink, one recorder."""
+
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.fabric.faulty_link import COUNTERS, FLAGS, SETTINGS, FaultyLink
+from rtl.formats.packet import packet_layout
+from rtl.params import check_int
+from rtl.sim.fabric_top import FabricTop
+
+__all__ = ["FaultyLinkTop"]
+
+
+class FaultyLinkTop(FabricTop):
+    """``src`` (player) -> :class:`FaultyLink` -> ``sink`` (recorder).
+
+    Parameters
+    ----------
+    width, latency, max_frame_beats, fifo_depth : int
+        Those of the link.
+    depth : int
+        Beats the player and the recorder hold (16 to 65536).
+
+    Extra ports: the link's setting ports (:data:`rtl.fabric.faulty_link.SETTINGS`, in;
+    hold them from before reset), its counters and flags (out), under the same names.
+    The link never pushes back, so the ``sink`` recorder must run without stalls; a
+    beat it can not take is lost, as on a wire.
+    """
+
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, depth=4096):
+        self.depth = check_int(self, "recorder/player depth", depth, 16, 65536)
+        self.link = FaultyLink(width, latency, max_frame_beats, fifo_depth)
+        self.width = width
+        lay = packet_layout(width)
+        ports = {name: In(bits) for name, bits in SETTINGS.items()}
+        ports.update({name: Out(32) for name in COUNTERS})
+        ports.update({name: Out(1) for name in FLAGS})
+        super().__init__(players={"src": (lay, depth)}, recorders={"sink": (lay, depth)},
+                         ports=ports)
+
+    def elaborate_design(self, m, players, recorders):
+        m.submodules.link = link = self.link
+        wiring.connect(m, players["src"].o, link.i)
+        wiring.connect(m, link.o, recorders["sink"].i)
+        m.d.comb += [getattr(link, name).eq(getattr(self, name)) for name in SETTINGS]
+        m.d.comb += [getattr(self, name).eq(getattr(link, name)) for name in COUNTERS + FLAGS]
