@@ -12,14 +12,16 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test waves area lint clean help
+.PHONY: all setup sim test bench report waves area lint clean help
 all: sim
 
 help:
 	@echo "make sim    - run the main co-simulation job (SIM=verilator|icarus, WAVES=1)"
 	@echo "make test   - the full regression on Verilator and Icarus"
 	@echo "make waves  - open the last waveform (GTKWave) or print its path"
+	@echo "make report - sweeps, area and plots into build/report/ (report.md, CSV, JSON, PNG)"
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
+	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -30,8 +32,17 @@ $(STAMP): pyproject.toml scripts/setup.sh
 sim: $(STAMP)
 	$(RUN) $(PY) scripts/sim.py --sim $(SIM)
 
+# The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)
-	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests
+	@start=$$(date +%s.%N); \
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests; rc=$$?; \
+	$(PY) scripts/test_wall.py $$start $$rc; exit $$rc
+
+bench: $(STAMP)
+	$(RUN) $(PY) scripts/bench.py
+
+report: $(STAMP)
+	$(RUN) $(PY) scripts/report.py
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py

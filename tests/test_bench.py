@@ -1,0 +1,184 @@
+"""scripts/bench.py: options, the bench.json shape (a tiny golden-model run), the readers
+of results.xml and of the `make test` record. No co-simulation runs here."""
+
+import datetime
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("bench_script", ROOT / "scripts" / "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+SPEC_KEYS = {"model_cycle_msgs_per_s", "model_fast_msgs_per_s", "rtl_cycles_per_s",
+             "rtl_msgs_per_s", "make_test_wall_s"}
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--only", "models"], "--only"),
+    (["--sims", "vcs"], "--sims"),
+    (["--sims", "verilator,questa"], "--sims"),
+    (["--sims", ","], "--sims"),
+    (["--designs", "tcp"], "--designs"),
+    (["--messages", "0"], "--messages"),
+    (["--messages", "ten"], "--messages"),
+    (["--icarus-messages", "-5"], "--icarus-messages"),
+    (["--fast-messages", "1.5"], "--fast-messages"),
+    (["--repeats", "0"], "--repeats"),
+    (["--verilator-opt=-O9"], "--verilator-opt"),
+    (["--verilator-opt", "fast"], "--verilator-opt"),
+])
+def test_bad_option_is_an_error_naming_it(argv, option, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.parse_args(argv)
+    assert exc.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_bad_verilator_opt_environment_is_an_error(monkeypatch, capsys):
+    monkeypatch.setenv("VERILATOR_OPT", "-O7")
+    with pytest.raises(SystemExit) as exc:
+        bench.parse_args([])
+    assert exc.value.code == 2
+    assert "VERILATOR_OPT" in capsys.readouterr().err
+
+
+def test_defaults(monkeypatch):
+    monkeypatch.delenv("VERILATOR_OPT", raising=False)
+    args = bench.parse_args([])
+    assert args.only == "all" and args.sims == ("verilator", "icarus")
+    assert args.designs == ("nic", "rdma")
+    assert (args.messages, args.icarus_messages, args.fast_messages) == (1000, 200, 1_000_000)
+    assert args.verilator_opt == "-O0" and not args.no_waves and not args.run_tests
+    args = bench.parse_args(["--messages", "7", "--sims", "Icarus, icarus", "--no-waves"])
+    assert args.fast_messages == 7000 and args.sims == ("icarus",) and args.no_waves
+    monkeypatch.setenv("VERILATOR_OPT", "-O2")
+    assert bench.parse_args([]).verilator_opt == "-O2"
+    for text in ("-O1", "O1", "o1", "1"):
+        assert bench.parse_args([f"--verilator-opt={text}"]).verilator_opt == "-O1"
+    assert bench.parse_args(["--verilator-opt", "Os"]).verilator_opt == "-Os"
+
+
+def test_steps_cover_every_simulator_key():
+    args = bench.parse_args(["--only", "rtl"])
+    keys = {(sim, waves) for what, (sim, waves), _ in bench._steps(args)}
+    assert len(bench._steps(args)) == 8
+    assert {s + ("_waves" if w else "") for s, w in keys} == set(bench.SIM_KEYS)
+    args = bench.parse_args(["--only", "rtl", "--no-waves", "--sims", "icarus",
+                             "--designs", "rdma"])
+    assert bench._steps(args) == [("rtl", ("icarus", False), "rdma")]
+    assert [s[:2] for s in bench._steps(bench.parse_args(["--only", "model"]))] == \
+        [("model", "cycle")] * 2 + [("model", "fast")] * 2
+
+
+def test_model_only_run_writes_the_json(tmp_path, capsys):
+    out = tmp_path / "deep" / "bench.json"
+    rc = bench.main(["--only", "model", "--messages", "20", "--fast-messages", "2000",
+                     "--repeats", "1", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert SPEC_KEYS <= set(report) and set(report) - SPEC_KEYS == {"meta", "runs"}
+    for key in ("model_cycle_msgs_per_s", "model_fast_msgs_per_s"):
+        assert set(report[key]) == {"nic", "rdma"}
+        assert all(isinstance(v, float) and v > 0 for v in report[key].values()), key
+    for key in ("rtl_cycles_per_s", "rtl_msgs_per_s"):
+        assert set(report[key]) == set(bench.SIM_KEYS)
+        assert all(v == {"nic": None, "rdma": None} for v in report[key].values())
+    wall = report["make_test_wall_s"]
+    assert wall is None or (isinstance(wall, float) and wall > 0)
+    assert [(r["kind"], r["design"], r["messages"]) for r in report["runs"]] == [
+        ("model", "nic", 20), ("model", "rdma", 20), ("model", "nic", 2000),
+        ("model", "rdma", 2000)]
+    assert report["meta"]["msg_bytes"] == 128
+    printed = capsys.readouterr().out
+    assert "[1/4] model cycle nic, 20 messages" in printed and "[4/4]" in printed
+    assert "wrote" in printed
+
+
+def test_missing_model_is_reported_not_fatal(tmp_path, monkeypatch):
+    def missing(kind):
+        raise ImportError(f"No module named 'pymodel.{kind}'")
+    monkeypatch.setattr(bench, "_model_function", missing)
+    out = tmp_path / "b.json"
+    assert bench.main(["--only", "model", "--designs", "nic", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["model_cycle_msgs_per_s"] == {"nic": None, "rdma": None}
+    assert all("not available" in r["error"] for r in report["runs"])
+
+
+def test_failing_measurement_gives_exit_1(tmp_path, monkeypatch):
+    def broken(kind):
+        def point(*args, **kwargs):
+            raise ValueError("bad point")
+        return point
+    monkeypatch.setattr(bench, "_model_function", broken)
+    out = tmp_path / "b.json"
+    assert bench.main(["--only", "model", "--designs", "rdma", "--out", str(out)]) == 1
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["error"] for r in runs] == ["ValueError: bad point"] * 2
+
+
+RESULTS_XML = """<?xml version='1.0' encoding='utf-8'?>
+<testsuites name="cocotb tests"><testsuite name="m" tests="1" time="3.6">
+<testcase classname="m" name="t" time="3.621"><properties>
+<property name="sim_time_unit" value="{unit}" />
+<property name="sim_time_duration" value="30220.0" />
+</properties></testcase></testsuite></testsuites>"""
+
+
+def test_read_results_xml(tmp_path):
+    path = tmp_path / "results.xml"
+    path.write_text(RESULTS_XML.format(unit="ns"))
+    assert bench.read_results_xml(path) == (3.621, 30220.0)
+    path.write_text(RESULTS_XML.format(unit="us"))
+    assert bench.read_results_xml(path) == (3.621, 30220000.0)
+    path.write_text(RESULTS_XML.format(unit="parsec"))
+    with pytest.raises(ValueError, match="sim_time_unit"):
+        bench.read_results_xml(path)
+
+
+def test_read_make_test(tmp_path):
+    path = tmp_path / "make_test_wall_s.json"
+    assert bench.read_make_test(path) is None
+    path.write_text("{not json")
+    assert bench.read_make_test(path) is None
+    path.write_text(json.dumps({"make_test_wall_s": "soon"}))
+    assert bench.read_make_test(path) is None
+    path.write_text(json.dumps({"make_test_wall_s": 371.5, "finished": "x", "commit": None}))
+    assert bench.read_make_test(path)["make_test_wall_s"] == 371.5
+
+
+def test_run_tests_times_the_command_when_it_records_nothing(tmp_path):
+    path = tmp_path / "rec.json"
+    record = bench.run_make_test((sys.executable, "-c", "import time; time.sleep(0.2)"),
+                                 path)
+    assert json.loads(path.read_text()) == record
+    assert record["passed"] is True and 0.1 <= record["make_test_wall_s"] < 30
+    datetime.datetime.fromisoformat(record["finished"])
+    record = bench.run_make_test((sys.executable, "-c", "raise SystemExit(3)"),
+                                 tmp_path / "rec2.json")
+    assert record["passed"] is False
+
+
+def test_run_tests_keeps_the_makefiles_own_record(tmp_path):
+    path = tmp_path / "rec.json"
+    writer = ("import datetime, json, sys; open(sys.argv[1], 'w').write(json.dumps("
+              "{'make_test_wall_s': 123.0, 'passed': True, 'commit': 'abc', 'finished': "
+              "datetime.datetime.now(datetime.UTC).isoformat()}))")
+    record = bench.run_make_test((sys.executable, "-c", writer, str(path)), path)
+    assert record["make_test_wall_s"] == 123.0 and record["commit"] == "abc"
+    # a record older than the run is replaced by the time measured here
+    path.write_text(json.dumps({"make_test_wall_s": 5.0, "finished": "2001-01-01T00:00:00"}))
+    record = bench.run_make_test((sys.executable, "-c", "pass"), path)
+    assert record["make_test_wall_s"] < 30 and record["finished"] > "2002"
