@@ -64,7 +64,8 @@ class Progress:
             sys.stderr.write("\r" + line[:150].ljust(150))
             if self.done == self.total:
                 sys.stderr.write("\n")
-        else:
+        elif self.total <= 40 or self.done % max(1, self.total // 20) == 0 \
+                or self.done == self.total:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
