@@ -12,7 +12,7 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test bench report waves area lint clean help
+.PHONY: all setup sim test bench report regress waves area lint clean help
 all: sim
 
 help:
@@ -22,6 +22,7 @@ help:
 	@echo "make report - sweeps, area and plots into build/report/ (report.md, CSV, JSON, PNG)"
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
+	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -43,6 +44,11 @@ bench: $(STAMP)
 
 report: $(STAMP)
 	$(RUN) $(PY) scripts/report.py
+
+# Constrained-random pyuvm regressions: SEEDS seeds on both simulators.
+SEEDS ?= 4
+regress: $(STAMP)
+	$(RUN) $(PY) scripts/regress.py --seeds $(SEEDS)
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py
