@@ -43,8 +43,9 @@ class Switch(wiring.Component):
     credit0 .. : Out(1)
         One beat left ingress buffer ``i`` this cycle (one credit for its sender).
     table_wr : In(stream.Signature(table_write_layout(N), always_ready=True))
-        Writes ``table[node] = port``, effective from the next cycle. At reset
-        ``table[n] = n mod N``.
+        Writes ``table[node] = port``, effective from the next cycle. At power-up
+        ``table[n] = n mod N``; the table is a memory, so a reset keeps the routes
+        written since (the model starts every run from power-up).
 
     Timing and arbitration
     ----------------------
