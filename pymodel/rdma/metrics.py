@@ -31,6 +31,7 @@ def summarize(messages, doorbells, written, completed, frames_ab, frames_ba, req
         "ctx_writebacks": req["writebacks"] + resp["writebacks"],
         "acks_sent": resp["acks"], "acks_received": req["acks"],
         "cqe_writes": req["cqe_writes"],
+        "credit_updates": 0,             # no link-level credits on the RoCEv2 path
     }
     ctrl_bytes = DOORBELL_BYTES * ops["doorbells"] + WORD_BYTES * (
         ops["wqe_reads"] + ops["cqe_writes"] + ops["ctx_misses"] + ops["ctx_writebacks"])
