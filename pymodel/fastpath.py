@@ -12,7 +12,7 @@ stalls, no faults. Every parameter range that :func:`pymodel.points.resolve` acc
 covered; the fast path raises ``ValueError`` for a bad parameter and, as a guard, if an
 assumption below fails (it has not on any point tried): use ``cycle_point`` there.
 
-NIC (node 0 sends, round robin to nodes ``1..peers-1``)
+NIC (node 0 sends, round robin to nodes ``1..peers``)
     A store is cut into frames of ``max_payload`` bytes (the last one the rest); a
     frame is ``ceil(F / W)`` wire beats, ``F`` its bytes with FCS (an L2 frame padded
     to 64). One sender meets no contention in the switch (a frame's first beat is

@@ -9,13 +9,13 @@ stepping cycles; both share the parameter checks of :func:`resolve`.
 Designs and their knobs (every knob is optional unless marked required):
 
 ``"nic"`` (:class:`pymodel.nic.system.NicSystemModel`)
-    ``framing`` (required): ``"compact"`` or ``"l2"``. ``peers``: nodes on the switch,
-    2 to 255 (default 2). Node 0 sends store ``k`` to node ``1 + k % (peers - 1)`` at
+    ``framing`` (required): ``"compact"`` or ``"l2"``. ``peers``: destination nodes,
+    1 to 254 (default 1; the switch has ``peers + 1`` nodes). Node 0 sends store ``k``
+    to node ``1 + k % peers`` at
     byte address ``(k * msg_bytes) % (window - window % msg_bytes)`` rounded down to the
     width: the ``pair`` scenario of :mod:`tb.nic.scenarios` (the headline) for
-    ``peers=2``, its ``fanout`` scenario otherwise. Note: ``peers`` counts the nodes,
-    sender included; the ``peers`` of a co-simulation results row
-    (:func:`tb.nic.headline.run_point`) counts the destinations, one less. Top
+    ``peers=1``, its ``fanout`` scenario otherwise (``peers`` as in the results rows
+    and :func:`tb.nic.headline.run_point`). Top
     parameters (defaults :data:`tb.nic.headline.HEADLINE_TOP`):
     ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
     (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest
@@ -74,6 +74,7 @@ from pymodel.rdma.frames import ETH_OVERHEAD
 from pymodel.rdma.metrics import summarize
 from rtl.formats.nic import MAX_LENGTH
 from rtl.formats.packet import SUPPORTED_WIDTHS
+from rtl.tops.nic_top import link_credits
 from rtl.tops.rdma_top import DEFAULTS as RDMA_TOP
 from tb.nic.headline import HEADLINE_TOP
 from tb.rdma.scenarios import writes_scenario
@@ -90,7 +91,7 @@ METRIC_KEYS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes",
 #: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
 MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
 
-NIC_DEFAULTS = {"framing": None, "peers": 2,
+NIC_DEFAULTS = {"framing": None, "peers": 1,
                 **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
                                                 "max_payload")}}
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12,
@@ -109,10 +110,8 @@ def _int(name, value, low, high, power_of_two=False):
 
 
 def nic_credits(width, max_payload):
-    """Switch-ingress credits of the NIC top: two largest frames (an L2 header of 20 B,
-    the payload, the 4-byte FCS, rounded up to beats). Same formula as
-    :class:`rtl.tops.nic_top.NicTop` (``self.credits``), kept in step by a test."""
-    return 2 * (-(-(max_payload + 28) // width))
+    """Switch-ingress credits of the NIC top (:func:`rtl.tops.nic_top.link_credits`)."""
+    return link_credits(width, max_payload)
 
 
 def resolve(design, msg_bytes, messages, knobs):
@@ -134,7 +133,7 @@ def resolve(design, msg_bytes, messages, knobs):
         if p["framing"] not in ("compact", "l2"):
             raise ValueError(f"framing must be 'compact' or 'l2' (required for the NIC), "
                              f"not {p['framing']!r}")
-        _int("peers", p["peers"], 2, 255)
+        _int("peers", p["peers"], 1, 254)
         if p["width"] not in SUPPORTED_WIDTHS or isinstance(p["width"], bool):
             raise ValueError(f"width must be one of {SUPPORTED_WIDTHS}, not {p['width']!r}")
         _int("link_latency", p["link_latency"], 1, 1024)
@@ -173,21 +172,22 @@ def _median(values):
 
 def nic_stores(msg_bytes, messages, peers, width, window, seed=1):
     """The stores node 0 sends: exactly those of :func:`tb.nic.scenarios.build_scenario`
-    (same destinations, addresses and payload bytes), ``pair`` for ``peers=2`` and
-    ``fanout`` with ``nodes=peers`` otherwise."""
+    (same destinations, addresses and payload bytes), ``pair`` for ``peers=1`` and
+    ``fanout`` with ``peers`` destinations otherwise."""
     rng = random.Random(seed)
     span = window - window % msg_bytes
-    return [Store(1 + k % (peers - 1), (k * msg_bytes) % span // width * width,
+    return [Store(1 + k % peers, (k * msg_bytes) % span // width * width,
                   bytes(rng.getrandbits(8) for _ in range(msg_bytes)))
             for k in range(messages)]
 
 
 def _nic(msg_bytes, messages, p):
     w = p["width"]
-    model = NicSystemModel(w, p["framing"], p["peers"], p["link_latency"], p["mem_words"],
+    nodes = p["peers"] + 1
+    model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"])
     stores = nic_stores(msg_bytes, messages, p["peers"], w, p["mem_words"] * w)
-    res = model.run({0: stores}, list(range(p["peers"])))
+    res = model.run({0: stores}, list(range(nodes)))
     if "stores" in res:
         rows = [(s["accept"], s["remote_write"], s["completion"],
                  sum(phy_bytes(f) for f in s["frames"]), s["wire_beats"])

@@ -35,7 +35,7 @@ SIM_KEYS = ("verilator", "icarus", "verilator_waves", "icarus_waves")
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
 MSG_BYTES = 128
 #: Knobs of the headline point of each design on the golden models.
-MODEL_KNOBS = {"nic": {"framing": "compact", "peers": 2}, "rdma": {"qps": 1}}
+MODEL_KNOBS = {"nic": {"framing": "compact", "peers": 1}, "rdma": {"qps": 1}}
 #: Messages of the throw-away run that builds a top before it is measured.
 WARMUP_MESSAGES = 2
 

@@ -85,12 +85,9 @@ def model_points():
 
 
 def model_knobs(design, point):
-    """Knobs of pymodel.points/fastpath for a report point (NIC ``peers`` counts the
-    destinations; the model's ``peers`` counts the nodes, sender included)."""
+    """Knobs of pymodel.points/fastpath for a report point (all but the size)."""
     knobs = dict(point)
     knobs.pop("msg_bytes")
-    if design == "nic":
-        knobs["peers"] = point["peers"] + 1
     return knobs
 
 

@@ -12,7 +12,7 @@ from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.stall import stall_pattern
-from rtl.formats.nic import MAC_PREFIX, header_bytes, padded_bytes
+from rtl.formats.nic import MAC_PREFIX, frame_beats, header_bytes, padded_bytes
 
 __all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
 
@@ -45,11 +45,6 @@ class Store:
                              min(rem, max_payload)))
             rem = (rem - max_payload) % (1 << 13)
         return out
-
-
-def frame_beats(width, framing, length):
-    """Wire beats of a store frame of header ``length`` (the credit gate's need)."""
-    return -(-(padded_bytes(framing, length) + 4) // width)
 
 
 class NicSystemModel:

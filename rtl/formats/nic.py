@@ -42,7 +42,8 @@ from amaranth.lib import enum as amenum
 
 __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
-           "node_mac", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES", "padded_bytes"]
+           "node_mac", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES", "padded_bytes",
+           "frame_beats"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -101,6 +102,12 @@ def padded_bytes(framing, length):
     ``MIN_FRAME_BYTES - 4`` for the L2 framing."""
     n = header_bytes(framing) + length
     return max(n, MIN_FRAME_BYTES - 4) if Framing(framing) is Framing.L2 else n
+
+
+def frame_beats(width, framing, length):
+    """Beats of a store frame of header ``length`` on a ``width``-byte link, FCS and L2
+    padding included: ``ceil((padded_bytes + 4) / width)`` (the credits it needs)."""
+    return -(-(padded_bytes(framing, length) + 4) // width)
 
 
 def node_mac(node):

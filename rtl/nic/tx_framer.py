@@ -9,21 +9,15 @@ from rtl.formats.nic import (
     MAC_PREFIX,
     Framing,
     NicOp,
+    frame_beats,
     header_bytes,
     header_layout,
-    padded_bytes,
     store_cmd_layout,
 )
 from rtl.formats.packet import check_width, packet_signature
 from rtl.params import reject
 
 __all__ = ["NicTxFramer", "frame_beats"]
-
-
-def frame_beats(width, framing, length):
-    """Beats of a store frame on the wire, FCS and L2 padding included:
-    ``ceil((max(H + length, P) + 4) / W)`` (``P`` = 60 for L2, 0 for compact)."""
-    return -(-(padded_bytes(framing, length) + 4) // width)
 
 
 class NicTxFramer(wiring.Component):

@@ -16,10 +16,17 @@ from rtl.nic.nic_tx import NicTx
 from rtl.params import check_int
 from rtl.sim.fabric_top import FabricTop
 
-__all__ = ["NicTop", "write_event_layout", "COUNTERS"]
+__all__ = ["NicTop", "write_event_layout", "COUNTERS", "link_credits"]
 
 #: Per-node counter ports of the top, ``<name><node>``.
 COUNTERS = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr")
+
+
+def link_credits(width, max_payload):
+    """Switch ingress buffer per port, in beats: twice ``max_payload + 28`` bytes (the
+    20-byte L2 header, the 4-byte FCS and 4 bytes of margin), rounded up to beats; the
+    credits each sender starts with."""
+    return 2 * (-(-(max_payload + 28) // width))
 
 
 def write_event_layout(depth):
@@ -52,7 +59,7 @@ class NicTop(FabricTop):
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
         self.max_payload = max_payload
-        self.credits = 2 * (-(-(max_payload + 28) // width))
+        self.credits = link_credits(width, max_payload)
         self.switch = Switch(width, nodes, framing, self.credits)
         self.txs = [NicTx(width, framing, self.credits, max_payload) for _ in range(nodes)]
         self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
