@@ -20,7 +20,7 @@ from rtl.fabric.faulty_link import (
     WORD_STEPS,
     WORDS_PER_FRAME,
 )
-from rtl.formats.packet import check_width
+from rtl.formats.packet import check_width, packet_layout
 
 __all__ = ["FaultSettings", "FaultPattern", "FaultyLinkModel", "rate_per_65535"]
 
@@ -101,55 +101,108 @@ class FaultPattern:
 class FaultyLinkModel:
     """Beats in -> beats out of a :class:`rtl.fabric.faulty_link.FaultyLink`.
 
-    Parameters are those of the RTL and are checked the same way. After :meth:`run`,
+    Parameters are those of the RTL and are checked the same way. Beats are flat
+    integers (:func:`pymodel.packet.pack_beat`); bits above the packet fields are the
+    sideband tag (``tag_bits``), carried untouched. After :meth:`run`,
     ``fifo_high_water`` holds the most beats that waited in the FIFO at once (a model
     only statistic, to size ``fifo_depth``).
+
+    :meth:`run` takes a whole input at once; :meth:`start` and :meth:`push` feed it beat
+    by beat (a beat's outputs never depend on later beats), for models with feedback.
     """
 
-    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64):
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0):
         self.width = check_width(width)
         self.latency = _check("link latency (cycles)", latency, 1, 1024)
         self.max_frame_beats = _check("max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = _check("fifo_depth", fifo_depth, 1, 4096)
+        self.tag_bits = _check("tag_bits", tag_bits, 0, 32)
         self.fifo_high_water = 0
+        self.start()
 
     def _flip(self, beat, position):
         data, nbytes, first, last = unpack_beat(self.width, beat)
+        tag = beat >> packet_layout(self.width).size
         p = position % (8 * self.width)
         lane = p // 8
         if lane >= nbytes:
             lane = (nbytes - 1) % self.width
-        return pack_beat(self.width, data ^ 1 << (8 * lane + p % 8), nbytes, first, last)
+        flat = pack_beat(self.width, data ^ 1 << (8 * lane + p % 8), nbytes, first, last)
+        return flat | tag << packet_layout(self.width).size
 
-    def _faults(self, sent, settings, counters):
-        """The fault stage: ``[(ready cycle, beat, dup), ...]`` that enter the delay."""
-        pattern = FaultPattern(settings)
-        hits = dict.fromkeys(FAULT_KINDS, False)
-        position, index, flipped = 0, 0, False
-        staged = []
-        last_cycle = None
-        for cycle, beat in sent:
-            if not isinstance(cycle, int) or (last_cycle is not None and cycle <= last_cycle):
-                raise ValueError(f"input cycles must be increasing integers (one beat per "
-                                 f"cycle); {cycle!r} follows {last_cycle!r}")
-            last_cycle = cycle
-            _, _, first, last = unpack_beat(self.width, beat)
-            if first:
-                hits, position = pattern.next()
-                index, flipped = 0, False
-                counters["frames_in"] += 1
-                counters["dropped"] += hits["drop"]
-                counters["corrupted"] += hits["corrupt"] and not hits["drop"]
-            if hits["drop"]:
-                index = (index + 1) % 16
-                continue
-            target = position >> CORRUPT_BEAT_SHIFT
-            if hits["corrupt"] and not flipped and (index == target or last):
-                beat = self._flip(beat, position)
-                flipped = True
-            index = (index + 1) % 16
-            staged.append((cycle + self.latency, beat, hits["dup"]))
-        return staged
+    def start(self, settings=None):
+        """Reset the link with ``settings`` (a :class:`FaultSettings`; default no faults)."""
+        self.pattern = FaultPattern(settings or FaultSettings())
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.counters.update(dict.fromkeys(FLAGS, 0))
+        self.fifo_high_water = 0
+        self._hits = dict.fromkeys(FAULT_KINDS, False)
+        self._position = self._index = 0
+        self._flipped = False
+        self._last_cycle = None
+        self._free = 0                 # first cycle the output is not yet spoken for
+        self._waiting = deque()        # exit cycles of beats that wait in the FIFO
+        self._buffer = [0] * self.max_frame_beats
+        self._next_index = 0
+
+    def push(self, cycle, beat):
+        """Beat ``beat`` enters in ``cycle`` (increasing); returns the ``[(cycle, beat)]``
+        it puts on ``o`` (none if dropped or lost, two runs of beats for a duplicated
+        frame's last beat), all at least ``latency`` cycles later."""
+        if not isinstance(cycle, int) or (self._last_cycle is not None
+                                          and cycle <= self._last_cycle):
+            raise ValueError(f"input cycles must be increasing integers (one beat per "
+                             f"cycle); {cycle!r} follows {self._last_cycle!r}")
+        self._last_cycle = cycle
+        counters = self.counters
+        _, _, first, last = unpack_beat(self.width, beat)
+        if first:
+            self._hits, self._position = self.pattern.next()
+            self._index, self._flipped = 0, False
+            counters["frames_in"] += 1
+            counters["dropped"] += self._hits["drop"]
+            counters["corrupted"] += self._hits["corrupt"] and not self._hits["drop"]
+        hits = self._hits
+        if hits["drop"]:
+            self._index = (self._index + 1) % 16
+            return []
+        target = self._position >> CORRUPT_BEAT_SHIFT
+        if hits["corrupt"] and not self._flipped and (self._index == target or last):
+            beat = self._flip(beat, self._position)
+            self._flipped = True
+        self._index = (self._index + 1) % 16
+        return self._output(cycle + self.latency, beat, hits["dup"])
+
+    def _output(self, ready, beat, dup):
+        """The output stage: each beat leaves at ``max(ready, next free cycle)``."""
+        counters, waiting = self.counters, self._waiting
+        while waiting and waiting[0] <= ready:
+            waiting.popleft()
+        out = max(ready, self._free)
+        if out > ready:
+            if len(waiting) >= self.fifo_depth:
+                counters["lost"] += 1
+                counters["overflow"] = 1
+                return []
+            waiting.append(out)
+            self.fifo_high_water = max(self.fifo_high_water, len(waiting))
+        received = [(out, beat)]
+        self._free = out + 1
+        _, _, first, last = unpack_beat(self.width, beat)
+        index = 0 if first else self._next_index
+        fits = index < self.max_frame_beats
+        self._next_index = index + 1 if fits else self.max_frame_beats
+        if fits:
+            self._buffer[index] = beat
+        if dup and last:
+            if fits:
+                counters["duplicated"] += 1
+                for k in range(index + 1):
+                    received.append((self._free, self._buffer[k]))
+                    self._free += 1
+            else:
+                counters["too_long"] = 1
+        return received
 
     def run(self, sent, settings=None):
         """Carry ``sent`` (``[(cycle, beat), ...]``, cycles increasing) across the link.
@@ -158,42 +211,8 @@ class FaultyLinkModel:
         ``o`` (duplicate copies included, in cycle order) and a dict of the counters and
         flags (:data:`COUNTERS`, :data:`FLAGS`) once everything has left.
         """
-        settings = settings or FaultSettings()
-        counters = dict.fromkeys(COUNTERS, 0)
-        counters.update(dict.fromkeys(FLAGS, 0))
-        staged = self._faults(sent, settings, counters)
-        self.fifo_high_water = 0
-
+        self.start(settings)
         received = []
-        free = 0                      # first cycle the output is not yet spoken for
-        waiting = deque()             # exit cycles of beats that wait in the FIFO
-        buffer = [0] * self.max_frame_beats
-        next_index = 0
-        for ready, beat, dup in staged:
-            while waiting and waiting[0] <= ready:
-                waiting.popleft()
-            out = max(ready, free)
-            if out > ready:
-                if len(waiting) >= self.fifo_depth:
-                    counters["lost"] += 1
-                    counters["overflow"] = 1
-                    continue
-                waiting.append(out)
-                self.fifo_high_water = max(self.fifo_high_water, len(waiting))
-            received.append((out, beat))
-            free = out + 1
-            _, _, first, last = unpack_beat(self.width, beat)
-            index = 0 if first else next_index
-            fits = index < self.max_frame_beats
-            next_index = index + 1 if fits else self.max_frame_beats
-            if fits:
-                buffer[index] = beat
-            if dup and last:
-                if fits:
-                    counters["duplicated"] += 1
-                    for k in range(index + 1):
-                        received.append((free, buffer[k]))
-                        free += 1
-                else:
-                    counters["too_long"] = 1
-        return received, counters
+        for cycle, beat in sent:
+            received += self.push(cycle, beat)
+        return received, dict(self.counters)

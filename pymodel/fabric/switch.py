@@ -19,8 +19,10 @@ class SwitchModel:
     freed a buffer beat (returned a credit) in cycle ``c``.
     """
 
-    def __init__(self, ports, framing, fifo_depth):
+    def __init__(self, ports, framing, fifo_depth, backpressure=False):
         self.ports = ports
+        self.backpressure = backpressure
+        self.reg = [None] * ports                           # egress beat, backpressure
         self.fifo_depth = fifo_depth
         self.off = 8 * dst_byte(framing)
         self.table = [k % ports for k in range(256)]
@@ -32,20 +34,34 @@ class SwitchModel:
         self.overflow = False
 
     def idle(self):
-        return not any(self.fifos) and not any(self.busy)
+        return (not any(self.fifos) and not any(self.busy)
+                and all(r is None for r in self.reg))
 
     def route(self, beat):
         return self.table[(beat[0] >> self.off) & 0xFF]
 
-    def cycle(self, c, arrivals, table_write=None):
+    def cycle(self, c, arrivals, table_write=None, ready=None):
         """One clock cycle; ``table_write`` is a ``(node, port)`` written this cycle
-        (effective from ``c + 1``, as the RTL's ``table_wr``)."""
+        (effective from ``c + 1``, as the RTL's ``table_wr``).
+
+        With ``backpressure``, ``ready[o]`` is the egress ``ready`` of cycle ``c`` and the
+        first item returned is instead the beats that leave the egress ports in cycle
+        ``c`` (valid and ready).
+        """
         n = self.ports
+        left = {}
+        space = [True] * n
+        if self.backpressure:
+            for o in range(n):
+                if self.reg[o] is not None and ready[o]:
+                    left[o] = self.reg[o]
+                    self.reg[o] = None
+                space[o] = self.reg[o] is None
         heads = [f[0][1] if f and f[0][0] <= c else None for f in self.fifos]
         levels = [len(f) for f in self.fifos]
         grants = {}
         for o in range(n):
-            if self.owned[o]:
+            if self.owned[o] or not space[o]:
                 continue
             for j in range(n):
                 p = (self.rr[o] + j) % n
@@ -61,7 +77,7 @@ class SwitchModel:
                 self.rr[o] = (p + 1) % n
                 if not h[3]:
                     self.busy[p], self.dest[p], self.owned[o] = True, o, True
-            elif self.busy[p] and h is not None:
+            elif self.busy[p] and h is not None and space[self.dest[p]]:
                 o = self.dest[p]
                 if h[3]:
                     self.busy[p], self.owned[o] = False, False
@@ -78,4 +94,8 @@ class SwitchModel:
         if table_write is not None:
             node, port = table_write
             self.table[node & 0xFF] = port
+        if self.backpressure:
+            for o, beat in egress.items():
+                self.reg[o] = beat
+            return left, pops
         return egress, pops

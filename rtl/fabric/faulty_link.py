@@ -10,7 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.gf2 import matrix_of
 from rtl.common.stall_pattern import lfsr_next
-from rtl.formats.packet import check_width, packet_layout, packet_signature
+from rtl.formats.link_retry import tagged_packet_layout, tagged_packet_signature
+from rtl.formats.packet import check_width
 from rtl.params import check_int
 
 __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
@@ -50,9 +51,9 @@ def _apply_rows(rows, value):
     return Cat(*[(value & row).xor() for row in rows])
 
 
-def _staged_layout(width):
+def _staged_layout(layout):
     """A beat between the fault stage and the output stage, with its duplicate mark."""
-    return data.StructLayout({"beat": packet_layout(width), "dup": 1})
+    return data.StructLayout({"beat": layout, "dup": 1})
 
 
 class FaultyLink(wiring.Component):
@@ -71,14 +72,19 @@ class FaultyLink(wiring.Component):
     fifo_depth : int
         Beats that may wait behind a copy being sent (1 to 4096). A beat that finds the
         FIFO full is lost: ``lost`` counts it and ``overflow`` sticks.
+    tag_bits : int
+        Bits of a sideband ``tag`` carried with every beat (0 to 32, default none): the
+        preamble's sequence number of the link-level retry
+        (:func:`rtl.formats.link_retry.tagged_packet_layout`). Tags are dropped and
+        duplicated with their beats but never corrupted (only frame bytes are).
 
     Ports
     -----
-    i : In(packet_signature(width))
+    i : In(tagged_packet_signature(width, tag_bits))
         Always ready (a wire can not push back). Frames must be well formed (``first`` ..
         ``last``, not interleaved, ``nbytes`` 1..width); a beat without ``first`` belongs
         to the frame of the last ``first`` beat (no fault before the first one).
-    o : Out(packet_signature(width))
+    o : Out(tagged_packet_signature(width, tag_bits))
         Registered. ``valid`` for one cycle per beat; ``o.ready`` is ignored.
     seed : In(16)
         Start of the fault pattern; 0 is read as 1. Read in the first cycle after reset.
@@ -128,12 +134,15 @@ class FaultyLink(wiring.Component):
         before it on ``o``.
     """
 
-    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64):
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0):
         self.width = check_width(width, self)
+        self.tag_bits = check_int(self, "tag_bits", tag_bits, 0, 32)
+        self.layout = tagged_packet_layout(width, tag_bits)
         self.latency = check_int(self, "link latency (cycles)", latency, 1, 1024)
         self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 1, 4096)
-        ports = {"i": In(packet_signature(width)), "o": Out(packet_signature(width))}
+        sig = tagged_packet_signature(width, tag_bits)
+        ports = {"i": In(sig), "o": Out(sig)}
         ports.update({name: In(bits) for name, bits in SETTINGS.items()})
         ports.update({name: Out(32) for name in COUNTERS})
         ports.update({name: Out(1) for name in FLAGS})
@@ -144,7 +153,7 @@ class FaultyLink(wiring.Component):
         staged = self._fault_stage(m)
         for k in range(self.latency - 1):
             v = Signal(name=f"stage{k}_valid")
-            p = Signal(_staged_layout(self.width), name=f"stage{k}_payload")
+            p = Signal(_staged_layout(self.layout), name=f"stage{k}_payload")
             m.d.sync += [v.eq(staged[0]), p.eq(staged[1])]
             staged = (v, p)
         self._output_stage(m, *staged)
@@ -215,14 +224,12 @@ class FaultyLink(wiring.Component):
         with m.If(self.i.valid):
             m.d.sync += [index.eq(idx + 1), flipped.eq(done | flip)]
 
-        out = Signal(_staged_layout(w))
+        out = Signal(_staged_layout(self.layout))
         valid = Signal()
         m.d.comb += [
             valid.eq(self.i.valid & ~drop),
+            out.beat.eq(beat),
             out.beat.data.eq(beat.data ^ mask),
-            out.beat.nbytes.eq(beat.nbytes),
-            out.beat.first.eq(beat.first),
-            out.beat.last.eq(beat.last),
             out.dup.eq(dup),
         ]
         with m.If(first):
@@ -235,9 +242,9 @@ class FaultyLink(wiring.Component):
 
     def _output_stage(self, m, x_valid, x):
         """The output register, fed by a running copy, else the FIFO head, else ``x``."""
-        w, depth, fb_depth = self.width, self.fifo_depth, self.max_frame_beats
-        lay = packet_layout(w)
-        m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(w), depth=depth,
+        depth, fb_depth = self.fifo_depth, self.max_frame_beats
+        lay = self.layout
+        m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(lay), depth=depth,
                                                  init=[])
         m.submodules.frame = frame = memory.Memory(shape=lay, depth=fb_depth, init=[])
         f_rd, f_wr = fifo.read_port(domain="comb"), fifo.write_port()
@@ -253,7 +260,7 @@ class FaultyLink(wiring.Component):
 
         pop, bypass, send, push, lose = (Signal(name=n) for n in
                                          ("pop", "bypass", "send", "push", "lose"))
-        sent = Signal(_staged_layout(w))
+        sent = Signal(_staged_layout(lay))
         fb_idx = Signal(range(fb_depth + 1))
         fits, start_copy = Signal(), Signal()
         m.d.comb += [

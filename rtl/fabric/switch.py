@@ -33,13 +33,20 @@ class Switch(wiring.Component):
         Where the destination node id sits in the first beat.
     fifo_depth : int
         Beats of ingress buffer per port (the credits each sender starts with).
+    backpressure : bool
+        Honour ``ready`` on the egress ports (default False: they are ignored). Set it
+        when an egress feeds something that can hold a beat (a link-level retry's
+        replay buffer).
 
     Ports
     -----
     i0 .. i{N-1} : In(packet_signature(width))
         Ingress links; always ready. The sender must not overrun the buffer (credits).
     o0 .. o{N-1} : Out(packet_signature(width))
-        Egress links; ``ready`` is ignored (links can not push back).
+        Egress links. Without ``backpressure`` ``ready`` is ignored (links can not push
+        back). With it, a beat stays on the port until ``ready``; the port's register
+        takes a new beat only in a cycle where it is empty or its beat leaves, and an
+        output that can not take one grants nothing.
     credit0 .. : Out(1)
         One beat left ingress buffer ``i`` this cycle (one credit for its sender).
     table_wr : In(stream.Signature(table_write_layout(N), always_ready=True))
@@ -61,7 +68,7 @@ class Switch(wiring.Component):
     while its ingress buffer is not empty.
     """
 
-    def __init__(self, width, ports, framing, fifo_depth):
+    def __init__(self, width, ports, framing, fifo_depth, backpressure=False):
         self.width = check_width(width, self)
         self.ports = check_int(self, "ports", ports, 2, 16)
         try:
@@ -69,6 +76,7 @@ class Switch(wiring.Component):
         except ValueError:
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
+        self.backpressure = bool(backpressure)
         sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True))}
         for p in range(ports):
             sig[f"i{p}"] = In(packet_signature(width))
@@ -118,6 +126,7 @@ class Switch(wiring.Component):
                                       & (route[p] == o))
             # Round robin as plain expressions: port p wins when it requests and no port
             # before it in the order that starts at rr requests.
+            first_in_order = []
             for p in range(n):
                 wins = []
                 for start in range(n):
@@ -125,14 +134,24 @@ class Switch(wiring.Component):
                     before = order[:order.index(p)]
                     blocked = Cat(*[req[b] for b in before]).any() if before else 0
                     wins.append((rr == start) & ~blocked)
-                m.d.comb += grant[p].eq(~owned & req[p] & Cat(*wins).any())
+                first_in_order.append(Cat(*wins).any())
             egress = getattr(self, f"o{o}")
             valid = Signal(name=f"eg_valid{o}")
             beat = Signal(layout, name=f"eg_beat{o}")
-            m.d.sync += valid.eq(0)
+            space = Signal(name=f"space{o}")
+            if self.backpressure:
+                m.d.comb += space.eq(~valid | egress.ready)
+                with m.If(egress.ready):
+                    m.d.sync += valid.eq(0)
+            else:
+                m.d.comb += space.eq(1)
+                m.d.sync += valid.eq(0)
+            for p in range(n):
+                m.d.comb += grant[p].eq(~owned & req[p] & first_in_order[p] & space)
             for p in range(n):
                 moving = Signal(name=f"mv{o}_{p}")
-                m.d.comb += moving.eq(grant[p] | (busy[p] & (dest[p] == o) & ready[p].r_rdy))
+                m.d.comb += moving.eq(grant[p] | (busy[p] & (dest[p] == o) & ready[p].r_rdy
+                                                  & space))
                 moves[p].append(moving)
                 with m.If(moving):
                     m.d.sync += [valid.eq(1), beat.eq(heads[p])]

@@ -1,0 +1,183 @@
+"""Twin of :class:`rtl.fabric.reliable_link.ReliableLink`, stepped one cycle at a time.
+
+Written from the contracts of ``ReplayTx``, ``FaultyLink`` and ``ReplayRx`` (their
+docstrings and docs/recovery.md): the replay buffer and the delivery buffer are Python
+lists and queues, sequence numbers wrap as on the wire, and the wire is the incremental
+:class:`pymodel.fabric.faulty_link.FaultyLinkModel`.
+"""
+
+from collections import deque
+
+from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
+from pymodel.fcs import fcs_ok
+from pymodel.packet import unpack_beat
+from rtl.fabric.reliable_link import retry_sizes
+from rtl.fabric.replay_rx import RX_COUNTERS
+from rtl.fabric.replay_tx import TX_COUNTERS
+from rtl.formats.link_retry import SEQ_BITS
+from rtl.formats.packet import packet_layout
+
+__all__ = ["ReliableLinkModel"]
+
+_MASK = (1 << SEQ_BITS) - 1
+
+
+class ReliableLinkModel:
+    """One direction of a reliable link: call :meth:`ready` then :meth:`cycle` once per
+    cycle, in increasing order.
+
+    Parameters are those of the RTL; ``settings`` are the wire's fault settings.
+    """
+
+    def __init__(self, width, latency, max_frame_beats, settings=None, tx_depth=None,
+                 rx_depth=None, timeout=None):
+        self.w, self.lat = width, latency
+        tx_d, rx_d, t = retry_sizes(latency, max_frame_beats)
+        self.tx_depth, self.rx_depth = tx_depth or tx_d, rx_depth or rx_d
+        self.timeout = timeout or t
+        self.size = packet_layout(width).size
+        self.wire = FaultyLinkModel(width, latency, max_frame_beats,
+                                    2 * max_frame_beats + 2, tag_bits=SEQ_BITS)
+        self.wire.start(settings or FaultSettings())
+        self.arrivals = {}                 # cycle -> tagged beat from the wire
+        self.acks = {}                     # cycle -> (seq, nak) reaching the sender
+        self.counters = {f"tx_{n}": 0 for n in TX_COUNTERS}
+        self.counters.update({f"rx_{n}": 0 for n in RX_COUNTERS})
+        # Sender.
+        self.buf, self.ends = {}, {}
+        self.wr = self.rd = self.hw = self.ack_ptr = 0
+        self.in_seq = self.tx_seq = self.acked = self.sent = 0
+        self.mid = self.pending = self.in_mid = False
+        self.max_frame_beats = max_frame_beats
+        self.timer = 0
+        # Receiver.
+        self.delivered, self.frame_beats = deque(), []
+        self.expected = 0
+        self.nak_sent = self.taking = self.spilled = False
+        self.frame = bytearray()
+
+    def ready(self):
+        """``i.ready`` in the coming cycle."""
+        need = 1 if self.in_mid else self.max_frame_beats
+        return self.wr - min(self.rd, self.ack_ptr) <= self.tx_depth - need
+
+    def busy(self):
+        """Anything left in the link (frames unacknowledged, on the wire or to deliver)."""
+        return (self.acked != self.in_seq or self.wr != self.rd or bool(self.arrivals)
+                or bool(self.acks) or bool(self.delivered) or self.pending)
+
+    def cycle(self, c, beat=None, out_ready=True):
+        """Cycle ``c``: ``beat`` (a flat beat, or None) is taken on ``i``; returns the
+        beat on ``o`` (None if not valid; it left if ``out_ready``)."""
+        self._send(c, beat)
+        return self._receive(c, self.arrivals.pop(c, None), out_ready)
+
+    # -- ReplayTx ---------------------------------------------------------------------
+    def _send(self, c, beat):
+        cnt = self.counters
+        cnt["tx_replay_cycles"] += self.pending or self.rd != self.hw
+        release = nak = False
+        new_ptr, new_acked = self.ack_ptr, self.acked
+        ev = self.acks.pop(c, None)
+        if ev is not None:
+            seq, is_nak = ev
+            ahead, span = (seq - self.acked) & _MASK, (self.sent - self.acked) & _MASK
+            release = ahead != 0 and ahead <= span
+            nak = is_nak and ahead < span
+            if release:
+                new_ptr, new_acked = self.ends[(seq - 1) & _MASK], seq
+            cnt["tx_naks"] += nak
+        sent_before = self.sent
+        rewind = (self.pending or self.rd < self.ack_ptr) and not self.mid
+        if rewind:
+            self.rd, self.tx_seq = new_ptr, new_acked
+        elif self.rd != self.wr:
+            flat = self.buf[self.rd]
+            _, _, first, last = unpack_beat(self.w, flat)
+            again = self.rd != self.hw
+            for out_cycle, out in self.wire.push(c, flat | self.tx_seq << self.size):
+                self.arrivals[out_cycle] = out
+            self.rd += 1
+            self.mid = not last
+            if not again:
+                self.hw = self.rd
+            if last:
+                self.tx_seq = (self.tx_seq + 1) & _MASK
+                if not again:
+                    self.sent = (self.sent + 1) & _MASK
+            if again:
+                cnt["tx_resent_beats"] += 1
+                cnt["tx_resent_frames"] += first
+        waiting = new_acked != sent_before and not self.pending
+        expire = waiting and self.timer == self.timeout - 1
+        if rewind or release or not waiting or expire:
+            self.timer = 0
+        else:
+            self.timer += 1
+        cnt["tx_timeouts"] += expire
+        self.pending = False if rewind else (self.pending or nak or expire)
+        if beat is not None:
+            self.buf[self.wr] = beat
+            self.wr += 1
+            self.in_mid = not unpack_beat(self.w, beat)[3]
+            if not self.in_mid:
+                self.ends[self.in_seq] = self.wr
+                self.in_seq = (self.in_seq + 1) & _MASK
+                cnt["tx_frames"] += 1
+        self.ack_ptr, self.acked = new_ptr, new_acked
+        for pos in [p for p in self.buf if p < min(self.ack_ptr, self.rd)]:
+            del self.buf[pos]
+
+    # -- ReplayRx ---------------------------------------------------------------------
+    def _receive(self, c, tagged, out_ready):
+        cnt = self.counters
+        level = len(self.delivered)
+        out = self.delivered[0] if self.delivered else None
+        if out is not None and out_ready:
+            self.delivered.popleft()
+        if tagged is None:
+            return out
+        tag = tagged >> self.size
+        flat = tagged & ((1 << self.size) - 1)
+        data, nbytes, first, last = unpack_beat(self.w, flat)
+        room = level + (0 if first else len(self.frame_beats)) < self.rx_depth
+        take = (tag == self.expected) if first else self.taking
+        spill = (take and not room) or (not first and self.spilled)
+        self.taking, self.spilled = take, spill
+        if first:
+            self.frame = bytearray()
+            self.frame_beats = []
+        self.frame += data.to_bytes(self.w, "little")[:nbytes]
+        if take and room:
+            self.frame_beats.append(flat)
+        if not last:
+            return out
+        ack = None
+        if take and not spill and fcs_ok(bytes(self.frame)):
+            self.delivered.extend(self.frame_beats)
+            self.expected = (self.expected + 1) & _MASK
+            self.nak_sent = False
+            ack = (self.expected, False)
+            cnt["rx_frames_ok"] += 1
+            cnt["rx_acks"] += 1
+        elif not take and (self.expected - tag) & _MASK < 1 << (SEQ_BITS - 1):
+            ack = (self.expected, False)
+            cnt["rx_duplicates"] += 1
+            cnt["rx_acks"] += 1
+        else:
+            if not self.nak_sent:
+                ack = (self.expected, True)
+                self.nak_sent = True
+                cnt["rx_naks"] += 1
+            key = "rx_out_of_order" if not take else "rx_no_room" if spill else "rx_fcs_bad"
+            cnt[key] += 1
+        self.frame_beats = []
+        if ack is not None:
+            self.acks[c + 1 + self.lat] = ack
+        return out
+
+    def all_counters(self):
+        """The counter ports of the RTL (``tx_*``, ``rx_*``, ``link_*``)."""
+        out = dict(self.counters)
+        out.update({f"link_{k}": v for k, v in self.wire.counters.items()})
+        return out

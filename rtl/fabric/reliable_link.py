@@ -1,0 +1,114 @@
+"""A faulty link made reliable by link-level retry: ReplayTx -> FaultyLink -> ReplayRx."""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.fabric.faulty_link import COUNTERS as LINK_COUNTERS
+from rtl.fabric.faulty_link import FLAGS as LINK_FLAGS
+from rtl.fabric.faulty_link import SETTINGS, FaultyLink
+from rtl.fabric.replay_rx import RX_COUNTERS, ReplayRx
+from rtl.fabric.replay_tx import TX_COUNTERS, ReplayTx
+from rtl.formats.link_retry import SEQ_BITS, ack_layout
+from rtl.formats.packet import check_width, packet_signature
+from rtl.params import check_int
+
+__all__ = ["ReliableLink", "retry_sizes", "COUNTER_PORTS"]
+
+#: Counter ports of the link: ``tx_*`` (ReplayTx), ``rx_*`` (ReplayRx), ``link_*``
+#: (the FaultyLink's counters and flags).
+COUNTER_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS]
+                      + [f"link_{n}" for n in LINK_COUNTERS + LINK_FLAGS])
+
+
+def _pow2(n):
+    return 1 << max(n - 1, 1).bit_length()
+
+
+def retry_sizes(latency, max_frame_beats):
+    """The default sizes of a :class:`ReliableLink`: ``(tx_depth, rx_depth, timeout)``.
+
+    The replay buffer holds a round trip (``2 * latency`` + a frame to be judged + a
+    frame being sent + a few cycles) and the room kept for a whole frame, so that a
+    steady stream never waits for an ACK; the
+    delivery buffer holds two frames; the timeout is that round trip again plus the
+    longest frame, so that it fires only when an ACK can no longer come.
+    """
+    trip = 2 * latency + 2 * max_frame_beats + 8
+    return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
+        trip + max_frame_beats
+
+
+class ReliableLink(wiring.Component):
+    """A :class:`rtl.fabric.faulty_link.FaultyLink` with link-level retry at its ends.
+
+    Parameters
+    ----------
+    width, latency :
+        As for ``Link``: datapath bytes and cycles of wire delay (each way).
+    max_frame_beats : int
+        The longest frame, in beats; sizes the buffers (:func:`retry_sizes`).
+    tx_depth, rx_depth, timeout : int, optional
+        Override :func:`retry_sizes`.
+
+    Ports
+    -----
+    i : In(packet_signature(width))
+        Frames with FCS; ``ready`` falls while the replay buffer is full.
+    o : Out(packet_signature(width))
+        Every frame of ``i``, once, whole and in order (store and forward at the
+        receiving end); ``o.ready`` is honoured.
+    seed, drop_rate, ... : In
+        The fault settings of the wire (:data:`rtl.fabric.faulty_link.SETTINGS`).
+    tx_*, rx_*, link_* : Out
+        :data:`COUNTER_PORTS`.
+
+    Timing
+    ------
+    Without faults a frame of ``n`` beats taken on ``i`` in cycles ``c .. c+n-1`` (no
+    gaps) leaves on ``o`` in cycles ``c + n + latency + 1 ..``: one cycle in the replay
+    buffer, ``latency`` on the wire, ``n - 1`` cycles to receive the rest of the frame
+    and one to judge it. ACKs and NAKs take ``latency`` cycles back, on a sideband that
+    is not faulty (like the credits). Recovery: docs/recovery.md.
+    """
+
+    def __init__(self, width, latency, max_frame_beats, tx_depth=None, rx_depth=None,
+                 timeout=None):
+        self.width = check_width(width, self)
+        self.latency = check_int(self, "link latency (cycles)", latency, 1, 1024)
+        self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 1024)
+        tx_d, rx_d, t = retry_sizes(latency, max_frame_beats)
+        self.tx = ReplayTx(width, tx_depth or tx_d, timeout or t, max_frame_beats)
+        self.rx = ReplayRx(width, rx_depth or rx_d)
+        self.wire = FaultyLink(width, latency, max_frame_beats=max_frame_beats,
+                               fifo_depth=2 * max_frame_beats + 2, tag_bits=SEQ_BITS)
+        ports = {"i": In(packet_signature(width)), "o": Out(packet_signature(width))}
+        ports.update({name: In(bits) for name, bits in SETTINGS.items()})
+        for name in COUNTER_PORTS:
+            ports[name] = Out(1 if name[5:] in LINK_FLAGS else 32)
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx, m.submodules.wire, m.submodules.rx = self.tx, self.wire, self.rx
+        wiring.connect(m, wiring.flipped(self.i), self.tx.i)
+        wiring.connect(m, self.tx.o, self.wire.i)
+        wiring.connect(m, self.wire.o, self.rx.i)
+        wiring.connect(m, self.rx.o, wiring.flipped(self.o))
+        for name in SETTINGS:
+            m.d.comb += getattr(self.wire, name).eq(getattr(self, name))
+        # The ACK/NAK sideband: ``latency`` registers back to the sender.
+        valid, payload = self.rx.ack.valid, self.rx.ack.payload
+        for k in range(self.latency):
+            v = Signal(name=f"ack{k}_valid")
+            p = Signal(ack_layout, name=f"ack{k}_payload")
+            m.d.sync += [v.eq(valid), p.eq(payload)]
+            valid, payload = v, p
+        m.d.comb += [self.tx.ack.valid.eq(valid), self.tx.ack.payload.eq(payload)]
+        for name in TX_COUNTERS:
+            m.d.comb += getattr(self, f"tx_{name}").eq(getattr(self.tx, name))
+        for name in RX_COUNTERS:
+            m.d.comb += getattr(self, f"rx_{name}").eq(getattr(self.rx, name))
+        for name in LINK_COUNTERS + LINK_FLAGS:
+            m.d.comb += getattr(self, f"link_{name}").eq(getattr(self.wire, name))
+        return m
