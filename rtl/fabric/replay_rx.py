@@ -162,7 +162,8 @@ class ReplayRx(wiring.Component):
         m.d.comb += [
             b_rd.addr.eq(rd[:abits]),
             self.o.valid.eq(rd != commit),
-            self.o.payload.eq(b_rd.data),
+            # Zeros between frames, not the stale (in a simulator: unset) buffer word.
+            self.o.payload.eq(Mux(self.o.valid, b_rd.data, 0)),
             out.eq(self.o.valid & self.o.ready),
         ]
         with m.If(out):

@@ -154,7 +154,7 @@ class ReplayTx(wiring.Component):
             rewind.eq((pending | behind) & ~mid),
             send.eq((rd != wr) & ~rewind),
             b_rd.addr.eq(rd[:abits]),
-            beat.eq(b_rd.data),
+            beat.eq(Mux(send, b_rd.data, 0)),     # zeros, not a stale word, when idle
             self.o.valid.eq(send),
             self.o.payload.data.eq(beat.data), self.o.payload.nbytes.eq(beat.nbytes),
             self.o.payload.first.eq(beat.first), self.o.payload.last.eq(beat.last),
