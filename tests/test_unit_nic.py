@@ -15,6 +15,7 @@ from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
 from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer, frame_beats
+from rtl.nic.window_table import WindowTable, window_table_bits
 from rtl.tops.nic_top import NicTop
 from tb.amsim import get_all, put_all, run_sim
 
@@ -176,6 +177,9 @@ def test_header_round_trip(framing):
     (lambda: StoreSegmenter(16, 8192), "max_payload"),
     (lambda: NicRx(16, "l2", 0, 64), "max_payload"),
     (lambda: NicRx(16, "compact", 64, 1), "depth"),
+    (lambda: WindowTable(12, 16), "width"),
+    (lambda: WindowTable(16, 1), "depth"),
+    (lambda: WindowTable(16, 2**21), "depth"),
     (lambda: Switch(16, 1, "l2", 8), "ports"),
     (lambda: Switch(16, 4, "l2", 1), "fifo_depth"),
     (lambda: CreditReturn(0), "latency"),
@@ -283,3 +287,172 @@ def test_store_source_queues_then_loads_once():
     assert src._spans == [(0, 2), (3, 3)]
     with pytest.raises(RuntimeError, match="cmd0"):
         src.send_nowait(stores[0])
+
+
+# -- protection: the per-source receive windows ----------------------------------------
+
+def test_window_table_reads_registered_and_checks_every_edge():
+    """Power-up: every source has the whole memory. A write is seen by lookups from the
+    next cycle (a lookup in the write's own cycle reads the old entry); ``inside``
+    holds exactly when ``[addr, addr + length)`` is in the window, with no wrap past
+    2**32."""
+    w, depth = 16, 8
+    dut = WindowTable(w, depth)
+    seen = {}
+
+    async def check(ctx, name, cases):
+        for addr, length, want in cases:
+            ctx.set(dut.addr, addr)
+            ctx.set(dut.length, length)
+            seen[(name, addr, length)] = (ctx.get(dut.inside), want)
+
+    async def bench(ctx):
+        ctx.set(dut.src, 9)
+        ctx.set(dut.lookup, 1)
+        await ctx.tick()
+        ctx.set(dut.lookup, 0)
+        await check(ctx, "power-up", [(0, 1, 1), (0, 128, 1), (112, 16, 1), (112, 17, 0),
+                                      (128, 1, 0), (2**32 - 16, 32, 0)])
+        # Write src 9 = words [2, 5) while looking it up: the lookup reads the old entry.
+        ctx.set(dut.wr.valid, 1)
+        ctx.set(dut.wr.payload, {"src": 9, "base": 2, "size": 3})
+        ctx.set(dut.lookup, 1)
+        await ctx.tick()
+        ctx.set(dut.wr.valid, 0)
+        ctx.set(dut.lookup, 0)
+        await check(ctx, "same cycle", [(0, 128, 1)])
+        ctx.set(dut.lookup, 1)
+        await ctx.tick()
+        ctx.set(dut.lookup, 0)
+        ctx.set(dut.src, 3)                 # held: a new src without lookup changes nothing
+        await check(ctx, "window", [(32, 48, 1), (32, 1, 1), (64, 16, 1), (79, 1, 1),
+                                    (32, 49, 0), (80, 1, 0), (16, 16, 0), (16, 32, 0),
+                                    (31, 2, 0), (2**32 - 16, 112, 0), (2**32 - 48, 96, 0)])
+        ctx.set(dut.wr.valid, 1)
+        ctx.set(dut.wr.payload, {"src": 3, "base": 7, "size": 0})
+        await ctx.tick()
+        ctx.set(dut.wr.valid, 0)
+        ctx.set(dut.lookup, 1)
+        await ctx.tick()
+        await check(ctx, "empty", [(112, 1, 0), (0, 1, 0), (112, 0, 1)])
+        ctx.set(dut.wr.valid, 1)           # a window reaching past the memory
+        ctx.set(dut.wr.payload, {"src": 3, "base": 7, "size": 8})
+        await ctx.tick()
+        ctx.set(dut.wr.valid, 0)
+        await ctx.tick()
+        await check(ctx, "past the end", [(112, 128, 1), (112, 129, 0), (96, 17, 0)])
+
+    run_sim(dut, bench)
+    bad = {k: v for k, v in seen.items() if v[0] != v[1]}
+    assert not bad, bad
+    assert len(seen) == 6 + 1 + 11 + 3 + 3
+
+
+def test_window_table_bits():
+    assert window_table_bits(256) == 256 * (8 + 9)
+    assert window_table_bits(512) == 256 * (9 + 10)
+
+
+def _rx_frame(framing, src, dst, addr, length, payload, prefix=None):
+    """A store frame with FCS; ``prefix`` replaces the L2 source MAC's first 5 bytes."""
+    from pymodel.fcs import fcs_bytes
+    frame = bytearray(build_frame(framing, src, dst, addr, length, payload, fcs=False))
+    if prefix is not None:
+        frame[6:11] = prefix
+    return bytes(frame) + fcs_bytes(bytes(frame))
+
+
+@pytest.mark.parametrize("width", [8, 64])
+@pytest.mark.parametrize("framing", ["compact", "l2"])
+def test_rx_windows_match_the_model(width, framing):
+    """NicRx against the model's receiver (``NicSystemModel._receive``), cycle by cycle:
+    every write and its cycle, and the counters, for stores inside, at both edges of,
+    one byte over, below, straddling and above a source's window, from a source with an
+    empty window, past the memory and past 2**32, an L2 source MAC with a foreign
+    prefix, and window writes that race the frames. At width 8 the L2 source byte is in
+    the second beat; at width 64 every frame here is one or two beats."""
+    from pymodel.nic.system import NicSystemModel
+    from rtl.nic.nic_rx import DropReason
+    w, depth, me, mp = width, 16, 5, 4 * width
+    dut = NicRx(w, framing, mp, depth)
+    rng = random.Random(width)
+
+    def frame(src, addr, length, prefix=None):
+        return _rx_frame(framing, src, me, addr, length, rng.randbytes(length), prefix)
+
+    frames = [
+        frame(1, 2 * w, 4 * w),               # the whole window [2w, 6w): both edges
+        frame(1, 3 * w, 2 * w),               # inside
+        frame(1, 3 * w, 3 * w + 1),           # one byte over the end
+        frame(1, w, w),                       # below the base
+        frame(1, w, 2 * w),                   # straddling the base
+        frame(1, 6 * w, 1),                   # just above
+        frame(1, 5 * w, w),                   # the last word (good after bad)
+        frame(2, 0, 1),                       # empty window: unauthorised source
+        frame(3, 8 * w, 2 * w),               # explicit whole memory
+        frame(7, 15 * w, w),                  # window up to the memory's end
+        frame(7, 15 * w, w + 1),              # past the memory (and the window)
+        frame(7, 2**32 - w, 2 * w),           # past 2**32
+        frame(99, 12 * w, w),                 # never written: the power-up window
+        frame(1, 2 * w, w, prefix=bytes(5) if framing == "l2" else None),
+        frame(4, 0, w),                       # races the write of (4, 0, 0) ...
+        frame(4, 0, w),                       # ... which this one sees
+    ]
+    beats, cyc = [], 8
+    for f in frames:
+        for b in frame_to_beats(f, w):
+            beats.append((cyc, b))
+            cyc += 1
+        cyc += 1                              # one idle cycle between frames
+    from rtl.nic.nic_rx import source_byte
+    src_beat = source_byte(framing) // w
+    first_of = [c for c, b in beats if unpack_beat(w, b)[2]]
+    race = first_of[-2] + src_beat            # the cycle frame 14 reads its window
+    writes = [(1, 2, 4), (2, 9, 0), (3, 0, 16), (7, 15, 1)]
+    writes += [(200, 0, 0)] * (race - len(writes)) + [(4, 0, 0)]
+    end = cyc + 3 * depth + 8
+    got, counters = [], {}
+
+    async def bench(ctx):
+        ctx.set(dut.node_id, me)
+        k = 0
+        for c in range(end):
+            ctx.set(dut.win_wr.valid, c < len(writes))
+            if c < len(writes):
+                s, b, z = writes[c]
+                ctx.set(dut.win_wr.payload, {"src": s, "base": b, "size": z})
+            now = k < len(beats) and beats[k][0] == c
+            ctx.set(dut.i.valid, now)
+            if now:
+                ctx.set(dut.i.payload.as_value(), beats[k][1])
+                k += 1
+            if ctx.get(dut.wr.valid):
+                got.append((ctx.get(dut.wr.payload.addr), ctx.get(dut.wr.payload.be), c,
+                            ctx.get(dut.wr.payload.data)))
+            await ctx.tick()
+        for name in ("frames_ok",) + tuple(f"drop_{r}" for r in DropReason.ORDER):
+            counters[name] = ctx.get(getattr(dut, name))
+
+    run_sim(dut, bench)
+    model = NicSystemModel(w, framing, 2, 2, depth, mp, 64)
+    want = model._receive(0, [(c, unpack_beat(w, b) + (None,)) for c, b in beats], me,
+                          set(), [], writes)
+    assert [g[:3] for g in got] == [(a, be, c) for (a, be), c in zip(*want["wr"],
+                                                                        strict=True)]
+    assert counters == want["counters"]
+    l2 = framing == "l2"
+    assert counters == {"frames_ok": 7 + (not l2), "drop_fcs": 0, "drop_malformed": 0,
+                        "drop_dst": 0, "drop_addr": 2, "drop_window": 6 + l2}, counters
+    # Independently of the model: the memory holds the authorised frames, in order.
+    authorised = [0, 1, 6, 8, 9, 12, 14] + ([] if l2 else [13])
+    mem, rtl = bytearray(depth * w), bytearray(depth * w)
+    for k in sorted(authorised):
+        hdr = parse_header(framing, frames[k])
+        h = header_bytes(framing)
+        mem[hdr["addr"]:hdr["addr"] + hdr["length"]] = frames[k][h:h + hdr["length"]]
+    for a, be, _, data in got:
+        for j in range(w):
+            if be >> j & 1:
+                rtl[a * w + j] = data >> (8 * j) & 0xFF
+    assert rtl == mem
+

@@ -95,15 +95,18 @@ def test_randomize_names_the_failed_constraint():
 
 
 @pytest.mark.parametrize("framing", ["compact", "l2"])
-def test_fault_plan_and_intent_agree_with_the_model(framing):
+@pytest.mark.parametrize("windowed", [True, False])
+def test_fault_plan_and_intent_agree_with_the_model(framing, windowed):
     """The driver's fault plan corrupts exactly the frames the fcs items aim at: the
     model, run with those faults, counts what the items' intent says, port by port."""
-    cfg = _cfg(framing)
-    items, stalls = _items(cfg, 3, 36)
+    cfg = _cfg(framing, windowed=windowed)
+    kinds = ERROR_KINDS if windowed else tuple(k for k in ERROR_KINDS if k != "unauthorised")
+    items, stalls = _items(cfg, 3, 36, kinds)
     faults, targets, _ = plan_faults(cfg, items, stalls)
     assert len(targets) == sum(it.error == "fcs" for it in items) > 0
     want = cfg.model().run({p: [it.store() for it in items if it.src == p]
-                            for p in range(cfg.nodes)}, cfg.node_ids, stalls, faults)
+                            for p in range(cfg.nodes)}, cfg.node_ids, stalls, faults,
+                           window_writes=cfg.window_writes())
     intent = {p: dict.fromkeys(COUNTERS, 0) for p in range(cfg.nodes)}
     for it in items:
         for reason in it.outcomes(cfg):

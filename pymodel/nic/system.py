@@ -5,14 +5,23 @@ The model follows the documented rules of each block (``NicTxFramer``, ``FcsInse
 cycle by cycle; it shares no code with the RTL, only the layouts and the stall patterns.
 """
 
-from collections import defaultdict
+from collections import defaultdict, deque
+from dataclasses import replace
 
+from pymodel.fabric.faulty_link import FaultSettings
+from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
 from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import build_frame, parse_header
-from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
-from rtl.formats.nic import MAC_PREFIX, frame_beats, header_bytes, padded_bytes
+from rtl.formats.nic import (
+    MAC_PREFIX,
+    frame_beats,
+    header_bytes,
+    header_layout,
+    padded_bytes,
+)
 
 __all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
 
@@ -50,8 +59,10 @@ class Store:
 class NicSystemModel:
     """The top's parameters; :meth:`run` plays one scenario."""
 
-    def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits):
+    def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
+                 retry=False):
         self.w, self.framing, self.nodes = width, framing, nodes
+        self.retry = retry
         self.lat, self.mem_words, self.max_payload = link_latency, mem_words, max_payload
         self.credits = credits
         self.h = header_bytes(framing)
@@ -78,15 +89,20 @@ class NicSystemModel:
         return list(zip(kinds, wire, strict=True)), frame
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
-            table_writes=()):
+            table_writes=(), window_writes=None, link_settings=None):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
 
         ``table_writes`` are ``(node, port)`` switch-table writes played one per cycle
-        from cycle 0 (the ``tbl`` player of the top, no stalls).
+        from cycle 0 (the ``tbl`` player of the top, no stalls). ``window_writes[p]``
+        are the ``(src, base, size)`` window-table writes (words) of node ``p``'s
+        receiver, likewise one per cycle from cycle 0 (the ``win<p>`` player); without
+        them every source may write the whole memory.
 
         ``stalls[p]`` is the ``(seed, rate)`` of node ``p``'s command player, ``faults[p]``
-        the downlink beat numbers whose byte 0 is inverted. Returns a dict (see the keys
-        at the end).
+        the downlink beat numbers whose byte 0 is inverted. With ``retry``,
+        ``link_settings`` (a :class:`FaultSettings`) are the ``flt_*`` ports of the top:
+        wire ``2p`` (uplink of ``p``) and ``2p + 1`` (its downlink) use seed + wire.
+        Returns a dict (see the keys at the end).
         """
         n, w, lat = self.nodes, self.w, self.lat
         stalls = stalls or {}
@@ -96,6 +112,8 @@ class NicSystemModel:
         frames = sum(len(s.segments(w, self.max_payload)) for p in range(n)
                      for s in stores.get(p, []))
         horizon = 64 * (total_beats + 64) + (2 * lat + 8) * (frames + 1) * n + 4096
+        if self.retry:                   # replays: generous again
+            horizon *= 8
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         plan = {}
         msgs, cmds = [], []
@@ -112,7 +130,17 @@ class NicSystemModel:
                                  "beats": len(slots), "accept": None, "credit_stamps": [],
                                  "cmd": len(cmds) - 1})
                     plan[p].append((mid, slots))
-        sw = SwitchModel(n, self.framing, self.credits)
+        sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry)
+        links, meta = {}, {}
+        if self.retry:
+            base = link_settings or FaultSettings()
+            longest = frame_beats(w, self.framing, self.max_payload)
+            for p in range(n):
+                for k, side in enumerate(("up", "down")):
+                    seed = (base.seed + 2 * p + k) & 0xFFFF
+                    links[side, p] = ReliableLinkModel(w, lat, longest,
+                                                       replace(base, seed=seed))
+                    meta[side, p] = deque()
         credits = [self.credits] * n
         cred_err = False
         fi = [0] * n                         # frame index per sender
@@ -130,6 +158,7 @@ class NicSystemModel:
             if c >= max_cycles or c >= horizon:
                 raise RuntimeError("model did not finish: raise max_cycles")
             active = False
+            sent_now = {}
             for p in range(n):
                 if fi[p] >= len(plan[p]):
                     continue
@@ -143,7 +172,7 @@ class NicSystemModel:
                     ok = valid and credits[p] >= msgs[mid]["need"]
                 else:
                     ok = valid
-                if not ok:
+                if not ok or (self.retry and not links["up", p].ready()):
                     continue
                 if kind == "body":
                     cmd_stamps[p].append(c)
@@ -152,7 +181,11 @@ class NicSystemModel:
                 tx[p][0].append(beat)
                 tx[p][1].append(c)
                 data, nb, first, last = unpack_beat(w, beat)
-                up[c + lat][p] = (data, nb, first, last, mid, sent_beats[p])
+                if self.retry:
+                    sent_now[p] = beat
+                    meta["up", p].append((mid, sent_beats[p]))
+                else:
+                    up[c + lat][p] = (data, nb, first, last, mid, sent_beats[p])
                 sent_beats[p] += 1
                 credits[p] -= 1
                 if credits[p] < 0:
@@ -162,9 +195,25 @@ class NicSystemModel:
                     fi[p] += 1
                     si[p] = 0
             tw = table_writes[c] if c < len(table_writes) else None
-            egress, pops = sw.cycle(c, up.pop(c, {}), tw)
-            for o, beat in egress.items():
-                down[o].append((c + 1 + lat, beat))
+            if self.retry:
+                arrivals = {}
+                for p in range(n):
+                    out = links["up", p].cycle(c, sent_now.get(p))
+                    if out is not None:
+                        arrivals[p] = (*unpack_beat(w, out), *meta["up", p].popleft())
+                ready = [links["down", o].ready() for o in range(n)]
+                left, pops = sw.cycle(c, arrivals, tw, ready=ready)
+                for o in range(n):
+                    b = left.get(o)
+                    if b is not None:
+                        meta["down", o].append(b[4:])
+                    out = links["down", o].cycle(c, None if b is None else pack_beat(w, *b[:4]))
+                    if out is not None:
+                        down[o].append((c, (*unpack_beat(w, out), *meta["down", o].popleft())))
+            else:
+                egress, pops = sw.cycle(c, up.pop(c, {}), tw)
+                for o, beat in egress.items():
+                    down[o].append((c + 1 + lat, beat))
             for p in pops:
                 gives[c + lat][p] += 1
             g = gives.pop(c, None)
@@ -176,7 +225,8 @@ class NicSystemModel:
                         if credits[p] > self.credits:
                             cred_err = True
                             credits[p] = self.credits
-            busy = active or up or gives or not sw.idle() or c < len(table_writes)
+            busy = (active or up or gives or not sw.idle() or c < len(table_writes)
+                    or any(link.busy() for link in links.values()))
             if busy:
                 idle_since = c + 1
             elif c > idle_since + 2 * lat + 4:
@@ -188,7 +238,9 @@ class NicSystemModel:
             for mid, slots in plan[p]:
                 k += len(slots)
                 msgs[mid]["completion"] = cr[p][k - 1] if k <= len(cr[p]) else None
-        rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs)
+        window_writes = window_writes or {}
+        rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
+                               window_writes.get(p, ()))
               for p in range(n)}
         per_store = []
         for cmd in cmds:
@@ -205,17 +257,30 @@ class NicSystemModel:
                 "wr": {p: rx[p]["wr"] for p in range(n)},
                 "counters": {p: rx[p]["counters"] for p in range(n)},
                 "mem": {p: rx[p]["mem"] for p in range(n)},
-                "credit_errors": cred_err or sw.overflow, "cycles": c}
+                "credit_errors": cred_err or sw.overflow, "cycles": c,
+                "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links}}
 
     # -- receive ----------------------------------------------------------------------
-    def _receive(self, port, beats, node_id, faults, msgs):
+    def _receive(self, port, beats, node_id, faults, msgs, windows=()):
+        """NicRx of node ``port``: ``beats`` ``(cycle, beat)`` from its downlink;
+        ``windows`` the ``(src, base, size)`` window-table writes (words) of cycles 0, 1,
+        ... (written at the end of their cycle). A frame's window is the table as it is
+        in the cycle of the beat holding the source byte (writes of earlier cycles);
+        the frame is unauthorised when ``[addr, addr + length)`` is not inside it or its
+        L2 source MAC lacks ``MAC_PREFIX``; checked after the memory bound."""
         w, h = self.w, self.h
         q, r = divmod(h, w)
         nh = -(-h // w)
         max_push = -(-(self.max_payload + 4) // w)
         hdr_raw = bytearray(nh * w)
         counters = dict.fromkeys(("frames_ok", "drop_fcs", "drop_malformed", "drop_dst",
-                                  "drop_addr"), 0)
+                                  "drop_addr", "drop_window"), 0)
+        layout = header_layout(self.framing)
+        l2 = "src_mac" in layout.members
+        src_at = layout["src_mac" if l2 else "src"].offset // 8 + (len(MAC_PREFIX) if l2
+                                                                   else 0)
+        prefix_at = slice(src_at - len(MAC_PREFIX), src_at)
+        held = (0, 0)                     # the window read last (registered in the RTL)
         mem = [0] * self.mem_words
         wr = ([], [])
         bidx = count = pushed = 0
@@ -236,6 +301,12 @@ class NicSystemModel:
                 frame = bytearray()
             raw = data.to_bytes(w, "little")
             frame += raw[:nb]
+            if k == src_at // w:
+                src = raw[src_at % w]
+                held = (0, self.mem_words)
+                for s, b, z in list(windows)[:cyc]:     # written in cycles before cyc
+                    if s == src:
+                        held = (b, z)
             if k < nh:
                 hdr_raw[k * w:(k + 1) * w] = raw
             if not last:
@@ -258,6 +329,9 @@ class NicSystemModel:
                 reason = "drop_dst"
             elif addr + length > self.mem_words * w:
                 reason = "drop_addr"
+            elif ((l2 and bytes(hdr_raw[prefix_at]) != MAC_PREFIX) or addr < held[0] * w
+                  or addr + length > (held[0] + held[1]) * w):
+                reason = "drop_window"
             else:
                 reason = "frames_ok"
             counters[reason] += 1

@@ -16,18 +16,30 @@ from rtl.formats.nic import (
     header_layout,
 )
 from rtl.formats.packet import check_width, packet_signature
+from rtl.nic.window_table import WindowTable, window_write_layout
 from rtl.params import check_int, reject
 
-__all__ = ["NicRx", "DropReason"]
+__all__ = ["NicRx", "DropReason", "source_byte"]
 
 
 class DropReason:
-    """Counter names, in the priority order used when a frame has several faults."""
-    ORDER = ("fcs", "malformed", "dst", "addr")
+    """Counter names (``drop_<name>``), in the priority order used when a frame has
+    several faults."""
+    ORDER = ("fcs", "malformed", "dst", "addr", "window")
+
+
+def source_byte(framing):
+    """Wire byte of the source node id: 1 (compact ``src``) or 11 (byte 5 of the L2
+    source MAC)."""
+    layout = header_layout(framing)
+    if Framing(framing) is Framing.L2:
+        return layout["src_mac"].offset // 8 + len(MAC_PREFIX)
+    return layout["src"].offset // 8
 
 
 class NicRx(wiring.Component):
-    """Check store frames (FCS, format, destination, address window); write good ones.
+    """Check store frames (FCS, format, destination, memory bound, the source's window);
+    write good ones.
 
     Parameters
     ----------
@@ -46,22 +58,33 @@ class NicRx(wiring.Component):
         Frames with FCS from the link; ``ready`` is always 1 (the receiver never pushes
         back: its buffer holds two maximum frames and drains at one beat a cycle).
     node_id : In(8)
+    win_wr : In(stream.Signature(window_write_layout(depth), always_ready=True))
+        Writes of the per-source window table (:class:`WindowTable`): source ``src``
+        may write the words ``[base, base + size)``. Configuration, written at setup;
+        power-up: every source may write the whole memory; a reset keeps the table.
     wr : Out(stream.Signature(write_layout(width, depth), always_ready=True))
         Writes into local memory (``addr`` in words, byte enables).
-    frames_ok, drop_fcs, drop_malformed, drop_dst, drop_addr : Out(32)
+    frames_ok, drop_fcs, drop_malformed, drop_dst, drop_addr, drop_window : Out(32)
         Frames written, and frames dropped by reason (each frame counted once, by the
-        first fault in this order): bad FCS; malformed (received length differs from
-        header + ``length`` + FCS, raised to 64 for L2 (a short L2 frame is padded, so
-        a ``length`` that still fits in its padding cannot be told from it and is
-        written as given), ``length`` 0 or above ``max_payload``, address not a
-        multiple of ``width``, wrong opcode, wrong EtherType); destination not this node;
-        ``addr + length`` beyond the window.
+        first fault in this order, :attr:`DropReason.ORDER`): bad FCS; malformed
+        (received length differs from header + ``length`` + FCS, raised to 64 for L2 (a
+        short L2 frame is padded, so a ``length`` that still fits in its padding cannot
+        be told from it and is written as given), ``length`` 0 or above
+        ``max_payload``, address not a multiple of ``width``, wrong opcode, wrong
+        EtherType); destination not this node; ``addr + length`` beyond the local
+        memory (33-bit sum: no wrap); unauthorised: ``[addr, addr + length)`` not inside
+        the window of the frame's source (compact ``src`` byte, or byte 5 of the L2
+        source MAC; an L2 source MAC whose first five bytes are not ``MAC_PREFIX`` is
+        no node and is unauthorised).
 
     Timing
     ------
-    The payload is realigned (header bytes removed) and buffered as it arrives. In the
-    cycle after a frame's last beat (``T``) the verdict is taken and counted (at the
-    clock edge ending ``T + 1``). The writer takes a frame in the cycle after its
+    The payload is realigned (header bytes removed) and buffered as it arrives. The
+    window of the frame's source is read (registered) in the cycle of the beat that
+    carries the source byte (:func:`source_byte`; beat 0, or beat 1 for L2 at
+    ``width`` 8): a window written in that cycle or later does not apply to the frame.
+    In the cycle after a frame's last beat (``T``) the verdict is taken and counted (at
+    the clock edge ending ``T + 1``). The writer takes a frame in the cycle after its
     verdict, or right after the previous frame's last buffered beat if that is later,
     and then moves one buffered beat a cycle: beat ``j`` of a frame is written in cycle
     ``T + 2 + j`` when the writer was idle. Beats holding only FCS bytes and beats of
@@ -82,12 +105,14 @@ class NicRx(wiring.Component):
         super().__init__({
             "i": In(packet_signature(width)),
             "node_id": In(8),
+            "win_wr": In(stream.Signature(window_write_layout(depth), always_ready=True)),
             "wr": Out(stream.Signature(write_layout(width, depth), always_ready=True)),
             "frames_ok": Out(32),
             "drop_fcs": Out(32),
             "drop_malformed": Out(32),
             "drop_dst": Out(32),
             "drop_addr": Out(32),
+            "drop_window": Out(32),
         })
 
     def elaborate(self, platform):
@@ -107,6 +132,16 @@ class NicRx(wiring.Component):
         bidx = Signal(range(q + 2))
         k = Signal(range(q + 2))
         m.d.comb += k.eq(Mux(beat.first, 0, bidx))
+
+        # The source's window, read from the beat that carries the source byte.
+        m.submodules.windows = win = WindowTable(w, self.depth)
+        sb = source_byte(self.framing)
+        m.d.comb += [
+            win.wr.valid.eq(self.win_wr.valid),
+            win.wr.payload.eq(self.win_wr.payload),
+            win.src.eq(beat.data.word_select(sb % w, 8)),
+            win.lookup.eq(got & (k == sb // w)),
+        ]
         count = Signal(16)
         hdr_raw = Signal(8 * nh * w)
         prev = Signal(8 * w)
@@ -150,6 +185,7 @@ class NicRx(wiring.Component):
         malformed = Signal()
         wrong_dst = Signal()
         out_of_window = Signal()
+        unauthorised = Signal()
         expect = st.length + (h + 4)
         if self.framing is Framing.L2:       # padded to the Ethernet minimum frame
             expect = Mux(st.length + h < MIN_FRAME_BYTES - 4, MIN_FRAME_BYTES, expect)
@@ -159,13 +195,20 @@ class NicRx(wiring.Component):
         if self.framing is Framing.L2:
             fmt_bad = fmt_bad | (Cat(hdr.ethertype[1], hdr.ethertype[0]) != ETHERTYPE)
             dst = Cat(*[hdr.dst_mac[i] for i in range(6)])
-            mac = Cat(Const(int.from_bytes(MAC_PREFIX, "little"), 40), self.node_id)
+            prefix = Const(int.from_bytes(MAC_PREFIX, "little"), 8 * len(MAC_PREFIX))
+            mac = Cat(prefix, self.node_id)
             m.d.comb += wrong_dst.eq(dst != mac)
+            src_prefix = Cat(*[hdr.src_mac[i] for i in range(len(MAC_PREFIX))])
+            src_known = src_prefix == prefix
         else:
             m.d.comb += wrong_dst.eq(hdr.dst != self.node_id)
+            src_known = Const(1, 1)
         m.d.comb += [
             malformed.eq(fmt_bad),
             out_of_window.eq(st.addr + st.length > self.depth * w),
+            win.addr.eq(st.addr),
+            win.length.eq(st.length),
+            unauthorised.eq(~src_known | ~win.inside),
         ]
         desc_layout = data.StructLayout({
             "good": 1, "addr": range(self.depth), "length": 13,
@@ -175,7 +218,7 @@ class NicRx(wiring.Component):
         desc_in = Signal(desc_layout)
         good = Signal()
         m.d.comb += [
-            good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window),
+            good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window & ~unauthorised),
             desc_in.good.eq(good),
             desc_in.addr.eq(st.addr >> shift),
             desc_in.length.eq(st.length),
@@ -192,6 +235,8 @@ class NicRx(wiring.Component):
                 m.d.sync += self.drop_dst.eq(self.drop_dst + 1)
             with m.Elif(out_of_window):
                 m.d.sync += self.drop_addr.eq(self.drop_addr + 1)
+            with m.Elif(unauthorised):
+                m.d.sync += self.drop_window.eq(self.drop_window + 1)
             with m.Else():
                 m.d.sync += self.frames_ok.eq(self.frames_ok + 1)
 

@@ -5,21 +5,27 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
+from rtl.fabric.faulty_link import SETTINGS
 from rtl.fabric.link import Link
+from rtl.fabric.reliable_link import COUNTER_PORTS, ReliableLink
 from rtl.fabric.switch import Switch, table_write_layout
-from rtl.formats.nic import store_cmd_layout
+from rtl.formats.nic import frame_beats, store_cmd_layout
 from rtl.formats.packet import packet_layout
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
+from rtl.nic.window_table import window_write_layout
 from rtl.params import check_int
 from rtl.sim.fabric_top import FabricTop
 
-__all__ = ["NicTop", "write_event_layout", "COUNTERS", "link_credits"]
+__all__ = ["NicTop", "write_event_layout", "COUNTERS", "link_credits", "WINDOW_WRITES"]
 
 #: Per-node counter ports of the top, ``<name><node>``.
-COUNTERS = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr")
+COUNTERS = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr",
+            "drop_window")
+#: Items of each ``win<p>`` player (window-table writes of node ``p``).
+WINDOW_WRITES = 16
 
 
 def link_credits(width, max_payload):
@@ -45,39 +51,65 @@ class NicTop(FabricTop):
     Recorders: ``tx<p>`` every uplink beat (the frames on the wire), ``wr<p>`` every
     local-memory write (word address, byte enables), ``cr<p>`` every credit that reaches
     sender ``p``. Player ``tbl`` writes the switch table (``(node, port)`` items, always
-    accepted). Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the
+    accepted). Player ``win<p>`` writes the per-source window table of node ``p``'s
+    receiver (``window_write_layout(mem_words)`` items ``(src, base, size)`` in words,
+    one per cycle from cycle 0, always accepted; ``WINDOW_WRITES`` deep; an empty player
+    keeps the power-up windows, the whole memory for every source). Run-time inputs:
+    ``node_id<p>`` (set before reset). Outputs: the
     counters of :data:`COUNTERS` per node, ``credit_errors`` (any counter's sticky
     underflow/overflow).
 
     ``items`` (command beats) and ``events`` (recorder depth) are an int or one value per
     node: memories cost export and build time, so idle nodes can be given small ones.
+
+    With ``retry`` every uplink and downlink is a :class:`ReliableLink` (link-level
+    retry over a faulty wire; docs/recovery.md) instead of a plain ``Link``, and the
+    switch holds its egress beats while a downlink's replay buffer is full. The wires
+    share the fault settings ports ``flt_<setting>`` (:data:`SETTINGS`); wire ``k``
+    (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
+    ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
+    ``down<p>_<name>`` (:data:`rtl.fabric.reliable_link.COUNTER_PORTS`).
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=2, mem_words=256,
-                 max_payload=512, items=1024, events=4096):
+                 max_payload=512, items=1024, events=4096, retry=False):
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
         self.max_payload = max_payload
         self.credits = link_credits(width, max_payload)
-        self.switch = Switch(width, nodes, framing, self.credits)
+        self.retry = bool(retry)
+        self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry)
         self.txs = [NicTx(width, framing, self.credits, max_payload) for _ in range(nodes)]
         self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
-        self.links = [(Link(width, link_latency), Link(width, link_latency))
-                      for _ in range(nodes)]
+        if self.retry:
+            beats = frame_beats(width, framing, max_payload)
+            self.links = [(ReliableLink(width, link_latency, beats),
+                           ReliableLink(width, link_latency, beats)) for _ in range(nodes)]
+        else:
+            self.links = [(Link(width, link_latency), Link(width, link_latency))
+                          for _ in range(nodes)]
         self.crs = [CreditReturn(link_latency) for _ in range(nodes)]
         self.mems = [LatencyMemory(width, mem_words, 1) for _ in range(nodes)]
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
+        if self.retry:
+            ports.update({f"flt_{name}": In(bits) for name, bits in SETTINGS.items()})
         players["tbl"] = (table_write_layout(nodes), 16)
         for p in range(nodes):
             players[f"cmd{p}"] = (store_cmd_layout(width), items[p])
             players[f"flt{p}"] = (32, 64)
+            players[f"win{p}"] = (window_write_layout(mem_words), WINDOW_WRITES)
             recorders[f"tx{p}"] = (packet_layout(width), events[p])
             recorders[f"wr{p}"] = (write_event_layout(mem_words), events[p])
             recorders[f"cr{p}"] = (1, events[p])
             ports[f"node_id{p}"] = In(8)
+            if self.retry:
+                for side in ("up", "down"):
+                    for name in COUNTER_PORTS:
+                        ports[f"{side}{p}_{name}"] = Out(1 if name in (
+                            "link_overflow", "link_too_long") else 32)
             for c in COUNTERS:
                 ports[f"{c}{p}"] = Out(32)
         super().__init__(players=players, recorders=recorders, ports=ports)
@@ -113,11 +145,16 @@ class NicTop(FabricTop):
                 tx.o.ready.eq(up.i.ready & ~ResetSignal()),
                 txrec.valid.eq(tx.o.valid & up.i.ready), txrec.payload.eq(tx.o.payload),
                 ingress.valid.eq(up.o.valid), ingress.payload.eq(up.o.payload),
+                up.o.ready.eq(~ResetSignal()),
                 down.i.valid.eq(egress.valid), down.i.payload.eq(egress.payload),
+                egress.ready.eq(down.i.ready), down.o.ready.eq(~ResetSignal()),
                 inj.i.valid.eq(down.o.valid), inj.i.payload.eq(down.o.payload),
                 inj.faults.valid.eq(players[f"flt{p}"].o.valid),
                 inj.faults.payload.eq(players[f"flt{p}"].o.payload),
                 players[f"flt{p}"].o.ready.eq(inj.faults.ready),
+                rx.win_wr.valid.eq(players[f"win{p}"].o.valid),
+                rx.win_wr.payload.eq(players[f"win{p}"].o.payload),
+                players[f"win{p}"].o.ready.eq(~ResetSignal()),
                 rx.i.valid.eq(inj.o.valid), rx.i.payload.eq(inj.o.payload),
                 mem.wr.valid.eq(rx.wr.valid), mem.wr.payload.eq(rx.wr.payload),
                 mem.rd_addr.valid.eq(0),
@@ -130,5 +167,14 @@ class NicTop(FabricTop):
             ]
             for c in COUNTERS:
                 m.d.comb += getattr(self, f"{c}{p}").eq(getattr(rx, c))
+            if self.retry:
+                for k, (side, link) in enumerate((("up", up), ("down", down))):
+                    for name in SETTINGS:
+                        value = getattr(self, f"flt_{name}")
+                        if name == "seed":
+                            value = (value + 2 * p + k)[:16]
+                        m.d.comb += getattr(link, name).eq(value)
+                    for name in COUNTER_PORTS:
+                        m.d.comb += getattr(self, f"{side}{p}_{name}").eq(getattr(link, name))
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)

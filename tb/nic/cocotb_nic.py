@@ -17,10 +17,11 @@ from cocotb.triggers import ClockCycles
 from pymodel.fcs import phy_bytes
 from pymodel.nic.system import CTRL_KINDS, NicSystemModel
 from rtl.fabric.switch import table_write_layout
+from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import COUNTERS, write_event_layout
 from tb.cosim import cosim_params
 from tb.fabric import Fabric, FabricTimeout, dump_memory
-from tb.nic.scenarios import build_scenario, table_writes
+from tb.nic.scenarios import build_scenario, table_writes, window_intent, window_writes
 from tb.nic.store_driver import FrameMonitor, StoreSource
 from tb.scoreboard import Scoreboard
 
@@ -39,6 +40,47 @@ def _metrics(msgs, accept, remote, completion, wire, credits):
             "wire_bytes": med(wire), "ctrl_ops": ctrl}
 
 
+def _check_windows(sb, dut, p, stores, node_ids, wins, got):
+    """The second oracle of a scenario with window writes, independent of the model:
+    the scenario's own intent (:func:`window_intent`) against the RTL's memories and
+    counters. Every byte equals what the authorised frames wrote (each source's frames
+    in order; the scenario keeps the sources' regions apart) and nothing else; a frame
+    that races a window write is written whole or not at all."""
+    w, words = p["width"], p["mem_words"]
+    intent = window_intent(stores, node_ids, wins, width=w, mem_words=words,
+                           max_payload=p["max_payload"], link_latency=p["link_latency"])
+    for q in range(p["nodes"]):
+        frames = intent.get(q, [])
+        mem = got[q]["mem"]
+        data = b"".join(v.to_bytes(w, "little") for v in mem)
+        want = bytearray(words * w)
+        for addr, payload, verdict in frames:
+            if verdict == "ok":
+                want[addr:addr + len(payload)] = payload
+        raced = ([], [])
+        for addr, payload, verdict in frames:
+            if verdict == "race":
+                span = data[addr:addr + len(payload)]
+                raced[span == payload].append(addr)
+                sb.equal(f"win mem{q} @{addr} raced frame whole or nothing",
+                         span in (payload, bytes(len(payload))), True)
+                want[addr:addr + len(payload)] = span
+        sb.equal(f"win mem{q} holds only the authorised stores", bytes(want) == data, True)
+        n = {v: sum(f[2] == v for f in frames) for v in ("ok", "drop_addr", "drop_window",
+                                                         "race")}
+        ok, dw = (int(getattr(dut, f"{c}{q}").value) for c in ("frames_ok", "drop_window"))
+        sb.equal(f"win drop_addr{q}", int(getattr(dut, f"drop_addr{q}").value),
+                 n["drop_addr"])
+        sb.equal(f"win frames_ok{q} (raced ones counted)", ok, n["ok"] + len(raced[1]))
+        sb.equal(f"win drop_window{q} (raced ones counted)", dw,
+                 n["drop_window"] + len(raced[0]))
+        if n["race"]:
+            dut._log.info("window race at node %d: %d frames written, %d dropped", q,
+                          len(raced[1]), len(raced[0]))
+            sb.equal(f"win race{q} split (frames on both sides of the write)",
+                     bool(raced[0]) and bool(raced[1]), True)
+
+
 @cocotb.test()
 async def nic_matches_model(dut):
     p = cosim_params()
@@ -53,8 +95,10 @@ async def nic_matches_model(dut):
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)
+    wins = window_writes(p["scenario"], nodes=nodes, mem_words=p["mem_words"], width=w)
     t0 = time.perf_counter()
-    want = model.run(stores, node_ids, stalls, faults, table_writes=tbl)
+    want = model.run(stores, node_ids, stalls, faults, table_writes=tbl,
+                     window_writes=wins)
     t_model = time.perf_counter() - t0
     ev = write_event_layout(p["mem_words"])
 
@@ -62,6 +106,10 @@ async def nic_matches_model(dut):
     tbl_layout = table_write_layout(nodes)
     fab.load_player("tbl", [tbl_layout.const({"node": n, "port": o}).as_bits()
                             for n, o in tbl])
+    win_layout = window_write_layout(p["mem_words"])
+    for q in range(nodes):
+        fab.load_player(f"win{q}", [win_layout.const({"src": s, "base": b, "size": z})
+                                    .as_bits() for s, b, z in wins.get(q, ())])
     sources = [StoreSource(fab, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
     links = [FrameMonitor(fab, f"tx{q}", w) for q in range(nodes)]
     for q in range(nodes):
@@ -103,10 +151,13 @@ async def nic_matches_model(dut):
         sb.compare(f"cr{q} credit cycles", cr_stamps, want["cr"][q], fmt=str)
         for c in COUNTERS:
             sb.equal(f"{c}{q}", int(getattr(dut, f"{c}{q}").value), want["counters"][q][c])
-        mem = getattr(dut, f"mem{q}").mem
-        sb.compare(f"mem{q}", dump_memory(mem, p["mem_words"]), want["mem"][q])
+        mem = dump_memory(getattr(dut, f"mem{q}").mem, p["mem_words"])
+        sb.compare(f"mem{q}", mem, want["mem"][q])
         got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps,
+                  "mem": mem,
                   "starts": [a for a, _ in sources[q].stamps()]}
+    if wins:
+        _check_windows(sb, dut, p, stores, node_ids, wins, got)
     sb.equal("hang", hang, None)
     sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
 

@@ -9,6 +9,11 @@ window and 4096 bytes. ``pair``: ``messages`` stores of ``msg_bytes`` from node 
 them: a frame whose head reaches the switch before its entry is written goes by the
 reset table and is dropped as a wrong destination, where the model says so); ``edges``:
 every size once from node 0 to 1;
+``windows``: per-source receive windows (:func:`window_writes` gives the table writes,
+:func:`window_intent` what each frame must do, independently of the model): stores
+inside, exactly at both edges, one byte over the end, below and straddling the base,
+from a source with an empty window, past 2**32, good after bad, and a window changed
+while frames arrive;
 ``all_to_all``: ``count`` stores of random sizes from every node to random nodes
 (itself included); ``hotspot``: every other node to node 0; ``bad``: frames with every
 kind of fault (sizes up to ``max_payload``).
@@ -21,7 +26,8 @@ import random
 
 from pymodel.nic.system import Store
 
-__all__ = ["build_scenario", "table_writes", "EDGE_SIZES"]
+__all__ = ["build_scenario", "table_writes", "window_writes", "window_intent",
+           "EDGE_SIZES"]
 
 EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
               511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
@@ -39,6 +45,126 @@ def table_writes(node_ids, ports):
     """Switch-table writes ``(node, port)`` that route each node id to its own port
     (none for ids the reset table, ``node mod ports``, already routes)."""
     return [(n, p) for p, n in enumerate(node_ids) if n % ports != p]
+
+
+def _window_plan(nodes, mem_words, width):
+    """The ``windows`` scenario's table writes ``{receiver: [(src, base, size)]}``
+    (words, played one per cycle from cycle 0) and the cycle of the racing write."""
+    q = max(mem_words // 16, 1)            # a window unit: 1/16 of the memory
+    plan = {p: [] for p in range(nodes)}
+    plan[1] = [(0, q, 2 * q),               # 0 -> 1: the words [q, 3q)
+               (2, 5 * q, 0),               # 2 -> 1: an empty window (unauthorised)
+               (3, mem_words - 4 * q, 4 * q)]   # 3 -> 1: up to the end of the memory
+    plan[0] = [(3, 0, 1),                   # 3 -> 0: one word at address 0
+               (2, 4 * q, 0), (2, 4 * q, q)]    # rewritten: the last write wins
+    # 0 -> 3: the whole memory (the power-up value, rewritten) until the last cycle of
+    # the player, then nothing: the first frames race the write.
+    race = 15
+    plan[3] = [(0, 0, mem_words)] * race + [(0, 0, 0)]
+    return plan, race
+
+
+def window_writes(kind, *, nodes, mem_words, width):
+    """Window-table writes of scenario ``kind``: ``{receiver: [(src, base, size)]}``,
+    words; none (the power-up windows: the whole memory) but for ``windows``."""
+    if kind != "windows":
+        return {}
+    return _window_plan(nodes, mem_words, width)[0]
+
+
+def window_intent(stores, node_ids, writes, *, width, mem_words, max_payload,
+                  link_latency):
+    """What each frame of a scenario must do, worked out from the scenario alone (not
+    from the model).
+
+    A frame's first beat reaches a receiver in cycle ``2 * link_latency + 2`` at the
+    earliest (two links and the switch's two cycles), so the table writes of the cycles
+    before are in place for every frame; each later write may or may not be.
+
+    Returns ``{receiver port: [(addr, payload, verdict)]}``, one entry per frame
+    (segment), each source's frames in order: ``verdict`` is ``"ok"`` (inside every
+    window its source can have had), ``"drop_addr"`` (beyond the memory),
+    ``"drop_window"`` (inside none) or ``"race"`` (inside some only).
+    """
+    window = mem_words * width
+    settle = 2 * link_latency + 2
+    out = {}
+    for p, lst in stores.items():
+        src = node_ids[p]
+        for s in lst:
+            port = node_ids.index(s.dst)
+            cur, held = (0, mem_words), []
+            for c, (x, b, z) in enumerate(writes.get(port, ())):
+                if x == src:
+                    if c >= settle:
+                        held.append(cur)
+                    cur = (b, z)
+            held.append(cur)
+            for seg in s.segments(width, max_payload):
+                lo, hi = seg.addr, seg.addr + seg.length
+                inside = [b * width <= lo and hi <= (b + z) * width for b, z in held]
+                if hi > window:
+                    verdict = "drop_addr"
+                elif all(inside):
+                    verdict = "ok"
+                else:
+                    verdict = "race" if any(inside) else "drop_window"
+                out.setdefault(port, []).append((seg.addr, seg.payload, verdict))
+    return out
+
+
+def _windows_stores(stores, rng, nodes, width, window, max_payload):
+    """The stores of the ``windows`` scenario (the windows are :func:`_window_plan`'s:
+    unit ``u`` = 1/16 of the memory). Regions written by different sources of one
+    receiver are disjoint, and a bad store comes after the good ones it overlaps, so
+    that any byte it wrote would show in the final memory."""
+    if nodes < 4 or window < 16 * 2 * width or max_payload < 2 * width:
+        raise ValueError("the windows scenario needs 4 nodes, a memory of at least 32 "
+                         "words and max_payload of at least 2 words")
+    w, u, top = width, window // 16, 1 << 32
+
+    def put(src, dst, addr, n):
+        stores[src].append(Store(dst, addr, _payload(rng, n)))
+
+    for k in range(8):                   # 0 -> 3: small stores racing the window write
+        put(0, 3, k * w, w)
+    # 0 -> 1, window [u, 3u).
+    put(0, 1, u, min(2 * u + max_payload, window - u))   # segments in, then out
+    put(0, 1, u, 2 * u if 2 * u <= max_payload else max_payload)   # from the base
+    put(0, 1, 3 * u - 4 * w, 4 * w)      # up to the end
+    put(0, 1, u + 4 * w, 4 * w)          # inside
+    put(0, 1, 3 * u - w, w)              # exactly the last word
+    put(0, 1, 3 * u - w, w + 1)          # one byte over the end
+    put(0, 1, u + w, min(2 * u - w + 1, max_payload))   # over the end (or inside)
+    put(0, 1, 3 * u, 1)                  # just above
+    put(0, 1, u - w, w)                  # just below the base
+    put(0, 1, u - w, 2 * w)              # straddling the base
+    put(0, 1, top - w, 2 * w)            # addr + length past 2**32
+    put(0, 1, top - w, min(u + 2 * w, max_payload))   # ... ending in the window mod 2**32
+    put(0, 1, top - max_payload, max_payload)     # ... ending at 2**32 exactly (0 mod)
+    put(0, 1, u + 8 * w, 3 * w)          # good after bad
+    # 2 -> 1: an empty window; 2 -> 0: the rewritten window [4u, 5u).
+    put(2, 1, 6 * u, 4 * w)
+    put(2, 1, 5 * u, w)
+    put(2, 0, 4 * u, min(u, max_payload))          # from the base
+    put(2, 0, 5 * u - w, w)              # the last word
+    put(2, 0, 4 * u - w, 2 * w)          # straddling the base
+    put(2, 0, 5 * u, 1)                  # just above
+    put(2, 0, 4 * u + 2 * w, w)          # good after bad
+    # 3 -> 1: the window [12u, 16u), up to the memory's end; 3 -> 0: the word 0.
+    put(3, 1, 12 * u, min(4 * u, max_payload))
+    put(3, 1, window - w, w)             # the memory's last word
+    put(3, 1, window - w, w + 1)         # past the memory and the window: drop_addr
+    put(3, 1, 12 * u - w, w)             # just below the base
+    put(3, 1, 14 * u, w)                 # good after bad
+    put(3, 0, 0, w)                      # the whole one-word window
+    put(3, 0, 0, w + 1)                  # one byte over
+    put(3, 0, w, 1)                      # just above
+    put(3, 0, 0, 1)                      # good after bad
+    # 1: windows never written (power-up: the whole memory).
+    put(1, 1, 8 * u, 100)
+    put(1, 0, 8 * u, 4 * w)
+    put(1, 2, 0, min(window, 4096))      # the whole memory, several segments
 
 
 def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
@@ -103,6 +229,8 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
                     addr = window                         # runs past the window
                 stores[p].append(Store(dst, addr, _payload(rng, n), length))
             faults[p] = sorted(rng.sample(range(0, 8 * count), 3))
+    elif kind == "windows":
+        _windows_stores(stores, rng, nodes, width, window, max_payload)
     else:
         raise ValueError(f"scenario kind {kind!r} is not known")
     return stores, node_ids, faults

@@ -35,9 +35,9 @@ class _DownlinkTap(NicSystemModel):
         super().__init__(*args)
         self.downlink = {}
 
-    def _receive(self, port, beats, node_id, faults, msgs):
+    def _receive(self, port, beats, *args, **kwargs):
         self.downlink[port] = [beat[4] for _, beat in beats]
-        return super()._receive(port, beats, node_id, faults, msgs)
+        return super()._receive(port, beats, *args, **kwargs)
 
 
 def plan_faults(cfg, items, stalls):
@@ -56,7 +56,7 @@ def plan_faults(cfg, items, stalls):
     model = _DownlinkTap(cfg.width, cfg.framing, cfg.nodes, cfg.link_latency,
                          cfg.mem_words, cfg.max_payload, cfg.credits)
     stores = {p: [it.store() for it in items if it.src == p] for p in range(cfg.nodes)}
-    want = model.run(stores, cfg.node_ids, stalls)
+    want = model.run(stores, cfg.node_ids, stalls, window_writes=cfg.window_writes())
     mids, k = {}, 0                       # item index -> message ids (model's numbering)
     for p in range(cfg.nodes):
         for i, it in enumerate(items):
@@ -130,7 +130,7 @@ class NicDriver(uvm_driver):
         drain = (cfg.nodes * (cfg.credits + 8) + 4 * cfg.link_latency
                  + 2 * -(-(cfg.max_payload + 32) // cfg.width) + 64)
         await self.bench.run(stalls, faults, cfg.node_ids, timeout_cycles=4 * cycles + 4000,
-                             drain_cycles=drain)
+                             drain_cycles=drain, windows=cfg.window_writes())
 
 
 class NicMonitor(uvm_monitor):

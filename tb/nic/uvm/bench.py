@@ -18,6 +18,7 @@ of the recorders in bulk afterwards.
 
 from cocotb.triggers import ClockCycles, Event
 
+from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import COUNTERS, write_event_layout
 from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
 from tb.nic.store_driver import FrameMonitor, StoreSource
@@ -56,6 +57,7 @@ class NicBench:
         self.finished = Event()
         self.end = self.hang = None
         self._wr = write_event_layout(mem_words)
+        self._win = window_write_layout(mem_words)
 
     def capacity(self):
         """Depths of the command players, recorders and fault players (the smallest over
@@ -68,14 +70,17 @@ class NicBench:
             "fault_depth": min(len(getattr(d, f"flt{p}").items) for p in range(self.nodes)),
         }
 
-    async def run(self, stalls, faults, node_ids, timeout_cycles, drain_cycles):
+    async def run(self, stalls, faults, node_ids, timeout_cycles, drain_cycles,
+                  windows=None):
         """Load, reset, and run until every command player is done, then ``drain_cycles``.
 
         ``stalls[p]`` is the ``(seed, rate)`` of node ``p``'s command player (its gaps),
         ``faults[p]`` the increasing downlink beat numbers of port ``p`` to corrupt,
-        ``node_ids[p]`` the id of node ``p``. The switch table keeps its reset contents
-        (no table writes) and the local memories are cleared first, so that several
-        tests can run in one simulation.
+        ``node_ids[p]`` the id of node ``p``, ``windows[p]`` the ``(src, base, size)``
+        window-table writes (words) of node ``p``'s receiver, played from cycle 0 (the
+        table is kept across resets: a run that relies on a window writes it). The
+        switch table keeps its reset contents (no table writes) and the local memories
+        are cleared first, so that several tests can run in one simulation.
         """
         f = self.fabric
         for p in range(self.nodes):
@@ -83,6 +88,8 @@ class NicBench:
             src.stall = tuple(stalls.get(p, (1, 0)))
             src.load()
             f.load_player(f"flt{p}", list(faults.get(p, ())))
+            f.load_player(f"win{p}", [self._win.const({"src": s, "base": b, "size": z})
+                                      .as_bits() for s, b, z in (windows or {}).get(p, ())])
             f.set(f"node_id{p}", node_ids[p])
             for rec in ("tx", "wr", "cr"):    # no backpressure: the top ignores ready
                 f.arm_recorder(f"{rec}{p}", 0)

@@ -16,6 +16,11 @@ class NicConfig:
     ``cmd_depth``, ``event_depth`` and ``fault_depth`` are the depths of the command
     players, of the recorders and of the fault players: the bench reads them from the
     design (``len`` of the Verilog memories), so they are never restated here.
+
+    ``windowed``: whether the receivers' per-source windows are the restricted pattern
+    of :meth:`windows` (else every source may write the whole memory). Every run writes
+    all ``nodes x nodes`` entries, so that the table (a memory, kept across resets)
+    never carries one test's windows into the next.
     """
 
     width: int
@@ -30,6 +35,7 @@ class NicConfig:
     cmd_depth: int = 0
     event_depth: int = 0
     fault_depth: int = 0
+    windowed: bool = True
 
     @classmethod
     def from_params(cls, params, **capacity):
@@ -46,6 +52,33 @@ class NicConfig:
         """Node id of each port (the reset switch table routes id ``n`` to ``n mod N``,
         so identity ids need no table write)."""
         return tuple(range(self.nodes))
+
+    def windows(self):
+        """``{(port, src node id): (base, size)}`` in words, for every port and node.
+
+        Windowed: with ``k = (src port - port) mod nodes`` and ``M`` = ``mem_words``,
+        ``k % 4`` = 0 (loopback): ``[0, 7M/8)``; 1: ``[M/8, M)`` (to the memory's end);
+        2: ``[M/4, 3M/4)``; 3: ``[0, M/2)``. Each is a proper, non-empty part of the
+        memory, so every route can carry both a good store and an unauthorised one.
+        """
+        m, n = self.mem_words, self.nodes
+        pattern = ((0, m - m // 8), (m // 8, m - m // 8), (m // 4, m // 2), (0, m // 2))
+        return {(d, self.node_ids[s]): pattern[(s - d) % n % 4] if self.windowed else (0, m)
+                for d in range(n) for s in range(n)}
+
+    def window_writes(self):
+        """The ``win<p>`` players' items ``{port: [(src, base, size)]}`` (words)."""
+        out = {d: [] for d in range(self.nodes)}
+        for (d, src), (base, size) in self.windows().items():
+            out[d].append((src, base, size))
+        return out
+
+    def inside(self, port, src, addr, length):
+        """Whether the bytes ``[addr, addr + length)`` are inside the window of source
+        node ``src`` at ``port`` (the power-up window, the whole memory, for a node id
+        no node has)."""
+        base, size = self.windows().get((port, src), (0, self.mem_words))
+        return base * self.width <= addr and addr + length <= (base + size) * self.width
 
     def port_of(self, node):
         """The switch port a frame for node id ``node`` leaves by (the reset table)."""

@@ -10,7 +10,7 @@ size          each edge size (1, 63..65, 127..129, max_payload - 1 .. + 1,
               2 * max_payload, 4096) and each range between two edges
 segments      frames per store: ``1``, ``2``, ``3+`` (cut every max_payload bytes)
 error         every kind of :data:`ERROR_KINDS` driven
-outcome       every receiver counter the RTL raised (frames_ok and the four drops)
+outcome       every receiver counter the RTL raised (frames_ok and the five drops)
 dst_port      the switch port each store left by
 route         ``src->port`` for every pair (loopback included)
 framing       the run's framing; for L2 also ``l2 padded`` (frames under 60 bytes)

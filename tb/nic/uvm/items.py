@@ -13,6 +13,9 @@ Error kinds and the receiver counter each must raise (``docs/nic.md``, NicRx)::
     misaligned     -> drop_malformed   addr not a multiple of the datapath width
     length_lie     -> drop_malformed   header length != payload, visible to the receiver
     out_of_window  -> drop_addr        addr + length beyond the local memory
+    unauthorised   -> drop_window      inside the memory, but some segment outside the
+                                       window of its source at that receiver
+                                       (``NicConfig.windows``)
 """
 
 import dataclasses
@@ -27,11 +30,12 @@ __all__ = ["StoreItem", "NicRunItem", "ERROR_KINDS", "EXPECTED_DROP", "MAX_SIZE"
            "WriteObs", "NodeObs", "RunObs"]
 
 #: Every error kind a store item can carry (``none`` is a good store).
-ERROR_KINDS = ("none", "fcs", "wrong_dst", "misaligned", "length_lie", "out_of_window")
+ERROR_KINDS = ("none", "fcs", "wrong_dst", "misaligned", "length_lie", "out_of_window",
+               "unauthorised")
 #: The NicRx counter (``rtl.tops.nic_top.COUNTERS``) each kind must raise.
 EXPECTED_DROP = {"none": "frames_ok", "fcs": "drop_fcs", "wrong_dst": "drop_dst",
                  "misaligned": "drop_malformed", "length_lie": "drop_malformed",
-                 "out_of_window": "drop_addr"}
+                 "out_of_window": "drop_addr", "unauthorised": "drop_window"}
 #: Largest store a sequence makes (bytes).
 MAX_SIZE = 4096
 
@@ -73,7 +77,8 @@ class StoreItem(uvm_sequence_item):
         the model reproduces. One pattern per player: every item of a source carries
         the same ``gap`` and ``stall_seed`` (the driver checks).
     error : str
-        One of :data:`ERROR_KINDS`.
+        One of :data:`ERROR_KINDS`. Good stores (``none``, ``fcs``) stay inside their
+        source's window at the destination (``NicConfig.windows``).
     fault_pick : int
         For ``fcs``: which segment and which of its downlink beats the driver corrupts.
     payload : bytes
@@ -99,10 +104,12 @@ class StoreItem(uvm_sequence_item):
     def outcomes(self, cfg):
         """The NicRx counter each of the item's frames must raise, in segment order,
         worked out from the item alone (the receiver's order of checks: FCS, then
-        malformed, then destination, then window; docs/nic.md). The scoreboard holds the
+        malformed, then destination, then the memory bound, then the source's window;
+        docs/nic.md). The scoreboard holds the
         RTL's counters against these as well as against the golden model."""
         segs = self.segments(cfg)
         hit = self.fault_pick % len(segs) if self.error == "fcs" else None
+        port, src = cfg.port_of(self.dst), cfg.node_ids[self.src]
         out = []
         for k, s in enumerate(segs):
             if k == hit:
@@ -114,6 +121,8 @@ class StoreItem(uvm_sequence_item):
                 out.append("drop_dst")
             elif s.addr + s.length > cfg.window:
                 out.append("drop_addr")
+            elif not cfg.inside(port, src, s.addr, s.length):
+                out.append("drop_window")
             else:
                 out.append("frames_ok")
         return out
@@ -127,9 +136,16 @@ class StoreItem(uvm_sequence_item):
         lies = any(lie_visible(cfg.framing, cfg.max_payload, s.length, len(s.payload))
                    for s in segs)
         unknown = self.dst not in cfg.node_ids
+        port = cfg.port_of(self.dst)
+        authorised = (0 <= self.src < cfg.nodes
+                      and all(cfg.inside(port, cfg.node_ids[self.src], s.addr, s.length)
+                              for s in segs))
         # A malformed frame is dropped before its window is looked at: a misaligned or
         # lying store may or may not also run past the window.
         window_matters = kind not in ("misaligned", "length_lie")
+        # The source's window is looked at last: it matters for stores that pass every
+        # other check (a wrong_dst or out_of_window store may or may not be inside it).
+        source_matters = kind in ("none", "fcs", "unauthorised")
         return {
             "src is a node": 0 <= self.src < cfg.nodes,
             "size in 1..MAX_SIZE, inside the window": 1 <= self.size <= min(MAX_SIZE,
@@ -148,6 +164,8 @@ class StoreItem(uvm_sequence_item):
             "a lie the receiver sees iff length_lie": lies == (kind == "length_lie"),
             "out of window iff out_of_window": (not window_matters
                                                 or (not fits) == (kind == "out_of_window")),
+            "outside its source's window iff unauthorised": (
+                not source_matters or (not authorised) == (kind == "unauthorised")),
         }
 
     # -- randomisation ----------------------------------------------------------------
@@ -191,7 +209,15 @@ class StoreItem(uvm_sequence_item):
         else:
             self.dst = cfg.node_ids[port]
         room = max(window - self.size, 0) // w
-        if error == "misaligned":
+        base, size = cfg.windows().get((port, cfg.node_ids[self.src]), (0, cfg.mem_words))
+        win_lo, win_hi = base * w, (base + size) * w
+        if error in ("none", "fcs") and win_hi - win_lo >= self.size:
+            self.addr = win_lo + w * rng.randint(0, (win_hi - win_lo - self.size) // w)
+        elif error == "unauthorised":          # in the memory, not inside the window
+            outside = [a for a in range(0, window - self.size + 1, w)
+                       if a < win_lo or a + self.size > win_hi]
+            self.addr = rng.choice(outside) if outside else 0
+        elif error == "misaligned":
             slack = max(window - self.size - (w - 1), 0) // w
             self.addr = w * rng.randint(0, slack) + rng.randint(1, w - 1)
         elif error == "out_of_window":

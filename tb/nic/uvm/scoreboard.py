@@ -3,10 +3,11 @@ the monitor saw; and its deliberately broken twin for the negative test.
 
 Two oracles, checked in ``check_phase`` with :class:`tb.scoreboard.Scoreboard`:
 
-1. :class:`pymodel.nic.system.NicSystemModel` run on the driven stores, stall patterns
-   and faults: every uplink beat and its cycle, every frame (bytes, first and last
-   cycle), every command accept cycle, every memory write and its cycle, every credit
-   arrival, each node's counters and whole memory, the credit-error flag.
+1. :class:`pymodel.nic.system.NicSystemModel` run on the driven stores, stall patterns,
+   faults and window-table writes (``NicConfig.window_writes``): every uplink beat and
+   its cycle, every frame (bytes, first and last cycle), every command accept cycle,
+   every memory write and its cycle, every credit arrival, each node's counters and
+   whole memory, the credit-error flag.
 2. The items' own intent (:meth:`StoreItem.outcomes`): each node's counters equal the
    sum of what its frames should raise, and a store is delivered (all its frames
    written) exactly when it carries no error.
@@ -105,7 +106,8 @@ class NicScoreboard(uvm_scoreboard):
 
         by_src = {p: [it for it in items if it.src == p] for p in range(n)}
         want = cfg.model().run({p: [it.store() for it in by_src[p]] for p in range(n)},
-                               stim.node_ids, stim.stalls, stim.faults)
+                               stim.node_ids, stim.stalls, stim.faults,
+                               window_writes=cfg.window_writes())
         want = self.expected(want)
 
         obs = defaultdict(list)

@@ -72,8 +72,8 @@ class NicRandomSeq(uvm_sequence):
     """
 
     #: Relative weight of each error kind.
-    error_weights = {"none": 76, "fcs": 5, "wrong_dst": 5, "misaligned": 5, "length_lie": 5,
-                     "out_of_window": 4}
+    error_weights = {"none": 72, "fcs": 5, "wrong_dst": 5, "misaligned": 5, "length_lie": 5,
+                     "out_of_window": 4, "unauthorised": 4}
     #: Stall rates a source's player may get (0: back to back).
     gap_rates = (0, 0, 32, 96, 160)
 
@@ -130,8 +130,8 @@ class NicAllGoodSeq(NicRandomSeq):
 class NicErrorsHeavySeq(NicRandomSeq):
     """Every error kind among the first items (shuffled), then three bad stores in four."""
 
-    error_weights = {"none": 25, "fcs": 15, "wrong_dst": 15, "misaligned": 15,
-                     "length_lie": 15, "out_of_window": 15}
+    error_weights = {"none": 25, "fcs": 13, "wrong_dst": 13, "misaligned": 13,
+                     "length_lie": 13, "out_of_window": 13, "unauthorised": 13}
 
     def prepare(self, rng):
         self._first = list(ERROR_KINDS)
