@@ -1,0 +1,171 @@
+"""Soak of the NIC with link-level retry: many stores over faulty wires, in chunks.
+
+Each chunk resets the design (the memories keep their contents), loads every node's
+command player with ``per_chunk`` stores (all-to-all, 64 to 256 bytes, each sender in
+its own slice of every memory) and lets the simulator run until the receivers have
+counted every frame or the chunk's cycle budget runs out (a hang). Python wakes up once
+every ``POLL`` cycles, never per cycle. At the end of each chunk the memories are read
+and compared byte for byte with what the stores sent (independently of the model).
+
+The first chunk (``model_stores`` stores per node, before the long ones) is also run
+through the golden model: frames, counters, cycles and memories must be equal.
+
+Writes ``soak_nic.json`` in the run folder (read by ``scripts/soak.py``).
+"""
+
+import json
+import random
+import time
+from pathlib import Path
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from pymodel.fabric.faulty_link import FaultSettings
+from pymodel.nic.system import NicSystemModel, Store
+from rtl.fabric.reliable_link import COUNTER_PORTS
+from rtl.tops.nic_top import COUNTERS
+from tb.cosim import cosim_params
+from tb.fabric import Fabric, dump_memory
+from tb.nic.store_driver import StoreSource
+
+#: Cycles between two looks at the counters.
+POLL = 512
+SIZES = (64, 128, 128, 128, 192, 256)
+
+
+def chunk_stores(rng, nodes, width, mem_bytes, count):
+    """``count`` stores per node to the other nodes, each sender in its own slice."""
+    share = mem_bytes // nodes
+    stores = {}
+    for p in range(nodes):
+        stores[p] = []
+        for _ in range(count):
+            n = rng.choice(SIZES)
+            dst = rng.choice([q for q in range(nodes) if q != p])
+            addr = p * share + rng.randrange(0, (share - n) // width + 1) * width
+            stores[p].append(Store(dst, addr, rng.randbytes(n)))
+    return stores
+
+
+def _words(buf, width):
+    return [int.from_bytes(buf[k:k + width], "little") for k in range(0, len(buf), width)]
+
+
+@cocotb.test()
+async def nic_soak(dut):
+    p = cosim_params()
+    w, nodes, mw = p["width"], p["nodes"], p["mem_words"]
+    rng = random.Random(p["seed"])
+    fab = Fabric(dut)
+    ideal = {q: bytearray(mw * w) for q in range(nodes)}
+    totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
+                  retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
+                  wire_dropped=0, wire_corrupted=0, wire_duplicated=0, wire_beats_lost=0,
+                  model_mismatches=0)
+    plan = [p["model_stores"]] + [p["per_chunk"]] * p["chunks"]
+    t_start = time.perf_counter()
+    for index, count in enumerate(plan):
+        settings = FaultSettings(seed=(p["seed"] * 977 + 16 * index) & 0xFFFF or 1,
+                                 drop_rate=p["drop_rate"], corrupt_rate=p["corrupt_rate"],
+                                 dup_rate=p["dup_rate"])
+        stores = chunk_stores(rng, nodes, w, mw * w, count)
+        stalls = {q: (101 + 7 * q + index, p["stall_rate"]) for q in range(nodes)}
+        for name, value in settings.ports().items():
+            fab.set(f"flt_{name}", value)
+        sources = [StoreSource(fab, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
+        for q in range(nodes):
+            for s in stores[q]:
+                sources[q].send_nowait(s)
+            sources[q].load()
+            fab.load_player(f"flt{q}", [])
+            fab.load_player(f"win{q}", [])
+            fab.set(f"node_id{q}", q)
+            for rec in ("tx", "wr", "cr"):
+                fab.arm_recorder(f"{rec}{q}", 0)
+        frames = sum(len(s.segments(w, p["max_payload"])) for q in stores
+                     for s in stores[q])
+        beats = sum(len(s.beats(w)) for q in stores for s in stores[q])
+        budget = 40 * beats + 20_000
+        await fab.reset()
+        got, hang, cycles = 0, 0, 0
+        while True:
+            await ClockCycles(dut.clk, POLL)
+            cycles += POLL
+            got = sum(int(getattr(dut, f"{c}{q}").value) for q in range(nodes)
+                      for c in COUNTERS)
+            if got >= frames:
+                break
+            if cycles >= budget:
+                hang = 1
+                dut._log.error("chunk %d: hang: %d of %d frames after %d cycles", index,
+                               got, frames, cycles)
+                break
+        await ClockCycles(dut.clk, 64)          # let the last ACKs settle the counters
+        end = int(dut.now.value)
+        for q in range(nodes):
+            for s in stores[q]:
+                ideal[s.dst][s.addr:s.addr + len(s.payload)] = s.payload
+        mems = {q: dump_memory(getattr(dut, f"mem{q}").mem, mw) for q in range(nodes)}
+        bad = 0
+        for q in range(nodes):
+            have = b"".join(v.to_bytes(w, "little") for v in mems[q])
+            bad += sum(a != b for a, b in zip(have, ideal[q], strict=True))
+        ok = sum(int(getattr(dut, f"frames_ok{q}").value) for q in range(nodes))
+        links = {f"{side}{q}": {n: int(getattr(dut, f"{side}{q}_{n}").value)
+                                for n in COUNTER_PORTS}
+                 for q in range(nodes) for side in ("up", "down")}
+        damage = {k: sum(v[f"link_{k}"] for v in links.values())
+                  for k in ("dropped", "corrupted", "duplicated", "lost")}
+        totals["messages"] += sum(len(v) for v in stores.values())
+        totals["frames"] += frames
+        totals["lost"] += frames - ok
+        totals["corrupted_bytes"] += bad
+        totals["hangs"] += hang
+        totals["retransmissions"] += sum(v["tx_resent_frames"] for v in links.values())
+        totals["recovery_cycles"] += sum(v["tx_replay_cycles"] for v in links.values())
+        totals["duplicates_discarded"] += sum(v["rx_duplicates"] for v in links.values())
+        totals["recovered"] += damage["dropped"] + damage["corrupted"] + damage["duplicated"]
+        for k in ("dropped", "corrupted", "duplicated"):
+            totals[f"wire_{k}"] += damage[k]
+        totals["wire_beats_lost"] += damage["lost"]
+        totals["cycles"] += end
+        if index == 0:
+            totals["model_mismatches"] = _compare_with_model(dut, p, stores, stalls,
+                                                             settings, end, mems, links)
+        elapsed = time.perf_counter() - t_start
+        dut._log.info("chunk %d/%d: %d messages so far, %d cycles, %d sent again, "
+                      "%d lost, %d bad bytes, %.0f messages/s", index + 1, len(plan),
+                      totals["messages"], end, totals["retransmissions"], totals["lost"],
+                      totals["corrupted_bytes"], totals["messages"] / elapsed)
+        if hang:
+            break
+    totals["seconds"] = round(time.perf_counter() - t_start, 1)
+    Path("soak_nic.json").write_text(json.dumps(totals))
+    assert totals["lost"] == 0 and totals["corrupted_bytes"] == 0 and not totals["hangs"]
+    assert totals["model_mismatches"] == 0
+
+
+def _compare_with_model(dut, p, stores, stalls, settings, end, mems, links):
+    """The first chunk against the golden model: counters, link counters, memories and
+    the cycle of the last write. Returns the number of mismatches (logged)."""
+    w, nodes = p["width"], p["nodes"]
+    model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
+                           p["max_payload"], p["credits"], retry=True)
+    want = model.run(stores, list(range(nodes)), stalls, link_settings=settings)
+    bad = []
+    for q in range(nodes):
+        for c in COUNTERS:
+            if int(getattr(dut, f"{c}{q}").value) != want["counters"][q][c]:
+                bad.append(f"{c}{q}")
+        if mems[q] != want["mem"][q]:
+            bad.append(f"mem{q}")
+        for side in ("up", "down"):
+            if links[f"{side}{q}"] != want["links"][f"{side}{q}"]:
+                bad.append(f"{side}{q} link counters")
+        n = int(getattr(dut, f"wr{q}_count").value)
+        if dump_memory(getattr(dut, f"wr{q}").stamps, n) != want["wr"][q][1]:
+            bad.append(f"wr{q} write cycles")
+    dut._log.info("first chunk against the model (%d cycles): %s", want["cycles"],
+                  ", ".join(bad) if bad else "equal")
+    return len(bad)
