@@ -12,7 +12,7 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test bench report regress waves area lint clean help
+.PHONY: all setup sim test bench report regress soak waves area lint clean help
 all: sim
 
 help:
@@ -23,6 +23,7 @@ help:
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
+	@echo "make soak   - 1M messages over faulty links on Verilator (MESSAGES=N) -> build/soak/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -49,6 +50,11 @@ report: $(STAMP)
 SEEDS ?= 4
 regress: $(STAMP)
 	$(RUN) $(PY) scripts/regress.py --seeds $(SEEDS)
+
+# Both designs over faulty links on Verilator: MESSAGES messages (default 1,000,000).
+MESSAGES ?= 1000000
+soak: $(STAMP)
+	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES)
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py

@@ -122,11 +122,18 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: getattr(args, k) for k in ("corrupt_rate", "drop_rate", "dup_rate",
                                                 "stall_rate", "seed")}
-    (out / "soak.json").write_text(json.dumps(dict(results, settings=settings), indent=2))
+    path = out / "soak.json"
+    if args.only and path.exists():
+        # One design re-soaked: keep the other's figures if they came from the same
+        # settings (each design's entry records how many messages it ran).
+        old = json.loads(path.read_text())
+        if old.get("settings") == settings:
+            results = {**{k: v for k, v in old.items() if k != "settings"}, **results}
+    path.write_text(json.dumps(dict(results, settings=settings), indent=2))
     print(f"\n{'':<16}" + "".join(f"{d:>14}" for d in results))
     for key in KEYS:
         print(f"{key:<16}" + "".join(f"{results[d].get(key, '-'):>14}" for d in results))
-    print(f"\nwrote {out / 'soak.json'} in {time.perf_counter() - t0:.0f} s")
+    print(f"\nwrote {path} in {time.perf_counter() - t0:.0f} s")
     failed = [f"{d}.{k}" for d in results for k in MUST_BE_ZERO if results[d].get(k)]
     if failed:
         print("FAILED: " + ", ".join(failed))

@@ -26,7 +26,10 @@ class ReliableLinkModel:
     """One direction of a reliable link: call :meth:`ready` then :meth:`cycle` once per
     cycle, in increasing order.
 
-    Parameters are those of the RTL; ``settings`` are the wire's fault settings.
+    Parameters are those of the RTL; ``settings`` are the wire's fault settings. Set
+    ``trace`` to a list to collect ``(cycle, event, details)`` tuples: ``send`` (a beat
+    leaves the replay buffer), ``rewind``, ``timeout``, ``verdict`` (a frame judged at
+    its last beat) and ``ack`` (an ACK/NAK reaching the sender), for timing diagrams.
     """
 
     def __init__(self, width, latency, max_frame_beats, settings=None, tx_depth=None,
@@ -55,6 +58,7 @@ class ReliableLinkModel:
         self.expected = 0
         self.nak_sent = self.taking = self.spilled = False
         self.frame = bytearray()
+        self.trace = None
 
     def ready(self):
         """``i.ready`` in the coming cycle."""
@@ -81,6 +85,7 @@ class ReliableLinkModel:
         ev = self.acks.pop(c, None)
         if ev is not None:
             seq, is_nak = ev
+            self._log(c, "ack", {"seq": seq, "nak": is_nak})
             ahead, span = (seq - self.acked) & _MASK, (self.sent - self.acked) & _MASK
             release = ahead != 0 and ahead <= span
             nak = is_nak and ahead < span
@@ -91,10 +96,13 @@ class ReliableLinkModel:
         rewind = (self.pending or self.rd < self.ack_ptr) and not self.mid
         if rewind:
             self.rd, self.tx_seq = new_ptr, new_acked
+            self._log(c, "rewind", {"to": new_acked})
         elif self.rd != self.wr:
             flat = self.buf[self.rd]
             _, _, first, last = unpack_beat(self.w, flat)
             again = self.rd != self.hw
+            self._log(c, "send", {"seq": self.tx_seq, "first": first, "last": last,
+                                  "again": again})
             for out_cycle, out in self.wire.push(c, flat | self.tx_seq << self.size):
                 self.arrivals[out_cycle] = out
             self.rd += 1
@@ -115,6 +123,8 @@ class ReliableLinkModel:
         else:
             self.timer += 1
         cnt["tx_timeouts"] += expire
+        if expire:
+            self._log(c, "timeout", {"oldest": new_acked})
         self.pending = False if rewind else (self.pending or nak or expire)
         if beat is not None:
             self.buf[self.wr] = beat
@@ -171,10 +181,15 @@ class ReliableLinkModel:
                 cnt["rx_naks"] += 1
             key = "rx_out_of_order" if not take else "rx_no_room" if spill else "rx_fcs_bad"
             cnt[key] += 1
+        self._log(c, "verdict", {"seq": tag, "ack": ack})
         self.frame_beats = []
         if ack is not None:
             self.acks[c + 1 + self.lat] = ack
         return out
+
+    def _log(self, c, event, details):
+        if self.trace is not None:
+            self.trace.append((c, event, details))
 
     def all_counters(self):
         """The counter ports of the RTL (``tx_*``, ``rx_*``, ``link_*``)."""
