@@ -36,6 +36,8 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rtl.fabric.reliable_link import retry_sizes  # noqa: E402
+from rtl.formats.nic import frame_beats  # noqa: E402
 from rtl.tops.rdma_top import DEFAULTS as RDMA  # noqa: E402
 from tb.nic.headline import HEADLINE_TOP as NIC  # noqa: E402
 
@@ -61,6 +63,10 @@ CACHE_SIZES = (16, 64, 256)
 #: Switch sizes measured for the growth table.
 SWITCH_PORTS = (2, 4, 8, 16)
 
+#: The headline NIC link's longest frame (beats) and its retry sizes.
+_FRAME_BEATS = frame_beats(64, "compact", NIC["max_payload"])
+_RETRY = retry_sizes(NIC["link_latency"], _FRAME_BEATS)
+
 #: name -> Entry. The datapath is 64 bytes throughout (the headline width).
 COMPONENTS = {
     # Shared blocks.
@@ -71,6 +77,13 @@ COMPONENTS = {
     "credit_counter_64": Entry("shared", "rtl.common.credit_counter", "CreditCounter",
                                {"max_credits": 64}),
     "link_w64_lat4": Entry("fabric", "rtl.fabric.link", "Link", {"width": 64, "latency": 4}),
+    # The link-level retry of NicTop(retry=True), sized by retry_sizes() for the headline
+    # link; the FaultyLink between its ends is a test fixture, not hardware.
+    "replay_tx_w64": Entry("fabric", "rtl.fabric.replay_tx", "ReplayTx",
+                           {"width": 64, "depth": _RETRY[0], "timeout": _RETRY[2],
+                            "max_frame_beats": _FRAME_BEATS}),
+    "replay_rx_w64": Entry("fabric", "rtl.fabric.replay_rx", "ReplayRx",
+                           {"width": 64, "depth": _RETRY[1]}),
     # NIC (design 1): parts of the headline NicTop, node 0.
     "store_segmenter_w64": Entry("nic", "rtl.nic.store_segmenter", "StoreSegmenter",
                                  {"width": 64, "max_payload": NIC["max_payload"]}),
@@ -80,6 +93,8 @@ COMPONENTS = {
                                   {"width": 64, "framing": "l2"}),
     "nic_tx_w64_compact": _nic("tx", framing="compact"),
     "nic_tx_w64_l2": _nic("tx", framing="l2"),
+    "nic_window_table_w64": Entry("nic", "rtl.nic.window_table", "WindowTable",
+                                  {"width": 64, "depth": NIC["mem_words"]}),
     "nic_rx_w64_compact": _nic("rx", framing="compact"),
     "nic_rx_w64_l2": _nic("rx", framing="l2"),
     "credit_return_lat2": _nic("credit_return", framing="compact"),
