@@ -173,11 +173,15 @@ CQE_LAYOUT = data.StructLayout({
 #: ``msn``, and ``resp_va``/``resp_left``: where the next MIDDLE/LAST payload of the
 #: message in progress goes and how many bytes it may still carry); both use the
 #: addressing (``dest_qp``, MACs, IPs). ``valid`` marks a created QP (the verbs state
-#: RTS); ``pmtu_log2`` is the path MTU (8..12).
+#: RTS); ``pmtu_log2`` is the path MTU (8..12). ``nak_sent`` (responder) is set when a
+#: PSN sequence error NAK has been sent and cleared when the expected PSN is accepted:
+#: one NAK per sequence error, later out-of-order packets are dropped silently (the
+#: responder behaviour of IBTA Vol 1 section 9.7.5). One of the 8 spare bits after
+#: ``expected_psn``: the context is still one 64-byte host word.
 QPC_LAYOUT = data.StructLayout({
     "valid": 1, "state": 3, "pmtu_log2": 4, "dest_qp": 24,
     "next_psn": 24, "sq_size_log2": 8,
-    "expected_psn": 24, "resv0": 8,
+    "expected_psn": 24, "nak_sent": 1, "resv0": 7,
     "msn": 24, "resv1": 8,
     "sq_base": 32,
     "sq_head": 16, "sq_tail": 16,

@@ -30,13 +30,16 @@ from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.qpc_cache import QpcCache
 
-__all__ = ["Responder", "RX_FIFO_BEATS", "DROP_REASONS"]
+__all__ = ["Responder", "RX_FIFO_BEATS", "DROP_REASONS", "SEQUENCE_COUNTERS"]
 
 #: Beats the receive FIFO holds (two frames of the largest MTU and some).
 RX_FIFO_BEATS = 256
 #: Counters of rejected frames, in the order the checks are made.
 DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp",
                 "psn_nak", "access_nak", "overflow")
+#: Counters of frames not written because of their PSN without a NAK: duplicates (PSN
+#: behind, acknowledged again if they ask) and frames ahead after the NAK was sent.
+SEQUENCE_COUNTERS = ("duplicates", "out_of_order")
 
 
 def _verdict_layout():
@@ -71,9 +74,9 @@ class Responder(wiring.Component):
     written : Out(stream.Signature(24))
         One-cycle strobe (no backpressure) with the QPN, in the cycle the last payload
         word of a message (WRITE LAST or ONLY) is written.
-    frames_ok, acks, words, <reason> : Out(32)
-        Frames accepted, ACK/NAK frames sent, payload words written, and one drop
-        counter per reason of :data:`DROP_REASONS`.
+    frames_ok, acks, words, <reason>, duplicates, out_of_order : Out(32)
+        Frames accepted, ACK/NAK frames sent, payload words written, one drop counter
+        per reason of :data:`DROP_REASONS`, and :data:`SEQUENCE_COUNTERS`.
 
     Timing (cycles; ``L`` is the memory latency)
     --------------------------------------------
@@ -89,12 +92,19 @@ class Responder(wiring.Component):
     Checks: FCS, then length (frame bytes = 14 + IP total length + 4, else
     ``truncated``), then header (IPv4/UDP 4791/WRITE opcode, else ``malformed``), then
     ICRC; these drop silently. A context whose ``valid`` is clear drops (``unknown_qp``).
-    A PSN other than ``expected_psn`` gets a NAK (PSN sequence error, carrying the
-    expected PSN); a FIRST/ONLY whose rkey, access right or bounds fail, or whose VA is
-    not 64-byte aligned, and a MIDDLE/LAST longer than what its RETH allowed, get a NAK
-    (remote access error, the frame's PSN). Nothing is written for a rejected frame. An
-    accepted frame with AckReq gets an ACK (no coalescing: the requester asks for one
-    per message, on its last frame).
+    A PSN before ``expected_psn`` (within ``2**23``, modulo ``2**24``) is a duplicate
+    (``duplicates``): nothing is written and, if the frame has AckReq, it is acknowledged
+    again (ACK with its own PSN and the current MSN). A PSN after it is a sequence error:
+    the first one gets a NAK (PSN sequence error carrying the expected PSN, ``psn_nak``)
+    and sets the context's ``nak_sent`` bit (so the UPDATE state follows the NAK); while
+    the bit is set, further frames ahead are dropped silently (``out_of_order``); an
+    accepted frame (the expected PSN) clears it. A FIRST/ONLY whose rkey, access right or
+    bounds fail, or whose VA is not 64-byte aligned, and a MIDDLE/LAST longer than what
+    its RETH allowed, get a NAK (remote access error, the frame's PSN); the frame's PSN
+    is consumed (``expected_psn + 1``, ``nak_sent`` cleared, UPDATE follows), since this
+    engine has no QP error state: the QP goes on with its next frame. Nothing is
+    written for a rejected frame. An accepted frame with AckReq gets an ACK (no
+    coalescing: the requester asks for one per message, on its last frame).
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16):
@@ -114,7 +124,7 @@ class Responder(wiring.Component):
             "frames_ok": Out(32), "acks": Out(32), "words": Out(32),
             "lookups": Out(32), "misses": Out(32), "writebacks": Out(32),
         }
-        for reason in DROP_REASONS:
+        for reason in DROP_REASONS + SEQUENCE_COUNTERS:
             ports[reason] = Out(32)
         super().__init__(ports)
 
@@ -205,6 +215,8 @@ class Responder(wiring.Component):
             & (ip_len > overhead) & ~b0.last)
 
         ctx = Signal(QPC_LAYOUT)
+        behind = Signal()            # PSN before the expected one (2**23 window): duplicate
+        m.d.comb += behind.eq((psn - ctx.expected_psn)[23])
         mr_rd = mr_table.read_port()
         m.d.comb += mr_rd.addr.eq(rkey[:len(mr_rd.addr)])
         mr = mr_rd.data
@@ -309,13 +321,26 @@ class Responder(wiring.Component):
                     m.d.sync += drop("unknown_qp")
                     m.next = "DRAIN"
                 with m.Elif(psn != ctx.expected_psn):
-                    m.d.sync += [drop("psn_nak"), ack_due.eq(1),
-                                 ack.psn.eq(ctx.expected_psn),
-                                 ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value)]
+                    with m.If(behind):
+                        # A duplicate: not written; acknowledged again if it asks.
+                        m.d.sync += [drop("duplicates"), ack_due.eq(hdr.bth.ack_req),
+                                     ack.psn.eq(psn),
+                                     ack.syndrome.eq(Syndrome.ACK.value)]
+                    with m.Elif(~ctx.nak_sent):
+                        m.d.sync += [drop("psn_nak"), ack_due.eq(1),
+                                     ack.psn.eq(ctx.expected_psn),
+                                     ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value),
+                                     ctx_due.eq(1), new_ctx.eq(ctx), new_ctx.nak_sent.eq(1)]
+                    with m.Else():
+                        m.d.sync += drop("out_of_order")
                     m.next = "DRAIN"
                 with m.Elif(~access_ok):
+                    # The PSN is consumed (no QP error state here): the QP goes on.
                     m.d.sync += [drop("access_nak"), ack_due.eq(1), ack.psn.eq(psn),
-                                 ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value)]
+                                 ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
+                                 ctx_due.eq(1), new_ctx.eq(ctx),
+                                 new_ctx.expected_psn.eq(ctx.expected_psn + 1),
+                                 new_ctx.nak_sent.eq(0)]
                     m.next = "DRAIN"
                 with m.Else():
                     base = Mux(reth, va, ctx.resp_va)
@@ -327,6 +352,7 @@ class Responder(wiring.Component):
                         ctx_due.eq(1),
                         new_ctx.eq(ctx),
                         new_ctx.expected_psn.eq(ctx.expected_psn + 1),
+                        new_ctx.nak_sent.eq(0),
                         new_ctx.msn.eq(ctx.msn + last_of_msg),
                         new_ctx.resp_va.eq(base + payload_len),
                         new_ctx.resp_left.eq(Mux(reth, dma_len, ctx.resp_left) - payload_len),

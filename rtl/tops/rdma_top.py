@@ -1,24 +1,45 @@
 """Co-simulation top of design 2: a requester node and a responder node, linked."""
 
-from amaranth import Mux, ResetSignal
+from amaranth import Mux, ResetSignal, Signal
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
-from rtl.fabric.link import Link
+from rtl.fabric.faulty_link import COUNTERS as LINK_COUNTERS
+from rtl.fabric.faulty_link import FLAGS as LINK_FLAGS
+from rtl.fabric.faulty_link import SETTINGS as LINK_SETTINGS
+from rtl.fabric.faulty_link import FaultyLink
 from rtl.formats.packet import packet_layout
+from rtl.formats.roce import ICRC_BYTES, WRITE_RETH_HEADER, header_bytes
 from rtl.params import check_int, reject
-from rtl.rdma.requester import Requester, doorbell_layout
-from rtl.rdma.responder import DROP_REASONS, Responder
+from rtl.rdma.requester import (
+    DEFAULT_RETRY_LIMIT,
+    DEFAULT_TIMEOUT,
+    REQUESTER_COUNTERS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_RANGE,
+    Requester,
+    doorbell_layout,
+)
+from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS, Responder
+from rtl.rdma.write_framer import MAX_SEGMENT
 from rtl.sim.fabric_top import FabricTop
 
-__all__ = ["RdmaTop", "REQ_COUNTERS", "RESP_COUNTERS", "DEFAULTS"]
+__all__ = ["RdmaTop", "REQ_COUNTERS", "RESP_COUNTERS", "DEFAULTS", "LINKS",
+           "LINK_FRAME_BEATS", "LINK_FIFO_BEATS", "LINK_SETTINGS", "LINK_COUNTERS",
+           "LINK_FLAGS"]
 
 #: Requester counters, exported as ``req_<name>`` ports.
-REQ_COUNTERS = ("doorbells", "wqe_reads", "payload_reads", "frames", "cqe_writes", "acks",
-                "ack_dropped", "ack_unexpected", "lookups", "misses", "writebacks")
+REQ_COUNTERS = REQUESTER_COUNTERS
 #: Responder counters, exported as ``resp_<name>`` ports.
 RESP_COUNTERS = ("frames_ok", "acks", "words", "lookups", "misses", "writebacks") \
-    + DROP_REASONS
+    + DROP_REASONS + SEQUENCE_COUNTERS
+#: The two links, as port prefixes: ``ab`` carries node A's WRITEs, ``ba`` node B's ACKs.
+LINKS = ("ab", "ba")
+#: Frame buffer of each FaultyLink: the largest frame (a 4096-byte WRITE FIRST/ONLY with
+#: RETH, ICRC and FCS: 4174 bytes) in 64-byte beats, so that any frame can be duplicated.
+LINK_FRAME_BEATS = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
+#: Beats that may wait behind a duplicate in each FaultyLink.
+LINK_FIFO_BEATS = 128
 
 #: Default parameters. Host-memory latency: 64 cycles = 640 ns at the 10 ns clock of
 #: the co-simulation, in the 0.5-1 us range of PCIe DMA reads measured by Neugebauer et
@@ -26,8 +47,10 @@ RESP_COUNTERS = ("frames_ok", "acks", "words", "lookups", "misses", "writebacks"
 #: largest LatencyMemory allows). Link: 6 cycles one way, the node-to-node delay of the
 #: NIC headline (2-cycle link, 2-cycle switch, 2-cycle link), so that both designs are
 #: measured on the same terms.
+#: ``timeout``, ``retry_limit``: the requester's transport timeout and retry limit.
 DEFAULTS = dict(cache_entries=16, depth=1 << 14, mem_latency=64, link_latency=6,
-                mr_entries=16, doorbells=4096, inject=1024, wire_beats=8192, events=4096)
+                mr_entries=16, doorbells=4096, inject=1024, wire_beats=8192, events=4096,
+                timeout=DEFAULT_TIMEOUT, retry_limit=DEFAULT_RETRY_LIMIT)
 
 
 class RdmaTop(FabricTop):
@@ -42,8 +65,18 @@ class RdmaTop(FabricTop):
     CQE). Host memories ``mem_a`` and ``mem_b`` (their ``mem`` arrays are loaded and
     dumped by the testbench), node B's MR table ``responder.mr_table``.
 
+    Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (``link_ab``, ``link_ba``;
+    frame buffer :data:`LINK_FRAME_BEATS`, FIFO :data:`LINK_FIFO_BEATS`). Their setting
+    ports are exported as ``ab_<setting>`` and ``ba_<setting>`` (``ab_seed``,
+    ``ab_drop_rate``, ``ab_drop_burst``, ..., see ``docs/faults.md``), their counters and
+    flags as ``ab_<counter>``/``ba_<counter>`` (``ab_dropped``, ``ba_overflow``, ...).
+    With every rate 0 (the reset value of the ports if the testbench leaves them) each
+    link is a plain ``Link`` of ``link_latency`` cycles.
+
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
-    ``cq_log2``; counters ``req_*`` and ``resp_*``. Recorders must run without
+    ``cq_log2``, ``ack_timeout`` (the requester's transport timeout in cycles; 0, the
+    default of the testbench, selects the ``timeout`` parameter), the link settings;
+    counters ``req_*`` and ``resp_*``. Recorders must run without
     backpressure (links cannot stall). The links take the engines' frames every cycle
     out of reset; ``ready`` is driven as ``~rst`` rather than a constant 1 because Icarus
     never evaluates an ``always @*`` block whose inputs never change, and the FCS
@@ -59,13 +92,20 @@ class RdmaTop(FabricTop):
             check_int(self, f"{name} (player/recorder depth)", p[name], 1, 1 << 16)
         check_int(self, "host-memory read latency (cycles)", p["mem_latency"], 1, 64)
         check_int(self, "link latency (cycles)", p["link_latency"], 1, 1024)
+        check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
+        check_int(self, "retry limit", p["retry_limit"], *RETRY_LIMIT_RANGE)
         self.p = p
         depth = p["depth"]
         ports = {
             "inject_select": In(1),
             "qpc_base_a": In(range(depth)), "qpc_base_b": In(range(depth)),
             "cq_base": In(range(depth)), "cq_log2": In(5),
+            "ack_timeout": In(24),
         }
+        for link in LINKS:
+            ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
+            ports.update({f"{link}_{n}": Out(32) for n in LINK_COUNTERS})
+            ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
         ports.update({f"req_{n}": Out(32) for n in REQ_COUNTERS})
         ports.update({f"resp_{n}": Out(32) for n in RESP_COUNTERS})
         beat = packet_layout(64)
@@ -80,10 +120,11 @@ class RdmaTop(FabricTop):
         p, depth = self.p, self.p["depth"]
         self.mem_a = LatencyMemory(64, depth, p["mem_latency"])
         self.mem_b = LatencyMemory(64, depth, p["mem_latency"])
-        self.requester = req = Requester(p["cache_entries"], depth)
+        self.requester = req = Requester(p["cache_entries"], depth, p["timeout"],
+                                         p["retry_limit"])
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"])
-        self.link_ab = Link(64, p["link_latency"])
-        self.link_ba = Link(64, p["link_latency"])
+        self.link_ab = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
+        self.link_ba = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
         m.submodules.mem_a = mem_a = self.mem_a
         m.submodules.mem_b = mem_b = self.mem_b
         m.submodules.requester = req
@@ -92,20 +133,30 @@ class RdmaTop(FabricTop):
         m.submodules.link_ba = link_ba = self.link_ba
         db, inj = players["db_writes"].o, players["inject"].o
         sel = self.inject_select
+        # Link inputs, X-clean for Icarus: an engine's ``o.valid`` stays X until its first
+        # frame (a combinational block whose inputs never change is never evaluated), and
+        # a FaultyLink decides on ``valid & first``. Written as an ``if`` that also reads
+        # the reset, so that it runs when reset falls and reads X as false.
+        ab_valid, ba_valid = Signal(), Signal()
+        with m.If(Mux(sel, inj.valid, req.o.valid) & ~ResetSignal()):
+            m.d.comb += ab_valid.eq(1)
+        with m.If(resp.o.valid & ~ResetSignal()):
+            m.d.comb += ba_valid.eq(1)
         m.d.comb += [
             req.doorbell.valid.eq(db.valid), req.doorbell.payload.eq(db.payload),
             db.ready.eq(req.doorbell.ready),
             req.qpc_base.eq(self.qpc_base_a), resp.qpc_base.eq(self.qpc_base_b),
             req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
+            req.ack_timeout.eq(self.ack_timeout),
             # A -> B
             req.o.ready.eq(~ResetSignal()), inj.ready.eq(sel),
-            link_ab.i.valid.eq(Mux(sel, inj.valid, req.o.valid)),
+            link_ab.i.valid.eq(ab_valid),
             link_ab.i.payload.eq(Mux(sel, inj.payload, req.o.payload)),
             resp.i.valid.eq(link_ab.o.valid), resp.i.payload.eq(link_ab.o.payload),
             link_ab.o.ready.eq(1),
             # B -> A
             resp.o.ready.eq(~ResetSignal()),
-            link_ba.i.valid.eq(resp.o.valid), link_ba.i.payload.eq(resp.o.payload),
+            link_ba.i.valid.eq(ba_valid), link_ba.i.payload.eq(resp.o.payload),
             req.i.valid.eq(link_ba.o.valid), req.i.payload.eq(link_ba.o.payload),
             link_ba.o.ready.eq(1),
         ]
@@ -123,6 +174,11 @@ class RdmaTop(FabricTop):
         for name, src in (("written", resp.written), ("completed", req.completed)):
             m.d.comb += [recorders[name].i.valid.eq(src.valid),
                          recorders[name].i.payload.eq(src.payload)]
+        for prefix, link in (("ab", link_ab), ("ba", link_ba)):
+            for n in LINK_SETTINGS:
+                m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
+            for n in LINK_COUNTERS + LINK_FLAGS:
+                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
         for n in REQ_COUNTERS:
             m.d.comb += getattr(self, f"req_{n}").eq(getattr(req, n))
         for n in RESP_COUNTERS:

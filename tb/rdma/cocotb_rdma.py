@@ -14,11 +14,19 @@ from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.fields import pack
 from pymodel.rdma.metrics import summarize
+from rtl.formats.roce import CqeStatus
 from rtl.rdma.requester import doorbell_layout
-from rtl.tops.rdma_top import DEFAULTS, REQ_COUNTERS, RESP_COUNTERS
+from rtl.tops.rdma_top import (
+    DEFAULTS,
+    LINK_COUNTERS,
+    LINK_FLAGS,
+    LINKS,
+    REQ_COUNTERS,
+    RESP_COUNTERS,
+)
 from tb.cosim import cosim_params
-from tb.fabric import Fabric, dump_memory, load_memory
-from tb.rdma.scenarios import bad_frames_scenario, writes_scenario
+from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
+from tb.rdma.scenarios import bad_frames_scenario, fault_settings, writes_scenario
 from tb.rdma.verbs import load_images
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
@@ -27,16 +35,25 @@ from tb.scoreboard import Scoreboard
 SETTLE = 300
 
 
-def _config(top):
+def _config(top, params=None):
+    """The model's Config of a top (parameters) and a run (``faults_ab``/``faults_ba``
+    link settings in ``params``)."""
     p = dict(DEFAULTS, **top)
+    params = params or {}
+    if params.get("ack_timeout"):
+        p["timeout"] = params["ack_timeout"]
     return Config(**{k: p[k] for k in ("cache_entries", "depth", "mem_latency",
-                                       "link_latency", "mr_entries")})
+                                       "link_latency", "mr_entries", "timeout",
+                                       "retry_limit")},
+                  faults_ab=fault_settings(params.get("faults_ab")),
+                  faults_ba=fault_settings(params.get("faults_ba")))
 
 
 def _scenario(p, cfg):
     if p["kind"] == "writes":
         v = writes_scenario(cfg, p["messages"], p["sizes"], p["qps"],
-                            pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1))
+                            pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
+                            ring_every=p.get("ring_every", 1))
         return v, [], None
     if p["kind"] == "bad":
         return bad_frames_scenario(cfg, seed=p.get("seed", 2))
@@ -54,7 +71,7 @@ def _beats(frames_with_cycles):
 @cocotb.test()
 async def rdma_matches_model(dut):
     p = cosim_params()
-    cfg = _config(p["top"])
+    cfg = _config(p["top"], p)
     v, inject, reasons = _scenario(p, cfg)
     db_stall = tuple(p.get("db_stall", (1, 0)))
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
@@ -74,18 +91,26 @@ async def rdma_matches_model(dut):
     fab.set("inject_select", 1 if inject else 0)
     for port in ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2"):
         fab.set(port, getattr(cfg, port))
+    fab.set("ack_timeout", p.get("ack_timeout", 0))
+    for link, settings in zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True):
+        for name, value in settings.ports().items():
+            fab.set(f"{link}_{name}", value)
     fab.arm_recorder("wire_ab", len(ab_beats))
     fab.arm_recorder("wire_ba", len(ba_beats))
     fab.arm_recorder("written", len(model["written"]))
     fab.arm_recorder("completed", len(model["completed"]))
     last = max([s[-1] for s in (ab_stamps, ba_stamps) if s] + [0])
     await fab.reset()
-    await fab.wait_done(["db_writes_done", "inject_done", "wire_ab_done", "wire_ba_done",
-                         "written_done", "completed_done"], timeout_cycles=last + 5000)
+    sb = Scoreboard(dut._log)
+    try:
+        await fab.wait_done(["db_writes_done", "inject_done", "wire_ab_done",
+                             "wire_ba_done", "written_done", "completed_done"],
+                            timeout_cycles=last + 5000)
+    except FabricTimeout as exc:      # compare anyway: the scoreboard says what is missing
+        sb.equal("recorders done", str(exc), "")
     await ClockCycles(dut.clk, SETTLE)
     await ReadOnly()
 
-    sb = Scoreboard(dut._log)
     got_ab, got_ab_at = fab.recorded("wire_ab")
     got_ba, got_ba_at = fab.recorded("wire_ba")
     sb.compare("A->B beats", got_ab, ab_beats)
@@ -100,12 +125,26 @@ async def rdma_matches_model(dut):
                [(q, c) for c, q in model["completed"]], fmt=str)
     db_at = fab.played_stamps("db_writes", len(v.doorbells))
     sb.compare("doorbell accept cycles", db_at, model["doorbell_stamps"], fmt=str)
-    req = {n: int(getattr(dut, f"req_{n}").value) for n in REQ_COUNTERS}
-    resp = {n: int(getattr(dut, f"resp_{n}").value) for n in RESP_COUNTERS}
+    req = {n: _value(getattr(dut, f"req_{n}")) for n in REQ_COUNTERS}
+    resp = {n: _value(getattr(dut, f"resp_{n}")) for n in RESP_COUNTERS}
     for n in REQ_COUNTERS:
         sb.equal(f"requester counter {n}", req[n], model["req"][n])
     for n in RESP_COUNTERS:
         sb.equal(f"responder counter {n}", resp[n], model["resp"][n])
+    links = {link: {n: _value(getattr(dut, f"{link}_{n}"))
+                    for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS}
+    for link in LINKS:
+        for n in LINK_COUNTERS + LINK_FLAGS:
+            sb.equal(f"link {link} {n}", links[link][n], model["links"][link][n])
+    # What the scenario says it exercises must have happened (on the RTL's counters).
+    seen = dict({f"req_{n}": v for n, v in req.items()},
+                **{f"resp_{n}": v for n, v in resp.items()},
+                **{f"{link}_{n}": v for link in LINKS for n, v in links[link].items()})
+    for name, least in p.get("expect_min", {}).items():
+        sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
+                 True)
+    for name, value in p.get("expect", {}).items():
+        sb.equal(name, seen[name], value)
     dumps = {"A": dump_memory(dut.mem_a.mem, cfg.depth),
              "B": dump_memory(dut.mem_b.mem, cfg.depth)}
     for node, words in (("A", model["mem_a"]), ("B", model["mem_b"])):
@@ -126,10 +165,29 @@ async def rdma_matches_model(dut):
             expect[r] = expect.get(r, 0) + 1
         for r, n in expect.items():
             sb.equal(f"frames counted as {r}", resp[r], n)
-    cqes = v.poll_cq(dict(enumerate(dumps["A"])), len(v.doorbells))
-    sb.equal("CQEs polled", len(cqes), len(v.doorbells))
+    cqes = v.poll_cq(dict(enumerate(dumps["A"])), len(v.posted))
+    sb.equal("CQEs polled", len(cqes), len(v.posted))
     sb.equal("CQE wr_ids", [c["wr_id"] for c in cqes],
              [0x1000_0000 + k for k in range(len(cqes))] if p["kind"] == "writes" else [])
+    if p["kind"] == "writes":
+        # Independent of the model: every WRITE completed with the status the scenario
+        # expects (SUCCESS unless it says otherwise), those completed with SUCCESS
+        # landed once, nothing else did.
+        status = CqeStatus[p.get("cqe_status", "SUCCESS")].value
+        sb.equal("CQE statuses", [c["status"] for c in cqes], [status] * len(cqes))
+        sb.equal("messages left in the window (model)", model["window_left"], 0)
+        landed = {k for k, c in enumerate(cqes) if c["status"] == CqeStatus.SUCCESS.value}
+        got_b = dumps["B"]
+        for base, want in v.expected_mr_bytes(landed).items():
+            nw = -(-len(want) // 64)
+            have = b"".join(got_b[base // 64 + k].to_bytes(64, "little")
+                            for k in range(nw))[:len(want)]
+            bad = [k for k in range(len(want)) if have[k] != want[k]]
+            sb.equal(f"MR at {base:#x}: bytes that differ from the posted data (first 8)",
+                     bad[:8], [])
+        sb.equal("payload words written (each message once)", resp["words"],
+                 sum(-(-len(pl) // 64) for k, (_, pl) in enumerate(v.posted)
+                     if k in landed))
     if p.get("out_json"):
         n = max(len(v.doorbells), 1)
         try:
@@ -146,7 +204,16 @@ async def rdma_matches_model(dut):
                        "frames": [[s, fr.hex()] for s, fr in _stamped(
                            got_ab, got_ab_at, got_ba, got_ba_at)]},
                       f)
+    if sb.mismatches:
+        with open("mismatches.txt", "w") as f:
+            f.write("\n".join(sb.mismatches) + "\n")
     sb.check()
+
+
+def _value(handle):
+    """A counter port as an int, or its text if it holds X/Z bits (a mismatch then)."""
+    value = handle.value
+    return int(value) if value.is_resolvable else str(value)
 
 
 def _stamped(ab, ab_at, ba, ba_at):

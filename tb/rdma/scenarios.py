@@ -4,17 +4,19 @@ module, the pytest tests and the headline run)."""
 import random
 import zlib
 
+from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.engine import Config
 from pymodel.rdma.frames import Endpoint, write_frame
 from rtl.formats.roce import OpCode
 from tb.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
 
-__all__ = ["writes_scenario", "bad_frames_scenario"]
+__all__ = ["writes_scenario", "bad_frames_scenario", "fault_settings", "seed_dropping_only"]
 
 
-def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1):
+def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1, ring_every=1):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``;
-    one WQE and one doorbell per message."""
+    one WQE per message and a doorbell after every ``ring_every`` WQEs of a QP (and
+    after its last one)."""
     rng = random.Random(seed)
     per_qp = -(-messages // qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
@@ -25,11 +27,14 @@ def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1):
     total = sum(sizes[k % len(sizes)] for k in range(messages))
     raddr, rkey = v.reg_mr(total + 64 * messages, index=3)
     cursor = raddr
+    posted = [0] * qps
     for k in range(messages):
         n = sizes[k % len(sizes)]
         qp = pairs[k % qps]
         v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + k)
-        v.ring(qp)
+        posted[k % qps] += 1
+        if posted[k % qps] % ring_every == 0 or k + qps >= messages:
+            v.ring(qp)
         cursor += -(-n // 64) * 64
     return v
 
@@ -64,16 +69,34 @@ def bad_frames_scenario(cfg: Config, seed=2):
     add(bytes(bad), "fcs_bad")
     add(w(101, rng.randbytes(64), va=raddr + 128, qpn=9), "unknown_qp")
     add(w(105, rng.randbytes(64), va=raddr + 128), "psn_nak")        # ahead: out of order
-    add(w(99, rng.randbytes(64), va=raddr + 128), "psn_nak")         # duplicate
+    add(w(99, rng.randbytes(64), va=raddr + 128), "duplicates")      # behind: ACKed again
+    # A remote access error consumes the PSN (no QP error state): the next one follows.
     add(w(101, rng.randbytes(64), va=raddr + 128, key=rkey ^ 0x100), "access_nak")
-    add(w(101, rng.randbytes(64), va=raddr + 4096 - 32), "access_nak")   # out of bounds
-    add(w(101, rng.randbytes(64), va=ro_addr, key=ro_key), "access_nak")  # no right
-    full = w(101, rng.randbytes(200), va=raddr + 256)
+    add(w(102, rng.randbytes(64), va=raddr + 4096 - 32), "access_nak")   # out of bounds
+    add(w(103, rng.randbytes(64), va=ro_addr, key=ro_key), "access_nak")  # no right
+    full = w(104, rng.randbytes(200), va=raddr + 256)
     add(_refcs(full[:120]), "truncated")
-    add(w(101, rng.randbytes(129), va=raddr + 512), "frames_ok")
+    add(w(104, rng.randbytes(129), va=raddr + 512), "frames_ok")
     return v, frames, reasons
 
 
 def _refcs(frame_with_fcs):
     body = bytes(frame_with_fcs[:-4])
     return body + zlib.crc32(body).to_bytes(4, "little")
+
+
+def fault_settings(params):
+    """A :class:`FaultSettings` from a dict of its fields (None or empty: no faults)."""
+    return FaultSettings(**(params or {}))
+
+
+def seed_dropping_only(frame, rate=3277, clean_after=8, start=1):
+    """The first link seed (from ``start``) whose pattern, at drop ``rate``, drops frame
+    number ``frame`` and no other among frames ``0 .. frame + clean_after``: used to lose
+    exactly the last frame of a scenario, so that only the transport timer recovers."""
+    for seed in range(start, 1 << 16):
+        pattern = FaultPattern(FaultSettings(seed=seed, drop_rate=rate))
+        hits = [pattern.next()[0]["drop"] for _ in range(frame + clean_after + 1)]
+        if hits[frame] and sum(hits) == 1:
+            return seed
+    raise ValueError(f"no seed drops only frame {frame} at rate {rate}")

@@ -58,6 +58,8 @@ class Verbs:
         self.doorbells = []
         self.qps = {}
         self.cq_next = 0
+        self.posted = []             # (raddr, payload) of every WRITE posted, in order
+        self.mrs = []                # (base byte address, bytes) of every MR registered
 
     def create_qp(self, qpn_a, qpn_b, sq_log2=0, pmtu_log2=12, psn_a=0, psn_b=0):
         """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS."""
@@ -75,6 +77,7 @@ class Verbs:
     def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5):
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``."""
         base = self.heap_b.alloc(-(-nbytes // 64)) * 64
+        self.mrs.append((base, nbytes))
         rkey = key_tag << 8 | index
         self.mr_table[index % self.cfg.mr_entries] = pack(
             MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
@@ -93,6 +96,23 @@ class Verbs:
             WQE_LAYOUT, wr_id=wr_id, opcode=WqeOpcode.RDMA_WRITE, length=len(payload),
             laddr=laddr, raddr=raddr, rkey=rkey)
         qp.tail = (qp.tail + 1) & 0xFFFF
+        self.posted.append((raddr, bytes(payload)))
+
+    def expected_mr_bytes(self, landed=None):
+        """``{MR base: bytes}``: what node B's registered buffers must hold once every
+        posted WRITE (or those whose indices are in ``landed``) has landed exactly once,
+        zeros elsewhere. Built from the posted work requests only, not from the engine
+        model."""
+        out = {}
+        for base, nbytes in self.mrs:
+            buf = bytearray(nbytes)
+            for k, (raddr, payload) in enumerate(self.posted):
+                if landed is not None and k not in landed:
+                    continue
+                if base <= raddr and raddr + len(payload) <= base + nbytes:
+                    buf[raddr - base:raddr - base + len(payload)] = payload
+            out[base] = bytes(buf)
+        return out
 
     def ring(self, qp):
         """The MMIO doorbell write: the send queue's new tail."""

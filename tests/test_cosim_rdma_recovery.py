@@ -1,0 +1,112 @@
+"""RDMA go-back-N recovery (RdmaTop) over faulty links, in co-simulation against the model.
+
+Every test compares, cycle for cycle, each beat on both links, each remote write and
+CQE event, the doorbell accept cycles, every counter of both engines and both links and
+both whole host memories with the golden model; and, independently of the model, that
+node B's buffers hold exactly the posted data (each message written once: payload words
+written = words posted), that every CQE is SUCCESS and in posting order, and that the
+faults the test names did happen (``expect_min``/``expect``, read on the RTL counters).
+One top (the defaults) for every test; the run-time transport timeout (``ack_timeout``
+port) is set to :data:`ACK_TIMEOUT` cycles instead of the default 4096, which spares
+idle cycles in the simulators and is still well above the ACK delays of these scenarios
+(a few hundred cycles).
+"""
+
+from tb.rdma.runner import run_rdma
+from tb.rdma.scenarios import seed_dropping_only
+
+TOP = {}
+#: Transport timeout of these runs (cycles).
+ACK_TIMEOUT = 1024
+#: Sizes around a 256-byte path MTU (one to five frames per message).
+AROUND_MTU = [1, 255, 256, 257, 700, 64]
+
+
+def _run(sim, test_id, faults_ab=None, faults_ba=None, **params):
+    params.setdefault("kind", "writes")
+    params.setdefault("ack_timeout", ACK_TIMEOUT)
+    run_rdma(TOP, params=dict(params, faults_ab=faults_ab or {}, faults_ba=faults_ba or {}),
+             sim=sim, test_id=test_id)
+
+
+def test_recovery_drop(sim, test_id):
+    """About 10 % of the WRITE frames dropped: NAK-driven and timer-driven rewinds."""
+    _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=3, pmtu_log2=8,
+         faults_ab=dict(seed=39, drop_rate=6554),
+         expect_min=dict(ab_dropped=3, req_retransmissions=1, req_seq_naks=1,
+                         resp_out_of_order=1, resp_duplicates=1))
+
+
+def test_recovery_corrupt(sim, test_id):
+    """About 10 % of the WRITE frames with a flipped bit: dropped on FCS, recovered."""
+    _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=3, pmtu_log2=8,
+         faults_ab=dict(seed=9, corrupt_rate=6554),
+         expect_min=dict(ab_corrupted=3, resp_fcs_bad=3, req_retransmissions=1,
+                         req_seq_naks=1))
+
+
+def test_recovery_duplicate(sim, test_id):
+    """Duplicated WRITEs and ACKs: duplicates are not written but ACKed again, late
+    ACKs are counted and ignored, nothing is resent."""
+    _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=3, pmtu_log2=8,
+         faults_ab=dict(seed=28, dup_rate=13107), faults_ba=dict(seed=29, dup_rate=13107),
+         expect_min=dict(ab_duplicated=2, ba_duplicated=1, resp_duplicates=2,
+                         req_ack_unexpected=1),
+         expect=dict(req_retransmissions=0))
+
+
+def test_recovery_bursts(sim, test_id):
+    """Drops in bursts of 3 and corruptions in bursts of 2 on the WRITE link."""
+    _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=2, pmtu_log2=8,
+         faults_ab=dict(seed=63, drop_rate=3277, drop_burst=3, corrupt_rate=1000,
+                        corrupt_burst=2),
+         expect_min=dict(ab_dropped=3, ab_corrupted=2, req_retransmissions=3))
+
+
+def test_recovery_ack_link(sim, test_id):
+    """ACKs dropped, corrupted and duplicated: the timer rewinds, cumulative ACKs of
+    the resent (duplicate) messages retire the window."""
+    _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=3, pmtu_log2=8,
+         faults_ba=dict(seed=22, drop_rate=9830, corrupt_rate=6554, dup_rate=6554),
+         expect_min=dict(ba_dropped=2, ba_corrupted=1, req_ack_dropped=1, req_timeouts=1,
+                         resp_duplicates=1))
+
+
+def test_recovery_many_qps_both_links(sim, test_id):
+    """Five QPs, 1 to 5 frames per message (sizes around the 256-byte MTU), every fault
+    on both links."""
+    _run(sim, test_id, messages=16, sizes=[1, 255, 256, 257, 511, 512, 513, 1100], qps=5,
+         pmtu_log2=8,
+         faults_ab=dict(seed=66, drop_rate=2000, corrupt_rate=2000, dup_rate=2000,
+                        drop_burst=2),
+         faults_ba=dict(seed=73, drop_rate=2000, corrupt_rate=2000, dup_rate=2000),
+         expect_min=dict(ab_dropped=1, ab_corrupted=1, ab_duplicated=1, ba_dropped=1,
+                         req_seq_naks=1, req_timeouts=1, resp_out_of_order=1))
+
+
+def test_recovery_timeout_only(sim, test_id):
+    """The last WRITE frame is lost: no later frame can cause a NAK, only the transport
+    timer recovers (one rewind, one frame resent)."""
+    seed = seed_dropping_only(3)
+    _run(sim, test_id, messages=4, sizes=[128], qps=1,
+         faults_ab=dict(seed=seed, drop_rate=3277),
+         expect=dict(ab_dropped=1, req_timeouts=1, req_seq_naks=0,
+                     req_retransmissions=1, resp_duplicates=0))
+
+
+def test_recovery_full_window(sim, test_id):
+    """One doorbell for 70 WQEs while the first 66 ACKs are lost: the window fills
+    (64 messages), the doorbell's remaining WQEs wait for room (nothing lost), the timer
+    rewinds the whole window, and a cumulative ACK retires it."""
+    _run(sim, test_id, messages=70, sizes=[1], qps=1, ring_every=70,
+         faults_ba=dict(seed=1, drop_rate=1, drop_burst=66),
+         expect=dict(ba_dropped=66, req_timeouts=1, req_retransmissions=64,
+                     req_doorbells=1, req_cqe_writes=70))
+
+
+def test_recovery_retry_limit(sim, test_id):
+    """Every WRITE frame is lost: each message is resent for ``retry_limit`` (7) timer
+    expiries, then completes with RETRY_EXC_ERR; nothing lands at node B."""
+    _run(sim, test_id, messages=2, sizes=[100], qps=1, ack_timeout=256,
+         faults_ab=dict(seed=1, drop_rate=65535), cqe_status="RETRY_EXC_ERR",
+         expect=dict(req_timeouts=16, req_seq_naks=0, req_cqe_writes=2, resp_frames_ok=0))
