@@ -102,12 +102,14 @@ async def rdma_matches_model(dut):
     last = max([s[-1] for s in (ab_stamps, ba_stamps) if s] + [0])
     await fab.reset()
     sb = Scoreboard(dut._log)
+    hang = False
     try:
         await fab.wait_done(["db_writes_done", "inject_done", "wire_ab_done",
                              "wire_ba_done", "written_done", "completed_done"],
                             timeout_cycles=last + 5000)
     except FabricTimeout as exc:      # compare anyway: the scoreboard says what is missing
         sb.equal("recorders done", str(exc), "")
+        hang = True
     await ClockCycles(dut.clk, SETTLE)
     await ReadOnly()
 
@@ -166,6 +168,7 @@ async def rdma_matches_model(dut):
         for r, n in expect.items():
             sb.equal(f"frames counted as {r}", resp[r], n)
     cqes = v.poll_cq(dict(enumerate(dumps["A"])), len(v.posted))
+    soak = {"lost": len(v.posted), "corrupted_bytes": 0}
     sb.equal("CQEs polled", len(cqes), len(v.posted))
     sb.equal("CQE wr_ids", [c["wr_id"] for c in cqes],
              [0x1000_0000 + k for k in range(len(cqes))] if p["kind"] == "writes" else [])
@@ -183,11 +186,20 @@ async def rdma_matches_model(dut):
             have = b"".join(got_b[base // 64 + k].to_bytes(64, "little")
                             for k in range(nw))[:len(want)]
             bad = [k for k in range(len(want)) if have[k] != want[k]]
+            soak["corrupted_bytes"] += len(bad)
             sb.equal(f"MR at {base:#x}: bytes that differ from the posted data (first 8)",
                      bad[:8], [])
+        soak["lost"] = len(v.posted) - len(landed)
         sb.equal("payload words written (each message once)", resp["words"],
                  sum(-(-len(pl) // 64) for k, (_, pl) in enumerate(v.posted)
                      if k in landed))
+    if p.get("clean_baseline") and model["completed"]:
+        # The same scenario without faults: the cycles the faults cost.
+        cfg0 = _config(p["top"], dict(p, faults_ab={}, faults_ba={}))
+        v0, inject0, _ = _scenario(p, cfg0)
+        base = simulate(cfg0, v0.mem_a, v0.mem_b, v0.mr_table, v0.doorbells, db_stall,
+                        inject0, inj_stall)
+        soak["recovery_cycles"] = model["completed"][-1][0] - base["completed"][-1][0]
     if p.get("out_json"):
         n = max(len(v.doorbells), 1)
         try:
@@ -200,7 +212,8 @@ async def rdma_matches_model(dut):
                         [f for _, f in model["wire_ba"]], model["req"], model["resp"])
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
-                       "cycles": int(dut.now.value),
+                       "cycles": int(dut.now.value), "counters": seen, "hang": hang,
+                       "messages": len(v.posted), **soak,
                        "frames": [[s, fr.hex()] for s, fr in _stamped(
                            got_ab, got_ab_at, got_ba, got_ba_at)]},
                       f)
