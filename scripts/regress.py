@@ -4,6 +4,7 @@ Usage::
 
     python scripts/regress.py --seeds 5                  # seeds 1..5, both simulators
     python scripts/regress.py --seeds 3 --first-seed 100 --sims icarus --jobs 2
+    python scripts/regress.py --seeds 2 --only rdma_uvm   # one design's environment
     make regress SEEDS=5
 
 Each regression of :data:`REGRESSIONS` is a pytest test that takes the seeds from
@@ -14,8 +15,10 @@ Each regression of :data:`REGRESSIONS` is a pytest test that takes the seeds fro
 ``coverage.json`` with a ``merged`` report) and ``error``. The script runs pytest once
 per regression (``-n JOBS --dist loadgroup``: one simulator per worker, so builds are
 never shared between processes), prints one row per run, writes
-``build/regress/summary.json`` and the coverage merged over every passing run
-(``build/regress/coverage.json``), and exits non-zero when any run failed or is missing.
+``build/regress/summary.json`` and, per regression (one per design: the NIC and the RDMA
+environments have different covergroups), the coverage merged over its passing runs
+(``build/regress/coverage.json``: ``{regression: merged report}``), and exits non-zero
+when any run failed or is missing.
 """
 
 import argparse
@@ -35,8 +38,10 @@ from tb.nic.uvm.coverage import COVERAGE_FILE, merge_reports  # noqa: E402
 #: name -> pytest node id (its test honours UVM_SEEDS, COSIM_SIMS and REGRESS_DIR).
 REGRESSIONS = {
     "nic_uvm": "tests/test_uvm_nic.py::test_uvm_nic",
+    "rdma_uvm": "tests/test_uvm_rdma.py::test_uvm_rdma",
 }
-#: Configurations each regression runs per seed and simulator (for "missing" rows).
+#: Configurations each regression runs per seed and simulator (for "missing" rows); a
+#: regression not listed runs one configuration, ``-``.
 CONFIGS = {
     "nic_uvm": ("compact", "l2"),
 }
@@ -125,15 +130,16 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    rows, rcs, reports = [], [], []
+    rows, rcs = [], []
     for name in args.only:
         rc, recs, _ = _run_pytest(name, seeds, args, out)
         rcs.append(rc)
         rows += _rows(name, seeds, args.sims, recs)
+    reports = {name: [] for name in args.only}
     for r in rows:
         cov = Path(r.get("run_dir", "")) / COVERAGE_FILE
         if r["status"] == "pass" and r.get("run_dir") and cov.exists():
-            reports.append(json.loads(cov.read_text())["merged"])
+            reports[r["regression"]].append(json.loads(cov.read_text())["merged"])
     print()
     print(_table(rows))
     failed = [r for r in rows if r["status"] != "pass"]
@@ -141,17 +147,18 @@ def main(argv=None):
         if r.get("error"):
             print(f"  {r['regression']} seed {r['seed']} {r['sim']} {r.get('framing', '-')}: "
                   f"{r['error']}")
-    merged = merge_reports(reports) if reports else None
-    if merged:
-        print(f"\ncoverage merged over {len(reports)} passing runs: {merged['hit']}/"
-              f"{merged['total']} bins ({merged['percent']:.1f} %)")
-        for g, data in merged["groups"].items():
+    merged = {name: merge_reports(reps) for name, reps in reports.items() if reps}
+    for name, m in merged.items():
+        print(f"\n{name}: coverage merged over {len(reports[name])} passing runs: "
+              f"{m['hit']}/{m['total']} bins ({m['percent']:.1f} %)")
+        for g, data in m["groups"].items():
             holes = [b for b, v in data["bins"].items() if not v]
             print(f"  {g:<11} {data['hit']:>3}/{data['total']}"
                   + (f"  holes: {', '.join(holes)}" if holes else ""))
+    if merged:
         (out / "coverage.json").write_text(json.dumps(merged, indent=1))
     (out / "summary.json").write_text(json.dumps({"seeds": seeds, "sims": args.sims,
-                                                  "runs": rows, "coverage": merged},
+                                                  "runs": rows, "coverage": merged or None},
                                                  indent=1))
     ok = not failed and all(rc == 0 for rc in rcs)
     print(f"\n{len(rows) - len(failed)}/{len(rows)} runs passed"

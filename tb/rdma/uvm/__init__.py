@@ -1,0 +1,14 @@
+"""pyuvm environment of the RDMA engine top (:class:`rtl.tops.rdma_top.RdmaTop`).
+
+Layers, bottom up (see ``docs/uvm.md``, section "RDMA"):
+
+- :mod:`.bench`: the only code that touches signals. It owns the :class:`tb.fabric.Fabric`,
+  loads host memories, MR table, doorbell and injection players before reset, and reads
+  recorders, counters and memories in bulk after the run.
+- :mod:`.items`, :mod:`.plan`, :mod:`.sequences`: RDMA WRITE work requests with a seeded
+  ``randomize(rng)``, the host images and injected frames they turn into, and the
+  sequences that make them.
+- :mod:`.agent`, :mod:`.scoreboard`, :mod:`.coverage`, :mod:`.env`: UVM components that
+  call the bench, never a signal.
+- :mod:`.tests`: the cocotb module of ``@pyuvm.test`` classes.
+"""
