@@ -54,7 +54,8 @@ class ReliableLink(wiring.Component):
     Ports
     -----
     i : In(packet_signature(width))
-        Frames with FCS; ``ready`` falls while the replay buffer is full.
+        Frames with FCS; ``ready`` falls, between frames, while the replay buffer could
+        not hold a whole frame more, and inside a frame while it could not hold a beat.
     o : Out(packet_signature(width))
         Every frame of ``i``, once, whole and in order (store and forward at the
         receiving end); ``o.ready`` is honoured.
