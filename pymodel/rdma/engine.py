@@ -41,7 +41,13 @@ from rtl.formats.roce import (
     bswap,
 )
 from rtl.rdma.requester import ACK_QUEUE, OUTSTANDING, REQUESTER_COUNTERS
-from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
+from rtl.rdma.responder import (
+    DROP_REASONS,
+    RX_FIFO_BEATS,
+    RX_FRAME_ROOM,
+    RX_FRAMES,
+    SEQUENCE_COUNTERS,
+)
 from rtl.tops.rdma_top import DEFAULTS as TOP_DEFAULTS
 from rtl.tops.rdma_top import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 
@@ -153,15 +159,40 @@ class ResponderModel:
                                    + SEQUENCE_COUNTERS, 0)
         self.written = []           # (cycle, qpn)
         self.acks = []              # (first beat cycle, frame)
+        # The receive FIFOs: cycles of the beat and verdict writes and pops still ahead
+        # of the last first beat looked at (each list is in cycle order), and the levels.
+        self.fifo = {"beats": [deque(), deque(), 0], "verdicts": [deque(), deque(), 0]}
 
-    def receive(self, frame, arrived):
-        """Handle ``frame`` whose last beat entered the FIFO in cycle ``arrived``.
+    def _level(self, name, cycle):
+        """Entries of FIFO ``name`` in ``cycle``: writes minus pops in earlier cycles
+        (the registered ``level`` of a SyncFIFO). ``cycle`` never decreases."""
+        writes, pops, _ = f = self.fifo[name]
+        for q, step in ((writes, 1), (pops, -1)):
+            while q and q[0] < cycle:
+                q.popleft()
+                f[2] += step
+        return f[2]
 
+    def receive(self, frame, beat_cycles):
+        """Handle ``frame`` whose beats reach the responder in ``beat_cycles``.
+
+        A frame whose first beat finds fewer than :data:`RX_FRAME_ROOM` free beats in
+        the receive FIFO, or :data:`RX_FRAMES` frames stored, is dropped (``overflow``).
         Returns the ACK/NAK frame sent ``(cycle of its first beat, bytes)`` or None.
         """
+        first, arrived = beat_cycles[0], beat_cycles[-1]
+        if (self._level("beats", first) > RX_FIFO_BEATS - RX_FRAME_ROOM
+                or self._level("verdicts", first) >= RX_FRAMES):
+            self.count["overflow"] += 1
+            return None
+        beat_writes, beat_pops, _ = self.fifo["beats"]
+        beat_writes.extend(beat_cycles)
+        self.fifo["verdicts"][0].append(arrived)
         cfg, L = self.cfg, self.cfg.mem_latency
         nb = beats_of(len(frame))
         t0 = max(self.free, arrived + 1)
+        self.fifo["verdicts"][1].append(t0)
+        beat_pops.extend(range(t0, t0 + min(nb, 2)))
         b0 = frame[:64].ljust(64, b"\0")
         if nb >= 2:
             self.b1 = frame[64:128].ljust(64, b"\0")
@@ -266,11 +297,13 @@ class ResponderModel:
                     self.mem.write((base >> 6) + j, word, be)
                     if left > s and (reth or j > 0):
                         popped += 1
+                        beat_pops.append(v + 1 + j)
                 self.count["words"] += nw
                 if last:
                     self.written.append((v + nw, qpn))
                 g = v + nw + 1
         remaining = nb - popped
+        beat_pops.extend(range(g, g + remaining))
         nxt = g + max(1, remaining)
         if ack is not None:
             self.acks.append((nxt, ack))
@@ -587,7 +620,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, doorbells, db_stall=(1, 0), inject=(),
         cycles = beat_cycles or list(range(first_cycle, first_cycle + beats_of(len(frame))))
         wire_ab.append((cycles, frame))
         for arrived, fr in links["ab"].send(cycles, frame):
-            ack = resp.receive(fr, arrived[-1])
+            ack = resp.receive(fr, arrived)
             if ack is not None:
                 h, fr_ack = ack
                 for at, fr_back in links["ba"].send([h, h + 1], fr_ack):

@@ -23,17 +23,25 @@ from rtl.formats.roce import (
     OpCode,
     Syndrome,
     bswap,
+    header_bytes,
 )
 from rtl.params import check_int, reject
 from rtl.rdma.ack_framer import AckFramer
 from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.qpc_cache import QpcCache
+from rtl.rdma.write_framer import MAX_SEGMENT
 
-__all__ = ["Responder", "RX_FIFO_BEATS", "DROP_REASONS", "SEQUENCE_COUNTERS"]
+__all__ = ["Responder", "RX_FIFO_BEATS", "RX_FRAMES", "RX_FRAME_ROOM", "DROP_REASONS",
+           "SEQUENCE_COUNTERS"]
 
 #: Beats the receive FIFO holds (two frames of the largest MTU and some).
 RX_FIFO_BEATS = 256
+#: Whole frames the receive side holds (its verdict FIFO: one entry per stored frame).
+RX_FRAMES = 16
+#: Free beats a frame's first beat needs to be stored: the largest frame (a 4096-byte
+#: WRITE FIRST/ONLY with RETH, ICRC and FCS: 4174 bytes, 66 beats).
+RX_FRAME_ROOM = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
 #: Counters of rejected frames, in the order the checks are made.
 DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp",
                 "psn_nak", "access_nak", "overflow")
@@ -62,8 +70,11 @@ class Responder(wiring.Component):
     Ports
     -----
     i : In(packet_signature(64))
-        Frames from the link, with ICRC and FCS; always ready (a frame that does not fit
-        in the receive FIFO is dropped and counted as ``overflow``).
+        Frames from the link, with ICRC and FCS; always ready. A frame whose first beat
+        finds more than ``RX_FIFO_BEATS - RX_FRAME_ROOM`` beats or :data:`RX_FRAMES`
+        frames stored is dropped whole and counted as ``overflow`` (in the cycle of its
+        last beat); stored frames are not touched. A FIFO level seen by a first beat
+        counts the writes and pops of earlier cycles.
     o : Out(packet_signature(64))
         ACK/NAK frames with ICRC and FCS (66 bytes, 2 beats).
     qpc_base : In(range(depth))
@@ -134,7 +145,7 @@ class Responder(wiring.Component):
         m.submodules.check = chk = FrameCheck()
         m.submodules.beats = beats = SyncFIFO(width=packet_layout(64).size,
                                               depth=RX_FIFO_BEATS)
-        m.submodules.verdicts = verdicts = SyncFIFO(width=18, depth=16)
+        m.submodules.verdicts = verdicts = SyncFIFO(width=18, depth=RX_FRAMES)
         m.submodules.mr_table = mr_table = memory.Memory(
             shape=MR_LAYOUT, depth=self.mr_entries, init=[])
         m.submodules.ack_framer = ack_framer = AckFramer()
@@ -151,7 +162,7 @@ class Responder(wiring.Component):
         m.d.comb += [
             self.i.ready.eq(1),
             chk.beat.eq(beat), chk.en.eq(self.i.valid),
-            space.eq((beats.w_level <= RX_FIFO_BEATS - 66) & verdicts.w_rdy),
+            space.eq((beats.w_level <= RX_FIFO_BEATS - RX_FRAME_ROOM) & verdicts.w_rdy),
         ]
         keep = Signal()
         m.d.comb += keep.eq(Mux(beat.first, space, ~dropping))

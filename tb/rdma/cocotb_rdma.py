@@ -16,6 +16,7 @@ from pymodel.rdma.fields import pack
 from pymodel.rdma.metrics import summarize
 from rtl.formats.roce import CqeStatus
 from rtl.rdma.requester import doorbell_layout
+from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
 from rtl.tops.rdma_top import (
     DEFAULTS,
     LINK_COUNTERS,
@@ -26,7 +27,12 @@ from rtl.tops.rdma_top import (
 )
 from tb.cosim import cosim_params
 from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
-from tb.rdma.scenarios import bad_frames_scenario, fault_settings, writes_scenario
+from tb.rdma.scenarios import (
+    bad_frames_scenario,
+    fault_settings,
+    overflow_scenario,
+    writes_scenario,
+)
 from tb.rdma.verbs import load_images
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
@@ -57,6 +63,8 @@ def _scenario(p, cfg):
         return v, [], None
     if p["kind"] == "bad":
         return bad_frames_scenario(cfg, seed=p.get("seed", 2))
+    if p["kind"] == "overflow":
+        return overflow_scenario(cfg, seed=p.get("seed", 3))
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
@@ -161,6 +169,12 @@ async def rdma_matches_model(dut):
     if not inject:
         for k, frame in enumerate(frames_ab + frames_ba):
             sb.equal(f"independent check of frame {k}", frame_problems(frame), [])
+    if inject:
+        # Independent of the model: every injected frame is counted once, accepted or
+        # under one reason.
+        outcomes = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
+        sb.equal("injected frames = accepted + dropped (responder counters)",
+                 sum(resp[r] for r in outcomes if isinstance(resp[r], int)), len(inject))
     if reasons is not None:
         expect = {}
         for r in reasons:

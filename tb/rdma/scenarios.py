@@ -10,7 +10,8 @@ from pymodel.rdma.frames import Endpoint, write_frame
 from rtl.formats.roce import OpCode
 from tb.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
 
-__all__ = ["writes_scenario", "bad_frames_scenario", "fault_settings", "seed_dropping_only"]
+__all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
+           "seed_dropping_only"]
 
 
 def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1, ring_every=1):
@@ -78,6 +79,43 @@ def bad_frames_scenario(cfg: Config, seed=2):
     add(_refcs(full[:120]), "truncated")
     add(w(104, rng.randbytes(129), va=raddr + 512), "frames_ok")
     return v, frames, reasons
+
+
+def overflow_scenario(cfg: Config, seed=3, small=24, large=24, qps=4, tail=4):
+    """Frames played back to back onto the A->B link, faster than the responder takes
+    them: ``(verbs, frames, None)``.
+
+    First ``small`` 64-byte WRITE ONLYs (3 beats, about 9 cycles of work each) on one
+    QP, whose context miss at the start lets them fill the responder's frame slots
+    (``RX_FRAMES``); then ``large`` 1024-byte WRITE ONLYs (18 beats, about 26 cycles of
+    work) round robin over ``qps`` other QPs, which fill the receive FIFO up to its last
+    free frame (``RX_FRAME_ROOM`` beats); then ``tail`` more small ones on the first QP,
+    ahead of its expected PSN once some of its frames were dropped (one NAK, then
+    silence). Every frame has its own target bytes, so a dropped frame leaves them zero.
+    """
+    rng = random.Random(seed)
+    v = Verbs(cfg)
+    a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
+    only = OpCode.RC_RDMA_WRITE_ONLY
+    v.create_qp(1, 5, psn_a=100, psn_b=100)
+    for q in range(qps):
+        v.create_qp(2 + q, 6 + q, psn_a=q * 1000, psn_b=q * 1000)
+    raddr, rkey = v.reg_mr(64 * (small + tail) + 1024 * large, index=2)
+    frames = []
+
+    def small_frame(k):
+        return write_frame(only, a, b, 1, 5, 100 + k, True, rng.randbytes(64),
+                           va=raddr + 64 * k, rkey=rkey, dma_length=64)
+
+    frames += [small_frame(k) for k in range(small)]
+    for k in range(large):
+        q = k % qps
+        frames.append(write_frame(only, a, b, 2 + q, 6 + q, q * 1000 + k // qps, True,
+                                  rng.randbytes(1024),
+                                  va=raddr + 64 * (small + tail) + 1024 * k, rkey=rkey,
+                                  dma_length=1024))
+    frames += [small_frame(small + k) for k in range(tail)]
+    return v, frames, None
 
 
 def _refcs(frame_with_fcs):

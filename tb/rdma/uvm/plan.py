@@ -13,8 +13,8 @@ A test's items become at most two runs of the top, each after its own reset:
 :class:`RunPlan` holds everything a run loads; the driver hands it to the bench, and the
 scoreboard runs the golden model on it. The inject run is kept within the responder's
 receive buffers (:data:`INJECT_FRAMES` frames, :data:`INJECT_BEATS` beats in all), so
-that no frame is dropped for ``overflow``: the golden model does not model the receive
-FIFO's capacity (see ``docs/uvm.md``, limits).
+that no frame is dropped for ``overflow``, which would hide the error kind of a bad copy
+(the directed test ``test_rdma_receive_overflow`` covers overflow; docs/uvm.md, limits).
 """
 
 import dataclasses
@@ -24,7 +24,7 @@ from pymodel.rdma.engine import simulate
 from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import icrc, with_fcs
 from rtl.formats.roce import CQE_LAYOUT, WRITE_HEADER, OpCode
-from rtl.rdma.responder import RX_FIFO_BEATS
+from rtl.rdma.responder import RX_FIFO_BEATS, RX_FRAME_ROOM, RX_FRAMES
 from tb.rdma.verbs import Verbs
 
 from .items import ACCESS_KINDS, QP_TABLE
@@ -33,11 +33,11 @@ __all__ = ["RunPlan", "plan_runs", "inject_cost", "read_cqes", "payload_at", "ba
            "whole_frames", "INJECT_FRAMES", "INJECT_BEATS", "GOOD_MR", "RO_MR", "WR_ID_BASE",
            "CQ_LOG2"]
 
-#: Frames the responder's verdict FIFO holds (``Responder``: ``verdicts``, depth 16).
-INJECT_FRAMES = 16
-#: Beats the receive FIFO may hold when a frame starts (room for a largest frame, 66
-#: beats, is required; ``Responder``).
-INJECT_BEATS = RX_FIFO_BEATS - 66
+#: Frames the responder's receive side holds (its verdict FIFO).
+INJECT_FRAMES = RX_FRAMES
+#: Beats the receive FIFO may hold when a frame starts (room for a largest frame is
+#: required).
+INJECT_BEATS = RX_FIFO_BEATS - RX_FRAME_ROOM
 #: MR table entries: the writable target buffer and a buffer without the write right.
 GOOD_MR, RO_MR = 1, 2
 #: An MR entry that stays empty (``access_rkey``/``empty_entry``).
