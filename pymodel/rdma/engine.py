@@ -145,6 +145,22 @@ class QpcCacheModel:
         self.tags[i] = (self.cur, True)
 
 
+class _FifoLevel:
+    """The registered ``level`` of a SyncFIFO from the cycles of its writes and pops,
+    each added in cycle order; asked for cycles that never decrease."""
+
+    def __init__(self):
+        self.writes, self.pops, self.count = deque(), deque(), 0
+
+    def at(self, cycle):
+        """Entries in ``cycle``: writes minus pops of earlier cycles."""
+        for q, step in ((self.writes, 1), (self.pops, -1)):
+            while q and q[0] < cycle:
+                q.popleft()
+                self.count += step
+        return self.count
+
+
 class ResponderModel:
     """Twin of :class:`rtl.rdma.responder.Responder`."""
 
@@ -159,19 +175,8 @@ class ResponderModel:
                                    + SEQUENCE_COUNTERS, 0)
         self.written = []           # (cycle, qpn)
         self.acks = []              # (first beat cycle, frame)
-        # The receive FIFOs: cycles of the beat and verdict writes and pops still ahead
-        # of the last first beat looked at (each list is in cycle order), and the levels.
-        self.fifo = {"beats": [deque(), deque(), 0], "verdicts": [deque(), deque(), 0]}
-
-    def _level(self, name, cycle):
-        """Entries of FIFO ``name`` in ``cycle``: writes minus pops in earlier cycles
-        (the registered ``level`` of a SyncFIFO). ``cycle`` never decreases."""
-        writes, pops, _ = f = self.fifo[name]
-        for q, step in ((writes, 1), (pops, -1)):
-            while q and q[0] < cycle:
-                q.popleft()
-                f[2] += step
-        return f[2]
+        # The receive side: the beat FIFO and the verdict FIFO (one entry per frame).
+        self.beats, self.verdicts = _FifoLevel(), _FifoLevel()
 
     def receive(self, frame, beat_cycles):
         """Handle ``frame`` whose beats reach the responder in ``beat_cycles``.
@@ -181,18 +186,18 @@ class ResponderModel:
         Returns the ACK/NAK frame sent ``(cycle of its first beat, bytes)`` or None.
         """
         first, arrived = beat_cycles[0], beat_cycles[-1]
-        if (self._level("beats", first) > RX_FIFO_BEATS - RX_FRAME_ROOM
-                or self._level("verdicts", first) >= RX_FRAMES):
+        if (self.beats.at(first) > RX_FIFO_BEATS - RX_FRAME_ROOM
+                or self.verdicts.at(first) >= RX_FRAMES):
             self.count["overflow"] += 1
             return None
-        beat_writes, beat_pops, _ = self.fifo["beats"]
-        beat_writes.extend(beat_cycles)
-        self.fifo["verdicts"][0].append(arrived)
         cfg, L = self.cfg, self.cfg.mem_latency
         nb = beats_of(len(frame))
         t0 = max(self.free, arrived + 1)
-        self.fifo["verdicts"][1].append(t0)
-        beat_pops.extend(range(t0, t0 + min(nb, 2)))
+        self.verdicts.writes.append(arrived)
+        self.verdicts.pops.append(t0)                     # IDLE
+        beat_pops = self.beats.pops
+        self.beats.writes.extend(beat_cycles)
+        beat_pops.extend(range(t0, t0 + min(nb, 2)))      # IDLE, HDR
         b0 = frame[:64].ljust(64, b"\0")
         if nb >= 2:
             self.b1 = frame[64:128].ljust(64, b"\0")

@@ -23,14 +23,13 @@ from rtl.formats.roce import (
     OpCode,
     Syndrome,
     bswap,
-    header_bytes,
 )
 from rtl.params import check_int, reject
 from rtl.rdma.ack_framer import AckFramer
 from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.qpc_cache import QpcCache
-from rtl.rdma.write_framer import MAX_SEGMENT
+from rtl.rdma.write_framer import MAX_FRAME_BEATS
 
 __all__ = ["Responder", "RX_FIFO_BEATS", "RX_FRAMES", "RX_FRAME_ROOM", "DROP_REASONS",
            "SEQUENCE_COUNTERS"]
@@ -39,9 +38,8 @@ __all__ = ["Responder", "RX_FIFO_BEATS", "RX_FRAMES", "RX_FRAME_ROOM", "DROP_REA
 RX_FIFO_BEATS = 256
 #: Whole frames the receive side holds (its verdict FIFO: one entry per stored frame).
 RX_FRAMES = 16
-#: Free beats a frame's first beat needs to be stored: the largest frame (a 4096-byte
-#: WRITE FIRST/ONLY with RETH, ICRC and FCS: 4174 bytes, 66 beats).
-RX_FRAME_ROOM = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
+#: Free beats a frame's first beat needs to be stored: room for the largest frame.
+RX_FRAME_ROOM = MAX_FRAME_BEATS
 #: Counters of rejected frames, in the order the checks are made.
 DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp",
                 "psn_nak", "access_nak", "overflow")

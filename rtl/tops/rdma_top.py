@@ -9,7 +9,6 @@ from rtl.fabric.faulty_link import FLAGS as LINK_FLAGS
 from rtl.fabric.faulty_link import SETTINGS as LINK_SETTINGS
 from rtl.fabric.faulty_link import FaultyLink
 from rtl.formats.packet import packet_layout
-from rtl.formats.roce import ICRC_BYTES, WRITE_RETH_HEADER, header_bytes
 from rtl.params import check_int, reject
 from rtl.rdma.requester import (
     DEFAULT_RETRY_LIMIT,
@@ -21,7 +20,7 @@ from rtl.rdma.requester import (
     doorbell_layout,
 )
 from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS, Responder
-from rtl.rdma.write_framer import MAX_SEGMENT
+from rtl.rdma.write_framer import MAX_FRAME_BEATS
 from rtl.sim.fabric_top import FabricTop
 
 __all__ = ["RdmaTop", "REQ_COUNTERS", "RESP_COUNTERS", "DEFAULTS", "LINKS",
@@ -37,7 +36,7 @@ RESP_COUNTERS = ("frames_ok", "acks", "words", "lookups", "misses", "writebacks"
 LINKS = ("ab", "ba")
 #: Frame buffer of each FaultyLink: the largest frame (a 4096-byte WRITE FIRST/ONLY with
 #: RETH, ICRC and FCS: 4174 bytes) in 64-byte beats, so that any frame can be duplicated.
-LINK_FRAME_BEATS = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
+LINK_FRAME_BEATS = MAX_FRAME_BEATS
 #: Beats that may wait behind a duplicate in each FaultyLink.
 LINK_FIFO_BEATS = 128
 

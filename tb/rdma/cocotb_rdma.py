@@ -169,7 +169,7 @@ async def rdma_matches_model(dut):
     if not inject:
         for k, frame in enumerate(frames_ab + frames_ba):
             sb.equal(f"independent check of frame {k}", frame_problems(frame), [])
-    if inject:
+    else:
         # Independent of the model: every injected frame is counted once, accepted or
         # under one reason.
         outcomes = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
