@@ -1,0 +1,116 @@
+"""Building blocks of the golden models that are stepped one cycle at a time.
+
+The pipelined RTL blocks talk to each other only through synchronous FIFOs and through
+registers or memories that are written at the clock edge. A twin of such a block reads,
+in cycle ``c``, only what the RTL sees in ``c``: the FIFO levels and heads and the
+register contents as they were at the start of the cycle. Writes and pops made during
+the cycle are staged and applied together by :func:`commit` at its end, so the order in
+which the twins of one system are stepped inside a cycle does not matter.
+
+:class:`Fifo` is the twin of ``amaranth.lib.fifo.SyncFIFO`` (first-word fall-through):
+``can_read`` is ``level != 0`` and ``can_write`` is ``level != depth``, both from the
+level at the start of the cycle; an entry written in cycle ``c`` can be read from cycle
+``c + 1``; a pop in the same cycle does not make room for a write.
+"""
+
+from collections import deque
+
+__all__ = ["Fifo", "Staged", "commit_all"]
+
+
+class Fifo:
+    """A SyncFIFO of ``depth`` entries (any Python values), with a high-water mark."""
+
+    def __init__(self, depth, name="fifo"):
+        if depth < 1:
+            raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
+        self.depth, self.name = depth, name
+        self.q = deque()
+        self._pushed = []
+        self._popped = 0
+        self.high = 0
+
+    # ---- views of the start of the cycle ----
+    def __len__(self):
+        return len(self.q)
+
+    def can_read(self):
+        return len(self.q) - self._popped > 0
+
+    def head(self, k=0):
+        """Entry ``k`` after the ones already popped in this cycle."""
+        return self.q[self._popped + k]
+
+    def can_write(self, n=1):
+        """Room for ``n`` more writes in this cycle (SyncFIFO: one a cycle)."""
+        return len(self.q) + len(self._pushed) + n <= self.depth
+
+    # ---- staged changes ----
+    def read(self):
+        """Pop the head (applied at the end of the cycle); returns it."""
+        if not self.can_read():
+            raise AssertionError(f"{self.name}: read from an empty FIFO")
+        v = self.q[self._popped]
+        self._popped += 1
+        return v
+
+    def write(self, value):
+        if not self.can_write():
+            raise AssertionError(f"{self.name}: write into a full FIFO")
+        self._pushed.append(value)
+
+    def commit(self):
+        for _ in range(self._popped):
+            self.q.popleft()
+        self.q.extend(self._pushed)
+        self._popped = 0
+        self._pushed = []
+        self.high = max(self.high, len(self.q))
+
+    def idle(self):
+        return not self.q and not self._pushed
+
+
+class Staged:
+    """A register or a small register file whose writes take effect at the clock edge.
+
+    ``value`` (or ``[k]``) reads the contents of the start of the cycle; ``set``
+    stages a write, applied by :meth:`commit`. Several writes to one register in a
+    cycle are an error (in the RTL only one can win), unless they write the same value.
+    """
+
+    def __init__(self, value=None, *, size=None, name="reg"):
+        self.name = name
+        self.array = size is not None
+        self.v = [value] * size if self.array else value
+        self._w = {}
+
+    @property
+    def value(self):
+        return self.v
+
+    def __getitem__(self, k):
+        return self.v[k]
+
+    def set(self, *args):
+        if self.array:
+            k, value = args
+        else:
+            (value,), k = args, None
+        if k in self._w and self._w[k] != value:
+            raise AssertionError(f"{self.name}[{k}]: two different writes in one cycle")
+        self._w[k] = value
+
+    def commit(self):
+        for k, value in self._w.items():
+            if self.array:
+                self.v[k] = value
+            else:
+                self.v = value
+        self._w = {}
+
+
+def commit_all(items):
+    """Commit every :class:`Fifo` and :class:`Staged` in ``items`` (end of a cycle)."""
+    for item in items:
+        item.commit()

@@ -1,0 +1,251 @@
+"""The on-chip cache of QP contexts of one engine, with pipelined fills."""
+
+from amaranth import Cat, Const, Module, Mux, Shape, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import QPC_LAYOUT
+from rtl.params import check_int, reject
+
+__all__ = ["ContextCache", "group_layout", "CACHE_COUNTERS"]
+
+#: Counters of the cache, in port order (``fills_max``: most fills outstanding at once).
+CACHE_COUNTERS = ("lookups", "misses", "writebacks", "fills_max")
+
+
+def group_layout(fields):
+    """The layout of a group of QP-context fields (names of :data:`QPC_LAYOUT`)."""
+    return data.StructLayout({name: QPC_LAYOUT[name].shape for name in fields})
+
+
+def _width(shape):
+    return Shape.cast(shape).width
+
+
+class ContextCache(wiring.Component):
+    """Direct-mapped cache of ``entries`` QP contexts (one 64-byte host word each).
+
+    QP ``q`` lives in entry ``q % entries``. The cache holds a context's *static* word as
+    it was read from host memory, and *groups* of dynamic fields that one pipeline stage
+    owns and rewrites (the requester's ``sq_head``, its ``next_psn``; the responder's
+    PSN and MSN state). Each group has one writer, so stages never race; a group reads
+    as the filled word's fields until its owner first writes the entry after a fill.
+
+    The cache never evicts a context that is in use: the user says so with
+    ``victim_busy`` (its own count of work of that entry's QP in flight), and a lookup
+    that misses on a busy entry waits. Several fills can be outstanding (one per
+    entry being filled); their data returns in the order of the misses.
+
+    Parameters
+    ----------
+    entries : int
+        Power of two, 16 to 256.
+    depth : int
+        Host-memory words (address width of ``fill_rd`` and ``wb``).
+    groups : dict
+        ``{group name: (QPC field names)}``: the dynamic groups.
+    static_reads : int
+        Number of static read ports ``s<k>_addr``/``s<k>_data``.
+
+    Ports
+    -----
+    base : In(range(depth))
+        Word address of the context table: QP ``q`` at ``base + q``.
+    req : In(stream.Signature({"qpn": 24}))
+        A lookup. ``ready`` (combinational) is high when it is taken in this cycle: on a
+        hit (the tag matches, also while the entry is still filling), or on a miss
+        whose entry is not ``victim_busy`` nor filling and for which ``fill_rd`` (and,
+        if the victim must be written back, ``wb``) and the fill-order queue have room.
+        A miss then issues the fill read and the write-back in the same cycle and
+        sets the tag.
+    victim_busy : In(1)
+        For the entry of ``req.payload.qpn``: its QP has work in flight (no eviction).
+    hit : Out(1)
+        With ``req.valid``: the tag matches.
+    fill_rd : Out(stream.Signature(range(depth)))
+        Fill reads (word address), to a FIFO of the user.
+    fill_data : In(stream.Signature(512))
+        The fill words, in the order of the fill reads; ``ready`` is ignored.
+    wb : Out(stream.Signature(StructLayout({"addr": range(depth), "data": 512})))
+        Write-backs of evicted contexts that a group owner has written since their fill.
+    q_entry : In(range(entries)), q_ready : Out(1)
+        Is entry ``q_entry`` filled (not waiting for its fill data)?
+    s<k>_addr : In(range(entries)), s<k>_data : Out(QPC_LAYOUT)
+        Static read ports (combinational).
+    <group>_addr : In(range(entries)), <group>_data : Out(group_layout(fields))
+        The group's current values for an entry (combinational).
+    <group>_we : In(1), <group>_wdata : In(group_layout(fields))
+        Write the group of entry ``<group>_addr`` (seen from the next cycle on).
+    lookups, misses, writebacks, fills_max : Out(32)
+        Counters since reset; ``fills_max`` is the most fills outstanding at once.
+
+    Timing
+    ------
+    A lookup is answered in the cycle it is presented. Fill data written in cycle ``f``
+    is readable (and ``q_ready`` high) from ``f + 1``. A write-back word is the static
+    word with every group's current value put in its fields.
+    """
+
+    def __init__(self, entries, depth, groups, static_reads=1):
+        check_int(self, "QP-context cache entries", entries, 16, 256)
+        if entries & (entries - 1):
+            reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
+        check_int(self, "static read ports", static_reads, 1, 8)
+        for name, fields in groups.items():
+            for f in fields:
+                if f not in QPC_LAYOUT.members:
+                    reject(self, f"context group {name!r}: unknown QPC field {f!r}")
+        self.entries, self.depth, self.static_reads = entries, depth, static_reads
+        self.groups = {name: tuple(fields) for name, fields in groups.items()}
+        ports = {
+            "base": In(range(depth)),
+            "req": In(stream.Signature(data.StructLayout({"qpn": 24}))),
+            "victim_busy": In(1),
+            "hit": Out(1),
+            "fill_rd": Out(stream.Signature(range(depth))),
+            "fill_data": In(stream.Signature(512)),
+            "wb": Out(stream.Signature(data.StructLayout({"addr": range(depth),
+                                                          "data": 512}))),
+            "q_entry": In(range(entries)), "q_ready": Out(1),
+        }
+        for k in range(static_reads):
+            ports[f"s{k}_addr"] = In(range(entries))
+            ports[f"s{k}_data"] = Out(QPC_LAYOUT)
+        for name, fields in self.groups.items():
+            layout = group_layout(fields)
+            ports[f"{name}_addr"] = In(range(entries))
+            ports[f"{name}_data"] = Out(layout)
+            ports[f"{name}_we"] = In(1)
+            ports[f"{name}_wdata"] = In(layout)
+        ports.update({n: Out(32) for n in CACHE_COUNTERS})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.entries
+        ibits = (n - 1).bit_length()
+        tag_layout = data.StructLayout({"valid": 1, "qpn": 24})
+        m.submodules.tags = tags = memory.Memory(shape=tag_layout, depth=n, init=[])
+        m.submodules.static = static = memory.Memory(shape=512, depth=n, init=[])
+        m.submodules.order = order = SyncFIFO(width=ibits, depth=n)
+        tag_rd = tags.read_port(domain="comb")
+        tag_wr = tags.write_port()
+        st_wr = static.write_port()
+
+        filling = Signal(n)
+        outstanding = Signal(range(n + 1))
+
+        qpn = self.req.payload.qpn
+        entry = Signal(ibits)
+        m.d.comb += [entry.eq(qpn[:ibits]), tag_rd.addr.eq(entry)]
+        tag = tag_rd.data
+        m.d.comb += self.hit.eq(tag.valid & (tag.qpn == qpn))
+
+        # Group memories: the owner's read/write port and the write-back read port.
+        wb_word = Signal(512)
+        touched = Signal()
+        st_wb = static.read_port(domain="comb")
+        m.d.comb += st_wb.addr.eq(entry)
+        overlay = Signal(512)
+        parts = []
+        group_touched = []
+        fresh_updates = []
+        for name, fields in self.groups.items():
+            layout = group_layout(fields)
+            mem = memory.Memory(shape=layout, depth=n, init=[])
+            m.submodules[f"grp_{name}"] = mem
+            fresh_bits = Signal(n, name=f"{name}_fresh_bits")   # filled, not yet written
+            own_rd, wb_rd, wr = mem.read_port(domain="comb"), mem.read_port(domain="comb"), \
+                mem.write_port()
+            st_own = static.read_port(domain="comb")
+            addr = getattr(self, f"{name}_addr")
+            m.d.comb += [own_rd.addr.eq(addr), st_own.addr.eq(addr), wb_rd.addr.eq(entry),
+                         wr.addr.eq(addr), wr.en.eq(getattr(self, f"{name}_we")),
+                         wr.data.eq(getattr(self, f"{name}_wdata"))]
+            fresh = Signal(name=f"{name}_fresh")       # the owner has not written it yet
+            m.d.comb += fresh.eq(fresh_bits.bit_select(addr, 1))
+            st_view = data.View(QPC_LAYOUT, st_own.data)
+            from_static = Signal(layout, name=f"{name}_from_static")
+            for f in fields:
+                m.d.comb += getattr(from_static, f).eq(getattr(st_view, f))
+            m.d.comb += getattr(self, f"{name}_data").eq(Mux(fresh, from_static, own_rd.data))
+            written = Signal(n, name=f"{name}_written")
+            with m.If(getattr(self, f"{name}_we")):
+                m.d.comb += written.eq(Const(1, n) << addr)
+            fresh_updates.append((fresh_bits, written))
+            t = Signal(name=f"{name}_touched")
+            m.d.comb += t.eq(~fresh_bits.bit_select(entry, 1))
+            group_touched.append(t)
+            wb_view = data.View(layout, wb_rd.data)
+            for f in fields:
+                parts.append((f, t, getattr(wb_view, f)))
+        m.d.comb += touched.eq(Cat(*group_touched).any() if group_touched else 0)
+        # The write-back word: the static word with the touched groups' fields.
+        cur = st_wb.data
+        for f, t, value in parts:
+            off, width = QPC_LAYOUT[f].offset, _width(QPC_LAYOUT[f].shape)
+            nxt = Signal(512, name=f"wb_{f}")
+            m.d.comb += nxt.eq(cur)
+            with m.If(t):
+                m.d.comb += nxt[off:off + width].eq(value)
+            cur = nxt
+        m.d.comb += [overlay.eq(cur), wb_word.eq(overlay)]
+
+        # Static read ports.
+        for k in range(self.static_reads):
+            port = static.read_port(domain="comb")
+            m.d.comb += [port.addr.eq(getattr(self, f"s{k}_addr")),
+                         getattr(self, f"s{k}_data").eq(port.data)]
+
+        # Lookups.
+        is_filling = Signal()
+        need_wb = Signal()
+        m.d.comb += [is_filling.eq(filling.bit_select(entry, 1)),
+                     need_wb.eq(tag.valid & touched)]
+        miss_ok = Signal()
+        m.d.comb += miss_ok.eq(~self.hit & ~self.victim_busy & ~is_filling
+                               & self.fill_rd.ready & (self.wb.ready | ~need_wb)
+                               & order.w_rdy)
+        take_miss = Signal()
+        m.d.comb += [
+            self.req.ready.eq(self.req.valid & (self.hit | miss_ok)),
+            take_miss.eq(self.req.valid & miss_ok),
+        ]
+        with m.If(self.req.ready):
+            m.d.sync += self.lookups.eq(self.lookups + 1)
+        set_mask = Signal(n)
+        clr_mask = Signal(n)
+        with m.If(take_miss):
+            m.d.comb += [
+                tag_wr.addr.eq(entry), tag_wr.en.eq(1),
+                tag_wr.data.valid.eq(1), tag_wr.data.qpn.eq(qpn),
+                self.fill_rd.valid.eq(1), self.fill_rd.payload.eq(self.base + qpn),
+                order.w_en.eq(1), order.w_data.eq(entry),
+                set_mask.eq(Const(1, n) << entry),
+            ]
+            m.d.sync += self.misses.eq(self.misses + 1)
+            with m.If(need_wb):
+                m.d.comb += [self.wb.valid.eq(1),
+                             self.wb.payload.addr.eq(self.base + tag.qpn),
+                             self.wb.payload.data.eq(wb_word)]
+                m.d.sync += self.writebacks.eq(self.writebacks + 1)
+
+        # Fill data, in the order of the misses.
+        with m.If(self.fill_data.valid):
+            m.d.comb += [
+                order.r_en.eq(1),
+                st_wr.addr.eq(order.r_data), st_wr.en.eq(1),
+                st_wr.data.eq(self.fill_data.payload),
+                clr_mask.eq(Const(1, n) << order.r_data),
+            ]
+        m.d.sync += filling.eq((filling | set_mask) & ~clr_mask)
+        for bits, written in fresh_updates:
+            m.d.sync += bits.eq((bits & ~written) | clr_mask)
+        nxt_out = Signal(range(n + 1))
+        m.d.comb += nxt_out.eq(outstanding + take_miss - self.fill_data.valid)
+        m.d.sync += outstanding.eq(nxt_out)
+        with m.If(nxt_out > self.fills_max):
+            m.d.sync += self.fills_max.eq(nxt_out)
+        m.d.comb += self.q_ready.eq(~filling.bit_select(self.q_entry, 1))
+        return m
