@@ -41,9 +41,10 @@ class Fifo:
         """Entry ``k`` after the ones already popped in this cycle."""
         return self.q[self._popped + k]
 
-    def can_write(self, n=1):
-        """Room for ``n`` more writes in this cycle (SyncFIFO: one a cycle)."""
-        return len(self.q) + len(self._pushed) + n <= self.depth
+    def can_write(self):
+        """``w_rdy``: the FIFO is not full at the start of the cycle (one write a cycle;
+        a pop in the same cycle does not make room)."""
+        return len(self.q) < self.depth
 
     # ---- staged changes ----
     def read(self):
@@ -55,6 +56,8 @@ class Fifo:
         return v
 
     def write(self, value):
+        if self._pushed:
+            raise AssertionError(f"{self.name}: two writes in one cycle")
         if not self.can_write():
             raise AssertionError(f"{self.name}: write into a full FIFO")
         self._pushed.append(value)

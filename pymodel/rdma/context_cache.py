@@ -18,8 +18,8 @@ __all__ = ["ContextCacheModel"]
 class ContextCacheModel:
     """Contents, fill queue and counters of one engine's context cache."""
 
-    def __init__(self, entries, groups, base=0):
-        self.n, self.base = entries, base
+    def __init__(self, entries, groups, base=0, depth=1 << 14):
+        self.n, self.base, self.depth = entries, base, depth
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         self.tags = [None] * entries          # qpn, or None
         self.static = [0] * entries           # the filled words (ints)
@@ -75,9 +75,9 @@ class ContextCacheModel:
         wb = None
         if need_wb:
             self.count["writebacks"] += 1
-            wb = (self.base + victim, self._writeback_word(e))
+            wb = ((self.base + victim) % self.depth, self._writeback_word(e))
         self._staged.append(("miss", e, qpn))
-        return True, self.base + qpn, wb
+        return True, (self.base + qpn) % self.depth, wb
 
     def fill(self, word):
         """A fill word arrives this cycle (for the oldest outstanding miss)."""

@@ -29,7 +29,7 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
-    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES",
+    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE",
 ]
 
 #: UDP destination port of RoCEv2. Ref: IBTA Annex A17.
@@ -155,11 +155,18 @@ class CqeStatus(enum.Enum, shape=8):
 
 #: Send-queue entry (one 64-byte host word, little endian). ``laddr`` is the local
 #: source address, ``raddr``/``rkey`` the remote target, ``length`` the byte count
-#: (1 .. 16 KiB here), ``wr_id`` is returned in the CQE.
+#: (1 .. 16 KiB here), ``wr_id`` is returned in the CQE. ``qpn`` and ``sq_index`` (the
+#: WQE's send-queue slot) let a WQE written by MMIO act as its own doorbell, as the
+#: control segment of an mlx5 WQE carries the QP number and the WQE counter
+#: (rdma-core, providers/mlx5: ``mlx5_wqe_ctrl_seg``).
 WQE_LAYOUT = data.StructLayout({
-    "wr_id": 64, "opcode": WqeOpcode, "flags": 8, "resv0": 16, "length": 32,
-    "laddr": 64, "raddr": 64, "rkey": 32, "resv1": 32, "resv2": 192,
+    "wr_id": 64, "opcode": WqeOpcode, "flags": 8, "sq_index": 16, "length": 32,
+    "laddr": 64, "raddr": 64, "rkey": 32, "qpn": 24, "resv1": 8, "resv2": 192,
 })
+#: WQE ``flags``: the WQE asks for a CQE (``IBV_SEND_SIGNALED``); its payload follows the
+#: header word in the WQE (``IBV_SEND_INLINE``), ``ceil(length / 64)`` words.
+WQE_SIGNALLED = 0x01
+WQE_INLINE = 0x02
 
 #: Completion-queue entry (one 64-byte host word). ``owner`` is the phase bit that the
 #: host polls (it flips each time the CQ wraps).
@@ -177,19 +184,22 @@ CQE_LAYOUT = data.StructLayout({
 #: PSN sequence error NAK has been sent and cleared when the expected PSN is accepted:
 #: one NAK per sequence error, later out-of-order packets are dropped silently (the
 #: responder behaviour of IBTA Vol 1 section 9.7.5). One of the 8 spare bits after
-#: ``expected_psn``: the context is still one 64-byte host word.
+#: ``expected_psn``: the context is still one 64-byte host word. ``sq_stride_log2``: a
+#: send-queue slot is ``2**sq_stride_log2`` words (room for a WQE with inline data).
+#: ``ack_msgs``/``ack_frames`` (requester): messages and frames sent since the last one
+#: that asked for an ACK (ACK coalescing).
 QPC_LAYOUT = data.StructLayout({
     "valid": 1, "state": 3, "pmtu_log2": 4, "dest_qp": 24,
     "next_psn": 24, "sq_size_log2": 8,
-    "expected_psn": 24, "nak_sent": 1, "resv0": 7,
-    "msn": 24, "resv1": 8,
+    "expected_psn": 24, "nak_sent": 1, "sq_stride_log2": 2, "resv0": 5,
+    "msn": 24, "ack_msgs": 8,
     "sq_base": 32,
     "sq_head": 16, "sq_tail": 16,
     "dmac": 48, "smac": 48,
     "dip": 32, "sip": 32,
     "resp_va": 64,
     "resp_left": 32,
-    "resv2": 64,
+    "ack_frames": 16, "resv2": 48,
 })
 
 #: Memory-region entry of the responder's on-chip MR table (the memory protection

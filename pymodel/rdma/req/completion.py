@@ -1,0 +1,178 @@
+"""Twin of :class:`rtl.rdma.req.completion.CompletionUnit`."""
+
+from collections import deque
+
+from pymodel.cycle import Staged
+from rtl.formats.roce import CqeStatus, Syndrome
+
+__all__ = ["CompletionUnitModel"]
+
+_M16, _M24, _M32 = 0xFFFF, 0xFFFFFF, 0xFFFFFFFF
+_HALF = 1 << 23
+
+
+class CompletionUnitModel:
+    """Per-QP windows of records, ACK matching, timers and rewinds; one action a cycle."""
+
+    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend):
+        self.n, self.R, self.retry_limit = entries, records, retry_limit
+        self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
+        self.recs = {}                               # id -> stored record
+        self.nxt = {}                                # id -> next id of the QP
+        self.head = Staged(0, size=entries, name="head")
+        self.tail = Staged(0, size=entries, name="tail")
+        self.win = Staged(0, size=entries, name="win")
+        self.done = Staged(0, size=entries, name="done")
+        self.tstart = Staged(0, size=entries, name="tstart")
+        self.retries = Staged(0, size=entries, name="retries")
+        self.done_total = Staged(0, name="done_total")
+        self.win_total = Staged(0, name="win_total")
+        self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk
+        self.free = deque()
+        self._freed = []
+        self.fresh = 0
+        self.e_rw = self.cur = self.walk_left = 0
+        self.used = False
+        self.scan = 0
+        self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
+                          records_max=0)
+        self.trace = []
+
+    def hold(self):
+        return self.state.value != 0
+
+    def _retire(self, c, e, status, need_cqe):
+        h_id = self.head[e]
+        h = self.recs[h_id]
+        if need_cqe:
+            self.cqe.write(dict(wr_id=h["wr_id"], status=status, qpn=h["qpn"],
+                                byte_len=h["msg_length"], sq_index=h["sq_index"]))
+        self._freed.append(h_id)
+        self.head.set(e, self.nxt.get(h_id, 0))
+        self.win.set(e, (self.win[e] - 1) & _M16)
+        self.tstart.set(e, c)
+        self.retries.set(e, 0)
+        self.win_total.set((self.win_total.value - 1) & _M16)
+        self.count["retired"] += 1
+        self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
+
+    def step(self, c, adm_total, timeout):
+        """Cycle ``c``; ``adm_total`` is the front's count of items taken."""
+        state = self.state.value
+        sp = self.scan
+        self.scan = (self.scan + 1) % self.n
+        # 1. walk
+        if state == 2:
+            if self.walk_left == 0:
+                self.tstart.set(self.e_rw, c)
+                self.state.set(0)
+            elif self.resend.can_write():
+                r = self.recs[self.cur]
+                self.resend.write(dict(entry=self.e_rw, qpn=r["qpn"], sq_index=r["sq_index"],
+                                       first_psn=r["first_psn"]))
+                self.cur = self.nxt.get(self.cur, 0)
+                self.walk_left -= 1
+            return
+        # 2. start the walk
+        if state == 1 and adm_total == self.done_total.value:
+            self.state.set(2)
+            self.cur = self.head[self.e_rw]
+            self.walk_left = self.win[self.e_rw]
+            return
+        # 3. append
+        if self.rec.can_read():
+            r = self.rec.head()
+            id_ok = bool(self.free) or self.fresh < self.R
+            if r["null"] or id_ok:
+                self.rec.read()
+                e = r["entry"] % self.n
+                if r["last_of_item"] or r["null"]:
+                    self.done.set(e, (self.done[e] + 1) & _M16)
+                    self.done_total.set((self.done_total.value + 1) & _M16)
+                if not r["null"]:
+                    if self.free:
+                        new = self.free.popleft()
+                    else:
+                        new = self.fresh
+                        self.fresh += 1
+                    self.recs[new] = {k: r[k] for k in ("qpn", "first_psn", "last_psn",
+                                                        "wr_id", "sq_index", "msg_length",
+                                                        "signalled")}
+                    if self.win[e] == 0:
+                        self.head.set(e, new)
+                        self.tstart.set(e, c)
+                    else:
+                        self.nxt[self.tail[e]] = new
+                    self.tail.set(e, new)
+                    self.win.set(e, (self.win[e] + 1) & _M16)
+                    self.win_total.set((self.win_total.value + 1) & _M16)
+                    self.count["records_max"] = max(self.count["records_max"],
+                                                    self.win_total.value + 1)
+                return
+        # 4. event
+        if self.ev.can_read() and self._event(c, state):
+            return
+        # 5. timer
+        if state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout:
+            give_up = self.retries[sp] == self.retry_limit
+            if give_up and not self.cqe.can_write():
+                return
+            self.count["timeouts"] += 1
+            if give_up:
+                self._retire(c, sp, CqeStatus.RETRY_EXC_ERR.value, True)
+            else:
+                self.retries.set(sp, self.retries[sp] + 1)
+                self.state.set(1)
+                self.e_rw = sp
+                self.count["rewinds"] += 1
+                self.trace.append((c, f"timer rewind entry {sp}"))
+
+    def _event(self, c, state):
+        """Try the event at the head of ``ev``; True if it was the cycle's action."""
+        ev = self.ev.head()
+        e = ev["qpn"] % self.n
+        h = self.recs.get(self.head[e]) if self.win[e] else None
+        same = h is not None and h["qpn"] == ev["qpn"]
+        d_last = (ev["psn"] - h["last_psn"]) & _M24 if h else 0
+        d_first = (ev["psn"] - h["first_psn"]) & _M24 if h else 0
+        past = same and d_last != 0 and d_last < _HALF
+        at = same and d_last == 0
+        within = same and d_first < _HALF and (at or d_last >= _HALF)
+        syn = ev["syndrome"]
+        is_ack = syn == Syndrome.ACK.value
+        is_seq = syn == Syndrome.NAK_PSN_SEQUENCE.value
+        is_access = syn == Syndrome.NAK_REMOTE_ACCESS.value
+        retire = past or (is_ack and at) or (not is_ack and not is_seq and within)
+        if past or is_ack:
+            status = CqeStatus.SUCCESS.value
+        elif is_access:
+            status = CqeStatus.REM_ACCESS_ERR.value
+        else:
+            status = CqeStatus.RETRY_EXC_ERR.value
+        rewind = not past and is_seq and within
+        need_cqe = retire and (h["signalled"] or status != CqeStatus.SUCCESS.value)
+        if state == 2 or (need_cqe and not self.cqe.can_write()) or (rewind and state != 0):
+            return False
+        if retire:
+            self._retire(c, e, status, need_cqe)
+        if past:
+            self.used = True
+            return True
+        self.ev.read()
+        used, self.used = self.used, False
+        if rewind:
+            self.state.set(1)
+            self.e_rw = e
+            self.count["seq_naks"] += 1
+            self.count["rewinds"] += 1
+            self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))
+        elif not retire and not used:
+            self.count["ack_unexpected"] += 1
+        return True
+
+    def commit(self):
+        for name in ("head", "tail", "win", "done", "tstart", "retries", "done_total",
+                     "win_total", "state"):
+            getattr(self, name).commit()
+        self.free.extend(self._freed)
+        self._freed = []

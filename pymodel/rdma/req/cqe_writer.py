@@ -1,0 +1,30 @@
+"""Twin of :class:`rtl.rdma.req.cqe_writer.CqeWriter`."""
+
+from pymodel.rdma.fields import pack
+from rtl.formats.roce import CQE_LAYOUT, WqeOpcode
+
+__all__ = ["CqeWriterModel"]
+
+
+class CqeWriterModel:
+    """Completions into CQ slots, owner bit flipping at each wrap."""
+
+    def __init__(self, cqe, wr, cq_base, cq_log2, depth):
+        self.cqe, self.wr = cqe, wr
+        self.cq_base, self.cq_log2, self.depth = cq_base, cq_log2, depth
+        self.index = 0
+        self.count = dict(cqe_writes=0)
+
+    def step(self):
+        if not (self.cqe.can_read() and self.wr.can_write()):
+            return
+        q = self.cqe.read()
+        owner = 1 ^ ((self.index >> self.cq_log2) & 1)
+        word = pack(CQE_LAYOUT, wr_id=q["wr_id"], status=q["status"],
+                    opcode=WqeOpcode.RDMA_WRITE, owner=owner, qpn=q["qpn"],
+                    byte_len=q["byte_len"], sq_index=q["sq_index"])
+        slot = self.index & ((1 << self.cq_log2) - 1)
+        self.wr.write(dict(addr=(self.cq_base + slot) % self.depth, data=word, mark=1,
+                           tag=q["qpn"]))
+        self.index += 1
+        self.count["cqe_writes"] += 1

@@ -1,0 +1,88 @@
+"""Twin of :class:`rtl.rdma.req.payload_fetch.PayloadFetch`."""
+
+from pymodel.cycle import Staged
+from rtl.formats.roce import OpCode
+
+__all__ = ["PayloadFetchModel"]
+
+_M16, _M24 = 0xFFFF, 0xFFFFFF
+
+
+class PayloadFetchModel:
+    """Frames of each job: a read per frame, or inline words copied one a cycle."""
+
+    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words):
+        self.depth, self.job, self.inline, self.rd, self.seg = depth, job, inline, rd, seg
+        self.pay, self.fifo_words = pay, fifo_words
+        self.issued = Staged(0, name="issued")
+        self.off = 0
+        self.started = False
+        self.psn_cur = self.laddr_cur = 0
+        self.copied = 0
+        self.count = dict(payload_reads=0, payload_words_max=0)
+
+    def step(self, arrived):
+        """``arrived``: payload read words written into the FIFO before this cycle."""
+        outstanding = (self.issued.value - arrived) & _M16
+        level = len(self.pay)
+        held = level + outstanding
+        self.count["payload_words_max"] = max(self.count["payload_words_max"], held)
+        if not self.job.can_read():
+            return
+        j = self.job.head()
+        if j["null"]:
+            if self.seg.can_write():
+                self.seg.write(self._seg(j, 0, 0, 0, True, True))
+                self.job.read()
+            return
+        rem = j["msg_length"] - self.off
+        pmtu = 1 << j["pmtu_log2"]
+        last = rem <= pmtu
+        seg_len = rem if last else pmtu
+        words = -(-seg_len // 64)
+        psn = self.psn_cur if self.started else j["psn"]
+        laddr = self.laddr_cur if self.started else j["laddr"]
+        first = self.off == 0
+        if j["inline"] and words:
+            final = self.copied + 1 == words
+            if (self.inline.can_read() and outstanding == 0 and level < self.fifo_words
+                    and (not final or self.seg.can_write())):
+                self.pay.write(self.inline.read())
+                self.copied += 1
+                if final:
+                    self.seg.write(self._seg(j, psn, seg_len, words, first, last))
+                    self._advance(j, seg_len, psn, laddr, words, last)
+            return
+        if (self.seg.can_write() and (words == 0 or self.rd.can_write())
+                and held + words <= self.fifo_words):
+            self.seg.write(self._seg(j, psn, seg_len, words, first, last))
+            if words:
+                self.rd.write(dict(addr=laddr, words=words))
+                self.count["payload_reads"] += 1
+            self.issued.set((self.issued.value + words) & _M16)
+            self._advance(j, seg_len, psn, laddr, words, last)
+
+    def _advance(self, j, seg_len, psn, laddr, words, last):
+        self.off = 0 if last else self.off + seg_len
+        self.psn_cur = (psn + 1) & _M24
+        self.laddr_cur = (laddr + words) % self.depth
+        self.started = not last
+        self.copied = 0
+        if last:
+            self.job.read()
+
+    @staticmethod
+    def _seg(j, psn, seg_len, words, first, last):
+        if first:
+            op = OpCode.RC_RDMA_WRITE_ONLY if last else OpCode.RC_RDMA_WRITE_FIRST
+        else:
+            op = OpCode.RC_RDMA_WRITE_LAST if last else OpCode.RC_RDMA_WRITE_MIDDLE
+        return dict(entry=j["entry"], qpn=j["qpn"], opcode=op.value, psn=psn, length=seg_len,
+                    va=j["raddr"], rkey=j["rkey"], ack_req=int(j["ack_req"] and last),
+                    words=words, last_seg=int(last), wr_id=j["wr_id"],
+                    sq_index=j["sq_index"], first_psn=j["first_psn"],
+                    msg_length=j["msg_length"], signalled=j["signalled"],
+                    resend=j["resend"], last_of_item=j["last_of_item"], null=j["null"])
+
+    def commit(self):
+        self.issued.commit()

@@ -1,0 +1,159 @@
+"""Twin of :class:`rtl.rdma.req.requester.Requester`: its stage twins and FIFOs."""
+
+import zlib
+
+from pymodel.cycle import Fifo, Staged
+from pymodel.rdma.context_cache import ContextCacheModel
+from pymodel.rdma.fields import unpack
+from pymodel.rdma.frames import icrc
+from pymodel.rdma.req.completion import CompletionUnitModel
+from pymodel.rdma.req.cqe_writer import CqeWriterModel
+from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
+from pymodel.rdma.req.frame_sender import FrameSenderModel
+from pymodel.rdma.req.host_ports import arbitrate_read, arbitrate_write
+from pymodel.rdma.req.payload_fetch import PayloadFetchModel
+from pymodel.rdma.req.qp_front import QpFrontModel
+from pymodel.rdma.req.sequencer import SequencerModel
+from pymodel.rdma.req.wqe_fetch import WqeFetchModel
+from rtl.formats.roce import (
+    ACK_HEADER,
+    ETHERTYPE_IPV4,
+    IP_PROTO_UDP,
+    ROCE_UDP_PORT,
+    OpCode,
+    bswap,
+)
+from rtl.rdma.req.layouts import RD_FILL, RD_PAYLOAD, RD_WQE
+from rtl.rdma.req.requester import FIFO_DEPTHS, REQUESTER_COUNTERS, REQUESTER_DEFAULTS
+from rtl.rdma.req.sequencer import SEQ_GROUP
+from rtl.rdma.req.wqe_fetch import FETCH_GROUP
+
+__all__ = ["RequesterModel", "ack_frame_ok"]
+
+_M16 = 0xFFFF
+
+
+def _be16(b, k):
+    return int.from_bytes(b[k:k + 2], "big")
+
+
+def ack_frame_ok(frame):
+    """What the AckReceiver accepts: a good 66-byte RoCEv2 ACKNOWLEDGE frame."""
+    return (len(frame) == 66
+            and zlib.crc32(frame[:-4]) == int.from_bytes(frame[-4:], "little")
+            and icrc(frame[:-8]) == frame[-8:-4]
+            and _be16(frame, 16) == 48 and _be16(frame, 12) == ETHERTYPE_IPV4
+            and frame[23] == IP_PROTO_UDP and _be16(frame, 36) == ROCE_UDP_PORT
+            and frame[42] == OpCode.RC_ACKNOWLEDGE.value)
+
+
+class RequesterModel:
+    """The requester, stepped one cycle at a time.
+
+    Each cycle: :meth:`offers` gives the read request and write word the requester
+    offers the host interface (both come from FIFO heads, so they do not depend on
+    anything of the same cycle); then :meth:`step` with the host interface's
+    ``ready``s, the word it delivers on ``rd_data``, the MMIO word it offers, and the ACK
+    frame whose last beat arrives this cycle; it returns whether the MMIO word was
+    taken. Frames go out through ``send(first_beat_cycle, frame)``. Then
+    :meth:`commit`.
+    """
+
+    def __init__(self, cfg, send):
+        p = dict(REQUESTER_DEFAULTS)
+        p.update({k: getattr(cfg, k) for k in p if hasattr(cfg, k)})
+        self.cfg, self.p = cfg, p
+        n = cfg.cache_entries
+        d = FIFO_DEPTHS
+        f = self.fifos = {name: Fifo(depth, name) for name, depth in d.items()}
+        f["wqe"] = Fifo(p["wqe_words"], "wqe")
+        f["payload"] = Fifo(p["payload_words"], "payload")
+        f["events"] = Fifo(p["ack_queue"], "events")
+        self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
+                                       cfg.qpc_base_a, cfg.depth)
+        self.intake = DoorbellIntakeModel(f["items"], f["bf"])
+        self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
+                                  f["wr_wb"])
+        self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
+                                   f["batch"], p["prefetch"], p["wqe_words"])
+        self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
+                                  f["inline"])
+        self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
+                                     f["segs"], f["payload"], p["payload_words"])
+        self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send)
+        self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
+                                        f["events"], f["cqes"], f["resend"])
+        self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
+                                  cfg.depth)
+        self.arrived = Staged(0, name="arrived")
+        self.ack_lost = self.acks = self.ack_dropped = 0
+        self.timeout = cfg.timeout
+
+    # ---- the host interface ----
+    def offers(self):
+        """``(read request, write word)`` offered this cycle (dicts or None)."""
+        f = self.fifos
+        return (arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], False),
+                arbitrate_write(f["wr_wb"], f["wr_cqe"], False))
+
+    def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
+        f = self.fifos
+        cfg = self.cfg
+        arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], rd_ready)
+        arbitrate_write(f["wr_wb"], f["wr_cqe"], wr_ready)
+        if rd_data is not None:
+            ident = rd_data["id"]
+            if ident == RD_FILL:
+                self.cache.fill(rd_data["data"])
+            elif ident == RD_WQE:
+                f["wqe"].write(rd_data["data"])
+            elif ident == RD_PAYLOAD:
+                f["payload"].write(rd_data["data"])
+                self.arrived.set((self.arrived.value + 1) & _M16)
+        if ack is not None:
+            self._ack(ack)
+        taken = self.intake.step(mmio)
+        self.front.step(self.comp, cfg.serial)
+        self.fetch.step(self.seq.released.value)
+        self.seq.step(cfg.ack_every, cfg.ack_frames)
+        self.pay.step(self.arrived.value)
+        self.sender.step(c)
+        self.comp.step(c, self.front.adm_total.value, self.timeout)
+        self.cqw.step()
+        return taken
+
+    def _ack(self, frame):
+        if not ack_frame_ok(frame):
+            self.ack_dropped += 1
+            return
+        self.acks += 1
+        h = unpack(ACK_HEADER, int.from_bytes(frame[:58], "little"))
+        ev = dict(qpn=bswap(h["bth"]["dest_qp"], 3), psn=bswap(h["bth"]["psn"], 3),
+                  syndrome=h["aeth"]["syndrome"], msn=bswap(h["aeth"]["msn"], 3))
+        if self.fifos["events"].can_write():
+            self.fifos["events"].write(ev)
+        else:
+            self.ack_lost += 1
+
+    def commit(self):
+        for fifo in self.fifos.values():
+            fifo.commit()
+        self.cache.commit()
+        for part in (self.front, self.fetch, self.seq, self.pay, self.comp):
+            part.commit()
+        self.arrived.commit()
+
+    def busy(self):
+        """Anything left to do without new input (for idle skipping)."""
+        return (any(not fifo.idle() for fifo in self.fifos.values())
+                or self.sender.busy() or self.comp.win_total.value != 0
+                or self.comp.state.value != 0 or bool(self.cache.order))
+
+    def counters(self):
+        out = {}
+        for part in (self.intake, self.front, self.fetch, self.seq, self.pay, self.sender,
+                     self.comp, self.cqw):
+            out.update(part.count)
+        out.update(self.cache.count)
+        out.update(acks=self.acks, ack_dropped=self.ack_dropped, ack_lost=self.ack_lost)
+        return {k: out[k] for k in REQUESTER_COUNTERS}

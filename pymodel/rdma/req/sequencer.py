@@ -1,0 +1,120 @@
+"""Twin of :class:`rtl.rdma.req.sequencer.Sequencer`."""
+
+from pymodel.cycle import Staged
+from pymodel.rdma.fields import unpack
+from rtl.formats.roce import WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from rtl.rdma.req.sequencer import MAX_INLINE_WORDS
+
+__all__ = ["SequencerModel"]
+
+_M16, _M24 = 0xFFFF, 0xFFFFFF
+
+
+class SequencerModel:
+    """WQEs to send jobs, one source word per cycle."""
+
+    def __init__(self, cache, batch, wqe, bfq, job, inline):
+        self.cache, self.batch, self.wqe, self.bfq = cache, batch, wqe, bfq
+        self.job, self.inline = job, inline
+        self.state = "HDR"
+        self.idx = 0
+        self.inl_left = self.pad_left = 0
+        self.released = Staged(0, name="released")
+        self.count = dict(sequenced=0)
+        self._next = None
+
+    def _src(self, b):
+        return self.bfq if b["bf"] else self.wqe
+
+    def _pop(self, b):
+        word = self._src(b).read()
+        if not b["bf"]:
+            self.released.set((self.released.value + 1) & _M16)
+        return word
+
+    def _wqe_done(self, b):
+        if self.idx + 1 == b["count"]:
+            self.batch.read()
+            self._next_idx = 0
+        else:
+            self._next_idx = self.idx + 1
+
+    def step(self, ack_every, ack_frames):
+        self._next_idx = self.idx
+        self._next_state = self.state
+        if self.batch.can_read():
+            self._step(self.batch.head(), ack_every, ack_frames)
+        self.idx, self.state = self._next_idx, self._next_state
+
+    def _step(self, b, ack_every, ack_frames):
+        src = self._src(b)
+        if self.state == "HDR":
+            if b["null"]:
+                if self.job.can_write():
+                    self.job.write(dict(entry=b["entry"], qpn=b["qpn"], null=1, last_of_item=1,
+                                        psn=0, laddr=0, raddr=0, rkey=0, inline=0, ack_req=0,
+                                        pmtu_log2=0, wr_id=0, sq_index=0, first_psn=0,
+                                        msg_length=0, signalled=0, resend=0))
+                    self.batch.read()
+                return
+            if not (src.can_read() and self.job.can_write()):
+                return
+            w = unpack(WQE_LAYOUT, src.head())
+            self._pop(b)
+            e = b["entry"]
+            ctx = self.cache.static_of(e)
+            g = self.cache.group("seq", e)
+            length = w["length"]
+            inline = bool(w["flags"] & WQE_INLINE)
+            signalled = bool(w["flags"] & WQE_SIGNALLED)
+            slot_words = 1 << b["stride_log2"]
+            cap = MAX_INLINE_WORDS if b["bf"] else min(slot_words - 1, MAX_INLINE_WORDS)
+            n_inl = min(-(-length // 64), cap) if inline else 0
+            n_pad = 0 if b["bf"] else slot_words - 1 - n_inl
+            pmtu = 1 << ctx["pmtu_log2"]
+            frames = 1 if length == 0 else -(-length // pmtu)
+            msgs = g["ack_msgs"] + 1
+            fsum = g["ack_frames"] + frames
+            want = bool(b["resend"] or signalled or ack_every <= 1 or msgs >= ack_every
+                        or (ack_frames != 0 and fsum >= ack_frames))
+            psn = b["first_psn"] if b["resend"] else g["next_psn"]
+            self.job.write(dict(
+                entry=e, qpn=b["qpn"], psn=psn, laddr=(w["laddr"] >> 6) % self.cache.depth,
+                raddr=w["raddr"], rkey=w["rkey"], inline=int(inline), ack_req=int(want),
+                pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
+                sq_index=(b["first"] + self.idx) & _M16, first_psn=psn, msg_length=length,
+                signalled=int(signalled), resend=b["resend"],
+                last_of_item=int(b["last_of_item"] and self.idx + 1 == b["count"]), null=0))
+            self.count["sequenced"] += 1
+            if not b["resend"]:
+                self.cache.write_group("seq", e, dict(
+                    next_psn=(g["next_psn"] + frames) & _M24,
+                    ack_msgs=0 if want else msgs & 0xFF,
+                    ack_frames=0 if want else fsum & 0xFFFF))
+            self.inl_left, self.pad_left = n_inl, n_pad
+            if n_inl:
+                self._next_state = "INLINE"
+            elif n_pad:
+                self._next_state = "PAD"
+            else:
+                self._wqe_done(b)
+        elif self.state == "INLINE":
+            if src.can_read() and self.inline.can_write():
+                self.inline.write(self._pop(b))
+                self.inl_left -= 1
+                if self.inl_left == 0:
+                    if self.pad_left:
+                        self._next_state = "PAD"
+                    else:
+                        self._wqe_done(b)
+                        self._next_state = "HDR"
+        elif self.state == "PAD":
+            if src.can_read():
+                self._pop(b)
+                self.pad_left -= 1
+                if self.pad_left == 0:
+                    self._wqe_done(b)
+                    self._next_state = "HDR"
+
+    def commit(self):
+        self.released.commit()

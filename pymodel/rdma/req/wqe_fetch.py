@@ -1,0 +1,86 @@
+"""Twin of :class:`rtl.rdma.req.wqe_fetch.WqeFetch`."""
+
+from pymodel.cycle import Staged
+
+__all__ = ["WqeFetchModel"]
+
+_M16 = 0xFFFF
+
+
+class WqeFetchModel:
+    """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
+
+    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words):
+        self.cache, self.fetch, self.resend, self.rd, self.batch = \
+            cache, fetch, resend, rd, batch
+        self.prefetch, self.ring_words = prefetch, ring_words
+        self.reserved = Staged(0, name="reserved")
+        self.count = dict(wqe_reads=0, wqes=0, wqe_words_max=0)
+
+    def _issue(self, addr, words, n, batch):
+        self.rd.write(dict(addr=addr, words=words))
+        self.batch.write(batch)
+        self.reserved.set((self.reserved.value + words) & _M16)
+        self.count["wqe_reads"] += 1
+        self.count["wqes"] += n
+
+    def step(self, released):
+        """``released``: the sequencer's count of WQE words taken (start of the cycle)."""
+        held = (self.reserved.value - released) & _M16
+        base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0)
+        if self.resend.can_read():
+            r = self.resend.head()
+            ctx = self.cache.static_of(r["entry"])
+            words = 1 << ctx["sq_stride_log2"]
+            if held + words <= self.ring_words and self.rd.can_write() \
+                    and self.batch.can_write():
+                mask = (1 << ctx["sq_size_log2"]) - 1
+                self.resend.read()
+                self._issue((ctx["sq_base"] + ((r["sq_index"] & mask) << ctx["sq_stride_log2"]))
+                            % self.cache.depth, words, 1,
+                            dict(base, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
+                                 count=1, stride_log2=ctx["sq_stride_log2"], resend=1,
+                                 first_psn=r["first_psn"]))
+                self._peak(held + words)
+            return
+        if not self.fetch.can_read():
+            return
+        f = self.fetch.head()
+        e = f["entry"]
+        if not self.cache.ready(e):
+            return
+        ctx = self.cache.static_of(e)
+        head = self.cache.group("fetch", e)["sq_head"]
+        common = dict(base, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
+        if f["bf"]:
+            if self.batch.can_write():
+                self.fetch.read()
+                self.batch.write(dict(common, first=(f["sq_tail"] - 1) & _M16, count=1, bf=1,
+                                      last_of_item=1))
+                self.cache.write_group("fetch", e, {"sq_head": f["sq_tail"]})
+            return
+        count = (f["sq_tail"] - head) & _M16
+        if count == 0:
+            if self.batch.can_write():
+                self.fetch.read()
+                self.batch.write(dict(common, first=0, count=0, null=1, last_of_item=1))
+            return
+        size = 1 << ctx["sq_size_log2"]
+        slot = head & (size - 1)
+        n = min(count, self.prefetch, size - slot)
+        words = n << ctx["sq_stride_log2"]
+        if not (held + words <= self.ring_words and self.rd.can_write()
+                and self.batch.can_write()):
+            return
+        if n == count:
+            self.fetch.read()
+        self._issue((ctx["sq_base"] + (slot << ctx["sq_stride_log2"])) % self.cache.depth,
+                    words, n, dict(common, first=head, count=n, last_of_item=int(n == count)))
+        self.cache.write_group("fetch", e, {"sq_head": (head + n) & _M16})
+        self._peak(held + words)
+
+    def _peak(self, value):
+        self.count["wqe_words_max"] = max(self.count["wqe_words_max"], value)
+
+    def commit(self):
+        self.reserved.commit()

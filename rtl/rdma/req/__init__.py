@@ -1,0 +1,1 @@
+"""The pipelined RDMA WRITE requester: one stage per module, wired by ``requester``."""

@@ -1,0 +1,280 @@
+"""Completion unit: the per-QP go-back-N windows, ACK matching, timers, rewinds."""
+
+from amaranth import Const, Module, Mux, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import CqeStatus, Syndrome
+from rtl.params import check_int
+from rtl.rdma.ack_receiver import ack_event_layout
+from rtl.rdma.req.layouts import cqe_req_layout, record_layout, resend_layout
+
+__all__ = ["CompletionUnit", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE"]
+
+#: Counters of the completion unit, in port order.
+COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "retired",
+                       "records_max")
+#: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
+RETRY_LIMIT_RANGE = (0, 7)
+
+
+def _stored_layout():
+    return data.StructLayout({"qpn": 24, "first_psn": 24, "last_psn": 24, "wr_id": 64,
+                              "sq_index": 16, "msg_length": 32, "signalled": 1})
+
+
+class CompletionUnit(wiring.Component):
+    """Keep every sent message until its ACK, per QP; complete, rewind, time out.
+
+    Each QP with messages waiting for their ACK has its own window: a list of records
+    in sending order (a pool of ``records`` records shared by all QPs, linked per QP),
+    its own transport timer and its own retry count, kept per cache entry (the entry is
+    pinned while its window is not empty, see :class:`~rtl.rdma.req.qp_front.QpFront`).
+
+    Parameters
+    ----------
+    entries : int
+        Context-cache entries.
+    records : int
+        Records in the pool (messages sent and not yet acknowledged, all QPs).
+    retry_limit : int
+        Timer expiries without progress for which a QP's window is resent (0 to 7); at
+        the next one its oldest message completes with RETRY_EXC_ERR.
+
+    Ports
+    -----
+    rec : In(stream.Signature(record_layout()))
+        Records of messages sent (and null records of items without a message).
+    ev : In(stream.Signature(ack_event_layout()))
+        ACK/NAK events, from the ACK queue.
+    cqe : Out(stream.Signature(cqe_req_layout()))
+        Completions to write, to the CQE writer's FIFO.
+    resend : Out(stream.Signature(resend_layout()))
+        Messages to send again, to the WQE fetch stage's FIFO.
+    hold : Out(1)
+        A rewind is in progress: the front takes no new work.
+    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16)
+        Items done and messages in the window of entry ``q_entry`` (for the front).
+    adm_total : In(16)
+        Items the front has taken; done_total : Out(16) items done (their last
+        record, or null record, appended); win_total : Out(16) records in use.
+    timeout : In(24)
+        Transport timeout in cycles.
+    ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
+        Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
+        (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
+        records in use at once.
+
+    Timing
+    ------
+    One action per cycle, the first that can complete in that cycle, in this order:
+
+    1. walking a rewind: send the QP's next record to ``resend`` (or, when all are
+       sent, restart its timer and end the rewind);
+    2. starting the walk of a waiting rewind, once every item the front took is done
+       (the pipeline before the window is empty);
+    3. appending the record at the head of ``rec`` to its QP's window (if a record is
+       free); a null record only counts its item done;
+    4. the event at the head of ``ev`` against the oldest record ``h`` of its QP
+       (PSNs modulo 2**24 with a 2**23 window): a PSN after ``h``'s last (any
+       syndrome) retires ``h`` with SUCCESS and keeps the event (ACKs are cumulative);
+       an ACK of ``h``'s last PSN retires it; a remote access NAK (another NAK) within
+       ``h`` completes it with REM_ACCESS_ERR (RETRY_EXC_ERR); a PSN sequence NAK within
+       ``h`` starts a rewind of the QP (not while another rewind is under way: the
+       event waits); anything else is dropped (``ack_unexpected``, unless it retired a
+       message before). Not during a walk;
+    5. the timer of entry ``scan`` (a pointer that visits one entry per cycle): if its
+       window is not empty and ``now - start >= timeout``, rewind it, or complete its
+       oldest message with RETRY_EXC_ERR when ``retry_limit`` expiries have rewound it
+       since its last progress. Only while no rewind is under way.
+
+    Retiring a record writes a CQE if it is signalled or failed (it needs room in
+    ``cqe``), frees it, restarts the QP's timer and clears its retry count. A QP's
+    timer starts when its window becomes non-empty. A rewind waits (``hold`` high) until
+    the pipeline is empty, then resends the QP's window from its oldest record, one
+    record per cycle, and ends.
+    """
+
+    def __init__(self, entries, records=256, retry_limit=7):
+        self.entries = entries
+        self.records = check_int(self, "window records", records, 2, 4096)
+        self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)
+        super().__init__({
+            "rec": In(stream.Signature(record_layout())),
+            "ev": In(stream.Signature(ack_event_layout())),
+            "cqe": Out(stream.Signature(cqe_req_layout())),
+            "resend": Out(stream.Signature(resend_layout())),
+            "hold": Out(1),
+            "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
+            "adm_total": In(16), "done_total": Out(16), "win_total": Out(16),
+            "timeout": In(24),
+            **{n: Out(32) for n in COMPLETION_COUNTERS},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, R = self.entries, self.records
+        ibits = (n - 1).bit_length()
+        rbits = (R - 1).bit_length()
+        lay = _stored_layout()
+
+        def mem(name, shape, depth):
+            m.submodules[name] = mm = memory.Memory(shape=shape, depth=depth, init=[])
+            return mm
+        recs = mem("recs", lay, R)
+        nxt = mem("nxt", rbits, R)
+        head = mem("head", rbits, n)
+        tail = mem("tail", rbits, n)
+        win = mem("win", 16, n)
+        done = mem("done", 16, n)
+        tstart = mem("tstart", 32, n)
+        retries = mem("retries", 3, n)
+        m.submodules.free = free = SyncFIFO(width=rbits, depth=R)
+
+        def rd(mm, addr):
+            p = mm.read_port(domain="comb")
+            m.d.comb += p.addr.eq(addr)
+            return p.data
+
+        now = Signal(32)
+        m.d.sync += now.eq(now + 1)
+        fresh = Signal(range(R + 1))
+        scan = Signal(ibits)
+        m.d.sync += scan.eq(scan + 1)
+        state = Signal(2)              # 0 normal, 1 wait, 2 walk
+        e_rw = Signal(ibits)
+        cur = Signal(rbits)
+        walk_left = Signal(16)
+        used = Signal()
+        m.d.comb += self.hold.eq(state != 0)
+
+        # Reads for each candidate.
+        r, ev = self.rec.payload, self.ev.payload
+        e_rec, e_ev, sp = Signal(ibits), Signal(ibits), Signal(ibits)
+        m.d.comb += [e_rec.eq(r.entry[:ibits]), e_ev.eq(ev.qpn[:ibits]), sp.eq(scan)]
+        win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
+        win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
+        h = Signal(lay)
+        m.d.comb += h.eq(rd(recs, head_ev))
+        next_ev = rd(nxt, head_ev)
+        win_sp, head_sp, tstart_sp, retries_sp = rd(win, sp), rd(head, sp), rd(tstart, sp), \
+            rd(retries, sp)
+        hs = Signal(lay)
+        m.d.comb += hs.eq(rd(recs, head_sp))
+        next_sp = rd(nxt, head_sp)
+        head_rw, win_rw = rd(head, e_rw), rd(win, e_rw)
+        wr_rec = Signal(lay)
+        m.d.comb += wr_rec.eq(rd(recs, cur))
+        next_cur = rd(nxt, cur)
+        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry))]
+
+        # Write ports, driven by the chosen action.
+        w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
+             ("head", head), ("tail", tail), ("win", win), ("done", done),
+             ("tstart", tstart), ("retries", retries))}
+
+        def put(name, addr, value):
+            m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
+
+        # The candidates.
+        id_ok = free.r_rdy | (fresh < R)
+        new_id = Signal(rbits)
+        m.d.comb += new_id.eq(Mux(free.r_rdy, free.r_data, fresh))
+        same = Signal()
+        d_last, d_first = Signal(24), Signal(24)
+        m.d.comb += [same.eq((win_ev != 0) & (h.qpn == ev.qpn)),
+                     d_last.eq(ev.psn - h.last_psn), d_first.eq(ev.psn - h.first_psn)]
+        past = same & (d_last != 0) & ~d_last[23]
+        at = same & (d_last == 0)
+        within = same & ~d_first[23] & (at | d_last[23])
+        is_ack = ev.syndrome == Syndrome.ACK.value
+        is_seq = ev.syndrome == Syndrome.NAK_PSN_SEQUENCE.value
+        is_access = ev.syndrome == Syndrome.NAK_REMOTE_ACCESS.value
+        ev_retire = past | (is_ack & at) | (~is_ack & ~is_seq & within)
+        ev_status = Signal(8)
+        m.d.comb += ev_status.eq(Mux(past | is_ack, CqeStatus.SUCCESS.value,
+                                     Mux(is_access, CqeStatus.REM_ACCESS_ERR.value,
+                                         CqeStatus.RETRY_EXC_ERR.value)))
+        ev_rewind = ~past & is_seq & within
+        ev_cqe = ev_retire & (h.signalled | (ev_status != CqeStatus.SUCCESS.value))
+        ev_ok = (state != 2) & (~ev_cqe | self.cqe.ready) & (~ev_rewind | (state == 0))
+        expired = (state == 0) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        give_up = retries_sp == self.retry_limit
+        tm_ok = expired & (~give_up | self.cqe.ready)
+
+        def retire(e, rec_id, rec, nxt_id, win_e, status, cqe_needed):
+            with m.If(cqe_needed):
+                c = self.cqe.payload
+                m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(rec.wr_id), c.status.eq(status),
+                             c.qpn.eq(rec.qpn), c.byte_len.eq(rec.msg_length),
+                             c.sq_index.eq(rec.sq_index)]
+            m.d.comb += [free.w_en.eq(1), free.w_data.eq(rec_id)]
+            put("head", e, nxt_id)
+            put("win", e, win_e - 1)
+            put("tstart", e, now)
+            put("retries", e, 0)
+            m.d.sync += [self.win_total.eq(self.win_total - 1), self.retired.eq(self.retired + 1)]
+
+        def start_rewind(e, counter):
+            m.d.sync += [state.eq(1), e_rw.eq(e), counter.eq(counter + 1),
+                         self.rewinds.eq(self.rewinds + 1)]
+
+        with m.If(state == 2):                                    # 1. walk
+            with m.If(walk_left == 0):
+                put("tstart", e_rw, now)
+                m.d.sync += state.eq(0)
+            with m.Elif(self.resend.ready):
+                s = self.resend.payload
+                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(e_rw), s.qpn.eq(wr_rec.qpn),
+                             s.sq_index.eq(wr_rec.sq_index), s.first_psn.eq(wr_rec.first_psn)]
+                m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
+        with m.Elif((state == 1) & (self.adm_total == self.done_total)):   # 2. start walk
+            m.d.sync += [state.eq(2), cur.eq(head_rw), walk_left.eq(win_rw)]
+        with m.Elif(self.rec.valid & (r.null | id_ok)):              # 3. append
+            m.d.comb += self.rec.ready.eq(1)
+            with m.If(r.last_of_item | r.null):
+                put("done", e_rec, done_rec + 1)
+                m.d.sync += self.done_total.eq(self.done_total + 1)
+            with m.If(~r.null):
+                m.d.comb += free.r_en.eq(free.r_rdy)
+                with m.If(~free.r_rdy):
+                    m.d.sync += fresh.eq(fresh + 1)
+                stored = Signal(lay)
+                m.d.comb += [stored.qpn.eq(r.qpn), stored.first_psn.eq(r.first_psn),
+                             stored.last_psn.eq(r.last_psn), stored.wr_id.eq(r.wr_id),
+                             stored.sq_index.eq(r.sq_index),
+                             stored.msg_length.eq(r.msg_length),
+                             stored.signalled.eq(r.signalled)]
+                put("recs", new_id, stored)
+                with m.If(win_rec == 0):
+                    put("head", e_rec, new_id)
+                    put("tstart", e_rec, now)
+                with m.Else():
+                    put("nxt", tail_rec, new_id)
+                put("tail", e_rec, new_id)
+                put("win", e_rec, win_rec + 1)
+                m.d.sync += self.win_total.eq(self.win_total + 1)
+                with m.If(self.win_total + 1 > self.records_max):
+                    m.d.sync += self.records_max.eq(self.win_total + 1)
+        with m.Elif(self.ev.valid & ev_ok):                          # 4. event
+            with m.If(ev_retire):
+                retire(e_ev, head_ev, h, next_ev, win_ev, ev_status, ev_cqe)
+            with m.If(past):
+                m.d.sync += used.eq(1)
+            with m.Else():
+                m.d.comb += self.ev.ready.eq(1)
+                m.d.sync += used.eq(0)
+                with m.If(ev_rewind):
+                    start_rewind(e_ev, self.seq_naks)
+                with m.Elif(~ev_retire & ~used):
+                    m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)
+        with m.Elif(tm_ok):                                          # 5. timer
+            m.d.sync += self.timeouts.eq(self.timeouts + 1)
+            with m.If(give_up):
+                retire(sp, head_sp, hs, next_sp, win_sp, CqeStatus.RETRY_EXC_ERR.value,
+                       Const(1))
+            with m.Else():
+                put("retries", sp, retries_sp + 1)
+                m.d.sync += [state.eq(1), e_rw.eq(sp), self.rewinds.eq(self.rewinds + 1)]
+        return m

@@ -1,0 +1,92 @@
+"""Doorbell intake: the host's MMIO writes into the requester, as work items."""
+
+from amaranth import Module
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import WQE_LAYOUT
+from rtl.rdma.req.layouts import item_layout
+
+__all__ = ["DoorbellIntake", "mmio_word_layout", "DOORBELL_OFFSET", "BLUEFLAME_OFFSET",
+           "INTAKE_COUNTERS"]
+
+#: Register offset of the doorbell: one 8-byte write of ``qpn`` (bytes 0-2) and the send
+#: queue's new tail ``sq_tail`` (bytes 3-4), the producer index of the next WQE slot.
+DOORBELL_OFFSET = 0x0000
+#: Register offset of the WQE-by-MMIO buffer: the host writes a whole WQE (its header
+#: word, then its inline data words), which also rings the doorbell for it. mlx5 puts
+#: its BlueFlame buffer at this offset of the doorbell page (rdma-core,
+#: providers/mlx5: ``MLX5_BF_OFFSET``).
+BLUEFLAME_OFFSET = 0x0800
+#: Counters of the intake, in port order.
+INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped")
+
+
+def mmio_word_layout():
+    """One word of a host posted write, as the host interface delivers it."""
+    return data.StructLayout({"addr": 16, "nbytes": 13, "data": 512, "first": 1, "last": 1})
+
+
+class DoorbellIntake(wiring.Component):
+    """Turn MMIO writes into work items; pass WQEs written by MMIO on.
+
+    Ports
+    -----
+    mmio : In(stream.Signature(mmio_word_layout()))
+        The host's writes, one word per transfer.
+    item : Out(stream.Signature(item_layout()))
+        A doorbell ``{qpn, sq_tail, bf=0}``, or for a WQE by MMIO ``{wqe.qpn,
+        wqe.sq_index + 1, bf=1}``; to a FIFO.
+    bf : Out(stream.Signature(512))
+        The words of WQEs written by MMIO, in order; to a FIFO.
+    doorbells, bf_writes, mmio_dropped : Out(32)
+        Doorbell writes taken, WQEs written by MMIO, and words written to any other
+        offset (dropped).
+
+    Timing
+    ------
+    Combinational: a word is taken in the cycle it is offered if the FIFOs it goes to
+    have room (a doorbell or a WQE's first word needs ``item`` and, for a WQE, ``bf``;
+    a WQE's later words need ``bf``); words to other offsets are taken and dropped.
+    """
+
+    mmio: In(stream.Signature(mmio_word_layout()))
+    item: Out(stream.Signature(item_layout()))
+    bf: Out(stream.Signature(512))
+    doorbells: Out(32)
+    bf_writes: Out(32)
+    mmio_dropped: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        w = self.mmio.payload
+        wqe = data.View(WQE_LAYOUT, w.data)
+        is_db = w.addr == DOORBELL_OFFSET
+        is_bf = w.addr == BLUEFLAME_OFFSET
+        m.d.comb += self.bf.payload.eq(w.data)
+        with m.If(self.mmio.valid):
+            with m.If(is_db):
+                m.d.comb += [
+                    self.item.payload.qpn.eq(w.data[0:24]),
+                    self.item.payload.sq_tail.eq(w.data[24:40]),
+                    self.item.valid.eq(1),
+                    self.mmio.ready.eq(self.item.ready),
+                ]
+                with m.If(self.item.ready):
+                    m.d.sync += self.doorbells.eq(self.doorbells + 1)
+            with m.Elif(is_bf & w.first):
+                go = self.item.ready & self.bf.ready
+                m.d.comb += [
+                    self.item.payload.qpn.eq(wqe.qpn),
+                    self.item.payload.sq_tail.eq(wqe.sq_index + 1),
+                    self.item.payload.bf.eq(1),
+                    self.item.valid.eq(go), self.bf.valid.eq(go), self.mmio.ready.eq(go),
+                ]
+                with m.If(go):
+                    m.d.sync += self.bf_writes.eq(self.bf_writes + 1)
+            with m.Elif(is_bf):
+                m.d.comb += [self.bf.valid.eq(self.bf.ready), self.mmio.ready.eq(self.bf.ready)]
+            with m.Else():
+                m.d.comb += self.mmio.ready.eq(1)
+                m.d.sync += self.mmio_dropped.eq(self.mmio_dropped + 1)
+        return m

@@ -1,0 +1,103 @@
+"""Frame sender: build each frame once all its payload is at hand; record messages."""
+
+from amaranth import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.fcs_inserter import FcsInserter
+from rtl.formats.packet import packet_signature
+from rtl.formats.roce import QPC_LAYOUT
+from rtl.rdma.icrc_inserter import IcrcInserter
+from rtl.rdma.req.layouts import record_layout, seg_layout
+from rtl.rdma.write_framer import WriteFramer
+
+__all__ = ["FrameSender"]
+
+
+class FrameSender(wiring.Component):
+    """Hand frame descriptors to the framer (WriteFramer, ICRC, FCS) in order.
+
+    Parameters
+    ----------
+    entries : int
+        Context-cache entries.
+    fifo_words : int
+        Words of the payload FIFO.
+
+    Ports
+    -----
+    seg : In(stream.Signature(seg_layout()))
+        Frame descriptors, from a FIFO.
+    pay : In(stream.Signature(512))
+        The payload FIFO's read side (the framer takes the words as it sends them).
+    pay_level : In(range(fifo_words + 1))
+        Its level.
+    rec : Out(stream.Signature(record_layout()))
+        The record of each message whose last frame starts (first sends only), and of
+        each ``null`` descriptor, to the completion unit's FIFO.
+    o : Out(packet_signature(64))
+        The frames, with ICRC and FCS (``o.ready`` is expected high: a link).
+    s_addr, s_data : a static read port of the cache (MACs, IPs, ``dest_qp``).
+    frames, retransmissions : Out(32)
+        Frames started; those of them that were resends.
+
+    Timing
+    ------
+    A descriptor at the head of ``seg`` goes to the framer in a cycle when the framer
+    is idle, all ``words`` of its payload are in the FIFO (``pay_level >= words``:
+    the frame never waits for data once it has started) and, for a record, ``rec``
+    has room; its first beat leaves in the next cycle, one beat a cycle (the ICRC and
+    FCS inserters add a beat when the last one holds more than 60 bytes). A ``null``
+    descriptor only pushes its record.
+    """
+
+    def __init__(self, entries, fifo_words):
+        self.entries, self.fifo_words = entries, fifo_words
+        super().__init__({
+            "seg": In(stream.Signature(seg_layout())),
+            "pay": In(stream.Signature(512)),
+            "pay_level": In(range(fifo_words + 1)),
+            "rec": Out(stream.Signature(record_layout())),
+            "o": Out(packet_signature(64)),
+            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
+            "frames": Out(32), "retransmissions": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.framer = framer = WriteFramer()
+        m.submodules.icrc = icrc = IcrcInserter()
+        m.submodules.fcs = fcs = FcsInserter(64)
+        wiring.connect(m, framer.o, icrc.i)
+        wiring.connect(m, icrc.o, fcs.i)
+        wiring.connect(m, fcs.o, wiring.flipped(self.o))
+        wiring.connect(m, wiring.flipped(self.pay), framer.i_data)
+        d = self.seg.payload
+        ctx = self.s_data
+        m.d.comb += self.s_addr.eq(d.entry)
+        f = framer.i_seg.payload
+        m.d.comb += [
+            f.opcode.eq(d.opcode), f.ack_req.eq(d.ack_req),
+            f.dmac.eq(ctx.dmac), f.smac.eq(ctx.smac), f.sip.eq(ctx.sip), f.dip.eq(ctx.dip),
+            f.src_qp.eq(d.qpn), f.dest_qp.eq(ctx.dest_qp), f.psn.eq(d.psn),
+            f.va.eq(d.va), f.rkey.eq(d.rkey), f.dma_length.eq(d.msg_length),
+            f.length.eq(d.length),
+        ]
+        r = self.rec.payload
+        m.d.comb += [
+            r.entry.eq(d.entry), r.qpn.eq(d.qpn), r.last_psn.eq(d.psn),
+            r.wr_id.eq(d.wr_id), r.sq_index.eq(d.sq_index), r.first_psn.eq(d.first_psn),
+            r.msg_length.eq(d.msg_length), r.signalled.eq(d.signalled),
+            r.resend.eq(d.resend), r.last_of_item.eq(d.last_of_item), r.null.eq(d.null),
+        ]
+        record = d.last_seg & ~d.resend
+        with m.If(self.seg.valid & d.null):
+            m.d.comb += [self.rec.valid.eq(1), self.seg.ready.eq(self.rec.ready)]
+        with m.Elif(self.seg.valid & (self.pay_level >= d.words)
+                    & (self.rec.ready | ~record)):
+            m.d.comb += framer.i_seg.valid.eq(1)
+            with m.If(framer.i_seg.ready):
+                m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record)]
+                m.d.sync += [self.frames.eq(self.frames + 1),
+                             self.retransmissions.eq(self.retransmissions + d.resend)]
+        return m

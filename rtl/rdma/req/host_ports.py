@@ -1,0 +1,107 @@
+"""The requester's clients of the host interface: one read port, one write port."""
+
+from amaranth import Module
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.rdma.req.layouts import RD_FILL, RD_PAYLOAD, RD_WQE, read_layout, write_layout_req
+
+__all__ = ["ReadArbiter", "WriteArbiter", "hi_read_layout", "hi_data_layout",
+           "hi_write_layout"]
+
+
+def hi_read_layout(depth):
+    """A read request of the host interface (its ``rd_req``)."""
+    return data.StructLayout({"addr": range(depth), "words": range(1, 65), "id": 8})
+
+
+def hi_data_layout():
+    """A read data word of the host interface (its ``rd_data``)."""
+    return data.StructLayout({"data": 512, "id": 8, "last": 1})
+
+
+def hi_write_layout(depth):
+    """A posted write word to the host interface (its ``wr``)."""
+    return data.StructLayout({"addr": range(depth), "data": 512, "be": 64, "last": 1,
+                              "mark": 1, "tag": 24})
+
+
+class ReadArbiter(wiring.Component):
+    """Merge the requester's reads into the host interface's read port.
+
+    Ports
+    -----
+    fill : In(stream.Signature(range(depth)))
+        Context fills (one word each), from the cache's FIFO; ``id`` ``RD_FILL``.
+    wqe, pay : In(stream.Signature(read_layout(depth)))
+        WQE reads (``RD_WQE``) and payload reads (``RD_PAYLOAD``), from FIFOs.
+    o : Out(stream.Signature(hi_read_layout(depth)))
+        To the host interface.
+
+    Timing: combinational; fixed priority fill, then WQE, then payload (a fill holds
+    up a lookup at the head of the pipeline, a WQE read holds up all the messages it
+    carries, a payload read one message).
+    """
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({
+            "fill": In(stream.Signature(range(depth))),
+            "wqe": In(stream.Signature(read_layout(depth))),
+            "pay": In(stream.Signature(read_layout(depth))),
+            "o": Out(stream.Signature(hi_read_layout(depth))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        o = self.o.payload
+        with m.If(self.fill.valid):
+            m.d.comb += [o.addr.eq(self.fill.payload), o.words.eq(1), o.id.eq(RD_FILL),
+                         self.o.valid.eq(1), self.fill.ready.eq(self.o.ready)]
+        with m.Elif(self.wqe.valid):
+            m.d.comb += [o.addr.eq(self.wqe.payload.addr), o.words.eq(self.wqe.payload.words),
+                         o.id.eq(RD_WQE), self.o.valid.eq(1), self.wqe.ready.eq(self.o.ready)]
+        with m.Elif(self.pay.valid):
+            m.d.comb += [o.addr.eq(self.pay.payload.addr), o.words.eq(self.pay.payload.words),
+                         o.id.eq(RD_PAYLOAD), self.o.valid.eq(1),
+                         self.pay.ready.eq(self.o.ready)]
+        return m
+
+
+class WriteArbiter(wiring.Component):
+    """Merge the requester's writes (context write-backs, CQEs) into the host
+    interface's write port, one word per transfer and per TLP.
+
+    Ports
+    -----
+    wb : In(stream.Signature({"addr": range(depth), "data": 512}))
+        Context write-backs, from the cache's FIFO.
+    cqe : In(stream.Signature(write_layout_req(depth)))
+        CQE writes, from the CQE writer's FIFO.
+    o : Out(stream.Signature(hi_write_layout(depth)))
+        To the host interface (whole words, ``last`` on each).
+
+    Timing: combinational; fixed priority write-backs, then CQEs.
+    """
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({
+            "wb": In(stream.Signature(data.StructLayout({"addr": range(depth),
+                                                         "data": 512}))),
+            "cqe": In(stream.Signature(write_layout_req(depth))),
+            "o": Out(stream.Signature(hi_write_layout(depth))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        o = self.o.payload
+        m.d.comb += [o.be.eq((1 << 64) - 1), o.last.eq(1)]
+        with m.If(self.wb.valid):
+            m.d.comb += [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
+                         self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
+        with m.Elif(self.cqe.valid):
+            c = self.cqe.payload
+            m.d.comb += [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
+                         o.tag.eq(c.tag), self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
+        return m

@@ -1,0 +1,103 @@
+"""The requester's front: one QP-context lookup per work item, in order."""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.rdma.req.layouts import fetch_layout, item_layout
+
+__all__ = ["QpFront", "COUNT_BITS"]
+
+#: Width of the per-entry item counters (admitted here, done at the completion unit).
+COUNT_BITS = 16
+
+
+class QpFront(wiring.Component):
+    """Look up each work item's QP context and pass the item on with its cache entry.
+
+    An entry is *busy* while its QP has work anywhere in the requester: items admitted
+    here that the completion unit has not yet seen done (``adm[e] != done[e]``), or
+    messages waiting for their ACK (``win[e] != 0``). The cache never evicts a busy
+    entry, so later stages address a context by its entry number without a tag check.
+
+    Parameters
+    ----------
+    entries : int
+        Entries of the context cache.
+
+    Ports
+    -----
+    item : In(stream.Signature(item_layout()))
+        Work items, from a FIFO.
+    fetch : Out(stream.Signature(fetch_layout()))
+        The item and its entry, to a FIFO.
+    lookup : Out(stream.Signature({"qpn": 24}))
+        To the cache's ``req`` (its ``ready`` says the lookup was taken this cycle).
+    victim_busy : Out(1)
+        To the cache: the entry of the presented QP is busy.
+    q_entry : Out(range(entries)), q_done : In(COUNT_BITS), q_win : In(16)
+        The completion unit's ``done`` and window counts of entry ``q_entry``.
+    hold : In(1)
+        Take nothing (a rewind is waiting for the pipeline to drain).
+    serial : In(1), idle : In(1)
+        With ``serial``, take an item only while ``idle`` (nothing in flight anywhere):
+        one message at a time.
+    adm_total : Out(COUNT_BITS)
+        Items taken since reset (mod ``2**COUNT_BITS``).
+    items, ctx_stalls : Out(32)
+        Items taken; cycles an item waited for the cache (a busy victim, a fill
+        already in progress for its entry, or no room for the fill).
+
+    Timing
+    ------
+    Combinational: an item at the head of ``item`` is taken in the cycle the cache
+    takes its lookup, if ``fetch`` has room and neither ``hold`` nor ``serial & ~idle``
+    holds it back; it is in ``fetch`` from the next cycle.
+    """
+
+    def __init__(self, entries):
+        self.entries = entries
+        super().__init__({
+            "item": In(stream.Signature(item_layout())),
+            "fetch": Out(stream.Signature(fetch_layout())),
+            "lookup": Out(stream.Signature(data.StructLayout({"qpn": 24}))),
+            "victim_busy": Out(1),
+            "q_entry": Out(range(entries)), "q_done": In(COUNT_BITS), "q_win": In(16),
+            "hold": In(1), "serial": In(1), "idle": In(1),
+            "adm_total": Out(COUNT_BITS),
+            "items": Out(32), "ctx_stalls": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.entries
+        ibits = (n - 1).bit_length()
+        m.submodules.adm = adm = memory.Memory(shape=COUNT_BITS, depth=n, init=[])
+        rd, wr = adm.read_port(domain="comb"), adm.write_port()
+        it = self.item.payload
+        e = Signal(ibits)
+        m.d.comb += [e.eq(it.qpn[:ibits]), rd.addr.eq(e), wr.addr.eq(e), self.q_entry.eq(e)]
+        go = Signal()
+        m.d.comb += [
+            go.eq(self.item.valid & self.fetch.ready & ~self.hold
+                  & (~self.serial | self.idle)),
+            self.lookup.valid.eq(go),
+            self.lookup.payload.qpn.eq(it.qpn),
+            self.victim_busy.eq((rd.data != self.q_done) | (self.q_win != 0)),
+        ]
+        taken = Signal()
+        m.d.comb += [
+            taken.eq(go & self.lookup.ready),
+            self.item.ready.eq(taken),
+            self.fetch.valid.eq(taken),
+            self.fetch.payload.qpn.eq(it.qpn),
+            self.fetch.payload.sq_tail.eq(it.sq_tail),
+            self.fetch.payload.bf.eq(it.bf),
+            self.fetch.payload.entry.eq(e),
+            wr.en.eq(taken), wr.data.eq(rd.data + 1),
+        ]
+        with m.If(taken):
+            m.d.sync += [self.adm_total.eq(self.adm_total + 1), self.items.eq(self.items + 1)]
+        with m.If(go & ~self.lookup.ready):
+            m.d.sync += self.ctx_stalls.eq(self.ctx_stalls + 1)
+        return m

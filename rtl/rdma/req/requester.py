@@ -1,0 +1,283 @@
+"""The pipelined RDMA WRITE requester: its stages and the FIFOs between them."""
+
+from amaranth import Module, Mux, Shape, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.packet import packet_signature
+from rtl.params import check_int
+from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
+from rtl.rdma.context_cache import CACHE_COUNTERS, ContextCache
+from rtl.rdma.req.completion import COMPLETION_COUNTERS, CompletionUnit
+from rtl.rdma.req.cqe_writer import CqeWriter
+from rtl.rdma.req.doorbell_intake import INTAKE_COUNTERS, DoorbellIntake, mmio_word_layout
+from rtl.rdma.req.frame_sender import FrameSender
+from rtl.rdma.req.host_ports import (
+    ReadArbiter,
+    WriteArbiter,
+    hi_data_layout,
+    hi_read_layout,
+    hi_write_layout,
+)
+from rtl.rdma.req.layouts import (
+    RD_FILL,
+    RD_PAYLOAD,
+    RD_WQE,
+    batch_layout,
+    cqe_req_layout,
+    fetch_layout,
+    item_layout,
+    job_layout,
+    read_layout,
+    record_layout,
+    resend_layout,
+    seg_layout,
+    write_layout_req,
+)
+from rtl.rdma.req.payload_fetch import PayloadFetch
+from rtl.rdma.req.qp_front import QpFront
+from rtl.rdma.req.sequencer import SEQ_GROUP, Sequencer
+from rtl.rdma.req.wqe_fetch import FETCH_GROUP, WqeFetch
+
+__all__ = ["Requester", "REQUESTER_COUNTERS", "REQUESTER_DEFAULTS", "FIFO_DEPTHS"]
+
+#: Counters of the requester, in port order.
+REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
+                      + ("wqe_reads", "wqes", "wqe_words_max", "sequenced",
+                         "payload_reads", "payload_words_max", "frames", "retransmissions")
+                      + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
+                                               "ack_lost"))
+
+#: Default sizes. ``wqe_words``/``payload_words``: the fetched-WQE and payload FIFOs, in
+#: 64-byte words: with PCIe reads of about 560 cycles and a message every 4 to 6
+#: cycles, about 100 to 140 messages are being fetched at once (Little's law), so 256
+#: WQE words and 512 payload words (two words per 128-byte message) keep the pipeline
+#: from waiting for room. ``records``: messages sent and not yet acknowledged, all QPs.
+REQUESTER_DEFAULTS = dict(prefetch=16, wqe_words=256, payload_words=512, records=256,
+                          timeout=4096, retry_limit=7, ack_queue=64)
+
+#: Depths of the small FIFOs between stages.
+FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=16, jobs=16, inline=16,
+                   segs=16, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
+                   wr_cqe=4)
+
+
+class Requester(wiring.Component):
+    """Post, send, complete and recover RDMA WRITEs, one stage per component.
+
+    ::
+
+      mmio -> DoorbellIntake -> QpFront -> WqeFetch -> Sequencer -> PayloadFetch
+                  |   (BF WQEs)   |cache     ^  |rd       |inline       |rd
+                  +---------------|----------|--|---------+             v
+                                  v          |  v                 FrameSender -> o
+                            ContextCache     |  ReadArbiter -> rd_req    | records
+                                             |                           v
+          i -> AckReceiver -> events -> CompletionUnit (windows, timers) -+-> resend
+                                             | CQEs -> CqeWriter -> WriteArbiter -> wr
+
+    Every arrow between stages is a SyncFIFO (:data:`FIFO_DEPTHS`); read data from the
+    host interface is routed by its ``id`` into the cache (fills), the WQE FIFO or the
+    payload FIFO. See each stage's docstring for its contract and timing, and
+    docs/rdma.md for the whole.
+
+    Parameters
+    ----------
+    cache_entries : int
+        QP-context cache entries (16 to 256, a power of two).
+    depth : int
+        Host-memory words.
+    prefetch, wqe_words, payload_words, records, timeout, retry_limit, ack_queue : int
+        See :data:`REQUESTER_DEFAULTS`; ``timeout`` is the default transport timeout in
+        cycles (64 to 2**24 - 1) when the run-time port ``ack_timeout`` is 0,
+        ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
+        counted as ``ack_lost``).
+
+    Ports
+    -----
+    mmio : In(stream.Signature(mmio_word_layout()))
+        The host's MMIO writes (doorbells, WQEs by MMIO), from the host interface.
+    rd_req, rd_data, wr :
+        The host interface's device-side ports.
+    o : Out(packet_signature(64)), i : In(packet_signature(64))
+        WRITE frames to the link; ACK/NAK frames from it (always ready).
+    qpc_base, cq_base : In(range(depth)), cq_log2 : In(5)
+        The context table and the completion queue.
+    ack_timeout : In(24)
+        Transport timeout in cycles, 0 for the ``timeout`` parameter.
+    ack_every : In(8), ack_frames : In(16)
+        ACK coalescing (see :class:`~rtl.rdma.req.sequencer.Sequencer`).
+    serial : In(1)
+        One message at a time: the front takes an item only when nothing is in flight.
+    <counter> : Out(32)
+        :data:`REQUESTER_COUNTERS`.
+    """
+
+    def __init__(self, cache_entries=16, depth=1 << 14, **params):
+        unknown = set(params) - set(REQUESTER_DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown Requester parameter(s): {sorted(unknown)}")
+        p = dict(REQUESTER_DEFAULTS, **params)
+        check_int(self, "transport timeout (cycles)", p["timeout"], 64, (1 << 24) - 1)
+        check_int(self, "ACK queue depth", p["ack_queue"], 2, 1024)
+        self.p, self.depth = p, depth
+        self.cache = ContextCache(cache_entries, depth,
+                                  {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3)
+        self.front = QpFront(cache_entries)
+        self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"])
+        self.sequencer = Sequencer(cache_entries, depth)
+        self.payload = PayloadFetch(depth, p["payload_words"])
+        self.sender = FrameSender(cache_entries, p["payload_words"])
+        self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"])
+        ports = {
+            "mmio": In(stream.Signature(mmio_word_layout())),
+            "rd_req": Out(stream.Signature(hi_read_layout(depth))),
+            "rd_data": In(stream.Signature(hi_data_layout())),
+            "wr": Out(stream.Signature(hi_write_layout(depth))),
+            "o": Out(packet_signature(64)), "i": In(packet_signature(64)),
+            "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
+            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "serial": In(1),
+        }
+        ports.update({n: Out(32) for n in REQUESTER_COUNTERS})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        p, depth = self.p, self.depth
+        cache, front, fetch = self.cache, self.front, self.fetch
+        seq, pay, sender, comp = self.sequencer, self.payload, self.sender, self.completion
+        for name, sub in (("cache", cache), ("front", front), ("fetch", fetch),
+                          ("sequencer", seq), ("payload", pay), ("sender", sender),
+                          ("completion", comp)):
+            m.submodules[name] = sub
+        m.submodules.intake = intake = DoorbellIntake()
+        m.submodules.cqe_writer = cqw = CqeWriter(depth)
+        m.submodules.rd_arb = rd_arb = ReadArbiter(depth)
+        m.submodules.wr_arb = wr_arb = WriteArbiter(depth)
+        m.submodules.ack_rx = ack_rx = AckReceiver()
+
+        def fifo(name, shape, depth_):
+            f = SyncFIFO(width=Shape.cast(shape).width, depth=depth_)
+            m.submodules[f"q_{name}"] = f
+            return f
+
+        def link(src, f, dst):
+            """``src`` (an Out stream) -> FIFO ``f`` -> ``dst`` (an In stream)."""
+            m.d.comb += [f.w_en.eq(src.valid), f.w_data.eq(src.payload),
+                         src.ready.eq(f.w_rdy),
+                         dst.valid.eq(f.r_rdy), dst.payload.eq(f.r_data), f.r_en.eq(dst.ready)]
+
+        d = FIFO_DEPTHS
+        q_items = fifo("items", item_layout(), d["items"])
+        q_bf = fifo("bf", 512, d["bf"])
+        q_fetch = fifo("fetch", fetch_layout(), d["fetch"])
+        q_resend = fifo("resend", resend_layout(), d["resend"])
+        q_batch = fifo("batch", batch_layout(), d["batch"])
+        q_wqe = fifo("wqe", 512, p["wqe_words"])
+        q_jobs = fifo("jobs", job_layout(depth), d["jobs"])
+        q_inline = fifo("inline", 512, d["inline"])
+        q_segs = fifo("segs", seg_layout(), d["segs"])
+        q_pay = fifo("payload", 512, p["payload_words"])
+        q_recs = fifo("recs", record_layout(), d["recs"])
+        q_events = fifo("events", ack_event_layout(), p["ack_queue"])
+        q_cqes = fifo("cqes", cqe_req_layout(), d["cqes"])
+        q_rd_fill = fifo("rd_fill", range(depth), d["rd_fill"])
+        q_rd_wqe = fifo("rd_wqe", read_layout(depth), d["rd_wqe"])
+        q_rd_pay = fifo("rd_pay", read_layout(depth), d["rd_pay"])
+        q_wr_wb = fifo("wr_wb", cache.wb.payload.shape(), d["wr_wb"])
+        q_wr_cqe = fifo("wr_cqe", write_layout_req(depth), d["wr_cqe"])
+
+        wiring.connect(m, wiring.flipped(self.mmio), intake.mmio)
+        link(intake.item, q_items, front.item)
+        link(intake.bf, q_bf, seq.bfq)
+        link(front.fetch, q_fetch, fetch.fetch)
+        link(comp.resend, q_resend, fetch.resend)
+        link(fetch.batch, q_batch, seq.batch)
+        link(fetch.rd, q_rd_wqe, rd_arb.wqe)
+        link(seq.job, q_jobs, pay.job)
+        link(seq.inline, q_inline, pay.inline)
+        link(pay.seg, q_segs, sender.seg)
+        link(pay.rd, q_rd_pay, rd_arb.pay)
+        link(sender.rec, q_recs, comp.rec)
+        link(comp.cqe, q_cqes, cqw.cqe)
+        link(cache.fill_rd, q_rd_fill, rd_arb.fill)
+        link(cache.wb, q_wr_wb, wr_arb.wb)
+        link(cqw.wr, q_wr_cqe, wr_arb.cqe)
+        wiring.connect(m, rd_arb.o, wiring.flipped(self.rd_req))
+        wiring.connect(m, wr_arb.o, wiring.flipped(self.wr))
+        m.d.comb += [
+            seq.wqe.valid.eq(q_wqe.r_rdy), seq.wqe.payload.eq(q_wqe.r_data),
+            q_wqe.r_en.eq(seq.wqe.ready),
+            sender.pay.valid.eq(q_pay.r_rdy), sender.pay.payload.eq(q_pay.r_data),
+            q_pay.r_en.eq(sender.pay.ready),
+            pay.pay_level.eq(q_pay.level), sender.pay_level.eq(q_pay.level),
+        ]
+
+        # Read data, routed by id; inline words share the payload FIFO's write side.
+        rd = self.rd_data
+        arrived = Signal(16)
+        to_pay = rd.valid & (rd.payload.id == RD_PAYLOAD)
+        m.d.comb += [
+            cache.fill_data.valid.eq(rd.valid & (rd.payload.id == RD_FILL)),
+            cache.fill_data.payload.eq(rd.payload.data),
+            q_wqe.w_en.eq(rd.valid & (rd.payload.id == RD_WQE)),
+            q_wqe.w_data.eq(rd.payload.data),
+            q_pay.w_en.eq(to_pay | pay.pay_w.valid),
+            q_pay.w_data.eq(Mux(to_pay, rd.payload.data, pay.pay_w.payload)),
+            pay.pay_w.ready.eq(1),
+            pay.pay_arrived.eq(arrived),
+            fetch.released.eq(seq.released),
+        ]
+        with m.If(to_pay):
+            m.d.sync += arrived.eq(arrived + 1)
+
+        # The cache's users.
+        m.d.comb += [
+            cache.base.eq(self.qpc_base),
+            cache.req.valid.eq(front.lookup.valid), cache.req.payload.eq(front.lookup.payload),
+            front.lookup.ready.eq(cache.req.ready), cache.victim_busy.eq(front.victim_busy),
+            cache.q_entry.eq(fetch.q_entry), fetch.q_ready.eq(cache.q_ready),
+            cache.s0_addr.eq(fetch.s_addr), fetch.s_data.eq(cache.s0_data),
+            cache.s1_addr.eq(sender.s_addr), sender.s_data.eq(cache.s1_data),
+            cache.s2_addr.eq(seq.s_addr), seq.s_data.eq(cache.s2_data),
+            cache.fetch_addr.eq(fetch.g_addr), fetch.g_data.eq(cache.fetch_data),
+            cache.fetch_we.eq(fetch.g_we), cache.fetch_wdata.eq(fetch.g_wdata),
+            cache.seq_addr.eq(seq.g_addr), seq.g_data.eq(cache.seq_data),
+            cache.seq_we.eq(seq.g_we), cache.seq_wdata.eq(seq.g_wdata),
+        ]
+
+        # Front <-> completion.
+        m.d.comb += [
+            comp.q_entry.eq(front.q_entry), front.q_done.eq(comp.q_done),
+            front.q_win.eq(comp.q_win), comp.adm_total.eq(front.adm_total),
+            front.hold.eq(comp.hold), front.serial.eq(self.serial),
+            front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),
+            comp.timeout.eq(Mux(self.ack_timeout == 0, p["timeout"], self.ack_timeout)),
+            seq.ack_every.eq(self.ack_every), seq.ack_frames.eq(self.ack_frames),
+            cqw.cq_base.eq(self.cq_base), cqw.cq_log2.eq(self.cq_log2),
+        ]
+
+        # Frames out; ACKs in.
+        wiring.connect(m, sender.o, wiring.flipped(self.o))
+        wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
+        m.d.comb += [q_events.w_en.eq(ack_rx.o.valid), q_events.w_data.eq(ack_rx.o.payload),
+                     comp.ev.valid.eq(q_events.r_rdy), comp.ev.payload.eq(q_events.r_data),
+                     q_events.r_en.eq(comp.ev.ready)]
+        with m.If(ack_rx.o.valid & ~q_events.w_rdy):
+            m.d.sync += self.ack_lost.eq(self.ack_lost + 1)
+
+        # Counters.
+        sources = {n: intake for n in INTAKE_COUNTERS}
+        sources.update({n: front for n in ("items", "ctx_stalls")})
+        sources.update({n: cache for n in CACHE_COUNTERS})
+        sources.update({n: fetch for n in ("wqe_reads", "wqes", "wqe_words_max")})
+        sources.update({"sequenced": seq, "payload_reads": pay, "payload_words_max": pay,
+                        "frames": sender, "retransmissions": sender, "cqe_writes": cqw,
+                        "acks": ack_rx, "ack_dropped": ack_rx})
+        sources.update({n: comp for n in COMPLETION_COUNTERS})
+        for name, src in sources.items():
+            value = getattr(src, "dropped" if name == "ack_dropped" else name)
+            m.d.comb += getattr(self, name).eq(value)
+        return m

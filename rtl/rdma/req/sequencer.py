@@ -1,0 +1,196 @@
+"""Message sequencer: parse each WQE, give its frames their PSNs, decide AckReq."""
+
+from amaranth import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import QPC_LAYOUT, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from rtl.rdma.context_cache import group_layout
+from rtl.rdma.req.layouts import batch_layout, job_layout
+
+__all__ = ["Sequencer", "SEQ_GROUP", "MAX_INLINE_WORDS"]
+
+#: The context fields this stage owns: the next PSN and the ACK-coalescing counts.
+SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames")
+#: Most inline payload words a WQE may carry (a WQE is at most 4 words, 256 bytes, the
+#: size of mlx5's BlueFlame buffer: rdma-core providers/mlx5, ``bf->buf_size``).
+MAX_INLINE_WORDS = 3
+
+
+class Sequencer(wiring.Component):
+    """Turn batches of WQEs into send jobs, one WQE at a time, in order.
+
+    Parameters
+    ----------
+    entries, depth : int
+        Context-cache entries, host-memory words.
+
+    Ports
+    -----
+    batch : In(stream.Signature(batch_layout()))
+        From the WQE fetch stage.
+    wqe : In(stream.Signature(512))
+        The fetched-WQE FIFO: each batch's ``count << stride_log2`` words, in order.
+    bfq : In(stream.Signature(512))
+        The FIFO of WQEs written by MMIO: a header word and its inline words.
+    job : Out(stream.Signature(job_layout(depth)))
+        One send job per WQE (and one ``null`` job per null batch), to a FIFO.
+    inline : Out(stream.Signature(512))
+        The inline payload words of the jobs, in order, to a FIFO.
+    s_addr, s_data : a static read port of the cache (``pmtu_log2``).
+    g_addr, g_data, g_we, g_wdata : the cache's group ``SEQ_GROUP``, owned here.
+    ack_every : In(8)
+        ACK coalescing: a message asks for an ACK (AckReq on its last frame) when it is
+        signalled, or when it is the ``ack_every``-th since the last one that asked
+        (0 and 1: every message).
+    ack_frames : In(16)
+        ... or when ``ack_frames`` frames have been sent since the last one that asked
+        (0: no limit). Linux rxe asks at least every 64 packets
+        (``RXE_MAX_UNACKED_PSNS``).
+    released : Out(16)
+        Words taken out of ``wqe`` since reset (mod 2**16), for the fetch stage's
+        reservations.
+    sequenced : Out(32)
+        WQEs turned into jobs (first sends and resends).
+
+    Timing
+    ------
+    One word a cycle from the WQE's source FIFO: the header word (the job is pushed
+    in that cycle; it needs room in ``job``), then the inline words (each needs room
+    in ``inline``; at most :data:`MAX_INLINE_WORDS`, and for a fetched WQE at most the
+    slot's words after the header), then for a fetched WQE the slot's unused words
+    (dropped). A null batch costs one cycle (its null job). The batch leaves with
+    the last word of its last WQE.
+
+    A first send gets ``next_psn`` and advances it by its frame count
+    ``max(1, ceil(length / 2**pmtu_log2))``; a resend keeps the PSN its batch carries
+    and always asks for an ACK.
+    """
+
+    def __init__(self, entries, depth):
+        self.entries, self.depth = entries, depth
+        super().__init__({
+            "batch": In(stream.Signature(batch_layout())),
+            "wqe": In(stream.Signature(512)),
+            "bfq": In(stream.Signature(512)),
+            "job": Out(stream.Signature(job_layout(depth))),
+            "inline": Out(stream.Signature(512)),
+            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
+            "g_addr": Out(range(entries)), "g_data": In(group_layout(SEQ_GROUP)),
+            "g_we": Out(1), "g_wdata": Out(group_layout(SEQ_GROUP)),
+            "ack_every": In(8), "ack_frames": In(16),
+            "released": Out(16),
+            "sequenced": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bt = self.batch.payload
+        m.d.comb += [self.s_addr.eq(bt.entry), self.g_addr.eq(bt.entry)]
+        idx = Signal(6)                  # WQE of the batch
+        inl_left = Signal(3)             # inline words still to copy
+        pad_left = Signal(3)             # slot words still to drop
+        src_valid = Signal()
+        src_word = Signal(512)
+        pop = Signal()
+        m.d.comb += [
+            src_valid.eq(Mux(bt.bf, self.bfq.valid, self.wqe.valid)),
+            src_word.eq(Mux(bt.bf, self.bfq.payload, self.wqe.payload)),
+            self.bfq.ready.eq(pop & bt.bf),
+            self.wqe.ready.eq(pop & ~bt.bf),
+            self.inline.payload.eq(src_word),
+        ]
+        with m.If(pop & ~bt.bf):
+            m.d.sync += self.released.eq(self.released + 1)
+        last_wqe = Signal()
+        m.d.comb += last_wqe.eq(idx + 1 == bt.count)
+
+        # Header decoding.
+        w = data.View(WQE_LAYOUT, src_word)
+        ctx = self.s_data
+        g = self.g_data
+        length = w.length
+        inline = (w.flags & WQE_INLINE) != 0
+        signalled = (w.flags & WQE_SIGNALLED) != 0
+        slot_words = Signal(4)
+        m.d.comb += slot_words.eq(Const(1, 4) << bt.stride_log2)
+        n_inl = Signal(3)
+        need = Signal(27)                # inline words the length needs
+        m.d.comb += need.eq((length + 63)[6:])
+        cap = Signal(3)
+        m.d.comb += cap.eq(Mux(bt.bf, MAX_INLINE_WORDS,
+                               Mux(slot_words - 1 < MAX_INLINE_WORDS, slot_words - 1,
+                                   MAX_INLINE_WORDS)))
+        m.d.comb += n_inl.eq(Mux(inline, Mux(need < cap, need, cap), 0))
+        n_pad = Signal(3)
+        m.d.comb += n_pad.eq(Mux(bt.bf, 0, slot_words - 1 - n_inl))
+        frames = Signal(24)
+        m.d.comb += frames.eq(Mux(length == 0, 1,
+                                  (length + (Const(1, 13) << ctx.pmtu_log2) - 1)
+                                  >> ctx.pmtu_log2))
+        msgs = Signal(9)
+        fsum = Signal(17)
+        m.d.comb += [msgs.eq(g.ack_msgs + 1), fsum.eq(g.ack_frames + frames)]
+        want_ack = Signal()
+        m.d.comb += want_ack.eq(bt.resend | signalled | (self.ack_every <= 1)
+                                | (msgs >= self.ack_every)
+                                | ((self.ack_frames != 0) & (fsum >= self.ack_frames)))
+        psn = Mux(bt.resend, bt.first_psn, g.next_psn)
+        j = self.job.payload
+        m.d.comb += [
+            j.entry.eq(bt.entry), j.qpn.eq(bt.qpn), j.psn.eq(psn),
+            j.laddr.eq(w.laddr[6:]), j.raddr.eq(w.raddr), j.rkey.eq(w.rkey),
+            j.inline.eq(inline), j.ack_req.eq(want_ack),
+            j.wr_id.eq(w.wr_id), j.sq_index.eq(bt.first + idx), j.first_psn.eq(psn),
+            j.msg_length.eq(length), j.signalled.eq(signalled), j.resend.eq(bt.resend),
+            j.last_of_item.eq(bt.last_of_item & last_wqe), j.null.eq(bt.null),
+            j.pmtu_log2.eq(ctx.pmtu_log2),
+        ]
+
+        def wqe_done():
+            """The current WQE's last word leaves in this cycle."""
+            with m.If(last_wqe):
+                m.d.comb += self.batch.ready.eq(1)
+                m.d.sync += idx.eq(0)
+            with m.Else():
+                m.d.sync += idx.eq(idx + 1)
+
+        with m.FSM():
+            with m.State("HDR"):
+                with m.If(self.batch.valid & bt.null):
+                    m.d.comb += [self.job.valid.eq(1), self.batch.ready.eq(self.job.ready)]
+                with m.Elif(self.batch.valid & src_valid & self.job.ready):
+                    m.d.comb += [self.job.valid.eq(1), pop.eq(1)]
+                    m.d.sync += [inl_left.eq(n_inl), pad_left.eq(n_pad),
+                                 self.sequenced.eq(self.sequenced + 1)]
+                    with m.If(~bt.resend):
+                        m.d.comb += [
+                            self.g_we.eq(1),
+                            self.g_wdata.next_psn.eq(g.next_psn + frames),
+                            self.g_wdata.ack_msgs.eq(Mux(want_ack, 0, msgs)),
+                            self.g_wdata.ack_frames.eq(Mux(want_ack, 0, fsum)),
+                        ]
+                    with m.If(n_inl != 0):
+                        m.next = "INLINE"
+                    with m.Elif(n_pad != 0):
+                        m.next = "PAD"
+                    with m.Else():
+                        wqe_done()
+            with m.State("INLINE"):
+                with m.If(src_valid & self.inline.ready):
+                    m.d.comb += [pop.eq(1), self.inline.valid.eq(1)]
+                    m.d.sync += inl_left.eq(inl_left - 1)
+                    with m.If(inl_left == 1):
+                        with m.If(pad_left != 0):
+                            m.next = "PAD"
+                        with m.Else():
+                            wqe_done()
+                            m.next = "HDR"
+            with m.State("PAD"):
+                with m.If(src_valid):
+                    m.d.comb += pop.eq(1)
+                    m.d.sync += pad_left.eq(pad_left - 1)
+                    with m.If(pad_left == 1):
+                        wqe_done()
+                        m.next = "HDR"
+        return m

@@ -1,0 +1,164 @@
+"""WQE fetch: one DMA read for every WQE a doorbell announces, up to a prefetch depth."""
+
+from amaranth import Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import QPC_LAYOUT
+from rtl.params import check_int
+from rtl.rdma.context_cache import group_layout
+from rtl.rdma.req.layouts import batch_layout, fetch_layout, read_layout, resend_layout
+
+__all__ = ["WqeFetch", "FETCH_GROUP", "MAX_PREFETCH"]
+
+#: The context field this stage owns: the next send-queue slot to fetch (consumer index).
+FETCH_GROUP = ("sq_head",)
+#: Most WQEs one read fetches (the ``prefetch`` parameter's upper bound).
+MAX_PREFETCH = 16
+
+
+class WqeFetch(wiring.Component):
+    """Read the WQEs of each work item from the send queue, or announce its MMIO WQE.
+
+    Parameters
+    ----------
+    entries : int
+        Context-cache entries.
+    depth : int
+        Host-memory words.
+    prefetch : int
+        Most WQEs fetched by one read (1 to 16; default 16).
+    ring_words : int
+        Words of the fetched-WQE FIFO (reads are only issued when their words fit).
+
+    Ports
+    -----
+    fetch : In(stream.Signature(fetch_layout()))
+        Work items with their (pinned) entry, from a FIFO.
+    resend : In(stream.Signature(resend_layout()))
+        Messages to send again (a rewind), from a FIFO; served first.
+    rd : Out(stream.Signature(read_layout(depth)))
+        WQE reads, to the WQE read client's FIFO.
+    batch : Out(stream.Signature(batch_layout()))
+        One batch per read (``count`` WQEs from slot ``first``), one per MMIO WQE
+        (``bf``), one ``null`` batch per item that announced no new WQE; to a FIFO.
+    q_entry : Out, q_ready : In(1)
+        The cache's "entry filled?" query, for the item at the head of ``fetch``.
+    s_addr : Out, s_data : In(QPC_LAYOUT)
+        A static read port of the cache (``sq_base``, ``sq_size_log2``,
+        ``sq_stride_log2``).
+    g_addr, g_data, g_we, g_wdata :
+        The cache's group ``FETCH_GROUP`` (``sq_head``), owned by this stage.
+    released : In(16)
+        Words the sequencer has taken out of the WQE FIFO since reset (mod 2**16).
+    wqe_reads, wqes, wqe_words_max : Out(32)
+        Reads issued (first sends and resends), WQE slots read, and the most WQE FIFO
+        words reserved at once.
+
+    Timing
+    ------
+    One action per cycle, combinational on the FIFO heads: a resend (one WQE read, one
+    batch) if one waits; else the item at the head of ``fetch`` once its entry is
+    filled: a null batch (no new WQE); a ``bf`` batch for a WQE by MMIO (``sq_head``
+    becomes the item's ``sq_tail``); or one read of ``n = min(new WQEs, prefetch, slots
+    to the end of the ring)`` slots of ``2**sq_stride_log2`` words (``sq_head`` advances
+    by ``n``; the item leaves when all its WQEs are read, else it is served again next
+    cycle). A read is issued only if its words fit in the WQE FIFO together with the
+    words reserved and not yet taken, and ``rd`` and ``batch`` have room.
+    """
+
+    def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256):
+        self.entries, self.depth = entries, depth
+        self.prefetch = check_int(self, "WQE prefetch depth", prefetch, 1, MAX_PREFETCH)
+        self.ring_words = check_int(self, "WQE FIFO words", ring_words, 64, 1 << 14)
+        super().__init__({
+            "fetch": In(stream.Signature(fetch_layout())),
+            "resend": In(stream.Signature(resend_layout())),
+            "rd": Out(stream.Signature(read_layout(depth))),
+            "batch": Out(stream.Signature(batch_layout())),
+            "q_entry": Out(range(entries)), "q_ready": In(1),
+            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
+            "g_addr": Out(range(entries)), "g_data": In(group_layout(FETCH_GROUP)),
+            "g_we": Out(1), "g_wdata": Out(group_layout(FETCH_GROUP)),
+            "released": In(16),
+            "wqe_reads": Out(32), "wqes": Out(32), "wqe_words_max": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        reserved = Signal(16)
+        held = Signal(16)
+        m.d.comb += held.eq(reserved - self.released)
+        r, f = self.resend.payload, self.fetch.payload
+        use_resend = self.resend.valid
+        m.d.comb += [
+            self.s_addr.eq(Mux(use_resend, r.entry, f.entry)),
+            self.q_entry.eq(f.entry), self.g_addr.eq(f.entry),
+        ]
+        ctx = self.s_data
+        size = Signal(17)
+        mask = Signal(16)
+        m.d.comb += [size.eq(Const(1, 17) << ctx.sq_size_log2), mask.eq(size - 1)]
+        head = self.g_data.sq_head
+        b = self.batch.payload
+        m.d.comb += [b.entry.eq(Mux(use_resend, r.entry, f.entry)),
+                     b.qpn.eq(Mux(use_resend, r.qpn, f.qpn)),
+                     b.stride_log2.eq(ctx.sq_stride_log2)]
+
+        issue = Signal()              # a read goes out this cycle
+        words = Signal(8)
+        slot = Signal(16)
+        n = Signal(6)
+        room = Signal()
+        m.d.comb += room.eq(held + words <= self.ring_words)
+        m.d.comb += [self.rd.payload.addr.eq(ctx.sq_base + (slot << ctx.sq_stride_log2)),
+                     self.rd.payload.words.eq(words)]
+        with m.If(issue):
+            m.d.comb += self.rd.valid.eq(1)
+            m.d.sync += [reserved.eq(reserved + words),
+                         self.wqe_reads.eq(self.wqe_reads + 1),
+                         self.wqes.eq(self.wqes + n)]
+            with m.If(held + words > self.wqe_words_max):
+                m.d.sync += self.wqe_words_max.eq(held + words)
+
+        with m.If(use_resend):
+            m.d.comb += [
+                slot.eq(r.sq_index & mask), n.eq(1),
+                words.eq(Const(1, 8) << ctx.sq_stride_log2),
+                b.first.eq(r.sq_index), b.count.eq(1), b.resend.eq(1),
+                b.first_psn.eq(r.first_psn),
+            ]
+            ok = room & self.rd.ready & self.batch.ready
+            m.d.comb += [issue.eq(ok), self.batch.valid.eq(ok), self.resend.ready.eq(ok)]
+        with m.Elif(self.fetch.valid & self.q_ready):
+            count = Signal(16)
+            to_end = Signal(17)
+            m.d.comb += [count.eq(f.sq_tail - head), to_end.eq(size - (head & mask))]
+            with m.If(f.bf):
+                go = self.batch.ready
+                m.d.comb += [
+                    b.first.eq(f.sq_tail - 1), b.count.eq(1), b.bf.eq(1),
+                    b.last_of_item.eq(1),
+                    self.batch.valid.eq(go), self.fetch.ready.eq(go),
+                    self.g_we.eq(go), self.g_wdata.sq_head.eq(f.sq_tail),
+                ]
+            with m.Elif(count == 0):
+                go = self.batch.ready
+                m.d.comb += [b.null.eq(1), b.last_of_item.eq(1),
+                             self.batch.valid.eq(go), self.fetch.ready.eq(go)]
+            with m.Else():
+                m.d.comb += n.eq(Mux(count < self.prefetch,
+                                     Mux(count < to_end, count, to_end),
+                                     Mux(self.prefetch < to_end, self.prefetch, to_end)))
+                m.d.comb += [
+                    slot.eq(head & mask),
+                    words.eq(n << ctx.sq_stride_log2),
+                    b.first.eq(head), b.count.eq(n), b.last_of_item.eq(n == count),
+                ]
+                ok = room & self.rd.ready & self.batch.ready
+                m.d.comb += [
+                    issue.eq(ok), self.batch.valid.eq(ok),
+                    self.fetch.ready.eq(ok & (n == count)),
+                    self.g_we.eq(ok), self.g_wdata.sq_head.eq(head + n),
+                ]
+        return m
