@@ -107,17 +107,59 @@ def _val(v):
     return v.as_value().value if hasattr(v, "as_value") else int(v)
 
 
-def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, drop_acks=(),
-                 mmio_gap=0):
+class Peer:
+    """A test-bench responder: go-back-N receive rules (one NAK per sequence error),
+    frames lost by their number (``lose``), ACKs lost (``lose_acks``), remote access
+    errors for a set of PSNs (``deny``)."""
+
+    def __init__(self, lose=(), lose_acks=(), deny=()):
+        self.lose, self.lose_acks, self.deny = set(lose), set(lose_acks), set(deny)
+        self.expected = {}
+        self.nak_sent = {}
+        self.acks_sent = 0
+
+    def frame(self, raw, number):
+        if number in self.lose:
+            return None
+        ack_req = raw[50] >> 7
+        psn = int.from_bytes(raw[51:54], "big")
+        qpn = int.from_bytes(raw[34:36], "big") & 0x3FFF
+        exp = self.expected.setdefault(qpn, psn)
+        diff = (psn - exp) & 0xFFFFFF
+        syndrome = Syndrome.ACK
+        if diff == 0:
+            self.expected[qpn] = (exp + 1) & 0xFFFFFF
+            self.nak_sent[qpn] = False
+            if psn in self.deny:
+                syndrome, ack_req = Syndrome.NAK_REMOTE_ACCESS, 1
+        elif diff >= 1 << 23:
+            pass                                     # duplicate: ACK again if asked
+        elif not self.nak_sent.get(qpn):
+            self.nak_sent[qpn] = True
+            syndrome, ack_req, psn = Syndrome.NAK_PSN_SEQUENCE, 1, exp
+        else:
+            return None
+        if not ack_req:
+            return None
+        self.acks_sent += 1
+        if self.acks_sent in self.lose_acks:
+            return None
+        return ack_frame(Endpoint(MAC_B, IP_B), Endpoint(MAC_A, IP_A), qpn + 100, qpn, psn,
+                         syndrome, 0)
+
+
+def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
+                 mmio_gap=0, records=32):
     dut = Requester(cfg.cache_entries, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
-                    records=32)
+                    records=records)
+    peer = peer or Peer()
     sent = []                       # (first beat cycle, frame) from the model
 
     def send(cycle, frame):
         sent.append((cycle, frame))
 
-    model = RequesterModel(cfg, send)
+    model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128)
     host = dict(mem)
     stats = dict(frames=0, cqes=[], acks=0, reads=0)
 
@@ -200,18 +242,14 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, drop_acks=(),
                                    for data, nbytes, _, _ in frame_rx)
                     frame_rx.clear()
                     stats["frames"] += 1
-                    ack_req = raw[50] >> 7
-                    if ack_req and stats["frames"] not in drop_acks:
-                        psn = int.from_bytes(raw[51:54], "big")
-                        src_qp = (int.from_bytes(raw[34:36], "big") & 0x3FFF)
-                        ack = ack_frame(Endpoint(MAC_B, IP_B), Endpoint(MAC_A, IP_A),
-                                        src_qp + 100, src_qp, psn, Syndrome.ACK, 0)
+                    reply = peer.frame(raw, stats["frames"])
+                    if reply is not None:
                         t = c + ack_delay
                         while t in ack_beats or t + 1 in ack_beats:
                             t += 2
-                        for k, b in enumerate(frame_to_beats(ack, 64)):
+                        for k, b in enumerate(frame_to_beats(reply, 64)):
                             ack_beats[t + k] = b
-                        ack_done[t + 1] = ack
+                        ack_done[t + 1] = reply
                         stats["acks"] += 1
             model.commit()
             await ctx.tick()
@@ -243,3 +281,54 @@ def test_requester_matches_model(case):
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
     assert all(q["status"] == 0 for q in cqes)
     assert n is None or model.counters()["bf_writes"] == n
+
+
+@pytest.mark.parametrize("case", ["nak", "timeout", "retry_limit", "access", "window",
+                                  "serial"])
+def test_requester_recovery_matches_model(case):
+    cfg = Cfg(timeout=300)
+    records = 32
+    if case == "nak":                # frame 3 lost: the next frame draws a NAK
+        mem, mmio = scenario(5, 1, 10, [128])
+        peer = Peer(lose={3})
+    elif case == "timeout":          # the last frames' ACKs lost: the timer resends
+        mem, mmio = scenario(6, 2, 8, [128, 600])
+        peer = Peer(lose_acks={7, 8, 9})
+    elif case == "retry_limit":      # every frame lost
+        cfg.retry_limit = 1
+        cfg.timeout = 100
+        mem, mmio = scenario(7, 1, 2, [128])
+        peer = Peer(lose=set(range(1, 100)))
+    elif case == "access":
+        mem, mmio = scenario(8, 1, 6, [128])
+        first = unpack(QPC_LAYOUT, mem[0])["next_psn"]
+        peer = Peer(deny={(first + 2) & 0xFFFFFF})
+    elif case == "window":           # more messages than records, ACKs slow
+        records = 4
+        mem, mmio = scenario(9, 2, 16, [64], ring_every=8)
+        peer = Peer()
+    else:
+        cfg.serial = 1
+        mem, mmio = scenario(10, 1, 6, [128])
+        peer = Peer()
+    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=2200, peer=peer,
+                                      records=records, ack_delay=40)
+    c = model.counters()
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    if case == "nak":
+        assert c["seq_naks"] == 1 and c["retransmissions"] >= 1
+        assert [q["status"] for q in cqes] == [0] * 10
+    elif case == "timeout":
+        assert c["timeouts"] >= 1 and c["retransmissions"] >= 1
+        assert len(cqes) == 8 and all(q["status"] == 0 for q in cqes)
+    elif case == "retry_limit":
+        assert [q["status"] for q in cqes] == [12, 12]
+        assert c["timeouts"] == 4
+    elif case == "access":
+        assert [q["status"] for q in cqes] == [0, 0, 10, 0, 0, 0]
+    elif case == "window":
+        assert c["records_max"] == 4 and len(cqes) == 16
+    else:
+        starts = [t for t, _ in stats["cqes"]]
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        assert len(starts) == 6 and min(gaps) > 60

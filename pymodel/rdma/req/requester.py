@@ -59,9 +59,13 @@ class RequesterModel:
     :meth:`commit`.
     """
 
-    def __init__(self, cfg, send):
+    def __init__(self, cfg, send, **sizes):
         p = dict(REQUESTER_DEFAULTS)
         p.update({k: getattr(cfg, k) for k in p if hasattr(cfg, k)})
+        unknown = set(sizes) - set(p)
+        if unknown:
+            raise ValueError(f"unknown requester parameter(s): {sorted(unknown)}")
+        p.update(sizes)
         self.cfg, self.p = cfg, p
         n = cfg.cache_entries
         d = FIFO_DEPTHS
