@@ -54,15 +54,15 @@ import numpy as np
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
 from pymodel.nic.system import CTRL_KINDS
 from pymodel.points import normalise, resolve
-from rtl.formats.nic import header_bytes as nic_header_bytes
-from rtl.formats.nic import padded_bytes
-from rtl.formats.roce import (
+from spec.formats.nic import header_bytes as nic_header_bytes
+from spec.formats.nic import padded_bytes
+from spec.formats.roce import (
     ACK_HEADER,
     ICRC_BYTES,
     WRITE_HEADER,
     WRITE_RETH_HEADER,
 )
-from rtl.formats.roce import header_bytes as roce_header_bytes
+from spec.formats.roce import header_bytes as roce_header_bytes
 
 __all__ = ["fast_point", "fast_run", "fast_messages"]
 
@@ -311,7 +311,7 @@ def _rdma(msg_bytes, n, p):
     sh = _rdma_shape(msg_bytes, p)
     qps, entries = p["qps"], p["cache_entries"]
     m, wb = _qp_sequence(qps, entries, n, lambda q: q)
-    # The responder's QP of requester QP q (tb.rdma.scenarios.writes_scenario).
+    # The responder's QP of requester QP q (pymodel.scenarios.rdma.writes_scenario).
     mr, wbr = _qp_sequence(qps, entries, n, lambda q: (q * 7 + 3) % 4096)
     shift = L * m.astype(np.int64)                       # the requester's miss
     r0, r1 = sh["resp"][0], sh["resp"][1]

@@ -149,7 +149,7 @@ def _rtl_group(args):
                 row = run_point(sim, point["framing"], point["msg_bytes"], n,
                                 point["peers"])
             else:
-                from rtl.tops.rdma_top import DEFAULTS
+                from spec.rdma import DEFAULTS
                 from tb.rdma.headline import run_point
                 # Both ends' buffers live in the host memories of the top.
                 n = min(n, DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])

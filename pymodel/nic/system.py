@@ -15,7 +15,7 @@ from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
-from rtl.formats.nic import (
+from spec.formats.nic import (
     MAC_PREFIX,
     frame_beats,
     header_bytes,

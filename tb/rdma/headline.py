@@ -9,13 +9,11 @@ import json
 import pathlib
 
 from pymodel.pcap import write_pcapng
-from rtl.tops.rdma_top import DEFAULTS
+from spec.rdma import DEFAULTS, HEADLINE_QPS
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "HEADLINE_QPS"]
+__all__ = ["run_headline", "run_point"]
 
-#: The two QP counts of the headline.
-HEADLINE_QPS = (1, 4096)
 _METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
             "ctrl_bytes")
 
