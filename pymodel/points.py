@@ -49,7 +49,7 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
     median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
 ``ctrl_ops``
-    dict of control actions per message (:data:`pymodel.nic.system.CTRL_KINDS`): the
+    dict of control actions per message (:data:`spec.metrics.CTRL_KINDS`): the
     NIC has only ``credit_updates`` (median wire beats per store); the RDMA counts are
     totals divided by ``messages``, ``credit_updates`` 0.
 ``ctrl_bytes``
@@ -67,7 +67,7 @@ thousand small NIC stores per second); for sweeps use :mod:`pymodel.fastpath`.
 import numpy as np
 
 from pymodel.fcs import phy_bytes
-from pymodel.nic.system import CTRL_KINDS, NicSystemModel
+from pymodel.nic.system import NicSystemModel
 from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.frames import ETH_OVERHEAD
 from pymodel.rdma.metrics import summarize
@@ -75,6 +75,7 @@ from pymodel.scenarios.nic import build_scenario
 from pymodel.scenarios.rdma import writes_scenario
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import HEADLINE_TOP, link_credits
 from spec.rdma import DEFAULTS as RDMA_TOP
 
@@ -82,9 +83,8 @@ __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_sto
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
 
 DESIGNS = ("nic", "rdma")
-#: Keys of every point dict, in order.
-METRIC_KEYS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
-               "ctrl_bytes", "messages", "cycles")
+#: Keys of every point dict, in order: the metrics, then the run's size.
+METRIC_KEYS = METRICS + ("messages", "cycles")
 
 #: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
 MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")

@@ -14,7 +14,7 @@ from spec.formats.roce import ICRC_BYTES, WRITE_RETH_HEADER, header_bytes
 
 __all__ = [
     "OUTSTANDING", "ACK_QUEUE", "DEFAULT_TIMEOUT", "TIMEOUT_RANGE", "DEFAULT_RETRY_LIMIT",
-    "RETRY_LIMIT_RANGE", "REQUESTER_COUNTERS", "doorbell_layout",
+    "RETRY_LIMIT_RANGE", "REQUESTER_COUNTERS", "doorbell_layout", "DOORBELL_BYTES",
     "MAX_SEGMENT", "MAX_FRAME_BEATS", "QPN_BITS",
     "RX_FIFO_BEATS", "RX_FRAMES", "RX_FRAME_ROOM", "DROP_REASONS", "SEQUENCE_COUNTERS",
     "RESPONDER_COUNTERS",
@@ -48,6 +48,10 @@ REQUESTER_COUNTERS = ("doorbells", "wqe_reads", "payload_reads", "frames", "cqe_
 def doorbell_layout():
     """An MMIO doorbell write: the QP and its new send-queue tail (producer index)."""
     return data.StructLayout({"qpn": 24, "sq_tail": 16})
+
+
+#: Bytes of one doorbell MMIO write over the host interface (a 64-bit register).
+DOORBELL_BYTES = 8
 
 
 # -- Frames -----------------------------------------------------------------------------------

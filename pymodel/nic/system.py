@@ -23,12 +23,7 @@ from spec.formats.nic import (
     padded_bytes,
 )
 
-__all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
-
-#: Control actions counted per message, named as the RDMA engine names them
-#: (pymodel/rdma/metrics.py); the NIC has only credit updates.
-CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses",
-              "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
+__all__ = ["NicSystemModel", "Store"]
 
 
 class Store:

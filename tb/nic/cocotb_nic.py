@@ -15,11 +15,12 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from pymodel.fcs import phy_bytes
-from pymodel.nic.system import CTRL_KINDS, NicSystemModel
+from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
 from rtl.fabric.switch import table_write_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
+from spec.metrics import CTRL_KINDS
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory

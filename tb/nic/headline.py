@@ -9,12 +9,14 @@ import pathlib
 
 from pymodel.pcap import write_pcapng
 from rtl.tops.nic_top import NicTop
+from spec.metrics import row_metrics
 from spec.nic import HEADLINE_TOP
 from tb.cosim import run_cosim
 
 __all__ = ["run_headline", "run_point"]
 
-METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops")
+#: The metrics of a NIC results row.
+METRICS = row_metrics("nic")
 
 
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,

@@ -9,13 +9,14 @@ import json
 import pathlib
 
 from pymodel.pcap import write_pcapng
+from spec.metrics import row_metrics
 from spec.rdma import DEFAULTS, HEADLINE_QPS
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_headline", "run_point"]
 
-_METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
-            "ctrl_bytes")
+#: The metrics of an RDMA results row.
+_METRICS = row_metrics("rdma")
 
 
 def run_point(sim: str, msg_bytes: int, messages: int, qps: int = 1,
