@@ -52,24 +52,26 @@ import bisect
 import numpy as np
 
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-from pymodel.nic.system import CTRL_KINDS
 from pymodel.points import normalise, resolve
-from rtl.formats.nic import header_bytes as nic_header_bytes
-from rtl.formats.nic import padded_bytes
-from rtl.formats.roce import (
+from spec.formats.nic import header_bytes as nic_header_bytes
+from spec.formats.nic import padded_bytes
+from spec.formats.roce import (
     ACK_HEADER,
+    HOST_WORD_BYTES,
     ICRC_BYTES,
     WRITE_HEADER,
     WRITE_RETH_HEADER,
 )
-from rtl.formats.roce import header_bytes as roce_header_bytes
+from spec.formats.roce import header_bytes as roce_header_bytes
+from spec.metrics import CTRL_KINDS
+from spec.rdma import DOORBELL_BYTES
 
 __all__ = ["fast_point", "fast_run", "fast_messages"]
 
 _PHY = PREAMBLE_SFD_BYTES + IFG_BYTES
 _FCS = 4
-#: Beat of the RDMA datapath and host word (bytes).
-_RDMA_W = 64
+#: Beat of the RDMA datapath (bytes): one host word.
+_RDMA_W = HOST_WORD_BYTES
 _RETH_HDR = roce_header_bytes(WRITE_RETH_HEADER)
 _PLAIN_HDR = roce_header_bytes(WRITE_HEADER)
 _ACK_BYTES = roce_header_bytes(ACK_HEADER) + ICRC_BYTES + _FCS
@@ -311,7 +313,7 @@ def _rdma(msg_bytes, n, p):
     sh = _rdma_shape(msg_bytes, p)
     qps, entries = p["qps"], p["cache_entries"]
     m, wb = _qp_sequence(qps, entries, n, lambda q: q)
-    # The responder's QP of requester QP q (tb.rdma.scenarios.writes_scenario).
+    # The responder's QP of requester QP q (pymodel.scenarios.rdma.writes_scenario).
     mr, wbr = _qp_sequence(qps, entries, n, lambda q: (q * 7 + 3) % 4096)
     shift = L * m.astype(np.int64)                       # the requester's miss
     r0, r1 = sh["resp"][0], sh["resp"][1]
@@ -331,7 +333,7 @@ def _rdma(msg_bytes, n, p):
     ops = {"doorbells": n, "wqe_reads": n, "ctx_lookups": n + n * sh["frames"],
            "ctx_misses": misses, "ctx_writebacks": writebacks, "acks_sent": n,
            "acks_received": n, "cqe_writes": n}
-    ctrl_bytes = 8 * n + 64 * (2 * n + misses + writebacks)
+    ctrl_bytes = DOORBELL_BYTES * n + HOST_WORD_BYTES * (2 * n + misses + writebacks)
     ctrl = {k: v / n for k, v in ops.items()}
     ctrl["credit_updates"] = 0
     extra = {"ctrl_ops": ctrl, "ctrl_bytes": ctrl_bytes / n, "ii_empty": None,

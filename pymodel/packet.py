@@ -1,6 +1,6 @@
-"""Frames to beats and back, on the packet stream of :mod:`rtl.formats.packet`."""
+"""Frames to beats and back, on the packet stream of :mod:`spec.formats.packet`."""
 
-from rtl.formats.packet import check_width, packet_layout
+from spec.formats.packet import check_width, packet_layout
 
 __all__ = ["frame_to_beats", "beats_to_frames", "pack_beat", "unpack_beat"]
 

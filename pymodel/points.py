@@ -13,10 +13,10 @@ Designs and their knobs (every knob is optional unless marked required):
     1 to 254 (default 1; the switch has ``peers + 1`` nodes). Node 0 sends store ``k``
     to node ``1 + k % peers`` at
     byte address ``(k * msg_bytes) % (window - window % msg_bytes)`` rounded down to the
-    width: the ``pair`` scenario of :mod:`tb.nic.scenarios` (the headline) for
+    width: the ``pair`` scenario of :mod:`pymodel.scenarios.nic` (the headline) for
     ``peers=1``, its ``fanout`` scenario otherwise (``peers`` as in the results rows
     and :func:`tb.nic.headline.run_point`). Top
-    parameters (defaults :data:`tb.nic.headline.HEADLINE_TOP`):
+    parameters (defaults :data:`spec.nic.HEADLINE_TOP`):
     ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
     (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest
     frame payload, a multiple of ``width`` from ``width`` to 8191; longer stores are
@@ -27,8 +27,8 @@ Designs and their knobs (every knob is optional unless marked required):
     cache entries per node, a power of two from 16 to 256. ``mem_latency`` (1..64),
     ``link_latency`` (1..1024), ``depth`` (host words of 64 bytes, a power of two from
     2**13 to 2**20), ``mr_entries`` (power of two, 4..256), defaults
-    :data:`rtl.tops.rdma_top.DEFAULTS`; ``pmtu_log2`` (8..12, default 12). The scenario
-    is :func:`tb.rdma.scenarios.writes_scenario` (one WRITE WQE and one doorbell per
+    :data:`spec.rdma.DEFAULTS`; ``pmtu_log2`` (8..12, default 12). The scenario
+    is :func:`pymodel.scenarios.rdma.writes_scenario` (one WRITE WQE and one doorbell per
     message). ``msg_bytes``: 1 to 65536. The cycle model needs the whole scenario in
     node A's host memory: 4096 context words, the CQ (1024), the send queues and
     ``messages * ceil(msg_bytes / 64)`` payload words must fit ``depth`` (else
@@ -49,7 +49,7 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
     median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
 ``ctrl_ops``
-    dict of control actions per message (:data:`pymodel.nic.system.CTRL_KINDS`): the
+    dict of control actions per message (:data:`spec.metrics.CTRL_KINDS`): the
     NIC has only ``credit_updates`` (median wire beats per store); the RDMA counts are
     totals divided by ``messages``, ``credit_updates`` 0.
 ``ctrl_bytes``
@@ -63,30 +63,28 @@ cycle models step every cycle in pure Python (a few hundred RDMA messages or a f
 thousand small NIC stores per second); for sweeps use :mod:`pymodel.fastpath`.
 """
 
-import random
 
 import numpy as np
 
 from pymodel.fcs import phy_bytes
-from pymodel.nic.system import CTRL_KINDS, NicSystemModel, Store
+from pymodel.nic.system import NicSystemModel
 from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.frames import ETH_OVERHEAD
 from pymodel.rdma.metrics import summarize
-from rtl.formats.nic import MAX_LENGTH
-from rtl.formats.packet import SUPPORTED_WIDTHS
-from rtl.tops.nic_top import link_credits
-from rtl.tops.rdma_top import DEFAULTS as RDMA_TOP
-from tb.nic.headline import HEADLINE_TOP
-from tb.rdma.scenarios import writes_scenario
+from pymodel.scenarios.nic import build_scenario
+from pymodel.scenarios.rdma import writes_scenario
+from spec.formats.nic import MAX_LENGTH
+from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.metrics import CTRL_KINDS, METRICS
+from spec.nic import HEADLINE_TOP, link_credits
+from spec.rdma import DEFAULTS as RDMA_TOP
 
-__all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_credits",
-           "nic_stores", "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS",
-           "MESSAGE_KEYS"]
+__all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
+           "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
 
 DESIGNS = ("nic", "rdma")
-#: Keys of every point dict, in order.
-METRIC_KEYS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
-               "ctrl_bytes", "messages", "cycles")
+#: Keys of every point dict, in order: the metrics, then the run's size.
+METRIC_KEYS = METRICS + ("messages", "cycles")
 
 #: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
 MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
@@ -107,11 +105,6 @@ def _int(name, value, low, high, power_of_two=False):
     if power_of_two and value & (value - 1):
         raise ValueError(f"{name} must be a power of two, not {value!r}")
     return value
-
-
-def nic_credits(width, max_payload):
-    """Switch-ingress credits of the NIC top (:func:`rtl.tops.nic_top.link_credits`)."""
-    return link_credits(width, max_payload)
 
 
 def resolve(design, msg_bytes, messages, knobs):
@@ -143,7 +136,7 @@ def resolve(design, msg_bytes, messages, knobs):
             raise ValueError(f"max_payload must be a multiple of the width ({p['width']}), "
                              f"not {p['max_payload']}")
         _int("msg_bytes", msg_bytes, 1, min(MAX_LENGTH, p["mem_words"] * p["width"]))
-        p["credits"] = nic_credits(p["width"], p["max_payload"])
+        p["credits"] = link_credits(p["width"], p["max_payload"])
     else:
         _int("qps", p["qps"], 1, 4096)
         _int("cache_entries", p["cache_entries"], 16, 256, power_of_two=True)
@@ -170,15 +163,15 @@ def _median(values):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
-def nic_stores(msg_bytes, messages, peers, width, window, seed=1):
-    """The stores node 0 sends: exactly those of :func:`tb.nic.scenarios.build_scenario`
-    (same destinations, addresses and payload bytes), ``pair`` for ``peers=1`` and
-    ``fanout`` with ``peers`` destinations otherwise."""
-    rng = random.Random(seed)
-    span = window - window % msg_bytes
-    return [Store(1 + k % peers, (k * msg_bytes) % span // width * width,
-                  bytes(rng.getrandbits(8) for _ in range(msg_bytes)))
-            for k in range(messages)]
+def nic_stores(msg_bytes, messages, peers, width, window, max_payload, seed=1):
+    """The stores node 0 sends: the ``pair`` scenario of
+    :func:`pymodel.scenarios.nic.build_scenario` for ``peers=1``, its ``fanout`` with
+    ``peers`` destinations otherwise (as the co-simulation runs them)."""
+    kind = "pair" if peers == 1 else "fanout"
+    stores, _, _ = build_scenario(kind, nodes=peers + 1, width=width, window=window,
+                                  max_payload=max_payload, seed=seed, msg_bytes=msg_bytes,
+                                  messages=messages, peers=peers)
+    return stores[0]
 
 
 def _nic(msg_bytes, messages, p):
@@ -186,18 +179,12 @@ def _nic(msg_bytes, messages, p):
     nodes = p["peers"] + 1
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"])
-    stores = nic_stores(msg_bytes, messages, p["peers"], w, p["mem_words"] * w)
+    stores = nic_stores(msg_bytes, messages, p["peers"], w, p["mem_words"] * w,
+                        p["max_payload"])
     res = model.run({0: stores}, list(range(nodes)))
-    if "stores" in res:
-        rows = [(s["accept"], s["remote_write"], s["completion"],
-                 sum(phy_bytes(f) for f in s["frames"]), s["wire_beats"])
-                for s in res["stores"]]
-    elif msg_bytes > p["max_payload"]:        # a model from before segmentation
-        raise ValueError(f"msg_bytes ({msg_bytes}) above max_payload ({p['max_payload']}) "
-                         f"needs a NIC model that segments stores")
-    else:
-        rows = [(m["accept"], (m.get("remote_writes") or [None])[-1], m["completion"],
-                 phy_bytes(m["frame"]), m["beats"]) for m in res["messages"]]
+    rows = [(s["accept"], s["remote_write"], s["completion"],
+             sum(phy_bytes(f) for f in s["frames"]), s["wire_beats"])
+            for s in res["stores"]]
     if res["credit_errors"] or any(None in r for r in rows):
         raise RuntimeError("NIC model: a store was lost or a credit counter overflowed")
     accept = [r[0] for r in rows]

@@ -1,12 +1,24 @@
-"""Twin of :class:`rtl.common.stall_pattern.StallPattern`."""
+"""Twin of :class:`rtl.common.stall_pattern.StallPattern`: its own code for the LFSR of
+:mod:`spec.lfsr` (the polynomial is shared, not the function)."""
 
 import numpy as np
 
-from rtl.common.stall_pattern import lfsr_next
+from spec.lfsr import LFSR_PERIOD, LFSR_TAPS
 
-__all__ = ["stall_pattern"]
+__all__ = ["stall_pattern", "lfsr_step"]
 
 _cache = {}
+
+
+def lfsr_step(state):
+    """The model's own step of the LFSR of :mod:`spec.lfsr`: shift right, then XOR the
+    taps if the bit shifted out was 1 (tests hold it against :func:`spec.lfsr.lfsr_next`
+    and the RTL)."""
+    low = state & 1
+    state >>= 1
+    if low:
+        state ^= LFSR_TAPS
+    return state
 
 
 def stall_pattern(seed, rate, cycles):
@@ -23,10 +35,10 @@ def stall_pattern(seed, rate, cycles):
     seed = seed or 1
     low = _cache.get(seed)
     if low is None:
-        state, out = seed, np.empty(65535, dtype=np.uint8)
-        for c in range(65535):
+        state, out = seed, np.empty(LFSR_PERIOD, dtype=np.uint8)
+        for c in range(LFSR_PERIOD):
             out[c] = state & 0xFF
-            state = lfsr_next(state)
+            state = lfsr_step(state)
         low = _cache[seed] = out
-    reps = -(-cycles // 65535)
+    reps = -(-cycles // LFSR_PERIOD)
     return np.tile(low, reps)[:cycles] < rate

@@ -36,10 +36,10 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rtl.fabric.reliable_link import retry_sizes  # noqa: E402
-from rtl.formats.nic import frame_beats  # noqa: E402
-from rtl.tops.rdma_top import DEFAULTS as RDMA  # noqa: E402
-from tb.nic.headline import HEADLINE_TOP as NIC  # noqa: E402
+from spec.fabric import retry_sizes  # noqa: E402
+from spec.formats.nic import frame_beats  # noqa: E402
+from spec.nic import HEADLINE_TOP as NIC  # noqa: E402
+from spec.rdma import DEFAULTS as RDMA  # noqa: E402
 
 
 class Entry(NamedTuple):
@@ -313,9 +313,9 @@ def run_yosys(name, text, run):
 
 def source_key(name, flat):
     """A digest of everything the Verilog of component ``name`` follows from: every RTL
-    source, this script, the Amaranth version, the entry and the flow."""
+    and spec source, this script, the Amaranth version, the entry and the flow."""
     h = hashlib.sha1()
-    for path in sorted((ROOT / "rtl").rglob("*.py")):
+    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
     h.update(Path(__file__).read_bytes())
@@ -412,19 +412,21 @@ def state_bits():
     from amaranth import Elaboratable, Shape
     from amaranth.lib import memory
 
-    from rtl.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_LAYOUT
     from rtl.rdma.qpc_cache import QpcCache
-    from rtl.rdma.requester import OUTSTANDING, outstanding_layout
-    from rtl.tops.area_wrappers import nic_part, unused
+    from rtl.rdma.requester import outstanding_layout
+    from rtl.tops.area_wrappers import nic_part
+    from spec.checks import silence
+    from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_LAYOUT
+    from spec.rdma import OUTSTANDING
 
     def memories(component):
         """name -> (width, depth) of the memories that ``component``'s elaboration holds
         (read from the Module's named submodules; Amaranth is pinned at 0.5)."""
         m = component.elaborate(None)
-        unused(component, m)                     # elaborated here only to be looked at
+        silence(component, m)                     # elaborated here only to be looked at
         mems = {}
         for name, (sub, _) in m._named_submodules.items():
-            unused(sub)
+            silence(sub)
             if isinstance(sub, memory.Memory):
                 mems[name] = (Shape.cast(sub.shape).width, sub.depth)
         return mems
@@ -445,7 +447,7 @@ def state_bits():
     cache_mems = memories(build("qpc_cache_16"))
     entry_bits = sum(width for width, _ in cache_mems.values())
     engine = build("rdma_engine_c16")
-    unused(engine)
+    silence(engine)
     caches = count(engine, QpcCache, set())
     tx = nic_part("tx", **dict(NIC, framing="compact"))
     cret = nic_part("credit_return", **dict(NIC, framing="compact"))

@@ -148,7 +148,7 @@ def nic_top_and_params(messages):
     its cocotb parameters: the same top and scenario as :mod:`tb.nic.headline`, so a run
     of 1000 messages shares its build with ``make sim``."""
     from rtl.tops.nic_top import NicTop
-    from tb.nic.headline import HEADLINE_TOP
+    from spec.nic import HEADLINE_TOP
 
     width = HEADLINE_TOP["width"]
     cmd_beats = messages * -(-MSG_BYTES // width)
@@ -219,7 +219,7 @@ def measure_rtl(design, sim, waves, messages, opt):
     A first run of :data:`WARMUP_MESSAGES` messages on the same top exports and builds it
     if needed (not counted); the measured run then reuses the build.
     """
-    from tb.fabric import CLOCK_NS
+    from tb.harness import CLOCK_NS
 
     _quiet_runners()
     saved = os.environ.get("WAVES")

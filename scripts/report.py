@@ -28,12 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from spec.metrics import row_metrics  # noqa: E402
+
 SIZES = (8, 64, 128, 256, 512, 1024, 4096)
 QPS = (1, 16, 256, 1024, 4096)
 CACHES = (16, 64, 256)
 PEERS = (1, 2, 4, 8, 16, 32, 64)
 FRAMINGS = ("compact", "l2")
-METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops")
 
 #: The co-simulated subset: every size on both framings and on RDMA, every QP count,
 #: every cache size, and more than one NIC peer. ``messages`` None = ``--rtl-messages``.
@@ -107,7 +108,7 @@ def model_row(task):
            "simulator": "model", "msg_bytes": point["msg_bytes"],
            "messages": res.get("messages", messages), "model_source": source}
     row.update({k: point[k] for k in ("qps", "cache_entries", "peers") if k in point})
-    for key in METRICS + (("ctrl_bytes",) if design == "rdma" else ()):
+    for key in row_metrics(design):
         row[f"{key}_model"] = res[key]
     row["model_s"] = round(time.perf_counter() - t0, 3)
     return row
@@ -149,7 +150,7 @@ def _rtl_group(args):
                 row = run_point(sim, point["framing"], point["msg_bytes"], n,
                                 point["peers"])
             else:
-                from rtl.tops.rdma_top import DEFAULTS
+                from spec.rdma import DEFAULTS
                 from tb.rdma.headline import run_point
                 # Both ends' buffers live in the host memories of the top.
                 n = min(n, DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])
@@ -167,7 +168,8 @@ def _rtl_group(args):
             fast = fast_point(design, msg_bytes=point["msg_bytes"], messages=n,
                               **model_knobs(design, point))
             row["fast_path_differs"] = sorted(
-                k for k in METRICS if _nonzero(fast[k]) != _nonzero(row[f"{k}_model"]))
+                k for k in row_metrics(design)
+                if _nonzero(fast[k]) != _nonzero(row[f"{k}_model"]))
         except ValueError as exc:
             row["fast_path_differs"] = f"not covered: {exc}"
         out.append(row)

@@ -1,1 +1,2 @@
-"""cocotb side: the co-simulation harness, bulk fabric access, drivers and test modules."""
+"""cocotb side: the co-simulation runner, the harness (bulk access to players and
+recorders), testbench classes, drivers, scoreboards and cocotb test modules."""

@@ -10,9 +10,9 @@ from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fcs import fcs_bytes, fcs_ok
 from pymodel.packet import beats_to_frames, frame_to_beats
 from pymodel.stall import stall_pattern
-from rtl.fabric.faulty_link import COUNTERS, FLAGS
+from spec.fabric import COUNTERS, FLAGS
 from tb.cosim import cosim_params
-from tb.fabric import Fabric
+from tb.harness import Harness
 from tb.scoreboard import Scoreboard
 
 #: Cycles the recorder keeps watching after the last expected beat: nothing may come.
@@ -48,25 +48,25 @@ async def faults_match_model(dut):
     issue = _issue_cycles(len(beats), *src)
     want, counters = model.run(list(zip(issue, beats, strict=True)), settings)
 
-    fab = Fabric(dut)
+    harness = Harness(dut)
     for name, value in settings.ports().items():
-        fab.set(name, value)
-    fab.load_player("src", beats, src)
-    fab.arm_recorder("sink", len(want))
-    await fab.reset()
+        harness.set(name, value)
+    harness.load_player("src", beats, src)
+    harness.arm_recorder("sink", len(want))
+    await harness.reset()
     t0 = time.perf_counter()
-    end = await fab.wait_done(["src_done", "sink_done"],
+    end = await harness.wait_done(["src_done", "sink_done"],
                               timeout_cycles=2 * (issue[-1] + len(want)) + 1000)
     await ClockCycles(dut.clk, QUIET_CYCLES)
     await ReadOnly()
     dut._log.info("simulated %d cycles in %.2f s", end + QUIET_CYCLES,
                   time.perf_counter() - t0)
-    got, got_at = fab.recorded("sink")
+    got, got_at = harness.recorded("sink")
 
     sb = Scoreboard(dut._log)
     sb.compare("output beats", got, [b for _, b in want])
     sb.compare("output cycles", got_at, [c for c, _ in want], fmt=str)
-    sb.compare("input cycles", fab.played_stamps("src", len(beats)), issue, fmt=str)
+    sb.compare("input cycles", harness.played_stamps("src", len(beats)), issue, fmt=str)
     for name in COUNTERS + FLAGS:
         sb.equal(name, int(getattr(dut, name).value), counters[name])
     sb.equal("sink overflow", int(dut.sink_overflow.value), 0)

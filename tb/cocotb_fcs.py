@@ -9,7 +9,7 @@ import cocotb
 from pymodel.fcs import FcsCheckerModel, FcsInserterModel, fcs_bytes
 from pymodel.packet import beats_to_frames, frame_to_beats
 from tb.cosim import cosim_params
-from tb.fabric import Fabric
+from tb.harness import Harness
 from tb.scoreboard import Scoreboard
 
 
@@ -45,19 +45,19 @@ async def _run(dut, stalls):
     chk = FcsCheckerModel(width)
     c_beats, c_stamps, c_ok, c_bad = chk.run(checked, src, sink)
 
-    fab = Fabric(dut)
-    fab.load_player("gen_src", [b for f in frames for b in frame_to_beats(f, width)], src)
-    fab.arm_recorder("gen_sink", len(m_beats), sink)
-    fab.load_player("chk_src", c_beats, src)
-    fab.arm_recorder("chk_sink", len(c_beats), sink)
-    await fab.reset()
+    harness = Harness(dut)
+    harness.load_player("gen_src", [b for f in frames for b in frame_to_beats(f, width)], src)
+    harness.arm_recorder("gen_sink", len(m_beats), sink)
+    harness.load_player("chk_src", c_beats, src)
+    harness.arm_recorder("chk_sink", len(c_beats), sink)
+    await harness.reset()
     t0 = time.perf_counter()
-    end = await fab.wait_done(["gen_sink_done", "chk_sink_done"],
+    end = await harness.wait_done(["gen_sink_done", "chk_sink_done"],
                               timeout_cycles=4 * max(m_stamps[-1], c_stamps[-1]) + 1000)
     dut._log.info("simulated %d cycles in %.2f s", end, time.perf_counter() - t0)
-    r_beats, r_stamps = fab.recorded("gen_sink")
-    r_cbeats, r_cstamps = fab.recorded("chk_sink")
-    r_in = fab.played_stamps("gen_src", len(m_in))
+    r_beats, r_stamps = harness.recorded("gen_sink")
+    r_cbeats, r_cstamps = harness.recorded("chk_sink")
+    r_in = harness.played_stamps("gen_src", len(m_in))
 
     sb = Scoreboard(dut._log)
     sb.compare("inserter beats", r_beats, m_beats)

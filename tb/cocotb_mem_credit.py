@@ -9,7 +9,7 @@ from pymodel.latency_memory import LatencyMemoryModel
 from pymodel.stall import stall_pattern
 from rtl.tops.mem_credit_top import credit_obs_layout, credit_op_layout, mem_op_layout
 from tb.cosim import cosim_params
-from tb.fabric import Fabric, dump_memory
+from tb.harness import Harness, dump_memory
 from tb.scoreboard import Scoreboard
 
 
@@ -66,16 +66,16 @@ async def memory_and_credits_match_model(dut):
                             underflow=cnt.underflow, overflow=cnt.overflow))
         cnt.cycle(op["take"], op["give"])
 
-    fab = Fabric(dut)
-    fab.load_player("mem_ops", [_pack(mem_op_layout(width, depth), **o) for o in ops], src)
-    fab.load_player("credit_ops", [_pack(credit_op_layout(cap), **o) for o in cops], src)
-    fab.arm_recorder("rd_data", len(want))
-    fab.arm_recorder("credit_obs", n)
-    await fab.reset()
-    await fab.wait_done(["rd_data_done", "credit_obs_done", "mem_ops_done"],
+    harness = Harness(dut)
+    harness.load_player("mem_ops", [_pack(mem_op_layout(width, depth), **o) for o in ops], src)
+    harness.load_player("credit_ops", [_pack(credit_op_layout(cap), **o) for o in cops], src)
+    harness.arm_recorder("rd_data", len(want))
+    harness.arm_recorder("credit_obs", n)
+    await harness.reset()
+    await harness.wait_done(["rd_data_done", "credit_obs_done", "mem_ops_done"],
                         timeout_cycles=20 * n + 1000)
-    got, got_at = fab.recorded("rd_data")
-    c_got, c_at = fab.recorded("credit_obs")
+    got, got_at = harness.recorded("rd_data")
+    c_got, c_at = harness.recorded("credit_obs")
 
     sb = Scoreboard(dut._log)
     sb.compare("read data", got, want)

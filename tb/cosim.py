@@ -19,6 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from spec.checks import silence
+
 __all__ = ["SIMULATORS", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
            "toolchain_path", "export_verilog", "run_cosim", "cosim_params"]
 
@@ -158,11 +160,11 @@ def cached_verilog(top, name):
 
     Amaranth emits memory initialisers bit by bit, so exporting a top with large memories
     takes tens of seconds; a test session would pay it once per test and simulator. The
-    key is every RTL source file, the top's class, its plain attributes (constructor
+    key is every RTL and spec source file, the top's class, its plain attributes (constructor
     parameters must be kept as attributes) and its signature.
     """
     h = hashlib.sha1()
-    for path in sorted((ROOT / "rtl").rglob("*.py")):
+    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
     h.update(name.encode())
@@ -171,8 +173,7 @@ def cached_verilog(top, name):
     h.update(repr(top.signature).encode())
     path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
     if path.exists():
-        for component in components:        # not elaborated: the cached text stands in
-            component._MustUse__silence = True
+        silence(components)                 # not elaborated: the cached text stands in
         return path.read_text()
     text = export_verilog(top, name)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ import pytest
 from amaranth import Shape
 from amaranth.hdl import Fragment
 
+from spec.checks import silence
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("area_script", ROOT / "scripts" / "area.py")
 area = importlib.util.module_from_spec(_spec)
@@ -58,20 +60,14 @@ def test_nic_parts_come_from_the_top():
 
     params = dict(area.NIC, framing="compact")
     top = NicTop(items=1, events=1, **params)
-    area_unused(top)
+    silence(top)
     tx = nic_part("tx", **params)
     assert tx.max_credits == top.credits
     node = nic_part("node", **params)
     assert isinstance(node, NicNode)
-    area_unused(tx, node)
+    silence(tx, node)
     with pytest.raises(ValueError, match="NIC part must be one of"):
         nic_part("memory", **params)
-
-
-def area_unused(*objs):
-    from rtl.tops.area_wrappers import unused
-
-    unused(*objs)
 
 
 # ---- Options --------------------------------------------------------------------------
@@ -136,10 +132,10 @@ def test_design_totals_and_growth():
 def test_state_bits_follow_the_layouts(monkeypatch):
     from amaranth.lib import data
 
-    import rtl.formats.roce as roce
+    import spec.formats.roce as roce
     from rtl.common.credit_counter import CreditCounter
-    from rtl.rdma.qpc_cache import QPN_BITS
-    from rtl.rdma.requester import OUTSTANDING, outstanding_layout
+    from rtl.rdma.requester import outstanding_layout
+    from spec.rdma import OUTSTANDING, QPN_BITS
 
     state = area.state_bits()
     rdma, nic = state["rdma"], state["nic"]
@@ -152,7 +148,7 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     assert rdma["outstanding_message_bits"] == Shape.cast(outstanding_layout()).width
     assert rdma["outstanding_messages"] == OUTSTANDING
     counter = CreditCounter(nic["link_credits"])
-    area_unused(counter)
+    silence(counter)
     assert nic["credit_counter_bits"] == len(counter.credits) + 2
     assert nic["per_peer_bits"] == 0
     assert nic["per_link_bits"] == nic["credit_counter_bits"] + area.NIC["link_latency"]
@@ -175,7 +171,7 @@ def test_credit_counter_through_yosys(tmp_path):
 
     r = area.measure("credit_counter_64", tmp_path)
     counter = CreditCounter(64)
-    area_unused(counter)
+    silence(counter)
     assert r["ff_bits"] == len(counter.credits) + 2             # count + two sticky flags
     assert r["mem_bits"] == r["rom_bits"] == 0 and r["blocks"] == {}
     assert 0 < r["lut4"] <= r["cells"]

@@ -7,6 +7,7 @@ checks every frame with scapy + zlib (independent of the RTL CRC).
 
 import pytest
 
+from spec.metrics import row_metrics
 from tb.rdma.runner import run_rdma
 
 TOP = {}          # one top (the defaults) for every test: one build per simulator
@@ -74,8 +75,7 @@ def test_rdma_headline_rows_and_pcap(sim, tmp_path):
     assert [r["qps"] for r in rows] == [1, 4096]
     for r in rows:
         assert r["design"] == "rdma" and r["framing"] == "rocev2" and r["mismatches"] == 0
-        for key in ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes",
-                    "ctrl_ops", "ctrl_bytes"):
+        for key in row_metrics("rdma"):
             assert r[f"{key}_rtl"] == r[f"{key}_model"], key
         ops = r["ctrl_ops_rtl"]
         for op in ("doorbells", "wqe_reads", "ctx_lookups", "acks_sent", "cqe_writes"):

@@ -12,8 +12,8 @@ idle cycles in the simulators and is still well above the ACK delays of these sc
 (a few hundred cycles).
 """
 
+from pymodel.scenarios.rdma import seed_dropping_only
 from tb.rdma.runner import run_rdma
-from tb.rdma.scenarios import seed_dropping_only
 
 TOP = {}
 #: Transport timeout of these runs (cycles).

@@ -11,30 +11,11 @@ import numpy as np
 import pytest
 
 from pymodel.fastpath import fast_messages, fast_point, fast_run
-from pymodel.nic.system import NicSystemModel, Store
-from pymodel.points import (
-    MESSAGE_KEYS,
-    METRIC_KEYS,
-    cycle_point,
-    cycle_run,
-    nic_credits,
-    nic_stores,
-)
-from rtl.tops.nic_top import NicTop
-from tb.nic.headline import HEADLINE_TOP
-from tb.nic.scenarios import build_scenario
+from pymodel.points import MESSAGE_KEYS, METRIC_KEYS, cycle_point, cycle_run
 
-
-def _model_segments():
-    """Whether the NIC model cuts stores longer than max_payload (``run()["stores"]``)."""
-    model = NicSystemModel(64, "compact", 2, 2, 16, 64, nic_credits(64, 64))
-    return "stores" in model.run({0: [Store(1, 0, b"x")]}, [0, 1])
-
-
-# Stores up to max_payload (1024 at the headline top) are one frame; the larger sizes
-# need a model that segments them, so the grid keeps them only with such a model.
-NIC_SIZES = (1, 8, 63, 64, 65, 128, 256, 512, 1024) + (
-    (1025, 2048, 4096) if _model_segments() else ())
+# Stores up to max_payload (1024 at the headline top) are one frame; the larger ones are
+# cut in segments.
+NIC_SIZES = (1, 8, 63, 64, 65, 128, 256, 512, 1024, 1025, 2048, 4096)
 
 
 def _same(design, **kw):
@@ -83,26 +64,6 @@ def test_nic_headline_numbers():
         assert (p["latency_cycles"], p["completion_cycles"], p["ii_cycles"],
                 p["wire_bytes"], p["ctrl_ops"]["credit_updates"]) == (11, 7, 3, wire, 3)
         assert p["ctrl_bytes"] == 0
-
-
-@pytest.mark.parametrize("kind,peers", [("pair", 1), ("fanout", 4)])
-def test_nic_stores_are_the_cosim_scenario(kind, peers):
-    w, window = HEADLINE_TOP["width"], HEADLINE_TOP["mem_words"] * HEADLINE_TOP["width"]
-    mine = nic_stores(100, 20, peers, w, window)
-    theirs, _, _ = build_scenario(kind, nodes=peers + 1, width=w, window=window,
-                                  max_payload=HEADLINE_TOP["max_payload"], seed=1,
-                                  msg_bytes=100, messages=20)
-    assert [(s.dst, s.addr, s.payload) for s in mine] == \
-        [(s.dst, s.addr, s.payload) for s in theirs[0]]
-
-
-@pytest.mark.parametrize("width,max_payload", [(64, 1024), (16, 512), (8, 64)])
-def test_nic_credits_match_the_top(width, max_payload):
-    from rtl.tops.area_wrappers import unused
-    top = NicTop(width=width, nodes=2, max_payload=max_payload, mem_words=16, items=4,
-                 events=4)
-    unused(top)                       # built for its parameters only, never elaborated
-    assert nic_credits(width, max_payload) == top.credits
 
 
 # -- RDMA -----------------------------------------------------------------------------

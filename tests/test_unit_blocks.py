@@ -12,7 +12,7 @@ from pymodel.stall import stall_pattern
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.latency_memory import LatencyMemory
 from rtl.common.stall_pattern import StallPattern
-from rtl.formats.packet import packet_layout
+from spec.formats.packet import packet_layout
 from tb.amsim import run_sim
 
 

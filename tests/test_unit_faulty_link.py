@@ -15,7 +15,8 @@ from pymodel.fabric.faulty_link import (
 from pymodel.fabric.link import LinkModel
 from pymodel.fcs import fcs_bytes, fcs_ok
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
-from rtl.fabric.faulty_link import COUNTERS, FLAGS, FaultyLink
+from rtl.fabric.faulty_link import FaultyLink
+from spec.fabric import COUNTERS, FLAGS
 from tb.amsim import run_sim
 
 ALWAYS = 65535

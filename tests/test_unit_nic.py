@@ -9,7 +9,6 @@ from pymodel.nic.system import Store
 from pymodel.packet import beats_to_frames, frame_to_beats, pack_beat, unpack_beat
 from rtl.common.min_frame_padder import MinFramePadder
 from rtl.fabric.switch import Switch
-from rtl.formats.nic import Framing, header_bytes, store_cmd_layout
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
@@ -17,6 +16,7 @@ from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer, frame_beats
 from rtl.nic.window_table import WindowTable, window_table_bits
 from rtl.tops.nic_top import NicTop
+from spec.formats.nic import Framing, header_bytes, store_cmd_layout
 from tb.amsim import get_all, put_all, run_sim
 
 SIZES = (1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129)
@@ -204,7 +204,7 @@ def test_switch_matches_model_with_table_write(framing):
     (round robin, one-cycle forwarding)."""
     from pymodel.fabric.switch import SwitchModel
     from pymodel.packet import frame_to_beats
-    from rtl.fabric.switch import dst_byte
+    from spec.formats.nic import dst_byte
 
     width, ports, depth, cycles = 8, 4, 64, 160
     dut = Switch(width, ports, framing, depth)
@@ -262,7 +262,7 @@ def test_switch_matches_model_with_table_write(framing):
 
 
 class _FakeFabric:
-    """Just enough of tb.fabric.Fabric to load a player."""
+    """Just enough of tb.harness.Harness to load a player."""
 
     def __init__(self):
         self.loaded = {}
@@ -275,14 +275,14 @@ def test_store_source_queues_then_loads_once():
     """send_nowait queues, load() writes every beat in order with the stall pattern,
     and a store sent after load() is refused with a message naming the player."""
     from tb.nic.store_driver import StoreSource
-    fab = _FakeFabric()
-    src = StoreSource(fab, "cmd0", 16, stall=(5, 40))
+    harness = _FakeFabric()
+    src = StoreSource(harness, "cmd0", 16, stall=(5, 40))
     stores = [Store(1, 0, bytes(range(40))), Store(2, 64, bytes(3))]
     for s in stores:
         src.send_nowait(s)
     assert src.count() == 2 and not src.empty()
     src.load()
-    items, stall = fab.loaded["cmd0"]
+    items, stall = harness.loaded["cmd0"]
     assert items == _cmd_items(16, stores) and stall == (5, 40)
     assert src._spans == [(0, 2), (3, 3)]
     with pytest.raises(RuntimeError, match="cmd0"):

@@ -17,8 +17,8 @@ from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
 from pymodel.rdma.links import LinkStream
+from pymodel.scenarios.rdma import seed_dropping_only, writes_scenario
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.roce import OpCode, Syndrome
 from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.qpc_cache import QpcCache
@@ -26,8 +26,8 @@ from rtl.rdma.requester import Requester
 from rtl.rdma.responder import Responder
 from rtl.rdma.write_framer import WriteFramer, segment_layout
 from rtl.tops.rdma_top import RdmaTop
+from spec.formats.roce import OpCode, Syndrome
 from tb.amsim import get_all, put_all, run_sim
-from tb.rdma.scenarios import seed_dropping_only, writes_scenario
 from tb.rdma.wirecheck import frame_problems
 
 A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_00_01)

@@ -10,9 +10,10 @@ from pymodel.fabric.faulty_link import FaultSettings, rate_per_65535
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fcs import fcs_bytes
 from pymodel.packet import beats_to_frames, frame_to_beats
-from rtl.fabric.reliable_link import COUNTER_PORTS, ReliableLink
+from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.replay_rx import ReplayRx
 from rtl.fabric.replay_tx import ReplayTx
+from spec.fabric import COUNTER_PORTS
 from tb.amsim import run_sim
 
 P = rate_per_65535

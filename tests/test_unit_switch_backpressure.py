@@ -6,7 +6,8 @@ import pytest
 
 from pymodel.fabric.switch import SwitchModel
 from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
-from rtl.fabric.switch import Switch, dst_byte
+from rtl.fabric.switch import Switch
+from spec.formats.nic import dst_byte
 from tb.amsim import run_sim
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from test_cosim_nic import nic_params
 
-from rtl.tops.nic_top import COUNTERS
+from spec.checks import silence
+from spec.nic import COUNTERS
 from tb.cosim import run_cosim
 from tb.nic.uvm.agent import plan_faults
 from tb.nic.uvm.config import NicConfig
@@ -34,25 +35,9 @@ GOOD_TESTS = ("NicBaseTest", "NicAllGoodTest", "NicErrorsTest", "NicHotspotTest"
 NEGATIVE = "NicBrokenScoreboardTest"
 
 
-def _quiet(obj, seen=None):
-    """Mark a top built only for its parameters, and every block inside, as used (the
-    attribute tb/cosim.py sets on tops it does not elaborate)."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, (list, tuple)):
-        for v in obj:
-            _quiet(v, seen)
-    elif hasattr(obj, "elaborate") and hasattr(obj, "__dict__"):
-        obj._MustUse__silence = True
-        for v in vars(obj).values():
-            _quiet(v, seen)
-
-
 def _cfg(framing, **kw):
     top, params = nic_params(framing)
-    _quiet(top)
+    silence(top)
     depths = {"cmd_depth": 2048, "event_depth": 2048, "fault_depth": 64, **kw}
     return NicConfig.from_params(params, **depths)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rtl.rdma.responder import DROP_REASONS
+from spec.rdma import DROP_REASONS
 from tb.rdma.runner import run_rdma
 from tb.rdma.uvm.config import RdmaConfig
 from tb.rdma.uvm.coverage import OUTCOME_BINS, Covergroups, size_bins

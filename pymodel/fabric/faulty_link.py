@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass, fields
 
 from pymodel.packet import pack_beat, unpack_beat
-from rtl.common.stall_pattern import lfsr_next
-from rtl.fabric.faulty_link import (
+from pymodel.stall import lfsr_step
+from spec.fabric import (
     CORRUPT_BEAT_SHIFT,
     COUNTERS,
     FAULT_KINDS,
@@ -20,7 +20,7 @@ from rtl.fabric.faulty_link import (
     WORD_STEPS,
     WORDS_PER_FRAME,
 )
-from rtl.formats.packet import check_width, packet_layout
+from spec.formats.packet import check_width, packet_layout
 
 __all__ = ["FaultSettings", "FaultPattern", "FaultyLinkModel", "rate_per_65535"]
 
@@ -63,7 +63,7 @@ class FaultSettings:
 
 def _advance(state, steps):
     for _ in range(steps):
-        state = lfsr_next(state)
+        state = lfsr_step(state)
     return state
 
 

@@ -11,11 +11,9 @@ from collections import deque
 from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fcs import fcs_ok
 from pymodel.packet import unpack_beat
-from rtl.fabric.reliable_link import retry_sizes
-from rtl.fabric.replay_rx import RX_COUNTERS
-from rtl.fabric.replay_tx import TX_COUNTERS
-from rtl.formats.link_retry import SEQ_BITS
-from rtl.formats.packet import packet_layout
+from spec.fabric import RX_COUNTERS, TX_COUNTERS, retry_sizes
+from spec.formats.link_retry import SEQ_BITS
+from spec.formats.packet import packet_layout
 
 __all__ = ["ReliableLinkModel"]
 

@@ -2,7 +2,7 @@
 
 from collections import deque
 
-from rtl.fabric.switch import dst_byte
+from spec.formats.nic import dst_byte
 
 __all__ = ["SwitchModel"]
 

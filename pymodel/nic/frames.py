@@ -1,7 +1,7 @@
-"""Store frames byte for byte, built and parsed with the layouts of :mod:`rtl.formats.nic`."""
+"""Store frames byte for byte, built and parsed with the layouts of :mod:`spec.formats.nic`."""
 
 from pymodel.fcs import fcs_bytes, phy_bytes
-from rtl.formats.nic import (
+from spec.formats.nic import (
     ETHERTYPE,
     MIN_FRAME_BYTES,
     Framing,

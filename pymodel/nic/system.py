@@ -15,7 +15,7 @@ from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
-from rtl.formats.nic import (
+from spec.formats.nic import (
     MAC_PREFIX,
     frame_beats,
     header_bytes,
@@ -23,12 +23,7 @@ from rtl.formats.nic import (
     padded_bytes,
 )
 
-__all__ = ["NicSystemModel", "Store", "CTRL_KINDS"]
-
-#: Control actions counted per message, named as the RDMA engine names them
-#: (pymodel/rdma/metrics.py); the NIC has only credit updates.
-CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses",
-              "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
+__all__ = ["NicSystemModel", "Store"]
 
 
 class Store:

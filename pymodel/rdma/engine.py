@@ -19,7 +19,7 @@ from pymodel.rdma.fields import pack, unpack
 from pymodel.rdma.frames import Endpoint, ack_frame, icrc, write_frame
 from pymodel.rdma.links import LinkStream
 from pymodel.stall import stall_pattern
-from rtl.formats.roce import (
+from spec.formats.roce import (
     ACK_HEADER,
     BTH_BYTES,
     CQE_LAYOUT,
@@ -40,16 +40,19 @@ from rtl.formats.roce import (
     WqeOpcode,
     bswap,
 )
-from rtl.rdma.requester import ACK_QUEUE, OUTSTANDING, REQUESTER_COUNTERS
-from rtl.rdma.responder import (
+from spec.rdma import (
+    ACK_QUEUE,
     DROP_REASONS,
+    LINK_FIFO_BEATS,
+    LINK_FRAME_BEATS,
+    OUTSTANDING,
+    REQUESTER_COUNTERS,
     RX_FIFO_BEATS,
     RX_FRAME_ROOM,
     RX_FRAMES,
     SEQUENCE_COUNTERS,
 )
-from rtl.tops.rdma_top import DEFAULTS as TOP_DEFAULTS
-from rtl.tops.rdma_top import LINK_FIFO_BEATS, LINK_FRAME_BEATS
+from spec.rdma import DEFAULTS as TOP_DEFAULTS
 
 __all__ = ["Config", "HostMemory", "QpcCacheModel", "simulate", "beats_of"]
 

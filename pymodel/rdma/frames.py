@@ -1,6 +1,6 @@
 """RoCEv2 frames byte for byte: RDMA WRITE (ONLY/FIRST/MIDDLE/LAST) and ACKNOWLEDGE.
 
-Headers are packed with the layouts of :mod:`rtl.formats.roce` (one definition, used by
+Headers are packed with the layouts of :mod:`spec.formats.roce` (one definition, used by
 the RTL and here). The ICRC and FCS use ``zlib.crc32``.
 """
 
@@ -8,7 +8,7 @@ import dataclasses
 import zlib
 
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-from rtl.formats.roce import (
+from spec.formats.roce import (
     ACK_HEADER,
     ETHERTYPE_IPV4,
     ICRC_MASKED_BYTES,

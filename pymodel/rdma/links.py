@@ -12,7 +12,7 @@ against ``FaultyLinkModel`` on the same traffic in ``tests/test_unit_rdma.py``.
 from collections import deque
 
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
-from rtl.fabric.faulty_link import CORRUPT_BEAT_SHIFT, COUNTERS, FLAGS
+from spec.fabric import CORRUPT_BEAT_SHIFT, COUNTERS, FLAGS
 
 __all__ = ["LinkStream", "LinkLimit"]
 

@@ -1,15 +1,17 @@
-"""Reduce one run (RTL records or model predictions, same shapes) to SPEC.md metrics."""
+"""Reduce one run (RTL records or model predictions, same shapes) to SPEC.md metrics.
+
+``ctrl_bytes`` counts a doorbell as :data:`spec.rdma.DOORBELL_BYTES` and a WQE, a CQE
+and a QP-context fill or write-back as one host word
+(:data:`spec.formats.roce.HOST_WORD_BYTES`).
+"""
 
 import statistics
 
 from pymodel.rdma.frames import ETH_OVERHEAD
+from spec.formats.roce import HOST_WORD_BYTES
+from spec.rdma import DOORBELL_BYTES
 
-__all__ = ["summarize", "DOORBELL_BYTES"]
-
-#: Bytes of one doorbell MMIO write over the host interface (a 64-bit register).
-DOORBELL_BYTES = 8
-#: Bytes of a WQE, a CQE and a QP context over the host interface.
-WORD_BYTES = 64
+__all__ = ["summarize"]
 
 
 def summarize(messages, doorbells, written, completed, frames_ab, frames_ba, req, resp):
@@ -33,7 +35,7 @@ def summarize(messages, doorbells, written, completed, frames_ab, frames_ba, req
         "cqe_writes": req["cqe_writes"],
         "credit_updates": 0,             # no link-level credits on the RoCEv2 path
     }
-    ctrl_bytes = DOORBELL_BYTES * ops["doorbells"] + WORD_BYTES * (
+    ctrl_bytes = DOORBELL_BYTES * ops["doorbells"] + HOST_WORD_BYTES * (
         ops["wqe_reads"] + ops["cqe_writes"] + ops["ctx_misses"] + ops["ctx_writebacks"])
     return {
         "latency_cycles": statistics.median(lat) if lat else None,

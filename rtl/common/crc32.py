@@ -9,7 +9,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common import gf2
-from rtl.formats.packet import check_width, packet_layout
+from spec.formats.packet import check_width, packet_layout
 
 __all__ = ["CRC32_POLY_REFLECTED", "CRC32_INIT", "CRC32_RESIDUE", "crc32_step",
            "Crc32Core"]
@@ -115,7 +115,7 @@ class Crc32Core(wiring.Component):
     Parameters
     ----------
     width : int
-        Datapath width in bytes (see :data:`rtl.formats.packet.SUPPORTED_WIDTHS`).
+        Datapath width in bytes (see :data:`spec.formats.packet.SUPPORTED_WIDTHS`).
 
     Ports
     -----

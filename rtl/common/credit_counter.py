@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.params import check_int
+from spec.checks import check_int
 
 __all__ = ["CreditCounter"]
 

@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.crc32 import Crc32Core
-from rtl.formats.packet import check_width, packet_signature
+from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["FcsChecker"]
 

@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
 
 __all__ = ["write_layout", "LatencyMemory"]
 

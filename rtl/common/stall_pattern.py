@@ -1,18 +1,12 @@
-"""A seeded, free-running stall pattern shared by RTL stimulus and the golden model."""
+"""A seeded, free-running stall pattern (the LFSR of :mod:`spec.lfsr`) for RTL stimulus."""
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["LFSR_TAPS", "lfsr_next", "StallPattern"]
+from spec.lfsr import LFSR_TAPS
 
-#: Galois LFSR taps for x^16 + x^14 + x^13 + x^11 + 1 (maximal length, period 65535).
-LFSR_TAPS = 0xB400
-
-
-def lfsr_next(state):
-    """The LFSR state one cycle later (reference for the model)."""
-    return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
+__all__ = ["StallPattern"]
 
 
 class StallPattern(wiring.Component):
@@ -26,9 +20,9 @@ class StallPattern(wiring.Component):
         Stall when the low byte of the LFSR state is below ``rate``: a stall probability
         of about ``rate / 256``; 0 never stalls.
     stall : Out(1)
-        Combinational. In cycle ``c`` after reset it is a pure function of
-        ``(seed, rate, c)``, so a model reproduces it exactly
-        (:func:`pymodel.stall.stall_pattern`).
+        Combinational. The LFSR is :mod:`spec.lfsr` (``LFSR_TAPS``), stepped once a
+        cycle. In cycle ``c`` after reset it is a pure function of ``(seed, rate, c)``,
+        so a model reproduces it exactly (:func:`pymodel.stall.stall_pattern`).
     """
 
     seed: In(16)

@@ -1,7 +1,8 @@
 """A link that drops, corrupts and duplicates whole frames from a seeded pattern.
 
 The fault model, its decision rule and its timing are described in ``docs/faults.md``;
-the golden model is :class:`pymodel.fabric.faulty_link.FaultyLinkModel`.
+the golden model is :class:`pymodel.fabric.faulty_link.FaultyLinkModel`. Settings,
+counters and fault-word constants: :mod:`spec.fabric`.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -9,33 +10,21 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.gf2 import matrix_of
-from rtl.common.stall_pattern import lfsr_next
-from rtl.formats.link_retry import tagged_packet_layout, tagged_packet_signature
-from rtl.formats.packet import check_width
-from rtl.params import check_int
+from spec.checks import check_int
+from spec.fabric import (
+    CORRUPT_BEAT_SHIFT,
+    COUNTERS,
+    FAULT_KINDS,
+    FLAGS,
+    SETTINGS,
+    WORD_STEPS,
+    WORDS_PER_FRAME,
+)
+from spec.formats.link_retry import tagged_packet_layout, tagged_packet_signature
+from spec.formats.packet import check_width
+from spec.lfsr import lfsr_next
 
-__all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
-           "CORRUPT_BEAT_SHIFT", "FaultyLink"]
-
-#: Fault kinds, in the order of their random words and of their setting ports.
-FAULT_KINDS = ("drop", "corrupt", "dup")
-
-#: Run-time setting ports (name -> bits). Hold them constant from before reset.
-SETTINGS = {"seed": 16,
-            **{f"{k}_rate": 16 for k in FAULT_KINDS},
-            **{f"{k}_burst": 8 for k in FAULT_KINDS}}
-
-#: 32-bit counters (wrap at 2**32) and sticky error flags, in port order.
-COUNTERS = ("frames_in", "dropped", "corrupted", "duplicated", "lost")
-FLAGS = ("overflow", "too_long")
-
-#: LFSR steps between two random words, and words drawn per frame: one per fault kind,
-#: then the word that places the corrupted bit.
-WORD_STEPS = 16
-WORDS_PER_FRAME = len(FAULT_KINDS) + 1
-
-#: The corrupted beat is ``position_word >> CORRUPT_BEAT_SHIFT`` (0..15) of the frame.
-CORRUPT_BEAT_SHIFT = 12
+__all__ = ["FaultyLink"]
 
 
 def _lfsr_power(steps):
@@ -62,7 +51,7 @@ class FaultyLink(wiring.Component):
     Parameters
     ----------
     width : int
-        Datapath width in bytes (:data:`rtl.formats.packet.SUPPORTED_WIDTHS`).
+        Datapath width in bytes (:data:`spec.formats.packet.SUPPORTED_WIDTHS`).
     latency : int
         Cycles from a beat on ``i`` to the same beat on ``o`` while no copy is being sent
         (1 to 1024), as for ``Link``.
@@ -75,7 +64,7 @@ class FaultyLink(wiring.Component):
     tag_bits : int
         Bits of a sideband ``tag`` carried with every beat (0 to 32, default none): the
         preamble's sequence number of the link-level retry
-        (:func:`rtl.formats.link_retry.tagged_packet_layout`). Tags are dropped and
+        (:func:`spec.formats.link_retry.tagged_packet_layout`). Tags are dropped and
         duplicated with their beats but never corrupted (only frame bytes are).
 
     Ports
@@ -107,7 +96,7 @@ class FaultyLink(wiring.Component):
 
     Decision rule
     -------------
-    A 16-bit Galois LFSR (:func:`rtl.common.stall_pattern.lfsr_next`) starts at ``seed``
+    A 16-bit Galois LFSR (:mod:`spec.lfsr`) starts at ``seed``
     and advances ``WORDS_PER_FRAME * WORD_STEPS`` steps at each ``first`` beat only, so
     the faults of frame ``n`` depend on ``(settings, n)`` and not on timing. Frame ``n``
     reads the words ``w[k]``, the state after ``16 * k`` further steps (``k`` = 0 drop,

@@ -4,8 +4,8 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import check_width, packet_layout, packet_signature
-from rtl.params import check_int
+from spec.checks import check_int
+from spec.formats.packet import check_width, packet_layout, packet_signature
 
 __all__ = ["Link"]
 

@@ -4,39 +4,17 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.fabric.faulty_link import COUNTERS as LINK_COUNTERS
-from rtl.fabric.faulty_link import FLAGS as LINK_FLAGS
-from rtl.fabric.faulty_link import SETTINGS, FaultyLink
-from rtl.fabric.replay_rx import RX_COUNTERS, ReplayRx
-from rtl.fabric.replay_tx import TX_COUNTERS, ReplayTx
-from rtl.formats.link_retry import SEQ_BITS, ack_layout
-from rtl.formats.packet import check_width, packet_signature
-from rtl.params import check_int
+from rtl.fabric.faulty_link import FaultyLink
+from rtl.fabric.replay_rx import ReplayRx
+from rtl.fabric.replay_tx import ReplayTx
+from spec.checks import check_int
+from spec.fabric import COUNTER_PORTS, RX_COUNTERS, SETTINGS, TX_COUNTERS, retry_sizes
+from spec.fabric import COUNTERS as LINK_COUNTERS
+from spec.fabric import FLAGS as LINK_FLAGS
+from spec.formats.link_retry import SEQ_BITS, ack_layout
+from spec.formats.packet import check_width, packet_signature
 
-__all__ = ["ReliableLink", "retry_sizes", "COUNTER_PORTS"]
-
-#: Counter ports of the link: ``tx_*`` (ReplayTx), ``rx_*`` (ReplayRx), ``link_*``
-#: (the FaultyLink's counters and flags).
-COUNTER_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS]
-                      + [f"link_{n}" for n in LINK_COUNTERS + LINK_FLAGS])
-
-
-def _pow2(n):
-    return 1 << max(n - 1, 1).bit_length()
-
-
-def retry_sizes(latency, max_frame_beats):
-    """The default sizes of a :class:`ReliableLink`: ``(tx_depth, rx_depth, timeout)``.
-
-    The replay buffer holds a round trip (``2 * latency`` + a frame to be judged + a
-    frame being sent + a few cycles) and the room kept for a whole frame, so that a
-    steady stream never waits for an ACK; the
-    delivery buffer holds two frames; the timeout is that round trip again plus the
-    longest frame, so that it fires only when an ACK can no longer come.
-    """
-    trip = 2 * latency + 2 * max_frame_beats + 8
-    return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
-        trip + max_frame_beats
+__all__ = ["ReliableLink"]
 
 
 class ReliableLink(wiring.Component):
@@ -47,9 +25,9 @@ class ReliableLink(wiring.Component):
     width, latency :
         As for ``Link``: datapath bytes and cycles of wire delay (each way).
     max_frame_beats : int
-        The longest frame, in beats; sizes the buffers (:func:`retry_sizes`).
+        The longest frame, in beats; sizes the buffers (:func:`spec.fabric.retry_sizes`).
     tx_depth, rx_depth, timeout : int, optional
-        Override :func:`retry_sizes`.
+        Override :func:`spec.fabric.retry_sizes`.
 
     Ports
     -----
@@ -60,9 +38,9 @@ class ReliableLink(wiring.Component):
         Every frame of ``i``, once, whole and in order (store and forward at the
         receiving end); ``o.ready`` is honoured.
     seed, drop_rate, ... : In
-        The fault settings of the wire (:data:`rtl.fabric.faulty_link.SETTINGS`).
+        The fault settings of the wire (:data:`spec.fabric.SETTINGS`).
     tx_*, rx_*, link_* : Out
-        :data:`COUNTER_PORTS`.
+        :data:`spec.fabric.COUNTER_PORTS`.
 
     Timing
     ------

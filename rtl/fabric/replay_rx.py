@@ -5,15 +5,12 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_checker import FcsChecker
-from rtl.formats.link_retry import SEQ_BITS, ack_layout, tagged_packet_signature
-from rtl.formats.packet import check_width, packet_layout, packet_signature
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.fabric import RX_COUNTERS
+from spec.formats.link_retry import SEQ_BITS, ack_layout, tagged_packet_signature
+from spec.formats.packet import check_width, packet_layout, packet_signature
 
-__all__ = ["ReplayRx", "RX_COUNTERS"]
-
-#: Counters of the receiver (32 bits, wrap).
-RX_COUNTERS = ("frames_ok", "fcs_bad", "out_of_order", "duplicates", "acks", "naks",
-               "no_room")
+__all__ = ["ReplayRx"]
 
 
 class ReplayRx(wiring.Component):

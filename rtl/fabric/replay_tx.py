@@ -4,15 +4,12 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.link_retry import SEQ_BITS, ack_layout, tagged_packet_signature
-from rtl.formats.packet import check_width, packet_signature
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.fabric import TX_COUNTERS
+from spec.formats.link_retry import SEQ_BITS, ack_layout, tagged_packet_signature
+from spec.formats.packet import check_width, packet_signature
 
-__all__ = ["ReplayTx", "TX_COUNTERS"]
-
-#: Counters of the sender (32 bits, wrap).
-TX_COUNTERS = ("frames", "resent_frames", "resent_beats", "naks", "timeouts",
-               "replay_cycles")
+__all__ = ["ReplayTx"]
 
 
 class ReplayTx(wiring.Component):

@@ -4,16 +4,11 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.nic import Framing
-from rtl.formats.packet import check_width, packet_layout, packet_signature
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.formats.nic import Framing, dst_byte
+from spec.formats.packet import check_width, packet_layout, packet_signature
 
-__all__ = ["Switch", "table_write_layout", "dst_byte"]
-
-
-def dst_byte(framing):
-    """Wire byte of the destination node id: 5 (low byte of the dst MAC) or 0 (compact)."""
-    return 5 if Framing(framing) is Framing.L2 else 0
+__all__ = ["Switch", "table_write_layout"]
 
 
 def table_write_layout(ports):

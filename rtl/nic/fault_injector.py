@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import check_width, packet_signature
+from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["FaultInjector"]
 

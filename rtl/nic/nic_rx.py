@@ -6,7 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.latency_memory import write_layout
-from rtl.formats.nic import (
+from rtl.nic.window_table import WindowTable, window_write_layout
+from spec.checks import check_int, reject
+from spec.formats.nic import (
     ETHERTYPE,
     MAC_PREFIX,
     MIN_FRAME_BYTES,
@@ -15,9 +17,7 @@ from rtl.formats.nic import (
     header_bytes,
     header_layout,
 )
-from rtl.formats.packet import check_width, packet_signature
-from rtl.nic.window_table import WindowTable, window_write_layout
-from rtl.params import check_int, reject
+from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["NicRx", "DropReason", "source_byte"]
 

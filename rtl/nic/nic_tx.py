@@ -7,11 +7,11 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.min_frame_padder import MinFramePadder
-from rtl.formats.nic import MIN_FRAME_BYTES, Framing, store_cmd_layout
-from rtl.formats.packet import packet_signature
 from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer
-from rtl.params import check_int
+from spec.checks import check_int
+from spec.formats.nic import MIN_FRAME_BYTES, Framing, store_cmd_layout
+from spec.formats.packet import packet_signature
 
 __all__ = ["NicTx"]
 

@@ -4,9 +4,9 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.nic import MAX_LENGTH, store_cmd_layout
-from rtl.formats.packet import check_width
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.formats.nic import MAX_LENGTH, store_cmd_layout
+from spec.formats.packet import check_width
 
 __all__ = ["StoreSegmenter"]
 

@@ -4,7 +4,8 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.nic import (
+from spec.checks import reject
+from spec.formats.nic import (
     ETHERTYPE,
     MAC_PREFIX,
     Framing,
@@ -14,8 +15,7 @@ from rtl.formats.nic import (
     header_layout,
     store_cmd_layout,
 )
-from rtl.formats.packet import check_width, packet_signature
-from rtl.params import reject
+from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["NicTxFramer", "frame_beats"]
 

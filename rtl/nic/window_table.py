@@ -8,8 +8,8 @@ from amaranth import Module, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import check_width
-from rtl.params import check_int
+from spec.checks import check_int
+from spec.formats.packet import check_width
 
 __all__ = ["WindowTable", "window_write_layout", "window_table_bits", "SOURCES"]
 

@@ -4,9 +4,17 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import packet_signature
-from rtl.formats.roce import ACK_HEADER, AETH_BYTES, BTH_BYTES, ICRC_BYTES, UDP_BYTES, OpCode, bswap
 from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+from spec.formats.packet import packet_signature
+from spec.formats.roce import (
+    ACK_HEADER,
+    AETH_BYTES,
+    BTH_BYTES,
+    ICRC_BYTES,
+    UDP_BYTES,
+    OpCode,
+    bswap,
+)
 
 __all__ = ["AckFramer", "ack_layout"]
 

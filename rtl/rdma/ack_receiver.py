@@ -4,8 +4,9 @@ from amaranth import Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import packet_layout, packet_signature
-from rtl.formats.roce import (
+from rtl.rdma.frame_check import FrameCheck
+from spec.formats.packet import packet_layout, packet_signature
+from spec.formats.roce import (
     ACK_HEADER,
     ETHERTYPE_IPV4,
     IP_PROTO_UDP,
@@ -13,7 +14,6 @@ from rtl.formats.roce import (
     OpCode,
     bswap,
 )
-from rtl.rdma.frame_check import FrameCheck
 
 __all__ = ["AckReceiver", "ack_event_layout"]
 

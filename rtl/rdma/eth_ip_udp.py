@@ -5,7 +5,7 @@ Ref: RFC 791 section 3.1 (IPv4), RFC 1071 (checksum), RFC 768 (UDP), IBTA Annex 
 
 from amaranth import Cat, Const, Signal
 
-from rtl.formats.roce import (
+from spec.formats.roce import (
     ETHERTYPE_IPV4,
     IP_FLAGS_DF,
     IP_PROTO_UDP,

@@ -6,10 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common import gf2
 from rtl.common.crc32 import CRC32_RESIDUE, Crc32Core, crc32_step
-from rtl.formats.packet import check_width, packet_layout
-from rtl.formats.roce import ICRC_MASKED_BYTES
-from rtl.params import reject
 from rtl.rdma.icrc_inserter import icrc_lead_in
+from spec.checks import reject
+from spec.formats.packet import check_width, packet_layout
+from spec.formats.roce import ICRC_MASKED_BYTES
 
 __all__ = ["FrameCheck"]
 

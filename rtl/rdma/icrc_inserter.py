@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.crc32 import CRC32_INIT, CRC32_POLY_REFLECTED, crc32_step
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.packet import check_width, packet_signature
-from rtl.formats.roce import ICRC_MASKED_BYTES
-from rtl.params import reject
+from spec.checks import reject
+from spec.formats.packet import check_width, packet_signature
+from spec.formats.roce import ICRC_MASKED_BYTES
 
 __all__ = ["IcrcInserter", "icrc_lead_in"]
 

@@ -5,13 +5,11 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import write_layout
-from rtl.formats.roce import QPC_LAYOUT
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.formats.roce import QPC_LAYOUT
+from spec.rdma import QPN_BITS
 
-__all__ = ["QpcCache", "QPN_BITS"]
-
-#: QP numbers are 24 bits on the wire.
-QPN_BITS = 24
+__all__ = ["QpcCache"]
 
 
 class QpcCache(wiring.Component):

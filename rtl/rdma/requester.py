@@ -7,8 +7,13 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.latency_memory import write_layout
-from rtl.formats.packet import packet_signature
-from rtl.formats.roce import (
+from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
+from rtl.rdma.icrc_inserter import IcrcInserter
+from rtl.rdma.qpc_cache import QpcCache
+from rtl.rdma.write_framer import WriteFramer
+from spec.checks import check_int
+from spec.formats.packet import packet_signature
+from spec.formats.roce import (
     CQE_LAYOUT,
     QPC_LAYOUT,
     WQE_LAYOUT,
@@ -17,41 +22,18 @@ from rtl.formats.roce import (
     Syndrome,
     WqeOpcode,
 )
-from rtl.params import check_int
-from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
-from rtl.rdma.icrc_inserter import IcrcInserter
-from rtl.rdma.qpc_cache import QpcCache
-from rtl.rdma.write_framer import WriteFramer
+from spec.rdma import (
+    ACK_QUEUE,
+    DEFAULT_RETRY_LIMIT,
+    DEFAULT_TIMEOUT,
+    OUTSTANDING,
+    REQUESTER_COUNTERS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_RANGE,
+    doorbell_layout,
+)
 
-__all__ = ["Requester", "doorbell_layout", "outstanding_layout", "OUTSTANDING",
-           "ACK_QUEUE", "DEFAULT_TIMEOUT", "TIMEOUT_RANGE", "DEFAULT_RETRY_LIMIT",
-           "RETRY_LIMIT_RANGE", "REQUESTER_COUNTERS"]
-
-#: Messages that may wait for their ACK (the size of the go-back-N window).
-OUTSTANDING = 64
-#: ACK/NAK events that may wait for the sequencer (an event finding it full is lost and
-#: counted as ``ack_lost``; the transport timer recovers from it).
-ACK_QUEUE = 64
-#: Default transport timeout in cycles (41 us at the 10 ns co-simulation clock): well
-#: above the round trip of the largest frame (4174 bytes: 66 beats, a context miss and
-#: 64 payload words at the responder, both links; about 160 cycles) and of a responder
-#: receive FIFO full of such frames (about 600 cycles).
-DEFAULT_TIMEOUT = 4096
-#: Accepted transport timeouts (cycles).
-TIMEOUT_RANGE = (64, (1 << 24) - 1)
-#: Timer expiries without progress that the head of the window is resent for; the next
-#: one completes it with RETRY_EXC_ERR (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
-DEFAULT_RETRY_LIMIT = 7
-RETRY_LIMIT_RANGE = (0, 7)
-#: Counters of the requester, in port order.
-REQUESTER_COUNTERS = ("doorbells", "wqe_reads", "payload_reads", "frames", "cqe_writes",
-                      "acks", "ack_dropped", "ack_unexpected", "lookups", "misses",
-                      "writebacks", "retransmissions", "timeouts", "seq_naks", "ack_lost")
-
-
-def doorbell_layout():
-    """An MMIO doorbell write: the QP and its new send-queue tail (producer index)."""
-    return data.StructLayout({"qpn": 24, "sq_tail": 16})
+__all__ = ["Requester", "outstanding_layout"]
 
 
 def outstanding_layout():

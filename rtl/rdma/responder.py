@@ -7,8 +7,13 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.latency_memory import write_layout
-from rtl.formats.packet import packet_layout, packet_signature
-from rtl.formats.roce import (
+from rtl.rdma.ack_framer import AckFramer
+from rtl.rdma.frame_check import FrameCheck
+from rtl.rdma.icrc_inserter import IcrcInserter
+from rtl.rdma.qpc_cache import QpcCache
+from spec.checks import check_int, reject
+from spec.formats.packet import packet_layout, packet_signature
+from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,
     ICRC_BYTES,
@@ -24,28 +29,15 @@ from rtl.formats.roce import (
     Syndrome,
     bswap,
 )
-from rtl.params import check_int, reject
-from rtl.rdma.ack_framer import AckFramer
-from rtl.rdma.frame_check import FrameCheck
-from rtl.rdma.icrc_inserter import IcrcInserter
-from rtl.rdma.qpc_cache import QpcCache
-from rtl.rdma.write_framer import MAX_FRAME_BEATS
+from spec.rdma import (
+    DROP_REASONS,
+    RX_FIFO_BEATS,
+    RX_FRAME_ROOM,
+    RX_FRAMES,
+    SEQUENCE_COUNTERS,
+)
 
-__all__ = ["Responder", "RX_FIFO_BEATS", "RX_FRAMES", "RX_FRAME_ROOM", "DROP_REASONS",
-           "SEQUENCE_COUNTERS"]
-
-#: Beats the receive FIFO holds (two frames of the largest MTU and some).
-RX_FIFO_BEATS = 256
-#: Whole frames the receive side holds (its verdict FIFO: one entry per stored frame).
-RX_FRAMES = 16
-#: Free beats a frame's first beat needs to be stored: room for the largest frame.
-RX_FRAME_ROOM = MAX_FRAME_BEATS
-#: Counters of rejected frames, in the order the checks are made.
-DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp",
-                "psn_nak", "access_nak", "overflow")
-#: Counters of frames not written because of their PSN without a NAK: duplicates (PSN
-#: behind, acknowledged again if they ask) and frames ahead after the NAK was sent.
-SEQUENCE_COUNTERS = ("duplicates", "out_of_order")
+__all__ = ["Responder"]
 
 
 def _verdict_layout():

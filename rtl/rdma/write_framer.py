@@ -4,8 +4,10 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import check_width, packet_signature
-from rtl.formats.roce import (
+from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+from spec.checks import reject
+from spec.formats.packet import check_width, packet_signature
+from spec.formats.roce import (
     BTH_BYTES,
     ICRC_BYTES,
     IPV4_BYTES,
@@ -14,18 +16,10 @@ from rtl.formats.roce import (
     WRITE_RETH_HEADER,
     OpCode,
     bswap,
-    header_bytes,
 )
-from rtl.params import reject
-from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+from spec.rdma import MAX_SEGMENT
 
-__all__ = ["WriteFramer", "segment_layout", "MAX_SEGMENT", "MAX_FRAME_BEATS"]
-
-#: Largest payload of one frame (the largest path MTU).
-MAX_SEGMENT = 4096
-#: The largest frame in 64-byte beats: a MAX_SEGMENT WRITE FIRST/ONLY with RETH, ICRC
-#: and FCS (4174 bytes, 66 beats).
-MAX_FRAME_BEATS = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
+__all__ = ["WriteFramer", "segment_layout"]
 
 
 def segment_layout():

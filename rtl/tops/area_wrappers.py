@@ -6,35 +6,19 @@ local-memory models, links, fault injectors. The wrappers here hold the hardware
 node and nothing else, so that its area can be measured as a whole.
 """
 
-from amaranth import Const, Elaboratable, Module
+from amaranth import Const, Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In
 
-from rtl.formats.roce import MR_LAYOUT
 from rtl.rdma.requester import Requester
 from rtl.rdma.responder import Responder
+from spec.checks import silence
+from spec.formats.roce import MR_LAYOUT
 
-__all__ = ["NicNode", "RdmaEngine", "ResponderWithMrPort", "nic_part", "NIC_PARTS",
-           "unused"]
+__all__ = ["NicNode", "RdmaEngine", "ResponderWithMrPort", "nic_part", "NIC_PARTS"]
 
 #: What :func:`nic_part` can return.
 NIC_PARTS = ("tx", "rx", "credit_return", "switch", "node")
-
-
-def unused(*objs, _seen=None):
-    """Mark elaboratables that are built but deliberately never elaborated, and the parts
-    they hold, with the mark :func:`rtl.params.reject` uses, so that Amaranth does not
-    warn about them."""
-    seen = set() if _seen is None else _seen
-    for obj in objs:
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, (list, tuple)):
-            unused(*obj, _seen=seen)
-        elif isinstance(obj, Elaboratable):
-            obj._MustUse__silence = True
-            unused(*vars(obj).values(), _seen=seen)
 
 
 def nic_part(part, **top_params):
@@ -54,7 +38,7 @@ def nic_part(part, **top_params):
     top = NicTop(items=1, events=1, **top_params)
     picked = {"tx": top.txs[0], "rx": top.rxs[0], "credit_return": top.crs[0],
               "switch": top.switch}
-    unused(top)
+    silence(top)
     if part == "node":
         return NicNode(picked["tx"], picked["rx"], picked["credit_return"])
     return picked[part]
@@ -131,7 +115,7 @@ class ResponderWithMrPort(wiring.Component):
         m = Module()
         # The responder's own elaboration, with one more port on its table.
         inner = self.responder.elaborate(platform)
-        unused(self.responder)                 # elaborated here, not by Fragment.get
+        silence(self.responder)                 # elaborated here, not by Fragment.get
         wp = inner.submodules.mr_table.write_port()
         m.d.comb += [wp.addr.eq(self.mr_wr.payload.addr), wp.data.eq(self.mr_wr.payload.data),
                      wp.en.eq(self.mr_wr.valid)]

@@ -3,15 +3,16 @@
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.fabric.faulty_link import COUNTERS, FLAGS, SETTINGS, FaultyLink
-from rtl.formats.packet import packet_layout
-from rtl.params import check_int
-from rtl.sim.fabric_top import FabricTop
+from rtl.fabric.faulty_link import FaultyLink
+from rtl.sim.harness_top import HarnessTop
+from spec.checks import check_int
+from spec.fabric import COUNTERS, FLAGS, SETTINGS
+from spec.formats.packet import packet_layout
 
 __all__ = ["FaultyLinkTop"]
 
 
-class FaultyLinkTop(FabricTop):
+class FaultyLinkTop(HarnessTop):
     """``src`` (player) -> :class:`FaultyLink` -> ``sink`` (recorder).
 
     Parameters

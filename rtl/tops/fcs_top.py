@@ -5,13 +5,13 @@ from amaranth.lib.wiring import Out
 
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.packet import check_width, packet_layout
-from rtl.sim.fabric_top import FabricTop
+from rtl.sim.harness_top import HarnessTop
+from spec.formats.packet import check_width, packet_layout
 
 __all__ = ["FcsTop"]
 
 
-class FcsTop(FabricTop):
+class FcsTop(HarnessTop):
     """``gen_src -> FcsInserter -> gen_sink`` and ``chk_src -> FcsChecker -> chk_sink``.
 
     Extra ports: ``frames_ok``, ``frames_bad`` of the checker.

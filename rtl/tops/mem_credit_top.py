@@ -6,7 +6,7 @@ from amaranth.lib.wiring import Out
 
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.latency_memory import LatencyMemory
-from rtl.sim.fabric_top import FabricTop
+from rtl.sim.harness_top import HarnessTop
 
 __all__ = ["MemCreditTop", "mem_op_layout", "credit_op_layout", "credit_obs_layout"]
 
@@ -29,7 +29,7 @@ def credit_obs_layout(max_credits):
                               "underflow": 1, "overflow": 1})
 
 
-class MemCreditTop(FabricTop):
+class MemCreditTop(HarnessTop):
     """``mem_ops -> LatencyMemory -> rd_data`` and ``credit_ops -> CreditCounter -> credit_obs``.
 
     The memory has no backpressure, so the ``rd_data`` recorder must run without stalls.

@@ -5,34 +5,22 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
-from rtl.fabric.faulty_link import SETTINGS
 from rtl.fabric.link import Link
-from rtl.fabric.reliable_link import COUNTER_PORTS, ReliableLink
+from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, table_write_layout
-from rtl.formats.nic import frame_beats, store_cmd_layout
-from rtl.formats.packet import packet_layout
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
 from rtl.nic.window_table import window_write_layout
-from rtl.params import check_int
-from rtl.sim.fabric_top import FabricTop
+from rtl.sim.harness_top import HarnessTop
+from spec.checks import check_int
+from spec.fabric import COUNTER_PORTS, SETTINGS
+from spec.formats.nic import frame_beats, store_cmd_layout
+from spec.formats.packet import packet_layout
+from spec.nic import COUNTERS, WINDOW_WRITES, link_credits
 
-__all__ = ["NicTop", "write_event_layout", "COUNTERS", "link_credits", "WINDOW_WRITES"]
-
-#: Per-node counter ports of the top, ``<name><node>``.
-COUNTERS = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr",
-            "drop_window")
-#: Items of each ``win<p>`` player (window-table writes of node ``p``).
-WINDOW_WRITES = 16
-
-
-def link_credits(width, max_payload):
-    """Switch ingress buffer per port, in beats: twice ``max_payload + 28`` bytes (the
-    20-byte L2 header, the 4-byte FCS and 4 bytes of margin), rounded up to beats; the
-    credits each sender starts with."""
-    return 2 * (-(-(max_payload + 28) // width))
+__all__ = ["NicTop", "write_event_layout"]
 
 
 def write_event_layout(depth):
@@ -40,7 +28,7 @@ def write_event_layout(depth):
     return data.StructLayout({"addr": range(depth), "be": 64})
 
 
-class NicTop(FabricTop):
+class NicTop(HarnessTop):
     """``nodes`` NICs, each on its own port of one :class:`Switch`.
 
     Per node ``p``: player ``cmd<p>`` (store commands) -> NicTx -> uplink Link -> switch
@@ -53,10 +41,10 @@ class NicTop(FabricTop):
     sender ``p``. Player ``tbl`` writes the switch table (``(node, port)`` items, always
     accepted). Player ``win<p>`` writes the per-source window table of node ``p``'s
     receiver (``window_write_layout(mem_words)`` items ``(src, base, size)`` in words,
-    one per cycle from cycle 0, always accepted; ``WINDOW_WRITES`` deep; an empty player
-    keeps the power-up windows, the whole memory for every source). Run-time inputs:
-    ``node_id<p>`` (set before reset). Outputs: the
-    counters of :data:`COUNTERS` per node, ``credit_errors`` (any counter's sticky
+    one per cycle from cycle 0, always accepted; :data:`spec.nic.WINDOW_WRITES` deep;
+    an empty player keeps the power-up windows, the whole memory for every source).
+    Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the counters of
+    :data:`spec.nic.COUNTERS` per node, ``credit_errors`` (any counter's sticky
     underflow/overflow).
 
     ``items`` (command beats) and ``events`` (recorder depth) are an int or one value per
@@ -65,10 +53,10 @@ class NicTop(FabricTop):
     With ``retry`` every uplink and downlink is a :class:`ReliableLink` (link-level
     retry over a faulty wire; docs/recovery.md) instead of a plain ``Link``, and the
     switch holds its egress beats while a downlink's replay buffer is full. The wires
-    share the fault settings ports ``flt_<setting>`` (:data:`SETTINGS`); wire ``k``
+    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS`); wire ``k``
     (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
     ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
-    ``down<p>_<name>`` (:data:`rtl.fabric.reliable_link.COUNTER_PORTS`).
+    ``down<p>_<name>`` (:data:`spec.fabric.COUNTER_PORTS`).
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=2, mem_words=256,

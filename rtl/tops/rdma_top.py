@@ -4,55 +4,31 @@ from amaranth import Mux, ResetSignal, Signal
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
-from rtl.fabric.faulty_link import COUNTERS as LINK_COUNTERS
-from rtl.fabric.faulty_link import FLAGS as LINK_FLAGS
-from rtl.fabric.faulty_link import SETTINGS as LINK_SETTINGS
 from rtl.fabric.faulty_link import FaultyLink
-from rtl.formats.packet import packet_layout
-from rtl.params import check_int, reject
-from rtl.rdma.requester import (
-    DEFAULT_RETRY_LIMIT,
-    DEFAULT_TIMEOUT,
+from rtl.rdma.requester import Requester
+from rtl.rdma.responder import Responder
+from rtl.sim.harness_top import HarnessTop
+from spec.checks import check_int, reject
+from spec.fabric import COUNTERS as LINK_COUNTERS
+from spec.fabric import FLAGS as LINK_FLAGS
+from spec.fabric import SETTINGS as LINK_SETTINGS
+from spec.formats.packet import packet_layout
+from spec.rdma import (
+    DEFAULTS,
+    LINK_FIFO_BEATS,
+    LINK_FRAME_BEATS,
+    LINKS,
     REQUESTER_COUNTERS,
+    RESPONDER_COUNTERS,
     RETRY_LIMIT_RANGE,
     TIMEOUT_RANGE,
-    Requester,
     doorbell_layout,
 )
-from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS, Responder
-from rtl.rdma.write_framer import MAX_FRAME_BEATS
-from rtl.sim.fabric_top import FabricTop
 
-__all__ = ["RdmaTop", "REQ_COUNTERS", "RESP_COUNTERS", "DEFAULTS", "LINKS",
-           "LINK_FRAME_BEATS", "LINK_FIFO_BEATS", "LINK_SETTINGS", "LINK_COUNTERS",
-           "LINK_FLAGS"]
-
-#: Requester counters, exported as ``req_<name>`` ports.
-REQ_COUNTERS = REQUESTER_COUNTERS
-#: Responder counters, exported as ``resp_<name>`` ports.
-RESP_COUNTERS = ("frames_ok", "acks", "words", "lookups", "misses", "writebacks") \
-    + DROP_REASONS + SEQUENCE_COUNTERS
-#: The two links, as port prefixes: ``ab`` carries node A's WRITEs, ``ba`` node B's ACKs.
-LINKS = ("ab", "ba")
-#: Frame buffer of each FaultyLink: the largest frame (a 4096-byte WRITE FIRST/ONLY with
-#: RETH, ICRC and FCS: 4174 bytes) in 64-byte beats, so that any frame can be duplicated.
-LINK_FRAME_BEATS = MAX_FRAME_BEATS
-#: Beats that may wait behind a duplicate in each FaultyLink.
-LINK_FIFO_BEATS = 128
-
-#: Default parameters. Host-memory latency: 64 cycles = 640 ns at the 10 ns clock of
-#: the co-simulation, in the 0.5-1 us range of PCIe DMA reads measured by Neugebauer et
-#: al., "Understanding PCIe performance for end host networking", SIGCOMM 2018 (and the
-#: largest LatencyMemory allows). Link: 6 cycles one way, the node-to-node delay of the
-#: NIC headline (2-cycle link, 2-cycle switch, 2-cycle link), so that both designs are
-#: measured on the same terms.
-#: ``timeout``, ``retry_limit``: the requester's transport timeout and retry limit.
-DEFAULTS = dict(cache_entries=16, depth=1 << 14, mem_latency=64, link_latency=6,
-                mr_entries=16, doorbells=4096, inject=1024, wire_beats=8192, events=4096,
-                timeout=DEFAULT_TIMEOUT, retry_limit=DEFAULT_RETRY_LIMIT)
+__all__ = ["RdmaTop"]
 
 
-class RdmaTop(FabricTop):
+class RdmaTop(HarnessTop):
     """Node A (requester + host memory A) -> link -> node B (responder + host memory B),
     and the reverse link for ACKs.
 
@@ -65,10 +41,14 @@ class RdmaTop(FabricTop):
     dumped by the testbench), node B's MR table ``responder.mr_table``.
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (``link_ab``, ``link_ba``;
-    frame buffer :data:`LINK_FRAME_BEATS`, FIFO :data:`LINK_FIFO_BEATS`). Their setting
-    ports are exported as ``ab_<setting>`` and ``ba_<setting>`` (``ab_seed``,
-    ``ab_drop_rate``, ``ab_drop_burst``, ..., see ``docs/faults.md``), their counters and
-    flags as ``ab_<counter>``/``ba_<counter>`` (``ab_dropped``, ``ba_overflow``, ...).
+    frame buffer :data:`spec.rdma.LINK_FRAME_BEATS`, FIFO
+    :data:`spec.rdma.LINK_FIFO_BEATS`). Their setting ports are exported as
+    ``ab_<setting>`` and ``ba_<setting>`` (``ab_seed``, ``ab_drop_rate``,
+    ``ab_drop_burst``, ..., see ``docs/faults.md``), their counters and flags as
+    ``ab_<counter>``/``ba_<counter>`` (``ab_dropped``, ``ba_overflow``, ...). Parameters
+    and their defaults: :data:`spec.rdma.DEFAULTS`; counters ``req_<name>`` and
+    ``resp_<name>``: :data:`spec.rdma.REQUESTER_COUNTERS`,
+    :data:`spec.rdma.RESPONDER_COUNTERS`.
     With every rate 0 (the reset value of the ports if the testbench leaves them) each
     link is a plain ``Link`` of ``link_latency`` cycles.
 
@@ -105,8 +85,8 @@ class RdmaTop(FabricTop):
             ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
             ports.update({f"{link}_{n}": Out(32) for n in LINK_COUNTERS})
             ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
-        ports.update({f"req_{n}": Out(32) for n in REQ_COUNTERS})
-        ports.update({f"resp_{n}": Out(32) for n in RESP_COUNTERS})
+        ports.update({f"req_{n}": Out(32) for n in REQUESTER_COUNTERS})
+        ports.update({f"resp_{n}": Out(32) for n in RESPONDER_COUNTERS})
         beat = packet_layout(64)
         super().__init__(
             players={"db_writes": (doorbell_layout(), p["doorbells"]),
@@ -178,7 +158,7 @@ class RdmaTop(FabricTop):
                 m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
             for n in LINK_COUNTERS + LINK_FLAGS:
                 m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
-        for n in REQ_COUNTERS:
+        for n in REQUESTER_COUNTERS:
             m.d.comb += getattr(self, f"req_{n}").eq(getattr(req, n))
-        for n in RESP_COUNTERS:
+        for n in RESPONDER_COUNTERS:
             m.d.comb += getattr(self, f"resp_{n}").eq(getattr(resp, n))

@@ -15,13 +15,15 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from pymodel.fcs import phy_bytes
-from pymodel.nic.system import CTRL_KINDS, NicSystemModel
+from pymodel.nic.system import NicSystemModel
+from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
 from rtl.fabric.switch import table_write_layout
 from rtl.nic.window_table import window_write_layout
-from rtl.tops.nic_top import COUNTERS, write_event_layout
+from rtl.tops.nic_top import write_event_layout
+from spec.metrics import CTRL_KINDS
+from spec.nic import COUNTERS
 from tb.cosim import cosim_params
-from tb.fabric import Fabric, FabricTimeout, dump_memory
-from tb.nic.scenarios import build_scenario, table_writes, window_intent, window_writes
+from tb.harness import Harness, HarnessTimeout, dump_memory
 from tb.nic.store_driver import FrameMonitor, StoreSource
 from tb.scoreboard import Scoreboard
 
@@ -102,32 +104,32 @@ async def nic_matches_model(dut):
     t_model = time.perf_counter() - t0
     ev = write_event_layout(p["mem_words"])
 
-    fab = Fabric(dut)
+    harness = Harness(dut)
     tbl_layout = table_write_layout(nodes)
-    fab.load_player("tbl", [tbl_layout.const({"node": n, "port": o}).as_bits()
+    harness.load_player("tbl", [tbl_layout.const({"node": n, "port": o}).as_bits()
                             for n, o in tbl])
     win_layout = window_write_layout(p["mem_words"])
     for q in range(nodes):
-        fab.load_player(f"win{q}", [win_layout.const({"src": s, "base": b, "size": z})
+        harness.load_player(f"win{q}", [win_layout.const({"src": s, "base": b, "size": z})
                                     .as_bits() for s, b, z in wins.get(q, ())])
-    sources = [StoreSource(fab, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
-    links = [FrameMonitor(fab, f"tx{q}", w) for q in range(nodes)]
+    sources = [StoreSource(harness, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
+    links = [FrameMonitor(harness, f"tx{q}", w) for q in range(nodes)]
     for q in range(nodes):
         for s in stores[q]:
             sources[q].send_nowait(s)
         sources[q].load()
-        fab.load_player(f"flt{q}", faults[q])
-        fab.set(f"node_id{q}", node_ids[q])
+        harness.load_player(f"flt{q}", faults[q])
+        harness.set(f"node_id{q}", node_ids[q])
         links[q].arm(len(want["tx"][q][0]))
-        fab.arm_recorder(f"wr{q}", len(want["wr"][q][0]))
-        fab.arm_recorder(f"cr{q}", len(want["cr"][q]))
-    await fab.reset()
+        harness.arm_recorder(f"wr{q}", len(want["wr"][q][0]))
+        harness.arm_recorder(f"cr{q}", len(want["cr"][q]))
+    await harness.reset()
     t0 = time.perf_counter()
     done = [f"{kind}{q}_done" for q in range(nodes) for kind in ("tx", "wr", "cr", "cmd")]
     hang = None
     try:
-        end = await fab.wait_done(done, timeout_cycles=4 * want["cycles"] + 2000)
-    except FabricTimeout as exc:            # compare what there is: it shows the cause
+        end = await harness.wait_done(done, timeout_cycles=4 * want["cycles"] + 2000)
+    except HarnessTimeout as exc:            # compare what there is: it shows the cause
         hang, end = str(exc), int(dut.now.value)
     if end < want["cycles"] + 8:
         await ClockCycles(dut.clk, want["cycles"] + 8 - end)
@@ -143,11 +145,11 @@ async def nic_matches_model(dut):
         sb.compare(f"tx{q} cycles", tx_stamps, want["tx"][q][1], fmt=str)
         cmd_stamps = sources[q].beat_stamps()
         sb.compare(f"cmd{q} accept cycles", cmd_stamps, want["cmd_stamps"][q], fmt=str)
-        wr_items, wr_stamps = fab.recorded(f"wr{q}")
+        wr_items, wr_stamps = harness.recorded(f"wr{q}")
         sb.compare(f"wr{q} writes", wr_items,
                    [ev.const({"addr": a, "be": b}).as_bits() for a, b in want["wr"][q][0]])
         sb.compare(f"wr{q} cycles", wr_stamps, want["wr"][q][1], fmt=str)
-        _, cr_stamps = fab.recorded(f"cr{q}")
+        _, cr_stamps = harness.recorded(f"cr{q}")
         sb.compare(f"cr{q} credit cycles", cr_stamps, want["cr"][q], fmt=str)
         for c in COUNTERS:
             sb.equal(f"{c}{q}", int(getattr(dut, f"{c}{q}").value), want["counters"][q][c])

@@ -9,14 +9,14 @@ import pathlib
 
 from pymodel.pcap import write_pcapng
 from rtl.tops.nic_top import NicTop
+from spec.metrics import row_metrics
+from spec.nic import HEADLINE_TOP
 from tb.cosim import run_cosim
 
-__all__ = ["run_headline", "HEADLINE_TOP"]
+__all__ = ["run_headline", "run_point"]
 
-#: The headline top: 64-byte datapath, 4 nodes, 2-cycle links, 32 KB local memories.
-HEADLINE_TOP = dict(width=64, nodes=4, link_latency=2, mem_words=512, max_payload=1024)
-
-METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops")
+#: The metrics of a NIC results row.
+METRICS = row_metrics("nic")
 
 
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,

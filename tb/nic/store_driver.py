@@ -16,7 +16,7 @@ from collections import deque
 from cocotb.triggers import RisingEdge
 
 from pymodel.packet import unpack_beat
-from rtl.formats.nic import store_cmd_layout
+from spec.formats.nic import store_cmd_layout
 
 __all__ = ["StoreSource", "FrameMonitor", "Frame"]
 
@@ -30,19 +30,19 @@ class Frame:
 
 
 class StoreSource:
-    """Store commands into the RTL player ``name`` of a :class:`tb.fabric.Fabric`.
+    """Store commands into the RTL player ``name`` of a :class:`tb.harness.Harness`.
 
     ``send_nowait(store)`` / ``await send(store)`` queue a
     :class:`pymodel.nic.system.Store`; :meth:`load` writes the queue into the player
-    (call it before :meth:`Fabric.reset`: sending after that raises, because the
+    (call it before :meth:`Harness.reset`: sending after that raises, because the
     player's memory is loaded once). ``empty()`` and ``idle()`` are true once the player
     has issued every beat; ``await wait()`` returns then. After the run,
     :meth:`stamps` gives each store's ``(start, end)``: the cycles its first and last
     command beats were accepted.
     """
 
-    def __init__(self, fabric, name, width, stall=(1, 0)):
-        self.fabric, self.name, self.width, self.stall = fabric, name, width, stall
+    def __init__(self, harness, name, width, stall=(1, 0)):
+        self.harness, self.name, self.width, self.stall = harness, name, width, stall
         self.layout = store_cmd_layout(width)
         self.queue = deque()
         self.stores = []                      # loaded, in order
@@ -81,11 +81,11 @@ class StoreSource:
             k += n
         self.stores += list(self.queue)
         self.queue.clear()
-        self.fabric.load_player(self.name, items, self.stall)
+        self.harness.load_player(self.name, items, self.stall)
         self.loaded = True
 
     def _done(self):
-        return bool(int(self.fabric.port(f"{self.name}_done").value))
+        return bool(int(self.harness.port(f"{self.name}_done").value))
 
     def empty(self):
         return not self.queue and (not self.loaded or self._done())
@@ -94,14 +94,14 @@ class StoreSource:
         return self.empty()
 
     async def wait(self):
-        done = self.fabric.port(f"{self.name}_done")
+        done = self.harness.port(f"{self.name}_done")
         while self.loaded and not int(done.value):
             await RisingEdge(done)
 
     def beat_stamps(self):
         """The accept cycle of every command beat (read from the player in one pass)."""
         total = self._spans[-1][1] + 1 if self._spans else 0
-        return self.fabric.played_stamps(self.name, total)
+        return self.harness.played_stamps(self.name, total)
 
     def stamps(self):
         """``(start, end)`` cycles of each loaded store."""
@@ -119,15 +119,15 @@ class FrameMonitor:
     ``(items, stamps)`` for beat-level comparisons.
     """
 
-    def __init__(self, fabric, name, width):
-        self.fabric, self.name, self.width = fabric, name, width
+    def __init__(self, harness, name, width):
+        self.harness, self.name, self.width = harness, name, width
         self.queue = None
 
     def arm(self, beats, stall=(1, 0)):
-        self.fabric.arm_recorder(self.name, beats, stall)
+        self.harness.arm_recorder(self.name, beats, stall)
 
     def beats(self):
-        return self.fabric.recorded(self.name)
+        return self.harness.recorded(self.name)
 
     def _collect(self):
         if self.queue is None:
@@ -156,10 +156,10 @@ class FrameMonitor:
         return not self._collect()
 
     def idle(self):
-        return bool(int(self.fabric.port(f"{self.name}_done").value))
+        return bool(int(self.harness.port(f"{self.name}_done").value))
 
     async def wait(self):
-        done = self.fabric.port(f"{self.name}_done")
+        done = self.harness.port(f"{self.name}_done")
         while not int(done.value):
             await RisingEdge(done)
 

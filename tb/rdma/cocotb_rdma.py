@@ -14,26 +14,26 @@ from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.fields import pack
 from pymodel.rdma.metrics import summarize
-from rtl.formats.roce import CqeStatus
-from rtl.rdma.requester import doorbell_layout
-from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
-from rtl.tops.rdma_top import (
-    DEFAULTS,
-    LINK_COUNTERS,
-    LINK_FLAGS,
-    LINKS,
-    REQ_COUNTERS,
-    RESP_COUNTERS,
-)
-from tb.cosim import cosim_params
-from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
-from tb.rdma.scenarios import (
+from pymodel.scenarios.rdma import (
     bad_frames_scenario,
     fault_settings,
     overflow_scenario,
     writes_scenario,
 )
-from tb.rdma.verbs import load_images
+from spec.fabric import COUNTERS as LINK_COUNTERS
+from spec.fabric import FLAGS as LINK_FLAGS
+from spec.formats.roce import CqeStatus
+from spec.rdma import (
+    DEFAULTS,
+    DROP_REASONS,
+    LINKS,
+    REQUESTER_COUNTERS,
+    RESPONDER_COUNTERS,
+    SEQUENCE_COUNTERS,
+    doorbell_layout,
+)
+from tb.cosim import cosim_params
+from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
 
@@ -88,58 +88,58 @@ async def rdma_matches_model(dut):
     ab_beats, ab_stamps = _beats(model["wire_ab"])
     ba_beats, ba_stamps = _beats(model["wire_ba"])
 
-    fab = Fabric(dut)
-    load_images(dut.mem_a.mem, v.mem_a)
-    load_images(dut.mem_b.mem, v.mem_b)
+    harness = Harness(dut)
+    load_image(dut.mem_a.mem, v.mem_a)
+    load_image(dut.mem_b.mem, v.mem_b)
     load_memory(dut.responder.mr_table, v.mr_table)
     db_items = [pack(doorbell_layout(), qpn=q, sq_tail=t) for q, t in v.doorbells]
-    fab.load_player("db_writes", db_items, db_stall)
+    harness.load_player("db_writes", db_items, db_stall)
     inj_beats = [b for f in inject for b in frame_to_beats(f, 64)]
-    fab.load_player("inject", inj_beats, inj_stall)
-    fab.set("inject_select", 1 if inject else 0)
+    harness.load_player("inject", inj_beats, inj_stall)
+    harness.set("inject_select", 1 if inject else 0)
     for port in ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2"):
-        fab.set(port, getattr(cfg, port))
-    fab.set("ack_timeout", p.get("ack_timeout", 0))
+        harness.set(port, getattr(cfg, port))
+    harness.set("ack_timeout", p.get("ack_timeout", 0))
     for link, settings in zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True):
         for name, value in settings.ports().items():
-            fab.set(f"{link}_{name}", value)
-    fab.arm_recorder("wire_ab", len(ab_beats))
-    fab.arm_recorder("wire_ba", len(ba_beats))
-    fab.arm_recorder("written", len(model["written"]))
-    fab.arm_recorder("completed", len(model["completed"]))
+            harness.set(f"{link}_{name}", value)
+    harness.arm_recorder("wire_ab", len(ab_beats))
+    harness.arm_recorder("wire_ba", len(ba_beats))
+    harness.arm_recorder("written", len(model["written"]))
+    harness.arm_recorder("completed", len(model["completed"]))
     last = max([s[-1] for s in (ab_stamps, ba_stamps) if s] + [0])
-    await fab.reset()
+    await harness.reset()
     sb = Scoreboard(dut._log)
     hang = False
     try:
-        await fab.wait_done(["db_writes_done", "inject_done", "wire_ab_done",
+        await harness.wait_done(["db_writes_done", "inject_done", "wire_ab_done",
                              "wire_ba_done", "written_done", "completed_done"],
                             timeout_cycles=last + 5000)
-    except FabricTimeout as exc:      # compare anyway: the scoreboard says what is missing
+    except HarnessTimeout as exc:      # compare anyway: the scoreboard says what is missing
         sb.equal("recorders done", str(exc), "")
         hang = True
     await ClockCycles(dut.clk, SETTLE)
     await ReadOnly()
 
-    got_ab, got_ab_at = fab.recorded("wire_ab")
-    got_ba, got_ba_at = fab.recorded("wire_ba")
+    got_ab, got_ab_at = harness.recorded("wire_ab")
+    got_ba, got_ba_at = harness.recorded("wire_ba")
     sb.compare("A->B beats", got_ab, ab_beats)
     sb.compare("A->B beat cycles", got_ab_at, ab_stamps, fmt=str)
     sb.compare("B->A beats", got_ba, ba_beats)
     sb.compare("B->A beat cycles", got_ba_at, ba_stamps, fmt=str)
-    written, written_at = fab.recorded("written")
-    completed, completed_at = fab.recorded("completed")
+    written, written_at = harness.recorded("written")
+    completed, completed_at = harness.recorded("completed")
     sb.compare("written (qpn, cycle)", list(zip(written, written_at, strict=True)),
                [(q, c) for c, q in model["written"]], fmt=str)
     sb.compare("completed (qpn, cycle)", list(zip(completed, completed_at, strict=True)),
                [(q, c) for c, q in model["completed"]], fmt=str)
-    db_at = fab.played_stamps("db_writes", len(v.doorbells))
+    db_at = harness.played_stamps("db_writes", len(v.doorbells))
     sb.compare("doorbell accept cycles", db_at, model["doorbell_stamps"], fmt=str)
-    req = {n: _value(getattr(dut, f"req_{n}")) for n in REQ_COUNTERS}
-    resp = {n: _value(getattr(dut, f"resp_{n}")) for n in RESP_COUNTERS}
-    for n in REQ_COUNTERS:
+    req = {n: _value(getattr(dut, f"req_{n}")) for n in REQUESTER_COUNTERS}
+    resp = {n: _value(getattr(dut, f"resp_{n}")) for n in RESPONDER_COUNTERS}
+    for n in REQUESTER_COUNTERS:
         sb.equal(f"requester counter {n}", req[n], model["req"][n])
-    for n in RESP_COUNTERS:
+    for n in RESPONDER_COUNTERS:
         sb.equal(f"responder counter {n}", resp[n], model["resp"][n])
     links = {link: {n: _value(getattr(dut, f"{link}_{n}"))
                     for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS}

@@ -9,15 +9,14 @@ import json
 import pathlib
 
 from pymodel.pcap import write_pcapng
-from rtl.tops.rdma_top import DEFAULTS
+from spec.metrics import row_metrics
+from spec.rdma import DEFAULTS, HEADLINE_QPS
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "HEADLINE_QPS"]
+__all__ = ["run_headline", "run_point"]
 
-#: The two QP counts of the headline.
-HEADLINE_QPS = (1, 4096)
-_METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
-            "ctrl_bytes")
+#: The metrics of an RDMA results row.
+_METRICS = row_metrics("rdma")
 
 
 def run_point(sim: str, msg_bytes: int, messages: int, qps: int = 1,

@@ -23,10 +23,10 @@ from cocotb.triggers import ClockCycles
 
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.nic.system import NicSystemModel, Store
-from rtl.fabric.reliable_link import COUNTER_PORTS
-from rtl.tops.nic_top import COUNTERS
+from spec.fabric import COUNTER_PORTS
+from spec.nic import COUNTERS
 from tb.cosim import cosim_params
-from tb.fabric import Fabric, dump_memory
+from tb.harness import Harness, dump_memory
 from tb.nic.store_driver import StoreSource
 
 #: Cycles between two looks at the counters.
@@ -57,7 +57,7 @@ async def nic_soak(dut):
     p = cosim_params()
     w, nodes, mw = p["width"], p["nodes"], p["mem_words"]
     rng = random.Random(p["seed"])
-    fab = Fabric(dut)
+    harness = Harness(dut)
     ideal = {q: bytearray(mw * w) for q in range(nodes)}
     totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
@@ -72,22 +72,22 @@ async def nic_soak(dut):
         stores = chunk_stores(rng, nodes, w, mw * w, count)
         stalls = {q: (101 + 7 * q + index, p["stall_rate"]) for q in range(nodes)}
         for name, value in settings.ports().items():
-            fab.set(f"flt_{name}", value)
-        sources = [StoreSource(fab, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
+            harness.set(f"flt_{name}", value)
+        sources = [StoreSource(harness, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
         for q in range(nodes):
             for s in stores[q]:
                 sources[q].send_nowait(s)
             sources[q].load()
-            fab.load_player(f"flt{q}", [])
-            fab.load_player(f"win{q}", [])
-            fab.set(f"node_id{q}", q)
+            harness.load_player(f"flt{q}", [])
+            harness.load_player(f"win{q}", [])
+            harness.set(f"node_id{q}", q)
             for rec in ("tx", "wr", "cr"):
-                fab.arm_recorder(f"{rec}{q}", 0)
+                harness.arm_recorder(f"{rec}{q}", 0)
         frames = sum(len(s.segments(w, p["max_payload"])) for q in stores
                      for s in stores[q])
         beats = sum(len(s.beats(w)) for q in stores for s in stores[q])
         budget = 40 * beats + 20_000
-        await fab.reset()
+        await harness.reset()
         got, hang, cycles = 0, 0, 0
         while True:
             await ClockCycles(dut.clk, POLL)

@@ -2,7 +2,7 @@
 
 Layers, bottom up (see ``docs/uvm.md``):
 
-- :mod:`.bench`: the only code that touches signals. It owns the :class:`Fabric` and the
+- :mod:`.bench`: the only code that touches signals. It owns the :class:`Harness` and the
   signal-level bus models of :mod:`tb.nic.store_driver` (``StoreSource``,
   ``FrameMonitor``), loads before reset and drains after the run.
 - :mod:`.items`, :mod:`.sequences`: transactions with a seeded ``randomize(rng)`` and

@@ -1,7 +1,7 @@
 """The signal level of the NIC environment: the only module of :mod:`tb.nic.uvm` that
 touches the design.
 
-:class:`NicBench` owns the :class:`tb.fabric.Fabric` (clock, reset, players, recorders)
+:class:`NicBench` owns the :class:`tb.harness.Harness` (clock, reset, players, recorders)
 and the bus models of :mod:`tb.nic.store_driver`: one :class:`StoreSource` per node
 (``cmd<p>``) and one :class:`FrameMonitor` per uplink (``tx<p>``). The UVM components
 hand it Python values and read Python values back; no UVM class holds a signal.
@@ -19,8 +19,9 @@ of the recorders in bulk afterwards.
 from cocotb.triggers import ClockCycles, Event
 
 from rtl.nic.window_table import window_write_layout
-from rtl.tops.nic_top import COUNTERS, write_event_layout
-from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
+from rtl.tops.nic_top import write_event_layout
+from spec.nic import COUNTERS
+from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 from tb.nic.store_driver import FrameMonitor, StoreSource
 
 __all__ = ["NicBench"]
@@ -51,9 +52,9 @@ class NicBench:
 
     def __init__(self, dut, nodes, width, mem_words):
         self.dut, self.nodes, self.width, self.mem_words = dut, nodes, width, mem_words
-        self.fabric = Fabric(dut)
-        self.sources = [StoreSource(self.fabric, f"cmd{p}", width) for p in range(nodes)]
-        self.links = [FrameMonitor(self.fabric, f"tx{p}", width) for p in range(nodes)]
+        self.harness = Harness(dut)
+        self.sources = [StoreSource(self.harness, f"cmd{p}", width) for p in range(nodes)]
+        self.links = [FrameMonitor(self.harness, f"tx{p}", width) for p in range(nodes)]
         self.finished = Event()
         self.end = self.hang = None
         self._wr = write_event_layout(mem_words)
@@ -82,7 +83,7 @@ class NicBench:
         switch table keeps its reset contents (no table writes) and the local memories
         are cleared first, so that several tests can run in one simulation.
         """
-        f = self.fabric
+        f = self.harness
         for p in range(self.nodes):
             src = self.sources[p]
             src.stall = tuple(stalls.get(p, (1, 0)))
@@ -99,7 +100,7 @@ class NicBench:
         try:
             await f.wait_done([f"cmd{p}_done" for p in range(self.nodes)],
                               timeout_cycles=timeout_cycles)
-        except FabricTimeout as exc:
+        except HarnessTimeout as exc:
             self.hang = str(exc)
         await ClockCycles(self.dut.clk, drain_cycles)
         self.end = int(self.dut.now.value)
@@ -123,7 +124,7 @@ class NicBench:
 
     def writes(self, p):
         """``(word address, byte enables, cycle)`` of every local-memory write of node p."""
-        items, stamps = self.fabric.recorded(f"wr{p}")
+        items, stamps = self.harness.recorded(f"wr{p}")
         out = []
         for raw, cyc in zip(items, stamps, strict=True):
             ev = self._wr.from_bits(raw)
@@ -132,7 +133,7 @@ class NicBench:
 
     def credit_stamps(self, p):
         """Cycles in which a credit reached sender ``p``."""
-        return self.fabric.recorded(f"cr{p}")[1]
+        return self.harness.recorded(f"cr{p}")[1]
 
     def counters(self, p):
         return {c: int(getattr(self.dut, f"{c}{p}").value) for c in COUNTERS}
@@ -146,4 +147,4 @@ class NicBench:
     def overflows(self):
         """Recorders that had more items than room (their extra items are lost)."""
         return [f"{k}{p}" for p in range(self.nodes) for k in ("tx", "wr", "cr")
-                if int(self.fabric.port(f"{k}{p}_overflow").value)]
+                if int(self.harness.port(f"{k}{p}_overflow").value)]

@@ -5,7 +5,7 @@ Bins (a group's bins are all declared up front, so a hole shows as a 0):
 ============  ========================================================================
 group         bins
 ============  ========================================================================
-opcode        ``STORE`` (the NIC's only opcode, :class:`rtl.formats.nic.NicOp`)
+opcode        ``STORE`` (the NIC's only opcode, :class:`spec.formats.nic.NicOp`)
 size          each edge size (1, 63..65, 127..129, max_payload - 1 .. + 1,
               2 * max_payload, 4096) and each range between two edges
 segments      frames per store: ``1``, ``2``, ``3+`` (cut every max_payload bytes)
@@ -35,8 +35,8 @@ from pathlib import Path
 
 from pyuvm import ConfigDB, uvm_component, uvm_tlm_analysis_fifo
 
-from rtl.formats.nic import NicOp, header_bytes, padded_bytes
-from rtl.tops.nic_top import COUNTERS
+from spec.formats.nic import NicOp, header_bytes, padded_bytes
+from spec.nic import COUNTERS
 
 from .items import ERROR_KINDS, MAX_SIZE, CommandObs, NodeObs, StoreItem, edge_sizes
 

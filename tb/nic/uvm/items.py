@@ -23,7 +23,7 @@ import dataclasses
 from pyuvm import uvm_sequence_item
 
 from pymodel.nic.system import Store
-from rtl.formats.nic import MAX_LENGTH, padded_bytes
+from spec.formats.nic import MAX_LENGTH, padded_bytes
 
 __all__ = ["StoreItem", "NicRunItem", "ERROR_KINDS", "EXPECTED_DROP", "MAX_SIZE",
            "edge_sizes", "lie_visible", "Stimulus", "CommandObs", "FrameObs", "UplinkObs",

@@ -25,7 +25,7 @@ from pathlib import Path
 from pyuvm import ConfigDB, uvm_scoreboard, uvm_tlm_analysis_fifo
 
 from pymodel.packet import unpack_beat
-from rtl.tops.nic_top import COUNTERS
+from spec.nic import COUNTERS
 from tb.scoreboard import Scoreboard
 
 from .items import (

@@ -2,7 +2,7 @@
 
 Layers, bottom up (see ``docs/uvm.md``, section "RDMA"):
 
-- :mod:`.bench`: the only code that touches signals. It owns the :class:`tb.fabric.Fabric`,
+- :mod:`.bench`: the only code that touches signals. It owns the :class:`tb.harness.Harness`,
   loads host memories, MR table, doorbell and injection players before reset, and reads
   recorders, counters and memories in bulk after the run.
 - :mod:`.items`, :mod:`.plan`, :mod:`.sequences`: RDMA WRITE work requests with a seeded

@@ -11,7 +11,7 @@ one after the other. Monitor: waits for the bench's ``finished`` and writes one
 
 from pyuvm import ConfigDB, uvm_agent, uvm_analysis_port, uvm_driver, uvm_monitor, uvm_sequencer
 
-from rtl.tops.rdma_top import LINKS
+from spec.rdma import LINKS
 
 from .items import RdmaRunItem, RunObs, WriteItem
 from .plan import plan_runs

@@ -1,7 +1,7 @@
 """The signal level of the RDMA environment: the only module of :mod:`tb.rdma.uvm` that
 touches the design.
 
-:class:`RdmaBench` owns the :class:`tb.fabric.Fabric` (clock, reset, players,
+:class:`RdmaBench` owns the :class:`tb.harness.Harness` (clock, reset, players,
 recorders) of an :class:`rtl.tops.rdma_top.RdmaTop`. The UVM components hand it Python
 values (host images, MR table, doorbells, frames) and read Python values back; no UVM
 class holds a signal.
@@ -21,9 +21,10 @@ from cocotb.triggers import ClockCycles, Event
 
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.fields import pack
-from rtl.rdma.requester import doorbell_layout
-from rtl.tops.rdma_top import LINK_COUNTERS, LINK_FLAGS, LINKS, REQ_COUNTERS, RESP_COUNTERS
-from tb.fabric import Fabric, FabricTimeout, dump_memory, load_memory
+from spec.fabric import COUNTERS as LINK_COUNTERS
+from spec.fabric import FLAGS as LINK_FLAGS
+from spec.rdma import LINKS, REQUESTER_COUNTERS, RESPONDER_COUNTERS, doorbell_layout
+from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
 __all__ = ["RdmaBench", "RECORDERS"]
 
@@ -63,7 +64,7 @@ class RdmaBench:
 
     def __init__(self, dut, depth):
         self.dut, self.depth = dut, depth
-        self.fabric = Fabric(dut)
+        self.harness = Harness(dut)
         self.results = []
         self.finished = Event()
 
@@ -101,7 +102,7 @@ class RdmaBench:
         ``mem_b`` (whole memories), ``end`` (``now``), ``hang``
         (timeout message or None), ``overflows`` (recorders that overflowed).
         """
-        f, d = self.fabric, self.dut
+        f, d = self.harness, self.dut
         self._load("mem_a", mem_a)
         self._load("mem_b", mem_b)
         load_memory(d.responder.mr_table, list(mr_table) + [0] * (len(d.responder.mr_table)
@@ -121,7 +122,7 @@ class RdmaBench:
         try:
             await f.wait_done(["db_writes_done", "inject_done", "completed_done"],
                               timeout_cycles=timeout_cycles)
-        except FabricTimeout as exc:
+        except HarnessTimeout as exc:
             hang = str(exc)
         await ClockCycles(d.clk, settle_cycles)
         res = {"hang": hang, "end": _value(d.now),
@@ -135,8 +136,8 @@ class RdmaBench:
                           ("completed", "completed")):
             res[key] = f.recorded(name)
         res["doorbells"] = f.played_stamps("db_writes", len(doorbells)) if doorbells else []
-        res["req"] = {n: _value(getattr(d, f"req_{n}")) for n in REQ_COUNTERS}
-        res["resp"] = {n: _value(getattr(d, f"resp_{n}")) for n in RESP_COUNTERS}
+        res["req"] = {n: _value(getattr(d, f"req_{n}")) for n in REQUESTER_COUNTERS}
+        res["resp"] = {n: _value(getattr(d, f"resp_{n}")) for n in RESPONDER_COUNTERS}
         res["links"] = {link: {n: _value(getattr(d, f"{link}_{n}"))
                                for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS}
         res["overflows"] = [r for r in RECORDERS if _value(f.port(f"{r}_overflow")) != 0]

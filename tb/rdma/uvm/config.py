@@ -4,7 +4,7 @@ import dataclasses
 import zlib
 
 from pymodel.rdma.engine import Config
-from rtl.tops.rdma_top import DEFAULTS
+from spec.rdma import DEFAULTS
 
 __all__ = ["RdmaConfig"]
 

@@ -37,8 +37,8 @@ from pathlib import Path
 
 from pyuvm import ConfigDB, uvm_component, uvm_tlm_analysis_fifo
 
-from rtl.formats.roce import ACK_HEADER, CqeStatus, OpCode, Syndrome
-from rtl.rdma.responder import DROP_REASONS
+from spec.formats.roce import ACK_HEADER, CqeStatus, OpCode, Syndrome
+from spec.rdma import DROP_REASONS
 from tb.nic.uvm.coverage import COVERAGE_FILE, GAP_RATE_BINS, merge_reports
 from tb.nic.uvm.coverage import _bin as bin_of
 

@@ -52,7 +52,7 @@ VARIANTS = {
     "truncated": ("short", "long"), "malformed": ("dport", "opcode", "tver", "ethertype"),
     "icrc_bad": ("icrc", "payload"), "unknown_qp": ("-",), "psn_nak": ("ahead",),
 }
-#: The responder counter (``rtl.tops.rdma_top.RESP_COUNTERS``) each kind must raise.
+#: The responder counter (:data:`spec.rdma.RESPONDER_COUNTERS`) each kind must raise.
 EXPECTED_COUNTER = {k: ("frames_ok" if k == "none" else "access_nak" if k in ACCESS_KINDS
                         else k) for k in ERROR_KINDS}
 #: Largest message a sequence makes (bytes): ``docs/rdma.md`` tests 1 B to 16 KiB.

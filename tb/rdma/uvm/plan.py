@@ -3,7 +3,7 @@
 A test's items become at most two runs of the top, each after its own reset:
 
 - the *doorbell* run: the items of the requester-side kinds (``none`` and the access
-  errors) are posted as WQEs through :class:`tb.rdma.verbs.Verbs` and rung through the
+  errors) are posted as WQEs through :class:`pymodel.rdma.verbs.Verbs` and rung through the
   doorbell player; the requester sends their frames.
 - the *inject* run: the items of :data:`WIRE_KINDS`. Their frames are the ones the
   requester would send (a planning run of the golden model on their WQEs, one doorbell
@@ -23,9 +23,9 @@ from pymodel.packet import beats_to_frames, unpack_beat
 from pymodel.rdma.engine import simulate
 from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import icrc, with_fcs
-from rtl.formats.roce import CQE_LAYOUT, WRITE_HEADER, OpCode
-from rtl.rdma.responder import RX_FIFO_BEATS, RX_FRAME_ROOM, RX_FRAMES
-from tb.rdma.verbs import Verbs
+from pymodel.rdma.verbs import Verbs
+from spec.formats.roce import CQE_LAYOUT, WRITE_HEADER, OpCode
+from spec.rdma import RX_FIFO_BEATS, RX_FRAME_ROOM, RX_FRAMES
 
 from .items import ACCESS_KINDS, QP_TABLE
 

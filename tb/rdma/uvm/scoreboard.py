@@ -29,9 +29,8 @@ from collections import Counter
 from pyuvm import ConfigDB, uvm_scoreboard, uvm_tlm_analysis_fifo
 
 from pymodel.packet import frame_to_beats
-from rtl.formats.roce import CqeStatus
-from rtl.rdma.responder import DROP_REASONS
-from rtl.tops.rdma_top import REQ_COUNTERS, RESP_COUNTERS
+from spec.formats.roce import CqeStatus
+from spec.rdma import DROP_REASONS, REQUESTER_COUNTERS, RESPONDER_COUNTERS
 from tb.nic.uvm.scoreboard import RESULTS_FILE, record_result
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
@@ -92,9 +91,9 @@ class RdmaScoreboard(uvm_scoreboard):
                    [(q, c) for c, q in want["completed"]], fmt=str)
         sb.compare(f"{tag}: doorbell accept cycles", obs.doorbells, want["doorbell_stamps"],
                    fmt=str)
-        for n in REQ_COUNTERS:
+        for n in REQUESTER_COUNTERS:
             sb.equal(f"{tag}: requester {n}", obs.req[n], want["req"][n])
-        for n in RESP_COUNTERS:
+        for n in RESPONDER_COUNTERS:
             sb.equal(f"{tag}: responder {n}", obs.resp[n], want["resp"][n])
         for link, counters in want["links"].items():
             for n, v in counters.items():

@@ -12,7 +12,7 @@ replaces TKEEP because only the last beat may be partial.
 
 from amaranth.lib import data, stream
 
-from rtl.params import reject
+from spec.checks import reject
 
 __all__ = ["SUPPORTED_WIDTHS", "check_width", "packet_layout", "packet_signature"]
 
@@ -23,7 +23,7 @@ SUPPORTED_WIDTHS = (8, 16, 32, 64)
 def check_width(width, owner=None):
     """Return ``width`` if it is a supported datapath width in bytes, else raise.
 
-    ``owner`` is the component being built, if any (see :func:`rtl.params.reject`).
+    ``owner`` is the component being built, if any (see :func:`spec.checks.reject`).
     """
     if not isinstance(width, int) or isinstance(width, bool) or width not in SUPPORTED_WIDTHS:
         message = f"datapath width must be one of {SUPPORTED_WIDTHS} bytes, not {width!r}"

@@ -3,17 +3,18 @@
 It never touches the simulator cycle by cycle: ``create_qp``, ``reg_mr`` and
 ``post_write`` build the host-memory images (QP contexts, send queues, payload
 buffers, the CQ) and the MR table, ``ring`` queues a doorbell write for the doorbell
-player, and ``poll_cq`` reads CQEs out of a dumped memory image. The images are loaded
-in bulk before reset (:func:`load`).
+player, and ``poll_cq`` reads CQEs out of a dumped memory image. The testbench loads the
+images in bulk before reset (:func:`tb.harness.load_image`); the golden model takes
+them as they are.
 """
 
 import dataclasses
 
 from pymodel.rdma.engine import Config
 from pymodel.rdma.fields import pack, unpack
-from rtl.formats.roce import CQE_LAYOUT, MR_LAYOUT, QPC_LAYOUT, WQE_LAYOUT, WqeOpcode
+from spec.formats.roce import CQE_LAYOUT, MR_LAYOUT, QPC_LAYOUT, WQE_LAYOUT, WqeOpcode
 
-__all__ = ["Verbs", "QpPair", "load_images"]
+__all__ = ["Verbs", "QpPair", "MAC_A", "MAC_B", "IP_A", "IP_B"]
 
 MAC_A, MAC_B = 0x02_00_00_00_00_0A, 0x02_00_00_00_00_0B
 IP_A, IP_B = 0x0A_00_00_01, 0x0A_00_00_02
@@ -130,9 +131,3 @@ class Verbs:
             out.append(cqe)
             self.cq_next += 1
         return out
-
-
-def load_images(handle, words):
-    """Write a ``{address: value}`` image into a Verilog memory through VPI."""
-    for addr, value in sorted(words.items()):
-        handle[addr].value = value

@@ -7,8 +7,8 @@ import zlib
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.engine import Config
 from pymodel.rdma.frames import Endpoint, write_frame
-from rtl.formats.roce import OpCode
-from tb.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
+from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
+from spec.formats.roce import OpCode
 
 __all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
            "seed_dropping_only"]

@@ -42,8 +42,8 @@ from amaranth.lib import enum as amenum
 
 __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
-           "node_mac", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES", "padded_bytes",
-           "frame_beats"]
+           "node_mac", "dst_byte", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES",
+           "padded_bytes", "frame_beats"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -110,6 +110,14 @@ def frame_beats(width, framing, length):
     return -(-(padded_bytes(framing, length) + 4) // width)
 
 
+def dst_byte(framing):
+    """Wire byte of the destination node id: 5 (the low byte of the destination MAC) for
+    L2, 0 for compact. Read off the header layouts."""
+    if Framing(framing) is Framing.L2:
+        return l2_header_layout["dst_mac"].offset // 8 + len(MAC_PREFIX)
+    return compact_header_layout["dst"].offset // 8
+
+
 def node_mac(node):
     """The MAC address of node ``node`` as 6 wire bytes."""
     return MAC_PREFIX + bytes([node & 0xFF])
@@ -121,7 +129,7 @@ def store_cmd_layout(width):
     ``dst``, ``addr`` and ``length`` are read on the ``first`` beat only; ``data``,
     ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout` beats.
     """
-    from rtl.formats.packet import packet_layout
+    from spec.formats.packet import packet_layout
 
     beat = packet_layout(width)
     return data.StructLayout({

@@ -5,7 +5,7 @@
 # direction between frames, as the credits do (rtl/nic/credit_return.py). Neither costs
 # a frame byte; docs/recovery.md gives the protocol and its timing.
 
-Tagged beat: the fields of :func:`rtl.formats.packet.packet_layout` (same bit offsets, so
+Tagged beat: the fields of :func:`spec.formats.packet.packet_layout` (same bit offsets, so
 a flat beat integer of the model keeps its meaning) and then ``tag``, the frame's
 sequence number, equal on every beat of a frame.
 
@@ -17,7 +17,7 @@ ACK/NAK (one per cycle at most, receiver to sender)::
 
 from amaranth.lib import data, stream
 
-from rtl.formats.packet import packet_layout
+from spec.formats.packet import packet_layout
 
 __all__ = ["SEQ_BITS", "tagged_packet_layout", "tagged_packet_signature", "ack_layout",
            "seq_before"]

@@ -1,4 +1,4 @@
-"""The Python side of :class:`rtl.sim.fabric_top.FabricTop`: bulk load, run, bulk read.
+"""The Python side of :class:`rtl.sim.harness_top.HarnessTop`: bulk load, run, bulk read.
 
 Nothing here awaits once per cycle: stimulus goes into the players' memories before
 reset is released, the simulator then runs freely until every named recorder is done
@@ -10,12 +10,12 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_steps, get_sim_time
 
-__all__ = ["Fabric", "FabricTimeout", "load_memory", "dump_memory"]
+__all__ = ["Harness", "HarnessTimeout", "load_memory", "load_image", "dump_memory"]
 
 CLOCK_NS = 10
 
 
-class FabricTimeout(AssertionError):
+class HarnessTimeout(AssertionError):
     """The design did not finish within the cycle budget (a hang)."""
 
 
@@ -34,8 +34,8 @@ def dump_memory(handle, count, start=0):
     return [int(handle[start + k].value) for k in range(count)]
 
 
-class Fabric:
-    """Drive a FabricTop: clock, reset, players, recorders."""
+class Harness:
+    """Drive a HarnessTop: clock, reset, players, recorders."""
 
     def __init__(self, dut):
         self.dut = dut
@@ -72,7 +72,7 @@ class Fabric:
         """Let the simulator run until every port in ``done_ports`` reads 1.
 
         Returns the cycle count (``now``) when they were all seen high. Raises
-        :class:`FabricTimeout` (a hang) after ``timeout_cycles`` cycles.
+        :class:`HarnessTimeout` (a hang) after ``timeout_cycles`` cycles.
         """
         period = get_sim_steps(CLOCK_NS, "ns")
         end = get_sim_time("step") + timeout_cycles * period
@@ -82,7 +82,7 @@ class Fabric:
             while not int(port.value):
                 left = end - get_sim_time("step")
                 if left <= 0:
-                    raise FabricTimeout(f"{name} not done after {timeout_cycles} cycles")
+                    raise HarnessTimeout(f"{name} not done after {timeout_cycles} cycles")
                 await First(RisingEdge(port), Timer(left, "step"))
         await ReadOnly()
         return int(self.dut.now.value)
@@ -95,3 +95,10 @@ class Fabric:
         n = int(self.port(f"{name}_count").value)
         rec = getattr(self.dut, name)
         return dump_memory(rec.items, n), dump_memory(rec.stamps, n)
+
+
+def load_image(handle, words):
+    """Write a ``{address: value}`` image into the Verilog memory ``handle`` (the rest
+    keeps what it holds)."""
+    for addr, value in sorted(words.items()):
+        handle[addr].value = value

@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 from rtl.sim.stream_player import StreamPlayer
 from rtl.sim.stream_recorder import StreamRecorder
 
-__all__ = ["FabricTop"]
+__all__ = ["HarnessTop"]
 
 
-class FabricTop(wiring.Component):
+class HarnessTop(wiring.Component):
     """A top whose only boundary to Python is configuration ports and bulk memories.
 
     Parameters

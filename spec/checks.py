@@ -1,0 +1,47 @@
+"""Constructor parameter checks with errors that name the parameter and the bad value,
+and the one helper that tells Amaranth an elaboratable is deliberately left unused."""
+
+__all__ = ["reject", "check_int", "silence"]
+
+
+def silence(*objs):
+    """Mark elaboratables that are deliberately never elaborated, and every elaboratable
+    they hold (through attributes, lists, tuples and dicts), so that Amaranth does not warn
+    that they were "created but never used": a half-built component, one built only to be
+    looked at, or one whose Verilog comes from a cache. Other objects are ignored.
+
+    Amaranth 0.5 keeps this flag under a private name (``_MustUse__silence``); this is the
+    only place that writes it.
+    """
+    from amaranth.hdl import Elaboratable
+
+    seen, todo = set(), list(objs)
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple)):
+            todo += obj
+        elif isinstance(obj, dict):
+            todo += obj.values()
+        elif isinstance(obj, Elaboratable):
+            obj._MustUse__silence = True
+            todo += vars(obj).values()
+
+
+def reject(component, message):
+    """Raise ``ValueError(message)`` from a component's constructor.
+
+    The half-built object is silenced (:func:`silence`) so that Amaranth does not also
+    warn that it was "created but never used".
+    """
+    silence(component)
+    raise ValueError(message)
+
+
+def check_int(component, name, value, low, high):
+    """Return ``value`` if it is an int in ``[low, high]``, else reject it by name."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        reject(component, f"{name} must be an integer from {low} to {high}, not {value!r}")
+    return value

@@ -1,0 +1,68 @@
+"""The simulation fabric's definitions: the faulty link's settings, counters and fault
+words, and the link-level retry's counters and sizing rule.
+
+# Ref: docs/faults.md (the fault model, its decision rule and its timing) and
+# docs/recovery.md (the link-level retry protocol and its sizes).
+
+The RTL blocks (:class:`rtl.fabric.faulty_link.FaultyLink`,
+:class:`rtl.fabric.reliable_link.ReliableLink` and its ends) and their golden-model twins
+(:mod:`pymodel.fabric`) both import these names; each computes its behaviour with its
+own code.
+"""
+
+__all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
+           "CORRUPT_BEAT_SHIFT", "TX_COUNTERS", "RX_COUNTERS", "COUNTER_PORTS",
+           "retry_sizes"]
+
+# -- The faulty link ------------------------------------------------------------------------
+
+#: Fault kinds, in the order of their random words and of their setting ports.
+FAULT_KINDS = ("drop", "corrupt", "dup")
+
+#: Run-time setting ports (name -> bits). Hold them constant from before reset.
+SETTINGS = {"seed": 16,
+            **{f"{k}_rate": 16 for k in FAULT_KINDS},
+            **{f"{k}_burst": 8 for k in FAULT_KINDS}}
+
+#: 32-bit counters (wrap at 2**32) and sticky error flags, in port order.
+COUNTERS = ("frames_in", "dropped", "corrupted", "duplicated", "lost")
+FLAGS = ("overflow", "too_long")
+
+#: LFSR steps (:mod:`spec.lfsr`) between two random words, and words drawn per frame: one
+#: per fault kind, then the word that places the corrupted bit.
+WORD_STEPS = 16
+WORDS_PER_FRAME = len(FAULT_KINDS) + 1
+
+#: The corrupted beat is ``position_word >> CORRUPT_BEAT_SHIFT`` (0..15) of the frame.
+CORRUPT_BEAT_SHIFT = 12
+
+# -- The link-level retry -------------------------------------------------------------------
+
+#: Counters of the sending end (ReplayTx; 32 bits, wrap).
+TX_COUNTERS = ("frames", "resent_frames", "resent_beats", "naks", "timeouts",
+               "replay_cycles")
+#: Counters of the receiving end (ReplayRx; 32 bits, wrap).
+RX_COUNTERS = ("frames_ok", "fcs_bad", "out_of_order", "duplicates", "acks", "naks",
+               "no_room")
+#: Counter ports of a reliable link: ``tx_*`` (ReplayTx), ``rx_*`` (ReplayRx), ``link_*``
+#: (the FaultyLink's counters and flags; the flags are 1 bit, the rest 32).
+COUNTER_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS]
+                      + [f"link_{n}" for n in COUNTERS + FLAGS])
+
+
+def _pow2(n):
+    return 1 << max(n - 1, 1).bit_length()
+
+
+def retry_sizes(latency, max_frame_beats):
+    """The default sizes of a reliable link: ``(tx_depth, rx_depth, timeout)``.
+
+    The replay buffer holds a round trip (``2 * latency`` + a frame to be judged + a
+    frame being sent + a few cycles) and the room kept for a whole frame, so that a
+    steady stream never waits for an ACK; the delivery buffer holds two frames; the
+    timeout is that round trip again plus the longest frame, so that it fires only when
+    an ACK can no longer come. Ref: docs/recovery.md, "State and sizes".
+    """
+    trip = 2 * latency + 2 * max_frame_beats + 8
+    return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
+        trip + max_frame_beats
