@@ -162,8 +162,8 @@ def random_stimulus(rng, profile, depth, reads=20, writes=20, mmio=10, mem_words
         n = rng.randint(1, longest)
         base = rng.randrange(depth)
         for j in range(n):
-            be = rng.choice([(1 << 64) - 1, rng.getrandbits(64), 0xF, 1 << 63,
-                             (1 << rng.randint(1, 64)) - 1])
+            be = (1 << 64) - 1 if rng.random() < 0.6 else rng.choice(
+                [rng.getrandbits(64), 0xF, 1 << 63, (1 << rng.randint(1, 64)) - 1])
             stim.wr.append({"addr": (base + j) % depth, "data": rng.getrandbits(512),
                             "be": be, "last": int(j == n - 1)})
     top = min(mmio_bytes[1], (1 << MMIO_NBYTES_BITS) - 1, 64 * profile.mmio_fifo_words)
