@@ -148,8 +148,9 @@ def random_stimulus(rng, profile, depth, reads=20, writes=20, mmio=10, mem_words
                     sizes=None, max_write_words=None, mmio_bytes=(1, 256)):
     """A random mix: ``reads`` reads of random sizes (``sizes``: a list to pick from,
     default 1..64 words) at random addresses, ``writes`` posted writes (runs of 1 to
-    ``max_write_words`` words, default 2 * max_payload / 64 + 1, random byte enables,
-    ``last`` on the last word), ``mmio`` host writes of ``mmio_bytes`` bytes, and a
+    ``max_write_words`` words, default 2 * max_payload / 64 + 1, ``last`` on the last
+    word; 60% of the words with every byte enabled, the others with random, single or
+    leading byte enables), ``mmio`` host writes of ``mmio_bytes`` bytes, and a
     memory image of ``mem_words`` random words (default: all of ``depth``, up to 4096)."""
     ids = rng.sample(range(256), min(reads, 256)) + [rng.randrange(256)
                                                       for _ in range(reads - 256)]

@@ -12,6 +12,7 @@ from amaranth.sim import Simulator
 
 from pymodel.host import HostInterfaceModel
 from rtl.host import HostInterface
+from rtl.host.common import chunk_layout
 from rtl.host.down_scheduler import DownScheduler
 from rtl.host.due_queue import DueQueue
 from rtl.host.mmio_buffer import MmioBuffer
@@ -389,6 +390,34 @@ def test_read_latency_costs_no_logic():
                            name="h", emit_src=False)
     assert len(short.splitlines()) == len(long.splitlines())
     assert abs(len(short) - len(long)) < 16
+
+
+def test_due_stamps_wrap_with_the_cycle_count():
+    """A chunk pushed 10 cycles before the 32-bit cycle count wraps, with a 20-cycle
+    latency, is offered from exactly 20 cycles later (after the wrap), not before."""
+    dut = DueQueue(replace(PCIE, read_latency=20), 64)
+    start = (1 << 32) - 10
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.now, start)
+        ctx.set(dut.push.valid, 1)
+        ctx.set(dut.push.payload.as_value(),
+                pack(chunk_layout(64), {"addr": 3, "words": 1, "id": 5, "last": 1}))
+        assert not ctx.get(dut.piece.valid)
+        await ctx.tick()
+        ctx.set(dut.push.valid, 0)
+        for k in range(1, 40):
+            ctx.set(dut.now, (start + k) % (1 << 32))
+            if ctx.get(dut.piece.valid):
+                seen.append(k)
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == list(range(20, 40))
 
 
 # -- the model on its own --------------------------------------------------------------------
