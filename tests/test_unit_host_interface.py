@@ -19,6 +19,7 @@ from rtl.host.mmio_buffer import MmioBuffer
 from rtl.host.read_splitter import ReadSplitter
 from rtl.host.up_scheduler import UpScheduler
 from rtl.host.write_buffer import WriteBuffer
+from rtl.tops.host_interface_top import HostInterfaceTop
 from spec.host import (
     HOST_COUNTERS,
     IDEAL64,
@@ -525,3 +526,10 @@ def test_bad_profile_is_rejected_by_the_buffer_and_the_model():
         HostInterfaceModel("pcie", 1024)
     with pytest.raises(ValueError, match="power of two"):
         HostInterfaceModel(PCIE, 1000)
+
+
+def test_top_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="player depth"):
+        HostInterfaceTop(PCIE, items=8)
+    with pytest.raises(ValueError, match="recorder depth"):
+        HostInterfaceTop(PCIE, words=70000)

@@ -65,9 +65,9 @@ class UpScheduler(wiring.Component):
     free (whether or not a write starts in them). ::
 
         cycle      s    s+1  s+2  s+3  s+4  s+5
-        up         [W0   W1   W2   W3   W4 ][R0 ]      k = 4, p = 256, o = 24: d = 5
-        mem_wr      w0   w1   w2   w3
-        issue                                R0        chunk to the due queue
+        up         [WR                     ][RQ]   k = 4, p = 256, o = 24: d = 5
+        mem_wr     w0   w1   w2   w3
+        issue                               RQ     the chunk goes to the due queue
     """
 
     def __init__(self, profile, depth):
