@@ -1,0 +1,5 @@
+"""The host interface (issue 13): see :class:`rtl.host.host_interface.HostInterface`."""
+
+from rtl.host.host_interface import HostInterface
+
+__all__ = ["HostInterface"]

@@ -1,0 +1,140 @@
+"""The host interface both engines reach their host memory through (issue 13)."""
+
+from amaranth import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out, flipped
+
+from rtl.common.latency_memory import write_layout
+from rtl.host.common import check_depth, checked_profile
+from rtl.host.down_scheduler import DOWN_COUNTERS, DownScheduler
+from rtl.host.due_queue import NOW_BITS, DueQueue
+from rtl.host.mmio_buffer import MmioBuffer
+from rtl.host.read_splitter import ReadSplitter
+from rtl.host.up_scheduler import UP_COUNTERS, UpScheduler
+from rtl.host.write_buffer import WriteBuffer
+from spec.host import (
+    COUNTER_BITS,
+    HOST_COUNTERS,
+    WORD_BYTES,
+    mmio_layout,
+    rd_data_layout,
+    rd_req_layout,
+    wr_layout,
+)
+
+__all__ = ["HostInterface"]
+
+
+class HostInterface(wiring.Component):
+    """DMA reads, posted DMA writes and host MMIO writes over two serial directions.
+
+    The contract (binding for the model :class:`pymodel.host.HostInterfaceModel`) is
+    ``docs/host_interface.md``; the parts each document their own share:
+    :class:`~rtl.host.read_splitter.ReadSplitter`,
+    :class:`~rtl.host.due_queue.DueQueue`, :class:`~rtl.host.write_buffer.WriteBuffer`,
+    :class:`~rtl.host.mmio_buffer.MmioBuffer`,
+    :class:`~rtl.host.up_scheduler.UpScheduler` and
+    :class:`~rtl.host.down_scheduler.DownScheduler`. One cycle is 1 ns; cycle 0 is the
+    first after reset; every address is a 64-byte word address.
+
+    Parameters
+    ----------
+    profile : spec.host.HostProfile
+        Bandwidth, overheads, latency, tags, split sizes and buffer sizes.
+    depth : int
+        Host-memory words, a power of two from 2 to 2**20. Addresses wrap modulo
+        ``depth``.
+
+    Ports
+    -----
+    rd_req : In(stream.Signature(rd_req_layout(depth)))
+        DMA reads of ``words`` (1..64) words from ``addr``; ``ready`` while the read
+        queue (``rd_queue``) has room, a function of registers.
+    rd_data : Out(stream.Signature(rd_data_layout()))
+        The words of every read in request order, ``id`` echoed, ``last`` on the read's
+        last word; no backpressure.
+    wr : In(stream.Signature(wr_layout(depth)))
+        Posted DMA writes, one word per transfer; ``ready`` while the write buffer
+        (``wr_fifo_words``) has room, a function of registers.
+    mmio : Out(stream.Signature(mmio_layout()))
+        Host posted writes delivered to the device; ``valid`` is a function of registers,
+        the device may hold ``ready`` low.
+    mmio_in : In(stream.Signature(mmio_layout()))
+        Host posted writes from the host CPU; ``ready`` depends on ``valid & first`` of
+        the same cycle. The host keeps ``valid`` high through the words of a write, and
+        ``1 <= nbytes <= 64 * mmio_fifo_words``.
+    mem_rd_addr, mem_rd_data, mem_wr
+        To a ``LatencyMemory(64, depth, latency=1)``: ``mem_rd_addr.ready`` and
+        ``mem_wr.ready`` are ignored, ``mem_rd_data`` is taken the cycle after its
+        address (``valid`` not looked at).
+    up_rd_tlps ... tags_max : Out(32)
+        :data:`spec.host.HOST_COUNTERS`, wrapping.
+
+    Rules chosen where the contract is silent
+    -----------------------------------------
+    * Every TLP occupies its direction for at least one cycle, and a posted write TLP for
+      at least one cycle per word (``d = max(1, k, ceil((p + o) / bytes_per_cycle))``):
+      with zero overhead a read request takes one cycle; a write of words with few
+      enabled bytes still writes one word per cycle.
+    * A posted write TLP also closes when it holds ``wr_fifo_words`` words (if that is
+      fewer than ``max_payload / 64``), since it leaves only once whole.
+    * Chunk and piece boundaries are taken on the word address modulo ``depth``.
+    * TLP and byte counters change at the edge after a TLP starts; busy and tag-wait
+      counters at the edge after each cycle they count.
+    """
+
+    def __init__(self, profile, depth):
+        self.profile = checked_profile(self, profile)
+        self.depth = check_depth(self, depth)
+        sig = {
+            "rd_req": In(stream.Signature(rd_req_layout(depth))),
+            "rd_data": Out(stream.Signature(rd_data_layout())),
+            "wr": In(stream.Signature(wr_layout(depth))),
+            "mmio": Out(stream.Signature(mmio_layout())),
+            "mmio_in": In(stream.Signature(mmio_layout())),
+            "mem_rd_addr": Out(stream.Signature(range(depth))),
+            "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),
+            "mem_wr": Out(stream.Signature(write_layout(WORD_BYTES, depth))),
+        }
+        sig.update({name: Out(COUNTER_BITS) for name in HOST_COUNTERS})
+        super().__init__(sig)
+
+    def elaborate(self, platform):
+        m = Module()
+        p, depth = self.profile, self.depth
+        m.submodules.reads = reads = ReadSplitter(p, depth)
+        m.submodules.due = due = DueQueue(p, depth)
+        m.submodules.writes = writes = WriteBuffer(p, depth)
+        m.submodules.up = up = UpScheduler(p, depth)
+        m.submodules.down = down = DownScheduler(p, depth)
+        m.submodules.mmio_buf = buf = MmioBuffer(p)
+
+        now = Signal(NOW_BITS)
+        m.d.sync += now.eq(now + 1)
+        m.d.comb += due.now.eq(now)
+
+        wiring.connect(m, flipped(self.rd_req), reads.rd_req)
+        wiring.connect(m, reads.chunk, up.chunk)
+        wiring.connect(m, up.issue, due.push)
+        m.d.comb += up.tag_free.eq(due.room)
+        wiring.connect(m, flipped(self.wr), writes.wr)
+        wiring.connect(m, writes.tlp, up.tlp)
+        wiring.connect(m, writes.word, up.word)
+        wiring.connect(m, up.mem_wr, flipped(self.mem_wr))
+
+        wiring.connect(m, due.piece, down.piece)
+        wiring.connect(m, flipped(self.mmio_in), down.mmio_in)
+        wiring.connect(m, down.mmio_w, buf.w)
+        m.d.comb += [buf.reserve.eq(down.mmio_reserve), buf.commit.eq(down.mmio_commit),
+                     down.mmio_room.eq(buf.room)]
+        wiring.connect(m, buf.o, flipped(self.mmio))
+        wiring.connect(m, down.mem_rd_addr, flipped(self.mem_rd_addr))
+        wiring.connect(m, flipped(self.mem_rd_data), down.mem_rd_data)
+        wiring.connect(m, down.rd_data, flipped(self.rd_data))
+
+        for name in UP_COUNTERS:
+            m.d.comb += getattr(self, name).eq(getattr(up, name))
+        for name in DOWN_COUNTERS:
+            m.d.comb += getattr(self, name).eq(getattr(down, name))
+        m.d.comb += self.tags_max.eq(due.tags_max)
+        return m
