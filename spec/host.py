@@ -39,7 +39,8 @@ from dataclasses import dataclass, fields
 from amaranth.lib import data
 
 __all__ = ["WORD_BYTES", "MAX_READ_WORDS", "ID_BITS", "MMIO_ADDR_BITS", "MMIO_NBYTES_BITS",
-           "COUNTER_BITS", "HostProfile", "check_profile", "PCIE", "ON_DIE", "IDEAL64",
+           "COUNTER_BITS", "TAG_BITS", "held_word_layout", "HostProfile", "check_profile",
+           "PCIE", "ON_DIE", "IDEAL64",
            "PROFILES", "HOST_COUNTERS", "rd_req_layout", "rd_data_layout", "wr_layout",
            "mmio_layout"]
 
@@ -53,6 +54,8 @@ ID_BITS = 8
 MMIO_ADDR_BITS = 16
 #: Bits of the byte count of a host MMIO write (so at most 511 bytes, 8 words).
 MMIO_NBYTES_BITS = 9
+#: Bits of the tag a marked posted write reports (a QP number).
+TAG_BITS = 24
 #: Bits of every counter (they wrap).
 COUNTER_BITS = 32
 
@@ -223,9 +226,17 @@ def rd_data_layout():
 
 def wr_layout(depth):
     """A posted-write word: word ``addr``, ``data``, byte enables ``be`` (bit ``i`` for
-    byte ``i``), ``last`` on the last word of a write."""
+    byte ``i``), ``last`` on the last word of a write; ``mark`` asks the interface to
+    report, with ``tag``, the cycle the word reaches host memory (its ``marked`` port):
+    how the engines time-stamp a remote write or a CQE."""
     return data.StructLayout({"addr": range(depth), "data": 8 * WORD_BYTES,
-                              "be": WORD_BYTES, "last": 1})
+                              "be": WORD_BYTES, "last": 1, "mark": 1, "tag": TAG_BITS})
+
+
+def held_word_layout(depth):
+    """A posted-write word as the write buffer holds it."""
+    return data.StructLayout({"addr": range(depth), "data": 8 * WORD_BYTES,
+                              "be": WORD_BYTES, "mark": 1, "tag": TAG_BITS})
 
 
 def mmio_layout():

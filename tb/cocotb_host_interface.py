@@ -9,7 +9,7 @@ from cocotb.triggers import ClockCycles, ReadOnly
 
 from spec.host import HOST_COUNTERS, HostProfile
 from tb.cosim import cosim_params
-from tb.fabric import Fabric, dump_memory, load_memory
+from tb.harness import Harness, dump_memory, load_memory
 from tb.host_interface import (
     SOURCES,
     Stalls,
@@ -38,7 +38,7 @@ async def host_interface_matches_model(dut):
     want = run_model(profile, depth, stim, stalls, tail=0)
     lay = layouts(depth)
 
-    fab = Fabric(dut)
+    fab = Harness(dut)
     for name in SOURCES:
         # The host's gaps come from the top's mmio_gap pattern, between writes only.
         stall = (1, 0) if name == "mmio_in" else getattr(stalls, name)

@@ -84,6 +84,7 @@ class Run:
     counters: dict
     mem: dict
     cycles: int
+    marked: list = field(default_factory=list)
 
 
 class Presenter:
@@ -122,7 +123,7 @@ def run_model(profile, depth, stim, stalls=None, limit=200_000, tail=8):
     stalls = stalls or Stalls()
     model = HostInterfaceModel(profile, depth, stim.mem)
     pres = Presenter(stim, stalls, limit + tail + 1)
-    rd_data, mmio = [], []
+    rd_data, mmio, marked = [], [], []
     taken = {name: [] for name in SOURCES}
     c, end = 0, None
     while end is None or c <= end:
@@ -136,12 +137,14 @@ def run_model(profile, depth, stim, stalls=None, limit=200_000, tail=8):
                 pres.take(name)
         if r.rd_data is not None:
             rd_data.append((c, r.rd_data))
+        if r.marked is not None:
+            marked.append((c, r.marked))
         if r.mmio is not None and pres.ready(c):
             mmio.append((c, r.mmio))
         if end is None and pres.done() and model.next_event(c) is None:
             end = c + tail
         c += 1
-    return Run(rd_data, mmio, taken, dict(model.counters), model.mem, end)
+    return Run(rd_data, mmio, taken, dict(model.counters), model.mem, end, marked)
 
 
 def random_stimulus(rng, profile, depth, reads=20, writes=20, mmio=10, mem_words=None,
@@ -165,8 +168,10 @@ def random_stimulus(rng, profile, depth, reads=20, writes=20, mmio=10, mem_words
         for j in range(n):
             be = (1 << 64) - 1 if rng.random() < 0.6 else rng.choice(
                 [rng.getrandbits(64), 0xF, 1 << 63, (1 << rng.randint(1, 64)) - 1])
+            mark = int(rng.random() < 0.3)
             stim.wr.append({"addr": (base + j) % depth, "data": rng.getrandbits(512),
-                            "be": be, "last": int(j == n - 1)})
+                            "be": be, "last": int(j == n - 1), "mark": mark,
+                            "tag": rng.getrandbits(24) if mark else 0})
     top = min(mmio_bytes[1], (1 << MMIO_NBYTES_BITS) - 1, 64 * profile.mmio_fifo_words)
     for _ in range(mmio):
         nbytes = rng.randint(mmio_bytes[0], top)

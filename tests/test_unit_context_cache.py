@@ -6,8 +6,8 @@ import pytest
 
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.fields import pack, unpack
-from rtl.formats.roce import QPC_LAYOUT
 from rtl.rdma.context_cache import ContextCache, group_layout
+from spec.formats.roce import QPC_LAYOUT
 from tb.amsim import run_sim
 
 GROUPS = {"fetch": ("sq_head",), "seq": ("next_psn", "pmtu_log2")}

@@ -62,7 +62,7 @@ def run_rtl(profile, depth, stim, stalls, cycles):
 
     async def bench(ctx):
         mem = dict(stim.mem)
-        rd_data, mmio = [], []
+        rd_data, mmio, marked = [], [], []
         taken = {name: [] for name in SOURCES}
         shown_before = dict.fromkeys(SOURCES)
         ready_before = read_before = None
@@ -89,6 +89,8 @@ def run_rtl(profile, depth, stim, stalls, cycles):
             if ctx.get(dut.rd_data.valid):
                 rd_data.append((c, unpack(lay["rd_data"],
                                           ctx.get(dut.rd_data.payload.as_value()))))
+            if ctx.get(dut.marked.valid):
+                marked.append((c, ctx.get(dut.marked.payload)))
             if ready and ctx.get(dut.mmio.valid):
                 mmio.append((c, unpack(lay["mmio"], ctx.get(dut.mmio.payload.as_value()))))
             read_back = None
@@ -101,7 +103,8 @@ def run_rtl(profile, depth, stim, stalls, cycles):
                 mem[addr] = (mem.get(addr, 0) & ~mask) | (data & mask)
             await ctx.tick()
         out["run"] = Run(rd_data, mmio, taken,
-                         {n: ctx.get(getattr(dut, n)) for n in HOST_COUNTERS}, mem, cycles)
+                         {n: ctx.get(getattr(dut, n)) for n in HOST_COUNTERS}, mem, cycles,
+                         marked)
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -119,6 +122,8 @@ def check(profile, stim, stalls=None, depth=DEPTH):
     assert [c for c, _ in got.rd_data] == [c for c, _ in want.rd_data]
     assert got.rd_data == want.rd_data
     assert got.mmio == want.mmio
+    assert got.marked == want.marked
+    assert want.marked or not any(w.get("mark") for w in stim.wr)
     assert got.counters == want.counters
     assert {a: v for a, v in got.mem.items() if v} == {a: v for a, v in want.mem.items() if v}
     assert all(len(want.taken[n]) == len(getattr(stim, n)) for n in SOURCES)

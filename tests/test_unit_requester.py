@@ -17,7 +17,9 @@ from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.fields import pack, unpack
 from pymodel.rdma.frames import Endpoint, ack_frame
 from pymodel.rdma.req.requester import RequesterModel
-from rtl.formats.roce import (
+from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET
+from rtl.rdma.req.requester import Requester
+from spec.formats.roce import (
     CQE_LAYOUT,
     QPC_LAYOUT,
     WQE_INLINE,
@@ -26,8 +28,6 @@ from rtl.formats.roce import (
     Syndrome,
     WqeOpcode,
 )
-from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET
-from rtl.rdma.req.requester import Requester
 from tb.amsim import run_sim
 
 MAC_A, MAC_B, IP_A, IP_B = 0x02000000000A, 0x02000000000B, 0x0A000001, 0x0A000002

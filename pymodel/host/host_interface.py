@@ -38,6 +38,7 @@ class StepResult:
     mmio_in_taken: bool = False
     rd_data: dict | None = None
     mmio: dict | None = None
+    marked: int | None = None
 
 
 class _Chunk:
@@ -175,7 +176,9 @@ class HostInterfaceModel:
         # The posted write of this cycle; a word leaves the write buffer.
         write = self._mem_writes.pop(c, None)
         if write is not None:
-            addr, data, be = write
+            addr, data, be, mark, tag = write
+            if mark:
+                res.marked = tag
             old = self.mem.get(addr, 0)
             mask = sum(0xFF << (8 * k) for k in range(WORD_BYTES) if be >> k & 1)
             self.mem[addr] = (old & ~mask) | (data & mask)
@@ -201,6 +204,13 @@ class HostInterfaceModel:
             cnt[name] &= _MASK32
         self._c = c
         return res
+
+    def mmio_head(self, c):
+        """The word the interface presents on ``mmio`` in cycle ``c`` (before
+        :meth:`step` of that cycle), or None: what a device decides ``ready`` on."""
+        if self._mmio and self._mmio[0][0] <= c:
+            return dict(self._mmio[0][1])
+        return None
 
     def next_event(self, c):
         """The earliest cycle after ``c`` in which something can happen without new
@@ -249,7 +259,7 @@ class HostInterfaceModel:
     def _start_write(self, c):
         p = self.p
         words = self._tlps.popleft()
-        payload = sum(4 * -(-bin(be).count("1") // 4) for _, _, be in words)
+        payload = sum(4 * -(-bin(w[2]).count("1") // 4) for w in words)
         d = tlp_cycles(payload, p.req_overhead, p.bytes_per_cycle, len(words))
         for j, word in enumerate(words):
             self._mem_writes[c + j] = word
@@ -302,7 +312,8 @@ class HostInterfaceModel:
         if not 0 <= wr["addr"] < self.depth:
             raise ValueError(f"bad write address {wr['addr']!r}")
         self._wr_held += 1
-        self._gather.append((wr["addr"], wr["data"], wr["be"]))
+        self._gather.append((wr["addr"], wr["data"], wr["be"], wr.get("mark", 0),
+                             wr.get("tag", 0)))
         if wr["last"] or len(self._gather) == self._wr_limit:
             self._tlps.append(self._gather)
             self._gather = []

@@ -3,7 +3,7 @@
 from amaranth import Mux, Value
 from amaranth.lib import data
 
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
 from spec.host import ID_BITS, MAX_READ_WORDS, WORD_BYTES, check_profile
 
 __all__ = ["chunk_layout", "TLP_LAYOUT", "ceil_div", "vmax", "dword_bytes", "wrap_next",

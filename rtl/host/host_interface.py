@@ -15,6 +15,7 @@ from rtl.host.write_buffer import WriteBuffer
 from spec.host import (
     COUNTER_BITS,
     HOST_COUNTERS,
+    TAG_BITS,
     WORD_BYTES,
     mmio_layout,
     rd_data_layout,
@@ -67,6 +68,11 @@ class HostInterface(wiring.Component):
         To a ``LatencyMemory(64, depth, latency=1)``: ``mem_rd_addr.ready`` and
         ``mem_wr.ready`` are ignored, ``mem_rd_data`` is taken the cycle after its
         address (``valid`` not looked at).
+    marked : Out(stream.Signature(TAG_BITS))
+        The ``tag`` of a posted-write word with ``mark``, in the cycle that word is
+        written into host memory (no backpressure): the engines mark the last payload
+        word of a message and each CQE, so these are the ``written`` and ``completed``
+        times of the results.
     up_rd_tlps ... tags_max : Out(32)
         :data:`spec.host.HOST_COUNTERS`, wrapping.
 
@@ -95,6 +101,7 @@ class HostInterface(wiring.Component):
             "mem_rd_addr": Out(stream.Signature(range(depth))),
             "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),
             "mem_wr": Out(stream.Signature(write_layout(WORD_BYTES, depth))),
+            "marked": Out(stream.Signature(TAG_BITS)),
         }
         sig.update({name: Out(COUNTER_BITS) for name in HOST_COUNTERS})
         super().__init__(sig)
@@ -121,6 +128,7 @@ class HostInterface(wiring.Component):
         wiring.connect(m, writes.tlp, up.tlp)
         wiring.connect(m, writes.word, up.word)
         wiring.connect(m, up.mem_wr, flipped(self.mem_wr))
+        wiring.connect(m, up.marked, flipped(self.marked))
 
         wiring.connect(m, due.piece, down.piece)
         wiring.connect(m, flipped(self.mmio_in), down.mmio_in)

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import write_layout
 from rtl.host.common import TLP_LAYOUT, ceil_div, check_depth, checked_profile, chunk_layout
-from spec.host import COUNTER_BITS, MAX_READ_WORDS, WORD_BYTES
+from spec.host import COUNTER_BITS, MAX_READ_WORDS, TAG_BITS, WORD_BYTES, held_word_layout
 
 __all__ = ["UpScheduler", "UP_COUNTERS", "read_request_cycles"]
 
@@ -43,6 +43,9 @@ class UpScheduler(wiring.Component):
         The next whole posted-write TLP; taken in the cycle it starts.
     word : In(stream.Signature(write_layout(64, depth)))
         The write words, oldest first; all words of an offered TLP are present.
+    marked : Out(stream.Signature(TAG_BITS))
+        In the cycle a word with ``mark`` is written into host memory, its ``tag``
+        (no backpressure).
     mem_wr : Out(stream.Signature(write_layout(64, depth)))
         Host-memory writes; ``ready`` is ignored (the memory takes one every cycle).
     up_* counters, tag_wait_cycles : Out(32)
@@ -80,8 +83,9 @@ class UpScheduler(wiring.Component):
             "tag_free": In(1),
             "issue": Out(stream.Signature(lay, always_ready=True)),
             "tlp": In(stream.Signature(TLP_LAYOUT)),
-            "word": In(stream.Signature(wlay)),
+            "word": In(stream.Signature(held_word_layout(depth))),
             "mem_wr": Out(stream.Signature(wlay)),
+            "marked": Out(stream.Signature(TAG_BITS)),
         }
         sig.update({name: Out(COUNTER_BITS) for name in UP_COUNTERS})
         super().__init__(sig)
@@ -115,7 +119,11 @@ class UpScheduler(wiring.Component):
             self.tlp.ready.eq(start_write),
             self.word.ready.eq(start_write | (to_write != 0)),
             self.mem_wr.valid.eq(self.word.ready),
-            self.mem_wr.payload.eq(self.word.payload),
+            self.mem_wr.payload.addr.eq(self.word.payload.addr),
+            self.mem_wr.payload.data.eq(self.word.payload.data),
+            self.mem_wr.payload.be.eq(self.word.payload.be),
+            self.marked.valid.eq(self.word.ready & self.word.payload.mark),
+            self.marked.payload.eq(self.word.payload.tag),
         ]
         with m.If(start_read):
             m.d.sync += [left.eq(d_read - 1), last_read.eq(1)]

@@ -4,7 +4,6 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.common.latency_memory import write_layout
 from rtl.host.common import (
     TLP_LAYOUT,
     check_depth,
@@ -12,7 +11,7 @@ from rtl.host.common import (
     dword_bytes,
     wrap_next,
 )
-from spec.host import MAX_READ_WORDS, WORD_BYTES, wr_layout
+from spec.host import MAX_READ_WORDS, WORD_BYTES, held_word_layout, wr_layout
 
 __all__ = ["WriteBuffer", "tlp_word_limit"]
 
@@ -46,8 +45,9 @@ class WriteBuffer(wiring.Component):
         The oldest whole TLP (its words and payload bytes), offered from the cycle after
         its final word was accepted; ``valid`` is a function of a register. Taking it
         does not remove its words: those leave through ``word``.
-    word : Out(stream.Signature(write_layout(64, depth)))
-        The oldest word held (``addr``, ``data``, ``be``); ``valid`` while any is held.
+    word : Out(stream.Signature(held_word_layout(depth)))
+        The oldest word held (``addr``, ``data``, ``be``, ``mark``, ``tag``); ``valid``
+        while any is held.
         A transfer removes it.
     """
 
@@ -57,7 +57,7 @@ class WriteBuffer(wiring.Component):
         super().__init__({
             "wr": In(stream.Signature(wr_layout(depth))),
             "tlp": Out(stream.Signature(TLP_LAYOUT)),
-            "word": Out(stream.Signature(write_layout(WORD_BYTES, depth))),
+            "word": Out(stream.Signature(held_word_layout(depth))),
         })
 
     def elaborate(self, platform):
@@ -65,7 +65,7 @@ class WriteBuffer(wiring.Component):
         n = self.profile.wr_fifo_words
         limit = tlp_word_limit(self.profile)
         m.submodules.words = words = memory.Memory(
-            shape=write_layout(WORD_BYTES, self.depth), depth=n, init=[])
+            shape=held_word_layout(self.depth), depth=n, init=[])
         m.submodules.tlps = tlps = memory.Memory(shape=TLP_LAYOUT, depth=n, init=[])
         ww, wr_ = words.write_port(), words.read_port(domain="comb")
         tw, tr = tlps.write_port(), tlps.read_port(domain="comb")
@@ -82,6 +82,7 @@ class WriteBuffer(wiring.Component):
             accept.eq(self.wr.valid & self.wr.ready),
             ww.addr.eq(w_ptr), ww.en.eq(accept),
             ww.data.addr.eq(w.addr), ww.data.data.eq(w.data), ww.data.be.eq(w.be),
+            ww.data.mark.eq(w.mark), ww.data.tag.eq(w.tag),
             sum_words.eq(open_words + 1),
             sum_bytes.eq(open_bytes + dword_bytes(w.be)),
             close.eq(accept & (w.last | (sum_words == limit))),

@@ -5,13 +5,11 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import QPC_LAYOUT
-from rtl.params import check_int, reject
+from spec.checks import check_int, reject
+from spec.formats.roce import QPC_LAYOUT
+from spec.rdma_engine import CACHE_COUNTERS
 
-__all__ = ["ContextCache", "group_layout", "CACHE_COUNTERS"]
-
-#: Counters of the cache, in port order (``fills_max``: most fills outstanding at once).
-CACHE_COUNTERS = ("lookups", "misses", "writebacks", "fills_max")
+__all__ = ["ContextCache", "group_layout"]
 
 
 def group_layout(fields):

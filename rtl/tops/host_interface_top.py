@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.latency_memory import LatencyMemory
 from rtl.common.stall_pattern import StallPattern
 from rtl.host import HostInterface
-from rtl.params import check_int
-from rtl.sim.fabric_top import FabricTop
+from rtl.sim.harness_top import HarnessTop
+from spec.checks import check_int
 from spec.host import (
     COUNTER_BITS,
     HOST_COUNTERS,
@@ -20,7 +20,7 @@ from spec.host import (
 __all__ = ["HostInterfaceTop"]
 
 
-class HostInterfaceTop(FabricTop):
+class HostInterfaceTop(HarnessTop):
     """Players ``rd_req``, ``wr``, ``mmio_in`` -> :class:`HostInterface` -> recorders
     ``rd_data``, ``mmio``; the host memory is ``host_mem``, a ``LatencyMemory(64, depth, 1)``
     whose array ``host_mem.mem`` the testbench loads and dumps.

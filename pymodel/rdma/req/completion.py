@@ -3,7 +3,7 @@
 from collections import deque
 
 from pymodel.cycle import Staged
-from rtl.formats.roce import CqeStatus, Syndrome
+from spec.formats.roce import CqeStatus, Syndrome
 
 __all__ = ["CompletionUnitModel"]
 

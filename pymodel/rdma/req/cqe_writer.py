@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.req.cqe_writer.CqeWriter`."""
 
 from pymodel.rdma.fields import pack
-from rtl.formats.roce import CQE_LAYOUT, WqeOpcode
+from spec.formats.roce import CQE_LAYOUT, WqeOpcode
 
 __all__ = ["CqeWriterModel"]
 

@@ -1,8 +1,8 @@
 """Twin of :class:`rtl.rdma.req.doorbell_intake.DoorbellIntake`."""
 
 from pymodel.rdma.fields import unpack
-from rtl.formats.roce import WQE_LAYOUT
-from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET
+from spec.formats.roce import WQE_LAYOUT
+from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET
 
 __all__ = ["DoorbellIntakeModel"]
 

@@ -2,7 +2,7 @@
 (WriteFramer, IcrcInserter, FcsInserter)."""
 
 from pymodel.rdma.frames import Endpoint, write_frame
-from rtl.formats.roce import OpCode
+from spec.formats.roce import OpCode
 
 __all__ = ["FrameSenderModel", "frame_timing"]
 

@@ -1,6 +1,6 @@
 """Twins of :class:`rtl.rdma.req.host_ports.ReadArbiter` and ``WriteArbiter``."""
 
-from rtl.rdma.req.layouts import RD_FILL, RD_PAYLOAD, RD_WQE
+from spec.rdma_engine import RD_FILL, RD_PAYLOAD, RD_WQE
 
 __all__ = ["arbitrate_read", "arbitrate_write"]
 

@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.req.payload_fetch.PayloadFetch`."""
 
 from pymodel.cycle import Staged
-from rtl.formats.roce import OpCode
+from spec.formats.roce import OpCode
 
 __all__ = ["PayloadFetchModel"]
 

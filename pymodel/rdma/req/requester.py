@@ -15,7 +15,7 @@ from pymodel.rdma.req.payload_fetch import PayloadFetchModel
 from pymodel.rdma.req.qp_front import QpFrontModel
 from pymodel.rdma.req.sequencer import SequencerModel
 from pymodel.rdma.req.wqe_fetch import WqeFetchModel
-from rtl.formats.roce import (
+from spec.formats.roce import (
     ACK_HEADER,
     ETHERTYPE_IPV4,
     IP_PROTO_UDP,
@@ -23,10 +23,16 @@ from rtl.formats.roce import (
     OpCode,
     bswap,
 )
-from rtl.rdma.req.layouts import RD_FILL, RD_PAYLOAD, RD_WQE
-from rtl.rdma.req.requester import FIFO_DEPTHS, REQUESTER_COUNTERS, REQUESTER_DEFAULTS
-from rtl.rdma.req.sequencer import SEQ_GROUP
-from rtl.rdma.req.wqe_fetch import FETCH_GROUP
+from spec.rdma_engine import (
+    FETCH_GROUP,
+    FIFO_DEPTHS,
+    RD_FILL,
+    RD_PAYLOAD,
+    RD_WQE,
+    REQUESTER_COUNTERS,
+    REQUESTER_DEFAULTS,
+    SEQ_GROUP,
+)
 
 __all__ = ["RequesterModel", "ack_frame_ok"]
 

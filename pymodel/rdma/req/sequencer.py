@@ -2,8 +2,8 @@
 
 from pymodel.cycle import Staged
 from pymodel.rdma.fields import unpack
-from rtl.formats.roce import WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
-from rtl.rdma.req.sequencer import MAX_INLINE_WORDS
+from spec.formats.roce import WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.rdma_engine import MAX_INLINE_WORDS
 
 __all__ = ["SequencerModel"]
 

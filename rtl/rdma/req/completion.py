@@ -5,18 +5,13 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import CqeStatus, Syndrome
-from rtl.params import check_int
 from rtl.rdma.ack_receiver import ack_event_layout
 from rtl.rdma.req.layouts import cqe_req_layout, record_layout, resend_layout
+from spec.checks import check_int
+from spec.formats.roce import CqeStatus, Syndrome
+from spec.rdma_engine import COMPLETION_COUNTERS, RETRY_LIMIT_RANGE
 
-__all__ = ["CompletionUnit", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE"]
-
-#: Counters of the completion unit, in port order.
-COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "retired",
-                       "records_max")
-#: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
-RETRY_LIMIT_RANGE = (0, 7)
+__all__ = ["CompletionUnit"]
 
 
 def _stored_layout():

@@ -4,27 +4,13 @@ from amaranth import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import WQE_LAYOUT
 from rtl.rdma.req.layouts import item_layout
+from spec.formats.roce import WQE_LAYOUT
+from spec.host import mmio_layout
+from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET
 
-__all__ = ["DoorbellIntake", "mmio_word_layout", "DOORBELL_OFFSET", "BLUEFLAME_OFFSET",
-           "INTAKE_COUNTERS"]
+__all__ = ["DoorbellIntake"]
 
-#: Register offset of the doorbell: one 8-byte write of ``qpn`` (bytes 0-2) and the send
-#: queue's new tail ``sq_tail`` (bytes 3-4), the producer index of the next WQE slot.
-DOORBELL_OFFSET = 0x0000
-#: Register offset of the WQE-by-MMIO buffer: the host writes a whole WQE (its header
-#: word, then its inline data words), which also rings the doorbell for it. mlx5 puts
-#: its BlueFlame buffer at this offset of the doorbell page (rdma-core,
-#: providers/mlx5: ``MLX5_BF_OFFSET``).
-BLUEFLAME_OFFSET = 0x0800
-#: Counters of the intake, in port order.
-INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped")
-
-
-def mmio_word_layout():
-    """One word of a host posted write, as the host interface delivers it."""
-    return data.StructLayout({"addr": 16, "nbytes": 13, "data": 512, "first": 1, "last": 1})
 
 
 class DoorbellIntake(wiring.Component):
@@ -32,7 +18,7 @@ class DoorbellIntake(wiring.Component):
 
     Ports
     -----
-    mmio : In(stream.Signature(mmio_word_layout()))
+    mmio : In(stream.Signature(mmio_layout()))
         The host's writes, one word per transfer.
     item : Out(stream.Signature(item_layout()))
         A doorbell ``{qpn, sq_tail, bf=0}``, or for a WQE by MMIO ``{wqe.qpn,
@@ -50,7 +36,7 @@ class DoorbellIntake(wiring.Component):
     a WQE's later words need ``bf``); words to other offsets are taken and dropped.
     """
 
-    mmio: In(stream.Signature(mmio_word_layout()))
+    mmio: In(stream.Signature(mmio_layout()))
     item: Out(stream.Signature(item_layout()))
     bf: Out(stream.Signature(512))
     doorbells: Out(32)

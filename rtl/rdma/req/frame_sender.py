@@ -5,11 +5,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.packet import packet_signature
-from rtl.formats.roce import QPC_LAYOUT
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.req.layouts import record_layout, seg_layout
 from rtl.rdma.write_framer import WriteFramer
+from spec.formats.packet import packet_signature
+from spec.formats.roce import QPC_LAYOUT
 
 __all__ = ["FrameSender"]
 

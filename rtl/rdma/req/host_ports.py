@@ -4,26 +4,11 @@ from amaranth import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.req.layouts import RD_FILL, RD_PAYLOAD, RD_WQE, read_layout, write_layout_req
+from rtl.rdma.req.layouts import read_layout, write_layout_req
+from spec.host import rd_req_layout, wr_layout
+from spec.rdma_engine import RD_FILL, RD_PAYLOAD, RD_WQE
 
-__all__ = ["ReadArbiter", "WriteArbiter", "hi_read_layout", "hi_data_layout",
-           "hi_write_layout"]
-
-
-def hi_read_layout(depth):
-    """A read request of the host interface (its ``rd_req``)."""
-    return data.StructLayout({"addr": range(depth), "words": range(1, 65), "id": 8})
-
-
-def hi_data_layout():
-    """A read data word of the host interface (its ``rd_data``)."""
-    return data.StructLayout({"data": 512, "id": 8, "last": 1})
-
-
-def hi_write_layout(depth):
-    """A posted write word to the host interface (its ``wr``)."""
-    return data.StructLayout({"addr": range(depth), "data": 512, "be": 64, "last": 1,
-                              "mark": 1, "tag": 24})
+__all__ = ["ReadArbiter", "WriteArbiter"]
 
 
 class ReadArbiter(wiring.Component):
@@ -35,7 +20,7 @@ class ReadArbiter(wiring.Component):
         Context fills (one word each), from the cache's FIFO; ``id`` ``RD_FILL``.
     wqe, pay : In(stream.Signature(read_layout(depth)))
         WQE reads (``RD_WQE``) and payload reads (``RD_PAYLOAD``), from FIFOs.
-    o : Out(stream.Signature(hi_read_layout(depth)))
+    o : Out(stream.Signature(rd_req_layout(depth)))
         To the host interface.
 
     Timing: combinational; fixed priority fill, then WQE, then payload (a fill holds
@@ -49,7 +34,7 @@ class ReadArbiter(wiring.Component):
             "fill": In(stream.Signature(range(depth))),
             "wqe": In(stream.Signature(read_layout(depth))),
             "pay": In(stream.Signature(read_layout(depth))),
-            "o": Out(stream.Signature(hi_read_layout(depth))),
+            "o": Out(stream.Signature(rd_req_layout(depth))),
         })
 
     def elaborate(self, platform):
@@ -78,7 +63,7 @@ class WriteArbiter(wiring.Component):
         Context write-backs, from the cache's FIFO.
     cqe : In(stream.Signature(write_layout_req(depth)))
         CQE writes, from the CQE writer's FIFO.
-    o : Out(stream.Signature(hi_write_layout(depth)))
+    o : Out(stream.Signature(wr_layout(depth)))
         To the host interface (whole words, ``last`` on each).
 
     Timing: combinational; fixed priority write-backs, then CQEs.
@@ -90,7 +75,7 @@ class WriteArbiter(wiring.Component):
             "wb": In(stream.Signature(data.StructLayout({"addr": range(depth),
                                                          "data": 512}))),
             "cqe": In(stream.Signature(write_layout_req(depth))),
-            "o": Out(stream.Signature(hi_write_layout(depth))),
+            "o": Out(stream.Signature(wr_layout(depth))),
         })
 
     def elaborate(self, platform):

@@ -6,16 +6,14 @@ the same field names. ``entry`` is a QP-context cache entry (up to 256 entries).
 
 from amaranth.lib import data
 
-from rtl.formats.roce import OpCode
+from spec.formats.roce import OpCode
 
-__all__ = ["ENTRY_BITS", "RD_FILL", "RD_WQE", "RD_PAYLOAD", "item_layout", "fetch_layout",
+__all__ = ["ENTRY_BITS", "item_layout", "fetch_layout",
            "resend_layout", "batch_layout", "job_layout", "seg_layout", "record_layout",
            "cqe_req_layout", "read_layout", "write_layout_req"]
 
 #: Bits of a cache entry number.
 ENTRY_BITS = 8
-#: Read client ids (the ``id`` of the host interface's reads).
-RD_FILL, RD_WQE, RD_PAYLOAD = 0, 1, 2
 
 _REC = {"wr_id": 64, "sq_index": 16, "first_psn": 24, "msg_length": 32, "signalled": 1,
         "resend": 1, "last_of_item": 1, "null": 1}

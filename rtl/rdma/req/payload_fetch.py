@@ -4,9 +4,9 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import OpCode
-from rtl.params import check_int
 from rtl.rdma.req.layouts import job_layout, read_layout, seg_layout
+from spec.checks import check_int
+from spec.formats.roce import OpCode
 
 __all__ = ["PayloadFetch"]
 

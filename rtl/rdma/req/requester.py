@@ -5,25 +5,14 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import packet_signature
-from rtl.params import check_int
 from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
-from rtl.rdma.context_cache import CACHE_COUNTERS, ContextCache
-from rtl.rdma.req.completion import COMPLETION_COUNTERS, CompletionUnit
+from rtl.rdma.context_cache import ContextCache
+from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
-from rtl.rdma.req.doorbell_intake import INTAKE_COUNTERS, DoorbellIntake, mmio_word_layout
+from rtl.rdma.req.doorbell_intake import DoorbellIntake
 from rtl.rdma.req.frame_sender import FrameSender
-from rtl.rdma.req.host_ports import (
-    ReadArbiter,
-    WriteArbiter,
-    hi_data_layout,
-    hi_read_layout,
-    hi_write_layout,
-)
+from rtl.rdma.req.host_ports import ReadArbiter, WriteArbiter
 from rtl.rdma.req.layouts import (
-    RD_FILL,
-    RD_PAYLOAD,
-    RD_WQE,
     batch_layout,
     cqe_req_layout,
     fetch_layout,
@@ -37,31 +26,27 @@ from rtl.rdma.req.layouts import (
 )
 from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
-from rtl.rdma.req.sequencer import SEQ_GROUP, Sequencer
-from rtl.rdma.req.wqe_fetch import FETCH_GROUP, WqeFetch
+from rtl.rdma.req.sequencer import Sequencer
+from rtl.rdma.req.wqe_fetch import WqeFetch
+from spec.checks import check_int
+from spec.formats.packet import packet_signature
+from spec.host import mmio_layout, rd_data_layout, rd_req_layout, wr_layout
+from spec.rdma_engine import (
+    CACHE_COUNTERS,
+    COMPLETION_COUNTERS,
+    FETCH_GROUP,
+    FIFO_DEPTHS,
+    INTAKE_COUNTERS,
+    RD_FILL,
+    RD_PAYLOAD,
+    RD_WQE,
+    REQUESTER_COUNTERS,
+    REQUESTER_DEFAULTS,
+    SEQ_GROUP,
+    TIMEOUT_RANGE,
+)
 
-__all__ = ["Requester", "REQUESTER_COUNTERS", "REQUESTER_DEFAULTS", "FIFO_DEPTHS"]
-
-#: Counters of the requester, in port order.
-REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
-                      + ("wqe_reads", "wqes", "wqe_words_max", "sequenced",
-                         "payload_reads", "payload_words_max", "frames", "retransmissions")
-                      + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
-                                               "ack_lost"))
-
-#: Default sizes. ``wqe_words``/``payload_words``: the fetched-WQE and payload FIFOs, in
-#: 64-byte words: with PCIe reads of about 560 cycles and a message every 4 to 6
-#: cycles, about 100 to 140 messages are being fetched at once (Little's law), so 256
-#: WQE words and 512 payload words (two words per 128-byte message) keep the pipeline
-#: from waiting for room. ``records``: messages sent and not yet acknowledged, all QPs.
-REQUESTER_DEFAULTS = dict(prefetch=16, wqe_words=256, payload_words=512, records=256,
-                          timeout=4096, retry_limit=7, ack_queue=64)
-
-#: Depths of the small FIFOs between stages.
-FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=16, jobs=16, inline=16,
-                   segs=16, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
-                   wr_cqe=4)
-
+__all__ = ["Requester"]
 
 class Requester(wiring.Component):
     """Post, send, complete and recover RDMA WRITEs, one stage per component.
@@ -77,9 +62,9 @@ class Requester(wiring.Component):
           i -> AckReceiver -> events -> CompletionUnit (windows, timers) -+-> resend
                                              | CQEs -> CqeWriter -> WriteArbiter -> wr
 
-    Every arrow between stages is a SyncFIFO (:data:`FIFO_DEPTHS`); read data from the
-    host interface is routed by its ``id`` into the cache (fills), the WQE FIFO or the
-    payload FIFO. See each stage's docstring for its contract and timing, and
+    Every arrow between stages is a SyncFIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`);
+    read data from the host interface is routed by its ``id`` into the cache (fills),
+    the WQE FIFO or the payload FIFO. See each stage's docstring for its contract and timing, and
     docs/rdma.md for the whole.
 
     Parameters
@@ -89,14 +74,15 @@ class Requester(wiring.Component):
     depth : int
         Host-memory words.
     prefetch, wqe_words, payload_words, records, timeout, retry_limit, ack_queue : int
-        See :data:`REQUESTER_DEFAULTS`; ``timeout`` is the default transport timeout in
-        cycles (64 to 2**24 - 1) when the run-time port ``ack_timeout`` is 0,
+        See :data:`spec.rdma_engine.REQUESTER_DEFAULTS`; ``timeout`` is the default
+        transport timeout in cycles (64 to 2**24 - 1) when the run-time port
+        ``ack_timeout`` is 0,
         ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
         counted as ``ack_lost``).
 
     Ports
     -----
-    mmio : In(stream.Signature(mmio_word_layout()))
+    mmio : In(stream.Signature(mmio_layout()))
         The host's MMIO writes (doorbells, WQEs by MMIO), from the host interface.
     rd_req, rd_data, wr :
         The host interface's device-side ports.
@@ -111,7 +97,7 @@ class Requester(wiring.Component):
     serial : In(1)
         One message at a time: the front takes an item only when nothing is in flight.
     <counter> : Out(32)
-        :data:`REQUESTER_COUNTERS`.
+        :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, **params):
@@ -119,7 +105,7 @@ class Requester(wiring.Component):
         if unknown:
             raise ValueError(f"unknown Requester parameter(s): {sorted(unknown)}")
         p = dict(REQUESTER_DEFAULTS, **params)
-        check_int(self, "transport timeout (cycles)", p["timeout"], 64, (1 << 24) - 1)
+        check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
         check_int(self, "ACK queue depth", p["ack_queue"], 2, 1024)
         self.p, self.depth = p, depth
         self.cache = ContextCache(cache_entries, depth,
@@ -131,10 +117,10 @@ class Requester(wiring.Component):
         self.sender = FrameSender(cache_entries, p["payload_words"])
         self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"])
         ports = {
-            "mmio": In(stream.Signature(mmio_word_layout())),
-            "rd_req": Out(stream.Signature(hi_read_layout(depth))),
-            "rd_data": In(stream.Signature(hi_data_layout())),
-            "wr": Out(stream.Signature(hi_write_layout(depth))),
+            "mmio": In(stream.Signature(mmio_layout())),
+            "rd_req": Out(stream.Signature(rd_req_layout(depth))),
+            "rd_data": In(stream.Signature(rd_data_layout())),
+            "wr": Out(stream.Signature(wr_layout(depth))),
             "o": Out(packet_signature(64)), "i": In(packet_signature(64)),
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),

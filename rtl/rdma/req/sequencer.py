@@ -4,17 +4,12 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import QPC_LAYOUT, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
 from rtl.rdma.context_cache import group_layout
 from rtl.rdma.req.layouts import batch_layout, job_layout
+from spec.formats.roce import QPC_LAYOUT, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.rdma_engine import MAX_INLINE_WORDS, SEQ_GROUP
 
-__all__ = ["Sequencer", "SEQ_GROUP", "MAX_INLINE_WORDS"]
-
-#: The context fields this stage owns: the next PSN and the ACK-coalescing counts.
-SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames")
-#: Most inline payload words a WQE may carry (a WQE is at most 4 words, 256 bytes, the
-#: size of mlx5's BlueFlame buffer: rdma-core providers/mlx5, ``bf->buf_size``).
-MAX_INLINE_WORDS = 3
+__all__ = ["Sequencer"]
 
 
 class Sequencer(wiring.Component):

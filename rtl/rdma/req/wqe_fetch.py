@@ -4,17 +4,13 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import QPC_LAYOUT
-from rtl.params import check_int
 from rtl.rdma.context_cache import group_layout
 from rtl.rdma.req.layouts import batch_layout, fetch_layout, read_layout, resend_layout
+from spec.checks import check_int
+from spec.formats.roce import QPC_LAYOUT
+from spec.rdma_engine import FETCH_GROUP, MAX_PREFETCH
 
-__all__ = ["WqeFetch", "FETCH_GROUP", "MAX_PREFETCH"]
-
-#: The context field this stage owns: the next send-queue slot to fetch (consumer index).
-FETCH_GROUP = ("sq_head",)
-#: Most WQEs one read fetches (the ``prefetch`` parameter's upper bound).
-MAX_PREFETCH = 16
+__all__ = ["WqeFetch"]
 
 
 class WqeFetch(wiring.Component):

@@ -1,0 +1,76 @@
+"""The pipelined RDMA engine's definitions: register offsets, context field groups,
+read ids, sizes, defaults and counter names.
+
+Imported by the RTL stages (:mod:`rtl.rdma.req`, :mod:`rtl.rdma.resp`), their twins
+(:mod:`pymodel.rdma.req`, :mod:`pymodel.rdma.resp`) and the testbenches. Wire and host
+formats: :mod:`spec.formats.roce`; the frames' sizes and the links: :mod:`spec.rdma`.
+Times are in cycles of the 1 GHz clock (one cycle is 1 ns).
+"""
+
+__all__ = [
+    "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
+    "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
+    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
+    "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS",
+]
+
+# -- Host interface use -----------------------------------------------------------------
+
+#: Register offset of the doorbell: one 8-byte write of ``qpn`` (bytes 0-2) and the send
+#: queue's new tail ``sq_tail`` (bytes 3-4), the producer index of the next WQE slot.
+DOORBELL_OFFSET = 0x0000
+#: Register offset of the WQE-by-MMIO buffer: the host writes a whole WQE (its header
+#: word, then its inline data words), which also rings the doorbell for it.
+#: Ref: rdma-core, providers/mlx5 (``MLX5_BF_OFFSET``): mlx5's BlueFlame buffer is at
+#: this offset of the doorbell page.
+BLUEFLAME_OFFSET = 0x0800
+#: Read ids (the ``id`` of the host interface's reads): context fills, WQE reads,
+#: payload reads.
+RD_FILL, RD_WQE, RD_PAYLOAD = 0, 1, 2
+
+# -- Stages ---------------------------------------------------------------------------------
+
+#: Counters of the doorbell intake, in port order.
+INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped")
+#: Counters of a context cache, in port order (``fills_max``: most fills outstanding).
+CACHE_COUNTERS = ("lookups", "misses", "writebacks", "fills_max")
+#: The context field the WQE fetch stage owns: the next send-queue slot to fetch.
+FETCH_GROUP = ("sq_head",)
+#: Most WQEs one WQE read fetches (the ``prefetch`` parameter's upper bound; the issue's
+#: default prefetch depth).
+MAX_PREFETCH = 16
+#: The context fields the sequencer owns: the next PSN and the ACK-coalescing counts.
+SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames")
+#: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
+#: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.
+MAX_INLINE_WORDS = 3
+#: Counters of the completion unit, in port order.
+COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "retired",
+                       "records_max")
+#: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
+RETRY_LIMIT_RANGE = (0, 7)
+#: Accepted transport timeouts (cycles).
+TIMEOUT_RANGE = (64, (1 << 24) - 1)
+
+# -- The requester ----------------------------------------------------------------------------
+
+#: Default sizes and settings. ``wqe_words``/``payload_words``: the fetched-WQE and
+#: payload FIFOs, in 64-byte words: with PCIe reads of about 560 cycles and a message
+#: every 4 to 6 cycles, about 100 to 140 messages are being fetched at once (Little's
+#: law), so 256 WQE words and 512 payload words (two per 128-byte message) keep the
+#: pipeline from waiting for room. ``records``: messages sent and not yet acknowledged,
+#: all QPs. ``timeout``: the transport timeout in cycles (4.1 us), well above a round
+#: trip of the largest frame with a context miss at the responder over PCIe.
+#: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
+REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
+                          records=256, timeout=4096, retry_limit=7, ack_queue=64)
+#: Depths of the small FIFOs between the requester's stages.
+FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=16, jobs=16, inline=16,
+                   segs=16, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
+                   wr_cqe=4)
+#: Counters of the requester, in port order.
+REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
+                      + ("wqe_reads", "wqes", "wqe_words_max", "sequenced",
+                         "payload_reads", "payload_words_max", "frames", "retransmissions")
+                      + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
+                                               "ack_lost"))
