@@ -11,7 +11,8 @@ __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
-    "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS",
+    "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
+    "ACK_COALESCE", "LADDER",
 ]
 
 # -- Host interface use -----------------------------------------------------------------
@@ -74,3 +75,32 @@ REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
                                                "ack_lost"))
+
+# -- Optimisations and the headline ladder ------------------------------------------------
+
+#: What the host and the engine do per message, and their defaults (no optimisation):
+#: ``serial`` (1: one message in flight at a time, the engine's front waits until
+#: everything is done), ``ring_every`` (doorbell batching: one doorbell per that many WQEs
+#: of a QP), ``bf`` (each WQE written by MMIO into the BlueFlame buffer, which rings for
+#: it: no WQE read), ``inline`` (the payload carried in the WQE: no payload read; the
+#: send queue's slots grow to 256 bytes), ``signal_every`` (one signalled WQE, with a
+#: CQE, per that many; the last WQE of a run is always signalled), ``ack_every`` and
+#: ``ack_frames`` (ACK coalescing: AckReq on the last frame of every n-th message, or
+#: after m frames; 0 and 1: every message).
+RUNG_KNOBS = dict(serial=0, ring_every=1, bf=0, inline=0, signal_every=1, ack_every=1,
+                  ack_frames=0)
+#: ACK coalescing of the ladder's last rung: AckReq on every 16th message, and at least
+#: every 64 frames (Linux rxe asks for an ACK at least every 64 packets; the issue's
+#: figure).
+ACK_COALESCE = dict(ack_every=16, ack_frames=64)
+#: The optimisation ladder of the ``make sim`` headline: each rung adds one optimisation
+#: that real RNICs use. Unsignalled: one CQE per 64 WQEs (UCX's default for its RC
+#: transports). Doorbell batching: 16 WQEs per doorbell.
+LADDER = (
+    ("sequential", dict(serial=1)),
+    ("pipelined", dict()),
+    ("+doorbell batching 16", dict(ring_every=16)),
+    ("+WQE by MMIO, inline", dict(bf=1, inline=1)),
+    ("+unsignalled 1/64", dict(bf=1, inline=1, signal_every=64)),
+    ("+ACK coalescing", dict(bf=1, inline=1, signal_every=64, **ACK_COALESCE)),
+)

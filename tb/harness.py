@@ -47,9 +47,12 @@ class Harness:
     def set(self, name, value):
         self.port(name).value = int(value)
 
-    def load_player(self, name, items, stall=(1, 0)):
-        """Preload a player with flat ``items`` and its ``(seed, rate)`` valid stalls."""
+    def load_player(self, name, items, stall=(1, 0), release=None):
+        """Preload a player with flat ``items``, its ``(seed, rate)`` valid stalls and,
+        for a timed player, the cycle from which each item may be offered."""
         load_memory(getattr(self.dut, name).items, items)
+        if release is not None:
+            load_memory(getattr(self.dut, name).release, release)
         self.set(f"{name}_count", len(items))
         self.set(f"{name}_stall_seed", stall[0])
         self.set(f"{name}_stall_rate", stall[1])

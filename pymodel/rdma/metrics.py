@@ -1,8 +1,12 @@
-"""Reduce one run (RTL records or model predictions, same shapes) to SPEC.md metrics.
+"""Reduce one run of the RDMA top (RTL records or model predictions, same shapes) to the
+metrics of SPEC.md, per message.
 
-``ctrl_bytes`` counts a doorbell as :data:`spec.rdma.DOORBELL_BYTES` and a WQE, a CQE
-and a QP-context fill or write-back as one host word
-(:data:`spec.formats.roce.HOST_WORD_BYTES`).
+Timing comes from the top's stamps: the cycle the host interface took the first word of
+the MMIO write that announced a message (its doorbell, or its WQE by MMIO), the cycle
+the last payload word of a message reached host memory B (``written``, one per message
+in order per QP) and the cycle each CQE reached host memory A (``completed``, one per
+signalled message in order per QP; an unsignalled message is complete when the next CQE
+of its QP is written, as the host learns it then).
 """
 
 import statistics
@@ -11,37 +15,116 @@ from pymodel.rdma.frames import ETH_OVERHEAD
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.rdma import DOORBELL_BYTES
 
-__all__ = ["summarize"]
+__all__ = ["summarize", "per_message", "host_tlps", "inflight_bits", "RECORD_BITS"]
+
+#: Bits of one window record (the completion unit's stored layout and its link).
+RECORD_BITS = 24 + 24 + 24 + 64 + 16 + 32 + 1 + 8
+#: Bits the host interface keeps per outstanding read request (its due-queue entry:
+#: word address, words, id, a 32-bit due cycle).
+READ_BITS = 32 + 7 + 8 + 32
 
 
-def summarize(messages, doorbells, written, completed, frames_ab, frames_ba, req, resp):
-    """Per-message metrics.
+def per_message(messages, write_starts, stamps, written, completed, qpn_b_of):
+    """``(latency, completion)`` lists, one per message, in posting order.
 
-    ``doorbells``: doorbell accept cycles; ``written``/``completed``: cycles of the
-    remote write of the last byte and of the CQE write, in message order; ``frames_*``:
-    frames with FCS on each link; ``req``/``resp``: the counters of both engines.
+    ``messages``: the :class:`pymodel.rdma.verbs.Message` list; ``write_starts``: the
+    index of each MMIO write's first word among the MMIO words; ``stamps``: the cycle
+    each MMIO word was taken; ``written``/``completed``: ``(cycle, tag)`` lists (tag the
+    responder's QPN / the requester's QPN); ``qpn_b_of``: requester QPN -> responder QPN.
     """
-    lat = [w - d for w, d in zip(written, doorbells, strict=True)]
-    comp = [c - d for c, d in zip(completed, doorbells, strict=True)]
-    gaps = [b - a for a, b in zip(doorbells, doorbells[1:], strict=False)]
-    wire = sum(len(f) + ETH_OVERHEAD for f in frames_ab) \
-        + sum(len(f) + ETH_OVERHEAD for f in frames_ba)
+    wq, cq = {}, {}
+    for cycle, tag in written:
+        wq.setdefault(tag, []).append(cycle)
+    for cycle, tag in completed:
+        cq.setdefault(tag, []).append(cycle)
+    lat, comp = [], []
+    wpos, cpos, pend = {}, {}, {}
+    for m in messages:
+        accept = stamps[write_starts[m.announce]]
+        b = qpn_b_of[m.qpn]
+        i = wpos.get(b, 0)
+        wpos[b] = i + 1
+        lat.append(wq[b][i] - accept if i < len(wq.get(b, ())) else None)
+        pend.setdefault(m.qpn, []).append((len(comp), accept))
+        comp.append(None)
+        if m.signalled:
+            j = cpos.get(m.qpn, 0)
+            cpos[m.qpn] = j + 1
+            if j < len(cq.get(m.qpn, ())):
+                for k, acc in pend[m.qpn]:
+                    comp[k] = cq[m.qpn][j] - acc
+            pend[m.qpn] = []
+    return lat, comp
+
+
+def host_tlps(host_a, host_b):
+    """TLPs of both host interfaces by kind."""
+    return {"read_req": host_a["up_rd_tlps"] + host_b["up_rd_tlps"],
+            "write": host_a["up_wr_tlps"] + host_b["up_wr_tlps"],
+            "completion": host_a["dn_cpl_tlps"] + host_b["dn_cpl_tlps"],
+            "mmio": host_a["dn_mmio_tlps"] + host_b["dn_mmio_tlps"]}
+
+
+def inflight_bits(req, resp, host_a, host_b):
+    """The state held in flight, from high-water marks: outstanding reads (both host
+    interfaces), window records, prefetched WQE words, payload words held or reserved,
+    context fills (both caches), and the responder's receive buffers."""
+    return (READ_BITS * (host_a["tags_max"] + host_b["tags_max"])
+            + RECORD_BITS * req["records_max"]
+            + 8 * HOST_WORD_BYTES * (req["wqe_words_max"] + req["payload_words_max"]
+                                     + req["fills_max"] + resp.get("fills_max", 0)
+                                     + resp.get("rx_beats_max", 0)))
+
+
+def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b):
+    """Per-message metrics of a run of ``messages`` messages.
+
+    ``lat``/``comp``: per-message latency and completion (:func:`per_message`);
+    ``wire_ab``/``wire_ba``: the frames (bytes with FCS) on each link; the counters of
+    the requester, the responder and both host interfaces.
+    """
+    n = messages
+    good_lat = [x for x in lat if x is not None]
+    good_comp = [x for x in comp if x is not None]
+    wire = sum(len(f) + ETH_OVERHEAD for f in wire_ab) \
+        + sum(len(f) + ETH_OVERHEAD for f in wire_ba)
     ops = {
-        "doorbells": req["doorbells"], "wqe_reads": req["wqe_reads"],
+        "doorbells": req["doorbells"] + req["bf_writes"],
+        "wqe_reads": req["wqe_reads"],
+        "cqe_writes": req["cqe_writes"],
         "ctx_lookups": req["lookups"] + resp["lookups"],
         "ctx_misses": req["misses"] + resp["misses"],
         "ctx_writebacks": req["writebacks"] + resp["writebacks"],
         "acks_sent": resp["acks"], "acks_received": req["acks"],
-        "cqe_writes": req["cqe_writes"],
-        "credit_updates": 0,             # no link-level credits on the RoCEv2 path
+        "credit_updates": 0,
     }
-    ctrl_bytes = DOORBELL_BYTES * ops["doorbells"] + HOST_WORD_BYTES * (
-        ops["wqe_reads"] + ops["cqe_writes"] + ops["ctx_misses"] + ops["ctx_writebacks"])
+    ctrl_bytes = (DOORBELL_BYTES * req["doorbells"]
+                  + HOST_WORD_BYTES * (req["bf_writes"] + req["wqes"] + req["cqe_writes"]
+                                       + ops["ctx_misses"] + ops["ctx_writebacks"]))
+    host_bytes = sum(h[f"{d}_{k}_bytes"] for h in (host_a, host_b) for d in ("up", "dn")
+                     for k in ("payload", "overhead"))
     return {
-        "latency_cycles": statistics.median(lat) if lat else None,
-        "completion_cycles": statistics.median(comp) if comp else None,
-        "ii_cycles": statistics.median(gaps) if gaps else None,
-        "wire_bytes": wire / messages,
-        "ctrl_ops": {k: v / messages for k, v in ops.items()},
-        "ctrl_bytes": ctrl_bytes / messages,
+        "latency_cycles": statistics.median(good_lat) if good_lat else None,
+        "completion_cycles": statistics.median(good_comp) if good_comp else None,
+        "wire_bytes": wire / n,
+        "ctrl_ops": {k: v / n for k, v in ops.items()},
+        "ctrl_bytes": ctrl_bytes / n,
+        "host_bytes": host_bytes / n,
+        "host_tlps": {k: v / n for k, v in host_tlps(host_a, host_b).items()},
+        "inflight_bits": inflight_bits(req, resp, host_a, host_b),
     }
+
+
+def steady_ii(written_cycles):
+    """Median gap between consecutive remote writes (messages back to back)."""
+    gaps = [b - a for a, b in zip(written_cycles, written_cycles[1:], strict=False)]
+    return statistics.median(gaps) if gaps else None
+
+
+def host_util(host_a, host_b, messages, ii):
+    """The busier direction's busy fraction in the steady state: its busy cycles per
+    message over the cycles per message."""
+    if not ii:
+        return None
+    busiest = max(h[f"{d}_busy_cycles"] for h in (host_a, host_b) for d in ("up", "dn"))
+    return min(1.0, busiest / messages / ii)

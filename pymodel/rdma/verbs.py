@@ -1,23 +1,35 @@
 """A host-driver model of the RDMA engine, like a small verbs library.
 
 It never touches the simulator cycle by cycle: ``create_qp``, ``reg_mr`` and
-``post_write`` build the host-memory images (QP contexts, send queues, payload
-buffers, the CQ) and the MR table, ``ring`` queues a doorbell write for the doorbell
-player, and ``poll_cq`` reads CQEs out of a dumped memory image. The testbench loads the
-images in bulk before reset (:func:`tb.harness.load_image`); the golden model takes
-them as they are.
+``post_write`` build the host-memory images (QP contexts, send queues with their WQEs
+and inline data, payload buffers, the CQ) and the MR table; ``ring`` (a doorbell) and
+``blueflame`` (a WQE written by MMIO, which rings for it) append the host's MMIO writes,
+as the words the host interface's ``mmio_in`` takes, each write with the cycle from
+which the host may issue it. ``poll_cq`` reads CQEs out of a dumped memory image. The
+testbench loads the images and the MMIO player in bulk before reset; the golden model
+takes them as they are.
 """
 
 import dataclasses
 
-from pymodel.rdma.engine import Config
 from pymodel.rdma.fields import pack, unpack
-from spec.formats.roce import CQE_LAYOUT, MR_LAYOUT, QPC_LAYOUT, WQE_LAYOUT, WqeOpcode
+from spec.formats.roce import (
+    CQE_LAYOUT,
+    HOST_WORD_BYTES,
+    MR_LAYOUT,
+    QPC_LAYOUT,
+    WQE_INLINE,
+    WQE_LAYOUT,
+    WQE_SIGNALLED,
+    WqeOpcode,
+)
+from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MAX_INLINE_WORDS
 
-__all__ = ["Verbs", "QpPair", "MAC_A", "MAC_B", "IP_A", "IP_B"]
+__all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B"]
 
 MAC_A, MAC_B = 0x02_00_00_00_00_0A, 0x02_00_00_00_00_0B
 IP_A, IP_B = 0x0A_00_00_01, 0x0A_00_00_02
+_W = HOST_WORD_BYTES
 
 
 @dataclasses.dataclass
@@ -27,77 +39,154 @@ class QpPair:
     qpn_b: int
     sq_base: int
     sq_log2: int
+    stride_log2: int
     tail: int = 0
+    pending: list = dataclasses.field(default_factory=list)   # messages not yet rung
 
 
-class _Heap:
-    """A bump allocator of 64-byte words in one host memory."""
-
-    def __init__(self, start, depth):
-        self.next, self.depth = start, depth
-
-    def alloc(self, words):
-        base = self.next
-        self.next += words
-        if self.next > self.depth:
-            raise ValueError(f"host memory of {self.depth} words is full")
-        return base
+@dataclasses.dataclass
+class Message:
+    """One posted WRITE: its QP, send-queue index, flags, and the MMIO write (index in
+    :attr:`Verbs.writes`) that announced it to the engine."""
+    qpn: int
+    sq_index: int
+    length: int
+    raddr: int
+    signalled: bool
+    inline: bool
+    announce: int = -1
 
 
 class Verbs:
-    """Both nodes' host images for one scenario (requester A, responder B)."""
+    """Both nodes' host images for one scenario (requester A, responder B).
 
-    def __init__(self, cfg: Config, max_qps=4096, cq_log2=10):
-        self.cfg = cfg
-        cfg.qpc_base_a = cfg.qpc_base_b = 0
+    Parameters
+    ----------
+    depth : int
+        Host-memory words of each node.
+    mr_entries : int
+        Entries of node B's MR table.
+    max_qps : int
+        QP numbers below this have a context slot (the table starts at word 0).
+    cq_log2 : int
+        The CQ holds ``2**cq_log2`` CQEs.
+    """
+
+    def __init__(self, depth=1 << 14, mr_entries=16, max_qps=4096, cq_log2=10):
+        self.depth, self.mr_entries, self.cq_log2 = depth, mr_entries, cq_log2
+        self.qpc_base_a = self.qpc_base_b = 0
         self.mem_a, self.mem_b = {}, {}
-        self.heap_a = _Heap(max_qps, cfg.depth)
-        self.heap_b = _Heap(max_qps, cfg.depth)
-        cfg.cq_log2 = cq_log2
-        cfg.cq_base = self.heap_a.alloc(1 << cq_log2)
-        self.mr_table = [0] * cfg.mr_entries
-        self.doorbells = []
+        self._next_a, self._next_b = max_qps, max_qps
+        self.cq_base = self._alloc_a(1 << cq_log2)
+        self.mr_table = [0] * mr_entries
+        self.writes = []             # MMIO writes: (release cycle, [words])
         self.qps = {}
-        self.cq_next = 0
+        self.messages = []           # every WRITE posted, in posting order
         self.posted = []             # (raddr, payload) of every WRITE posted, in order
         self.mrs = []                # (base byte address, bytes) of every MR registered
+        self.cq_next = 0
 
-    def create_qp(self, qpn_a, qpn_b, sq_log2=0, pmtu_log2=12, psn_a=0, psn_b=0):
-        """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS."""
-        sq_base = self.heap_a.alloc(1 << sq_log2)
-        self.mem_a[self.cfg.qpc_base_a + qpn_a] = pack(
+    def _alloc_a(self, words):
+        base, self._next_a = self._next_a, self._next_a + words
+        if self._next_a > self.depth:
+            raise ValueError(f"host memory A of {self.depth} words is full")
+        return base
+
+    def _alloc_b(self, words):
+        base, self._next_b = self._next_b, self._next_b + words
+        if self._next_b > self.depth:
+            raise ValueError(f"host memory B of {self.depth} words is full")
+        return base
+
+    def create_qp(self, qpn_a, qpn_b, sq_log2=0, pmtu_log2=12, psn_a=0, psn_b=0,
+                  stride_log2=0):
+        """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS; its
+        send queue has ``2**sq_log2`` slots of ``2**stride_log2`` words."""
+        sq_base = self._alloc_a((1 << sq_log2) << stride_log2)
+        self.mem_a[self.qpc_base_a + qpn_a] = pack(
             QPC_LAYOUT, valid=1, pmtu_log2=pmtu_log2, dest_qp=qpn_b, next_psn=psn_a,
-            sq_size_log2=sq_log2, sq_base=sq_base, dmac=MAC_B, smac=MAC_A, dip=IP_B,
-            sip=IP_A)
-        self.mem_b[self.cfg.qpc_base_b + qpn_b] = pack(
+            sq_size_log2=sq_log2, sq_stride_log2=stride_log2, sq_base=sq_base, dmac=MAC_B,
+            smac=MAC_A, dip=IP_B, sip=IP_A)
+        self.mem_b[self.qpc_base_b + qpn_b] = pack(
             QPC_LAYOUT, valid=1, pmtu_log2=pmtu_log2, dest_qp=qpn_a, expected_psn=psn_b,
             dmac=MAC_A, smac=MAC_B, dip=IP_A, sip=IP_B)
-        qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2)
+        qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, stride_log2)
         return qp
 
     def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5):
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``."""
-        base = self.heap_b.alloc(-(-nbytes // 64)) * 64
+        base = self._alloc_b(-(-nbytes // _W)) * _W
         self.mrs.append((base, nbytes))
         rkey = key_tag << 8 | index
-        self.mr_table[index % self.cfg.mr_entries] = pack(
+        self.mr_table[index % self.mr_entries] = pack(
             MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
             length=nbytes)
         return base, rkey
 
-    def post_write(self, qp, payload, raddr, rkey, wr_id):
-        """Copy ``payload`` into a fresh local buffer and post an RDMA WRITE WQE."""
-        words = -(-len(payload) // 64)
-        laddr = self.heap_a.alloc(words) * 64
-        padded = payload + bytes(64 * words - len(payload))
-        for k in range(words):
-            self.mem_a[laddr // 64 + k] = int.from_bytes(padded[64 * k:64 * k + 64], "little")
-        slot = qp.tail & ((1 << qp.sq_log2) - 1)
-        self.mem_a[qp.sq_base + slot] = pack(
-            WQE_LAYOUT, wr_id=wr_id, opcode=WqeOpcode.RDMA_WRITE, length=len(payload),
-            laddr=laddr, raddr=raddr, rkey=rkey)
+    def post_write(self, qp, payload, raddr, rkey, wr_id, signalled=True, inline=False):
+        """Post an RDMA WRITE of ``payload``: copied into a fresh local buffer, or carried
+        in the WQE itself (``inline``: at most ``MAX_INLINE_WORDS`` words, and the send
+        queue's slots must hold them). Returns the :class:`Message`."""
+        words = -(-len(payload) // _W)
+        padded = payload + bytes(_W * words - len(payload))
+        data = [int.from_bytes(padded[_W * k:_W * k + _W], "little") for k in range(words)]
+        if inline:
+            if words > min(MAX_INLINE_WORDS, (1 << qp.stride_log2) - 1):
+                raise ValueError(f"inline payload of {len(payload)} bytes does not fit a "
+                                 f"WQE slot of {_W << qp.stride_log2} bytes")
+            laddr = 0
+        else:
+            laddr = self._alloc_a(words) * _W
+            for k, word in enumerate(data):
+                self.mem_a[laddr // _W + k] = word
+        flags = (WQE_SIGNALLED if signalled else 0) | (WQE_INLINE if inline else 0)
+        slot = (qp.tail & ((1 << qp.sq_log2) - 1)) << qp.stride_log2
+        wqe = [pack(WQE_LAYOUT, wr_id=wr_id, opcode=WqeOpcode.RDMA_WRITE, flags=flags,
+                    sq_index=qp.tail, length=len(payload), laddr=laddr, raddr=raddr,
+                    rkey=rkey, qpn=qp.qpn_a)] + (data if inline else [])
+        for k, word in enumerate(wqe):
+            self.mem_a[qp.sq_base + slot + k] = word
+        msg = Message(qp.qpn_a, qp.tail, len(payload), raddr, signalled, inline)
+        msg.wqe = wqe
         qp.tail = (qp.tail + 1) & 0xFFFF
+        qp.pending.append(msg)
+        self.messages.append(msg)
         self.posted.append((raddr, bytes(payload)))
+        return msg
+
+    def ring(self, qp, release=0):
+        """The doorbell (an 8-byte MMIO write): the send queue's new tail. It announces
+        the QP's messages posted since its last doorbell."""
+        word = dict(addr=DOORBELL_OFFSET, nbytes=8, data=qp.qpn_a | qp.tail << 24, first=1,
+                    last=1)
+        self._announce(qp, release, [word])
+
+    def blueflame(self, qp, release=0):
+        """Write the QP's last posted WQE by MMIO (header and inline words), which rings
+        for it; exactly one message may be pending."""
+        if len(qp.pending) != 1:
+            raise ValueError(f"a WQE by MMIO announces one message; QP {qp.qpn_a} has "
+                             f"{len(qp.pending)} pending")
+        wqe = qp.pending[0].wqe
+        words = [dict(addr=BLUEFLAME_OFFSET, nbytes=_W * len(wqe), data=w, first=int(k == 0),
+                      last=int(k == len(wqe) - 1)) for k, w in enumerate(wqe)]
+        self._announce(qp, release, words)
+
+    def _announce(self, qp, release, words):
+        for msg in qp.pending:
+            msg.announce = len(self.writes)
+        qp.pending = []
+        self.writes.append((release, words))
+
+    def mmio_items(self):
+        """The MMIO player's items and release cycles: every word of every write, the
+        later words of a write released at once (a write is never paused)."""
+        items, release = [], []
+        for rel, words in self.writes:
+            for k, w in enumerate(words):
+                items.append(w)
+                release.append(rel if k == 0 else 0)
+        return items, release
 
     def expected_mr_bytes(self, landed=None):
         """``{MR base: bytes}``: what node B's registered buffers must hold once every
@@ -115,16 +204,12 @@ class Verbs:
             out[base] = bytes(buf)
         return out
 
-    def ring(self, qp):
-        """The MMIO doorbell write: the send queue's new tail."""
-        self.doorbells.append((qp.qpn_a, qp.tail))
-
     def poll_cq(self, mem_a_words, count):
         """The next ``count`` CQEs whose owner bit says they are new (as dicts)."""
         out = []
+        size = 1 << self.cq_log2
         for _ in range(count):
-            size = 1 << self.cfg.cq_log2
-            word = mem_a_words.get(self.cfg.cq_base + self.cq_next % size, 0)
+            word = mem_a_words.get(self.cq_base + self.cq_next % size, 0)
             cqe = unpack(CQE_LAYOUT, word)
             if cqe["owner"] != 1 ^ ((self.cq_next // size) & 1):
                 break

@@ -5,46 +5,68 @@ import random
 import zlib
 
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
-from pymodel.rdma.engine import Config
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
 from spec.formats.roce import OpCode
+from spec.rdma_engine import RUNG_KNOBS
 
 __all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
            "seed_dropping_only"]
 
 
-def writes_scenario(cfg: Config, messages, sizes, qps, pmtu_log2=12, seed=1, ring_every=1):
-    """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``;
-    one WQE per message and a doorbell after every ``ring_every`` WQEs of a QP (and
-    after its last one)."""
+def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
+                    mr_entries=16, spacing=0, **knobs):
+    """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
+
+    ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
+    batching ``ring_every``, WQEs by MMIO ``bf``, ``inline`` payloads, one signalled WQE
+    per ``signal_every``; the engine's side, ``serial`` and ACK coalescing, are run-time
+    ports the caller sets). A QP's doorbell rings after every ``ring_every`` of its WQEs
+    and after its last one; with ``bf`` each WQE is written by MMIO. ``spacing``: each
+    MMIO write is released that many cycles after the previous one (0: all at once, the
+    host as fast as the engine takes them). Returns the :class:`Verbs`.
+    """
+    k = dict(RUNG_KNOBS, **knobs)
+    unknown = set(knobs) - set(RUNG_KNOBS)
+    if unknown:
+        raise ValueError(f"unknown optimisation knob(s): {sorted(unknown)}")
     rng = random.Random(seed)
     per_qp = -(-messages // qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
-    v = Verbs(cfg)
+    stride = 2 if k["inline"] else 0
+    v = Verbs(depth=depth, mr_entries=mr_entries)
     pairs = [v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
-                         psn_a=(q * 977) & 0xFFFFFF, psn_b=(q * 977) & 0xFFFFFF)
+                         psn_a=(q * 977) & 0xFFFFFF, psn_b=(q * 977) & 0xFFFFFF,
+                         stride_log2=stride)
              for q in range(qps)]
-    total = sum(sizes[k % len(sizes)] for k in range(messages))
+    total = sum(sizes[j % len(sizes)] for j in range(messages))
     raddr, rkey = v.reg_mr(total + 64 * messages, index=3)
     cursor = raddr
     posted = [0] * qps
-    for k in range(messages):
-        n = sizes[k % len(sizes)]
-        qp = pairs[k % qps]
-        v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + k)
-        posted[k % qps] += 1
-        if posted[k % qps] % ring_every == 0 or k + qps >= messages:
-            v.ring(qp)
+    release = 0
+    for j in range(messages):
+        n = sizes[j % len(sizes)]
+        qp = pairs[j % qps]
+        last = j + qps >= messages
+        signalled = last or (j // qps) % k["signal_every"] == k["signal_every"] - 1
+        v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + j,
+                     signalled=signalled, inline=bool(k["inline"]))
+        posted[j % qps] += 1
+        if k["bf"]:
+            v.blueflame(qp, release)
+            release += spacing
+        elif posted[j % qps] % k["ring_every"] == 0 or last:
+            v.ring(qp, release)
+            release += spacing
         cursor += -(-n // 64) * 64
     return v
 
 
-def bad_frames_scenario(cfg: Config, seed=2):
+def bad_frames_scenario(seed=2, depth=1 << 14, mr_entries=16):
     """Good and bad frames played straight onto the A->B link: returns ``(verbs, frames,
     reasons)``, the expected responder counter per frame."""
     rng = random.Random(seed)
-    v = Verbs(cfg)
+    v = Verbs(depth=depth, mr_entries=mr_entries)
     v.create_qp(1, 5, psn_a=100, psn_b=100)
     raddr, rkey = v.reg_mr(4096, index=2)
     ro_addr, ro_key = v.reg_mr(256, index=4, remote_write=False)
@@ -81,7 +103,8 @@ def bad_frames_scenario(cfg: Config, seed=2):
     return v, frames, reasons
 
 
-def overflow_scenario(cfg: Config, seed=3, small=24, large=24, qps=4, tail=4):
+def overflow_scenario(seed=3, small=24, large=24, qps=4, tail=4, depth=1 << 14,
+                      mr_entries=16):
     """Frames played back to back onto the A->B link, faster than the responder takes
     them: ``(verbs, frames, None)``.
 
@@ -94,7 +117,7 @@ def overflow_scenario(cfg: Config, seed=3, small=24, large=24, qps=4, tail=4):
     silence). Every frame has its own target bytes, so a dropped frame leaves them zero.
     """
     rng = random.Random(seed)
-    v = Verbs(cfg)
+    v = Verbs(depth=depth, mr_entries=mr_entries)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
     only = OpCode.RC_RDMA_WRITE_ONLY
     v.create_qp(1, 5, psn_a=100, psn_b=100)

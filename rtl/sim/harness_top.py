@@ -16,7 +16,8 @@ class HarnessTop(wiring.Component):
     Parameters
     ----------
     players : dict
-        ``name -> (shape, depth)``: a :class:`StreamPlayer` instance ``name`` whose
+        ``name -> (shape, depth)`` or ``(shape, depth, timed)``: a :class:`StreamPlayer`
+        instance ``name`` (with a ``release`` memory if ``timed``) whose
         ``count``, ``stall_seed`` and ``stall_rate`` are the top ports ``name_count``,
         ``name_stall_seed``, ``name_stall_rate``, and whose ``done`` is ``name_done``.
     recorders : dict
@@ -35,7 +36,7 @@ class HarnessTop(wiring.Component):
         self._players = dict(players or {})
         self._recorders = dict(recorders or {})
         sig = {"now": Out(32)}
-        for name, (_, depth) in self._players.items():
+        for name, (_, depth, *_) in self._players.items():
             sig[f"{name}_count"] = In(range(depth + 1))
             sig[f"{name}_stall_seed"] = In(16)
             sig[f"{name}_stall_rate"] = In(8)
@@ -58,8 +59,8 @@ class HarnessTop(wiring.Component):
         m = Module()
         m.d.sync += self.now.eq(self.now + 1)
         players, recorders = {}, {}
-        for name, (shape, depth) in self._players.items():
-            p = players[name] = StreamPlayer(shape, depth)
+        for name, (shape, depth, *opts) in self._players.items():
+            p = players[name] = StreamPlayer(shape, depth, timed=bool(opts and opts[0]))
             m.submodules[name] = p
             m.d.comb += [
                 p.count.eq(getattr(self, f"{name}_count")),

@@ -18,12 +18,15 @@ class StreamPlayer(wiring.Component):
         Payload shape of the driven stream.
     depth : int
         Items the player can hold.
+    timed : bool
+        With a memory ``release`` of a 32-bit cycle per item: item ``k`` is offered only
+        from cycle ``release[k]`` on (open-loop arrivals, issuer costs, spaced requests).
 
     Ports
     -----
     o : Out(stream.Signature(shape))
-        ``valid`` while items remain, the stall pattern says go and reset is released
-        (nothing is offered during reset); ``payload`` is ``items[index]``. On a transfer
+        ``valid`` while items remain, the stall pattern says go, the item's release cycle
+        has come (``timed``) and reset is released (nothing is offered during reset); ``payload`` is ``items[index]``. On a transfer
         the index advances.
     count : In(range(depth + 1))
         Items to play; hold constant from reset.
@@ -34,11 +37,12 @@ class StreamPlayer(wiring.Component):
     done : Out(1)
         All ``count`` items have been transferred.
 
-    The testbench writes ``items`` (and reads ``stamps``) through VPI in bulk.
+    The testbench writes ``items`` and ``release`` (and reads ``stamps``) through VPI in
+    bulk.
     """
 
-    def __init__(self, shape, depth):
-        self.shape, self.depth = shape, depth
+    def __init__(self, shape, depth, timed=False):
+        self.shape, self.depth, self.timed = shape, depth, bool(timed)
         super().__init__({
             "o": Out(stream.Signature(shape)),
             "count": In(range(depth + 1)),
@@ -56,12 +60,18 @@ class StreamPlayer(wiring.Component):
         rp = items.read_port(domain="comb")
         wp = stamps.write_port()
         index = Signal(range(self.depth + 1))
+        due = Signal(init=1)
+        if self.timed:
+            m.submodules.release = release = memory.Memory(shape=32, depth=self.depth,
+                                                           init=[])
+            rel = release.read_port(domain="comb")
+            m.d.comb += [rel.addr.eq(index), due.eq(self.now >= rel.data)]
         m.d.comb += [
             pattern.seed.eq(self.stall_seed),
             pattern.rate.eq(self.stall_rate),
             rp.addr.eq(index),
             self.o.payload.eq(rp.data),
-            self.o.valid.eq((index < self.count) & ~pattern.stall & ~ResetSignal()),
+            self.o.valid.eq((index < self.count) & due & ~pattern.stall & ~ResetSignal()),
             self.done.eq(index >= self.count),
             wp.addr.eq(index),
             wp.data.eq(self.now),

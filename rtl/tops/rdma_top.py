@@ -1,85 +1,86 @@
-"""Co-simulation top of design 2: a requester node and a responder node, linked."""
+"""Co-simulation top of design 2: a requester node and a responder node, each behind a
+host interface, linked both ways."""
 
 from amaranth import Mux, ResetSignal, Signal
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
-from rtl.rdma.requester import Requester
-from rtl.rdma.responder import Responder
+from rtl.host.host_interface import HostInterface
+from rtl.rdma.req.requester import Requester
+from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import SETTINGS as LINK_SETTINGS
 from spec.formats.packet import packet_layout
-from spec.rdma import (
-    DEFAULTS,
-    LINK_FIFO_BEATS,
-    LINK_FRAME_BEATS,
-    LINKS,
+from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
+from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS, LINKS
+from spec.rdma_engine import (
     REQUESTER_COUNTERS,
+    REQUESTER_DEFAULTS,
     RESPONDER_COUNTERS,
+    RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
     TIMEOUT_RANGE,
-    doorbell_layout,
+    TOP_DEFAULTS,
 )
 
 __all__ = ["RdmaTop"]
 
 
 class RdmaTop(HarnessTop):
-    """Node A (requester + host memory A) -> link -> node B (responder + host memory B),
-    and the reverse link for ACKs.
+    """Node A (host interface A, host memory A, requester) -> link -> node B (responder,
+    host interface B, host memory B), and the reverse link for ACKs.
 
-    Players: ``db_writes`` (MMIO doorbell writes into node A), ``inject`` (raw beats
-    sent on the A->B link instead of node A's frames while ``inject_select`` is high:
-    used to play bad frames). Recorders: ``wire_ab`` and ``wire_ba`` (every beat put on
-    each link, stamped with its cycle), ``written`` (QPN, in the cycle node B writes the
-    last payload word of a message), ``completed`` (QPN, in the cycle node A writes a
-    CQE). Host memories ``mem_a`` and ``mem_b`` (their ``mem`` arrays are loaded and
-    dumped by the testbench), node B's MR table ``responder.mr_table``.
+    Players: ``mmio`` (the host CPU's MMIO writes into node A, through host interface A:
+    doorbells and WQEs by MMIO; a timed player, so each write can wait for its release
+    cycle), ``inject`` (raw beats sent on the A->B link instead of node A's frames while
+    ``inject_select`` is high: bad frames). Recorders: ``wire_ab``/``wire_ba`` (every
+    beat put on each link, with its cycle), ``written`` (the responder's QPN, in the
+    cycle the last payload word of a message reaches host memory B), ``completed`` (the
+    requester's QPN, in the cycle a CQE reaches host memory A). Host memories ``mem_a``
+    and ``mem_b`` (their ``mem`` arrays are loaded and dumped by the testbench), node B's
+    MR table ``responder.mr_table``. The MMIO player's stamps are the cycles the host
+    interface took each word (a doorbell's accept cycle).
 
-    Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (``link_ab``, ``link_ba``;
-    frame buffer :data:`spec.rdma.LINK_FRAME_BEATS`, FIFO
-    :data:`spec.rdma.LINK_FIFO_BEATS`). Their setting ports are exported as
-    ``ab_<setting>`` and ``ba_<setting>`` (``ab_seed``, ``ab_drop_rate``,
-    ``ab_drop_burst``, ..., see ``docs/faults.md``), their counters and flags as
-    ``ab_<counter>``/``ba_<counter>`` (``ab_dropped``, ``ba_overflow``, ...). Parameters
-    and their defaults: :data:`spec.rdma.DEFAULTS`; counters ``req_<name>`` and
-    ``resp_<name>``: :data:`spec.rdma.REQUESTER_COUNTERS`,
-    :data:`spec.rdma.RESPONDER_COUNTERS`.
-    With every rate 0 (the reset value of the ports if the testbench leaves them) each
-    link is a plain ``Link`` of ``link_latency`` cycles.
+    Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (settings ``ab_*`` and
+    ``ba_*``, counters and flags likewise; all rates 0 is a plain link of
+    ``link_latency`` cycles). Host interfaces: ``host`` names the profile of both
+    (:data:`spec.host.PROFILES`); their counters are ports ``hia_<name>`` and
+    ``hib_<name>``.
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
-    ``cq_log2``, ``ack_timeout`` (the requester's transport timeout in cycles; 0, the
-    default of the testbench, selects the ``timeout`` parameter), the link settings;
-    counters ``req_*`` and ``resp_*``. Recorders must run without
-    backpressure (links cannot stall). The links take the engines' frames every cycle
-    out of reset; ``ready`` is driven as ``~rst`` rather than a constant 1 because Icarus
-    never evaluates an ``always @*`` block whose inputs never change, and the FCS
-    inserters' ``i.ready`` would stay X.
+    ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
+    ``ack_frames``, ``serial`` (see :class:`rtl.rdma.req.requester.Requester`), the link
+    settings; counters ``req_*`` and ``resp_*``. Recorders must run without
+    backpressure. The links take the engines' frames every cycle out of reset; ``ready``
+    is driven as ``~rst`` (Icarus never evaluates an ``always @*`` whose inputs never
+    change).
     """
 
     def __init__(self, **params):
-        unknown = set(params) - set(DEFAULTS)
+        unknown = set(params) - set(TOP_DEFAULTS)
         if unknown:
             reject(self, f"unknown RdmaTop parameter(s): {sorted(unknown)}")
-        p = dict(DEFAULTS, **params)
-        for name in ("doorbells", "inject", "wire_beats", "events"):
-            check_int(self, f"{name} (player/recorder depth)", p[name], 1, 1 << 16)
-        check_int(self, "host-memory read latency (cycles)", p["mem_latency"], 1, 64)
+        p = dict(TOP_DEFAULTS, **params)
+        for name in ("mmio", "inject", "wire_beats", "events"):
+            check_int(self, f"{name} (player/recorder depth)", p[name], 1, 1 << 17)
         check_int(self, "link latency (cycles)", p["link_latency"], 1, 1024)
         check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
         check_int(self, "retry limit", p["retry_limit"], *RETRY_LIMIT_RANGE)
+        if p["host"] not in PROFILES:
+            reject(self, f"host profile must be one of {sorted(PROFILES)}, "
+                         f"not {p['host']!r}")
         self.p = p
         depth = p["depth"]
         ports = {
             "inject_select": In(1),
             "qpc_base_a": In(range(depth)), "qpc_base_b": In(range(depth)),
             "cq_base": In(range(depth)), "cq_log2": In(5),
-            "ack_timeout": In(24),
+            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "serial": In(1),
         }
         for link in LINKS:
             ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
@@ -87,46 +88,51 @@ class RdmaTop(HarnessTop):
             ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
         ports.update({f"req_{n}": Out(32) for n in REQUESTER_COUNTERS})
         ports.update({f"resp_{n}": Out(32) for n in RESPONDER_COUNTERS})
+        for node in ("hia", "hib"):
+            ports.update({f"{node}_{n}": Out(32) for n in HOST_COUNTERS})
         beat = packet_layout(64)
         super().__init__(
-            players={"db_writes": (doorbell_layout(), p["doorbells"]),
+            players={"mmio": (mmio_layout(), p["mmio"], True),
                      "inject": (beat, p["inject"])},
             recorders={"wire_ab": (beat, p["wire_beats"]), "wire_ba": (beat, p["wire_beats"]),
-                       "written": (24, p["events"]), "completed": (24, p["events"])},
+                       "written": (TAG_BITS, p["events"]),
+                       "completed": (TAG_BITS, p["events"])},
             ports=ports)
 
     def elaborate_design(self, m, players, recorders):
         p, depth = self.p, self.p["depth"]
-        self.mem_a = LatencyMemory(64, depth, p["mem_latency"])
-        self.mem_b = LatencyMemory(64, depth, p["mem_latency"])
-        self.requester = req = Requester(p["cache_entries"], depth, p["timeout"],
-                                         p["retry_limit"])
-        self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"])
+        profile = PROFILES[p["host"]]
+        self.mem_a = LatencyMemory(64, depth, 1)
+        self.mem_b = LatencyMemory(64, depth, 1)
+        self.hi_a = HostInterface(profile, depth)
+        self.hi_b = HostInterface(profile, depth)
+        self.requester = req = Requester(p["cache_entries"], depth, **{
+            k: p[k] for k in REQUESTER_DEFAULTS})
+        self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"], **{
+            k: p[k] for k in RESPONDER_DEFAULTS})
         self.link_ab = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
         self.link_ba = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
-        m.submodules.mem_a = mem_a = self.mem_a
-        m.submodules.mem_b = mem_b = self.mem_b
-        m.submodules.requester = req
-        m.submodules.responder = resp
-        m.submodules.link_ab = link_ab = self.link_ab
-        m.submodules.link_ba = link_ba = self.link_ba
-        db, inj = players["db_writes"].o, players["inject"].o
+        for name in ("mem_a", "mem_b", "hi_a", "hi_b", "requester", "responder", "link_ab",
+                     "link_ba"):
+            m.submodules[name] = getattr(self, name)
+        hi_a, hi_b, link_ab, link_ba = self.hi_a, self.hi_b, self.link_ab, self.link_ba
+        mmio, inj = players["mmio"].o, players["inject"].o
         sel = self.inject_select
-        # Link inputs, X-clean for Icarus: an engine's ``o.valid`` stays X until its first
-        # frame (a combinational block whose inputs never change is never evaluated), and
-        # a FaultyLink decides on ``valid & first``. Written as an ``if`` that also reads
-        # the reset, so that it runs when reset falls and reads X as false.
+        # Link inputs, X-clean for Icarus (see the class docstring).
         ab_valid, ba_valid = Signal(), Signal()
         with m.If(Mux(sel, inj.valid, req.o.valid) & ~ResetSignal()):
             m.d.comb += ab_valid.eq(1)
         with m.If(resp.o.valid & ~ResetSignal()):
             m.d.comb += ba_valid.eq(1)
         m.d.comb += [
-            req.doorbell.valid.eq(db.valid), req.doorbell.payload.eq(db.payload),
-            db.ready.eq(req.doorbell.ready),
+            hi_a.mmio_in.valid.eq(mmio.valid), hi_a.mmio_in.payload.eq(mmio.payload),
+            mmio.ready.eq(hi_a.mmio_in.ready),
+            req.mmio.valid.eq(hi_a.mmio.valid), req.mmio.payload.eq(hi_a.mmio.payload),
+            hi_a.mmio.ready.eq(req.mmio.ready),
             req.qpc_base.eq(self.qpc_base_a), resp.qpc_base.eq(self.qpc_base_b),
             req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
-            req.ack_timeout.eq(self.ack_timeout),
+            req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
+            req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
             # A -> B
             req.o.ready.eq(~ResetSignal()), inj.ready.eq(sel),
             link_ab.i.valid.eq(ab_valid),
@@ -139,20 +145,26 @@ class RdmaTop(HarnessTop):
             req.i.valid.eq(link_ba.o.valid), req.i.payload.eq(link_ba.o.payload),
             link_ba.o.ready.eq(1),
         ]
-        for node, mem in ((req, mem_a), (resp, mem_b)):
+        for node, hi, mem in ((req, hi_a, self.mem_a), (resp, hi_b, self.mem_b)):
             m.d.comb += [
-                mem.rd_addr.valid.eq(node.rd_addr.valid),
-                mem.rd_addr.payload.eq(node.rd_addr.payload),
-                node.rd_data.valid.eq(mem.rd_data.valid),
-                node.rd_data.payload.eq(mem.rd_data.payload),
-                mem.wr.valid.eq(node.wr.valid), mem.wr.payload.eq(node.wr.payload),
+                hi.rd_req.valid.eq(node.rd_req.valid), hi.rd_req.payload.eq(node.rd_req.payload),
+                node.rd_req.ready.eq(hi.rd_req.ready),
+                node.rd_data.valid.eq(hi.rd_data.valid),
+                node.rd_data.payload.eq(hi.rd_data.payload),
+                hi.wr.valid.eq(node.wr.valid), hi.wr.payload.eq(node.wr.payload),
+                node.wr.ready.eq(hi.wr.ready),
+                mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
+                mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
+                hi.mem_rd_data.valid.eq(mem.rd_data.valid),
+                hi.mem_rd_data.payload.eq(mem.rd_data.payload),
+                mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
             ]
         for name, link in (("wire_ab", link_ab), ("wire_ba", link_ba)):
             m.d.comb += [recorders[name].i.valid.eq(link.i.valid),
                          recorders[name].i.payload.eq(link.i.payload)]
-        for name, src in (("written", resp.written), ("completed", req.completed)):
-            m.d.comb += [recorders[name].i.valid.eq(src.valid),
-                         recorders[name].i.payload.eq(src.payload)]
+        for name, hi in (("written", hi_b), ("completed", hi_a)):
+            m.d.comb += [recorders[name].i.valid.eq(hi.marked.valid),
+                         recorders[name].i.payload.eq(hi.marked.payload)]
         for prefix, link in (("ab", link_ab), ("ba", link_ba)):
             for n in LINK_SETTINGS:
                 m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
@@ -162,3 +174,6 @@ class RdmaTop(HarnessTop):
             m.d.comb += getattr(self, f"req_{n}").eq(getattr(req, n))
         for n in RESPONDER_COUNTERS:
             m.d.comb += getattr(self, f"resp_{n}").eq(getattr(resp, n))
+        for prefix, hi in (("hia", hi_a), ("hib", hi_b)):
+            for n in HOST_COUNTERS:
+                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(hi, n))

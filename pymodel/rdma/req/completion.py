@@ -33,7 +33,6 @@ class CompletionUnitModel:
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
         self.used = False
-        self.scan = 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
                           records_max=0)
         self.trace = []
@@ -59,8 +58,7 @@ class CompletionUnitModel:
     def step(self, c, adm_total, timeout):
         """Cycle ``c``; ``adm_total`` is the front's count of items taken."""
         state = self.state.value
-        sp = self.scan
-        self.scan = (self.scan + 1) % self.n
+        sp = c % self.n                     # the scan pointer counts every cycle
         # 1. walk
         if state == 2:
             if self.walk_left == 0:

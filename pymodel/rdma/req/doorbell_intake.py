@@ -14,6 +14,16 @@ class DoorbellIntakeModel:
         self.items, self.bf = items, bf
         self.count = dict(doorbells=0, bf_writes=0, mmio_dropped=0)
 
+    def would_take(self, word):
+        """Whether ``word`` (offered this cycle) is taken: ``mmio.ready``."""
+        if word is None:
+            return False
+        if word["addr"] == DOORBELL_OFFSET:
+            return self.items.can_write()
+        if word["addr"] == BLUEFLAME_OFFSET:
+            return self.bf.can_write() and (not word["first"] or self.items.can_write())
+        return True
+
     def step(self, word):
         """``word`` is the MMIO word offered this cycle (a dict) or None; returns
         whether it is taken."""

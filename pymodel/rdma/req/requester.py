@@ -106,6 +106,10 @@ class RequesterModel:
         return (arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], False),
                 arbitrate_write(f["wr_wb"], f["wr_cqe"], False))
 
+    def mmio_ready(self, word):
+        """``mmio.ready`` for the word the host interface offers this cycle."""
+        return self.intake.would_take(word)
+
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
         f = self.fifos
         cfg = self.cfg

@@ -1,0 +1,187 @@
+"""Cycle-exact golden model of :class:`rtl.tops.rdma_top.RdmaTop`, stepped per cycle.
+
+Node A: the host's MMIO writes (a timed player), host interface A with host memory A,
+the requester. Node B: the responder, host interface B with host memory B. Two links
+(A->B carries the WRITEs, B->A the ACKs), each a fault-injecting link. Every part is
+the twin of its RTL block (``pymodel.host``, ``pymodel.rdma.req``, ``pymodel.rdma.resp``,
+``pymodel.rdma.links``); this module only connects them, as the top does, and records
+what the top's recorders record.
+"""
+
+import dataclasses
+
+from pymodel.fabric.faulty_link import FaultSettings
+from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.rdma.links import LinkStream
+from pymodel.rdma.req.requester import RequesterModel
+from pymodel.rdma.resp.responder import ResponderModel
+from pymodel.stall import stall_pattern
+from spec.host import PROFILES
+from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
+from spec.rdma_engine import REQUESTER_DEFAULTS
+
+__all__ = ["Config", "simulate", "beats_of"]
+
+
+def beats_of(nbytes):
+    return -(-nbytes // 64)
+
+
+@dataclasses.dataclass
+class Config:
+    """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`)."""
+    cache_entries: int = 16
+    depth: int = 1 << 14
+    host: str = "pcie"
+    link_latency: int = 6
+    mr_entries: int = 16
+    prefetch: int = REQUESTER_DEFAULTS["prefetch"]
+    wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
+    payload_words: int = REQUESTER_DEFAULTS["payload_words"]
+    records: int = REQUESTER_DEFAULTS["records"]
+    timeout: int = REQUESTER_DEFAULTS["timeout"]
+    retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
+    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
+    qpc_base_a: int = 0
+    qpc_base_b: int = 0
+    cq_base: int = 0
+    cq_log2: int = 10
+    ack_every: int = 1
+    ack_frames: int = 0
+    serial: int = 0
+    faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
+    faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
+
+    @property
+    def profile(self):
+        try:
+            return PROFILES[self.host]
+        except KeyError:
+            raise ValueError(f"host profile must be one of {sorted(PROFILES)}, "
+                             f"not {self.host!r}") from None
+
+
+class _Beats:
+    """Beats scheduled to arrive at a receiver, by cycle, and the frames they end."""
+
+    def __init__(self):
+        self.beats, self.frames = {}, {}
+
+    def add(self, cycles, frame):
+        for k, c in enumerate(cycles):
+            start = 64 * k
+            chunk = frame[start:start + 64]
+            if c in self.beats:
+                raise AssertionError(f"two beats arrive in cycle {c}")
+            self.beats[c] = dict(data=int.from_bytes(chunk, "little"), nbytes=len(chunk),
+                                 first=int(k == 0), last=int(start + 64 >= len(frame)))
+        self.frames[cycles[-1]] = frame
+
+    def pop(self, c):
+        return self.beats.pop(c, None), self.frames.pop(c, None)
+
+    def pending(self):
+        return bool(self.beats)
+
+    def next(self):
+        return min(self.beats) if self.beats else None
+
+
+def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall=(1, 0),
+             limit=1 << 26, progress=None):
+    """Run the model until everything is quiet.
+
+    ``mem_a``/``mem_b``: initial host memories (``{word: int}``); ``mr_table``: node B's
+    MR entries; ``mmio``/``release``: the MMIO player's words and release cycles;
+    ``inject``: frames played on the A->B link instead of node A's (then ``mmio`` should
+    be empty). Returns what the top's recorders and counters hold: ``wire_ab``/``wire_ba``
+    (``(beat cycles, frame)``), ``mmio_stamps`` (the cycle each MMIO word was taken),
+    ``written`` and ``completed`` (``(cycle, tag)``), the counters of both engines, both
+    host interfaces and both links, and both host memories.
+    """
+    p = cfg.profile
+    hi_a = HostInterfaceModel(p, cfg.depth, mem_a)
+    hi_b = HostInterfaceModel(p, cfg.depth, mem_b)
+    links = {"ab": LinkStream(cfg.link_latency, cfg.faults_ab, LINK_FRAME_BEATS,
+                              LINK_FIFO_BEATS),
+             "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
+                              LINK_FIFO_BEATS)}
+    to_b, to_a = _Beats(), _Beats()
+    wire_ab, wire_ba = [], []
+
+    def send_ab(first_cycle, frame):
+        cycles = list(range(first_cycle, first_cycle + beats_of(len(frame))))
+        wire_ab.append((cycles, frame))
+        for arrived, fr in links["ab"].send(cycles, frame):
+            to_b.add(arrived, fr)
+
+    def send_ba(first_cycle, frame):
+        cycles = list(range(first_cycle, first_cycle + beats_of(len(frame))))
+        wire_ba.append((cycles, frame))
+        for arrived, fr in links["ba"].send(cycles, frame):
+            to_a.add(arrived, fr)
+
+    req = RequesterModel(cfg, send_ab)
+    resp = ResponderModel(cfg, mr_table, send_ba)
+
+    # Injected frames: one beat per cycle the player is not stalled, from cycle 0.
+    if inject:
+        total = sum(beats_of(len(f)) for f in inject)
+        stalls = stall_pattern(inject_stall[0], inject_stall[1], 8 * total + 64)
+        go = [c for c in range(len(stalls)) if not stalls[c]]
+        k = 0
+        for fr in inject:
+            n = beats_of(len(fr))
+            cycles = go[k:k + n]
+            wire_ab.append((cycles, fr))
+            for arrived, f2 in links["ab"].send(cycles, fr):
+                to_b.add(arrived, f2)
+            k += n
+
+    stamps, written, completed = [], [], []
+    k = 0
+    c = 0
+    quiet = 0
+    while True:
+        if c > limit:
+            raise RuntimeError(f"the model ran past {limit} cycles")
+        # The host's MMIO player.
+        word = mmio[k] if k < len(mmio) and c >= release[k] else None
+        # Node A.
+        rd_a, wr_a = req.offers()
+        head = hi_a.mmio_head(c)
+        mmio_ready = req.mmio_ready(head)
+        ra = hi_a.step(c, rd_req=rd_a, wr=wr_a, mmio_in=word, mmio_ready=mmio_ready)
+        if ra.mmio_in_taken:
+            stamps.append(c)
+            k += 1
+        if ra.marked is not None:
+            completed.append((c, ra.marked))
+        _, ack = to_a.pop(c)
+        req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
+                 wr_ready=ra.wr_taken, ack=ack)
+        # Node B.
+        rd_b, wr_b = resp.offers()
+        rb = hi_b.step(c, rd_req=rd_b, wr=wr_b)
+        if rb.marked is not None:
+            written.append((c, rb.marked))
+        beat, _ = to_b.pop(c)
+        resp.step(c, beat=beat, rd_data=rb.rd_data, rd_ready=rb.rd_req_taken,
+                  wr_ready=rb.wr_taken)
+        req.commit()
+        resp.commit()
+        if progress is not None and c % 65536 == 0:
+            progress(c)
+        busy = (k < len(mmio) or req.busy() or resp.busy() or to_a.pending()
+                or to_b.pending() or hi_a.next_event(c) is not None
+                or hi_b.next_event(c) is not None)
+        quiet = 0 if busy else quiet + 1
+        if quiet > 2:
+            break
+        c += 1
+    return dict(wire_ab=wire_ab, wire_ba=wire_ba, mmio_stamps=stamps, written=written,
+                completed=completed, req=req.counters(), resp=resp.counters(),
+                host_a=dict(hi_a.counters), host_b=dict(hi_b.counters),
+                links={n: dict(link.counters) for n, link in links.items()},
+                cycles=c, mem_a=hi_a.mem, mem_b=hi_b.mem, trace=req.comp.trace)
+
