@@ -42,7 +42,7 @@ def spoil(frame, kind, rng):
         n = 64 * MAX_FRAME_BEATS + rng.randrange(1, 200)
         return refresh(rng.randbytes(n), fix_icrc=False)
     if kind == "truncated":
-        cut = rng.randrange(1, min(len(body) - 40, 70))
+        cut = rng.randrange(1, min(len(body) - 48, 70))
         return refresh(body[:-cut])
     if kind == "ethertype":
         body[12] ^= 0x10

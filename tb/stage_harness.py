@@ -21,7 +21,7 @@ ints for plain shapes), packed for the comparison.
 import random
 
 from amaranth import Elaboratable, Module, Shape, Value
-from amaranth.lib import data
+from amaranth.lib import data, stream
 from amaranth.lib.fifo import SyncFIFO
 
 from pymodel.cycle import Fifo
@@ -112,7 +112,8 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
         stream port given here is driven as an always-ready source: ``valid`` when the
         value (an item) is not None.
     side_out : iterable
-        Stage output ports compared with the twin's step result every cycle.
+        Stage output ports compared with the twin's step result every cycle (dotted
+        names reach into a port: ``"lookup.payload"``).
 
     Returns
     -------
@@ -139,7 +140,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
             pushes, pops = {}, {}
             for name in inputs:
                 rtl = bench.fifos[name]
-                offer = queues[name] and rng.random() < push_rate
+                offer = bool(queues[name]) and rng.random() < push_rate
                 can = bool(ctx.get(rtl.w_rdy))
                 assert can == fifos[name].can_write(), f"cycle {c}: {name} room"
                 pushes[name] = offer and can
@@ -153,9 +154,9 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                 assert can == fifos[name].can_read(), f"cycle {c}: {name} not empty"
                 pops[name] = want and can
                 ctx.set(rtl.r_en, pops[name])
-            side = side_in(c, lambda n: ctx.get(getattr(dut, n))) if side_in else {}
+            side = side_in(c, lambda n: ctx.get(_resolve(dut, n))) if side_in else {}
             for name, value in side.items():
-                _drive(ctx, getattr(dut, name), value)
+                _drive(ctx, _resolve(dut, name), value)
             got = {}
             for name in outputs:
                 port = getattr(dut, name)
@@ -163,7 +164,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                     got[name] = ctx.get(flat(port))
             got_taken = {name: bool(ctx.get(getattr(dut, name).valid)
                                     and ctx.get(getattr(dut, name).ready)) for name in inputs}
-            got_side = {name: ctx.get(getattr(dut, name)) for name in side_out}
+            got_side = {name: ctx.get(_resolve(dut, name)) for name in side_out}
             # The model's cycle.
             for name in inputs:
                 if pushes[name]:
@@ -194,7 +195,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                     have = got_side[name]
                     have = have.as_value().value if hasattr(have, "as_value") else int(have)
                     if isinstance(want, dict):
-                        want = to_int(getattr(dut, name).shape(), want)
+                        want = to_int(_resolve(dut, name).shape(), want)
                     want = int(want)
                     assert have == want, f"cycle {c}: {name}: RTL {have}, twin {want}"
             twin.commit()
@@ -208,10 +209,18 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
     return dict(written, taken=taken)
 
 
+def _resolve(dut, name):
+    """The port (or port member) ``name`` of ``dut``: ``"victim_busy"``, ``"lookup.valid"``."""
+    obj = dut
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _drive(ctx, port, value):
     """Set a side input: a plain port to ``value``; a stream port (always ready on the
     stage's side) to ``valid`` = ``value is not None`` and that payload."""
-    if hasattr(port, "valid"):
+    if isinstance(getattr(port, "signature", None), stream.Signature):
         ctx.set(port.valid, value is not None)
         if value is not None:
             payload = port.payload
@@ -220,7 +229,7 @@ def _drive(ctx, port, value):
         return
     if isinstance(value, dict):
         value = to_int(port.shape(), value)
-    ctx.set(port, value)
+    ctx.set(port.as_value() if hasattr(port, "as_value") else port, value)
 
 
 def _show(layout, value):

@@ -9,10 +9,15 @@ import random
 
 import pytest
 
+from pymodel.cycle import Fifo
 from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.resp.header import REASONS, HeaderCheckModel
 from pymodel.rdma.resp.rx import ReceiveModel
+from pymodel.rdma.resp.verify import VERIFY_COUNTERS, VerifyModel
+from rtl.rdma.resp.header import HeaderCheck
 from rtl.rdma.resp.rx import Receive
-from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, REST_MAX
+from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
+from rtl.rdma.resp.verify import Verify
 from tb.resp_frames import random_frames
 from tb.stage_harness import compare_stage
 
@@ -61,3 +66,166 @@ def test_receive_matches_twin(seed, gap_rate, pop_rate, rx_beats, rx_frames):
     else:
         assert twin.count["overflow"] == 0
     assert any(len(f) > 64 * MAX_FRAME_BEATS for f in frames)
+
+
+def header_entries(frames):
+    """The receive stage's header entries of ``frames`` (from its twin, no overflow)."""
+    hdr, pay = Fifo(len(frames) + 1), Fifo(1 << 16)
+    rx = ReceiveModel(hdr, pay)
+    c = 0
+    for frame in frames:
+        for bits in frame_to_beats(frame, 64):
+            data, nbytes, first, last = unpack_beat(64, bits)
+            rx.step(c, {"i": dict(data=data, nbytes=nbytes, first=first, last=last)})
+            hdr.commit()
+            pay.commit()
+            c += 1
+    return list(hdr.q)
+
+
+@pytest.mark.parametrize("seed,rate", [(4, 1.0), (5, 0.5)])
+def test_header_check_matches_twin(seed, rate):
+    rng = random.Random(seed)
+    frames = random_frames(rng, 150, long_frames=True, bad_rate=0.5)
+    # Some QPs again and again, so that entries repeat.
+    entries = header_entries(frames)
+    jobs, n_entries = 6, 16
+    dut = HeaderCheck(n_entries, jobs)
+    side_rng = random.Random(seed + 100)
+    box = {}
+
+    def side_in(c, peek):
+        return {"lookup.ready": int(side_rng.random() < 0.6),
+                "done_data": side_rng.randrange(3)}
+
+    def make(fifos):
+        box["t"] = HeaderCheckModel(
+            fifos["i"], fifos["o"], n_entries, jobs,
+            lookup=lambda qpn, busy, side: bool(side["lookup.ready"]),
+            done=lambda e, side: side["done_data"])
+        return box["t"]
+
+    out = compare_stage(
+        dut, make, inputs={"i": 4}, outputs={"o": jobs}, stimulus={"i": entries},
+        cycles=6 * len(entries), seed=seed, push_rate=rate, pop_rate=rate,
+        levels={"o_level": "o"}, side_in=side_in,
+        side_out=("lookup.valid", "lookup.payload", "victim_busy", "done_addr",
+                  "jobs_max") + REASONS)
+    twin = box["t"]
+    assert len(out["o"]) == len(entries)
+    rejected = sum(twin.count[r] for r in REASONS)
+    assert all(twin.count[r] > 0 for r in REASONS), twin.count
+    assert 20 < rejected < len(entries) - 20
+    assert twin.count["jobs_max"] == (jobs if rate < 1 else 1)
+
+
+class _TableEnv:
+    """The context cache and MR table of a verify unit test: the test's side inputs,
+    and a group table that the twin's group writes update at the end of the cycle."""
+
+    def __init__(self, groups):
+        self.groups, self.staged = groups, []
+
+    def ready(self, e, side):
+        return bool(side["q_ready"])
+
+    def static(self, e, side):
+        return side["s_data"]
+
+    def group(self, e, side):
+        return side["g_data"]
+
+    def mr(self, rkey, side):
+        return side["mr_data"]
+
+    def write_group(self, e, values):
+        self.staged.append((e, values))
+
+    def commit(self):
+        for e, values in self.staged:
+            self.groups[e] = dict(values)
+        self.staged = []
+
+
+class _WithEnv:
+    def __init__(self, twin, env):
+        self.twin, self.env = twin, env
+
+    def step(self, c, side):
+        return self.twin.step(c, side)
+
+    def commit(self):
+        self.twin.commit()
+        self.env.commit()
+
+
+def _verify_jobs(rng, n, statics, groups, mrs, entries):
+    """Random verify jobs around each entry's PSN sequence, every verdict likely."""
+    nxt = [g["expected_psn"] for g in groups]
+    jobs = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            jobs.append(dict(check=0, rest=rng.randrange(65)))
+            continue
+        e = rng.randrange(entries)
+        qpn = e + entries * rng.randrange(4)
+        step = rng.choice([0, 0, 0, 1, 1, 2, -1, -3])
+        psn = (nxt[e] + step) & 0xFFFFFF
+        if step == 0:
+            nxt[e] = (nxt[e] + 1) & 0xFFFFFF
+        reth = rng.random() < 0.5
+        k = rng.randrange(len(mrs))
+        mr = mrs[k]
+        rkey = mr["key"] if rng.random() < 0.8 else rng.randrange(1 << 32)
+        plen = rng.choice([1, 64, 128, 200, 4096])
+        va = mr["base"] + 64 * rng.randrange(8) + (0 if rng.random() < 0.9 else 4)
+        dma_len = plen + rng.choice([0, 0, 64, -1])
+        jobs.append(dict(check=1, rest=rng.randrange(65), qpn=qpn, psn=psn,
+                         ack_req=int(rng.random() < 0.6), reth=int(reth),
+                         last=int(rng.random() < 0.5), va=va if reth else 0,
+                         rkey=rkey if reth else 0, dma_len=dma_len if reth else 0,
+                         plen=plen, data=rng.getrandbits(8 * 74)))
+    return jobs
+
+
+@pytest.mark.parametrize("seed,rate", [(6, 1.0), (7, 0.5)])
+def test_verify_matches_twin(seed, rate):
+    rng = random.Random(seed)
+    entries, jobs_depth, depth, mr_entries = 16, 8, 1 << 14, 16
+    statics = [dict(valid=int(rng.random() < 0.9), dest_qp=rng.randrange(1 << 24),
+                    dmac=rng.getrandbits(48), smac=rng.getrandbits(48),
+                    dip=rng.getrandbits(32), sip=rng.getrandbits(32))
+               for _ in range(entries)]
+    statics[3]["valid"] = 0
+    groups = [dict(expected_psn=rng.choice([0, 5, (1 << 24) - 2, rng.randrange(1 << 24)]),
+                   nak_sent=0, msn=rng.randrange(1 << 24),
+                   resp_va=rng.getrandbits(64) & ~63, resp_left=rng.choice([0, 100, 5000]))
+              for _ in range(entries)]
+    mrs = [dict(valid=int(rng.random() < 0.8), remote_write=int(rng.random() < 0.9),
+                key=k + mr_entries * rng.randrange(1000), base=rng.getrandbits(40) << 6,
+                length=rng.choice([4096, 1 << 20])) for k in range(mr_entries)]
+    stimulus = _verify_jobs(rng, 400, statics, groups, mrs, entries)
+    env = _TableEnv(groups)
+    side_rng = random.Random(seed + 50)
+    box = {}
+
+    def side_in(c, peek):
+        return {"q_ready": int(side_rng.random() < 0.7), "s_data": statics[peek("s_addr")],
+                "g_data": env.groups[peek("g_addr")], "mr_data": mrs[peek("mr_addr")],
+                "done_addr": side_rng.randrange(entries)}
+
+    def make(fifos):
+        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], entries, jobs_depth,
+                               depth, env)
+        return _WithEnv(box["t"], env)
+
+    out = compare_stage(
+        Verify(entries, jobs_depth, depth, mr_entries), make,
+        inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
+        cycles=5 * len(stimulus), seed=seed, push_rate=rate, pop_rate=rate,
+        side_in=side_in, side_out=("g_we", "g_wdata", "done_data") + VERIFY_COUNTERS)
+    cnt = box["t"].count
+    assert len(out["w"]) == len(stimulus)
+    assert all(cnt[k] > 3 for k in VERIFY_COUNTERS), cnt
+    assert len(out["ack"]) > 50
+    assert set(RESP_GROUP) == set(groups[0])

@@ -39,6 +39,7 @@ from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
 from rtl.rdma.write_framer import MAX_FRAME_BEATS
 
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
+           "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
            "RX_BEATS", "RX_FRAMES", "JOBS"]
 
@@ -48,6 +49,9 @@ REST_MAX = MAX_FRAME_BEATS - 2
 #: Bytes of frame beats 0 and 1 that the header entry hands on to the payload writer:
 #: beat 0 from byte 54 (the end of a header without RETH) and all of beat 1.
 HEAD_BYTES = 64 - 54 + 64
+
+#: The QP-context fields the verify stage owns (its dynamic group in the context cache).
+RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
 
 RX_BEATS = 512
 RX_FRAMES = 64
