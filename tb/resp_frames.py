@@ -5,12 +5,16 @@ Built with the golden model's frame builder (:mod:`pymodel.rdma.frames`, which u
 (and where the defect is elsewhere, its ICRC) fixed up so that exactly that check fails.
 """
 
+import dataclasses
+
 from pymodel.fcs import fcs_bytes
+from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import Endpoint, icrc, write_frame
-from rtl.formats.roce import OpCode
+from rtl.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
 from rtl.rdma.resp.sizes import MAX_FRAME_BEATS
 
-__all__ = ["A", "B", "BAD_KINDS", "spoil", "refresh", "random_write", "random_frames"]
+__all__ = ["A", "B", "BAD_KINDS", "spoil", "refresh", "random_write", "random_frames",
+           "Scenario", "responder_scenario"]
 
 A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_00_01)
 B = Endpoint(0x02_00_00_00_00_02, 0x0A_00_00_02)
@@ -87,3 +91,104 @@ def random_frames(rng, n, *, long_frames=False, bad_rate=0.4):
             frame = spoil(frame, rng.choice(kinds), rng)
         out.append(frame)
     return out
+
+
+@dataclasses.dataclass
+class Scenario:
+    """Frames for a responder, and the host memory and MR table they are meant for."""
+    frames: list
+    mem: dict            # initial host memory: {word address: 512-bit int}
+    mr_table: list       # MR_LAYOUT integers
+    qpc_base: int
+    qpns: list           # the QPs with a valid context
+
+
+def responder_scenario(rng, *, qps=6, messages=40, qpn_range=64, sizes=None,
+                       pmtu_log2=(8, 9, 10, 11, 12), bad_rate=0.05, dup_rate=0.05,
+                       loss_rate=0.04, access_rate=0.05, unknown_rate=0.03, mr_entries=16,
+                       qpc_base=16, ack_every=True):
+    """A plausible mix of traffic for one responder.
+
+    ``qps`` QPs with valid contexts (QPNs below ``qpn_range``, so that they share cache
+    entries), messages of ``sizes`` bytes segmented at each QP's path MTU, with PSNs in
+    sequence; at the given rates a frame is preceded by a copy with one defect of
+    :data:`BAD_KINDS` (dropped silently), a frame is lost (the rest of its message goes
+    out, then the message is sent again from the lost frame, as go-back-N would), an
+    earlier frame is sent again (a duplicate), a message breaks the MR rules, or a frame
+    goes to a QP without a valid context. Payload buffers live in 16 MRs of 32 KiB from
+    byte address 2**18 on.
+    """
+    sizes = sizes or [1, 2, 63, 64, 65, 127, 128, 129, 256, 257, 1000, 4096, 5000]
+    qpns = rng.sample(range(qpn_range), qps + 2)
+    valid, invalid = qpns[:qps], qpns[qps:]
+    mem, state = {}, {}
+    for q in valid:
+        ctx = dict(valid=1, pmtu_log2=rng.choice(pmtu_log2), dest_qp=rng.randrange(1 << 24),
+                   expected_psn=rng.choice([0, (1 << 24) - 3, rng.randrange(1 << 24)]),
+                   msn=rng.randrange(1 << 24), dmac=A.mac, smac=B.mac, dip=A.ip, sip=B.ip)
+        mem[qpc_base + q] = pack(QPC_LAYOUT, ctx)
+        state[q] = dict(psn=ctx["expected_psn"], mtu=1 << ctx["pmtu_log2"], sent=[])
+    for q in invalid:
+        mem[qpc_base + q] = pack(QPC_LAYOUT, dest_qp=q)
+    mrs = []
+    for k in range(mr_entries):
+        mrs.append(dict(valid=int(k != 5), remote_write=int(k != 6),
+                        key=k + mr_entries * rng.randrange(1, 1000),
+                        base=(1 << 18) + k * (1 << 15), length=1 << 15))
+    frames = []
+
+    def emit(frame, q):
+        if rng.random() < bad_rate:
+            frames.append(spoil(frame, rng.choice([k for k in BAD_KINDS if k != "long"]),
+                                rng))
+        frames.append(frame)
+        if q is not None and rng.random() < dup_rate and state[q]["sent"]:
+            frames.append(rng.choice(state[q]["sent"][-4:]))
+
+    for _ in range(messages):
+        if rng.random() < unknown_rate:
+            emit(random_write(rng, qpn=rng.choice(invalid)), None)
+            continue
+        q = rng.choice(valid)
+        st = state[q]
+        size = rng.choice(sizes)
+        mr_k = rng.choice([k for k in range(mr_entries) if k not in (5, 6)])
+        mr = mrs[mr_k]
+        va = mr["base"] + 64 * rng.randrange((mr["length"] - size) // 64)
+        rkey = mr["key"]
+        if rng.random() < access_rate:
+            fault = rng.choice(["rkey", "bounds", "align", "invalid", "right"])
+            if fault == "rkey":
+                rkey ^= 1 << 20
+            elif fault == "bounds":
+                va = mr["base"] + mr["length"] - 64
+            elif fault == "align":
+                va += 8
+            else:
+                mr = mrs[5 if fault == "invalid" else 6]
+                rkey, va = mr["key"], mr["base"]
+        msg = []
+        left, first = size, True
+        while True:
+            seg = min(left, st["mtu"])
+            last = seg == left
+            op = ((OpCode.RC_RDMA_WRITE_ONLY if last else OpCode.RC_RDMA_WRITE_FIRST)
+                  if first else
+                  (OpCode.RC_RDMA_WRITE_LAST if last else OpCode.RC_RDMA_WRITE_MIDDLE))
+            msg.append(write_frame(op, A, B, 0x100, q, st["psn"], last and ack_every,
+                                   rng.randbytes(seg), va=va, rkey=rkey, dma_length=size))
+            st["psn"] = (st["psn"] + 1) & 0xFFFFFF
+            left -= seg
+            first = False
+            if last:
+                break
+        lost = rng.randrange(len(msg)) if rng.random() < loss_rate else None
+        for k, frame in enumerate(msg):
+            if k != lost:
+                emit(frame, q)
+                st["sent"].append(frame)
+        if lost is not None:
+            for frame in msg[lost:]:
+                emit(frame, q)
+    return Scenario(frames=frames, mem=mem, mr_table=[pack(MR_LAYOUT, mr) for mr in mrs],
+                    qpc_base=qpc_base, qpns=valid)
