@@ -106,7 +106,7 @@ class Scenario:
 def responder_scenario(rng, *, qps=6, messages=40, qpn_range=64, sizes=None,
                        pmtu_log2=(8, 9, 10, 11, 12), bad_rate=0.05, dup_rate=0.05,
                        loss_rate=0.04, access_rate=0.05, unknown_rate=0.03, mr_entries=16,
-                       qpc_base=16, ack_every=True):
+                       qpc_base=16, ack_every=True, round_robin=False):
     """A plausible mix of traffic for one responder.
 
     ``qps`` QPs with valid contexts (QPNs below ``qpn_range``, so that they share cache
@@ -115,11 +115,13 @@ def responder_scenario(rng, *, qps=6, messages=40, qpn_range=64, sizes=None,
     :data:`BAD_KINDS` (dropped silently), a frame is lost (the rest of its message goes
     out, then the message is sent again from the lost frame, as go-back-N would), an
     earlier frame is sent again (a duplicate), a message breaks the MR rules, or a frame
-    goes to a QP without a valid context. Payload buffers live in 16 MRs of 32 KiB from
-    byte address 2**18 on.
+    goes to a QP without a valid context. Messages pick their QP at random, or with
+    ``round_robin`` QPNs ``0 .. qps - 1`` in turn. Payload buffers live in 16 MRs of
+    32 KiB from byte address 2**18 on.
     """
     sizes = sizes or [1, 2, 63, 64, 65, 127, 128, 129, 256, 257, 1000, 4096, 5000]
-    qpns = rng.sample(range(qpn_range), qps + 2)
+    qpns = list(range(qps)) + [qps, qps + 1] if round_robin \
+        else rng.sample(range(qpn_range), qps + 2)
     valid, invalid = qpns[:qps], qpns[qps:]
     mem, state = {}, {}
     for q in valid:
@@ -145,11 +147,11 @@ def responder_scenario(rng, *, qps=6, messages=40, qpn_range=64, sizes=None,
         if q is not None and rng.random() < dup_rate and state[q]["sent"]:
             frames.append(rng.choice(state[q]["sent"][-4:]))
 
-    for _ in range(messages):
+    for m in range(messages):
         if rng.random() < unknown_rate:
             emit(random_write(rng, qpn=rng.choice(invalid)), None)
             continue
-        q = rng.choice(valid)
+        q = valid[m % qps] if round_robin else rng.choice(valid)
         st = state[q]
         size = rng.choice(sizes)
         mr_k = rng.choice([k for k in range(mr_entries) if k not in (5, 6)])

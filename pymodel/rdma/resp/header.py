@@ -79,6 +79,9 @@ class HeaderCheckModel:
         self.lookup, self.done = lookup, done
         self.looked_up = Staged(0, size=entries, name="looked_up")
         self.count = dict.fromkeys(REASONS + ("jobs_max",), 0)
+        #: Cycles a lookup was presented with ``victim_busy`` and not taken (a statistic
+        #: of the model only, for tests).
+        self.busy_waits = 0
 
     def step(self, c, side):
         cnt = self.count
@@ -100,6 +103,8 @@ class HeaderCheckModel:
             self.i.read()
             self.o.write(job)
             self.looked_up.set(e, (self.looked_up[e] + 1) % self.mod)
+        elif busy:
+            self.busy_waits += 1
         return out
 
     def commit(self):
