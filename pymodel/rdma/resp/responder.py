@@ -31,6 +31,14 @@ from rtl.rdma.resp.sizes import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 __all__ = ["ResponderModel", "Presented"]
 
 
+def _check(name, value, low, high):
+    """A power of two in ``[low, high]``, else ``ValueError`` naming the parameter."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, not {value!r}")
+
+
 @dataclasses.dataclass
 class Presented:
     """The responder's outputs in one cycle (each None when not valid): ``o`` a beat
@@ -65,6 +73,9 @@ class ResponderModel:
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, *, qpc_base=0,
                  mr_table=(), **sizes):
+        _check("QP-context cache entries", cache_entries, 16, 256)
+        _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
+        _check("MR table entries", mr_entries, 2, 256)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
         f = self.fifos = {name: Fifo(d, name) for name, d in dict(
