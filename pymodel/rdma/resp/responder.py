@@ -1,17 +1,22 @@
 """Twin of :class:`rtl.rdma.resp.responder.Responder`: the stage twins between Fifos.
 
 Stepped one cycle at a time, so that a system model can put it between link twins and a
-host-interface twin. Each cycle::
+host-interface twin (``pymodel.host.host_interface.HostInterfaceModel``, node B's; the
+requester's twins use node A's). In each cycle ``c``::
 
-    out = resp.present()          # what the responder presents: o, rd_req, wr
-    host = host_if.step(c, rd_req=out.rd_req, wr=out.wr, ...)
-    resp.step(c, beat_in, rd_data=host.rd_data, o_ready=...,
-              rd_req_taken=host.rd_req_taken, wr_taken=host.wr_taken)
-    ...                           # other twins of the system
-    resp.commit()                 # end of the cycle
+    out = resp.present()                     # o, rd_req, wr as the RTL presents them
+    hb = host_b.step(c, rd_req=out.rd_req, wr=out.wr)     # node B's host interface
+    resp.step(c, beat_ab, rd_data=hb.rd_data, o_ready=True,
+              rd_req_taken=hb.rd_req_taken, wr_taken=hb.wr_taken)
+    link_ba.send(c, out.o)                   # the ACK beat, taken since o_ready
+    ...                                      # the requester with host_a, link_ab, ...
+    resp.commit()                            # end of the cycle (then the others')
 
-``present`` depends only on the state at the start of the cycle (every output of the
-RTL comes from a FIFO head or a register), so it can be asked before the taker decides.
+``beat_ab`` is the beat the A->B link delivers in cycle ``c`` (or None). ``present``
+depends only on the state at the start of the cycle (every output of the RTL comes from
+a FIFO head or a register), so it can be asked before the taker decides; the host
+interface twin ignores the ``mark``/``tag`` keys of ``wr`` until it reports them. Idle
+cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is held.
 """
 
 import dataclasses

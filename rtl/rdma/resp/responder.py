@@ -53,16 +53,15 @@ class Responder(wiring.Component):
     with the checks, counters and ACK/NAK rules of the store-and-forward responder it
     replaces (docs/rdma.md, "Responder checks" and "Recovery"); only the timing differs.
 
-    ::
+    Stages, and the FIFOs (``[name]``, depths from ``sizes``) between them::
 
-        i -> Receive -+-> [hdr] -> HeaderCheck -> [jobs] -> Verify -> [write jobs] --+
-                      |              | lookup        | ctx, group    -> [acks] -> AckSender -> o
-                      |          ContextCache -------+                               |
-                      |              | fill reads -> [fills] -> rd_req               |
-                      |              | write-backs -> [wbs] ---------+               |
-                      +-> [payload beats] ---------------------> PayloadWriter <-----+
-                                                                     |   -> [words]
-                                                       WriteArbiter <-+----------------> wr
+        i               -> Receive       -> [hdr], [pay]
+        [hdr]           -> HeaderCheck   -> [jobs]   lookups: ContextCache -> [fills], [wbs]
+        [jobs]          -> Verify        -> [wjobs], [acks]   context, group: ContextCache
+        [wjobs], [pay]  -> PayloadWriter -> [words]
+        [words], [wbs]  -> WriteArbiter  -> wr
+        [acks]          -> AckSender     -> o
+        [fills]         -> rd_req;  rd_data -> ContextCache (fill words)
 
     Parameters
     ----------
@@ -108,8 +107,14 @@ class Responder(wiring.Component):
     ``wr`` one cycle after each is written, and its ACK leaves on ``o`` in ``t + 3`` and
     ``t + 4`` (:class:`~rtl.rdma.resp.ack.AckSender`), when nothing is queued before
     it. A context miss holds the frame in the verify stage until the cycle after its
-    fill word arrives on ``rd_data``; later frames are looked up meanwhile (their misses
-    issue their own fills). At 128 bytes, every stage needs at most 2 cycles per frame.
+    fill word arrives on ``rd_data`` (``L + 1`` cycles more than a hit when ``rd_req``
+    is taken at once and answered ``L`` cycles later); later frames are looked up
+    meanwhile, and their misses issue their own fills (one per cache entry at most). A
+    miss on an entry that is still filling, or whose QP has frames between the lookup
+    and the end of the verify stage, waits in the header check and holds the frames
+    behind it (the cache is direct mapped and never evicts a context in use). At 128
+    bytes every stage needs at most 2 cycles per frame (the wire brings one every 4), so
+    a backlog drains at up to one frame every 2 cycles.
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, **sizes):
