@@ -10,6 +10,7 @@ import random
 import pytest
 
 from pymodel.cycle import Fifo
+from pymodel.fcs import fcs_ok
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import Endpoint, ack_frame
@@ -22,27 +23,15 @@ from pymodel.rdma.resp.writer import PayloadWriterModel
 from rtl.formats.roce import Syndrome
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
-from rtl.rdma.resp.layouts import wr_layout
+from rtl.rdma.resp.layouts import header_entry_layout, wr_layout
 from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
+from tb.resp_bench import beat_schedule
 from tb.resp_frames import random_frames
 from tb.stage_harness import compare_stage
-
-
-def _beat_schedule(frames, rng, gap_rate):
-    """``{cycle: beat dict}``: the frames' beats, with random gaps between beats."""
-    sched, c = {}, 0
-    for frame in frames:
-        for bits in frame_to_beats(frame, 64):
-            while rng.random() < gap_rate:
-                c += 1
-            data, nbytes, first, last = unpack_beat(64, bits)
-            sched[c] = dict(data=data, nbytes=nbytes, first=first, last=last)
-            c += 1
-    return sched, c
 
 
 @pytest.mark.parametrize("seed,gap_rate,pop_rate,rx_beats,rx_frames", [
@@ -53,7 +42,8 @@ def _beat_schedule(frames, rng, gap_rate):
 def test_receive_matches_twin(seed, gap_rate, pop_rate, rx_beats, rx_frames):
     rng = random.Random(seed)
     frames = random_frames(rng, 60, long_frames=True)
-    sched, end = _beat_schedule(frames, rng, gap_rate)
+    sched, spans = beat_schedule(frames, rng, gap_rate)
+    end = spans[-1][-1] + 1
     dut = Receive(rx_beats, rx_frames)
     twin_box = {}
 
@@ -71,11 +61,25 @@ def test_receive_matches_twin(seed, gap_rate, pop_rate, rx_beats, rx_frames):
     stored = len(out["hdr"])
     assert stored + twin.count["overflow"] == len(frames)
     assert stored > 10
+    assert any(len(f) > 64 * MAX_FRAME_BEATS for f in frames)
     if rx_frames == 3:
         assert twin.count["overflow"] > 5 and twin.count["rx_frames_max"] == 3
-    else:
-        assert twin.count["overflow"] == 0
-    assert any(len(f) > 64 * MAX_FRAME_BEATS for f in frames)
+        return
+    assert twin.count["overflow"] == 0
+    # Independent of the twin: beats 0 and 1 in the entries, the next ones (up to the
+    # largest frame) in the payload FIFO, the FCS verdict as zlib sees it.
+    layout = header_entry_layout()
+    pay = [bits for _, bits in out["pay"]]
+    for frame, (_, bits) in zip(frames, out["hdr"], strict=True):
+        entry = unpack(layout, bits)
+        beats = [unpack_beat(64, b)[0] for b in frame_to_beats(frame, 64)]
+        kept = beats[2:MAX_FRAME_BEATS]
+        assert entry["b0"] == beats[0] and entry["b1"] == (beats[1:2] or [0])[0]
+        assert entry["rest"] == len(kept) and pay[:len(kept)] == kept
+        del pay[:len(kept)]
+        assert entry["fcs_ok"] == fcs_ok(frame)
+        assert entry["too_long"] == (len(beats) > MAX_FRAME_BEATS)
+    assert not pay
 
 
 def header_entries(frames, beats=None):
