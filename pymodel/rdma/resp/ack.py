@@ -1,0 +1,56 @@
+"""Twin of :class:`rtl.rdma.resp.ack.AckSender` (from its docstring)."""
+
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.frames import Endpoint, ack_frame
+
+__all__ = ["AckSenderModel", "ack_beats"]
+
+
+def ack_beats(job):
+    """The beats (dicts) of the ACKNOWLEDGE frame of an ACK job (``ack_layout`` dict)."""
+    frame = ack_frame(Endpoint(job["smac"], job["sip"]), Endpoint(job["dmac"], job["dip"]),
+                      job["src_qp"], job["dest_qp"], job["psn"], job["syndrome"], job["msn"])
+    out = []
+    for bits in frame_to_beats(frame, 64):
+        data, nbytes, first, last = unpack_beat(64, bits)
+        out.append(dict(data=data, nbytes=nbytes, first=int(first), last=int(last)))
+    return out
+
+
+class AckSenderModel:
+    """ACK jobs from ``i`` (a Fifo) to beats on ``o``.
+
+    In a system: :meth:`present` is the beat on ``o`` at the start of the cycle,
+    :meth:`advance` says whether it was taken. In a unit test :meth:`step` does both
+    with an output Fifo ``o`` as the taker.
+    """
+
+    def __init__(self, i, o=None):
+        self.i, self.o = i, o
+        self.spill = None          # beat 1 of the frame whose beat 0 left
+        self.count = dict(acks=0)
+
+    def present(self):
+        if self.spill is not None:
+            return self.spill
+        return ack_beats(self.i.head())[0] if self.i.can_read() else None
+
+    def advance(self, taken):
+        if not taken:
+            return
+        if self.spill is not None:
+            self.spill = None
+            return
+        self.spill = ack_beats(self.i.read())[1]
+        self.count["acks"] += 1
+
+    def step(self, c, side):
+        beat = self.present()
+        taken = beat is not None and self.o.can_write()
+        if taken:
+            self.o.write(beat)
+        self.advance(taken)
+        return {}
+
+    def commit(self):
+        pass

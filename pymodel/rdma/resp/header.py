@@ -1,0 +1,111 @@
+"""Twin of :class:`rtl.rdma.resp.header.HeaderCheck` (from its docstring)."""
+
+from pymodel.cycle import Staged
+from pymodel.rdma.fields import unpack
+from rtl.formats.roce import (
+    BTH_BYTES,
+    ETHERTYPE_IPV4,
+    ICRC_BYTES,
+    IP_PROTO_UDP,
+    IPV4_BYTES,
+    RETH_BYTES,
+    ROCE_UDP_PORT,
+    UDP_BYTES,
+    WRITE_RETH_HEADER,
+    OpCode,
+    bswap,
+)
+
+__all__ = ["HeaderCheckModel", "parse_header", "REASONS"]
+
+_WRITES = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_MIDDLE.value,
+           OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
+_RETH = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
+_LAST = {OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
+#: Rejection reasons of this stage, in check order.
+REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad")
+
+
+def parse_header(entry):
+    """``(reason or None, verify job)`` of a header entry (dicts)."""
+    raw = entry["b0"] | entry["b1"] << 512
+    h = unpack(WRITE_RETH_HEADER, raw & ((1 << 560) - 1))
+    b = raw.to_bytes(128, "little")
+    ip_len = int.from_bytes(b[16:18], "big")
+    opcode = h["bth"]["opcode"]
+    reth = opcode in _RETH
+    overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0)
+                + h["bth"]["pad_count"])
+    header_ok = (int.from_bytes(b[12:14], "big") == ETHERTYPE_IPV4
+                 and h["ip"]["version"] == 4 and h["ip"]["ihl"] == 5
+                 and h["ip"]["protocol"] == IP_PROTO_UDP
+                 and int.from_bytes(b[36:38], "big") == ROCE_UDP_PORT
+                 and h["bth"]["tver"] == 0 and opcode in _WRITES and ip_len > overhead
+                 and not entry["single"])
+    if not entry["fcs_ok"]:
+        reason = "fcs_bad"
+    elif entry["too_long"] or entry["length"] != 14 + ip_len + 4:
+        reason = "truncated"
+    elif not header_ok:
+        reason = "malformed"
+    elif not entry["icrc_ok"]:
+        reason = "icrc_bad"
+    else:
+        reason = None
+    job = dict.fromkeys(("check", "qpn", "psn", "ack_req", "reth", "last", "va", "rkey",
+                         "dma_len", "plen", "data"), 0)
+    job["rest"] = entry["rest"]
+    if reason is None:
+        job.update(
+            check=1, qpn=bswap(h["bth"]["dest_qp"], 3), psn=bswap(h["bth"]["psn"], 3),
+            ack_req=h["bth"]["ack_req"], reth=int(reth), last=int(opcode in _LAST),
+            va=bswap(h["reth"]["va"], 8), rkey=bswap(h["reth"]["rkey"], 4),
+            dma_len=bswap(h["reth"]["dma_length"], 4), plen=(ip_len - overhead) & 0x1FFFF,
+            data=int.from_bytes(b[54:128], "little"))
+    return reason, job
+
+
+class HeaderCheckModel:
+    """Header entries from ``i`` to verify jobs in ``o`` (Fifos).
+
+    ``lookup(qpn, victim_busy, side)`` presents a lookup to the context cache (its twin
+    in a system, the test's side inputs in a unit test) and returns whether it was taken;
+    ``done(entry, side)`` reads the verify stage's count of frames done.
+    """
+
+    def __init__(self, i, o, entries, jobs, lookup, done):
+        self.i, self.o, self.entries = i, o, entries
+        self.mod = 1 << (jobs.bit_length() + 1)
+        self.lookup, self.done = lookup, done
+        self.looked_up = Staged(0, size=entries, name="looked_up")
+        self.count = dict.fromkeys(REASONS + ("jobs_max",), 0)
+        #: Cycles a lookup was presented with ``victim_busy`` and not taken (a statistic
+        #: of the model only, for tests).
+        self.busy_waits = 0
+
+    def step(self, c, side):
+        cnt = self.count
+        cnt["jobs_max"] = max(cnt["jobs_max"], len(self.o))
+        out = {"lookup.valid": 0}
+        if not (self.i.can_read() and self.o.can_write()):
+            return out
+        reason, job = parse_header(self.i.head())
+        if reason is not None:
+            cnt[reason] += 1
+            self.i.read()
+            self.o.write(job)
+            return out
+        e = job["qpn"] % self.entries
+        busy = self.looked_up[e] != self.done(e, side)
+        out.update({"lookup.valid": 1, "lookup.payload": {"qpn": job["qpn"]},
+                    "victim_busy": int(busy), "done_addr": e})
+        if self.lookup(job["qpn"], busy, side):
+            self.i.read()
+            self.o.write(job)
+            self.looked_up.set(e, (self.looked_up[e] + 1) % self.mod)
+        elif busy:
+            self.busy_waits += 1
+        return out
+
+    def commit(self):
+        self.looked_up.commit()

@@ -1,0 +1,178 @@
+"""Twin of :class:`rtl.rdma.resp.responder.Responder`: the stage twins between Fifos.
+
+Stepped one cycle at a time, so that a system model can put it between link twins and a
+host-interface twin (``pymodel.host.host_interface.HostInterfaceModel``, node B's; the
+requester's twins use node A's). In each cycle ``c``::
+
+    out = resp.present()                     # o, rd_req, wr as the RTL presents them
+    hb = host_b.step(c, rd_req=out.rd_req, wr=out.wr)     # node B's host interface
+    resp.step(c, beat_ab, rd_data=hb.rd_data, o_ready=True,
+              rd_req_taken=hb.rd_req_taken, wr_taken=hb.wr_taken)
+    link_ba.send(c, out.o)                   # the ACK beat, taken since o_ready
+    ...                                      # the requester with host_a, link_ab, ...
+    resp.commit()                            # end of the cycle (then the others')
+
+``beat_ab`` is the beat the A->B link delivers in cycle ``c`` (or None). ``present``
+depends only on the state at the start of the cycle (every output of the RTL comes from
+a FIFO head or a register), so it can be asked before the taker decides; the host
+interface twin ignores the ``mark``/``tag`` keys of ``wr`` until it reports them. Idle
+cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is held.
+"""
+
+import dataclasses
+
+from pymodel.cycle import Fifo
+from pymodel.rdma.context_cache import ContextCacheModel
+from pymodel.rdma.fields import unpack
+from pymodel.rdma.resp.ack import AckSenderModel
+from pymodel.rdma.resp.header import HeaderCheckModel
+from pymodel.rdma.resp.rx import ReceiveModel
+from pymodel.rdma.resp.verify import VerifyModel
+from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
+from pymodel.rdma.resp.writer import PayloadWriterModel
+from rtl.formats.roce import MR_LAYOUT
+from rtl.rdma.resp.sizes import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+
+__all__ = ["ResponderModel", "Presented"]
+
+
+def _check(name, value, low, high):
+    """A power of two in ``[low, high]``, else ``ValueError`` naming the parameter."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, not {value!r}")
+
+
+@dataclasses.dataclass
+class Presented:
+    """The responder's outputs in one cycle (each None when not valid): ``o`` a beat
+    dict (``data``, ``nbytes``, ``first``, ``last``), ``rd_req`` a dict (``addr``,
+    ``words``, ``id``), ``wr`` a dict (``addr``, ``data``, ``be``, ``last``, ``mark``,
+    ``tag``)."""
+    o: dict | None
+    rd_req: dict | None
+    wr: dict | None
+
+
+class ResponderModel:
+    """The pipelined responder, cycle for cycle.
+
+    Parameters
+    ----------
+    cache_entries, depth, mr_entries, **sizes
+        As for the RTL :class:`~rtl.rdma.resp.responder.Responder`.
+    qpc_base : int
+        The ``qpc_base`` port (word address of the context table).
+    mr_table : iterable of int
+        The MR table's entries (``MR_LAYOUT`` integers; missing ones are 0).
+
+    Attributes
+    ----------
+    counters : dict
+        :data:`RESPONDER_COUNTERS`, as the RTL ports show them after the last cycle.
+    fifos : dict
+        The FIFOs between the stages (``hdr``, ``pay``, ``jobs``, ``wjobs``, ``acks``,
+        ``words``, ``fills``, ``wbs``).
+    """
+
+    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, *, qpc_base=0,
+                 mr_table=(), **sizes):
+        _check("QP-context cache entries", cache_entries, 16, 256)
+        _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
+        _check("MR table entries", mr_entries, 2, 256)
+        s = self.sizes = ResponderSizes.of(sizes)
+        self.depth, self.mr_entries = depth, mr_entries
+        f = self.fifos = {name: Fifo(d, name) for name, d in dict(
+            hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
+            acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
+        self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base)
+        mr = [unpack(MR_LAYOUT, v) for v in mr_table]
+        self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
+        self.rx = ReceiveModel(f["hdr"], f["pay"])
+        self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
+                                  depth, self)
+        self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
+                                       lookup=self._lookup,
+                                       done=lambda e, side: self.verify.done_of(e))
+        self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth)
+        self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
+        self.ack = AckSenderModel(f["acks"])
+        self._presented = None
+
+    # ---- the context cache and the MR table, as the verify stage sees them ----
+    def ready(self, e, side):
+        return self.cache.ready(e)
+
+    def static(self, e, side):
+        return self.cache.static_of(e)
+
+    def group(self, e, side):
+        return self.cache.group("resp", e)
+
+    def write_group(self, e, values):
+        self.cache.write_group("resp", e, values)
+
+    def mr(self, rkey, side):
+        return self.mr_table[rkey % self.mr_entries]
+
+    def _lookup(self, qpn, victim_busy, side):
+        f = self.fifos
+        taken, fill, wb = self.cache.lookup(qpn, victim_busy, f["fills"].can_write(),
+                                            f["wbs"].can_write())
+        if fill is not None:
+            f["fills"].write(fill % self.depth)
+        if wb is not None:
+            f["wbs"].write(dict(addr=wb[0] % self.depth, data=wb[1]))
+        return taken
+
+    # ---- the cycle ----
+    def present(self):
+        """What the responder presents in this cycle (see :class:`Presented`)."""
+        fills = self.fifos["fills"]
+        rd_req = dict(addr=fills.head(), words=1, id=0) if fills.can_read() else None
+        self._presented = Presented(o=self.ack.present(), rd_req=rd_req,
+                                    wr=self.arbiter.present())
+        return self._presented
+
+    def step(self, c, beat_in=None, rd_data=None, *, o_ready=True, rd_req_taken=False,
+             wr_taken=False):
+        """Cycle ``c``: ``beat_in`` arrives on ``i`` (a beat dict or None), ``rd_data``
+        on ``rd_data`` (a dict with ``data``, or None); ``o_ready`` is ``o.ready``;
+        ``rd_req_taken``/``wr_taken`` say whether the host interface took what
+        :meth:`present` showed. Returns the :class:`Presented` of the cycle."""
+        out = self._presented or self.present()
+        if (rd_req_taken and out.rd_req is None) or (wr_taken and out.wr is None):
+            raise ValueError(f"cycle {c}: taken, but nothing was presented")
+        self.rx.step(c, {"i": beat_in})
+        self.header.step(c, {})
+        if rd_data is not None:
+            self.cache.fill(rd_data["data"])
+        self.verify.step(c, {})
+        self.writer.step(c, {})
+        self.arbiter.advance(wr_taken)
+        if rd_req_taken:
+            self.fifos["fills"].read()
+        self.ack.advance(o_ready and out.o is not None)
+        return out
+
+    def commit(self):
+        """End of the cycle: every staged write and pop takes effect."""
+        for fifo in self.fifos.values():
+            fifo.commit()
+        self.cache.commit()
+        self.header.commit()
+        self.verify.commit()
+        self._presented = None
+
+    def next_event(self, c):
+        """The next cycle after ``c`` in which the responder can change without new
+        inputs (``c + 1`` while anything is held), or None when it is idle."""
+        busy = any(len(f) for f in self.fifos.values()) or self.ack.spill is not None
+        return c + 1 if busy else None
+
+    @property
+    def counters(self):
+        values = {**self.rx.count, **self.header.count, **self.verify.count,
+                  **self.writer.count, **self.ack.count, **self.cache.count}
+        return {name: values[name] & 0xFFFFFFFF for name in RESPONDER_COUNTERS}

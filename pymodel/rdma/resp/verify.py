@@ -1,0 +1,108 @@
+"""Twin of :class:`rtl.rdma.resp.verify.Verify` (from its docstring)."""
+
+from pymodel.cycle import Staged
+from rtl.formats.roce import Syndrome
+from rtl.rdma.resp.sizes import RESP_GROUP
+
+__all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
+
+VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
+                   "access_nak")
+WRITE_JOB_FIELDS = ("write", "rest", "reth", "addr", "plen", "mark", "qpn", "data")
+_M24, _M32, _M64 = (1 << 24) - 1, (1 << 32) - 1, (1 << 64) - 1
+#: PSNs up to this far behind the expected one are duplicates (half the PSN space).
+PSN_WINDOW = 1 << 23
+
+
+class VerifyModel:
+    """Verify jobs from ``i`` to write jobs in ``w`` and ACK jobs in ``ack`` (Fifos).
+
+    ``env`` gives the context and the MR table as the stage sees them at the start of
+    the cycle: ``ready(e, side)``, ``static(e, side)`` (a QPC dict), ``group(e, side)``
+    (a dict of :data:`RESP_GROUP`), ``write_group(e, values)`` (staged), ``mr(index,
+    side)`` (an MR dict). In a system these are the context-cache twin and the MR
+    table; in a unit test, the test's side inputs.
+    """
+
+    def __init__(self, i, w, ack, entries, jobs, depth, env):
+        self.i, self.w, self.ack, self.env = i, w, ack, env
+        self.entries, self.depth = entries, depth
+        self.mod = 1 << (jobs.bit_length() + 1)
+        self.done = Staged(0, size=entries, name="done")
+        self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
+
+    def done_of(self, e):
+        """Frames of entry ``e`` done (the header check's read; start of the cycle)."""
+        return self.done[e]
+
+    def step(self, c, side):
+        out = {"g_we": 0}
+        if "done_addr" in side:
+            out["done_data"] = self.done[side["done_addr"]]
+        if not (self.i.can_read() and self.w.can_write() and self.ack.can_write()):
+            return out
+        j = self.i.head()
+        wjob = dict.fromkeys(WRITE_JOB_FIELDS, 0)
+        wjob["rest"] = j["rest"]
+        if not j["check"]:
+            self.i.read()
+            self.w.write(wjob)
+            return out
+        e = j["qpn"] % self.entries
+        if not self.env.ready(e, side):
+            return out
+        ctx, g = self.env.static(e, side), self.env.group(e, side)
+        ack = dict(dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"], dip=ctx["dip"],
+                   src_qp=j["qpn"], dest_qp=ctx["dest_qp"], msn=g["msn"], psn=j["psn"],
+                   syndrome=Syndrome.ACK.value)
+        due, new = False, None
+        psn, exp = j["psn"], g["expected_psn"]
+        if not ctx["valid"]:
+            verdict = "unknown_qp"
+        elif psn != exp:
+            if (psn - exp) & _M24 >= PSN_WINDOW:
+                verdict, due = "duplicates", bool(j["ack_req"])
+            elif not g["nak_sent"]:
+                verdict, due = "psn_nak", True
+                ack.update(psn=exp, syndrome=Syndrome.NAK_PSN_SEQUENCE.value)
+                new = dict(g, nak_sent=1)
+            else:
+                verdict = "out_of_order"
+        elif not self._access_ok(j, g, side):
+            verdict, due = "access_nak", True
+            ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
+            new = dict(g, expected_psn=(exp + 1) & _M24, nak_sent=0)
+        else:
+            verdict, due = "frames_ok", bool(j["ack_req"])
+            base = j["va"] if j["reth"] else g["resp_va"]
+            msn = (g["msn"] + j["last"]) & _M24
+            ack.update(msn=msn)
+            left = j["dma_len"] if j["reth"] else g["resp_left"]
+            new = dict(g, expected_psn=(exp + 1) & _M24, nak_sent=0, msn=msn,
+                       resp_va=(base + j["plen"]) & _M64,
+                       resp_left=(left - j["plen"]) & _M32)
+            wjob.update(write=1, reth=j["reth"], addr=(base >> 6) % self.depth,
+                        plen=j["plen"], mark=j["last"], qpn=j["qpn"], data=j["data"])
+        self.count[verdict] += 1
+        self.i.read()
+        self.w.write(wjob)
+        if due:
+            self.ack.write(ack)
+        if new is not None:
+            self.env.write_group(e, {f: new[f] for f in RESP_GROUP})
+        self.done.set(e, (self.done[e] + 1) % self.mod)
+        out.update(g_we=int(new is not None),
+                   g_wdata={f: new[f] for f in RESP_GROUP} if new else None)
+        return out
+
+    def _access_ok(self, j, g, side):
+        if not j["reth"]:
+            return j["plen"] <= g["resp_left"]
+        mr = self.env.mr(j["rkey"], side)
+        va = j["va"]
+        return bool(mr["valid"] and mr["key"] == j["rkey"] and mr["remote_write"]
+                    and va >= mr["base"] and va + j["dma_len"] <= mr["base"] + mr["length"]
+                    and va % 64 == 0 and j["plen"] <= j["dma_len"])
+
+    def commit(self):
+        self.done.commit()

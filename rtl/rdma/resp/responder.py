@@ -1,0 +1,225 @@
+"""The pipelined responder of RDMA WRITEs: stages and FIFOs, wired (no logic here)."""
+
+from amaranth import Module, Shape
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.packet import packet_signature
+from rtl.formats.roce import MR_LAYOUT
+from rtl.params import check_int, reject
+from rtl.rdma.context_cache import ContextCache
+from rtl.rdma.resp.ack import AckSender
+from rtl.rdma.resp.header import HeaderCheck
+from rtl.rdma.resp.layouts import (
+    ack_layout,
+    header_entry_layout,
+    rd_data_layout,
+    rd_req_layout,
+    verify_job_layout,
+    wr_layout,
+    write_job_layout,
+)
+from rtl.rdma.resp.rx import Receive
+from rtl.rdma.resp.sizes import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+from rtl.rdma.resp.verify import Verify
+from rtl.rdma.resp.wr_arbiter import WriteArbiter, writeback_layout
+from rtl.rdma.resp.writer import PayloadWriter
+
+__all__ = ["Responder"]
+
+
+def _fifo(shape, depth):
+    return SyncFIFO(width=Shape.cast(shape).width, depth=depth)
+
+
+def _into(m, src, fifo):
+    """A stage's output stream ``src`` writes ``fifo``."""
+    m.d.comb += [fifo.w_en.eq(src.valid), fifo.w_data.eq(src.payload),
+                 src.ready.eq(fifo.w_rdy)]
+
+
+def _out_of(m, fifo, dst):
+    """``fifo`` feeds a stage's input stream ``dst``."""
+    m.d.comb += [dst.valid.eq(fifo.r_rdy), dst.payload.eq(fifo.r_data),
+                 fifo.r_en.eq(dst.ready)]
+
+
+class Responder(wiring.Component):
+    """Receive RDMA WRITE frames, check them, DMA-write the payload, send ACK/NAK.
+
+    A pipeline of stages that talk only through ``SyncFIFO``s (and the context cache's
+    memories): frames are handled in arrival order, one in-order pipeline for all QPs,
+    with the checks, counters and ACK/NAK rules of the store-and-forward responder it
+    replaces (docs/rdma.md, "Responder checks" and "Recovery"); only the timing differs.
+
+    Stages, and the FIFOs (``[name]``, depths from ``sizes``) between them::
+
+        i               -> Receive       -> [hdr], [pay]
+        [hdr]           -> HeaderCheck   -> [jobs]   lookups: ContextCache -> [fills], [wbs]
+        [jobs]          -> Verify        -> [wjobs], [acks]   context, group: ContextCache
+        [wjobs], [pay]  -> PayloadWriter -> [words]
+        [words], [wbs]  -> WriteArbiter  -> wr
+        [acks]          -> AckSender     -> o
+        [fills]         -> rd_req;  rd_data -> ContextCache (fill words)
+
+    Parameters
+    ----------
+    cache_entries : int
+        Entries of the QP-context cache (16 to 256, a power of two), direct mapped.
+    depth : int
+        Host-memory words (a power of two, 2**6 to 2**32).
+    mr_entries : int
+        Entries of the on-chip MR table (2 to 256, a power of two), indexed by
+        ``rkey % mr_entries``.
+    **sizes
+        FIFO depths, the fields of :class:`rtl.rdma.resp.sizes.ResponderSizes`
+        (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
+        ``fills``, ``writebacks``); the defaults and why: :mod:`rtl.rdma.resp.sizes`.
+
+    Ports
+    -----
+    i : In(packet_signature(64))
+        Frames from the link, with ICRC and FCS; always ready.
+    o : Out(packet_signature(64))
+        ACK/NAK frames with ICRC and FCS (66 bytes, 2 beats); ``ready`` is honoured.
+    qpc_base : In(range(depth))
+        Word address of the QP-context table (QP ``q`` at ``qpc_base + q``).
+    rd_req : Out(stream.Signature(rd_req_layout(depth)))
+        Context fills: one word each (``words`` = 1, ``id`` = 0), from the fill FIFO.
+    rd_data : In(stream.Signature(rd_data_layout()))
+        Fill words, in request order; always ready.
+    wr : Out(stream.Signature(wr_layout(depth)))
+        Payload words (one write TLP per frame, ``mark`` with ``tag`` = QPN on the last
+        word of a WRITE LAST/ONLY) and context write-backs (one-word TLPs).
+    mr_table : memory.Memory (attribute, not a port)
+        The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench.
+    frames_ok, acks, words, lookups, misses, writebacks, fills_max, <drop reasons>,
+    duplicates, out_of_order, rx_beats_max, rx_frames_max, jobs_max : Out(32)
+        :data:`RESPONDER_COUNTERS`: see the stages for when each one counts.
+
+    Timing (cycles)
+    ---------------
+    A frame whose last beat arrives in cycle ``t`` is checked and looked up in
+    ``t + 1`` (:class:`~rtl.rdma.resp.header.HeaderCheck`), verified in ``t + 2`` on a
+    hit (:class:`~rtl.rdma.resp.verify.Verify`); its payload words are written by
+    :class:`~rtl.rdma.resp.writer.PayloadWriter` from ``t + 3`` (one a cycle) and reach
+    ``wr`` one cycle after each is written, and its ACK leaves on ``o`` in ``t + 3`` and
+    ``t + 4`` (:class:`~rtl.rdma.resp.ack.AckSender`), when nothing is queued before
+    it. A context miss holds the frame in the verify stage until the cycle after its
+    fill word arrives on ``rd_data`` (``L + 1`` cycles more than a hit when ``rd_req``
+    is taken at once and answered ``L`` cycles later); later frames are looked up
+    meanwhile, and their misses issue their own fills (one per cache entry at most). A
+    miss on an entry that is still filling, or whose QP has frames between the lookup
+    and the end of the verify stage, waits in the header check and holds the frames
+    behind it (the cache is direct mapped and never evicts a context in use). At 128
+    bytes every stage needs at most 2 cycles per frame (the wire brings one every 4), so
+    a backlog drains at up to one frame every 2 cycles.
+    """
+
+    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, **sizes):
+        check_int(self, "QP-context cache entries", cache_entries, 16, 256)
+        if cache_entries & (cache_entries - 1):
+            reject(self, f"QP-context cache entries must be a power of two, not "
+                         f"{cache_entries!r}")
+        check_int(self, "host-memory depth (words)", depth, 1 << 6, 1 << 32)
+        if depth & (depth - 1):
+            reject(self, f"host-memory depth (words) must be a power of two, not {depth!r}")
+        check_int(self, "MR table entries", mr_entries, 2, 256)
+        if mr_entries & (mr_entries - 1):
+            reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
+        try:
+            self.sizes = ResponderSizes.of(sizes)
+        except ValueError as error:
+            reject(self, str(error))
+        self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr_entries
+        ports = {
+            "i": In(packet_signature(64)),
+            "o": Out(packet_signature(64)),
+            "qpc_base": In(range(depth)),
+            "rd_req": Out(stream.Signature(rd_req_layout(depth))),
+            "rd_data": In(stream.Signature(rd_data_layout())),
+            "wr": Out(stream.Signature(wr_layout(depth))),
+        }
+        ports.update({name: Out(32) for name in RESPONDER_COUNTERS})
+        super().__init__(ports)
+        self.mr_table = memory.Memory(shape=MR_LAYOUT, depth=mr_entries, init=[])
+
+    def elaborate(self, platform):
+        m = Module()
+        s, n, depth = self.sizes, self.cache_entries, self.depth
+        m.submodules.mr_table = self.mr_table
+        m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames)
+        m.submodules.header = hdr = HeaderCheck(n, s.jobs)
+        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries)
+        m.submodules.writer = wrt = PayloadWriter(depth)
+        m.submodules.arbiter = arb = WriteArbiter(depth)
+        m.submodules.ack = ack = AckSender()
+        m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP})
+        fifos = dict(
+            hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(512, s.rx_beats),
+            jobs=_fifo(verify_job_layout(), s.jobs),
+            wjobs=_fifo(write_job_layout(depth), s.write_jobs),
+            acks=_fifo(ack_layout(), s.ack_jobs), words=_fifo(wr_layout(depth), s.words),
+            fills=_fifo(range(depth), s.fills),
+            wbs=_fifo(writeback_layout(depth), s.writebacks))
+        for name, fifo in fifos.items():
+            m.submodules[f"{name}_fifo"] = fifo
+
+        wiring.connect(m, wiring.flipped(self.i), rx.i)
+        _into(m, rx.hdr, fifos["hdr"])
+        _into(m, rx.pay, fifos["pay"])
+        m.d.comb += [rx.hdr_level.eq(fifos["hdr"].level),
+                     rx.pay_level.eq(fifos["pay"].level)]
+
+        _out_of(m, fifos["hdr"], hdr.i)
+        _into(m, hdr.o, fifos["jobs"])
+        wiring.connect(m, hdr.lookup, cache.req)
+        m.d.comb += [hdr.o_level.eq(fifos["jobs"].level),
+                     cache.victim_busy.eq(hdr.victim_busy),
+                     ver.done_addr.eq(hdr.done_addr), hdr.done_data.eq(ver.done_data),
+                     cache.base.eq(self.qpc_base)]
+
+        _into(m, cache.fill_rd, fifos["fills"])
+        m.d.comb += [
+            self.rd_req.valid.eq(fifos["fills"].r_rdy),
+            self.rd_req.payload.addr.eq(fifos["fills"].r_data),
+            self.rd_req.payload.words.eq(1), self.rd_req.payload.id.eq(0),
+            fifos["fills"].r_en.eq(self.rd_req.ready),
+            self.rd_data.ready.eq(1),
+            cache.fill_data.valid.eq(self.rd_data.valid),
+            cache.fill_data.payload.eq(self.rd_data.payload.data),
+        ]
+        _into(m, cache.wb, fifos["wbs"])
+
+        _out_of(m, fifos["jobs"], ver.i)
+        _into(m, ver.w, fifos["wjobs"])
+        _into(m, ver.ack, fifos["acks"])
+        mr = self.mr_table.read_port(domain="comb")
+        m.d.comb += [
+            cache.q_entry.eq(ver.q_entry), ver.q_ready.eq(cache.q_ready),
+            cache.s0_addr.eq(ver.s_addr), ver.s_data.eq(cache.s0_data),
+            cache.resp_addr.eq(ver.g_addr), ver.g_data.eq(cache.resp_data),
+            cache.resp_we.eq(ver.g_we), cache.resp_wdata.eq(ver.g_wdata),
+            mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data),
+        ]
+
+        _out_of(m, fifos["wjobs"], wrt.i)
+        _out_of(m, fifos["pay"], wrt.beats)
+        _into(m, wrt.o, fifos["words"])
+        _out_of(m, fifos["words"], arb.pay)
+        _out_of(m, fifos["wbs"], arb.wb)
+        wiring.connect(m, arb.o, wiring.flipped(self.wr))
+        _out_of(m, fifos["acks"], ack.i)
+        wiring.connect(m, ack.o, wiring.flipped(self.o))
+
+        owners = [(rx, ("overflow", "rx_beats_max", "rx_frames_max")),
+                  (hdr, ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")),
+                  (ver, ("frames_ok", "unknown_qp", "duplicates", "psn_nak",
+                         "out_of_order", "access_nak")),
+                  (wrt, ("words",)), (ack, ("acks",)),
+                  (cache, ("lookups", "misses", "writebacks", "fills_max"))]
+        for stage, names in owners:
+            for name in names:
+                m.d.comb += getattr(self, name).eq(getattr(stage, name))
+        return m

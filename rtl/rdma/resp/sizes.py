@@ -1,0 +1,108 @@
+"""Sizes and counter names of the pipelined responder, shared by the RTL and its twin.
+
+# Ref: /work/notes/responder_contract.md (issue 14, item 2); docs/rdma.md "Responder
+# checks" and "Recovery" for the checks and counters, which are unchanged.
+
+Why the defaults are what they are (cycles of the 1 GHz clock, 64-byte beats)
+-----------------------------------------------------------------------------
+The requester sends one 128-byte RDMA WRITE ONLY frame (206 bytes: 4 beats) every 4
+cycles. With context hits every stage of the responder needs at most 2 cycles for such a
+frame (the payload writer: 2 words; the ACK sender: 2 beats), so it keeps up with room to
+spare and drains a backlog at 1/2 - 1/4 = 1/4 frame per cycle.
+
+A context miss stops the verify stage until the fill returns. Over the host interface's
+``pcie`` profile a fill takes 1 cycle in the fill FIFO, 1 in the read queue, 560 of read
+latency and 2 of completion (64 bytes + 20 bytes of overhead at 63 bytes per cycle): the
+frame that missed is verified about 565 cycles after its lookup, and a few cycles more
+when the up direction is busy with a write TLP. Meanwhile frames keep arriving every 4
+cycles: about 142 frames of 128 bytes, each holding one header entry or verify job and 2
+beats of the payload FIFO (its beats 2 and 3; beats 0 and 1 travel with the header).
+
+* :data:`RX_BEATS` = 512 payload beats: a frame's first beat needs room for the largest
+  frame's :data:`REST_MAX` = 64 payload beats, so (512 - 64) / 2 = 224 frames of 128
+  bytes fit, 1.6 times the 142 of a PCIe miss.
+* :data:`RX_FRAMES` = 64 header entries plus :data:`JOBS` = 192 verify jobs: 256 frames
+  between the link and the verify stage (a frame moves from the first to the second one
+  cycle after it is whole, as long as its lookup is taken). The lookups run up to 192
+  frames ahead of the verify stage, which is what lets several fills be outstanding.
+* The small FIFOs between the other stages only decouple them (each stage moves at most
+  one item per cycle): 4 entries each.
+
+The payload FIFO is the binding limit at 128 bytes; at 4096-byte frames (66 beats every
+66 cycles) a 565-cycle miss needs about 9 frames = 576 beats, so a PCIe miss at the wire
+rate with the largest MTU needs ``rx_beats`` of 640 or more (not the default).
+"""
+
+import dataclasses
+
+from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
+from rtl.rdma.write_framer import MAX_FRAME_BEATS
+
+__all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
+           "RESP_GROUP",
+           "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
+           "RX_BEATS", "RX_FRAMES", "JOBS"]
+
+#: Beats of one frame that go to the payload FIFO at most: every beat but the first two
+#: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
+REST_MAX = MAX_FRAME_BEATS - 2
+#: Bytes of frame beats 0 and 1 that the header entry hands on to the payload writer:
+#: beat 0 from byte 54 (the end of a header without RETH) and all of beat 1.
+HEAD_BYTES = 64 - 54 + 64
+
+#: The QP-context fields the verify stage owns (its dynamic group in the context cache).
+RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
+
+RX_BEATS = 512
+RX_FRAMES = 64
+JOBS = 192
+
+#: High-water marks (most entries ever held): payload beats, header entries, verify jobs.
+HIGH_WATER = ("rx_beats_max", "rx_frames_max", "jobs_max")
+#: Every counter port of the responder, in port order.
+RESPONDER_COUNTERS = (("frames_ok", "acks", "words", "lookups", "misses", "writebacks",
+                       "fills_max") + DROP_REASONS + SEQUENCE_COUNTERS + HIGH_WATER)
+
+#: ``field: (low, high)`` of every size.
+SIZE_LIMITS = dict(rx_beats=(REST_MAX, 1 << 16), rx_frames=(1, 4096), jobs=(1, 1024),
+                   write_jobs=(1, 64), ack_jobs=(1, 64), words=(1, 64), fills=(1, 64),
+                   writebacks=(1, 64))
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponderSizes:
+    """FIFO depths of the responder (entries). See the module docstring for the defaults.
+
+    ``rx_beats``: payload beats (frame beats 2 and later); ``rx_frames``: header entries
+    (whole frames received, not yet looked up); ``jobs``: frames looked up, not yet
+    verified; ``write_jobs``: verified frames waiting for the payload writer;
+    ``ack_jobs``: ACK/NAKs waiting for the ACK sender; ``words``: payload words waiting
+    for the write arbiter; ``fills``: context fill reads waiting for ``rd_req``;
+    ``writebacks``: context write-backs waiting for the write arbiter.
+    """
+    rx_beats: int = RX_BEATS
+    rx_frames: int = RX_FRAMES
+    jobs: int = JOBS
+    write_jobs: int = 4
+    ack_jobs: int = 4
+    words: int = 4
+    fills: int = 4
+    writebacks: int = 4
+
+    @classmethod
+    def of(cls, sizes):
+        """A ``ResponderSizes`` from a dict of fields (missing ones: the defaults).
+
+        Raises ``ValueError`` naming an unknown field or a value out of
+        :data:`SIZE_LIMITS`.
+        """
+        for name, value in sizes.items():
+            if name not in SIZE_LIMITS:
+                raise ValueError(f"unknown responder size {name!r} (sizes: "
+                                 f"{', '.join(SIZE_LIMITS)})")
+            low, high = SIZE_LIMITS[name]
+            if not isinstance(value, int) or isinstance(value, bool) \
+                    or not low <= value <= high:
+                raise ValueError(f"responder size {name!r} must be an integer from {low} "
+                                 f"to {high}, not {value!r}")
+        return cls(**sizes)

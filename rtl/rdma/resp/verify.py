@@ -1,0 +1,183 @@
+"""Verify stage of the responder: QP, PSN and access checks, the QP's receive state."""
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.formats.roce import MR_LAYOUT, QPC_LAYOUT, Syndrome
+from rtl.params import check_int, reject
+from rtl.rdma.context_cache import group_layout
+from rtl.rdma.resp.header import inflight_bits
+from rtl.rdma.resp.layouts import ack_layout, verify_job_layout, write_job_layout
+from rtl.rdma.resp.sizes import RESP_GROUP, SIZE_LIMITS
+
+__all__ = ["Verify", "VERIFY_COUNTERS"]
+
+#: Counters of this stage, in port order.
+VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
+                   "access_nak")
+
+
+class Verify(wiring.Component):
+    """Decide each frame against its QP context and the MR table, one frame per cycle.
+
+    Parameters
+    ----------
+    entries, jobs : int
+        Context-cache entries; depth of the verify-job FIFO (width of the done counts).
+    depth : int
+        Host-memory words (``addr`` of the write jobs).
+    mr_entries : int
+        Entries of the MR table (indexed by ``rkey % mr_entries``).
+
+    Ports
+    -----
+    i : In(stream.Signature(verify_job_layout()))
+        From the header check, in frame order.
+    w : Out(stream.Signature(write_job_layout(depth)))
+        One job per frame for the payload writer (``write`` = 0 for every frame not
+        written, so that it pops the frame's payload beats).
+    ack : Out(stream.Signature(ack_layout()))
+        The ACK/NAK a frame causes, to the ACK sender.
+    q_entry : Out, q_ready : In
+        Is the job's cache entry filled?
+    s_addr : Out, s_data : In(QPC_LAYOUT)
+        The cache's static read port: ``valid`` and the ACK addressing.
+    g_addr : Out, g_data : In, g_we : Out, g_wdata : Out
+        The cache's dynamic group :data:`RESP_GROUP`, owned by this stage.
+    mr_addr : Out(range(mr_entries)), mr_data : In(MR_LAYOUT)
+        The MR table (a combinational read).
+    done_addr : In(range(entries)), done_data : Out(inflight_bits(jobs))
+        The header check's read of this stage's count of frames done per entry.
+    frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak : Out(32)
+
+    Timing
+    ------
+    A job at the head of ``i`` is decided in the first cycle in which ``w`` and ``ack``
+    both have room and, for a frame that passed the header check, its entry is filled
+    (``q_ready``; a miss holds the job here until the fill data has been written). In
+    that cycle the job is popped, its write job (and ACK/NAK) written, the group written
+    (seen from the next cycle, so the next frame of the same QP can follow directly) and
+    the entry's done count incremented (seen by the header check from the next cycle).
+
+    Decisions, as today's responder: context not ``valid``: ``unknown_qp``, silent.
+    PSN behind ``expected_psn`` (within 2**23, modulo 2**24): ``duplicates``, ACK with
+    its own PSN and the current MSN if it has AckReq. PSN ahead: without ``nak_sent`` a
+    NAK PSN sequence error carrying ``expected_psn`` (``psn_nak``) and ``nak_sent`` set;
+    with it, ``out_of_order``, silent. Expected PSN but a FIRST/ONLY whose MR entry is
+    not valid, has another key or no remote write right, or whose VA is not 64-byte
+    aligned, or whose ``[va, va + dma_len)`` is not inside the MR, or whose payload is
+    longer than ``dma_len``, or a MIDDLE/LAST longer than ``resp_left``: NAK remote
+    access error with its PSN (``access_nak``), ``expected_psn + 1``, ``nak_sent``
+    cleared. Otherwise ``frames_ok``: write ``plen`` bytes at ``va`` (FIRST/ONLY) or
+    ``resp_va``, ACK if AckReq with MSN + 1 on a LAST/ONLY; ``expected_psn + 1``,
+    ``nak_sent`` cleared, ``msn`` + 1 on a LAST/ONLY, ``resp_va`` after the payload,
+    ``resp_left`` = (``dma_len`` on FIRST/ONLY, else ``resp_left``) - ``plen``. Every
+    ACK/NAK carries the context's MACs, IPs and ``dest_qp``, and the frame's QPN as its
+    source QP.
+    """
+
+    def __init__(self, entries, jobs, depth, mr_entries):
+        check_int(self, "QP-context cache entries", entries, 16, 256)
+        if entries & (entries - 1):
+            reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
+        check_int(self, "verify jobs (jobs)", jobs, *SIZE_LIMITS["jobs"])
+        check_int(self, "MR table entries", mr_entries, 2, 256)
+        if mr_entries & (mr_entries - 1):
+            reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
+        self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
+        group = group_layout(RESP_GROUP)
+        ports = {
+            "i": In(stream.Signature(verify_job_layout())),
+            "w": Out(stream.Signature(write_job_layout(depth))),
+            "ack": Out(stream.Signature(ack_layout())),
+            "q_entry": Out(range(entries)), "q_ready": In(1),
+            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
+            "g_addr": Out(range(entries)), "g_data": In(group),
+            "g_we": Out(1), "g_wdata": Out(group),
+            "mr_addr": Out(range(mr_entries)), "mr_data": In(MR_LAYOUT),
+            "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
+        }
+        ports.update({name: Out(32) for name in VERIFY_COUNTERS})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        j = self.i.payload
+        ibits = (self.entries - 1).bit_length()
+        entry = j.qpn[:ibits]
+        ctx, g, mr = self.s_data, self.g_data, self.mr_data
+        m.d.comb += [self.q_entry.eq(entry), self.s_addr.eq(entry), self.g_addr.eq(entry),
+                     self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
+
+        m.submodules.done = done = memory.Memory(
+            shape=inflight_bits(self.jobs), depth=self.entries, init=[])
+        own, other, wr = (done.read_port(domain="comb"), done.read_port(domain="comb"),
+                          done.write_port())
+        m.d.comb += [own.addr.eq(entry), wr.addr.eq(entry), wr.data.eq(own.data + 1),
+                     other.addr.eq(self.done_addr), self.done_data.eq(other.data)]
+
+        behind = Signal()
+        m.d.comb += behind.eq((j.psn - g.expected_psn)[23])
+        end = Signal(66)
+        m.d.comb += end.eq(j.va + j.dma_len)
+        access_ok = Signal()
+        m.d.comb += access_ok.eq(Mux(
+            j.reth,
+            mr.valid & (mr.key == j.rkey) & mr.remote_write & (j.va >= mr.base)
+            & (end <= mr.base + mr.length) & (j.va[:6] == 0) & (j.plen <= j.dma_len),
+            j.plen <= g.resp_left))
+        base = Signal(64)
+        m.d.comb += base.eq(Mux(j.reth, j.va, g.resp_va))
+
+        ack, w, new = self.ack.payload, self.w.payload, self.g_wdata
+        ack_due = Signal()
+        verdict = Signal(len(VERIFY_COUNTERS))       # one-hot, in VERIFY_COUNTERS order
+        m.d.comb += [
+            ack.dmac.eq(ctx.dmac), ack.smac.eq(ctx.smac), ack.sip.eq(ctx.sip),
+            ack.dip.eq(ctx.dip), ack.src_qp.eq(j.qpn), ack.dest_qp.eq(ctx.dest_qp),
+            ack.msn.eq(g.msn), ack.psn.eq(j.psn), ack.syndrome.eq(Syndrome.ACK.value),
+            new.eq(g), w.rest.eq(j.rest),
+        ]
+        with m.If(~j.check):
+            pass
+        with m.Elif(~ctx.valid):
+            m.d.comb += verdict.eq(1 << 1)
+        with m.Elif(j.psn != g.expected_psn):
+            with m.If(behind):
+                m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
+            with m.Elif(~g.nak_sent):
+                m.d.comb += [verdict.eq(1 << 3), ack_due.eq(1), self.g_we.eq(1),
+                             ack.psn.eq(g.expected_psn),
+                             ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value),
+                             new.nak_sent.eq(1)]
+            with m.Else():
+                m.d.comb += verdict.eq(1 << 4)
+        with m.Elif(~access_ok):
+            m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.g_we.eq(1),
+                         ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
+                         new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0)]
+        with m.Else():
+            m.d.comb += [
+                verdict.eq(1 << 0), ack_due.eq(j.ack_req), self.g_we.eq(1),
+                ack.msn.eq(g.msn + j.last),
+                new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
+                new.msn.eq(g.msn + j.last), new.resp_va.eq(base + j.plen),
+                new.resp_left.eq(Mux(j.reth, j.dma_len, g.resp_left) - j.plen),
+                w.write.eq(1), w.reth.eq(j.reth), w.addr.eq(base[6:]), w.plen.eq(j.plen),
+                w.mark.eq(j.last), w.qpn.eq(j.qpn), w.data.eq(j.data),
+            ]
+
+        go = Signal()
+        m.d.comb += go.eq(self.i.valid & self.w.ready & self.ack.ready
+                          & (~j.check | self.q_ready))
+        with m.If(go):
+            m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
+                         wr.en.eq(j.check)]
+            for k, name in enumerate(VERIFY_COUNTERS):
+                counter = getattr(self, name)
+                with m.If(verdict[k]):
+                    m.d.sync += counter.eq(counter + 1)
+        with m.Else():
+            m.d.comb += self.g_we.eq(0)
+        return m

@@ -1,0 +1,174 @@
+"""The pipelined responder against its twin, cycle by cycle, with a test host.
+
+One Amaranth-simulator testbench plays the frames into the RTL
+:class:`rtl.rdma.resp.responder.Responder` and into its twin
+(:class:`pymodel.rdma.resp.responder.ResponderModel`) in lockstep. In every cycle it
+compares what each presents on ``o``, ``rd_req`` and ``wr``; a :class:`TbHost` then
+decides for both (the presented items being equal) which were taken and which fill
+word arrives. Counters are compared at the end.
+"""
+
+import dataclasses
+import random
+
+from amaranth.sim import Simulator
+
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.fields import pack, unpack
+from pymodel.rdma.resp.responder import ResponderModel
+from rtl.formats.packet import packet_layout
+from rtl.formats.roce import MR_LAYOUT
+from rtl.rdma.resp.layouts import rd_req_layout, wr_layout
+from rtl.rdma.resp.responder import Responder
+from rtl.rdma.resp.sizes import RESPONDER_COUNTERS
+
+__all__ = ["TbHost", "beat_schedule", "run_responder", "Run"]
+
+_ALL = (1 << 64) - 1
+
+
+class TbHost:
+    """A host for the responder's DMA ports: a dict memory of 64-byte words.
+
+    ``rd_req`` is taken in cycles where ``rd_ready(c)``; a read taken in cycle ``a`` is
+    answered on ``rd_data`` in cycle ``a + latency`` with the word the memory holds
+    then. ``wr`` is taken in cycles where ``wr_ready(c)`` and written at once (bytes
+    under ``be``).
+    """
+
+    def __init__(self, mem, latency, rd_ready=None, wr_ready=None):
+        self.mem, self.latency = dict(mem), latency
+        self.rd_ready = rd_ready or (lambda c: True)
+        self.wr_ready = wr_ready or (lambda c: True)
+        self.pending = []          # (due cycle, address)
+        self.reads, self.writes = [], []
+
+    def step(self, c, rd_req, wr):
+        """Returns ``(rd_req_taken, wr_taken, rd_data or None)`` for cycle ``c``."""
+        rd_taken = rd_req is not None and self.rd_ready(c)
+        wr_taken = wr is not None and self.wr_ready(c)
+        rd_data = None
+        if self.pending and self.pending[0][0] == c:
+            _, addr = self.pending.pop(0)
+            rd_data = dict(data=self.mem.get(addr, 0), id=0, last=1)
+        if rd_taken:
+            self.pending.append((c + self.latency, rd_req["addr"]))
+            self.reads.append((c, rd_req["addr"]))
+        if wr_taken:
+            old = self.mem.get(wr["addr"], 0)
+            mask = sum(0xFF << 8 * k for k in range(64) if wr["be"] >> k & 1)
+            self.mem[wr["addr"]] = (old & ~mask) | (wr["data"] & mask)
+            self.writes.append((c, dict(wr)))
+        return rd_taken, wr_taken, rd_data
+
+
+def beat_schedule(frames, rng=None, gap_rate=0.0, start=0):
+    """``({cycle: beat dict}, cycles of each frame's beats)``: the frames back to back
+    from ``start``, with a random gap before a beat at ``gap_rate``."""
+    sched, spans, c = {}, [], start
+    for frame in frames:
+        cycles = []
+        for bits in frame_to_beats(frame, 64):
+            while rng is not None and rng.random() < gap_rate:
+                c += 1
+            data, nbytes, first, last = unpack_beat(64, bits)
+            sched[c] = dict(data=data, nbytes=nbytes, first=int(first), last=int(last))
+            cycles.append(c)
+            c += 1
+        spans.append(cycles)
+    return sched, spans
+
+
+@dataclasses.dataclass
+class Run:
+    """What a run recorded (RTL and model agreed on all of it)."""
+    acks: list            # (cycle, beat dict) on o
+    writes: list          # (cycle, wr dict) taken by the host
+    reads: list           # (cycle, word address) fill reads taken
+    counters: dict
+    mem: dict
+    cycles: int
+    model: ResponderModel
+
+
+def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
+                  depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
+                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000):
+    """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
+
+    ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
+    ``wr`` or ``rd_req`` readiness is low in a cycle (seeded). Fails on the first
+    difference; returns a :class:`Run`.
+    """
+    sizes = sizes or {}
+    if schedule is None:
+        schedule, _ = beat_schedule(frames)
+    dut = Responder(cache_entries, depth, mr_entries, **sizes)
+    dut.mr_table.init = [unpack(MR_LAYOUT, v) for v in mr_table] + \
+        [{}] * (mr_entries - len(mr_table))
+    model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
+                           mr_table=mr_table, **sizes)
+    rng = random.Random(seed)
+    stalls = {}
+
+    def stalled(kind, c, rate):
+        return rate > 0 and stalls.setdefault((kind, c), rng.random() < rate)
+
+    host = TbHost(mem, latency, rd_ready=lambda c: not stalled("rd", c, rd_stall),
+                  wr_ready=lambda c: not stalled("wr", c, wr_stall))
+    beat_l, rd_l, wr_l = packet_layout(64), rd_req_layout(depth), wr_layout(depth)
+    last_beat = max(schedule) if schedule else 0
+    acks = []
+    result = {}
+
+    def flat(port):
+        return port.payload.as_value()
+
+    async def bench(ctx):
+        ctx.set(dut.qpc_base, qpc_base)
+        c = 0
+        while True:
+            if c > max_cycles:
+                raise AssertionError(f"the responder was still busy after {max_cycles}")
+            beat = schedule.get(c)
+            ctx.set(dut.i.valid, beat is not None)
+            if beat is not None:
+                ctx.set(flat(dut.i), pack(beat_l, beat))
+            want = model.present()
+            for name, layout, item in (("o", beat_l, want.o), ("rd_req", rd_l, want.rd_req),
+                                       ("wr", wr_l, want.wr)):
+                port = getattr(dut, name)
+                have = ctx.get(flat(port)) if ctx.get(port.valid) else None
+                exp = pack(layout, item) if item is not None else None
+                if have != exp:
+                    raise AssertionError(
+                        f"cycle {c}: {name}: RTL {have if have is None else unpack(layout, have)}"
+                        f", model {item}")
+            rd_taken, wr_taken, rd_data = host.step(c, want.rd_req, want.wr)
+            o_ready = not stalled("o", c, o_stall)
+            ctx.set(dut.rd_req.ready, rd_taken)
+            ctx.set(dut.wr.ready, wr_taken)
+            ctx.set(dut.o.ready, o_ready)
+            ctx.set(dut.rd_data.valid, rd_data is not None)
+            if rd_data is not None:
+                ctx.set(dut.rd_data.payload.data, rd_data["data"])
+            if want.o is not None and o_ready:
+                acks.append((c, want.o))
+            model.step(c, beat, rd_data, o_ready=o_ready, rd_req_taken=rd_taken,
+                       wr_taken=wr_taken)
+            model.commit()
+            await ctx.tick()
+            c += 1
+            if c > last_beat and model.next_event(c) is None and not host.pending:
+                break
+        result["counters"] = {name: ctx.get(getattr(dut, name)) for name in RESPONDER_COUNTERS}
+        result["cycles"] = c
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert result["counters"] == model.counters, (result["counters"], model.counters)
+    return Run(acks=acks, writes=host.writes, reads=host.reads,
+               counters=result["counters"], mem=host.mem, cycles=result["cycles"],
+               model=model)

@@ -1,0 +1,242 @@
+"""A pipeline stage between SyncFIFOs against its twin between ``Fifo``s, cycle by cycle.
+
+The RTL side: the stage (any ``wiring.Component``) with a ``SyncFIFO`` in front of each
+of its input stream ports and behind each of its output stream ports, in the Amaranth
+simulator. The model side: the stage's twin with a :class:`pymodel.cycle.Fifo` in each of
+the same places. One testbench drives both with the same seeded pattern: in each cycle it
+may push the next stimulus item into an input FIFO and pop an output FIFO (random
+backpressure), sets the stage's other inputs ("side inputs") and compares, in that same
+cycle, every item the stage writes into an output FIFO, every item it takes from an
+input FIFO, and the side outputs it names. The first difference fails with its cycle.
+
+The twin's protocol
+-------------------
+``make_twin(fifos)`` builds the twin from ``{port name: Fifo}``. Per cycle the harness
+calls ``twin.step(c, side)`` (``side``: the side inputs of the cycle, a dict) which
+returns a dict of side outputs (a value of None is not compared), then ``twin.commit()``
+and the FIFOs' ``commit()``. Items are dicts of the port's ``StructLayout`` fields (or
+ints for plain shapes), packed for the comparison.
+"""
+
+import random
+
+from amaranth import Elaboratable, Module, Shape, Value
+from amaranth.lib import data, stream
+from amaranth.lib.fifo import SyncFIFO
+
+from pymodel.cycle import Fifo
+from pymodel.rdma.fields import pack
+from tb.amsim import run_sim
+
+__all__ = ["compare_stage", "to_int"]
+
+
+def to_int(layout, item):
+    """The flat integer of ``item`` (a dict of ``layout``'s fields, or an int)."""
+    if isinstance(item, int):
+        return item
+    if isinstance(layout, data.Layout):
+        return pack(layout, item)
+    raise TypeError(f"cannot pack {item!r} for a plain shape")
+
+
+class _RecordingFifo(Fifo):
+    """A Fifo that remembers what was written and how many were read in the cycle."""
+
+    def __init__(self, depth, name):
+        super().__init__(depth, name)
+        self.log, self.reads = [], 0
+
+    def write(self, value):
+        super().write(value)
+        self.log.append(value)
+
+    def read(self):
+        self.reads += 1
+        return super().read()
+
+    def commit(self):
+        super().commit()
+        self.log, self.reads = [], 0
+
+
+class _Bench(Elaboratable):
+    def __init__(self, dut, inputs, outputs, levels):
+        self.dut, self.levels = dut, levels
+        self.fifos = {}
+        for name, depth in {**inputs, **outputs}.items():
+            port = getattr(dut, name)
+            width = Shape.cast(port.payload.shape()).width
+            self.fifos[name] = SyncFIFO(width=width, depth=depth)
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self.dut
+        for name, fifo in self.fifos.items():
+            m.submodules[f"fifo_{name}"] = fifo
+            port = getattr(self.dut, name)
+            if name in self.inputs:
+                m.d.comb += [port.valid.eq(fifo.r_rdy), port.payload.eq(fifo.r_data),
+                             fifo.r_en.eq(port.ready)]
+            else:
+                m.d.comb += [fifo.w_en.eq(port.valid), fifo.w_data.eq(port.payload),
+                             port.ready.eq(fifo.w_rdy)]
+        for level_port, fifo_name in self.levels.items():
+            m.d.comb += getattr(self.dut, level_port).eq(self.fifos[fifo_name].level)
+        return m
+
+
+def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
+                  push_rate=0.7, pop_rate=0.7, levels=None, side_in=None, side_out=(),
+                  deadline_cycles=None):
+    """Run ``dut`` and its twin for ``cycles`` cycles; fail on the first difference.
+
+    Parameters
+    ----------
+    dut : wiring.Component
+    make_twin : callable
+        ``make_twin({port name: Fifo})`` -> the twin.
+    inputs, outputs : dict
+        ``{stream port name: FIFO depth}`` of the stage's input and output streams.
+    stimulus : dict
+        ``{input port name: [items]}`` pushed in order.
+    push_rate, pop_rate : float
+        Probability that the testbench offers the next item to an input FIFO, and pops
+        an output FIFO, in a cycle (1.0: every cycle).
+    levels : dict
+        ``{stage port name: FIFO port name}``: stage inputs that see a FIFO's level.
+    side_in : callable
+        ``side_in(c, peek)`` -> ``{stage port name: value}`` for cycle ``c``;
+        ``peek(name)`` reads a stage port of the RTL in this cycle (after the FIFOs). A
+        stream port given here is driven as an always-ready source: ``valid`` when the
+        value (an item) is not None.
+    side_out : iterable
+        Stage output ports compared with the twin's step result every cycle (dotted
+        names reach into a port: ``"lookup.payload"``).
+
+    Returns
+    -------
+    dict
+        ``{output port name: [(cycle, int item), ...]}`` written by the stage, and
+        ``"taken"``: ``{input port name: [cycles]}``.
+    """
+    levels = levels or {}
+    bench = _Bench(dut, inputs, outputs, levels)
+    fifos = {name: _RecordingFifo(depth, name) for name, depth in {**inputs, **outputs}.items()}
+    twin = make_twin(fifos)
+    layouts = {name: getattr(dut, name).payload.shape() for name in fifos}
+    rng = random.Random(seed)
+    queues = {name: list(stimulus.get(name, ())) for name in inputs}
+    written = {name: [] for name in outputs}
+    taken = {name: [] for name in inputs}
+
+    def flat(port):
+        payload = port.payload
+        return payload.as_value() if hasattr(payload, "as_value") else Value.cast(payload)
+
+    async def testbench(ctx):
+        for c in range(cycles):
+            pushes, pops = {}, {}
+            for name in inputs:
+                rtl = bench.fifos[name]
+                offer = bool(queues[name]) and rng.random() < push_rate
+                can = bool(ctx.get(rtl.w_rdy))
+                assert can == fifos[name].can_write(), f"cycle {c}: {name} room"
+                pushes[name] = offer and can
+                ctx.set(rtl.w_en, pushes[name])
+                if pushes[name]:
+                    ctx.set(rtl.w_data, to_int(layouts[name], queues[name][0]))
+            for name in outputs:
+                rtl = bench.fifos[name]
+                want = rng.random() < pop_rate
+                can = bool(ctx.get(rtl.r_rdy))
+                assert can == fifos[name].can_read(), f"cycle {c}: {name} not empty"
+                pops[name] = want and can
+                ctx.set(rtl.r_en, pops[name])
+            side = side_in(c, lambda n: ctx.get(_resolve(dut, n))) if side_in else {}
+            for name, value in side.items():
+                _drive(ctx, _resolve(dut, name), value)
+            got = {}
+            for name in outputs:
+                port = getattr(dut, name)
+                if ctx.get(port.valid) and ctx.get(port.ready):
+                    got[name] = ctx.get(flat(port))
+            got_taken = {name: bool(ctx.get(getattr(dut, name).valid)
+                                    and ctx.get(getattr(dut, name).ready)) for name in inputs}
+            got_side = {name: ctx.get(_resolve(dut, name)) for name in side_out}
+            # The model's cycle.
+            for name in inputs:
+                if pushes[name]:
+                    fifos[name].write(queues[name].pop(0))
+            for name in outputs:
+                if pops[name]:
+                    fifos[name].read()
+            want_side = twin.step(c, side) or {}
+            for name in outputs:
+                log = fifos[name].log
+                assert len(log) <= 1, f"cycle {c}: twin wrote {len(log)} items into {name}"
+                want = to_int(layouts[name], log[0]) if log else None
+                have = got.get(name)
+                assert have == want, (f"cycle {c}: {name}: RTL wrote "
+                                      f"{_show(layouts[name], have)}, twin "
+                                      f"{_show(layouts[name], want)}")
+                if have is not None:
+                    written[name].append((c, have))
+            for name in inputs:
+                reads = fifos[name].reads
+                assert got_taken[name] == (reads == 1), (
+                    f"cycle {c}: {name}: RTL took {got_taken[name]}, twin read {reads}")
+                if got_taken[name]:
+                    taken[name].append(c)
+            for name in side_out:
+                want = want_side.get(name)
+                if want is not None:
+                    have = got_side[name]
+                    have = have.as_value().value if hasattr(have, "as_value") else int(have)
+                    if isinstance(want, dict):
+                        want = to_int(_resolve(dut, name).shape(), want)
+                    want = int(want)
+                    assert have == want, f"cycle {c}: {name}: RTL {have}, twin {want}"
+            twin.commit()
+            for f in fifos.values():
+                f.commit()
+            await ctx.tick()
+
+    run_sim(bench, testbench, deadline_cycles=deadline_cycles or cycles + 10)
+    for name, q in queues.items():
+        assert not q, f"{len(q)} stimulus items of {name} never entered"
+    return dict(written, taken=taken)
+
+
+def _resolve(dut, name):
+    """The port (or port member) ``name`` of ``dut``: ``"victim_busy"``, ``"lookup.valid"``."""
+    obj = dut
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _drive(ctx, port, value):
+    """Set a side input: a plain port to ``value``; a stream port (always ready on the
+    stage's side) to ``valid`` = ``value is not None`` and that payload."""
+    if isinstance(getattr(port, "signature", None), stream.Signature):
+        ctx.set(port.valid, value is not None)
+        if value is not None:
+            payload = port.payload
+            flat = payload.as_value() if hasattr(payload, "as_value") else payload
+            ctx.set(flat, to_int(payload.shape(), value))
+        return
+    if isinstance(value, dict):
+        value = to_int(port.shape(), value)
+    ctx.set(port.as_value() if hasattr(port, "as_value") else port, value)
+
+
+def _show(layout, value):
+    if value is None or not isinstance(layout, data.StructLayout):
+        return repr(value)
+    parts = []
+    for name, field in layout:
+        v = (value >> field.offset) & ((1 << field.width) - 1)
+        parts.append(f"{name}={v:#x}" if field.width > 8 else f"{name}={v}")
+    return "{" + ", ".join(parts) + "}"
