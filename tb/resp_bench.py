@@ -16,11 +16,11 @@ from amaranth.sim import Simulator
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.fields import pack, unpack
 from pymodel.rdma.resp.responder import ResponderModel
-from rtl.formats.packet import packet_layout
-from rtl.formats.roce import MR_LAYOUT
 from rtl.rdma.resp.layouts import rd_req_layout, wr_layout
 from rtl.rdma.resp.responder import Responder
-from rtl.rdma.resp.sizes import RESPONDER_COUNTERS
+from spec.formats.packet import packet_layout
+from spec.formats.roce import MR_LAYOUT
+from spec.rdma_responder import RESPONDER_COUNTERS
 
 __all__ = ["TbHost", "beat_schedule", "run_responder", "Run"]
 

@@ -10,8 +10,8 @@ import dataclasses
 from pymodel.fcs import fcs_bytes
 from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import Endpoint, icrc, write_frame
-from rtl.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
-from rtl.rdma.resp.sizes import MAX_FRAME_BEATS
+from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
+from spec.rdma_responder import MAX_FRAME_BEATS
 
 __all__ = ["A", "B", "BAD_KINDS", "spoil", "refresh", "random_write", "random_frames",
            "Scenario", "responder_scenario"]

@@ -12,9 +12,9 @@ from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.node import ResponderNode
 from pymodel.rdma.resp.responder import ResponderModel
-from rtl.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
 from rtl.rdma.resp.responder import Responder
-from rtl.rdma.resp.sizes import DROP_REASONS, SEQUENCE_COUNTERS
+from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
+from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS
 from tb.resp_bench import TbHost, beat_schedule, run_responder
 from tb.resp_frames import A, B, responder_scenario
 

@@ -20,15 +20,15 @@ from pymodel.rdma.resp.rx import ReceiveModel
 from pymodel.rdma.resp.verify import VERIFY_COUNTERS, VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
-from rtl.formats.roce import Syndrome
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
 from rtl.rdma.resp.layouts import header_entry_layout, wr_layout
 from rtl.rdma.resp.rx import Receive
-from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
+from spec.formats.roce import Syndrome
+from spec.rdma_responder import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
 from tb.resp_bench import beat_schedule
 from tb.resp_frames import random_frames
 from tb.stage_harness import compare_stage

@@ -49,6 +49,7 @@ class Config:
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
+    responder_sizes: dict = dataclasses.field(default_factory=dict)
     faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
     faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
 
@@ -115,14 +116,15 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         for arrived, fr in links["ab"].send(cycles, frame):
             to_b.add(arrived, fr)
 
-    def send_ba(first_cycle, frame):
-        cycles = list(range(first_cycle, first_cycle + beats_of(len(frame))))
+    def send_ba(cycles, frame):
         wire_ba.append((cycles, frame))
         for arrived, fr in links["ba"].send(cycles, frame):
             to_a.add(arrived, fr)
 
     req = RequesterModel(cfg, send_ab)
-    resp = ResponderModel(cfg, mr_table, send_ba)
+    resp = ResponderModel(cfg.cache_entries, cfg.depth, cfg.mr_entries,
+                          qpc_base=cfg.qpc_base_b, mr_table=mr_table, **cfg.responder_sizes)
+    ack_beats = []                  # the ACK frame leaving node B, beat by beat
 
     # Injected frames: one beat per cycle the player is not stalled, from cycle 0.
     if inject:
@@ -161,18 +163,26 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
                  wr_ready=ra.wr_taken, ack=ack)
         # Node B.
-        rd_b, wr_b = resp.offers()
-        rb = hi_b.step(c, rd_req=rd_b, wr=wr_b)
+        out = resp.present()
+        rb = hi_b.step(c, rd_req=out.rd_req, wr=out.wr)
         if rb.marked is not None:
             written.append((c, rb.marked))
         beat, _ = to_b.pop(c)
-        resp.step(c, beat=beat, rd_data=rb.rd_data, rd_ready=rb.rd_req_taken,
-                  wr_ready=rb.wr_taken)
+        resp.step(c, beat, rb.rd_data, o_ready=True, rd_req_taken=rb.rd_req_taken,
+                  wr_taken=rb.wr_taken)
+        if out.o is not None:
+            ack_beats.append((c, out.o))
+            if out.o["last"]:
+                frame = b"".join(b["data"].to_bytes(64, "little")[:b["nbytes"]]
+                                 for _, b in ack_beats)
+                send_ba([cyc for cyc, _ in ack_beats], frame)
+                ack_beats.clear()
         req.commit()
         resp.commit()
         if progress is not None and c % 65536 == 0:
             progress(c)
-        busy = (k < len(mmio) or req.busy() or resp.busy() or to_a.pending()
+        busy = (k < len(mmio) or req.busy() or resp.next_event(c) is not None
+                or to_a.pending()
                 or to_b.pending() or hi_a.next_event(c) is not None
                 or hi_b.next_event(c) is not None)
         quiet = 0 if busy else quiet + 1
@@ -180,7 +190,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             break
         c += 1
     return dict(wire_ab=wire_ab, wire_ba=wire_ba, mmio_stamps=stamps, written=written,
-                completed=completed, req=req.counters(), resp=resp.counters(),
+                completed=completed, req=req.counters(), resp=dict(resp.counters),
                 host_a=dict(hi_a.counters), host_b=dict(hi_b.counters),
                 links={n: dict(link.counters) for n, link in links.items()},
                 cycles=c, mem_a=hi_a.mem, mem_b=hi_b.mem, trace=req.comp.trace)

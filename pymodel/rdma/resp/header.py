@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from pymodel.rdma.fields import unpack
-from rtl.formats.roce import (
+from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,
     ICRC_BYTES,

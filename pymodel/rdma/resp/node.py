@@ -25,7 +25,7 @@ class ResponderNode:
     send : callable
         ``send(first_beat_cycle, frame)``, called in the cycle of an ACK's last beat.
     **sizes
-        FIFO depths (:class:`rtl.rdma.resp.sizes.ResponderSizes`).
+        FIFO depths (:class:`spec.rdma_responder.ResponderSizes`).
     """
 
     def __init__(self, cfg, mr_table, send, **sizes):

@@ -30,8 +30,8 @@ from pymodel.rdma.resp.rx import ReceiveModel
 from pymodel.rdma.resp.verify import VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
-from rtl.formats.roce import MR_LAYOUT
-from rtl.rdma.resp.sizes import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+from spec.formats.roce import MR_LAYOUT
+from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 
 __all__ = ["ResponderModel", "Presented"]
 

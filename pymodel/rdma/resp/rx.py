@@ -2,7 +2,7 @@
 
 from pymodel.fcs import fcs_ok
 from pymodel.rdma.frames import icrc
-from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, REST_MAX
+from spec.rdma_responder import MAX_FRAME_BEATS, REST_MAX
 
 __all__ = ["ReceiveModel"]
 

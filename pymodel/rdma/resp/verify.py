@@ -1,8 +1,8 @@
 """Twin of :class:`rtl.rdma.resp.verify.Verify` (from its docstring)."""
 
 from pymodel.cycle import Staged
-from rtl.formats.roce import Syndrome
-from rtl.rdma.resp.sizes import RESP_GROUP
+from spec.formats.roce import Syndrome
+from spec.rdma_responder import RESP_GROUP
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 

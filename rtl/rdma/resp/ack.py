@@ -5,9 +5,9 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.formats.packet import packet_signature
 from rtl.rdma.ack_framer import AckFramer, ack_layout
 from rtl.rdma.icrc_inserter import IcrcInserter
+from spec.formats.packet import packet_signature
 
 __all__ = ["AckSender"]
 

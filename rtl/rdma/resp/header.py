@@ -4,7 +4,9 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import (
+from rtl.rdma.resp.layouts import header_entry_layout, verify_job_layout
+from spec.checks import check_int, reject
+from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,
     ICRC_BYTES,
@@ -17,9 +19,7 @@ from rtl.formats.roce import (
     OpCode,
     bswap,
 )
-from rtl.params import check_int, reject
-from rtl.rdma.resp.layouts import header_entry_layout, verify_job_layout
-from rtl.rdma.resp.sizes import SIZE_LIMITS
+from spec.rdma_responder import SIZE_LIMITS
 
 __all__ = ["HeaderCheck", "inflight_bits"]
 

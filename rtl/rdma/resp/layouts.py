@@ -8,9 +8,9 @@ responder contract on writes.
 
 from amaranth.lib import data
 
-from rtl.formats.packet import packet_layout
 from rtl.rdma.ack_framer import ack_layout
-from rtl.rdma.resp.sizes import HEAD_BYTES, REST_MAX
+from spec.formats.packet import packet_layout
+from spec.rdma_responder import HEAD_BYTES, REST_MAX
 
 __all__ = ["header_entry_layout", "verify_job_layout", "write_job_layout",
            "rd_req_layout", "rd_data_layout", "wr_layout", "ack_layout", "packet_layout",

@@ -5,9 +5,6 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import packet_signature
-from rtl.formats.roce import MR_LAYOUT
-from rtl.params import check_int, reject
 from rtl.rdma.context_cache import ContextCache
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
@@ -21,10 +18,13 @@ from rtl.rdma.resp.layouts import (
     write_job_layout,
 )
 from rtl.rdma.resp.rx import Receive
-from rtl.rdma.resp.sizes import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter, writeback_layout
 from rtl.rdma.resp.writer import PayloadWriter
+from spec.checks import check_int, reject
+from spec.formats.packet import packet_signature
+from spec.formats.roce import MR_LAYOUT
+from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 
 __all__ = ["Responder"]
 
@@ -73,9 +73,9 @@ class Responder(wiring.Component):
         Entries of the on-chip MR table (2 to 256, a power of two), indexed by
         ``rkey % mr_entries``.
     **sizes
-        FIFO depths, the fields of :class:`rtl.rdma.resp.sizes.ResponderSizes`
+        FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
-        ``fills``, ``writebacks``); the defaults and why: :mod:`rtl.rdma.resp.sizes`.
+        ``fills``, ``writebacks``); the defaults and why: :mod:`spec.rdma_responder`.
 
     Ports
     -----

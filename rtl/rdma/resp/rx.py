@@ -4,11 +4,11 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.packet import packet_signature
-from rtl.params import check_int
 from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.resp.layouts import header_entry_layout
-from rtl.rdma.resp.sizes import MAX_FRAME_BEATS, REST_MAX, SIZE_LIMITS
+from spec.checks import check_int
+from spec.formats.packet import packet_signature
+from spec.rdma_responder import MAX_FRAME_BEATS, REST_MAX, SIZE_LIMITS
 
 __all__ = ["Receive"]
 

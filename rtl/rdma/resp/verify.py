@@ -4,12 +4,12 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.formats.roce import MR_LAYOUT, QPC_LAYOUT, Syndrome
-from rtl.params import check_int, reject
 from rtl.rdma.context_cache import group_layout
 from rtl.rdma.resp.header import inflight_bits
 from rtl.rdma.resp.layouts import ack_layout, verify_job_layout, write_job_layout
-from rtl.rdma.resp.sizes import RESP_GROUP, SIZE_LIMITS
+from spec.checks import check_int, reject
+from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, Syndrome
+from spec.rdma_responder import RESP_GROUP, SIZE_LIMITS
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
 

@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.resp.layouts import wr_layout, write_job_layout
-from rtl.rdma.resp.sizes import REST_MAX
+from spec.rdma_responder import REST_MAX
 
 __all__ = ["PayloadWriter"]
 

@@ -35,8 +35,7 @@ rate with the largest MTU needs ``rx_beats`` of 640 or more (not the default).
 
 import dataclasses
 
-from rtl.rdma.responder import DROP_REASONS, SEQUENCE_COUNTERS
-from rtl.rdma.write_framer import MAX_FRAME_BEATS
+from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
            "RESP_GROUP",

@@ -1,0 +1,106 @@
+"""One RDMA design point on the golden model: the scenario, the two runs, the metrics.
+
+A point is measured as the perftest tools measure an RNIC: the per-message rate and
+costs with messages posted back to back (``ib_write_bw``: ``ii_cycles``, wire and host
+bytes, TLPs, control operations, in-flight state), and the latency and completion with
+messages posted one at a time, each into an idle engine (``ib_write_lat``), so that
+queueing behind earlier messages is not counted as latency. Latency under load is the
+subject of the load sweeps.
+
+:func:`reduce_run` turns a run (the model's or the RTL's records, same shapes) into
+metrics; the co-simulation uses it on the RTL's records.
+"""
+
+from pymodel.rdma.metrics import host_util, per_message, steady_ii, summarize
+from pymodel.rdma.system import Config, simulate
+from pymodel.scenarios.rdma import writes_scenario
+from spec.host import PROFILES
+from spec.rdma_engine import LADDER, RUNG_KNOBS
+
+__all__ = ["knobs_of", "build", "reduce_run", "rdma_point", "latency_spacing",
+           "ENGINE_KNOBS"]
+
+#: The knobs that are the engine's run-time ports (the rest are the host's).
+ENGINE_KNOBS = ("serial", "ack_every", "ack_frames")
+
+
+def knobs_of(rung=None, knobs=None):
+    """The knobs of a ladder rung (by name) with ``knobs`` on top."""
+    out = dict(RUNG_KNOBS)
+    if rung is not None:
+        names = dict(LADDER)
+        if rung not in names:
+            raise ValueError(f"rung must be one of {list(names)}, not {rung!r}")
+        out.update(names[rung])
+    unknown = set(knobs or {}) - set(RUNG_KNOBS)
+    if unknown:
+        raise ValueError(f"unknown optimisation knob(s): {sorted(unknown)}")
+    out.update(knobs or {})
+    return out
+
+
+def latency_spacing(host):
+    """Cycles between messages posted one at a time: enough for one to finish (two host
+    round trips, a context miss at each end, the frame, the ACK and the CQE) before the
+    next is posted."""
+    return 6 * PROFILES[host].read_latency + 600
+
+
+def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
+          pmtu_log2=12, seed=1, spacing=0, link_latency=6, **sizes):
+    """``(cfg, verbs)`` of a run."""
+    k = knobs_of(None, knobs)
+    verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
+                            spacing=spacing,
+                            **{n: v for n, v in k.items() if n not in ENGINE_KNOBS})
+    cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
+                 cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,
+                 **{n: k[n] for n in ENGINE_KNOBS}, **sizes)
+    return cfg, verbs
+
+
+def reduce_run(verbs, run, messages):
+    """Metrics of a run (see :func:`pymodel.rdma.metrics.summarize`), plus ``ii_cycles``
+    and ``host_util``, and the per-message ``latency``/``completion`` lists."""
+    items, _ = verbs.mmio_items()
+    starts, pos = [], 0
+    for _, words in verbs.writes:
+        starts.append(pos)
+        pos += len(words)
+    qpn_b = {q.qpn_a: q.qpn_b for q in verbs.qps.values()}
+    lat, comp = per_message(verbs.messages, starts, run["mmio_stamps"], run["written"],
+                            run["completed"], qpn_b)
+    out = summarize(messages, lat, comp, [f for _, f in run["wire_ab"]],
+                    [f for _, f in run["wire_ba"]], run["req"], run["resp"],
+                    run["host_a"], run["host_b"])
+    ii = steady_ii([c for c, _ in run["written"]])
+    out["ii_cycles"] = ii
+    out["host_util"] = host_util(run["host_a"], run["host_b"], messages, ii)
+    out["latency"], out["completion"] = lat, comp
+    return out
+
+
+def run_model(cfg, verbs, **kw):
+    items, release = verbs.mmio_items()
+    return simulate(cfg, verbs.mem_a, verbs.mem_b, verbs.mr_table, items, release, **kw)
+
+
+def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
+               knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6):
+    """The model's metrics of one point: a back-to-back run of ``messages`` messages and
+    a one-at-a-time run of ``latency_messages`` (``serial`` rungs: the same run)."""
+    k = knobs_of(rung, knobs)
+    common = dict(qps=qps, cache_entries=cache_entries, host=host, knobs=k,
+                  pmtu_log2=pmtu_log2, seed=seed, link_latency=link_latency)
+    cfg, verbs = build(msg_bytes, messages, **common)
+    bw = reduce_run(verbs, run_model(cfg, verbs), messages)
+    lat = bw
+    if not k["serial"]:
+        cfg2, verbs2 = build(msg_bytes, latency_messages, spacing=latency_spacing(host),
+                             **common)
+        lat = reduce_run(verbs2, run_model(cfg2, verbs2), latency_messages)
+    row = {key: bw[key] for key in bw if key not in ("latency", "completion")}
+    row["latency_cycles"], row["completion_cycles"] = lat["latency_cycles"], \
+        lat["completion_cycles"]
+    return row
+
