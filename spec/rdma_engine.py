@@ -7,12 +7,17 @@ formats: :mod:`spec.formats.roce`; the frames' sizes and the links: :mod:`spec.r
 Times are in cycles of the 1 GHz clock (one cycle is 1 ns).
 """
 
+import dataclasses
+
+from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
+from spec.rdma_responder import ResponderSizes
+
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
-    "ACK_COALESCE", "LADDER",
+    "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
 ]
 
 # -- Host interface use -----------------------------------------------------------------
@@ -65,9 +70,13 @@ TIMEOUT_RANGE = (64, (1 << 24) - 1)
 #: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=256, timeout=4096, retry_limit=7, ack_queue=64)
-#: Depths of the small FIFOs between the requester's stages.
-FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=16, jobs=16, inline=16,
-                   segs=16, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
+#: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
+#: descriptors of WQE reads and payload reads while their data is on its way: over PCIe
+#: (about 560 cycles a read) at one message every 4 to 6 cycles about 100 to 140 of each
+#: are outstanding (Little's law), so both are 128 deep; the others only decouple
+#: neighbouring stages.
+FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=128, jobs=16, inline=16,
+                   segs=128, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
                    wr_cqe=4)
 #: Counters of the requester, in port order.
 REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
@@ -104,3 +113,20 @@ LADDER = (
     ("+unsignalled 1/64", dict(bf=1, inline=1, signal_every=64)),
     ("+ACK coalescing", dict(bf=1, inline=1, signal_every=64, **ACK_COALESCE)),
 )
+
+# -- The responder and the top ---------------------------------------------------------------
+
+#: The responder's sizes (:class:`spec.rdma_responder.ResponderSizes`, with the reasoning
+#: behind each) and counters, in port order.
+RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
+RESPONDER_COUNTERS = _RESPONDER_COUNTERS
+
+#: Default parameters of :class:`rtl.tops.rdma_top.RdmaTop`. ``host``: the host-interface
+#: profile of both nodes (:data:`spec.host.PROFILES`). ``link_latency``: 6 cycles one way,
+#: the node-to-node delay of the NIC headline (2-cycle link, 2-cycle switch, 2-cycle
+#: link), so that both designs are measured on the same terms. ``mmio``, ``inject``:
+#: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
+#: depths. The requester's and the responder's sizes as above.
+TOP_DEFAULTS = dict(cache_entries=16, depth=1 << 14, host="pcie", link_latency=6,
+                    mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
+                    **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

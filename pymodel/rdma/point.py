@@ -11,7 +11,13 @@ subject of the load sweeps.
 metrics; the co-simulation uses it on the RTL's records.
 """
 
-from pymodel.rdma.metrics import host_util, per_message, steady_ii, summarize
+from pymodel.rdma.metrics import (
+    host_util,
+    message_starts,
+    per_message,
+    steady_ii,
+    summarize,
+)
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import writes_scenario
 from spec.host import PROFILES
@@ -47,11 +53,13 @@ def latency_spacing(host):
 
 
 def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
-          pmtu_log2=12, seed=1, spacing=0, link_latency=6, **sizes):
-    """``(cfg, verbs)`` of a run."""
+          pmtu_log2=12, seed=1, spacing=0, link_latency=6, warmup=True, **sizes):
+    """``(cfg, verbs)`` of a run; with ``warmup`` the first message goes alone and the
+    others follow once it is done (:func:`latency_spacing`)."""
     k = knobs_of(None, knobs)
     verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
                             spacing=spacing,
+                            warmup=latency_spacing(host) if warmup else 0,
                             **{n: v for n, v in k.items() if n not in ENGINE_KNOBS})
     cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
                  cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,
@@ -73,7 +81,7 @@ def reduce_run(verbs, run, messages):
     out = summarize(messages, lat, comp, [f for _, f in run["wire_ab"]],
                     [f for _, f in run["wire_ba"]], run["req"], run["resp"],
                     run["host_a"], run["host_b"])
-    ii = steady_ii([c for c, _ in run["written"]])
+    ii = steady_ii(message_starts(run["wire_ab"]))
     out["ii_cycles"] = ii
     out["host_util"] = host_util(run["host_a"], run["host_b"], messages, ii)
     out["latency"], out["completion"] = lat, comp
@@ -85,22 +93,34 @@ def run_model(cfg, verbs, **kw):
     return simulate(cfg, verbs.mem_a, verbs.mem_b, verbs.mr_table, items, release, **kw)
 
 
+def latency_knobs(knobs):
+    """The knobs of the one-at-a-time run: a message per doorbell (or WQE by MMIO) and a
+    CQE per message, as ``ib_write_lat`` posts; the rest as the rung says."""
+    return dict(knobs, ring_every=1, signal_every=1)
+
+
 def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
                knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages and
-    a one-at-a-time run of ``latency_messages`` (``serial`` rungs: the same run)."""
+    a one-at-a-time run of ``latency_messages`` (after one warm-up message, not counted:
+    the contexts are cached as in the steady state)."""
     k = knobs_of(rung, knobs)
-    common = dict(qps=qps, cache_entries=cache_entries, host=host, knobs=k,
-                  pmtu_log2=pmtu_log2, seed=seed, link_latency=link_latency)
-    cfg, verbs = build(msg_bytes, messages, **common)
+    common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
+                  seed=seed, link_latency=link_latency)
+    cfg, verbs = build(msg_bytes, messages, knobs=k, **common)
     bw = reduce_run(verbs, run_model(cfg, verbs), messages)
-    lat = bw
-    if not k["serial"]:
-        cfg2, verbs2 = build(msg_bytes, latency_messages, spacing=latency_spacing(host),
-                             **common)
-        lat = reduce_run(verbs2, run_model(cfg2, verbs2), latency_messages)
+    cfg2, verbs2 = build(msg_bytes, latency_messages + 1, knobs=latency_knobs(k),
+                         spacing=latency_spacing(host), **common)
+    lat = reduce_run(verbs2, run_model(cfg2, verbs2), latency_messages + 1)
     row = {key: bw[key] for key in bw if key not in ("latency", "completion")}
-    row["latency_cycles"], row["completion_cycles"] = lat["latency_cycles"], \
-        lat["completion_cycles"]
+    row["latency_cycles"], row["completion_cycles"] = isolated(lat)
     return row
 
+
+def isolated(run):
+    """Median latency and completion of a one-at-a-time run, without its warm-up."""
+    import statistics
+    lat = [x for x in run["latency"][1:] if x is not None]
+    comp = [x for x in run["completion"][1:] if x is not None]
+    return (statistics.median(lat) if lat else None,
+            statistics.median(comp) if comp else None)

@@ -15,7 +15,7 @@ __all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault
 
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
-                    mr_entries=16, spacing=0, **knobs):
+                    mr_entries=16, spacing=0, warmup=0, **knobs):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
 
     ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
@@ -24,7 +24,9 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
     ports the caller sets). A QP's doorbell rings after every ``ring_every`` of its WQEs
     and after its last one; with ``bf`` each WQE is written by MMIO. ``spacing``: each
     MMIO write is released that many cycles after the previous one (0: all at once, the
-    host as fast as the engine takes them). Returns the :class:`Verbs`.
+    host as fast as the engine takes them). ``warmup`` (cycles, 0: none): the first
+    message is posted alone, signalled, and the others from cycle ``warmup`` on, so that
+    they find its QP's context cached at both ends. Returns the :class:`Verbs`.
     """
     k = dict(RUNG_KNOBS, **knobs)
     unknown = set(knobs) - set(RUNG_KNOBS)
@@ -44,20 +46,31 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
     cursor = raddr
     posted = [0] * qps
     release = 0
+
+    def announce(qp):
+        nonlocal release
+        if k["bf"]:
+            v.blueflame(qp, release)
+        else:
+            v.ring(qp, release)
+        release += spacing
+
     for j in range(messages):
         n = sizes[j % len(sizes)]
         qp = pairs[j % qps]
         last = j + qps >= messages
-        signalled = last or (j // qps) % k["signal_every"] == k["signal_every"] - 1
+        alone = warmup and j == 0
+        signalled = (alone or last
+                     or (j // qps) % k["signal_every"] == k["signal_every"] - 1)
         v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + j,
                      signalled=signalled, inline=bool(k["inline"]))
         posted[j % qps] += 1
-        if k["bf"]:
-            v.blueflame(qp, release)
-            release += spacing
-        elif posted[j % qps] % k["ring_every"] == 0 or last:
-            v.ring(qp, release)
-            release += spacing
+        if alone:
+            announce(qp)
+            release = max(release, warmup)
+            posted[0] = 0
+        elif k["bf"] or posted[j % qps] % k["ring_every"] == 0 or last:
+            announce(qp)
         cursor += -(-n // 64) * 64
     return v
 

@@ -47,10 +47,10 @@ class WriteFramer(wiring.Component):
 
     Timing
     ------
-    A descriptor is taken in a cycle when the framer is idle; the first beat is offered
-    in the next cycle and one beat follows per cycle while ``o.ready`` and (for beats
-    that need a payload word) ``i_data.valid`` are high. After the last beat is taken
-    the framer is idle again in the next cycle. A RETH frame's first beat needs no
+    A descriptor is taken in a cycle when the framer is idle or sends the last beat of a
+    frame (so frames can follow each other without a gap); the first beat is offered in
+    the next cycle and one beat follows per cycle while ``o.ready`` and (for beats that
+    need a payload word) ``i_data.valid`` are high. A RETH frame's first beat needs no
     payload word; beat ``k >= 1`` takes word ``k - 1``. A frame without RETH takes word
     ``k`` in beat ``k``; a final beat made only of carried bytes takes no word.
 
@@ -111,45 +111,44 @@ class WriteFramer(wiring.Component):
         with m.If(sent):
             m.d.sync += [first.eq(0), rem.eq(Mux(last, 0, rem - 64))]
 
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += self.i_seg.ready.eq(1)
-                with m.If(self.i_seg.valid):
-                    m.d.sync += [
-                        seg.eq(self.i_seg.payload), first.eq(1),
-                        rem.eq(Mux(in_reth, 70, 54) + in_padded),
-                        payload_left.eq(self.i_seg.payload.length),
-                    ]
-                    with m.If(in_reth):
-                        m.next = "HEAD"
+        # A descriptor is taken while idle, or in the cycle the last beat leaves (no
+        # bubble between frames); loading it overrides the end-of-frame updates above.
+        state = Signal(2)            # 0 idle, 1 head (RETH frames), 2 body
+        done = Signal()
+        m.d.comb += done.eq(sent & last)
+        m.d.comb += self.i_seg.ready.eq((state == 0) | done)
+        with m.If(state == 1):
+            m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(flat[:512])]
+            with m.If(self.o.ready):
+                m.d.sync += [carry[:48].eq(flat[512:560]), state.eq(2)]
+        with m.If(state == 2):
+            with m.If(payload_left != 0):
+                m.d.comb += [
+                    self.o.valid.eq(self.i_data.valid),
+                    self.i_data.ready.eq(self.o.ready),
+                    self.o.payload.data.eq(Mux(reth, Cat(cur[:48], word[:464]),
+                                               Cat(cur, word[:80]))),
+                ]
+                with m.If(sent):
+                    m.d.sync += payload_left.eq(payload_left - take_n)
+                    with m.If(reth):
+                        m.d.sync += carry[:48].eq(word[464:])
                     with m.Else():
-                        m.next = "BODY"
-            with m.State("HEAD"):
-                m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(flat[:512])]
-                with m.If(self.o.ready):
-                    m.d.sync += carry[:48].eq(flat[512:560])
-                    m.next = "BODY"
-            with m.State("BODY"):
-                with m.If(payload_left != 0):
-                    m.d.comb += [
-                        self.o.valid.eq(self.i_data.valid),
-                        self.i_data.ready.eq(self.o.ready),
-                        self.o.payload.data.eq(Mux(reth, Cat(cur[:48], word[:464]),
-                                                   Cat(cur, word[:80]))),
-                    ]
-                    with m.If(sent):
-                        m.d.sync += payload_left.eq(payload_left - take_n)
-                        with m.If(reth):
-                            m.d.sync += carry[:48].eq(word[464:])
-                        with m.Else():
-                            m.d.sync += carry.eq(word[80:])
-                with m.Else():
-                    m.d.comb += [
-                        self.o.valid.eq(1),
-                        self.o.payload.data.eq(Mux(reth, cur[:48], cur)),
-                    ]
-                with m.If(sent & last):
-                    m.next = "IDLE"
+                        m.d.sync += carry.eq(word[80:])
+            with m.Else():
+                m.d.comb += [
+                    self.o.valid.eq(1),
+                    self.o.payload.data.eq(Mux(reth, cur[:48], cur)),
+                ]
+            with m.If(done):
+                m.d.sync += state.eq(0)
+        with m.If(self.i_seg.valid & self.i_seg.ready):
+            m.d.sync += [
+                seg.eq(self.i_seg.payload), first.eq(1),
+                rem.eq(Mux(in_reth, 70, 54) + in_padded),
+                payload_left.eq(self.i_seg.payload.length),
+                state.eq(Mux(in_reth, 1, 2)),
+            ]
         return m
 
 

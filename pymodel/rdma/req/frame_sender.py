@@ -10,15 +10,11 @@ _RETH = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)
 
 
 def frame_timing(opcode, length):
-    """``(beats, busy)`` of a frame whose descriptor the framer takes in cycle ``t``:
-    its beats leave in ``t + 1 .. t + beats`` and the framer takes the next descriptor
-    from ``t + busy`` on (the inserters add a beat when the framer's last beat holds more
-    than 56 bytes; that beat delays only the next frame)."""
+    """``(beats, own)``: the frame's beats with ICRC and FCS, and the framer's own beats
+    (the inserters add one when the framer's last beat holds more than 56 bytes)."""
     hdr = 70 if opcode in _RETH else 54
     body = hdr + length + (-length % 4)
-    own = -(-body // 64)
-    beats = -(-(body + 8) // 64)
-    return beats, max(own + 1, beats)
+    return -(-(body + 8) // 64), -(-body // 64)
 
 
 class FrameSenderModel:
@@ -28,11 +24,13 @@ class FrameSenderModel:
         self.cache, self.seg, self.pay, self.rec = cache, seg, pay, rec
         self.send = send                   # send(first beat cycle, frame bytes)
         self.free_at = 0                   # first cycle the framer takes a descriptor
+        self.end = -1                      # the last beat of the frame in progress
         self.pops = []                     # cycles the framer takes payload words
         self.count = dict(frames=0, retransmissions=0)
 
     def step(self, c):
-        while self.pops and self.pops[0] == c:
+        pending = len(self.pops)           # words of the frame in progress not yet taken
+        if self.pops and self.pops[0] == c:
             self.pops.pop(0)
             self.pay.read()
         if not self.seg.can_read():
@@ -44,23 +42,25 @@ class FrameSenderModel:
                 self.rec.write(self._record(d))
             return
         record = d["last_seg"] and not d["resend"]
-        if not (c >= self.free_at and len(self.pay) - len(self.pops) >= d["words"]
+        if not (c >= self.free_at and len(self.pay) >= d["words"] + pending
                 and (self.rec.can_write() or not record)):
             return
         self.seg.read()
         ctx = self.cache.static_of(d["entry"])
-        base = len(self.pops)
+        base = len(self.pops)              # words ahead of this frame's in the FIFO
         data = b"".join(self.pay.head(base + k).to_bytes(64, "little")
                         for k in range(d["words"]))[:d["length"]]
         frame = write_frame(d["opcode"], Endpoint(ctx["smac"], ctx["sip"]),
                             Endpoint(ctx["dmac"], ctx["dip"]), d["qpn"], ctx["dest_qp"],
                             d["psn"], d["ack_req"], data, va=d["va"], rkey=d["rkey"],
                             dma_length=d["msg_length"])
-        beats, busy = frame_timing(d["opcode"], d["length"])
-        start = c + 2 if d["opcode"] in _RETH else c + 1
+        beats, own = frame_timing(d["opcode"], d["length"])
+        f = max(c + 1, self.end + 1)
+        start = f + 1 if d["opcode"] in _RETH else f
         self.pops += list(range(start, start + d["words"]))
-        self.free_at = c + busy
-        self.send(c + 1, frame)
+        self.free_at = f + own - 1
+        self.end = f + beats - 1
+        self.send(f, frame)
         self.count["frames"] += 1
         self.count["retransmissions"] += d["resend"]
         if record:

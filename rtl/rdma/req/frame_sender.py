@@ -1,6 +1,6 @@
 """Frame sender: build each frame once all its payload is at hand; record messages."""
 
-from amaranth import Module
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,11 +44,16 @@ class FrameSender(wiring.Component):
     Timing
     ------
     A descriptor at the head of ``seg`` goes to the framer in a cycle when the framer
-    is idle, all ``words`` of its payload are in the FIFO (``pay_level >= words``:
-    the frame never waits for data once it has started) and, for a record, ``rec``
-    has room; its first beat leaves in the next cycle, one beat a cycle (the ICRC and
-    FCS inserters add a beat when the last one holds more than 60 bytes). A ``null``
-    descriptor only pushes its record.
+    takes one (idle, or sending the last beat of its frame), all ``words`` of its
+    payload are in the FIFO above the words the frame in progress has not taken yet
+    (so a frame never waits for data once it has started) and, for a record, ``rec``
+    has room. Frame timing: a descriptor taken in cycle ``t`` sends its ``B`` beats
+    (with ICRC and FCS) from cycle ``f = max(t + 1, end + 1)`` (``end``: the previous
+    frame's last beat), one a cycle; the framer takes the next descriptor in cycle
+    ``f + Bw - 1``, ``Bw`` being its own beats (without ICRC and FCS; the inserters add
+    a beat, ``B = Bw + 1``, when the framer's last beat holds more than 56 bytes); it
+    takes payload word ``k`` in cycle ``f + 1 + k`` for a frame with a RETH, ``f + k``
+    without. A ``null`` descriptor only pushes its record.
     """
 
     def __init__(self, entries, fifo_words):
@@ -91,9 +96,15 @@ class FrameSender(wiring.Component):
             r.resend.eq(d.resend), r.last_of_item.eq(d.last_of_item), r.null.eq(d.null),
         ]
         record = d.last_seg & ~d.resend
+        # Payload words of the frame being sent that the framer has not taken yet: the
+        # next frame's words are counted only above them.
+        pending = Signal(range(self.fifo_words + 1))
+        take = framer.i_seg.valid & framer.i_seg.ready
+        m.d.sync += pending.eq(pending + Mux(take, d.words, 0)
+                               - (self.pay.valid & self.pay.ready))
         with m.If(self.seg.valid & d.null):
             m.d.comb += [self.rec.valid.eq(1), self.seg.ready.eq(self.rec.ready)]
-        with m.Elif(self.seg.valid & (self.pay_level >= d.words)
+        with m.Elif(self.seg.valid & (self.pay_level >= d.words + pending)
                     & (self.rec.ready | ~record)):
             m.d.comb += framer.i_seg.valid.eq(1)
             with m.If(framer.i_seg.ready):
