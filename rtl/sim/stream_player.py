@@ -26,8 +26,8 @@ class StreamPlayer(wiring.Component):
     -----
     o : Out(stream.Signature(shape))
         ``valid`` while items remain, the stall pattern says go, the item's release cycle
-        has come (``timed``) and reset is released (nothing is offered during reset); ``payload`` is ``items[index]``. On a transfer
-        the index advances.
+        has come (``timed``) and reset is released (nothing is offered during reset);
+        ``payload`` is ``items[index]``. On a transfer the index advances.
     count : In(range(depth + 1))
         Items to play; hold constant from reset.
     stall_seed, stall_rate : In(16), In(8)
