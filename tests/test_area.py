@@ -1,5 +1,5 @@
-"""`make area` (scripts/area.py, scripts/area_proxies/): fast checks only. No big design goes through Yosys here;
-only the credit counter does (a few seconds)."""
+"""`make area` (scripts/area.py, scripts/area_proxies/): fast checks only. No big design
+goes through Yosys here; only the credit counter does (a few seconds)."""
 
 import shutil
 import sys
@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # ---- Components and wrappers --------------------------------------------------------
 
-@pytest.mark.parametrize("name", [n for n in catalogue.COMPONENTS if not n.startswith("crc32_core")])
+@pytest.mark.parametrize("name", [n for n in catalogue.COMPONENTS
+                                  if not n.startswith("crc32_core")])
 def test_component_elaborates_with_crc_blocks(name):
     """Every entry builds and elaborates (CRC cores as black boxes, as `make area` runs
     them). The CRC core itself is elaborated by the CRC unit tests."""

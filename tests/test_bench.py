@@ -1,5 +1,6 @@
-"""scripts/bench.py and scripts/benchmark/: options, the bench.json shape (a tiny golden-model run), the readers
-of results.xml and of the `make test` record. No co-simulation runs here."""
+"""scripts/bench.py and scripts/benchmark/: options, the bench.json shape (a tiny
+golden-model run), the readers of results.xml and of the `make test` record. No
+co-simulation runs here."""
 
 import datetime
 import json
