@@ -21,10 +21,11 @@ def _option(code, value):
     return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def write_pcapng(path, frames, clock_ns=10):
+def write_pcapng(path, frames, cycle_ns=1):
     """Write ``frames``: ``(cycle, bytes)`` pairs, bytes including the FCS.
 
-    Timestamps are ``cycle * clock_ns`` nanoseconds.
+    Timestamps are ``cycle * cycle_ns`` nanoseconds: one cycle is 1 ns, the 1 GHz clock
+    of SPEC.md ("Units"), whatever period the simulator's clock has.
     """
     shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) + _option(0, b""))
     opts = _option(9, bytes([9])) + _option(13, bytes([4])) + _option(0, b"")
@@ -32,6 +33,6 @@ def write_pcapng(path, frames, clock_ns=10):
     with open(path, "wb") as f:
         f.write(shb + idb)
         for cycle, frame in frames:
-            t = int(cycle) * clock_ns
+            t = int(cycle) * cycle_ns
             epb = struct.pack("<IIIII", 0, t >> 32, t & 0xFFFFFFFF, len(frame), len(frame))
             f.write(_block(0x00000006, epb + bytes(frame)))

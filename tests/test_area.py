@@ -1,7 +1,6 @@
-"""`make area` (scripts/area.py): fast checks only. No big design goes through Yosys here;
-only the credit counter does (a few seconds)."""
+"""`make area` (scripts/area.py, scripts/area_proxies/): fast checks only. No big design
+goes through Yosys here; only the credit counter does (a few seconds)."""
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -10,35 +9,35 @@ import pytest
 from amaranth import Shape
 from amaranth.hdl import Fragment
 
+from scripts import area
+from scripts.area_proxies import catalogue, state, yosys
 from spec.checks import silence
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("area_script", ROOT / "scripts" / "area.py")
-area = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(area)
 
 
 # ---- Components and wrappers --------------------------------------------------------
 
-@pytest.mark.parametrize("name", [n for n in area.COMPONENTS if not n.startswith("crc32_core")])
+@pytest.mark.parametrize("name", [n for n in catalogue.COMPONENTS
+                                  if not n.startswith("crc32_core")])
 def test_component_elaborates_with_crc_blocks(name):
     """Every entry builds and elaborates (CRC cores as black boxes, as `make area` runs
     them). The CRC core itself is elaborated by the CRC unit tests."""
-    component = area.build(name)
+    component = catalogue.build(name)
     ports = {}
-    with area.crc_cores_as_blocks(component, ports):
-        Fragment.get(area.wrap(component), None)
+    with yosys.crc_cores_as_blocks(component, ports):
+        Fragment.get(yosys.wrap(component), None)
     for module, decl in ports.items():
-        assert module == "crc32_core_w64" + area._BLOCK_SUFFIX
+        assert module == "crc32_core_w64" + yosys._BLOCK_SUFFIX
         assert {p for p, _, _ in decl} == {"beat", "en", "crc", "residue_ok"}
 
 
 def test_groups_and_designs_refer_to_components():
-    assert {e.group for e in area.COMPONENTS.values()} <= {"shared", "fabric", "nic", "rdma"}
-    for parts in area.DESIGNS.values():
-        assert set(parts) <= set(area.COMPONENTS)
+    assert {e.group for e in catalogue.COMPONENTS.values()} <= {"shared", "fabric", "nic", "rdma"}
+    for parts in catalogue.DESIGNS.values():
+        assert set(parts) <= set(catalogue.COMPONENTS)
     # No simulation-only part is measured.
-    for e in area.COMPONENTS.values():
+    for e in catalogue.COMPONENTS.values():
         assert not e.module.startswith("rtl.sim")
         assert e.factory not in ("LatencyMemory", "FaultInjector", "NicTop", "RdmaTop")
 
@@ -47,7 +46,7 @@ def test_export_puts_crc_cores_in_black_boxes():
     from rtl.common.crc32 import Crc32Core
 
     original = Crc32Core.elaborate
-    text = area.export("fcs_inserter_w64", flat=False)
+    text = yosys.export("fcs_inserter_w64", flat=False)
     assert Crc32Core.elaborate is original                   # restored
     assert "(* blackbox *)\nmodule crc32_core_w64__block(beat, en, crc, residue_ok);" in text
     assert "input [520:0] beat;" in text
@@ -58,7 +57,7 @@ def test_nic_parts_come_from_the_top():
     from rtl.tops.area_wrappers import NicNode, nic_part
     from rtl.tops.nic_top import NicTop
 
-    params = dict(area.NIC, framing="compact")
+    params = dict(catalogue.NIC, framing="compact")
     top = NicTop(items=1, events=1, **params)
     silence(top)
     tx = nic_part("tx", **params)
@@ -96,7 +95,7 @@ def test_only_accepts_lists_and_repeats():
 def test_list(capsys):
     assert area.main(["--list"]) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in area.COMPONENTS)
+    assert all(name in out for name in catalogue.COMPONENTS)
 
 
 # ---- Figures --------------------------------------------------------------------------
@@ -108,21 +107,21 @@ def _fake(ff, blocks=None):
 
 def test_totals_add_the_crc_cores_per_instance():
     results = {"crc32_core_w64": _fake(32), "requester_c16": _fake(100, {"crc32_core_w64": 4})}
-    fig = area.totals(results)
+    fig = catalogue.totals(results)
     assert fig["requester_c16"]["ff_bits"] == 100 + 4 * 32
     assert fig["requester_c16"]["lut4"] == 300 + 4 * 96
     assert fig["crc32_core_w64"]["ff_bits"] == 32
 
 
 def test_design_totals_and_growth():
-    n = area.NIC["nodes"]
-    figures = {"nic_node_w64_compact": area.totals({"x": _fake(10)})["x"],
-               f"switch_w64_p{n}": area.totals({"x": _fake(40 * n)})["x"]}
-    designs = area.design_totals(figures)
+    n = catalogue.NIC["nodes"]
+    figures = {"nic_node_w64_compact": catalogue.totals({"x": _fake(10)})["x"],
+               f"switch_w64_p{n}": catalogue.totals({"x": _fake(40 * n)})["x"]}
+    designs = catalogue.design_totals(figures)
     assert set(designs) == {"nic_design"}                    # the RDMA engines are missing
     assert designs["nic_design"]["ff_bits"] == 10 + 40
-    figures.update({f"qpc_cache_{k}": area.totals({"x": _fake(k)})["x"] for k in (16, 256)})
-    g = area.growth(figures)
+    figures.update({f"qpc_cache_{k}": catalogue.totals({"x": _fake(k)})["x"] for k in (16, 256)})
+    g = catalogue.growth(figures)
     assert [r["entries"] for r in g["qpc_cache_entries"]] == [16, 256]
     assert g["qpc_cache_entries"][1]["mem_bits_per_entry"] == 10.0
     assert g["switch_ports"] == [dict(g["switch_ports"][0], ports=n)]
@@ -137,8 +136,8 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     from rtl.rdma.requester import outstanding_layout
     from spec.rdma import OUTSTANDING, QPN_BITS
 
-    state = area.state_bits()
-    rdma, nic = state["rdma"], state["nic"]
+    bits = state.state_bits()
+    rdma, nic = bits["rdma"], bits["nic"]
     qpc = Shape.cast(roce.QPC_LAYOUT).width
     assert rdma["qp_context_host_bits"] == qpc
     assert rdma["qp_context_field_bits"] + rdma["qp_context_reserved_bits"] == qpc
@@ -151,13 +150,13 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     silence(counter)
     assert nic["credit_counter_bits"] == len(counter.credits) + 2
     assert nic["per_peer_bits"] == 0
-    assert nic["per_link_bits"] == nic["credit_counter_bits"] + area.NIC["link_latency"]
-    assert nic["switch_table_bits"] == 256 * (area.NIC["nodes"] - 1).bit_length()
+    assert nic["per_link_bits"] == nic["credit_counter_bits"] + catalogue.NIC["link_latency"]
+    assert nic["switch_table_bits"] == 256 * (catalogue.NIC["nodes"] - 1).bit_length()
 
     # A bigger context layout shows up in the figures.
     fields = {name: field.shape for name, field in roce.QPC_LAYOUT}
     monkeypatch.setattr(roce, "QPC_LAYOUT", data.StructLayout({**fields, "extra": 7}))
-    again = area.state_bits()["rdma"]
+    again = state.state_bits()["rdma"]
     assert again["qp_context_host_bits"] == qpc + 7
     assert again["qp_context_field_bits"] == rdma["qp_context_field_bits"] + 7
 
@@ -169,14 +168,14 @@ def test_state_bits_follow_the_layouts(monkeypatch):
 def test_credit_counter_through_yosys(tmp_path):
     from rtl.common.credit_counter import CreditCounter
 
-    r = area.measure("credit_counter_64", tmp_path)
+    r = yosys.measure("credit_counter_64", tmp_path)
     counter = CreditCounter(64)
     silence(counter)
     assert r["ff_bits"] == len(counter.credits) + 2             # count + two sticky flags
     assert r["mem_bits"] == r["rom_bits"] == 0 and r["blocks"] == {}
     assert 0 < r["lut4"] <= r["cells"]
     assert not r["cached"]
-    assert area.measure("credit_counter_64", tmp_path)["cached"]
+    assert yosys.measure("credit_counter_64", tmp_path)["cached"]
 
 
 def test_responder_mr_table_gets_a_write_port():
@@ -184,8 +183,8 @@ def test_responder_mr_table_gets_a_write_port():
     synthesis would drop it; the measured engine adds the port a real one needs."""
     import re
 
-    raw = area.export("responder_c16", flat=False)
-    fixed = area.export("responder_c16_mr_port", flat=False)
+    raw = yosys.export("responder_c16", flat=False)
+    fixed = yosys.export("responder_c16_mr_port", flat=False)
     write = re.compile(r"^\s*mr_table\[.*\] <=", re.M)
     assert not write.search(raw)
     assert write.search(fixed)

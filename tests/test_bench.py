@@ -1,25 +1,15 @@
-"""scripts/bench.py: options, the bench.json shape (a tiny golden-model run), the readers
-of results.xml and of the `make test` record. No co-simulation runs here."""
+"""scripts/bench.py and scripts/benchmark/: options, the bench.json shape (a tiny
+golden-model run), the readers of results.xml and of the `make test` record. No
+co-simulation runs here."""
 
 import datetime
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("bench_script", ROOT / "scripts" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+from scripts import bench
+from scripts.benchmark import cosim, make_test, models
 
 SPEC_KEYS = {"model_cycle_msgs_per_s", "model_fast_msgs_per_s", "rtl_cycles_per_s",
              "rtl_msgs_per_s", "make_test_wall_s"}
@@ -109,7 +99,7 @@ def test_model_only_run_writes_the_json(tmp_path, capsys):
 def test_missing_model_is_reported_not_fatal(tmp_path, monkeypatch):
     def missing(kind):
         raise ImportError(f"No module named 'pymodel.{kind}'")
-    monkeypatch.setattr(bench, "_model_function", missing)
+    monkeypatch.setattr(models, "_model_function", missing)
     out = tmp_path / "b.json"
     assert bench.main(["--only", "model", "--designs", "nic", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
@@ -122,7 +112,7 @@ def test_failing_measurement_gives_exit_1(tmp_path, monkeypatch):
         def point(*args, **kwargs):
             raise ValueError("bad point")
         return point
-    monkeypatch.setattr(bench, "_model_function", broken)
+    monkeypatch.setattr(models, "_model_function", broken)
     out = tmp_path / "b.json"
     assert bench.main(["--only", "model", "--designs", "rdma", "--out", str(out)]) == 1
     runs = json.loads(out.read_text())["runs"]
@@ -140,33 +130,33 @@ RESULTS_XML = """<?xml version='1.0' encoding='utf-8'?>
 def test_read_results_xml(tmp_path):
     path = tmp_path / "results.xml"
     path.write_text(RESULTS_XML.format(unit="ns"))
-    assert bench.read_results_xml(path) == (3.621, 30220.0)
+    assert cosim.read_results_xml(path) == (3.621, 30220.0)
     path.write_text(RESULTS_XML.format(unit="us"))
-    assert bench.read_results_xml(path) == (3.621, 30220000.0)
+    assert cosim.read_results_xml(path) == (3.621, 30220000.0)
     path.write_text(RESULTS_XML.format(unit="parsec"))
     with pytest.raises(ValueError, match="sim_time_unit"):
-        bench.read_results_xml(path)
+        cosim.read_results_xml(path)
 
 
 def test_read_make_test(tmp_path):
     path = tmp_path / "make_test_wall_s.json"
-    assert bench.read_make_test(path) is None
+    assert make_test.read_make_test(path) is None
     path.write_text("{not json")
-    assert bench.read_make_test(path) is None
+    assert make_test.read_make_test(path) is None
     path.write_text(json.dumps({"make_test_wall_s": "soon"}))
-    assert bench.read_make_test(path) is None
+    assert make_test.read_make_test(path) is None
     path.write_text(json.dumps({"make_test_wall_s": 371.5, "finished": "x", "commit": None}))
-    assert bench.read_make_test(path)["make_test_wall_s"] == 371.5
+    assert make_test.read_make_test(path)["make_test_wall_s"] == 371.5
 
 
 def test_run_tests_times_the_command_when_it_records_nothing(tmp_path):
     path = tmp_path / "rec.json"
-    record = bench.run_make_test((sys.executable, "-c", "import time; time.sleep(0.2)"),
+    record = make_test.run_make_test((sys.executable, "-c", "import time; time.sleep(0.2)"),
                                  path)
     assert json.loads(path.read_text()) == record
     assert record["passed"] is True and 0.1 <= record["make_test_wall_s"] < 30
     datetime.datetime.fromisoformat(record["finished"])
-    record = bench.run_make_test((sys.executable, "-c", "raise SystemExit(3)"),
+    record = make_test.run_make_test((sys.executable, "-c", "raise SystemExit(3)"),
                                  tmp_path / "rec2.json")
     assert record["passed"] is False
 
@@ -176,9 +166,9 @@ def test_run_tests_keeps_the_makefiles_own_record(tmp_path):
     writer = ("import datetime, json, sys; open(sys.argv[1], 'w').write(json.dumps("
               "{'make_test_wall_s': 123.0, 'passed': True, 'commit': 'abc', 'finished': "
               "datetime.datetime.now(datetime.UTC).isoformat()}))")
-    record = bench.run_make_test((sys.executable, "-c", writer, str(path)), path)
+    record = make_test.run_make_test((sys.executable, "-c", writer, str(path)), path)
     assert record["make_test_wall_s"] == 123.0 and record["commit"] == "abc"
     # a record older than the run is replaced by the time measured here
     path.write_text(json.dumps({"make_test_wall_s": 5.0, "finished": "2001-01-01T00:00:00"}))
-    record = bench.run_make_test((sys.executable, "-c", "pass"), path)
+    record = make_test.run_make_test((sys.executable, "-c", "pass"), path)
     assert record["make_test_wall_s"] < 30 and record["finished"] > "2002"

@@ -8,11 +8,12 @@ import pytest
 from pymodel.credit_counter import CreditCounterModel
 from pymodel.latency_memory import LatencyMemoryModel
 from pymodel.packet import beats_to_frames, frame_to_beats, pack_beat
-from pymodel.stall import stall_pattern
+from pymodel.stall import lfsr_step, stall_pattern
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.latency_memory import LatencyMemory
 from rtl.common.stall_pattern import StallPattern
 from spec.formats.packet import packet_layout
+from spec.lfsr import LFSR_PERIOD, lfsr_next
 from tb.amsim import run_sim
 
 
@@ -103,6 +104,27 @@ def test_stall_pattern_matches_model(seed, rate):
     assert seen == list(stall_pattern(seed, rate, 500))
     if rate:
         assert 0 < sum(seen) < 500
+
+
+def test_lfsr_steps_agree_with_the_reference_and_are_maximal():
+    """The model's own LFSR step and the reference of spec/lfsr.py agree on every state,
+    and the polynomial is maximal: every non-zero state, period 65535."""
+    state, seen = 1, set()
+    for _ in range(LFSR_PERIOD):
+        assert lfsr_step(state) == lfsr_next(state)
+        seen.add(state)
+        state = lfsr_next(state)
+    assert state == 1 and len(seen) == LFSR_PERIOD and 0 not in seen
+
+
+def test_stall_pattern_follows_the_reference_lfsr():
+    """StallPattern (RTL, above) = the model; here the model against the reference: the
+    low byte of the reference state below the rate."""
+    state, want = 0xACE1, []
+    for _ in range(300):
+        want.append((state & 0xFF) < 77)
+        state = lfsr_next(state)
+    assert list(stall_pattern(0xACE1, 77, 300)) == want
 
 
 @pytest.mark.parametrize("width", [8, 64])

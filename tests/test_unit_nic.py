@@ -13,11 +13,14 @@ from rtl.nic.credit_return import CreditReturn
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
 from rtl.nic.store_segmenter import StoreSegmenter
-from rtl.nic.tx_framer import NicTxFramer, frame_beats
+from rtl.nic.tx_framer import NicTxFramer
 from rtl.nic.window_table import WindowTable, window_table_bits
 from rtl.tops.nic_top import NicTop
-from spec.formats.nic import Framing, header_bytes, store_cmd_layout
+from spec.checks import silence
+from spec.formats.nic import Framing, frame_beats, header_bytes, store_cmd_layout
+from spec.nic import link_credits
 from tb.amsim import get_all, put_all, run_sim
+from tb.nic.wirecheck import l2_frame_problems
 
 SIZES = (1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129)
 
@@ -157,6 +160,65 @@ def test_compact_header_and_wire_efficiency():
     assert wire_bytes(frame) - 128 <= 32
     assert 128 / wire_bytes(frame) >= 0.8
     assert len(build_frame("l2", 0, 1, 0, 128, bytes(128))) == 20 + 128 + 4
+
+
+#: Headers written out by hand from the wire format (docs/nic.md; spec/formats/nic.py):
+#: the 6-byte store header is opcode (bits 0..2, STORE = 1), length (bits 3..15) and addr
+#: (bits 16..47), little endian; compact = dst, src, store header; L2 = dst MAC, src MAC
+#: (02:00:00:00:00:<node>), EtherType 0x88B5 big endian, store header. No layout, no
+#: model code: ``(src, dst, addr, length, compact header, L2 header)``.
+GOLDEN_HEADERS = [
+    # 1 | 77 << 3 = 0x0269; addr 0x00001240.
+    (3, 9, 0x1240, 77, "09 03 69 02 40 12 00 00",
+     "02 00 00 00 00 09  02 00 00 00 00 03  88 b5  69 02 40 12 00 00"),
+    # 1 | 8191 << 3 = 0xfff9; addr 0xdeadbec0.
+    (0x41, 0xFE, 0xDEADBEC0, 8191, "fe 41 f9 ff c0 be ad de",
+     "02 00 00 00 00 fe  02 00 00 00 00 41  88 b5  f9 ff c0 be ad de"),
+    # 1 | 1 << 3 = 0x0009; addr 0.
+    (0, 1, 0, 1, "01 00 09 00 00 00 00 00",
+     "02 00 00 00 00 01  02 00 00 00 00 00  88 b5  09 00 00 00 00 00"),
+]
+
+
+@pytest.mark.parametrize("src,dst,addr,length,compact,l2", GOLDEN_HEADERS)
+def test_headers_are_the_hand_written_bytes(src, dst, addr, length, compact, l2):
+    for framing, text in ((Framing.COMPACT, compact), (Framing.L2, l2)):
+        want = bytes.fromhex(text)
+        frame = build_frame(framing, src, dst, addr, length, bytes(min(length, 40)))
+        assert frame[:len(want)] == want, framing
+        assert header_bytes(framing) == len(want)
+
+
+@pytest.mark.parametrize("size", [1, 39, 40, 41, 100, 1500])
+def test_l2_frames_decode_with_scapy(size):
+    """The model's L2 frames (which the RTL framer's are compared with) as scapy and zlib
+    read them: MACs, EtherType 0x88B5, FCS, the IEEE 802.3 minimum of 64 bytes."""
+    from scapy.layers.l2 import Ether
+
+    frame = build_frame("l2", 5, 12, 0x40, size, bytes(7 * k & 0xFF for k in range(size)))
+    assert l2_frame_problems(frame, 5, 12) == []
+    pkt = Ether(frame[:-4])
+    assert (pkt.dst, pkt.src, pkt.type) == ("02:00:00:00:00:0c", "02:00:00:00:00:05", 0x88B5)
+    assert len(frame) == max(64, 20 + size + 4)
+    broken = bytearray(frame)
+    broken[len(frame) // 2] ^= 0x10
+    assert l2_frame_problems(bytes(broken), 5, 12) == ["FCS"]
+    assert "source MAC 02:00:00:00:00:05" in l2_frame_problems(frame, 6)
+
+
+@pytest.mark.parametrize("width,max_payload", [(64, 1024), (16, 512), (8, 64), (32, 96)])
+def test_link_credits_hold_two_largest_frames_and_size_the_switch(width, max_payload):
+    """The credit rule (spec.nic.link_credits) leaves room for two of the longest frames of
+    either framing, and NicTop gives the same number to every sender's credit counter
+    and to every switch ingress buffer (a mismatch would overrun a buffer or stall)."""
+    credits = link_credits(width, max_payload)
+    for framing in Framing:
+        assert credits >= 2 * frame_beats(width, framing, max_payload)
+    top = NicTop(width=width, nodes=2, max_payload=max_payload, mem_words=16, items=4,
+                 events=4)
+    silence(top)                         # built for its parameters only, never elaborated
+    assert top.switch.fifo_depth == credits
+    assert [tx.max_credits for tx in top.txs] == [credits] * 2
 
 
 @pytest.mark.parametrize("framing", list(Framing))

@@ -2,7 +2,9 @@
 
 The model follows the documented rules of each block (``NicTxFramer``, ``FcsInserter``,
 ``CreditCounter``, ``Link``, ``Switch``, ``CreditReturn``, ``FaultInjector``, ``NicRx``)
-cycle by cycle; it shares no code with the RTL, only the layouts and the stall patterns.
+cycle by cycle. It imports nothing from the RTL: the layouts, the frame and credit
+sizing formulas and the LFSR polynomial come from :mod:`spec`, and the behaviour (the
+stall patterns included) is computed with the model's own code.
 """
 
 from collections import defaultdict, deque

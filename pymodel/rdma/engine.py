@@ -76,7 +76,7 @@ def _be16(b, k):
 
 @dataclasses.dataclass
 class Config:
-    """The top's parameters (defaults: :data:`rtl.tops.rdma_top.DEFAULTS`) and run-time
+    """The top's parameters (defaults: :data:`spec.rdma.DEFAULTS`) and run-time
     ports (see :class:`RdmaTop`); ``faults_ab``/``faults_ba`` are the settings of the
     A->B and B->A links (``ab_*``/``ba_*`` ports)."""
     cache_entries: int = TOP_DEFAULTS["cache_entries"]

@@ -17,7 +17,7 @@ from spec.formats.nic import (
 )
 from spec.formats.packet import check_width, packet_signature
 
-__all__ = ["NicTxFramer", "frame_beats"]
+__all__ = ["NicTxFramer"]
 
 
 class NicTxFramer(wiring.Component):

@@ -22,7 +22,7 @@ class FaultyLinkTop(HarnessTop):
     depth : int
         Beats the player and the recorder hold (16 to 65536).
 
-    Extra ports: the link's setting ports (:data:`rtl.fabric.faulty_link.SETTINGS`, in;
+    Extra ports: the link's setting ports (:data:`spec.fabric.SETTINGS`, in;
     hold them from before reset), its counters and flags (out), under the same names.
     The link never pushes back, so the ``sink`` recorder must run without stalls; a
     beat it can not take is lost, as on a wire.

@@ -6,8 +6,8 @@ is full; the last beat carries ``nbytes`` valid bytes (1 to ``W``) at lanes
 ``0 .. nbytes-1`` and zeros above them. ``first`` marks the first beat, ``last`` the last;
 a one-beat packet has both set. ``nbytes`` is ``W`` on every beat but the last.
 
-Ref: ARM IHI 0051A (AMBA 4 AXI4-Stream) section 2.4 for the lane order; the byte count
-replaces TKEEP because only the last beat may be partial.
+# Ref: ARM IHI 0051A (AMBA 4 AXI4-Stream) section 2.4 for the lane order; the byte count
+# replaces TKEEP because only the last beat may be partial.
 """
 
 from amaranth.lib import data, stream

@@ -11,13 +11,11 @@ listed LSB first inside their byte (the IPv4 version is the high nibble of byte 
 Host-memory structures (WQE, CQE, QP context, MR entry) are little-endian 64-byte words
 of the host-memory model: a field's value is stored as is.
 
-Ref: IEEE 802.3-2022 clause 3.1.1 (MAC frame); RFC 791 section 3.1 (IPv4 header);
-RFC 768 (UDP); IBTA Vol 1 Rel 1.4 section 9.2 (BTH), 9.3.3 (RETH), 9.3.5 (AETH),
-table 38 (opcodes), 9.7.5.2 (ACK/NAK syndromes); IBTA Vol 1 Annex A17 (RoCEv2: UDP
-destination port 4791, ICRC over the IP datagram with variant fields masked).
+# Ref: IEEE 802.3-2022 clause 3.1.1 (MAC frame); RFC 791 section 3.1 (IPv4 header);
+# RFC 768 (UDP); IBTA Vol 1 Rel 1.4 section 9.2 (BTH), 9.3.3 (RETH), 9.3.5 (AETH),
+# table 38 (opcodes), 9.7.5.2 (ACK/NAK syndromes); IBTA Vol 1 Annex A17 (RoCEv2: UDP
+# destination port 4791, ICRC over the IP datagram with variant fields masked).
 """
-
-
 
 from amaranth import Cat, Shape, Value
 from amaranth.lib import data, enum

@@ -2,8 +2,12 @@
 
 The test only loads stimulus (command beats, fault list, node ids, stall seeds) before
 reset, lets the simulator run until the recorders hold what the model predicts, and then
-drains the recorders and the local memories in bulk. It writes its measurements to
-``nic_results.json`` in its run folder (read back by :mod:`tb.nic.headline`).
+drains the recorders and the local memories in bulk (:class:`tb.nic.testbench.NicTestbench`).
+Besides RTL = model, every L2 frame the RTL sent is decoded by scapy with its FCS
+recomputed by zlib (:func:`tb.nic.wirecheck.l2_frame_problems`). It writes its
+measurements to ``nic_results.json`` in its run folder (read back by
+:mod:`tb.nic.headline`): the RTL figures from the RTL's own stamps and recorded frames,
+the model figures from the model.
 """
 
 import json
@@ -12,19 +16,15 @@ import time
 from pathlib import Path
 
 import cocotb
-from cocotb.triggers import ClockCycles
 
 from pymodel.fcs import phy_bytes
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
-from rtl.fabric.switch import table_write_layout
-from rtl.nic.window_table import window_write_layout
-from rtl.tops.nic_top import write_event_layout
+from spec.formats.nic import Framing
 from spec.metrics import CTRL_KINDS
-from spec.nic import COUNTERS
 from tb.cosim import cosim_params
-from tb.harness import Harness, HarnessTimeout, dump_memory
-from tb.nic.store_driver import FrameMonitor, StoreSource
+from tb.nic.testbench import NicTestbench
+from tb.nic.wirecheck import l2_frame_problems
 from tb.scoreboard import Scoreboard
 
 
@@ -42,7 +42,7 @@ def _metrics(msgs, accept, remote, completion, wire, credits):
             "wire_bytes": med(wire), "ctrl_ops": ctrl}
 
 
-def _check_windows(sb, dut, p, stores, node_ids, wins, got):
+def _check_windows(sb, tb, p, stores, node_ids, wins, got):
     """The second oracle of a scenario with window writes, independent of the model:
     the scenario's own intent (:func:`window_intent`) against the RTL's memories and
     counters. Every byte equals what the authorised frames wrote (each source's frames
@@ -70,14 +70,14 @@ def _check_windows(sb, dut, p, stores, node_ids, wins, got):
         sb.equal(f"win mem{q} holds only the authorised stores", bytes(want) == data, True)
         n = {v: sum(f[2] == v for f in frames) for v in ("ok", "drop_addr", "drop_window",
                                                          "race")}
-        ok, dw = (int(getattr(dut, f"{c}{q}").value) for c in ("frames_ok", "drop_window"))
-        sb.equal(f"win drop_addr{q}", int(getattr(dut, f"drop_addr{q}").value),
-                 n["drop_addr"])
+        counters = tb.counters(q)
+        ok, dw = counters["frames_ok"], counters["drop_window"]
+        sb.equal(f"win drop_addr{q}", counters["drop_addr"], n["drop_addr"])
         sb.equal(f"win frames_ok{q} (raced ones counted)", ok, n["ok"] + len(raced[1]))
         sb.equal(f"win drop_window{q} (raced ones counted)", dw,
                  n["drop_window"] + len(raced[0]))
         if n["race"]:
-            dut._log.info("window race at node %d: %d frames written, %d dropped", q,
+            tb.dut._log.info("window race at node %d: %d frames written, %d dropped", q,
                           len(raced[1]), len(raced[0]))
             sb.equal(f"win race{q} split (frames on both sides of the write)",
                      bool(raced[0]) and bool(raced[1]), True)
@@ -102,69 +102,31 @@ async def nic_matches_model(dut):
     want = model.run(stores, node_ids, stalls, faults, table_writes=tbl,
                      window_writes=wins)
     t_model = time.perf_counter() - t0
-    ev = write_event_layout(p["mem_words"])
 
-    harness = Harness(dut)
-    tbl_layout = table_write_layout(nodes)
-    harness.load_player("tbl", [tbl_layout.const({"node": n, "port": o}).as_bits()
-                            for n, o in tbl])
-    win_layout = window_write_layout(p["mem_words"])
-    for q in range(nodes):
-        harness.load_player(f"win{q}", [win_layout.const({"src": s, "base": b, "size": z})
-                                    .as_bits() for s, b, z in wins.get(q, ())])
-    sources = [StoreSource(harness, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
-    links = [FrameMonitor(harness, f"tx{q}", w) for q in range(nodes)]
-    for q in range(nodes):
-        for s in stores[q]:
-            sources[q].send_nowait(s)
-        sources[q].load()
-        harness.load_player(f"flt{q}", faults[q])
-        harness.set(f"node_id{q}", node_ids[q])
-        links[q].arm(len(want["tx"][q][0]))
-        harness.arm_recorder(f"wr{q}", len(want["wr"][q][0]))
-        harness.arm_recorder(f"cr{q}", len(want["cr"][q]))
-    await harness.reset()
+    tb = NicTestbench(dut, nodes, w, p["mem_words"])
+    tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins)
+    tb.arm(want)
     t0 = time.perf_counter()
-    done = [f"{kind}{q}_done" for q in range(nodes) for kind in ("tx", "wr", "cr", "cmd")]
-    hang = None
-    try:
-        end = await harness.wait_done(done, timeout_cycles=4 * want["cycles"] + 2000)
-    except HarnessTimeout as exc:            # compare what there is: it shows the cause
-        hang, end = str(exc), int(dut.now.value)
-    if end < want["cycles"] + 8:
-        await ClockCycles(dut.clk, want["cycles"] + 8 - end)
+    end = await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
     t_sim = time.perf_counter() - t0
     dut._log.info("model %d cycles in %.2f s; simulator in %.2f s",
                   want["cycles"], t_model, t_sim)
 
     sb = Scoreboard(dut._log)
-    got = {}
-    for q in range(nodes):
-        tx_items, tx_stamps = links[q].beats()
-        sb.compare(f"tx{q} beats", tx_items, want["tx"][q][0])
-        sb.compare(f"tx{q} cycles", tx_stamps, want["tx"][q][1], fmt=str)
-        cmd_stamps = sources[q].beat_stamps()
-        sb.compare(f"cmd{q} accept cycles", cmd_stamps, want["cmd_stamps"][q], fmt=str)
-        wr_items, wr_stamps = harness.recorded(f"wr{q}")
-        sb.compare(f"wr{q} writes", wr_items,
-                   [ev.const({"addr": a, "be": b}).as_bits() for a, b in want["wr"][q][0]])
-        sb.compare(f"wr{q} cycles", wr_stamps, want["wr"][q][1], fmt=str)
-        _, cr_stamps = harness.recorded(f"cr{q}")
-        sb.compare(f"cr{q} credit cycles", cr_stamps, want["cr"][q], fmt=str)
-        for c in COUNTERS:
-            sb.equal(f"{c}{q}", int(getattr(dut, f"{c}{q}").value), want["counters"][q][c])
-        mem = dump_memory(getattr(dut, f"mem{q}").mem, p["mem_words"])
-        sb.compare(f"mem{q}", mem, want["mem"][q])
-        got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps,
-                  "mem": mem,
-                  "starts": [a for a, _ in sources[q].stamps()]}
+    got = tb.compare(sb, want)
     if wins:
-        _check_windows(sb, dut, p, stores, node_ids, wins, got)
-    sb.equal("hang", hang, None)
-    sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
+        _check_windows(sb, tb, p, stores, node_ids, wins, got)
+    sent = {q: tb.links[q].frames() for q in range(nodes)}
+    if Framing(p["framing"]) is Framing.L2:
+        # Independent of the model: scapy decodes every frame the RTL sent.
+        for q in range(nodes):
+            for k, f in enumerate(sent[q]):
+                sb.equal(f"tx{q} frame {k}: scapy Ether decode and zlib FCS",
+                         l2_frame_problems(f.data, node_ids[q]), [])
 
-    # Per-message (per store command) figures from the RTL stamps, located with the
-    # model's structure: a store of several segments is one message.
+    # Per-message (per store command) figures, located with the model's structure (a
+    # store of several segments is one message): the RTL's from its own stamps and
+    # frames, the model's from the model.
     msgs, per_store = want["messages"], want["stores"]
     out = {"mismatches": len(sb.mismatches), "cycles": end, "messages": len(per_store),
            "frames_sent": len(msgs), "counters": want["counters"]}
@@ -183,22 +145,29 @@ async def nic_matches_model(dut):
             if m is msgs[-1] or msgs[m["id"] + 1]["cmd"] != m["cmd"]:
                 last_idx.append((port, k[port] - 1))
                 ends.append(e - 1)
-        wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
+        # Wire bytes of each store: its frames as the RTL sent them (the scenario says
+        # how many segments each store is cut into).
+        rtl_frames, rtl_wire = iter(sent[src]), []
+        for s in stores[src]:
+            frames = [next(rtl_frames, None) for _ in s.segments(w, p["max_payload"])]
+            rtl_wire.append(sum(phy_bytes(f.data) for f in frames if f is not None))
         credits = [st["wire_beats"] for st in per_store]
         rtl_accept = got[src]["starts"]
         rtl_remote = [got[o]["wr"][i] if i < len(got[o]["wr"]) else -1
                       for o, i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
-        out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, wire,
+        out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, rtl_wire,
                               [len(got[src]["cr"]) / len(per_store)])
         out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
                                 [want["wr"][o][1][i] for o, i in last_idx],
-                                [m["completion"] for m in per_store], wire, credits)
-        frames = [(f.start, f.data.hex()) for f in links[src].frames()]
-        out["frames"] = frames
+                                [m["completion"] for m in per_store],
+                                [sum(phy_bytes(f) for f in st["frames"])
+                                 for st in per_store], credits)
+        out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
     Path("nic_results.json").write_text(json.dumps(out))
     kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})
     if kinds:
         dut._log.error("mismatching: %s", ", ".join(kinds))
     sb.check()
     assert sum(len(v[0]) for v in want["wr"].values()) > 0, "no store reached memory"
+

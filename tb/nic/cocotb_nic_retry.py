@@ -11,18 +11,13 @@ import random
 import time
 
 import cocotb
-from cocotb.triggers import ClockCycles
 
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.nic.system import NicSystemModel, Store
 from pymodel.scenarios.nic import table_writes
-from rtl.fabric.switch import table_write_layout
-from rtl.tops.nic_top import write_event_layout
-from spec.fabric import COUNTER_PORTS
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
-from tb.harness import Harness, HarnessTimeout, dump_memory
-from tb.nic.store_driver import FrameMonitor, StoreSource
+from tb.nic.testbench import NicTestbench
 from tb.scoreboard import Scoreboard
 
 
@@ -72,65 +67,23 @@ async def nic_retry_matches_model(dut):
     want = model.run(stores, node_ids, stalls, table_writes=tbl, link_settings=settings)
     t_model = time.perf_counter() - t0
 
-    harness = Harness(dut)
-    lay = table_write_layout(nodes)
-    harness.load_player("tbl", [lay.const({"node": n, "port": o}).as_bits() for n, o in tbl])
-    for name, value in settings.ports().items():
-        harness.set(f"flt_{name}", value)
-    sources = [StoreSource(harness, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
-    links = [FrameMonitor(harness, f"tx{q}", w) for q in range(nodes)]
-    for q in range(nodes):
-        for s in stores[q]:
-            sources[q].send_nowait(s)
-        sources[q].load()
-        for unused in (f"flt{q}", f"win{q}"):    # loaded empty: no count left unset
-            harness.load_player(unused, [])
-        harness.set(f"node_id{q}", node_ids[q])
-        links[q].arm(len(want["tx"][q][0]))
-        harness.arm_recorder(f"wr{q}", len(want["wr"][q][0]))
-        harness.arm_recorder(f"cr{q}", len(want["cr"][q]))
-    await harness.reset()
+    tb = NicTestbench(dut, nodes, w, p["mem_words"])
+    tb.load(stores, node_ids, stalls=stalls, table=tbl, link_settings=settings)
+    tb.arm(want)
     t0 = time.perf_counter()
-    done = [f"{kind}{q}_done" for q in range(nodes) for kind in ("tx", "wr", "cr", "cmd")]
-    hang = None
-    try:
-        end = await harness.wait_done(done, timeout_cycles=4 * want["cycles"] + 2000)
-    except HarnessTimeout as exc:
-        hang, end = str(exc), int(dut.now.value)
-    if end < want["cycles"] + 8:
-        await ClockCycles(dut.clk, want["cycles"] + 8 - end)
+    await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
     dut._log.info("model %d cycles in %.2f s; simulator in %.2f s", want["cycles"],
                   t_model, time.perf_counter() - t0)
 
     sb = Scoreboard(dut._log)
-    ev = write_event_layout(p["mem_words"])
+    got = tb.compare(sb, want, links=True)
     ideal = expected_memory(stores, node_ids, p["mem_words"], w)
     for q in range(nodes):
-        tx_items, tx_stamps = links[q].beats()
-        sb.compare(f"tx{q} beats", tx_items, want["tx"][q][0])
-        sb.compare(f"tx{q} cycles", tx_stamps, want["tx"][q][1], fmt=str)
-        sb.compare(f"cmd{q} accept cycles", sources[q].beat_stamps(),
-                   want["cmd_stamps"][q], fmt=str)
-        wr_items, wr_stamps = harness.recorded(f"wr{q}")
-        sb.compare(f"wr{q} writes", wr_items,
-                   [ev.const({"addr": a, "be": b}).as_bits() for a, b in want["wr"][q][0]])
-        sb.compare(f"wr{q} cycles", wr_stamps, want["wr"][q][1], fmt=str)
-        _, cr_stamps = harness.recorded(f"cr{q}")
-        sb.compare(f"cr{q} credit cycles", cr_stamps, want["cr"][q], fmt=str)
-        for c in COUNTERS:
-            sb.equal(f"{c}{q}", int(getattr(dut, f"{c}{q}").value), want["counters"][q][c])
-        for side in ("up", "down"):
-            for name in COUNTER_PORTS:
-                sb.equal(f"{side}{q}_{name}", int(getattr(dut, f"{side}{q}_{name}").value),
-                         want["links"][f"{side}{q}"][name])
-        mem = dump_memory(getattr(dut, f"mem{q}").mem, p["mem_words"])
-        sb.compare(f"mem{q}", mem, want["mem"][q])
         # Independent of the model: nothing lost, nothing corrupted, nothing dropped.
-        sb.compare(f"mem{q} = every store's bytes", mem, ideal[q])
-        sb.equal(f"drops at node {q}", sum(int(getattr(dut, f"{c}{q}").value)
-                                           for c in COUNTERS if c != "frames_ok"), 0)
-    sb.equal("hang", hang, None)
-    sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
+        sb.compare(f"mem{q} = every store's bytes", got[q]["mem"], ideal[q])
+        counters = tb.counters(q)
+        sb.equal(f"drops at node {q}", sum(counters[c] for c in COUNTERS
+                                           if c != "frames_ok"), 0)
     damage = sum(want["links"][k][f"link_{n}"] for k in want["links"]
                  for n in ("dropped", "corrupted", "duplicated"))
     resent = sum(want["links"][k]["tx_resent_frames"] for k in want["links"])

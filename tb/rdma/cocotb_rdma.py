@@ -1,18 +1,17 @@
 """cocotb test of RdmaTop: a verbs-built scenario, bulk loaded, run, compared with the model.
 
 Everything is loaded before reset (host memories, MR table, doorbell and injection
-players) and drained after the run (recorders, memories, counters): no Python runs per
-cycle. Measurements go to ``params["out_json"]`` when given.
+players) and drained after the run (recorders, memories, counters) through
+:class:`tb.rdma.testbench.RdmaTestbench`: no Python runs per cycle. Measurements go to
+``params["out_json"]`` when given.
 """
 
 import json
 
 import cocotb
-from cocotb.triggers import ClockCycles, ReadOnly
 
-from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
+from pymodel.packet import beats_to_frames, unpack_beat
 from pymodel.rdma.engine import Config, simulate
-from pymodel.rdma.fields import pack
 from pymodel.rdma.metrics import summarize
 from pymodel.scenarios.rdma import (
     bad_frames_scenario,
@@ -20,20 +19,10 @@ from pymodel.scenarios.rdma import (
     overflow_scenario,
     writes_scenario,
 )
-from spec.fabric import COUNTERS as LINK_COUNTERS
-from spec.fabric import FLAGS as LINK_FLAGS
 from spec.formats.roce import CqeStatus
-from spec.rdma import (
-    DEFAULTS,
-    DROP_REASONS,
-    LINKS,
-    REQUESTER_COUNTERS,
-    RESPONDER_COUNTERS,
-    SEQUENCE_COUNTERS,
-    doorbell_layout,
-)
+from spec.rdma import DEFAULTS, DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from tb.cosim import cosim_params
-from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
+from tb.rdma.testbench import RdmaTestbench
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
 
@@ -68,14 +57,6 @@ def _scenario(p, cfg):
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
-def _beats(frames_with_cycles):
-    beats, stamps = [], []
-    for cycles, frame in frames_with_cycles:
-        beats += frame_to_beats(frame, 64)
-        stamps += list(cycles)
-    return beats, stamps
-
-
 @cocotb.test()
 async def rdma_matches_model(dut):
     p = cosim_params()
@@ -85,67 +66,25 @@ async def rdma_matches_model(dut):
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
     model = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells, db_stall, inject,
                      inj_stall)
-    ab_beats, ab_stamps = _beats(model["wire_ab"])
-    ba_beats, ba_stamps = _beats(model["wire_ba"])
 
-    harness = Harness(dut)
-    load_image(dut.mem_a.mem, v.mem_a)
-    load_image(dut.mem_b.mem, v.mem_b)
-    load_memory(dut.responder.mr_table, v.mr_table)
-    db_items = [pack(doorbell_layout(), qpn=q, sq_tail=t) for q, t in v.doorbells]
-    harness.load_player("db_writes", db_items, db_stall)
-    inj_beats = [b for f in inject for b in frame_to_beats(f, 64)]
-    harness.load_player("inject", inj_beats, inj_stall)
-    harness.set("inject_select", 1 if inject else 0)
-    for port in ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2"):
-        harness.set(port, getattr(cfg, port))
-    harness.set("ack_timeout", p.get("ack_timeout", 0))
-    for link, settings in zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True):
-        for name, value in settings.ports().items():
-            harness.set(f"{link}_{name}", value)
-    harness.arm_recorder("wire_ab", len(ab_beats))
-    harness.arm_recorder("wire_ba", len(ba_beats))
-    harness.arm_recorder("written", len(model["written"]))
-    harness.arm_recorder("completed", len(model["completed"]))
-    last = max([s[-1] for s in (ab_stamps, ba_stamps) if s] + [0])
-    await harness.reset()
+    tb = RdmaTestbench(dut, cfg.depth)
+    tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, doorbells=v.doorbells,
+            inject=inject, stall=db_stall, inject_stall=inj_stall,
+            ports={port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b",
+                                                          "cq_base", "cq_log2")},
+            links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)),
+            ack_timeout=p.get("ack_timeout", 0))
+    tb.arm_for(model)
+    last = max([c[-1] for c, _ in model["wire_ab"] + model["wire_ba"]] + [0])
+    await tb.run(timeout_cycles=last + 5000, settle=SETTLE)
     sb = Scoreboard(dut._log)
-    hang = False
-    try:
-        await harness.wait_done(["db_writes_done", "inject_done", "wire_ab_done",
-                             "wire_ba_done", "written_done", "completed_done"],
-                            timeout_cycles=last + 5000)
-    except HarnessTimeout as exc:      # compare anyway: the scoreboard says what is missing
-        sb.equal("recorders done", str(exc), "")
-        hang = True
-    await ClockCycles(dut.clk, SETTLE)
-    await ReadOnly()
+    if tb.hang:              # compared anyway: the scoreboard says what is missing
+        sb.equal("recorders done", tb.hang, "")
+    hang = tb.hang is not None
 
-    got_ab, got_ab_at = harness.recorded("wire_ab")
-    got_ba, got_ba_at = harness.recorded("wire_ba")
-    sb.compare("A->B beats", got_ab, ab_beats)
-    sb.compare("A->B beat cycles", got_ab_at, ab_stamps, fmt=str)
-    sb.compare("B->A beats", got_ba, ba_beats)
-    sb.compare("B->A beat cycles", got_ba_at, ba_stamps, fmt=str)
-    written, written_at = harness.recorded("written")
-    completed, completed_at = harness.recorded("completed")
-    sb.compare("written (qpn, cycle)", list(zip(written, written_at, strict=True)),
-               [(q, c) for c, q in model["written"]], fmt=str)
-    sb.compare("completed (qpn, cycle)", list(zip(completed, completed_at, strict=True)),
-               [(q, c) for c, q in model["completed"]], fmt=str)
-    db_at = harness.played_stamps("db_writes", len(v.doorbells))
-    sb.compare("doorbell accept cycles", db_at, model["doorbell_stamps"], fmt=str)
-    req = {n: _value(getattr(dut, f"req_{n}")) for n in REQUESTER_COUNTERS}
-    resp = {n: _value(getattr(dut, f"resp_{n}")) for n in RESPONDER_COUNTERS}
-    for n in REQUESTER_COUNTERS:
-        sb.equal(f"requester counter {n}", req[n], model["req"][n])
-    for n in RESPONDER_COUNTERS:
-        sb.equal(f"responder counter {n}", resp[n], model["resp"][n])
-    links = {link: {n: _value(getattr(dut, f"{link}_{n}"))
-                    for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS}
-    for link in LINKS:
-        for n in LINK_COUNTERS + LINK_FLAGS:
-            sb.equal(f"link {link} {n}", links[link][n], model["links"][link][n])
+    got = tb.compare(sb, model, v.doorbells)
+    (got_ab, got_ab_at), (got_ba, got_ba_at) = got["ab"], got["ba"]
+    req, resp, links = got["req"], got["resp"], got["links"]
     # What the scenario says it exercises must have happened (on the RTL's counters).
     seen = dict({f"req_{n}": v for n, v in req.items()},
                 **{f"resp_{n}": v for n, v in resp.items()},
@@ -155,14 +94,7 @@ async def rdma_matches_model(dut):
                  True)
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
-    dumps = {"A": dump_memory(dut.mem_a.mem, cfg.depth),
-             "B": dump_memory(dut.mem_b.mem, cfg.depth)}
-    for node, words in (("A", model["mem_a"]), ("B", model["mem_b"])):
-        name = f"host memory {node}"
-        got = dumps[node]
-        want = [words.get(a, 0) for a in range(cfg.depth)]
-        bad = [a for a in range(cfg.depth) if got[a] != want[a]]
-        sb.equal(f"{name}: words that differ (first 8)", bad[:8], [])
+    dumps = {"A": got["mem_a"], "B": got["mem_b"]}
 
     frames_ab = beats_to_frames(got_ab, 64)
     frames_ba = beats_to_frames(got_ba, 64)
@@ -217,8 +149,8 @@ async def rdma_matches_model(dut):
     if p.get("out_json"):
         n = max(len(v.doorbells), 1)
         try:
-            rtl = summarize(n, db_at, written_at, completed_at, frames_ab, frames_ba, req,
-                            resp)
+            rtl = summarize(n, got["doorbells"], got["written"][1], got["completed"][1],
+                            frames_ab, frames_ba, req, resp)
         except ValueError:           # the RTL missed events: the scoreboard says which
             rtl = None
         mdl = summarize(n, model["doorbell_stamps"], [c for c, _ in model["written"]],
@@ -235,12 +167,6 @@ async def rdma_matches_model(dut):
         with open("mismatches.txt", "w") as f:
             f.write("\n".join(sb.mismatches) + "\n")
     sb.check()
-
-
-def _value(handle):
-    """A counter port as an int, or its text if it holds X/Z bits (a mismatch then)."""
-    value = handle.value
-    return int(value) if value.is_resolvable else str(value)
 
 
 def _stamped(ab, ab_at, ba, ba_at):

@@ -1,8 +1,9 @@
 """Soak of the NIC with link-level retry: many stores over faulty wires, in chunks.
 
 Each chunk resets the design (the memories keep their contents), loads every node's
-command player with ``per_chunk`` stores (all-to-all, 64 to 256 bytes, each sender in
-its own slice of every memory) and lets the simulator run until the receivers have
+command player (through :class:`tb.nic.testbench.NicTestbench`) with ``per_chunk``
+stores (all-to-all, 64 to 256 bytes, each sender in its own slice of every memory) and
+lets the simulator run until the receivers have
 counted every frame or the chunk's cycle budget runs out (a hang). Python wakes up once
 every ``POLL`` cycles, never per cycle. At the end of each chunk the memories are read
 and compared byte for byte with what the stores sent (independently of the model).
@@ -23,11 +24,9 @@ from cocotb.triggers import ClockCycles
 
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.nic.system import NicSystemModel, Store
-from spec.fabric import COUNTER_PORTS
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
-from tb.harness import Harness, dump_memory
-from tb.nic.store_driver import StoreSource
+from tb.nic.testbench import NicTestbench
 
 #: Cycles between two looks at the counters.
 POLL = 512
@@ -57,7 +56,7 @@ async def nic_soak(dut):
     p = cosim_params()
     w, nodes, mw = p["width"], p["nodes"], p["mem_words"]
     rng = random.Random(p["seed"])
-    harness = Harness(dut)
+    tb = NicTestbench(dut, nodes, w, mw)
     ideal = {q: bytearray(mw * w) for q in range(nodes)}
     totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
@@ -71,29 +70,18 @@ async def nic_soak(dut):
                                  dup_rate=p["dup_rate"])
         stores = chunk_stores(rng, nodes, w, mw * w, count)
         stalls = {q: (101 + 7 * q + index, p["stall_rate"]) for q in range(nodes)}
-        for name, value in settings.ports().items():
-            harness.set(f"flt_{name}", value)
-        sources = [StoreSource(harness, f"cmd{q}", w, stalls[q]) for q in range(nodes)]
-        for q in range(nodes):
-            for s in stores[q]:
-                sources[q].send_nowait(s)
-            sources[q].load()
-            harness.load_player(f"flt{q}", [])
-            harness.load_player(f"win{q}", [])
-            harness.set(f"node_id{q}", q)
-            for rec in ("tx", "wr", "cr"):
-                harness.arm_recorder(f"{rec}{q}", 0)
+        tb.load(stores, list(range(nodes)), stalls=stalls, link_settings=settings)
+        tb.arm()
         frames = sum(len(s.segments(w, p["max_payload"])) for q in stores
                      for s in stores[q])
         beats = sum(len(s.beats(w)) for q in stores for s in stores[q])
         budget = 40 * beats + 20_000
-        await harness.reset()
+        await tb.harness.reset()
         got, hang, cycles = 0, 0, 0
         while True:
             await ClockCycles(dut.clk, POLL)
             cycles += POLL
-            got = sum(int(getattr(dut, f"{c}{q}").value) for q in range(nodes)
-                      for c in COUNTERS)
+            got = sum(sum(tb.counters(q).values()) for q in range(nodes))
             if got >= frames:
                 break
             if cycles >= budget:
@@ -106,15 +94,13 @@ async def nic_soak(dut):
         for q in range(nodes):
             for s in stores[q]:
                 ideal[s.dst][s.addr:s.addr + len(s.payload)] = s.payload
-        mems = {q: dump_memory(getattr(dut, f"mem{q}").mem, mw) for q in range(nodes)}
+        mems = {q: tb.memory(q) for q in range(nodes)}
         bad = 0
         for q in range(nodes):
             have = b"".join(v.to_bytes(w, "little") for v in mems[q])
             bad += sum(a != b for a, b in zip(have, ideal[q], strict=True))
-        ok = sum(int(getattr(dut, f"frames_ok{q}").value) for q in range(nodes))
-        links = {f"{side}{q}": {n: int(getattr(dut, f"{side}{q}_{n}").value)
-                                for n in COUNTER_PORTS}
-                 for q in range(nodes) for side in ("up", "down")}
+        ok = sum(tb.counters(q)["frames_ok"] for q in range(nodes))
+        links = {k: v for q in range(nodes) for k, v in tb.link_counters(q).items()}
         damage = {k: sum(v[f"link_{k}"] for v in links.values())
                   for k in ("dropped", "corrupted", "duplicated", "lost")}
         totals["messages"] += sum(len(v) for v in stores.values())
@@ -131,8 +117,8 @@ async def nic_soak(dut):
         totals["wire_beats_lost"] += damage["lost"]
         totals["cycles"] += end
         if index == 0:
-            totals["model_mismatches"] = _compare_with_model(dut, p, stores, stalls,
-                                                             settings, end, mems, links)
+            totals["model_mismatches"] = _compare_with_model(tb, p, stores, stalls,
+                                                             settings, mems, links)
         elapsed = time.perf_counter() - t_start
         dut._log.info("chunk %d/%d: %d messages so far, %d cycles, %d sent again, "
                       "%d lost, %d bad bytes, %.0f messages/s", index + 1, len(plan),
@@ -146,7 +132,7 @@ async def nic_soak(dut):
     assert totals["model_mismatches"] == 0
 
 
-def _compare_with_model(dut, p, stores, stalls, settings, end, mems, links):
+def _compare_with_model(tb, p, stores, stalls, settings, mems, links):
     """The first chunk against the golden model: counters, link counters, memories and
     the cycle of the last write. Returns the number of mismatches (logged)."""
     w, nodes = p["width"], p["nodes"]
@@ -155,17 +141,17 @@ def _compare_with_model(dut, p, stores, stalls, settings, end, mems, links):
     want = model.run(stores, list(range(nodes)), stalls, link_settings=settings)
     bad = []
     for q in range(nodes):
+        counters = tb.counters(q)
         for c in COUNTERS:
-            if int(getattr(dut, f"{c}{q}").value) != want["counters"][q][c]:
+            if counters[c] != want["counters"][q][c]:
                 bad.append(f"{c}{q}")
         if mems[q] != want["mem"][q]:
             bad.append(f"mem{q}")
         for side in ("up", "down"):
             if links[f"{side}{q}"] != want["links"][f"{side}{q}"]:
                 bad.append(f"{side}{q} link counters")
-        n = int(getattr(dut, f"wr{q}_count").value)
-        if dump_memory(getattr(dut, f"wr{q}").stamps, n) != want["wr"][q][1]:
+        if tb.write_events(q)[1] != want["wr"][q][1]:
             bad.append(f"wr{q} write cycles")
-    dut._log.info("first chunk against the model (%d cycles): %s", want["cycles"],
+    tb.dut._log.info("first chunk against the model (%d cycles): %s", want["cycles"],
                   ", ".join(bad) if bad else "equal")
     return len(bad)

@@ -129,8 +129,8 @@ class NicDriver(uvm_driver):
         # beats through one egress, both links, the receiver's writer.
         drain = (cfg.nodes * (cfg.credits + 8) + 4 * cfg.link_latency
                  + 2 * -(-(cfg.max_payload + 32) // cfg.width) + 64)
-        await self.bench.run(stalls, faults, cfg.node_ids, timeout_cycles=4 * cycles + 4000,
-                             drain_cycles=drain, windows=cfg.window_writes())
+        await self.bench.play(stalls, faults, cfg.node_ids, timeout_cycles=4 * cycles + 4000,
+                              drain_cycles=drain, windows=cfg.window_writes())
 
 
 class NicMonitor(uvm_monitor):

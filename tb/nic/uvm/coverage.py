@@ -23,28 +23,20 @@ gap_cycles    idle cycles seen before a store's first command beat, after the pr
 
 ``COVERAGE_GOALS`` (ConfigDB, a tuple of group names) lists the groups a test requires
 fully hit: ``check_phase`` fails on a hole there. ``report_phase`` logs every group
-and merges the test's bins into ``coverage.json`` in the run folder::
-
-    {"tests": {<test>: <report>}, "merged": <report>}
-    <report> = {"framing": .., "seed": .., "groups": {<group>: {"bins": {<bin>: hits},
-                "hit": n, "total": n}}, "hit": n, "total": n, "percent": p}
+and merges the test's bins into ``coverage.json`` in the run folder (the format and the
+collector are :mod:`tb.uvm_common`'s; the reports carry ``framing`` and ``seed``).
 """
-
-import json
-from pathlib import Path
-
-from pyuvm import ConfigDB, uvm_component, uvm_tlm_analysis_fifo
 
 from spec.formats.nic import NicOp, header_bytes, padded_bytes
 from spec.nic import COUNTERS
+from tb.uvm_common import COVERAGE_FILE, GAP_RATE_BINS, CoverageCollector, bin_of, merge_reports
+from tb.uvm_common import Covergroups as _Covergroups
 
 from .items import ERROR_KINDS, MAX_SIZE, CommandObs, NodeObs, StoreItem, edge_sizes
 
 __all__ = ["NicCoverage", "Covergroups", "merge_reports", "COVERAGE_FILE", "size_bins",
            "size_bin"]
 
-COVERAGE_FILE = "coverage.json"
-GAP_RATE_BINS = (("0", 0, 0), ("1-63", 1, 63), ("64-127", 64, 127), ("128-255", 128, 255))
 GAP_CYCLE_BINS = (("0", 0, 0), ("1", 1, 1), ("2-3", 2, 3), ("4-15", 4, 15),
                   ("16+", 16, 1 << 32))
 
@@ -60,18 +52,11 @@ def size_bins(max_payload, limit=MAX_SIZE):
     return out
 
 
-def _bin(bins, value):
-    for name, lo, hi in bins:
-        if lo <= value <= hi:
-            return name
-    raise ValueError(f"{value} is in no bin of {[b[0] for b in bins]}")
-
-
 def size_bin(size, max_payload, limit=MAX_SIZE):
-    return _bin(size_bins(max_payload, limit), size)
+    return bin_of(size_bins(max_payload, limit), size)
 
 
-class Covergroups:
+class Covergroups(_Covergroups):
     """The bins of one configuration and their hit counts (plain Python, no UVM)."""
 
     def __init__(self, cfg):
@@ -96,25 +81,19 @@ class Covergroups:
             "gap_rate": [b[0] for b in GAP_RATE_BINS],
             "gap_cycles": [b[0] for b in self.gap_bins],
         }
-        self.groups = {g: dict.fromkeys(bins, 0) for g, bins in names.items()}
-
-    def hit(self, group, name, count=1):
-        bins = self.groups[group]
-        if name not in bins:
-            raise KeyError(f"coverage: {name!r} is not a bin of {group} ({list(bins)})")
-        bins[name] += count
+        super().__init__(names)
 
     def sample_item(self, it):
         cfg = self.cfg
         port = cfg.port_of(it.dst)
         segs = it.segments(cfg)
         self.hit("opcode", NicOp.STORE.name)
-        self.hit("size", _bin(self.sizes, it.size))
+        self.hit("size", bin_of(self.sizes, it.size))
         self.hit("segments", str(len(segs)) if len(segs) < 3 else "3+")
         self.hit("error", it.error)
         self.hit("dst_port", str(port))
         self.hit("route", f"{it.src}->{port}")
-        self.hit("gap_rate", _bin(GAP_RATE_BINS, it.gap))
+        self.hit("gap_rate", bin_of(GAP_RATE_BINS, it.gap))
         self.hit("framing", cfg.framing)
         h = header_bytes(cfg.framing)
         if any(padded_bytes(cfg.framing, len(s.payload)) > h + len(s.payload) for s in segs):
@@ -128,51 +107,24 @@ class Covergroups:
         for stores in by_src.values():
             for prev, cur in zip(stores, stores[1:], strict=False):
                 if prev and cur:
-                    self.hit("gap_cycles", _bin(self.gap_bins, cur[0] - prev[-1] - 1))
+                    self.hit("gap_cycles", bin_of(self.gap_bins, cur[0] - prev[-1] - 1))
 
     def sample_node(self, node):
         for c in COUNTERS:
             if node.counters[c]:
                 self.hit("outcome", c, node.counters[c])
 
-    def report(self, **extra):
-        groups = {g: {"bins": dict(b), "hit": sum(v > 0 for v in b.values()),
-                      "total": len(b)} for g, b in self.groups.items()}
-        return _totals({**extra, "groups": groups})
 
-
-def _totals(report):
-    hit = sum(g["hit"] for g in report["groups"].values())
-    total = sum(g["total"] for g in report["groups"].values())
-    report.update(hit=hit, total=total, percent=round(100 * hit / total, 1) if total else 0)
-    return report
-
-
-def merge_reports(reports):
-    """One report summing the bins of several (tests, seeds, simulators, framings); a
-    bin present in any of them is a bin of the merge."""
-    groups = {}
-    for r in reports:
-        for g, data in r["groups"].items():
-            bins = groups.setdefault(g, {})
-            for name, hits in data["bins"].items():
-                bins[name] = bins.get(name, 0) + hits
-    merged = {g: {"bins": b, "hit": sum(v > 0 for v in b.values()), "total": len(b)}
-              for g, b in groups.items()}
-    return _totals({"groups": merged})
-
-
-class NicCoverage(uvm_component):
+class NicCoverage(CoverageCollector):
     """Samples the driven items (``items``) and the observations (``observed``)."""
 
-    def build_phase(self):
-        self.cfg = ConfigDB().get(self, "", "NIC_CFG")
-        self.test_name = ConfigDB().get(self, "", "TEST_NAME")
-        self.goals = tuple(ConfigDB().get(self, "", "COVERAGE_GOALS", ()))
-        self.items = uvm_tlm_analysis_fifo("items", self)
-        self.observed = uvm_tlm_analysis_fifo("observed", self)
-        self.cg = Covergroups(self.cfg)
-        self.sampled = 0
+    CFG_KEY = "NIC_CFG"
+
+    def covergroups(self, cfg):
+        return Covergroups(cfg)
+
+    def report_extra(self):
+        return {"framing": self.cfg.framing, "seed": self.cfg.seed}
 
     def extract_phase(self):
         cmds = []
@@ -189,25 +141,3 @@ class NicCoverage(uvm_component):
                 elif isinstance(t, NodeObs):
                     self.cg.sample_node(t)
         self.cg.sample_commands(cmds)
-
-    def check_phase(self):
-        assert self.sampled > 0, "coverage sampled no item"
-        for g in self.goals:
-            holes = [b for b, v in self.cg.groups[g].items() if not v]
-            assert not holes, f"coverage goal {g}: bins never hit: {holes}"
-
-    def report_phase(self):
-        rep = self.cg.report(framing=self.cfg.framing, seed=self.cfg.seed,
-                             items=self.sampled)
-        for g, data in rep["groups"].items():
-            holes = [b for b, v in data["bins"].items() if not v]
-            self.logger.info("coverage %-10s %2d/%-2d %s", g, data["hit"], data["total"],
-                             f"holes: {', '.join(holes)}" if holes else "full")
-        self.logger.info("coverage total %d/%d bins (%.1f %%)", rep["hit"], rep["total"],
-                         rep["percent"])
-        path = Path(COVERAGE_FILE)
-        data = json.loads(path.read_text()) if path.exists() else {"tests": {}}
-        data["tests"][self.test_name] = rep
-        data["merged"] = merge_reports(list(data["tests"].values()))
-        data["merged"].update(framing=self.cfg.framing, seed=self.cfg.seed)
-        path.write_text(json.dumps(data, indent=1))

@@ -32,7 +32,7 @@ __all__ = ["StoreItem", "NicRunItem", "ERROR_KINDS", "EXPECTED_DROP", "MAX_SIZE"
 #: Every error kind a store item can carry (``none`` is a good store).
 ERROR_KINDS = ("none", "fcs", "wrong_dst", "misaligned", "length_lie", "out_of_window",
                "unauthorised")
-#: The NicRx counter (``rtl.tops.nic_top.COUNTERS``) each kind must raise.
+#: The NicRx counter (:data:`spec.nic.COUNTERS`) each kind must raise.
 EXPECTED_DROP = {"none": "frames_ok", "fcs": "drop_fcs", "wrong_dst": "drop_dst",
                  "misaligned": "drop_malformed", "length_lie": "drop_malformed",
                  "out_of_window": "drop_addr", "unauthorised": "drop_window"}

@@ -18,15 +18,11 @@ least one message". A summary per test goes to ``scoreboard.json`` in the run fo
 """
 
 import hashlib
-import json
 from collections import defaultdict
-from pathlib import Path
-
-from pyuvm import ConfigDB, uvm_scoreboard, uvm_tlm_analysis_fifo
 
 from pymodel.packet import unpack_beat
 from spec.nic import COUNTERS
-from tb.scoreboard import Scoreboard
+from tb.uvm_common import RESULTS_FILE, ScoreboardBase, drain
 
 from .items import (
     CommandObs,
@@ -40,9 +36,6 @@ from .items import (
 )
 
 __all__ = ["NicScoreboard", "BrokenScoreboard", "RESULTS_FILE"]
-
-#: Per-test scoreboard summaries, in the run folder.
-RESULTS_FILE = "scoreboard.json"
 
 
 def _frames(width, beats, stamps):
@@ -64,40 +57,15 @@ def _frame_key(start, end, data):
     return (start, end, len(data), hashlib.sha1(data).hexdigest()[:12])
 
 
-def record_result(test, summary, path=RESULTS_FILE):
-    """Merge one test's ``summary`` into the JSON file ``path``."""
-    path = Path(path)
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[test] = summary
-    path.write_text(json.dumps(data, indent=1))
+class NicScoreboard(ScoreboardBase):
+    """Fed by ``driven`` (the driver's ``ap``) and ``observed`` (the monitor's ``ap``);
+    :meth:`expected` is the hook :class:`BrokenScoreboard` corrupts one value in."""
 
-
-class NicScoreboard(uvm_scoreboard):
-    """Fed by ``driven`` (the driver's ``ap``) and ``observed`` (the monitor's ``ap``)."""
-
-    def build_phase(self):
-        self.cfg = ConfigDB().get(self, "", "NIC_CFG")
-        self.test_name = ConfigDB().get(self, "", "TEST_NAME")
-        self.driven = uvm_tlm_analysis_fifo("driven", self)
-        self.observed = uvm_tlm_analysis_fifo("observed", self)
-
-    def expected(self, want):
-        """The model's results as the comparisons use them (a hook for the negative
-        test: :class:`BrokenScoreboard` corrupts one value here)."""
-        return want
-
-    @staticmethod
-    def _drain(fifo):
-        out = []
-        while True:
-            ok, item = fifo.try_get()
-            if not ok:
-                return out
-            out.append(item)
+    CFG_KEY = "NIC_CFG"
 
     def check_phase(self):
         cfg, n = self.cfg, self.cfg.nodes
-        driven, observed = self._drain(self.driven), self._drain(self.observed)
+        driven, observed = drain(self.driven), drain(self.observed)
         items = [d for d in driven if isinstance(d, StoreItem)]
         stims = [d for d in driven if isinstance(d, Stimulus)]
         assert len(stims) == 1, f"expected one Stimulus from the driver, got {len(stims)}"
@@ -114,7 +82,7 @@ class NicScoreboard(uvm_scoreboard):
         for o in observed:
             obs[type(o)].append(o)
         used = 0
-        sb = Scoreboard(self.logger)
+        sb = self.scoreboard()
         for p in range(n):
             up = [o for o in obs[UplinkObs] if o.port == p]
             used += len(up)
@@ -177,24 +145,20 @@ class NicScoreboard(uvm_scoreboard):
         left = len(observed) - used
         frames_seen = len(obs[FrameObs])
         writes_seen = len(obs[WriteObs])
-        record_result(self.test_name, {
-            "checked": sb.checked, "mismatch_count": len(sb.mismatches),
-            "mismatches": sb.mismatches[:20], "items": len(items),
-            "errors": {e: sum(it.error == e for it in items)
-                       for e in sorted({it.error for it in items})},
-            "frames": frames_seen, "writes": writes_seen, "left_over": left,
-            "faults": len(stim.targets), "cycles": runs[0].end if runs else None,
-            "model_cycles": want["cycles"], "scoreboard": type(self).__name__})
         kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})
         if kinds:
             self.logger.error("mismatching: %s", ", ".join(kinds))
-        sb.check()
-        assert frames_seen > 0, "no frame was checked"
-        if any(it.error == "none" for it in items):
-            assert writes_seen > 0, "good stores were driven but no write was checked"
-        assert left == 0, f"{left} observations were left over (never compared)"
-        assert not self.driven.can_get() and not self.observed.can_get(), (
-            "transactions arrived after the check")
+        good = any(it.error == "none" for it in items)
+        self.finish(sb, {
+            "items": len(items),
+            "errors": {e: sum(it.error == e for it in items)
+                       for e in sorted({it.error for it in items})},
+            "frames": frames_seen, "writes": writes_seen,
+            "faults": len(stim.targets), "cycles": runs[0].end if runs else None,
+            "model_cycles": want["cycles"]}, left=left,
+            musts=[(frames_seen > 0, "no frame was checked"),
+                   (writes_seen > 0 or not good,
+                    "good stores were driven but no write was checked")])
 
 
 class BrokenScoreboard(NicScoreboard):

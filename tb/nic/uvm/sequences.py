@@ -19,7 +19,7 @@ import random
 
 from pyuvm import uvm_sequence
 
-from pymodel.nic.system import frame_beats
+from spec.formats.nic import frame_beats
 
 from .items import ERROR_KINDS, NicRunItem, StoreItem
 

@@ -69,7 +69,7 @@ class RdmaDriver(uvm_driver):
             for link in LINKS:                # fault-free links (the model's defaults)
                 settings = getattr(plan.engine, f"faults_{link}")
                 ports.update({f"{link}_{n}": v for n, v in settings.ports().items()})
-            await self.bench.run(
+            await self.bench.play(
                 mem_a=plan.mem_a, mem_b=plan.mem_b, mr_table=plan.mr_table, ports=ports,
                 doorbells=plan.doorbells, inject=plan.inject, stall=plan.stall,
                 expect_cqes=len(plan.items) if plan.kind == "doorbell" else 0,

@@ -11,7 +11,7 @@ __all__ = ["RdmaConfig"]
 
 @dataclasses.dataclass(frozen=True)
 class RdmaConfig:
-    """The top's parameters (:data:`rtl.tops.rdma_top.DEFAULTS` overridden by the ones
+    """The top's parameters (:data:`spec.rdma.DEFAULTS` overridden by the ones
     ``run_cosim`` passed), the capacities read from the design, and the run's seed.
 
     ``doorbell_depth``, ``inject_depth`` (beats), ``wire_depth`` (beats per link recorder)

@@ -28,19 +28,14 @@ psn_wrap      a message whose PSNs wrap from 0xFFFFFF to 0: ``wrap``
 
 ``COVERAGE_GOALS`` (ConfigDB, a tuple of group names) lists the groups a test requires
 fully hit: ``check_phase`` fails on a hole there. ``report_phase`` logs every group and
-merges the test's bins into ``coverage.json`` in the run folder, in the format of the
-NIC environment (:mod:`tb.nic.uvm.coverage`, whose :func:`merge_reports` merges them).
+merges the test's bins into ``coverage.json`` in the run folder (the format and the
+collector are :mod:`tb.uvm_common`'s, shared with the NIC environment).
 """
-
-import json
-from pathlib import Path
-
-from pyuvm import ConfigDB, uvm_component, uvm_tlm_analysis_fifo
 
 from spec.formats.roce import ACK_HEADER, CqeStatus, OpCode, Syndrome
 from spec.rdma import DROP_REASONS
-from tb.nic.uvm.coverage import COVERAGE_FILE, GAP_RATE_BINS, merge_reports
-from tb.nic.uvm.coverage import _bin as bin_of
+from tb.uvm_common import COVERAGE_FILE, GAP_RATE_BINS, CoverageCollector, bin_of
+from tb.uvm_common import Covergroups as _Covergroups
 
 from .items import ERROR_KINDS, VARIANTS, RunObs, WriteItem, edge_sizes
 from .plan import RunPlan, read_cqes, whole_frames
@@ -80,7 +75,7 @@ def size_bin(size, pmtu_log2):
     return bin_of(size_bins(pmtu_log2), size)
 
 
-class Covergroups:
+class Covergroups(_Covergroups):
     """The bins of one configuration and their hit counts (plain Python, no UVM)."""
 
     def __init__(self, cfg):
@@ -101,13 +96,7 @@ class Covergroups:
             "batch": ["1", "2", "3+"],
             "psn_wrap": ["wrap"],
         }
-        self.groups = {g: dict.fromkeys(bins, 0) for g, bins in names.items()}
-
-    def hit(self, group, name, count=1):
-        bins = self.groups[group]
-        if name not in bins:
-            raise KeyError(f"coverage: {name!r} is not a bin of {group} ({list(bins)})")
-        bins[name] += count
+        super().__init__(names)
 
     def sample_item(self, it):
         n = len(it.frames())
@@ -151,25 +140,15 @@ class Covergroups:
                 if name in self.groups["cqe_status"]:
                     self.hit("cqe_status", name)
 
-    def report(self, **extra):
-        groups = {g: {"bins": dict(b)} for g, b in self.groups.items()}
-        rep = merge_reports([{"groups": groups}])
-        rep.update(extra)
-        return rep
 
-
-class RdmaCoverage(uvm_component):
+class RdmaCoverage(CoverageCollector):
     """Samples the driven items and plans (``items``) and the observations
     (``observed``)."""
 
-    def build_phase(self):
-        self.cfg = ConfigDB().get(self, "", "RDMA_CFG")
-        self.test_name = ConfigDB().get(self, "", "TEST_NAME")
-        self.goals = tuple(ConfigDB().get(self, "", "COVERAGE_GOALS", ()))
-        self.items = uvm_tlm_analysis_fifo("items", self)
-        self.observed = uvm_tlm_analysis_fifo("observed", self)
-        self.cg = Covergroups(self.cfg)
-        self.sampled = 0
+    CFG_KEY = "RDMA_CFG"
+
+    def covergroups(self, cfg):
+        return Covergroups(cfg)
 
     def extract_phase(self):
         plans, runs = [], []
@@ -188,24 +167,3 @@ class RdmaCoverage(uvm_component):
                     runs.append(t)
         for k, obs in enumerate(runs):
             self.cg.sample_run(obs, plans[k] if k < len(plans) else None)
-
-    def check_phase(self):
-        assert self.sampled > 0, "coverage sampled no item"
-        for g in self.goals:
-            holes = [b for b, v in self.cg.groups[g].items() if not v]
-            assert not holes, f"coverage goal {g}: bins never hit: {holes}"
-
-    def report_phase(self):
-        rep = self.cg.report(seed=self.cfg.seed, items=self.sampled)
-        for g, data in rep["groups"].items():
-            holes = [b for b, v in data["bins"].items() if not v]
-            self.logger.info("coverage %-10s %2d/%-2d %s", g, data["hit"], data["total"],
-                             f"holes: {', '.join(holes)}" if holes else "full")
-        self.logger.info("coverage total %d/%d bins (%.1f %%)", rep["hit"], rep["total"],
-                         rep["percent"])
-        path = Path(COVERAGE_FILE)
-        data = json.loads(path.read_text()) if path.exists() else {"tests": {}}
-        data["tests"][self.test_name] = rep
-        data["merged"] = merge_reports(list(data["tests"].values()))
-        data["merged"].update(seed=self.cfg.seed)
-        path.write_text(json.dumps(data, indent=1))

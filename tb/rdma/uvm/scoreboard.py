@@ -26,14 +26,11 @@ run folder (before any assertion, so a failing test leaves it too).
 
 from collections import Counter
 
-from pyuvm import ConfigDB, uvm_scoreboard, uvm_tlm_analysis_fifo
-
-from pymodel.packet import frame_to_beats
 from spec.formats.roce import CqeStatus
 from spec.rdma import DROP_REASONS, REQUESTER_COUNTERS, RESPONDER_COUNTERS
-from tb.nic.uvm.scoreboard import RESULTS_FILE, record_result
+from tb.rdma.testbench import wire_beats
 from tb.rdma.wirecheck import frame_problems
-from tb.scoreboard import Scoreboard
+from tb.uvm_common import RESULTS_FILE, ScoreboardBase, drain
 
 from .items import ACCESS_KINDS, RunObs, WriteItem
 from .plan import RunPlan, payload_at, read_cqes, whole_frames
@@ -44,43 +41,19 @@ __all__ = ["RdmaScoreboard", "BrokenScoreboard", "RESULTS_FILE"]
 OUTCOMES = ("frames_ok",) + DROP_REASONS
 
 
-def _beats(frames_with_cycles):
-    beats, stamps = [], []
-    for cycles, frame in frames_with_cycles:
-        beats += frame_to_beats(frame, 64)
-        stamps += list(cycles)
-    return beats, stamps
+class RdmaScoreboard(ScoreboardBase):
+    """Fed by ``driven`` (the driver's ``ap``) and ``observed`` (the monitor's ``ap``);
+    :meth:`expected` (called with the model's results and the run's plan) is the hook
+    :class:`BrokenScoreboard` corrupts one value in."""
 
-
-class RdmaScoreboard(uvm_scoreboard):
-    """Fed by ``driven`` (the driver's ``ap``) and ``observed`` (the monitor's ``ap``)."""
-
-    def build_phase(self):
-        self.cfg = ConfigDB().get(self, "", "RDMA_CFG")
-        self.test_name = ConfigDB().get(self, "", "TEST_NAME")
-        self.driven = uvm_tlm_analysis_fifo("driven", self)
-        self.observed = uvm_tlm_analysis_fifo("observed", self)
-
-    def expected(self, plan, want):
-        """The model's results of ``plan`` as the comparisons use them (a hook for the
-        negative test: :class:`BrokenScoreboard` corrupts one value here)."""
-        return want
-
-    @staticmethod
-    def _drain(fifo):
-        out = []
-        while True:
-            ok, item = fifo.try_get()
-            if not ok:
-                return out
-            out.append(item)
+    CFG_KEY = "RDMA_CFG"
 
     def compare_run(self, sb, plan, obs, items):
         """Both oracles on one run; returns the number of frames checked."""
         tag = f"{plan.kind} run"
-        want = self.expected(plan, plan.model())
-        ab, ab_at = _beats(want["wire_ab"])
-        ba, ba_at = _beats(want["wire_ba"])
+        want = self.expected(plan.model(), plan)
+        ab, ab_at = wire_beats(want, "ab")
+        ba, ba_at = wire_beats(want, "ba")
         sb.compare(f"{tag}: A->B beats", obs.ab[0], ab)
         sb.compare(f"{tag}: A->B beat cycles", obs.ab[1], ab_at, fmt=str)
         sb.compare(f"{tag}: B->A beats", obs.ba[0], ba)
@@ -150,12 +123,12 @@ class RdmaScoreboard(uvm_scoreboard):
         return len(frames_ab) + len(frames_ba)
 
     def check_phase(self):
-        driven, observed = self._drain(self.driven), self._drain(self.observed)
+        driven, observed = drain(self.driven), drain(self.observed)
         items = [d for d in driven if isinstance(d, WriteItem)]
         plans = [d for d in driven if isinstance(d, RunPlan)]
         runs = [o for o in observed if isinstance(o, RunObs)]
         assert items, "the driver drove no work request"
-        sb = Scoreboard(self.logger)
+        sb = self.scoreboard()
         sb.equal("runs observed", len(runs), len(plans))
         frames = 0
         for plan, obs in zip(plans, runs, strict=False):
@@ -163,24 +136,18 @@ class RdmaScoreboard(uvm_scoreboard):
             frames += self.compare_run(sb, plan, obs, items)
         left = len(observed) - len(runs) + max(0, len(runs) - len(plans))
         writes = sum(o.resp["words"] for o in runs)
-        record_result(self.test_name, {
-            "checked": sb.checked, "mismatch_count": len(sb.mismatches),
-            "mismatches": sb.mismatches[:20], "items": len(items),
-            "errors": dict(Counter(it.error for it in items)),
-            "runs": [p.kind for p in plans], "frames": frames, "words": writes,
-            "left_over": left, "cycles": [o.end for o in runs],
-            "scoreboard": type(self).__name__})
         kinds = sorted({m.split(":")[0] + ":" + m.split(":")[1].split("[")[0]
                         for m in sb.mismatches if ":" in m})
         if kinds:
             self.logger.error("mismatching: %s", "; ".join(kinds))
-        sb.check()
-        assert frames > 0, "no frame was checked"
-        if any(it.error == "none" for it in items):
-            assert writes > 0, "good WRITEs were driven but no payload write was checked"
-        assert left == 0, f"{left} observations were left over (never compared)"
-        assert not self.driven.can_get() and not self.observed.can_get(), (
-            "transactions arrived after the check")
+        good = any(it.error == "none" for it in items)
+        self.finish(sb, {
+            "items": len(items), "errors": dict(Counter(it.error for it in items)),
+            "runs": [p.kind for p in plans], "frames": frames, "words": writes,
+            "cycles": [o.end for o in runs]}, left=left,
+            musts=[(frames > 0, "no frame was checked"),
+                   (writes > 0 or not good,
+                    "good WRITEs were driven but no payload write was checked")])
 
 
 class BrokenScoreboard(RdmaScoreboard):
@@ -190,7 +157,7 @@ class BrokenScoreboard(RdmaScoreboard):
 
     broken = False
 
-    def expected(self, plan, want):
+    def expected(self, want, plan):
         if not self.broken and want["resp"]["frames_ok"]:
             self.broken = True
             want["resp"]["frames_ok"] += 1

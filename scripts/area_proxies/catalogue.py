@@ -1,0 +1,178 @@
+"""The components ``make area`` measures, and the figures derived from their results.
+
+Every entry is built with the parameters of the co-simulated designs: the NIC parts come
+from the headline NicTop (:data:`spec.nic.HEADLINE_TOP`), the RDMA blocks from RdmaTop's
+defaults (:data:`spec.rdma.DEFAULTS`), the link-level retry ends from the retry sizing
+rule (:func:`spec.fabric.retry_sizes`) of the headline link. The datapath is 64 bytes
+throughout.
+"""
+
+import importlib
+from typing import NamedTuple
+
+from spec.fabric import retry_sizes
+from spec.formats.nic import frame_beats
+from spec.nic import HEADLINE_TOP as NIC
+from spec.rdma import DEFAULTS as RDMA
+
+__all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
+           "SWITCH_PORTS", "NIC", "build", "factory_text", "totals", "design_totals",
+           "growth"]
+
+
+class Entry(NamedTuple):
+    """``factory(**params)`` from ``module`` builds the component."""
+    group: str
+    module: str
+    factory: str
+    params: dict
+
+
+def _nic(part, **params):
+    """A part of a NicTop with the NIC headline's parameters (and ``params``)."""
+    return Entry("nic", "rtl.tops.area_wrappers", "nic_part",
+                 {"part": part, **dict(NIC, **params)})
+
+
+#: RDMA parameters of the engine: those of the RdmaTop the headline runs.
+_DEPTH, _MR = RDMA["depth"], RDMA["mr_entries"]
+#: Entries of the QP-context cache measured for the growth table.
+CACHE_SIZES = (16, 64, 256)
+#: Switch sizes measured for the growth table.
+SWITCH_PORTS = (2, 4, 8, 16)
+
+#: The headline NIC link's longest frame (beats) and its retry sizes.
+_FRAME_BEATS = frame_beats(64, "compact", NIC["max_payload"])
+_RETRY = retry_sizes(NIC["link_latency"], _FRAME_BEATS)
+
+#: name -> Entry. The datapath is 64 bytes throughout (the headline width).
+COMPONENTS = {
+    # Shared blocks.
+    "crc32_core_w64": Entry("shared", "rtl.common.crc32", "Crc32Core", {"width": 64}),
+    "fcs_inserter_w64": Entry("shared", "rtl.common.fcs_inserter", "FcsInserter",
+                              {"width": 64}),
+    "fcs_checker_w64": Entry("shared", "rtl.common.fcs_checker", "FcsChecker", {"width": 64}),
+    "credit_counter_64": Entry("shared", "rtl.common.credit_counter", "CreditCounter",
+                               {"max_credits": 64}),
+    "link_w64_lat4": Entry("fabric", "rtl.fabric.link", "Link", {"width": 64, "latency": 4}),
+    # The link-level retry of NicTop(retry=True), sized by retry_sizes() for the headline
+    # link; the FaultyLink between its ends is a test fixture, not hardware.
+    "replay_tx_w64": Entry("fabric", "rtl.fabric.replay_tx", "ReplayTx",
+                           {"width": 64, "depth": _RETRY[0], "timeout": _RETRY[2],
+                            "max_frame_beats": _FRAME_BEATS}),
+    "replay_rx_w64": Entry("fabric", "rtl.fabric.replay_rx", "ReplayRx",
+                           {"width": 64, "depth": _RETRY[1]}),
+    # NIC (design 1): parts of the headline NicTop, node 0.
+    "store_segmenter_w64": Entry("nic", "rtl.nic.store_segmenter", "StoreSegmenter",
+                                 {"width": 64, "max_payload": NIC["max_payload"]}),
+    "nic_tx_framer_w64_compact": Entry("nic", "rtl.nic.tx_framer", "NicTxFramer",
+                                       {"width": 64, "framing": "compact"}),
+    "nic_tx_framer_w64_l2": Entry("nic", "rtl.nic.tx_framer", "NicTxFramer",
+                                  {"width": 64, "framing": "l2"}),
+    "nic_tx_w64_compact": _nic("tx", framing="compact"),
+    "nic_tx_w64_l2": _nic("tx", framing="l2"),
+    "nic_window_table_w64": Entry("nic", "rtl.nic.window_table", "WindowTable",
+                                  {"width": 64, "depth": NIC["mem_words"]}),
+    "nic_rx_w64_compact": _nic("rx", framing="compact"),
+    "nic_rx_w64_l2": _nic("rx", framing="l2"),
+    "credit_return_lat2": _nic("credit_return", framing="compact"),
+    "nic_node_w64_compact": _nic("node", framing="compact"),
+    "nic_node_w64_l2": _nic("node", framing="l2"),
+    **{f"switch_w64_p{n}": _nic("switch", framing="compact", nodes=n) for n in SWITCH_PORTS},
+    # RDMA (design 2): the blocks of rtl/rdma, with RdmaTop's parameters.
+    "write_framer": Entry("rdma", "rtl.rdma.write_framer", "WriteFramer", {"width": 64}),
+    "ack_framer": Entry("rdma", "rtl.rdma.ack_framer", "AckFramer", {}),
+    "icrc_inserter": Entry("rdma", "rtl.rdma.icrc_inserter", "IcrcInserter", {"width": 64}),
+    "frame_check": Entry("rdma", "rtl.rdma.frame_check", "FrameCheck", {"width": 64}),
+    "ack_receiver": Entry("rdma", "rtl.rdma.ack_receiver", "AckReceiver", {}),
+    **{f"qpc_cache_{n}": Entry("rdma", "rtl.rdma.qpc_cache", "QpcCache",
+                               {"entries": n, "depth": _DEPTH}) for n in CACHE_SIZES},
+    "requester_c16": Entry("rdma", "rtl.rdma.requester", "Requester",
+                           {"cache_entries": 16, "depth": _DEPTH}),
+    # As written (its MR table, never written, is optimised away: see docs/area.md) and
+    # with the write port that the table needs in hardware.
+    "responder_c16": Entry("rdma", "rtl.rdma.responder", "Responder",
+                           {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
+    "responder_c16_mr_port": Entry("rdma", "rtl.tops.area_wrappers", "ResponderWithMrPort",
+                                   {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
+    **{f"rdma_engine_c{n}": Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine",
+                                  {"cache_entries": n, "depth": _DEPTH, "mr_entries": _MR})
+       for n in (16, 256)},
+}
+
+#: Design totals: component -> how many of it. The NIC design is one node plus its share
+#: (one port of four, the headline's node count) of the switch it needs: its frames
+#: (compact ones are not Ethernet) need this switch. The RDMA design is one engine
+#: (requester + responder); the RoCE frames cross any Ethernet switch, which is not
+#: counted, as RdmaTop links the nodes directly.
+DESIGNS = {
+    "nic_design": {"nic_node_w64_compact": 1, f"switch_w64_p{NIC['nodes']}": 1 / NIC["nodes"]},
+    "rdma_design_c16": {"rdma_engine_c16": 1},
+    "rdma_design_c256": {"rdma_engine_c256": 1},
+}
+
+#: The components that take longest in Yosys (minutes), longest first.
+SLOW = ("switch_w64_p16", "switch_w64_p8", "rdma_engine_c256", "rdma_engine_c16",
+        "requester_c16", "responder_c16_mr_port", "responder_c16")
+
+#: The figures of a result that add up over parts.
+FIGURES = ("ff_bits", "mem_bits", "rom_bits", "cells", "lut4")
+
+
+def build(name):
+    """The component ``name`` of COMPONENTS, freshly built."""
+    e = COMPONENTS[name]
+    return getattr(importlib.import_module(e.module), e.factory)(**e.params)
+
+
+def factory_text(entry):
+    args = ", ".join(f"{k}={v!r}" for k, v in entry.params.items())
+    return f"{entry.factory}({args})"
+
+
+
+def totals(results):
+    """Each component's figures with its black boxes' figures added."""
+    out = {}
+    for name, r in results.items():
+        fig = {k: r[k] for k in FIGURES}
+        for block, count in r["blocks"].items():
+            leaf = results[block]
+            for k in FIGURES:
+                fig[k] += count * leaf[k]
+        out[name] = fig
+    return out
+
+
+def design_totals(figures):
+    designs = {}
+    for design, parts in DESIGNS.items():
+        if all(p in figures for p in parts):
+            fig = {k: round(sum(n * figures[p][k] for p, n in parts.items())) for k in FIGURES}
+            designs[design] = {"parts": parts, **fig}
+    return designs
+
+
+def growth(figures):
+    def rows(key, names, extra):
+        out = []
+        for n, name in names:
+            if name in figures:
+                f = figures[name]
+                out.append({key: n, "component": name, **{k: f[k] for k in FIGURES},
+                            **extra(n, f)})
+        return out
+
+    return {
+        "qpc_cache_entries": rows(
+            "entries", [(n, f"qpc_cache_{n}") for n in CACHE_SIZES],
+            lambda n, f: {"mem_bits_per_entry": f["mem_bits"] / n}),
+        "rdma_engine_cache_entries": rows(
+            "entries", [(n, f"rdma_engine_c{n}") for n in (16, 256)], lambda n, f: {}),
+        "switch_ports": rows(
+            "ports", [(n, f"switch_w64_p{n}") for n in SWITCH_PORTS],
+            lambda n, f: {"lut4_per_port": round(f["lut4"] / n, 1),
+                          "ff_bits_per_port": round(f["ff_bits"] / n, 1),
+                          "mem_bits_per_port": round(f["mem_bits"] / n, 1)}),
+    }
+

@@ -1,0 +1,91 @@
+"""State bits per QP (RDMA) and per peer and per link (NIC), from the layouts and the
+components' own signals and memories: no figure here is a literal."""
+
+from .catalogue import NIC, RDMA, build
+
+__all__ = ["state_bits"]
+
+_MR = RDMA["mr_entries"]
+
+
+def _field_bits(layout, reserved=False):
+    return sum(field.width for name, field in layout
+               if name.startswith("resv") == reserved)
+
+
+def state_bits():
+    """State per QP (RDMA) and per peer and per link (NIC), from the layouts and the
+    components' own signals: no figure here is a literal."""
+    from amaranth import Elaboratable, Shape
+    from amaranth.lib import memory
+
+    from rtl.rdma.qpc_cache import QpcCache
+    from rtl.rdma.requester import outstanding_layout
+    from rtl.tops.area_wrappers import nic_part
+    from spec.checks import silence
+    from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_LAYOUT
+    from spec.rdma import OUTSTANDING
+
+    def memories(component):
+        """name -> (width, depth) of the memories that ``component``'s elaboration holds
+        (read from the Module's named submodules; Amaranth is pinned at 0.5)."""
+        m = component.elaborate(None)
+        silence(component, m)                     # elaborated here only to be looked at
+        mems = {}
+        for name, (sub, _) in m._named_submodules.items():
+            silence(sub)
+            if isinstance(sub, memory.Memory):
+                mems[name] = (Shape.cast(sub.shape).width, sub.depth)
+        return mems
+
+    def count(obj, cls, seen):
+        """Instances of ``cls`` held by ``obj`` (through attributes and lists)."""
+        if id(obj) in seen:
+            return 0
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple)):
+            return sum(count(o, cls, seen) for o in obj)
+        if isinstance(obj, cls):
+            return 1
+        if isinstance(obj, Elaboratable):
+            return sum(count(o, cls, seen) for o in vars(obj).values())
+        return 0
+
+    cache_mems = memories(build("qpc_cache_16"))
+    entry_bits = sum(width for width, _ in cache_mems.values())
+    engine = build("rdma_engine_c16")
+    silence(engine)
+    caches = count(engine, QpcCache, set())
+    tx = nic_part("tx", **dict(NIC, framing="compact"))
+    cret = nic_part("credit_return", **dict(NIC, framing="compact"))
+    switch = nic_part("switch", **dict(NIC, framing="compact"))
+    counter_bits = len(tx.credits) + len(tx.underflow) + len(tx.overflow)
+    table_width, table_depth = memories(switch)["table"]
+    return {
+        "rdma": {
+            "qp_context_host_bits": Shape.cast(QPC_LAYOUT).width,
+            "qp_context_field_bits": _field_bits(QPC_LAYOUT),
+            "qp_context_reserved_bits": _field_bits(QPC_LAYOUT, reserved=True),
+            "host_word_bits": 8 * HOST_WORD_BYTES,
+            "cache_entry_bits": entry_bits,
+            "cache_entry_parts": {k: w for k, (w, _) in cache_mems.items()},
+            "caches_per_engine": caches,
+            "on_chip_bits_per_cached_qp": entry_bits * caches,
+            "outstanding_message_bits": Shape.cast(outstanding_layout()).width,
+            "outstanding_messages": OUTSTANDING,
+            "mr_entry_bits": Shape.cast(MR_LAYOUT).width,
+            "mr_entries": _MR,
+        },
+        "nic": {
+            "per_peer_bits": 0,
+            "link_credits": tx.max_credits,
+            "credit_counter_bits": counter_bits,
+            "credit_return_bits": cret.latency,
+            "per_link_bits": counter_bits + cret.latency,
+            "switch_table_entries": table_depth,
+            "switch_table_bits_per_entry": table_width,
+            "switch_table_bits": table_width * table_depth,
+            "switch_ports": switch.ports,
+        },
+    }
+

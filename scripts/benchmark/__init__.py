@@ -1,0 +1,29 @@
+"""The measurements of ``make bench`` (scripts/bench.py), one module each.
+
+- :mod:`.models`: golden-model messages per second (cycle-level model and fast path).
+- :mod:`.cosim`: co-simulation cycles and messages per second on Verilator and Icarus,
+  with and without waveforms.
+- :mod:`.make_test`: the wall time of ``make test`` (recorded by ``make test`` itself,
+  or measured here).
+- :mod:`.output`: bench.json and the printed tables.
+
+docs/bench.md says what each figure covers.
+"""
+
+from pathlib import Path
+
+__all__ = ["ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "DESIGNS", "SIMULATORS", "SIM_KEYS",
+           "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES"]
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH_DIR = ROOT / "build" / "bench"
+MAKE_TEST_RECORD = BENCH_DIR / "make_test_wall_s.json"
+DESIGNS = ("nic", "rdma")
+SIMULATORS = ("verilator", "icarus")
+SIM_KEYS = ("verilator", "icarus", "verilator_waves", "icarus_waves")
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
+MSG_BYTES = 128
+#: Knobs of the headline point of each design on the golden models.
+MODEL_KNOBS = {"nic": {"framing": "compact", "peers": 1}, "rdma": {"qps": 1}}
+#: Messages of the throw-away run that builds a top before it is measured.
+WARMUP_MESSAGES = 2

@@ -1,0 +1,148 @@
+"""Co-simulation speed: the headline of each design on Verilator or Icarus, with or
+without waveforms, after a warm-up run that builds the top; figures from cocotb's
+results.xml (the test's wall time and simulated time) and the NIC run's own log."""
+
+import json
+import logging
+import os
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from . import MSG_BYTES, ROOT, WARMUP_MESSAGES
+
+__all__ = ["nic_top_and_params", "read_results_xml", "measure_rtl", "relative"]
+
+
+def nic_top_and_params(messages):
+    """The NIC headline top (compact framing) sized for ``messages`` stores of 128 B, and
+    its cocotb parameters: the same top and scenario as :mod:`tb.nic.headline`, so a run
+    of 1000 messages shares its build with ``make sim``."""
+    from rtl.tops.nic_top import NicTop
+    from spec.nic import HEADLINE_TOP
+
+    width = HEADLINE_TOP["width"]
+    cmd_beats = messages * -(-MSG_BYTES // width)
+    wire_beats = messages * -(-(20 + MSG_BYTES + 4) // width)
+    depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
+    top = NicTop(framing="compact", items=[depth, 16, 16, 16],
+                 events=[depth, depth, 16, 16], **HEADLINE_TOP)
+    params = dict(HEADLINE_TOP, framing="compact", credits=top.credits, scenario="pair",
+                  seed=1, msg_bytes=MSG_BYTES, messages=messages)
+    return top, params
+
+
+def _run_design(design, sim, messages, top_messages, opt, test_id):
+    """One co-simulation of ``design``'s headline with ``messages`` messages, on the top
+    built for ``top_messages``; returns the run folder."""
+    if design == "nic":
+        from tb.cosim import run_cosim
+
+        top, params = nic_top_and_params(top_messages)
+        params["messages"] = messages
+        return Path(run_cosim(top, name="nic_headline_compact",
+                              test_module="tb.nic.cocotb_nic", params=params, sim=sim,
+                              test_id=test_id, opt=opt))
+    from tb.rdma.runner import run_rdma
+
+    params = dict(kind="writes", messages=messages, sizes=[MSG_BYTES], qps=1,
+                  out_json="measurements.json")
+    return run_rdma({}, params=params, sim=sim, test_id=test_id, opt=opt)
+
+
+def read_results_xml(path):
+    """``(wall_s, sim_time_ns)`` of the single cocotb test in ``results.xml``: cocotb's
+    wall time of the test (from the start of the test coroutine to its end) and the
+    simulated time it covered."""
+    case = ET.parse(path).getroot().find(".//testcase")
+    if case is None:
+        raise ValueError(f"{path}: no testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    unit = props.get("sim_time_unit", "ns")
+    scale = {"fs": 1e-6, "ps": 1e-3, "ns": 1.0, "us": 1e3, "ms": 1e6, "sec": 1e9, "s": 1e9}
+    if unit not in scale:
+        raise ValueError(f"{path}: unknown sim_time_unit {unit!r}")
+    return float(case.get("time")), float(props["sim_time_duration"]) * scale[unit]
+
+
+def _nic_run_phase(run_dir):
+    """``(design cycles, run-phase seconds)`` the NIC cocotb module reports: the cycle
+    count when every recorder was done, and the wall time from reset release to the end
+    of the run (its "simulator in X s" log line), or ``None`` each."""
+    cycles = seconds = None
+    results = run_dir / "nic_results.json"
+    if results.exists():
+        cycles = json.loads(results.read_text()).get("cycles")
+    log = run_dir / "sim.log"
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            if "simulator in" in line:
+                try:
+                    seconds = float(line.rsplit("simulator in", 1)[1].split()[0])
+                except (IndexError, ValueError):
+                    pass
+    return cycles, seconds
+
+
+def measure_rtl(design, sim, waves, messages, opt):
+    """Co-simulate the headline of ``design`` on ``sim``; return the run's figures.
+
+    A first run of :data:`WARMUP_MESSAGES` messages on the same top exports and builds it
+    if needed (not counted); the measured run then reuses the build.
+    """
+    from tb.harness import CLOCK_NS
+
+    _quiet_runners()
+    saved = os.environ.get("WAVES")
+    os.environ["WAVES"] = "1" if waves else "0"
+    try:
+        t0 = time.perf_counter()
+        _run_design(design, sim, WARMUP_MESSAGES, messages, opt, "bench-warmup")
+        warmup = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        run_dir = _run_design(design, sim, messages, messages, opt,
+                              f"bench-{messages}x{MSG_BYTES}")
+        process = time.perf_counter() - t0
+    finally:
+        if saved is None:
+            os.environ.pop("WAVES", None)
+        else:
+            os.environ["WAVES"] = saved
+    wall, sim_ns = read_results_xml(run_dir / "results.xml")
+    cycles = sim_ns / CLOCK_NS
+    rec = {"design": design, "sim": sim, "waves": waves, "messages": messages,
+           "verilator_opt": opt if sim == "verilator" else None,
+           "cycles": cycles, "test_wall_s": wall, "process_wall_s": process,
+           "warmup_s": warmup, "cycles_per_s": cycles / wall if wall > 0 else None,
+           "msgs_per_s": messages / wall if wall > 0 else None,
+           "run_dir": relative(run_dir)}
+    if design == "nic":
+        rec["design_cycles"], rec["run_phase_s"] = _nic_run_phase(run_dir)
+        if rec["design_cycles"] and rec["run_phase_s"]:
+            rec["run_phase_cycles_per_s"] = rec["design_cycles"] / rec["run_phase_s"]
+    if waves:
+        fst = [p for p in (run_dir / "dump.fst", run_dir / "waves.fst") if p.exists()]
+        rec["waves_bytes"] = fst[0].stat().st_size if fst else None
+    return rec
+
+
+def _skip_notice(record):
+    return not record.getMessage().startswith("Skipping compilation")
+
+
+def _quiet_runners():
+    """Drop the "Skipping compilation of ..." warning of cocotb's runners (one per run of
+    a built top), which would break the progress lines."""
+    for name in ("Verilator", "Icarus"):
+        logger = logging.getLogger(name)
+        if _skip_notice not in logger.filters:
+            logger.addFilter(_skip_notice)
+
+
+def relative(path):
+    """``path`` relative to the repository, as text (as it is when outside it)."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+

@@ -1,0 +1,78 @@
+"""The golden-model grid of the report: message sizes x framings x NIC peers, and message
+sizes x RDMA QPs x context-cache entries, every point on the golden model.
+
+Each point uses the fast path (pymodel/fastpath.py, equal to the cycle-level model on
+the grid of tests/test_fastpath.py) and falls back to the cycle-level model where the
+fast path does not apply; the points are spread over ``jobs`` processes.
+"""
+
+import concurrent.futures
+import time
+
+from spec.metrics import row_metrics
+
+from .progress import Progress
+
+__all__ = ["SIZES", "QPS", "CACHES", "PEERS", "FRAMINGS", "model_points", "model_knobs",
+           "model_row", "run_model_grid"]
+
+SIZES = (8, 64, 128, 256, 512, 1024, 4096)
+QPS = (1, 16, 256, 1024, 4096)
+CACHES = (16, 64, 256)
+PEERS = (1, 2, 4, 8, 16, 32, 64)
+FRAMINGS = ("compact", "l2")
+
+
+def model_points():
+    pts = []
+    for f in FRAMINGS:
+        for s in SIZES:
+            for p in PEERS:
+                pts.append(("nic", dict(framing=f, msg_bytes=s, peers=p)))
+    for s in SIZES:
+        for q in QPS:
+            for c in CACHES:
+                pts.append(("rdma", dict(msg_bytes=s, qps=q, cache_entries=c)))
+    return pts
+
+
+def model_knobs(design, point):
+    """Knobs of pymodel.points/fastpath for a report point (all but the size)."""
+    knobs = dict(point)
+    knobs.pop("msg_bytes")
+    return knobs
+
+
+def model_row(task):
+    design, point, messages = task
+    from pymodel.fastpath import fast_point
+    from pymodel.points import cycle_point
+    knobs = model_knobs(design, point)
+    t0 = time.perf_counter()
+    try:
+        res, source = fast_point(design, msg_bytes=point["msg_bytes"], messages=messages,
+                                 **knobs), "fast"
+    except ValueError:
+        res, source = cycle_point(design, msg_bytes=point["msg_bytes"],
+                                  messages=min(messages, 400), **knobs), "cycle"
+    row = {"design": design, "framing": point.get("framing", "rocev2"),
+           "simulator": "model", "msg_bytes": point["msg_bytes"],
+           "messages": res.get("messages", messages), "model_source": source}
+    row.update({k: point[k] for k in ("qps", "cache_entries", "peers") if k in point})
+    for key in row_metrics(design):
+        row[f"{key}_model"] = res[key]
+    row["model_s"] = round(time.perf_counter() - t0, 3)
+    return row
+
+
+def run_model_grid(jobs, messages):
+    pts = model_points()
+    rows = []
+    prog = Progress(len(pts), "model grid")
+    tasks = [(d, p, max(messages, 3 * p.get("qps", 1))) for d, p in pts]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        for row in pool.map(model_row, tasks, chunksize=4):
+            rows.append(row)
+            prog.step(f"{row['design']} {row['msg_bytes']} B")
+    return rows
+

@@ -1,0 +1,251 @@
+"""The testbench of :class:`rtl.tops.nic_top.NicTop`: one class for every bench of the top.
+
+:class:`NicTestbench` owns the :class:`tb.harness.Harness` (clock, reset, players,
+recorders) and the bus models of :mod:`tb.nic.store_driver` (one :class:`StoreSource` per
+node on ``cmd<p>``, one :class:`FrameMonitor` per uplink on ``tx<p>``), and does the four
+steps of a run::
+
+    load(stores, ...)  -->  arm(want)  -->  await run(...)  -->  compare(sb, want)
+    (players, node ids,     (recorder      (reset, one wait     (every beat, stamp,
+     tables, fault           depths)        on the done          write, credit,
+     settings, memories)                    ports, settle)       counter, memory)
+
+The plain and retry cocotb tests (:mod:`tb.nic.cocotb_nic`, :mod:`tb.nic.cocotb_nic_retry`),
+the soak (:mod:`tb.soak.cocotb_nic_soak`) and the pyuvm bench (:mod:`tb.nic.uvm.bench`)
+all drive the top through it. Nothing is awaited per cycle: the stimulus is in the
+players before reset and the results come out of the recorders, counters and memories in
+bulk after the run.
+"""
+
+from cocotb.triggers import ClockCycles
+
+from rtl.fabric.switch import table_write_layout
+from rtl.nic.window_table import window_write_layout
+from rtl.tops.nic_top import write_event_layout
+from spec.fabric import COUNTER_PORTS
+from spec.nic import COUNTERS
+from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
+from tb.nic.store_driver import FrameMonitor, StoreSource
+
+__all__ = ["NicTestbench", "RECORDERS"]
+
+#: The per-node recorders: uplink beats, local-memory writes, credits back at the sender.
+RECORDERS = ("tx", "wr", "cr")
+
+
+class NicTestbench:
+    """Load, arm, run and compare one NicTop co-simulation.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The top.
+    nodes, width, mem_words : int
+        The top's parameters.
+
+    Attributes
+    ----------
+    harness : Harness
+        Clock, reset and bulk access to players and recorders.
+    sources : list of StoreSource
+        Command players; :meth:`load` queues and loads the stores.
+    links : list of FrameMonitor
+        Uplink recorders; read frames after the run.
+    end, hang : int, str or None
+        ``now`` when :meth:`run` returned; the timeout message if the done ports did not
+        all rise in time (the results are still read: they show the cause).
+    """
+
+    def __init__(self, dut, nodes, width, mem_words):
+        self.dut, self.nodes, self.width, self.mem_words = dut, nodes, width, mem_words
+        self.harness = Harness(dut)
+        self.sources = [StoreSource(self.harness, f"cmd{p}", width) for p in range(nodes)]
+        self.links = [FrameMonitor(self.harness, f"tx{p}", width) for p in range(nodes)]
+        self.end = self.hang = None
+        self._wr = write_event_layout(mem_words)
+        self._win = window_write_layout(mem_words)
+        self._tbl = table_write_layout(nodes)
+
+    # -- load, arm, run ----------------------------------------------------------------------
+    def load(self, stores, node_ids, *, stalls=None, faults=None, table=(), windows=None,
+             link_settings=None, clear_memories=False):
+        """Put a run's stimulus into the design (before :meth:`run`).
+
+        ``stores[p]``: the :class:`pymodel.nic.system.Store` list of node ``p`` (queued on
+        its source after any queued there before; a source loaded by an earlier run is
+        replaced by a fresh one, and so is the uplink monitor); ``node_ids[p]``: its node id;
+        ``stalls[p]``: the ``(seed, rate)`` of its command player; ``faults[p]``: downlink
+        beat numbers of port ``p`` to corrupt; ``table``: switch-table writes ``(node,
+        port)``; ``windows[p]``: window-table writes ``(src, base, size)`` (words) of
+        node ``p``'s receiver; ``link_settings``: a
+        :class:`pymodel.fabric.faulty_link.FaultSettings` for the wires of a top built
+        with ``retry``; ``clear_memories``: zero the local memories first (several runs
+        in one simulation). Every player is loaded, empty if it has nothing to play.
+        """
+        h, stalls, faults, windows = self.harness, stalls or {}, faults or {}, windows or {}
+        h.load_player("tbl", [self._tbl.const({"node": n, "port": o}).as_bits()
+                              for n, o in table])
+        if link_settings is not None:
+            for name, value in link_settings.ports().items():
+                h.set(f"flt_{name}", value)
+        for p in range(self.nodes):
+            if self.sources[p].loaded:         # a later run: fresh players, fresh models
+                self.sources[p] = StoreSource(h, f"cmd{p}", self.width)
+                self.links[p] = FrameMonitor(h, f"tx{p}", self.width)
+            src = self.sources[p]
+            src.stall = tuple(stalls.get(p, (1, 0)))
+            for s in stores.get(p, ()):
+                src.send_nowait(s)
+            src.load()
+            h.load_player(f"flt{p}", list(faults.get(p, ())))
+            h.load_player(f"win{p}", [self._win.const({"src": s, "base": b, "size": z})
+                                      .as_bits() for s, b, z in windows.get(p, ())])
+            h.set(f"node_id{p}", node_ids[p])
+            if clear_memories:
+                load_memory(getattr(self.dut, f"mem{p}").mem, [0] * self.mem_words)
+
+    def arm(self, want=None):
+        """Tell the recorders how many items to wait for: those the model ``want`` (the
+        dict of :meth:`pymodel.nic.system.NicSystemModel.run`) predicts, or none (their
+        ``done`` is then high from the start and they record whatever comes)."""
+        for p in range(self.nodes):
+            if want is None:
+                counts = dict.fromkeys(RECORDERS, 0)
+            else:
+                counts = {"tx": len(want["tx"][p][0]), "wr": len(want["wr"][p][0]),
+                          "cr": len(want["cr"][p])}
+            self.links[p].arm(counts["tx"])
+            self.harness.arm_recorder(f"wr{p}", counts["wr"])
+            self.harness.arm_recorder(f"cr{p}", counts["cr"])
+
+    def done_ports(self, kinds=("tx", "wr", "cr", "cmd")):
+        """The ``done`` ports of every node's players and recorders of ``kinds``."""
+        return [f"{kind}{p}_done" for p in range(self.nodes) for kind in kinds]
+
+    async def run(self, timeout_cycles, *, done=None, until=0, drain=0):
+        """Reset, then let the simulator run until every port of ``done`` (default: all of
+        :meth:`done_ports`) reads 1, then on to cycle ``until`` at least, then ``drain``
+        cycles more. Returns the cycle the done ports were all seen (``now`` at a
+        timeout, which is kept in :attr:`hang`)."""
+        await self.harness.reset()
+        self.hang = None
+        try:
+            done_at = await self.harness.wait_done(
+                self.done_ports() if done is None else done, timeout_cycles=timeout_cycles)
+        except HarnessTimeout as exc:
+            self.hang, done_at = str(exc), int(self.dut.now.value)
+        if done_at < until:
+            await ClockCycles(self.dut.clk, until - done_at)
+        if drain:
+            await ClockCycles(self.dut.clk, drain)
+        self.end = int(self.dut.now.value)
+        return done_at
+
+    # -- results, valid after the run --------------------------------------------------------
+    def capacity(self):
+        """Depths of the command players, recorders and fault players (the smallest over
+        the nodes), read from the design's memories."""
+        d = self.dut
+        return {
+            "cmd_depth": min(len(getattr(d, f"cmd{p}").items) for p in range(self.nodes)),
+            "event_depth": min(len(getattr(d, f"{k}{p}").items) for p in range(self.nodes)
+                               for k in RECORDERS),
+            "fault_depth": min(len(getattr(d, f"flt{p}").items) for p in range(self.nodes)),
+        }
+
+    def command_stamps(self, p):
+        """The accept cycle of every command beat of each store node ``p`` issued (one
+        list per store, in order; ``StoreSource.stamps`` gives the first and last)."""
+        src = self.sources[p]
+        beats, out, k = src.beat_stamps(), [], 0
+        for s in src.stores:
+            n = len(s.beats(self.width))
+            out.append(beats[k:k + n])
+            k += n
+        return out
+
+    def uplink_beats(self, p):
+        """``(raw beats, cycles)`` the uplink recorder of node ``p`` saw."""
+        return self.links[p].beats()
+
+    def write_events(self, p):
+        """``(raw write events, cycles)`` of node ``p``'s local-memory recorder."""
+        return self.harness.recorded(f"wr{p}")
+
+    def writes(self, p):
+        """``(word address, byte enables, cycle)`` of every local-memory write of node p."""
+        out = []
+        for raw, cyc in zip(*self.write_events(p), strict=True):
+            ev = self._wr.from_bits(raw)
+            out.append((int(ev.addr), int(ev.be), cyc))
+        return out
+
+    def write_event(self, addr, be):
+        """The raw recorder item of a write (to compare with :meth:`write_events`)."""
+        return self._wr.const({"addr": addr, "be": be}).as_bits()
+
+    def credit_stamps(self, p):
+        """Cycles in which a credit reached sender ``p``."""
+        return self.harness.recorded(f"cr{p}")[1]
+
+    def counters(self, p):
+        """Node ``p``'s receive counters (:data:`spec.nic.COUNTERS`)."""
+        return {c: int(getattr(self.dut, f"{c}{p}").value) for c in COUNTERS}
+
+    def link_counters(self, p):
+        """``{"up<p>": ..., "down<p>": ...}``: the counters of node ``p``'s reliable links
+        (:data:`spec.fabric.COUNTER_PORTS`; a top built with ``retry``)."""
+        return {f"{side}{p}": {n: int(getattr(self.dut, f"{side}{p}_{n}").value)
+                               for n in COUNTER_PORTS} for side in ("up", "down")}
+
+    def memory(self, p):
+        """Node ``p``'s whole local memory (words)."""
+        return dump_memory(getattr(self.dut, f"mem{p}").mem, self.mem_words)
+
+    def credit_errors(self):
+        return int(self.dut.credit_errors.value)
+
+    def overflows(self):
+        """Recorders that had more items than room (their extra items are lost)."""
+        return [f"{k}{p}" for p in range(self.nodes) for k in RECORDERS
+                if int(self.harness.port(f"{k}{p}_overflow").value)]
+
+    # -- compare -----------------------------------------------------------------------------
+    def compare(self, sb, want, *, links=False):
+        """Compare the run with the model's ``want`` on ``sb`` (a
+        :class:`tb.scoreboard.Scoreboard`): every uplink beat and its cycle, every command
+        accept cycle, every local-memory write and its cycle, every credit arrival, each
+        node's counters (and, with ``links``, its reliable links' counters) and whole
+        memory; no hang; the credit-error flag.
+
+        Returns ``{p: {"cmd", "wr", "cr", "mem", "starts"}}``: the RTL's command beat
+        stamps, write stamps, credit stamps, memory words and each store's first command
+        beat cycle, for the caller's own checks and figures.
+        """
+        got = {}
+        for q in range(self.nodes):
+            tx_items, tx_stamps = self.uplink_beats(q)
+            sb.compare(f"tx{q} beats", tx_items, want["tx"][q][0])
+            sb.compare(f"tx{q} cycles", tx_stamps, want["tx"][q][1], fmt=str)
+            cmd_stamps = self.sources[q].beat_stamps()
+            sb.compare(f"cmd{q} accept cycles", cmd_stamps, want["cmd_stamps"][q], fmt=str)
+            wr_items, wr_stamps = self.write_events(q)
+            sb.compare(f"wr{q} writes", wr_items,
+                       [self.write_event(a, b) for a, b in want["wr"][q][0]])
+            sb.compare(f"wr{q} cycles", wr_stamps, want["wr"][q][1], fmt=str)
+            cr_stamps = self.credit_stamps(q)
+            sb.compare(f"cr{q} credit cycles", cr_stamps, want["cr"][q], fmt=str)
+            counters = self.counters(q)
+            for c in COUNTERS:
+                sb.equal(f"{c}{q}", counters[c], want["counters"][q][c])
+            if links:
+                for key, values in self.link_counters(q).items():
+                    for name in COUNTER_PORTS:
+                        sb.equal(f"{key}_{name}", values[name], want["links"][key][name])
+            mem = self.memory(q)
+            sb.compare(f"mem{q}", mem, want["mem"][q])
+            got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps, "mem": mem,
+                      "starts": [a for a, _ in self.sources[q].stamps()]}
+        sb.equal("hang", self.hang, None)
+        sb.equal("credit errors", self.credit_errors(), int(want["credit_errors"]))
+        return got
