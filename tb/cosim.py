@@ -183,6 +183,24 @@ def cached_verilog(top, name):
     return text
 
 
+_TIME_ZERO = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
+                        re.M)
+
+
+def icarus_time_zero(text):
+    """Make every combinational block of Yosys's Verilog run once at time 0 in Icarus.
+
+    Yosys puts a register initialised to 0 into the condition of each ``always @*``
+    block so that simulators evaluate the block at time 0; Icarus may apply that
+    initialiser before the blocks wait on it, and a block whose inputs never change
+    afterwards then keeps X on its outputs (seen: an arbiter whose requests stay 0 for
+    the first cycles of a run). Declared without initialiser and set to 0 by an
+    ``initial #0`` instead, the register changes (X to 0) after every block waits on it.
+    """
+    return _TIME_ZERO.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)};\n"
+                          f"{mt.group(1)}initial #0 {mt.group(2)} = 1'h0;", text)
+
+
 def _safe(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
 
@@ -219,6 +237,8 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     waves = waves_enabled()
     toolchain_path()
     text = cached_verilog(top, name)
+    if sim == "icarus":
+        text = icarus_time_zero(text)
     opt = opt or os.environ.get("VERILATOR_OPT") or "-O0"
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
         raise ValueError(f"VERILATOR_OPT must be one of -O0 -O1 -O2 -O3 -Os, not {opt!r}")

@@ -52,7 +52,7 @@ class Harness:
         for a timed player, the cycle from which each item may be offered."""
         load_memory(getattr(self.dut, name).items, items)
         if release is not None:
-            load_memory(getattr(self.dut, name).release, release)
+            load_memory(getattr(self.dut, name).release_at, release)
         self.set(f"{name}_count", len(items))
         self.set(f"{name}_stall_seed", stall[0])
         self.set(f"{name}_stall_rate", stall[1])

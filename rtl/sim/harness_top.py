@@ -17,7 +17,7 @@ class HarnessTop(wiring.Component):
     ----------
     players : dict
         ``name -> (shape, depth)`` or ``(shape, depth, timed)``: a :class:`StreamPlayer`
-        instance ``name`` (with a ``release`` memory if ``timed``) whose
+        instance ``name`` (with a ``release_at`` memory if ``timed``) whose
         ``count``, ``stall_seed`` and ``stall_rate`` are the top ports ``name_count``,
         ``name_stall_seed``, ``name_stall_rate``, and whose ``done`` is ``name_done``.
     recorders : dict

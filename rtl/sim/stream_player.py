@@ -19,7 +19,7 @@ class StreamPlayer(wiring.Component):
     depth : int
         Items the player can hold.
     timed : bool
-        With a memory ``release`` of a 32-bit cycle per item: item ``k`` is offered only
+        With a memory ``release_at`` of a 32-bit cycle per item: item ``k`` is offered only
         from cycle ``release[k]`` on (open-loop arrivals, issuer costs, spaced requests).
 
     Ports
@@ -37,7 +37,7 @@ class StreamPlayer(wiring.Component):
     done : Out(1)
         All ``count`` items have been transferred.
 
-    The testbench writes ``items`` and ``release`` (and reads ``stamps``) through VPI in
+    The testbench writes ``items`` and ``release_at`` (and reads ``stamps``) through VPI in
     bulk.
     """
 
@@ -62,7 +62,7 @@ class StreamPlayer(wiring.Component):
         index = Signal(range(self.depth + 1))
         due = Signal(init=1)
         if self.timed:
-            m.submodules.release = release = memory.Memory(shape=32, depth=self.depth,
+            m.submodules.release_at = release = memory.Memory(shape=32, depth=self.depth,
                                                            init=[])
             rel = release.read_port(domain="comb")
             m.d.comb += [rel.addr.eq(index), due.eq(self.now >= rel.data)]

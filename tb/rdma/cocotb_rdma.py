@@ -1,18 +1,18 @@
 """cocotb test of RdmaTop: a verbs-built scenario, bulk loaded, run, compared with the model.
 
-Everything is loaded before reset (host memories, MR table, doorbell and injection
-players) and drained after the run (recorders, memories, counters) through
+Everything is loaded before reset (host memories, MR table, MMIO and injection players)
+and drained after the run (recorders, memories, counters) through
 :class:`tb.rdma.testbench.RdmaTestbench`: no Python runs per cycle. Measurements go to
-``params["out_json"]`` when given.
+``params["out_json"]`` when given: the metrics of the RTL's records and of the model's,
+reduced by the same function (:func:`pymodel.rdma.point.reduce_run`).
 """
 
 import json
 
 import cocotb
 
-from pymodel.packet import beats_to_frames, unpack_beat
-from pymodel.rdma.engine import Config, simulate
-from pymodel.rdma.metrics import summarize
+from pymodel.rdma.point import knobs_of, reduce_run
+from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import (
     bad_frames_scenario,
     fault_settings,
@@ -20,7 +20,8 @@ from pymodel.scenarios.rdma import (
     writes_scenario,
 )
 from spec.formats.roce import CqeStatus
-from spec.rdma import DEFAULTS, DROP_REASONS, LINKS, SEQUENCE_COUNTERS
+from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
+from spec.rdma_engine import RESPONDER_DEFAULTS, TOP_DEFAULTS
 from tb.cosim import cosim_params
 from tb.rdma.testbench import RdmaTestbench
 from tb.rdma.wirecheck import frame_problems
@@ -28,78 +29,87 @@ from tb.scoreboard import Scoreboard
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
+#: The model's Config fields that are the top's parameters.
+_TOP_FIELDS = ("cache_entries", "depth", "host", "link_latency", "mr_entries", "prefetch",
+               "wqe_words", "payload_words", "records", "timeout", "retry_limit",
+               "ack_queue")
+_ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 
 
-def _config(top, params=None):
-    """The model's Config of a top (parameters) and a run (``faults_ab``/``faults_ba``
-    link settings in ``params``)."""
-    p = dict(DEFAULTS, **top)
-    params = params or {}
+def config(top, params):
+    """The model's Config of a top (parameters) and a run (knobs, link faults, the
+    run-time transport timeout)."""
+    p = dict(TOP_DEFAULTS, **top)
+    knobs = knobs_of(params.get("rung"), params.get("knobs"))
     if params.get("ack_timeout"):
         p["timeout"] = params["ack_timeout"]
-    return Config(**{k: p[k] for k in ("cache_entries", "depth", "mem_latency",
-                                       "link_latency", "mr_entries", "timeout",
-                                       "retry_limit")},
+    return Config(**{k: p[k] for k in _TOP_FIELDS},
+                  responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
+                  **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
-                  faults_ba=fault_settings(params.get("faults_ba")))
+                  faults_ba=fault_settings(params.get("faults_ba"))), knobs
 
 
-def _scenario(p, cfg):
+def scenario(p, cfg, knobs):
+    """``(verbs, injected frames, expected drop reasons)`` of a run."""
     if p["kind"] == "writes":
-        v = writes_scenario(cfg, p["messages"], p["sizes"], p["qps"],
+        host = {k: v for k, v in knobs.items() if k not in _ENGINE_PORTS}
+        v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
-                            ring_every=p.get("ring_every", 1))
+                            depth=cfg.depth, mr_entries=cfg.mr_entries,
+                            spacing=p.get("spacing", 0), warmup=p.get("warmup", 0), **host)
         return v, [], None
     if p["kind"] == "bad":
-        return bad_frames_scenario(cfg, seed=p.get("seed", 2))
+        return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
+                                   mr_entries=cfg.mr_entries)
     if p["kind"] == "overflow":
-        return overflow_scenario(cfg, seed=p.get("seed", 3))
+        return overflow_scenario(seed=p.get("seed", 3), depth=cfg.depth,
+                                 mr_entries=cfg.mr_entries)
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
+
+
+def run_model(cfg, v, inject, inj_stall):
+    items, release = v.mmio_items()
+    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall)
 
 
 @cocotb.test()
 async def rdma_matches_model(dut):
     p = cosim_params()
-    cfg = _config(p["top"], p)
-    v, inject, reasons = _scenario(p, cfg)
-    db_stall = tuple(p.get("db_stall", (1, 0)))
+    cfg, knobs = config(p["top"], p)
+    v, inject, reasons = scenario(p, cfg, knobs)
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
-    model = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells, db_stall, inject,
-                     inj_stall)
+    model = run_model(cfg, v, inject, inj_stall)
+    items, release = v.mmio_items()
 
     tb = RdmaTestbench(dut, cfg.depth)
-    tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, doorbells=v.doorbells,
-            inject=inject, stall=db_stall, inject_stall=inj_stall,
-            ports={port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b",
-                                                          "cq_base", "cq_log2")},
-            links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)),
-            ack_timeout=p.get("ack_timeout", 0))
+    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
+                                                   "cq_log2", "serial", "ack_every",
+                                                   "ack_frames")}
+    ports["ack_timeout"] = p.get("ack_timeout", 0)
+    tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
+            inject=inject, inject_stall=inj_stall, ports=ports,
+            links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
     tb.arm_for(model)
-    last = max([c[-1] for c, _ in model["wire_ab"] + model["wire_ba"]] + [0])
-    await tb.run(timeout_cycles=last + 5000, settle=SETTLE)
+    await tb.run(timeout_cycles=model["cycles"] + 5000, settle=SETTLE)
     sb = Scoreboard(dut._log)
     if tb.hang:              # compared anyway: the scoreboard says what is missing
         sb.equal("recorders done", tb.hang, "")
-    hang = tb.hang is not None
-
-    got = tb.compare(sb, model, v.doorbells)
-    (got_ab, got_ab_at), (got_ba, got_ba_at) = got["ab"], got["ba"]
+    got = tb.compare(sb, model, len(items))
     req, resp, links = got["req"], got["resp"], got["links"]
     # What the scenario says it exercises must have happened (on the RTL's counters).
-    seen = dict({f"req_{n}": v for n, v in req.items()},
-                **{f"resp_{n}": v for n, v in resp.items()},
-                **{f"{link}_{n}": v for link in LINKS for n, v in links[link].items()})
+    seen = dict({f"req_{n}": x for n, x in req.items()},
+                **{f"resp_{n}": x for n, x in resp.items()},
+                **{f"{link}_{n}": x for link in LINKS for n, x in links[link].items()})
     for name, least in p.get("expect_min", {}).items():
         sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
                  True)
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
-    dumps = {"A": got["mem_a"], "B": got["mem_b"]}
 
-    frames_ab = beats_to_frames(got_ab, 64)
-    frames_ba = beats_to_frames(got_ba, 64)
     if not inject:
-        for k, frame in enumerate(frames_ab + frames_ba):
+        for k, (_, frame) in enumerate(got["wire_ab"] + got["wire_ba"]):
             sb.equal(f"independent check of frame {k}", frame_problems(frame), [])
     else:
         # Independent of the model: every injected frame is counted once, accepted or
@@ -113,20 +123,34 @@ async def rdma_matches_model(dut):
             expect[r] = expect.get(r, 0) + 1
         for r, n in expect.items():
             sb.equal(f"frames counted as {r}", resp[r], n)
-    cqes = v.poll_cq(dict(enumerate(dumps["A"])), len(v.posted))
+    mem_a = dict(enumerate(got["mem_a"]))
+    signalled = [m for m in v.messages if m.signalled]
+    cqes = v.poll_cq(mem_a, len(signalled))
     soak = {"lost": len(v.posted), "corrupted_bytes": 0}
-    sb.equal("CQEs polled", len(cqes), len(v.posted))
-    sb.equal("CQE wr_ids", [c["wr_id"] for c in cqes],
-             [0x1000_0000 + k for k in range(len(cqes))] if p["kind"] == "writes" else [])
+    sb.equal("CQEs polled", len(cqes), len(signalled))
     if p["kind"] == "writes":
-        # Independent of the model: every WRITE completed with the status the scenario
-        # expects (SUCCESS unless it says otherwise), those completed with SUCCESS
-        # landed once, nothing else did.
+        # Independent of the model: every signalled WRITE completed, per QP in order,
+        # with the status the scenario expects; those that completed with SUCCESS (and
+        # the unsignalled ones before them on their QP) landed once, nothing else did.
         status = CqeStatus[p.get("cqe_status", "SUCCESS")].value
         sb.equal("CQE statuses", [c["status"] for c in cqes], [status] * len(cqes))
-        sb.equal("messages left in the window (model)", model["window_left"], 0)
-        landed = {k for k, c in enumerate(cqes) if c["status"] == CqeStatus.SUCCESS.value}
-        got_b = dumps["B"]
+        per_qp = {}
+        for c in cqes:
+            per_qp.setdefault(c["qpn"], []).append(c["sq_index"])
+        want_qp = {}
+        for m in signalled:
+            want_qp.setdefault(m.qpn, []).append(m.sq_index)
+        sb.equal("CQE send-queue indices per QP, in order", per_qp, want_qp)
+        ok = {(c["qpn"], c["sq_index"]) for c in cqes
+              if c["status"] == CqeStatus.SUCCESS.value}
+        landed, pending = set(), {}
+        for k, m in enumerate(v.messages):
+            pending.setdefault(m.qpn, []).append(k)
+            if m.signalled:
+                if (m.qpn, m.sq_index) in ok:
+                    landed.update(pending[m.qpn])
+                pending[m.qpn] = []
+        got_b = got["mem_b"]
         for base, want in v.expected_mr_bytes(landed).items():
             nw = -(-len(want) // 64)
             have = b"".join(got_b[base // 64 + k].to_bytes(64, "little")
@@ -141,38 +165,24 @@ async def rdma_matches_model(dut):
                      if k in landed))
     if p.get("clean_baseline") and model["completed"]:
         # The same scenario without faults: the cycles the faults cost.
-        cfg0 = _config(p["top"], dict(p, faults_ab={}, faults_ba={}))
-        v0, inject0, _ = _scenario(p, cfg0)
-        base = simulate(cfg0, v0.mem_a, v0.mem_b, v0.mr_table, v0.doorbells, db_stall,
-                        inject0, inj_stall)
+        cfg0, knobs0 = config(p["top"], dict(p, faults_ab={}, faults_ba={}))
+        v0, inject0, _ = scenario(p, cfg0, knobs0)
+        base = run_model(cfg0, v0, inject0, inj_stall)
         soak["recovery_cycles"] = model["completed"][-1][0] - base["completed"][-1][0]
     if p.get("out_json"):
-        n = max(len(v.doorbells), 1)
+        n = max(len(v.messages), 1)
         try:
-            rtl = summarize(n, got["doorbells"], got["written"][1], got["completed"][1],
-                            frames_ab, frames_ba, req, resp)
-        except ValueError:           # the RTL missed events: the scoreboard says which
+            rtl = reduce_run(v, got, n)
+        except (ValueError, IndexError, KeyError, TypeError):  # see the scoreboard
             rtl = None
-        mdl = summarize(n, model["doorbell_stamps"], [c for c, _ in model["written"]],
-                        [c for c, _ in model["completed"]], [f for _, f in model["wire_ab"]],
-                        [f for _, f in model["wire_ba"]], model["req"], model["resp"])
+        mdl = reduce_run(v, model, n)
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
-                       "cycles": int(dut.now.value), "counters": seen, "hang": hang,
+                       "cycles": int(dut.now.value), "counters": seen, "hang": tb.hang,
                        "messages": len(v.posted), **soak,
-                       "frames": [[s, fr.hex()] for s, fr in _stamped(
-                           got_ab, got_ab_at, got_ba, got_ba_at)]},
-                      f)
+                       "frames": sorted([[c[0], fr.hex()] for c, fr in
+                                         got["wire_ab"] + got["wire_ba"]])}, f)
     if sb.mismatches:
         with open("mismatches.txt", "w") as f:
             f.write("\n".join(sb.mismatches) + "\n")
     sb.check()
-
-
-def _stamped(ab, ab_at, ba, ba_at):
-    """(cycle of the first beat, frame) for every frame of both links, in time order."""
-    out = []
-    for beats, stamps in ((ab, ab_at), (ba, ba_at)):
-        starts = [s for b, s in zip(beats, stamps, strict=True) if unpack_beat(64, b)[2]]
-        out += list(zip(starts, beats_to_frames(beats, 64), strict=True))
-    return sorted(out, key=lambda x: x[0])

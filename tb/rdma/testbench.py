@@ -5,7 +5,7 @@ recorders) and does the four steps of a run::
 
     load(...)           -->  arm(...)        -->  await run(...)  -->  compare(sb, model)
     (host memories, MR       (recorder           (reset, one wait     (every beat, stamp,
-     table, doorbell and      depths)             on the done          strobe, counter,
+     table, MMIO and          depths)             on the done          strobe, counter,
      injection players,                           ports, settle)       host-memory word)
      run-time ports)
 
@@ -13,28 +13,28 @@ The plain cocotb test (:mod:`tb.rdma.cocotb_rdma`, also run by the RDMA soak) an
 pyuvm bench (:mod:`tb.rdma.uvm.bench`) drive the top through it. Nothing is awaited per
 cycle: the stimulus is in the players and memories before reset, and the results come
 out of the recorders, counters and memories in bulk after the run.
-
-It is written for today's RdmaTop (one requester node A, one responder node B, the
-``ab``/``ba`` faulty links); a new engine top gets its own class of the same shape.
 """
 
 from cocotb.triggers import ClockCycles, ReadOnly
 
-from pymodel.packet import frame_to_beats
-from pymodel.rdma.fields import pack
+from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
-from spec.rdma import LINKS, REQUESTER_COUNTERS, RESPONDER_COUNTERS, doorbell_layout
+from spec.host import HOST_COUNTERS, mmio_layout
+from spec.rdma import LINKS
+from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
-__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "value_of", "wire_beats"]
+__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "value_of", "wire_beats",
+           "frames_of"]
 
-#: The top's recorders: both links, the remote-write and the CQE strobes.
+#: The top's recorders: both links, the remote-write and the CQE marks.
 RECORDERS = ("wire_ab", "wire_ba", "written", "completed")
 #: The host memories of node A (requester) and node B (responder).
 MEMORIES = ("mem_a", "mem_b")
 #: The run-time ports of the engines (the links' fault settings come on their own).
-PORTS = ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2")
+PORTS = ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2", "ack_every", "ack_frames",
+         "serial", "ack_timeout")
 
 
 def value_of(handle):
@@ -51,6 +51,18 @@ def wire_beats(model, link):
         beats += frame_to_beats(frame, 64)
         stamps += list(cycles)
     return beats, stamps
+
+
+def frames_of(beats, stamps):
+    """``[(beat cycles, frame)]`` of recorded beats (the model's ``wire_*`` shape)."""
+    out, cycles = [], []
+    for b, s in zip(beats, stamps, strict=True):
+        if unpack_beat(64, b)[2]:
+            cycles = []
+        cycles.append(s)
+        if unpack_beat(64, b)[3]:
+            out.append(cycles)
+    return list(zip(out, beats_to_frames(beats, 64), strict=True))
 
 
 class RdmaTestbench:
@@ -81,22 +93,23 @@ class RdmaTestbench:
         self.dut, self.depth = dut, depth
         self.harness = Harness(dut)
         self.end = self.hang = None
+        self._mmio = mmio_layout()
 
     # -- load, arm, run ----------------------------------------------------------------------
-    def load(self, *, mem_a, mem_b, mr_table, doorbells, inject=(), stall=(1, 0),
-             inject_stall=None, ports=None, links=None, ack_timeout=None, clear=False):
+    def load(self, *, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall=(1, 0),
+             ports=None, links=None, clear=False):
         """Put a run's stimulus into the design (before :meth:`run`).
 
         ``mem_a``/``mem_b``: ``{word: value}`` images of the host memories (with
         ``clear``, the words an earlier run left non-zero are zeroed, and so are the
         QP-context caches' tags, memories that reset does not clear); ``mr_table``: the
-        responder's MR_LAYOUT integers (the rest of the table is zeroed); ``doorbells``:
-        ``(qpn, sq_tail)`` MMIO writes; ``inject``: frames (bytes with FCS) played on the
-        A->B link instead of the requester's (selected when not empty); ``stall`` and
-        ``inject_stall`` (default ``stall``): the ``(seed, rate)`` of the doorbell and
-        injection players; ``ports``: run-time ports by name (:data:`PORTS`, or any
-        other); ``links``: ``{link: FaultSettings}`` of :data:`spec.rdma.LINKS`;
-        ``ack_timeout``: the requester's run-time transport timeout (0: the top's).
+        responder's MR_LAYOUT integers (the rest of the table is zeroed); ``mmio`` and
+        ``release``: the host's MMIO words (dicts of :func:`spec.host.mmio_layout`) and
+        the cycle from which each may be offered; ``inject``: frames (bytes with FCS)
+        played on the A->B link instead of the requester's (selected when not empty);
+        ``inject_stall``: the ``(seed, rate)`` of the injection player; ``ports``:
+        run-time ports by name (:data:`PORTS`, or any other); ``links``: ``{link:
+        FaultSettings}`` of :data:`spec.rdma.LINKS`.
         """
         h, d = self.harness, self.dut
         for name, image in ((MEMORIES[0], mem_a), (MEMORIES[1], mem_b)):
@@ -111,15 +124,13 @@ class RdmaTestbench:
         if clear:
             for node in (d.requester, d.responder):
                 load_memory(node.cache.tags, [0] * len(node.cache.tags))
-        h.load_player("db_writes", [pack(doorbell_layout(), qpn=q, sq_tail=t)
-                                    for q, t in doorbells], stall)
+        words = [self._mmio.const(w).as_value().value for w in mmio]
+        h.load_player("mmio", words, (1, 0), release=list(release))
         h.load_player("inject", [b for fr in inject for b in frame_to_beats(fr, 64)],
-                      stall if inject_stall is None else inject_stall)
+                      inject_stall)
         h.set("inject_select", int(bool(inject)))
         for name, value in (ports or {}).items():
             h.set(name, value)
-        if ack_timeout is not None:
-            h.set("ack_timeout", ack_timeout)
         for link, settings in (links or {}).items():
             for name, value in settings.ports().items():
                 h.set(f"{link}_{name}", value)
@@ -135,7 +146,8 @@ class RdmaTestbench:
 
     def arm_for(self, model):
         """:meth:`arm` every recorder with what the golden model's ``model`` predicts."""
-        self.arm(wire_ab=len(wire_beats(model, "ab")[0]), wire_ba=len(wire_beats(model, "ba")[0]),
+        self.arm(wire_ab=len(wire_beats(model, "ab")[0]),
+                 wire_ba=len(wire_beats(model, "ba")[0]),
                  written=len(model["written"]), completed=len(model["completed"]))
 
     async def run(self, timeout_cycles, *, done=None, settle=0, read_only=True):
@@ -144,8 +156,7 @@ class RdmaTestbench:
         ``read_only`` the results are then sampled in ``ReadOnly`` (no write may follow
         in that time step: a bench that runs again leaves it off). Returns ``now``; a
         timeout is kept in :attr:`hang`."""
-        done = done or (["db_writes_done", "inject_done"]
-                        + [f"{r}_done" for r in RECORDERS])
+        done = done or (["mmio_done", "inject_done"] + [f"{r}_done" for r in RECORDERS])
         await self.harness.reset()
         self.hang = None
         try:
@@ -162,7 +173,7 @@ class RdmaTestbench:
     def capacity(self):
         """Depths of the players and recorders, read from the design's memories."""
         d = self.dut
-        return {"doorbell_depth": len(d.db_writes.items), "inject_depth": len(d.inject.items),
+        return {"mmio_depth": len(d.mmio.items), "inject_depth": len(d.inject.items),
                 "wire_depth": min(len(d.wire_ab.items), len(d.wire_ba.items)),
                 "event_depth": min(len(d.written.items), len(d.completed.items))}
 
@@ -170,20 +181,21 @@ class RdmaTestbench:
         """``(items, cycles)`` of the recorder ``name`` (:data:`RECORDERS`)."""
         return self.harness.recorded(name)
 
-    def doorbell_stamps(self, count):
-        """The accept cycles of the first ``count`` doorbell writes."""
-        return self.harness.played_stamps("db_writes", count) if count else []
+    def mmio_stamps(self, count):
+        """The cycles the first ``count`` MMIO words were taken by host interface A."""
+        return self.harness.played_stamps("mmio", count) if count else []
 
     def counters(self):
-        """``(requester, responder)`` counters by name."""
+        """Counters by block: ``req``, ``resp``, ``host_a``, ``host_b``, ``links``."""
         d = self.dut
-        return ({n: value_of(getattr(d, f"req_{n}")) for n in REQUESTER_COUNTERS},
-                {n: value_of(getattr(d, f"resp_{n}")) for n in RESPONDER_COUNTERS})
-
-    def link_counters(self):
-        """``{link: {counter or flag: value}}`` of both links."""
-        return {link: {n: value_of(getattr(self.dut, f"{link}_{n}"))
-                       for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS}
+        return {
+            "req": {n: value_of(getattr(d, f"req_{n}")) for n in REQUESTER_COUNTERS},
+            "resp": {n: value_of(getattr(d, f"resp_{n}")) for n in RESPONDER_COUNTERS},
+            "host_a": {n: value_of(getattr(d, f"hia_{n}")) for n in HOST_COUNTERS},
+            "host_b": {n: value_of(getattr(d, f"hib_{n}")) for n in HOST_COUNTERS},
+            "links": {link: {n: value_of(getattr(d, f"{link}_{n}"))
+                             for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS},
+        }
 
     def memory(self, name):
         """The whole host memory ``name`` (:data:`MEMORIES`); remembers its non-zero words
@@ -197,39 +209,42 @@ class RdmaTestbench:
         return [r for r in RECORDERS if value_of(self.harness.port(f"{r}_overflow")) != 0]
 
     # -- compare -----------------------------------------------------------------------------
-    def compare(self, sb, model, doorbells):
+    def compare(self, sb, model, mmio_words):
         """Compare the run with the golden model's ``model`` (the dict of
-        :func:`pymodel.rdma.engine.simulate`) on ``sb``: every beat on both links and its
-        cycle, every remote-write and CQE strobe (QPN, cycle), every doorbell accept cycle
-        (``doorbells`` were played), every counter of both engines and both links, both
-        whole host memories.
+        :func:`pymodel.rdma.system.simulate`) on ``sb``: every beat on both links and its
+        cycle, every written and completed mark (tag, cycle), the cycle each of the
+        ``mmio_words`` MMIO words was taken, every counter of both engines, both host
+        interfaces and both links, both whole host memories.
 
-        Returns what it read: ``ab``, ``ba``, ``written``, ``completed`` (``(items,
-        cycles)``), ``doorbells`` (accept cycles), ``req``, ``resp``, ``links``
-        (counters), ``mem_a``, ``mem_b`` (words).
+        Returns the run in the model's shape (``wire_ab``, ``wire_ba``, ``written``,
+        ``completed``, ``mmio_stamps``, ``req``, ``resp``, ``host_a``, ``host_b``,
+        ``links``) plus ``mem_a``/``mem_b`` (word lists), for :func:`reduce_run`.
         """
         got = {}
         for link, name in (("ab", "A->B"), ("ba", "B->A")):
             beats, stamps = wire_beats(model, link)
-            got[link] = self.recorded(f"wire_{link}")
-            sb.compare(f"{name} beats", got[link][0], beats)
-            sb.compare(f"{name} beat cycles", got[link][1], stamps, fmt=str)
+            items, cycles = self.recorded(f"wire_{link}")
+            sb.compare(f"{name} beats", items, beats)
+            sb.compare(f"{name} beat cycles", cycles, stamps, fmt=str)
+            try:
+                got[f"wire_{link}"] = frames_of(items, cycles)
+            except ValueError:          # a broken beat stream: the scoreboard says where
+                got[f"wire_{link}"] = []
         for name in ("written", "completed"):
-            got[name] = self.recorded(name)
-            sb.compare(f"{name} (qpn, cycle)", list(zip(*got[name], strict=True)),
-                       [(q, c) for c, q in model[name]], fmt=str)
-        got["doorbells"] = self.doorbell_stamps(len(doorbells))
-        sb.compare("doorbell accept cycles", got["doorbells"], model["doorbell_stamps"],
-                   fmt=str)
-        got["req"], got["resp"] = self.counters()
-        for n in REQUESTER_COUNTERS:
-            sb.equal(f"requester counter {n}", got["req"][n], model["req"][n])
-        for n in RESPONDER_COUNTERS:
-            sb.equal(f"responder counter {n}", got["resp"][n], model["resp"][n])
-        got["links"] = self.link_counters()
+            tags, cycles = self.recorded(name)
+            got[name] = list(zip(cycles, tags, strict=True))
+            sb.compare(f"{name} (cycle, tag)", got[name], list(model[name]), fmt=str)
+        got["mmio_stamps"] = self.mmio_stamps(mmio_words)
+        sb.compare("MMIO accept cycles", got["mmio_stamps"], model["mmio_stamps"], fmt=str)
+        counters = self.counters()
+        got.update(counters)
+        for block in ("req", "resp", "host_a", "host_b"):
+            for n, value in counters[block].items():
+                sb.equal(f"{block} counter {n}", value, model[block][n])
         for link in LINKS:
             for n in LINK_COUNTERS + LINK_FLAGS:
-                sb.equal(f"link {link} {n}", got["links"][link][n], model["links"][link][n])
+                sb.equal(f"link {link} {n}", counters["links"][link][n],
+                         model["links"][link][n])
         for name, node in zip(MEMORIES, ("A", "B"), strict=True):
             got[name] = words = self.memory(name)
             want = model[name]

@@ -81,12 +81,15 @@ class WriteArbiter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         o = self.o.payload
-        m.d.comb += [o.be.eq((1 << 64) - 1), o.last.eq(1)]
+        # Whole-word TLPs; ``be`` and ``last`` are set in the branches rather than as
+        # constants: Verilog simulators may never evaluate a block without inputs.
         with m.If(self.wb.valid):
             m.d.comb += [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
+                         o.be.eq((1 << 64) - 1), o.last.eq(1),
                          self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
         with m.Elif(self.cqe.valid):
             c = self.cqe.payload
             m.d.comb += [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
-                         o.tag.eq(c.tag), self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
+                         o.tag.eq(c.tag), o.be.eq((1 << 64) - 1), o.last.eq(1),
+                         self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
         return m
