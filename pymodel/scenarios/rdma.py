@@ -116,18 +116,19 @@ def bad_frames_scenario(seed=2, depth=1 << 14, mr_entries=16):
     return v, frames, reasons
 
 
-def overflow_scenario(seed=3, small=24, large=24, qps=4, tail=4, depth=1 << 14,
+def overflow_scenario(seed=3, small=8, large=48, qps=2, tail=4, depth=1 << 14,
                       mr_entries=16):
     """Frames played back to back onto the A->B link, faster than the responder takes
     them: ``(verbs, frames, None)``.
 
-    First ``small`` 64-byte WRITE ONLYs (3 beats, about 9 cycles of work each) on one
-    QP, whose context miss at the start lets them fill the responder's frame slots
-    (``RX_FRAMES``); then ``large`` 1024-byte WRITE ONLYs (18 beats, about 26 cycles of
-    work) round robin over ``qps`` other QPs, which fill the receive FIFO up to its last
-    free frame (``RX_FRAME_ROOM`` beats); then ``tail`` more small ones on the first QP,
-    ahead of its expected PSN once some of its frames were dropped (one NAK, then
-    silence). Every frame has its own target bytes, so a dropped frame leaves them zero.
+    First ``small`` 64-byte WRITE ONLYs on one QP, whose context miss (a host read,
+    hundreds of cycles over PCIe) holds up the responder's verify stage; then ``large``
+    1024-byte WRITE ONLYs (18 beats, 16 of them into the payload FIFO) round robin over
+    ``qps`` other QPs, which fill the payload FIFO (``rx_beats``) while the miss lasts,
+    so that later ones are dropped as ``overflow``; then ``tail`` small ones on the
+    first QP, ahead of its expected PSN if some of its frames were dropped (one NAK,
+    then silence). Every frame has its own target bytes, so a dropped frame leaves them
+    zero.
     """
     rng = random.Random(seed)
     v = Verbs(depth=depth, mr_entries=mr_entries)

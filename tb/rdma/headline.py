@@ -1,64 +1,107 @@
-"""The RDMA headline scenario of ``make sim``: WRITEs of one size, one QP versus 4096 QPs
-round robin over a 16-entry QP-context cache, in co-simulation.
+"""The RDMA headline of ``make sim``: the optimisation ladder at 128 bytes and 1 QP over
+PCIe, then the best rung at 4096 QPs over 16 and over 256 cache entries, and the best
+rung with the engine on the accelerator's die, each in co-simulation against the model.
 
-``run_headline`` returns rows in the SPEC.md results format and writes the wire
-traffic of both runs to ``out_dir / "rdma.pcap"``.
+A row is two runs on the same top, as perftest measures an RNIC: one with ``messages``
+messages back to back after a warm-up message (``ii_cycles``, wire and host bytes, TLPs,
+control operations, in-flight state) and one with ``latency_messages`` messages posted
+one at a time after the warm-up, each into an idle engine (``latency_cycles``,
+``completion_cycles``). ``run_headline`` returns rows in the SPEC.md results format and
+writes the wire traffic of the back-to-back runs to ``out_dir / "rdma.pcap"``.
 """
 
 import json
 import pathlib
+import statistics
 
 from pymodel.pcap import write_pcapng
+from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
 from spec.metrics import row_metrics
-from spec.rdma import DEFAULTS, HEADLINE_QPS
+from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "run_point"]
+__all__ = ["run_headline", "run_point", "HEADLINE_ROWS"]
 
-#: The metrics of an RDMA results row.
-_METRICS = row_metrics("rdma")
+#: The rows of the headline: (label, rung, QPs, cache entries, host profile).
+HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
+    ("best, 4096 QPs / 16 entries", LADDER[-1][0], 4096, 16, "pcie"),
+    ("best, 4096 QPs / 256 entries", LADDER[-1][0], 4096, 256, "pcie"),
+    ("best, on die", LADDER[-1][0], 1, 16, "on_die"),
+)
+_PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps",
+                "host_util", "inflight_bits", "ii_cycles")
 
 
-def run_point(sim: str, msg_bytes: int, messages: int, qps: int = 1,
-              cache_entries: int | None = None, test_id: str | None = None) -> dict:
-    """Co-simulate ``messages`` RDMA WRITEs of ``msg_bytes`` round robin over ``qps`` QPs
-    with a QP-context cache of ``cache_entries`` (default: the top's). Returns the
-    results row (SPEC.md) plus ``cycles`` and ``frames`` (``(cycle, bytes)`` on A->B)."""
-    top = {} if cache_entries in (None, DEFAULTS["cache_entries"]) else \
-        {"cache_entries": cache_entries}
-    entries = top.get("cache_entries", DEFAULTS["cache_entries"])
-    run_dir = run_rdma(top, params=dict(kind="writes", messages=messages,
-                                        sizes=[msg_bytes], qps=qps,
-                                        out_json="measurements.json"),
-                       sim=sim, test_id=test_id or
-                       f"point_{sim}_q{qps}_c{entries}_n{messages}_b{msg_bytes}")
-    meas = json.loads((run_dir / "measurements.json").read_text())
-    row = {"design": "rdma", "framing": "rocev2", "simulator": sim,
-           "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
-           "cache_entries": entries}
-    for key in _METRICS:
-        row[f"{key}_rtl"] = meas["rtl"][key]
-        row[f"{key}_model"] = meas["model"][key]
-    row["mismatches"] = meas["mismatches"]
-    row["cycles"] = meas.get("cycles")
-    row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in meas["frames"]]
+def _top(cache_entries, host):
+    top = {}
+    if cache_entries != TOP_DEFAULTS["cache_entries"]:
+        top["cache_entries"] = cache_entries
+    if host != TOP_DEFAULTS["host"]:
+        top["host"] = host
+    return top
+
+
+def _isolated(values):
+    """Median of a one-at-a-time run's per-message values, without the warm-up."""
+    vals = [x for x in (values or [])[1:] if x is not None]
+    return statistics.median(vals) if vals else None
+
+
+def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
+              knobs=None, latency_messages=16, test_id=None, label=None):
+    """Co-simulate one point (two runs, see the module docstring). Returns the results
+    row with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
+    ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links)."""
+    k = knobs_of(rung, knobs)
+    top = _top(cache_entries, host)
+    tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
+        f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}"
+    tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
+    warm = latency_spacing(host)
+    common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
+                  warmup=warm)
+    bw_dir = run_rdma(top, params=dict(common, messages=messages + 1, knobs=k), sim=sim,
+                      test_id=f"{tag}_bw")
+    lat_dir = run_rdma(top, params=dict(common, messages=latency_messages + 1,
+                                        knobs=latency_knobs(k), spacing=warm),
+                       sim=sim, test_id=f"{tag}_lat")
+    bw = json.loads((bw_dir / "m.json").read_text())
+    lat = json.loads((lat_dir / "m.json").read_text())
+    row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
+           "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
+           "rung": label or rung}
+    for side in ("rtl", "model"):
+        b, t = bw[side] or {}, lat[side] or {}
+        for key in _PER_MESSAGE:
+            row[f"{key}_{side}"] = b.get(key)
+        row[f"latency_cycles_{side}"] = _isolated(t.get("latency"))
+        row[f"completion_cycles_{side}"] = _isolated(t.get("completion"))
+    row["mismatches"] = bw["mismatches"] + lat["mismatches"]
+    row["cycles"] = bw.get("cycles")
+    row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in bw["frames"]]
+    missing = [key for key in row_metrics("rdma") if f"{key}_rtl" not in row]
+    if missing:
+        raise AssertionError(f"metrics missing from the RDMA row: {missing}")
     return row
 
 
-def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
-                 msg_bytes: int = 128) -> list[dict]:
-    """Run both headline scenarios on ``sim``; return one results row per QP count."""
+def run_headline(sim, out_dir, messages=1000, msg_bytes=128, latency_messages=16,
+                 rows=HEADLINE_ROWS, progress=None):
+    """Run the headline rows on ``sim``; return one results row each."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, pcap, offset = [], [], 0
-    for qps in HEADLINE_QPS:
-        row = run_point(sim, msg_bytes, messages, qps,
-                        test_id=f"headline_{sim}_q{qps}_n{messages}_b{msg_bytes}")
+    out, pcap, offset = [], [], 0
+    for k, (label, rung, qps, entries, host) in enumerate(rows):
+        if progress:
+            progress(k, len(rows), label)
+        n = max(4, messages // 20) if rung == "sequential" else messages
+        row = run_point(sim, msg_bytes, n, qps, entries, host, rung,
+                        latency_messages=latency_messages, label=label)
         frames = [(cycle + offset, fr) for cycle, fr in row.pop("frames")]
         row.pop("cycles")
-        rows.append(row)
+        out.append(row)
         pcap += frames
         if frames:
             offset = frames[-1][0] + 1000
     write_pcapng(out_dir / "rdma.pcap", pcap)
-    return rows
+    return out
