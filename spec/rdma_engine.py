@@ -18,6 +18,7 @@ __all__ = [
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
+    "HOST_DEPTH",
 ]
 
 # -- Host interface use -----------------------------------------------------------------
@@ -121,12 +122,18 @@ LADDER = (
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
-#: Default parameters of :class:`rtl.tops.rdma_top.RdmaTop`. ``host``: the host-interface
+#: Host-memory words of each node in the co-simulation (2 MiB): room for 4096 QP
+#: contexts, their send queues with 256-byte slots (WQEs with inline data), a CQ and
+#: the payload buffers of a few thousand messages.
+HOST_DEPTH = 1 << 15
+#: Default parameters of :class:`rtl.tops.rdma_top.RdmaTop`. ``cache_entries``: the
+#: context caches' capacity; the run-time port ``cache_log2`` says how many are in use
+#: (16 to 256), so that one build serves every cache size. ``host``: the host-interface
 #: profile of both nodes (:data:`spec.host.PROFILES`). ``link_latency``: 6 cycles one way,
 #: the node-to-node delay of the NIC headline (2-cycle link, 2-cycle switch, 2-cycle
 #: link), so that both designs are measured on the same terms. ``mmio``, ``inject``:
 #: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
 #: depths. The requester's and the responder's sizes as above.
-TOP_DEFAULTS = dict(cache_entries=16, depth=1 << 14, host="pcie", link_latency=6,
+TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
                     mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

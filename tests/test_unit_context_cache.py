@@ -19,18 +19,21 @@ def _host_word(qpn):
                 sq_head=qpn * 3, sq_base=1000 + qpn, dest_qp=qpn + 1)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_cache_matches_model(seed):
-    entries = 16
+@pytest.mark.parametrize("seed,entries,used", [(1, 16, 16), (2, 16, 16), (3, 64, 16),
+                                               (4, 64, 32)])
+def test_cache_matches_model(seed, entries, used):
+    """Random lookups, fills, write-backs and group writes; ``used`` of ``entries``
+    entries in use (the ``cache_log2`` port)."""
     dut = ContextCache(entries, 1 << 12, GROUPS, static_reads=1)
-    model = ContextCacheModel(entries, GROUPS, BASE)
+    model = ContextCacheModel(entries, GROUPS, BASE, depth=1 << 12, used=used)
     rng = random.Random(seed)
-    qpns = [rng.randrange(64) for _ in range(12)]
+    qpns = [rng.randrange(4 * used) for _ in range(12)]
     latency = 6
     log = []
 
     async def bench(ctx):
         ctx.set(dut.base, BASE)
+        ctx.set(dut.cache_log2, used.bit_length() - 1)
         pending = []            # (due cycle, word) of fill reads, in order
         host = {}               # write-backs seen: addr -> word
         for c in range(1500):
@@ -42,7 +45,7 @@ def test_cache_matches_model(seed):
             fill_word = None
             if pending and pending[0][0] <= c:
                 fill_word = pending.pop(0)[1]
-            e = rng.randrange(entries)
+            e = rng.randrange(used)
             grp = rng.choice(list(GROUPS))
             write = (rng.random() < 0.3 and model.tags[e] is not None and model.ready(e))
             values = {f: rng.getrandbits(4) for f in GROUPS[grp]}

@@ -37,6 +37,7 @@ DEPTH = 1 << 12
 @dataclasses.dataclass
 class Cfg:
     cache_entries: int = 16
+    cache_capacity: int = 16
     depth: int = DEPTH
     qpc_base_a: int = 0
     cq_base: int = 64
@@ -150,7 +151,7 @@ class Peer:
 
 def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
                  mmio_gap=0, records=32):
-    dut = Requester(cfg.cache_entries, cfg.depth, timeout=cfg.timeout,
+    dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
                     records=records)
     peer = peer or Peer()
@@ -164,6 +165,7 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
     stats = dict(frames=0, cqes=[], acks=0, reads=0)
 
     async def bench(ctx):
+        ctx.set(dut.cache_log2, cfg.cache_entries.bit_length() - 1)
         for name, value in (("qpc_base", cfg.qpc_base_a), ("cq_base", cfg.cq_base),
                             ("cq_log2", cfg.cq_log2), ("ack_every", cfg.ack_every),
                             ("ack_frames", cfg.ack_frames), ("serial", cfg.serial)):
@@ -273,7 +275,7 @@ def test_requester_matches_model(case):
         mem, mmio = scenario(3, 1, 16, [1, 63, 64, 128, 192], inline=True, bf=True,
                              stride_log2=2)
     else:
-        cfg.cache_entries = 16
+        cfg.cache_entries, cfg.cache_capacity = 16, 64     # 16 of 64 entries in use
         mem, mmio = scenario(4, 40, 60, [128, 256], ring_every=1)
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=1600)
     n = sum(1 for w in mmio if w["first"]) if case == "bf_inline" else None

@@ -18,8 +18,12 @@ __all__ = ["ContextCacheModel"]
 class ContextCacheModel:
     """Contents, fill queue and counters of one engine's context cache."""
 
-    def __init__(self, entries, groups, base=0, depth=1 << 14):
+    def __init__(self, entries, groups, base=0, depth=1 << 15, used=None):
         self.n, self.base, self.depth = entries, base, depth
+        self.used = used or entries          # entries in use (the cache_log2 port)
+        if self.used > entries or self.used & (self.used - 1):
+            raise ValueError(f"cache entries in use must be a power of two up to {entries}, "
+                             f"not {self.used!r}")
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         self.tags = [None] * entries          # qpn, or None
         self.static = [0] * entries           # the filled words (ints)
@@ -31,10 +35,10 @@ class ContextCacheModel:
 
     # ---- reads (start of the cycle) ----
     def entry_of(self, qpn):
-        return qpn % self.n
+        return qpn % self.used
 
     def hit(self, qpn):
-        return self.tags[qpn % self.n] == qpn
+        return self.tags[qpn % self.used] == qpn
 
     def ready(self, e):
         return not self.filling[e]
@@ -61,7 +65,7 @@ class ContextCacheModel:
         """A lookup presented this cycle. Returns ``(taken, fill_addr, writeback)`` where
         ``fill_addr`` (a word address) and ``writeback`` (``(addr, word)``) are what the
         cache pushes this cycle, or None."""
-        e = qpn % self.n
+        e = qpn % self.used
         if self.tags[e] == qpn:
             self.count["lookups"] += 1
             return True, None, None

@@ -18,7 +18,7 @@ from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.stall import stall_pattern
 from spec.host import PROFILES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
-from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, TOP_DEFAULTS
 
 __all__ = ["Config", "simulate", "beats_of"]
 
@@ -29,9 +29,12 @@ def beats_of(nbytes):
 
 @dataclasses.dataclass
 class Config:
-    """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`)."""
+    """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
+    ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port)
+    of the ``cache_capacity`` the top was built with."""
     cache_entries: int = 16
-    depth: int = 1 << 14
+    cache_capacity: int = TOP_DEFAULTS["cache_entries"]
+    depth: int = HOST_DEPTH
     host: str = "pcie"
     link_latency: int = 6
     mr_entries: int = 16
@@ -122,8 +125,9 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             to_a.add(arrived, fr)
 
     req = RequesterModel(cfg, send_ab)
-    resp = ResponderModel(cfg.cache_entries, cfg.depth, cfg.mr_entries,
-                          qpc_base=cfg.qpc_base_b, mr_table=mr_table, **cfg.responder_sizes)
+    resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+                          qpc_base=cfg.qpc_base_b, mr_table=mr_table,
+                          cache_used=cfg.cache_entries, **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
 
     # Injected frames: one beat per cycle the player is not stalled, from cycle 0.

@@ -23,7 +23,7 @@ from spec.formats.roce import (
     WQE_SIGNALLED,
     WqeOpcode,
 )
-from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MAX_INLINE_WORDS
+from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, HOST_DEPTH, MAX_INLINE_WORDS
 
 __all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B"]
 
@@ -72,7 +72,7 @@ class Verbs:
         The CQ holds ``2**cq_log2`` CQEs.
     """
 
-    def __init__(self, depth=1 << 14, mr_entries=16, max_qps=4096, cq_log2=10):
+    def __init__(self, depth=HOST_DEPTH, mr_entries=16, max_qps=4096, cq_log2=10):
         self.depth, self.mr_entries, self.cq_log2 = depth, mr_entries, cq_log2
         self.qpc_base_a = self.qpc_base_b = 0
         self.mem_a, self.mem_b = {}, {}

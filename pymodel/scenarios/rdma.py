@@ -8,13 +8,13 @@ from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
 from spec.formats.roce import OpCode
-from spec.rdma_engine import RUNG_KNOBS
+from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS
 
 __all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
            "seed_dropping_only"]
 
 
-def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
+def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
                     mr_entries=16, spacing=0, warmup=0, **knobs):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
 
@@ -75,7 +75,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=1 << 14,
     return v
 
 
-def bad_frames_scenario(seed=2, depth=1 << 14, mr_entries=16):
+def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     """Good and bad frames played straight onto the A->B link: returns ``(verbs, frames,
     reasons)``, the expected responder counter per frame."""
     rng = random.Random(seed)
@@ -116,7 +116,7 @@ def bad_frames_scenario(seed=2, depth=1 << 14, mr_entries=16):
     return v, frames, reasons
 
 
-def overflow_scenario(seed=3, small=8, large=48, qps=2, tail=4, depth=1 << 14,
+def overflow_scenario(seed=3, small=8, large=48, qps=2, tail=4, depth=HOST_DEPTH,
                       mr_entries=16):
     """Frames played back to back onto the A->B link, faster than the responder takes
     them: ``(verbs, frames, None)``.

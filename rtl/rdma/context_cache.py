@@ -9,7 +9,17 @@ from spec.checks import check_int, reject
 from spec.formats.roce import QPC_LAYOUT
 from spec.rdma_engine import CACHE_COUNTERS
 
-__all__ = ["ContextCache", "group_layout"]
+__all__ = ["ContextCache", "group_layout", "entry_of", "CACHE_LOG2_BITS"]
+
+#: Width of the run-time port that says how many entries are in use (``2**cache_log2``).
+CACHE_LOG2_BITS = 4
+
+
+def entry_of(qpn, cache_log2, ibits):
+    """The cache entry of ``qpn`` when ``2**cache_log2`` entries are in use (an Amaranth
+    value of ``ibits`` bits): its low ``cache_log2`` bits."""
+    mask = ((Const(1, ibits + 1) << cache_log2) - 1)[:ibits]
+    return qpn[:ibits] & mask
 
 
 def group_layout(fields):
@@ -50,6 +60,10 @@ class ContextCache(wiring.Component):
     -----
     base : In(range(depth))
         Word address of the context table: QP ``q`` at ``base + q``.
+    cache_log2 : In(CACHE_LOG2_BITS)
+        ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset):
+        QP ``q`` lives in entry ``q % 2**cache_log2``. One build serves every cache size
+        up to ``entries``.
     req : In(stream.Signature({"qpn": 24}))
         A lookup. ``ready`` (combinational) is high when it is taken in this cycle: on a
         hit (the tag matches, also while the entry is still filling), or on a miss
@@ -98,6 +112,7 @@ class ContextCache(wiring.Component):
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         ports = {
             "base": In(range(depth)),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "req": In(stream.Signature(data.StructLayout({"qpn": 24}))),
             "victim_busy": In(1),
             "hit": Out(1),
@@ -136,7 +151,7 @@ class ContextCache(wiring.Component):
 
         qpn = self.req.payload.qpn
         entry = Signal(ibits)
-        m.d.comb += [entry.eq(qpn[:ibits]), tag_rd.addr.eq(entry)]
+        m.d.comb += [entry.eq(entry_of(qpn, self.cache_log2, ibits)), tag_rd.addr.eq(entry)]
         tag = tag_rd.data
         m.d.comb += self.hit.eq(tag.valid & (tag.qpn == qpn))
 

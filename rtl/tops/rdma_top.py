@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
 from rtl.host.host_interface import HostInterface
+from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
@@ -53,11 +54,12 @@ class RdmaTop(HarnessTop):
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
-    ``ack_frames``, ``serial`` (see :class:`rtl.rdma.req.requester.Requester`), the link
-    settings; counters ``req_*`` and ``resp_*``. Recorders must run without
-    backpressure. The links take the engines' frames every cycle out of reset; ``ready``
-    is driven as ``~rst`` (Icarus never evaluates an ``always @*`` whose inputs never
-    change).
+    ``ack_frames``, ``serial``, ``cache_log2`` (``2**cache_log2`` of the
+    ``cache_entries`` context-cache entries in use at both nodes; see
+    :class:`rtl.rdma.req.requester.Requester`), the link settings; counters ``req_*``
+    and ``resp_*``. Recorders must run without backpressure. The links take the
+    engines' frames every cycle out of reset; ``ready`` is driven as ``~rst`` (Icarus
+    never evaluates an ``always @*`` whose inputs never change).
     """
 
     def __init__(self, **params):
@@ -80,7 +82,7 @@ class RdmaTop(HarnessTop):
             "qpc_base_a": In(range(depth)), "qpc_base_b": In(range(depth)),
             "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
-            "serial": In(1),
+            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
         for link in LINKS:
             ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
@@ -133,6 +135,7 @@ class RdmaTop(HarnessTop):
             req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
             req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
             req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
+            req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
             # A -> B
             req.o.ready.eq(~ResetSignal()), inj.ready.eq(sel),
             link_ab.i.valid.eq(ab_valid),

@@ -30,7 +30,7 @@ from tb.scoreboard import Scoreboard
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
 #: The model's Config fields that are the top's parameters.
-_TOP_FIELDS = ("cache_entries", "depth", "host", "link_latency", "mr_entries", "prefetch",
+_TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
                "ack_queue")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
@@ -43,7 +43,12 @@ def config(top, params):
     knobs = knobs_of(params.get("rung"), params.get("knobs"))
     if params.get("ack_timeout"):
         p["timeout"] = params["ack_timeout"]
-    return Config(**{k: p[k] for k in _TOP_FIELDS},
+    entries = params.get("cache_entries", 16)
+    if entries > p["cache_entries"] or entries < 16 or entries & (entries - 1):
+        raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
+                         f"{p['cache_entries']}, not {entries!r}")
+    return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_entries=entries,
+                  cache_capacity=p["cache_entries"],
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
@@ -88,6 +93,7 @@ async def rdma_matches_model(dut):
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames")}
     ports["ack_timeout"] = p.get("ack_timeout", 0)
+    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))

@@ -32,10 +32,8 @@ _PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps
                 "host_util", "inflight_bits", "ii_cycles")
 
 
-def _top(cache_entries, host):
+def _top(host):
     top = {}
-    if cache_entries != TOP_DEFAULTS["cache_entries"]:
-        top["cache_entries"] = cache_entries
     if host != TOP_DEFAULTS["host"]:
         top["host"] = host
     return top
@@ -53,13 +51,13 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     row with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links)."""
     k = knobs_of(rung, knobs)
-    top = _top(cache_entries, host)
+    top = _top(host)
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}"
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
-                  warmup=warm)
+                  warmup=warm, cache_entries=cache_entries)
     bw_dir = run_rdma(top, params=dict(common, messages=messages + 1, knobs=k), sim=sim,
                       test_id=f"{tag}_bw")
     lat_dir = run_rdma(top, params=dict(common, messages=latency_messages + 1,

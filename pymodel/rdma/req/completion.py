@@ -14,8 +14,9 @@ _HALF = 1 << 23
 class CompletionUnitModel:
     """Per-QP windows of records, ACK matching, timers and rewinds; one action a cycle."""
 
-    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend):
+    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None):
         self.n, self.R, self.retry_limit = entries, records, retry_limit
+        self.cache_used = used or entries   # cache entries in use
         self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
         self.recs = {}                               # id -> stored record
         self.nxt = {}                                # id -> next id of the QP
@@ -128,7 +129,7 @@ class CompletionUnitModel:
     def _event(self, c, state):
         """Try the event at the head of ``ev``; True if it was the cycle's action."""
         ev = self.ev.head()
-        e = ev["qpn"] % self.n
+        e = ev["qpn"] % self.cache_used
         h = self.recs.get(self.head[e]) if self.win[e] else None
         same = h is not None and h["qpn"] == ev["qpn"]
         d_last = (ev["psn"] - h["last_psn"]) & _M24 if h else 0

@@ -73,14 +73,15 @@ class RequesterModel:
             raise ValueError(f"unknown requester parameter(s): {sorted(unknown)}")
         p.update(sizes)
         self.cfg, self.p = cfg, p
-        n = cfg.cache_entries
+        n = cfg.cache_capacity
+        used = cfg.cache_entries
         d = FIFO_DEPTHS
         f = self.fifos = {name: Fifo(depth, name) for name, depth in d.items()}
         f["wqe"] = Fifo(p["wqe_words"], "wqe")
         f["payload"] = Fifo(p["payload_words"], "payload")
         f["events"] = Fifo(p["ack_queue"], "events")
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
-                                       cfg.qpc_base_a, cfg.depth)
+                                       cfg.qpc_base_a, cfg.depth, used)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
                                   f["wr_wb"])
@@ -92,7 +93,7 @@ class RequesterModel:
                                      f["segs"], f["payload"], p["payload_words"])
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
-                                        f["events"], f["cqes"], f["resend"])
+                                        f["events"], f["cqes"], f["resend"], used)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived")

@@ -73,8 +73,9 @@ class HeaderCheckModel:
     ``done(entry, side)`` reads the verify stage's count of frames done.
     """
 
-    def __init__(self, i, o, entries, jobs, lookup, done):
+    def __init__(self, i, o, entries, jobs, lookup, done, used=None):
         self.i, self.o, self.entries = i, o, entries
+        self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
         self.looked_up = Staged(0, size=entries, name="looked_up")
@@ -95,7 +96,7 @@ class HeaderCheckModel:
             self.i.read()
             self.o.write(job)
             return out
-        e = job["qpn"] % self.entries
+        e = job["qpn"] % self.used
         busy = self.looked_up[e] != self.done(e, side)
         out.update({"lookup.valid": 1, "lookup.payload": {"qpn": job["qpn"]},
                     "victim_busy": int(busy), "done_addr": e})

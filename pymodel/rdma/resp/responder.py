@@ -76,8 +76,8 @@ class ResponderModel:
         ``words``, ``fills``, ``wbs``).
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, *, qpc_base=0,
-                 mr_table=(), **sizes):
+    def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
+                 mr_table=(), cache_used=None, **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
@@ -86,15 +86,18 @@ class ResponderModel:
         f = self.fifos = {name: Fifo(d, name) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
-        self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base)
+        self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
+                                       cache_used)
+        used = self.cache.used
         mr = [unpack(MR_LAYOUT, v) for v in mr_table]
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"])
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
-                                  depth, self)
+                                  depth, self, used)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
-                                       done=lambda e, side: self.verify.done_of(e))
+                                       done=lambda e, side: self.verify.done_of(e),
+                                       used=used)
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])

@@ -24,7 +24,8 @@ class VerifyModel:
     table; in a unit test, the test's side inputs.
     """
 
-    def __init__(self, i, w, ack, entries, jobs, depth, env):
+    def __init__(self, i, w, ack, entries, jobs, depth, env, used=None):
+        self.used = used or entries
         self.i, self.w, self.ack, self.env = i, w, ack, env
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
@@ -48,7 +49,7 @@ class VerifyModel:
             self.i.read()
             self.w.write(wjob)
             return out
-        e = j["qpn"] % self.entries
+        e = j["qpn"] % self.used
         if not self.env.ready(e, side):
             return out
         ctx, g = self.env.static(e, side), self.env.group(e, side)

@@ -6,6 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import ack_event_layout
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.req.layouts import cqe_req_layout, record_layout, resend_layout
 from spec.checks import check_int
 from spec.formats.roce import CqeStatus, Syndrome
@@ -56,6 +57,9 @@ class CompletionUnit(wiring.Component):
         record, or null record, appended); win_total : Out(16) records in use.
     timeout : In(24)
         Transport timeout in cycles.
+    cache_log2 : In(4)
+        Cache entries in use (an event's entry: its ``qpn % 2**cache_log2``); the
+        timer's ``scan`` visits all ``entries`` entries, used or not.
     ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
@@ -104,6 +108,7 @@ class CompletionUnit(wiring.Component):
             "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
             "adm_total": In(16), "done_total": Out(16), "win_total": Out(16),
             "timeout": In(24),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
         })
 
@@ -147,7 +152,8 @@ class CompletionUnit(wiring.Component):
         # Reads for each candidate.
         r, ev = self.rec.payload, self.ev.payload
         e_rec, e_ev, sp = Signal(ibits), Signal(ibits), Signal(ibits)
-        m.d.comb += [e_rec.eq(r.entry[:ibits]), e_ev.eq(ev.qpn[:ibits]), sp.eq(scan)]
+        m.d.comb += [e_rec.eq(r.entry[:ibits]),
+                     e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), sp.eq(scan)]
         win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
         win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
         h = Signal(lay)

@@ -4,6 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.req.layouts import fetch_layout, item_layout
 
 __all__ = ["QpFront", "COUNT_BITS"]
@@ -42,6 +43,8 @@ class QpFront(wiring.Component):
     serial : In(1), idle : In(1)
         With ``serial``, take an item only while ``idle`` (nothing in flight anywhere):
         one message at a time.
+    cache_log2 : In(4)
+        Cache entries in use, as the cache's port (an item's entry: ``qpn % 2**cache_log2``).
     adm_total : Out(COUNT_BITS)
         Items taken since reset (mod ``2**COUNT_BITS``).
     items, ctx_stalls : Out(32)
@@ -64,6 +67,7 @@ class QpFront(wiring.Component):
             "victim_busy": Out(1),
             "q_entry": Out(range(entries)), "q_done": In(COUNT_BITS), "q_win": In(16),
             "hold": In(1), "serial": In(1), "idle": In(1),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "adm_total": Out(COUNT_BITS),
             "items": Out(32), "ctx_stalls": Out(32),
         })
@@ -76,7 +80,8 @@ class QpFront(wiring.Component):
         rd, wr = adm.read_port(domain="comb"), adm.write_port()
         it = self.item.payload
         e = Signal(ibits)
-        m.d.comb += [e.eq(it.qpn[:ibits]), rd.addr.eq(e), wr.addr.eq(e), self.q_entry.eq(e)]
+        m.d.comb += [e.eq(entry_of(it.qpn, self.cache_log2, ibits)), rd.addr.eq(e),
+                     wr.addr.eq(e), self.q_entry.eq(e)]
         go = Signal()
         m.d.comb += [
             go.eq(self.item.valid & self.fetch.ready & ~self.hold

@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
-from rtl.rdma.context_cache import ContextCache
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
 from rtl.rdma.req.doorbell_intake import DoorbellIntake
@@ -96,6 +96,9 @@ class Requester(wiring.Component):
         ACK coalescing (see :class:`~rtl.rdma.req.sequencer.Sequencer`).
     serial : In(1)
         One message at a time: the front takes an item only when nothing is in flight.
+    cache_log2 : In(4)
+        ``2**cache_log2`` context-cache entries in use (4 to ``log2(cache_entries)``,
+        held from reset).
     <counter> : Out(32)
         :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
     """
@@ -125,6 +128,7 @@ class Requester(wiring.Component):
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
         }
         ports.update({n: Out(32) for n in REQUESTER_COUNTERS})
         super().__init__(ports)
@@ -221,7 +225,8 @@ class Requester(wiring.Component):
 
         # The cache's users.
         m.d.comb += [
-            cache.base.eq(self.qpc_base),
+            cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
+            front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
             cache.req.valid.eq(front.lookup.valid), cache.req.payload.eq(front.lookup.payload),
             front.lookup.ready.eq(cache.req.ready), cache.victim_busy.eq(front.victim_busy),
             cache.q_entry.eq(fetch.q_entry), fetch.q_ready.eq(cache.q_ready),

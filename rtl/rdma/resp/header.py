@@ -4,6 +4,7 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.resp.layouts import header_entry_layout, verify_job_layout
 from spec.checks import check_int, reject
 from spec.formats.roce import (
@@ -39,7 +40,8 @@ class HeaderCheck(wiring.Component):
     Parameters
     ----------
     entries : int
-        Entries of the context cache (a frame's entry is ``qpn % entries``).
+        Entries of the context cache; ``2**cache_log2`` of them are in use (the port,
+        as the cache's), and a frame's entry is ``qpn % 2**cache_log2``.
     jobs : int
         Depth of the verify-job FIFO this stage writes.
 
@@ -92,6 +94,7 @@ class HeaderCheck(wiring.Component):
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": 24}))),
             "victim_busy": Out(1),
             "done_addr": Out(range(entries)),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "done_data": In(inflight_bits(jobs)),
         }
         ports.update({name: Out(32) for name in HEADER_COUNTERS})
@@ -148,7 +151,7 @@ class HeaderCheck(wiring.Component):
         m.submodules.looked_up = looked = memory.Memory(
             shape=inflight_bits(self.jobs), depth=self.entries, init=[])
         rd, wr = looked.read_port(domain="comb"), looked.write_port()
-        entry = qpn[:ibits]
+        entry = entry_of(qpn, self.cache_log2, ibits)
         m.d.comb += [rd.addr.eq(entry), wr.addr.eq(entry), wr.data.eq(rd.data + 1),
                      self.done_addr.eq(entry),
                      self.victim_busy.eq(rd.data != self.done_data),

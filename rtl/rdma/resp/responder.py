@@ -5,7 +5,7 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import ContextCache
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
 from rtl.rdma.resp.layouts import (
@@ -85,6 +85,9 @@ class Responder(wiring.Component):
         ACK/NAK frames with ICRC and FCS (66 bytes, 2 beats); ``ready`` is honoured.
     qpc_base : In(range(depth))
         Word address of the QP-context table (QP ``q`` at ``qpc_base + q``).
+    cache_log2 : In(4)
+        ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
+        reset); QP ``q`` lives in entry ``q % 2**cache_log2``.
     rd_req : Out(stream.Signature(rd_req_layout(depth)))
         Context fills: one word each (``words`` = 1, ``id`` = 0), from the fill FIFO.
     rd_data : In(stream.Signature(rd_data_layout()))
@@ -137,6 +140,7 @@ class Responder(wiring.Component):
             "i": In(packet_signature(64)),
             "o": Out(packet_signature(64)),
             "qpc_base": In(range(depth)),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
             "rd_req": Out(stream.Signature(rd_req_layout(depth))),
             "rd_data": In(stream.Signature(rd_data_layout())),
             "wr": Out(stream.Signature(wr_layout(depth))),
@@ -178,7 +182,8 @@ class Responder(wiring.Component):
         m.d.comb += [hdr.o_level.eq(fifos["jobs"].level),
                      cache.victim_busy.eq(hdr.victim_busy),
                      ver.done_addr.eq(hdr.done_addr), hdr.done_data.eq(ver.done_data),
-                     cache.base.eq(self.qpc_base)]
+                     cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
+                     hdr.cache_log2.eq(self.cache_log2), ver.cache_log2.eq(self.cache_log2)]
 
         _into(m, cache.fill_rd, fifos["fills"])
         m.d.comb += [

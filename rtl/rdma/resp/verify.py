@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import group_layout
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of, group_layout
 from rtl.rdma.resp.header import inflight_bits
 from rtl.rdma.resp.layouts import ack_layout, verify_job_layout, write_job_layout
 from spec.checks import check_int, reject
@@ -92,6 +92,7 @@ class Verify(wiring.Component):
             "w": Out(stream.Signature(write_job_layout(depth))),
             "ack": Out(stream.Signature(ack_layout())),
             "q_entry": Out(range(entries)), "q_ready": In(1),
+            "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
             "g_addr": Out(range(entries)), "g_data": In(group),
             "g_we": Out(1), "g_wdata": Out(group),
@@ -105,7 +106,7 @@ class Verify(wiring.Component):
         m = Module()
         j = self.i.payload
         ibits = (self.entries - 1).bit_length()
-        entry = j.qpn[:ibits]
+        entry = entry_of(j.qpn, self.cache_log2, ibits)
         ctx, g, mr = self.s_data, self.g_data, self.mr_data
         m.d.comb += [self.q_entry.eq(entry), self.s_addr.eq(entry), self.g_addr.eq(entry),
                      self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
