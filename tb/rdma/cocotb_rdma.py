@@ -114,6 +114,21 @@ async def rdma_matches_model(dut):
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
 
+    if p.get("resend_only_qps") is not None:
+        # Independent of the model: a frame sent twice (same QP and PSN) on the A->B link
+        # is a resend; only the listed QPs may have any.
+        qpn_a = {q.qpn_b: q.qpn_a for q in v.qps.values()}
+        seen_psn, resent = set(), set()
+        for _, frame in got["wire_ab"]:
+            key = (int.from_bytes(frame[47:50], "big"), int.from_bytes(frame[51:54], "big"))
+            if key in seen_psn:
+                resent.add(qpn_a.get(key[0], key[0]))
+            seen_psn.add(key)
+        sb.equal("QPs that resent frames", sorted(resent),
+                 sorted(set(p["resend_only_qps"]) & resent) or sorted(resent))
+        sb.equal("QPs that resent frames are only the lossy ones",
+                 sorted(resent - set(p["resend_only_qps"])), [])
+        sb.equal("a lossy QP resent frames", bool(resent), True)
     if not inject:
         for k, (_, frame) in enumerate(got["wire_ab"] + got["wire_ba"]):
             sb.equal(f"independent check of frame {k}", frame_problems(frame), [])
