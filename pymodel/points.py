@@ -22,17 +22,19 @@ Designs and their knobs (every knob is optional unless marked required):
     frame payload, a multiple of ``width`` from ``width`` to 8191; longer stores are
     segmented). ``msg_bytes``: 1 to min(8191, window).
 
-``"rdma"`` (:func:`pymodel.rdma.engine.simulate`)
+``"rdma"`` (:func:`pymodel.rdma.point.rdma_point`, on :func:`pymodel.rdma.system.simulate`)
     ``qps``: QPs used round robin, 1 to 4096 (default 1). ``cache_entries``: QP-context
-    cache entries per node, a power of two from 16 to 256. ``mem_latency`` (1..64),
-    ``link_latency`` (1..1024), ``depth`` (host words of 64 bytes, a power of two from
-    2**13 to 2**20), ``mr_entries`` (power of two, 4..256), defaults
-    :data:`spec.rdma.DEFAULTS`; ``pmtu_log2`` (8..12, default 12). The scenario
-    is :func:`pymodel.scenarios.rdma.writes_scenario` (one WRITE WQE and one doorbell per
-    message). ``msg_bytes``: 1 to 65536. The cycle model needs the whole scenario in
-    node A's host memory: 4096 context words, the CQ (1024), the send queues and
-    ``messages * ceil(msg_bytes / 64)`` payload words must fit ``depth`` (else
-    ``ValueError``).
+    cache entries in use at each node, a power of two from 16 to 256 (default 16).
+    ``host``: the host-interface profile (``"pcie"``, ``"on_die"``, ``"ideal64"``;
+    default ``"pcie"``). ``rung``: a rung of the optimisation ladder
+    (:data:`spec.rdma_engine.LADDER`, default ``"pipelined"``); any knob of
+    :data:`spec.rdma_engine.RUNG_KNOBS` (``ring_every``, ``bf``, ``inline``,
+    ``signal_every``, ``ack_every``, ``ack_frames``, ``serial``) overrides it.
+    ``link_latency`` (1..1024, default 6), ``pmtu_log2`` (8..12, default 12),
+    ``latency_messages`` (messages of the one-at-a-time run, default 16). The point is
+    two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
+    back after a warm-up message, the latency and completion one message at a time.
+    ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
 
 The returned dict (all numbers exact integers where whole, floats otherwise):
 
@@ -43,8 +45,9 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     median of (sender learns it is done - accepted): the credit of the store's last
     wire beat back at the sender (NIC), the CQE write (RDMA).
 ``ii_cycles``
-    median of the gaps between consecutive accepts (NIC: 0 for one message, RDMA:
-    ``None`` for one message, as the co-simulation reports them).
+    NIC: median of the gaps between consecutive accepts (0 for one message); RDMA: the
+    steady-state cycles per message at the sender (the middle half of the back-to-back
+    run, :func:`pymodel.rdma.metrics.steady_ii`).
 ``wire_bytes``
     bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
     median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
@@ -54,6 +57,8 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     totals divided by ``messages``, ``credit_updates`` 0.
 ``ctrl_bytes``
     host-interface bytes of those actions per message (0 for the NIC).
+``host_bytes``, ``host_tlps``, ``host_util``, ``inflight_bits``
+    RDMA: see :data:`spec.metrics.METRICS` (None for the NIC here).
 ``messages``, ``cycles``
     the message count; the cycles simulated: for the NIC the model's whole run
     (drain included), for the RDMA engine the cycle after the last CQE write.
@@ -68,16 +73,13 @@ import numpy as np
 
 from pymodel.fcs import phy_bytes
 from pymodel.nic.system import NicSystemModel
-from pymodel.rdma.engine import Config, simulate
-from pymodel.rdma.frames import ETH_OVERHEAD
-from pymodel.rdma.metrics import summarize
 from pymodel.scenarios.nic import build_scenario
-from pymodel.scenarios.rdma import writes_scenario
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import HEADLINE_TOP, link_credits
-from spec.rdma import DEFAULTS as RDMA_TOP
+from spec.rdma_engine import LADDER, RUNG_KNOBS
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -92,9 +94,9 @@ MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
 NIC_DEFAULTS = {"framing": None, "peers": 1,
                 **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
                                                 "max_payload")}}
-RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12,
-                 **{k: RDMA_TOP[k] for k in ("cache_entries", "depth", "mem_latency",
-                                             "link_latency", "mr_entries")}}
+RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
+                 "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
+                 **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
 
@@ -140,12 +142,18 @@ def resolve(design, msg_bytes, messages, knobs):
     else:
         _int("qps", p["qps"], 1, 4096)
         _int("cache_entries", p["cache_entries"], 16, 256, power_of_two=True)
-        _int("depth", p["depth"], 1 << 13, 1 << 20, power_of_two=True)
-        _int("mem_latency", p["mem_latency"], 1, 64)
         _int("link_latency", p["link_latency"], 1, 1024)
-        _int("mr_entries", p["mr_entries"], 4, 256, power_of_two=True)
         _int("pmtu_log2", p["pmtu_log2"], 8, 12)
+        _int("latency_messages", p["latency_messages"], 1, 1024)
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
+        if p["host"] not in PROFILES:
+            raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
+        if p["rung"] not in dict(LADDER):
+            raise ValueError(f"rung must be one of {[n for n, _ in LADDER]}, "
+                             f"not {p['rung']!r}")
+        for name in RUNG_KNOBS:
+            if p[name] is not None:
+                _int(name, p[name], 0, 255 if name != "ack_frames" else 65535)
     return design, p
 
 
@@ -194,7 +202,8 @@ def _nic(msg_bytes, messages, p):
     point = {"latency_cycles": _median([r[1] - r[0] for r in rows]),
              "completion_cycles": _median([r[2] - r[0] for r in rows]),
              "ii_cycles": _median(gaps), "wire_bytes": _median([r[3] for r in rows]),
-             "ctrl_ops": ctrl, "ctrl_bytes": 0, "messages": messages,
+             "ctrl_ops": ctrl, "ctrl_bytes": 0, "host_bytes": None, "host_tlps": None,
+             "host_util": None, "inflight_bits": None, "messages": messages,
              "cycles": res["cycles"]}
     cols = list(zip(*rows, strict=True))
     return point, {"accept": cols[0], "remote_write": cols[1], "completion": cols[2],
@@ -202,39 +211,32 @@ def _nic(msg_bytes, messages, p):
 
 
 def _rdma(msg_bytes, messages, p):
-    cfg = Config(**{k: p[k] for k in ("cache_entries", "depth", "mem_latency",
-                                      "link_latency", "mr_entries")})
+    from pymodel.rdma.point import rdma_point
+
+    knobs = {k: p[k] for k in RUNG_KNOBS if p[k] is not None}
     try:
-        v = writes_scenario(cfg, messages, [msg_bytes], p["qps"], pmtu_log2=p["pmtu_log2"],
-                            seed=1)
+        row, per = rdma_point(msg_bytes, messages, qps=p["qps"],
+                              cache_entries=p["cache_entries"], host=p["host"],
+                              rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
+                              latency_messages=p["latency_messages"],
+                              link_latency=p["link_latency"], per_message=True)
     except ValueError as exc:            # the verbs heap: the scenario does not fit
-        raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}) do not fit a "
-                         f"host memory of depth {p['depth']} words: {exc}") from exc
-    model = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
-    bad = model["resp"]["frames_ok"] != model["req"]["frames"] or any(
-        model["req"][k] for k in ("ack_dropped", "ack_unexpected"))
-    if bad or len(model["completed"]) != messages:
-        raise RuntimeError("RDMA model: a frame was rejected or a message not completed")
-    accept = model["doorbell_stamps"]
-    written = [c for c, _ in model["written"]]
-    completed = [c for c, _ in model["completed"]]
-    ab = [f for _, f in model["wire_ab"]]
-    ba = [f for _, f in model["wire_ba"]]
-    out = summarize(messages, accept, written, completed, ab, ba, model["req"],
-                    model["resp"])
-    out["ctrl_ops"] = dict(out["ctrl_ops"], credit_updates=0)
-    out["messages"] = messages
-    out["cycles"] = completed[-1] + 1
-    per = len(ab) // messages                   # frames per message, sent in order
-    wire = [sum(len(f) + ETH_OVERHEAD for f in ab[k * per:(k + 1) * per])
-            + len(ba[k]) + ETH_OVERHEAD for k in range(messages)]
-    return out, {"accept": accept, "remote_write": written, "completion": completed,
-                 "wire_bytes": wire}
+        raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
+    point = {k: row[k] for k in METRICS}
+    point["ctrl_ops"] = dict(point["ctrl_ops"])
+    point["messages"], point["cycles"] = messages, per["cycles"]
+    return point, per
 
 
 def normalise(point):
     """The point with every number passed through :func:`whole` and keys in order."""
-    out = {k: whole(point[k]) for k in METRIC_KEYS if k != "ctrl_ops"}
+    out = {}
+    for k in METRIC_KEYS:
+        v = point.get(k)
+        if isinstance(v, dict):
+            out[k] = {kind: whole(x) for kind, x in v.items()}
+        else:
+            out[k] = whole(v)
     out["ctrl_ops"] = {k: whole(point["ctrl_ops"][k]) for k in CTRL_KINDS}
     return {k: out[k] for k in METRIC_KEYS}
 

@@ -5,24 +5,36 @@ control-action kinds counted per message.
 # format: each metric with the suffixes ``_rtl`` and ``_model``); docs/results.md.
 """
 
-__all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "row_metrics"]
+__all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "NIC_PENDING", "row_metrics"]
 
-#: The per-message metrics, in the order of the results rows.
+#: The per-message metrics, in the order of the results rows. ``host_bytes``: bytes over
+#: the host interfaces (payload and TLP overhead, both directions, both nodes);
+#: ``host_tlps``: their transactions, a dict by kind; ``host_util``: the busier
+#: direction's busy fraction in the steady state; ``inflight_bits``: the state held in
+#: flight (high-water marks of the buffers and windows that sustain the rate).
 METRICS = ("latency_cycles", "completion_cycles", "ii_cycles", "wire_bytes", "ctrl_ops",
-           "ctrl_bytes")
+           "ctrl_bytes", "host_bytes", "host_tlps", "host_util", "inflight_bits")
 #: The metrics that only a design with a host interface reports in its results rows: the
-#: NIC rows leave them out (no host interface yet; the golden model's points give 0).
-HOST_METRICS = ("ctrl_bytes",)
+#: NIC's integrated rows leave them out (its stores come from the accelerator's fabric).
+HOST_METRICS = ("ctrl_bytes", "host_bytes", "host_tlps", "host_util")
 #: Control actions counted per message (the keys of ``ctrl_ops``), named as the RDMA
 #: engine's counters name them; the NIC has only credit updates.
 CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses",
               "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
 
 
-def row_metrics(design):
+#: Metrics the NIC rows do not carry yet: ``inflight_bits`` (its credits in flight are
+#: measured by the NIC attachment work, see docs/results.md).
+NIC_PENDING = ("inflight_bits",)
+
+
+def row_metrics(design, host=False):
     """The metrics of :data:`METRICS` that a results row of ``design`` (``"nic"`` or
-    ``"rdma"``) carries."""
+    ``"rdma"``) carries; NIC rows carry the host metrics when the NIC is attached
+    through a host interface (``host``)."""
     if design not in ("nic", "rdma"):
         raise ValueError(f"design must be 'nic' or 'rdma', not {design!r}")
-    return METRICS if design == "rdma" else tuple(m for m in METRICS
-                                                  if m not in HOST_METRICS)
+    if design == "rdma":
+        return METRICS
+    return tuple(m for m in METRICS
+                 if (host or m not in HOST_METRICS) and m not in NIC_PENDING)

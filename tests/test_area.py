@@ -133,19 +133,26 @@ def test_state_bits_follow_the_layouts(monkeypatch):
 
     import spec.formats.roce as roce
     from rtl.common.credit_counter import CreditCounter
-    from rtl.rdma.requester import outstanding_layout
-    from spec.rdma import OUTSTANDING, QPN_BITS
+    from spec.rdma import QPN_BITS
+    from spec.rdma_engine import FETCH_GROUP, REQUESTER_DEFAULTS, SEQ_GROUP
+    from spec.rdma_responder import RESP_GROUP
+
+    def group_bits(fields):
+        return sum(Shape.cast(roce.QPC_LAYOUT[f].shape).width for f in fields)
 
     bits = state.state_bits()
     rdma, nic = bits["rdma"], bits["nic"]
     qpc = Shape.cast(roce.QPC_LAYOUT).width
     assert rdma["qp_context_host_bits"] == qpc
     assert rdma["qp_context_field_bits"] + rdma["qp_context_reserved_bits"] == qpc
-    # An entry holds a whole host word, the QPN tag and the valid and dirty bits.
-    assert rdma["cache_entry_bits"] == 8 * roce.HOST_WORD_BYTES + QPN_BITS + 2
-    assert rdma["caches_per_engine"] == 2                       # requester and responder
-    assert rdma["outstanding_message_bits"] == Shape.cast(outstanding_layout()).width
-    assert rdma["outstanding_messages"] == OUTSTANDING
+    # An entry holds a whole host word, the QPN tag and a valid bit, and the fields its
+    # owning stages rewrite (requester: the fetch and sequencer groups).
+    assert rdma["cache_entry_bits"] == (8 * roce.HOST_WORD_BYTES + QPN_BITS + 1
+                                        + group_bits(FETCH_GROUP) + group_bits(SEQ_GROUP))
+    assert rdma["resp_cache_entry_bits"] == (8 * roce.HOST_WORD_BYTES + QPN_BITS + 1
+                                             + group_bits(RESP_GROUP))
+    assert rdma["window_records"] == REQUESTER_DEFAULTS["records"]
+    assert rdma["window_record_bits"] > 3 * 24 + 64        # QPN, two PSNs, wr_id and more
     counter = CreditCounter(nic["link_credits"])
     silence(counter)
     assert nic["credit_counter_bits"] == len(counter.credits) + 2

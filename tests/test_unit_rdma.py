@@ -13,17 +13,17 @@ from scapy.layers.l2 import Ether
 
 from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
-from pymodel.rdma.engine import Config, simulate
 from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
 from pymodel.rdma.links import LinkStream
-from pymodel.scenarios.rdma import seed_dropping_only, writes_scenario
+from pymodel.rdma.point import build, run_model
+from pymodel.scenarios.rdma import seed_dropping_only
 from rtl.common.fcs_inserter import FcsInserter
+from rtl.rdma.context_cache import ContextCache
 from rtl.rdma.frame_check import FrameCheck
 from rtl.rdma.icrc_inserter import IcrcInserter
-from rtl.rdma.qpc_cache import QpcCache
-from rtl.rdma.requester import Requester
-from rtl.rdma.responder import Responder
+from rtl.rdma.req.requester import Requester
+from rtl.rdma.resp.responder import Responder
 from rtl.rdma.write_framer import WriteFramer, segment_layout
 from rtl.tops.rdma_top import RdmaTop
 from spec.formats.roce import OpCode, Syndrome
@@ -156,31 +156,31 @@ def test_frame_check_judges_fcs_and_icrc():
 
 def test_model_cache_misses_grow_with_qps():
     """The golden model: one QP hits after the first miss; 4096 QPs round robin over 16
-    entries miss on every message on both nodes and write back dirty contexts."""
+    entries miss on every message on both nodes, write back the contexts they updated,
+    and send more slowly (the entries are held while their QP has work in flight)."""
     res = {}
     for qps in (1, 4096):
-        cfg = Config()
-        v = writes_scenario(cfg, 40, [128], qps)
-        res[qps] = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
+        cfg, v = build(128, 40, qps=qps, warmup=False)
+        res[qps] = run_model(cfg, v)
     assert res[1]["req"]["misses"] == 1 and res[1]["resp"]["misses"] == 1
     assert res[4096]["req"]["misses"] == 40 and res[4096]["resp"]["misses"] == 40
     assert res[4096]["req"]["writebacks"] == 40 - 16
-    gaps = {q: r["doorbell_stamps"][-1] - r["doorbell_stamps"][-2] for q, r in res.items()}
-    assert gaps[4096] > gaps[1]
+    span = {q: r["wire_ab"][-1][0][0] - r["wire_ab"][0][0][0] for q, r in res.items()}
+    assert span[4096] > 2 * span[1]
 
 
 @pytest.mark.parametrize("make, word", [
-    (lambda: QpcCache(8, 1024), "entries"),
-    (lambda: QpcCache(24, 1024), "power of two"),
-    (lambda: QpcCache(512, 1024), "entries"),
+    (lambda: ContextCache(8, 1024, {}), "entries"),
+    (lambda: ContextCache(24, 1024, {}), "power of two"),
+    (lambda: ContextCache(512, 1024, {}), "entries"),
     (lambda: Responder(mr_entries=3), "MR table"),
     (lambda: IcrcInserter(32), "width"),
     (lambda: WriteFramer(16), "width"),
     (lambda: FrameCheck(7), "width"),
-    (lambda: RdmaTop(mem_latency=0), "latency"),
+    (lambda: RdmaTop(host="pcie6"), "host profile"),
     (lambda: RdmaTop(link_latency=0), "latency"),
     (lambda: RdmaTop(colour=1), "colour"),
-    (lambda: RdmaTop(doorbells=0), "doorbells"),
+    (lambda: RdmaTop(mmio=0), "mmio"),
     (lambda: RdmaTop(timeout=0), "transport timeout"),
     (lambda: RdmaTop(timeout=1 << 24), "transport timeout"),
     (lambda: RdmaTop(timeout=100.0), "transport timeout"),
@@ -228,28 +228,34 @@ def test_link_stream_matches_faulty_link_model(settings):
 def test_model_recovers_every_message():
     """The engine model over faulty links, without the RTL: every posted WRITE lands
     exactly once in node B's buffer (checked against the posted data, not the model),
-    every CQE is SUCCESS and in order, and recovery was needed (NAKs, timeouts, resends,
-    duplicates); with the same faults the NAK-free timeout case resends only the lost
+    every CQE is SUCCESS and in order per QP, and recovery was needed (NAKs, timeouts,
+    resends); with the same faults the NAK-free timeout case resends only the lost
     frame."""
-    cfg = Config(faults_ab=FaultSettings(seed=5, drop_rate=6554, corrupt_rate=3277,
-                                         dup_rate=3277),
-                 faults_ba=FaultSettings(seed=6, drop_rate=6554, dup_rate=3277))
-    v = writes_scenario(cfg, 20, [1, 255, 256, 257, 700, 64], 3, pmtu_log2=8)
-    r = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
+    cfg, v = build(1, 20, qps=3, pmtu_log2=8, warmup=False)
+    from pymodel.scenarios.rdma import writes_scenario
+    v = writes_scenario(20, [1, 255, 256, 257, 700, 64], 3, pmtu_log2=8)
+    cfg.faults_ab = FaultSettings(seed=5, drop_rate=6554, corrupt_rate=3277, dup_rate=3277)
+    cfg.faults_ba = FaultSettings(seed=6, drop_rate=6554, dup_rate=3277)
+    cfg.timeout = 1024
+    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    r = run_model(cfg, v)
     for base, want in v.expected_mr_bytes().items():
         have = b"".join(r["mem_b"].get(base // 64 + k, 0).to_bytes(64, "little")
                         for k in range(-(-len(want) // 64)))[:len(want)]
         assert have == want
     cqes = v.poll_cq(r["mem_a"], 20)
-    assert [c["wr_id"] for c in cqes] == [0x1000_0000 + k for k in range(20)]
+    assert sorted(c["wr_id"] for c in cqes) == [0x1000_0000 + k for k in range(20)]
+    for q in range(3):
+        mine = [c["sq_index"] for c in cqes if c["qpn"] == q]
+        assert mine == sorted(mine) and len(mine) == len(range(q, 20, 3))
     assert {c["status"] for c in cqes} == {0}
     assert r["resp"]["words"] == sum(-(-len(p) // 64) for _, p in v.posted)
     assert r["req"]["retransmissions"] and r["req"]["seq_naks"] and r["req"]["timeouts"]
-    assert r["resp"]["duplicates"] and r["window_left"] == 0
+    assert r["req"]["retired"] == 20
 
-    cfg = Config(faults_ab=FaultSettings(seed=seed_dropping_only(3), drop_rate=3277))
-    v = writes_scenario(cfg, 4, [128], 1)
-    r = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, v.doorbells)
+    cfg, v = build(128, 4, qps=1, warmup=False)
+    cfg.faults_ab = FaultSettings(seed=seed_dropping_only(3), drop_rate=3277)
+    r = run_model(cfg, v)
     assert (r["req"]["timeouts"], r["req"]["seq_naks"], r["req"]["retransmissions"]) \
         == (1, 0, 1)
     last_sent = r["wire_ab"][3][0][0]

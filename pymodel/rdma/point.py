@@ -100,21 +100,42 @@ def latency_knobs(knobs):
 
 
 def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-               knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6):
-    """The model's metrics of one point: a back-to-back run of ``messages`` messages and
-    a one-at-a-time run of ``latency_messages`` (after one warm-up message, not counted:
-    the contexts are cached as in the steady state)."""
+               knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6,
+               per_message=False):
+    """The model's metrics of one point: a back-to-back run of ``messages`` messages
+    after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
+    warm-up message, not counted: the contexts are cached as in the steady state).
+
+    With ``per_message``, returns ``(row, per)``: ``per`` holds the back-to-back run's
+    per-message ``accept``, ``remote_write``, ``completion`` (absolute cycles, -1 where
+    not reached) and ``wire_bytes``, and its ``cycles``."""
     k = knobs_of(rung, knobs)
     common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
                   seed=seed, link_latency=link_latency)
-    cfg, verbs = build(msg_bytes, messages, knobs=k, **common)
-    bw = reduce_run(verbs, run_model(cfg, verbs), messages)
+    cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
+    run = run_model(cfg, verbs)
+    bw = reduce_run(verbs, run, messages + 1)
     cfg2, verbs2 = build(msg_bytes, latency_messages + 1, knobs=latency_knobs(k),
                          spacing=latency_spacing(host), **common)
     lat = reduce_run(verbs2, run_model(cfg2, verbs2), latency_messages + 1)
     row = {key: bw[key] for key in bw if key not in ("latency", "completion")}
     row["latency_cycles"], row["completion_cycles"] = isolated(lat)
-    return row
+    if not per_message:
+        return row
+    items, _ = verbs.mmio_items()
+    starts, pos = [], 0
+    for _, words in verbs.writes:
+        starts.append(pos)
+        pos += len(words)
+    accept = [run["mmio_stamps"][starts[m.announce]] for m in verbs.messages[1:]]
+    wire = row["wire_bytes"]
+    per = {"accept": accept,
+           "remote_write": [a + x if x is not None else -1
+                            for a, x in zip(accept, bw["latency"][1:], strict=True)],
+           "completion": [a + x if x is not None else -1
+                          for a, x in zip(accept, bw["completion"][1:], strict=True)],
+           "wire_bytes": [round(wire)] * len(accept), "cycles": run["cycles"]}
+    return row, per
 
 
 def isolated(run):

@@ -10,12 +10,14 @@ from amaranth import Const, Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In
 
-from rtl.rdma.requester import Requester
-from rtl.rdma.responder import Responder
+from rtl.host.host_interface import HostInterface
+from rtl.rdma.req.requester import Requester
+from rtl.rdma.resp.responder import Responder
 from spec.checks import silence
 from spec.formats.roce import MR_LAYOUT
 
-__all__ = ["NicNode", "RdmaEngine", "ResponderWithMrPort", "nic_part", "NIC_PARTS"]
+__all__ = ["NicNode", "RdmaEngine", "RdmaNode", "ResponderWithMrPort", "nic_part",
+           "host_interface", "NIC_PARTS"]
 
 #: What :func:`nic_part` can return.
 NIC_PARTS = ("tx", "rx", "credit_return", "switch", "node")
@@ -42,6 +44,14 @@ def nic_part(part, **top_params):
     if part == "node":
         return NicNode(picked["tx"], picked["rx"], picked["credit_return"])
     return picked[part]
+
+
+def host_interface(profile, depth):
+    """A :class:`~rtl.host.host_interface.HostInterface` of the named ``profile``
+    (:data:`spec.host.PROFILES`)."""
+    from spec.host import PROFILES
+
+    return HostInterface(PROFILES[profile], depth)
 
 
 def _prefixed(prefix, component):
@@ -92,7 +102,7 @@ class NicNode(wiring.Component):
 
 
 class ResponderWithMrPort(wiring.Component):
-    """A :class:`~rtl.rdma.responder.Responder` whose MR table has a write port.
+    """A :class:`~rtl.rdma.resp.responder.Responder` whose MR table has a write port.
 
     The responder's MR table has no write port in the RTL: the testbench loads it
     through the simulator, as the driver's ``reg_mr`` would. Synthesis then sees a
@@ -125,8 +135,8 @@ class ResponderWithMrPort(wiring.Component):
 
 
 class RdmaEngine(wiring.Component):
-    """One RDMA node: a :class:`~rtl.rdma.requester.Requester` and a
-    :class:`~rtl.rdma.responder.Responder` side by side.
+    """One RDMA engine: a :class:`~rtl.rdma.req.requester.Requester` and a
+    :class:`~rtl.rdma.resp.responder.Responder` side by side.
 
     Every port of the requester is exposed as ``req_<name>``, every port of the
     responder as ``resp_<name>``. Their link and DMA ports are not merged: the design
@@ -149,4 +159,27 @@ class RdmaEngine(wiring.Component):
         m.submodules.responder = self.responder
         _expose(m, self, "req_", self.requester)
         _expose(m, self, "resp_", self.responder)
+        return m
+
+
+class RdmaNode(wiring.Component):
+    """One RDMA node as deployed: an :class:`RdmaEngine` and the host interface each of
+    its sides reaches host memory through (:class:`~rtl.host.host_interface.HostInterface`
+    of ``profile``). Ports: the engine's and both interfaces' (``hia_``, ``hib_``)."""
+
+    def __init__(self, cache_entries, depth, mr_entries, profile):
+        self.engine = RdmaEngine(cache_entries, depth, mr_entries)
+        self.hi_a = HostInterface(profile, depth)
+        self.hi_b = HostInterface(profile, depth)
+        super().__init__({**_prefixed("", self.engine), **_prefixed("hia_", self.hi_a),
+                          **_prefixed("hib_", self.hi_b)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = self.engine
+        m.submodules.hi_a = self.hi_a
+        m.submodules.hi_b = self.hi_b
+        _expose(m, self, "", self.engine)
+        _expose(m, self, "hia_", self.hi_a)
+        _expose(m, self, "hib_", self.hi_b)
         return m

@@ -13,7 +13,8 @@ from typing import NamedTuple
 from spec.fabric import retry_sizes
 from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP as NIC
-from spec.rdma import DEFAULTS as RDMA
+from spec.rdma_engine import FETCH_GROUP, SEQ_GROUP
+from spec.rdma_engine import TOP_DEFAULTS as RDMA
 
 __all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
            "SWITCH_PORTS", "NIC", "build", "factory_text", "totals", "design_totals",
@@ -85,14 +86,20 @@ COMPONENTS = {
     "icrc_inserter": Entry("rdma", "rtl.rdma.icrc_inserter", "IcrcInserter", {"width": 64}),
     "frame_check": Entry("rdma", "rtl.rdma.frame_check", "FrameCheck", {"width": 64}),
     "ack_receiver": Entry("rdma", "rtl.rdma.ack_receiver", "AckReceiver", {}),
-    **{f"qpc_cache_{n}": Entry("rdma", "rtl.rdma.qpc_cache", "QpcCache",
-                               {"entries": n, "depth": _DEPTH}) for n in CACHE_SIZES},
-    "requester_c16": Entry("rdma", "rtl.rdma.requester", "Requester",
+    # The requester's context cache (its two owned groups, three static read ports).
+    **{f"qpc_cache_{n}": Entry("rdma", "rtl.rdma.context_cache", "ContextCache",
+                               {"entries": n, "depth": _DEPTH,
+                                "groups": {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
+                                "static_reads": 3}) for n in CACHE_SIZES},
+    "requester_c16": Entry("rdma", "rtl.rdma.req.requester", "Requester",
                            {"cache_entries": 16, "depth": _DEPTH}),
     # As written (its MR table, never written, is optimised away: see docs/area.md) and
     # with the write port that the table needs in hardware.
-    "responder_c16": Entry("rdma", "rtl.rdma.responder", "Responder",
+    "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
                            {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
+    # The host interface both designs attach through (pcie profile).
+    "host_interface_pcie": Entry("shared", "rtl.tops.area_wrappers", "host_interface",
+                                 {"profile": "pcie", "depth": _DEPTH}),
     "responder_c16_mr_port": Entry("rdma", "rtl.tops.area_wrappers", "ResponderWithMrPort",
                                    {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
     **{f"rdma_engine_c{n}": Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine",
@@ -113,7 +120,7 @@ DESIGNS = {
 
 #: The components that take longest in Yosys (minutes), longest first.
 SLOW = ("switch_w64_p16", "switch_w64_p8", "rdma_engine_c256", "rdma_engine_c16",
-        "requester_c16", "responder_c16_mr_port", "responder_c16")
+        "requester_c16", "responder_c16_mr_port", "responder_c16", "host_interface_pcie")
 
 #: The figures of a result that add up over parts.
 FIGURES = ("ff_bits", "mem_bits", "rom_bits", "cells", "lut4")

@@ -19,12 +19,14 @@ def state_bits():
     from amaranth import Elaboratable, Shape
     from amaranth.lib import memory
 
-    from rtl.rdma.qpc_cache import QpcCache
-    from rtl.rdma.requester import outstanding_layout
+    from rtl.rdma.context_cache import ContextCache
+    from rtl.rdma.req.completion import CompletionUnit
+    from rtl.rdma.req.qp_front import QpFront
     from rtl.tops.area_wrappers import nic_part
     from spec.checks import silence
     from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_LAYOUT
-    from spec.rdma import OUTSTANDING
+    from spec.rdma_engine import REQUESTER_DEFAULTS
+    from spec.rdma_responder import RESP_GROUP
 
     def memories(component):
         """name -> (width, depth) of the memories that ``component``'s elaboration holds
@@ -53,9 +55,17 @@ def state_bits():
 
     cache_mems = memories(build("qpc_cache_16"))
     entry_bits = sum(width for width, _ in cache_mems.values())
-    engine = build("rdma_engine_c16")
-    silence(engine)
-    caches = count(engine, QpcCache, set())
+    resp_cache_mems = memories(ContextCache(16, 1 << 15, {"resp": RESP_GROUP}))
+    resp_entry_bits = sum(width for width, _ in resp_cache_mems.values())
+    records = REQUESTER_DEFAULTS["records"]
+    comp = CompletionUnit(16, records)
+    front = QpFront(16)
+    comp_mems, front_mems = memories(comp), memories(front)
+    # Per cache entry outside the cache: the front's item count and the completion
+    # unit's window pointers, counts, timer start and retry count of the entry's QP.
+    pinned_bits = sum(w for w, d in list(comp_mems.values()) + list(front_mems.values())
+                      if d == 16)
+    record_bits = sum(w for w, d in comp_mems.values() if d == records)
     tx = nic_part("tx", **dict(NIC, framing="compact"))
     cret = nic_part("credit_return", **dict(NIC, framing="compact"))
     switch = nic_part("switch", **dict(NIC, framing="compact"))
@@ -69,10 +79,12 @@ def state_bits():
             "host_word_bits": 8 * HOST_WORD_BYTES,
             "cache_entry_bits": entry_bits,
             "cache_entry_parts": {k: w for k, (w, _) in cache_mems.items()},
-            "caches_per_engine": caches,
-            "on_chip_bits_per_cached_qp": entry_bits * caches,
-            "outstanding_message_bits": Shape.cast(outstanding_layout()).width,
-            "outstanding_messages": OUTSTANDING,
+            "resp_cache_entry_bits": resp_entry_bits,
+            "resp_cache_entry_parts": {k: w for k, (w, _) in resp_cache_mems.items()},
+            "on_chip_bits_per_cached_qp": entry_bits + resp_entry_bits + pinned_bits,
+            "entry_state_bits": pinned_bits,
+            "window_record_bits": record_bits,
+            "window_records": records,
             "mr_entry_bits": Shape.cast(MR_LAYOUT).width,
             "mr_entries": _MR,
         },

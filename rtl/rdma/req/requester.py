@@ -28,7 +28,7 @@ from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
 from rtl.rdma.req.sequencer import Sequencer
 from rtl.rdma.req.wqe_fetch import WqeFetch
-from spec.checks import check_int
+from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
 from spec.host import mmio_layout, rd_data_layout, rd_req_layout, wr_layout
 from spec.rdma_engine import (
@@ -37,11 +37,13 @@ from spec.rdma_engine import (
     FETCH_GROUP,
     FIFO_DEPTHS,
     INTAKE_COUNTERS,
+    MAX_PREFETCH,
     RD_FILL,
     RD_PAYLOAD,
     RD_WQE,
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
+    RETRY_LIMIT_RANGE,
     SEQ_GROUP,
     TIMEOUT_RANGE,
 )
@@ -106,10 +108,21 @@ class Requester(wiring.Component):
     def __init__(self, cache_entries=16, depth=1 << 14, **params):
         unknown = set(params) - set(REQUESTER_DEFAULTS)
         if unknown:
-            raise ValueError(f"unknown Requester parameter(s): {sorted(unknown)}")
+            reject(self, f"unknown Requester parameter(s): {sorted(unknown)}")
         p = dict(REQUESTER_DEFAULTS, **params)
+        # Every check before any part is built (a part that rejects its parameter would
+        # leave the others built and unused).
         check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
         check_int(self, "ACK queue depth", p["ack_queue"], 2, 1024)
+        check_int(self, "retry limit", p["retry_limit"], *RETRY_LIMIT_RANGE)
+        check_int(self, "WQE prefetch depth", p["prefetch"], 1, MAX_PREFETCH)
+        check_int(self, "WQE FIFO words", p["wqe_words"], 64, 1 << 14)
+        check_int(self, "payload FIFO words", p["payload_words"], 64, 1 << 14)
+        check_int(self, "window records", p["records"], 2, 4096)
+        check_int(self, "QP-context cache entries", cache_entries, 16, 256)
+        if cache_entries & (cache_entries - 1):
+            reject(self, f"QP-context cache entries must be a power of two, "
+                         f"not {cache_entries!r}")
         self.p, self.depth = p, depth
         self.cache = ContextCache(cache_entries, depth,
                                   {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3)
