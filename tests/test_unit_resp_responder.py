@@ -6,15 +6,14 @@ import random
 import pytest
 
 from pymodel.packet import beats_to_frames, pack_beat
-from pymodel.rdma.engine import Config, HostMemory, beats_of
-from pymodel.rdma.engine import ResponderModel as StoreAndForwardModel
 from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import write_frame
-from pymodel.rdma.resp.node import ResponderNode
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
 from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS
+from tb.rdma.reference_responder import Config, HostMemory, beats_of
+from tb.rdma.reference_responder import StoreAndForwardResponder as StoreAndForwardModel
 from tb.resp_bench import TbHost, beat_schedule, run_responder
 from tb.resp_frames import A, B, responder_scenario
 
@@ -223,26 +222,3 @@ def test_model_idle_skipping_changes_nothing():
     skipped = _model_run(sc, schedule, 40, skip=True)
     assert full[:3] == skipped[:3]
     assert full[2]["frames_ok"] > 20 and skipped[3] < full[3] * 0.8
-
-
-def test_node_adapter_sends_the_same_acks():
-    """The system-model calling convention (:class:`ResponderNode`) gives the ACK frames
-    and counters of the plain twin."""
-    sc = responder_scenario(random.Random(9), qps=4, messages=25)
-    schedule, _ = beat_schedule(sc.frames)
-    cfg = Config(qpc_base_b=sc.qpc_base)
-    sent = []
-    node = ResponderNode(cfg, sc.mr_table, lambda c, frame: sent.append((c, frame)))
-    host = TbHost(sc.mem, 30)
-    c = 0
-    while c <= max(schedule) or node.busy() or host.pending:
-        rd_req, wr = node.offers()
-        rd_taken, wr_taken, rd_data = host.step(c, rd_req, wr)
-        node.step(c, beat=schedule.get(c), rd_data=rd_data, rd_ready=rd_taken,
-                  wr_ready=wr_taken)
-        node.commit()
-        c += 1
-    beats, _, counters, _ = _model_run(sc, schedule, 30, skip=False)
-    assert [cyc for cyc, _ in sent] == [cyc for cyc, _ in beats[::2]]   # 2 beats an ACK
-    assert [f for _, f in sent] == store_and_forward(sc)[0]
-    assert node.counters() == counters and len(sent) > 10
