@@ -15,7 +15,22 @@ level at the start of the cycle; an entry written in cycle ``c`` can be read fro
 
 from collections import deque
 
-__all__ = ["Fifo", "Staged", "commit_all"]
+__all__ = ["Fifo", "Staged", "commit_all", "note_activity", "take_activity"]
+
+#: Set when a commit changes anything (a FIFO push or pop, a register write): a system
+#: model that saw a cycle without any change may skip to its next external event.
+_ACTIVITY = [False]
+
+
+def note_activity():
+    """Record that state changed in this cycle (for twins with state of their own)."""
+    _ACTIVITY[0] = True
+
+
+def take_activity():
+    """Whether any state changed since the last call (and clear the flag)."""
+    seen, _ACTIVITY[0] = _ACTIVITY[0], False
+    return seen
 
 
 class Fifo:
@@ -63,6 +78,8 @@ class Fifo:
         self._pushed.append(value)
 
     def commit(self):
+        if self._popped or self._pushed:
+            _ACTIVITY[0] = True
         for _ in range(self._popped):
             self.q.popleft()
         self.q.extend(self._pushed)
@@ -105,6 +122,8 @@ class Staged:
         self._w[k] = value
 
     def commit(self):
+        if self._w:
+            _ACTIVITY[0] = True
         for k, value in self._w.items():
             if self.array:
                 self.v[k] = value

@@ -9,6 +9,7 @@ Every read sees the contents of the start of the cycle; writes are applied by
 
 from collections import deque
 
+from pymodel.cycle import note_activity
 from pymodel.rdma.fields import pack, unpack
 from spec.formats.roce import QPC_LAYOUT
 
@@ -91,6 +92,8 @@ class ContextCacheModel:
         self._staged.append(("group", name, e, dict(values)))
 
     def commit(self):
+        if self._staged:
+            note_activity()
         fills = 0
         for op in self._staged:
             if op[0] == "fill":

@@ -21,7 +21,7 @@ from pymodel.rdma.metrics import (
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import writes_scenario
 from spec.host import PROFILES
-from spec.rdma_engine import LADDER, RUNG_KNOBS
+from spec.rdma_engine import HOST_DEPTH, LADDER, RUNG_KNOBS
 
 __all__ = ["knobs_of", "build", "reduce_run", "rdma_point", "latency_spacing",
            "ENGINE_KNOBS"]
@@ -53,15 +53,18 @@ def latency_spacing(host):
 
 
 def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
-          pmtu_log2=12, seed=1, spacing=0, link_latency=6, warmup=True, **sizes):
+          pmtu_log2=12, seed=1, spacing=0, link_latency=6, warmup=True, depth=HOST_DEPTH,
+          **sizes):
     """``(cfg, verbs)`` of a run; with ``warmup`` the first message goes alone and the
-    others follow once it is done (:func:`latency_spacing`)."""
+    others follow once it is done (:func:`latency_spacing`). ``depth``: host-memory
+    words of each node (the co-simulation's by default; a model-only run may use more)."""
     k = knobs_of(None, knobs)
     verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
-                            spacing=spacing,
+                            spacing=spacing, depth=depth,
                             warmup=latency_spacing(host) if warmup else 0,
                             **{n: v for n, v in k.items() if n not in ENGINE_KNOBS})
     cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
+                 depth=depth,
                  cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,
                  **{n: k[n] for n in ENGINE_KNOBS}, **sizes)
     return cfg, verbs
@@ -101,7 +104,7 @@ def latency_knobs(knobs):
 
 def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
                knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6,
-               per_message=False):
+               per_message=False, depth=1 << 22):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
@@ -111,7 +114,7 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     not reached) and ``wire_bytes``, and its ``cycles``."""
     k = knobs_of(rung, knobs)
     common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
-                  seed=seed, link_latency=link_latency)
+                  seed=seed, link_latency=link_latency, depth=depth)
     cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
     run = run_model(cfg, verbs)
     bw = reduce_run(verbs, run, messages + 1)

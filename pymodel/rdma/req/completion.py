@@ -34,9 +34,21 @@ class CompletionUnitModel:
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
         self.used = False
+        self.timeout = 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
                           records_max=0)
         self.trace = []
+
+    def next_timer(self, c):
+        """The first cycle after ``c`` in which a timer may expire (its entry's scan
+        slot, ``now - start >= timeout``), or None if no window is open."""
+        best = None
+        for e in range(self.n):
+            if self.win[e]:
+                due = max(c + 1, self.tstart[e] + self.timeout)
+                due += (e - due) % self.n
+                best = due if best is None else min(best, due)
+        return best
 
     def hold(self):
         return self.state.value != 0
@@ -58,6 +70,7 @@ class CompletionUnitModel:
 
     def step(self, c, adm_total, timeout):
         """Cycle ``c``; ``adm_total`` is the front's count of items taken."""
+        self.timeout = timeout
         state = self.state.value
         sp = c % self.n                     # the scan pointer counts every cycle
         # 1. walk

@@ -75,3 +75,10 @@ class FrameSenderModel:
 
     def busy(self):
         return bool(self.pops)
+
+    def next_event(self, c):
+        """The cycle after ``c`` in which the framer becomes free for a waiting
+        descriptor (the only change of this stage that no FIFO announces), or None."""
+        if self.seg.can_read() and self.free_at > c:
+            return self.free_at
+        return None

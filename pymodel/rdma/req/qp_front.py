@@ -16,10 +16,14 @@ class QpFrontModel:
         self.adm = Staged(0, size=cache.n, name="adm")
         self.adm_total = Staged(0, name="adm_total")
         self.count = dict(items=0, ctx_stalls=0)
+        self.stalled = False
 
     def step(self, completion, serial):
         """One cycle; ``completion`` is the completion unit's twin (its counts of the
-        start of the cycle), ``serial`` the run-time port."""
+        start of the cycle), ``serial`` the run-time port. ``stalled`` says whether the
+        cycle counted a context stall (a system model that skips idle cycles adds one
+        per skipped cycle: nothing changes while the item waits)."""
+        self.stalled = False
         if not (self.items.can_read() and self.fetch.can_write()):
             return
         if completion.hold():
@@ -34,6 +38,7 @@ class QpFrontModel:
                                             self.wr_wb.can_write())
         if not taken:
             self.count["ctx_stalls"] += 1
+            self.stalled = True
             return
         self.items.read()
         self.fetch.write(dict(it, entry=e))
