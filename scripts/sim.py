@@ -21,28 +21,37 @@ DESIGNS = (("nic", "tb.nic.headline"), ("rdma", "tb.rdma.headline"))
 
 COLUMNS = (
     ("design", "design", "{}"),
-    ("framing", "framing", "{}"),
-    ("qps/peers", None, "{}"),
-    ("latency", "latency_cycles_rtl", "{}"),
-    ("completion", "completion_cycles_rtl", "{}"),
-    ("ii", "ii_cycles_rtl", "{}"),
-    ("wire B", "wire_bytes_rtl", "{}"),
+    ("row", None, "{}"),
+    ("latency", "latency_cycles_rtl", "{:g}"),
+    ("completion", "completion_cycles_rtl", "{:g}"),
+    ("ii", "ii_cycles_rtl", "{:.2f}"),
+    ("wire B", "wire_bytes_rtl", "{:.1f}"),
     ("wire eff", None, "{}"),
+    ("host B", "host_bytes_rtl", "{:.0f}"),
+    ("TLPs", None, "{}"),
+    ("host util", "host_util_rtl", "{:.2f}"),
     ("ctrl ops", None, "{}"),
+    ("in flight bits", "inflight_bits_rtl", "{}"),
     ("mismatch", "mismatches", "{}"),
 )
 
 
 def _cell(row, title, key, fmt):
-    if title == "qps/peers":
-        return (f"{row.get('qps')} QP / {row.get('cache_entries')} cache"
-                if row.get("design") == "rdma" else f"{row.get('peers')} peers")
+    if title == "row":
+        if row.get("design") == "rdma":
+            return (f"{row.get('rung')}, {row.get('qps')} QP / "
+                    f"{row.get('cache_entries')} entries, {row.get('host')}")
+        return f"{row.get('framing')}, {row.get('peers')} peers" + (
+            f", {row['attach']}" if row.get("attach") else "")
+    if title == "TLPs":
+        tlps = row.get("host_tlps_rtl")
+        return f"{sum(tlps.values()):.2f}" if isinstance(tlps, dict) else "-"
     if title == "wire eff":
         wire = row.get("wire_bytes_rtl")
         return f"{100 * row['msg_bytes'] / wire:.1f}%" if wire else "-"
     if title == "ctrl ops":
         ops = row.get("ctrl_ops_rtl") or {}
-        return str(sum(ops.values())) if isinstance(ops, dict) else str(ops)
+        return f"{sum(ops.values()):.2f}" if isinstance(ops, dict) else str(ops)
     value = row.get(key)
     return "-" if value is None else fmt.format(value)
 

@@ -72,11 +72,13 @@ TIMEOUT_RANGE = (64, (1 << 24) - 1)
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=256, timeout=4096, retry_limit=7, ack_queue=64)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
-#: descriptors of WQE reads and payload reads while their data is on its way: over PCIe
-#: (about 560 cycles a read) at one message every 4 to 6 cycles about 100 to 140 of each
-#: are outstanding (Little's law), so both are 128 deep; the others only decouple
-#: neighbouring stages.
-FIFO_DEPTHS = dict(items=16, bf=64, fetch=16, resend=4, batch=128, jobs=16, inline=16,
+#: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
+#: the work items whose context fills are on their way, ``bf`` the words of WQEs written
+#: by MMIO until the sequencer takes them (three words for a 128-byte inline WQE): over
+#: PCIe (about 565 cycles a read) at one message every 4 to 6 cycles, about 100 to 140
+#: of each are outstanding (Little's law), so ``batch``, ``segs`` and ``fetch`` are 128
+#: deep and ``bf`` 512 words; the others only decouple neighbouring stages.
+FIFO_DEPTHS = dict(items=16, bf=512, fetch=128, resend=4, batch=128, jobs=16, inline=16,
                    segs=128, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
                    wr_cqe=4)
 #: Counters of the requester, in port order.
