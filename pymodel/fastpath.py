@@ -29,9 +29,15 @@ NIC (node 0 sends, round robin to nodes ``1..peers``)
     never queues behind the previous one (its first segment is its longest frame).
 
 RDMA
-    Not covered: the pipelined engine (its stages, FIFOs, host-interface scheduling and
-    per-QP windows) has no closed form that is exact; RDMA points run on the cycle-level
-    model (:func:`pymodel.points.cycle_point`), a few seconds per point.
+    :mod:`pymodel.rdma.fastpath`: the pipelined engine's steady state from closed forms
+    (the slowest resource a message uses, the chain of steps of an isolated message,
+    exact counts of every transaction). The counts (wire, host and control bytes,
+    TLPs, control operations) and, on the test grid, the latency and completion equal
+    the cycle model's; ``ii_cycles``, ``host_util`` and ``inflight_bits`` are within the
+    measured tolerances of :data:`pymodel.rdma.fastpath.TOLERANCES`. Regimes it does not
+    cover raise ``ValueError`` (see that module). :func:`fast_point` only: there are no
+    per-message arrays for RDMA (:func:`fast_run` and :func:`fast_messages` refuse it).
+    :data:`EXACT` says which designs' fast-path figures are all exact.
 """
 
 import bisect
@@ -44,7 +50,11 @@ from spec.formats.nic import header_bytes as nic_header_bytes
 from spec.formats.nic import padded_bytes
 from spec.metrics import CTRL_KINDS
 
-__all__ = ["fast_point", "fast_run", "fast_messages"]
+__all__ = ["fast_point", "fast_run", "fast_messages", "EXACT"]
+
+#: Whether every figure of a design's fast path equals the cycle-level model's (the NIC)
+#: or some are closed-form estimates within measured tolerances (the RDMA engine).
+EXACT = {"nic": True, "rdma": False}
 
 _PHY = PREAMBLE_SFD_BYTES + IFG_BYTES
 _FCS = 4
@@ -175,8 +185,9 @@ def fast_run(design, *, msg_bytes, messages, **knobs):
     path's coverage."""
     design, p = resolve(design, msg_bytes, messages, knobs)
     if design != "nic":
-        raise ValueError("the fast path covers the NIC only: the pipelined RDMA engine "
-                         "has no closed form (use pymodel.points.cycle_point)")
+        raise ValueError("per-message cycles of the RDMA engine are not in the fast path "
+                         "(fast_point gives its steady-state metrics; per-message cycles: "
+                         "pymodel.points.cycle_run)")
     a, x = _nic(msg_bytes, messages, p)
     gaps = np.diff(a["accept"])
     point = {
@@ -192,9 +203,17 @@ def fast_run(design, *, msg_bytes, messages, **knobs):
 
 
 def fast_point(design, *, msg_bytes, messages, **knobs):
-    """The metrics dict of :func:`fast_run`: equal to :func:`pymodel.points.cycle_point`
-    for the same arguments wherever the fast path covers them."""
-    return fast_run(design, msg_bytes=msg_bytes, messages=messages, **knobs)[0]
+    """The metrics dict of :func:`pymodel.points.cycle_point` for the same arguments,
+    from closed forms: for the NIC that of :func:`fast_run` (equal to the cycle model);
+    for the RDMA engine :func:`pymodel.rdma.fastpath.rdma_fast_point` (exact counts,
+    steady-state rate within measured tolerances). Raises ``ValueError`` for a bad
+    parameter (the checks of :func:`pymodel.points.resolve`) and for a point outside
+    the fast path's coverage."""
+    design, p = resolve(design, msg_bytes, messages, knobs)
+    if design == "nic":
+        return fast_run(design, msg_bytes=msg_bytes, messages=messages, **knobs)[0]
+    from pymodel.rdma.fastpath import rdma_fast_point
+    return normalise(rdma_fast_point(msg_bytes, messages, p))
 
 
 def fast_messages(design, *, msg_bytes, messages, **knobs):
