@@ -22,9 +22,11 @@ engine's own numbers for back-to-back messages of one size: ``ii``, ``latency``,
   the same for ``completion_cycles``; ``wire_bytes``, ``ctrl_ops``, ``ctrl_bytes`` are
   sums (``ctrl_ops`` is the total of the engine's control actions per message, the
   ``ctrl_ops`` dict of the engine summed over its kinds).
-- Issuer (RDMA): ``wqes = n``, ``doorbells = n / doorbell_batch``, ``cqes = n /
-  signal_every``; ``issuer_cycles = wqe_cycles x wqes + doorbell_cycles x doorbells +
-  cqe_cycles x cqes``.
+- Issuer (RDMA): one WQE per message, whatever its size (a real WRITE carries up to
+  2**31 bytes, IBTA; only the engine *model* stops at 64 KiB, so a larger message is
+  costed as consecutive 64 KiB WRITEs but posted once): ``wqes = 1``, ``doorbells = 1 /
+  doorbell_batch``, ``cqes = 1 / signal_every``; ``issuer_cycles = wqe_cycles x wqes +
+  doorbell_cycles x doorbells + cqe_cycles x cqes``.
 - ``cycles = max(ii_cycles, issuer_cycles)``: the issuer and the engine work in
   parallel, one message apart, so the slower sets the rate.
 
@@ -280,9 +282,9 @@ class Carrier:
         if self.design == "nic":
             wqes = doorbells = cqes = issuer = 0
         else:
-            wqes = n
-            doorbells = n / self.doorbell_batch
-            cqes = n / self.signal_every
+            wqes = 1
+            doorbells = 1 / self.doorbell_batch
+            cqes = 1 / self.signal_every
             issuer = (self.issuer.wqe_cycles * wqes + self.issuer.doorbell_cycles
                       * doorbells + self.issuer.cqe_cycles * cqes)
         cost = MessageCost(

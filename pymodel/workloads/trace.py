@@ -229,12 +229,13 @@ class TraceBuilder:
         else:
             cols = [np.zeros(0, dtype=np.int64) for _ in _COLUMNS]
         src, dst, nbytes, count, phase, kind = cols
-        order = np.lexsort((nbytes, dst, kind, src, phase))
-        src, dst, nbytes, count, phase, kind = (a[order] for a in cols)
+        g = max(self.gpus, 1)
+        where = (phase * 2 * g + src * 2 + kind) * g + dst     # (phase, src, kind, dst)
+        order = np.lexsort((nbytes, where))
+        src, dst, nbytes, count, phase, kind, where = (a[order] for a in (*cols, where))
         # Merge rows that differ only in count.
         if len(src):
-            key = np.stack([phase, src, kind, dst, nbytes])
-            new = np.concatenate(([True], np.any(key[:, 1:] != key[:, :-1], axis=0)))
+            new = np.r_[True, (where[1:] != where[:-1]) | (nbytes[1:] != nbytes[:-1])]
             starts = np.flatnonzero(new)
             count = np.add.reduceat(count, starts)
             src, dst, nbytes, phase, kind = (a[starts] for a in (src, dst, nbytes, phase,
