@@ -182,7 +182,8 @@ class Carrier:
         RDMA issuer (a key of :data:`ISSUERS`); ignored for the NIC, whose stores come
         from the accelerator's own fabric.
     knobs : dict
-        Extra engine knobs (those of :func:`pymodel.points.resolve` for the design).
+        Extra engine knobs (those of :func:`pymodel.points.resolve` for the design, but
+        ``qps``, ``peers`` and ``framing``, which the carrier sets).
     messages : int
         Back-to-back messages each engine point runs (at least 2 x ``conns`` are run, so
         every connection is used twice and the context cache reaches its steady state).
@@ -208,6 +209,10 @@ class Carrier:
             if issuer not in ISSUERS:
                 raise ValueError(f"issuer must be one of {sorted(ISSUERS)}, not {issuer!r}")
             issuer = ISSUERS[issuer]
+        taken = sorted({"qps", "peers", "framing"} & set(knobs or {}))
+        if taken:
+            raise ValueError(f"knobs {taken} are set by the carrier (qps and peers per "
+                             f"message from conns, framing from framing=)")
         if not isinstance(messages, int) or messages < 2:
             raise ValueError(f"messages must be an integer >= 2, not {messages!r}")
         self.design, self.framing, self.rung, self.issuer = design, framing, rung, issuer

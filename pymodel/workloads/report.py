@@ -141,7 +141,7 @@ def _table(head, rows):
     return "\n".join(lines)
 
 
-def _plots(out, grid, kv, kvt, cal, t0):
+def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -154,7 +154,7 @@ def _plots(out, grid, kv, kvt, cal, t0):
         plt.close(fig)
         names.append(name)
 
-    comm = [s for s in SCENARIOS if s.tp > 1 or s.ep > 1]
+    comm = [s for s in scenarios if s.tp > 1 or s.ep > 1]
     for lines, ylabel, fname in (
             ((("nic", "coordination_s", "-", "NIC"), ("rdma", "coordination_s", "--", "RDMA")),
              "communication per step (us)", "inference_comm_vs_batch.png"),
@@ -211,15 +211,15 @@ def _plots(out, grid, kv, kvt, cal, t0):
     cmap = ListedColormap(["#d62728", "#1f77b4", "#ffbf00"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, d in zip(axes, ("nic", "rdma"), strict=True):
-        cells = [[_pick(grid, sc.label, b, d) for b in BATCHES] for sc in SCENARIOS]
+        cells = [[_pick(grid, sc.label, b, d) for b in batches] for sc in scenarios]
         ax.imshow([[classes.index(r["bottleneck"]) for r in row] for row in cells],
                   cmap=cmap, vmin=0, vmax=2, aspect="auto")
         for y, row in enumerate(cells):
             for x, r in enumerate(row):
                 ax.text(x, y, f"{100 * r['coordination_s'] / r['step_s']:.0f}",
                         ha="center", va="center", fontsize=7)
-        ax.set_xticks(range(len(BATCHES)), [str(b) for b in BATCHES])
-        ax.set_yticks(range(len(SCENARIOS)), [s.label for s in SCENARIOS], fontsize=7)
+        ax.set_xticks(range(len(batches)), [str(b) for b in batches])
+        ax.set_yticks(range(len(scenarios)), [s.label for s in scenarios], fontsize=7)
         ax.set_xlabel("batch")
         ax.set_title(f"{d.upper()} (numbers: communication, % of the step)", fontsize=9)
     fig.legend(handles=[Patch(color=cmap(i), label=c) for i, c in enumerate(classes)],
@@ -228,7 +228,7 @@ def _plots(out, grid, kv, kvt, cal, t0):
     save(fig, "inference_bottleneck_map.png")
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    for i, sc in enumerate(SCENARIOS):
+    for i, sc in enumerate(scenarios):
         for d, style in (("nic", "-"), ("rdma", "--")):
             pts = [r for r in grid if r["scenario"] == sc.label and r["design"] == d]
             a1.plot([r["batch"] for r in pts], [r["step_s"] * 1e3 for r in pts], style,
@@ -275,7 +275,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
     elapsed = time.perf_counter() - t_start
-    pngs = _plots(out, grid, kv, kvt, cal, t0) if plots else []
+    pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
         json.dump({"grid": grid, "kv_bytes_per_token": kv, "kv_transfer": kvt,
                    "nim_calibration": [dict(asdict(r), residual=r.residual,
