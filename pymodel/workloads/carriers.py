@@ -263,7 +263,9 @@ class Carrier:
     def cost(self, msg_bytes, conns=1):
         """The :class:`MessageCost` of one message of ``msg_bytes`` (an int >= 1) when the
         sender spreads its messages over ``conns`` connections (QPs or peers, >= 1).
-        Raises ``ValueError`` naming ``msg_bytes`` or ``conns`` when out of range."""
+        Raises ``ValueError`` naming ``msg_bytes`` or ``conns`` when out of range, and the
+        engine cost function's ``ValueError`` for a point it does not cover (the fast
+        path says so; there is no silent fallback to other numbers)."""
         for name, v in (("msg_bytes", msg_bytes), ("conns", conns)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, not {v!r}")
