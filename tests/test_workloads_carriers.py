@@ -34,13 +34,15 @@ def test_carrier_numbers_are_the_fast_paths(design, knobs, size):
     assert got.ctrl_ops == sum(want["ctrl_ops"].values())
 
 
-def test_headline_numbers_through_the_carrier():
-    # findings.md: 128 B, NIC compact ii 3 latency 11; RDMA 1 QP ii 143 latency 151.
-    nic, rdma = Carrier("nic").cost(128), Carrier("rdma").cost(128)
-    assert (nic.ii_cycles, nic.latency_cycles, nic.wire_bytes) == (3, 11, 160)
-    assert (rdma.ii_cycles, rdma.latency_cycles, rdma.wire_bytes) == (143, 151, 312)
-    # 4096 QPs over the 16-entry cache: every message misses (ii 207).
-    assert Carrier("rdma").cost(128, conns=4096).ii_cycles == 207
+def test_conns_reach_the_engine_as_qps_and_peers():
+    # 4096 QPs round robin over the context cache: the fast path's own figures for them.
+    got = Carrier("rdma").cost(128, conns=4096)
+    want = fast_point("rdma", msg_bytes=128, messages=2 * 4096, qps=4096)
+    assert got.ii_cycles == want["ii_cycles"] and got.ctrl_bytes == want["ctrl_bytes"]
+    assert got.ctrl_by_kind["ctx_misses"] == want["ctrl_ops"]["ctx_misses"]
+    nic = Carrier("nic").cost(128, conns=300)              # peers capped at 254
+    assert nic.ii_cycles == fast_point("nic", msg_bytes=128, messages=510,
+                                       framing="compact", peers=254)["ii_cycles"]
 
 
 def test_nic_cuts_messages_into_stores_of_max_payload():
