@@ -1,0 +1,307 @@
+"""Carrying a workload's messages by each design: per-message costs from the golden model.
+
+A :class:`Carrier` answers one question, memoised per message size and connection count:
+what does one message of ``msg_bytes`` cost on this design (:meth:`Carrier.cost`)? The
+numbers come from an *engine cost function* with the signature of
+:func:`pymodel.fastpath.fast_point` (the default), never from constants of this module:
+
+- NIC (``design="nic"``): a message is cut into stores of at most the NIC's
+  ``max_payload`` (the accelerator issues stores; there is no descriptor, doorbell or
+  completion queue, so no issuer cost).
+- RDMA (``design="rdma"``): a message is one WRITE (the engine segments it at the path
+  MTU); a message above ``pymodel.points.RDMA_MAX_BYTES`` (64 KiB, the largest the
+  engine model accepts) is posted as several WRITEs. A :class:`Rung` of the
+  optimisation ladder says which engine cost function and knobs to use and, optionally,
+  its doorbell batching and completion signalling; an :class:`IssuerProfile` says what
+  posting costs whoever posts (CPU, GPU, controller; ``data/issuers.toml``, sourced).
+
+For a message of ``n`` engine messages (stores or WRITEs) of sizes ``s_1..s_n`` (the
+engine's own numbers for back-to-back messages of one size: ``ii``, ``latency``, ...):
+
+- ``ii_cycles = sum(ii(s_j))``; ``latency_cycles = sum(ii(s_j), j < n) + latency(s_n)``,
+  the same for ``completion_cycles``; ``wire_bytes``, ``ctrl_ops``, ``ctrl_bytes`` are
+  sums (``ctrl_ops`` is the total of the engine's control actions per message, the
+  ``ctrl_ops`` dict of the engine summed over its kinds).
+- Issuer (RDMA): one WQE per message, whatever its size (a real WRITE carries up to
+  2**31 bytes, IBTA; only the engine *model* stops at 64 KiB, so a larger message is
+  costed as consecutive 64 KiB WRITEs but posted once): ``wqes = 1``, ``doorbells = 1 /
+  doorbell_batch``, ``cqes = 1 / signal_every``; ``issuer_cycles = wqe_cycles x wqes +
+  doorbell_cycles x doorbells + cqe_cycles x cqes``.
+- ``cycles = max(ii_cycles, issuer_cycles)``: the issuer and the engine work in
+  parallel, one message apart, so the slower sets the rate.
+
+``conns`` is what the engine keeps state for: RDMA queue pairs used round robin (the
+engine model's ``qps``, up to 4096: context-cache misses appear when they outnumber the
+cache entries), NIC destination peers (``peers``, up to 254; the NIC keeps no per-peer
+state, so its cost does not depend on it).
+
+The lead's new engine plugs in as a :class:`Rung` with its own ``cost_fn`` and knobs; the
+generator and the timing code do not change.
+"""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Carrier", "Rung", "IssuerProfile", "MessageCost", "RUNGS", "ISSUERS",
+           "load_issuers", "NIC_FRAMINGS"]
+
+DATA = Path(__file__).resolve().parent / "data"
+NIC_FRAMINGS = ("compact", "l2")
+_MAX_QPS = 4096
+_MAX_PEERS = 254
+
+
+def _default_cost_fn(design, *, msg_bytes, messages, **knobs):
+    # The golden model's fast path (imported here: it pulls in the whole model).
+    from pymodel.fastpath import fast_point
+    return fast_point(design, msg_bytes=msg_bytes, messages=messages, **knobs)
+
+
+@dataclass(frozen=True)
+class IssuerProfile:
+    """What posting RDMA work costs (cycles of 1 ns) and how the issuer uses the engine.
+
+    ``doorbell_batch`` WQEs per doorbell and ``signal_every`` WQEs per CQE are the
+    issuer's default policy (a :class:`Rung` may override them). ``status`` says how the
+    costs were obtained: ``derived``, ``bound`` or ``assumption`` (data file).
+    """
+
+    name: str
+    title: str
+    wqe_cycles: float
+    doorbell_cycles: float
+    cqe_cycles: float
+    doorbell_batch: int
+    signal_every: int
+    status: str
+    source: str
+    derivation: str
+
+    def __post_init__(self):
+        for k in ("wqe_cycles", "doorbell_cycles", "cqe_cycles"):
+            v = getattr(self, k)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"issuer {self.name!r}: {k} must be a number >= 0, "
+                                 f"not {v!r}")
+        for k in ("doorbell_batch", "signal_every"):
+            v = getattr(self, k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"issuer {self.name!r}: {k} must be an integer >= 1, "
+                                 f"not {v!r}")
+        if self.status not in ("derived", "bound", "assumption", "measured"):
+            raise ValueError(f"issuer {self.name!r}: unknown status {self.status!r}")
+
+
+def load_issuers(path=DATA / "issuers.toml"):
+    """The issuer profiles of a data file, ``{name: IssuerProfile}``."""
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    return {name: IssuerProfile(name=name, **body) for name, body in doc.items()}
+
+
+#: Issuer profiles from ``data/issuers.toml``: ``none``, ``cpu``, ``cpu_framework``,
+#: ``gpu``, ``controller``.
+ISSUERS = load_issuers()
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the RDMA optimisation ladder, as the carrier uses it.
+
+    Parameters
+    ----------
+    name : str
+    knobs : dict
+        Engine knobs passed to ``cost_fn`` for every message (e.g. ``mem_latency``).
+    doorbell_batch, signal_every : int or None
+        WQEs per doorbell and per CQE when the rung sets them (doorbell batching,
+        unsignalled completions); ``None``: the issuer's own policy.
+    cost_fn : callable or None
+        ``cost_fn(design, msg_bytes=..., messages=..., **knobs) -> dict`` with the keys of
+        :func:`pymodel.fastpath.fast_point` (``ii_cycles``, ``latency_cycles``,
+        ``completion_cycles``, ``wire_bytes``, ``ctrl_ops`` dict, ``ctrl_bytes``, and
+        ``host_bytes`` when the engine models a host interface). ``None``: the fast path.
+    note : str
+    """
+
+    name: str
+    knobs: dict = field(default_factory=dict)
+    doorbell_batch: int | None = None
+    signal_every: int | None = None
+    cost_fn: object = None
+    note: str = ""
+
+
+#: The rungs the engine models support today. The ladder of issue 14 (pipelined, doorbell
+#: batching 16, WQE by MMIO + inline, unsignalled 1/64, ACK coalescing) is added here by
+#: whoever lands that engine: ``RUNGS["pipelined"] = Rung("pipelined", cost_fn=...)``.
+RUNGS = {
+    "sequential": Rung("sequential", note="the RTL engine of today: one message in "
+                       "flight, one doorbell and one CQE per WRITE (pymodel.fastpath)"),
+}
+
+
+@dataclass(frozen=True)
+class MessageCost:
+    """The cost of one message of ``msg_bytes`` on one carrier (see the module doc).
+
+    Cycles are cycles of 1 ns; ``ctrl_by_kind`` is the engine's ``ctrl_ops`` dict summed
+    over the message's stores or WRITEs; ``host_bytes`` is ``None`` where the engine
+    model has no host interface yet.
+    """
+
+    msg_bytes: int
+    chunks: int
+    ii_cycles: float
+    latency_cycles: float
+    completion_cycles: float
+    wire_bytes: float
+    ctrl_ops: float
+    ctrl_by_kind: dict
+    ctrl_bytes: float
+    host_bytes: float | None
+    wqes: float
+    doorbells: float
+    cqes: float
+    issuer_cycles: float
+    cycles: float
+
+
+class Carrier:
+    """One design carrying messages, with per-message costs from an engine cost function.
+
+    Parameters
+    ----------
+    design : {"nic", "rdma"}
+    framing : {"compact", "l2"}
+        The NIC's framing (ignored for RDMA).
+    rung : str or Rung
+        RDMA rung (a key of :data:`RUNGS` or a :class:`Rung`); ignored for the NIC.
+    issuer : str or IssuerProfile
+        RDMA issuer (a key of :data:`ISSUERS`); ignored for the NIC, whose stores come
+        from the accelerator's own fabric.
+    knobs : dict
+        Extra engine knobs (those of :func:`pymodel.points.resolve` for the design, but
+        ``qps``, ``peers`` and ``framing``, which the carrier sets).
+    messages : int
+        Back-to-back messages each engine point runs (at least 2 x ``conns`` are run, so
+        every connection is used twice and the context cache reaches its steady state).
+
+    Raises
+    ------
+    ValueError
+        For an unknown design, framing, rung or issuer, or an engine knob the cost
+        function rejects (checked once, at construction, on a 64-byte message).
+    """
+
+    def __init__(self, design, *, framing="compact", rung="sequential", issuer="none",
+                 knobs=None, messages=256):
+        if design not in ("nic", "rdma"):
+            raise ValueError(f"design must be 'nic' or 'rdma', not {design!r}")
+        if design == "nic" and framing not in NIC_FRAMINGS:
+            raise ValueError(f"framing must be one of {NIC_FRAMINGS}, not {framing!r}")
+        if isinstance(rung, str):
+            if rung not in RUNGS:
+                raise ValueError(f"rung must be one of {sorted(RUNGS)}, not {rung!r}")
+            rung = RUNGS[rung]
+        if isinstance(issuer, str):
+            if issuer not in ISSUERS:
+                raise ValueError(f"issuer must be one of {sorted(ISSUERS)}, not {issuer!r}")
+            issuer = ISSUERS[issuer]
+        taken = sorted({"qps", "peers", "framing"} & set(knobs or {}))
+        if taken:
+            raise ValueError(f"knobs {taken} are set by the carrier (qps and peers per "
+                             f"message from conns, framing from framing=)")
+        if not isinstance(messages, int) or messages < 2:
+            raise ValueError(f"messages must be an integer >= 2, not {messages!r}")
+        self.design, self.framing, self.rung, self.issuer = design, framing, rung, issuer
+        self.knobs = dict(knobs or {})
+        self.messages = messages
+        from pymodel.points import NIC_DEFAULTS, RDMA_MAX_BYTES
+        if design == "nic":
+            self._knobs = dict(self.knobs, framing=framing)
+            self._fn = _default_cost_fn
+            #: Largest engine message: a NIC store of max_payload, a 64 KiB WRITE.
+            self.max_chunk = self._knobs.get("max_payload", NIC_DEFAULTS["max_payload"])
+        else:
+            self._knobs = dict(rung.knobs, **self.knobs)
+            self._fn = rung.cost_fn or _default_cost_fn
+            self.max_chunk = RDMA_MAX_BYTES
+        self._memo = {}
+        self._point(64, 1)                        # surfaces a bad knob now
+
+    @property
+    def name(self):
+        """A short label: ``nic-compact``, ``rdma-sequential-gpu``, ..."""
+        if self.design == "nic":
+            return f"nic-{self.framing}"
+        return f"rdma-{self.rung.name}-{self.issuer.name}"
+
+    @property
+    def doorbell_batch(self):
+        """WQEs per doorbell (the rung's, else the issuer's)."""
+        return self.rung.doorbell_batch or self.issuer.doorbell_batch
+
+    @property
+    def signal_every(self):
+        """WQEs per CQE (the rung's, else the issuer's)."""
+        return self.rung.signal_every or self.issuer.signal_every
+
+    def _point(self, size, conns):
+        key = (size, conns)
+        if key not in self._memo:
+            if self.design == "nic":
+                knobs = dict(self._knobs, peers=min(conns, _MAX_PEERS))
+                n = max(self.messages, 2 * knobs["peers"] + 2)
+            else:
+                knobs = dict(self._knobs, qps=min(conns, _MAX_QPS))
+                n = max(self.messages, 2 * knobs["qps"])
+            self._memo[key] = self._fn(self.design, msg_bytes=size, messages=n, **knobs)
+        return self._memo[key]
+
+    def cost(self, msg_bytes, conns=1):
+        """The :class:`MessageCost` of one message of ``msg_bytes`` (an int >= 1) when the
+        sender spreads its messages over ``conns`` connections (QPs or peers, >= 1).
+        Raises ``ValueError`` naming ``msg_bytes`` or ``conns`` when out of range, and the
+        engine cost function's ``ValueError`` for a point it does not cover (the fast
+        path says so; there is no silent fallback to other numbers)."""
+        for name, v in (("msg_bytes", msg_bytes), ("conns", conns)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, not {v!r}")
+        key = ("cost", msg_bytes, conns)
+        if key in self._memo:
+            return self._memo[key]
+        full, rest = divmod(msg_bytes, self.max_chunk)
+        parts = [(self.max_chunk, full)] if full else []
+        if rest:
+            parts.append((rest, 1))
+        pts = [(self._point(s, conns), k) for s, k in parts]
+        last = pts[-1][0]
+        n = full + (1 if rest else 0)
+        ii = sum(p["ii_cycles"] * k for p, k in pts)
+        kinds = {}
+        for p, k in pts:
+            for kind, v in p["ctrl_ops"].items():
+                kinds[kind] = kinds.get(kind, 0) + v * k
+        host = (None if any(p.get("host_bytes") is None for p, _ in pts)
+                else sum(p["host_bytes"] * k for p, k in pts))
+        if self.design == "nic":
+            wqes = doorbells = cqes = issuer = 0
+        else:
+            wqes = 1
+            doorbells = 1 / self.doorbell_batch
+            cqes = 1 / self.signal_every
+            issuer = (self.issuer.wqe_cycles * wqes + self.issuer.doorbell_cycles
+                      * doorbells + self.issuer.cqe_cycles * cqes)
+        cost = MessageCost(
+            msg_bytes=msg_bytes, chunks=n, ii_cycles=ii,
+            latency_cycles=ii - last["ii_cycles"] + last["latency_cycles"],
+            completion_cycles=ii - last["ii_cycles"] + last["completion_cycles"],
+            wire_bytes=sum(p["wire_bytes"] * k for p, k in pts),
+            ctrl_ops=sum(kinds.values()), ctrl_by_kind=kinds,
+            ctrl_bytes=sum(p["ctrl_bytes"] * k for p, k in pts), host_bytes=host,
+            wqes=wqes, doorbells=doorbells, cqes=cqes, issuer_cycles=issuer,
+            cycles=max(ii, issuer))
+        self._memo[key] = cost
+        return cost

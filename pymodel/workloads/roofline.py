@@ -1,0 +1,237 @@
+"""Decode-step roofline: compute, weight and KV-cache reads, and communication per step.
+
+For one decode step of a model on a :class:`~pymodel.workloads.generate.Deployment`,
+per GPU (every GPU of these deployments does the same work; ``T`` is the tokens the
+step decodes, ``batch x attention groups``; ``tp`` the TP degree, ``ep`` the EP degree):
+
+Weights read
+    Everything but the routed experts is sharded ``tp`` ways: ``(layers x attention +
+    dense layers x dense MLP + MoE layers x (router + shared experts) + LM head) / tp``
+    parameters. Routed experts: a GPU holds ``E / ep`` of each MoE layer's ``E`` experts
+    and reads those at least one token picked; with balanced independent routing a
+    given expert is picked by one of ``T`` tokens with probability ``1 - (1 - k / E)^T``
+    (``k`` experts per token; ``ep = 1``: the expected touched experts of all ``E``,
+    ``tp``-sharded). Times ``bytes(weights_dtype)``.
+KV cache read
+    ``batch x context x kv_bytes_per_token x share``: ``share`` is the fraction of KV heads
+    a TP rank holds (``kv_heads_per_gpu / kv_heads``; 1 for MLA, whose latent every rank
+    holds).
+FLOPs
+    ``2 x batch x (non-routed parameters / tp)`` for the linear layers (every TP rank
+    multiplies the whole group's batch by its shard), ``2 x T x k / ep x expert
+    parameters`` per MoE layer for the routed experts this GPU serves, and attention:
+    ``4 x context x heads x head_dim / tp`` per token and layer (scores and values; MLA
+    absorbed: ``2 x context x heads x (kv_lora + rope + kv_lora) / tp``).
+Time
+    ``compute = FLOPs / peak`` (FP8 peak for FP8 weights, else BF16), ``memory = bytes /
+    HBM bandwidth``, ``coordination`` = the communication time of the step's trace on a
+    carrier (:func:`pymodel.workloads.timing.comm_time`; 1 cycle = 1 ns). Compute and
+    memory overlap, communication does not (decode's all-reduces and DeepEP's low-
+    latency dispatch/combine sit between the layers' compute):
+    ``step = max(compute, memory) + coordination + overhead``. Per-token latency is
+    ``step`` (each sequence gets one token per step); throughput ``T / step``.
+Bottleneck
+    The largest of ``compute``, ``memory`` and ``coordination``, with the seed's remedy:
+    compute -> add compute; memory (reading cached state: weights and the KV cache,
+    which a model keeps instead of recomputing) -> cache and share (batch to share
+    weight reads, GQA/MQA/MLA to share the cache); coordination -> remove state and
+    control steps.
+Capacity
+    ``fits``: the weights a GPU holds (all of its shard and experts) plus its KV cache fit
+    its HBM. Nothing else (activations, workspace) is counted.
+"""
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pymodel.workloads.config import dtype_bytes, kv_bytes_per_token, param_counts
+from pymodel.workloads.generate import (
+    attention_groups,
+    check_deployment,
+    decode_step,
+    kv_heads_per_gpu,
+)
+from pymodel.workloads.timing import comm_time
+
+__all__ = ["Accelerator", "ACCELERATORS", "load_accelerators", "decode_roofline",
+           "StepResult", "REMEDY", "CLASSES"]
+
+CLASSES = ("compute", "memory", "coordination")
+#: The seed's framework: what to do in each regime.
+REMEDY = {"compute": "add compute",
+          "memory": "cache and share (batch, GQA/MQA/MLA, smaller types)",
+          "coordination": "remove state and control steps"}
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """Peak figures of one accelerator (data file ``data/accelerators.toml``)."""
+
+    name: str
+    title: str
+    hbm_bytes_per_s: float
+    hbm_bytes: float
+    bf16_flops: float
+    fp8_flops: float
+    source: str
+
+
+_ACCELERATORS_FILE = Path(__file__).resolve().parent / "data" / "accelerators.toml"
+
+
+def load_accelerators(path=_ACCELERATORS_FILE):
+    """``{name: Accelerator}`` from a data file."""
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    return {k: Accelerator(name=k, **v) for k, v in doc.items()}
+
+
+ACCELERATORS = load_accelerators()
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One decode step on one deployment (module doc). Times in seconds, sizes in bytes,
+    per GPU unless named ``total``. ``ctrl_ops`` is every control action of the step (all
+    GPUs); ``ctrl_ops_per_token`` counts the per-message actions (doorbells, WQE reads,
+    context lookups, misses and write-backs, ACKs, CQEs) per decoded token and
+    ``credits_per_token`` the NIC's link-level credit updates (one per 64-byte beat)
+    apart; ``ctrl_bytes_per_token`` is their host-interface bytes."""
+
+    model: str
+    batch: int
+    tp: int
+    ep: int
+    gpus: int
+    tokens: int
+    carrier: str
+    ports: int
+    flops: float
+    weight_bytes: float
+    kv_bytes: float
+    compute_s: float
+    memory_s: float
+    coordination_s: float
+    moving_s: float
+    overhead_s: float
+    step_s: float
+    tokens_per_s: float
+    messages: int
+    ctrl_ops: float
+    ctrl_ops_per_token: float
+    credits_per_token: float
+    ctrl_bytes_per_token: float
+    held_bytes: float
+    fits: bool
+
+    @property
+    def bottleneck(self):
+        """``"compute"``, ``"memory"`` or ``"coordination"``: the largest term."""
+        terms = dict(zip(CLASSES, (self.compute_s, self.memory_s, self.coordination_s),
+                         strict=True))
+        return max(terms, key=terms.get)
+
+    @property
+    def remedy(self):
+        return REMEDY[self.bottleneck]
+
+    @property
+    def organising_s(self):
+        """Communication time that is not payload on the links."""
+        return self.coordination_s - self.moving_s
+
+
+def _per_gpu_work(m, dep, tokens):
+    """``(weight bytes read, weight bytes held, FLOPs, KV bytes)`` of one GPU."""
+    pc = param_counts(m)
+    wb = dtype_bytes(dep.weights_dtype or m.weights_dtype, "weights_dtype")
+    head = pc["lm_head"] or pc["embedding"]
+    shared = (m.num_hidden_layers * pc["attention"] + m.dense_layers * pc["dense_mlp"]
+              + m.moe_layers * (pc["router"] + m.n_shared_experts * pc["expert"]) + head)
+    shared /= dep.tp
+    e, k = m.n_routed_experts, m.num_experts_per_tok
+    if m.is_moe:
+        if dep.ep > 1:
+            local, held_e, routed_tokens = e / dep.ep, e / dep.ep, tokens * k / dep.ep
+        else:
+            local, held_e, routed_tokens = e / dep.tp, e / dep.tp, tokens * k / dep.tp
+        touched = local * (1 - (1 - k / e) ** tokens)
+    else:
+        touched = held_e = routed_tokens = 0
+    read = (shared + m.moe_layers * touched * pc["expert"]) * wb
+    held = (shared + m.moe_layers * held_e * pc["expert"]) * wb
+    if m.attention == "mla":
+        attn = 2 * m.num_attention_heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        share = 1.0
+    else:
+        attn = 4 * m.num_attention_heads * m.head_dim
+        share = kv_heads_per_gpu(m, dep.tp) / m.num_key_value_heads
+    flops = (2 * dep.batch * shared + 2 * routed_tokens * m.moe_layers * pc["expert"]
+             + dep.batch * dep.context * m.num_hidden_layers * attn / dep.tp)
+    kv = dep.batch * dep.context * kv_bytes_per_token(m, dep.kv_dtype) * share
+    return read, held, flops, kv
+
+
+def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
+                    allreduce="oneshot", ports=1, overhead_s=0.0, trace=None):
+    """The :class:`StepResult` of one decode step (module doc).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+    deployment : Deployment
+    accelerator : str or Accelerator
+        A key of :data:`ACCELERATORS` (``h100-sxm``, ``h200-sxm``).
+    carrier : Carrier or None
+        Carries the step's messages; ``None``: no communication is timed (``coordination``
+        0; use for a single GPU or to see compute and memory alone).
+    allreduce : {"oneshot", "rsag"}
+    ports : int
+        Copies of the design per GPU (:func:`pymodel.workloads.timing.comm_time`).
+    overhead_s : float
+        A fixed time added to every step (the calibration's per-step overhead; 0 for the
+        pure roofline).
+    trace : Trace or None
+        The step's trace when already generated (else :func:`decode_step` makes it).
+
+    Raises
+    ------
+    ValueError
+        For a bad deployment (naming the field), accelerator or overhead.
+    """
+    m, dep = check_deployment(model, deployment)
+    if isinstance(accelerator, str):
+        if accelerator not in ACCELERATORS:
+            raise ValueError(f"accelerator must be one of {sorted(ACCELERATORS)}, "
+                             f"not {accelerator!r}")
+        accelerator = ACCELERATORS[accelerator]
+    if not (isinstance(overhead_s, (int, float)) and overhead_s >= 0):
+        raise ValueError(f"overhead_s must be a number >= 0, not {overhead_s!r}")
+    groups = attention_groups(m, dep)
+    tokens = dep.batch * groups
+    gpus = dep.tp * groups
+    read, held, flops, kv = _per_gpu_work(m, dep, tokens)
+    fp8 = (dep.weights_dtype or m.weights_dtype) == "fp8"
+    compute_s = flops / (accelerator.fp8_flops if fp8 else accelerator.bf16_flops)
+    memory_s = (read + kv) / accelerator.hbm_bytes_per_s
+    comm_s = moving_s = 0.0
+    messages, ctrl, credits, ctrl_bytes = 0, 0.0, 0.0, 0.0
+    name = "none"
+    if carrier is not None:
+        tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
+        r = comm_time(tr, carrier, ports=ports)
+        comm_s, moving_s = r.cycles * 1e-9, r.moving_cycles * 1e-9
+        messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
+        credits = r.ctrl_by_kind.get("credit_updates", 0.0)
+        ctrl_bytes = r.ctrl_bytes
+    step = max(compute_s, memory_s) + comm_s + overhead_s
+    return StepResult(
+        model=m.name, batch=dep.batch, tp=dep.tp, ep=dep.ep, gpus=gpus, tokens=tokens,
+        carrier=name, ports=ports, flops=flops, weight_bytes=read, kv_bytes=kv,
+        compute_s=compute_s, memory_s=memory_s, coordination_s=comm_s, moving_s=moving_s,
+        overhead_s=overhead_s, step_s=step, tokens_per_s=tokens / step if step else math.inf,
+        messages=messages, ctrl_ops=ctrl, ctrl_ops_per_token=(ctrl - credits) / tokens,
+        credits_per_token=credits / tokens, ctrl_bytes_per_token=ctrl_bytes / tokens,
+        held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes)

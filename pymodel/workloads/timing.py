@@ -1,0 +1,163 @@
+"""Communication time of a trace carried by a design: phases timed from per-message costs.
+
+:func:`comm_time` takes a :class:`~pymodel.workloads.trace.Trace` and a
+:class:`~pymodel.workloads.carriers.Carrier` and returns a :class:`CommResult`. Every
+per-message number comes from :meth:`Carrier.cost` (the golden model's fast path); this
+module only schedules them. The rules (cycles of 1 ns):
+
+Sender
+    A GPU sends its messages of a phase back to back through one engine, data first and
+    flags last (the trace's row order). Message ``j`` occupies the sender ``c_j =
+    cost.cycles`` (the slower of the engine's ``ii`` and the issuer's posting cycles). The
+    GPU's last message lands ``T_send = sum(c_j, j < n) + issuer_n + latency_n`` after
+    the phase starts (its issuer cost, then its engine latency).
+Receiver
+    A GPU receiving several messages of a phase is busy ``ii`` per message (the engine's
+    per-message occupancy, the sender's figure used as the receiver's: both designs move a
+    message's beats at one beat per cycle): ``T_recv = sum(ii_j) + max(latency_j - ii_j)``.
+Phase
+    Done when every GPU is done sending and receiving: ``D = max over GPUs of
+    max(T_send, T_recv)``. A phase starts when every phase in its ``deps`` is done:
+    ``end(p) = max(end(d) for d in deps, 0) + D(p)``; the communication time of the trace
+    is the largest ``end``. (Compute between phases is not in the trace; the roofline adds
+    it.)
+Ports
+    ``ports > 1`` gives each GPU that many independent copies of the design (engine,
+    link and issuer each), its messages dealt round robin over them: the sums above
+    are divided by ``ports`` (no contention between the copies is modelled). One port is
+    one 64-byte-per-cycle link (512 Gb/s); an NVLink-class GPU has several.
+Moving and organising
+    ``moving`` is the part of that time the GPU's links (``ports`` x 64 bytes per cycle)
+    need just for the payload bytes: per phase, the most payload bytes any GPU sends,
+    divided by the link rate, summed over the phases of the critical path.
+    ``organising`` is the rest: headers, control actions, waits, posting.
+
+Totals (over all GPUs and messages): messages, payload and wire bytes, control actions
+(all, and by kind: ``credit_updates`` are the NIC's link-level credits, one per 64-byte
+beat, with no host-interface traffic; the other kinds are the RDMA engine's per-message
+actions), issuer WQEs, doorbells, CQEs and cycles.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["comm_time", "CommResult", "DATAPATH_BYTES_PER_CYCLE"]
+
+#: Bytes per cycle of one link of the designs (SPEC.md: 64 bytes per 1 GHz cycle).
+DATAPATH_BYTES_PER_CYCLE = 64
+
+
+@dataclass(frozen=True)
+class CommResult:
+    """Communication of one trace on one carrier (see the module doc).
+
+    ``phase_cycles`` and ``phase_end`` are per phase (trace order); ``critical`` lists the
+    phase ids of the critical path. Totals are over all GPUs.
+    """
+
+    carrier: str
+    ports: int
+    cycles: float
+    moving_cycles: float
+    phase_cycles: np.ndarray
+    phase_end: np.ndarray
+    critical: tuple
+    messages: int
+    payload_bytes: int
+    wire_bytes: float
+    ctrl_ops: float
+    ctrl_by_kind: dict
+    ctrl_bytes: float
+    wqes: float
+    doorbells: float
+    cqes: float
+    issuer_cycles: float
+    engine_messages: int
+
+    @property
+    def organising_cycles(self):
+        """Cycles of the critical path that are not payload bytes on a link."""
+        return self.cycles - self.moving_cycles
+
+
+def _row_costs(trace, carrier):
+    """Per-row cost arrays (cycles, ii, issuer, latency, ctrl ops, ...)."""
+    c = trace.columns
+    conns = np.array([max(p.qps if carrier.design == "rdma" else p.peers, 1)
+                      for p in trace.phases], dtype=np.int64)[c["phase"]]
+    key = c["bytes"] * (1 << 20) + conns                # conns < 2**20, bytes < 2**43
+    uniq, inv = np.unique(key, return_inverse=True)
+    costs = [carrier.cost(int(k >> 20), int(k & ((1 << 20) - 1))) for k in uniq]
+    names = ("cycles", "ii_cycles", "issuer_cycles", "latency_cycles", "ctrl_ops",
+             "ctrl_bytes", "wire_bytes", "wqes", "doorbells", "cqes", "chunks")
+    out = {n: np.array([getattr(x, n) for x in costs], dtype=float)[inv] for n in names}
+    kinds = sorted({k for x in costs for k in x.ctrl_by_kind})
+    out["by_kind"] = {k: np.array([x.ctrl_by_kind.get(k, 0) for x in costs],
+                                  dtype=float)[inv] for k in kinds}
+    return out
+
+
+def comm_time(trace, carrier, ports=1):
+    """Time and totals of ``trace`` carried by ``carrier`` over ``ports`` copies of the
+    design per GPU (module doc).
+
+    Returns a :class:`CommResult` (an empty trace gives zeros). ``ValueError`` if
+    ``ports`` is not an integer >= 1.
+    """
+    if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
+        raise ValueError(f"ports must be an integer >= 1, not {ports!r}")
+    c = trace.columns
+    n_ph, g = len(trace.phases), trace.gpus
+    phase_cycles = np.zeros(n_ph)
+    moving = np.zeros(n_ph)
+    if len(trace):
+        r = _row_costs(trace, carrier)
+        cnt = c["count"].astype(float)
+        # Sender: groups of (phase, src) are contiguous, data rows before flags.
+        skey = c["phase"] * g + c["src"]
+        last = np.flatnonzero(np.r_[skey[1:] != skey[:-1], True])
+        ssum = np.bincount(skey, weights=cnt * r["cycles"], minlength=n_ph * g)
+        t_send = np.zeros(n_ph * g)
+        lk = skey[last]
+        t_send[lk] = ((ssum[lk] - r["cycles"][last]) / ports + r["issuer_cycles"][last]
+                      + r["latency_cycles"][last])
+        # Receiver.
+        rkey = c["phase"] * g + c["dst"]
+        rsum = np.bincount(rkey, weights=cnt * r["ii_cycles"], minlength=n_ph * g)
+        tail = np.zeros(n_ph * g)
+        np.maximum.at(tail, rkey, r["latency_cycles"] - r["ii_cycles"])
+        t_recv = np.where(rsum > 0, rsum / ports + tail, 0)
+        phase_cycles = np.maximum(t_send, t_recv).reshape(n_ph, g).max(axis=1)
+        sent = np.bincount(skey, weights=cnt * c["bytes"], minlength=n_ph * g)
+        moving = sent.reshape(n_ph, g).max(axis=1) / (DATAPATH_BYTES_PER_CYCLE * ports)
+        totals = {k: float((cnt * r[k]).sum()) for k in
+                  ("wire_bytes", "ctrl_ops", "ctrl_bytes", "wqes", "doorbells", "cqes",
+                   "issuer_cycles")}
+        engine_messages = int((cnt * r["chunks"]).sum())
+        by_kind = {k: float((cnt * v).sum()) for k, v in r["by_kind"].items()}
+    else:
+        by_kind = {}
+        totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "wqes", "doorbells",
+                                "cqes", "issuer_cycles"), 0.0)
+        engine_messages = 0
+    end = np.zeros(n_ph)
+    via = np.full(n_ph, -1)
+    for p in trace.phases:
+        start = 0.0
+        for d in p.deps:
+            if end[d] > start:
+                start, via[p.id] = end[d], d
+        end[p.id] = start + phase_cycles[p.id]
+    path = []
+    k = int(np.argmax(end)) if n_ph else -1
+    while k >= 0:
+        path.append(k)
+        k = int(via[k])
+    path.reverse()
+    return CommResult(
+        carrier=carrier.name, ports=ports, cycles=float(end.max()) if n_ph else 0.0,
+        moving_cycles=float(moving[path].sum()) if path else 0.0,
+        phase_cycles=phase_cycles, phase_end=end, critical=tuple(path),
+        messages=trace.messages, payload_bytes=trace.total_bytes(),
+        engine_messages=engine_messages, ctrl_by_kind=by_kind, **totals)

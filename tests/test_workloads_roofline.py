@@ -1,0 +1,153 @@
+"""Decode roofline, classifier, NIM calibration, the report section and its CLI."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pymodel.workloads.calibration import NIM, nim_calibration
+from pymodel.workloads.carriers import Carrier
+from pymodel.workloads.generate import Deployment
+from pymodel.workloads.report import SCENARIOS, inference_section
+from pymodel.workloads.roofline import ACCELERATORS, decode_roofline
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = ACCELERATORS["h100-sxm"]
+
+
+def test_h100_figures_are_the_datasheets():
+    # H100 SXM datasheet: 3.35 TB/s, 80 GB, BF16 1,979 and FP8 3,958 TFLOPS with sparsity.
+    assert (H100.hbm_bytes_per_s, H100.hbm_bytes) == (3.35e12, 80e9)
+    assert (H100.bf16_flops, H100.fp8_flops) == (989e12, 1979e12)
+
+
+def test_llama3_8b_one_gpu_by_hand():
+    r = decode_roofline("llama-3-8b", Deployment(batch=1, context=1000))
+    # Weights read: 32 layers x (attention 4096 x 4096 x 2 + 2 x 4096 x 1024 = 41,943,040
+    # + MLP 3 x 4096 x 14336 = 176,160,768) + LM head 128,256 x 4096 = 7,504,658,432
+    # parameters x 2 bytes; KV: 1000 tokens x 131,072 bytes.
+    weights = 15_009_316_864
+    kv = 131_072_000
+    assert r.weight_bytes == weights and r.kv_bytes == kv
+    assert r.memory_s == pytest.approx((weights + kv) / 3.35e12)
+    # FLOPs: 2 x 7,504,658,432 + attention 32 layers x 4 x 1000 x 32 heads x 128.
+    assert r.flops == pytest.approx(2 * 7_504_658_432 + 32 * 4 * 1000 * 32 * 128)
+    assert r.compute_s == pytest.approx(r.flops / 989e12)
+    assert r.coordination_s == 0 and r.step_s == r.memory_s
+    assert r.bottleneck == "memory" and r.tokens_per_s == pytest.approx(1 / r.step_s)
+    assert r.fits
+
+
+def test_tp_shards_weights_and_kv():
+    one = decode_roofline("llama-3-70b", Deployment(batch=8, context=512))
+    tp8 = decode_roofline("llama-3-70b", Deployment(batch=8, tp=8, context=512))
+    assert tp8.weight_bytes == pytest.approx(one.weight_bytes / 8)
+    assert tp8.kv_bytes == pytest.approx(one.kv_bytes / 8)       # 8 KV heads, 1 per GPU
+    assert not one.fits and tp8.fits                            # 141 GB of weights
+
+
+def test_classifier_finds_each_regime():
+    # Compute: a huge batch of short contexts on a small model.
+    c = decode_roofline("falcon-7b", Deployment(batch=4096, context=1))
+    assert c.bottleneck == "compute" and c.remedy == "add compute"
+    # Memory: one sequence.
+    assert decode_roofline("llama-3-8b", Deployment(batch=1)).bottleneck == "memory"
+    # Coordination: DeepSeek-V3 EP64 through today's RDMA engine at batch 64.
+    r = decode_roofline("deepseek-v3", Deployment(batch=64, ep=64),
+                        carrier=Carrier("rdma", issuer="gpu"))
+    assert r.bottleneck == "coordination"
+    assert r.remedy == "remove state and control steps"
+    assert r.step_s == pytest.approx(max(r.compute_s, r.memory_s) + r.coordination_s)
+    assert 0 < r.moving_s < r.coordination_s
+
+
+def test_moe_reads_only_touched_experts():
+    # Batch 1 on EP8 (8 tokens in the step): a GPU's 32 experts per layer are each
+    # picked with probability 1 - (1 - 8/256)^8; at batch 256 nearly all are read.
+    small = decode_roofline("deepseek-v3", Deployment(batch=1, ep=8, context=1))
+    big = decode_roofline("deepseek-v3", Deployment(batch=256, ep=8, context=1))
+    expert = 3 * 7168 * 2048
+    touched = 32 * (1 - (1 - 8 / 256) ** 8)
+    assert big.weight_bytes - small.weight_bytes == pytest.approx(
+        58 * expert * (32 * (1 - (1 - 8 / 256) ** 2048) - touched))
+
+
+def test_nim_calibration():
+    rows, t0 = nim_calibration()
+    t = NIM["table"]
+    assert [r.concurrency for r in rows] == t["concurrency"]
+    assert rows[0].measured_ms == 4.63 and rows[4].measured_ms == 7.57   # the issue's two
+    assert rows[0].calibrated_ms == pytest.approx(4.63)
+    assert t0 == pytest.approx(4.63 - rows[0].model_ms)
+    for r in rows:
+        assert r.residual == pytest.approx((r.model_ms - r.measured_ms) / r.measured_ms)
+        assert r.calibrated_ms == pytest.approx(r.model_ms + t0)
+    # The roofline alone is far below NIM at concurrency 1 (a fixed per-step cost it does
+    # not model); with that one number fitted it is within 10 % up to concurrency 100.
+    assert rows[0].residual < -0.3
+    assert all(abs(r.calibrated_residual) < 0.10 for r in rows[:5])
+    assert NIM["assumed"]["why_gpus_dtype"] and NIM["assumed"]["why_lengths"]
+
+
+def test_bad_roofline_arguments():
+    with pytest.raises(ValueError, match="accelerator"):
+        decode_roofline("llama-3-8b", Deployment(batch=1), accelerator="tpu")
+    with pytest.raises(ValueError, match="overhead_s"):
+        decode_roofline("llama-3-8b", Deployment(batch=1), overhead_s=-1)
+    with pytest.raises(ValueError, match="batch"):
+        decode_roofline("llama-3-8b", Deployment(batch=0))
+
+
+def test_section_small_grid(tmp_path):
+    md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
+                           batches=(1, 16))
+    assert md.startswith("## Inference")
+    for heading in ("Communication per decode step", "KV cache per token",
+                    "KV transfer", "Which bottleneck dominates", "Calibration"):
+        assert f"### {heading}" in md
+    assert "| Llama-3-70B, TP8 one-shot | 16 |" in md
+    assert "| Llama-3-70B | GQA | 327,680 | 163,840 |" in md
+    assert "| none | all | 18,880 | 4,096 |" in md
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert len(pngs) == 7 and all(f"]({p})" in md for p in pngs)
+    doc = json.loads((tmp_path / "inference.json").read_text())
+    assert len(doc["grid"]) == 2 * 2 * 2
+    assert {r["design"] for r in doc["grid"]} == {"nic", "rdma"}
+
+
+def test_whole_grid_runs_in_under_a_minute(tmp_path):
+    t0 = time.perf_counter()
+    md = inference_section(tmp_path, plots=False)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 60, f"the inference grid took {elapsed:.1f} s"
+    doc = json.loads((tmp_path / "inference.json").read_text())
+    assert len(doc["grid"]) == len(SCENARIOS) * 9 * 2
+    assert "DeepSeek-V3, EP64" in md
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "inference.py"), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_cli_help_and_errors(tmp_path):
+    h = _cli("--help")
+    assert h.returncode == 0 and "--trace MODEL" in h.stdout and "--out" in h.stdout
+    bad = _cli("--trace", "falcon-7b", "--tp", "2")
+    assert bad.returncode == 2 and "tp (2) must divide num_attention_heads (71)" in bad.stderr
+    bad = _cli("--trace", "gpt-5")
+    assert bad.returncode == 2 and "model must be one of" in bad.stderr
+
+
+def test_cli_writes_a_replay_trace(tmp_path):
+    out = tmp_path / "t.json"
+    r = _cli("--trace", "llama-3-70b", "--kv", "--tp", "8", "--coalesce", "layer",
+             "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "kv_transfer" and doc["gpus"] == 16
+    data = [m for m in doc["messages"] if m["kind"] == "data"]
+    assert {m["bytes"] for m in data} == {483_328} and sum(m["count"] for m in data) == 8 * 160
