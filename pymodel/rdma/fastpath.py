@@ -6,6 +6,7 @@ Placeholder; the docstring is written below once the formulas are settled.
 import dataclasses
 import math
 import statistics
+from collections import Counter
 from functools import lru_cache
 
 from pymodel.rdma.metrics import READ_BITS, RECORD_BITS
@@ -28,7 +29,7 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     RUNG_KNOBS,
 )
-from spec.rdma_responder import REST_MAX, RX_BEATS
+from spec.rdma_responder import JOBS, REST_MAX, RX_BEATS, RX_FRAMES
 
 __all__ = ["rdma_fast_point", "rdma_bounds", "EXACT_KEYS", "TOLERANCES"]
 
@@ -327,7 +328,9 @@ class _Totals:
 
 
 def _totals(s, run, msgs=None):
-    """Count everything the messages ``msgs`` (indices; default all) cause."""
+    """Count everything the messages ``msgs`` (indices; default all) cause: their MMIO
+    writes (with their items), WQE reads, payload reads, frames, ACKs, CQEs, context
+    fills and write-backs. Messages that cost the same are counted as groups."""
     p = s.prof
     bpc = p.bytes_per_cycle
     t = _Totals()
@@ -335,42 +338,30 @@ def _totals(s, run, msgs=None):
     sel = set(range(run.n)) if msgs is None else set(msgs)
     frames = _frames(s.msg_bytes, s.pmtu)
     rq = _rq_cycles(p)
+    mrrs = p.max_read_request // _W
     fill_cpl = _cpl_cycles(p, 1)
     one_word_wr = _tlp(_W, p.req_overhead, bpc, 1)
-    # MMIO writes (node A, down) and the items they make.
+    # MMIO writes (node A, down) and the items they make: one lookup each.
+    items = sum(1 for _, ms in run.items if ms[0] in sel)
     mmio_bytes = _W * (1 + s.n_inline) if s.bf else DOORBELL_BYTES
     mmio_words = _cdiv(mmio_bytes, _W)
-    for _, ms in run.items:
-        if ms[0] not in sel:
-            continue
-        ops["doorbells"] += 1
-        t.doorbell_writes += 0 if s.bf else 1
-        t.bf_writes += 1 if s.bf else 0
-        tl["mmio"] += 1
-        t.bytes += mmio_bytes + p.mmio_overhead
-        busy["a_dn"] += _tlp(mmio_bytes, p.mmio_overhead, bpc, mmio_words)
-        t.mmio_words += mmio_words
-        ops["ctx_lookups"] += 1
-    # WQE reads (node A).
-    mrrs = p.max_read_request // _W
-    for addr, words, first in run.wqe_reads:
-        if first not in sel:
-            continue
-        ops["wqe_reads"] += 1
-        t.wqes += words >> s.stride
-        t.wqe_words += words
-        for chunk in _read_shape(p, addr % mrrs, words):
-            tl["read_req"] += 1
-            t.chunks_a += 1
-            t.tag_cycles += _tag_hold(p, chunk)
-            busy["a_up"] += rq
-            t.bytes += p.req_overhead
-            for k in chunk:
-                tl["completion"] += 1
-                busy["a_dn"] += _cpl_cycles(p, k)
-                t.bytes += _W * k + p.cpl_overhead
-    # Per message: what every message's frames cost (the same for all), and its payload
-    # reads, which depend only on where its buffer starts within an MRRS block.
+    ops["doorbells"] += items
+    ops["ctx_lookups"] += items
+    t.doorbell_writes = 0 if s.bf else items
+    t.bf_writes = items if s.bf else 0
+    tl["mmio"] += items
+    t.bytes += items * (mmio_bytes + p.mmio_overhead)
+    busy["a_dn"] += items * _tlp(mmio_bytes, p.mmio_overhead, bpc, mmio_words)
+    t.mmio_words += items * mmio_words
+    # WQE reads (node A), grouped by size and offset in an MRRS block.
+    for (offset, words), k in Counter((a % mrrs, w) for a, w, first in run.wqe_reads
+                                      if first in sel).items():
+        r = _read_cost(p, offset, words)
+        ops["wqe_reads"] += k
+        t.wqes += k * (words >> s.stride)
+        t.wqe_words += k * words
+        _add_reads(t, r, k, rq)
+    # What every message's frames cost (the same for all messages).
     fixed = dict(wire=0, beats=0, steps=0, b_tlps=0, b_bytes=0, b_busy=0)
     for f in frames:
         fixed["wire"] += f.nbytes + _PHY
@@ -380,78 +371,80 @@ def _totals(s, run, msgs=None):
             fixed["b_tlps"] += 1
             fixed["b_bytes"] += nbytes + p.req_overhead
             fixed["b_busy"] += _tlp(nbytes, p.req_overhead, bpc, words)
-    reads = {}
-    for j in sel:
-        if s.bf:
-            t.seq_words += 1 + s.n_inline
-        else:
-            t.seq_words += 1 << s.stride
-        if run.signalled[j]:
-            ops["cqe_writes"] += 1
-            tl["write"] += 1
-            t.bytes += _W + p.req_overhead
-            busy["a_up"] += one_word_wr
-        for miss, wb, up, dn in ((run.miss_a[j], run.wb_a[j], "a_up", "a_dn"),
-                                 (run.miss_b[j], run.wb_b[j], "b_up", "b_dn")):
+    m = len(sel)
+    t.frames = m * len(frames)
+    t.wire += m * fixed["wire"]
+    t.beats_ab += m * fixed["beats"]
+    t.writer_steps += m * fixed["steps"]
+    ops["ctx_lookups"] += m * len(frames)
+    tl["write"] += m * fixed["b_tlps"]
+    t.bytes += m * fixed["b_bytes"]
+    busy["b_up"] += m * fixed["b_busy"]
+    t.seq_words = m * ((1 + s.n_inline) if s.bf else 1 << s.stride)
+    # Per message: CQE, ACK, context fills and write-backs, payload reads.
+    groups = Counter((run.signalled[j], run.ack[j], run.miss_a[j], run.wb_a[j],
+                      run.miss_b[j], run.wb_b[j],
+                      None if s.inline else (run.pay_base + j * s.words) % mrrs)
+                     for j in sel)
+    for (sig, ack, miss_a, wb_a, miss_b, wb_b, offset), k in groups.items():
+        if sig:
+            ops["cqe_writes"] += k
+            tl["write"] += k
+            t.bytes += k * (_W + p.req_overhead)
+            busy["a_up"] += k * one_word_wr
+        for miss, wb, up, dn in ((miss_a, wb_a, "a_up", "a_dn"),
+                                 (miss_b, wb_b, "b_up", "b_dn")):
             if miss:
-                ops["ctx_misses"] += 1
-                t.tag_cycles += _tag_hold(p, (1,)) if up == "a_up" else 0
-                tl["read_req"] += 1
-                tl["completion"] += 1
-                t.bytes += p.req_overhead + _W + p.cpl_overhead
-                busy[up] += rq
-                busy[dn] += fill_cpl
+                ops["ctx_misses"] += k
+                tl["read_req"] += k
+                tl["completion"] += k
+                t.bytes += k * (p.req_overhead + _W + p.cpl_overhead)
+                busy[up] += k * rq
+                busy[dn] += k * fill_cpl
+                if up == "a_up":
+                    t.tag_cycles += k * _tag_hold(p, (1,))
             if wb:
-                ops["ctx_writebacks"] += 1
-                tl["write"] += 1
-                t.bytes += _W + p.req_overhead
-                busy[up] += one_word_wr
-        if run.ack[j]:
-            ops["acks_sent"] += 1
-            ops["acks_received"] += 1
-            t.wire += _ACK_BYTES + _PHY
-        t.frames += len(frames)
-        t.wire += fixed["wire"]
-        t.beats_ab += fixed["beats"]
-        t.writer_steps += fixed["steps"]
-        ops["ctx_lookups"] += len(frames)
-        tl["write"] += fixed["b_tlps"]
-        t.bytes += fixed["b_bytes"]
-        busy["b_up"] += fixed["b_busy"]
-        if not s.inline:
-            a = (run.pay_base + j * s.words) % mrrs
-            if a not in reads:
-                reads[a] = _payload_reads(s, a)
-            r = reads[a]
-            t.words_a += r["words"]
-            tl["read_req"] += r["chunks"]
-            t.chunks_a += r["chunks"]
-            t.tag_cycles += r["tags"]
-            busy["a_up"] += r["chunks"] * rq
-            tl["completion"] += r["pieces"]
-            busy["a_dn"] += r["cpl_busy"]
-            t.bytes += r["bytes"]
+                ops["ctx_writebacks"] += k
+                tl["write"] += k
+                t.bytes += k * (_W + p.req_overhead)
+                busy[up] += k * one_word_wr
+        if ack:
+            ops["acks_sent"] += k
+            ops["acks_received"] += k
+            t.wire += k * (_ACK_BYTES + _PHY)
+        if offset is not None:
+            for i, f in enumerate(frames):
+                t.words_a += k * f.words
+                r = _read_cost(p, (offset + i * (s.pmtu // _W)) % mrrs, f.words)
+                _add_reads(t, r, k, rq)
     return t
 
 
-def _payload_reads(s, offset):
-    """The payload reads of one message whose buffer starts ``offset`` words past an
-    MRRS boundary: request TLPs, completions, words, bytes, busy cycles of the down
-    direction, tag-hold cycles."""
-    p = s.prof
-    mrrs = p.max_read_request // _W
-    out = dict(chunks=0, pieces=0, words=0, bytes=0, cpl_busy=0, tags=0)
-    for k, f in enumerate(_frames(s.msg_bytes, s.pmtu)):
-        out["words"] += f.words
-        for chunk in _read_shape(p, (offset + k * (s.pmtu // _W)) % mrrs, f.words):
-            out["chunks"] += 1
-            out["tags"] += _tag_hold(p, chunk)
-            out["bytes"] += p.req_overhead
-            for n in chunk:
-                out["pieces"] += 1
-                out["cpl_busy"] += _cpl_cycles(p, n)
-                out["bytes"] += _W * n + p.cpl_overhead
+@lru_cache(maxsize=65536)
+def _read_cost(prof, offset, words):
+    """What a DMA read of ``words`` words ``offset`` words past an MRRS boundary costs:
+    request TLPs, completions, bytes, down-direction busy cycles, tag-hold cycles."""
+    out = dict(chunks=0, pieces=0, bytes=0, cpl_busy=0, tags=0)
+    for chunk in _read_shape(prof, offset, words):
+        out["chunks"] += 1
+        out["tags"] += _tag_hold(prof, chunk)
+        out["bytes"] += prof.req_overhead
+        for n in chunk:
+            out["pieces"] += 1
+            out["cpl_busy"] += _cpl_cycles(prof, n)
+            out["bytes"] += _W * n + prof.cpl_overhead
     return out
+
+
+def _add_reads(t, r, k, rq):
+    """Add ``k`` reads of cost ``r`` (:func:`_read_cost`) to the totals ``t``."""
+    t.tlps["read_req"] += k * r["chunks"]
+    t.chunks_a += k * r["chunks"]
+    t.tag_cycles += k * r["tags"]
+    t.busy["a_up"] += k * r["chunks"] * rq
+    t.tlps["completion"] += k * r["pieces"]
+    t.busy["a_dn"] += k * r["cpl_busy"]
+    t.bytes += k * r["bytes"]
 
 
 def _ctrl_bytes(t):
@@ -745,11 +738,12 @@ def rdma_bounds(s, run, body=None):
         out["payload FIFO"] = pops / REQUESTER_DEFAULTS["payload_words"]
     out["read tags"] = t.tag_cycles / m / p.tags
     if not s.bf:
-        reads = [(a, w) for a, w, first in run.wqe_reads if first in body]
+        mrrs = p.max_read_request // _W
+        reads = Counter((a % mrrs, w) for a, w, first in run.wqe_reads if first in body)
         bh = wh = 0
-        for a, w in reads:
+        for (a, w), k in reads.items():
             b, x = _wqe_holds(s, hit["wqe_issue"], w >> s.stride, a)
-            bh, wh = bh + b, wh + x
+            bh, wh = bh + k * b, wh + k * x
         out["WQE reads (batch)"] = bh / m / FIFO_DEPTHS["batch"]
         out["WQE FIFO"] = wh / m / REQUESTER_DEFAULTS["wqe_words"]
     miss_items = sum(1 for _, ms in run.items if ms[0] in body and run.miss_a[ms[0]])
@@ -775,6 +769,8 @@ def _pinned(s, run, ii):
     the steady-state cycles per message over :func:`_window` of the sending order, or
     ``ii`` when no item waits."""
     p = s.prof
+    if s.qps <= s.cache:
+        return ii                           # every QP has an entry of its own
     chains = {}
 
     def chain(j):
@@ -817,18 +813,31 @@ def _serial(s, run):
         raise _not_covered("one message at a time needs a doorbell and an ACK per "
                            "message")
     lo, hi = _window(run.n)
-    ha, hb = _Host(s.prof), _Host(s.prof)
-    t_f, sends = 0, {}
-    vis = [0] * (1 + s.n_inline)
+    mrrs = s.prof.max_read_request // _W
     wqe_of = {first: a for a, _, first in reversed(run.wqe_reads)}
+    # The host interfaces' state relative to the front's take: the cycles each
+    # direction stays busy, the kind that started last. A message's chain depends only
+    # on that, its contexts and its buffers' offsets, so equal cases are computed once.
+    state = (0, "wr", 0, "mmio", 0, "wr", 0, "mmio")
+    t_f, sends, memo = 0, {}, {}
     for x in range(1, hi + 1):
         j = run.order[x]
-        wqe = wqe_of.get(j, 0)
-        c = _chain(s, t_f, ha, hb, run.miss_a[j], run.wb_a[j], run.miss_b[j], run.wb_b[j],
-                   wqe, run.pay_base + j * s.words, run.signalled[j], True,
-                   [t_f] * len(vis))
-        sends[x] = c["frames"][-1]["first"]
-        t_f = c["retire"] + 1
+        key = (run.miss_a[j], run.wb_a[j], run.miss_b[j], run.wb_b[j], run.signalled[j],
+               (run.pay_base + j * s.words) % mrrs, wqe_of.get(j, 0) % mrrs, state)
+        if key not in memo:
+            ha, hb = _Host(s.prof), _Host(s.prof)
+            (ha.up.free, ha.up.last, ha.dn.free, ha.dn.last,
+             hb.up.free, hb.up.last, hb.dn.free, hb.dn.last) = state
+            c = _chain(s, 0, ha, hb, *key[:4], key[6], key[5], key[4], True,
+                       [0] * (1 + s.n_inline))
+            nxt = c["retire"] + 1
+            after = tuple(v if isinstance(v, str) else max(0, v - nxt)
+                          for v in (ha.up.free, ha.up.last, ha.dn.free, ha.dn.last,
+                                    hb.up.free, hb.up.last, hb.dn.free, hb.dn.last))
+            memo[key] = (nxt, c["frames"][-1]["first"], after)
+        nxt, send, state = memo[key]
+        sends[x] = t_f + send
+        t_f += nxt
     return (sends[hi] - sends[lo]) / (hi - lo)
 
 
@@ -936,6 +945,32 @@ def _check_acks(s, run, ii, rtt):
                            f"transport timeout")
 
 
+def _check_receive(s, run, bounds, rtt_b, regime):
+    """Refuse a run whose frames would overflow the responder's receive buffers: behind
+    a context miss at node B (its fill takes ``rtt_b`` cycles) the frames that arrive
+    wait in ``rx_frames`` header entries and ``jobs`` verify jobs, their payload beats
+    in ``rx_beats`` (room for the largest frame is kept); a frame that finds no room is
+    dropped and resent (go-back-N), which the fast path does not model. The first
+    misses at node B meet the first misses at node A, whose waiting messages then leave
+    at the rate of the resources after the front (the MMIO writes and the front do not
+    pace them), so that rate counts; a margin of a tenth covers further bursts."""
+    if regime != "free" or not any(run.miss_b[1:]):
+        return
+    p = s.prof
+    nbytes = _W * (1 + s.n_inline) if s.bf else DOORBELL_BYTES
+    mmio = _tlp(nbytes, p.mmio_overhead, p.bytes_per_cycle, _cdiv(nbytes, _W))
+    after = [v for k, v in bounds.items() if k not in ("doorbell intake", "QP front",
+                                                        "host A down")]
+    ii = max(after + [bounds["host A down"] - mmio * bounds["QP front"]])
+    frames = _frames(s.msg_bytes, s.pmtu)
+    waiting = rtt_b / (ii / len(frames))                  # frames arriving meanwhile
+    rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames) / len(frames)
+    if (waiting > 0.9 * (RX_FRAMES + JOBS)
+            or waiting * rest > 0.9 * (RX_BEATS - REST_MAX)):
+        raise _not_covered("the responder's receive buffers would overflow behind a "
+                           "context miss (frames dropped and resent)")
+
+
 def _latency(s, n_lat):
     """Median latency and completion of the one-at-a-time run (pymodel.rdma.point):
     ``n_lat`` messages after a warm-up, a doorbell (or WQE by MMIO) and a CQE each,
@@ -944,10 +979,21 @@ def _latency(s, n_lat):
     sl = dataclasses.replace(s, ring_every=1, signal_every=1)
     run = _scenario(sl, n_lat + 1)
     spacing = 6 * s.prof.read_latency + 600
+    mrrs = s.prof.max_read_request // _W
+    wqe_of = {first: a for a, _, first in reversed(run.wqe_reads)}
     ha, hb = _Host(s.prof), _Host(s.prof)
-    lat, comp = [], []
+    lat, comp, memo = [], [], {}
     for j in run.order:
-        la, co, _ = _isolated(sl, run, j, ha, hb, t0=j * spacing)
+        # Messages that meet the same contexts, buffer alignment and interface state
+        # (the kinds of TLP that started last) take the same times.
+        state = (ha.up.last, ha.dn.last, hb.up.last, hb.dn.last)
+        key = (run.miss_a[j], run.wb_a[j], run.miss_b[j], run.wb_b[j],
+               (run.pay_base + j * s.words) % mrrs, wqe_of.get(j, 0) % mrrs, state)
+        if key not in memo:
+            la, co, _ = _isolated(sl, run, j, ha, hb, t0=j * spacing)
+            memo[key] = (la, co, (ha.up.last, ha.dn.last, hb.up.last, hb.dn.last))
+        la, co, after = memo[key]
+        ha.up.last, ha.dn.last, hb.up.last, hb.dn.last = after
         lat.append(la)
         comp.append(co)
     return statistics.median(lat[1:]), statistics.median(comp[1:]), run
@@ -985,12 +1031,7 @@ def rdma_fast_point(msg_bytes, messages, p):
         _check_acks(s, run, ii0, rtt)
         ii = _pinned(s, run, ii0)
         regime = "pinned" if ii > ii0 * (1 + 1e-9) else "free"
-        if any(run.miss_b[1:]) and regime == "free":
-            rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2)
-                       for f in _frames(s.msg_bytes, s.pmtu))
-            if rest * rtt_b / ii > RX_BEATS - REST_MAX:
-                raise _not_covered("the responder's receive buffer would overflow behind "
-                                   "a context miss (frames dropped and resent)")
+        _check_receive(s, run, bounds, rtt_b, regime)
     bits, _ = _inflight(s, run, ii, regime, rtt, rtt_b)
     busiest = max(t.busy.values())
     start = 6 * s.prof.read_latency + 600

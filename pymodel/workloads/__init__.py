@@ -11,7 +11,8 @@
 - :mod:`.timing`: the communication time of a trace on a carrier.
 - :mod:`.roofline`: the decode roofline and the compute / memory / coordination
   classifier; :mod:`.calibration`: the fit to NVIDIA NIM's Llama-3.1-8B table.
-- :mod:`.report`: the "Inference" report section (tables, plots, JSON).
+- :mod:`.grid`: the inference grid (every scenario, batch and design), KV rows and KV
+  transfers; the report section that presents it is scripts/reporting/inference.py.
 """
 
 from pymodel.workloads.carriers import ISSUERS, RUNGS, Carrier, IssuerProfile, Rung

@@ -14,6 +14,14 @@ numbers come from an *engine cost function* with the signature of
   optimisation ladder says which engine cost function and knobs to use and, optionally,
   its doorbell batching and completion signalling; an :class:`IssuerProfile` says what
   posting costs whoever posts (CPU, GPU, controller; ``data/issuers.toml``, sourced).
+  :data:`RUNGS` are the rungs of :data:`spec.rdma_engine.LADDER` on the pipelined
+  engine's fast path (:mod:`pymodel.rdma.fastpath`); they post as the issuer does (a
+  rung with ``posting=True`` hands the effective doorbell batch and signalling to the
+  engine as its ``ring_every`` and ``signal_every`` knobs, so the engine's doorbells
+  and CQEs are the issuer's). A WQE carries at most 192 bytes inline
+  (:data:`spec.rdma_engine.MAX_INLINE_WORDS` words): on the inline rungs a larger
+  payload is read from host memory, its WQE still written by MMIO (as mlx5's
+  BlueFlame posts any WQE that fits its 256-byte buffer).
 
 For a message of ``n`` engine messages (stores or WRITEs) of sizes ``s_1..s_n`` (the
 engine's own numbers for back-to-back messages of one size: ``ii``, ``latency``, ...):
@@ -35,13 +43,18 @@ engine model's ``qps``, up to 4096: context-cache misses appear when they outnum
 cache entries), NIC destination peers (``peers``, up to 254; the NIC keeps no per-peer
 state, so its cost does not depend on it).
 
-The lead's new engine plugs in as a :class:`Rung` with its own ``cost_fn`` and knobs; the
-generator and the timing code do not change.
+Another engine plugs in as a :class:`Rung` with its own ``cost_fn`` and knobs; the
+generator and the timing code do not change. Where the engine's fast path does not
+cover a point (:mod:`pymodel.rdma.fastpath`: e.g. ACK coalescing over many QPs, which
+meets the transport timeout), :meth:`Carrier.cost` raises its ``ValueError``.
 """
 
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from spec.formats.roce import HOST_WORD_BYTES
+from spec.rdma_engine import LADDER, MAX_INLINE_WORDS
 
 __all__ = ["Carrier", "Rung", "IssuerProfile", "MessageCost", "RUNGS", "ISSUERS",
            "load_issuers", "NIC_FRAMINGS"]
@@ -52,10 +65,29 @@ _MAX_QPS = 4096
 _MAX_PEERS = 254
 
 
+#: Back-to-back messages each engine point runs by default: the fast path of the RDMA
+#: engine gives the steady state from this many on (pymodel.rdma.fastpath.MIN_MESSAGES).
+MESSAGES = 2000
+#: Largest payload a WQE carries inline (bytes).
+MAX_INLINE_BYTES = MAX_INLINE_WORDS * HOST_WORD_BYTES
+
+
 def _default_cost_fn(design, *, msg_bytes, messages, **knobs):
     # The golden model's fast path (imported here: it pulls in the whole model).
     from pymodel.fastpath import fast_point
     return fast_point(design, msg_bytes=msg_bytes, messages=messages, **knobs)
+
+
+def ladder_cost(design, *, msg_bytes, messages, rung, **knobs):
+    """The fast path of the pipelined engine on a rung of :data:`spec.rdma_engine.LADDER`
+    (``rung`` its name, ``knobs`` on top). On a rung with inline data, a payload longer
+    than :data:`MAX_INLINE_BYTES` is read from host memory instead (``inline=0``; the
+    WQE is still written by MMIO)."""
+    if (dict(LADDER)[rung].get("inline") and msg_bytes > MAX_INLINE_BYTES
+            and "inline" not in knobs):
+        knobs = dict(knobs, inline=0)
+    return _default_cost_fn(design, msg_bytes=msg_bytes, messages=messages, rung=rung,
+                            **knobs)
 
 
 @dataclass(frozen=True)
@@ -122,6 +154,10 @@ class Rung:
         :func:`pymodel.fastpath.fast_point` (``ii_cycles``, ``latency_cycles``,
         ``completion_cycles``, ``wire_bytes``, ``ctrl_ops`` dict, ``ctrl_bytes``, and
         ``host_bytes`` when the engine models a host interface). ``None``: the fast path.
+    posting : bool
+        Hand the carrier's effective posting policy to ``cost_fn`` as the engine knobs
+        ``ring_every`` (WQEs per doorbell) and ``signal_every`` (WQEs per CQE), so that
+        the engine model posts as the issuer does.
     note : str
     """
 
@@ -130,16 +166,38 @@ class Rung:
     doorbell_batch: int | None = None
     signal_every: int | None = None
     cost_fn: object = None
+    posting: bool = False
     note: str = ""
 
 
-#: The rungs the engine models support today. The ladder of issue 14 (pipelined, doorbell
-#: batching 16, WQE by MMIO + inline, unsignalled 1/64, ACK coalescing) is added here by
-#: whoever lands that engine: ``RUNGS["pipelined"] = Rung("pipelined", cost_fn=...)``.
-RUNGS = {
-    "sequential": Rung("sequential", note="the RTL engine of today: one message in "
-                       "flight, one doorbell and one CQE per WRITE (pymodel.fastpath)"),
-}
+def _ladder_rungs():
+    """:data:`RUNGS`: one per rung of the ladder. A rung that writes WQEs by MMIO rings
+    once per WQE (BlueFlame: the WQE is its own doorbell); the one-at-a-time rung rings
+    once per WQE too (one message in flight); the others take the issuer's policy
+    unless the ladder sets it (doorbell batching, unsignalled completions)."""
+    notes = {
+        "sequential": "one message in flight (the engine's serial port), a doorbell "
+                      "per WQE",
+        "pipelined": "every stage pipelined, reads of many messages overlap",
+        "+doorbell batching 16": "one doorbell and one WQE read for 16 WQEs",
+        "+WQE by MMIO, inline": "the WQE written by MMIO (no WQE read), payloads up to "
+                                "192 B inline (no payload read)",
+        "+unsignalled 1/64": "one CQE per 64 WQEs",
+        "+ACK coalescing": "an ACK request every 16 messages or 64 frames per QP",
+    }
+    out = {}
+    for name, knobs in LADDER:
+        batch = 1 if (knobs.get("bf") or knobs.get("serial")) else knobs.get("ring_every")
+        out[name] = Rung(name, knobs={"rung": name}, doorbell_batch=batch,
+                         signal_every=knobs.get("signal_every"), cost_fn=ladder_cost,
+                         posting=True, note=notes[name])
+    return out
+
+
+#: The rungs of :data:`spec.rdma_engine.LADDER` (sequential, pipelined, +doorbell
+#: batching 16, +WQE by MMIO inline, +unsignalled 1/64, +ACK coalescing), each on the
+#: pipelined engine's fast path (:func:`ladder_cost`), posting as the issuer does.
+RUNGS = _ladder_rungs()
 
 
 @dataclass(frozen=True)
@@ -186,7 +244,8 @@ class Carrier:
         ``qps``, ``peers`` and ``framing``, which the carrier sets).
     messages : int
         Back-to-back messages each engine point runs (at least 2 x ``conns`` are run, so
-        every connection is used twice and the context cache reaches its steady state).
+        every connection is used twice and the context cache reaches its steady state);
+        default :data:`MESSAGES`.
 
     Raises
     ------
@@ -196,7 +255,7 @@ class Carrier:
     """
 
     def __init__(self, design, *, framing="compact", rung="sequential", issuer="none",
-                 knobs=None, messages=256):
+                 knobs=None, messages=MESSAGES):
         if design not in ("nic", "rdma"):
             raise ValueError(f"design must be 'nic' or 'rdma', not {design!r}")
         if design == "nic" and framing not in NIC_FRAMINGS:
@@ -226,6 +285,9 @@ class Carrier:
             self.max_chunk = self._knobs.get("max_payload", NIC_DEFAULTS["max_payload"])
         else:
             self._knobs = dict(rung.knobs, **self.knobs)
+            if rung.posting:
+                self._knobs.setdefault("ring_every", self.doorbell_batch)
+                self._knobs.setdefault("signal_every", self.signal_every)
             self._fn = rung.cost_fn or _default_cost_fn
             self.max_chunk = RDMA_MAX_BYTES
         self._memo = {}

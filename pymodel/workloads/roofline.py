@@ -98,7 +98,9 @@ class StepResult:
     GPUs); ``ctrl_ops_per_token`` counts the per-message actions (doorbells, WQE reads,
     context lookups, misses and write-backs, ACKs, CQEs) per decoded token and
     ``credits_per_token`` the NIC's link-level credit updates (one per 64-byte beat)
-    apart; ``ctrl_bytes_per_token`` is their host-interface bytes."""
+    apart; ``ctrl_bytes_per_token`` is their host-interface bytes and
+    ``host_bytes_per_token`` all the RDMA engine's host-interface bytes (payload, control
+    and TLP overheads, both nodes; 0 for the NIC)."""
 
     model: str
     batch: int
@@ -123,6 +125,7 @@ class StepResult:
     ctrl_ops_per_token: float
     credits_per_token: float
     ctrl_bytes_per_token: float
+    host_bytes_per_token: float
     held_bytes: float
     fits: bool
 
@@ -217,7 +220,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     compute_s = flops / (accelerator.fp8_flops if fp8 else accelerator.bf16_flops)
     memory_s = (read + kv) / accelerator.hbm_bytes_per_s
     comm_s = moving_s = 0.0
-    messages, ctrl, credits, ctrl_bytes = 0, 0.0, 0.0, 0.0
+    messages, ctrl, credits, ctrl_bytes, host_bytes = 0, 0.0, 0.0, 0.0, 0.0
     name = "none"
     if carrier is not None:
         tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
@@ -225,7 +228,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         comm_s, moving_s = r.cycles * 1e-9, r.moving_cycles * 1e-9
         messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
         credits = r.ctrl_by_kind.get("credit_updates", 0.0)
-        ctrl_bytes = r.ctrl_bytes
+        ctrl_bytes, host_bytes = r.ctrl_bytes, r.host_bytes
     step = max(compute_s, memory_s) + comm_s + overhead_s
     return StepResult(
         model=m.name, batch=dep.batch, tp=dep.tp, ep=dep.ep, gpus=gpus, tokens=tokens,
@@ -234,4 +237,5 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         overhead_s=overhead_s, step_s=step, tokens_per_s=tokens / step if step else math.inf,
         messages=messages, ctrl_ops=ctrl, ctrl_ops_per_token=(ctrl - credits) / tokens,
         credits_per_token=credits / tokens, ctrl_bytes_per_token=ctrl_bytes / tokens,
+        host_bytes_per_token=host_bytes / tokens,
         held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes)

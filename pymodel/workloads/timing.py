@@ -35,7 +35,9 @@ Moving and organising
 Totals (over all GPUs and messages): messages, payload and wire bytes, control actions
 (all, and by kind: ``credit_updates`` are the NIC's link-level credits, one per 64-byte
 beat, with no host-interface traffic; the other kinds are the RDMA engine's per-message
-actions), issuer WQEs, doorbells, CQEs and cycles.
+actions), host-interface bytes (the RDMA engine's, both nodes, TLP overheads included;
+0 for the NIC, whose stores come from the accelerator's fabric), issuer WQEs,
+doorbells, CQEs and cycles.
 """
 
 from dataclasses import dataclass
@@ -69,6 +71,7 @@ class CommResult:
     ctrl_ops: float
     ctrl_by_kind: dict
     ctrl_bytes: float
+    host_bytes: float
     wqes: float
     doorbells: float
     cqes: float
@@ -90,8 +93,10 @@ def _row_costs(trace, carrier):
     uniq, inv = np.unique(key, return_inverse=True)
     costs = [carrier.cost(int(k >> 20), int(k & ((1 << 20) - 1))) for k in uniq]
     names = ("cycles", "ii_cycles", "issuer_cycles", "latency_cycles", "ctrl_ops",
-             "ctrl_bytes", "wire_bytes", "wqes", "doorbells", "cqes", "chunks")
-    out = {n: np.array([getattr(x, n) for x in costs], dtype=float)[inv] for n in names}
+             "ctrl_bytes", "wire_bytes", "wqes", "doorbells", "cqes", "chunks",
+             "host_bytes")
+    out = {n: np.array([getattr(x, n) or 0 for x in costs], dtype=float)[inv]
+           for n in names}
     kinds = sorted({k for x in costs for k in x.ctrl_by_kind})
     out["by_kind"] = {k: np.array([x.ctrl_by_kind.get(k, 0) for x in costs],
                                   dtype=float)[inv] for k in kinds}
@@ -132,14 +137,14 @@ def comm_time(trace, carrier, ports=1):
         sent = np.bincount(skey, weights=cnt * c["bytes"], minlength=n_ph * g)
         moving = sent.reshape(n_ph, g).max(axis=1) / (DATAPATH_BYTES_PER_CYCLE * ports)
         totals = {k: float((cnt * r[k]).sum()) for k in
-                  ("wire_bytes", "ctrl_ops", "ctrl_bytes", "wqes", "doorbells", "cqes",
-                   "issuer_cycles")}
+                  ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "wqes",
+                   "doorbells", "cqes", "issuer_cycles")}
         engine_messages = int((cnt * r["chunks"]).sum())
         by_kind = {k: float((cnt * v).sum()) for k, v in r["by_kind"].items()}
     else:
         by_kind = {}
-        totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "wqes", "doorbells",
-                                "cqes", "issuer_cycles"), 0.0)
+        totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
+                                "wqes", "doorbells", "cqes", "issuer_cycles"), 0.0)
         engine_messages = 0
     end = np.zeros(n_ph)
     via = np.full(n_ph, -1)

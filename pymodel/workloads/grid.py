@@ -1,0 +1,149 @@
+"""The inference grid: every scenario at every batch, carried by every design.
+
+:func:`run_grid` runs every scenario of :data:`SCENARIOS` at every batch of
+:data:`BATCHES` through the roofline with each carrier of :func:`carriers` (the NIC and
+each rung of the RDMA ladder); :func:`kv_rows` and :func:`kv_transfer_rows` give the
+KV-cache bytes per token and the KV transfers plain and coalesced. Everything comes from
+the fast path of the golden model (through :class:`~pymodel.workloads.carriers.Carrier`)
+and the formulas of :mod:`pymodel.workloads.roofline`; docs/inference.md gives each
+formula and source. The report section that presents them (tables, plots) is
+``scripts/reporting/inference.py``.
+"""
+
+from dataclasses import asdict, dataclass
+
+from pymodel.workloads.carriers import RUNGS, Carrier
+from pymodel.workloads.config import kv_bytes_per_token, load_model
+from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
+from pymodel.workloads.roofline import decode_roofline
+from pymodel.workloads.timing import comm_time
+
+__all__ = ["Scenario", "SCENARIOS", "BATCHES", "CONTEXT", "ACCELERATOR", "KV_MODELS",
+           "KV_CASE", "KV_RUNG", "KV_ISSUERS", "ISSUER", "run_grid", "kv_rows", "kv_transfer_rows",
+           "carriers", "design_key"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One deployment shape of the grid (the batch varies)."""
+
+    label: str
+    model: str
+    tp: int = 1
+    ep: int = 1
+    allreduce: str = "oneshot"
+    ports: int = 1
+    why: str = ""
+
+
+#: Scale-up TP runs get 8 ports (8 x 512 Gb/s = 512 GB/s per direction, an NVLink-class
+#: GPU: H100 SXM has 900 GB/s of NVLink, both directions); scale-out EP runs one port per
+#: GPU (DeepEP's nodes have one 400 Gb/s RDMA NIC per GPU).
+SCENARIOS = (
+    Scenario("Llama-3-8B, 1 GPU", "llama-3-8b", why="GQA, no communication"),
+    Scenario("Falcon-7B, 1 GPU", "falcon-7b", why="MQA (71 heads: TP must be 1 or 71)"),
+    Scenario("Llama-2-7B, TP4", "llama-2-7b", tp=4, ports=8, why="MHA, one-shot all-reduce"),
+    Scenario("Llama-3-70B, TP8 one-shot", "llama-3-70b", tp=8, ports=8,
+             why="GQA, one-shot all-reduce"),
+    Scenario("Llama-3-70B, TP8 RS+AG", "llama-3-70b", tp=8, allreduce="rsag", ports=8,
+             why="GQA, reduce-scatter + all-gather"),
+    Scenario("DeepSeek-V3, EP32", "deepseek-v3", ep=32, why="MLA + MoE, DeepEP low latency"),
+    Scenario("DeepSeek-V3, EP64", "deepseek-v3", ep=64, why="MLA + MoE, DeepEP low latency"),
+)
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: Context tokens per sequence during the grid's decode steps.
+CONTEXT = 2048
+ACCELERATOR = "h100-sxm"
+KV_MODELS = ("llama-2-7b", "llama-3-8b", "llama-3-70b", "falcon-7b", "deepseek-v3")
+#: The KV transfer of NIXL issue 1514: Llama-70B, TP8, 118 blocks of 16 tokens.
+KV_CASE = dict(model="llama-3-70b", tp=8, prompt_tokens=118 * 16)
+
+
+#: Who posts the RDMA work in the grid: GPU threads (DeepEP/NVSHMEM's IBGDA policy: a
+#: doorbell per 4 WQEs, every WQE signalled, unless the rung sets its own).
+ISSUER = "gpu"
+#: The rung of the KV-transfer rows (the pipelined engine, posting as each issuer does).
+KV_RUNG = "pipelined"
+
+
+def design_key(carrier):
+    """The grid's name of a carrier: ``"nic"`` or ``"rdma <rung>"``."""
+    return "nic" if carrier.design == "nic" else f"rdma {carrier.rung.name}"
+
+
+def carriers(issuer=ISSUER):
+    """The designs of the grid, by :func:`design_key`: the NIC (compact header) and the
+    RDMA engine on each rung of the ladder (:data:`~pymodel.workloads.carriers.RUNGS`),
+    posted by ``issuer``."""
+    out = [Carrier("nic", framing="compact")]
+    out += [Carrier("rdma", rung=name, issuer=issuer) for name in RUNGS]
+    return {design_key(c): c for c in out}
+
+
+def run_grid(scenarios=SCENARIOS, batches=BATCHES, context=CONTEXT, accelerator=ACCELERATOR,
+             designs=None):
+    """Roofline rows of every (scenario, batch, design): a list of dicts (the fields of
+    :class:`~pymodel.workloads.roofline.StepResult` plus ``scenario``, ``design`` (a key
+    of ``designs``, default :func:`carriers`), ``covered``, ``bottleneck``,
+    ``organising_s``). Where the engine's fast path does not cover a message of the step
+    (it raises ``ValueError``: e.g. ACK coalescing over many QPs meets the transport
+    timeout), the row has ``covered`` False, the reason in ``error`` and no figures."""
+    designs = designs or carriers()
+    rows = []
+    for sc in scenarios:
+        for b in batches:
+            dep = Deployment(batch=b, tp=sc.tp, ep=sc.ep, context=context)
+            tr = decode_step(sc.model, dep, allreduce=sc.allreduce)
+            for dname, car in designs.items():
+                base = dict(scenario=sc.label, design=dname, batch=b)
+                try:
+                    r = decode_roofline(sc.model, dep, accelerator=accelerator,
+                                        carrier=car, allreduce=sc.allreduce,
+                                        ports=sc.ports, trace=tr)
+                except ValueError as exc:
+                    rows.append(dict(base, covered=False, error=str(exc)))
+                    continue
+                rows.append(dict(asdict(r), **base, covered=True,
+                                 bottleneck=r.bottleneck, organising_s=r.organising_s))
+    return rows
+
+
+def kv_rows(models=KV_MODELS):
+    """KV-cache bytes per token of each model, BF16 and FP8 (list of dicts)."""
+    out = []
+    for name in models:
+        m = load_model(name)
+        out.append({"model": m.title, "attention": m.attention.upper(),
+                    "bf16": kv_bytes_per_token(m, "bf16"), "fp8": kv_bytes_per_token(m, "fp8")})
+    return out
+
+
+#: The issuers of the KV-transfer rows.
+KV_ISSUERS = ("cpu", "cpu_framework", "gpu", "controller")
+
+
+def kv_transfer_rows(case=KV_CASE, variants=None):
+    """Descriptors, posting time and transfer time of one request's KV transfer, for
+    each (coalescing, run length) variant (list of dicts, per GPU)."""
+    variants = variants or [("none", None), ("layer", 8), ("layer", None), ("page", 8),
+                            ("page", None)]
+    nic = Carrier("nic", framing="compact")
+    out = []
+    for coalesce, run in variants:
+        tr = kv_transfer(case["model"], prompt_tokens=case["prompt_tokens"], tp=case["tp"],
+                         coalesce=coalesce, run_blocks=run)
+        sizes = tr.sizes("data", src=0)
+        row = {"coalesce": coalesce, "run_blocks": run or "all",
+               "descriptors": tr.count("data", src=0),
+               "bytes_each": "/".join(f"{s:,}" for s in sorted(sizes)),
+               "bytes": sum(s * n for s, n in sizes.items()),
+               "nic_us": comm_time(tr, nic).cycles / 1e3}
+        for iss in KV_ISSUERS:
+            car = Carrier("rdma", rung=KV_RUNG, issuer=iss)
+            r = comm_time(tr, car)
+            senders = tr.gpus // 2
+            row[f"post_{iss}_us"] = r.issuer_cycles / senders / 1e3
+            row[f"rdma_{iss}_us"] = r.cycles / 1e3
+            row[f"wqes_{iss}"] = r.wqes / senders
+        out.append(row)
+    return out
