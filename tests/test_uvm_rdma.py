@@ -88,14 +88,7 @@ def _items(seed, count, kinds=ERROR_KINDS, qps=5):
 def _drawn(seq_type, seed, count=COUNT):
     """What a sequence draws for a seed, without a simulator: ``(cfg, sequence)``."""
     cfg = RdmaConfig(count=count)
-    seq = seq_type("seq").configure(cfg, seed, count)
-    rng = random.Random(seed)
-    seq.knobs = seq.draw_knobs(rng)
-    seq.prepare(rng)
-    seq.make_qps(rng)
-    seq._turn, seq._last = rng.randrange(64), None
-    seq.draw(rng)
-    return cfg, seq
+    return cfg, seq_type("seq").configure(cfg, seed, count).generate()
 
 
 def _model_obs(plan):

@@ -12,10 +12,10 @@ selects one by a factory override of :class:`RdmaRandomSeq`:
                          70 % good WRITEs, every error kind possible
 ``RdmaAllGoodSeq``       good WRITEs only, over as many QPs as cache entries in use
 ``RdmaErrorsHeavySeq``   every error kind among the first items (shuffled), then 70 % bad
-``RdmaManyQpsSeq``       1 to 4 more QPs than the 16 or 32 entries in use, QPNs crowded on
-                         half the cache lines (lookups miss and write back), one WRITE in
-                         three on the last QP again (a hit: every WQE rings), good and
-                         access errors, at most 12 items
+``RdmaManyQpsSeq``       1 to 4 more QPs than the 16 entries in use, QPNs (both nodes)
+                         crowded on a quarter of the cache lines (lookups miss and write
+                         back), every third WRITE on the QP of the one before (a hit:
+                         every WQE rings), good and access errors, at most 12 items
 ``RdmaOptimisedSeq``     the optimisations of the ladder at once: ACK coalescing, WQEs by
                          MMIO, inline payloads, doorbell batching, unsignalled WQEs; the
                          four ways to post a WQE among the first four items; one run in
@@ -85,7 +85,8 @@ class Budget:
             frames, beats, rest = inject_cost(item)
             return {"inj_frames": frames, "inj_beats": beats, "inj_rest": rest,
                     "words": words}
-        mmio = 1 + (1 + _beats(item.size) if item.inline else 1)
+        # A doorbell, or the WQE by MMIO with its inline words (the most it may take).
+        mmio = 1 + (_beats(item.size) if item.inline else 0)
         return {"mmio": mmio, "events": 1, "words": words,
                 "wire": sum(_beats(n) for n in item.frames())}
 
@@ -168,6 +169,10 @@ class RdmaRandomSeq(uvm_sequence):
         """Requester QPN of the ``k``-th QP (uniform over the table)."""
         return rng.randrange(QP_TABLE)
 
+    def _qpn_b(self, rng, k):
+        """Responder QPN of the ``k``-th QP (uniform over the table)."""
+        return rng.randrange(QP_TABLE)
+
     def _new_qp(self, rng):
         used_a = {q.qpn_a for q in self.qps}
         lines = {q.qpn_a % self.knobs.cache_entries for q in self.qps}
@@ -177,9 +182,9 @@ class RdmaRandomSeq(uvm_sequence):
             if a not in used_a and not (self.knobs.coalescing
                                         and a % self.knobs.cache_entries in lines):
                 break
-        b = rng.randrange(QP_TABLE)
+        b = self._qpn_b(rng, len(self.qps))
         while b in used_b:
-            b = rng.randrange(QP_TABLE)
+            b = self._qpn_b(rng, len(self.qps))
         psn = (1 << 24) - 1 - rng.randrange(6) if rng.random() < 0.2 else \
             rng.randrange(1 << 24)                     # near the wrap one time in five
         qp = QpSpec(a, b, rng.randint(8, 12), psn, self.stride(rng))
@@ -236,7 +241,9 @@ class RdmaRandomSeq(uvm_sequence):
         for it in last.values():
             it.ring = it.signalled = True
 
-    async def body(self):
+    def generate(self):
+        """Draw the knobs, the QPs and the items from the sequence's seed (no simulator
+        needed: the tests of the sequences call it alone)."""
         if self.cfg is None:
             raise RuntimeError(f"{self.get_name()}: call configure(cfg, seed, count) first")
         rng = random.Random(self.seed)
@@ -245,6 +252,10 @@ class RdmaRandomSeq(uvm_sequence):
         self.make_qps(rng)
         self._turn, self._last = rng.randrange(64), None
         self.draw(rng)
+        return self
+
+    async def body(self):
+        self.generate()
         for item in self.items:
             await self.start_item(item)
             await self.finish_item(item)
@@ -281,9 +292,11 @@ class RdmaErrorsHeavySeq(RdmaRandomSeq):
 
 
 class RdmaManyQpsSeq(RdmaRandomSeq):
-    """More QPs than cache entries in use (one to four more), used round robin, their
-    QPNs on half the cache lines: the contexts thrash on both nodes (misses and
-    dirty write-backs). Mostly good WRITEs; no ACK coalescing (QPs share entries)."""
+    """More QPs than the 16 cache entries in use (one to four more), used round robin,
+    their QPNs (at both nodes) on a quarter of the cache lines: the contexts thrash on
+    both nodes (misses and dirty write-backs; with at least five QPs on four lines, some
+    must share one). Every third WRITE goes to the QP of the one before (a hit between
+    misses). Mostly good WRITEs; no ACK coalescing (QPs share entries)."""
 
     error_weights = {"none": 88, **{k: 3 for k in ACCESS_KINDS}}
     #: A miss waits for the QP on its entry to finish, then for a fill over PCIe: about
@@ -291,15 +304,14 @@ class RdmaManyQpsSeq(RdmaRandomSeq):
     max_count = 12
 
     def draw_knobs(self, rng):
-        return RunKnobs(cache_entries=rng.choice((16, 16, 32)),
-                        inject_stall=self._inject_stall(rng))
+        return RunKnobs(cache_entries=16, inject_stall=self._inject_stall(rng))
 
     def qp_count(self, rng):
         return self.knobs.cache_entries + rng.randint(1, 4)
 
     def pick_qp(self, k, rng):
-        """Round robin, but one time in three the last QP again (a hit between misses)."""
-        if self._last is not None and rng.random() < 1 / 3:
+        """Round robin, but every third item on the QP of the one before."""
+        if self._last is not None and k % 3 == 2:
             return self._last
         return super().pick_qp(k, rng)
 
@@ -309,11 +321,17 @@ class RdmaManyQpsSeq(RdmaRandomSeq):
 
     def prepare(self, rng):
         n = self.knobs.cache_entries
-        self._lines = rng.sample(range(n), max(1, n // 2))
+        self._lines = rng.sample(range(n), max(1, n // 4))
 
-    def _qpn_a(self, rng, k):
+    def _crowded(self, rng):
         n = self.knobs.cache_entries
         return rng.choice(self._lines) + n * rng.randrange(QP_TABLE // n)
+
+    def _qpn_a(self, rng, k):
+        return self._crowded(rng)
+
+    def _qpn_b(self, rng, k):
+        return self._crowded(rng)
 
 
 class RdmaOptimisedSeq(RdmaRandomSeq):
