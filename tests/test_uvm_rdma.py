@@ -139,7 +139,7 @@ def test_sequences_keep_the_posting_rules(seq_type):
     """Every sequence, over many seeds: the last WQE of each QP rings and is signalled; a
     WQE by MMIO never leaves earlier WQEs of its QP waiting; with ACK coalescing, no two
     QPs share a cache entry in use; serial runs do not coalesce; the runs plan."""
-    for seed in range(4):
+    for seed in range(3):
         cfg, seq = _drawn(seq_type, seed)
         knobs, host = seq.knobs, [it for it in seq.items if it.path == "host"]
         assert seq.items and knobs.cache_entries <= cfg.cache_capacity
@@ -164,8 +164,8 @@ def test_sequences_keep_the_posting_rules(seq_type):
 def test_intent_agrees_with_the_model(seq_type):
     """The scoreboard's two oracles agree on what the sequences make: the golden model's
     run, taken as the RTL's, passes the intent check (and the model check, trivially) for
-    every run planned from two seeds of each sequence."""
-    for seed in (1, 2):
+    every run planned from a seed of each sequence."""
+    for seed in (1,):
         cfg, seq = _drawn(seq_type, seed)
         for plan in plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, seq.knobs):
             obs = _model_obs(plan)
@@ -220,9 +220,9 @@ def test_every_variant_raises_its_counter(kind):
     its counter (and the item's own frames are still accepted)."""
     cfg = RdmaConfig()
     for variant in VARIANTS[kind]:
-        for seed in range(3):
+        for seed in range(2):
             rng = random.Random(seed)
-            qp = QpSpec(7, 9, 8 + seed, (1 << 24) - 2)
+            qp = QpSpec(7, 9, 8 + 4 * seed, (1 << 24) - 2)
             it = WriteItem("w").randomize(rng, cfg, qp=qp, error=kind, ring=True,
                                           accept=Budget(cfg).fits)
             it.variant = variant

@@ -20,7 +20,7 @@ __all__ = ["RdmaAgent", "RdmaDriver", "RdmaMonitor", "SETTLE", "expected_marks",
            "settle_cycles"]
 
 #: Cycles the design keeps running after the model's last event, to catch extras.
-SETTLE = 200
+SETTLE = 150
 
 
 def expected_marks(plan, items):

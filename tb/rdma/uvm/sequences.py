@@ -10,18 +10,19 @@ selects one by a factory override of :class:`RdmaRandomSeq`:
 ``RdmaRandomSeq``        1 QP to more QPs than cache entries in use (16 to 256 of them),
                          every posting flag drawn, ACK coalescing in one run in three,
                          70 % good WRITEs, every error kind possible
-``RdmaAllGoodSeq``       good WRITEs only, over as many QPs as cache entries in use
+``RdmaAllGoodSeq``       good WRITEs only, over as many QPs as cache entries in use, at
+                         most 12 items
 ``RdmaErrorsHeavySeq``   every error kind and a good WRITE among the first eleven items
                          (shuffled), then 70 % bad
 ``RdmaManyQpsSeq``       1 to 4 more QPs than the 16 entries in use, QPNs (both nodes)
                          crowded on a quarter of the cache lines (lookups miss and write
                          back), every third WRITE on the QP of the one before (a hit:
-                         every WQE rings), good and access errors, at most 12 items
+                         every WQE rings), good and access errors, at most 9 items
 ``RdmaOptimisedSeq``     the optimisations of the ladder at once: ACK coalescing, WQEs by
                          MMIO, inline payloads, doorbell batching, unsignalled WQEs; the
                          four ways to post a WQE among the first four items; one run in
                          two a burst of 17 WQEs under one doorbell
-``RdmaSerialSeq``        one work item at a time (``serial``), at most 5 items
+``RdmaSerialSeq``        one work item at a time (``serial``), at most 4 items
 =======================  ==================================================================
 
 Posting rules the sequences keep (see :mod:`.items`):
@@ -268,9 +269,11 @@ class RdmaRandomSeq(uvm_sequence):
 
 class RdmaAllGoodSeq(RdmaRandomSeq):
     """Good WRITEs only, over as many QPs as cache entries in use (round robin): every
-    one completes (with a CQE when signalled) and lands in host memory B."""
+    one completes (with a CQE when signalled) and lands in host memory B. At most 12
+    items: each misses at both ends, and the responder's misses are one at a time."""
 
     error_weights = {"none": 1}
+    max_count = 12
 
     def qp_count(self, rng):
         return self.knobs.cache_entries
@@ -296,14 +299,14 @@ class RdmaErrorsHeavySeq(RdmaRandomSeq):
 class RdmaManyQpsSeq(RdmaRandomSeq):
     """More QPs than the 16 cache entries in use (one to four more), used round robin,
     their QPNs (at both nodes) on a quarter of the cache lines: the contexts thrash on
-    both nodes (misses and dirty write-backs; with at least five QPs on four lines, some
-    must share one). Every third WRITE goes to the QP of the one before (a hit between
+    both nodes (misses and dirty write-backs: the six QPs of nine items on four lines,
+    some must share one). Every third WRITE goes to the QP of the one before (a hit between
     misses). Mostly good WRITEs; no ACK coalescing (QPs share entries)."""
 
     error_weights = {"none": 88, **{k: 3 for k in ACCESS_KINDS}}
     #: A miss waits for the QP on its entry to finish, then for a fill over PCIe: about
-    #: a thousand cycles a WRITE.
-    max_count = 12
+    #: a thousand cycles a WRITE. Nine items reach six QPs: two must share a line.
+    max_count = 9
 
     def draw_knobs(self, rng):
         return RunKnobs(cache_entries=16, inject_stall=self._inject_stall(rng))
@@ -396,12 +399,12 @@ class RdmaOptimisedSeq(RdmaRandomSeq):
 
 class RdmaSerialSeq(RdmaRandomSeq):
     """One work item at a time (the ``serial`` port: the requester's front takes the
-    next doorbell or WQE by MMIO only when everything before is acknowledged), at most 5
-    items (each takes two host round trips and the ACK: over PCIe about 1500 cycles) over
-    1 to 3 QPs, every posting flag drawn; no ACK coalescing."""
+    next doorbell or WQE by MMIO only when everything before is acknowledged), at most 4
+    items (each takes two host round trips, context misses and the ACK: over PCIe 1300
+    to 2000 cycles) over 1 to 3 QPs, every posting flag drawn; no ACK coalescing."""
 
     error_weights = {"none": 85, **{k: 4 for k in ACCESS_KINDS}}
-    max_count = 5
+    max_count = 4
 
     def draw_knobs(self, rng):
         return RunKnobs(cache_entries=rng.choice(self.cache_sizes()), serial=1,
