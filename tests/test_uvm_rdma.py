@@ -326,9 +326,9 @@ def _check_run(run_dir):
     cov = json.loads((run_dir / "coverage.json").read_text())
     assert set(GOOD_TESTS) <= set(cov["tests"])
     tests = cov["tests"]
-    for where, groups in ((cov["merged"], ("error", "outcome", "wqe_path", "ack_req",
-                                           "serial", "signalled")),
-                          (tests["RdmaErrorsTest"], ("error", "outcome")),
+    for where, groups in ((cov["merged"], ("error", "variant", "outcome", "wqe_path",
+                                           "ack_req", "serial", "signalled")),
+                          (tests["RdmaErrorsTest"], ("error", "variant", "outcome")),
                           (tests["RdmaManyQpsTest"], ("cache",)),
                           (tests["RdmaOptimisedTest"], ("wqe_path", "ack_req"))):
         for g in groups:

@@ -242,12 +242,13 @@ class WriteItem(uvm_sequence_item):
     def randomize(self, rng, cfg, *, qp, error="none", accept=None, tries=1000, **fixed):
         """Draw size, variant, the posting flags, gap and fault pick from ``rng`` under
         :meth:`constraints`; ``qp`` and ``error`` are the caller's, and so is any of
-        ``bf``, ``inline``, ``ring``, ``signalled``, ``gap`` given in ``fixed``. An
+        ``variant``, ``bf``, ``inline``, ``ring``, ``signalled``, ``gap`` given in
+        ``fixed``. An
         inject item is posted plainly. ``accept`` is an extra constraint of the sequence
         (its budget). Raises ``RuntimeError`` naming the constraints that failed when
         ``tries`` draws fail.
         """
-        unknown = set(fixed) - {"bf", "inline", "ring", "signalled", "gap"}
+        unknown = set(fixed) - {"variant", "bf", "inline", "ring", "signalled", "gap"}
         if unknown:
             raise TypeError(f"randomize: unknown field(s) {sorted(unknown)}")
         failed = []
@@ -288,7 +289,7 @@ class WriteItem(uvm_sequence_item):
         else:
             self.size = rng.randint(1, max(1, limit))
         self.payload = bytes(self.size)          # the bytes are drawn once accepted
-        self.variant = rng.choice(VARIANTS.get(error, ("-",)))
+        self.variant = fixed.get("variant") or rng.choice(VARIANTS.get(error, ("-",)))
         self.fault_pick = rng.getrandbits(16)
 
     def convert2string(self):

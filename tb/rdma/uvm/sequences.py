@@ -12,8 +12,8 @@ selects one by a factory override of :class:`RdmaRandomSeq`:
                          70 % good WRITEs, every error kind possible
 ``RdmaAllGoodSeq``       good WRITEs only, over as many QPs as cache entries in use, at
                          most 12 items
-``RdmaErrorsHeavySeq``   every error kind and a good WRITE among the first eleven items
-                         (shuffled), then 70 % bad
+``RdmaErrorsHeavySeq``   a good WRITE and every way to make every error kind among the
+                         first 18 items (shuffled), then 70 % bad
 ``RdmaManyQpsSeq``       1 to 4 more QPs than the 16 entries in use, QPNs (both nodes)
                          crowded on a quarter of the cache lines (lookups miss and write
                          back), every third WRITE on the QP of the one before (a hit:
@@ -45,7 +45,16 @@ import random
 from pyuvm import uvm_sequence
 
 from .config import CACHE_SIZES, RunKnobs
-from .items import ACCESS_KINDS, ERROR_KINDS, QP_TABLE, WIRE_KINDS, QpSpec, RdmaRunItem, WriteItem
+from .items import (
+    ACCESS_KINDS,
+    ERROR_KINDS,
+    QP_TABLE,
+    VARIANTS,
+    WIRE_KINDS,
+    QpSpec,
+    RdmaRunItem,
+    WriteItem,
+)
 from .plan import INJECT_MAX_RATE, inject_cost
 
 __all__ = ["Budget", "RdmaRandomSeq", "RdmaAllGoodSeq", "RdmaErrorsHeavySeq",
@@ -280,20 +289,24 @@ class RdmaAllGoodSeq(RdmaRandomSeq):
 
 
 class RdmaErrorsHeavySeq(RdmaRandomSeq):
-    """Every error kind (and a good WRITE) among the first eleven items (shuffled), then
-    seven bad WRITEs in ten."""
+    """A good WRITE and every way of making every error kind (each ``kind/variant`` of
+    :data:`VARIANTS`) among the first 18 items (shuffled), then seven bad WRITEs in
+    ten."""
 
     error_weights = {"none": 30, **{k: 7 for k in ERROR_KINDS if k != "none"}}
 
     def prepare(self, rng):
-        self._first = list(ERROR_KINDS)
+        self._first = [(k, v) for k in ERROR_KINDS for v in VARIANTS[k]]
         rng.shuffle(self._first)
 
     def pick_error(self, k, rng):
-        return self._first[k] if k < len(self._first) else super().pick_error(k, rng)
+        return self._first[k][0] if k < len(self._first) else super().pick_error(k, rng)
+
+    def fixed(self, k, qp, rng):
+        return {"variant": self._first[k][1]} if k < len(self._first) else {}
 
     def reserve(self, k):
-        return sum(e in WIRE_KINDS for e in self._first[k + 1:])
+        return sum(e in WIRE_KINDS for e, _ in self._first[k + 1:])
 
 
 class RdmaManyQpsSeq(RdmaRandomSeq):

@@ -8,6 +8,7 @@ test                       factory override                                    g
 RdmaBaseTest               (none: RdmaRandomSeq, RdmaScoreboard)
 RdmaAllGoodTest            RdmaRandomSeq -> RdmaAllGoodSeq
 RdmaErrorsTest             RdmaRandomSeq -> RdmaErrorsHeavySeq                 error,
+                                                                               variant,
                                                                                outcome
 RdmaManyQpsTest            RdmaRandomSeq -> RdmaManyQpsSeq                     cache
 RdmaOptimisedTest          RdmaRandomSeq -> RdmaOptimisedSeq                   wqe_path,
@@ -91,9 +92,10 @@ class RdmaAllGoodTest(RdmaBaseTest):
 
 @pyuvm.test(**TIMEOUT)
 class RdmaErrorsTest(RdmaBaseTest):
-    """Errors-heavy traffic; every error kind and every responder outcome must be hit."""
+    """Errors-heavy traffic; every error kind, every way of making it and every responder
+    outcome must be hit."""
 
-    goals = ("error", "outcome")
+    goals = ("error", "variant", "outcome")
 
     def overrides(self, factory):
         factory.set_type_override_by_type(RdmaRandomSeq, RdmaErrorsHeavySeq)
