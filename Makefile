@@ -23,7 +23,7 @@ help:
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
-	@echo "make soak   - 1M messages over faulty links on Verilator (MESSAGES=N) -> build/soak/"
+	@echo "make soak   - 1M messages per design over faulty links on Verilator (MESSAGES=N) -> build/soak/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 

@@ -22,6 +22,7 @@ from rtl.rdma.req.requester import Requester
 from spec.formats.roce import (
     CQE_LAYOUT,
     QPC_LAYOUT,
+    WQE_ACK_REQ,
     WQE_INLINE,
     WQE_LAYOUT,
     WQE_SIGNALLED,
@@ -50,7 +51,7 @@ class Cfg:
 
 
 def scenario(seed, qps, messages, sizes, inline=False, bf=False, ring_every=1,
-             signal_every=1, pmtu_log2=8, stride_log2=0):
+             signal_every=1, pmtu_log2=8, stride_log2=0, ack_req_every=0):
     """Host memory image and MMIO writes of ``messages`` WRITEs round robin over QPs."""
     rng = random.Random(seed)
     mem = {}
@@ -80,6 +81,8 @@ def scenario(seed, qps, messages, sizes, inline=False, bf=False, ring_every=1,
         flags = WQE_SIGNALLED if (k % signal_every == signal_every - 1 or last) else 0
         if inline:
             flags |= WQE_INLINE
+        if ack_req_every and k % ack_req_every == ack_req_every - 1:
+            flags |= WQE_ACK_REQ
         hdr = pack(WQE_LAYOUT, wr_id=0x1000 + k, opcode=WqeOpcode.RDMA_WRITE, flags=flags,
                    sq_index=s["tail"], length=size, laddr=laddr * 64,
                    raddr=0x10000 + 4096 * k, rkey=0x77, qpn=q)
@@ -262,7 +265,8 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
     return stats, host, model
 
 
-@pytest.mark.parametrize("case", ["doorbells", "batched", "bf_inline", "multi_qp"])
+@pytest.mark.parametrize("case", ["doorbells", "batched", "bf_inline", "multi_qp",
+                                  "ack_flag"])
 def test_requester_matches_model(case):
     cfg = Cfg()
     if case == "doorbells":
@@ -274,10 +278,19 @@ def test_requester_matches_model(case):
     elif case == "bf_inline":
         mem, mmio = scenario(3, 1, 16, [1, 63, 64, 128, 192], inline=True, bf=True,
                              stride_log2=2)
-    else:
+    elif case == "multi_qp":
         cfg.cache_entries, cfg.cache_capacity = 16, 64     # 16 of 64 entries in use
         mem, mmio = scenario(4, 40, 60, [128, 256], ring_every=1)
-    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=1600)
+    else:
+        # Coalescing never asks by count: only signalled WQEs (every 8th and each QP's
+        # last) and those with WQE_ACK_REQ (every 3rd) ask for an ACK.
+        cfg.ack_every = 255
+        mem, mmio = scenario(7, 2, 24, [128], signal_every=8, ack_req_every=3)
+    peer = Peer()
+    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=1600, peer=peer)
+    if case == "ack_flag":
+        asked = [k for k in range(24) if k % 8 == 7 or k >= 22 or k % 3 == 2]
+        assert peer.acks_sent == len(asked)
     n = sum(1 for w in mmio if w["first"]) if case == "bf_inline" else None
     assert stats["frames"] > 0 and stats["cqes"], stats
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]

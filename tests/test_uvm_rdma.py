@@ -1,5 +1,6 @@
 """The pyuvm environment of the RDMA engine (tb/rdma/uvm) on Verilator and Icarus, and its
-pieces that need no simulator (item constraints, run planning, bad copies, intent, bins).
+pieces that need no simulator (item constraints, sequences' posting rules, run planning,
+bad copies, the intent oracle against the model, bins).
 
 The co-simulation runs every ``@pyuvm.test`` of :mod:`tb.rdma.uvm.tests` in one
 simulation on the top of tests/test_cosim_rdma.py (the defaults: one build per
@@ -18,51 +19,92 @@ from pathlib import Path
 
 import pytest
 
+from pymodel.rdma.system import simulate
+from pymodel.rdma.verbs import Verbs
 from spec.rdma import DROP_REASONS
 from tb.rdma.runner import run_rdma
-from tb.rdma.uvm.config import RdmaConfig
+from tb.rdma.testbench import wire_beats
+from tb.rdma.uvm.config import RdmaConfig, RunKnobs
 from tb.rdma.uvm.coverage import OUTCOME_BINS, Covergroups, size_bins
 from tb.rdma.uvm.items import (
-    ACCESS_KINDS,
     ERROR_KINDS,
     EXPECTED_COUNTER,
     VARIANTS,
     WIRE_KINDS,
     QpSpec,
+    RunObs,
     WriteItem,
+    inline_limit,
     size_limit,
 )
-from tb.rdma.uvm.plan import INJECT_BEATS, INJECT_FRAMES, bad_copy, plan_runs
-from tb.rdma.uvm.scoreboard import RESULTS_FILE
-from tb.rdma.uvm.sequences import Budget
+from tb.rdma.uvm.plan import bad_copy, plan_runs
+from tb.rdma.uvm.scoreboard import RESULTS_FILE, check_intent, check_model
+from tb.rdma.uvm.sequences import (
+    Budget,
+    RdmaAllGoodSeq,
+    RdmaErrorsHeavySeq,
+    RdmaManyQpsSeq,
+    RdmaOptimisedSeq,
+    RdmaRandomSeq,
+    RdmaSerialSeq,
+)
 from tb.rdma.wirecheck import frame_problems
+from tb.scoreboard import Scoreboard
 
 SEEDS = [int(s) for s in os.environ.get("UVM_SEEDS", "1").split(",") if s.strip()]
-#: Work requests per pyuvm test (five tests per simulation).
+#: Work requests per pyuvm test (seven tests per simulation; the serial one takes 8).
 COUNT = 20
 TOP = {}                   # the defaults: the build of tests/test_cosim_rdma.py
-GOOD_TESTS = ("RdmaBaseTest", "RdmaAllGoodTest", "RdmaErrorsTest", "RdmaManyQpsTest")
+GOOD_TESTS = ("RdmaBaseTest", "RdmaAllGoodTest", "RdmaErrorsTest", "RdmaManyQpsTest",
+              "RdmaOptimisedTest", "RdmaSerialTest")
 NEGATIVE = "RdmaBrokenScoreboardTest"
+SEQUENCES = (RdmaRandomSeq, RdmaAllGoodSeq, RdmaErrorsHeavySeq, RdmaManyQpsSeq,
+             RdmaOptimisedSeq, RdmaSerialSeq)
 
 
 def _items(seed, count, kinds=ERROR_KINDS, qps=5):
-    """``count`` items with the kinds in turn over ``qps`` QPs (access errors on QPs of
-    their own, as the sequences' closing rule would give), within a Budget."""
+    """``count`` items with the kinds in turn over ``qps`` QPs, every posting flag drawn
+    (the last of each QP rung and signalled), within a Budget."""
     cfg, rng = RdmaConfig(), random.Random(seed)
-    pool = [QpSpec(rng.randrange(4096), 100 + q, rng.randint(8, 12), rng.randrange(1 << 24))
-            for q in range(qps)]
-    budget, out = Budget(cfg), []
+    pool = [QpSpec(q * 16 + rng.randrange(16), 100 + q, rng.randint(8, 12),
+                   rng.randrange(1 << 24), q % 3) for q in range(qps)]
+    budget, out, unrung = Budget(cfg), [], {}
     for k in range(count):
         kind = kinds[k % len(kinds)]
         if kind in WIRE_KINDS and not budget.wire_room():
             kind = "none"
-        qp = (QpSpec(3000 + k, 3000 + k, rng.randint(8, 12), rng.randrange(1 << 24))
-              if kind in ACCESS_KINDS else pool[k % qps])
-        it = WriteItem(f"w{k}").randomize(rng, cfg, qp=qp, error=kind, gap=32, stall_seed=7,
-                                          accept=budget.fits)
+        qp = pool[k % qps]
+        it = WriteItem(f"w{k}").randomize(rng, cfg, qp=qp, error=kind, accept=budget.fits,
+                                          **({"bf": False} if unrung.get(qp) else {}))
         budget.take(it)
+        if it.path == "host":
+            unrung[qp] = not it.announces
         out.append(it)
+    for it in {it.qp: it for it in out if it.path == "host"}.values():
+        it.ring = it.signalled = True
     return cfg, out
+
+
+def _drawn(seq_type, seed, count=COUNT):
+    """What a sequence draws for a seed, without a simulator: ``(cfg, sequence)``."""
+    cfg = RdmaConfig(count=count)
+    return cfg, seq_type("seq").configure(cfg, seed, count).generate()
+
+
+def _model_obs(plan):
+    """The golden model's run in the shape the monitor publishes (the model as the RTL)."""
+    m = plan.model()
+    ab, ba = wire_beats(m, "ab"), wire_beats(m, "ba")
+    depth = plan.engine.depth
+    return RunObs(
+        index=plan.index, kind=plan.kind, ab=ab, ba=ba,
+        written=tuple(zip(*[(t, c) for c, t in m["written"]], strict=True)) or ((), ()),
+        completed=tuple(zip(*[(t, c) for c, t in m["completed"]], strict=True)) or ((), ()),
+        mmio=tuple(m["mmio_stamps"]),
+        counters={k: m[k] for k in ("req", "resp", "host_a", "host_b", "links")},
+        mem_a=tuple(m["mem_a"].get(a, 0) for a in range(depth)),
+        mem_b=tuple(m["mem_b"].get(a, 0) for a in range(depth)),
+        end=m["cycles"] + 300, hang=None, overflows=())
 
 
 # -- no simulator ---------------------------------------------------------------------
@@ -74,6 +116,10 @@ def test_items_meet_their_constraints():
             assert not bad, f"{it}: {bad}"
             assert EXPECTED_COUNTER[it.error] in it.outcomes(), it
             assert 1 <= it.size <= size_limit(it.qp.pmtu_log2) and len(it.payload) == it.size
+            if it.inline:
+                assert it.size <= inline_limit(it.qp.stride_log2) and it.qp.stride_log2
+            if it.path == "inject":
+                assert it.ring and it.signalled and not it.bf and not it.inline, it
 
 
 def test_randomize_names_the_failed_constraint():
@@ -81,17 +127,77 @@ def test_randomize_names_the_failed_constraint():
     with pytest.raises(RuntimeError, match="budget"):
         WriteItem("x").randomize(random.Random(1), cfg, qp=QpSpec(1, 2, 8, 0),
                                  accept=lambda _: False, tries=5)
+    with pytest.raises(RuntimeError, match="inline fits"):
+        WriteItem("x").randomize(random.Random(1), cfg, qp=QpSpec(1, 2, 8, 0, 0),
+                                 inline=True, tries=5)
+    with pytest.raises(TypeError, match="unknown field"):
+        WriteItem("x").randomize(random.Random(1), cfg, qp=QpSpec(1, 2, 8, 0), size=3)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seq_type", SEQUENCES, ids=lambda t: t.__name__)
+def test_sequences_keep_the_posting_rules(seq_type):
+    """Every sequence, over many seeds: the last WQE of each QP rings and is signalled; a
+    WQE by MMIO never leaves earlier WQEs of its QP waiting; with ACK coalescing, no two
+    QPs share a cache entry in use; serial runs do not coalesce; the runs plan."""
+    for seed in range(3):
+        cfg, seq = _drawn(seq_type, seed)
+        knobs, host = seq.knobs, [it for it in seq.items if it.path == "host"]
+        assert seq.items and knobs.cache_entries <= cfg.cache_capacity
+        for it in {it.qp: it for it in host}.values():
+            assert it.ring and it.signalled, it
+        waiting = {}
+        for it in host:
+            assert not (it.bf and waiting.get(it.qp)), it
+            waiting[it.qp] = not it.announces
+        if knobs.coalescing:
+            lines = [q.qpn_a % knobs.cache_entries for q in seq.qps]
+            assert len(set(lines)) == len(lines), (seed, lines)
+        assert not (knobs.serial and knobs.coalescing)
+        runs = plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, knobs)
+        assert [r.kind for r in runs] == [k for k in ("posted", "inject")
+                                          if any(it.path == ("host" if k == "posted"
+                                                             else "inject")
+                                                 for it in seq.items)]
+
+
+@pytest.mark.parametrize("seq_type", SEQUENCES, ids=lambda t: t.__name__)
+def test_intent_agrees_with_the_model(seq_type):
+    """The scoreboard's two oracles agree on what the sequences make: the golden model's
+    run, taken as the RTL's, passes the intent check (and the model check, trivially) for
+    every run planned from a seed of each sequence."""
+    for seed in (1,):
+        cfg, seq = _drawn(seq_type, seed)
+        for plan in plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, seq.knobs):
+            obs = _model_obs(plan)
+            sb = Scoreboard()
+            check_model(sb, plan.kind, plan.model(), obs)
+            assert check_intent(sb, plan.kind, plan, obs, seq.items) > 0
+            assert not sb.mismatches, (seq_type.__name__, seed, sb.mismatches[:10])
+
+
+def test_intent_check_catches_a_wrong_run():
+    """The intent oracle is not vacuous: a model run of other knobs (no coalescing where
+    the plan coalesces) fails it on AckReq and on the ACK count."""
+    cfg, seq = _drawn(RdmaOptimisedSeq, 3)
+    (plan,) = plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, seq.knobs)
+    (other,) = plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps,
+                         RunKnobs(cache_entries=seq.knobs.cache_entries))
+    sb = Scoreboard()
+    check_intent(sb, "posted", plan, _model_obs(other), seq.items)
+    assert any("AckReq" in m for m in sb.mismatches), sb.mismatches
+    assert any("ACK/NAK frames" in m for m in sb.mismatches), sb.mismatches
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_plan_intent_agrees_with_the_model(seed):
     """Each planned run, on the golden model, raises exactly the responder counters and
     ACKs the items' intent says, and every inject run stays within the responder's
     buffers (so no overflow). QPs without traffic get contexts as well."""
     cfg, items = _items(seed, 24)
     idle = [QpSpec(500 + j, 600 + j, 8 + j % 5, j) for j in range(20)]
-    runs = plan_runs(cfg, items, bad_qpn=4095, qps=idle)
-    assert [r.kind for r in runs] == ["doorbell", "inject"]
+    knobs = RunKnobs(cache_entries=(16, 32, 64, 256)[seed])
+    runs = plan_runs(cfg, items, bad_qpn=4095, qps=idle, knobs=knobs)
+    assert [r.kind for r in runs] == ["posted", "inject"]
     assert all(set(idle) <= set(r.qps) for r in runs)
     for run in runs:
         want = run.model()
@@ -99,12 +205,13 @@ def test_plan_intent_agrees_with_the_model(seed):
         for k in run.items:
             intent.update(items[k].outcomes())
         assert {n: want["resp"][n] for n in intent} == dict(intent), run.kind
-        assert want["resp"]["acks"] == sum(items[k].acks() for k in run.items)
+        assert want["resp"]["acks"] == sum(items[k].acks(run.ack_req[k]) for k in run.items)
         if run.kind == "inject":
-            assert len(run.inject) <= INJECT_FRAMES
-            assert sum(-(-len(f) // 64) for f in run.inject) <= INJECT_BEATS
+            assert len(run.inject) <= cfg.inject_frames
+            assert sum(max(0, -(-len(f) // 64) - 2) for f in run.inject) \
+                <= cfg.inject_rest_beats
         else:
-            assert len(want["completed"]) == len(run.items)
+            assert len(want["completed"]) == sum(items[k].cqe() for k in run.items)
 
 
 @pytest.mark.parametrize("kind", [k for k in ERROR_KINDS if k != "none"])
@@ -113,10 +220,11 @@ def test_every_variant_raises_its_counter(kind):
     its counter (and the item's own frames are still accepted)."""
     cfg = RdmaConfig()
     for variant in VARIANTS[kind]:
-        for seed in range(3):
+        for seed in range(2):
             rng = random.Random(seed)
-            qp = QpSpec(7, 9, 8 + seed, (1 << 24) - 2)
-            it = WriteItem("w").randomize(rng, cfg, qp=qp, error=kind, accept=Budget(cfg).fits)
+            qp = QpSpec(7, 9, 8 + 4 * seed, (1 << 24) - 2)
+            it = WriteItem("w").randomize(rng, cfg, qp=qp, error=kind, ring=True,
+                                          accept=Budget(cfg).fits)
             it.variant = variant
             (run,) = plan_runs(cfg, [it], bad_qpn=4095)
             resp = run.model()["resp"]
@@ -143,6 +251,29 @@ def test_bad_copies_fail_only_their_check():
                     assert "FCS" not in bad and "ICRC" not in bad, (kind, variant, bad)
 
 
+def test_coalescing_on_a_shared_entry_waits_for_the_timer():
+    """Why coalescing runs keep their QPs on distinct cache entries (sequences module):
+    on the model, a message without AckReq keeps its entry busy, and a work item of
+    another QP on that entry holds the in-order front until the transport timer rewinds;
+    with the QPs on distinct entries nothing waits."""
+    def run(qpn_y):
+        v = Verbs(max_qps=4096)
+        x, y = v.create_qp(1, 5, sq_log2=1), v.create_qp(qpn_y, 6, sq_log2=1)
+        base, key = v.reg_mr(1 << 12, index=1)
+        for wr_id, qp, signalled in ((1, x, False), (2, y, True), (3, x, True)):
+            v.post_write(qp, bytes(range(128)), base + 256 * wr_id, key, wr_id=wr_id,
+                         signalled=signalled)
+            v.ring(qp)
+        eng = RdmaConfig().engine(RunKnobs(ack_every=4))
+        eng.cq_base, eng.cq_log2 = v.cq_base, v.cq_log2
+        return simulate(eng, v.mem_a, v.mem_b, v.mr_table, *v.mmio_items())
+
+    shared, apart = run(17), run(18)          # 17 % 16 == 1: the entry of QP 1
+    assert shared["req"]["timeouts"] == 1 and shared["req"]["retransmissions"] == 1
+    assert apart["req"]["timeouts"] == 0 and apart["req"]["retransmissions"] == 0
+    assert shared["cycles"] > apart["cycles"] + RdmaConfig().params["timeout"]
+
+
 def test_size_bins_partition_the_sizes():
     for p in range(8, 13):
         bins = size_bins(p)
@@ -156,6 +287,7 @@ def test_coverage_bins_name_every_kind_and_outcome():
     assert list(cg.groups["error"]) == list(ERROR_KINDS)
     assert set(cg.groups["outcome"]) == set(OUTCOME_BINS) == {"frames_ok", *DROP_REASONS} - {
         "overflow"}
+    assert list(cg.groups["cache_size"]) == ["16", "32", "64", "128", "256"]
     with pytest.raises(KeyError):
         cg.hit("error", "nonsense")
 
@@ -169,6 +301,11 @@ def _record(rec):
         path.write_text(json.dumps(rec))
 
 
+def _full(report, group):
+    bins = report["groups"][group]["bins"]
+    return all(v > 0 for v in bins.values()), bins
+
+
 def _check_run(run_dir):
     sb = json.loads((run_dir / RESULTS_FILE).read_text())
     for name in GOOD_TESTS:
@@ -180,7 +317,7 @@ def _check_run(run_dir):
     neg = sb[NEGATIVE]
     assert neg["scoreboard"] == "BrokenScoreboard"
     assert neg["mismatch_count"] == 1, neg
-    assert neg["mismatches"][0].split(":")[1].strip() == "responder frames_ok", neg
+    assert neg["mismatches"][0].split(":")[1].strip() == "resp frames_ok", neg
     cases = {c.get("name"): c for c in ET.parse(run_dir / "results.xml").iter("testcase")}
     assert set(GOOD_TESTS) | {NEGATIVE} <= set(cases)
     assert not any(cases[n].find(t) is not None for n in cases for t in ("failure", "error"))
@@ -188,21 +325,29 @@ def _check_run(run_dir):
     assert NEGATIVE in log and "failed as expected" in log
     cov = json.loads((run_dir / "coverage.json").read_text())
     assert set(GOOD_TESTS) <= set(cov["tests"])
-    for where in (cov["merged"], cov["tests"]["RdmaErrorsTest"]):
-        err = where["groups"]["error"]["bins"]
-        assert all(err[k] > 0 for k in ERROR_KINDS), err
-        out = where["groups"]["outcome"]["bins"]
-        assert all(out[c] > 0 for c in OUTCOME_BINS), out
-    good = cov["tests"]["RdmaAllGoodTest"]["groups"]
+    tests = cov["tests"]
+    for where, groups in ((cov["merged"], ("error", "variant", "outcome", "wqe_path",
+                                           "ack_req", "serial", "signalled")),
+                          (tests["RdmaErrorsTest"], ("error", "variant", "outcome")),
+                          (tests["RdmaManyQpsTest"], ("cache",)),
+                          (tests["RdmaOptimisedTest"], ("wqe_path", "ack_req"))):
+        for g in groups:
+            full, bins = _full(where, g)
+            assert full or g == "signalled", (g, bins)
+    signalled = cov["merged"]["groups"]["signalled"]["bins"]
+    assert signalled["signalled"] and signalled["unsignalled"], signalled
+    good = tests["RdmaAllGoodTest"]["groups"]
     assert {c for c, v in good["outcome"]["bins"].items() if v} == {"frames_ok"}, good
     assert {c for c, v in good["cqe_status"]["bins"].items() if v} == {"SUCCESS"}, good
+    assert tests["RdmaSerialTest"]["groups"]["serial"]["bins"]["serial"] > 0
     return cov
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_uvm_rdma(sim, seed, test_id):
-    """Five pyuvm tests in one simulation: base, all-good, errors-heavy, many-QPs (three
-    by factory override of the sequence) and the broken scoreboard (expected to fail)."""
+    """Seven pyuvm tests in one simulation: base, all-good, errors-heavy, many-QPs,
+    optimised, serial (five by factory override of the sequence) and the broken
+    scoreboard (expected to fail)."""
     rec = {"regression": "rdma_uvm", "sim": sim, "seed": seed, "status": "fail"}
     t0 = time.perf_counter()
     try:

@@ -18,6 +18,7 @@ from spec.formats.roce import (
     HOST_WORD_BYTES,
     MR_LAYOUT,
     QPC_LAYOUT,
+    WQE_ACK_REQ,
     WQE_INLINE,
     WQE_LAYOUT,
     WQE_SIGNALLED,
@@ -123,10 +124,12 @@ class Verbs:
             length=nbytes)
         return base, rkey
 
-    def post_write(self, qp, payload, raddr, rkey, wr_id, signalled=True, inline=False):
+    def post_write(self, qp, payload, raddr, rkey, wr_id, signalled=True, inline=False,
+                   ack_req=False):
         """Post an RDMA WRITE of ``payload``: copied into a fresh local buffer, or carried
         in the WQE itself (``inline``: at most ``MAX_INLINE_WORDS`` words, and the send
-        queue's slots must hold them). Returns the :class:`Message`."""
+        queue's slots must hold them). ``ack_req``: the WQE asks for an ACK whatever the
+        engine's coalescing says (``WQE_ACK_REQ``). Returns the :class:`Message`."""
         words = -(-len(payload) // _W)
         padded = payload + bytes(_W * words - len(payload))
         data = [int.from_bytes(padded[_W * k:_W * k + _W], "little") for k in range(words)]
@@ -139,7 +142,8 @@ class Verbs:
             laddr = self._alloc_a(words) * _W
             for k, word in enumerate(data):
                 self.mem_a[laddr // _W + k] = word
-        flags = (WQE_SIGNALLED if signalled else 0) | (WQE_INLINE if inline else 0)
+        flags = ((WQE_SIGNALLED if signalled else 0) | (WQE_INLINE if inline else 0)
+                 | (WQE_ACK_REQ if ack_req else 0))
         slot = (qp.tail & ((1 << qp.sq_log2) - 1)) << qp.stride_log2
         wqe = [pack(WQE_LAYOUT, wr_id=wr_id, opcode=WqeOpcode.RDMA_WRITE, flags=flags,
                     sq_index=qp.tail, length=len(payload), laddr=laddr, raddr=raddr,

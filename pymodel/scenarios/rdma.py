@@ -26,7 +26,12 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     MMIO write is released that many cycles after the previous one (0: all at once, the
     host as fast as the engine takes them). ``warmup`` (cycles, 0: none): the first
     message is posted alone, signalled, and the others from cycle ``warmup`` on, so that
-    they find its QP's context cached at both ends. Returns the :class:`Verbs`.
+    they find its QP's context cached at both ends. With ACK coalescing on (``ack_every``
+    above 1 or ``ack_frames``), the host asks for an ACK (``WQE_ACK_REQ``) on the last
+    WQE before it posts to another QP: a burst on one QP ends with an acknowledged
+    message, so that the QP's context is released at once (a QP left with unacknowledged
+    messages pins its cache entry until the transport timeout). Returns the
+    :class:`Verbs`.
     """
     k = dict(RUNG_KNOBS, **knobs)
     unknown = set(knobs) - set(RUNG_KNOBS)
@@ -55,15 +60,17 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
             v.ring(qp, release)
         release += spacing
 
+    coalesce = k["ack_every"] > 1 or k["ack_frames"] > 0
     for j in range(messages):
         n = sizes[j % len(sizes)]
         qp = pairs[j % qps]
         last = j + qps >= messages
+        burst_end = coalesce and (qps > 1 or j + 1 == messages)
         alone = warmup and j == 0
         signalled = (alone or last
                      or (j // qps) % k["signal_every"] == k["signal_every"] - 1)
         v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + j,
-                     signalled=signalled, inline=bool(k["inline"]))
+                     signalled=signalled, inline=bool(k["inline"]), ack_req=burst_end)
         posted[j % qps] += 1
         if alone:
             announce(qp)

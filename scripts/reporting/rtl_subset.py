@@ -47,12 +47,13 @@ def _rtl_group(args):
                 row = run_point(sim, point["framing"], point["msg_bytes"], n,
                                 point["peers"])
             else:
-                from spec.rdma import DEFAULTS
+                from spec.rdma_engine import TOP_DEFAULTS
                 from tb.rdma.headline import run_point
                 # Both ends' buffers live in the host memories of the top.
-                n = min(n, DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])
-                row = run_point(sim, point["msg_bytes"], n, point["qps"],
-                                point["cache_entries"])
+                n = min(n, TOP_DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])
+                row = run_point(sim, point["msg_bytes"], n, qps=point["qps"],
+                                cache_entries=point["cache_entries"],
+                                rung=point.get("rung"))
         except Exception as exc:       # keep going; the report shows the failed point
             out.append({"design": design, "framing": point.get("framing", "rocev2"),
                         "simulator": sim, "msg_bytes": point["msg_bytes"], "messages": n,

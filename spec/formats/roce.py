@@ -27,7 +27,7 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
-    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE",
+    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE", "WQE_ACK_REQ",
 ]
 
 #: UDP destination port of RoCEv2. Ref: IBTA Annex A17.
@@ -162,9 +162,13 @@ WQE_LAYOUT = data.StructLayout({
     "laddr": 64, "raddr": 64, "rkey": 32, "qpn": 24, "resv1": 8, "resv2": 192,
 })
 #: WQE ``flags``: the WQE asks for a CQE (``IBV_SEND_SIGNALED``); its payload follows the
-#: header word in the WQE (``IBV_SEND_INLINE``), ``ceil(length / 64)`` words.
+#: header word in the WQE (``IBV_SEND_INLINE``), ``ceil(length / 64)`` words; the host
+#: asks for an ACK of this message (AckReq on its last frame) whatever the coalescing
+#: policy says: the driver's end of a burst on a QP, so that a QP that goes quiet is
+#: acknowledged at once and its context released, not after a transport timeout.
 WQE_SIGNALLED = 0x01
 WQE_INLINE = 0x02
+WQE_ACK_REQ = 0x04
 
 #: Completion-queue entry (one 64-byte host word). ``owner`` is the phase bit that the
 #: host polls (it flips each time the CQ wraps).

@@ -58,11 +58,10 @@ def config(top, params):
 def scenario(p, cfg, knobs):
     """``(verbs, injected frames, expected drop reasons)`` of a run."""
     if p["kind"] == "writes":
-        host = {k: v for k, v in knobs.items() if k not in _ENGINE_PORTS}
         v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
                             depth=cfg.depth, mr_entries=cfg.mr_entries,
-                            spacing=p.get("spacing", 0), warmup=p.get("warmup", 0), **host)
+                            spacing=p.get("spacing", 0), warmup=p.get("warmup", 0), **knobs)
         return v, [], None
     if p["kind"] == "bad":
         return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,

@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from pymodel.rdma.fields import unpack
-from spec.formats.roce import WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.formats.roce import WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
 from spec.rdma_engine import MAX_INLINE_WORDS
 
 __all__ = ["SequencerModel"]
@@ -75,8 +75,9 @@ class SequencerModel:
             frames = 1 if length == 0 else -(-length // pmtu)
             msgs = g["ack_msgs"] + 1
             fsum = g["ack_frames"] + frames
-            want = bool(b["resend"] or signalled or ack_every <= 1 or msgs >= ack_every
-                        or (ack_frames != 0 and fsum >= ack_frames))
+            asks = bool(w["flags"] & WQE_ACK_REQ)
+            want = bool(b["resend"] or signalled or asks or ack_every <= 1
+                        or msgs >= ack_every or (ack_frames != 0 and fsum >= ack_frames))
             psn = b["first_psn"] if b["resend"] else g["next_psn"]
             self.job.write(dict(
                 entry=e, qpn=b["qpn"], psn=psn, laddr=(w["laddr"] >> 6) % self.cache.depth,

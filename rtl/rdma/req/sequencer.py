@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import group_layout
 from rtl.rdma.req.layouts import batch_layout, job_layout
-from spec.formats.roce import QPC_LAYOUT, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.formats.roce import QPC_LAYOUT, WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
 from spec.rdma_engine import MAX_INLINE_WORDS, SEQ_GROUP
 
 __all__ = ["Sequencer"]
@@ -36,8 +36,8 @@ class Sequencer(wiring.Component):
     g_addr, g_data, g_we, g_wdata : the cache's group ``SEQ_GROUP``, owned here.
     ack_every : In(8)
         ACK coalescing: a message asks for an ACK (AckReq on its last frame) when it is
-        signalled, or when it is the ``ack_every``-th since the last one that asked
-        (0 and 1: every message).
+        signalled or its WQE has ``WQE_ACK_REQ``, or when it is the ``ack_every``-th
+        since the last one that asked (0 and 1: every message).
     ack_frames : In(16)
         ... or when ``ack_frames`` frames have been sent since the last one that asked
         (0: no limit). Linux rxe asks at least every 64 packets
@@ -107,6 +107,7 @@ class Sequencer(wiring.Component):
         length = w.length
         inline = (w.flags & WQE_INLINE) != 0
         signalled = (w.flags & WQE_SIGNALLED) != 0
+        asks = (w.flags & WQE_ACK_REQ) != 0
         slot_words = Signal(4)
         m.d.comb += slot_words.eq(Const(1, 4) << bt.stride_log2)
         n_inl = Signal(3)
@@ -127,7 +128,7 @@ class Sequencer(wiring.Component):
         fsum = Signal(17)
         m.d.comb += [msgs.eq(g.ack_msgs + 1), fsum.eq(g.ack_frames + frames)]
         want_ack = Signal()
-        m.d.comb += want_ack.eq(bt.resend | signalled | (self.ack_every <= 1)
+        m.d.comb += want_ack.eq(bt.resend | signalled | asks | (self.ack_every <= 1)
                                 | (msgs >= self.ack_every)
                                 | ((self.ack_frames != 0) & (fsum >= self.ack_frames)))
         psn = Mux(bt.resend, bt.first_psn, g.next_psn)

@@ -3,34 +3,45 @@ call :class:`tb.rdma.uvm.bench.RdmaBench` (found in the ConfigDB as ``RDMA_BENCH
 
 Driver: queues each :class:`WriteItem` (and writes it to ``ap``); the
 :class:`RdmaRunItem` that ends a sequence makes it plan the runs
-(:func:`tb.rdma.uvm.plan.plan_runs`: host images, MR table, doorbells, injected frames
-with their bad copies), write each :class:`RunPlan` to ``ap`` and run them on the bench
-one after the other. Monitor: waits for the bench's ``finished`` and writes one
-:class:`RunObs` per run to its ``ap``.
+(:func:`tb.rdma.uvm.plan.plan_runs`: host images, MR table, MMIO writes, injected frames
+with their bad copies, run-time ports), write each :class:`RunPlan` to ``ap`` and run
+them on the bench one after the other. Monitor: waits for the bench's ``finished`` and
+writes one :class:`RunObs` per run to its ``ap``.
 """
 
 from pyuvm import ConfigDB, uvm_agent, uvm_analysis_port, uvm_driver, uvm_monitor, uvm_sequencer
 
 from spec.rdma import LINKS
 
-from .items import RdmaRunItem, RunObs, WriteItem
+from .items import ACCESS_KINDS, RdmaRunItem, RunObs, WriteItem
 from .plan import plan_runs
 
-__all__ = ["RdmaAgent", "RdmaDriver", "RdmaMonitor", "SETTLE", "drain"]
+__all__ = ["RdmaAgent", "RdmaDriver", "RdmaMonitor", "SETTLE", "expected_marks",
+           "settle_cycles"]
 
-#: Cycles the design keeps running after the last expected event, to catch extras (the
-#: ACK of the last frame is at most two link latencies and a few states away).
-SETTLE = 300
+#: Cycles the design keeps running after the model's last event, to catch extras.
+SETTLE = 150
 
 
-def drain(cfg, plan):
-    """Cycles the responder may still need once the last injected beat is in: every
-    queued frame's context miss (``1 + L``, and a write-back in the same cycle), its
-    payload words and its few states (the doorbell run ends on its last CQE instead)."""
-    if not plan.inject:
-        return 0
-    return sum(cfg.mem_latency + 12 + -(-len(f) // 64) for f in plan.inject) \
-        + 4 * cfg.link_latency
+def expected_marks(plan, items):
+    """What the run must reach before it settles, from the items' intent: a
+    ``completed`` mark per CQE (signalled or failed WQEs of a posted run) and a
+    ``written`` mark per message that lands (every item but an access error)."""
+    mine = [items[k] for k in plan.items]
+    cqes = sum(it.cqe() for it in mine) if plan.kind == "posted" else 0
+    return {"completed": cqes, "written": sum(it.error not in ACCESS_KINDS for it in mine)}
+
+
+def settle_cycles(want, expect, injected):
+    """Cycles to run on once the run's ``done`` ports are high (the players empty, the
+    ``expect`` marks recorded): :data:`SETTLE` after the last event of the model's run
+    ``want`` (NAKs of an access error's later frames, for one, come after its CQE)."""
+    ends = [c[-1] for c, _ in want["wire_ab"]] if injected else want["mmio_stamps"]
+    done = max([want[name][n - 1][0] if n <= len(want[name]) else want["cycles"]
+                for name, n in expect.items() if n] + ends[-1:] + [0])
+    last = max([c for c, _ in want["written"] + want["completed"]] + want["mmio_stamps"]
+               + [c[-1] for c, _ in want["wire_ab"] + want["wire_ba"]] + [0])
+    return SETTLE + max(0, last - done)
 
 
 class RdmaDriver(uvm_driver):
@@ -46,7 +57,7 @@ class RdmaDriver(uvm_driver):
         while True:
             item = await self.seq_item_port.get_next_item()
             if isinstance(item, RdmaRunItem):
-                await self.launch(item.bad_qpn, item.qps)
+                await self.launch(item)
             elif isinstance(item, WriteItem):
                 self.items.append(item)
                 self.ap.write(item)
@@ -54,26 +65,30 @@ class RdmaDriver(uvm_driver):
                 raise TypeError(f"{self.get_full_name()}: cannot drive {type(item)}")
             self.seq_item_port.item_done()
 
-    async def launch(self, bad_qpn, qps):
-        cfg = self.cfg
-        for plan in plan_runs(cfg, self.items, bad_qpn, qps):
+    async def launch(self, run):
+        for plan in plan_runs(self.cfg, self.items, run.bad_qpn, run.qps, run.knobs):
             self.ap.write(plan)
             # The timeout only catches a hang: four times the model's run, plus slack.
             want = plan.model()
-            last = max([c[-1] for c, _ in want["wire_ab"] + want["wire_ba"]] + [0])
-            self.logger.info("%s run: %d items, %d doorbells, %d injected frames, about "
-                             "%d cycles", plan.kind, len(plan.items), len(plan.doorbells),
-                             len(plan.inject), last)
-            ports = {p: getattr(plan.engine, p) for p in ("qpc_base_a", "qpc_base_b",
-                                                          "cq_base", "cq_log2")}
-            for link in LINKS:                # fault-free links (the model's defaults)
-                settings = getattr(plan.engine, f"faults_{link}")
-                ports.update({f"{link}_{n}": v for n, v in settings.ports().items()})
+            self.logger.info("%s run: %d items, %d MMIO writes, %d injected frames, %s, "
+                             "about %d cycles", plan.kind, len(plan.items),
+                             len(plan.announcements), len(plan.inject), plan.knobs,
+                             want["cycles"])
+            eng = plan.engine
+            ports = dict(qpc_base_a=eng.qpc_base_a, qpc_base_b=eng.qpc_base_b,
+                         cq_base=eng.cq_base, cq_log2=eng.cq_log2, ack_timeout=0,
+                         **plan.knobs.ports())
+            links = {link: getattr(eng, f"faults_{link}") for link in LINKS}
+            expect = expected_marks(plan, self.items)
             await self.bench.play(
-                mem_a=plan.mem_a, mem_b=plan.mem_b, mr_table=plan.mr_table, ports=ports,
-                doorbells=plan.doorbells, inject=plan.inject, stall=plan.stall,
-                expect_cqes=len(plan.items) if plan.kind == "doorbell" else 0,
-                timeout_cycles=4 * last + 4000, settle_cycles=SETTLE + drain(cfg, plan))
+                mem_a=plan.mem_a, mem_b=plan.mem_b, mr_table=plan.mr_table, mmio=plan.mmio,
+                release=plan.release, inject=plan.inject,
+                inject_stall=plan.knobs.inject_stall, ports=ports, links=links,
+                expect=expect, timeout_cycles=4 * want["cycles"] + 5000,
+                settle_cycles=settle_cycles(want, expect, bool(plan.inject)))
+        b = self.bench.seconds
+        self.logger.info("bench time: load %.1f s, simulate %.1f s, read back %.1f s",
+                         b["load"], b["run"], b["read"])
         self.bench.finish()
 
 
@@ -94,8 +109,7 @@ class RdmaMonitor(uvm_monitor):
                 ba=(tuple(r["ba"][0]), tuple(r["ba"][1])),
                 written=(tuple(r["written"][0]), tuple(r["written"][1])),
                 completed=(tuple(r["completed"][0]), tuple(r["completed"][1])),
-                doorbells=tuple(r["doorbells"]), req=dict(r["req"]), resp=dict(r["resp"]),
-                links=dict(r["links"]),
+                mmio=tuple(r["mmio"]), counters=r["counters"],
                 mem_a=tuple(r["mem_a"]), mem_b=tuple(r["mem_b"]), end=r["end"],
                 hang=r["hang"], overflows=tuple(r["overflows"])))
         self.drop_objection()

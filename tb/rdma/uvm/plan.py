@@ -1,51 +1,47 @@
-"""From work requests to runs: host images, MR table, doorbells and injected frames.
+"""From work requests to runs: host images, MR table, MMIO writes and injected frames.
 
 A test's items become at most two runs of the top, each after its own reset:
 
-- the *doorbell* run: the items of the requester-side kinds (``none`` and the access
-  errors) are posted as WQEs through :class:`pymodel.rdma.verbs.Verbs` and rung through the
-  doorbell player; the requester sends their frames.
+- the *posted* run: the items of the host-side kinds (``none`` and the access errors)
+  are posted through :class:`pymodel.rdma.verbs.Verbs` as their flags say (WQE in the
+  send queue or by MMIO, payload in memory or inline, signalled or not) and announced by
+  the MMIO player (a doorbell, or the WQE itself), each write released ``gap`` cycles
+  after the previous one; the requester sends their frames.
 - the *inject* run: the items of :data:`WIRE_KINDS`. Their frames are the ones the
   requester would send (a planning run of the golden model on their WQEs, one doorbell
   each), played through the ``inject`` player with one bad copy of one frame of each
   item placed just before that frame.
 
-:class:`RunPlan` holds everything a run loads; the driver hands it to the bench, and the
-scoreboard runs the golden model on it. The inject run is kept within the responder's
-receive buffers (:data:`INJECT_FRAMES` frames, :data:`INJECT_BEATS` beats in all), so
-that no frame is dropped for ``overflow``, which would hide the error kind of a bad copy
-(the directed test ``test_rdma_receive_overflow`` covers overflow; docs/uvm.md, limits).
+:class:`RunPlan` holds everything a run loads, the run-time ports (:class:`RunKnobs`)
+and what the intent oracle needs (targets, ``wr_id``, send-queue indices, first PSNs,
+AckReq); the driver hands it to the bench, and the scoreboard runs the golden model on
+it. The inject run is kept within the responder's receive buffers (header entries and
+payload beats, :class:`RdmaConfig`), so that no frame is dropped for ``overflow``, which
+would hide the error kind of a bad copy (``test_rdma_receive_overflow`` covers
+overflow; docs/uvm.md, limits).
 """
 
 import dataclasses
 
-from pymodel.packet import beats_to_frames, unpack_beat
-from pymodel.rdma.engine import simulate
 from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import icrc, with_fcs
+from pymodel.rdma.system import simulate
 from pymodel.rdma.verbs import Verbs
 from spec.formats.roce import CQE_LAYOUT, WRITE_HEADER, OpCode
-from spec.rdma import RX_FIFO_BEATS, RX_FRAME_ROOM, RX_FRAMES
 
-from .items import ACCESS_KINDS, QP_TABLE
+from .config import RunKnobs
+from .items import MAX_SIZE, QP_TABLE
 
-__all__ = ["RunPlan", "plan_runs", "inject_cost", "read_cqes", "payload_at", "bad_copy",
-           "whole_frames", "INJECT_FRAMES", "INJECT_BEATS", "GOOD_MR", "RO_MR", "WR_ID_BASE",
-           "CQ_LOG2"]
+__all__ = ["RunPlan", "plan_runs", "inject_cost", "intended_ack_req", "read_cqes",
+           "payload_at", "bad_copy", "GOOD_MR", "RO_MR", "WR_ID_BASE", "CQ_LOG2",
+           "INJECT_MAX_RATE"]
 
-#: Frames the responder's receive side holds (its verdict FIFO).
-INJECT_FRAMES = RX_FRAMES
-#: Beats the receive FIFO may hold when a frame starts (room for a largest frame is
-#: required).
-INJECT_BEATS = RX_FIFO_BEATS - RX_FRAME_ROOM
 #: MR table entries: the writable target buffer and a buffer without the write right.
 GOOD_MR, RO_MR = 1, 2
 #: An MR entry that stays empty (``access_rkey``/``empty_entry``).
 EMPTY_MR = 7
 #: Key tag of every registered MR (``Verbs.reg_mr``) and the wrong one.
 KEY_TAG, WRONG_TAG = 0xA5, 0x3C
-#: Bytes of the read-only MR (access_right targets are one frame, at most 4096 bytes).
-RO_BYTES = 4096
 #: Largest stall rate of the inject player: the model draws the player's stall pattern
 #: for ``8 * beats + 64`` cycles only, which a rate near 256 outruns.
 INJECT_MAX_RATE = 128
@@ -53,6 +49,7 @@ INJECT_MAX_RATE = 128
 WR_ID_BASE = 0x5000_0000
 #: CQEs in the CQ (larger than any test's item count: the CQ never wraps).
 CQ_LOG2 = 10
+_M24 = (1 << 24) - 1
 
 
 def _beats(nbytes):
@@ -60,52 +57,78 @@ def _beats(nbytes):
 
 
 def inject_cost(item):
-    """``(frames, beats)`` an inject item adds to the inject run: its own frames plus the
-    bad copy (at most one beat longer than the longest frame)."""
-    lens = item.frames()
-    return len(lens) + 1, sum(_beats(n) for n in lens) + _beats(max(lens) + 8)
+    """``(frames, beats, rest)`` an inject item adds to the inject run: its own frames
+    plus the bad copy (at most one beat longer than the longest frame), their beats, and
+    their beats after each frame's first two (what the responder's payload FIFO holds)."""
+    beats = [_beats(n) for n in item.frames()] + [_beats(max(item.frames()) + 8)]
+    return len(beats), sum(beats), sum(max(0, b - 2) for b in beats)
+
+
+def intended_ack_req(items, knobs):
+    """Whether each item's last frame asks for an ACK (``{index: bool}``; ``items`` are
+    ``(index, item)`` in posting order), from the ACK-coalescing rule alone
+    (:data:`spec.rdma_engine.RUNG_KNOBS`): a signalled WQE always asks; otherwise every
+    ``ack_every``-th message of a QP asks, and so does the one that brings the QP's
+    frames since the last request to ``ack_frames`` (when not 0)."""
+    msgs, frames, out = {}, {}, {}
+    for k, it in items:
+        q = it.qp.qpn_a
+        m, f = msgs.get(q, 0) + 1, frames.get(q, 0) + len(it.frames())
+        want = (it.signalled or knobs.ack_every <= 1 or m >= knobs.ack_every
+                or (knobs.ack_frames != 0 and f >= knobs.ack_frames))
+        out[k] = want
+        msgs[q], frames[q] = (0, 0) if want else (m, f)
+    return out
 
 
 @dataclasses.dataclass
 class RunPlan:
     """One run of the top.
 
-    ``engine``: the model's :class:`Config` with the run-time ports (context tables, CQ);
+    ``knobs``: its run-time ports; ``engine``: the model's :class:`Config` (with the CQ);
     ``mem_a``/``mem_b``: initial host images ``{word: value}``; ``mr_table``: MR_LAYOUT
-    integers; ``doorbells``: ``(qpn, sq_tail)`` in order, ``batches`` the WQEs each one
-    covers; ``stall``: the ``(seed, rate)`` of the doorbell and inject players (the inject
-    run's rate at most :data:`INJECT_MAX_RATE`);
-    ``inject``: frames with FCS; ``items``: indices (into the test's items) of the items
-    this run carries; ``targets``: item -> ``(raddr, rkey)``; ``wr_ids``: item -> wr_id;
-    ``bad``: item -> position of its bad copy in ``inject``; ``qps``: the QPs that have
-    contexts (those with traffic first).
+    integers; ``mmio``/``release``: the MMIO player's words and release cycles;
+    ``announcements``: ``(release cycle, item indices, "doorbell" or "blueflame")`` of
+    each MMIO write, in order; ``inject``: frames with FCS; ``items``: indices (into the
+    test's items) of the items this run carries; per item: ``targets`` ``(raddr, rkey)``,
+    ``wr_ids``, ``sq_index``, ``psns`` (first PSN), ``ack_req`` (intent); ``bad``: item
+    -> position of its bad copy in ``inject``; ``qps``: the QPs that have contexts (those
+    with traffic first).
     """
     index: int
     kind: str
+    knobs: RunKnobs
     engine: object
     mem_a: dict
     mem_b: dict
     mr_table: list
-    doorbells: list
-    batches: list
-    stall: tuple
+    mmio: list
+    release: list
+    announcements: list
     inject: list
     items: tuple
     targets: dict
     wr_ids: dict
+    sq_index: dict
+    psns: dict
+    ack_req: dict
     bad: dict
     qps: tuple
 
     def model(self):
-        """The golden model's results for this run (:func:`pymodel.rdma.engine.simulate`)."""
-        return simulate(self.engine, self.mem_a, self.mem_b, self.mr_table, self.doorbells,
-                        self.stall, self.inject, self.stall)
+        """The golden model's results for this run (:func:`pymodel.rdma.system.simulate`),
+        computed once; callers that change them change a copy."""
+        if not hasattr(self, "_model"):
+            self._model = simulate(self.engine, self.mem_a, self.mem_b, self.mr_table,
+                                   self.mmio, self.release, self.inject,
+                                   self.knobs.inject_stall)
+        return self._model
 
 
-def _image(cfg, items, index, kind, stall, ring_all, extra_qps=()):
+def _image(cfg, items, index, kind, knobs, extra_qps=()):
     """Verbs images of ``items`` (``(test index, item)``) and their targets; the QPs of
     ``extra_qps`` get contexts too (QPs without traffic in this run)."""
-    v = Verbs(cfg.engine(), max_qps=QP_TABLE, cq_log2=CQ_LOG2)
+    v = Verbs(depth=cfg.depth, mr_entries=cfg.mr_entries, max_qps=QP_TABLE, cq_log2=CQ_LOG2)
     qps, per_qp = [], {}
     for _, it in items:
         if it.qp not in per_qp:
@@ -116,18 +139,18 @@ def _image(cfg, items, index, kind, stall, ring_all, extra_qps=()):
     for qp in qps:
         sq_log2 = max(0, (per_qp.get(qp, 1) - 1).bit_length())
         pairs[qp] = v.create_qp(qp.qpn_a, qp.qpn_b, sq_log2=sq_log2, pmtu_log2=qp.pmtu_log2,
-                                psn_a=qp.psn, psn_b=qp.psn)
-    # The writable MR holds every target in turn (aligned, 64 bytes apart), then room
-    # for the targets that run past its end.
-    room = sum(-(-it.size // 64) * 64 + 64 for _, it in items)
+                                psn_a=qp.psn, psn_b=qp.psn, stride_log2=qp.stride_log2)
+    # The writable MR holds every target in turn (aligned, 64 bytes apart); a target that
+    # runs past its end overlaps the last ones.
+    room = sum(_beats(it.size) * 64 + 64 for _, it in items)
     base, key = v.reg_mr(room, index=GOOD_MR, key_tag=KEY_TAG)
-    ro_base, ro_key = v.reg_mr(RO_BYTES, index=RO_MR, remote_write=False, key_tag=KEY_TAG)
-    cursor, targets, wr_ids = base, {}, {}
-    left = dict(per_qp)
-    batches, pending = [], {}
+    ro_base, ro_key = v.reg_mr(MAX_SIZE, index=RO_MR, remote_write=False, key_tag=KEY_TAG)
+    cursor, targets, wr_ids, sq_index, psns = base, {}, {}, {}, {}
+    next_psn = {qp: qp.psn for qp in qps}
+    announcements, pending, release = [], {}, 0
     for k, it in items:
         raddr, rkey = cursor, key
-        cursor += -(-it.size // 64) * 64 + 64
+        cursor += _beats(it.size) * 64 + 64
         if it.error == "access_rkey":
             rkey = (EMPTY_MR | KEY_TAG << 8) if it.variant == "empty_entry" else \
                 (GOOD_MR | WRONG_TAG << 8)
@@ -135,23 +158,31 @@ def _image(cfg, items, index, kind, stall, ring_all, extra_qps=()):
             raddr, rkey = ro_base, ro_key
         elif it.error == "access_bounds":
             if it.variant == "above":        # aligned, starts inside, ends past the end
-                raddr = base + room - 64 * (it.fault_pick % -(-it.size // 64))
+                raddr = base + room - 64 * (it.fault_pick % _beats(it.size))
             else:                            # aligned, starts before the MR
                 raddr = base - 64 * (1 + it.fault_pick % 4)
         elif it.error == "access_align":
             raddr += 1 + it.fault_pick % 63
-        targets[k] = (raddr, rkey)
-        wr_ids[k] = WR_ID_BASE + k
-        v.post_write(pairs[it.qp], it.payload, raddr, rkey, wr_id=wr_ids[k])
-        pending[it.qp] = pending.get(it.qp, 0) + 1
-        left[it.qp] -= 1
-        if ring_all or it.ring or not left[it.qp]:
-            v.ring(pairs[it.qp])
-            batches.append(pending.pop(it.qp))
-    assert not pending, pending
-    return RunPlan(index, kind, v.cfg, v.mem_a, v.mem_b, v.mr_table, list(v.doorbells),
-                   batches, tuple(stall), [], tuple(k for k, _ in items), targets, wr_ids,
-                   {}, tuple(qps))
+        targets[k], wr_ids[k] = (raddr, rkey), WR_ID_BASE + k
+        psns[k] = next_psn[it.qp]
+        next_psn[it.qp] = (next_psn[it.qp] + len(it.frames())) & _M24
+        msg = v.post_write(pairs[it.qp], it.payload, raddr, rkey, wr_id=wr_ids[k],
+                           signalled=it.signalled, inline=it.inline)
+        sq_index[k] = msg.sq_index
+        pending.setdefault(it.qp, []).append(k)
+        if it.announces:
+            release += it.gap
+            (v.blueflame if it.bf else v.ring)(pairs[it.qp], release)
+            announcements.append((release, tuple(pending.pop(it.qp)),
+                                  "blueflame" if it.bf else "doorbell"))
+    if pending:
+        raise ValueError(f"WQEs never announced: {pending}")
+    engine = cfg.engine(knobs)
+    engine.cq_base, engine.cq_log2 = v.cq_base, v.cq_log2
+    mmio, release = v.mmio_items()
+    return RunPlan(index, kind, knobs, engine, v.mem_a, v.mem_b, v.mr_table, mmio, release,
+                   announcements, [], tuple(k for k, _ in items), targets, wr_ids, sq_index,
+                   psns, intended_ack_req(items, knobs), {}, tuple(qps))
 
 
 def _offset(*path):
@@ -161,6 +192,11 @@ def _offset(*path):
         field = layout[name]
         bits, layout = bits + field.offset, field.shape
     return bits // 8
+
+
+def _field(frame, *path, nbytes):
+    off = _offset(*path)
+    return int.from_bytes(frame[off:off + nbytes], "big")
 
 
 def _redo_crcs(body):
@@ -209,70 +245,75 @@ def bad_copy(frame, kind, variant, pick, bad_qpn):
     elif kind == "psn_nak":
         off = _offset("bth", "psn")
         psn = int.from_bytes(b[off:off + 3], "big")
-        b[off:off + 3] = ((psn + 1 + pick % 64) & 0xFFFFFF).to_bytes(3, "big")
+        b[off:off + 3] = ((psn + 1 + pick % 64) & _M24).to_bytes(3, "big")
     else:
         raise ValueError(f"no bad copy for error kind {kind!r}")
     return _redo_crcs(bytes(b))
 
 
-def plan_runs(cfg, items, bad_qpn, qps=()):
-    """The runs of a test's ``items`` (a list of :class:`WriteItem`): a doorbell run if
-    any item is of a requester-side kind, an inject run if any is of a wire kind. Every QP
-    of ``qps`` (the sequence's QP set) gets contexts in each run, with traffic or not.
+def _inject_plan(cfg, wire, index, knobs, qps, bad_qpn):
+    """The inject run of the ``wire`` items: their frames from a planning run of the
+    model, each item's in PSN order with its bad copy before the chosen one."""
+    plan = _image(cfg, wire, index, "inject", RunKnobs(cache_entries=knobs.cache_entries,
+                                                       inject_stall=knobs.inject_stall),
+                  extra_qps=qps)
+    sent = {}
+    for _, frame in plan.model()["wire_ab"]:
+        key = (_field(frame, "bth", "dest_qp", nbytes=3), _field(frame, "bth", "psn",
+                                                                 nbytes=3))
+        if key in sent:
+            raise ValueError(f"the planning run sent QP {key[0]} PSN {key[1]} twice")
+        sent[key] = frame
+    out = []
+    for k, it in wire:
+        psns = [(plan.psns[k] + j) & _M24 for j in range(len(it.frames()))]
+        own = [sent.pop((it.qp.qpn_b, p), b"") for p in psns]
+        if [len(f) for f in own] != it.frames():
+            raise ValueError(f"{it}: planned frames {[len(f) for f in own]}, expected "
+                             f"{it.frames()}")
+        j = it.fault_pick % len(own)
+        for n, f in enumerate(own):
+            if n == j:
+                plan.bad[k] = len(out)
+                out.append(bad_copy(f, it.error, it.variant, it.fault_pick >> 4, bad_qpn))
+            out.append(f)
+    if sent:
+        raise ValueError(f"the planning run sent frames no item owns: {sorted(sent)}")
+    beats = [_beats(len(f)) for f in out]
+    rest = sum(max(0, b - 2) for b in beats)
+    if (len(out) > cfg.inject_frames or rest > cfg.inject_rest_beats
+            or sum(beats) > cfg.inject_depth):
+        raise ValueError(f"inject run of {len(out)} frames, {sum(beats)} beats ({rest} "
+                         f"after the first two of each): over the responder's buffers "
+                         f"({cfg.inject_frames}, {cfg.inject_rest_beats}) or the player "
+                         f"({cfg.inject_depth})")
+    plan.inject, plan.mmio, plan.release, plan.announcements = out, [], [], []
+    del plan._model
+    return plan
 
-    ``bad_qpn`` is a responder QPN without a context (``unknown_qp`` copies). Checks the
-    one-stall-pattern rule and the inject run's limits; raises ``ValueError``.
+
+def plan_runs(cfg, items, bad_qpn, qps=(), knobs=None):
+    """The runs of a test's ``items`` (a list of :class:`WriteItem`): a posted run if
+    any item is of a host-side kind, an inject run if any is of a wire kind; both with
+    ``knobs`` (default :class:`RunKnobs`; the inject run with every message asking for
+    an ACK, and not serial).
+    Every QP of ``qps`` (the sequence's QP set) gets contexts in each run, with traffic
+    or not. ``bad_qpn`` is a responder QPN without a context (``unknown_qp`` copies).
+    Checks the inject run's limits; raises ``ValueError``.
     """
-    stalls = {(it.stall_seed, it.gap) for it in items}
-    if len(stalls) > 1:
-        raise ValueError(f"one doorbell stall pattern per run, the items carry {stalls}")
-    stall = stalls.pop() if stalls else (1, 0)
+    knobs = knobs or RunKnobs()
     if any(q.qpn_b == bad_qpn for q in list(qps) + [it.qp for it in items]):
         raise ValueError(f"bad QPN {bad_qpn} belongs to a QP")
+    if knobs.inject_stall[1] > INJECT_MAX_RATE:
+        raise ValueError(f"inject stall rate {knobs.inject_stall[1]} over {INJECT_MAX_RATE}")
     runs = []
-    ring = [(k, it) for k, it in enumerate(items) if it.path == "doorbell"]
+    host = [(k, it) for k, it in enumerate(items) if it.path == "host"]
     wire = [(k, it) for k, it in enumerate(items) if it.path == "inject"]
-    for _, it in ring:
-        if it.error in ACCESS_KINDS and len(it.frames()) != 1:
-            raise ValueError(f"{it}: an access error must be one frame")
-    if ring:
-        runs.append(_image(cfg, ring, len(runs), "doorbell", stall, ring_all=False,
-                           extra_qps=qps))
+    if host:
+        runs.append(_image(cfg, host, len(runs), "posted", knobs, extra_qps=qps))
     if wire:
-        plan = _image(cfg, wire, len(runs), "inject", (stall[0], min(stall[1], INJECT_MAX_RATE)),
-                      ring_all=True, extra_qps=qps)
-        want = plan.model()
-        frames = [f for _, f in want["wire_ab"]]
-        out, pos = [], 0
-        for k, it in wire:
-            own = frames[pos:pos + len(it.frames())]
-            pos += len(own)
-            if [len(f) for f in own] != it.frames():
-                raise ValueError(f"{it}: planned frames {[len(f) for f in own]}, "
-                                 f"expected {it.frames()}")
-            j = it.fault_pick % len(own)
-            for n, f in enumerate(own):
-                if n == j:
-                    plan.bad[k] = len(out)
-                    out.append(bad_copy(f, it.error, it.variant, it.fault_pick >> 4,
-                                        bad_qpn))
-                out.append(f)
-        if pos != len(frames):
-            raise ValueError(f"the planning run sent {len(frames)} frames, items {pos}")
-        beats = sum(_beats(len(f)) for f in out)
-        if len(out) > INJECT_FRAMES or beats > INJECT_BEATS:
-            raise ValueError(f"inject run of {len(out)} frames, {beats} beats: over the "
-                             f"responder's buffers ({INJECT_FRAMES}, {INJECT_BEATS})")
-        plan.inject, plan.doorbells, plan.batches = out, [], []
-        runs.append(plan)
+        runs.append(_inject_plan(cfg, wire, len(runs), knobs, qps, bad_qpn))
     return runs
-
-
-def whole_frames(beats):
-    """The frames (bytes) of a recorded beat list, leaving out a frame whose last beat
-    was not recorded (a run cut short by a hang: the scoreboard reports that)."""
-    ends = [k for k, b in enumerate(beats) if unpack_beat(64, b)[3]]
-    return beats_to_frames(list(beats[:ends[-1] + 1]), 64) if ends else []
 
 
 def read_cqes(mem_a, plan, count):

@@ -1,6 +1,6 @@
 """cocotb module of the RDMA environment: ``@pyuvm.test`` classes, run in one simulation
 (in this order; each resets the design, clears what the last run left in the host
-memories and the context caches, and runs its doorbell and inject runs).
+memories and the context caches, and runs its posted and inject runs).
 
 =========================  ==================================================  ==========
 test                       factory override                                    goals
@@ -8,8 +8,12 @@ test                       factory override                                    g
 RdmaBaseTest               (none: RdmaRandomSeq, RdmaScoreboard)
 RdmaAllGoodTest            RdmaRandomSeq -> RdmaAllGoodSeq
 RdmaErrorsTest             RdmaRandomSeq -> RdmaErrorsHeavySeq                 error,
+                                                                               variant,
                                                                                outcome
 RdmaManyQpsTest            RdmaRandomSeq -> RdmaManyQpsSeq                     cache
+RdmaOptimisedTest          RdmaRandomSeq -> RdmaOptimisedSeq                   wqe_path,
+                                                                               ack_req
+RdmaSerialTest             RdmaRandomSeq -> RdmaSerialSeq
 RdmaBrokenScoreboardTest   RdmaScoreboard -> BrokenScoreboard (expect_fail)
 =========================  ==================================================  ==========
 
@@ -28,7 +32,14 @@ from .bench import RdmaBench
 from .config import RdmaConfig
 from .env import RdmaEnv
 from .scoreboard import BrokenScoreboard, RdmaScoreboard
-from .sequences import RdmaAllGoodSeq, RdmaErrorsHeavySeq, RdmaManyQpsSeq, RdmaRandomSeq
+from .sequences import (
+    RdmaAllGoodSeq,
+    RdmaErrorsHeavySeq,
+    RdmaManyQpsSeq,
+    RdmaOptimisedSeq,
+    RdmaRandomSeq,
+    RdmaSerialSeq,
+)
 
 #: Simulated-time limit of one test (a hang fails it instead of running forever).
 TIMEOUT = {"timeout_time": 50, "timeout_unit": "ms"}
@@ -43,6 +54,8 @@ class RdmaBaseTest(uvm_test):
     """
 
     goals = ()
+    #: Work requests of the test (None: the ``count`` parameter).
+    count = None
 
     def build_phase(self):
         p = cosim_params()
@@ -62,8 +75,9 @@ class RdmaBaseTest(uvm_test):
     async def run_phase(self):
         self.raise_objection()
         seed = self.cfg.test_seed(type(self).__name__)
-        seq = RdmaRandomSeq.create("seq").configure(self.cfg, seed, self.cfg.count)
-        self.logger.info("%s: %d WRITEs, seed %d", type(seq).__name__, self.cfg.count, seed)
+        count = self.count or self.cfg.count
+        seq = RdmaRandomSeq.create("seq").configure(self.cfg, seed, count)
+        self.logger.info("%s: up to %d WRITEs, seed %d", type(seq).__name__, count, seed)
         await seq.start(self.env.agent.seqr)
         self.drop_objection()
 
@@ -78,9 +92,10 @@ class RdmaAllGoodTest(RdmaBaseTest):
 
 @pyuvm.test(**TIMEOUT)
 class RdmaErrorsTest(RdmaBaseTest):
-    """Errors-heavy traffic; every error kind and every responder outcome must be hit."""
+    """Errors-heavy traffic; every error kind, every way of making it and every responder
+    outcome must be hit."""
 
-    goals = ("error", "outcome")
+    goals = ("error", "variant", "outcome")
 
     def overrides(self, factory):
         factory.set_type_override_by_type(RdmaRandomSeq, RdmaErrorsHeavySeq)
@@ -97,11 +112,34 @@ class RdmaManyQpsTest(RdmaBaseTest):
         factory.set_type_override_by_type(RdmaRandomSeq, RdmaManyQpsSeq)
 
 
+@pyuvm.test(**TIMEOUT)
+class RdmaOptimisedTest(RdmaBaseTest):
+    """The ladder's optimisations at once (ACK coalescing, WQEs by MMIO, inline payloads,
+    doorbell batching, unsignalled WQEs): every way to post a WQE, and messages with and
+    without AckReq, must be hit."""
+
+    goals = ("wqe_path", "ack_req")
+
+    def overrides(self, factory):
+        factory.set_type_override_by_type(RdmaRandomSeq, RdmaOptimisedSeq)
+
+
+@pyuvm.test(**TIMEOUT)
+class RdmaSerialTest(RdmaBaseTest):
+    """One work item at a time (the ``serial`` port, the ladder's first rung); the
+    scoreboard checks that no work item started before the earlier ones were answered."""
+
+    def overrides(self, factory):
+        factory.set_type_override_by_type(RdmaRandomSeq, RdmaSerialSeq)
+
+
 @pyuvm.test(expect_fail=True, **TIMEOUT)
 class RdmaBrokenScoreboardTest(RdmaBaseTest):
     """Negative test: the scoreboard's model is off by one value, so the test must fail
     (an AssertionError in check_phase; cocotb then records it as passed). If it passed,
     the scoreboard would not be comparing that value."""
+
+    count = 8
 
     def overrides(self, factory):
         factory.set_type_override_by_type(RdmaScoreboard, BrokenScoreboard)
