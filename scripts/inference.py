@@ -1,7 +1,8 @@
 """LLM inference traffic through both designs: the "Inference" report section, or one trace.
 
-Report (default): runs the inference grid (pymodel/workloads/report.py) from the golden
-model's fast path and writes build/inference/ (inference.md, inference.json, PNG plots).
+Report (default): runs the inference grid (pymodel/workloads/grid.py; the section in
+scripts/reporting/inference.py) from the golden model's fast path and writes
+build/inference/ (inference.md, inference.json, PNG plots).
 Trace: ``--trace MODEL`` writes one decode step (or, with ``--kv``, one KV transfer) in
 the replay format of pymodel/workloads/trace.py. docs/inference.md explains every number.
 
@@ -30,7 +31,7 @@ from pymodel.workloads.generate import (  # noqa: E402
     decode_step,
     kv_transfer,
 )
-from pymodel.workloads.report import inference_section  # noqa: E402
+from scripts.reporting.inference import inference_section  # noqa: E402
 
 
 def parse(argv):

@@ -12,6 +12,8 @@ import pytest
 
 from pymodel.fastpath import fast_messages, fast_point, fast_run
 from pymodel.points import MESSAGE_KEYS, METRIC_KEYS, cycle_point, cycle_run
+from pymodel.rdma.fastpath import EXACT_KEYS as RDMA_EXACT
+from pymodel.rdma.fastpath import TOLERANCES as RDMA_TOLERANCES
 
 # Stores up to max_payload (1024 at the headline top) are one frame; the larger ones are
 # cut in segments.
@@ -132,9 +134,38 @@ def test_bad_parameters_raise(design, kw, name):
             run(design, **args)
 
 
-def test_fast_path_refuses_rdma():
-    with pytest.raises(ValueError, match="NIC only"):
-        fast_point("rdma", msg_bytes=128, messages=10)
+RDMA_GRID = [
+    (128, dict(rung="pipelined")), (128, dict(rung="+doorbell batching 16")),
+    (128, dict(rung="+ACK coalescing")), (8, dict(rung="pipelined")),
+    (1024, dict(rung="pipelined")), (128, dict(rung="+ACK coalescing", host="on_die")),
+    (128, dict(rung="pipelined", qps=16)),
+    (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16)),
+    (128, dict(rung="+ACK coalescing", qps=256, cache_entries=256)),
+]
+
+
+@pytest.mark.parametrize("size,kw", RDMA_GRID,
+                         ids=[f"{s}B-" + "-".join(str(v) for v in kw.values())
+                              for s, kw in RDMA_GRID])
+def test_rdma_fast_path_against_the_cycle_model(size, kw):
+    """The RDMA fast path: counts exact, timing within the stated tolerances."""
+    fast = fast_point("rdma", msg_bytes=size, messages=600, **kw)
+    slow = cycle_point("rdma", msg_bytes=size, messages=600, **kw)
+    for key in RDMA_EXACT:
+        want = slow[key]
+        if isinstance(want, dict):
+            assert fast[key].keys() == want.keys(), key
+            for k in want:
+                assert fast[key][k] == pytest.approx(want[k], rel=1e-12, abs=1e-12), (key, k)
+        else:
+            assert fast[key] == pytest.approx(want, rel=1e-12), key
+    for key, tol in RDMA_TOLERANCES.items():
+        assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
+
+
+def test_rdma_fast_path_refuses_what_it_does_not_cover():
+    with pytest.raises(ValueError, match="steady state"):
+        fast_point("rdma", msg_bytes=128, messages=2)
 
 
 def test_rdma_cycle_point_ladder_ends():

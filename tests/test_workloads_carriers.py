@@ -9,22 +9,25 @@ import pytest
 
 from pymodel.fastpath import fast_point
 from pymodel.points import NIC_DEFAULTS
-from pymodel.workloads.carriers import ISSUERS, Carrier, Rung
+from pymodel.workloads.carriers import ISSUERS, MESSAGES, Carrier, Rung
 from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
 from pymodel.workloads.timing import DATAPATH_BYTES_PER_CYCLE, comm_time
 from pymodel.workloads.trace import TraceBuilder
 
-N = 256            # back-to-back messages per engine point (Carrier's default)
+N = MESSAGES       # back-to-back messages per engine point (Carrier's default)
 
 
 @pytest.mark.parametrize("design,knobs,size", [
     ("nic", dict(framing="compact"), 128), ("nic", dict(framing="l2"), 8),
-    ("rdma", {}, 128), ("rdma", {}, 4096), ("rdma", {}, 7408)])
+    ("rdma", {}, 128), ("rdma", {}, 4096), ("rdma", {}, 7408),
+    ("rdma", dict(rung="pipelined"), 128), ("rdma", dict(rung="+ACK coalescing"), 128)])
 def test_carrier_numbers_are_the_fast_paths(design, knobs, size):
     car = Carrier(design, **knobs)
     got = car.cost(size)
+    # The carrier's rung (sequential by default) is the fast path's rung.
     want = fast_point(design, msg_bytes=size, messages=N, peers=1, **knobs) \
-        if design == "nic" else fast_point(design, msg_bytes=size, messages=N, qps=1)
+        if design == "nic" else fast_point(design, msg_bytes=size, messages=N, qps=1,
+                                           rung=car.rung.name)
     assert got.chunks == 1
     assert got.ii_cycles == want["ii_cycles"]
     assert got.latency_cycles == want["latency_cycles"]

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from pymodel.workloads.calibration import NIM, nim_calibration
-from pymodel.workloads.carriers import Carrier
+from pymodel.workloads.carriers import RUNGS, Carrier
 from pymodel.workloads.generate import Deployment
-from pymodel.workloads.report import SCENARIOS, inference_section
+from pymodel.workloads.grid import SCENARIOS
 from pymodel.workloads.roofline import ACCELERATORS, decode_roofline
+from scripts.reporting.inference import inference_section
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ACCELERATORS["h100-sxm"]
@@ -114,8 +115,8 @@ def test_section_small_grid(tmp_path):
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
     assert len(pngs) == 7 and all(f"]({p})" in md for p in pngs)
     doc = json.loads((tmp_path / "inference.json").read_text())
-    assert len(doc["grid"]) == 2 * 2 * 2
-    assert {r["design"] for r in doc["grid"]} == {"nic", "rdma"}
+    assert len(doc["grid"]) == 2 * 2 * (1 + len(RUNGS))
+    assert {r["design"] for r in doc["grid"]} == {"nic"} | {f"rdma {n}" for n in RUNGS}
 
 
 def test_whole_grid_runs_in_under_a_minute(tmp_path):
@@ -124,7 +125,7 @@ def test_whole_grid_runs_in_under_a_minute(tmp_path):
     elapsed = time.perf_counter() - t0
     assert elapsed < 60, f"the inference grid took {elapsed:.1f} s"
     doc = json.loads((tmp_path / "inference.json").read_text())
-    assert len(doc["grid"]) == len(SCENARIOS) * 9 * 2
+    assert len(doc["grid"]) == len(SCENARIOS) * 9 * (1 + len(RUNGS))
     assert "DeepSeek-V3, EP64" in md
 
 

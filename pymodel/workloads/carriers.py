@@ -235,7 +235,8 @@ class Carrier:
     framing : {"compact", "l2"}
         The NIC's framing (ignored for RDMA).
     rung : str or Rung
-        RDMA rung (a key of :data:`RUNGS` or a :class:`Rung`); ignored for the NIC.
+        RDMA rung (a key of :data:`RUNGS` or a :class:`Rung`; default the pipelined
+        engine); ignored for the NIC.
     issuer : str or IssuerProfile
         RDMA issuer (a key of :data:`ISSUERS`); ignored for the NIC, whose stores come
         from the accelerator's own fabric.
@@ -254,7 +255,7 @@ class Carrier:
         function rejects (checked once, at construction, on a 64-byte message).
     """
 
-    def __init__(self, design, *, framing="compact", rung="sequential", issuer="none",
+    def __init__(self, design, *, framing="compact", rung="pipelined", issuer="none",
                  knobs=None, messages=MESSAGES):
         if design not in ("nic", "rdma"):
             raise ValueError(f"design must be 'nic' or 'rdma', not {design!r}")

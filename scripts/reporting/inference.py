@@ -1,0 +1,314 @@
+"""The "Inference" section of the report: the inference grid's tables and plots.
+
+:func:`inference_section` runs the grid of :mod:`pymodel.workloads.grid` (every scenario
+at every batch, carried by the NIC and by the RDMA engine on each rung of its
+optimisation ladder; KV bytes per token; KV transfers plain and coalesced; the NIM
+calibration), writes its PNG plots and ``inference.json`` into a folder and returns the
+section's markdown. The tables and plots show the NIC against two rungs of the ladder:
+the pipelined engine and the best rung (:data:`SHOWN`); ``inference.json`` holds every
+rung. docs/inference.md gives each formula and source. matplotlib is imported only
+here, when plotting.
+"""
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from pymodel.workloads.calibration import NIM, nim_calibration
+from pymodel.workloads.config import load_model
+from pymodel.workloads.grid import (
+    ACCELERATOR,
+    BATCHES,
+    CONTEXT,
+    ISSUER,
+    KV_CASE,
+    KV_ISSUERS,
+    KV_RUNG,
+    SCENARIOS,
+    kv_rows,
+    kv_transfer_rows,
+    run_grid,
+)
+from pymodel.workloads.roofline import ACCELERATORS, REMEDY
+from spec.rdma_engine import LADDER
+
+__all__ = ["inference_section", "SHOWN"]
+
+#: The designs the tables and plots compare: ``(grid key, label)``.
+SHOWN = (("nic", "NIC"), (f"rdma {LADDER[1][0]}", "RDMA pipelined"),
+         (f"rdma {LADDER[-1][0]}", "RDMA best"))
+_STYLE = {"nic": "-", f"rdma {LADDER[1][0]}": "--", f"rdma {LADDER[-1][0]}": ":"}
+
+
+def _fmt(v, digits=2):
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int) or abs(v) >= 100:
+        return f"{int(round(v)):,}"
+    return f"{v:,.{digits}f}"
+
+
+def _table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        names.append(name)
+
+    comm = [s for s in scenarios if s.tp > 1 or s.ep > 1]
+    comm_lines = tuple((d, "coordination_s", _STYLE[d], what) for d, what in SHOWN)
+    ctrl_lines = tuple((d, "ctrl_ops_per_token", _STYLE[d], f"{what} control actions")
+                       for d, what in SHOWN[1:]) + (
+        ("nic", "credits_per_token", "-", "NIC link credits"),)
+    for lines, ylabel, fname in (
+            (comm_lines, "communication per step (us)", "inference_comm_vs_batch.png"),
+            (ctrl_lines, "control operations per decoded token",
+             "inference_ctrl_per_token.png")):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for i, sc in enumerate(comm):
+            for d, key, style, what in lines:
+                pts = [r for r in grid if r["scenario"] == sc.label and r["design"] == d
+                       and r.get("covered", True)]
+                ys = [r[key] * (1e6 if key.endswith("_s") else 1) for r in pts]
+                ax.plot([r["batch"] for r in pts], ys, style, color=f"C{i}", marker="o",
+                        ms=3, label=f"{sc.label} ({what})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch (sequences per attention group)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+        save(fig, fname)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar([f"{r['model']}\n{r['attention']}" for r in kv], [r["bf16"] / 1024 for r in kv],
+           color=[{"MHA": "C3", "GQA": "C0", "MQA": "C2", "MLA": "C1"}[r["attention"]]
+                  for r in kv])
+    for i, r in enumerate(kv):
+        ax.text(i, r["bf16"] / 1024, f"{r['bf16']:,}", ha="center", va="bottom", fontsize=7)
+    ax.set_ylabel("KV cache per token, BF16 (KiB)")
+    ax.set_yscale("log")
+    save(fig, "inference_kv_bytes_per_token.png")
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    labels = [f"{r['coalesce']}\nrun {r['run_blocks']}" for r in kvt]
+    a1.bar(labels, [r["descriptors"] for r in kvt], color="C0")
+    a1.set_yscale("log")
+    a1.set_ylabel("descriptors per GPU per request")
+    for j, iss in enumerate(KV_ISSUERS):
+        a2.plot(labels, [r[f"post_{iss}_us"] for r in kvt], marker="o", color=f"C{j}",
+                label=f"posting, {iss}")
+    a2.plot(labels, [r["nic_us"] for r in kvt], "k--", marker="s", label="transfer, NIC")
+    a2.plot(labels, [r["rdma_cpu_us"] for r in kvt], "k:", marker="^",
+            label="transfer, RDMA (cpu)")
+    a2.plot(labels, [r["rdma_cpu_framework_us"] for r in kvt], "k-.", marker="v",
+            label="transfer, RDMA (cpu_framework)")
+    a2.set_yscale("log")
+    a2.set_ylabel("us per request (per GPU)")
+    a2.legend(fontsize=7)
+    fig.suptitle("Llama-3-70B TP8, 1,888-token prompt (118 blocks of 16)")
+    save(fig, "inference_kv_transfer.png")
+
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    classes = ("compute", "memory", "coordination")
+    cmap = ListedColormap(["#d62728", "#1f77b4", "#ffbf00"])
+    fig, axes = plt.subplots(1, len(SHOWN), figsize=(5.5 * len(SHOWN), 4.2), sharey=True)
+    for ax, (d, what) in zip(axes, SHOWN, strict=True):
+        cells = [[_pick(grid, sc.label, b, d) for b in batches] for sc in scenarios]
+        ax.imshow([[classes.index(r["bottleneck"]) if r else -1 for r in row]
+                   for row in cells], cmap=cmap, vmin=0, vmax=2, aspect="auto")
+        for y, row in enumerate(cells):
+            for x, r in enumerate(row):
+                label = f"{100 * r['coordination_s'] / r['step_s']:.0f}" if r else "n/c"
+                ax.text(x, y, label, ha="center", va="center", fontsize=7)
+        ax.set_xticks(range(len(batches)), [str(b) for b in batches])
+        ax.set_yticks(range(len(scenarios)), [s.label for s in scenarios], fontsize=7)
+        ax.set_xlabel("batch")
+        ax.set_title(f"{what} (numbers: communication, % of the step)", fontsize=9)
+    fig.legend(handles=[Patch(color=cmap(i), label=c) for i, c in enumerate(classes)],
+               loc="lower center", ncol=3, fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    save(fig, "inference_bottleneck_map.png")
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    for i, sc in enumerate(scenarios):
+        for d, what in SHOWN:
+            pts = [r for r in grid if r["scenario"] == sc.label and r["design"] == d
+                   and r.get("covered", True)]
+            a1.plot([r["batch"] for r in pts], [r["step_s"] * 1e3 for r in pts], _STYLE[d],
+                    color=f"C{i}", label=f"{sc.label} ({what})")
+            a2.plot([r["batch"] for r in pts], [r["tokens_per_s"] for r in pts], style,
+                    color=f"C{i}")
+    for ax in (a1, a2):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch")
+        ax.grid(True, which="both", alpha=0.3)
+    a1.set_ylabel("per-token latency (ms)")
+    a2.set_ylabel("tokens per second (deployment)")
+    a1.legend(fontsize=6)
+    save(fig, "inference_latency_throughput.png")
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    cs = [r.concurrency for r in cal]
+    ax.plot(cs, [r.measured_ms for r in cal], "ko-", label="NIM 1.8.0 (measured)")
+    ax.plot(cs, [r.model_ms for r in cal], "C0s--", label="roofline")
+    ax.plot(cs, [r.calibrated_ms for r in cal], "C1^:",
+            label=f"roofline + {t0:.2f} ms per step (fitted at 1)")
+    ax.set_xlabel("concurrency (batch)")
+    ax.set_ylabel("inter-token latency (ms)")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    save(fig, "inference_nim_calibration.png")
+    return names
+
+
+def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES):
+    """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
+    (created if missing) and return the markdown of the "Inference" section.
+
+    ``plots=False`` skips matplotlib (the tables and JSON are still written). The
+    markdown says how long the grid took (wall time, seconds).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    grid = run_grid(scenarios, batches)
+    t_grid = time.perf_counter() - t_start
+    kv = kv_rows()
+    kvt = kv_transfer_rows()
+    cal, t0 = nim_calibration()
+    elapsed = time.perf_counter() - t_start
+    pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
+    with open(out / "inference.json", "w") as f:
+        json.dump({"grid": grid, "kv_bytes_per_token": kv, "kv_transfer": kvt,
+                   "nim_calibration": [dict(asdict(r), residual=r.residual,
+                                            calibrated_residual=r.calibrated_residual)
+                                       for r in cal], "nim_overhead_ms": t0,
+                   "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
+    return _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+
+
+def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches):
+    acc = ACCELERATORS[ACCELERATOR]
+    md = ["## Inference", "",
+          "One decode step of real models, carried by both designs (per-message costs "
+          "from the golden model's fast path), and a decode roofline on "
+          f"{acc.title} (HBM {acc.hbm_bytes_per_s / 1e12:.2f} TB/s, dense BF16 "
+          f"{acc.bf16_flops / 1e12:.0f} TFLOP/s, FP8 {acc.fp8_flops / 1e12:.0f}). "
+          f"Context {CONTEXT} tokens, KV cache BF16; NIC = compact header; RDMA = the "
+          f"pipelined engine on two rungs of its ladder, pipelined and best ({LADDER[-1][0]}; "
+          f"every rung is in inference.json), posted by {ISSUER} threads (DeepEP policy: "
+          "a doorbell per 4 WQEs, every WQE signalled, where the rung does not set its "
+          "own). n/c: a message size the fast path does not cover on that rung. "
+          "Formulas and sources: docs/inference.md. The whole grid "
+          f"({len(grid)} steps) ran in {t_grid:.1f} s, the section in {elapsed:.1f} s.", ""]
+    md += ["### Communication per decode step", "",
+           "Per-step communication time (critical path over the phases' dependencies), the "
+           "share of it that is not payload on the links (organising), and control "
+           "operations per decoded token: the RDMA engine's per-message actions (doorbells, "
+           "WQE reads, context lookups, misses and write-backs, ACKs, CQEs; with their "
+           "host-interface bytes) and, apart, the NIC's link-level credit updates (one per "
+           "64-byte beat, a counter in the link, no host-interface bytes). `ports`: copies "
+           "of the design per GPU (8 for scale-up TP, NVLink-class; 1 for scale-out EP).",
+           ""]
+    show = [b for b in (1, 16, 64, 256) if b in batches]
+    rows = []
+    (_, _), (pipe, _), (best, _) = SHOWN
+    for sc in scenarios:
+        if sc.tp == 1 and sc.ep == 1:
+            continue
+        for b in show:
+            n = _pick(grid, sc.label, b, "nic")
+            rp, rb = _pick(grid, sc.label, b, pipe), _pick(grid, sc.label, b, best)
+            rows.append([sc.label, b, sc.ports, n["messages"], n["coordination_s"] * 1e6,
+                         _v(rp, "coordination_s", 1e6), _v(rb, "coordination_s", 1e6),
+                         "n/c" if rb is None else rb["coordination_s"] / n["coordination_s"],
+                         100 * n["organising_s"] / n["coordination_s"],
+                         "n/c" if rb is None else 100 * rb["organising_s"]
+                         / rb["coordination_s"],
+                         _v(rb, "ctrl_ops_per_token"), _v(rb, "ctrl_bytes_per_token"),
+                         n["credits_per_token"]])
+    md += [_table(["scenario", "batch", "ports", "messages / step", "NIC us",
+                   "RDMA pipelined us", "RDMA best us", "best / NIC", "NIC organising %",
+                   "RDMA best organising %", "RDMA best ctrl ops / token",
+                   "RDMA best ctrl bytes / token", "NIC credits / token"], rows), ""]
+    md += ["### KV cache per token (MHA, GQA, MQA, MLA)", "",
+           _table(["model", "attention", "BF16 bytes", "FP8 bytes"],
+                  [[r["model"], r["attention"], r["bf16"], r["fp8"]] for r in kv]), ""]
+    c = KV_CASE
+    md += ["### KV transfer, prefill -> decode: descriptors and posting", "",
+           f"{load_model(c['model']).title}, TP{c['tp']}, {c['prompt_tokens']:,}-token prompt "
+           f"({c['prompt_tokens'] // 16} blocks of 16), per GPU. Posting time = WQEs x the "
+           "issuer's cost per WQE and doorbell (docs/inference.md, issuer profiles); "
+           f"transfer time over one port; RDMA on the {KV_RUNG} rung.", ""]
+    md += [_table(["coalescing", "run (blocks)", "descriptors", "bytes each",
+                   "post cpu us", "post cpu_framework us", "post gpu us",
+                   "post controller us", "NIC us", "RDMA (cpu) us",
+                   "RDMA (cpu_framework) us"],
+                  [[r["coalesce"], r["run_blocks"], r["descriptors"], r["bytes_each"],
+                    r["post_cpu_us"], r["post_cpu_framework_us"], r["post_gpu_us"],
+                    r["post_controller_us"], r["nic_us"], r["rdma_cpu_us"],
+                    r["rdma_cpu_framework_us"]] for r in kvt]), ""]
+    md += ["### Which bottleneck dominates", "",
+           "step = max(compute, memory) + coordination; the largest term names the regime "
+           "and the seed's remedy: " + "; ".join(f"{k} -> {v}" for k, v in REMEDY.items())
+           + ".", ""]
+    rows = []
+    for sc in scenarios:
+        for b in show:
+            n = _pick(grid, sc.label, b, "nic")
+            r = _pick(grid, sc.label, b, best)
+            rows.append([sc.label, b, n["compute_s"] * 1e3, n["memory_s"] * 1e3,
+                         n["coordination_s"] * 1e3, _v(r, "coordination_s", 1e3),
+                         n["step_s"] * 1e3, _v(r, "step_s", 1e3), n["tokens_per_s"],
+                         _v(r, "tokens_per_s"), n["bottleneck"],
+                         "n/c" if r is None else r["bottleneck"],
+                         "yes" if n["fits"] else "no"])
+    md += [_table(["scenario", "batch", "compute ms", "memory ms", "comm NIC ms",
+                   "comm RDMA best ms", "step NIC ms", "step RDMA best ms", "tok/s NIC",
+                   "tok/s RDMA best", "bound NIC", "bound RDMA best", "fits HBM"], rows),
+           ""]
+    a = NIM["assumed"]
+    md += ["### Calibration against NVIDIA NIM (Llama-3.1-8B, H100)", "",
+           f"Measured: NIM 1.8.0 table ({NIM['table']['source']}). Assumed (not stated in "
+           f"the excerpt we have): {a['gpus']} GPU, {a['weights_dtype'].upper()} weights, "
+           f"{a['kv_dtype'].upper()} KV cache, {a['input_tokens']} input / "
+           f"{a['output_tokens']} output tokens (mean context "
+           f"{a['input_tokens'] + a['output_tokens'] // 2}); docs/inference.md says why. "
+           f"Calibrated = roofline + {t0:.2f} ms per step, the one parameter, fitted at "
+           "concurrency 1.", ""]
+    md += [_table(["concurrency", "measured ITL ms", "roofline ms", "residual",
+                   "calibrated ms", "residual", "bound"],
+                  [[r.concurrency, r.measured_ms, r.model_ms, f"{100 * r.residual:+.0f} %",
+                    r.calibrated_ms, f"{100 * r.calibrated_residual:+.0f} %", r.bottleneck]
+                   for r in cal]), ""]
+    for p in pngs:
+        md += [f"![{p}]({p})", ""]
+    return "\n".join(md)
+
+
+def _pick(grid, label, batch, design):
+    """The grid row of (scenario, batch, design); ``None`` where the fast path did not
+    cover it."""
+    row = next(r for r in grid if r["scenario"] == label and r["batch"] == batch
+               and r["design"] == design)
+    return row if row.get("covered", True) else None
+
+
+def _v(row, key, scale=1.0):
+    return "n/c" if row is None else row[key] * scale
