@@ -13,8 +13,12 @@
 4. results.json / results.csv (SPEC.md row format; model-only rows have
    ``simulator: "model"`` and no ``_rtl`` values), report.md
    (:mod:`scripts.reporting.tables`), PNG plots (:mod:`scripts.reporting.plots`).
+5. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
+   transfers carried by both designs, the decode roofline; inference.json and its
+   plots), appended to report.md.
 
-Options: --sim, --jobs, --rtl-messages, --model-messages, --no-rtl, --no-area, --out.
+Options: --sim, --jobs, --rtl-messages, --model-messages, --no-rtl, --no-area,
+--no-inference, --out.
 """
 
 import argparse
@@ -29,6 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from scripts.reporting.grid import run_model_grid  # noqa: E402
+from scripts.reporting.inference import inference_section  # noqa: E402
 from scripts.reporting.plots import plots  # noqa: E402
 from scripts.reporting.rtl_subset import run_rtl_subset  # noqa: E402
 from scripts.reporting.tables import write_csv, write_report  # noqa: E402
@@ -43,6 +48,8 @@ def main(argv=None):
     ap.add_argument("--model-messages", type=int, default=2000)
     ap.add_argument("--no-rtl", action="store_true", help="the model grid only")
     ap.add_argument("--no-area", action="store_true", help="skip Yosys (reuse area.json)")
+    ap.add_argument("--no-inference", action="store_true",
+                    help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
     args = ap.parse_args(argv)
     try:
@@ -76,6 +83,11 @@ def main(argv=None):
     write_csv(rows, out / "results.csv")
     pngs = plots(grid, area, out)
     write_report(grid, rtl, area, pngs, out, args, time.time() - t0)
+    if not args.no_inference:
+        print("inference grid (fast path) ...", file=sys.stderr)
+        md = inference_section(out)
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + md + "\n")
     bad = [r for r in rtl if r["mismatches"] != 0 or (isinstance(r.get("fast_path_differs"),
                                                                   list)
                                                        and r["fast_path_differs"])]
