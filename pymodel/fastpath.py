@@ -166,7 +166,12 @@ def _nic(msg_bytes, n, p):
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = sum(beats)
     # The model stops 2 * link_latency + 5 cycles after the last credit came back.
-    extra = {"ctrl_ops": ctrl, "ctrl_bytes": 0, "ii_empty": 0,
+    # Stores in flight (accepted, last credit not back), each holding its beats in the
+    # switch's ingress buffer: completions come in order, so at the k-th acceptance
+    # k + 1 stores have started and those completed by then have ended.
+    done = np.searchsorted(np.sort(times[:, 2]), times[:, 0], side="right")
+    inflight = int((idx + 1 - done).max()) * sum(beats) * 8 * p["width"] if n else 0
+    extra = {"ctrl_ops": ctrl, "ctrl_bytes": 0, "ii_empty": 0, "inflight": inflight,
              "cycles": int(times[-1, 3]) + 4 * lat + 6,
              "wire_per_message": sum(frames) + len(frames) * _PHY}
     return arrays, extra
@@ -196,7 +201,7 @@ def fast_run(design, *, msg_bytes, messages, **knobs):
         "ii_cycles": _median(gaps) if len(gaps) else x["ii_empty"],
         "wire_bytes": x["wire_per_message"], "ctrl_ops": x["ctrl_ops"],
         "ctrl_bytes": x["ctrl_bytes"], "host_bytes": None, "host_tlps": None,
-        "host_util": None, "inflight_bits": None, "messages": messages,
+        "host_util": None, "inflight_bits": x["inflight"], "messages": messages,
         "cycles": x["cycles"],
     }
     return normalise(point), a

@@ -72,6 +72,7 @@ thousand small NIC stores per second); for sweeps use :mod:`pymodel.fastpath`.
 import numpy as np
 
 from pymodel.fcs import phy_bytes
+from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario
 from spec.formats.nic import MAX_LENGTH
@@ -203,8 +204,10 @@ def _nic(msg_bytes, messages, p):
              "completion_cycles": _median([r[2] - r[0] for r in rows]),
              "ii_cycles": _median(gaps), "wire_bytes": _median([r[3] for r in rows]),
              "ctrl_ops": ctrl, "ctrl_bytes": 0, "host_bytes": None, "host_tlps": None,
-             "host_util": None, "inflight_bits": None, "messages": messages,
-             "cycles": res["cycles"]}
+             "host_util": None,
+             "inflight_bits": 8 * w * peak_in_flight(accept, [r[2] for r in rows],
+                                                     [r[4] for r in rows]),
+             "messages": messages, "cycles": res["cycles"]}
     cols = list(zip(*rows, strict=True))
     return point, {"accept": cols[0], "remote_write": cols[1], "completion": cols[2],
                    "wire_bytes": cols[3]}

@@ -23,9 +23,10 @@ CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses
               "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
 
 
-#: Metrics the NIC rows do not carry yet: ``inflight_bits`` (its credits in flight are
-#: measured by the NIC attachment work, see docs/results.md).
-NIC_PENDING = ("inflight_bits",)
+#: Metrics the NIC rows do not carry (none: the NIC's ``inflight_bits`` are the beats its
+#: stores hold in the switch's ingress buffer, from acceptance to the credit of their
+#: last beat; docs/results.md).
+NIC_PENDING = ()
 
 
 def row_metrics(design, host=False):

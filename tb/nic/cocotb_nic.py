@@ -18,6 +18,7 @@ from pathlib import Path
 import cocotb
 
 from pymodel.fcs import phy_bytes
+from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
 from spec.formats.nic import Framing
@@ -28,8 +29,9 @@ from tb.nic.wirecheck import l2_frame_problems
 from tb.scoreboard import Scoreboard
 
 
-def _metrics(msgs, accept, remote, completion, wire, credits):
-    """Medians over the messages (integers where the median is whole)."""
+def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
+    """Medians over the messages (integers where the median is whole), and the peak of
+    the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`) in bits."""
     def med(values):
         v = statistics.median(values)
         return int(v) if float(v).is_integer() else v
@@ -39,7 +41,8 @@ def _metrics(msgs, accept, remote, completion, wire, credits):
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
     return {"latency_cycles": med(lat), "completion_cycles": med(comp), "ii_cycles": med(ii),
-            "wire_bytes": med(wire), "ctrl_ops": ctrl}
+            "wire_bytes": med(wire), "ctrl_ops": ctrl,
+            "inflight_bits": 8 * width * peak_in_flight(accept, completion, beats)}
 
 
 def _check_windows(sb, tb, p, stores, node_ids, wins, got):
@@ -147,22 +150,23 @@ async def nic_matches_model(dut):
                 ends.append(e - 1)
         # Wire bytes of each store: its frames as the RTL sent them (the scenario says
         # how many segments each store is cut into).
-        rtl_frames, rtl_wire = iter(sent[src]), []
+        rtl_frames, rtl_wire, rtl_beats = iter(sent[src]), [], []
         for s in stores[src]:
             frames = [next(rtl_frames, None) for _ in s.segments(w, p["max_payload"])]
             rtl_wire.append(sum(phy_bytes(f.data) for f in frames if f is not None))
+            rtl_beats.append(sum(-(-len(f.data) // w) for f in frames if f is not None))
         credits = [st["wire_beats"] for st in per_store]
         rtl_accept = got[src]["starts"]
         rtl_remote = [got[o]["wr"][i] if i < len(got[o]["wr"]) else -1
                       for o, i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
         out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, rtl_wire,
-                              [len(got[src]["cr"]) / len(per_store)])
+                              [len(got[src]["cr"]) / len(per_store)], rtl_beats, w)
         out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
                                 [want["wr"][o][1][i] for o, i in last_idx],
                                 [m["completion"] for m in per_store],
                                 [sum(phy_bytes(f) for f in st["frames"])
-                                 for st in per_store], credits)
+                                 for st in per_store], credits, credits, w)
         out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
     Path("nic_results.json").write_text(json.dumps(out))
     kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})
