@@ -13,6 +13,10 @@ waiting for their cache entry (Little's law on the entries). Timing figures stay
 raise ``ValueError`` (use the cycle model): fewer than :data:`MIN_MESSAGES` messages,
 ACK coalescing that would meet transport timeouts, a responder receive buffer that would
 overflow behind a context miss.
+
+The module stays whole (over 400 lines): every formula reads the same run layout
+(``_Run``) and resource counts (``_Totals``), and the chain of one message is shared by
+the latency, the bounds and the in-flight state; split, each part would need all of it.
 """
 
 import dataclasses

@@ -1,5 +1,8 @@
 """Sequences of RDMA WRITE work requests: a seeded random base and its variants.
 
+The file stays whole (over 400 lines): the variants are hooks on one base sequence and
+its posting rules, and read best next to it.
+
 Every sequence draws the run's knobs (:class:`RunKnobs`: cache entries in use, serial,
 ACK coalescing, the injection player's stalls) and a QP set, draws ``count`` (at most
 :attr:`RdmaRandomSeq.max_count`) :class:`WriteItem` s, applies the posting rules below,
