@@ -11,6 +11,8 @@ writes an FST waveform into the test's folder and records its path in
 ``build/last_waves.txt`` for ``make waves``.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -172,15 +174,28 @@ def cached_verilog(top, name):
     h.update(_describe(top, components).encode())
     h.update(repr(top.signature).encode())
     path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
-    if path.exists():
-        silence(components)                 # not elaborated: the cached text stands in
-        return path.read_text()
-    text = export_verilog(top, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    with _locked(path.with_suffix(".lock")):   # one export per top, whatever the workers
+        if path.exists():
+            silence(components)             # not elaborated: the cached text stands in
+            return path.read_text()
+        text = export_verilog(top, name)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
     return text
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock on ``path`` (created) while the block runs: pytest workers
+    that need the same export or build wait for the first one instead of racing it."""
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 _TIME_ZERO = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
@@ -247,8 +262,6 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     build_dir = BUILD / "cosim" / sim / f"{name}-{digest}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{name}.v"
-    if not source.exists() or source.read_text() != text:
-        source.write_text(text)
     test_dir = build_dir / _safe(test_id)
     if test_dir.exists():
         shutil.rmtree(test_dir)
@@ -269,9 +282,12 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
             build_args += ["--trace-fst", "--trace-structs"]
     elif waves:
         plusargs.append(f"+dumpfile_path={test_dir / 'waves.fst'}")
-    runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
-                 always=False, log_file=build_dir / "build.log")
+    with _locked(build_dir / ".build.lock"):    # one build per folder at a time
+        if not source.exists() or source.read_text() != text:
+            source.write_text(text)
+        runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
+                     timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
+                     always=False, log_file=build_dir / "build.log")
     env = {"COSIM_PARAMS": json.dumps(params or {}), "PYTHONPATH": str(ROOT)}
     if "PYTHONWARNINGS" in os.environ:
         env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]

@@ -1,9 +1,9 @@
 """Shared fixtures: the simulator matrix of the co-simulation tests.
 
 Every co-simulation test takes the ``sim`` fixture and so runs on Verilator and Icarus;
-``COSIM_SIMS=icarus`` (comma separated) narrows the matrix. Tests of one simulator share
-build folders, so each simulator is an ``xdist_group``: ``pytest -n 2 --dist loadgroup``
-keeps them on one worker.
+``COSIM_SIMS=icarus`` (comma separated) narrows the matrix. Tests that need the same
+export or build share it: :func:`tb.cosim.run_cosim` locks the export and the build
+folder, so pytest workers may run any tests at once (the first builds, the others wait).
 """
 
 import os
@@ -29,8 +29,7 @@ def pytest_configure(config):
 def pytest_generate_tests(metafunc):
     if "sim" in metafunc.fixturenames:
         metafunc.parametrize(
-            "sim", [pytest.param(s, marks=[pytest.mark.xdist_group(s), pytest.mark.cosim])
-                    for s in _sims()])
+            "sim", [pytest.param(s, marks=[pytest.mark.cosim]) for s in _sims()])
 
 
 @pytest.fixture

@@ -85,26 +85,28 @@ def test_rdma_ladder_rungs(sim, test_id, rung):
 
 
 def test_rdma_headline_rows_and_pcap(sim, tmp_path):
-    """run_headline (shortened): rows in the results format, RTL equal to the model on
-    every metric, the ladder's rungs in order, fewer host bytes per message down the
-    ladder, more context misses with 4096 QPs than with 1, a pcap that decodes as
-    RoCEv2 with correct ICRCs."""
+    """run_headline (shortened to three of its rows: pipelined, the best rung, the best
+    rung at 4096 QPs over 16 entries; make sim runs them all): rows in the results
+    format, RTL equal to the model on every metric, fewer host bytes per message on the
+    best rung, context misses at 4096 QPs, a pcap that decodes as RoCEv2 with correct
+    ICRCs."""
     if sim == "icarus":
         pytest.skip("Verilator only (the Icarus matrix runs the rungs)")
-    from tb.rdma.headline import run_headline
+    from tb.rdma.headline import HEADLINE_ROWS, run_headline
     from tb.rdma.wirecheck import frame_problems
 
-    rows = run_headline(sim, tmp_path, messages=24, msg_bytes=128, latency_messages=2)
-    assert [r["rung"] for r in rows[:len(LADDER)]] == [name for name, _ in LADDER]
+    pipelined, best = LADDER[1][0], LADDER[-1][0]
+    rows = [r for r in HEADLINE_ROWS if r[1] in (pipelined, best) and r[4] == "pcie"
+            and r[3] == 16]
+    assert [(r[1], r[2]) for r in rows] == [(pipelined, 1), (best, 1), (best, 4096)]
+    rows = run_headline(sim, tmp_path, messages=24, msg_bytes=128, latency_messages=2,
+                        rows=rows)
     for r in rows:
         assert r["design"] == "rdma" and r["framing"] == "rocev2" and r["mismatches"] == 0
         for key in row_metrics("rdma"):
             assert r[f"{key}_rtl"] == r[f"{key}_model"], (r["rung"], key)
-    ladder = rows[:len(LADDER)]
-    assert ladder[1]["host_bytes_rtl"] > ladder[-1]["host_bytes_rtl"]
-    assert ladder[0]["ii_cycles_rtl"] > 10 * ladder[1]["ii_cycles_rtl"]
-    scaled = [r for r in rows if r["qps"] == 4096]
-    assert scaled and all(r["ctrl_ops_rtl"]["ctx_misses"] > 1 for r in scaled)
+    assert rows[0]["host_bytes_rtl"] > rows[1]["host_bytes_rtl"]
+    assert rows[2]["ctrl_ops_rtl"]["ctx_misses"] > 1 > rows[1]["ctrl_ops_rtl"]["ctx_misses"]
     frames = _pcap_frames(tmp_path / "rdma.pcap")
     assert frames and all(frame_problems(f) == [] for f in frames)
 
