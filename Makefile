@@ -12,12 +12,13 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test bench report regress soak waves area lint clean help
+.PHONY: all setup sim test test-all bench report regress soak waves area lint clean help
 all: sim
 
 help:
 	@echo "make sim    - run the main co-simulation job (SIM=verilator|icarus, WAVES=1)"
-	@echo "make test   - the full regression on Verilator and Icarus"
+	@echo "make test   - the regression on Verilator and Icarus (under 10 minutes on 2 cores)"
+	@echo "make test-all - make test plus the tests marked slow"
 	@echo "make waves  - open the last waveform (GTKWave) or print its path"
 	@echo "make report - sweeps, area and plots into build/report/ (report.md, CSV, JSON, PNG)"
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
@@ -37,8 +38,11 @@ sim: $(STAMP)
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)
 	@start=$$(date +%s.%N); \
-	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests; rc=$$?; \
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow" tests; rc=$$?; \
 	$(PY) scripts/test_wall.py $$start $$rc; exit $$rc
+
+test-all: $(STAMP)
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests
 
 bench: $(STAMP)
 	$(RUN) $(PY) scripts/bench.py
