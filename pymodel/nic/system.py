@@ -14,6 +14,7 @@ from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
 from pymodel.fcs import fcs_ok
+from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
@@ -24,6 +25,8 @@ from spec.formats.nic import (
     header_layout,
     padded_bytes,
 )
+from spec.host import PROFILES
+from spec.nic import check_attachment, pcie_mmio_addr
 
 __all__ = ["NicSystemModel", "Store"]
 
@@ -39,6 +42,13 @@ class Store:
     def beats(self, width):
         """The command beats: ``(data, nbytes, first, last)``."""
         return [unpack_beat(width, b) for b in frame_to_beats(self.payload, width)]
+
+    def host_writes(self, mps=PROFILES["pcie"].max_payload):
+        """The stores of the ``pcie`` attachment: the host writes this store as posted
+        writes of at most ``mps`` bytes (MPS), each a store of its own at
+        ``addr + k * mps``."""
+        return [Store(self.dst, self.addr + k, self.payload[k:k + mps])
+                for k in range(0, max(len(self.payload), 1), mps)]
 
     def segments(self, width, max_payload):
         """The frames' stores after the NIC's segmenter: a cut every ``max_payload``
@@ -57,7 +67,10 @@ class NicSystemModel:
     """The top's parameters; :meth:`run` plays one scenario."""
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
-                 retry=False):
+                 retry=False, attachment="integrated"):
+        self.attachment = check_attachment(attachment)
+        self.pcie = attachment == "pcie"
+        self.profile = PROFILES["pcie"]
         self.w, self.framing, self.nodes = width, framing, nodes
         self.retry = retry
         self.lat, self.mem_words, self.max_payload = link_latency, mem_words, max_payload
@@ -127,6 +140,25 @@ class NicSystemModel:
                                  "beats": len(slots), "accept": None, "credit_stamps": [],
                                  "cmd": len(cmds) - 1})
                     plan[p].append((mid, slots))
+        # pcie: the host's posted writes (one per store, its command beats as words) and
+        # each node's host interface (the MMIO path on the way out).
+        words = {p: [] for p in range(n)}
+        his = {}
+        if self.pcie:
+            for p in range(n):
+                his[p] = HostInterfaceModel(self.profile, self.mem_words)
+                for mid, _ in plan[p]:
+                    s = msgs[mid]["store"]
+                    if len(s.payload) > self.profile.max_payload or s.length != len(
+                            s.payload) or not s.payload:
+                        raise ValueError("pcie: every store must be one host write of 1 to "
+                                         f"{self.profile.max_payload} bytes (Store."
+                                         "host_writes), with length its payload bytes")
+                    for data, _nb, first, last in s.beats(w):
+                        words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr),
+                                               "nbytes": s.length, "data": data,
+                                               "first": first, "last": last}))
+        kw = [0] * n
         sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry)
         links, meta = {}, {}
         if self.retry:
@@ -156,13 +188,17 @@ class NicSystemModel:
                 raise RuntimeError("model did not finish: raise max_cycles")
             active = False
             sent_now = {}
+            took = [False] * n
             for p in range(n):
                 if fi[p] >= len(plan[p]):
                     continue
                 active = True
                 mid, slots = plan[p][fi[p]]
                 kind, beat = slots[si[p]]
-                valid = not stall[p][c]
+                if self.pcie:                # the command beats come from the interface
+                    valid = his[p].mmio_head(c) is not None
+                else:
+                    valid = not stall[p][c]
                 if kind in ("tail", "pad", "spill"):
                     ok = True
                 elif si[p] == 0:
@@ -172,7 +208,9 @@ class NicSystemModel:
                 if not ok or (self.retry and not links["up", p].ready()):
                     continue
                 if kind == "body":
-                    cmd_stamps[p].append(c)
+                    took[p] = True
+                    if not self.pcie:
+                        cmd_stamps[p].append(c)
                     if msgs[mid]["accept"] is None:
                         msgs[mid]["accept"] = c
                 tx[p][0].append(beat)
@@ -191,6 +229,17 @@ class NicSystemModel:
                 if si[p] == len(slots):
                     fi[p] += 1
                     si[p] = 0
+            for p in his:                    # pcie: the host and the MMIO path
+                word = words[p][kw[p]] if kw[p] < len(words[p]) else None
+                r = his[p].step(c, mmio_in=None if word is None else word[1],
+                                mmio_ready=took[p])
+                if r.mmio_in_taken:
+                    cmd_stamps[p].append(c)
+                    if word[1]["first"] and msgs[word[0]]["accept"] is None:
+                        msgs[word[0]]["accept"] = c
+                    kw[p] += 1
+                if word is not None or his[p].next_event(c) is not None:
+                    active = True
             tw = table_writes[c] if c < len(table_writes) else None
             if self.retry:
                 arrivals = {}
@@ -239,6 +288,8 @@ class NicSystemModel:
         rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
                                window_writes.get(p, ()))
               for p in range(n)}
+        for p in his:
+            c = max(c, self._post(rx[p], his[p], msgs))
         per_store = []
         for cmd in cmds:
             parts = [msgs[i] for i in cmd["msgs"]]
@@ -255,6 +306,7 @@ class NicSystemModel:
                 "counters": {p: rx[p]["counters"] for p in range(n)},
                 "mem": {p: rx[p]["mem"] for p in range(n)},
                 "credit_errors": cred_err or sw.overflow, "cycles": c,
+                "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links}}
 
     # -- receive ----------------------------------------------------------------------
@@ -280,6 +332,7 @@ class NicSystemModel:
         held = (0, 0)                     # the window read last (registered in the RTL)
         mem = [0] * self.mem_words
         wr = ([], [])
+        posted = []                       # (cycle, host-interface wr word) per write
         bidx = count = pushed = 0
         frame = bytearray()
         writer_free = 0
@@ -349,8 +402,46 @@ class NicSystemModel:
                 mem[word + j] = int.from_bytes(chunk + old[nbytes:], "little")
                 wr[0].append((word + j, (1 << nbytes) - 1))
                 wr[1].append(start + j)
+                posted.append((start + j, {"addr": word + j, "be": (1 << nbytes) - 1,
+                                           "data": int.from_bytes(chunk, "little"),
+                                           "last": int(left <= w)}))
                 last_write = start + j
             if mid is not None and mid < len(msgs):
                 msgs[mid].setdefault("remote_writes", []).append(last_write)
-        return {"wr": wr, "counters": counters, "mem": mem}
+                msgs[mid].setdefault("remote_index", []).append(
+                    None if last_write is None else len(wr[1]) - 1)
+        return {"wr": wr, "counters": counters, "mem": mem, "posted": posted}
+
+    def _post(self, rx, his, msgs):
+        """pcie: NicRx's writes of one node through the up direction of its host
+        interface ``his`` (whose MMIO path carried the node's stores): ``rx["wr"]`` then
+        holds the cycles the words reach memory, each message's remote write likewise."""
+        events = dict(rx["posted"])
+        if not events:
+            return 0
+        hi = HostInterfaceModel(self.profile, self.mem_words)
+        hi.trace = []
+        c, last = -1, max(events)
+        while True:
+            c += 1
+            word = events.pop(c, None)
+            if word is None and c > last and hi.next_event(c - 1) is None:
+                break
+            r = hi.step(c, wr=word)
+            if word is not None and not r.wr_taken:
+                raise RuntimeError(f"pcie: node's posted-write buffer full in cycle {c}")
+        cycles = [s + j for s, ev, d in hi.trace if ev == "wr_tlp" for j in range(d["words"])]
+        if len(cycles) != len(rx["wr"][1]):
+            raise AssertionError("pcie: posted writes and memory writes differ in number")
+        rx["wr"] = (rx["wr"][0], cycles)
+        for m in msgs:
+            if "remote_index" in m:
+                m["remote_writes"] = [None if i is None else cycles[i]
+                                      for i in m["remote_index"]]
+        for name, value in hi.counters.items():
+            his.counters[name] = (his.counters[name] + value if name != "tags_max"
+                                  else max(his.counters[name], value))
+        if any(hi.mem.get(a, 0) != v for a, v in enumerate(rx["mem"]) if v):
+            raise AssertionError("pcie: host memory differs from the receiver's writes")
+        return c
 

@@ -64,6 +64,9 @@ class NicRx(wiring.Component):
         power-up: every source may write the whole memory; a reset keeps the table.
     wr : Out(stream.Signature(write_layout(width, depth), always_ready=True))
         Writes into local memory (``addr`` in words, byte enables).
+    wr_last : Out(1)
+        With ``wr.valid``: the frame's last write (a host interface's posted-write TLP
+        ends there).
     frames_ok, drop_fcs, drop_malformed, drop_dst, drop_addr, drop_window : Out(32)
         Frames written, and frames dropped by reason (each frame counted once, by the
         first fault in this order, :attr:`DropReason.ORDER`): bad FCS; malformed
@@ -107,6 +110,7 @@ class NicRx(wiring.Component):
             "node_id": In(8),
             "win_wr": In(stream.Signature(window_write_layout(depth), always_ready=True)),
             "wr": Out(stream.Signature(write_layout(width, depth), always_ready=True)),
+            "wr_last": Out(1),
             "frames_ok": Out(32),
             "drop_fcs": Out(32),
             "drop_malformed": Out(32),
@@ -275,6 +279,7 @@ class NicRx(wiring.Component):
         m.d.comb += [
             n.eq(Mux(c_bleft > w, w, c_bleft)),
             self.wr.valid.eq(drain & c_good & (c_bleft != 0)),
+            self.wr_last.eq(c_bleft <= w),
             self.wr.payload.addr.eq(c_addr),
             self.wr.payload.data.eq(dq.r_data),
             self.wr.payload.be.eq(Const((1 << w) - 1, w) >> (w - n)[:shift + 1]),

@@ -1,6 +1,6 @@
 """Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
 
-from amaranth import ResetSignal
+from amaranth import Mux, ResetSignal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
@@ -8,17 +8,19 @@ from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, table_write_layout
+from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
-from spec.checks import check_int
+from spec.checks import check_int, reject
 from spec.fabric import COUNTER_PORTS, SETTINGS
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
-from spec.nic import COUNTERS, WINDOW_WRITES, link_credits
+from spec.host import HOST_COUNTERS, PROFILES
+from spec.nic import ATTACHMENTS, COUNTERS, PCIE_WORD_BITS, WINDOW_WRITES, link_credits
 
 __all__ = ["NicTop", "write_event_layout"]
 
@@ -47,6 +49,19 @@ class NicTop(HarnessTop):
     :data:`spec.nic.COUNTERS` per node, ``credit_errors`` (any counter's sticky
     underflow/overflow).
 
+    ``attachment`` (:data:`spec.nic.ATTACHMENTS`): ``integrated`` as above. ``pcie``
+    (needs ``width`` 64 and ``mem_words`` at most ``2**PCIE_WORD_BITS``): node ``p`` has
+    a :class:`HostInterface` ``hi<p>`` (profile ``pcie``, depth ``mem_words``) whose
+    host memory is ``mem<p>``. The player ``cmd<p>`` is then the host CPU: each store
+    (at most 256 bytes, the profile's MPS; ``length`` its payload bytes) is one host
+    posted write on ``mmio_in`` (register offset :func:`spec.nic.pcie_mmio_addr`,
+    ``nbytes`` the length), and the interface's ``mmio`` words become NicTx's command
+    beats. NicRx's writes go to the interface's ``wr`` port (``last`` on each frame's
+    last write: one posted write TLP per frame) and reach ``mem<p>`` from its
+    ``mem_wr``; ``wr<p>`` then records those memory writes. The interfaces' counters
+    are ports ``hi<p>_<name>`` (:data:`spec.host.HOST_COUNTERS`). The receive path
+    assumes the interface's write buffer never fills (the model raises if it would).
+
     ``items`` (command beats) and ``events`` (recorder depth) are an int or one value per
     node: memories cost export and build time, so idle nodes can be given small ones.
 
@@ -60,7 +75,18 @@ class NicTop(HarnessTop):
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=2, mem_words=256,
-                 max_payload=512, items=1024, events=4096, retry=False):
+                 max_payload=512, items=1024, events=4096, retry=False,
+                 attachment="integrated"):
+        if attachment not in ATTACHMENTS:
+            reject(self, f"attachment must be one of {list(ATTACHMENTS)}, "
+                         f"not {attachment!r}")
+        self.attachment = attachment
+        self.pcie = attachment == "pcie"
+        if self.pcie and width != 64:
+            reject(self, f"attachment 'pcie' needs width 64 (host words), not {width!r}")
+        if self.pcie and mem_words > 1 << PCIE_WORD_BITS:
+            reject(self, f"attachment 'pcie' needs mem_words at most "
+                         f"{1 << PCIE_WORD_BITS}, not {mem_words!r}")
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
@@ -79,6 +105,8 @@ class NicTop(HarnessTop):
                           for _ in range(nodes)]
         self.crs = [CreditReturn(link_latency) for _ in range(nodes)]
         self.mems = [LatencyMemory(width, mem_words, 1) for _ in range(nodes)]
+        self.his = ([HostInterface(PROFILES["pcie"], mem_words) for _ in range(nodes)]
+                    if self.pcie else [])
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
@@ -100,6 +128,9 @@ class NicTop(HarnessTop):
                             "link_overflow", "link_too_long") else 32)
             for c in COUNTERS:
                 ports[f"{c}{p}"] = Out(32)
+            if self.pcie:
+                for c in HOST_COUNTERS:
+                    ports[f"hi{p}_{c}"] = Out(32)
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     def elaborate_design(self, m, players, recorders):
@@ -124,8 +155,6 @@ class NicTop(HarnessTop):
             txrec, wrrec, crrec = (recorders[f"tx{p}"].i, recorders[f"wr{p}"].i,
                                    recorders[f"cr{p}"].i)
             m.d.comb += [
-                tx.cmd.valid.eq(cmd.valid), tx.cmd.payload.eq(cmd.payload),
-                cmd.ready.eq(tx.cmd.ready),
                 tx.node_id.eq(node_id), rx.node_id.eq(node_id),
                 up.i.valid.eq(tx.o.valid), up.i.payload.eq(tx.o.payload),
                 # The link is always ready; deriving the constant from reset makes every
@@ -144,17 +173,24 @@ class NicTop(HarnessTop):
                 rx.win_wr.payload.eq(players[f"win{p}"].o.payload),
                 players[f"win{p}"].o.ready.eq(~ResetSignal()),
                 rx.i.valid.eq(inj.o.valid), rx.i.payload.eq(inj.o.payload),
-                mem.wr.valid.eq(rx.wr.valid), mem.wr.payload.eq(rx.wr.payload),
-                mem.rd_addr.valid.eq(0),
-                wrrec.valid.eq(rx.wr.valid),
-                wrrec.payload.addr.eq(rx.wr.payload.addr),
-                wrrec.payload.be.eq(rx.wr.payload.be),
                 cr.i.eq(getattr(sw, f"credit{p}")),
                 tx.give.eq(cr.o),
                 crrec.valid.eq(cr.o), crrec.payload.eq(1),
             ]
             for c in COUNTERS:
                 m.d.comb += getattr(self, f"{c}{p}").eq(getattr(rx, c))
+            if self.pcie:
+                self._attach_pcie(m, p, cmd, tx, rx, mem, wrrec)
+            else:
+                m.d.comb += [
+                    tx.cmd.valid.eq(cmd.valid), tx.cmd.payload.eq(cmd.payload),
+                    cmd.ready.eq(tx.cmd.ready),
+                    mem.wr.valid.eq(rx.wr.valid), mem.wr.payload.eq(rx.wr.payload),
+                    mem.rd_addr.valid.eq(0),
+                    wrrec.valid.eq(rx.wr.valid),
+                    wrrec.payload.addr.eq(rx.wr.payload.addr),
+                    wrrec.payload.be.eq(rx.wr.payload.be),
+                ]
             if self.retry:
                 for k, (side, link) in enumerate((("up", up), ("down", down))):
                     for name in SETTINGS:
@@ -166,3 +202,39 @@ class NicTop(HarnessTop):
                         m.d.comb += getattr(self, f"{side}{p}_{name}").eq(getattr(link, name))
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)
+
+    def _attach_pcie(self, m, p, cmd, tx, rx, mem, wrrec):
+        """Node ``p``'s host interface between the host (player ``cmd<p>``) and NicTx, and
+        between NicRx and ``mem<p>``."""
+        m.submodules[f"hi{p}"] = hi = self.his[p]
+        hin, hout, c, o = hi.mmio_in.payload, hi.mmio.payload, cmd.payload, tx.cmd.payload
+        wb = PCIE_WORD_BITS
+        m.d.comb += [
+            # The host: one posted write per store, the register offset names the
+            # destination node and the store's word address.
+            hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
+            hin.addr.eq(c.dst[:16 - wb] << wb | c.addr[6:6 + wb]),
+            hin.nbytes.eq(c.length), hin.data.eq(c.data),
+            hin.first.eq(c.first), hin.last.eq(c.last),
+            # The device: the host write's words are NicTx's command beats.
+            tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
+            o.dst.eq(hout.addr[wb:]), o.addr.eq(hout.addr[:wb] << 6),
+            o.length.eq(hout.nbytes), o.data.eq(hout.data),
+            o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
+            o.first.eq(hout.first), o.last.eq(hout.last),
+            # NicRx's writes: one posted write TLP per frame.
+            hi.wr.valid.eq(rx.wr.valid), hi.wr.payload.addr.eq(rx.wr.payload.addr),
+            hi.wr.payload.data.eq(rx.wr.payload.data), hi.wr.payload.be.eq(rx.wr.payload.be),
+            hi.wr.payload.last.eq(rx.wr_last),
+            hi.rd_req.valid.eq(0),
+            mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
+            mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
+            hi.mem_rd_data.valid.eq(mem.rd_data.valid),
+            hi.mem_rd_data.payload.eq(mem.rd_data.payload),
+            mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
+            wrrec.valid.eq(hi.mem_wr.valid),
+            wrrec.payload.addr.eq(hi.mem_wr.payload.addr),
+            wrrec.payload.be.eq(hi.mem_wr.payload.be),
+        ]
+        for name in HOST_COUNTERS:
+            m.d.comb += getattr(self, f"hi{p}_{name}").eq(getattr(hi, name))

@@ -29,6 +29,20 @@ from tb.nic.wirecheck import l2_frame_problems
 from tb.scoreboard import Scoreboard
 
 
+def _host_metrics(hosts, n, ii):
+    """``host_bytes``, ``host_tlps``, ``host_util`` per message from the host-interface
+    counters of every node (``hosts``), ``n`` messages, ``ii`` cycles per message;
+    ``ctrl_bytes`` 0 (the NIC has no control payload on the host interface)."""
+    total = sum(h[f"{d}_{k}_bytes"] for h in hosts for d in ("up", "dn")
+                for k in ("payload", "overhead"))
+    kinds = {"read_req": "up_rd_tlps", "write": "up_wr_tlps", "completion": "dn_cpl_tlps",
+             "mmio": "dn_mmio_tlps"}
+    busiest = max(h[f"{d}_busy_cycles"] for h in hosts for d in ("up", "dn"))
+    return {"ctrl_bytes": 0, "host_bytes": total / n,
+            "host_tlps": {k: sum(h[c] for h in hosts) / n for k, c in kinds.items()},
+            "host_util": min(1.0, busiest / n / ii) if ii else None}
+
+
 def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
     """Medians over the messages (integers where the median is whole), and the peak of
     the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`) in bits."""
@@ -90,13 +104,16 @@ def _check_windows(sb, tb, p, stores, node_ids, wins, got):
 async def nic_matches_model(dut):
     p = cosim_params()
     w, nodes = p["width"], p["nodes"]
+    attachment = p.get("attachment", "integrated")
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"])
+                           p["max_payload"], p["credits"], attachment=attachment)
     stores, node_ids, faults = build_scenario(
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
         peers=p.get("peers"))
+    if attachment == "pcie":                 # the host writes each store as posted writes
+        stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)
@@ -168,6 +185,13 @@ async def nic_matches_model(dut):
                                 [sum(phy_bytes(f) for f in st["frames"])
                                  for st in per_store], credits, credits, w)
         out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
+        if attachment == "pcie":
+            n = len(per_store)
+            out["rtl"].update(_host_metrics([tb.host_counters(q) for q in range(nodes)], n,
+                                            out["rtl"]["ii_cycles"]))
+            out["model"].update(_host_metrics(list(want["host"].values()), n,
+                                              out["model"]["ii_cycles"]))
+
     Path("nic_results.json").write_text(json.dumps(out))
     kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})
     if kinds:

@@ -20,11 +20,17 @@ METRICS = row_metrics("nic")
 
 
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
-              top: dict | None = None, test_id: str | None = None) -> dict:
+              top: dict | None = None, test_id: str | None = None,
+              attachment: str = "integrated") -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
-    ``frames``: the ``(cycle, hex)`` of every frame node 0 sent."""
+    ``frames``: the ``(cycle, hex)`` of every frame node 0 sent.
+
+    ``attachment="pcie"`` (:data:`spec.nic.ATTACHMENTS`): the top's ``pcie`` attachment;
+    the row then carries the host metrics (``row_metrics("nic", host=True)``) and
+    ``attachment``. Its messages are the host's posted writes: a store over 256 bytes
+    counts as one per 256 bytes."""
     top = dict(HEADLINE_TOP, **(top or {}))
     top["nodes"] = max(top["nodes"], peers + 1)
     if not 1 <= peers <= 15:
@@ -35,24 +41,29 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     wire_beats = messages * (-(-(msg_bytes + 64 * frames) // w) + frames)  # upper bound
     depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
-                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers), **top)
+                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
+                attachment=attachment, **top)
+    pcie = attachment == "pcie"
+    metrics = row_metrics("nic", host=pcie)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
-                  messages=messages, msg_bytes=msg_bytes, peers=peers)
-    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}",
+                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment)
+    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie,
                         test_module="tb.nic.cocotb_nic", sim=sim,
                         test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
                         params=params)
     res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers}
+    if pcie:
+        row["attachment"] = attachment
     if "rtl" not in res:
         raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
-    for key in METRICS:
+    for key in metrics:
         row[f"{key}_rtl"] = res["rtl"][key]
         row[f"{key}_model"] = res["model"][key]
     row["mismatches"] = res["mismatches"] + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
-                                                for k in METRICS)
+                                                for k in metrics)
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row

@@ -23,6 +23,7 @@ from rtl.fabric.switch import table_write_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
 from spec.fabric import COUNTER_PORTS
+from spec.host import HOST_COUNTERS
 from spec.nic import COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 from tb.nic.store_driver import FrameMonitor, StoreSource
@@ -198,6 +199,11 @@ class NicTestbench:
         return {f"{side}{p}": {n: int(getattr(self.dut, f"{side}{p}_{n}").value)
                                for n in COUNTER_PORTS} for side in ("up", "down")}
 
+    def host_counters(self, p):
+        """Node ``p``'s host-interface counters (a top built with ``attachment="pcie"``;
+        :data:`spec.host.HOST_COUNTERS`)."""
+        return {n: int(getattr(self.dut, f"hi{p}_{n}").value) for n in HOST_COUNTERS}
+
     def memory(self, p):
         """Node ``p``'s whole local memory (words)."""
         return dump_memory(getattr(self.dut, f"mem{p}").mem, self.mem_words)
@@ -215,8 +221,9 @@ class NicTestbench:
         """Compare the run with the model's ``want`` on ``sb`` (a
         :class:`tb.scoreboard.Scoreboard`): every uplink beat and its cycle, every command
         accept cycle, every local-memory write and its cycle, every credit arrival, each
-        node's counters (and, with ``links``, its reliable links' counters) and whole
-        memory; no hang; the credit-error flag.
+        node's counters (and, with ``links``, its reliable links' counters; with a
+        ``pcie`` attachment, its host interface's counters) and whole memory; no hang;
+        the credit-error flag.
 
         Returns ``{p: {"cmd", "wr", "cr", "mem", "starts"}}``: the RTL's command beat
         stamps, write stamps, credit stamps, memory words and each store's first command
@@ -242,6 +249,8 @@ class NicTestbench:
                 for key, values in self.link_counters(q).items():
                     for name in COUNTER_PORTS:
                         sb.equal(f"{key}_{name}", values[name], want["links"][key][name])
+            for name, value in want.get("host", {}).get(q, {}).items():
+                sb.equal(f"hi{q}_{name}", self.host_counters(q)[name], value)
             mem = self.memory(q)
             sb.compare(f"mem{q}", mem, want["mem"][q])
             got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps, "mem": mem,

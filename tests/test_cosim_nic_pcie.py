@@ -1,0 +1,50 @@
+"""The NIC with the ``pcie`` attachment (a host interface per node: the stores arrive as
+host posted writes, the received ones leave as posted DMA writes) on Verilator and
+Icarus, against the model, with a hand-computed oracle for the host-interface figures."""
+
+import pytest
+
+from pymodel.nic.system import NicSystemModel
+from rtl.tops.nic_top import NicTop
+from spec.metrics import row_metrics
+from tb.nic.headline import run_point
+
+#: The test top: the host interface moves 64-byte words, so the datapath is 64 bytes.
+TOP = dict(width=64, nodes=2, link_latency=2, mem_words=256, max_payload=512)
+
+#: Per 128-byte store, by hand from the TLP sizes of docs/host_interface.md (24 bytes per
+#: host posted write and per posted DMA write, pcie-model): one host write into the
+#: sender (128 + 24 bytes, down) and one DMA write out of the receiver (128 + 24, up).
+ORACLE_128 = {"host_bytes": (128 + 24) + (128 + 24),
+              "host_tlps": {"read_req": 0, "write": 1, "completion": 0, "mmio": 1}}
+
+
+@pytest.mark.parametrize("msg_bytes", [128, 320])
+def test_nic_pcie(sim, msg_bytes, test_id):
+    """Frames, stamps, memory writes and their cycles, credits, receive counters,
+    host-interface counters and memories: RTL = model (the row's ``mismatches``), and
+    every metric's ``_rtl`` equals its ``_model``. 128-byte stores meet the oracle: 304
+    host bytes and 2 TLPs each. 320 bytes cross the 256-byte MPS: each store is two host
+    writes (256 + 64 bytes), two frames, two DMA writes (messages = host writes)."""
+    assert ORACLE_128["host_bytes"] == 304
+    row = run_point(sim, "l2", msg_bytes, 12, top=TOP, test_id=test_id, attachment="pcie")
+    assert row["mismatches"] == 0
+    assert row["attachment"] == "pcie"
+    for key in row_metrics("nic", host=True):
+        assert row[f"{key}_rtl"] == row[f"{key}_model"], key
+    if msg_bytes == 128:
+        assert row["messages"] == 12
+        for side in ("rtl", "model"):
+            assert row[f"host_bytes_{side}"] == ORACLE_128["host_bytes"]
+            assert row[f"host_tlps_{side}"] == ORACLE_128["host_tlps"]
+    else:        # per host write: the mean of 256 + 24 and 64 + 24, at both nodes
+        assert row["host_bytes_rtl"] == 2 * ((256 + 24) + (64 + 24)) / 2
+
+
+def test_bad_attachment():
+    with pytest.raises(ValueError, match="attachment"):
+        NicTop(attachment="cxl")
+    with pytest.raises(ValueError, match="attachment"):
+        NicSystemModel(64, "l2", 2, 2, 256, 512, 8, attachment="cxl")
+    with pytest.raises(ValueError, match="width"):
+        NicTop(width=16, attachment="pcie")
