@@ -42,7 +42,7 @@ def _cell(row, title, key, fmt):
             return (f"{row.get('rung')}, {row.get('qps')} QP / "
                     f"{row.get('cache_entries')} entries, {row.get('host')}")
         return f"{row.get('framing')}, {row.get('peers')} peers" + (
-            f", {row['attach']}" if row.get("attach") else "")
+            f", {row['attachment']}" if row.get("attachment") else "")
     if title == "TLPs":
         tlps = row.get("host_tlps_rtl")
         return f"{sum(tlps.values()):.2f}" if isinstance(tlps, dict) else "-"

@@ -74,13 +74,16 @@ def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = []
-    for framing in ("l2", "compact"):
+    # Both framings on the integrated attachment (the accelerator's store port), then
+    # the L2 framing behind the same PCIe host interface as the RDMA engine.
+    for framing, attachment in (("l2", "integrated"), ("compact", "integrated"),
+                                ("l2", "pcie")):
         row = run_point(sim, framing, msg_bytes, messages, peers=1,
-                        test_id=f"headline-{messages}x{msg_bytes}")
+                        test_id=f"headline-{messages}x{msg_bytes}", attachment=attachment)
         frames = row.pop("frames")
         row.pop("cycles")
         rows.append(row)
-        if framing == "l2":
+        if (framing, attachment) == ("l2", "integrated"):
             write_pcapng(out_dir / "nic.pcap",
                          [(cycle, bytes.fromhex(frame)) for cycle, frame in frames])
     return rows
