@@ -6,6 +6,7 @@ export or build share it: :func:`tb.cosim.run_cosim` locks the export and the bu
 folder, so pytest workers may run any tests at once (the first builds, the others wait).
 """
 
+import fnmatch
 import os
 
 import pytest
@@ -24,6 +25,7 @@ def _sims():
 
 #: Tests that ``make test`` leaves out (marked ``slow``; ``make test-all`` runs them), each
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
+#: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-8]":
         "Verilator builds the 64-bit FCS top; Icarus runs every width",
@@ -49,6 +51,23 @@ SLOW = {
         "co-simulated by the sequential rung",
     "test_cosim_rdma.py::test_rdma_many_qps[verilator-256]":
         "16 and 4096 QPs run",
+    # Verilator builds take about a minute each: make test builds one Verilator top per
+    # design family and runs the parameter variants (and the stand-alone tops of blocks
+    # that the big tops contain) on Icarus, which builds in seconds.
+    "test_cosim_nic.py::test_nic_scenarios[verilator-*-l2]":
+        "Verilator runs the compact NIC top; Icarus runs both framings",
+    "test_cosim_nic_retry.py::test_nic_retry[verilator-compact-*]":
+        "Verilator runs the L2 retry top; Icarus runs both framings",
+    "test_cosim_faulty_link.py::test_faulty_link_at_five_percent[verilator-64]":
+        "the faulty link runs on Verilator inside the L2 retry top; Icarus runs it alone",
+    "test_cosim_host_interface.py::test_host_interface_against_model[verilator-*]":
+        "the host interface runs on Verilator inside RdmaTop; Icarus runs it alone",
+    "test_cosim_mem_credit.py::test_memory_and_credit_counter[verilator-*]":
+        "memory and credit counter run on Verilator inside the NIC tops; Icarus alone",
+    "test_uvm_rdma.py::test_uvm_rdma[verilator-*]":
+        "Icarus runs it here; make regress runs it on both simulators",
+    "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
+        "Verilator runs the compact environment; Icarus runs both",
 }
 
 
@@ -59,8 +78,10 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         key = item.nodeid.split("/")[-1]
-        if key in SLOW:
-            item.add_marker(pytest.mark.slow(reason=SLOW[key]))
+        for pattern, why in SLOW.items():
+            if fnmatch.fnmatchcase(key, pattern.replace("[", "[[]")):
+                item.add_marker(pytest.mark.slow(reason=why))
+                break
 
 
 def pytest_generate_tests(metafunc):
