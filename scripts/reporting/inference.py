@@ -33,6 +33,8 @@ from pymodel.workloads.grid import (
 from pymodel.workloads.roofline import ACCELERATORS, REMEDY
 from spec.rdma_engine import LADDER
 
+from .plots import figure_saver
+
 __all__ = ["inference_section", "SHOWN"]
 
 #: The designs the tables and plots compare: ``(grid key, label)``.
@@ -56,17 +58,7 @@ def _table(head, rows):
 
 
 def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = []
-
-    def save(fig, name):
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        names.append(name)
+    plt, save, names = figure_saver(out)
 
     comm = [s for s in scenarios if s.tp > 1 or s.ep > 1]
     comm_lines = tuple((d, "coordination_s", _STYLE[d], what) for d, what in SHOWN)

@@ -4,21 +4,30 @@ peers, wire efficiency, control operations, area."""
 from .grid import CACHES, FRAMINGS, PEERS, QPS, SIZES
 from .tables import area_components, efficiency, find
 
-__all__ = ["plots"]
+__all__ = ["plots", "figure_saver"]
 
 
-def plots(grid, area, out):
+def figure_saver(out):
+    """``(plt, save, names)`` for a report section's plots: matplotlib without a display,
+    and ``save(fig, name)``, which writes ``out / name`` and appends ``name`` to
+    ``names``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    files = []
+    names = []
 
     def save(fig, name):
         fig.tight_layout()
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
-        files.append(name)
+        names.append(name)
+
+    return plt, save, names
+
+
+def plots(grid, area, out):
+    plt, save, files = figure_saver(out)
 
     series = [("NIC compact", dict(design="nic", framing="compact", peers=1)),
               ("NIC L2", dict(design="nic", framing="l2", peers=1)),
