@@ -11,14 +11,15 @@ of its QP is written, as the host learns it then).
 
 import statistics
 
+from pymodel.host.metrics import host_bytes, host_tlps
 from pymodel.rdma.frames import ETH_OVERHEAD
 from spec.formats.roce import HOST_WORD_BYTES, OpCode
 from spec.rdma import DOORBELL_BYTES
 
 _LAST_OPCODES = (OpCode.RC_RDMA_WRITE_ONLY.value, OpCode.RC_RDMA_WRITE_LAST.value)
 
-__all__ = ["summarize", "per_message", "host_tlps", "inflight_bits", "RECORD_BITS",
-           "message_starts", "steady_ii", "host_util"]
+__all__ = ["summarize", "per_message", "inflight_bits", "RECORD_BITS", "message_starts",
+           "steady_ii"]
 
 #: Bits of one window record (the completion unit's stored layout and its link).
 RECORD_BITS = 24 + 24 + 24 + 64 + 16 + 32 + 1 + 8
@@ -60,14 +61,6 @@ def per_message(messages, write_starts, stamps, written, completed, qpn_b_of):
     return lat, comp
 
 
-def host_tlps(host_a, host_b):
-    """TLPs of both host interfaces by kind."""
-    return {"read_req": host_a["up_rd_tlps"] + host_b["up_rd_tlps"],
-            "write": host_a["up_wr_tlps"] + host_b["up_wr_tlps"],
-            "completion": host_a["dn_cpl_tlps"] + host_b["dn_cpl_tlps"],
-            "mmio": host_a["dn_mmio_tlps"] + host_b["dn_mmio_tlps"]}
-
-
 def inflight_bits(req, resp, host_a, host_b):
     """The state held in flight, from high-water marks: outstanding reads (both host
     interfaces), window records, prefetched WQE words, payload words held or reserved,
@@ -104,15 +97,13 @@ def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b):
     ctrl_bytes = (DOORBELL_BYTES * req["doorbells"]
                   + HOST_WORD_BYTES * (req["bf_writes"] + req["wqes"] + req["cqe_writes"]
                                        + ops["ctx_misses"] + ops["ctx_writebacks"]))
-    host_bytes = sum(h[f"{d}_{k}_bytes"] for h in (host_a, host_b) for d in ("up", "dn")
-                     for k in ("payload", "overhead"))
     return {
         "latency_cycles": statistics.median(good_lat) if good_lat else None,
         "completion_cycles": statistics.median(good_comp) if good_comp else None,
         "wire_bytes": wire / n,
         "ctrl_ops": {k: v / n for k, v in ops.items()},
         "ctrl_bytes": ctrl_bytes / n,
-        "host_bytes": host_bytes / n,
+        "host_bytes": host_bytes(host_a, host_b) / n,
         "host_tlps": {k: v / n for k, v in host_tlps(host_a, host_b).items()},
         "inflight_bits": inflight_bits(req, resp, host_a, host_b),
     }
@@ -139,11 +130,3 @@ def steady_ii(cycles):
     hi = min(hi, n - 1)
     return (cycles[hi] - cycles[lo]) / (hi - lo)
 
-
-def host_util(host_a, host_b, messages, ii):
-    """The busier direction's busy fraction in the steady state: its busy cycles per
-    message over the cycles per message."""
-    if not ii:
-        return None
-    busiest = max(h[f"{d}_busy_cycles"] for h in (host_a, host_b) for d in ("up", "dn"))
-    return min(1.0, busiest / messages / ii)

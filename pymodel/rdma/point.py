@@ -11,8 +11,8 @@ subject of the load sweeps.
 metrics; the co-simulation uses it on the RTL's records.
 """
 
+from pymodel.host.metrics import host_util
 from pymodel.rdma.metrics import (
-    host_util,
     message_starts,
     per_message,
     steady_ii,
@@ -86,7 +86,7 @@ def reduce_run(verbs, run, messages):
                     run["host_a"], run["host_b"])
     ii = steady_ii(message_starts(run["wire_ab"]))
     out["ii_cycles"] = ii
-    out["host_util"] = host_util(run["host_a"], run["host_b"], messages, ii)
+    out["host_util"] = host_util((run["host_a"], run["host_b"]), messages, ii)
     out["latency"], out["completion"] = lat, comp
     return out
 

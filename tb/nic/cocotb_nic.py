@@ -18,6 +18,7 @@ from pathlib import Path
 import cocotb
 
 from pymodel.fcs import phy_bytes
+from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
@@ -33,14 +34,9 @@ def _host_metrics(hosts, n, ii):
     """``host_bytes``, ``host_tlps``, ``host_util`` per message from the host-interface
     counters of every node (``hosts``), ``n`` messages, ``ii`` cycles per message;
     ``ctrl_bytes`` 0 (the NIC has no control payload on the host interface)."""
-    total = sum(h[f"{d}_{k}_bytes"] for h in hosts for d in ("up", "dn")
-                for k in ("payload", "overhead"))
-    kinds = {"read_req": "up_rd_tlps", "write": "up_wr_tlps", "completion": "dn_cpl_tlps",
-             "mmio": "dn_mmio_tlps"}
-    busiest = max(h[f"{d}_busy_cycles"] for h in hosts for d in ("up", "dn"))
-    return {"ctrl_bytes": 0, "host_bytes": total / n,
-            "host_tlps": {k: sum(h[c] for h in hosts) / n for k, c in kinds.items()},
-            "host_util": min(1.0, busiest / n / ii) if ii else None}
+    return {"ctrl_bytes": 0, "host_bytes": host_bytes(*hosts) / n,
+            "host_tlps": {k: v / n for k, v in host_tlps(*hosts).items()},
+            "host_util": host_util(hosts, n, ii)}
 
 
 def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
