@@ -17,6 +17,11 @@ Designs and their knobs (every knob is optional unless marked required):
     ``peers=1``, its ``fanout`` scenario otherwise (``peers`` as in the results rows
     and :func:`tb.nic.headline.run_point`). Top
     parameters (defaults :data:`spec.nic.HEADLINE_TOP`):
+    ``attachment`` (:data:`spec.nic.ATTACHMENTS`, default ``"integrated"``): ``"pcie"``
+    puts node 0's stores through a PCIe host interface as posted writes of at most
+    256 bytes (each one message, as :func:`tb.nic.headline.run_point` counts them) and
+    the receivers' writes out as DMA writes; it needs width 64, mem_words at most 4096
+    and peers at most 15, and the row gains ``host_bytes``, ``host_tlps``, ``host_util``.
     ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
     (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest
     frame payload, a multiple of ``width`` from ``width`` to 8191; longer stores are
@@ -57,8 +62,11 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     totals divided by ``messages``, ``credit_updates`` 0.
 ``ctrl_bytes``
     host-interface bytes of those actions per message (0 for the NIC).
-``host_bytes``, ``host_tlps``, ``host_util``, ``inflight_bits``
-    RDMA: see :data:`spec.metrics.METRICS` (None for the NIC here).
+``host_bytes``, ``host_tlps``, ``host_util``
+    RDMA and the NIC's ``pcie`` attachment: see :data:`spec.metrics.METRICS` (None for
+    the ``integrated`` NIC).
+``inflight_bits``
+    see :data:`spec.metrics.METRICS`.
 ``messages``, ``cycles``
     the message count; the cycles simulated: for the NIC the model's whole run
     (drain included), for the RDMA engine the cycle after the last CQE write.
@@ -72,6 +80,7 @@ thousand small NIC stores per second); for sweeps use :mod:`pymodel.fastpath`.
 import numpy as np
 
 from pymodel.fcs import phy_bytes
+from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario
@@ -79,7 +88,7 @@ from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
-from spec.nic import HEADLINE_TOP, link_credits
+from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
 from spec.rdma_engine import LADDER, RUNG_KNOBS
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
@@ -92,7 +101,7 @@ METRIC_KEYS = METRICS + ("messages", "cycles")
 #: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
 MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
 
-NIC_DEFAULTS = {"framing": None, "peers": 1,
+NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
                 **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
                                                 "max_payload")}}
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
@@ -139,6 +148,17 @@ def resolve(design, msg_bytes, messages, knobs):
             raise ValueError(f"max_payload must be a multiple of the width ({p['width']}), "
                              f"not {p['max_payload']}")
         _int("msg_bytes", msg_bytes, 1, min(MAX_LENGTH, p["mem_words"] * p["width"]))
+        if p["attachment"] not in ATTACHMENTS:
+            raise ValueError(f"attachment must be one of {list(ATTACHMENTS)}, "
+                             f"not {p['attachment']!r}")
+        if p["attachment"] == "pcie":
+            # The register offset of a host write names the node (4 bits) and the
+            # word (spec.nic.pcie_mmio_addr); the host interface moves 64-byte words.
+            if p["width"] != 64:
+                raise ValueError(f"width must be 64 with attachment 'pcie', "
+                                 f"not {p['width']!r}")
+            _int("mem_words (attachment 'pcie')", p["mem_words"], 2, 1 << PCIE_WORD_BITS)
+            _int("peers (attachment 'pcie')", p["peers"], 1, 15)
         p["credits"] = link_credits(p["width"], p["max_payload"])
     else:
         _int("qps", p["qps"], 1, 4096)
@@ -186,10 +206,13 @@ def nic_stores(msg_bytes, messages, peers, width, window, max_payload, seed=1):
 def _nic(msg_bytes, messages, p):
     w = p["width"]
     nodes = p["peers"] + 1
+    pcie = p["attachment"] == "pcie"
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"])
+                           p["max_payload"], p["credits"], attachment=p["attachment"])
     stores = nic_stores(msg_bytes, messages, p["peers"], w, p["mem_words"] * w,
                         p["max_payload"])
+    if pcie:                     # the host writes each store as posted writes (MPS)
+        stores = [t for s in stores for t in s.host_writes()]
     res = model.run({0: stores}, list(range(nodes)))
     rows = [(s["accept"], s["remote_write"], s["completion"],
              sum(phy_bytes(f) for f in s["frames"]), s["wire_beats"])
@@ -200,14 +223,20 @@ def _nic(msg_bytes, messages, p):
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = whole(_median([r[4] for r in rows]))
     gaps = [b - a for a, b in zip(accept, accept[1:], strict=False)] or [0]
+    ii = _median(gaps)
+    host = {"host_bytes": None, "host_tlps": None, "host_util": None}
+    if pcie:        # every node's host interface, per message (tb/nic/cocotb_nic.py)
+        his, n = list(res["host"].values()), len(rows)
+        host = {"host_bytes": host_bytes(*his) / n,
+                "host_tlps": {k: v / n for k, v in host_tlps(*his).items()},
+                "host_util": host_util(his, n, ii)}
     point = {"latency_cycles": _median([r[1] - r[0] for r in rows]),
              "completion_cycles": _median([r[2] - r[0] for r in rows]),
-             "ii_cycles": _median(gaps), "wire_bytes": _median([r[3] for r in rows]),
-             "ctrl_ops": ctrl, "ctrl_bytes": 0, "host_bytes": None, "host_tlps": None,
-             "host_util": None,
+             "ii_cycles": ii, "wire_bytes": _median([r[3] for r in rows]),
+             "ctrl_ops": ctrl, "ctrl_bytes": 0, **host,
              "inflight_bits": 8 * w * peak_in_flight(accept, [r[2] for r in rows],
                                                      [r[4] for r in rows]),
-             "messages": messages, "cycles": res["cycles"]}
+             "messages": len(rows), "cycles": res["cycles"]}
     cols = list(zip(*rows, strict=True))
     return point, {"accept": cols[0], "remote_write": cols[1], "completion": cols[2],
                    "wire_bytes": cols[3]}

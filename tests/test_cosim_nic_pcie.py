@@ -4,7 +4,9 @@ Icarus, against the model, with a hand-computed oracle for the host-interface fi
 
 import pytest
 
+from pymodel.fastpath import fast_point
 from pymodel.nic.system import NicSystemModel
+from pymodel.points import cycle_point
 from rtl.tops.nic_top import NicTop
 from spec.metrics import row_metrics
 from tb.nic.headline import run_point
@@ -48,3 +50,33 @@ def test_bad_attachment():
         NicSystemModel(64, "l2", 2, 2, 256, 512, 8, attachment="cxl")
     with pytest.raises(ValueError, match="width"):
         NicTop(width=16, attachment="pcie")
+
+
+def test_model_point_meets_the_oracle():
+    """``pymodel.points`` (the report's grid) runs the ``pcie`` attachment on the cycle
+    model: 128-byte stores meet the hand oracle; the fast path says it does not cover it
+    (the grid then falls back to the cycle model)."""
+    pt = cycle_point("nic", msg_bytes=128, messages=40, framing="l2", attachment="pcie")
+    assert pt["host_bytes"] == ORACLE_128["host_bytes"]
+    assert pt["host_tlps"] == ORACLE_128["host_tlps"]
+    assert pt["messages"] == 40
+    assert cycle_point("nic", msg_bytes=128, messages=40, framing="l2")["host_bytes"] is None
+    with pytest.raises(ValueError, match="outside the fast path"):
+        fast_point("nic", msg_bytes=128, messages=40, framing="l2", attachment="pcie")
+
+
+def test_report_host_table():
+    """The report's host-interface table: the NIC row's bytes and TLPs are the oracle's,
+    and each row's TLP overheads plus its payload give its bytes with the payload at
+    least twice the message (no row is flagged short)."""
+    from scripts.reporting.grid import model_row, rung_points
+    from scripts.reporting.tables import host_table
+    rows = [model_row(("nic", dict(framing="l2", msg_bytes=128, peers=1,
+                                   attachment="pcie"), 40)),
+            model_row(("rdma", dict(msg_bytes=128, qps=1, cache_entries=16), 40))]
+    rows += [model_row((d, p, 40)) for d, p in rung_points()[1:3]]
+    lines = host_table(rows, [])
+    nic = next(line for line in lines if line.startswith("| NIC"))
+    assert "1 x 24 + 1 x 24 = 48 | 304 |" in nic
+    assert len(lines) == 2 + len(rows)
+    assert not any("short" in line for line in lines)

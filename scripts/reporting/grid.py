@@ -1,5 +1,7 @@
-"""The golden-model grid of the report: message sizes x framings x NIC peers, and message
-sizes x RDMA QPs x context-cache entries, every point on the golden model.
+"""The golden-model grid of the report: message sizes x framings x NIC peers, the NIC's
+``pcie`` attachment (L2, one peer) at every size, message sizes x RDMA QPs x
+context-cache entries, and the RDMA optimisation ladder at 128 B, every point on the
+golden model.
 
 Each point uses the fast path (pymodel/fastpath.py, equal to the cycle-level model on
 the grid of tests/test_fastpath.py) and falls back to the cycle-level model where the
@@ -14,7 +16,7 @@ from spec.metrics import row_metrics
 from .progress import Progress
 
 __all__ = ["SIZES", "QPS", "CACHES", "PEERS", "FRAMINGS", "model_points", "model_knobs",
-           "model_row", "run_model_grid"]
+           "model_row", "run_model_grid", "rung_points"]
 
 SIZES = (8, 64, 128, 256, 512, 1024, 4096)
 QPS = (1, 16, 256, 1024, 4096)
@@ -33,7 +35,19 @@ def model_points():
         for q in QPS:
             for c in CACHES:
                 pts.append(("rdma", dict(msg_bytes=s, qps=q, cache_entries=c)))
+    # After the integrated NIC rows and the default rung, so that a lookup without
+    # ``attachment`` or ``rung`` finds those first (tables.find also checks).
+    pts += [("nic", dict(framing="l2", msg_bytes=s, peers=1, attachment="pcie"))
+            for s in SIZES]
+    pts += rung_points()
     return pts
+
+
+def rung_points(msg_bytes=128):
+    """The RDMA optimisation ladder (spec.rdma_engine.LADDER) at one size, 1 QP."""
+    from spec.rdma_engine import LADDER
+    return [("rdma", dict(msg_bytes=msg_bytes, qps=1, cache_entries=16, rung=name))
+            for name, _ in LADDER if name != "pipelined"]
 
 
 def model_knobs(design, point):
@@ -58,8 +72,9 @@ def model_row(task):
     row = {"design": design, "framing": point.get("framing", "rocev2"),
            "simulator": "model", "msg_bytes": point["msg_bytes"],
            "messages": res.get("messages", messages), "model_source": source}
-    row.update({k: point[k] for k in ("qps", "cache_entries", "peers") if k in point})
-    for key in row_metrics(design):
+    row.update({k: point[k] for k in ("qps", "cache_entries", "peers", "attachment", "rung")
+                if k in point})
+    for key in row_metrics(design, host=point.get("attachment") == "pcie"):
         row[f"{key}_model"] = res[key]
     row["model_s"] = round(time.perf_counter() - t0, 3)
     return row

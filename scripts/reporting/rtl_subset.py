@@ -12,11 +12,12 @@ from .progress import Progress
 __all__ = ["RTL_POINTS", "run_rtl_subset"]
 
 #: The co-simulated subset: every size on both framings and on RDMA, every QP count,
-#: every cache size, and more than one NIC peer. ``messages`` None = ``--rtl-messages``.
+#: every cache size, more than one NIC peer, and the NIC's ``pcie`` attachment.
 RTL_POINTS = (
     [("nic", dict(framing=f, msg_bytes=s, peers=1)) for f in FRAMINGS
      for s in (8, 128, 1024, 4096)]
     + [("nic", dict(framing="compact", msg_bytes=128, peers=3))]
+    + [("nic", dict(framing="l2", msg_bytes=128, peers=1, attachment="pcie"))]
     + [("rdma", dict(msg_bytes=s, qps=1, cache_entries=16)) for s in (8, 128, 4096)]
     + [("rdma", dict(msg_bytes=128, qps=q, cache_entries=16)) for q in (16, 256, 4096)]
     + [("rdma", dict(msg_bytes=128, qps=256, cache_entries=c)) for c in (64, 256)]
@@ -56,7 +57,8 @@ def _rtl_group(args):
                 from tb.nic.headline import run_point
                 n = n if point["msg_bytes"] < 4096 else max(40, n // 4)
                 row = run_point(sim, point["framing"], point["msg_bytes"], n,
-                                point["peers"])
+                                point["peers"],
+                                attachment=point.get("attachment", "integrated"))
             else:
                 from spec.rdma_engine import TOP_DEFAULTS
                 from tb.rdma.headline import run_point
@@ -68,8 +70,8 @@ def _rtl_group(args):
         except Exception as exc:       # keep going; the report shows the failed point
             out.append({"design": design, "framing": point.get("framing", "rocev2"),
                         "simulator": sim, "msg_bytes": point["msg_bytes"], "messages": n,
-                        **{k: point[k] for k in ("qps", "cache_entries", "peers")
-                           if k in point},
+                        **{k: point[k] for k in ("qps", "cache_entries", "peers",
+                                                 "attachment") if k in point},
                         "mismatches": None, "error": f"{type(exc).__name__}: {exc}"})
             continue
         row.pop("frames", None)
@@ -77,7 +79,7 @@ def _rtl_group(args):
             fast = fast_point(design, msg_bytes=point["msg_bytes"], messages=n,
                               **model_knobs(design, point))
             row["fast_path_differs"] = sorted(
-                k for k in row_metrics(design)
+                k for k in row_metrics(design, host=point.get("attachment") == "pcie")
                 if _differs(design, k, fast[k], row[f"{k}_model"]))
         except ValueError as exc:
             row["fast_path_differs"] = f"not covered: {exc}"
@@ -89,7 +91,7 @@ def run_rtl_subset(sim, jobs, messages):
     groups = {}
     for design, point in RTL_POINTS:
         key = (design, point.get("framing"), point.get("cache_entries"),
-               point.get("peers", 1) + 1 > 4)
+               point.get("peers", 1) + 1 > 4, point.get("attachment"))
         groups.setdefault(key, []).append((design, point))
     prog = Progress(len(RTL_POINTS), f"RTL ({sim})")
     rows = []

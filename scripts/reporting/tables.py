@@ -8,7 +8,7 @@ import time
 from .grid import CACHES, FRAMINGS, PEERS, QPS, SIZES
 
 __all__ = ["efficiency", "ctrl_total", "write_csv", "find", "area_components", "state_per",
-           "fmt", "headline_table", "write_report"]
+           "fmt", "headline_table", "host_table", "write_report"]
 
 
 def efficiency(row, suffix="model"):
@@ -35,7 +35,14 @@ def write_csv(rows, path):
 
 
 def find(rows, **want):
+    """The first row with every ``want`` key equal. A NIC row with an ``attachment`` other
+    than integrated, or an RDMA row with a ``rung`` other than pipelined, matches only
+    when ``want`` names it."""
     for r in rows:
+        if r.get("attachment", "integrated") != want.get("attachment", "integrated"):
+            continue
+        if r.get("rung", "pipelined") != want.get("rung", "pipelined"):
+            continue
         if all(r.get(k) == v for k, v in want.items()):
             return r
     return None
@@ -96,6 +103,43 @@ def headline_table(grid, area):
     return lines
 
 
+def host_table(grid, rtl, msg_bytes=128):
+    """Host-interface bytes and TLPs per message on the ``pcie`` profile: the NIC's
+    ``pcie`` attachment and every rung of the RDMA ladder, with the derivation of the
+    bytes from the TLP counts and the profile's per-TLP overheads (spec/host.py):
+    ``payload + read requests x req + writes x req + completions x cpl + host writes x
+    mmio``. The payload column is what is left; it must hold the message at least
+    twice (in from the sender's host, out to the receiver's)."""
+    from spec.host import PROFILES
+    from spec.rdma_engine import LADDER
+    pcie = PROFILES["pcie"]
+    ovh = {"read_req": pcie.req_overhead, "write": pcie.req_overhead,
+           "completion": pcie.cpl_overhead, "mmio": pcie.mmio_overhead}
+    lines = [f"| per {msg_bytes} B message (pcie) | read req | write | completion | host write "
+             "| payload B | overhead B (TLPs x bytes) | host B (model) | host B (RTL) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    cases = [("NIC L2, pcie attachment", dict(design="nic", framing="l2", peers=1,
+                                              attachment="pcie"))]
+    cases += [(f"RDMA {name}", dict(design="rdma", qps=1, cache_entries=16,
+                                    **({} if name == "pipelined" else {"rung": name})))
+              for name, _ in LADDER]
+    for name, sel in cases:
+        r = find(grid, msg_bytes=msg_bytes, **sel)
+        if not r or not r.get("host_tlps_model"):
+            continue
+        tlps, total = r["host_tlps_model"], r["host_bytes_model"]
+        overhead = sum(tlps[k] * ovh[k] for k in ovh)
+        terms = " + ".join(f"{fmt(tlps[k], 3)} x {ovh[k]}" for k in ovh if tlps[k])
+        got = find(rtl, msg_bytes=msg_bytes, **sel)
+        payload = total - overhead
+        lines.append("| " + " | ".join([
+            name, *(fmt(tlps[k], 3) for k in ovh),
+            fmt(payload, 2) + ("" if payload >= 2 * msg_bytes else " (short!)"),
+            f"{terms} = {fmt(overhead, 2)}", fmt(total, 2),
+            fmt(got.get("host_bytes_rtl"), 2) if got else "-"]) + " |")
+    return lines
+
+
 def write_report(grid, rtl, area, pngs, out, args, elapsed):
     md = ["# Report: MAC-routed NIC against a QP-based RDMA engine", "",
           f"Written by `make report` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())},"
@@ -124,6 +168,10 @@ def write_report(grid, rtl, area, pngs, out, args, elapsed):
     md += ["", f"RTL points with mismatches or errors: {len(bad)} of {len(rtl)}."]
     md += [f"- {r['design']} {r['msg_bytes']} B: {r['error']}" for r in bad if "error" in r]
     md += [""]
+    md += ["## Host interface per 128-byte message (pcie profile)", "",
+           "TLPs per message by kind, from the host interfaces' counters (golden model; "
+           "RTL where the RTL subset ran the point); docs/host_interface.md derives each "
+           "row transaction by transaction.", ""] + host_table(grid, rtl) + [""]
     md += ["## Sweeps (golden model)", ""]
     md += ["### Cycles and wire efficiency against message size", "",
            "| design | bytes | latency | completion | ii | wire B | efficiency |",
