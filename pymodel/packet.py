@@ -1,10 +1,13 @@
 """Frames to beats and back, on the packet stream of :mod:`spec.formats.packet`."""
 
+import functools
+
 from spec.formats.packet import check_width, packet_layout
 
 __all__ = ["frame_to_beats", "beats_to_frames", "pack_beat", "unpack_beat"]
 
 
+@functools.cache
 def _fields(width):
     layout = packet_layout(width)
     return {name: (field.offset, field.width) for name, field in layout}

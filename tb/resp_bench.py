@@ -13,8 +13,8 @@ import random
 
 from amaranth.sim import Simulator
 
+from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats, unpack_beat
-from pymodel.rdma.fields import pack, unpack
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.layouts import rd_req_layout, wr_layout
 from rtl.rdma.resp.responder import Responder

@@ -8,7 +8,7 @@ Built with the golden model's frame builder (:mod:`pymodel.rdma.frames`, which u
 import dataclasses
 
 from pymodel.fcs import fcs_bytes
-from pymodel.rdma.fields import pack
+from pymodel.fields import pack
 from pymodel.rdma.frames import Endpoint, icrc, write_frame
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
 from spec.rdma_responder import MAX_FRAME_BEATS

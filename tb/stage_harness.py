@@ -25,7 +25,7 @@ from amaranth.lib import data, stream
 from amaranth.lib.fifo import SyncFIFO
 
 from pymodel.cycle import Fifo
-from pymodel.rdma.fields import pack
+from pymodel.fields import pack
 from tb.amsim import run_sim
 
 __all__ = ["compare_stage", "to_int"]

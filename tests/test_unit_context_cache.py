@@ -4,8 +4,8 @@ import random
 
 import pytest
 
+from pymodel.fields import pack, unpack
 from pymodel.rdma.context_cache import ContextCacheModel
-from pymodel.rdma.fields import pack, unpack
 from rtl.rdma.context_cache import ContextCache, group_layout
 from spec.formats.roce import QPC_LAYOUT
 from tb.amsim import run_sim

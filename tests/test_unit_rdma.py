@@ -12,8 +12,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
+from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
-from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
 from pymodel.rdma.links import LinkStream
 from pymodel.rdma.point import build, run_model

@@ -13,8 +13,8 @@ from collections import deque
 
 import pytest
 
+from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats, unpack_beat
-from pymodel.rdma.fields import pack, unpack
 from pymodel.rdma.frames import Endpoint, ack_frame
 from pymodel.rdma.req.requester import RequesterModel
 from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET

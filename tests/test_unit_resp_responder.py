@@ -5,8 +5,8 @@ import random
 
 import pytest
 
+from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, pack_beat
-from pymodel.rdma.fields import pack
 from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder

@@ -11,8 +11,8 @@ import pytest
 
 from pymodel.cycle import Fifo
 from pymodel.fcs import fcs_ok
+from pymodel.fields import unpack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
-from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import Endpoint, ack_frame
 from pymodel.rdma.resp.ack import AckSenderModel
 from pymodel.rdma.resp.header import REASONS, HeaderCheckModel, parse_header

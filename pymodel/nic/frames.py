@@ -1,6 +1,7 @@
 """Store frames byte for byte, built and parsed with the layouts of :mod:`spec.formats.nic`."""
 
 from pymodel.fcs import fcs_bytes, phy_bytes
+from pymodel.fields import pack
 from spec.formats.nic import (
     ETHERTYPE,
     MIN_FRAME_BYTES,
@@ -27,7 +28,7 @@ def build_frame(framing, src, dst, addr, length, payload, fcs=True):
     else:
         fields = {"dst": dst, "src": src, "store": store}
     h = header_bytes(framing)
-    frame = header_layout(framing).const(fields).as_bits().to_bytes(h, "little") + payload
+    frame = pack(header_layout(framing), fields).to_bytes(h, "little") + payload
     if framing is Framing.L2:
         frame += bytes(max(0, MIN_FRAME_BYTES - 4 - len(frame)))
     return frame + fcs_bytes(frame) if fcs else frame

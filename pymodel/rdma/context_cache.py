@@ -10,7 +10,7 @@ Every read sees the contents of the start of the cycle; writes are applied by
 from collections import deque
 
 from pymodel.cycle import note_activity
-from pymodel.rdma.fields import pack, unpack
+from pymodel.fields import pack, unpack
 from spec.formats.roce import QPC_LAYOUT
 
 __all__ = ["ContextCacheModel"]

@@ -8,6 +8,7 @@ import dataclasses
 import zlib
 
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
+from pymodel.fields import pack
 from spec.formats.roce import (
     ACK_HEADER,
     ETHERTYPE_IPV4,
@@ -81,7 +82,7 @@ def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=N
     if ext is not None:
         fields[ext_name] = ext
     n = header_bytes(layout)
-    raw = bytearray(layout.const(fields).as_value().value.to_bytes(n, "little"))
+    raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
     raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
     return bytes(raw)
 

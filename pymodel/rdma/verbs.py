@@ -12,7 +12,7 @@ takes them as they are.
 
 import dataclasses
 
-from pymodel.rdma.fields import pack, unpack
+from pymodel.fields import pack, unpack
 from spec.formats.roce import (
     CQE_LAYOUT,
     HOST_WORD_BYTES,

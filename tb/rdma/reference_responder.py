@@ -12,7 +12,7 @@ import dataclasses
 import zlib
 from collections import deque
 
-from pymodel.rdma.fields import pack, unpack
+from pymodel.fields import pack, unpack
 from pymodel.rdma.frames import Endpoint, ack_frame, icrc
 from spec.formats.roce import (
     BTH_BYTES,

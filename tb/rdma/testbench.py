@@ -17,6 +17,7 @@ out of the recorders, counters and memories in bulk after the run.
 
 from cocotb.triggers import ClockCycles, ReadOnly
 
+from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
@@ -124,7 +125,7 @@ class RdmaTestbench:
         if clear:
             for node in (d.requester, d.responder):
                 load_memory(node.cache.tags, [0] * len(node.cache.tags))
-        words = [self._mmio.const(w).as_value().value for w in mmio]
+        words = [pack(self._mmio, w) for w in mmio]
         h.load_player("mmio", words, (1, 0), release=list(release))
         h.load_player("inject", [b for fr in inject for b in frame_to_beats(fr, 64)],
                       inject_stall)

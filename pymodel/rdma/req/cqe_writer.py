@@ -1,6 +1,6 @@
 """Twin of :class:`rtl.rdma.req.cqe_writer.CqeWriter`."""
 
-from pymodel.rdma.fields import pack
+from pymodel.fields import pack
 from spec.formats.roce import CQE_LAYOUT, WqeOpcode
 
 __all__ = ["CqeWriterModel"]

@@ -1,6 +1,6 @@
 """Twin of :class:`rtl.rdma.req.doorbell_intake.DoorbellIntake`."""
 
-from pymodel.rdma.fields import unpack
+from pymodel.fields import unpack
 from spec.formats.roce import WQE_LAYOUT
 from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET
 

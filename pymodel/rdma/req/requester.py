@@ -3,8 +3,8 @@
 import zlib
 
 from pymodel.cycle import Fifo, Staged
+from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
-from pymodel.rdma.fields import unpack
 from pymodel.rdma.frames import icrc
 from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.cqe_writer import CqeWriterModel

@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.req.sequencer.Sequencer`."""
 
 from pymodel.cycle import Staged
-from pymodel.rdma.fields import unpack
+from pymodel.fields import unpack
 from spec.formats.roce import WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
 from spec.rdma_engine import MAX_INLINE_WORDS
 

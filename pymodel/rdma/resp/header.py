@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.resp.header.HeaderCheck` (from its docstring)."""
 
 from pymodel.cycle import Staged
-from pymodel.rdma.fields import unpack
+from pymodel.fields import unpack
 from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,

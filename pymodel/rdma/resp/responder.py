@@ -22,8 +22,8 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 import dataclasses
 
 from pymodel.cycle import Fifo
+from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
-from pymodel.rdma.fields import unpack
 from pymodel.rdma.resp.ack import AckSenderModel
 from pymodel.rdma.resp.header import HeaderCheckModel
 from pymodel.rdma.resp.rx import ReceiveModel

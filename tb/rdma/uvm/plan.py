@@ -23,7 +23,7 @@ overflow; docs/uvm.md, limits).
 
 import dataclasses
 
-from pymodel.rdma.fields import unpack
+from pymodel.fields import unpack
 from pymodel.rdma.frames import icrc, with_fcs
 from pymodel.rdma.system import simulate
 from pymodel.rdma.verbs import Verbs
