@@ -7,7 +7,7 @@ measurements are :mod:`scripts.benchmark`'s modules.
 Options: --only model|rtl|all, --sims verilator,icarus, --designs nic,rdma, --messages N
 (cycle-level model and Verilator runs, default 1000), --icarus-messages N (default 200),
 --fast-messages N (fast path, default 1000 x --messages), --repeats N (model runs, best
-of N, default 3), --verilator-opt O0|O1|O2|O3|Os (default $VERILATOR_OPT or -O0, as the
+of N, default 3), --verilator-opt O0|O1|O2|O3|Os (default $VERILATOR_OPT or -O1, as the
 harness), --no-waves, --run-tests (run and time `make test` first), --out PATH.
 """
 
@@ -99,7 +99,7 @@ def parse_args(argv=None):
                     help="golden-model runs per figure; the best is kept (default 3)")
     ap.add_argument("--verilator-opt", type=_opt_level, default=None, metavar="LEVEL",
                     help="C++ optimisation of the Verilator model: O0, O1, O2, O3 or Os "
-                         "(or --verilator-opt=-O2; default $VERILATOR_OPT or -O0, the "
+                         "(or --verilator-opt=-O2; default $VERILATOR_OPT or -O1, the "
                          "harness default)")
     ap.add_argument("--no-waves", action="store_true",
                     help="skip the runs with waveforms (WAVES=1)")
@@ -111,7 +111,8 @@ def parse_args(argv=None):
     if args.fast_messages is None:
         args.fast_messages = 1000 * args.messages
     if args.verilator_opt is None:
-        env_opt = os.environ.get("VERILATOR_OPT") or "-O0"
+        from tb.cosim import DEFAULT_OPT
+        env_opt = os.environ.get("VERILATOR_OPT") or DEFAULT_OPT
         if env_opt not in OPT_LEVELS:
             ap.error(f"VERILATOR_OPT must be one of {' '.join(OPT_LEVELS)}, not {env_opt!r}")
         args.verilator_opt = env_opt
@@ -169,6 +170,8 @@ def main(argv=None):
                 rec = measure_rtl(design, sim, waves, messages, args.verilator_opt)
                 report["rtl_cycles_per_s"][key][design] = rec["cycles_per_s"]
                 report["rtl_msgs_per_s"][key][design] = rec["msgs_per_s"]
+                report["run_phase_cycles_per_s"][key][design] = rec.get(
+                    "run_phase_cycles_per_s")
                 note = (f"build/warm-up {rec['warmup_s']:.1f} s; test {rec['test_wall_s']:.1f} "
                         f"s, {fmt(rec['cycles_per_s'])} cycles/s, "
                         f"{fmt(rec['msgs_per_s'], 1)} msgs/s")

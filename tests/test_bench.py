@@ -12,7 +12,7 @@ from scripts import bench
 from scripts.benchmark import cosim, make_test, models
 
 SPEC_KEYS = {"model_cycle_msgs_per_s", "model_fast_msgs_per_s", "rtl_cycles_per_s",
-             "rtl_msgs_per_s", "make_test_wall_s"}
+             "rtl_msgs_per_s", "run_phase_cycles_per_s", "make_test_wall_s"}
 
 
 @pytest.mark.parametrize("argv, option", [
@@ -50,7 +50,7 @@ def test_defaults(monkeypatch):
     assert args.only == "all" and args.sims == ("verilator", "icarus")
     assert args.designs == ("nic", "rdma")
     assert (args.messages, args.icarus_messages, args.fast_messages) == (1000, 200, 1_000_000)
-    assert args.verilator_opt == "-O0" and not args.no_waves and not args.run_tests
+    assert args.verilator_opt == "-O1" and not args.no_waves and not args.run_tests
     args = bench.parse_args(["--messages", "7", "--sims", "Icarus, icarus", "--no-waves"])
     assert args.fast_messages == 7000 and args.sims == ("icarus",) and args.no_waves
     monkeypatch.setenv("VERILATOR_OPT", "-O2")
@@ -82,7 +82,7 @@ def test_model_only_run_writes_the_json(tmp_path, capsys):
     for key in ("model_cycle_msgs_per_s", "model_fast_msgs_per_s"):
         assert set(report[key]) == {"nic", "rdma"}
         assert all(isinstance(v, float) and v > 0 for v in report[key].values()), key
-    for key in ("rtl_cycles_per_s", "rtl_msgs_per_s"):
+    for key in ("rtl_cycles_per_s", "rtl_msgs_per_s", "run_phase_cycles_per_s"):
         assert set(report[key]) == set(bench.SIM_KEYS)
         assert all(v == {"nic": None, "rdma": None} for v in report[key].values())
     wall = report["make_test_wall_s"]

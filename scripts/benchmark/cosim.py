@@ -65,12 +65,12 @@ def read_results_xml(path):
     return float(case.get("time")), float(props["sim_time_duration"]) * scale[unit]
 
 
-def _nic_run_phase(run_dir):
-    """``(design cycles, run-phase seconds)`` the NIC cocotb module reports: the cycle
-    count when every recorder was done, and the wall time from reset release to the end
-    of the run (its "simulator in X s" log line), or ``None`` each."""
+def _run_phase(run_dir, results_name):
+    """``(design cycles, run-phase seconds)`` the cocotb module reports: the cycle count
+    at the end of the run (``cycles`` of its results file) and the wall time from reset
+    to the end of the run (its "simulator in X s" log line), or ``None`` each."""
     cycles = seconds = None
-    results = run_dir / "nic_results.json"
+    results = run_dir / results_name
     if results.exists():
         cycles = json.loads(results.read_text()).get("cycles")
     log = run_dir / "sim.log"
@@ -116,10 +116,10 @@ def measure_rtl(design, sim, waves, messages, opt):
            "warmup_s": warmup, "cycles_per_s": cycles / wall if wall > 0 else None,
            "msgs_per_s": messages / wall if wall > 0 else None,
            "run_dir": relative(run_dir)}
-    if design == "nic":
-        rec["design_cycles"], rec["run_phase_s"] = _nic_run_phase(run_dir)
-        if rec["design_cycles"] and rec["run_phase_s"]:
-            rec["run_phase_cycles_per_s"] = rec["design_cycles"] / rec["run_phase_s"]
+    rec["design_cycles"], rec["run_phase_s"] = _run_phase(
+        run_dir, "nic_results.json" if design == "nic" else "measurements.json")
+    if rec["design_cycles"] and rec["run_phase_s"]:
+        rec["run_phase_cycles_per_s"] = rec["design_cycles"] / rec["run_phase_s"]
     if waves:
         fst = [p for p in (run_dir / "dump.fst", run_dir / "waves.fst") if p.exists()]
         rec["waves_bytes"] = fst[0].stat().st_size if fst else None

@@ -17,6 +17,7 @@ def empty_report():
         "model_fast_msgs_per_s": dict.fromkeys(DESIGNS),
         "rtl_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "rtl_msgs_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
+        "run_phase_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "make_test_wall_s": None,
     }
 

@@ -8,6 +8,7 @@ reduced by the same function (:func:`pymodel.rdma.point.reduce_run`).
 """
 
 import json
+import time
 
 import cocotb
 
@@ -97,7 +98,10 @@ async def rdma_matches_model(dut):
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
     tb.arm_for(model)
+    t0 = time.perf_counter()
     await tb.run(timeout_cycles=model["cycles"] + 5000, settle=SETTLE)
+    dut._log.info("model %d cycles; simulator in %.2f s", model["cycles"],
+                  time.perf_counter() - t0)
     sb = Scoreboard(dut._log)
     if tb.hang:              # compared anyway: the scoreboard says what is missing
         sb.equal("recorders done", tb.hang, "")
