@@ -17,6 +17,7 @@ all: sim
 
 help:
 	@echo "make sim    - run the main co-simulation job (SIM=verilator|icarus, WAVES=1)"
+	@echo "              your own point: make sim ARGS=\"--design rdma --qps 64\" (ARGS=--help)"
 	@echo "make test   - the regression on Verilator and Icarus (under 10 minutes on 2 cores)"
 	@echo "make test-all - make test plus the tests marked slow"
 	@echo "make waves  - open the last waveform (GTKWave) or print its path"
@@ -32,8 +33,10 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/setup.sh
 	@bash scripts/setup.sh
 
+# Your own point: make sim ARGS="--design rdma --qps 1024 --cache-entries 64" (--help).
+ARGS ?=
 sim: $(STAMP)
-	$(RUN) $(PY) scripts/sim.py --sim $(SIM)
+	$(RUN) $(PY) scripts/sim.py --sim $(SIM) $(ARGS)
 
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)

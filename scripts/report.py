@@ -97,4 +97,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("COSIM_PROGRESS", "1")     # each co-simulation phase, timed
     sys.exit(main())

@@ -3,11 +3,18 @@ prints the comparison table and writes build/sim/results.json and the pcap files
 
 Options: --sim verilator|icarus (default $SIM or verilator), --messages N, --msg-bytes B,
 --out DIR. Waveforms with WAVES=1 (then `make waves`).
+
+Your own point instead of the headline: ``--design nic|rdma`` and the design's options
+(``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma --qps 1024
+--cache-entries 64 --msg-bytes 256"``). The point is co-simulated against the golden
+model (one results row, RTL and model side by side); every option is checked first by
+the model's own parameter checks, so a bad value stops with an error naming it.
 """
 
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,22 +73,129 @@ def print_table(rows):
             print("  ".join("-" * w for w in widths))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+#: Options of a design point: (option, knob of pymodel.points, design, type, help).
+POINT_OPTIONS = (
+    ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
+    ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
+    ("--attachment", "attachment", "nic", str,
+     "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
+    ("--link-latency", "link_latency", "nic", int, "NIC link latency in cycles (default 2)"),
+    ("--max-payload", "max_payload", "nic", int,
+     "NIC largest frame payload, a multiple of 64 bytes (default 1024)"),
+    ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
+    ("--cache-entries", "cache_entries", "rdma", int,
+     "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
+    ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
+     "(default pcie)"),
+    ("--rung", "rung", "rdma", str, "RDMA optimisation rung (spec/rdma_engine.py LADDER; "
+     "default the best, '+ACK coalescing')"),
+)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Without --design: the headline of both designs.")
     ap.add_argument("--sim", default=None, help=f"one of {', '.join(SIMULATORS)}")
-    ap.add_argument("--messages", type=int, default=1000)
-    ap.add_argument("--msg-bytes", type=int, default=128)
+    ap.add_argument("--messages", type=int, default=1000, help="messages (default 1000)")
+    ap.add_argument("--msg-bytes", type=int, default=128,
+                    help="bytes per message, 1..4096 (default 128)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "sim")
+    ap.add_argument("--design", choices=("nic", "rdma"), default=None,
+                    help="co-simulate one point of this design instead of the headline")
+    for opt, knob, design, kind, text in POINT_OPTIONS:
+        ap.add_argument(opt, dest=knob, type=kind, default=None, help=f"[{design}] {text}")
     args = ap.parse_args(argv)
     try:
-        sim = selected_sim(args.sim)
+        args.sim = selected_sim(args.sim)
     except ValueError as exc:
         ap.error(str(exc))
     if args.messages < 1:
         ap.error(f"--messages must be at least 1, not {args.messages}")
     if not 1 <= args.msg_bytes <= 4096:
         ap.error(f"--msg-bytes must be 1 to 4096, not {args.msg_bytes}")
+    given = {knob: (opt, design) for opt, knob, design, _, _ in POINT_OPTIONS
+             if getattr(args, knob) is not None}
+    if given and args.design is None:
+        ap.error(f"{', '.join(o for o, _ in given.values())}: give --design too")
+    wrong = [o for o, d in given.values() if args.design and d != args.design]
+    if wrong:
+        ap.error(f"{', '.join(wrong)}: not an option of --design {args.design}")
+    args.knobs = {k: getattr(args, k) for k in given}
+    if args.design:
+        try:
+            args.knobs = check_point(args.design, args.msg_bytes, args.messages, args.knobs)
+        except ValueError as exc:
+            text = str(exc)
+            for opt, knob, *_ in POINT_OPTIONS + (("--messages", "messages"),
+                                                  ("--msg-bytes", "msg_bytes")):
+                if text.startswith(knob + " "):
+                    text = f"{opt}: {text}"
+                    break
+            ap.error(text)
+    return args
+
+
+def check_point(design, msg_bytes, messages, knobs):
+    """The knobs of a co-simulated point with its defaults filled in, checked by
+    :func:`pymodel.points.resolve` and by the RTL top's limits; ``ValueError`` names the
+    bad option."""
+    from pymodel.points import resolve
+    from spec.rdma_engine import LADDER, TOP_DEFAULTS
+
+    knobs = dict(knobs)
+    if design == "nic":
+        knobs.setdefault("framing", "compact")
+        if knobs.get("peers", 1) > 15:
+            raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), "
+                             f"not {knobs['peers']}")
+    else:
+        knobs.setdefault("rung", LADDER[-1][0])
+    _, p = resolve(design, msg_bytes, messages, knobs)
+    if design == "rdma":
+        room = TOP_DEFAULTS["depth"] * 64 // 4
+        if messages * msg_bytes > room:
+            raise ValueError(f"messages x msg_bytes ({messages} x {msg_bytes}) must fit in "
+                             f"{room} bytes of the top's host memory; use fewer messages")
+    return knobs
+
+
+def run_design_point(args):
+    """Co-simulate the point of ``args``; return its results row."""
+    k = args.knobs
+    if args.design == "nic":
+        from tb.nic.headline import run_point
+        top = {name: k[name] for name in ("link_latency", "max_payload") if name in k}
+        return run_point(args.sim, k["framing"], args.msg_bytes, args.messages,
+                         peers=k.get("peers", 1), top=top or None,
+                         attachment=k.get("attachment", "integrated"),
+                         test_id=f"point-{args.messages}x{args.msg_bytes}")
+    from tb.rdma.headline import run_point
+    return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
+                     cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
+                     rung=k["rung"])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sim = args.sim
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.design:
+        t0 = time.monotonic()
+        print(f"[sim] {args.design} point {args.knobs}: {args.messages} messages of "
+              f"{args.msg_bytes} B on {sim} ...", flush=True)
+        row = run_design_point(args)
+        row.pop("frames", None)
+        row.pop("cycles", None)
+        print(f"[sim] {args.design}: 1 row in {time.monotonic() - t0:.1f} s", flush=True)
+        path = args.out / "point.json"
+        path.write_text(json.dumps([row], indent=2) + "\n")
+        print()
+        print_table([row])
+        print(f"\n[sim] wrote {path}")
+        if row.get("mismatches"):
+            print(f"[sim] FAIL: {row['mismatches']} RTL/model mismatches", file=sys.stderr)
+            return 1
+        return 0
 
     rows, missing = [], []
     for design, module in DESIGNS:
@@ -135,4 +249,5 @@ def foundation_demo(sim, out):
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("COSIM_PROGRESS", "1")     # each co-simulation phase, timed
     sys.exit(main())
