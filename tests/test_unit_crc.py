@@ -112,3 +112,17 @@ def test_bad_width_is_named(bad):
     for cls in (Crc32Core, FcsInserter, FcsChecker):
         with pytest.raises(ValueError, match="datapath width"):
             cls(bad)
+
+
+@pytest.mark.parametrize("width", [8, 16, 32, 64])
+def test_lane_tables_are_the_beat_step(width):
+    """The cached lane tables of the parallel CRC equal stepping the whole beat bit by
+    bit (crc32_step) with one non-zero byte, for every lane and a spread of bytes."""
+    from rtl.common.crc32 import crc32_step, lane_table
+    for lane in range(width):
+        table = lane_table(lane, width)
+        assert len(table) == 256
+        for b in range(0, 256, 1 if width <= 16 else 37):
+            assert table[b] == crc32_step(0, b << (8 * lane), width), (lane, b)
+    with pytest.raises(ValueError, match="lane"):
+        lane_table(width, width)
