@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml scripts/setup.sh
 # Your own point: make sim ARGS="--design rdma --qps 1024 --cache-entries 64" (--help).
 ARGS ?=
 sim: $(STAMP)
-	$(RUN) $(PY) scripts/sim.py --sim $(SIM) $(ARGS)
+	$(RUN) $(PY) scripts/sim.py --sim $(SIM) --jobs $(JOBS) $(ARGS)
 
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)

@@ -18,7 +18,8 @@ _PLAN = {}
 
 
 def _plan(layout):
-    """``[(name, offset, width, sub-layout or None, enum values or None)]``, cached."""
+    """``[(name, offset, width, sub-layout or None, enum values or None)]``, cached (with
+    the set of field names, see :func:`_names`)."""
     hit = _PLAN.get(id(layout))
     if hit is not None and hit[0] is layout:
         return hit[1]
@@ -29,8 +30,13 @@ def _plan(layout):
         if isinstance(f.shape, type) and issubclass(f.shape, enum.Enum):
             members = {m.value for m in f.shape}
         plan.append((name, f.offset, f.width, sub, members))
-    _PLAN[id(layout)] = (layout, plan)
+    _PLAN[id(layout)] = (layout, plan, frozenset(name for name, *_ in plan))
     return plan
+
+
+def _names(layout):
+    _plan(layout)
+    return _PLAN[id(layout)][2]
 
 
 def pack(layout, fields=None, **kw):
@@ -39,7 +45,8 @@ def pack(layout, fields=None, **kw):
     values = dict(fields or {}, **kw)
     plan = _plan(layout)
     if isinstance(layout, data.StructLayout):
-        unknown = [k for k in values if k not in layout.members]
+        names = _names(layout)
+        unknown = [k for k in values if k not in names]
         if unknown:
             raise KeyError(f"{sorted(unknown)} not in the layout's fields "
                            f"{sorted(layout.members)}")

@@ -2,7 +2,8 @@
 prints the comparison table and writes build/sim/results.json and the pcap files.
 
 Options: --sim verilator|icarus (default $SIM or verilator), --messages N, --msg-bytes B,
---out DIR. Waveforms with WAVES=1 (then `make waves`).
+--out DIR, --jobs N (headline co-simulations at a time, default $JOBS or 2; each is
+independent, and results do not depend on it). Waveforms with WAVES=1 (then `make waves`).
 
 Your own point instead of the headline: ``--design nic|rdma`` and the design's options
 (``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma --qps 1024
@@ -12,6 +13,7 @@ the model's own parameter checks, so a bad value stops with an error naming it.
 """
 
 import argparse
+import concurrent.futures
 import importlib
 import json
 import os
@@ -100,6 +102,8 @@ def parse_args(argv=None):
     ap.add_argument("--msg-bytes", type=int, default=128,
                     help="bytes per message, 1..4096 (default 128)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "sim")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
+                    help="co-simulations at a time for the headline (default $JOBS or 2)")
     ap.add_argument("--design", choices=("nic", "rdma"), default=None,
                     help="co-simulate one point of this design instead of the headline")
     for opt, knob, design, kind, text in POINT_OPTIONS:
@@ -109,6 +113,8 @@ def parse_args(argv=None):
         args.sim = selected_sim(args.sim)
     except ValueError as exc:
         ap.error(str(exc))
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.messages < 1:
         ap.error(f"--messages must be at least 1, not {args.messages}")
     if not 1 <= args.msg_bytes <= 4096:
@@ -197,7 +203,7 @@ def main(argv=None):
             return 1
         return 0
 
-    rows, missing = [], []
+    rows, missing, work = [], [], []
     for design, module in DESIGNS:
         try:
             runner = importlib.import_module(module)
@@ -206,13 +212,18 @@ def main(argv=None):
                 missing.append(design)
                 continue
             raise
-        t0 = time.monotonic()
-        print(f"[sim] {design}: {args.messages} messages of {args.msg_bytes} B on {sim} ...",
-              flush=True)
-        got = runner.run_headline(sim, args.out, messages=args.messages,
-                                  msg_bytes=args.msg_bytes)
-        print(f"[sim] {design}: {len(got)} rows in {time.monotonic() - t0:.1f} s", flush=True)
-        rows += got
+        jobs = runner.headline_jobs(sim, messages=args.messages, msg_bytes=args.msg_bytes)
+        work.append((design, runner, jobs))
+    total = sum(len(jobs) for *_, jobs in work)
+    if total:
+        print(f"[sim] {total} co-simulations ({', '.join(d for d, *_ in work)}) of "
+              f"{args.messages} messages of {args.msg_bytes} B on {sim}, {args.jobs} at a "
+              f"time ...", flush=True)
+    done = run_jobs([job for *_, jobs in work for job in jobs], args.jobs)
+    k = 0
+    for _, runner, jobs in work:
+        rows += runner.finish_headline(done[k:k + len(jobs)], args.out)
+        k += len(jobs)
     if missing:
         print(f"[sim] not built yet: {', '.join(missing)}")
     if not rows:
@@ -230,6 +241,32 @@ def main(argv=None):
         print(f"[sim] FAIL: {bad} RTL/model mismatches", file=sys.stderr)
         return 1
     return 0
+
+
+def run_jobs(jobs, workers):
+    """Results of ``jobs`` (``[(label, function, kwargs)]``, independent co-simulations)
+    in their order, ``workers`` processes at a time (1: in this process). Prints each as
+    it finishes, with the elapsed time."""
+    t0 = time.monotonic()
+
+    def report(k, label):
+        print(f"[sim] {k}/{len(jobs)} done: {label} ({time.monotonic() - t0:.0f} s)",
+              flush=True)
+
+    if workers <= 1 or len(jobs) <= 1:
+        out = []
+        for label, fn, kw in jobs:
+            out.append(fn(**kw))
+            report(len(out), label)
+        return out
+    results = [None] * len(jobs)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(fn, **kw): (k, label) for k, (label, fn, kw) in enumerate(jobs)}
+        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            k, label = futures[fut]
+            results[k] = fut.result()
+            report(n, label)
+    return results
 
 
 def foundation_demo(sim, out):

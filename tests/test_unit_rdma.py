@@ -14,7 +14,7 @@ from scapy.layers.l2 import Ether
 from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
-from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
+from pymodel.rdma.frames import Endpoint, ack_frame, ipv4_checksum, write_frame
 from pymodel.rdma.links import LinkStream
 from pymodel.rdma.point import build, run_model
 from pymodel.scenarios.rdma import seed_dropping_only
@@ -28,7 +28,7 @@ from rtl.rdma.write_framer import WriteFramer, segment_layout
 from rtl.tops.rdma_top import RdmaTop
 from spec.formats.roce import OpCode, Syndrome
 from tb.amsim import get_all, put_all, run_sim
-from tb.rdma.wirecheck import frame_problems
+from tb.rdma.wirecheck import frame_problems, hand_problems, wire_problems
 
 A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_00_01)
 B = Endpoint(0x02_00_00_00_00_02, 0x0A_00_00_02)
@@ -66,6 +66,46 @@ def test_write_frames_decode_independently():
     assert Ether(ack[:-4])[BTH].opcode == OpCode.RC_ACKNOWLEDGE.value
     assert seen == len(WRITES) * len(SIZES)
 
+
+
+def _refcs(frame):
+    return bytes(frame[:-4]) + zlib.crc32(bytes(frame[:-4])).to_bytes(4, "little")
+
+
+def test_hand_decoder_agrees_with_scapy():
+    """The hand decoder of ``wire_problems`` gives scapy's verdict on good frames and on
+    each kind of damage (FCS, IP checksum, ICRC, not RoCEv2), and a damaged frame of a
+    shape seen before is still caught (only by the hand decoder)."""
+    rng = random.Random(11)
+    frames = [write_frame(WRITES[k % 4], A, B, 7, 9, k, k % 2 == 0, rng.randbytes(n))
+              for k, n in enumerate(SIZES)]
+    frames.append(ack_frame(B, A, 9, 7, 3, Syndrome.ACK, 1))
+    damaged = []
+    for f in frames[:6]:
+        fcs = bytearray(f)
+        fcs[-2] ^= 1
+        ip = bytearray(f)
+        ip[18] ^= 0x40                          # IP identification: also under the ICRC
+        icrc = bytearray(f)
+        icrc[50] ^= 0x01                                  # a BTH / RETH byte under the ICRC
+        port = bytearray(f)
+        port[36:38] = (4792).to_bytes(2, "big")
+        damaged += [(bytes(fcs), ["FCS"]), (_refcs(ip), ["IP checksum", "ICRC"]),
+                    (_refcs(icrc), ["ICRC"]), (_refcs(port), ["not RoCEv2"])]
+    for f in frames:
+        assert hand_problems(f) == frame_problems(f) == []
+    for f, want in damaged:
+        assert frame_problems(f) == want
+        assert hand_problems(f) == want
+    masked = bytearray(frames[0])
+    masked[15] ^= 0xFF                                    # TOS: masked out of the ICRC
+    masked[24:26] = b"\0\0"
+    masked[24:26] = ipv4_checksum(bytes(masked[14:34])).to_bytes(2, "big")
+    assert hand_problems(_refcs(masked)) == frame_problems(_refcs(masked)) == []
+    run = frames + [f for f, _ in damaged]
+    verdicts = wire_problems(run)
+    assert [k for k, _ in verdicts] == list(range(len(run)))
+    assert [p for _, p in verdicts] == [[]] * len(frames) + [w for _, w in damaged]
 
 def _tx_path():
     m = Module()

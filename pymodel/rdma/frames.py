@@ -81,10 +81,15 @@ def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=N
     }
     if ext is not None:
         fields[ext_name] = ext
-    n = header_bytes(layout)
+    n = _HEADER_BYTES[id(layout)]
     raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
     raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
     return bytes(raw)
+
+
+#: Bytes of each header layout (``header_bytes`` casts the layout: slow per frame).
+_HEADER_BYTES = {id(lay): header_bytes(lay) for lay in (WRITE_RETH_HEADER, WRITE_HEADER,
+                                                         ACK_HEADER)}
 
 
 def _bth(opcode, dest_qp, psn, ack_req, pad):

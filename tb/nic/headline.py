@@ -13,7 +13,7 @@ from spec.metrics import row_metrics
 from spec.nic import HEADLINE_TOP
 from tb.cosim import run_cosim
 
-__all__ = ["run_headline", "run_point"]
+__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS"]
 
 #: The metrics of a NIC results row.
 METRICS = row_metrics("nic")
@@ -69,21 +69,39 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     return row
 
 
-def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
-                 msg_bytes: int = 128) -> list[dict]:
+#: The headline's points: both framings on the integrated attachment (the accelerator's
+#: store port), then the L2 framing behind the same PCIe host interface as the RDMA engine.
+HEADLINE_POINTS = (("l2", "integrated"), ("compact", "integrated"), ("l2", "pcie"))
+
+
+def headline_jobs(sim: str, messages: int = 1000, msg_bytes: int = 128) -> list:
+    """The headline's co-simulations as ``[(label, function, kwargs)]``: independent of
+    each other (run them in any order, or in parallel), then :func:`finish_headline`."""
+    return [(f"nic {framing}, {attachment}", run_point,
+             dict(sim=sim, framing=framing, msg_bytes=msg_bytes, messages=messages, peers=1,
+                  test_id=f"headline-{messages}x{msg_bytes}", attachment=attachment))
+            for framing, attachment in HEADLINE_POINTS]
+
+
+def finish_headline(rows: list[dict], out_dir: pathlib.Path) -> list[dict]:
+    """The results rows of :func:`headline_jobs`' results (in their order); writes the
+    frames of the first (L2, integrated) to ``out_dir / "nic.pcap"``."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    # Both framings on the integrated attachment (the accelerator's store port), then
-    # the L2 framing behind the same PCIe host interface as the RDMA engine.
-    for framing, attachment in (("l2", "integrated"), ("compact", "integrated"),
-                                ("l2", "pcie")):
-        row = run_point(sim, framing, msg_bytes, messages, peers=1,
-                        test_id=f"headline-{messages}x{msg_bytes}", attachment=attachment)
+    out = []
+    for (framing, attachment), row in zip(HEADLINE_POINTS, rows, strict=True):
+        row = dict(row)
         frames = row.pop("frames")
         row.pop("cycles")
-        rows.append(row)
+        out.append(row)
         if (framing, attachment) == ("l2", "integrated"):
             write_pcapng(out_dir / "nic.pcap",
                          [(cycle, bytes.fromhex(frame)) for cycle, frame in frames])
-    return rows
+    return out
+
+
+def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
+                 msg_bytes: int = 128) -> list[dict]:
+    """:func:`headline_jobs` one after the other, then :func:`finish_headline`."""
+    jobs = headline_jobs(sim, messages, msg_bytes)
+    return finish_headline([fn(**kw) for _, fn, kw in jobs], out_dir)

@@ -20,7 +20,7 @@ from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "run_point", "HEADLINE_ROWS"]
+__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_ROWS"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -83,18 +83,30 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     return row
 
 
-def run_headline(sim, out_dir, messages=1000, msg_bytes=128, latency_messages=16,
-                 rows=HEADLINE_ROWS, progress=None):
-    """Run the headline rows on ``sim``; return one results row each."""
+def headline_jobs(sim, messages=1000, msg_bytes=128, latency_messages=16,
+                  rows=HEADLINE_ROWS):
+    """The co-simulations of ``rows`` as ``[(label, function, kwargs)]``: independent of
+    each other (run them in any order, or in parallel), then :func:`finish_headline`.
+    The sequential rung sends ``max(4, messages // 20)`` messages (it is 20 times slower
+    per message)."""
+    jobs = []
+    for label, rung, qps, entries, host in rows:
+        n = max(4, messages // 20) if rung == "sequential" else messages
+        jobs.append((f"rdma {label}", run_point,
+                     dict(sim=sim, msg_bytes=msg_bytes, messages=n, qps=qps,
+                          cache_entries=entries, host=host, rung=rung,
+                          latency_messages=latency_messages, label=label)))
+    return jobs
+
+
+def finish_headline(rows, out_dir):
+    """The results rows of :func:`headline_jobs`' results (in their order); writes the
+    back-to-back runs' frames, one row after the other, to ``out_dir / "rdma.pcap"``."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out, pcap, offset = [], [], 0
-    for k, (label, rung, qps, entries, host) in enumerate(rows):
-        if progress:
-            progress(k, len(rows), label)
-        n = max(4, messages // 20) if rung == "sequential" else messages
-        row = run_point(sim, msg_bytes, n, qps, entries, host, rung,
-                        latency_messages=latency_messages, label=label)
+    for row in rows:
+        row = dict(row)
         frames = [(cycle + offset, fr) for cycle, fr in row.pop("frames")]
         row.pop("cycles")
         out.append(row)
@@ -103,3 +115,16 @@ def run_headline(sim, out_dir, messages=1000, msg_bytes=128, latency_messages=16
             offset = frames[-1][0] + 1000
     write_pcapng(out_dir / "rdma.pcap", pcap)
     return out
+
+
+def run_headline(sim, out_dir, messages=1000, msg_bytes=128, latency_messages=16,
+                 rows=HEADLINE_ROWS, progress=None):
+    """Run the headline rows on ``sim``, one after the other; return one results row
+    each (:func:`headline_jobs`, :func:`finish_headline`)."""
+    jobs = headline_jobs(sim, messages, msg_bytes, latency_messages, rows)
+    done = []
+    for k, (label, fn, kw) in enumerate(jobs):
+        if progress:
+            progress(k, len(jobs), label)
+        done.append(fn(**kw))
+    return finish_headline(done, out_dir)

@@ -10,7 +10,7 @@ Two oracles per run, checked in ``check_phase`` with :class:`tb.scoreboard.Score
    whole host memories (so every CQE and every payload byte); no hang, no recorder
    overflow, the run outlasting the model's last event. Every frame the engines sent is
    also decoded by scapy with FCS, IP checksum and ICRC recomputed by zlib
-   (:func:`tb.rdma.wirecheck.frame_problems`, no code shared with the RTL).
+   (:func:`tb.rdma.wirecheck.wire_problems`, no code shared with the RTL).
 2. The items' own intent, independent of the model (:meth:`WriteItem.outcomes`,
    :meth:`WriteItem.acks`, :meth:`WriteItem.cqe`, :func:`.plan.intended_ack_req`):
 
@@ -41,7 +41,7 @@ from spec.fabric import FLAGS as LINK_FLAGS
 from spec.formats.roce import CqeStatus
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from tb.rdma.testbench import wire_beats
-from tb.rdma.wirecheck import frame_problems
+from tb.rdma.wirecheck import wire_problems
 from tb.uvm_common import RESULTS_FILE, ScoreboardBase, drain
 
 from .frames import decode, frames_with_cycles
@@ -100,8 +100,8 @@ def check_intent(sb, tag, plan, obs, items):
     ab = frames_with_cycles(*obs.ab)
     ba = frames_with_cycles(*obs.ba)
     sent = ba + (ab if plan.kind == "posted" else [])
-    for j, (_, _, frame) in enumerate(sent):
-        sb.equal(f"{tag}: independent check of frame {j}", frame_problems(frame), [])
+    for j, problems in wire_problems([frame for _, _, frame in sent]):
+        sb.equal(f"{tag}: independent check of frame {j}", problems, [])
     intent = Counter(dict.fromkeys(OUTCOMES, 0))
     for _, it in mine:
         intent.update(it.outcomes())
