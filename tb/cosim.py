@@ -238,13 +238,27 @@ def _progress(name, sim, phase, t0, note=""):
 PUBLIC_VARS = ("mem", "items", "stamps", "release_at", "mr_table", "tags")
 
 
-def public_config(name):
-    """The Verilator control file that makes public (readable and writable through VPI)
-    only the top's own signals and :data:`PUBLIC_VARS` of every module, in place of
-    ``--public-flat-rw`` (every signal), which cocotb's runner passes: that flag keeps
-    every signal of the design in the model, and the RdmaTop model then builds and
-    simulates several times slower (docs/bench.md)."""
-    lines = ["`verilator_config", f'public_flat_rw -module "{name}" -var "*"']
+def top_ports(text, name):
+    """``[(direction, port)]`` of module ``name`` in the Verilog ``text``."""
+    start = text.index(f"module {name}(")
+    body = text[start:text.index("endmodule", start)]
+    return re.findall(r"^\s*(input|output)\s+(?:\[[^\]]*\]\s*)?(\w+)\s*;", body, re.M)
+
+
+def public_config(name, text):
+    """The Verilator control file that makes public only what the testbench touches:
+    the top's ports (inputs writable, outputs readable) and :data:`PUBLIC_VARS` of every
+    module (writable), in place of ``--public-flat-rw`` (every signal), which cocotb's
+    runner passes. That flag keeps every signal of the design in the model, and the
+    RdmaTop model then builds and simulates several times slower (docs/bench.md). A
+    writable signal is, to Verilator, one that may change at any time, like an input:
+    all logic that depends on it is re-evaluated at every change of an input (the
+    clock's twice a cycle), so the top's internal signals are not made public at all
+    (that alone made most of RdmaTop's logic run three times a cycle)."""
+    lines = ["`verilator_config"]
+    for direction, port in top_ports(text, name):
+        kind = "public_flat_rw" if direction == "input" else "public_flat_rd"
+        lines.append(f'{kind} -module "{name}" -var "{port}"')
     lines += [f'public_flat_rw -module "*" -var "{v}"' for v in PUBLIC_VARS]
     return "\n".join(lines) + "\n"
 
@@ -307,7 +321,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     opt = opt or os.environ.get("VERILATOR_OPT") or DEFAULT_OPT
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
         raise ValueError(f"VERILATOR_OPT must be one of -O0 -O1 -O2 -O3 -Os, not {opt!r}")
-    key = (text + (opt + public_config(name) if sim == "verilator" else "")
+    key = (text + (opt + public_config(name, text) if sim == "verilator" else "")
            + ("waves" if waves else ""))
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     build_dir = BUILD / "cosim" / sim / f"{name}-{digest}"
@@ -341,8 +355,8 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
         if sim == "verilator" and (not config.exists()
-                                   or config.read_text() != public_config(name)):
-            config.write_text(public_config(name))
+                                   or config.read_text() != public_config(name, text)):
+            config.write_text(public_config(name, text))
         runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
                      timescale=("1ns", "1ps"), waves=waves, build_args=build_args,
                      always=False, log_file=build_dir / "build.log")

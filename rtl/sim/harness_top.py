@@ -1,6 +1,6 @@
 """Base class for co-simulation tops: cycle counter, stimulus players, result recorders."""
 
-from amaranth import Module
+from amaranth import ClockDomain, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,12 +30,29 @@ class HarnessTop(wiring.Component):
     Subclasses implement :meth:`elaborate_design`, which wires the design to
     ``self.player_streams[name]`` (an ``Out`` stream) and ``self.recorder_streams[name]``
     (an ``In`` stream). ``now`` counts cycles from 0 in the first cycle after reset.
+
+    Static ports: every ``In`` port (configuration, counts, seeds) is set before reset
+    and held through the run, so the design sees it through a register without reset,
+    loaded every cycle (also during reset): the value set before reset, one cycle later.
+    While :meth:`elaborate_design` runs, ``self.<port>`` is that register. This is for
+    simulation speed, not behaviour: Verilator re-evaluates all logic that depends
+    combinationally on a top input at every change of any input (the clock's too),
+    which made that logic (most of RdmaTop's) run twice a cycle. A subclass names in
+    ``LIVE_PORTS`` any ``In`` port that changes during a run; those stay direct.
+
+    Reset: the ``sync`` domain's reset is the ``rst`` port through a register (reset
+    asserts and releases one cycle after the port does), for the same reason: a reset
+    taken straight from a top input made every register's next-state logic depend on
+    an input. ``clk`` and ``rst`` are ordinary ports of the signature.
     """
+
+    #: ``In`` ports that may change while the design runs (not registered).
+    LIVE_PORTS = ("clk", "rst")
 
     def __init__(self, players=None, recorders=None, ports=None):
         self._players = dict(players or {})
         self._recorders = dict(recorders or {})
-        sig = {"now": Out(32)}
+        sig = {"clk": In(1), "rst": In(1), "now": Out(32)}
         for name, (_, depth, *_) in self._players.items():
             sig[f"{name}_count"] = In(range(depth + 1))
             sig[f"{name}_stall_seed"] = In(16)
@@ -57,7 +74,26 @@ class HarnessTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        m.domains.sync = cd = ClockDomain("sync")
+        rst_held = Signal(init=1, reset_less=True)
+        m.d.comb += [cd.clk.eq(self.clk), cd.rst.eq(rst_held)]
+        m.d.sync += rst_held.eq(self.rst)
         m.d.sync += self.now.eq(self.now + 1)
+        ports = {}
+        for name, member in self.signature.members.items():
+            if member.is_port and member.flow == In and name not in self.LIVE_PORTS:
+                port = ports[name] = getattr(self, name)
+                held = Signal.like(port, name=f"{name}_held", reset_less=True)
+                m.d.sync += held.eq(port)
+                setattr(self, name, held)
+        try:
+            self._elaborate_parts(m)
+        finally:
+            for name, port in ports.items():
+                setattr(self, name, port)
+        return m
+
+    def _elaborate_parts(self, m):
         players, recorders = {}, {}
         for name, (shape, depth, *opts) in self._players.items():
             p = players[name] = StreamPlayer(shape, depth, timed=bool(opts and opts[0]))
@@ -82,5 +118,4 @@ class HarnessTop(wiring.Component):
                 getattr(self, f"{name}_overflow").eq(r.overflow),
             ]
         self.elaborate_design(m, players, recorders)
-        return m
 
