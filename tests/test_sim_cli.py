@@ -23,6 +23,7 @@ from scripts import sim
     (["--design", "nic", "--max-payload", "100"], "--max-payload: max_payload must be"),
     (["--design", "ethernet"], "invalid choice"),
     (["--msg-bytes", "0"], "--msg-bytes must be 1 to 4096"),
+    (["--jobs", "0"], "--jobs must be at least 1"),
 ])
 def test_bad_options_name_the_option(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -51,3 +52,19 @@ def test_user_point_on_icarus(tmp_path):
     assert row["mismatches"] == 0
     for key in ("latency_cycles", "ii_cycles", "wire_bytes", "completion_cycles"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
+
+
+def _square_after(x, nap):
+    import time
+
+    time.sleep(nap)
+    return x * x
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_jobs_keeps_the_order_of_the_jobs(workers, capsys):
+    """Results come back in the jobs' order whatever order they finish in (the first
+    job sleeps longest); each finished job is reported."""
+    jobs = [(f"job {k}", _square_after, dict(x=k, nap=0.05 * (4 - k))) for k in range(4)]
+    assert sim.run_jobs(jobs, workers) == [0, 1, 4, 9]
+    assert capsys.readouterr().out.count(" done: job ") == 4
