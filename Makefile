@@ -35,8 +35,11 @@ $(STAMP): pyproject.toml scripts/setup.sh
 
 # Your own point: make sim ARGS="--design rdma --qps 1024 --cache-entries 64" (--help).
 ARGS ?=
+# The wall time of a headline `make sim` (no ARGS) goes to build/bench/ (read by `make bench`).
 sim: $(STAMP)
-	$(RUN) $(PY) scripts/sim.py --sim $(SIM) --jobs $(JOBS) $(ARGS)
+	@start=$$(date +%s.%N); \
+	$(RUN) $(PY) scripts/sim.py --sim $(SIM) --jobs $(JOBS) $(ARGS); rc=$$?; \
+	if [ -z "$(ARGS)" ]; then $(PY) scripts/test_wall.py $$start $$rc sim; fi; exit $$rc
 
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)

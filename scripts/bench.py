@@ -26,6 +26,7 @@ if str(ROOT) not in sys.path:
 from scripts.benchmark import (  # noqa: E402
     BENCH_DIR,
     DESIGNS,
+    MAKE_SIM_RECORD,
     MODEL_KNOBS,
     MSG_BYTES,
     OPT_LEVELS,
@@ -147,6 +148,9 @@ def main(argv=None):
         record = read_make_test()
     if record is not None:
         report["make_test_wall_s"] = float(record["make_test_wall_s"])
+    record = read_make_test(MAKE_SIM_RECORD, "make_sim_wall_s")
+    if record is not None:
+        report["make_sim_wall_s"] = float(record["make_sim_wall_s"])
 
     steps = _steps(args)
     for n, (what, how, design) in enumerate(steps, 1):

@@ -12,12 +12,14 @@ docs/bench.md says what each figure covers.
 
 from pathlib import Path
 
-__all__ = ["ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "DESIGNS", "SIMULATORS", "SIM_KEYS",
-           "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES"]
+__all__ = ["ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "MAKE_SIM_RECORD", "DESIGNS",
+           "SIMULATORS", "SIM_KEYS", "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES"]
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = ROOT / "build" / "bench"
 MAKE_TEST_RECORD = BENCH_DIR / "make_test_wall_s.json"
+#: The wall time of the last headline ``make sim`` (no ARGS), written by the Makefile.
+MAKE_SIM_RECORD = BENCH_DIR / "make_sim_wall_s.json"
 DESIGNS = ("nic", "rdma")
 SIMULATORS = ("verilator", "icarus")
 SIM_KEYS = ("verilator", "icarus", "verilator_waves", "icarus_waves")

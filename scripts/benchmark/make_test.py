@@ -13,14 +13,14 @@ from .output import write_report
 __all__ = ["read_make_test", "run_make_test", "git_head"]
 
 
-def read_make_test(path=MAKE_TEST_RECORD):
-    """The record `make test` leaves in ``path`` (a dict), or ``None``."""
+def read_make_test(path=MAKE_TEST_RECORD, key="make_test_wall_s"):
+    """The record `make test` (or, with ``key="make_sim_wall_s"``, the headline
+    `make sim`) leaves in ``path`` (a dict), or ``None``."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or not isinstance(record.get("make_test_wall_s"),
-                                                      (int, float)):
+    if not isinstance(record, dict) or not isinstance(record.get(key), (int, float)):
         return None
     return record
 

@@ -19,6 +19,7 @@ def empty_report():
         "rtl_msgs_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "run_phase_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "make_test_wall_s": None,
+        "make_sim_wall_s": None,
     }
 
 
@@ -67,6 +68,9 @@ def print_tables(report, runs, designs):
               "--run-tests`, which runs and times it)")
     else:
         print(f"make test wall time: {wall:.0f} s")
+    wall = report.get("make_sim_wall_s")
+    print("make sim wall time (headline): "
+          + ("unknown (run `make sim`)" if wall is None else f"{wall:.0f} s"))
 
 
 def write_report(report, path):
