@@ -12,7 +12,7 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test test-all bench report regress soak waves area lint clean help
+.PHONY: all setup sim test test-all bench report sweep regress soak waves area lint clean help
 all: sim
 
 help:
@@ -22,6 +22,7 @@ help:
 	@echo "make test-all - make test plus the tests marked slow"
 	@echo "make waves  - open the last waveform (GTKWave) or print its path"
 	@echo "make report - sweeps, area and plots into build/report/ (report.md, CSV, JSON, PNG)"
+	@echo "make sweep SPEC=sweeps/example.toml - your own sweep (model + RTL subset) -> build/sweep/"
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
@@ -54,7 +55,12 @@ bench: $(STAMP)
 	$(RUN) $(PY) scripts/bench.py
 
 report: $(STAMP)
-	$(RUN) $(PY) scripts/report.py
+	$(RUN) $(PY) scripts/report.py $(ARGS)
+
+# Your own sweep: make sweep SPEC=sweeps/example.toml (ARGS="--scheduler local", docs/sweeps.md).
+SPEC ?= sweeps/example.toml
+sweep: $(STAMP)
+	$(RUN) $(PY) scripts/sweep.py $(SPEC) --jobs $(JOBS) $(ARGS)
 
 # Constrained-random pyuvm regressions: SEEDS seeds on both simulators.
 SEEDS ?= 4

@@ -51,6 +51,9 @@ def main(argv=None):
     ap.add_argument("--no-inference", action="store_true",
                     help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
+    ap.add_argument("--scheduler", default=None,
+                    help="run the model grid and the RTL subset on a Dask cluster: 'local' "
+                         "or a scheduler address such as tcp://host:8786 (docs/sweeps.md)")
     args = ap.parse_args(argv)
     try:
         args.sim = selected_sim(args.sim)
@@ -66,8 +69,13 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
 
-    grid = run_model_grid(args.jobs, args.model_messages)
-    rtl = [] if args.no_rtl else run_rtl_subset(args.sim, args.jobs, args.rtl_messages)
+    from scripts.executor import ExecutorError
+    try:
+        grid = run_model_grid(args.jobs, args.model_messages, args.scheduler)
+        rtl = [] if args.no_rtl else run_rtl_subset(args.sim, args.jobs, args.rtl_messages,
+                                                    args.scheduler)
+    except ExecutorError as exc:
+        ap.error(str(exc))
 
     area = None
     area_path = out / "area.json"

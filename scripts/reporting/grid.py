@@ -8,7 +8,6 @@ the grid of tests/test_fastpath.py) and falls back to the cycle-level model wher
 fast path does not apply; the points are spread over ``jobs`` processes.
 """
 
-import concurrent.futures
 import time
 
 from spec.metrics import row_metrics
@@ -80,14 +79,15 @@ def model_row(task):
     return row
 
 
-def run_model_grid(jobs, messages):
+def run_model_grid(jobs, messages, scheduler=None):
+    """The grid's rows in :func:`model_points` order, ``jobs`` local processes at a time
+    or on the Dask cluster ``scheduler`` (:func:`scripts.executor.make_executor`)."""
+    from scripts.executor import make_executor
+
     pts = model_points()
-    rows = []
     prog = Progress(len(pts), "model grid")
     tasks = [(d, p, max(messages, 3 * p.get("qps", 1))) for d, p in pts]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(model_row, tasks, chunksize=4):
-            rows.append(row)
-            prog.step(f"{row['design']} {row['msg_bytes']} B")
-    return rows
+    with make_executor(jobs, scheduler) as ex:
+        return ex.map(model_row, tasks,
+                      progress=lambda row: prog.step(f"{row['design']} {row['msg_bytes']} B"))
 

@@ -2,7 +2,6 @@
 every axis of the grid, each run on the RTL against the cycle-level model (every metric
 and mismatch), and the fast path's figures for the same point compared too."""
 
-import concurrent.futures
 
 from spec.metrics import row_metrics
 
@@ -87,20 +86,24 @@ def _rtl_group(args):
     return out
 
 
-def run_rtl_subset(sim, jobs, messages):
+def run_rtl_subset(sim, jobs, messages, scheduler=None):
+    """The subset's rows, group by group (one top per group), ``jobs`` groups at a time
+    in local processes or on the Dask cluster ``scheduler``."""
+    from scripts.executor import make_executor
+
     groups = {}
     for design, point in RTL_POINTS:
         key = (design, point.get("framing"), point.get("cache_entries"),
                point.get("peers", 1) + 1 > 4, point.get("attachment"))
         groups.setdefault(key, []).append((design, point))
     prog = Progress(len(RTL_POINTS), f"RTL ({sim})")
-    rows = []
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-        futs = [pool.submit(_rtl_group, (sim, pts, messages)) for pts in groups.values()]
-        for fut in concurrent.futures.as_completed(futs):
-            for row in fut.result():
-                rows.append(row)
-                prog.step(f"{row['design']} {row['msg_bytes']} B "
-                          f"mismatches {row['mismatches']}")
-    return rows
+
+    def step(group_rows):
+        for row in group_rows:
+            prog.step(f"{row['design']} {row['msg_bytes']} B mismatches {row['mismatches']}")
+
+    with make_executor(jobs, scheduler) as ex:
+        done = ex.map(_rtl_group, [(sim, pts, messages) for pts in groups.values()],
+                      progress=step)
+    return [row for group_rows in done for row in group_rows]
 
