@@ -98,6 +98,7 @@ class QpFront(wiring.Component):
             self.fetch.payload.qpn.eq(it.qpn),
             self.fetch.payload.sq_tail.eq(it.sq_tail),
             self.fetch.payload.bf.eq(it.bf),
+            self.fetch.payload.modify.eq(it.modify),
             self.fetch.payload.entry.eq(e),
             wr.en.eq(taken), wr.data.eq(rd.data + 1),
         ]
