@@ -208,10 +208,11 @@ CQE_LAYOUT = data.StructLayout({
 #: :class:`QpState` (a valid QP not in ``ERR`` works as RTS; the requester's sequencer
 #: owns it in the cache, the responder reads it); ``pmtu_log2`` is the path MTU (8..12).
 #: ``nak_sent`` (responder) is set when a PSN sequence error NAK has been sent and
-#: cleared when the expected PSN is accepted: one NAK per sequence error, later out-of-order packets are dropped silently (the
-#: responder behaviour of IBTA Vol 1 section 9.7.5). One of the 8 spare bits after
-#: ``expected_psn``: the context is still one 64-byte host word. ``sq_stride_log2``: a
-#: send-queue slot is ``2**sq_stride_log2`` words (room for a WQE with inline data).
+#: cleared when the expected PSN is accepted: one NAK per sequence error, later
+#: out-of-order packets are dropped silently (the responder behaviour of IBTA Vol 1
+#: section 9.7.5). One of the 8 spare bits after ``expected_psn``: the context is still
+#: one 64-byte host word. ``sq_stride_log2``: a send-queue slot is ``2**sq_stride_log2``
+#: words (room for a WQE with inline data).
 #: ``ack_msgs``/``ack_frames`` (requester): messages and frames sent since the last one
 #: that asked for an ACK (ACK coalescing).
 QPC_LAYOUT = data.StructLayout({
