@@ -7,7 +7,7 @@ import zlib
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
-from spec.formats.roce import CqeStatus, OpCode
+from spec.formats.roce import CqeStatus, OpCode, QpState
 from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS
 
 __all__ = ["writes_scenario", "qp_error_scenario", "bad_frames_scenario",
@@ -144,6 +144,7 @@ def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     rng = random.Random(seed)
     v = Verbs(depth=depth, mr_entries=mr_entries)
     v.create_qp(1, 5, psn_a=100, psn_b=100)
+    v.create_qp(2, 6, psn_a=101, psn_b=101, state_b=QpState.ERR)   # node B's QP 6 in ERR
     raddr, rkey = v.reg_mr(4096, index=2)
     ro_addr, ro_key = v.reg_mr(256, index=4, remote_write=False)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
@@ -167,6 +168,7 @@ def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     bad[-1] ^= 1
     add(bytes(bad), "fcs_bad")
     add(w(101, rng.randbytes(64), va=raddr + 128, qpn=9), "unknown_qp")
+    add(w(101, rng.randbytes(64), va=raddr + 128, qpn=6), "qp_err")  # QP in ERR: silent
     add(w(105, rng.randbytes(64), va=raddr + 128), "psn_nak")        # ahead: out of order
     add(w(99, rng.randbytes(64), va=raddr + 128), "duplicates")      # behind: ACKed again
     # A remote access error consumes the PSN (no QP error state): the next one follows.
