@@ -27,6 +27,7 @@ from spec.formats.roce import (
     WQE_LAYOUT,
     WQE_SIGNALLED,
     OpCode,
+    QpState,
     Syndrome,
     WqeOpcode,
 )
@@ -398,3 +399,30 @@ def test_requester_qp_error_flush_and_reset():
     assert 0x10000 + 4096 * 6 not in sent_va and 0x10000 + 4096 * 8 not in sent_va
     assert {0x10000 + 4096 * k for k in (0, 2, 10, 12)} <= sent_va
     assert {0x10000 + 4096 * k for k in range(1, 14, 2)} <= sent_va
+
+
+def test_requester_qp_error_survives_eviction():
+    """The QP state lives in the context: QP 0 enters ERR (remote access NAK on its
+    first WRITE), QP 16 (same cache entry of 16) then evicts it, and QP 0's context is
+    written back with ``state`` ERR. QP 0's second WRITE, rung at cycle 1500, refills the
+    context, finds ERR and is flushed (WR_FLUSH_ERR, no frame, its doorbell counted);
+    every other WRITE succeeds."""
+    cfg = Cfg()
+    mem, mmio = scenario(12, 17, 34, [128])          # QP q: messages q and q + 17
+    psns = {q: unpack(QPC_LAYOUT, mem[q])["next_psn"] for q in range(17)}
+    deny = psns[0]
+    assert all((deny - psns[q]) & 0xFFFFFF >= 2 for q in range(1, 17))
+    words = [dict(w, at=0 if k < 17 else 1500) for k, w in enumerate(mmio)]
+    peer = Peer(deny={deny})
+    stats, host, model = run_lockstep(cfg, mem, words, cycles=2600, peer=peer,
+                                      ack_delay=40)
+    c = model.counters()
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    per_qp = {}
+    for q in cqes:
+        per_qp.setdefault(q["qpn"], []).append((q["sq_index"], q["status"]))
+    assert per_qp.pop(0) == [(0, 10), (1, 5)]
+    assert per_qp == {q: [(0, 0), (1, 0)] for q in range(1, 17)}
+    assert c["writebacks"] >= 2 and c["doorbell_err_qp"] == 1 and c["flushed"] == 1
+    assert unpack(QPC_LAYOUT, host[0])["state"] == QpState.ERR.value
+    assert 0x10000 + 4096 * 17 not in set(peer.va)

@@ -57,8 +57,10 @@ class CompletionUnit(wiring.Component):
     err_valid : Out(1), err_entry : Out(range(entries))
         A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
         entry (the sequencer writes ``state = ERR`` into its context).
-    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16)
-        Items done and messages in the window of entry ``q_entry`` (for the front).
+    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16), q_err : Out(1)
+        Items done and messages in the window of entry ``q_entry``, and whether this
+        cycle's ERR notice is for it (for the front: the entry must not be evicted
+        before the sequencer has written its state).
     adm_total : In(16)
         Items the front has taken; done_total : Out(16) items done (their last
         record, or null record, appended); win_total : Out(16) records in use.
@@ -128,6 +130,7 @@ class CompletionUnit(wiring.Component):
             "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
+            "q_err": Out(1),
             "adm_total": In(16), "done_total": Out(16), "win_total": Out(16),
             "timeout": In(24),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
@@ -194,7 +197,8 @@ class CompletionUnit(wiring.Component):
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
-        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry))]
+        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry)),
+                     self.q_err.eq(self.err_valid & (self.err_entry == self.q_entry))]
 
         # Write ports, driven by the chosen action.
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),

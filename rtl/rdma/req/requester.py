@@ -255,6 +255,7 @@ class Requester(wiring.Component):
         # Front <-> completion.
         m.d.comb += [
             comp.q_entry.eq(front.q_entry), front.q_done.eq(comp.q_done),
+            front.q_err.eq(comp.q_err),
             front.q_win.eq(comp.q_win), comp.adm_total.eq(front.adm_total),
             front.hold.eq(comp.hold), front.serial.eq(self.serial),
             seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
