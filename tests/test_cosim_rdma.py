@@ -47,6 +47,14 @@ def test_rdma_qp_error_flush_and_reset(sim, test_id):
                      req_frames=8))
 
 
+def test_rdma_batched_doorbells_over_qps(sim, test_id):
+    """Doorbells of 4 WQEs over 3 QPs, one CQE per 2: the CQ order is not the posting
+    order (asserted), and the intent check takes the CQEs per QP in order, as RC
+    orders them."""
+    _run(sim, test_id, kind="writes", messages=24, sizes=[128, 300], qps=3,
+         knobs=dict(ring_every=4, signal_every=2), cq_order_differs=True)
+
+
 @pytest.mark.parametrize("inject_stall", [(1, 0), (3, 32)], ids=["back_to_back", "gaps"])
 def test_rdma_receive_overflow(sim, test_id, inject_stall):
     """Frames faster than the responder takes them while a context fill is outstanding:

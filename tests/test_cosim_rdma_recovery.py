@@ -124,7 +124,7 @@ def test_recovery_loss_on_one_qp(sim, test_id):
 def test_recovery_retry_limit(sim, test_id):
     """Every WRITE frame is lost: the first message is resent for ``retry_limit`` (7)
     timer expiries, then completes with RETRY_EXC_ERR at the eighth; its QP enters ERR
-    (IBTA Vol 1 10.3.1) and the second message, in the window behind it, completes with
+    (IBTA Vol 1 table 91) and the second message, in the window behind it, completes with
     WR_FLUSH_ERR at once (no timer of its own); nothing lands at node B."""
     _run(sim, test_id, messages=2, sizes=[100], qps=1, ack_timeout=256,
          faults_ab=dict(seed=1, drop_rate=65535),

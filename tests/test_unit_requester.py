@@ -347,7 +347,7 @@ def test_requester_recovery_matches_model(case):
     elif case == "retry_limit":
         # Both messages are in the window when the first exhausts its retries (one
         # rewind, then RETRY_EXC_ERR at the second expiry): the QP enters ERR and the
-        # second is flushed (IBTA 10.3.1; ibv_wc_status 12, then 5).
+        # second is flushed (IBTA table 91; ibv_wc_status 12, then 5).
         assert [q["status"] for q in cqes] == [12, 5]
         assert c["timeouts"] == 2 and c["qp_errors"] == 1 and c["flushed"] == 1
     elif case == "access":
@@ -365,7 +365,7 @@ def test_requester_recovery_matches_model(case):
 
 def test_requester_qp_error_flush_and_reset():
     """Two QPs; QP 0's second WRITE draws a remote access NAK. By the IBTA rules
-    (10.3.1) QP 0 enters ERR: that WQE completes with REM_ACCESS_ERR (10), its third
+    (Vol 1 table 91) QP 0 enters ERR: that WQE completes with REM_ACCESS_ERR (10), its third
     WQE (rung with it) with WR_FLUSH_ERR (5); the two WQEs rung at cycle 800 are
     flushed (5) without a frame, their doorbells counted (``doorbell_err_qp``); the
     modify command at cycle 1000 moves QP 0 back to RTS and its WQEs rung at cycle 1200

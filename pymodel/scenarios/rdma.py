@@ -85,7 +85,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
 def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,
                       depth=HOST_DEPTH, mr_entries=16):
     """Two QPs; the second WRITE of QP 0 carries a wrong rkey. Returns the
-    :class:`Verbs` with the intent of the IBTA rules (Vol 1 10.3.1, 9.7.5.2.4) in
+    :class:`Verbs` with the intent of the IBTA rules (Vol 1 table 91, Any State to Error) in
     ``v.expect_status`` (posting index -> ibv_wc_status) and ``v.no_frames`` (posting
     indices that must not reach the wire):
 

@@ -153,7 +153,8 @@ class CqeStatus(enum.Enum, shape=8):
     IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5, ..., IBV_WC_REM_ACCESS_ERR 10, ...,
     IBV_WC_RETRY_EXC_ERR 12); only the statuses the engine writes are listed.
     ``WR_FLUSH_ERR``: a WQE of a QP in the error state, completed without being
-    executed (IBTA Vol 1 section 10.3.1, QP state Error).
+    executed (IBTA Vol 1 table 91, "Any State to Error": work requests pending
+    or in process are completed in error; Linux rxe, rxe_req.c, flushes them so).
     """
     SUCCESS = 0
     WR_FLUSH_ERR = 5
@@ -166,7 +167,7 @@ class QpState(enum.Enum, shape=3):
 
     Ref: rdma-core, libibverbs/verbs.h, ``enum ibv_qp_state`` (IBV_QPS_RESET 0,
     IBV_QPS_INIT 1, IBV_QPS_RTR 2, IBV_QPS_RTS 3, IBV_QPS_SQD 4, IBV_QPS_SQE 5,
-    IBV_QPS_ERR 6); IBTA Vol 1 section 10.3.1 (QP state machine). The engine tells only
+    IBV_QPS_ERR 6); IBTA Vol 1 chapter 10 (the QP state machine). The engine tells only
     ``ERR`` apart: a context that is ``valid`` and not in ``ERR`` works as RTS.
     """
     RESET = 0

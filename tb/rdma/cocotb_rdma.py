@@ -25,6 +25,7 @@ from spec.formats.roce import CqeStatus, OpCode
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import RESPONDER_DEFAULTS, TOP_DEFAULTS
 from tb.cosim import cosim_params
+from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench
 from tb.rdma.wirecheck import frame_problems
 from tb.scoreboard import Scoreboard
@@ -154,14 +155,8 @@ async def rdma_matches_model(dut):
     mem_a = dict(enumerate(got["mem_a"]))
     # The intended status of each WRITE, in posting order: the scenario's (from the IBTA
     # rules), else ``cqe_status`` (one name for all, or one per WRITE), else SUCCESS.
-    # A WRITE completes with a CQE if it is signalled or fails (error completions are
-    # always written: IBTA Vol 1 10.8.3).
-    status_of = getattr(v, "expect_status", None)
-    if status_of is None:
-        names = p.get("cqe_status", "SUCCESS")
-        if isinstance(names, str):
-            names = [names] * len(v.messages)
-        status_of = {k: CqeStatus[name].value for k, name in enumerate(names)}
+    status_of = intended_statuses(v.messages, getattr(v, "expect_status", None),
+                                  p.get("cqe_status", "SUCCESS"))
     signalled = [m for k, m in enumerate(v.messages)
                  if m.signalled or status_of[k] != CqeStatus.SUCCESS.value]
     cqes = v.poll_cq(mem_a, len(signalled))
@@ -169,17 +164,16 @@ async def rdma_matches_model(dut):
     sb.equal("CQEs polled", len(cqes), len(signalled))
     if p["kind"] in ("writes", "qp_error"):
         # Independent of the model: every signalled (or failed) WRITE completed, per QP
-        # in order (RC orders completions within a QP only), with the status the
-        # scenario intends; those that completed with SUCCESS (and the unsignalled ones
-        # before them on their QP) landed once, nothing else did.
-        per_qp = {}
-        for c in cqes:
-            per_qp.setdefault(c["qpn"], []).append((c["sq_index"], c["status"]))
-        want_qp = {}
-        for k, m in enumerate(v.messages):
-            if m.signalled or status_of[k] != CqeStatus.SUCCESS.value:
-                want_qp.setdefault(m.qpn, []).append((m.sq_index, status_of[k]))
+        # in order (RC orders completions within a QP only, tb.rdma.intent), with the
+        # status the scenario intends; those that completed with SUCCESS (and the
+        # unsignalled ones before them on their QP) landed once, nothing else did.
+        per_qp, want_qp = cqes_per_qp(v.messages, status_of, cqes)
         sb.equal("CQE (send-queue index, status) per QP, in order", per_qp, want_qp)
+        if p.get("cq_order_differs"):
+            # The scenario must exercise the rule: the CQ order is not the posting order.
+            posted = [(m.qpn, m.sq_index) for m in signalled]
+            sb.equal("CQ order differs from the posting order",
+                     [(c["qpn"], c["sq_index"]) for c in cqes] != posted, True)
         # Independent of the model: WRITEs the scenario says never reach the wire
         # (flushed by a QP in ERR) have no frame (each WRITE has its own target).
         reth = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)

@@ -108,14 +108,14 @@ class CompletionUnit(wiring.Component):
 
     Retiring a record writes a CQE if it is signalled or failed (it needs room in
     ``cqe``), frees it, restarts the QP's timer and clears its retry count. A failed
-    completion (REM_ACCESS_ERR, RETRY_EXC_ERR) moves the QP to ERR (IBTA Vol 1 section
-    10.3.1: a completion in error moves an RC QP to the Error state): the entry
-    remembers the QP, the sequencer is told in the next cycle (``err_valid``) and a
-    flush walks the rest of its window from the next cycle on, one record a cycle; no
-    event or timer action meanwhile. A QP's
-    timer starts when its window becomes non-empty. A rewind waits (``hold`` high) until
-    the pipeline is empty, then resends the QP's window from its oldest record, one
-    record per cycle, and ends.
+    completion (REM_ACCESS_ERR, RETRY_EXC_ERR) moves the QP to ERR (as Linux rxe does;
+    IBTA Vol 1 table 91, Any State to Error: pending work requests complete in error):
+    the entry remembers the QP, the sequencer is told in the next cycle (``err_valid``,
+    the entry stays busy for the front in that cycle) and a flush walks the rest of its
+    window from the next cycle on, one record a cycle; no event or timer action
+    meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
+    (``hold`` high) until the pipeline is empty, then resends the QP's window from its
+    oldest record, one record per cycle, and ends.
     """
 
     def __init__(self, entries, records=256, retry_limit=7):

@@ -62,8 +62,8 @@ class Verify(wiring.Component):
 
     Decisions, as today's responder: context not ``valid``: ``unknown_qp``, silent.
     Context ``state`` ERR (set by the host in the context; the stage never writes it):
-    ``qp_err``, silent, nothing of the context changes (IBTA Vol 1 10.3.1: a QP in
-    the Error state processes no incoming packets).
+    ``qp_err``, silent, nothing of the context changes (IBTA Vol 1 table 91: in
+    Error, queue processing is stopped).
     PSN behind ``expected_psn`` (within 2**23, modulo 2**24): ``duplicates``, ACK with
     its own PSN and the current MSN if it has AckReq. PSN ahead: without ``nak_sent`` a
     NAK PSN sequence error carrying ``expected_psn`` (``psn_nak``) and ``nak_sent`` set;
