@@ -20,10 +20,6 @@ def _stored_layout():
                               "sq_index": 16, "msg_length": 32, "signalled": 1})
 
 
-def _errq_layout():
-    return data.StructLayout({"valid": 1, "qpn": 24})
-
-
 class CompletionUnit(wiring.Component):
     """Keep every sent message until its ACK, per QP; complete, rewind, time out.
 
@@ -155,7 +151,10 @@ class CompletionUnit(wiring.Component):
         done = mem("done", 16, n)
         tstart = mem("tstart", 32, n)
         retries = mem("retries", 3, n)
-        errq = mem("errq", _errq_layout(), n)     # the QP that entered ERR, per entry
+        # The QP that entered ERR, per entry: its QPN (a memory) and a valid bit (a
+        # register, cleared by reset as the rest of the QP state is reloaded then).
+        errq = mem("errq", 24, n)
+        errq_valid = Signal(n)
         m.submodules.free = free = SyncFIFO(width=rbits, depth=R)
 
         def rd(mm, addr):
@@ -182,8 +181,7 @@ class CompletionUnit(wiring.Component):
         m.d.comb += [e_rec.eq(r.entry[:ibits]),
                      e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), sp.eq(scan)]
         win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
-        errq_rec = Signal(_errq_layout())
-        m.d.comb += errq_rec.eq(rd(errq, e_rec))
+        errq_qpn = rd(errq, e_rec)
         win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
         h = Signal(lay)
         m.d.comb += h.eq(rd(recs, head_ev))
@@ -211,7 +209,7 @@ class CompletionUnit(wiring.Component):
         # The candidates.
         id_ok = free.r_rdy | (fresh < R)
         err_qp = Signal()              # the record's QP is the one in ERR at its entry
-        m.d.comb += err_qp.eq(errq_rec.valid & (errq_rec.qpn == r.qpn))
+        m.d.comb += err_qp.eq(errq_valid.bit_select(e_rec, 1) & (errq_qpn == r.qpn))
         flush_rec = Signal()
         m.d.comb += flush_rec.eq(r.flush | (~r.null & err_qp))
         new_id = Signal(rbits)
@@ -258,9 +256,8 @@ class CompletionUnit(wiring.Component):
             m.d.sync += [state.eq(3), e_rw.eq(e), cur.eq(nxt_id),
                          self.err_valid.eq(1), self.err_entry.eq(e),
                          self.qp_errors.eq(self.qp_errors + 1)]
-            mark = Signal(_errq_layout(), name="errq_mark")
-            m.d.comb += [mark.valid.eq(1), mark.qpn.eq(qpn)]
-            put("errq", e, mark)
+            put("errq", e, qpn)
+            m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
 
         def start_rewind(e, counter):
             m.d.sync += [state.eq(1), e_rw.eq(e), counter.eq(counter + 1),
@@ -290,7 +287,7 @@ class CompletionUnit(wiring.Component):
                 put("done", e_rec, done_rec + 1)
                 m.d.sync += self.done_total.eq(self.done_total + 1)
             with m.If(r.modify & err_qp):
-                put("errq", e_rec, 0)
+                m.d.sync += errq_valid.eq(errq_valid & ~(Const(1, n) << e_rec))
             with m.If(flush_rec):
                 c = self.cqe.payload
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(r.wr_id),
