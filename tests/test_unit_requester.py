@@ -404,7 +404,7 @@ def test_requester_qp_error_flush_and_reset():
 def test_requester_qp_error_survives_eviction():
     """The QP state lives in the context: QP 0 enters ERR (remote access NAK on its
     first WRITE), QP 16 (same cache entry of 16) then evicts it, and QP 0's context is
-    written back with ``state`` ERR. QP 0's second WRITE, rung at cycle 1500, refills the
+    written back with ``state`` ERR. QP 0's second WRITE, rung at cycle 800, refills the
     context, finds ERR and is flushed (WR_FLUSH_ERR, no frame, its doorbell counted);
     every other WRITE succeeds."""
     cfg = Cfg()
@@ -412,9 +412,9 @@ def test_requester_qp_error_survives_eviction():
     psns = {q: unpack(QPC_LAYOUT, mem[q])["next_psn"] for q in range(17)}
     deny = psns[0]
     assert all((deny - psns[q]) & 0xFFFFFF >= 2 for q in range(1, 17))
-    words = [dict(w, at=0 if k < 17 else 1500) for k, w in enumerate(mmio)]
+    words = [dict(w, at=0 if k < 17 else 800) for k, w in enumerate(mmio)]
     peer = Peer(deny={deny})
-    stats, host, model = run_lockstep(cfg, mem, words, cycles=2600, peer=peer,
+    stats, host, model = run_lockstep(cfg, mem, words, cycles=1500, peer=peer,
                                       ack_delay=40)
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
