@@ -29,7 +29,8 @@ QPN_BITS = 24
 # -- Responder ------------------------------------------------------------------------------
 
 #: Counters of rejected frames, in the order the checks are made.
-DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp",
+#: ``qp_err``: the frame's QP context is in the ERR state (spec.formats.roce.QpState).
+DROP_REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "unknown_qp", "qp_err",
                 "psn_nak", "access_nak", "overflow")
 #: Counters of frames not written because of their PSN without a NAK: duplicates (PSN
 #: behind, acknowledged again if they ask) and frames ahead after the NAK was sent.

@@ -13,7 +13,7 @@ from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
 from spec.rdma_responder import ResponderSizes
 
 __all__ = [
-    "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
+    "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
@@ -31,6 +31,14 @@ DOORBELL_OFFSET = 0x0000
 #: Ref: rdma-core, providers/mlx5 (``MLX5_BF_OFFSET``): mlx5's BlueFlame buffer is at
 #: this offset of the doorbell page.
 BLUEFLAME_OFFSET = 0x0800
+#: Register offset of the QP modify command: one 8-byte write of ``qpn`` (bytes 0-2)
+#: that moves the QP to RTS (``ibv_modify_qp(qp, {qp_state = IBV_QPS_RTS})``; the IBTA
+#: path from Error is Reset, Init, RTR, RTS, folded here into one command that keeps the
+#: QP's PSNs and send-queue indices). It travels in order with the QP's doorbells: WQEs
+#: rung before it are flushed if the QP was in ERR, WQEs rung after it are sent. Real
+#: RNICs take modify_qp as a command to firmware (mlx5: a command-interface mailbox); a
+#: register of the doorbell page stands for it here.
+MODIFY_QP_OFFSET = 0x0100
 #: Read ids (the ``id`` of the host interface's reads): context fills, WQE reads,
 #: payload reads.
 RD_FILL, RD_WQE, RD_PAYLOAD = 0, 1, 2
@@ -38,7 +46,7 @@ RD_FILL, RD_WQE, RD_PAYLOAD = 0, 1, 2
 # -- Stages ---------------------------------------------------------------------------------
 
 #: Counters of the doorbell intake, in port order.
-INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped")
+INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped", "qp_modifies")
 #: Counters of a context cache, in port order (``fills_max``: most fills outstanding).
 CACHE_COUNTERS = ("lookups", "misses", "writebacks", "fills_max")
 #: The context field the WQE fetch stage owns: the next send-queue slot to fetch.
@@ -46,14 +54,17 @@ FETCH_GROUP = ("sq_head",)
 #: Most WQEs one WQE read fetches (the ``prefetch`` parameter's upper bound; the issue's
 #: default prefetch depth).
 MAX_PREFETCH = 16
-#: The context fields the sequencer owns: the next PSN and the ACK-coalescing counts.
-SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames")
+#: The context fields the sequencer owns: the next PSN, the ACK-coalescing counts and
+#: the QP state (:class:`spec.formats.roce.QpState`: ERR from the completion unit's
+#: notice, RTS from a modify command), so that the state is written back with the
+#: context on eviction and read again at its next fill.
+SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames", "state")
 #: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
 #: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.
 MAX_INLINE_WORDS = 3
 #: Counters of the completion unit, in port order.
 COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "retired",
-                       "records_max")
+                       "records_max", "qp_errors", "flushed")
 #: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
 RETRY_LIMIT_RANGE = (0, 7)
 #: Accepted transport timeouts (cycles).
@@ -83,7 +94,7 @@ FIFO_DEPTHS = dict(items=16, bf=512, fetch=128, resend=4, batch=128, jobs=16, in
                    wr_cqe=4)
 #: Counters of the requester, in port order.
 REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
-                      + ("wqe_reads", "wqes", "wqe_words_max", "sequenced",
+                      + ("wqe_reads", "wqes", "wqe_words_max", "sequenced", "doorbell_err_qp",
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
                                                "ack_lost"))

@@ -36,6 +36,25 @@ def test_rdma_bad_frames(sim, test_id):
     _run(sim, test_id, kind="bad")
 
 
+def test_rdma_qp_error_flush_and_reset(sim, test_id):
+    """A WRITE with a wrong rkey on QP 0: REM_ACCESS_ERR, QP 0 enters ERR; its two
+    WRITEs rung later complete with WR_FLUSH_ERR without a frame, their doorbell counted;
+    the host's modify command moves it back to RTS and its next two WRITEs succeed; QP
+    1's four WRITEs succeed throughout (the intent: ``qp_error_scenario``)."""
+    _run(sim, test_id, kind="qp_error",
+         expect=dict(req_qp_errors=1, req_flushed=2, req_doorbell_err_qp=1,
+                     req_qp_modifies=1, resp_access_nak=1, req_cqe_writes=10,
+                     req_frames=8))
+
+
+def test_rdma_batched_doorbells_over_qps(sim, test_id):
+    """Doorbells of 4 WQEs over 3 QPs, one CQE per 2: the CQ order is not the posting
+    order (asserted), and the intent check takes the CQEs per QP in order, as RC
+    orders them."""
+    _run(sim, test_id, kind="writes", messages=24, sizes=[128, 300], qps=3,
+         knobs=dict(ring_every=4, signal_every=2), cq_order_differs=True)
+
+
 @pytest.mark.parametrize("inject_stall", [(1, 0), (3, 32)], ids=["back_to_back", "gaps"])
 def test_rdma_receive_overflow(sim, test_id, inject_stall):
     """Frames faster than the responder takes them while a context fill is outstanding:

@@ -122,11 +122,15 @@ def test_recovery_loss_on_one_qp(sim, test_id):
 
 
 def test_recovery_retry_limit(sim, test_id):
-    """Every WRITE frame is lost: each message is resent for ``retry_limit`` (7) timer
-    expiries, then completes with RETRY_EXC_ERR; nothing lands at node B."""
+    """Every WRITE frame is lost: the first message is resent for ``retry_limit`` (7)
+    timer expiries, then completes with RETRY_EXC_ERR at the eighth; its QP enters ERR
+    (IBTA Vol 1 table 91) and the second message, in the window behind it, completes with
+    WR_FLUSH_ERR at once (no timer of its own); nothing lands at node B."""
     _run(sim, test_id, messages=2, sizes=[100], qps=1, ack_timeout=256,
-         faults_ab=dict(seed=1, drop_rate=65535), cqe_status="RETRY_EXC_ERR",
-         expect=dict(req_timeouts=16, req_seq_naks=0, req_cqe_writes=2, resp_frames_ok=0))
+         faults_ab=dict(seed=1, drop_rate=65535),
+         cqe_status=["RETRY_EXC_ERR", "WR_FLUSH_ERR"],
+         expect=dict(req_timeouts=8, req_seq_naks=0, req_cqe_writes=2, resp_frames_ok=0,
+                     req_qp_errors=1, req_flushed=1))
 
 
 def _seed_losing_only_qp0(messages, rate):

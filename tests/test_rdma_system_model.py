@@ -24,12 +24,17 @@ CASES = {
                    ack_timeout=1024,
                    faults_ab=dict(seed=66, drop_rate=2000, corrupt_rate=2000, dup_rate=2000),
                    faults_ba=dict(seed=73, drop_rate=4000)),
+    # QP errors: a remote access error, flushes, a doorbell to a QP in ERR, the reset;
+    # and retries exhausted on two QPs (every WRITE frame lost).
+    "qp_error": dict(kind="qp_error"),
+    "retry_exhausted": dict(messages=4, sizes=[100], qps=2, ack_timeout=256,
+                            faults_ab=dict(seed=1, drop_rate=65535)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_skipping_changes_nothing(case):
-    params = dict(kind="writes", **CASES[case])
+    params = dict({"kind": "writes"}, **CASES[case])
     runs = []
     for skip in (False, True):
         cfg, knobs = config({}, params)

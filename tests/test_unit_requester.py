@@ -26,9 +26,12 @@ from spec.formats.roce import (
     WQE_INLINE,
     WQE_LAYOUT,
     WQE_SIGNALLED,
+    OpCode,
+    QpState,
     Syndrome,
     WqeOpcode,
 )
+from spec.rdma_engine import MODIFY_QP_OFFSET
 from tb.amsim import run_sim
 
 MAC_A, MAC_B, IP_A, IP_B = 0x02000000000A, 0x02000000000B, 0x0A000001, 0x0A000002
@@ -121,10 +124,13 @@ class Peer:
         self.expected = {}
         self.nak_sent = {}
         self.acks_sent = 0
+        self.va = []                # RETH virtual address of each frame received
 
     def frame(self, raw, number):
         if number in self.lose:
             return None
+        if raw[42] in (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value):
+            self.va.append(int.from_bytes(raw[54:62], "big"))
         ack_req = raw[50] >> 7
         psn = int.from_bytes(raw[51:54], "big")
         qpn = int.from_bytes(raw[34:36], "big") & 0x3FFF
@@ -185,8 +191,10 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
         mmio_q = deque(mmio)
         next_mmio = 0
         for c in range(cycles):
-            # ---- inputs of cycle c ----
-            word = mmio_q[0] if mmio_q and c >= next_mmio else None
+            # ---- inputs of cycle c ---- (a word with "at" waits for that cycle)
+            word = None
+            if mmio_q and c >= max(next_mmio, mmio_q[0].get("at", 0)):
+                word = {k: v for k, v in mmio_q[0].items() if k != "at"}
             ctx.set(dut.mmio.valid, word is not None)
             if word is not None:
                 ctx.set(dut.mmio.payload, word)
@@ -337,13 +345,84 @@ def test_requester_recovery_matches_model(case):
         assert c["timeouts"] >= 1 and c["retransmissions"] >= 1
         assert len(cqes) == 8 and all(q["status"] == 0 for q in cqes)
     elif case == "retry_limit":
-        assert [q["status"] for q in cqes] == [12, 12]
-        assert c["timeouts"] == 4
+        # Both messages are in the window when the first exhausts its retries (one
+        # rewind, then RETRY_EXC_ERR at the second expiry): the QP enters ERR and the
+        # second is flushed (IBTA table 91; ibv_wc_status 12, then 5).
+        assert [q["status"] for q in cqes] == [12, 5]
+        assert c["timeouts"] == 2 and c["qp_errors"] == 1 and c["flushed"] == 1
     elif case == "access":
-        assert [q["status"] for q in cqes] == [0, 0, 10, 0, 0, 0]
+        # The third message draws a remote access NAK (10): the QP enters ERR and the
+        # three WQEs behind it, rung before the error, complete with WR_FLUSH_ERR (5).
+        assert [q["status"] for q in cqes] == [0, 0, 10, 5, 5, 5]
+        assert c["qp_errors"] == 1 and c["flushed"] == 3
     elif case == "window":
         assert c["records_max"] == 4 and len(cqes) == 16
     else:
         starts = [t for t, _ in stats["cqes"]]
         gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
         assert len(starts) == 6 and min(gaps) > 60
+
+
+def test_requester_qp_error_flush_and_reset():
+    """Two QPs; QP 0's second WRITE draws a remote access NAK. By the IBTA rules
+    (Vol 1 table 91) QP 0 enters ERR: that WQE completes with REM_ACCESS_ERR (10), its third
+    WQE (rung with it) with WR_FLUSH_ERR (5); the two WQEs rung at cycle 800 are
+    flushed (5) without a frame, their doorbells counted (``doorbell_err_qp``); the
+    modify command at cycle 1000 moves QP 0 back to RTS and its WQEs rung at cycle 1200
+    are sent and succeed. QP 1's seven WRITEs all succeed."""
+    cfg = Cfg()
+    mem, mmio = scenario(11, 2, 14, [128])          # one 1-frame message per doorbell
+    first0 = unpack(QPC_LAYOUT, mem[0])["next_psn"]
+    first1 = unpack(QPC_LAYOUT, mem[1])["next_psn"]
+    deny = (first0 + 1) & 0xFFFFFF                     # QP 0's second message
+    assert (deny - first1) & 0xFFFFFF >= 7               # not a PSN of QP 1
+    at = [0] * 6 + [800] * 4 + [1200] * 4              # message k is rung by mmio[k]
+    words = [dict(w, at=t) for w, t in zip(mmio, at, strict=True)]
+    modify = dict(addr=MODIFY_QP_OFFSET, nbytes=8, data=0, first=1, last=1, at=1000)
+    words = words[:10] + [modify] + words[10:]
+    peer = Peer(deny={deny})
+    stats, host, model = run_lockstep(cfg, mem, words, cycles=1700, peer=peer,
+                                      ack_delay=40)
+    c = model.counters()
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    per_qp = {}
+    for q in cqes:
+        per_qp.setdefault(q["qpn"], []).append((q["sq_index"], q["status"],
+                                                q["wr_id"] - 0x1000))
+    assert per_qp[0] == [(0, 0, 0), (1, 10, 2), (2, 5, 4), (3, 5, 6), (4, 5, 8),
+                         (5, 0, 10), (6, 0, 12)]
+    assert per_qp[1] == [(k, 0, 2 * k + 1) for k in range(7)]
+    assert (c["qp_errors"], c["flushed"], c["doorbell_err_qp"], c["qp_modifies"]) == \
+        (1, 3, 2, 1)
+    # No frame for the WQEs flushed after the error (message k targets 0x10000 + 4096 k).
+    sent_va = set(peer.va)
+    assert 0x10000 + 4096 * 6 not in sent_va and 0x10000 + 4096 * 8 not in sent_va
+    assert {0x10000 + 4096 * k for k in (0, 2, 10, 12)} <= sent_va
+    assert {0x10000 + 4096 * k for k in range(1, 14, 2)} <= sent_va
+
+
+def test_requester_qp_error_survives_eviction():
+    """The QP state lives in the context: QP 0 enters ERR (remote access NAK on its
+    first WRITE), QP 16 (same cache entry of 16) then evicts it, and QP 0's context is
+    written back with ``state`` ERR. QP 0's second WRITE, rung at cycle 800, refills the
+    context, finds ERR and is flushed (WR_FLUSH_ERR, no frame, its doorbell counted);
+    every other WRITE succeeds."""
+    cfg = Cfg()
+    mem, mmio = scenario(12, 17, 34, [128])          # QP q: messages q and q + 17
+    psns = {q: unpack(QPC_LAYOUT, mem[q])["next_psn"] for q in range(17)}
+    deny = psns[0]
+    assert all((deny - psns[q]) & 0xFFFFFF >= 2 for q in range(1, 17))
+    words = [dict(w, at=0 if k < 17 else 800) for k, w in enumerate(mmio)]
+    peer = Peer(deny={deny})
+    stats, host, model = run_lockstep(cfg, mem, words, cycles=1500, peer=peer,
+                                      ack_delay=40)
+    c = model.counters()
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    per_qp = {}
+    for q in cqes:
+        per_qp.setdefault(q["qpn"], []).append((q["sq_index"], q["status"]))
+    assert per_qp.pop(0) == [(0, 10), (1, 5)]
+    assert per_qp == {q: [(0, 0), (1, 0)] for q in range(1, 17)}
+    assert c["writebacks"] >= 2 and c["doorbell_err_qp"] == 1 and c["flushed"] == 1
+    assert unpack(QPC_LAYOUT, host[0])["state"] == QpState.ERR.value
+    assert 0x10000 + 4096 * 17 not in set(peer.va)

@@ -27,7 +27,7 @@ from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
-from spec.formats.roce import Syndrome
+from spec.formats.roce import QpState, Syndrome
 from spec.rdma_responder import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
 from tb.resp_bench import beat_schedule
 from tb.resp_frames import random_frames
@@ -214,6 +214,7 @@ def test_verify_matches_twin(seed, rate):
                     dip=rng.getrandbits(32), sip=rng.getrandbits(32))
                for _ in range(entries)]
     statics[3]["valid"] = 0
+    statics[5].update(valid=1, state=QpState.ERR.value)   # frames of entry 5: qp_err
     groups = [dict(expected_psn=rng.choice([0, 5, (1 << 24) - 2, rng.randrange(1 << 24)]),
                    nak_sent=0, msn=rng.randrange(1 << 24),
                    resp_va=rng.getrandbits(64) & ~63, resp_left=rng.choice([0, 100, 5000]))

@@ -27,6 +27,7 @@ from tb.rdma.testbench import wire_beats
 from tb.rdma.uvm.config import RdmaConfig, RunKnobs
 from tb.rdma.uvm.coverage import OUTCOME_BINS, Covergroups, size_bins
 from tb.rdma.uvm.items import (
+    ACCESS_KINDS,
     ERROR_KINDS,
     EXPECTED_COUNTER,
     VARIANTS,
@@ -154,10 +155,22 @@ def test_sequences_keep_the_posting_rules(seq_type):
             assert len(set(lines)) == len(lines), (seed, lines)
         assert not (knobs.serial and knobs.coalescing)
         runs = plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, knobs)
-        assert [r.kind for r in runs] == [k for k in ("posted", "inject")
-                                          if any(it.path == ("host" if k == "posted"
-                                                             else "inject")
-                                                 for it in seq.items)]
+        assert list(dict.fromkeys(r.kind for r in runs)) == [
+            k for k in ("posted", "inject")
+            if any(it.path == ("host" if k == "posted" else "inject") for it in seq.items)]
+        # Every host item in one posted run, none after an access error on its QP (the
+        # QP is in ERR from then on), every access error announcing itself.
+        posted = [r for r in runs if r.kind == "posted"]
+        assert sorted(k for r in posted for k in r.items) == \
+            [k for k, it in enumerate(seq.items) if it.path == "host"]
+        for r in posted:
+            erred = set()
+            for k in r.items:
+                it = seq.items[k]
+                assert it.qp not in erred, (seed, k)
+                if it.error in ACCESS_KINDS:
+                    assert it.announces
+                    erred.add(it.qp)
 
 
 @pytest.mark.parametrize("seq_type", SEQUENCES, ids=lambda t: t.__name__)
@@ -197,7 +210,10 @@ def test_plan_intent_agrees_with_the_model(seed):
     idle = [QpSpec(500 + j, 600 + j, 8 + j % 5, j) for j in range(20)]
     knobs = RunKnobs(cache_entries=(16, 32, 64, 256)[seed])
     runs = plan_runs(cfg, items, bad_qpn=4095, qps=idle, knobs=knobs)
-    assert [r.kind for r in runs] == ["posted", "inject"]
+    kinds = [r.kind for r in runs]
+    # The items' kinds in turn over 5 QPs put later items behind access errors on their
+    # QPs: the posted items take several runs (a QP in ERR would flush them).
+    assert kinds[-1] == "inject" and set(kinds[:-1]) == {"posted"} and len(kinds) > 2
     assert all(set(idle) <= set(r.qps) for r in runs)
     for run in runs:
         want = run.model()
@@ -286,7 +302,7 @@ def test_coverage_bins_name_every_kind_and_outcome():
     cg = Covergroups(RdmaConfig())
     assert list(cg.groups["error"]) == list(ERROR_KINDS)
     assert set(cg.groups["outcome"]) == set(OUTCOME_BINS) == {"frames_ok", *DROP_REASONS} - {
-        "overflow"}
+        "overflow", "qp_err"}
     assert list(cg.groups["cache_size"]) == ["16", "32", "64", "128", "256"]
     with pytest.raises(KeyError):
         cg.hit("error", "nonsense")

@@ -22,9 +22,16 @@ from spec.formats.roce import (
     WQE_INLINE,
     WQE_LAYOUT,
     WQE_SIGNALLED,
+    QpState,
     WqeOpcode,
 )
-from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, HOST_DEPTH, MAX_INLINE_WORDS
+from spec.rdma_engine import (
+    BLUEFLAME_OFFSET,
+    DOORBELL_OFFSET,
+    HOST_DEPTH,
+    MAX_INLINE_WORDS,
+    MODIFY_QP_OFFSET,
+)
 
 __all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B"]
 
@@ -100,16 +107,19 @@ class Verbs:
         return base
 
     def create_qp(self, qpn_a, qpn_b, sq_log2=0, pmtu_log2=12, psn_a=0, psn_b=0,
-                  stride_log2=0):
-        """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS; its
-        send queue has ``2**sq_log2`` slots of ``2**stride_log2`` words."""
+                  stride_log2=0, state_b=QpState.RTS):
+        """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS (or
+        node B's in ``state_b``); its send queue has ``2**sq_log2`` slots of
+        ``2**stride_log2`` words."""
         sq_base = self._alloc_a((1 << sq_log2) << stride_log2)
         self.mem_a[self.qpc_base_a + qpn_a] = pack(
-            QPC_LAYOUT, valid=1, pmtu_log2=pmtu_log2, dest_qp=qpn_b, next_psn=psn_a,
+            QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
+            dest_qp=qpn_b, next_psn=psn_a,
             sq_size_log2=sq_log2, sq_stride_log2=stride_log2, sq_base=sq_base, dmac=MAC_B,
             smac=MAC_A, dip=IP_B, sip=IP_A)
         self.mem_b[self.qpc_base_b + qpn_b] = pack(
-            QPC_LAYOUT, valid=1, pmtu_log2=pmtu_log2, dest_qp=qpn_a, expected_psn=psn_b,
+            QPC_LAYOUT, valid=1, state=QpState(state_b).value, pmtu_log2=pmtu_log2,
+            dest_qp=qpn_a, expected_psn=psn_b,
             dmac=MAC_A, smac=MAC_B, dip=IP_A, sip=IP_B)
         qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, stride_log2)
         return qp
@@ -175,6 +185,14 @@ class Verbs:
         words = [dict(addr=BLUEFLAME_OFFSET, nbytes=_W * len(wqe), data=w, first=int(k == 0),
                       last=int(k == len(wqe) - 1)) for k, w in enumerate(wqe)]
         self._announce(qp, release, words)
+
+    def modify_qp_rts(self, qp, release=0):
+        """Move QP ``qp`` (node A) back to RTS, an 8-byte MMIO write of its QPN at
+        :data:`~spec.rdma_engine.MODIFY_QP_OFFSET` (``ibv_modify_qp`` to
+        ``IBV_QPS_RTS``): in order with its doorbells, it keeps its PSNs and send-queue
+        indices. Messages posted and not rung yet stay pending."""
+        self.writes.append((release, [dict(addr=MODIFY_QP_OFFSET, nbytes=8, data=qp.qpn_a,
+                                           first=1, last=1)]))
 
     def _announce(self, qp, release, words):
         for msg in qp.pending:

@@ -7,11 +7,11 @@ import zlib
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
-from spec.formats.roce import OpCode
+from spec.formats.roce import CqeStatus, OpCode, QpState
 from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS
 
-__all__ = ["writes_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
-           "seed_dropping_only"]
+__all__ = ["writes_scenario", "qp_error_scenario", "bad_frames_scenario",
+           "overflow_scenario", "fault_settings", "seed_dropping_only"]
 
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
@@ -82,12 +82,69 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     return v
 
 
+def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,
+                      depth=HOST_DEPTH, mr_entries=16):
+    """Two QPs; the second WRITE of QP 0 carries a wrong rkey. Returns the
+    :class:`Verbs` with the intent of the IBTA rules (Vol 1 table 91, Any State to Error) in
+    ``v.expect_status`` (posting index -> ibv_wc_status) and ``v.no_frames`` (posting
+    indices that must not reach the wire):
+
+    - from cycle 0, each WRITE rung on its own: QP 0's first (SUCCESS) and its bad one
+      (REM_ACCESS_ERR: the responder NAKs it, QP 0 enters ERR), QP 1's first two;
+    - from cycle ``later`` (long after the error's CQE over PCIe), one doorbell for two
+      more WRITEs of QP 0: flushed (WR_FLUSH_ERR), no frame; and one of QP 1;
+    - at cycle ``reset`` the host moves QP 0 back to RTS (the modify command);
+    - from cycle ``resume``, two more WRITEs of QP 0 (SUCCESS: the QP kept its PSN,
+      which the responder expects, the NAKed one having consumed its PSN) and one of
+      QP 1.
+
+    Every WRITE is signalled and targets its own bytes.
+    """
+    rng = random.Random(seed)
+    v = Verbs(depth=depth, mr_entries=mr_entries)
+    qp0 = v.create_qp(0, 3, sq_log2=3, psn_a=500, psn_b=500)
+    qp1 = v.create_qp(1, 4, sq_log2=3, psn_a=7000, psn_b=7000)
+    raddr, rkey = v.reg_mr(16 * size + 64 * 16, index=3)
+    v.expect_status, v.no_frames = {}, set()
+    cursor = raddr
+
+    def post(qp, status=CqeStatus.SUCCESS, key=rkey, sent=True):
+        nonlocal cursor
+        v.expect_status[len(v.messages)] = status.value
+        if not sent:
+            v.no_frames.add(len(v.messages))
+        v.post_write(qp, rng.randbytes(size), cursor, key, wr_id=0x2000 + len(v.messages))
+        cursor += -(-size // 64) * 64
+
+    post(qp0)
+    v.ring(qp0)
+    post(qp1)
+    v.ring(qp1)
+    post(qp0, CqeStatus.REM_ACCESS_ERR, key=rkey ^ 0x100)
+    v.ring(qp0)
+    post(qp1)
+    v.ring(qp1)
+    post(qp0, CqeStatus.WR_FLUSH_ERR, sent=False)
+    post(qp0, CqeStatus.WR_FLUSH_ERR, sent=False)
+    v.ring(qp0, later)
+    post(qp1)
+    v.ring(qp1, later)
+    v.modify_qp_rts(qp0, reset)
+    post(qp0)
+    post(qp0)
+    v.ring(qp0, resume)
+    post(qp1)
+    v.ring(qp1, resume)
+    return v
+
+
 def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     """Good and bad frames played straight onto the A->B link: returns ``(verbs, frames,
     reasons)``, the expected responder counter per frame."""
     rng = random.Random(seed)
     v = Verbs(depth=depth, mr_entries=mr_entries)
     v.create_qp(1, 5, psn_a=100, psn_b=100)
+    v.create_qp(2, 6, psn_a=101, psn_b=101, state_b=QpState.ERR)   # node B's QP 6 in ERR
     raddr, rkey = v.reg_mr(4096, index=2)
     ro_addr, ro_key = v.reg_mr(256, index=4, remote_write=False)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
@@ -111,6 +168,7 @@ def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     bad[-1] ^= 1
     add(bytes(bad), "fcs_bad")
     add(w(101, rng.randbytes(64), va=raddr + 128, qpn=9), "unknown_qp")
+    add(w(101, rng.randbytes(64), va=raddr + 128, qpn=6), "qp_err")  # QP in ERR: silent
     add(w(105, rng.randbytes(64), va=raddr + 128), "psn_nak")        # ahead: out of order
     add(w(99, rng.randbytes(64), va=raddr + 128), "duplicates")      # behind: ACKed again
     # A remote access error consumes the PSN (no QP error state): the next one follows.

@@ -27,7 +27,8 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
-    "WqeOpcode", "CqeStatus", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE", "WQE_ACK_REQ",
+    "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE",
+    "WQE_ACK_REQ",
 ]
 
 #: UDP destination port of RoCEv2. Ref: IBTA Annex A17.
@@ -145,10 +146,33 @@ class WqeOpcode(enum.Enum, shape=8):
 
 
 class CqeStatus(enum.Enum, shape=8):
-    """Completion status written into a CQE (ibv_wc_status numbering)."""
+    """Completion status written into a CQE.
+
+    Ref: rdma-core, libibverbs/verbs.h, ``enum ibv_wc_status`` (IBV_WC_SUCCESS 0,
+    IBV_WC_LOC_LEN_ERR 1, IBV_WC_LOC_QP_OP_ERR 2, IBV_WC_LOC_EEC_OP_ERR 3,
+    IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5, ..., IBV_WC_REM_ACCESS_ERR 10, ...,
+    IBV_WC_RETRY_EXC_ERR 12); only the statuses the engine writes are listed.
+    ``WR_FLUSH_ERR``: a WQE of a QP in the error state, completed without being
+    executed (IBTA Vol 1 table 91, "Any State to Error": work requests pending
+    or in process are completed in error; Linux rxe, rxe_req.c, flushes them so).
+    """
     SUCCESS = 0
+    WR_FLUSH_ERR = 5
     REM_ACCESS_ERR = 10
     RETRY_EXC_ERR = 12
+
+
+class QpState(enum.Enum, shape=3):
+    """QP states of the context's ``state`` field.
+
+    Ref: rdma-core, libibverbs/verbs.h, ``enum ibv_qp_state`` (IBV_QPS_RESET 0,
+    IBV_QPS_INIT 1, IBV_QPS_RTR 2, IBV_QPS_RTS 3, IBV_QPS_SQD 4, IBV_QPS_SQE 5,
+    IBV_QPS_ERR 6); IBTA Vol 1 chapter 10 (the QP state machine). The engine tells only
+    ``ERR`` apart: a context that is ``valid`` and not in ``ERR`` works as RTS.
+    """
+    RESET = 0
+    RTS = 3
+    ERR = 6
 
 
 #: Send-queue entry (one 64-byte host word, little endian). ``laddr`` is the local
@@ -181,13 +205,15 @@ CQE_LAYOUT = data.StructLayout({
 #: send side (``next_psn``, ``sq_*``), the responder the receive side (``expected_psn``,
 #: ``msn``, and ``resp_va``/``resp_left``: where the next MIDDLE/LAST payload of the
 #: message in progress goes and how many bytes it may still carry); both use the
-#: addressing (``dest_qp``, MACs, IPs). ``valid`` marks a created QP (the verbs state
-#: RTS); ``pmtu_log2`` is the path MTU (8..12). ``nak_sent`` (responder) is set when a
-#: PSN sequence error NAK has been sent and cleared when the expected PSN is accepted:
-#: one NAK per sequence error, later out-of-order packets are dropped silently (the
-#: responder behaviour of IBTA Vol 1 section 9.7.5). One of the 8 spare bits after
-#: ``expected_psn``: the context is still one 64-byte host word. ``sq_stride_log2``: a
-#: send-queue slot is ``2**sq_stride_log2`` words (room for a WQE with inline data).
+#: addressing (``dest_qp``, MACs, IPs). ``valid`` marks a created QP; ``state`` is its
+#: :class:`QpState` (a valid QP not in ``ERR`` works as RTS; the requester's sequencer
+#: owns it in the cache, the responder reads it); ``pmtu_log2`` is the path MTU (8..12).
+#: ``nak_sent`` (responder) is set when a PSN sequence error NAK has been sent and
+#: cleared when the expected PSN is accepted: one NAK per sequence error, later
+#: out-of-order packets are dropped silently (the responder behaviour of IBTA Vol 1
+#: section 9.7.5). One of the 8 spare bits after ``expected_psn``: the context is still
+#: one 64-byte host word. ``sq_stride_log2``: a send-queue slot is ``2**sq_stride_log2``
+#: words (room for a WQE with inline data).
 #: ``ack_msgs``/``ack_frames`` (requester): messages and frames sent since the last one
 #: that asked for an ACK (ACK coalescing).
 QPC_LAYOUT = data.StructLayout({

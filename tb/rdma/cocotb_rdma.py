@@ -18,12 +18,14 @@ from pymodel.scenarios.rdma import (
     bad_frames_scenario,
     fault_settings,
     overflow_scenario,
+    qp_error_scenario,
     writes_scenario,
 )
-from spec.formats.roce import CqeStatus
+from spec.formats.roce import CqeStatus, OpCode
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import RESPONDER_DEFAULTS, TOP_DEFAULTS
 from tb.cosim import cosim_params
+from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
@@ -64,6 +66,9 @@ def scenario(p, cfg, knobs):
                             depth=cfg.depth, mr_entries=cfg.mr_entries,
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0), **knobs)
         return v, [], None
+    if p["kind"] == "qp_error":
+        return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
+                                 mr_entries=cfg.mr_entries), [], None
     if p["kind"] == "bad":
         return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
                                    mr_entries=cfg.mr_entries)
@@ -149,29 +154,40 @@ async def rdma_matches_model(dut):
         for r, n in expect.items():
             sb.equal(f"frames counted as {r}", resp[r], n)
     mem_a = dict(enumerate(got["mem_a"]))
-    signalled = [m for m in v.messages if m.signalled]
+    # The intended status of each WRITE, in posting order: the scenario's (from the IBTA
+    # rules), else ``cqe_status`` (one name for all, or one per WRITE), else SUCCESS.
+    status_of = intended_statuses(v.messages, getattr(v, "expect_status", None),
+                                  p.get("cqe_status", "SUCCESS"))
+    signalled = [m for k, m in enumerate(v.messages)
+                 if m.signalled or status_of[k] != CqeStatus.SUCCESS.value]
     cqes = v.poll_cq(mem_a, len(signalled))
     soak = {"lost": len(v.posted), "corrupted_bytes": 0}
     sb.equal("CQEs polled", len(cqes), len(signalled))
-    if p["kind"] == "writes":
-        # Independent of the model: every signalled WRITE completed, per QP in order,
-        # with the status the scenario expects; those that completed with SUCCESS (and
-        # the unsignalled ones before them on their QP) landed once, nothing else did.
-        status = CqeStatus[p.get("cqe_status", "SUCCESS")].value
-        sb.equal("CQE statuses", [c["status"] for c in cqes], [status] * len(cqes))
-        per_qp = {}
-        for c in cqes:
-            per_qp.setdefault(c["qpn"], []).append(c["sq_index"])
-        want_qp = {}
-        for m in signalled:
-            want_qp.setdefault(m.qpn, []).append(m.sq_index)
-        sb.equal("CQE send-queue indices per QP, in order", per_qp, want_qp)
+    if p["kind"] in ("writes", "qp_error"):
+        # Independent of the model: every signalled (or failed) WRITE completed, per QP
+        # in order (RC orders completions within a QP only, tb.rdma.intent), with the
+        # status the scenario intends; those that completed with SUCCESS (and the
+        # unsignalled ones before them on their QP) landed once, nothing else did.
+        per_qp, want_qp = cqes_per_qp(v.messages, status_of, cqes)
+        sb.equal("CQE (send-queue index, status) per QP, in order", per_qp, want_qp)
+        if p.get("cq_order_differs"):
+            # The scenario must exercise the rule: the CQ order is not the posting order.
+            posted = [(m.qpn, m.sq_index) for m in signalled]
+            sb.equal("CQ order differs from the posting order",
+                     [(c["qpn"], c["sq_index"]) for c in cqes] != posted, True)
+        # Independent of the model: WRITEs the scenario says never reach the wire
+        # (flushed by a QP in ERR) have no frame (each WRITE has its own target).
+        reth = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)
+        vas = {int.from_bytes(fr[54:62], "big") for _, fr in got["wire_ab"]
+               if len(fr) > 62 and fr[42] in reth}
+        for k in sorted(getattr(v, "no_frames", ())):
+            sb.equal(f"no frame of WRITE {k}", v.posted[k][0] in vas, False)
         ok = {(c["qpn"], c["sq_index"]) for c in cqes
               if c["status"] == CqeStatus.SUCCESS.value}
         landed, pending = set(), {}
         for k, m in enumerate(v.messages):
             pending.setdefault(m.qpn, []).append(k)
-            if m.signalled:
+            if m.signalled or status_of[k] != CqeStatus.SUCCESS.value:
                 if (m.qpn, m.sq_index) in ok:
                     landed.update(pending[m.qpn])
                 pending[m.qpn] = []

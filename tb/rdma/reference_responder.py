@@ -27,6 +27,7 @@ from spec.formats.roce import (
     UDP_BYTES,
     WRITE_RETH_HEADER,
     OpCode,
+    QpState,
     Syndrome,
     bswap,
 )
@@ -231,6 +232,8 @@ class StoreAndForwardResponder:
                           dest_qp=ctx["dest_qp"])
             if not ctx["valid"]:
                 self.count["unknown_qp"] += 1
+            elif ctx["state"] == QpState.ERR.value:
+                self.count["qp_err"] += 1          # a QP in ERR takes no packet
             elif (psn - ctx["expected_psn"]) & _M24 >= PSN_WINDOW:
                 # Behind the expected PSN: a duplicate, acknowledged again if it asks.
                 self.count["duplicates"] += 1

@@ -28,7 +28,10 @@ class CompletionUnitModel:
         self.retries = Staged(0, size=entries, name="retries")
         self.done_total = Staged(0, name="done_total")
         self.win_total = Staged(0, name="win_total")
-        self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk
+        self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk, 3 flush
+        self.errq = Staged(None, size=entries, name="errq")   # the QP in ERR, per entry
+        self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
+        self._err_next = None
         self.free = deque()
         self._freed = []
         self.fresh = 0
@@ -36,7 +39,7 @@ class CompletionUnitModel:
         self.used = False
         self.timeout = 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
-                          records_max=0)
+                          records_max=0, qp_errors=0, flushed=0)
         self.trace = []
 
     def next_timer(self, c):
@@ -51,7 +54,16 @@ class CompletionUnitModel:
         return best
 
     def hold(self):
-        return self.state.value != 0
+        return self.state.value in (1, 2)
+
+    def _enter_error(self, c, e, qpn):
+        """The QP of entry ``e`` enters ERR: flush the rest of its window."""
+        self.state.set(3)
+        self.e_rw = e
+        self.errq.set(e, qpn)
+        self._err_next = e
+        self.count["qp_errors"] += 1
+        self.trace.append((c, f"qp {qpn} enters ERR"))
 
     def _retire(self, c, e, status, need_cqe):
         h_id = self.head[e]
@@ -85,6 +97,13 @@ class CompletionUnitModel:
                 self.cur = self.nxt.get(self.cur, 0)
                 self.walk_left -= 1
             return
+        if state == 3:
+            if self.win[self.e_rw] == 0:
+                self.state.set(0)
+            elif self.cqe.can_write():
+                self._retire(c, self.e_rw, CqeStatus.WR_FLUSH_ERR.value, True)
+                self.count["flushed"] += 1
+            return
         # 2. start the walk
         if state == 1 and adm_total == self.done_total.value:
             self.state.set(2)
@@ -95,13 +114,22 @@ class CompletionUnitModel:
         if self.rec.can_read():
             r = self.rec.head()
             id_ok = bool(self.free) or self.fresh < self.R
-            if r["null"] or id_ok:
+            e = r["entry"] % self.n
+            err_qp = self.errq[e] == r["qpn"]
+            flush = bool(r["flush"] or (not r["null"] and err_qp))
+            if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
                 self.rec.read()
-                e = r["entry"] % self.n
-                if r["last_of_item"] or r["null"]:
+                if r["last_of_item"] or (r["null"] and not r["flush"]):
                     self.done.set(e, (self.done[e] + 1) & _M16)
                     self.done_total.set((self.done_total.value + 1) & _M16)
-                if not r["null"]:
+                if r["modify"] and err_qp:
+                    self.errq.set(e, None)
+                if flush:
+                    self.cqe.write(dict(wr_id=r["wr_id"], status=CqeStatus.WR_FLUSH_ERR.value,
+                                        qpn=r["qpn"], byte_len=r["msg_length"],
+                                        sq_index=r["sq_index"]))
+                    self.count["flushed"] += 1
+                elif not r["null"]:
                     if self.free:
                         new = self.free.popleft()
                     else:
@@ -131,7 +159,9 @@ class CompletionUnitModel:
                 return
             self.count["timeouts"] += 1
             if give_up:
+                qpn = self.recs[self.head[sp]]["qpn"]
                 self._retire(c, sp, CqeStatus.RETRY_EXC_ERR.value, True)
+                self._enter_error(c, sp, qpn)
             else:
                 self.retries.set(sp, self.retries[sp] + 1)
                 self.state.set(1)
@@ -162,11 +192,15 @@ class CompletionUnitModel:
         else:
             status = CqeStatus.RETRY_EXC_ERR.value
         rewind = not past and is_seq and within
-        need_cqe = retire and (h["signalled"] or status != CqeStatus.SUCCESS.value)
-        if state == 2 or (need_cqe and not self.cqe.can_write()) or (rewind and state != 0):
+        error = retire and status != CqeStatus.SUCCESS.value
+        need_cqe = retire and (h["signalled"] or error)
+        if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
+                or ((rewind or error) and state != 0)):
             return False
         if retire:
             self._retire(c, e, status, need_cqe)
+        if error:
+            self._enter_error(c, e, h["qpn"])
         if past:
             self.used = True
             return True
@@ -184,7 +218,8 @@ class CompletionUnitModel:
 
     def commit(self):
         for name in ("head", "tail", "win", "done", "tstart", "retries", "done_total",
-                     "win_total", "state"):
+                     "win_total", "state", "errq"):
             getattr(self, name).commit()
+        self.err_out, self._err_next = self._err_next, None
         self.free.extend(self._freed)
         self._freed = []

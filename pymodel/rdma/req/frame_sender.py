@@ -71,7 +71,8 @@ class FrameSenderModel:
         return dict(entry=d["entry"], qpn=d["qpn"], last_psn=d["psn"], wr_id=d["wr_id"],
                     sq_index=d["sq_index"], first_psn=d["first_psn"],
                     msg_length=d["msg_length"], signalled=d["signalled"],
-                    resend=d["resend"], last_of_item=d["last_of_item"], null=d["null"])
+                    resend=d["resend"], last_of_item=d["last_of_item"], null=d["null"],
+                    flush=d["flush"], modify=d["modify"])
 
     def busy(self):
         return bool(self.pops)

@@ -82,7 +82,8 @@ class PayloadFetchModel:
                     words=words, last_seg=int(last), wr_id=j["wr_id"],
                     sq_index=j["sq_index"], first_psn=j["first_psn"],
                     msg_length=j["msg_length"], signalled=j["signalled"],
-                    resend=j["resend"], last_of_item=j["last_of_item"], null=j["null"])
+                    resend=j["resend"], last_of_item=j["last_of_item"], null=j["null"],
+                    flush=j["flush"], modify=j["modify"])
 
     def commit(self):
         self.issued.commit()

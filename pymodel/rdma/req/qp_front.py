@@ -33,7 +33,8 @@ class QpFrontModel:
             return
         it = self.items.head()
         e = self.cache.entry_of(it["qpn"])
-        busy = self.adm[e] != completion.done[e] or completion.win[e] != 0
+        busy = (self.adm[e] != completion.done[e] or completion.win[e] != 0
+                or completion.err_out == e)
         taken, fill, wb = self.cache.lookup(it["qpn"], busy, self.rd_fill.can_write(),
                                             self.wr_wb.can_write())
         if not taken:

@@ -130,7 +130,7 @@ class RequesterModel:
         taken = self.intake.step(mmio)
         self.front.step(self.comp, cfg.serial)
         self.fetch.step(self.seq.released.value)
-        self.seq.step(cfg.ack_every, cfg.ack_frames)
+        self.seq.step(cfg.ack_every, cfg.ack_frames, self.comp.err_out)
         self.pay.step(self.arrived.value)
         self.sender.step(c)
         self.comp.step(c, self.front.adm_total.value, self.timeout)
@@ -162,7 +162,8 @@ class RequesterModel:
         """Anything left to do without new input (for idle skipping)."""
         return (any(not fifo.idle() for fifo in self.fifos.values())
                 or self.sender.busy() or self.comp.win_total.value != 0
-                or self.comp.state.value != 0 or bool(self.cache.order))
+                or self.comp.state.value != 0 or self.comp.err_out is not None
+                or bool(self.cache.order))
 
     def counters(self):
         out = {}

@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from pymodel.fields import unpack
-from spec.formats.roce import WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.formats.roce import WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED, QpState
 from spec.rdma_engine import MAX_INLINE_WORDS
 
 __all__ = ["SequencerModel"]
@@ -20,7 +20,7 @@ class SequencerModel:
         self.idx = 0
         self.inl_left = self.pad_left = 0
         self.released = Staged(0, name="released")
-        self.count = dict(sequenced=0)
+        self.count = dict(sequenced=0, doorbell_err_qp=0)
         self._next = None
 
     def _src(self, b):
@@ -39,7 +39,13 @@ class SequencerModel:
         else:
             self._next_idx = self.idx + 1
 
-    def step(self, ack_every, ack_frames):
+    def step(self, ack_every, ack_frames, err_entry=None):
+        """One cycle; ``err_entry``: the completion unit's notice (an entry whose QP
+        entered ERR, seen this cycle), or None."""
+        if err_entry is not None:
+            g = self.cache.group("seq", err_entry)
+            self.cache.write_group("seq", err_entry, dict(g, state=QpState.ERR.value))
+            return
         self._next_idx = self.idx
         self._next_state = self.state
         if self.batch.can_read():
@@ -49,28 +55,52 @@ class SequencerModel:
     def _step(self, b, ack_every, ack_frames):
         src = self._src(b)
         if self.state == "HDR":
+            e = b["entry"]
+            g = self.cache.group("seq", e)
+            flush = g["state"] == QpState.ERR.value
             if b["null"]:
                 if self.job.can_write():
-                    self.job.write(dict(entry=b["entry"], qpn=b["qpn"], null=1, last_of_item=1,
+                    self.job.write(dict(entry=e, qpn=b["qpn"], null=1, last_of_item=1,
                                         psn=0, laddr=0, raddr=0, rkey=0, inline=0, ack_req=0,
                                         pmtu_log2=0, wr_id=0, sq_index=0, first_psn=0,
-                                        msg_length=0, signalled=0, resend=0))
+                                        msg_length=0, signalled=0, resend=0, flush=0,
+                                        modify=b["modify"]))
                     self.batch.read()
+                    if b["modify"]:
+                        self.cache.write_group("seq", e, dict(g, state=QpState.RTS.value))
+                    elif flush:
+                        self.count["doorbell_err_qp"] += 1
                 return
-            if not (src.can_read() and self.job.can_write()):
+            drop = flush and b["resend"]
+            if not (src.can_read() and (self.job.can_write() or drop)):
                 return
             w = unpack(WQE_LAYOUT, src.head())
             self._pop(b)
-            e = b["entry"]
             ctx = self.cache.static_of(e)
-            g = self.cache.group("seq", e)
             length = w["length"]
             inline = bool(w["flags"] & WQE_INLINE)
             signalled = bool(w["flags"] & WQE_SIGNALLED)
             slot_words = 1 << b["stride_log2"]
             cap = MAX_INLINE_WORDS if b["bf"] else min(slot_words - 1, MAX_INLINE_WORDS)
-            n_inl = min(-(-length // 64), cap) if inline else 0
-            n_pad = 0 if b["bf"] else slot_words - 1 - n_inl
+            n_inl_raw = min(-(-length // 64), cap) if inline else 0
+            if flush:
+                n_inl = 0
+                n_pad = n_inl_raw if b["bf"] else slot_words - 1
+                last = bool(b["last_of_item"] and self.idx + 1 == b["count"])
+                if not drop:
+                    self.job.write(dict(
+                        entry=e, qpn=b["qpn"], psn=g["next_psn"],
+                        laddr=(w["laddr"] >> 6) % self.cache.depth, raddr=w["raddr"],
+                        rkey=w["rkey"], inline=int(inline), ack_req=0,
+                        pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
+                        sq_index=(b["first"] + self.idx) & _M16, first_psn=g["next_psn"],
+                        msg_length=length, signalled=int(signalled), resend=0,
+                        last_of_item=int(last), null=1, flush=1, modify=0))
+                    if last:
+                        self.count["doorbell_err_qp"] += 1
+                self._after_header(b, n_inl, n_pad)
+                return
+            n_inl, n_pad = n_inl_raw, (0 if b["bf"] else slot_words - 1 - n_inl_raw)
             pmtu = 1 << ctx["pmtu_log2"]
             frames = 1 if length == 0 else -(-length // pmtu)
             msgs = g["ack_msgs"] + 1
@@ -85,20 +115,15 @@ class SequencerModel:
                 pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
                 sq_index=(b["first"] + self.idx) & _M16, first_psn=psn, msg_length=length,
                 signalled=int(signalled), resend=b["resend"],
-                last_of_item=int(b["last_of_item"] and self.idx + 1 == b["count"]), null=0))
+                last_of_item=int(b["last_of_item"] and self.idx + 1 == b["count"]), null=0,
+                flush=0, modify=0))
             self.count["sequenced"] += 1
             if not b["resend"]:
                 self.cache.write_group("seq", e, dict(
-                    next_psn=(g["next_psn"] + frames) & _M24,
+                    g, next_psn=(g["next_psn"] + frames) & _M24,
                     ack_msgs=0 if want else msgs & 0xFF,
                     ack_frames=0 if want else fsum & 0xFFFF))
-            self.inl_left, self.pad_left = n_inl, n_pad
-            if n_inl:
-                self._next_state = "INLINE"
-            elif n_pad:
-                self._next_state = "PAD"
-            else:
-                self._wqe_done(b)
+            self._after_header(b, n_inl, n_pad)
         elif self.state == "INLINE":
             if src.can_read() and self.inline.can_write():
                 self.inline.write(self._pop(b))
@@ -116,6 +141,15 @@ class SequencerModel:
                 if self.pad_left == 0:
                     self._wqe_done(b)
                     self._next_state = "HDR"
+
+    def _after_header(self, b, n_inl, n_pad):
+        self.inl_left, self.pad_left = n_inl, n_pad
+        if n_inl:
+            self._next_state = "INLINE"
+        elif n_pad:
+            self._next_state = "PAD"
+        else:
+            self._wqe_done(b)
 
     def commit(self):
         self.released.commit()

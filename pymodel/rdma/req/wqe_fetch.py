@@ -27,7 +27,7 @@ class WqeFetchModel:
     def step(self, released):
         """``released``: the sequencer's count of WQE words taken (start of the cycle)."""
         held = (self.reserved.value - released) & _M16
-        base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0)
+        base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
         if self.resend.can_read():
             r = self.resend.head()
             ctx = self.cache.static_of(r["entry"])
@@ -52,6 +52,12 @@ class WqeFetchModel:
         ctx = self.cache.static_of(e)
         head = self.cache.group("fetch", e)["sq_head"]
         common = dict(base, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
+        if f["modify"]:
+            if self.batch.can_write():
+                self.fetch.read()
+                self.batch.write(dict(common, first=0, count=0, null=1, modify=1,
+                                      last_of_item=1))
+            return
         if f["bf"]:
             if self.batch.can_write():
                 self.fetch.read()

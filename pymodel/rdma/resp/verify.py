@@ -1,13 +1,13 @@
 """Twin of :class:`rtl.rdma.resp.verify.Verify` (from its docstring)."""
 
 from pymodel.cycle import Staged
-from spec.formats.roce import Syndrome
+from spec.formats.roce import QpState, Syndrome
 from spec.rdma_responder import RESP_GROUP
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
 VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
-                   "access_nak")
+                   "access_nak", "qp_err")
 WRITE_JOB_FIELDS = ("write", "rest", "reth", "addr", "plen", "mark", "qpn", "data")
 _M24, _M32, _M64 = (1 << 24) - 1, (1 << 32) - 1, (1 << 64) - 1
 #: PSNs up to this far behind the expected one are duplicates (half the PSN space).
@@ -60,6 +60,8 @@ class VerifyModel:
         psn, exp = j["psn"], g["expected_psn"]
         if not ctx["valid"]:
             verdict = "unknown_qp"
+        elif ctx.get("state", 0) == QpState.ERR.value:
+            verdict = "qp_err"
         elif psn != exp:
             if (psn - exp) & _M24 >= PSN_WINDOW:
                 verdict, due = "duplicates", bool(j["ack_req"])

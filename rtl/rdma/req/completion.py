@@ -50,8 +50,13 @@ class CompletionUnit(wiring.Component):
         Messages to send again, to the WQE fetch stage's FIFO.
     hold : Out(1)
         A rewind is in progress: the front takes no new work.
-    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16)
-        Items done and messages in the window of entry ``q_entry`` (for the front).
+    err_valid : Out(1), err_entry : Out(range(entries))
+        A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
+        entry (the sequencer writes ``state = ERR`` into its context).
+    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16), q_err : Out(1)
+        Items done and messages in the window of entry ``q_entry``, and whether this
+        cycle's ERR notice is for it (for the front: the entry must not be evicted
+        before the sequencer has written its state).
     adm_total : In(16)
         Items the front has taken; done_total : Out(16) items done (their last
         record, or null record, appended); win_total : Out(16) records in use.
@@ -64,17 +69,25 @@ class CompletionUnit(wiring.Component):
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
         records in use at once.
+    qp_errors, flushed : Out(32)
+        QPs moved to ERR; WQEs completed with WR_FLUSH_ERR.
 
     Timing
     ------
     One action per cycle, the first that can complete in that cycle, in this order:
 
     1. walking a rewind: send the QP's next record to ``resend`` (or, when all are
-       sent, restart its timer and end the rewind);
+       sent, restart its timer and end the rewind); or walking a flush: complete the
+       QP's oldest record with WR_FLUSH_ERR (it needs room in ``cqe``; when the window
+       is empty, end the flush);
     2. starting the walk of a waiting rewind, once every item the front took is done
        (the pipeline before the window is empty);
     3. appending the record at the head of ``rec`` to its QP's window (if a record is
-       free); a null record only counts its item done;
+       free); a null record only counts its item done. A ``flush`` record (the
+       sequencer flushed its WQE), or a record of the QP that entered ERR at this
+       entry (sent before the sequencer learned it), is not appended: it completes at
+       once with WR_FLUSH_ERR (it needs room in ``cqe``). A ``modify`` record of that
+       QP forgets the entry's ERR QP;
     4. the event at the head of ``ev`` against the oldest record ``h`` of its QP
        (PSNs modulo 2**24 with a 2**23 window): a PSN after ``h``'s last (any
        syndrome) retires ``h`` with SUCCESS and keeps the event (ACKs are cumulative);
@@ -82,17 +95,23 @@ class CompletionUnit(wiring.Component):
        ``h`` completes it with REM_ACCESS_ERR (RETRY_EXC_ERR); a PSN sequence NAK within
        ``h`` starts a rewind of the QP (not while another rewind is under way: the
        event waits); anything else is dropped (``ack_unexpected``, unless it retired a
-       message before). Not during a walk;
+       message before). Not during a walk; an event that completes ``h`` with an
+       error waits while a rewind is under way;
     5. the timer of entry ``scan`` (a pointer that visits one entry per cycle): if its
        window is not empty and ``now - start >= timeout``, rewind it, or complete its
        oldest message with RETRY_EXC_ERR when ``retry_limit`` expiries have rewound it
        since its last progress. Only while no rewind is under way.
 
     Retiring a record writes a CQE if it is signalled or failed (it needs room in
-    ``cqe``), frees it, restarts the QP's timer and clears its retry count. A QP's
-    timer starts when its window becomes non-empty. A rewind waits (``hold`` high) until
-    the pipeline is empty, then resends the QP's window from its oldest record, one
-    record per cycle, and ends.
+    ``cqe``), frees it, restarts the QP's timer and clears its retry count. A failed
+    completion (REM_ACCESS_ERR, RETRY_EXC_ERR) moves the QP to ERR (as Linux rxe does;
+    IBTA Vol 1 table 91, Any State to Error: pending work requests complete in error):
+    the entry remembers the QP, the sequencer is told in the next cycle (``err_valid``,
+    the entry stays busy for the front in that cycle) and a flush walks the rest of its
+    window from the next cycle on, one record a cycle; no event or timer action
+    meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
+    (``hold`` high) until the pipeline is empty, then resends the QP's window from its
+    oldest record, one record per cycle, and ends.
     """
 
     def __init__(self, entries, records=256, retry_limit=7):
@@ -105,7 +124,9 @@ class CompletionUnit(wiring.Component):
             "cqe": Out(stream.Signature(cqe_req_layout())),
             "resend": Out(stream.Signature(resend_layout())),
             "hold": Out(1),
+            "err_valid": Out(1), "err_entry": Out(range(entries)),
             "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
+            "q_err": Out(1),
             "adm_total": In(16), "done_total": Out(16), "win_total": Out(16),
             "timeout": In(24),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
@@ -130,6 +151,10 @@ class CompletionUnit(wiring.Component):
         done = mem("done", 16, n)
         tstart = mem("tstart", 32, n)
         retries = mem("retries", 3, n)
+        # The QP that entered ERR, per entry: its QPN (a memory) and a valid bit (a
+        # register, cleared by reset as the rest of the QP state is reloaded then).
+        errq = mem("errq", 24, n)
+        errq_valid = Signal(n)
         m.submodules.free = free = SyncFIFO(width=rbits, depth=R)
 
         def rd(mm, addr):
@@ -142,12 +167,13 @@ class CompletionUnit(wiring.Component):
         fresh = Signal(range(R + 1))
         scan = Signal(ibits)
         m.d.sync += scan.eq(scan + 1)
-        state = Signal(2)              # 0 normal, 1 wait, 2 walk
+        state = Signal(2)              # 0 normal, 1 wait, 2 walk, 3 flush
         e_rw = Signal(ibits)
         cur = Signal(rbits)
         walk_left = Signal(16)
         used = Signal()
-        m.d.comb += self.hold.eq(state != 0)
+        m.d.comb += self.hold.eq((state == 1) | (state == 2))
+        m.d.sync += self.err_valid.eq(0)
 
         # Reads for each candidate.
         r, ev = self.rec.payload, self.ev.payload
@@ -155,6 +181,7 @@ class CompletionUnit(wiring.Component):
         m.d.comb += [e_rec.eq(r.entry[:ibits]),
                      e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), sp.eq(scan)]
         win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
+        errq_qpn = rd(errq, e_rec)
         win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
         h = Signal(lay)
         m.d.comb += h.eq(rd(recs, head_ev))
@@ -168,18 +195,23 @@ class CompletionUnit(wiring.Component):
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
-        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry))]
+        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry)),
+                     self.q_err.eq(self.err_valid & (self.err_entry == self.q_entry))]
 
         # Write ports, driven by the chosen action.
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
-             ("tstart", tstart), ("retries", retries))}
+             ("tstart", tstart), ("retries", retries), ("errq", errq))}
 
         def put(name, addr, value):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
 
         # The candidates.
         id_ok = free.r_rdy | (fresh < R)
+        err_qp = Signal()              # the record's QP is the one in ERR at its entry
+        m.d.comb += err_qp.eq(errq_valid.bit_select(e_rec, 1) & (errq_qpn == r.qpn))
+        flush_rec = Signal()
+        m.d.comb += flush_rec.eq(r.flush | (~r.null & err_qp))
         new_id = Signal(rbits)
         m.d.comb += new_id.eq(Mux(free.r_rdy, free.r_data, fresh))
         same = Signal()
@@ -198,8 +230,10 @@ class CompletionUnit(wiring.Component):
                                      Mux(is_access, CqeStatus.REM_ACCESS_ERR.value,
                                          CqeStatus.RETRY_EXC_ERR.value)))
         ev_rewind = ~past & is_seq & within
-        ev_cqe = ev_retire & (h.signalled | (ev_status != CqeStatus.SUCCESS.value))
-        ev_ok = (state != 2) & (~ev_cqe | self.cqe.ready) & (~ev_rewind | (state == 0))
+        ev_err = ev_retire & (ev_status != CqeStatus.SUCCESS.value)
+        ev_cqe = ev_retire & (h.signalled | ev_err)
+        ev_ok = ((state != 2) & (state != 3) & (~ev_cqe | self.cqe.ready)
+                 & (~(ev_rewind | ev_err) | (state == 0)))
         expired = (state == 0) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
         give_up = retries_sp == self.retry_limit
         tm_ok = expired & (~give_up | self.cqe.ready)
@@ -217,6 +251,14 @@ class CompletionUnit(wiring.Component):
             put("retries", e, 0)
             m.d.sync += [self.win_total.eq(self.win_total - 1), self.retired.eq(self.retired + 1)]
 
+        def enter_error(e, nxt_id, qpn):
+            """The QP of entry ``e`` enters ERR; flush its window from ``nxt_id``."""
+            m.d.sync += [state.eq(3), e_rw.eq(e), cur.eq(nxt_id),
+                         self.err_valid.eq(1), self.err_entry.eq(e),
+                         self.qp_errors.eq(self.qp_errors + 1)]
+            put("errq", e, qpn)
+            m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
+
         def start_rewind(e, counter):
             m.d.sync += [state.eq(1), e_rw.eq(e), counter.eq(counter + 1),
                          self.rewinds.eq(self.rewinds + 1)]
@@ -230,14 +272,29 @@ class CompletionUnit(wiring.Component):
                 m.d.comb += [self.resend.valid.eq(1), s.entry.eq(e_rw), s.qpn.eq(wr_rec.qpn),
                              s.sq_index.eq(wr_rec.sq_index), s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
+        with m.Elif(state == 3):                                  # 1. flush
+            with m.If(win_rw == 0):
+                m.d.sync += state.eq(0)
+            with m.Elif(self.cqe.ready):
+                retire(e_rw, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
+                       Const(1))
+                m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((state == 1) & (self.adm_total == self.done_total)):   # 2. start walk
             m.d.sync += [state.eq(2), cur.eq(head_rw), walk_left.eq(win_rw)]
-        with m.Elif(self.rec.valid & (r.null | id_ok)):              # 3. append
+        with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
-            with m.If(r.last_of_item | r.null):
+            with m.If(r.last_of_item | (r.null & ~r.flush)):
                 put("done", e_rec, done_rec + 1)
                 m.d.sync += self.done_total.eq(self.done_total + 1)
-            with m.If(~r.null):
+            with m.If(r.modify & err_qp):
+                m.d.sync += errq_valid.eq(errq_valid & ~(Const(1, n) << e_rec))
+            with m.If(flush_rec):
+                c = self.cqe.payload
+                m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(r.wr_id),
+                             c.status.eq(CqeStatus.WR_FLUSH_ERR.value), c.qpn.eq(r.qpn),
+                             c.byte_len.eq(r.msg_length), c.sq_index.eq(r.sq_index)]
+                m.d.sync += self.flushed.eq(self.flushed + 1)
+            with m.Elif(~r.null):
                 m.d.comb += free.r_en.eq(free.r_rdy)
                 with m.If(~free.r_rdy):
                     m.d.sync += fresh.eq(fresh + 1)
@@ -261,6 +318,8 @@ class CompletionUnit(wiring.Component):
         with m.Elif(self.ev.valid & ev_ok):                          # 4. event
             with m.If(ev_retire):
                 retire(e_ev, head_ev, h, next_ev, win_ev, ev_status, ev_cqe)
+            with m.If(ev_err):
+                enter_error(e_ev, next_ev, h.qpn)
             with m.If(past):
                 m.d.sync += used.eq(1)
             with m.Else():
@@ -275,6 +334,7 @@ class CompletionUnit(wiring.Component):
             with m.If(give_up):
                 retire(sp, head_sp, hs, next_sp, win_sp, CqeStatus.RETRY_EXC_ERR.value,
                        Const(1))
+                enter_error(sp, next_sp, hs.qpn)
             with m.Else():
                 put("retries", sp, retries_sp + 1)
                 m.d.sync += [state.eq(1), e_rw.eq(sp), self.rewinds.eq(self.rewinds + 1)]

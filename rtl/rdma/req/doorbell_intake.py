@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.rdma.req.layouts import item_layout
 from spec.formats.roce import WQE_LAYOUT
 from spec.host import mmio_layout
-from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET
+from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MODIFY_QP_OFFSET
 
 __all__ = ["DoorbellIntake"]
 
@@ -22,18 +22,20 @@ class DoorbellIntake(wiring.Component):
         The host's writes, one word per transfer.
     item : Out(stream.Signature(item_layout()))
         A doorbell ``{qpn, sq_tail, bf=0}``, or for a WQE by MMIO ``{wqe.qpn,
-        wqe.sq_index + 1, bf=1}``; to a FIFO.
+        wqe.sq_index + 1, bf=1}``, or for a modify command (offset
+        :data:`~spec.rdma_engine.MODIFY_QP_OFFSET`) ``{qpn, modify=1}``; to a FIFO.
     bf : Out(stream.Signature(512))
         The words of WQEs written by MMIO, in order; to a FIFO.
-    doorbells, bf_writes, mmio_dropped : Out(32)
-        Doorbell writes taken, WQEs written by MMIO, and words written to any other
-        offset (dropped).
+    doorbells, bf_writes, mmio_dropped, qp_modifies : Out(32)
+        Doorbell writes taken, WQEs written by MMIO, words written to any other
+        offset (dropped), modify commands taken.
 
     Timing
     ------
     Combinational: a word is taken in the cycle it is offered if the FIFOs it goes to
     have room (a doorbell or a WQE's first word needs ``item`` and, for a WQE, ``bf``;
-    a WQE's later words need ``bf``); words to other offsets are taken and dropped.
+    a WQE's later words need ``bf``; a modify command needs ``item``); words to other
+    offsets are taken and dropped.
     """
 
     mmio: In(stream.Signature(mmio_layout()))
@@ -42,6 +44,7 @@ class DoorbellIntake(wiring.Component):
     doorbells: Out(32)
     bf_writes: Out(32)
     mmio_dropped: Out(32)
+    qp_modifies: Out(32)
 
     def elaborate(self, platform):
         m = Module()
@@ -49,6 +52,7 @@ class DoorbellIntake(wiring.Component):
         wqe = data.View(WQE_LAYOUT, w.data)
         is_db = w.addr == DOORBELL_OFFSET
         is_bf = w.addr == BLUEFLAME_OFFSET
+        is_mod = w.addr == MODIFY_QP_OFFSET
         m.d.comb += self.bf.payload.eq(w.data)
         with m.If(self.mmio.valid):
             with m.If(is_db):
@@ -60,6 +64,15 @@ class DoorbellIntake(wiring.Component):
                 ]
                 with m.If(self.item.ready):
                     m.d.sync += self.doorbells.eq(self.doorbells + 1)
+            with m.Elif(is_mod):
+                m.d.comb += [
+                    self.item.payload.qpn.eq(w.data[0:24]),
+                    self.item.payload.modify.eq(1),
+                    self.item.valid.eq(1),
+                    self.mmio.ready.eq(self.item.ready),
+                ]
+                with m.If(self.item.ready):
+                    m.d.sync += self.qp_modifies.eq(self.qp_modifies + 1)
             with m.Elif(is_bf & w.first):
                 go = self.item.ready & self.bf.ready
                 m.d.comb += [

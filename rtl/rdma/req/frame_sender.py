@@ -94,6 +94,7 @@ class FrameSender(wiring.Component):
             r.wr_id.eq(d.wr_id), r.sq_index.eq(d.sq_index), r.first_psn.eq(d.first_psn),
             r.msg_length.eq(d.msg_length), r.signalled.eq(d.signalled),
             r.resend.eq(d.resend), r.last_of_item.eq(d.last_of_item), r.null.eq(d.null),
+            r.flush.eq(d.flush), r.modify.eq(d.modify),
         ]
         record = d.last_seg & ~d.resend
         # Payload words of the frame being sent that the framer has not taken yet: the

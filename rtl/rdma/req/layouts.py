@@ -16,17 +16,19 @@ __all__ = ["ENTRY_BITS", "item_layout", "fetch_layout",
 ENTRY_BITS = 8
 
 _REC = {"wr_id": 64, "sq_index": 16, "first_psn": 24, "msg_length": 32, "signalled": 1,
-        "resend": 1, "last_of_item": 1, "null": 1}
+        "resend": 1, "last_of_item": 1, "null": 1, "flush": 1, "modify": 1}
 
 
 def item_layout():
-    """Doorbell intake -> front: a doorbell (or a WQE by MMIO: ``bf``)."""
-    return data.StructLayout({"qpn": 24, "sq_tail": 16, "bf": 1})
+    """Doorbell intake -> front: a doorbell (or a WQE by MMIO: ``bf``; or a QP modify
+    command to RTS: ``modify``)."""
+    return data.StructLayout({"qpn": 24, "sq_tail": 16, "bf": 1, "modify": 1})
 
 
 def fetch_layout():
     """Front -> WQE fetch: the item and its (pinned) cache entry."""
-    return data.StructLayout({"qpn": 24, "sq_tail": 16, "bf": 1, "entry": ENTRY_BITS})
+    return data.StructLayout({"qpn": 24, "sq_tail": 16, "bf": 1, "modify": 1,
+                              "entry": ENTRY_BITS})
 
 
 def resend_layout():
@@ -37,10 +39,11 @@ def resend_layout():
 
 def batch_layout():
     """WQE fetch -> sequencer: ``count`` WQEs from slot ``first`` (0 for an item with
-    no new WQE, ``null``), from the fetched-WQE FIFO or the MMIO one (``bf``)."""
+    no new WQE, ``null``; a null batch with ``modify`` for a modify command), from the
+    fetched-WQE FIFO or the MMIO one (``bf``)."""
     return data.StructLayout({"entry": ENTRY_BITS, "qpn": 24, "first": 16, "count": 6,
                               "stride_log2": 2, "bf": 1, "resend": 1, "first_psn": 24,
-                              "last_of_item": 1, "null": 1})
+                              "last_of_item": 1, "null": 1, "modify": 1})
 
 
 def job_layout(depth):

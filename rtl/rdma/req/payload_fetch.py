@@ -100,6 +100,7 @@ class PayloadFetch(wiring.Component):
             s.wr_id.eq(j.wr_id), s.sq_index.eq(j.sq_index), s.first_psn.eq(j.first_psn),
             s.msg_length.eq(j.msg_length), s.signalled.eq(j.signalled),
             s.resend.eq(j.resend), s.last_of_item.eq(j.last_of_item), s.null.eq(j.null),
+            s.flush.eq(j.flush), s.modify.eq(j.modify),
             self.rd.payload.addr.eq(laddr), self.rd.payload.words.eq(words),
             self.pay_w.payload.eq(self.inline.payload),
         ]

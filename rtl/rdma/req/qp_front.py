@@ -18,7 +18,8 @@ class QpFront(wiring.Component):
 
     An entry is *busy* while its QP has work anywhere in the requester: items admitted
     here that the completion unit has not yet seen done (``adm[e] != done[e]``), or
-    messages waiting for their ACK (``win[e] != 0``). The cache never evicts a busy
+    messages waiting for their ACK (``win[e] != 0``), or its QP entered ERR in the last
+    cycle (``q_err``: the sequencer writes the state this cycle). The cache never evicts a busy
     entry, so later stages address a context by its entry number without a tag check.
 
     Parameters
@@ -38,6 +39,8 @@ class QpFront(wiring.Component):
         To the cache: the entry of the presented QP is busy.
     q_entry : Out(range(entries)), q_done : In(COUNT_BITS), q_win : In(16)
         The completion unit's ``done`` and window counts of entry ``q_entry``.
+    q_err : In(1)
+        The completion unit's ERR notice is for entry ``q_entry`` in this cycle.
     hold : In(1)
         Take nothing (a rewind is waiting for the pipeline to drain).
     serial : In(1), idle : In(1)
@@ -66,6 +69,7 @@ class QpFront(wiring.Component):
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": 24}))),
             "victim_busy": Out(1),
             "q_entry": Out(range(entries)), "q_done": In(COUNT_BITS), "q_win": In(16),
+            "q_err": In(1),
             "hold": In(1), "serial": In(1), "idle": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "adm_total": Out(COUNT_BITS),
@@ -88,7 +92,7 @@ class QpFront(wiring.Component):
                   & (~self.serial | self.idle)),
             self.lookup.valid.eq(go),
             self.lookup.payload.qpn.eq(it.qpn),
-            self.victim_busy.eq((rd.data != self.q_done) | (self.q_win != 0)),
+            self.victim_busy.eq((rd.data != self.q_done) | (self.q_win != 0) | self.q_err),
         ]
         taken = Signal()
         m.d.comb += [
@@ -98,6 +102,7 @@ class QpFront(wiring.Component):
             self.fetch.payload.qpn.eq(it.qpn),
             self.fetch.payload.sq_tail.eq(it.sq_tail),
             self.fetch.payload.bf.eq(it.bf),
+            self.fetch.payload.modify.eq(it.modify),
             self.fetch.payload.entry.eq(e),
             wr.en.eq(taken), wr.data.eq(rd.data + 1),
         ]

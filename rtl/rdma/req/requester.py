@@ -255,8 +255,10 @@ class Requester(wiring.Component):
         # Front <-> completion.
         m.d.comb += [
             comp.q_entry.eq(front.q_entry), front.q_done.eq(comp.q_done),
+            front.q_err.eq(comp.q_err),
             front.q_win.eq(comp.q_win), comp.adm_total.eq(front.adm_total),
             front.hold.eq(comp.hold), front.serial.eq(self.serial),
+            seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
             front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),
             comp.timeout.eq(Mux(self.ack_timeout == 0, p["timeout"], self.ack_timeout)),
             seq.ack_every.eq(self.ack_every), seq.ack_frames.eq(self.ack_frames),
@@ -277,7 +279,8 @@ class Requester(wiring.Component):
         sources.update({n: front for n in ("items", "ctx_stalls")})
         sources.update({n: cache for n in CACHE_COUNTERS})
         sources.update({n: fetch for n in ("wqe_reads", "wqes", "wqe_words_max")})
-        sources.update({"sequenced": seq, "payload_reads": pay, "payload_words_max": pay,
+        sources.update({"sequenced": seq, "doorbell_err_qp": seq, "payload_reads": pay,
+                        "payload_words_max": pay,
                         "frames": sender, "retransmissions": sender, "cqe_writes": cqw,
                         "acks": ack_rx, "ack_dropped": ack_rx})
         sources.update({n: comp for n in COMPLETION_COUNTERS})

@@ -6,7 +6,14 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import group_layout
 from rtl.rdma.req.layouts import batch_layout, job_layout
-from spec.formats.roce import QPC_LAYOUT, WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED
+from spec.formats.roce import (
+    QPC_LAYOUT,
+    WQE_ACK_REQ,
+    WQE_INLINE,
+    WQE_LAYOUT,
+    WQE_SIGNALLED,
+    QpState,
+)
 from spec.rdma_engine import MAX_INLINE_WORDS, SEQ_GROUP
 
 __all__ = ["Sequencer"]
@@ -42,11 +49,17 @@ class Sequencer(wiring.Component):
         ... or when ``ack_frames`` frames have been sent since the last one that asked
         (0: no limit). Linux rxe asks at least every 64 packets
         (``RXE_MAX_UNACKED_PSNS``).
+    err_valid : In(1), err_entry : In(range(entries))
+        The completion unit's notice that the QP of entry ``err_entry`` entered ERR (a
+        one-cycle pulse, the cycle after its error completion).
     released : Out(16)
         Words taken out of ``wqe`` since reset (mod 2**16), for the fetch stage's
         reservations.
     sequenced : Out(32)
-        WQEs turned into jobs (first sends and resends).
+        WQEs turned into jobs that send frames (first sends and resends).
+    doorbell_err_qp : Out(32)
+        Items (doorbells, WQEs by MMIO) of a QP in ERR: counted with their last WQE (or
+        their null batch).
 
     Timing
     ------
@@ -60,6 +73,15 @@ class Sequencer(wiring.Component):
     A first send gets ``next_psn`` and advances it by its frame count
     ``max(1, ceil(length / 2**pmtu_log2))``; a resend keeps the PSN its batch carries
     and always asks for an ACK.
+
+    QP state (the group's ``state``): in a cycle with ``err_valid`` the stage only writes
+    ``state = ERR`` into entry ``err_entry`` (nothing else moves). A null batch with
+    ``modify`` writes ``state = RTS`` (its null job carries ``modify``). A WQE of a QP
+    in ERR is flushed: its header takes the same cycle and needs room in ``job``, but
+    its job is a ``null`` one with ``flush`` (no frame, no PSN, the completion unit
+    writes its FLUSH_ERR CQE) and its inline words are dropped like padding; a resend
+    of a QP in ERR is dropped with no job at all (its WQE was already flushed from
+    the window).
     """
 
     def __init__(self, entries, depth):
@@ -74,14 +96,17 @@ class Sequencer(wiring.Component):
             "g_addr": Out(range(entries)), "g_data": In(group_layout(SEQ_GROUP)),
             "g_we": Out(1), "g_wdata": Out(group_layout(SEQ_GROUP)),
             "ack_every": In(8), "ack_frames": In(16),
+            "err_valid": In(1), "err_entry": In(range(entries)),
             "released": Out(16),
-            "sequenced": Out(32),
+            "sequenced": Out(32), "doorbell_err_qp": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
         bt = self.batch.payload
-        m.d.comb += [self.s_addr.eq(bt.entry), self.g_addr.eq(bt.entry)]
+        m.d.comb += [self.s_addr.eq(bt.entry),
+                     self.g_addr.eq(Mux(self.err_valid, self.err_entry, bt.entry)),
+                     self.g_wdata.eq(self.g_data)]
         idx = Signal(6)                  # WQE of the batch
         inl_left = Signal(3)             # inline words still to copy
         pad_left = Signal(3)             # slot words still to drop
@@ -110,6 +135,11 @@ class Sequencer(wiring.Component):
         asks = (w.flags & WQE_ACK_REQ) != 0
         slot_words = Signal(4)
         m.d.comb += slot_words.eq(Const(1, 4) << bt.stride_log2)
+        flush = Signal()               # the batch's QP is in ERR
+        m.d.comb += flush.eq(g.state == QpState.ERR.value)
+        drop = Signal()                # a resend of a QP in ERR: no job
+        m.d.comb += drop.eq(flush & bt.resend)
+        n_inl_raw = Signal(3)
         n_inl = Signal(3)
         need = Signal(27)                # inline words the length needs
         m.d.comb += need.eq((length + 63)[6:])
@@ -117,9 +147,10 @@ class Sequencer(wiring.Component):
         m.d.comb += cap.eq(Mux(bt.bf, MAX_INLINE_WORDS,
                                Mux(slot_words - 1 < MAX_INLINE_WORDS, slot_words - 1,
                                    MAX_INLINE_WORDS)))
-        m.d.comb += n_inl.eq(Mux(inline, Mux(need < cap, need, cap), 0))
+        m.d.comb += [n_inl_raw.eq(Mux(inline, Mux(need < cap, need, cap), 0)),
+                     n_inl.eq(Mux(flush, 0, n_inl_raw))]
         n_pad = Signal(3)
-        m.d.comb += n_pad.eq(Mux(bt.bf, 0, slot_words - 1 - n_inl))
+        m.d.comb += n_pad.eq(Mux(bt.bf, Mux(flush, n_inl_raw, 0), slot_words - 1 - n_inl))
         frames = Signal(24)
         m.d.comb += frames.eq(Mux(length == 0, 1,
                                   (length + (Const(1, 13) << ctx.pmtu_log2) - 1)
@@ -139,7 +170,8 @@ class Sequencer(wiring.Component):
             j.inline.eq(inline), j.ack_req.eq(want_ack),
             j.wr_id.eq(w.wr_id), j.sq_index.eq(bt.first + idx), j.first_psn.eq(psn),
             j.msg_length.eq(length), j.signalled.eq(signalled), j.resend.eq(bt.resend),
-            j.last_of_item.eq(bt.last_of_item & last_wqe), j.null.eq(bt.null),
+            j.last_of_item.eq(bt.last_of_item & last_wqe), j.null.eq(bt.null | flush),
+            j.flush.eq(flush & ~bt.null), j.modify.eq(bt.modify),
             j.pmtu_log2.eq(ctx.pmtu_log2),
         ]
 
@@ -151,15 +183,25 @@ class Sequencer(wiring.Component):
             with m.Else():
                 m.d.sync += idx.eq(idx + 1)
 
-        with m.FSM():
+        with m.If(self.err_valid):
+            m.d.comb += [self.g_we.eq(1), self.g_wdata.state.eq(QpState.ERR.value)]
+        with m.Else(), m.FSM():
             with m.State("HDR"):
                 with m.If(self.batch.valid & bt.null):
                     m.d.comb += [self.job.valid.eq(1), self.batch.ready.eq(self.job.ready)]
-                with m.Elif(self.batch.valid & src_valid & self.job.ready):
-                    m.d.comb += [self.job.valid.eq(1), pop.eq(1)]
-                    m.d.sync += [inl_left.eq(n_inl), pad_left.eq(n_pad),
-                                 self.sequenced.eq(self.sequenced + 1)]
-                    with m.If(~bt.resend):
+                    with m.If(self.job.ready & bt.modify):
+                        m.d.comb += [self.g_we.eq(1),
+                                     self.g_wdata.state.eq(QpState.RTS.value)]
+                    with m.Elif(self.job.ready & flush):
+                        m.d.sync += self.doorbell_err_qp.eq(self.doorbell_err_qp + 1)
+                with m.Elif(self.batch.valid & src_valid & (self.job.ready | drop)):
+                    m.d.comb += [self.job.valid.eq(~drop), pop.eq(1)]
+                    m.d.sync += [inl_left.eq(n_inl), pad_left.eq(n_pad)]
+                    with m.If(~flush):
+                        m.d.sync += self.sequenced.eq(self.sequenced + 1)
+                    with m.Elif(~bt.resend & bt.last_of_item & last_wqe):
+                        m.d.sync += self.doorbell_err_qp.eq(self.doorbell_err_qp + 1)
+                    with m.If(~bt.resend & ~flush):
                         m.d.comb += [
                             self.g_we.eq(1),
                             self.g_wdata.next_psn.eq(g.next_psn + frames),

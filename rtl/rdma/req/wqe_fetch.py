@@ -37,7 +37,8 @@ class WqeFetch(wiring.Component):
         WQE reads, to the WQE read client's FIFO.
     batch : Out(stream.Signature(batch_layout()))
         One batch per read (``count`` WQEs from slot ``first``), one per MMIO WQE
-        (``bf``), one ``null`` batch per item that announced no new WQE; to a FIFO.
+        (``bf``), one ``null`` batch per item that announced no new WQE or is a modify
+        command (``modify``); to a FIFO.
     q_entry : Out, q_ready : In(1)
         The cache's "entry filled?" query, for the item at the head of ``fetch``.
     s_addr : Out, s_data : In(QPC_LAYOUT)
@@ -55,7 +56,8 @@ class WqeFetch(wiring.Component):
     ------
     One action per cycle, combinational on the FIFO heads: a resend (one WQE read, one
     batch) if one waits; else the item at the head of ``fetch`` once its entry is
-    filled: a null batch (no new WQE); a ``bf`` batch for a WQE by MMIO (``sq_head``
+    filled: a null batch with ``modify`` for a modify command; a null batch (no new WQE);
+    a ``bf`` batch for a WQE by MMIO (``sq_head``
     becomes the item's ``sq_tail``); or one read of ``n = min(new WQEs, prefetch, slots
     to the end of the ring)`` slots of ``2**sq_stride_log2`` words (``sq_head`` advances
     by ``n``; the item leaves when all its WQEs are read, else it is served again next
@@ -130,7 +132,11 @@ class WqeFetch(wiring.Component):
             count = Signal(16)
             to_end = Signal(17)
             m.d.comb += [count.eq(f.sq_tail - head), to_end.eq(size - (head & mask))]
-            with m.If(f.bf):
+            with m.If(f.modify):
+                go = self.batch.ready
+                m.d.comb += [b.null.eq(1), b.modify.eq(1), b.last_of_item.eq(1),
+                             self.batch.valid.eq(go), self.fetch.ready.eq(go)]
+            with m.Elif(f.bf):
                 go = self.batch.ready
                 m.d.comb += [
                     b.first.eq(f.sq_tail - 1), b.count.eq(1), b.bf.eq(1),

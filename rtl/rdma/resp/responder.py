@@ -221,7 +221,7 @@ class Responder(wiring.Component):
         owners = [(rx, ("overflow", "rx_beats_max", "rx_frames_max")),
                   (hdr, ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")),
                   (ver, ("frames_ok", "unknown_qp", "duplicates", "psn_nak",
-                         "out_of_order", "access_nak")),
+                         "out_of_order", "access_nak", "qp_err")),
                   (wrt, ("words",)), (ack, ("acks",)),
                   (cache, ("lookups", "misses", "writebacks", "fills_max"))]
         for stage, names in owners:

@@ -8,14 +8,14 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of, group_layout
 from rtl.rdma.resp.header import inflight_bits
 from rtl.rdma.resp.layouts import ack_layout, verify_job_layout, write_job_layout
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, Syndrome
+from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, QpState, Syndrome
 from spec.rdma_responder import RESP_GROUP, SIZE_LIMITS
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
 
 #: Counters of this stage, in port order.
 VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
-                   "access_nak")
+                   "access_nak", "qp_err")
 
 
 class Verify(wiring.Component):
@@ -49,7 +49,7 @@ class Verify(wiring.Component):
         The MR table (a combinational read).
     done_addr : In(range(entries)), done_data : Out(inflight_bits(jobs))
         The header check's read of this stage's count of frames done per entry.
-    frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak : Out(32)
+    frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak, qp_err : Out(32)
 
     Timing
     ------
@@ -61,6 +61,9 @@ class Verify(wiring.Component):
     the entry's done count incremented (seen by the header check from the next cycle).
 
     Decisions, as today's responder: context not ``valid``: ``unknown_qp``, silent.
+    Context ``state`` ERR (set by the host in the context; the stage never writes it):
+    ``qp_err``, silent, nothing of the context changes (IBTA Vol 1 table 91: in
+    Error, queue processing is stopped).
     PSN behind ``expected_psn`` (within 2**23, modulo 2**24): ``duplicates``, ACK with
     its own PSN and the current MSN if it has AckReq. PSN ahead: without ``nak_sent`` a
     NAK PSN sequence error carrying ``expected_psn`` (``psn_nak``) and ``nak_sent`` set;
@@ -144,6 +147,8 @@ class Verify(wiring.Component):
             pass
         with m.Elif(~ctx.valid):
             m.d.comb += verdict.eq(1 << 1)
+        with m.Elif(ctx.state == QpState.ERR.value):
+            m.d.comb += verdict.eq(1 << 6)
         with m.Elif(j.psn != g.expected_psn):
             with m.If(behind):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]

@@ -15,7 +15,8 @@ segments      frames per message: 1, 2, 3+
 error         every kind of :data:`ERROR_KINDS` driven
 variant       every ``kind/variant`` of :data:`VARIANTS` driven (how the error is made)
 outcome       every responder counter the RTL raised: ``frames_ok`` and the drop
-              reasons (``overflow`` is left out: see docs/uvm.md, limits)
+              reasons (``overflow`` is left out: see docs/uvm.md, limits; so is
+              ``qp_err``: the environment's QPs are never in ERR at the responder)
 cqe_status    CQE statuses written: ``SUCCESS``, ``REM_ACCESS_ERR``
 qp_count      QPs (contexts) of the posted run against the cache entries in use: ``1``,
               ``<cache``, ``=cache``, ``>cache``
@@ -64,8 +65,11 @@ __all__ = ["RdmaCoverage", "Covergroups", "size_bins", "size_bin", "OUTCOME_BINS
            "COVERAGE_FILE"]
 
 #: Responder counters binned (``overflow`` is kept out of the random runs: a frame dropped
-#: for room would hide the error it carries; test_rdma_receive_overflow covers it).
-OUTCOME_BINS = ("frames_ok",) + tuple(r for r in DROP_REASONS if r != "overflow")
+#: for room would hide the error it carries; test_rdma_receive_overflow covers it; and
+#: ``qp_err``: the environment sets up no responder QP in ERR; test_rdma_bad_frames and
+#: test_unit_resp_stages cover it).
+OUTCOME_BINS = ("frames_ok",) + tuple(r for r in DROP_REASONS
+                                      if r not in ("overflow", "qp_err"))
 _EDGE_NAMES = ("1", "63", "64", "65", "mtu-1", "mtu", "mtu+1", "2mtu-1", "2mtu", "2mtu+1",
                "4mtu")
 _WRITES = [n for n in OPCODES.values() if n.startswith("WRITE")]

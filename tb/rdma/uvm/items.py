@@ -232,6 +232,7 @@ class WriteItem(uvm_sequence_item):
             "inline fits the QP's slot": (not self.inline
                                           or self.size <= inline_limit(qp.stride_log2)),
             "a WQE by MMIO announces itself": not self.bf or self.ring,
+            "an access error announces itself": self.error not in ACCESS_KINDS or self.ring,
             "injected items are posted plainly": (not inject or (
                 self.ring and self.signalled and not self.bf and not self.inline)),
             "gap in 0..2047": 0 <= self.gap <= GAP_BINS[-1][2],
@@ -273,6 +274,10 @@ class WriteItem(uvm_sequence_item):
                          ring=rng.random() < 0.6, signalled=rng.random() < 0.6,
                          gap=_draw_gap(rng))
         flags.update(fixed)
+        if error in ACCESS_KINDS and "ring" not in fixed:
+            # Its QP enters ERR and flushes every later WQE: the plan starts a new run
+            # for what follows on the QP, at an announcement (tb.rdma.uvm.plan).
+            flags["ring"] = True
         self.bf, self.inline, self.signalled = flags["bf"], flags["inline"], flags["signalled"]
         self.ring = flags["ring"] or self.bf
         self.gap = flags["gap"] if self.announces else 0

@@ -1,12 +1,16 @@
 """From work requests to runs: host images, MR table, MMIO writes and injected frames.
 
-A test's items become at most two runs of the top, each after its own reset:
+A test's items become runs of the top, each after its own reset:
 
-- the *posted* run: the items of the host-side kinds (``none`` and the access errors)
+- the *posted* runs: the items of the host-side kinds (``none`` and the access errors)
   are posted through :class:`pymodel.rdma.verbs.Verbs` as their flags say (WQE in the
   send queue or by MMIO, payload in memory or inline, signalled or not) and announced by
   the MMIO player (a doorbell, or the WQE itself), each write released ``gap`` cycles
-  after the previous one; the requester sends their frames.
+  after the previous one; the requester sends their frames. An access error moves its
+  QP to ERR, which flushes every later WQE of the QP (docs/rdma.md, QP states): so that
+  each item keeps an outcome of its own, an item that follows an access error on its QP
+  starts a new posted run (with the WQEs of other QPs still waiting for their doorbell;
+  an access error always rings, see the sequences).
 - the *inject* run: the items of :data:`WIRE_KINDS`. Their frames are the ones the
   requester would send (a planning run of the golden model on their WQEs, one doorbell
   each), played through the ``inject`` player with one bad copy of one frame of each
@@ -30,9 +34,10 @@ from pymodel.rdma.verbs import Verbs
 from spec.formats.roce import CQE_LAYOUT, WRITE_HEADER, OpCode
 
 from .config import RunKnobs
-from .items import MAX_SIZE, QP_TABLE
+from .items import ACCESS_KINDS, MAX_SIZE, QP_TABLE
 
-__all__ = ["RunPlan", "plan_runs", "inject_cost", "intended_ack_req", "read_cqes",
+__all__ = ["RunPlan", "plan_runs", "split_after_access_errors", "inject_cost",
+           "intended_ack_req", "read_cqes",
            "payload_at", "bad_copy", "GOOD_MR", "RO_MR", "WR_ID_BASE", "CQ_LOG2",
            "INJECT_MAX_RATE"]
 
@@ -309,11 +314,36 @@ def plan_runs(cfg, items, bad_qpn, qps=(), knobs=None):
     runs = []
     host = [(k, it) for k, it in enumerate(items) if it.path == "host"]
     wire = [(k, it) for k, it in enumerate(items) if it.path == "inject"]
-    if host:
-        runs.append(_image(cfg, host, len(runs), "posted", knobs, extra_qps=qps))
+    for group in split_after_access_errors(host):
+        runs.append(_image(cfg, group, len(runs), "posted", knobs, extra_qps=qps))
     if wire:
         runs.append(_inject_plan(cfg, wire, len(runs), knobs, qps, bad_qpn))
     return runs
+
+
+def split_after_access_errors(host):
+    """The posted runs of ``host`` (``(index, item)`` in posting order): a new run
+    starts at an item whose QP had an access error earlier in the current run; the WQEs
+    of the current run still waiting for their doorbell move on with it (an access error
+    announces itself, so its QP has none waiting)."""
+    groups, cur, erred = [], [], set()
+    for k, it in host:
+        if it.qp in erred:
+            last = {}
+            for pos, (_, x) in enumerate(cur):
+                if x.announces:
+                    last[x.qp] = pos
+            wait = [pos > last.get(x.qp, -1) for pos, (_, x) in enumerate(cur)]
+            groups.append([e for e, w in zip(cur, wait, strict=True) if not w])
+            cur, erred = [e for e, w in zip(cur, wait, strict=True) if w], set()
+        cur.append((k, it))
+        if it.error in ACCESS_KINDS:
+            if not it.announces:
+                raise ValueError(f"access error {it.get_name()} does not announce itself")
+            erred.add(it.qp)
+    if cur:
+        groups.append(cur)
+    return groups
 
 
 def read_cqes(mem_a, plan, count):

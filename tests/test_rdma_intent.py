@@ -1,0 +1,43 @@
+"""The RDMA co-simulation's intent check (tb.rdma.intent), without a simulator: RC orders
+completions within a QP, not across QPs."""
+
+import pytest
+
+from pymodel.scenarios.rdma import writes_scenario
+from spec.formats.roce import CqeStatus
+from tb.rdma.intent import cqes_per_qp, intended_statuses
+
+
+def _cqe(m, status=CqeStatus.SUCCESS.value):
+    return dict(qpn=m.qpn, sq_index=m.sq_index, status=status)
+
+
+def test_batched_doorbells_complete_in_order_per_qp_only():
+    """Doorbells of 4 WQEs over 3 QPs (posting round robin): a CQ that holds each QP's
+    batch together (all of QP 0, then QP 1, then QP 2) keeps RC's order, though not
+    the posting order; the check accepts it, and rejects a swap within a QP."""
+    v = writes_scenario(12, [128], 3, ring_every=4)
+    status = intended_statuses(v.messages)
+    posted = [(m.qpn, m.sq_index) for m in v.messages]
+    cqes = [_cqe(m) for m in sorted(v.messages, key=lambda m: (m.qpn, m.sq_index))]
+    assert [(c["qpn"], c["sq_index"]) for c in cqes] != posted      # a posting-order
+    got, want = cqes_per_qp(v.messages, status, cqes)               # check would fail
+    assert got == want and sorted(want) == [0, 1, 2]
+    swapped = list(cqes)
+    swapped[0], swapped[1] = swapped[1], swapped[0]                  # QP 0's first two
+    got, want = cqes_per_qp(v.messages, status, swapped)
+    assert got != want
+
+
+def test_failed_writes_complete_even_unsignalled():
+    """One signalled WQE in 4: the unsignalled ones complete only if they fail (an
+    error completion is always written); statuses may differ per WRITE."""
+    v = writes_scenario(8, [64], 1, signal_every=4)
+    names = ["SUCCESS"] * 8
+    names[5] = "REM_ACCESS_ERR"
+    names[6] = names[7] = "WR_FLUSH_ERR"
+    status = intended_statuses(v.messages, cqe_status=names)
+    _, want = cqes_per_qp(v.messages, status, [])
+    assert want == {0: [(3, 0), (5, 10), (6, 5), (7, 5)]}
+    with pytest.raises(ValueError, match="3 CQE statuses for 8 WRITEs"):
+        intended_statuses(v.messages, cqe_status=names[:3])
