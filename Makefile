@@ -12,7 +12,7 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test test-all bench report regress soak waves area lint clean help
+.PHONY: all setup sim test test-all bench report regress soak fuzz waves area lint clean help
 all: sim
 
 help:
@@ -26,6 +26,7 @@ help:
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
 	@echo "make soak   - 1M messages per design over faulty links on Verilator (MESSAGES=N) -> build/soak/"
+	@echo "make fuzz   - mutated frames into both receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -62,6 +63,11 @@ regress: $(STAMP)
 MESSAGES ?= 1000000
 soak: $(STAMP)
 	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES)
+
+# Mutation fuzz of both receivers: FRAMES fuzz frames per design (default 100,000).
+FRAMES ?= 100000
+fuzz: $(STAMP)
+	$(RUN) $(PY) scripts/fuzz.py --frames $(FRAMES) --sim $(SIM)
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py

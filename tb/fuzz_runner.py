@@ -24,20 +24,24 @@ def max_chunk(design):
     """The most fuzz frames a chunk may hold: the player's depth over the longest frame
     the scenario makes (in beats), with room for the tail and fillers."""
     if design == "rdma":
-        return (RDMA_FUZZ_TOP["inject"] - 300) // 8     # frames of up to 330 + 200 bytes
+        return (RDMA_FUZZ_TOP["inject"] - 300) // 9     # frames of up to 334 + 200 bytes
     return (NIC_FUZZ_TOP["beats"] - 200) // 32           # frames of up to 280 + 200 bytes
 
 
-def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compact"):
+def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compact",
+             rdma_top=None):
     """Run ``chunks`` (chunk numbers) of ``frames`` fuzz frames each of ``design`` on
     ``sim``; returns the run folder. Raises :class:`tb.cosim.CosimFailure` when a chunk
-    failed (its line in ``out`` says why)."""
+    failed (its line in ``out`` says why). ``rdma_top``: RdmaTop's parameters (default
+    :data:`RDMA_FUZZ_TOP`; the tests use the defaults, the top the other co-simulations
+    build, with room for a chunk of about 100 frames)."""
     out = str(Path(out).resolve())
     if design == "rdma":
         from rtl.tops.rdma_top import RdmaTop
+        top = RDMA_FUZZ_TOP if rdma_top is None else rdma_top
         params = {"seed": seed, "chunks": list(chunks), "frames": frames, "out": out,
-                  "top": RDMA_FUZZ_TOP}
-        return run_cosim(RdmaTop(**RDMA_FUZZ_TOP), name="rdma_top",
+                  "top": top}
+        return run_cosim(RdmaTop(**top), name="rdma_top",
                          test_module="tb.rdma.cocotb_fuzz", params=params, sim=sim,
                          test_id=test_id)
     if design == "nic":
