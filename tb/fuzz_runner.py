@@ -29,18 +29,19 @@ def max_chunk(design):
 
 
 def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compact",
-             rdma_top=None):
+             rdma_top=None, fillers=256):
     """Run ``chunks`` (chunk numbers) of ``frames`` fuzz frames each of ``design`` on
     ``sim``; returns the run folder. Raises :class:`tb.cosim.CosimFailure` when a chunk
     failed (its line in ``out`` says why). ``rdma_top``: RdmaTop's parameters (default
     :data:`RDMA_FUZZ_TOP`; the tests use the defaults, the top the other co-simulations
-    build, with room for a chunk of about 100 frames)."""
+    build, with room for a chunk of about 100 frames); ``fillers``: the RDMA chunk's
+    one-beat frames before its tail (:func:`pymodel.scenarios.fuzz.rdma_chunk`)."""
     out = str(Path(out).resolve())
     if design == "rdma":
         from rtl.tops.rdma_top import RdmaTop
         top = RDMA_FUZZ_TOP if rdma_top is None else rdma_top
         params = {"seed": seed, "chunks": list(chunks), "frames": frames, "out": out,
-                  "top": top}
+                  "top": top, "fillers": fillers}
         return run_cosim(RdmaTop(**top), name="rdma_top",
                          test_module="tb.rdma.cocotb_fuzz", params=params, sim=sim,
                          test_id=test_id)

@@ -15,7 +15,8 @@ is checked twice:
   byte for byte.
 
 Parameters (``COSIM_PARAMS``): ``seed``, ``chunks`` (chunk numbers), ``frames`` (fuzz
-frames per chunk), ``inject_stall``, ``out`` (a file that gets one JSON line per chunk).
+frames per chunk), ``fillers`` (bad-FCS frames before the tail, default 256),
+``inject_stall``, ``out`` (a file that gets one JSON line per chunk).
 The test fails if any chunk has a mismatch or a violation.
 """
 
@@ -26,7 +27,7 @@ from collections import Counter
 import cocotb
 
 from pymodel.scenarios.fuzz import rdma_chunk
-from spec.rdma import DROP_REASONS, SEQUENCE_COUNTERS
+from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from tb.cosim import cosim_params
 from tb.fuzz_checks import counted_once, outside_windows, read_bytes, tail_missing
 from tb.rdma.cocotb_rdma import SETTLE, config, run_model
@@ -62,7 +63,7 @@ async def rdma_fuzz(dut):
     for n, k in enumerate(p["chunks"]):
         t0 = time.perf_counter()
         chunk = rdma_chunk(p["seed"], k, p["frames"], depth=cfg.depth,
-                           mr_entries=cfg.mr_entries)
+                           mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256))
         frames = [m.frame for m in chunk.frames]
         beats = sum(-(-len(f) // 64) for f in frames)
         if beats > tb_capacity(dut):
@@ -76,7 +77,8 @@ async def rdma_fuzz(dut):
         ports["ack_timeout"] = 0
         ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
         tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=[], release=[],
-                inject=frames, inject_stall=stall, ports=ports, clear=n > 0)
+                inject=frames, inject_stall=stall, ports=ports, clear=n > 0,
+                links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
         tb.arm_for(model)
         budget = BUDGET_PER_BEAT * beats + BUDGET_CYCLES
         await tb.run(timeout_cycles=budget, settle=SETTLE, read_only=False)
