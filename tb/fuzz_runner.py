@@ -29,13 +29,14 @@ def max_chunk(design):
 
 
 def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compact",
-             rdma_top=None, fillers=256):
+             rdma_top=None, fillers=256, sabotage=()):
     """Run ``chunks`` (chunk numbers) of ``frames`` fuzz frames each of ``design`` on
     ``sim``; returns the run folder. Raises :class:`tb.cosim.CosimFailure` when a chunk
     failed (its line in ``out`` says why). ``rdma_top``: RdmaTop's parameters (default
     :data:`RDMA_FUZZ_TOP`; the tests use the defaults, the top the other co-simulations
     build, with room for a chunk of about 100 frames); ``fillers``: the RDMA chunk's
-    one-beat frames before its tail (:func:`pymodel.scenarios.fuzz.rdma_chunk`)."""
+    one-beat frames before its tail (:func:`pymodel.scenarios.fuzz.rdma_chunk`);
+    ``sabotage``: NIC only, see :mod:`tb.nic.cocotb_fuzz` (tests of the checks)."""
     out = str(Path(out).resolve())
     if design == "rdma":
         from rtl.tops.rdma_top import RdmaTop
@@ -49,7 +50,7 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
         from rtl.tops.nic_rx_top import NicRxTop
         top = dict(NIC_FUZZ_TOP, framing=framing)
         params = {"seed": seed, "chunks": list(chunks), "frames": frames, "out": out,
-                  "top": top}
+                  "top": top, "sabotage": list(sabotage)}
         return run_cosim(NicRxTop(**top), name=f"nic_rx_top_{framing}",
                          test_module="tb.nic.cocotb_fuzz", params=params, sim=sim,
                          test_id=test_id)

@@ -12,6 +12,8 @@ from pymodel.fcs import fcs_ok
 from pymodel.scenarios.fuzz import (
     FIXES,
     KINDS,
+    NIC_SENTINEL,
+    RDMA_SENTINEL_QPN,
     ROCE_FIELDS,
     Mutator,
     nic_chunk,
@@ -21,6 +23,7 @@ from pymodel.scenarios.fuzz import (
 )
 from spec.formats.nic import Framing, header_layout
 from spec.formats.roce import WRITE_RETH_HEADER
+from tb.cosim import CosimFailure
 from tb.fuzz_checks import (
     counted_once,
     outside_windows,
@@ -118,9 +121,9 @@ def test_the_sentinel_is_never_a_mutants_target():
     r = rdma_chunk(1, 0, 1500)
     for m in r.frames[:r.fuzz_frames]:
         if len(m.frame) >= 54:
-            assert int.from_bytes(m.frame[47:50], "big") != 7
+            assert int.from_bytes(m.frame[47:50], "big") != RDMA_SENTINEL_QPN
     n = _nic(frames=1500)
-    assert all(m.frame[1] != 9 for m in n.frames[:n.fuzz_frames])
+    assert all(m.frame[1] != NIC_SENTINEL[0] for m in n.frames[:n.fuzz_frames])
 
 
 # -- The invariant checks must fail when they should ----------------------------------------
@@ -187,6 +190,22 @@ def test_fuzz_chunk_nic(sim, test_id, tmp_path):
     assert r["mismatches"] == 0 and r["violations"] == [] and r["hangs"] == 0
     assert r["frames"] == 200 and sum(r["by_outcome"].values()) == r["injected"]
     assert r["by_outcome"]["frames_ok"] > 0 and r["by_outcome"]["drop_fcs"] > 0
+
+
+def test_fuzz_sabotage_is_reported(sim, test_id, tmp_path):
+    """The co-simulated checks have teeth: a model counter off by one is a mismatch, and
+    with the sentinel's window left out of the allowed ones its tail writes are
+    violations; the run fails (Icarus only: the checks are the same Python on both)."""
+    if sim != "icarus":
+        pytest.skip("the checks are simulator-independent Python; Icarus runs them")
+    out = tmp_path / "nic.jsonl"
+    with pytest.raises(CosimFailure):
+        run_fuzz("nic", sim=sim, seed=12, chunks=[0], frames=50, out=out, test_id=test_id,
+                 framing="l2", sabotage=("model", "windows"))
+    (r,) = _records(out)
+    assert r["mismatches"] >= 1
+    assert any("outside every window" in v for v in r["violations"])
+    assert r["hangs"] == 0
 
 
 # -- scripts/fuzz.py options -------------------------------------------------------------

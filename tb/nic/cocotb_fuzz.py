@@ -16,8 +16,10 @@ between frames (``raw`` player, timed). The golden model
   (no hang); the sentinel tail landed byte for byte.
 
 Parameters (``COSIM_PARAMS``): ``seed``, ``chunks``, ``frames`` (fuzz frames per chunk),
-``top`` (NicRxTop's parameters), ``out`` (one JSON line per chunk). The test fails if
-any chunk has a mismatch or a violation.
+``top`` (NicRxTop's parameters), ``out`` (one JSON line per chunk), ``sabotage`` (for
+the tests of the checks themselves: ``"model"`` adds one to the model's ``frames_ok``,
+``"windows"`` leaves the sentinel's window out of the allowed ones; both must be
+reported). The test fails if any chunk has a mismatch or a violation.
 """
 
 import json
@@ -31,7 +33,7 @@ from cocotb.triggers import ClockCycles
 from pymodel.fields import pack, unpack
 from pymodel.nic.rx_top import nic_rx_run
 from pymodel.packet import frame_to_beats
-from pymodel.scenarios.fuzz import NIC_NODE, nic_chunk
+from pymodel.scenarios.fuzz import NIC_NODE, NIC_SENTINEL, nic_chunk
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
 from spec.nic import COUNTERS
@@ -69,9 +71,12 @@ def releases(frames, width, seed):
     return out
 
 
-def chunk_invariants(mem, writes, counters, chunk, injected, width):
-    """The model-free checks of one chunk: a list of violations."""
-    windows = [(base * width, size * width) for _, base, size in chunk.windows if size]
+def chunk_invariants(mem, writes, counters, chunk, injected, width, skip_src=None):
+    """The model-free checks of one chunk: a list of violations. ``skip_src``: a source
+    whose window is left out of the allowed ones (a sabotage: its writes must be
+    reported)."""
+    windows = [(base * width, size * width) for src, base, size in chunk.windows
+               if size and src != skip_src]
     bad = writes_outside(writes, windows, width)
     bad += outside_windows(mem, {}, windows, width)
     bad += counted_once(counters, COUNTERS, injected)
@@ -99,6 +104,9 @@ async def nic_fuzz(dut):
         release = releases(frames, width, f"nic-gaps-{p['seed']}-{k}")
         model = nic_rx_run(width, top["framing"], top["max_payload"], words, frames,
                            release, NIC_NODE, chunk.windows)
+        sabotage = p.get("sabotage", [])
+        if "model" in sabotage:                   # the comparison must catch this
+            model["counters"]["frames_ok"] += 1
         load_memory(dut.local.mem, [0] * words)
         h.load_player("raw", beats, (1, 0), release=release)
         h.load_player("win", [pack(wlay, src=s, base=b, size=z) for s, b, z in chunk.windows])
@@ -125,7 +133,8 @@ async def nic_fuzz(dut):
         mem = dump_memory(dut.local.mem, words)
         diff = [a for a in range(words) if mem[a] != model["mem"][a]]
         sb.equal("memory words that differ (first 8)", diff[:8], [])
-        violations = chunk_invariants(mem, writes, counters, chunk, len(frames), width)
+        violations = chunk_invariants(mem, writes, counters, chunk, len(frames), width,
+                                      NIC_SENTINEL[0] if "windows" in sabotage else None)
         record = {
             "chunk": k, "frames": chunk.fuzz_frames, "injected": len(frames),
             "cycles": value_of(dut.now), "model_cycles": model["cycles"],
