@@ -208,6 +208,17 @@ def test_fuzz_sabotage_is_reported(sim, test_id, tmp_path):
     assert r["hangs"] == 0
 
 
+def test_nic_rx_top_rejects_a_bad_depth():
+    from rtl.tops.nic_rx_top import NicRxTop
+    with pytest.raises(ValueError, match="beats"):
+        NicRxTop(beats=0)
+
+
+def test_model_twin_plays_beats_back_to_back_from_their_release():
+    from pymodel.nic.rx_top import play_cycles
+    assert play_cycles([5, 5, 5, 20, 20, 21]) == [5, 6, 7, 20, 21, 22]
+
+
 # -- scripts/fuzz.py options -------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, name", [
