@@ -11,7 +11,9 @@ elapsed time and an estimate of the time left.
 Writes ``build/fuzz/fuzz.json``: per design ``frames``, ``by_outcome`` (the receiver's
 outcome counters summed), ``by_mutation`` (``kind+fix`` -> frames sent), ``by_field``
 (header field -> rewrites), ``violations``, ``hangs``, ``mismatches``, ``chunks``,
-``seconds`` (and the first violations and mismatches found). Exits 1 when violations,
+``seconds``, ``outcomes_never_seen`` (coverage: outcome counters that stayed 0), and the
+first violations and mismatches found; and one line per chunk in
+``build/fuzz/fuzz_<design>_chunks.jsonl`` (named after ``--out``). Exits 1 when violations,
 hangs or mismatches are not all 0 (or a chunk did not report), 2 on a bad option.
 """
 
@@ -113,7 +115,8 @@ class _Progress:
 def fuzz_design(design, a):
     chunk = a.chunk or DEFAULT_CHUNK[design]
     plan = _plan(design, a.frames, chunk)
-    lines = OUT / f"{design}_chunks.jsonl"
+    out = Path(a.out)
+    lines = out.with_name(f"{out.stem}_{design}_chunks.jsonl")
     lines.parent.mkdir(parents=True, exist_ok=True)
     lines.unlink(missing_ok=True)
     t0 = time.monotonic()
@@ -161,6 +164,9 @@ def fuzz_design(design, a):
         add_counts(res["by_outcome"], r["by_outcome"])
         add_counts(res["by_mutation"], r["by_mutation"])
         add_counts(res["by_field"], r["by_field"])
+    # Coverage, not a failure: outcomes the fuzz never produced (the receiver's checks
+    # it did not reach).
+    res["outcomes_never_seen"] = sorted(k for k, n in res["by_outcome"].items() if n == 0)
     return res
 
 
@@ -174,7 +180,8 @@ def main(argv=None):
         print(f"[fuzz] {d}: {r['frames']} frames in {r['chunks']} chunks, {r['seconds']} s "
               f"({r['frames'] / max(r['seconds'], 1e-9):.0f} frames/s); violations "
               f"{r['violations']}, hangs {r['hangs']}, mismatches {r['mismatches']}; "
-              f"outcomes {r['by_outcome']}", flush=True)
+              f"outcomes {r['by_outcome']}; never seen {r['outcomes_never_seen']}",
+              flush=True)
         bad |= bool(r["violations"] or r["hangs"] or r["mismatches"] or r["missing_chunks"])
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

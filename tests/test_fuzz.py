@@ -192,16 +192,16 @@ def test_fuzz_chunk_nic(sim, test_id, tmp_path):
     assert r["by_outcome"]["frames_ok"] > 0 and r["by_outcome"]["drop_fcs"] > 0
 
 
-def test_fuzz_sabotage_is_reported(sim, test_id, tmp_path):
+@pytest.mark.cosim
+def test_fuzz_sabotage_is_reported(tmp_path):
     """The co-simulated checks have teeth: a model counter off by one is a mismatch, and
     with the sentinel's window left out of the allowed ones its tail writes are
-    violations; the run fails (Icarus only: the checks are the same Python on both)."""
-    if sim != "icarus":
-        pytest.skip("the checks are simulator-independent Python; Icarus runs them")
+    violations; the run fails (on Icarus only: the checks are the same Python on both
+    simulators)."""
     out = tmp_path / "nic.jsonl"
     with pytest.raises(CosimFailure):
-        run_fuzz("nic", sim=sim, seed=12, chunks=[0], frames=50, out=out, test_id=test_id,
-                 framing="l2", sabotage=("model", "windows"))
+        run_fuzz("nic", sim="icarus", seed=12, chunks=[0], frames=50, out=out,
+                 test_id="fuzz_sabotage", framing="l2", sabotage=("model", "windows"))
     (r,) = _records(out)
     assert r["mismatches"] >= 1
     assert any("outside every window" in v for v in r["violations"])
