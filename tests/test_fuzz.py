@@ -3,6 +3,7 @@
 options of scripts/fuzz.py. The big runs are ``make fuzz`` (docs/fuzz.md)."""
 
 import json
+import random
 import zlib
 
 import pytest
@@ -88,7 +89,6 @@ def test_a_field_rewrite_changes_only_that_field():
     """A ``field`` mutant without a fix differs from its frame only inside the field."""
     r = rdma_chunk(1, 0, 10)
     frame = next(m.frame for m in r.frames if m.kind == "valid" and len(m.frame) > 80)
-    import random
     mut = Mutator(random.Random(9), ROCE_FIELDS, roce_refresh, ("none",), {"field": 1})
     for f in ROCE_FIELDS:
         m = mut.mutate(frame, "field")
@@ -96,6 +96,12 @@ def test_a_field_rewrite_changes_only_that_field():
         diff = int.from_bytes(m.frame, "little") ^ int.from_bytes(frame, "little")
         assert diff, f.name
         assert diff >> (f.offset + f.width) == 0 and diff & ((1 << f.offset) - 1) == 0, f.name
+    # A field beyond the end of a short frame is passed over for the next one.
+    short = frame[:60] + zlib.crc32(frame[:60]).to_bytes(4, "little")
+    m = Mutator(random.Random(1), ROCE_FIELDS, roce_refresh, ("none",), {"field": 1})
+    m._field_turn = [f.name for f in ROCE_FIELDS].index("reth.rkey")
+    got = m.mutate(short, "field")
+    assert got.field == ROCE_FIELDS[0].name and got.frame != short   # wrapped round
     names = _leaves(header_layout("l2"))
     assert {f.name: (f.offset, f.width) for f in nic_fields("l2")} == names
 

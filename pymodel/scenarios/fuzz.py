@@ -134,11 +134,15 @@ class Mutator:
         return self.rng.getrandbits(f.width)
 
     def _field(self, body):
-        # Round robin over the fields, so that every field is rewritten early on.
-        f = self.fields[self._field_turn % len(self.fields)]
-        self._field_turn += 1
-        if (f.offset + f.width) > 8 * len(body):
-            return body, f.name
+        # Round robin over the fields, so that every field is rewritten early on; a
+        # field beyond a short frame's end (the RETH of a small LAST) is passed over.
+        for _ in range(len(self.fields)):
+            f = self.fields[self._field_turn % len(self.fields)]
+            self._field_turn += 1
+            if f.offset + f.width <= 8 * len(body):
+                break
+        else:
+            raise ValueError(f"a frame of {len(body)} bytes holds no header field")
         bits = int.from_bytes(body, "little")
         mask = (1 << f.width) - 1
         old = (bits >> f.offset) & mask
