@@ -12,7 +12,7 @@ WAVES ?= 0
 JOBS ?= 2
 export SIM WAVES
 
-.PHONY: all setup sim test test-all bench report regress soak fuzz waves area lint clean help
+.PHONY: all setup sim test test-all bench report regress soak waves area lint clean help
 all: sim
 
 help:
@@ -66,6 +66,7 @@ soak: $(STAMP)
 
 # Mutation fuzz of both receivers: FRAMES fuzz frames per design (default 100,000).
 FRAMES ?= 100000
+.PHONY: fuzz
 fuzz: $(STAMP)
 	$(RUN) $(PY) scripts/fuzz.py --frames $(FRAMES) --sim $(SIM)
 
