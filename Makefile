@@ -27,6 +27,7 @@ help:
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
 	@echo "make soak   - 1M messages per design over faulty links on Verilator (MESSAGES=N) -> build/soak/"
+	@echo "make fuzz   - mutated frames into both receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -71,6 +72,12 @@ regress: $(STAMP)
 MESSAGES ?= 1000000
 soak: $(STAMP)
 	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES)
+
+# Mutation fuzz of both receivers: FRAMES fuzz frames per design (default 100,000).
+FRAMES ?= 100000
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(RUN) $(PY) scripts/fuzz.py --frames $(FRAMES) --sim $(SIM)
 
 waves: $(STAMP)
 	@$(RUN) $(PY) scripts/waves.py

@@ -1,0 +1,96 @@
+"""The fuzz invariants, checked on the RTL's results without the golden model.
+
+Each function takes what the RTL left (memory words, counters, recorded writes) and what
+the fuzz scenario says is allowed (windows, frames injected, the tail's bytes), and
+returns a list of violations (text; empty: none). They are used by the fuzz cocotb
+modules (:mod:`tb.rdma.cocotb_fuzz`, :mod:`tb.nic.cocotb_fuzz`) and tested on their own
+with images that break them (tests/test_fuzz.py).
+"""
+
+__all__ = ["outside_windows", "writes_outside", "counted_once", "tail_missing",
+           "add_counts", "read_bytes"]
+
+
+def _inside(byte, windows):
+    return any(base <= byte < base + size for base, size in windows)
+
+
+def outside_windows(words, initial, windows, word_bytes):
+    """Bytes of a memory outside every window that differ from the initial image.
+
+    ``words``: the memory after the run (a list of ints, word ``k`` at byte
+    ``k * word_bytes``); ``initial``: ``{word: int}`` before it (missing: 0);
+    ``windows``: ``(first byte, bytes)`` where writes are allowed. Returns violations
+    naming the first 8 bytes found (their address, value before and after)."""
+    bad = []
+    for k, value in enumerate(words):
+        before = initial.get(k, 0)
+        if value == before:
+            continue
+        diff = value ^ before
+        for j in range(word_bytes):
+            if (diff >> (8 * j)) & 0xFF and not _inside(k * word_bytes + j, windows):
+                bad.append(f"byte {k * word_bytes + j:#x} outside every window changed "
+                           f"{(before >> 8 * j) & 0xFF:#04x} -> {(value >> 8 * j) & 0xFF:#04x}")
+                if len(bad) >= 8:
+                    return bad
+    return bad
+
+
+def writes_outside(writes, windows, word_bytes):
+    """Recorded memory writes ``(word, byte enables)`` that touch a byte outside every
+    window ``(first byte, bytes)``."""
+    bad = []
+    for k, (word, be) in enumerate(writes):
+        for j in range(word_bytes):
+            if (be >> j) & 1 and not _inside(word * word_bytes + j, windows):
+                bad.append(f"write {k} (word {word}, byte enables {be:#x}) touches byte "
+                           f"{word * word_bytes + j:#x} outside every window")
+                break
+        if len(bad) >= 8:
+            break
+    return bad
+
+
+def counted_once(counters, outcomes, injected):
+    """The outcome counters ``outcomes`` (accepted + one per drop reason) must add up
+    to the frames injected: each frame counted exactly once. Counters that read as
+    text (X bits) are a violation of their own."""
+    bad = [f"counter {n} reads {counters[n]!r}" for n in outcomes
+           if not isinstance(counters[n], int)]
+    total = sum(counters[n] for n in outcomes if isinstance(counters[n], int))
+    if total != injected:
+        bad.append(f"outcome counters add up to {total}, {injected} frames injected "
+                   f"({', '.join(f'{n}={counters[n]}' for n in outcomes if counters[n])})")
+    return bad
+
+
+def tail_missing(read, want):
+    """The tail's bytes ``want`` (``{byte address: bytes}``) that the memory does not
+    hold: ``read(address, n)`` returns ``n`` bytes of the memory."""
+    bad = []
+    for addr, payload in sorted(want.items()):
+        have = read(addr, len(payload))
+        if have != payload:
+            first = next(j for j in range(len(payload)) if have[j] != payload[j])
+            bad.append(f"tail write at {addr:#x} ({len(payload)} bytes) not delivered: "
+                       f"byte {first} is {have[first]:#04x}, sent {payload[first]:#04x}")
+    return bad
+
+
+def add_counts(total, counts):
+    """Add the ``{name: n}`` ``counts`` into ``total`` (in place); returns ``total``."""
+    for name, n in counts.items():
+        total[name] = total.get(name, 0) + n
+    return total
+
+
+def read_bytes(words, word_bytes):
+    """``read(address, n)`` over a memory given as a list of words."""
+    def read(addr, n):
+        first, last = addr // word_bytes, (addr + n - 1) // word_bytes
+        raw = b"".join(words[k].to_bytes(word_bytes, "little")
+                       for k in range(first, last + 1))
+        return raw[addr - first * word_bytes:][:n]
+    return read
+

@@ -1,0 +1,111 @@
+"""cocotb fuzz of the RDMA responder on RdmaTop: chunks of mutated frames, then a tail.
+
+Each chunk (:func:`pymodel.scenarios.fuzz.rdma_chunk`) is a fresh load and reset of the
+same simulation (:class:`tb.rdma.testbench.RdmaTestbench`, ``clear``): its frames are
+played on the A->B link by the ``inject`` player with seeded gaps (``inject_stall``),
+the golden model (:func:`pymodel.rdma.system.simulate`) plays the same, and the chunk
+is checked twice:
+
+* RTL = model: every beat on both links with its cycle, every counter of both engines,
+  host interfaces and links, both whole host memories (:meth:`RdmaTestbench.compare`);
+* without the model (:mod:`tb.fuzz_checks`): no byte of host memory B outside the
+  writable MRs' windows and the created QPs' context words changed; the responder's
+  outcome counters add up to the frames injected (each counted once); the run ended
+  within a budget computed from the beats injected (no hang); the sentinel tail landed
+  byte for byte.
+
+Parameters (``COSIM_PARAMS``): ``seed``, ``chunks`` (chunk numbers), ``frames`` (fuzz
+frames per chunk), ``fillers`` (bad-FCS frames before the tail, default 256),
+``inject_stall``, ``out`` (a file that gets one JSON line per chunk).
+The test fails if any chunk has a mismatch or a violation.
+"""
+
+import json
+import time
+from collections import Counter
+
+import cocotb
+
+from pymodel.scenarios.fuzz import rdma_chunk
+from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
+from tb.cosim import cosim_params
+from tb.fuzz_checks import counted_once, outside_windows, read_bytes, tail_missing
+from tb.rdma.cocotb_rdma import SETTLE, config, run_model
+from tb.rdma.testbench import RdmaTestbench
+from tb.scoreboard import Scoreboard
+
+#: Responder counters of a frame's outcome: accepted, or one reason of being dropped.
+OUTCOMES = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
+#: The no-hang budget, independent of the model: cycles per injected beat (the inject
+#: player's gaps included) plus a constant (context fills, the last ACKs).
+BUDGET_PER_BEAT, BUDGET_CYCLES = 16, 20000
+
+
+def chunk_invariants(got, chunk, injected):
+    """The model-free checks of one chunk on the RTL's results ``got`` (the dict of
+    :meth:`RdmaTestbench.compare`): a list of violations."""
+    v = chunk.verbs
+    allowed = [(base, n) for base, n in chunk.writable]
+    allowed += [(word * 64, 64) for word in chunk.contexts]
+    bad = outside_windows(got["mem_b"], v.mem_b, allowed, 64)
+    bad += counted_once(got["resp"], OUTCOMES, injected)
+    bad += tail_missing(read_bytes(got["mem_b"], 64), chunk.tail)
+    return bad
+
+
+@cocotb.test()
+async def rdma_fuzz(dut):
+    p = cosim_params()
+    cfg, _ = config(p["top"], {})
+    stall = tuple(p.get("inject_stall", (7, 192)))
+    tb = RdmaTestbench(dut, cfg.depth)
+    failures = 0
+    for n, k in enumerate(p["chunks"]):
+        t0 = time.perf_counter()
+        chunk = rdma_chunk(p["seed"], k, p["frames"], depth=cfg.depth,
+                           mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256))
+        frames = [m.frame for m in chunk.frames]
+        beats = sum(-(-len(f) // 64) for f in frames)
+        if beats > tb_capacity(dut):
+            raise ValueError(f"chunk {k}: {beats} beats do not fit the inject player "
+                             f"({tb_capacity(dut)}); use a smaller --chunk")
+        v = chunk.verbs
+        model = run_model(cfg, v, frames, stall)
+        ports = {name: getattr(cfg, name) for name in ("qpc_base_a", "qpc_base_b", "cq_base",
+                                                       "cq_log2", "serial", "ack_every",
+                                                       "ack_frames")}
+        ports["ack_timeout"] = 0
+        ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
+        tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=[], release=[],
+                inject=frames, inject_stall=stall, ports=ports, clear=n > 0,
+                links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
+        tb.arm_for(model)
+        budget = BUDGET_PER_BEAT * beats + BUDGET_CYCLES
+        await tb.run(timeout_cycles=budget, settle=SETTLE, read_only=False)
+        sb = Scoreboard(dut._log)
+        got = tb.compare(sb, model, 0)
+        violations = chunk_invariants(got, chunk, len(frames))
+        resp = got["resp"]
+        record = {
+            "chunk": k, "frames": chunk.fuzz_frames, "injected": len(frames),
+            "cycles": tb.end, "model_cycles": model["cycles"],
+            "by_outcome": {o: resp[o] for o in OUTCOMES if isinstance(resp[o], int)},
+            "by_mutation": dict(Counter(m.label for m in chunk.frames)),
+            "by_field": dict(Counter(m.field for m in chunk.frames if m.field)),
+            "violations": violations, "hangs": int(tb.hang is not None),
+            "hang": tb.hang, "mismatches": len(sb.mismatches),
+            "first_mismatches": sb.mismatches[:8], "seconds": time.perf_counter() - t0,
+        }
+        failures += bool(violations or tb.hang or sb.mismatches)
+        for line in violations + sb.mismatches[:8]:
+            dut._log.error("chunk %d: %s", k, line)
+        if p.get("out"):
+            with open(p["out"], "a") as f:
+                f.write(json.dumps(record) + "\n")
+    assert p["chunks"], "no chunk to run"
+    assert failures == 0, f"{failures} of {len(p['chunks'])} chunks failed (see the log)"
+
+
+def tb_capacity(dut):
+    """Beats the inject player holds."""
+    return len(dut.inject.items)
