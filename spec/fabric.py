@@ -12,7 +12,7 @@ own code.
 
 __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
            "CORRUPT_BEAT_SHIFT", "TX_COUNTERS", "RX_COUNTERS", "COUNTER_PORTS",
-           "retry_sizes"]
+           "retry_sizes", "SWITCH_COUNTERS", "SOURCE_WRITES", "check_source_write"]
 
 # -- The faulty link ------------------------------------------------------------------------
 
@@ -66,3 +66,24 @@ def retry_sizes(latency, max_frame_beats):
     trip = 2 * latency + 2 * max_frame_beats + 8
     return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
         trip + max_frame_beats
+
+
+# -- The switch's source check ---------------------------------------------------------
+
+#: Counters of the switch (32 bits, wrap; NicTop ports of the same name).
+SWITCH_COUNTERS = ("drop_spoofed",)
+#: Items of NicTop's ``src`` player (source-table writes).
+SOURCE_WRITES = 16
+
+
+def check_source_write(ports, node, port):
+    """Check one source-table write ``(node, port)`` of a switch of ``ports`` ports:
+    ``node`` a node id 0..255, ``port`` an ingress port 0..``ports - 1`` or ``ports``
+    (any port). Returns ``(node, port)``; raises ``ValueError`` naming the bad field.
+    Ref: docs/nic.md, "Source check at the switch"."""
+    if not isinstance(node, int) or not 0 <= node <= 255:
+        raise ValueError(f"source write: node must be a node id 0..255, not {node!r}")
+    if not isinstance(port, int) or not 0 <= port <= ports:
+        raise ValueError(f"source write: port must be an ingress port 0..{ports - 1} or "
+                         f"{ports} (any port), not {port!r}")
+    return node, port
