@@ -16,7 +16,13 @@ from rtl.nic.nic_tx import NicTx
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
-from spec.fabric import COUNTER_PORTS, SETTINGS, SOURCE_WRITES, SWITCH_COUNTERS
+from spec.fabric import (
+    COUNTER_PORTS,
+    RETRY_SETTINGS,
+    SETTINGS,
+    SOURCE_WRITES,
+    SWITCH_COUNTERS,
+)
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES
@@ -73,7 +79,8 @@ class NicTop(HarnessTop):
     With ``retry`` every uplink and downlink is a :class:`ReliableLink` (link-level
     retry over a faulty wire; docs/recovery.md) instead of a plain ``Link``, and the
     switch holds its egress beats while a downlink's replay buffer is full. The wires
-    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS`); wire ``k``
+    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS` and
+    :data:`spec.fabric.RETRY_SETTINGS`: tags and ACK/NAKs damaged too); wire ``k``
     (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
     ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
     ``down<p>_<name>`` (:data:`spec.fabric.COUNTER_PORTS`).
@@ -117,7 +124,8 @@ class NicTop(HarnessTop):
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
         ports.update({name: Out(32) for name in SWITCH_COUNTERS})
         if self.retry:
-            ports.update({f"flt_{name}": In(bits) for name, bits in SETTINGS.items()})
+            ports.update({f"flt_{name}": In(bits) for name, bits in
+                          {**SETTINGS, **RETRY_SETTINGS}.items()})
         players["tbl"] = (table_write_layout(nodes), 16)
         players["src"] = (source_write_layout(nodes), SOURCE_WRITES)
         for p in range(nodes):
@@ -205,7 +213,7 @@ class NicTop(HarnessTop):
                 ]
             if self.retry:
                 for k, (side, link) in enumerate((("up", up), ("down", down))):
-                    for name in SETTINGS:
+                    for name in (*SETTINGS, *RETRY_SETTINGS):
                         value = getattr(self, f"flt_{name}")
                         if name == "seed":
                             value = (value + 2 * p + k)[:16]

@@ -92,7 +92,8 @@ class NicTestbench:
         h.load_player("src", [self._src.const({"node": n, "port": o}).as_bits()
                               for n, o in checked])
         if link_settings is not None:
-            for name, value in link_settings.ports().items():
+            for name, value in {**link_settings.ports(),
+                                **link_settings.retry_ports()}.items():
                 h.set(f"flt_{name}", value)
         for p in range(self.nodes):
             if self.sources[p].loaded:         # a later run: fresh players, fresh models
