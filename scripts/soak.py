@@ -10,8 +10,11 @@ The NIC runs with link-level retry on all 8 wires of its 4-node top (W = 64 byte
 compact framing, all-to-all stores of 64 to 256 bytes with random gaps); the RDMA
 engine runs with go-back-N over faulty data and ACK links. Both see a corruption rate
 of 1e-3 per frame per wire by default (plus drops and duplicates at ``--drop-rate`` and
-``--dup-rate``). Each design is one Verilator simulation (``-O2``) in chunks; the first
-chunk of each is also compared with the golden model.
+``--dup-rate``); the NIC's wires also damage the retry's sequence tags and drop and
+damage its ACK/NAKs (``--tag-rate``, ``--ack-drop-rate``, ``--ack-corrupt-rate``, by
+default at the frames' corruption and drop rates). Each design is one Verilator
+simulation (``-O2``) in chunks; the first chunk of each is also compared with the golden
+model.
 
 Prints, per design: messages, recovered (frames the wires damaged, all of which then
 arrived once and whole), lost (must be 0), corrupted memory bytes (must be 0), hangs
@@ -66,6 +69,15 @@ def _args(argv):
                     help="probability that a frame is dropped, per wire (default 1e-4)")
     ap.add_argument("--dup-rate", type=_rate, default=1e-4,
                     help="probability that a frame is sent twice, per wire (default 1e-4)")
+    ap.add_argument("--tag-rate", type=_rate, default=None,
+                    help="NIC: probability that a frame's sequence tag gets a flipped bit, "
+                         "per wire (default: --corrupt-rate)")
+    ap.add_argument("--ack-drop-rate", type=_rate, default=None,
+                    help="NIC: probability that an ACK/NAK is lost, per wire (default: "
+                         "--drop-rate)")
+    ap.add_argument("--ack-corrupt-rate", type=_rate, default=None,
+                    help="NIC: probability that an ACK/NAK gets a flipped bit, per wire "
+                         "(default: --corrupt-rate)")
     ap.add_argument("--stall-rate", type=int, default=64, choices=range(0, 256),
                     metavar="0..255",
                     help="gaps in every command stream, out of 256 cycles (default 64)")
@@ -73,7 +85,13 @@ def _args(argv):
     ap.add_argument("--only", choices=("nic", "rdma"), default=None,
                     help="soak one design only")
     ap.add_argument("--out", default=str(OUT), help="folder of soak.json (build/soak)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    # The retry's signalling is damaged at the rates of the frames by default.
+    for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),
+                       ("ack_corrupt_rate", "corrupt_rate")):
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(args, like))
+    return args
 
 
 def soak_nic(args, messages):
@@ -88,7 +106,9 @@ def soak_nic(args, messages):
                   model_stores=64, per_chunk=per_chunk, chunks=chunks,
                   corrupt_rate=rate_per_65535(args.corrupt_rate),
                   drop_rate=rate_per_65535(args.drop_rate),
-                  dup_rate=rate_per_65535(args.dup_rate), stall_rate=args.stall_rate)
+                  dup_rate=rate_per_65535(args.dup_rate), stall_rate=args.stall_rate,
+                  **{k: rate_per_65535(getattr(args, k))
+                     for k in ("tag_rate", "ack_drop_rate", "ack_corrupt_rate")})
     print(f"nic: {4 * (64 + chunks * per_chunk)} stores in {chunks + 1} chunks "
           "(Verilator -O2; progress in the simulator's log)", flush=True)
     run = run_cosim(design, name="nic_soak_top", test_module="tb.soak.cocotb_nic_soak",
@@ -112,7 +132,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: getattr(args, k) for k in ("corrupt_rate", "drop_rate", "dup_rate",
-                                                "stall_rate", "seed")}
+                                                "tag_rate", "ack_drop_rate",
+                                                "ack_corrupt_rate", "stall_rate", "seed")}
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same

@@ -12,7 +12,9 @@ own code.
 
 __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_PER_FRAME",
            "CORRUPT_BEAT_SHIFT", "TX_COUNTERS", "RX_COUNTERS", "COUNTER_PORTS",
-           "retry_sizes"]
+           "RETRY_SETTINGS", "RETRY_LINK_COUNTERS", "TAG_SEED_XOR", "SIDE_SEED_XOR",
+           "TAG_WORDS", "SIDE_WORDS",
+           "retry_sizes", "SWITCH_COUNTERS", "SOURCE_WRITES", "check_source_write"]
 
 # -- The faulty link ------------------------------------------------------------------------
 
@@ -36,18 +38,39 @@ WORDS_PER_FRAME = len(FAULT_KINDS) + 1
 #: The corrupted beat is ``position_word >> CORRUPT_BEAT_SHIFT`` (0..15) of the frame.
 CORRUPT_BEAT_SHIFT = 12
 
+#: Faults of a link's retry signalling (a FaultyLink with a tag or a sideband only):
+#: ``tag_rate`` flips one bit of a frame's sequence tag (on all its beats),
+#: ``ack_drop_rate`` / ``ack_corrupt_rate`` drop or flip one bit of an ACK/NAK on the
+#: reverse sideband; each ``rate / 65535`` per frame or per ACK/NAK, no bursts.
+RETRY_SETTINGS = {"tag_rate": 16, "ack_drop_rate": 16, "ack_corrupt_rate": 16}
+#: Their counters (32 bits): frames sent with a flipped tag (dropped ones not counted),
+#: ACK/NAKs dropped, ACK/NAKs sent with a flipped bit.
+RETRY_LINK_COUNTERS = ("tag_corrupted", "acks_dropped", "acks_corrupted")
+#: The tag and sideband faults draw from LFSRs of their own (so that the frame faults
+#: stay those of the seed): started at ``seed ^ TAG_SEED_XOR`` and ``seed ^
+#: SIDE_SEED_XOR`` (0 read as 1). The tag LFSR advances ``TAG_WORDS * WORD_STEPS`` steps
+#: at each first beat (words: draw, bit position), the sideband LFSR ``SIDE_WORDS *
+#: WORD_STEPS`` at each ACK/NAK (words: drop draw, corrupt draw, bit position). A
+#: position word ``w`` picks bit ``(w * bits) >> 16`` of a field of ``bits`` bits.
+TAG_SEED_XOR = 0x5A5A
+SIDE_SEED_XOR = 0x3C3C
+TAG_WORDS = 2
+SIDE_WORDS = 3
+
 # -- The link-level retry -------------------------------------------------------------------
 
-#: Counters of the sending end (ReplayTx; 32 bits, wrap).
+#: Counters of the sending end (ReplayTx; 32 bits, wrap); ``acks_bad``: ACK/NAKs ignored
+#: because their check bit failed.
 TX_COUNTERS = ("frames", "resent_frames", "resent_beats", "naks", "timeouts",
-               "replay_cycles")
-#: Counters of the receiving end (ReplayRx; 32 bits, wrap).
+               "replay_cycles", "acks_bad")
+#: Counters of the receiving end (ReplayRx; 32 bits, wrap); ``tag_bad``: frames whose
+#: sequence tag failed its check bit (discarded like a lost frame).
 RX_COUNTERS = ("frames_ok", "fcs_bad", "out_of_order", "duplicates", "acks", "naks",
-               "no_room")
+               "no_room", "tag_bad")
 #: Counter ports of a reliable link: ``tx_*`` (ReplayTx), ``rx_*`` (ReplayRx), ``link_*``
 #: (the FaultyLink's counters and flags; the flags are 1 bit, the rest 32).
 COUNTER_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS]
-                      + [f"link_{n}" for n in COUNTERS + FLAGS])
+                      + [f"link_{n}" for n in COUNTERS + RETRY_LINK_COUNTERS + FLAGS])
 
 
 def _pow2(n):
@@ -66,3 +89,24 @@ def retry_sizes(latency, max_frame_beats):
     trip = 2 * latency + 2 * max_frame_beats + 8
     return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
         trip + max_frame_beats
+
+
+# -- The switch's source check ---------------------------------------------------------
+
+#: Counters of the switch (32 bits, wrap; NicTop ports of the same name).
+SWITCH_COUNTERS = ("drop_spoofed",)
+#: Items of NicTop's ``src`` player (source-table writes).
+SOURCE_WRITES = 16
+
+
+def check_source_write(ports, node, port):
+    """Check one source-table write ``(node, port)`` of a switch of ``ports`` ports:
+    ``node`` a node id 0..255, ``port`` an ingress port 0..``ports - 1`` or ``ports``
+    (any port). Returns ``(node, port)``; raises ``ValueError`` naming the bad field.
+    Ref: docs/nic.md, "Source check at the switch"."""
+    if not isinstance(node, int) or not 0 <= node <= 255:
+        raise ValueError(f"source write: node must be a node id 0..255, not {node!r}")
+    if not isinstance(port, int) or not 0 <= port <= ports:
+        raise ValueError(f"source write: port must be an ingress port 0..{ports - 1} or "
+                         f"{ports} (any port), not {port!r}")
+    return node, port

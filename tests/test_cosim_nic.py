@@ -20,13 +20,16 @@ def nic_params(framing, **scenario):
                                                  ("all_to_all", 0),
                                                  ("all_to_all", 80), ("remap", 0),
                                                  ("hotspot", 0),
-                                                 ("bad", 40), ("windows", 0)])
+                                                 ("bad", 40), ("windows", 0),
+                                                 ("spoof", 0)])
 def test_nic_scenarios(sim, framing, scenario, stall_rate, test_id):
     """Frames byte for byte and cycle for cycle, every memory write and its cycle, every
     credit return, drop counters and final memories equal the model's. ``windows`` also
     writes per-source receive windows (played from cycle 0, one write racing the
     frames) and checks, independently of the model, that each memory holds exactly the
-    authorised stores."""
+    authorised stores. ``spoof`` has a node forge another's source id: the switch drops
+    and counts exactly its frames, and every memory holds exactly the legitimate stores
+    (checked independently of the model too)."""
     top, params = nic_params(framing, scenario=scenario, seed=11, count=6,
                              stall_rate=stall_rate, messages=12, msg_bytes=128)
     run_cosim(top, name=f"nic_top_{framing}", test_module="tb.nic.cocotb_nic", sim=sim,

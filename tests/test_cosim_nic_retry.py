@@ -18,21 +18,27 @@ FAULTS = {
     "dup": FaultSettings(seed=7, dup_rate=P(0.05), dup_burst=2),
     "mixed": FaultSettings(seed=9, drop_rate=P(0.03), corrupt_rate=P(0.03),
                            dup_rate=P(0.03)),
+    # The retry's signalling damaged too: sequence tags flipped, ACK/NAKs lost and flipped.
+    "signalling": FaultSettings(seed=11, corrupt_rate=P(0.03), tag_rate=P(0.05),
+                                ack_drop_rate=P(0.05), ack_corrupt_rate=P(0.05)),
 }
 
 
 @pytest.mark.parametrize("framing,faults,stall_rate", [
     ("compact", "clean", 0), ("compact", "drop", 0), ("compact", "corrupt", 80),
-    ("l2", "dup", 0), ("l2", "mixed", 80),
+    ("l2", "dup", 0), ("l2", "mixed", 80), ("compact", "signalling", 0),
 ])
 def test_nic_retry(sim, framing, faults, stall_rate, test_id):
     """All-to-all stores (1 B to 1 KiB, so some cut in segments) from 4 nodes over 8
     faulty wires: frames, cycles, writes, credits, every link counter and the memories
-    equal the model's, and each memory holds exactly the stores sent to it."""
+    equal the model's, and each memory holds exactly the stores sent to it. With
+    ``signalling`` the wires also damage sequence tags and drop and damage ACK/NAKs: the
+    receivers must catch every damaged tag and the senders every damaged ACK/NAK."""
     top = NicTop(framing=framing, items=1024, events=1024, retry=True, **TOP)
     settings = FAULTS[faults]
     params = dict(TOP, framing=framing, credits=top.credits, seed=21, count=8,
                   stall_rate=stall_rate, faults=vars(settings),
-                  expect_damage=faults != "clean")
+                  expect_damage=faults != "clean",
+                  expect_signalling=faults == "signalling")
     run_cosim(top, name=f"nic_retry_top_{framing}", test_module="tb.nic.cocotb_nic_retry",
               sim=sim, test_id=test_id, params=params)

@@ -279,3 +279,83 @@ def test_model_rejects_unordered_input():
         FaultyLinkModel(8, 1).run([(3, beat), (3, beat)])
     with pytest.raises(ValueError, match="fault probability"):
         rate_per_65535(1.5)
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_tag_and_sideband_faults(width):
+    """A link with a 17-bit tag and an 18-bit sideband, the frame faults and the retry's
+    signalling faults all on: every beat (tag included), cycle, sideband item and counter
+    equal the model's; independently of it, a frame with a damaged tag has exactly one
+    tag bit flipped, the same on all its beats, and its data untouched; each damaged
+    sideband item differs by one bit; and the frame faults are those of the same seed
+    without the signalling faults (their own LFSRs)."""
+    from pymodel.packet import pack_beat
+    from spec.formats.packet import packet_layout
+
+    tag_bits, side_bits, latency = 17, 18, 2
+    size = packet_layout(width).size
+    rng = random.Random(40 + width)
+    frames = _frames(rng, 31, (1, 3 * width))          # tags fit 17 bits
+    sent, k = [], -1
+    for c, b in _schedule(rng, frames, width, max_gap=4):
+        k += unpack_beat(width, b)[2]
+        sent.append((c, b | (k | k << 6 | k << 12) << size))   # tags 3 bits apart
+    side = {c: rng.getrandbits(side_bits) for c in range(0, sent[-1][0], 3)}
+    base = FaultSettings(seed=21, drop_rate=rate_per_65535(0.1),
+                         dup_rate=rate_per_65535(0.1))
+    settings = replace(base, tag_rate=rate_per_65535(0.3), ack_drop_rate=rate_per_65535(0.2),
+                       ack_corrupt_rate=rate_per_65535(0.3))
+    model = FaultyLinkModel(width, latency, tag_bits=tag_bits, side_bits=side_bits)
+    model.start(settings)
+    want = [x for c, b in sent for x in model.push(c, b)]
+    want_side = {c: model.side(v) for c, v in sorted(side.items())}
+    counters = dict(model.counters)
+    cycles = max(c for c, _ in want) + 4
+    dut = FaultyLink(width, latency, tag_bits=tag_bits, side_bits=side_bits)
+    at = dict(sent)
+    got, got_side, final = [], {}, {}
+
+    async def bench(ctx):
+        for name, value in {**settings.ports(), **settings.retry_ports()}.items():
+            ctx.set(getattr(dut, name), value)
+        for c in range(cycles):
+            beat = at.get(c)
+            ctx.set(dut.i.valid, beat is not None)
+            ctx.set(dut.i.payload.as_value(), beat or 0)
+            ctx.set(dut.side_i.valid, c in side)
+            ctx.set(dut.side_i.payload, side.get(c, 0))
+            if c in side:
+                got_side[c] = (ctx.get(dut.side_o.payload) if ctx.get(dut.side_o.valid)
+                               else None)
+            if ctx.get(dut.o.valid):
+                got.append((c, ctx.get(dut.o.payload.as_value())))
+            await ctx.tick()
+        for name in counters:
+            final[name] = ctx.get(getattr(dut, name))
+
+    run_sim(dut, bench, deadline_cycles=cycles + 2)
+    assert got == want and got_side == want_side and final == counters
+    assert counters["tag_corrupted"] > 0 and counters["acks_dropped"] > 0
+    assert counters["acks_corrupted"] > 0 and counters["duplicated"] > 0
+    # Independent of the model: each damaged sideband item is one bit off.
+    flipped = [bin(v ^ side[c]).count("1") for c, v in got_side.items() if v is not None]
+    assert sorted(set(flipped)) == [0, 1]
+    assert flipped.count(1) == counters["acks_corrupted"]
+    assert sum(v is None for v in got_side.values()) == counters["acks_dropped"]
+    # Tags: a frame's tag is one value on all its beats, a sent tag or one bit off one.
+    mask = (1 << size) - 1
+    sent_tags = [k | k << 6 | k << 12 for k in range(len(frames))]
+    frame_tags = []
+    for _, b in want:
+        if unpack_beat(width, b & mask)[2]:
+            frame_tags.append(set())
+        frame_tags[-1].add(b >> size)
+    assert all(len(t) == 1 for t in frame_tags)
+    dist = [min(bin(t ^ s).count("1") for s in sent_tags) for (t,) in frame_tags]
+    assert set(dist) == {0, 1}
+    # The frame faults ignore the signalling faults (LFSRs of their own).
+    plain = FaultyLinkModel(width, latency, tag_bits=tag_bits)
+    plain.start(base)
+    strip = [(c, b & mask) for c, b in want]
+    assert strip == [(c, b & mask) for s, x in sent for c, b in plain.push(s, x)]
+    assert pack_beat(width, 0, 1, 1, 1) & ~mask == 0

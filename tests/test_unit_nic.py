@@ -270,7 +270,7 @@ def test_switch_matches_model_with_table_write(framing):
 
     width, ports, depth, cycles = 8, 4, 64, 160
     dut = Switch(width, ports, framing, depth)
-    model = SwitchModel(ports, framing, depth)
+    model = SwitchModel(ports, framing, depth, width=width)
     rng = random.Random(7)
     remap = {1: 3, 3: 1}
     off = dst_byte(framing)

@@ -27,6 +27,12 @@ CASES = {
                             dup_rate=P(0.03), drop_burst=3, corrupt_burst=2, dup_burst=2),
     "heavy": FaultSettings(seed=17, drop_rate=P(0.15), corrupt_rate=P(0.15),
                            dup_rate=P(0.15)),
+    # The retry's own signalling damaged: sequence tags, then ACK/NAKs, then all of it.
+    "tag": FaultSettings(seed=19, tag_rate=P(0.1)),
+    "acks": FaultSettings(seed=23, ack_drop_rate=P(0.1), ack_corrupt_rate=P(0.1)),
+    "signalling": FaultSettings(seed=29, drop_rate=P(0.05), corrupt_rate=P(0.05),
+                                dup_rate=P(0.05), tag_rate=P(0.05), ack_drop_rate=P(0.05),
+                                ack_corrupt_rate=P(0.05)),
 }
 
 
@@ -88,7 +94,7 @@ def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, s
     out, final = [], {}
 
     async def bench(ctx):
-        for name, value in settings.ports().items():
+        for name, value in {**settings.ports(), **settings.retry_ports()}.items():
             ctx.set(getattr(dut, name), value)
         for c in range(cycles):
             beat = drv.offer(c)
@@ -121,9 +127,20 @@ def test_reliable_link_matches_model_and_delivers_everything(case, width, latenc
     # Independent of both: every frame once, whole and in order.
     assert beats_to_frames([b for _, b in got], width) == frames
     if case != "clean":
-        hit = counters["link_dropped"] + counters["link_corrupted"] + counters[
-            "link_duplicated"]
+        hit = sum(counters[f"link_{n}"] for n in ("dropped", "corrupted", "duplicated",
+                                                  "tag_corrupted", "acks_dropped",
+                                                  "acks_corrupted"))
         assert hit > 0, "the wire did no damage: the case tests nothing"
+    if case in ("tag", "signalling"):
+        # Every damaged tag was caught: the frame was discarded and sent again.
+        assert counters["link_tag_corrupted"] > 0
+        # (a duplicated frame's copy carries the same damaged tag)
+        assert 0 < counters["rx_tag_bad"] <= (counters["link_tag_corrupted"]
+                                              + counters["link_duplicated"])
+        assert counters["tx_resent_frames"] > 0
+    if case in ("acks", "signalling"):
+        assert counters["link_acks_dropped"] > 0 and counters["link_acks_corrupted"] > 0
+        assert counters["tx_acks_bad"] == counters["link_acks_corrupted"]
     if case in ("drop", "corrupt", "heavy", "bursts"):
         assert counters["tx_resent_frames"] > 0 and counters["tx_replay_cycles"] > 0
 
@@ -162,3 +179,29 @@ def test_replay_rx_parameter_errors():
         ReplayRx(8, 12)
     with pytest.raises(ValueError, match="max_frame_beats"):
         ReliableLink(8, 2, 0)
+
+
+@pytest.mark.parametrize("kind,faults", [
+    ("tag", dict(seed=2, drop_rate=P(0.2), tag_rate=P(0.3))),
+    ("ack", dict(seed=1, drop_rate=P(0.2), ack_corrupt_rate=P(0.4))),
+])
+def test_checks_are_what_saves_damaged_signalling(kind, faults, monkeypatch):
+    """Heavy damage to tags (or ACKs) on top of drops: with the check bits every frame
+    arrives once, whole and in order (RTL = model). The same run with the model's checks
+    switched off loses or repeats frames, so the checks, not luck, carry the case."""
+    import pymodel.fabric.reliable_link as rl
+
+    settings = FaultSettings(**faults)
+    frames = _frames(random.Random(faults["seed"]), 40, 8, 4)
+    args = (8, 2, 4, settings, frames, 2, 0.0, 3000, faults["seed"])
+    want, counters = _model(*args)
+    got, final = _rtl(*args)
+    assert got == want and final == counters
+    assert beats_to_frames([b for _, b in got], 8) == frames
+    assert counters["rx_tag_bad" if kind == "tag" else "tx_acks_bad"] > 0
+    monkeypatch.setattr(rl, "_parity", lambda value: 0)
+    try:
+        broken = beats_to_frames([b for _, b in _model(*args)[0]], 8) != frames
+    except (KeyError, RuntimeError, AssertionError):
+        broken = True
+    assert broken, "without the checks the damage went unnoticed: the case tests nothing"

@@ -19,7 +19,7 @@ def test_switch_holds_beats_while_egress_not_ready(framing, stall):
     leaves whole, once, on its port."""
     width, ports, depth, cycles = 8, 4, 64, 400
     dut = Switch(width, ports, framing, depth, backpressure=True)
-    model = SwitchModel(ports, framing, depth, backpressure=True)
+    model = SwitchModel(ports, framing, depth, backpressure=True, width=width)
     rng = random.Random(11)
     off = dst_byte(framing)
     streams, frames = {}, {p: [] for p in range(ports)}

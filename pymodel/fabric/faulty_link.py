@@ -16,7 +16,13 @@ from spec.fabric import (
     COUNTERS,
     FAULT_KINDS,
     FLAGS,
+    RETRY_LINK_COUNTERS,
+    RETRY_SETTINGS,
     SETTINGS,
+    SIDE_SEED_XOR,
+    SIDE_WORDS,
+    TAG_SEED_XOR,
+    TAG_WORDS,
     WORD_STEPS,
     WORDS_PER_FRAME,
 )
@@ -40,7 +46,9 @@ def rate_per_65535(probability):
 
 @dataclass(frozen=True)
 class FaultSettings:
-    """The run-time setting ports of the link; field names are the port names."""
+    """The run-time setting ports of the link; field names are the port names. The last
+    three (:data:`spec.fabric.RETRY_SETTINGS`) exist only on a link with a tag and a
+    sideband (a reliable link's wire)."""
 
     seed: int = 1
     drop_rate: int = 0
@@ -49,16 +57,26 @@ class FaultSettings:
     drop_burst: int = 1
     corrupt_burst: int = 1
     dup_burst: int = 1
+    tag_rate: int = 0
+    ack_drop_rate: int = 0
+    ack_corrupt_rate: int = 0
 
     def __post_init__(self):
-        if [f.name for f in fields(self)] != list(SETTINGS):
-            raise AssertionError("FaultSettings fields must follow rtl SETTINGS")
-        for name, bits in SETTINGS.items():
+        if [f.name for f in fields(self)] != list(SETTINGS) + list(RETRY_SETTINGS):
+            raise AssertionError("FaultSettings fields must follow spec SETTINGS and "
+                                 "RETRY_SETTINGS")
+        for name, bits in {**SETTINGS, **RETRY_SETTINGS}.items():
             _check(name, getattr(self, name), 0, (1 << bits) - 1)
 
     def ports(self):
-        """``{port name: value}`` to drive the link's setting ports with."""
+        """``{port name: value}`` to drive the link's setting ports with (those of every
+        link, :data:`spec.fabric.SETTINGS`)."""
         return {name: getattr(self, name) for name in SETTINGS}
+
+    def retry_ports(self):
+        """``{port name: value}`` of the tag and sideband faults (a reliable link's wire,
+        :data:`spec.fabric.RETRY_SETTINGS`)."""
+        return {name: getattr(self, name) for name in RETRY_SETTINGS}
 
 
 def _advance(state, steps):
@@ -98,12 +116,33 @@ class FaultPattern:
         return hits, words[-1]
 
 
+class _Words:
+    """An LFSR of its own for the tag or sideband faults: started at ``seed ^ xor``
+    (0 read as 1); :meth:`take` returns the next ``n`` words (``WORD_STEPS`` apart) and
+    moves on ``n * WORD_STEPS`` steps."""
+
+    def __init__(self, seed, xor):
+        self.state = (seed ^ xor) or 1
+
+    def take(self, n):
+        out = []
+        for _ in range(n):
+            out.append(self.state)
+            self.state = _advance(self.state, WORD_STEPS)
+        return out
+
+
+def _bit(word, bits):
+    """The bit a position word picks in a field of ``bits`` bits."""
+    return (word * bits) >> 16
+
+
 class FaultyLinkModel:
     """Beats in -> beats out of a :class:`rtl.fabric.faulty_link.FaultyLink`.
 
     Parameters are those of the RTL and are checked the same way. Beats are flat
     integers (:func:`pymodel.packet.pack_beat`); bits above the packet fields are the
-    sideband tag (``tag_bits``), carried untouched. After :meth:`run`,
+    sideband tag (``tag_bits``), carried untouched but for the tag fault. After :meth:`run`,
     ``fifo_high_water`` holds the most beats that waited in the FIFO at once (a model
     only statistic, to size ``fifo_depth``).
 
@@ -111,8 +150,10 @@ class FaultyLinkModel:
     by beat (a beat's outputs never depend on later beats), for models with feedback.
     """
 
-    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0):
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0,
+                 side_bits=0):
         self.width = check_width(width)
+        self.side_bits = _check("side_bits", side_bits, 0, 32)
         self.latency = _check("link latency (cycles)", latency, 1, 1024)
         self.max_frame_beats = _check("max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = _check("fifo_depth", fifo_depth, 1, 4096)
@@ -132,8 +173,17 @@ class FaultyLinkModel:
 
     def start(self, settings=None):
         """Reset the link with ``settings`` (a :class:`FaultSettings`; default no faults)."""
-        self.pattern = FaultPattern(settings or FaultSettings())
+        settings = settings or FaultSettings()
+        self.settings = settings
+        self.pattern = FaultPattern(settings)
+        self.tag_words = _Words(settings.seed, TAG_SEED_XOR)
+        self.side_words = _Words(settings.seed, SIDE_SEED_XOR)
+        self._tag_flip = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
+        if self.tag_bits:
+            self.counters[RETRY_LINK_COUNTERS[0]] = 0
+        if self.side_bits:
+            self.counters.update(dict.fromkeys(RETRY_LINK_COUNTERS[1:], 0))
         self.counters.update(dict.fromkeys(FLAGS, 0))
         self.fifo_high_water = 0
         self._hits = dict.fromkeys(FAULT_KINDS, False)
@@ -162,16 +212,34 @@ class FaultyLinkModel:
             counters["frames_in"] += 1
             counters["dropped"] += self._hits["drop"]
             counters["corrupted"] += self._hits["corrupt"] and not self._hits["drop"]
+            if self.tag_bits:
+                draw, where = self.tag_words.take(TAG_WORDS)
+                hit = draw <= self.settings.tag_rate and not self._hits["drop"]
+                self._tag_flip = 1 << _bit(where, self.tag_bits) if hit else 0
+                counters["tag_corrupted"] += hit
         hits = self._hits
         if hits["drop"]:
             self._index = (self._index + 1) % 16
             return []
+        beat ^= self._tag_flip << packet_layout(self.width).size
         target = self._position >> CORRUPT_BEAT_SHIFT
         if hits["corrupt"] and not self._flipped and (self._index == target or last):
             beat = self._flip(beat, self._position)
             self._flipped = True
         self._index = (self._index + 1) % 16
         return self._output(cycle + self.latency, beat, hits["dup"])
+
+    def side(self, value):
+        """One item of the reverse sideband (``side_bits`` wide) enters: returns it as
+        it leaves (combinationally), with a bit flipped, or None when dropped."""
+        drop_w, corrupt_w, where = self.side_words.take(SIDE_WORDS)
+        if drop_w <= self.settings.ack_drop_rate:
+            self.counters["acks_dropped"] += 1
+            return None
+        if corrupt_w <= self.settings.ack_corrupt_rate:
+            self.counters["acks_corrupted"] += 1
+            return value ^ 1 << _bit(where, self.side_bits)
+        return value
 
     def _output(self, ready, beat, dup):
         """The output stage: each beat leaves at ``max(ready, next free cycle)``."""

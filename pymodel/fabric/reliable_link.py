@@ -12,12 +12,36 @@ from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fcs import fcs_ok
 from pymodel.packet import unpack_beat
 from spec.fabric import RX_COUNTERS, TX_COUNTERS, retry_sizes
-from spec.formats.link_retry import SEQ_BITS
+from spec.formats.link_retry import SEQ_BITS, TAG_BITS, ack_layout
 from spec.formats.packet import packet_layout
 
 __all__ = ["ReliableLinkModel"]
 
 _MASK = (1 << SEQ_BITS) - 1
+
+
+def _parity(value):
+    return bin(value).count("1") & 1
+
+
+def _tag(seq):
+    """The tag of frame ``seq``: the number and, above it, its check bit."""
+    return seq | _parity(seq) << SEQ_BITS
+
+
+def _ack_bits(seq, nak):
+    """An ACK/NAK as the sideband carries it (fields of ``ack_layout``, check bit last)."""
+    lay = ack_layout
+    value = seq << lay["seq"].offset | int(nak) << lay["nak"].offset
+    return value | _parity(value) << lay["check"].offset
+
+
+def _ack_fields(bits):
+    """``(seq, nak)`` of a sideband item, or None when its check fails."""
+    if _parity(bits):
+        return None
+    lay = ack_layout
+    return (bits >> lay["seq"].offset) & _MASK, bool(bits >> lay["nak"].offset & 1)
 
 
 class ReliableLinkModel:
@@ -38,10 +62,11 @@ class ReliableLinkModel:
         self.timeout = timeout or t
         self.size = packet_layout(width).size
         self.wire = FaultyLinkModel(width, latency, max_frame_beats,
-                                    2 * max_frame_beats + 2, tag_bits=SEQ_BITS)
+                                    2 * max_frame_beats + 2, tag_bits=TAG_BITS,
+                                    side_bits=ack_layout.size)
         self.wire.start(settings or FaultSettings())
         self.arrivals = {}                 # cycle -> tagged beat from the wire
-        self.acks = {}                     # cycle -> (seq, nak) reaching the sender
+        self.acks = {}                     # cycle -> sideband item reaching the sender
         self.counters = {f"tx_{n}": 0 for n in TX_COUNTERS}
         self.counters.update({f"rx_{n}": 0 for n in RX_COUNTERS})
         # Sender.
@@ -54,7 +79,7 @@ class ReliableLinkModel:
         # Receiver.
         self.delivered, self.frame_beats = deque(), []
         self.expected = 0
-        self.nak_sent = self.taking = self.spilled = False
+        self.nak_sent = self.taking = self.spilled = self.tag_bad = False
         self.frame = bytearray()
         self.trace = None
 
@@ -80,7 +105,11 @@ class ReliableLinkModel:
         cnt["tx_replay_cycles"] += self.pending or self.rd != self.hw
         release = nak = False
         new_ptr, new_acked = self.ack_ptr, self.acked
-        ev = self.acks.pop(c, None)
+        bits = self.acks.pop(c, None)
+        ev = None if bits is None else _ack_fields(bits)
+        if bits is not None and ev is None:
+            cnt["tx_acks_bad"] += 1
+            self._log(c, "ack_bad", {"bits": bits})
         if ev is not None:
             seq, is_nak = ev
             self._log(c, "ack", {"seq": seq, "nak": is_nak})
@@ -101,7 +130,7 @@ class ReliableLinkModel:
             again = self.rd != self.hw
             self._log(c, "send", {"seq": self.tx_seq, "first": first, "last": last,
                                   "again": again})
-            for out_cycle, out in self.wire.push(c, flat | self.tx_seq << self.size):
+            for out_cycle, out in self.wire.push(c, flat | _tag(self.tx_seq) << self.size):
                 self.arrivals[out_cycle] = out
             self.rd += 1
             self.mid = not last
@@ -145,11 +174,15 @@ class ReliableLinkModel:
             self.delivered.popleft()
         if tagged is None:
             return out
-        tag = tagged >> self.size
+        tag_bits = tagged >> self.size
+        tag_ok = not _parity(tag_bits)
+        tag = tag_bits & _MASK
         flat = tagged & ((1 << self.size) - 1)
         data, nbytes, first, last = unpack_beat(self.w, flat)
         room = level + (0 if first else len(self.frame_beats)) < self.rx_depth
-        take = (tag == self.expected) if first else self.taking
+        if first:
+            self.tag_bad = not tag_ok
+        take = (tag_ok and tag == self.expected) if first else self.taking
         spill = (take and not room) or (not first and self.spilled)
         self.taking, self.spilled = take, spill
         if first:
@@ -168,7 +201,8 @@ class ReliableLinkModel:
             ack = (self.expected, False)
             cnt["rx_frames_ok"] += 1
             cnt["rx_acks"] += 1
-        elif not take and (self.expected - tag) & _MASK < 1 << (SEQ_BITS - 1):
+        elif (not take and tag_ok and not self.tag_bad
+              and (self.expected - tag) & _MASK < 1 << (SEQ_BITS - 1)):
             ack = (self.expected, False)
             cnt["rx_duplicates"] += 1
             cnt["rx_acks"] += 1
@@ -177,12 +211,15 @@ class ReliableLinkModel:
                 ack = (self.expected, True)
                 self.nak_sent = True
                 cnt["rx_naks"] += 1
-            key = "rx_out_of_order" if not take else "rx_no_room" if spill else "rx_fcs_bad"
+            key = ("rx_tag_bad" if self.tag_bad else "rx_out_of_order" if not take
+                   else "rx_no_room" if spill else "rx_fcs_bad")
             cnt[key] += 1
         self._log(c, "verdict", {"seq": tag, "ack": ack})
         self.frame_beats = []
         if ack is not None:
-            self.acks[c + 1 + self.lat] = ack
+            bits = self.wire.side(_ack_bits(*ack))       # the sideband's faults
+            if bits is not None:
+                self.acks[c + 1 + self.lat] = bits
         return out
 
     def _log(self, c, event, details):

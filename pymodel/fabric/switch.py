@@ -2,16 +2,21 @@
 
 from collections import deque
 
-from spec.formats.nic import dst_byte
+from spec.fabric import check_source_write
+from spec.formats.nic import dst_byte, src_byte
 
 __all__ = ["SwitchModel"]
 
 
 class SwitchModel:
-    """Ingress FIFOs, a direct-indexed table, per-output round robin, registered egress.
+    """Ingress FIFOs, a direct-indexed table, per-output round robin, registered egress,
+    and the source check (``owner[node]``: the one ingress port node ``node`` may send
+    from, or ``ports`` for any; all ``ports`` at power-up).
 
     Beats are tuples whose first four items are ``(data, nbytes, first, last)``; the rest
     is carried along untouched (the model tags beats with their message).
+
+    ``width`` (the datapath bytes) says which beat carries the source byte.
 
     Call :meth:`cycle` once per clock cycle ``c`` (in increasing order) with the beats
     arriving on the ingress links in that cycle; it returns ``(egress, pops)``: the beats
@@ -19,8 +24,15 @@ class SwitchModel:
     freed a buffer beat (returned a credit) in cycle ``c``.
     """
 
-    def __init__(self, ports, framing, fifo_depth, backpressure=False):
+    def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width):
         self.ports = ports
+        self.owner = [ports] * 256
+        self.src_beat, off = divmod(src_byte(framing), width)
+        self.src_off = 8 * off
+        self.verdicts = [deque() for _ in range(ports)]    # late source beat: queued
+        self.wbeat = [0] * ports                           # beat index being written
+        self.dropping = [False] * ports
+        self.drop_spoofed = 0
         self.backpressure = backpressure
         self.reg = [None] * ports                           # egress beat, backpressure
         self.fifo_depth = fifo_depth
@@ -34,15 +46,21 @@ class SwitchModel:
         self.overflow = False
 
     def idle(self):
-        return (not any(self.fifos) and not any(self.busy)
+        return (not any(self.fifos) and not any(self.busy) and not any(self.dropping)
                 and all(r is None for r in self.reg))
 
     def route(self, beat):
         return self.table[(beat[0] >> self.off) & 0xFF]
 
-    def cycle(self, c, arrivals, table_write=None, ready=None):
+    def allowed(self, p, beat):
+        """Whether the source byte of ``beat`` may enter on port ``p`` (table as now)."""
+        owner = self.owner[(beat[0] >> self.src_off) & 0xFF]
+        return owner in (p, self.ports)
+
+    def cycle(self, c, arrivals, table_write=None, ready=None, src_write=None):
         """One clock cycle; ``table_write`` is a ``(node, port)`` written this cycle
-        (effective from ``c + 1``, as the RTL's ``table_wr``).
+        (effective from ``c + 1``, as the RTL's ``table_wr``); ``src_write`` likewise
+        ``(node, port)`` for the source table (``port`` = ``ports``: any port).
 
         With ``backpressure``, ``ready[o]`` is the egress ``ready`` of cycle ``c`` and the
         first item returned is instead the beats that leave the egress ports in cycle
@@ -59,19 +77,49 @@ class SwitchModel:
                 space[o] = self.reg[o] is None
         heads = [f[0][1] if f and f[0][0] <= c else None for f in self.fifos]
         levels = [len(f) for f in self.fifos]
+        if self.src_beat:
+            # The source byte is in a later beat: judge each frame as that beat arrives
+            # (a frame that ends before it has no source: allowed).
+            for p, beat in arrivals.items():
+                k = 0 if beat[2] else self.wbeat[p]
+                if k == self.src_beat or (beat[3] and k < self.src_beat):
+                    self.verdicts[p].append(k < self.src_beat or self.allowed(p, beat))
+                self.wbeat[p] = k if k > self.src_beat else k + 1
+        verdict = [None] * n           # the head frame's verdict, when it is there
+        for p in range(n):
+            h = heads[p]
+            if h is None or not h[2] or self.busy[p] or self.dropping[p]:
+                continue
+            if not self.src_beat:
+                verdict[p] = self.allowed(p, h)
+            elif self.verdicts[p]:
+                verdict[p] = self.verdicts[p][0]
         grants = {}
         for o in range(n):
             if self.owned[o] or not space[o]:
                 continue
             for j in range(n):
                 p = (self.rr[o] + j) % n
-                h = heads[p]
-                if h is not None and h[2] and not self.busy[p] and self.route(h) == o:
+                if verdict[p] and self.route(heads[p]) == o:
                     grants[p] = o
                     break
         egress, pops = {}, []
         for p in range(n):
             h = heads[p]
+            if verdict[p] is not None and (p in grants or not verdict[p]) and self.src_beat:
+                self.verdicts[p].popleft()
+            if verdict[p] is False:               # spoofed: drain it, count it
+                self.drop_spoofed += 1
+                self.dropping[p] = not h[3]
+                self.fifos[p].popleft()
+                pops.append(p)
+                continue
+            if self.dropping[p]:
+                if h is not None:
+                    self.dropping[p] = not h[3]
+                    self.fifos[p].popleft()
+                    pops.append(p)
+                continue
             if p in grants:
                 o = grants[p]
                 self.rr[o] = (p + 1) % n
@@ -94,6 +142,9 @@ class SwitchModel:
         if table_write is not None:
             node, port = table_write
             self.table[node & 0xFF] = port
+        if src_write is not None:
+            node, port = check_source_write(n, *src_write)
+            self.owner[node] = port
         if self.backpressure:
             for o, beat in egress.items():
                 self.reg[o] = beat

@@ -18,6 +18,7 @@ from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.nic.frames import build_frame, parse_header
 from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
+from spec.fabric import check_source_write
 from spec.formats.nic import (
     MAC_PREFIX,
     frame_beats,
@@ -99,14 +100,16 @@ class NicSystemModel:
         return list(zip(kinds, wire, strict=True)), frame
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
-            table_writes=(), window_writes=None, link_settings=None):
+            table_writes=(), window_writes=None, link_settings=None, source_writes=()):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
 
         ``table_writes`` are ``(node, port)`` switch-table writes played one per cycle
-        from cycle 0 (the ``tbl`` player of the top, no stalls). ``window_writes[p]``
-        are the ``(src, base, size)`` window-table writes (words) of node ``p``'s
-        receiver, likewise one per cycle from cycle 0 (the ``win<p>`` player); without
-        them every source may write the whole memory.
+        from cycle 0 (the ``tbl`` player of the top, no stalls); ``source_writes``
+        likewise the switch's source-table writes ``(node, port)`` (the ``src`` player;
+        ``port`` = nodes: any port; without them every node id is allowed everywhere).
+        ``window_writes[p]`` are the ``(src, base, size)`` window-table writes (words)
+        of node ``p``'s receiver, likewise one per cycle from cycle 0 (the ``win<p>``
+        player); without them every source may write the whole memory.
 
         ``stalls[p]`` is the ``(seed, rate)`` of node ``p``'s command player, ``faults[p]``
         the downlink beat numbers whose byte 0 is inverted. With ``retry``,
@@ -159,7 +162,8 @@ class NicSystemModel:
                                                "nbytes": s.length, "data": data,
                                                "first": first, "last": last}))
         kw = [0] * n
-        sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry)
+        sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w)
+        source_writes = [check_source_write(n, *x) for x in source_writes]
         links, meta = {}, {}
         if self.retry:
             base = link_settings or FaultSettings()
@@ -241,6 +245,7 @@ class NicSystemModel:
                 if word is not None or his[p].next_event(c) is not None:
                     active = True
             tw = table_writes[c] if c < len(table_writes) else None
+            sw_src = source_writes[c] if c < len(source_writes) else None
             if self.retry:
                 arrivals = {}
                 for p in range(n):
@@ -248,7 +253,7 @@ class NicSystemModel:
                     if out is not None:
                         arrivals[p] = (*unpack_beat(w, out), *meta["up", p].popleft())
                 ready = [links["down", o].ready() for o in range(n)]
-                left, pops = sw.cycle(c, arrivals, tw, ready=ready)
+                left, pops = sw.cycle(c, arrivals, tw, ready=ready, src_write=sw_src)
                 for o in range(n):
                     b = left.get(o)
                     if b is not None:
@@ -257,7 +262,7 @@ class NicSystemModel:
                     if out is not None:
                         down[o].append((c, (*unpack_beat(w, out), *meta["down", o].popleft())))
             else:
-                egress, pops = sw.cycle(c, up.pop(c, {}), tw)
+                egress, pops = sw.cycle(c, up.pop(c, {}), tw, src_write=sw_src)
                 for o, beat in egress.items():
                     down[o].append((c + 1 + lat, beat))
             for p in pops:
@@ -272,6 +277,7 @@ class NicSystemModel:
                             cred_err = True
                             credits[p] = self.credits
             busy = (active or up or gives or not sw.idle() or c < len(table_writes)
+                    or c < len(source_writes)
                     or any(link.busy() for link in links.values()))
             if busy:
                 idle_since = c + 1
@@ -306,6 +312,7 @@ class NicSystemModel:
                 "counters": {p: rx[p]["counters"] for p in range(n)},
                 "mem": {p: rx[p]["mem"] for p in range(n)},
                 "credit_errors": cred_err or sw.overflow, "cycles": c,
+                "switch": {"drop_spoofed": sw.drop_spoofed},
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links}}
 

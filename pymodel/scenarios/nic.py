@@ -14,6 +14,10 @@ every size once from node 0 to 1;
 inside, exactly at both edges, one byte over the end, below and straddling the base,
 from a source with an empty window, past 2**32, good after bad, and a window changed
 while frames arrive;
+``spoof``: node 3 is configured with node 1's id (a forger: its frames carry source 1)
+and stores to nodes 0, 1 and 2 into regions that nobody else writes, while nodes 0, 1
+and 2 store to each other; :func:`source_writes` tells the switch which port each id may
+use, :func:`spoof_intent` what must arrive (independently of the model);
 ``all_to_all``: ``count`` stores of random sizes from every node to random nodes
 (itself included); ``hotspot``: every other node to node 0; ``bad``: frames with every
 kind of fault (sizes up to ``max_payload``).
@@ -27,7 +31,7 @@ import random
 from pymodel.nic.system import Store
 
 __all__ = ["build_scenario", "table_writes", "window_writes", "window_intent",
-           "EDGE_SIZES"]
+           "source_writes", "spoof_intent", "EDGE_SIZES", "FORGER"]
 
 EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
               511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
@@ -43,8 +47,48 @@ def _payload(rng, n):
 
 def table_writes(node_ids, ports):
     """Switch-table writes ``(node, port)`` that route each node id to its own port
-    (none for ids the reset table, ``node mod ports``, already routes)."""
-    return [(n, p) for p, n in enumerate(node_ids) if n % ports != p]
+    (none for ids the reset table, ``node mod ports``, already routes; an id that two
+    ports claim goes to the first)."""
+    first = {}
+    for p, n in enumerate(node_ids):
+        first.setdefault(n, p)
+    return [(n, p) for n, p in first.items() if n % ports != p]
+
+
+#: The ``spoof`` scenario's forging node (it claims node 1's id).
+FORGER = 3
+
+
+def source_writes(kind, node_ids):
+    """The switch's source-table writes ``(node, port)`` of scenario ``kind``: for
+    ``spoof``, each id may enter only at the first port that has it (so the forger's
+    frames are spoofed); none (every id allowed everywhere) for the others."""
+    if kind != "spoof":
+        return []
+    first = {}
+    for p, n in enumerate(node_ids):
+        first.setdefault(n, p)
+    return list(first.items())
+
+
+def spoof_intent(stores, node_ids, *, width, max_payload):
+    """What the ``spoof`` scenario must do, from the scenario alone (not the model):
+    ``(memories, spoofed)``: each receiver port's expected memory bytes as
+    ``{port: [(addr, payload)]}`` (the legitimate stores, in order per source) and the
+    number of forged frames (segments), all of which the switch must drop."""
+    owner = {}
+    for p, n in enumerate(node_ids):
+        owner.setdefault(n, p)
+    mem, spoofed = {}, 0
+    for p, lst in stores.items():
+        for s in lst:
+            segs = s.segments(width, max_payload)
+            if owner[node_ids[p]] != p:
+                spoofed += len(segs)
+                continue
+            port = owner[s.dst]
+            mem.setdefault(port, []).extend((g.addr, g.payload) for g in segs)
+    return mem, spoofed
 
 
 def _window_plan(nodes, mem_words, width):
@@ -231,6 +275,19 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
             faults[p] = sorted(rng.sample(range(0, 8 * count), 3))
     elif kind == "windows":
         _windows_stores(stores, rng, nodes, width, window, max_payload)
+    elif kind == "spoof":
+        if nodes != 4:
+            raise ValueError("the spoof scenario needs nodes = 4")
+        node_ids[FORGER] = 1                      # claims node 1's id
+        half = window // 2                        # legitimate stores below, forged above
+        for k in range(count):
+            for p, dst in ((0, 2), (1, 0), (1, 2), (2, 0)):
+                n = rng.choice(sizes)
+                addr = _addr(rng, width, half // 4, n) + (half // 4) * p
+                stores[p].append(Store(dst, addr, _payload(rng, n)))
+            n = rng.choice(sizes)
+            stores[FORGER].append(Store(k % 3, half + _addr(rng, width, half, n),
+                                        _payload(rng, n)))
     else:
         raise ValueError(f"scenario kind {kind!r} is not known")
     return stores, node_ids, faults

@@ -6,7 +6,7 @@ counters and fault-word constants: :mod:`spec.fabric`.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, memory, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.gf2 import matrix_of
@@ -16,7 +16,13 @@ from spec.fabric import (
     COUNTERS,
     FAULT_KINDS,
     FLAGS,
+    RETRY_LINK_COUNTERS,
+    RETRY_SETTINGS,
     SETTINGS,
+    SIDE_SEED_XOR,
+    SIDE_WORDS,
+    TAG_SEED_XOR,
+    TAG_WORDS,
     WORD_STEPS,
     WORDS_PER_FRAME,
 )
@@ -65,7 +71,11 @@ class FaultyLink(wiring.Component):
         Bits of a sideband ``tag`` carried with every beat (0 to 32, default none): the
         preamble's sequence number of the link-level retry
         (:func:`spec.formats.link_retry.tagged_packet_layout`). Tags are dropped and
-        duplicated with their beats but never corrupted (only frame bytes are).
+        duplicated with their beats, and damaged only by the tag fault (``tag_rate``).
+    side_bits : int
+        Bits of a reverse sideband (0 to 32, default none): the ACK/NAKs of the
+        link-level retry, which the link can drop or damage (``ack_drop_rate``,
+        ``ack_corrupt_rate``).
 
     Ports
     -----
@@ -93,6 +103,15 @@ class FaultyLink(wiring.Component):
         Beats lost to a full FIFO. ``overflow`` : Out(1) sticks when one is lost.
     too_long : Out(1)
         Sticks when a frame picked for duplication was longer than ``max_frame_beats``.
+    tag_rate : In(16), tag_corrupted : Out(32)
+        With ``tag_bits``: a frame's tag gets one bit flipped, on every beat of the frame
+        (the frame has one tag, in its preamble), with probability ``tag_rate / 65535``;
+        the frames sent so (dropped ones not counted).
+    side_i : In(stream.Signature(side_bits, always_ready=True)), side_o : Out(...)
+        With ``side_bits``: the sideband, combinational from ``side_i`` to ``side_o``
+        (the caller adds the delay). Each item is dropped (``ack_drop_rate``) or, if not,
+        sent with one bit flipped (``ack_corrupt_rate``); ``acks_dropped`` and
+        ``acks_corrupted`` count them.
 
     Decision rule
     -------------
@@ -104,6 +123,12 @@ class FaultyLink(wiring.Component):
     open the frame is hit (one frame fewer left), else the frame is hit when
     ``w[kind] <= rate`` and a burst of ``burst - 1`` further frames opens. A dropped frame
     is neither corrupted nor duplicated nor counted as such.
+
+    The tag and sideband faults use LFSRs of their own (:data:`spec.fabric.TAG_SEED_XOR`,
+    :data:`spec.fabric.SIDE_SEED_XOR`), so the frame faults of a seed do not change when
+    they are turned on. The tag LFSR advances at each ``first`` beat (words: draw, bit
+    position); the sideband LFSR at each ``side_i`` item (words: drop draw, corrupt
+    draw, bit position); a position word ``w`` picks bit ``(w * bits) >> 16``.
 
     Faults
     ------
@@ -123,9 +148,11 @@ class FaultyLink(wiring.Component):
         before it on ``o``.
     """
 
-    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0):
+    def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0,
+                 side_bits=0):
         self.width = check_width(width, self)
         self.tag_bits = check_int(self, "tag_bits", tag_bits, 0, 32)
+        self.side_bits = check_int(self, "side_bits", side_bits, 0, 32)
         self.layout = tagged_packet_layout(width, tag_bits)
         self.latency = check_int(self, "link latency (cycles)", latency, 1, 1024)
         self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
@@ -135,10 +162,21 @@ class FaultyLink(wiring.Component):
         ports.update({name: In(bits) for name, bits in SETTINGS.items()})
         ports.update({name: Out(32) for name in COUNTERS})
         ports.update({name: Out(1) for name in FLAGS})
+        if tag_bits:
+            ports["tag_rate"] = In(RETRY_SETTINGS["tag_rate"])
+            ports["tag_corrupted"] = Out(32)
+        if side_bits:
+            side = stream.Signature(side_bits, always_ready=True)
+            ports.update({"side_i": In(side), "side_o": Out(side)})
+            ports.update({name: In(RETRY_SETTINGS[name])
+                          for name in ("ack_drop_rate", "ack_corrupt_rate")})
+            ports.update({name: Out(32) for name in RETRY_LINK_COUNTERS[1:]})
         super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
+        if self.side_bits:
+            self._side_stage(m)
         staged = self._fault_stage(m)
         for k in range(self.latency - 1):
             v = Signal(name=f"stage{k}_valid")
@@ -221,6 +259,9 @@ class FaultyLink(wiring.Component):
             out.beat.data.eq(beat.data ^ mask),
             out.dup.eq(dup),
         ]
+        if self.tag_bits:
+            tag_mask = self._tag_faults(m, first, drop, hit["drop"][0])
+            m.d.comb += out.beat.tag.eq(beat.tag ^ tag_mask)
         with m.If(first):
             m.d.sync += [
                 self.frames_in.eq(self.frames_in + 1),
@@ -228,6 +269,62 @@ class FaultyLink(wiring.Component):
                 self.corrupted.eq(self.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
             ]
         return valid, out
+
+    def _pattern(self, m, name, xor, advance_when, nwords):
+        """An LFSR of its own started at ``seed ^ xor`` (0 read as 1), advanced
+        ``nwords * WORD_STEPS`` steps in each cycle ``advance_when``; returns its words."""
+        started = Signal(name=f"{name}_started")
+        state = Signal(16, name=f"{name}_state")
+        cur = Signal(16, name=f"{name}_cur")
+        start = Signal(16, name=f"{name}_start")
+        m.d.comb += [start.eq(self.seed ^ xor),
+                     cur.eq(Mux(started, state, Mux(start == 0, 1, start)))]
+        words = [Signal(16, name=f"{name}_word{k}") for k in range(nwords)]
+        for k, word in enumerate(words):
+            m.d.comb += word.eq(_apply_rows(_lfsr_power(k * WORD_STEPS), cur))
+        advance = _lfsr_power(nwords * WORD_STEPS)
+        m.d.sync += [started.eq(1),
+                     state.eq(Mux(advance_when, _apply_rows(advance, cur), cur))]
+        return words
+
+    def _tag_faults(self, m, first, drop, drop_new):
+        """The tag fault: decided at each first beat, held for the frame; returns the
+        mask XORed into the tag of the beat on ``i``."""
+        words = self._pattern(m, "tag", TAG_SEED_XOR, first, TAG_WORDS)
+        hit_new = Signal()
+        pos_new = Signal(range(self.tag_bits))
+        m.d.comb += [hit_new.eq(words[0] <= self.tag_rate),
+                     pos_new.eq((words[1] * self.tag_bits) >> 16)]
+        hit_r = Signal()
+        pos_r = Signal(range(self.tag_bits))
+        m.d.sync += [hit_r.eq(Mux(first, hit_new, hit_r)), pos_r.eq(Mux(first, pos_new, pos_r))]
+        hit = Mux(first, hit_new, hit_r)
+        pos = Mux(first, pos_new, pos_r)
+        mask = Signal(self.tag_bits)
+        m.d.comb += mask.eq(Mux(hit & ~drop, Const(1, self.tag_bits) << pos, 0))
+        with m.If(first):
+            m.d.sync += self.tag_corrupted.eq(self.tag_corrupted + (hit_new & ~drop_new))
+        return mask
+
+    def _side_stage(self, m):
+        """The sideband: ``side_i`` to ``side_o`` combinationally, dropped or with one
+        bit flipped per the sideband pattern."""
+        n = self.side_bits
+        item = self.side_i.valid
+        words = self._pattern(m, "side", SIDE_SEED_XOR, item, SIDE_WORDS)
+        drop = Signal()
+        flip = Signal()
+        pos = Signal(range(n))
+        m.d.comb += [
+            drop.eq(words[0] <= self.ack_drop_rate),
+            flip.eq(~drop & (words[1] <= self.ack_corrupt_rate)),
+            pos.eq((words[2] * n) >> 16),
+            self.side_o.valid.eq(item & ~drop),
+            self.side_o.payload.eq(self.side_i.payload
+                                   ^ Mux(flip, Const(1, n) << pos, 0)),
+        ]
+        m.d.sync += [self.acks_dropped.eq(self.acks_dropped + (item & drop)),
+                     self.acks_corrupted.eq(self.acks_corrupted + (item & flip))]
 
     def _output_stage(self, m, x_valid, x):
         """The output register, fed by a running copy, else the FIFO head, else ``x``."""

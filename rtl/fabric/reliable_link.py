@@ -8,10 +8,18 @@ from rtl.fabric.faulty_link import FaultyLink
 from rtl.fabric.replay_rx import ReplayRx
 from rtl.fabric.replay_tx import ReplayTx
 from spec.checks import check_int
-from spec.fabric import COUNTER_PORTS, RX_COUNTERS, SETTINGS, TX_COUNTERS, retry_sizes
+from spec.fabric import (
+    COUNTER_PORTS,
+    RETRY_LINK_COUNTERS,
+    RETRY_SETTINGS,
+    RX_COUNTERS,
+    SETTINGS,
+    TX_COUNTERS,
+    retry_sizes,
+)
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
-from spec.formats.link_retry import SEQ_BITS, ack_layout
+from spec.formats.link_retry import TAG_BITS, ack_layout
 from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["ReliableLink"]
@@ -37,8 +45,10 @@ class ReliableLink(wiring.Component):
     o : Out(packet_signature(width))
         Every frame of ``i``, once, whole and in order (store and forward at the
         receiving end); ``o.ready`` is honoured.
-    seed, drop_rate, ... : In
-        The fault settings of the wire (:data:`spec.fabric.SETTINGS`).
+    seed, drop_rate, ..., tag_rate, ack_drop_rate, ack_corrupt_rate : In
+        The fault settings of the wire (:data:`spec.fabric.SETTINGS` and
+        :data:`spec.fabric.RETRY_SETTINGS`: the wire also damages the frames' tags and
+        drops or damages ACK/NAKs).
     tx_*, rx_*, link_* : Out
         :data:`spec.fabric.COUNTER_PORTS`.
 
@@ -47,8 +57,10 @@ class ReliableLink(wiring.Component):
     Without faults a frame of ``n`` beats taken on ``i`` in cycles ``c .. c+n-1`` (no
     gaps) leaves on ``o`` in cycles ``c + n + latency + 1 ..``: one cycle in the replay
     buffer, ``latency`` on the wire, ``n - 1`` cycles to receive the rest of the frame
-    and one to judge it. ACKs and NAKs take ``latency`` cycles back, on a sideband that
-    is not faulty (like the credits). Recovery: docs/recovery.md.
+    and one to judge it. ACKs and NAKs take ``latency`` cycles back, on a sideband of the
+    wire (like the credits) that the wire may drop or damage; tags and ACK/NAKs carry a
+    check bit, so a damaged one counts as lost and the timer or the next NAK recovers.
+    Recovery: docs/recovery.md.
     """
 
     def __init__(self, width, latency, max_frame_beats, tx_depth=None, rx_depth=None,
@@ -60,9 +72,11 @@ class ReliableLink(wiring.Component):
         self.tx = ReplayTx(width, tx_depth or tx_d, timeout or t, max_frame_beats)
         self.rx = ReplayRx(width, rx_depth or rx_d)
         self.wire = FaultyLink(width, latency, max_frame_beats=max_frame_beats,
-                               fifo_depth=2 * max_frame_beats + 2, tag_bits=SEQ_BITS)
+                               fifo_depth=2 * max_frame_beats + 2, tag_bits=TAG_BITS,
+                               side_bits=ack_layout.size)
         ports = {"i": In(packet_signature(width)), "o": Out(packet_signature(width))}
         ports.update({name: In(bits) for name, bits in SETTINGS.items()})
+        ports.update({name: In(bits) for name, bits in RETRY_SETTINGS.items()})
         for name in COUNTER_PORTS:
             ports[name] = Out(1 if name[5:] in LINK_FLAGS else 32)
         super().__init__(ports)
@@ -74,10 +88,12 @@ class ReliableLink(wiring.Component):
         wiring.connect(m, self.tx.o, self.wire.i)
         wiring.connect(m, self.wire.o, self.rx.i)
         wiring.connect(m, self.rx.o, wiring.flipped(self.o))
-        for name in SETTINGS:
+        for name in (*SETTINGS, *RETRY_SETTINGS):
             m.d.comb += getattr(self.wire, name).eq(getattr(self, name))
-        # The ACK/NAK sideband: ``latency`` registers back to the sender.
-        valid, payload = self.rx.ack.valid, self.rx.ack.payload
+        # The ACK/NAK sideband: through the wire's faults, ``latency`` registers back.
+        m.d.comb += [self.wire.side_i.valid.eq(self.rx.ack.valid),
+                     self.wire.side_i.payload.eq(self.rx.ack.payload)]
+        valid, payload = self.wire.side_o.valid, self.wire.side_o.payload
         for k in range(self.latency):
             v = Signal(name=f"ack{k}_valid")
             p = Signal(ack_layout, name=f"ack{k}_payload")
@@ -88,6 +104,6 @@ class ReliableLink(wiring.Component):
             m.d.comb += getattr(self, f"tx_{name}").eq(getattr(self.tx, name))
         for name in RX_COUNTERS:
             m.d.comb += getattr(self, f"rx_{name}").eq(getattr(self.rx, name))
-        for name in LINK_COUNTERS + LINK_FLAGS:
+        for name in LINK_COUNTERS + RETRY_LINK_COUNTERS + LINK_FLAGS:
             m.d.comb += getattr(self, f"link_{name}").eq(getattr(self.wire, name))
         return m

@@ -1,6 +1,6 @@
 """The receiving end of the link-level retry: check, deliver in order, ACK or NAK."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,7 +27,8 @@ class ReplayRx(wiring.Component):
     Ports
     -----
     i : In(tagged_packet_signature(width))
-        From the link, always ready; ``tag`` is the frame's sequence number.
+        From the link, always ready; ``tag`` is the frame's sequence number and its
+        check bit (:mod:`spec.formats.link_retry`).
     o : Out(packet_signature(width))
         Frames, each once and in sequence, with their FCS. The first beat of a frame is
         valid in the cycle after its last beat arrived on ``i`` (store and forward: a
@@ -35,15 +36,18 @@ class ReplayRx(wiring.Component):
         ``o.ready``.
     ack : Out(stream.Signature(ack_layout, always_ready=True))
         One ACK or NAK at most per frame, valid in the cycle after the frame's last beat:
-        ``seq`` is the next expected sequence number.
-    frames_ok, fcs_bad, out_of_order, duplicates, acks, naks, no_room : Out(32)
+        ``seq`` is the next expected sequence number, ``check`` its check bit.
+    frames_ok, fcs_bad, out_of_order, duplicates, acks, naks, no_room, tag_bad : Out(32)
         Frames delivered; frames with the expected number but a bad FCS; frames with a
         later number (one before them was lost); frames with an earlier number (already
         delivered); ACKs and NAKs sent; frames with the expected number that found the
-        buffer full (they are treated as lost, so nothing is delivered broken).
+        buffer full (they are treated as lost, so nothing is delivered broken); frames
+        whose tag (read at their first beat) failed its check.
 
     Rule
     ----
+    A tag whose check bit fails matches no number: its frame is neither taken nor a
+    duplicate, so it is handled like a lost one (NAK), and counted in ``tag_bad``.
     Only a frame whose tag is the expected number is written to the buffer (a first beat
     abandons the beats of a frame that never got its last beat). At its last
     beat it is delivered (``expected`` + 1, ACK, the NAK flag cleared) if its FCS is
@@ -99,9 +103,15 @@ class ReplayRx(wiring.Component):
         write = Signal()
         full_now = Signal()
         wpos = Signal(pbits)         # a first beat abandons an unfinished frame
+        tag_ok = Signal()            # the beat's tag passes its check
+        seq = Signal(SEQ_BITS)
+        tag_bad = Signal()           # the frame's tag (at its first beat) failed it
+        tag_bad_r = Signal()
         m.d.comb += [
+            tag_ok.eq(~beat.tag.xor()), seq.eq(beat.tag[:SEQ_BITS]),
+            tag_bad.eq(Mux(beat.first, ~tag_ok, tag_bad_r)),
             wpos.eq(Mux(beat.first, commit, wr)),
-            take_now.eq(Mux(beat.first, beat.tag == expected, taking)),
+            take_now.eq(Mux(beat.first, tag_ok & (seq == expected), taking)),
             room.eq(((wpos - rd)[:pbits]) < d),
             write.eq(self.i.valid & take_now & room),
             full_now.eq(self.i.valid & take_now & ~room),
@@ -112,7 +122,7 @@ class ReplayRx(wiring.Component):
         spill = Signal()
         m.d.comb += spill.eq(full_now | Mux(beat.first, 0, spilled))
         with m.If(self.i.valid):
-            m.d.sync += [taking.eq(take_now), spilled.eq(spill)]
+            m.d.sync += [taking.eq(take_now), spilled.eq(spill), tag_bad_r.eq(tag_bad)]
 
         # Verdict at the last beat.
         end = Signal()
@@ -121,14 +131,16 @@ class ReplayRx(wiring.Component):
         m.d.comb += [
             end.eq(self.i.valid & beat.last),
             good.eq(take_now & chk.fcs_ok & ~spill),
-            old.eq(~take_now & (((expected - beat.tag) & mask) < (1 << (SEQ_BITS - 1)))),
+            old.eq(~take_now & tag_ok & ~tag_bad
+                   & (((expected - seq) & mask) < (1 << (SEQ_BITS - 1)))),
         ]
         ack_valid = Signal()
         ack_seq = Signal(SEQ_BITS)
         ack_nak = Signal()
         m.d.sync += ack_valid.eq(0)
         m.d.comb += [self.ack.valid.eq(ack_valid), self.ack.payload.seq.eq(ack_seq),
-                     self.ack.payload.nak.eq(ack_nak)]
+                     self.ack.payload.nak.eq(ack_nak),
+                     self.ack.payload.check.eq(Cat(ack_seq, ack_nak).xor())]
         with m.If(write):
             m.d.sync += wr.eq(wpos + 1)
         with m.If(end):
@@ -147,7 +159,9 @@ class ReplayRx(wiring.Component):
                     with m.If(~nak_sent):
                         m.d.sync += [ack_valid.eq(1), ack_seq.eq(expected), ack_nak.eq(1),
                                      nak_sent.eq(1), self.naks.eq(self.naks + 1)]
-                    with m.If(~take_now):
+                    with m.If(tag_bad):
+                        m.d.sync += self.tag_bad.eq(self.tag_bad + 1)
+                    with m.Elif(~take_now):
                         m.d.sync += self.out_of_order.eq(self.out_of_order + 1)
                     with m.Elif(spill):
                         m.d.sync += self.no_room.eq(self.no_room + 1)

@@ -1,6 +1,6 @@
 """The sending end of the link-level retry: sequence tags, replay buffer, go-back-N."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,13 +40,16 @@ class ReplayTx(wiring.Component):
     o : Out(tagged_packet_signature(width))
         To the link: one beat a cycle at most, ``tag`` = the frame's sequence number
         (frames are numbered from 0 in the order they entered ``i``, modulo
-        ``2**SEQ_BITS``). ``o.ready`` is ignored (a link is always ready).
+        ``2**SEQ_BITS``) and its check bit (:mod:`spec.formats.link_retry`). ``o.ready``
+        is ignored (a link is always ready).
     ack : In(stream.Signature(ack_layout, always_ready=True))
-        ACK/NAK from the receiver (``seq`` = its next expected frame).
-    frames, resent_frames, resent_beats, naks, timeouts, replay_cycles : Out(32)
+        ACK/NAK from the receiver (``seq`` = its next expected frame). One whose check
+        bit fails is ignored (counted in ``acks_bad``), as if it had been lost: the
+        timer covers it.
+    frames, resent_frames, resent_beats, naks, timeouts, replay_cycles, acks_bad : Out(32)
         Frames taken on ``i``; frames and beats sent again; NAKs that moved the sender
         back; timeouts; cycles lost to recovery (a rewind is pending, or the beat at the
-        send position was sent before).
+        send position was sent before); ACK/NAKs ignored for a failed check.
 
     Behaviour and timing
     --------------------
@@ -130,11 +133,13 @@ class ReplayTx(wiring.Component):
         span = Signal(SEQ_BITS)
         release = Signal()
         nak = Signal()
+        ack_ok = Signal()
         m.d.comb += [
+            ack_ok.eq(self.ack.valid & ~self.ack.payload.as_value().xor()),
             ahead.eq((ev.seq - acked) & mask),
             span.eq((sent - acked) & mask),
-            release.eq(self.ack.valid & (ahead != 0) & (ahead <= span)),
-            nak.eq(self.ack.valid & ev.nak & (ahead < span)),
+            release.eq(ack_ok & (ahead != 0) & (ahead <= span)),
+            nak.eq(ack_ok & ev.nak & (ahead < span)),
             e_rd.addr.eq((ev.seq - 1)[:abits]),
         ]
         new_ack_ptr = Mux(release, e_rd.data, ack_ptr)
@@ -142,6 +147,8 @@ class ReplayTx(wiring.Component):
         m.d.sync += [ack_ptr.eq(new_ack_ptr), acked.eq(new_acked)]
         with m.If(nak):
             m.d.sync += self.naks.eq(self.naks + 1)
+        with m.If(self.ack.valid & ~ack_ok):
+            m.d.sync += self.acks_bad.eq(self.acks_bad + 1)
 
         # Output.
         rewind = Signal()
@@ -155,7 +162,7 @@ class ReplayTx(wiring.Component):
             self.o.valid.eq(send),
             self.o.payload.data.eq(beat.data), self.o.payload.nbytes.eq(beat.nbytes),
             self.o.payload.first.eq(beat.first), self.o.payload.last.eq(beat.last),
-            self.o.payload.tag.eq(tx_seq),
+            self.o.payload.tag.eq(Cat(tx_seq, tx_seq.xor())),
         ]
         again = Signal()
         m.d.comb += again.eq(rd != hw)

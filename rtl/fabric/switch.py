@@ -1,18 +1,25 @@
-"""An N-port switch routed by destination node id (MAC byte 5 or compact byte 0)."""
+"""An N-port switch routed by destination node id (MAC byte 5 or compact byte 0), with a
+source check per ingress port (MAC byte 11 or compact byte 1)."""
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int, reject
-from spec.formats.nic import Framing, dst_byte
+from spec.fabric import SWITCH_COUNTERS
+from spec.formats.nic import Framing, dst_byte, src_byte
 from spec.formats.packet import check_width, packet_layout, packet_signature
 
-__all__ = ["Switch", "table_write_layout"]
+__all__ = ["Switch", "table_write_layout", "source_write_layout"]
 
 
 def table_write_layout(ports):
     return data.StructLayout({"node": 8, "port": range(ports)})
+
+
+def source_write_layout(ports):
+    """One source-table write: ``owner[node] = port``; ``port == ports`` means any port."""
+    return data.StructLayout({"node": 8, "port": range(ports + 1)})
 
 
 class Switch(wiring.Component):
@@ -48,6 +55,32 @@ class Switch(wiring.Component):
         Writes ``table[node] = port``, effective from the next cycle. At power-up
         ``table[n] = n mod N``; the table is a memory, so a reset keeps the routes
         written since (the model starts every run from power-up).
+    src_wr : In(stream.Signature(source_write_layout(N), always_ready=True))
+        Writes ``owner[node] = port`` (``port`` = N: any port), effective from the next
+        cycle; like ``table_wr``, configuration written at setup and kept by a reset.
+        At power-up every entry is N: every node id is allowed on every port, so a
+        switch whose source table is never written forwards exactly as before.
+    drop_spoofed : Out(32)
+        Frames dropped by the source check (all ports; wraps at 2**32).
+
+    Source check
+    ------------
+    The source id is the frame's byte :func:`spec.formats.nic.src_byte` (compact
+    ``src``, or byte 5 of the L2 source MAC; the MAC prefix is the receiver's business).
+    A frame from ingress port ``p`` is *allowed* when ``owner[src]`` is ``p`` or N. A
+    frame that is not is dropped whole at the head of its ingress buffer: its beats
+    leave the buffer one per cycle from the cycle it would have been granted (each
+    returns its credit, as a forwarded beat does), it requests no output and holds
+    none, and ``drop_spoofed`` counts it in the cycle of its first beat. A frame is
+    judged with the table as written before the cycle of its *source beat* (the beat
+    that holds byte ``src_byte``): beat 0 (read together with the route when the head
+    is considered; a frame waiting for an output is judged again each cycle) except
+    for L2 at W = 8, where it is beat 1, judged as it enters the buffer. There a frame
+    can start only once its beat 1 has arrived (in the same cycle at the latest), so a
+    frame whose beat 1 comes later than the cycle after beat 0 waits for it; a frame
+    that ends before its source byte carries no source and is allowed (it holds no
+    store: the receiver drops it as malformed). Allowed frames are otherwise timed
+    exactly as without the check.
 
     Timing and arbitration
     ----------------------
@@ -72,7 +105,10 @@ class Switch(wiring.Component):
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
         self.backpressure = bool(backpressure)
-        sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True))}
+        sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True)),
+               "src_wr": In(stream.Signature(source_write_layout(ports), always_ready=True))}
+        for name in SWITCH_COUNTERS:
+            sig[name] = Out(32)
         for p in range(ports):
             sig[f"i{p}"] = In(packet_signature(width))
             sig[f"o{p}"] = Out(packet_signature(width))
@@ -90,8 +126,17 @@ class Switch(wiring.Component):
                      tw.data.eq(self.table_wr.payload.port),
                      tw.en.eq(self.table_wr.valid)]
         off = 8 * dst_byte(self.framing)
+        m.submodules.owner = owner = memory.Memory(
+            shape=range(n + 1), depth=256, init=[n] * 256)
+        ow = owner.write_port()
+        m.d.comb += [ow.addr.eq(self.src_wr.payload.node),
+                     ow.data.eq(self.src_wr.payload.port),
+                     ow.en.eq(self.src_wr.valid)]
+        src_beat, soff = divmod(src_byte(self.framing), w)
+        soff *= 8
 
         heads, ready, route, busy, dest = [], [], [], [], []
+        known, allowed, drop, dstart, starts_ = [], [], [], [], []
         for p in range(n):
             q = fifo.SyncFIFO(width=layout.size, depth=self.fifo_depth)
             m.submodules[f"in{p}"] = q
@@ -108,17 +153,58 @@ class Switch(wiring.Component):
             route.append(rp.data)
             busy.append(b)
             dest.append(d)
+            # The source check: `known` (the head frame's verdict is there) and `allowed`.
+            sp = owner.read_port(domain="comb")
+            kn = Signal(name=f"src_known{p}")
+            al = Signal(name=f"src_ok{p}")
+            owner_ok = (sp.data == n) | (sp.data == p)
+            start = Signal(name=f"start{p}")             # the head frame starts now
+            if src_beat == 0:
+                m.d.comb += [sp.addr.eq(head.data[soff:soff + 8]), kn.eq(1), al.eq(owner_ok)]
+            else:
+                # L2 at W = 8: the verdict is taken as the source beat enters the buffer
+                # and queued (one per frame, in order); the head frame uses the queue's
+                # head, or the verdict entering in this cycle when the queue is empty.
+                vq = fifo.SyncFIFO(width=1, depth=self.fifo_depth)
+                m.submodules[f"src{p}"] = vq
+                idx = Signal(range(src_beat + 2), name=f"src_idx{p}")   # beat being written
+                at = Mux(link.payload.first, 0, idx)
+                event = link.valid & ((at == src_beat) | (link.payload.last
+                                                          & (at < src_beat)))
+                verdict = Mux(at == src_beat, owner_ok, 1)
+                with m.If(link.valid):
+                    m.d.sync += idx.eq(Mux(at > src_beat, at, at + 1))
+                m.d.comb += [
+                    sp.addr.eq(link.payload.data[soff:soff + 8]),
+                    kn.eq(vq.r_rdy | event), al.eq(Mux(vq.r_rdy, vq.r_data, verdict)),
+                    vq.w_en.eq(event & ~(start & ~vq.r_rdy)), vq.w_data.eq(verdict),
+                    vq.r_en.eq(start & vq.r_rdy),
+                ]
+            dr = Signal(name=f"dropping{p}")             # draining a spoofed frame
+            ds = Signal(name=f"drop_start{p}")
+            m.d.comb += ds.eq(q.r_rdy & head.first & ~b & ~dr & kn & ~al)
+            with m.If(ds & ~head.last):
+                m.d.sync += dr.eq(1)
+            with m.If(dr & q.r_rdy & head.last):
+                m.d.sync += dr.eq(0)
+            known.append(kn)
+            allowed.append(al)
+            drop.append(dr)
+            dstart.append(ds)
+            starts_.append(start)
 
         pops = [Signal(name=f"pop{p}") for p in range(n)]
         moves = [[] for _ in range(n)]
+        grants_all = []
         for o in range(n):
             owned = Signal(name=f"owned{o}")
             rr = Signal(range(n), name=f"rr{o}")
             req = [Signal(name=f"req{o}_{p}") for p in range(n)]
             grant = [Signal(name=f"grant{o}_{p}") for p in range(n)]
+            grants_all.append(grant)
             for p in range(n):
                 m.d.comb += req[p].eq(ready[p].r_rdy & heads[p].first & ~busy[p]
-                                      & (route[p] == o))
+                                      & ~drop[p] & known[p] & allowed[p] & (route[p] == o))
             # Round robin as plain expressions: port p wins when it requests and no port
             # before it in the order that starts at rr requests.
             first_in_order = []
@@ -157,7 +243,16 @@ class Switch(wiring.Component):
                     with m.If(~heads[p].last):
                         m.d.sync += [busy[p].eq(1), dest[p].eq(o), owned.eq(1)]
             m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
+        grants_of = [[] for _ in range(n)]
+        for o in range(n):
+            for p in range(n):
+                grants_of[p].append(grants_all[o][p])
         for p in range(n):
-            m.d.comb += [pops[p].eq(Cat(*moves[p]).any()), ready[p].r_en.eq(pops[p]),
+            drained = dstart[p] | (drop[p] & ready[p].r_rdy)
+            m.d.comb += [starts_[p].eq(dstart[p] | Cat(*grants_of[p]).any()),
+                         pops[p].eq(Cat(*moves[p], drained).any()), ready[p].r_en.eq(pops[p]),
                          getattr(self, f"credit{p}").eq(pops[p])]
+        spoofed = Signal(32)
+        m.d.sync += spoofed.eq(spoofed + sum(dstart[p] for p in range(n)))
+        m.d.comb += self.drop_spoofed.eq(spoofed)
         return m

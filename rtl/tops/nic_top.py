@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
-from rtl.fabric.switch import Switch, table_write_layout
+from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
@@ -16,7 +16,13 @@ from rtl.nic.nic_tx import NicTx
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
-from spec.fabric import COUNTER_PORTS, SETTINGS
+from spec.fabric import (
+    COUNTER_PORTS,
+    RETRY_SETTINGS,
+    SETTINGS,
+    SOURCE_WRITES,
+    SWITCH_COUNTERS,
+)
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES
@@ -41,12 +47,17 @@ class NicTop(HarnessTop):
     Recorders: ``tx<p>`` every uplink beat (the frames on the wire), ``wr<p>`` every
     local-memory write (word address, byte enables), ``cr<p>`` every credit that reaches
     sender ``p``. Player ``tbl`` writes the switch table (``(node, port)`` items, always
-    accepted). Player ``win<p>`` writes the per-source window table of node ``p``'s
-    receiver (``window_write_layout(mem_words)`` items ``(src, base, size)`` in words,
-    one per cycle from cycle 0, always accepted; :data:`spec.nic.WINDOW_WRITES` deep;
-    an empty player keeps the power-up windows, the whole memory for every source).
+    accepted). Player ``src`` writes the switch's source table (``(node, port)`` items,
+    ``port`` = ``nodes`` for any port, one per cycle from cycle 0, always accepted;
+    :data:`spec.fabric.SOURCE_WRITES` deep; an empty player keeps the power-up table,
+    every node id allowed on every port). Player ``win<p>`` writes the per-source window
+    table of node ``p``'s receiver (``window_write_layout(mem_words)`` items ``(src,
+    base, size)`` in words, one per cycle from cycle 0, always accepted;
+    :data:`spec.nic.WINDOW_WRITES` deep; an empty player keeps the power-up windows, the
+    whole memory for every source).
     Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the counters of
-    :data:`spec.nic.COUNTERS` per node, ``credit_errors`` (any counter's sticky
+    :data:`spec.nic.COUNTERS` per node, the switch's :data:`spec.fabric.SWITCH_COUNTERS`
+    (``drop_spoofed``), ``credit_errors`` (any counter's sticky
     underflow/overflow).
 
     ``attachment`` (:data:`spec.nic.ATTACHMENTS`): ``integrated`` as above. ``pcie``
@@ -68,7 +79,8 @@ class NicTop(HarnessTop):
     With ``retry`` every uplink and downlink is a :class:`ReliableLink` (link-level
     retry over a faulty wire; docs/recovery.md) instead of a plain ``Link``, and the
     switch holds its egress beats while a downlink's replay buffer is full. The wires
-    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS`); wire ``k``
+    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS` and
+    :data:`spec.fabric.RETRY_SETTINGS`: tags and ACK/NAKs damaged too); wire ``k``
     (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
     ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
     ``down<p>_<name>`` (:data:`spec.fabric.COUNTER_PORTS`).
@@ -110,9 +122,12 @@ class NicTop(HarnessTop):
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
+        ports.update({name: Out(32) for name in SWITCH_COUNTERS})
         if self.retry:
-            ports.update({f"flt_{name}": In(bits) for name, bits in SETTINGS.items()})
+            ports.update({f"flt_{name}": In(bits) for name, bits in
+                          {**SETTINGS, **RETRY_SETTINGS}.items()})
         players["tbl"] = (table_write_layout(nodes), 16)
+        players["src"] = (source_write_layout(nodes), SOURCE_WRITES)
         for p in range(nodes):
             players[f"cmd{p}"] = (store_cmd_layout(width), items[p])
             players[f"flt{p}"] = (32, 64)
@@ -138,6 +153,11 @@ class NicTop(HarnessTop):
         tbl = players["tbl"].o
         m.d.comb += [sw.table_wr.valid.eq(tbl.valid), sw.table_wr.payload.eq(tbl.payload),
                      tbl.ready.eq(~ResetSignal())]
+        src = players["src"].o
+        m.d.comb += [sw.src_wr.valid.eq(src.valid), sw.src_wr.payload.eq(src.payload),
+                     src.ready.eq(~ResetSignal())]
+        for name in SWITCH_COUNTERS:
+            m.d.comb += getattr(self, name).eq(getattr(sw, name))
         errors = []
         for p in range(self.nodes):
             tx, rx, (up, down), cr, mem = (self.txs[p], self.rxs[p], self.links[p],
@@ -193,7 +213,7 @@ class NicTop(HarnessTop):
                 ]
             if self.retry:
                 for k, (side, link) in enumerate((("up", up), ("down", down))):
-                    for name in SETTINGS:
+                    for name in (*SETTINGS, *RETRY_SETTINGS):
                         value = getattr(self, f"flt_{name}")
                         if name == "seed":
                             value = (value + 2 * p + k)[:16]

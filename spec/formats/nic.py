@@ -42,7 +42,7 @@ from amaranth.lib import enum as amenum
 
 __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
-           "node_mac", "dst_byte", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES",
+           "node_mac", "dst_byte", "src_byte", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES",
            "padded_bytes", "frame_beats"]
 
 #: Our EtherType (IEEE 802 local experimental).
@@ -116,6 +116,15 @@ def dst_byte(framing):
     if Framing(framing) is Framing.L2:
         return l2_header_layout["dst_mac"].offset // 8 + len(MAC_PREFIX)
     return compact_header_layout["dst"].offset // 8
+
+
+def src_byte(framing):
+    """Wire byte of the source node id: 11 (the low byte of the source MAC) for L2, 1
+    for compact. Read off the header layouts. The switch's source check
+    (:class:`rtl.fabric.switch.Switch`) and the receiver's window check read it."""
+    if Framing(framing) is Framing.L2:
+        return l2_header_layout["src_mac"].offset // 8 + len(MAC_PREFIX)
+    return compact_header_layout["src"].offset // 8
 
 
 def node_mac(node):

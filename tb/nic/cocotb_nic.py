@@ -21,7 +21,14 @@ from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
-from pymodel.scenarios.nic import build_scenario, table_writes, window_intent, window_writes
+from pymodel.scenarios.nic import (
+    build_scenario,
+    source_writes,
+    spoof_intent,
+    table_writes,
+    window_intent,
+    window_writes,
+)
 from spec.formats.nic import Framing
 from spec.metrics import CTRL_KINDS
 from tb.cosim import cosim_params
@@ -96,6 +103,29 @@ def _check_windows(sb, tb, p, stores, node_ids, wins, got):
                      bool(raced[0]) and bool(raced[1]), True)
 
 
+def _check_spoof(sb, tb, p, stores, node_ids, got):
+    """The second oracle of the ``spoof`` scenario, independent of the model
+    (:func:`spoof_intent`): every memory holds exactly the legitimate stores sent to it
+    (nothing of the forged ones, which target bytes nobody else writes), every
+    legitimate frame was written (``frames_ok``, no receiver drop), and the switch's
+    ``drop_spoofed`` counts exactly the forged frames."""
+    w, words = p["width"], p["mem_words"]
+    mem, spoofed = spoof_intent(stores, node_ids, width=w, max_payload=p["max_payload"])
+    for q in range(p["nodes"]):
+        want = bytearray(words * w)
+        for addr, payload in mem.get(q, []):
+            want[addr:addr + len(payload)] = payload
+        data = b"".join(v.to_bytes(w, "little") for v in got[q]["mem"])
+        sb.equal(f"spoof mem{q} holds exactly the legitimate stores", data == bytes(want),
+                 True)
+        counters = tb.counters(q)
+        sb.equal(f"spoof frames_ok{q}", counters["frames_ok"], len(mem.get(q, [])))
+        sb.equal(f"spoof drops{q}", sum(counters.values()) - counters["frames_ok"], 0)
+    sb.equal("spoof drop_spoofed = forged frames", tb.switch_counters()["drop_spoofed"],
+             spoofed)
+    sb.equal("spoof scenario forges frames", spoofed > 0, True)
+
+
 @cocotb.test()
 async def nic_matches_model(dut):
     p = cosim_params()
@@ -114,13 +144,15 @@ async def nic_matches_model(dut):
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)
     wins = window_writes(p["scenario"], nodes=nodes, mem_words=p["mem_words"], width=w)
+    srcs = source_writes(p["scenario"], node_ids)
     t0 = time.perf_counter()
     want = model.run(stores, node_ids, stalls, faults, table_writes=tbl,
-                     window_writes=wins)
+                     window_writes=wins, source_writes=srcs)
     t_model = time.perf_counter() - t0
 
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
-    tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins)
+    tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins,
+            sources=srcs)
     tb.arm(want)
     t0 = time.perf_counter()
     end = await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
@@ -132,6 +164,8 @@ async def nic_matches_model(dut):
     got = tb.compare(sb, want)
     if wins:
         _check_windows(sb, tb, p, stores, node_ids, wins, got)
+    if p["scenario"] == "spoof":
+        _check_spoof(sb, tb, p, stores, node_ids, got)
     sent = {q: tb.links[q].frames() for q in range(nodes)}
     if Framing(p["framing"]) is Framing.L2:
         # Independent of the model: scapy decodes every frame the RTL sent.

@@ -85,7 +85,8 @@ async def nic_retry_matches_model(dut):
         sb.equal(f"drops at node {q}", sum(counters[c] for c in COUNTERS
                                            if c != "frames_ok"), 0)
     damage = sum(want["links"][k][f"link_{n}"] for k in want["links"]
-                 for n in ("dropped", "corrupted", "duplicated"))
+                 for n in ("dropped", "corrupted", "duplicated", "tag_corrupted",
+                           "acks_dropped", "acks_corrupted"))
     resent = sum(want["links"][k]["tx_resent_frames"] for k in want["links"])
     dups = sum(want["links"][k]["rx_duplicates"] for k in want["links"])
     dut._log.info("wire damage %d frames; %d frames sent again; %d duplicates discarded",
@@ -100,3 +101,15 @@ async def nic_retry_matches_model(dut):
     assert sum(want["counters"][q]["frames_ok"] for q in range(nodes)) == frames
     if p["expect_damage"]:
         assert damage > 0 and resent + dups > 0, "no damage: the case tests nothing"
+    if p.get("expect_signalling"):
+        # Every damaged tag and ACK/NAK was caught by its check (counted by the RTL).
+        links = [tb.link_counters(q) for q in range(nodes)]
+        got_links = {k: v for d in links for k, v in d.items()}
+        tags = sum(v["rx_tag_bad"] for v in got_links.values())
+        bad_acks = sum(v["tx_acks_bad"] for v in got_links.values())
+        flipped = sum(v["link_acks_corrupted"] for v in got_links.values())
+        lost_acks = sum(v["link_acks_dropped"] for v in got_links.values())
+        dut._log.info("tags caught %d, ACK/NAKs lost %d, damaged %d (caught %d)", tags,
+                      lost_acks, flipped, bad_acks)
+        assert tags > 0 and lost_acks > 0 and flipped > 0, "signalling not damaged"
+        assert bad_acks == flipped

@@ -19,10 +19,10 @@ bulk after the run.
 
 from cocotb.triggers import ClockCycles
 
-from rtl.fabric.switch import table_write_layout
+from rtl.fabric.switch import source_write_layout, table_write_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
-from spec.fabric import COUNTER_PORTS
+from spec.fabric import COUNTER_PORTS, SWITCH_COUNTERS, check_source_write
 from spec.host import HOST_COUNTERS
 from spec.nic import COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
@@ -66,10 +66,11 @@ class NicTestbench:
         self._wr = write_event_layout(mem_words)
         self._win = window_write_layout(mem_words)
         self._tbl = table_write_layout(nodes)
+        self._src = source_write_layout(nodes)
 
     # -- load, arm, run ----------------------------------------------------------------------
     def load(self, stores, node_ids, *, stalls=None, faults=None, table=(), windows=None,
-             link_settings=None, clear_memories=False):
+             link_settings=None, clear_memories=False, sources=()):
         """Put a run's stimulus into the design (before :meth:`run`).
 
         ``stores[p]``: the :class:`pymodel.nic.system.Store` list of node ``p`` (queued on
@@ -77,7 +78,8 @@ class NicTestbench:
         replaced by a fresh one, and so is the uplink monitor); ``node_ids[p]``: its node id;
         ``stalls[p]``: the ``(seed, rate)`` of its command player; ``faults[p]``: downlink
         beat numbers of port ``p`` to corrupt; ``table``: switch-table writes ``(node,
-        port)``; ``windows[p]``: window-table writes ``(src, base, size)`` (words) of
+        port)``; ``sources``: the switch's source-table writes ``(node, port)`` (``port``
+        = nodes: any port); ``windows[p]``: window-table writes ``(src, base, size)`` (words) of
         node ``p``'s receiver; ``link_settings``: a
         :class:`pymodel.fabric.faulty_link.FaultSettings` for the wires of a top built
         with ``retry``; ``clear_memories``: zero the local memories first (several runs
@@ -86,8 +88,12 @@ class NicTestbench:
         h, stalls, faults, windows = self.harness, stalls or {}, faults or {}, windows or {}
         h.load_player("tbl", [self._tbl.const({"node": n, "port": o}).as_bits()
                               for n, o in table])
+        checked = [check_source_write(self.nodes, n, o) for n, o in sources]
+        h.load_player("src", [self._src.const({"node": n, "port": o}).as_bits()
+                              for n, o in checked])
         if link_settings is not None:
-            for name, value in link_settings.ports().items():
+            for name, value in {**link_settings.ports(),
+                                **link_settings.retry_ports()}.items():
                 h.set(f"flt_{name}", value)
         for p in range(self.nodes):
             if self.sources[p].loaded:         # a later run: fresh players, fresh models
@@ -208,6 +214,10 @@ class NicTestbench:
         """Node ``p``'s whole local memory (words)."""
         return dump_memory(getattr(self.dut, f"mem{p}").mem, self.mem_words)
 
+    def switch_counters(self):
+        """The switch's counters (:data:`spec.fabric.SWITCH_COUNTERS`)."""
+        return {n: int(getattr(self.dut, n).value) for n in SWITCH_COUNTERS}
+
     def credit_errors(self):
         return int(self.dut.credit_errors.value)
 
@@ -222,7 +232,8 @@ class NicTestbench:
         :class:`tb.scoreboard.Scoreboard`): every uplink beat and its cycle, every command
         accept cycle, every local-memory write and its cycle, every credit arrival, each
         node's counters (and, with ``links``, its reliable links' counters; with a
-        ``pcie`` attachment, its host interface's counters) and whole memory; no hang;
+        ``pcie`` attachment, its host interface's counters) and whole memory; the
+        switch's counters; no hang;
         the credit-error flag.
 
         Returns ``{p: {"cmd", "wr", "cr", "mem", "starts"}}``: the RTL's command beat
@@ -255,6 +266,8 @@ class NicTestbench:
             sb.compare(f"mem{q}", mem, want["mem"][q])
             got[q] = {"cmd": cmd_stamps, "wr": wr_stamps, "cr": cr_stamps, "mem": mem,
                       "starts": [a for a, _ in self.sources[q].stamps()]}
+        for name, value in self.switch_counters().items():
+            sb.equal(f"switch {name}", value, want["switch"][name])
         sb.equal("hang", self.hang, None)
         sb.equal("credit errors", self.credit_errors(), int(want["credit_errors"]))
         return got

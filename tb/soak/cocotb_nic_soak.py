@@ -2,7 +2,8 @@
 
 Each chunk resets the design (the memories keep their contents), loads every node's
 command player (through :class:`tb.nic.testbench.NicTestbench`) with ``per_chunk``
-stores (all-to-all, 64 to 256 bytes, each sender in its own slice of every memory) and
+stores (all-to-all, 64 to 256 bytes, each sender in its own slice of every memory; the
+wires damage frames, sequence tags and ACK/NAKs at the parameters' rates) and
 lets the simulator run until the receivers have
 counted every frame or the chunk's cycle budget runs out (a hang). Python wakes up once
 every ``POLL`` cycles, never per cycle. At the end of each chunk the memories are read
@@ -61,13 +62,16 @@ async def nic_soak(dut):
     totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
                   wire_dropped=0, wire_corrupted=0, wire_duplicated=0, wire_beats_lost=0,
+                  wire_tags_corrupted=0, wire_acks_dropped=0, wire_acks_corrupted=0,
                   model_mismatches=0)
     plan = [p["model_stores"]] + [p["per_chunk"]] * p["chunks"]
     t_start = time.perf_counter()
     for index, count in enumerate(plan):
         settings = FaultSettings(seed=(p["seed"] * 977 + 16 * index) & 0xFFFF or 1,
                                  drop_rate=p["drop_rate"], corrupt_rate=p["corrupt_rate"],
-                                 dup_rate=p["dup_rate"])
+                                 dup_rate=p["dup_rate"], tag_rate=p.get("tag_rate", 0),
+                                 ack_drop_rate=p.get("ack_drop_rate", 0),
+                                 ack_corrupt_rate=p.get("ack_corrupt_rate", 0))
         stores = chunk_stores(rng, nodes, w, mw * w, count)
         stalls = {q: (101 + 7 * q + index, p["stall_rate"]) for q in range(nodes)}
         tb.load(stores, list(range(nodes)), stalls=stalls, link_settings=settings)
@@ -102,7 +106,8 @@ async def nic_soak(dut):
         ok = sum(tb.counters(q)["frames_ok"] for q in range(nodes))
         links = {k: v for q in range(nodes) for k, v in tb.link_counters(q).items()}
         damage = {k: sum(v[f"link_{k}"] for v in links.values())
-                  for k in ("dropped", "corrupted", "duplicated", "lost")}
+                  for k in ("dropped", "corrupted", "duplicated", "lost", "tag_corrupted",
+                            "acks_dropped", "acks_corrupted")}
         totals["messages"] += sum(len(v) for v in stores.values())
         totals["frames"] += frames
         totals["lost"] += frames - ok
@@ -111,9 +116,13 @@ async def nic_soak(dut):
         totals["retransmissions"] += sum(v["tx_resent_frames"] for v in links.values())
         totals["recovery_cycles"] += sum(v["tx_replay_cycles"] for v in links.values())
         totals["duplicates_discarded"] += sum(v["rx_duplicates"] for v in links.values())
-        totals["recovered"] += damage["dropped"] + damage["corrupted"] + damage["duplicated"]
+        totals["recovered"] += (damage["dropped"] + damage["corrupted"] + damage["duplicated"]
+                                + damage["tag_corrupted"])
         for k in ("dropped", "corrupted", "duplicated"):
             totals[f"wire_{k}"] += damage[k]
+        totals["wire_tags_corrupted"] += damage["tag_corrupted"]
+        totals["wire_acks_dropped"] += damage["acks_dropped"]
+        totals["wire_acks_corrupted"] += damage["acks_corrupted"]
         totals["wire_beats_lost"] += damage["lost"]
         totals["cycles"] += end
         if index == 0:
