@@ -83,3 +83,17 @@ def test_report_host_table():
     assert "1 x 24 + 1 x 24 = 48 | 304 |" in nic
     assert len(lines) == 2 + len(rows)
     assert not any("short" in line for line in lines)
+
+
+@pytest.mark.parametrize("peers", [3, 15])
+def test_model_pcie_with_several_peers(peers):
+    """Round robin to several receivers behind their own host interfaces: each
+    receiver's DMA writes give its own messages their remote-write cycles (the model
+    indexed every message into each receiver's writes and failed for 3 or 15 peers).
+    Every store takes the same path as with one peer, so the latency is the same."""
+    one = cycle_point("nic", msg_bytes=128, messages=60, framing="l2", attachment="pcie",
+                      peers=1)
+    many = cycle_point("nic", msg_bytes=128, messages=60, framing="l2",
+                       attachment="pcie", peers=peers)
+    assert many["latency_cycles"] == one["latency_cycles"]
+    assert many["completion_cycles"] == one["completion_cycles"]

@@ -295,7 +295,7 @@ class NicSystemModel:
                                window_writes.get(p, ()))
               for p in range(n)}
         for p in his:
-            c = max(c, self._post(rx[p], his[p], msgs))
+            c = max(c, self._post(rx[p], his[p], msgs, p))
         per_store = []
         for cmd in cmds:
             parts = [msgs[i] for i in cmd["msgs"]]
@@ -417,12 +417,14 @@ class NicSystemModel:
                 msgs[mid].setdefault("remote_writes", []).append(last_write)
                 msgs[mid].setdefault("remote_index", []).append(
                     None if last_write is None else len(wr[1]) - 1)
+                msgs[mid]["remote_port"] = port
         return {"wr": wr, "counters": counters, "mem": mem, "posted": posted}
 
-    def _post(self, rx, his, msgs):
-        """pcie: NicRx's writes of one node through the up direction of its host
+    def _post(self, rx, his, msgs, port):
+        """pcie: NicRx's writes of node ``port`` through the up direction of its host
         interface ``his`` (whose MMIO path carried the node's stores): ``rx["wr"]`` then
-        holds the cycles the words reach memory, each message's remote write likewise."""
+        holds the cycles the words reach memory, and each message received there its
+        remote write likewise (its ``remote_index`` counts that node's writes)."""
         events = dict(rx["posted"])
         if not events:
             return 0
@@ -442,7 +444,7 @@ class NicSystemModel:
             raise AssertionError("pcie: posted writes and memory writes differ in number")
         rx["wr"] = (rx["wr"][0], cycles)
         for m in msgs:
-            if "remote_index" in m:
+            if "remote_index" in m and m.get("remote_port") == port:
                 m["remote_writes"] = [None if i is None else cycles[i]
                                       for i in m["remote_index"]]
         for name, value in hi.counters.items():
