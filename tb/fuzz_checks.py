@@ -4,11 +4,16 @@ Each function takes what the RTL left (memory words, counters, recorded writes) 
 the fuzz scenario says is allowed (windows, frames injected, the tail's bytes), and
 returns a list of violations (text; empty: none). They are used by the fuzz cocotb
 modules (:mod:`tb.rdma.cocotb_fuzz`, :mod:`tb.nic.cocotb_fuzz`) and tested on their own
-with images that break them (tests/test_fuzz.py).
+with images that break them (tests/test_fuzz.py). :func:`chunk_record` and
+:func:`report_chunk` are the per-chunk bookkeeping both modules share.
 """
 
+import json
+import time
+from collections import Counter
+
 __all__ = ["outside_windows", "writes_outside", "counted_once", "tail_missing",
-           "add_counts", "read_bytes"]
+           "add_counts", "read_bytes", "chunk_record", "report_chunk"]
 
 
 def _inside(byte, windows):
@@ -93,4 +98,30 @@ def read_bytes(words, word_bytes):
                        for k in range(first, last + 1))
         return raw[addr - first * word_bytes:][:n]
     return read
+
+
+def chunk_record(k, chunk, injected, cycles, model_cycles, by_outcome, violations, hang,
+                 mismatches, t0):
+    """The fuzz.json line of chunk ``k`` (both designs write the same keys)."""
+    return {
+        "chunk": k, "frames": chunk.fuzz_frames, "injected": injected,
+        "cycles": cycles, "model_cycles": model_cycles, "by_outcome": by_outcome,
+        "by_mutation": dict(Counter(m.label for m in chunk.frames)),
+        "by_field": dict(Counter(m.field for m in chunk.frames if m.field)),
+        "violations": violations, "hangs": int(hang is not None), "hang": hang,
+        "mismatches": len(mismatches), "first_mismatches": mismatches[:8],
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def report_chunk(dut, record, mismatches, out):
+    """Log what went wrong in a chunk, append its record to the file ``out`` (if
+    given); returns 1 if the chunk failed (violations, a hang or mismatches), else 0."""
+    k = record["chunk"]
+    for line in record["violations"] + mismatches[:8]:
+        dut._log.error("chunk %d: %s", k, line)
+    if out:
+        with open(out, "a") as f:
+            f.write(json.dumps(record) + "\n")
+    return int(bool(record["violations"] or record["hang"] or mismatches))
 

@@ -22,10 +22,8 @@ the tests of the checks themselves: ``"model"`` adds one to the model's ``frames
 reported). The test fails if any chunk has a mismatch or a violation.
 """
 
-import json
 import random
 import time
-from collections import Counter
 
 import cocotb
 from cocotb.triggers import ClockCycles
@@ -39,9 +37,11 @@ from rtl.tops.nic_top import write_event_layout
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
 from tb.fuzz_checks import (
+    chunk_record,
     counted_once,
     outside_windows,
     read_bytes,
+    report_chunk,
     tail_missing,
     writes_outside,
 )
@@ -135,21 +135,10 @@ async def nic_fuzz(dut):
         sb.equal("memory words that differ (first 8)", diff[:8], [])
         violations = chunk_invariants(mem, writes, counters, chunk, len(frames), width,
                                       NIC_SENTINEL[0] if "windows" in sabotage else None)
-        record = {
-            "chunk": k, "frames": chunk.fuzz_frames, "injected": len(frames),
-            "cycles": value_of(dut.now), "model_cycles": model["cycles"],
-            "by_outcome": {c: counters[c] for c in COUNTERS if isinstance(counters[c], int)},
-            "by_mutation": dict(Counter(m.label for m in chunk.frames)),
-            "by_field": dict(Counter(m.field for m in chunk.frames if m.field)),
-            "violations": violations, "hangs": int(hang is not None), "hang": hang,
-            "mismatches": len(sb.mismatches), "first_mismatches": sb.mismatches[:8],
-            "seconds": time.perf_counter() - t0,
-        }
-        failures += bool(violations or hang or sb.mismatches)
-        for line in violations + sb.mismatches[:8]:
-            dut._log.error("chunk %d: %s", k, line)
-        if p.get("out"):
-            with open(p["out"], "a") as f:
-                f.write(json.dumps(record) + "\n")
+        record = chunk_record(
+            k, chunk, len(frames), value_of(dut.now), model["cycles"],
+            {c: counters[c] for c in COUNTERS if isinstance(counters[c], int)},
+            violations, hang, sb.mismatches, t0)
+        failures += report_chunk(dut, record, sb.mismatches, p.get("out"))
     assert p["chunks"], "no chunk to run"
     assert failures == 0, f"{failures} of {len(p['chunks'])} chunks failed (see the log)"

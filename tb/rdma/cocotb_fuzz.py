@@ -20,16 +20,21 @@ frames per chunk), ``fillers`` (bad-FCS frames before the tail, default 256),
 The test fails if any chunk has a mismatch or a violation.
 """
 
-import json
 import time
-from collections import Counter
 
 import cocotb
 
 from pymodel.scenarios.fuzz import rdma_chunk
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from tb.cosim import cosim_params
-from tb.fuzz_checks import counted_once, outside_windows, read_bytes, tail_missing
+from tb.fuzz_checks import (
+    chunk_record,
+    counted_once,
+    outside_windows,
+    read_bytes,
+    report_chunk,
+    tail_missing,
+)
 from tb.rdma.cocotb_rdma import SETTLE, config, run_model
 from tb.rdma.testbench import RdmaTestbench
 from tb.scoreboard import Scoreboard
@@ -86,22 +91,11 @@ async def rdma_fuzz(dut):
         got = tb.compare(sb, model, 0)
         violations = chunk_invariants(got, chunk, len(frames))
         resp = got["resp"]
-        record = {
-            "chunk": k, "frames": chunk.fuzz_frames, "injected": len(frames),
-            "cycles": tb.end, "model_cycles": model["cycles"],
-            "by_outcome": {o: resp[o] for o in OUTCOMES if isinstance(resp[o], int)},
-            "by_mutation": dict(Counter(m.label for m in chunk.frames)),
-            "by_field": dict(Counter(m.field for m in chunk.frames if m.field)),
-            "violations": violations, "hangs": int(tb.hang is not None),
-            "hang": tb.hang, "mismatches": len(sb.mismatches),
-            "first_mismatches": sb.mismatches[:8], "seconds": time.perf_counter() - t0,
-        }
-        failures += bool(violations or tb.hang or sb.mismatches)
-        for line in violations + sb.mismatches[:8]:
-            dut._log.error("chunk %d: %s", k, line)
-        if p.get("out"):
-            with open(p["out"], "a") as f:
-                f.write(json.dumps(record) + "\n")
+        record = chunk_record(
+            k, chunk, len(frames), tb.end, model["cycles"],
+            {o: resp[o] for o in OUTCOMES if isinstance(resp[o], int)},
+            violations, tb.hang, sb.mismatches, t0)
+        failures += report_chunk(dut, record, sb.mismatches, p.get("out"))
     assert p["chunks"], "no chunk to run"
     assert failures == 0, f"{failures} of {len(p['chunks'])} chunks failed (see the log)"
 
