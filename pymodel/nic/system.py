@@ -34,11 +34,22 @@ __all__ = ["NicSystemModel", "Store"]
 
 class Store:
     """One store command: ``payload`` goes to ``addr`` of node ``dst``; ``length`` is the
-    header field (default ``len(payload)``; another value makes a malformed frame)."""
+    header field (default ``len(payload)``; another value makes a malformed frame).
 
-    def __init__(self, dst, addr, payload, length=None):
+    ``release`` (default 0): the store's arrival cycle. Its first command beat is offered
+    from cycle ``release`` on, its later beats at once (the top's timed ``cmd<p>``
+    player: :class:`rtl.sim.stream_player.StreamPlayer` with ``timed``); a store
+    released earlier than the one before it in its node's list simply waits for that
+    one (the player is in order). Release 0 is the behaviour of an untimed player.
+    """
+
+    def __init__(self, dst, addr, payload, length=None, release=0):
         self.dst, self.addr, self.payload = dst, addr, bytes(payload)
         self.length = len(payload) if length is None else length
+        if not isinstance(release, int) or isinstance(release, bool) or not (
+                0 <= release < 1 << 32):
+            raise ValueError(f"release must be a cycle from 0 to 2**32 - 1, not {release!r}")
+        self.release = release
 
     def beats(self, width):
         """The command beats: ``(data, nbytes, first, last)``."""
@@ -48,7 +59,8 @@ class Store:
         """The stores of the ``pcie`` attachment: the host writes this store as posted
         writes of at most ``mps`` bytes (MPS), each a store of its own at
         ``addr + k * mps``."""
-        return [Store(self.dst, self.addr + k, self.payload[k:k + mps])
+        return [Store(self.dst, self.addr + k, self.payload[k:k + mps],
+                      release=self.release if k == 0 else 0)
                 for k in range(0, max(len(self.payload), 1), mps)]
 
     def segments(self, width, max_payload):
@@ -125,6 +137,7 @@ class NicSystemModel:
         frames = sum(len(s.segments(w, self.max_payload)) for p in range(n)
                      for s in stores.get(p, []))
         horizon = 64 * (total_beats + 64) + (2 * lat + 8) * (frames + 1) * n + 4096
+        horizon += max((s.release for p in range(n) for s in stores.get(p, [])), default=0)
         if self.retry:                   # replays: generous again
             horizon *= 8
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
@@ -134,14 +147,18 @@ class NicSystemModel:
             plan[p] = []
             for s in stores.get(p, []):
                 cmds.append({"src": p, "dst": s.dst, "msgs": []})
-                for seg in s.segments(w, self.max_payload):
+                for k, seg in enumerate(s.segments(w, self.max_payload)):
                     slots, frame = self._slots(seg, node_ids[p])
                     mid = len(msgs)
                     cmds[-1]["msgs"].append(mid)
+                    # The store's release gates the player's valid while it offers the
+                    # store's first command beat: the first frame's slots up to its
+                    # first body beat.
+                    gate = [kind for kind, _ in slots].index("body") if k == 0 else -1
                     msgs.append({"src": p, "store": seg, "frame": frame, "id": mid,
                                  "need": frame_beats(w, self.framing, seg.length),
                                  "beats": len(slots), "accept": None, "credit_stamps": [],
-                                 "cmd": len(cmds) - 1})
+                                 "cmd": len(cmds) - 1, "release": s.release, "gate": gate})
                     plan[p].append((mid, slots))
         # pcie: the host's posted writes (one per store, its command beats as words) and
         # each node's host interface (the MMIO path on the way out).
@@ -157,10 +174,12 @@ class NicSystemModel:
                         raise ValueError("pcie: every store must be one host write of 1 to "
                                          f"{self.profile.max_payload} bytes (Store."
                                          "host_writes), with length its payload bytes")
+                    rel = msgs[mid]["release"] if msgs[mid]["gate"] >= 0 else 0
                     for data, _nb, first, last in s.beats(w):
                         words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr),
                                                "nbytes": s.length, "data": data,
-                                               "first": first, "last": last}))
+                                               "first": first, "last": last},
+                                         rel if first else 0))
         kw = [0] * n
         sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w)
         source_writes = [check_source_write(n, *x) for x in source_writes]
@@ -202,7 +221,8 @@ class NicSystemModel:
                 if self.pcie:                # the command beats come from the interface
                     valid = his[p].mmio_head(c) is not None
                 else:
-                    valid = not stall[p][c]
+                    valid = not stall[p][c] and (si[p] > msgs[mid]["gate"]
+                                                 or c >= msgs[mid]["release"])
                 if kind in ("tail", "pad", "spill"):
                     ok = True
                 elif si[p] == 0:
@@ -235,8 +255,8 @@ class NicSystemModel:
                     si[p] = 0
             for p in his:                    # pcie: the host and the MMIO path
                 word = words[p][kw[p]] if kw[p] < len(words[p]) else None
-                r = his[p].step(c, mmio_in=None if word is None else word[1],
-                                mmio_ready=took[p])
+                due = word is not None and c >= word[2]       # the host's arrival
+                r = his[p].step(c, mmio_in=word[1] if due else None, mmio_ready=took[p])
                 if r.mmio_in_taken:
                     cmd_stamps[p].append(c)
                     if word[1]["first"] and msgs[word[0]]["accept"] is None:
