@@ -329,8 +329,9 @@ class _FakeFabric:
     def __init__(self):
         self.loaded = {}
 
-    def load_player(self, name, items, stall=(1, 0)):
+    def load_player(self, name, items, stall=(1, 0), release=None):
         self.loaded[name] = (items, stall)
+        self.released = release
 
 
 def test_store_source_queues_then_loads_once():
@@ -346,6 +347,7 @@ def test_store_source_queues_then_loads_once():
     src.load()
     items, stall = harness.loaded["cmd0"]
     assert items == _cmd_items(16, stores) and stall == (5, 40)
+    assert harness.released == [0, 0, 0, 0]          # untimed stores: all at once
     assert src._spans == [(0, 2), (3, 3)]
     with pytest.raises(RuntimeError, match="cmd0"):
         src.send_nowait(stores[0])
@@ -518,3 +520,19 @@ def test_rx_windows_match_the_model(width, framing):
                 rtl[a * w + j] = data >> (8 * j) & 0xFF
     assert rtl == mem
 
+
+
+def test_store_source_loads_each_stores_release_on_its_first_beat():
+    """A timed store: its release on its first command beat, 0 on the others (offered at
+    once); a bad release names itself."""
+    from tb.nic.store_driver import StoreSource
+    harness = _FakeFabric()
+    src = StoreSource(harness, "cmd0", 16)
+    for s in [Store(1, 0, bytes(40), release=9), Store(2, 64, bytes(3), release=4),
+              Store(2, 64, bytes(17))]:
+        src.send_nowait(s)
+    src.load()
+    assert harness.released == [9, 0, 0, 4, 0, 0]
+    for bad in (-1, 1 << 32, 2.0, True):
+        with pytest.raises(ValueError, match="release"):
+            Store(1, 0, bytes(4), release=bad)

@@ -39,7 +39,8 @@ def write_event_layout(depth):
 class NicTop(HarnessTop):
     """``nodes`` NICs, each on its own port of one :class:`Switch`.
 
-    Per node ``p``: player ``cmd<p>`` (store commands) -> NicTx -> uplink Link -> switch
+    Per node ``p``: player ``cmd<p>`` (store commands; timed: see below) -> NicTx ->
+    uplink Link -> switch
     port ``p`` -> downlink Link -> FaultInjector (player ``flt<p>``: downlink beat numbers
     to corrupt) -> NicRx -> LatencyMemory ``mem<p>``. The switch's credit pulses for
     ingress ``p`` come back through a CreditReturn of the link latency.
@@ -72,6 +73,14 @@ class NicTop(HarnessTop):
     ``mem_wr``; ``wr<p>`` then records those memory writes. The interfaces' counters
     are ports ``hi<p>_<name>`` (:data:`spec.host.HOST_COUNTERS`). The receive path
     assumes the interface's write buffer never fills (the model raises if it would).
+
+    Open-loop arrivals: the ``cmd<p>`` players are timed
+    (:class:`rtl.sim.stream_player.StreamPlayer` with ``timed``): command beat ``k`` is
+    offered from cycle ``release_at[k]`` on. A store's first beat carries the store's
+    release (its arrival cycle), its later beats 0 (offered at once), so a store waits
+    for its arrival and then goes as an untimed player would send it; release 0
+    everywhere is the untimed player, cycle for cycle. With ``pcie`` the player is the
+    host, and a release delays the host's posted write the same way.
 
     ``items`` (command beats) and ``events`` (recorder depth) are an int or one value per
     node: memories cost export and build time, so idle nodes can be given small ones.
@@ -129,7 +138,7 @@ class NicTop(HarnessTop):
         players["tbl"] = (table_write_layout(nodes), 16)
         players["src"] = (source_write_layout(nodes), SOURCE_WRITES)
         for p in range(nodes):
-            players[f"cmd{p}"] = (store_cmd_layout(width), items[p])
+            players[f"cmd{p}"] = (store_cmd_layout(width), items[p], True)
             players[f"flt{p}"] = (32, 64)
             players[f"win{p}"] = (window_write_layout(mem_words), WINDOW_WRITES)
             recorders[f"tx{p}"] = (packet_layout(width), events[p])

@@ -4,7 +4,8 @@ and recorders so that no Python code runs once per cycle.
 
 A :class:`StoreSource` queues store commands and loads them all into its RTL player in
 one VPI pass (:meth:`StoreSource.load`, before reset); the player then issues them at
-full speed (or with its seeded stalls). A :class:`FrameMonitor` reads what an RTL
+full speed (or with its seeded stalls), each store no earlier than its ``release``
+cycle (open-loop arrivals; 0: at once). A :class:`FrameMonitor` reads what an RTL
 recorder saw on a link, once, after the run, and hands it out as frames. Both stamp
 every message with the cycles of its first and last beat, which is what the cycle
 reports read.
@@ -72,16 +73,24 @@ class StoreSource:
                     "nbytes": nb, "first": first, "last": last}).as_bits())
         return out
 
+    def releases(self):
+        """The release cycle of each player word of the queued stores: a store's
+        ``release`` on its first beat, 0 (offered at once) on the others."""
+        return [s.release if k == 0 else 0 for s in self.queue
+                for k in range(len(s.beats(self.width)))]
+
     def load(self):
-        """Write every queued store into the player, with the seeded stall pattern."""
-        items, k = self.items(), 0
+        """Write every queued store into the (timed) player, with the seeded stall
+        pattern and each store's release cycle on its first beat (all of them, zeros
+        included: a player reused by a later run keeps no old release)."""
+        items, release, k = self.items(), self.releases(), 0
         for s in self.queue:
             n = len(s.beats(self.width))
             self._spans.append((k, k + n - 1))
             k += n
         self.stores += list(self.queue)
         self.queue.clear()
-        self.harness.load_player(self.name, items, self.stall)
+        self.harness.load_player(self.name, items, self.stall, release=release)
         self.loaded = True
 
     def _done(self):
