@@ -10,6 +10,7 @@ from pymodel.load.nic import (
     load_intent,
     load_plan,
     nic_load_run,
+    pcie_service_cycles,
     run_plan,
     service_cycles,
 )
@@ -185,6 +186,39 @@ def test_stores_wrap_in_their_senders_region():
 ])
 def test_bad_parameters_name_themselves(kwargs, word):
     args = dict(pattern="incast", nodes=4, msg_bytes=128, messages=4, load=0.5, seed=1)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=word):
+        nic_load_run(**args)
+
+
+def test_pcie_load_run():
+    """Behind the pcie attachment (each store one host posted write): the saturated rate
+    is a back-to-back model run's; a load run delivers every store where it was sent,
+    none accepted before its arrival."""
+    top = dict(width=64, link_latency=2, mem_words=512, max_payload=1024,
+               attachment="pcie")
+    plan = load_plan("incast", 4, 128, 12, 0.7, 4, **top)
+    arrays, row, want = run_plan(plan)
+    assert row["service_cycles"] == pcie_service_cycles("l2", 128, 2, 512, 1024)
+    assert (arrays["accept"] >= arrays["arrival"]).all()
+    assert row["queue_max_cycles"] > 0
+    mems, words = load_intent(plan)
+    data = b"".join(v.to_bytes(64, "little") for v in want["mem"][0])
+    assert data == mems[0]
+    assert sorted(a for a, _ in want["wr"][0][0]) == words[0]
+    # one host write per store into each sender, one posted DMA write per store out
+    # of the destination
+    assert [want["host"][p]["dn_mmio_tlps"] for p in range(4)] == [0, 12, 12, 12]
+    assert want["host"][0]["up_wr_tlps"] == 36
+
+
+@pytest.mark.parametrize("kwargs,word", [
+    (dict(width=16), "pcie"), (dict(msg_bytes=300), "pcie"), (dict(mem_words=8192), "pcie"),
+    (dict(attachment="cxl"), "attachment"),
+])
+def test_bad_pcie_parameters_name_themselves(kwargs, word):
+    args = dict(pattern="incast", nodes=4, msg_bytes=128, messages=4, load=0.5, seed=1,
+                width=64, attachment="pcie")
     args.update(kwargs)
     with pytest.raises(ValueError, match=word):
         nic_load_run(**args)

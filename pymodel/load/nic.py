@@ -25,6 +25,9 @@ two of the longest frames, more than a credit round trip at the tops' link laten
 It is taken from the format rather than from a back-to-back model run so that the load
 a run offers does not depend on the code under test; the unit tests check that a
 back-to-back model run of the same point sends exactly one store per ``service_cycles``.
+With ``attachment="pcie"`` (each store one host posted write: width 64, at most 256
+bytes) the host interface's down direction may be the limit instead, and there the
+saturated rate is taken from a back-to-back model run (:func:`pcie_service_cycles`).
 ``load`` is then the fraction of that rate each sender offers; several senders to one
 destination (incast) can offer the destination more than its downlink carries.
 
@@ -45,15 +48,17 @@ import numpy as np
 from pymodel.load.traffic import arrival_cycles, distribution, flows, senders
 from pymodel.nic.system import NicSystemModel, Store
 from spec.formats.nic import Framing, frame_beats
+from spec.host import PROFILES
 from spec.load import check_count, check_load
-from spec.nic import HEADLINE_TOP, link_credits
+from spec.nic import HEADLINE_TOP, PCIE_WORD_BITS, check_attachment, link_credits
 
 __all__ = ["LOAD_TOP", "LoadPlan", "load_plan", "run_plan", "nic_load_run", "load_intent",
-           "service_cycles", "MESSAGE_FIELDS"]
+           "load_row", "service_cycles", "pcie_service_cycles", "MESSAGE_FIELDS"]
 
-#: The top knobs of a load run and their defaults (the headline top's; ``nodes`` is a
-#: parameter of its own).
-LOAD_TOP = {k: v for k, v in HEADLINE_TOP.items() if k != "nodes"}
+#: The top knobs of a load run and their defaults (the headline top's, integrated
+#: attachment; ``nodes`` is a parameter of its own).
+LOAD_TOP = {**{k: v for k, v in HEADLINE_TOP.items() if k != "nodes"},
+            "attachment": "integrated"}
 
 #: The per-message arrays :func:`run_plan` returns, in this order.
 MESSAGE_FIELDS = ("sender", "dst", "arrival", "accept", "remote_write", "completion")
@@ -68,6 +73,24 @@ def service_cycles(width, framing, msg_bytes, max_payload):
     full, rest = divmod(msg_bytes, max_payload)
     beats = full * frame_beats(width, framing, max_payload)
     return beats + (frame_beats(width, framing, rest) if rest else 0)
+
+
+def pcie_service_cycles(framing, msg_bytes, link_latency, mem_words, max_payload,
+                        stores=16):
+    """Cycles per store of one saturated sender behind the ``pcie`` attachment: the gap
+    between the last two accepts of ``stores`` back-to-back stores of ``msg_bytes`` from
+    node 0 to node 1 on the model. Here the host interface's posted write (payload plus
+    its TLP overhead over the down direction) can be the limit rather than the wire, and
+    its cost is the model's to say; the gaps must have settled to one value (else
+    ``AssertionError``)."""
+    m = NicSystemModel(64, framing, 2, link_latency, mem_words, max_payload,
+                       link_credits(64, max_payload), attachment="pcie")
+    run = m.run({0: [Store(1, 0, bytes(msg_bytes)) for _ in range(stores)]}, [0, 1])
+    accept = [st["accept"] for st in run["stores"]]
+    gaps = [b - a for a, b in zip(accept, accept[1:], strict=False)]
+    if len(set(gaps[len(gaps) // 2:])) != 1:
+        raise AssertionError(f"pcie: back-to-back gaps did not settle: {gaps}")
+    return gaps[-1]
 
 
 class LoadPlan:
@@ -86,7 +109,8 @@ class LoadPlan:
         t = self.top
         return NicSystemModel(t["width"], self.params["framing"], t["nodes"],
                               t["link_latency"], t["mem_words"], t["max_payload"],
-                              link_credits(t["width"], t["max_payload"]))
+                              link_credits(t["width"], t["max_payload"]),
+                              attachment=t["attachment"])
 
 
 def load_plan(pattern, nodes, msg_bytes, messages, load, seed, burst=1, framing="l2",
@@ -115,6 +139,13 @@ def load_plan(pattern, nodes, msg_bytes, messages, load, seed, burst=1, framing=
     mp = check_count("max_payload", top["max_payload"], w, 8184)
     if mp % w:
         raise ValueError(f"max_payload must be a multiple of the width {w}, not {mp!r}")
+    pcie = check_attachment(top["attachment"]) == "pcie"
+    if pcie and (w != 64 or msg_bytes > PROFILES["pcie"].max_payload
+                 or top["mem_words"] > 1 << PCIE_WORD_BITS):
+        raise ValueError(f"attachment 'pcie' needs width 64 (not {w}), msg_bytes at most "
+                         f"{PROFILES['pcie'].max_payload} (one host write; not {msg_bytes})"
+                         f" and mem_words at most {1 << PCIE_WORD_BITS} "
+                         f"(not {top['mem_words']})")
     stride = -(-msg_bytes // w) * w
     region = top["mem_words"] // nodes * w              # bytes, a multiple of the width
     slots = region // stride
@@ -122,7 +153,11 @@ def load_plan(pattern, nodes, msg_bytes, messages, load, seed, burst=1, framing=
         raise ValueError(f"msg_bytes {msg_bytes} does not fit a sender's region of a "
                          f"destination's memory (mem_words {top['mem_words']} x width {w} "
                          f"bytes / {nodes} nodes)")
-    service = service_cycles(w, framing, msg_bytes, mp)
+    if pcie:
+        service = pcie_service_cycles(framing, msg_bytes, top["link_latency"],
+                                      top["mem_words"], mp)
+    else:
+        service = service_cycles(w, framing, msg_bytes, mp)
     dests = flows(pattern, nodes, messages, seed)
     rng = random.Random(f"{seed}/nic-load/payload")
     stores = {p: [] for p in range(nodes)}
@@ -194,7 +229,7 @@ def nic_load_run(pattern, nodes, msg_bytes, messages, load, seed, burst=1, frami
     ``pattern`` on ``nodes`` nodes at offered ``load`` (a fraction of one sender's
     saturated rate, see the module doc), arrivals seeded by ``seed`` in bursts of
     ``burst``; ``top`` knobs: :data:`LOAD_TOP` (``width``, ``link_latency``,
-    ``mem_words``, ``max_payload``).
+    ``mem_words``, ``max_payload``, ``attachment``).
 
     Returns ``(arrays, row)``: per message (by sender, then arrival) the numpy arrays
     ``sender``, ``dst``, ``arrival``, ``accept``, ``remote_write``, ``completion``

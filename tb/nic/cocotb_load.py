@@ -23,7 +23,14 @@ from pathlib import Path
 
 import cocotb
 
-from pymodel.load.nic import LOAD_TOP, MESSAGE_FIELDS, load_intent, load_plan, load_row, run_plan
+from pymodel.load.nic import (
+    LOAD_TOP,
+    MESSAGE_FIELDS,
+    load_intent,
+    load_plan,
+    load_row,
+    run_plan,
+)
 from pymodel.packet import unpack_beat
 from tb.cosim import cosim_params
 from tb.nic.testbench import NicTestbench
@@ -94,7 +101,7 @@ def check_intent(sb, tb, plan, arrays):
 @cocotb.test()
 async def nic_load_matches_model(dut):
     p = cosim_params()
-    top = {k: p[k] for k in LOAD_TOP}
+    top = {k: p.get(k, v) for k, v in LOAD_TOP.items()}
     plan = load_plan(p["pattern"], p["nodes"], p["msg_bytes"], p["messages"], p["load"],
                      p["seed"], p.get("burst", 1), p["framing"], **top)
     t0 = time.perf_counter()
