@@ -69,6 +69,9 @@ SLOW = {
         "Icarus runs it here; make regress runs it on both simulators",
     "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
         "Verilator runs the compact environment; Icarus runs both",
+    "test_cosim_nic_load.py::test_nic_load_pcie[verilator]":
+        "Icarus runs the pcie load case (the Verilator build takes about 100 s); "
+        "Verilator runs the integrated load cases",
 }
 
 

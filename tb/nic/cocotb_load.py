@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import cocotb
+import numpy as np
 
 from pymodel.load.nic import (
     LOAD_TOP,
@@ -44,8 +45,6 @@ def rtl_arrays(tb, plan):
     write of its last word at its destination (the j-th store to a slot is the j-th
     write of that slot's last word: slots belong to one sender, whose stores to a
     destination arrive in order). A value the RTL never produced is -1."""
-    import numpy as np
-
     w = plan.top["width"]
     starts = {s: [a for a, _ in tb.sources[s].stamps()] for s in plan.stores}
     ends = {}                                    # sender -> index of each store's last beat
