@@ -21,17 +21,20 @@ ITEMS, EVENTS = 256, 2048
 MESSAGES = {"verilator": 32, "icarus": 16}
 
 
-@pytest.mark.parametrize("pattern,nodes,load", [("incast", 4, 0.5), ("incast", 8, 0.3),
-                                                ("all_to_all", 4, 0.8),
-                                                ("permutation", 4, 0.9)])
-def test_nic_load(sim, pattern, nodes, load, test_id):
+@pytest.mark.parametrize("pattern,nodes,load,burst", [("incast", 4, 0.5, 1),
+                                                      ("incast", 8, 0.3, 1),
+                                                      ("all_to_all", 4, 0.8, 1),
+                                                      ("permutation", 4, 0.9, 1),
+                                                      ("all_to_all", 4, 0.6, 4)])
+def test_nic_load(sim, pattern, nodes, load, burst, test_id):
     """Open-loop arrivals: every wire beat, accept, memory write, credit and their
     cycles, counters and memories, the per-message accept, remote write and completion
     cycles and the load row (latency from arrival) equal the model's; each store landed
-    once, where it was sent; stores queued (some accepted after their arrival)."""
+    once, where it was sent; stores queued (some accepted after their arrival). With
+    ``burst`` 4, four stores of a sender arrive in the same cycle."""
     top = NicTop(framing="l2", nodes=nodes, items=ITEMS, events=EVENTS, **TOP)
     params = dict(TOP, pattern=pattern, nodes=nodes, msg_bytes=128,
-                  messages=MESSAGES[sim], load=load, seed=7, burst=1, framing="l2")
+                  messages=MESSAGES[sim], load=load, seed=7, burst=burst, framing="l2")
     run_dir = run_cosim(top, name=f"nic_load_n{nodes}", test_module="tb.nic.cocotb_load",
                         sim=sim, test_id=test_id, params=params)
     res = json.loads((Path(run_dir) / "load_results.json").read_text())
