@@ -202,22 +202,26 @@ def run_plan(plan):
 
 
 def load_row(plan, arrays):
-    """The load row of a run's per-message ``arrays`` (the model's or the RTL's): the
-    run's parameters, ``service_cycles``, ``offered_msgs_per_cycle`` (senders x load /
-    service), ``achieved_msgs_per_cycle`` (messages over the cycles from the first
-    arrival to the last remote write, both counted), ``queue_max_cycles`` (the longest
-    wait at a sender, accept - arrival) and the ``latency`` and ``completion``
-    distributions from arrival."""
+    """The load row of a run's per-message ``arrays`` (the model's or the RTL's), with
+    the keys and definitions of the RDMA load rows where they exist: the run's
+    parameters (``messages_per_sender``; ``messages`` is then the run's total),
+    ``service_cycles``, ``offered_per_cycle`` (senders x load / service: messages
+    offered per cycle by all senders), ``achieved_per_cycle`` (the rate of the remote
+    writes, ``(n - 1) / (last - first)``; None for one message), ``queue_max_cycles``
+    (the longest wait at a sender, accept - arrival) and the ``latency`` and
+    ``completion`` distributions from arrival (every message: the NIC has no cache to
+    warm)."""
     n = len(arrays["arrival"])
-    span = int(arrays["remote_write"].max()) - int(arrays["arrival"].min()) + 1
+    rw = arrays["remote_write"]
+    span = int(rw.max()) - int(rw.min())
     who = len(set(arrays["sender"].tolist()))
-    row = {"design": "nic", **plan.params, "total_messages": n,
-           "service_cycles": plan.service,
-           "offered_msgs_per_cycle": who * plan.params["load"] / plan.service,
-           "achieved_msgs_per_cycle": n / span,
+    params = dict(plan.params)
+    params["messages_per_sender"] = params.pop("messages")
+    row = {"design": "nic", **params, "messages": n, "service_cycles": plan.service,
+           "offered_per_cycle": who * plan.params["load"] / plan.service,
+           "achieved_per_cycle": (n - 1) / span if n > 1 and span else None,
            "queue_max_cycles": int((arrays["accept"] - arrays["arrival"]).max())}
-    row.update(distribution("latency",
-                            (arrays["remote_write"] - arrays["arrival"]).tolist()))
+    row.update(distribution("latency", (rw - arrays["arrival"]).tolist()))
     row.update(distribution("completion",
                             (arrays["completion"] - arrays["arrival"]).tolist()))
     return {k: int(v) if isinstance(v, np.integer) else v for k, v in row.items()}
@@ -233,7 +237,8 @@ def nic_load_run(pattern, nodes, msg_bytes, messages, load, seed, burst=1, frami
 
     Returns ``(arrays, row)``: per message (by sender, then arrival) the numpy arrays
     ``sender``, ``dst``, ``arrival``, ``accept``, ``remote_write``, ``completion``
-    (cycles), and the row: the parameters, the offered and achieved messages per cycle,
+    (cycles), and the row (:func:`load_row`): the parameters, the offered and achieved
+    messages per cycle,
     and the nearest-rank distributions (:func:`pymodel.load.traffic.distribution`) of
     ``latency`` = remote_write - arrival and ``completion`` = completion - arrival.
     Latency under load counts from **arrival**: the queueing at the sender is in it.
