@@ -21,8 +21,10 @@ compared cycle for cycle (tests/test_cosim_rdma_load.py).
 Latency under load counts from *arrival*: the remote write of the message's last byte
 minus its arrival (queueing at the issuer, the engine and the host interface included);
 completion likewise (the CQE that tells the host, the next one of its QP for an
-unsignalled message); the first 5 % of the messages are a warm-up, left out of the
-distributions (:func:`warmup_count`). ``service_cycles`` (for the offered load) is the saturated
+unsignalled message). Before the measured messages, a warm-up posts one WRITE to
+each of the most used QPs that the context caches hold (:func:`load_scenario`), so
+that the measurement starts from the steady state, not from cold caches; it is not
+measured. ``service_cycles`` (for the offered load) is the saturated
 sender's cycles per message: the same scenario with every message arriving at cycle 0
 (:func:`saturation`), as ``ib_write_bw`` would measure it with this issuer.
 """
@@ -41,7 +43,8 @@ from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_load, check_skew
 
 __all__ = ["build_load", "rdma_load_run", "saturation", "load_row", "load_per_message",
-           "check_load_knobs", "warmup_count", "RDMA_LOAD_DEFAULTS", "LOAD_ISSUERS", "LOAD_KNOBS"]
+           "check_load_knobs", "load_scenario", "warm_qps", "RDMA_LOAD_DEFAULTS",
+           "LOAD_ISSUERS", "LOAD_KNOBS"]
 
 #: The issuer profiles a load point may name (``cpu_framework`` is a framework's cost,
 #: used by the inference carriers, not an issuer of single WRITEs).
@@ -85,27 +88,24 @@ def check_load_knobs(msg_bytes, messages, k):
     return p
 
 
-def build_load(msg_bytes, arrivals, p, seed=1, depth=1 << 22):
-    """``(cfg, verbs, arrivals)``: the scenario of one load run (module doc) for the
-    message arrival cycles ``arrivals`` (non-decreasing) and checked knobs ``p``."""
+def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
+    """``(cfg, verbs)``: the scenario of one load run (module doc): message ``j`` arrives
+    at ``arrivals[j]`` (non-decreasing) on QP ``qseq[j]``; ``p`` the checked knobs."""
     n = len(arrivals)
     iss = ISSUERS[p["issuer"]]
-    qseq = qp_sequence(p["popularity"], p["qps"], n, seed, skew=p["skew"],
-                       working_set=p["working_set"])
     rng = random.Random(seed ^ 0x5EED)
-    per_qp = [0] * p["qps"]
+    per_qp = {}
     for q in qseq:
-        per_qp[q] += 1
-    used = sorted({q for q in qseq})
+        per_qp[q] = per_qp.get(q, 0) + 1
     v = Verbs(depth=depth, mr_entries=16, cq_log2=max(10, (n - 1).bit_length()))
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
                          pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & 0xFFFFFF,
                          psn_b=(q * 977) & 0xFFFFFF)
-          for q in used}
+          for q in sorted(per_qp)}
     stride = -(-msg_bytes // 64) * 64
     raddr, rkey = v.reg_mr(stride * n, index=3)
     last = {q: j for j, q in enumerate(qseq)}
-    count = [0] * p["qps"]
+    count = dict.fromkeys(per_qp, 0)
     coalesce = p["ack_every"] > 1 or p["ack_frames"] > 0
     w, d, c = (int(round(x)) for x in (iss.wqe_cycles, iss.doorbell_cycles, iss.cqe_cycles))
     free, batch, pending = 0, 0, []
@@ -136,10 +136,49 @@ def build_load(msg_bytes, arrivals, p, seed=1, depth=1 << 22):
     return cfg, v
 
 
-def load_per_message(verbs, run, arrivals):
+def warm_qps(qseq, cache_entries):
+    """The QPs the warm-up touches: the ``cache_entries`` most used of ``qseq`` (ties:
+    the lower index), in order of first use."""
+    counts = {}
+    for q in qseq:
+        counts[q] = counts.get(q, 0) + 1
+    top = set(sorted(counts, key=lambda q: (-counts[q], q))[:cache_entries])
+    return [q for q in dict.fromkeys(qseq) if q in top]
+
+
+def load_scenario(msg_bytes, messages, load, service_cycles, p, seed=1, depth=1 << 22):
+    """``(cfg, verbs, arrivals, warm)``: a warm-up, then the measured messages.
+
+    The warm-up posts one WRITE to each QP of :func:`warm_qps` at cycle 0 (so that the
+    steady state's popular contexts are cached at both ends, as in a long-running
+    system); the measured messages arrive from the cycle after the warm-up's last CQE
+    on (found by running the warm-up alone on the model) by
+    :func:`pymodel.load.traffic.arrival_cycles`, or all at that cycle when ``load`` is
+    None (the saturated run). ``warm`` is the number of warm-up messages (the first ones
+    of ``verbs.messages``); ``arrivals`` those of the measured messages."""
+    qseq = qp_sequence(p["popularity"], p["qps"], messages, seed, skew=p["skew"],
+                       working_set=p["working_set"])
+    warm = warm_qps(qseq, p["cache_entries"])
+    cfg, v = build_load(msg_bytes, [0] * len(warm), warm, p, seed, depth)
+    run = run_model(cfg, v)
+    start = 1 + max(c for c, _ in run["completed"])
+    warm_counts = (run["req"]["misses"] + run["resp"]["misses"], run["req"]["doorbells"])
+    if load is None:
+        arrivals = [start] * messages
+    else:
+        arrivals = arrival_cycles(messages, load, service_cycles, seed, burst=p["burst"],
+                                  start=start)
+    cfg, v = build_load(msg_bytes, [0] * len(warm) + arrivals, warm + qseq, p, seed,
+                        depth)
+    v.warm_counts = warm_counts          # context misses and doorbells of the warm-up
+    return cfg, v, arrivals, len(warm)
+
+
+def load_per_message(verbs, run, arrivals, warm=0):
     """Per-message ``arrival``, ``accept``, ``remote_write``, ``completion`` arrays of a
-    run (the model's or the RTL's records, same shapes); ``RuntimeError`` if a message
-    was not written or not completed."""
+    run (the model's or the RTL's records, same shapes), for the measured messages (the
+    first ``warm`` are the warm-up); ``RuntimeError`` if a message was not written or
+    not completed."""
     starts, pos = [], 0
     for _, words in verbs.writes:
         starts.append(pos)
@@ -150,6 +189,9 @@ def load_per_message(verbs, run, arrivals):
     accept = [run["mmio_stamps"][starts[m.announce]] for m in verbs.messages]
     if any(x is None for x in lat) or any(x is None for x in comp):
         raise RuntimeError("RDMA model: a message was not written or not completed")
+    accept, lat, comp = accept[warm:], lat[warm:], comp[warm:]
+    if len(accept) != len(arrivals):
+        raise ValueError(f"{len(arrivals)} arrivals for {len(accept)} measured messages")
     return {"arrival": np.asarray(arrivals, dtype=np.int64),
             "accept": np.asarray(accept, dtype=np.int64),
             "remote_write": np.asarray([a + x for a, x in zip(accept, lat, strict=True)],
@@ -159,59 +201,57 @@ def load_per_message(verbs, run, arrivals):
 
 
 def saturation(msg_bytes, messages, seed=1, **knobs):
-    """Cycles per message of the saturated sender: every message arrives at cycle 0;
-    the mean interval between remote writes, (last - first) / (messages - 1), so that
-    the engine's latency does not count (1 message: its latency)."""
+    """Cycles per message of the saturated sender: after the warm-up every message
+    arrives at once (:func:`load_scenario` with ``load`` None); the mean interval
+    between their remote writes, ``(last - first) / (messages - 1)`` (1 message: its
+    latency), so that the engine's latency does not count."""
     p = check_load_knobs(msg_bytes, messages, knobs)
-    cfg, v = build_load(msg_bytes, [0] * messages, p, seed)
-    per = load_per_message(v, run_model(cfg, v), [0] * messages)
-    rw = per["remote_write"]
+    cfg, v, arrivals, warm = load_scenario(msg_bytes, messages, None, None, p, seed)
+    per = load_per_message(v, run_model(cfg, v), arrivals, warm)
     if messages == 1:
-        return float(rw[0] - per["accept"][0])
-    return max(1.0, float(rw.max() - rw.min()) / (messages - 1))
+        return float(per["remote_write"][0] - per["accept"][0])
+    return max(1.0, _steady_interval(per["remote_write"]))
 
 
 def rdma_load_run(msg_bytes, messages, load, seed=1, service_cycles=None, **knobs):
-    """One open-loop point. Returns ``(row, per)``: ``per`` the per-message arrays
-    (``arrival``, ``accept``, ``remote_write``, ``completion``, absolute cycles) and
-    ``row`` the offered load, ``service_cycles``, offered and achieved messages per
+    """One open-loop point. Returns ``(row, per)``: ``per`` the measured messages'
+    arrays (``arrival``, ``accept``, ``remote_write``, ``completion``, absolute cycles)
+    and ``row`` the offered load, ``service_cycles``, offered and achieved messages per
     cycle, and the latency/completion distributions (:data:`spec.load.DISTRIBUTION_KEYS`,
     from arrival). ``service_cycles`` defaults to :func:`saturation` of the same point
     (pass it to reuse one measurement across loads)."""
     p = check_load_knobs(msg_bytes, messages, knobs)
     load = check_load(load)
     if service_cycles is None:
-        service_cycles = saturation(msg_bytes, min(messages, 256), seed, **knobs)
-    arrivals = arrival_cycles(messages, load, service_cycles, seed, burst=p["burst"])
-    cfg, v = build_load(msg_bytes, arrivals, p, seed)
+        service_cycles = saturation(msg_bytes, messages, seed, **knobs)
+    cfg, v, arrivals, warm = load_scenario(msg_bytes, messages, load, service_cycles, p,
+                                           seed)
     run = run_model(cfg, v)
-    per = load_per_message(v, run, arrivals)
-    return load_row(per, load, service_cycles, v, run), per
+    per = load_per_message(v, run, arrivals, warm)
+    return load_row(per, load, service_cycles, run, v.warm_counts), per
 
 
-def load_row(per, load, service_cycles, verbs=None, run=None):
-    """The row of a load run from its per-message arrays (the model's or the RTL's).
-
-    The distributions leave out the first :func:`warmup_count` messages (cold context
-    caches and an idle pipeline are not the steady state); ``achieved_per_cycle`` is
-    the rate of remote writes over the run, ``(n - 1) / (last - first)``."""
+def load_row(per, load, service_cycles, run=None, warm_counts=(0, 0)):
+    """The row of a load run from its measured messages' arrays (the model's or the
+    RTL's); ``achieved_per_cycle`` is the rate of their remote writes,
+    ``(n - 1) / (last - first)``; with ``run``, context misses (both nodes) and
+    doorbells per measured message (the warm-up's ``warm_counts`` taken off)."""
     n = len(per["arrival"])
-    skip = warmup_count(n)
     rw = per["remote_write"]
-    span = int(rw.max() - rw.min())
+    steady = _steady_interval(rw) if n > 1 else 0
     row = {"load": load, "service_cycles": service_cycles,
            "offered_per_cycle": load / service_cycles,
-           "achieved_per_cycle": (n - 1) / span if span else None, "messages": n,
-           "warmup_messages": skip}
-    row.update(distribution("latency", (rw - per["arrival"])[skip:].tolist()))
-    row.update(distribution("completion",
-                            (per["completion"] - per["arrival"])[skip:].tolist()))
+           "achieved_per_cycle": 1 / steady if steady else None, "messages": n}
+    row.update(distribution("latency", (rw - per["arrival"]).tolist()))
+    row.update(distribution("completion", (per["completion"] - per["arrival"]).tolist()))
     if run is not None:
-        row["ctx_misses"] = (run["req"]["misses"] + run["resp"]["misses"]) / n
-        row["doorbells"] = run["req"]["doorbells"] / n
+        misses = run["req"]["misses"] + run["resp"]["misses"] - warm_counts[0]
+        row["ctx_misses"] = misses / n
+        row["doorbells"] = (run["req"]["doorbells"] - warm_counts[1]) / n
     return row
 
 
-def warmup_count(messages):
-    """Messages left out of a load row's distributions: the first 5 % (none of 1)."""
-    return messages // 20
+def _steady_interval(remote_writes):
+    """Mean cycles between remote writes: ``(last - first) / (n - 1)``."""
+    w = np.asarray(remote_writes)
+    return float(w.max() - w.min()) / (len(w) - 1)

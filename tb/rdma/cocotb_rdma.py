@@ -12,8 +12,7 @@ import time
 
 import cocotb
 
-from pymodel.load.rdma import LOAD_KNOBS, build_load, check_load_knobs, load_per_message
-from pymodel.load.traffic import arrival_cycles
+from pymodel.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
 from pymodel.rdma.point import knobs_of, reduce_run
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import (
@@ -85,9 +84,10 @@ def scenario(p, cfg, knobs):
                   cache_entries=cfg.cache_entries, ack_every=knobs["ack_every"],
                   ack_frames=knobs["ack_frames"])
         lp = check_load_knobs(p["msg_bytes"], p["messages"], lp)
-        arrivals = arrival_cycles(p["messages"], p["load"], p["service_cycles"],
-                                  p.get("seed", 1), burst=lp["burst"])
-        _, v = build_load(p["msg_bytes"], arrivals, lp, p.get("seed", 1), depth=cfg.depth)
+        _, v, arrivals, warm = load_scenario(p["msg_bytes"], p["messages"], p["load"],
+                                             p["service_cycles"], lp, p.get("seed", 1),
+                                             depth=cfg.depth)
+        v.warm = warm
         v.arrivals = arrivals
         return v, [], None
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
@@ -235,9 +235,9 @@ async def rdma_matches_model(dut):
         if p["kind"] == "load":          # per-message cycles from arrival, both sides
             for side, run in (("rtl", got), ("model", model)):
                 try:
-                    per = load_per_message(v, run, v.arrivals)
+                    per = load_per_message(v, run, v.arrivals, v.warm)
                     soak[f"per_{side}"] = {k: a.tolist() for k, a in per.items()}
-                except (RuntimeError, IndexError, KeyError, TypeError):
+                except (RuntimeError, ValueError, IndexError, KeyError, TypeError):
                     soak[f"per_{side}"] = None
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
