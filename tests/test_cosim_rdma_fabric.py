@@ -9,8 +9,6 @@ switch) and every host memory; and checks, independently of the model, every fra
 CQE per signalled WRITE per QP in order on every sender, and the merges' error flags.
 """
 
-import pytest
-
 from tb.rdma.fabric_runner import run_fabric
 
 TOP = {}          # one top (the defaults: 4 nodes) for every test: one build per simulator
@@ -26,14 +24,14 @@ def _run(sim, test_id, **params):
 def test_fabric_incast(sim, test_id):
     """Incast 3->1: nodes 1-3 each send 128-byte WRITEs to node 0, open-loop arrivals at
     half of node 0's downlink rate; node 0's uplink carries the ACKs of all three."""
-    _run(sim, test_id, pattern="incast", messages=12 if sim == "verilator" else 6,
+    _run(sim, test_id, pattern="incast", messages=12,
          msg_bytes=128, load=0.5, warmup=WARMUP)
 
 
 def test_fabric_all_to_all(sim, test_id):
     """All-to-all over 4 nodes, 2 QPs per (sender, destination): every uplink carries
     its node's WRITEs and ACKs, merged whole frame by whole frame."""
-    _run(sim, test_id, pattern="all_to_all", messages=12 if sim == "verilator" else 6,
+    _run(sim, test_id, pattern="all_to_all", messages=12,
          msg_bytes=128, load=0.5, qps=2, warmup=WARMUP)
 
 
@@ -41,7 +39,5 @@ def test_fabric_incast_saturated(sim, test_id):
     """Incast 3->1 of 1024-byte WRITEs at full load of node 0's downlink: the switch's
     ingress buffers fill, the merges wait for credits (their requester buffers fill),
     nothing is lost and every cycle still matches."""
-    if sim == "icarus":
-        pytest.skip("long scenario: Verilator only (Icarus runs the moderate cases)")
     _run(sim, test_id, pattern="incast", messages=40, msg_bytes=1024, load=1.0,
          warmup=WARMUP, expect_merge_wait=True)
