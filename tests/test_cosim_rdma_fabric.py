@@ -9,6 +9,8 @@ switch) and every host memory; and checks, independently of the model, every fra
 CQE per signalled WRITE per QP in order on every sender, and the merges' error flags.
 """
 
+import pytest
+
 from tb.rdma.fabric_runner import run_fabric
 
 TOP = {}          # one top (the defaults: 4 nodes) for every test: one build per simulator
@@ -41,3 +43,15 @@ def test_fabric_incast_saturated(sim, test_id):
     nothing is lost and every cycle still matches."""
     _run(sim, test_id, pattern="incast", messages=40, msg_bytes=1024, load=1.0,
          warmup=WARMUP, expect_merge_wait=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nodes,pattern", [(2, "pair"), (8, "incast")])
+def test_fabric_node_counts(sim, test_id, nodes, pattern):
+    """The smallest and the largest top: a pair over 2 nodes, incast 7->1 over 8 (one
+    export and build each, so Icarus only, and only in make test-all)."""
+    if sim == "verilator":
+        pytest.skip("Icarus only: a Verilator build of each top takes minutes")
+    run_fabric(dict(nodes=nodes), params=dict(pattern=pattern, messages=6, msg_bytes=128,
+                                              load=0.5, warmup=WARMUP),
+               sim=sim, test_id=test_id)
