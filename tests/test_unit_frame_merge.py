@@ -177,6 +177,9 @@ def test_demux_splits_by_opcode():
     (dict(host="usb"), "host profile"),
     (dict(link_latency=0), "link latency"),
     (dict(bogus=1), "unknown RdmaFabricTop parameter"),
+    (dict(cache_entries=24), "QP-context cache entries must be a power of two"),
+    (dict(mr_entries=1), "MR table entries"),
+    (dict(prefetch=0), "WQE prefetch depth"),
 ])
 def test_fabric_top_rejects_bad_parameters(params, match):
     from rtl.tops.rdma_fabric_top import RdmaFabricTop

@@ -106,6 +106,16 @@ class RdmaFabricTop(HarnessTop):
                          f"not {p['host']!r}")
         self.p = p
         depth = p["depth"]
+        # Every part is built here, so that a bad engine parameter is rejected now, by
+        # the part that owns it (naming it), and not when the top is elaborated.
+        self.parts = []
+        try:
+            self.switch = Switch(64, self.nodes, "l2", p["credits"])
+            for _ in range(self.nodes):
+                self.parts.append({})
+                self._node_parts(p, self.parts[-1])
+        except ValueError as exc:
+            reject(self, str(exc))
         ports = {
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
@@ -127,26 +137,36 @@ class RdmaFabricTop(HarnessTop):
             recorders[f"completed{n}"] = (TAG_BITS, p["events"])
         super().__init__(players=players, recorders=recorders, ports=ports)
 
+    @staticmethod
+    def _node_parts(p, parts):
+        """Build one node's parts into ``parts`` one by one (a part that rejects its
+        parameter leaves the ones before it in ``parts``, where :func:`reject` finds
+        them)."""
+        depth, lat, profile = p["depth"], p["link_latency"], PROFILES[p["host"]]
+        build = {
+            "mem_rq": lambda: LatencyMemory(64, depth, 1),
+            "mem_rs": lambda: LatencyMemory(64, depth, 1),
+            "hi_rq": lambda: HostInterface(profile, depth),
+            "hi_rs": lambda: HostInterface(profile, depth),
+            "requester": lambda: Requester(p["cache_entries"], depth,
+                                           **{k: p[k] for k in REQUESTER_DEFAULTS}),
+            "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
+                                           **{k: p[k] for k in RESPONDER_DEFAULTS}),
+            "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
+            "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),
+            "cret": lambda: CreditReturn(lat), "demux": FrameDemux,
+        }
+        for name, make in build.items():
+            parts[name] = make()
+
     def elaborate_design(self, m, players, recorders):
-        p, depth, lat = self.p, self.p["depth"], self.p["link_latency"]
-        profile = PROFILES[p["host"]]
         rst = ResetSignal()
-        m.submodules.switch = sw = Switch(64, self.nodes, "l2", p["credits"])
+        m.submodules.switch = sw = self.switch
         m.d.comb += [sw.table_wr.valid.eq(0), sw.src_wr.valid.eq(0)]
         for name in SWITCH_COUNTERS:
             m.d.comb += getattr(self, name).eq(getattr(sw, name))
         for n in range(self.nodes):
-            parts = {
-                "mem_rq": LatencyMemory(64, depth, 1), "mem_rs": LatencyMemory(64, depth, 1),
-                "hi_rq": HostInterface(profile, depth), "hi_rs": HostInterface(profile, depth),
-                "requester": Requester(p["cache_entries"], depth,
-                                       **{k: p[k] for k in REQUESTER_DEFAULTS}),
-                "responder": Responder(p["cache_entries"], depth, p["mr_entries"],
-                                       **{k: p[k] for k in RESPONDER_DEFAULTS}),
-                "merge": FrameMerge(p["credits"], p["merge_depth"]),
-                "up": Link(64, lat), "down": Link(64, lat), "cret": CreditReturn(lat),
-                "demux": FrameDemux(),
-            }
+            parts = self.parts[n]
             for name, part in parts.items():
                 m.submodules[f"{name}{n}"] = part
             req, resp, merge = parts["requester"], parts["responder"], parts["merge"]

@@ -23,7 +23,12 @@ from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
-from spec.rdma_engine import REQUESTER_COUNTERS, REQUESTER_DEFAULTS, RESPONDER_COUNTERS
+from spec.rdma_engine import (
+    REQUESTER_COUNTERS,
+    REQUESTER_DEFAULTS,
+    RESPONDER_COUNTERS,
+    RESPONDER_DEFAULTS,
+)
 from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
@@ -50,6 +55,8 @@ def fabric_config(top, sc, cache_entries=16):
                         link_latency=p["link_latency"], mr_entries=p["mr_entries"],
                         credits=p["credits"], merge_depth=p["merge_depth"],
                         **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()},
+                        responder_sizes={k: p.get(k, v) for k, v in
+                                         RESPONDER_DEFAULTS.items()},
                         cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
 
