@@ -16,7 +16,7 @@ def _run(sc, skip):
     return simulate_fabric(cfg, sc.images(), skip=skip)
 
 
-@pytest.mark.parametrize("pattern", ["incast", "all_to_all"])
+@pytest.mark.parametrize("pattern", ["pair", "incast", "all_to_all", "permutation"])
 def test_idle_skipping_changes_nothing(pattern):
     """Jumping over quiet cycles gives every record, counter and memory of stepping
     every cycle."""
