@@ -69,6 +69,12 @@ SLOW = {
         "Icarus runs it here; make regress runs it on both simulators",
     "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
         "Verilator runs the compact environment; Icarus runs both",
+    # RdmaFabricTop (4 RDMA nodes: eight engines) builds in about 5 minutes on Verilator
+    # (docs/rdma_fabric.md): make test runs its moderate cases on Icarus only.
+    "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
+        "Icarus runs the incast and all-to-all cases of the same top",
+    "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
+        "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
 }
 
 
