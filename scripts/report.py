@@ -13,12 +13,14 @@
 4. results.json / results.csv (SPEC.md row format; model-only rows have
    ``simulator: "model"`` and no ``_rtl`` values), report.md
    (:mod:`scripts.reporting.tables`), PNG plots (:mod:`scripts.reporting.plots`).
-5. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
+5. The "Under load" section (:mod:`scripts.reporting.load`: open-loop latency
+   distributions, knees, issuers; an RTL subset compared exactly), appended to report.md.
+6. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
    transfers carried by both designs, the decode roofline; inference.json and its
    plots), appended to report.md.
 
-Options: --sim, --jobs, --rtl-messages, --model-messages, --no-rtl, --no-area,
---no-inference, --out.
+Options: --sim, --jobs, --rtl-messages, --model-messages, --load-messages, --no-rtl,
+--no-area, --no-load, --no-inference, --out, --scheduler.
 """
 
 import argparse
@@ -48,6 +50,10 @@ def main(argv=None):
     ap.add_argument("--model-messages", type=int, default=2000)
     ap.add_argument("--no-rtl", action="store_true", help="the model grid only")
     ap.add_argument("--no-area", action="store_true", help="skip Yosys (reuse area.json)")
+    ap.add_argument("--load-messages", type=int, default=1000,
+                    help="messages per point of the Under load section (default 1000)")
+    ap.add_argument("--no-load", action="store_true",
+                    help="leave out the Under load section")
     ap.add_argument("--no-inference", action="store_true",
                     help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
@@ -65,6 +71,8 @@ def main(argv=None):
         ap.error(f"--rtl-messages must be at least 20, not {args.rtl_messages}")
     if args.model_messages < 20:
         ap.error(f"--model-messages must be at least 20, not {args.model_messages}")
+    if args.load_messages < 20:
+        ap.error(f"--load-messages must be at least 20, not {args.load_messages}")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -91,12 +99,26 @@ def main(argv=None):
     write_csv(rows, out / "results.csv")
     pngs = plots(grid, area, out)
     write_report(grid, rtl, area, pngs, out, args, time.time() - t0)
+    load_rtl = []
+    if not args.no_load:
+        from scripts.executor import make_executor
+        from scripts.reporting.load import load_section, run_load_rtl
+        try:
+            with make_executor(args.jobs, args.scheduler) as ex:
+                if not args.no_rtl:
+                    load_rtl = run_load_rtl(ex, args.sim, min(args.rtl_messages, 200))
+                md = load_section(out, ex, args.load_messages, load_rtl)
+        except ExecutorError as exc:
+            ap.error(str(exc))
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + md + "\n")
     if not args.no_inference:
         print("inference grid (fast path) ...", file=sys.stderr)
         md = inference_section(out)
         with open(out / "report.md", "a") as f:
             f.write("\n" + md + "\n")
-    bad = [r for r in rtl if r["mismatches"] != 0 or (isinstance(r.get("fast_path_differs"),
+    bad = [r for r in load_rtl if r["mismatches"] != 0]
+    bad += [r for r in rtl if r["mismatches"] != 0 or (isinstance(r.get("fast_path_differs"),
                                                                   list)
                                                        and r["fast_path_differs"])]
     print(f"report: {out / 'report.md'} ({len(grid)} model points, {len(rtl)} RTL points, "

@@ -72,6 +72,12 @@ SLOW = {
     "test_cosim_nic_load.py::test_nic_load_pcie[verilator]":
         "Icarus runs the pcie load case (the Verilator build takes about 100 s); "
         "Verilator runs the integrated load cases",
+    # RdmaFabricTop (4 RDMA nodes: eight engines) builds in about 5 minutes on Verilator
+    # (docs/rdma_fabric.md): make test runs its moderate cases on Icarus only.
+    "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
+        "Icarus runs the incast and all-to-all cases of the same top",
+    "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
+        "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
 }
 
 

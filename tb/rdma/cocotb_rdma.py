@@ -12,6 +12,7 @@ import time
 
 import cocotb
 
+from pymodel.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
 from pymodel.rdma.point import knobs_of, reduce_run
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import (
@@ -75,6 +76,20 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "overflow":
         return overflow_scenario(seed=p.get("seed", 3), depth=cfg.depth,
                                  mr_entries=cfg.mr_entries)
+    if p["kind"] == "load":
+        # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
+        # (ACK coalescing) come from ``knobs`` as for the other kinds.
+        lp = {k: p[k] for k in LOAD_KNOBS if k in p}
+        lp.update(host=cfg.host, link_latency=cfg.link_latency,
+                  cache_entries=cfg.cache_entries, ack_every=knobs["ack_every"],
+                  ack_frames=knobs["ack_frames"])
+        lp = check_load_knobs(p["msg_bytes"], p["messages"], lp)
+        _, v, arrivals, warm = load_scenario(p["msg_bytes"], p["messages"], p["load"],
+                                             p["service_cycles"], lp, p.get("seed", 1),
+                                             depth=cfg.depth)
+        v.warm = warm
+        v.arrivals = arrivals
+        return v, [], None
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
@@ -163,7 +178,7 @@ async def rdma_matches_model(dut):
     cqes = v.poll_cq(mem_a, len(signalled))
     soak = {"lost": len(v.posted), "corrupted_bytes": 0}
     sb.equal("CQEs polled", len(cqes), len(signalled))
-    if p["kind"] in ("writes", "qp_error"):
+    if p["kind"] in ("writes", "qp_error", "load"):
         # Independent of the model: every signalled (or failed) WRITE completed, per QP
         # in order (RC orders completions within a QP only, tb.rdma.intent), with the
         # status the scenario intends; those that completed with SUCCESS (and the
@@ -217,6 +232,13 @@ async def rdma_matches_model(dut):
         except (ValueError, IndexError, KeyError, TypeError):  # see the scoreboard
             rtl = None
         mdl = reduce_run(v, model, n)
+        if p["kind"] == "load":          # per-message cycles from arrival, both sides
+            for side, run in (("rtl", got), ("model", model)):
+                try:
+                    per = load_per_message(v, run, v.arrivals, v.warm)
+                    soak[f"per_{side}"] = {k: a.tolist() for k, a in per.items()}
+                except (RuntimeError, ValueError, IndexError, KeyError, TypeError):
+                    soak[f"per_{side}"] = None
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
                        "cycles": int(dut.now.value), "counters": seen, "hang": tb.hang,

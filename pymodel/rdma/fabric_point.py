@@ -1,0 +1,88 @@
+"""Model-only runs of the RDMA fabric under open-loop load: per-message cycles for the
+latency distributions (:func:`pymodel.load.traffic.distribution`).
+
+:func:`fabric_run` builds the scenario (:func:`pymodel.scenarios.rdma_fabric.
+fabric_scenario`), runs the cycle-exact twin of ``RdmaFabricTop``
+(:func:`pymodel.rdma.fabric_system.simulate_fabric`; co-simulated on Verilator and
+Icarus by ``tests/test_cosim_rdma_fabric.py``) and reads each measured message's cycles
+off the twin's records: the cycle its doorbell was released (``arrival``), taken by the
+host interface (``accept``), its last payload word written in the destination's host
+memory (``remote_write``, the ``written`` mark), its CQE written in the sender's host
+memory (``completion``, the ``completed`` mark). Marks are matched to messages per QP
+in posting order (RC: a QP's WRITEs land and complete in order).
+"""
+
+import numpy as np
+
+from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
+from pymodel.scenarios.rdma_fabric import fabric_scenario
+from spec.rdma_fabric import FABRIC_DEFAULTS
+
+__all__ = ["fabric_run", "MODEL_DEPTH"]
+
+#: Host-memory words per host function of a model-only run: the twin's memories are
+#: sparse, so a run of thousands of messages need not fit the RTL top's 4096 words.
+MODEL_DEPTH = 1 << 20
+
+
+def _match(marks, messages, key):
+    """``{id(message): cycle}``: the ``(cycle, tag)`` marks of one node given to its
+    messages per tag (QPN) in posting order."""
+    per_tag = {}
+    for m in messages:
+        per_tag.setdefault(key(m), []).append(m)
+    out = {}
+    seen = {}
+    for cycle, tag in marks:
+        k = seen.get(tag, 0)
+        seen[tag] = k + 1
+        if tag not in per_tag or k >= len(per_tag[tag]):
+            raise ValueError(f"a mark of tag {tag} with no message left to match")
+        out[id(per_tag[tag][k])] = cycle
+    return out
+
+
+def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=3000,
+               host=FABRIC_DEFAULTS["host"], link_latency=FABRIC_DEFAULTS["link_latency"],
+               credits=FABRIC_DEFAULTS["credits"],
+               merge_depth=FABRIC_DEFAULTS["merge_depth"], cache_entries=16,
+               depth=MODEL_DEPTH):
+    """One open-loop run of ``pattern`` over ``nodes`` nodes, ``messages`` WRITEs of
+    ``msg_bytes`` per sender at ``load`` (see
+    :func:`pymodel.scenarios.rdma_fabric.service_cycles`), ``qps`` QPs per (sender,
+    destination); ``warmup`` cycles of warm-up (one unmeasured message per QP first).
+
+    Returns a dict of numpy int64 arrays over the measured messages, in posting order
+    per sender (senders in order): ``src``, ``dst``, ``arrival``, ``accept``,
+    ``remote_write``, ``completion`` (absolute cycles), and ``cycles`` (the run's
+    length), ``merge_level_max`` (per node), ``counters`` (the twin's ``req``/``resp``
+    per node).
+    """
+    sc = fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=seed, qps=qps,
+                         depth=depth, warmup=warmup)
+    cfg = FabricConfig(nodes=nodes, cache_entries=cache_entries,
+                       cache_capacity=max(cache_entries, FABRIC_DEFAULTS["cache_entries"]),
+                       depth=depth, host=host, link_latency=link_latency, credits=credits,
+                       merge_depth=merge_depth, cq_base=sc.cq_base, cq_log2=sc.cq_log2)
+    r = simulate_fabric(cfg, sc.images())
+    written, completed = {}, {}
+    for p in range(nodes):
+        written.update(_match(r["written"][p], [m for m in sc.messages if m.dst == p],
+                              lambda m: m.qpn_b))
+        completed.update(_match(r["completed"][p], [m for m in sc.messages if m.src == p],
+                                lambda m: m.qpn_a))
+    measured = [m for m in sc.messages if not m.warm]
+    missing = [m for m in sc.messages if id(m) not in written or id(m) not in completed]
+    if missing:
+        raise RuntimeError(f"{len(missing)} messages never landed or completed")
+    col = {
+        "src": [m.src for m in measured], "dst": [m.dst for m in measured],
+        "arrival": [m.arrival for m in measured],
+        "accept": [r["mmio_stamps"][m.src][m.mmio] for m in measured],
+        "remote_write": [written[id(m)] for m in measured],
+        "completion": [completed[id(m)] for m in measured],
+    }
+    out = {k: np.asarray(v, dtype=np.int64) for k, v in col.items()}
+    out.update(cycles=r["cycles"], merge_level_max=[m["level_max"] for m in r["merge"]],
+               counters={"req": r["req"], "resp": r["resp"]})
+    return out

@@ -1,0 +1,259 @@
+"""Cycle-exact golden model of :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`.
+
+Per node: the host's MMIO writes (a timed player), the requester with its host interface
+and host memory, the responder with its own, the uplink merge
+(:class:`pymodel.rdma.frame_merge.FrameMergeModel`), links of ``link_latency``, the
+credit return, the downlink demux (:func:`pymodel.rdma.frame_merge.is_ack_frame`); one
+:class:`pymodel.fabric.switch.SwitchModel` (L2). Every part is the twin of its RTL block;
+this module only connects them as the top does and records what its recorders record.
+
+In each cycle ``c``, per node: the requester's side (as in :mod:`pymodel.rdma.system`,
+with the ACK frame whose last beat the demux delivers in ``c``), the responder's side
+(``o.ready`` from the merge), the merge (the requester's beat of ``c``, the credit the
+return path delivers in ``c``); then the switch with the beats the uplinks deliver in
+``c``. A beat on an uplink in ``c`` reaches the switch in ``c + L``; the switch puts it
+on an egress port in ``c' + 1`` (``c'`` the cycle it leaves the ingress buffer), the
+downlink delivers it ``L`` cycles later; a credit pulse of cycle ``c`` reaches the merge
+in ``c + L``.
+"""
+
+import dataclasses
+from collections import defaultdict
+
+from pymodel.cycle import take_activity
+from pymodel.fabric.switch import SwitchModel
+from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
+from pymodel.rdma.req.requester import RequesterModel
+from pymodel.rdma.resp.responder import ResponderModel
+from spec.host import PROFILES
+from spec.rdma_engine import REQUESTER_DEFAULTS, RESPONDER_DEFAULTS
+from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE
+
+__all__ = ["FabricConfig", "simulate_fabric"]
+
+
+@dataclasses.dataclass
+class FabricConfig:
+    """The top's parameters and run-time ports (see
+    :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`); ``cache_entries`` in use (the
+    ``cache_log2`` port) of the ``cache_capacity`` built. Also the shape the requester
+    model reads its sizes and ports from."""
+    nodes: int = FABRIC_DEFAULTS["nodes"]
+    cache_entries: int = 16
+    cache_capacity: int = FABRIC_DEFAULTS["cache_entries"]
+    depth: int = FABRIC_DEFAULTS["depth"]
+    host: str = FABRIC_DEFAULTS["host"]
+    link_latency: int = FABRIC_DEFAULTS["link_latency"]
+    mr_entries: int = FABRIC_DEFAULTS["mr_entries"]
+    credits: int = FABRIC_DEFAULTS["credits"]
+    merge_depth: int = FABRIC_DEFAULTS["merge_depth"]
+    prefetch: int = REQUESTER_DEFAULTS["prefetch"]
+    wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
+    payload_words: int = REQUESTER_DEFAULTS["payload_words"]
+    records: int = REQUESTER_DEFAULTS["records"]
+    timeout: int = REQUESTER_DEFAULTS["timeout"]
+    retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
+    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
+    qpc_base: int = 0
+    cq_base: int = 0
+    cq_log2: int = 10
+    ack_every: int = 1
+    ack_frames: int = 0
+    serial: int = 0
+    responder_sizes: dict = dataclasses.field(
+        default_factory=lambda: dict(RESPONDER_DEFAULTS))
+
+    def __post_init__(self):
+        lo, hi = NODES_RANGE
+        if not isinstance(self.nodes, int) or isinstance(self.nodes, bool) or not (
+                lo <= self.nodes <= hi):
+            raise ValueError(f"nodes must be an integer from {lo} to {hi}, "
+                             f"not {self.nodes!r}")
+        if self.host not in PROFILES:
+            raise ValueError(f"host profile must be one of {sorted(PROFILES)}, "
+                             f"not {self.host!r}")
+
+    @property
+    def qpc_base_a(self):          # what the requester model reads
+        return self.qpc_base
+
+    @property
+    def profile(self):
+        return PROFILES[self.host]
+
+
+def _beat(t):
+    return dict(data=t[0], nbytes=t[1], first=t[2], last=t[3])
+
+
+def _frame(beats):
+    return b"".join(b["data"].to_bytes(64, "little")[:b["nbytes"]] for b in beats)
+
+
+def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
+    """Run the model until everything is quiet.
+
+    ``images``: one dict per node with ``mem_rq``, ``mem_rs`` (``{word: int}``),
+    ``mr_table`` (the node's responder MR entries), ``mmio`` and ``release`` (the MMIO
+    player's words and release cycles). ``skip``: after a cycle in which nothing
+    changed, jump to the next external event.
+
+    Returns per node (lists indexed by node): ``wire`` (``[(beat cycles, frame)]`` on the
+    uplink), ``mmio_stamps``, ``written`` and ``completed`` (``(cycle, tag)``), ``req``,
+    ``resp``, ``host_rq``, ``host_rs``, ``merge`` counters, ``mem_rq``, ``mem_rs``; and
+    ``switch`` counters, ``cycles``.
+    """
+    n, lat = cfg.nodes, cfg.link_latency
+    prof = cfg.profile
+    nodes = range(n)
+    hi_rq = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rq"]) for p in nodes]
+    hi_rs = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rs"]) for p in nodes]
+    pending_a = [dict() for _ in nodes]          # requester beats into the merge, by cycle
+
+    def sender(p):
+        def send(first, frame):
+            beats = [dict(data=int.from_bytes(frame[k:k + 64], "little"),
+                          nbytes=len(frame[k:k + 64]), first=int(k == 0),
+                          last=int(k + 64 >= len(frame))) for k in range(0, len(frame), 64)]
+            for j, b in enumerate(beats):
+                if first + j in pending_a[p]:
+                    raise AssertionError(f"node {p}: two requester beats in cycle {first + j}")
+                pending_a[p][first + j] = b
+        return send
+
+    reqs = [RequesterModel(cfg, sender(p)) for p in nodes]
+    resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+                            qpc_base=cfg.qpc_base, mr_table=images[p]["mr_table"],
+                            cache_used=cfg.cache_entries, **cfg.responder_sizes)
+             for p in nodes]
+    merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]
+    switch = SwitchModel(n, "l2", cfg.credits, width=64)
+    up = defaultdict(dict)          # cycle -> {node: beat tuple} reaching the switch
+    down = defaultdict(dict)        # cycle -> {node: beat dict} leaving the downlink
+    gives = defaultdict(set)        # cycle -> nodes whose merge gets a credit
+    ack_beats = [[] for _ in nodes]
+    demux_ack = [False] * n
+    mmio = [images[p]["mmio"] for p in nodes]
+    release = [images[p]["release"] for p in nodes]
+    k = [0] * n
+    wire = [[] for _ in nodes]
+    wire_beats = [[] for _ in nodes]
+    stamps, written, completed = ([[] for _ in nodes] for _ in range(3))
+    c = quiet = 0
+    while True:
+        if c > limit:
+            raise RuntimeError(f"the fabric model ran past {limit} cycles")
+        active = False
+        for p in nodes:
+            req, resp, merge = reqs[p], resps[p], merges[p]
+            # The downlink's demux: ACK frames to the requester (whole, at their last
+            # beat), the rest to the responder beat by beat.
+            beat_in = down.get(c, {}).pop(p, None)
+            ack, data_beat = None, None
+            if beat_in is not None:
+                active = True
+                if beat_in["first"]:
+                    demux_ack[p] = is_ack_frame(beat_in["data"].to_bytes(64, "little"))
+                if demux_ack[p]:
+                    ack_beats[p].append(beat_in)
+                    if beat_in["last"]:
+                        ack = _frame(ack_beats[p])
+                        ack_beats[p] = []
+                else:
+                    data_beat = beat_in
+            # The requester's side.
+            word = mmio[p][k[p]] if k[p] < len(mmio[p]) and c >= release[p][k[p]] else None
+            rd, wr = req.offers()
+            ra = hi_rq[p].step(c, rd_req=rd, wr=wr, mmio_in=word,
+                               mmio_ready=req.mmio_ready(hi_rq[p].mmio_head(c)))
+            if ra.mmio_in_taken:
+                stamps[p].append(c)
+                k[p] += 1
+            if ra.marked is not None:
+                completed[p].append((c, ra.marked))
+            req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
+                     wr_ready=ra.wr_taken, ack=ack)
+            # The responder's side; its ACK beat goes out when the merge takes it.
+            out = resp.present()
+            rb = hi_rs[p].step(c, rd_req=out.rd_req, wr=out.wr)
+            if rb.marked is not None:
+                written[p].append((c, rb.marked))
+            b_ready = merge.b_ready(out.o)
+            resp.step(c, data_beat, rb.rd_data, o_ready=b_ready,
+                      rd_req_taken=rb.rd_req_taken, wr_taken=rb.wr_taken)
+            # The merge onto the uplink.
+            a_beat = pending_a[p].pop(c, None)
+            o = merge.step(c, a_beat, out.o, int(p in gives.get(c, ())))
+            if o is not None:
+                wire_beats[p].append((c, o))
+                if o["last"]:
+                    wire[p].append(([cy for cy, _ in wire_beats[p]],
+                                    _frame([b for _, b in wire_beats[p]])))
+                    wire_beats[p] = []
+                up[c + lat][p] = (o["data"], o["nbytes"], o["first"], o["last"])
+            active = active or (ra.mmio_in_taken or ra.rd_data is not None
+                                or ra.marked is not None or ra.mmio is not None
+                                or rb.rd_data is not None or rb.marked is not None
+                                or out.o is not None or a_beat is not None
+                                or req.sender.busy() or not merge.idle())
+        gives.pop(c, None)
+        # The switch: beats the uplinks deliver now; egress beats in c + 1.
+        arrivals = up.pop(c, {})
+        egress, pops = switch.cycle(c, arrivals)
+        for q, beat in egress.items():
+            down[c + 1 + lat][q] = _beat(beat)
+        for p in pops:
+            gives[c + lat].add(p)
+        if switch.overflow:
+            raise AssertionError(f"cycle {c}: a switch ingress buffer overflowed "
+                                 f"(credits broken)")
+        for p in nodes:
+            reqs[p].commit()
+            resps[p].commit()
+        down.pop(c, None)
+        active = (take_activity() or active or bool(arrivals) or bool(egress) or bool(pops)
+                  or not switch.idle())
+        if active or not skip:
+            if not active:
+                busy = (any(r.busy() for r in reqs) or any(down.values())
+                        or any(up.values()) or any(pending_a) or gives
+                        or any(k[p] < len(mmio[p]) for p in nodes)
+                        or any(r.next_event(c) is not None for r in resps)
+                        or any(h.next_event(c) is not None for h in hi_rq + hi_rs))
+                quiet = 0 if busy else quiet + 1
+                if quiet > 2:
+                    break
+            else:
+                quiet = 0
+            c += 1
+            continue
+        events = [h.next_event(c) for h in hi_rq + hi_rs]
+        events += [r.next_event(c) for r in resps]
+        events += [r.comp.next_timer(c) for r in reqs] + [r.sender.next_event(c) for r in reqs]
+        events += [min(d) for d in pending_a if d]
+        events += [min(up) if up else None, min(down) if down else None,
+                   min(gives) if gives else None]
+        events += [release[p][k[p]] for p in nodes if k[p] < len(mmio[p])]
+        events = [e for e in events if e is not None]
+        if not events:
+            quiet += 1
+            if quiet > 2:
+                break
+            c += 1
+            continue
+        quiet = 0
+        nxt = max(c + 1, min(events))
+        for r in reqs:
+            if r.front.stalled:
+                r.front.count["ctx_stalls"] += nxt - c - 1
+        c = nxt
+    return dict(wire=wire, mmio_stamps=stamps, written=written, completed=completed,
+                req=[r.counters() for r in reqs], resp=[dict(r.counters) for r in resps],
+                host_rq=[dict(h.counters) for h in hi_rq],
+                host_rs=[dict(h.counters) for h in hi_rs],
+                merge=[dict(overflow=0, credit_errors=int(m.counter.underflow
+                                                          or m.counter.overflow),
+                            level_max=m.level_max) for m in merges],
+                switch=dict(drop_spoofed=switch.drop_spoofed), cycles=c,
+                mem_rq=[h.mem for h in hi_rq], mem_rs=[h.mem for h in hi_rs])

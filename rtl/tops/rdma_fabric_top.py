@@ -1,0 +1,243 @@
+"""Co-simulation top of design 2 on the fabric: ``nodes`` RDMA nodes on one MAC-routed
+switch, the switch and links of the NIC's top."""
+
+from amaranth import ResetSignal, Signal
+from amaranth.lib.wiring import In, Out
+
+from rtl.common.latency_memory import LatencyMemory
+from rtl.fabric.link import Link
+from rtl.fabric.switch import Switch
+from rtl.host.host_interface import HostInterface
+from rtl.nic.credit_return import CreditReturn
+from rtl.rdma.context_cache import CACHE_LOG2_BITS
+from rtl.rdma.frame_demux import FrameDemux
+from rtl.rdma.frame_merge import FrameMerge
+from rtl.rdma.req.requester import Requester
+from rtl.rdma.resp.responder import Responder
+from rtl.sim.harness_top import HarnessTop
+from spec.checks import check_int, reject
+from spec.fabric import SWITCH_COUNTERS
+from spec.formats.packet import packet_layout
+from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
+from spec.rdma import MAX_FRAME_BEATS
+from spec.rdma_engine import (
+    REQUESTER_COUNTERS,
+    REQUESTER_DEFAULTS,
+    RESPONDER_COUNTERS,
+    RESPONDER_DEFAULTS,
+)
+from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS, NODES_RANGE
+
+__all__ = ["RdmaFabricTop"]
+
+
+class RdmaFabricTop(HarnessTop):
+    """``nodes`` RDMA nodes, each on its own port of one :class:`Switch` (L2 framing).
+
+    A node ``p`` is modelled as two host functions: a requester behind its own host
+    interface ``hi_rq<p>`` and host memory ``mem_rq<p>`` (QP contexts, send queues, CQ,
+    payload buffers), and a responder behind ``hi_rs<p>`` and ``mem_rs<p>`` (QP
+    contexts, MRs; its MR table ``responder<p>.mr_table``), each pair wired exactly as
+    in :class:`rtl.tops.rdma_top.RdmaTop`. (A real RNIC has one host interface for both;
+    the contention between the requester's reads and the responder's writes on it is not
+    modelled.) Node ``p``'s MAC is :func:`spec.rdma_fabric.node_mac` (``...:p``): the QP
+    contexts carry ``dmac``/``smac``, the switch routes by byte 5 of the destination MAC
+    (power-up table: node ``p`` on port ``p``).
+
+    ::
+
+      mmio<p> -> hi_rq<p> -> requester<p> --a--> FrameMerge<p> -> up<p> (Link) -> switch i<p>
+                                 ^                 ^  ^ give                        | credit<p>
+                       ack       |   responder<p> -b  +-- CreditReturn<p> <---------+
+      switch o<p> -> down<p> (Link) -> FrameDemux<p> -data-> responder<p> <-> hi_rs<p>
+
+    Uplink: :class:`rtl.rdma.frame_merge.FrameMerge` (whole frames, round robin, a frame
+    starts only when the credits cover all its beats; the requester's frames buffered
+    because the requester can not be held, the responder's ACKs held in the responder),
+    then a :class:`Link` of ``link_latency``. The switch's ingress buffer is ``credits``
+    beats; its credit pulses come back through a :class:`CreditReturn` of
+    ``link_latency``. The switch never holds an egress (``backpressure`` off): each
+    downlink is a :class:`Link` into a :class:`rtl.rdma.frame_demux.FrameDemux` that
+    sends ACK/NAK frames to the requester's ACK input and the others to the responder,
+    both always ready.
+
+    Players: ``mmio<p>`` (the host CPU's MMIO writes into node ``p``'s requester through
+    ``hi_rq<p>``: doorbells and WQEs by MMIO; timed, so each write can wait for its
+    release cycle; its stamps are the cycles the host interface took each word).
+    Recorders: ``wire<p>`` (every beat node ``p`` puts on its uplink, with its cycle),
+    ``written<p>`` (the responder's QPN, in the cycle the last payload word of a message
+    reaches ``mem_rs<p>``), ``completed<p>`` (the requester's QPN, in the cycle a CQE
+    reaches ``mem_rq<p>``). Recorders must run without backpressure.
+
+    Run-time ports, shared by every node: ``qpc_base`` (both context tables), ``cq_base``,
+    ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
+    ``ack_frames``, ``serial``, ``cache_log2``. Counters: ``n<p>_req_<name>``
+    (:data:`spec.rdma_engine.REQUESTER_COUNTERS`), ``n<p>_resp_<name>``, the host
+    interfaces' ``n<p>_hrq_<name>`` and ``n<p>_hrs_<name>``
+    (:data:`spec.host.HOST_COUNTERS`), the merge's ``n<p>_merge_<name>``
+    (:data:`spec.rdma_fabric.MERGE_FLAGS`, :data:`~spec.rdma_fabric.MERGE_COUNTERS`),
+    the switch's :data:`spec.fabric.SWITCH_COUNTERS`.
+
+    Parameters: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` (``nodes`` 2 to 8), and the
+    engines' :data:`~spec.rdma_engine.REQUESTER_DEFAULTS` and
+    :data:`~spec.rdma_engine.RESPONDER_DEFAULTS`.
+    """
+
+    def __init__(self, **params):
+        known = {**FABRIC_DEFAULTS, **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS}
+        unknown = set(params) - set(known)
+        if unknown:
+            reject(self, f"unknown RdmaFabricTop parameter(s): {sorted(unknown)}")
+        p = dict(known, **params)
+        self.nodes = check_int(self, "nodes", p["nodes"], *NODES_RANGE)
+        for name in ("mmio", "wire_beats", "events"):
+            check_int(self, f"{name} (player/recorder depth)", p[name], 1, 1 << 17)
+        check_int(self, "link latency (cycles)", p["link_latency"], 1, 1024)
+        check_int(self, "credits (switch ingress beats)", p["credits"], MAX_FRAME_BEATS,
+                  65535)
+        check_int(self, "merge_depth (beats)", p["merge_depth"], MAX_FRAME_BEATS, 65535)
+        check_int(self, "host-memory depth (words)", p["depth"], 1 << 6, 1 << 20)
+        if p["depth"] & (p["depth"] - 1):
+            reject(self, f"host-memory depth (words) must be a power of two, not "
+                         f"{p['depth']!r}")
+        check_int(self, "QP-context cache entries", p["cache_entries"], 16, 256)
+        if p["host"] not in PROFILES:
+            reject(self, f"host profile must be one of {sorted(PROFILES)}, "
+                         f"not {p['host']!r}")
+        self.p = p
+        depth = p["depth"]
+        # Every part is built here, so that a bad engine parameter is rejected now, by
+        # the part that owns it (naming it), and not when the top is elaborated.
+        self.parts = []
+        try:
+            self.switch = Switch(64, self.nodes, "l2", p["credits"])
+            for _ in range(self.nodes):
+                self.parts.append({})
+                self._node_parts(p, self.parts[-1])
+        except ValueError as exc:
+            reject(self, str(exc))
+        ports = {
+            "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
+            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
+        }
+        ports.update({name: Out(32) for name in SWITCH_COUNTERS})
+        players, recorders = {}, {}
+        beat = packet_layout(64)
+        for n in range(self.nodes):
+            ports.update({f"n{n}_req_{c}": Out(32) for c in REQUESTER_COUNTERS})
+            ports.update({f"n{n}_resp_{c}": Out(32) for c in RESPONDER_COUNTERS})
+            for side in ("hrq", "hrs"):
+                ports.update({f"n{n}_{side}_{c}": Out(32) for c in HOST_COUNTERS})
+            ports.update({f"n{n}_merge_{c}": Out(1) for c in MERGE_FLAGS})
+            ports.update({f"n{n}_merge_{c}": Out(32) for c in MERGE_COUNTERS})
+            players[f"mmio{n}"] = (mmio_layout(), p["mmio"], True)
+            recorders[f"wire{n}"] = (beat, p["wire_beats"])
+            recorders[f"written{n}"] = (TAG_BITS, p["events"])
+            recorders[f"completed{n}"] = (TAG_BITS, p["events"])
+        super().__init__(players=players, recorders=recorders, ports=ports)
+
+    @staticmethod
+    def _node_parts(p, parts):
+        """Build one node's parts into ``parts`` one by one (a part that rejects its
+        parameter leaves the ones before it in ``parts``, where :func:`reject` finds
+        them)."""
+        depth, lat, profile = p["depth"], p["link_latency"], PROFILES[p["host"]]
+        build = {
+            "mem_rq": lambda: LatencyMemory(64, depth, 1),
+            "mem_rs": lambda: LatencyMemory(64, depth, 1),
+            "hi_rq": lambda: HostInterface(profile, depth),
+            "hi_rs": lambda: HostInterface(profile, depth),
+            "requester": lambda: Requester(p["cache_entries"], depth,
+                                           **{k: p[k] for k in REQUESTER_DEFAULTS}),
+            "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
+                                           **{k: p[k] for k in RESPONDER_DEFAULTS}),
+            "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
+            "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),
+            "cret": lambda: CreditReturn(lat), "demux": FrameDemux,
+        }
+        for name, make in build.items():
+            parts[name] = make()
+
+    def elaborate_design(self, m, players, recorders):
+        rst = ResetSignal()
+        m.submodules.switch = sw = self.switch
+        m.d.comb += [sw.table_wr.valid.eq(0), sw.src_wr.valid.eq(0)]
+        for name in SWITCH_COUNTERS:
+            m.d.comb += getattr(self, name).eq(getattr(sw, name))
+        for n in range(self.nodes):
+            parts = self.parts[n]
+            for name, part in parts.items():
+                m.submodules[f"{name}{n}"] = part
+            req, resp, merge = parts["requester"], parts["responder"], parts["merge"]
+            hi_rq, hi_rs = parts["hi_rq"], parts["hi_rs"]
+            up, down, demux = parts["up"], parts["down"], parts["demux"]
+            mmio = players[f"mmio{n}"].o
+            up_valid = Signal(name=f"up_valid{n}")
+            # The uplink's valid, X-clean for Icarus (see RdmaTop).
+            with m.If(merge.o.valid & ~rst):
+                m.d.comb += up_valid.eq(1)
+            m.d.comb += [
+                hi_rq.mmio_in.valid.eq(mmio.valid), hi_rq.mmio_in.payload.eq(mmio.payload),
+                mmio.ready.eq(hi_rq.mmio_in.ready),
+                req.mmio.valid.eq(hi_rq.mmio.valid), req.mmio.payload.eq(hi_rq.mmio.payload),
+                hi_rq.mmio.ready.eq(req.mmio.ready),
+                req.qpc_base.eq(self.qpc_base), resp.qpc_base.eq(self.qpc_base),
+                req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
+                req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
+                req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
+                req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
+                # Uplink: requester (a) and responder (b) -> merge -> link -> switch.
+                merge.a.valid.eq(req.o.valid), merge.a.payload.eq(req.o.payload),
+                req.o.ready.eq(merge.a.ready),
+                merge.b.valid.eq(resp.o.valid), merge.b.payload.eq(resp.o.payload),
+                resp.o.ready.eq(merge.b.ready),
+                up.i.valid.eq(up_valid), up.i.payload.eq(merge.o.payload),
+                merge.o.ready.eq(~rst),
+                getattr(sw, f"i{n}").valid.eq(up.o.valid),
+                getattr(sw, f"i{n}").payload.eq(up.o.payload),
+                up.o.ready.eq(~rst),
+                parts["cret"].i.eq(getattr(sw, f"credit{n}")),
+                merge.give.eq(parts["cret"].o),
+                # Downlink: switch -> link -> demux -> requester (ACKs) / responder.
+                down.i.valid.eq(getattr(sw, f"o{n}").valid),
+                down.i.payload.eq(getattr(sw, f"o{n}").payload),
+                getattr(sw, f"o{n}").ready.eq(~rst),
+                demux.i.valid.eq(down.o.valid), demux.i.payload.eq(down.o.payload),
+                down.o.ready.eq(~rst),
+                req.i.valid.eq(demux.ack.valid), req.i.payload.eq(demux.ack.payload),
+                demux.ack.ready.eq(~rst),
+                resp.i.valid.eq(demux.data.valid), resp.i.payload.eq(demux.data.payload),
+                demux.data.ready.eq(~rst),
+                # Recorders.
+                recorders[f"wire{n}"].i.valid.eq(up_valid),
+                recorders[f"wire{n}"].i.payload.eq(merge.o.payload),
+                recorders[f"written{n}"].i.valid.eq(hi_rs.marked.valid),
+                recorders[f"written{n}"].i.payload.eq(hi_rs.marked.payload),
+                recorders[f"completed{n}"].i.valid.eq(hi_rq.marked.valid),
+                recorders[f"completed{n}"].i.payload.eq(hi_rq.marked.payload),
+            ]
+            for node, hi, mem in ((req, hi_rq, parts["mem_rq"]), (resp, hi_rs, parts["mem_rs"])):
+                m.d.comb += [
+                    hi.rd_req.valid.eq(node.rd_req.valid),
+                    hi.rd_req.payload.eq(node.rd_req.payload),
+                    node.rd_req.ready.eq(hi.rd_req.ready),
+                    node.rd_data.valid.eq(hi.rd_data.valid),
+                    node.rd_data.payload.eq(hi.rd_data.payload),
+                    hi.wr.valid.eq(node.wr.valid), hi.wr.payload.eq(node.wr.payload),
+                    node.wr.ready.eq(hi.wr.ready),
+                    mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
+                    mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
+                    hi.mem_rd_data.valid.eq(mem.rd_data.valid),
+                    hi.mem_rd_data.payload.eq(mem.rd_data.payload),
+                    mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
+                ]
+            for c in REQUESTER_COUNTERS:
+                m.d.comb += getattr(self, f"n{n}_req_{c}").eq(getattr(req, c))
+            for c in RESPONDER_COUNTERS:
+                m.d.comb += getattr(self, f"n{n}_resp_{c}").eq(getattr(resp, c))
+            for side, hi in (("hrq", hi_rq), ("hrs", hi_rs)):
+                for c in HOST_COUNTERS:
+                    m.d.comb += getattr(self, f"n{n}_{side}_{c}").eq(getattr(hi, c))
+            for c in MERGE_FLAGS + MERGE_COUNTERS:
+                m.d.comb += getattr(self, f"n{n}_merge_{c}").eq(getattr(merge, c))

@@ -1,0 +1,262 @@
+"""The "Under load" section of the report: open-loop latency distributions of both
+designs, on the golden models, with an RTL subset compared exactly.
+
+Model grid (:func:`load_grid`, spread over the report's executor):
+
+- **Load curves**: offered load :data:`LOADS` (fractions of each configuration's own
+  saturated rate) for the RDMA engine at 1, 64 and 4096 QPs (Zipf 0.99 and uniform) over
+  16 and 256 context-cache entries, and for the NIC (a pair, and incast where the NIC's
+  load runner is built). The saturated rate of a configuration is measured once on the
+  same traffic with every message arriving at cycle 0 (:func:`pymodel.load.rdma.saturation`).
+- **Incast** 3->1 and 7->1 (NIC, and RDMA through the multi-node top where built).
+- **Issuers**: message rate and p99 per issuer profile (none, cpu, gpu, controller) at
+  half load and at saturation.
+
+Each row holds the offered and achieved message rates and the nearest-rank
+``latency_p50/p90/p99/p999/max_cycles`` and ``completion_*`` (from *arrival*, queueing
+included). The knee of a curve is the lowest offered load whose p99 is at least twice
+the p99 at the lowest load (:func:`knee`). Plots: ``load_p99.png`` (p99 against offered
+Mmsg/s, knee marked) and ``load_cdf.png`` (latency CDFs at 90 % load).
+
+RTL subset (:func:`run_load_rtl`): points co-simulated on ``--sim`` whose RTL rows must
+equal the model's (the cocotb tests compare every record; a failed run is a row with a
+mismatch).
+"""
+
+import json
+import sys
+import time
+
+from pymodel.load.rdma import rdma_load_run, saturation
+
+from .progress import Progress
+
+__all__ = ["load_section", "load_grid", "knee", "run_load_rtl", "RTL_POINTS", "LOADS",
+           "RDMA_CURVES", "ISSUER_NAMES"]
+
+#: Offered loads of the curves (fractions of the saturated rate; 1.0 is saturation).
+LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
+#: The RDMA curves: ``(label, knobs)``.
+RDMA_CURVES = tuple(
+    (f"RDMA {q} QP{'s' if q > 1 else ''}{'' if q == 1 else ' ' + pop} / {c} entries",
+     dict(qps=q, cache_entries=c, **({} if q == 1 else {"popularity": pop})))
+    for c in (16, 256) for q in (1, 64, 4096)
+    for pop in (("zipf", "uniform") if q > 1 else ("round_robin",)))
+#: Issuer profiles compared (pymodel/workloads/data/issuers.toml).
+ISSUER_NAMES = ("none", "cpu", "gpu", "controller")
+#: Message size of every load point (the seed's 128-byte store).
+MSG_BYTES = 128
+#: Loads whose per-message latencies are kept for the CDF plot.
+CDF_LOADS = (0.9,)
+
+
+def _saturation(task):
+    label, knobs, messages = task
+    return label, saturation(MSG_BYTES, messages, **knobs)
+
+
+def _rdma_point(task):
+    label, knobs, load, service, messages, group = task
+    row, per = rdma_load_run(MSG_BYTES, messages, load, service_cycles=service, **knobs)
+    row.update(design="rdma", curve=label, group=group, knobs=knobs)
+    if load in CDF_LOADS:
+        row["latencies"] = (per["remote_write"] - per["arrival"]).tolist()
+    return row
+
+
+def load_grid(messages):
+    """The model tasks: ``(saturation tasks, point builder)``; the builder turns the
+    measured saturation of each curve into its point tasks."""
+    issuers = [(f"RDMA 1 QP, issuer {i}", dict(qps=1, issuer=i)) for i in ISSUER_NAMES]
+    sat = [(label, knobs, messages) for label, knobs in list(RDMA_CURVES) + issuers]
+
+    def points(service):
+        out = []
+        for label, knobs in RDMA_CURVES:
+            out += [(label, knobs, load, service[label], messages, "curve")
+                    for load in LOADS]
+        out += [(label, knobs, load, service[label], messages, "issuer")
+                for label, knobs in issuers for load in (0.5, 1.0)]
+        return out
+
+    return sat, points
+
+
+#: The RTL subset: ``(name, knobs, load)`` of RDMA points co-simulated on RdmaTop.
+RTL_POINTS = (
+    ("rdma 1 QP, 50 %", dict(qps=1), 0.5),
+    ("rdma 64 QPs zipf / 16, 90 %", dict(qps=64, popularity="zipf"), 0.9),
+    ("rdma 4096 QPs uniform / 16, 70 %", dict(qps=4096, popularity="uniform"), 0.7),
+    ("rdma 1 QP issuer cpu, 100 %", dict(qps=1, issuer="cpu"), 1.0),
+)
+
+
+def _rtl_point(task):
+    from tb.rdma.load_run import run_rdma_load
+    name, knobs, load, sim, messages = task
+    tag = "".join(ch if ch.isalnum() else "_" for ch in name)
+    row = {"point": name, "simulator": sim, "load": load, "knobs": knobs,
+           "messages": messages}
+    service = saturation(MSG_BYTES, messages, **knobs)
+    try:
+        res = run_rdma_load(sim, f"load_{tag}", msg_bytes=MSG_BYTES, messages=messages,
+                            load=load, service_cycles=service, **knobs)
+    except Exception as exc:          # noqa: BLE001 - a failed co-simulation is a row
+        row.update(mismatches=f"run failed: {str(exc).splitlines()[0][:200]}")
+        return row
+    for side in ("rtl", "model"):
+        for k, v in (res[side] or {}).items():
+            row[f"{k}_{side}"] = v
+    differs = res["per_rtl"] != res["per_model"]
+    row["mismatches"] = res["mismatches"] + int(differs)
+    return row
+
+
+def run_load_rtl(executor, sim, messages):
+    """Co-simulate :data:`RTL_POINTS` on ``sim`` (``messages`` each); their rows."""
+    tasks = [(n, k, load, sim, messages) for n, k, load in RTL_POINTS]
+    bar = Progress(len(tasks), f"under load: RTL subset ({sim})")
+    return executor.map(_rtl_point, tasks, lambda r: bar.step(r["point"]))
+
+
+def knee(rows):
+    """The lowest offered load whose p99 is at least twice the p99 at the lowest load
+    (None if the curve never doubles)."""
+    rows = sorted(rows, key=lambda r: r["load"])
+    if not rows:
+        return None
+    base = rows[0]["latency_p99_cycles"]
+    for r in rows:
+        if r["latency_p99_cycles"] >= 2 * base:
+            return r["load"]
+    return None
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float):
+        return f"{v:.2f}" if v < 100 else f"{v:,.0f}"
+    return f"{v:,}"
+
+
+def _curve_table(rows):
+    head = ["curve", "load", "offered Mmsg/s", "achieved Mmsg/s", "p50", "p90", "p99",
+            "p99.9", "max", "completion p99", "ctx misses/msg"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ach = r.get("achieved_per_cycle")
+        lines.append("| " + " | ".join(_fmt(x) for x in (
+            r["curve"], r["load"], 1e3 * r["offered_per_cycle"],
+            None if ach is None else 1e3 * ach, r["latency_p50_cycles"],
+            r["latency_p90_cycles"], r["latency_p99_cycles"], r["latency_p999_cycles"],
+            r["latency_max_cycles"], r["completion_p99_cycles"], r.get("ctx_misses")))
+            + " |")
+    return "\n".join(lines)
+
+
+def _plots(out, rows):
+    from .plots import figure_saver
+    plt, save, names = figure_saver(out)
+    curves = {}
+    for r in rows:
+        if r["group"] == "curve":
+            curves.setdefault(r["curve"], []).append(r)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, entries in zip(axes, (16, 256), strict=True):
+        for label, rs in curves.items():
+            if f"/ {entries} entries" not in label and "entries" in label:
+                continue
+            rs = sorted(rs, key=lambda r: r["load"])
+            x = [1e3 * r["offered_per_cycle"] for r in rs]
+            y = [r["latency_p99_cycles"] for r in rs]
+            (line,) = ax.plot(x, y, marker="o", ms=3, label=label.split(" /")[0])
+            k = knee(rs)
+            if k is not None:
+                r = next(r for r in rs if r["load"] == k)
+                ax.plot([1e3 * r["offered_per_cycle"]], [r["latency_p99_cycles"]], "x",
+                        ms=11, mew=2, color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("offered load (M messages/s), 10 % to saturation")
+        ax.set_title(f"p99 latency from arrival, {entries}-entry context caches "
+                     "(x: knee)", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    axes[0].set_ylabel("cycles (ns)")
+    save(fig, "load_p99.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, rs in curves.items():
+        for r in rs:
+            if r.get("latencies"):
+                s = sorted(r["latencies"])
+                ax.plot(s, [(k + 1) / len(s) for k in range(len(s))], label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency from arrival (cycles)")
+    ax.set_ylabel("fraction of messages")
+    ax.set_title(f"latency CDF at {int(100 * CDF_LOADS[0])} % of saturation", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6)
+    save(fig, "load_cdf.png")
+    return names
+
+
+def run_load_model(executor, messages):
+    """Every model row of the section (saturation first, then the points)."""
+    sat_tasks, points = load_grid(messages)
+    bar = Progress(len(sat_tasks), "under load: saturation")
+    service = dict(executor.map(_saturation, sat_tasks, lambda r: bar.step(r[0])))
+    tasks = points(service)
+    bar = Progress(len(tasks), "under load: points")
+    return executor.map(_rdma_point, tasks,
+                        lambda r: bar.step(f"{r['curve']} @ {r['load']}"))
+
+
+def load_section(out, executor, messages=1000, rtl_rows=()):
+    """Run the model grid, write ``load.json`` and the plots into ``out``; return the
+    section's markdown. ``rtl_rows``: the RTL subset's rows (:func:`run_load_rtl`)."""
+    t0 = time.time()
+    rows = run_load_model(executor, messages)
+    (out / "load.json").write_text(json.dumps(
+        {"model": [{k: v for k, v in r.items() if k != "latencies"} for r in rows],
+         "rtl": list(rtl_rows)}, indent=1))
+    names = _plots(out, rows)
+    curves = [r for r in rows if r["group"] == "curve"]
+    issuers = [r for r in rows if r["group"] == "issuer"]
+    knees = {}
+    for r in curves:
+        knees.setdefault(r["curve"], []).append(r)
+    md = ["## Under load", "",
+          f"Open-loop traffic on the golden models ({messages} messages of {MSG_BYTES} B "
+          "per point; latency and completion from each message's arrival, queueing "
+          "included; nearest-rank percentiles; load as a fraction of each "
+          "configuration's own saturated rate). Regenerate with `make report` or "
+          "`scripts/report.py --no-rtl --no-area --no-inference`; docs/findings.md "
+          "reads these numbers.", ""]
+    md += [f"![p99 against offered load]({n})" for n in names] + [""]
+    md += ["### Knees (lowest load whose p99 is at least twice the p99 at 10 %)", "",
+           "| curve | saturated Mmsg/s | knee (load) |", "|---|---|---|"]
+    for label, rs in knees.items():
+        md.append(f"| {label} | {_fmt(1e3 / rs[0]['service_cycles'])} | "
+                  f"{_fmt(knee(rs))} |")
+    md += ["", "### Load curves", "", _curve_table(curves), "",
+           "### Issuers (1 QP, pipelined engine; the issuer's costs from "
+           "pymodel/workloads/data/issuers.toml)", "", _curve_table(issuers), ""]
+    if rtl_rows:
+        md += ["### RTL subset (co-simulated, compared with the model)", "",
+               "| point | simulator | RTL p99 | model p99 | mismatches |",
+               "|---|---|---|---|---|"]
+        for r in rtl_rows:
+            md.append(f"| {r['point']} | {r['simulator']} | "
+                      f"{_fmt(r.get('latency_p99_cycles_rtl'))} | "
+                      f"{_fmt(r.get('latency_p99_cycles_model'))} | {r['mismatches']} |")
+        md.append("")
+    md.append(f"_Section computed in {time.time() - t0:.0f} s._")
+    print(f"under load: {len(rows)} model points in {time.time() - t0:.0f} s",
+          file=sys.stderr)
+    return "\n".join(md)

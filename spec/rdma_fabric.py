@@ -1,0 +1,85 @@
+"""The multi-node RDMA top's definitions: node addresses, the uplink merge's frame-length
+rule and the demux's opcode byte, its defaults and its counter names.
+
+Shared by :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, its model twin
+:mod:`pymodel.rdma.fabric_system` and the scenarios (:mod:`pymodel.scenarios.rdma_fabric`).
+
+# Ref: docs/rdma_fabric.md. Wire offsets: IEEE 802.3-2022 clause 3.1.1 (14-byte MAC
+# header, 4-byte FCS); RFC 791 section 3.1 (IPv4 total length at header byte 2); IBTA
+# Vol 1 section 9.2 (BTH opcode, the first BTH byte) behind Ethernet (14), IPv4 (20)
+# and UDP (8); IBTA table 38 (RC ACKNOWLEDGE).
+"""
+
+from spec.formats.nic import MAC_PREFIX
+from spec.formats.roce import (
+    ETH_LAYOUT,
+    IPV4_BYTES,
+    IPV4_LAYOUT,
+    UDP_BYTES,
+    header_bytes,
+)
+from spec.rdma import MAX_FRAME_BEATS
+
+__all__ = ["NODES_RANGE", "node_mac", "node_ip", "IP_LENGTH_BYTE", "FRAME_OVERHEAD",
+           "OPCODE_BYTE", "FCS_BYTES", "FABRIC_DEFAULTS", "MERGE_FLAGS", "MERGE_COUNTERS",
+           "QPN_STRIDE", "req_qpn", "resp_qpn"]
+
+#: Nodes of the fabric top (switch ports).
+NODES_RANGE = (2, 8)
+
+_ETH = header_bytes(ETH_LAYOUT)
+#: Bytes of the Ethernet FCS.
+FCS_BYTES = 4
+#: Frame byte of the IPv4 total length (big endian, 2 bytes).
+IP_LENGTH_BYTE = _ETH + IPV4_LAYOUT["total_length"].offset // 8
+#: Frame bytes outside the IPv4 total length: the MAC header and the FCS (RoCEv2 frames
+#: are never shorter than 64 bytes, so there is no Ethernet padding).
+FRAME_OVERHEAD = _ETH + FCS_BYTES
+#: Frame byte of the BTH opcode.
+OPCODE_BYTE = _ETH + IPV4_BYTES + UDP_BYTES
+
+
+def node_mac(p):
+    """Node ``p``'s MAC address as an int (02:00:00:00:00:pp): the switch routes by its
+    byte 5 (:func:`spec.formats.nic.dst_byte`, L2)."""
+    return int.from_bytes(MAC_PREFIX + bytes([p & 0xFF]), "big")
+
+
+def node_ip(p):
+    """Node ``p``'s IPv4 address as an int (10.0.1.p)."""
+    return 0x0A_00_01_00 | (p & 0xFF)
+
+
+#: Requester QPN of node ``s``'s QP ``k`` to node ``d`` is ``1 + d + QPN_STRIDE * k``;
+#: responder QPN of node ``d``'s QP ``k`` from node ``s`` is ``1 + s + QPN_STRIDE * k``
+#: (``k`` < ``QPN_STRIDE``). The context caches are direct mapped (entry ``qpn mod
+#: entries``): with this numbering the QPs of one node fall on distinct entries of a
+#: 16-entry cache as long as ``nodes * qps <= 16``. (Numbered ``1 + 8 * s + k``, QPNs 9
+#: and 25 of incast 3->1 share entry 9 and every message of theirs missed: one PCIe
+#: context fill per message, the incast ran at one message per 1,132 cycles.)
+QPN_STRIDE = NODES_RANGE[1]
+
+
+def req_qpn(dst, k):
+    return 1 + dst + QPN_STRIDE * k
+
+
+def resp_qpn(src, k):
+    return 1 + src + QPN_STRIDE * k
+
+
+#: Defaults of :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`. ``depth``: host-memory
+#: words per host function (256 KiB); ``cache_entries``: context-cache entries per engine;
+#: ``link_latency``: each uplink and downlink (2 + 2-cycle switch + 2: the 6 cycles node
+#: to node of RdmaTop and the NIC headline); ``credits``: the switch's ingress buffer per
+#: port in beats, two of the largest frames; ``merge_depth``: beats of the requester
+#: buffer in each uplink merge; ``mmio``/``wire_beats``/``events``: player and recorder
+#: depths per node.
+FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
+                       mr_entries=16, link_latency=2, credits=2 * MAX_FRAME_BEATS,
+                       merge_depth=256, mmio=512, wire_beats=2048, events=512)
+
+#: Sticky error flags of each uplink merge (ports ``n<p>_merge_<name>``).
+MERGE_FLAGS = ("overflow", "credit_errors")
+#: Counters of each uplink merge (ports ``n<p>_merge_<name>``).
+MERGE_COUNTERS = ("level_max",)

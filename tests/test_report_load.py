@@ -1,0 +1,38 @@
+"""The report's "Under load" section on a reduced grid (no simulator): rows, knees,
+tables and plots are produced from the model and agree with the runner they call."""
+
+from scripts.executor import make_executor
+from scripts.reporting import load as section
+
+
+def test_knee_is_the_first_doubling():
+    rows = [{"load": 0.1, "latency_p99_cycles": 100}, {"load": 0.5, "latency_p99_cycles": 150},
+            {"load": 0.7, "latency_p99_cycles": 200}, {"load": 0.9, "latency_p99_cycles": 900}]
+    assert section.knee(rows[::-1]) == 0.7
+    assert section.knee(rows[:2]) is None
+
+
+def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
+    monkeypatch.setattr(section, "LOADS", (0.2, 0.9))
+    monkeypatch.setattr(section, "RDMA_CURVES", (
+        ("RDMA 1 QP / 16 entries", dict(qps=1)),
+        ("RDMA 64 QPs uniform / 16 entries", dict(qps=64, popularity="uniform"))))
+    monkeypatch.setattr(section, "ISSUER_NAMES", ("none", "cpu"))
+    with make_executor(1) as ex:
+        md = section.load_section(tmp_path, ex, messages=60)
+    assert (tmp_path / "load_p99.png").stat().st_size > 0
+    assert (tmp_path / "load_cdf.png").stat().st_size > 0
+    doc = __import__("json").loads((tmp_path / "load.json").read_text())
+    rows = doc["model"]
+    assert len([r for r in rows if r["group"] == "curve"]) == 4
+    assert len([r for r in rows if r["group"] == "issuer"]) == 4
+    # Each row is the runner's own result for that point.
+    from pymodel.load.rdma import rdma_load_run
+    r = next(r for r in rows if r["curve"].startswith("RDMA 64") and r["load"] == 0.9)
+    again, _ = rdma_load_run(128, 60, 0.9, service_cycles=r["service_cycles"],
+                             **r["knobs"])
+    assert again["latency_p99_cycles"] == r["latency_p99_cycles"]
+    for r in rows:
+        assert (r["latency_p50_cycles"] <= r["latency_p90_cycles"] <= r["latency_p99_cycles"]
+                <= r["latency_p999_cycles"] <= r["latency_max_cycles"])
+    assert "## Under load" in md and "RDMA 1 QP, issuer cpu" in md

@@ -1,0 +1,202 @@
+"""Unit tests of the RDMA fabric's uplink merge and downlink demux (Amaranth simulator)
+against their twins, and the fabric top's parameter checks (no simulator)."""
+
+import random
+
+import pytest
+
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.frame_merge import FrameMergeModel, MergeOverflow, is_ack_frame
+from rtl.rdma.frame_demux import FrameDemux
+from rtl.rdma.frame_merge import FrameMerge
+from spec.formats.roce import OpCode
+from spec.rdma import MAX_FRAME_BEATS
+from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, OPCODE_BYTE
+from tb.amsim import run_sim
+
+
+def _frame(rng, nbytes, opcode=OpCode.RC_RDMA_WRITE_ONLY.value):
+    """Random bytes shaped as far as the merge and demux look: the IPv4 total length
+    says ``nbytes``, the BTH opcode byte ``opcode``."""
+    frame = bytearray(rng.getrandbits(8) for _ in range(nbytes))
+    frame[IP_LENGTH_BYTE:IP_LENGTH_BYTE + 2] = (nbytes - FRAME_OVERHEAD).to_bytes(2, "big")
+    frame[OPCODE_BYTE] = opcode
+    return bytes(frame)
+
+
+def _beats(frame):
+    out = []
+    for bits in frame_to_beats(frame, 64):
+        data, nbytes, first, last = unpack_beat(64, bits)
+        out.append(dict(data=data, nbytes=nbytes, first=int(first), last=int(last),
+                        bits=bits))
+    return out
+
+
+def _scenario(seed, frames_a, frames_b, credits):
+    """Input streams: ``a`` frames back to back after random gaps (as the requester
+    sends them), ``b`` two-beat frames offered after random gaps (as the ACK sender);
+    the far end drains its buffer of ``credits`` beats in random cycles and returns a
+    credit per beat 2 cycles later."""
+    rng = random.Random(seed)
+    a = []
+    for _ in range(frames_a):
+        a += [None] * rng.choice([0, 0, 1, 3, 7])
+        a += _beats(_frame(rng, rng.choice([66, 206, 222, 1100, 4174])))
+    b = [(rng.choice([0, 0, 2, 9]), _beats(_frame(rng, 66, OpCode.RC_ACKNOWLEDGE.value)))
+         for _ in range(frames_b)]
+    drain = [rng.random() < 0.6 for _ in range(20000)]
+    return a, b, drain
+
+
+@pytest.mark.parametrize("seed,credits", [(1, MAX_FRAME_BEATS), (2, 2 * MAX_FRAME_BEATS),
+                                          (3, 80)])
+def test_merge_matches_model(seed, credits):
+    """Requester frames, ACK frames and a slow far end: the merge's output beats, its
+    ``b.ready`` and its level high-water mark equal the twin's in every cycle; every
+    frame leaves whole and once; the far end's buffer never overflows; the credit
+    counter never errs."""
+    depth = 512
+    a_in, b_in, drain = _scenario(seed, 40, 60, credits)
+    dut = FrameMerge(credits, depth)
+    model = FrameMergeModel(credits, depth)
+    out_rtl = []
+    trace = {"far": 0, "far_max": 0, "mismatch": []}
+
+    async def bench(ctx):
+        a_q = list(a_in)
+        b_q = [(gap, list(beats)) for gap, beats in b_in]
+        gives = {}
+        c = 0
+        while (a_q or b_q or out_rtl == [] or not model.idle()) and c < 19000:
+            a_beat = a_q.pop(0) if a_q else None
+            b_beat = None
+            if b_q:
+                gap, beats = b_q[0]
+                if gap > 0:
+                    b_q[0] = (gap - 1, beats)
+                else:
+                    b_beat = beats[0]
+            give = gives.pop(c, 0)
+            ctx.set(dut.a.valid, a_beat is not None)
+            if a_beat is not None:
+                ctx.set(dut.a.payload.as_value(), a_beat["bits"])
+            ctx.set(dut.b.valid, b_beat is not None)
+            if b_beat is not None:
+                ctx.set(dut.b.payload.as_value(), b_beat["bits"])
+            ctx.set(dut.give, give)
+            ready = model.b_ready(b_beat)
+            want = model.step(c, a_beat, b_beat, give)
+            rtl_ready = ctx.get(dut.b.ready)
+            rtl_o = ctx.get(dut.o.payload.as_value()) if ctx.get(dut.o.valid) else None
+            if rtl_ready != ready or rtl_o != (want["bits"] if want else None):
+                trace["mismatch"].append(c)
+            if b_beat is not None and rtl_ready:
+                b_q[0][1].pop(0)
+                if not b_q[0][1]:
+                    b_q.pop(0)
+            if rtl_o is not None:
+                out_rtl.append(rtl_o)
+                trace["far"] += 1
+                trace["far_max"] = max(trace["far_max"], trace["far"])
+            if trace["far"] and drain[c]:
+                trace["far"] -= 1
+                gives[c + 2] = 1
+            c += 1
+            await ctx.tick()
+        for _ in range(4):
+            await ctx.tick()
+        trace["level_max"] = ctx.get(dut.level_max)
+        trace["errors"] = (ctx.get(dut.overflow), ctx.get(dut.credit_errors))
+
+    run_sim(dut, bench)
+    assert trace["mismatch"] == [], trace["mismatch"][:10]
+    assert trace["errors"] == (0, 0)
+    assert trace["far_max"] <= credits
+    assert trace["level_max"] == model.level_max > 0
+    # Whole frames, each once: the output is an interleaving of whole input frames.
+    sent_a = [b["bits"] for b in a_in if b is not None]
+    sent_b = [b["bits"] for _, beats in b_in for b in beats]
+    frames, cur = [], []
+    for bits in out_rtl:
+        cur.append(bits)
+        if unpack_beat(64, bits)[3]:
+            frames.append(cur)
+            cur = []
+    assert cur == []
+    got_a = [b for f in frames if not is_ack_frame(unpack_beat(64, f[0])[0].to_bytes(
+        64, "little")) for b in f]
+    got_b = [b for f in frames if is_ack_frame(unpack_beat(64, f[0])[0].to_bytes(
+        64, "little")) for b in f]
+    assert got_a == sent_a and got_b == sent_b
+
+
+def test_merge_model_raises_on_overflow():
+    """A requester beat into a full buffer is outside the contract: the twin says so."""
+    rng = random.Random(5)
+    m = FrameMergeModel(MAX_FRAME_BEATS, MAX_FRAME_BEATS)
+    beats = _beats(_frame(rng, 4174)) * 2       # never credited: nothing leaves
+    m.counter.credits = 0
+    with pytest.raises(MergeOverflow, match="full"):
+        for c, b in enumerate(beats):
+            m.b_ready(None)
+            m.step(c, b, None)
+
+
+def test_demux_splits_by_opcode():
+    """ACK frames to ``ack``, the rest to ``data``, in the same cycle, whole."""
+    rng = random.Random(7)
+    frames = [_frame(rng, n, op) for n, op in [
+        (66, OpCode.RC_ACKNOWLEDGE.value), (206, OpCode.RC_RDMA_WRITE_ONLY.value),
+        (1100, OpCode.RC_RDMA_WRITE_FIRST.value), (66, OpCode.RC_ACKNOWLEDGE.value),
+        (150, OpCode.RC_RDMA_WRITE_LAST.value)]]
+    beats = [(b, is_ack_frame(f)) for f in frames for b in frame_to_beats(f, 64)]
+    dut = FrameDemux()
+    seen = []
+
+    async def bench(ctx):
+        for bits, ack in beats:
+            ctx.set(dut.i.valid, 1)
+            ctx.set(dut.i.payload.as_value(), bits)
+            seen.append((ctx.get(dut.ack.valid), ctx.get(dut.data.valid), ack,
+                         ctx.get(dut.ack.payload.as_value()) == bits))
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    assert [(a, d) for a, d, _, _ in seen] == [(int(ack), int(not ack)) for _, _, ack, _ in seen]
+    assert all(same for *_, same in seen)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(nodes=1), "nodes must be an integer from 2 to 8, not 1"),
+    (dict(nodes=9), "nodes must be an integer from 2 to 8, not 9"),
+    (dict(nodes="4"), "nodes must be an integer"),
+    (dict(credits=10), "credits"),
+    (dict(merge_depth=8), "merge_depth"),
+    (dict(depth=3000), "power of two"),
+    (dict(host="usb"), "host profile"),
+    (dict(link_latency=0), "link latency"),
+    (dict(bogus=1), "unknown RdmaFabricTop parameter"),
+    (dict(cache_entries=24), "QP-context cache entries must be a power of two"),
+    (dict(mr_entries=1), "MR table entries"),
+    (dict(prefetch=0), "WQE prefetch depth"),
+])
+def test_fabric_top_rejects_bad_parameters(params, match):
+    from rtl.tops.rdma_fabric_top import RdmaFabricTop
+    with pytest.raises(ValueError, match=match):
+        RdmaFabricTop(**params)
+
+
+def test_fabric_model_and_scenario_reject_bad_parameters():
+    from pymodel.rdma.fabric_system import FabricConfig
+    from pymodel.scenarios.rdma_fabric import fabric_scenario
+    with pytest.raises(ValueError, match="nodes must be an integer from 2 to 8"):
+        FabricConfig(nodes=9)
+    with pytest.raises(ValueError, match="pattern must be one of"):
+        fabric_scenario("ring", 4, 4, 128, 0.5)
+    with pytest.raises(ValueError, match="nodes must be an integer from 2 to 8"):
+        fabric_scenario("incast", 1, 4, 128, 0.5)
+    with pytest.raises(ValueError, match="load"):
+        fabric_scenario("incast", 4, 4, 128, 1.5)
+    with pytest.raises(ValueError, match="credits"):
+        FrameMergeModel(10, 256)
