@@ -121,6 +121,7 @@ def test_load_run_arrays_and_row(pattern, nodes):
     assert row["achieved_per_cycle"] == (n - 1) / span
     assert row["messages"] == n and row["messages_per_sender"] == 12
     assert row["service_cycles"] == svc
+    assert {k: row[k] for k in TOP} == TOP and row["attachment"] == "integrated"
     plan = load_plan(pattern, nodes, 128, 12, 0.6, 5, **TOP)
     _, _, want = run_plan(plan)
     mems, words = load_intent(plan)

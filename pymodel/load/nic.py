@@ -204,7 +204,8 @@ def run_plan(plan):
 def load_row(plan, arrays):
     """The load row of a run's per-message ``arrays`` (the model's or the RTL's), with
     the keys and definitions of the RDMA load rows where they exist: the run's
-    parameters (``messages_per_sender``; ``messages`` is then the run's total),
+    parameters and top knobs (``messages_per_sender``; ``messages`` is then the run's
+    total),
     ``service_cycles``, ``offered_per_cycle`` (senders x load / service: messages
     offered per cycle by all senders), ``achieved_per_cycle`` (the rate of the remote
     writes, ``(n - 1) / (last - first)``; None for one message), ``queue_max_cycles``
@@ -217,7 +218,8 @@ def load_row(plan, arrays):
     who = len(set(arrays["sender"].tolist()))
     params = dict(plan.params)
     params["messages_per_sender"] = params.pop("messages")
-    row = {"design": "nic", **params, "messages": n, "service_cycles": plan.service,
+    row = {"design": "nic", **params, **{k: plan.top[k] for k in LOAD_TOP},
+           "messages": n, "service_cycles": plan.service,
            "offered_per_cycle": who * plan.params["load"] / plan.service,
            "achieved_per_cycle": (n - 1) / span if n > 1 and span else None,
            "queue_max_cycles": int((arrays["accept"] - arrays["arrival"]).max())}
