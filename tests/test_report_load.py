@@ -18,13 +18,18 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
         ("RDMA 1 QP / 16 entries", dict(qps=1)),
         ("RDMA 64 QPs uniform / 16 entries", dict(qps=64, popularity="uniform"))))
     monkeypatch.setattr(section, "ISSUER_NAMES", ("none", "cpu"))
+    monkeypatch.setattr(section, "INCASTS", (("incast 3->1", 4),))
+    monkeypatch.setattr(section, "INCAST_LOADS", (0.9,))
     with make_executor(1) as ex:
         md = section.load_section(tmp_path, ex, messages=60)
     assert (tmp_path / "load_p99.png").stat().st_size > 0
     assert (tmp_path / "load_cdf.png").stat().st_size > 0
     doc = __import__("json").loads((tmp_path / "load.json").read_text())
     rows = doc["model"]
-    assert len([r for r in rows if r["group"] == "curve"]) == 4
+    # 2 RDMA curves and the NIC's, 2 loads each; incast 3->1 of both designs.
+    assert len([r for r in rows if r["group"] == "curve"]) == 6
+    assert sorted(r["curve"] for r in rows if r["group"] == "incast") == [
+        "NIC incast 3->1", "RDMA incast 3->1"]
     assert len([r for r in rows if r["group"] == "issuer"]) == 4
     # Each row is the runner's own result for that point.
     from pymodel.load.rdma import rdma_load_run
@@ -36,3 +41,4 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
         assert (r["latency_p50_cycles"] <= r["latency_p90_cycles"] <= r["latency_p99_cycles"]
                 <= r["latency_p999_cycles"] <= r["latency_max_cycles"])
     assert "## Under load" in md and "RDMA 1 QP, issuer cpu" in md
+    assert "NIC L2 pair" in md and "RDMA incast 3->1" in md

@@ -18,7 +18,7 @@ from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.rdma_fabric import FABRIC_DEFAULTS
 
-__all__ = ["fabric_run", "MODEL_DEPTH"]
+__all__ = ["fabric_run", "fabric_arrays", "MODEL_DEPTH"]
 
 #: Host-memory words per host function of a model-only run: the twin's memories are
 #: sparse, so a run of thousands of messages need not fit the RTL top's 4096 words.
@@ -40,6 +40,31 @@ def _match(marks, messages, key):
             raise ValueError(f"a mark of tag {tag} with no message left to match")
         out[id(per_tag[tag][k])] = cycle
     return out
+
+
+def fabric_arrays(sc, r, nodes):
+    """The measured messages' arrays (``src``, ``dst``, ``arrival``, ``accept``,
+    ``remote_write``, ``completion``) of a run ``r`` of scenario ``sc`` (the twin's
+    records or the RTL's, same shapes: per node ``written``, ``completed``,
+    ``mmio_stamps``). ``RuntimeError`` if a message never landed or completed."""
+    written, completed = {}, {}
+    for p in range(nodes):
+        written.update(_match(r["written"][p], [m for m in sc.messages if m.dst == p],
+                              lambda m: m.qpn_b))
+        completed.update(_match(r["completed"][p], [m for m in sc.messages if m.src == p],
+                                lambda m: m.qpn_a))
+    measured = [m for m in sc.messages if not m.warm]
+    missing = [m for m in sc.messages if id(m) not in written or id(m) not in completed]
+    if missing:
+        raise RuntimeError(f"{len(missing)} messages never landed or completed")
+    col = {
+        "src": [m.src for m in measured], "dst": [m.dst for m in measured],
+        "arrival": [m.arrival for m in measured],
+        "accept": [r["mmio_stamps"][m.src][m.mmio] for m in measured],
+        "remote_write": [written[id(m)] for m in measured],
+        "completion": [completed[id(m)] for m in measured],
+    }
+    return {k: np.asarray(v, dtype=np.int64) for k, v in col.items()}
 
 
 def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=3000,
@@ -65,24 +90,7 @@ def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=
                        depth=depth, host=host, link_latency=link_latency, credits=credits,
                        merge_depth=merge_depth, cq_base=sc.cq_base, cq_log2=sc.cq_log2)
     r = simulate_fabric(cfg, sc.images())
-    written, completed = {}, {}
-    for p in range(nodes):
-        written.update(_match(r["written"][p], [m for m in sc.messages if m.dst == p],
-                              lambda m: m.qpn_b))
-        completed.update(_match(r["completed"][p], [m for m in sc.messages if m.src == p],
-                                lambda m: m.qpn_a))
-    measured = [m for m in sc.messages if not m.warm]
-    missing = [m for m in sc.messages if id(m) not in written or id(m) not in completed]
-    if missing:
-        raise RuntimeError(f"{len(missing)} messages never landed or completed")
-    col = {
-        "src": [m.src for m in measured], "dst": [m.dst for m in measured],
-        "arrival": [m.arrival for m in measured],
-        "accept": [r["mmio_stamps"][m.src][m.mmio] for m in measured],
-        "remote_write": [written[id(m)] for m in measured],
-        "completion": [completed[id(m)] for m in measured],
-    }
-    out = {k: np.asarray(v, dtype=np.int64) for k, v in col.items()}
+    out = fabric_arrays(sc, r, nodes)
     out.update(cycles=r["cycles"], merge_level_max=[m["level_max"] for m in r["merge"]],
                counters={"req": r["req"], "resp": r["resp"]})
     return out

@@ -26,6 +26,7 @@ mismatch).
 import json
 import sys
 import time
+from pathlib import Path
 
 from pymodel.load.rdma import rdma_load_run, saturation
 
@@ -64,6 +65,47 @@ def _rdma_point(task):
     return row
 
 
+#: Incast cases of both designs: ``(label, nodes)``.
+INCASTS = (("incast 3->1", 4), ("incast 7->1", 8))
+#: Loads of the incast table (fractions of the receiver's downlink).
+INCAST_LOADS = (0.5, 0.9)
+
+
+def _nic_point(task):
+    from pymodel.load.nic import nic_load_run
+    from pymodel.load.rdma import load_row
+    label, pattern, nodes, load, messages, group = task
+    senders = nodes - 1 if pattern == "incast" else 1
+    # Incast: each sender offers load / senders of its link, so that the receiver's
+    # downlink sees ``load`` (as the RDMA fabric's load is defined).
+    arrays, nrow = nic_load_run(pattern, nodes, MSG_BYTES, messages, load / senders,
+                                seed=1)
+    row = load_row(arrays, load, nrow["service_cycles"] / senders)
+    row.update(design="nic", curve=label, group=group, knobs={"pattern": pattern,
+                                                             "nodes": nodes})
+    if group == "curve" and load in CDF_LOADS:
+        row["latencies"] = (arrays["remote_write"] - arrays["arrival"]).tolist()
+    return row
+
+
+def _fabric_point(task):
+    from pymodel.load.rdma import load_row
+    from pymodel.rdma.fabric_point import fabric_run
+    from pymodel.scenarios.rdma_fabric import service_cycles
+    label, pattern, nodes, load, messages, group = task
+    arrays = fabric_run(pattern, nodes, MSG_BYTES, messages, load, seed=1)
+    row = load_row({k: arrays[k] for k in ("arrival", "remote_write", "completion")},
+                   load, service_cycles(pattern, nodes, MSG_BYTES))
+    row.update(design="rdma", curve=label, group=group, knobs={"pattern": pattern,
+                                                              "nodes": nodes})
+    return row
+
+
+def _any_point(task):
+    kind, rest = task
+    return {"rdma": _rdma_point, "nic": _nic_point, "fabric": _fabric_point}[kind](rest)
+
+
 def load_grid(messages):
     """The model tasks: ``(saturation tasks, point builder)``; the builder turns the
     measured saturation of each curve into its point tasks."""
@@ -77,44 +119,88 @@ def load_grid(messages):
                     for load in LOADS]
         out += [(label, knobs, load, service[label], messages, "issuer")
                 for label, knobs in issuers for load in (0.5, 1.0)]
+        out = [("rdma", t) for t in out]
+        out += [("nic", ("NIC L2 pair", "pair", 2, load, messages, "curve"))
+                for load in LOADS]
+        for label, nodes in INCASTS:
+            out += [("nic", (f"NIC {label}", "incast", nodes, load, messages, "incast"))
+                    for load in INCAST_LOADS]
+            out += [("fabric", (f"RDMA {label}", "incast", nodes, load, messages,
+                                "incast")) for load in INCAST_LOADS]
         return out
 
     return sat, points
 
 
-#: The RTL subset: ``(name, knobs, load)`` of RDMA points co-simulated on RdmaTop.
+#: The RTL subset: ``(kind, name, knobs, load)``: RDMA points on RdmaTop, NIC points on
+#: NicTop (the load co-simulation's top, tests/test_cosim_nic_load.py) and incast on the
+#: RDMA fabric (RdmaFabricTop, 4 nodes).
 RTL_POINTS = (
-    ("rdma 1 QP, 50 %", dict(qps=1), 0.5),
-    ("rdma 64 QPs zipf / 16, 90 %", dict(qps=64, popularity="zipf"), 0.9),
-    ("rdma 4096 QPs uniform / 16, 70 %", dict(qps=4096, popularity="uniform"), 0.7),
-    ("rdma 1 QP issuer cpu, 100 %", dict(qps=1, issuer="cpu"), 1.0),
+    ("rdma", "rdma 1 QP, 50 %", dict(qps=1), 0.5),
+    ("rdma", "rdma 64 QPs zipf / 16, 90 %", dict(qps=64, popularity="zipf"), 0.9),
+    ("rdma", "rdma 4096 QPs uniform / 16, 70 %", dict(qps=4096, popularity="uniform"), 0.7),
+    ("rdma", "rdma 1 QP issuer cpu, 100 %", dict(qps=1, issuer="cpu"), 1.0),
+    ("nic", "nic L2 pair, 90 %", dict(pattern="pair", nodes=2), 0.9),
+    ("nic", "nic L2 incast 3->1, 50 % per sender", dict(pattern="incast", nodes=4), 0.5),
+    ("fabric", "rdma fabric incast 3->1, 50 %", dict(pattern="incast"), 0.5),
 )
+#: NicTop of the NIC points (as tests/test_cosim_nic_load.py builds it).
+NIC_RTL_TOP = dict(width=16, link_latency=2, mem_words=1024, max_payload=512)
 
 
 def _rtl_point(task):
-    from tb.rdma.load_run import run_rdma_load
-    name, knobs, load, sim, messages = task
+    kind, name, knobs, load, sim, messages = task
     tag = "".join(ch if ch.isalnum() else "_" for ch in name)
     row = {"point": name, "simulator": sim, "load": load, "knobs": knobs,
            "messages": messages}
-    service = saturation(MSG_BYTES, messages, **knobs)
     try:
-        res = run_rdma_load(sim, f"load_{tag}", msg_bytes=MSG_BYTES, messages=messages,
-                            load=load, service_cycles=service, **knobs)
+        if kind == "rdma":
+            from tb.rdma.load_run import run_rdma_load
+            service = saturation(MSG_BYTES, messages, **knobs)
+            res = run_rdma_load(sim, f"load_{tag}", msg_bytes=MSG_BYTES, messages=messages,
+                                load=load, service_cycles=service, **knobs)
+            sides = {side: res[side] for side in ("rtl", "model")}
+            mism = res["mismatches"] + int(res["per_rtl"] != res["per_model"])
+        elif kind == "nic":
+            from rtl.tops.nic_top import NicTop
+            from tb.cosim import run_cosim
+            n = min(messages, 32)
+            top = NicTop(framing="l2", nodes=knobs["nodes"], items=256, events=2048,
+                         **NIC_RTL_TOP)
+            folder = run_cosim(top, name=f"nic_load_n{knobs['nodes']}",
+                               test_module="tb.nic.cocotb_load", sim=sim,
+                               test_id=f"load_{tag}",
+                               params=dict(NIC_RTL_TOP, msg_bytes=MSG_BYTES, messages=n,
+                                           load=load, seed=7, burst=1, framing="l2",
+                                           **knobs))
+            res = json.loads((Path(folder) / "load_results.json").read_text())
+            sides = {side: res[side] for side in ("rtl", "model")}
+            mism = res["mismatches"] + int(res["rtl"] != res["model"])
+            row["messages"] = n
+        else:
+            from tb.rdma.fabric_runner import run_fabric
+            n = min(messages, 24)
+            folder = run_fabric({}, params=dict(pattern=knobs["pattern"], messages=n,
+                                                msg_bytes=MSG_BYTES, load=load,
+                                                warmup=3000, out_json="m.json"),
+                                sim=sim, test_id=f"load_{tag}")
+            res = json.loads((Path(folder) / "m.json").read_text())
+            sides = {side: res.get(side) for side in ("rtl", "model")}
+            mism = res["mismatches"] + int(res.get("rtl") != res.get("model"))
+            row["messages"] = n
     except Exception as exc:          # noqa: BLE001 - a failed co-simulation is a row
         row.update(mismatches=f"run failed: {str(exc).splitlines()[0][:200]}")
         return row
-    for side in ("rtl", "model"):
-        for k, v in (res[side] or {}).items():
+    for side, r in sides.items():
+        for k, v in (r or {}).items():
             row[f"{k}_{side}"] = v
-    differs = res["per_rtl"] != res["per_model"]
-    row["mismatches"] = res["mismatches"] + int(differs)
+    row["mismatches"] = mism
     return row
 
 
 def run_load_rtl(executor, sim, messages):
-    """Co-simulate :data:`RTL_POINTS` on ``sim`` (``messages`` each); their rows."""
-    tasks = [(n, k, load, sim, messages) for n, k, load in RTL_POINTS]
+    """Co-simulate :data:`RTL_POINTS` on ``sim`` (up to ``messages`` each); their rows."""
+    tasks = [(kind, n, k, load, sim, messages) for kind, n, k, load in RTL_POINTS]
     bar = Progress(len(tasks), f"under load: RTL subset ({sim})")
     return executor.map(_rtl_point, tasks, lambda r: bar.step(r["point"]))
 
@@ -213,7 +299,7 @@ def run_load_model(executor, messages):
     service = dict(executor.map(_saturation, sat_tasks, lambda r: bar.step(r[0])))
     tasks = points(service)
     bar = Progress(len(tasks), "under load: points")
-    return executor.map(_rdma_point, tasks,
+    return executor.map(_any_point, tasks,
                         lambda r: bar.step(f"{r['curve']} @ {r['load']}"))
 
 
@@ -228,6 +314,7 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
     names = _plots(out, rows)
     curves = [r for r in rows if r["group"] == "curve"]
     issuers = [r for r in rows if r["group"] == "issuer"]
+    incast = [r for r in rows if r["group"] == "incast"]
     knees = {}
     for r in curves:
         knees.setdefault(r["curve"], []).append(r)
@@ -245,6 +332,10 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
         md.append(f"| {label} | {_fmt(1e3 / rs[0]['service_cycles'])} | "
                   f"{_fmt(knee(rs))} |")
     md += ["", "### Load curves", "", _curve_table(curves), "",
+           "### Incast (load: a fraction of the receiver's downlink, each design's own "
+           "frames; NIC: 128 B stores, L2 framing, integrated; RDMA: the multi-node top "
+           "of docs/rdma_fabric.md, one QP per sender, pipelined engine)", "",
+           _curve_table(sorted(incast, key=lambda r: (r["curve"], r["load"]))), "",
            "### Issuers (1 QP, pipelined engine; the issuer's costs from "
            "pymodel/workloads/data/issuers.toml)", "", _curve_table(issuers), ""]
     if rtl_rows:

@@ -12,15 +12,18 @@ it, every sender's CQ holds one CQE per signalled WRITE, per QP in posting order
 SUCCESS, and the merges' error flags stay low.
 """
 
+import json
 import time
 
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly
 
 from pymodel.fields import pack
+from pymodel.load.rdma import load_row
 from pymodel.packet import frame_to_beats
+from pymodel.rdma.fabric_point import fabric_arrays
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
-from pymodel.scenarios.rdma_fabric import fabric_scenario
+from pymodel.scenarios.rdma_fabric import fabric_scenario, service_cycles
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
@@ -217,6 +220,18 @@ async def fabric_matches_model(dut):
         sb.equal(f"a merge buffered a frame behind the credits (level_max {levels})",
                  any(isinstance(v, int) and v > 1 for v in levels), True)
     dut._log.info("compare and checks %.2f s", time.perf_counter() - t3)
+    if p.get("out_json"):
+        # Both sides' load rows (latency from arrival), from their own records.
+        rows = {}
+        for side, run in (("rtl", got), ("model", model)):
+            try:
+                arr = fabric_arrays(sc, run, cfg.nodes)
+                rows[side] = load_row(arr, p["load"], service_cycles(
+                    p["pattern"], cfg.nodes, p["msg_bytes"]))
+            except (RuntimeError, ValueError, IndexError, KeyError, TypeError):
+                rows[side] = None
+        with open(p["out_json"], "w") as f:
+            json.dump(dict(rows, mismatches=len(sb.mismatches)), f)
     if sb.mismatches:
         with open("mismatches.txt", "w") as f:
             f.write("\n".join(sb.mismatches) + "\n")
