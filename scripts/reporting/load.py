@@ -80,7 +80,9 @@ def _nic_point(task):
     # downlink sees ``load`` (as the RDMA fabric's load is defined).
     arrays, nrow = nic_load_run(pattern, nodes, MSG_BYTES, messages, load / senders,
                                 seed=1)
-    row = load_row(arrays, load, nrow["service_cycles"] / senders)
+    # service_cycles: the receiver's cycles per store (a store's wire beats), so that
+    # offered_per_cycle is what the receiver is offered in all.
+    row = load_row(arrays, load, nrow["service_cycles"])
     row.update(design="nic", curve=label, group=group, knobs={"pattern": pattern,
                                                              "nodes": nodes})
     if group == "curve" and load in CDF_LOADS:
@@ -94,8 +96,12 @@ def _fabric_point(task):
     from pymodel.scenarios.rdma_fabric import service_cycles
     label, pattern, nodes, load, messages, group = task
     arrays = fabric_run(pattern, nodes, MSG_BYTES, messages, load, seed=1)
+    # service_cycles per sender is the message's beats times the senders per
+    # destination; the row's is the receiver's (per message), as the NIC's.
+    per_receiver = service_cycles(pattern, nodes, MSG_BYTES) / (
+        nodes - 1 if pattern == "incast" else 1)
     row = load_row({k: arrays[k] for k in ("arrival", "remote_write", "completion")},
-                   load, service_cycles(pattern, nodes, MSG_BYTES))
+                   load, per_receiver)
     row.update(design="rdma", curve=label, group=group, knobs={"pattern": pattern,
                                                               "nodes": nodes})
     return row
