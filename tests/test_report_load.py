@@ -42,3 +42,9 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
                 <= r["latency_p999_cycles"] <= r["latency_max_cycles"])
     assert "## Under load" in md and "RDMA 1 QP, issuer cpu" in md
     assert "NIC L2 pair" in md and "RDMA incast 3->1" in md
+    # results.json carries the section's rows in the SPEC.md format (model rows here).
+    res = __import__("json").loads((tmp_path / "results.json").read_text())
+    load_rows = [r for r in res if "load" in r]
+    assert len(load_rows) == len(rows) and all(r["simulator"] == "model" for r in load_rows)
+    assert all("latency_p999_cycles_model" in r and "latency_p99_cycles_rtl" not in r
+               for r in load_rows)

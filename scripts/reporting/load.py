@@ -29,11 +29,12 @@ import time
 from pathlib import Path
 
 from pymodel.load.rdma import rdma_load_run, saturation
+from spec.load import DISTRIBUTION_KEYS
 
 from .progress import Progress
 
-__all__ = ["load_section", "load_grid", "knee", "run_load_rtl", "RTL_POINTS", "LOADS",
-           "RDMA_CURVES", "ISSUER_NAMES"]
+__all__ = ["load_section", "load_grid", "knee", "results_rows", "run_load_rtl",
+           "RTL_POINTS", "LOADS", "RDMA_CURVES", "ISSUER_NAMES"]
 
 #: Offered loads of the curves (fractions of the saturated rate; 1.0 is saturation).
 LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
@@ -211,6 +212,32 @@ def run_load_rtl(executor, sim, messages):
     return executor.map(_rtl_point, tasks, lambda r: bar.step(r["point"]))
 
 
+def results_rows(model_rows, rtl_rows):
+    """The section's rows in the results.json format (SPEC.md): ``design``,
+    ``framing``, ``simulator`` (``"model"`` for the model grid), ``msg_bytes``,
+    ``messages``, the point's knobs and ``load``, and the distributions with the
+    suffixes ``_model`` (and ``_rtl`` for the co-simulated points) plus ``mismatches``."""
+    out = []
+    for r in model_rows:
+        row = {"design": r["design"], "framing": "rocev2" if r["design"] == "rdma"
+               else "l2", "simulator": "model", "msg_bytes": MSG_BYTES,
+               "messages": r["messages"], "curve": r["curve"], **r["knobs"],
+               "load": r["load"]}
+        row.update({f"{k}_model": r[k] for k in DISTRIBUTION_KEYS
+                    + ("offered_per_cycle", "achieved_per_cycle")})
+        out.append(row)
+    for r in rtl_rows:
+        kind = "rdma" if r["point"].startswith("rdma") else "nic"
+        row = {"design": kind, "framing": "rocev2" if kind == "rdma" else "l2",
+               "simulator": r["simulator"], "msg_bytes": MSG_BYTES,
+               "messages": r["messages"], "curve": r["point"], **r["knobs"],
+               "load": r["load"]}
+        row.update({k: v for k, v in r.items() if k.endswith(("_rtl", "_model"))})
+        row["mismatches"] = r["mismatches"]
+        out.append(row)
+    return out
+
+
 def knee(rows):
     """The lowest offered load whose p99 is at least twice the p99 at the lowest load
     (None if the curve never doubles)."""
@@ -317,6 +344,14 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
     (out / "load.json").write_text(json.dumps(
         {"model": [{k: v for k, v in r.items() if k != "latencies"} for r in rows],
          "rtl": list(rtl_rows)}, indent=1))
+    # results.json and results.csv gain the section's rows (the report wrote the grid's).
+    res_path = out / "results.json"
+    prior = json.loads(res_path.read_text()) if res_path.exists() else []
+    prior = [r for r in prior if "load" not in r]
+    rows_out = prior + results_rows(rows, rtl_rows)
+    res_path.write_text(json.dumps(rows_out, indent=1))
+    from .tables import write_csv
+    write_csv(rows_out, out / "results.csv")
     names = _plots(out, rows)
     curves = [r for r in rows if r["group"] == "curve"]
     issuers = [r for r in rows if r["group"] == "issuer"]
