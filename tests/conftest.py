@@ -69,6 +69,15 @@ SLOW = {
         "Icarus runs it here; make regress runs it on both simulators",
     "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
         "Verilator runs the compact environment; Icarus runs both",
+    "test_cosim_nic_load.py::test_nic_load[*-incast-8-*]":
+        "incast 3->1 runs on both simulators (the 8-node top is one more build each)",
+    "test_cosim_nic_load.py::test_nic_load[icarus-all_to_all-*]":
+        "Verilator runs all_to_all (with and without bursts); Icarus runs incast 3->1",
+    "test_cosim_nic_load.py::test_nic_load[icarus-permutation-*]":
+        "Verilator runs permutation; Icarus runs incast 3->1",
+    "test_cosim_nic_load.py::test_nic_load_pcie[icarus]":
+        "the pcie attachment's releases are model-tested (tests/test_load_nic.py); "
+        "make test-all co-simulates it on both simulators",
     "test_cosim_nic_load.py::test_nic_load_pcie[verilator]":
         "Icarus runs the pcie load case (the Verilator build takes about 100 s); "
         "Verilator runs the integrated load cases",

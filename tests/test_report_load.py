@@ -21,7 +21,7 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
     monkeypatch.setattr(section, "INCASTS", (("incast 3->1", 4),))
     monkeypatch.setattr(section, "INCAST_LOADS", (0.9,))
     with make_executor(1) as ex:
-        md = section.load_section(tmp_path, ex, messages=60)
+        md = section.load_section(tmp_path, ex, messages=30)
     assert (tmp_path / "load_p99.png").stat().st_size > 0
     assert (tmp_path / "load_cdf.png").stat().st_size > 0
     doc = __import__("json").loads((tmp_path / "load.json").read_text())
@@ -34,7 +34,7 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
     # Each row is the runner's own result for that point.
     from pymodel.load.rdma import rdma_load_run
     r = next(r for r in rows if r["curve"].startswith("RDMA 64") and r["load"] == 0.9)
-    again, _ = rdma_load_run(128, 60, 0.9, service_cycles=r["service_cycles"],
+    again, _ = rdma_load_run(128, 30, 0.9, service_cycles=r["service_cycles"],
                              **r["knobs"])
     assert again["latency_p99_cycles"] == r["latency_p99_cycles"]
     for r in rows:
