@@ -179,6 +179,22 @@ def test_fuzz_chunk_rdma(sim, test_id, tmp_path):
     assert r["mismatches"] == 0 and r["violations"] == [] and r["hangs"] == 0
     assert r["frames"] == 100 and sum(r["by_outcome"].values()) == r["injected"]
     assert r["by_outcome"]["frames_ok"] > 0 and r["by_outcome"]["fcs_bad"] > 0
+    # Node B's QP in ERR (RDMA_ERR_QPN) took frames and dropped them, counted; its MR is
+    # outside the writable windows, so a write there would be a violation above.
+    assert r["by_outcome"]["qp_err"] > 0
+
+
+def test_the_fuzz_reaches_a_qp_in_err():
+    """The RDMA chunk has valid WRITEs to node B's QP in ERR (whose context says ERR)."""
+    from pymodel.fields import unpack
+    from pymodel.scenarios.fuzz import RDMA_ERR_QPN, rdma_chunk
+    from spec.formats.roce import QPC_LAYOUT, QpState
+    chunk = rdma_chunk(11, 0, 100, fillers=32)
+    ctx = unpack(QPC_LAYOUT, chunk.verbs.mem_b[chunk.verbs.qpc_base_b + RDMA_ERR_QPN])
+    assert ctx["state"] == QpState.ERR.value
+    to_err = [m for m in chunk.frames[:chunk.fuzz_frames]
+              if len(m.frame) > 54 and int.from_bytes(m.frame[47:50], "big") == RDMA_ERR_QPN]
+    assert len(to_err) >= 2
 
 
 #: One framing per simulator, to keep ``make test`` fast; ``make fuzz`` runs both

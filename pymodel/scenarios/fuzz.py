@@ -28,7 +28,7 @@ from pymodel.nic.frames import build_frame
 from pymodel.rdma.frames import Endpoint, icrc, ipv4_checksum, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
 from spec.formats.nic import Framing, header_layout
-from spec.formats.roce import WRITE_RETH_HEADER, OpCode
+from spec.formats.roce import WRITE_RETH_HEADER, OpCode, QpState
 from spec.rdma_engine import HOST_DEPTH
 
 __all__ = ["KINDS", "FIXES", "Field", "Mutant", "header_fields", "Mutator", "RdmaChunk",
@@ -263,6 +263,9 @@ class RdmaChunk:
 
 #: The RDMA fuzz: node B's QPs (fuzzed, sentinel) and their PSNs.
 RDMA_QPN, RDMA_PSN, RDMA_SENTINEL_QPN, RDMA_SENTINEL_PSN = 5, 100, 7, 500
+#: A third QP of node B, in the ERR state (IBV_QPS_ERR), and its PSN: valid WRITEs to it
+#: (and their mutants) are dropped and counted (``qp_err``); its MR must stay untouched.
+RDMA_ERR_QPN, RDMA_ERR_PSN = 9, 900
 RDMA_WEIGHTS = dict(valid=1, bitflip=4, field=8, truncate=2, extend=2, duplicate=1,
                     reorder=1)
 
@@ -277,10 +280,13 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
     v = Verbs(depth=depth, mr_entries=mr_entries)
     v.create_qp(1, RDMA_QPN, pmtu_log2=8, psn_a=RDMA_PSN, psn_b=RDMA_PSN)
     v.create_qp(2, RDMA_SENTINEL_QPN, psn_a=RDMA_SENTINEL_PSN, psn_b=RDMA_SENTINEL_PSN)
+    v.create_qp(3, RDMA_ERR_QPN, psn_a=RDMA_ERR_PSN, psn_b=RDMA_ERR_PSN,
+                state_b=QpState.ERR)
     mr_bytes = 8192
     raddr, rkey = v.reg_mr(mr_bytes, index=2)
     ro_addr, ro_key = v.reg_mr(256, index=4, remote_write=False)
     s_addr, s_key = v.reg_mr(64 * tail * 2, index=6, key_tag=0x5E)
+    e_addr, e_key = v.reg_mr(1024, index=8, key_tag=0xE7)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
     ops = OpCode
 
@@ -289,12 +295,19 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
             len(frame) >= 70 and _field_of(frame, _RKEY) == s_key)
 
     mut = Mutator(rng, ROCE_FIELDS, roce_refresh, FIXES, RDMA_WEIGHTS, forbid)
-    valid, psn = [], RDMA_PSN
+    valid, psn, err_psn = [], RDMA_PSN, RDMA_ERR_PSN
     while len(valid) < frames:
         r = rng.random()
         n = rng.choice((1, 4, 63, 64, 65, 128, rng.randint(1, 256)))
         va = raddr + 64 * rng.randrange((mr_bytes - 768) // 64)
         key, va_, dma = rkey, va, n
+        if r > 0.95:                              # to the QP in ERR: dropped, counted
+            valid.append(write_frame(ops.RC_RDMA_WRITE_ONLY, a, b, 3, RDMA_ERR_QPN, err_psn,
+                                     rng.random() < 0.5, rng.randbytes(min(n, 256)),
+                                     va=e_addr + 64 * rng.randrange(8), rkey=e_key,
+                                     dma_length=min(n, 256)))
+            err_psn += 1
+            continue
         if r < 0.1:
             key, va_ = ro_key, ro_addr            # no write right: access NAK
         if r < 0.3 and len(valid) + 3 <= frames:  # a 3-segment message, PMTU 256
@@ -322,9 +335,10 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
             k == tail - 1, pl, va=s_addr + 128 * k, rkey=s_key, dma_length=len(pl)), "tail"))
         want[s_addr + 128 * k] = pl
     contexts = [v.qpc_base_b + q for q in (RDMA_QPN, RDMA_SENTINEL_QPN)]
+    # The ERR QP's MR is read-only to the checks: nothing may land there.
     return RdmaChunk(v, fuzz + filler + tail_frames, len(fuzz),
-                     [(raddr, mr_bytes), (s_addr, 64 * tail * 2)], [(ro_addr, 256)],
-                     contexts, want)
+                     [(raddr, mr_bytes), (s_addr, 64 * tail * 2)],
+                     [(ro_addr, 256), (e_addr, 1024)], contexts, want)
 
 
 # -- The scale-up NIC -------------------------------------------------------------------------
