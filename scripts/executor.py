@@ -17,15 +17,18 @@ cluster, and get their results back in the order of the points.
 
 ``executor.map(fn, items, progress=None)`` calls ``fn(item)`` for every item and returns
 the results in the order of ``items`` (the same list a local run gives); ``progress`` is
-called with each result as it arrives. A failure in one item raises it here. Use the
-executor as a context manager (``with make_executor(...) as ex:``).
+called with each result as it arrives. A failure in one item raises it here; with
+``errors="return"`` it is an :class:`ItemFailed` in that item's place instead (and is
+given to ``progress``), so the other items still finish (a worker that died, a Dask
+``KilledWorker``). Use the executor as a context manager (``with make_executor(...) as
+ex:``).
 """
 
 import concurrent.futures
 import os
 from pathlib import Path
 
-__all__ = ["make_executor", "ExecutorError"]
+__all__ = ["make_executor", "ExecutorError", "ItemFailed"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds to wait for a remote scheduler before giving up.
@@ -34,6 +37,17 @@ CONNECT_TIMEOUT_S = 10
 
 class ExecutorError(ValueError):
     """A bad ``--jobs`` or ``--scheduler``: the message names the option."""
+
+
+class ItemFailed(Exception):
+    """``map(..., errors="return")``: the item whose call raised, in its result's place.
+
+    ``item`` is the item, ``error`` the exception it raised (or the executor's, for a
+    worker that died)."""
+
+    def __init__(self, item, error):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.item, self.error = item, error
 
 
 def make_executor(jobs=2, scheduler=None, connect_timeout=CONNECT_TIMEOUT_S):
@@ -65,18 +79,23 @@ class _Local:
             self.pool.shutdown()
         return False
 
-    def map(self, fn, items, progress=None):
-        items = list(items)
+    def map(self, fn, items, progress=None, errors="raise"):
+        items = _check_errors(list(items), errors)
         if self.pool is None:
             out = []
             for item in items:
-                out.append(fn(item))
+                try:
+                    out.append(fn(item))
+                except Exception as exc:
+                    if errors == "raise":
+                        raise
+                    out.append(ItemFailed(item, exc))
                 if progress:
                     progress(out[-1])
             return out
         futures = {self.pool.submit(fn, item): k for k, item in enumerate(items)}
-        return _collect(futures, concurrent.futures.as_completed(futures), len(items),
-                        progress)
+        return _collect(futures, concurrent.futures.as_completed(futures), items,
+                        progress, errors)
 
 
 class _Dask:
@@ -113,23 +132,34 @@ class _Dask:
             self.cluster.close()
         return False
 
-    def map(self, fn, items, progress=None):
+    def map(self, fn, items, progress=None, errors="raise"):
         from dask.distributed import as_completed
 
-        items = list(items)
+        items = _check_errors(list(items), errors)
         # pure=False: every item runs, even if two are equal (co-simulations write files).
         futures = self.client.map(fn, items, pure=False)
         index = {f.key: k for k, f in enumerate(futures)}
         done = ((f, index[f.key]) for f in as_completed(futures))
-        return _collect(None, done, len(items), progress)
+        return _collect(None, done, items, progress, errors)
 
 
-def _collect(futures, completed, n, progress):
+def _check_errors(items, errors):
+    if errors not in ("raise", "return"):
+        raise ValueError(f"errors must be 'raise' or 'return', not {errors!r}")
+    return items
+
+
+def _collect(futures, completed, items, progress, errors):
     """Results in item order from ``completed`` (futures, or ``(future, index)``)."""
-    out = [None] * n
+    out = [None] * len(items)
     for entry in completed:
         fut, k = entry if futures is None else (entry, futures[entry])
-        out[k] = fut.result()
+        try:
+            out[k] = fut.result()
+        except Exception as exc:
+            if errors == "raise":
+                raise
+            out[k] = ItemFailed(items[k], exc)
         if progress:
             progress(out[k])
     return out
