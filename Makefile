@@ -26,6 +26,7 @@ help:
 	@echo "make area   - area proxies from Yosys into build/report/area.json"
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
+	@echo "              on a Dask cluster: ARGS=\"--scheduler tcp://host:8786\" (or local)"
 	@echo "make soak   - 1M messages per design over faulty links on Verilator (MESSAGES=N) -> build/soak/"
 	@echo "make fuzz   - mutated frames into both receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
 	@echo "make lint   - ruff"
@@ -63,10 +64,11 @@ SPEC ?= sweeps/example.toml
 sweep: $(STAMP)
 	$(RUN) $(PY) scripts/sweep.py $(SPEC) --jobs $(JOBS) $(ARGS)
 
-# Constrained-random pyuvm regressions: SEEDS seeds on both simulators.
+# Constrained-random pyuvm regressions: SEEDS seeds on both simulators, JOBS runs at a time
+# (on a Dask cluster: ARGS="--scheduler tcp://host:8786" or "--scheduler local", docs/uvm.md).
 SEEDS ?= 4
 regress: $(STAMP)
-	$(RUN) $(PY) scripts/regress.py --seeds $(SEEDS)
+	$(RUN) $(PY) scripts/regress.py --seeds $(SEEDS) --jobs $(JOBS) $(ARGS)
 
 # Both designs over faulty links on Verilator: MESSAGES messages (default 1,000,000).
 MESSAGES ?= 1000000
