@@ -81,14 +81,15 @@ def _args(argv):
                     help=f"comma separated simulators (default {','.join(SIMULATORS)})")
     ap.add_argument("--jobs", type=int, default=2,
                     help="runs at a time: local processes, or the workers of "
-                         "--scheduler local (default 2)")
+                         "--scheduler local (default 2; a tcp:// scheduler has its own)")
     ap.add_argument("--scheduler", default=None,
                     help="run on a Dask cluster: 'local' (a LocalCluster of --jobs "
                          "workers) or a scheduler address such as tcp://host:8786")
     ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
                     help=f"seconds to wait for --scheduler (default {CONNECT_TIMEOUT_S})")
     ap.add_argument("--timeout", type=float, default=0,
-                    help="seconds after which a run is stopped and failed (default 0: none)")
+                    help="seconds after which a job (a regression, seed and simulator) is "
+                         "stopped and its runs fail (default 0: none)")
     ap.add_argument("--only", default=",".join(REGRESSIONS),
                     help=f"comma separated regressions (default {','.join(REGRESSIONS)})")
     ap.add_argument("--out", default=str(ROOT / "build" / "regress"),
@@ -173,7 +174,8 @@ def run_job(job):
 
 
 def _jobs(args, seeds):
-    """The jobs in the order they are submitted: seed by seed, simulators side by side."""
+    """The jobs in the order they are submitted: regression by regression, seed by seed,
+    the simulators of a seed side by side."""
     # A remote worker writes into its own checkout's build/regress (None), not our --out.
     remote = args.scheduler not in (None, "local")
     return [{"regression": name, "seed": seed, "sim": sim,
