@@ -67,6 +67,9 @@ SLOW = {
         "memory and credit counter run on Verilator inside the NIC tops; Icarus alone",
     "test_uvm_rdma.py::test_uvm_rdma[verilator-*]":
         "Icarus runs it here; make regress runs it on both simulators",
+    "test_regress_cli.py::test_one_real_run_through_a_dask_local_cluster":
+        "its simulation is test_uvm_rdma[icarus-1]; the regression's options, scheduler "
+        "errors and failed jobs are tested without a simulator (about 50 s saved)",
     "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
         "Verilator runs the compact environment; Icarus runs both",
     "test_cosim_nic_load.py::test_nic_load[*-incast-8-*]":
