@@ -177,8 +177,11 @@ def test_sequences_keep_the_posting_rules(seq_type):
 def test_intent_agrees_with_the_model(seq_type):
     """The scoreboard's two oracles agree on what the sequences make: the golden model's
     run, taken as the RTL's, passes the intent check (and the model check, trivially) for
-    every run planned from a seed of each sequence."""
-    for seed in (1,):
+    every run planned from a seed of each sequence. Seed 3886840674 (what UVM seed 2
+    draws for the random sequence) splits a coalescing run at an access error: the run's
+    last item of a QP must ask for an ACK, or it waits for the transport timer and is
+    sent twice (found by make regress, fixed in tb/rdma/uvm/plan.py)."""
+    for seed in (1, 3886840674):
         cfg, seq = _drawn(seq_type, seed)
         for plan in plan_runs(cfg, seq.items, seq.bad_qpn, seq.qps, seq.knobs):
             obs = _model_obs(plan)

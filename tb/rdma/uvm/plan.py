@@ -69,18 +69,28 @@ def inject_cost(item):
     return len(beats), sum(beats), sum(max(0, b - 2) for b in beats)
 
 
+def run_last_of_qp(items):
+    """The indices of the last item of each QP among ``items`` (``(index, item)``)."""
+    return set({it.qp.qpn_a: k for k, it in items}.values())
+
+
 def intended_ack_req(items, knobs):
     """Whether each item's last frame asks for an ACK (``{index: bool}``; ``items`` are
     ``(index, item)`` in posting order), from the ACK-coalescing rule alone
     (:data:`spec.rdma_engine.RUNG_KNOBS`): a signalled WQE always asks; otherwise every
     ``ack_every``-th message of a QP asks, and so does the one that brings the QP's
-    frames since the last request to ``ack_frames`` (when not 0)."""
+    frames since the last request to ``ack_frames`` (when not 0). The last item of each
+    QP in the run asks too (the host sets ``WQE_ACK_REQ``, :func:`run_last_of_qp`): a run
+    may end a QP's traffic before the sequence does (a later item behind an access error
+    goes to a later run), and a message that never asks for an ACK would wait for the
+    transport timer."""
     msgs, frames, out = {}, {}, {}
+    last = run_last_of_qp(items)
     for k, it in items:
         q = it.qp.qpn_a
         m, f = msgs.get(q, 0) + 1, frames.get(q, 0) + len(it.frames())
         want = (it.signalled or knobs.ack_every <= 1 or m >= knobs.ack_every
-                or (knobs.ack_frames != 0 and f >= knobs.ack_frames))
+                or (knobs.ack_frames != 0 and f >= knobs.ack_frames) or k in last)
         out[k] = want
         msgs[q], frames[q] = (0, 0) if want else (m, f)
     return out
@@ -153,6 +163,7 @@ def _image(cfg, items, index, kind, knobs, extra_qps=()):
     cursor, targets, wr_ids, sq_index, psns = base, {}, {}, {}, {}
     next_psn = {qp: qp.psn for qp in qps}
     announcements, pending, release = [], {}, 0
+    last_of_qp = run_last_of_qp(items)
     for k, it in items:
         raddr, rkey = cursor, key
         cursor += _beats(it.size) * 64 + 64
@@ -172,7 +183,8 @@ def _image(cfg, items, index, kind, knobs, extra_qps=()):
         psns[k] = next_psn[it.qp]
         next_psn[it.qp] = (next_psn[it.qp] + len(it.frames())) & _M24
         msg = v.post_write(pairs[it.qp], it.payload, raddr, rkey, wr_id=wr_ids[k],
-                           signalled=it.signalled, inline=it.inline)
+                           signalled=it.signalled, inline=it.inline,
+                           ack_req=knobs.coalescing and k in last_of_qp)
         sq_index[k] = msg.sq_index
         pending.setdefault(it.qp, []).append(k)
         if it.announces:
