@@ -24,6 +24,7 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
         md = section.load_section(tmp_path, ex, messages=30)
     assert (tmp_path / "load_p99.png").stat().st_size > 0
     assert (tmp_path / "load_cdf.png").stat().st_size > 0
+    assert (tmp_path / "load_percentiles.png").stat().st_size > 0
     doc = __import__("json").loads((tmp_path / "load.json").read_text())
     rows = doc["model"]
     # 2 RDMA curves and the NIC's, 2 loads each; incast 3->1 of both designs.

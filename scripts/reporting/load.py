@@ -16,7 +16,8 @@ Each row holds the offered and achieved message rates and the nearest-rank
 ``latency_p50/p90/p99/p999/max_cycles`` and ``completion_*`` (from *arrival*, queueing
 included). The knee of a curve is the lowest offered load whose p99 is at least twice
 the p99 at the lowest load (:func:`knee`). Plots: ``load_p99.png`` (p99 against offered
-Mmsg/s, knee marked) and ``load_cdf.png`` (latency CDFs at 90 % load).
+Mmsg/s, knee marked), ``load_percentiles.png`` (p50, p99 and p99.9 against offered
+load, every curve) and ``load_cdf.png`` (latency CDFs at 90 % load).
 
 RTL subset (:func:`run_load_rtl`): points co-simulated on ``--sim`` whose RTL rows must
 equal the model's (the cocotb tests compare every record; a failed run is a row with a
@@ -291,7 +292,8 @@ def _plots(out, rows):
             rs = sorted(rs, key=lambda r: r["load"])
             x = [1e3 * r["offered_per_cycle"] for r in rs]
             y = [r["latency_p99_cycles"] for r in rs]
-            (line,) = ax.plot(x, y, marker="o", ms=3, label=label.split(" /")[0])
+            extra = {"color": "black", "lw": 2} if label.startswith("NIC") else {}
+            (line,) = ax.plot(x, y, marker="o", ms=3, label=label.split(" /")[0], **extra)
             k = knee(rs)
             if k is not None:
                 r = next(r for r in rs if r["load"] == k)
@@ -307,6 +309,26 @@ def _plots(out, rows):
             ax.legend(fontsize=7)
     axes[0].set_ylabel("cycles (ns)")
     save(fig, "load_p99.png")
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    for ax, (key, name) in zip(axes, (("latency_p50_cycles", "p50"),
+                                      ("latency_p99_cycles", "p99"),
+                                      ("latency_p999_cycles", "p99.9")), strict=True):
+        for label, rs in curves.items():
+            rs = sorted(rs, key=lambda r: r["load"])
+            style = ":" if "/ 256 entries" in label else "-"
+            extra = {"color": "black", "lw": 2} if label.startswith("NIC") else {}
+            ax.plot([1e3 * r["offered_per_cycle"] for r in rs], [r[key] for r in rs],
+                    style, marker="o", ms=2, label=label, **extra)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("offered load (M messages/s)")
+        ax.set_title(f"{name} latency from arrival (dotted: 256 entries)", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("cycles (ns)")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[2].legend(fontsize=6)
+    save(fig, "load_percentiles.png")
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, rs in curves.items():
@@ -366,7 +388,7 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
           "configuration's own saturated rate). Regenerate with `make report` or "
           "`scripts/report.py --no-rtl --no-area --no-inference`; docs/findings.md "
           "reads these numbers.", ""]
-    md += [f"![p99 against offered load]({n})" for n in names] + [""]
+    md += [f"![{n[:-4]}]({n})" for n in names] + [""]
     md += ["### Knees (lowest load whose p99 is at least twice the p99 at 10 %)", "",
            "| curve | saturated Mmsg/s | knee (load) |", "|---|---|---|"]
     for label, rs in knees.items():
