@@ -27,7 +27,7 @@ help:
 	@echo "make bench  - model and co-simulation speed into build/bench/bench.json"
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
 	@echo "              on a Dask cluster: ARGS=\"--scheduler tcp://host:8786\" (or local)"
-	@echo "make soak   - 1M messages per design over faulty links on Verilator (MESSAGES=N) -> build/soak/"
+	@echo "make soak   - 1M messages per design over faulty links on Verilator, every chunk vs the model (MESSAGES=N) -> build/soak/"
 	@echo "make fuzz   - mutated frames into both receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
@@ -70,10 +70,12 @@ SEEDS ?= 4
 regress: $(STAMP)
 	$(RUN) $(PY) scripts/regress.py --seeds $(SEEDS) --jobs $(JOBS) $(ARGS)
 
-# Both designs over faulty links on Verilator: MESSAGES messages (default 1,000,000).
+# Both designs over faulty links on Verilator: MESSAGES messages (default 1,000,000),
+# every chunk compared with the model; the designs run as JOBS jobs (ARGS="--scheduler
+# tcp://host:8786" for a Dask cluster).
 MESSAGES ?= 1000000
 soak: $(STAMP)
-	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES)
+	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES) --jobs $(JOBS) $(ARGS)
 
 # Mutation fuzz of both receivers: FRAMES fuzz frames per design (default 100,000).
 FRAMES ?= 100000

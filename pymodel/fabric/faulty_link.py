@@ -153,6 +153,7 @@ class FaultyLinkModel:
     def __init__(self, width, latency, max_frame_beats=64, fifo_depth=64, tag_bits=0,
                  side_bits=0):
         self.width = check_width(width)
+        self._beat_bits = packet_layout(width).size     # the tag sits above the beat
         self.side_bits = _check("side_bits", side_bits, 0, 32)
         self.latency = _check("link latency (cycles)", latency, 1, 1024)
         self.max_frame_beats = _check("max_frame_beats", max_frame_beats, 1, 4096)
@@ -163,13 +164,13 @@ class FaultyLinkModel:
 
     def _flip(self, beat, position):
         data, nbytes, first, last = unpack_beat(self.width, beat)
-        tag = beat >> packet_layout(self.width).size
+        tag = beat >> self._beat_bits
         p = position % (8 * self.width)
         lane = p // 8
         if lane >= nbytes:
             lane = (nbytes - 1) % self.width
         flat = pack_beat(self.width, data ^ 1 << (8 * lane + p % 8), nbytes, first, last)
-        return flat | tag << packet_layout(self.width).size
+        return flat | tag << self._beat_bits
 
     def start(self, settings=None):
         """Reset the link with ``settings`` (a :class:`FaultSettings`; default no faults)."""
@@ -221,7 +222,7 @@ class FaultyLinkModel:
         if hits["drop"]:
             self._index = (self._index + 1) % 16
             return []
-        beat ^= self._tag_flip << packet_layout(self.width).size
+        beat ^= self._tag_flip << self._beat_bits
         target = self._position >> CORRUPT_BEAT_SHIFT
         if hits["corrupt"] and not self._flipped and (self._index == target or last):
             beat = self._flip(beat, self._position)

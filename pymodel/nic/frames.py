@@ -1,5 +1,7 @@
 """Store frames byte for byte, built and parsed with the layouts of :mod:`spec.formats.nic`."""
 
+import functools
+
 from pymodel.fcs import fcs_bytes, phy_bytes
 from pymodel.fields import pack
 from spec.formats.nic import (
@@ -14,6 +16,9 @@ from spec.formats.nic import (
 )
 
 __all__ = ["build_frame", "parse_header", "wire_bytes"]
+
+#: The header's length, per framing (cached: each call builds the layout).
+header_bytes = functools.cache(header_bytes)
 
 
 def build_frame(framing, src, dst, addr, length, payload, fcs=True):

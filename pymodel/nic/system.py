@@ -7,6 +7,7 @@ sizing formulas and the LFSR polynomial come from :mod:`spec`, and the behaviour
 stall patterns included) is computed with the model's own code.
 """
 
+import functools
 from collections import defaultdict, deque
 from dataclasses import replace
 
@@ -30,6 +31,11 @@ from spec.host import PROFILES
 from spec.nic import check_attachment, pcie_mmio_addr
 
 __all__ = ["NicSystemModel", "Store"]
+
+# Pure functions of the framing and a length, called per frame; each call builds a layout
+# (the soak's chunks spent a third of their time there), so they are cached.
+padded_bytes = functools.cache(padded_bytes)
+frame_beats = functools.cache(frame_beats)
 
 
 class Store:
@@ -112,8 +118,13 @@ class NicSystemModel:
         return list(zip(kinds, wire, strict=True)), frame
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
-            table_writes=(), window_writes=None, link_settings=None, source_writes=()):
+            table_writes=(), window_writes=None, link_settings=None, source_writes=(),
+            mem=None):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
+
+        ``mem[p]`` (optional) is node ``p``'s local memory (``mem_words`` words) before the
+        run, as a run after a reset that kept the memories finds it (the soak's chunks);
+        by default every memory starts at zero.
 
         ``table_writes`` are ``(node, port)`` switch-table writes played one per cycle
         from cycle 0 (the ``tbl`` player of the top, no stalls); ``source_writes``
@@ -130,6 +141,9 @@ class NicSystemModel:
         Returns a dict (see the keys at the end).
         """
         n, w, lat = self.nodes, self.w, self.lat
+        if mem and self.pcie:
+            raise ValueError("mem: a run with initial memories needs attachment "
+                             "'integrated', not 'pcie'")
         stalls = stalls or {}
         faults = faults or {}
         total_beats = sum(len(s.beats(w)) for p in range(n) for s in stores.get(p, []))
@@ -311,8 +325,9 @@ class NicSystemModel:
                 k += len(slots)
                 msgs[mid]["completion"] = cr[p][k - 1] if k <= len(cr[p]) else None
         window_writes = window_writes or {}
+        mem = mem or {}
         rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
-                               window_writes.get(p, ()))
+                               window_writes.get(p, ()), mem.get(p))
               for p in range(n)}
         for p in his:
             c = max(c, self._post(rx[p], his[p], msgs, p))
@@ -337,10 +352,11 @@ class NicSystemModel:
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links}}
 
     # -- receive ----------------------------------------------------------------------
-    def _receive(self, port, beats, node_id, faults, msgs, windows=()):
+    def _receive(self, port, beats, node_id, faults, msgs, windows=(), mem=None):
         """NicRx of node ``port``: ``beats`` ``(cycle, beat)`` from its downlink;
         ``windows`` the ``(src, base, size)`` window-table writes (words) of cycles 0, 1,
-        ... (written at the end of their cycle). A frame's window is the table as it is
+        ... (written at the end of their cycle); ``mem`` the memory's words before the
+        run (default zeros). A frame's window is the table as it is
         in the cycle of the beat holding the source byte (writes of earlier cycles);
         the frame is unauthorised when ``[addr, addr + length)`` is not inside it or its
         L2 source MAC lacks ``MAC_PREFIX``; checked after the memory bound."""
@@ -357,7 +373,9 @@ class NicSystemModel:
                                                                    else 0)
         prefix_at = slice(src_at - len(MAC_PREFIX), src_at)
         held = (0, 0)                     # the window read last (registered in the RTL)
-        mem = [0] * self.mem_words
+        if mem is not None and len(mem) != self.mem_words:
+            raise ValueError(f"node {port}: mem holds {len(mem)} words, not {self.mem_words}")
+        mem = [0] * self.mem_words if mem is None else list(mem)
         wr = ([], [])
         posted = []                       # (cycle, host-interface wr word) per write
         bidx = count = pushed = 0

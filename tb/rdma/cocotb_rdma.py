@@ -93,8 +93,11 @@ def scenario(p, cfg, knobs):
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
-def run_model(cfg, v, inject, inj_stall):
+def run_model(cfg, v, inject, inj_stall, mmio_delay=0):
+    """The golden model's run of a scenario; ``mmio_delay`` (a test hook: a broken model)
+    releases every MMIO word that many cycles later than the design gets it."""
     items, release = v.mmio_items()
+    release = [r + mmio_delay for r in release]
     cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
     return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall)
 
@@ -105,7 +108,7 @@ async def rdma_matches_model(dut):
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
-    model = run_model(cfg, v, inject, inj_stall)
+    model = run_model(cfg, v, inject, inj_stall, p.get("model_mmio_delay", 0))
     items, release = v.mmio_items()
 
     tb = RdmaTestbench(dut, cfg.depth)
@@ -242,7 +245,7 @@ async def rdma_matches_model(dut):
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
                        "cycles": int(dut.now.value), "counters": seen, "hang": tb.hang,
-                       "messages": len(v.posted), **soak,
+                       "messages": len(v.posted), "token": p.get("token"), **soak,
                        "frames": sorted([[c[0], fr.hex()] for c, fr in
                                          got["wire_ab"] + got["wire_ba"]])}, f)
     if sb.mismatches:

@@ -9,10 +9,18 @@ counted every frame or the chunk's cycle budget runs out (a hang). Python wakes 
 every ``POLL`` cycles, never per cycle. At the end of each chunk the memories are read
 and compared byte for byte with what the stores sent (independently of the model).
 
-The first chunk (``model_stores`` stores per node, before the long ones) is also run
-through the golden model: frames, counters, cycles and memories must be equal.
+Every chunk (the first of ``model_stores`` stores per node, then ``chunks`` of
+``per_chunk``) is also run through the golden model, chunked with carried state: the
+model's run of a chunk starts, like the design after its reset, with every memory as the
+model's own run of the previous chunk left it (never the RTL's), so each chunk compares
+the receivers' counters, the retry links' counters, the cycle of every memory write and
+the whole memories with the model's. A mismatch in any chunk counts (``mismatches``)
+and fails the test. ``break_model_chunk`` (a test hook) gives the model of that chunk
+node 0's command stalls with the wrong seed: a broken model that must be caught there.
 
-Writes ``soak_nic.json`` in the run folder (read by ``scripts/soak.py``).
+Writes ``soak_nic.json`` in the run folder (read by ``scripts/soak.py``): the totals,
+``chunks`` (planned), ``chunks_compared``, ``mismatches`` and ``per_chunk`` (``[{chunk,
+messages, compared, mismatches}]``).
 """
 
 import json
@@ -63,8 +71,13 @@ async def nic_soak(dut):
                   retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
                   wire_dropped=0, wire_corrupted=0, wire_duplicated=0, wire_beats_lost=0,
                   wire_tags_corrupted=0, wire_acks_dropped=0, wire_acks_corrupted=0,
-                  model_mismatches=0)
+                  chunks=0, chunks_compared=0, mismatches=0, model_seconds=0.0)
     plan = [p["model_stores"]] + [p["per_chunk"]] * p["chunks"]
+    totals["chunks"] = len(plan)
+    per_chunk = []
+    model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], mw, p["max_payload"],
+                           p["credits"], retry=True)
+    model_mem = {q: [0] * mw for q in range(nodes)}   # the model's own carried state
     t_start = time.perf_counter()
     for index, count in enumerate(plan):
         settings = FaultSettings(seed=(p["seed"] * 977 + 16 * index) & 0xFFFF or 1,
@@ -125,29 +138,42 @@ async def nic_soak(dut):
         totals["wire_acks_corrupted"] += damage["acks_corrupted"]
         totals["wire_beats_lost"] += damage["lost"]
         totals["cycles"] += end
-        if index == 0:
-            totals["model_mismatches"] = _compare_with_model(tb, p, stores, stalls,
-                                                             settings, mems, links)
+        t_model = time.perf_counter()
+        model_stalls = dict(stalls)
+        if index == p.get("break_model_chunk"):
+            model_stalls[0] = (stalls[0][0] + 1, stalls[0][1])
+        bad_items, model_mem = _compare_with_model(tb, model, stores, model_stalls,
+                                                   settings, mems, links, model_mem, index)
+        totals["model_seconds"] += time.perf_counter() - t_model
+        totals["chunks_compared"] += 1
+        totals["mismatches"] += len(bad_items)
+        per_chunk.append(dict(chunk=index, messages=sum(len(v) for v in stores.values()),
+                              compared=True, mismatches=len(bad_items)))
         elapsed = time.perf_counter() - t_start
         dut._log.info("chunk %d/%d: %d messages so far, %d cycles, %d sent again, "
-                      "%d lost, %d bad bytes, %.0f messages/s", index + 1, len(plan),
-                      totals["messages"], end, totals["retransmissions"], totals["lost"],
-                      totals["corrupted_bytes"], totals["messages"] / elapsed)
+                      "%d lost, %d bad bytes, %d model mismatches, %.0f messages/s",
+                      index + 1, len(plan), totals["messages"], end,
+                      totals["retransmissions"], totals["lost"], totals["corrupted_bytes"],
+                      totals["mismatches"], totals["messages"] / elapsed)
         if hang:
             break
     totals["seconds"] = round(time.perf_counter() - t_start, 1)
-    Path("soak_nic.json").write_text(json.dumps(totals))
+    totals["model_seconds"] = round(totals["model_seconds"], 1)
+    Path("soak_nic.json").write_text(json.dumps(dict(totals, per_chunk=per_chunk,
+                                                     token=p.get("token"))))
     assert totals["lost"] == 0 and totals["corrupted_bytes"] == 0 and not totals["hangs"]
-    assert totals["model_mismatches"] == 0
+    assert totals["mismatches"] == 0
+    assert totals["chunks_compared"] == totals["chunks"]
 
 
-def _compare_with_model(tb, p, stores, stalls, settings, mems, links):
-    """The first chunk against the golden model: counters, link counters, memories and
-    the cycle of the last write. Returns the number of mismatches (logged)."""
-    w, nodes = p["width"], p["nodes"]
-    model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"], retry=True)
-    want = model.run(stores, list(range(nodes)), stalls, link_settings=settings)
+def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_mem, index):
+    """Chunk ``index`` against the golden model ``model``, whose run starts from its own
+    memories ``model_mem`` (the previous chunk's): receiver counters, link counters,
+    whole memories and the cycle of every memory write. Returns ``(mismatched items,
+    the model's memories after the chunk)``; the mismatches are logged."""
+    nodes = len(mems)
+    want = model.run(stores, list(range(nodes)), stalls, link_settings=settings,
+                     mem=model_mem)
     bad = []
     for q in range(nodes):
         counters = tb.counters(q)
@@ -159,8 +185,14 @@ def _compare_with_model(tb, p, stores, stalls, settings, mems, links):
         for side in ("up", "down"):
             if links[f"{side}{q}"] != want["links"][f"{side}{q}"]:
                 bad.append(f"{side}{q} link counters")
-        if tb.write_events(q)[1] != want["wr"][q][1]:
+        items, cycles = tb.write_events(q)
+        if int(tb.harness.port(f"wr{q}_overflow").value):
+            bad.append(f"wr{q} recorder overflow (writes not all recorded)")
+        if items != [tb.write_event(a, be) for a, be in want["wr"][q][0]]:
+            bad.append(f"wr{q} write addresses and byte enables")
+        if cycles != want["wr"][q][1]:
             bad.append(f"wr{q} write cycles")
-    tb.dut._log.info("first chunk against the model (%d cycles): %s", want["cycles"],
-                  ", ".join(bad) if bad else "equal")
-    return len(bad)
+    log = tb.dut._log.error if bad else tb.dut._log.info
+    log("chunk %d against the model (%d cycles): %s", index, want["cycles"],
+        ", ".join(bad) if bad else "equal")
+    return bad, want["mem"]

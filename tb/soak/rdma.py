@@ -9,10 +9,18 @@ its own (every CQE SUCCESS, the remote buffers hold exactly the posted bytes, ea
 payload word written once). The cycles lost to recovery of a chunk are the cycles by
 which its last CQE comes later than in the same chunk without faults (both from the
 golden model, which the RTL matched). Used by ``scripts/soak.py``.
+
+Each chunk's entry in ``per_chunk`` says whether it was compared with the model (the
+co-simulation ran and wrote this run's figures: the scoreboard compared every item) and
+its mismatches; ``chunks``, ``chunks_compared`` and ``mismatches`` sum them. A chunk
+whose co-simulation left no figures counts as not compared, its WRITEs as lost.
+``args.break_model_chunk`` (a test hook) gives the model of that chunk the MMIO words a
+cycle late: a broken model that must be caught there.
 """
 
 import json
 import math
+import os
 import time
 
 from pymodel.fabric.faulty_link import rate_per_65535
@@ -33,16 +41,20 @@ ACK_TIMEOUT = 1024
 
 def soak_rdma(args, messages):
     """Run ``messages`` WRITEs in chunks; returns the soak figures (scripts/soak.py)."""
-    chunks = math.ceil(messages / CHUNK) if messages else 0
+    size = getattr(args, "rdma_chunk", CHUNK)
+    chunks = math.ceil(messages / size) if messages else 0
     totals = dict(messages=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, timeouts=0, seq_naks=0,
                   duplicates_discarded=0, wire_dropped=0, wire_corrupted=0,
-                  wire_duplicated=0, model_mismatches=0, failed_chunks=0)
-    print(f"rdma: {messages} WRITEs in {chunks} co-simulations of up to {CHUNK} "
-          "(Verilator -O2)", flush=True)
+                  wire_duplicated=0, chunks=chunks, chunks_compared=0, mismatches=0,
+                  failed_chunks=0)
+    per_chunk = []
+    token = f"{os.getpid()}-{time.time_ns()}"
+    print(f"rdma: {messages} WRITEs in {chunks} co-simulations of up to {size}, each "
+          "compared with the model (Verilator -O2)", flush=True)
     t0 = time.perf_counter()
     for index in range(chunks):
-        count = min(CHUNK, messages - index * CHUNK)
+        count = min(size, messages - index * size)
         faults = {link: dict(seed=(args.seed * 7919 + 2 * index + k) & 0xFFFF or 1,
                              corrupt_rate=rate_per_65535(args.corrupt_rate),
                              drop_rate=rate_per_65535(args.drop_rate),
@@ -52,18 +64,22 @@ def soak_rdma(args, messages):
         params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
                       seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
                       db_stall=(17 + index, args.stall_rate), out_json="soak.json",
-                      clean_baseline=True, **faults)
+                      clean_baseline=True, token=token, **faults)
+        if index == getattr(args, "break_model_chunk", None):
+            params["model_mmio_delay"] = 1
         try:
             run = run_rdma(TOP, params=params, sim="verilator", test_id=test_id, opt="-O2")
             failed = False
         except CosimFailure as exc:
             print(f"  chunk {index}: FAILED ({exc})", flush=True)
             run, failed = None, True
-        out = _read(run, test_id)
+        out = _read(run, test_id, token)
         if out is None:                  # no figures at all: count the chunk as lost
             totals["failed_chunks"] += 1
             totals["lost"] += count
             totals["hangs"] += 1
+            per_chunk.append(dict(chunk=index, messages=count, compared=False,
+                                  mismatches=None))
             continue
         c = out["counters"]
         totals["failed_chunks"] += failed
@@ -71,7 +87,10 @@ def soak_rdma(args, messages):
         totals["lost"] += out["lost"]
         totals["corrupted_bytes"] += out["corrupted_bytes"]
         totals["hangs"] += bool(out["hang"])
-        totals["model_mismatches"] += out["mismatches"]
+        totals["mismatches"] += out["mismatches"]
+        totals["chunks_compared"] += 1
+        per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
+                              mismatches=out["mismatches"]))
         totals["retransmissions"] += c["req_retransmissions"]
         totals["timeouts"] += c["req_timeouts"]
         totals["seq_naks"] += c["req_seq_naks"]
@@ -85,17 +104,20 @@ def soak_rdma(args, messages):
         elapsed = time.perf_counter() - t0
         print(f"  chunk {index + 1}/{chunks}: {totals['messages']} WRITEs, "
               f"{totals['retransmissions']} frames sent again, {totals['lost']} lost, "
-              f"{totals['corrupted_bytes']} bad bytes, {totals['model_mismatches']} "
+              f"{totals['corrupted_bytes']} bad bytes, {totals['mismatches']} "
               f"model mismatches ({elapsed:.0f} s)", flush=True)
-    return totals
+    return dict(totals, per_chunk=per_chunk)
 
 
-def _read(run, test_id):
+def _read(run, test_id, token):
+    """This run's figures of a chunk (``token`` tells them from an older run's)."""
     from tb.cosim import BUILD
     paths = [run / "soak.json"] if run else []
     paths += sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{test_id}*/soak.json"))
     for path in paths:
         if path.exists():
-            return json.loads(path.read_text())
+            out = json.loads(path.read_text())
+            if out.get("token") == token:
+                return out
     return None
 

@@ -1,0 +1,124 @@
+"""scripts/soak.py: every chunk of both designs compared with the golden model, a broken
+model caught in a later chunk, the options checked, the designs run as executor jobs."""
+
+import json
+
+import pytest
+
+from scripts import soak
+
+#: A short soak: the NIC's first chunk (64 stores per node) and 3 more of 256 per node;
+#: the RDMA engine's 600 WRITEs in 3 co-simulations of 200. Default fault rates.
+SHORT = ["--messages", "3000", "--nic-chunk", "256", "--rdma-messages", "600",
+         "--rdma-chunk", "200", "--jobs", "1"]
+
+
+def test_bad_scheduler_is_a_clear_error(capsys, tmp_path):
+    """No simulator runs: an empty or unreachable --scheduler, or --jobs 0, is named."""
+    assert soak.main(["--scheduler", "", "--out", str(tmp_path)]) == 2
+    assert "--scheduler" in capsys.readouterr().err
+    assert soak.main(["--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert soak.main(["--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
+    assert "--scheduler tcp://127.0.0.1:9: cannot reach" in capsys.readouterr().err
+    assert not (tmp_path / "soak.json").exists()
+
+
+def test_chunk_options_are_checked():
+    for bad in (["--nic-chunk", "0"], ["--nic-chunk", str(soak.NIC_CHUNK + 1)],
+                ["--rdma-chunk", str(soak.RDMA_CHUNK + 1)]):
+        with pytest.raises(SystemExit):
+            soak._args(bad)
+
+
+def test_failures_need_every_chunk_compared_and_no_mismatch():
+    good = dict(lost=0, corrupted_bytes=0, hangs=0, mismatches=0, chunks=3,
+                chunks_compared=3)
+    assert soak.failures({"nic": good, "rdma": good}) == []
+    assert soak.failures({"nic": dict(good, chunks_compared=2)}) == [
+        "nic.chunks_compared (2 of 3 chunks)"]
+    assert soak.failures({"rdma": dict(good, mismatches=1)}) == ["rdma.mismatches"]
+    assert soak.failures({"rdma": dict(good, chunks=0, chunks_compared=0)})
+
+
+def _check_chunks(figures, chunks, broken=None):
+    """Every chunk compared; mismatches in chunk ``broken`` only."""
+    per = figures["per_chunk"]
+    assert figures["chunks"] == chunks == len(per) == figures["chunks_compared"]
+    assert [c["chunk"] for c in per] == list(range(chunks))
+    assert all(c["compared"] for c in per)
+    assert sum(c["messages"] for c in per) == figures["messages"]
+    bad = [c["chunk"] for c in per if c["mismatches"]]
+    assert bad == ([] if broken is None else [broken])
+    assert figures["mismatches"] == sum(c["mismatches"] for c in per)
+
+
+@pytest.mark.cosim
+def test_short_soak_compares_every_chunk(tmp_path, capsys):
+    """Both designs over faulty links, several chunks each, every one compared with the
+    model: nothing lost or corrupted, no mismatch, exit code 0."""
+    assert soak.main(SHORT + ["--out", str(tmp_path)]) == 0
+    out = json.loads((tmp_path / "soak.json").read_text())
+    _check_chunks(out["nic"], 4)
+    _check_chunks(out["rdma"], 3)
+    assert out["nic"]["messages"] == 4 * (64 + 3 * 256)
+    assert out["rdma"]["messages"] == 600
+    for d in ("nic", "rdma"):
+        assert out[d]["lost"] == out[d]["corrupted_bytes"] == out[d]["hangs"] == 0
+    printed = capsys.readouterr().out
+    assert "chunks_compared" in printed and "FAILED" not in printed
+
+
+@pytest.mark.cosim
+def test_broken_model_is_caught_in_a_later_chunk(tmp_path, capsys):
+    """The model of chunk 2 (not the first) is fed a wrong stimulus: that chunk, and
+    only that one, shows mismatches, in both designs, and the soak fails."""
+    assert soak.main(SHORT + ["--break-model-chunk", "2", "--out", str(tmp_path)]) == 1
+    out = json.loads((tmp_path / "soak.json").read_text())
+    _check_chunks(out["nic"], 4, broken=2)
+    _check_chunks(out["rdma"], 3, broken=2)
+    printed = capsys.readouterr().out
+    assert "nic.mismatches" in printed and "rdma.mismatches" in printed
+
+
+def test_nic_model_carries_memories_between_chunks():
+    """The NIC model's ``mem``: a run from given memories is the run from zeros with
+    those memories under its writes (cycles, counters and write events unchanged), and
+    a wrong size is named."""
+    import random
+
+    from pymodel.fabric.faulty_link import FaultSettings, rate_per_65535
+    from pymodel.nic.system import NicSystemModel
+    from spec.nic import link_credits
+    from tb.soak.cocotb_nic_soak import chunk_stores
+
+    w, nodes, words = 64, 4, 256
+    model = NicSystemModel(w, "compact", nodes, 2, words, 256, link_credits(w, 256),
+                           retry=True)
+    rng = random.Random(5)
+    stores = chunk_stores(rng, nodes, w, words * w, 16)
+    settings = FaultSettings(seed=9, corrupt_rate=rate_per_65535(0.05))
+    stalls = {q: (3 + q, 64) for q in range(nodes)}
+    before = {q: [rng.getrandbits(8 * w) for _ in range(words)] for q in range(nodes)}
+    zero = model.run(stores, list(range(nodes)), stalls, link_settings=settings)
+    carried = model.run(stores, list(range(nodes)), stalls, link_settings=settings,
+                        mem=before)
+    for key in ("wr", "counters", "cycles", "links"):
+        assert carried[key] == zero[key]
+    for q in range(nodes):
+        written = {a for a, _ in zero["wr"][q][0]}
+        assert written
+        for a in range(words):
+            if a not in written:
+                assert carried["mem"][q][a] == before[q][a]
+        # Each write covers the low bytes of its word; the rest keeps the old bytes.
+        want = list(before[q])
+        for s in (s for p in stores for s in stores[p] if s.dst == q):
+            for k in range(0, len(s.payload), w):
+                a, chunk = (s.addr + k) // w, s.payload[k:k + w]
+                old = want[a].to_bytes(w, "little")
+                want[a] = int.from_bytes(chunk + old[len(chunk):], "little")
+        assert carried["mem"][q] == want
+    with pytest.raises(ValueError, match="mem holds 3 words"):
+        model.run(stores, list(range(nodes)), stalls, link_settings=settings,
+                  mem={0: [0, 0, 0]})
