@@ -218,10 +218,13 @@ def main(argv=None):
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = [(name, args, count) for name, count in (("nic", args.messages), ("rdma", rdma))
             if not args.only or name == args.only]
+    # By reference, also when this file runs as a script: Dask workers import it.
+    from scripts.soak import run_design as job
+
     t0 = time.perf_counter()
     try:
         with make_executor(args.jobs, args.scheduler) as ex:
-            results = dict(ex.map(run_design, jobs))
+            results = dict(ex.map(job, jobs))
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

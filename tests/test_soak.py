@@ -124,3 +124,20 @@ def test_nic_model_carries_memories_between_chunks():
     with pytest.raises(ValueError, match="mem holds 3 words"):
         model.run(stores, list(range(nodes)), stalls, link_settings=settings,
                   mem={0: [0, 0, 0]})
+
+
+@pytest.mark.cosim
+def test_soak_on_a_local_dask_cluster(tmp_path):
+    """--scheduler local: the design's job runs on a Dask worker, with the same figures
+    (two NIC chunks, both compared)."""
+    args = ["--only", "nic", "--messages", "300", "--nic-chunk", "16", "--seed", "5",
+            "--out"]
+    assert soak.main(args + [str(tmp_path / "local"), "--jobs", "1"]) == 0
+    assert soak.main(args + [str(tmp_path / "dask"), "--jobs", "1",
+                             "--scheduler", "local"]) == 0
+    local, dask = (json.loads((tmp_path / d / "soak.json").read_text())["nic"]
+                   for d in ("local", "dask"))
+    _check_chunks(dask, 2)
+    for key in ("messages", "recovered", "retransmissions", "recovery_cycles", "cycles",
+                "per_chunk"):
+        assert dask[key] == local[key]
