@@ -133,6 +133,9 @@ def _args(argv):
     ap.add_argument("--scheduler", default=None,
                     help="run the designs on a Dask cluster: 'local' (a LocalCluster of "
                          "--jobs workers) or a scheduler address such as tcp://host:8786")
+    ap.add_argument("--rdma-group", type=_chunk(1 << 30), default=None, metavar="N",
+                    help="RDMA chunks per job (default: all in one job); smaller groups "
+                         "spread the RDMA soak over the --jobs workers or the cluster")
     ap.add_argument("--break-model-chunk", type=int, default=None, metavar="K",
                     help="test hook: feed the model of chunk K a wrong stimulus (the NIC: "
                          "node 0's stall seed; RDMA: MMIO words a cycle late), so that "
@@ -194,18 +197,49 @@ def _token():
 
 
 def run_design(job):
-    """One design's soak (a job of :func:`scripts.executor.make_executor`): ``job`` is
-    ``(name, args, messages)``; returns ``(name, figures)`` with the wall time."""
-    name, args, count = job
+    """One job of a design's soak (:func:`scripts.executor.make_executor`): ``job`` is
+    ``(name, args, messages, span)`` (``span``: RDMA chunks ``(first, stop)``, or None
+    for all); returns ``(name, figures)`` with the job's wall time."""
+    name, args, count, span = job
     sys.path.insert(0, str(ROOT))
-    if name == "nic":
-        fn = soak_nic
-    else:
-        from tb.soak.rdma import soak_rdma as fn
     start = time.perf_counter()
-    figures = fn(args, count)
+    if name == "nic":
+        figures = soak_nic(args, count)
+    else:
+        from tb.soak.rdma import soak_rdma
+        figures = soak_rdma(args, count, span)
     figures["wall_s"] = round(time.perf_counter() - start, 1)
     return name, figures
+
+
+def merge(parts):
+    """One design's figures from those of its jobs (in chunk order): counts add up,
+    ``per_chunk`` lists join, ``wall_s`` is the jobs' wall time summed."""
+    out = {}
+    for part in parts:
+        for key, value in part.items():
+            if key == "per_chunk":
+                out[key] = out.get(key, []) + value
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = round(out.get(key, 0) + value, 1)
+            else:
+                out[key] = value
+    return out
+
+
+def jobs_of(args):
+    """The jobs of a soak: the NIC's (one: its chunks carry state), the RDMA engine's
+    (one, or one per ``--rdma-group`` chunks: its chunks are independent)."""
+    rdma = args.messages if args.rdma_messages is None else args.rdma_messages
+    jobs = []
+    if args.only in (None, "nic"):
+        jobs.append(("nic", args, args.messages, None))
+    if args.only in (None, "rdma"):
+        chunks = math.ceil(rdma / args.rdma_chunk)
+        group = args.rdma_group or max(chunks, 1)
+        jobs += [("rdma", args, rdma, (first, min(first + group, chunks)))
+                 for first in range(0, max(chunks, 1), group)]
+    return jobs
 
 
 def main(argv=None):
@@ -215,19 +249,20 @@ def main(argv=None):
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    rdma = args.messages if args.rdma_messages is None else args.rdma_messages
-    jobs = [(name, args, count) for name, count in (("nic", args.messages), ("rdma", rdma))
-            if not args.only or name == args.only]
     # By reference, also when this file runs as a script: Dask workers import it.
     from scripts.soak import run_design as job
 
     t0 = time.perf_counter()
     try:
         with make_executor(args.jobs, args.scheduler) as ex:
-            results = dict(ex.map(job, jobs))
+            parts = ex.map(job, jobs_of(args))
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    results = {}
+    for name, figures in parts:
+        results.setdefault(name, []).append(figures)
+    results = {name: merge(figures) for name, figures in results.items()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: getattr(args, k) for k in ("corrupt_rate", "drop_rate", "dup_rate",

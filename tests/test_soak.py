@@ -42,6 +42,21 @@ def test_failures_need_every_chunk_compared_and_no_mismatch():
     assert soak.failures({"rdma": dict(good, chunks=0, chunks_compared=0)})
 
 
+def test_jobs_and_merge():
+    """One NIC job; RDMA chunks in one job or in groups, whose figures add up."""
+    args = soak._args(["--messages", "5000", "--rdma-chunk", "1000"])
+    assert [(j[0], j[2], j[3]) for j in soak.jobs_of(args)] == [
+        ("nic", 5000, None), ("rdma", 5000, (0, 5))]
+    args = soak._args(["--only", "rdma", "--messages", "5000", "--rdma-chunk", "1000",
+                       "--rdma-group", "2"])
+    assert [j[3] for j in soak.jobs_of(args)] == [(0, 2), (2, 4), (4, 5)]
+    parts = [dict(messages=2, lost=0, wall_s=1.25, token="a",
+                  per_chunk=[{"chunk": 0}, {"chunk": 1}]),
+             dict(messages=1, lost=0, wall_s=2.0, token="b", per_chunk=[{"chunk": 2}])]
+    assert soak.merge(parts) == dict(messages=3, lost=0, wall_s=3.2, token="b",
+                                     per_chunk=[{"chunk": 0}, {"chunk": 1}, {"chunk": 2}])
+
+
 def _check_chunks(figures, chunks, broken=None):
     """Every chunk compared; mismatches in chunk ``broken`` only."""
     per = figures["per_chunk"]
@@ -74,7 +89,8 @@ def test_short_soak_compares_every_chunk(tmp_path, capsys):
 def test_broken_model_is_caught_in_a_later_chunk(tmp_path, capsys):
     """The model of chunk 2 (not the first) is fed a wrong stimulus: that chunk, and
     only that one, shows mismatches, in both designs, and the soak fails."""
-    args = ["--seed", "4", "--break-model-chunk", "2", "--out", str(tmp_path)]
+    args = ["--seed", "4", "--break-model-chunk", "2", "--out", str(tmp_path),
+            "--rdma-group", "1", "--jobs", "2"]        # the RDMA chunks as 3 jobs
     assert soak.main(SHORT + args) == 1
     out = json.loads((tmp_path / "soak.json").read_text())
     _check_chunks(out["nic"], 4, broken=2)
@@ -141,3 +157,19 @@ def test_soak_on_a_local_dask_cluster(tmp_path):
     for key in ("messages", "recovered", "retransmissions", "recovery_cycles", "cycles",
                 "per_chunk"):
         assert dask[key] == local[key]
+
+
+@pytest.mark.cosim
+def test_rdma_jobs_give_the_figures_of_one(tmp_path):
+    """The RDMA chunks as one job or as one job each (two at a time): the same figures,
+    chunk for chunk (each chunk's stimulus and faults depend on its index only)."""
+    args = ["--only", "rdma", "--rdma-messages", "200", "--rdma-chunk", "100",
+            "--seed", "6", "--out"]
+    assert soak.main(args + [str(tmp_path / "one"), "--jobs", "1"]) == 0
+    assert soak.main(args + [str(tmp_path / "two"), "--jobs", "2", "--rdma-group", "1"]) == 0
+    one, two = (json.loads((tmp_path / d / "soak.json").read_text())["rdma"]
+                for d in ("one", "two"))
+    _check_chunks(two, 2)
+    skip = ("wall_s", "token")
+    assert {k: v for k, v in two.items() if k not in skip} == {
+        k: v for k, v in one.items() if k not in skip}

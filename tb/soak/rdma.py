@@ -39,21 +39,28 @@ SIZES = [64, 128, 128, 1024, 1025, 128, 300, 2048]
 ACK_TIMEOUT = 1024
 
 
-def soak_rdma(args, messages):
-    """Run ``messages`` WRITEs in chunks; returns the soak figures (scripts/soak.py)."""
+def soak_rdma(args, messages, span=None):
+    """Run ``messages`` WRITEs in chunks; returns the soak figures (scripts/soak.py).
+
+    ``span`` ``(first, stop)``: only the chunks ``first .. stop - 1`` of the soak (each
+    chunk's stimulus and faults depend on its index only, so the figures of the spans of
+    a soak add up to the whole soak's); default all."""
     size = getattr(args, "rdma_chunk", CHUNK)
     chunks = math.ceil(messages / size) if messages else 0
+    first, stop = span or (0, chunks)
+    stop = min(stop, chunks)
     totals = dict(messages=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, timeouts=0, seq_naks=0,
                   duplicates_discarded=0, wire_dropped=0, wire_corrupted=0,
-                  wire_duplicated=0, chunks=chunks, chunks_compared=0, mismatches=0,
-                  failed_chunks=0)
+                  wire_duplicated=0, chunks=max(stop - first, 0), chunks_compared=0,
+                  mismatches=0, failed_chunks=0)
     per_chunk = []
     token = f"{os.getpid()}-{time.time_ns()}"
-    print(f"rdma: {messages} WRITEs in {chunks} co-simulations of up to {size}, each "
+    part = f" (chunks {first + 1} to {stop})" if (first, stop) != (0, chunks) else ""
+    print(f"rdma: {messages} WRITEs in {chunks} co-simulations of up to {size}{part}, each "
           "compared with the model (Verilator -O2)", flush=True)
     t0 = time.perf_counter()
-    for index in range(chunks):
+    for index in range(first, stop):
         count = min(size, messages - index * size)
         faults = {link: dict(seed=(args.seed * 7919 + 2 * index + k) & 0xFFFF or 1,
                              corrupt_rate=rate_per_65535(args.corrupt_rate),
