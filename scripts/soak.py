@@ -128,8 +128,9 @@ def _args(argv):
                     help=f"RDMA WRITEs per co-simulation (1 to {RDMA_CHUNK}, default "
                          f"{RDMA_CHUNK})")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
-                    help="designs at a time (local processes, or Dask workers of "
-                         "--scheduler local; default $JOBS or 2)")
+                    help="jobs at a time: the two designs, or the NIC and the RDMA "
+                         "groups (local processes, or Dask workers of --scheduler local; "
+                         "default $JOBS or 2)")
     ap.add_argument("--scheduler", default=None,
                     help="run the designs on a Dask cluster: 'local' (a LocalCluster of "
                          "--jobs workers) or a scheduler address such as tcp://host:8786")

@@ -93,13 +93,15 @@ def scenario(p, cfg, knobs):
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
-def run_model(cfg, v, inject, inj_stall, mmio_delay=0):
+def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
     """The golden model's run of a scenario; ``mmio_delay`` (a test hook: a broken model)
-    releases every MMIO word that many cycles later than the design gets it."""
+    releases every MMIO word that many cycles later than the design gets it; past
+    ``limit`` cycles the model gives up (RuntimeError: a run that never ends)."""
     items, release = v.mmio_items()
     release = [r + mmio_delay for r in release]
     cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
-    return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall)
+    return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall,
+                    limit=limit)
 
 
 @cocotb.test()
@@ -108,7 +110,8 @@ async def rdma_matches_model(dut):
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
-    model = run_model(cfg, v, inject, inj_stall, p.get("model_mmio_delay", 0))
+    model = run_model(cfg, v, inject, inj_stall, p.get("model_mmio_delay", 0),
+                      p.get("model_limit", 1 << 26))
     items, release = v.mmio_items()
 
     tb = RdmaTestbench(dut, cfg.depth)

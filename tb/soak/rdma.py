@@ -37,6 +37,12 @@ SIZES = [64, 128, 128, 1024, 1025, 128, 300, 2048]
 #: Transport timeout (cycles): above any ACK delay of these runs, and short enough that
 #: a run whose last frames are lost does not idle for long.
 ACK_TIMEOUT = 1024
+#: Cycles the model may take per WRITE of a chunk (plus MODEL_SLACK) before the chunk
+#: counts as a hang: a chunk of 1,000 takes 19,000 to 26,000 cycles with the default
+#: faults, and a deadlocked engine would keep the model stepping for hours (the model's
+#: own limit is 2**26 cycles).
+MODEL_CYCLES_PER_WRITE = 200
+MODEL_SLACK = 100_000
 
 
 def soak_rdma(args, messages, span=None):
@@ -71,7 +77,8 @@ def soak_rdma(args, messages, span=None):
         params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
                       seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
                       db_stall=(17 + index, args.stall_rate), out_json="soak.json",
-                      clean_baseline=True, token=token, **faults)
+                      clean_baseline=True, token=token,
+                      model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK, **faults)
         if index == getattr(args, "break_model_chunk", None):
             params["model_mmio_delay"] = 1
         try:
