@@ -88,6 +88,17 @@ SLOW = {
     # (docs/rdma_fabric.md): make test runs its moderate cases on Icarus only.
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
         "Icarus runs the incast and all-to-all cases of the same top",
+    # The soak's NIC top (4 nodes, retry, W = 64, 16k-deep players and recorders) is one
+    # more Verilator build of about 4 minutes; make soak runs it.
+    "test_soak.py::test_short_soak_compares_every_chunk":
+        "tests/test_soak.py checks the chunk bookkeeping and the NIC model's carried "
+        "memories without a simulator; make test-all co-simulates the short soak",
+    "test_soak.py::test_broken_model_is_caught_in_a_later_chunk":
+        "make test-all: a broken model caught in chunk 2 of both designs",
+    "test_soak.py::test_soak_on_a_local_dask_cluster":
+        "test_sweep.py and test_regress_cli.py run the executor on a LocalCluster",
+    "test_soak.py::test_rdma_jobs_give_the_figures_of_one":
+        "test_soak.py::test_jobs_and_merge checks the split and the sum without a simulator",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
 }
