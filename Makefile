@@ -47,11 +47,11 @@ sim: $(STAMP)
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).
 test: $(STAMP)
 	@start=$$(date +%s.%N); \
-	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow" tests; rc=$$?; \
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist load --maxschedchunk 1 -m "not slow" tests; rc=$$?; \
 	$(PY) scripts/test_wall.py $$start $$rc; exit $$rc
 
 test-all: $(STAMP)
-	$(RUN) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests
+	$(RUN) $(PY) -m pytest -n $(JOBS) --dist load --maxschedchunk 1 tests
 
 bench: $(STAMP)
 	$(RUN) $(PY) scripts/bench.py

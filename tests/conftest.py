@@ -99,6 +99,11 @@ SLOW = {
         "test_sweep.py and test_regress_cli.py run the executor on a LocalCluster",
     "test_soak.py::test_rdma_jobs_give_the_figures_of_one":
         "test_soak.py::test_jobs_and_merge checks the split and the sum without a simulator",
+    "test_cosim_rdma_fabric.py::test_fabric_all_to_all[icarus]":
+        "Icarus runs the fabric's incast (the all-to-all and saturated cases share its "
+        "top; make test-all runs them on both simulators)",
+    "test_cosim_rdma_load.py::test_rdma_open_loop_matches_model[icarus-uniform_gpu_burst]":
+        "Verilator runs both load cases; Icarus the Zipf one",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
 }
@@ -108,7 +113,21 @@ def pytest_configure(config):
     toolchain_path()
 
 
+#: The longest tests of ``make test`` (node-id patterns, as SLOW): started first, so that
+#: the two workers do not end with one long test running while the other idles.
+LONG_FIRST = ("test_uvm_rdma.py::test_uvm_rdma[*]", "test_cosim_rdma_fabric.py::*",
+              "test_cosim_rdma.py::test_rdma_headline_rows_and_pcap[*]",
+              "test_workloads_roofline.py::test_whole_grid_runs",
+              "test_uvm_nic.py::test_uvm_nic[*]")
+
+
+def _long(item):
+    key = item.nodeid.split("/")[-1]
+    return any(fnmatch.fnmatchcase(key, p.replace("[", "[[]")) for p in LONG_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not _long(item))      # stable: the rest keep their order
     for item in items:
         key = item.nodeid.split("/")[-1]
         for pattern, why in SLOW.items():
