@@ -179,10 +179,7 @@ def load_per_message(verbs, run, arrivals, warm=0):
     run (the model's or the RTL's records, same shapes), for the measured messages (the
     first ``warm`` are the warm-up); ``RuntimeError`` if a message was not written or
     not completed."""
-    starts, pos = [], 0
-    for _, words in verbs.writes:
-        starts.append(pos)
-        pos += len(words)
+    starts = verbs.write_starts()
     qpn_b = {q.qpn_a: q.qpn_b for q in verbs.qps.values()}
     lat, comp = per_message(verbs.messages, starts, run["mmio_stamps"], run["written"],
                             run["completed"], qpn_b)

@@ -73,11 +73,7 @@ def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
 def reduce_run(verbs, run, messages):
     """Metrics of a run (see :func:`pymodel.rdma.metrics.summarize`), plus ``ii_cycles``
     and ``host_util``, and the per-message ``latency``/``completion`` lists."""
-    items, _ = verbs.mmio_items()
-    starts, pos = [], 0
-    for _, words in verbs.writes:
-        starts.append(pos)
-        pos += len(words)
+    starts = verbs.write_starts()
     qpn_b = {q.qpn_a: q.qpn_b for q in verbs.qps.values()}
     lat, comp = per_message(verbs.messages, starts, run["mmio_stamps"], run["written"],
                             run["completed"], qpn_b)
@@ -125,11 +121,7 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     row["latency_cycles"], row["completion_cycles"] = isolated(lat)
     if not per_message:
         return row
-    items, _ = verbs.mmio_items()
-    starts, pos = [], 0
-    for _, words in verbs.writes:
-        starts.append(pos)
-        pos += len(words)
+    starts = verbs.write_starts()
     accept = [run["mmio_stamps"][starts[m.announce]] for m in verbs.messages[1:]]
     wire = row["wire_bytes"]
     per = {"accept": accept,

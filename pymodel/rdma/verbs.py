@@ -210,6 +210,16 @@ class Verbs:
                 release.append(rel if k == 0 else 0)
         return items, release
 
+    def write_starts(self):
+        """The index among the MMIO player's words (:meth:`mmio_items`) of each MMIO
+        write's first word: a message's accept stamp is
+        ``stamps[write_starts()[message.announce]]``."""
+        starts, pos = [], 0
+        for _, words in self.writes:
+            starts.append(pos)
+            pos += len(words)
+        return starts
+
     def expected_mr_bytes(self, landed=None):
         """``{MR base: bytes}``: what node B's registered buffers must hold once every
         posted WRITE (or those whose indices are in ``landed``) has landed exactly once,
