@@ -116,7 +116,9 @@ def _args(argv):
                          "(default: --corrupt-rate)")
     ap.add_argument("--stall-rate", type=int, default=64, choices=range(0, 256),
                     metavar="0..255",
-                    help="gaps in every command stream, out of 256 cycles (default 64)")
+                    help="NIC: gaps in every command stream, out of 256 cycles (default 64; "
+                         "the RDMA host posts its doorbells as fast as the engine takes "
+                         "them)")
     ap.add_argument("--seed", type=int, default=1, help="seed of traffic and faults")
     ap.add_argument("--only", choices=("nic", "rdma"), default=None,
                     help="soak one design only")

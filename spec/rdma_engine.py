@@ -76,9 +76,10 @@ TIMEOUT_RANGE = (64, (1 << 24) - 1)
 #: payload FIFOs, in 64-byte words: with PCIe reads of about 560 cycles and a message
 #: every 4 to 6 cycles, about 100 to 140 messages are being fetched at once (Little's
 #: law), so 256 WQE words and 512 payload words (two per 128-byte message) keep the
-#: pipeline from waiting for room. ``records``: messages sent and not yet acknowledged,
-#: all QPs. ``timeout``: the transport timeout in cycles (4.1 us), well above a round
-#: trip of the largest frame with a context miss at the responder over PCIe.
+#: pipeline from waiting for room. ``records``: messages read and not yet acknowledged,
+#: all QPs (the WQE fetch stage reads no WQE whose record the pool could not hold).
+#: ``timeout``: the transport timeout in cycles (4.1 us), well above a round trip of
+#: the largest frame with a context miss at the responder over PCIe.
 #: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=256, timeout=4096, retry_limit=7, ack_queue=64)

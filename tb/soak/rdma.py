@@ -2,13 +2,14 @@
 
 Each chunk is one full co-simulation of :class:`rtl.tops.rdma_top.RdmaTop` (Verilator,
 ``-O2``) by ``tb.rdma.cocotb_rdma``: fresh QPs and memories, ``CHUNK`` WRITEs over
-``QPS`` QPs with sizes around a 1 KiB path MTU, random gaps between doorbells, and the
-fault settings on both links (the data link and the ACK link). Every chunk is compared
-with the golden model on every wire beat, memory word, CQE and counter, and checked on
-its own (every CQE SUCCESS, the remote buffers hold exactly the posted bytes, each
-payload word written once). The cycles lost to recovery of a chunk are the cycles by
-which its last CQE comes later than in the same chunk without faults (both from the
-golden model, which the RTL matched). Used by ``scripts/soak.py``.
+``QPS`` QPs with sizes around a 1 KiB path MTU, doorbells as fast as the engine takes
+them (``--stall-rate`` is the NIC's), and the fault settings on both links (the data
+link and the ACK link). Every chunk is compared with the golden model on every wire
+beat, memory word, CQE and counter, and checked on its own (every CQE SUCCESS, the
+remote buffers hold exactly the posted bytes, each payload word written once). The
+cycles lost to recovery of a chunk are the cycles by which its last CQE comes later
+than in the same chunk without faults (both from the golden model, which the RTL
+matched). Used by ``scripts/soak.py``.
 
 Each chunk's entry in ``per_chunk`` says whether it was compared with the model (the
 co-simulation ran and wrote this run's figures: the scoreboard compared every item) and
@@ -76,7 +77,7 @@ def soak_rdma(args, messages, span=None):
         test_id = f"soak_seed{args.seed}_chunk{index}"
         params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
                       seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
-                      db_stall=(17 + index, args.stall_rate), out_json="soak.json",
+                      out_json="soak.json",
                       clean_baseline=True, token=token,
                       model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK, **faults)
         if index == getattr(args, "break_model_chunk", None):

@@ -28,6 +28,7 @@ class CompletionUnitModel:
         self.retries = Staged(0, size=entries, name="retries")
         self.done_total = Staged(0, name="done_total")
         self.win_total = Staged(0, name="win_total")
+        self.appended = Staged(0, name="appended")   # records taken from ``rec``
         self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk, 3 flush
         self.errq = Staged(None, size=entries, name="errq")   # the QP in ERR, per entry
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
@@ -80,8 +81,8 @@ class CompletionUnitModel:
         self.count["retired"] += 1
         self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
 
-    def step(self, c, adm_total, timeout):
-        """Cycle ``c``; ``adm_total`` is the front's count of items taken."""
+    def step(self, c, issued, timeout):
+        """Cycle ``c``; ``issued`` is the WQE fetch stage's count of records promised."""
         self.timeout = timeout
         state = self.state.value
         sp = c % self.n                     # the scan pointer counts every cycle
@@ -105,7 +106,7 @@ class CompletionUnitModel:
                 self.count["flushed"] += 1
             return
         # 2. start the walk
-        if state == 1 and adm_total == self.done_total.value:
+        if state == 1 and issued == self.appended.value:
             self.state.set(2)
             self.cur = self.head[self.e_rw]
             self.walk_left = self.win[self.e_rw]
@@ -119,6 +120,7 @@ class CompletionUnitModel:
             flush = bool(r["flush"] or (not r["null"] and err_qp))
             if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
                 self.rec.read()
+                self.appended.set((self.appended.value + 1) & _M16)
                 if r["last_of_item"] or (r["null"] and not r["flush"]):
                     self.done.set(e, (self.done[e] + 1) & _M16)
                     self.done_total.set((self.done_total.value + 1) & _M16)
@@ -218,7 +220,7 @@ class CompletionUnitModel:
 
     def commit(self):
         for name in ("head", "tail", "win", "done", "tstart", "retries", "done_total",
-                     "win_total", "state", "errq"):
+                     "win_total", "appended", "state", "errq"):
             getattr(self, name).commit()
         self.err_out, self._err_next = self._err_next, None
         self.free.extend(self._freed)

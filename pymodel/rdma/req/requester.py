@@ -86,7 +86,7 @@ class RequesterModel:
         self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
                                   f["wr_wb"])
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
-                                   f["batch"], p["prefetch"], p["wqe_words"])
+                                   f["batch"], p["prefetch"], p["wqe_words"], p["records"])
         self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
                                   f["inline"])
         self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
@@ -129,11 +129,11 @@ class RequesterModel:
             self._ack(ack)
         taken = self.intake.step(mmio)
         self.front.step(self.comp, cfg.serial)
-        self.fetch.step(self.seq.released.value)
+        self.fetch.step(self.seq.released.value, self.comp)
         self.seq.step(cfg.ack_every, cfg.ack_frames, self.comp.err_out)
         self.pay.step(self.arrived.value)
         self.sender.step(c)
-        self.comp.step(c, self.front.adm_total.value, self.timeout)
+        self.comp.step(c, self.fetch.issued.value, self.timeout)
         self.cqw.step()
         return taken
 

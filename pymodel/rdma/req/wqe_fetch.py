@@ -10,11 +10,12 @@ _M16 = 0xFFFF
 class WqeFetchModel:
     """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
 
-    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words):
+    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records):
         self.cache, self.fetch, self.resend, self.rd, self.batch = \
             cache, fetch, resend, rd, batch
-        self.prefetch, self.ring_words = prefetch, ring_words
+        self.prefetch, self.ring_words, self.records = prefetch, ring_words, records
         self.reserved = Staged(0, name="reserved")
+        self.issued = Staged(0, name="issued")     # records promised (mod 2**16)
         self.count = dict(wqe_reads=0, wqes=0, wqe_words_max=0)
 
     def _issue(self, addr, words, n, batch):
@@ -24,9 +25,16 @@ class WqeFetchModel:
         self.count["wqe_reads"] += 1
         self.count["wqes"] += n
 
-    def step(self, released):
-        """``released``: the sequencer's count of WQE words taken (start of the cycle)."""
+    def _promise(self, k):
+        self.issued.set((self.issued.value + k) & _M16)
+
+    def step(self, released, comp):
+        """``released``: the sequencer's count of WQE words taken; ``comp``: the
+        completion unit's twin (its ``hold``, ``win_total`` and ``appended`` of the
+        start of the cycle)."""
         held = (self.reserved.value - released) & _M16
+        owed = (self.issued.value - comp.appended.value) & _M16
+        pool = comp.win_total.value + owed      # records in windows or promised
         base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
         if self.resend.can_read():
             r = self.resend.head()
@@ -43,7 +51,7 @@ class WqeFetchModel:
                                  first_psn=r["first_psn"]))
                 self._peak(held + words)
             return
-        if not self.fetch.can_read():
+        if comp.hold() or not self.fetch.can_read():
             return
         f = self.fetch.head()
         e = f["entry"]
@@ -53,31 +61,35 @@ class WqeFetchModel:
         head = self.cache.group("fetch", e)["sq_head"]
         common = dict(base, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
         if f["modify"]:
-            if self.batch.can_write():
+            if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
+                self._promise(1)
                 self.batch.write(dict(common, first=0, count=0, null=1, modify=1,
                                       last_of_item=1))
             return
         if f["bf"]:
-            if self.batch.can_write():
+            if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
+                self._promise(1)
                 self.batch.write(dict(common, first=(f["sq_tail"] - 1) & _M16, count=1, bf=1,
                                       last_of_item=1))
                 self.cache.write_group("fetch", e, {"sq_head": f["sq_tail"]})
             return
         count = (f["sq_tail"] - head) & _M16
         if count == 0:
-            if self.batch.can_write():
+            if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
+                self._promise(1)
                 self.batch.write(dict(common, first=0, count=0, null=1, last_of_item=1))
             return
         size = 1 << ctx["sq_size_log2"]
         slot = head & (size - 1)
-        n = min(count, self.prefetch, size - slot)
+        n = min(count, self.prefetch, size - slot, self.records - pool)
         words = n << ctx["sq_stride_log2"]
         if not (held + words <= self.ring_words and self.rd.can_write()
-                and self.batch.can_write()):
+                and self.batch.can_write() and pool < self.records):
             return
+        self._promise(n)
         if n == count:
             self.fetch.read()
         self._issue((ctx["sq_base"] + (slot << ctx["sq_stride_log2"])) % self.cache.depth,
@@ -90,3 +102,4 @@ class WqeFetchModel:
 
     def commit(self):
         self.reserved.commit()
+        self.issued.commit()

@@ -57,9 +57,10 @@ class CompletionUnit(wiring.Component):
         Items done and messages in the window of entry ``q_entry``, and whether this
         cycle's ERR notice is for it (for the front: the entry must not be evicted
         before the sequencer has written its state).
-    adm_total : In(16)
-        Items the front has taken; done_total : Out(16) items done (their last
-        record, or null record, appended); win_total : Out(16) records in use.
+    issued : In(16)
+        Records the WQE fetch stage has promised (mod 2**16); appended : Out(16)
+        records taken from ``rec`` (mod 2**16); done_total : Out(16) items done (their
+        last record, or null record, appended); win_total : Out(16) records in use.
     timeout : In(24)
         Transport timeout in cycles.
     cache_log2 : In(4)
@@ -80,10 +81,12 @@ class CompletionUnit(wiring.Component):
        sent, restart its timer and end the rewind); or walking a flush: complete the
        QP's oldest record with WR_FLUSH_ERR (it needs room in ``cqe``; when the window
        is empty, end the flush);
-    2. starting the walk of a waiting rewind, once every item the front took is done
-       (the pipeline before the window is empty);
-    3. appending the record at the head of ``rec`` to its QP's window (if a record is
-       free); a null record only counts its item done. A ``flush`` record (the
+    2. starting the walk of a waiting rewind, once every record the WQE fetch stage
+       promised is appended (the pipeline between it and the window is empty; it serves
+       no new work while ``hold`` is high);
+    3. appending the record at the head of ``rec`` to its QP's window (a record is
+       always free: the WQE fetch stage promises no more than the pool holds); a null
+       record only counts its item done. A ``flush`` record (the
        sequencer flushed its WQE), or a record of the QP that entered ERR at this
        entry (sent before the sequencer learned it), is not appended: it completes at
        once with WR_FLUSH_ERR (it needs room in ``cqe``). A ``modify`` record of that
@@ -127,7 +130,8 @@ class CompletionUnit(wiring.Component):
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
             "q_err": Out(1),
-            "adm_total": In(16), "done_total": Out(16), "win_total": Out(16),
+            "issued": In(16), "appended": Out(16), "done_total": Out(16),
+            "win_total": Out(16),
             "timeout": In(24),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
@@ -279,10 +283,11 @@ class CompletionUnit(wiring.Component):
                 retire(e_rw, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
-        with m.Elif((state == 1) & (self.adm_total == self.done_total)):   # 2. start walk
+        with m.Elif((state == 1) & (self.issued == self.appended)):       # 2. start walk
             m.d.sync += [state.eq(2), cur.eq(head_rw), walk_left.eq(win_rw)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
+            m.d.sync += self.appended.eq(self.appended + 1)
             with m.If(r.last_of_item | (r.null & ~r.flush)):
                 put("done", e_rec, done_rec + 1)
                 m.d.sync += self.done_total.eq(self.done_total + 1)

@@ -127,7 +127,8 @@ class Requester(wiring.Component):
         self.cache = ContextCache(cache_entries, depth,
                                   {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3)
         self.front = QpFront(cache_entries)
-        self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"])
+        self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
+                              p["records"])
         self.sequencer = Sequencer(cache_entries, depth)
         self.payload = PayloadFetch(depth, p["payload_words"])
         self.sender = FrameSender(cache_entries, p["payload_words"])
@@ -256,7 +257,9 @@ class Requester(wiring.Component):
         m.d.comb += [
             comp.q_entry.eq(front.q_entry), front.q_done.eq(comp.q_done),
             front.q_err.eq(comp.q_err),
-            front.q_win.eq(comp.q_win), comp.adm_total.eq(front.adm_total),
+            front.q_win.eq(comp.q_win),
+            fetch.hold.eq(comp.hold), fetch.win_total.eq(comp.win_total),
+            fetch.appended.eq(comp.appended), comp.issued.eq(fetch.issued),
             front.hold.eq(comp.hold), front.serial.eq(self.serial),
             seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
             front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),

@@ -26,6 +26,11 @@ class WqeFetch(wiring.Component):
         Most WQEs fetched by one read (1 to 16; default 16).
     ring_words : int
         Words of the fetched-WQE FIFO (reads are only issued when their words fit).
+    records : int
+        The completion unit's window records: new work is only served when the records
+        it will need fit in the pool together with those in windows and those promised
+        and not yet appended (so a record is always free when the completion unit
+        appends one, and a rewind's wait for the pipeline to empty always ends).
 
     Ports
     -----
@@ -48,6 +53,15 @@ class WqeFetch(wiring.Component):
         The cache's group ``FETCH_GROUP`` (``sq_head``), owned by this stage.
     released : In(16)
         Words the sequencer has taken out of the WQE FIFO since reset (mod 2**16).
+    hold : In(1)
+        The completion unit is rewinding a window: no new work is served (resends are).
+    win_total : In(16), appended : In(16)
+        The completion unit's records in windows, and records it has taken from its
+        ``rec`` FIFO since reset (mod 2**16).
+    issued : Out(16)
+        Records this stage has promised since reset (mod 2**16): one per WQE of each
+        batch it issued that is not a resend, one per null batch. Each non-resend batch
+        yields exactly that many records at the completion unit.
     wqe_reads, wqes, wqe_words_max : Out(32)
         Reads issued (first sends and resends), WQE slots read, and the most WQE FIFO
         words reserved at once.
@@ -62,11 +76,16 @@ class WqeFetch(wiring.Component):
     to the end of the ring)`` slots of ``2**sq_stride_log2`` words (``sq_head`` advances
     by ``n``; the item leaves when all its WQEs are read, else it is served again next
     cycle). A read is issued only if its words fit in the WQE FIFO together with the
-    words reserved and not yet taken, and ``rd`` and ``batch`` have room.
+    words reserved and not yet taken, and ``rd`` and ``batch`` have room. New work (not
+    a resend) is served only while ``hold`` is low and its records fit: ``win_total +
+    (issued - appended) + k <= records``, ``k`` = 1 for a null or ``bf`` batch; a read
+    is cut to the records free (``n`` also at most ``records - win_total - (issued -
+    appended)``, and at least 1).
     """
 
-    def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256):
+    def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256, records=256):
         self.entries, self.depth = entries, depth
+        self.records = check_int(self, "window records", records, 2, 4096)
         self.prefetch = check_int(self, "WQE prefetch depth", prefetch, 1, MAX_PREFETCH)
         self.ring_words = check_int(self, "WQE FIFO words", ring_words, 64, 1 << 14)
         super().__init__({
@@ -78,7 +97,8 @@ class WqeFetch(wiring.Component):
             "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
             "g_addr": Out(range(entries)), "g_data": In(group_layout(FETCH_GROUP)),
             "g_we": Out(1), "g_wdata": Out(group_layout(FETCH_GROUP)),
-            "released": In(16),
+            "released": In(16), "hold": In(1), "win_total": In(16), "appended": In(16),
+            "issued": Out(16),
             "wqe_reads": Out(32), "wqes": Out(32), "wqe_words_max": Out(32),
         })
 
@@ -87,6 +107,11 @@ class WqeFetch(wiring.Component):
         reserved = Signal(16)
         held = Signal(16)
         m.d.comb += held.eq(reserved - self.released)
+        owed = Signal(16)             # records promised and not yet appended
+        pool = Signal(17)
+        m.d.comb += [owed.eq(self.issued - self.appended), pool.eq(self.win_total + owed)]
+        promise = Signal(6)           # records promised this cycle
+        m.d.sync += self.issued.eq(self.issued + promise)
         r, f = self.resend.payload, self.fetch.payload
         use_resend = self.resend.valid
         m.d.comb += [
@@ -128,38 +153,47 @@ class WqeFetch(wiring.Component):
             ]
             ok = room & self.rd.ready & self.batch.ready
             m.d.comb += [issue.eq(ok), self.batch.valid.eq(ok), self.resend.ready.eq(ok)]
-        with m.Elif(self.fetch.valid & self.q_ready):
+        with m.Elif(self.fetch.valid & self.q_ready & ~self.hold):
             count = Signal(16)
             to_end = Signal(17)
             m.d.comb += [count.eq(f.sq_tail - head), to_end.eq(size - (head & mask))]
+            one = self.batch.ready & (pool < self.records)    # a batch of one record
             with m.If(f.modify):
-                go = self.batch.ready
+                go = one
                 m.d.comb += [b.null.eq(1), b.modify.eq(1), b.last_of_item.eq(1),
-                             self.batch.valid.eq(go), self.fetch.ready.eq(go)]
+                             self.batch.valid.eq(go), self.fetch.ready.eq(go),
+                             promise.eq(go)]
             with m.Elif(f.bf):
-                go = self.batch.ready
+                go = one
                 m.d.comb += [
                     b.first.eq(f.sq_tail - 1), b.count.eq(1), b.bf.eq(1),
                     b.last_of_item.eq(1),
-                    self.batch.valid.eq(go), self.fetch.ready.eq(go),
+                    self.batch.valid.eq(go), self.fetch.ready.eq(go), promise.eq(go),
                     self.g_we.eq(go), self.g_wdata.sq_head.eq(f.sq_tail),
                 ]
             with m.Elif(count == 0):
-                go = self.batch.ready
+                go = one
                 m.d.comb += [b.null.eq(1), b.last_of_item.eq(1),
-                             self.batch.valid.eq(go), self.fetch.ready.eq(go)]
+                             self.batch.valid.eq(go), self.fetch.ready.eq(go),
+                             promise.eq(go)]
             with m.Else():
-                m.d.comb += n.eq(Mux(count < self.prefetch,
-                                     Mux(count < to_end, count, to_end),
-                                     Mux(self.prefetch < to_end, self.prefetch, to_end)))
+                n_ring = Signal(6)        # the WQEs the ring and prefetch allow
+                avail = Signal(17)        # records neither in windows nor promised
+                m.d.comb += [
+                    n_ring.eq(Mux(count < self.prefetch,
+                                  Mux(count < to_end, count, to_end),
+                                  Mux(self.prefetch < to_end, self.prefetch, to_end))),
+                    avail.eq(self.records - pool),
+                    n.eq(Mux(n_ring < avail, n_ring, avail)),
+                ]
                 m.d.comb += [
                     slot.eq(head & mask),
                     words.eq(n << ctx.sq_stride_log2),
                     b.first.eq(head), b.count.eq(n), b.last_of_item.eq(n == count),
                 ]
-                ok = room & self.rd.ready & self.batch.ready
+                ok = room & self.rd.ready & self.batch.ready & (pool < self.records)
                 m.d.comb += [
-                    issue.eq(ok), self.batch.valid.eq(ok),
+                    issue.eq(ok), self.batch.valid.eq(ok), promise.eq(Mux(ok, n, 0)),
                     self.fetch.ready.eq(ok & (n == count)),
                     self.g_we.eq(ok), self.g_wdata.sq_head.eq(head + n),
                 ]
