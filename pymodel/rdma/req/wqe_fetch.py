@@ -84,10 +84,10 @@ class WqeFetchModel:
             return
         size = 1 << ctx["sq_size_log2"]
         slot = head & (size - 1)
-        n = min(count, self.prefetch, size - slot, self.records - pool)
+        n = min(count, self.prefetch, size - slot, self.records)
         words = n << ctx["sq_stride_log2"]
         if not (held + words <= self.ring_words and self.rd.can_write()
-                and self.batch.can_write() and pool < self.records):
+                and self.batch.can_write() and pool + n <= self.records):
             return
         self._promise(n)
         if n == count:

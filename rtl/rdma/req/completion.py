@@ -10,7 +10,7 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.req.layouts import cqe_req_layout, record_layout, resend_layout
 from spec.checks import check_int
 from spec.formats.roce import CqeStatus, Syndrome
-from spec.rdma_engine import COMPLETION_COUNTERS, RETRY_LIMIT_RANGE
+from spec.rdma_engine import COMPLETION_COUNTERS, REQUESTER_DEFAULTS, RETRY_LIMIT_RANGE
 
 __all__ = ["CompletionUnit"]
 
@@ -33,7 +33,8 @@ class CompletionUnit(wiring.Component):
     entries : int
         Context-cache entries.
     records : int
-        Records in the pool (messages sent and not yet acknowledged, all QPs).
+        Records in the pool (messages from their WQE read to their ACK, all QPs; the
+        WQE fetch stage keeps the promise that one is free for each record that arrives).
     retry_limit : int
         Timer expiries without progress for which a QP's window is resent (0 to 7); at
         the next one its oldest message completes with RETRY_EXC_ERR.
@@ -117,7 +118,7 @@ class CompletionUnit(wiring.Component):
     oldest record, one record per cycle, and ends.
     """
 
-    def __init__(self, entries, records=256, retry_limit=7):
+    def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7):
         self.entries = entries
         self.records = check_int(self, "window records", records, 2, 4096)
         self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)

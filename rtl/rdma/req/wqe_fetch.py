@@ -8,7 +8,7 @@ from rtl.rdma.context_cache import group_layout
 from rtl.rdma.req.layouts import batch_layout, fetch_layout, read_layout, resend_layout
 from spec.checks import check_int
 from spec.formats.roce import QPC_LAYOUT
-from spec.rdma_engine import FETCH_GROUP, MAX_PREFETCH
+from spec.rdma_engine import FETCH_GROUP, MAX_PREFETCH, REQUESTER_DEFAULTS
 
 __all__ = ["WqeFetch"]
 
@@ -78,12 +78,14 @@ class WqeFetch(wiring.Component):
     cycle). A read is issued only if its words fit in the WQE FIFO together with the
     words reserved and not yet taken, and ``rd`` and ``batch`` have room. New work (not
     a resend) is served only while ``hold`` is low and its records fit: ``win_total +
-    (issued - appended) + k <= records``, ``k`` = 1 for a null or ``bf`` batch; a read
-    is cut to the records free (``n`` also at most ``records - win_total - (issued -
-    appended)``, and at least 1).
+    (issued - appended) + k <= records``, ``k`` = ``n`` for a read (``n`` also at most
+    ``records``), 1 for the others. A read waits for all its records rather than being
+    cut to the records free: cut reads would undo doorbell batching (one read per WQE)
+    whenever the pool is full.
     """
 
-    def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256, records=256):
+    def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256,
+                 records=REQUESTER_DEFAULTS["records"]):
         self.entries, self.depth = entries, depth
         self.records = check_int(self, "window records", records, 2, 4096)
         self.prefetch = check_int(self, "WQE prefetch depth", prefetch, 1, MAX_PREFETCH)
@@ -177,21 +179,15 @@ class WqeFetch(wiring.Component):
                              self.batch.valid.eq(go), self.fetch.ready.eq(go),
                              promise.eq(go)]
             with m.Else():
-                n_ring = Signal(6)        # the WQEs the ring and prefetch allow
-                avail = Signal(17)        # records neither in windows nor promised
-                m.d.comb += [
-                    n_ring.eq(Mux(count < self.prefetch,
-                                  Mux(count < to_end, count, to_end),
-                                  Mux(self.prefetch < to_end, self.prefetch, to_end))),
-                    avail.eq(self.records - pool),
-                    n.eq(Mux(n_ring < avail, n_ring, avail)),
-                ]
+                cap = min(self.prefetch, self.records)     # most WQEs a read may take
+                m.d.comb += n.eq(Mux(count < cap, Mux(count < to_end, count, to_end),
+                                     Mux(cap < to_end, cap, to_end)))
                 m.d.comb += [
                     slot.eq(head & mask),
                     words.eq(n << ctx.sq_stride_log2),
                     b.first.eq(head), b.count.eq(n), b.last_of_item.eq(n == count),
                 ]
-                ok = room & self.rd.ready & self.batch.ready & (pool < self.records)
+                ok = room & self.rd.ready & self.batch.ready & (pool + n <= self.records)
                 m.d.comb += [
                     issue.eq(ok), self.batch.valid.eq(ok), promise.eq(Mux(ok, n, 0)),
                     self.fetch.ready.eq(ok & (n == count)),
