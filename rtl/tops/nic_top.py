@@ -8,6 +8,7 @@ from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
+from rtl.host.attach import host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
@@ -256,11 +257,7 @@ class NicTop(HarnessTop):
             hi.wr.payload.data.eq(rx.wr.payload.data), hi.wr.payload.be.eq(rx.wr.payload.be),
             hi.wr.payload.last.eq(rx.wr_last),
             hi.rd_req.valid.eq(0),
-            mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
-            mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
-            hi.mem_rd_data.valid.eq(mem.rd_data.valid),
-            hi.mem_rd_data.payload.eq(mem.rd_data.payload),
-            mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
+            *host_to_memory(hi, mem),
             wrrec.valid.eq(hi.mem_wr.valid),
             wrrec.payload.addr.eq(hi.mem_wr.payload.addr),
             wrrec.payload.be.eq(hi.mem_wr.payload.be),

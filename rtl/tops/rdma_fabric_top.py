@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.switch import Switch
+from rtl.host.attach import engine_to_host, host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
@@ -218,20 +219,7 @@ class RdmaFabricTop(HarnessTop):
                 recorders[f"completed{n}"].i.payload.eq(hi_rq.marked.payload),
             ]
             for node, hi, mem in ((req, hi_rq, parts["mem_rq"]), (resp, hi_rs, parts["mem_rs"])):
-                m.d.comb += [
-                    hi.rd_req.valid.eq(node.rd_req.valid),
-                    hi.rd_req.payload.eq(node.rd_req.payload),
-                    node.rd_req.ready.eq(hi.rd_req.ready),
-                    node.rd_data.valid.eq(hi.rd_data.valid),
-                    node.rd_data.payload.eq(hi.rd_data.payload),
-                    hi.wr.valid.eq(node.wr.valid), hi.wr.payload.eq(node.wr.payload),
-                    node.wr.ready.eq(hi.wr.ready),
-                    mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
-                    mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
-                    hi.mem_rd_data.valid.eq(mem.rd_data.valid),
-                    hi.mem_rd_data.payload.eq(mem.rd_data.payload),
-                    mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
-                ]
+                m.d.comb += engine_to_host(node, hi) + host_to_memory(hi, mem)
             for c in REQUESTER_COUNTERS:
                 m.d.comb += getattr(self, f"n{n}_req_{c}").eq(getattr(req, c))
             for c in RESPONDER_COUNTERS:

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
+from rtl.host.attach import engine_to_host, host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.req.requester import Requester
@@ -149,19 +150,7 @@ class RdmaTop(HarnessTop):
             link_ba.o.ready.eq(1),
         ]
         for node, hi, mem in ((req, hi_a, self.mem_a), (resp, hi_b, self.mem_b)):
-            m.d.comb += [
-                hi.rd_req.valid.eq(node.rd_req.valid), hi.rd_req.payload.eq(node.rd_req.payload),
-                node.rd_req.ready.eq(hi.rd_req.ready),
-                node.rd_data.valid.eq(hi.rd_data.valid),
-                node.rd_data.payload.eq(hi.rd_data.payload),
-                hi.wr.valid.eq(node.wr.valid), hi.wr.payload.eq(node.wr.payload),
-                node.wr.ready.eq(hi.wr.ready),
-                mem.rd_addr.valid.eq(hi.mem_rd_addr.valid),
-                mem.rd_addr.payload.eq(hi.mem_rd_addr.payload),
-                hi.mem_rd_data.valid.eq(mem.rd_data.valid),
-                hi.mem_rd_data.payload.eq(mem.rd_data.payload),
-                mem.wr.valid.eq(hi.mem_wr.valid), mem.wr.payload.eq(hi.mem_wr.payload),
-            ]
+            m.d.comb += engine_to_host(node, hi) + host_to_memory(hi, mem)
         for name, link in (("wire_ab", link_ab), ("wire_ba", link_ba)):
             m.d.comb += [recorders[name].i.valid.eq(link.i.valid),
                          recorders[name].i.payload.eq(link.i.payload)]
