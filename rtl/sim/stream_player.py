@@ -38,7 +38,16 @@ class StreamPlayer(wiring.Component):
         All ``count`` items have been transferred.
 
     The testbench writes ``items`` and ``release_at`` (and reads ``stamps``) through VPI in
-    bulk.
+    bulk, before reset is released.
+
+    Timing: ``payload`` (and the release cycle) come from a registered read of the memory
+    addressed by the index of the next cycle, so the output is ``items[index]`` exactly
+    as a combinational read would give, one clock edge after the memory was written (the
+    read repeats every cycle, reset included, so items loaded before reset is released
+    are seen). The read is registered for simulation speed, not behaviour: the memories
+    are writable through VPI, so Verilator treats them like inputs and re-evaluates all
+    logic combinationally downstream of a read of them at every input change (the clock's
+    twice a cycle); a registered read ends that path at the clock edge.
     """
 
     def __init__(self, shape, depth, timed=False):
@@ -57,19 +66,21 @@ class StreamPlayer(wiring.Component):
         m.submodules.items = items = memory.Memory(shape=self.shape, depth=self.depth, init=[])
         m.submodules.stamps = stamps = memory.Memory(shape=32, depth=self.depth, init=[])
         m.submodules.pattern = pattern = StallPattern()
-        rp = items.read_port(domain="comb")
+        rp = items.read_port(domain="sync", transparent_for=())
         wp = stamps.write_port()
         index = Signal(range(self.depth + 1))
+        nxt = Signal(range(self.depth + 1))
         due = Signal(init=1)
         if self.timed:
             m.submodules.release_at = release = memory.Memory(shape=32, depth=self.depth,
                                                            init=[])
-            rel = release.read_port(domain="comb")
-            m.d.comb += [rel.addr.eq(index), due.eq(self.now >= rel.data)]
+            rel = release.read_port(domain="sync", transparent_for=())
+            m.d.comb += [rel.addr.eq(nxt), due.eq(self.now >= rel.data)]
         m.d.comb += [
+            nxt.eq(index + (self.o.valid & self.o.ready)),
             pattern.seed.eq(self.stall_seed),
             pattern.rate.eq(self.stall_rate),
-            rp.addr.eq(index),
+            rp.addr.eq(nxt),
             self.o.payload.eq(rp.data),
             self.o.valid.eq((index < self.count) & due & ~pattern.stall & ~ResetSignal()),
             self.done.eq(index >= self.count),
