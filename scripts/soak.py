@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
-from scripts.executor import ExecutorError, make_executor  # noqa: E402
+from scripts.executor import CONNECT_TIMEOUT_S, ExecutorError, make_executor  # noqa: E402
 from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
@@ -136,6 +136,8 @@ def _args(argv):
     ap.add_argument("--scheduler", default=None,
                     help="run the designs on a Dask cluster: 'local' (a LocalCluster of "
                          "--jobs workers) or a scheduler address such as tcp://host:8786")
+    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
+                    help=f"seconds to wait for --scheduler (default {CONNECT_TIMEOUT_S})")
     ap.add_argument("--rdma-group", type=_chunk(1 << 30), default=None, metavar="N",
                     help="RDMA chunks per job (default: all in one job); smaller groups "
                          "spread the RDMA soak over the --jobs workers or the cluster")
@@ -144,6 +146,8 @@ def _args(argv):
                          "node 0's stall seed; RDMA: MMIO words a cycle late), so that "
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
+    if not args.connect_timeout > 0:
+        ap.error(f"--connect-timeout must be positive, not {args.connect_timeout}")
     # The retry's signalling is damaged at the rates of the frames by default.
     for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),
                        ("ack_corrupt_rate", "corrupt_rate")):
@@ -248,7 +252,7 @@ def jobs_of(args):
 def main(argv=None):
     args = _args(argv)
     try:
-        make_executor(args.jobs, args.scheduler)        # checks the options
+        make_executor(args.jobs, args.scheduler, args.connect_timeout)   # checks the options
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -257,7 +261,7 @@ def main(argv=None):
 
     t0 = time.perf_counter()
     try:
-        with make_executor(args.jobs, args.scheduler) as ex:
+        with make_executor(args.jobs, args.scheduler, args.connect_timeout) as ex:
             parts = ex.map(job, jobs_of(args))
     except ExecutorError as exc:
         print(f"error: {exc}", file=sys.stderr)

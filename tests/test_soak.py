@@ -20,12 +20,15 @@ def test_bad_scheduler_is_a_clear_error(capsys, tmp_path):
     assert "--scheduler" in capsys.readouterr().err
     assert soak.main(["--jobs", "0", "--out", str(tmp_path)]) == 2
     assert "--jobs" in capsys.readouterr().err
-    assert soak.main(["--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path)]) == 2
+    assert soak.main(["--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1",
+                      "--out", str(tmp_path)]) == 2
     assert "--scheduler tcp://127.0.0.1:9: cannot reach" in capsys.readouterr().err
     assert not (tmp_path / "soak.json").exists()
 
 
 def test_chunk_options_are_checked():
+    with pytest.raises(SystemExit):
+        soak._args(["--connect-timeout", "0"])
     for bad in (["--nic-chunk", "0"], ["--nic-chunk", str(soak.NIC_CHUNK + 1)],
                 ["--rdma-chunk", str(soak.RDMA_CHUNK + 1)]):
         with pytest.raises(SystemExit):
