@@ -115,14 +115,21 @@ def test_bad_width_is_named(bad):
 
 
 @pytest.mark.parametrize("width", [8, 16, 32, 64])
-def test_lane_tables_are_the_beat_step(width):
-    """The cached lane tables of the parallel CRC equal stepping the whole beat bit by
-    bit (crc32_step) with one non-zero byte, for every lane and a spread of bytes."""
-    from rtl.common.crc32 import crc32_step, lane_table
+def test_data_map_is_the_beat_step(width):
+    """The cached data map of the parallel CRC equals stepping the whole beat bit by bit
+    (crc32_step) from a zero register: for each single byte in each lane, and for
+    random whole beats."""
+    import random
+
+    from rtl.common import gf2
+    from rtl.common.crc32 import crc32_step, data_rows
+    rows = data_rows(width)
+    assert len(rows) == 32
     for lane in range(width):
-        table = lane_table(lane, width)
-        assert len(table) == 256
         for b in range(0, 256, 1 if width <= 16 else 37):
-            assert table[b] == crc32_step(0, b << (8 * lane), width), (lane, b)
-    with pytest.raises(ValueError, match="lane"):
-        lane_table(width, width)
+            data = b << (8 * lane)
+            assert gf2.apply(rows, data) == crc32_step(0, data, width), (lane, b)
+    rng = random.Random(width)
+    for _ in range(50):
+        data = rng.getrandbits(8 * width)
+        assert gf2.apply(rows, data) == crc32_step(0, data, width)
