@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from spec.checks import silence
+from tb import comb_check
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
            "toolchain_path", "export_verilog", "run_cosim", "cosim_params"]
@@ -107,6 +108,8 @@ def export_verilog(top, name):
     written back into the Verilog as a loop per memory, and other initialisers (the CRC
     tables) are handed to Yosys as one constant string. The Verilog is the same text as
     a plain ``verilog.convert`` followed by folding the zero initialisers (tested).
+    Amaranth's test for combinational cycles runs through :mod:`tb.comb_check` (the same
+    answer, one visit per multi-input cell instead of per bit).
     """
     from amaranth.back import rtlil, verilog
     from amaranth.hdl import _nir
@@ -134,7 +137,8 @@ def export_verilog(top, name):
 
     rtlil.ModuleEmitter.emit_memory = emit_memory
     try:
-        text = verilog.convert(top, name=name, emit_src=False)
+        with comb_check.install():
+            text = verilog.convert(top, name=name, emit_src=False)
     finally:
         rtlil.ModuleEmitter.emit_memory = original
     text = _ZERO_INIT.sub(_zero_loop, text)
