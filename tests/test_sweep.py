@@ -140,11 +140,14 @@ def test_example_files_parse():
 @pytest.mark.cosim
 def test_sweep_writes_files_and_an_rtl_row(tmp_path):
     """A NIC sweep of two model points and one co-simulated on Icarus: the files are
-    written, the RTL row equals its model row on every metric, 0 mismatches."""
+    written, the RTL row equals its model row on every metric, 0 mismatches. (L2, 2
+    peers, 16 stores of 200 B: the top of tests/test_sim_cli.py's user point, so the
+    two tests share one export and build.)"""
     spec = tmp_path / "nic.toml"
-    spec.write_text('name = "t"\ndesign = "nic"\nmessages = 30\n[axes]\n'
-                    'msg_bytes = [64, 128]\n[rtl]\nsim = "icarus"\nmessages = 30\n'
-                    'points = [{msg_bytes = 128}]\n')
+    spec.write_text('name = "t"\ndesign = "nic"\nmessages = 16\n'
+                    '[fixed]\nframing = "l2"\npeers = 2\n[axes]\n'
+                    'msg_bytes = [64, 200]\n[rtl]\nsim = "icarus"\nmessages = 16\n'
+                    'points = [{msg_bytes = 200}]\n')
     out = tmp_path / "out"
     assert sweep_cli.main([str(spec), "--out", str(out), "--jobs", "1"]) == 0
     rows = json.loads((out / "results.json").read_text())

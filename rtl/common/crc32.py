@@ -71,6 +71,15 @@ def _xor_tree(terms):
     return terms[0]
 
 
+@functools.cache
+def _slice_table(rows, n):
+    """The ROM contents of :func:`_linear_map` for the map ``rows`` on ``n`` input bits
+    (cached: the CRC blocks of a top share them)."""
+    full = (1 << n) - 1
+    return tuple(gf2.apply(rows, (v << (_SLICE * j)) & full)
+                 for j in range((n + _SLICE - 1) // _SLICE) for v in range(1 << _SLICE))
+
+
 def _linear_map(m, vec, rows, name):
     """The GF(2) map ``rows`` (see :mod:`rtl.common.gf2`) applied to ``vec``.
 
@@ -86,9 +95,7 @@ def _linear_map(m, vec, rows, name):
     """
     n = len(vec)
     slices = (n + _SLICE - 1) // _SLICE
-    full = (1 << n) - 1
-    table = [gf2.apply(rows, (v << (_SLICE * j)) & full)
-             for j in range(slices) for v in range(1 << _SLICE)]
+    table = _slice_table(tuple(rows), n)
     rom = memory.Memory(shape=len(rows), depth=len(table), init=table)
     m.submodules[name] = rom
     parts = []
