@@ -84,25 +84,29 @@ def _linear_map(m, vec, rows, name):
     """The GF(2) map ``rows`` (see :mod:`rtl.common.gf2`) applied to ``vec``.
 
     By linearity the result is the XOR over the 4-bit slices of ``vec`` of one table
-    lookup each: one constant ROM holds, at address ``(j, v)``, the image of ``v`` placed
-    at slice ``j``. The map is in a ROM rather than in ``Const`` operands: Amaranth lowers
-    an AND with a constant into bit selections, which made the exported Verilog, and the
-    C++ that Verilator builds from it, ten times larger. Table lookups also cost Icarus
-    far fewer events (eight lookups for 32 bits) than one parity per output bit did
-    (32 ANDs, 32 reductions and a concatenation that passes on every bit change). A
-    synthesis flow folds the ROM back into XOR trees (the area script counts ROMs as
-    logic, not as memory bits).
+    lookup each: slice ``j`` reads a constant ROM of 16 entries (``name`` + ``j``) that
+    holds at address ``v`` the image of ``v`` placed at slice ``j``. The map is in ROMs
+    rather than in ``Const`` operands: Amaranth lowers an AND with a constant into bit
+    selections, which made the exported Verilog, and the C++ that Verilator builds from
+    it, ten times larger. Table lookups also cost Icarus far fewer events (eight lookups
+    for 32 bits) than one parity per output bit did (32 ANDs, 32 reductions and a
+    concatenation that passes on every bit change). One small ROM per slice, not one
+    ROM with a read port per slice: Yosys maps every read port of a ROM to a multiplexer
+    tree over all its entries before it sees that the slice number is constant, which
+    for the 128 slices of a 64-byte beat (2,048 entries) was 262,016 multiplexers and
+    more memory than Yosys has. A synthesis flow folds the ROMs back into XOR trees (the
+    area script counts ROMs as logic, not as memory bits).
     """
     n = len(vec)
-    slices = (n + _SLICE - 1) // _SLICE
     table = _slice_table(tuple(rows), n)
-    rom = memory.Memory(shape=len(rows), depth=len(table), init=table)
-    m.submodules[name] = rom
     parts = []
-    for j in range(slices):
+    for j in range((n + _SLICE - 1) // _SLICE):
+        rom = memory.Memory(shape=len(rows), depth=1 << _SLICE,
+                            init=table[j << _SLICE:(j + 1) << _SLICE])
+        m.submodules[f"{name}{j}"] = rom
         port = rom.read_port(domain="comb")
         bits = vec[_SLICE * j:_SLICE * (j + 1)]
-        m.d.comb += port.addr.eq(Cat(bits, Const(0, _SLICE - len(bits)), Const(j, range(slices))))
+        m.d.comb += port.addr.eq(Cat(bits, Const(0, _SLICE - len(bits))))
         parts.append(port.data)
     return _xor_tree(parts)
 
