@@ -65,8 +65,9 @@ SLOW = {
         "the host interface runs on Verilator inside RdmaTop; Icarus runs it alone",
     "test_cosim_mem_credit.py::test_memory_and_credit_counter[verilator-*]":
         "memory and credit counter run on Verilator inside the NIC tops; Icarus alone",
-    "test_uvm_rdma.py::test_uvm_rdma[verilator-*]":
-        "Icarus runs it here; make regress runs it on both simulators",
+    "test_uvm_rdma.py::test_uvm_rdma[icarus-*]":
+        "Verilator runs it here (14 s against Icarus's 29 s on RdmaTop); make regress "
+        "runs it on both simulators",
     "test_regress_cli.py::test_one_real_run_through_a_dask_local_cluster":
         "its simulation is test_uvm_rdma[icarus-1]; the regression's options, scheduler "
         "errors and failed jobs are tested without a simulator (about 50 s saved)",
