@@ -78,8 +78,9 @@ class Fifo:
         self._pushed.append(value)
 
     def commit(self):
-        if self._popped or self._pushed:
-            _ACTIVITY[0] = True
+        if not (self._popped or self._pushed):
+            return                  # nothing staged: the contents and the mark stand
+        _ACTIVITY[0] = True
         for _ in range(self._popped):
             self.q.popleft()
         self.q.extend(self._pushed)

@@ -27,6 +27,9 @@ def _sims():
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
+    "test_workloads_roofline.py::test_whole_grid_runs":
+        "test_section_small_grid runs the same section code on a small grid (the whole "
+        "grid is about 17 s of model runs)",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-8]":
         "Verilator builds the 64-bit FCS top; Icarus runs every width",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-32]":
@@ -118,7 +121,6 @@ def pytest_configure(config):
 #: the two workers do not end with one long test running while the other idles.
 LONG_FIRST = ("test_uvm_rdma.py::test_uvm_rdma[*]", "test_cosim_rdma_fabric.py::*",
               "test_cosim_rdma.py::test_rdma_headline_rows_and_pcap[*]",
-              "test_workloads_roofline.py::test_whole_grid_runs",
               "test_uvm_nic.py::test_uvm_nic[*]")
 
 
