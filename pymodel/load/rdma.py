@@ -37,7 +37,7 @@ from pymodel.load.traffic import arrival_cycles, distribution, qp_sequence
 from pymodel.rdma.metrics import per_message
 from pymodel.rdma.point import ENGINE_KNOBS, knobs_of, run_model
 from pymodel.rdma.system import Config
-from pymodel.rdma.verbs import Verbs
+from pymodel.rdma.verbs import Verbs, cq_log2_for
 from pymodel.workloads.carriers import ISSUERS
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_load, check_skew
@@ -97,7 +97,7 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     per_qp = {}
     for q in qseq:
         per_qp[q] = per_qp.get(q, 0) + 1
-    v = Verbs(depth=depth, mr_entries=16, cq_log2=max(10, (n - 1).bit_length()))
+    v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n))
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
                          pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & 0xFFFFFF,
                          psn_b=(q * 977) & 0xFFFFFF)

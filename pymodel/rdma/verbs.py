@@ -33,7 +33,17 @@ from spec.rdma_engine import (
     MODIFY_QP_OFFSET,
 )
 
-__all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B"]
+__all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B", "MIN_CQ_LOG2",
+           "cq_log2_for"]
+
+#: log2 of the CQEs of the smallest CQ a scenario makes (1,024).
+MIN_CQ_LOG2 = 10
+
+
+def cq_log2_for(cqes):
+    """log2 of the smallest CQ (at least ``2**MIN_CQ_LOG2`` entries) that holds ``cqes``
+    CQEs without wrapping: the co-simulation polls the CQ only after the run."""
+    return max(MIN_CQ_LOG2, (cqes - 1).bit_length())
 
 MAC_A, MAC_B = 0x02_00_00_00_00_0A, 0x02_00_00_00_00_0B
 IP_A, IP_B = 0x0A_00_00_01, 0x0A_00_00_02
@@ -80,7 +90,8 @@ class Verbs:
         The CQ holds ``2**cq_log2`` CQEs.
     """
 
-    def __init__(self, depth=HOST_DEPTH, mr_entries=16, max_qps=4096, cq_log2=10):
+    def __init__(self, depth=HOST_DEPTH, mr_entries=16, max_qps=4096,
+                 cq_log2=MIN_CQ_LOG2):
         self.depth, self.mr_entries, self.cq_log2 = depth, mr_entries, cq_log2
         self.qpc_base_a = self.qpc_base_b = 0
         self.mem_a, self.mem_b = {}, {}

@@ -6,7 +6,7 @@ import zlib
 
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
-from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
+from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for
 from spec.formats.roce import CqeStatus, OpCode, QpState
 from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS
 
@@ -41,9 +41,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     per_qp = -(-messages // qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
     stride = 2 if k["inline"] else 0
-    # The CQ holds a CQE for every message (the test polls it after the run).
-    v = Verbs(depth=depth, mr_entries=mr_entries,
-              cq_log2=max(10, (messages - 1).bit_length()))
+    v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages))
     pairs = [v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
                          psn_a=(q * 977) & 0xFFFFFF, psn_b=(q * 977) & 0xFFFFFF,
                          stride_log2=stride)
