@@ -26,6 +26,7 @@ from pathlib import Path
 
 from spec.checks import silence
 from tb import comb_check
+from tb.bulk_dump import add_dump_hooks, hook_names
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
            "toolchain_path", "export_verilog", "run_cosim", "cosim_params"]
@@ -239,7 +240,8 @@ def _progress(name, sim, phase, t0, note=""):
 #: memories of the host and NIC nodes, players' and recorders' items, stamps and release
 #: cycles, the responder's MR table and the context caches' tags. Everything else stays
 #: private to Verilator, which can then fold it.
-PUBLIC_VARS = ("mem", "items", "stamps", "release_at", "mr_table", "tags")
+PUBLIC_VARS = ("mem", "items", "stamps", "release_at", "mr_table", "tags",
+               *hook_names())
 
 
 def top_ports(text, name):
@@ -320,6 +322,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     t0 = time.monotonic()
     text = cached_verilog(top, name)
     t0 = _progress(name, sim, "export", t0)
+    text = add_dump_hooks(text)
     if sim == "icarus":
         text = icarus_time_zero(text)
     opt = opt or os.environ.get("VERILATOR_OPT") or DEFAULT_OPT

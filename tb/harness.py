@@ -10,6 +10,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_steps, get_sim_time
 
+from tb.bulk_dump import snapshot, snapshot_words
+
 __all__ = ["Harness", "HarnessTimeout", "load_memory", "load_image", "dump_memory"]
 
 CLOCK_NS = 10
@@ -36,10 +38,14 @@ def dump_memory(handle, count, start=0):
     pinned cocotb's ``_handle``), without making a cocotb handle and a ``LogicArray``
     per word: a 32,768-word host memory comes back in a third of the time. A word
     holding X or Z bits raises ``ValueError`` naming it, as ``int(handle[k].value)``
-    does."""
+    does. A memory written to its file by :meth:`Harness.snapshot` at the current
+    simulation time is read from that file instead (:mod:`tb.bulk_dump`)."""
     if start < 0 or start + count > len(handle):
         raise ValueError(f"{handle._path} holds {len(handle)} words; words {start} to "
                          f"{start + count - 1} asked")
+    words = snapshot_words(handle, count, start)
+    if words is not None:
+        return words
     gpi, out = handle._handle, []
     for k in range(start, start + count):
         bits = gpi.get_handle_by_index(k).get_signal_val_binstr()
@@ -105,6 +111,20 @@ class Harness:
                 await First(RisingEdge(port), Timer(left, "step"))
         await ReadOnly()
         return int(self.dut.now.value)
+
+    async def snapshot(self, memories=(), players=(), recorders=(), read_only=True):
+        """Write ``memories`` (``(handle, words)`` pairs, words None for all), the stamps
+        of ``players`` (``(name, count)`` pairs) and the items and stamps that the
+        ``recorders`` (names) hold to files at the next falling clock edge, for
+        :func:`dump_memory` to read at that simulation time
+        (:func:`tb.bulk_dump.snapshot`; ``read_only`` as there). Ports and registers read
+        the same before and after (the designs change only at rising edges)."""
+        handles = list(memories)
+        handles += [(getattr(self.dut, name).stamps, count) for name, count in players]
+        for name in recorders:
+            rec, n = getattr(self.dut, name), int(self.port(f"{name}_count").value)
+            handles += [(rec.items, n), (rec.stamps, n)]
+        await snapshot(self.dut, handles, read_only=read_only)
 
     def played_stamps(self, name, count):
         return dump_memory(getattr(self.dut, name).stamps, count)

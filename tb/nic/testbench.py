@@ -133,7 +133,9 @@ class NicTestbench:
         """Reset, then let the simulator run until every port of ``done`` (default: all of
         :meth:`done_ports`) reads 1, then on to cycle ``until`` at least, then ``drain``
         cycles more. Returns the cycle the done ports were all seen (``now`` at a
-        timeout, which is kept in :attr:`hang`)."""
+        timeout, which is kept in :attr:`hang`). The memories, command stamps and
+        recorders are then written to files half a cycle later
+        (:meth:`tb.harness.Harness.snapshot`), from which the results below read them."""
         await self.harness.reset()
         self.hang = None
         try:
@@ -146,6 +148,13 @@ class NicTestbench:
         if drain:
             await ClockCycles(self.dut.clk, drain)
         self.end = int(self.dut.now.value)
+        h = self.harness
+        await h.snapshot([(getattr(self.dut, f"mem{p}").mem, self.mem_words)
+                          for p in range(self.nodes)],
+                         players=[(f"cmd{p}", int(h.port(f"cmd{p}_count").value))
+                                  for p in range(self.nodes)],
+                         recorders=[f"{k}{p}" for p in range(self.nodes)
+                                    for k in RECORDERS], read_only=False)
         return done_at
 
     # -- results, valid after the run --------------------------------------------------------

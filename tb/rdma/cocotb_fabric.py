@@ -115,6 +115,13 @@ class FabricTestbench:
             self.hang = str(exc)
         await ClockCycles(self.dut.clk, settle)
         await ReadOnly()
+        d = self.dut
+        await self.harness.snapshot(
+            [(getattr(d, f"{mem}{n}").mem, self.depth) for n in range(self.nodes)
+             for mem in ("mem_rq", "mem_rs")],
+            players=[(f"mmio{n}", value_of(getattr(d, f"mmio{n}_count")))
+                     for n in range(self.nodes)],
+            recorders=self.recorders())
 
     def compare(self, sb, model, images):
         """Compare everything with the model on ``sb``; returns the run in the model's

@@ -15,6 +15,8 @@ cycle: the stimulus is in the players and memories before reset, and the results
 out of the recorders, counters and memories in bulk after the run.
 """
 
+import time
+
 from cocotb.triggers import ClockCycles, ReadOnly
 
 from pymodel.fields import pack
@@ -156,8 +158,12 @@ class RdmaTestbench:
         players' and every recorder's) reads 1, then ``settle`` cycles more; with
         ``read_only`` the results are then sampled in ``ReadOnly`` (no write may follow
         in that time step: a bench that runs again leaves it off). Returns ``now``; a
-        timeout is kept in :attr:`hang`."""
+        timeout is kept in :attr:`hang`, the wall time until then in :attr:`run_s`.
+        Then the host memories, the MMIO stamps and the recorders are written to files
+        (:meth:`tb.harness.Harness.snapshot`, half a cycle later), from which the
+        results below read them."""
         done = done or (["mmio_done", "inject_done"] + [f"{r}_done" for r in RECORDERS])
+        t0 = time.perf_counter()
         await self.harness.reset()
         self.hang = None
         try:
@@ -168,6 +174,10 @@ class RdmaTestbench:
         if read_only:
             await ReadOnly()
         self.end = value_of(self.dut.now)
+        self.run_s = time.perf_counter() - t0
+        await self.harness.snapshot([(getattr(self.dut, m).mem, None) for m in MEMORIES],
+                                    players=[("mmio", value_of(self.dut.mmio_count))],
+                                    recorders=RECORDERS, read_only=read_only)
         return self.end
 
     # -- results, valid after the run --------------------------------------------------------
