@@ -28,7 +28,8 @@ import concurrent.futures
 import os
 from pathlib import Path
 
-__all__ = ["make_executor", "ExecutorError", "ItemFailed"]
+__all__ = ["make_executor", "ExecutorError", "ItemFailed", "add_cluster_options",
+           "check_cluster_options"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds to wait for a remote scheduler before giving up.
@@ -48,6 +49,24 @@ class ItemFailed(Exception):
     def __init__(self, item, error):
         super().__init__(f"{type(error).__name__}: {error}")
         self.item, self.error = item, error
+
+
+def add_cluster_options(ap, what="the jobs"):
+    """Add ``--scheduler`` and ``--connect-timeout`` to the argparse parser ``ap``: the
+    options of every script that runs its points through :func:`make_executor`."""
+    ap.add_argument("--scheduler", default=None,
+                    help=f"run {what} on a Dask cluster: 'local' (a LocalCluster of --jobs "
+                         "workers) or a scheduler address such as tcp://host:8786 "
+                         "(docs/sweeps.md)")
+    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
+                    help=f"seconds to wait for --scheduler (default {CONNECT_TIMEOUT_S})")
+
+
+def check_cluster_options(ap, args):
+    """Stop with an argparse error naming the option when ``--connect-timeout`` (added by
+    :func:`add_cluster_options`) is not positive."""
+    if not args.connect_timeout > 0:
+        ap.error(f"--connect-timeout must be positive, not {args.connect_timeout}")
 
 
 def make_executor(jobs=2, scheduler=None, connect_timeout=CONNECT_TIMEOUT_S):

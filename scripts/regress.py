@@ -51,9 +51,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.executor import (  # noqa: E402
-    CONNECT_TIMEOUT_S,
     ExecutorError,
     ItemFailed,
+    add_cluster_options,
+    check_cluster_options,
     make_executor,
 )
 from tb.cosim import SIMULATORS, toolchain_path  # noqa: E402
@@ -82,11 +83,7 @@ def _args(argv):
     ap.add_argument("--jobs", type=int, default=2,
                     help="runs at a time: local processes, or the workers of "
                          "--scheduler local (default 2; a tcp:// scheduler has its own)")
-    ap.add_argument("--scheduler", default=None,
-                    help="run on a Dask cluster: 'local' (a LocalCluster of --jobs "
-                         "workers) or a scheduler address such as tcp://host:8786")
-    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
-                    help=f"seconds to wait for --scheduler (default {CONNECT_TIMEOUT_S})")
+    add_cluster_options(ap, "the regressions")
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds after which a job (a regression, seed and simulator) is "
                          "stopped and its runs fail (default 0: none)")
@@ -99,8 +96,7 @@ def _args(argv):
         ap.error(f"--seeds must be at least 1, not {args.seeds}")
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
-    if args.connect_timeout <= 0:
-        ap.error(f"--connect-timeout must be positive, not {args.connect_timeout}")
+    check_cluster_options(ap, args)
     if args.timeout < 0:
         ap.error(f"--timeout must be 0 (none) or positive, not {args.timeout}")
     args.sims = [s.strip() for s in args.sims.split(",") if s.strip()]

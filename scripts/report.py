@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.executor import add_cluster_options, check_cluster_options  # noqa: E402
 from scripts.reporting.grid import run_model_grid  # noqa: E402
 from scripts.reporting.inference import inference_section  # noqa: E402
 from scripts.reporting.plots import plots  # noqa: E402
@@ -57,10 +58,9 @@ def main(argv=None):
     ap.add_argument("--no-inference", action="store_true",
                     help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
-    ap.add_argument("--scheduler", default=None,
-                    help="run the model grid and the RTL subset on a Dask cluster: 'local' "
-                         "or a scheduler address such as tcp://host:8786 (docs/sweeps.md)")
+    add_cluster_options(ap, "the model grid and the RTL subset")
     args = ap.parse_args(argv)
+    check_cluster_options(ap, args)
     try:
         args.sim = selected_sim(args.sim)
     except ValueError as exc:
@@ -79,9 +79,10 @@ def main(argv=None):
 
     from scripts.executor import ExecutorError
     try:
-        grid = run_model_grid(args.jobs, args.model_messages, args.scheduler)
+        grid = run_model_grid(args.jobs, args.model_messages, args.scheduler,
+                              args.connect_timeout)
         rtl = [] if args.no_rtl else run_rtl_subset(args.sim, args.jobs, args.rtl_messages,
-                                                    args.scheduler)
+                                                    args.scheduler, args.connect_timeout)
     except ExecutorError as exc:
         ap.error(str(exc))
 
@@ -104,7 +105,7 @@ def main(argv=None):
         from scripts.executor import make_executor
         from scripts.reporting.load import load_section, run_load_rtl
         try:
-            with make_executor(args.jobs, args.scheduler) as ex:
+            with make_executor(args.jobs, args.scheduler, args.connect_timeout) as ex:
                 if not args.no_rtl:
                     load_rtl = run_load_rtl(ex, args.sim, min(args.rtl_messages, 200))
                 md = load_section(out, ex, args.load_messages, load_rtl)

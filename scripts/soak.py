@@ -56,7 +56,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
-from scripts.executor import CONNECT_TIMEOUT_S, ExecutorError, make_executor  # noqa: E402
+from scripts.executor import (  # noqa: E402
+    ExecutorError,
+    add_cluster_options,
+    check_cluster_options,
+    make_executor,
+)
 from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
@@ -133,11 +138,7 @@ def _args(argv):
                     help="jobs at a time: the two designs, or the NIC and the RDMA "
                          "groups (local processes, or Dask workers of --scheduler local; "
                          "default $JOBS or 2)")
-    ap.add_argument("--scheduler", default=None,
-                    help="run the designs on a Dask cluster: 'local' (a LocalCluster of "
-                         "--jobs workers) or a scheduler address such as tcp://host:8786")
-    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
-                    help=f"seconds to wait for --scheduler (default {CONNECT_TIMEOUT_S})")
+    add_cluster_options(ap, "the designs")
     ap.add_argument("--rdma-group", type=_chunk(1 << 30), default=None, metavar="N",
                     help="RDMA chunks per job (default: all in one job); smaller groups "
                          "spread the RDMA soak over the --jobs workers or the cluster")
@@ -146,8 +147,7 @@ def _args(argv):
                          "node 0's stall seed; RDMA: MMIO words a cycle late), so that "
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
-    if not args.connect_timeout > 0:
-        ap.error(f"--connect-timeout must be positive, not {args.connect_timeout}")
+    check_cluster_options(ap, args)
     # The retry's signalling is damaged at the rates of the frames by default.
     for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),
                        ("ack_corrupt_rate", "corrupt_rate")):

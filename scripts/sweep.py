@@ -28,7 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.executor import ExecutorError, make_executor  # noqa: E402
+from scripts.executor import (  # noqa: E402
+    CONNECT_TIMEOUT_S,
+    ExecutorError,
+    add_cluster_options,
+    check_cluster_options,
+    make_executor,
+)
 from scripts.sweep_spec import SweepError, load_sweep  # noqa: E402
 
 __all__ = ["main", "model_rows", "rtl_row", "run_sweep"]
@@ -44,15 +50,14 @@ def parse_args(argv=None):
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
                     help="points at a time (local processes, or Dask workers of "
                          "--scheduler local; default $JOBS or 2)")
-    ap.add_argument("--scheduler", default=None,
-                    help="run the points on a Dask cluster: 'local' (a LocalCluster of "
-                         "--jobs workers) or a scheduler address such as tcp://host:8786")
+    add_cluster_options(ap, "the points")
     ap.add_argument("--no-rtl", action="store_true", help="skip the [rtl] points")
     ap.add_argument("--out", type=Path, default=None,
                     help="output folder (default build/sweep/<name>)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
+    check_cluster_options(ap, args)
     return args
 
 
@@ -98,7 +103,8 @@ def rtl_row(task):
     return row
 
 
-def run_sweep(sweep, jobs=2, scheduler=None, rtl=True, log=print):
+def run_sweep(sweep, jobs=2, scheduler=None, rtl=True, log=print,
+              connect_timeout=CONNECT_TIMEOUT_S):
     """Rows of ``sweep``: the model rows, then the RTL rows (if ``rtl``)."""
     t0 = time.monotonic()
     n = len(sweep.points)
@@ -115,7 +121,7 @@ def run_sweep(sweep, jobs=2, scheduler=None, rtl=True, log=print):
             log(f"[sweep] model {done[0]}/{n} ({time.monotonic() - t0:.1f} s, about "
                 f"{left:.0f} s left)")
 
-    with make_executor(jobs, scheduler) as ex:
+    with make_executor(jobs, scheduler, connect_timeout) as ex:
         rows = model_rows(sweep, ex, progress=tick)
         if rtl and sweep.rtl_points:
             os.environ.setdefault("COSIM_PROGRESS", "1")
@@ -180,7 +186,8 @@ def main(argv=None):
     out = args.out or ROOT / "build" / "sweep" / sweep.name
     out.mkdir(parents=True, exist_ok=True)
     try:
-        rows = run_sweep(sweep, args.jobs, args.scheduler, rtl=not args.no_rtl)
+        rows = run_sweep(sweep, args.jobs, args.scheduler, rtl=not args.no_rtl,
+                         connect_timeout=args.connect_timeout)
     except (SweepError, ExecutorError) as exc:
         print(f"error: sweep file {args.spec}: {exc}" if isinstance(exc, SweepError)
               and not str(exc).startswith("sweep file") else f"error: {exc}",

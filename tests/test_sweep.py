@@ -70,6 +70,21 @@ def test_bad_options_and_files_exit_2(tmp_path, capsys):
     assert "--scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("script", ["sweep", "report", "soak", "regress"])
+def test_every_cluster_script_checks_connect_timeout(script, tmp_path, capsys):
+    """scripts.executor.add_cluster_options: one --connect-timeout for the four scripts
+    that take --scheduler, each refusing a value that is not positive."""
+    import importlib
+
+    mod = importlib.import_module(f"scripts.{script}")
+    spec = tmp_path / "s.toml"
+    spec.write_text(SMALL)
+    argv = ([str(spec)] if script == "sweep" else []) + ["--connect-timeout", "0"]
+    with pytest.raises(SystemExit):
+        mod.main(argv)
+    assert "--connect-timeout must be positive" in capsys.readouterr().err
+
+
 def test_executor_options_are_checked():
     with pytest.raises(ExecutorError, match="--jobs"):
         make_executor(0)

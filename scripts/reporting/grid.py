@@ -10,6 +10,7 @@ fast path does not apply; the points are spread over ``jobs`` processes.
 
 import time
 
+from scripts.executor import CONNECT_TIMEOUT_S
 from spec.metrics import row_metrics
 
 from .progress import Progress
@@ -79,7 +80,7 @@ def model_row(task):
     return row
 
 
-def run_model_grid(jobs, messages, scheduler=None):
+def run_model_grid(jobs, messages, scheduler=None, connect_timeout=CONNECT_TIMEOUT_S):
     """The grid's rows in :func:`model_points` order, ``jobs`` local processes at a time
     or on the Dask cluster ``scheduler`` (:func:`scripts.executor.make_executor`)."""
     from scripts.executor import make_executor
@@ -87,7 +88,7 @@ def run_model_grid(jobs, messages, scheduler=None):
     pts = model_points()
     prog = Progress(len(pts), "model grid")
     tasks = [(d, p, max(messages, 3 * p.get("qps", 1))) for d, p in pts]
-    with make_executor(jobs, scheduler) as ex:
+    with make_executor(jobs, scheduler, connect_timeout) as ex:
         return ex.map(model_row, tasks,
                       progress=lambda row: prog.step(f"{row['design']} {row['msg_bytes']} B"))
 

@@ -3,6 +3,7 @@ every axis of the grid, each run on the RTL against the cycle-level model (every
 and mismatch), and the fast path's figures for the same point compared too."""
 
 
+from scripts.executor import CONNECT_TIMEOUT_S
 from spec.metrics import row_metrics
 
 from .grid import FRAMINGS, model_knobs
@@ -86,7 +87,7 @@ def _rtl_group(args):
     return out
 
 
-def run_rtl_subset(sim, jobs, messages, scheduler=None):
+def run_rtl_subset(sim, jobs, messages, scheduler=None, connect_timeout=CONNECT_TIMEOUT_S):
     """The subset's rows, group by group (one top per group), ``jobs`` groups at a time
     in local processes or on the Dask cluster ``scheduler``."""
     from scripts.executor import make_executor
@@ -102,7 +103,7 @@ def run_rtl_subset(sim, jobs, messages, scheduler=None):
         for row in group_rows:
             prog.step(f"{row['design']} {row['msg_bytes']} B mismatches {row['mismatches']}")
 
-    with make_executor(jobs, scheduler) as ex:
+    with make_executor(jobs, scheduler, connect_timeout) as ex:
         done = ex.map(_rtl_group, [(sim, pts, messages) for pts in groups.values()],
                       progress=step)
     return [row for group_rows in done for row in group_rows]
