@@ -283,6 +283,10 @@ def _verilator_runner(config):
     return TargetedVerilator()
 
 
+#: The user's own ``COCOTB_REWRITE_ASSERTION_FILES``, if any (see :func:`run_cosim`).
+_USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
+
+
 def _safe(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
 
@@ -372,6 +376,14 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     if "PYTHONWARNINGS" in os.environ:
         env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]
     results_xml = test_dir / "results.xml"
+    # cocotb applies pytest's assertion rewriting to every module the simulator's Python
+    # imports (its default pattern is "*.py"), which costs about 1.5 s per co-simulation
+    # when bytecode is not cached (PYTHONDONTWRITEBYTECODE): only the test module is
+    # rewritten, unless the user chose otherwise. (The runner takes the environment
+    # from os.environ over its extra_env.)
+    os.environ["COCOTB_REWRITE_ASSERTION_FILES"] = (
+        _USER_REWRITE if _USER_REWRITE is not None
+        else test_module.rsplit(".", 1)[-1] + ".py")
     crash = None
     try:
         runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,
