@@ -36,6 +36,8 @@ def take_activity():
 class Fifo:
     """A SyncFIFO of ``depth`` entries (any Python values), with a high-water mark."""
 
+    __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high")
+
     def __init__(self, depth, name="fifo"):
         if depth < 1:
             raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
@@ -50,7 +52,7 @@ class Fifo:
         return len(self.q)
 
     def can_read(self):
-        return len(self.q) - self._popped > 0
+        return len(self.q) > self._popped
 
     def head(self, k=0):
         """Entry ``k`` after the ones already popped in this cycle."""
@@ -64,7 +66,7 @@ class Fifo:
     # ---- staged changes ----
     def read(self):
         """Pop the head (applied at the end of the cycle); returns it."""
-        if not self.can_read():
+        if len(self.q) <= self._popped:
             raise AssertionError(f"{self.name}: read from an empty FIFO")
         v = self.q[self._popped]
         self._popped += 1
@@ -73,20 +75,24 @@ class Fifo:
     def write(self, value):
         if self._pushed:
             raise AssertionError(f"{self.name}: two writes in one cycle")
-        if not self.can_write():
+        if len(self.q) >= self.depth:
             raise AssertionError(f"{self.name}: write into a full FIFO")
         self._pushed.append(value)
 
     def commit(self):
-        if not (self._popped or self._pushed):
+        popped, pushed = self._popped, self._pushed
+        if not (popped or pushed):
             return                  # nothing staged: the contents and the mark stand
         _ACTIVITY[0] = True
-        for _ in range(self._popped):
-            self.q.popleft()
-        self.q.extend(self._pushed)
+        q = self.q
+        for _ in range(popped):
+            q.popleft()
+        if pushed:
+            q.extend(pushed)
+            self._pushed = []
         self._popped = 0
-        self._pushed = []
-        self.high = max(self.high, len(self.q))
+        if len(q) > self.high:
+            self.high = len(q)
 
     def idle(self):
         return not self.q and not self._pushed
@@ -100,18 +106,18 @@ class Staged:
     cycle are an error (in the RTL only one can win), unless they write the same value.
     """
 
+    __slots__ = ("name", "array", "value", "_w")
+
     def __init__(self, value=None, *, size=None, name="reg"):
         self.name = name
         self.array = size is not None
-        self.v = [value] * size if self.array else value
+        #: The contents of the start of the cycle (a list for a register file); read
+        #: only, written by :meth:`commit`.
+        self.value = [value] * size if self.array else value
         self._w = {}
 
-    @property
-    def value(self):
-        return self.v
-
     def __getitem__(self, k):
-        return self.v[k]
+        return self.value[k]
 
     def set(self, *args):
         if self.array:
@@ -123,13 +129,16 @@ class Staged:
         self._w[k] = value
 
     def commit(self):
-        if self._w:
-            _ACTIVITY[0] = True
-        for k, value in self._w.items():
-            if self.array:
-                self.v[k] = value
-            else:
-                self.v = value
+        if not self._w:
+            return
+        _ACTIVITY[0] = True
+        if self.array:
+            v = self.value
+            for k, value in self._w.items():
+                v[k] = value
+        else:
+            for value in self._w.values():
+                self.value = value
         self._w = {}
 
 

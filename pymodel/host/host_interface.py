@@ -23,13 +23,26 @@ __all__ = ["HostInterfaceModel", "StepResult", "tlp_cycles"]
 _MASK32 = (1 << 32) - 1
 
 
+_BYTE_MASKS = {}
+
+
+def _byte_mask(be):
+    """The bit mask of the bytes a byte enable ``be`` selects in a word (cached: a
+    run uses a few distinct enables)."""
+    mask = _BYTE_MASKS.get(be)
+    if mask is None:
+        mask = _BYTE_MASKS[be] = sum(0xFF << (8 * k) for k in range(WORD_BYTES)
+                                     if be >> k & 1)
+    return mask
+
+
 def tlp_cycles(payload, overhead, bytes_per_cycle, words=0):
     """Cycles a TLP occupies its direction: ``ceil((payload + overhead) / bpc)``, at least
     one, and at least one per word it carries."""
     return max(1, words, -(-(payload + overhead) // bytes_per_cycle))
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult:
     """What happened in one cycle (see :meth:`HostInterfaceModel.step`)."""
 
@@ -180,7 +193,7 @@ class HostInterfaceModel:
             if mark:
                 res.marked = tag
             old = self.mem.get(addr, 0)
-            mask = sum(0xFF << (8 * k) for k in range(WORD_BYTES) if be >> k & 1)
+            mask = _byte_mask(be)
             self.mem[addr] = (old & ~mask) | (data & mask)
             self._wr_held -= 1
 
@@ -200,8 +213,9 @@ class HostInterfaceModel:
             res.wr_taken = True
 
         cnt["tags_max"] = max(cnt["tags_max"], len(self._chunks))
-        for name in cnt:
-            cnt[name] &= _MASK32
+        if max(cnt.values()) > _MASK32 or min(cnt.values()) < 0:   # 32-bit counters
+            for name in cnt:
+                cnt[name] &= _MASK32
         self._c = c
         return res
 

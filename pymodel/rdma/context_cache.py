@@ -28,6 +28,7 @@ class ContextCacheModel:
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         self.tags = [None] * entries          # qpn, or None
         self.static = [0] * entries           # the filled words (ints)
+        self._fields = [(None, None)] * entries   # (word, its fields): unpacked once
         self.dyn = {g: [None] * entries for g in self.groups}   # dicts once written
         self.filling = [False] * entries
         self.order = deque()                  # entries waiting for their fill data
@@ -45,7 +46,13 @@ class ContextCacheModel:
         return not self.filling[e]
 
     def static_of(self, e):
-        return unpack(QPC_LAYOUT, self.static[e])
+        """The fields of entry ``e``'s filled word (a new dict, the caller's to keep)."""
+        word = self.static[e]
+        seen, fields = self._fields[e]
+        if seen != word:
+            fields = unpack(QPC_LAYOUT, word)
+            self._fields[e] = (word, fields)
+        return dict(fields)
 
     def group(self, name, e):
         cur = self.dyn[name][e]

@@ -29,11 +29,17 @@ class AckSenderModel:
         self.i, self.o = i, o
         self.spill = None          # beat 1 of the frame whose beat 0 left
         self.count = dict(acks=0)
+        self._built = (None, None)     # (the head job, its beats): built once per job
+
+    def _beats(self, job):
+        if self._built[0] is not job:
+            self._built = (job, ack_beats(job))
+        return self._built[1]
 
     def present(self):
         if self.spill is not None:
             return self.spill
-        return ack_beats(self.i.head())[0] if self.i.can_read() else None
+        return self._beats(self.i.head())[0] if self.i.can_read() else None
 
     def advance(self, taken):
         if not taken:
@@ -41,7 +47,7 @@ class AckSenderModel:
         if self.spill is not None:
             self.spill = None
             return
-        self.spill = ack_beats(self.i.read())[1]
+        self.spill = self._beats(self.i.read())[1]
         self.count["acks"] += 1
 
     def step(self, c, side):
