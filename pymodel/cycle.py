@@ -143,6 +143,12 @@ class Staged:
 
 
 def commit_all(items):
-    """Commit every :class:`Fifo` and :class:`Staged` in ``items`` (end of a cycle)."""
+    """Commit every :class:`Fifo` and :class:`Staged` in ``items`` (end of a cycle); the
+    ones with nothing staged are passed over without a call (most, in most cycles)."""
     for item in items:
-        item.commit()
+        kind = type(item)
+        if kind is Fifo:
+            if item._popped or item._pushed:
+                item.commit()
+        elif kind is not Staged or item._w:
+            item.commit()

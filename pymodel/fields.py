@@ -63,13 +63,18 @@ def _plan(layout):
 def pack(layout, fields=None, **kw):
     """The integer of ``layout`` with the given fields (others zero). Nested layouts take
     nested dicts (arrays: sequences) or integers; an unknown field raises ``KeyError``."""
-    values = dict(fields or {}, **kw)
-    plan = _plan(layout)
+    if type(fields) is not dict or kw:
+        fields = dict(fields or {}, **kw)
+    return _pack(_plan(layout), fields)
+
+
+def _pack(plan, values):
+    """:func:`pack` on a plan; ``values`` (a dict) is only read."""
     names = plan.names
     if names is not None and not names.issuperset(values):
         unknown = [k for k in values if k not in names]
         raise KeyError(f"{sorted(unknown)} not in the layout's fields "
-                       f"{sorted(layout.members)}")
+                       f"{sorted(plan.layout.members)}")
     word = 0
     get = values.get
     for name, offset, mask, sub, members in plan.fields:
@@ -83,7 +88,7 @@ def pack(layout, fields=None, **kw):
                 if sub is None:
                     raise TypeError(f"field {name!r} is not a layout; {type(v).__name__} "
                                     "cannot fill it")
-                v = pack(sub, v if isinstance(v, dict) else dict(enumerate(v)))
+                v = _pack(_plan(sub), v if isinstance(v, dict) else dict(enumerate(v)))
                 members = None
         if members is not None and v not in members:
             raise ValueError(f"{v!r} is not a valid value of field {name!r}")

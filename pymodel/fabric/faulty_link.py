@@ -79,10 +79,29 @@ class FaultSettings:
         return {name: getattr(self, name) for name in RETRY_SETTINGS}
 
 
-def _advance(state, steps):
+def _walk(state, steps):
     for _ in range(steps):
         state = lfsr_step(state)
     return state
+
+
+_JUMPS = {}
+
+
+def _advance(state, steps):
+    """``steps`` steps of :func:`pymodel.stall.lfsr_step` from the 16-bit ``state``.
+
+    The step (a shift and an XOR of the taps by the bit shifted out) is linear over
+    GF(2), so the state ``steps`` steps on is the XOR of those of the state's low and
+    high bytes: two tables of 256 entries per ``steps``, each entry walked with
+    :func:`lfsr_step` once (the fault pattern takes 16 steps a word, 4 words a frame).
+    """
+    tables = _JUMPS.get(steps)
+    if tables is None:
+        tables = _JUMPS[steps] = tuple(tuple(_walk(b << shift, steps) for b in range(256))
+                                       for shift in (0, 8))
+    low, high = tables
+    return low[state & 0xFF] ^ high[state >> 8]
 
 
 class FaultPattern:

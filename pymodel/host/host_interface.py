@@ -131,51 +131,58 @@ class HostInterfaceModel:
         """
         if c <= self._c:
             raise ValueError(f"cycles must increase: {c} after {self._c}")
-        self._skip_to(c)
+        if c > self._c + 1:
+            self._skip_to(c)
         p, cnt = self.p, self.counters
         res = StepResult()
         # Registered state at the start of the cycle.
-        rd_ready = len(self._reads) < p.rd_queue
+        reads, chunks = self._reads, self._chunks
+        rd_ready = len(reads) < p.rd_queue
         wr_ready = self._wr_held < p.wr_fifo_words
-        tag_free = len(self._chunks) < p.tags
+        tag_free = len(chunks) < p.tags
         room = p.mmio_fifo_words - self._mmio_used
 
-        res.rd_data = self._rd_out.pop(c, None)
+        if self._rd_out:
+            res.rd_data = self._rd_out.pop(c, None)
 
         # up: read request or posted write TLP.
         if c >= self._up_free:
-            can_read = bool(self._reads) and tag_free
-            if self._reads and not tag_free:
+            if reads and not tag_free:
                 cnt["tag_wait_cycles"] += 1
-            kind = _pick("rd", can_read, "wr", bool(self._tlps), self._up_last)
-            if kind == "rd":
-                self._start_read(c)
-            elif kind == "wr":
-                self._start_write(c)
+            if reads or self._tlps:
+                kind = _pick("rd", bool(reads) and tag_free, "wr", bool(self._tlps),
+                             self._up_last)
+                if kind == "rd":
+                    self._start_read(c)
+                elif kind == "wr":
+                    self._start_write(c)
         if c < self._up_free:
             cnt["up_busy_cycles"] += 1
 
         # down: completion or host write.
         if c >= self._dn_free:
-            can_cpl = bool(self._chunks) and self._chunks[0].due <= c
+            can_cpl = bool(chunks) and chunks[0].due <= c
             can_mmio = False
             if mmio_in is not None and mmio_in["first"] and not self._takes:
                 n = self._mmio_words(mmio_in)
                 can_mmio = n <= room
-            kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
-            if kind == "cpl":
-                self._start_cpl(c)
-            elif kind == "mmio":
-                self._start_mmio(c, mmio_in)
+            if can_cpl or can_mmio:
+                kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
+                if kind == "cpl":
+                    self._start_cpl(c)
+                else:
+                    self._start_mmio(c, mmio_in)
         if c < self._dn_free:
             cnt["dn_busy_cycles"] += 1
 
         # A completion's memory read (perhaps of a completion started just now) sees the
         # memory before this cycle's write; its word is on rd_data in the next cycle.
-        read = self._mem_reads.pop(c, None)
-        if read is not None:
-            addr, rid, last = read
-            self._rd_out[c + 1] = {"data": self.mem.get(addr, 0), "id": rid, "last": last}
+        if self._mem_reads:
+            read = self._mem_reads.pop(c, None)
+            if read is not None:
+                addr, rid, last = read
+                self._rd_out[c + 1] = {"data": self.mem.get(addr, 0), "id": rid,
+                                       "last": last}
 
         # Host write words taken in this cycle.
         if self._takes and self._takes[0][0] == c:
@@ -187,15 +194,16 @@ class HostInterfaceModel:
             res.mmio_in_taken = True
 
         # The posted write of this cycle; a word leaves the write buffer.
-        write = self._mem_writes.pop(c, None)
-        if write is not None:
-            addr, data, be, mark, tag = write
-            if mark:
-                res.marked = tag
-            old = self.mem.get(addr, 0)
-            mask = _byte_mask(be)
-            self.mem[addr] = (old & ~mask) | (data & mask)
-            self._wr_held -= 1
+        if self._mem_writes:
+            write = self._mem_writes.pop(c, None)
+            if write is not None:
+                addr, data, be, mark, tag = write
+                if mark:
+                    res.marked = tag
+                old = self.mem.get(addr, 0)
+                mask = _byte_mask(be)
+                self.mem[addr] = (old & ~mask) | (data & mask)
+                self._wr_held -= 1
 
         # The device side of mmio.
         if self._mmio and self._mmio[0][0] <= c:
@@ -212,7 +220,8 @@ class HostInterfaceModel:
             self._accept_write(wr)
             res.wr_taken = True
 
-        cnt["tags_max"] = max(cnt["tags_max"], len(self._chunks))
+        if len(chunks) > cnt["tags_max"]:
+            cnt["tags_max"] = len(chunks)
         if max(cnt.values()) > _MASK32 or min(cnt.values()) < 0:   # 32-bit counters
             for name in cnt:
                 cnt[name] &= _MASK32

@@ -2,7 +2,7 @@
 
 from collections import deque
 
-from pymodel.cycle import Staged
+from pymodel.cycle import Staged, commit_all
 from spec.formats.roce import CqeStatus, Syndrome
 
 __all__ = ["CompletionUnitModel"]
@@ -31,6 +31,9 @@ class CompletionUnitModel:
         self.appended = Staged(0, name="appended")   # records taken from ``rec``
         self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk, 3 flush
         self.errq = Staged(None, size=entries, name="errq")   # the QP in ERR, per entry
+        self._registers = (self.head, self.tail, self.win, self.done, self.tstart,
+                           self.retries, self.done_total, self.win_total, self.appended,
+                           self.state, self.errq)
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
         self._err_next = None
         self.free = deque()
@@ -219,9 +222,7 @@ class CompletionUnitModel:
         return True
 
     def commit(self):
-        for name in ("head", "tail", "win", "done", "tstart", "retries", "done_total",
-                     "win_total", "appended", "state", "errq"):
-            getattr(self, name).commit()
+        commit_all(self._registers)
         self.err_out, self._err_next = self._err_next, None
         self.free.extend(self._freed)
         self._freed = []

@@ -2,7 +2,7 @@
 
 import zlib
 
-from pymodel.cycle import Fifo, Staged
+from pymodel.cycle import Fifo, Staged, commit_all
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.frames import icrc
@@ -97,8 +97,10 @@ class RequesterModel:
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived")
+        self._registers = (*f.values(), self.arrived)      # committed at the cycle's end
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
+        self._parts = (self.front, self.fetch, self.seq, self.pay, self.comp)
 
     # ---- the host interface ----
     def offers(self):
@@ -151,12 +153,10 @@ class RequesterModel:
             self.ack_lost += 1
 
     def commit(self):
-        for fifo in self.fifos.values():
-            fifo.commit()
+        commit_all(self._registers)
         self.cache.commit()
-        for part in (self.front, self.fetch, self.seq, self.pay, self.comp):
+        for part in self._parts:
             part.commit()
-        self.arrived.commit()
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""

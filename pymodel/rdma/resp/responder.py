@@ -21,7 +21,7 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 
 import dataclasses
 
-from pymodel.cycle import Fifo
+from pymodel.cycle import Fifo, commit_all
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.resp.ack import AckSenderModel
@@ -44,7 +44,7 @@ def _check(name, value, low, high):
         raise ValueError(f"{name} must be a power of two, not {value!r}")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Presented:
     """The responder's outputs in one cycle (each None when not valid): ``o`` a beat
     dict (``data``, ``nbytes``, ``first``, ``last``), ``rd_req`` a dict (``addr``,
@@ -102,6 +102,7 @@ class ResponderModel:
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])
         self._presented = None
+        self._fifo_list = tuple(f.values())
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -161,8 +162,7 @@ class ResponderModel:
 
     def commit(self):
         """End of the cycle: every staged write and pop takes effect."""
-        for fifo in self.fifos.values():
-            fifo.commit()
+        commit_all(self._fifo_list)
         self.cache.commit()
         self.header.commit()
         self.verify.commit()
