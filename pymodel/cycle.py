@@ -15,7 +15,7 @@ level at the start of the cycle; an entry written in cycle ``c`` can be read fro
 
 from collections import deque
 
-__all__ = ["Fifo", "Staged", "commit_all", "note_activity", "take_activity"]
+__all__ = ["Fifo", "Staged", "StagedLog", "commit_all", "note_activity", "take_activity"]
 
 #: Set when a commit changes anything (a FIFO push or pop, a register write): a system
 #: model that saw a cycle without any change may skip to its next external event.
@@ -36,9 +36,9 @@ def take_activity():
 class Fifo:
     """A SyncFIFO of ``depth`` entries (any Python values), with a high-water mark."""
 
-    __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high")
+    __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high", "_log")
 
-    def __init__(self, depth, name="fifo"):
+    def __init__(self, depth, name="fifo", log=None):
         if depth < 1:
             raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
         self.depth, self.name = depth, name
@@ -46,6 +46,7 @@ class Fifo:
         self._pushed = []
         self._popped = 0
         self.high = 0
+        self._log = log             # a StagedLog to enter at the first change of a cycle
 
     # ---- views of the start of the cycle ----
     def __len__(self):
@@ -69,6 +70,8 @@ class Fifo:
         if len(self.q) <= self._popped:
             raise AssertionError(f"{self.name}: read from an empty FIFO")
         v = self.q[self._popped]
+        if self._log is not None and not (self._popped or self._pushed):
+            self._log.items.append(self)
         self._popped += 1
         return v
 
@@ -77,6 +80,8 @@ class Fifo:
             raise AssertionError(f"{self.name}: two writes in one cycle")
         if len(self.q) >= self.depth:
             raise AssertionError(f"{self.name}: write into a full FIFO")
+        if self._log is not None and not self._popped:
+            self._log.items.append(self)
         self._pushed.append(value)
 
     def commit(self):
@@ -106,15 +111,16 @@ class Staged:
     cycle are an error (in the RTL only one can win), unless they write the same value.
     """
 
-    __slots__ = ("name", "array", "value", "_w")
+    __slots__ = ("name", "array", "value", "_w", "_log")
 
-    def __init__(self, value=None, *, size=None, name="reg"):
+    def __init__(self, value=None, *, size=None, name="reg", log=None):
         self.name = name
         self.array = size is not None
         #: The contents of the start of the cycle (a list for a register file); read
         #: only, written by :meth:`commit`.
         self.value = [value] * size if self.array else value
         self._w = {}
+        self._log = log             # a StagedLog to enter at the first write of a cycle
 
     def __getitem__(self, k):
         return self.value[k]
@@ -126,6 +132,8 @@ class Staged:
             (value,), k = args, None
         if k in self._w and self._w[k] != value:
             raise AssertionError(f"{self.name}[{k}]: two different writes in one cycle")
+        if self._log is not None and not self._w:
+            self._log.items.append(self)
         self._w[k] = value
 
     def commit(self):
@@ -140,6 +148,25 @@ class Staged:
             for value in self._w.values():
                 self.value = value
         self._w = {}
+
+
+class StagedLog:
+    """The FIFOs and registers of one model that staged a change in this cycle, for a
+    model with many of which few change in a cycle: a :class:`Fifo` or :class:`Staged`
+    made with ``log=`` enters itself at its first staged change of a cycle, and
+    :meth:`commit` commits those (the others have nothing to apply)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self):
+        self.items = []
+
+    def commit(self):
+        items = self.items
+        if items:
+            for item in items:
+                item.commit()
+            self.items = []
 
 
 def commit_all(items):

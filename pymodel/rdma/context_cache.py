@@ -46,13 +46,14 @@ class ContextCacheModel:
         return not self.filling[e]
 
     def static_of(self, e):
-        """The fields of entry ``e``'s filled word (a new dict, the caller's to keep)."""
+        """The fields of entry ``e``'s filled word, a dict to read, not to change (it is
+        unpacked once per word and shared by every reader)."""
         word = self.static[e]
         seen, fields = self._fields[e]
         if seen != word:
             fields = unpack(QPC_LAYOUT, word)
             self._fields[e] = (word, fields)
-        return dict(fields)
+        return fields
 
     def group(self, name, e):
         cur = self.dyn[name][e]
@@ -62,7 +63,7 @@ class ContextCacheModel:
         return {f: ctx[f] for f in self.groups[name]}
 
     def _writeback_word(self, e):
-        ctx = self.static_of(e)
+        ctx = dict(self.static_of(e))
         for name in self.groups:
             if self.dyn[name][e] is not None:
                 ctx.update(self.dyn[name][e])

@@ -2,7 +2,7 @@
 
 from collections import deque
 
-from pymodel.cycle import Staged, commit_all
+from pymodel.cycle import Staged, StagedLog
 from spec.formats.roce import CqeStatus, Syndrome
 
 __all__ = ["CompletionUnitModel"]
@@ -20,20 +20,18 @@ class CompletionUnitModel:
         self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
         self.recs = {}                               # id -> stored record
         self.nxt = {}                                # id -> next id of the QP
-        self.head = Staged(0, size=entries, name="head")
-        self.tail = Staged(0, size=entries, name="tail")
-        self.win = Staged(0, size=entries, name="win")
-        self.done = Staged(0, size=entries, name="done")
-        self.tstart = Staged(0, size=entries, name="tstart")
-        self.retries = Staged(0, size=entries, name="retries")
-        self.done_total = Staged(0, name="done_total")
-        self.win_total = Staged(0, name="win_total")
-        self.appended = Staged(0, name="appended")   # records taken from ``rec``
-        self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk, 3 flush
-        self.errq = Staged(None, size=entries, name="errq")   # the QP in ERR, per entry
-        self._registers = (self.head, self.tail, self.win, self.done, self.tstart,
-                           self.retries, self.done_total, self.win_total, self.appended,
-                           self.state, self.errq)
+        log = self._staged = StagedLog()     # the registers to commit (end of a cycle)
+        self.head = Staged(0, size=entries, name="head", log=log)
+        self.tail = Staged(0, size=entries, name="tail", log=log)
+        self.win = Staged(0, size=entries, name="win", log=log)
+        self.done = Staged(0, size=entries, name="done", log=log)
+        self.tstart = Staged(0, size=entries, name="tstart", log=log)
+        self.retries = Staged(0, size=entries, name="retries", log=log)
+        self.done_total = Staged(0, name="done_total", log=log)
+        self.win_total = Staged(0, name="win_total", log=log)
+        self.appended = Staged(0, name="appended", log=log)   # records taken from ``rec``
+        self.state = Staged(0, name="state", log=log)   # 0 normal, 1 wait, 2 walk, 3 flush
+        self.errq = Staged(None, size=entries, name="errq", log=log)   # the QP in ERR
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
         self._err_next = None
         self.free = deque()
@@ -222,7 +220,8 @@ class CompletionUnitModel:
         return True
 
     def commit(self):
-        commit_all(self._registers)
+        self._staged.commit()
         self.err_out, self._err_next = self._err_next, None
-        self.free.extend(self._freed)
-        self._freed = []
+        if self._freed:
+            self.free.extend(self._freed)
+            self._freed = []

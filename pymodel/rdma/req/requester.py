@@ -2,7 +2,7 @@
 
 import zlib
 
-from pymodel.cycle import Fifo, Staged, commit_all
+from pymodel.cycle import Fifo, Staged, StagedLog
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.frames import icrc
@@ -76,10 +76,11 @@ class RequesterModel:
         n = cfg.cache_capacity
         used = cfg.cache_entries
         d = FIFO_DEPTHS
-        f = self.fifos = {name: Fifo(depth, name) for name, depth in d.items()}
-        f["wqe"] = Fifo(p["wqe_words"], "wqe")
-        f["payload"] = Fifo(p["payload_words"], "payload")
-        f["events"] = Fifo(p["ack_queue"], "events")
+        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        f = self.fifos = {name: Fifo(depth, name, self._staged) for name, depth in d.items()}
+        f["wqe"] = Fifo(p["wqe_words"], "wqe", self._staged)
+        f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
+        f["events"] = Fifo(p["ack_queue"], "events", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                        cfg.qpc_base_a, cfg.depth, used)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
@@ -97,7 +98,6 @@ class RequesterModel:
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived")
-        self._registers = (*f.values(), self.arrived)      # committed at the cycle's end
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
         self._parts = (self.front, self.fetch, self.seq, self.pay, self.comp)
@@ -153,10 +153,11 @@ class RequesterModel:
             self.ack_lost += 1
 
     def commit(self):
-        commit_all(self._registers)
+        self._staged.commit()
         self.cache.commit()
         for part in self._parts:
             part.commit()
+        self.arrived.commit()
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""

@@ -5,6 +5,8 @@ from pymodel.cycle import Staged
 __all__ = ["WqeFetchModel"]
 
 _M16 = 0xFFFF
+#: The fields of a batch entry that are 0 unless a branch sets them.
+_BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 
 
 class WqeFetchModel:
@@ -35,7 +37,6 @@ class WqeFetchModel:
         held = (self.reserved.value - released) & _M16
         owed = (self.issued.value - comp.appended.value) & _M16
         pool = comp.win_total.value + owed      # records in windows or promised
-        base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
         if self.resend.can_read():
             r = self.resend.head()
             ctx = self.cache.static_of(r["entry"])
@@ -46,7 +47,7 @@ class WqeFetchModel:
                 self.resend.read()
                 self._issue((ctx["sq_base"] + ((r["sq_index"] & mask) << ctx["sq_stride_log2"]))
                             % self.cache.depth, words, 1,
-                            dict(base, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
+                            dict(_BASE, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
                                  count=1, stride_log2=ctx["sq_stride_log2"], resend=1,
                                  first_psn=r["first_psn"]))
                 self._peak(held + words)
@@ -59,7 +60,7 @@ class WqeFetchModel:
             return
         ctx = self.cache.static_of(e)
         head = self.cache.group("fetch", e)["sq_head"]
-        common = dict(base, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
+        common = dict(_BASE, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
         if f["modify"]:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()

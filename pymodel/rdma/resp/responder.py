@@ -21,7 +21,7 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 
 import dataclasses
 
-from pymodel.cycle import Fifo, commit_all
+from pymodel.cycle import Fifo, StagedLog
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.resp.ack import AckSenderModel
@@ -83,7 +83,8 @@ class ResponderModel:
         _check("MR table entries", mr_entries, 2, 256)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
-        f = self.fifos = {name: Fifo(d, name) for name, d in dict(
+        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        f = self.fifos = {name: Fifo(d, name, self._staged) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
@@ -102,7 +103,6 @@ class ResponderModel:
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])
         self._presented = None
-        self._fifo_list = tuple(f.values())
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -162,7 +162,7 @@ class ResponderModel:
 
     def commit(self):
         """End of the cycle: every staged write and pop takes effect."""
-        commit_all(self._fifo_list)
+        self._staged.commit()
         self.cache.commit()
         self.header.commit()
         self.verify.commit()
