@@ -222,7 +222,7 @@ class HostInterfaceModel:
 
         if len(chunks) > cnt["tags_max"]:
             cnt["tags_max"] = len(chunks)
-        if max(cnt.values()) > _MASK32 or min(cnt.values()) < 0:   # 32-bit counters
+        if max(cnt.values()) > _MASK32:         # 32-bit counters (none is negative)
             for name in cnt:
                 cnt[name] &= _MASK32
         self._c = c
@@ -277,12 +277,13 @@ class HostInterfaceModel:
         self._up_free, self._up_last = c + d, "rd"
         self.counters["up_rd_tlps"] += 1
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "rd_tlp", addr=a, words=n, d=d)
+        if self.trace is not None:
+            self._note(c, "rd_tlp", addr=a, words=n, d=d)
 
     def _start_write(self, c):
         p = self.p
         words = self._tlps.popleft()
-        payload = sum(4 * -(-bin(w[2]).count("1") // 4) for w in words)
+        payload = sum(4 * -(-w[2].bit_count() // 4) for w in words)
         d = tlp_cycles(payload, p.req_overhead, p.bytes_per_cycle, len(words))
         for j, word in enumerate(words):
             self._mem_writes[c + j] = word
@@ -290,7 +291,8 @@ class HostInterfaceModel:
         self.counters["up_wr_tlps"] += 1
         self.counters["up_payload_bytes"] += payload
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
+        if self.trace is not None:
+            self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
 
     def _start_cpl(self, c):
         p = self.p
@@ -306,7 +308,8 @@ class HostInterfaceModel:
         self.counters["dn_cpl_tlps"] += 1
         self.counters["dn_payload_bytes"] += WORD_BYTES * n
         self.counters["dn_overhead_bytes"] += p.cpl_overhead
-        self._note(c, "cpl", addr=addr, words=n, d=d)
+        if self.trace is not None:
+            self._note(c, "cpl", addr=addr, words=n, d=d)
 
     def _start_mmio(self, c, first):
         p = self.p
@@ -321,7 +324,8 @@ class HostInterfaceModel:
         self.counters["dn_mmio_tlps"] += 1
         self.counters["dn_payload_bytes"] += nbytes
         self.counters["dn_overhead_bytes"] += p.mmio_overhead
-        self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
+        if self.trace is not None:
+            self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
 
     # -- inputs --------------------------------------------------------------------------
     def _accept_read(self, req):
@@ -363,6 +367,7 @@ class HostInterfaceModel:
         cnt["dn_busy_cycles"] += max(0, min(c, self._dn_free) - first)
         if self._reads and len(self._chunks) >= self.p.tags:
             cnt["tag_wait_cycles"] += c - max(first, self._up_free)
+            cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
 
     def _note(self, c, event, **details):
         if self.trace is not None:

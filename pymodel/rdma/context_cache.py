@@ -100,8 +100,9 @@ class ContextCacheModel:
         self._staged.append(("group", name, e, dict(values)))
 
     def commit(self):
-        if self._staged:
-            note_activity()
+        if not self._staged:
+            return                  # nothing staged: contents and counters stand
+        note_activity()
         fills = 0
         for op in self._staged:
             if op[0] == "fill":

@@ -10,7 +10,7 @@ from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.cqe_writer import CqeWriterModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
 from pymodel.rdma.req.frame_sender import FrameSenderModel
-from pymodel.rdma.req.host_ports import arbitrate_read, arbitrate_write
+from pymodel.rdma.req.host_ports import read_offer, write_offer
 from pymodel.rdma.req.payload_fetch import PayloadFetchModel
 from pymodel.rdma.req.qp_front import QpFrontModel
 from pymodel.rdma.req.sequencer import SequencerModel
@@ -101,13 +101,19 @@ class RequesterModel:
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
         self._parts = (self.front, self.fetch, self.seq, self.pay, self.comp)
+        self._offered = None        # what offers() showed in this cycle
 
     # ---- the host interface ----
     def offers(self):
         """``(read request, write word)`` offered this cycle (dicts or None)."""
+        self._offered = self._offer()
+        (_, rd), (_, wr) = self._offered
+        return rd, wr
+
+    def _offer(self):
         f = self.fifos
-        return (arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], False),
-                arbitrate_write(f["wr_wb"], f["wr_cqe"], False))
+        return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"]),
+                write_offer(f["wr_wb"], f["wr_cqe"]))
 
     def mmio_ready(self, word):
         """``mmio.ready`` for the word the host interface offers this cycle."""
@@ -116,8 +122,12 @@ class RequesterModel:
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
         f = self.fifos
         cfg = self.cfg
-        arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], rd_ready)
-        arbitrate_write(f["wr_wb"], f["wr_cqe"], wr_ready)
+        # The host interface takes what was offered at the start of the cycle.
+        (rd_fifo, _), (wr_fifo, _) = self._offered or self._offer()
+        if rd_ready and rd_fifo is not None:
+            rd_fifo.read()
+        if wr_ready and wr_fifo is not None:
+            wr_fifo.read()
         if rd_data is not None:
             ident = rd_data["id"]
             if ident == RD_FILL:
@@ -153,6 +163,7 @@ class RequesterModel:
             self.ack_lost += 1
 
     def commit(self):
+        self._offered = None
         self._staged.commit()
         self.cache.commit()
         for part in self._parts:

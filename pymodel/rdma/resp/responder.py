@@ -154,7 +154,7 @@ class ResponderModel:
             self.cache.fill(rd_data["data"])
         self.verify.step(c, {})
         self.writer.step(c, {})
-        self.arbiter.advance(wr_taken)
+        self.arbiter.advance(wr_taken, out.wr)
         if rd_req_taken:
             self.fifos["fills"].read()
         self.ack.advance(o_ready and out.o is not None)
