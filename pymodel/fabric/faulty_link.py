@@ -116,6 +116,10 @@ class FaultPattern:
         self.settings = settings
         self.state = settings.seed or 1
         self.left = dict.fromkeys(FAULT_KINDS, 0)
+        # Per kind: its rate and the frames a burst hits after the first.
+        self._kinds = tuple((kind, getattr(settings, f"{kind}_rate"),
+                             max(getattr(settings, f"{kind}_burst"), 1) - 1)
+                            for kind in FAULT_KINDS)
 
     def next(self):
         words = []
@@ -123,13 +127,14 @@ class FaultPattern:
             words.append(self.state)
             self.state = _advance(self.state, WORD_STEPS)
         hits = {}
-        for kind, word in zip(FAULT_KINDS, words, strict=False):
-            if self.left[kind]:
+        left = self.left
+        for (kind, rate, burst), word in zip(self._kinds, words, strict=False):
+            if left[kind]:
                 hits[kind] = True
-                self.left[kind] -= 1
-            elif word <= getattr(self.settings, f"{kind}_rate"):
+                left[kind] -= 1
+            elif word <= rate:
                 hits[kind] = True
-                self.left[kind] = max(getattr(self.settings, f"{kind}_burst"), 1) - 1
+                left[kind] = burst
             else:
                 hits[kind] = False
         return hits, words[-1]

@@ -9,6 +9,9 @@ __all__ = ["CompletionUnitModel"]
 
 _M16, _M24, _M32 = 0xFFFF, 0xFFFFFF, 0xFFFFFFFF
 _HALF = 1 << 23
+_ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
+                               Syndrome.NAK_REMOTE_ACCESS.value)
+_SUCCESS = CqeStatus.SUCCESS.value
 
 
 class CompletionUnitModel:
@@ -184,18 +187,18 @@ class CompletionUnitModel:
         at = same and d_last == 0
         within = same and d_first < _HALF and (at or d_last >= _HALF)
         syn = ev["syndrome"]
-        is_ack = syn == Syndrome.ACK.value
-        is_seq = syn == Syndrome.NAK_PSN_SEQUENCE.value
-        is_access = syn == Syndrome.NAK_REMOTE_ACCESS.value
+        is_ack = syn == _ACK
+        is_seq = syn == _NAK_SEQ
+        is_access = syn == _NAK_ACCESS
         retire = past or (is_ack and at) or (not is_ack and not is_seq and within)
         if past or is_ack:
-            status = CqeStatus.SUCCESS.value
+            status = _SUCCESS
         elif is_access:
             status = CqeStatus.REM_ACCESS_ERR.value
         else:
             status = CqeStatus.RETRY_EXC_ERR.value
         rewind = not past and is_seq and within
-        error = retire and status != CqeStatus.SUCCESS.value
+        error = retire and status != _SUCCESS
         need_cqe = retire and (h["signalled"] or error)
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
                 or ((rewind or error) and state != 0)):

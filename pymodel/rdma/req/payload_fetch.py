@@ -26,7 +26,8 @@ class PayloadFetchModel:
         outstanding = (self.issued.value - arrived) & _M16
         level = len(self.pay)
         held = level + outstanding
-        self.count["payload_words_max"] = max(self.count["payload_words_max"], held)
+        if held > self.count["payload_words_max"]:
+            self.count["payload_words_max"] = held
         if not self.job.can_read():
             return
         j = self.job.head()

@@ -8,6 +8,7 @@ from spec.rdma_engine import MAX_INLINE_WORDS
 __all__ = ["SequencerModel"]
 
 _M16, _M24 = 0xFFFF, 0xFFFFFF
+_ERR = QpState.ERR.value
 
 
 class SequencerModel:
@@ -57,7 +58,7 @@ class SequencerModel:
         if self.state == "HDR":
             e = b["entry"]
             g = self.cache.group("seq", e)
-            flush = g["state"] == QpState.ERR.value
+            flush = g["state"] == _ERR
             if b["null"]:
                 if self.job.can_write():
                     self.job.write(dict(entry=e, qpn=b["qpn"], null=1, last_of_item=1,
