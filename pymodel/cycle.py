@@ -38,12 +38,14 @@ class Fifo:
 
     __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high", "_log")
 
+    _NONE = object()                # _pushed when nothing is written in the cycle
+
     def __init__(self, depth, name="fifo", log=None):
         if depth < 1:
             raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
         self.depth, self.name = depth, name
         self.q = deque()
-        self._pushed = []
+        self._pushed = Fifo._NONE   # the value written in this cycle
         self._popped = 0
         self.high = 0
         self._log = log             # a StagedLog to enter at the first change of a cycle
@@ -70,37 +72,37 @@ class Fifo:
         if len(self.q) <= self._popped:
             raise AssertionError(f"{self.name}: read from an empty FIFO")
         v = self.q[self._popped]
-        if self._log is not None and not (self._popped or self._pushed):
+        if self._log is not None and not self._popped and self._pushed is Fifo._NONE:
             self._log.items.append(self)
         self._popped += 1
         return v
 
     def write(self, value):
-        if self._pushed:
+        if self._pushed is not Fifo._NONE:
             raise AssertionError(f"{self.name}: two writes in one cycle")
         if len(self.q) >= self.depth:
             raise AssertionError(f"{self.name}: write into a full FIFO")
         if self._log is not None and not self._popped:
             self._log.items.append(self)
-        self._pushed.append(value)
+        self._pushed = value
 
     def commit(self):
         popped, pushed = self._popped, self._pushed
-        if not (popped or pushed):
+        if not popped and pushed is Fifo._NONE:
             return                  # nothing staged: the contents and the mark stand
         _ACTIVITY[0] = True
         q = self.q
         for _ in range(popped):
             q.popleft()
-        if pushed:
-            q.extend(pushed)
-            self._pushed = []
+        if pushed is not Fifo._NONE:
+            q.append(pushed)
+            self._pushed = Fifo._NONE
         self._popped = 0
         if len(q) > self.high:
             self.high = len(q)
 
     def idle(self):
-        return not self.q and not self._pushed
+        return not self.q and self._pushed is Fifo._NONE
 
 
 class Staged:
@@ -175,7 +177,7 @@ def commit_all(items):
     for item in items:
         kind = type(item)
         if kind is Fifo:
-            if item._popped or item._pushed:
+            if item._popped or item._pushed is not Fifo._NONE:
                 item.commit()
         elif kind is not Staged or item._w:
             item.commit()

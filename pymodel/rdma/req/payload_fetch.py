@@ -11,10 +11,12 @@ _M16, _M24 = 0xFFFF, 0xFFFFFF
 class PayloadFetchModel:
     """Frames of each job: a read per frame, or inline words copied one a cycle."""
 
-    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words):
+    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register enters, for an owner
+        that commits it through it (:meth:`commit` commits it alone)."""
         self.depth, self.job, self.inline, self.rd, self.seg = depth, job, inline, rd, seg
         self.pay, self.fifo_words = pay, fifo_words
-        self.issued = Staged(0, name="issued")
+        self.issued = Staged(0, name="issued", log=log)
         self.off = 0
         self.started = False
         self.psn_cur = self.laddr_cur = 0

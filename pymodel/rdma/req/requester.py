@@ -84,23 +84,24 @@ class RequesterModel:
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                        cfg.qpc_base_a, cfg.depth, used)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
+        log = self._staged
         self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
-                                  f["wr_wb"])
+                                  f["wr_wb"], log=log)
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
-                                   f["batch"], p["prefetch"], p["wqe_words"], p["records"])
+                                   f["batch"], p["prefetch"], p["wqe_words"], p["records"],
+                                   log=log)
         self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
-                                  f["inline"])
+                                  f["inline"], log=log)
         self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
-                                     f["segs"], f["payload"], p["payload_words"])
+                                     f["segs"], f["payload"], p["payload_words"], log=log)
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         f["events"], f["cqes"], f["resend"], used)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
-        self.arrived = Staged(0, name="arrived")
+        self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
-        self._parts = (self.front, self.fetch, self.seq, self.pay, self.comp)
         self._offered = None        # what offers() showed in this cycle
 
     # ---- the host interface ----
@@ -163,12 +164,13 @@ class RequesterModel:
             self.ack_lost += 1
 
     def commit(self):
+        """End of the cycle: the staged changes of the FIFOs and of the registers of the
+        doorbell-to-payload stages (all in the requester's :class:`StagedLog`), of the
+        context cache and of the completion unit take effect."""
         self._offered = None
         self._staged.commit()
         self.cache.commit()
-        for part in self._parts:
-            part.commit()
-        self.arrived.commit()
+        self.comp.commit()
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""

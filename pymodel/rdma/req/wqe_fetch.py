@@ -12,12 +12,15 @@ _BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 class WqeFetchModel:
     """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
 
-    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records):
+    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records,
+                 log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the registers enter, for an owner
+        that commits them through it (:meth:`commit` commits them alone)."""
         self.cache, self.fetch, self.resend, self.rd, self.batch = \
             cache, fetch, resend, rd, batch
         self.prefetch, self.ring_words, self.records = prefetch, ring_words, records
-        self.reserved = Staged(0, name="reserved")
-        self.issued = Staged(0, name="issued")     # records promised (mod 2**16)
+        self.reserved = Staged(0, name="reserved", log=log)
+        self.issued = Staged(0, name="issued", log=log)     # records promised (mod 2**16)
         self.count = dict(wqe_reads=0, wqes=0, wqe_words_max=0)
 
     def _issue(self, addr, words, n, batch):
