@@ -15,7 +15,7 @@ level at the start of the cycle; an entry written in cycle ``c`` can be read fro
 
 from collections import deque
 
-__all__ = ["Fifo", "Staged", "commit_all", "note_activity", "take_activity"]
+__all__ = ["Fifo", "Staged", "StagedLog", "commit_all", "note_activity", "take_activity"]
 
 #: Set when a commit changes anything (a FIFO push or pop, a register write): a system
 #: model that saw a cycle without any change may skip to its next external event.
@@ -36,21 +36,26 @@ def take_activity():
 class Fifo:
     """A SyncFIFO of ``depth`` entries (any Python values), with a high-water mark."""
 
-    def __init__(self, depth, name="fifo"):
+    __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high", "_log")
+
+    _NONE = object()                # _pushed when nothing is written in the cycle
+
+    def __init__(self, depth, name="fifo", log=None):
         if depth < 1:
             raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
         self.depth, self.name = depth, name
         self.q = deque()
-        self._pushed = []
+        self._pushed = Fifo._NONE   # the value written in this cycle
         self._popped = 0
         self.high = 0
+        self._log = log             # a StagedLog to enter at the first change of a cycle
 
     # ---- views of the start of the cycle ----
     def __len__(self):
         return len(self.q)
 
     def can_read(self):
-        return len(self.q) - self._popped > 0
+        return len(self.q) > self._popped
 
     def head(self, k=0):
         """Entry ``k`` after the ones already popped in this cycle."""
@@ -64,32 +69,40 @@ class Fifo:
     # ---- staged changes ----
     def read(self):
         """Pop the head (applied at the end of the cycle); returns it."""
-        if not self.can_read():
+        if len(self.q) <= self._popped:
             raise AssertionError(f"{self.name}: read from an empty FIFO")
         v = self.q[self._popped]
+        if self._log is not None and not self._popped and self._pushed is Fifo._NONE:
+            self._log.items.append(self)
         self._popped += 1
         return v
 
     def write(self, value):
-        if self._pushed:
+        if self._pushed is not Fifo._NONE:
             raise AssertionError(f"{self.name}: two writes in one cycle")
-        if not self.can_write():
+        if len(self.q) >= self.depth:
             raise AssertionError(f"{self.name}: write into a full FIFO")
-        self._pushed.append(value)
+        if self._log is not None and not self._popped:
+            self._log.items.append(self)
+        self._pushed = value
 
     def commit(self):
-        if not (self._popped or self._pushed):
+        popped, pushed = self._popped, self._pushed
+        if not popped and pushed is Fifo._NONE:
             return                  # nothing staged: the contents and the mark stand
         _ACTIVITY[0] = True
-        for _ in range(self._popped):
-            self.q.popleft()
-        self.q.extend(self._pushed)
+        q = self.q
+        for _ in range(popped):
+            q.popleft()
+        if pushed is not Fifo._NONE:
+            q.append(pushed)
+            self._pushed = Fifo._NONE
         self._popped = 0
-        self._pushed = []
-        self.high = max(self.high, len(self.q))
+        if len(q) > self.high:
+            self.high = len(q)
 
     def idle(self):
-        return not self.q and not self._pushed
+        return not self.q and self._pushed is Fifo._NONE
 
 
 class Staged:
@@ -100,18 +113,19 @@ class Staged:
     cycle are an error (in the RTL only one can win), unless they write the same value.
     """
 
-    def __init__(self, value=None, *, size=None, name="reg"):
+    __slots__ = ("name", "array", "value", "_w", "_log")
+
+    def __init__(self, value=None, *, size=None, name="reg", log=None):
         self.name = name
         self.array = size is not None
-        self.v = [value] * size if self.array else value
+        #: The contents of the start of the cycle (a list for a register file); read
+        #: only, written by :meth:`commit`.
+        self.value = [value] * size if self.array else value
         self._w = {}
-
-    @property
-    def value(self):
-        return self.v
+        self._log = log             # a StagedLog to enter at the first write of a cycle
 
     def __getitem__(self, k):
-        return self.v[k]
+        return self.value[k]
 
     def set(self, *args):
         if self.array:
@@ -120,20 +134,50 @@ class Staged:
             (value,), k = args, None
         if k in self._w and self._w[k] != value:
             raise AssertionError(f"{self.name}[{k}]: two different writes in one cycle")
+        if self._log is not None and not self._w:
+            self._log.items.append(self)
         self._w[k] = value
 
     def commit(self):
-        if self._w:
-            _ACTIVITY[0] = True
-        for k, value in self._w.items():
-            if self.array:
-                self.v[k] = value
-            else:
-                self.v = value
+        if not self._w:
+            return
+        _ACTIVITY[0] = True
+        if self.array:
+            v = self.value
+            for k, value in self._w.items():
+                v[k] = value
+        else:
+            for value in self._w.values():
+                self.value = value
         self._w = {}
 
 
+class StagedLog:
+    """The FIFOs and registers of one model that staged a change in this cycle, for a
+    model with many of which few change in a cycle: a :class:`Fifo` or :class:`Staged`
+    made with ``log=`` enters itself at its first staged change of a cycle, and
+    :meth:`commit` commits those (the others have nothing to apply)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self):
+        self.items = []
+
+    def commit(self):
+        items = self.items
+        if items:
+            for item in items:
+                item.commit()
+            self.items = []
+
+
 def commit_all(items):
-    """Commit every :class:`Fifo` and :class:`Staged` in ``items`` (end of a cycle)."""
+    """Commit every :class:`Fifo` and :class:`Staged` in ``items`` (end of a cycle); the
+    ones with nothing staged are passed over without a call (most, in most cycles)."""
     for item in items:
-        item.commit()
+        kind = type(item)
+        if kind is Fifo:
+            if item._popped or item._pushed is not Fifo._NONE:
+                item.commit()
+        elif kind is not Staged or item._w:
+            item.commit()

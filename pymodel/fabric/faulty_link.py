@@ -79,10 +79,29 @@ class FaultSettings:
         return {name: getattr(self, name) for name in RETRY_SETTINGS}
 
 
-def _advance(state, steps):
+def _walk(state, steps):
     for _ in range(steps):
         state = lfsr_step(state)
     return state
+
+
+_JUMPS = {}
+
+
+def _advance(state, steps):
+    """``steps`` steps of :func:`pymodel.stall.lfsr_step` from the 16-bit ``state``.
+
+    The step (a shift and an XOR of the taps by the bit shifted out) is linear over
+    GF(2), so the state ``steps`` steps on is the XOR of those of the state's low and
+    high bytes: two tables of 256 entries per ``steps``, each entry walked with
+    :func:`lfsr_step` once (the fault pattern takes 16 steps a word, 4 words a frame).
+    """
+    tables = _JUMPS.get(steps)
+    if tables is None:
+        tables = _JUMPS[steps] = tuple(tuple(_walk(b << shift, steps) for b in range(256))
+                                       for shift in (0, 8))
+    low, high = tables
+    return low[state & 0xFF] ^ high[state >> 8]
 
 
 class FaultPattern:
@@ -97,6 +116,10 @@ class FaultPattern:
         self.settings = settings
         self.state = settings.seed or 1
         self.left = dict.fromkeys(FAULT_KINDS, 0)
+        # Per kind: its rate and the frames a burst hits after the first.
+        self._kinds = tuple((kind, getattr(settings, f"{kind}_rate"),
+                             max(getattr(settings, f"{kind}_burst"), 1) - 1)
+                            for kind in FAULT_KINDS)
 
     def next(self):
         words = []
@@ -104,13 +127,14 @@ class FaultPattern:
             words.append(self.state)
             self.state = _advance(self.state, WORD_STEPS)
         hits = {}
-        for kind, word in zip(FAULT_KINDS, words, strict=False):
-            if self.left[kind]:
+        left = self.left
+        for (kind, rate, burst), word in zip(self._kinds, words, strict=False):
+            if left[kind]:
                 hits[kind] = True
-                self.left[kind] -= 1
-            elif word <= getattr(self.settings, f"{kind}_rate"):
+                left[kind] -= 1
+            elif word <= rate:
                 hits[kind] = True
-                self.left[kind] = max(getattr(self.settings, f"{kind}_burst"), 1) - 1
+                left[kind] = burst
             else:
                 hits[kind] = False
         return hits, words[-1]

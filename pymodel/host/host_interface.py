@@ -23,13 +23,26 @@ __all__ = ["HostInterfaceModel", "StepResult", "tlp_cycles"]
 _MASK32 = (1 << 32) - 1
 
 
+_BYTE_MASKS = {}
+
+
+def _byte_mask(be):
+    """The bit mask of the bytes a byte enable ``be`` selects in a word (cached: a
+    run uses a few distinct enables)."""
+    mask = _BYTE_MASKS.get(be)
+    if mask is None:
+        mask = _BYTE_MASKS[be] = sum(0xFF << (8 * k) for k in range(WORD_BYTES)
+                                     if be >> k & 1)
+    return mask
+
+
 def tlp_cycles(payload, overhead, bytes_per_cycle, words=0):
     """Cycles a TLP occupies its direction: ``ceil((payload + overhead) / bpc)``, at least
     one, and at least one per word it carries."""
     return max(1, words, -(-(payload + overhead) // bytes_per_cycle))
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult:
     """What happened in one cycle (see :meth:`HostInterfaceModel.step`)."""
 
@@ -118,51 +131,58 @@ class HostInterfaceModel:
         """
         if c <= self._c:
             raise ValueError(f"cycles must increase: {c} after {self._c}")
-        self._skip_to(c)
+        if c > self._c + 1:
+            self._skip_to(c)
         p, cnt = self.p, self.counters
         res = StepResult()
         # Registered state at the start of the cycle.
-        rd_ready = len(self._reads) < p.rd_queue
+        reads, chunks = self._reads, self._chunks
+        rd_ready = len(reads) < p.rd_queue
         wr_ready = self._wr_held < p.wr_fifo_words
-        tag_free = len(self._chunks) < p.tags
+        tag_free = len(chunks) < p.tags
         room = p.mmio_fifo_words - self._mmio_used
 
-        res.rd_data = self._rd_out.pop(c, None)
+        if self._rd_out:
+            res.rd_data = self._rd_out.pop(c, None)
 
         # up: read request or posted write TLP.
         if c >= self._up_free:
-            can_read = bool(self._reads) and tag_free
-            if self._reads and not tag_free:
+            if reads and not tag_free:
                 cnt["tag_wait_cycles"] += 1
-            kind = _pick("rd", can_read, "wr", bool(self._tlps), self._up_last)
-            if kind == "rd":
-                self._start_read(c)
-            elif kind == "wr":
-                self._start_write(c)
+            if reads or self._tlps:
+                kind = _pick("rd", bool(reads) and tag_free, "wr", bool(self._tlps),
+                             self._up_last)
+                if kind == "rd":
+                    self._start_read(c)
+                elif kind == "wr":
+                    self._start_write(c)
         if c < self._up_free:
             cnt["up_busy_cycles"] += 1
 
         # down: completion or host write.
         if c >= self._dn_free:
-            can_cpl = bool(self._chunks) and self._chunks[0].due <= c
+            can_cpl = bool(chunks) and chunks[0].due <= c
             can_mmio = False
             if mmio_in is not None and mmio_in["first"] and not self._takes:
                 n = self._mmio_words(mmio_in)
                 can_mmio = n <= room
-            kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
-            if kind == "cpl":
-                self._start_cpl(c)
-            elif kind == "mmio":
-                self._start_mmio(c, mmio_in)
+            if can_cpl or can_mmio:
+                kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
+                if kind == "cpl":
+                    self._start_cpl(c)
+                else:
+                    self._start_mmio(c, mmio_in)
         if c < self._dn_free:
             cnt["dn_busy_cycles"] += 1
 
         # A completion's memory read (perhaps of a completion started just now) sees the
         # memory before this cycle's write; its word is on rd_data in the next cycle.
-        read = self._mem_reads.pop(c, None)
-        if read is not None:
-            addr, rid, last = read
-            self._rd_out[c + 1] = {"data": self.mem.get(addr, 0), "id": rid, "last": last}
+        if self._mem_reads:
+            read = self._mem_reads.pop(c, None)
+            if read is not None:
+                addr, rid, last = read
+                self._rd_out[c + 1] = {"data": self.mem.get(addr, 0), "id": rid,
+                                       "last": last}
 
         # Host write words taken in this cycle.
         if self._takes and self._takes[0][0] == c:
@@ -174,15 +194,16 @@ class HostInterfaceModel:
             res.mmio_in_taken = True
 
         # The posted write of this cycle; a word leaves the write buffer.
-        write = self._mem_writes.pop(c, None)
-        if write is not None:
-            addr, data, be, mark, tag = write
-            if mark:
-                res.marked = tag
-            old = self.mem.get(addr, 0)
-            mask = sum(0xFF << (8 * k) for k in range(WORD_BYTES) if be >> k & 1)
-            self.mem[addr] = (old & ~mask) | (data & mask)
-            self._wr_held -= 1
+        if self._mem_writes:
+            write = self._mem_writes.pop(c, None)
+            if write is not None:
+                addr, data, be, mark, tag = write
+                if mark:
+                    res.marked = tag
+                old = self.mem.get(addr, 0)
+                mask = _byte_mask(be)
+                self.mem[addr] = (old & ~mask) | (data & mask)
+                self._wr_held -= 1
 
         # The device side of mmio.
         if self._mmio and self._mmio[0][0] <= c:
@@ -199,9 +220,11 @@ class HostInterfaceModel:
             self._accept_write(wr)
             res.wr_taken = True
 
-        cnt["tags_max"] = max(cnt["tags_max"], len(self._chunks))
-        for name in cnt:
-            cnt[name] &= _MASK32
+        if len(chunks) > cnt["tags_max"]:
+            cnt["tags_max"] = len(chunks)
+        if max(cnt.values()) > _MASK32:         # 32-bit counters (none is negative)
+            for name in cnt:
+                cnt[name] &= _MASK32
         self._c = c
         return res
 
@@ -254,12 +277,13 @@ class HostInterfaceModel:
         self._up_free, self._up_last = c + d, "rd"
         self.counters["up_rd_tlps"] += 1
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "rd_tlp", addr=a, words=n, d=d)
+        if self.trace is not None:
+            self._note(c, "rd_tlp", addr=a, words=n, d=d)
 
     def _start_write(self, c):
         p = self.p
         words = self._tlps.popleft()
-        payload = sum(4 * -(-bin(w[2]).count("1") // 4) for w in words)
+        payload = sum(4 * -(-w[2].bit_count() // 4) for w in words)
         d = tlp_cycles(payload, p.req_overhead, p.bytes_per_cycle, len(words))
         for j, word in enumerate(words):
             self._mem_writes[c + j] = word
@@ -267,7 +291,8 @@ class HostInterfaceModel:
         self.counters["up_wr_tlps"] += 1
         self.counters["up_payload_bytes"] += payload
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
+        if self.trace is not None:
+            self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
 
     def _start_cpl(self, c):
         p = self.p
@@ -283,7 +308,8 @@ class HostInterfaceModel:
         self.counters["dn_cpl_tlps"] += 1
         self.counters["dn_payload_bytes"] += WORD_BYTES * n
         self.counters["dn_overhead_bytes"] += p.cpl_overhead
-        self._note(c, "cpl", addr=addr, words=n, d=d)
+        if self.trace is not None:
+            self._note(c, "cpl", addr=addr, words=n, d=d)
 
     def _start_mmio(self, c, first):
         p = self.p
@@ -298,7 +324,8 @@ class HostInterfaceModel:
         self.counters["dn_mmio_tlps"] += 1
         self.counters["dn_payload_bytes"] += nbytes
         self.counters["dn_overhead_bytes"] += p.mmio_overhead
-        self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
+        if self.trace is not None:
+            self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
 
     # -- inputs --------------------------------------------------------------------------
     def _accept_read(self, req):
@@ -340,6 +367,7 @@ class HostInterfaceModel:
         cnt["dn_busy_cycles"] += max(0, min(c, self._dn_free) - first)
         if self._reads and len(self._chunks) >= self.p.tags:
             cnt["tag_wait_cycles"] += c - max(first, self._up_free)
+            cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
 
     def _note(self, c, event, **details):
         if self.trace is not None:

@@ -28,6 +28,7 @@ class ContextCacheModel:
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         self.tags = [None] * entries          # qpn, or None
         self.static = [0] * entries           # the filled words (ints)
+        self._fields = [(None, None)] * entries   # (word, its fields): unpacked once
         self.dyn = {g: [None] * entries for g in self.groups}   # dicts once written
         self.filling = [False] * entries
         self.order = deque()                  # entries waiting for their fill data
@@ -45,7 +46,14 @@ class ContextCacheModel:
         return not self.filling[e]
 
     def static_of(self, e):
-        return unpack(QPC_LAYOUT, self.static[e])
+        """The fields of entry ``e``'s filled word, a dict to read, not to change (it is
+        unpacked once per word and shared by every reader)."""
+        word = self.static[e]
+        seen, fields = self._fields[e]
+        if seen != word:
+            fields = unpack(QPC_LAYOUT, word)
+            self._fields[e] = (word, fields)
+        return fields
 
     def group(self, name, e):
         cur = self.dyn[name][e]
@@ -55,7 +63,7 @@ class ContextCacheModel:
         return {f: ctx[f] for f in self.groups[name]}
 
     def _writeback_word(self, e):
-        ctx = self.static_of(e)
+        ctx = dict(self.static_of(e))
         for name in self.groups:
             if self.dyn[name][e] is not None:
                 ctx.update(self.dyn[name][e])
@@ -92,8 +100,9 @@ class ContextCacheModel:
         self._staged.append(("group", name, e, dict(values)))
 
     def commit(self):
-        if self._staged:
-            note_activity()
+        if not self._staged:
+            return                  # nothing staged: contents and counters stand
+        note_activity()
         fills = 0
         for op in self._staged:
             if op[0] == "fill":

@@ -67,6 +67,25 @@ def with_fcs(frame):
 
 def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=None):
     """Pack Ethernet/IPv4/UDP/BTH(/ext) into bytes, IP checksum filled in."""
+    fields = {"bth": bth}
+    if ext is not None:
+        fields[ext_name] = ext
+    word = _addressing(layout, src, dst, qpn_src, transport_len) | pack(layout, fields)
+    return word.to_bytes(_HEADER_BYTES[id(layout)], "little")
+
+
+_ADDRESSING = {}
+
+
+def _addressing(layout, src, dst, qpn_src, transport_len):
+    """The Ethernet, IPv4 (checksum filled in) and UDP headers of ``layout`` as an
+    integer, the other fields 0. They depend only on the arguments, the same for every
+    frame of a QP of one size, so they are packed once per argument tuple; the BTH and
+    the extension header, in bits of their own, are ORed in by :func:`_headers`."""
+    key = (id(layout), src.mac, src.ip, dst.mac, dst.ip, qpn_src, transport_len)
+    word = _ADDRESSING.get(key)
+    if word is not None:
+        return word
     ip_len = 20 + 8 + transport_len
     fields = {
         "eth": {"dst": bswap(dst.mac, 6), "src": bswap(src.mac, 6),
@@ -77,14 +96,14 @@ def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=N
                "src": bswap(src.ip, 4), "dst": bswap(dst.ip, 4)},
         "udp": {"sport": bswap(udp_sport(qpn_src), 2), "dport": bswap(ROCE_UDP_PORT, 2),
                 "length": bswap(8 + transport_len, 2), "checksum": 0},
-        "bth": bth,
     }
-    if ext is not None:
-        fields[ext_name] = ext
     n = _HEADER_BYTES[id(layout)]
     raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
     raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
-    return bytes(raw)
+    if len(_ADDRESSING) >= 1 << 16:          # a bound for very long runs of many QPs
+        _ADDRESSING.clear()
+    word = _ADDRESSING[key] = int.from_bytes(raw, "little")
+    return word
 
 
 #: Bytes of each header layout (``header_bytes`` casts the layout: slow per frame).

@@ -2,13 +2,16 @@
 
 from collections import deque
 
-from pymodel.cycle import Staged
+from pymodel.cycle import Staged, StagedLog
 from spec.formats.roce import CqeStatus, Syndrome
 
 __all__ = ["CompletionUnitModel"]
 
 _M16, _M24, _M32 = 0xFFFF, 0xFFFFFF, 0xFFFFFFFF
 _HALF = 1 << 23
+_ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
+                               Syndrome.NAK_REMOTE_ACCESS.value)
+_SUCCESS = CqeStatus.SUCCESS.value
 
 
 class CompletionUnitModel:
@@ -20,17 +23,18 @@ class CompletionUnitModel:
         self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
         self.recs = {}                               # id -> stored record
         self.nxt = {}                                # id -> next id of the QP
-        self.head = Staged(0, size=entries, name="head")
-        self.tail = Staged(0, size=entries, name="tail")
-        self.win = Staged(0, size=entries, name="win")
-        self.done = Staged(0, size=entries, name="done")
-        self.tstart = Staged(0, size=entries, name="tstart")
-        self.retries = Staged(0, size=entries, name="retries")
-        self.done_total = Staged(0, name="done_total")
-        self.win_total = Staged(0, name="win_total")
-        self.appended = Staged(0, name="appended")   # records taken from ``rec``
-        self.state = Staged(0, name="state")         # 0 normal, 1 wait, 2 walk, 3 flush
-        self.errq = Staged(None, size=entries, name="errq")   # the QP in ERR, per entry
+        log = self._staged = StagedLog()     # the registers to commit (end of a cycle)
+        self.head = Staged(0, size=entries, name="head", log=log)
+        self.tail = Staged(0, size=entries, name="tail", log=log)
+        self.win = Staged(0, size=entries, name="win", log=log)
+        self.done = Staged(0, size=entries, name="done", log=log)
+        self.tstart = Staged(0, size=entries, name="tstart", log=log)
+        self.retries = Staged(0, size=entries, name="retries", log=log)
+        self.done_total = Staged(0, name="done_total", log=log)
+        self.win_total = Staged(0, name="win_total", log=log)
+        self.appended = Staged(0, name="appended", log=log)   # records taken from ``rec``
+        self.state = Staged(0, name="state", log=log)   # 0 normal, 1 wait, 2 walk, 3 flush
+        self.errq = Staged(None, size=entries, name="errq", log=log)   # the QP in ERR
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
         self._err_next = None
         self.free = deque()
@@ -183,18 +187,18 @@ class CompletionUnitModel:
         at = same and d_last == 0
         within = same and d_first < _HALF and (at or d_last >= _HALF)
         syn = ev["syndrome"]
-        is_ack = syn == Syndrome.ACK.value
-        is_seq = syn == Syndrome.NAK_PSN_SEQUENCE.value
-        is_access = syn == Syndrome.NAK_REMOTE_ACCESS.value
+        is_ack = syn == _ACK
+        is_seq = syn == _NAK_SEQ
+        is_access = syn == _NAK_ACCESS
         retire = past or (is_ack and at) or (not is_ack and not is_seq and within)
         if past or is_ack:
-            status = CqeStatus.SUCCESS.value
+            status = _SUCCESS
         elif is_access:
             status = CqeStatus.REM_ACCESS_ERR.value
         else:
             status = CqeStatus.RETRY_EXC_ERR.value
         rewind = not past and is_seq and within
-        error = retire and status != CqeStatus.SUCCESS.value
+        error = retire and status != _SUCCESS
         need_cqe = retire and (h["signalled"] or error)
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
                 or ((rewind or error) and state != 0)):
@@ -219,9 +223,8 @@ class CompletionUnitModel:
         return True
 
     def commit(self):
-        for name in ("head", "tail", "win", "done", "tstart", "retries", "done_total",
-                     "win_total", "appended", "state", "errq"):
-            getattr(self, name).commit()
+        self._staged.commit()
         self.err_out, self._err_next = self._err_next, None
-        self.free.extend(self._freed)
-        self._freed = []
+        if self._freed:
+            self.free.extend(self._freed)
+            self._freed = []

@@ -11,10 +11,12 @@ _M16, _M24 = 0xFFFF, 0xFFFFFF
 class PayloadFetchModel:
     """Frames of each job: a read per frame, or inline words copied one a cycle."""
 
-    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words):
+    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register enters, for an owner
+        that commits it through it (:meth:`commit` commits it alone)."""
         self.depth, self.job, self.inline, self.rd, self.seg = depth, job, inline, rd, seg
         self.pay, self.fifo_words = pay, fifo_words
-        self.issued = Staged(0, name="issued")
+        self.issued = Staged(0, name="issued", log=log)
         self.off = 0
         self.started = False
         self.psn_cur = self.laddr_cur = 0
@@ -26,7 +28,8 @@ class PayloadFetchModel:
         outstanding = (self.issued.value - arrived) & _M16
         level = len(self.pay)
         held = level + outstanding
-        self.count["payload_words_max"] = max(self.count["payload_words_max"], held)
+        if held > self.count["payload_words_max"]:
+            self.count["payload_words_max"] = held
         if not self.job.can_read():
             return
         j = self.job.head()

@@ -10,11 +10,13 @@ _M16 = 0xFFFF
 class QpFrontModel:
     """One context lookup per work item, in order; entries pinned while busy."""
 
-    def __init__(self, cache, items, fetch, rd_fill, wr_wb):
+    def __init__(self, cache, items, fetch, rd_fill, wr_wb, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the registers enter, for an owner
+        that commits them through it (:meth:`commit` commits them alone)."""
         self.cache, self.items, self.fetch = cache, items, fetch
         self.rd_fill, self.wr_wb = rd_fill, wr_wb
-        self.adm = Staged(0, size=cache.n, name="adm")
-        self.adm_total = Staged(0, name="adm_total")
+        self.adm = Staged(0, size=cache.n, name="adm", log=log)
+        self.adm_total = Staged(0, name="adm_total", log=log)
         self.count = dict(items=0, ctx_stalls=0)
         self.stalled = False
 

@@ -2,7 +2,7 @@
 
 import zlib
 
-from pymodel.cycle import Fifo, Staged
+from pymodel.cycle import Fifo, Staged, StagedLog
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.frames import icrc
@@ -10,7 +10,7 @@ from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.cqe_writer import CqeWriterModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
 from pymodel.rdma.req.frame_sender import FrameSenderModel
-from pymodel.rdma.req.host_ports import arbitrate_read, arbitrate_write
+from pymodel.rdma.req.host_ports import read_offer, write_offer
 from pymodel.rdma.req.payload_fetch import PayloadFetchModel
 from pymodel.rdma.req.qp_front import QpFrontModel
 from pymodel.rdma.req.sequencer import SequencerModel
@@ -76,36 +76,45 @@ class RequesterModel:
         n = cfg.cache_capacity
         used = cfg.cache_entries
         d = FIFO_DEPTHS
-        f = self.fifos = {name: Fifo(depth, name) for name, depth in d.items()}
-        f["wqe"] = Fifo(p["wqe_words"], "wqe")
-        f["payload"] = Fifo(p["payload_words"], "payload")
-        f["events"] = Fifo(p["ack_queue"], "events")
+        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        f = self.fifos = {name: Fifo(depth, name, self._staged) for name, depth in d.items()}
+        f["wqe"] = Fifo(p["wqe_words"], "wqe", self._staged)
+        f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
+        f["events"] = Fifo(p["ack_queue"], "events", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                        cfg.qpc_base_a, cfg.depth, used)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
+        log = self._staged
         self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
-                                  f["wr_wb"])
+                                  f["wr_wb"], log=log)
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
-                                   f["batch"], p["prefetch"], p["wqe_words"], p["records"])
+                                   f["batch"], p["prefetch"], p["wqe_words"], p["records"],
+                                   log=log)
         self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
-                                  f["inline"])
+                                  f["inline"], log=log)
         self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
-                                     f["segs"], f["payload"], p["payload_words"])
+                                     f["segs"], f["payload"], p["payload_words"], log=log)
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         f["events"], f["cqes"], f["resend"], used)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
-        self.arrived = Staged(0, name="arrived")
+        self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
+        self._offered = None        # what offers() showed in this cycle
 
     # ---- the host interface ----
     def offers(self):
         """``(read request, write word)`` offered this cycle (dicts or None)."""
+        self._offered = self._offer()
+        (_, rd), (_, wr) = self._offered
+        return rd, wr
+
+    def _offer(self):
         f = self.fifos
-        return (arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], False),
-                arbitrate_write(f["wr_wb"], f["wr_cqe"], False))
+        return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"]),
+                write_offer(f["wr_wb"], f["wr_cqe"]))
 
     def mmio_ready(self, word):
         """``mmio.ready`` for the word the host interface offers this cycle."""
@@ -114,8 +123,12 @@ class RequesterModel:
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
         f = self.fifos
         cfg = self.cfg
-        arbitrate_read(f["rd_fill"], f["rd_wqe"], f["rd_pay"], rd_ready)
-        arbitrate_write(f["wr_wb"], f["wr_cqe"], wr_ready)
+        # The host interface takes what was offered at the start of the cycle.
+        (rd_fifo, _), (wr_fifo, _) = self._offered or self._offer()
+        if rd_ready and rd_fifo is not None:
+            rd_fifo.read()
+        if wr_ready and wr_fifo is not None:
+            wr_fifo.read()
         if rd_data is not None:
             ident = rd_data["id"]
             if ident == RD_FILL:
@@ -151,12 +164,13 @@ class RequesterModel:
             self.ack_lost += 1
 
     def commit(self):
-        for fifo in self.fifos.values():
-            fifo.commit()
+        """End of the cycle: the staged changes of the FIFOs and of the registers of the
+        doorbell-to-payload stages (all in the requester's :class:`StagedLog`), of the
+        context cache and of the completion unit take effect."""
+        self._offered = None
+        self._staged.commit()
         self.cache.commit()
-        for part in (self.front, self.fetch, self.seq, self.pay, self.comp):
-            part.commit()
-        self.arrived.commit()
+        self.comp.commit()
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""

@@ -8,18 +8,21 @@ from spec.rdma_engine import MAX_INLINE_WORDS
 __all__ = ["SequencerModel"]
 
 _M16, _M24 = 0xFFFF, 0xFFFFFF
+_ERR = QpState.ERR.value
 
 
 class SequencerModel:
     """WQEs to send jobs, one source word per cycle."""
 
-    def __init__(self, cache, batch, wqe, bfq, job, inline):
+    def __init__(self, cache, batch, wqe, bfq, job, inline, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register enters, for an owner
+        that commits it through it (:meth:`commit` commits it alone)."""
         self.cache, self.batch, self.wqe, self.bfq = cache, batch, wqe, bfq
         self.job, self.inline = job, inline
         self.state = "HDR"
         self.idx = 0
         self.inl_left = self.pad_left = 0
-        self.released = Staged(0, name="released")
+        self.released = Staged(0, name="released", log=log)
         self.count = dict(sequenced=0, doorbell_err_qp=0)
         self._next = None
 
@@ -57,7 +60,7 @@ class SequencerModel:
         if self.state == "HDR":
             e = b["entry"]
             g = self.cache.group("seq", e)
-            flush = g["state"] == QpState.ERR.value
+            flush = g["state"] == _ERR
             if b["null"]:
                 if self.job.can_write():
                     self.job.write(dict(entry=e, qpn=b["qpn"], null=1, last_of_item=1,

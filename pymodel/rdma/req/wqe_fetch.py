@@ -5,17 +5,22 @@ from pymodel.cycle import Staged
 __all__ = ["WqeFetchModel"]
 
 _M16 = 0xFFFF
+#: The fields of a batch entry that are 0 unless a branch sets them.
+_BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 
 
 class WqeFetchModel:
     """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
 
-    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records):
+    def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records,
+                 log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the registers enter, for an owner
+        that commits them through it (:meth:`commit` commits them alone)."""
         self.cache, self.fetch, self.resend, self.rd, self.batch = \
             cache, fetch, resend, rd, batch
         self.prefetch, self.ring_words, self.records = prefetch, ring_words, records
-        self.reserved = Staged(0, name="reserved")
-        self.issued = Staged(0, name="issued")     # records promised (mod 2**16)
+        self.reserved = Staged(0, name="reserved", log=log)
+        self.issued = Staged(0, name="issued", log=log)     # records promised (mod 2**16)
         self.count = dict(wqe_reads=0, wqes=0, wqe_words_max=0)
 
     def _issue(self, addr, words, n, batch):
@@ -35,7 +40,6 @@ class WqeFetchModel:
         held = (self.reserved.value - released) & _M16
         owed = (self.issued.value - comp.appended.value) & _M16
         pool = comp.win_total.value + owed      # records in windows or promised
-        base = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
         if self.resend.can_read():
             r = self.resend.head()
             ctx = self.cache.static_of(r["entry"])
@@ -46,7 +50,7 @@ class WqeFetchModel:
                 self.resend.read()
                 self._issue((ctx["sq_base"] + ((r["sq_index"] & mask) << ctx["sq_stride_log2"]))
                             % self.cache.depth, words, 1,
-                            dict(base, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
+                            dict(_BASE, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
                                  count=1, stride_log2=ctx["sq_stride_log2"], resend=1,
                                  first_psn=r["first_psn"]))
                 self._peak(held + words)
@@ -59,7 +63,7 @@ class WqeFetchModel:
             return
         ctx = self.cache.static_of(e)
         head = self.cache.group("fetch", e)["sq_head"]
-        common = dict(base, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
+        common = dict(_BASE, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
         if f["modify"]:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()

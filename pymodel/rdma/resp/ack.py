@@ -1,19 +1,23 @@
 """Twin of :class:`rtl.rdma.resp.ack.AckSender` (from its docstring)."""
 
-from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.frames import Endpoint, ack_frame
+
+#: Bytes a beat of the responder's output stream.
+_WIDTH = 64
 
 __all__ = ["AckSenderModel", "ack_beats"]
 
 
 def ack_beats(job):
-    """The beats (dicts) of the ACKNOWLEDGE frame of an ACK job (``ack_layout`` dict)."""
+    """The beats (dicts) of the ACKNOWLEDGE frame of an ACK job (``ack_layout`` dict):
+    64 bytes a beat, the last one holding the rest."""
     frame = ack_frame(Endpoint(job["smac"], job["sip"]), Endpoint(job["dmac"], job["dip"]),
                       job["src_qp"], job["dest_qp"], job["psn"], job["syndrome"], job["msn"])
     out = []
-    for bits in frame_to_beats(frame, 64):
-        data, nbytes, first, last = unpack_beat(64, bits)
-        out.append(dict(data=data, nbytes=nbytes, first=int(first), last=int(last)))
+    for start in range(0, len(frame), _WIDTH):
+        chunk = frame[start:start + _WIDTH]
+        out.append(dict(data=int.from_bytes(chunk, "little"), nbytes=len(chunk),
+                        first=int(start == 0), last=int(start + _WIDTH >= len(frame))))
     return out
 
 
@@ -29,11 +33,17 @@ class AckSenderModel:
         self.i, self.o = i, o
         self.spill = None          # beat 1 of the frame whose beat 0 left
         self.count = dict(acks=0)
+        self._built = (None, None)     # (the head job, its beats): built once per job
+
+    def _beats(self, job):
+        if self._built[0] is not job:
+            self._built = (job, ack_beats(job))
+        return self._built[1]
 
     def present(self):
         if self.spill is not None:
             return self.spill
-        return ack_beats(self.i.head())[0] if self.i.can_read() else None
+        return self._beats(self.i.head())[0] if self.i.can_read() else None
 
     def advance(self, taken):
         if not taken:
@@ -41,7 +51,7 @@ class AckSenderModel:
         if self.spill is not None:
             self.spill = None
             return
-        self.spill = ack_beats(self.i.read())[1]
+        self.spill = self._beats(self.i.read())[1]
         self.count["acks"] += 1
 
     def step(self, c, side):

@@ -86,7 +86,8 @@ class HeaderCheckModel:
 
     def step(self, c, side):
         cnt = self.count
-        cnt["jobs_max"] = max(cnt["jobs_max"], len(self.o))
+        if len(self.o) > cnt["jobs_max"]:
+            cnt["jobs_max"] = len(self.o)
         out = {"lookup.valid": 0}
         if not (self.i.can_read() and self.o.can_write()):
             return out

@@ -21,7 +21,7 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 
 import dataclasses
 
-from pymodel.cycle import Fifo
+from pymodel.cycle import Fifo, StagedLog
 from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.resp.ack import AckSenderModel
@@ -44,7 +44,7 @@ def _check(name, value, low, high):
         raise ValueError(f"{name} must be a power of two, not {value!r}")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Presented:
     """The responder's outputs in one cycle (each None when not valid): ``o`` a beat
     dict (``data``, ``nbytes``, ``first``, ``last``), ``rd_req`` a dict (``addr``,
@@ -83,7 +83,8 @@ class ResponderModel:
         _check("MR table entries", mr_entries, 2, 256)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
-        f = self.fifos = {name: Fifo(d, name) for name, d in dict(
+        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        f = self.fifos = {name: Fifo(d, name, self._staged) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
@@ -153,7 +154,7 @@ class ResponderModel:
             self.cache.fill(rd_data["data"])
         self.verify.step(c, {})
         self.writer.step(c, {})
-        self.arbiter.advance(wr_taken)
+        self.arbiter.advance(wr_taken, out.wr)
         if rd_req_taken:
             self.fifos["fills"].read()
         self.ack.advance(o_ready and out.o is not None)
@@ -161,8 +162,7 @@ class ResponderModel:
 
     def commit(self):
         """End of the cycle: every staged write and pop takes effect."""
-        for fifo in self.fifos.values():
-            fifo.commit()
+        self._staged.commit()
         self.cache.commit()
         self.header.commit()
         self.verify.commit()

@@ -24,8 +24,10 @@ class ReceiveModel:
 
     def step(self, c, side):
         cnt = self.count
-        cnt["rx_beats_max"] = max(cnt["rx_beats_max"], len(self.pay))
-        cnt["rx_frames_max"] = max(cnt["rx_frames_max"], len(self.hdr))
+        if len(self.pay) > cnt["rx_beats_max"]:
+            cnt["rx_beats_max"] = len(self.pay)
+        if len(self.hdr) > cnt["rx_frames_max"]:
+            cnt["rx_frames_max"] = len(self.hdr)
         beat = side.get("i")
         if beat is None:
             return {}

@@ -33,8 +33,12 @@ class WriteArbiterModel:
             return dict(addr=w["addr"], data=w["data"], be=_ALL, last=1, mark=0, tag=0)
         return dict(self.pay.head()) if self.pay.can_read() else None
 
-    def advance(self, taken):
-        src, word = self._source(), self.present()
+    def advance(self, taken, shown=False):
+        """End of the cycle's handshake: ``taken`` says whether the word presented was
+        taken; ``shown``: that word, as :meth:`present` gave it in this cycle (given by a
+        caller that kept it; by default asked again)."""
+        src = self._source()
+        word = self.present() if shown is False else shown
         if word is None:
             self.held = None
             return

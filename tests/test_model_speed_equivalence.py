@@ -1,0 +1,131 @@
+"""The golden model's shortcuts compute what the plain code computes.
+
+Each speed-up of the cycle models keeps a plain definition next to it; here the two
+are held against each other on many inputs: the fault pattern's LFSR jumps by table
+against :func:`pymodel.stall.lfsr_step` walked step by step, the ACK sender's beats
+against :func:`pymodel.packet.frame_to_beats`, a :class:`pymodel.cycle.StagedLog`
+against committing every FIFO and register, and the frame headers packed with the
+cached addressing part against a whole :func:`pymodel.fields.pack`.
+"""
+
+import random
+
+import pytest
+
+from pymodel.cycle import Fifo, Staged, StagedLog, commit_all
+from pymodel.fabric.faulty_link import _advance
+from pymodel.fields import pack
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.frames import Endpoint, _bth, _headers, udp_sport
+from pymodel.rdma.resp.ack import ack_beats
+from pymodel.stall import lfsr_step
+from spec.formats.roce import (
+    ACK_HEADER,
+    ETHERTYPE_IPV4,
+    IP_FLAGS_DF,
+    IP_PROTO_UDP,
+    IP_TTL,
+    ROCE_UDP_PORT,
+    WRITE_HEADER,
+    WRITE_RETH_HEADER,
+    OpCode,
+    Syndrome,
+    bswap,
+)
+
+
+def _walk(state, steps):
+    for _ in range(steps):
+        state = lfsr_step(state)
+    return state
+
+
+@pytest.mark.parametrize("steps", [1, 16, 48])
+def test_lfsr_jump_table_equals_stepping(steps):
+    for state in range(0, 1 << 16, 7):
+        assert _advance(state, steps) == _walk(state, steps), state
+
+
+def test_ack_beats_equal_the_packet_split():
+    rng = random.Random(5)
+    for _ in range(300):
+        job = dict(smac=rng.getrandbits(48), sip=rng.getrandbits(32),
+                   dmac=rng.getrandbits(48), dip=rng.getrandbits(32),
+                   src_qp=rng.getrandbits(24), dest_qp=rng.getrandbits(24),
+                   psn=rng.getrandbits(24), msn=rng.getrandbits(24),
+                   syndrome=rng.choice(list(Syndrome)).value)
+        beats = ack_beats(job)
+        frame = b"".join(b["data"].to_bytes(64, "little")[:b["nbytes"]] for b in beats)
+        want = []
+        for bits in frame_to_beats(frame, 64):
+            data, nbytes, first, last = unpack_beat(64, bits)
+            want.append(dict(data=data, nbytes=nbytes, first=int(first), last=int(last)))
+        assert beats == want
+
+
+def _plain_headers(layout, src, dst, qpn_src, transport_len, bth, ext, ext_name):
+    """The headers as one :func:`pack` of every field, checksum filled in after."""
+    from pymodel.rdma.frames import ipv4_checksum
+    ip_len = 20 + 8 + transport_len
+    fields = {
+        "eth": {"dst": bswap(dst.mac, 6), "src": bswap(src.mac, 6),
+                "ethertype": bswap(ETHERTYPE_IPV4, 2)},
+        "ip": {"ihl": 5, "version": 4, "tos": 0, "total_length": bswap(ip_len, 2),
+               "ident": 0, "flags_frag": bswap(IP_FLAGS_DF, 2), "ttl": IP_TTL,
+               "protocol": IP_PROTO_UDP, "checksum": 0,
+               "src": bswap(src.ip, 4), "dst": bswap(dst.ip, 4)},
+        "udp": {"sport": bswap(udp_sport(qpn_src), 2), "dport": bswap(ROCE_UDP_PORT, 2),
+                "length": bswap(8 + transport_len, 2), "checksum": 0},
+        "bth": bth,
+    }
+    if ext is not None:
+        fields[ext_name] = ext
+    n = {id(WRITE_RETH_HEADER): 70, id(WRITE_HEADER): 54, id(ACK_HEADER): 58}[id(layout)]
+    raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
+    raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
+    return bytes(raw)
+
+
+def test_headers_with_cached_addressing_equal_one_pack():
+    rng = random.Random(9)
+    ends = [Endpoint(rng.getrandbits(48), rng.getrandbits(32)) for _ in range(3)]
+    for _ in range(300):
+        src, dst = rng.sample(ends, 2)
+        qpn, length = rng.randrange(1 << 24), rng.choice([4, 20, 68, 1028, rng.randrange(4096)])
+        bth = _bth(OpCode.RC_RDMA_WRITE_ONLY, rng.randrange(1 << 24), rng.randrange(1 << 24),
+                   rng.randint(0, 1), rng.randrange(4))
+        for layout, ext, name in (
+                (WRITE_RETH_HEADER, {"va": rng.getrandbits(64), "rkey": rng.getrandbits(32),
+                                     "dma_length": rng.getrandbits(32)}, "reth"),
+                (WRITE_HEADER, None, None),
+                (ACK_HEADER, {"syndrome": 0, "msn": rng.getrandbits(24)}, "aeth")):
+            assert (_headers(layout, src, dst, qpn, length, bth, ext, name)
+                    == _plain_headers(layout, src, dst, qpn, length, bth, ext, name))
+
+
+def test_staged_log_commits_as_committing_everything():
+    """Random reads, writes and register writes on two identical sets of FIFOs and
+    registers: one committed through a StagedLog, one by committing every item."""
+
+    log = StagedLog()
+    logged = [Fifo(4, f"f{k}", log) for k in range(5)] + [Staged(0, name="r", log=log),
+                                                          Staged(0, size=4, name="a", log=log)]
+    plain = [Fifo(4, f"f{k}") for k in range(5)] + [Staged(0, name="r"),
+                                                    Staged(0, size=4, name="a")]
+    for cycle in range(3000):
+        for items in (logged, plain):
+            r = random.Random(cycle)
+            for fifo in items[:5]:
+                if r.random() < 0.5 and fifo.can_read():
+                    fifo.read()
+                if r.random() < 0.5 and fifo.can_write():
+                    fifo.write(cycle)
+            if r.random() < 0.3:
+                items[5].set(cycle)
+            if r.random() < 0.3:
+                items[6].set(r.randrange(4), cycle)
+        log.commit()
+        commit_all(plain)
+        assert [list(f.q) for f in logged[:5]] == [list(f.q) for f in plain[:5]]
+        assert [f.high for f in logged[:5]] == [f.high for f in plain[:5]]
+        assert logged[5].value == plain[5].value and logged[6].value == plain[6].value
