@@ -62,8 +62,8 @@ def add_dump_hooks(text):
     untouched, and it only has rising-edge logic: at the falling edge every memory
     holds what it held since the rising edge before, the value that a VPI read in
     that half cycle returns. (A trigger that is not the clock, ``always @(reg)``,
-    made Verilator keep every write of the host memories for a separate commit step,
-    and RdmaTop's run phase four times slower.)"""
+    made Verilator keep every write of the host memories for a separate commit step:
+    384 delay variables in RdmaTop's model, none with the falling edge.)"""
     out, last = [], 0
     starts = [(m.start(), m.group(1).lstrip("\\")) for m in _MODULE.finditer(text)]
     for k, (start, module) in enumerate(starts):
