@@ -153,6 +153,9 @@ def test_state_bits_follow_the_layouts(monkeypatch):
                                              + group_bits(RESP_GROUP))
     assert rdma["window_records"] == REQUESTER_DEFAULTS["records"]
     assert rdma["window_record_bits"] > 3 * 24 + 64        # QPN, two PSNs, wr_id and more
+    # The in-flight metric counts a window record as the RTL's pool stores it.
+    from pymodel.rdma.metrics import RECORD_BITS
+    assert RECORD_BITS == rdma["window_record_bits"]
     counter = CreditCounter(nic["link_credits"])
     silence(counter)
     assert nic["credit_counter_bits"] == len(counter.credits) + 2

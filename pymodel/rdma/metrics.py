@@ -15,14 +15,18 @@ from pymodel.host.metrics import host_bytes, host_tlps
 from pymodel.rdma.frames import ETH_OVERHEAD
 from spec.formats.roce import HOST_WORD_BYTES, OpCode
 from spec.rdma import DOORBELL_BYTES
+from spec.rdma_engine import TOP_DEFAULTS
 
 _LAST_OPCODES = (OpCode.RC_RDMA_WRITE_ONLY.value, OpCode.RC_RDMA_WRITE_LAST.value)
 
 __all__ = ["summarize", "per_message", "inflight_bits", "RECORD_BITS", "message_starts",
            "steady_ii"]
 
-#: Bits of one window record (the completion unit's stored layout and its link).
-RECORD_BITS = 24 + 24 + 24 + 64 + 16 + 32 + 1 + 8
+#: Bits of one window record as the completion unit stores it: QPN, first and last PSN,
+#: wr_id, SQ index, message length and signalled (185 bits), and the link to the next
+#: record of its QP, (records - 1).bit_length() bits: 9 for the default pool of 512.
+RECORD_BITS = (24 + 24 + 24 + 64 + 16 + 32 + 1
+               + (TOP_DEFAULTS["records"] - 1).bit_length())
 #: Bits the host interface keeps per outstanding read request (its due-queue entry:
 #: word address, words, id, a 32-bit due cycle).
 READ_BITS = 32 + 7 + 8 + 32
