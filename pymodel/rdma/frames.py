@@ -86,8 +86,21 @@ def _addressing(layout, src, dst, qpn_src, transport_len):
     word = _ADDRESSING.get(key)
     if word is not None:
         return word
+    n = _HEADER_BYTES[id(layout)]
+    raw = bytearray(pack(layout, addressing_fields(src, dst, qpn_src, transport_len))
+                    .to_bytes(n, "little"))
+    raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
+    if len(_ADDRESSING) >= 1 << 16:          # a bound for very long runs of many QPs
+        _ADDRESSING.clear()
+    word = _ADDRESSING[key] = int.from_bytes(raw, "little")
+    return word
+
+
+def addressing_fields(src, dst, qpn_src, transport_len):
+    """The Ethernet, IPv4 (checksum 0) and UDP fields of a RoCEv2 header, as
+    :func:`pymodel.fields.pack` takes them."""
     ip_len = 20 + 8 + transport_len
-    fields = {
+    return {
         "eth": {"dst": bswap(dst.mac, 6), "src": bswap(src.mac, 6),
                 "ethertype": bswap(ETHERTYPE_IPV4, 2)},
         "ip": {"ihl": 5, "version": 4, "tos": 0, "total_length": bswap(ip_len, 2),
@@ -97,13 +110,6 @@ def _addressing(layout, src, dst, qpn_src, transport_len):
         "udp": {"sport": bswap(udp_sport(qpn_src), 2), "dport": bswap(ROCE_UDP_PORT, 2),
                 "length": bswap(8 + transport_len, 2), "checksum": 0},
     }
-    n = _HEADER_BYTES[id(layout)]
-    raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
-    raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
-    if len(_ADDRESSING) >= 1 << 16:          # a bound for very long runs of many QPs
-        _ADDRESSING.clear()
-    word = _ADDRESSING[key] = int.from_bytes(raw, "little")
-    return word
 
 
 #: Bytes of each header layout (``header_bytes`` casts the layout: slow per frame).
