@@ -4,7 +4,7 @@ import functools
 
 from spec.formats.packet import check_width, packet_layout
 
-__all__ = ["frame_to_beats", "beats_to_frames", "pack_beat", "unpack_beat"]
+__all__ = ["frame_to_beats", "frame_chunks", "beats_to_frames", "pack_beat", "unpack_beat"]
 
 
 @functools.cache
@@ -27,17 +27,20 @@ def unpack_beat(width, bits):
     return get["data"], get["nbytes"], bool(get["first"]), bool(get["last"])
 
 
-def frame_to_beats(frame, width):
-    """Split ``frame`` (bytes, at least 1) into flat beats."""
+def frame_chunks(frame, width):
+    """``(data, nbytes, first, last)`` of each beat of ``frame`` (bytes, at least 1),
+    ``width`` bytes a beat, the last one holding the rest."""
     check_width(width)
     if len(frame) == 0:
         raise ValueError("a packet has at least one byte")
-    beats = []
-    for start in range(0, len(frame), width):
-        chunk = frame[start:start + width]
-        beats.append(pack_beat(width, int.from_bytes(chunk, "little"), len(chunk),
-                               start == 0, start + width >= len(frame)))
-    return beats
+    return [(int.from_bytes(frame[start:start + width], "little"),
+             min(width, len(frame) - start), start == 0, start + width >= len(frame))
+            for start in range(0, len(frame), width)]
+
+
+def frame_to_beats(frame, width):
+    """Split ``frame`` (bytes, at least 1) into flat beats."""
+    return [pack_beat(width, *chunk) for chunk in frame_chunks(frame, width)]
 
 
 def beats_to_frames(beats, width):

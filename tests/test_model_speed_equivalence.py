@@ -25,6 +25,7 @@ from spec.formats.roce import (
     WRITE_RETH_HEADER,
     OpCode,
     Syndrome,
+    header_bytes,
 )
 
 
@@ -64,8 +65,7 @@ def _plain_headers(layout, src, dst, qpn_src, transport_len, bth, ext, ext_name)
     fields = dict(addressing_fields(src, dst, qpn_src, transport_len), bth=bth)
     if ext is not None:
         fields[ext_name] = ext
-    n = {id(WRITE_RETH_HEADER): 70, id(WRITE_HEADER): 54, id(ACK_HEADER): 58}[id(layout)]
-    raw = bytearray(pack(layout, fields).to_bytes(n, "little"))
+    raw = bytearray(pack(layout, fields).to_bytes(header_bytes(layout), "little"))
     raw[24:26] = ipv4_checksum(bytes(raw[14:34])).to_bytes(2, "big")
     return bytes(raw)
 

@@ -277,8 +277,7 @@ class HostInterfaceModel:
         self._up_free, self._up_last = c + d, "rd"
         self.counters["up_rd_tlps"] += 1
         self.counters["up_overhead_bytes"] += p.req_overhead
-        if self.trace is not None:
-            self._note(c, "rd_tlp", addr=a, words=n, d=d)
+        self._note(c, "rd_tlp", addr=a, words=n, d=d)
 
     def _start_write(self, c):
         p = self.p
@@ -291,8 +290,7 @@ class HostInterfaceModel:
         self.counters["up_wr_tlps"] += 1
         self.counters["up_payload_bytes"] += payload
         self.counters["up_overhead_bytes"] += p.req_overhead
-        if self.trace is not None:
-            self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
+        self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
 
     def _start_cpl(self, c):
         p = self.p
@@ -308,8 +306,7 @@ class HostInterfaceModel:
         self.counters["dn_cpl_tlps"] += 1
         self.counters["dn_payload_bytes"] += WORD_BYTES * n
         self.counters["dn_overhead_bytes"] += p.cpl_overhead
-        if self.trace is not None:
-            self._note(c, "cpl", addr=addr, words=n, d=d)
+        self._note(c, "cpl", addr=addr, words=n, d=d)
 
     def _start_mmio(self, c, first):
         p = self.p
@@ -324,8 +321,7 @@ class HostInterfaceModel:
         self.counters["dn_mmio_tlps"] += 1
         self.counters["dn_payload_bytes"] += nbytes
         self.counters["dn_overhead_bytes"] += p.mmio_overhead
-        if self.trace is not None:
-            self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
+        self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
 
     # -- inputs --------------------------------------------------------------------------
     def _accept_read(self, req):

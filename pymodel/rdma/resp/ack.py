@@ -1,5 +1,6 @@
 """Twin of :class:`rtl.rdma.resp.ack.AckSender` (from its docstring)."""
 
+from pymodel.packet import frame_chunks
 from pymodel.rdma.frames import Endpoint, ack_frame
 
 #: Bytes a beat of the responder's output stream.
@@ -13,12 +14,8 @@ def ack_beats(job):
     64 bytes a beat, the last one holding the rest."""
     frame = ack_frame(Endpoint(job["smac"], job["sip"]), Endpoint(job["dmac"], job["dip"]),
                       job["src_qp"], job["dest_qp"], job["psn"], job["syndrome"], job["msn"])
-    out = []
-    for start in range(0, len(frame), _WIDTH):
-        chunk = frame[start:start + _WIDTH]
-        out.append(dict(data=int.from_bytes(chunk, "little"), nbytes=len(chunk),
-                        first=int(start == 0), last=int(start + _WIDTH >= len(frame))))
-    return out
+    return [dict(data=data, nbytes=nbytes, first=int(first), last=int(last))
+            for data, nbytes, first, last in frame_chunks(frame, _WIDTH)]
 
 
 class AckSenderModel:
