@@ -176,6 +176,8 @@ def main(argv=None):
                 report["rtl_msgs_per_s"][key][design] = rec["msgs_per_s"]
                 report["run_phase_cycles_per_s"][key][design] = rec.get(
                     "run_phase_cycles_per_s")
+                report["clock_only_cycles_per_s"][key][design] = rec.get(
+                    "clock_only_cycles_per_s")
                 note = (f"build/warm-up {rec['warmup_s']:.1f} s; test {rec['test_wall_s']:.1f} "
                         f"s, {fmt(rec['cycles_per_s'])} cycles/s, "
                         f"{fmt(rec['msgs_per_s'], 1)} msgs/s")

@@ -12,8 +12,8 @@ from scripts import bench
 from scripts.benchmark import cosim, make_test, models
 
 SPEC_KEYS = {"model_cycle_msgs_per_s", "model_fast_msgs_per_s", "rtl_cycles_per_s",
-             "rtl_msgs_per_s", "run_phase_cycles_per_s", "make_test_wall_s",
-             "make_sim_wall_s"}
+             "rtl_msgs_per_s", "run_phase_cycles_per_s", "clock_only_cycles_per_s",
+             "make_test_wall_s", "make_sim_wall_s"}
 
 
 @pytest.mark.parametrize("argv, option", [
@@ -83,7 +83,8 @@ def test_model_only_run_writes_the_json(tmp_path, capsys):
     for key in ("model_cycle_msgs_per_s", "model_fast_msgs_per_s"):
         assert set(report[key]) == {"nic", "rdma"}
         assert all(isinstance(v, float) and v > 0 for v in report[key].values()), key
-    for key in ("rtl_cycles_per_s", "rtl_msgs_per_s", "run_phase_cycles_per_s"):
+    for key in ("rtl_cycles_per_s", "rtl_msgs_per_s", "run_phase_cycles_per_s",
+                "clock_only_cycles_per_s"):
         assert set(report[key]) == set(bench.SIM_KEYS)
         assert all(v == {"nic": None, "rdma": None} for v in report[key].values())
     wall = report["make_test_wall_s"]

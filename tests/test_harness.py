@@ -61,6 +61,35 @@ def test_file_reads_of_memories_equal_vpi_reads(sim, test_id):
               sim=sim, test_id=test_id)
 
 
+def test_clock_only_run_covers_its_cycles(sim, test_id):
+    """tb.cocotb_clock_only (make bench's ceiling): the run lets the asked cycles pass
+    after reset and reports them with a wall time; a count that is not positive fails
+    the run with an error naming it."""
+    import json
+    from pathlib import Path
+
+    from scripts.benchmark.cosim import read_results_xml
+    from tb.cosim import cached_verilog, top_ports
+    from tb.harness import CLOCK_NS
+
+    inputs = [port for kind, port in top_ports(cached_verilog(_top(), "mem_credit_top"),
+                                               "mem_credit_top")
+              if kind == "input" and port not in ("clk", "rst")]
+    assert inputs
+    run = run_cosim(_top(), name="mem_credit_top", test_module="tb.cocotb_clock_only",
+                    params={"cycles": 500, "inputs": inputs}, sim=sim, test_id=test_id)
+    got = json.loads((run / "clock_only.json").read_text())
+    assert got["cycles"] == 500 and got["seconds"] > 0
+    _, sim_ns = read_results_xml(run / "results.xml")
+    assert 500 <= sim_ns / CLOCK_NS <= 503          # plus the two reset cycles
+    if sim == "verilator":
+        with pytest.raises(CosimFailure, match="1 of 1 cocotb tests failed") as exc:
+            run_cosim(_top(), name="mem_credit_top", test_module="tb.cocotb_clock_only",
+                      params={"cycles": 0}, sim=sim, test_id=test_id + "_bad")
+        log = Path(str(exc.value).rsplit("see ", 1)[1])
+        assert "cycles must be a positive number of cycles, not 0" in log.read_text()
+
+
 def test_dump_hooks_only_add_lines():
     """Every memory named in DUMPED of a clocked module gets its trigger and dump block;
     other memories and modules without a clock are untouched, and removing the added

@@ -13,7 +13,8 @@ docs/bench.md says what each figure covers.
 from pathlib import Path
 
 __all__ = ["ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "MAKE_SIM_RECORD", "DESIGNS",
-           "SIMULATORS", "SIM_KEYS", "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES"]
+           "SIMULATORS", "SIM_KEYS", "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES",
+           "CLOCK_ONLY_CYCLES"]
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = ROOT / "build" / "bench"
@@ -29,3 +30,6 @@ MSG_BYTES = 128
 MODEL_KNOBS = {"nic": {"framing": "compact", "peers": 1}, "rdma": {"qps": 1}}
 #: Messages of the throw-away run that builds a top before it is measured.
 WARMUP_MESSAGES = 2
+#: Cycles of the clock-only run of each top (:func:`.cosim.measure_clock_only`), per
+#: simulator: about a second of wall time on each.
+CLOCK_ONLY_CYCLES = {"verilator": 200_000, "icarus": 5_000}

@@ -9,9 +9,10 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import MSG_BYTES, ROOT, WARMUP_MESSAGES
+from . import CLOCK_ONLY_CYCLES, MSG_BYTES, ROOT, WARMUP_MESSAGES
 
-__all__ = ["nic_top_and_params", "read_results_xml", "measure_rtl", "relative"]
+__all__ = ["nic_top_and_params", "read_results_xml", "measure_rtl", "measure_clock_only",
+           "relative"]
 
 
 def nic_top_and_params(messages):
@@ -32,6 +33,15 @@ def nic_top_and_params(messages):
     return top, params
 
 
+def _design_top(design, top_messages):
+    """``(top, name)`` of ``design``'s headline, the NIC's sized for ``top_messages``."""
+    if design == "nic":
+        return nic_top_and_params(top_messages)[0], "nic_headline_compact"
+    from rtl.tops.rdma_top import RdmaTop
+
+    return RdmaTop(), "rdma_top"
+
+
 def _run_design(design, sim, messages, top_messages, opt, test_id):
     """One co-simulation of ``design``'s headline with ``messages`` messages, on the top
     built for ``top_messages``; returns the run folder."""
@@ -48,6 +58,24 @@ def _run_design(design, sim, messages, top_messages, opt, test_id):
     params = dict(kind="writes", messages=messages, sizes=[MSG_BYTES], qps=1,
                   out_json="measurements.json")
     return run_rdma({}, params=params, sim=sim, test_id=test_id, opt=opt)
+
+
+def measure_clock_only(design, sim, top_messages, cycles, opt):
+    """Cycles per second of ``design``'s headline top (the build of :func:`measure_rtl`)
+    with only the clock running (:mod:`tb.cocotb_clock_only`): the most any test of that
+    top can reach on ``sim``. Returns ``{"cycles", "seconds", "cycles_per_s"}``."""
+    from tb.cosim import cached_verilog, run_cosim, top_ports
+
+    top, name = _design_top(design, top_messages)
+    inputs = [port for kind, port in top_ports(cached_verilog(top, name), name)
+              if kind == "input" and port not in ("clk", "rst")]
+    run_dir = Path(run_cosim(top, name=name, test_module="tb.cocotb_clock_only",
+                             params={"cycles": cycles, "inputs": inputs,
+                                     "out_json": "clock_only.json"},
+                             sim=sim, test_id=f"bench-clock-only-{cycles}", opt=opt))
+    rec = json.loads((run_dir / "clock_only.json").read_text())
+    rec["cycles_per_s"] = rec["cycles"] / rec["seconds"] if rec["seconds"] > 0 else None
+    return rec
 
 
 def read_results_xml(path):
@@ -88,7 +116,9 @@ def measure_rtl(design, sim, waves, messages, opt):
     """Co-simulate the headline of ``design`` on ``sim``; return the run's figures.
 
     A first run of :data:`WARMUP_MESSAGES` messages on the same top exports and builds it
-    if needed (not counted); the measured run then reuses the build.
+    if needed (not counted); the measured run then reuses the build. Without waves, a
+    clock-only run of the same build follows (:func:`measure_clock_only`,
+    ``clock_only_cycles_per_s``): the simulator's ceiling on that top.
     """
     from tb.harness import CLOCK_NS
 
@@ -123,6 +153,10 @@ def measure_rtl(design, sim, waves, messages, opt):
     if waves:
         fst = [p for p in (run_dir / "dump.fst", run_dir / "waves.fst") if p.exists()]
         rec["waves_bytes"] = fst[0].stat().st_size if fst else None
+    else:
+        clock = measure_clock_only(design, sim, messages, CLOCK_ONLY_CYCLES[sim], opt)
+        rec["clock_only_cycles"] = clock["cycles"]
+        rec["clock_only_cycles_per_s"] = clock["cycles_per_s"]
     return rec
 
 

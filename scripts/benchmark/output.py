@@ -18,6 +18,7 @@ def empty_report():
         "rtl_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "rtl_msgs_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "run_phase_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
+        "clock_only_cycles_per_s": {k: dict.fromkeys(DESIGNS) for k in SIM_KEYS},
         "make_test_wall_s": None,
         "make_sim_wall_s": None,
     }
@@ -45,7 +46,7 @@ def print_tables(report, runs, designs):
         print()
         print("RTL co-simulation, per cocotb test (wall time of the test in results.xml)")
         head = ("sim", "design", "msgs", "cycles", "test s", "cycles/s", "msgs/s",
-                "run-phase cyc/s")
+                "run-phase cyc/s", "clock-only cyc/s")
         rows = [head]
         for r in rtl:
             if r.get("error"):
@@ -54,7 +55,8 @@ def print_tables(report, runs, designs):
                 continue
             rows.append((r["key"], r["design"], str(r["messages"]), fmt(r["cycles"]),
                          fmt(r["test_wall_s"], 1), fmt(r["cycles_per_s"]),
-                         fmt(r["msgs_per_s"], 1), fmt(r.get("run_phase_cycles_per_s"))))
+                         fmt(r["msgs_per_s"], 1), fmt(r.get("run_phase_cycles_per_s")),
+                         fmt(r.get("clock_only_cycles_per_s"))))
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         for k, row in enumerate(rows):
             print("  " + "  ".join(c.rjust(w) if i > 1 else c.ljust(w)
