@@ -5,7 +5,6 @@ reset is released, the simulator then runs freely until every named recorder is 
 (one trigger), and the results come out of the recorders' memories through VPI.
 """
 
-import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_steps, get_sim_time
@@ -86,10 +85,27 @@ class Harness:
         self.set(f"{name}_stall_rate", stall[1])
 
     async def reset(self, cycles=2):
-        """Start the clock and hold reset; release it so that cycle 0 follows."""
+        """Start the clock and hold reset; release it so that cycle 0 follows.
+
+        The clock's rising edges are at the multiples of :data:`CLOCK_NS`, and a clock
+        is started low, half a period before the next of them, so that its first rising
+        edge comes after ``rst`` was written high. Both matter: started high at the
+        time ``rst`` is written, the clock's first edge raced with the write (Icarus
+        sampled ``rst`` before it, Verilator after), and cocotb stops a test's clock when
+        the test ends, so that the harness of a later test in the same simulation (a
+        new :class:`Harness`, as every pyuvm test builds) starts its own: started high
+        off the grid (a test that ended after a falling edge), it rose at once and the
+        design saw one reset edge instead of ``cycles`` (on Icarus the players'
+        registered reads kept the last run's item, and the run hung;
+        ``tb/cocotb_selftest_clock_restart.py``)."""
         self.dut.rst.value = 1
         if self._clock is None:
-            self._clock = cocotb.start_soon(Clock(self.dut.clk, CLOCK_NS, "ns", impl="gpi").start())
+            period = get_sim_steps(CLOCK_NS, "ns")
+            wait = (period // 2 - get_sim_time("step")) % period
+            if wait:
+                await Timer(wait, "step")
+            self._clock = Clock(self.dut.clk, CLOCK_NS, "ns", impl="gpi")
+            self._clock.start(start_high=False)
         await ClockCycles(self.dut.clk, cycles)
         self.dut.rst.value = 0
 

@@ -61,6 +61,13 @@ def test_file_reads_of_memories_equal_vpi_reads(sim, test_id):
               sim=sim, test_id=test_id)
 
 
+def test_clock_of_a_later_test_keeps_the_grid(sim, test_id):
+    """A later cocotb test's harness starts its clock on the first test's grid and
+    resets the design whole, even when the first test ended with the clock low."""
+    run_cosim(_top(), name="mem_credit_top", test_module="tb.cocotb_selftest_clock_restart",
+              sim=sim, test_id=test_id)
+
+
 def test_clock_only_run_covers_its_cycles(sim, test_id):
     """tb.cocotb_clock_only (make bench's ceiling): the run lets the asked cycles pass
     after reset and reports them with a wall time; a count that is not positive fails
