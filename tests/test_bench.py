@@ -184,3 +184,13 @@ def test_read_make_sim_record(tmp_path):
     assert make_test.read_make_test(path, "make_sim_wall_s") is None
     path.write_text(json.dumps({"make_sim_wall_s": 46.4, "passed": True}))
     assert make_test.read_make_test(path, "make_sim_wall_s")["make_sim_wall_s"] == 46.4
+
+
+def test_phases_are_read_from_the_log():
+    log = ("  0.00ns INFO  cocotb.rdma_top  model 7187 cycles; simulator in 0.05 s\n"
+           "  9.00ns INFO  cocotb.rdma_top  phases (s): scenario 0.011, model 0.308, "
+           "load 0.072, run 0.054\n")
+    assert cosim.read_phases(log) == {"scenario": 0.011, "model": 0.308, "load": 0.072,
+                                      "run": 0.054}
+    assert cosim.read_phases("no such line\n") is None
+    assert cosim.read_phases("phases (s): model fast\n") is None

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from . import CLOCK_ONLY_CYCLES, MSG_BYTES, ROOT, WARMUP_MESSAGES
 
-__all__ = ["nic_top_and_params", "read_results_xml", "measure_rtl", "measure_clock_only",
-           "relative"]
+__all__ = ["nic_top_and_params", "read_results_xml", "read_phases", "measure_rtl",
+           "measure_clock_only", "relative"]
 
 
 def nic_top_and_params(messages):
@@ -93,6 +93,25 @@ def read_results_xml(path):
     return float(case.get("time")), float(props["sim_time_duration"]) * scale[unit]
 
 
+def read_phases(log_text):
+    """``{phase: seconds}`` of the last ``phases (s): name value, ...`` line a cocotb
+    module logged (the RDMA test's, :mod:`tb.rdma.cocotb_rdma`), or None."""
+    found = None
+    for line in log_text.splitlines():
+        if "phases (s):" in line:
+            found = line.split("phases (s):", 1)[1]
+    if found is None:
+        return None
+    phases = {}
+    for part in found.split(","):
+        name, _, value = part.strip().rpartition(" ")
+        try:
+            phases[name] = float(value)
+        except ValueError:
+            return None
+    return phases
+
+
 def _run_phase(run_dir, results_name):
     """``(design cycles, run-phase seconds)`` the cocotb module reports: the cycle count
     at the end of the run (``cycles`` of its results file) and the wall time from reset
@@ -148,6 +167,12 @@ def measure_rtl(design, sim, waves, messages, opt):
            "run_dir": relative(run_dir)}
     rec["design_cycles"], rec["run_phase_s"] = _run_phase(
         run_dir, "nic_results.json" if design == "nic" else "measurements.json")
+    log = run_dir / "sim.log"
+    phases = read_phases(log.read_text(errors="replace")) if log.exists() else None
+    if phases:
+        rec["phases_s"] = phases
+        if "model" in phases and wall > phases["model"]:
+            rec["cycles_per_s_without_model"] = cycles / (wall - phases["model"])
     if rec["design_cycles"] and rec["run_phase_s"]:
         rec["run_phase_cycles_per_s"] = rec["design_cycles"] / rec["run_phase_s"]
     if waves:

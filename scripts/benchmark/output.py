@@ -63,6 +63,13 @@ def print_tables(report, runs, designs):
                                    for i, (c, w) in enumerate(zip(row, widths, strict=True))))
             if k == 0:
                 print("  " + "  ".join("-" * w for w in widths))
+        for r in rtl:
+            if r.get("phases_s"):
+                print(f"  {r['key']} {r['design']} test, wall time by phase (s): "
+                      + ", ".join(f"{n} {v:.3f}" for n, v in r["phases_s"].items()))
+                if r.get("cycles_per_s_without_model"):
+                    print(f"    without the golden model's run: "
+                          f"{fmt(r['cycles_per_s_without_model'])} cycles/s")
     print()
     wall = report["make_test_wall_s"]
     if wall is None:

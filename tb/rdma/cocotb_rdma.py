@@ -104,14 +104,33 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
                     limit=limit)
 
 
+class _Phases:
+    """Wall time of each phase of the test, logged at the end in one line (``phases
+    (s): name value, ...``) that ``make bench`` reads."""
+
+    def __init__(self):
+        self.marks = [("", time.perf_counter())]
+
+    def mark(self, name, at=None):
+        self.marks.append((name, time.perf_counter() if at is None else at))
+
+    def line(self):
+        return "phases (s): " + ", ".join(
+            f"{name} {t - self.marks[k][1]:.3f}"
+            for k, (name, t) in enumerate(self.marks[1:]))
+
+
 @cocotb.test()
 async def rdma_matches_model(dut):
+    phases = _Phases()
     p = cosim_params()
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
+    phases.mark("scenario")
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
     model = run_model(cfg, v, inject, inj_stall, p.get("model_mmio_delay", 0),
                       p.get("model_limit", 1 << 26))
+    phases.mark("model")
     items, release = v.mmio_items()
 
     tb = RdmaTestbench(dut, cfg.depth)
@@ -124,14 +143,18 @@ async def rdma_matches_model(dut):
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
     tb.arm_for(model)
+    phases.mark("load")
     t0 = time.perf_counter()
     await tb.run(timeout_cycles=model["cycles"] + 5000, settle=SETTLE)
+    phases.mark("run", t0 + tb.run_s)
+    phases.mark("snapshot")
     dut._log.info("model %d cycles; simulator in %.2f s (memories to files: %.2f s)",
                   model["cycles"], tb.run_s, time.perf_counter() - t0 - tb.run_s)
     sb = Scoreboard(dut._log)
     if tb.hang:              # compared anyway: the scoreboard says what is missing
         sb.equal("recorders done", tb.hang, "")
     got = tb.compare(sb, model, len(items))
+    phases.mark("compare")
     req, resp, links = got["req"], got["resp"], got["links"]
     # What the scenario says it exercises must have happened (on the RTL's counters).
     seen = dict({f"req_{n}": x for n, x in req.items()},
@@ -225,6 +248,7 @@ async def rdma_matches_model(dut):
         sb.equal("payload words written (each message once)", resp["words"],
                  sum(-(-len(pl) // 64) for k, (_, pl) in enumerate(v.posted)
                      if k in landed))
+    phases.mark("checks")
     if p.get("clean_baseline") and model["completed"]:
         # The same scenario without faults: the cycles the faults cost.
         cfg0, knobs0 = config(p["top"], dict(p, faults_ab={}, faults_ba={}))
@@ -251,6 +275,8 @@ async def rdma_matches_model(dut):
                        "messages": len(v.posted), "token": p.get("token"), **soak,
                        "frames": sorted([[c[0], fr.hex()] for c, fr in
                                          got["wire_ab"] + got["wire_ba"]])}, f)
+    phases.mark("results")
+    dut._log.info(phases.line())
     if sb.mismatches:
         with open("mismatches.txt", "w") as f:
             f.write("\n".join(sb.mismatches) + "\n")
