@@ -33,7 +33,7 @@ from scripts.benchmark import (  # noqa: E402
     SIM_KEYS,
     SIMULATORS,
 )
-from scripts.benchmark.cosim import measure_rtl, relative  # noqa: E402
+from scripts.benchmark.cosim import measure_rtl, rdma_capacity, relative  # noqa: E402
 from scripts.benchmark.make_test import read_make_test, run_make_test  # noqa: E402
 from scripts.benchmark.models import measure_model  # noqa: E402
 from scripts.benchmark.output import (  # noqa: E402
@@ -162,6 +162,12 @@ def main(argv=None):
             messages = args.messages if sim == "verilator" else args.icarus_messages
             key = sim + ("_waves" if waves else "")
             label = f"{key} {design}"
+            if design == "rdma" and messages > 4000:
+                cap = rdma_capacity()
+                if messages > cap:
+                    print(f"(RDMA co-simulations: {cap} messages, the most RdmaTop's host "
+                          f"memories hold, not {messages})")
+                    messages = cap
         print(f"[{n}/{len(steps)}] {label}, {messages} messages ...", end=" ", flush=True)
         t0 = time.perf_counter()
         try:

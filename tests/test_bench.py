@@ -194,3 +194,20 @@ def test_phases_are_read_from_the_log():
                                       "run": 0.054}
     assert cosim.read_phases("no such line\n") is None
     assert cosim.read_phases("phases (s): model fast\n") is None
+
+
+def test_rdma_capacity_is_the_largest_scenario_that_fits(monkeypatch):
+    import tb.rdma.cocotb_rdma as rdma
+
+    def scenario(p, cfg, knobs):
+        if p["messages"] > 1234:
+            raise ValueError("host memory A of 32768 words is full")
+        return None, [], None
+
+    monkeypatch.setattr(rdma, "scenario", scenario)
+    cosim.rdma_capacity.cache_clear()
+    try:
+        assert cosim.rdma_capacity() == 1234
+        assert cosim.rdma_capacity(limit=1000) == 1000
+    finally:
+        cosim.rdma_capacity.cache_clear()

@@ -2,6 +2,7 @@
 without waveforms, after a warm-up run that builds the top; figures from cocotb's
 results.xml (the test's wall time and simulated time) and the NIC run's own log."""
 
+import functools
 import json
 import logging
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 from . import CLOCK_ONLY_CYCLES, MSG_BYTES, ROOT, WARMUP_MESSAGES
 
 __all__ = ["nic_top_and_params", "read_results_xml", "read_phases", "measure_rtl",
-           "measure_clock_only", "relative"]
+           "measure_clock_only", "rdma_capacity", "relative"]
 
 
 def nic_top_and_params(messages):
@@ -58,6 +59,33 @@ def _run_design(design, sim, messages, top_messages, opt, test_id):
     params = dict(kind="writes", messages=messages, sizes=[MSG_BYTES], qps=1,
                   out_json="measurements.json")
     return run_rdma({}, params=params, sim=sim, test_id=test_id, opt=opt)
+
+
+@functools.cache
+def rdma_capacity(limit=1 << 16):
+    """The most 128-byte WRITEs of the RDMA headline scenario that ``RdmaTop``'s host
+    memories hold (the scenario builder refuses more: "host memory A ... is full"),
+    by bisection over the scenario builder (no simulation; cached)."""
+    from tb.rdma.cocotb_rdma import config, scenario
+
+    def fits(n):
+        p = dict(kind="writes", messages=n, sizes=[MSG_BYTES], qps=1)
+        cfg, knobs = config({}, p)
+        try:
+            scenario(p, cfg, knobs)
+        except ValueError as exc:
+            if "is full" in str(exc):
+                return False
+            raise
+        return True
+
+    lo, hi = 1, limit
+    if fits(hi):
+        return hi
+    while hi - lo > 1:               # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def measure_clock_only(design, sim, top_messages, cycles, opt):
