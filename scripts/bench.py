@@ -162,7 +162,7 @@ def main(argv=None):
             messages = args.messages if sim == "verilator" else args.icarus_messages
             key = sim + ("_waves" if waves else "")
             label = f"{key} {design}"
-            if design == "rdma" and messages > 4000:
+            if design == "rdma":
                 cap = rdma_capacity()
                 if messages > cap:
                     print(f"(RDMA co-simulations: {cap} messages, the most RdmaTop's host "

@@ -207,7 +207,16 @@ def test_rdma_capacity_is_the_largest_scenario_that_fits(monkeypatch):
     monkeypatch.setattr(rdma, "scenario", scenario)
     cosim.rdma_capacity.cache_clear()
     try:
-        assert cosim.rdma_capacity() == 1234
+        assert cosim.rdma_capacity(limit=1 << 16) == 1234
         assert cosim.rdma_capacity(limit=1000) == 1000
     finally:
         cosim.rdma_capacity.cache_clear()
+
+
+def test_rdma_capacity_fits_the_recorders():
+    """Without a limit the recorders bound it: one beat more than they hold would be lost."""
+    from spec.rdma_engine import TOP_DEFAULTS
+
+    cap = cosim.rdma_capacity()
+    assert 1000 <= cap <= TOP_DEFAULTS["events"]
+    assert cap * 4 <= TOP_DEFAULTS["wire_beats"]     # a 128-byte WRITE is 4 beats of 64 B

@@ -62,23 +62,36 @@ def _run_design(design, sim, messages, top_messages, opt, test_id):
 
 
 @functools.cache
-def rdma_capacity(limit=1 << 16):
-    """The most 128-byte WRITEs of the RDMA headline scenario that ``RdmaTop``'s host
-    memories hold (the scenario builder refuses more: "host memory A ... is full"),
-    by bisection over the scenario builder (no simulation; cached)."""
-    from tb.rdma.cocotb_rdma import config, scenario
+def rdma_capacity(limit=None):
+    """The most 128-byte WRITEs of the RDMA headline scenario that ``RdmaTop`` holds
+    (cached): its recorders' room (``events`` marks, ``wire_beats`` beats at the beats
+    one message puts on each link in the golden model, ``mmio`` words) and its host
+    memories (the scenario builder refuses more: "host memory A ... is full"; found by
+    bisection, no simulation). ``limit``: an upper bound instead of the recorders'."""
+    from spec.rdma_engine import TOP_DEFAULTS
+    from tb.rdma.cocotb_rdma import config, run_model, scenario
+    from tb.rdma.testbench import wire_beats
 
-    def fits(n):
+    def build(n):
         p = dict(kind="writes", messages=n, sizes=[MSG_BYTES], qps=1)
         cfg, knobs = config({}, p)
+        return cfg, scenario(p, cfg, knobs)
+
+    def fits(n):
         try:
-            scenario(p, cfg, knobs)
+            build(n)
         except ValueError as exc:
             if "is full" in str(exc):
                 return False
             raise
         return True
 
+    if limit is None:
+        cfg, (v, inject, _) = build(1)
+        one = run_model(cfg, v, inject, (1, 0))
+        per = max(len(wire_beats(one, link)[0]) for link in ("ab", "ba"))
+        limit = min(TOP_DEFAULTS["events"], TOP_DEFAULTS["wire_beats"] // per,
+                    TOP_DEFAULTS["mmio"])
     lo, hi = 1, limit
     if fits(hi):
         return hi

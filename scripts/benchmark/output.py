@@ -50,8 +50,8 @@ def print_tables(report, runs, designs):
         rows = [head]
         for r in rtl:
             if r.get("error"):
-                rows.append((r["key"], r["design"], str(r["messages"]), "error", "-", "-",
-                             "-", "-"))
+                rows.append((r["key"], r["design"], str(r["messages"]), "error")
+                            + ("-",) * (len(head) - 4))
                 continue
             rows.append((r["key"], r["design"], str(r["messages"]), fmt(r["cycles"]),
                          fmt(r["test_wall_s"], 1), fmt(r["cycles_per_s"]),
