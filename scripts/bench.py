@@ -165,8 +165,8 @@ def main(argv=None):
             if design == "rdma":
                 cap = rdma_capacity()
                 if messages > cap:
-                    print(f"(RDMA co-simulations: {cap} messages, the most RdmaTop's host "
-                          f"memories hold, not {messages})")
+                    print(f"(RDMA co-simulations: {cap} messages, the most RdmaTop holds "
+                          f"(recorders, host memories), not {messages})")
                     messages = cap
         print(f"[{n}/{len(steps)}] {label}, {messages} messages ...", end=" ", flush=True)
         t0 = time.perf_counter()
