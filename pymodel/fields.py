@@ -90,9 +90,13 @@ def _pack(plan, values):
                                     "cannot fill it")
                 v = _pack(_plan(sub), v if isinstance(v, dict) else dict(enumerate(v)))
                 members = None
-        if members is not None and v not in members:
+            if members is not None and v not in members:
+                raise ValueError(f"{v!r} is not a valid value of field {name!r}")
+            word |= (int(v) & mask) << offset
+        elif members is not None and v not in members:
             raise ValueError(f"{v!r} is not a valid value of field {name!r}")
-        word |= (int(v) & mask) << offset
+        else:                           # a plain int: no conversion
+            word |= (v & mask) << offset
     return word
 
 
