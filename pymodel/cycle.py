@@ -121,7 +121,7 @@ class Staged:
         #: The contents of the start of the cycle (a list for a register file); read
         #: only, written by :meth:`commit`.
         self.value = [value] * size if self.array else value
-        self._w = {}
+        self._w = None              # {index (None for a register): value} staged, or None
         self._log = log             # a StagedLog to enter at the first write of a cycle
 
     def __getitem__(self, k):
@@ -132,24 +132,28 @@ class Staged:
             k, value = args
         else:
             (value,), k = args, None
-        if k in self._w and self._w[k] != value:
+        w = self._w
+        if w is None:               # the first write of the cycle
+            if self._log is not None:
+                self._log.items.append(self)
+            self._w = {k: value}
+            return
+        if k in w and w[k] != value:
             raise AssertionError(f"{self.name}[{k}]: two different writes in one cycle")
-        if self._log is not None and not self._w:
-            self._log.items.append(self)
-        self._w[k] = value
+        w[k] = value
 
     def commit(self):
-        if not self._w:
+        w = self._w
+        if w is None:
             return
         _ACTIVITY[0] = True
         if self.array:
             v = self.value
-            for k, value in self._w.items():
+            for k, value in w.items():
                 v[k] = value
         else:
-            for value in self._w.values():
-                self.value = value
-        self._w = {}
+            self.value = w[None]
+        self._w = None
 
 
 class StagedLog:
