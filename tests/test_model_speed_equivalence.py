@@ -4,8 +4,10 @@ Each speed-up of the cycle models keeps a plain definition next to it; here the 
 are held against each other on many inputs: the fault pattern's LFSR jumps by table
 against :func:`pymodel.stall.lfsr_step` walked step by step, the ACK sender's beats
 against :func:`pymodel.packet.frame_to_beats`, a :class:`pymodel.cycle.StagedLog`
-against committing every FIFO and register, and the frame headers packed with the
-cached addressing part against a whole :func:`pymodel.fields.pack`.
+against committing every FIFO and register, the frame headers packed with the
+cached addressing part against a whole :func:`pymodel.fields.pack`, and the host
+interface's 32-bit counters wrapped when one may have passed 2**32 against wrapping them
+after every cycle.
 """
 
 import random
@@ -15,6 +17,7 @@ import pytest
 from pymodel.cycle import Fifo, Staged, StagedLog, commit_all
 from pymodel.fabric.faulty_link import _advance
 from pymodel.fields import pack
+from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.frames import Endpoint, _bth, _headers
 from pymodel.rdma.resp.ack import ack_beats
@@ -27,6 +30,8 @@ from spec.formats.roce import (
     Syndrome,
     header_bytes,
 )
+from spec.host import PROFILES
+from tb.host_interface import SOURCES, Presenter, Stalls, random_stimulus
 
 
 def _walk(state, steps):
@@ -113,3 +118,32 @@ def test_staged_log_commits_as_committing_everything():
         assert [list(f.q) for f in logged[:5]] == [list(f.q) for f in plain[:5]]
         assert [f.high for f in logged[:5]] == [f.high for f in plain[:5]]
         assert logged[5].value == plain[5].value and logged[6].value == plain[6].value
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_counter_wrap_when_due_equals_wrapping_every_cycle(profile):
+    """Counters started a little below 2**32, random traffic with gaps, then idle cycles
+    skipped: the counters equal, after every step, those of a twin that looks for the
+    wrap in every cycle (the plain rule)."""
+    prof = PROFILES[profile]
+    rng = random.Random(3)
+    stim = random_stimulus(rng, prof, 1024, reads=30, writes=30, mmio=15)
+    gaps = Stalls(rd_req=(0xACE1, 100), wr=(0x1234, 100), mmio_in=(0x0F0F, 100))
+    models = [HostInterfaceModel(prof, 1024, stim.mem) for _ in range(2)]
+    start = {name: (1 << 32) - 1 - rng.randrange(3000) for name in models[0].counters}
+    for m in models:
+        m.counters.update(start)
+    pres = Presenter(stim, gaps, 40_000)
+    c, wrapped = 0, 0
+    while c is not None and c < 40_000:
+        shown = pres.present(c)
+        models[1]._wrap_check = 0           # the plain rule: look in every cycle
+        results = [m.step(c, **shown) for m in models]
+        assert results[0] == results[1], c
+        assert models[0].counters == models[1].counters, c
+        wrapped += min(models[0].counters.values()) < 1 << 31
+        for name in SOURCES:
+            if getattr(results[0], f"{name}_taken"):
+                pres.take(name)
+        c = c + 1 if not pres.done() else models[0].next_event(c)
+    assert pres.done() and wrapped

@@ -99,6 +99,14 @@ class HostInterfaceModel:
         self._mrrs_words = p.max_read_request // WORD_BYTES
         self._rcb_words = p.rcb // WORD_BYTES
         self._wr_limit = min(p.max_payload // WORD_BYTES, p.wr_fifo_words)
+        # The 32-bit wrap of the counters (see the end of :meth:`step`): no counter grows
+        # by more than ``_growth`` a cycle (a busy or wait cycle, a TLP: one a direction,
+        # its overhead and payload bytes, the tags in use), so the largest one is looked
+        # for only from ``_wrap_check``, the first cycle it could have passed 2**32.
+        self._growth = max(1, p.tags, p.req_overhead, p.cpl_overhead, p.mmio_overhead,
+                           WORD_BYTES * max(self._wr_limit, self._rcb_words),
+                           1 << MMIO_NBYTES_BITS)
+        self._wrap_check = 0
         # Reads: engine reads waiting to be issued, as [addr, words, id, words issued].
         self._reads = deque()
         self._chunks = deque()            # _Chunk, oldest first; len() = tags in use
@@ -222,11 +230,21 @@ class HostInterfaceModel:
 
         if len(chunks) > cnt["tags_max"]:
             cnt["tags_max"] = len(chunks)
-        if max(cnt.values()) > _MASK32:         # 32-bit counters (none is negative)
-            for name in cnt:
-                cnt[name] &= _MASK32
+        if c >= self._wrap_check:
+            self._wrap(c)
         self._c = c
         return res
+
+    def _wrap(self, c):
+        """Wrap the counters to 32 bits (none is negative) and set the next cycle in which
+        one may pass 2**32: the largest one grows by at most ``_growth`` a cycle."""
+        cnt = self.counters
+        top = max(cnt.values())
+        if top > _MASK32:
+            for name in cnt:
+                cnt[name] &= _MASK32
+            top = max(cnt.values())
+        self._wrap_check = c + 1 + (_MASK32 - top) // self._growth
 
     def mmio_head(self, c):
         """The word the interface presents on ``mmio`` in cycle ``c`` (before
@@ -364,6 +382,7 @@ class HostInterfaceModel:
         if self._reads and len(self._chunks) >= self.p.tags:
             cnt["tag_wait_cycles"] += c - max(first, self._up_free)
             cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
+        self._wrap_check = 0                      # (grown by more than a cycle's worth)
 
     def _note(self, c, event, **details):
         if self.trace is not None:
