@@ -5,7 +5,9 @@ are held against each other on many inputs: the fault pattern's LFSR jumps by ta
 against :func:`pymodel.stall.lfsr_step` walked step by step, the ACK sender's beats
 against :func:`pymodel.packet.frame_to_beats`, a :class:`pymodel.cycle.StagedLog`
 against committing every FIFO and register, the frame headers packed with the
-cached addressing part against a whole :func:`pymodel.fields.pack`, and the host
+cached addressing part against a whole :func:`pymodel.fields.pack`, the BTH, RETH and
+AETH placed field by field against :func:`pymodel.fields.pack`, the fields read at their
+:func:`pymodel.fields.field_slot` against :func:`pymodel.fields.unpack`, and the host
 interface's 32-bit counters wrapped when one may have passed 2**32 against wrapping them
 after every cycle.
 """
@@ -16,18 +18,26 @@ import pytest
 
 from pymodel.cycle import Fifo, Staged, StagedLog, commit_all
 from pymodel.fabric.faulty_link import _advance
-from pymodel.fields import pack
+from pymodel.fields import field_slot, pack, unpack
 from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.packet import frame_to_beats, unpack_beat
-from pymodel.rdma.frames import Endpoint, _bth, _headers
+from pymodel.rdma.frames import Endpoint, _aeth_word, _bth, _bth_word, _headers, _reth_word
 from pymodel.rdma.resp.ack import ack_beats
 from pymodel.stall import lfsr_step
 from spec.formats.roce import (
     ACK_HEADER,
+    AETH_LAYOUT,
+    BTH_LAYOUT,
+    CQE_LAYOUT,
+    MR_LAYOUT,
+    QPC_LAYOUT,
+    RETH_LAYOUT,
+    WQE_LAYOUT,
     WRITE_HEADER,
     WRITE_RETH_HEADER,
     OpCode,
     Syndrome,
+    bswap,
     header_bytes,
 )
 from spec.host import PROFILES
@@ -147,3 +157,43 @@ def test_counter_wrap_when_due_equals_wrapping_every_cycle(profile):
                 pres.take(name)
         c = c + 1 if not pres.done() else models[0].next_event(c)
     assert pres.done() and wrapped
+
+
+_LAYOUTS = (ACK_HEADER, WRITE_HEADER, WRITE_RETH_HEADER, BTH_LAYOUT, WQE_LAYOUT, CQE_LAYOUT,
+            QPC_LAYOUT, MR_LAYOUT)
+
+
+def _paths(fields, prefix=""):
+    for name, value in fields.items():
+        if isinstance(value, dict):
+            yield from _paths(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+@pytest.mark.parametrize("layout", _LAYOUTS, ids=lambda lay: str(len(lay.members)))
+def test_field_slots_read_what_unpack_reads(layout):
+    rng = random.Random(11)
+    width = layout.size
+    for _ in range(200):
+        value = rng.getrandbits(width)
+        for path, want in _paths(unpack(layout, value)):
+            offset, mask = field_slot(layout, path)
+            assert (value >> offset) & mask == want, path
+    with pytest.raises(KeyError):
+        field_slot(layout, "no_such_field")
+
+
+def test_header_words_equal_their_packed_fields():
+    rng = random.Random(13)
+    for _ in range(2000):
+        op = rng.choice(list(OpCode))
+        qp, psn = rng.getrandbits(24), rng.getrandbits(26)
+        ack, pad = rng.choice([0, 1, True, False]), rng.randrange(4)
+        assert _bth_word(op, qp, psn, ack, pad) == pack(BTH_LAYOUT, _bth(op, qp, psn, ack, pad))
+        va, rkey, n = rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32)
+        assert _reth_word(va, rkey, n) == pack(RETH_LAYOUT, {
+            "va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(n, 4)})
+        syn, msn = rng.getrandbits(8), rng.getrandbits(26)
+        assert _aeth_word(syn, msn) == pack(AETH_LAYOUT, {"syndrome": syn,
+                                                          "msn": bswap(msn & 0xFFFFFF, 3)})

@@ -8,14 +8,17 @@ import dataclasses
 import zlib
 
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-from pymodel.fields import pack
+from pymodel.fields import field_slot, pack
 from spec.formats.roce import (
     ACK_HEADER,
+    AETH_LAYOUT,
+    BTH_LAYOUT,
     ETHERTYPE_IPV4,
     ICRC_MASKED_BYTES,
     IP_FLAGS_DF,
     IP_PROTO_UDP,
     IP_TTL,
+    RETH_LAYOUT,
     ROCE_PKEY,
     ROCE_UDP_PORT,
     WRITE_HEADER,
@@ -66,7 +69,8 @@ def with_fcs(frame):
 
 
 def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=None):
-    """Pack Ethernet/IPv4/UDP/BTH(/ext) into bytes, IP checksum filled in."""
+    """Pack Ethernet/IPv4/UDP/BTH(/ext) into bytes, IP checksum filled in (``bth`` and
+    ``ext``: field dicts or their layouts' integers)."""
     fields = {"bth": bth}
     if ext is not None:
         fields[ext_name] = ext
@@ -124,6 +128,41 @@ def _bth(opcode, dest_qp, psn, ack_req, pad):
             "psn": bswap(psn & 0xFFFFFF, 3)}
 
 
+#: The BTH fields that differ between frames, placed one by one by :func:`_bth_word`.
+_BTH_VARIABLE = ("opcode", "pad_count", "dest_qp", "ack_req", "psn")
+_BTH_SLOTS = tuple(field_slot(BTH_LAYOUT, name) for name in _BTH_VARIABLE)
+#: The BTH of every frame without those fields (the P_Key): :func:`_bth`'s, packed once.
+_BTH_FIXED = pack(BTH_LAYOUT, {k: v for k, v in _bth(OpCode.RC_ACKNOWLEDGE, 0, 0, 0, 0).items()
+                               if k not in _BTH_VARIABLE})
+
+
+def _bth_word(opcode, dest_qp, psn, ack_req, pad):
+    """``pack(BTH_LAYOUT, _bth(...))`` for an :class:`OpCode` ``opcode`` (tested against
+    it): the fixed fields packed once, the others placed at their layout offsets."""
+    (o_op, m_op), (o_pad, m_pad), (o_qp, m_qp), (o_ack, m_ack), (o_psn, m_psn) = _BTH_SLOTS
+    return (_BTH_FIXED | (opcode.value & m_op) << o_op | (pad & m_pad) << o_pad
+            | (bswap(dest_qp, 3) & m_qp) << o_qp | (int(ack_req) & m_ack) << o_ack
+            | (bswap(psn & 0xFFFFFF, 3) & m_psn) << o_psn)
+
+
+_RETH_SLOTS = tuple(field_slot(RETH_LAYOUT, name) for name in ("va", "rkey", "dma_length"))
+_AETH_SLOTS = tuple(field_slot(AETH_LAYOUT, name) for name in ("syndrome", "msn"))
+
+
+def _reth_word(va, rkey, dma_length):
+    """``pack(RETH_LAYOUT, {"va": bswap(va, 8), ...})`` (tested against it)."""
+    (o_va, m_va), (o_key, m_key), (o_len, m_len) = _RETH_SLOTS
+    return ((bswap(va, 8) & m_va) << o_va | (bswap(rkey, 4) & m_key) << o_key
+            | (bswap(dma_length, 4) & m_len) << o_len)
+
+
+def _aeth_word(syndrome, msn):
+    """``pack(AETH_LAYOUT, {"syndrome": syndrome, "msn": bswap(msn & 0xFFFFFF, 3)})``
+    (tested against it)."""
+    (o_syn, m_syn), (o_msn, m_msn) = _AETH_SLOTS
+    return (syndrome & m_syn) << o_syn | (bswap(msn & 0xFFFFFF, 3) & m_msn) << o_msn
+
+
 def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
                 va=0, rkey=0, dma_length=0):
     """An RDMA WRITE frame with ICRC and FCS.
@@ -135,9 +174,9 @@ def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
     opcode = OpCode(opcode)
     pad = -len(payload) % 4
     body = bytes(payload) + b"\0" * pad
-    bth = _bth(opcode, dest_qp, psn, ack_req, pad)
+    bth = _bth_word(opcode, dest_qp, psn, ack_req, pad)
     if opcode in (OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_ONLY):
-        reth = {"va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(dma_length, 4)}
+        reth = _reth_word(va, rkey, dma_length)
         hdr = _headers(WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + len(body) + 4,
                        bth, reth, "reth")
     elif opcode in (OpCode.RC_RDMA_WRITE_MIDDLE, OpCode.RC_RDMA_WRITE_LAST):
@@ -150,8 +189,7 @@ def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
 
 def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn):
     """An ACKNOWLEDGE frame (AETH ``syndrome``, ``msn``) with ICRC and FCS."""
-    bth = _bth(OpCode.RC_ACKNOWLEDGE, dest_qp, psn, False, 0)
-    aeth = {"syndrome": int(getattr(syndrome, "value", syndrome)),
-            "msn": bswap(msn & 0xFFFFFF, 3)}
+    bth = _bth_word(OpCode.RC_ACKNOWLEDGE, dest_qp, psn, False, 0)
+    aeth = _aeth_word(int(getattr(syndrome, "value", syndrome)), msn)
     frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
     return with_fcs(frame + icrc(frame))
