@@ -177,10 +177,12 @@ class StagedLog:
         items = self.items
         if not items:
             return
-        _ACTIVITY[0] = True         # (an item enters only with a change staged)
         for item in items:
             if type(item) is Fifo:  # Fifo.commit, inline (most items are FIFOs)
                 popped, pushed = item._popped, item._pushed
+                if not popped and pushed is _NONE:
+                    continue        # (committed already by its owner)
+                _ACTIVITY[0] = True
                 q = item.q
                 if popped:
                     for _ in range(popped):
