@@ -73,17 +73,21 @@ class _Beats:
         self.beats, self.frames = {}, {}
 
     def add(self, cycles, frame):
+        beats, n = self.beats, len(frame)
         for k, c in enumerate(cycles):
             start = 64 * k
             chunk = frame[start:start + 64]
-            if c in self.beats:
+            if c in beats:
                 raise AssertionError(f"two beats arrive in cycle {c}")
-            self.beats[c] = dict(data=int.from_bytes(chunk, "little"), nbytes=len(chunk),
-                                 first=int(k == 0), last=int(start + 64 >= len(frame)))
+            beats[c] = {"data": int.from_bytes(chunk, "little"), "nbytes": len(chunk),
+                        "first": int(k == 0), "last": int(start + 64 >= n)}
         self.frames[cycles[-1]] = frame
 
     def pop(self, c):
-        return self.beats.pop(c, None), self.frames.pop(c, None)
+        beat = self.beats.pop(c, None)
+        if beat is None:            # (a frame ends only with a beat)
+            return None, None
+        return beat, self.frames.pop(c, None)
 
     def pending(self):
         return bool(self.beats)
