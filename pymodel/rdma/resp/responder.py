@@ -103,6 +103,7 @@ class ResponderModel:
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])
         self._presented = None
+        self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -131,8 +132,20 @@ class ResponderModel:
         return taken
 
     # ---- the cycle ----
+    def _holds_nothing(self):
+        """No FIFO holds an entry and the ACK sender no beat (start of the cycle): then
+        nothing is presented, and without a beat or read data arriving no stage acts
+        (:meth:`next_event` is None); :meth:`present` and :meth:`step` return at once."""
+        for q in self._queues:
+            if q:
+                return False
+        return self.ack.spill is None
+
     def present(self):
         """What the responder presents in this cycle (see :class:`Presented`)."""
+        if self._holds_nothing():
+            self._presented = Presented(None, None, None)
+            return self._presented
         fills = self.fifos["fills"]
         rd_req = dict(addr=fills.head(), words=1, id=0) if fills.can_read() else None
         self._presented = Presented(o=self.ack.present(), rd_req=rd_req,
@@ -148,6 +161,8 @@ class ResponderModel:
         out = self._presented or self.present()
         if (rd_req_taken and out.rd_req is None) or (wr_taken and out.wr is None):
             raise ValueError(f"cycle {c}: taken, but nothing was presented")
+        if beat_in is None and rd_data is None and self._holds_nothing():
+            return out                  # (every stage would pass the cycle by)
         self.rx.step(c, {"i": beat_in})
         self.header.step(c, {})
         if rd_data is not None:
@@ -171,8 +186,7 @@ class ResponderModel:
     def next_event(self, c):
         """The next cycle after ``c`` in which the responder can change without new
         inputs (``c + 1`` while anything is held), or None when it is idle."""
-        busy = any(len(f) for f in self.fifos.values()) or self.ack.spill is not None
-        return c + 1 if busy else None
+        return None if self._holds_nothing() else c + 1
 
     @property
     def counters(self):
