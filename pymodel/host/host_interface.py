@@ -23,6 +23,11 @@ __all__ = ["HostInterfaceModel", "StepResult", "tlp_cycles"]
 _MASK32 = (1 << 32) - 1
 
 
+#: The details of each trace event, in the order :meth:`HostInterfaceModel._note` takes
+#: their values (``d``: the cycles the TLP occupies its direction).
+_NOTE_DETAILS = {"rd_tlp": ("addr", "words", "d"), "wr_tlp": ("addr", "words", "bytes", "d"),
+                 "cpl": ("addr", "words", "d"), "mmio_tlp": ("addr", "nbytes", "d")}
+
 _BYTE_MASKS = {}
 
 
@@ -141,6 +146,11 @@ class HostInterfaceModel:
             raise ValueError(f"cycles must increase: {c} after {self._c}")
         if c > self._c + 1:
             self._skip_to(c)
+        if (rd_req is None and wr is None and mmio_in is None and not self._mem_reads
+                and not self._rd_out and not self._mem_writes and not self._takes
+                and not self._mmio and not self._reads and not self._tlps
+                and not self._chunks):
+            return self._quiet(c)
         p, cnt = self.p, self.counters
         res = StepResult()
         # Registered state at the start of the cycle.
@@ -235,6 +245,20 @@ class HostInterfaceModel:
         self._c = c
         return res
 
+    def _quiet(self, c):
+        """:meth:`step` of a cycle without inputs in which nothing is queued, scheduled
+        or in flight (no read, write, completion, host word or TLP): nothing starts or
+        arrives; only the directions still busy with a TLP count the cycle."""
+        cnt = self.counters
+        if c < self._up_free:
+            cnt["up_busy_cycles"] += 1
+        if c < self._dn_free:
+            cnt["dn_busy_cycles"] += 1
+        if c >= self._wrap_check:
+            self._wrap(c)
+        self._c = c
+        return StepResult()
+
     def _wrap(self, c):
         """Wrap the counters to 32 bits (none is negative) and set the next cycle in which
         one may pass 2**32: the largest one grows by at most ``_growth`` a cycle."""
@@ -295,7 +319,7 @@ class HostInterfaceModel:
         self._up_free, self._up_last = c + d, "rd"
         self.counters["up_rd_tlps"] += 1
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "rd_tlp", addr=a, words=n, d=d)
+        self._note(c, "rd_tlp", a, n, d)
 
     def _start_write(self, c):
         p = self.p
@@ -308,7 +332,7 @@ class HostInterfaceModel:
         self.counters["up_wr_tlps"] += 1
         self.counters["up_payload_bytes"] += payload
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
+        self._note(c, "wr_tlp", words[0][0], len(words), payload, d)
 
     def _start_cpl(self, c):
         p = self.p
@@ -324,7 +348,7 @@ class HostInterfaceModel:
         self.counters["dn_cpl_tlps"] += 1
         self.counters["dn_payload_bytes"] += WORD_BYTES * n
         self.counters["dn_overhead_bytes"] += p.cpl_overhead
-        self._note(c, "cpl", addr=addr, words=n, d=d)
+        self._note(c, "cpl", addr, n, d)
 
     def _start_mmio(self, c, first):
         p = self.p
@@ -339,7 +363,7 @@ class HostInterfaceModel:
         self.counters["dn_mmio_tlps"] += 1
         self.counters["dn_payload_bytes"] += nbytes
         self.counters["dn_overhead_bytes"] += p.mmio_overhead
-        self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
+        self._note(c, "mmio_tlp", first["addr"], nbytes, d)
 
     # -- inputs --------------------------------------------------------------------------
     def _accept_read(self, req):
@@ -384,9 +408,12 @@ class HostInterfaceModel:
             cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
         self._wrap_check = 0                      # (grown by more than a cycle's worth)
 
-    def _note(self, c, event, **details):
+    def _note(self, c, event, *values):
+        """Trace ``(c, event, {detail: value})``, the details named by
+        :data:`_NOTE_DETAILS` (no dict is built while there is no trace)."""
         if self.trace is not None:
-            self.trace.append((c, event, details))
+            self.trace.append((c, event, dict(zip(_NOTE_DETAILS[event], values,
+                                                  strict=True))))
 
 
 def _pick(a, can_a, b, can_b, last):
