@@ -59,6 +59,8 @@ class SequencerModel:
         src = self._src(b)
         if self.state == "HDR":
             e = b["entry"]
+            if not (b["null"] or src.can_read()):
+                return                  # (the WQE's first word is not here yet)
             g = self.cache.group("seq", e)
             flush = g["state"] == _ERR
             if b["null"]:

@@ -58,6 +58,8 @@ class WqeFetchModel:
             return
         owed = (self.issued.value - comp.appended.value) & _M16
         pool = comp.win_total.value + owed      # records in windows or promised
+        if not self.batch.can_write() or pool >= self.records:
+            return      # (every branch below needs batch room and a record: n >= 1 WQEs)
         f = self.fetch.head()
         e = f["entry"]
         if not self.cache.ready(e):
