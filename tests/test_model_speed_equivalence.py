@@ -31,6 +31,8 @@ from pymodel.rdma.frames import (
     _icrc_plain,
     _reth_word,
     icrc,
+    with_fcs,
+    write_frame,
 )
 from pymodel.rdma.resp.ack import ack_beats
 from pymodel.stall import lfsr_step
@@ -200,7 +202,8 @@ def test_header_words_equal_their_packed_fields():
         op = rng.choice(list(OpCode))
         qp, psn = rng.getrandbits(24), rng.getrandbits(26)
         ack, pad = rng.choice([0, 1, True, False]), rng.randrange(4)
-        assert _bth_word(op, qp, psn, ack, pad) == pack(BTH_LAYOUT, _bth(op, qp, psn, ack, pad))
+        assert (_bth_word(op.value, qp, psn, ack, pad)
+                == pack(BTH_LAYOUT, _bth(op, qp, psn, ack, pad)))
         va, rkey, n = rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32)
         assert _reth_word(va, rkey, n) == pack(RETH_LAYOUT, {
             "va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(n, 4)})
@@ -220,3 +223,35 @@ def test_icrc_in_runs_equals_one_run_over_a_masked_copy():
             icrc(bytes(n))
         with pytest.raises(IndexError):
             _icrc_plain(bytes(n))
+
+
+def test_write_frames_equal_frames_of_packed_headers():
+    """Whole WRITE frames (opcode by value or by member) against headers of one
+    :func:`pack` of every field, the plain ICRC and FCS; other opcodes refused alike."""
+    rng = random.Random(19)
+    ends = [Endpoint(rng.getrandbits(48), rng.getrandbits(32)) for _ in range(3)]
+    writes = [OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_MIDDLE,
+              OpCode.RC_RDMA_WRITE_LAST, OpCode.RC_RDMA_WRITE_ONLY]
+    for _ in range(400):
+        src, dst = rng.sample(ends, 2)
+        op = rng.choice(writes)
+        qpn, dqp, psn = rng.getrandbits(24), rng.getrandbits(24), rng.getrandbits(25)
+        ack = rng.randint(0, 1)
+        payload = rng.randbytes(rng.choice([0, 1, 3, 64, 255, 1024]))
+        va, rkey, n = rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32)
+        pad = -len(payload) % 4
+        body = payload + bytes(pad)
+        bth = _bth(op, dqp, psn, ack, pad)
+        if op in (OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_ONLY):
+            reth = {"va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(n, 4)}
+            hdr = _plain_headers(WRITE_RETH_HEADER, src, dst, qpn, 32 + len(body), bth, reth,
+                                 "reth")
+        else:
+            hdr = _plain_headers(WRITE_HEADER, src, dst, qpn, 16 + len(body), bth, None, None)
+        want = with_fcs(hdr + body + _icrc_plain(hdr + body))
+        for opcode in (op, op.value):
+            assert write_frame(opcode, src, dst, qpn, dqp, psn, ack, payload, va=va,
+                               rkey=rkey, dma_length=n) == want
+    for bad in (OpCode.RC_ACKNOWLEDGE, OpCode.RC_ACKNOWLEDGE.value, 0x55):
+        with pytest.raises(ValueError):
+            write_frame(bad, *ends[:2], 1, 2, 3, 0, b"x")

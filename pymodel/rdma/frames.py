@@ -155,10 +155,11 @@ _BTH_FIXED = pack(BTH_LAYOUT, {k: v for k, v in _bth(OpCode.RC_ACKNOWLEDGE, 0, 0
 
 
 def _bth_word(opcode, dest_qp, psn, ack_req, pad):
-    """``pack(BTH_LAYOUT, _bth(...))`` for an :class:`OpCode` ``opcode`` (tested against
-    it): the fixed fields packed once, the others placed at their layout offsets."""
+    """``pack(BTH_LAYOUT, _bth(OpCode(opcode), ...))`` for the value ``opcode`` of an
+    :class:`OpCode` (tested against it): the fixed fields packed once, the others placed
+    at their layout offsets."""
     (o_op, m_op), (o_pad, m_pad), (o_qp, m_qp), (o_ack, m_ack), (o_psn, m_psn) = _BTH_SLOTS
-    return (_BTH_FIXED | (opcode.value & m_op) << o_op | (pad & m_pad) << o_pad
+    return (_BTH_FIXED | (opcode & m_op) << o_op | (pad & m_pad) << o_pad
             | (bswap(dest_qp, 3) & m_qp) << o_qp | (int(ack_req) & m_ack) << o_ack
             | (bswap(psn & 0xFFFFFF, 3) & m_psn) << o_psn)
 
@@ -181,6 +182,15 @@ def _aeth_word(syndrome, msn):
     return (syndrome & m_syn) << o_syn | (bswap(msn & 0xFFFFFF, 3) & m_msn) << o_msn
 
 
+#: The values of the opcodes (an :class:`OpCode` is looked up only for an argument that
+#: is not one of them, which raises as ``OpCode(opcode)`` does), and those of the WRITEs
+#: with and without a RETH.
+_OPCODE_VALUES = frozenset(op.value for op in OpCode)
+_RETH_OPCODES = frozenset((OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value))
+_PLAIN_OPCODES = frozenset((OpCode.RC_RDMA_WRITE_MIDDLE.value,
+                            OpCode.RC_RDMA_WRITE_LAST.value))
+
+
 def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
                 va=0, rkey=0, dma_length=0):
     """An RDMA WRITE frame with ICRC and FCS.
@@ -189,17 +199,18 @@ def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
     ``va``, ``rkey``, ``dma_length``. The payload is padded with zeros to a multiple of 4
     bytes (BTH PadCnt).
     """
-    opcode = OpCode(opcode)
+    value = opcode if type(opcode) is int and opcode in _OPCODE_VALUES else OpCode(opcode).value
     pad = -len(payload) % 4
     body = bytes(payload) + b"\0" * pad
-    bth = _bth_word(opcode, dest_qp, psn, ack_req, pad)
-    if opcode in (OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_ONLY):
+    bth = _bth_word(value, dest_qp, psn, ack_req, pad)
+    if value in _RETH_OPCODES:
         reth = _reth_word(va, rkey, dma_length)
         hdr = _headers(WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + len(body) + 4,
                        bth, reth, "reth")
-    elif opcode in (OpCode.RC_RDMA_WRITE_MIDDLE, OpCode.RC_RDMA_WRITE_LAST):
+    elif value in _PLAIN_OPCODES:
         hdr = _headers(WRITE_HEADER, src, dst, src_qp, 12 + len(body) + 4, bth)
     else:
+        opcode = OpCode(value)
         raise ValueError(f"opcode must be an RDMA WRITE opcode, not {opcode!r}")
     frame = hdr + body
     return with_fcs(frame + icrc(frame))
@@ -207,7 +218,7 @@ def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
 
 def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn):
     """An ACKNOWLEDGE frame (AETH ``syndrome``, ``msn``) with ICRC and FCS."""
-    bth = _bth_word(OpCode.RC_ACKNOWLEDGE, dest_qp, psn, False, 0)
+    bth = _bth_word(OpCode.RC_ACKNOWLEDGE.value, dest_qp, psn, False, 0)
     aeth = _aeth_word(int(getattr(syndrome, "value", syndrome)), msn)
     frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
     return with_fcs(frame + icrc(frame))
