@@ -127,18 +127,26 @@ class Staged:
         #: The contents of the start of the cycle (a list for a register file); read
         #: only, written by :meth:`commit`.
         self.value = [value] * size if self.array else value
-        self._w = None              # {index (None for a register): value} staged, or None
+        #: Staged in this cycle, or None: ``{index: value}`` for a register file,
+        #: ``(value,)`` for a register.
+        self._w = None
         self._log = log             # a StagedLog to enter at the first write of a cycle
 
     def __getitem__(self, k):
         return self.value[k]
 
     def set(self, *args):
-        if self.array:
-            k, value = args
-        else:
-            (value,), k = args, None
         w = self._w
+        if not self.array:
+            (value,) = args
+            if w is None:
+                if self._log is not None:
+                    self._log.items.append(self)
+            elif w[0] != value:
+                raise AssertionError(f"{self.name}[None]: two different writes in one cycle")
+            self._w = (value,)      # (an equal later write stands, as in the file)
+            return
+        k, value = args
         if w is None:               # the first write of the cycle
             if self._log is not None:
                 self._log.items.append(self)
@@ -158,7 +166,7 @@ class Staged:
             for k, value in w.items():
                 v[k] = value
         else:
-            self.value = w[None]
+            self.value = w[0]
         self._w = None
 
 
@@ -193,6 +201,18 @@ class StagedLog:
                     item._pushed = _NONE
                     if len(q) > item.high:
                         item.high = len(q)
+            elif type(item) is Staged:  # Staged.commit, inline
+                w = item._w
+                if w is None:
+                    continue
+                _ACTIVITY[0] = True
+                if item.array:
+                    v = item.value
+                    for k, value in w.items():
+                        v[k] = value
+                else:
+                    item.value = w[0]
+                item._w = None
             else:
                 item.commit()
         self.items = []
@@ -206,5 +226,5 @@ def commit_all(items):
         if kind is Fifo:
             if item._popped or item._pushed is not _NONE:
                 item.commit()
-        elif kind is not Staged or item._w:
+        elif kind is not Staged or item._w is not None:
             item.commit()

@@ -133,6 +133,8 @@ def test_staged_log_commits_as_committing_everything():
                     fifo.write(cycle)
             if r.random() < 0.3:
                 items[5].set(cycle)
+                if r.random() < 0.3:
+                    items[5].set(cycle)         # the same value again: allowed
             if r.random() < 0.3:
                 items[6].set(r.randrange(4), cycle)
         log.commit()
@@ -140,6 +142,10 @@ def test_staged_log_commits_as_committing_everything():
         assert [list(f.q) for f in logged[:5]] == [list(f.q) for f in plain[:5]]
         assert [f.high for f in logged[:5]] == [f.high for f in plain[:5]]
         assert logged[5].value == plain[5].value and logged[6].value == plain[6].value
+    for reg in (Staged(0, name="r", log=log), Staged(0, name="r")):
+        reg.set(1)
+        with pytest.raises(AssertionError, match="two different writes"):
+            reg.set(2)
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
