@@ -110,8 +110,12 @@ def test_headers_with_cached_addressing_equal_one_pack():
                                      "dma_length": rng.getrandbits(32)}, "reth"),
                 (WRITE_HEADER, None, None),
                 (ACK_HEADER, {"syndrome": 0, "msn": rng.getrandbits(24)}, "aeth")):
-            assert (_headers(layout, src, dst, qpn, length, bth, ext, name)
-                    == _plain_headers(layout, src, dst, qpn, length, bth, ext, name))
+            want = _plain_headers(layout, src, dst, qpn, length, bth, ext, name)
+            assert _headers(layout, src, dst, qpn, length, bth, ext, name) == want
+            # The BTH and the extension as their layouts' integers.
+            sub = {"reth": RETH_LAYOUT, "aeth": AETH_LAYOUT}.get(name)
+            assert _headers(layout, src, dst, qpn, length, pack(BTH_LAYOUT, bth),
+                            pack(sub, ext) if ext else None, name) == want
 
 
 def test_staged_log_commits_as_committing_everything():

@@ -89,11 +89,32 @@ def with_fcs(frame):
 def _headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=None):
     """Pack Ethernet/IPv4/UDP/BTH(/ext) into bytes, IP checksum filled in (``bth`` and
     ``ext``: field dicts or their layouts' integers)."""
-    fields = {"bth": bth}
-    if ext is not None:
-        fields[ext_name] = ext
-    word = _addressing(layout, src, dst, qpn_src, transport_len) | pack(layout, fields)
+    word = _addressing(layout, src, dst, qpn_src, transport_len)
+    if type(bth) is int and (ext is None or type(ext) is int):
+        # Integers are placed at their fields' offsets, as pack places them.
+        offset, mask = _slot(layout, "bth")
+        word |= (bth & mask) << offset
+        if ext is not None:
+            offset, mask = _slot(layout, ext_name)
+            word |= (ext & mask) << offset
+    else:
+        fields = {"bth": bth}
+        if ext is not None:
+            fields[ext_name] = ext
+        word |= pack(layout, fields)
     return word.to_bytes(_HEADER_BYTES[id(layout)], "little")
+
+
+_SLOTS = {}
+
+
+def _slot(layout, name):
+    """:func:`pymodel.fields.field_slot` of a header layout's field, looked up once."""
+    key = (id(layout), name)
+    hit = _SLOTS.get(key)
+    if hit is None:
+        hit = _SLOTS[key] = field_slot(layout, name)
+    return hit
 
 
 _ADDRESSING = {}
