@@ -113,7 +113,7 @@ class ResponderModel:
         return self.cache.static_of(e)
 
     def group(self, e, side):
-        return self.cache.group("resp", e)
+        return self.cache.group_view("resp", e)      # (the verify stage only reads it)
 
     def write_group(self, e, values):
         self.cache.write_group("resp", e, values)

@@ -91,11 +91,12 @@ class VerifyModel:
         self.w.write(wjob)
         if due:
             self.ack.write(ack)
+        g_wdata = None
         if new is not None:
-            self.env.write_group(e, {f: new[f] for f in RESP_GROUP})
+            g_wdata = {f: new[f] for f in RESP_GROUP}
+            self.env.write_group(e, g_wdata)
         self.done.set(e, (self.done[e] + 1) % self.mod)
-        out.update(g_we=int(new is not None),
-                   g_wdata={f: new[f] for f in RESP_GROUP} if new else None)
+        out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
     def _access_ok(self, j, g, side):
