@@ -20,6 +20,7 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 """
 
 import dataclasses
+from types import MappingProxyType
 
 from pymodel.cycle import Fifo, StagedLog
 from pymodel.fields import unpack
@@ -34,6 +35,9 @@ from spec.formats.roce import MR_LAYOUT
 from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 
 __all__ = ["ResponderModel", "Presented"]
+
+#: The side inputs of a stage in a system (none: the stages read them only in unit tests).
+_NO_SIDE = MappingProxyType({})
 
 
 def _check(name, value, low, high):
@@ -163,15 +167,23 @@ class ResponderModel:
             raise ValueError(f"cycle {c}: taken, but nothing was presented")
         if beat_in is None and rd_data is None and self._holds_nothing():
             return out                  # (every stage would pass the cycle by)
-        self.rx.step(c, {"i": beat_in})
-        self.header.step(c, {})
+        # A stage is called only when it can act or count: the receive stage with a beat
+        # or a FIFO level above its high-water counts, the header check with an entry or
+        # the jobs FIFO above its count, verify and the payload writer with a job.
+        f = self.fifos
+        rx, header = self.rx, self.header
+        hdr, pay, jobs = f["hdr"].q, f["pay"].q, f["jobs"].q
+        if (beat_in is not None or len(pay) > rx.count["rx_beats_max"]
+                or len(hdr) > rx.count["rx_frames_max"]):
+            rx.step(c, {"i": beat_in})
+        if hdr or len(jobs) > header.count["jobs_max"]:
+            header.step(c, _NO_SIDE)
         if rd_data is not None:
             self.cache.fill(rd_data["data"])
-        f = self.fifos                  # (the verify and write stages pass a cycle by
-        if f["jobs"].q:                 # without a job at their input: not called then)
-            self.verify.step(c, {})
+        if jobs:
+            self.verify.step(c, _NO_SIDE)
         if f["wjobs"].q:
-            self.writer.step(c, {})
+            self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
         if rd_req_taken:
             self.fifos["fills"].read()
