@@ -80,12 +80,14 @@ class HeaderCheckModel:
     ``done(entry, side)`` reads the verify stage's count of frames done.
     """
 
-    def __init__(self, i, o, entries, jobs, lookup, done, used=None):
+    def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
+        owner that commits it through it (:meth:`commit` commits it alone)."""
         self.i, self.o, self.entries = i, o, entries
         self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
-        self.looked_up = Staged(0, size=entries, name="looked_up")
+        self.looked_up = Staged(0, size=entries, name="looked_up", log=log)
         self.count = dict.fromkeys(REASONS + ("jobs_max",), 0)
         #: Cycles a lookup was presented with ``victim_busy`` and not taken (a statistic
         #: of the model only, for tests).

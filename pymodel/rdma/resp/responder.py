@@ -87,7 +87,7 @@ class ResponderModel:
         _check("MR table entries", mr_entries, 2, 256)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
-        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        self._staged = StagedLog()          # what to commit at the end of a cycle
         f = self.fifos = {name: Fifo(d, name, self._staged) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
@@ -98,11 +98,11 @@ class ResponderModel:
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"])
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
-                                  depth, self, used)
+                                  depth, self, used, log=self._staged)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
-                                       used=used)
+                                       used=used, log=self._staged)
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])
@@ -152,8 +152,7 @@ class ResponderModel:
             return self._presented
         fills = self.fifos["fills"]
         rd_req = dict(addr=fills.head(), words=1, id=0) if fills.can_read() else None
-        self._presented = Presented(o=self.ack.present(), rd_req=rd_req,
-                                    wr=self.arbiter.present())
+        self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 
     def step(self, c, beat_in=None, rd_data=None, *, o_ready=True, rd_req_taken=False,
@@ -191,11 +190,10 @@ class ResponderModel:
         return out
 
     def commit(self):
-        """End of the cycle: every staged write and pop takes effect."""
+        """End of the cycle: every staged write and pop takes effect (the FIFOs and the
+        header check's and verify's registers are in the responder's StagedLog)."""
         self._staged.commit()
         self.cache.commit()
-        self.header.commit()
-        self.verify.commit()
         self._presented = None
 
     def next_event(self, c):
