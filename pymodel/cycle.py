@@ -33,19 +33,23 @@ def take_activity():
     return seen
 
 
+#: What a FIFO's ``_pushed`` holds when nothing is written in the cycle.
+_NONE = object()
+
+
 class Fifo:
     """A SyncFIFO of ``depth`` entries (any Python values), with a high-water mark."""
 
     __slots__ = ("depth", "name", "q", "_pushed", "_popped", "high", "_log")
 
-    _NONE = object()                # _pushed when nothing is written in the cycle
+    _NONE = _NONE                   # _pushed when nothing is written in the cycle
 
     def __init__(self, depth, name="fifo", log=None):
         if depth < 1:
             raise ValueError(f"{name}: FIFO depth must be at least 1, not {depth!r}")
         self.depth, self.name = depth, name
         self.q = deque()
-        self._pushed = Fifo._NONE   # the value written in this cycle
+        self._pushed = _NONE        # the value written in this cycle
         self._popped = 0
         self.high = 0
         self._log = log             # a StagedLog to enter at the first change of a cycle
@@ -69,40 +73,42 @@ class Fifo:
     # ---- staged changes ----
     def read(self):
         """Pop the head (applied at the end of the cycle); returns it."""
-        if len(self.q) <= self._popped:
+        popped = self._popped
+        q = self.q
+        if len(q) <= popped:
             raise AssertionError(f"{self.name}: read from an empty FIFO")
-        v = self.q[self._popped]
-        if self._log is not None and not self._popped and self._pushed is Fifo._NONE:
+        if not popped and self._pushed is _NONE and self._log is not None:
             self._log.items.append(self)
-        self._popped += 1
-        return v
+        self._popped = popped + 1
+        return q[popped]
 
     def write(self, value):
-        if self._pushed is not Fifo._NONE:
+        if self._pushed is not _NONE:
             raise AssertionError(f"{self.name}: two writes in one cycle")
         if len(self.q) >= self.depth:
             raise AssertionError(f"{self.name}: write into a full FIFO")
-        if self._log is not None and not self._popped:
+        if not self._popped and self._log is not None:
             self._log.items.append(self)
         self._pushed = value
 
     def commit(self):
         popped, pushed = self._popped, self._pushed
-        if not popped and pushed is Fifo._NONE:
+        if not popped and pushed is _NONE:
             return                  # nothing staged: the contents and the mark stand
         _ACTIVITY[0] = True
         q = self.q
-        for _ in range(popped):
-            q.popleft()
-        if pushed is not Fifo._NONE:
+        if popped:
+            for _ in range(popped):
+                q.popleft()
+            self._popped = 0
+        if pushed is not _NONE:     # (only a write can raise the mark)
             q.append(pushed)
-            self._pushed = Fifo._NONE
-        self._popped = 0
-        if len(q) > self.high:
-            self.high = len(q)
+            self._pushed = _NONE
+            if len(q) > self.high:
+                self.high = len(q)
 
     def idle(self):
-        return not self.q and self._pushed is Fifo._NONE
+        return not self.q and self._pushed is _NONE
 
 
 class Staged:
@@ -121,35 +127,47 @@ class Staged:
         #: The contents of the start of the cycle (a list for a register file); read
         #: only, written by :meth:`commit`.
         self.value = [value] * size if self.array else value
-        self._w = {}
+        #: Staged in this cycle, or None: ``{index: value}`` for a register file,
+        #: ``(value,)`` for a register.
+        self._w = None
         self._log = log             # a StagedLog to enter at the first write of a cycle
 
     def __getitem__(self, k):
         return self.value[k]
 
     def set(self, *args):
-        if self.array:
-            k, value = args
-        else:
-            (value,), k = args, None
-        if k in self._w and self._w[k] != value:
+        w = self._w
+        if not self.array:
+            (value,) = args
+            if w is None:
+                if self._log is not None:
+                    self._log.items.append(self)
+            elif w[0] != value:
+                raise AssertionError(f"{self.name}[None]: two different writes in one cycle")
+            self._w = (value,)      # (an equal later write stands, as in the file)
+            return
+        k, value = args
+        if w is None:               # the first write of the cycle
+            if self._log is not None:
+                self._log.items.append(self)
+            self._w = {k: value}
+            return
+        if k in w and w[k] != value:
             raise AssertionError(f"{self.name}[{k}]: two different writes in one cycle")
-        if self._log is not None and not self._w:
-            self._log.items.append(self)
-        self._w[k] = value
+        w[k] = value
 
     def commit(self):
-        if not self._w:
+        w = self._w
+        if w is None:
             return
         _ACTIVITY[0] = True
         if self.array:
             v = self.value
-            for k, value in self._w.items():
+            for k, value in w.items():
                 v[k] = value
         else:
-            for value in self._w.values():
-                self.value = value
-        self._w = {}
+            self.value = w[0]
+        self._w = None
 
 
 class StagedLog:
@@ -165,10 +183,39 @@ class StagedLog:
 
     def commit(self):
         items = self.items
-        if items:
-            for item in items:
+        if not items:
+            return
+        for item in items:
+            if type(item) is Fifo:  # Fifo.commit, inline (most items are FIFOs)
+                popped, pushed = item._popped, item._pushed
+                if not popped and pushed is _NONE:
+                    continue        # (committed already by its owner)
+                _ACTIVITY[0] = True
+                q = item.q
+                if popped:
+                    for _ in range(popped):
+                        q.popleft()
+                    item._popped = 0
+                if pushed is not _NONE:
+                    q.append(pushed)
+                    item._pushed = _NONE
+                    if len(q) > item.high:
+                        item.high = len(q)
+            elif type(item) is Staged:  # Staged.commit, inline
+                w = item._w
+                if w is None:
+                    continue
+                _ACTIVITY[0] = True
+                if item.array:
+                    v = item.value
+                    for k, value in w.items():
+                        v[k] = value
+                else:
+                    item.value = w[0]
+                item._w = None
+            else:
                 item.commit()
-            self.items = []
+        self.items = []
 
 
 def commit_all(items):
@@ -177,7 +224,7 @@ def commit_all(items):
     for item in items:
         kind = type(item)
         if kind is Fifo:
-            if item._popped or item._pushed is not Fifo._NONE:
+            if item._popped or item._pushed is not _NONE:
                 item.commit()
-        elif kind is not Staged or item._w:
+        elif kind is not Staged or item._w is not None:
             item.commit()

@@ -16,7 +16,7 @@ import enum
 
 from amaranth.lib import data
 
-__all__ = ["pack", "unpack"]
+__all__ = ["pack", "unpack", "field_slot"]
 
 
 class _Plan:
@@ -90,9 +90,13 @@ def _pack(plan, values):
                                     "cannot fill it")
                 v = _pack(_plan(sub), v if isinstance(v, dict) else dict(enumerate(v)))
                 members = None
-        if members is not None and v not in members:
+            if members is not None and v not in members:
+                raise ValueError(f"{v!r} is not a valid value of field {name!r}")
+            word |= (int(v) & mask) << offset
+        elif members is not None and v not in members:
             raise ValueError(f"{v!r} is not a valid value of field {name!r}")
-        word |= (int(v) & mask) << offset
+        else:                           # a plain int: no conversion
+            word |= (v & mask) << offset
     return word
 
 
@@ -107,3 +111,23 @@ def _unpack(plan, value):
 def unpack(layout, value):
     """A dict of the fields of ``value`` (nested struct layouts give nested dicts)."""
     return _unpack(_plan(layout).unpack, value)
+
+
+def field_slot(layout, path):
+    """``(offset, mask)`` of the field at ``path`` (names joined by dots, ``"bth.psn"``)
+    of ``layout``: ``(value >> offset) & mask`` is what :func:`unpack` gives for it, and
+    ``(v & mask) << offset`` its bits in what :func:`pack` gives (for a plain integer
+    ``v``). For models that read or place a few fields of a wide header per frame."""
+    offset, names = 0, path.split(".")
+    plan = _plan(layout)
+    for depth, name in enumerate(names):
+        found = [f for f in plan.fields if f[0] == name]
+        if not found:
+            raise KeyError(f"{path!r}: no field {name!r}")
+        _, foff, mask, sub, _ = found[0]
+        offset += foff
+        if depth + 1 < len(names):
+            if sub is None:
+                raise KeyError(f"{path!r}: field {name!r} is not a layout")
+            plan = _plan(sub)
+    return offset, mask

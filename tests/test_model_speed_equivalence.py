@@ -4,8 +4,13 @@ Each speed-up of the cycle models keeps a plain definition next to it; here the 
 are held against each other on many inputs: the fault pattern's LFSR jumps by table
 against :func:`pymodel.stall.lfsr_step` walked step by step, the ACK sender's beats
 against :func:`pymodel.packet.frame_to_beats`, a :class:`pymodel.cycle.StagedLog`
-against committing every FIFO and register, and the frame headers packed with the
-cached addressing part against a whole :func:`pymodel.fields.pack`.
+against committing every FIFO and register, the frame headers packed with the
+cached addressing part against a whole :func:`pymodel.fields.pack`, the BTH, RETH and
+AETH placed field by field against :func:`pymodel.fields.pack`, the ICRC in three runs
+against one run over a masked copy, the fields read at their
+:func:`pymodel.fields.field_slot` against :func:`pymodel.fields.unpack`, and the host
+interface's 32-bit counters wrapped when one may have passed 2**32 against wrapping them
+after every cycle.
 """
 
 import random
@@ -14,19 +19,41 @@ import pytest
 
 from pymodel.cycle import Fifo, Staged, StagedLog, commit_all
 from pymodel.fabric.faulty_link import _advance
-from pymodel.fields import pack
+from pymodel.fields import field_slot, pack, unpack
+from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.packet import frame_to_beats, unpack_beat
-from pymodel.rdma.frames import Endpoint, _bth, _headers
+from pymodel.rdma.frames import (
+    Endpoint,
+    _aeth_word,
+    _bth,
+    _bth_word,
+    _headers,
+    _icrc_plain,
+    _reth_word,
+    icrc,
+    with_fcs,
+    write_frame,
+)
 from pymodel.rdma.resp.ack import ack_beats
 from pymodel.stall import lfsr_step
 from spec.formats.roce import (
     ACK_HEADER,
+    AETH_LAYOUT,
+    BTH_LAYOUT,
+    CQE_LAYOUT,
+    MR_LAYOUT,
+    QPC_LAYOUT,
+    RETH_LAYOUT,
+    WQE_LAYOUT,
     WRITE_HEADER,
     WRITE_RETH_HEADER,
     OpCode,
     Syndrome,
+    bswap,
     header_bytes,
 )
+from spec.host import PROFILES
+from tb.host_interface import SOURCES, Presenter, Stalls, random_stimulus
 
 
 def _walk(state, steps):
@@ -83,8 +110,12 @@ def test_headers_with_cached_addressing_equal_one_pack():
                                      "dma_length": rng.getrandbits(32)}, "reth"),
                 (WRITE_HEADER, None, None),
                 (ACK_HEADER, {"syndrome": 0, "msn": rng.getrandbits(24)}, "aeth")):
-            assert (_headers(layout, src, dst, qpn, length, bth, ext, name)
-                    == _plain_headers(layout, src, dst, qpn, length, bth, ext, name))
+            want = _plain_headers(layout, src, dst, qpn, length, bth, ext, name)
+            assert _headers(layout, src, dst, qpn, length, bth, ext, name) == want
+            # The BTH and the extension as their layouts' integers.
+            sub = {"reth": RETH_LAYOUT, "aeth": AETH_LAYOUT}.get(name)
+            assert _headers(layout, src, dst, qpn, length, pack(BTH_LAYOUT, bth),
+                            pack(sub, ext) if ext else None, name) == want
 
 
 def test_staged_log_commits_as_committing_everything():
@@ -106,6 +137,8 @@ def test_staged_log_commits_as_committing_everything():
                     fifo.write(cycle)
             if r.random() < 0.3:
                 items[5].set(cycle)
+                if r.random() < 0.3:
+                    items[5].set(cycle)         # the same value again: allowed
             if r.random() < 0.3:
                 items[6].set(r.randrange(4), cycle)
         log.commit()
@@ -113,3 +146,122 @@ def test_staged_log_commits_as_committing_everything():
         assert [list(f.q) for f in logged[:5]] == [list(f.q) for f in plain[:5]]
         assert [f.high for f in logged[:5]] == [f.high for f in plain[:5]]
         assert logged[5].value == plain[5].value and logged[6].value == plain[6].value
+    for reg in (Staged(0, name="r", log=log), Staged(0, name="r")):
+        reg.set(1)
+        with pytest.raises(AssertionError, match="two different writes"):
+            reg.set(2)
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_counter_wrap_when_due_equals_wrapping_every_cycle(profile):
+    """Counters started a little below 2**32, random traffic with gaps, then idle cycles
+    skipped: the counters equal, after every step, those of a twin that looks for the
+    wrap in every cycle (the plain rule)."""
+    prof = PROFILES[profile]
+    rng = random.Random(3)
+    stim = random_stimulus(rng, prof, 1024, reads=30, writes=30, mmio=15)
+    gaps = Stalls(rd_req=(0xACE1, 100), wr=(0x1234, 100), mmio_in=(0x0F0F, 100))
+    models = [HostInterfaceModel(prof, 1024, stim.mem) for _ in range(2)]
+    start = {name: (1 << 32) - 1 - rng.randrange(3000) for name in models[0].counters}
+    for m in models:
+        m.counters.update(start)
+    pres = Presenter(stim, gaps, 40_000)
+    c, wrapped = 0, 0
+    while c is not None and c < 40_000:
+        shown = pres.present(c)
+        models[1]._wrap_check = 0           # the plain rule: look in every cycle
+        results = [m.step(c, **shown) for m in models]
+        assert results[0] == results[1], c
+        assert models[0].counters == models[1].counters, c
+        wrapped += min(models[0].counters.values()) < 1 << 31
+        for name in SOURCES:
+            if getattr(results[0], f"{name}_taken"):
+                pres.take(name)
+        c = c + 1 if not pres.done() else models[0].next_event(c)
+    assert pres.done() and wrapped
+
+
+_LAYOUTS = (ACK_HEADER, WRITE_HEADER, WRITE_RETH_HEADER, BTH_LAYOUT, WQE_LAYOUT, CQE_LAYOUT,
+            QPC_LAYOUT, MR_LAYOUT)
+
+
+def _paths(fields, prefix=""):
+    for name, value in fields.items():
+        if isinstance(value, dict):
+            yield from _paths(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+@pytest.mark.parametrize("layout", _LAYOUTS, ids=lambda lay: str(len(lay.members)))
+def test_field_slots_read_what_unpack_reads(layout):
+    rng = random.Random(11)
+    width = layout.size
+    for _ in range(200):
+        value = rng.getrandbits(width)
+        for path, want in _paths(unpack(layout, value)):
+            offset, mask = field_slot(layout, path)
+            assert (value >> offset) & mask == want, path
+    with pytest.raises(KeyError):
+        field_slot(layout, "no_such_field")
+
+
+def test_header_words_equal_their_packed_fields():
+    rng = random.Random(13)
+    for _ in range(2000):
+        op = rng.choice(list(OpCode))
+        qp, psn = rng.getrandbits(24), rng.getrandbits(26)
+        ack, pad = rng.choice([0, 1, True, False]), rng.randrange(4)
+        assert (_bth_word(op.value, qp, psn, ack, pad)
+                == pack(BTH_LAYOUT, _bth(op, qp, psn, ack, pad)))
+        va, rkey, n = rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32)
+        assert _reth_word(va, rkey, n) == pack(RETH_LAYOUT, {
+            "va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(n, 4)})
+        syn, msn = rng.getrandbits(8), rng.getrandbits(26)
+        assert _aeth_word(syn, msn) == pack(AETH_LAYOUT, {"syndrome": syn,
+                                                          "msn": bswap(msn & 0xFFFFFF, 3)})
+
+
+def test_icrc_in_runs_equals_one_run_over_a_masked_copy():
+    rng = random.Random(17)
+    for n in list(range(47, 200)) + [rng.randrange(200, 9100) for _ in range(200)]:
+        frame = rng.randbytes(n)
+        assert icrc(frame) == _icrc_plain(frame), n
+        assert icrc(bytearray(frame)) == _icrc_plain(bytearray(frame)), n
+    for n in (0, 14, 46):                   # too short to hold the masked bytes
+        with pytest.raises(IndexError):
+            icrc(bytes(n))
+        with pytest.raises(IndexError):
+            _icrc_plain(bytes(n))
+
+
+def test_write_frames_equal_frames_of_packed_headers():
+    """Whole WRITE frames (opcode by value or by member) against headers of one
+    :func:`pack` of every field, the plain ICRC and FCS; other opcodes refused alike."""
+    rng = random.Random(19)
+    ends = [Endpoint(rng.getrandbits(48), rng.getrandbits(32)) for _ in range(3)]
+    writes = [OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_MIDDLE,
+              OpCode.RC_RDMA_WRITE_LAST, OpCode.RC_RDMA_WRITE_ONLY]
+    for _ in range(400):
+        src, dst = rng.sample(ends, 2)
+        op = rng.choice(writes)
+        qpn, dqp, psn = rng.getrandbits(24), rng.getrandbits(24), rng.getrandbits(25)
+        ack = rng.randint(0, 1)
+        payload = rng.randbytes(rng.choice([0, 1, 3, 64, 255, 1024]))
+        va, rkey, n = rng.getrandbits(64), rng.getrandbits(32), rng.getrandbits(32)
+        pad = -len(payload) % 4
+        body = payload + bytes(pad)
+        bth = _bth(op, dqp, psn, ack, pad)
+        if op in (OpCode.RC_RDMA_WRITE_FIRST, OpCode.RC_RDMA_WRITE_ONLY):
+            reth = {"va": bswap(va, 8), "rkey": bswap(rkey, 4), "dma_length": bswap(n, 4)}
+            hdr = _plain_headers(WRITE_RETH_HEADER, src, dst, qpn, 32 + len(body), bth, reth,
+                                 "reth")
+        else:
+            hdr = _plain_headers(WRITE_HEADER, src, dst, qpn, 16 + len(body), bth, None, None)
+        want = with_fcs(hdr + body + _icrc_plain(hdr + body))
+        for opcode in (op, op.value):
+            assert write_frame(opcode, src, dst, qpn, dqp, psn, ack, payload, va=va,
+                               rkey=rkey, dma_length=n) == want
+    for bad in (OpCode.RC_ACKNOWLEDGE, OpCode.RC_ACKNOWLEDGE.value, 0x55):
+        with pytest.raises(ValueError):
+            write_frame(bad, *ends[:2], 1, 2, 3, 0, b"x")

@@ -96,12 +96,17 @@ def _advance(state, steps):
     high bytes: two tables of 256 entries per ``steps``, each entry walked with
     :func:`lfsr_step` once (the fault pattern takes 16 steps a word, 4 words a frame).
     """
+    low, high = _jump_tables(steps)
+    return low[state & 0xFF] ^ high[state >> 8]
+
+
+def _jump_tables(steps):
+    """The two tables of :func:`_advance` for ``steps`` (built at the first use)."""
     tables = _JUMPS.get(steps)
     if tables is None:
         tables = _JUMPS[steps] = tuple(tuple(_walk(b << shift, steps) for b in range(256))
                                        for shift in (0, 8))
-    low, high = tables
-    return low[state & 0xFF] ^ high[state >> 8]
+    return tables
 
 
 class FaultPattern:
@@ -122,10 +127,13 @@ class FaultPattern:
                             for kind in FAULT_KINDS)
 
     def next(self):
+        low, high = _jump_tables(WORD_STEPS)      # (_advance, with the tables at hand)
         words = []
+        state = self.state
         for _ in range(WORDS_PER_FRAME):
-            words.append(self.state)
-            self.state = _advance(self.state, WORD_STEPS)
+            words.append(state)
+            state = low[state & 0xFF] ^ high[state >> 8]
+        self.state = state
         hits = {}
         left = self.left
         for (kind, rate, burst), word in zip(self._kinds, words, strict=False):

@@ -23,6 +23,11 @@ __all__ = ["HostInterfaceModel", "StepResult", "tlp_cycles"]
 _MASK32 = (1 << 32) - 1
 
 
+#: The details of each trace event, in the order :meth:`HostInterfaceModel._note` takes
+#: their values (``d``: the cycles the TLP occupies its direction).
+_NOTE_DETAILS = {"rd_tlp": ("addr", "words", "d"), "wr_tlp": ("addr", "words", "bytes", "d"),
+                 "cpl": ("addr", "words", "d"), "mmio_tlp": ("addr", "nbytes", "d")}
+
 _BYTE_MASKS = {}
 
 
@@ -99,6 +104,15 @@ class HostInterfaceModel:
         self._mrrs_words = p.max_read_request // WORD_BYTES
         self._rcb_words = p.rcb // WORD_BYTES
         self._wr_limit = min(p.max_payload // WORD_BYTES, p.wr_fifo_words)
+        # The 32-bit wrap of the counters (see the end of :meth:`step`): no counter grows
+        # by more than ``_growth`` a cycle (a busy or wait cycle, a TLP: one a direction,
+        # its overhead and payload bytes, the tags in use), so the largest one is looked
+        # for only from ``_wrap_check``, the first cycle it could have passed 2**32.
+        self._growth = max(1, p.tags, p.req_overhead, p.cpl_overhead, p.mmio_overhead,
+                           WORD_BYTES * max(self._wr_limit, self._rcb_words),
+                           1 << MMIO_NBYTES_BITS)
+        self._wrap_check = 0
+        self._rd_d = tlp_cycles(0, p.req_overhead, p.bytes_per_cycle)    # a read request's
         # Reads: engine reads waiting to be issued, as [addr, words, id, words issued].
         self._reads = deque()
         self._chunks = deque()            # _Chunk, oldest first; len() = tags in use
@@ -133,6 +147,11 @@ class HostInterfaceModel:
             raise ValueError(f"cycles must increase: {c} after {self._c}")
         if c > self._c + 1:
             self._skip_to(c)
+        if (rd_req is None and wr is None and mmio_in is None and not self._mem_reads
+                and not self._rd_out and not self._mem_writes and not self._takes
+                and not self._mmio and not self._reads and not self._tlps
+                and not self._chunks):
+            return self._quiet(c)
         p, cnt = self.p, self.counters
         res = StepResult()
         # Registered state at the start of the cycle.
@@ -149,13 +168,12 @@ class HostInterfaceModel:
         if c >= self._up_free:
             if reads and not tag_free:
                 cnt["tag_wait_cycles"] += 1
-            if reads or self._tlps:
-                kind = _pick("rd", bool(reads) and tag_free, "wr", bool(self._tlps),
-                             self._up_last)
-                if kind == "rd":
-                    self._start_read(c)
-                elif kind == "wr":
-                    self._start_write(c)
+            # _pick("rd", can_rd, "wr", can_wr, self._up_last), written out.
+            can_rd, can_wr = bool(reads) and tag_free, bool(self._tlps)
+            if can_rd and (not can_wr or self._up_last != "rd"):
+                self._start_read(c)
+            elif can_wr:
+                self._start_write(c)
         if c < self._up_free:
             cnt["up_busy_cycles"] += 1
 
@@ -166,12 +184,11 @@ class HostInterfaceModel:
             if mmio_in is not None and mmio_in["first"] and not self._takes:
                 n = self._mmio_words(mmio_in)
                 can_mmio = n <= room
-            if can_cpl or can_mmio:
-                kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
-                if kind == "cpl":
-                    self._start_cpl(c)
-                else:
-                    self._start_mmio(c, mmio_in)
+            # _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last), written out.
+            if can_cpl and (not can_mmio or self._dn_last != "cpl"):
+                self._start_cpl(c)
+            elif can_mmio:
+                self._start_mmio(c, mmio_in)
         if c < self._dn_free:
             cnt["dn_busy_cycles"] += 1
 
@@ -222,11 +239,35 @@ class HostInterfaceModel:
 
         if len(chunks) > cnt["tags_max"]:
             cnt["tags_max"] = len(chunks)
-        if max(cnt.values()) > _MASK32:         # 32-bit counters (none is negative)
-            for name in cnt:
-                cnt[name] &= _MASK32
+        if c >= self._wrap_check:
+            self._wrap(c)
         self._c = c
         return res
+
+    def _quiet(self, c):
+        """:meth:`step` of a cycle without inputs in which nothing is queued, scheduled
+        or in flight (no read, write, completion, host word or TLP): nothing starts or
+        arrives; only the directions still busy with a TLP count the cycle."""
+        cnt = self.counters
+        if c < self._up_free:
+            cnt["up_busy_cycles"] += 1
+        if c < self._dn_free:
+            cnt["dn_busy_cycles"] += 1
+        if c >= self._wrap_check:
+            self._wrap(c)
+        self._c = c
+        return StepResult()
+
+    def _wrap(self, c):
+        """Wrap the counters to 32 bits (none is negative) and set the next cycle in which
+        one may pass 2**32: the largest one grows by at most ``_growth`` a cycle."""
+        cnt = self.counters
+        top = max(cnt.values())
+        if top > _MASK32:
+            for name in cnt:
+                cnt[name] &= _MASK32
+            top = max(cnt.values())
+        self._wrap_check = c + 1 + (_MASK32 - top) // self._growth
 
     def mmio_head(self, c):
         """The word the interface presents on ``mmio`` in cycle ``c`` (before
@@ -273,11 +314,11 @@ class HostInterfaceModel:
             off += k
             pieces.append((b, k, rid, last and off == n))
         self._chunks.append(_Chunk(c + p.read_latency, pieces))
-        d = tlp_cycles(0, p.req_overhead, p.bytes_per_cycle)
+        d = self._rd_d                  # tlp_cycles(0, p.req_overhead, p.bytes_per_cycle)
         self._up_free, self._up_last = c + d, "rd"
         self.counters["up_rd_tlps"] += 1
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "rd_tlp", addr=a, words=n, d=d)
+        self._note(c, "rd_tlp", a, n, d)
 
     def _start_write(self, c):
         p = self.p
@@ -290,7 +331,7 @@ class HostInterfaceModel:
         self.counters["up_wr_tlps"] += 1
         self.counters["up_payload_bytes"] += payload
         self.counters["up_overhead_bytes"] += p.req_overhead
-        self._note(c, "wr_tlp", addr=words[0][0], words=len(words), bytes=payload, d=d)
+        self._note(c, "wr_tlp", words[0][0], len(words), payload, d)
 
     def _start_cpl(self, c):
         p = self.p
@@ -306,7 +347,7 @@ class HostInterfaceModel:
         self.counters["dn_cpl_tlps"] += 1
         self.counters["dn_payload_bytes"] += WORD_BYTES * n
         self.counters["dn_overhead_bytes"] += p.cpl_overhead
-        self._note(c, "cpl", addr=addr, words=n, d=d)
+        self._note(c, "cpl", addr, n, d)
 
     def _start_mmio(self, c, first):
         p = self.p
@@ -321,7 +362,7 @@ class HostInterfaceModel:
         self.counters["dn_mmio_tlps"] += 1
         self.counters["dn_payload_bytes"] += nbytes
         self.counters["dn_overhead_bytes"] += p.mmio_overhead
-        self._note(c, "mmio_tlp", addr=first["addr"], nbytes=nbytes, d=d)
+        self._note(c, "mmio_tlp", first["addr"], nbytes, d)
 
     # -- inputs --------------------------------------------------------------------------
     def _accept_read(self, req):
@@ -364,10 +405,14 @@ class HostInterfaceModel:
         if self._reads and len(self._chunks) >= self.p.tags:
             cnt["tag_wait_cycles"] += c - max(first, self._up_free)
             cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
+        self._wrap_check = 0                      # (grown by more than a cycle's worth)
 
-    def _note(self, c, event, **details):
+    def _note(self, c, event, *values):
+        """Trace ``(c, event, {detail: value})``, the details named by
+        :data:`_NOTE_DETAILS` (no dict is built while there is no trace)."""
         if self.trace is not None:
-            self.trace.append((c, event, details))
+            self.trace.append((c, event, dict(zip(_NOTE_DETAILS[event], values,
+                                                  strict=True))))
 
 
 def _pick(a, can_a, b, can_b, last):

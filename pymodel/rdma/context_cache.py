@@ -62,6 +62,20 @@ class ContextCacheModel:
         ctx = self.static_of(e)
         return {f: ctx[f] for f in self.groups[name]}
 
+    def group_view(self, name, e):
+        """``group(name, e)`` to read, not to change: once the group is written, its
+        dict itself rather than a copy."""
+        cur = self.dyn[name][e]
+        if cur is not None:
+            return cur
+        ctx = self.static_of(e)
+        return {f: ctx[f] for f in self.groups[name]}
+
+    def group_field(self, name, e, field):
+        """``group(name, e)[field]``, without building the group's dict."""
+        cur = self.dyn[name][e]
+        return (cur if cur is not None else self.static_of(e))[field]
+
     def _writeback_word(self, e):
         ctx = dict(self.static_of(e))
         for name in self.groups:

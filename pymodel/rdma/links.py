@@ -65,8 +65,9 @@ class LinkStream:
         if hits["drop"]:
             c["dropped"] += 1
             return []
-        data = bytearray(frame)
+        data = frame
         if hits["corrupt"]:
+            data = bytearray(frame)
             c["corrupted"] += 1
             beat = min(position >> CORRUPT_BEAT_SHIFT, nb - 1)
             valid = min(w, len(frame) - w * beat)
@@ -74,17 +75,20 @@ class LinkStream:
             lane = bit // 8 if bit // 8 < valid else valid - 1
             data[w * beat + lane] ^= 1 << (bit % 8)
         out = []
+        waiting, latency, free = self.waiting, self.latency, self.free
         for cycle in cycles:
-            ready = cycle + self.latency
-            while self.waiting and self.waiting[0] <= ready:
-                self.waiting.popleft()
-            leave = max(ready, self.free)
+            ready = cycle + latency
+            while waiting and waiting[0] <= ready:
+                waiting.popleft()
+            leave = ready if ready >= free else free
             if leave > ready:
-                if len(self.waiting) >= self.fifo_depth:
+                if len(waiting) >= self.fifo_depth:
+                    self.free = free
                     raise LinkLimit("a beat would be lost in the link FIFO")
-                self.waiting.append(leave)
+                waiting.append(leave)
             out.append(leave)
-            self.free = leave + 1
+            free = leave + 1
+        self.free = free
         frames = [(out, bytes(data))]
         if hits["dup"]:
             if nb <= self.max_frame_beats:

@@ -67,23 +67,33 @@ class Config:
 
 
 class _Beats:
-    """Beats scheduled to arrive at a receiver, by cycle, and the frames they end."""
+    """Beats scheduled to arrive at a receiver, by cycle, and the frames they end. A
+    receiver that takes whole frames (``whole``) gets True for each beat instead of its
+    fields."""
 
-    def __init__(self):
+    def __init__(self, whole=False):
         self.beats, self.frames = {}, {}
+        self.whole = whole
 
     def add(self, cycles, frame):
+        beats, n = self.beats, len(frame)
         for k, c in enumerate(cycles):
+            if c in beats:
+                raise AssertionError(f"two beats arrive in cycle {c}")
+            if self.whole:
+                beats[c] = True
+                continue
             start = 64 * k
             chunk = frame[start:start + 64]
-            if c in self.beats:
-                raise AssertionError(f"two beats arrive in cycle {c}")
-            self.beats[c] = dict(data=int.from_bytes(chunk, "little"), nbytes=len(chunk),
-                                 first=int(k == 0), last=int(start + 64 >= len(frame)))
+            beats[c] = {"data": int.from_bytes(chunk, "little"), "nbytes": len(chunk),
+                        "first": int(k == 0), "last": int(start + 64 >= n)}
         self.frames[cycles[-1]] = frame
 
     def pop(self, c):
-        return self.beats.pop(c, None), self.frames.pop(c, None)
+        beat = self.beats.pop(c, None)
+        if beat is None:            # (a frame ends only with a beat)
+            return None, None
+        return beat, self.frames.pop(c, None)
 
     def pending(self):
         return bool(self.beats)
@@ -113,7 +123,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                               LINK_FIFO_BEATS),
              "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
                               LINK_FIFO_BEATS)}
-    to_b, to_a = _Beats(), _Beats()
+    to_b, to_a = _Beats(), _Beats(whole=True)      # (node A's requester takes ACK frames)
     wire_ab, wire_ba = [], []
 
     def send_ab(first_cycle, frame):

@@ -51,10 +51,11 @@ class CompletionUnitModel:
         """The first cycle after ``c`` in which a timer may expire (its entry's scan
         slot, ``now - start >= timeout``), or None if no window is open."""
         best = None
-        for e in range(self.n):
-            if self.win[e]:
-                due = max(c + 1, self.tstart[e] + self.timeout)
-                due += (e - due) % self.n
+        tstart, n = self.tstart.value, self.n
+        for e, win in enumerate(self.win.value):        # (the registers' current values)
+            if win:
+                due = max(c + 1, tstart[e] + self.timeout)
+                due += (e - due) % n
                 best = due if best is None else min(best, due)
         return best
 

@@ -5,6 +5,8 @@ from spec.formats.roce import CQE_LAYOUT, WqeOpcode
 
 __all__ = ["CqeWriterModel"]
 
+_RDMA_WRITE = WqeOpcode.RDMA_WRITE.value
+
 
 class CqeWriterModel:
     """Completions into CQ slots, owner bit flipping at each wrap."""
@@ -20,9 +22,9 @@ class CqeWriterModel:
             return
         q = self.cqe.read()
         owner = 1 ^ ((self.index >> self.cq_log2) & 1)
-        word = pack(CQE_LAYOUT, wr_id=q["wr_id"], status=q["status"],
-                    opcode=WqeOpcode.RDMA_WRITE, owner=owner, qpn=q["qpn"],
-                    byte_len=q["byte_len"], sq_index=q["sq_index"])
+        word = pack(CQE_LAYOUT, {"wr_id": q["wr_id"], "status": q["status"],
+                                 "opcode": _RDMA_WRITE, "owner": owner, "qpn": q["qpn"],
+                                 "byte_len": q["byte_len"], "sq_index": q["sq_index"]})
         slot = self.index & ((1 << self.cq_log2) - 1)
         self.wr.write(dict(addr=(self.cq_base + slot) % self.depth, data=word, mark=1,
                            tag=q["qpn"]))

@@ -13,10 +13,12 @@ def read_offer(fill, wqe, pay):
     ``(None, None)``."""
     if fill.can_read():
         return fill, dict(addr=fill.head(), words=1, id=RD_FILL)
-    for fifo, ident in ((wqe, RD_WQE), (pay, RD_PAYLOAD)):
-        if fifo.can_read():
-            head = fifo.head()
-            return fifo, dict(addr=head["addr"], words=head["words"], id=ident)
+    if wqe.can_read():
+        head = wqe.head()
+        return wqe, dict(addr=head["addr"], words=head["words"], id=RD_WQE)
+    if pay.can_read():
+        head = pay.head()
+        return pay, dict(addr=head["addr"], words=head["words"], id=RD_PAYLOAD)
     return None, None
 
 

@@ -46,7 +46,7 @@ class SequencerModel:
         """One cycle; ``err_entry``: the completion unit's notice (an entry whose QP
         entered ERR, seen this cycle), or None."""
         if err_entry is not None:
-            g = self.cache.group("seq", err_entry)
+            g = self.cache.group_view("seq", err_entry)
             self.cache.write_group("seq", err_entry, dict(g, state=QpState.ERR.value))
             return
         self._next_idx = self.idx
@@ -59,7 +59,9 @@ class SequencerModel:
         src = self._src(b)
         if self.state == "HDR":
             e = b["entry"]
-            g = self.cache.group("seq", e)
+            if not (b["null"] or src.can_read()):
+                return                  # (the WQE's first word is not here yet)
+            g = self.cache.group_view("seq", e)
             flush = g["state"] == _ERR
             if b["null"]:
                 if self.job.can_write():

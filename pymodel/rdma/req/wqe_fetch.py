@@ -37,10 +37,11 @@ class WqeFetchModel:
         """``released``: the sequencer's count of WQE words taken; ``comp``: the
         completion unit's twin (its ``hold``, ``win_total`` and ``appended`` of the
         start of the cycle)."""
+        resend = self.resend.can_read()
+        if not resend and (comp.hold() or not self.fetch.can_read()):
+            return                              # (nothing to fetch: no state read)
         held = (self.reserved.value - released) & _M16
-        owed = (self.issued.value - comp.appended.value) & _M16
-        pool = comp.win_total.value + owed      # records in windows or promised
-        if self.resend.can_read():
+        if resend:
             r = self.resend.head()
             ctx = self.cache.static_of(r["entry"])
             words = 1 << ctx["sq_stride_log2"]
@@ -55,28 +56,29 @@ class WqeFetchModel:
                                  first_psn=r["first_psn"]))
                 self._peak(held + words)
             return
-        if comp.hold() or not self.fetch.can_read():
-            return
+        owed = (self.issued.value - comp.appended.value) & _M16
+        pool = comp.win_total.value + owed      # records in windows or promised
+        if not self.batch.can_write() or pool >= self.records:
+            return      # (every branch below needs batch room and a record: n >= 1 WQEs)
         f = self.fetch.head()
         e = f["entry"]
         if not self.cache.ready(e):
             return
         ctx = self.cache.static_of(e)
-        head = self.cache.group("fetch", e)["sq_head"]
-        common = dict(_BASE, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
+        head = self.cache.group_field("fetch", e, "sq_head")
         if f["modify"]:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
                 self._promise(1)
-                self.batch.write(dict(common, first=0, count=0, null=1, modify=1,
-                                      last_of_item=1))
+                self.batch.write(dict(self._common(f, e, ctx), first=0, count=0, null=1,
+                                      modify=1, last_of_item=1))
             return
         if f["bf"]:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
                 self._promise(1)
-                self.batch.write(dict(common, first=(f["sq_tail"] - 1) & _M16, count=1, bf=1,
-                                      last_of_item=1))
+                self.batch.write(dict(self._common(f, e, ctx), first=(f["sq_tail"] - 1) & _M16,
+                                      count=1, bf=1, last_of_item=1))
                 self.cache.write_group("fetch", e, {"sq_head": f["sq_tail"]})
             return
         count = (f["sq_tail"] - head) & _M16
@@ -84,7 +86,8 @@ class WqeFetchModel:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
                 self._promise(1)
-                self.batch.write(dict(common, first=0, count=0, null=1, last_of_item=1))
+                self.batch.write(dict(self._common(f, e, ctx), first=0, count=0, null=1,
+                                      last_of_item=1))
             return
         size = 1 << ctx["sq_size_log2"]
         slot = head & (size - 1)
@@ -97,9 +100,15 @@ class WqeFetchModel:
         if n == count:
             self.fetch.read()
         self._issue((ctx["sq_base"] + (slot << ctx["sq_stride_log2"])) % self.cache.depth,
-                    words, n, dict(common, first=head, count=n, last_of_item=int(n == count)))
+                    words, n, dict(self._common(f, e, ctx), first=head, count=n,
+                                   last_of_item=int(n == count)))
         self.cache.write_group("fetch", e, {"sq_head": (head + n) & _M16})
         self._peak(held + words)
+
+    @staticmethod
+    def _common(f, e, ctx):
+        """The fields of a batch entry every branch of a fetched item sets alike."""
+        return dict(_BASE, entry=e, qpn=f["qpn"], stride_log2=ctx["sq_stride_log2"])
 
     def _peak(self, value):
         self.count["wqe_words_max"] = max(self.count["wqe_words_max"], value)

@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.resp.header.HeaderCheck` (from its docstring)."""
 
 from pymodel.cycle import Staged
-from pymodel.fields import unpack
+from pymodel.fields import field_slot
 from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,
@@ -26,21 +26,28 @@ _LAST = {OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
 REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad")
 
 
+#: ``(offset, mask)`` of the header fields the check reads, by path: each read as
+#: :func:`pymodel.fields.unpack` would give it, without unpacking the whole header.
+_SLOTS = {path: field_slot(WRITE_RETH_HEADER, path) for path in (
+    "ip.version", "ip.ihl", "ip.protocol", "bth.opcode", "bth.tver", "bth.pad_count",
+    "bth.dest_qp", "bth.psn", "bth.ack_req", "reth.va", "reth.rkey", "reth.dma_length")}
+
+
 def parse_header(entry):
     """``(reason or None, verify job)`` of a header entry (dicts)."""
     raw = entry["b0"] | entry["b1"] << 512
-    h = unpack(WRITE_RETH_HEADER, raw & ((1 << 560) - 1))
+    h = {path: raw >> offset & mask for path, (offset, mask) in _SLOTS.items()}
     b = raw.to_bytes(128, "little")
     ip_len = int.from_bytes(b[16:18], "big")
-    opcode = h["bth"]["opcode"]
+    opcode = h["bth.opcode"]
     reth = opcode in _RETH
     overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0)
-                + h["bth"]["pad_count"])
+                + h["bth.pad_count"])
     header_ok = (int.from_bytes(b[12:14], "big") == ETHERTYPE_IPV4
-                 and h["ip"]["version"] == 4 and h["ip"]["ihl"] == 5
-                 and h["ip"]["protocol"] == IP_PROTO_UDP
+                 and h["ip.version"] == 4 and h["ip.ihl"] == 5
+                 and h["ip.protocol"] == IP_PROTO_UDP
                  and int.from_bytes(b[36:38], "big") == ROCE_UDP_PORT
-                 and h["bth"]["tver"] == 0 and opcode in _WRITES and ip_len > overhead
+                 and h["bth.tver"] == 0 and opcode in _WRITES and ip_len > overhead
                  and not entry["single"])
     if not entry["fcs_ok"]:
         reason = "fcs_bad"
@@ -57,10 +64,10 @@ def parse_header(entry):
     job["rest"] = entry["rest"]
     if reason is None:
         job.update(
-            check=1, qpn=bswap(h["bth"]["dest_qp"], 3), psn=bswap(h["bth"]["psn"], 3),
-            ack_req=h["bth"]["ack_req"], reth=int(reth), last=int(opcode in _LAST),
-            va=bswap(h["reth"]["va"], 8), rkey=bswap(h["reth"]["rkey"], 4),
-            dma_len=bswap(h["reth"]["dma_length"], 4), plen=(ip_len - overhead) & 0x1FFFF,
+            check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
+            ack_req=h["bth.ack_req"], reth=int(reth), last=int(opcode in _LAST),
+            va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
+            dma_len=bswap(h["reth.dma_length"], 4), plen=(ip_len - overhead) & 0x1FFFF,
             data=int.from_bytes(b[54:128], "little"))
     return reason, job
 
@@ -73,12 +80,14 @@ class HeaderCheckModel:
     ``done(entry, side)`` reads the verify stage's count of frames done.
     """
 
-    def __init__(self, i, o, entries, jobs, lookup, done, used=None):
+    def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
+        owner that commits it through it (:meth:`commit` commits it alone)."""
         self.i, self.o, self.entries = i, o, entries
         self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
-        self.looked_up = Staged(0, size=entries, name="looked_up")
+        self.looked_up = Staged(0, size=entries, name="looked_up", log=log)
         self.count = dict.fromkeys(REASONS + ("jobs_max",), 0)
         #: Cycles a lookup was presented with ``victim_busy`` and not taken (a statistic
         #: of the model only, for tests).

@@ -20,6 +20,7 @@ cycles may be skipped: :meth:`ResponderModel.next_event` is None when nothing is
 """
 
 import dataclasses
+from types import MappingProxyType
 
 from pymodel.cycle import Fifo, StagedLog
 from pymodel.fields import unpack
@@ -34,6 +35,9 @@ from spec.formats.roce import MR_LAYOUT
 from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 
 __all__ = ["ResponderModel", "Presented"]
+
+#: The side inputs of a stage in a system (none: the stages read them only in unit tests).
+_NO_SIDE = MappingProxyType({})
 
 
 def _check(name, value, low, high):
@@ -83,7 +87,7 @@ class ResponderModel:
         _check("MR table entries", mr_entries, 2, 256)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
-        self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
+        self._staged = StagedLog()          # what to commit at the end of a cycle
         f = self.fifos = {name: Fifo(d, name, self._staged) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
@@ -94,15 +98,16 @@ class ResponderModel:
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"])
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
-                                  depth, self, used)
+                                  depth, self, used, log=self._staged)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
-                                       used=used)
+                                       used=used, log=self._staged)
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
         self.ack = AckSenderModel(f["acks"])
         self._presented = None
+        self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -112,7 +117,7 @@ class ResponderModel:
         return self.cache.static_of(e)
 
     def group(self, e, side):
-        return self.cache.group("resp", e)
+        return self.cache.group_view("resp", e)      # (the verify stage only reads it)
 
     def write_group(self, e, values):
         self.cache.write_group("resp", e, values)
@@ -131,12 +136,23 @@ class ResponderModel:
         return taken
 
     # ---- the cycle ----
+    def _holds_nothing(self):
+        """No FIFO holds an entry and the ACK sender no beat (start of the cycle): then
+        nothing is presented, and without a beat or read data arriving no stage acts
+        (:meth:`next_event` is None); :meth:`present` and :meth:`step` return at once."""
+        for q in self._queues:
+            if q:
+                return False
+        return self.ack.spill is None
+
     def present(self):
         """What the responder presents in this cycle (see :class:`Presented`)."""
+        if self._holds_nothing():
+            self._presented = Presented(None, None, None)
+            return self._presented
         fills = self.fifos["fills"]
         rd_req = dict(addr=fills.head(), words=1, id=0) if fills.can_read() else None
-        self._presented = Presented(o=self.ack.present(), rd_req=rd_req,
-                                    wr=self.arbiter.present())
+        self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 
     def step(self, c, beat_in=None, rd_data=None, *, o_ready=True, rd_req_taken=False,
@@ -148,12 +164,25 @@ class ResponderModel:
         out = self._presented or self.present()
         if (rd_req_taken and out.rd_req is None) or (wr_taken and out.wr is None):
             raise ValueError(f"cycle {c}: taken, but nothing was presented")
-        self.rx.step(c, {"i": beat_in})
-        self.header.step(c, {})
+        if beat_in is None and rd_data is None and self._holds_nothing():
+            return out                  # (every stage would pass the cycle by)
+        # A stage is called only when it can act or count: the receive stage with a beat
+        # or a FIFO level above its high-water counts, the header check with an entry or
+        # the jobs FIFO above its count, verify and the payload writer with a job.
+        f = self.fifos
+        rx, header = self.rx, self.header
+        hdr, pay, jobs = f["hdr"].q, f["pay"].q, f["jobs"].q
+        if (beat_in is not None or len(pay) > rx.count["rx_beats_max"]
+                or len(hdr) > rx.count["rx_frames_max"]):
+            rx.step(c, {"i": beat_in})
+        if hdr or len(jobs) > header.count["jobs_max"]:
+            header.step(c, _NO_SIDE)
         if rd_data is not None:
             self.cache.fill(rd_data["data"])
-        self.verify.step(c, {})
-        self.writer.step(c, {})
+        if jobs:
+            self.verify.step(c, _NO_SIDE)
+        if f["wjobs"].q:
+            self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
         if rd_req_taken:
             self.fifos["fills"].read()
@@ -161,18 +190,16 @@ class ResponderModel:
         return out
 
     def commit(self):
-        """End of the cycle: every staged write and pop takes effect."""
+        """End of the cycle: every staged write and pop takes effect (the FIFOs and the
+        header check's and verify's registers are in the responder's StagedLog)."""
         self._staged.commit()
         self.cache.commit()
-        self.header.commit()
-        self.verify.commit()
         self._presented = None
 
     def next_event(self, c):
         """The next cycle after ``c`` in which the responder can change without new
         inputs (``c + 1`` while anything is held), or None when it is idle."""
-        busy = any(len(f) for f in self.fifos.values()) or self.ack.spill is not None
-        return c + 1 if busy else None
+        return None if self._holds_nothing() else c + 1
 
     @property
     def counters(self):

@@ -24,12 +24,14 @@ class VerifyModel:
     table; in a unit test, the test's side inputs.
     """
 
-    def __init__(self, i, w, ack, entries, jobs, depth, env, used=None):
+    def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None):
+        """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
+        owner that commits it through it (:meth:`commit` commits it alone)."""
         self.used = used or entries
         self.i, self.w, self.ack, self.env = i, w, ack, env
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
-        self.done = Staged(0, size=entries, name="done")
+        self.done = Staged(0, size=entries, name="done", log=log)
         self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
 
     def done_of(self, e):
@@ -91,11 +93,12 @@ class VerifyModel:
         self.w.write(wjob)
         if due:
             self.ack.write(ack)
+        g_wdata = None
         if new is not None:
-            self.env.write_group(e, {f: new[f] for f in RESP_GROUP})
+            g_wdata = {f: new[f] for f in RESP_GROUP}
+            self.env.write_group(e, g_wdata)
         self.done.set(e, (self.done[e] + 1) % self.mod)
-        out.update(g_we=int(new is not None),
-                   g_wdata={f: new[f] for f in RESP_GROUP} if new else None)
+        out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
     def _access_ok(self, j, g, side):
