@@ -186,35 +186,7 @@ class StagedLog:
         if not items:
             return
         for item in items:
-            if type(item) is Fifo:  # Fifo.commit, inline (most items are FIFOs)
-                popped, pushed = item._popped, item._pushed
-                if not popped and pushed is _NONE:
-                    continue        # (committed already by its owner)
-                _ACTIVITY[0] = True
-                q = item.q
-                if popped:
-                    for _ in range(popped):
-                        q.popleft()
-                    item._popped = 0
-                if pushed is not _NONE:
-                    q.append(pushed)
-                    item._pushed = _NONE
-                    if len(q) > item.high:
-                        item.high = len(q)
-            elif type(item) is Staged:  # Staged.commit, inline
-                w = item._w
-                if w is None:
-                    continue
-                _ACTIVITY[0] = True
-                if item.array:
-                    v = item.value
-                    for k, value in w.items():
-                        v[k] = value
-                else:
-                    item.value = w[0]
-                item._w = None
-            else:
-                item.commit()
+            item.commit()
         self.items = []
 
 
