@@ -29,7 +29,7 @@ from tb import comb_check
 from tb.bulk_dump import add_dump_hooks, hook_names
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
-           "toolchain_path", "export_verilog", "run_cosim", "cosim_params"]
+           "toolchain_path", "export_verilog", "run_cosim", "cosim_params", "driven_inputs"]
 
 SIMULATORS = ("verilator", "icarus")
 #: C++ optimisation of Verilator models unless ``opt`` or ``$VERILATOR_OPT`` says otherwise
@@ -249,6 +249,13 @@ def top_ports(text, name):
     start = text.index(f"module {name}(")
     body = text[start:text.index("endmodule", start)]
     return re.findall(r"^\s*(input|output)\s+(?:\[[^\]]*\]\s*)?(\w+)\s*;", body, re.M)
+
+
+def driven_inputs(top, name):
+    """The input ports of ``top`` (exported as ``name``, through the Verilog cache) that a
+    bench drives, that is all but ``clk`` and ``rst``."""
+    return [port for direction, port in top_ports(cached_verilog(top, name), name)
+            if direction == "input" and port not in ("clk", "rst")]
 
 
 def public_config(name, text):

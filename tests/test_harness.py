@@ -76,13 +76,11 @@ def test_clock_only_run_covers_its_cycles(sim, test_id):
     from pathlib import Path
 
     from scripts.benchmark.cosim import read_results_xml
-    from tb.cosim import cached_verilog, top_ports
+    from tb.cosim import driven_inputs
     from tb.harness import CLOCK_NS
 
-    inputs = [port for kind, port in top_ports(cached_verilog(_top(), "mem_credit_top"),
-                                               "mem_credit_top")
-              if kind == "input" and port not in ("clk", "rst")]
-    assert inputs
+    inputs = driven_inputs(_top(), "mem_credit_top")
+    assert inputs and "clk" not in inputs and "rst" not in inputs
     run = run_cosim(_top(), name="mem_credit_top", test_module="tb.cocotb_clock_only",
                     params={"cycles": 500, "inputs": inputs}, sim=sim, test_id=test_id)
     got = json.loads((run / "clock_only.json").read_text())

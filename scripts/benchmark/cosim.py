@@ -105,11 +105,10 @@ def measure_clock_only(design, sim, top_messages, cycles, opt):
     """Cycles per second of ``design``'s headline top (the build of :func:`measure_rtl`)
     with only the clock running (:mod:`tb.cocotb_clock_only`): the most any test of that
     top can reach on ``sim``. Returns ``{"cycles", "seconds", "cycles_per_s"}``."""
-    from tb.cosim import cached_verilog, run_cosim, top_ports
+    from tb.cosim import driven_inputs, run_cosim
 
     top, name = _design_top(design, top_messages)
-    inputs = [port for kind, port in top_ports(cached_verilog(top, name), name)
-              if kind == "input" and port not in ("clk", "rst")]
+    inputs = driven_inputs(top, name)
     run_dir = Path(run_cosim(top, name=name, test_module="tb.cocotb_clock_only",
                              params={"cycles": cycles, "inputs": inputs,
                                      "out_json": "clock_only.json"},
