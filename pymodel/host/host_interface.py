@@ -168,12 +168,13 @@ class HostInterfaceModel:
         if c >= self._up_free:
             if reads and not tag_free:
                 cnt["tag_wait_cycles"] += 1
-            # _pick("rd", can_rd, "wr", can_wr, self._up_last), written out.
-            can_rd, can_wr = bool(reads) and tag_free, bool(self._tlps)
-            if can_rd and (not can_wr or self._up_last != "rd"):
-                self._start_read(c)
-            elif can_wr:
-                self._start_write(c)
+            if reads or self._tlps:
+                kind = _pick("rd", bool(reads) and tag_free, "wr", bool(self._tlps),
+                             self._up_last)
+                if kind == "rd":
+                    self._start_read(c)
+                elif kind == "wr":
+                    self._start_write(c)
         if c < self._up_free:
             cnt["up_busy_cycles"] += 1
 
@@ -184,11 +185,12 @@ class HostInterfaceModel:
             if mmio_in is not None and mmio_in["first"] and not self._takes:
                 n = self._mmio_words(mmio_in)
                 can_mmio = n <= room
-            # _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last), written out.
-            if can_cpl and (not can_mmio or self._dn_last != "cpl"):
-                self._start_cpl(c)
-            elif can_mmio:
-                self._start_mmio(c, mmio_in)
+            if can_cpl or can_mmio:
+                kind = _pick("cpl", can_cpl, "mmio", can_mmio, self._dn_last)
+                if kind == "cpl":
+                    self._start_cpl(c)
+                else:
+                    self._start_mmio(c, mmio_in)
         if c < self._dn_free:
             cnt["dn_busy_cycles"] += 1
 
