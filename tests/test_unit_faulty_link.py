@@ -133,6 +133,17 @@ def test_faults_match_model(width, scenario):
         assert c["duplicated"] == n
 
 
+@pytest.mark.parametrize("latency", [18, 40])
+def test_long_wire_matches_model(latency):
+    """A wire of 18 and 40 cycles (its delay line of 17 and 39 a memory, not registers), with
+    every kind of fault in bursts: RTL = model, beat for beat and counter for counter."""
+    rng = random.Random(f"long-{latency}")
+    sent = _schedule(rng, _frames(rng, 30), 16, max_gap=3 * 300 // 16 + 4)
+    _, c, _ = _check_against_model(16, latency, SCENARIOS["all_bursts"], sent,
+                                   max_frame_beats=40)
+    assert all(c[k] > 0 for k in ("dropped", "corrupted", "duplicated"))
+
+
 @pytest.mark.parametrize("width", [8, 64])
 def test_corruption_flips_one_bit_and_fails_the_fcs(width):
     """Frames with FCS, corruption only: each frame leaves with its length, and either

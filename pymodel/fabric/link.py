@@ -7,8 +7,8 @@ class LinkModel:
     """A beat sent in cycle ``c`` arrives in cycle ``c + latency``; nothing is lost."""
 
     def __init__(self, latency):
-        if not isinstance(latency, int) or not 1 <= latency <= 1024:
-            raise ValueError(f"link latency (cycles) must be an integer from 1 to 1024, "
+        if not isinstance(latency, int) or not 1 <= latency <= 4096:
+            raise ValueError(f"link latency (cycles) must be an integer from 1 to 4096, "
                              f"not {latency!r}")
         self.latency = latency
 

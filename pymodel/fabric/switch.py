@@ -22,9 +22,23 @@ class SwitchModel:
     arriving on the ingress links in that cycle; it returns ``(egress, pops)``: the beats
     on the egress ports in cycle ``c + 1`` (``{port: beat}``) and the ingress ports that
     freed a buffer beat (returned a credit) in cycle ``c``.
+
+    ``hop_latency`` (0 to 4096 cycles, 0 by default; needs ``backpressure`` off): each
+    egress beat reaches its port ``hop_latency`` cycles after the crossbar's register
+    would have put it there; arbitration and credits are timed as with 0.
     """
 
-    def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width):
+    def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width,
+                 hop_latency=0):
+        if (not isinstance(hop_latency, int) or isinstance(hop_latency, bool)
+                or not 0 <= hop_latency <= 4096):
+            raise ValueError(f"hop_latency (cycles) must be an integer from 0 to 4096, "
+                             f"not {hop_latency!r}")
+        if hop_latency and backpressure:
+            raise ValueError(f"hop_latency {hop_latency} needs backpressure off: a beat "
+                             "in the hop's delay line can not be held")
+        self.hop_latency = hop_latency
+        self.hop = deque({} for _ in range(hop_latency))   # egress dicts on their way
         self.ports = ports
         self.owner = [ports] * 256
         self.src_beat, off = divmod(src_byte(framing), width)
@@ -47,7 +61,7 @@ class SwitchModel:
 
     def idle(self):
         return (not any(self.fifos) and not any(self.busy) and not any(self.dropping)
-                and all(r is None for r in self.reg))
+                and all(r is None for r in self.reg) and not any(self.hop))
 
     def route(self, beat):
         return self.table[(beat[0] >> self.off) & 0xFF]
@@ -149,4 +163,7 @@ class SwitchModel:
             for o, beat in egress.items():
                 self.reg[o] = beat
             return left, pops
+        if self.hop_latency:
+            self.hop.append(egress)
+            egress = self.hop.popleft()
         return egress, pops

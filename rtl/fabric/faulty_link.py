@@ -10,6 +10,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.gf2 import matrix_of
+from rtl.fabric.link import DelayLine
 from spec.checks import check_int
 from spec.fabric import (
     CORRUPT_BEAT_SHIFT,
@@ -178,11 +179,15 @@ class FaultyLink(wiring.Component):
         if self.side_bits:
             self._side_stage(m)
         staged = self._fault_stage(m)
-        for k in range(self.latency - 1):
-            v = Signal(name=f"stage{k}_valid")
-            p = Signal(_staged_layout(self.layout), name=f"stage{k}_payload")
-            m.d.sync += [v.eq(staged[0]), p.eq(staged[1])]
-            staged = (v, p)
+        if self.latency > 1:
+            # The wire: a delay line of ``latency - 1`` cycles (registers when short, a
+            # memory when long; rtl.fabric.link.DelayLine), the output stage the last.
+            line = DelayLine(data.StructLayout({"valid": 1,
+                                                "payload": _staged_layout(self.layout)}),
+                             self.latency - 1)
+            m.submodules.wire = line
+            m.d.comb += [line.i.valid.eq(staged[0]), line.i.payload.eq(staged[1])]
+            staged = (line.o.valid, line.o.payload)
         self._output_stage(m, *staged)
         return m
 

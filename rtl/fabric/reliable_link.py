@@ -1,10 +1,11 @@
 """A faulty link made reliable by link-level retry: ReplayTx -> FaultyLink -> ReplayRx."""
 
-from amaranth import Module, Signal
-from amaranth.lib import wiring
+from amaranth import Module
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.fabric.faulty_link import FaultyLink
+from rtl.fabric.link import DelayLine
 from rtl.fabric.replay_rx import ReplayRx
 from rtl.fabric.replay_tx import ReplayTx
 from spec.checks import check_int
@@ -90,16 +91,15 @@ class ReliableLink(wiring.Component):
         wiring.connect(m, self.rx.o, wiring.flipped(self.o))
         for name in (*SETTINGS, *RETRY_SETTINGS):
             m.d.comb += getattr(self.wire, name).eq(getattr(self, name))
-        # The ACK/NAK sideband: through the wire's faults, ``latency`` registers back.
+        # The ACK/NAK sideband: through the wire's faults, then ``latency`` cycles back
         m.d.comb += [self.wire.side_i.valid.eq(self.rx.ack.valid),
                      self.wire.side_i.payload.eq(self.rx.ack.payload)]
-        valid, payload = self.wire.side_o.valid, self.wire.side_o.payload
-        for k in range(self.latency):
-            v = Signal(name=f"ack{k}_valid")
-            p = Signal(ack_layout, name=f"ack{k}_payload")
-            m.d.sync += [v.eq(valid), p.eq(payload)]
-            valid, payload = v, p
-        m.d.comb += [self.tx.ack.valid.eq(valid), self.tx.ack.payload.eq(payload)]
+        # on a DelayLine (registers when short, a memory when long).
+        m.submodules.ack_wire = back = DelayLine(
+            data.StructLayout({"valid": 1, "payload": ack_layout}), self.latency)
+        m.d.comb += [back.i.valid.eq(self.wire.side_o.valid),
+                     back.i.payload.eq(self.wire.side_o.payload),
+                     self.tx.ack.valid.eq(back.o.valid), self.tx.ack.payload.eq(back.o.payload)]
         for name in TX_COUNTERS:
             m.d.comb += getattr(self, f"tx_{name}").eq(getattr(self.tx, name))
         for name in RX_COUNTERS:

@@ -5,6 +5,7 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.fabric.link import MAX_DELAY, DelayLine
 from spec.checks import check_int, reject
 from spec.fabric import SWITCH_COUNTERS
 from spec.formats.nic import Framing, dst_byte, src_byte
@@ -39,6 +40,12 @@ class Switch(wiring.Component):
         Honour ``ready`` on the egress ports (default False: they are ignored). Set it
         when an egress feeds something that can hold a beat (a link-level retry's
         replay buffer).
+    hop_latency : int
+        Extra cycles of switch traversal, 0 (default) to 4096: a delay line
+        (:class:`rtl.fabric.link.DelayLine`; registers when short, a memory when long)
+        after the registered crossbar output of each egress port, so arbitration, the
+        ingress buffers and their credits are timed as with 0. Simulation fabric, not
+        switch state. Needs ``backpressure`` off (a delayed egress can not be held).
 
     Ports
     -----
@@ -85,8 +92,10 @@ class Switch(wiring.Component):
     Timing and arbitration
     ----------------------
     A beat that arrives in cycle ``t`` can leave its ingress buffer in ``t + 1`` and is on
-    the egress port in ``t + 2`` (one buffer cycle, one forwarding cycle: the table is
-    read combinationally from the head beat, and the crossbar output is registered).
+    the egress port in ``t + 2 + hop_latency`` (one buffer cycle, one forwarding cycle:
+    the table is read combinationally from the head beat, and the crossbar output is
+    registered; then the hop's delay line). The credit of a beat is returned in the
+    cycle it leaves its ingress buffer, whatever ``hop_latency``.
     An ingress port whose head is the first beat of a frame requests the output
     ``table[dst]``. A free output grants, in the same cycle, the requesting ingress port
     that comes first in round-robin order starting at its pointer (initially 0); the
@@ -96,7 +105,7 @@ class Switch(wiring.Component):
     while its ingress buffer is not empty.
     """
 
-    def __init__(self, width, ports, framing, fifo_depth, backpressure=False):
+    def __init__(self, width, ports, framing, fifo_depth, backpressure=False, hop_latency=0):
         self.width = check_width(width, self)
         self.ports = check_int(self, "ports", ports, 2, 16)
         try:
@@ -105,6 +114,10 @@ class Switch(wiring.Component):
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
         self.backpressure = bool(backpressure)
+        self.hop_latency = check_int(self, "hop_latency (cycles)", hop_latency, 0, MAX_DELAY)
+        if self.hop_latency and self.backpressure:
+            reject(self, f"hop_latency {hop_latency} needs backpressure off: a beat in "
+                         "the hop's delay line can not be held")
         sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True)),
                "src_wr": In(stream.Signature(source_write_layout(ports), always_ready=True))}
         for name in SWITCH_COUNTERS:
@@ -242,7 +255,14 @@ class Switch(wiring.Component):
                     m.d.sync += rr.eq((p + 1) % n)
                     with m.If(~heads[p].last):
                         m.d.sync += [busy[p].eq(1), dest[p].eq(o), owned.eq(1)]
-            m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
+            if self.hop_latency:
+                hop = DelayLine(data.StructLayout({"valid": 1, "payload": layout}),
+                                self.hop_latency)
+                m.submodules[f"hop{o}"] = hop
+                m.d.comb += [hop.i.valid.eq(valid), hop.i.payload.eq(beat),
+                             egress.valid.eq(hop.o.valid), egress.payload.eq(hop.o.payload)]
+            else:
+                m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
         grants_of = [[] for _ in range(n)]
         for o in range(n):
             for p in range(n):

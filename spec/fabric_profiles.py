@@ -1,0 +1,189 @@
+"""Fabric profiles: the delays between two nodes, and the state sized from them.
+
+# Ref: docs/fabric.md (the profiles, their sources, the sizing rules and what was
+# measured) and SPEC.md, "Comparisons on a level field".
+
+A profile gives the one-way latency of each of the two links of a node-to-node path
+(node -> switch, switch -> node: PHY, FEC, cable) and of the switch hop between them, in
+cycles of the 1 GHz clock (1 cycle = 1 ns). The NIC's path is link, switch, link; the
+RDMA top links its two nodes by one link that stands for the whole path
+(:func:`one_way`). The sizing rules turn a profile's bandwidth-delay product into the
+state each design must own to keep its rate: link credits, the link-retry replay buffer,
+and the RDMA engine's window records and retransmit timer. Every rule returns at least
+today's value, so that the ``board`` profile keeps today's sizes (and figures).
+
+Each design imports these definitions; the delays themselves are simulation fabric
+(:class:`rtl.fabric.link.Link`, :class:`rtl.fabric.switch.Switch`'s ``hop_latency``) and
+stay out of the designs' area.
+"""
+
+from dataclasses import dataclass
+
+from spec.fabric import retry_sizes
+from spec.formats.nic import frame_beats
+from spec.nic import link_credits
+from spec.rdma_engine import REQUESTER_DEFAULTS
+
+__all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
+           "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
+           "credit_loop", "nic_link_credits", "replay_sizes", "RDMA_SPAN_BASE",
+           "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
+
+
+@dataclass(frozen=True)
+class FabricProfile:
+    """The delays of one fabric, in cycles (1 ns).
+
+    Attributes
+    ----------
+    name : str
+    link : int
+        One link's latency, each way (the NIC's node -> switch and switch -> node).
+    switch : int
+        One switch hop: from a frame's beat on the switch's ingress port to the same
+        beat on its egress port, without contention.
+    """
+    name: str
+    link: int
+    switch: int
+
+    def __post_init__(self):
+        for field in ("link", "switch"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"fabric profile {self.name!r}: {field} latency must be "
+                                 f"a positive integer of cycles, not {v!r}")
+        if self.switch < SWITCH_BASE_CYCLES:
+            raise ValueError(f"fabric profile {self.name!r}: switch latency must be at "
+                             f"least {SWITCH_BASE_CYCLES} cycles (the switch's buffer and "
+                             f"forwarding cycles), not {self.switch}")
+
+
+#: Cycles the RTL switch takes without extra hop latency: one in the ingress buffer, one
+#: through the registered crossbar (rtl.fabric.switch.Switch, "Timing and arbitration").
+SWITCH_BASE_CYCLES = 2
+
+FABRIC_PROFILES = {
+    # Today's fabric: 2-cycle links and the switch's own 2 cycles (6 cycles node to node).
+    # Ref: spec.nic.HEADLINE_TOP (link_latency 2); spec.rdma_engine.TOP_DEFAULTS
+    # (link_latency 6, the same path as one link).
+    "board": FabricProfile("board", link=2, switch=2),
+    # Tomahawk Ultra class: a 250 ns switch and 400 ns XPU to XPU, so 75 ns for each
+    # link with its PHY and FEC.
+    # Ref: Broadcom, Tomahawk Ultra announcement (2025-07-15): 250 ns switch latency
+    # port to port at 51.2 Tb/s; Broadcom, Scale-Up Ethernet (SUE) framework (OCP,
+    # 2025): sub-400 ns XPU-to-XPU latency with Tomahawk Ultra.
+    "rack": FabricProfile("rack", link=75, switch=250),
+    # UALink class, about 1 us round trip: a 250 ns switch (the 100T figure) and 125 ns
+    # per link, 500 ns one way.
+    # Ref: UALink Consortium, "A Deeper Dive: Responding to the UALink 200G 1.0
+    # Specification Webinar Q&A Session" (2025): port-to-port latency with 400G ports,
+    # 25T switch <= 150 ns, 50T < 200 ns, 100T < 250 ns.
+    "pod": FabricProfile("pod", link=125, switch=250),
+}
+
+
+def fabric_profile(name):
+    """The profile called ``name``; ``ValueError`` naming it if there is none."""
+    try:
+        return FABRIC_PROFILES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"fabric must be one of {list(FABRIC_PROFILES)}, "
+                         f"not {name!r}") from None
+
+
+def _profile(p):
+    return p if isinstance(p, FabricProfile) else fabric_profile(p)
+
+
+def one_way(profile):
+    """Node-to-node latency one way: link + switch + link (cycles); also the latency of
+    the single link of a top that links two nodes directly (RdmaTop)."""
+    p = _profile(profile)
+    return 2 * p.link + p.switch
+
+
+def round_trip(profile):
+    """Twice :func:`one_way`."""
+    return 2 * one_way(profile)
+
+
+def switch_hop_latency(profile):
+    """The ``hop_latency`` of :class:`rtl.fabric.switch.Switch` that makes it take the
+    profile's ``switch`` cycles: ``switch - SWITCH_BASE_CYCLES`` (0 for ``board``)."""
+    return _profile(profile).switch - SWITCH_BASE_CYCLES
+
+
+# -- (a) NIC link credits ------------------------------------------------------------------
+
+#: Cycles of the NIC's credit loop beyond the two link crossings. A beat sent (a credit
+#: taken) in cycle ``t`` is on the switch's ingress port in ``t + L``, can leave the
+#: ingress buffer (the buffer's one cycle: the credit pulse) in ``t + L + 1``, its
+#: credit pulse reaches the sender in ``t + 2L + 1`` (the credit return's ``L``), and
+#: counts from ``t + 2L + 2`` (the credit counter's register). Ref: the timing
+#: sections of rtl.nic.nic_tx.NicTx, rtl.fabric.switch.Switch, rtl.nic.credit_return.
+CREDIT_LOOP_EXTRA = 2
+
+
+def credit_loop(link_latency):
+    """Cycles from a credit taken to the same credit usable again: ``2 L + 2``."""
+    return 2 * link_latency + CREDIT_LOOP_EXTRA
+
+
+def nic_link_credits(profile, width, max_payload):
+    """Credits (switch ingress beats) a NIC link needs on ``profile``.
+
+    A frame of ``n`` beats starts only with ``n`` credits in hand, so with one beat a
+    cycle the ``credit_loop - 1`` beats sent before it are still out: line rate for
+    frames of up to ``n_max`` beats (the longest frame, L2 framing, of ``max_payload``)
+    needs ``credit_loop(L) - 1 + n_max`` credits. The rule is the larger of that and
+    :func:`spec.nic.link_credits` (room for two of the longest frames, today's burst
+    allowance), so ``board`` keeps today's 34 at 64 bytes and 1024-byte frames.
+    """
+    n_max = frame_beats(width, "l2", max_payload)
+    return max(link_credits(width, max_payload),
+               credit_loop(_profile(profile).link) - 1 + n_max)
+
+
+# -- (b) The link-retry replay buffer ----------------------------------------------------
+
+def replay_sizes(profile, max_frame_beats):
+    """``(tx_depth, rx_depth, timeout)`` of a link-level retry on one link of
+    ``profile``: :func:`spec.fabric.retry_sizes` of the profile's link latency. The
+    replay buffer holds the ACK round trip (``2 L`` + a frame to judge + a frame being
+    sent + 8 cycles) and a frame more, at one beat a cycle; the timeout is that trip and
+    the longest frame again."""
+    return retry_sizes(_profile(profile).link, max_frame_beats)
+
+
+# -- (c) The RDMA engine's window records and retransmit timer -----------------------------
+
+#: Cycles a message holds its window record apart from the round trip on the fabric:
+#: today's figure of spec.rdma_engine.REQUESTER_DEFAULTS (about 1,300 cycles from the
+#: WQE read to the ACK over PCIe, two host reads included) less the ``board`` round
+#: trip of 2 x 6 cycles.
+RDMA_SPAN_BASE = 1300 - 12
+#: The engine's rate the records are sized for: 4 cycles a message (the best rung of
+#: spec.rdma_engine.LADDER at 128 B, docs/findings.md).
+RDMA_SIZING_II = 4
+
+
+def _pow2(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def rdma_records(profile, ii=RDMA_SIZING_II):
+    """Window records that keep ``ii`` cycles a message (Little's law): the messages in
+    flight over a record's life, ``(RDMA_SPAN_BASE + round_trip) / ii``, rounded up to
+    a power of two, and at least today's ``records`` (512); capped at the requester's
+    limit of 4096."""
+    need = -(-(RDMA_SPAN_BASE + round_trip(profile)) // ii)
+    return min(4096, max(REQUESTER_DEFAULTS["records"], _pow2(need)))
+
+
+def rdma_timeout(profile):
+    """The transport timeout (cycles): today's ``timeout`` (4096, about three of
+    today's round trips of a message) plus what the profile adds to the round trip over
+    ``board``'s, so that its margin over an ACK's arrival stays the same."""
+    extra = round_trip(profile) - round_trip("board")
+    return REQUESTER_DEFAULTS["timeout"] + max(0, extra)

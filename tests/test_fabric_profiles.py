@@ -1,0 +1,107 @@
+"""The fabric profiles and their sizing rules (spec.fabric_profiles): values against
+their sources (docs/fabric.md), rules against hand computation, and the NIC credit rule
+against the golden model's credit loop."""
+
+import pytest
+
+from pymodel.nic.system import NicSystemModel
+from pymodel.points import nic_stores
+from spec.fabric import retry_sizes
+from spec.fabric_profiles import (
+    FABRIC_PROFILES,
+    FabricProfile,
+    credit_loop,
+    fabric_profile,
+    nic_link_credits,
+    one_way,
+    rdma_records,
+    rdma_timeout,
+    replay_sizes,
+    round_trip,
+    switch_hop_latency,
+)
+from spec.nic import HEADLINE_TOP, link_credits
+from spec.rdma_engine import REQUESTER_DEFAULTS, TOP_DEFAULTS
+
+
+def test_profiles_and_their_paths():
+    """The sources' figures (docs/fabric.md): board 2 + 2 + 2 (today's tops), rack a
+    250 ns switch and 400 ns one way, pod a 250 ns switch and 1000 ns round trip."""
+    assert set(FABRIC_PROFILES) == {"board", "rack", "pod"}
+    board, rack, pod = (FABRIC_PROFILES[k] for k in ("board", "rack", "pod"))
+    assert (board.link, board.switch) == (HEADLINE_TOP["link_latency"], 2)
+    assert one_way("board") == TOP_DEFAULTS["link_latency"] == 6
+    assert switch_hop_latency("board") == 0
+    assert (rack.link, rack.switch, one_way(rack)) == (75, 250, 400)
+    assert (pod.link, pod.switch, one_way(pod), round_trip(pod)) == (125, 250, 500, 1000)
+    assert switch_hop_latency("pod") == 248
+
+
+@pytest.mark.parametrize("bad", ["lab", None, 3])
+def test_unknown_profile_is_named(bad):
+    with pytest.raises(ValueError, match="fabric must be one of"):
+        fabric_profile(bad)
+    with pytest.raises(ValueError, match="fabric must be one of"):
+        one_way(bad)
+
+
+@pytest.mark.parametrize("link,switch,word", [(0, 2, "link"), (2, 1, "switch"),
+                                              ("2", 2, "link"), (2, True, "switch")])
+def test_bad_profile_fields_are_named(link, switch, word):
+    with pytest.raises(ValueError, match=word):
+        FabricProfile("x", link=link, switch=switch)
+
+
+def test_sizing_rules_keep_board_and_grow_with_distance():
+    """Board: today's sizes exactly; farther: by hand from the rules' definitions."""
+    # (a) 64-byte beats, 1024-byte frames: L2 frame 20 + 1024 + 4 = 1048 B = 17 beats.
+    assert nic_link_credits("board", 64, 1024) == link_credits(64, 1024) == 34
+    assert nic_link_credits("rack", 64, 1024) == 2 * 75 + 2 - 1 + 17 == 168
+    assert nic_link_credits("pod", 64, 1024) == 2 * 125 + 2 - 1 + 17 == 268
+    # (b) the retry sizes of the profile's link.
+    assert replay_sizes("board", 17) == retry_sizes(2, 17)
+    tx, _, timeout = replay_sizes("pod", 17)
+    trip = 2 * 125 + 2 * 17 + 8
+    assert tx >= trip + 17 and timeout == trip + 17
+    # (c) records: (1288 + round trip) / 4, to a power of two, at least 512.
+    assert rdma_records("board") == REQUESTER_DEFAULTS["records"] == 512   # 325 -> 512
+    assert rdma_records("rack") == 1024                                   # 522 -> 1024
+    assert rdma_records("pod") == 1024                                    # 572 -> 1024
+    assert rdma_timeout("board") == REQUESTER_DEFAULTS["timeout"] == 4096
+    assert rdma_timeout("pod") == 4096 + 1000 - 12
+
+
+def _accepts(link, credits, framing, msg_bytes, messages=300):
+    """Accept cycles of back-to-back stores of node 0 to node 1 on the NIC model."""
+    w, words, mp = 64, 512, 1024
+    model = NicSystemModel(w, framing, 2, link, words, mp, credits)
+    stores = nic_stores(msg_bytes, messages, 1, w, words * w, mp)
+    res = model.run({0: stores}, [0, 1])
+    assert not res["credit_errors"]
+    acc = [s["accept"] for s in res["stores"]]
+    assert len(acc) == messages
+    return acc
+
+
+def test_credit_loop_on_the_model():
+    """34 credits at link latency 250, compact 128-byte stores (8 + 128 + 4 = 140 B, 3
+    beats): 11 frames use 33 credits, the 12th needs beat 1 of the first back, taken at
+    ``s + 1`` and usable at ``s + 1 + credit_loop(250)``: 11 stores every 503 cycles."""
+    acc = _accepts(250, 34, "compact", 128)
+    assert credit_loop(250) == 502
+    assert {b - a for a, b in zip(acc[100:250], acc[111:261], strict=True)} == {503}
+
+
+@pytest.mark.parametrize("profile", ["rack", "pod"])
+@pytest.mark.parametrize("framing,msg_bytes,beats", [("compact", 128, 3), ("l2", 1024, 17)])
+def test_credit_rule_keeps_line_rate(profile, framing, msg_bytes, beats):
+    """With nic_link_credits, stores leave one frame every ``beats`` cycles (line rate:
+    3 beats for 8 + 128 + 4 B, 17 for 20 + 1024 + 4 B at 64 B a beat); one credit fewer
+    slows the longest frames (the rule is tight for them)."""
+    link = fabric_profile(profile).link
+    credits = nic_link_credits(profile, 64, 1024)
+    acc = _accepts(link, credits, framing, msg_bytes)
+    assert {b - a for a, b in zip(acc[50:-1], acc[51:], strict=True)} == {beats}
+    if beats == 17:
+        slow = _accepts(link, credits - 1, framing, msg_bytes)
+        assert slow[-1] - slow[50] > 17 * (len(slow) - 51)
