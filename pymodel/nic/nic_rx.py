@@ -1,0 +1,161 @@
+"""Twin of :class:`rtl.nic.nic_rx.NicRx`: check each store frame, write good ones."""
+
+import functools
+
+from pymodel.fcs import fcs_ok
+from pymodel.nic.frames import parse_header
+from spec.formats.nic import MAC_PREFIX, header_bytes, header_layout, padded_bytes
+
+__all__ = ["NicRxModel", "COUNTER_NAMES"]
+
+#: The receiver's counters, the drop reasons in priority order (a frame with several
+#: faults counts under the first).
+COUNTER_NAMES = ("frames_ok", "drop_fcs", "drop_malformed", "drop_dst", "drop_addr",
+                 "drop_window")
+
+# A pure function of the framing and a length, called per frame; each call builds a
+# layout, so it is cached.
+_padded_bytes = functools.cache(padded_bytes)
+
+
+class NicRxModel:
+    """One node's receiver.
+
+    Parameters
+    ----------
+    width, framing, max_payload, mem_words
+        As for the RTL (``mem_words``: its ``depth``).
+    node_id : int
+        The ``node_id`` port.
+    table : pymodel.nic.window_table.WindowTableModel
+        The receiver's window table (stepped by the owner: the lookup of a frame sees
+        the writes of the cycles before the beat holding the source byte).
+    mem : list of int, optional
+        The memory's words before the run (default zeros).
+
+    ``step(c, side)``: ``side["i"]`` is the beat arriving in cycle ``c`` (a tuple
+    ``(data, nbytes, first, last, mid, ...)``; ``mid`` the message id the beat carries,
+    or None), the receiver is always ready. At a frame's last beat the checks decide in
+    priority order: FCS, format (length field against the bytes, 0, over
+    ``max_payload``, a misaligned address, the opcode, the L2 EtherType), destination,
+    the memory bound, the source's window (and, for L2, the source MAC's prefix). A
+    good frame's words are written from cycle ``max(c + 2, writer free)``, one a cycle;
+    the step then returns ``{"written": (mid, cycle of the last word, its index in
+    wr)}``, else ``{}``.
+
+    Attributes
+    ----------
+    wr : tuple of lists
+        ``(addr, be)`` of each word written and its cycle.
+    counters : dict
+        :data:`COUNTER_NAMES`.
+    mem : list of int
+        The local memory.
+    posted : list
+        ``(cycle, host-interface wr word)`` of each write (the ``pcie`` attachment).
+    """
+
+    def __init__(self, width, framing, max_payload, mem_words, node_id, table, mem=None,
+                 port=0):
+        self.w, self.framing, self.max_payload = width, framing, max_payload
+        self.mem_words, self.node_id, self.table = mem_words, node_id, table
+        h = self.h = header_bytes(framing)
+        self.q, self.r = divmod(h, width)
+        self.nh = -(-h // width)
+        self.max_push = -(-(max_payload + 4) // width)
+        self.hdr_raw = bytearray(self.nh * width)
+        self.counters = dict.fromkeys(COUNTER_NAMES, 0)
+        layout = header_layout(framing)
+        self.l2 = "src_mac" in layout.members
+        src_at = layout["src_mac" if self.l2 else "src"].offset // 8 + (
+            len(MAC_PREFIX) if self.l2 else 0)
+        self.src_beat, self.src_lane = divmod(src_at, width)
+        self.prefix_at = slice(src_at - len(MAC_PREFIX), src_at)
+        self.held = (0, 0)                 # the window read last (registered in the RTL)
+        if mem is not None and len(mem) != mem_words:
+            raise ValueError(f"node {port}: mem holds {len(mem)} words, not {mem_words}")
+        self.mem = [0] * mem_words if mem is None else list(mem)
+        self.wr = ([], [])
+        self.posted = []
+        self.bidx = self.count = self.pushed = 0
+        self.frame = bytearray()
+        self.writer_free = 0
+
+    def step(self, c, side):
+        beat = side.get("i")
+        if beat is None:
+            return {}
+        w = self.w
+        data, nb, first, last, mid = beat[:5]
+        k = 0 if first else self.bidx
+        base = 0 if first else self.pushed
+        room = base < self.max_push
+        push = k > self.q and room
+        self.pushed = base + push
+        self.bidx = k if k > self.q else k + 1
+        self.count = (0 if first else self.count) + nb
+        if first:
+            self.frame = bytearray()
+        raw = data.to_bytes(w, "little")
+        self.frame += raw[:nb]
+        if k == self.src_beat:
+            self.held = self.table.entry(raw[self.src_lane])
+        if k < self.nh:
+            self.hdr_raw[k * w:(k + 1) * w] = raw
+        if not last:
+            return {}
+        return self._frame_end(c, k, nb, mid, room)
+
+    def _frame_end(self, c, k, nb, mid, room):
+        w, h, held = self.w, self.h, self.held
+        tail = k >= self.q and nb > self.r and room
+        nbeats = self.pushed + tail
+        frame, hdr_raw = self.frame, self.hdr_raw
+        f = parse_header(self.framing, bytes(hdr_raw))
+        length, addr = f["length"], f["addr"]
+        if "dst_mac" in f:
+            wrong_dst = f["dst_mac"] != MAC_PREFIX + bytes([self.node_id])
+        else:
+            wrong_dst = f["dst"] != self.node_id
+        if not fcs_ok(bytes(frame)):
+            reason = "drop_fcs"
+        elif ((self.count & 0xFFFF) != _padded_bytes(self.framing, length) + 4
+              or length == 0 or length > self.max_payload or addr % w or f["opcode"] != 1
+              or not f["ethertype_ok"]):
+            reason = "drop_malformed"
+        elif wrong_dst:
+            reason = "drop_dst"
+        elif addr + length > self.mem_words * w:
+            reason = "drop_addr"
+        elif ((self.l2 and bytes(hdr_raw[self.prefix_at]) != MAC_PREFIX)
+              or not self.table.inside(held, addr, length, w)):
+            reason = "drop_window"
+        else:
+            reason = "frames_ok"
+        self.counters[reason] += 1
+        start = max(c + 2, self.writer_free)
+        self.writer_free = start + max(nbeats, 1)
+        if reason != "frames_ok":
+            return {}
+        payload = bytes(frame[h:])
+        word = (addr // w) % self.mem_words
+        mem, wr = self.mem, self.wr
+        last_write = None
+        for j in range(nbeats):
+            left = length - j * w
+            if left <= 0:
+                break
+            nbytes = min(left, w)
+            chunk = payload[j * w:j * w + nbytes]
+            old = mem[word + j].to_bytes(w, "little")
+            mem[word + j] = int.from_bytes(chunk + old[nbytes:], "little")
+            wr[0].append((word + j, (1 << nbytes) - 1))
+            wr[1].append(start + j)
+            self.posted.append((start + j, {"addr": word + j, "be": (1 << nbytes) - 1,
+                                            "data": int.from_bytes(chunk, "little"),
+                                            "last": int(left <= w)}))
+            last_write = start + j
+        return {"written": (mid, last_write, None if last_write is None else len(wr[1]) - 1)}
+
+    def commit(self):
+        pass

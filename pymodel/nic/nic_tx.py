@@ -1,0 +1,121 @@
+"""Twin of :class:`rtl.nic.nic_tx.NicTx`: segmenter, framer, FCS and the credit gate."""
+
+import functools
+
+from pymodel.nic.store_segmenter import StoreSegmenterModel
+from pymodel.nic.tx_framer import TxFramerModel
+from spec.formats.nic import frame_beats
+
+__all__ = ["NicTxModel"]
+
+# A pure function of the framing and a length, called per frame; each call builds a
+# layout, so it is cached.
+_frame_beats = functools.cache(frame_beats)
+
+#: Slot kinds that do not wait for a command beat (:data:`pymodel.nic.tx_framer.SLOT_KINDS`).
+_UNGATED = frozenset(("tail", "pad", "spill"))
+
+
+class NicTxModel:
+    """One node's transmit side, cycle for cycle.
+
+    Parameters
+    ----------
+    width, framing, max_payload, credits
+        As for :class:`rtl.nic.nic_tx.NicTx`.
+    node_id : int
+        The ``node_id`` port.
+
+    The frames are planned when the stores are queued (:meth:`queue`): the segmenter and
+    the framer have fixed timing (zero latency, no bubble), so each frame is a list of
+    wire beats with their kinds, and the cycle only decides when each beat leaves.
+
+    ``step(c, side)``: ``side["valid"]`` says whether the command beat at ``cmd`` is
+    valid in cycle ``c`` (read only by ``hdr``/``body`` beats), ``side["link_ready"]``
+    (default True) is the link's ``ready``, ``side["give"]`` the credits the credit
+    return delivers in ``c`` (they count from ``c + 1``). Returns ``{"o": None}`` or
+    ``{"o": (mid, beat, took, n)}``: the frame's message id, the flat wire beat sent in
+    ``c``, whether it consumed a command beat, and its number on the link. A frame starts
+    only with ``credits >= need`` (its wire beats); every beat sent takes one credit.
+
+    Attributes
+    ----------
+    tx : tuple of lists
+        The beats sent and their cycles.
+    cr : list
+        The cycles credits arrived in.
+    credit_error : bool
+        The counter went below zero or above ``credits`` (never, while both ends follow
+        the protocol).
+    """
+
+    def __init__(self, width, framing, max_payload, credits, node_id):
+        self.w, self.framing = width, framing
+        self.segmenter = StoreSegmenterModel(width, max_payload)
+        self.framer = TxFramerModel(width, framing)
+        self.max_credits = self.credits = credits
+        self.node_id = node_id
+        self.plan = []                   # (mid, slots, need) per frame, in order
+        self.fi = self.si = 0            # frame index, slot index in the frame
+        self.sent = 0
+        self.tx = ([], [])
+        self.cr = []
+        self.credit_error = False
+
+    def frames(self, store):
+        """The frames of ``store``: ``[(segment, slots, frame bytes)]`` (segmenter, then
+        framer)."""
+        out = []
+        for seg in self.segmenter.step(0, {"i": store})["o"]:
+            slots, frame = self.framer.slots(seg, self.node_id)
+            out.append((seg, slots, frame))
+        return out
+
+    def queue(self, mid, seg, slots):
+        """Queue the frame of segment ``seg`` (message ``mid``) behind the others; returns
+        its ``need`` (wire beats)."""
+        need = _frame_beats(self.w, self.framing, seg.length)
+        self.plan.append((mid, slots, need))
+        return need
+
+    def head(self):
+        """``(mid, slot index, kind)`` of the beat offered next, or None when all sent."""
+        if self.fi >= len(self.plan):
+            return None
+        mid, slots, _ = self.plan[self.fi]
+        return mid, self.si, slots[self.si][0]
+
+    def step(self, c, side):
+        out = None
+        if self.fi < len(self.plan):
+            mid, slots, need = self.plan[self.fi]
+            kind, beat = slots[self.si]
+            if kind in _UNGATED:
+                ok = True
+            elif self.si == 0:
+                ok = side["valid"] and self.credits >= need
+            else:
+                ok = side["valid"]
+            if ok and side.get("link_ready", True):
+                out = (mid, beat, kind == "body", self.sent)
+                self.tx[0].append(beat)
+                self.tx[1].append(c)
+                self.sent += 1
+                self.credits -= 1
+                if self.credits < 0:
+                    self.credit_error = True
+                self.si += 1
+                if self.si == len(slots):
+                    self.fi += 1
+                    self.si = 0
+        give = side.get("give")
+        if give:
+            self.cr.append(c)
+            self.credits += give
+            if self.credits > self.max_credits:
+                self.credit_error = True
+                self.credits = self.max_credits
+        return {"o": out}
+
+    def commit(self):
+        pass

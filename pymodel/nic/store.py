@@ -1,0 +1,45 @@
+"""The store command: the item of the NIC's ``cmd`` stream (``store_cmd_layout``)."""
+
+from pymodel.packet import frame_to_beats, unpack_beat
+from spec.host import PROFILES
+
+__all__ = ["Store"]
+
+
+class Store:
+    """One store command: ``payload`` goes to ``addr`` of node ``dst``; ``length`` is the
+    header field (default ``len(payload)``; another value makes a malformed frame).
+
+    ``release`` (default 0): the store's arrival cycle. Its first command beat is offered
+    from cycle ``release`` on, its later beats at once (the top's timed ``cmd<p>``
+    player: :class:`rtl.sim.stream_player.StreamPlayer` with ``timed``); a store
+    released earlier than the one before it in its node's list simply waits for that
+    one (the player is in order). Release 0 is the behaviour of an untimed player.
+    """
+
+    def __init__(self, dst, addr, payload, length=None, release=0):
+        self.dst, self.addr, self.payload = dst, addr, bytes(payload)
+        self.length = len(payload) if length is None else length
+        if not isinstance(release, int) or isinstance(release, bool) or not (
+                0 <= release < 1 << 32):
+            raise ValueError(f"release must be a cycle from 0 to 2**32 - 1, not {release!r}")
+        self.release = release
+
+    def beats(self, width):
+        """The command beats: ``(data, nbytes, first, last)``."""
+        return [unpack_beat(width, b) for b in frame_to_beats(self.payload, width)]
+
+    def host_writes(self, mps=PROFILES["pcie"].max_payload):
+        """The stores of the ``pcie`` attachment: the host writes this store as posted
+        writes of at most ``mps`` bytes (MPS), each a store of its own at
+        ``addr + k * mps``."""
+        return [Store(self.dst, self.addr + k, self.payload[k:k + mps],
+                      release=self.release if k == 0 else 0)
+                for k in range(0, max(len(self.payload), 1), mps)]
+
+    def segments(self, width, max_payload):
+        """The frames' stores after the NIC's segmenter
+        (:class:`pymodel.nic.store_segmenter.StoreSegmenterModel`)."""
+        from pymodel.nic.store_segmenter import cut
+
+        return cut(self, max_payload)

@@ -1,0 +1,175 @@
+"""The Verilog of an Amaranth top for co-simulation: export, cache and simulator fixes.
+
+:func:`export_verilog` writes a top's Verilog with its zero memory initialisers folded
+into loops, :func:`cached_verilog` keeps each export in ``build/verilog/`` keyed by the
+RTL and spec sources and the top's parameters, and :func:`icarus_time_zero` gives Icarus
+the time-zero initial values Verilator takes from the declarations.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from spec.checks import silence
+from tb import comb_check
+
+__all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "icarus_time_zero", "locked"]
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+
+
+_ZERO_INIT = re.compile(
+    r"initial begin\n((?:[ \t]+(\\?[\w$.]+)\[\d+\] = \d+'[hd]0+;\n)+)[ \t]*end\n")
+
+
+def _zero_loop(match):
+    lines = match.group(1).splitlines()
+    names = {line.split("[", 1)[0].strip() for line in lines}
+    if len(names) != 1:
+        return match.group(0)
+    name = names.pop()
+    label = "zero_" + re.sub(r"\W", "_", name)
+    return (f"initial begin : {label}\n    integer i;\n"
+            f"    for (i = 0; i < {len(lines)}; i = i + 1) {name}[i] = 0;\n  end\n")
+
+
+_MEMORY_DECL = re.compile(r"^([ \t]*)reg \[\d+:0\] (\\?\S+) \[(\d+):0\];\n(?![ \t]*initial)",
+                          re.M)
+
+
+def _zero_decl(match):
+    indent, name, top = match.group(1), match.group(2), int(match.group(3))
+    label = "zero_" + re.sub(r"\W", "_", name)
+    return (f"{match.group(0)}{indent}initial begin : {label}\n{indent}  integer i;\n"
+            f"{indent}  for (i = 0; i < {top + 1}; i = i + 1) {name}[i] = 0;\n{indent}end\n")
+
+
+def export_verilog(top, name):
+    """The Verilog text of an Amaranth component, with ``name`` as the top module.
+
+    Amaranth builds one netlist object per bit of a memory's initial contents, which is
+    slow for a top with megabits of zero-initialised memory (players, recorders, host
+    memories). All-zero initialisers are therefore left out of the netlist and
+    written back into the Verilog as a loop per memory, and other initialisers (the CRC
+    tables) are handed to Yosys as one constant string. The Verilog is the same text as
+    a plain ``verilog.convert`` followed by folding the zero initialisers (tested).
+    Amaranth's test for combinational cycles runs through :mod:`tb.comb_check` (the same
+    answer, one visit per multi-input cell instead of per bit).
+    """
+    from amaranth.back import rtlil, verilog
+    from amaranth.hdl import _nir
+
+    original = rtlil.ModuleEmitter.emit_memory
+
+    def emit_memory(self, cell_idx, cell):
+        # Same cell as Amaranth 0.5's ModuleEmitter.emit_memory (pinned version), with the
+        # constant DATA written as one bit string instead of one netlist object per bit.
+        if not any(cell.init):
+            return
+        mask = (1 << cell.width) - 1
+        bits = "".join(format(row & mask, f"0{cell.width}b") for row in reversed(cell.init))
+        self.builder.cell("$meminit_v2", ports={
+            "ADDR": self.sigspec(),
+            "DATA": f"{len(bits)}'{bits}",
+            "EN": self.sigspec(_nir.Value.ones(cell.width)),
+        }, parameters={
+            "MEMID": self.memories[cell_idx].memid,
+            "ABITS": 0,
+            "WIDTH": cell.width,
+            "WORDS": cell.depth,
+            "PRIORITY": 0,
+        }, src_loc=cell.src_loc)
+
+    rtlil.ModuleEmitter.emit_memory = emit_memory
+    try:
+        with comb_check.install():
+            text = verilog.convert(top, name=name, emit_src=False)
+    finally:
+        rtlil.ModuleEmitter.emit_memory = original
+    text = _ZERO_INIT.sub(_zero_loop, text)
+    return _MEMORY_DECL.sub(_zero_decl, text)
+
+
+def _describe(value, seen, depth=0):
+    """A stable text of a top's parameters: plain attributes, nested components' plain
+    attributes, and shapes. Components met on the way are collected in ``seen``."""
+    if depth > 8:
+        return "..."
+    if isinstance(value, (int, str, bool, float, type(None))):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_describe(v, seen, depth + 1) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
+        return "{" + ",".join(f"{k!r}:{_describe(v, seen, depth + 1)}" for k, v in items) + "}"
+    if hasattr(value, "signature") and hasattr(value, "__dict__") and hasattr(value,
+                                                                              "elaborate"):
+        seen.append(value)
+        attrs = {k: v for k, v in vars(value).items()
+                 if not k.startswith("_MustUse") and not k.startswith("_Component")}
+        return f"{type(value).__qualname__}({_describe(attrs, seen, depth + 1)})"
+    text = repr(value)
+    return "<object>" if " at 0x" in text else text
+
+
+def cached_verilog(top, name):
+    """:func:`export_verilog` through a disk cache in ``build/verilog/``.
+
+    Amaranth emits memory initialisers bit by bit, so exporting a top with large memories
+    is slow; the cache makes it once per top for every test and simulator. The
+    key is every RTL and spec source file, the top's class, its plain attributes (constructor
+    parameters must be kept as attributes) and its signature.
+    """
+    h = hashlib.sha1()
+    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
+        h.update(path.relative_to(ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update(name.encode())
+    components = []
+    h.update(_describe(top, components).encode())
+    h.update(repr(top.signature).encode())
+    path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path.with_suffix(".lock")):   # one export per top, whatever the workers
+        if path.exists():
+            silence(components)             # not elaborated: the cached text stands in
+            return path.read_text()
+        text = export_verilog(top, name)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return text
+
+
+@contextlib.contextmanager
+def locked(path):
+    """An exclusive lock on ``path`` (created) while the block runs: pytest workers
+    that need the same export or build wait for the first one instead of racing it."""
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+_TIME_ZERO = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
+                        re.M)
+
+
+def icarus_time_zero(text):
+    """Make every combinational block of Yosys's Verilog run once at time 0 in Icarus.
+
+    Yosys puts a register initialised to 0 into the condition of each ``always @*``
+    block so that simulators evaluate the block at time 0; Icarus may apply that
+    initialiser before the blocks wait on it, and a block whose inputs never change
+    afterwards then keeps X on its outputs (seen: an arbiter whose requests stay 0 for
+    the first cycles of a run). Declared without initialiser and set to 0 by an
+    ``initial #0`` instead, the register changes (X to 0) after every block waits on it.
+    """
+    return _TIME_ZERO.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)};\n"
+                          f"{mt.group(1)}initial #0 {mt.group(2)} = 1'h0;", text)
