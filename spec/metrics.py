@@ -5,7 +5,8 @@ control-action kinds counted per message.
 # format: each metric with the suffixes ``_rtl`` and ``_model``); docs/results.md.
 """
 
-__all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "NIC_PENDING", "row_metrics"]
+__all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "NIC_PENDING", "STEADY_WINDOW",
+           "row_metrics"]
 
 #: The per-message metrics, in the order of the results rows. ``host_bytes``: bytes over
 #: the host interfaces (payload and TLP overhead, both directions, both nodes);
@@ -21,6 +22,15 @@ HOST_METRICS = ("ctrl_bytes", "host_bytes", "host_tlps", "host_util")
 #: engine's counters name them; the NIC has only credit updates.
 CTRL_KINDS = ("doorbells", "wqe_reads", "cqe_writes", "ctx_lookups", "ctx_misses",
               "ctx_writebacks", "acks_sent", "acks_received", "credit_updates")
+
+#: ``ii_cycles``, one definition for both designs: the steady-state cycles per message of
+#: a back-to-back run, a throughput: the span between the send (or accept) cycles of
+#: messages ``floor(n * lo)`` and ``floor(n * hi)`` (in sending order) over the number of
+#: messages between them. The window drops the pipeline filling (the first quarter) and
+#: draining (the last quarter). A mean, never a median of gaps: a sender that sends a
+#: burst and then waits for credits or a window reads as its real rate (gaps 3, 3, 3, 37
+#: are 11.5 cycles per message, not 3). SPEC.md, "What every run measures".
+STEADY_WINDOW = (1, 4), (3, 4)
 
 
 #: Metrics the NIC rows do not carry (none: the NIC's ``inflight_bits`` are the beats its

@@ -8,7 +8,7 @@
 Times are in cycles of the 1 GHz clock of SPEC.md ("Units": one cycle is 1 ns).
 """
 
-from spec.formats.roce import ICRC_BYTES, WRITE_RETH_HEADER, header_bytes
+from spec.formats.roce import ICRC_BYTES, QPN_BITS, WRITE_RETH_HEADER, header_bytes
 
 __all__ = ["DOORBELL_BYTES", "MAX_SEGMENT", "MAX_FRAME_BEATS", "QPN_BITS", "DROP_REASONS",
            "SEQUENCE_COUNTERS", "LINKS", "LINK_FRAME_BEATS", "LINK_FIFO_BEATS"]
@@ -23,8 +23,6 @@ MAX_SEGMENT = 4096
 #: The largest frame in 64-byte beats: a MAX_SEGMENT WRITE FIRST/ONLY with RETH, ICRC
 #: and FCS (4174 bytes, 66 beats).
 MAX_FRAME_BEATS = -(-(header_bytes(WRITE_RETH_HEADER) + MAX_SEGMENT + ICRC_BYTES + 4) // 64)
-#: QP numbers are 24 bits on the wire (BTH DestQP).
-QPN_BITS = 24
 
 # -- Responder ------------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from spec.rdma_responder import ResponderSizes
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
-    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_RANGE",
+    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
+    "TIMEOUT_RANGE",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH",
@@ -51,8 +52,9 @@ INTAKE_COUNTERS = ("doorbells", "bf_writes", "mmio_dropped", "qp_modifies")
 CACHE_COUNTERS = ("lookups", "misses", "writebacks", "fills_max")
 #: The context field the WQE fetch stage owns: the next send-queue slot to fetch.
 FETCH_GROUP = ("sq_head",)
-#: Most WQEs one WQE read fetches (the ``prefetch`` parameter's upper bound; the issue's
-#: default prefetch depth).
+#: Most WQEs one WQE read fetches (the ``prefetch`` parameter's upper bound and its
+#: default: one WQE read fetches a whole batch of the ladder's doorbell batching by 16,
+#: Kalia et al., ATC 2016; docs/rdma.md "The optimisations").
 MAX_PREFETCH = 16
 #: The context fields the sequencer owns: the next PSN, the ACK-coalescing counts and
 #: the QP state (:class:`spec.formats.roce.QpState`: ERR from the completion unit's
@@ -67,8 +69,12 @@ COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "ret
                        "records_max", "qp_errors", "flushed")
 #: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
 RETRY_LIMIT_RANGE = (0, 7)
+#: Bits of the run-time transport timeout (cycles): up to 2**24 - 1 cycles, 16.8 ms at
+#: 1 GHz, which is 4.096 us * 2**12, the IBTA transport timer at LocalAckTimeout = 12.
+#: Ref: IBTA Vol 1 section 9.7.6.1.3 (timeout = 4.096 us * 2**LocalAckTimeout).
+TIMEOUT_BITS = 24
 #: Accepted transport timeouts (cycles).
-TIMEOUT_RANGE = (64, (1 << 24) - 1)
+TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 
 # -- The requester ----------------------------------------------------------------------------
 
@@ -92,10 +98,16 @@ REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=51
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written
 #: by MMIO until the sequencer takes them (three words for a 128-byte inline WQE): over
 #: PCIe (about 565 cycles a read) at one message every 4 to 6 cycles, about 100 to 140
-#: of each are outstanding (Little's law), so ``batch``, ``segs`` and ``fetch`` are 128
-#: deep and ``bf`` 512 words; the others only decouple neighbouring stages.
+#: of each are outstanding (Little's law), so ``batch`` and ``fetch`` are 128 deep and
+#: ``bf`` 512 words. A payload read's descriptor stays in ``segs`` from its read to its
+#: frame (about 570 to 600 cycles), and with doorbell batching a one-word WRITE goes out
+#: every 3 cycles (its 3 wire beats): about 200 outstanding, so ``segs`` is 256, the
+#: read tags of the ``pcie`` profile (more reads can not be out at once). At 128 the
+#: descriptors, not the link or the host interface, set the batching rung's rate at
+#: small sizes (one message per 128 / 590 cycles), below the pipelined rung's at one
+#: word. The others only decouple neighbouring stages.
 FIFO_DEPTHS = dict(items=16, bf=512, fetch=128, resend=4, batch=128, jobs=16, inline=16,
-                   segs=128, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
+                   segs=256, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
                    wr_cqe=4)
 #: Counters of the requester, in port order.
 REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
@@ -118,8 +130,7 @@ REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
 RUNG_KNOBS = dict(serial=0, ring_every=1, bf=0, inline=0, signal_every=1, ack_every=1,
                   ack_frames=0)
 #: ACK coalescing of the ladder's last rung: AckReq on every 16th message, and at least
-#: every 64 frames (Linux rxe asks for an ACK at least every 64 packets; the issue's
-#: figure).
+#: every 64 frames (Linux rxe asks for an ACK at least every 64 packets).
 ACK_COALESCE = dict(ack_every=16, ack_frames=64)
 #: The optimisation ladder of the ``make sim`` headline: each rung adds one optimisation
 #: that real RNICs use. Unsignalled: one CQE per 64 WQEs (UCX's default for its RC

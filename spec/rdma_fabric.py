@@ -50,22 +50,23 @@ def node_ip(p):
     return 0x0A_00_01_00 | (p & 0xFF)
 
 
-#: Requester QPN of node ``s``'s QP ``k`` to node ``d`` is ``1 + d + QPN_STRIDE * k``;
-#: responder QPN of node ``d``'s QP ``k`` from node ``s`` is ``1 + s + QPN_STRIDE * k``
-#: (``k`` < ``QPN_STRIDE``). The context caches are direct mapped (entry ``qpn mod
-#: entries``): with this numbering the QPs of one node fall on distinct entries of a
-#: 16-entry cache as long as ``nodes * qps <= 16``. (Numbered ``1 + 8 * s + k``, QPNs 9
-#: and 25 of incast 3->1 share entry 9 and every message of theirs missed: one PCIe
-#: context fill per message, the incast ran at one message per 1,132 cycles.)
+#: Requester QPN of node ``s``'s QP ``k`` to node ``d`` on a fabric of ``nodes`` nodes is
+#: ``1 + d + nodes * k``; responder QPN of node ``d``'s QP ``k`` from node ``s`` is
+#: ``1 + s + nodes * k`` (``k`` < ``QPN_STRIDE``, so every QPN is at most
+#: ``QPN_STRIDE ** 2``). The context caches are direct mapped (entry ``qpn mod
+#: entries``): a node's requester QPNs (and its responder QPNs) are distinct integers of
+#: ``1 .. nodes * qps``, so they fall on distinct entries of an ``E``-entry cache as long
+#: as ``nodes * qps <= E`` (QPs that share an entry evict each other: a context fill and
+#: a write-back per message).
 QPN_STRIDE = NODES_RANGE[1]
 
 
-def req_qpn(dst, k):
-    return 1 + dst + QPN_STRIDE * k
+def req_qpn(dst, k, nodes):
+    return 1 + dst + nodes * k
 
 
-def resp_qpn(src, k):
-    return 1 + src + QPN_STRIDE * k
+def resp_qpn(src, k, nodes):
+    return 1 + src + nodes * k
 
 
 #: Defaults of :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`. ``depth``: host-memory

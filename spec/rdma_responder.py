@@ -1,7 +1,7 @@
 """Sizes and counter names of the pipelined responder, shared by the RTL and its twin.
 
-# Ref: /work/notes/responder_contract.md (issue 14, item 2); docs/rdma.md "Responder
-# checks" and "Recovery" for the checks and counters, which are unchanged.
+# Ref: docs/rdma.md "The responder" for the stages and checks, "Per-QP transport state
+# and recovery" for the counters.
 
 Why the defaults are what they are (cycles of the 1 GHz clock, 64-byte beats)
 -----------------------------------------------------------------------------

@@ -12,10 +12,13 @@ input FIFO, and the side outputs it names. The first difference fails with its c
 The twin's protocol
 -------------------
 ``make_twin(fifos)`` builds the twin from ``{port name: Fifo}``. Per cycle the harness
-calls ``twin.step(c, side)`` (``side``: the side inputs of the cycle, a dict) which
-returns a dict of side outputs (a value of None is not compared), then ``twin.commit()``
-and the FIFOs' ``commit()``. Items are dicts of the port's ``StructLayout`` fields (or
-ints for plain shapes), packed for the comparison.
+calls ``twin.step(c, side)`` (``side``: the side inputs of the cycle, a dict keyed by
+the RTL port names) which returns a dict of side outputs (None, or a value of None, is
+not compared), then ``twin.commit()`` and the FIFOs' ``commit()``. Every twin of a
+pipeline stage (``pymodel/rdma/resp/``, ``pymodel/rdma/req/``) and of a NIC or
+host-interface block (``pymodel/nic/``, ``pymodel/host/``) has this protocol. Items
+are dicts of the port's ``StructLayout`` fields (or ints for plain shapes), packed for
+the comparison.
 """
 
 import random
@@ -89,7 +92,7 @@ class _Bench(Elaboratable):
 
 def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                   push_rate=0.7, pop_rate=0.7, levels=None, side_in=None, side_out=(),
-                  deadline_cycles=None):
+                  deadline_cycles=None, defined=None, ports=None):
     """Run ``dut`` and its twin for ``cycles`` cycles; fail on the first difference.
 
     Parameters
@@ -103,17 +106,28 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
         ``{input port name: [items]}`` pushed in order.
     push_rate, pop_rate : float
         Probability that the testbench offers the next item to an input FIFO, and pops
-        an output FIFO, in a cycle (1.0: every cycle).
+        an output FIFO, in a cycle (1.0: every cycle); ``push_rate`` may be a dict
+        ``{input port name: rate}`` (1.0 for a port it leaves out).
     levels : dict
         ``{stage port name: FIFO port name}``: stage inputs that see a FIFO's level.
     side_in : callable
         ``side_in(c, peek)`` -> ``{stage port name: value}`` for cycle ``c``;
         ``peek(name)`` reads a stage port of the RTL in this cycle (after the FIFOs). A
         stream port given here is driven as an always-ready source: ``valid`` when the
-        value (an item) is not None.
+        value (an item) is not None. The ports are driven in the dict's order; a value
+        may be a callable ``value(peek)``, called once the entries before it are driven
+        (the read data of an address that an earlier side input moves).
     side_out : iterable
         Stage output ports compared with the twin's step result every cycle (dotted
         names reach into a port: ``"lookup.payload"``).
+    defined : dict
+        ``{output port name: f}``: ``f(bits)`` -> the item with the fields its contract
+        leaves undefined set to 0 (both sides pass through it before the comparison;
+        the returned items are the RTL's, whole).
+    ports : dict
+        ``{side name: port path of the RTL}`` where the twin's side key is not the
+        RTL's port path (a member of a port Signature: ``"q_entry"`` ->
+        ``"completion.entry"``); other names are the RTL's own.
 
     Returns
     -------
@@ -122,6 +136,12 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
         ``"taken"``: ``{input port name: [cycles]}``.
     """
     levels = levels or {}
+    defined = defined or {}
+    ports = ports or {}
+
+    def port_of(name):
+        return _resolve(dut, ports.get(name, name))
+
     bench = _Bench(dut, inputs, outputs, levels)
     fifos = {name: _RecordingFifo(depth, name) for name, depth in {**inputs, **outputs}.items()}
     twin = make_twin(fifos)
@@ -140,7 +160,8 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
             pushes, pops = {}, {}
             for name in inputs:
                 rtl = bench.fifos[name]
-                offer = bool(queues[name]) and rng.random() < push_rate
+                rate = push_rate.get(name, 1.0) if isinstance(push_rate, dict) else push_rate
+                offer = bool(queues[name]) and rng.random() < rate
                 can = bool(ctx.get(rtl.w_rdy))
                 assert can == fifos[name].can_write(), f"cycle {c}: {name} room"
                 pushes[name] = offer and can
@@ -154,9 +175,13 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                 assert can == fifos[name].can_read(), f"cycle {c}: {name} not empty"
                 pops[name] = want and can
                 ctx.set(rtl.r_en, pops[name])
-            side = side_in(c, lambda n: ctx.get(_resolve(dut, n))) if side_in else {}
-            for name, value in side.items():
-                _drive(ctx, _resolve(dut, name), value)
+            peek = lambda n: ctx.get(port_of(n))    # noqa: E731
+            side = {}
+            for name, value in (side_in(c, peek) if side_in else {}).items():
+                if callable(value):         # read after the side inputs before it
+                    value = value(peek)
+                side[name] = value
+                _drive(ctx, port_of(name), value)
             got = {}
             for name in outputs:
                 port = getattr(dut, name)
@@ -164,7 +189,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                     got[name] = ctx.get(flat(port))
             got_taken = {name: bool(ctx.get(getattr(dut, name).valid)
                                     and ctx.get(getattr(dut, name).ready)) for name in inputs}
-            got_side = {name: ctx.get(_resolve(dut, name)) for name in side_out}
+            got_side = {name: ctx.get(port_of(name)) for name in side_out}
             # The model's cycle.
             for name in inputs:
                 if pushes[name]:
@@ -178,11 +203,13 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                 assert len(log) <= 1, f"cycle {c}: twin wrote {len(log)} items into {name}"
                 want = to_int(layouts[name], log[0]) if log else None
                 have = got.get(name)
+                if have is not None:
+                    written[name].append((c, have))
+                if name in defined and have is not None and want is not None:
+                    have, want = defined[name](have), defined[name](want)
                 assert have == want, (f"cycle {c}: {name}: RTL wrote "
                                       f"{_show(layouts[name], have)}, twin "
                                       f"{_show(layouts[name], want)}")
-                if have is not None:
-                    written[name].append((c, have))
             for name in inputs:
                 reads = fifos[name].reads
                 assert got_taken[name] == (reads == 1), (
@@ -195,7 +222,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                     have = got_side[name]
                     have = have.as_value().value if hasattr(have, "as_value") else int(have)
                     if isinstance(want, dict):
-                        want = to_int(_resolve(dut, name).shape(), want)
+                        want = to_int(port_of(name).shape(), want)
                     want = int(want)
                     assert have == want, f"cycle {c}: {name}: RTL {have}, twin {want}"
             twin.commit()

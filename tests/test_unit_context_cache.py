@@ -6,8 +6,9 @@ import pytest
 
 from pymodel.fields import pack, unpack
 from pymodel.rdma.context_cache import ContextCacheModel
-from rtl.rdma.context_cache import ContextCache, group_layout
+from rtl.rdma.context_cache import ContextCache
 from spec.formats.roce import QPC_LAYOUT
+from spec.rdma_stages import group_layout
 from tb.amsim import run_sim
 
 GROUPS = {"fetch": ("sq_head",), "seq": ("next_psn", "pmtu_log2")}
@@ -56,13 +57,12 @@ def test_cache_matches_model(seed, entries, used):
             ctx.set(dut.wb.ready, wb_room)
             ctx.set(dut.fill_data.valid, fill_word is not None)
             ctx.set(dut.fill_data.payload, fill_word or 0)
-            ctx.set(dut.q_entry, e)
-            ctx.set(dut.s0_addr, e)
+            ctx.set(dut.filled.entry, e)
+            ctx.set(dut.reads[0].addr, e)
             for g in GROUPS:
-                ctx.set(getattr(dut, f"{g}_addr"), e)
-                ctx.set(getattr(dut, f"{g}_we"), write and g == grp)
-            ctx.set(getattr(dut, f"{grp}_wdata"),
-                    group_layout(GROUPS[grp]).const(values))
+                ctx.set(getattr(dut, g).addr, e)
+                ctx.set(getattr(dut, g).we, write and g == grp)
+            ctx.set(getattr(dut, grp).wdata, group_layout(GROUPS[grp]).const(values))
             # --- the model's view of the same cycle ---
             want = dict(q_ready=model.ready(e), static=model.static[e],
                         groups={g: model.group(g, e) for g in GROUPS})
@@ -84,12 +84,12 @@ def test_cache_matches_model(seed, entries, used):
                 got_wb = (got_wb[0], got_wb[1].as_value().value
                           if hasattr(got_wb[1], "as_value") else int(got_wb[1]))
             assert got_wb == wb, f"cycle {c}: write-back"
-            assert bool(ctx.get(dut.q_ready)) == want["q_ready"], f"cycle {c}: q_ready"
+            assert bool(ctx.get(dut.filled.ready)) == want["q_ready"], f"cycle {c}: q_ready"
             if model.tags[e] is not None and model.ready(e):
-                got_static = ctx.get(dut.s0_data).as_value().value
+                got_static = ctx.get(dut.reads[0].data).as_value().value
                 assert got_static == want["static"], f"cycle {c}: static"
                 for g in GROUPS:
-                    got_g = ctx.get(getattr(dut, f"{g}_data"))
+                    got_g = ctx.get(getattr(dut, g).data)
                     assert {f: int(getattr(got_g, f)) for f in GROUPS[g]} == \
                         want["groups"][g], f"cycle {c}: group {g}"
             if fill_addr is not None:
@@ -114,6 +114,10 @@ def test_bad_parameters_name_them():
         ContextCache(12, 1024, GROUPS)
     with pytest.raises(ValueError, match="unknown QPC field"):
         ContextCache(16, 1024, {"x": ("no_such_field",)})
+    # A group is a port named after it: a name a port already has is refused.
+    for taken in ("reads", "filled", "lookups"):
+        with pytest.raises(ValueError, match=f"context group name '{taken}' is taken"):
+            ContextCache(16, 1024, {taken: ("sq_head",)})
 
 
 def test_group_reads_as_filled_until_written():

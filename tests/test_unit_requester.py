@@ -180,8 +180,8 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
                             ("ack_frames", cfg.ack_frames), ("serial", cfg.serial)):
             ctx.set(getattr(dut, name), value)
         ctx.set(dut.o.ready, 1)
-        ctx.set(dut.rd_req.ready, 1)
-        ctx.set(dut.wr.ready, 1)
+        ctx.set(dut.host.rd_req.ready, 1)
+        ctx.set(dut.host.wr.ready, 1)
         pending = deque()           # (cycle the word appears, word dict)
         data_free = 0               # first cycle the next read's words may start
         ack_beats = {}              # cycle -> flat beat on i
@@ -199,9 +199,9 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
             if word is not None:
                 ctx.set(dut.mmio.payload, word)
             rd_word = pending.popleft()[1] if pending and pending[0][0] == c else None
-            ctx.set(dut.rd_data.valid, rd_word is not None)
+            ctx.set(dut.host.rd_data.valid, rd_word is not None)
             if rd_word is not None:
-                ctx.set(dut.rd_data.payload, rd_word)
+                ctx.set(dut.host.rd_data.payload, rd_word)
             beat = ack_beats.pop(c, None)
             ctx.set(dut.i.valid, beat is not None)
             if beat is not None:
@@ -214,13 +214,13 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
             assert bool(ctx.get(dut.mmio.ready)) == (taken and word is not None), \
                 f"cycle {c}: mmio taken"
             got_rd = None
-            if ctx.get(dut.rd_req.valid):
-                p = ctx.get(dut.rd_req.payload)
+            if ctx.get(dut.host.rd_req.valid):
+                p = ctx.get(dut.host.rd_req.payload)
                 got_rd = dict(addr=int(p.addr), words=int(p.words), id=int(p.id))
             assert got_rd == rd_offer, f"cycle {c}: read request {got_rd} != {rd_offer}"
             got_wr = None
-            if ctx.get(dut.wr.valid):
-                p = ctx.get(dut.wr.payload)
+            if ctx.get(dut.host.wr.valid):
+                p = ctx.get(dut.host.wr.payload)
                 got_wr = dict(addr=int(p.addr), data=_val(p.data), be=int(p.be),
                               last=int(p.last), mark=int(p.mark), tag=int(p.tag))
             assert got_wr == wr_offer, f"cycle {c}: write {got_wr} != {wr_offer}"

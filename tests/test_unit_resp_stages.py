@@ -22,13 +22,14 @@ from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
-from rtl.rdma.resp.layouts import header_entry_layout, wr_layout
 from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
 from spec.formats.roce import QpState, Syndrome
+from spec.host import wr_layout
 from spec.rdma_responder import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
+from spec.rdma_stages import header_entry_layout
 from tb.resp_bench import beat_schedule
 from tb.resp_frames import random_frames
 from tb.stage_harness import compare_stage
@@ -144,13 +145,13 @@ class _TableEnv:
         self.groups, self.staged = groups, []
 
     def ready(self, e, side):
-        return bool(side["q_ready"])
+        return bool(side["filled.ready"])
 
     def static(self, e, side):
-        return side["s_data"]
+        return side["ctx.data"]
 
     def group(self, e, side):
-        return side["g_data"]
+        return side["group.data"]
 
     def mr(self, rkey, side):
         return side["mr_data"]
@@ -228,8 +229,9 @@ def test_verify_matches_twin(seed, rate):
     box = {}
 
     def side_in(c, peek):
-        return {"q_ready": int(side_rng.random() < 0.7), "s_data": statics[peek("s_addr")],
-                "g_data": env.groups[peek("g_addr")], "mr_data": mrs[peek("mr_addr")],
+        return {"filled.ready": int(side_rng.random() < 0.7),
+                "ctx.data": statics[peek("ctx.addr")],
+                "group.data": env.groups[peek("group.addr")], "mr_data": mrs[peek("mr_addr")],
                 "done_addr": side_rng.randrange(entries)}
 
     def make(fifos):
@@ -241,7 +243,7 @@ def test_verify_matches_twin(seed, rate):
         Verify(entries, jobs_depth, depth, mr_entries), make,
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
         cycles=5 * len(stimulus), seed=seed, push_rate=rate, pop_rate=rate,
-        side_in=side_in, side_out=("g_we", "g_wdata", "done_data") + VERIFY_COUNTERS)
+        side_in=side_in, side_out=("group.we", "group.wdata", "done_data") + VERIFY_COUNTERS)
     cnt = box["t"].count
     assert len(out["w"]) == len(stimulus)
     assert all(cnt[k] > 3 for k in VERIFY_COUNTERS), cnt

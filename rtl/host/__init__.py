@@ -1,4 +1,4 @@
-"""The host interface (issue 13): see :class:`rtl.host.host_interface.HostInterface`."""
+"""The host interface: see :class:`rtl.host.host_interface.HostInterface`."""
 
 from rtl.host.host_interface import HostInterface
 

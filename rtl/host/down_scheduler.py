@@ -43,9 +43,9 @@ class DownScheduler(wiring.Component):
     mmio_room, mmio_reserve, mmio_w, mmio_commit
         To the :class:`~rtl.host.mmio_buffer.MmioBuffer`: free words; words reserved
         when a write starts; each word taken; each word that has crossed.
-    mem_rd_addr : Out(stream.Signature(range(depth)))
+    mem_rd_addr : Out(stream.Signature(range(depth), always_ready=True))
         Host-memory reads (``ready`` ignored); data comes back the cycle after.
-    mem_rd_data : In(stream.Signature(512))
+    mem_rd_data : In(stream.Signature(8 * WORD_BYTES))
         Read data, taken the cycle after its address (``valid`` is not looked at).
     rd_data : Out(stream.Signature(rd_data_layout()))
         Completion words, ``id`` and ``last`` of their piece; ``ready`` is ignored.
@@ -98,7 +98,7 @@ class DownScheduler(wiring.Component):
             "mmio_reserve": Out(range(MAX_MMIO_WORDS + 1)),
             "mmio_w": Out(stream.Signature(mmio_layout(), always_ready=True)),
             "mmio_commit": Out(1),
-            "mem_rd_addr": Out(stream.Signature(range(depth))),
+            "mem_rd_addr": Out(stream.Signature(range(depth), always_ready=True)),
             "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),
             "rd_data": Out(stream.Signature(rd_data_layout())),
         }

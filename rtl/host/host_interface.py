@@ -1,4 +1,4 @@
-"""The host interface both engines reach their host memory through (issue 13)."""
+"""The host interface both engines reach their host memory through."""
 
 from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
@@ -22,6 +22,7 @@ from spec.host import (
     rd_req_layout,
     wr_layout,
 )
+from spec.ports import HostDmaSignature
 
 __all__ = ["HostInterface"]
 
@@ -65,9 +66,9 @@ class HostInterface(wiring.Component):
         the same cycle. The host keeps ``valid`` high through the words of a write, and
         ``1 <= nbytes <= 64 * mmio_fifo_words``.
     mem_rd_addr, mem_rd_data, mem_wr
-        To a ``LatencyMemory(64, depth, latency=1)``: ``mem_rd_addr.ready`` and
-        ``mem_wr.ready`` are ignored, ``mem_rd_data`` is taken the cycle after its
-        address (``valid`` not looked at).
+        To a ``LatencyMemory(64, depth, latency=1)`` (join each with ``wiring.connect``):
+        ``mem_rd_addr`` and ``mem_wr`` are always ready, ``mem_rd_data`` is taken the
+        cycle after its address (``valid`` not looked at).
     marked : Out(stream.Signature(TAG_BITS))
         The ``tag`` of a posted-write word with ``mark``, in the cycle that word is
         written into host memory (no backpressure): the engines mark the last payload
@@ -98,13 +99,22 @@ class HostInterface(wiring.Component):
             "wr": In(stream.Signature(wr_layout(depth))),
             "mmio": Out(stream.Signature(mmio_layout())),
             "mmio_in": In(stream.Signature(mmio_layout())),
-            "mem_rd_addr": Out(stream.Signature(range(depth))),
+            "mem_rd_addr": Out(stream.Signature(range(depth), always_ready=True)),
             "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),
-            "mem_wr": Out(stream.Signature(write_layout(WORD_BYTES, depth))),
+            "mem_wr": Out(stream.Signature(write_layout(WORD_BYTES, depth), always_ready=True)),
             "marked": Out(stream.Signature(TAG_BITS)),
         }
         sig.update({name: Out(COUNTER_BITS) for name in HOST_COUNTERS})
         super().__init__(sig)
+
+    @property
+    def dma(self):
+        """The engine side (``rd_req``, ``rd_data``, ``wr``) as one port of
+        :class:`~spec.ports.HostDmaSignature`, flipped: an engine's ``Out`` port of that
+        kind joins it with ``wiring.connect``."""
+        port = HostDmaSignature(self.depth).flip().create()
+        port.rd_req, port.rd_data, port.wr = self.rd_req, self.rd_data, self.wr
+        return port
 
     def elaborate(self, platform):
         m = Module()

@@ -46,7 +46,7 @@ class UpScheduler(wiring.Component):
     marked : Out(stream.Signature(TAG_BITS))
         In the cycle a word with ``mark`` is written into host memory, its ``tag``
         (no backpressure).
-    mem_wr : Out(stream.Signature(write_layout(64, depth)))
+    mem_wr : Out(stream.Signature(write_layout(64, depth), always_ready=True))
         Host-memory writes; ``ready`` is ignored (the memory takes one every cycle).
     up_* counters, tag_wait_cycles : Out(32)
         :data:`UP_COUNTERS`; TLP and byte counts change at the edge after a TLP starts,
@@ -84,7 +84,7 @@ class UpScheduler(wiring.Component):
             "issue": Out(stream.Signature(lay, always_ready=True)),
             "tlp": In(stream.Signature(TLP_LAYOUT)),
             "word": In(stream.Signature(held_word_layout(depth))),
-            "mem_wr": Out(stream.Signature(wlay)),
+            "mem_wr": Out(stream.Signature(wlay, always_ready=True)),
             "marked": Out(stream.Signature(TAG_BITS)),
         }
         sig.update({name: Out(COUNTER_BITS) for name in UP_COUNTERS})

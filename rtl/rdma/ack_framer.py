@@ -1,7 +1,7 @@
 """Build ACKNOWLEDGE frames (Ethernet/IPv4/UDP/BTH/AETH, no payload)."""
 
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
@@ -15,16 +15,9 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.rdma_stages import ack_layout
 
-__all__ = ["AckFramer", "ack_layout"]
-
-
-def ack_layout():
-    """One ACK or NAK to send: addressing, PSN, AETH syndrome and MSN."""
-    return data.StructLayout({
-        "dmac": 48, "smac": 48, "sip": 32, "dip": 32, "src_qp": 24, "dest_qp": 24,
-        "psn": 24, "syndrome": 8, "msn": 24,
-    })
+__all__ = ["AckFramer"]
 
 
 class AckFramer(wiring.Component):

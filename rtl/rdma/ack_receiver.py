@@ -1,7 +1,7 @@
 """Receive ACK/NAK frames at the requester: check them and queue (QPN, PSN, syndrome)."""
 
 from amaranth import Const, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.frame_check import FrameCheck
@@ -14,13 +14,9 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.rdma_stages import ack_event_layout
 
-__all__ = ["AckReceiver", "ack_event_layout"]
-
-
-def ack_event_layout():
-    """What the requester needs from an ACK: the QP it is for, PSN, syndrome, MSN."""
-    return data.StructLayout({"qpn": 24, "psn": 24, "syndrome": 8, "msn": 24})
+__all__ = ["AckReceiver"]
 
 
 class AckReceiver(wiring.Component):

@@ -6,10 +6,12 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int, reject
-from spec.formats.roce import QPC_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS, QPC_LAYOUT, QPN_BITS
+from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
 from spec.rdma_engine import CACHE_COUNTERS
+from spec.rdma_stages import group_layout, writeback_layout
 
-__all__ = ["ContextCache", "group_layout", "entry_of", "CACHE_LOG2_BITS"]
+__all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS"]
 
 #: Width of the run-time port that says how many entries are in use (``2**cache_log2``).
 CACHE_LOG2_BITS = 4
@@ -20,11 +22,6 @@ def entry_of(qpn, cache_log2, ibits):
     value of ``ibits`` bits): its low ``cache_log2`` bits."""
     mask = ((Const(1, ibits + 1) << cache_log2) - 1)[:ibits]
     return qpn[:ibits] & mask
-
-
-def group_layout(fields):
-    """The layout of a group of QP-context fields (names of :data:`QPC_LAYOUT`)."""
-    return data.StructLayout({name: QPC_LAYOUT[name].shape for name in fields})
 
 
 def _width(shape):
@@ -54,7 +51,7 @@ class ContextCache(wiring.Component):
     groups : dict
         ``{group name: (QPC field names)}``: the dynamic groups.
     static_reads : int
-        Number of static read ports ``s<k>_addr``/``s<k>_data``.
+        Number of static read ports (``reads``).
 
     Ports
     -----
@@ -64,7 +61,7 @@ class ContextCache(wiring.Component):
         ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset):
         QP ``q`` lives in entry ``q % 2**cache_log2``. One build serves every cache size
         up to ``entries``.
-    req : In(stream.Signature({"qpn": 24}))
+    req : In(stream.Signature({"qpn": QPN_BITS}))
         A lookup. ``ready`` (combinational) is high when it is taken in this cycle: on a
         hit (the tag matches, also while the entry is still filling), or on a miss
         whose entry is not ``victim_busy`` nor filling and for which ``fill_rd`` (and,
@@ -77,18 +74,19 @@ class ContextCache(wiring.Component):
         With ``req.valid``: the tag matches.
     fill_rd : Out(stream.Signature(range(depth)))
         Fill reads (word address), to a FIFO of the user.
-    fill_data : In(stream.Signature(512))
+    fill_data : In(stream.Signature(HOST_WORD_BITS))
         The fill words, in the order of the fill reads; ``ready`` is ignored.
-    wb : Out(stream.Signature(StructLayout({"addr": range(depth), "data": 512})))
+    wb : Out(stream.Signature(writeback_layout(depth)))
         Write-backs of evicted contexts that a group owner has written since their fill.
-    q_entry : In(range(entries)), q_ready : Out(1)
-        Is entry ``q_entry`` filled (not waiting for its fill data)?
-    s<k>_addr : In(range(entries)), s<k>_data : Out(QPC_LAYOUT)
+    filled : In(FillQuerySignature(entries))
+        Is entry ``filled.entry`` filled (``filled.ready``: not waiting for its fill
+        data)?
+    reads : In(CacheReadSignature(entries)).array(static_reads)
         Static read ports (combinational).
-    <group>_addr : In(range(entries)), <group>_data : Out(group_layout(fields))
-        The group's current values for an entry (combinational).
-    <group>_we : In(1), <group>_wdata : In(group_layout(fields))
-        Write the group of entry ``<group>_addr`` (seen from the next cycle on).
+    <group> : In(CacheGroupSignature(entries, group_layout(fields)))
+        One per group, named after it: the group's current values for entry ``addr``
+        on ``data`` (combinational); ``we`` writes ``wdata`` to that entry (seen from
+        the next cycle on).
     lookups, misses, writebacks, fills_max : Out(32)
         Counters since reset; ``fills_max`` is the most fills outstanding at once.
 
@@ -113,24 +111,19 @@ class ContextCache(wiring.Component):
         ports = {
             "base": In(range(depth)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
-            "req": In(stream.Signature(data.StructLayout({"qpn": 24}))),
+            "req": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": In(1),
             "hit": Out(1),
             "fill_rd": Out(stream.Signature(range(depth))),
-            "fill_data": In(stream.Signature(512)),
-            "wb": Out(stream.Signature(data.StructLayout({"addr": range(depth),
-                                                          "data": 512}))),
-            "q_entry": In(range(entries)), "q_ready": Out(1),
+            "fill_data": In(stream.Signature(HOST_WORD_BITS)),
+            "wb": Out(stream.Signature(writeback_layout(depth))),
+            "filled": In(FillQuerySignature(entries)),
+            "reads": In(CacheReadSignature(entries)).array(static_reads),
         }
-        for k in range(static_reads):
-            ports[f"s{k}_addr"] = In(range(entries))
-            ports[f"s{k}_data"] = Out(QPC_LAYOUT)
         for name, fields in self.groups.items():
-            layout = group_layout(fields)
-            ports[f"{name}_addr"] = In(range(entries))
-            ports[f"{name}_data"] = Out(layout)
-            ports[f"{name}_we"] = In(1)
-            ports[f"{name}_wdata"] = In(layout)
+            if name in ports or name in CACHE_COUNTERS:
+                reject(self, f"context group name {name!r} is taken by a port")
+            ports[name] = In(CacheGroupSignature(entries, group_layout(fields)))
         ports.update({n: Out(32) for n in CACHE_COUNTERS})
         super().__init__(ports)
 
@@ -138,9 +131,9 @@ class ContextCache(wiring.Component):
         m = Module()
         n = self.entries
         ibits = (n - 1).bit_length()
-        tag_layout = data.StructLayout({"valid": 1, "qpn": 24})
+        tag_layout = data.StructLayout({"valid": 1, "qpn": QPN_BITS})
         m.submodules.tags = tags = memory.Memory(shape=tag_layout, depth=n, init=[])
-        m.submodules.static = static = memory.Memory(shape=512, depth=n, init=[])
+        m.submodules.static = static = memory.Memory(shape=HOST_WORD_BITS, depth=n, init=[])
         m.submodules.order = order = SyncFIFO(width=ibits, depth=n)
         tag_rd = tags.read_port(domain="comb")
         tag_wr = tags.write_port()
@@ -156,11 +149,11 @@ class ContextCache(wiring.Component):
         m.d.comb += self.hit.eq(tag.valid & (tag.qpn == qpn))
 
         # Group memories: the owner's read/write port and the write-back read port.
-        wb_word = Signal(512)
+        wb_word = Signal(HOST_WORD_BITS)
         touched = Signal()
         st_wb = static.read_port(domain="comb")
         m.d.comb += st_wb.addr.eq(entry)
-        overlay = Signal(512)
+        overlay = Signal(HOST_WORD_BITS)
         parts = []
         group_touched = []
         fresh_updates = []
@@ -172,19 +165,19 @@ class ContextCache(wiring.Component):
             own_rd, wb_rd, wr = mem.read_port(domain="comb"), mem.read_port(domain="comb"), \
                 mem.write_port()
             st_own = static.read_port(domain="comb")
-            addr = getattr(self, f"{name}_addr")
+            port = getattr(self, name)
+            addr = port.addr
             m.d.comb += [own_rd.addr.eq(addr), st_own.addr.eq(addr), wb_rd.addr.eq(entry),
-                         wr.addr.eq(addr), wr.en.eq(getattr(self, f"{name}_we")),
-                         wr.data.eq(getattr(self, f"{name}_wdata"))]
+                         wr.addr.eq(addr), wr.en.eq(port.we), wr.data.eq(port.wdata)]
             fresh = Signal(name=f"{name}_fresh")       # the owner has not written it yet
             m.d.comb += fresh.eq(fresh_bits.bit_select(addr, 1))
             st_view = data.View(QPC_LAYOUT, st_own.data)
             from_static = Signal(layout, name=f"{name}_from_static")
             for f in fields:
                 m.d.comb += getattr(from_static, f).eq(getattr(st_view, f))
-            m.d.comb += getattr(self, f"{name}_data").eq(Mux(fresh, from_static, own_rd.data))
+            m.d.comb += port.data.eq(Mux(fresh, from_static, own_rd.data))
             written = Signal(n, name=f"{name}_written")
-            with m.If(getattr(self, f"{name}_we")):
+            with m.If(port.we):
                 m.d.comb += written.eq(Const(1, n) << addr)
             fresh_updates.append((fresh_bits, written))
             t = Signal(name=f"{name}_touched")
@@ -198,7 +191,7 @@ class ContextCache(wiring.Component):
         cur = st_wb.data
         for f, t, value in parts:
             off, width = QPC_LAYOUT[f].offset, _width(QPC_LAYOUT[f].shape)
-            nxt = Signal(512, name=f"wb_{f}")
+            nxt = Signal(HOST_WORD_BITS, name=f"wb_{f}")
             m.d.comb += nxt.eq(cur)
             with m.If(t):
                 m.d.comb += nxt[off:off + width].eq(value)
@@ -206,10 +199,9 @@ class ContextCache(wiring.Component):
         m.d.comb += [overlay.eq(cur), wb_word.eq(overlay)]
 
         # Static read ports.
-        for k in range(self.static_reads):
+        for reader in self.reads:
             port = static.read_port(domain="comb")
-            m.d.comb += [port.addr.eq(getattr(self, f"s{k}_addr")),
-                         getattr(self, f"s{k}_data").eq(port.data)]
+            m.d.comb += [port.addr.eq(reader.addr), reader.data.eq(port.data)]
 
         # Lookups.
         is_filling = Signal()
@@ -260,5 +252,5 @@ class ContextCache(wiring.Component):
         m.d.sync += outstanding.eq(nxt_out)
         with m.If(nxt_out > self.fills_max):
             m.d.sync += self.fills_max.eq(nxt_out)
-        m.d.comb += self.q_ready.eq(~filling.bit_select(self.q_entry, 1))
+        m.d.comb += self.filled.ready.eq(~filling.bit_select(self.filled.entry, 1))
         return m

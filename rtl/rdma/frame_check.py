@@ -9,7 +9,7 @@ from rtl.common.crc32 import CRC32_RESIDUE, Crc32Core, crc32_step
 from rtl.rdma.icrc_inserter import icrc_lead_in
 from spec.checks import reject
 from spec.formats.packet import check_width, packet_layout
-from spec.formats.roce import ICRC_MASKED_BYTES
+from spec.formats.roce import HOST_WORD_BITS, ICRC_MASKED_BYTES
 
 __all__ = ["FrameCheck"]
 
@@ -62,9 +62,9 @@ class FrameCheck(wiring.Component):
         for k in ICRC_MASKED_BYTES:
             force |= 0xFF << (8 * k)
             value |= 0xFF << (8 * k)
-        masked = Signal(512)
-        m.d.comb += masked.eq((beat.data & Const(~force & ((1 << 512) - 1), 512))
-                              | Const(value, 512))
+        masked = Signal(HOST_WORD_BITS)
+        keep = Const(~force & ((1 << HOST_WORD_BITS) - 1), HOST_WORD_BITS)
+        m.d.comb += masked.eq((beat.data & keep) | Const(value, HOST_WORD_BITS))
         m.d.comb += [
             icrc.beat.eq(beat),
             icrc.beat.data.eq(Mux(beat.first, masked, beat.data)),

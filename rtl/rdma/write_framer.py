@@ -1,7 +1,7 @@
 """Build RDMA WRITE frames (Ethernet/IPv4/UDP/BTH[/RETH] + payload) from a descriptor."""
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
@@ -9,8 +9,11 @@ from spec.checks import reject
 from spec.formats.packet import check_width, packet_signature
 from spec.formats.roce import (
     BTH_BYTES,
+    HOST_WORD_BITS,
     ICRC_BYTES,
     IPV4_BYTES,
+    PSN_BITS,
+    QPN_BITS,
     RETH_BYTES,
     UDP_BYTES,
     WRITE_RETH_HEADER,
@@ -22,11 +25,20 @@ from spec.rdma import MAX_SEGMENT
 __all__ = ["WriteFramer", "segment_layout"]
 
 
+class _Phase(enum.Enum, shape=2):
+    """Where the framer is in a frame: no frame (``IDLE``), the first beat of a RETH
+    frame, made of headers only (``HEAD``), the beats that carry payload (``BODY``)."""
+    IDLE = 0
+    HEAD = 1
+    BODY = 2
+
+
 def segment_layout():
     """One frame to build: addressing, BTH/RETH fields, payload length (1..4096)."""
     return data.StructLayout({
         "opcode": OpCode, "ack_req": 1, "dmac": 48, "smac": 48, "sip": 32, "dip": 32,
-        "src_qp": 24, "dest_qp": 24, "psn": 24, "va": 64, "rkey": 32, "dma_length": 32,
+        "src_qp": QPN_BITS, "dest_qp": QPN_BITS, "psn": PSN_BITS, "va": 64, "rkey": 32,
+        "dma_length": 32,
         "length": range(MAX_SEGMENT + 1),
     })
 
@@ -39,7 +51,7 @@ class WriteFramer(wiring.Component):
     i_seg : In(stream.Signature(segment_layout()))
         One descriptor per frame. ``opcode`` FIRST/ONLY frames carry a RETH (70 header
         bytes), MIDDLE/LAST frames do not (54). Taken only while no frame is in progress.
-    i_data : In(stream.Signature(512))
+    i_data : In(stream.Signature(HOST_WORD_BITS))
         The payload as ``ceil(length / 64)`` 64-byte words, byte 0 in the LSBs. Bytes of
         the last word above ``length`` are ignored (sent as the zero pad).
     o : Out(packet_signature(64))
@@ -64,7 +76,7 @@ class WriteFramer(wiring.Component):
             reject(self, f"WriteFramer datapath width must be 64 bytes, not {width!r}")
         super().__init__({
             "i_seg": In(stream.Signature(segment_layout())),
-            "i_data": In(stream.Signature(512)),
+            "i_data": In(stream.Signature(HOST_WORD_BITS)),
             "o": Out(packet_signature(64)),
         })
 
@@ -96,9 +108,9 @@ class WriteFramer(wiring.Component):
         # The current payload word with the bytes beyond the payload cleared.
         take_n = Signal(7)
         m.d.comb += take_n.eq(Mux(payload_left >= 64, 64, payload_left))
-        word = Signal(512)
-        m.d.comb += word.eq(self.i_data.payload
-                            & (Const((1 << 512) - 1, 512) >> ((64 - take_n) * 8)[:10]))
+        word = Signal(HOST_WORD_BITS)
+        ones = Const((1 << HOST_WORD_BITS) - 1, HOST_WORD_BITS)
+        m.d.comb += word.eq(self.i_data.payload & (ones >> ((64 - take_n) * 8)[:10]))
         last = Signal()
         m.d.comb += [
             last.eq(rem <= 64),
@@ -113,41 +125,43 @@ class WriteFramer(wiring.Component):
 
         # A descriptor is taken while idle, or in the cycle the last beat leaves (no
         # bubble between frames); loading it overrides the end-of-frame updates above.
-        state = Signal(2)            # 0 idle, 1 head (RETH frames), 2 body
+        phase = Signal(_Phase)
         done = Signal()
         m.d.comb += done.eq(sent & last)
-        m.d.comb += self.i_seg.ready.eq((state == 0) | done)
-        with m.If(state == 1):
-            m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(flat[:512])]
-            with m.If(self.o.ready):
-                m.d.sync += [carry[:48].eq(flat[512:560]), state.eq(2)]
-        with m.If(state == 2):
-            with m.If(payload_left != 0):
-                m.d.comb += [
-                    self.o.valid.eq(self.i_data.valid),
-                    self.i_data.ready.eq(self.o.ready),
-                    self.o.payload.data.eq(Mux(reth, Cat(cur[:48], word[:464]),
-                                               Cat(cur, word[:80]))),
-                ]
-                with m.If(sent):
-                    m.d.sync += payload_left.eq(payload_left - take_n)
-                    with m.If(reth):
-                        m.d.sync += carry[:48].eq(word[464:])
-                    with m.Else():
-                        m.d.sync += carry.eq(word[80:])
-            with m.Else():
-                m.d.comb += [
-                    self.o.valid.eq(1),
-                    self.o.payload.data.eq(Mux(reth, cur[:48], cur)),
-                ]
-            with m.If(done):
-                m.d.sync += state.eq(0)
+        m.d.comb += self.i_seg.ready.eq((phase == _Phase.IDLE) | done)
+        with m.Switch(phase):
+            with m.Case(_Phase.HEAD):
+                m.d.comb += [self.o.valid.eq(1), self.o.payload.data.eq(flat[:HOST_WORD_BITS])]
+                with m.If(self.o.ready):
+                    m.d.sync += [carry[:48].eq(flat[HOST_WORD_BITS:HOST_WORD_BITS + 48]),
+                                 phase.eq(_Phase.BODY)]
+            with m.Case(_Phase.BODY):
+                with m.If(payload_left != 0):
+                    m.d.comb += [
+                        self.o.valid.eq(self.i_data.valid),
+                        self.i_data.ready.eq(self.o.ready),
+                        self.o.payload.data.eq(Mux(reth, Cat(cur[:48], word[:464]),
+                                                   Cat(cur, word[:80]))),
+                    ]
+                    with m.If(sent):
+                        m.d.sync += payload_left.eq(payload_left - take_n)
+                        with m.If(reth):
+                            m.d.sync += carry[:48].eq(word[464:])
+                        with m.Else():
+                            m.d.sync += carry.eq(word[80:])
+                with m.Else():
+                    m.d.comb += [
+                        self.o.valid.eq(1),
+                        self.o.payload.data.eq(Mux(reth, cur[:48], cur)),
+                    ]
+                with m.If(done):
+                    m.d.sync += phase.eq(_Phase.IDLE)
         with m.If(self.i_seg.valid & self.i_seg.ready):
             m.d.sync += [
                 seg.eq(self.i_seg.payload), first.eq(1),
                 rem.eq(Mux(in_reth, 70, 54) + in_padded),
                 payload_left.eq(self.i_seg.payload.length),
-                state.eq(Mux(in_reth, 1, 2)),
+                phase.eq(Mux(in_reth, _Phase.HEAD, _Phase.BODY)),
             ]
         return m
 

@@ -72,14 +72,8 @@ class HostInterfaceTop(HarnessTop):
             hif.mmio_in.valid.eq(offered),
             hif.mmio_in.payload.eq(host.payload),
             host.ready.eq(hif.mmio_in.ready & offered),
-            mem.rd_addr.valid.eq(hif.mem_rd_addr.valid),
-            mem.rd_addr.payload.eq(hif.mem_rd_addr.payload),
-            hif.mem_rd_addr.ready.eq(1),
-            hif.mem_rd_data.valid.eq(mem.rd_data.valid),
-            hif.mem_rd_data.payload.eq(mem.rd_data.payload),
-            mem.rd_data.ready.eq(1),
-            mem.wr.valid.eq(hif.mem_wr.valid),
-            mem.wr.payload.eq(hif.mem_wr.payload),
-            hif.mem_wr.ready.eq(1),
         ]
+        wiring.connect(m, hif.mem_rd_addr, mem.rd_addr)
+        wiring.connect(m, mem.rd_data, hif.mem_rd_data)
+        wiring.connect(m, hif.mem_wr, mem.wr)
         m.d.comb += [getattr(self, name).eq(getattr(hif, name)) for name in HOST_COUNTERS]

@@ -1,14 +1,13 @@
 """Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
 
 from amaranth import Mux, ResetSignal
-from amaranth.lib import data
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
-from rtl.host.attach import host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
@@ -257,10 +256,12 @@ class NicTop(HarnessTop):
             hi.wr.payload.data.eq(rx.wr.payload.data), hi.wr.payload.be.eq(rx.wr.payload.be),
             hi.wr.payload.last.eq(rx.wr_last),
             hi.rd_req.valid.eq(0),
-            *host_to_memory(hi, mem),
             wrrec.valid.eq(hi.mem_wr.valid),
             wrrec.payload.addr.eq(hi.mem_wr.payload.addr),
             wrrec.payload.be.eq(hi.mem_wr.payload.be),
         ]
+        wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
+        wiring.connect(m, mem.rd_data, hi.mem_rd_data)
+        wiring.connect(m, hi.mem_wr, mem.wr)
         for name in HOST_COUNTERS:
             m.d.comb += getattr(self, f"hi{p}_{name}").eq(getattr(hi, name))

@@ -2,12 +2,12 @@
 switch, the switch and links of the NIC's top."""
 
 from amaranth import ResetSignal, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
 from rtl.fabric.switch import Switch
-from rtl.host.attach import engine_to_host, host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
@@ -26,6 +26,7 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
+    TIMEOUT_BITS,
 )
 from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS, NODES_RANGE
 
@@ -119,7 +120,7 @@ class RdmaFabricTop(HarnessTop):
             reject(self, str(exc))
         ports = {
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
-            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
         ports.update({name: Out(32) for name in SWITCH_COUNTERS})
@@ -219,7 +220,10 @@ class RdmaFabricTop(HarnessTop):
                 recorders[f"completed{n}"].i.payload.eq(hi_rq.marked.payload),
             ]
             for node, hi, mem in ((req, hi_rq, parts["mem_rq"]), (resp, hi_rs, parts["mem_rs"])):
-                m.d.comb += engine_to_host(node, hi) + host_to_memory(hi, mem)
+                wiring.connect(m, node.host, hi.dma)
+                wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
+                wiring.connect(m, mem.rd_data, hi.mem_rd_data)
+                wiring.connect(m, hi.mem_wr, mem.wr)
             for c in REQUESTER_COUNTERS:
                 m.d.comb += getattr(self, f"n{n}_req_{c}").eq(getattr(req, c))
             for c in RESPONDER_COUNTERS:

@@ -2,11 +2,11 @@
 host interface, linked both ways."""
 
 from amaranth import Mux, ResetSignal, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
-from rtl.host.attach import engine_to_host, host_to_memory
 from rtl.host.host_interface import HostInterface
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.req.requester import Requester
@@ -25,6 +25,7 @@ from spec.rdma_engine import (
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
+    TIMEOUT_BITS,
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
@@ -82,7 +83,7 @@ class RdmaTop(HarnessTop):
             "inject_select": In(1),
             "qpc_base_a": In(range(depth)), "qpc_base_b": In(range(depth)),
             "cq_base": In(range(depth)), "cq_log2": In(5),
-            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
         for link in LINKS:
@@ -150,7 +151,10 @@ class RdmaTop(HarnessTop):
             link_ba.o.ready.eq(1),
         ]
         for node, hi, mem in ((req, hi_a, self.mem_a), (resp, hi_b, self.mem_b)):
-            m.d.comb += engine_to_host(node, hi) + host_to_memory(hi, mem)
+            wiring.connect(m, node.host, hi.dma)
+            wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
+            wiring.connect(m, mem.rd_data, hi.mem_rd_data)
+            wiring.connect(m, hi.mem_wr, mem.wr)
         for name, link in (("wire_ab", link_ab), ("wire_ba", link_ba)):
             m.d.comb += [recorders[name].i.valid.eq(link.i.valid),
                          recorders[name].i.payload.eq(link.i.payload)]

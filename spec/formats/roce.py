@@ -27,7 +27,8 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
-    "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "WQE_SIGNALLED", "WQE_INLINE",
+    "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "HOST_WORD_BITS", "QPN_BITS",
+    "PSN_BITS", "MSN_BITS", "WQE_SIGNALLED", "WQE_INLINE",
     "WQE_ACK_REQ",
 ]
 
@@ -49,6 +50,15 @@ ACK_SYNDROME_ACK = 0x1F
 #: Bytes of one host-memory word: a WQE, a CQE, a QP context and an MR entry each fill
 #: exactly one word.
 HOST_WORD_BYTES = 64
+#: Bits of one host-memory word (and of one 64-byte datapath beat).
+HOST_WORD_BITS = 8 * HOST_WORD_BYTES
+#: Bits of a QP number (BTH DestQP). Ref: IBTA Vol 1 section 9.2 (BTH), 24-bit DestQP.
+QPN_BITS = 24
+#: Bits of a packet sequence number (BTH PSN); PSNs are compared modulo ``2**PSN_BITS``.
+#: Ref: IBTA Vol 1 section 9.2 (BTH), 24-bit PSN.
+PSN_BITS = 24
+#: Bits of a message sequence number (AETH MSN). Ref: IBTA Vol 1 section 9.3.5 (AETH).
+MSN_BITS = 24
 
 
 class OpCode(enum.Enum, shape=8):
@@ -96,8 +106,8 @@ UDP_LAYOUT = data.StructLayout({"sport": 16, "dport": 16, "length": 16, "checksu
 #: (6); byte 8 AckReq (7). ``pkey``, ``dest_qp``, ``psn`` in wire order.
 BTH_LAYOUT = data.StructLayout({
     "opcode": OpCode, "tver": 4, "pad_count": 2, "mig_req": 1, "solicited": 1,
-    "pkey": 16, "resv6": 6, "becn": 1, "fecn": 1, "dest_qp": 24,
-    "resv7": 7, "ack_req": 1, "psn": 24,
+    "pkey": 16, "resv6": 6, "becn": 1, "fecn": 1, "dest_qp": QPN_BITS,
+    "resv7": 7, "ack_req": 1, "psn": PSN_BITS,
 })
 
 #: RDMA Extended Transport Header. Ref: IBTA Vol 1 section 9.3.3. 16 bytes, wire order.
@@ -105,7 +115,7 @@ RETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "dma_length": 32})
 
 #: ACK Extended Transport Header. Ref: IBTA Vol 1 section 9.3.5. 4 bytes; ``msn`` in
 #: wire order.
-AETH_LAYOUT = data.StructLayout({"syndrome": 8, "msn": 24})
+AETH_LAYOUT = data.StructLayout({"syndrome": 8, "msn": MSN_BITS})
 
 #: The headers of an RDMA WRITE FIRST / ONLY frame (70 bytes).
 WRITE_RETH_HEADER = data.StructLayout({
@@ -183,7 +193,7 @@ class QpState(enum.Enum, shape=3):
 #: (rdma-core, providers/mlx5: ``mlx5_wqe_ctrl_seg``).
 WQE_LAYOUT = data.StructLayout({
     "wr_id": 64, "opcode": WqeOpcode, "flags": 8, "sq_index": 16, "length": 32,
-    "laddr": 64, "raddr": 64, "rkey": 32, "qpn": 24, "resv1": 8, "resv2": 192,
+    "laddr": 64, "raddr": 64, "rkey": 32, "qpn": QPN_BITS, "resv1": 8, "resv2": 192,
 })
 #: WQE ``flags``: the WQE asks for a CQE (``IBV_SEND_SIGNALED``); its payload follows the
 #: header word in the WQE (``IBV_SEND_INLINE``), ``ceil(length / 64)`` words; the host
@@ -198,7 +208,7 @@ WQE_ACK_REQ = 0x04
 #: host polls (it flips each time the CQ wraps).
 CQE_LAYOUT = data.StructLayout({
     "wr_id": 64, "status": CqeStatus, "opcode": WqeOpcode, "owner": 1, "resv0": 15,
-    "qpn": 24, "resv1": 8, "byte_len": 32, "sq_index": 16, "resv2": 16, "resv3": 256,
+    "qpn": QPN_BITS, "resv1": 8, "byte_len": 32, "sq_index": 16, "resv2": 16, "resv3": 256,
 })
 
 #: QP context (one 64-byte host word at ``qpc_base + qpn``). The requester uses the
@@ -217,10 +227,10 @@ CQE_LAYOUT = data.StructLayout({
 #: ``ack_msgs``/``ack_frames`` (requester): messages and frames sent since the last one
 #: that asked for an ACK (ACK coalescing).
 QPC_LAYOUT = data.StructLayout({
-    "valid": 1, "state": 3, "pmtu_log2": 4, "dest_qp": 24,
-    "next_psn": 24, "sq_size_log2": 8,
-    "expected_psn": 24, "nak_sent": 1, "sq_stride_log2": 2, "resv0": 5,
-    "msn": 24, "ack_msgs": 8,
+    "valid": 1, "state": 3, "pmtu_log2": 4, "dest_qp": QPN_BITS,
+    "next_psn": PSN_BITS, "sq_size_log2": 8,
+    "expected_psn": PSN_BITS, "nak_sent": 1, "sq_stride_log2": 2, "resv0": 5,
+    "msn": MSN_BITS, "ack_msgs": 8,
     "sq_base": 32,
     "sq_head": 16, "sq_tail": 16,
     "dmac": 48, "smac": 48,

@@ -3,11 +3,13 @@
 from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
-from spec.formats.roce import CqeStatus, Syndrome
+from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
+from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["CompletionUnitModel"]
 
-_M16, _M24, _M32 = 0xFFFF, 0xFFFFFF, 0xFFFFFFFF
+_COUNT_MASK, _PSN_MASK = (1 << COUNT_BITS) - 1, (1 << PSN_BITS) - 1
+_M32 = 0xFFFFFFFF
 _HALF = 1 << 23
 _ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
                                Syndrome.NAK_REMOTE_ACCESS.value)
@@ -79,16 +81,23 @@ class CompletionUnitModel:
                                 byte_len=h["msg_length"], sq_index=h["sq_index"]))
         self._freed.append(h_id)
         self.head.set(e, self.nxt.get(h_id, 0))
-        self.win.set(e, (self.win[e] - 1) & _M16)
+        self.win.set(e, (self.win[e] - 1) & _COUNT_MASK)
         self.tstart.set(e, c)
         self.retries.set(e, 0)
-        self.win_total.set((self.win_total.value - 1) & _M16)
+        self.win_total.set((self.win_total.value - 1) & _COUNT_MASK)
         self.count["retired"] += 1
         self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
 
-    def step(self, c, issued, timeout):
-        """Cycle ``c``; ``issued`` is the WQE fetch stage's count of records promised."""
-        self.timeout = timeout
+    def step(self, c, side):
+        """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
+        promised) and ``timeout`` (cycles), the ports of the same names. One action a
+        cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
+        a walk, a record appended, an ACK event, a timer of the entry the scan pointer
+        (``c mod entries``) is at. No side outputs: :meth:`hold`, :attr:`err_out` and
+        the registers (``done``, ``win``, ``done_total``, ``win_total``, ``appended``)
+        are the outputs, as they are at the start of the cycle."""
+        issued = side["issued"]
+        self.timeout = timeout = side["timeout"]
         state = self.state.value
         sp = c % self.n                     # the scan pointer counts every cycle
         # 1. walk
@@ -125,10 +134,10 @@ class CompletionUnitModel:
             flush = bool(r["flush"] or (not r["null"] and err_qp))
             if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
                 self.rec.read()
-                self.appended.set((self.appended.value + 1) & _M16)
+                self.appended.set((self.appended.value + 1) & _COUNT_MASK)
                 if r["last_of_item"] or (r["null"] and not r["flush"]):
-                    self.done.set(e, (self.done[e] + 1) & _M16)
-                    self.done_total.set((self.done_total.value + 1) & _M16)
+                    self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
+                    self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
                 if r["modify"] and err_qp:
                     self.errq.set(e, None)
                 if flush:
@@ -151,8 +160,8 @@ class CompletionUnitModel:
                     else:
                         self.nxt[self.tail[e]] = new
                     self.tail.set(e, new)
-                    self.win.set(e, (self.win[e] + 1) & _M16)
-                    self.win_total.set((self.win_total.value + 1) & _M16)
+                    self.win.set(e, (self.win[e] + 1) & _COUNT_MASK)
+                    self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
                     self.count["records_max"] = max(self.count["records_max"],
                                                     self.win_total.value + 1)
                 return
@@ -182,8 +191,8 @@ class CompletionUnitModel:
         e = ev["qpn"] % self.cache_used
         h = self.recs.get(self.head[e]) if self.win[e] else None
         same = h is not None and h["qpn"] == ev["qpn"]
-        d_last = (ev["psn"] - h["last_psn"]) & _M24 if h else 0
-        d_first = (ev["psn"] - h["first_psn"]) & _M24 if h else 0
+        d_last = (ev["psn"] - h["last_psn"]) & _PSN_MASK if h else 0
+        d_first = (ev["psn"] - h["first_psn"]) & _PSN_MASK if h else 0
         past = same and d_last != 0 and d_last < _HALF
         at = same and d_last == 0
         within = same and d_first < _HALF and (at or d_last >= _HALF)

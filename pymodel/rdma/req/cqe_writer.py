@@ -9,7 +9,12 @@ _RDMA_WRITE = WqeOpcode.RDMA_WRITE.value
 
 
 class CqeWriterModel:
-    """Completions into CQ slots, owner bit flipping at each wrap."""
+    """Completions into CQ slots, owner bit flipping at each wrap.
+
+    ``step(c, side)`` (no side inputs: ``cq_base`` and ``cq_log2`` are the run's
+    constants, given here) turns the completion at the head of ``cqe`` into a marked
+    write of its CQ slot on ``wr`` when ``wr`` has room. No side outputs.
+    """
 
     def __init__(self, cqe, wr, cq_base, cq_log2, depth):
         self.cqe, self.wr = cqe, wr
@@ -17,7 +22,7 @@ class CqeWriterModel:
         self.index = 0
         self.count = dict(cqe_writes=0)
 
-    def step(self):
+    def step(self, c, side):
         if not (self.cqe.can_read() and self.wr.can_write()):
             return
         q = self.cqe.read()
@@ -30,3 +35,7 @@ class CqeWriterModel:
                            tag=q["qpn"]))
         self.index += 1
         self.count["cqe_writes"] += 1
+
+    def commit(self):
+        """End of the cycle: nothing staged (the stage has no registers of its own that
+        others read)."""

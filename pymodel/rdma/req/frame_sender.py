@@ -18,7 +18,14 @@ def frame_timing(opcode, length):
 
 
 class FrameSenderModel:
-    """Descriptors to frames; the records of messages sent."""
+    """Descriptors to frames; the records of messages sent.
+
+    ``step(c, side)`` (no side inputs: the context's addresses come from ``cache``'s
+    ``static_of``, the ``s_data`` port) takes a descriptor from ``seg`` when the framer
+    is free and its payload words are in ``pay``, and calls ``send(f, frame)`` with the
+    cycle of the frame's first beat on ``o``; the framer takes the frame's payload words
+    from ``pay`` one a cycle (:attr:`pops`). No side outputs.
+    """
 
     def __init__(self, cache, seg, pay, rec, send):
         self.cache, self.seg, self.pay, self.rec = cache, seg, pay, rec
@@ -28,7 +35,7 @@ class FrameSenderModel:
         self.pops = []                     # cycles the framer takes payload words
         self.count = dict(frames=0, retransmissions=0)
 
-    def step(self, c):
+    def step(self, c, side):
         pending = len(self.pops)           # words of the frame in progress not yet taken
         if self.pops and self.pops[0] == c:
             self.pops.pop(0)
@@ -83,3 +90,7 @@ class FrameSenderModel:
         if self.seg.can_read() and self.free_at > c:
             return self.free_at
         return None
+
+    def commit(self):
+        """End of the cycle: nothing staged (the stage has no registers of its own that
+        others read)."""

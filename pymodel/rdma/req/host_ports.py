@@ -1,4 +1,4 @@
-"""Twins of :class:`rtl.rdma.req.host_ports.ReadArbiter` and ``WriteArbiter``."""
+"""Twins of :class:`rtl.rdma.req.host_ports.ReadArbiter` and ``RequesterWriteArbiter``."""
 
 from spec.rdma_engine import RD_FILL, RD_PAYLOAD, RD_WQE
 

@@ -1,11 +1,12 @@
 """Twin of :class:`rtl.rdma.req.payload_fetch.PayloadFetch`."""
 
 from pymodel.cycle import Staged
-from spec.formats.roce import OpCode
+from spec.formats.roce import PSN_BITS, OpCode
+from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["PayloadFetchModel"]
 
-_M16, _M24 = 0xFFFF, 0xFFFFFF
+_COUNT_MASK, _PSN_MASK = (1 << COUNT_BITS) - 1, (1 << PSN_BITS) - 1
 
 
 class PayloadFetchModel:
@@ -23,9 +24,12 @@ class PayloadFetchModel:
         self.copied = 0
         self.count = dict(payload_reads=0, payload_words_max=0)
 
-    def step(self, arrived):
-        """``arrived``: payload read words written into the FIFO before this cycle."""
-        outstanding = (self.issued.value - arrived) & _M16
+    def step(self, c, side):
+        """Cycle ``c``; ``side["pay_arrived"]``: payload read words written into the
+        payload FIFO (``pay``, whose level is ``pay_level``) before this cycle (mod
+        2**16). No side outputs."""
+        arrived = side["pay_arrived"]
+        outstanding = (self.issued.value - arrived) & _COUNT_MASK
         level = len(self.pay)
         held = level + outstanding
         if held > self.count["payload_words_max"]:
@@ -33,11 +37,6 @@ class PayloadFetchModel:
         if not self.job.can_read():
             return
         j = self.job.head()
-        if j["null"]:
-            if self.seg.can_write():
-                self.seg.write(self._seg(j, 0, 0, 0, True, True))
-                self.job.read()
-            return
         rem = j["msg_length"] - self.off
         pmtu = 1 << j["pmtu_log2"]
         last = rem <= pmtu
@@ -46,6 +45,11 @@ class PayloadFetchModel:
         psn = self.psn_cur if self.started else j["psn"]
         laddr = self.laddr_cur if self.started else j["laddr"]
         first = self.off == 0
+        if j["null"]:                   # its descriptor as framed, without a read
+            if self.seg.can_write():
+                self.seg.write(self._seg(j, psn, seg_len, words, first, last))
+                self.job.read()
+            return
         if j["inline"] and words:
             final = self.copied + 1 == words
             if (self.inline.can_read() and outstanding == 0 and level < self.fifo_words
@@ -62,12 +66,12 @@ class PayloadFetchModel:
             if words:
                 self.rd.write(dict(addr=laddr, words=words))
                 self.count["payload_reads"] += 1
-            self.issued.set((self.issued.value + words) & _M16)
+            self.issued.set((self.issued.value + words) & _COUNT_MASK)
             self._advance(j, seg_len, psn, laddr, words, last)
 
     def _advance(self, j, seg_len, psn, laddr, words, last):
         self.off = 0 if last else self.off + seg_len
-        self.psn_cur = (psn + 1) & _M24
+        self.psn_cur = (psn + 1) & _PSN_MASK
         self.laddr_cur = (laddr + words) % self.depth
         self.started = not last
         self.copied = 0

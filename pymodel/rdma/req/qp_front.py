@@ -1,57 +1,77 @@
 """Twin of :class:`rtl.rdma.req.qp_front.QpFront`."""
 
+from types import MappingProxyType
+
 from pymodel.cycle import Staged
+from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["QpFrontModel"]
 
-_M16 = 0xFFFF
+_COUNT_MASK = (1 << COUNT_BITS) - 1
+#: The side outputs of a cycle without a lookup.
+_NO_LOOKUP = MappingProxyType({"lookup.valid": 0})
 
 
 class QpFrontModel:
-    """One context lookup per work item, in order; entries pinned while busy."""
+    """One context lookup per work item, in order; entries pinned while busy.
 
-    def __init__(self, cache, items, fetch, rd_fill, wr_wb, log=None):
-        """``log``: a :class:`pymodel.cycle.StagedLog` the registers enter, for an owner
-        that commits them through it (:meth:`commit` commits them alone)."""
-        self.cache, self.items, self.fetch = cache, items, fetch
-        self.rd_fill, self.wr_wb = rd_fill, wr_wb
-        self.adm = Staged(0, size=cache.n, name="adm", log=log)
+    Parameters
+    ----------
+    entries : int
+        Entries of the context cache.
+    items, fetch : pymodel.cycle.Fifo
+        The ``item`` and ``fetch`` streams.
+    entry_of : callable
+        ``entry_of(qpn)``: the cache entry of a QP (``qpn % 2**cache_log2``).
+    lookup : callable
+        ``lookup(qpn, victim_busy, side)`` -> whether the cache takes the lookup
+        (``lookup.ready``) in this cycle.
+    query : callable
+        ``query(e, side)`` -> ``(q_done, q_win, q_err)``: the completion unit's counts
+        of entry ``e`` (the ``q_entry`` port) and whether its ERR notice is for ``e``.
+    log : pymodel.cycle.StagedLog, optional
+        The owner's log the registers enter (:meth:`commit` commits them alone).
+
+    ``step(c, side)``: ``side["hold"]``, ``side["serial"]`` and ``side["idle"]`` are the
+    ports of the same names. Returns the lookup presented (``lookup.valid``,
+    ``lookup.payload``, ``victim_busy``, ``q_entry``: combinational, as the RTL shows
+    them; only ``lookup.valid`` when none is); ``stalled`` says whether the cycle counted a
+    context stall (a system model that skips idle cycles adds one per skipped cycle:
+    nothing changes while the item waits).
+    """
+
+    def __init__(self, entries, items, fetch, entry_of, lookup, query, log=None):
+        self.items, self.fetch = items, fetch
+        self.entry_of, self.lookup, self.query = entry_of, lookup, query
+        self.adm = Staged(0, size=entries, name="adm", log=log)
         self.adm_total = Staged(0, name="adm_total", log=log)
         self.count = dict(items=0, ctx_stalls=0)
         self.stalled = False
 
-    def step(self, completion, serial):
-        """One cycle; ``completion`` is the completion unit's twin (its counts of the
-        start of the cycle), ``serial`` the run-time port. ``stalled`` says whether the
-        cycle counted a context stall (a system model that skips idle cycles adds one
-        per skipped cycle: nothing changes while the item waits)."""
+    def step(self, c, side):
         self.stalled = False
         if not (self.items.can_read() and self.fetch.can_write()):
-            return
-        if completion.hold():
-            return
-        if serial and not (self.adm_total.value == completion.done_total.value
-                           and completion.win_total.value == 0):
-            return
+            return _NO_LOOKUP
+        if side["hold"]:
+            return _NO_LOOKUP
+        if side["serial"] and not side["idle"]:
+            return _NO_LOOKUP
         it = self.items.head()
-        e = self.cache.entry_of(it["qpn"])
-        busy = (self.adm[e] != completion.done[e] or completion.win[e] != 0
-                or completion.err_out == e)
-        taken, fill, wb = self.cache.lookup(it["qpn"], busy, self.rd_fill.can_write(),
-                                            self.wr_wb.can_write())
-        if not taken:
+        e = self.entry_of(it["qpn"])
+        done, win, err = self.query(e, side)
+        busy = self.adm[e] != done or win != 0 or bool(err)
+        out = {"lookup.valid": 1, "lookup.payload": {"qpn": it["qpn"]},
+               "victim_busy": int(busy), "q_entry": e}
+        if not self.lookup(it["qpn"], busy, side):
             self.count["ctx_stalls"] += 1
             self.stalled = True
-            return
+            return out
         self.items.read()
         self.fetch.write(dict(it, entry=e))
-        self.adm.set(e, (self.adm[e] + 1) & _M16)
-        self.adm_total.set((self.adm_total.value + 1) & _M16)
+        self.adm.set(e, (self.adm[e] + 1) & _COUNT_MASK)
+        self.adm_total.set((self.adm_total.value + 1) & _COUNT_MASK)
         self.count["items"] += 1
-        if fill is not None:
-            self.rd_fill.write(fill)
-        if wb is not None:
-            self.wr_wb.write(wb)
+        return out
 
     def commit(self):
         self.adm.commit()

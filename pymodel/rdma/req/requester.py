@@ -1,6 +1,7 @@
 """Twin of :class:`rtl.rdma.req.requester.Requester`: its stage twins and FIFOs."""
 
 import zlib
+from types import MappingProxyType
 
 from pymodel.cycle import Fifo, Staged, StagedLog
 from pymodel.fields import field_slot
@@ -17,11 +18,14 @@ from pymodel.rdma.req.sequencer import SequencerModel
 from pymodel.rdma.req.wqe_fetch import WqeFetchModel
 from spec.formats.roce import (
     ACK_HEADER,
+    ETH_LAYOUT,
     ETHERTYPE_IPV4,
+    ICRC_BYTES,
     IP_PROTO_UDP,
     ROCE_UDP_PORT,
     OpCode,
     bswap,
+    header_bytes,
 )
 from spec.rdma_engine import (
     FETCH_GROUP,
@@ -33,13 +37,26 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     SEQ_GROUP,
 )
+from spec.rdma_fabric import FCS_BYTES
+from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["RequesterModel", "ack_frame_ok"]
 
-_M16 = 0xFFFF
+_COUNT_MASK = (1 << COUNT_BITS) - 1
+#: The side inputs of a stage that has none.
+_NO_SIDE = MappingProxyType({})
 #: ``(offset, mask)`` of the ACK header fields an event takes (QPN, PSN, syndrome, MSN).
 _ACK_SLOTS = tuple(field_slot(ACK_HEADER, path) for path in (
     "bth.dest_qp", "bth.psn", "aeth.syndrome", "aeth.msn"))
+
+
+#: Bytes of an ACKNOWLEDGE frame (headers, ICRC, FCS: 66) and its IPv4 total length (48).
+_ACK_FRAME_BYTES = header_bytes(ACK_HEADER) + ICRC_BYTES + FCS_BYTES
+_ACK_IP_LENGTH = _ACK_FRAME_BYTES - header_bytes(ETH_LAYOUT) - FCS_BYTES
+#: Frame bytes of the ACK header fields :func:`ack_frame_ok` checks.
+_IP_LENGTH_AT, _ETHERTYPE_AT, _PROTOCOL_AT, _DPORT_AT, _OPCODE_AT = (
+    field_slot(ACK_HEADER, path)[0] // 8 for path in (
+        "ip.total_length", "eth.ethertype", "ip.protocol", "udp.dport", "bth.opcode"))
 
 
 def _be16(b, k):
@@ -48,12 +65,13 @@ def _be16(b, k):
 
 def ack_frame_ok(frame):
     """What the AckReceiver accepts: a good 66-byte RoCEv2 ACKNOWLEDGE frame."""
-    return (len(frame) == 66
-            and zlib.crc32(frame[:-4]) == int.from_bytes(frame[-4:], "little")
-            and icrc(frame[:-8]) == frame[-8:-4]
-            and _be16(frame, 16) == 48 and _be16(frame, 12) == ETHERTYPE_IPV4
-            and frame[23] == IP_PROTO_UDP and _be16(frame, 36) == ROCE_UDP_PORT
-            and frame[42] == OpCode.RC_ACKNOWLEDGE.value)
+    return (len(frame) == _ACK_FRAME_BYTES
+            and zlib.crc32(frame[:-FCS_BYTES]) == int.from_bytes(frame[-FCS_BYTES:], "little")
+            and icrc(frame[:-FCS_BYTES - ICRC_BYTES]) == frame[-FCS_BYTES - ICRC_BYTES:-FCS_BYTES]
+            and _be16(frame, _IP_LENGTH_AT) == _ACK_IP_LENGTH
+            and _be16(frame, _ETHERTYPE_AT) == ETHERTYPE_IPV4
+            and frame[_PROTOCOL_AT] == IP_PROTO_UDP and _be16(frame, _DPORT_AT) == ROCE_UDP_PORT
+            and frame[_OPCODE_AT] == OpCode.RC_ACKNOWLEDGE.value)
 
 
 class RequesterModel:
@@ -88,8 +106,8 @@ class RequesterModel:
                                        cfg.qpc_base_a, cfg.depth, used)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
-        self.front = QpFrontModel(self.cache, f["items"], f["fetch"], f["rd_fill"],
-                                  f["wr_wb"], log=log)
+        self.front = QpFrontModel(n, f["items"], f["fetch"], self.cache.entry_of,
+                                  self._lookup, self._query, log=log)
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
                                    f["batch"], p["prefetch"], p["wqe_words"], p["records"],
                                    log=log)
@@ -106,6 +124,22 @@ class RequesterModel:
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
         self._offered = None        # what offers() showed in this cycle
+
+    # ---- the context cache and the completion unit, as the QP front sees them ----
+    def _lookup(self, qpn, victim_busy, side):
+        """The cache takes the lookup (and asks for a fill and a write-back)."""
+        f = self.fifos
+        taken, fill, wb = self.cache.lookup(qpn, victim_busy, f["rd_fill"].can_write(),
+                                            f["wr_wb"].can_write())
+        if fill is not None:
+            f["rd_fill"].write(fill)
+        if wb is not None:
+            f["wr_wb"].write(wb)
+        return taken
+
+    def _query(self, e, side):
+        comp = self.comp
+        return comp.done[e], comp.win[e], comp.err_out == e
 
     # ---- the host interface ----
     def offers(self):
@@ -140,24 +174,38 @@ class RequesterModel:
                 f["wqe"].write(rd_data["data"])
             elif ident == RD_PAYLOAD:
                 f["payload"].write(rd_data["data"])
-                self.arrived.set((self.arrived.value + 1) & _M16)
+                self.arrived.set((self.arrived.value + 1) & _COUNT_MASK)
         if ack is not None:
             self._ack(ack)
-        # A stage whose inputs are empty (and, for the framer, with no payload pops due)
-        # passes the cycle by without a change: it is not called then.
-        taken = self.intake.step(mmio) if mmio is not None else False
-        self.front.step(self.comp, cfg.serial)
+        # Each stage is stepped with its side inputs (the ports of the same names, from
+        # the other stages' registers of the start of the cycle). A stage whose inputs
+        # are empty (and, for the framer, with no payload pops due) passes the cycle by
+        # without a change: it is not called then.
+        comp = self.comp
+        taken = (self.intake.step(c, {"mmio": mmio})["mmio.ready"] == 1
+                 if mmio is not None else False)
+        if f["items"].q:
+            win_total = comp.win_total.value
+            self.front.step(c, {
+                "hold": comp.hold(), "serial": cfg.serial,
+                "idle": (self.front.adm_total.value == comp.done_total.value
+                         and win_total == 0)})
+        else:
+            self.front.stalled = False
         if f["resend"].q or f["fetch"].q:
-            self.fetch.step(self.seq.released.value, self.comp)
-        err = self.comp.err_out
+            self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold(),
+                                "win_total": comp.win_total.value,
+                                "appended": comp.appended.value})
+        err = comp.err_out
         if f["batch"].q or err is not None:
-            self.seq.step(cfg.ack_every, cfg.ack_frames, err)
-        self.pay.step(self.arrived.value)
+            self.seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
+                              "err_valid": err is not None, "err_entry": err})
+        self.pay.step(c, {"pay_arrived": self.arrived.value})
         if f["segs"].q or self.sender.pops:
-            self.sender.step(c)
-        self.comp.step(c, self.fetch.issued.value, self.timeout)
+            self.sender.step(c, _NO_SIDE)
+        comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout})
         if f["cqes"].q:
-            self.cqw.step()
+            self.cqw.step(c, _NO_SIDE)
         return taken
 
     def _ack(self, frame):

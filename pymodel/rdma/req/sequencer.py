@@ -2,12 +2,21 @@
 
 from pymodel.cycle import Staged
 from pymodel.fields import unpack
-from spec.formats.roce import WQE_ACK_REQ, WQE_INLINE, WQE_LAYOUT, WQE_SIGNALLED, QpState
+from spec.formats.roce import (
+    PSN_BITS,
+    WQE_ACK_REQ,
+    WQE_INLINE,
+    WQE_LAYOUT,
+    WQE_SIGNALLED,
+    QpState,
+)
 from spec.rdma_engine import MAX_INLINE_WORDS
+from spec.rdma_stages import COUNT_BITS, SQ_INDEX_BITS
 
 __all__ = ["SequencerModel"]
 
-_M16, _M24 = 0xFFFF, 0xFFFFFF
+_COUNT_MASK, _SQ_MASK = (1 << COUNT_BITS) - 1, (1 << SQ_INDEX_BITS) - 1
+_PSN_MASK = (1 << PSN_BITS) - 1
 _ERR = QpState.ERR.value
 
 
@@ -32,7 +41,7 @@ class SequencerModel:
     def _pop(self, b):
         word = self._src(b).read()
         if not b["bf"]:
-            self.released.set((self.released.value + 1) & _M16)
+            self.released.set((self.released.value + 1) & _COUNT_MASK)
         return word
 
     def _wqe_done(self, b):
@@ -42,17 +51,19 @@ class SequencerModel:
         else:
             self._next_idx = self.idx + 1
 
-    def step(self, ack_every, ack_frames, err_entry=None):
-        """One cycle; ``err_entry``: the completion unit's notice (an entry whose QP
-        entered ERR, seen this cycle), or None."""
-        if err_entry is not None:
+    def step(self, c, side):
+        """Cycle ``c``; ``side``: the ports ``ack_every``, ``ack_frames``, ``err_valid``
+        and ``err_entry`` (the completion unit's notice: an entry whose QP entered ERR,
+        seen this cycle). No side outputs."""
+        if side["err_valid"]:
+            err_entry = side["err_entry"]
             g = self.cache.group_view("seq", err_entry)
             self.cache.write_group("seq", err_entry, dict(g, state=QpState.ERR.value))
             return
         self._next_idx = self.idx
         self._next_state = self.state
         if self.batch.can_read():
-            self._step(self.batch.head(), ack_every, ack_frames)
+            self._step(self.batch.head(), side["ack_every"], side["ack_frames"])
         self.idx, self.state = self._next_idx, self._next_state
 
     def _step(self, b, ack_every, ack_frames):
@@ -98,7 +109,7 @@ class SequencerModel:
                         laddr=(w["laddr"] >> 6) % self.cache.depth, raddr=w["raddr"],
                         rkey=w["rkey"], inline=int(inline), ack_req=0,
                         pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
-                        sq_index=(b["first"] + self.idx) & _M16, first_psn=g["next_psn"],
+                        sq_index=(b["first"] + self.idx) & _SQ_MASK, first_psn=g["next_psn"],
                         msg_length=length, signalled=int(signalled), resend=0,
                         last_of_item=int(last), null=1, flush=1, modify=0))
                     if last:
@@ -118,14 +129,14 @@ class SequencerModel:
                 entry=e, qpn=b["qpn"], psn=psn, laddr=(w["laddr"] >> 6) % self.cache.depth,
                 raddr=w["raddr"], rkey=w["rkey"], inline=int(inline), ack_req=int(want),
                 pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
-                sq_index=(b["first"] + self.idx) & _M16, first_psn=psn, msg_length=length,
+                sq_index=(b["first"] + self.idx) & _SQ_MASK, first_psn=psn, msg_length=length,
                 signalled=int(signalled), resend=b["resend"],
                 last_of_item=int(b["last_of_item"] and self.idx + 1 == b["count"]), null=0,
                 flush=0, modify=0))
             self.count["sequenced"] += 1
             if not b["resend"]:
                 self.cache.write_group("seq", e, dict(
-                    g, next_psn=(g["next_psn"] + frames) & _M24,
+                    g, next_psn=(g["next_psn"] + frames) & _PSN_MASK,
                     ack_msgs=0 if want else msgs & 0xFF,
                     ack_frames=0 if want else fsum & 0xFFFF))
             self._after_header(b, n_inl, n_pad)

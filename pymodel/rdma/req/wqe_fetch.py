@@ -1,10 +1,11 @@
 """Twin of :class:`rtl.rdma.req.wqe_fetch.WqeFetch`."""
 
 from pymodel.cycle import Staged
+from spec.rdma_stages import COUNT_BITS, SQ_INDEX_BITS
 
 __all__ = ["WqeFetchModel"]
 
-_M16 = 0xFFFF
+_COUNT_MASK, _SQ_MASK = (1 << COUNT_BITS) - 1, (1 << SQ_INDEX_BITS) - 1
 #: The fields of a batch entry that are 0 unless a branch sets them.
 _BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 
@@ -26,21 +27,21 @@ class WqeFetchModel:
     def _issue(self, addr, words, n, batch):
         self.rd.write(dict(addr=addr, words=words))
         self.batch.write(batch)
-        self.reserved.set((self.reserved.value + words) & _M16)
+        self.reserved.set((self.reserved.value + words) & _COUNT_MASK)
         self.count["wqe_reads"] += 1
         self.count["wqes"] += n
 
     def _promise(self, k):
-        self.issued.set((self.issued.value + k) & _M16)
+        self.issued.set((self.issued.value + k) & _COUNT_MASK)
 
-    def step(self, released, comp):
-        """``released``: the sequencer's count of WQE words taken; ``comp``: the
-        completion unit's twin (its ``hold``, ``win_total`` and ``appended`` of the
-        start of the cycle)."""
+    def step(self, c, side):
+        """Cycle ``c``; ``side``: ``released`` (the sequencer's count of WQE words taken),
+        and the completion unit's ``hold``, ``win_total`` and ``appended`` of the start of
+        the cycle (the ports of the same names). No side outputs."""
         resend = self.resend.can_read()
-        if not resend and (comp.hold() or not self.fetch.can_read()):
+        if not resend and (side["hold"] or not self.fetch.can_read()):
             return                              # (nothing to fetch: no state read)
-        held = (self.reserved.value - released) & _M16
+        held = (self.reserved.value - side["released"]) & _COUNT_MASK
         if resend:
             r = self.resend.head()
             ctx = self.cache.static_of(r["entry"])
@@ -56,8 +57,8 @@ class WqeFetchModel:
                                  first_psn=r["first_psn"]))
                 self._peak(held + words)
             return
-        owed = (self.issued.value - comp.appended.value) & _M16
-        pool = comp.win_total.value + owed      # records in windows or promised
+        owed = (self.issued.value - side["appended"]) & _COUNT_MASK
+        pool = side["win_total"] + owed         # records in windows or promised
         if not self.batch.can_write() or pool >= self.records:
             return      # (every branch below needs batch room and a record: n >= 1 WQEs)
         f = self.fetch.head()
@@ -77,11 +78,11 @@ class WqeFetchModel:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
                 self._promise(1)
-                self.batch.write(dict(self._common(f, e, ctx), first=(f["sq_tail"] - 1) & _M16,
+                self.batch.write(dict(self._common(f, e, ctx), first=(f["sq_tail"] - 1) & _SQ_MASK,
                                       count=1, bf=1, last_of_item=1))
                 self.cache.write_group("fetch", e, {"sq_head": f["sq_tail"]})
             return
-        count = (f["sq_tail"] - head) & _M16
+        count = (f["sq_tail"] - head) & _SQ_MASK
         if count == 0:
             if self.batch.can_write() and pool < self.records:
                 self.fetch.read()
@@ -102,7 +103,7 @@ class WqeFetchModel:
         self._issue((ctx["sq_base"] + (slot << ctx["sq_stride_log2"])) % self.cache.depth,
                     words, n, dict(self._common(f, e, ctx), first=head, count=n,
                                    last_of_item=int(n == count)))
-        self.cache.write_group("fetch", e, {"sq_head": (head + n) & _M16})
+        self.cache.write_group("fetch", e, {"sq_head": (head + n) & _SQ_MASK})
         self._peak(held + words)
 
     @staticmethod

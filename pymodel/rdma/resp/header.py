@@ -5,6 +5,7 @@ from pymodel.fields import field_slot
 from spec.formats.roce import (
     BTH_BYTES,
     ETHERTYPE_IPV4,
+    HOST_WORD_BITS,
     ICRC_BYTES,
     IP_PROTO_UDP,
     IPV4_BYTES,
@@ -35,7 +36,7 @@ _SLOTS = {path: field_slot(WRITE_RETH_HEADER, path) for path in (
 
 def parse_header(entry):
     """``(reason or None, verify job)`` of a header entry (dicts)."""
-    raw = entry["b0"] | entry["b1"] << 512
+    raw = entry["b0"] | entry["b1"] << HOST_WORD_BITS
     h = {path: raw >> offset & mask for path, (offset, mask) in _SLOTS.items()}
     b = raw.to_bytes(128, "little")
     ip_len = int.from_bytes(b[16:18], "big")

@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.rdma.resp.verify.Verify` (from its docstring)."""
 
 from pymodel.cycle import Staged
-from spec.formats.roce import QpState, Syndrome
+from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
 from spec.rdma_responder import RESP_GROUP
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
@@ -9,7 +9,8 @@ __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
                    "access_nak", "qp_err")
 WRITE_JOB_FIELDS = ("write", "rest", "reth", "addr", "plen", "mark", "qpn", "data")
-_M24, _M32, _M64 = (1 << 24) - 1, (1 << 32) - 1, (1 << 64) - 1
+_PSN_MASK, _MSN_MASK = (1 << PSN_BITS) - 1, (1 << MSN_BITS) - 1
+_M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
 #: PSNs up to this far behind the expected one are duplicates (half the PSN space).
 PSN_WINDOW = 1 << 23
 
@@ -65,7 +66,7 @@ class VerifyModel:
         elif ctx.get("state", 0) == QpState.ERR.value:
             verdict = "qp_err"
         elif psn != exp:
-            if (psn - exp) & _M24 >= PSN_WINDOW:
+            if (psn - exp) & _PSN_MASK >= PSN_WINDOW:
                 verdict, due = "duplicates", bool(j["ack_req"])
             elif not g["nak_sent"]:
                 verdict, due = "psn_nak", True
@@ -76,14 +77,14 @@ class VerifyModel:
         elif not self._access_ok(j, g, side):
             verdict, due = "access_nak", True
             ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
-            new = dict(g, expected_psn=(exp + 1) & _M24, nak_sent=0)
+            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0)
         else:
             verdict, due = "frames_ok", bool(j["ack_req"])
             base = j["va"] if j["reth"] else g["resp_va"]
-            msn = (g["msn"] + j["last"]) & _M24
+            msn = (g["msn"] + j["last"]) & _MSN_MASK
             ack.update(msn=msn)
             left = j["dma_len"] if j["reth"] else g["resp_left"]
-            new = dict(g, expected_psn=(exp + 1) & _M24, nak_sent=0, msn=msn,
+            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0, msn=msn,
                        resp_va=(base + j["plen"]) & _M64,
                        resp_left=(left - j["plen"]) & _M32)
             wjob.update(write=1, reth=j["reth"], addr=(base >> 6) % self.depth,

@@ -1,23 +1,41 @@
 """Completion unit: the per-QP go-back-N windows, ACK matching, timers, rewinds."""
 
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import enum, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.ack_receiver import ack_event_layout
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
-from rtl.rdma.req.layouts import cqe_req_layout, record_layout, resend_layout
 from spec.checks import check_int
-from spec.formats.roce import CqeStatus, Syndrome
-from spec.rdma_engine import COMPLETION_COUNTERS, REQUESTER_DEFAULTS, RETRY_LIMIT_RANGE
+from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome
+from spec.ports import CompletionQuerySignature
+from spec.rdma_engine import (
+    COMPLETION_COUNTERS,
+    REQUESTER_DEFAULTS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_BITS,
+)
+from spec.rdma_stages import (
+    COUNT_BITS,
+    ack_event_layout,
+    cqe_req_layout,
+    record_layout,
+    resend_layout,
+    window_record_layout,
+)
 
 __all__ = ["CompletionUnit"]
 
 
-def _stored_layout():
-    return data.StructLayout({"qpn": 24, "first_psn": 24, "last_psn": 24, "wr_id": 64,
-                              "sq_index": 16, "msg_length": 32, "signalled": 1})
+class _Mode(enum.Enum, shape=2):
+    """What the unit is doing besides appending, events and timers: nothing
+    (``NORMAL``); a rewind waiting for the pipeline to empty (``WAIT``); walking a
+    rewind, resending one record a cycle (``WALK``); walking a flush, completing one
+    record a cycle with WR_FLUSH_ERR (``FLUSH``)."""
+    NORMAL = 0
+    WAIT = 1
+    WALK = 2
+    FLUSH = 3
 
 
 class CompletionUnit(wiring.Component):
@@ -54,15 +72,15 @@ class CompletionUnit(wiring.Component):
     err_valid : Out(1), err_entry : Out(range(entries))
         A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
         entry (the sequencer writes ``state = ERR`` into its context).
-    q_entry : In(range(entries)), q_done : Out(16), q_win : Out(16), q_err : Out(1)
-        Items done and messages in the window of entry ``q_entry``, and whether this
+    query : In(CompletionQuerySignature(entries, COUNT_BITS))
+        Items done and messages in the window of entry ``query.entry``, and whether this
         cycle's ERR notice is for it (for the front: the entry must not be evicted
         before the sequencer has written its state).
     issued : In(16)
         Records the WQE fetch stage has promised (mod 2**16); appended : Out(16)
         records taken from ``rec`` (mod 2**16); done_total : Out(16) items done (their
         last record, or null record, appended); win_total : Out(16) records in use.
-    timeout : In(24)
+    timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     cache_log2 : In(4)
         Cache entries in use (an event's entry: its ``qpn % 2**cache_log2``); the
@@ -129,38 +147,37 @@ class CompletionUnit(wiring.Component):
             "resend": Out(stream.Signature(resend_layout())),
             "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
-            "q_entry": In(range(entries)), "q_done": Out(16), "q_win": Out(16),
-            "q_err": Out(1),
-            "issued": In(16), "appended": Out(16), "done_total": Out(16),
-            "win_total": Out(16),
-            "timeout": In(24),
+            "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
+            "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
+            "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
+            "timeout": In(TIMEOUT_BITS),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
         })
 
     def elaborate(self, platform):
         m = Module()
-        n, R = self.entries, self.records
+        n, n_records = self.entries, self.records
         ibits = (n - 1).bit_length()
-        rbits = (R - 1).bit_length()
-        lay = _stored_layout()
+        rbits = (n_records - 1).bit_length()
+        lay = window_record_layout()
 
         def mem(name, shape, depth):
             m.submodules[name] = mm = memory.Memory(shape=shape, depth=depth, init=[])
             return mm
-        recs = mem("recs", lay, R)
-        nxt = mem("nxt", rbits, R)
+        recs = mem("recs", lay, n_records)
+        nxt = mem("nxt", rbits, n_records)
         head = mem("head", rbits, n)
         tail = mem("tail", rbits, n)
-        win = mem("win", 16, n)
-        done = mem("done", 16, n)
+        win = mem("win", COUNT_BITS, n)
+        done = mem("done", COUNT_BITS, n)
         tstart = mem("tstart", 32, n)
         retries = mem("retries", 3, n)
         # The QP that entered ERR, per entry: its QPN (a memory) and a valid bit (a
         # register, cleared by reset as the rest of the QP state is reloaded then).
-        errq = mem("errq", 24, n)
+        errq = mem("errq", QPN_BITS, n)
         errq_valid = Signal(n)
-        m.submodules.free = free = SyncFIFO(width=rbits, depth=R)
+        m.submodules.free = free = SyncFIFO(width=rbits, depth=n_records)
 
         def rd(mm, addr):
             p = mm.read_port(domain="comb")
@@ -169,39 +186,40 @@ class CompletionUnit(wiring.Component):
 
         now = Signal(32)
         m.d.sync += now.eq(now + 1)
-        fresh = Signal(range(R + 1))
+        fresh = Signal(range(n_records + 1))
         scan = Signal(ibits)
         m.d.sync += scan.eq(scan + 1)
-        state = Signal(2)              # 0 normal, 1 wait, 2 walk, 3 flush
-        e_rw = Signal(ibits)
+        mode = Signal(_Mode)
+        walk_entry = Signal(ibits)
         cur = Signal(rbits)
         walk_left = Signal(16)
         used = Signal()
-        m.d.comb += self.hold.eq((state == 1) | (state == 2))
+        m.d.comb += self.hold.eq((mode == _Mode.WAIT) | (mode == _Mode.WALK))
         m.d.sync += self.err_valid.eq(0)
 
         # Reads for each candidate.
         r, ev = self.rec.payload, self.ev.payload
-        e_rec, e_ev, sp = Signal(ibits), Signal(ibits), Signal(ibits)
+        e_rec, e_ev, scan_entry = Signal(ibits), Signal(ibits), Signal(ibits)
         m.d.comb += [e_rec.eq(r.entry[:ibits]),
-                     e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), sp.eq(scan)]
+                     e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), scan_entry.eq(scan)]
         win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
         errq_qpn = rd(errq, e_rec)
         win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
-        h = Signal(lay)
-        m.d.comb += h.eq(rd(recs, head_ev))
+        oldest = Signal(lay)
+        m.d.comb += oldest.eq(rd(recs, head_ev))
         next_ev = rd(nxt, head_ev)
-        win_sp, head_sp, tstart_sp, retries_sp = rd(win, sp), rd(head, sp), rd(tstart, sp), \
-            rd(retries, sp)
-        hs = Signal(lay)
-        m.d.comb += hs.eq(rd(recs, head_sp))
+        win_sp, head_sp = rd(win, scan_entry), rd(head, scan_entry)
+        tstart_sp, retries_sp = rd(tstart, scan_entry), rd(retries, scan_entry)
+        scan_oldest = Signal(lay)
+        m.d.comb += scan_oldest.eq(rd(recs, head_sp))
         next_sp = rd(nxt, head_sp)
-        head_rw, win_rw = rd(head, e_rw), rd(win, e_rw)
+        head_rw, win_rw = rd(head, walk_entry), rd(win, walk_entry)
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
-        m.d.comb += [self.q_done.eq(rd(done, self.q_entry)), self.q_win.eq(rd(win, self.q_entry)),
-                     self.q_err.eq(self.err_valid & (self.err_entry == self.q_entry))]
+        q = self.query
+        m.d.comb += [q.done.eq(rd(done, q.entry)), q.win.eq(rd(win, q.entry)),
+                     q.err.eq(self.err_valid & (self.err_entry == q.entry))]
 
         # Write ports, driven by the chosen action.
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
@@ -212,7 +230,7 @@ class CompletionUnit(wiring.Component):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
 
         # The candidates.
-        id_ok = free.r_rdy | (fresh < R)
+        id_ok = free.r_rdy | (fresh < n_records)
         err_qp = Signal()              # the record's QP is the one in ERR at its entry
         m.d.comb += err_qp.eq(errq_valid.bit_select(e_rec, 1) & (errq_qpn == r.qpn))
         flush_rec = Signal()
@@ -220,12 +238,12 @@ class CompletionUnit(wiring.Component):
         new_id = Signal(rbits)
         m.d.comb += new_id.eq(Mux(free.r_rdy, free.r_data, fresh))
         same = Signal()
-        d_last, d_first = Signal(24), Signal(24)
-        m.d.comb += [same.eq((win_ev != 0) & (h.qpn == ev.qpn)),
-                     d_last.eq(ev.psn - h.last_psn), d_first.eq(ev.psn - h.first_psn)]
-        past = same & (d_last != 0) & ~d_last[23]
+        d_last, d_first = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [same.eq((win_ev != 0) & (oldest.qpn == ev.qpn)),
+                     d_last.eq(ev.psn - oldest.last_psn), d_first.eq(ev.psn - oldest.first_psn)]
+        past = same & (d_last != 0) & ~d_last[PSN_BITS - 1]
         at = same & (d_last == 0)
-        within = same & ~d_first[23] & (at | d_last[23])
+        within = same & ~d_first[PSN_BITS - 1] & (at | d_last[PSN_BITS - 1])
         is_ack = ev.syndrome == Syndrome.ACK.value
         is_seq = ev.syndrome == Syndrome.NAK_PSN_SEQUENCE.value
         is_access = ev.syndrome == Syndrome.NAK_REMOTE_ACCESS.value
@@ -236,10 +254,10 @@ class CompletionUnit(wiring.Component):
                                          CqeStatus.RETRY_EXC_ERR.value)))
         ev_rewind = ~past & is_seq & within
         ev_err = ev_retire & (ev_status != CqeStatus.SUCCESS.value)
-        ev_cqe = ev_retire & (h.signalled | ev_err)
-        ev_ok = ((state != 2) & (state != 3) & (~ev_cqe | self.cqe.ready)
-                 & (~(ev_rewind | ev_err) | (state == 0)))
-        expired = (state == 0) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        ev_cqe = ev_retire & (oldest.signalled | ev_err)
+        ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
+                 & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
+        expired = (mode == _Mode.NORMAL) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
         give_up = retries_sp == self.retry_limit
         tm_ok = expired & (~give_up | self.cqe.ready)
 
@@ -258,34 +276,34 @@ class CompletionUnit(wiring.Component):
 
         def enter_error(e, nxt_id, qpn):
             """The QP of entry ``e`` enters ERR; flush its window from ``nxt_id``."""
-            m.d.sync += [state.eq(3), e_rw.eq(e), cur.eq(nxt_id),
+            m.d.sync += [mode.eq(_Mode.FLUSH), walk_entry.eq(e), cur.eq(nxt_id),
                          self.err_valid.eq(1), self.err_entry.eq(e),
                          self.qp_errors.eq(self.qp_errors + 1)]
             put("errq", e, qpn)
             m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
 
         def start_rewind(e, counter):
-            m.d.sync += [state.eq(1), e_rw.eq(e), counter.eq(counter + 1),
+            m.d.sync += [mode.eq(_Mode.WAIT), walk_entry.eq(e), counter.eq(counter + 1),
                          self.rewinds.eq(self.rewinds + 1)]
 
-        with m.If(state == 2):                                    # 1. walk
+        with m.If(mode == _Mode.WALK):                            # 1. walk
             with m.If(walk_left == 0):
-                put("tstart", e_rw, now)
-                m.d.sync += state.eq(0)
+                put("tstart", walk_entry, now)
+                m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
-                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(e_rw), s.qpn.eq(wr_rec.qpn),
+                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(walk_entry), s.qpn.eq(wr_rec.qpn),
                              s.sq_index.eq(wr_rec.sq_index), s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
-        with m.Elif(state == 3):                                  # 1. flush
+        with m.Elif(mode == _Mode.FLUSH):                         # 1. flush
             with m.If(win_rw == 0):
-                m.d.sync += state.eq(0)
+                m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.cqe.ready):
-                retire(e_rw, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
+                retire(walk_entry, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
-        with m.Elif((state == 1) & (self.issued == self.appended)):       # 2. start walk
-            m.d.sync += [state.eq(2), cur.eq(head_rw), walk_left.eq(win_rw)]
+        with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
+            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw), walk_left.eq(win_rw)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
@@ -323,9 +341,9 @@ class CompletionUnit(wiring.Component):
                     m.d.sync += self.records_max.eq(self.win_total + 1)
         with m.Elif(self.ev.valid & ev_ok):                          # 4. event
             with m.If(ev_retire):
-                retire(e_ev, head_ev, h, next_ev, win_ev, ev_status, ev_cqe)
+                retire(e_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe)
             with m.If(ev_err):
-                enter_error(e_ev, next_ev, h.qpn)
+                enter_error(e_ev, next_ev, oldest.qpn)
             with m.If(past):
                 m.d.sync += used.eq(1)
             with m.Else():
@@ -338,10 +356,11 @@ class CompletionUnit(wiring.Component):
         with m.Elif(tm_ok):                                          # 5. timer
             m.d.sync += self.timeouts.eq(self.timeouts + 1)
             with m.If(give_up):
-                retire(sp, head_sp, hs, next_sp, win_sp, CqeStatus.RETRY_EXC_ERR.value,
-                       Const(1))
-                enter_error(sp, next_sp, hs.qpn)
+                retire(scan_entry, head_sp, scan_oldest, next_sp, win_sp,
+                       CqeStatus.RETRY_EXC_ERR.value, Const(1))
+                enter_error(scan_entry, next_sp, scan_oldest.qpn)
             with m.Else():
-                put("retries", sp, retries_sp + 1)
-                m.d.sync += [state.eq(1), e_rw.eq(sp), self.rewinds.eq(self.rewinds + 1)]
+                put("retries", scan_entry, retries_sp + 1)
+                m.d.sync += [mode.eq(_Mode.WAIT), walk_entry.eq(scan_entry),
+                             self.rewinds.eq(self.rewinds + 1)]
         return m

@@ -4,8 +4,8 @@ from amaranth import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.req.layouts import cqe_req_layout, write_layout_req
 from spec.formats.roce import CQE_LAYOUT, WqeOpcode
+from spec.rdma_stages import cqe_req_layout, write_layout_req
 
 __all__ = ["CqeWriter"]
 

@@ -4,10 +4,10 @@ from amaranth import Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.req.layouts import item_layout
-from spec.formats.roce import WQE_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS, WQE_LAYOUT
 from spec.host import mmio_layout
 from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MODIFY_QP_OFFSET
+from spec.rdma_stages import DOORBELL_LAYOUT, item_layout
 
 __all__ = ["DoorbellIntake"]
 
@@ -24,7 +24,7 @@ class DoorbellIntake(wiring.Component):
         A doorbell ``{qpn, sq_tail, bf=0}``, or for a WQE by MMIO ``{wqe.qpn,
         wqe.sq_index + 1, bf=1}``, or for a modify command (offset
         :data:`~spec.rdma_engine.MODIFY_QP_OFFSET`) ``{qpn, modify=1}``; to a FIFO.
-    bf : Out(stream.Signature(512))
+    bf : Out(stream.Signature(HOST_WORD_BITS))
         The words of WQEs written by MMIO, in order; to a FIFO.
     doorbells, bf_writes, mmio_dropped, qp_modifies : Out(32)
         Doorbell writes taken, WQEs written by MMIO, words written to any other
@@ -40,7 +40,7 @@ class DoorbellIntake(wiring.Component):
 
     mmio: In(stream.Signature(mmio_layout()))
     item: Out(stream.Signature(item_layout()))
-    bf: Out(stream.Signature(512))
+    bf: Out(stream.Signature(HOST_WORD_BITS))
     doorbells: Out(32)
     bf_writes: Out(32)
     mmio_dropped: Out(32)
@@ -50,6 +50,7 @@ class DoorbellIntake(wiring.Component):
         m = Module()
         w = self.mmio.payload
         wqe = data.View(WQE_LAYOUT, w.data)
+        doorbell = data.View(DOORBELL_LAYOUT, w.data[:DOORBELL_LAYOUT.size])
         is_db = w.addr == DOORBELL_OFFSET
         is_bf = w.addr == BLUEFLAME_OFFSET
         is_mod = w.addr == MODIFY_QP_OFFSET
@@ -57,8 +58,8 @@ class DoorbellIntake(wiring.Component):
         with m.If(self.mmio.valid):
             with m.If(is_db):
                 m.d.comb += [
-                    self.item.payload.qpn.eq(w.data[0:24]),
-                    self.item.payload.sq_tail.eq(w.data[24:40]),
+                    self.item.payload.qpn.eq(doorbell.qpn),
+                    self.item.payload.sq_tail.eq(doorbell.sq_tail),
                     self.item.valid.eq(1),
                     self.mmio.ready.eq(self.item.ready),
                 ]
@@ -66,7 +67,7 @@ class DoorbellIntake(wiring.Component):
                     m.d.sync += self.doorbells.eq(self.doorbells + 1)
             with m.Elif(is_mod):
                 m.d.comb += [
-                    self.item.payload.qpn.eq(w.data[0:24]),
+                    self.item.payload.qpn.eq(doorbell.qpn),
                     self.item.payload.modify.eq(1),
                     self.item.valid.eq(1),
                     self.mmio.ready.eq(self.item.ready),

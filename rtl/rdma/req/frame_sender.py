@@ -6,10 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.rdma.icrc_inserter import IcrcInserter
-from rtl.rdma.req.layouts import record_layout, seg_layout
 from rtl.rdma.write_framer import WriteFramer
 from spec.formats.packet import packet_signature
-from spec.formats.roce import QPC_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS
+from spec.ports import CacheReadSignature
+from spec.rdma_stages import record_layout, seg_layout
 
 __all__ = ["FrameSender"]
 
@@ -28,7 +29,7 @@ class FrameSender(wiring.Component):
     -----
     seg : In(stream.Signature(seg_layout()))
         Frame descriptors, from a FIFO.
-    pay : In(stream.Signature(512))
+    pay : In(stream.Signature(HOST_WORD_BITS))
         The payload FIFO's read side (the framer takes the words as it sends them).
     pay_level : In(range(fifo_words + 1))
         Its level.
@@ -37,7 +38,8 @@ class FrameSender(wiring.Component):
         each ``null`` descriptor, to the completion unit's FIFO.
     o : Out(packet_signature(64))
         The frames, with ICRC and FCS (``o.ready`` is expected high: a link).
-    s_addr, s_data : a static read port of the cache (MACs, IPs, ``dest_qp``).
+    ctx : Out(CacheReadSignature(entries))
+        A static read port of the cache (MACs, IPs, ``dest_qp``).
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
 
@@ -60,11 +62,11 @@ class FrameSender(wiring.Component):
         self.entries, self.fifo_words = entries, fifo_words
         super().__init__({
             "seg": In(stream.Signature(seg_layout())),
-            "pay": In(stream.Signature(512)),
+            "pay": In(stream.Signature(HOST_WORD_BITS)),
             "pay_level": In(range(fifo_words + 1)),
             "rec": Out(stream.Signature(record_layout())),
             "o": Out(packet_signature(64)),
-            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
+            "ctx": Out(CacheReadSignature(entries)),
             "frames": Out(32), "retransmissions": Out(32),
         })
 
@@ -78,8 +80,8 @@ class FrameSender(wiring.Component):
         wiring.connect(m, fcs.o, wiring.flipped(self.o))
         wiring.connect(m, wiring.flipped(self.pay), framer.i_data)
         d = self.seg.payload
-        ctx = self.s_data
-        m.d.comb += self.s_addr.eq(d.entry)
+        ctx = self.ctx.data
+        m.d.comb += self.ctx.addr.eq(d.entry)
         f = framer.i_seg.payload
         m.d.comb += [
             f.opcode.eq(d.opcode), f.ack_req.eq(d.ack_req),

@@ -1,14 +1,14 @@
 """The requester's clients of the host interface: one read port, one write port."""
 
 from amaranth import Module
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.req.layouts import read_layout, write_layout_req
 from spec.host import rd_req_layout, wr_layout
 from spec.rdma_engine import RD_FILL, RD_PAYLOAD, RD_WQE
+from spec.rdma_stages import read_layout, write_layout_req, writeback_layout
 
-__all__ = ["ReadArbiter", "WriteArbiter"]
+__all__ = ["ReadArbiter", "RequesterWriteArbiter"]
 
 
 class ReadArbiter(wiring.Component):
@@ -53,13 +53,13 @@ class ReadArbiter(wiring.Component):
         return m
 
 
-class WriteArbiter(wiring.Component):
+class RequesterWriteArbiter(wiring.Component):
     """Merge the requester's writes (context write-backs, CQEs) into the host
     interface's write port, one word per transfer and per TLP.
 
     Ports
     -----
-    wb : In(stream.Signature({"addr": range(depth), "data": 512}))
+    wb : In(stream.Signature(writeback_layout(depth)))
         Context write-backs, from the cache's FIFO.
     cqe : In(stream.Signature(write_layout_req(depth)))
         CQE writes, from the CQE writer's FIFO.
@@ -72,8 +72,7 @@ class WriteArbiter(wiring.Component):
     def __init__(self, depth):
         self.depth = depth
         super().__init__({
-            "wb": In(stream.Signature(data.StructLayout({"addr": range(depth),
-                                                         "data": 512}))),
+            "wb": In(stream.Signature(writeback_layout(depth))),
             "cqe": In(stream.Signature(write_layout_req(depth))),
             "o": Out(stream.Signature(wr_layout(depth))),
         })

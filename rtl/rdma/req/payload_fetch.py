@@ -4,9 +4,10 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.req.layouts import job_layout, read_layout, seg_layout
 from spec.checks import check_int
-from spec.formats.roce import OpCode
+from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, OpCode
+from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_stages import COUNT_BITS, job_layout, read_layout, seg_layout
 
 __all__ = ["PayloadFetch"]
 
@@ -26,16 +27,16 @@ class PayloadFetch(wiring.Component):
     -----
     job : In(stream.Signature(job_layout(depth)))
         From the sequencer.
-    inline : In(stream.Signature(512))
+    inline : In(stream.Signature(HOST_WORD_BITS))
         The inline words of the jobs, in order.
     rd : Out(stream.Signature(read_layout(depth)))
         Payload reads, to the payload read client's FIFO.
     seg : Out(stream.Signature(seg_layout()))
         One descriptor per frame (and the ``null`` job's), to a FIFO.
-    pay_w : Out(stream.Signature(512))
+    pay_w : Out(stream.Signature(HOST_WORD_BITS))
         Inline words into the payload FIFO (the parent merges this with the read data:
         an inline word is only written while no payload read is outstanding).
-    pay_level : In(range(fifo_words + 1)), pay_arrived : In(16)
+    pay_level : In(range(fifo_words + 1)), pay_arrived : In(COUNT_BITS)
         The payload FIFO's level, and the read words written into it since reset.
     payload_reads, payload_words_max : Out(32)
         Reads issued; the most payload FIFO words held or reserved at once.
@@ -51,27 +52,27 @@ class PayloadFetch(wiring.Component):
     or FIRST, MIDDLE..., LAST; AckReq (the job's) on the last frame only.
     """
 
-    def __init__(self, depth, fifo_words=512):
+    def __init__(self, depth, fifo_words=REQUESTER_DEFAULTS["payload_words"]):
         self.depth = depth
         self.fifo_words = check_int(self, "payload FIFO words", fifo_words, 64, 1 << 14)
         super().__init__({
             "job": In(stream.Signature(job_layout(depth))),
-            "inline": In(stream.Signature(512)),
+            "inline": In(stream.Signature(HOST_WORD_BITS)),
             "rd": Out(stream.Signature(read_layout(depth))),
             "seg": Out(stream.Signature(seg_layout())),
-            "pay_w": Out(stream.Signature(512)),
-            "pay_level": In(range(fifo_words + 1)), "pay_arrived": In(16),
+            "pay_w": Out(stream.Signature(HOST_WORD_BITS)),
+            "pay_level": In(range(fifo_words + 1)), "pay_arrived": In(COUNT_BITS),
             "payload_reads": Out(32), "payload_words_max": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
         j = self.job.payload
-        issued = Signal(16)
-        outstanding = Signal(16)
+        issued = Signal(COUNT_BITS)
+        outstanding = Signal(COUNT_BITS)
         m.d.comb += outstanding.eq(issued - self.pay_arrived)
         off = Signal(32)                 # bytes of the job already framed
-        psn_cur = Signal(24)
+        psn_cur = Signal(PSN_BITS)
         laddr_cur = Signal(range(self.depth))
         copied = Signal(3)               # inline words of this frame already copied
         started = Signal()

@@ -5,12 +5,11 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
-from rtl.rdma.req.layouts import fetch_layout, item_layout
+from spec.formats.roce import QPN_BITS
+from spec.ports import CompletionQuerySignature
+from spec.rdma_stages import COUNT_BITS, fetch_layout, item_layout
 
-__all__ = ["QpFront", "COUNT_BITS"]
-
-#: Width of the per-entry item counters (admitted here, done at the completion unit).
-COUNT_BITS = 16
+__all__ = ["QpFront"]
 
 
 class QpFront(wiring.Component):
@@ -19,8 +18,9 @@ class QpFront(wiring.Component):
     An entry is *busy* while its QP has work anywhere in the requester: items admitted
     here that the completion unit has not yet seen done (``adm[e] != done[e]``), or
     messages waiting for their ACK (``win[e] != 0``), or its QP entered ERR in the last
-    cycle (``q_err``: the sequencer writes the state this cycle). The cache never evicts a busy
-    entry, so later stages address a context by its entry number without a tag check.
+    cycle (``completion.err``: the sequencer writes the state this cycle). The cache
+    never evicts a busy entry, so later stages address a context by its entry number
+    without a tag check.
 
     Parameters
     ----------
@@ -33,14 +33,14 @@ class QpFront(wiring.Component):
         Work items, from a FIFO.
     fetch : Out(stream.Signature(fetch_layout()))
         The item and its entry, to a FIFO.
-    lookup : Out(stream.Signature({"qpn": 24}))
+    lookup : Out(stream.Signature({"qpn": QPN_BITS}))
         To the cache's ``req`` (its ``ready`` says the lookup was taken this cycle).
     victim_busy : Out(1)
         To the cache: the entry of the presented QP is busy.
-    q_entry : Out(range(entries)), q_done : In(COUNT_BITS), q_win : In(16)
-        The completion unit's ``done`` and window counts of entry ``q_entry``.
-    q_err : In(1)
-        The completion unit's ERR notice is for entry ``q_entry`` in this cycle.
+    completion : Out(CompletionQuerySignature(entries, COUNT_BITS))
+        To the completion unit: its ``done`` and window (``win``) counts of entry
+        ``completion.entry``, and whether its ERR notice is for that entry in this cycle
+        (``err``).
     hold : In(1)
         Take nothing (a rewind is waiting for the pipeline to drain).
     serial : In(1), idle : In(1)
@@ -66,10 +66,9 @@ class QpFront(wiring.Component):
         super().__init__({
             "item": In(stream.Signature(item_layout())),
             "fetch": Out(stream.Signature(fetch_layout())),
-            "lookup": Out(stream.Signature(data.StructLayout({"qpn": 24}))),
+            "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
-            "q_entry": Out(range(entries)), "q_done": In(COUNT_BITS), "q_win": In(16),
-            "q_err": In(1),
+            "completion": Out(CompletionQuerySignature(entries, COUNT_BITS)),
             "hold": In(1), "serial": In(1), "idle": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "adm_total": Out(COUNT_BITS),
@@ -85,14 +84,15 @@ class QpFront(wiring.Component):
         it = self.item.payload
         e = Signal(ibits)
         m.d.comb += [e.eq(entry_of(it.qpn, self.cache_log2, ibits)), rd.addr.eq(e),
-                     wr.addr.eq(e), self.q_entry.eq(e)]
+                     wr.addr.eq(e), self.completion.entry.eq(e)]
         go = Signal()
         m.d.comb += [
             go.eq(self.item.valid & self.fetch.ready & ~self.hold
                   & (~self.serial | self.idle)),
             self.lookup.valid.eq(go),
             self.lookup.payload.qpn.eq(it.qpn),
-            self.victim_busy.eq((rd.data != self.q_done) | (self.q_win != 0) | self.q_err),
+            self.victim_busy.eq((rd.data != self.completion.done) | (self.completion.win != 0)
+                                | self.completion.err),
         ]
         taken = Signal()
         m.d.comb += [

@@ -5,32 +5,27 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.ack_receiver import AckReceiver, ack_event_layout
+from rtl.rdma.ack_receiver import AckReceiver
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
 from rtl.rdma.req.doorbell_intake import DoorbellIntake
 from rtl.rdma.req.frame_sender import FrameSender
-from rtl.rdma.req.host_ports import ReadArbiter, WriteArbiter
-from rtl.rdma.req.layouts import (
-    batch_layout,
-    cqe_req_layout,
-    fetch_layout,
-    item_layout,
-    job_layout,
-    read_layout,
-    record_layout,
-    resend_layout,
-    seg_layout,
-    write_layout_req,
-)
+from rtl.rdma.req.host_ports import ReadArbiter, RequesterWriteArbiter
 from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
 from rtl.rdma.req.sequencer import Sequencer
 from rtl.rdma.req.wqe_fetch import WqeFetch
 from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
-from spec.host import mmio_layout, rd_data_layout, rd_req_layout, wr_layout
+from spec.formats.roce import HOST_WORD_BITS
+from spec.host import mmio_layout
+from spec.ports import (
+    CacheGroupSignature,
+    CacheReadSignature,
+    FillQuerySignature,
+    HostDmaSignature,
+)
 from spec.rdma_engine import (
     CACHE_COUNTERS,
     COMPLETION_COUNTERS,
@@ -45,10 +40,36 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     RETRY_LIMIT_RANGE,
     SEQ_GROUP,
+    TIMEOUT_BITS,
     TIMEOUT_RANGE,
+)
+from spec.rdma_stages import (
+    COUNT_BITS,
+    ack_event_layout,
+    batch_layout,
+    cqe_req_layout,
+    fetch_layout,
+    group_layout,
+    item_layout,
+    job_layout,
+    read_layout,
+    record_layout,
+    resend_layout,
+    seg_layout,
+    write_layout_req,
 )
 
 __all__ = ["Requester"]
+
+
+def _as_port(signature, **members):
+    """An interface of ``signature`` (from the initiator's side) made of a stage's
+    existing ports ``members``, the way ``SyncFIFO.w_stream`` presents its ports: for a
+    stage whose ports of that kind are still separate signals."""
+    port = signature.create()
+    for name, value in members.items():
+        setattr(port, name, value)
+    return port
 
 class Requester(wiring.Component):
     """Post, send, complete and recover RDMA WRITEs, one stage per component.
@@ -62,7 +83,7 @@ class Requester(wiring.Component):
                             ContextCache     |  ReadArbiter -> rd_req    | records
                                              |                           v
           i -> AckReceiver -> events -> CompletionUnit (windows, timers) -+-> resend
-                                             | CQEs -> CqeWriter -> WriteArbiter -> wr
+                                             | CQEs -> CqeWriter -> RequesterWriteArbiter -> wr
 
     Every arrow between stages is a SyncFIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`);
     read data from the host interface is routed by its ``id`` into the cache (fills),
@@ -86,13 +107,15 @@ class Requester(wiring.Component):
     -----
     mmio : In(stream.Signature(mmio_layout()))
         The host's MMIO writes (doorbells, WQEs by MMIO), from the host interface.
-    rd_req, rd_data, wr :
-        The host interface's device-side ports.
+    host : Out(HostDmaSignature(depth))
+        To the host interface's engine side (``HostInterface.dma``): reads (``rd_req``,
+        ``id`` one of ``RD_FILL``, ``RD_WQE``, ``RD_PAYLOAD``), their words
+        (``rd_data``, ``ready`` ignored) and posted writes (``wr``).
     o : Out(packet_signature(64)), i : In(packet_signature(64))
         WRITE frames to the link; ACK/NAK frames from it (always ready).
     qpc_base, cq_base : In(range(depth)), cq_log2 : In(5)
         The context table and the completion queue.
-    ack_timeout : In(24)
+    ack_timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles, 0 for the ``timeout`` parameter.
     ack_every : In(8), ack_frames : In(16)
         ACK coalescing (see :class:`~rtl.rdma.req.sequencer.Sequencer`).
@@ -135,12 +158,10 @@ class Requester(wiring.Component):
         self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"])
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
-            "rd_req": Out(stream.Signature(rd_req_layout(depth))),
-            "rd_data": In(stream.Signature(rd_data_layout())),
-            "wr": Out(stream.Signature(wr_layout(depth))),
+            "host": Out(HostDmaSignature(depth)),
             "o": Out(packet_signature(64)), "i": In(packet_signature(64)),
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
-            "ack_timeout": In(24), "ack_every": In(8), "ack_frames": In(16),
+            "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
         }
@@ -159,7 +180,7 @@ class Requester(wiring.Component):
         m.submodules.intake = intake = DoorbellIntake()
         m.submodules.cqe_writer = cqw = CqeWriter(depth)
         m.submodules.rd_arb = rd_arb = ReadArbiter(depth)
-        m.submodules.wr_arb = wr_arb = WriteArbiter(depth)
+        m.submodules.wr_arb = wr_arb = RequesterWriteArbiter(depth)
         m.submodules.ack_rx = ack_rx = AckReceiver()
 
         def fifo(name, shape, depth_):
@@ -169,21 +190,20 @@ class Requester(wiring.Component):
 
         def link(src, f, dst):
             """``src`` (an Out stream) -> FIFO ``f`` -> ``dst`` (an In stream)."""
-            m.d.comb += [f.w_en.eq(src.valid), f.w_data.eq(src.payload),
-                         src.ready.eq(f.w_rdy),
-                         dst.valid.eq(f.r_rdy), dst.payload.eq(f.r_data), f.r_en.eq(dst.ready)]
+            wiring.connect(m, src, f.w_stream)
+            wiring.connect(m, f.r_stream, dst)
 
         d = FIFO_DEPTHS
         q_items = fifo("items", item_layout(), d["items"])
-        q_bf = fifo("bf", 512, d["bf"])
+        q_bf = fifo("bf", HOST_WORD_BITS, d["bf"])
         q_fetch = fifo("fetch", fetch_layout(), d["fetch"])
         q_resend = fifo("resend", resend_layout(), d["resend"])
         q_batch = fifo("batch", batch_layout(), d["batch"])
-        q_wqe = fifo("wqe", 512, p["wqe_words"])
+        q_wqe = fifo("wqe", HOST_WORD_BITS, p["wqe_words"])
         q_jobs = fifo("jobs", job_layout(depth), d["jobs"])
-        q_inline = fifo("inline", 512, d["inline"])
+        q_inline = fifo("inline", HOST_WORD_BITS, d["inline"])
         q_segs = fifo("segs", seg_layout(), d["segs"])
-        q_pay = fifo("payload", 512, p["payload_words"])
+        q_pay = fifo("payload", HOST_WORD_BITS, p["payload_words"])
         q_recs = fifo("recs", record_layout(), d["recs"])
         q_events = fifo("events", ack_event_layout(), p["ack_queue"])
         q_cqes = fifo("cqes", cqe_req_layout(), d["cqes"])
@@ -209,19 +229,15 @@ class Requester(wiring.Component):
         link(cache.fill_rd, q_rd_fill, rd_arb.fill)
         link(cache.wb, q_wr_wb, wr_arb.wb)
         link(cqw.wr, q_wr_cqe, wr_arb.cqe)
-        wiring.connect(m, rd_arb.o, wiring.flipped(self.rd_req))
-        wiring.connect(m, wr_arb.o, wiring.flipped(self.wr))
-        m.d.comb += [
-            seq.wqe.valid.eq(q_wqe.r_rdy), seq.wqe.payload.eq(q_wqe.r_data),
-            q_wqe.r_en.eq(seq.wqe.ready),
-            sender.pay.valid.eq(q_pay.r_rdy), sender.pay.payload.eq(q_pay.r_data),
-            q_pay.r_en.eq(sender.pay.ready),
-            pay.pay_level.eq(q_pay.level), sender.pay_level.eq(q_pay.level),
-        ]
+        wiring.connect(m, rd_arb.o, wiring.flipped(self.host.rd_req))
+        wiring.connect(m, wr_arb.o, wiring.flipped(self.host.wr))
+        wiring.connect(m, q_wqe.r_stream, seq.wqe)
+        wiring.connect(m, q_pay.r_stream, sender.pay)
+        m.d.comb += [pay.pay_level.eq(q_pay.level), sender.pay_level.eq(q_pay.level)]
 
         # Read data, routed by id; inline words share the payload FIFO's write side.
-        rd = self.rd_data
-        arrived = Signal(16)
+        rd = self.host.rd_data
+        arrived = Signal(COUNT_BITS)
         to_pay = rd.valid & (rd.payload.id == RD_PAYLOAD)
         m.d.comb += [
             cache.fill_data.valid.eq(rd.valid & (rd.payload.id == RD_FILL)),
@@ -237,27 +253,29 @@ class Requester(wiring.Component):
         with m.If(to_pay):
             m.d.sync += arrived.eq(arrived + 1)
 
-        # The cache's users.
+        # The cache's users (WqeFetch's cache ports are not grouped into signatures: they
+        # are joined as the same port kinds, see _as_port).
+        n = cache.entries
         m.d.comb += [
             cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
             front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
-            cache.req.valid.eq(front.lookup.valid), cache.req.payload.eq(front.lookup.payload),
-            front.lookup.ready.eq(cache.req.ready), cache.victim_busy.eq(front.victim_busy),
-            cache.q_entry.eq(fetch.q_entry), fetch.q_ready.eq(cache.q_ready),
-            cache.s0_addr.eq(fetch.s_addr), fetch.s_data.eq(cache.s0_data),
-            cache.s1_addr.eq(sender.s_addr), sender.s_data.eq(cache.s1_data),
-            cache.s2_addr.eq(seq.s_addr), seq.s_data.eq(cache.s2_data),
-            cache.fetch_addr.eq(fetch.g_addr), fetch.g_data.eq(cache.fetch_data),
-            cache.fetch_we.eq(fetch.g_we), cache.fetch_wdata.eq(fetch.g_wdata),
-            cache.seq_addr.eq(seq.g_addr), seq.g_data.eq(cache.seq_data),
-            cache.seq_we.eq(seq.g_we), cache.seq_wdata.eq(seq.g_wdata),
+            cache.victim_busy.eq(front.victim_busy),
         ]
+        wiring.connect(m, front.lookup, cache.req)
+        wiring.connect(m, _as_port(FillQuerySignature(n), entry=fetch.q_entry,
+                                   ready=fetch.q_ready), cache.filled)
+        wiring.connect(m, _as_port(CacheReadSignature(n), addr=fetch.s_addr,
+                                   data=fetch.s_data), cache.reads[0])
+        wiring.connect(m, sender.ctx, cache.reads[1])
+        wiring.connect(m, seq.ctx, cache.reads[2])
+        wiring.connect(m, _as_port(CacheGroupSignature(n, group_layout(FETCH_GROUP)),
+                                   addr=fetch.g_addr, data=fetch.g_data, we=fetch.g_we,
+                                   wdata=fetch.g_wdata), cache.fetch)
+        wiring.connect(m, seq.group, cache.seq)
 
         # Front <-> completion.
+        wiring.connect(m, front.completion, comp.query)
         m.d.comb += [
-            comp.q_entry.eq(front.q_entry), front.q_done.eq(comp.q_done),
-            front.q_err.eq(comp.q_err),
-            front.q_win.eq(comp.q_win),
             fetch.hold.eq(comp.hold), fetch.win_total.eq(comp.win_total),
             fetch.appended.eq(comp.appended), comp.issued.eq(fetch.issued),
             front.hold.eq(comp.hold), front.serial.eq(self.serial),
@@ -271,9 +289,7 @@ class Requester(wiring.Component):
         # Frames out; ACKs in.
         wiring.connect(m, sender.o, wiring.flipped(self.o))
         wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
-        m.d.comb += [q_events.w_en.eq(ack_rx.o.valid), q_events.w_data.eq(ack_rx.o.payload),
-                     comp.ev.valid.eq(q_events.r_rdy), comp.ev.payload.eq(q_events.r_data),
-                     q_events.r_en.eq(comp.ev.ready)]
+        link(ack_rx.o, q_events, comp.ev)
         with m.If(ack_rx.o.valid & ~q_events.w_rdy):
             m.d.sync += self.ack_lost.eq(self.ack_lost + 1)
 

@@ -4,17 +4,18 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import group_layout
-from rtl.rdma.req.layouts import batch_layout, job_layout
 from spec.formats.roce import (
-    QPC_LAYOUT,
+    HOST_WORD_BITS,
+    PSN_BITS,
     WQE_ACK_REQ,
     WQE_INLINE,
     WQE_LAYOUT,
     WQE_SIGNALLED,
     QpState,
 )
+from spec.ports import CacheGroupSignature, CacheReadSignature
 from spec.rdma_engine import MAX_INLINE_WORDS, SEQ_GROUP
+from spec.rdma_stages import COUNT_BITS, batch_layout, group_layout, job_layout
 
 __all__ = ["Sequencer"]
 
@@ -31,16 +32,18 @@ class Sequencer(wiring.Component):
     -----
     batch : In(stream.Signature(batch_layout()))
         From the WQE fetch stage.
-    wqe : In(stream.Signature(512))
+    wqe : In(stream.Signature(HOST_WORD_BITS))
         The fetched-WQE FIFO: each batch's ``count << stride_log2`` words, in order.
-    bfq : In(stream.Signature(512))
+    bfq : In(stream.Signature(HOST_WORD_BITS))
         The FIFO of WQEs written by MMIO: a header word and its inline words.
     job : Out(stream.Signature(job_layout(depth)))
         One send job per WQE (and one ``null`` job per null batch), to a FIFO.
-    inline : Out(stream.Signature(512))
+    inline : Out(stream.Signature(HOST_WORD_BITS))
         The inline payload words of the jobs, in order, to a FIFO.
-    s_addr, s_data : a static read port of the cache (``pmtu_log2``).
-    g_addr, g_data, g_we, g_wdata : the cache's group ``SEQ_GROUP``, owned here.
+    ctx : Out(CacheReadSignature(entries))
+        A static read port of the cache (``pmtu_log2``).
+    group : Out(CacheGroupSignature(entries, group_layout(SEQ_GROUP)))
+        The cache's group ``SEQ_GROUP``, owned here.
     ack_every : In(8)
         ACK coalescing: a message asks for an ACK (AckReq on its last frame) when it is
         signalled or its WQE has ``WQE_ACK_REQ``, or when it is the ``ack_every``-th
@@ -52,7 +55,7 @@ class Sequencer(wiring.Component):
     err_valid : In(1), err_entry : In(range(entries))
         The completion unit's notice that the QP of entry ``err_entry`` entered ERR (a
         one-cycle pulse, the cycle after its error completion).
-    released : Out(16)
+    released : Out(COUNT_BITS)
         Words taken out of ``wqe`` since reset (mod 2**16), for the fetch stage's
         reservations.
     sequenced : Out(32)
@@ -88,30 +91,29 @@ class Sequencer(wiring.Component):
         self.entries, self.depth = entries, depth
         super().__init__({
             "batch": In(stream.Signature(batch_layout())),
-            "wqe": In(stream.Signature(512)),
-            "bfq": In(stream.Signature(512)),
+            "wqe": In(stream.Signature(HOST_WORD_BITS)),
+            "bfq": In(stream.Signature(HOST_WORD_BITS)),
             "job": Out(stream.Signature(job_layout(depth))),
-            "inline": Out(stream.Signature(512)),
-            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
-            "g_addr": Out(range(entries)), "g_data": In(group_layout(SEQ_GROUP)),
-            "g_we": Out(1), "g_wdata": Out(group_layout(SEQ_GROUP)),
+            "inline": Out(stream.Signature(HOST_WORD_BITS)),
+            "ctx": Out(CacheReadSignature(entries)),
+            "group": Out(CacheGroupSignature(entries, group_layout(SEQ_GROUP))),
             "ack_every": In(8), "ack_frames": In(16),
             "err_valid": In(1), "err_entry": In(range(entries)),
-            "released": Out(16),
+            "released": Out(COUNT_BITS),
             "sequenced": Out(32), "doorbell_err_qp": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
         bt = self.batch.payload
-        m.d.comb += [self.s_addr.eq(bt.entry),
-                     self.g_addr.eq(Mux(self.err_valid, self.err_entry, bt.entry)),
-                     self.g_wdata.eq(self.g_data)]
+        m.d.comb += [self.ctx.addr.eq(bt.entry),
+                     self.group.addr.eq(Mux(self.err_valid, self.err_entry, bt.entry)),
+                     self.group.wdata.eq(self.group.data)]
         idx = Signal(6)                  # WQE of the batch
         inl_left = Signal(3)             # inline words still to copy
         pad_left = Signal(3)             # slot words still to drop
         src_valid = Signal()
-        src_word = Signal(512)
+        src_word = Signal(HOST_WORD_BITS)
         pop = Signal()
         m.d.comb += [
             src_valid.eq(Mux(bt.bf, self.bfq.valid, self.wqe.valid)),
@@ -127,8 +129,8 @@ class Sequencer(wiring.Component):
 
         # Header decoding.
         w = data.View(WQE_LAYOUT, src_word)
-        ctx = self.s_data
-        g = self.g_data
+        ctx = self.ctx.data
+        g = self.group.data
         length = w.length
         inline = (w.flags & WQE_INLINE) != 0
         signalled = (w.flags & WQE_SIGNALLED) != 0
@@ -151,7 +153,7 @@ class Sequencer(wiring.Component):
                      n_inl.eq(Mux(flush, 0, n_inl_raw))]
         n_pad = Signal(3)
         m.d.comb += n_pad.eq(Mux(bt.bf, Mux(flush, n_inl_raw, 0), slot_words - 1 - n_inl))
-        frames = Signal(24)
+        frames = Signal(PSN_BITS)
         m.d.comb += frames.eq(Mux(length == 0, 1,
                                   (length + (Const(1, 13) << ctx.pmtu_log2) - 1)
                                   >> ctx.pmtu_log2))
@@ -184,14 +186,14 @@ class Sequencer(wiring.Component):
                 m.d.sync += idx.eq(idx + 1)
 
         with m.If(self.err_valid):
-            m.d.comb += [self.g_we.eq(1), self.g_wdata.state.eq(QpState.ERR.value)]
+            m.d.comb += [self.group.we.eq(1), self.group.wdata.state.eq(QpState.ERR.value)]
         with m.Else(), m.FSM():
             with m.State("HDR"):
                 with m.If(self.batch.valid & bt.null):
                     m.d.comb += [self.job.valid.eq(1), self.batch.ready.eq(self.job.ready)]
                     with m.If(self.job.ready & bt.modify):
-                        m.d.comb += [self.g_we.eq(1),
-                                     self.g_wdata.state.eq(QpState.RTS.value)]
+                        m.d.comb += [self.group.we.eq(1),
+                                     self.group.wdata.state.eq(QpState.RTS.value)]
                     with m.Elif(self.job.ready & flush):
                         m.d.sync += self.doorbell_err_qp.eq(self.doorbell_err_qp + 1)
                 with m.Elif(self.batch.valid & src_valid & (self.job.ready | drop)):
@@ -203,10 +205,10 @@ class Sequencer(wiring.Component):
                         m.d.sync += self.doorbell_err_qp.eq(self.doorbell_err_qp + 1)
                     with m.If(~bt.resend & ~flush):
                         m.d.comb += [
-                            self.g_we.eq(1),
-                            self.g_wdata.next_psn.eq(g.next_psn + frames),
-                            self.g_wdata.ack_msgs.eq(Mux(want_ack, 0, msgs)),
-                            self.g_wdata.ack_frames.eq(Mux(want_ack, 0, fsum)),
+                            self.group.we.eq(1),
+                            self.group.wdata.next_psn.eq(g.next_psn + frames),
+                            self.group.wdata.ack_msgs.eq(Mux(want_ack, 0, msgs)),
+                            self.group.wdata.ack_frames.eq(Mux(want_ack, 0, fsum)),
                         ]
                     with m.If(n_inl != 0):
                         m.next = "INLINE"

@@ -4,11 +4,16 @@ from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import group_layout
-from rtl.rdma.req.layouts import batch_layout, fetch_layout, read_layout, resend_layout
 from spec.checks import check_int
 from spec.formats.roce import QPC_LAYOUT
 from spec.rdma_engine import FETCH_GROUP, MAX_PREFETCH, REQUESTER_DEFAULTS
+from spec.rdma_stages import (
+    batch_layout,
+    fetch_layout,
+    group_layout,
+    read_layout,
+    resend_layout,
+)
 
 __all__ = ["WqeFetch"]
 

@@ -5,9 +5,10 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
-from rtl.rdma.ack_framer import AckFramer, ack_layout
+from rtl.rdma.ack_framer import AckFramer
 from rtl.rdma.icrc_inserter import IcrcInserter
 from spec.formats.packet import packet_signature
+from spec.rdma_stages import ack_layout
 
 __all__ = ["AckSender"]
 

@@ -5,7 +5,6 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
-from rtl.rdma.resp.layouts import header_entry_layout, verify_job_layout
 from spec.checks import check_int, reject
 from spec.formats.roce import (
     BTH_BYTES,
@@ -13,6 +12,7 @@ from spec.formats.roce import (
     ICRC_BYTES,
     IP_PROTO_UDP,
     IPV4_BYTES,
+    QPN_BITS,
     RETH_BYTES,
     ROCE_UDP_PORT,
     UDP_BYTES,
@@ -21,6 +21,7 @@ from spec.formats.roce import (
     bswap,
 )
 from spec.rdma_responder import SIZE_LIMITS
+from spec.rdma_stages import header_entry_layout, verify_job_layout
 
 __all__ = ["HeaderCheck", "inflight_bits"]
 
@@ -53,7 +54,7 @@ class HeaderCheck(wiring.Component):
         One verify job per frame, in order, to the verify stage.
     o_level : In(range(jobs + 1))
         The verify-job FIFO's level (for ``jobs_max``).
-    lookup : Out(stream.Signature({"qpn": 24}))
+    lookup : Out(stream.Signature({"qpn": QPN_BITS}))
         To the context cache's ``req`` (``ready``: the lookup is taken in this cycle).
     victim_busy : Out(1)
         For ``lookup``'s entry: frames of it were looked up and are not through the
@@ -91,7 +92,7 @@ class HeaderCheck(wiring.Component):
             "i": In(stream.Signature(header_entry_layout())),
             "o": Out(stream.Signature(verify_job_layout())),
             "o_level": In(range(jobs + 1)),
-            "lookup": Out(stream.Signature(data.StructLayout({"qpn": 24}))),
+            "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
             "done_addr": Out(range(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
@@ -134,7 +135,7 @@ class HeaderCheck(wiring.Component):
                     ~header_ok, 0b0100, Mux(~e.icrc_ok, 0b1000, 0)))))
 
         job = self.o.payload
-        qpn = Signal(24)
+        qpn = Signal(QPN_BITS)
         m.d.comb += [qpn.eq(bswap(hdr.bth.dest_qp, 3)), job.rest.eq(e.rest)]
         with m.If(fail == 0):
             m.d.comb += [

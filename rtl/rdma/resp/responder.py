@@ -1,48 +1,36 @@
 """The pipelined responder of RDMA WRITEs: stages and FIFOs, wired (no logic here)."""
 
 from amaranth import Module, Shape
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
-from rtl.rdma.resp.layouts import (
-    ack_layout,
-    header_entry_layout,
-    rd_data_layout,
-    rd_req_layout,
-    verify_job_layout,
-    wr_layout,
-    write_job_layout,
-)
 from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.verify import Verify
-from rtl.rdma.resp.wr_arbiter import WriteArbiter, writeback_layout
+from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
 from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
-from spec.formats.roce import MR_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT
+from spec.host import wr_layout
+from spec.ports import HostDmaSignature
 from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+from spec.rdma_stages import (
+    ack_layout,
+    header_entry_layout,
+    verify_job_layout,
+    write_job_layout,
+    writeback_layout,
+)
 
 __all__ = ["Responder"]
 
 
 def _fifo(shape, depth):
     return SyncFIFO(width=Shape.cast(shape).width, depth=depth)
-
-
-def _into(m, src, fifo):
-    """A stage's output stream ``src`` writes ``fifo``."""
-    m.d.comb += [fifo.w_en.eq(src.valid), fifo.w_data.eq(src.payload),
-                 src.ready.eq(fifo.w_rdy)]
-
-
-def _out_of(m, fifo, dst):
-    """``fifo`` feeds a stage's input stream ``dst``."""
-    m.d.comb += [dst.valid.eq(fifo.r_rdy), dst.payload.eq(fifo.r_data),
-                 fifo.r_en.eq(dst.ready)]
 
 
 class Responder(wiring.Component):
@@ -59,9 +47,9 @@ class Responder(wiring.Component):
         [hdr]           -> HeaderCheck   -> [jobs]   lookups: ContextCache -> [fills], [wbs]
         [jobs]          -> Verify        -> [wjobs], [acks]   context, group: ContextCache
         [wjobs], [pay]  -> PayloadWriter -> [words]
-        [words], [wbs]  -> WriteArbiter  -> wr
+        [words], [wbs]  -> WriteArbiter  -> host.wr
         [acks]          -> AckSender     -> o
-        [fills]         -> rd_req;  rd_data -> ContextCache (fill words)
+        [fills]         -> host.rd_req;  host.rd_data -> ContextCache (fill words)
 
     Parameters
     ----------
@@ -88,12 +76,11 @@ class Responder(wiring.Component):
     cache_log2 : In(4)
         ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
         reset); QP ``q`` lives in entry ``q % 2**cache_log2``.
-    rd_req : Out(stream.Signature(rd_req_layout(depth)))
-        Context fills: one word each (``words`` = 1, ``id`` = 0), from the fill FIFO.
-    rd_data : In(stream.Signature(rd_data_layout()))
-        Fill words, in request order; always ready.
-    wr : Out(stream.Signature(wr_layout(depth)))
-        Payload words (one write TLP per frame, ``mark`` with ``tag`` = QPN on the last
+    host : Out(HostDmaSignature(depth))
+        To the host interface's engine side (``HostInterface.dma``). ``host.rd_req``:
+        context fills, one word each (``words`` = 1, ``id`` = 0), from the fill FIFO;
+        ``host.rd_data``: fill words, in request order, always ready; ``host.wr``: payload
+        words (one write TLP per frame, ``mark`` with ``tag`` = QPN on the last
         word of a WRITE LAST/ONLY) and context write-backs (one-word TLPs).
     mr_table : memory.Memory (attribute, not a port)
         The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench.
@@ -110,7 +97,7 @@ class Responder(wiring.Component):
     ``wr`` one cycle after each is written, and its ACK leaves on ``o`` in ``t + 3`` and
     ``t + 4`` (:class:`~rtl.rdma.resp.ack.AckSender`), when nothing is queued before
     it. A context miss holds the frame in the verify stage until the cycle after its
-    fill word arrives on ``rd_data`` (``L + 1`` cycles more than a hit when ``rd_req``
+    fill word arrives on ``host.rd_data`` (``L + 1`` cycles more than a hit when ``rd_req``
     is taken at once and answered ``L`` cycles later); later frames are looked up
     meanwhile, and their misses issue their own fills (one per cache entry at most). A
     miss on an entry that is still filling, or whose QP has frames between the lookup
@@ -141,9 +128,7 @@ class Responder(wiring.Component):
             "o": Out(packet_signature(64)),
             "qpc_base": In(range(depth)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
-            "rd_req": Out(stream.Signature(rd_req_layout(depth))),
-            "rd_data": In(stream.Signature(rd_data_layout())),
-            "wr": Out(stream.Signature(wr_layout(depth))),
+            "host": Out(HostDmaSignature(depth)),
         }
         ports.update({name: Out(32) for name in RESPONDER_COUNTERS})
         super().__init__(ports)
@@ -161,7 +146,7 @@ class Responder(wiring.Component):
         m.submodules.ack = ack = AckSender()
         m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP})
         fifos = dict(
-            hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(512, s.rx_beats),
+            hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
             jobs=_fifo(verify_job_layout(), s.jobs),
             wjobs=_fifo(write_job_layout(depth), s.write_jobs),
             acks=_fifo(ack_layout(), s.ack_jobs), words=_fifo(wr_layout(depth), s.words),
@@ -171,13 +156,13 @@ class Responder(wiring.Component):
             m.submodules[f"{name}_fifo"] = fifo
 
         wiring.connect(m, wiring.flipped(self.i), rx.i)
-        _into(m, rx.hdr, fifos["hdr"])
-        _into(m, rx.pay, fifos["pay"])
+        wiring.connect(m, rx.hdr, fifos["hdr"].w_stream)
+        wiring.connect(m, rx.pay, fifos["pay"].w_stream)
         m.d.comb += [rx.hdr_level.eq(fifos["hdr"].level),
                      rx.pay_level.eq(fifos["pay"].level)]
 
-        _out_of(m, fifos["hdr"], hdr.i)
-        _into(m, hdr.o, fifos["jobs"])
+        wiring.connect(m, fifos["hdr"].r_stream, hdr.i)
+        wiring.connect(m, hdr.o, fifos["jobs"].w_stream)
         wiring.connect(m, hdr.lookup, cache.req)
         m.d.comb += [hdr.o_level.eq(fifos["jobs"].level),
                      cache.victim_busy.eq(hdr.victim_busy),
@@ -185,37 +170,35 @@ class Responder(wiring.Component):
                      cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
                      hdr.cache_log2.eq(self.cache_log2), ver.cache_log2.eq(self.cache_log2)]
 
-        _into(m, cache.fill_rd, fifos["fills"])
+        wiring.connect(m, cache.fill_rd, fifos["fills"].w_stream)
+        rd_req, rd_data = self.host.rd_req, self.host.rd_data
         m.d.comb += [
-            self.rd_req.valid.eq(fifos["fills"].r_rdy),
-            self.rd_req.payload.addr.eq(fifos["fills"].r_data),
-            self.rd_req.payload.words.eq(1), self.rd_req.payload.id.eq(0),
-            fifos["fills"].r_en.eq(self.rd_req.ready),
-            self.rd_data.ready.eq(1),
-            cache.fill_data.valid.eq(self.rd_data.valid),
-            cache.fill_data.payload.eq(self.rd_data.payload.data),
+            rd_req.valid.eq(fifos["fills"].r_rdy),
+            rd_req.payload.addr.eq(fifos["fills"].r_data),
+            rd_req.payload.words.eq(1), rd_req.payload.id.eq(0),
+            fifos["fills"].r_en.eq(rd_req.ready),
+            rd_data.ready.eq(1),
+            cache.fill_data.valid.eq(rd_data.valid),
+            cache.fill_data.payload.eq(rd_data.payload.data),
         ]
-        _into(m, cache.wb, fifos["wbs"])
+        wiring.connect(m, cache.wb, fifos["wbs"].w_stream)
 
-        _out_of(m, fifos["jobs"], ver.i)
-        _into(m, ver.w, fifos["wjobs"])
-        _into(m, ver.ack, fifos["acks"])
+        wiring.connect(m, fifos["jobs"].r_stream, ver.i)
+        wiring.connect(m, ver.w, fifos["wjobs"].w_stream)
+        wiring.connect(m, ver.ack, fifos["acks"].w_stream)
         mr = self.mr_table.read_port(domain="comb")
-        m.d.comb += [
-            cache.q_entry.eq(ver.q_entry), ver.q_ready.eq(cache.q_ready),
-            cache.s0_addr.eq(ver.s_addr), ver.s_data.eq(cache.s0_data),
-            cache.resp_addr.eq(ver.g_addr), ver.g_data.eq(cache.resp_data),
-            cache.resp_we.eq(ver.g_we), cache.resp_wdata.eq(ver.g_wdata),
-            mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data),
-        ]
+        wiring.connect(m, ver.filled, cache.filled)
+        wiring.connect(m, ver.ctx, cache.reads[0])
+        wiring.connect(m, ver.group, cache.resp)
+        m.d.comb += [mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data)]
 
-        _out_of(m, fifos["wjobs"], wrt.i)
-        _out_of(m, fifos["pay"], wrt.beats)
-        _into(m, wrt.o, fifos["words"])
-        _out_of(m, fifos["words"], arb.pay)
-        _out_of(m, fifos["wbs"], arb.wb)
-        wiring.connect(m, arb.o, wiring.flipped(self.wr))
-        _out_of(m, fifos["acks"], ack.i)
+        wiring.connect(m, fifos["wjobs"].r_stream, wrt.i)
+        wiring.connect(m, fifos["pay"].r_stream, wrt.beats)
+        wiring.connect(m, wrt.o, fifos["words"].w_stream)
+        wiring.connect(m, fifos["words"].r_stream, arb.pay)
+        wiring.connect(m, fifos["wbs"].r_stream, arb.wb)
+        wiring.connect(m, arb.o, wiring.flipped(self.host.wr))
+        wiring.connect(m, fifos["acks"].r_stream, ack.i)
         wiring.connect(m, ack.o, wiring.flipped(self.o))
 
         owners = [(rx, ("overflow", "rx_beats_max", "rx_frames_max")),

@@ -5,10 +5,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.frame_check import FrameCheck
-from rtl.rdma.resp.layouts import header_entry_layout
 from spec.checks import check_int
 from spec.formats.packet import packet_signature
+from spec.formats.roce import HOST_WORD_BITS
 from spec.rdma_responder import MAX_FRAME_BEATS, REST_MAX, SIZE_LIMITS
+from spec.rdma_stages import header_entry_layout
 
 __all__ = ["Receive"]
 
@@ -32,7 +33,7 @@ class Receive(wiring.Component):
         for frames under 64 bytes: such frames fail the length or header check first,
         and this keeps the verdict independent of how FrameCheck treats ICRC bytes that
         overlap masked header bytes), ``single``, ``too_long`` and ``rest``.
-    pay : Out(stream.Signature(512))
+    pay : Out(stream.Signature(HOST_WORD_BITS))
         The data of beats 2 to MAX_FRAME_BEATS - 1 of each stored frame, in the cycle
         each arrives (later beats of a too long frame are not stored).
     hdr_level, pay_level : In
@@ -61,7 +62,7 @@ class Receive(wiring.Component):
         super().__init__({
             "i": In(packet_signature(64)),
             "hdr": Out(stream.Signature(header_entry_layout())),
-            "pay": Out(stream.Signature(512)),
+            "pay": Out(stream.Signature(HOST_WORD_BITS)),
             "hdr_level": In(range(rx_frames + 1)),
             "pay_level": In(range(rx_beats + 1)),
             "overflow": Out(32), "rx_beats_max": Out(32), "rx_frames_max": Out(32),
@@ -82,7 +83,7 @@ class Receive(wiring.Component):
         seen = Signal(range(MAX_FRAME_BEATS + 1))     # beats of this frame before, saturated
         index = Signal(range(MAX_FRAME_BEATS + 1))
         m.d.comb += index.eq(Mux(beat.first, 0, seen))
-        b0, b1 = Signal(512), Signal(512)
+        b0, b1 = Signal(HOST_WORD_BITS), Signal(HOST_WORD_BITS)
         with m.If(valid):
             m.d.sync += seen.eq(Mux(index == MAX_FRAME_BEATS, index, index + 1))
             with m.If(beat.first):

@@ -4,12 +4,13 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of, group_layout
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.resp.header import inflight_bits
-from rtl.rdma.resp.layouts import ack_layout, verify_job_layout, write_job_layout
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, QpState, Syndrome
+from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
+from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
 from spec.rdma_responder import RESP_GROUP, SIZE_LIMITS
+from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
 
@@ -39,11 +40,11 @@ class Verify(wiring.Component):
         written, so that it pops the frame's payload beats).
     ack : Out(stream.Signature(ack_layout()))
         The ACK/NAK a frame causes, to the ACK sender.
-    q_entry : Out, q_ready : In
-        Is the job's cache entry filled?
-    s_addr : Out, s_data : In(QPC_LAYOUT)
+    filled : Out(FillQuerySignature(entries))
+        Is the job's cache entry filled (``filled.ready``)?
+    ctx : Out(CacheReadSignature(entries))
         The cache's static read port: ``valid`` and the ACK addressing.
-    g_addr : Out, g_data : In, g_we : Out, g_wdata : Out
+    group : Out(CacheGroupSignature(entries, group_layout(RESP_GROUP)))
         The cache's dynamic group :data:`RESP_GROUP`, owned by this stage.
     mr_addr : Out(range(mr_entries)), mr_data : In(MR_LAYOUT)
         The MR table (a combinational read).
@@ -55,7 +56,7 @@ class Verify(wiring.Component):
     ------
     A job at the head of ``i`` is decided in the first cycle in which ``w`` and ``ack``
     both have room and, for a frame that passed the header check, its entry is filled
-    (``q_ready``; a miss holds the job here until the fill data has been written). In
+    (``filled.ready``; a miss holds the job here until the fill data has been written). In
     that cycle the job is popped, its write job (and ACK/NAK) written, the group written
     (seen from the next cycle, so the next frame of the same QP can follow directly) and
     the entry's done count incremented (seen by the header check from the next cycle).
@@ -94,11 +95,10 @@ class Verify(wiring.Component):
             "i": In(stream.Signature(verify_job_layout())),
             "w": Out(stream.Signature(write_job_layout(depth))),
             "ack": Out(stream.Signature(ack_layout())),
-            "q_entry": Out(range(entries)), "q_ready": In(1),
+            "filled": Out(FillQuerySignature(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
-            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
-            "g_addr": Out(range(entries)), "g_data": In(group),
-            "g_we": Out(1), "g_wdata": Out(group),
+            "ctx": Out(CacheReadSignature(entries)),
+            "group": Out(CacheGroupSignature(entries, group)),
             "mr_addr": Out(range(mr_entries)), "mr_data": In(MR_LAYOUT),
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
         }
@@ -110,9 +110,9 @@ class Verify(wiring.Component):
         j = self.i.payload
         ibits = (self.entries - 1).bit_length()
         entry = entry_of(j.qpn, self.cache_log2, ibits)
-        ctx, g, mr = self.s_data, self.g_data, self.mr_data
-        m.d.comb += [self.q_entry.eq(entry), self.s_addr.eq(entry), self.g_addr.eq(entry),
-                     self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
+        ctx, g, mr = self.ctx.data, self.group.data, self.mr_data
+        m.d.comb += [self.filled.entry.eq(entry), self.ctx.addr.eq(entry),
+                     self.group.addr.eq(entry), self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
 
         m.submodules.done = done = memory.Memory(
             shape=inflight_bits(self.jobs), depth=self.entries, init=[])
@@ -134,7 +134,7 @@ class Verify(wiring.Component):
         base = Signal(64)
         m.d.comb += base.eq(Mux(j.reth, j.va, g.resp_va))
 
-        ack, w, new = self.ack.payload, self.w.payload, self.g_wdata
+        ack, w, new = self.ack.payload, self.w.payload, self.group.wdata
         ack_due = Signal()
         verdict = Signal(len(VERIFY_COUNTERS))       # one-hot, in VERIFY_COUNTERS order
         m.d.comb += [
@@ -153,19 +153,19 @@ class Verify(wiring.Component):
             with m.If(behind):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
             with m.Elif(~g.nak_sent):
-                m.d.comb += [verdict.eq(1 << 3), ack_due.eq(1), self.g_we.eq(1),
+                m.d.comb += [verdict.eq(1 << 3), ack_due.eq(1), self.group.we.eq(1),
                              ack.psn.eq(g.expected_psn),
                              ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value),
                              new.nak_sent.eq(1)]
             with m.Else():
                 m.d.comb += verdict.eq(1 << 4)
         with m.Elif(~access_ok):
-            m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.g_we.eq(1),
+            m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.group.we.eq(1),
                          ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
                          new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0)]
         with m.Else():
             m.d.comb += [
-                verdict.eq(1 << 0), ack_due.eq(j.ack_req), self.g_we.eq(1),
+                verdict.eq(1 << 0), ack_due.eq(j.ack_req), self.group.we.eq(1),
                 ack.msn.eq(g.msn + j.last),
                 new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
                 new.msn.eq(g.msn + j.last), new.resp_va.eq(base + j.plen),
@@ -176,7 +176,7 @@ class Verify(wiring.Component):
 
         go = Signal()
         m.d.comb += go.eq(self.i.valid & self.w.ready & self.ack.ready
-                          & (~j.check | self.q_ready))
+                          & (~j.check | self.filled.ready))
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
                          wr.en.eq(j.check)]
@@ -185,5 +185,5 @@ class Verify(wiring.Component):
                 with m.If(verdict[k]):
                     m.d.sync += counter.eq(counter + 1)
         with m.Else():
-            m.d.comb += self.g_we.eq(0)
+            m.d.comb += self.group.we.eq(0)
         return m

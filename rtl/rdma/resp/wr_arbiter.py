@@ -1,17 +1,13 @@
 """Write arbiter of the responder: payload words and context write-backs onto ``wr``."""
 
 from amaranth import Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.resp.layouts import wr_layout
+from spec.host import wr_layout
+from spec.rdma_stages import writeback_layout
 
-__all__ = ["WriteArbiter", "writeback_layout"]
-
-
-def writeback_layout(depth):
-    """A context write-back, as the context cache's ``wb`` port has it."""
-    return data.StructLayout({"addr": range(depth), "data": 512})
+__all__ = ["WriteArbiter"]
 
 
 class WriteArbiter(wiring.Component):

@@ -4,8 +4,10 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.resp.layouts import wr_layout, write_job_layout
+from spec.formats.roce import HOST_WORD_BITS
+from spec.host import wr_layout
 from spec.rdma_responder import REST_MAX
+from spec.rdma_stages import write_job_layout
 
 __all__ = ["PayloadWriter"]
 
@@ -22,7 +24,7 @@ class PayloadWriter(wiring.Component):
     -----
     i : In(stream.Signature(write_job_layout(depth)))
         One job per frame, in frame order, from the verify stage.
-    beats : In(stream.Signature(512))
+    beats : In(stream.Signature(HOST_WORD_BITS))
         The payload FIFO: beats 2 and later of every stored frame.
     o : Out(stream.Signature(wr_layout(depth)))
         Payload words to the write arbiter: word ``k`` of a frame at ``addr + k`` with
@@ -51,7 +53,7 @@ class PayloadWriter(wiring.Component):
         self.depth = depth
         super().__init__({
             "i": In(stream.Signature(write_job_layout(depth))),
-            "beats": In(stream.Signature(512)),
+            "beats": In(stream.Signature(HOST_WORD_BITS)),
             "o": Out(stream.Signature(wr_layout(depth))),
             "words": Out(32),
         })
@@ -61,7 +63,7 @@ class PayloadWriter(wiring.Component):
         job = self.i.payload
         k = Signal(7)                          # words written of this job
         popped = Signal(range(REST_MAX + 1))   # beats popped of this job
-        carry = Signal(512)                    # the frame beat before the next one
+        carry = Signal(HOST_WORD_BITS)                  # the frame beat before the next one
         f0_tail, f1 = job.data[:80], job.data[80:]
 
         nwords = Signal(8)
@@ -75,7 +77,7 @@ class PayloadWriter(wiring.Component):
             tail.eq(~word_due & (popped < job.rest)),
         ]
         hi = self.beats.payload
-        word = Signal(512)
+        word = Signal(HOST_WORD_BITS)
         with m.If(job.reth):
             m.d.comb += word.eq(Cat(Mux(k == 0, f1, carry)[48:], hi[:48]))
         with m.Elif(k == 0):
@@ -84,7 +86,7 @@ class PayloadWriter(wiring.Component):
             m.d.comb += word.eq(Cat(carry[432:], hi[:432]))
         be = Signal(64)
         m.d.comb += be.eq(Mux(left >= 64, (1 << 64) - 1, (Const(1, 65) << left[:7]) - 1))
-        mask = Signal(512)
+        mask = Signal(HOST_WORD_BITS)
         m.d.comb += mask.eq(Cat(*[b.replicate(8) for b in be]))
         last = Signal()
         m.d.comb += last.eq(k + 1 == nwords)

@@ -1,0 +1,110 @@
+"""The port kinds that recur between blocks, one :class:`~amaranth.lib.wiring.Signature`
+each (as :mod:`amaranth.lib.memory` gives ``ReadPort.Signature``).
+
+# Ref: the Amaranth 0.5 interface model (amaranth.lib.wiring: Signature, connect,
+# Member.array); docs/rdma.md ("The pipelined requester", "The pipelined responder").
+
+Each signature is written from the side that starts a transfer: the stage that reads the
+context cache, the engine that reads and writes host memory, the block whose counters
+they are. That side has ``Out(sig)``, the other ``In(sig)`` (or ``In(sig).array(n)`` for
+several ports of one kind); ``wiring.connect`` joins them. All ports here are
+combinational: a read's ``data`` belongs to the ``addr`` of the same cycle.
+"""
+
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from spec.formats.roce import QPC_LAYOUT
+from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
+
+__all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
+           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature"]
+
+
+class CacheReadSignature(wiring.Signature):
+    """A static read port of the QP-context cache: the reader puts a cache entry on
+    ``addr`` and sees that entry's context word (as read from host memory) on ``data``
+    in the same cycle."""
+
+    def __init__(self, entries):
+        self.entries = entries
+        super().__init__({"addr": Out(range(entries)), "data": In(QPC_LAYOUT)})
+
+    def __repr__(self):
+        return f"CacheReadSignature({self.entries})"
+
+
+class CacheGroupSignature(wiring.Signature):
+    """The port of the one stage that owns a group of dynamic QP-context fields: it reads
+    entry ``addr``'s current values on ``data`` (same cycle) and, with ``we``, writes
+    ``wdata`` to that entry (seen from the next cycle on). ``layout``: the group's
+    :func:`spec.rdma_stages.group_layout`."""
+
+    def __init__(self, entries, layout):
+        self.entries, self.layout = entries, layout
+        super().__init__({"addr": Out(range(entries)), "data": In(layout),
+                          "we": Out(1), "wdata": Out(layout)})
+
+    def __repr__(self):
+        return f"CacheGroupSignature({self.entries}, {self.layout!r})"
+
+
+class FillQuerySignature(wiring.Signature):
+    """Is cache entry ``entry`` filled (``ready``: not waiting for its fill data)? Same
+    cycle."""
+
+    def __init__(self, entries):
+        self.entries = entries
+        super().__init__({"entry": Out(range(entries)), "ready": In(1)})
+
+    def __repr__(self):
+        return f"FillQuerySignature({self.entries})"
+
+
+class CompletionQuerySignature(wiring.Signature):
+    """The requester front's question to the completion unit about cache entry
+    ``entry``, answered in the same cycle: items of the entry done (``done``) and
+    messages in its window (``win``), both modulo ``2**count_bits``; ``err``: this
+    cycle's ERR notice is for that entry."""
+
+    def __init__(self, entries, count_bits):
+        self.entries, self.count_bits = entries, count_bits
+        super().__init__({"entry": Out(range(entries)), "done": In(count_bits),
+                          "win": In(count_bits), "err": In(1)})
+
+    def __repr__(self):
+        return f"CompletionQuerySignature({self.entries}, {self.count_bits})"
+
+
+class HostDmaSignature(wiring.Signature):
+    """An engine's DMA port into a host interface of ``depth`` host-memory words: read
+    requests out (``rd_req``), read completion words in (``rd_data``, in request order),
+    posted writes out (``wr``). Layouts: :func:`spec.host.rd_req_layout`,
+    :func:`spec.host.rd_data_layout`, :func:`spec.host.wr_layout`."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({
+            "rd_req": Out(stream.Signature(rd_req_layout(depth))),
+            "rd_data": In(stream.Signature(rd_data_layout())),
+            "wr": Out(stream.Signature(wr_layout(depth))),
+        })
+
+    def __repr__(self):
+        return f"HostDmaSignature({self.depth})"
+
+
+class CountersSignature(wiring.Signature):
+    """A block's counters, ``Out(width)`` each, named by ``names`` in that order (they
+    count since reset and wrap), and its 1-bit flags ``flags``."""
+
+    def __init__(self, names, width=COUNTER_BITS, flags=()):
+        self.names, self.width, self.flags = tuple(names), width, tuple(flags)
+        if set(self.names) & set(self.flags):
+            raise ValueError(f"names both counters and flags: "
+                             f"{sorted(set(self.names) & set(self.flags))}")
+        super().__init__({**{n: Out(width) for n in self.names},
+                          **{n: Out(1) for n in self.flags}})
+
+    def __repr__(self):
+        return f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r})"

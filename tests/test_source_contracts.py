@@ -1,0 +1,130 @@
+"""Source scans of rtl/ for the contract rules that a review would otherwise have to catch:
+
+- widths come from spec/: no integer literal 512 (a host word or 64-byte beat:
+  ``HOST_WORD_BITS``) or 24 (a QPN, PSN or MSN: ``QPN_BITS``, ``PSN_BITS``,
+  ``MSN_BITS``; the transport timeout: ``TIMEOUT_BITS``) in the code of rtl/ (strings,
+  docstrings and comments do not count; a parameter's default value is a size, not a
+  width, and does not count either);
+- ports are declared through signatures, not by name: no port dictionary key or
+  ``getattr`` of a port built with an f-string (``ports[f"s{k}_addr"]``,
+  ``getattr(self, f"{name}_we")``), in the files listed in :data:`NAMED_PORTS_DONE`.
+
+Each rule is checked on a small sample written to break it, so that the scan is known
+to see what it is meant to see.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RTL = ROOT / "rtl"
+
+#: Integer literals that stand for a width spec/ names.
+WIDTH_LITERALS = {512: "HOST_WORD_BITS", 24: "QPN_BITS/PSN_BITS/MSN_BITS/TIMEOUT_BITS"}
+
+#: Files whose ports are all declared through signatures (the RDMA engine, its context
+#: cache and its host attachment). The other files of rtl/ (the NIC, the switch, the
+#: fault-injecting link, the harness base and the tops built on them) still name some
+#: ports with f-strings; they join this list as they are converted.
+NAMED_PORTS_DONE = (
+    "rdma/context_cache.py", "rdma/req/requester.py", "rdma/req/completion.py",
+    "rdma/req/qp_front.py", "rdma/req/sequencer.py", "rdma/req/frame_sender.py",
+    "rdma/resp/responder.py", "rdma/resp/verify.py", "host/host_interface.py",
+)
+
+
+def width_literals(source):
+    """``(line, value)`` of each integer literal of :data:`WIDTH_LITERALS` in the code of
+    ``source``, parameter defaults left out."""
+    tree = ast.parse(source)
+    defaults = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arguments):
+            defaults |= {id(d) for d in node.defaults + node.kw_defaults if d is not None}
+    return sorted((n.lineno, n.value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and type(n.value) is int
+                  and n.value in WIDTH_LITERALS and id(n) not in defaults)
+
+
+def _is_port_constructor(node):
+    """``In(...)``/``Out(...)``, possibly with ``.array(...)`` after it."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "array":
+        node = node.func.value
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("In", "Out"))
+
+
+def fstring_ports(source):
+    """Lines that declare or reach a port through an f-string name: a dict entry or item
+    assignment whose key is an f-string and whose value is ``In(...)``/``Out(...)``, a
+    ``{f"...": In(...) for ...}`` comprehension, or ``getattr(self, f"...")`` /
+    ``getattr(<component>, f"...")``."""
+    tree = ast.parse(source)
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            lines |= {k.lineno for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.JoinedStr) and _is_port_constructor(v)}
+        elif isinstance(node, ast.DictComp):
+            if isinstance(node.key, ast.JoinedStr) and _is_port_constructor(node.value):
+                lines.add(node.lineno)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.JoinedStr) \
+                        and _is_port_constructor(node.value):
+                    lines.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "getattr" and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.JoinedStr):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def _rtl_files():
+    return sorted(RTL.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _rtl_files(), ids=lambda p: str(p.relative_to(RTL)))
+def test_no_literal_widths(path):
+    found = width_literals(path.read_text())
+    assert found == [], "; ".join(
+        f"{path.relative_to(ROOT)}:{line}: literal {value} (use {WIDTH_LITERALS[value]})"
+        for line, value in found)
+
+
+@pytest.mark.parametrize("name", NAMED_PORTS_DONE)
+def test_no_fstring_port_names(name):
+    path = RTL / name
+    found = fstring_ports(path.read_text())
+    assert found == [], f"{path.relative_to(ROOT)}: f-string port names on lines {found}"
+
+
+def test_named_ports_list_is_current():
+    """Every listed file exists (a renamed file must not leave the scan silently)."""
+    missing = [n for n in NAMED_PORTS_DONE if not (RTL / n).is_file()]
+    assert missing == []
+
+
+def test_scans_see_what_they_are_for():
+    """Samples written by hand to break each rule, and their compliant twins."""
+    bad_widths = (
+        "x = Signal(512)\n"                                   # line 1: a width
+        "y = {'qpn': 24}\n"                                   # line 2: a layout width
+        "def f(depth, words=512):\n    return words\n"        # a default: not counted
+        "'''In(stream.Signature(512)) in a docstring'''\n"    # a string: not counted
+    )
+    assert width_literals(bad_widths) == [(1, 512), (2, 24)]
+    assert width_literals("x = Signal(HOST_WORD_BITS)\ny = {'qpn': QPN_BITS}\n") == []
+    bad_ports = (
+        "ports[f's{k}_addr'] = In(range(n))\n"                # line 1
+        "p = {f'{n}_we': In(1) for n in names}\n"             # line 2
+        "q = {f'x{k}': Out(8), 'y': Out(1)}\n"                # line 3
+        "a = getattr(self, f'{name}_data')\n"                 # line 4
+        "r = {f'{n}': In(1).array(4)}\n"                      # line 5
+        "s = Signal(name=f'{name}_fresh')\n"                  # a signal name: allowed
+    )
+    assert fstring_ports(bad_ports) == [1, 2, 3, 4, 5]
+    assert fstring_ports("ports[name] = In(Sig(n))\nport = getattr(self, name)\n") == []
