@@ -48,6 +48,7 @@ import numpy as np
 
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
 from pymodel.points import normalise, resolve
+from pymodel.throughput import steady_ii
 from spec.formats.nic import header_bytes as nic_header_bytes
 from spec.formats.nic import padded_bytes
 from spec.metrics import CTRL_KINDS
@@ -198,11 +199,11 @@ def fast_run(design, *, msg_bytes, messages, **knobs):
     if p["attachment"] != "integrated":
         raise _not_covered(f"the NIC's {p['attachment']!r} attachment")
     a, x = _nic(msg_bytes, messages, p)
-    gaps = np.diff(a["accept"])
+    ii = steady_ii(a["accept"].tolist())
     point = {
         "latency_cycles": _median(a["remote_write"] - a["accept"]),
         "completion_cycles": _median(a["completion"] - a["accept"]),
-        "ii_cycles": _median(gaps) if len(gaps) else x["ii_empty"],
+        "ii_cycles": x["ii_empty"] if ii is None else ii,
         "wire_bytes": x["wire_per_message"], "ctrl_ops": x["ctrl_ops"],
         "ctrl_bytes": x["ctrl_bytes"], "host_bytes": None, "host_tlps": None,
         "host_util": None, "inflight_bits": x["inflight"], "messages": messages,

@@ -50,9 +50,9 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     median of (sender learns it is done - accepted): the credit of the store's last
     wire beat back at the sender (NIC), the CQE write (RDMA).
 ``ii_cycles``
-    NIC: median of the gaps between consecutive accepts (0 for one message); RDMA: the
-    steady-state cycles per message at the sender (the middle half of the back-to-back
-    run, :func:`pymodel.rdma.metrics.steady_ii`).
+    steady-state cycles per message at the sender, a throughput (the middle half of the
+    back-to-back run, :func:`pymodel.throughput.steady_ii`): over the NIC's store
+    accepts (0 for one message), over the RDMA engine's first wire beats of messages.
 ``wire_bytes``
     bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
     median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
@@ -84,6 +84,7 @@ from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario
+from pymodel.throughput import steady_ii
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
 from spec.host import PROFILES
@@ -222,8 +223,7 @@ def _nic(msg_bytes, messages, p):
     accept = [r[0] for r in rows]
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = whole(_median([r[4] for r in rows]))
-    gaps = [b - a for a, b in zip(accept, accept[1:], strict=False)] or [0]
-    ii = _median(gaps)
+    ii = steady_ii(accept) or 0
     host = {"host_bytes": None, "host_tlps": None, "host_util": None}
     if pcie:        # every node's host interface, per message (tb/nic/cocotb_nic.py)
         his, n = list(res["host"].values()), len(rows)

@@ -7,9 +7,11 @@ independent, and results do not depend on it). Waveforms with WAVES=1 (then `mak
 
 Your own point instead of the headline: ``--design nic|rdma`` and the design's options
 (``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma --qps 1024
---cache-entries 64 --msg-bytes 256"``). The point is co-simulated against the golden
-model (one results row, RTL and model side by side); every option is checked first by
-the model's own parameter checks, so a bad value stops with an error naming it.
+--cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
+the golden model (one results row, RTL and model side by side); every option is checked
+first by the model's own parameter checks, so a bad value stops with an error naming it.
+The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
+a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
 
 import argparse
@@ -48,8 +50,13 @@ COLUMNS = (
 def _cell(row, title, key, fmt):
     if title == "row":
         if row.get("design") == "rdma":
+            from spec.rdma_engine import LADDER
+
+            link = (f", link latency {row['link_latency']}" if "link_latency" in row else "")
+            if row.get("rung") not in dict(LADDER):     # a headline label names its point
+                return f"{row.get('rung')}{link}"
             return (f"{row.get('rung')}, {row.get('qps')} QP / "
-                    f"{row.get('cache_entries')} entries, {row.get('host')}")
+                    f"{row.get('cache_entries')} entries, {row.get('host')}{link}")
         return f"{row.get('framing')}, {row.get('peers')} peers" + (
             f", {row['attachment']}" if row.get("attachment") else "")
     if title == "TLPs":
@@ -75,13 +82,34 @@ def print_table(rows):
             print("  ".join("-" * w for w in widths))
 
 
-#: Options of a design point: (option, knob of pymodel.points, design, type, help).
+#: Short names of the RDMA ladder's rungs (spec/rdma_engine.py LADDER) for ``--rung``,
+#: which also takes the rungs' own names.
+RUNG_ALIASES = {
+    "seq": "sequential",
+    "pipelined": "pipelined",
+    "db-batch": "+doorbell batching 16",
+    "bf-inline": "+WQE by MMIO, inline",
+    "unsignalled": "+unsignalled 1/64",
+    "ack-coalesce": "+ACK coalescing",
+    "best": "+ACK coalescing",
+}
+
+
+def rung_name(text):
+    """The ladder rung named by ``text``: a rung's own name or one of
+    :data:`RUNG_ALIASES` (other text is returned unchanged, for the model's check)."""
+    return RUNG_ALIASES.get(text, text)
+
+
+#: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma" or
+#: "both"), type, help).
 POINT_OPTIONS = (
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
     ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
     ("--attachment", "attachment", "nic", str,
      "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
-    ("--link-latency", "link_latency", "nic", int, "NIC link latency in cycles (default 2)"),
+    ("--link-latency", "link_latency", "both", int,
+     "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6)"),
     ("--max-payload", "max_payload", "nic", int,
      "NIC largest frame payload, a multiple of 64 bytes (default 1024)"),
     ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
@@ -89,25 +117,33 @@ POINT_OPTIONS = (
      "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
-    ("--rung", "rung", "rdma", str, "RDMA optimisation rung (spec/rdma_engine.py LADDER; "
-     "default the best, '+ACK coalescing')"),
+    ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
+     + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
+     + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
 )
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    from pymodel.rdma.verbs import inline_limit
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Without --design: the headline of both designs.")
     ap.add_argument("--sim", default=None, help=f"one of {', '.join(SIMULATORS)}")
     ap.add_argument("--messages", type=int, default=1000, help="messages (default 1000)")
     ap.add_argument("--msg-bytes", type=int, default=128,
-                    help="bytes per message, 1..4096 (default 128)")
+                    help="bytes per message, 1..4096 (default 128; RDMA rungs with inline "
+                    f"data, bf-inline and after: at most the {inline_limit()} bytes a WQE "
+                    f"carries)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "sim")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
                     help="co-simulations at a time for the headline (default $JOBS or 2)")
     ap.add_argument("--design", choices=("nic", "rdma"), default=None,
                     help="co-simulate one point of this design instead of the headline")
     for opt, knob, design, kind, text in POINT_OPTIONS:
-        ap.add_argument(opt, dest=knob, type=kind, default=None, help=f"[{design}] {text}")
+        tag = "nic, rdma" if design == "both" else design
+        ap.add_argument(opt, dest=knob, type=kind, default=None,
+                        help=f"[{tag}] {text}".replace("%", "%%"))
     args = ap.parse_args(argv)
     try:
         args.sim = selected_sim(args.sim)
@@ -123,7 +159,7 @@ def parse_args(argv=None):
              if getattr(args, knob) is not None}
     if given and args.design is None:
         ap.error(f"{', '.join(o for o, _ in given.values())}: give --design too")
-    wrong = [o for o, d in given.values() if args.design and d != args.design]
+    wrong = [o for o, d in given.values() if args.design and d not in (args.design, "both")]
     if wrong:
         ap.error(f"{', '.join(wrong)}: not an option of --design {args.design}")
     args.knobs = {k: getattr(args, k) for k in given}
@@ -146,6 +182,7 @@ def check_point(design, msg_bytes, messages, knobs):
     :func:`pymodel.points.resolve` and by the RTL top's limits; ``ValueError`` names the
     bad option."""
     from pymodel.points import resolve
+    from pymodel.rdma.verbs import inline_limit
     from spec.rdma_engine import LADDER, TOP_DEFAULTS
 
     knobs = dict(knobs)
@@ -156,6 +193,11 @@ def check_point(design, msg_bytes, messages, knobs):
                              f"not {knobs['peers']}")
     else:
         knobs.setdefault("rung", LADDER[-1][0])
+        if dict(LADDER).get(knobs["rung"], {}).get("inline") and msg_bytes > inline_limit():
+            raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
+                             f"{knobs['rung']!r}, which carries the payload inline in the "
+                             f"WQE (not {msg_bytes}); pick a rung without inline data, e.g. "
+                             f"--rung db-batch")
     _, p = resolve(design, msg_bytes, messages, knobs)
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
@@ -178,7 +220,7 @@ def run_design_point(args):
     from tb.rdma.headline import run_point
     return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
-                     rung=k["rung"])
+                     rung=k["rung"], link_latency=k.get("link_latency"))
 
 
 def main(argv=None):

@@ -4,7 +4,8 @@
 text) in ``build/cosim/<sim>/<name>-<hash>/``, runs the cocotb module in a folder of the
 test's own, and raises :class:`CosimFailure` when the run fails, imports nothing, or runs
 no test. Parameters reach the cocotb module as JSON in ``COSIM_PARAMS``
-(:func:`cosim_params`).
+(:func:`cosim_params`), after :func:`check_params` has held them to the module's entry in
+:data:`ACCEPTED_PARAMS` (before anything is exported or built).
 
 Environment: ``SIM`` (``verilator`` or ``icarus``) picks the default simulator, ``WAVES=1``
 writes an FST waveform into the test's folder and records its path in
@@ -13,8 +14,6 @@ writes an FST waveform into the test's folder and records its path in
 stderr.
 """
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -25,18 +24,26 @@ import time
 from pathlib import Path
 
 from spec.checks import silence
-from tb import comb_check
 from tb.bulk_dump import add_dump_hooks, hook_names
+from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of this API)
+    _ZERO_INIT,
+    BUILD,
+    ROOT,
+    _zero_loop,
+    cached_verilog,
+    export_verilog,
+    icarus_time_zero,
+    locked,
+)
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
-           "toolchain_path", "export_verilog", "run_cosim", "cosim_params", "driven_inputs"]
+           "toolchain_path", "export_verilog", "run_cosim", "cosim_params", "driven_inputs",
+           "check_params", "ACCEPTED_PARAMS"]
 
 SIMULATORS = ("verilator", "icarus")
 #: C++ optimisation of Verilator models unless ``opt`` or ``$VERILATOR_OPT`` says otherwise
 #: (see :func:`run_cosim`).
 DEFAULT_OPT = "-O1"
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
 
 
 class CosimFailure(AssertionError):
@@ -72,159 +79,6 @@ def toolchain_path():
     first = [str(Path(verilator.__file__).parent / "bin"), str(Path(sys.executable).parent)]
     rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p not in first]
     os.environ["PATH"] = os.pathsep.join(first + rest)
-
-
-_ZERO_INIT = re.compile(
-    r"initial begin\n((?:[ \t]+(\\?[\w$.]+)\[\d+\] = \d+'[hd]0+;\n)+)[ \t]*end\n")
-
-
-def _zero_loop(match):
-    lines = match.group(1).splitlines()
-    names = {line.split("[", 1)[0].strip() for line in lines}
-    if len(names) != 1:
-        return match.group(0)
-    name = names.pop()
-    label = "zero_" + re.sub(r"\W", "_", name)
-    return (f"initial begin : {label}\n    integer i;\n"
-            f"    for (i = 0; i < {len(lines)}; i = i + 1) {name}[i] = 0;\n  end\n")
-
-
-_MEMORY_DECL = re.compile(r"^([ \t]*)reg \[\d+:0\] (\\?\S+) \[(\d+):0\];\n(?![ \t]*initial)",
-                          re.M)
-
-
-def _zero_decl(match):
-    indent, name, top = match.group(1), match.group(2), int(match.group(3))
-    label = "zero_" + re.sub(r"\W", "_", name)
-    return (f"{match.group(0)}{indent}initial begin : {label}\n{indent}  integer i;\n"
-            f"{indent}  for (i = 0; i < {top + 1}; i = i + 1) {name}[i] = 0;\n{indent}end\n")
-
-
-def export_verilog(top, name):
-    """The Verilog text of an Amaranth component, with ``name`` as the top module.
-
-    Amaranth builds one netlist object per bit of a memory's initial contents, so a top
-    with megabits of zero-initialised memory (players, recorders, host memories) took
-    minutes to export. All-zero initialisers are therefore left out of the netlist and
-    written back into the Verilog as a loop per memory, and other initialisers (the CRC
-    tables) are handed to Yosys as one constant string. The Verilog is the same text as
-    a plain ``verilog.convert`` followed by folding the zero initialisers (tested).
-    Amaranth's test for combinational cycles runs through :mod:`tb.comb_check` (the same
-    answer, one visit per multi-input cell instead of per bit).
-    """
-    from amaranth.back import rtlil, verilog
-    from amaranth.hdl import _nir
-
-    original = rtlil.ModuleEmitter.emit_memory
-
-    def emit_memory(self, cell_idx, cell):
-        # Same cell as Amaranth 0.5's ModuleEmitter.emit_memory (pinned version), with the
-        # constant DATA written as one bit string instead of one netlist object per bit.
-        if not any(cell.init):
-            return
-        mask = (1 << cell.width) - 1
-        bits = "".join(format(row & mask, f"0{cell.width}b") for row in reversed(cell.init))
-        self.builder.cell("$meminit_v2", ports={
-            "ADDR": self.sigspec(),
-            "DATA": f"{len(bits)}'{bits}",
-            "EN": self.sigspec(_nir.Value.ones(cell.width)),
-        }, parameters={
-            "MEMID": self.memories[cell_idx].memid,
-            "ABITS": 0,
-            "WIDTH": cell.width,
-            "WORDS": cell.depth,
-            "PRIORITY": 0,
-        }, src_loc=cell.src_loc)
-
-    rtlil.ModuleEmitter.emit_memory = emit_memory
-    try:
-        with comb_check.install():
-            text = verilog.convert(top, name=name, emit_src=False)
-    finally:
-        rtlil.ModuleEmitter.emit_memory = original
-    text = _ZERO_INIT.sub(_zero_loop, text)
-    return _MEMORY_DECL.sub(_zero_decl, text)
-
-
-def _describe(value, seen, depth=0):
-    """A stable text of a top's parameters: plain attributes, nested components' plain
-    attributes, and shapes. Components met on the way are collected in ``seen``."""
-    if depth > 8:
-        return "..."
-    if isinstance(value, (int, str, bool, float, type(None))):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_describe(v, seen, depth + 1) for v in value) + "]"
-    if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
-        return "{" + ",".join(f"{k!r}:{_describe(v, seen, depth + 1)}" for k, v in items) + "}"
-    if hasattr(value, "signature") and hasattr(value, "__dict__") and hasattr(value,
-                                                                              "elaborate"):
-        seen.append(value)
-        attrs = {k: v for k, v in vars(value).items()
-                 if not k.startswith("_MustUse") and not k.startswith("_Component")}
-        return f"{type(value).__qualname__}({_describe(attrs, seen, depth + 1)})"
-    text = repr(value)
-    return "<object>" if " at 0x" in text else text
-
-
-def cached_verilog(top, name):
-    """:func:`export_verilog` through a disk cache in ``build/verilog/``.
-
-    Amaranth emits memory initialisers bit by bit, so exporting a top with large memories
-    takes tens of seconds; a test session would pay it once per test and simulator. The
-    key is every RTL and spec source file, the top's class, its plain attributes (constructor
-    parameters must be kept as attributes) and its signature.
-    """
-    h = hashlib.sha1()
-    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
-        h.update(path.relative_to(ROOT).as_posix().encode())
-        h.update(path.read_bytes())
-    h.update(name.encode())
-    components = []
-    h.update(_describe(top, components).encode())
-    h.update(repr(top.signature).encode())
-    path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_suffix(".lock")):   # one export per top, whatever the workers
-        if path.exists():
-            silence(components)             # not elaborated: the cached text stands in
-            return path.read_text()
-        text = export_verilog(top, name)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return text
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """An exclusive lock on ``path`` (created) while the block runs: pytest workers
-    that need the same export or build wait for the first one instead of racing it."""
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-_TIME_ZERO = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
-                        re.M)
-
-
-def icarus_time_zero(text):
-    """Make every combinational block of Yosys's Verilog run once at time 0 in Icarus.
-
-    Yosys puts a register initialised to 0 into the condition of each ``always @*``
-    block so that simulators evaluate the block at time 0; Icarus may apply that
-    initialiser before the blocks wait on it, and a block whose inputs never change
-    afterwards then keeps X on its outputs (seen: an arbiter whose requests stay 0 for
-    the first cycles of a run). Declared without initialiser and set to 0 by an
-    ``initial #0`` instead, the register changes (X to 0) after every block waits on it.
-    """
-    return _TIME_ZERO.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)};\n"
-                          f"{mt.group(1)}initial #0 {mt.group(2)} = 1'h0;", text)
 
 
 def _progress(name, sim, phase, t0, note=""):
@@ -298,6 +152,101 @@ def _safe(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
 
 
+#: The parameters each cocotb module under ``tb`` accepts: the one declaration that
+#: :func:`check_params` (run by :func:`run_cosim` before any export or build) holds every
+#: ``params`` to. A tuple lists the accepted keys; a string names a function
+#: (``"module:function"``) that checks keys and values and raises ``ValueError``.
+ACCEPTED_PARAMS = {
+    "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
+    "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
+                              "seed", "settings", "src_stall_rate", "src_stall_seed"),
+    "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),
+    "tb.cocotb_host_interface": ("profile", "depth", "mix", "seed", "stalls"),
+    "tb.cocotb_mem_credit": ("width", "depth", "latency", "max_credits", "ops", "seed",
+                             "stall_rate"),
+    "tb.cocotb_selftest_bulk_dump": (),
+    "tb.cocotb_selftest_clock_restart": (),
+    "tb.cocotb_selftest_empty": (),
+    "tb.cocotb_selftest_fails": (),
+    "tb.nic.cocotb_fuzz": ("top", "seed", "frames", "chunks", "out", "sabotage"),
+    "tb.nic.cocotb_load": "tb.cosim:_nic_load_params",
+    "tb.nic.cocotb_nic": ("width", "nodes", "framing", "link_latency", "mem_words",
+                          "max_payload", "credits", "scenario", "seed", "count", "messages",
+                          "msg_bytes", "peers", "attachment", "stall_rate"),
+    "tb.nic.cocotb_nic_retry": ("width", "nodes", "framing", "link_latency", "mem_words",
+                                "max_payload", "credits", "faults", "seed", "count",
+                                "stall_rate", "expect_damage", "expect_signalling"),
+    "tb.nic.uvm.tests": "tb.cosim:_nic_uvm_params",
+    "tb.rdma.cocotb_fabric": ("top", "nodes", "qps", "msg_bytes", "messages", "load",
+                              "pattern", "seed", "warmup", "cache_entries", "credits", "depth",
+                              "host", "link_latency", "merge_depth", "mr_entries", "out_json",
+                              "expect_merge_wait"),
+    "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
+                            "out"),
+    "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
+    "tb.rdma.uvm.tests": "tb.cosim:_rdma_uvm_params",
+    "tb.soak.cocotb_nic_soak": ("width", "nodes", "framing", "link_latency", "mem_words",
+                                "max_payload", "credits", "seed", "chunks", "per_chunk",
+                                "model_stores", "stall_rate", "drop_rate", "corrupt_rate",
+                                "dup_rate", "tag_rate", "ack_drop_rate", "ack_corrupt_rate",
+                                "break_model_chunk", "token"),
+}
+
+
+def _keys(test_module, params, accepted):
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"{test_module}: unknown parameter(s) {unknown} (accepted: "
+                         f"{sorted(accepted)})")
+
+
+def _nic_load_params(params):
+    from pymodel.load.nic import LOAD_TOP
+    _keys("tb.nic.cocotb_load", params, ["framing", "nodes", "msg_bytes", "messages", "load",
+                                         "pattern", "burst", "seed", *LOAD_TOP])
+
+
+def _nic_uvm_params(params):
+    import dataclasses
+
+    from tb.nic.uvm.config import NicConfig
+    _keys("tb.nic.uvm.tests", params, [f.name for f in dataclasses.fields(NicConfig)])
+
+
+def _rdma_uvm_params(params):
+    import dataclasses
+
+    from spec.rdma_engine import TOP_DEFAULTS
+    from tb.rdma.uvm.config import RdmaConfig
+    _keys("tb.rdma.uvm.tests", params,
+          ["top", *(f.name for f in dataclasses.fields(RdmaConfig))])
+    _keys("tb.rdma.uvm.tests 'top'", params.get("top", {}), TOP_DEFAULTS)
+
+
+def check_params(test_module, params):
+    """Refuse ``params`` for ``test_module`` (``ValueError`` naming the keys or values):
+    keys the module does not take (:data:`ACCEPTED_PARAMS`), values its checker refuses; a
+    module that declares nothing is refused too (declare it there)."""
+    import importlib
+
+    params = params or {}
+    if not isinstance(params, dict):
+        raise ValueError(f"{test_module}: params must be a dict, not {params!r}")
+    if test_module not in ACCEPTED_PARAMS:
+        raise ValueError(f"{test_module}: no accepted parameters declared "
+                         f"(tb.cosim.ACCEPTED_PARAMS)")
+    accepted = ACCEPTED_PARAMS[test_module]
+    if isinstance(accepted, str):
+        module, function = accepted.split(":")
+        getattr(importlib.import_module(module), function)(params)
+    else:
+        _keys(test_module, params, accepted)
+    try:
+        json.dumps(params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{test_module}: params must be JSON-serialisable ({exc})") from None
+
+
 def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
               testcase=None, opt=None):
     """Build ``top`` and run ``test_module`` (a module path under ``tb``) on it.
@@ -311,16 +260,15 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     test_module : str
         Importable cocotb module, e.g. ``"tb.cocotb_fcs"``.
     params : dict
-        JSON-serialisable parameters for the cocotb module.
+        JSON-serialisable parameters for the cocotb module, checked before anything is
+        exported or built (:func:`check_params`: ``ValueError`` names what is refused).
     sim : str
         ``verilator`` or ``icarus`` (default ``$SIM``).
     test_id : str
         Folder of this run inside the build folder (results, waveforms).
     opt : str
         C++ optimisation of the Verilator model (``$VERILATOR_OPT`` overrides): ``"-O1"``
-        (default) builds in about the time of ``"-O0"`` and simulates over ten times
-        faster (RdmaTop, 6,386 cycles: build 53 s against 51 s, run 0.52 s against
-        7.4 s, 2 cores); ``"-O2"`` takes longer to build and runs no faster there.
+        by default (why: docs/bench.md, "Verilator at -O1 by default").
 
     Returns the run folder.
     """
@@ -329,6 +277,11 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
 
     sim = selected_sim(sim)
     waves = waves_enabled()
+    try:
+        check_params(test_module, params)
+    except Exception:
+        silence(top)                # refused: the top is deliberately never elaborated
+        raise
     toolchain_path()
     t0 = time.monotonic()
     text = cached_verilog(top, name)
@@ -369,7 +322,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
             build_args += ["--trace-fst", "--trace-structs"]
     elif waves:
         plusargs.append(f"+dumpfile_path={test_dir / 'waves.fst'}")
-    with _locked(build_dir / ".build.lock"):    # one build per folder at a time
+    with locked(build_dir / ".build.lock"):    # one build per folder at a time
         if not source.exists() or source.read_text() != text:
             source.write_text(text)
         if sim == "verilator" and (not config.exists()
@@ -384,8 +337,8 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
         env["PYTHONWARNINGS"] = os.environ["PYTHONWARNINGS"]
     results_xml = test_dir / "results.xml"
     # cocotb applies pytest's assertion rewriting to every module the simulator's Python
-    # imports (its default pattern is "*.py"), which costs about 1.5 s per co-simulation
-    # when bytecode is not cached (PYTHONDONTWRITEBYTECODE): only the test module is
+    # imports (its default pattern is "*.py"), which is slow when bytecode is not cached
+    # (PYTHONDONTWRITEBYTECODE; docs/bench.md): only the test module is
     # rewritten, unless the user chose otherwise. (The runner takes the environment
     # from os.environ over its extra_env.)
     os.environ["COCOTB_REWRITE_ASSERTION_FILES"] = (

@@ -87,17 +87,12 @@ class Harness:
     async def reset(self, cycles=2):
         """Start the clock and hold reset; release it so that cycle 0 follows.
 
-        The clock's rising edges are at the multiples of :data:`CLOCK_NS`, and a clock
-        is started low, half a period before the next of them, so that its first rising
-        edge comes after ``rst`` was written high. Both matter: started high at the
-        time ``rst`` is written, the clock's first edge raced with the write (Icarus
-        sampled ``rst`` before it, Verilator after), and cocotb stops a test's clock when
-        the test ends, so that the harness of a later test in the same simulation (a
-        new :class:`Harness`, as every pyuvm test builds) starts its own: started high
-        off the grid (a test that ended after a falling edge), it rose at once and the
-        design saw one reset edge instead of ``cycles`` (on Icarus the players'
-        registered reads kept the last run's item, and the run hung;
-        ``tb/cocotb_selftest_clock_restart.py``)."""
+        Timing: ``rst`` is written high first; the clock (started once per harness,
+        low, half a period before the next multiple of :data:`CLOCK_NS`) then gives
+        ``cycles`` rising edges with ``rst`` high, each on the grid of multiples of
+        :data:`CLOCK_NS`, in every test of a simulation; ``rst`` falls after the last,
+        and the next rising edge is cycle 0. (Why the clock starts this way:
+        docs/toolchain.md.)"""
         self.dut.rst.value = 1
         if self._clock is None:
             period = get_sim_steps(CLOCK_NS, "ns")

@@ -16,10 +16,10 @@ from amaranth.sim import Simulator
 from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.resp.responder import ResponderModel
-from rtl.rdma.resp.layouts import rd_req_layout, wr_layout
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
 from spec.formats.roce import MR_LAYOUT
+from spec.host import rd_req_layout, wr_layout
 from spec.rdma_responder import RESPONDER_COUNTERS
 
 __all__ = ["TbHost", "beat_schedule", "run_responder", "Run"]
@@ -137,7 +137,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
             want = model.present()
             for name, layout, item in (("o", beat_l, want.o), ("rd_req", rd_l, want.rd_req),
                                        ("wr", wr_l, want.wr)):
-                port = getattr(dut, name)
+                port = dut.o if name == "o" else getattr(dut.host, name)
                 have = ctx.get(flat(port)) if ctx.get(port.valid) else None
                 exp = pack(layout, item) if item is not None else None
                 if have != exp:
@@ -146,12 +146,12 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
                         f", model {item}")
             rd_taken, wr_taken, rd_data = host.step(c, want.rd_req, want.wr)
             o_ready = not stalled("o", c, o_stall)
-            ctx.set(dut.rd_req.ready, rd_taken)
-            ctx.set(dut.wr.ready, wr_taken)
+            ctx.set(dut.host.rd_req.ready, rd_taken)
+            ctx.set(dut.host.wr.ready, wr_taken)
             ctx.set(dut.o.ready, o_ready)
-            ctx.set(dut.rd_data.valid, rd_data is not None)
+            ctx.set(dut.host.rd_data.valid, rd_data is not None)
             if rd_data is not None:
-                ctx.set(dut.rd_data.payload.data, rd_data["data"])
+                ctx.set(dut.host.rd_data.payload.data, rd_data["data"])
             if want.o is not None and o_ready:
                 acks.append((c, want.o))
             model.step(c, beat, rd_data, o_ready=o_ready, rd_req_taken=rd_taken,

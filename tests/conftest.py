@@ -55,6 +55,9 @@ SLOW = {
         "co-simulated by the sequential rung",
     "test_cosim_rdma.py::test_rdma_many_qps[verilator-256]":
         "16 and 4096 QPs run",
+    "test_cosim_rdma_link_latency.py::test_rdma_link_latency_1[verilator-*]":
+        "Icarus runs both cases (RdmaTop at link latency 1 is one more Verilator build of "
+        "about a minute)",
     # Verilator builds take about a minute each: make test builds one Verilator top per
     # design family and runs the parameter variants (and the stand-alone tops of blocks
     # that the big tops contain) on Icarus, which builds in seconds.

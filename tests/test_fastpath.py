@@ -167,6 +167,40 @@ def test_rdma_fast_path_against_the_cycle_model(size, kw):
         assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
 
 
+#: ACK coalescing over interleaved QPs: (QPs, cache entries, ACKs of the run), the ACKs
+#: worked out by hand from the rules of pymodel.scenarios.rdma.coalesced_ack_requests
+#: and the engine's per-QP count (every 16th message of a QP since its last request,
+#: signalled ones, and where the host asks). 400 WRITEs of 128 B after the warm-up
+#: message (message 0, alone on QP 0, signalled: 1 ACK); message j is on QP j % qps and
+#: is signalled when (j // qps) % 64 == 63; a WRITE is 4 wire beats.
+#: - 2 QPs: 200 messages each. QP 1 (i = 0..199) asks at its count (i = 15, 31, ...),
+#:   its signalled i = 63, 127, 191 fall on the count, and at its last (199): 13. QP 0
+#:   (i = 1..200, after the warm-up) asks at 16, 32, 48, its signalled 63, 79, 95, 111,
+#:   127, 143, 159, 175, 191 and its last, 200: 13. 1 + 26 = 27.
+#: - 4 QPs: 100 each; QPs 1..3 at 15, 31, 47, 63, 79, 95 and 99; QP 0 at 16, 32, 48,
+#:   63 (signalled), 79, 95 and 100: 7 each, 1 + 28 = 29.
+#: - 12 QPs: no message is signalled (j // 12 < 63); QP q has n_q = 34 (q = 1..4) or 33
+#:   messages and asks ceil(n_q / 16) = 3 times: 1 + 36 = 37.
+#: - 20 QPs over 256 entries (each QP its own entry at both ends): 20 messages each; a
+#:   QP's next message is 20 messages (80 beats) on, so from its oldest unasked message
+#:   to the end of the next one after its k-th unasked are 80 k + 4 beats, above the
+#:   1,024 of the timer's guard at k = 13: each QP asks at its 13th and its 20th (last)
+#:   message, 1 + 40 = 41. Over 16 entries (QPs share them) every message asks: 401.
+ACK_POINTS = [(2, 16, 27), (4, 16, 29), (12, 16, 37), (20, 256, 41), (20, 16, 401)]
+
+
+@pytest.mark.parametrize("qps,entries,acks", ACK_POINTS)
+def test_rdma_fast_path_ack_coalescing_over_qps(qps, entries, acks):
+    """The fast path's ACK requests follow the host's per-QP rule: the ACKs sent and
+    received equal the cycle model's and the hand count."""
+    kw = dict(msg_bytes=128, messages=400, qps=qps, cache_entries=entries,
+              rung="+ACK coalescing")
+    fast, slow = fast_point("rdma", **kw), cycle_point("rdma", **kw)
+    for kind in ("acks_sent", "acks_received"):
+        assert fast["ctrl_ops"][kind] == slow["ctrl_ops"][kind], kind
+        assert round(fast["ctrl_ops"][kind] * 401) == acks, kind
+
+
 def test_rdma_fast_path_refuses_what_it_does_not_cover():
     with pytest.raises(ValueError, match="steady state"):
         fast_point("rdma", msg_bytes=128, messages=2)

@@ -56,3 +56,70 @@ def test_fabric_run_arrays():
     assert (r["accept"] < r["remote_write"]).all()
     assert (r["remote_write"] < r["completion"]).all()
     assert r["arrival"].min() > 3000
+
+
+def test_fabric_rates_of_an_incast_by_hand():
+    """Offered and achieved rates, both in messages per cycle of the whole fabric.
+
+    Incast 2->1 (3 nodes) of 777-byte WRITEs at load 0.9, by hand: a WRITE ONLY frame is
+    Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + payload padded to 780 + ICRC 4 +
+    FCS 4 = 858 bytes, 14 beats of 64 B; the two senders share node 0's downlink, so
+    each sender's service is 2 x 14 = 28 cycles and its schedule offers 0.9 / 28
+    messages per cycle: 0.9 / 14 in all. Achieved: the 2 x 12 measured messages over the
+    span of their remote writes, 23 / (last - first). It can not exceed what node 0's
+    responder writes into host memory: 777 bytes in 13 words, PCIe TLPs of at most
+    MPS 256 B = 4 words, 24 B of overhead each, 63 B per cycle: 3 TLPs of
+    ceil((256 + 24) / 63) = 5 cycles and one of ceil((12 + 24) / 63) = 1 (the last word's
+    9 bytes count as 12): 16 cycles per message, so at most 1 / 16, which is also
+    below the offered 0.9 / 14 (the receiver's host interface, not the downlink, is the
+    bottleneck at this size)."""
+    r = fabric_run("incast", 3, 777, 12, 0.9, seed=1, warmup=3000)
+    row = r["row"]
+    assert row["senders"] == 2 and row["messages"] == 24
+    assert row["service_cycles"] == 28
+    assert row["offered_per_cycle"] == pytest.approx(0.9 / 14)
+    rw = r["remote_write"]
+    assert row["achieved_per_cycle"] == pytest.approx(23 / (int(rw.max()) - int(rw.min())))
+    assert row["achieved_per_cycle"] <= 1 / 16 < row["offered_per_cycle"]
+
+
+def test_fabric_rates_of_isolated_messages_by_hand():
+    """A pair at 1 % of the downlink: 128-byte WRITEs are 14 + 20 + 8 + 12 + 16 + 128 +
+    4 + 4 = 206 bytes, 4 beats, so the schedule offers 0.01 / 4 messages per cycle (one
+    sender). Messages this sparse never meet in the engines: each lands the same number
+    of cycles after its arrival, so the remote writes are the arrivals shifted by a
+    constant and the achieved rate is the schedule's own, (n - 1) / (arrival span)."""
+    r = fabric_run("pair", 2, 128, 20, 0.01, seed=1, warmup=3000)
+    row = r["row"]
+    assert row["offered_per_cycle"] == pytest.approx(0.01 / 4)
+    lat = r["remote_write"] - r["arrival"]
+    assert lat.min() == lat.max()
+    span = int(r["arrival"].max()) - int(r["arrival"].min())
+    assert row["achieved_per_cycle"] == pytest.approx(19 / span)
+
+
+def test_fabric_qps_of_a_node_on_distinct_cache_entries():
+    """All-to-all over 3 nodes with 3 QPs per (sender, destination): a node has 2 x 3 = 6
+    requester QPs and 6 responder QPs, 3 x 3 = 9 <= 16 cache entries, so each QP keeps
+    its own entry of the direct-mapped cache: the only context misses are the warm-up's
+    cold fills, one per QP at each end, 6 per engine; and the rates are of the whole
+    fabric: 65 bytes pad to 68, a 146-byte frame of 3 beats, each of the 3 senders
+    offers 0.7 / 3, 0.7 in all."""
+    r = fabric_run("all_to_all", 3, 65, 12, 0.7, seed=1, qps=3, warmup=3000)
+    assert [c["misses"] for c in r["counters"]["req"]] == [6, 6, 6]
+    assert [c["misses"] for c in r["counters"]["resp"]] == [6, 6, 6]
+    assert r["row"]["offered_per_cycle"] == pytest.approx(0.7)
+    sc = fabric_scenario("all_to_all", 3, 12, 65, 0.7, seed=1, qps=3)
+    for node in range(3):
+        req = {m.qpn_a for m in sc.messages if m.src == node}
+        resp = {m.qpn_b for m in sc.messages if m.dst == node}
+        assert len(req) == len({q % 16 for q in req}) == 6
+        assert len(resp) == len({q % 16 for q in resp}) == 6
+
+
+def test_fabric_load_row_rejects_a_bad_pattern():
+    """A pattern that is not one of the traffic patterns is named in the error."""
+    from pymodel.rdma.fabric_point import fabric_load_row
+    r = fabric_run("pair", 2, 128, 2, 0.5, seed=1, warmup=3000)
+    with pytest.raises(ValueError, match="pattern"):
+        fabric_load_row(r, "broadcast", 2, 128, 0.5)

@@ -21,6 +21,7 @@ import random
 from bisect import bisect_left
 from itertools import accumulate
 
+from spec.formats.roce import QPN_BITS
 from spec.load import (
     PATTERNS,
     PERCENTILES,
@@ -106,7 +107,7 @@ def qp_sequence(popularity, qps, messages, seed, skew=0.99, working_set=None):
     """
     if popularity not in POPULARITY:
         raise ValueError(f"popularity must be one of {POPULARITY}, not {popularity!r}")
-    check_count("qps", qps, 1, 1 << 24)
+    check_count("qps", qps, 1, 1 << QPN_BITS)
     check_count("messages", messages)
     skew = check_skew(skew)
     ws = qps if working_set is None else check_count("working_set", working_set, 1, qps)

@@ -10,15 +10,21 @@ host interface (``accept``), its last payload word written in the destination's 
 memory (``remote_write``, the ``written`` mark), its CQE written in the sender's host
 memory (``completion``, the ``completed`` mark). Marks are matched to messages per QP
 in posting order (RC: a QP's WRITEs land and complete in order).
+
+:func:`fabric_load_row` turns those arrays into a load row (the offered and achieved
+rates and the latency distributions), one definition for the model-only runs, the
+co-simulation's rows and the report.
 """
 
 import numpy as np
 
+from pymodel.load.rdma import load_row
+from pymodel.load.traffic import senders
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
-from pymodel.scenarios.rdma_fabric import fabric_scenario
+from pymodel.scenarios.rdma_fabric import fabric_scenario, service_cycles
 from spec.rdma_fabric import FABRIC_DEFAULTS
 
-__all__ = ["fabric_run", "fabric_arrays", "MODEL_DEPTH"]
+__all__ = ["fabric_run", "fabric_arrays", "fabric_load_row", "MODEL_DEPTH"]
 
 #: Host-memory words per host function of a model-only run: the twin's memories are
 #: sparse, so a run of thousands of messages need not fit the RTL top's 4096 words.
@@ -67,6 +73,39 @@ def fabric_arrays(sc, r, nodes):
     return {k: np.asarray(v, dtype=np.int64) for k, v in col.items()}
 
 
+def fabric_load_row(arrays, pattern, nodes, msg_bytes, load, pmtu_log2=12):
+    """The load row of a fabric run from its measured messages' ``arrays``
+    (:func:`fabric_arrays`, the model's or the RTL's). Both rates are in messages per
+    cycle of the whole fabric (every sender together):
+
+    - ``offered_per_cycle``: the arrivals per cycle of the schedule,
+      ``senders * load / service_cycles``. Each sender's arrivals are drawn with a mean
+      gap of ``service_cycles / load`` cycles (:func:`pymodel.load.traffic.
+      arrival_cycles`, ``service_cycles`` of :func:`pymodel.scenarios.rdma_fabric.
+      service_cycles`: one sender's cycles per message that fill the busiest
+      destination's downlink), and ``senders`` of ``pattern`` send at once.
+    - ``achieved_per_cycle``: the measured messages delivered per cycle over their
+      steady-state span, ``(n - 1) / (last - first)`` of their remote writes (last
+      payload word in the destination's host memory; ``n`` messages, every sender's;
+      None for one message). The warm-up messages (:func:`fabric_scenario`'s
+      ``warmup``) are not measured: with no warm-up the cold context fills fall inside
+      the span and it is not a steady state.
+
+    Also ``senders``, ``service_cycles`` (per sender), ``load``, ``messages`` (``n``)
+    and the ``latency`` and ``completion`` distributions from arrival
+    (:func:`pymodel.load.rdma.load_row`).
+    """
+    svc = service_cycles(pattern, nodes, msg_bytes, pmtu_log2)
+    who = len(senders(pattern, nodes))
+    row = load_row({k: arrays[k] for k in ("arrival", "remote_write", "completion")},
+                   load, svc)
+    n = len(arrays["remote_write"])
+    span = int(arrays["remote_write"].max() - arrays["remote_write"].min()) if n else 0
+    row.update(senders=who, offered_per_cycle=who * load / svc,
+               achieved_per_cycle=(n - 1) / span if n > 1 and span else None)
+    return row
+
+
 def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=3000,
                host=FABRIC_DEFAULTS["host"], link_latency=FABRIC_DEFAULTS["link_latency"],
                credits=FABRIC_DEFAULTS["credits"],
@@ -81,7 +120,8 @@ def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=
     per sender (senders in order): ``src``, ``dst``, ``arrival``, ``accept``,
     ``remote_write``, ``completion`` (absolute cycles), and ``cycles`` (the run's
     length), ``merge_level_max`` (per node), ``counters`` (the twin's ``req``/``resp``
-    per node).
+    per node) and ``row`` (:func:`fabric_load_row`: offered and achieved rates,
+    latency distributions).
     """
     sc = fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=seed, qps=qps,
                          depth=depth, warmup=warmup)
@@ -93,4 +133,5 @@ def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=
     out = fabric_arrays(sc, r, nodes)
     out.update(cycles=r["cycles"], merge_level_max=[m["level_max"] for m in r["merge"]],
                counters={"req": r["req"], "resp": r["resp"]})
+    out["row"] = fabric_load_row(out, pattern, nodes, msg_bytes, load)
     return out

@@ -8,7 +8,11 @@ control action of it exactly (:data:`EXACT_KEYS`), takes latency and completion 
 chain of one message through the stages on an idle engine, and the steady-state ii as
 the largest of the resources' per-message cycles (host-interface directions, read tags,
 framer, responder writer), or, when contexts are pinned, from the recurrence of messages
-waiting for their cache entry (Little's law on the entries). Timing figures stay within
+waiting for their cache entry (Little's law on the entries), or, when the engine reads
+WQEs and payloads from host memory, from the order in which host interface A serves the
+run's doorbells and completions (:func:`_flow`: a run of a few hundred messages ends
+before the steady state, and the window of its ii sees the phases before it). Timing
+figures stay within
 :data:`TOLERANCES` of the cycle model (tests/test_fastpath.py). Regimes it does not cover
 raise ``ValueError`` (use the cycle model): fewer than :data:`MIN_MESSAGES` messages,
 ACK coalescing that would meet transport timeouts, a responder receive buffer that would
@@ -20,6 +24,7 @@ the latency, the bounds and the in-flight state; split, each part would need all
 """
 
 import dataclasses
+import heapq
 import math
 import statistics
 from collections import Counter
@@ -68,13 +73,14 @@ _DEPTH = 1 << 22                             # pymodel.rdma.point's model-only d
 #: Metrics the fast path gives exactly (equal to the cycle model's on the test grid).
 EXACT_KEYS = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps")
 #: The largest relative deviation from the cycle model allowed for the timing figures,
-#: from the worst measured on a 20-point grid (every rung; 8, 128 and 1024 B; pcie and
-#: on_die; 1, 16, 64 and 256 QPs over 16 and 256 entries; 600 messages): ii 0.20 (the
-#: cycle model's middle-half mean of a short run against the steady state), in-flight
-#: state 0.49 (high-water marks that depend on the order of arrivals), host_util as ii (it is
-#: busy cycles over ii);
-#: latency and completion equal on every point. tests/test_fastpath.py asserts these on
-#: a subset.
+#: above the worst measured on a 25-point grid at 600 messages (every rung; 8, 128 and
+#: 1024 B; pcie and on_die; 1, 16, 64 and 256 QPs over 16 and 256 entries): ii 0.054
+#: (64 QPs over 256 entries), and at 200 messages where the messages are at least the
+#: QPs 0.036 (8 B with doorbell batching); in-flight state 0.49 at 600 messages
+#: (high-water marks that depend on the order of arrivals); host_util as ii (busy cycles
+#: over ii); latency and completion equal on every point. tests/test_fastpath.py asserts
+#: these on a subset, tests/test_fastpath_report.py on the points the report
+#: co-simulates.
 TOLERANCES = {"ii_cycles": 0.25, "inflight_bits": 0.5, "host_util": 0.25,
               "latency_cycles": 0.0, "completion_cycles": 0.0}
 
@@ -282,21 +288,7 @@ def _scenario(s, n, warmup=True):
             items.append((q, pending[q]))
             pending[q] = []
     order = [j for _, msgs in items for j in msgs]
-    nf = len(_frames(s.msg_bytes, s.pmtu))
-    # ACK requests (the sequencer's per-QP counts, in each QP's order).
-    # With coalescing the host asks for an ACK on the last WQE before it posts to
-    # another QP (pymodel.scenarios.rdma.writes_scenario: WQE_ACK_REQ).
-    coalesce = s.ack_every > 1 or s.ack_frames > 0
-    ack = [False] * n
-    msgs_since, frames_since = [0] * qps, [0] * qps
-    for j in range(n):
-        q = j % qps
-        m, f = msgs_since[q] + 1, frames_since[q] + nf
-        burst_end = coalesce and (qps > 1 or j + 1 == n)
-        want = (signalled[j] or burst_end or s.ack_every <= 1 or m >= s.ack_every
-                or (s.ack_frames != 0 and f >= s.ack_frames))
-        ack[j] = want
-        msgs_since[q], frames_since[q] = (0, 0) if want else (m & 0xFF, f & 0xFFFF)
+    ack = _ack_requests(s, n, signalled, order)
     # Context caches: direct mapped, QP q in entry q % entries (node A, per item) and
     # the responder's QP (7q + 3) % 4096 in its entry (node B, per frame).
     miss_a, wb_a, miss_b, wb_b = ([False] * n for _ in range(4))
@@ -325,6 +317,49 @@ def _scenario(s, n, warmup=True):
             tag_b[e] = qb
     return _Run(n, items, order, signalled, ack, miss_a, wb_a, miss_b, wb_b, wqe_reads,
                 sq_log2, pay_base)
+
+
+def _ack_requests(s, n, signalled, order):
+    """Per message: whether the engine asks for its ACK. Without coalescing every
+    message asks. With it the engine counts per QP (in the QP's order) and asks on the
+    message that ends ``ack_every`` messages (or ``ack_frames`` frames) since the QP's
+    last request, on signalled ones, and where the host set ``WQE_ACK_REQ``
+    (:func:`pymodel.scenarios.rdma.coalesced_ack_requests`): on each QP's last
+    message; on every message when the QPs share cache entries (``qps`` above
+    ``cache_entries``); and on a message after which more than a quarter of the
+    transport timeout in wire beats (``timeout // 4``) would pass, in the engine's
+    order, from the QP's oldest message that has not asked to the end of its next."""
+    if not (s.ack_every > 1 or s.ack_frames > 0):
+        return [True] * n
+    if s.qps > s.cache:
+        return [True] * n
+    frames = _frames(s.msg_bytes, s.pmtu)
+    beats, nf = sum(f.beats for f in frames), len(frames)
+    span = REQUESTER_DEFAULTS["timeout"] // 4
+    # Wire beats before each message (engine order) and each one's next on its QP.
+    pos, nxt, last = {}, {}, {}
+    for x, j in enumerate(order):
+        pos[j] = x
+        q = j % s.qps
+        if q in last:
+            nxt[last[q]] = j
+        last[q] = j
+    ack = [False] * n
+    start, msgs, fsum = {}, [0] * s.qps, [0] * s.qps
+    for j in order:
+        q = j % s.qps
+        start.setdefault(q, pos[j] * beats)
+        m, f = msgs[q] + 1, fsum[q] + nf
+        k = nxt.get(j)
+        host = k is None or (pos[k] + 1) * beats - start[q] > span
+        ack[j] = (host or signalled[j] or s.ack_every <= 1 or m >= s.ack_every
+                  or (s.ack_frames != 0 and f >= s.ack_frames))
+        if ack[j]:
+            del start[q]
+            msgs[q], fsum[q] = 0, 0
+        else:
+            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+    return ack
 
 
 # -- Counts: every transaction of a run, exactly ---------------------------------------------
@@ -868,6 +903,255 @@ def _serial(s, run):
     return (sends[hi] - sends[lo]) / (hi - lo)
 
 
+# -- The rate of a run that starts with every doorbell posted --------------------------------
+
+#: Resources :func:`_flow` follows message by message (host interface A's down direction,
+#: the read tags, the FIFOs between the requester's stages, the framer); the others enter
+#: it as a least spacing between sends.
+_FLOW_BOUNDS = ("host A down", "host A up", "read tags", "WQE reads (batch)", "WQE FIFO",
+                "frame descriptors (segs)", "payload FIFO", "work items (fetch)",
+                "doorbell intake", "QP front", "WQE fetch", "wire A->B")
+
+
+#: Longest run whose ii :func:`_flow` follows. In a longer run the window of
+#: :func:`pymodel.rdma.metrics.steady_ii` starts 5,000 messages after the first and ends
+#: 5,000 before the last, far from the phases at either end (the engine's queues hold a
+#: few hundred messages), and the largest bound of :func:`rdma_bounds` gives the ii: at
+#: 20,000 messages the flow equals it within 2 % (8, 128, 1024 and 4096 B; 1 and 256
+#: QPs; with and without doorbell batching), and following a million messages would
+#: take minutes.
+FLOW_MAX_MESSAGES = 20_000
+
+
+def _flow(s, run, gap, cqe_after):
+    """The steady-state rate of a back-to-back run as the cycle model measures it, from
+    the order in which host interface A's down direction serves the run: the host posts
+    every doorbell at once (the warm-up message done), and the direction carries the
+    doorbells, the context fills and the WQE and payload completions, each completion
+    from its due cycle (read latency after its request), a doorbell and a completion
+    that both wait taken in turn (docs/host_interface.md, "Timing"). The stages between
+    keep the delays of :func:`_chain` and wait for room in the host interface's
+    doorbell buffer and in ``items``, ``fetch``, ``batch``, the WQE FIFO, ``segs`` and
+    the payload FIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`), and for a free read tag;
+    messages leave the framer at most one per ``gap`` cycles (the resources not
+    followed here: :data:`_FLOW_BOUNDS`). Host interface A's up direction carries the
+    read requests, the fills' write-backs and the CQE writes, these ``cqe_after``
+    cycles after the first beat of the message's last frame (as on an idle engine).
+
+    A short run does not reach the steady state of :func:`rdma_bounds`: the doorbells
+    go first, the WQE reads of the first ``batch`` messages come back before any
+    payload, and the gaps these leave recur a read latency later; the window of
+    :func:`pymodel.rdma.metrics.steady_ii` sees those phases. Returns the cycles per
+    message over :func:`_window`, or None where this does not apply (WQEs by MMIO or
+    inline data: host interface A then carries no reads for the WQE or the payload;
+    messages larger than half the payload FIFO).
+    """
+    p = s.prof
+    if s.bf or s.inline or 2 * s.words > REQUESTER_DEFAULTS["payload_words"]:
+        return None
+    lat, mrrs, rq, n_tags = p.read_latency, p.max_read_request // _W, _rq_cycles(p), p.tags
+    frames = _frames(s.msg_bytes, s.pmtu)
+    nf = len(frames)
+    order = run.order[1:]
+    m = len(order)
+    lo, hi = _window(run.n)
+    pos = {j: x for x, j in enumerate(order)}
+    items = [[pos[j] for j in msgs] for _, msgs in run.items[1:]]
+    by_first = {}
+    for a, w, first in run.wqe_reads:
+        by_first.setdefault(first, []).append((a, w))
+    # WQE reads in order: (item, request TLPs' pieces, first word of each message).
+    reads, read_of, last_read = [], [None] * m, {}
+    slot = 1 << s.stride
+    for i, ps in enumerate(items):
+        k0 = 0
+        for a, w in by_first[order[ps[0]]]:
+            k = w >> s.stride
+            for y, x in enumerate(ps[k0:k0 + k]):
+                read_of[x] = (len(reads), y * slot, y == k - 1)
+            last_read[i] = len(reads)
+            reads.append((i, _read_shape(p, a % mrrs, w), w))
+            k0 += k
+    msg_words = s.words
+    pay = []                        # per message: request TLPs' pieces of each frame
+    for j in order:
+        base = run.pay_base + j * msg_words
+        shapes = [_read_shape(p, (base + k * (s.pmtu // _W)) % mrrs, f.words)
+                  for k, f in enumerate(frames)]
+        pay.append((shapes, sum(len(sh) for sh in shapes)))
+    cpl = {n: _cpl_cycles(p, n) for n in range(1, mrrs + 1)}
+    d_mmio = _tlp(DOORBELL_BYTES, p.mmio_overhead, p.bytes_per_cycle, 1)
+    cap_mmio = p.mmio_fifo_words + FIFO_DEPTHS["items"]
+    d_fetch, d_batch, d_segs = FIFO_DEPTHS["fetch"], FIFO_DEPTHS["batch"], FIFO_DEPTHS["segs"]
+    wqe_cap, pay_cap = REQUESTER_DEFAULTS["wqe_words"], REQUESTER_DEFAULTS["payload_words"]
+    offsets = [sum(f.words for f in frames[:k]) for k in range(nf)]
+    n_items, n_reads, n_frames = len(items), len(reads), m * nf
+    miss = [run.miss_a[order[ps[0]]] for ps in items]
+    wb = [run.wb_a[order[ps[0]]] for ps in items]
+    mmio_start, front, fill_at, leave = ([None] * n_items for _ in range(4))
+    wqe_issue, batch_free = [None] * n_reads, [None] * n_reads
+    wqe_words = [[] for _ in range(n_reads)]    # cycles each word is on rd_data
+    seq = [None] * m
+    pay_issue, pay_at, take, first_beat = ([None] * n_frames for _ in range(4))
+    pay_left = [0] * n_frames                   # completions not yet served
+    wqe_pop, pops = [], []                      # per WQE / payload word: popped
+    tag_free = []                               # per request TLP: its tag is free
+    heap, up = [], set()
+    wr = _tlp(_W, p.req_overhead, p.bytes_per_cycle, 1)
+    signalled = [run.signalled[j] for j in order]
+    nxt = dict(item=0, read=0, msg=0, frame=0, serial=0)
+    end = free_at = -1
+
+    def up_slot(ready, d):
+        """The first cycle from ``ready`` at which the up direction is free for ``d``
+        cycles (taken then): its TLPs are placed as they become known, not in time
+        order, so each takes the first gap that fits."""
+        c = math.ceil(ready)
+        while any(c + k in up for k in range(d)):
+            c += 1
+        up.update(range(c, c + d))
+        return c
+
+    def request(start, shape, kind, ref):
+        """Queue the completions of a read whose first request TLP is ready ``start``."""
+        t = start
+        if kind == "pay":
+            pay_left[ref] += sum(len(chunk) for chunk in shape)
+        for chunk in shape:
+            if len(tag_free) >= n_tags:
+                t = max(t, tag_free[len(tag_free) - n_tags] + 1)
+            t = up_slot(t, rq)
+            tag_free.append(None)
+            last = len(chunk) - 1
+            for k, n in enumerate(chunk):
+                heapq.heappush(heap, (t + lat, nxt["serial"], kind, ref, n,
+                                      len(tag_free) - 1 if k == last else None))
+                nxt["serial"] += 1
+            t += rq
+
+    def tags_known(chunks):
+        """Whether the tags the next ``chunks`` request TLPs wait for are known."""
+        k = len(tag_free) + chunks - n_tags
+        return k <= 0 or None not in tag_free[max(0, k - chunks):k]
+
+    def propagate():
+        nonlocal end, free_at
+        moved = True
+        while moved:
+            moved = False
+            i = nxt["item"]
+            if (i < n_items and mmio_start[i] is not None
+                    and (i < d_fetch or leave[i - d_fetch] is not None) and tags_known(1)):
+                t = mmio_start[i] + d_mmio + 2
+                if i:
+                    t = max(t, front[i - 1] + 1)
+                if i >= d_fetch:
+                    t = max(t, leave[i - d_fetch] + 1)
+                front[i] = t
+                if miss[i]:
+                    if wb[i]:
+                        up_slot(t + 2, wr)
+                    request(t + 2, ((1,),), "fill", i)
+                nxt["item"], moved = i + 1, True
+            r = nxt["read"]
+            if r < n_reads:
+                i, shape, words = reads[r]
+                room = len(wqe_pop) + words - wqe_cap - 1
+                if (front[i] is not None and (not miss[i] or fill_at[i] is not None)
+                        and (r < d_batch or batch_free[r - d_batch] is not None)
+                        and room < len(wqe_pop) and tags_known(len(shape))):
+                    t = max(front[i] + 1, fill_at[i] + 1 if miss[i] else 0)
+                    if r:
+                        t = max(t, wqe_issue[r - 1] + 1)
+                    if r >= d_batch:
+                        t = max(t, batch_free[r - d_batch])
+                    if room >= 0:
+                        t = max(t, wqe_pop[room] + 1)
+                    wqe_issue[r] = t
+                    request(t + 2, shape, "wqe", r)
+                    if last_read[i] == r:
+                        leave[i] = t
+                    nxt["read"], moved = r + 1, True
+            x = nxt["msg"]
+            if x < m:
+                r, k, last = read_of[x]
+                f0 = x * nf
+                segs = f0 + nf - 1 - d_segs
+                room = len(pops) + msg_words - pay_cap - 1
+                shapes, chunks = pay[x]
+                if (len(wqe_words[r]) > k and (segs < 0 or take[segs] is not None)
+                        and (room < 0 or pops[room] is not None) and tags_known(chunks)):
+                    t = wqe_words[r][k] + 1
+                    if x:
+                        t = max(t, seq[x - 1] + slot)
+                    if segs >= 0:
+                        t = max(t, take[segs] + 1 - nf)
+                    if room >= 0:
+                        t = max(t, pops[room])
+                    seq[x] = t
+                    wqe_pop.extend(t + j for j in range(slot))
+                    if last:
+                        batch_free[r] = t + slot
+                    for kf, shape in enumerate(shapes):
+                        pay_issue[f0 + kf] = t + 1 + kf
+                        request(t + 3 + kf, shape, "pay", f0 + kf)
+                    pops.extend([None] * msg_words)
+                    nxt["msg"], moved = x + 1, True
+            f = nxt["frame"]
+            if f < n_frames and pay_at[f] is not None:
+                fr = frames[f % nf]
+                t = max(pay_issue[f] + 1, pay_at[f] + 1, free_at)
+                if f:
+                    t = max(t, take[f - 1] + 1)
+                first = max(t + 1, end + 1)
+                if f % nf == 0 and f >= nf:
+                    first = max(first, first_beat[f - nf] + gap)
+                take[f], first_beat[f] = t, first
+                if f % nf == nf - 1 and signalled[f // nf] and cqe_after is not None:
+                    up_slot(first + cqe_after, wr)
+                end, free_at = first + fr.beats - 1, first + fr.own - 1
+                w0 = (f // nf) * msg_words + offsets[f % nf]
+                pops[w0:w0 + fr.words] = [first + fr.reth + j for j in range(fr.words)]
+                nxt["frame"], moved = f + 1, True
+
+    free, last, mi = 0, "cpl", 0
+    done = hi * nf                      # the frames up to the window's last send
+    moved = True                        # whether a stage may move (else skip the look)
+    while nxt["frame"] < done:
+        if moved:
+            propagate()
+            if nxt["frame"] >= done:
+                break
+        mm = None
+        if mi < n_items:
+            dep = mi - cap_mmio
+            mm = 0 if dep < 0 else (None if front[dep] is None else front[dep] + 1)
+        due = heap[0][0] if heap else None
+        if mm is None and due is None:
+            raise _not_covered("the flow of a back-to-back run stood still")
+        t = max(free, due if mm is None else mm if due is None else min(mm, due))
+        if mm is not None and mm <= t and (due is None or due > t or last == "cpl"):
+            mmio_start[mi], free, last, moved = t, t + d_mmio, "mmio", True
+            mi += 1
+            continue
+        _, _, kind, ref, n, tag = heapq.heappop(heap)
+        d = cpl[n]
+        free, last, moved = t + d, "cpl", tag is not None
+        if tag is not None:
+            tag_free[tag] = t
+        if kind == "wqe":
+            wqe_words[ref].extend(t + d - n + 1 + j for j in range(n))
+            moved = True
+        elif kind == "fill":
+            fill_at[ref], moved = t + d, True
+        else:
+            pay_left[ref] -= 1
+            if not pay_left[ref]:
+                pay_at[ref], moved = t + d, True
+    # first_beat[] lacks the warm-up message (position 0 of the cycle model's list).
+    return (first_beat[hi * nf - 1] - first_beat[lo * nf - 1]) / (hi - lo)
+
+
 # -- State in flight ----------------------------------------------------------------------
 
 def _inflight(s, run, ii, regime, hold_rec, rtt_b):
@@ -906,13 +1190,25 @@ def _inflight(s, run, ii, regime, hold_rec, rtt_b):
     else:
         wqe_words = 0 if s.bf else min(REQUESTER_DEFAULTS["wqe_words"],
                                        FIFO_DEPTHS["batch"] * per_read, slot * body)
-        pay_cap = min(REQUESTER_DEFAULTS["payload_words"],
-                      (FIFO_DEPTHS["segs"] + 1) * max(1, _cdiv(words, nf)) if words
-                      else (FIFO_DEPTHS["segs"] + 1) * max(1, s.n_inline))
-        # The payload FIFO fills unless its producer is the slowest part: the MMIO
-        # writes that carry inline data, or the host interface that returns the reads.
-        source_bound = s.inline and ii <= _inline_source(s) + 1e-9
-        payload = max(1, s.words) if source_bound else pay_cap
+        # Payload words held or reserved: one frame's worth per descriptor in ``segs``
+        # and the one being framed. Read payloads: a descriptor per outstanding payload
+        # read, at most the ``segs`` entries and at most the payload reads' share of the
+        # read tags (the WQE reads hold the rest; once the tags are the bound, the
+        # descriptors wait on them). Inline payloads: the messages the MMIO writes
+        # bring ahead of their frames; while the writes (``src`` cycles a message) outrun
+        # the frames (``ii``), the backlog grows by ``1 - src / ii`` a message over the
+        # ``body`` messages, none when the writes are the slowest part.
+        if words:
+            per_msg_w = chunks_w / max(1, per_read // slot)
+            tags_p = p.tags * chunks_p / (chunks_p + per_msg_w)
+            held = min(FIFO_DEPTHS["segs"], math.ceil(tags_p - 1e-9))
+            per_desc = max(1, _cdiv(words, nf))
+        else:
+            src = _inline_source(s)
+            backlog = body * (1 - src / ii) if ii > src + 1e-9 else 0
+            held = min(FIFO_DEPTHS["segs"], math.ceil(backlog - 1e-9))
+            per_desc = max(1, s.n_inline)
+        payload = min(REQUESTER_DEFAULTS["payload_words"], (held + 1) * per_desc)
         reads_w = 0 if s.bf else min(FIFO_DEPTHS["batch"],
                                      REQUESTER_DEFAULTS["wqe_words"] // max(1, per_read),
                                      body)
@@ -1058,6 +1354,11 @@ def rdma_fast_point(msg_bytes, messages, p):
         _check_acks(s, run, ii0, rtt)
         ii = _pinned(s, run, ii0)
         regime = "pinned" if ii > ii0 * (1 + 1e-9) else "free"
+        if regime == "free" and messages <= FLOW_MAX_MESSAGES:
+            gap = max(v for k, v in bounds.items() if k not in _FLOW_BOUNDS)
+            flow = _flow(s, run, gap, None if hit["cqe"] is None
+                         else hit["cqe"] - hit["frames"][-1]["first"])
+            ii = ii if flow is None else flow
         _check_receive(s, run, bounds, rtt_b, regime)
     bits, _ = _inflight(s, run, ii, regime, rtt, rtt_b)
     busiest = max(t.busy.values())

@@ -13,9 +13,11 @@ import statistics
 
 from pymodel.host.metrics import host_bytes, host_tlps
 from pymodel.rdma.frames import ETH_OVERHEAD
+from pymodel.throughput import steady_ii
 from spec.formats.roce import HOST_WORD_BYTES, OpCode
 from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import TOP_DEFAULTS
+from spec.rdma_stages import window_record_layout
 
 _LAST_OPCODES = (OpCode.RC_RDMA_WRITE_ONLY.value, OpCode.RC_RDMA_WRITE_LAST.value)
 
@@ -25,8 +27,7 @@ __all__ = ["summarize", "per_message", "inflight_bits", "RECORD_BITS", "message_
 #: Bits of one window record as the completion unit stores it: QPN, first and last PSN,
 #: wr_id, SQ index, message length and signalled (185 bits), and the link to the next
 #: record of its QP, (records - 1).bit_length() bits: 9 for the default pool of 512.
-RECORD_BITS = (24 + 24 + 24 + 64 + 16 + 32 + 1
-               + (TOP_DEFAULTS["records"] - 1).bit_length())
+RECORD_BITS = window_record_layout().size + (TOP_DEFAULTS["records"] - 1).bit_length()
 #: Bits the host interface keeps per outstanding read request (its due-queue entry:
 #: word address, words, id, a 32-bit due cycle).
 READ_BITS = 32 + 7 + 8 + 32
@@ -118,19 +119,3 @@ def message_starts(wire_ab):
     sending order: when the requester sends each message."""
     return [cycles[0] for cycles, frame in wire_ab
             if len(frame) > 42 and frame[42] in _LAST_OPCODES]
-
-
-def steady_ii(cycles):
-    """Cycles per message in the steady state of a back-to-back run: the span of the
-    middle half of the messages over their count. The first quarter is the pipeline
-    filling, the last quarter its draining (the last messages' WQE reads and doorbells
-    are done while they wait for their payload, so the host interface is less busy
-    then). A mean, not a median of gaps: messages can leave in bursts (a median of gaps
-    3, 3, 3, 7 would say 3 for a rate of one per 4 cycles)."""
-    n = len(cycles)
-    if n < 2:
-        return None
-    lo, hi = n // 4, max(n // 4 + 1, (3 * n) // 4)
-    hi = min(hi, n - 1)
-    return (cycles[hi] - cycles[lo]) / (hi - lo)
-

@@ -62,7 +62,7 @@ def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
     verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
                             spacing=spacing, depth=depth,
                             warmup=latency_spacing(host) if warmup else 0,
-                            **k)
+                            cache_entries=cache_entries, **k)
     cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
                  depth=depth,
                  cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,

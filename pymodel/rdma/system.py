@@ -21,7 +21,7 @@ from spec.host import PROFILES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, TOP_DEFAULTS
 
-__all__ = ["Config", "simulate", "beats_of"]
+__all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
 
 
 def beats_of(nbytes):
@@ -67,17 +67,29 @@ class Config:
 
 
 class _Beats:
-    """Beats scheduled to arrive at a receiver, by cycle, and the frames they end. A
-    receiver that takes whole frames (``whole``) gets True for each beat instead of its
-    fields."""
+    """Beats scheduled to arrive at a receiver, by cycle, and the frames they end.
+
+    A receiver that takes beat by beat gets each beat's fields in its arrival cycle; one
+    that takes whole frames (``whole``) gets the frame in the arrival cycle of its last
+    beat and nothing in the cycles of the others. A frame may be scheduled when its
+    last beat leaves the sender (the ACK frames: node B's ACK sender is only known to
+    have ended a frame then), so with a one-cycle link the first beats of a whole frame
+    arrive in cycles the receiver has already run: only the last beat is kept. Any other
+    beat scheduled for a cycle the receiver has run is a model error (``AssertionError``)."""
 
     def __init__(self, whole=False):
         self.beats, self.frames = {}, {}
         self.whole = whole
+        self.done = -1              # the last cycle the receiver has run (:meth:`pop`)
 
     def add(self, cycles, frame):
         beats, n = self.beats, len(frame)
+        if self.whole:
+            cycles = cycles[-1:]
         for k, c in enumerate(cycles):
+            if c <= self.done:
+                raise AssertionError(f"a beat arrives in cycle {c}, which its receiver "
+                                     f"has already run (up to cycle {self.done})")
             if c in beats:
                 raise AssertionError(f"two beats arrive in cycle {c}")
             if self.whole:
@@ -90,6 +102,9 @@ class _Beats:
         self.frames[cycles[-1]] = frame
 
     def pop(self, c):
+        """The beat (or True) and the frame it ends arriving in cycle ``c``, the cycle
+        the receiver runs now."""
+        self.done = c
         beat = self.beats.pop(c, None)
         if beat is None:            # (a frame ends only with a beat)
             return None, None
@@ -100,6 +115,68 @@ class _Beats:
 
     def next(self):
         return min(self.beats) if self.beats else None
+
+
+class NoProgress(RuntimeError):
+    """The model can no longer make progress while work is still held: raised in the
+    cycle it is known, with what holds the work (queued beats, FIFO levels, outstanding
+    records, MMIO words not yet taken)."""
+
+    def __init__(self, cycle, held, idle=None):
+        self.cycle, self.held = cycle, list(held)
+        why = ("nothing changed and nothing is due" if idle is None else
+               f"nothing changed for {idle} cycles in a row")
+        super().__init__(f"the RDMA model cannot progress at cycle {cycle} ({why}); "
+                         f"still held: {'; '.join(self.held)}")
+
+
+def stuck_patience(profile):
+    """Inactive cycles in a row, each with only the next cycle due, after which the
+    model is stuck. Only a host interface's conservative events (a presented MMIO word
+    not taken) come due every cycle; behind them the longest wait without a visible
+    change is a DMA read: its latency plus the transfer of the largest read request
+    with both overheads (:class:`spec.host.HostProfile`), counted twice for margin."""
+    p = profile
+    transfer = -(-(p.max_read_request + p.req_overhead + p.cpl_overhead)
+                 // p.bytes_per_cycle)
+    return 2 * (p.read_latency + transfer)
+
+
+def _held(c, req, resp, hi_a, hi_b, to_a, to_b, mmio_left):
+    """What still holds work in cycle ``c``, one phrase each (empty: nothing)."""
+    held = []
+    if mmio_left:
+        held.append(f"{mmio_left} MMIO word(s) of the host's player not yet taken")
+    for name, beats in (("ACK frame(s) to node A", to_a), ("beat(s) to node B", to_b)):
+        if beats.pending():
+            due = sorted(beats.beats)
+            late = [x for x in due if x <= c]
+            held.append(f"{len(due)} {name} queued for cycles {due[:4]}"
+                        + (f" ({len(late)} for cycles already run)" if late else ""))
+    levels = {n: len(f) for n, f in req.fifos.items() if not f.idle()}
+    if levels:
+        held.append(f"requester FIFO levels {levels}")
+    if req.comp.win_total.value:
+        held.append(f"{req.comp.win_total.value} outstanding record(s) in the requester's "
+                    f"windows")
+    if req.sender.busy():
+        held.append(f"{len(req.sender.pops)} payload word(s) due to the framer")
+    if req.comp.state.value or req.comp.err_out is not None:
+        held.append(f"requester completion unit in state {req.comp.state.value}")
+    if req.cache.order:
+        held.append(f"{len(req.cache.order)} requester context-cache fill(s) awaited")
+    levels = {n: len(f) for n, f in resp.fifos.items() if not f.idle()}
+    if levels or resp.next_event(c) is not None:
+        held.append(f"responder FIFO levels {levels}")
+    for name, hi in (("A", hi_a), ("B", hi_b)):
+        word = hi.mmio_head(c)
+        if word is not None:
+            held.append(f"host interface {name} presents an MMIO word (address "
+                        f"{word['addr']:#x}) that is not taken")
+        elif hi.next_event(c) is not None:
+            held.append(f"host interface {name} busy (next event in cycle "
+                        f"{hi.next_event(c)})")
+    return held
 
 
 def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall=(1, 0),
@@ -115,6 +192,10 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     (``(beat cycles, frame)``), ``mmio_stamps`` (the cycle each MMIO word was taken),
     ``written`` and ``completed`` (``(cycle, tag)``), the counters of both engines, both
     host interfaces and both links, and both host memories.
+
+    Raises :class:`NoProgress` in the first cycle in which the run is known to be stuck
+    with work still held: nothing changed and nothing is due any more, or nothing changed
+    for :func:`stuck_patience` cycles in a row; ``RuntimeError`` past ``limit`` cycles.
     """
     p = cfg.profile
     hi_a = HostInterfaceModel(p, cfg.depth, mem_a)
@@ -160,7 +241,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     stamps, written, completed = [], [], []
     k = 0
     c = 0
-    quiet = 0
+    quiet = idle = 0
+    patience = stuck_patience(p)
     while True:
         if c > limit:
             raise RuntimeError(f"the model ran past {limit} cycles")
@@ -201,33 +283,44 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         # Idle skipping: after a cycle in which nothing changed, nothing changes until
         # an external event (host-interface output, a beat arriving, the MMIO player's
         # next release, a transport timer), so the model jumps there.
+        # (A word presented on ``mmio`` changes something only when the requester takes
+        # it; one not taken is due again in the next cycle of host interface A.)
         active = (take_activity() or ra.mmio_in_taken or ra.rd_data is not None
-                  or ra.marked is not None or ra.mmio is not None or rb.rd_data is not None
+                  or (ra.mmio is not None and mmio_ready)
+                  or ra.marked is not None or rb.rd_data is not None
                   or rb.marked is not None or beat is not None or ack is not None
                   or ack_beats or out.o is not None or req.sender.busy())
-        if active or not skip:
-            quiet = 0 if active else quiet
-            if not active and not skip:
-                quiet = 0 if (req.busy() or resp.next_event(c) is not None or to_a.pending()
-                              or to_b.pending() or k < len(mmio)
-                              or hi_a.next_event(c) is not None
-                              or hi_b.next_event(c) is not None) else quiet + 1
-                if quiet > 2:
-                    break
+        if active:
+            quiet = idle = 0
             c += 1
             continue
         events = [hi_a.next_event(c), hi_b.next_event(c), to_a.next(), to_b.next(),
                   req.comp.next_timer(c), req.sender.next_event(c),
                   release[k] if k < len(mmio) else None]
-        events = [e for e in events if e is not None]
-        if not events:
+        # An event already due (the player's word released in a past cycle and not yet
+        # taken) is due again in the next cycle.
+        future = [max(e, c + 1) for e in events if e is not None]
+        if not future:
+            # Nothing changed and nothing is due: the state is final. Work still held is
+            # a run that can no longer progress.
+            held = _held(c, req, resp, hi_a, hi_b, to_a, to_b, len(mmio) - k)
+            if held:
+                raise NoProgress(c, held)
             quiet += 1
             if quiet > 2:
                 break
             c += 1
             continue
         quiet = 0
-        nxt = max(c + 1, min(events))
+        nxt = min(future)
+        # Inactive cycles stepped one by one (only a host interface's presented word
+        # is due): past ``patience`` of them in a row, nothing can be under way.
+        idle = idle + 1 if max(future) == c + 1 else 0
+        if idle > patience:
+            raise NoProgress(c, _held(c, req, resp, hi_a, hi_b, to_a, to_b, len(mmio) - k)
+                             or ["nothing"], idle)
+        if not skip:
+            nxt = c + 1
         if req.front.stalled:
             req.front.count["ctx_stalls"] += nxt - c - 1
         c = nxt

@@ -34,7 +34,7 @@ from spec.rdma_engine import (
 )
 
 __all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B", "MIN_CQ_LOG2",
-           "cq_log2_for"]
+           "cq_log2_for", "inline_limit"]
 
 #: log2 of the CQEs of the smallest CQ a scenario makes (1,024).
 MIN_CQ_LOG2 = 10
@@ -44,6 +44,16 @@ def cq_log2_for(cqes):
     """log2 of the smallest CQ (at least ``2**MIN_CQ_LOG2`` entries) that holds ``cqes``
     CQEs without wrapping: the co-simulation polls the CQ only after the run."""
     return max(MIN_CQ_LOG2, (cqes - 1).bit_length())
+
+def inline_limit(stride_log2=None):
+    """Most payload bytes a WQE carries inline (:data:`spec.rdma_engine.MAX_INLINE_WORDS`
+    words after the WQE's own word) in a send queue of ``2**stride_log2``-word slots
+    (None: slots as large as a WQE gets, where only that limit counts)."""
+    words = MAX_INLINE_WORDS
+    if stride_log2 is not None:
+        words = min(words, (1 << stride_log2) - 1)
+    return words * HOST_WORD_BYTES
+
 
 MAC_A, MAC_B = 0x02_00_00_00_00_0A, 0x02_00_00_00_00_0B
 IP_A, IP_B = 0x0A_00_00_01, 0x0A_00_00_02
@@ -155,9 +165,12 @@ class Verbs:
         padded = payload + bytes(_W * words - len(payload))
         data = [int.from_bytes(padded[_W * k:_W * k + _W], "little") for k in range(words)]
         if inline:
-            if words > min(MAX_INLINE_WORDS, (1 << qp.stride_log2) - 1):
-                raise ValueError(f"inline payload of {len(payload)} bytes does not fit a "
-                                 f"WQE slot of {_W << qp.stride_log2} bytes")
+            most = inline_limit(qp.stride_log2)
+            if len(payload) > most:
+                raise ValueError(f"inline payload of {len(payload)} bytes is over the {most} "
+                                 f"bytes a WQE carries inline (a {_W << qp.stride_log2}-byte "
+                                 f"send-queue slot: the WQE's own word, then at most "
+                                 f"{most // _W} payload words)")
             laddr = 0
         else:
             laddr = self._alloc_a(words) * _W

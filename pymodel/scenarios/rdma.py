@@ -6,16 +6,67 @@ import zlib
 
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
-from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for
+from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for, inline_limit
 from spec.formats.roce import CqeStatus, OpCode, QpState
-from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS
+from spec.load import check_count
+from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, RUNG_KNOBS
 
-__all__ = ["writes_scenario", "qp_error_scenario", "bad_frames_scenario",
-           "overflow_scenario", "fault_settings", "seed_dropping_only"]
+__all__ = ["writes_scenario", "coalesced_ack_requests", "ACK_SPAN_BEATS", "qp_error_scenario",
+           "bad_frames_scenario", "overflow_scenario", "fault_settings", "seed_dropping_only"]
+
+
+#: The most wire beats the host lets the engine send after a QP's oldest message that
+#: has not asked for an ACK before a message of that QP asks for one (ACK coalescing's
+#: guard against the transport timer, :func:`coalesced_ack_requests`): a quarter of the
+#: transport timeout (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`). Each beat takes at
+#: least a cycle on the link, and with the contexts cached the engine sends at most
+#: about 2.3 cycles per beat (8-byte WRITEs: ii 4.66 cycles for 2 beats; 128 B: 5.57
+#: for 4; 4,096 B: 96 for 66, pipelined, pcie), so 1,024 beats take at most about
+#: 2,400 cycles, which with the window's head (the payload read, about 565 cycles over
+#: PCIe, the WQE read before it, another 565) and the ACK's round trip stays below the
+#: 4,096-cycle timer.
+ACK_SPAN_BEATS = REQUESTER_DEFAULTS["timeout"] // 4
+
+
+def _message_beats(nbytes, pmtu_log2):
+    """Wire beats of a WRITE of ``nbytes`` (its frames, headers, ICRC and FCS)."""
+    mtu = 1 << pmtu_log2
+    segs = [min(mtu, nbytes - k) for k in range(0, max(nbytes, 1), mtu)] or [0]
+    # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 (+ RETH 16 on the first) + payload padded
+    # to 4 bytes + ICRC 4 + FCS 4, in 64-byte beats.
+    return sum(-(-(58 + (16 if i == 0 else 0) + -(-n // 4) * 4 + 4) // 64)
+               for i, n in enumerate(segs))
+
+
+def _plan(messages, qps, k, warmup):
+    """The host's posting plan of :func:`writes_scenario`: per message ``j`` (QP
+    ``j % qps``), whether it is signalled and whether the host announces its QP (rings
+    or writes the WQE by MMIO) right after posting it; and the order in which the
+    engine takes the messages (announcement order, a QP's announced messages in
+    order)."""
+    posted = [0] * qps
+    pending = [[] for _ in range(qps)]
+    signalled, announce, order = [], [], []
+    for j in range(messages):
+        q = j % qps
+        last = j + qps >= messages
+        alone = bool(warmup) and j == 0
+        signalled.append(alone or last
+                         or (j // qps) % k["signal_every"] == k["signal_every"] - 1)
+        posted[q] += 1
+        pending[q].append(j)
+        now = alone or bool(k["bf"]) or posted[q] % k["ring_every"] == 0 or last
+        if alone:
+            posted[q] = 0
+        announce.append(now)
+        if now:
+            order += pending[q]
+            pending[q] = []
+    return signalled, announce, order
 
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
-                    mr_entries=16, spacing=0, warmup=0, **knobs):
+                    mr_entries=16, spacing=0, warmup=0, cache_entries=16, **knobs):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
 
     ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
@@ -26,17 +77,18 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     MMIO write is released that many cycles after the previous one (0: all at once, the
     host as fast as the engine takes them). ``warmup`` (cycles, 0: none): the first
     message is posted alone, signalled, and the others from cycle ``warmup`` on, so that
-    they find its QP's context cached at both ends. With ACK coalescing on (``ack_every``
-    above 1 or ``ack_frames``), the host asks for an ACK (``WQE_ACK_REQ``) on the last
-    WQE before it posts to another QP: a burst on one QP ends with an acknowledged
-    message, so that the QP's context is released at once (a QP left with unacknowledged
-    messages pins its cache entry until the transport timeout). Returns the
-    :class:`Verbs`.
+    they find its QP's context cached at both ends. ``cache_entries``: the entries in
+    use of the engines' context caches (default 16, the smallest the points use), which
+    decides the WQEs that ask for an ACK under ACK coalescing
+    (:func:`coalesced_ack_requests`). Returns the :class:`Verbs`.
     """
     k = dict(RUNG_KNOBS, **knobs)
     unknown = set(knobs) - set(RUNG_KNOBS)
     if unknown:
         raise ValueError(f"unknown optimisation knob(s): {sorted(unknown)}")
+    if k["inline"] and max(sizes) > inline_limit():
+        raise ValueError(f"sizes: an inline WRITE carries at most {inline_limit()} bytes "
+                         f"in its WQE, not {max(sizes)} (use a rung without inline data)")
     rng = random.Random(seed)
     per_qp = -(-messages // qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
@@ -49,37 +101,87 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     total = sum(sizes[j % len(sizes)] for j in range(messages))
     raddr, rkey = v.reg_mr(total + 64 * messages, index=3)
     cursor = raddr
-    posted = [0] * qps
     release = 0
-
-    def announce(qp):
-        nonlocal release
-        if k["bf"]:
-            v.blueflame(qp, release)
-        else:
-            v.ring(qp, release)
-        release += spacing
-
-    coalesce = k["ack_every"] > 1 or k["ack_frames"] > 0
+    signalled, announce, _ = _plan(messages, qps, k, warmup)
+    ack_req = coalesced_ack_requests(messages, sizes, qps, pmtu_log2=pmtu_log2,
+                                     warmup=warmup, cache_entries=cache_entries, **k)
     for j in range(messages):
         n = sizes[j % len(sizes)]
         qp = pairs[j % qps]
-        last = j + qps >= messages
-        burst_end = coalesce and (qps > 1 or j + 1 == messages)
-        alone = warmup and j == 0
-        signalled = (alone or last
-                     or (j // qps) % k["signal_every"] == k["signal_every"] - 1)
         v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + j,
-                     signalled=signalled, inline=bool(k["inline"]), ack_req=burst_end)
-        posted[j % qps] += 1
-        if alone:
-            announce(qp)
-            release = max(release, warmup)
-            posted[0] = 0
-        elif k["bf"] or posted[j % qps] % k["ring_every"] == 0 or last:
-            announce(qp)
+                     signalled=signalled[j], inline=bool(k["inline"]), ack_req=ack_req[j])
+        if announce[j]:
+            if k["bf"]:
+                v.blueflame(qp, release)
+            else:
+                v.ring(qp, release)
+            release += spacing
+            if warmup and j == 0:
+                release = max(release, warmup)
         cursor += -(-n // 64) * 64
     return v
+
+
+def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_entries=16,
+                           **knobs):
+    """Per message of :func:`writes_scenario` (same arguments): whether the host sets
+    ``WQE_ACK_REQ`` on its WQE.
+
+    Without ACK coalescing (``ack_every`` 0 or 1 and ``ack_frames`` 0) never: the engine
+    asks on every message. With it, the engine counts per QP (the ``ack_msgs`` and
+    ``ack_frames`` fields of the QP's context) and asks on the message that ends every
+    ``ack_every`` messages (or ``ack_frames`` frames) of that QP since its last request,
+    and on signalled ones, however the QPs interleave. A message that asks for no ACK
+    stays in its QP's window, which keeps the QP's cache entry pinned and its transport
+    timer running, until a later message of the QP asks. So the host asks too:
+
+    - on each QP's last message (its tail is acknowledged at once and its entry freed);
+    - when QPs share cache entries (``qps > cache_entries``; below that QP ``q`` and the
+      responder's QP ``7q + 3`` have entries of their own at both ends), on every
+      message: a pinned entry would hold up the other QPs that map to it;
+    - on a message after which the engine would send more than :data:`ACK_SPAN_BEATS`
+      wire beats (all QPs, in the order the engine takes the messages) between the QP's
+      oldest message that has not asked and the QP's next message: the transport
+      timer's guard.
+
+    ``cache_entries`` outside 1..65536: ``ValueError`` naming it.
+    """
+    k = dict(RUNG_KNOBS, **knobs)
+    check_count("cache_entries", cache_entries, 1, 1 << 16)
+    if not (k["ack_every"] > 1 or k["ack_frames"] > 0):
+        return [False] * messages
+    if qps > cache_entries:
+        return [True] * messages
+    signalled, _, order = _plan(messages, qps, k, warmup)
+    pmtu = 1 << pmtu_log2
+    beats = [_message_beats(sizes[j % len(sizes)], pmtu_log2) for j in range(messages)]
+    frames = [max(1, -(-sizes[j % len(sizes)] // pmtu)) for j in range(messages)]
+    # Wire beats sent before each message, in the engine's order, and each message's
+    # next one on its QP.
+    before, nxt, seen, total = {}, {}, {}, 0
+    for j in order:
+        before[j] = total
+        total += beats[j]
+        q = j % qps
+        if q in seen:
+            nxt[seen[q]] = j
+        seen[q] = j
+    out = [False] * messages
+    start, msgs, fsum = {}, [0] * qps, [0] * qps
+    for j in order:
+        q = j % qps
+        start.setdefault(q, before[j])
+        m, f = msgs[q] + 1, fsum[q] + frames[j]
+        engine = (signalled[j] or k["ack_every"] <= 1 or m >= k["ack_every"]
+                  or (k["ack_frames"] != 0 and f >= k["ack_frames"]))
+        n = nxt.get(j)
+        out[j] = n is None or before[n] + beats[n] - start[q] > ACK_SPAN_BEATS
+        if engine or out[j]:
+            del start[q]
+            msgs[q], fsum[q] = 0, 0
+        else:
+            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+    return out
 
 
 def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,

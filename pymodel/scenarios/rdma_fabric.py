@@ -64,12 +64,13 @@ class NodeVerbs(Verbs):
         super().__init__(depth=depth, mr_entries=mr_entries, max_qps=MAX_QPN, cq_log2=cq_log2)
         self.node = node
 
-    def connect(self, dst, k, sq_log2, pmtu_log2, psn):
+    def connect(self, dst, k, nodes, sq_log2, pmtu_log2, psn):
         """QP ``k`` from this node (requester QPN :func:`~spec.rdma_fabric.req_qpn`) to
-        node ``dst.node`` (responder QPN :func:`~spec.rdma_fabric.resp_qpn`), RTS at
-        both ends, ``psn`` the first PSN; returns the :class:`QpPair`."""
+        node ``dst.node`` (responder QPN :func:`~spec.rdma_fabric.resp_qpn`) on a fabric
+        of ``nodes`` nodes, RTS at both ends, ``psn`` the first PSN; returns the
+        :class:`QpPair`."""
         s, d = self.node, dst.node
-        qpn_a, qpn_b = req_qpn(d, k), resp_qpn(s, k)
+        qpn_a, qpn_b = req_qpn(d, k, nodes), resp_qpn(s, k, nodes)
         sq_base = self._alloc_a(1 << sq_log2)
         self.mem_a[self.qpc_base_a + qpn_a] = pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
@@ -173,7 +174,7 @@ def fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=1, qps=1,
         sq_log2 = max(0, (per_qp - 1).bit_length())
         for k in range(qps):
             psn = (s * 4099 + d * 977 + k * 131) & 0xFFFFFF
-            qp_of[s, d, k] = verbs[s].connect(verbs[d], k, sq_log2, pmtu_log2, psn)
+            qp_of[s, d, k] = verbs[s].connect(verbs[d], k, nodes, sq_log2, pmtu_log2, psn)
         mr_of[s, d] = verbs[d].reg_mr(64 * words * count, index=s)
         cursor[s, d] = mr_of[s, d][0]
     svc = service_cycles(pattern, nodes, msg_bytes, pmtu_log2)

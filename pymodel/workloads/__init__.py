@@ -1,4 +1,4 @@
-"""LLM inference workloads carried by both designs (issue 18; docs/inference.md).
+"""LLM inference workloads carried by both designs (docs/inference.md).
 
 - :mod:`.config`: model configurations from data files (``data/models/*.toml``), KV bytes
   per token, parameter counts.

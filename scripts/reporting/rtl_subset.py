@@ -9,7 +9,7 @@ from spec.metrics import row_metrics
 from .grid import FRAMINGS, model_knobs
 from .progress import Progress
 
-__all__ = ["RTL_POINTS", "run_rtl_subset"]
+__all__ = ["RTL_POINTS", "rtl_messages", "fast_path_differs", "row_fails", "run_rtl_subset"]
 
 #: The co-simulated subset: every size on both framings and on RDMA, every QP count,
 #: every cache size, more than one NIC peer, and the NIC's ``pcie`` attachment.
@@ -22,7 +22,6 @@ RTL_POINTS = (
     + [("rdma", dict(msg_bytes=128, qps=q, cache_entries=16)) for q in (16, 256, 4096)]
     + [("rdma", dict(msg_bytes=128, qps=256, cache_entries=c)) for c in (64, 256)]
 )
-
 
 
 def _nonzero(value):
@@ -41,29 +40,61 @@ def _differs(design, key, fast, model):
     return _nonzero(fast) != _nonzero(model)
 
 
+def rtl_messages(design, point, messages):
+    """Messages the RTL subset runs at ``point`` when the report asks for ``messages``:
+    at least two passes of round robin over 256 to 4095 QPs (``2 * qps + 88``), so
+    that the second pass shows whether the cache holds the QP set (4096 QPs miss on
+    every lookup from the start); a quarter (at least 40) for NIC stores of 4096 bytes
+    and more; for the RDMA engine, no more than both ends' buffers fit in the host
+    memories of the top (:data:`spec.rdma_engine.TOP_DEFAULTS`)."""
+    n = messages
+    if 256 <= point.get("qps", 1) < 4096:
+        n = max(messages, 2 * point["qps"] + 88)
+    if design == "nic":
+        return n if point["msg_bytes"] < 4096 else max(40, n // 4)
+    from spec.rdma_engine import TOP_DEFAULTS
+    return min(n, TOP_DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])
+
+
+def fast_path_differs(design, point, messages, model):
+    """The metrics whose fast-path figure at ``point`` (``messages`` messages) differs
+    from the cycle-level model's ``model`` (``{metric: value}``, the ``_model`` values
+    of a row) by :func:`_differs`, sorted; or ``"not covered: ..."`` where the fast
+    path raises ``ValueError`` (the report then relies on the cycle-level model)."""
+    from pymodel.fastpath import fast_point
+    try:
+        fast = fast_point(design, msg_bytes=point["msg_bytes"], messages=messages,
+                          **model_knobs(design, point))
+    except ValueError as exc:
+        return f"not covered: {exc}"
+    return sorted(k for k in row_metrics(design, host=point.get("attachment") == "pcie")
+                  if _differs(design, k, fast[k], model[k]))
+
+
+def row_fails(row):
+    """Whether an RTL-subset row counts as failed, in report.md's summary and in
+    `make report`'s exit status alike: an error (``mismatches`` None), a mismatch
+    between RTL and model, or a fast-path figure beyond its tolerance (a list of
+    metrics in ``fast_path_differs``; a point the fast path does not cover is not a
+    failure)."""
+    fp = row.get("fast_path_differs")
+    return row["mismatches"] != 0 or (isinstance(fp, list) and bool(fp))
+
+
 def _rtl_group(args):
     """Run the RTL points of one top, in order (a top is built once, by one process)."""
     sim, points, messages = args
-    from pymodel.fastpath import fast_point
     out = []
     for design, point in points:
-        n = messages
-        if 256 <= point.get("qps", 1) < 4096:
-            # Round robin over the QP set twice, so that the second pass shows whether
-            # the cache holds it (4096 QPs miss on every lookup from the start).
-            n = max(messages, 2 * point["qps"] + 88)
+        n = rtl_messages(design, point, messages)
         try:
             if design == "nic":
                 from tb.nic.headline import run_point
-                n = n if point["msg_bytes"] < 4096 else max(40, n // 4)
                 row = run_point(sim, point["framing"], point["msg_bytes"], n,
                                 point["peers"],
                                 attachment=point.get("attachment", "integrated"))
             else:
-                from spec.rdma_engine import TOP_DEFAULTS
                 from tb.rdma.headline import run_point
-                # Both ends' buffers live in the host memories of the top.
-                n = min(n, TOP_DEFAULTS["depth"] * 64 // 4 // point["msg_bytes"])
                 row = run_point(sim, point["msg_bytes"], n, qps=point["qps"],
                                 cache_entries=point["cache_entries"],
                                 rung=point.get("rung"))
@@ -75,14 +106,9 @@ def _rtl_group(args):
                         "mismatches": None, "error": f"{type(exc).__name__}: {exc}"})
             continue
         row.pop("frames", None)
-        try:
-            fast = fast_point(design, msg_bytes=point["msg_bytes"], messages=n,
-                              **model_knobs(design, point))
-            row["fast_path_differs"] = sorted(
-                k for k in row_metrics(design, host=point.get("attachment") == "pcie")
-                if _differs(design, k, fast[k], row[f"{k}_model"]))
-        except ValueError as exc:
-            row["fast_path_differs"] = f"not covered: {exc}"
+        metrics = row_metrics(design, host=point.get("attachment") == "pcie")
+        row["fast_path_differs"] = fast_path_differs(
+            design, point, n, {k: row[f"{k}_model"] for k in metrics})
         out.append(row)
     return out
 

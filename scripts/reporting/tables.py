@@ -6,6 +6,7 @@ import json
 import time
 
 from .grid import CACHES, FRAMINGS, PEERS, QPS, SIZES
+from .rtl_subset import row_fails
 
 __all__ = ["efficiency", "ctrl_total", "write_csv", "find", "area_components", "state_per",
            "fmt", "headline_table", "host_table", "write_report"]
@@ -164,9 +165,16 @@ def write_report(grid, rtl, area, pngs, out, args, elapsed):
             str(r["messages"]), fmt(r.get("latency_cycles_rtl")), fmt(r.get("ii_cycles_rtl")),
             fmt(r.get("wire_bytes_rtl")), str(r["mismatches"]),
             "equal" if fp == [] else str(fp)]) + " |")
-    bad = [r for r in rtl if r["mismatches"] != 0]
-    md += ["", f"RTL points with mismatches or errors: {len(bad)} of {len(rtl)}."]
-    md += [f"- {r['design']} {r['msg_bytes']} B: {r['error']}" for r in bad if "error" in r]
+    bad = [r for r in rtl if row_fails(r)]
+    md += ["", "RTL points with mismatches, errors or fast-path differences beyond "
+           f"tolerance: {len(bad)} of {len(rtl)}."]
+    for r in bad:
+        where = f"- {r['design']} {r['msg_bytes']} B"
+        if "error" in r:
+            md.append(f"{where}: {r['error']}")
+        elif isinstance(r.get("fast_path_differs"), list) and r["fast_path_differs"]:
+            md.append(f"{where}: fast path differs from the cycle model: "
+                      f"{', '.join(r['fast_path_differs'])}")
     md += [""]
     md += ["## Host interface per 128-byte message (pcie profile)", "",
            "TLPs per message by kind, from the host interfaces' counters (golden model; "

@@ -29,6 +29,7 @@ from pymodel.scenarios.nic import (
     window_intent,
     window_writes,
 )
+from pymodel.throughput import steady_ii
 from spec.formats.nic import Framing
 from spec.metrics import CTRL_KINDS
 from tb.cosim import cosim_params
@@ -47,17 +48,19 @@ def _host_metrics(hosts, n, ii):
 
 
 def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
-    """Medians over the messages (integers where the median is whole), and the peak of
+    """Medians over the messages (integers where the median is whole), ``ii_cycles`` by
+    :func:`pymodel.throughput.steady_ii` over the accepts, and the peak of
     the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`) in bits."""
     def med(values):
         v = statistics.median(values)
         return int(v) if float(v).is_integer() else v
     lat = [remote[k] - accept[k] for k in range(len(msgs))]
     comp = [completion[k] - accept[k] for k in range(len(msgs))]
-    ii = [b - a for a, b in zip(accept, accept[1:], strict=False)] or [0]
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
-    return {"latency_cycles": med(lat), "completion_cycles": med(comp), "ii_cycles": med(ii),
+    ii = steady_ii(accept) or 0
+    return {"latency_cycles": med(lat), "completion_cycles": med(comp),
+            "ii_cycles": int(ii) if float(ii).is_integer() else ii,
             "wire_bytes": med(wire), "ctrl_ops": ctrl,
             "inflight_bits": 8 * width * peak_in_flight(accept, completion, beats)}
 

@@ -30,7 +30,12 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     ``attachment="pcie"`` (:data:`spec.nic.ATTACHMENTS`): the top's ``pcie`` attachment;
     the row then carries the host metrics (``row_metrics("nic", host=True)``) and
     ``attachment``. Its messages are the host's posted writes: a store over 256 bytes
-    counts as one per 256 bytes."""
+    counts as one per 256 bytes. ``top`` holds :data:`spec.nic.HEADLINE_TOP` keys only;
+    every parameter is checked before anything is built (``ValueError`` naming it)."""
+    unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
+    if unknown:
+        raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
+                         f"{sorted(HEADLINE_TOP)})")
     top = dict(HEADLINE_TOP, **(top or {}))
     top["nodes"] = max(top["nodes"], peers + 1)
     if not 1 <= peers <= 15:

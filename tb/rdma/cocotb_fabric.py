@@ -19,11 +19,10 @@ import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly
 
 from pymodel.fields import pack
-from pymodel.load.rdma import load_row
 from pymodel.packet import frame_to_beats
-from pymodel.rdma.fabric_point import fabric_arrays
+from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
-from pymodel.scenarios.rdma_fabric import fabric_scenario, service_cycles
+from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
@@ -228,13 +227,14 @@ async def fabric_matches_model(dut):
                  any(isinstance(v, int) and v > 1 for v in levels), True)
     dut._log.info("compare and checks %.2f s", time.perf_counter() - t3)
     if p.get("out_json"):
-        # Both sides' load rows (latency from arrival), from their own records.
+        # Both sides' load rows (rates of the whole fabric, latency from arrival), from
+        # their own records.
         rows = {}
         for side, run in (("rtl", got), ("model", model)):
             try:
                 arr = fabric_arrays(sc, run, cfg.nodes)
-                rows[side] = load_row(arr, p["load"], service_cycles(
-                    p["pattern"], cfg.nodes, p["msg_bytes"]))
+                rows[side] = fabric_load_row(arr, p["pattern"], cfg.nodes, p["msg_bytes"],
+                                             p["load"])
             except (RuntimeError, ValueError, IndexError, KeyError, TypeError):
                 rows[side] = None
         with open(p["out_json"], "w") as f:

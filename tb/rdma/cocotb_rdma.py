@@ -12,6 +12,7 @@ import time
 
 import cocotb
 
+from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
 from pymodel.rdma.point import knobs_of, reduce_run
 from pymodel.rdma.system import Config, simulate
@@ -22,9 +23,16 @@ from pymodel.scenarios.rdma import (
     qp_error_scenario,
     writes_scenario,
 )
+from spec.fabric import COUNTERS as LINK_COUNTERS
+from spec.fabric import FLAGS as LINK_FLAGS
 from spec.formats.roce import CqeStatus, OpCode
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
-from spec.rdma_engine import RESPONDER_DEFAULTS, TOP_DEFAULTS
+from spec.rdma_engine import (
+    REQUESTER_COUNTERS,
+    RESPONDER_COUNTERS,
+    RESPONDER_DEFAULTS,
+    TOP_DEFAULTS,
+)
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench
@@ -38,6 +46,68 @@ _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
                "ack_queue")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
+
+
+#: The parameters of a run (``run_cosim``'s ``params``), whatever its ``kind``: the top's
+#: own (``top``, :data:`spec.rdma_engine.TOP_DEFAULTS`), the engine's knobs (``rung``,
+#: ``knobs``), run-time ports and link faults, test hooks and checks, the output file.
+COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
+                 "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
+                 "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
+                 "clean_baseline", "out_json", "token")
+#: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
+KIND_PARAMS = {
+    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
+    "qp_error": (),
+    "bad": (),
+    "overflow": (),
+    "load": ("msg_bytes", "messages", "load", "service_cycles", *LOAD_KNOBS),
+}
+
+
+def check_params(p):
+    """Refuse a run's parameters before anything is exported or built: a key that is not
+    a parameter of its ``kind`` (:data:`COMMON_PARAMS`, :data:`KIND_PARAMS`) or of the
+    top, and every value the top, the model or the scenario would refuse (the model's
+    configuration and the scenario are built here as the cocotb test builds them).
+    ``ValueError`` names the bad key or value."""
+    if not isinstance(p, dict):
+        raise ValueError(f"RDMA run parameters must be a dict, not {p!r}")
+    kind = p.get("kind")
+    if kind not in KIND_PARAMS:
+        raise ValueError(f"kind must be one of {sorted(KIND_PARAMS)}, not {kind!r}")
+    unknown = sorted(set(p) - set(COMMON_PARAMS) - set(KIND_PARAMS[kind]))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) of an RDMA run of kind {kind!r}: {unknown} "
+                         f"(accepted: {sorted(COMMON_PARAMS + KIND_PARAMS[kind])}; the "
+                         f"engine's knobs go in 'knobs')")
+    top = p.get("top", {})
+    bad = sorted(set(top) - set(TOP_DEFAULTS)) if isinstance(top, dict) else top
+    if bad:
+        raise ValueError(f"unknown RdmaTop parameter(s) in 'top': {bad}")
+    for name in ("faults_ab", "faults_ba"):
+        fields = set(FaultSettings.__dataclass_fields__)
+        extra = sorted(set(p.get(name) or {}) - fields)
+        if extra:
+            raise ValueError(f"{name}: unknown link setting(s) {extra} (accepted: "
+                             f"{sorted(fields)})")
+    counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
+        f"resp_{n}" for n in RESPONDER_COUNTERS} | {
+        f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
+    for name in ("expect", "expect_min"):
+        extra = sorted(set(p.get(name) or {}) - counters)
+        if extra:
+            raise ValueError(f"{name}: unknown counter(s) {extra} (names: req_<counter>, "
+                             f"resp_<counter>, ab_<counter>, ba_<counter>)")
+    stall = p.get("inject_stall", (1, 0))
+    if (not isinstance(stall, (list, tuple)) or len(stall) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in stall)):
+        raise ValueError(f"inject_stall must be [seed, rate] (two integers), not {stall!r}")
+    try:
+        cfg, knobs = config(top, p)
+        scenario(p, cfg, knobs)
+    except (TypeError, KeyError) as exc:     # a value of the wrong type, a missing key
+        raise ValueError(f"RDMA run of kind {kind!r}: {type(exc).__name__}: {exc}") from exc
 
 
 def config(top, params):
@@ -65,7 +135,8 @@ def scenario(p, cfg, knobs):
         v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
                             depth=cfg.depth, mr_entries=cfg.mr_entries,
-                            spacing=p.get("spacing", 0), warmup=p.get("warmup", 0), **knobs)
+                            spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
+                            cache_entries=cfg.cache_entries, **knobs)
         return v, [], None
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,

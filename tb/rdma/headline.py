@@ -18,6 +18,7 @@ from pymodel.pcap import write_pcapng
 from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
+from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_ROWS"]
@@ -32,10 +33,14 @@ _PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps
                 "host_util", "inflight_bits", "ii_cycles")
 
 
-def _top(host):
+def _top(host, link_latency=None):
+    """The top's parameters that differ from :data:`spec.rdma_engine.TOP_DEFAULTS` (one
+    build serves every point that keeps the defaults)."""
     top = {}
     if host != TOP_DEFAULTS["host"]:
         top["host"] = host
+    if link_latency is not None and link_latency != TOP_DEFAULTS["link_latency"]:
+        top["link_latency"] = link_latency
     return top
 
 
@@ -46,28 +51,35 @@ def _isolated(values):
 
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-              knobs=None, latency_messages=16, test_id=None, label=None):
-    """Co-simulate one point (two runs, see the module docstring). Returns the results
-    row with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
-    ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links)."""
+              knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None):
+    """Co-simulate one point (two runs, see the module docstring) on a top with
+    ``link_latency`` (None: the top's default). Returns the results row with ``_rtl``
+    and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and ``frames``
+    (``(cycle, bytes)`` of the back-to-back run, both links). Every parameter is
+    checked before anything is built (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
-    top = _top(host)
+    top = _top(host, link_latency)
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
-        f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}"
+        f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
+        + (f"_l{link_latency}" if "link_latency" in top else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
                   warmup=warm, cache_entries=cache_entries)
-    bw_dir = run_rdma(top, params=dict(common, messages=messages + 1, knobs=k), sim=sim,
-                      test_id=f"{tag}_bw")
-    lat_dir = run_rdma(top, params=dict(common, messages=latency_messages + 1,
-                                        knobs=latency_knobs(k), spacing=warm),
-                       sim=sim, test_id=f"{tag}_lat")
+    bw_params = dict(common, messages=messages + 1, knobs=k)
+    lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
+                      spacing=warm)
+    for params in (bw_params, lat_params):     # both runs' before either is built
+        check_params(dict(params, top=top))
+    bw_dir = run_rdma(top, params=bw_params, sim=sim, test_id=f"{tag}_bw")
+    lat_dir = run_rdma(top, params=lat_params, sim=sim, test_id=f"{tag}_lat")
     bw = json.loads((bw_dir / "m.json").read_text())
     lat = json.loads((lat_dir / "m.json").read_text())
     row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
            "rung": label or rung}
+    if "link_latency" in top:
+        row["link_latency"] = top["link_latency"]
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:
