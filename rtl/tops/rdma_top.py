@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
+from rtl.fabric.reliable_link import ReliableLink
 from rtl.host.host_interface import HostInterface
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.req.requester import Requester
@@ -15,6 +16,7 @@ from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
+from spec.fabric import RETRY_LINK_COUNTERS, RETRY_SETTINGS, RX_COUNTERS, TX_COUNTERS
 from spec.fabric import SETTINGS as LINK_SETTINGS
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
@@ -30,7 +32,12 @@ from spec.rdma_engine import (
     TOP_DEFAULTS,
 )
 
-__all__ = ["RdmaTop"]
+__all__ = ["RdmaTop", "RETRY_COUNTER_PORTS"]
+
+#: With ``link_retry``: the reliable link's counters, as ``<link>_<name>`` ports, besides
+#: the wire's (:data:`spec.fabric.COUNTERS`): its ends' and the wire's retry counters.
+RETRY_END_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS])
+RETRY_COUNTER_PORTS = RETRY_END_PORTS + RETRY_LINK_COUNTERS
 
 
 class RdmaTop(HarnessTop):
@@ -50,9 +57,25 @@ class RdmaTop(HarnessTop):
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (settings ``ab_*`` and
     ``ba_*``, counters and flags likewise; all rates 0 is a plain link of
-    ``link_latency`` cycles). Host interfaces: ``host`` names the profile of both
-    (:data:`spec.host.PROFILES`); their counters are ports ``hia_<name>`` and
-    ``hib_<name>``.
+    ``link_latency`` cycles). With ``link_retry`` both are
+    :class:`rtl.fabric.reliable_link.ReliableLink` of the same latency, sized by
+    :func:`spec.fabric.retry_sizes` for ``LINK_FRAME_BEATS`` (link-level retry under the
+    engine's go-back-N): the wire's settings keep their names and add
+    :data:`spec.fabric.RETRY_SETTINGS` (``ab_tag_rate``, ...), the wire's counters keep
+    theirs and add :data:`spec.fabric.RETRY_LINK_COUNTERS`, and the retry's ends count
+    on ``ab_tx_<name>``/``ab_rx_<name>`` (:data:`spec.fabric.TX_COUNTERS`,
+    :data:`spec.fabric.RX_COUNTERS`; likewise ``ba_``). The engines have no
+    backpressure towards the links: without faults a reliable link's ``i.ready`` never
+    falls (its replay buffer holds the round trip and a longest frame more); with
+    faults it falls once more than ``tx_depth - LINK_FRAME_BEATS`` beats wait for their
+    link ACK, and a beat offered then is lost: the sticky flag ``ab_full`` (``ba_full``)
+    reports it, and such a run is invalid (the golden model refuses it). Without faults
+    a frame of ``n`` beats arrives ``n + 1`` cycles later than on the plain link (the
+    reliable link's timing: one cycle in the replay buffer, store and forward, one to
+    judge it). Frames injected with ``link_retry`` must carry a good FCS: the link's
+    receiver NAKs a bad one and its sender repeats it forever. Host interfaces: ``host``
+    names the profile of both (:data:`spec.host.PROFILES`); their counters are ports
+    ``hia_<name>`` and ``hib_<name>``.
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
@@ -64,7 +87,10 @@ class RdmaTop(HarnessTop):
     never evaluates an ``always @*`` whose inputs never change).
     """
 
-    def __init__(self, **params):
+    def __init__(self, link_retry=False, **params):
+        if not isinstance(link_retry, bool):
+            reject(self, f"link_retry must be True or False, not {link_retry!r}")
+        self.link_retry = link_retry
         unknown = set(params) - set(TOP_DEFAULTS)
         if unknown:
             reject(self, f"unknown RdmaTop parameter(s): {sorted(unknown)}")
@@ -90,6 +116,10 @@ class RdmaTop(HarnessTop):
             ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
             ports.update({f"{link}_{n}": Out(32) for n in LINK_COUNTERS})
             ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
+            if link_retry:
+                ports.update({f"{link}_{n}": In(bits) for n, bits in RETRY_SETTINGS.items()})
+                ports.update({f"{link}_{n}": Out(32) for n in RETRY_COUNTER_PORTS})
+                ports[f"{link}_full"] = Out(1)
         ports.update({f"req_{n}": Out(32) for n in REQUESTER_COUNTERS})
         ports.update({f"resp_{n}": Out(32) for n in RESPONDER_COUNTERS})
         for node in ("hia", "hib"):
@@ -114,8 +144,14 @@ class RdmaTop(HarnessTop):
             k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"], **{
             k: p[k] for k in RESPONDER_DEFAULTS})
-        self.link_ab = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
-        self.link_ba = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS, LINK_FIFO_BEATS)
+        if self.link_retry:
+            self.link_ab = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
+            self.link_ba = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
+        else:
+            self.link_ab = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS,
+                                      LINK_FIFO_BEATS)
+            self.link_ba = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS,
+                                      LINK_FIFO_BEATS)
         for name in ("mem_a", "mem_b", "hi_a", "hi_b", "requester", "responder", "link_ab",
                      "link_ba"):
             m.submodules[name] = getattr(self, name)
@@ -162,6 +198,9 @@ class RdmaTop(HarnessTop):
             m.d.comb += [recorders[name].i.valid.eq(hi.marked.valid),
                          recorders[name].i.payload.eq(hi.marked.payload)]
         for prefix, link in (("ab", link_ab), ("ba", link_ba)):
+            if self.link_retry:
+                self._connect_retry(m, prefix, link)
+                continue
             for n in LINK_SETTINGS:
                 m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
             for n in LINK_COUNTERS + LINK_FLAGS:
@@ -173,3 +212,16 @@ class RdmaTop(HarnessTop):
         for prefix, hi in (("hia", hi_a), ("hib", hi_b)):
             for n in HOST_COUNTERS:
                 m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(hi, n))
+
+    def _connect_retry(self, m, prefix, link):
+        """A reliable link's settings and counters on the top's ``<prefix>_*`` ports, and
+        the sticky ``<prefix>_full`` (a beat offered while ``i.ready`` was low)."""
+        for n in (*LINK_SETTINGS, *RETRY_SETTINGS):
+            m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
+        for n in LINK_COUNTERS + RETRY_LINK_COUNTERS + LINK_FLAGS:
+            m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, f"link_{n}"))
+        for n in RETRY_END_PORTS:
+            m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
+        full = getattr(self, f"{prefix}_full")
+        with m.If(link.i.valid & ~link.i.ready):
+            m.d.sync += full.eq(1)
