@@ -2,7 +2,8 @@
 
 Node A: the host's MMIO writes (a timed player), host interface A with host memory A,
 the requester. Node B: the responder, host interface B with host memory B. Two links
-(A->B carries the WRITEs, B->A the ACKs), each a fault-injecting link. Every part is
+(A->B carries the WRITEs, B->A the ACKs), each a fault-injecting link, or with
+``link_retry`` a reliable link (link-level retry over the faulty wire). Every part is
 the twin of its RTL block (``pymodel.host``, ``pymodel.rdma.req``, ``pymodel.rdma.resp``,
 ``pymodel.rdma.links``); this module only connects them, as the top does, and records
 what the top's recorders record.
@@ -13,7 +14,7 @@ import dataclasses
 from pymodel.cycle import take_activity
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.host.host_interface import HostInterfaceModel
-from pymodel.rdma.links import LinkStream
+from pymodel.rdma.links import LinkStream, ReliableSteps, ReliableStream, faulty
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.stall import stall_pattern
@@ -32,7 +33,8 @@ def beats_of(nbytes):
 class Config:
     """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
     ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port)
-    of the ``cache_capacity`` the top was built with."""
+    of the ``cache_capacity`` the top was built with; ``link_retry``: both links are
+    reliable links (the top's parameter of that name)."""
     cache_entries: int = 16
     cache_capacity: int = TOP_DEFAULTS["cache_entries"]
     depth: int = HOST_DEPTH
@@ -56,6 +58,11 @@ class Config:
     responder_sizes: dict = dataclasses.field(default_factory=dict)
     faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
     faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
+    link_retry: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.link_retry, bool):
+            raise ValueError(f"link_retry must be True or False, not {self.link_retry!r}")
 
     @property
     def profile(self):
@@ -200,21 +207,38 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     p = cfg.profile
     hi_a = HostInterfaceModel(p, cfg.depth, mem_a)
     hi_b = HostInterfaceModel(p, cfg.depth, mem_b)
-    links = {"ab": LinkStream(cfg.link_latency, cfg.faults_ab, LINK_FRAME_BEATS,
-                              LINK_FIFO_BEATS),
-             "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
-                              LINK_FIFO_BEATS)}
+    # Reliable links with faults are stepped each cycle (``steps``); the others decide
+    # each frame's fate when it is sent.
+    steps = cfg.link_retry and (faulty(cfg.faults_ab) or faulty(cfg.faults_ba))
+    if steps:
+        links = {"ab": ReliableSteps(cfg.link_latency, LINK_FRAME_BEATS, cfg.faults_ab),
+                 "ba": ReliableSteps(cfg.link_latency, LINK_FRAME_BEATS, cfg.faults_ba)}
+    elif cfg.link_retry:
+        links = {"ab": ReliableStream(cfg.link_latency), "ba": ReliableStream(cfg.link_latency)}
+    else:
+        links = {"ab": LinkStream(cfg.link_latency, cfg.faults_ab, LINK_FRAME_BEATS,
+                                  LINK_FIFO_BEATS),
+                 "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
+                                  LINK_FIFO_BEATS)}
     to_b, to_a = _Beats(), _Beats(whole=True)      # (node A's requester takes ACK frames)
     wire_ab, wire_ba = [], []
+
+    def carry_ab(cycles, frame):
+        if steps:
+            links["ab"].feed(cycles, frame)
+            return
+        for arrived, fr in links["ab"].send(cycles, frame):
+            to_b.add(arrived, fr)
 
     def send_ab(first_cycle, frame):
         cycles = list(range(first_cycle, first_cycle + beats_of(len(frame))))
         wire_ab.append((cycles, frame))
-        for arrived, fr in links["ab"].send(cycles, frame):
-            to_b.add(arrived, fr)
+        carry_ab(cycles, frame)
 
     def send_ba(cycles, frame):
         wire_ba.append((cycles, frame))
+        if steps:                       # (its beats entered the link one by one)
+            return
         for arrived, fr in links["ba"].send(cycles, frame):
             to_a.add(arrived, fr)
 
@@ -234,8 +258,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             n = beats_of(len(fr))
             cycles = go[k:k + n]
             wire_ab.append((cycles, fr))
-            for arrived, f2 in links["ab"].send(cycles, fr):
-                to_b.add(arrived, f2)
+            carry_ab(cycles, fr)
             k += n
 
     stamps, written, completed = [], [], []
@@ -246,6 +269,13 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     while True:
         if c > limit:
             raise RuntimeError(f"the model ran past {limit} cycles")
+        if steps:                       # the links' outputs depend on earlier cycles
+            beat_ab, _ = links["ab"].deliver(c)
+            if beat_ab is not None:             # (node B takes beat by beat)
+                to_b.beats[c] = beat_ab
+            _, frame_ba = links["ba"].deliver(c)
+            if frame_ba is not None:
+                to_a.add([c], frame_ba)
         # The host's MMIO player.
         word = mmio[k] if k < len(mmio) and c >= release[k] else None
         # Node A.
@@ -269,6 +299,9 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         beat, _ = to_b.pop(c)
         resp.step(c, beat, rb.rd_data, o_ready=True, rd_req_taken=rb.rd_req_taken,
                   wr_taken=rb.wr_taken)
+        if steps:
+            links["ab"].take(c)
+            links["ba"].take(c, out.o)
         if out.o is not None:
             ack_beats.append((c, out.o))
             if out.o["last"]:
@@ -289,7 +322,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                   or (ra.mmio is not None and mmio_ready)
                   or ra.marked is not None or rb.rd_data is not None
                   or rb.marked is not None or beat is not None or ack is not None
-                  or ack_beats or out.o is not None or req.sender.busy())
+                  or ack_beats or out.o is not None or req.sender.busy()
+                  or (steps and any(link.busy() for link in links.values())))
         if active:
             quiet = idle = 0
             c += 1
@@ -297,6 +331,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         events = [hi_a.next_event(c), hi_b.next_event(c), to_a.next(), to_b.next(),
                   req.comp.next_timer(c), req.sender.next_event(c),
                   release[k] if k < len(mmio) else None]
+        if steps:
+            events += [link.next_event(c) for link in links.values()]
         # An event already due (the player's word released in a past cycle and not yet
         # taken) is due again in the next cycle.
         future = [max(e, c + 1) for e in events if e is not None]

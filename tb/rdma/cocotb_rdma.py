@@ -14,6 +14,7 @@ import cocotb
 
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
+from pymodel.rdma.links import retry_counters
 from pymodel.rdma.point import knobs_of, reduce_run
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import (
@@ -25,6 +26,7 @@ from pymodel.scenarios.rdma import (
 )
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
+from spec.fabric import RETRY_SETTINGS
 from spec.formats.roce import CqeStatus, OpCode
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import (
@@ -35,7 +37,7 @@ from spec.rdma_engine import (
 )
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses
-from tb.rdma.testbench import RdmaTestbench
+from tb.rdma.testbench import RdmaTestbench, value_of
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
 
@@ -46,6 +48,12 @@ _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
                "ack_queue")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
+#: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
+#: (both links reliable; default False).
+_TOP_EXTRA = ("link_retry",)
+#: With ``link_retry``: a reliable link's counters besides the plain link's
+#: (``<link>_<name>`` ports of the top, :func:`pymodel.rdma.links.retry_counters`).
+RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS + LINK_FLAGS)
 
 
 #: The parameters of a run (``run_cosim``'s ``params``), whatever its ``kind``: the top's
@@ -82,7 +90,8 @@ def check_params(p):
                          f"(accepted: {sorted(COMMON_PARAMS + KIND_PARAMS[kind])}; the "
                          f"engine's knobs go in 'knobs')")
     top = p.get("top", {})
-    bad = sorted(set(top) - set(TOP_DEFAULTS)) if isinstance(top, dict) else top
+    bad = (sorted(set(top) - set(TOP_DEFAULTS) - set(_TOP_EXTRA)) if isinstance(top, dict)
+           else top)
     if bad:
         raise ValueError(f"unknown RdmaTop parameter(s) in 'top': {bad}")
     for name in ("faults_ab", "faults_ba"):
@@ -91,9 +100,16 @@ def check_params(p):
         if extra:
             raise ValueError(f"{name}: unknown link setting(s) {extra} (accepted: "
                              f"{sorted(fields)})")
+        retry_only = sorted(k for k, v in (p.get(name) or {}).items()
+                            if k in RETRY_SETTINGS and v)
+        if retry_only and not (isinstance(top, dict) and top.get("link_retry")):
+            raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
+                             f"link_retry=True)")
     counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
         f"resp_{n}" for n in RESPONDER_COUNTERS} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
+    if isinstance(top, dict) and top.get("link_retry"):
+        counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
     for name in ("expect", "expect_min"):
         extra = sorted(set(p.get(name) or {}) - counters)
         if extra:
@@ -126,7 +142,8 @@ def config(top, params):
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
-                  faults_ba=fault_settings(params.get("faults_ba"))), knobs
+                  faults_ba=fault_settings(params.get("faults_ba")),
+                  link_retry=top.get("link_retry", False)), knobs
 
 
 def scenario(p, cfg, knobs):
@@ -213,6 +230,10 @@ async def rdma_matches_model(dut):
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
+    if cfg.link_retry:                  # the reliable links' own settings
+        for link, settings in zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True):
+            for name, value in settings.retry_ports().items():
+                tb.harness.set(f"{link}_{name}", value)
     tb.arm_for(model)
     phases.mark("load")
     t0 = time.perf_counter()
@@ -227,6 +248,11 @@ async def rdma_matches_model(dut):
     got = tb.compare(sb, model, len(items))
     phases.mark("compare")
     req, resp, links = got["req"], got["resp"], got["links"]
+    if cfg.link_retry:                  # the reliable links' own counters
+        for link in LINKS:
+            for n in RETRY_LINK_PORTS:
+                links[link][n] = value_of(getattr(dut, f"{link}_{n}"))
+                sb.equal(f"link {link} {n}", links[link][n], model["links"][link][n])
     # What the scenario says it exercises must have happened (on the RTL's counters).
     seen = dict({f"req_{n}": x for n, x in req.items()},
                 **{f"resp_{n}": x for n, x in resp.items()},
