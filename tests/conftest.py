@@ -55,6 +55,10 @@ SLOW = {
         "co-simulated by the sequential rung",
     "test_cosim_rdma.py::test_rdma_many_qps[verilator-256]":
         "16 and 4096 QPs run",
+    "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":
+        "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of "
+        "about a minute); the model's reliable link is checked against ReliableLinkModel "
+        "in test_rdma_link_retry.py",
     "test_cosim_rdma_link_latency.py::test_rdma_link_latency_1[verilator-*]":
         "Icarus runs both cases (RdmaTop at link latency 1 is one more Verilator build of "
         "about a minute)",
