@@ -10,6 +10,9 @@ Your own point instead of the headline: ``--design nic|rdma`` and the design's o
 --cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
 the golden model (one results row, RTL and model side by side); every option is checked
 first by the model's own parameter checks, so a bad value stops with an error naming it.
+``--fabric board|rack|pod`` (both designs; spec/fabric_profiles.py, docs/fabric.md) runs
+the point on a fabric profile: its links and switch hop, and the state sized from them
+(the NIC's credits; the RDMA engine's path, window records and transport timeout).
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
@@ -53,12 +56,16 @@ def _cell(row, title, key, fmt):
             from spec.rdma_engine import LADDER
 
             link = (f", link latency {row['link_latency']}" if "link_latency" in row else "")
+            if row.get("fabric", "board") != "board":
+                link = f", {row['fabric']}{link}"
             if row.get("rung") not in dict(LADDER):     # a headline label names its point
                 return f"{row.get('rung')}{link}"
             return (f"{row.get('rung')}, {row.get('qps')} QP / "
                     f"{row.get('cache_entries')} entries, {row.get('host')}{link}")
-        return f"{row.get('framing')}, {row.get('peers')} peers" + (
-            f", {row['attachment']}" if row.get("attachment") else "")
+        return f"{row.get('framing')}, {row.get('peers')} peers" + "".join(
+            f", {row[key]}" for key, usual in (("attachment", "integrated"),
+                                               ("fabric", "board"))
+            if row.get(key, usual) != usual)
     if title == "TLPs":
         tlps = row.get("host_tlps_rtl")
         return f"{sum(tlps.values()):.2f}" if isinstance(tlps, dict) else "-"
@@ -109,7 +116,11 @@ POINT_OPTIONS = (
     ("--attachment", "attachment", "nic", str,
      "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
     ("--link-latency", "link_latency", "both", int,
-     "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6)"),
+     "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: the "
+     "profile's)"),
+    ("--fabric", "fabric", "both", str,
+     "fabric profile: board, rack or pod (spec/fabric_profiles.py; default board): links, "
+     "switch hop and the state sized from them"),
     ("--max-payload", "max_payload", "nic", int,
      "NIC largest frame payload, a multiple of 64 bytes (default 1024)"),
     ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
@@ -183,9 +194,18 @@ def check_point(design, msg_bytes, messages, knobs):
     bad option."""
     from pymodel.points import resolve
     from pymodel.rdma.verbs import inline_limit
+    from spec.fabric_profiles import fabric_profile, one_way
     from spec.rdma_engine import LADDER, TOP_DEFAULTS
 
     knobs = dict(knobs)
+    fabric = knobs.pop("fabric", None)
+    if fabric is not None:
+        profile = fabric_profile(fabric)
+        path = profile.link if design == "nic" else one_way(profile)
+        if profile.name != "board" and knobs.get("link_latency", path) != path:
+            raise ValueError(f"fabric {profile.name!r} sets the link latency ({path} "
+                             f"cycles); leave --link-latency out (not "
+                             f"{knobs['link_latency']})")
     if design == "nic":
         knobs.setdefault("framing", "compact")
         if knobs.get("peers", 1) > 15:
@@ -199,6 +219,8 @@ def check_point(design, msg_bytes, messages, knobs):
                              f"WQE (not {msg_bytes}); pick a rung without inline data, e.g. "
                              f"--rung db-batch")
     _, p = resolve(design, msg_bytes, messages, knobs)
+    if fabric is not None:
+        knobs["fabric"] = profile.name
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
         if messages * msg_bytes > room:
@@ -216,11 +238,13 @@ def run_design_point(args):
         return run_point(args.sim, k["framing"], args.msg_bytes, args.messages,
                          peers=k.get("peers", 1), top=top or None,
                          attachment=k.get("attachment", "integrated"),
+                         fabric=k.get("fabric", "board"),
                          test_id=f"point-{args.messages}x{args.msg_bytes}")
     from tb.rdma.headline import run_point
     return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
-                     rung=k["rung"], link_latency=k.get("link_latency"))
+                     rung=k["rung"], link_latency=k.get("link_latency"),
+                     fabric=k.get("fabric", "board"))
 
 
 def main(argv=None):

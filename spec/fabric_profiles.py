@@ -26,8 +26,8 @@ from spec.rdma_engine import REQUESTER_DEFAULTS
 
 __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
            "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
-           "credit_loop", "nic_link_credits", "replay_sizes", "RDMA_SPAN_BASE",
-           "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
+           "credit_loop", "nic_link_credits", "nic_top_credits", "replay_sizes",
+           "RDMA_SPAN_BASE", "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,18 @@ def nic_link_credits(profile, width, max_payload):
     n_max = frame_beats(width, "l2", max_payload)
     return max(link_credits(width, max_payload),
                credit_loop(_profile(profile).link) - 1 + n_max)
+
+
+def nic_top_credits(profile, width, max_payload):
+    """The credits of the NIC top (and of its model) on ``profile``: today's
+    :func:`spec.nic.link_credits` on ``board``, whatever the frame size (so that every
+    ``board`` figure stays today's; :func:`nic_link_credits` is larger there for
+    ``max_payload`` of two beats or less), and :func:`nic_link_credits` on every other
+    profile."""
+    p = _profile(profile)
+    if p.name == "board":
+        return link_credits(width, max_payload)
+    return nic_link_credits(p, width, max_payload)
 
 
 # -- (b) The link-retry replay buffer ----------------------------------------------------

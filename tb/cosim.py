@@ -172,7 +172,7 @@ ACCEPTED_PARAMS = {
     "tb.nic.cocotb_load": "tb.cosim:_nic_load_params",
     "tb.nic.cocotb_nic": ("width", "nodes", "framing", "link_latency", "mem_words",
                           "max_payload", "credits", "scenario", "seed", "count", "messages",
-                          "msg_bytes", "peers", "attachment", "stall_rate"),
+                          "msg_bytes", "peers", "attachment", "fabric", "stall_rate"),
     "tb.nic.cocotb_nic_retry": ("width", "nodes", "framing", "link_latency", "mem_words",
                                 "max_payload", "credits", "faults", "seed", "count",
                                 "stall_rate", "expect_damage", "expect_signalling"),

@@ -95,6 +95,9 @@ SLOW = {
     "test_cosim_nic_load.py::test_nic_load_pcie[verilator]":
         "Icarus runs the pcie load case (the Verilator build takes about 100 s); "
         "Verilator runs the integrated load cases",
+    "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
+        "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
+        "Verilator runs the board NIC tops",
     # RdmaFabricTop (4 RDMA nodes: eight engines) builds in about 5 minutes on Verilator
     # (docs/rdma_fabric.md): make test runs its moderate cases on Icarus only.
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":

@@ -2,9 +2,10 @@
 
 import dataclasses
 
+from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import MAX_LENGTH, Framing
 from spec.formats.packet import SUPPORTED_WIDTHS
-from spec.nic import ATTACHMENTS, HEADLINE_TOP, link_credits
+from spec.nic import ATTACHMENTS, HEADLINE_TOP
 
 __all__ = ["NicParams"]
 
@@ -31,21 +32,27 @@ class NicParams:
     (:class:`pymodel.nic.system.NicSystemModel`) needs.
 
     Defaults: :data:`spec.nic.HEADLINE_TOP` (the ``make sim`` headline top), ``credits``
-    from :func:`spec.nic.link_credits` (the switch's ingress buffer), no link retry, the
-    ``integrated`` attachment (:data:`spec.nic.ATTACHMENTS`). ``framing`` has no default:
-    the two framings are the two rows of every comparison. Each field is checked;
-    a bad one raises ``ValueError`` naming it.
+    from :func:`spec.fabric_profiles.nic_top_credits` (the switch's ingress buffer;
+    ``board``: :func:`spec.nic.link_credits`), no link retry, the ``integrated``
+    attachment (:data:`spec.nic.ATTACHMENTS`), the ``board`` fabric profile
+    (:data:`spec.fabric_profiles.FABRIC_PROFILES`). ``link_latency`` None is the
+    profile's link; on ``board`` any may be given, on another profile only its own.
+    :attr:`hop_latency` (derived) is the switch's extra hop delay of the profile;
+    a profile with one refuses ``retry``. ``framing`` has no default: the two framings
+    are the two rows of every comparison. Each field is checked; a bad one raises
+    ``ValueError`` naming it.
     """
 
     framing: str
     width: int = HEADLINE_TOP["width"]
     nodes: int = HEADLINE_TOP["nodes"]
-    link_latency: int = HEADLINE_TOP["link_latency"]
+    link_latency: int | None = None
     mem_words: int = HEADLINE_TOP["mem_words"]
     max_payload: int = HEADLINE_TOP["max_payload"]
     credits: int | None = None
     retry: bool = False
     attachment: str = ATTACHMENTS[0]
+    fabric: str = "board"
 
     def __post_init__(self):
         if isinstance(self.framing, Framing):
@@ -58,6 +65,16 @@ class NicParams:
             raise ValueError(f"NicParams.width must be one of {list(SUPPORTED_WIDTHS)}, not "
                              f"{self.width!r}")
         _int("nodes", self.nodes, 2, MAX_NODES)
+        try:
+            profile = fabric_profile(self.fabric)
+        except ValueError as exc:
+            raise ValueError(f"NicParams.{exc}") from None
+        if self.link_latency is None:
+            object.__setattr__(self, "link_latency", profile.link)
+        elif profile.name != "board" and self.link_latency != profile.link:
+            raise ValueError(f"NicParams.link_latency {self.link_latency!r}: fabric "
+                             f"{profile.name!r} sets the link latency ({profile.link} "
+                             f"cycles); leave link_latency out")
         _int("link_latency", self.link_latency, 1, MAX_LINK_LATENCY)
         _int("mem_words", self.mem_words, 2, MAX_MEM_WORDS)
         _int("max_payload", self.max_payload, self.width, MAX_LENGTH)
@@ -65,10 +82,21 @@ class NicParams:
             raise ValueError(f"NicParams.max_payload must be a multiple of the width "
                              f"({self.width}), not {self.max_payload!r}")
         if self.credits is None:
-            object.__setattr__(self, "credits", link_credits(self.width, self.max_payload))
+            object.__setattr__(self, "credits",
+                               nic_top_credits(profile, self.width, self.max_payload))
         _int("credits", self.credits, 1, MAX_CREDITS)
         if not isinstance(self.retry, bool):
             raise ValueError(f"NicParams.retry must be True or False, not {self.retry!r}")
         if self.attachment not in ATTACHMENTS:
             raise ValueError(f"NicParams.attachment must be one of {list(ATTACHMENTS)}, "
                              f"not {self.attachment!r}")
+        if self.retry and self.hop_latency:
+            raise ValueError(f"NicParams.retry with fabric {profile.name!r}: the switch's "
+                             f"hop delay ({self.hop_latency} cycles) can not hold the beats "
+                             f"a full replay buffer stops; link retry runs on fabric 'board'")
+
+    @property
+    def hop_latency(self):
+        """The switch's hop delay beyond its own cycles on this fabric
+        (:func:`spec.fabric_profiles.switch_hop_latency`)."""
+        return switch_hop_latency(self.fabric)

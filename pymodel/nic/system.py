@@ -44,9 +44,9 @@ class NicSystemModel:
     :class:`NicParams`."""
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
-                 retry=False, attachment="integrated"):
+                 retry=False, attachment="integrated", fabric="board"):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
-                                      max_payload, credits, bool(retry), attachment)
+                                      max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
         self.pcie = prm.attachment == "pcie"
         self.profile = PROFILES["pcie"]
@@ -63,7 +63,7 @@ class NicSystemModel:
             raise ValueError(f"params must be a NicParams, not {params!r}")
         return cls(params.width, params.framing, params.nodes, params.link_latency,
                    params.mem_words, params.max_payload, params.credits, params.retry,
-                   params.attachment)
+                   params.attachment, params.fabric)
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
             table_writes=(), window_writes=None, link_settings=None, source_writes=(),
@@ -116,14 +116,16 @@ class NicSystemModel:
                     msgs[-1]["need"] = txs[p].queue(mid, seg, slots)
                     frames += 1
         # Generous: every frame may wait a whole credit round trip (2 links + switch).
-        horizon = 64 * (total_beats + 64) + (2 * lat + 8) * (frames + 1) * n + 4096
+        hop = self.params.hop_latency
+        horizon = 64 * (total_beats + 64) + (2 * lat + 8 + hop) * (frames + 1) * n + 4096
         horizon += max((s.release for p in range(n) for s in stores.get(p, [])), default=0)
         if self.retry:                   # replays: generous again
             horizon *= 8
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         words, his = self._host_words(txs, msgs) if self.pcie else ({}, {})
         kw = [0] * n
-        sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w)
+        sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w,
+                         hop_latency=hop)
         source_writes = [check_source_write(n, *x) for x in source_writes]
         links, meta = {}, {}
         if self.retry:

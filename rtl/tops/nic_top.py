@@ -23,10 +23,11 @@ from spec.fabric import (
     SOURCE_WRITES,
     SWITCH_COUNTERS,
 )
+from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES
-from spec.nic import ATTACHMENTS, COUNTERS, PCIE_WORD_BITS, WINDOW_WRITES, link_credits
+from spec.nic import ATTACHMENTS, COUNTERS, PCIE_WORD_BITS, WINDOW_WRITES
 
 __all__ = ["NicTop", "write_event_layout"]
 
@@ -93,11 +94,31 @@ class NicTop(HarnessTop):
     (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
     ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
     ``down<p>_<name>`` (:data:`spec.fabric.COUNTER_PORTS`).
+
+    ``fabric`` (a profile of :data:`spec.fabric_profiles.FABRIC_PROFILES`, default
+    ``board``): the links take the profile's ``link`` cycles (``link_latency`` None; on
+    ``board`` any ``link_latency`` may be given, elsewhere only the profile's), the credit
+    returns the same, the switch adds
+    :func:`~spec.fabric_profiles.switch_hop_latency` cycles after its crossbar, and
+    each sender's credits (the switch's ingress buffer) are
+    :func:`~spec.fabric_profiles.nic_top_credits` (``board``: today's
+    :func:`spec.nic.link_credits`). The switch's hop delay can not hold a beat, so a
+    profile with one (every profile but ``board``) refuses ``retry``.
     """
 
-    def __init__(self, width=16, framing="compact", nodes=4, link_latency=2, mem_words=256,
+    def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
-                 attachment="integrated"):
+                 attachment="integrated", fabric="board"):
+        try:
+            profile = fabric_profile(fabric)
+        except ValueError as exc:
+            reject(self, str(exc))
+        self.fabric = profile.name
+        if link_latency is None:
+            link_latency = profile.link
+        elif profile.name != "board" and link_latency != profile.link:
+            reject(self, f"link_latency {link_latency!r}: fabric {profile.name!r} sets the "
+                         f"link latency ({profile.link} cycles); leave link_latency out")
         if attachment not in ATTACHMENTS:
             reject(self, f"attachment must be one of {list(ATTACHMENTS)}, "
                          f"not {attachment!r}")
@@ -112,9 +133,15 @@ class NicTop(HarnessTop):
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
         self.max_payload = max_payload
-        self.credits = link_credits(width, max_payload)
+        self.credits = nic_top_credits(profile, width, max_payload)
         self.retry = bool(retry)
-        self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry)
+        self.hop_latency = switch_hop_latency(profile)
+        if self.retry and self.hop_latency:
+            reject(self, f"retry with fabric {profile.name!r}: the switch's hop delay "
+                         f"({self.hop_latency} cycles) can not hold the beats a full "
+                         f"replay buffer stops; link retry runs on fabric 'board'")
+        self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
+                             hop_latency=self.hop_latency)
         self.txs = [NicTx(width, framing, self.credits, max_payload) for _ in range(nodes)]
         self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
         if self.retry:

@@ -38,9 +38,11 @@ def write_csv(rows, path):
 def find(rows, **want):
     """The first row with every ``want`` key equal. A NIC row with an ``attachment`` other
     than integrated, or an RDMA row with a ``rung`` other than pipelined, matches only
-    when ``want`` names it."""
+    when ``want`` names it (an RDMA row's ``attachment`` is its ``host``: matched only
+    when ``want`` names one)."""
     for r in rows:
-        if r.get("attachment", "integrated") != want.get("attachment", "integrated"):
+        if r.get("design") != "rdma" and (r.get("attachment", "integrated")
+                                          != want.get("attachment", "integrated")):
             continue
         if r.get("rung", "pipelined") != want.get("rung", "pipelined"):
             continue

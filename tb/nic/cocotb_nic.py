@@ -135,7 +135,8 @@ async def nic_matches_model(dut):
     w, nodes = p["width"], p["nodes"]
     attachment = p.get("attachment", "integrated")
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"], attachment=attachment)
+                           p["max_payload"], p["credits"], attachment=attachment,
+                           fabric=p.get("fabric", "board"))
     stores, node_ids, faults = build_scenario(
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),

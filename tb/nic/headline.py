@@ -9,11 +9,13 @@ import pathlib
 
 from pymodel.pcap import write_pcapng
 from rtl.tops.nic_top import NicTop
+from spec.fabric_profiles import fabric_profile
 from spec.metrics import row_metrics
 from spec.nic import HEADLINE_TOP
 from tb.cosim import run_cosim
 
-__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS"]
+__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS",
+           "comparison_keys"]
 
 #: The metrics of a NIC results row.
 METRICS = row_metrics("nic")
@@ -21,22 +23,36 @@ METRICS = row_metrics("nic")
 
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
               top: dict | None = None, test_id: str | None = None,
-              attachment: str = "integrated") -> dict:
+              attachment: str = "integrated", fabric: str = "board") -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
     ``frames``: the ``(cycle, hex)`` of every frame node 0 sent.
 
     ``attachment="pcie"`` (:data:`spec.nic.ATTACHMENTS`): the top's ``pcie`` attachment;
-    the row then carries the host metrics (``row_metrics("nic", host=True)``) and
-    ``attachment``. Its messages are the host's posted writes: a store over 256 bytes
+    the row then carries the host metrics (``row_metrics("nic", host=True)``). Its
+    messages are the host's posted writes: a store over 256 bytes
     counts as one per 256 bytes. ``top`` holds :data:`spec.nic.HEADLINE_TOP` keys only;
-    every parameter is checked before anything is built (``ValueError`` naming it)."""
+    every parameter is checked before anything is built (``ValueError`` naming it).
+
+    ``fabric`` (:data:`spec.fabric_profiles.FABRIC_PROFILES`): the top's fabric profile
+    (its links, switch hop and credits; :class:`NicTop`); a profile other than ``board``
+    sets ``link_latency``, which ``top`` may then not give otherwise. Every row carries
+    the comparison keys ``fabric``, ``attachment``, ``completion`` (``"credit"``: the
+    last beat's link credit back), ``reliability`` (``"none"``: no link retry) and
+    ``header`` (the framing)."""
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
     if unknown:
         raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
                          f"{sorted(HEADLINE_TOP)})")
+    profile = fabric_profile(fabric)
+    given = (top or {}).get("link_latency", profile.link)
+    if profile.name != "board" and given != profile.link:
+        raise ValueError(f"link_latency {given!r}: fabric {profile.name!r} sets the link "
+                         f"latency ({profile.link} cycles); leave link_latency out")
     top = dict(HEADLINE_TOP, **(top or {}))
+    if profile.name != "board":
+        top["link_latency"] = profile.link
     top["nodes"] = max(top["nodes"], peers + 1)
     if not 1 <= peers <= 15:
         raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), not {peers}")
@@ -47,21 +63,23 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
-                attachment=attachment, **top)
+                attachment=attachment, fabric=profile.name, **top)
     pcie = attachment == "pcie"
     metrics = row_metrics("nic", host=pcie)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
-                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment)
-    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie,
+                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
+                  fabric=profile.name)
+    board = profile.name == "board"
+    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
+                        + ("" if board else f"_{profile.name}"),
                         test_module="tb.nic.cocotb_nic", sim=sim,
                         test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
                         params=params)
     res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
-           "messages": messages, "peers": peers}
-    if pcie:
-        row["attachment"] = attachment
+           "messages": messages, "peers": peers, **comparison_keys(framing, attachment,
+                                                                   profile.name)}
     if "rtl" not in res:
         raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
     for key in metrics:
@@ -72,6 +90,14 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row
+
+
+def comparison_keys(framing, attachment="integrated", fabric="board"):
+    """The keys of a NIC row that say what it compares on (docs/results.md): ``fabric``,
+    ``attachment``, ``completion`` (the link credit: no end-to-end completion),
+    ``reliability`` (no link retry in these runs) and ``header`` (the framing)."""
+    return {"fabric": fabric, "attachment": attachment, "completion": "credit",
+            "reliability": "none", "header": framing}
 
 
 #: The headline's points: both framings on the integrated attachment (the accelerator's

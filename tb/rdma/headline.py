@@ -16,12 +16,14 @@ import statistics
 
 from pymodel.pcap import write_pcapng
 from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
+from spec.fabric_profiles import fabric_profile, one_way, rdma_records, rdma_timeout
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_ROWS"]
+__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_ROWS",
+           "comparison_keys"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -33,15 +35,39 @@ _PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps
                 "host_util", "inflight_bits", "ii_cycles")
 
 
-def _top(host, link_latency=None):
+def _top(host, link_latency=None, fabric="board"):
     """The top's parameters that differ from :data:`spec.rdma_engine.TOP_DEFAULTS` (one
-    build serves every point that keeps the defaults)."""
+    build serves every point that keeps the defaults). A ``fabric`` profile other than
+    ``board`` sets the link to its one-way path (:func:`spec.fabric_profiles.one_way`),
+    the window records and the transport timeout by its rules
+    (:func:`~spec.fabric_profiles.rdma_records`, :func:`~spec.fabric_profiles.
+    rdma_timeout`); ``link_latency`` may then be only that path's. ``ValueError`` names
+    a bad ``fabric`` or a ``link_latency`` it contradicts."""
+    profile = fabric_profile(fabric)
     top = {}
     if host != TOP_DEFAULTS["host"]:
         top["host"] = host
+    if profile.name != "board":
+        if link_latency is not None and link_latency != one_way(profile):
+            raise ValueError(f"link_latency {link_latency!r}: fabric {profile.name!r} sets "
+                             f"the link latency ({one_way(profile)} cycles, its path one "
+                             f"way); leave link_latency out")
+        link_latency = one_way(profile)
+        for key, value in (("records", rdma_records(profile)),
+                           ("timeout", rdma_timeout(profile))):
+            if value != TOP_DEFAULTS[key]:
+                top[key] = value
     if link_latency is not None and link_latency != TOP_DEFAULTS["link_latency"]:
         top["link_latency"] = link_latency
     return top
+
+
+def comparison_keys(host, fabric="board"):
+    """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
+    ``attachment`` (the host-interface profile), ``completion`` (``"e2e"``: the ACK and
+    the CQE), ``reliability`` (the engine's go-back-N) and ``header`` (RoCEv2's)."""
+    return {"fabric": fabric, "attachment": host, "completion": "e2e",
+            "reliability": "go-back-N", "header": "roce"}
 
 
 def _isolated(values):
@@ -51,17 +77,22 @@ def _isolated(values):
 
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-              knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None):
+              knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
+              fabric="board"):
     """Co-simulate one point (two runs, see the module docstring) on a top with
-    ``link_latency`` (None: the top's default). Returns the results row with ``_rtl``
-    and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and ``frames``
-    (``(cycle, bytes)`` of the back-to-back run, both links). Every parameter is
-    checked before anything is built (``ValueError`` naming it)."""
+    ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
+    the path, window records and timeout of the profile). Returns the results row with
+    ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
+    ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
+    comparison keys (:func:`comparison_keys`). Every parameter is checked before
+    anything is built (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
-    top = _top(host, link_latency)
+    top = _top(host, link_latency, fabric)
+    fabric = fabric_profile(fabric).name
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
-        + (f"_l{link_latency}" if "link_latency" in top else "")
+        + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
+        + (f"_{fabric}" if fabric != "board" else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
@@ -77,7 +108,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     lat = json.loads((lat_dir / "m.json").read_text())
     row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
-           "rung": label or rung}
+           "rung": label or rung, **comparison_keys(host, fabric)}
     if "link_latency" in top:
         row["link_latency"] = top["link_latency"]
     for side in ("rtl", "model"):
