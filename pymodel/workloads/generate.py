@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pymodel.workloads.config import dtype_bytes, load_model
+from pymodel.workloads.config import dtype_bytes, kv_bytes_per_token_layer, load_model
 from pymodel.workloads.trace import TraceBuilder
 
 __all__ = ["Deployment", "decode_step", "kv_transfer", "check_deployment",
@@ -159,12 +159,13 @@ def kv_heads_per_gpu(model, tp):
 
 def kv_block_bytes(model, tp=1, block_tokens=VLLM_BLOCK_TOKENS, kv_dtype="bf16"):
     """Bytes of one KV-cache block of one layer on one TP rank: K (or V) for MHA, GQA,
-    MQA; the latent for MLA (replicated on every rank)."""
+    MQA; the latent for MLA (replicated on every rank; in FP8 FlashMLA's layout,
+    :func:`~pymodel.workloads.config.kv_bytes_per_token_layer`)."""
     m = load_model(model)
     _int("block_tokens", block_tokens)
     b = dtype_bytes(kv_dtype, "kv_dtype")
     if m.attention == "mla":
-        return block_tokens * (m.kv_lora_rank + m.qk_rope_head_dim) * b
+        return block_tokens * kv_bytes_per_token_layer(m, kv_dtype)
     return block_tokens * kv_heads_per_gpu(m, tp) * m.head_dim * b
 
 

@@ -13,7 +13,7 @@ formula and source. The report section that presents them (tables, plots) is
 from dataclasses import asdict, dataclass
 
 from pymodel.workloads.carriers import RUNGS, Carrier
-from pymodel.workloads.config import kv_bytes_per_token, load_model
+from pymodel.workloads.config import kv_bytes_per_token, load_model, param_counts
 from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
 from pymodel.workloads.roofline import decode_roofline
 from pymodel.workloads.timing import comm_time
@@ -109,12 +109,15 @@ def run_grid(scenarios=SCENARIOS, batches=BATCHES, context=CONTEXT, accelerator=
 
 
 def kv_rows(models=KV_MODELS):
-    """KV-cache bytes per token of each model, BF16 and FP8 (list of dicts)."""
+    """KV-cache bytes per token of each model, BF16 and FP8 (MLA in FP8: FlashMLA's
+    layout), and its parameters by the formula of
+    :func:`~pymodel.workloads.config.param_counts` and by its model card (list of dicts)."""
     out = []
     for name in models:
         m = load_model(name)
         out.append({"model": m.title, "attention": m.attention.upper(),
-                    "bf16": kv_bytes_per_token(m, "bf16"), "fp8": kv_bytes_per_token(m, "fp8")})
+                    "bf16": kv_bytes_per_token(m, "bf16"), "fp8": kv_bytes_per_token(m, "fp8"),
+                    "params": param_counts(m)["total"], "params_card": m.params_card})
     return out
 
 

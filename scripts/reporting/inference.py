@@ -143,7 +143,7 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
                    and r.get("covered", True)]
             a1.plot([r["batch"] for r in pts], [r["step_s"] * 1e3 for r in pts], _STYLE[d],
                     color=f"C{i}", label=f"{sc.label} ({what})")
-            a2.plot([r["batch"] for r in pts], [r["tokens_per_s"] for r in pts], style,
+            a2.plot([r["batch"] for r in pts], [r["tokens_per_s"] for r in pts], _STYLE[d],
                     color=f"C{i}")
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
@@ -240,8 +240,13 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
                    "RDMA best organising %", "RDMA best ctrl ops / token",
                    "RDMA best ctrl bytes / token", "NIC credits / token"], rows), ""]
     md += ["### KV cache per token (MHA, GQA, MQA, MLA)", "",
-           _table(["model", "attention", "BF16 bytes", "FP8 bytes"],
-                  [[r["model"], r["attention"], r["bf16"], r["fp8"]] for r in kv]), ""]
+           "FP8 MLA (DeepSeek-V3) as FlashMLA stores it: per layer 512 FP8 latent values, "
+           "4 float32 scales and 64 BF16 RoPE values, 656 bytes. Parameters: by the "
+           "formula (docs/inference.md, section 1) and as the model card rounds them.", "",
+           _table(["model", "attention", "BF16 bytes", "FP8 bytes", "params (formula)",
+                   "params (card)"],
+                  [[r["model"], r["attention"], r["bf16"], r["fp8"], r["params"],
+                    f"{r['params_card'] / 1e9:g} B"] for r in kv]), ""]
     c = KV_CASE
     md += ["### KV transfer, prefill -> decode: descriptors and posting", "",
            f"{load_model(c['model']).title}, TP{c['tp']}, {c['prompt_tokens']:,}-token prompt "
