@@ -19,8 +19,8 @@ from pymodel.workloads.roofline import decode_roofline
 from pymodel.workloads.timing import comm_time
 
 __all__ = ["Scenario", "SCENARIOS", "BATCHES", "CONTEXT", "ACCELERATOR", "KV_MODELS",
-           "KV_CASE", "KV_RUNG", "KV_ISSUERS", "ISSUER", "run_grid", "kv_rows", "kv_transfer_rows",
-           "carriers", "design_key"]
+           "KV_CASE", "KV_RUNG", "KV_ISSUERS", "ISSUER", "PAIRINGS", "PAIRING", "run_grid",
+           "kv_rows", "kv_transfer_rows", "carriers", "design_key", "fastest_rdma"]
 
 
 @dataclass(frozen=True)
@@ -66,36 +66,65 @@ ISSUER = "gpu"
 KV_RUNG = "pipelined"
 
 
+#: Attachment pairings: both designs meet their host the same way. ``integrated``: the
+#: NIC inside the accelerator (its stores from the accelerator's fabric) against the RDMA
+#: engine on the ``on_die`` host-interface profile; ``pcie``: the NIC's stores as PCIe
+#: posted writes against the RDMA engine behind the ``pcie`` profile
+#: (:data:`spec.host.PROFILES`). Each value gives the carrier knobs of each design.
+PAIRINGS = {
+    "integrated": {"nic": {"attachment": "integrated"}, "rdma": {"host": "on_die"}},
+    "pcie": {"nic": {"attachment": "pcie"}, "rdma": {"host": "pcie"}},
+}
+#: The pairing of the grid's headline tables (the report's other sections compare the
+#: designs on die too); every row names its pairing.
+PAIRING = "integrated"
+
+
 def design_key(carrier):
     """The grid's name of a carrier: ``"nic"`` or ``"rdma <rung>"``."""
     return "nic" if carrier.design == "nic" else f"rdma {carrier.rung.name}"
 
 
-def carriers(issuer=ISSUER):
+def carriers(issuer=ISSUER, pairing=PAIRING):
     """The designs of the grid, by :func:`design_key`: the NIC (compact header) and the
     RDMA engine on each rung of the ladder (:data:`~pymodel.workloads.carriers.RUNGS`),
-    posted by ``issuer``."""
-    out = [Carrier("nic", framing="compact")]
-    out += [Carrier("rdma", rung=name, issuer=issuer) for name in RUNGS]
+    posted by ``issuer``, both attached as ``pairing`` says (a key of :data:`PAIRINGS`;
+    ``ValueError`` naming ``pairing`` otherwise)."""
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {sorted(PAIRINGS)}, not {pairing!r}")
+    knobs = PAIRINGS[pairing]
+    out = [Carrier("nic", framing="compact", knobs=knobs["nic"])]
+    out += [Carrier("rdma", rung=name, issuer=issuer, knobs=knobs["rdma"]) for name in RUNGS]
     return {design_key(c): c for c in out}
 
 
 def run_grid(scenarios=SCENARIOS, batches=BATCHES, context=CONTEXT, accelerator=ACCELERATOR,
-             designs=None):
-    """Roofline rows of every (scenario, batch, design): a list of dicts (the fields of
-    :class:`~pymodel.workloads.roofline.StepResult` plus ``scenario``, ``design`` (a key
-    of ``designs``, default :func:`carriers`), ``covered``, ``bottleneck``,
-    ``organising_s``). Where the engine's fast path does not cover a message of the step
-    (it raises ``ValueError``: e.g. ACK coalescing over many QPs meets the transport
-    timeout), the row has ``covered`` False, the reason in ``error`` and no figures."""
-    designs = designs or carriers()
+             designs=None, pairings=(PAIRING,)):
+    """Roofline rows of every (pairing, scenario, batch, design): a list of dicts (the
+    fields of :class:`~pymodel.workloads.roofline.StepResult` plus ``pairing``,
+    ``scenario``, ``design`` (a key of ``designs``, default :func:`carriers` of each
+    pairing), ``covered``, ``bottleneck``, ``organising_s`` and the densities
+    ``ctrl_per_token``, ``ctrl_per_useful_kb``, ``host_bytes_per_useful_byte``). Each row
+    names the attachment of its design (``attachment``). Where the engine's fast path
+    does not cover a message of the step (it raises ``ValueError``: e.g. the responder's
+    buffers would overflow behind context misses), the row has ``covered`` False, the
+    reason in ``error`` and no figures."""
+    rows = []
+    for pairing in pairings:
+        rows += _grid(scenarios, batches, context, accelerator,
+                      designs or carriers(pairing=pairing), pairing)
+    return rows
+
+
+def _grid(scenarios, batches, context, accelerator, designs, pairing):
     rows = []
     for sc in scenarios:
         for b in batches:
             dep = Deployment(batch=b, tp=sc.tp, ep=sc.ep, context=context)
             tr = decode_step(sc.model, dep, allreduce=sc.allreduce)
             for dname, car in designs.items():
-                base = dict(scenario=sc.label, design=dname, batch=b)
+                base = dict(pairing=pairing, scenario=sc.label, design=dname, batch=b,
+                            attachment=car.attachment)
                 try:
                     r = decode_roofline(sc.model, dep, accelerator=accelerator,
                                         carrier=car, allreduce=sc.allreduce,
@@ -104,8 +133,21 @@ def run_grid(scenarios=SCENARIOS, batches=BATCHES, context=CONTEXT, accelerator=
                     rows.append(dict(base, covered=False, error=str(exc)))
                     continue
                 rows.append(dict(asdict(r), **base, covered=True,
-                                 bottleneck=r.bottleneck, organising_s=r.organising_s))
+                                 bottleneck=r.bottleneck, organising_s=r.organising_s,
+                                 ctrl_per_token=r.ctrl_per_token,
+                                 ctrl_per_useful_kb=r.ctrl_per_useful_kb,
+                                 host_bytes_per_useful_byte=r.host_bytes_per_useful_byte))
     return rows
+
+
+def fastest_rdma(rows, scenario, batch, pairing=PAIRING):
+    """The covered RDMA row of (``scenario``, ``batch``, ``pairing``) with the least
+    communication time (ties: the lower rung of the ladder), or ``None`` when no rung
+    covers it. Its ``design`` names the rung."""
+    cands = [r for r in rows if r["scenario"] == scenario and r["batch"] == batch
+             and r.get("pairing", PAIRING) == pairing and r["design"] != "nic"
+             and r.get("covered", True)]
+    return min(cands, key=lambda r: r["coordination_s"]) if cands else None
 
 
 def kv_rows(models=KV_MODELS):

@@ -128,6 +128,30 @@ class StepResult:
     host_bytes_per_token: float
     held_bytes: float
     fits: bool
+    attachment: str = "-"
+    useful_bytes_per_token: float = 0.0
+    inflight_bits_per_token: float = 0.0
+
+    @property
+    def ctrl_per_token(self):
+        """Every control action of the step per decoded token: the RDMA engine's
+        per-message actions plus the NIC's link credit updates (a design has one kind or
+        the other)."""
+        return self.ctrl_ops_per_token + self.credits_per_token
+
+    @property
+    def ctrl_per_useful_kb(self):
+        """Control actions per 1,024 bytes of ``data`` payload (flags and counts are not
+        useful bytes); 0 without communication."""
+        u = self.useful_bytes_per_token
+        return self.ctrl_per_token * 1024 / u if u else 0.0
+
+    @property
+    def host_bytes_per_useful_byte(self):
+        """Host-interface bytes (payload, control, TLP overheads, both ends) per useful
+        byte; 0 for a design without a host interface (the integrated NIC)."""
+        u = self.useful_bytes_per_token
+        return self.host_bytes_per_token / u if u else 0.0
 
     @property
     def bottleneck(self):
@@ -221,7 +245,8 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     memory_s = (read + kv) / accelerator.hbm_bytes_per_s
     comm_s = moving_s = 0.0
     messages, ctrl, credits, ctrl_bytes, host_bytes = 0, 0.0, 0.0, 0.0, 0.0
-    name = "none"
+    useful, inflight = 0, 0.0
+    name = attach = "none"
     if carrier is not None:
         tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
         r = comm_time(tr, carrier, ports=ports)
@@ -229,6 +254,8 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
         credits = r.ctrl_by_kind.get("credit_updates", 0.0)
         ctrl_bytes, host_bytes = r.ctrl_bytes, r.host_bytes
+        useful, attach = r.useful_bytes, carrier.attachment
+        inflight = r.inflight_bits * ports * gpus      # every GPU holds its peak
     step = max(compute_s, memory_s) + comm_s + overhead_s
     return StepResult(
         model=m.name, batch=dep.batch, tp=dep.tp, ep=dep.ep, gpus=gpus, tokens=tokens,
@@ -238,4 +265,5 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         messages=messages, ctrl_ops=ctrl, ctrl_ops_per_token=(ctrl - credits) / tokens,
         credits_per_token=credits / tokens, ctrl_bytes_per_token=ctrl_bytes / tokens,
         host_bytes_per_token=host_bytes / tokens,
-        held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes)
+        held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes, attachment=attach,
+        useful_bytes_per_token=useful / tokens, inflight_bits_per_token=inflight / tokens)
