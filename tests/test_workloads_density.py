@@ -90,3 +90,59 @@ def test_batching_cuts_rdma_control_per_useful_kib():
     assert (get["rdma pipelined", 64]["ctrl_per_useful_kb"]
             < get["rdma pipelined", 1]["ctrl_per_useful_kb"] / 3)
     assert 16 <= get["nic", 64]["ctrl_per_useful_kb"] <= 18
+
+
+def test_attention_lever_descriptors_per_mib_by_hand():
+    """One request's KV transfer at TP1, per-block descriptors (blocks of 16 tokens):
+    a descriptor per (layer, block, K or V) of 16 x kv_heads x head_dim x 2 bytes (MLA:
+    one latent of 16 x (512 + 64) x 2), so descriptors per MiB = 2**20 / that, plus the
+    one closing flag. MHA 8, GQA 32, MQA 512, MLA 56.9: GQA/MQA raise the descriptors
+    per byte; the NIC's credits per KiB stay those of its stores (17 beats per 1,024)."""
+    from pymodel.workloads.grid import lever_rows
+    rows = {r["setting"]: r for r in lever_rows(levers=("attention",))}
+    block = {"MHA": 16 * 32 * 128 * 2, "GQA": 16 * 8 * 128 * 2, "MQA": 16 * 1 * 64 * 2,
+             "MLA": 16 * (512 + 64) * 2}
+    layers = {"MHA": 32, "GQA": 32, "MQA": 32, "MLA": 61}
+    parts = {"MHA": 2, "GQA": 2, "MQA": 2, "MLA": 1}
+    for kind, r in rows.items():
+        n = layers[kind] * parts[kind] * 118
+        assert r["useful_bytes"] == n * block[kind]
+        assert r["rdma_wqes_per_mib"] == pytest.approx((n + 1) * 2**20 / (n * block[kind]))
+        beats = block[kind] // 1024 * 17           # 1,024-byte stores of 17 beats each
+        assert r["nic_credits_per_kib"] == pytest.approx((n * beats + 1) * 1024
+                                                         / (n * block[kind]))
+    assert (rows["MHA"]["rdma_ctrl_per_kib"] < rows["GQA"]["rdma_ctrl_per_kib"]
+            < rows["MQA"]["rdma_ctrl_per_kib"])
+    # The KV read of a step (batch 64, context 2,048, 3.35 TB/s) is what they buy.
+    assert rows["MHA"]["kv_read_ms"] == pytest.approx(64 * 2048 * 524_288 / 3.35e12 * 1e3)
+    with pytest.raises(ValueError, match="levers"):
+        lever_rows(levers=("sparsity",))
+
+
+def test_coalescing_and_block_levers_cut_descriptors_per_mib():
+    from pymodel.workloads.grid import lever_rows
+    rows = lever_rows(levers=("KV block", "coalescing"))
+    blk = {r["setting"]: r for r in rows if r["lever"] == "KV block"}
+    co = {r["setting"]: r for r in rows if r["lever"] == "coalescing"}
+    # Llama-3-70B TP8: one KV head per rank, 128 x 2 bytes per token: blocks of 16, 64,
+    # 256 tokens are 4, 16, 64 KiB: 256, 64, 16 descriptors per MiB (+ the flag).
+    for bt, want in (("16 tokens", 256), ("64 tokens", 64), ("256 tokens", 16)):
+        assert blk[bt]["rdma_wqes_per_mib"] == pytest.approx(want, rel=1e-3)
+    # Per layer run: 80 x 2 descriptors of 118 blocks (+ the flag) per 118 x 80 x 2 x 4 KiB.
+    assert co["layer"]["rdma_wqes_per_mib"] == pytest.approx(161 * 2**20 / (118 * 160 * 4096))
+    assert co["page"]["rdma_ctrl_per_kib"] < co["none"]["rdma_ctrl_per_kib"]
+
+
+def test_batched_dispatch_same_bytes_fewer_messages():
+    from pymodel.workloads.generate import decode_step
+    per = decode_step("deepseek-v3", Deployment(batch=4, ep=8))
+    bat = decode_step("deepseek-v3", Deployment(batch=4, ep=8, dispatch="batched"))
+    assert per.total_bytes("data") == bat.total_bytes("data")
+    ph = bat.phase_id("L3.moe.dispatch")
+    assert bat.phases[ph].qps == 7                     # one QP per peer, not 32 x 7
+    # At most one data message per (source, destination) pair and one count per peer.
+    assert bat.count("data", phase=ph) <= 8 * 7
+    assert bat.count("flag", phase=ph) == 8 * 7
+    assert per.count("flag", phase=per.phase_id("L3.moe.dispatch")) == 8 * (256 - 32)
+    with pytest.raises(ValueError, match="dispatch"):
+        decode_step("deepseek-v3", Deployment(batch=1, ep=8, dispatch="grouped"))

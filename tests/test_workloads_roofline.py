@@ -103,7 +103,7 @@ def test_bad_roofline_arguments():
 
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
-                           batches=(1, 16))
+                           batches=(1, 16), levers=("coalescing",))
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
@@ -120,6 +120,8 @@ def test_section_small_grid(tmp_path):
     assert {r["design"] for r in doc["grid"]} == ({"nic", "rdma fastest"}
                                                   | {f"rdma {n}" for n in RUNGS})
     assert "### Coordination density per design" in md
+    assert "### Levers: what each does to coordination density" in md
+    assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
     assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
 
 

@@ -20,7 +20,8 @@ from pymodel.workloads.timing import comm_time
 
 __all__ = ["Scenario", "SCENARIOS", "BATCHES", "CONTEXT", "ACCELERATOR", "KV_MODELS",
            "KV_CASE", "KV_RUNG", "KV_ISSUERS", "ISSUER", "PAIRINGS", "PAIRING", "run_grid",
-           "kv_rows", "kv_transfer_rows", "carriers", "design_key", "fastest_rdma"]
+           "kv_rows", "kv_transfer_rows", "carriers", "design_key", "fastest_rdma",
+           "lever_rows", "LEVERS", "LEVER_PROMPT", "LEVER_KV_ISSUER", "LEVER_KV_BATCH"]
 
 
 @dataclass(frozen=True)
@@ -192,3 +193,116 @@ def kv_transfer_rows(case=KV_CASE, variants=None):
             row[f"wqes_{iss}"] = r.wqes / senders
         out.append(row)
     return out
+
+
+#: The KV transfers of the lever table: one request of 1,888 prompt tokens (NIXL issue
+#: 1514's 118 blocks of 16), posted by a CPU at Kalia's verbs rate.
+LEVER_PROMPT = 118 * 16
+LEVER_KV_ISSUER = "cpu"
+#: Batch and context of the attention lever's KV read (one step, one GPU).
+LEVER_KV_BATCH = 64
+
+
+def _fastest(trace, designs, ports):
+    """``(name, CommResult)`` of the covered RDMA design with the least time."""
+    best = None
+    for name, car in designs.items():
+        if car.design != "rdma":
+            continue
+        try:
+            r = comm_time(trace, car, ports=ports)
+        except ValueError:
+            continue
+        if best is None or r.cycles < best[1].cycles:
+            best = (name[len("rdma "):], r)
+    return best
+
+
+def _lever_row(lever, setting, workload, trace, designs, ports, step=None):
+    """One row of :func:`lever_rows`: both designs on ``trace``; ``step`` maps a
+    communication time in seconds to the step time (``None``: the transfer is the
+    figure)."""
+    nic = comm_time(trace, designs["nic"], ports=ports)
+    rung, rd = _fastest(trace, designs, ports)
+    useful = trace.total_bytes("data")
+    row = {"lever": lever, "setting": setting, "workload": workload,
+           "useful_bytes": useful, "messages": trace.messages,
+           "nic_credits_per_kib": nic.ctrl_by_kind.get("credit_updates", 0) * 1024 / useful,
+           "nic_us": nic.cycles / 1e3, "rdma_rung": rung,
+           "rdma_ctrl_per_kib": rd.ctrl_ops * 1024 / useful,
+           "rdma_wqes_per_mib": rd.wqes * (1 << 20) / useful, "rdma_us": rd.cycles / 1e3,
+           "rdma_inflight_bits": rd.inflight_bits * ports * trace.gpus,
+           "nic_inflight_bits": nic.inflight_bits * ports * trace.gpus}
+    if step is not None:
+        row["nic_step_ms"] = step(nic.cycles * 1e-9) * 1e3
+        row["rdma_step_ms"] = step(rd.cycles * 1e-9) * 1e3
+    return row
+
+
+#: The levers of :func:`lever_rows`, in order.
+LEVERS = ("batch", "attention", "KV block", "coalescing", "EP dispatch")
+
+
+def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS):
+    """What each lever does to coordination density, both designs attached as
+    ``pairing`` says (list of dicts; docs/inference.md, section 9b):
+
+    - ``batch``: Llama-3-70B TP8 RS+AG and DeepSeek-V3 EP32 at each of ``batches``;
+    - ``attention``: MHA, GQA, MQA, MLA (Llama-2-7B, Llama-3-8B, Falcon-7B, DeepSeek-V3):
+      one request's KV transfer at TP1, per-block descriptors, and the KV read of a
+      decode step at batch :data:`LEVER_KV_BATCH`, context :data:`CONTEXT` (``kv_read_ms``);
+    - ``KV block``: Llama-3-70B TP8 at 16, 64 and 256 tokens per block;
+    - ``coalescing``: Llama-3-70B TP8, per-block, per layer run, per page;
+    - ``EP dispatch``: DeepSeek-V3 EP32, per token (DeepEP low latency) and batched per
+      destination GPU, at batch 1 and 128.
+
+    Decode rows carry the step time of each design (``nic_step_ms``, ``rdma_step_ms``);
+    KV rows the transfer time over one port. RDMA: the fastest covered rung (named);
+    decode steps posted by ``issuer``, KV transfers by :data:`LEVER_KV_ISSUER`.
+    ``levers`` picks some of :data:`LEVERS` (``ValueError`` naming ``levers`` for an
+    unknown one).
+    """
+    unknown = sorted(set(levers) - set(LEVERS))
+    if unknown:
+        raise ValueError(f"levers must be among {LEVERS}, not {unknown}")
+    from pymodel.workloads.roofline import ACCELERATORS
+    dec = carriers(issuer, pairing)
+    kvc = carriers(LEVER_KV_ISSUER, pairing)
+    rows = []
+
+    def decode(lever, setting, sc_model, dep, allreduce, ports, label):
+        tr = decode_step(sc_model, dep, allreduce=allreduce)
+        base = decode_roofline(sc_model, dep, accelerator=ACCELERATOR, trace=tr)
+        floor = max(base.compute_s, base.memory_s)
+        rows.append(_lever_row(lever, setting, label, tr, dec, ports,
+                               step=lambda c: floor + c))
+
+    for b in batches if "batch" in levers else ():
+        decode("batch", f"batch {b}", "llama-3-70b", Deployment(batch=b, tp=8), "rsag", 8,
+               "Llama-3-70B, TP8 RS+AG")
+    for b in batches if "batch" in levers else ():
+        decode("batch", f"batch {b}", "deepseek-v3", Deployment(batch=b, ep=32),
+               "oneshot", 1, "DeepSeek-V3, EP32")
+    hbm = ACCELERATORS[ACCELERATOR].hbm_bytes_per_s
+    for name in ("llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3") if (
+            "attention" in levers) else ():
+        m = load_model(name)
+        tr = kv_transfer(m, prompt_tokens=LEVER_PROMPT)
+        row = _lever_row("attention", m.attention.upper(), f"{m.title}, KV transfer TP1",
+                         tr, kvc, 1)
+        row["kv_read_ms"] = (LEVER_KV_BATCH * CONTEXT * kv_bytes_per_token(m) / hbm) * 1e3
+        rows.append(row)
+    for bt in (16, 64, 256) if "KV block" in levers else ():
+        tr = kv_transfer("llama-3-70b", prompt_tokens=LEVER_PROMPT, tp=8, block_tokens=bt)
+        rows.append(_lever_row("KV block", f"{bt} tokens", "Llama-3-70B TP8, per block",
+                               tr, kvc, 1))
+    for co in ("none", "layer", "page") if "coalescing" in levers else ():
+        tr = kv_transfer("llama-3-70b", prompt_tokens=LEVER_PROMPT, tp=8, coalesce=co)
+        rows.append(_lever_row("coalescing", co, "Llama-3-70B TP8, blocks of 16", tr,
+                               kvc, 1))
+    for b in (1, 128) if "EP dispatch" in levers else ():
+        for disp in ("per_token", "batched"):
+            decode("EP dispatch", f"{disp}, batch {b}", "deepseek-v3",
+                   Deployment(batch=b, ep=32, dispatch=disp), "oneshot", 1,
+                   "DeepSeek-V3, EP32")
+    return rows

@@ -28,12 +28,17 @@ from pymodel.workloads.grid import (
     KV_CASE,
     KV_ISSUERS,
     KV_RUNG,
+    LEVER_KV_BATCH,
+    LEVER_KV_ISSUER,
+    LEVER_PROMPT,
+    LEVERS,
     PAIRING,
     PAIRINGS,
     SCENARIOS,
     fastest_rdma,
     kv_rows,
     kv_transfer_rows,
+    lever_rows,
     run_grid,
 )
 from pymodel.workloads.roofline import ACCELERATORS, REMEDY
@@ -178,11 +183,13 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
     return names
 
 
-def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES):
+def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
+                      levers=LEVERS):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
-    ``plots=False`` skips matplotlib (the tables and JSON are still written). The
+    ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
+    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`). The
     markdown says how long the grid took (wall time, seconds).
     """
     out = Path(out_dir)
@@ -194,6 +201,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
+    levers = lever_rows(levers=levers)
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -201,8 +209,40 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                    "nim_calibration": [dict(asdict(r), residual=r.residual,
                                             calibrated_residual=r.calibrated_residual)
                                        for r in cal], "nim_overhead_ms": t0,
+                   "levers": levers,
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
-    return _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    return md.replace(_LEVERS_HERE, lever_markdown(levers))
+
+
+_LEVERS_HERE = "<!-- levers -->"
+
+
+def lever_markdown(rows):
+    """The lever table (:func:`pymodel.workloads.grid.lever_rows`) as markdown."""
+    out = ["### Levers: what each does to coordination density", "",
+           f"Pairing `{PAIRING}`. RDMA: the fastest covered rung (named); decode steps "
+           f"posted by {ISSUER} threads, KV transfers (one request of {LEVER_PROMPT:,} "
+           f"prompt tokens) by a `{LEVER_KV_ISSUER}` issuer. Control per useful KiB: the "
+           "RDMA engine's per-message actions, the NIC's link credits (one per 64-byte "
+           "beat). Descriptors (WQEs) per MiB of useful bytes. Time: the step (decode "
+           "rows, roofline max(compute, memory) + communication) or the transfer over one "
+           f"port (KV rows); the attention rows add the KV read of a step at batch "
+           f"{LEVER_KV_BATCH}, context {CONTEXT}, on {ACCELERATOR} (what MHA -> GQA -> MQA "
+           "-> MLA buys, a memory term).", ""]
+    body = []
+    for r in rows:
+        t_nic = r.get("nic_step_ms", r["nic_us"] / 1e3)
+        t_rdma = r.get("rdma_step_ms", r["rdma_us"] / 1e3)
+        body.append([r["lever"], r["setting"], r["workload"], r["messages"],
+                     r["nic_credits_per_kib"], r["rdma_ctrl_per_kib"], r["rdma_wqes_per_mib"],
+                     r["rdma_rung"], t_nic, t_rdma,
+                     "step" if "nic_step_ms" in r else "transfer",
+                     r.get("kv_read_ms", "-")])
+    out += [_table(["lever", "setting", "workload", "messages", "NIC credits / useful KiB",
+                    "RDMA control / useful KiB", "RDMA descriptors / MiB", "RDMA rung",
+                    "NIC ms", "RDMA ms", "time is", "KV read ms"], body), ""]
+    return "\n".join(out)
 
 
 def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches):
@@ -286,6 +326,7 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
                    "control actions / token", "control actions / useful KiB",
                    "state bits in flight / token", "host bytes / useful byte",
                    "step ms"], rows), ""]
+    md += [_LEVERS_HERE, ""]
     md += ["### KV cache per token (MHA, GQA, MQA, MLA)", "",
            "FP8 MLA (DeepSeek-V3) as FlashMLA stores it: per layer 512 FP8 latent values, "
            "4 float32 scales and 64 BF16 RoPE values, 656 bytes. Parameters: by the "
