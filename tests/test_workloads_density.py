@@ -146,3 +146,35 @@ def test_batched_dispatch_same_bytes_fewer_messages():
     assert per.count("flag", phase=per.phase_id("L3.moe.dispatch")) == 8 * (256 - 32)
     with pytest.raises(ValueError, match="dispatch"):
         decode_step("deepseek-v3", Deployment(batch=1, ep=8, dispatch="grouped"))
+
+
+def test_gpu_sync_counts_collectives_by_hand():
+    """Llama-3-70B TP8 RS+AG: two all-reduces per layer, 80 layers: 160 collectives;
+    DeepSeek-V3 EP32 (TP1): a dispatch and a combine per MoE layer, 58 layers: 116."""
+    nic = Carrier("nic", framing="compact")
+    r = decode_roofline("llama-3-70b", Deployment(batch=1, tp=8), carrier=nic,
+                        allreduce="rsag", ports=8, collective_sync_s=6e-6)
+    r0 = decode_roofline("llama-3-70b", Deployment(batch=1, tp=8), carrier=nic,
+                         allreduce="rsag", ports=8)
+    assert r.sync_s == pytest.approx(160 * 6e-6)
+    assert r.step_s == pytest.approx(r0.step_s + 160 * 6e-6)
+    e = decode_roofline("deepseek-v3", Deployment(batch=1, ep=32), collective_sync_s=1e-6)
+    assert e.sync_s == pytest.approx(116e-6)
+    with pytest.raises(ValueError, match="collective_sync_s"):
+        decode_roofline("llama-3-8b", Deployment(batch=1), collective_sync_s=-1)
+
+
+def test_deepep_calibration_payload_by_hand():
+    """EP32, 128 tokens per GPU, top-8 of 256 experts (8 per GPU): with the balanced
+    routing 32 of a GPU's 1,024 (token, expert) pairs are local, 992 are sent: 992
+    dispatch puts of 7,408 B and 248 counts of 8 B; combine 992 x 14,336 B + 248 flags.
+    At 50 GB/s the payload alone takes 147 us and 284 us: the model cannot be faster."""
+    from pymodel.workloads.calibration import deepep_calibration
+    rows = deepep_calibration({"nic": Carrier("nic", framing="compact")})
+    got = {r["phase"]: r for r in rows}
+    assert got["dispatch"]["payload_mb"] * 1e6 == pytest.approx(992 * 7408 + 248 * 8)
+    assert got["combine"]["payload_mb"] * 1e6 == pytest.approx(992 * 14336 + 248 * 8)
+    for r in rows:
+        assert r["at_link_us"] >= r["payload_mb"] * 1e6 / 50e9 * 1e6
+    # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 155 us.
+    assert abs(got["dispatch"]["residual"]) < 0.25

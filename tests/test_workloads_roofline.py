@@ -121,6 +121,8 @@ def test_section_small_grid(tmp_path):
                                                   | {f"rdma {n}" for n in RUNGS})
     assert "### Coordination density per design" in md
     assert "### Levers: what each does to coordination density" in md
+    assert "### Calibration against DeepEP's low-latency kernels" in md
+    assert "### GPU synchronisation per collective" in md
     assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
     assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
 

@@ -18,7 +18,13 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from pymodel.workloads.calibration import NIM, nim_calibration
+from pymodel.workloads.calibration import (
+    DEEPEP_LL,
+    GPU_SYNC_S,
+    NIM,
+    deepep_calibration,
+    nim_calibration,
+)
 from pymodel.workloads.config import load_model
 from pymodel.workloads.grid import (
     ACCELERATOR,
@@ -202,6 +208,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
     levers = lever_rows(levers=levers)
+    cal2 = _more_calibrations(grid, scenarios)
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -209,10 +216,76 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                    "nim_calibration": [dict(asdict(r), residual=r.residual,
                                             calibrated_residual=r.calibrated_residual)
                                        for r in cal], "nim_overhead_ms": t0,
-                   "levers": levers,
+                   "levers": levers, "deepep_calibration": cal2["deepep"],
+                   "gpu_sync": cal2["sync"],
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
     md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    md = md.replace(_CAL_HERE, calibration_markdown(cal2))
     return md.replace(_LEVERS_HERE, lever_markdown(levers))
+
+
+_CAL_HERE = "<!-- calibrations -->"
+
+
+def _more_calibrations(grid, scenarios):
+    """DeepEP's dispatch/combine (NIC, pipelined and fastest-at-EP32 rungs) and the GPU
+    synchronisation term on the TP scenarios at batch 1 (pairing :data:`PAIRING`)."""
+    from pymodel.workloads.generate import Deployment
+    from pymodel.workloads.grid import carriers
+    from pymodel.workloads.roofline import decode_roofline
+    cs = carriers()
+    pick = {"nic": cs["nic"], f"rdma {LADDER[1][0]}": cs[f"rdma {LADDER[1][0]}"],
+            "rdma +doorbell batching 16": cs["rdma +doorbell batching 16"]}
+    deepep = deepep_calibration(pick)
+    sync = []
+    for sc in scenarios:
+        if sc.tp == 1:
+            continue
+        for d in ("nic", FASTEST):
+            r0 = _pick(grid, sc.label, 1, d)
+            if r0 is None:
+                continue
+            car = cs["nic"] if d == "nic" else cs[f"rdma {r0['rung']}"]
+            row = {"scenario": sc.label, "design": "NIC" if d == "nic" else
+                   f"RDMA {r0['rung']}", "comm_us": r0["coordination_s"] * 1e6,
+                   "step_ms": r0["step_s"] * 1e3}
+            for k, v in zip(("low", "high"), GPU_SYNC_S, strict=True):
+                r = decode_roofline(sc.model, Deployment(batch=1, tp=sc.tp, ep=sc.ep,
+                                                         context=CONTEXT),
+                                    carrier=car, allreduce=sc.allreduce, ports=sc.ports,
+                                    collective_sync_s=v)
+                row[f"sync_{k}_ms"] = r.sync_s * 1e3
+                row[f"step_{k}_ms"] = r.step_s * 1e3
+            sync.append(row)
+    return {"deepep": deepep, "sync": sync}
+
+
+def calibration_markdown(cal):
+    """The DeepEP and GPU-synchronisation calibration tables as markdown."""
+    d = DEEPEP_LL
+    out = ["### Calibration against DeepEP's low-latency kernels", "",
+           f"Published ({d['source']}): EP{d['ep']}, {d['batch']} tokens per GPU, "
+           f"ConnectX-7 at about {d['link_bytes_per_s'] / 1e9:.0f} GB/s: dispatch "
+           f"{d['dispatch_us']:.0f} us, combine {d['combine_us']:.0f} us. Model: one MoE "
+           "layer of DeepSeek-V3 at that setting (pairing integrated), timed at the "
+           "designs' 64 GB/s, then its payload part stretched to the published link "
+           "(docs/inference.md, section 8b).", "",
+           _table(["design", "phase", "payload per GPU MB", "model us (64 GB/s)",
+                   "model us (at their link)", "published us", "residual"],
+                  [[r["design"], r["phase"], r["payload_mb"], r["model_us"],
+                    r["at_link_us"], r["published_us"], f"{100 * r['residual']:+.0f} %"]
+                   for r in cal["deepep"]]), ""]
+    lo, hi = (f"{v * 1e6:.0f} us" for v in GPU_SYNC_S)
+    out += ["### GPU synchronisation per collective", "",
+            f"A GPU-side term per collective (launch and barrier: {lo} to {hi} for small "
+            "all-reduces on 8x H100; NVIDIA/nccl issue 1259, PyTorch issue 131739) added "
+            "to the step, batch 1, on top of each design's own time.", "",
+            _table(["scenario", "design", "comm us", "step ms", f"sync ms ({lo})",
+                    f"step ms ({lo})", f"sync ms ({hi})", f"step ms ({hi})"],
+                   [[r["scenario"], r["design"], r["comm_us"], r["step_ms"],
+                     r["sync_low_ms"], r["step_low_ms"], r["sync_high_ms"],
+                     r["step_high_ms"]] for r in cal["sync"]]), ""]
+    return "\n".join(out)
 
 
 _LEVERS_HERE = "<!-- levers -->"
@@ -370,6 +443,7 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
                        "comm RDMA fastest ms", "fastest rung", "step NIC ms",
                        "step RDMA fastest ms", "tok/s NIC", "tok/s RDMA fastest",
                        "bound NIC", "bound RDMA fastest", "fits HBM"], rows), ""]
+    md += [_CAL_HERE, ""]
     a = NIM["assumed"]
     md += ["### Calibration against NVIDIA NIM (Llama-3.1-8B, H100)", "",
            f"Measured: NIM 1.8.0 table ({NIM['table']['source']}). Assumed (not stated in "
