@@ -231,6 +231,7 @@ def _lever_row(lever, setting, workload, trace, designs, ports, step=None):
            "nic_us": nic.cycles / 1e3, "rdma_rung": rung,
            "rdma_ctrl_per_kib": rd.ctrl_ops * 1024 / useful,
            "rdma_wqes_per_mib": rd.wqes * (1 << 20) / useful, "rdma_us": rd.cycles / 1e3,
+           "rdma_host_per_useful": rd.host_bytes / useful,
            "rdma_inflight_bits": rd.inflight_bits * ports * trace.gpus,
            "nic_inflight_bits": nic.inflight_bits * ports * trace.gpus}
     if step is not None:

@@ -298,7 +298,9 @@ def lever_markdown(rows):
            f"posted by {ISSUER} threads, KV transfers (one request of {LEVER_PROMPT:,} "
            f"prompt tokens) by a `{LEVER_KV_ISSUER}` issuer. Control per useful KiB: the "
            "RDMA engine's per-message actions, the NIC's link credits (one per 64-byte "
-           "beat). Descriptors (WQEs) per MiB of useful bytes. Time: the step (decode "
+           "beat). Descriptors (WQEs) per MiB of useful bytes. State bits in flight: "
+           "each design's high-water mark times ports and GPUs (the whole deployment). "
+           "Time: the step (decode "
            "rows, roofline max(compute, memory) + communication) or the transfer over one "
            f"port (KV rows); the attention rows add the KV read of a step at batch "
            f"{LEVER_KV_BATCH}, context {CONTEXT}, on {ACCELERATOR} (what MHA -> GQA -> MQA "
@@ -309,12 +311,15 @@ def lever_markdown(rows):
         t_rdma = r.get("rdma_step_ms", r["rdma_us"] / 1e3)
         body.append([r["lever"], r["setting"], r["workload"], r["messages"],
                      r["nic_credits_per_kib"], r["rdma_ctrl_per_kib"], r["rdma_wqes_per_mib"],
-                     r["rdma_rung"], t_nic, t_rdma,
+                     r["rdma_rung"], r["rdma_host_per_useful"],
+                     f"{r['nic_inflight_bits']:,.0f} / {r['rdma_inflight_bits']:,.0f}",
+                     t_nic, t_rdma,
                      "step" if "nic_step_ms" in r else "transfer",
                      r.get("kv_read_ms", "-")])
     out += [_table(["lever", "setting", "workload", "messages", "NIC credits / useful KiB",
                     "RDMA control / useful KiB", "RDMA descriptors / MiB", "RDMA rung",
-                    "NIC ms", "RDMA ms", "time is", "KV read ms"], body), ""]
+                    "RDMA host B / useful B", "state bits in flight NIC / RDMA", "NIC ms",
+                    "RDMA ms", "time is", "KV read ms"], body), ""]
     return "\n".join(out)
 
 
