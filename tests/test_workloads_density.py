@@ -178,3 +178,11 @@ def test_deepep_calibration_payload_by_hand():
         assert r["at_link_us"] >= r["payload_mb"] * 1e6 / 50e9 * 1e6
     # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 155 us.
     assert abs(got["dispatch"]["residual"]) < 0.25
+
+
+def test_kv_transfer_rows_name_their_pairing():
+    from pymodel.workloads.grid import kv_transfer_rows
+    rows = kv_transfer_rows(variants=[("page", None)], pairing="pcie")
+    assert rows[0]["pairing"] == "pcie" and rows[0]["descriptors"] == 1
+    with pytest.raises(ValueError, match="pairing"):
+        kv_transfer_rows(pairing="nvlink")

@@ -168,24 +168,28 @@ def kv_rows(models=KV_MODELS):
 KV_ISSUERS = ("cpu", "cpu_framework", "gpu", "controller")
 
 
-def kv_transfer_rows(case=KV_CASE, variants=None):
+def kv_transfer_rows(case=KV_CASE, variants=None, pairing=PAIRING):
     """Descriptors, posting time and transfer time of one request's KV transfer, for
-    each (coalescing, run length) variant (list of dicts, per GPU)."""
+    each (coalescing, run length) variant (list of dicts, per GPU), both designs
+    attached as ``pairing`` says (:data:`PAIRINGS`; each row names it)."""
     variants = variants or [("none", None), ("layer", 8), ("layer", None), ("page", 8),
                             ("page", None)]
-    nic = Carrier("nic", framing="compact")
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {sorted(PAIRINGS)}, not {pairing!r}")
+    knobs = PAIRINGS[pairing]
+    nic = Carrier("nic", framing="compact", knobs=knobs["nic"])
     out = []
     for coalesce, run in variants:
         tr = kv_transfer(case["model"], prompt_tokens=case["prompt_tokens"], tp=case["tp"],
                          coalesce=coalesce, run_blocks=run)
         sizes = tr.sizes("data", src=0)
-        row = {"coalesce": coalesce, "run_blocks": run or "all",
+        row = {"pairing": pairing, "coalesce": coalesce, "run_blocks": run or "all",
                "descriptors": tr.count("data", src=0),
                "bytes_each": "/".join(f"{s:,}" for s in sorted(sizes)),
                "bytes": sum(s * n for s, n in sizes.items()),
                "nic_us": comm_time(tr, nic).cycles / 1e3}
         for iss in KV_ISSUERS:
-            car = Carrier("rdma", rung=KV_RUNG, issuer=iss)
+            car = Carrier("rdma", rung=KV_RUNG, issuer=iss, knobs=knobs["rdma"])
             r = comm_time(tr, car)
             senders = tr.gpus // 2
             row[f"post_{iss}_us"] = r.issuer_cycles / senders / 1e3

@@ -418,7 +418,8 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
            f"{load_model(c['model']).title}, TP{c['tp']}, {c['prompt_tokens']:,}-token prompt "
            f"({c['prompt_tokens'] // 16} blocks of 16), per GPU. Posting time = WQEs x the "
            "issuer's cost per WQE and doorbell (docs/inference.md, issuer profiles); "
-           f"transfer time over one port; RDMA on the {KV_RUNG} rung.", ""]
+           f"transfer time over one port; RDMA on the {KV_RUNG} rung; pairing "
+           f"`{PAIRING}` (the NIC integrated, the RDMA engine on die).", ""]
     md += [_table(["coalescing", "run (blocks)", "descriptors", "bytes each",
                    "post cpu us", "post cpu_framework us", "post gpu us",
                    "post controller us", "NIC us", "RDMA (cpu) us",
