@@ -35,9 +35,34 @@ from pymodel.workloads.trace import TraceBuilder, trace_from_dict
     ("deepseek-v3", "bf16", 70_272),    # 61 x (512 latent + 64 RoPE) x 2
     ("llama-3-8b", "bf16", 131_072),    # 32 x 2 x 8 x 128 x 2
     ("llama-3-70b", "fp8", 163_840),    # 80 x 2 x 8 x 128 x 1
+    # FlashMLA's FP8 layout: 61 x (512 FP8 latent + 512 / 128 x 4 B scales + 64 x 2 B RoPE)
+    ("deepseek-v3", "fp8", 61 * (512 + 16 + 128)),
 ])
 def test_kv_bytes_per_token(model, dtype, want):
     assert kv_bytes_per_token(model, dtype) == want
+
+
+def test_flashmla_fp8_layout_per_layer_and_block():
+    from pymodel.workloads.config import kv_bytes_per_token_layer
+    from pymodel.workloads.generate import kv_block_bytes
+    m = load_model("deepseek-v3")
+    per_layer = m.kv_lora_rank * 1 + (m.kv_lora_rank // 128) * 4 + m.qk_rope_head_dim * 2
+    assert per_layer == 656
+    assert kv_bytes_per_token_layer(m, "fp8") == per_layer
+    assert kv_block_bytes(m, block_tokens=64, kv_dtype="fp8") == 64 * 656
+
+
+def test_falcon_7b_parameters_by_hand():
+    # h = 4544, 32 layers, 71 query heads of 64 = h, one KV head, GELU MLP 4h, one
+    # LayerNorm (weight + bias) per layer, 65,024-token vocabulary tied to the LM head.
+    h, layers, vocab = 4544, 32, 65024
+    attention = h * h + 2 * h * 64 + h * h          # q, one K and one V head, o
+    mlp = 2 * h * 4 * h
+    per_layer = attention + mlp + 2 * h
+    want = layers * per_layer + vocab * h + h       # + the final norm's weight
+    assert want == 6_921_716_160
+    assert param_counts("falcon-7b")["total"] == want
+    assert load_model("falcon-7b").params_card == 7.0e9   # the card's rounded "7B"
 
 
 def test_every_model_file_loads_with_a_source_per_field():

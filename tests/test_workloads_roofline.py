@@ -103,19 +103,28 @@ def test_bad_roofline_arguments():
 
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
-                           batches=(1, 16))
+                           batches=(1, 16), levers=("coalescing",))
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
         assert f"### {heading}" in md
     assert "| Llama-3-70B, TP8 one-shot | 16 |" in md
     assert "| Llama-3-70B | GQA | 327,680 | 163,840 |" in md
+    assert "| DeepSeek-V3 | MLA | 70,272 | 40,016 | 671,026,404,352 | 671 B |" in md
     assert "| none | all | 18,880 | 4,096 |" in md
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
     assert len(pngs) == 7 and all(f"]({p})" in md for p in pngs)
     doc = json.loads((tmp_path / "inference.json").read_text())
-    assert len(doc["grid"]) == 2 * 2 * (1 + len(RUNGS))
-    assert {r["design"] for r in doc["grid"]} == {"nic"} | {f"rdma {n}" for n in RUNGS}
+    # 2 pairings x 2 scenarios x 2 batches, each the NIC, every rung and the fastest rung.
+    assert len(doc["grid"]) == 2 * 2 * 2 * (2 + len(RUNGS))
+    assert {r["design"] for r in doc["grid"]} == ({"nic", "rdma fastest"}
+                                                  | {f"rdma {n}" for n in RUNGS})
+    assert "### Coordination density per design" in md
+    assert "### Levers: what each does to coordination density" in md
+    assert "### Calibration against DeepEP's low-latency kernels" in md
+    assert "### GPU synchronisation per collective" in md
+    assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
+    assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
 
 
 def test_whole_grid_runs(tmp_path):
@@ -123,7 +132,9 @@ def test_whole_grid_runs(tmp_path):
     benchmark figure, not a test: a timed assertion flakes on a busy machine)."""
     md = inference_section(tmp_path, plots=False)
     doc = json.loads((tmp_path / "inference.json").read_text())
-    assert len(doc["grid"]) == len(SCENARIOS) * 9 * (1 + len(RUNGS))
+    assert len(doc["grid"]) == 2 * len(SCENARIOS) * 9 * (2 + len(RUNGS))
+    assert not [r for r in doc["grid"] if r["design"] == "rdma fastest"
+                and not r.get("covered", True)]
     assert "DeepSeek-V3, EP64" in md
 
 

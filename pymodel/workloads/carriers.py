@@ -7,7 +7,11 @@ numbers come from an *engine cost function* with the signature of
 
 - NIC (``design="nic"``): a message is cut into stores of at most the NIC's
   ``max_payload`` (the accelerator issues stores; there is no descriptor, doorbell or
-  completion queue, so no issuer cost).
+  completion queue, so no issuer cost). Behind the ``pcie`` attachment (knob
+  ``attachment="pcie"``) a store is one posted write of at most the PCIe profile's
+  maximum payload (256 bytes, :data:`spec.host.PROFILES`), and its costs come from the
+  NIC's cycle-level model (:func:`pymodel.points.cycle_point`, exact; the fast path does
+  not cover that attachment) over :data:`NIC_PCIE_MESSAGES` stores.
 - RDMA (``design="rdma"``): a message is one WRITE (the engine segments it at the path
   MTU); a message above ``pymodel.points.RDMA_MAX_BYTES`` (64 KiB, the largest the
   engine model accepts) is posted as several WRITEs. A :class:`Rung` of the
@@ -68,6 +72,10 @@ _MAX_PEERS = 254
 #: Back-to-back messages each engine point runs by default: the fast path of the RDMA
 #: engine gives the steady state from this many on (pymodel.rdma.fastpath.MIN_MESSAGES).
 MESSAGES = 2000
+#: Stores each cycle-level point of the NIC behind PCIe runs: the steady state is reached
+#: within a few stores (ii, latency, host bytes and in-flight bits are the same at 200
+#: and 1,000 stores of 64, 256 and 1,024 bytes; tests/test_workloads_density.py).
+NIC_PCIE_MESSAGES = 200
 #: Largest payload a WQE carries inline (bytes).
 MAX_INLINE_BYTES = MAX_INLINE_WORDS * HOST_WORD_BYTES
 
@@ -76,6 +84,13 @@ def _default_cost_fn(design, *, msg_bytes, messages, **knobs):
     # The golden model's fast path (imported here: it pulls in the whole model).
     from pymodel.fastpath import fast_point
     return fast_point(design, msg_bytes=msg_bytes, messages=messages, **knobs)
+
+
+def _nic_pcie_cost_fn(design, *, msg_bytes, messages, **knobs):
+    # The NIC's cycle-level model (the fast path does not cover the pcie attachment).
+    from pymodel.points import cycle_point
+    return cycle_point(design, msg_bytes=msg_bytes, messages=min(messages, NIC_PCIE_MESSAGES),
+                       **knobs)
 
 
 def ladder_cost(design, *, msg_bytes, messages, rung, **knobs):
@@ -206,7 +221,9 @@ class MessageCost:
 
     Cycles are cycles of 1 ns; ``ctrl_by_kind`` is the engine's ``ctrl_ops`` dict summed
     over the message's stores or WRITEs; ``host_bytes`` is ``None`` where the engine
-    model has no host interface yet.
+    model has no host interface (the integrated NIC); ``inflight_bits`` is the engine's
+    state held in flight while it streams messages of this size back to back (the
+    largest of its stores' or WRITEs' ``inflight_bits``).
     """
 
     msg_bytes: int
@@ -219,6 +236,7 @@ class MessageCost:
     ctrl_by_kind: dict
     ctrl_bytes: float
     host_bytes: float | None
+    inflight_bits: float
     wqes: float
     doorbells: float
     cqes: float
@@ -284,6 +302,10 @@ class Carrier:
             self._fn = _default_cost_fn
             #: Largest engine message: a NIC store of max_payload, a 64 KiB WRITE.
             self.max_chunk = self._knobs.get("max_payload", NIC_DEFAULTS["max_payload"])
+            if self._knobs.get("attachment") == "pcie":
+                from spec.host import PROFILES
+                self._fn = _nic_pcie_cost_fn
+                self.max_chunk = min(self.max_chunk, PROFILES["pcie"].max_payload)
         else:
             self._knobs = dict(rung.knobs, **self.knobs)
             if rung.posting:
@@ -293,6 +315,15 @@ class Carrier:
             self.max_chunk = RDMA_MAX_BYTES
         self._memo = {}
         self._point(64, 1)                        # surfaces a bad knob now
+
+    @property
+    def attachment(self):
+        """Where the design meets its host: the NIC's ``attachment`` (``integrated`` or
+        ``pcie``), the RDMA engine's host-interface profile (``pcie``, ``on_die``, ...)."""
+        from pymodel.points import NIC_DEFAULTS, RDMA_DEFAULTS
+        if self.design == "nic":
+            return self._knobs.get("attachment", NIC_DEFAULTS["attachment"])
+        return self._knobs.get("host", RDMA_DEFAULTS["host"])
 
     @property
     def name(self):
@@ -315,7 +346,8 @@ class Carrier:
         key = (size, conns)
         if key not in self._memo:
             if self.design == "nic":
-                knobs = dict(self._knobs, peers=min(conns, _MAX_PEERS))
+                cap = 15 if self._knobs.get("attachment") == "pcie" else _MAX_PEERS
+                knobs = dict(self._knobs, peers=min(conns, cap))
                 n = max(self.messages, 2 * knobs["peers"] + 2)
             else:
                 knobs = dict(self._knobs, qps=min(conns, _MAX_QPS))
@@ -364,6 +396,7 @@ class Carrier:
             wire_bytes=sum(p["wire_bytes"] * k for p, k in pts),
             ctrl_ops=sum(kinds.values()), ctrl_by_kind=kinds,
             ctrl_bytes=sum(p["ctrl_bytes"] * k for p, k in pts), host_bytes=host,
+            inflight_bits=max(p.get("inflight_bits") or 0 for p, _ in pts),
             wqes=wqes, doorbells=doorbells, cqes=cqes, issuer_cycles=issuer,
             cycles=max(ii, issuer))
         self._memo[key] = cost

@@ -12,7 +12,10 @@ Sizes computed here (all in bytes or parameter counts, exact integers):
 - :func:`kv_bytes_per_token`: the KV cache one token adds, over all layers. Multi-head,
   grouped-query and multi-query attention cache a K and a V vector per KV head:
   ``layers x 2 x kv_heads x head_dim x bytes``. MLA caches one compressed latent and the
-  shared RoPE key: ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``.
+  shared RoPE key: ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``; in FP8 it is
+  stored as FlashMLA stores it (:func:`kv_bytes_per_token_layer`): the latent in FP8, one
+  float32 scale per 128 latent values and the RoPE key kept in BF16, 656 bytes per token
+  and layer for DeepSeek-V3.
 - :func:`param_counts`: parameters by part (attention, dense MLP, routed and shared
   experts, embeddings, LM head), the total and those a token activates.
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 __all__ = ["ModelConfig", "load_model", "model_names", "kv_bytes_per_token",
+           "kv_bytes_per_token_layer", "FLASHMLA_SCALE_GROUP",
            "param_counts", "DTYPE_BYTES", "dtype_bytes", "MODELS_DIR"]
 
 #: Folder of the model data files.
@@ -200,18 +204,40 @@ def _from_toml(path):
         raise ValueError(f"{path.name}: {exc}") from exc
 
 
-def kv_bytes_per_token(model, kv_dtype="bf16"):
-    """KV-cache bytes one token adds over all layers of ``model`` (not divided by TP).
+#: Latent values per float32 scale in FlashMLA's FP8 MLA cache (deepseek-ai/FlashMLA
+#: README, "FP8 KV cache": each token stores 512 float8_e4m3 latent values, 4 float32
+#: scales, one per 128 values, and 64 bfloat16 RoPE values, 656 bytes; pages of 64
+#: tokens).
+FLASHMLA_SCALE_GROUP = 128
+_SCALE_BYTES = 4
 
-    ``layers x 2 x kv_heads x head_dim x bytes`` (MHA, GQA, MQA) or ``layers x
-    (kv_lora_rank + qk_rope_head_dim) x bytes`` (MLA). ``kv_dtype`` is a key of
-    :data:`DTYPE_BYTES`.
+
+def kv_bytes_per_token_layer(model, kv_dtype="bf16"):
+    """KV-cache bytes one token adds to one layer of ``model`` (not divided by TP).
+
+    ``2 x kv_heads x head_dim x bytes`` (MHA, GQA, MQA). MLA: ``(kv_lora_rank +
+    qk_rope_head_dim) x bytes``, except in FP8, stored as FlashMLA stores it: ``kv_lora_rank
+    x 1 + ceil(kv_lora_rank / 128) x 4 + qk_rope_head_dim x 2`` (FP8 latent, float32
+    scales, BF16 RoPE key): 512 + 16 + 128 = 656 bytes for DeepSeek-V3.
     """
     m = load_model(model)
     b = dtype_bytes(kv_dtype, "kv_dtype")
     if m.attention == "mla":
-        return m.num_hidden_layers * (m.kv_lora_rank + m.qk_rope_head_dim) * b
-    return m.num_hidden_layers * 2 * m.num_key_value_heads * m.head_dim * b
+        if kv_dtype == "fp8":
+            groups = -(-m.kv_lora_rank // FLASHMLA_SCALE_GROUP)
+            return (m.kv_lora_rank + groups * _SCALE_BYTES
+                    + m.qk_rope_head_dim * DTYPE_BYTES["bf16"])
+        return (m.kv_lora_rank + m.qk_rope_head_dim) * b
+    return 2 * m.num_key_value_heads * m.head_dim * b
+
+
+def kv_bytes_per_token(model, kv_dtype="bf16"):
+    """KV-cache bytes one token adds over all layers of ``model`` (not divided by TP):
+    ``layers x`` :func:`kv_bytes_per_token_layer`. ``kv_dtype`` is a key of
+    :data:`DTYPE_BYTES`.
+    """
+    m = load_model(model)
+    return m.num_hidden_layers * kv_bytes_per_token_layer(m, kv_dtype)
 
 
 def param_counts(model):

@@ -31,7 +31,10 @@ Routing
     Balanced and deterministic: token ``u`` (numbered over the whole step, GPU by GPU)
     picks experts ``(u + j x E / k) mod E`` for ``j < k`` (``k`` experts per token), so
     every expert gets the same number of tokens (+-1) and a token's experts are spread
-    over GPUs. Real routers are skewed (DeepSeek-V3 also limits each token to 4 nodes);
+    over GPUs. With ``dispatch="batched"`` (a lever, not DeepEP's low-latency layout)
+    a GPU packs every token it sends to one GPU in one message per phase (the per-token
+    puts' bytes added up), keeps one QP per peer (``ep - 1``) and sends one count or
+    flag per peer. Real routers are skewed (DeepSeek-V3 also limits each token to 4 nodes);
     that changes the counts per pair of GPUs, not the number of puts per token.
 
 KV transfer (disaggregated prefill -> decode, vLLM paged KV cache)
@@ -51,13 +54,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pymodel.workloads.config import dtype_bytes, load_model
+from pymodel.workloads.config import dtype_bytes, kv_bytes_per_token_layer, load_model
 from pymodel.workloads.trace import TraceBuilder
 
 __all__ = ["Deployment", "decode_step", "kv_transfer", "check_deployment",
            "kv_heads_per_gpu", "kv_block_bytes", "dispatch_bytes", "combine_bytes",
            "tokens_per_rank", "attention_groups", "deepep_qps", "FLAG_BYTES",
-           "ALLREDUCE", "COALESCE", "VLLM_BLOCK_TOKENS"]
+           "ALLREDUCE", "COALESCE", "DISPATCH", "VLLM_BLOCK_TOKENS"]
 
 #: Bytes of a completion flag or counter: one 8-byte RDMA WRITE or store (an InfiniBand
 #: atomic operates on 8 bytes; DeepEP's masked fetch-add on 4).
@@ -68,6 +71,9 @@ DISPATCH_HEADER = 16
 #: Hidden values per FP8 scale (a float) in DeepEP's FP8 dispatch.
 FP8_GROUP = 128
 ALLREDUCE = ("oneshot", "rsag")
+#: EP dispatch/combine layouts: one put per (token, expert) (DeepEP low latency) or one
+#: message per (source, destination GPU) per phase.
+DISPATCH = ("per_token", "batched")
 COALESCE = ("none", "layer", "page")
 #: vLLM's default KV-cache block (tokens), ``--block-size`` default 16.
 VLLM_BLOCK_TOKENS = 16
@@ -94,6 +100,9 @@ class Deployment:
         Tokens each sequence has in its KV cache at this step (the roofline's KV reads).
     dispatch_fp8 : bool
         DeepEP's FP8 dispatch (default) or BF16.
+    dispatch : str
+        EP message layout (:data:`DISPATCH`): ``"per_token"`` (DeepEP low latency,
+        default) or ``"batched"`` (one message per destination GPU and phase).
     """
 
     batch: int
@@ -104,6 +113,7 @@ class Deployment:
     kv_dtype: str = "bf16"
     context: int = 2048
     dispatch_fp8: bool = True
+    dispatch: str = "per_token"
 
 
 def _int(name, value, low=1):
@@ -119,7 +129,7 @@ def check_deployment(model, dep):
     ``ep``, ``context`` (not a positive integer), ``tp`` (does not divide the attention
     heads, or neither divides nor is a multiple of the KV heads), ``ep`` (above 1 for a
     dense model, not dividing the routed experts, not a multiple of ``tp``), ``dtype``,
-    ``weights_dtype``, ``kv_dtype`` (unknown type).
+    ``weights_dtype``, ``kv_dtype`` (unknown type), ``dispatch`` (unknown layout).
     """
     m = load_model(model)
     if not isinstance(dep, Deployment):
@@ -132,6 +142,8 @@ def check_deployment(model, dep):
     dtype_bytes(dep.kv_dtype, "kv_dtype")
     if dep.weights_dtype is not None:
         dtype_bytes(dep.weights_dtype, "weights_dtype")
+    if dep.dispatch not in DISPATCH:
+        raise ValueError(f"dispatch must be one of {DISPATCH}, not {dep.dispatch!r}")
     if m.num_attention_heads % dep.tp:
         raise ValueError(f"tp ({dep.tp}) must divide num_attention_heads "
                          f"({m.num_attention_heads}) of {m.name}")
@@ -159,12 +171,13 @@ def kv_heads_per_gpu(model, tp):
 
 def kv_block_bytes(model, tp=1, block_tokens=VLLM_BLOCK_TOKENS, kv_dtype="bf16"):
     """Bytes of one KV-cache block of one layer on one TP rank: K (or V) for MHA, GQA,
-    MQA; the latent for MLA (replicated on every rank)."""
+    MQA; the latent for MLA (replicated on every rank; in FP8 FlashMLA's layout,
+    :func:`~pymodel.workloads.config.kv_bytes_per_token_layer`)."""
     m = load_model(model)
     _int("block_tokens", block_tokens)
     b = dtype_bytes(kv_dtype, "kv_dtype")
     if m.attention == "mla":
-        return block_tokens * (m.kv_lora_rank + m.qk_rope_head_dim) * b
+        return block_tokens * kv_bytes_per_token_layer(m, kv_dtype)
     return block_tokens * kv_heads_per_gpu(m, tp) * m.head_dim * b
 
 
@@ -311,18 +324,29 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
 def _moe(b, m, dep, name, layer, deps, puts):
     """Dispatch and combine phases of one MoE layer; returns the combine phase id."""
     n, e = dep.ep, m.n_routed_experts
-    local = e // n
-    qps = deepep_qps(e, n)
     src, dst = np.nonzero(puts)
     cnt = puts[src, dst]
     off = src != dst
     src, dst, cnt = src[off], dst[off], cnt[off]
     fsrc, fdst = _peers(0, n)
+    d_bytes, c_bytes = dispatch_bytes(m.hidden_size, dep.dispatch_fp8), combine_bytes(
+        m.hidden_size)
+    if dep.dispatch == "batched":
+        qps, local = n - 1, 1
+        p = b.phase(f"{name}.moe.dispatch", "ep_dispatch", layer, deps, qps, n - 1)
+        b.add(p, src, dst, cnt * d_bytes, 1, "data")      # one message per (src, dst)
+        b.add(p, fsrc, fdst, FLAG_BYTES, local, "flag")
+        c = b.phase(f"{name}.moe.combine", "ep_combine", layer, (p,), qps, n - 1)
+        b.add(c, dst, src, cnt * c_bytes, 1, "data")
+        b.add(c, fsrc, fdst, FLAG_BYTES, local, "flag")
+        return c
+    local = e // n
+    qps = deepep_qps(e, n)
     p = b.phase(f"{name}.moe.dispatch", "ep_dispatch", layer, deps, qps, n - 1)
-    b.add(p, src, dst, dispatch_bytes(m.hidden_size, dep.dispatch_fp8), cnt, "data")
+    b.add(p, src, dst, d_bytes, cnt, "data")
     b.add(p, fsrc, fdst, FLAG_BYTES, local, "flag")       # a count per remote expert
     c = b.phase(f"{name}.moe.combine", "ep_combine", layer, (p,), qps, n - 1)
-    b.add(c, dst, src, combine_bytes(m.hidden_size), cnt, "data")
+    b.add(c, dst, src, c_bytes, cnt, "data")
     b.add(c, fsrc, fdst, FLAG_BYTES, local, "flag")       # a flag per (local expert, peer)
     return c
 

@@ -56,9 +56,13 @@ from pymodel.workloads.generate import (
 from pymodel.workloads.timing import comm_time
 
 __all__ = ["Accelerator", "ACCELERATORS", "load_accelerators", "decode_roofline",
-           "StepResult", "REMEDY", "CLASSES"]
+           "StepResult", "REMEDY", "CLASSES", "COLLECTIVE_OPS"]
 
 CLASSES = ("compute", "memory", "coordination")
+#: Phase ops that start a collective (an RS+AG all-reduce counts once, at its
+#: reduce-scatter): where :func:`decode_roofline` adds ``collective_sync_s``.
+COLLECTIVE_OPS = ("tp_allreduce", "tp_allreduce_rs", "tp_allgather", "ep_dispatch",
+                  "ep_combine")
 #: The seed's framework: what to do in each regime.
 REMEDY = {"compute": "add compute",
           "memory": "cache and share (batch, GQA/MQA/MLA, smaller types)",
@@ -128,12 +132,37 @@ class StepResult:
     host_bytes_per_token: float
     held_bytes: float
     fits: bool
+    attachment: str = "-"
+    useful_bytes_per_token: float = 0.0
+    inflight_bits_per_token: float = 0.0
+    sync_s: float = 0.0
+
+    @property
+    def ctrl_per_token(self):
+        """Every control action of the step per decoded token: the RDMA engine's
+        per-message actions plus the NIC's link credit updates (a design has one kind or
+        the other)."""
+        return self.ctrl_ops_per_token + self.credits_per_token
+
+    @property
+    def ctrl_per_useful_kb(self):
+        """Control actions per 1,024 bytes of ``data`` payload (flags and counts are not
+        useful bytes); 0 without communication."""
+        u = self.useful_bytes_per_token
+        return self.ctrl_per_token * 1024 / u if u else 0.0
+
+    @property
+    def host_bytes_per_useful_byte(self):
+        """Host-interface bytes (payload, control, TLP overheads, both ends) per useful
+        byte; 0 for a design without a host interface (the integrated NIC)."""
+        u = self.useful_bytes_per_token
+        return self.host_bytes_per_token / u if u else 0.0
 
     @property
     def bottleneck(self):
         """``"compute"``, ``"memory"`` or ``"coordination"``: the largest term."""
-        terms = dict(zip(CLASSES, (self.compute_s, self.memory_s, self.coordination_s),
-                         strict=True))
+        terms = dict(zip(CLASSES, (self.compute_s, self.memory_s,
+                                   self.coordination_s + self.sync_s), strict=True))
         return max(terms, key=terms.get)
 
     @property
@@ -178,7 +207,8 @@ def _per_gpu_work(m, dep, tokens):
 
 
 def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
-                    allreduce="oneshot", ports=1, overhead_s=0.0, trace=None):
+                    allreduce="oneshot", ports=1, overhead_s=0.0, trace=None,
+                    collective_sync_s=0.0):
     """The :class:`StepResult` of one decode step (module doc).
 
     Parameters
@@ -198,6 +228,11 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         pure roofline).
     trace : Trace or None
         The step's trace when already generated (else :func:`decode_step` makes it).
+    collective_sync_s : float
+        GPU-side synchronisation added per collective of the step (an all-reduce, an
+        all-gather, a dispatch, a combine; :data:`COLLECTIVE_OPS`), on top of the
+        interface's time; 0 for the pure roofline (the calibration's values:
+        :data:`pymodel.workloads.calibration.GPU_SYNC_S`). Reported as ``sync_s``.
 
     Raises
     ------
@@ -212,6 +247,9 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         accelerator = ACCELERATORS[accelerator]
     if not (isinstance(overhead_s, (int, float)) and overhead_s >= 0):
         raise ValueError(f"overhead_s must be a number >= 0, not {overhead_s!r}")
+    if not (isinstance(collective_sync_s, (int, float)) and collective_sync_s >= 0):
+        raise ValueError(f"collective_sync_s must be a number >= 0, "
+                         f"not {collective_sync_s!r}")
     groups = attention_groups(m, dep)
     tokens = dep.batch * groups
     gpus = dep.tp * groups
@@ -221,15 +259,21 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     memory_s = (read + kv) / accelerator.hbm_bytes_per_s
     comm_s = moving_s = 0.0
     messages, ctrl, credits, ctrl_bytes, host_bytes = 0, 0.0, 0.0, 0.0, 0.0
-    name = "none"
-    if carrier is not None:
+    useful, inflight = 0, 0.0
+    name = attach = "none"
+    sync_s = 0.0
+    if carrier is not None or collective_sync_s:
         tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
+        sync_s = collective_sync_s * sum(p.op in COLLECTIVE_OPS for p in tr.phases)
+    if carrier is not None:
         r = comm_time(tr, carrier, ports=ports)
         comm_s, moving_s = r.cycles * 1e-9, r.moving_cycles * 1e-9
         messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
         credits = r.ctrl_by_kind.get("credit_updates", 0.0)
         ctrl_bytes, host_bytes = r.ctrl_bytes, r.host_bytes
-    step = max(compute_s, memory_s) + comm_s + overhead_s
+        useful, attach = r.useful_bytes, carrier.attachment
+        inflight = r.inflight_bits * ports * gpus      # every GPU holds its peak
+    step = max(compute_s, memory_s) + comm_s + overhead_s + sync_s
     return StepResult(
         model=m.name, batch=dep.batch, tp=dep.tp, ep=dep.ep, gpus=gpus, tokens=tokens,
         carrier=name, ports=ports, flops=flops, weight_bytes=read, kv_bytes=kv,
@@ -238,4 +282,6 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         messages=messages, ctrl_ops=ctrl, ctrl_ops_per_token=(ctrl - credits) / tokens,
         credits_per_token=credits / tokens, ctrl_bytes_per_token=ctrl_bytes / tokens,
         host_bytes_per_token=host_bytes / tokens,
-        held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes)
+        held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes, attachment=attach,
+        useful_bytes_per_token=useful / tokens, inflight_bits_per_token=inflight / tokens,
+        sync_s=sync_s)

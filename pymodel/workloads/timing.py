@@ -37,7 +37,10 @@ Totals (over all GPUs and messages): messages, payload and wire bytes, control a
 beat, with no host-interface traffic; the other kinds are the RDMA engine's per-message
 actions), host-interface bytes (the RDMA engine's, both nodes, TLP overheads included;
 0 for the NIC, whose stores come from the accelerator's fabric), issuer WQEs,
-doorbells, CQEs and cycles.
+doorbells, CQEs and cycles. ``useful_bytes`` are the payload bytes of the trace's
+``data`` messages (flags and counts excluded); ``inflight_bits`` is the largest state one
+copy of the design holds in flight over the trace's message classes (per GPU and port:
+the engine's high-water mark while it streams that class back to back).
 """
 
 from dataclasses import dataclass
@@ -77,6 +80,8 @@ class CommResult:
     cqes: float
     issuer_cycles: float
     engine_messages: int
+    useful_bytes: int = 0
+    inflight_bits: float = 0.0
 
     @property
     def organising_cycles(self):
@@ -94,7 +99,7 @@ def _row_costs(trace, carrier):
     costs = [carrier.cost(int(k >> 20), int(k & ((1 << 20) - 1))) for k in uniq]
     names = ("cycles", "ii_cycles", "issuer_cycles", "latency_cycles", "ctrl_ops",
              "ctrl_bytes", "wire_bytes", "wqes", "doorbells", "cqes", "chunks",
-             "host_bytes")
+             "host_bytes", "inflight_bits")
     out = {n: np.array([getattr(x, n) or 0 for x in costs], dtype=float)[inv]
            for n in names}
     kinds = sorted({k for x in costs for k in x.ctrl_by_kind})
@@ -141,7 +146,9 @@ def comm_time(trace, carrier, ports=1):
                    "doorbells", "cqes", "issuer_cycles")}
         engine_messages = int((cnt * r["chunks"]).sum())
         by_kind = {k: float((cnt * v).sum()) for k, v in r["by_kind"].items()}
+        inflight = float(r["inflight_bits"].max())
     else:
+        inflight = 0.0
         by_kind = {}
         totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
                                 "wqes", "doorbells", "cqes", "issuer_cycles"), 0.0)
@@ -165,4 +172,5 @@ def comm_time(trace, carrier, ports=1):
         moving_cycles=float(moving[path].sum()) if path else 0.0,
         phase_cycles=phase_cycles, phase_end=end, critical=tuple(path),
         messages=trace.messages, payload_bytes=trace.total_bytes(),
-        engine_messages=engine_messages, ctrl_by_kind=by_kind, **totals)
+        engine_messages=engine_messages, ctrl_by_kind=by_kind,
+        useful_bytes=trace.total_bytes("data"), inflight_bits=inflight, **totals)

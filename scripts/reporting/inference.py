@@ -4,10 +4,13 @@
 at every batch, carried by the NIC and by the RDMA engine on each rung of its
 optimisation ladder; KV bytes per token; KV transfers plain and coalesced; the NIM
 calibration), writes its PNG plots and ``inference.json`` into a folder and returns the
-section's markdown. The tables and plots show the NIC against two rungs of the ladder:
-the pipelined engine and the best rung (:data:`SHOWN`); ``inference.json`` holds every
-rung. docs/inference.md gives each formula and source. matplotlib is imported only
-here, when plotting.
+section's markdown. Both designs are attached alike in every row (the pairings of
+:data:`pymodel.workloads.grid.PAIRINGS`: the NIC integrated against the RDMA engine on
+die, both behind PCIe; each row names its pairing). The tables and plots show the NIC
+against two RDMA rungs: the pipelined engine and, per row, the fastest rung the fast
+path covers (:data:`SHOWN`, named in each row); ``inference.json`` holds every rung.
+docs/inference.md gives each formula and source. matplotlib is imported only here,
+when plotting.
 """
 
 import json
@@ -15,7 +18,13 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from pymodel.workloads.calibration import NIM, nim_calibration
+from pymodel.workloads.calibration import (
+    DEEPEP_LL,
+    GPU_SYNC_S,
+    NIM,
+    deepep_calibration,
+    nim_calibration,
+)
 from pymodel.workloads.config import load_model
 from pymodel.workloads.grid import (
     ACCELERATOR,
@@ -25,9 +34,17 @@ from pymodel.workloads.grid import (
     KV_CASE,
     KV_ISSUERS,
     KV_RUNG,
+    LEVER_KV_BATCH,
+    LEVER_KV_ISSUER,
+    LEVER_PROMPT,
+    LEVERS,
+    PAIRING,
+    PAIRINGS,
     SCENARIOS,
+    fastest_rdma,
     kv_rows,
     kv_transfer_rows,
+    lever_rows,
     run_grid,
 )
 from pymodel.workloads.roofline import ACCELERATORS, REMEDY
@@ -38,9 +55,12 @@ from .plots import figure_saver
 __all__ = ["inference_section", "SHOWN"]
 
 #: The designs the tables and plots compare: ``(grid key, label)``.
+#: ``rdma fastest`` is, per (pairing, scenario, batch), the covered rung with the least
+#: communication time (:func:`pymodel.workloads.grid.fastest_rdma`; its ``rung`` names it).
+FASTEST = "rdma fastest"
 SHOWN = (("nic", "NIC"), (f"rdma {LADDER[1][0]}", "RDMA pipelined"),
-         (f"rdma {LADDER[-1][0]}", "RDMA best"))
-_STYLE = {"nic": "-", f"rdma {LADDER[1][0]}": "--", f"rdma {LADDER[-1][0]}": ":"}
+         (FASTEST, "RDMA fastest"))
+_STYLE = {"nic": "-", f"rdma {LADDER[1][0]}": "--", FASTEST: ":"}
 
 
 def _fmt(v, digits=2):
@@ -73,7 +93,7 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
         for i, sc in enumerate(comm):
             for d, key, style, what in lines:
                 pts = [r for r in grid if r["scenario"] == sc.label and r["design"] == d
-                       and r.get("covered", True)]
+                       and r.get("covered", True) and r["pairing"] == PAIRING]
                 ys = [r[key] * (1e6 if key.endswith("_s") else 1) for r in pts]
                 ax.plot([r["batch"] for r in pts], ys, style, color=f"C{i}", marker="o",
                         ms=3, label=f"{sc.label} ({what})")
@@ -140,10 +160,10 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
     for i, sc in enumerate(scenarios):
         for d, what in SHOWN:
             pts = [r for r in grid if r["scenario"] == sc.label and r["design"] == d
-                   and r.get("covered", True)]
+                   and r.get("covered", True) and r["pairing"] == PAIRING]
             a1.plot([r["batch"] for r in pts], [r["step_s"] * 1e3 for r in pts], _STYLE[d],
                     color=f"C{i}", label=f"{sc.label} ({what})")
-            a2.plot([r["batch"] for r in pts], [r["tokens_per_s"] for r in pts], style,
+            a2.plot([r["batch"] for r in pts], [r["tokens_per_s"] for r in pts], _STYLE[d],
                     color=f"C{i}")
     for ax in (a1, a2):
         ax.set_xscale("log", base=2)
@@ -169,21 +189,26 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
     return names
 
 
-def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES):
+def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
+                      levers=LEVERS):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
-    ``plots=False`` skips matplotlib (the tables and JSON are still written). The
+    ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
+    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`). The
     markdown says how long the grid took (wall time, seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    grid = run_grid(scenarios, batches)
+    grid = run_grid(scenarios, batches, pairings=tuple(PAIRINGS))
+    grid += _fastest_rows(grid, scenarios, batches)
     t_grid = time.perf_counter() - t_start
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
+    levers = lever_rows(levers=levers)
+    cal2 = _more_calibrations(grid, scenarios)
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -191,63 +216,210 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                    "nim_calibration": [dict(asdict(r), residual=r.residual,
                                             calibrated_residual=r.calibrated_residual)
                                        for r in cal], "nim_overhead_ms": t0,
+                   "levers": levers, "deepep_calibration": cal2["deepep"],
+                   "gpu_sync": cal2["sync"],
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
-    return _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    md = md.replace(_CAL_HERE, calibration_markdown(cal2))
+    return md.replace(_LEVERS_HERE, lever_markdown(levers))
+
+
+_CAL_HERE = "<!-- calibrations -->"
+
+
+def _more_calibrations(grid, scenarios):
+    """DeepEP's dispatch/combine (NIC, pipelined and fastest-at-EP32 rungs) and the GPU
+    synchronisation term on the TP scenarios at batch 1 (pairing :data:`PAIRING`)."""
+    from pymodel.workloads.generate import Deployment
+    from pymodel.workloads.grid import carriers
+    from pymodel.workloads.roofline import decode_roofline
+    cs = carriers()
+    pick = {"nic": cs["nic"], f"rdma {LADDER[1][0]}": cs[f"rdma {LADDER[1][0]}"],
+            "rdma +doorbell batching 16": cs["rdma +doorbell batching 16"]}
+    deepep = deepep_calibration(pick)
+    sync = []
+    for sc in scenarios:
+        if sc.tp == 1:
+            continue
+        for d in ("nic", FASTEST):
+            r0 = _pick(grid, sc.label, 1, d)
+            if r0 is None:
+                continue
+            car = cs["nic"] if d == "nic" else cs[f"rdma {r0['rung']}"]
+            row = {"scenario": sc.label, "design": "NIC" if d == "nic" else
+                   f"RDMA {r0['rung']}", "comm_us": r0["coordination_s"] * 1e6,
+                   "step_ms": r0["step_s"] * 1e3}
+            for k, v in zip(("low", "high"), GPU_SYNC_S, strict=True):
+                r = decode_roofline(sc.model, Deployment(batch=1, tp=sc.tp, ep=sc.ep,
+                                                         context=CONTEXT),
+                                    carrier=car, allreduce=sc.allreduce, ports=sc.ports,
+                                    collective_sync_s=v)
+                row[f"sync_{k}_ms"] = r.sync_s * 1e3
+                row[f"step_{k}_ms"] = r.step_s * 1e3
+            sync.append(row)
+    return {"deepep": deepep, "sync": sync}
+
+
+def calibration_markdown(cal):
+    """The DeepEP and GPU-synchronisation calibration tables as markdown."""
+    d = DEEPEP_LL
+    out = ["### Calibration against DeepEP's low-latency kernels", "",
+           f"Published ({d['source']}): EP{d['ep']}, {d['batch']} tokens per GPU, "
+           f"ConnectX-7 at about {d['link_bytes_per_s'] / 1e9:.0f} GB/s: dispatch "
+           f"{d['dispatch_us']:.0f} us, combine {d['combine_us']:.0f} us. Model: one MoE "
+           "layer of DeepSeek-V3 at that setting (pairing integrated), timed at the "
+           "designs' 64 GB/s, then its payload part stretched to the published link "
+           "(docs/inference.md, section 8b).", "",
+           _table(["design", "phase", "payload per GPU MB", "model us (64 GB/s)",
+                   "model us (at their link)", "published us", "residual"],
+                  [[r["design"], r["phase"], r["payload_mb"], r["model_us"],
+                    r["at_link_us"], r["published_us"], f"{100 * r['residual']:+.0f} %"]
+                   for r in cal["deepep"]]), ""]
+    lo, hi = (f"{v * 1e6:.0f} us" for v in GPU_SYNC_S)
+    out += ["### GPU synchronisation per collective", "",
+            f"A GPU-side term per collective (launch and barrier: {lo} to {hi} for small "
+            "all-reduces on 8x H100; NVIDIA/nccl issue 1259, PyTorch issue 131739) added "
+            "to the step, batch 1, on top of each design's own time.", "",
+            _table(["scenario", "design", "comm us", "step ms", f"sync ms ({lo})",
+                    f"step ms ({lo})", f"sync ms ({hi})", f"step ms ({hi})"],
+                   [[r["scenario"], r["design"], r["comm_us"], r["step_ms"],
+                     r["sync_low_ms"], r["step_low_ms"], r["sync_high_ms"],
+                     r["step_high_ms"]] for r in cal["sync"]]), ""]
+    return "\n".join(out)
+
+
+_LEVERS_HERE = "<!-- levers -->"
+
+
+def lever_markdown(rows):
+    """The lever table (:func:`pymodel.workloads.grid.lever_rows`) as markdown."""
+    out = ["### Levers: what each does to coordination density", "",
+           f"Pairing `{PAIRING}`. RDMA: the fastest covered rung (named); decode steps "
+           f"posted by {ISSUER} threads, KV transfers (one request of {LEVER_PROMPT:,} "
+           f"prompt tokens) by a `{LEVER_KV_ISSUER}` issuer. Control per useful KiB: the "
+           "RDMA engine's per-message actions, the NIC's link credits (one per 64-byte "
+           "beat). Descriptors (WQEs) per MiB of useful bytes. State bits in flight: "
+           "each design's high-water mark times ports and GPUs (the whole deployment). "
+           "Time: the step (decode "
+           "rows, roofline max(compute, memory) + communication) or the transfer over one "
+           f"port (KV rows); the attention rows add the KV read of a step at batch "
+           f"{LEVER_KV_BATCH}, context {CONTEXT}, on {ACCELERATOR} (what MHA -> GQA -> MQA "
+           "-> MLA buys, a memory term).", ""]
+    body = []
+    for r in rows:
+        t_nic = r.get("nic_step_ms", r["nic_us"] / 1e3)
+        t_rdma = r.get("rdma_step_ms", r["rdma_us"] / 1e3)
+        body.append([r["lever"], r["setting"], r["workload"], r["messages"],
+                     r["nic_credits_per_kib"], r["rdma_ctrl_per_kib"], r["rdma_wqes_per_mib"],
+                     r["rdma_rung"], r["rdma_host_per_useful"],
+                     f"{r['nic_inflight_bits']:,.0f} / {r['rdma_inflight_bits']:,.0f}",
+                     t_nic, t_rdma,
+                     "step" if "nic_step_ms" in r else "transfer",
+                     r.get("kv_read_ms", "-")])
+    out += [_table(["lever", "setting", "workload", "messages", "NIC credits / useful KiB",
+                    "RDMA control / useful KiB", "RDMA descriptors / MiB", "RDMA rung",
+                    "RDMA host B / useful B", "state bits in flight NIC / RDMA", "NIC ms",
+                    "RDMA ms", "time is", "KV read ms"], body), ""]
+    return "\n".join(out)
 
 
 def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches):
     acc = ACCELERATORS[ACCELERATOR]
     md = ["## Inference", "",
           "One decode step of real models, carried by both designs (per-message costs "
-          "from the golden model's fast path), and a decode roofline on "
+          "from the golden model's fast path; the NIC behind PCIe from its cycle-level "
+          "model), and a decode roofline on "
           f"{acc.title} (HBM {acc.hbm_bytes_per_s / 1e12:.2f} TB/s, dense BF16 "
           f"{acc.bf16_flops / 1e12:.0f} TFLOP/s, FP8 {acc.fp8_flops / 1e12:.0f}). "
           f"Context {CONTEXT} tokens, KV cache BF16; NIC = compact header; RDMA = the "
-          f"pipelined engine on two rungs of its ladder, pipelined and best ({LADDER[-1][0]}; "
-          f"every rung is in inference.json), posted by {ISSUER} threads (DeepEP policy: "
-          "a doorbell per 4 WQEs, every WQE signalled, where the rung does not set its "
-          "own). n/c: a message size the fast path does not cover on that rung. "
+          "pipelined engine and, per row, the fastest rung of its ladder that the fast "
+          "path covers (named; every rung is in inference.json), posted by "
+          f"{ISSUER} threads (DeepEP policy: a doorbell per 4 WQEs, every WQE signalled, "
+          "where the rung does not set its own). Both designs are attached alike in every "
+          "row: pairing `integrated` = the NIC inside the accelerator against the RDMA "
+          "engine on the `on_die` host profile; `pcie` = both behind the PCIe profile "
+          f"(plots: `{PAIRING}`). "
           "Formulas and sources: docs/inference.md. The whole grid "
-          f"({len(grid)} steps) ran in {t_grid:.1f} s, the section in {elapsed:.1f} s.", ""]
+          f"({len(grid)} rows) ran in {t_grid:.1f} s, the section in {elapsed:.1f} s.", ""]
     md += ["### Communication per decode step", "",
-           "Per-step communication time (critical path over the phases' dependencies), the "
-           "share of it that is not payload on the links (organising), and control "
-           "operations per decoded token: the RDMA engine's per-message actions (doorbells, "
-           "WQE reads, context lookups, misses and write-backs, ACKs, CQEs; with their "
-           "host-interface bytes) and, apart, the NIC's link-level credit updates (one per "
-           "64-byte beat, a counter in the link, no host-interface bytes). `ports`: copies "
+           "Per-step communication time (critical path over the phases' dependencies) and "
+           "the share of it that is not payload on the links (organising). `ports`: copies "
            "of the design per GPU (8 for scale-up TP, NVLink-class; 1 for scale-out EP).",
            ""]
     show = [b for b in (1, 16, 64, 256) if b in batches]
+    comm = [sc for sc in scenarios if sc.tp > 1 or sc.ep > 1]
     rows = []
     (_, _), (pipe, _), (best, _) = SHOWN
-    for sc in scenarios:
-        if sc.tp == 1 and sc.ep == 1:
-            continue
-        for b in show:
-            n = _pick(grid, sc.label, b, "nic")
-            rp, rb = _pick(grid, sc.label, b, pipe), _pick(grid, sc.label, b, best)
-            rows.append([sc.label, b, sc.ports, n["messages"], n["coordination_s"] * 1e6,
-                         _v(rp, "coordination_s", 1e6), _v(rb, "coordination_s", 1e6),
-                         "n/c" if rb is None else rb["coordination_s"] / n["coordination_s"],
-                         100 * n["organising_s"] / n["coordination_s"],
-                         "n/c" if rb is None else 100 * rb["organising_s"]
-                         / rb["coordination_s"],
-                         _v(rb, "ctrl_ops_per_token"), _v(rb, "ctrl_bytes_per_token"),
-                         n["credits_per_token"]])
-    md += [_table(["scenario", "batch", "ports", "messages / step", "NIC us",
-                   "RDMA pipelined us", "RDMA best us", "best / NIC", "NIC organising %",
-                   "RDMA best organising %", "RDMA best ctrl ops / token",
-                   "RDMA best ctrl bytes / token", "NIC credits / token"], rows), ""]
+    for pairing, knobs in PAIRINGS.items():
+        att = f"{knobs['nic']['attachment']} / {knobs['rdma']['host']}"
+        for sc in comm:
+            for b in show:
+                n = _pick(grid, sc.label, b, "nic", pairing)
+                rp = _pick(grid, sc.label, b, pipe, pairing)
+                rb = _pick(grid, sc.label, b, best, pairing)
+                rows.append([pairing, att, sc.label, b, sc.ports, n["messages"],
+                             n["coordination_s"] * 1e6, _v(rp, "coordination_s", 1e6),
+                             _v(rb, "coordination_s", 1e6),
+                             "n/c" if rb is None else rb["rung"],
+                             "n/c" if rb is None else rb["coordination_s"]
+                             / n["coordination_s"],
+                             100 * n["organising_s"] / n["coordination_s"],
+                             "n/c" if rb is None else 100 * rb["organising_s"]
+                             / rb["coordination_s"]])
+    md += [_table(["pairing", "attachment NIC / RDMA", "scenario", "batch", "ports",
+                   "messages / step", "NIC us", "RDMA pipelined us", "RDMA fastest us",
+                   "fastest rung", "fastest / NIC", "NIC organising %",
+                   "RDMA fastest organising %"], rows), ""]
+    md += ["### Coordination density per design", "",
+           "Per decoded token (all GPUs of the deployment): the RDMA engine's per-message "
+           "control actions (doorbells, WQE reads, context lookups, misses and "
+           "write-backs, ACKs, CQEs), per token and per KiB of useful bytes (the payload "
+           "of data messages; flags and counts are not useful bytes); the NIC's link "
+           "credit updates apart (one per 64-byte beat, a counter in the link, no "
+           "per-message state: not the same kind of action); the state each design holds "
+           "in flight (its high-water mark while streaming the step's heaviest message "
+           "class, times ports and GPUs, per token); host-interface bytes per useful byte "
+           "(payload, control and TLP overheads at both ends; the integrated NIC has none: "
+           "its stores come from the accelerator's fabric).", ""]
+    rows = []
+    for pairing in PAIRINGS:
+        for sc in comm:
+            for b in (x for x in (1, 256) if x in batches):
+                n = _pick(grid, sc.label, b, "nic", pairing)
+                for key, what in SHOWN[1:]:
+                    r = _pick(grid, sc.label, b, key, pairing)
+                    label = what if key != best or r is None else f"{what} ({r['rung']})"
+                    rows.append([pairing, sc.label, b, label, r["attachment"] if r else "n/c",
+                                 _v(r, "ctrl_ops_per_token"), _v(r, "ctrl_per_useful_kb"),
+                                 _v(r, "inflight_bits_per_token"),
+                                 _v(r, "host_bytes_per_useful_byte"),
+                                 _v(r, "step_s", 1e3)])
+                rows.append([pairing, sc.label, b, "NIC", n["attachment"],
+                             f"{n['credits_per_token']:,.0f} credits",
+                             f"{n['credits_per_token'] * 1024 / n['useful_bytes_per_token']:.2f}"
+                             " credits", n["inflight_bits_per_token"],
+                             n["host_bytes_per_useful_byte"] if n["attachment"] == "pcie"
+                             else "-", n["step_s"] * 1e3])
+    md += [_table(["pairing", "scenario", "batch", "design", "attachment",
+                   "control actions / token", "control actions / useful KiB",
+                   "state bits in flight / token", "host bytes / useful byte",
+                   "step ms"], rows), ""]
+    md += [_LEVERS_HERE, ""]
     md += ["### KV cache per token (MHA, GQA, MQA, MLA)", "",
-           _table(["model", "attention", "BF16 bytes", "FP8 bytes"],
-                  [[r["model"], r["attention"], r["bf16"], r["fp8"]] for r in kv]), ""]
+           "FP8 MLA (DeepSeek-V3) as FlashMLA stores it: per layer 512 FP8 latent values, "
+           "4 float32 scales and 64 BF16 RoPE values, 656 bytes. Parameters: by the "
+           "formula (docs/inference.md, section 1) and as the model card rounds them.", "",
+           _table(["model", "attention", "BF16 bytes", "FP8 bytes", "params (formula)",
+                   "params (card)"],
+                  [[r["model"], r["attention"], r["bf16"], r["fp8"], r["params"],
+                    f"{r['params_card'] / 1e9:g} B"] for r in kv]), ""]
     c = KV_CASE
     md += ["### KV transfer, prefill -> decode: descriptors and posting", "",
            f"{load_model(c['model']).title}, TP{c['tp']}, {c['prompt_tokens']:,}-token prompt "
            f"({c['prompt_tokens'] // 16} blocks of 16), per GPU. Posting time = WQEs x the "
            "issuer's cost per WQE and doorbell (docs/inference.md, issuer profiles); "
-           f"transfer time over one port; RDMA on the {KV_RUNG} rung.", ""]
+           f"transfer time over one port; RDMA on the {KV_RUNG} rung; pairing "
+           f"`{PAIRING}` (the NIC integrated, the RDMA engine on die).", ""]
     md += [_table(["coalescing", "run (blocks)", "descriptors", "bytes each",
                    "post cpu us", "post cpu_framework us", "post gpu us",
                    "post controller us", "NIC us", "RDMA (cpu) us",
@@ -267,14 +439,17 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
             r = _pick(grid, sc.label, b, best)
             rows.append([sc.label, b, n["compute_s"] * 1e3, n["memory_s"] * 1e3,
                          n["coordination_s"] * 1e3, _v(r, "coordination_s", 1e3),
+                         "-" if r is None else r["rung"],
                          n["step_s"] * 1e3, _v(r, "step_s", 1e3), n["tokens_per_s"],
                          _v(r, "tokens_per_s"), n["bottleneck"],
-                         "n/c" if r is None else r["bottleneck"],
+                         "-" if r is None else r["bottleneck"],
                          "yes" if n["fits"] else "no"])
-    md += [_table(["scenario", "batch", "compute ms", "memory ms", "comm NIC ms",
-                   "comm RDMA best ms", "step NIC ms", "step RDMA best ms", "tok/s NIC",
-                   "tok/s RDMA best", "bound NIC", "bound RDMA best", "fits HBM"], rows),
-           ""]
+    md += [f"Pairing `{PAIRING}`; a scenario without communication has no RDMA rung (-).",
+           "", _table(["scenario", "batch", "compute ms", "memory ms", "comm NIC ms",
+                       "comm RDMA fastest ms", "fastest rung", "step NIC ms",
+                       "step RDMA fastest ms", "tok/s NIC", "tok/s RDMA fastest",
+                       "bound NIC", "bound RDMA fastest", "fits HBM"], rows), ""]
+    md += [_CAL_HERE, ""]
     a = NIM["assumed"]
     md += ["### Calibration against NVIDIA NIM (Llama-3.1-8B, H100)", "",
            f"Measured: NIM 1.8.0 table ({NIM['table']['source']}). Assumed (not stated in "
@@ -294,12 +469,26 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
     return "\n".join(md)
 
 
-def _pick(grid, label, batch, design):
-    """The grid row of (scenario, batch, design); ``None`` where the fast path did not
-    cover it."""
-    row = next(r for r in grid if r["scenario"] == label and r["batch"] == batch
-               and r["design"] == design)
-    return row if row.get("covered", True) else None
+def _fastest_rows(grid, scenarios, batches):
+    """One ``rdma fastest`` row per (pairing, scenario, batch): a copy of the fastest
+    covered rung's row with ``rung`` naming it (none where no rung covers the step)."""
+    out = []
+    for pairing in PAIRINGS:
+        for sc in scenarios:
+            for b in batches:
+                r = fastest_rdma(grid, sc.label, b, pairing)
+                if r is not None:
+                    rung = r["design"][len("rdma "):] if r["messages"] else "-"
+                    out.append(dict(r, design=FASTEST, rung=rung))
+    return out
+
+
+def _pick(grid, label, batch, design, pairing=PAIRING):
+    """The grid row of (pairing, scenario, batch, design); ``None`` where the fast path
+    did not cover it."""
+    row = next((r for r in grid if r["scenario"] == label and r["batch"] == batch
+                and r["design"] == design and r.get("pairing", PAIRING) == pairing), None)
+    return row if row is not None and row.get("covered", True) else None
 
 
 def _v(row, key, scale=1.0):
