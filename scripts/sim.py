@@ -151,6 +151,9 @@ def parse_args(argv=None):
                     help="co-simulations at a time for the headline (default $JOBS or 2)")
     ap.add_argument("--design", choices=("nic", "rdma"), default=None,
                     help="co-simulate one point of this design instead of the headline")
+    ap.add_argument("--gap", default="board,pod",
+                    help="fabric profiles of the 'where the gap comes from' table, comma "
+                    "separated (default board,pod; 'none': no table); tb/gap_table.py")
     for opt, knob, design, kind, text in POINT_OPTIONS:
         tag = "nic, rdma" if design == "both" else design
         ap.add_argument(opt, dest=knob, type=kind, default=None,
@@ -166,6 +169,7 @@ def parse_args(argv=None):
         ap.error(f"--messages must be at least 1, not {args.messages}")
     if not 1 <= args.msg_bytes <= 4096:
         ap.error(f"--msg-bytes must be 1 to 4096, not {args.msg_bytes}")
+    args.gap = gap_profiles(args.gap, ap)
     given = {knob: (opt, design) for opt, knob, design, _, _ in POINT_OPTIONS
              if getattr(args, knob) is not None}
     if given and args.design is None:
@@ -186,6 +190,21 @@ def parse_args(argv=None):
                     break
             ap.error(text)
     return args
+
+
+def gap_profiles(text, ap):
+    """The profiles of ``--gap``: ``()`` for ``none``; a name that is no profile of
+    :data:`spec.fabric_profiles.FABRIC_PROFILES` stops with an error naming ``--gap``."""
+    from spec.fabric_profiles import FABRIC_PROFILES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names == ["none"]:
+        return ()
+    bad = [n for n in names if n not in FABRIC_PROFILES]
+    if bad or not names:
+        ap.error(f"--gap: {', '.join(bad) or repr(text)} is not a fabric profile; use "
+                 f"'none' or some of {', '.join(FABRIC_PROFILES)}, comma separated")
+    return tuple(dict.fromkeys(names))
 
 
 def check_point(design, msg_bytes, messages, knobs):
@@ -280,16 +299,26 @@ def main(argv=None):
             raise
         jobs = runner.headline_jobs(sim, messages=args.messages, msg_bytes=args.msg_bytes)
         work.append((design, runner, jobs))
+    gap = []
+    if args.gap and not missing:
+        from tb import gap_table
+
+        gap = gap_table.gap_jobs(sim, args.gap, args.messages, args.msg_bytes)
     total = sum(len(jobs) for *_, jobs in work)
     if total:
         print(f"[sim] {total} co-simulations ({', '.join(d for d, *_ in work)}) of "
               f"{args.messages} messages of {args.msg_bytes} B on {sim}, {args.jobs} at a "
               f"time ...", flush=True)
-    done = run_jobs([job for *_, jobs in work for job in jobs], args.jobs)
+    if gap:
+        print(f"[sim] then {len(gap)} co-simulations of the 'where the gap comes from' "
+              f"table ({', '.join(args.gap)})", flush=True)
+    done = run_jobs([job for *_, jobs in work for job in jobs] + gap, args.jobs)
     k = 0
     for _, runner, jobs in work:
         rows += runner.finish_headline(done[k:k + len(jobs)], args.out)
         k += len(jobs)
+    gap_rows = (gap_table.finish_gap(done[k:], args.gap, args.messages, args.msg_bytes)
+                if gap else [])
     if missing:
         print(f"[sim] not built yet: {', '.join(missing)}")
     if not rows:
@@ -299,10 +328,15 @@ def main(argv=None):
     print()
     print_table(rows)
     print()
+    for profile in args.gap if gap_rows else ():
+        print("\n".join(gap_table.gap_table_lines(gap_rows, profile)))
+        print()
+    if gap_rows:
+        (args.out / "gap.json").write_text(json.dumps(gap_rows, indent=2) + "\n")
     print(f"[sim] wrote {args.out / 'results.json'}"
-          + "".join(f", {args.out / n}" for n in ("nic.pcap", "rdma.pcap")
+          + "".join(f", {args.out / n}" for n in ("gap.json", "nic.pcap", "rdma.pcap")
                     if (args.out / n).exists()))
-    bad = sum(r.get("mismatches", 0) for r in rows)
+    bad = sum(r.get("mismatches", 0) for r in rows + gap_rows)
     if bad:
         print(f"[sim] FAIL: {bad} RTL/model mismatches", file=sys.stderr)
         return 1

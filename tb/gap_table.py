@@ -1,0 +1,166 @@
+"""Where the gap comes from: the NIC as built, then one factor per row, to the RDMA engine.
+
+Each row is the row above with one thing changed, co-simulated against the golden model
+(RTL = model, both runs of a point), so the difference between two consecutive rows is the
+cost of that one factor on a level field (SPEC.md, "Comparisons on a level field"):
+
+====  ==========================  ======================================================
+row   factor                      what changes
+====  ==========================  ======================================================
+0     NIC as built                integrated, ``board``, credit completion, no retry,
+                                  compact header (the headline's compact row)
+1     same attachment             the NIC behind the PCIe host interface, as the engine
+2     end-to-end completion       the receiver's cumulative completion, per source
+3     link-level reliability      link retry on every NIC link
+4     fabric profile              the table's profile (a no-op at ``board``)
+5     Ethernet header             the NIC's L2 framing (20-byte header) for the compact
+6     QP engine, 1 QP             the RDMA engine, best rung, 1 QP, over the same
+                                  reliable links, with the scale-up header
+7     RoCEv2 headers              Ethernet + IPv4 + UDP instead of the scale-up header
+8     4096 QPs                    4096 QPs round robin over 16 cache entries
+====  ==========================  ======================================================
+
+:func:`gap_jobs` gives the co-simulations (independent, any order) and
+:func:`finish_gap` the results rows, each with ``gap_row``, ``gap_factor`` and
+``gap_profile`` besides the design's metrics and the level-field keys (``fabric``,
+``attachment``, ``completion``, ``reliability``, ``header``).
+"""
+
+from spec.fabric_profiles import FABRIC_PROFILES
+from spec.rdma_engine import LADDER
+
+__all__ = ["GAP_FACTORS", "gap_settings", "gap_jobs", "finish_gap", "gap_table_lines"]
+
+#: The factors in their order: (name, design after the change, the settings it changes).
+#: A row's settings are the previous row's updated by its own; ``"{profile}"`` stands for
+#: the table's fabric profile.
+GAP_FACTORS = (
+    ("NIC as built", "nic", dict(attachment="integrated", fabric="board",
+                                 completion="credit", reliability="none",
+                                 header="compact")),
+    ("same attachment", "nic", dict(attachment="pcie")),
+    ("end-to-end completion", "nic", dict(completion="e2e")),
+    ("link-level reliability", "nic", dict(reliability="link-retry")),
+    ("fabric profile", "nic", dict(fabric="{profile}")),
+    ("Ethernet header", "nic", dict(header="l2")),
+    ("QP engine, 1 QP", "rdma", dict(header="scaleup", qps=1, cache_entries=16,
+                                     rung=LADDER[-1][0])),
+    ("RoCEv2 headers", "rdma", dict(header="roce")),
+    ("4096 QPs", "rdma", dict(qps=4096)),
+)
+
+
+def gap_settings(profile):
+    """The rows' ``(name, design, settings)`` for fabric ``profile`` (a name of
+    :data:`spec.fabric_profiles.FABRIC_PROFILES`; ``ValueError`` naming it otherwise)."""
+    if profile not in FABRIC_PROFILES:
+        raise ValueError(f"profile must be one of {list(FABRIC_PROFILES)}, not {profile!r}")
+    rows, settings = [], {}
+    for name, design, change in GAP_FACTORS:
+        settings = dict(settings, **{k: (profile if v == "{profile}" else v)
+                                     for k, v in change.items()})
+        rows.append((name, design, dict(settings)))
+    return rows
+
+
+def _nic_job(sim, s, messages, msg_bytes, tag):
+    from tb.nic.headline import run_point
+
+    return run_point, dict(sim=sim, framing=s["header"], msg_bytes=msg_bytes,
+                           messages=messages, peers=1, attachment=s["attachment"],
+                           fabric=s["fabric"], completion=s["completion"],
+                           retry=s["reliability"] == "link-retry", test_id=tag)
+
+
+def _rdma_job(sim, s, messages, msg_bytes, tag):
+    from tb.rdma.headline import run_point
+
+    return run_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages, qps=s["qps"],
+                           cache_entries=s["cache_entries"], host=s["attachment"],
+                           rung=s["rung"], fabric=s["fabric"], header=s["header"],
+                           link_retry=s["reliability"] == "link-retry", test_id=tag)
+
+
+def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
+    """The co-simulations of the table at each of ``profiles`` as
+    ``[(label, function, kwargs)]``; the rows that are the same point at two profiles
+    (``board`` before row 4) are run once. Then :func:`finish_gap`."""
+    jobs, seen = [], {}
+    for profile in profiles:
+        for k, (name, design, s) in enumerate(gap_settings(profile)):
+            key = (design, tuple(sorted(s.items())))
+            if key in seen:
+                continue
+            tag = f"gap-{s['fabric']}-{k}-{messages}x{msg_bytes}"
+            make = _nic_job if design == "nic" else _rdma_job
+            fn, kw = make(sim, s, messages, msg_bytes, tag)
+            seen[key] = len(jobs)
+            jobs.append((f"gap {profile} {k}: {name}", fn, kw))
+    return jobs
+
+
+def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128):
+    """The table's rows from the results of :func:`gap_jobs` (same arguments, results in
+    the jobs' order): one row per factor and profile, in the table's order."""
+    table = [(profile, k, name, (design, tuple(sorted(s.items()))))
+             for profile in profiles
+             for k, (name, design, s) in enumerate(gap_settings(profile))]
+    index = {}
+    for *_, key in table:
+        index.setdefault(key, len(index))
+    if len(index) != len(results):
+        raise ValueError(f"{len(results)} results for {len(index)} distinct points of "
+                         f"the table")
+    out = []
+    for profile, k, name, key in table:
+        row = dict(results[index[key]])
+        row.pop("frames", None)
+        row.pop("cycles", None)
+        row.update(gap_profile=profile, gap_row=k, gap_factor=name)
+        out.append(row)
+    return out
+
+
+#: Columns of the printed table: (title, key of the RTL value or None, format).
+_COLUMNS = (
+    ("#", "gap_row", "{}"), ("factor", "gap_factor", "{}"), ("design", "design", "{}"),
+    ("latency", "latency_cycles_rtl", "{:g}"), ("completion", "completion_cycles_rtl", "{:g}"),
+    ("ii", "ii_cycles_rtl", "{:.2f}"), ("wire B", "wire_bytes_rtl", "{:.1f}"),
+    ("host B", "host_bytes_rtl", "{:.0f}"), ("ctrl ops", "ctrl_ops_rtl", None),
+    ("in flight bits", "inflight_bits_rtl", "{}"), ("mismatch", "mismatches", "{}"),
+)
+
+
+def _cell(row, key, fmt):
+    value = row.get(key)
+    if value is None:
+        return "-"
+    if fmt is None:                      # control operations: a dict of kinds, or a number
+        return f"{sum(value.values()) if isinstance(value, dict) else value:.2f}"
+    return fmt.format(value)
+
+
+def gap_table_lines(rows, profile):
+    """The table of ``profile`` from :func:`finish_gap`'s rows, as text lines: one line per
+    factor with the RTL figures (equal to the model's where ``mismatch`` is 0) and how
+    latency and ii moved against the row above."""
+    mine = [r for r in rows if r.get("gap_profile") == profile]
+    table = [[t for t, _, _ in _COLUMNS] + ["d latency", "d ii"]]
+    prev = None
+    for r in mine:
+        cells = [_cell(r, key, fmt) for _, key, fmt in _COLUMNS]
+        for key in ("latency_cycles_rtl", "ii_cycles_rtl"):
+            a, b = (prev or {}).get(key), r.get(key)
+            cells.append("-" if a is None or b is None else f"{b - a:+.2f}".rstrip("0")
+                         .rstrip("."))
+        table.append(cells)
+        prev = r
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    out = [f"Where the gap comes from ({profile}): each row the row above with one factor "
+           f"changed"]
+    for k, line in enumerate(table):
+        out.append("  ".join(c.ljust(w) if i == 1 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(line, widths, strict=True))))
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out

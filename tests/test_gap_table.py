@@ -1,0 +1,70 @@
+"""The 'where the gap comes from' table's rows, jobs and printing (no simulator)."""
+
+import pytest
+
+from spec.fabric_profiles import FABRIC_PROFILES
+from tb import gap_table
+
+LEVEL_KEYS = ("attachment", "fabric", "completion", "reliability", "header")
+
+
+@pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
+def test_each_row_changes_one_factor(profile):
+    rows = gap_table.gap_settings(profile)
+    assert len(rows) >= 7
+    first = rows[0][2]
+    assert (first["attachment"], first["fabric"], first["completion"], first["reliability"],
+            first["header"]) == ("integrated", "board", "credit", "none", "compact")
+    for (_, _, before), (name, design, after), (_, _, change) in zip(
+            rows[:-1], rows[1:], gap_table.GAP_FACTORS[1:], strict=True):
+        changed = {k for k in after if after.get(k) != before.get(k)}
+        expected = {k for k, v in change.items()
+                    if (profile if v == "{profile}" else v) != before.get(k)}
+        assert changed == expected, name
+    last = rows[-1][2]
+    assert rows[-1][1] == "rdma" and last["qps"] == 4096 and last["header"] == "roce"
+    assert last["fabric"] == profile and last["attachment"] == "pcie"
+
+
+def test_board_fabric_row_is_a_no_op_and_runs_once():
+    board = gap_table.gap_settings("board")
+    names = [n for n, _, _ in board]
+    k = names.index("fabric profile")
+    assert board[k][2] == board[k - 1][2]
+    jobs = gap_table.gap_jobs("icarus", ("board",), messages=10, msg_bytes=128)
+    assert len(jobs) == len(board) - 1
+    both = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
+    # pod shares the rows before the fabric changes with board
+    assert len(both) == len(jobs) + len(board) - k
+
+
+def test_bad_profile_named():
+    with pytest.raises(ValueError, match="profile must be one of"):
+        gap_table.gap_settings("campus")
+
+
+def test_finish_gap_orders_rows_and_checks_count():
+    jobs = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
+    results = [{"design": "x", "latency_cycles_rtl": 10 + k, "ii_cycles_rtl": 3.0,
+                "mismatches": 0, "frames": [], "cycles": 1} for k in range(len(jobs))]
+    rows = gap_table.finish_gap(results, ("board", "pod"), messages=10, msg_bytes=128)
+    assert [r["gap_row"] for r in rows] == list(range(len(gap_table.GAP_FACTORS))) * 2
+    assert all("frames" not in r for r in rows)
+    board = [r for r in rows if r["gap_profile"] == "board"]
+    assert board[3]["latency_cycles_rtl"] == board[4]["latency_cycles_rtl"]
+    with pytest.raises(ValueError, match="distinct points"):
+        gap_table.finish_gap(results[:-1], ("board", "pod"), 10, 128)
+    lines = gap_table.gap_table_lines(rows, "pod")
+    assert lines[0].startswith("Where the gap comes from (pod)")
+    assert len(lines) == 3 + len(gap_table.GAP_FACTORS)
+    assert lines[3].split()[-3:] == ["0", "-", "-"]          # row 0: nothing above it
+    assert lines[4].split()[-2:] == ["+1", "+0"]             # latency 10 -> 11, ii 3 -> 3
+
+
+def test_sim_gap_option_checked():
+    from scripts.sim import parse_args
+
+    assert parse_args(["--gap", "none"]).gap == ()
+    assert parse_args(["--gap", "pod,board,pod"]).gap == ("pod", "board")
+    with pytest.raises(SystemExit):
+        parse_args(["--gap", "campus"])
