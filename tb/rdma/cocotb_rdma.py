@@ -23,6 +23,7 @@ from pymodel.scenarios.rdma import (
     qp_error_scenario,
     writes_scenario,
 )
+from pymodel.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.formats.roce import CqeStatus, OpCode
@@ -142,6 +143,9 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
                                  mr_entries=cfg.mr_entries), [], None
+    if p["kind"] == "bad" and cfg.header == "scaleup":
+        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
+                                           mr_entries=cfg.mr_entries)
     if p["kind"] == "bad":
         return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
                                    mr_entries=cfg.mr_entries)
