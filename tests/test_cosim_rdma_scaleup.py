@@ -15,6 +15,7 @@ from pymodel.pcap import write_pcapng
 from spec.formats.roce import AETH_BYTES, BTH_BYTES, ICRC_BYTES, RETH_BYTES
 from spec.formats.scaleup import LINKTYPE_SCALEUP, SCALEUP_BYTES, ScaleUpType
 from tb.rdma.runner import run_rdma
+from tb.wireshark_lua import dissect, lua_interpreter
 
 TOP = {"header": "scaleup"}      # one top for every test: one build per simulator
 WARMUP = 4000
@@ -68,6 +69,14 @@ def test_scaleup_128_byte_writes(sim, test_id, tmp_path):
     assert all(p[4] == ScaleUpType.BTH.value for p in packets)
     assert all(int.from_bytes(p[6:8], "big") == len(p) - SCALEUP_BYTES - FCS
                for p in packets)
+    if lua_interpreter() is not None:
+        # The dissector itself on the packets of the pcap: type, length, opcode.
+        for p, fields in zip(packets, dissect("scripts/wireshark/scaleup.lua", "USER0",
+                                              packets), strict=True):
+            assert fields["scaleup.type"] == ScaleUpType.BTH.value
+            assert fields["scaleup.length"] == len(p) - SCALEUP_BYTES - FCS
+            assert fields["scaleup.bth.opcode"] == p[SCALEUP_BYTES]
+            assert fields["used"] == len(p)
 
 
 def _read_pcapng(raw):
