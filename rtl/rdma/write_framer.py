@@ -224,12 +224,13 @@ class WriteFramer(wiring.Component):
                 m.d.comb += [
                     self.o.valid.eq(self.i_data.valid),
                     self.i_data.ready.eq(self.o.ready),
-                    self.o.payload.data.eq(Mux(reth, Cat(cur[:hr], word[:512 - hr]),
-                                               Cat(cur[:hp], word[:512 - hp]))),
+                    self.o.payload.data.eq(Mux(reth, Cat(cur[:hr], word[:HOST_WORD_BITS - hr]),
+                                               Cat(cur[:hp], word[:HOST_WORD_BITS - hp]))),
                 ]
                 with m.If(sent):
                     m.d.sync += [payload_left.eq(payload_left - take_n),
-                                 carry.eq(Mux(reth, word[512 - hr:], word[512 - hp:]))]
+                                 carry.eq(Mux(reth, word[HOST_WORD_BITS - hr:],
+                                              word[HOST_WORD_BITS - hp:]))]
             with m.Else():
                 m.d.comb += [self.o.valid.eq(1),
                              self.o.payload.data.eq(Mux(reth, cur[:hr], cur[:hp]))]
