@@ -101,3 +101,12 @@ def test_scaleup_bad_frames(sim, test_id):
     dropped and counted on the responder's counters (the cocotb test asserts the count
     of every reason, RTL = model), between good frames, one of them a one-beat WRITE."""
     run_rdma(TOP, params=dict(kind="bad"), sim=sim, test_id=test_id)
+
+
+def test_scaleup_edge_sizes(sim, test_id):
+    """WRITEs of 1 byte to one MTU + 1 over two QPs with the scale-up header: one-beat
+    frames (up to 18 bytes of payload behind a RETH), the sizes where the payload crosses
+    a beat (26 and 42 bytes: the writer's offsets 38 and 22), and two segments."""
+    run_rdma(TOP, params=dict(kind="writes", messages=8,
+                              sizes=[1, 18, 19, 26, 27, 128, 4096, 4097], qps=2),
+             sim=sim, test_id=test_id)
