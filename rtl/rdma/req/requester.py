@@ -103,6 +103,9 @@ class Requester(wiring.Component):
         ``ack_timeout`` is 0,
         ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
         counted as ``ack_lost``).
+    header : str
+        The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
+        ``"scaleup"`` (:mod:`spec.formats.scaleup`).
 
     Ports
     -----

@@ -61,6 +61,9 @@ class Responder(wiring.Component):
     mr_entries : int
         Entries of the on-chip MR table (2 to 256, a power of two), indexed by
         ``rkey % mr_entries``.
+    header : str
+        The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
+        the receive, header-check, writer and ACK stages follow it).
     **sizes
         FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
