@@ -21,15 +21,18 @@ def _option(code, value):
     return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def write_pcapng(path, frames, cycle_ns=1):
+def write_pcapng(path, frames, cycle_ns=1, linktype=1):
     """Write ``frames``: ``(cycle, bytes)`` pairs, bytes including the FCS.
 
     Timestamps are ``cycle * cycle_ns`` nanoseconds: one cycle is 1 ns, the 1 GHz clock
-    of SPEC.md ("Units"), whatever period the simulator's clock has.
+    of SPEC.md ("Units"), whatever period the simulator's clock has. ``linktype``: the
+    interface's link type, 1 (Ethernet) by default; the RDMA engine's scale-up frames
+    use :data:`spec.formats.scaleup.LINKTYPE_SCALEUP` (147, private use 0), which
+    scripts/wireshark/scaleup.lua dissects.
     """
     shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) + _option(0, b""))
     opts = _option(9, bytes([9])) + _option(13, bytes([4])) + _option(0, b"")
-    idb = _block(0x00000001, struct.pack("<HHI", 1, 0, 0) + opts)
+    idb = _block(0x00000001, struct.pack("<HHI", linktype, 0, 0) + opts)
     with open(path, "wb") as f:
         f.write(shb + idb)
         for cycle, frame in frames:

@@ -36,7 +36,8 @@ Designs and their knobs (every knob is optional unless marked required):
     :data:`spec.rdma_engine.RUNG_KNOBS` (``ring_every``, ``bf``, ``inline``,
     ``signal_every``, ``ack_every``, ``ack_frames``, ``serial``) overrides it.
     ``link_latency`` (1..1024, default 6), ``pmtu_log2`` (8..12, default 12),
-    ``latency_messages`` (messages of the one-at-a-time run, default 16). The point is
+    ``latency_messages`` (messages of the one-at-a-time run, default 16), ``header``
+    (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -87,6 +88,7 @@ from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
@@ -107,6 +109,7 @@ NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
                                                 "max_payload")}}
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
+                 "header": "roce",
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -170,6 +173,7 @@ def resolve(design, msg_bytes, messages, knobs):
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
+        check_header(p["header"])
         if p["rung"] not in dict(LADDER):
             raise ValueError(f"rung must be one of {[n for n, _ in LADDER]}, "
                              f"not {p['rung']!r}")
@@ -251,7 +255,8 @@ def _rdma(msg_bytes, messages, p):
                               cache_entries=p["cache_entries"], host=p["host"],
                               rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
                               latency_messages=p["latency_messages"],
-                              link_latency=p["link_latency"], per_message=True)
+                              link_latency=p["link_latency"], per_message=True,
+                              header=p["header"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

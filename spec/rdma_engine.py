@@ -162,7 +162,11 @@ HOST_DEPTH = 1 << 15
 #: the node-to-node delay of the NIC headline (2-cycle link, 2-cycle switch, 2-cycle
 #: link), so that both designs are measured on the same terms. ``mmio``, ``inject``:
 #: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
-#: depths. The requester's and the responder's sizes as above.
+#: depths. ``header``: the framing, ``"roce"`` (Ethernet/IPv4/UDP) or ``"scaleup"`` (the
+#: 10-byte scale-up header of :mod:`spec.formats.scaleup`); RoCEv2 is the default, the
+#: protocol the engine implements (IBTA Annex A17). The requester's and the responder's
+#: sizes as above.
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
+                    header="roce",
                     mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

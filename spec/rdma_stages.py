@@ -175,29 +175,30 @@ def header_entry_layout():
     })
 
 
-def verify_job_layout():
+def verify_job_layout(head_bytes=HEAD_BYTES):
     """A frame on its way from the header check to the verify stage.
 
     ``check`` = 0: the frame failed the FCS, length, header or ICRC check; only ``rest``
     is meaningful (every other field is 0). ``check`` = 1: the frame's fields in host
     byte order (``plen``: payload bytes, ``ip_len`` minus the headers, ICRC and pad,
     modulo 2**17; ``reth``: FIRST or ONLY; ``last``: LAST or ONLY) and ``data``, the
-    frame's bytes 54 to 127 (:data:`HEAD_BYTES`).
+    frame's bytes 54 to 127 (:data:`HEAD_BYTES`; with the scale-up header 22 to 127,
+    ``head_bytes`` = 106: :attr:`spec.formats.scaleup.Framing.head_bytes`).
     """
     return data.StructLayout({
         "check": 1, "rest": range(REST_MAX + 1), "qpn": QPN_BITS, "psn": PSN_BITS,
         "ack_req": 1, "reth": 1, "last": 1, "va": 64, "rkey": 32, "dma_len": 32,
-        "plen": 17, "data": 8 * HEAD_BYTES,
+        "plen": 17, "data": 8 * head_bytes,
     })
 
 
-def write_job_layout(depth):
+def write_job_layout(depth, head_bytes=HEAD_BYTES):
     """A frame for the payload writer. ``write`` = 0: pop ``rest`` beats, write nothing
     (every other field is 0). ``write`` = 1: write ``plen`` bytes from word ``addr``
     on; ``mark`` (a LAST/ONLY) puts ``mark`` and ``tag`` = ``qpn`` on the last word."""
     return data.StructLayout({
         "write": 1, "rest": range(REST_MAX + 1), "reth": 1, "addr": range(depth),
-        "plen": PLEN_BITS, "mark": 1, "qpn": QPN_BITS, "data": 8 * HEAD_BYTES,
+        "plen": PLEN_BITS, "mark": 1, "qpn": QPN_BITS, "data": 8 * head_bytes,
     })
 
 

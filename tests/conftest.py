@@ -118,6 +118,10 @@ SLOW = {
         "top; make test-all runs them on both simulators)",
     "test_cosim_rdma_load.py::test_rdma_open_loop_matches_model[icarus-uniform_gpu_burst]":
         "Verilator runs both load cases; Icarus the Zipf one",
+    "test_cosim_rdma_scaleup.py::test_scaleup_*[verilator]":
+        "Icarus runs both (RdmaTop with header='scaleup' is one more Verilator build of "
+        "about a minute); test_unit_rdma_scaleup.py checks the scale-up blocks against "
+        "the model in the Amaranth simulator",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
 }

@@ -31,14 +31,8 @@ from collections import Counter
 from functools import lru_cache
 
 from pymodel.rdma.metrics import READ_BITS, RECORD_BITS
-from spec.formats.roce import (
-    ACK_HEADER,
-    HOST_WORD_BYTES,
-    ICRC_BYTES,
-    WRITE_HEADER,
-    WRITE_RETH_HEADER,
-    header_bytes,
-)
+from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES
+from spec.formats.scaleup import Header, framing
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS
 from spec.rdma import DOORBELL_BYTES, MAX_FRAME_BEATS
@@ -57,13 +51,16 @@ __all__ = ["rdma_fast_point", "rdma_bounds", "EXACT_KEYS", "TOLERANCES"]
 _W = HOST_WORD_BYTES
 _FCS = 4
 _PHY = 8 + 12                              # preamble + SFD, inter-frame gap (IEEE 802.3)
-_RETH_HDR = header_bytes(WRITE_RETH_HEADER)  # 70
-_HDR = header_bytes(WRITE_HEADER)            # 54
-_ACK_BYTES = header_bytes(ACK_HEADER) + ICRC_BYTES + _FCS  # 66
-_ACK_BEATS = -(-_ACK_BYTES // _W)
-#: Bytes of frame beats 0 and 1 that reach the responder's writer with the header entry,
-#: from byte 54 on; a RETH takes 16 of them.
-_HEAD_BYTES = 2 * _W - _HDR
+
+
+
+def _ack_bytes(header):
+    """Bytes of an ACKNOWLEDGE frame with ICRC and FCS (66 RoCEv2, 34 scale-up)."""
+    return framing(header).ack_bytes + ICRC_BYTES + _FCS
+
+
+def _ack_beats(header):
+    return -(-_ack_bytes(header) // _W)
 #: Host-memory layout of the verbs model (:mod:`pymodel.rdma.verbs`): contexts of QPs
 #: below ``_MAX_QPS`` at word 0, then the CQ (``2**_CQ_LOG2`` words), then the send
 #: queues, then the payload buffers, in that order, at node A; the MR at node B.
@@ -116,6 +113,7 @@ class _Setup:
     signal_every: int
     ack_every: int
     ack_frames: int
+    header: str = "roce"
 
     @property
     def words(self):
@@ -140,7 +138,7 @@ def _setup(msg_bytes, p):
     knobs.update({k: p[k] for k in RUNG_KNOBS if p.get(k) is not None})
     s = _Setup(msg_bytes=msg_bytes, qps=p["qps"], cache=p["cache_entries"],
                prof=PROFILES[p["host"]], link=p["link_latency"], pmtu=1 << p["pmtu_log2"],
-               **knobs)
+               header=framing(p.get("header", "roce")).header.value, **knobs)
     if s.inline and s.words > min(MAX_INLINE_WORDS, (1 << s.stride) - 1):
         raise ValueError(f"inline payload of {msg_bytes} bytes does not fit a WQE slot of "
                          f"{_W << s.stride} bytes")
@@ -152,7 +150,9 @@ def _setup(msg_bytes, p):
 @dataclasses.dataclass(frozen=True)
 class _Frame:
     """One frame of a message: payload bytes, RETH, wire beats (with ICRC and FCS), the
-    framer's own beats, bytes with FCS, and the responder writer's words and steps."""
+    framer's own beats, bytes with FCS, and the responder writer's words and steps;
+    ``head``: 1 if the framer's first beat is made of headers only (a RoCEv2 RETH frame:
+    its payload words are taken one cycle later), else 0."""
     seg: int
     reth: bool
     beats: int
@@ -160,30 +160,38 @@ class _Frame:
     nbytes: int
     words: int
     steps: int
+    head: int
 
 
 @lru_cache(maxsize=4096)
-def _frames(msg_bytes, pmtu):
-    """The frames of a message of ``msg_bytes`` at path MTU ``pmtu``, in order."""
+def _frames(msg_bytes, pmtu, header="roce"):
+    """The frames of a message of ``msg_bytes`` at path MTU ``pmtu``, in order, with the
+    headers of ``header`` (:mod:`spec.formats.scaleup`)."""
+    fr = framing(header)
+    # Bytes of frame beats 0 and 1 that reach the responder's writer with the header
+    # entry, from the payload of a frame without RETH on; a RETH takes 16 of them.
+    head_bytes = fr.head_bytes
     out = []
     nf = max(1, _cdiv(msg_bytes, pmtu))
     for k in range(nf):
         seg = min(pmtu, msg_bytes - k * pmtu)
         reth = k == 0
-        body = (_RETH_HDR if reth else _HDR) + seg + (-seg % 4)
+        body = (fr.reth_bytes if reth else fr.plain_bytes) + seg + (-seg % 4)
         beats, own = _cdiv(body + ICRC_BYTES + _FCS, _W), _cdiv(body, _W)
         words = _cdiv(seg, _W)
         # The responder's writer (rtl/rdma/resp/writer.py): a word per step, popping a
         # payload beat when the word needs bytes past those in hand, then one step per
         # beat left over (the ICRC/FCS tail).
         rest = max(0, min(beats, MAX_FRAME_BEATS) - 2)
-        have = _HEAD_BYTES - (16 if reth else 0)
+        have = head_bytes - (16 if reth else 0)
         pops = 0
         for j in range(words):
             if min(_W * (j + 1), seg) > have + _W * pops:
                 pops += 1
         steps = max(1, words + max(0, rest - pops))
-        out.append(_Frame(seg, reth, beats, own, body + ICRC_BYTES + _FCS, words, steps))
+        head = int(reth and fr.header is Header.ROCE)
+        out.append(_Frame(seg, reth, beats, own, body + ICRC_BYTES + _FCS, words, steps,
+                          head))
     return tuple(out)
 
 
@@ -333,7 +341,7 @@ def _ack_requests(s, n, signalled, order):
         return [True] * n
     if s.qps > s.cache:
         return [True] * n
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     beats, nf = sum(f.beats for f in frames), len(frames)
     span = REQUESTER_DEFAULTS["timeout"] // 4
     # Wire beats before each message (engine order) and each one's next on its QP.
@@ -398,7 +406,7 @@ def _totals(s, run, msgs=None):
     t = _Totals()
     ops, tl, busy = t.ops, t.tlps, t.busy
     sel = set(range(run.n)) if msgs is None else set(msgs)
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     rq = _rq_cycles(p)
     mrrs = p.max_read_request // _W
     fill_cpl = _cpl_cycles(p, 1)
@@ -473,7 +481,7 @@ def _totals(s, run, msgs=None):
         if ack:
             ops["acks_sent"] += k
             ops["acks_received"] += k
-            t.wire += k * (_ACK_BYTES + _PHY)
+            t.wire += k * (_ack_bytes(s.header) + _PHY)
         if offset is not None:
             for i, f in enumerate(frames):
                 t.words_a += k * f.words
@@ -613,7 +621,7 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
         t_s = vis[0]
     out["wqe_seq"] = t_s
     t_p = t_s + 1
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     rows = []
     end = free_at = take = -1
     if s.inline:
@@ -660,7 +668,7 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
     out["frames"] = rows
     out["retire"] = out["cqe"] = None
     if ack:
-        out["retire"] = rows[-1]["verify"] + 2 + s.link + 1
+        out["retire"] = rows[-1]["verify"] + _ack_beats(s.header) + s.link + 1
         if signalled:
             out["cqe"] = ha.up.start(out["retire"] + 3, one_word_wr, "wr")
     return out
@@ -753,12 +761,12 @@ def _frame_holds(s, k, f):
     idle interface (inline frames: copied at one word a cycle)."""
     if s.inline:
         take = s.n_inline + 1
-        return take, sum(take + 1 + int(f.reth) + i for i in range(f.words))
+        return take, sum(take + 1 + f.head + i for i in range(f.words))
     ha = _Host(s.prof)
     words, _ = ha.read(1, k * (s.pmtu // _W), f.words)
     take = words[-1] + 1
     first = take + 1
-    return take, sum(first + int(f.reth) + i for i in range(f.words))
+    return take, sum(first + f.head + i for i in range(f.words))
 
 
 def rdma_bounds(s, run, body=None):
@@ -772,13 +780,13 @@ def rdma_bounds(s, run, body=None):
     m = len(body)
     p = s.prof
     t = _totals(s, run, body)
-    nf = len(_frames(s.msg_bytes, s.pmtu))
+    nf = len(_frames(s.msg_bytes, s.pmtu, s.header))
     body = set(body)
     items = sum(1 for _, ms in run.items if ms[0] in body)
     out = {f"host {k[0].upper()} {'up' if k[2:] == 'up' else 'down'}": v / m
            for k, v in t.busy.items()}
     out["wire A->B"] = t.beats_ab / m
-    out["wire B->A"] = _ACK_BEATS * t.ops["acks_sent"] / m
+    out["wire B->A"] = _ack_beats(s.header) * t.ops["acks_sent"] / m
     out["doorbell intake"] = t.mmio_words / m
     out["QP front"] = items / m
     out["WQE fetch"] = (t.ops["wqe_reads"] + (items if s.bf else 0)) / m
@@ -788,11 +796,11 @@ def rdma_bounds(s, run, body=None):
     out["CQE writer"] = t.ops["cqe_writes"] / m
     out["responder checks"] = nf
     out["responder writer"] = t.writer_steps / m
-    out["ACK sender"] = _ACK_BEATS * t.ops["acks_sent"] / m
+    out["ACK sender"] = _ack_beats(s.header) * t.ops["acks_sent"] / m
     # Capacity (Little's law): what a message holds, and for how long, on an idle engine.
     hit = _item_holds(s, False)
     segs = pops = 0
-    for k, f in enumerate(_frames(s.msg_bytes, s.pmtu)):
+    for k, f in enumerate(_frames(s.msg_bytes, s.pmtu, s.header)):
         seg, pop = _frame_holds(s, k, f)
         segs, pops = segs + seg, pops + pop
     out["frame descriptors (segs)"] = segs / FIFO_DEPTHS["segs"]
@@ -950,7 +958,7 @@ def _flow(s, run, gap, cqe_after):
     if s.bf or s.inline or 2 * s.words > REQUESTER_DEFAULTS["payload_words"]:
         return None
     lat, mrrs, rq, n_tags = p.read_latency, p.max_read_request // _W, _rq_cycles(p), p.tags
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     nf = len(frames)
     order = run.order[1:]
     m = len(order)
@@ -1111,7 +1119,7 @@ def _flow(s, run, gap, cqe_after):
                     up_slot(first + cqe_after, wr)
                 end, free_at = first + fr.beats - 1, first + fr.own - 1
                 w0 = (f // nf) * msg_words + offsets[f % nf]
-                pops[w0:w0 + fr.words] = [first + fr.reth + j for j in range(fr.words)]
+                pops[w0:w0 + fr.words] = [first + fr.head + j for j in range(fr.words)]
                 nxt["frame"], moved = f + 1, True
 
     free, last, mi = 0, "cpl", 0
@@ -1164,7 +1172,7 @@ def _inflight(s, run, ii, regime, hold_rec, rtt_b):
     Returns ``(bits, marks)``.
     """
     p = s.prof
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     nf = len(frames)
     words = 0 if s.inline else s.words
     slot = 1 << s.stride
@@ -1285,7 +1293,7 @@ def _check_receive(s, run, bounds, rtt_b, regime):
     after = [v for k, v in bounds.items() if k not in ("doorbell intake", "QP front",
                                                         "host A down")]
     ii = max(after + [bounds["host A down"] - mmio * bounds["QP front"]])
-    frames = _frames(s.msg_bytes, s.pmtu)
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
     waiting = rtt_b / (ii / len(frames))                  # frames arriving meanwhile
     rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames) / len(frames)
     if (waiting > 0.9 * (RX_FRAMES + JOBS)

@@ -1,7 +1,9 @@
-"""RoCEv2 frames byte for byte: RDMA WRITE (ONLY/FIRST/MIDDLE/LAST) and ACKNOWLEDGE.
+"""RoCEv2 frames byte for byte: RDMA WRITE (ONLY/FIRST/MIDDLE/LAST) and ACKNOWLEDGE,
+behind Ethernet/IPv4/UDP (``header="roce"``) or the scale-up header (``"scaleup"``).
 
-Headers are packed with the layouts of :mod:`spec.formats.roce` (one definition, used by
-the RTL and here). The ICRC and FCS use ``zlib.crc32``.
+Headers are packed with the layouts of :mod:`spec.formats.roce` and
+:mod:`spec.formats.scaleup` (one definition, used by the RTL and here). The ICRC and FCS
+use ``zlib.crc32``.
 """
 
 import dataclasses
@@ -27,9 +29,19 @@ from spec.formats.roce import (
     bswap,
     header_bytes,
 )
+from spec.formats.scaleup import (
+    SCALEUP_HOP_LIMIT,
+    SCALEUP_ICRC_MASKED_BYTES,
+    SU_ACK_HEADER,
+    SU_WRITE_HEADER,
+    SU_WRITE_RETH_HEADER,
+    Header,
+    ScaleUpType,
+    check_header,
+)
 
-__all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "write_frame", "ack_frame",
-           "with_fcs", "ETH_OVERHEAD"]
+__all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "icrc_of", "scaleup_icrc",
+           "write_frame", "ack_frame", "with_fcs", "ETH_OVERHEAD"]
 
 #: Preamble + SFD (8) and the inter-frame gap (12) that every frame costs on the PHY.
 ETH_OVERHEAD = PREAMBLE_SFD_BYTES + IFG_BYTES
@@ -79,6 +91,24 @@ def _icrc_plain(frame_no_icrc):
     for k in ICRC_MASKED_BYTES:
         masked[k] = 0xFF
     return zlib.crc32(b"\xff" * 8 + bytes(masked[14:])).to_bytes(4, "little")
+
+
+def scaleup_icrc(frame_no_icrc):
+    """The 4 ICRC bytes of a scale-up frame (no ICRC, no FCS): a CRC-32 over the frame
+    with ``hop_limit`` and BTH byte 4 set to 0xFF (:mod:`spec.formats.scaleup`)."""
+    head = bytearray(frame_no_icrc[:_SU_ICRC_HEAD])
+    for k in SCALEUP_ICRC_MASKED_BYTES:
+        if k < len(head):
+            head[k] = 0xFF
+    return zlib.crc32(frame_no_icrc[_SU_ICRC_HEAD:], zlib.crc32(head)).to_bytes(4, "little")
+
+
+_SU_ICRC_HEAD = max(SCALEUP_ICRC_MASKED_BYTES) + 1
+
+
+def icrc_of(header):
+    """The ICRC function of a header choice: :func:`icrc` or :func:`scaleup_icrc`."""
+    return scaleup_icrc if check_header(header) is Header.SCALEUP else icrc
 
 
 def with_fcs(frame):
@@ -156,8 +186,30 @@ def addressing_fields(src, dst, qpn_src, transport_len):
 
 
 #: Bytes of each header layout (``header_bytes`` casts the layout: slow per frame).
-_HEADER_BYTES = {id(lay): header_bytes(lay) for lay in (WRITE_RETH_HEADER, WRITE_HEADER,
-                                                         ACK_HEADER)}
+_HEADER_BYTES = {id(lay): header_bytes(lay) for lay in (
+    WRITE_RETH_HEADER, WRITE_HEADER, ACK_HEADER, SU_WRITE_RETH_HEADER, SU_WRITE_HEADER,
+    SU_ACK_HEADER)}
+
+
+def scaleup_fields(src, dst, qpn_src, transport_len):
+    """The scale-up header's fields (:data:`spec.formats.scaleup.SCALEUP_LAYOUT`) as
+    :func:`pymodel.fields.pack` takes them: addresses are the low 16 bits of the IPv4
+    addresses, ``length`` the bytes from the BTH to the ICRC, ``entropy`` the UDP
+    source port RoCEv2 would send."""
+    return {"dst": bswap(dst.ip & 0xFFFF, 2), "src": bswap(src.ip & 0xFFFF, 2),
+            "type": ScaleUpType.BTH.value, "hop_limit": SCALEUP_HOP_LIMIT,
+            "length": bswap(transport_len, 2), "entropy": bswap(udp_sport(qpn_src), 2)}
+
+
+def _su_headers(layout, src, dst, qpn_src, transport_len, bth, ext=None, ext_name=None):
+    """Pack the scale-up header, the BTH and ``ext`` (integers of their layouts)."""
+    word = pack(layout, {"su": scaleup_fields(src, dst, qpn_src, transport_len)})
+    offset, mask = _slot(layout, "bth")
+    word |= (bth & mask) << offset
+    if ext is not None:
+        offset, mask = _slot(layout, ext_name)
+        word |= (ext & mask) << offset
+    return word.to_bytes(_HEADER_BYTES[id(layout)], "little")
 
 
 def _bth(opcode, dest_qp, psn, ack_req, pad):
@@ -213,13 +265,16 @@ _PLAIN_OPCODES = frozenset((OpCode.RC_RDMA_WRITE_MIDDLE.value,
 
 
 def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
-                va=0, rkey=0, dma_length=0):
+                va=0, rkey=0, dma_length=0, header="roce"):
     """An RDMA WRITE frame with ICRC and FCS.
 
     ``opcode`` is an :class:`OpCode` WRITE opcode; FIRST and ONLY carry a RETH with
     ``va``, ``rkey``, ``dma_length``. The payload is padded with zeros to a multiple of 4
-    bytes (BTH PadCnt).
+    bytes (BTH PadCnt). ``header``: ``"roce"`` (Ethernet/IPv4/UDP) or ``"scaleup"``.
     """
+    if header != "roce" and check_header(header) is Header.SCALEUP:
+        return _su_write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
+                               va, rkey, dma_length)
     value = opcode if type(opcode) is int and opcode in _OPCODE_VALUES else OpCode(opcode).value
     pad = -len(payload) % 4
     body = bytes(payload) + b"\0" * pad
@@ -237,9 +292,31 @@ def write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload,
     return with_fcs(frame + icrc(frame))
 
 
-def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn):
-    """An ACKNOWLEDGE frame (AETH ``syndrome``, ``msn``) with ICRC and FCS."""
+def _su_write_frame(opcode, src, dst, src_qp, dest_qp, psn, ack_req, payload, va, rkey,
+                    dma_length):
+    """:func:`write_frame` behind the scale-up header."""
+    value = OpCode(opcode).value
+    pad = -len(payload) % 4
+    body = bytes(payload) + b"\0" * pad
+    bth = _bth_word(value, dest_qp, psn, ack_req, pad)
+    if value in _RETH_OPCODES:
+        hdr = _su_headers(SU_WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + len(body) + 4,
+                          bth, _reth_word(va, rkey, dma_length), "reth")
+    elif value in _PLAIN_OPCODES:
+        hdr = _su_headers(SU_WRITE_HEADER, src, dst, src_qp, 12 + len(body) + 4, bth)
+    else:
+        raise ValueError(f"opcode must be an RDMA WRITE opcode, not {OpCode(value)!r}")
+    frame = hdr + body
+    return with_fcs(frame + scaleup_icrc(frame))
+
+
+def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn, header="roce"):
+    """An ACKNOWLEDGE frame (AETH ``syndrome``, ``msn``) with ICRC and FCS, behind the
+    headers of ``header``."""
     bth = _bth_word(OpCode.RC_ACKNOWLEDGE.value, dest_qp, psn, False, 0)
     aeth = _aeth_word(int(getattr(syndrome, "value", syndrome)), msn)
+    if header != "roce" and check_header(header) is Header.SCALEUP:
+        frame = _su_headers(SU_ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
+        return with_fcs(frame + scaleup_icrc(frame))
     frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
     return with_fcs(frame + icrc(frame))

@@ -15,6 +15,7 @@ from pymodel.host.metrics import host_bytes, host_tlps
 from pymodel.rdma.frames import ETH_OVERHEAD
 from pymodel.throughput import steady_ii
 from spec.formats.roce import HOST_WORD_BYTES, OpCode
+from spec.formats.scaleup import framing
 from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import TOP_DEFAULTS
 from spec.rdma_stages import window_record_layout
@@ -114,8 +115,15 @@ def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b):
     }
 
 
-def message_starts(wire_ab):
+def message_starts(wire_ab, header=None):
     """The first-beat cycles of the frames that end a message (WRITE ONLY or LAST), in
-    sending order: when the requester sends each message."""
-    return [cycles[0] for cycles, frame in wire_ab
-            if len(frame) > 42 and frame[42] in _LAST_OPCODES]
+    sending order: when the requester sends each message. ``header``: the framing
+    (``"roce"``, ``"scaleup"``); None reads it from each frame (an IPv4 EtherType at
+    bytes 12-13 is RoCEv2; a scale-up frame has the BTH's P_Key 0xFFFF there)."""
+    out = []
+    for cycles, frame in wire_ab:
+        h = header or ("roce" if frame[12:14] == b"\x08\x00" else "scaleup")
+        at = framing(h).outer
+        if len(frame) > at and frame[at] in _LAST_OPCODES:
+            out.append(cycles[0])
+    return out

@@ -100,7 +100,7 @@ def latency_knobs(knobs):
 
 def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
                knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6,
-               per_message=False, depth=1 << 22):
+               per_message=False, depth=1 << 22, header="roce"):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
@@ -110,7 +110,7 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     not reached) and ``wire_bytes``, and its ``cycles``."""
     k = knobs_of(rung, knobs)
     common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
-                  seed=seed, link_latency=link_latency, depth=depth)
+                  seed=seed, link_latency=link_latency, depth=depth, header=header)
     cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
     run = run_model(cfg, verbs)
     bw = reduce_run(verbs, run, messages + 1)

@@ -18,6 +18,7 @@ from pymodel.rdma.links import LinkStream, ReliableSteps, ReliableStream, faulty
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.stall import stall_pattern
+from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, TOP_DEFAULTS
@@ -55,6 +56,8 @@ class Config:
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
+    #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
+    header: str = TOP_DEFAULTS["header"]
     responder_sizes: dict = dataclasses.field(default_factory=dict)
     faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
     faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
@@ -63,6 +66,9 @@ class Config:
     def __post_init__(self):
         if not isinstance(self.link_retry, bool):
             raise ValueError(f"link_retry must be True or False, not {self.link_retry!r}")
+
+    def __post_init__(self):
+        check_header(self.header)
 
     @property
     def profile(self):
@@ -245,7 +251,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     req = RequesterModel(cfg, send_ab)
     resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                           qpc_base=cfg.qpc_base_b, mr_table=mr_table,
-                          cache_used=cfg.cache_entries, **cfg.responder_sizes)
+                          cache_used=cfg.cache_entries, header=cfg.header,
+                          **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
 
     # Injected frames: one beat per cycle the player is not stalled, from cycle 0.

@@ -1,10 +1,11 @@
-"""Build ACKNOWLEDGE frames (Ethernet/IPv4/UDP/BTH/AETH, no payload)."""
+"""Build ACKNOWLEDGE frames (Ethernet/IPv4/UDP or scale-up header, BTH, AETH; no
+payload)."""
 
 from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp, fill_scaleup, framing_param
 from spec.formats.packet import packet_signature
 from spec.formats.roce import (
     ACK_HEADER,
@@ -15,6 +16,7 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.formats.scaleup import SU_ACK_HEADER, Header
 from spec.rdma_stages import ack_layout
 
 __all__ = ["AckFramer"]
@@ -31,18 +33,27 @@ class AckFramer(wiring.Component):
         The frame as one beat (``first`` and ``last``, 58 bytes).
 
     Timing: zero latency, ``o.valid = i.valid``, ``i.ready = o.ready``.
+
+    ``header="scaleup"``: the scale-up header replaces Ethernet/IPv4/UDP; the frame is
+    26 bytes (:mod:`spec.formats.scaleup`).
     """
 
-    i: In(stream.Signature(ack_layout()))
-    o: Out(packet_signature(64))
+    def __init__(self, header="roce"):
+        self.framing = framing_param(self, header)
+        super().__init__({"i": In(stream.Signature(ack_layout())),
+                          "o": Out(packet_signature(64))})
 
     def elaborate(self, platform):
         m = Module()
         d = self.i.payload
-        hdr = Signal(ACK_HEADER)
-        fill_eth_ip_udp(m, hdr, dmac=d.dmac, smac=d.smac, sip=d.sip, dip=d.dip,
-                        src_qp=d.src_qp, prefix="ack_",
-                        udp_len=UDP_BYTES + BTH_BYTES + AETH_BYTES + ICRC_BYTES)
+        transport = BTH_BYTES + AETH_BYTES + ICRC_BYTES
+        if self.framing.header is Header.SCALEUP:
+            hdr = Signal(SU_ACK_HEADER)
+            fill_scaleup(m, hdr.su, sip=d.sip, dip=d.dip, src_qp=d.src_qp, length=transport)
+        else:
+            hdr = Signal(ACK_HEADER)
+            fill_eth_ip_udp(m, hdr, dmac=d.dmac, smac=d.smac, sip=d.sip, dip=d.dip,
+                            src_qp=d.src_qp, prefix="ack_", udp_len=UDP_BYTES + transport)
         fill_bth_common(m, hdr.bth, opcode=OpCode.RC_ACKNOWLEDGE, dest_qp=d.dest_qp,
                         psn=d.psn, ack_req=0, pad=0)
         m.d.comb += [
@@ -51,7 +62,7 @@ class AckFramer(wiring.Component):
             self.o.valid.eq(self.i.valid),
             self.i.ready.eq(self.o.ready),
             self.o.payload.data.eq(hdr.as_value()),
-            self.o.payload.nbytes.eq(58),
+            self.o.payload.nbytes.eq(self.framing.ack_bytes),
             self.o.payload.first.eq(1),
             self.o.payload.last.eq(1),
         ]

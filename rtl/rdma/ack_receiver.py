@@ -4,6 +4,7 @@ from amaranth import Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.frame_check import FrameCheck
 from spec.formats.packet import packet_layout, packet_signature
 from spec.formats.roce import (
@@ -14,6 +15,7 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.formats.scaleup import SU_ACK_HEADER, Header, ScaleUpType
 from spec.rdma_stages import ack_event_layout
 
 __all__ = ["AckReceiver"]
@@ -34,14 +36,21 @@ class AckReceiver(wiring.Component):
         ACKNOWLEDGE of RoCEv2).
 
     Timing: zero latency (the event leaves with the last beat).
+
+    ``header="scaleup"``: a good frame is 34 bytes (one beat) with the scale-up ``type``
+    BTH, ``length`` 20 (BTH, AETH, ICRC), the scale-up ICRC and the ACKNOWLEDGE opcode;
+    any other frame is ``dropped``.
     """
 
-    i: In(packet_signature(64))
-    o: Out(stream.Signature(ack_event_layout()))
-    acks: Out(32)
-    dropped: Out(32)
+    def __init__(self, header="roce"):
+        self.framing = framing_param(self, header)
+        super().__init__({"i": In(packet_signature(64)),
+                          "o": Out(stream.Signature(ack_event_layout())),
+                          "acks": Out(32), "dropped": Out(32)})
 
     def elaborate(self, platform):
+        if self.framing.header is Header.SCALEUP:
+            return self._elaborate_scaleup()
         m = Module()
         m.submodules.check = chk = FrameCheck()
         beat = self.i.payload
@@ -60,6 +69,33 @@ class AckReceiver(wiring.Component):
                   & (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
                   & (hdr.ip.protocol == IP_PROTO_UDP)
                   & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
+                  & (hdr.bth.opcode == OpCode.RC_ACKNOWLEDGE)),
+            self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
+            self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),
+            self.o.payload.syndrome.eq(hdr.aeth.syndrome),
+            self.o.payload.msn.eq(bswap(hdr.aeth.msn, 3)),
+        ]
+        with m.If(self.i.valid & beat.last):
+            with m.If(ok):
+                m.d.comb += self.o.valid.eq(1)
+                m.d.sync += self.acks.eq(self.acks + 1)
+            with m.Else():
+                m.d.sync += self.dropped.eq(self.dropped + 1)
+        return m
+
+    def _elaborate_scaleup(self):
+        m = Module()
+        m.submodules.check = chk = FrameCheck(header="scaleup")
+        beat = self.i.payload
+        m.d.comb += [self.i.ready.eq(1), chk.beat.eq(beat), chk.en.eq(self.i.valid)]
+        hdr = Signal(SU_ACK_HEADER)
+        m.d.comb += hdr.eq(beat.data[:SU_ACK_HEADER.size])
+        frame_bytes = self.framing.ack_bytes + 4 + 4
+        ok = Signal()
+        m.d.comb += [
+            ok.eq(chk.fcs_ok & chk.icrc_ok & beat.first & (chk.length == frame_bytes)
+                  & (bswap(hdr.su.length, 2) == frame_bytes - self.framing.outer - 4)
+                  & (hdr.su.type == ScaleUpType.BTH.value)
                   & (hdr.bth.opcode == OpCode.RC_ACKNOWLEDGE)),
             self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
             self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),

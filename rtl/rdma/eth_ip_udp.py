@@ -1,10 +1,13 @@
-"""Fill the Ethernet, IPv4 and UDP headers of a RoCEv2 frame (a helper, not a component).
+"""Fill the Ethernet, IPv4 and UDP headers of a RoCEv2 frame, or the scale-up header that
+replaces them (helpers, not components).
 
-Ref: RFC 791 section 3.1 (IPv4), RFC 1071 (checksum), RFC 768 (UDP), IBTA Annex A17.
+Ref: RFC 791 section 3.1 (IPv4), RFC 1071 (checksum), RFC 768 (UDP), IBTA Annex A17;
+:mod:`spec.formats.scaleup` (the scale-up header).
 """
 
 from amaranth import Cat, Const, Signal
 
+from spec.checks import reject
 from spec.formats.roce import (
     ETHERTYPE_IPV4,
     IP_FLAGS_DF,
@@ -14,8 +17,31 @@ from spec.formats.roce import (
     ROCE_UDP_PORT,
     bswap,
 )
+from spec.formats.scaleup import SCALEUP_HOP_LIMIT, ScaleUpType, framing
 
-__all__ = ["fill_eth_ip_udp", "fill_bth_common"]
+__all__ = ["fill_eth_ip_udp", "fill_bth_common", "fill_scaleup", "framing_param"]
+
+
+def framing_param(owner, header):
+    """The :class:`spec.formats.scaleup.Framing` of a component's ``header`` parameter;
+    a bad value is refused (``ValueError`` naming ``header``, the component silenced)."""
+    try:
+        return framing(header)
+    except ValueError as exc:
+        reject(owner, f"{type(owner).__name__}: {exc}")
+
+
+def fill_scaleup(m, su, *, sip, dip, src_qp, length):
+    """Drive a scale-up header (:data:`spec.formats.scaleup.SCALEUP_LAYOUT`): ``dst`` and
+    ``src`` the low 16 bits of ``dip`` and ``sip``, ``type`` BTH, ``hop_limit`` 64,
+    ``length`` (bytes from the BTH to the ICRC), ``entropy`` the RoCEv2 UDP source port
+    ``0xC000 | src_qp[13:0]``."""
+    m.d.comb += [
+        su.dst.eq(bswap(dip[:16], 2)), su.src.eq(bswap(sip[:16], 2)),
+        su.type.eq(ScaleUpType.BTH.value), su.hop_limit.eq(SCALEUP_HOP_LIMIT),
+        su.length.eq(bswap(length, 2)),
+        su.entropy.eq(bswap(Cat(src_qp[:14], Const(0b11, 2)), 2)),
+    ]
 
 
 def fill_eth_ip_udp(m, hdr, *, dmac, smac, sip, dip, src_qp, udp_len, prefix):

@@ -6,10 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common import gf2
 from rtl.common.crc32 import CRC32_RESIDUE, Crc32Core, crc32_step
-from rtl.rdma.icrc_inserter import icrc_lead_in
+from rtl.rdma.eth_ip_udp import framing_param
+from rtl.rdma.icrc_inserter import icrc_overlay
 from spec.checks import reject
 from spec.formats.packet import check_width, packet_layout
-from spec.formats.roce import HOST_WORD_BITS, ICRC_MASKED_BYTES
+from spec.formats.roce import HOST_WORD_BITS
 
 __all__ = ["FrameCheck"]
 
@@ -39,9 +40,14 @@ class FrameCheck(wiring.Component):
     its ICRC the CRC register holds the residue, and 4 more bytes ``f`` take it to
     ``T(residue ^ f)`` with ``T`` the linear 32-bit zero step, so the check is
     ``T^-1(reg) ^ f == residue``. Frames shorter than 48 bytes are judged bad.
+
+    ``header="scaleup"``: the ICRC of :mod:`spec.formats.scaleup` (from frame byte 0,
+    ``hop_limit`` and BTH byte 4 masked); frames shorter than
+    :data:`~spec.formats.scaleup.SCALEUP_CHECK_MIN_BYTES` (23) are judged bad.
     """
 
-    def __init__(self, width=64):
+    def __init__(self, width=64, header="roce"):
+        self.framing = framing_param(self, header)
         check_width(width, self)
         if width != 64:
             reject(self, f"FrameCheck datapath width must be 64 bytes, not {width!r}")
@@ -57,11 +63,7 @@ class FrameCheck(wiring.Component):
         beat = self.beat
         m.d.comb += [fcs.beat.eq(beat), fcs.en.eq(self.en), self.fcs_ok.eq(fcs.residue_ok)]
 
-        force = (1 << 8 * 14) - 1
-        value = icrc_lead_in() | (((1 << 64) - 1) << 48)
-        for k in ICRC_MASKED_BYTES:
-            force |= 0xFF << (8 * k)
-            value |= 0xFF << (8 * k)
+        force, value = icrc_overlay(self.framing)
         masked = Signal(HOST_WORD_BITS)
         keep = Const(~force & ((1 << HOST_WORD_BITS) - 1), HOST_WORD_BITS)
         m.d.comb += masked.eq((beat.data & keep) | Const(value, HOST_WORD_BITS))
@@ -88,5 +90,6 @@ class FrameCheck(wiring.Component):
         with m.If(self.en):
             m.d.sync += count.eq(self.length)
         m.d.comb += self.icrc_ok.eq(
-            ((_parity(reg, unstep) ^ fcs_bytes) == CRC32_RESIDUE) & (self.length >= 48))
+            ((_parity(reg, unstep) ^ fcs_bytes) == CRC32_RESIDUE)
+            & (self.length >= self.framing.check_min))
         return m

@@ -6,11 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.crc32 import CRC32_INIT, CRC32_POLY_REFLECTED, crc32_step
 from rtl.common.fcs_inserter import FcsInserter
+from rtl.rdma.eth_ip_udp import framing_param
 from spec.checks import reject
 from spec.formats.packet import check_width, packet_signature
-from spec.formats.roce import ICRC_MASKED_BYTES
 
-__all__ = ["IcrcInserter", "icrc_lead_in"]
+__all__ = ["IcrcInserter", "icrc_lead_in", "icrc_overlay"]
 
 
 def _unshift(reg, bits):
@@ -38,6 +38,21 @@ def icrc_lead_in():
     return lead
 
 
+def icrc_overlay(fr):
+    """``(force, value)``: the bits of a frame's first beat that the ICRC sees as
+    constants, and those constants, for a :class:`spec.formats.scaleup.Framing`: the
+    lead-in and 8 bytes of 0xFF over the Ethernet header (RoCEv2 only), 0xFF over the
+    masked bytes."""
+    force = value = 0
+    if fr.lead_in:
+        force = (1 << 8 * 14) - 1
+        value = icrc_lead_in() | (((1 << 64) - 1) << 48)
+    for k in fr.icrc_masked:
+        force |= 0xFF << (8 * k)
+        value |= 0xFF << (8 * k)
+    return force, value
+
+
 class IcrcInserter(wiring.Component):
     """Pass RoCEv2 frames through and append their ICRC (4 bytes, LSB first).
 
@@ -59,9 +74,13 @@ class IcrcInserter(wiring.Component):
     of :func:`icrc_lead_in` and 8 bytes of 0xFF; TOS, TTL, IP and UDP checksums and BTH
     byte 4 set to 0xFF; Ref: IBTA Annex A17); the unmasked bytes are sent. Only the
     64-byte datapath is supported, where all masked bytes sit in the first beat.
+
+    ``header="scaleup"``: the CRC runs from frame byte 0 with ``hop_limit`` and BTH byte
+    4 set to 0xFF (:mod:`spec.formats.scaleup`); frames of at least 26 bytes.
     """
 
-    def __init__(self, width=64):
+    def __init__(self, width=64, header="roce"):
+        self.framing = framing_param(self, header)
         self.width = check_width(width, self)
         if width != 64:
             reject(self, f"IcrcInserter datapath width must be 64 bytes, not {width!r}")
@@ -71,12 +90,7 @@ class IcrcInserter(wiring.Component):
         m = Module()
         m.submodules.crc = ins = FcsInserter(self.width)
         w8 = 8 * self.width
-        # Constant overlay of the first beat: force bits and their values.
-        force = (1 << 8 * 14) - 1
-        value = icrc_lead_in() | (((1 << 64) - 1) << 48)
-        for k in ICRC_MASKED_BYTES:
-            force |= 0xFF << (8 * k)
-            value |= 0xFF << (8 * k)
+        force, value = icrc_overlay(self.framing)
         keep = Const(~force & ((1 << w8) - 1), w8)
         masked = Signal(w8)
         m.d.comb += masked.eq((self.i.payload.data & keep) | Const(value, w8))

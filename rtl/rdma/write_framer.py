@@ -1,10 +1,11 @@
-"""Build RDMA WRITE frames (Ethernet/IPv4/UDP/BTH[/RETH] + payload) from a descriptor."""
+"""Build RDMA WRITE frames (Ethernet/IPv4/UDP or scale-up header, BTH[/RETH], payload)
+from a descriptor."""
 
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp
+from rtl.rdma.eth_ip_udp import fill_bth_common, fill_eth_ip_udp, fill_scaleup, framing_param
 from spec.checks import reject
 from spec.formats.packet import check_width, packet_signature
 from spec.formats.roce import (
@@ -20,6 +21,7 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header
 from spec.rdma import MAX_SEGMENT
 
 __all__ = ["WriteFramer", "segment_layout"]
@@ -68,9 +70,15 @@ class WriteFramer(wiring.Component):
 
     UDP checksum 0, IPv4 identification 0, DF set, TTL 64, TOS 0, P_Key 0xFFFF, UDP
     source port ``0xC000 | src_qp[13:0]``. Only the 64-byte datapath is supported.
+
+    ``header="scaleup"``: the 10-byte scale-up header replaces Ethernet/IPv4/UDP
+    (:mod:`spec.formats.scaleup`; FIRST/ONLY headers 38 bytes, MIDDLE/LAST 22). Every
+    header then fits the first beat: there is no headers-only beat, and beat ``k`` takes
+    payload word ``k`` for every opcode.
     """
 
-    def __init__(self, width=64):
+    def __init__(self, width=64, header="roce"):
+        self.framing = framing_param(self, header)
         self.width = check_width(width, self)
         if width != 64:
             reject(self, f"WriteFramer datapath width must be 64 bytes, not {width!r}")
@@ -81,6 +89,8 @@ class WriteFramer(wiring.Component):
         })
 
     def elaborate(self, platform):
+        if self.framing.header is Header.SCALEUP:
+            return self._elaborate_scaleup()
         m = Module()
         seg = Signal(segment_layout())
         reth, pad, padded, udp_len, ip_len = _lengths(m, seg, "")
@@ -162,6 +172,77 @@ class WriteFramer(wiring.Component):
                 rem.eq(Mux(in_reth, 70, 54) + in_padded),
                 payload_left.eq(self.i_seg.payload.length),
                 phase.eq(Mux(in_reth, _Phase.HEAD, _Phase.BODY)),
+            ]
+        return m
+
+
+    def _elaborate_scaleup(self):
+        """The scale-up framing: ``h`` header bytes (38 or 22) then the payload, so beat
+        ``k`` is ``h`` carried bytes (the headers in beat 0) and ``64 - h`` bytes of
+        payload word ``k``; a final beat of carried bytes only takes no word."""
+        m = Module()
+        seg = Signal(segment_layout())
+        reth, pad, padded, udp_len, _ = _lengths(m, seg, "")
+        in_reth, _, in_padded, _, _ = _lengths(m, self.i_seg.payload, "in_")
+        hr, hp = 8 * self.framing.reth_bytes, 8 * self.framing.plain_bytes
+
+        hdr = Signal(SU_WRITE_RETH_HEADER)
+        fill_scaleup(m, hdr.su, sip=seg.sip, dip=seg.dip, src_qp=seg.src_qp,
+                     length=(udp_len - UDP_BYTES)[:16])
+        fill_bth_common(m, hdr.bth, opcode=seg.opcode, dest_qp=seg.dest_qp, psn=seg.psn,
+                        ack_req=seg.ack_req, pad=pad)
+        m.d.comb += [
+            hdr.reth.va.eq(bswap(seg.va, 8)),
+            hdr.reth.rkey.eq(bswap(seg.rkey, 4)),
+            hdr.reth.dma_length.eq(bswap(seg.dma_length, 4)),
+        ]
+        flat = hdr.as_value()
+        carry = Signal(hr)              # bytes carried into the next beat (38 or 22 used)
+        rem = Signal(range(hr // 8 + MAX_SEGMENT + 4))     # frame bytes still to send
+        payload_left = Signal(range(MAX_SEGMENT + 1))
+        first = Signal()
+        busy = Signal()
+        cur = Signal(hr)
+        m.d.comb += cur.eq(Mux(first, flat[:hr], carry))
+        take_n = Signal(7)
+        m.d.comb += take_n.eq(Mux(payload_left >= 64, 64, payload_left))
+        word = Signal(HOST_WORD_BITS)
+        ones = Const((1 << HOST_WORD_BITS) - 1, HOST_WORD_BITS)
+        m.d.comb += word.eq(self.i_data.payload & (ones >> ((64 - take_n) * 8)[:10]))
+        last, sent, done = Signal(), Signal(), Signal()
+        m.d.comb += [
+            last.eq(rem <= 64),
+            self.o.payload.nbytes.eq(Mux(last, rem, 64)),
+            self.o.payload.last.eq(last),
+            self.o.payload.first.eq(first),
+            sent.eq(self.o.valid & self.o.ready),
+            done.eq(sent & last),
+            self.i_seg.ready.eq(~busy | done),
+        ]
+        with m.If(busy):
+            with m.If(payload_left != 0):
+                m.d.comb += [
+                    self.o.valid.eq(self.i_data.valid),
+                    self.i_data.ready.eq(self.o.ready),
+                    self.o.payload.data.eq(Mux(reth, Cat(cur[:hr], word[:HOST_WORD_BITS - hr]),
+                                               Cat(cur[:hp], word[:HOST_WORD_BITS - hp]))),
+                ]
+                with m.If(sent):
+                    m.d.sync += [payload_left.eq(payload_left - take_n),
+                                 carry.eq(Mux(reth, word[HOST_WORD_BITS - hr:],
+                                              word[HOST_WORD_BITS - hp:]))]
+            with m.Else():
+                m.d.comb += [self.o.valid.eq(1),
+                             self.o.payload.data.eq(Mux(reth, cur[:hr], cur[:hp]))]
+        with m.If(sent):
+            m.d.sync += [first.eq(0), rem.eq(Mux(last, 0, rem - 64))]
+        with m.If(done):
+            m.d.sync += busy.eq(0)
+        with m.If(self.i_seg.valid & self.i_seg.ready):
+            m.d.sync += [
+                seg.eq(self.i_seg.payload), first.eq(1), busy.eq(1),
+                rem.eq(Mux(in_reth, hr // 8, hp // 8) + in_padded),
+                payload_left.eq(self.i_seg.payload.length),
             ]
         return m
 

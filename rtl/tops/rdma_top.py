@@ -10,6 +10,7 @@ from rtl.fabric.faulty_link import FaultyLink
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.host.host_interface import HostInterface
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
+from rtl.rdma.eth_ip_udp import framing_param as check_header_of
 from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
@@ -75,7 +76,8 @@ class RdmaTop(HarnessTop):
     judge it). Frames injected with ``link_retry`` must carry a good FCS: the link's
     receiver NAKs a bad one and its sender repeats it forever. Host interfaces: ``host``
     names the profile of both (:data:`spec.host.PROFILES`); their counters are ports
-    ``hia_<name>`` and ``hib_<name>``.
+    ``hia_<name>`` and ``hib_<name>``. ``header``: the framing of both engines, ``"roce"`` or
+    ``"scaleup"`` (:mod:`spec.formats.scaleup`).
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
@@ -100,6 +102,7 @@ class RdmaTop(HarnessTop):
         check_int(self, "link latency (cycles)", p["link_latency"], 1, 1024)
         check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
         check_int(self, "retry limit", p["retry_limit"], *RETRY_LIMIT_RANGE)
+        check_header_of(self, p["header"])
         if p["host"] not in PROFILES:
             reject(self, f"host profile must be one of {sorted(PROFILES)}, "
                          f"not {p['host']!r}")
@@ -140,10 +143,10 @@ class RdmaTop(HarnessTop):
         self.mem_b = LatencyMemory(64, depth, 1)
         self.hi_a = HostInterface(profile, depth)
         self.hi_b = HostInterface(profile, depth)
-        self.requester = req = Requester(p["cache_entries"], depth, **{
+        self.requester = req = Requester(p["cache_entries"], depth, p["header"], **{
             k: p[k] for k in REQUESTER_DEFAULTS})
-        self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"], **{
-            k: p[k] for k in RESPONDER_DEFAULTS})
+        self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
+                                          p["header"], **{k: p[k] for k in RESPONDER_DEFAULTS})
         if self.link_retry:
             self.link_ab = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
             self.link_ba = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)

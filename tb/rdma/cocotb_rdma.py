@@ -24,10 +24,12 @@ from pymodel.scenarios.rdma import (
     qp_error_scenario,
     writes_scenario,
 )
+from pymodel.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import RETRY_SETTINGS
 from spec.formats.roce import CqeStatus, OpCode
+from spec.formats.scaleup import framing
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
@@ -38,7 +40,7 @@ from spec.rdma_engine import (
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench, value_of
-from tb.rdma.wirecheck import wire_problems
+from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
@@ -46,7 +48,7 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "ack_queue")
+               "ack_queue", "header")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
 #: (both links reliable; default False).
@@ -158,6 +160,9 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
                                  mr_entries=cfg.mr_entries), [], None
+    if p["kind"] == "bad" and cfg.header == "scaleup":
+        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
+                                           mr_entries=cfg.mr_entries)
     if p["kind"] == "bad":
         return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
                                    mr_entries=cfg.mr_entries)
@@ -263,13 +268,16 @@ async def rdma_matches_model(dut):
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
 
+    # Frame byte of the BTH: behind Ethernet/IPv4/UDP (42) or the scale-up header (10).
+    bth_at = framing(cfg.header).outer
     if p.get("resend_only_qps") is not None:
         # Independent of the model: a frame sent twice (same QP and PSN) on the A->B link
         # is a resend; only the listed QPs may have any.
         qpn_a = {q.qpn_b: q.qpn_a for q in v.qps.values()}
         seen_psn, resent = set(), set()
         for _, frame in got["wire_ab"]:
-            key = (int.from_bytes(frame[47:50], "big"), int.from_bytes(frame[51:54], "big"))
+            key = (int.from_bytes(frame[bth_at + 5:bth_at + 8], "big"),
+                   int.from_bytes(frame[bth_at + 9:bth_at + 12], "big"))
             if key in seen_psn:
                 resent.add(qpn_a.get(key[0], key[0]))
             seen_psn.add(key)
@@ -280,7 +288,11 @@ async def rdma_matches_model(dut):
         sb.equal("a lossy QP resent frames", bool(resent), True)
     if not inject:
         frames = [frame for _, frame in got["wire_ab"] + got["wire_ba"]]
-        for k, problems in wire_problems(frames):
+        if cfg.header == "scaleup":
+            checked = [(k, scaleup_problems(fr)) for k, fr in enumerate(frames)]
+        else:
+            checked = wire_problems(frames)
+        for k, problems in checked:
             sb.equal(f"independent check of frame {k}", problems, [])
     else:
         # Independent of the model: every injected frame is counted once, accepted or
@@ -319,8 +331,8 @@ async def rdma_matches_model(dut):
         # Independent of the model: WRITEs the scenario says never reach the wire
         # (flushed by a QP in ERR) have no frame (each WRITE has its own target).
         reth = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)
-        vas = {int.from_bytes(fr[54:62], "big") for _, fr in got["wire_ab"]
-               if len(fr) > 62 and fr[42] in reth}
+        vas = {int.from_bytes(fr[bth_at + 12:bth_at + 20], "big") for _, fr in got["wire_ab"]
+               if len(fr) > bth_at + 20 and fr[bth_at] in reth}
         for k in sorted(getattr(v, "no_frames", ())):
             sb.equal(f"no frame of WRITE {k}", v.posted[k][0] in vas, False)
         ok = {(c["qpn"], c["sq_index"]) for c in cqes

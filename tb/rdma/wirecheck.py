@@ -20,7 +20,7 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-__all__ = ["frame_problems", "hand_problems", "wire_problems"]
+__all__ = ["frame_problems", "hand_problems", "wire_problems", "scaleup_problems"]
 
 _ETHERTYPE_IPV4 = 0x0800
 _UDP = 17
@@ -97,3 +97,25 @@ def wire_problems(frames):
                 problems = problems + ["checkers disagree"]
         out.append((k, problems))
     return out
+
+
+def scaleup_problems(frame):
+    """What is wrong with a frame of the scale-up framing (bytes with FCS; empty list if
+    good), from a decoder written here: the 10-byte header is ``dst`` (2), ``src`` (2),
+    ``type`` (1, 0x1B: a BTH follows), ``hop_limit`` (1), ``length`` (2: BTH to ICRC),
+    ``entropy`` (2); the ICRC is a CRC-32 from byte 0 with ``hop_limit`` and BTH byte 4
+    read as 0xFF (docs/rdma.md, "Scale-up header")."""
+    problems = []
+    if zlib.crc32(frame[:-4]).to_bytes(4, "little") != frame[-4:]:
+        problems.append("FCS")
+    body = frame[:-4]
+    if len(body) < 10 + 12 + 4 or body[4] != 0x1B:
+        return problems + ["not scale-up RoCE"]
+    if 10 + struct.unpack_from("!H", body, 6)[0] != len(body):
+        problems.append("length")
+    masked = bytearray(body[:-4])
+    masked[5] = 0xFF                      # hop limit
+    masked[10 + 4] = 0xFF                 # BTH byte 4: FECN, BECN, resv6
+    if zlib.crc32(bytes(masked)).to_bytes(4, "little") != body[-4:]:
+        problems.append("ICRC")
+    return problems

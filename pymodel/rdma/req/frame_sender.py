@@ -3,16 +3,18 @@
 
 from pymodel.rdma.frames import Endpoint, write_frame
 from spec.formats.roce import OpCode
+from spec.formats.scaleup import Header, framing
 
 __all__ = ["FrameSenderModel", "frame_timing"]
 
 _RETH = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)
 
 
-def frame_timing(opcode, length):
+def frame_timing(opcode, length, header="roce"):
     """``(beats, own)``: the frame's beats with ICRC and FCS, and the framer's own beats
     (the inserters add one when the framer's last beat holds more than 56 bytes)."""
-    hdr = 70 if opcode in _RETH else 54
+    f = framing(header)
+    hdr = f.reth_bytes if opcode in _RETH else f.plain_bytes
     body = hdr + length + (-length % 4)
     return -(-(body + 8) // 64), -(-body // 64)
 
@@ -27,8 +29,12 @@ class FrameSenderModel:
     from ``pay`` one a cycle (:attr:`pops`). No side outputs.
     """
 
-    def __init__(self, cache, seg, pay, rec, send):
+    def __init__(self, cache, seg, pay, rec, send, header="roce"):
         self.cache, self.seg, self.pay, self.rec = cache, seg, pay, rec
+        self.header = framing(header).header.value
+        #: A RETH frame's first beat is made of headers only (RoCEv2's 70 bytes), so its
+        #: payload words are taken from the next beat on.
+        self.reth_head = framing(header).header is Header.ROCE
         self.send = send                   # send(first beat cycle, frame bytes)
         self.free_at = 0                   # first cycle the framer takes a descriptor
         self.end = -1                      # the last beat of the frame in progress
@@ -60,10 +66,10 @@ class FrameSenderModel:
         frame = write_frame(d["opcode"], Endpoint(ctx["smac"], ctx["sip"]),
                             Endpoint(ctx["dmac"], ctx["dip"]), d["qpn"], ctx["dest_qp"],
                             d["psn"], d["ack_req"], data, va=d["va"], rkey=d["rkey"],
-                            dma_length=d["msg_length"])
-        beats, own = frame_timing(d["opcode"], d["length"])
+                            dma_length=d["msg_length"], header=self.header)
+        beats, own = frame_timing(d["opcode"], d["length"], self.header)
         f = max(c + 1, self.end + 1)
-        start = f + 1 if d["opcode"] in _RETH else f
+        start = f + 1 if self.reth_head and d["opcode"] in _RETH else f
         self.pops += list(range(start, start + d["words"]))
         self.free_at = f + own - 1
         self.end = f + beats - 1

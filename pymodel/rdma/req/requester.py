@@ -6,7 +6,7 @@ from types import MappingProxyType
 from pymodel.cycle import Fifo, Staged, StagedLog
 from pymodel.fields import field_slot
 from pymodel.rdma.context_cache import ContextCacheModel
-from pymodel.rdma.frames import icrc
+from pymodel.rdma.frames import icrc, scaleup_icrc
 from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.cqe_writer import CqeWriterModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
@@ -27,6 +27,7 @@ from spec.formats.roce import (
     bswap,
     header_bytes,
 )
+from spec.formats.scaleup import SU_ACK_HEADER, Header, ScaleUpType, framing
 from spec.rdma_engine import (
     FETCH_GROUP,
     FIFO_DEPTHS,
@@ -63,8 +64,34 @@ def _be16(b, k):
     return int.from_bytes(b[k:k + 2], "big")
 
 
-def ack_frame_ok(frame):
-    """What the AckReceiver accepts: a good 66-byte RoCEv2 ACKNOWLEDGE frame."""
+#: The same for the scale-up header: frame bytes (26 + 4 + 4), the header's ``length``
+#: (BTH, AETH, ICRC: 20) and the frame bytes of ``length``, ``type`` and the opcode.
+_SU_ACK_SLOTS = tuple(field_slot(SU_ACK_HEADER, path) for path in (
+    "bth.dest_qp", "bth.psn", "aeth.syndrome", "aeth.msn"))
+_SU_ACK_FRAME_BYTES = header_bytes(SU_ACK_HEADER) + ICRC_BYTES + FCS_BYTES
+_SU_ACK_LENGTH = _SU_ACK_FRAME_BYTES - framing("scaleup").outer - FCS_BYTES
+_SU_LENGTH_AT, _SU_TYPE_AT, _SU_OPCODE_AT = (
+    field_slot(SU_ACK_HEADER, path)[0] // 8 for path in ("su.length", "su.type",
+                                                          "bth.opcode"))
+
+
+def scaleup_ack_ok(frame):
+    """What the AckReceiver built for the scale-up header accepts: a good 34-byte
+    ACKNOWLEDGE frame (FCS, ICRC, ``length`` 20, ``type`` BTH)."""
+    return (len(frame) == _SU_ACK_FRAME_BYTES
+            and zlib.crc32(frame[:-FCS_BYTES]) == int.from_bytes(frame[-FCS_BYTES:], "little")
+            and (scaleup_icrc(frame[:-FCS_BYTES - ICRC_BYTES])
+                 == frame[-FCS_BYTES - ICRC_BYTES:-FCS_BYTES])
+            and _be16(frame, _SU_LENGTH_AT) == _SU_ACK_LENGTH
+            and frame[_SU_TYPE_AT] == ScaleUpType.BTH.value
+            and frame[_SU_OPCODE_AT] == OpCode.RC_ACKNOWLEDGE.value)
+
+
+def ack_frame_ok(frame, header="roce"):
+    """What the AckReceiver accepts: a good 66-byte RoCEv2 ACKNOWLEDGE frame (or, with
+    ``header="scaleup"``, :func:`scaleup_ack_ok`)."""
+    if header != "roce" and framing(header).header is Header.SCALEUP:
+        return scaleup_ack_ok(frame)
     return (len(frame) == _ACK_FRAME_BYTES
             and zlib.crc32(frame[:-FCS_BYTES]) == int.from_bytes(frame[-FCS_BYTES:], "little")
             and icrc(frame[:-FCS_BYTES - ICRC_BYTES]) == frame[-FCS_BYTES - ICRC_BYTES:-FCS_BYTES]
@@ -94,6 +121,7 @@ class RequesterModel:
             raise ValueError(f"unknown requester parameter(s): {sorted(unknown)}")
         p.update(sizes)
         self.cfg, self.p = cfg, p
+        self.header = framing(getattr(cfg, "header", "roce")).header.value
         n = cfg.cache_capacity
         used = cfg.cache_entries
         d = FIFO_DEPTHS
@@ -115,7 +143,8 @@ class RequesterModel:
                                   f["inline"], log=log)
         self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
                                      f["segs"], f["payload"], p["payload_words"], log=log)
-        self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send)
+        self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
+                                       self.header)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         f["events"], f["cqes"], f["resend"], used)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
@@ -209,12 +238,13 @@ class RequesterModel:
         return taken
 
     def _ack(self, frame):
-        if not ack_frame_ok(frame):
+        if not ack_frame_ok(frame, self.header):
             self.ack_dropped += 1
             return
         self.acks += 1
-        raw = int.from_bytes(frame[:58], "little")
-        qpn, psn, syndrome, msn = (raw >> offset & mask for offset, mask in _ACK_SLOTS)
+        slots = _ACK_SLOTS if self.header == "roce" else _SU_ACK_SLOTS
+        raw = int.from_bytes(frame[:64], "little")
+        qpn, psn, syndrome, msn = (raw >> offset & mask for offset, mask in slots)
         ev = dict(qpn=bswap(qpn, 3), psn=bswap(psn, 3), syndrome=syndrome, msn=bswap(msn, 3))
         if self.fifos["events"].can_write():
             self.fifos["events"].write(ev)

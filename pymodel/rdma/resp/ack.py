@@ -9,11 +9,13 @@ _WIDTH = 64
 __all__ = ["AckSenderModel", "ack_beats"]
 
 
-def ack_beats(job):
+def ack_beats(job, header="roce"):
     """The beats (dicts) of the ACKNOWLEDGE frame of an ACK job (``ack_layout`` dict):
-    64 bytes a beat, the last one holding the rest."""
+    64 bytes a beat, the last one holding the rest (two beats with RoCEv2 headers, one
+    with the scale-up header)."""
     frame = ack_frame(Endpoint(job["smac"], job["sip"]), Endpoint(job["dmac"], job["dip"]),
-                      job["src_qp"], job["dest_qp"], job["psn"], job["syndrome"], job["msn"])
+                      job["src_qp"], job["dest_qp"], job["psn"], job["syndrome"], job["msn"],
+                      header=header)
     return [dict(data=data, nbytes=nbytes, first=int(first), last=int(last))
             for data, nbytes, first, last in frame_chunks(frame, _WIDTH)]
 
@@ -26,15 +28,15 @@ class AckSenderModel:
     with an output Fifo ``o`` as the taker.
     """
 
-    def __init__(self, i, o=None):
-        self.i, self.o = i, o
+    def __init__(self, i, o=None, header="roce"):
+        self.i, self.o, self.header = i, o, header
         self.spill = None          # beat 1 of the frame whose beat 0 left
         self.count = dict(acks=0)
         self._built = (None, None)     # (the head job, its beats): built once per job
 
     def _beats(self, job):
         if self._built[0] is not job:
-            self._built = (job, ack_beats(job))
+            self._built = (job, ack_beats(job, self.header))
         return self._built[1]
 
     def present(self):
@@ -48,7 +50,8 @@ class AckSenderModel:
         if self.spill is not None:
             self.spill = None
             return
-        self.spill = self._beats(self.i.read())[1]
+        beats = self._beats(self.i.read())
+        self.spill = beats[1] if len(beats) > 1 else None
         self.count["acks"] += 1
 
     def step(self, c, side):

@@ -16,6 +16,7 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header, ScaleUpType, framing
 
 __all__ = ["HeaderCheckModel", "parse_header", "REASONS"]
 
@@ -34,8 +35,53 @@ _SLOTS = {path: field_slot(WRITE_RETH_HEADER, path) for path in (
     "bth.dest_qp", "bth.psn", "bth.ack_req", "reth.va", "reth.rkey", "reth.dma_length")}
 
 
-def parse_header(entry):
+_SU_SLOTS = {path: field_slot(SU_WRITE_RETH_HEADER, path) for path in (
+    "su.type", "su.length", "bth.opcode", "bth.tver", "bth.pad_count", "bth.dest_qp",
+    "bth.psn", "bth.ack_req", "reth.va", "reth.rkey", "reth.dma_length")}
+_SU = framing("scaleup")
+
+
+def parse_scaleup_header(entry):
+    """:func:`parse_header` for the scale-up header: ``truncated`` when the frame's
+    length is not the header's ``length`` + 10 + 4 (or it is too long); ``malformed``
+    when ``type`` is not BTH, the BTH version is not 0, the opcode not a WRITE or
+    ``length`` leaves no payload (one-beat frames are allowed: a short WRITE fits one);
+    ``data`` holds frame bytes 22..127."""
+    raw = entry["b0"] | entry["b1"] << HOST_WORD_BITS
+    h = {path: raw >> offset & mask for path, (offset, mask) in _SU_SLOTS.items()}
+    su_len = bswap(h["su.length"], 2)
+    opcode = h["bth.opcode"]
+    reth = opcode in _RETH
+    overhead = BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0) + h["bth.pad_count"]
+    header_ok = (h["su.type"] == ScaleUpType.BTH.value and h["bth.tver"] == 0
+                 and opcode in _WRITES and su_len > overhead)
+    if not entry["fcs_ok"]:
+        reason = "fcs_bad"
+    elif entry["too_long"] or entry["length"] != _SU.outer + su_len + 4:
+        reason = "truncated"
+    elif not header_ok:
+        reason = "malformed"
+    elif not entry["icrc_ok"]:
+        reason = "icrc_bad"
+    else:
+        reason = None
+    job = dict.fromkeys(("check", "qpn", "psn", "ack_req", "reth", "last", "va", "rkey",
+                         "dma_len", "plen", "data"), 0)
+    job["rest"] = entry["rest"]
+    if reason is None:
+        job.update(
+            check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
+            ack_req=h["bth.ack_req"], reth=int(reth), last=int(opcode in _LAST),
+            va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
+            dma_len=bswap(h["reth.dma_length"], 4), plen=(su_len - overhead) & 0x1FFFF,
+            data=raw >> (8 * _SU.plain_bytes))
+    return reason, job
+
+
+def parse_header(entry, header="roce"):
     """``(reason or None, verify job)`` of a header entry (dicts)."""
+    if header != "roce" and framing(header).header is Header.SCALEUP:
+        return parse_scaleup_header(entry)
     raw = entry["b0"] | entry["b1"] << HOST_WORD_BITS
     h = {path: raw >> offset & mask for path, (offset, mask) in _SLOTS.items()}
     b = raw.to_bytes(128, "little")
@@ -81,10 +127,13 @@ class HeaderCheckModel:
     ``done(entry, side)`` reads the verify stage's count of frames done.
     """
 
-    def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None):
+    def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None,
+                 header="roce"):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
-        owner that commits it through it (:meth:`commit` commits it alone)."""
+        owner that commits it through it (:meth:`commit` commits it alone); ``header``:
+        the framing (:mod:`spec.formats.scaleup`)."""
         self.i, self.o, self.entries = i, o, entries
+        self.header = framing(header).header.value
         self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
@@ -101,7 +150,7 @@ class HeaderCheckModel:
         out = {"lookup.valid": 0}
         if not (self.i.can_read() and self.o.can_write()):
             return out
-        reason, job = parse_header(self.i.head())
+        reason, job = parse_header(self.i.head(), self.header)
         if reason is not None:
             cnt[reason] += 1
             self.i.read()

@@ -32,6 +32,7 @@ from pymodel.rdma.resp.verify import VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
 from spec.formats.roce import MR_LAYOUT
+from spec.formats.scaleup import framing
 from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 
 __all__ = ["ResponderModel", "Presented"]
@@ -81,10 +82,11 @@ class ResponderModel:
     """
 
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
-                 mr_table=(), cache_used=None, **sizes):
+                 mr_table=(), cache_used=None, header="roce", **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
+        fr = framing(header)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
         self._staged = StagedLog()          # what to commit at the end of a cycle
@@ -96,16 +98,18 @@ class ResponderModel:
         used = self.cache.used
         mr = [unpack(MR_LAYOUT, v) for v in mr_table]
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
-        self.rx = ReceiveModel(f["hdr"], f["pay"])
+        self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
                                   depth, self, used, log=self._staged)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
-                                       used=used, log=self._staged)
-        self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth)
+                                       used=used, log=self._staged,
+                                       header=fr.header.value)
+        self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth,
+                                         fr.head_bytes)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
-        self.ack = AckSenderModel(f["acks"])
+        self.ack = AckSenderModel(f["acks"], header=fr.header.value)
         self._presented = None
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
 

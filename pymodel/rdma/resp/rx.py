@@ -1,7 +1,8 @@
 """Twin of :class:`rtl.rdma.resp.rx.Receive` (from its docstring)."""
 
 from pymodel.fcs import fcs_ok
-from pymodel.rdma.frames import icrc
+from pymodel.rdma.frames import icrc_of
+from spec.formats.scaleup import framing
 from spec.rdma_responder import MAX_FRAME_BEATS, REST_MAX
 
 __all__ = ["ReceiveModel"]
@@ -14,8 +15,13 @@ class ReceiveModel:
     ``data``, ``nbytes``, ``first``, ``last``) or None.
     """
 
-    def __init__(self, hdr, pay):
+    def __init__(self, hdr, pay, header="roce"):
         self.hdr, self.pay = hdr, pay
+        f = framing(header)
+        self.icrc = icrc_of(header)
+        #: ``icrc_ok`` is low below this many bytes: 64 with RoCEv2 headers (see the
+        #: RTL), the scale-up framing's ``check_min`` with the scale-up header.
+        self.icrc_min = 64 if f.lead_in else f.check_min
         self.frame = bytearray()
         self.beats = 0                # beats of the current frame so far
         self.b0 = self.b1 = 0
@@ -54,7 +60,8 @@ class ReceiveModel:
         frame, n = bytes(self.frame), self.beats
         length = len(frame) & 0xFFFF
         return dict(b0=self.b0, b1=self.b1, fcs_ok=int(fcs_ok(frame)),
-                    icrc_ok=int(length >= 64 and icrc(frame[:-8]) == frame[-8:-4]),
+                    icrc_ok=int(length >= self.icrc_min
+                                and self.icrc(frame[:-8]) == frame[-8:-4]),
                     length=length, single=int(n == 1), too_long=int(n > MAX_FRAME_BEATS),
                     rest=max(0, min(n, MAX_FRAME_BEATS) - 2))
 

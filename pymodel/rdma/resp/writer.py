@@ -8,14 +8,16 @@ _ALL = (1 << 64) - 1
 class PayloadWriterModel:
     """Write jobs from ``i`` and payload beats from ``beats`` to words in ``o`` (Fifos).
 
-    The payload of a frame is a byte stream: the job's bytes (frame bytes 54..127, of
-    which a RETH frame's payload uses 70..127) followed by the frame's beats from the
-    payload FIFO. A word is written once all its bytes are in hand, popping at most one
-    beat for it.
+    The payload of a frame is a byte stream: the job's ``head_bytes`` bytes (frame bytes
+    54..127 with RoCEv2 headers, 22..127 with the scale-up header: from the payload of a
+    frame without RETH on; a RETH frame's payload starts 16 bytes later) followed by the
+    frame's beats from the payload FIFO. A word is written once all its bytes are in
+    hand, popping at most one beat for it.
     """
 
-    def __init__(self, i, beats, o, depth):
+    def __init__(self, i, beats, o, depth, head_bytes=74):
         self.i, self.beats, self.o, self.depth = i, beats, o, depth
+        self.head_bytes = head_bytes
         self.k = 0                 # words written of the current job
         self.popped = 0            # beats popped of the current job
         self.buf = b""             # payload bytes in hand (from the job and popped beats)
@@ -26,7 +28,7 @@ class PayloadWriterModel:
             return {}
         job = self.i.head()
         if self.k == 0 and self.popped == 0 and job["write"]:
-            head = job["data"].to_bytes(74, "little")
+            head = job["data"].to_bytes(self.head_bytes, "little")
             self.buf = head[16:] if job["reth"] else head
         plen = job["plen"] if job["write"] else 0
         nwords = -(-plen // 64)

@@ -58,8 +58,9 @@ class FrameSender(wiring.Component):
     without. A ``null`` descriptor only pushes its record.
     """
 
-    def __init__(self, entries, fifo_words):
+    def __init__(self, entries, fifo_words, header="roce"):
         self.entries, self.fifo_words = entries, fifo_words
+        self.header = header
         super().__init__({
             "seg": In(stream.Signature(seg_layout())),
             "pay": In(stream.Signature(HOST_WORD_BITS)),
@@ -72,8 +73,8 @@ class FrameSender(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.framer = framer = WriteFramer()
-        m.submodules.icrc = icrc = IcrcInserter()
+        m.submodules.framer = framer = WriteFramer(header=self.header)
+        m.submodules.icrc = icrc = IcrcInserter(header=self.header)
         m.submodules.fcs = fcs = FcsInserter(64)
         wiring.connect(m, framer.o, icrc.i)
         wiring.connect(m, icrc.o, fcs.i)

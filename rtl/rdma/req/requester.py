@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import AckReceiver
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
+from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
 from rtl.rdma.req.doorbell_intake import DoorbellIntake
@@ -102,6 +103,9 @@ class Requester(wiring.Component):
         ``ack_timeout`` is 0,
         ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
         counted as ``ack_lost``).
+    header : str
+        The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
+        ``"scaleup"`` (:mod:`spec.formats.scaleup`).
 
     Ports
     -----
@@ -128,7 +132,8 @@ class Requester(wiring.Component):
         :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, **params):
+    def __init__(self, cache_entries=16, depth=1 << 14, header="roce", **params):
+        self.framing = framing_param(self, header)
         unknown = set(params) - set(REQUESTER_DEFAULTS)
         if unknown:
             reject(self, f"unknown Requester parameter(s): {sorted(unknown)}")
@@ -154,7 +159,8 @@ class Requester(wiring.Component):
                               p["records"])
         self.sequencer = Sequencer(cache_entries, depth)
         self.payload = PayloadFetch(depth, p["payload_words"])
-        self.sender = FrameSender(cache_entries, p["payload_words"])
+        self.sender = FrameSender(cache_entries, p["payload_words"],
+                                  self.framing.header.value)
         self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"])
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
@@ -181,7 +187,7 @@ class Requester(wiring.Component):
         m.submodules.cqe_writer = cqw = CqeWriter(depth)
         m.submodules.rd_arb = rd_arb = ReadArbiter(depth)
         m.submodules.wr_arb = wr_arb = RequesterWriteArbiter(depth)
-        m.submodules.ack_rx = ack_rx = AckReceiver()
+        m.submodules.ack_rx = ack_rx = AckReceiver(self.framing.header.value)
 
         def fifo(name, shape, depth_):
             f = SyncFIFO(width=Shape.cast(shape).width, depth=depth_)

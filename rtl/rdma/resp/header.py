@@ -5,6 +5,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from rtl.rdma.eth_ip_udp import framing_param
 from spec.checks import check_int, reject
 from spec.formats.roce import (
     BTH_BYTES,
@@ -20,6 +21,7 @@ from spec.formats.roce import (
     OpCode,
     bswap,
 )
+from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header, ScaleUpType
 from spec.rdma_responder import SIZE_LIMITS
 from spec.rdma_stages import header_entry_layout, verify_job_layout
 
@@ -80,9 +82,15 @@ class HeaderCheck(wiring.Component):
     and the same frame tries again in the next cycle. ``victim_busy`` is
     ``looked_up[e] != done[e]`` for the lookup's entry ``e``. Each frame spends one
     cycle here at best: a job written in cycle ``c`` can be verified in ``c + 1``.
+
+    ``header="scaleup"`` (:mod:`spec.formats.scaleup`): ``truncated`` when the frame
+    length is not 10 + the scale-up ``length`` + 4 (FCS); ``malformed`` when ``type`` is
+    not BTH, the BTH version is not 0, the opcode not a WRITE or ``length`` leaves no
+    payload (a one-beat frame is allowed); the job's ``data`` is frame bytes 22..127.
     """
 
-    def __init__(self, entries, jobs):
+    def __init__(self, entries, jobs, header="roce"):
+        self.framing = framing_param(self, header)
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -90,7 +98,7 @@ class HeaderCheck(wiring.Component):
         self.entries, self.jobs = entries, jobs
         ports = {
             "i": In(stream.Signature(header_entry_layout())),
-            "o": Out(stream.Signature(verify_job_layout())),
+            "o": Out(stream.Signature(verify_job_layout(self.framing.head_bytes))),
             "o_level": In(range(jobs + 1)),
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
@@ -104,11 +112,12 @@ class HeaderCheck(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         e = self.i.payload
-        hdr = Signal(WRITE_RETH_HEADER)
+        scaleup = self.framing.header is Header.SCALEUP
+        hdr = Signal(SU_WRITE_RETH_HEADER if scaleup else WRITE_RETH_HEADER)
         m.d.comb += hdr.eq(Cat(e.b0, e.b1)[:len(hdr.as_value())])
         opcode = hdr.bth.opcode
-        ip_len = Signal(16)
-        m.d.comb += ip_len.eq(bswap(hdr.ip.total_length, 2))
+        ip_len = Signal(16)       # RoCEv2: the IPv4 total length; scale-up: ``length``
+        m.d.comb += ip_len.eq(bswap(hdr.su.length if scaleup else hdr.ip.total_length, 2))
         reth, is_write, last = Signal(), Signal(), Signal()
         m.d.comb += [
             reth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
@@ -119,19 +128,28 @@ class HeaderCheck(wiring.Component):
                     | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
         ]
         overhead = Signal(16)
-        m.d.comb += overhead.eq(IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES
+        outer = 0 if scaleup else IPV4_BYTES + UDP_BYTES
+        m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
                                 + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
         header_ok = Signal()
-        m.d.comb += header_ok.eq(
-            (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
-            & (hdr.ip.version == 4) & (hdr.ip.ihl == 5)
-            & (hdr.ip.protocol == IP_PROTO_UDP)
-            & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
-            & (hdr.bth.tver == 0) & is_write & (ip_len > overhead) & ~e.single)
+        if scaleup:
+            m.d.comb += header_ok.eq(
+                (hdr.su.type == ScaleUpType.BTH.value)
+                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead))
+        else:
+            m.d.comb += header_ok.eq(
+                (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
+                & (hdr.ip.version == 4) & (hdr.ip.ihl == 5)
+                & (hdr.ip.protocol == IP_PROTO_UDP)
+                & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
+                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead) & ~e.single)
+        # Frame bytes outside ``ip_len``: the Ethernet header (14) or the scale-up
+        # header (10), and the FCS.
+        before = self.framing.outer if scaleup else 14
         fail = Signal(4)          # one-hot: fcs_bad, truncated, malformed, icrc_bad
         m.d.comb += fail.eq(Mux(
             ~e.fcs_ok, 0b0001, Mux(
-                e.too_long | (e.length != 14 + ip_len + 4), 0b0010, Mux(
+                e.too_long | (e.length != before + ip_len + 4), 0b0010, Mux(
                     ~header_ok, 0b0100, Mux(~e.icrc_ok, 0b1000, 0)))))
 
         job = self.o.payload
@@ -144,7 +162,7 @@ class HeaderCheck(wiring.Component):
                 job.va.eq(bswap(hdr.reth.va, 8)), job.rkey.eq(bswap(hdr.reth.rkey, 4)),
                 job.dma_len.eq(bswap(hdr.reth.dma_length, 4)),
                 job.plen.eq(ip_len - overhead),
-                job.data.eq(Cat(e.b0[54 * 8:], e.b1)),
+                job.data.eq(Cat(e.b0, e.b1)[8 * self.framing.plain_bytes:]),
             ]
 
         # Frames of each entry looked up (this stage) and done (the verify stage).

@@ -6,6 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
+from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
 from rtl.rdma.resp.rx import Receive
@@ -60,6 +61,9 @@ class Responder(wiring.Component):
     mr_entries : int
         Entries of the on-chip MR table (2 to 256, a power of two), indexed by
         ``rkey % mr_entries``.
+    header : str
+        The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
+        the receive, header-check, writer and ACK stages follow it).
     **sizes
         FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
@@ -107,7 +111,9 @@ class Responder(wiring.Component):
     a backlog drains at up to one frame every 2 cycles.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, **sizes):
+    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
+                 **sizes):
+        self.framing = framing_param(self, header)
         check_int(self, "QP-context cache entries", cache_entries, 16, 256)
         if cache_entries & (cache_entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not "
@@ -138,17 +144,18 @@ class Responder(wiring.Component):
         m = Module()
         s, n, depth = self.sizes, self.cache_entries, self.depth
         m.submodules.mr_table = self.mr_table
-        m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames)
-        m.submodules.header = hdr = HeaderCheck(n, s.jobs)
-        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries)
-        m.submodules.writer = wrt = PayloadWriter(depth)
+        fr, hb = self.framing.header.value, self.framing.head_bytes
+        m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames, header=fr)
+        m.submodules.header = hdr = HeaderCheck(n, s.jobs, header=fr)
+        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries, hb)
+        m.submodules.writer = wrt = PayloadWriter(depth, header=fr)
         m.submodules.arbiter = arb = WriteArbiter(depth)
-        m.submodules.ack = ack = AckSender()
+        m.submodules.ack = ack = AckSender(header=fr)
         m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP})
         fifos = dict(
             hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
-            jobs=_fifo(verify_job_layout(), s.jobs),
-            wjobs=_fifo(write_job_layout(depth), s.write_jobs),
+            jobs=_fifo(verify_job_layout(hb), s.jobs),
+            wjobs=_fifo(write_job_layout(depth, hb), s.write_jobs),
             acks=_fifo(ack_layout(), s.ack_jobs), words=_fifo(wr_layout(depth), s.words),
             fills=_fifo(range(depth), s.fills),
             wbs=_fifo(writeback_layout(depth), s.writebacks))

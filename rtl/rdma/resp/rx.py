@@ -4,6 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.frame_check import FrameCheck
 from spec.checks import check_int
 from spec.formats.packet import packet_signature
@@ -52,9 +53,14 @@ class Receive(wiring.Component):
     full; otherwise every beat of it is dropped and it counts as ``overflow``. Since only
     this stage writes those FIFOs, an admitted frame always finds room (``ready`` is not
     looked at). Frames already stored are never touched.
+
+    ``header="scaleup"``: the FrameCheck of the scale-up ICRC; ``icrc_ok`` is its verdict
+    as is (it is low below 23 bytes, and a WRITE with the scale-up header may be shorter
+    than 64 bytes).
     """
 
-    def __init__(self, rx_beats, rx_frames):
+    def __init__(self, rx_beats, rx_frames, header="roce"):
+        self.framing = framing_param(self, header)
         check_int(self, "payload FIFO beats (rx_beats)", rx_beats, *SIZE_LIMITS["rx_beats"])
         check_int(self, "header FIFO frames (rx_frames)", rx_frames,
                   *SIZE_LIMITS["rx_frames"])
@@ -70,7 +76,8 @@ class Receive(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.check = chk = FrameCheck()
+        m.submodules.check = chk = FrameCheck(header=self.framing.header.value)
+        icrc_min = 64 if self.framing.lead_in else self.framing.check_min
         beat, valid = self.i.payload, self.i.valid
         m.d.comb += [self.i.ready.eq(1), chk.beat.eq(beat), chk.en.eq(valid)]
 
@@ -101,7 +108,7 @@ class Receive(wiring.Component):
             entry.b0.eq(Mux(beat.first, beat.data, b0)),
             entry.b1.eq(Mux(beat.first, 0, Mux(index == 1, beat.data, b1))),
             entry.fcs_ok.eq(chk.fcs_ok),
-            entry.icrc_ok.eq(chk.icrc_ok & (chk.length >= 64)),
+            entry.icrc_ok.eq(chk.icrc_ok & (chk.length >= icrc_min)),
             entry.length.eq(chk.length),
             entry.single.eq(beat.first),
             entry.too_long.eq(index == MAX_FRAME_BEATS),

@@ -9,7 +9,7 @@ from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
 from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
 from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
-from spec.rdma_responder import RESP_GROUP, SIZE_LIMITS
+from spec.rdma_responder import HEAD_BYTES, RESP_GROUP, SIZE_LIMITS
 from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
@@ -81,7 +81,7 @@ class Verify(wiring.Component):
     source QP.
     """
 
-    def __init__(self, entries, jobs, depth, mr_entries):
+    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -92,8 +92,8 @@ class Verify(wiring.Component):
         self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
         group = group_layout(RESP_GROUP)
         ports = {
-            "i": In(stream.Signature(verify_job_layout())),
-            "w": Out(stream.Signature(write_job_layout(depth))),
+            "i": In(stream.Signature(verify_job_layout(head_bytes))),
+            "w": Out(stream.Signature(write_job_layout(depth, head_bytes))),
             "ack": Out(stream.Signature(ack_layout())),
             "filled": Out(FillQuerySignature(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),

@@ -4,7 +4,9 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.eth_ip_udp import framing_param
 from spec.formats.roce import HOST_WORD_BITS
+from spec.formats.scaleup import Header
 from spec.host import wr_layout
 from spec.rdma_responder import REST_MAX
 from spec.rdma_stages import write_job_layout
@@ -47,12 +49,18 @@ class PayloadWriter(wiring.Component):
     (always there: a frame's beats are stored before its job exists); otherwise the
     cycle does nothing. So a frame takes ``max(1, words + tail beats)`` cycles: 2 for a
     128-byte WRITE ONLY (4 beats), 64 for a 4096-byte one (66 beats).
+
+    ``header="scaleup"``: the payload starts at frame byte 38 after a RETH, 22 without;
+    the job brings bytes 22 to 127 (frame beats 0 and 1), so the first word of every
+    frame comes from the job and word ``k >= 1`` needs beat ``k + 1`` of the frame. A
+    128-byte WRITE ONLY is 3 beats and takes 2 cycles.
     """
 
-    def __init__(self, depth):
+    def __init__(self, depth, header="roce"):
         self.depth = depth
+        self.framing = framing_param(self, header)
         super().__init__({
-            "i": In(stream.Signature(write_job_layout(depth))),
+            "i": In(stream.Signature(write_job_layout(depth, self.framing.head_bytes))),
             "beats": In(stream.Signature(HOST_WORD_BITS)),
             "o": Out(stream.Signature(wr_layout(depth))),
             "words": Out(32),
@@ -61,29 +69,43 @@ class PayloadWriter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         job = self.i.payload
+        scaleup = self.framing.header is Header.SCALEUP
         k = Signal(7)                          # words written of this job
         popped = Signal(range(REST_MAX + 1))   # beats popped of this job
         carry = Signal(HOST_WORD_BITS)                  # the frame beat before the next one
-        f0_tail, f1 = job.data[:80], job.data[80:]
+        tail_bits = 8 * (64 - self.framing.plain_bytes)        # beat 0 from the payload on
+        f0_tail, f1 = job.data[:tail_bits], job.data[tail_bits:]
+        # Scale-up: the payload's offset in every beat, after a RETH (38) and without (22).
+        rr, rp = 8 * self.framing.reth_bytes, 8 * self.framing.plain_bytes
 
         nwords = Signal(8)
         m.d.comb += nwords.eq(Mux(job.write, (job.plen + 63) >> 6, 0))
         left = Signal(14)
         m.d.comb += left.eq(job.plen - (k << 6))
         word_due, need_beat, tail = Signal(), Signal(), Signal()
+        if scaleup:
+            need = (k != 0) & Mux(job.reth, left > 64 - rr // 8, left > 64 - rp // 8)
+        else:
+            need = Mux(job.reth, left > 58, (k != 0) & (left > 10))
         m.d.comb += [
             word_due.eq(k < nwords),
-            need_beat.eq(word_due & Mux(job.reth, left > 58, (k != 0) & (left > 10))),
+            need_beat.eq(word_due & need),
             tail.eq(~word_due & (popped < job.rest)),
         ]
         hi = self.beats.payload
         word = Signal(HOST_WORD_BITS)
-        with m.If(job.reth):
-            m.d.comb += word.eq(Cat(Mux(k == 0, f1, carry)[48:], hi[:48]))
-        with m.Elif(k == 0):
-            m.d.comb += word.eq(Cat(f0_tail, f1[:432]))
-        with m.Else():
-            m.d.comb += word.eq(Cat(carry[432:], hi[:432]))
+        if scaleup:
+            b0 = Cat(Const(0, rp), f0_tail)           # beat 0, its header bytes zero
+            lo_beat, hi_beat = Mux(k == 0, b0, carry), Mux(k == 0, f1, hi)
+            m.d.comb += word.eq(Mux(job.reth, Cat(lo_beat[rr:], hi_beat[:rr]),
+                                    Cat(lo_beat[rp:], hi_beat[:rp])))
+        else:
+            with m.If(job.reth):
+                m.d.comb += word.eq(Cat(Mux(k == 0, f1, carry)[48:], hi[:48]))
+            with m.Elif(k == 0):
+                m.d.comb += word.eq(Cat(f0_tail, f1[:432]))
+            with m.Else():
+                m.d.comb += word.eq(Cat(carry[432:], hi[:432]))
         be = Signal(64)
         m.d.comb += be.eq(Mux(left >= 64, (1 << 64) - 1, (Const(1, 65) << left[:7]) - 1))
         mask = Signal(HOST_WORD_BITS)
@@ -107,7 +129,7 @@ class PayloadWriter(wiring.Component):
             m.d.comb += [self.o.valid.eq(word_due), self.beats.ready.eq(pop)]
             with m.If(pop):
                 m.d.sync += carry.eq(hi)
-            with m.Elif(~job.reth & (k == 0)):
+            with m.Elif((k == 0) & (Const(1) if scaleup else ~job.reth)):
                 m.d.sync += carry.eq(f1)
             with m.If(word_due):
                 m.d.sync += self.words.eq(self.words + 1)
