@@ -66,8 +66,6 @@ class Config:
     def __post_init__(self):
         if not isinstance(self.link_retry, bool):
             raise ValueError(f"link_retry must be True or False, not {self.link_retry!r}")
-
-    def __post_init__(self):
         check_header(self.header)
 
     @property
