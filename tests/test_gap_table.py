@@ -15,7 +15,7 @@ def test_each_row_changes_one_factor(profile):
     first = rows[0][2]
     assert (first["attachment"], first["fabric"], first["completion"], first["reliability"],
             first["header"]) == ("integrated", "board", "credit", "none", "compact")
-    for (_, _, before), (name, design, after), (_, _, change) in zip(
+    for (_, _, before), (name, _, after), (_, _, change) in zip(
             rows[:-1], rows[1:], gap_table.GAP_FACTORS[1:], strict=True):
         changed = {k for k in after if after.get(k) != before.get(k)}
         expected = {k for k, v in change.items()
