@@ -35,14 +35,15 @@ _PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps
                 "host_util", "inflight_bits", "ii_cycles")
 
 
-def _top(host, link_latency=None, fabric="board", link_retry=False):
+def _top(host, link_latency=None, fabric="board", link_retry=False, header="roce"):
     """The top's parameters that differ from :data:`spec.rdma_engine.TOP_DEFAULTS` (one
     build serves every point that keeps the defaults). A ``fabric`` profile other than
     ``board`` sets the link to its one-way path (:func:`spec.fabric_profiles.one_way`),
     the window records and the transport timeout by its rules
     (:func:`~spec.fabric_profiles.rdma_records`, :func:`~spec.fabric_profiles.
     rdma_timeout`); ``link_latency`` may then be only that path's. ``link_retry``: both
-    links reliable (:class:`rtl.tops.rdma_top.RdmaTop`). ``ValueError`` names a bad
+    links reliable (:class:`rtl.tops.rdma_top.RdmaTop`); ``header``: ``"roce"`` or
+    ``"scaleup"`` (:mod:`spec.formats.scaleup`). ``ValueError`` names a bad
     ``fabric`` or a ``link_latency`` it contradicts."""
     profile = fabric_profile(fabric)
     top = {}
@@ -62,6 +63,8 @@ def _top(host, link_latency=None, fabric="board", link_retry=False):
         top["link_latency"] = link_latency
     if link_retry is not False:
         top["link_retry"] = link_retry      # RdmaTop checks it is a bool
+    if header != TOP_DEFAULTS["header"]:
+        top["header"] = header              # check_params checks it
     return top
 
 
@@ -83,22 +86,23 @@ def _isolated(values):
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
-              fabric="board", link_retry=False):
+              fabric="board", link_retry=False, header="roce"):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
     ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
-    comparison keys (:func:`comparison_keys`). ``link_retry``: over reliable links
-    (:func:`_top`). Every parameter is checked before anything is built (``ValueError``
-    naming it)."""
+    comparison keys (:func:`comparison_keys`). ``link_retry``: over reliable links;
+    ``header``: the framing (:func:`_top`). Every parameter is checked before anything
+    is built (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
-    top = _top(host, link_latency, fabric, link_retry)
+    top = _top(host, link_latency, fabric, link_retry, header)
     fabric = fabric_profile(fabric).name
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
         + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
-        + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "")
+        + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
+        + (f"_{header}" if header != "roce" else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
@@ -112,9 +116,10 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     lat_dir = run_rdma(top, params=lat_params, sim=sim, test_id=f"{tag}_lat")
     bw = json.loads((bw_dir / "m.json").read_text())
     lat = json.loads((lat_dir / "m.json").read_text())
-    row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
+    row = {"design": "rdma", "framing": "rocev2" if header == "roce" else header,
+           "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
-           "rung": label or rung, **comparison_keys(host, fabric, link_retry)}
+           "rung": label or rung, **comparison_keys(host, fabric, link_retry, header)}
     if "link_latency" in top:
         row["link_latency"] = top["link_latency"]
     for side in ("rtl", "model"):
