@@ -118,6 +118,9 @@ POINT_OPTIONS = (
     ("--link-latency", "link_latency", "both", int,
      "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: the "
      "profile's)"),
+    ("--header", "header", "rdma", str,
+     "RDMA framing: roce (Ethernet + IPv4 + UDP + BTH) or scaleup (a 10-byte scale-up "
+     "header + BTH; spec/formats/scaleup.py); default roce"),
     ("--fabric", "fabric", "both", str,
      "fabric profile: board, rack or pod (spec/fabric_profiles.py; default board): links, "
      "switch hop and the state sized from them"),
@@ -151,6 +154,9 @@ def parse_args(argv=None):
                     help="co-simulations at a time for the headline (default $JOBS or 2)")
     ap.add_argument("--design", choices=("nic", "rdma"), default=None,
                     help="co-simulate one point of this design instead of the headline")
+    ap.add_argument("--link-retry", action="store_true",
+                    help="[nic, rdma] every link with link-level retry (ReliableLink; "
+                    "docs/recovery.md); the RDMA engine keeps its go-back-N above it")
     ap.add_argument("--gap", default="board,pod",
                     help="fabric profiles of the 'where the gap comes from' table, comma "
                     "separated (default board,pod; 'none': no table); tb/gap_table.py")
@@ -178,6 +184,10 @@ def parse_args(argv=None):
     if wrong:
         ap.error(f"{', '.join(wrong)}: not an option of --design {args.design}")
     args.knobs = {k: getattr(args, k) for k in given}
+    if args.link_retry:
+        if args.design is None:
+            ap.error("--link-retry: give --design too")
+        args.knobs["link_retry"] = True
     if args.design:
         try:
             args.knobs = check_point(args.design, args.msg_bytes, args.messages, args.knobs)
@@ -217,6 +227,7 @@ def check_point(design, msg_bytes, messages, knobs):
     from spec.rdma_engine import LADDER, TOP_DEFAULTS
 
     knobs = dict(knobs)
+    link_retry = knobs.pop("link_retry", None)
     fabric = knobs.pop("fabric", None)
     if fabric is not None:
         profile = fabric_profile(fabric)
@@ -240,6 +251,8 @@ def check_point(design, msg_bytes, messages, knobs):
     _, p = resolve(design, msg_bytes, messages, knobs)
     if fabric is not None:
         knobs["fabric"] = profile.name
+    if link_retry is not None:
+        knobs["link_retry"] = link_retry
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
         if messages * msg_bytes > room:
@@ -257,13 +270,14 @@ def run_design_point(args):
         return run_point(args.sim, k["framing"], args.msg_bytes, args.messages,
                          peers=k.get("peers", 1), top=top or None,
                          attachment=k.get("attachment", "integrated"),
-                         fabric=k.get("fabric", "board"),
+                         fabric=k.get("fabric", "board"), retry=k.get("link_retry", False),
                          test_id=f"point-{args.messages}x{args.msg_bytes}")
     from tb.rdma.headline import run_point
     return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
                      rung=k["rung"], link_latency=k.get("link_latency"),
-                     fabric=k.get("fabric", "board"))
+                     fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
+                     header=k.get("header", "roce"))
 
 
 def main(argv=None):
