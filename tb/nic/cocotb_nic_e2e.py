@@ -134,7 +134,8 @@ async def nic_e2e_matches_model(dut):
     tb.arm(want)
     for q in range(nodes):
         tb.harness.arm_recorder(f"cp{q}", len(want["e2e"][q]["cp"][0]))
-    end = await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
+    await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
+    end = tb.end                          # the cycle the ports and recorders are read
     await tb.harness.snapshot(recorders=[f"cp{q}" for q in range(nodes)])
     sb = Scoreboard(dut._log)
     tb.compare(sb, want)
