@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int
 from spec.formats.nic import COMPLETION_COUNT_BITS
+from spec.rdma_engine import TIMEOUT_BITS
 
 __all__ = ["OutstandingTracker", "sent_event_layout", "cpl_event_layout"]
 
@@ -29,7 +30,8 @@ class OutstandingTracker(wiring.Component):
         ids are not tracked.
     timeout : int
         Cycles without an accepted completion from a destination, while frames to it are
-        outstanding, that count one timeout (2 to 2**24).
+        outstanding, that count one timeout (2 to ``2**TIMEOUT_BITS``, the RDMA
+        requester's timeout range: :data:`spec.rdma_engine.TIMEOUT_BITS`).
 
     Ports
     -----
@@ -61,7 +63,7 @@ class OutstandingTracker(wiring.Component):
 
     def __init__(self, peers, timeout):
         self.peers = check_int(self, "peers", peers, 1, 256)
-        self.timeout = check_int(self, "timeout", timeout, 2, 1 << 24)
+        self.timeout = check_int(self, "timeout", timeout, 2, 1 << TIMEOUT_BITS)
         b = COMPLETION_COUNT_BITS
         arr = data.ArrayLayout(b, peers)
         super().__init__({

@@ -26,10 +26,14 @@ import cocotb
 from pymodel.nic.frames import build_completion
 from pymodel.nic.system import NicSystemModel, Store
 from pymodel.scenarios.nic import build_scenario, table_writes, window_writes
-from rtl.nic.outstanding_tracker import cpl_event_layout
 from spec.formats.nic import completion_beats
-from spec.nic import CPL_COUNTERS, CPL_PEER_PORTS
 from tb.cosim import cosim_params
+from tb.nic.e2e_check import (
+    arm_completions,
+    compare_completions,
+    read_completions,
+    store_completions,
+)
 from tb.nic.testbench import NicTestbench
 from tb.scoreboard import Scoreboard
 
@@ -132,39 +136,20 @@ async def nic_e2e_matches_model(dut):
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
     tb.load(stores, ids, faults=faults, table=tbl, windows=wins)
     tb.arm(want)
-    for q in range(nodes):
-        tb.harness.arm_recorder(f"cp{q}", len(want["e2e"][q]["cp"][0]))
+    arm_completions(tb, want)
     await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
-    end = tb.end                          # the cycle the ports and recorders are read
-    await tb.harness.snapshot(recorders=[f"cp{q}" for q in range(nodes)])
+    cp = await read_completions(tb)
     sb = Scoreboard(dut._log)
     tb.compare(sb, want)
-    h = tb.harness
-    ports, counters = {}, {}
-    for q in range(nodes):
-        e = want["e2e"][q]
-        items, stamps = h.recorded(f"cp{q}")
-        model_items = [cpl_event_layout.const({
-            "src": s, "known": int(k), "status": st, "count": c, "dropped": dr}).as_bits()
-            for s, k, st, c, dr in e["cp"][0]]
-        sb.compare(f"cp{q} completions", items, model_items)
-        sb.compare(f"cp{q} cycles", stamps, e["cp"][1], fmt=str)
-        counters[q] = {c: int(h.port(f"{c}{q}").value) for c in CPL_COUNTERS}
-        for c in CPL_COUNTERS:
-            sb.equal(f"{c}{q}", counters[q][c], e[c])
-        ports[q] = {n: [int(h.port(f"{n}{q}_{d}").value) for d in range(nodes)]
-                    for n in CPL_PEER_PORTS}
-        # Timeouts: those of the cycles whose edge the RTL passed before the ports were
-        # read (``end``); none may fall right at the end, where the count is ambiguous.
-        seen = [t for t, _ in e["timeout_cycles"]]
-        sb.equal(f"timeouts{q} away from the end", any(end - 3 <= t <= end + 3 for t in seen),
-                 False)
-        want_ports = dict(e["ports"])
-        want_ports["timeouts"] = [sum(1 for t, d in e["timeout_cycles"] if d == dd and t < end)
-                                  for dd in range(nodes)]
-        for n in CPL_PEER_PORTS:
-            sb.compare(f"{n}{q}", ports[q][n], want_ports[n], fmt=str)
+    ports, counters = compare_completions(sb, tb, want, cp)
     _check_intent(sb, tb, p, stores, ids, ports, counters)
+    # Each store's end-to-end completion, from the RTL's completion stamps by the
+    # tracker's contract, equals the model's.
+    for q in range(nodes):
+        frames = [(s.dst, len(s.segments(w, p["max_payload"]))) for s in stores.get(q, [])]
+        sb.compare(f"store completions of node {q}",
+                   store_completions(cp[q][0], cp[q][1], frames),
+                   [st["completion"] for st in want["stores"] if st["src"] == q], fmt=str)
     # The completion frames on the wire are the frames the spec defines.
     for q in range(nodes):
         for _c, dst, status, count, dropped in want["e2e"][q]["sent"][:1]:
@@ -172,7 +157,7 @@ async def nic_e2e_matches_model(dut):
             frames = [f.data for f in tb.links[q].frames()]
             sb.equal(f"tx{q} carries its first completion frame", raw in frames, True)
     Path("nic_e2e_results.json").write_text(json.dumps({
-        "mismatches": len(sb.mismatches), "cycles": end,
+        "mismatches": len(sb.mismatches), "cycles": tb.end,
         "e2e": {q: {**counters[q], **ports[q]} for q in range(nodes)}}))
     sb.check()
     assert any(want["e2e"][q]["cp"][0] for q in range(nodes)), "no completion reached a sender"
