@@ -35,3 +35,54 @@ def test_nic_e2e(sim, framing, scenario, extra, test_id):
     top, params = e2e_params(framing, scenario=scenario, extra_cycles=extra)
     run_cosim(top, name=f"nic_top_e2e_{framing}", test_module="tb.nic.cocotb_nic_e2e",
               sim=sim, test_id=test_id, params=params)
+
+
+#: The credit-against-e2e measurement: the ``make sim`` headline top and scenario (node 0
+#: stores 1000 x 128 B to node 1; :data:`spec.nic.HEADLINE_TOP`).
+MESSAGES, MSG_BYTES = 1000, 128
+
+
+@pytest.mark.parametrize("framing", ["compact", "l2"])
+@pytest.mark.parametrize("completion", ["credit", "e2e"])
+def test_nic_e2e_headline(sim, framing, completion, test_id):
+    """The headline pair with ``credit`` and with ``e2e`` completion: RTL = model, and
+    the figures follow from the spec: 1000 frames coalesced 1 in 16 are 62 completions
+    and a flush (63, the receiver's only frames), each ``8 + completion_bytes + 4 + 12``
+    wire bytes; the store stream is untouched (latency 11, one store every 3 cycles,
+    3 credits per store); an e2e completion comes after the remote write. Writes the
+    row to ``nic_results.json`` in the run folder (docs/nic.md quotes it)."""
+    import json
+    import pathlib
+
+    from pymodel.fcs import phy_bytes
+    from pymodel.nic.frames import build_frame
+    from spec.formats.nic import completion_bytes
+    from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP
+
+    top_kw = dict(HEADLINE_TOP)
+    items = [4096, 16, 16, 16]
+    top = NicTop(framing=framing, items=items, events=[4096, 4096, 16, 16],
+                 completion=completion, **top_kw)
+    params = dict(top_kw, framing=framing, credits=top.credits, scenario="pair", seed=1,
+                  messages=MESSAGES, msg_bytes=MSG_BYTES, peers=1, completion=completion)
+    if completion == "e2e":
+        params.update(coalesce=top.coalesce, flush_idle=top.flush_idle, timeout=top.timeout)
+    run_dir = run_cosim(top, name=f"nic_e2e_point_{framing}_{completion}",
+                        test_module="tb.nic.cocotb_nic", sim=sim, test_id=test_id,
+                        params=params)
+    res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
+    assert res["mismatches"] == 0
+    rtl, model = res["rtl"], res["model"]
+    assert rtl == model
+    store_wire = phy_bytes(build_frame(framing, 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
+    assert (rtl["latency_cycles"], rtl["ii_cycles"]) == (11, 3)
+    assert rtl["ctrl_ops"]["credit_updates"] == 3
+    if completion == "credit":
+        assert rtl["wire_bytes"] == store_wire
+        assert rtl["ctrl_ops"]["acks_sent"] == 0
+        return
+    n_cpl = MESSAGES // COMPLETION_DEFAULTS["coalesce"] + 1
+    cpl_wire = 8 + completion_bytes(framing) + 4 + 12
+    assert rtl["ctrl_ops"]["acks_sent"] == rtl["ctrl_ops"]["acks_received"] == n_cpl / MESSAGES
+    assert rtl["wire_bytes"] == pytest.approx(store_wire + n_cpl * cpl_wire / MESSAGES)
+    assert rtl["completion_cycles"] > rtl["latency_cycles"]
