@@ -176,7 +176,7 @@ ACCEPTED_PARAMS = {
                           "coalesce", "flush_idle", "timeout"),
     "tb.nic.cocotb_nic_e2e": ("width", "nodes", "framing", "link_latency", "mem_words",
                               "max_payload", "credits", "scenario", "seed", "coalesce",
-                              "flush_idle", "timeout", "extra_cycles"),
+                              "flush_idle", "timeout", "extra_cycles", "stall_rate"),
     "tb.nic.cocotb_nic_retry": ("width", "nodes", "framing", "link_latency", "mem_words",
                                 "max_payload", "credits", "faults", "seed", "count",
                                 "stall_rate", "expect_damage", "expect_signalling"),

@@ -10,6 +10,7 @@ recovered by the next cumulative one, the last is reported by timeouts); ``forge
 (node 3 is configured with node 0's id and stores to node 1, node 0 sends 2 stores to
 node 1: the completions that node 1 returns to id 0 count more than node 0 sent, so
 node 0 drops and counts every one; node 2's stores to node 1 complete as usual).
+``stall_rate``: the command players' seeded stall pattern (as in :mod:`tb.nic.cocotb_nic`).
 
 Compared cycle for cycle with :class:`pymodel.nic.system.NicSystemModel`: every uplink
 beat (completion frames included), command accept, memory write, credit, receive
@@ -131,10 +132,11 @@ async def nic_e2e_matches_model(dut):
                            timeout=p["timeout"])
     stores, ids, faults, wins = _stores(p)
     tbl = table_writes(ids, nodes)
-    want = model.run(stores, ids, {}, faults, table_writes=tbl, window_writes=wins,
+    stalls = {q: (101 + 7 * q, p.get("stall_rate", 0)) for q in range(nodes)}
+    want = model.run(stores, ids, stalls, faults, table_writes=tbl, window_writes=wins,
                      until=p.get("extra_cycles", 0))
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
-    tb.load(stores, ids, faults=faults, table=tbl, windows=wins)
+    tb.load(stores, ids, stalls=stalls, faults=faults, table=tbl, windows=wins)
     tb.arm(want)
     arm_completions(tb, want)
     await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
