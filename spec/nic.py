@@ -8,7 +8,9 @@ Imported by the RTL top (:class:`rtl.tops.nic_top.NicTop`), the golden model
 """
 
 __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WORD_BITS",
-           "check_attachment", "pcie_mmio_addr", "link_credits"]
+           "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
+           "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
+           "CPL_COUNTERS", "CPL_PEER_PORTS", "completion_state_bits"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -52,3 +54,71 @@ def link_credits(width, max_payload):
     credits each sender starts with. A sizing rule (a depth), shared by the RTL top and
     the model."""
     return 2 * (-(-(max_payload + 28) // width))
+
+
+#: How a sender learns that a store is done. ``credit``: the link credit of its last
+#: beat comes back (one hop: the switch's ingress buffer let it go). ``e2e``: the
+#: receiver returns a completion frame (``spec.formats.nic`` completion header) once
+#: the store is written in its memory, or dropped at the address or window check, and
+#: the sender counts them per destination (docs/nic.md, End-to-end completion).
+COMPLETIONS = ("credit", "e2e")
+
+
+def check_completion(completion):
+    """``completion`` if it is one of :data:`COMPLETIONS`; ``ValueError`` otherwise."""
+    if completion not in COMPLETIONS:
+        raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
+    return completion
+
+
+def _rdma_defaults():
+    from spec.rdma_engine import ACK_COALESCE, REQUESTER_DEFAULTS
+    return ACK_COALESCE["ack_every"], REQUESTER_DEFAULTS["timeout"]
+
+
+#: Defaults of the end-to-end completion. ``coalesce``: one completion per 16 finished
+#: frames of a source, the RDMA engine's coalesced ACK rate
+#: (``spec.rdma_engine.ACK_COALESCE["ack_every"]``), so that the two designs' e2e rows
+#: compare like with like (the classic scheme: RFC 1122 section 4.2.3.2, an ACK per
+#: N segments plus a timer; Ultra Ethernet and IRN coalesce ACKs the same way).
+#: ``timeout``: 4096 cycles without a completion while frames are outstanding, the RDMA
+#: requester's transport timeout (``REQUESTER_DEFAULTS["timeout"]``), for the same reason.
+#: The idle flush is sized from the frame (:func:`completion_flush_idle`).
+COMPLETION_DEFAULTS = dict(zip(("coalesce", "timeout"), _rdma_defaults(), strict=True))
+
+
+def completion_flush_idle(width, framing, max_payload):
+    """Cycles without a new frame of a source after which its pending completion is sent
+    (the source's stream has gone idle): twice the longest frame's beats. A source that
+    sends back to back delivers a frame at least every longest frame at the receiver,
+    and one frame of another sender may come in between; waiting longer only delays
+    the last completion."""
+    from spec.formats.nic import frame_beats
+    return 2 * frame_beats(width, framing, max_payload)
+
+
+#: Per-node counters of the end-to-end completion (NicTop ports ``<name><p>``):
+#: completions sent by the receiver, completions accepted by the sender, completions
+#: dropped by the sender (forged: a count beyond what was sent, from a source it sent
+#: nothing, from an unknown L2 source MAC, or not advancing).
+CPL_COUNTERS = ("cpl_sent", "cpl_ok", "cpl_bad")
+#: Per (sender ``p``, destination ``d``) ports ``<name><p>_<d>`` of the sender's tracker:
+#: frames outstanding (sent minus completed), frames completed (cumulative, modulo
+#: ``2**COMPLETION_COUNT_BITS``), of those dropped by the receiver, timeouts.
+CPL_PEER_PORTS = ("outstanding", "completed", "dropped", "timeouts")
+
+
+def completion_state_bits(peers, coalesce, flush_idle, timeout):
+    """State bits of the end-to-end completion of one node: ``(receiver, sender)``.
+
+    Receiver (completion generator) per source: the finished and dropped counts
+    (2 x 16), the pending count (``bits(coalesce)``), the idle age
+    (``bits(flush_idle)``) and the dropped flag; plus the frame being sent (the 48-bit
+    completion header, destination, beat index and busy flag). Sender (outstanding
+    tracker) per destination: sent, completed and dropped counts (3 x 16), the timer
+    (``bits(timeout - 1)``) and the timeout counter (16)."""
+    from spec.formats.nic import COMPLETION_COUNT_BITS as b
+    gen = peers * (2 * b + coalesce.bit_length() + flush_idle.bit_length() + 1) + 48 + 8 + 8
+    trk = peers * (3 * b + (timeout - 1).bit_length() + 16)
+    return gen, trk

@@ -67,6 +67,14 @@ SLOW = {
     # that the big tops contain) on Icarus, which builds in seconds.
     "test_cosim_nic.py::test_nic_scenarios[verilator-*-l2]":
         "Verilator runs the compact NIC top; Icarus runs both framings",
+    "test_cosim_nic_e2e.py::test_nic_e2e[verilator-*-l2]":
+        "Verilator runs the compact e2e top; Icarus runs both framings",
+    "test_cosim_nic_e2e.py::test_nic_e2e_headline[*-credit-*]":
+        "the credit rows are the make sim headline's (test_cosim_nic.py and the headline "
+        "runs cover that top); make test-all measures them beside the e2e rows",
+    "test_cosim_nic_e2e.py::test_nic_e2e_headline[verilator-e2e-*]":
+        "Icarus runs both e2e headline points (two more Verilator builds of about a "
+        "minute); Verilator runs the e2e blocks in the compact e2e top",
     "test_cosim_nic_retry.py::test_nic_retry[verilator-compact-*]":
         "Verilator runs the L2 retry top; Icarus runs both framings",
     "test_cosim_faulty_link.py::test_faulty_link_at_five_percent[verilator-64]":

@@ -9,13 +9,17 @@ from spec.formats.nic import (
     MIN_FRAME_BYTES,
     Framing,
     NicOp,
+    completion_bytes,
+    completion_header_layout,
+    completion_layout,
     header_bytes,
     header_layout,
     node_mac,
     store_header_layout,
 )
 
-__all__ = ["build_frame", "parse_header", "wire_bytes"]
+__all__ = ["build_frame", "parse_header", "wire_bytes", "build_completion",
+           "parse_completion"]
 
 #: The header's length, per framing (cached: each call builds the layout).
 header_bytes = functools.cache(header_bytes)
@@ -67,3 +71,36 @@ def parse_header(framing, raw):
 def wire_bytes(frame_with_fcs):
     """Bytes a frame costs on an Ethernet PHY: preamble/SFD + frame + FCS + IFG."""
     return phy_bytes(frame_with_fcs)
+
+
+def build_completion(framing, src, dst, status, count, dropped, fcs=True):
+    """The completion frame receiver ``src`` sends to store source ``dst``: the framing's
+    header with the completion header, zero padding (L2: to 60 bytes), the FCS."""
+    framing = Framing(framing)
+    cpl = {"opcode": NicOp.COMPLETION, "status": status, "count": count,
+           "dropped": dropped, "reserved": 0}
+    if framing is Framing.L2:
+        fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),
+                  "ethertype": list(ETHERTYPE.to_bytes(2, "big")), "cpl": cpl}
+    else:
+        fields = {"dst": dst, "src": src, "cpl": cpl}
+    n = completion_bytes(framing)
+    frame = pack(completion_layout(framing), fields).to_bytes(n, "little")
+    return frame + fcs_bytes(frame) if fcs else frame
+
+
+def parse_completion(framing, raw):
+    """The completion header fields of a header held in ``raw``: ``status``, ``count``,
+    ``dropped``, and ``src`` (the compact ``src`` byte or byte 5 of the L2 source MAC)."""
+    framing = Framing(framing)
+    layout = completion_layout(framing)
+    bits = int.from_bytes(raw[:layout.size // 8], "little")
+    cpl = bits >> layout["cpl"].offset
+
+    def part(name):
+        f = completion_header_layout[name]
+        return (cpl >> f.offset) & ((1 << f.width) - 1)
+
+    src = raw[11] if framing is Framing.L2 else raw[1]
+    return {"status": part("status"), "count": part("count"), "dropped": part("dropped"),
+            "src": src}

@@ -3,8 +3,15 @@
 import functools
 
 from pymodel.fcs import fcs_ok
-from pymodel.nic.frames import parse_header
-from spec.formats.nic import MAC_PREFIX, header_bytes, header_layout, padded_bytes
+from pymodel.nic.frames import parse_completion, parse_header
+from spec.formats.nic import (
+    MAC_PREFIX,
+    NicOp,
+    completion_bytes,
+    header_bytes,
+    header_layout,
+    padded_bytes,
+)
 
 __all__ = ["NicRxModel", "COUNTER_NAMES"]
 
@@ -32,6 +39,13 @@ class NicRxModel:
         the writes of the cycles before the beat holding the source byte).
     mem : list of int, optional
         The memory's words before the run (default zeros).
+    completion : str
+        ``"credit"`` or ``"e2e"``: with ``e2e`` a completion frame (opcode COMPLETION,
+        its length, FCS, destination) is not malformed: it is not written nor counted,
+        and :attr:`cpls` gets it in the verdict cycle (``c + 1``); a store frame from a
+        node that passed FCS, format and destination gets an entry in :attr:`acks` at the
+        cycle its last buffered beat is drained (``(src, dropped)``, dropped at the
+        address or window check).
 
     ``step(c, side)``: ``side["i"]`` is the beat arriving in cycle ``c`` (a tuple
     ``(data, nbytes, first, last, mid, ...)``; ``mid`` the message id the beat carries,
@@ -53,10 +67,15 @@ class NicRxModel:
         The local memory.
     posted : list
         ``(cycle, host-interface wr word)`` of each write (the ``pcie`` attachment).
+    acks, cpls : dict
+        ``e2e``: cycle -> the ``ack`` event ``(src, dropped)``; cycle -> the ``cpl``
+        event ``(src, known, status, count, dropped)``.
     """
 
     def __init__(self, width, framing, max_payload, mem_words, node_id, table, mem=None,
-                 port=0):
+                 port=0, completion="credit"):
+        self.e2e = completion == "e2e"
+        self.acks, self.cpls = {}, {}
         self.w, self.framing, self.max_payload = width, framing, max_payload
         self.mem_words, self.node_id, self.table = mem_words, node_id, table
         h = self.h = header_bytes(framing)
@@ -117,8 +136,21 @@ class NicRxModel:
             wrong_dst = f["dst_mac"] != MAC_PREFIX + bytes([self.node_id])
         else:
             wrong_dst = f["dst"] != self.node_id
+        is_cpl = self.e2e and f["opcode"] == NicOp.COMPLETION.value
+        src_known = not self.l2 or bytes(hdr_raw[self.prefix_at]) == MAC_PREFIX
         if not fcs_ok(bytes(frame)):
             reason = "drop_fcs"
+        elif is_cpl:
+            if ((self.count & 0xFFFF) != completion_bytes(self.framing) + 4
+                    or not f["ethertype_ok"]):
+                reason = "drop_malformed"
+            elif wrong_dst:
+                reason = "drop_dst"
+            else:
+                reason = None
+                g = parse_completion(self.framing, bytes(hdr_raw))
+                self.cpls[c + 1] = (g["src"], src_known, g["status"], g["count"],
+                                    g["dropped"])
         elif ((self.count & 0xFFFF) != _padded_bytes(self.framing, length) + 4
               or length == 0 or length > self.max_payload or addr % w or f["opcode"] != 1
               or not f["ethertype_ok"]):
@@ -132,9 +164,14 @@ class NicRxModel:
             reason = "drop_window"
         else:
             reason = "frames_ok"
-        self.counters[reason] += 1
+        if reason is not None:
+            self.counters[reason] += 1
         start = max(c + 2, self.writer_free)
         self.writer_free = start + max(nbeats, 1)
+        if (self.e2e and not is_cpl and src_known and nbeats
+                and reason in ("frames_ok", "drop_addr", "drop_window")):
+            src = hdr_raw[self.prefix_at.stop] if self.l2 else hdr_raw[1]
+            self.acks[start + nbeats - 1] = (src, reason != "frames_ok")
         if reason != "frames_ok":
             return {}
         payload = bytes(frame[h:])

@@ -4,7 +4,7 @@ import functools
 
 from pymodel.nic.store_segmenter import StoreSegmenterModel
 from pymodel.nic.tx_framer import TxFramerModel
-from spec.formats.nic import frame_beats
+from spec.formats.nic import completion_beats, frame_beats
 
 __all__ = ["NicTxModel"]
 
@@ -25,6 +25,15 @@ class NicTxModel:
         As for :class:`rtl.nic.nic_tx.NicTx`.
     node_id : int
         The ``node_id`` port.
+    completion : str
+        ``"credit"`` or ``"e2e"``: then ``side["cpl"]`` is the completion frame offered
+        in ``c`` whose first beat was not taken yet (its wire beats, from
+        :meth:`pymodel.nic.completion_gen.CompletionGenModel.offer`), or None. Between
+        store frames it has the link first (the RTL's rule): its first beat leaves with
+        ``credits >= completion_beats``, the rest back to back, and no store frame starts
+        meanwhile. The step's result then also has ``"sent"`` (the destination of a store
+        frame whose first beat left, or None) and ``"started"`` (the completion's first
+        beat left); a completion beat is ``{"o": (None, beat, False, n)}``.
 
     The frames are planned when the stores are queued (:meth:`queue`): the segmenter and
     the framer have fixed timing (zero latency, no bubble), so each frame is a list of
@@ -49,7 +58,11 @@ class NicTxModel:
         the protocol).
     """
 
-    def __init__(self, width, framing, max_payload, credits, node_id):
+    def __init__(self, width, framing, max_payload, credits, node_id, completion="credit"):
+        self.e2e = completion == "e2e"
+        self.cpl_need = completion_beats(width, framing)
+        self.cpl_rest = []
+        self.dsts = {}
         self.w, self.framing = width, framing
         self.segmenter = StoreSegmenterModel(width, max_payload)
         self.framer = TxFramerModel(width, framing)
@@ -76,6 +89,7 @@ class NicTxModel:
         its ``need`` (wire beats)."""
         need = _frame_beats(self.w, self.framing, seg.length)
         self.plan.append((mid, slots, need))
+        self.dsts[mid] = seg.dst
         return need
 
     def head(self):
@@ -85,8 +99,29 @@ class NicTxModel:
         mid, slots, _ = self.plan[self.fi]
         return mid, self.si, slots[self.si][0]
 
+    def _send(self, c, beat, mid, body):
+        self.tx[0].append(beat)
+        self.tx[1].append(c)
+        self.sent += 1
+        self.credits -= 1
+        if self.credits < 0:
+            self.credit_error = True
+        return (mid, beat, body, self.sent - 1)
+
     def step(self, c, side):
         out = None
+        cpl = side.get("cpl")
+        result = {}
+        if self.e2e:
+            result = {"sent": None, "started": False}
+            if self.cpl_rest or (cpl is not None and self.si == 0):
+                if self.cpl_rest:
+                    out = self._send(c, self.cpl_rest.pop(0), None, False)
+                elif self.credits >= self.cpl_need:
+                    out = self._send(c, cpl[0], None, False)
+                    self.cpl_rest = list(cpl[1:])
+                    result["started"] = True
+                return self._give(c, side, {"o": out, **result})
         if self.fi < len(self.plan):
             mid, slots, need = self.plan[self.fi]
             kind, beat = slots[self.si]
@@ -97,17 +132,16 @@ class NicTxModel:
             else:
                 ok = side["valid"]
             if ok and side.get("link_ready", True):
-                out = (mid, beat, kind == "body", self.sent)
-                self.tx[0].append(beat)
-                self.tx[1].append(c)
-                self.sent += 1
-                self.credits -= 1
-                if self.credits < 0:
-                    self.credit_error = True
+                if self.e2e and self.si == 0:
+                    result["sent"] = self.dsts[mid]
+                out = self._send(c, beat, mid, kind == "body")
                 self.si += 1
                 if self.si == len(slots):
                     self.fi += 1
                     self.si = 0
+        return self._give(c, side, {"o": out, **result})
+
+    def _give(self, c, side, result):
         give = side.get("give")
         if give:
             self.cr.append(c)
@@ -115,7 +149,7 @@ class NicTxModel:
             if self.credits > self.max_credits:
                 self.credit_error = True
                 self.credits = self.max_credits
-        return {"o": out}
+        return result
 
     def commit(self):
         pass

@@ -21,19 +21,26 @@ from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
 from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.nic.completion_gen import CompletionGenModel
 from pymodel.nic.credit_return import CreditReturnModel
 from pymodel.nic.fault_injector import FaultInjectorModel
 from pymodel.nic.nic_rx import NicRxModel
 from pymodel.nic.nic_tx import NicTxModel
+from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
 from pymodel.nic.params import NicParams
 from pymodel.nic.store import Store
 from pymodel.nic.window_table import WindowTableModel
 from pymodel.packet import pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
 from spec.fabric import check_source_write
-from spec.formats.nic import frame_beats, header_bytes
+from spec.formats.nic import COMPLETION_COUNT_BITS, frame_beats, header_bytes
 from spec.host import PROFILES
-from spec.nic import pcie_mmio_addr
+from spec.nic import (
+    COMPLETION_DEFAULTS,
+    check_completion,
+    completion_flush_idle,
+    pcie_mmio_addr,
+)
 
 __all__ = ["NicSystemModel", "NicParams", "Store"]
 
@@ -44,7 +51,8 @@ class NicSystemModel:
     :class:`NicParams`."""
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
-                 retry=False, attachment="integrated", fabric="board"):
+                 retry=False, attachment="integrated", fabric="board", completion="credit",
+                 coalesce=None, flush_idle=None, timeout=None):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
                                       max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
@@ -55,6 +63,16 @@ class NicSystemModel:
         self.lat, self.mem_words = prm.link_latency, prm.mem_words
         self.max_payload, self.credits = prm.max_payload, prm.credits
         self.h = header_bytes(prm.framing)
+        # End-to-end completion (NicTop's ``completion``, ``coalesce``, ``flush_idle``,
+        # ``timeout``; peers: node ids 0 .. nodes - 1).
+        self.completion = check_completion(completion)
+        self.e2e = completion == "e2e"
+        if self.e2e and (self.pcie or self.retry):
+            raise ValueError("completion 'e2e' needs attachment 'integrated' and no retry")
+        self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
+        self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
+        self.flush_idle = (completion_flush_idle(prm.width, prm.framing, prm.max_payload)
+                           if flush_idle is None else flush_idle)
 
     @classmethod
     def of(cls, params):
@@ -67,7 +85,7 @@ class NicSystemModel:
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
             table_writes=(), window_writes=None, link_settings=None, source_writes=(),
-            mem=None):
+            mem=None, until=0):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
 
         ``mem[p]`` (optional) is node ``p``'s local memory (``mem_words`` words) before the
@@ -86,6 +104,7 @@ class NicSystemModel:
         the downlink beat numbers whose byte 0 is inverted. With ``retry``,
         ``link_settings`` (a :class:`FaultSettings`) are the ``flt_*`` ports of the top:
         wire ``2p`` (uplink of ``p``) and ``2p + 1`` (its downlink) use seed + wire.
+        ``until``: run at least to that cycle (e2e timeouts of a silent destination).
         Returns a dict (see the keys at the end).
         """
         n, w, lat = self.nodes, self.w, self.lat
@@ -94,8 +113,9 @@ class NicSystemModel:
                              "'integrated', not 'pcie'")
         stalls = stalls or {}
         faults = faults or {}
-        txs = [NicTxModel(w, self.framing, self.max_payload, self.credits, node_ids[p])
-               for p in range(n)]
+        txs = [NicTxModel(w, self.framing, self.max_payload, self.credits, node_ids[p],
+                          self.completion) for p in range(n)]
+        e2e = self._e2e_start(node_ids, window_writes, mem, faults) if self.e2e else None
         crs = [CreditReturnModel(lat) for _ in range(n)]
         msgs, cmds = [], []
         total_beats = frames = 0
@@ -152,19 +172,26 @@ class NicSystemModel:
                 tx = txs[p]
                 give = crs[p].output(c)
                 head = tx.head()
-                if head is None:
+                offer = e2e["gen"][p].offer(c) if e2e else None
+                if head is None and offer is None and not (e2e and tx.cpl_rest):
                     if give:
                         tx.step(c, {"give": give})
                     continue
                 active = True
-                mid, si, _ = head
-                if self.pcie:                # the command beats come from the interface
+                mid, si, _ = head if head is not None else (None, 0, None)
+                if head is None:
+                    valid = False
+                elif self.pcie:                # the command beats come from the interface
                     valid = his[p].mmio_head(c) is not None
                 else:
                     m = msgs[mid]
                     valid = not stall[p][c] and (si > m["gate"] or c >= m["release"])
                 ready = not self.retry or links["up", p].ready()
-                out = tx.step(c, {"valid": valid, "link_ready": ready, "give": give})["o"]
+                res = tx.step(c, {"valid": valid, "link_ready": ready, "give": give,
+                                  "cpl": offer})
+                out = res["o"]
+                if e2e:
+                    e2e["step"][p] = res
                 if out is None:
                     continue
                 mid, beat, body, number = out
@@ -214,7 +241,10 @@ class NicSystemModel:
                     down[o].append((c + 1 + lat, beat))
             for p in pops:
                 crs[p].step(c, {"i": 1})
+            if e2e:
+                self._e2e_cycle(c, e2e, down, msgs)
             busy = (active or up or any(cr.busy() for cr in crs) or not sw.idle()
+                    or c < until or (e2e is not None and self._e2e_busy(e2e, down, txs))
                     or c < len(table_writes) or c < len(source_writes)
                     or any(link.busy() for link in links.values()))
             if busy:
@@ -230,9 +260,12 @@ class NicSystemModel:
                 msgs[mid]["completion"] = cr[k - 1] if k <= len(cr) else None
         window_writes = window_writes or {}
         mem = mem or {}
-        rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
-                               window_writes.get(p, ()), mem.get(p))
-              for p in range(n)}
+        if e2e:
+            rx = self._e2e_finish(e2e, msgs)
+        else:
+            rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
+                                   window_writes.get(p, ()), mem.get(p))
+                  for p in range(n)}
         for p in his:
             c = max(c, self._post(rx[p], his[p], msgs, p))
         per_store = []
@@ -255,7 +288,101 @@ class NicSystemModel:
                 "cycles": c,
                 "switch": {"drop_spoofed": sw.drop_spoofed},
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
-                "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links}}
+                "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links},
+                "e2e": self._e2e_result(e2e) if e2e else None}
+
+    # -- end-to-end completion -----------------------------------------------------------
+    def _e2e_start(self, node_ids, window_writes, mem, faults):
+        """``e2e``: the receivers run inside the cycle loop (their completions go back
+        through the fabric): per node its FaultInjector, WindowTable and NicRx twins, its
+        CompletionGen and OutstandingTracker twins."""
+        n, window_writes, mem = self.nodes, window_writes or {}, mem or {}
+        tables = [WindowTableModel(self.mem_words) for _ in range(n)]
+        return {
+            "rx": [NicRxModel(self.w, self.framing, self.max_payload, self.mem_words,
+                              node_ids[p], tables[p], mem.get(p), p, "e2e")
+                   for p in range(n)],
+            "tables": tables, "at": [0] * n, "ptr": [0] * n,
+            "windows": [list(window_writes.get(p, ())) for p in range(n)],
+            "inj": [FaultInjectorModel(set(faults.get(p, ()))) for p in range(n)],
+            "gen": [CompletionGenModel(self.w, self.framing, n, self.coalesce,
+                                       self.flush_idle, node_ids[p]) for p in range(n)],
+            "trk": [OutstandingTrackerModel(n, self.timeout) for _ in range(n)],
+            "step": [{} for _ in range(n)],
+            "cp": [([], []) for _ in range(n)],          # completions at the tracker
+            "ok": [[] for _ in range(n)],                # (cycle, src, count) accepted
+            "seq": [{} for _ in range(n)],               # dst -> mids of frames sent
+        }
+
+    def _e2e_cycle(self, c, e2e, down, msgs):
+        """``e2e``, cycle ``c``: the downlink beats arriving in ``c`` into each receiver
+        (window writes of the cycles before applied first, as :meth:`_receive` does),
+        then each node's tracker and generator."""
+        for p, rx in enumerate(e2e["rx"]):
+            beats, windows, table = down[p], e2e["windows"][p], e2e["tables"][p]
+            while e2e["ptr"][p] < len(beats) and beats[e2e["ptr"][p]][0] == c:
+                cyc, beat = beats[e2e["ptr"][p]]
+                e2e["ptr"][p] += 1
+                while e2e["at"][p] < min(cyc, len(windows)):
+                    table.step(e2e["at"][p], {"w": windows[e2e["at"][p]]})
+                    table.commit()
+                    e2e["at"][p] += 1
+                done = rx.step(cyc, {"i": e2e["inj"][p].step(cyc, {"i": beat})["o"]}).get(
+                    "written")
+                if done is not None:
+                    mid, last_write, index = done
+                    if mid is not None and mid < len(msgs):
+                        msgs[mid].setdefault("remote_writes", []).append(last_write)
+                        msgs[mid].setdefault("remote_index", []).append(index)
+                        msgs[mid]["remote_port"] = p
+            res = e2e["step"][p]
+            e2e["step"][p] = {}
+            out = res.get("o")
+            if res.get("sent") is not None:
+                e2e["seq"][p].setdefault(res["sent"], []).append(out[0])
+            cpl = rx.cpls.pop(c, None)
+            r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})
+            if cpl is not None:
+                e2e["cp"][p][0].append(cpl)
+                e2e["cp"][p][1].append(c)
+                if r["ok"]:
+                    e2e["ok"][p].append((c, cpl[0], cpl[3]))
+            e2e["gen"][p].step(c, {"ev": rx.acks.pop(c, None),
+                                   "started": res.get("started", False)})
+
+    @staticmethod
+    def _e2e_busy(e2e, down, txs):
+        return (any(g.busy() for g in e2e["gen"]) or any(tx.cpl_rest for tx in txs)
+                or any(rx.acks or rx.cpls for rx in e2e["rx"])
+                or any(e2e["ptr"][p] < len(down[p]) for p in range(len(txs))))
+
+    def _e2e_finish(self, e2e, msgs):
+        """``e2e``: each message's completion is the cycle an accepted completion first
+        covered its frame at its sender's tracker (None if none did); the receivers'
+        results as :meth:`_receive` gives them."""
+        mask = (1 << COMPLETION_COUNT_BITS) - 1
+        for m in msgs:
+            m["completion"] = None
+        for p in range(self.nodes):
+            done = {}
+            for c, d, count in e2e["ok"][p]:
+                old = done.get(d, 0)
+                new = old + ((count - old) & mask)
+                for mid in e2e["seq"][p].get(d, [])[old:new]:
+                    msgs[mid]["completion"] = c
+                done[d] = new
+        return {p: {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
+                for p, rx in enumerate(e2e["rx"])}
+
+    @staticmethod
+    def _e2e_result(e2e):
+        """Per node: the CPL counters, the tracker's per-destination ports, the
+        completions that reached the tracker (``cp``: events and cycles), the cycles of
+        the timeouts and the completions the generator sent."""
+        return {p: {"cpl_sent": g.cpl_sent, "cpl_ok": t.cpl_ok, "cpl_bad": t.cpl_bad,
+                    "ports": t.ports(), "cp": e2e["cp"][p],
+                    "timeout_cycles": t.timeout_cycles, "sent": g.sent}
+                for p, (g, t) in enumerate(zip(e2e["gen"], e2e["trk"], strict=True))}
 
     def _host_words(self, txs, msgs):
         """pcie: the host's posted writes (one per store, its command beats as words,

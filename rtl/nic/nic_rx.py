@@ -6,6 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.latency_memory import write_layout
+from rtl.nic.completion_gen import ack_event_layout
+from rtl.nic.outstanding_tracker import cpl_event_layout
 from rtl.nic.window_table import WindowTable, window_write_layout
 from spec.checks import check_int, reject
 from spec.formats.nic import (
@@ -14,10 +16,13 @@ from spec.formats.nic import (
     MIN_FRAME_BYTES,
     Framing,
     NicOp,
+    completion_bytes,
+    completion_layout,
     header_bytes,
     header_layout,
 )
 from spec.formats.packet import check_width, packet_signature
+from spec.nic import COMPLETIONS
 
 __all__ = ["NicRx", "DropReason", "source_byte"]
 
@@ -51,6 +56,9 @@ class NicRx(wiring.Component):
     depth : int
         Words of ``width`` bytes of local memory: the window is ``depth * width`` bytes
         from address 0.
+    completion : str
+        ``"credit"`` (default: stores only; a completion frame is malformed) or
+        ``"e2e"`` (:data:`spec.nic.COMPLETIONS`): the ``ack`` and ``cpl`` ports below.
 
     Ports
     -----
@@ -79,6 +87,16 @@ class NicRx(wiring.Component):
         the window of the frame's source (compact ``src`` byte, or byte 5 of the L2
         source MAC; an L2 source MAC whose first five bytes are not ``MAC_PREFIX`` is
         no node and is unauthorised).
+    ack : Out(stream.Signature(ack_event_layout, always_ready=True))
+        ``e2e`` only: a store frame from a node (compact ``src``; an L2 source MAC with
+        ``MAC_PREFIX``) that passed the FCS, format and destination checks is finished:
+        valid in the cycle its last buffered beat is drained (after its last memory
+        write), ``dropped`` if it was dropped at the address or window check.
+    cpl : Out(stream.Signature(cpl_event_layout, always_ready=True))
+        ``e2e`` only: a completion frame (opcode COMPLETION, ``completion_bytes + 4``
+        bytes, right EtherType for L2) with a good FCS for this node: valid in the
+        verdict cycle. Completion frames are not written and not counted in
+        ``frames_ok``; a bad one counts under ``drop_fcs``/``drop_malformed``/``drop_dst``.
 
     Timing
     ------
@@ -95,7 +113,7 @@ class NicRx(wiring.Component):
     a dropped frame reaches ``wr``.
     """
 
-    def __init__(self, width, framing, max_payload, depth):
+    def __init__(self, width, framing, max_payload, depth, completion="credit"):
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
@@ -103,6 +121,10 @@ class NicRx(wiring.Component):
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
         self.max_payload = check_int(self, "max_payload", max_payload, 1, 8191)
         self.depth = check_int(self, "memory depth (words)", depth, 2, 2**20)
+        if completion not in COMPLETIONS:
+            reject(self, f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
+        self.e2e = completion == "e2e"
         self.hbytes = header_bytes(self.framing)
         self.max_push = -(-(max_payload + 4) // width)
         super().__init__({
@@ -117,6 +139,9 @@ class NicRx(wiring.Component):
             "drop_dst": Out(32),
             "drop_addr": Out(32),
             "drop_window": Out(32),
+            **({"ack": Out(stream.Signature(ack_event_layout, always_ready=True)),
+                "cpl": Out(stream.Signature(cpl_event_layout, always_ready=True))}
+               if self.e2e else {}),
         })
 
     def elaborate(self, platform):
@@ -196,6 +221,12 @@ class NicRx(wiring.Component):
         fmt_bad = ((count != expect) | (st.length == 0)
                    | (st.length > self.max_payload) | (st.addr[:shift] != 0)
                    | (st.opcode != NicOp.STORE))
+        is_cpl = Signal() if self.e2e else Const(0, 1)
+        if self.e2e:
+            chdr = Signal(completion_layout(self.framing))
+            m.d.comb += [chdr.eq(hdr_raw[:8 * h]),
+                         is_cpl.eq(chdr.cpl.opcode == NicOp.COMPLETION)]
+            fmt_bad = Mux(is_cpl, count != completion_bytes(self.framing) + 4, fmt_bad)
         if self.framing is Framing.L2:
             fmt_bad = fmt_bad | (Cat(hdr.ethertype[1], hdr.ethertype[0]) != ETHERTYPE)
             dst = Cat(*[hdr.dst_mac[i] for i in range(6)])
@@ -209,20 +240,34 @@ class NicRx(wiring.Component):
             src_known = Const(1, 1)
         m.d.comb += [
             malformed.eq(fmt_bad),
-            out_of_window.eq(st.addr + st.length > self.depth * w),
+            out_of_window.eq(~is_cpl & (st.addr + st.length > self.depth * w)),
             win.addr.eq(st.addr),
             win.length.eq(st.length),
-            unauthorised.eq(~src_known | ~win.inside),
+            unauthorised.eq(~is_cpl & (~src_known | ~win.inside)),
         ]
-        desc_layout = data.StructLayout({
-            "good": 1, "addr": range(self.depth), "length": 13,
-            "nbeats": range(self.max_push + 2)})
+        fields = {"good": 1, "addr": range(self.depth), "length": 13,
+                  "nbeats": range(self.max_push + 2)}
+        if self.e2e:
+            fields.update({"ack": 1, "dropped": 1, "src": 8})
+            src = hdr.src_mac[5] if self.framing is Framing.L2 else hdr.src
+            passed = Signal()
+            m.d.comb += [
+                passed.eq(pend & fcs_good & ~malformed & ~wrong_dst),
+                self.cpl.valid.eq(passed & is_cpl),
+                self.cpl.payload.src.eq(src),
+                self.cpl.payload.known.eq(src_known),
+                self.cpl.payload.status.eq(chdr.cpl.status),
+                self.cpl.payload.count.eq(chdr.cpl.count),
+                self.cpl.payload.dropped.eq(chdr.cpl.dropped),
+            ]
+        desc_layout = data.StructLayout(fields)
         m.submodules.desc_q = descq = fifo.SyncFIFO(width=desc_layout.size,
                                                      depth=2 * self.max_push + 2)
         desc_in = Signal(desc_layout)
         good = Signal()
         m.d.comb += [
-            good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window & ~unauthorised),
+            good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window & ~unauthorised
+                    & ~is_cpl),
             desc_in.good.eq(good),
             desc_in.addr.eq(st.addr >> shift),
             desc_in.length.eq(st.length),
@@ -230,6 +275,12 @@ class NicRx(wiring.Component):
             descq.w_en.eq(pend),
             descq.w_data.eq(desc_in),
         ]
+        if self.e2e:
+            m.d.comb += [
+                desc_in.ack.eq(fcs_good & ~malformed & ~wrong_dst & ~is_cpl & src_known),
+                desc_in.dropped.eq(out_of_window | unauthorised),
+                desc_in.src.eq(src),
+            ]
         with m.If(pend):
             with m.If(~fcs_good):
                 m.d.sync += self.drop_fcs.eq(self.drop_fcs + 1)
@@ -241,7 +292,7 @@ class NicRx(wiring.Component):
                 m.d.sync += self.drop_addr.eq(self.drop_addr + 1)
             with m.Elif(unauthorised):
                 m.d.sync += self.drop_window.eq(self.drop_window + 1)
-            with m.Else():
+            with m.Elif(~is_cpl):
                 m.d.sync += self.frames_ok.eq(self.frames_ok + 1)
 
         # Writer: one buffered beat a cycle into local memory.
@@ -274,6 +325,17 @@ class NicRx(wiring.Component):
                 waddr.eq(c_addr + 1),
                 bleft.eq(Mux(c_bleft > w, c_bleft - w, 0)),
                 wgood.eq(c_good),
+            ]
+        if self.e2e:                     # the frame's last drained beat: it is finished
+            wack, wdrop, wsrc = Signal(), Signal(), Signal(8)
+            with m.If(drain):
+                m.d.sync += [wack.eq(Mux(idle, desc.ack, wack)),
+                             wdrop.eq(Mux(idle, desc.dropped, wdrop)),
+                             wsrc.eq(Mux(idle, desc.src, wsrc))]
+            m.d.comb += [
+                self.ack.valid.eq(drain & (c_left == 1) & Mux(idle, desc.ack, wack)),
+                self.ack.payload.src.eq(Mux(idle, desc.src, wsrc)),
+                self.ack.payload.dropped.eq(Mux(idle, desc.dropped, wdrop)),
             ]
         n = Signal(range(w + 1))
         m.d.comb += [

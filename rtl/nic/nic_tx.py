@@ -1,17 +1,19 @@
 """The NIC's transmit side: segmenter, framer, FCS and the link's credit gate."""
 
-from amaranth import Module
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.min_frame_padder import MinFramePadder
+from rtl.nic.outstanding_tracker import sent_event_layout
 from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tx_framer import NicTxFramer
-from spec.checks import check_int
-from spec.formats.nic import MIN_FRAME_BYTES, Framing, store_cmd_layout
+from spec.checks import check_int, reject
+from spec.formats.nic import MIN_FRAME_BYTES, Framing, completion_beats, store_cmd_layout
 from spec.formats.packet import packet_signature
+from spec.nic import COMPLETIONS
 
 __all__ = ["NicTx"]
 
@@ -28,6 +30,10 @@ class NicTx(wiring.Component):
     max_payload : int
         Largest payload of one frame (a multiple of ``width``): longer stores are cut
         into several frames by a :class:`StoreSegmenter`.
+    completion : str
+        ``"credit"`` (default) or ``"e2e"``: completion frames from a
+        :class:`rtl.nic.completion_gen.CompletionGen` share the link (ports ``cpl`` and
+        ``sent`` below).
 
     Ports
     -----
@@ -43,6 +49,10 @@ class NicTx(wiring.Component):
         per-message state).
     underflow, overflow : Out(1)
         Sticky protocol errors of the counter (stay low while both ends follow it).
+    cpl : In(packet_signature(width))
+        ``e2e`` only: completion frames without FCS (an FCS inserter of their own).
+    sent : Out(stream.Signature(sent_event_layout, always_ready=True))
+        ``e2e`` only: a store frame's first beat left for ``dst`` this cycle.
 
     Timing
     ------
@@ -54,9 +64,18 @@ class NicTx(wiring.Component):
     A credit given in cycle ``t`` counts from ``t + 1``. With enough credits, frames
     leave back to back, one every ``ceil((max(H + L, P) + 4) / W)`` cycles (``P`` = 60
     for L2, 0 for compact): no idle cycle between frames or segments.
+
+    ``e2e``: between store frames (no store frame half sent), a completion frame offered
+    at ``cpl`` has the link first: in that cycle no store frame starts, and the
+    completion's first beat leaves once ``credits >= completion_beats`` (stores wait
+    too), its later beats back to back. A store frame is never interrupted.
     """
 
-    def __init__(self, width, framing, credits, max_payload):
+    def __init__(self, width, framing, credits, max_payload, completion="credit"):
+        if completion not in COMPLETIONS:
+            reject(self, f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
+        self.e2e = completion == "e2e"
         self.max_credits = check_int(self, "credits", credits, 1, 65535)
         self.segmenter = StoreSegmenter(width, max_payload)
         self.framer = NicTxFramer(width, framing)
@@ -70,6 +89,9 @@ class NicTx(wiring.Component):
             "credits": Out(range(credits + 1)),
             "underflow": Out(1),
             "overflow": Out(1),
+            **({"cpl": In(packet_signature(width)),
+                "sent": Out(stream.Signature(sent_event_layout, always_ready=True))}
+               if self.e2e else {}),
         })
 
     def elaborate(self, platform):
@@ -86,10 +108,14 @@ class NicTx(wiring.Component):
             wiring.connect(m, pad.o, fcs.i)
         else:
             wiring.connect(m, framer.o, fcs.i)
-        wiring.connect(m, fcs.o, wiring.flipped(self.o))
+        if self.e2e:
+            start_ok = self._merge(m, fcs.o, seg.o.payload.dst, cnt, framer)
+        else:
+            wiring.connect(m, fcs.o, wiring.flipped(self.o))
+            start_ok = cnt.credits >= framer.need
         m.d.comb += [
             framer.node_id.eq(self.node_id),
-            framer.start_ok.eq(cnt.credits >= framer.need),
+            framer.start_ok.eq(start_ok),
             cnt.take.eq(self.o.valid & self.o.ready),
             cnt.give.eq(self.give),
             self.credits.eq(cnt.credits),
@@ -97,3 +123,26 @@ class NicTx(wiring.Component):
             self.overflow.eq(cnt.overflow),
         ]
         return m
+
+    def _merge(self, m, st, dst, cnt, framer):
+        """``e2e``: the store frames ``st`` and the completion frames onto ``o``; returns
+        the framer's ``start_ok``."""
+        m.submodules.cpl_fcs = cf = FcsInserter(self.width)
+        wiring.connect(m, wiring.flipped(self.cpl), cf.i)
+        st_busy, cpl_busy, sel, go = Signal(), Signal(), Signal(), Signal()
+        need = completion_beats(self.width, self.framing)
+        m.d.comb += [
+            sel.eq(cpl_busy | (~st_busy & cf.o.valid)),
+            go.eq(sel & (cpl_busy | (cnt.credits >= need))),
+            self.o.valid.eq(Mux(sel, cf.o.valid & go, st.valid)),
+            self.o.payload.eq(Mux(sel, cf.o.payload.as_value(), st.payload.as_value())),
+            cf.o.ready.eq(go & self.o.ready),
+            st.ready.eq(~sel & self.o.ready),
+            self.sent.valid.eq(st.valid & st.ready & st.payload.first),
+            self.sent.payload.dst.eq(dst),
+        ]
+        with m.If(cf.o.valid & cf.o.ready):
+            m.d.sync += cpl_busy.eq(~cf.o.payload.last)
+        with m.If(st.valid & st.ready):
+            m.d.sync += st_busy.eq(~st.payload.last)
+        return (cnt.credits >= framer.need) & ~sel

@@ -9,10 +9,12 @@ from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
+from rtl.nic.completion_gen import CompletionGen
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
+from rtl.nic.outstanding_tracker import OutstandingTracker, cpl_event_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
@@ -27,7 +29,17 @@ from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_lat
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES
-from spec.nic import ATTACHMENTS, COUNTERS, PCIE_WORD_BITS, WINDOW_WRITES
+from spec.nic import (
+    ATTACHMENTS,
+    COMPLETION_DEFAULTS,
+    COMPLETIONS,
+    COUNTERS,
+    CPL_COUNTERS,
+    CPL_PEER_PORTS,
+    PCIE_WORD_BITS,
+    WINDOW_WRITES,
+    completion_flush_idle,
+)
 
 __all__ = ["NicTop", "write_event_layout"]
 
@@ -104,11 +116,23 @@ class NicTop(HarnessTop):
     :func:`~spec.fabric_profiles.nic_top_credits` (``board``: today's
     :func:`spec.nic.link_credits`). The switch's hop delay can not hold a beat, so a
     profile with one (every profile but ``board``) refuses ``retry``.
+
+    ``completion`` (:data:`spec.nic.COMPLETIONS`): ``credit`` as above; ``e2e`` (with
+    the ``integrated`` attachment and no ``retry``) adds per node a
+    :class:`CompletionGen` ``cgen<p>`` fed by NicRx's ``ack`` (node ids ``0 ..
+    nodes - 1`` tracked; ``coalesce`` and ``flush_idle``, defaults
+    :data:`spec.nic.COMPLETION_DEFAULTS` and :func:`spec.nic.completion_flush_idle`)
+    whose frames NicTx merges onto the uplink, and an :class:`OutstandingTracker`
+    ``otrk<p>`` (``timeout``) fed by NicTx's ``sent`` and NicRx's ``cpl``. Ports
+    ``<name><p>`` (:data:`spec.nic.CPL_COUNTERS`) and ``<name><p>_<d>``
+    (:data:`spec.nic.CPL_PEER_PORTS`, 16 bits); recorder ``cp<p>`` every completion
+    that reaches node ``p``'s tracker (``cpl_event_layout``).
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
-                 attachment="integrated", fabric="board"):
+                 attachment="integrated", fabric="board", completion="credit",
+                 coalesce=None, flush_idle=None, timeout=None):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -119,6 +143,14 @@ class NicTop(HarnessTop):
         elif profile.name != "board" and link_latency != profile.link:
             reject(self, f"link_latency {link_latency!r}: fabric {profile.name!r} sets the "
                          f"link latency ({profile.link} cycles); leave link_latency out")
+        if completion not in COMPLETIONS:
+            reject(self, f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
+        self.completion = completion
+        self.e2e = completion == "e2e"
+        if self.e2e and (attachment != "integrated" or retry):
+            reject(self, "completion 'e2e' needs attachment 'integrated' and no retry, "
+                         f"not {attachment!r} with retry={retry!r}")
         if attachment not in ATTACHMENTS:
             reject(self, f"attachment must be one of {list(ATTACHMENTS)}, "
                          f"not {attachment!r}")
@@ -142,8 +174,18 @@ class NicTop(HarnessTop):
                          f"replay buffer stops; link retry runs on fabric 'board'")
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency)
-        self.txs = [NicTx(width, framing, self.credits, max_payload) for _ in range(nodes)]
-        self.rxs = [NicRx(width, framing, max_payload, mem_words) for _ in range(nodes)]
+        self.txs = [NicTx(width, framing, self.credits, max_payload, completion)
+                    for _ in range(nodes)]
+        self.rxs = [NicRx(width, framing, max_payload, mem_words, completion)
+                    for _ in range(nodes)]
+        self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
+        self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
+        self.flush_idle = (completion_flush_idle(width, framing, max_payload)
+                           if flush_idle is None else flush_idle)
+        self.gens = [CompletionGen(width, framing, nodes, self.coalesce, self.flush_idle)
+                     for _ in range(nodes)] if self.e2e else []
+        self.trks = [OutstandingTracker(nodes, self.timeout)
+                     for _ in range(nodes)] if self.e2e else []
         if self.retry:
             beats = frame_beats(width, framing, max_payload)
             self.links = [(ReliableLink(width, link_latency, beats),
@@ -179,6 +221,11 @@ class NicTop(HarnessTop):
                             "link_overflow", "link_too_long") else 32)
             for c in COUNTERS:
                 ports[f"{c}{p}"] = Out(32)
+            if self.e2e:
+                recorders[f"cp{p}"] = (cpl_event_layout, events[p])
+                ports.update({f"{c}{p}": Out(32) for c in CPL_COUNTERS})
+                ports.update({f"{c}{p}_{d}": Out(16) for c in CPL_PEER_PORTS
+                              for d in range(nodes)})
             if self.pcie:
                 for c in HOST_COUNTERS:
                     ports[f"hi{p}_{c}"] = Out(32)
@@ -256,8 +303,28 @@ class NicTop(HarnessTop):
                         m.d.comb += getattr(link, name).eq(value)
                     for name in COUNTER_PORTS:
                         m.d.comb += getattr(self, f"{side}{p}_{name}").eq(getattr(link, name))
+            if self.e2e:
+                self._attach_completion(m, p, tx, rx, node_id, recorders[f"cp{p}"].i)
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)
+
+    def _attach_completion(self, m, p, tx, rx, node_id, cprec):
+        """``e2e``: node ``p``'s completion generator (NicRx ``ack`` -> NicTx ``cpl``) and
+        outstanding tracker (NicTx ``sent``, NicRx ``cpl``)."""
+        m.submodules[f"cgen{p}"] = gen = self.gens[p]
+        m.submodules[f"otrk{p}"] = trk = self.trks[p]
+        wiring.connect(m, rx.ack, gen.ev)
+        wiring.connect(m, gen.o, tx.cpl)
+        wiring.connect(m, tx.sent, trk.sent)
+        wiring.connect(m, rx.cpl, trk.cpl)
+        m.d.comb += [gen.node_id.eq(node_id),
+                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload),
+                     getattr(self, f"cpl_sent{p}").eq(gen.cpl_sent),
+                     getattr(self, f"cpl_ok{p}").eq(trk.cpl_ok),
+                     getattr(self, f"cpl_bad{p}").eq(trk.cpl_bad)]
+        for name in CPL_PEER_PORTS:
+            for d in range(self.nodes):
+                m.d.comb += getattr(self, f"{name}{p}_{d}").eq(getattr(trk, name)[d])
 
     def _attach_pcie(self, m, p, cmd, tx, rx, mem, wrrec):
         """Node ``p``'s host interface between the host (player ``cmd<p>``) and NicTx, and

@@ -29,6 +29,21 @@ L2 header (20 bytes)::
     bytes 12..13  EtherType 0x88B5 (big endian)
     bytes 14..19  store header
 
+Completion header (6 bytes, in place of the store header; end-to-end completion only,
+sent by a receiver back to a source of stores)::
+
+    bits  0..2   opcode   NicOp (COMPLETION = 2)
+    bits  3..7   status   CompletionStatus flags (DROPPED = 1: a store of the source was
+                          dropped since the previous completion)
+    bits  8..23  count    stores (frames) of the source the receiver has finished,
+                          written or dropped at the address or window check, modulo
+                          2**COMPLETION_COUNT_BITS
+    bits 24..39  dropped  of those, the ones dropped, modulo 2**COMPLETION_COUNT_BITS
+    bits 40..47  reserved 0
+
+A completion frame is the framing's header (``dst`` the store source, ``src`` the
+receiver) with the completion header, no payload (L2: zero padding to 60 bytes), FCS.
+
 After the header: ``length`` payload bytes, then the 4-byte FCS. An L2 frame shorter than
 the IEEE 802.3 minimum (64 bytes with FCS, clause 3.2.8) is padded with zero bytes in
 front of the FCS (``length`` still says the payload bytes); compact frames are never
@@ -43,7 +58,9 @@ from amaranth.lib import enum as amenum
 __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "compact_header_layout", "l2_header_layout", "header_layout", "header_bytes",
            "node_mac", "dst_byte", "src_byte", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES",
-           "padded_bytes", "frame_beats"]
+           "padded_bytes", "frame_beats", "COMPLETION_COUNT_BITS", "CompletionStatus",
+           "completion_header_layout", "compact_completion_layout", "l2_completion_layout",
+           "completion_layout", "completion_bytes", "completion_beats"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -56,8 +73,19 @@ MIN_FRAME_BYTES = 64
 
 
 class NicOp(amenum.Enum, shape=3):
-    """Opcode of a NIC frame (only stores so far; loads are future work)."""
+    """Opcode of a NIC frame: a store, or (end-to-end completion only) a completion."""
     STORE = 1
+    COMPLETION = 2
+
+
+#: Width of the completion's cumulative counts: a sender may have at most
+#: ``2**COMPLETION_COUNT_BITS - 1`` frames outstanding to one destination.
+COMPLETION_COUNT_BITS = 16
+
+
+class CompletionStatus(enum.IntFlag):
+    """Flags of a completion's ``status`` field."""
+    DROPPED = 1
 
 
 class Framing(enum.Enum):
@@ -84,6 +112,46 @@ l2_header_layout = data.StructLayout({
     "ethertype": data.ArrayLayout(8, 2),
     "store": store_header_layout,
 })
+
+
+completion_header_layout = data.StructLayout({
+    "opcode": NicOp,
+    "status": 5,
+    "count": COMPLETION_COUNT_BITS,
+    "dropped": COMPLETION_COUNT_BITS,
+    "reserved": 8,
+})
+
+compact_completion_layout = data.StructLayout({
+    "dst": 8,
+    "src": 8,
+    "cpl": completion_header_layout,
+})
+
+l2_completion_layout = data.StructLayout({
+    "dst_mac": data.ArrayLayout(8, 6),
+    "src_mac": data.ArrayLayout(8, 6),
+    "ethertype": data.ArrayLayout(8, 2),
+    "cpl": completion_header_layout,
+})
+
+
+def completion_layout(framing):
+    """The completion frame's header layout of ``framing``: the store frame's header with
+    the completion header in place of the store header (same size, same offsets)."""
+    framing = Framing(framing)
+    return l2_completion_layout if framing is Framing.L2 else compact_completion_layout
+
+
+def completion_bytes(framing):
+    """Bytes of a completion frame before its FCS: the header, padded to
+    ``MIN_FRAME_BYTES - 4`` for L2: 8 compact, 60 L2."""
+    return padded_bytes(framing, 0)
+
+
+def completion_beats(width, framing):
+    """Wire beats of a completion frame (FCS and padding included): its credits."""
+    return frame_beats(width, framing, 0)
 
 
 def header_layout(framing):

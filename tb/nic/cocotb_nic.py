@@ -8,6 +8,13 @@ recomputed by zlib (:func:`tb.nic.wirecheck.l2_frame_problems`). It writes its
 measurements to ``nic_results.json`` in its run folder (read back by
 :mod:`tb.nic.headline`): the RTL figures from the RTL's own stamps and recorded frames,
 the model figures from the model.
+
+With ``completion="e2e"`` (and the top built with it) the completions at every tracker
+and the trackers' ports are compared too (:mod:`tb.nic.e2e_check`), and the figures
+count end to end: ``completion_cycles`` to the completion that covers the store's last
+frame at its sender, ``wire_bytes`` plus the completion frames' bytes per store,
+``acks_sent``/``acks_received`` the completions per store, ``inflight_bits`` plus the
+sender's tracker and the receiver's generator (:func:`spec.nic.completion_state_bits`).
 """
 
 import json
@@ -20,6 +27,7 @@ import cocotb
 from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
+from pymodel.nic.frames import parse_header
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import (
     build_scenario,
@@ -30,9 +38,16 @@ from pymodel.scenarios.nic import (
     window_writes,
 )
 from pymodel.throughput import steady_ii
-from spec.formats.nic import Framing
+from spec.formats.nic import Framing, NicOp, completion_bytes
 from spec.metrics import CTRL_KINDS
+from spec.nic import completion_state_bits
 from tb.cosim import cosim_params
+from tb.nic.e2e_check import (
+    arm_completions,
+    compare_completions,
+    read_completions,
+    store_completions,
+)
 from tb.nic.testbench import NicTestbench
 from tb.nic.wirecheck import l2_frame_problems
 from tb.scoreboard import Scoreboard
@@ -47,10 +62,13 @@ def _host_metrics(hosts, n, ii):
             "host_util": host_util(hosts, n, ii)}
 
 
-def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
+def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks=None,
+             state_bits=0, held=None):
     """Medians over the messages (integers where the median is whole), ``ii_cycles`` by
     :func:`pymodel.throughput.steady_ii` over the accepts, and the peak of
-    the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`) in bits."""
+    the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`, each held
+    to its credit: ``held``, default ``completion``) in bits plus ``state_bits``;
+    ``acks`` adds control actions per message."""
     def med(values):
         v = statistics.median(values)
         return int(v) if float(v).is_integer() else v
@@ -58,11 +76,13 @@ def _metrics(msgs, accept, remote, completion, wire, credits, beats, width):
     comp = [completion[k] - accept[k] for k in range(len(msgs))]
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
+    ctrl.update(acks or {})
     ii = steady_ii(accept) or 0
     return {"latency_cycles": med(lat), "completion_cycles": med(comp),
             "ii_cycles": int(ii) if float(ii).is_integer() else ii,
             "wire_bytes": med(wire), "ctrl_ops": ctrl,
-            "inflight_bits": 8 * width * peak_in_flight(accept, completion, beats)}
+            "inflight_bits": 8 * width * peak_in_flight(
+                accept, completion if held is None else held, beats) + state_bits}
 
 
 def _check_windows(sb, tb, p, stores, node_ids, wins, got):
@@ -129,14 +149,43 @@ def _check_spoof(sb, tb, p, stores, node_ids, got):
     sb.equal("spoof scenario forges frames", spoofed > 0, True)
 
 
+def _e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire, model_wire):
+    """``e2e``, one sender ``src``: each store's completion from the RTL's completion
+    stamps; the completion frames' wire bytes spread over the stores (the RTL's: the
+    frames with the COMPLETION opcode on every uplink; the model's: its completions
+    times their size); the sender's credits counted over its store beats only; the
+    completions per store and the e2e state bits for ``_metrics``."""
+    w, nodes, n = p["width"], p["nodes"], len(stores[src])
+    frames = [(s.dst, len(s.segments(w, p["max_payload"]))) for s in stores[src]]
+    rtl_comp = store_completions(cp[src][0], cp[src][1], frames)
+    cpl_rtl = [f.data for q in range(nodes) for f in sent[q]
+               if parse_header(p["framing"], f.data)["opcode"] == NicOp.COMPLETION.value]
+    n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
+    extra_rtl = sum(phy_bytes(f) for f in cpl_rtl) / n
+    extra_model = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
+    rtl_wire = [x + extra_rtl for x in rtl_wire]
+    model_wire = [x + extra_model for x in model_wire]
+    rtl_cr = [len(tb.credit_stamps(src)) / n]
+    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
+    acks_rtl = {"acks_sent": len(cpl_rtl) / n,
+                "acks_received": int(tb.harness.port(f"cpl_ok{src}").value) / n}
+    acks_model = {"acks_sent": n_cpl / n, "acks_received": want["e2e"][src]["cpl_ok"] / n}
+    return (rtl_comp, rtl_wire, rtl_cr, model_wire,
+            {"acks": acks_rtl, "state_bits": gen + trk},
+            {"acks": acks_model, "state_bits": gen + trk})
+
+
 @cocotb.test()
 async def nic_matches_model(dut):
     p = cosim_params()
     w, nodes = p["width"], p["nodes"]
     attachment = p.get("attachment", "integrated")
+    e2e = p.get("completion", "credit") == "e2e"
+    e2e_kw = dict(completion="e2e", coalesce=p["coalesce"], flush_idle=p["flush_idle"],
+                  timeout=p["timeout"]) if e2e else {}
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], attachment=attachment,
-                           fabric=p.get("fabric", "board"))
+                           fabric=p.get("fabric", "board"), **e2e_kw)
     stores, node_ids, faults = build_scenario(
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
@@ -158,14 +207,19 @@ async def nic_matches_model(dut):
     tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins,
             sources=srcs)
     tb.arm(want)
+    if e2e:
+        arm_completions(tb, want)
     t0 = time.perf_counter()
     end = await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
     t_sim = time.perf_counter() - t0
+    cp = await read_completions(tb) if e2e else None
     dut._log.info("model %d cycles in %.2f s; simulator in %.2f s",
                   want["cycles"], t_model, t_sim)
 
     sb = Scoreboard(dut._log)
     got = tb.compare(sb, want)
+    if e2e:
+        compare_completions(sb, tb, want, cp)
     if wins:
         _check_windows(sb, tb, p, stores, node_ids, wins, got)
     if p["scenario"] == "spoof":
@@ -211,13 +265,22 @@ async def nic_matches_model(dut):
         rtl_remote = [got[o]["wr"][i] if i < len(got[o]["wr"]) else -1
                       for o, i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
+        model_wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
+        rtl_cr = [len(got[src]["cr"]) / len(per_store)]
+        e2e_rtl, e2e_model = {}, {}
+        if e2e:                      # beats are held to their credit, as without e2e
+            held = rtl_comp
+            rtl_comp, rtl_wire, rtl_cr, model_wire, e2e_rtl, e2e_model = _e2e_figures(
+                p, tb, want, cp, stores, src, sent, rtl_wire, model_wire)
+            rtl_comp = [-1 if c is None else c for c in rtl_comp]
+            e2e_rtl["held"] = held
+            e2e_model["held"] = [want["cr"][src][i] for i in ends]
         out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, rtl_wire,
-                              [len(got[src]["cr"]) / len(per_store)], rtl_beats, w)
+                              rtl_cr, rtl_beats, w, **e2e_rtl)
         out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
                                 [want["wr"][o][1][i] for o, i in last_idx],
                                 [m["completion"] for m in per_store],
-                                [sum(phy_bytes(f) for f in st["frames"])
-                                 for st in per_store], credits, credits, w)
+                                model_wire, credits, credits, w, **e2e_model)
         out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
         if attachment == "pcie":
             n = len(per_store)
