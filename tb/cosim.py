@@ -158,6 +158,7 @@ def _safe(text):
 #: (``"module:function"``) that checks keys and values and raises ``ValueError``.
 ACCEPTED_PARAMS = {
     "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
+    "tb.cocotb_elastic_delay": ("latency", "bits", "seed", "cycles", "offer", "ready"),
     "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
                               "seed", "settings", "src_stall_rate", "src_stall_seed"),
     "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),
