@@ -14,7 +14,8 @@ __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_
            "CORRUPT_BEAT_SHIFT", "TX_COUNTERS", "RX_COUNTERS", "COUNTER_PORTS",
            "RETRY_SETTINGS", "RETRY_LINK_COUNTERS", "TAG_SEED_XOR", "SIDE_SEED_XOR",
            "TAG_WORDS", "SIDE_WORDS",
-           "retry_sizes", "ELASTIC_MARGIN", "elastic_depth", "SWITCH_COUNTERS", "SOURCE_WRITES", "check_source_write"]
+           "retry_sizes", "ELASTIC_MARGIN", "elastic_depth", "SWITCH_COUNTERS",
+           "SOURCE_WRITES", "check_source_write"]
 
 # -- The faulty link ------------------------------------------------------------------------
 
