@@ -14,7 +14,8 @@ __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_
            "CORRUPT_BEAT_SHIFT", "TX_COUNTERS", "RX_COUNTERS", "COUNTER_PORTS",
            "RETRY_SETTINGS", "RETRY_LINK_COUNTERS", "TAG_SEED_XOR", "SIDE_SEED_XOR",
            "TAG_WORDS", "SIDE_WORDS",
-           "retry_sizes", "SWITCH_COUNTERS", "SOURCE_WRITES", "check_source_write"]
+           "retry_sizes", "ELASTIC_MARGIN", "elastic_depth", "SWITCH_COUNTERS",
+           "SOURCE_WRITES", "check_source_write"]
 
 # -- The faulty link ------------------------------------------------------------------------
 
@@ -89,6 +90,22 @@ def retry_sizes(latency, max_frame_beats):
     trip = 2 * latency + 2 * max_frame_beats + 8
     return _pow2(trip + max_frame_beats), _pow2(2 * max_frame_beats + 2), \
         trip + max_frame_beats
+
+
+# -- The switch's elastic hop ---------------------------------------------------------
+
+#: Entries an elastic delay (the switch hop under backpressure,
+#: :class:`rtl.fabric.elastic_delay.ElasticDelay`) keeps beyond its latency: ``latency``
+#: entries carry one beat a cycle while the output is ready (each stays exactly
+#: ``latency`` cycles); the margin lets the output stall for a cycle or two before the
+#: delay's input stops taking beats. Ref: docs/fabric.md, "The hop under link retry".
+ELASTIC_MARGIN = 2
+
+
+def elastic_depth(latency):
+    """The entries of an elastic delay of ``latency`` cycles: ``latency +
+    ELASTIC_MARGIN``."""
+    return latency + ELASTIC_MARGIN
 
 
 # -- The switch's source check ---------------------------------------------------------

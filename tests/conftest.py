@@ -103,6 +103,10 @@ SLOW = {
     "test_cosim_nic_load.py::test_nic_load_pcie[verilator]":
         "Icarus runs the pcie load case (the Verilator build takes about 100 s); "
         "Verilator runs the integrated load cases",
+    "test_cosim_nic_retry_pod.py::test_nic_retry_at_pod_*[verilator]":
+        "Icarus runs both pod retry cases (each is one more Verilator build); Verilator "
+        "runs the retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit "
+        "tests run in the Amaranth simulator",
     "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
         "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
         "Verilator runs the board NIC tops",

@@ -75,8 +75,6 @@ def test_model_at_pod_keeps_line_rate():
     (lambda: NicTop(W, "compact", 4, fabric="lan"), "fabric must be one of"),
     (lambda: NicParams("compact", fabric="pod", link_latency=2), "NicParams.link_latency"),
     (lambda: NicTop(W, "compact", 4, link_latency=2, fabric="rack"), "link_latency 2"),
-    (lambda: NicParams("compact", fabric="pod", retry=True), "NicParams.retry"),
-    (lambda: NicTop(W, "compact", 4, retry=True, fabric="pod"), "retry with fabric"),
     (lambda: nic_point("icarus", "compact", 128, 4, fabric="lan"), "fabric must be"),
     (lambda: nic_point("icarus", "compact", 128, 4, top={"link_latency": 3}, fabric="pod"),
      "link_latency 3"),

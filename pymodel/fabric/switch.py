@@ -2,6 +2,7 @@
 
 from collections import deque
 
+from pymodel.fabric.elastic_delay import ElasticDelayModel
 from spec.fabric import check_source_write
 from spec.formats.nic import dst_byte, src_byte
 
@@ -23,9 +24,12 @@ class SwitchModel:
     on the egress ports in cycle ``c + 1`` (``{port: beat}``) and the ingress ports that
     freed a buffer beat (returned a credit) in cycle ``c``.
 
-    ``hop_latency`` (0 to 4096 cycles, 0 by default; needs ``backpressure`` off): each
-    egress beat reaches its port ``hop_latency`` cycles after the crossbar's register
-    would have put it there; arbitration and credits are timed as with 0.
+    ``hop_latency`` (0 to 4096 cycles, 0 by default): each egress beat reaches its port
+    ``hop_latency`` cycles after the crossbar's register would have put it there;
+    arbitration and credits are timed as with 0. With ``backpressure`` the hop is an
+    elastic delay (:class:`pymodel.fabric.elastic_delay.ElasticDelayModel`) that holds
+    its beats while the egress is not ready; the crossbar's register hands it a beat
+    only while it has room.
     """
 
     def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width,
@@ -34,11 +38,10 @@ class SwitchModel:
                 or not 0 <= hop_latency <= 4096):
             raise ValueError(f"hop_latency (cycles) must be an integer from 0 to 4096, "
                              f"not {hop_latency!r}")
-        if hop_latency and backpressure:
-            raise ValueError(f"hop_latency {hop_latency} needs backpressure off: a beat "
-                             "in the hop's delay line can not be held")
         self.hop_latency = hop_latency
-        self.hop = deque({} for _ in range(hop_latency))   # egress dicts on their way
+        self.hop = deque({} for _ in range(hop_latency if not backpressure else 0))
+        self.elastic = ([ElasticDelayModel(hop_latency) for _ in range(ports)]
+                        if hop_latency and backpressure else [])
         self.ports = ports
         self.owner = [ports] * 256
         self.src_beat, off = divmod(src_byte(framing), width)
@@ -61,7 +64,8 @@ class SwitchModel:
 
     def idle(self):
         return (not any(self.fifos) and not any(self.busy) and not any(self.dropping)
-                and all(r is None for r in self.reg) and not any(self.hop))
+                and all(r is None for r in self.reg) and not any(self.hop)
+                and all(e.idle() for e in self.elastic))
 
     def route(self, beat):
         return self.table[(beat[0] >> self.off) & 0xFF]
@@ -83,7 +87,17 @@ class SwitchModel:
         n = self.ports
         left = {}
         space = [True] * n
-        if self.backpressure:
+        if self.elastic:
+            for o in range(n):
+                hop = self.elastic[o]
+                beat = self.reg[o] if hop.ready() else None
+                if beat is not None:
+                    self.reg[o] = None
+                out = hop.cycle(c, beat, ready[o])
+                if out is not None:
+                    left[o] = out
+                space[o] = self.reg[o] is None
+        elif self.backpressure:
             for o in range(n):
                 if self.reg[o] is not None and ready[o]:
                     left[o] = self.reg[o]

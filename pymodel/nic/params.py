@@ -37,8 +37,8 @@ class NicParams:
     attachment (:data:`spec.nic.ATTACHMENTS`), the ``board`` fabric profile
     (:data:`spec.fabric_profiles.FABRIC_PROFILES`). ``link_latency`` None is the
     profile's link; on ``board`` any may be given, on another profile only its own.
-    :attr:`hop_latency` (derived) is the switch's extra hop delay of the profile;
-    a profile with one refuses ``retry``. ``framing`` has no default: the two framings
+    :attr:`hop_latency` (derived) is the switch's extra hop delay of the profile
+    (elastic with ``retry``). ``framing has no default: the two framings
     are the two rows of every comparison. Each field is checked; a bad one raises
     ``ValueError`` naming it.
     """
@@ -90,10 +90,6 @@ class NicParams:
         if self.attachment not in ATTACHMENTS:
             raise ValueError(f"NicParams.attachment must be one of {list(ATTACHMENTS)}, "
                              f"not {self.attachment!r}")
-        if self.retry and self.hop_latency:
-            raise ValueError(f"NicParams.retry with fabric {profile.name!r}: the switch's "
-                             f"hop delay ({self.hop_latency} cycles) can not hold the beats "
-                             f"a full replay buffer stops; link retry runs on fabric 'board'")
 
     @property
     def hop_latency(self):

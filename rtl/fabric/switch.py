@@ -5,6 +5,7 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.fabric.elastic_delay import ElasticDelay
 from rtl.fabric.link import MAX_DELAY, DelayLine
 from spec.checks import check_int, reject
 from spec.fabric import SWITCH_COUNTERS
@@ -41,11 +42,13 @@ class Switch(wiring.Component):
         when an egress feeds something that can hold a beat (a link-level retry's
         replay buffer).
     hop_latency : int
-        Extra cycles of switch traversal, 0 (default) to 4096: a delay line
-        (:class:`rtl.fabric.link.DelayLine`; registers when short, a memory when long)
-        after the registered crossbar output of each egress port, so arbitration, the
-        ingress buffers and their credits are timed as with 0. Simulation fabric, not
-        switch state. Needs ``backpressure`` off (a delayed egress can not be held).
+        Extra cycles of switch traversal, 0 (default) to 4096, after the registered
+        crossbar output of each egress port, so arbitration, the ingress buffers and
+        their credits are timed as with 0. Without ``backpressure`` a delay line
+        (:class:`rtl.fabric.link.DelayLine`; registers when short, a memory when long);
+        with it an :class:`rtl.fabric.elastic_delay.ElasticDelay` (a FIFO of
+        ``hop_latency`` + :data:`spec.fabric.ELASTIC_MARGIN` beats) that holds its
+        beats while the egress is not ready. Simulation fabric, not switch state.
 
     Ports
     -----
@@ -54,7 +57,8 @@ class Switch(wiring.Component):
     o0 .. o{N-1} : Out(packet_signature(width))
         Egress links. Without ``backpressure`` ``ready`` is ignored (links can not push
         back). With it, a beat stays on the port until ``ready``; the port's register
-        takes a new beat only in a cycle where it is empty or its beat leaves, and an
+        takes a new beat only in a cycle where it is empty or its beat leaves (with
+        ``hop_latency``: where it is empty or the hop's elastic delay has room), and an
         output that can not take one grants nothing.
     credit0 .. : Out(1)
         One beat left ingress buffer ``i`` this cycle (one credit for its sender).
@@ -94,8 +98,13 @@ class Switch(wiring.Component):
     A beat that arrives in cycle ``t`` can leave its ingress buffer in ``t + 1`` and is on
     the egress port in ``t + 2 + hop_latency`` (one buffer cycle, one forwarding cycle:
     the table is read combinationally from the head beat, and the crossbar output is
-    registered; then the hop's delay line). The credit of a beat is returned in the
+    registered; then the hop's delay). The credit of a beat is returned in the
     cycle it leaves its ingress buffer, whatever ``hop_latency``.
+    With ``backpressure`` these are the times while the egress ports are ready; a
+    beat not taken waits on its port (``hop_latency`` 0) or in the hop's elastic delay,
+    whose input stops taking beats when ``hop_latency + ELASTIC_MARGIN`` are held: the
+    crossbar register then keeps its beat, and its output grants nothing more. While
+    every egress is ready, the timing with ``backpressure`` equals the timing without.
     An ingress port whose head is the first beat of a frame requests the output
     ``table[dst]``. A free output grants, in the same cycle, the requesting ingress port
     that comes first in round-robin order starting at its pointer (initially 0); the
@@ -115,9 +124,6 @@ class Switch(wiring.Component):
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
         self.backpressure = bool(backpressure)
         self.hop_latency = check_int(self, "hop_latency (cycles)", hop_latency, 0, MAX_DELAY)
-        if self.hop_latency and self.backpressure:
-            reject(self, f"hop_latency {hop_latency} needs backpressure off: a beat in "
-                         "the hop's delay line can not be held")
         sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True)),
                "src_wr": In(stream.Signature(source_write_layout(ports), always_ready=True))}
         for name in SWITCH_COUNTERS:
@@ -233,9 +239,24 @@ class Switch(wiring.Component):
             valid = Signal(name=f"eg_valid{o}")
             beat = Signal(layout, name=f"eg_beat{o}")
             space = Signal(name=f"space{o}")
+            if self.hop_latency and self.backpressure:
+                hop = ElasticDelay(layout, self.hop_latency)
+                m.submodules[f"hop{o}"] = hop
+                m.d.comb += [hop.i.valid.eq(valid), hop.i.payload.eq(beat)]
+                wiring.connect(m, hop.o, wiring.flipped(egress))
+                taken = hop.i.ready
+            elif self.hop_latency:
+                hop = DelayLine(data.StructLayout({"valid": 1, "payload": layout}),
+                                self.hop_latency)
+                m.submodules[f"hop{o}"] = hop
+                m.d.comb += [hop.i.valid.eq(valid), hop.i.payload.eq(beat),
+                             egress.valid.eq(hop.o.valid), egress.payload.eq(hop.o.payload)]
+            else:
+                m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
+                taken = egress.ready
             if self.backpressure:
-                m.d.comb += space.eq(~valid | egress.ready)
-                with m.If(egress.ready):
+                m.d.comb += space.eq(~valid | taken)
+                with m.If(taken):
                     m.d.sync += valid.eq(0)
             else:
                 m.d.comb += space.eq(1)
@@ -255,14 +276,6 @@ class Switch(wiring.Component):
                     m.d.sync += rr.eq((p + 1) % n)
                     with m.If(~heads[p].last):
                         m.d.sync += [busy[p].eq(1), dest[p].eq(o), owned.eq(1)]
-            if self.hop_latency:
-                hop = DelayLine(data.StructLayout({"valid": 1, "payload": layout}),
-                                self.hop_latency)
-                m.submodules[f"hop{o}"] = hop
-                m.d.comb += [hop.i.valid.eq(valid), hop.i.payload.eq(beat),
-                             egress.valid.eq(hop.o.valid), egress.payload.eq(hop.o.payload)]
-            else:
-                m.d.comb += [egress.valid.eq(valid), egress.payload.eq(beat)]
         grants_of = [[] for _ in range(n)]
         for o in range(n):
             for p in range(n):

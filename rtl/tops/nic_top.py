@@ -114,8 +114,10 @@ class NicTop(HarnessTop):
     :func:`~spec.fabric_profiles.switch_hop_latency` cycles after its crossbar, and
     each sender's credits (the switch's ingress buffer) are
     :func:`~spec.fabric_profiles.nic_top_credits` (``board``: today's
-    :func:`spec.nic.link_credits`). The switch's hop delay can not hold a beat, so a
-    profile with one (every profile but ``board``) refuses ``retry``.
+    :func:`spec.nic.link_credits`). With ``retry`` the hop is elastic (it holds its
+    beats while a downlink's replay buffer is full; :class:`Switch`), and each reliable
+    link sizes its replay buffer from its own latency, the profile's ``link``
+    (:func:`spec.fabric_profiles.replay_sizes`).
 
     ``completion`` (:data:`spec.nic.COMPLETIONS`): ``credit`` as above; ``e2e`` (with
     the ``integrated`` attachment and no ``retry``) adds per node a
@@ -168,10 +170,6 @@ class NicTop(HarnessTop):
         self.credits = nic_top_credits(profile, width, max_payload)
         self.retry = bool(retry)
         self.hop_latency = switch_hop_latency(profile)
-        if self.retry and self.hop_latency:
-            reject(self, f"retry with fabric {profile.name!r}: the switch's hop delay "
-                         f"({self.hop_latency} cycles) can not hold the beats a full "
-                         f"replay buffer stops; link retry runs on fabric 'board'")
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency)
         self.txs = [NicTx(width, framing, self.credits, max_payload, completion)

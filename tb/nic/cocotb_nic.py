@@ -24,6 +24,7 @@ from pathlib import Path
 
 import cocotb
 
+from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
@@ -183,9 +184,13 @@ async def nic_matches_model(dut):
     e2e = p.get("completion", "credit") == "e2e"
     e2e_kw = dict(completion="e2e", coalesce=p["coalesce"], flush_idle=p["flush_idle"],
                   timeout=p["timeout"]) if e2e else {}
+    retry = p.get("retry", False)
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"], attachment=attachment,
-                           fabric=p.get("fabric", "board"), **e2e_kw)
+                           p["max_payload"], p["credits"], retry=retry,
+                           attachment=attachment, fabric=p.get("fabric", "board"), **e2e_kw)
+    # A retry top's wires have fault settings ports (flt_*): clean wires, every port 0.
+    clean = (FaultSettings(**dict.fromkeys(vars(FaultSettings()), 0)) if retry
+             else None)
     stores, node_ids, faults = build_scenario(
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
@@ -200,12 +205,12 @@ async def nic_matches_model(dut):
     srcs = source_writes(p["scenario"], node_ids)
     t0 = time.perf_counter()
     want = model.run(stores, node_ids, stalls, faults, table_writes=tbl,
-                     window_writes=wins, source_writes=srcs)
+                     window_writes=wins, source_writes=srcs, link_settings=clean)
     t_model = time.perf_counter() - t0
 
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
     tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins,
-            sources=srcs)
+            sources=srcs, link_settings=clean)
     tb.arm(want)
     if e2e:
         arm_completions(tb, want)

@@ -21,11 +21,11 @@ from tb.nic.testbench import NicTestbench
 from tb.scoreboard import Scoreboard
 
 
-def retry_stores(*, nodes, width, window, max_payload, seed, count):
-    """``count`` stores per node to random nodes (itself included), 1 to
-    ``2 * max_payload`` bytes (so some are cut in segments), each sender in its own
-    ``window / nodes`` slice of every memory: the final memories do not depend on how
-    the senders' frames interleave."""
+def retry_stores(*, nodes, width, window, max_payload, seed, count, dst=None):
+    """``count`` stores per node to random nodes (itself included; every store to node
+    ``dst`` if given: an incast), 1 to ``2 * max_payload`` bytes (so some are cut in
+    segments), each sender in its own ``window / nodes`` slice of every memory: the
+    final memories do not depend on how the senders' frames interleave."""
     rng = random.Random(seed)
     share = window // nodes
     stores = {}
@@ -34,7 +34,8 @@ def retry_stores(*, nodes, width, window, max_payload, seed, count):
         for _ in range(count):
             n = rng.randint(1, min(2 * max_payload, share))
             addr = p * share + rng.randrange(0, share - n + 1) // width * width
-            stores[p].append(Store(rng.randrange(nodes), addr, rng.randbytes(n)))
+            to = rng.randrange(nodes)
+            stores[p].append(Store(to if dst is None else dst, addr, rng.randbytes(n)))
     return stores
 
 
@@ -57,9 +58,11 @@ async def nic_retry_matches_model(dut):
     w, nodes = p["width"], p["nodes"]
     settings = FaultSettings(**p["faults"])
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
-                           p["max_payload"], p["credits"], retry=True)
+                           p["max_payload"], p["credits"], retry=True,
+                           fabric=p.get("fabric", "board"))
     stores = retry_stores(nodes=nodes, width=w, window=p["mem_words"] * w,
-                          max_payload=p["max_payload"], seed=p["seed"], count=p["count"])
+                          max_payload=p["max_payload"], seed=p["seed"], count=p["count"],
+                          dst=p.get("incast"))
     node_ids = list(range(nodes))
     stalls = {q: (101 + 7 * q, p.get("stall_rate", 0)) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)

@@ -23,7 +23,8 @@ METRICS = row_metrics("nic")
 
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
               top: dict | None = None, test_id: str | None = None,
-              attachment: str = "integrated", fabric: str = "board") -> dict:
+              attachment: str = "integrated", fabric: str = "board",
+              retry: bool = False) -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -37,10 +38,15 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
     ``fabric`` (:data:`spec.fabric_profiles.FABRIC_PROFILES`): the top's fabric profile
     (its links, switch hop and credits; :class:`NicTop`); a profile other than ``board``
-    sets ``link_latency``, which ``top`` may then not give otherwise. Every row carries
-    the comparison keys ``fabric``, ``attachment``, ``completion`` (``"credit"``: the
-    last beat's link credit back), ``reliability`` (``"none"``: no link retry) and
-    ``header`` (the framing)."""
+    sets ``link_latency``, which ``top`` may then not give otherwise.
+
+    ``retry``: the top's link-level retry (:class:`NicTop` ``retry``: every link a
+    reliable link, the switch's hop elastic), over clean wires (the fault settings
+    ``flt_*`` all 0). Every row carries the comparison keys ``fabric``, ``attachment``,
+    ``completion`` (``"credit"``: the last beat's link credit back), ``reliability``
+    (``"none"``, or ``"link-retry"`` with ``retry``) and ``header`` (the framing)."""
+    if not isinstance(retry, bool):
+        raise ValueError(f"retry must be True or False, not {retry!r}")
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
     if unknown:
         raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
@@ -63,23 +69,23 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
-                attachment=attachment, fabric=profile.name, **top)
+                attachment=attachment, fabric=profile.name, retry=retry, **top)
     pcie = attachment == "pcie"
     metrics = row_metrics("nic", host=pcie)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
                   messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
-                  fabric=profile.name)
+                  fabric=profile.name, retry=retry)
     board = profile.name == "board"
     run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
-                        + ("" if board else f"_{profile.name}"),
+                        + ("" if board else f"_{profile.name}") + "_retry" * retry,
                         test_module="tb.nic.cocotb_nic", sim=sim,
                         test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
                         params=params)
     res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
-           "messages": messages, "peers": peers, **comparison_keys(framing, attachment,
-                                                                   profile.name)}
+           "messages": messages, "peers": peers,
+           **comparison_keys(framing, attachment, profile.name, retry)}
     if "rtl" not in res:
         raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
     for key in metrics:
@@ -92,12 +98,13 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     return row
 
 
-def comparison_keys(framing, attachment="integrated", fabric="board"):
+def comparison_keys(framing, attachment="integrated", fabric="board", retry=False):
     """The keys of a NIC row that say what it compares on (docs/results.md): ``fabric``,
     ``attachment``, ``completion`` (the link credit: no end-to-end completion),
-    ``reliability`` (no link retry in these runs) and ``header`` (the framing)."""
+    ``reliability`` (``"link-retry"`` with link-level retry, else ``"none"``) and
+    ``header`` (the framing)."""
     return {"fabric": fabric, "attachment": attachment, "completion": "credit",
-            "reliability": "none", "header": framing}
+            "reliability": "link-retry" if retry else "none", "header": framing}
 
 
 #: The headline's points: both framings on the integrated attachment (the accelerator's
