@@ -15,11 +15,14 @@
    (:mod:`scripts.reporting.tables`), PNG plots (:mod:`scripts.reporting.plots`).
 5. The "Under load" section (:mod:`scripts.reporting.load`: open-loop latency
    distributions, knees, issuers; an RTL subset compared exactly), appended to report.md.
-6. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
+6. The "Where the gap comes from" section (:mod:`scripts.reporting.gap`: the NIC as built,
+   one factor per row, to the RDMA engine, at ``board`` and ``pod``; co-simulated, RTL
+   against the model; gap.json), appended to report.md (not with --no-rtl or --no-gap).
+7. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
    transfers carried by both designs, the decode roofline; inference.json and its
    plots), appended to report.md.
 
-Options: --sim, --jobs, --rtl-messages, --model-messages, --load-messages, --no-rtl,
+Options: --sim, --jobs, --rtl-messages, --model-messages, --load-messages, --no-rtl, --no-gap,
 --no-area, --no-load, --no-inference, --out, --scheduler.
 """
 
@@ -55,6 +58,8 @@ def main(argv=None):
                     help="messages per point of the Under load section (default 1000)")
     ap.add_argument("--no-load", action="store_true",
                     help="leave out the Under load section")
+    ap.add_argument("--no-gap", action="store_true",
+                    help="leave out the 'Where the gap comes from' section (co-simulated)")
     ap.add_argument("--no-inference", action="store_true",
                     help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
@@ -113,12 +118,23 @@ def main(argv=None):
             ap.error(str(exc))
         with open(out / "report.md", "a") as f:
             f.write("\n" + md + "\n")
+    gap_rows = []
+    if not (args.no_gap or args.no_rtl):
+        from scripts.reporting.gap import gap_section, run_gap
+        from scripts.sim import run_jobs
+        print("where the gap comes from (co-simulated) ...", file=sys.stderr)
+        profiles = ("board", "pod")
+        gap_rows = run_gap(args.sim, profiles, args.rtl_messages, 128, run_jobs, args.jobs)
+        (out / "gap.json").write_text(json.dumps(gap_rows, indent=1))
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + gap_section(gap_rows, profiles, args.rtl_messages, 128, args.sim)
+                    + "\n")
     if not args.no_inference:
         print("inference grid (fast path) ...", file=sys.stderr)
         md = inference_section(out)
         with open(out / "report.md", "a") as f:
             f.write("\n" + md + "\n")
-    bad = [r for r in load_rtl if r["mismatches"] != 0]
+    bad = [r for r in load_rtl + gap_rows if r["mismatches"] != 0]
     bad += [r for r in rtl if row_fails(r)]        # as report.md's summary counts them
     print(f"report: {out / 'report.md'} ({len(grid)} model points, {len(rtl)} RTL points, "
           f"{len(bad)} with a mismatch)")

@@ -68,3 +68,20 @@ def test_sim_gap_option_checked():
     assert parse_args(["--gap", "pod,board,pod"]).gap == ("pod", "board")
     with pytest.raises(SystemExit):
         parse_args(["--gap", "campus"])
+
+
+def test_report_section_has_a_table_per_profile():
+    from scripts.reporting.gap import gap_section
+
+    jobs = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
+    results = [{"design": "nic", "latency_cycles_rtl": 11, "ii_cycles_rtl": 3.0,
+                "ctrl_ops_rtl": {"credits": 2.0, "acks": 0.5}, "inflight_bits_rtl": 4608,
+                "mismatches": 0, "attachment": "pcie"} for _ in jobs]
+    rows = gap_table.finish_gap(results, ("board", "pod"), 10, 128)
+    md = gap_section(rows, ("board", "pod"), 10, 128, "icarus").splitlines()
+    assert "### At `board`" in md and "### At `pod`" in md
+    table = [line for line in md if line.startswith("| ") and "factor" not in line]
+    assert len(table) == 2 * len(gap_table.GAP_FACTORS)
+    first = [c.strip() for c in table[0].strip("|").split("|")]
+    assert first[:3] == ["0", "NIC as built", "nic"]
+    assert "2.50" in first and "4,608" in first      # control ops summed, bits grouped
