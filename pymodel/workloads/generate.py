@@ -70,6 +70,7 @@ from pymodel.workloads.trace import TraceBuilder
 __all__ = ["Deployment", "decode_step", "kv_transfer", "check_deployment",
            "kv_heads_per_gpu", "kv_block_bytes", "dispatch_bytes", "combine_bytes",
            "tokens_per_rank", "attention_groups", "deepep_qps", "FLAG_BYTES", "kv_tp_pairs",
+           "check_kv_tp",
            "ALLREDUCE", "COALESCE", "DISPATCH", "VLLM_BLOCK_TOKENS"]
 
 #: Bytes of a completion flag or counter: one 8-byte RDMA WRITE or store (an InfiniBand
@@ -386,7 +387,11 @@ def kv_tp_pairs(model, tp, decode_tp):
     return pairs
 
 
-def _check_kv_tp(m, name, tp):
+def check_kv_tp(model, name, tp):
+    """``ValueError`` naming ``name`` unless ``tp`` is a TP degree a KV transfer of
+    ``model`` can have (an integer >= 1 dividing the attention heads and dividing, or a
+    multiple of, the KV heads)."""
+    m = load_model(model)
     _int(name, tp)
     if m.num_attention_heads % tp:
         raise ValueError(f"{name} ({tp}) must divide num_attention_heads "
@@ -436,9 +441,9 @@ def kv_transfer(model, *, prompt_tokens, tp=1, block_tokens=VLLM_BLOCK_TOKENS,
     """
     m = load_model(model)
     _int("prompt_tokens", prompt_tokens)
-    _check_kv_tp(m, "tp", tp)
+    check_kv_tp(m, "tp", tp)
     decode_tp = tp if decode_tp is None else decode_tp
-    _check_kv_tp(m, "decode_tp", decode_tp)
+    check_kv_tp(m, "decode_tp", decode_tp)
     if coalesce not in COALESCE:
         raise ValueError(f"coalesce must be one of {COALESCE}, not {coalesce!r}")
     head = kv_block_bytes(m, m.num_key_value_heads, block_tokens, kv_dtype)  # 1 head

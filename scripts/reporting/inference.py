@@ -29,6 +29,7 @@ from pymodel.workloads.config import load_model
 from pymodel.workloads.grid import (
     ACCELERATOR,
     BATCHES,
+    CALIBRATION,
     CONTEXT,
     ISSUER,
     KV_CASE,
@@ -52,7 +53,7 @@ from spec.rdma_engine import LADDER
 
 from .plots import figure_saver
 
-__all__ = ["inference_section", "SHOWN"]
+__all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 #: The designs the tables and plots compare: ``(grid key, label)``.
 #: ``rdma fastest`` is, per (pairing, scenario, batch), the covered rung with the least
@@ -190,24 +191,27 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
 
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
-                      levers=LEVERS):
+                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
     ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
-    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`). The
-    markdown says how long the grid took (wall time, seconds).
+    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`);
+    ``calibration`` (:data:`pymodel.workloads.grid.CALIBRATIONS`, default the NIM fit) and
+    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. The markdown says how
+    long the grid took (wall time, seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    grid = run_grid(scenarios, batches, pairings=tuple(PAIRINGS))
+    grid = run_grid(scenarios, batches, pairings=tuple(PAIRINGS), calibration=calibration,
+                    micro_batches=micro_batches)
     grid += _fastest_rows(grid, scenarios, batches)
     t_grid = time.perf_counter() - t_start
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
-    levers = lever_rows(levers=levers)
+    levers = lever_rows(levers=levers, calibration=calibration)
     cal2 = _more_calibrations(grid, scenarios)
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
@@ -493,3 +497,34 @@ def _pick(grid, label, batch, design, pairing=PAIRING):
 
 def _v(row, key, scale=1.0):
     return "n/c" if row is None else row[key] * scale
+
+
+#: The columns of each sweep's table (:mod:`pymodel.workloads.sweeps`): ``(key, head)``.
+_STEP_COLS = (("kv_gb", "KV GB / GPU"), ("memory_ms", "memory ms"),
+              ("compute_ms", "compute ms"), ("nic_comm_us", "NIC comm us"),
+              ("rdma_comm_us", "RDMA comm us"), ("rdma_rung", "RDMA rung"),
+              ("nic_step_ms", "NIC step ms"), ("rdma_step_ms", "RDMA step ms"),
+              ("nic_bound", "bound NIC"), ("rdma_bound", "bound RDMA"), ("fits", "fits HBM"))
+_KV_COLS = (("descriptors", "descriptors / prefill GPU"),
+            ("descriptors_in", "most descriptors into one decode GPU"),
+            ("bytes_each", "bytes each"), ("nic_us", "NIC us"), ("rdma_post_us", "RDMA post us"),
+            ("rdma_us", "RDMA us"))
+SWEEP_COLUMNS = {
+    "context": (("context", "context"),) + _STEP_COLS,
+    "links": (("links", "links / GPU"),) + _STEP_COLS,
+    "block": (("block_tokens", "block tokens"),) + _KV_COLS,
+    "kv-tp": (("prefill_tp", "prefill TP"), ("decode_tp", "decode TP")) + _KV_COLS,
+}
+
+
+def sweep_markdown(kind, rows):
+    """A sweep's rows (a key of :data:`SWEEP_COLUMNS`) as a markdown table, with a line
+    naming what was held fixed."""
+    cols = SWEEP_COLUMNS[kind]
+    vary = {k for k, _ in cols}
+    fixed = ", ".join(f"{k} {v}" for k, v in rows[0].items()
+                      if k not in vary and k not in {c for c, _ in _STEP_COLS + _KV_COLS}
+                      and k not in ("bytes",))
+    body = [["-" if r[k] is None else ("yes" if r[k] is True else "no" if r[k] is False
+                                        else r[k]) for k, _ in cols] for r in rows]
+    return f"Fixed: {fixed}.\n\n" + _table([h for _, h in cols], body)
