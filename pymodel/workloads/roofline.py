@@ -44,6 +44,9 @@ Two micro-batches (``micro_batches=2``)
     the sum. It applies where the step communicates and ``B >= 2``; elsewhere (batch 1,
     one GPU) the step is the plain sum and ``overlapped`` is False. The rule is taken
     over the whole step (the layers are alike, so the per-layer maxima add up to it).
+    Default off (``micro_batches=1``): the grid compares what each interface costs,
+    which the overlap would hide; the V3 report gives it as something DeepSeek explores
+    for decoding and DeepEP offers it as an option.
 Bottleneck
     The largest of ``compute``, ``memory`` and ``coordination``, with the seed's remedy:
     compute -> add compute; memory (reading cached state: weights and the KV cache,
