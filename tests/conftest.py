@@ -28,8 +28,9 @@ def _sims():
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
     "test_workloads_roofline.py::test_whole_grid_runs":
-        "test_section_small_grid runs the same section code on a small grid (the whole "
-        "grid is about 17 s of model runs)",
+        "test_section_small_grid runs the same section code on a small grid and "
+        "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "
+        "(the whole section, both pairings, is about 60 s of model runs)",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-8]":
         "Verilator builds the 64-bit FCS top; Icarus runs every width",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-32]":
