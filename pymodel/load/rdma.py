@@ -255,7 +255,7 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     for q in qseq:
         count[q] += 1
         signalled.append(count[q] % every == 0)
-    for q, j in last.items():
+    for j in last.values():
         signalled[j] = True
     # The issuer's timeline: each batch (one message with bf) starts when its first
     # message has arrived and the issuer is free; a serial issuer builds its WQEs one
