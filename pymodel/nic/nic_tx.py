@@ -115,7 +115,9 @@ class NicTxModel:
         if self.e2e:
             result = {"sent": None, "started": False}
             if self.cpl_rest or (cpl is not None and self.si == 0):
-                if self.cpl_rest:
+                if not side.get("link_ready", True):
+                    pass
+                elif self.cpl_rest:
                     out = self._send(c, self.cpl_rest.pop(0), None, False)
                 elif self.credits >= self.cpl_need:
                     out = self._send(c, cpl[0], None, False)

@@ -67,8 +67,6 @@ class NicSystemModel:
         # ``timeout``; peers: node ids 0 .. nodes - 1).
         self.completion = check_completion(completion)
         self.e2e = completion == "e2e"
-        if self.e2e and (self.pcie or self.retry):
-            raise ValueError("completion 'e2e' needs attachment 'integrated' and no retry")
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
         self.flush_idle = (completion_flush_idle(prm.width, prm.framing, prm.max_payload)

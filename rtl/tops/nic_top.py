@@ -150,9 +150,6 @@ class NicTop(HarnessTop):
                          f"not {completion!r}")
         self.completion = completion
         self.e2e = completion == "e2e"
-        if self.e2e and (attachment != "integrated" or retry):
-            reject(self, "completion 'e2e' needs attachment 'integrated' and no retry, "
-                         f"not {attachment!r} with retry={retry!r}")
         if attachment not in ATTACHMENTS:
             reject(self, f"attachment must be one of {list(ATTACHMENTS)}, "
                          f"not {attachment!r}")
