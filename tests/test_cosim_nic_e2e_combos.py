@@ -47,3 +47,56 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     profile = fabric_profile(fabric)
     assert row["latency_cycles_rtl"] >= one_way(profile)
     assert row["completion_cycles_rtl"] >= row["latency_cycles_rtl"] + one_way(profile)
+
+
+#: The small top of the e2e and retry scenario tests (16-byte datapath, 4 nodes); a
+#: completion timeout of 1024 cycles (tests/test_cosim_nic_e2e.py).
+TOP16 = dict(width=16, nodes=4, link_latency=2, mem_words=256, max_payload=512)
+TIMEOUT = 1024
+
+
+@pytest.mark.parametrize("faults", ["drop", "signalling"])
+def test_e2e_over_faulty_reliable_links(sim, faults, test_id):
+    """All-to-all stores (1 B to 1 KiB) from 4 nodes over 8 faulty wires with link
+    retry and e2e completion: the completion frames share the reliable links (replayed
+    like stores); frames, cycles, writes, credits, link counters, memories, every
+    completion at each tracker and the trackers' ports equal the model's; independently
+    of the model the retry hides every fault from the end-to-end layer: every frame
+    completed, nothing outstanding, timed out or dropped (tb.nic.cocotb_nic_retry)."""
+    from rtl.tops.nic_top import NicTop
+    from tb.cosim import run_cosim
+    from tests.test_cosim_nic_retry import FAULTS
+
+    top = NicTop(framing="compact", items=1024, events=1024, retry=True, completion="e2e",
+                 timeout=TIMEOUT, **TOP16)
+    params = dict(TOP16, framing="compact", credits=top.credits, seed=21, count=8,
+                  stall_rate=0, faults=vars(FAULTS[faults]), expect_damage=True,
+                  expect_signalling=faults == "signalling", completion="e2e",
+                  coalesce=top.coalesce, flush_idle=top.flush_idle, timeout=TIMEOUT)
+    run_cosim(top, name="nic_retry_e2e_top_compact", test_module="tb.nic.cocotb_nic_retry",
+              sim=sim, test_id=test_id, params=params)
+
+
+#: The pcie top of the e2e scenarios: the host interface moves 64-byte words.
+TOP64 = dict(width=64, nodes=4, link_latency=2, mem_words=256, max_payload=512)
+
+
+@pytest.mark.parametrize("scenario,extra", [
+    ("dropped", 0), ("lost_first", 0), ("lost_last", 2000), ("forge", 0)])
+def test_e2e_scenarios_behind_pcie(sim, scenario, extra, test_id):
+    """The e2e scenarios of tests/test_cosim_nic_e2e.py behind the PCIe host interface
+    (stores as the host's posted writes, received frames as posted DMA writes): RTL =
+    model, and each scenario's own oracle (tb.nic.cocotb_nic_e2e): a store dropped at
+    the window is reported to its sender, a lost completion is recovered by the next
+    cumulative one or reported by the timeout, a forged completion is dropped and
+    counted."""
+    from rtl.tops.nic_top import NicTop
+    from tb.cosim import run_cosim
+
+    top = NicTop(framing="l2", items=1024, events=1024, completion="e2e", timeout=TIMEOUT,
+                 attachment="pcie", **TOP64)
+    params = dict(TOP64, framing="l2", credits=top.credits, coalesce=top.coalesce,
+                  flush_idle=top.flush_idle, timeout=TIMEOUT, seed=11, scenario=scenario,
+                  extra_cycles=extra, stall_rate=0, attachment="pcie")
+    run_cosim(top, name="nic_top_e2e_pcie_l2", test_module="tb.nic.cocotb_nic_e2e",
+              sim=sim, test_id=test_id, params=params)
