@@ -6,8 +6,10 @@ checked from the spec where they follow from it."""
 
 import pytest
 
+from pymodel.fcs import phy_bytes
+from pymodel.nic.frames import build_frame
 from spec.fabric_profiles import fabric_profile, one_way
-from spec.formats.nic import frame_beats
+from spec.formats.nic import completion_bytes, frame_beats
 from spec.metrics import row_metrics
 from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP
 from tb.nic.headline import run_point
@@ -18,7 +20,8 @@ STORES, MSG_BYTES = 250, 128
 
 
 @pytest.mark.parametrize("attachment,retry,fabric", [
-    ("pcie", False, "board"), ("integrated", True, "board"), ("pcie", True, "pod")])
+    ("integrated", False, "board"), ("pcie", False, "board"), ("integrated", True, "board"),
+    ("pcie", True, "pod")])
 def test_e2e_point(sim, attachment, retry, fabric, test_id):
     """RTL = model (the row's ``mismatches`` and every metric); independently of both:
     node 1 sends ``ceil(STORES / coalesce)`` completions (one per 16 frames, the last
@@ -27,7 +30,11 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     frame of 128 B is 3 beats of 64 B: one store every 3 cycles; behind PCIe the host's
     posted writes keep up: 152 bytes per store on the down link); a store completes
     after its last write (the completion crosses the fabric back: at least one
-    ``one_way`` more)."""
+    ``one_way`` more); behind PCIe 304 host bytes per store (docs/host_interface.md:
+    one posted write of 128 + 24 bytes into the sender, one of 128 + 24 out of the
+    receiver). The wire bytes per store: the store frame's and the completions' share,
+    each frame with preamble and inter-frame gap (8 + 12 bytes). The first case is the
+    integrated baseline of docs/nic.md's table."""
     w = HEADLINE_TOP["width"]
     row = run_point(sim, "l2", MSG_BYTES, STORES, attachment=attachment, fabric=fabric,
                     retry=retry, completion="e2e", test_id=test_id)
@@ -44,6 +51,12 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     beats = frame_beats(w, "l2", MSG_BYTES)
     assert beats == 3
     assert row["ii_cycles_rtl"] == beats
+    store = phy_bytes(build_frame("l2", 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
+    cpl = 8 + completion_bytes("l2") + 4 + 12
+    assert (store, cpl) == (172, 84)
+    assert row["wire_bytes_rtl"] == store + cpls * cpl / STORES
+    if attachment == "pcie":
+        assert row["host_bytes_rtl"] == (128 + 24) + (128 + 24)
     profile = fabric_profile(fabric)
     assert row["latency_cycles_rtl"] >= one_way(profile)
     assert row["completion_cycles_rtl"] >= row["latency_cycles_rtl"] + one_way(profile)
