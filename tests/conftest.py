@@ -109,7 +109,7 @@ SLOW = {
         "tests run in the Amaranth simulator",
     "test_cosim_nic_e2e_combos.py::*[verilator-*]":
         "Icarus runs every case (each combination of e2e with pcie, retry or pod is one "
-        "more Verilator build, five in all); Verilator runs the e2e top at board "
+        "more Verilator build, six in all); Verilator runs the e2e top at board "
         "(test_cosim_nic_e2e.py) and the pcie and retry tops with credit completion, and "
         "NicTx's completion merge under link backpressure is unit-tested against its twin "
         "in the Amaranth simulator (test_unit_nic_e2e.py)",

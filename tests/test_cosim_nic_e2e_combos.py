@@ -113,3 +113,26 @@ def test_e2e_scenarios_behind_pcie(sim, scenario, extra, test_id):
                   extra_cycles=extra, stall_rate=0, attachment="pcie")
     run_cosim(top, name="nic_top_e2e_pcie_l2", test_module="tb.nic.cocotb_nic_e2e",
               sim=sim, test_id=test_id, params=params)
+
+
+def test_combination_parameters():
+    """The combinations build (NicTop and its model); what is still wrong is refused
+    with an error naming the parameter: the ``pcie`` attachment's 64-byte datapath, an
+    unknown ``completion`` of :func:`run_point` (before anything is built)."""
+    from pymodel.nic.system import NicSystemModel
+    from rtl.tops.nic_top import NicTop
+    from spec.checks import silence
+    from spec.nic import link_credits
+
+    top = NicTop(width=64, nodes=2, mem_words=64, items=16, events=16, retry=True,
+                 attachment="pcie", completion="e2e", fabric="pod")
+    assert (top.e2e, top.pcie, top.retry, top.fabric) == (True, True, True, "pod")
+    assert len(top.gens) == len(top.trks) == len(top.his) == 2
+    silence(top)
+    model = NicSystemModel(64, "l2", 2, 2, 64, 512, link_credits(64, 512), retry=True,
+                           attachment="pcie", completion="e2e")
+    assert (model.e2e, model.pcie, model.retry) == (True, True, True)
+    with pytest.raises(ValueError, match="width"):
+        NicTop(width=16, attachment="pcie", completion="e2e", retry=True)
+    with pytest.raises(ValueError, match="completion"):
+        run_point("icarus", "l2", 128, 4, completion="ack")
