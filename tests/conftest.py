@@ -108,6 +108,12 @@ SLOW = {
         "Icarus runs both pod retry cases (each is one more Verilator build); Verilator "
         "runs the retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit "
         "tests run in the Amaranth simulator",
+    "test_cosim_nic_e2e_combos.py::*[verilator-*]":
+        "Icarus runs every case (each combination of e2e with pcie, retry or pod is one "
+        "more Verilator build, six in all); Verilator runs the e2e top at board "
+        "(test_cosim_nic_e2e.py) and the pcie and retry tops with credit completion, and "
+        "NicTx's completion merge under link backpressure is unit-tested against its twin "
+        "in the Amaranth simulator (test_unit_nic_e2e.py)",
     "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
         "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
         "Verilator runs the board NIC tops",
