@@ -38,7 +38,7 @@ def rtl_default_messages(tmp_path_factory):
     mp.setattr(report, "run_rtl_subset", stop)
     try:
         with pytest.raises(SystemExit):
-            report.main(["--no-area", "--no-load", "--no-inference",
+            report.main(["--no-area", "--no-load", "--no-inference", "--no-gap",
                          "--out", str(tmp_path_factory.mktemp("report"))])
     finally:
         mp.undo()
@@ -133,7 +133,8 @@ def test_report_summary_agrees_with_exit_status(tmp_path, monkeypatch):
         monkeypatch.setattr(report, "run_model_grid", lambda *a, **k: [])
         monkeypatch.setattr(report, "run_rtl_subset", lambda *a, _r=rows, **k: _r)
         monkeypatch.setattr(report, "plots", lambda *a, **k: [])
-        code = report.main(["--no-area", "--no-load", "--no-inference", "--out", str(out)])
+        code = report.main(["--no-area", "--no-load", "--no-inference", "--no-gap",
+                            "--out", str(out)])
         md = (out / "report.md").read_text()
         assert code == status
         assert f": {failed} of {len(rows)}." in md
