@@ -135,7 +135,9 @@ class RequesterModel:
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
         self.front = QpFrontModel(n, f["items"], f["fetch"], self.cache.entry_of,
-                                  self._lookup, self._query, log=log)
+                                  self._lookup, self._query, log=log,
+                                  need=self._need, need_taken=self._need_taken,
+                                  hit=lambda qpn, side: self.cache.hit(qpn))
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
                                    f["batch"], p["prefetch"], p["wqe_words"], p["records"],
                                    log=log)
@@ -146,7 +148,8 @@ class RequesterModel:
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
                                        self.header)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
-                                        f["events"], f["cqes"], f["resend"], used)
+                                        f["events"], f["cqes"], f["resend"], used,
+                                        p["windows"], self.cache.present)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived", log=log)
@@ -166,9 +169,16 @@ class RequesterModel:
             f["wr_wb"].write(wb)
         return taken
 
-    def _query(self, e, side):
+    def _query(self, e, qpn, side):
         comp = self.comp
-        return comp.done[e], comp.win[e], comp.err_out == e
+        keep, vopen = comp.query(qpn, self.cache.victim(qpn))
+        return comp.done[e], keep, vopen, comp.err_out == e
+
+    def _need(self, side):
+        return self.comp.need()
+
+    def _need_taken(self):
+        self.comp.need_taken()
 
     # ---- the host interface ----
     def offers(self):
@@ -213,7 +223,7 @@ class RequesterModel:
         comp = self.comp
         taken = (self.intake.step(c, {"mmio": mmio})["mmio.ready"] == 1
                  if mmio is not None else False)
-        if f["items"].q:
+        if f["items"].q or comp.need() is not None:
             win_total = comp.win_total.value
             self.front.step(c, {
                 "hold": comp.hold(), "serial": cfg.serial,
