@@ -16,7 +16,7 @@ __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
-    "TIMEOUT_RANGE", "MAX_WINDOWS",
+    "TIMEOUT_RANGE",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH",
@@ -101,8 +101,6 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=4096, retry_limit=7, ack_queue=64,
                           windows=0)
-#: Most window slots (``windows``).
-MAX_WINDOWS = 4096
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written

@@ -640,8 +640,11 @@ def test_completion_matches_twin(seed, rate, windows):
                 "q_entry": qpn % (1 << log2), "q_qpn": qpn,
                 "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
                 "need.ready": int(side_rng.random() < 0.3),
-                **{f"probe[{k}].present": (lambda k: lambda peek: int(present(
-                    peek(f"probe[{k}].qpn"))))(k) for k in range(3)}}
+                **{f"probe[{k}].present": probed(k) for k in range(3)}}
+
+    def probed(k):
+        """Probe ``k``'s answer, read after the side inputs that set its QPN."""
+        return lambda peek: int(present(peek(f"probe[{k}].qpn")))
 
     class Observed(_Counted):
         def step(self, c, side):

@@ -11,7 +11,6 @@ from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome
 from spec.ports import CacheProbeSignature, CompletionQuerySignature
 from spec.rdma_engine import (
     COMPLETION_COUNTERS,
-    MAX_WINDOWS,
     REQUESTER_DEFAULTS,
     RETRY_LIMIT_RANGE,
     TIMEOUT_BITS,
@@ -251,7 +250,7 @@ class CompletionUnit(wiring.Component):
         r, ev = self.rec.payload, self.ev.payload
         e_rec, s_rec = Signal(ibits), slot_of(r.qpn)
         m.d.comb += e_rec.eq(r.entry[:ibits])
-        e_ev, s_ev = entry(ev.qpn), slot_of(ev.qpn)
+        s_ev = slot_of(ev.qpn)
         win_rec, tail_rec, done_rec = rd(win, s_rec), rd(tail, s_rec), rd(done, e_rec)
         errq_qpn = rd(errq, e_rec)
         win_ev, head_ev = rd(win, s_ev), rd(head, s_ev)
