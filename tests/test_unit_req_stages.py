@@ -652,7 +652,7 @@ def test_completion_matches_twin(seed, rate, windows):
             e = side["q_entry"]
             self.counts = dict(t.count, **{r: getattr(t, r).value for r in REGS})
             keep, vopen = t.query(side["q_qpn"], side["q_victim_qpn"]
-                                  if side["q_victim_valid"] else None)
+                                  if side["q_victim_valid"] else None, c)
             need = t.need()
             if need is not None and side["need.ready"]:
                 t.need_taken()

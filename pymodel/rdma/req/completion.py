@@ -69,9 +69,11 @@ class CompletionUnitModel:
     def entry(self, qpn):
         return qpn % self.cache_used
 
-    def query(self, qpn, victim):
-        """The front's question (``victim``: the QP in the entry, or None): ``(keep,
-        victim_open)``."""
+    def query(self, qpn, victim, c):
+        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or
+        None): ``(keep, victim_open)``. ``keep`` also while a rewind or error of the
+        victim may be decided in this cycle (the NAK at the head of ``ev``, the due
+        timer at the scan slot)."""
         sq = self.slot(qpn)
         keep = self.win[sq] != 0 and self.recs[self.head[sq]]["qpn"] != qpn
         vopen = False
@@ -79,6 +81,13 @@ class CompletionUnitModel:
             sv = self.slot(victim)
             vopen = self.win[sv] != 0
             keep = keep or (vopen and bool(self.pinned[sv]))
+            if not keep and self.ev.can_read() and self.ev.head()["qpn"] == victim:
+                d = self._classify(self.ev.head())
+                keep = d["rewind"] or d["error"]
+            sp = c % self.W
+            if (not keep and self.win[sp] != 0
+                    and ((c - self.tstart[sp]) & _M32) >= self.timeout):
+                keep = self.recs[self.head[sp]]["qpn"] == victim
         return keep, vopen
 
     def need(self):
@@ -244,9 +253,8 @@ class CompletionUnitModel:
         self.count["recovery_fills"] += 1
         self.trace.append((c, f"look qpn {qpn}"))
 
-    def _event(self, c, state):
-        """Try the event at the head of ``ev``; True if it was the cycle's action."""
-        ev = self.ev.head()
+    def _classify(self, ev):
+        """What event ``ev`` does against its QP's oldest record (no change made)."""
         e = self.slot(ev["qpn"])
         h = self.recs.get(self.head[e]) if self.win[e] else None
         same = h is not None and h["qpn"] == ev["qpn"]
@@ -269,6 +277,15 @@ class CompletionUnitModel:
         rewind = not past and is_seq and within
         error = retire and status != _SUCCESS
         need_cqe = retire and (h["signalled"] or error)
+        return dict(e=e, h=h, past=past, retire=retire, status=status, rewind=rewind,
+                    error=error, need_cqe=need_cqe)
+
+    def _event(self, c, state):
+        """Try the event at the head of ``ev``; True if it was the cycle's action."""
+        ev = self.ev.head()
+        d = self._classify(ev)
+        e, h, past, retire, status = d["e"], d["h"], d["past"], d["retire"], d["status"]
+        rewind, error, need_cqe = d["rewind"], d["error"], d["need_cqe"]
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
                 or ((rewind or error) and state != 0)):
             return False

@@ -156,6 +156,7 @@ class RequesterModel:
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
         self._offered = None        # what offers() showed in this cycle
+        self._cycle = 0
 
     # ---- the context cache and the completion unit, as the QP front sees them ----
     def _lookup(self, qpn, victim_busy, side):
@@ -171,7 +172,7 @@ class RequesterModel:
 
     def _query(self, e, qpn, side):
         comp = self.comp
-        keep, vopen = comp.query(qpn, self.cache.victim(qpn))
+        keep, vopen = comp.query(qpn, self.cache.victim(qpn), self._cycle)
         return comp.done[e], keep, vopen, comp.err_out == e
 
     def _need(self, side):
@@ -198,6 +199,7 @@ class RequesterModel:
 
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
         f = self.fifos
+        self._cycle = c
         cfg = self.cfg
         # The host interface takes what was offered at the start of the cycle.
         (rd_fifo, _), (wr_fifo, _) = self._offered or self._offer()

@@ -89,6 +89,8 @@ class CompletionUnit(wiring.Component):
         For the front's lookup of ``query.qpn`` at entry ``query.entry`` holding
         ``query.victim_qpn``: items of the entry done; ``keep``, the lookup's window
         slot is open for another QP or the victim's window is open and pinned;
+        ``keep`` also while a rewind or error of the victim may be decided in this cycle
+        (the NAK at the head of ``ev``, the due timer at ``scan``);
         ``victim_open``, the victim's window is open; ``err``, this cycle's ERR notice
         is for the entry (it must not be evicted before the sequencer wrote its state).
     need : Out(stream.Signature({"qpn": QPN_BITS}))
@@ -103,8 +105,9 @@ class CompletionUnit(wiring.Component):
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     cache_log2 : In(4)
-        Cache entries in use (an event's entry: its ``qpn % 2**cache_log2``); the
-        timer's ``scan`` visits all ``entries`` entries, used or not.
+        Cache entries in use (a QP's entry: its ``qpn % 2**cache_log2``; with
+        ``windows`` 0 also its window slot); the timer's ``scan`` visits all slots
+        built (``entries`` for ``windows`` 0), used or not.
     ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
@@ -276,8 +279,6 @@ class CompletionUnit(wiring.Component):
         win_v, pinned_v = rd(win, s_v), rd(pinned, s_v)
         m.d.comb += [q.done.eq(rd(done, q.entry)),
                      q.victim_open.eq(q.victim_valid & (win_v != 0)),
-                     q.keep.eq(((win_q != 0) & (owner_q.qpn != q.qpn))
-                               | (q.victim_valid & (win_v != 0) & pinned_v)),
                      q.err.eq(self.err_valid & (self.err_entry == q.entry))]
         # Is the context of the event's QP, the timer's QP, the looked-up QP present?
         m.d.comb += [self.probe[0].qpn.eq(ev.qpn), self.probe[1].qpn.eq(scan_oldest.qpn),
@@ -322,7 +323,17 @@ class CompletionUnit(wiring.Component):
         ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
                  & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
         ev_look = (ev_rewind | ev_err) & ~ev_here       # its context must come back first
-        expired = (mode == _Mode.NORMAL) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        due = (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        expired = (mode == _Mode.NORMAL) & due
+        # The victim must stay: its slot is shared with the looked-up QP's, or pinned,
+        # or a rewind or error of it may be decided in this cycle (the event at the head
+        # of ev, the timer at the scan slot): the decision needs its context next cycle.
+        m.d.comb += q.keep.eq(((win_q != 0) & (owner_q.qpn != q.qpn))
+                              | (q.victim_valid
+                                 & (((win_v != 0) & pinned_v)
+                                    | (self.ev.valid & (ev_rewind | ev_err)
+                                       & (ev.qpn == q.victim_qpn))
+                                    | (due & (scan_oldest.qpn == q.victim_qpn)))))
         give_up = retries_sp == self.retry_limit
         tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
 
