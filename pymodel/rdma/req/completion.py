@@ -144,10 +144,13 @@ class CompletionUnitModel:
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
         promised) and ``timeout`` (cycles), the ports of the same names. One action a
         cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
-        a walk, a record appended, an ACK event, a timer of the entry the scan pointer
-        (``c mod entries``) is at. No side outputs: :meth:`hold`, :attr:`err_out` and
-        the registers (``done``, ``win``, ``done_total``, ``win_total``, ``appended``)
-        are the outputs, as they are at the start of the cycle."""
+        a walk, a record appended, an ACK event, a timer of the slot the scan pointer
+        (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
+        not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which
+        ends, at the start of a cycle, once the context is present or its slot unpinned.
+        No side outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``,
+        ``win``, ``done_total``, ``win_total``, ``appended``) are the outputs, as they
+        are at the start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         state = self.state.value
