@@ -1,7 +1,7 @@
 """Constructor parameter checks with errors that name the parameter and the bad value,
 and the one helper that tells Amaranth an elaboratable is deliberately left unused."""
 
-__all__ = ["reject", "check_int", "silence"]
+__all__ = ["reject", "check_int", "check_windows", "silence"]
 
 
 def silence(*objs):
@@ -45,3 +45,13 @@ def check_int(component, name, value, low, high):
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         reject(component, f"{name} must be an integer from {low} to {high}, not {value!r}")
     return value
+
+
+def check_windows(component, windows, entries):
+    """The requester's ``windows`` parameter: 0, or a power of two from ``entries`` (the
+    cache entries built) to 4096. Returns the window slots built (``entries`` for 0)."""
+    check_int(component, "window slots (windows)", windows, 0, 4096)
+    if windows and (windows & (windows - 1) or windows < entries):
+        reject(component, f"window slots (windows) must be 0 or a power of two from the "
+                          f"{entries} cache entries to 4096, not {windows!r}")
+    return windows or entries

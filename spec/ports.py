@@ -14,11 +14,12 @@ combinational: a read's ``data`` belongs to the ``addr`` of the same cycle.
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.formats.roce import QPC_LAYOUT
+from spec.formats.roce import QPC_LAYOUT, QPN_BITS
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
-           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature"]
+           "CompletionQuerySignature", "CacheProbeSignature", "HostDmaSignature",
+           "CountersSignature"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -62,18 +63,35 @@ class FillQuerySignature(wiring.Signature):
 
 
 class CompletionQuerySignature(wiring.Signature):
-    """The requester front's question to the completion unit about cache entry
-    ``entry``, answered in the same cycle: items of the entry done (``done``) and
-    messages in its window (``win``), both modulo ``2**count_bits``; ``err``: this
-    cycle's ERR notice is for that entry."""
+    """The requester front's question to the completion unit about the lookup it
+    presents, answered in the same cycle. Out: the lookup's cache ``entry`` and ``qpn``,
+    and the QP the cache holds in that entry (``victim_valid``, ``victim_qpn``). In:
+    items of the entry done (``done``, modulo ``2**count_bits``); ``keep``: the entry's
+    QP must not be evicted for this lookup (the looked-up QP's window slot holds another
+    QP's messages, or the cached QP's window is pinned); ``victim_open``: the cached QP
+    has messages waiting for their ACK; ``err``: this cycle's ERR notice is for the
+    entry."""
 
     def __init__(self, entries, count_bits):
         self.entries, self.count_bits = entries, count_bits
-        super().__init__({"entry": Out(range(entries)), "done": In(count_bits),
-                          "win": In(count_bits), "err": In(1)})
+        super().__init__({"entry": Out(range(entries)), "qpn": Out(QPN_BITS),
+                          "victim_valid": Out(1), "victim_qpn": Out(QPN_BITS),
+                          "done": In(count_bits), "keep": In(1), "victim_open": In(1),
+                          "err": In(1)})
 
     def __repr__(self):
         return f"CompletionQuerySignature({self.entries}, {self.count_bits})"
+
+
+class CacheProbeSignature(wiring.Signature):
+    """Is QP ``qpn``'s context in the context cache and filled (``present``)? Same
+    cycle."""
+
+    def __init__(self):
+        super().__init__({"qpn": Out(QPN_BITS), "present": In(1)})
+
+    def __repr__(self):
+        return "CacheProbeSignature()"
 
 
 class HostDmaSignature(wiring.Signature):

@@ -66,7 +66,7 @@ SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames", "state")
 MAX_INLINE_WORDS = 3
 #: Counters of the completion unit, in port order.
 COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "retired",
-                       "records_max", "qp_errors", "flushed")
+                       "records_max", "qp_errors", "flushed", "recovery_fills")
 #: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
 RETRY_LIMIT_RANGE = (0, 7)
 #: Bits of the run-time transport timeout (cycles): up to 2**24 - 1 cycles, 16.8 ms at
@@ -91,8 +91,16 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: ``timeout``: the transport timeout in cycles (4.1 us), well above a round trip of
 #: the largest frame with a context miss at the responder over PCIe.
 #: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
+#: ``windows``: slots of the per-QP window table (each QP's window head, tail, count,
+#: timer and retries, in the slot ``qpn % windows``); 0 keeps one slot per cache entry
+#: (the slot is the QP's entry, and a QP's context stays in the cache until its last
+#: message is acknowledged), a power of two from the cache's entries to 4096 lets a
+#: context be evicted while its messages wait for their ACK (docs/rdma.md, "Window
+#: state per QP"). 0 by default: the figures of the ladder and of the report are those
+#: of pinned contexts.
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
-                          records=512, timeout=4096, retry_limit=7, ack_queue=64)
+                          records=512, timeout=4096, retry_limit=7, ack_queue=64,
+                          windows=0)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written
@@ -110,7 +118,8 @@ FIFO_DEPTHS = dict(items=16, bf=512, fetch=128, resend=4, batch=128, jobs=16, in
                    segs=256, recs=16, cqes=16, rd_fill=4, rd_wqe=4, rd_pay=4, wr_wb=4,
                    wr_cqe=4)
 #: Counters of the requester, in port order.
-REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls") + CACHE_COUNTERS
+REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls", "evict_inflight")
+                      + CACHE_COUNTERS
                       + ("wqe_reads", "wqes", "wqe_words_max", "sequenced", "doorbell_err_qp",
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",

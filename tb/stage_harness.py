@@ -237,10 +237,14 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
 
 
 def _resolve(dut, name):
-    """The port (or port member) ``name`` of ``dut``: ``"victim_busy"``, ``"lookup.valid"``."""
+    """The port (or port member) ``name`` of ``dut``: ``"victim_busy"``, ``"lookup.valid"``,
+    ``"probe[1].present"`` (a member of a port array)."""
     obj = dut
     for part in name.split("."):
+        part, _, index = part.partition("[")
         obj = getattr(obj, part)
+        if index:
+            obj = obj[int(index.rstrip("]"))]
     return obj
 
 

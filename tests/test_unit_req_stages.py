@@ -36,8 +36,11 @@ from spec.rdma_stages import fetch_layout, write_layout_req
 from tb.stage_harness import compare_stage
 
 #: The twins' side names of members of the RTL's port Signatures (spec/ports.py).
-_QUERY_PORTS = {"q_entry": "completion.entry", "q_done": "completion.done",
-                "q_win": "completion.win", "q_err": "completion.err"}
+_QUERY_PORTS = {"q_entry": "completion.entry", "q_qpn": "completion.qpn",
+                "q_victim_valid": "completion.victim_valid",
+                "q_victim_qpn": "completion.victim_qpn", "q_done": "completion.done",
+                "q_keep": "completion.keep", "q_victim_open": "completion.victim_open",
+                "q_err": "completion.err"}
 _CTX_PORTS = {"s_addr": "ctx.addr", "s_data": "ctx.data"}
 _GROUP_PORTS = {"g_addr": "group.addr", "g_data": "group.data", "g_we": "group.we",
                 "g_wdata": "group.wdata"}
@@ -258,38 +261,55 @@ def test_qp_front_matches_twin(seed, rate, serial):
                  modify=int(rng.random() < 0.1)) for _ in range(150)]
     side_rng = random.Random(seed + 2)
     box = {}
-    COUNTERS = ("adm_total", "items", "ctx_stalls")
+    COUNTERS = ("adm_total", "items", "ctx_stalls", "evict_inflight")
+    needs = []                                   # the completion unit's lookups taken
 
     def side_in(c, peek):
-        # The completion unit's counts of the entry the front asks about: mostly the
-        # front's own admitted count (not busy), sometimes not, an open window or ERR.
+        # The completion unit's answers for the entry the front asks about: mostly the
+        # front's own admitted count (not busy), sometimes not, keep or ERR; now and
+        # then a lookup of its own (need), and victims with messages in flight.
+        need = side_rng.random() < 0.05
+        side = {"hold": int(side_rng.random() < 0.1), "serial": serial,
+                "idle": int(side_rng.random() < 0.5), "cache_log2": log2,
+                "need.valid": int(need), "need.payload": side_rng.randrange(1 << 24),
+                "lookup.ready": int(side_rng.random() < 0.7),
+                "hit": int(side_rng.random() < 0.5),
+                "victim.valid": int(side_rng.random() < 0.8),
+                "victim.qpn": side_rng.randrange(1 << 24)}
         e = peek("q_entry")
         adm = box["t"].adm[e]
-        return {"hold": int(side_rng.random() < 0.1), "serial": serial,
-                "idle": int(side_rng.random() < 0.5), "cache_log2": log2,
-                "lookup.ready": int(side_rng.random() < 0.7),
-                "q_done": adm if side_rng.random() < 0.7 else side_rng.randrange(1 << 16),
-                "q_win": 0 if side_rng.random() < 0.8 else side_rng.randrange(1, 1 << 16),
-                "q_err": int(side_rng.random() < 0.05)}
+        side.update({
+            "q_done": adm if side_rng.random() < 0.7 else side_rng.randrange(1 << 16),
+            "q_keep": int(side_rng.random() < 0.2),
+            "q_victim_open": int(side_rng.random() < 0.5),
+            "q_err": int(side_rng.random() < 0.05)})
+        return side
 
     def make(fifos):
         box["t"] = t = QpFrontModel(
             entries, fifos["item"], fifos["fetch"], lambda qpn: qpn % (1 << log2),
             lookup=lambda qpn, busy, side: bool(side["lookup.ready"]),
-            query=lambda e, side: (side["q_done"], side["q_win"], side["q_err"]))
+            query=lambda e, qpn, side: (side["q_done"], side["q_keep"],
+                                        side["q_victim_open"], side["q_err"]),
+            need=lambda side: side["need.payload"] if side["need.valid"] else None,
+            need_taken=lambda: needs.append(1), hit=lambda qpn, side: side["hit"])
         return _AdmCounted(t, COUNTERS)
 
     out = compare_stage(
         QpFront(entries), make, inputs={"item": 4}, outputs={"fetch": 4},
         stimulus={"item": items}, cycles=int(12 * len(items) / rate), seed=seed,
         push_rate=rate, pop_rate=rate, side_in=side_in,
-        side_out=("lookup.valid", "lookup.payload", "victim_busy", "q_entry") + COUNTERS,
+        side_out=("lookup.valid", "lookup.payload", "need.ready", "victim_busy", "q_entry",
+                  "q_qpn", "q_victim_valid", "q_victim_qpn") + COUNTERS,
         ports=_QUERY_PORTS)
     # By the contract: every item passes in order with its entry, qpn mod 2**cache_log2.
     got = [unpack(fetch_layout(), bits) for _, bits in out["fetch"]]
     assert [{k: g[k] for k in items[0]} for g in got] == items
     assert [g["entry"] for g in got] == [it["qpn"] % 16 for it in items]
     assert box["t"].count["ctx_stalls"] > 10
+    # The completion unit's lookups go first and are taken; evictions of open windows
+    # are counted.
+    assert len(needs) > 5 and box["t"].count["evict_inflight"] > 5
 
 
 class _AdmCounted(_Counted):
@@ -589,8 +609,8 @@ def _completion_stimulus(rng, n, used):
     return recs, evs
 
 
-@pytest.mark.parametrize("seed,rate", [(17, 1.0), (18, 0.5)])
-def test_completion_matches_twin(seed, rate):
+@pytest.mark.parametrize("seed,rate,windows", [(17, 1.0, 0), (18, 0.5, 0), (21, 1.0, 64)])
+def test_completion_matches_twin(seed, rate, windows):
     from pymodel.rdma.req.completion import CompletionUnitModel
     from rtl.rdma.req.completion import CompletionUnit
     from spec.rdma_engine import COMPLETION_COUNTERS
@@ -598,26 +618,48 @@ def test_completion_matches_twin(seed, rate):
     rng = random.Random(seed)
     entries, log2, records, retry_limit, timeout = 32, 4, 64, 2, 300
     recs, evs = _completion_stimulus(rng, 150, 1 << log2)
+    qps = sorted({r["qpn"] for r in recs})
     side_rng = random.Random(seed + 4)
     box = {}
     REGS = ("appended", "done_total", "win_total")
 
+    def present(qpn):
+        # The cache's probes: a context now and then away for a while.
+        return (qpn * 7 + box["c"] // 64) % 5 != 0
+
     def side_in(c, peek):
         # The fetch stage's promises: the records appended, now and then a few more.
+        # The front's lookups: a QP of the stimulus and a victim, at their entry.
         t = box["t"]
+        box["c"] = c
         issued = t.appended.value
         if side_rng.random() < 0.1:
             issued = (issued + side_rng.randint(1, 3)) & 0xFFFF
+        qpn, victim = side_rng.choice(qps), side_rng.choice(qps)
         return {"issued": issued, "timeout": timeout, "cache_log2": log2,
-                "q_entry": side_rng.randrange(entries)}
+                "q_entry": qpn % (1 << log2), "q_qpn": qpn,
+                "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
+                "need.ready": int(side_rng.random() < 0.3),
+                **{f"probe[{k}].present": probed(k) for k in range(3)}}
+
+    def probed(k):
+        """Probe ``k``'s answer, read after the side inputs that set its QPN."""
+        return lambda peek: int(present(peek(f"probe[{k}].qpn")))
 
     class Observed(_Counted):
         def step(self, c, side):
             t = self.twin
             e = side["q_entry"]
             self.counts = dict(t.count, **{r: getattr(t, r).value for r in REGS})
+            keep, vopen = t.query(side["q_qpn"], side["q_victim_qpn"]
+                                  if side["q_victim_valid"] else None, c)
+            need = t.need()
+            if need is not None and side["need.ready"]:
+                t.need_taken()
             out = super().step(c, side)
-            return dict(out, hold=int(t.hold()), q_done=t.done[e], q_win=t.win[e],
+            return dict(out, hold=int(t.hold()), q_done=t.done[e], q_keep=int(keep),
+                        q_victim_open=int(vopen), **{"need.valid": int(need is not None)},
+                        **({"need.payload": {"qpn": need}} if need is not None else {}),
                         **self.notice)
 
     class Notice(Observed):
@@ -633,16 +675,18 @@ def test_completion_matches_twin(seed, rate):
     def make(fifos):
         box["t"] = t = CompletionUnitModel(entries, records, retry_limit, fifos["rec"],
                                            fifos["ev"], fifos["cqe"], fifos["resend"],
-                                           1 << log2)
+                                           1 << log2, windows, present)
         return Notice(t, {}, COMPLETION_COUNTERS + REGS)
 
     out = compare_stage(
-        CompletionUnit(entries, records, retry_limit), make, inputs={"rec": 4, "ev": 4},
+        CompletionUnit(entries, records, retry_limit, windows), make,
+        inputs={"rec": 4, "ev": 4},
         outputs={"cqe": 4, "resend": 4}, stimulus={"rec": recs, "ev": evs},
         cycles=int(6000 / rate), seed=seed, push_rate={"rec": rate, "ev": rate / 3},
         pop_rate=rate,
         side_in=side_in,
-        side_out=("hold", "err_valid", "err_entry", "q_done", "q_win", "q_err")
+        side_out=("hold", "err_valid", "err_entry", "q_done", "q_keep", "q_victim_open",
+                  "q_err", "need.valid", "need.payload")
         + COMPLETION_COUNTERS + REGS,
         ports={k: v.replace("completion.", "query.") for k, v in _QUERY_PORTS.items()})
     cnt = box["t"].count
@@ -651,7 +695,7 @@ def test_completion_matches_twin(seed, rate):
     assert len(out["taken"]["rec"]) == len(recs) and len(out["taken"]["ev"]) == len(evs)
     assert box["t"].win_total.value == 0
     for k in ("retired", "seq_naks", "timeouts", "rewinds", "qp_errors", "flushed",
-              "ack_unexpected"):
+              "ack_unexpected", "recovery_fills"):
         assert cnt[k] > 0, (k, cnt)
     assert len(out["resend"]) > 0 and len(out["cqe"]) > 20
 

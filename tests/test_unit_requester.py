@@ -159,17 +159,18 @@ class Peer:
 
 
 def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
-                 mmio_gap=0, records=32):
+                 mmio_gap=0, records=32, windows=0):
     dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
-                    records=records)
+                    records=records, windows=windows)
     peer = peer or Peer()
     sent = []                       # (first beat cycle, frame) from the model
 
     def send(cycle, frame):
         sent.append((cycle, frame))
 
-    model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128)
+    model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128,
+                           windows=windows)
     host = dict(mem)
     stats = dict(frames=0, cqes=[], acks=0, reads=0)
 
@@ -375,6 +376,33 @@ def test_requester_recovery_matches_model(case):
         starts = [t for t, _ in stats["cqes"]]
         gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
         assert len(starts) == 6 and min(gaps) > 60
+
+
+@pytest.mark.parametrize("windows", [32, 64])
+def test_requester_evicts_in_flight_and_recovers(windows):
+    """40 QPs round robin over 16 cache entries with a window slot per QP (64 slots) or
+    per two QPs (32: QPs ``q`` and ``q + 32`` take turns), frames lost: contexts leave
+    the cache while their messages wait for the ACK (``evict_inflight``), and a rewind
+    of a QP whose context left first brings it back (``recovery_fills``, a LOOK). RTL
+    equals the model cycle for cycle; every message completes with SUCCESS."""
+    cfg = Cfg(timeout=300)
+    mem, mmio = scenario(13, 40, 60, [128])
+    peer = Peer(lose={6, 23, 41}, lose_acks={12, 30})
+    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=6000, peer=peer,
+                                      windows=windows, ack_delay=40)
+    c = model.counters()
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    assert len(cqes) == 60 and all(q["status"] == 0 for q in cqes)
+    assert c["evict_inflight"] > 0 and c["recovery_fills"] > 0
+    assert c["retransmissions"] >= 3
+
+
+def test_requester_bad_windows():
+    """``windows`` that is not 0 or a power of two from the cache entries to 4096 is
+    refused, naming the parameter."""
+    for bad in (8, 24, 8192, -1):
+        with pytest.raises(ValueError, match="windows"):
+            Requester(16, DEPTH, windows=bad)
 
 
 def test_requester_qp_error_flush_and_reset():

@@ -45,6 +45,15 @@ class ContextCacheModel:
     def ready(self, e):
         return not self.filling[e]
 
+    def victim(self, qpn):
+        """The QP held in ``qpn``'s entry (the ``victim`` port), or None."""
+        return self.tags[qpn % self.used]
+
+    def present(self, qpn):
+        """A ``probe``: ``qpn``'s context is in its entry and filled."""
+        e = qpn % self.used
+        return self.tags[e] == qpn and not self.filling[e]
+
     def static_of(self, e):
         """The fields of entry ``e``'s filled word, a dict to read, not to change (it is
         unpacked once per word and shared by every reader)."""

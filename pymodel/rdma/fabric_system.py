@@ -55,6 +55,7 @@ class FabricConfig:
     timeout: int = REQUESTER_DEFAULTS["timeout"]
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
     ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
+    windows: int = REQUESTER_DEFAULTS["windows"]
     qpc_base: int = 0
     cq_base: int = 0
     cq_log2: int = 10

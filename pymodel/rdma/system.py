@@ -49,6 +49,7 @@ class Config:
     timeout: int = REQUESTER_DEFAULTS["timeout"]
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
     ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
+    windows: int = REQUESTER_DEFAULTS["windows"]
     qpc_base_a: int = 0
     qpc_base_b: int = 0
     cq_base: int = 0

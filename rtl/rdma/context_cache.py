@@ -7,7 +7,12 @@ from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int, reject
 from spec.formats.roce import HOST_WORD_BITS, QPC_LAYOUT, QPN_BITS
-from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
+from spec.ports import (
+    CacheGroupSignature,
+    CacheProbeSignature,
+    CacheReadSignature,
+    FillQuerySignature,
+)
 from spec.rdma_engine import CACHE_COUNTERS
 from spec.rdma_stages import group_layout, writeback_layout
 
@@ -52,6 +57,8 @@ class ContextCache(wiring.Component):
         ``{group name: (QPC field names)}``: the dynamic groups.
     static_reads : int
         Number of static read ports (``reads``).
+    probes : int
+        Number of presence probes (``probe``), 0 to 4.
 
     Ports
     -----
@@ -72,6 +79,10 @@ class ContextCache(wiring.Component):
         For the entry of ``req.payload.qpn``: its QP has work in flight (no eviction).
     hit : Out(1)
         With ``req.valid``: the tag matches.
+    victim : Out(StructLayout({"valid": 1, "qpn": QPN_BITS}))
+        The tag of the entry of ``req.payload.qpn`` (the QP a miss would evict).
+    probe : In(CacheProbeSignature()).array(probes)
+        Is QP ``probe.qpn`` in its entry, filled (``present``)? Combinational.
     fill_rd : Out(stream.Signature(range(depth)))
         Fill reads (word address), to a FIFO of the user.
     fill_data : In(stream.Signature(HOST_WORD_BITS))
@@ -97,11 +108,12 @@ class ContextCache(wiring.Component):
     word with every group's current value put in its fields.
     """
 
-    def __init__(self, entries, depth, groups, static_reads=1):
+    def __init__(self, entries, depth, groups, static_reads=1, probes=0):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
         check_int(self, "static read ports", static_reads, 1, 8)
+        check_int(self, "cache probes", probes, 0, 4)
         for name, fields in groups.items():
             for f in fields:
                 if f not in QPC_LAYOUT.members:
@@ -114,6 +126,8 @@ class ContextCache(wiring.Component):
             "req": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": In(1),
             "hit": Out(1),
+            "victim": Out(data.StructLayout({"valid": 1, "qpn": QPN_BITS})),
+            "probe": In(CacheProbeSignature()).array(probes),
             "fill_rd": Out(stream.Signature(range(depth))),
             "fill_data": In(stream.Signature(HOST_WORD_BITS)),
             "wb": Out(stream.Signature(writeback_layout(depth))),
@@ -146,7 +160,7 @@ class ContextCache(wiring.Component):
         entry = Signal(ibits)
         m.d.comb += [entry.eq(entry_of(qpn, self.cache_log2, ibits)), tag_rd.addr.eq(entry)]
         tag = tag_rd.data
-        m.d.comb += self.hit.eq(tag.valid & (tag.qpn == qpn))
+        m.d.comb += [self.hit.eq(tag.valid & (tag.qpn == qpn)), self.victim.eq(tag)]
 
         # Group memories: the owner's read/write port and the write-back read port.
         wb_word = Signal(HOST_WORD_BITS)
@@ -253,4 +267,10 @@ class ContextCache(wiring.Component):
         with m.If(nxt_out > self.fills_max):
             m.d.sync += self.fills_max.eq(nxt_out)
         m.d.comb += self.filled.ready.eq(~filling.bit_select(self.filled.entry, 1))
+        for pr in self.probe:
+            p_rd = tags.read_port(domain="comb")
+            p_e = Signal(ibits)
+            m.d.comb += [p_e.eq(entry_of(pr.qpn, self.cache_log2, ibits)), p_rd.addr.eq(p_e),
+                         pr.present.eq(p_rd.data.valid & (p_rd.data.qpn == pr.qpn)
+                                       & ~filling.bit_select(p_e, 1))]
         return m

@@ -17,21 +17,34 @@ _SUCCESS = CqeStatus.SUCCESS.value
 
 
 class CompletionUnitModel:
-    """Per-QP windows of records, ACK matching, timers and rewinds; one action a cycle."""
+    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds;
+    one action a cycle.
 
-    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None):
+    ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
+    ``present(qpn)``: the cache's probe (its context is in its entry and filled); None
+    for a unit whose contexts are always present."""
+
+    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
+                 windows=0, present=None):
         self.n, self.R, self.retry_limit = entries, records, retry_limit
         self.cache_used = used or entries   # cache entries in use
+        self.shared = not windows
+        self.W = windows or entries         # slots built (the scan visits them all)
+        self.present = present or (lambda qpn: True)
         self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
         self.recs = {}                               # id -> stored record
         self.nxt = {}                                # id -> next id of the QP
         log = self._staged = StagedLog()     # the registers to commit (end of a cycle)
-        self.head = Staged(0, size=entries, name="head", log=log)
-        self.tail = Staged(0, size=entries, name="tail", log=log)
-        self.win = Staged(0, size=entries, name="win", log=log)
+        w = self.W
+        self.head = Staged(0, size=w, name="head", log=log)
+        self.tail = Staged(0, size=w, name="tail", log=log)
+        self.win = Staged(0, size=w, name="win", log=log)
+        self.pinned = Staged(0, size=w, name="pinned", log=log)
         self.done = Staged(0, size=entries, name="done", log=log)
-        self.tstart = Staged(0, size=entries, name="tstart", log=log)
-        self.retries = Staged(0, size=entries, name="retries", log=log)
+        self.tstart = Staged(0, size=w, name="tstart", log=log)
+        self.retries = Staged(0, size=w, name="retries", log=log)
+        self.look_qpn, self.looked = None, False     # the LOOK (registers)
+        self._looked_next = None
         self.done_total = Staged(0, name="done_total", log=log)
         self.win_total = Staged(0, name="win_total", log=log)
         self.appended = Staged(0, name="appended", log=log)   # records taken from ``rec``
@@ -46,14 +59,50 @@ class CompletionUnitModel:
         self.used = False
         self.timeout = 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
-                          records_max=0, qp_errors=0, flushed=0)
+                          records_max=0, qp_errors=0, flushed=0, recovery_fills=0)
         self.trace = []
 
+    def slot(self, qpn):
+        """The window slot of ``qpn``."""
+        return qpn % self.cache_used if self.shared else qpn % self.W
+
+    def entry(self, qpn):
+        return qpn % self.cache_used
+
+    def query(self, qpn, victim, c):
+        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or
+        None): ``(keep, victim_open)``. ``keep`` also while a rewind or error of the
+        victim may be decided in this cycle (the NAK at the head of ``ev``, the due
+        timer at the scan slot)."""
+        sq = self.slot(qpn)
+        keep = self.win[sq] != 0 and self.recs[self.head[sq]]["qpn"] != qpn
+        vopen = False
+        if victim is not None:
+            sv = self.slot(victim)
+            vopen = self.win[sv] != 0
+            keep = keep or (vopen and bool(self.pinned[sv]))
+            if not keep and self.ev.can_read() and self.ev.head()["qpn"] == victim:
+                d = self._classify(self.ev.head())
+                keep = d["rewind"] or d["error"]
+            sp = c % self.W
+            if (not keep and self.win[sp] != 0
+                    and ((c - self.tstart[sp]) & _M32) >= self.timeout):
+                keep = self.recs[self.head[sp]]["qpn"] == victim
+        return keep, vopen
+
+    def need(self):
+        """The LOOK's lookup the front presents (a QPN), or None."""
+        return self.look_qpn if self.state.value == 4 and not self.looked else None
+
+    def need_taken(self):
+        """The front's lookup of :meth:`need` was taken in this cycle."""
+        self._looked_next = True
+
     def next_timer(self, c):
-        """The first cycle after ``c`` in which a timer may expire (its entry's scan
-        slot, ``now - start >= timeout``), or None if no window is open."""
+        """The first cycle after ``c`` in which a timer may expire (its slot's scan
+        cycle, ``now - start >= timeout``), or None if no window is open."""
         best = None
-        tstart, n = self.tstart.value, self.n
+        tstart, n = self.tstart.value, self.W
         for e, win in enumerate(self.win.value):        # (the registers' current values)
             if win:
                 due = max(c + 1, tstart[e] + self.timeout)
@@ -64,10 +113,11 @@ class CompletionUnitModel:
     def hold(self):
         return self.state.value in (1, 2)
 
-    def _enter_error(self, c, e, qpn):
-        """The QP of entry ``e`` enters ERR: flush the rest of its window."""
+    def _enter_error(self, c, s, qpn):
+        """The QP ``qpn`` (window slot ``s``) enters ERR: flush the rest of its window."""
+        e = self.entry(qpn)
         self.state.set(3)
-        self.e_rw = e
+        self.e_rw = s
         self.errq.set(e, qpn)
         self._err_next = e
         self.count["qp_errors"] += 1
@@ -84,6 +134,8 @@ class CompletionUnitModel:
         self.win.set(e, (self.win[e] - 1) & _COUNT_MASK)
         self.tstart.set(e, c)
         self.retries.set(e, 0)
+        if self.win[e] == 1:
+            self.pinned.set(e, 0)
         self.win_total.set((self.win_total.value - 1) & _COUNT_MASK)
         self.count["retired"] += 1
         self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
@@ -92,14 +144,20 @@ class CompletionUnitModel:
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
         promised) and ``timeout`` (cycles), the ports of the same names. One action a
         cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
-        a walk, a record appended, an ACK event, a timer of the entry the scan pointer
-        (``c mod entries``) is at. No side outputs: :meth:`hold`, :attr:`err_out` and
-        the registers (``done``, ``win``, ``done_total``, ``win_total``, ``appended``)
-        are the outputs, as they are at the start of the cycle."""
+        a walk, a record appended, an ACK event, a timer of the slot the scan pointer
+        (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
+        not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which
+        ends, at the start of a cycle, once the context is present or its slot unpinned.
+        No side outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``,
+        ``win``, ``done_total``, ``win_total``, ``appended``) are the outputs, as they
+        are at the start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         state = self.state.value
-        sp = c % self.n                     # the scan pointer counts every cycle
+        sp = c % self.W                     # the scan pointer counts every cycle
+        if state == 4 and self.looked:      # the LOOK ends (a register of its own)
+            if self.present(self.look_qpn) or not self.pinned[self.slot(self.look_qpn)]:
+                self.state.set(0)
         # 1. walk
         if state == 2:
             if self.walk_left == 0:
@@ -107,8 +165,8 @@ class CompletionUnitModel:
                 self.state.set(0)
             elif self.resend.can_write():
                 r = self.recs[self.cur]
-                self.resend.write(dict(entry=self.e_rw, qpn=r["qpn"], sq_index=r["sq_index"],
-                                       first_psn=r["first_psn"]))
+                self.resend.write(dict(entry=self.entry(r["qpn"]), qpn=r["qpn"],
+                                       sq_index=r["sq_index"], first_psn=r["first_psn"]))
                 self.cur = self.nxt.get(self.cur, 0)
                 self.walk_left -= 1
             return
@@ -130,6 +188,7 @@ class CompletionUnitModel:
             r = self.rec.head()
             id_ok = bool(self.free) or self.fresh < self.R
             e = r["entry"] % self.n
+            s = self.slot(r["qpn"])
             err_qp = self.errq[e] == r["qpn"]
             flush = bool(r["flush"] or (not r["null"] and err_qp))
             if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
@@ -154,13 +213,13 @@ class CompletionUnitModel:
                     self.recs[new] = {k: r[k] for k in ("qpn", "first_psn", "last_psn",
                                                         "wr_id", "sq_index", "msg_length",
                                                         "signalled")}
-                    if self.win[e] == 0:
-                        self.head.set(e, new)
-                        self.tstart.set(e, c)
+                    if self.win[s] == 0:
+                        self.head.set(s, new)
+                        self.tstart.set(s, c)
                     else:
-                        self.nxt[self.tail[e]] = new
-                    self.tail.set(e, new)
-                    self.win.set(e, (self.win[e] + 1) & _COUNT_MASK)
+                        self.nxt[self.tail[s]] = new
+                    self.tail.set(s, new)
+                    self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
                     self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
                     self.count["records_max"] = max(self.count["records_max"],
                                                     self.win_total.value + 1)
@@ -171,24 +230,35 @@ class CompletionUnitModel:
         # 5. timer
         if state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout:
             give_up = self.retries[sp] == self.retry_limit
-            if give_up and not self.cqe.can_write():
+            qpn = self.recs[self.head[sp]]["qpn"]
+            here = self.present(qpn)
+            if give_up and here and not self.cqe.can_write():
+                return
+            if not here:
+                self._start_look(c, sp, qpn)
                 return
             self.count["timeouts"] += 1
             if give_up:
-                qpn = self.recs[self.head[sp]]["qpn"]
                 self._retire(c, sp, CqeStatus.RETRY_EXC_ERR.value, True)
                 self._enter_error(c, sp, qpn)
             else:
                 self.retries.set(sp, self.retries[sp] + 1)
                 self.state.set(1)
+                self.pinned.set(sp, 1)
                 self.e_rw = sp
                 self.count["rewinds"] += 1
-                self.trace.append((c, f"timer rewind entry {sp}"))
+                self.trace.append((c, f"timer rewind slot {sp}"))
 
-    def _event(self, c, state):
-        """Try the event at the head of ``ev``; True if it was the cycle's action."""
-        ev = self.ev.head()
-        e = ev["qpn"] % self.cache_used
+    def _start_look(self, c, s, qpn):
+        self.state.set(4)
+        self.pinned.set(s, 1)
+        self.look_qpn, self._looked_next = qpn, False
+        self.count["recovery_fills"] += 1
+        self.trace.append((c, f"look qpn {qpn}"))
+
+    def _classify(self, ev):
+        """What event ``ev`` does against its QP's oldest record (no change made)."""
+        e = self.slot(ev["qpn"])
         h = self.recs.get(self.head[e]) if self.win[e] else None
         same = h is not None and h["qpn"] == ev["qpn"]
         d_last = (ev["psn"] - h["last_psn"]) & _PSN_MASK if h else 0
@@ -210,9 +280,21 @@ class CompletionUnitModel:
         rewind = not past and is_seq and within
         error = retire and status != _SUCCESS
         need_cqe = retire and (h["signalled"] or error)
+        return dict(e=e, h=h, past=past, retire=retire, status=status, rewind=rewind,
+                    error=error, need_cqe=need_cqe)
+
+    def _event(self, c, state):
+        """Try the event at the head of ``ev``; True if it was the cycle's action."""
+        ev = self.ev.head()
+        d = self._classify(ev)
+        e, h, past, retire, status = d["e"], d["h"], d["past"], d["retire"], d["status"]
+        rewind, error, need_cqe = d["rewind"], d["error"], d["need_cqe"]
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
                 or ((rewind or error) and state != 0)):
             return False
+        if (rewind or error) and not self.present(ev["qpn"]):
+            self._start_look(c, e, ev["qpn"])
+            return True
         if retire:
             self._retire(c, e, status, need_cqe)
         if error:
@@ -224,6 +306,7 @@ class CompletionUnitModel:
         used, self.used = self.used, False
         if rewind:
             self.state.set(1)
+            self.pinned.set(e, 1)
             self.e_rw = e
             self.count["seq_naks"] += 1
             self.count["rewinds"] += 1
@@ -234,6 +317,8 @@ class CompletionUnitModel:
 
     def commit(self):
         self._staged.commit()
+        if self._looked_next is not None:
+            self.looked, self._looked_next = self._looked_next, None
         self.err_out, self._err_next = self._err_next, None
         if self._freed:
             self.free.extend(self._freed)

@@ -135,7 +135,9 @@ class RequesterModel:
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
         self.front = QpFrontModel(n, f["items"], f["fetch"], self.cache.entry_of,
-                                  self._lookup, self._query, log=log)
+                                  self._lookup, self._query, log=log,
+                                  need=self._need, need_taken=self._need_taken,
+                                  hit=lambda qpn, side: self.cache.hit(qpn))
         self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
                                    f["batch"], p["prefetch"], p["wqe_words"], p["records"],
                                    log=log)
@@ -146,13 +148,15 @@ class RequesterModel:
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
                                        self.header)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
-                                        f["events"], f["cqes"], f["resend"], used)
+                                        f["events"], f["cqes"], f["resend"], used,
+                                        p["windows"], self.cache.present)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
         self._offered = None        # what offers() showed in this cycle
+        self._cycle = 0
 
     # ---- the context cache and the completion unit, as the QP front sees them ----
     def _lookup(self, qpn, victim_busy, side):
@@ -166,9 +170,16 @@ class RequesterModel:
             f["wr_wb"].write(wb)
         return taken
 
-    def _query(self, e, side):
+    def _query(self, e, qpn, side):
         comp = self.comp
-        return comp.done[e], comp.win[e], comp.err_out == e
+        keep, vopen = comp.query(qpn, self.cache.victim(qpn), self._cycle)
+        return comp.done[e], keep, vopen, comp.err_out == e
+
+    def _need(self, side):
+        return self.comp.need()
+
+    def _need_taken(self):
+        self.comp.need_taken()
 
     # ---- the host interface ----
     def offers(self):
@@ -188,6 +199,7 @@ class RequesterModel:
 
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
         f = self.fifos
+        self._cycle = c
         cfg = self.cfg
         # The host interface takes what was offered at the start of the cycle.
         (rd_fifo, _), (wr_fifo, _) = self._offered or self._offer()
@@ -213,7 +225,7 @@ class RequesterModel:
         comp = self.comp
         taken = (self.intake.step(c, {"mmio": mmio})["mmio.ready"] == 1
                  if mmio is not None else False)
-        if f["items"].q:
+        if f["items"].q or comp.need() is not None:
             win_total = comp.win_total.value
             self.front.step(c, {
                 "hold": comp.hold(), "serial": cfg.serial,

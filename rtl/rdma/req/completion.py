@@ -1,14 +1,14 @@
 """Completion unit: the per-QP go-back-N windows, ACK matching, timers, rewinds."""
 
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import enum, memory, stream, wiring
+from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
-from spec.checks import check_int
+from spec.checks import check_int, check_windows
 from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome
-from spec.ports import CompletionQuerySignature
+from spec.ports import CacheProbeSignature, CompletionQuerySignature
 from spec.rdma_engine import (
     COMPLETION_COUNTERS,
     REQUESTER_DEFAULTS,
@@ -27,15 +27,17 @@ from spec.rdma_stages import (
 __all__ = ["CompletionUnit"]
 
 
-class _Mode(enum.Enum, shape=2):
+class _Mode(enum.Enum, shape=3):
     """What the unit is doing besides appending, events and timers: nothing
     (``NORMAL``); a rewind waiting for the pipeline to empty (``WAIT``); walking a
     rewind, resending one record a cycle (``WALK``); walking a flush, completing one
-    record a cycle with WR_FLUSH_ERR (``FLUSH``)."""
+    record a cycle with WR_FLUSH_ERR (``FLUSH``); bringing the context of a QP that
+    needs a rewind or an error back into the cache (``LOOK``)."""
     NORMAL = 0
     WAIT = 1
     WALK = 2
     FLUSH = 3
+    LOOK = 4
 
 
 class CompletionUnit(wiring.Component):
@@ -43,8 +45,15 @@ class CompletionUnit(wiring.Component):
 
     Each QP with messages waiting for their ACK has its own window: a list of records
     in sending order (a pool of ``records`` records shared by all QPs, linked per QP),
-    its own transport timer and its own retry count, kept per cache entry (the entry is
-    pinned while its window is not empty, see :class:`~rtl.rdma.req.qp_front.QpFront`).
+    its own transport timer and its own retry count, kept in the QP's *window slot*
+    (``qpn % windows``; with ``windows`` 0 the slot is the QP's cache entry). ACK
+    processing reads the slot and its records, never the QP's context, so the context
+    may leave the cache while the window is open (see
+    :class:`~rtl.rdma.req.qp_front.QpFront` for the eviction rule). A rewind or an error
+    needs the context (the resends are read and framed from it; the sequencer writes
+    ERR into it): if it is not in the cache, the unit first asks the front to look it
+    up (``need``) and waits for the fill (``LOOK``), and the QP's window is *pinned*
+    from then (and from any rewind) until it is empty.
 
     Parameters
     ----------
@@ -56,6 +65,10 @@ class CompletionUnit(wiring.Component):
     retry_limit : int
         Timer expiries without progress for which a QP's window is resent (0 to 7); at
         the next one its oldest message completes with RETRY_EXC_ERR.
+    windows : int
+        Window slots: 0 (one per cache entry; a QP's context stays cached until its
+        window is empty) or a power of two, ``entries`` to 4096 (QPs whose QPNs are
+        equal modulo ``windows`` take turns: see ``query.keep``).
 
     Ports
     -----
@@ -73,9 +86,18 @@ class CompletionUnit(wiring.Component):
         A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
         entry (the sequencer writes ``state = ERR`` into its context).
     query : In(CompletionQuerySignature(entries, COUNT_BITS))
-        Items done and messages in the window of entry ``query.entry``, and whether this
-        cycle's ERR notice is for it (for the front: the entry must not be evicted
-        before the sequencer has written its state).
+        For the front's lookup of ``query.qpn`` at entry ``query.entry`` holding
+        ``query.victim_qpn``: items of the entry done; ``keep``, the lookup's window
+        slot is open for another QP or the victim's window is open and pinned;
+        ``keep`` also while a rewind or error of the victim may be decided in this cycle
+        (the NAK at the head of ``ev``, the due timer at ``scan``);
+        ``victim_open``, the victim's window is open; ``err``, this cycle's ERR notice
+        is for the entry (it must not be evicted before the sequencer wrote its state).
+    need : Out(stream.Signature({"qpn": QPN_BITS}))
+        A lookup the front presents for the unit (a LOOK), ahead of its items.
+    probe : Out(CacheProbeSignature()).array(3)
+        Is the context of the event's QP, of the timer's QP, of the LOOK's QP present
+        (in its entry and filled)?
     issued : In(16)
         Records the WQE fetch stage has promised (mod 2**16); appended : Out(16)
         records taken from ``rec`` (mod 2**16); done_total : Out(16) items done (their
@@ -83,14 +105,16 @@ class CompletionUnit(wiring.Component):
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     cache_log2 : In(4)
-        Cache entries in use (an event's entry: its ``qpn % 2**cache_log2``); the
-        timer's ``scan`` visits all ``entries`` entries, used or not.
+        Cache entries in use (a QP's entry: its ``qpn % 2**cache_log2``; with
+        ``windows`` 0 also its window slot); the timer's ``scan`` visits all slots
+        built (``entries`` for ``windows`` 0), used or not.
     ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
         records in use at once.
-    qp_errors, flushed : Out(32)
-        QPs moved to ERR; WQEs completed with WR_FLUSH_ERR.
+    qp_errors, flushed, recovery_fills : Out(32)
+        QPs moved to ERR; WQEs completed with WR_FLUSH_ERR; LOOKs (a rewind or error
+        of a QP whose context had left the cache).
 
     Timing
     ------
@@ -119,10 +143,18 @@ class CompletionUnit(wiring.Component):
        event waits); anything else is dropped (``ack_unexpected``, unless it retired a
        message before). Not during a walk; an event that completes ``h`` with an
        error waits while a rewind is under way;
-    5. the timer of entry ``scan`` (a pointer that visits one entry per cycle): if its
+    5. the timer of slot ``scan`` (a pointer that visits one slot per cycle): if its
        window is not empty and ``now - start >= timeout``, rewind it, or complete its
        oldest message with RETRY_EXC_ERR when ``retry_limit`` expiries have rewound it
        since its last progress. Only while no rewind is under way.
+
+    An event of 4. or a timer of 5. that would rewind or fail a QP whose context is not
+    present instead starts a LOOK (the event stays at the head of ``ev``; the timer acts
+    when the scan next reaches the slot): the window is pinned, ``need`` is valid until
+    the front's lookup is taken, and the LOOK ends when the context is present (or the
+    window emptied). During a LOOK events that need no context are served; no rewind,
+    error or timer action starts. With ``windows`` 0 a QP with an open window is always
+    present, so no LOOK happens.
 
     Retiring a record writes a CQE if it is signalled or failed (it needs room in
     ``cqe``), frees it, restarts the QP's timer and clears its retry count. A failed
@@ -136,10 +168,13 @@ class CompletionUnit(wiring.Component):
     oldest record, one record per cycle, and ends.
     """
 
-    def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7):
+    def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
+                 windows=0):
         self.entries = entries
         self.records = check_int(self, "window records", records, 2, 4096)
         self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)
+        self.windows = check_windows(self, windows, entries)
+        self.shared = windows == 0
         super().__init__({
             "rec": In(stream.Signature(record_layout())),
             "ev": In(stream.Signature(ack_event_layout())),
@@ -148,6 +183,8 @@ class CompletionUnit(wiring.Component):
             "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
+            "need": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
+            "probe": Out(CacheProbeSignature()).array(3),
             "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
             "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
             "timeout": In(TIMEOUT_BITS),
@@ -157,8 +194,9 @@ class CompletionUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n, n_records = self.entries, self.records
+        n, n_records, nw = self.entries, self.records, self.windows
         ibits = (n - 1).bit_length()
+        wbits = (nw - 1).bit_length()
         rbits = (n_records - 1).bit_length()
         lay = window_record_layout()
 
@@ -167,14 +205,16 @@ class CompletionUnit(wiring.Component):
             return mm
         recs = mem("recs", lay, n_records)
         nxt = mem("nxt", rbits, n_records)
-        head = mem("head", rbits, n)
-        tail = mem("tail", rbits, n)
-        win = mem("win", COUNT_BITS, n)
+        # Per window slot (a QP's slot: see slot_of).
+        head = mem("head", rbits, nw)
+        tail = mem("tail", rbits, nw)
+        win = mem("win", COUNT_BITS, nw)
+        tstart = mem("tstart", 32, nw)
+        retries = mem("retries", 3, nw)
+        pinned = mem("pinned", 1, nw)
+        # Per cache entry: items done; the QP that entered ERR (its QPN, a memory, and a
+        # valid bit, a register cleared by reset as the rest of the QP state is reloaded).
         done = mem("done", COUNT_BITS, n)
-        tstart = mem("tstart", 32, n)
-        retries = mem("retries", 3, n)
-        # The QP that entered ERR, per entry: its QPN (a memory) and a valid bit (a
-        # register, cleared by reset as the rest of the QP state is reloaded then).
         errq = mem("errq", QPN_BITS, n)
         errq_valid = Signal(n)
         m.submodules.free = free = SyncFIFO(width=rbits, depth=n_records)
@@ -184,47 +224,72 @@ class CompletionUnit(wiring.Component):
             m.d.comb += p.addr.eq(addr)
             return p.data
 
+        def entry(qpn):
+            e = Signal(ibits)
+            m.d.comb += e.eq(entry_of(qpn, self.cache_log2, ibits))
+            return e
+
+        def slot_of(qpn):
+            sl = Signal(wbits)
+            m.d.comb += sl.eq(entry_of(qpn, self.cache_log2, ibits) if self.shared
+                              else qpn[:wbits])
+            return sl
+
         now = Signal(32)
         m.d.sync += now.eq(now + 1)
         fresh = Signal(range(n_records + 1))
-        scan = Signal(ibits)
+        scan = Signal(wbits)
         m.d.sync += scan.eq(scan + 1)
         mode = Signal(_Mode)
-        walk_entry = Signal(ibits)
+        walk_slot = Signal(wbits)
         cur = Signal(rbits)
         walk_left = Signal(16)
         used = Signal()
+        look_qpn, looked = Signal(QPN_BITS), Signal()
         m.d.comb += self.hold.eq((mode == _Mode.WAIT) | (mode == _Mode.WALK))
         m.d.sync += self.err_valid.eq(0)
 
         # Reads for each candidate.
         r, ev = self.rec.payload, self.ev.payload
-        e_rec, e_ev, scan_entry = Signal(ibits), Signal(ibits), Signal(ibits)
-        m.d.comb += [e_rec.eq(r.entry[:ibits]),
-                     e_ev.eq(entry_of(ev.qpn, self.cache_log2, ibits)), scan_entry.eq(scan)]
-        win_rec, tail_rec, done_rec = rd(win, e_rec), rd(tail, e_rec), rd(done, e_rec)
+        e_rec, s_rec = Signal(ibits), slot_of(r.qpn)
+        m.d.comb += e_rec.eq(r.entry[:ibits])
+        s_ev = slot_of(ev.qpn)
+        win_rec, tail_rec, done_rec = rd(win, s_rec), rd(tail, s_rec), rd(done, e_rec)
         errq_qpn = rd(errq, e_rec)
-        win_ev, head_ev = rd(win, e_ev), rd(head, e_ev)
+        win_ev, head_ev = rd(win, s_ev), rd(head, s_ev)
         oldest = Signal(lay)
         m.d.comb += oldest.eq(rd(recs, head_ev))
         next_ev = rd(nxt, head_ev)
-        win_sp, head_sp = rd(win, scan_entry), rd(head, scan_entry)
-        tstart_sp, retries_sp = rd(tstart, scan_entry), rd(retries, scan_entry)
+        win_sp, head_sp = rd(win, scan), rd(head, scan)
+        tstart_sp, retries_sp = rd(tstart, scan), rd(retries, scan)
         scan_oldest = Signal(lay)
         m.d.comb += scan_oldest.eq(rd(recs, head_sp))
         next_sp = rd(nxt, head_sp)
-        head_rw, win_rw = rd(head, walk_entry), rd(win, walk_entry)
+        head_rw, win_rw = rd(head, walk_slot), rd(win, walk_slot)
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
+        s_look = slot_of(look_qpn)
+        pinned_look = rd(pinned, s_look)
+        # The front's question: may the entry's QP be evicted for this lookup?
         q = self.query
-        m.d.comb += [q.done.eq(rd(done, q.entry)), q.win.eq(rd(win, q.entry)),
+        s_q, s_v = slot_of(q.qpn), slot_of(q.victim_qpn)
+        win_q, owner_q = rd(win, s_q), Signal(lay)
+        m.d.comb += owner_q.eq(rd(recs, rd(head, s_q)))
+        win_v, pinned_v = rd(win, s_v), rd(pinned, s_v)
+        m.d.comb += [q.done.eq(rd(done, q.entry)),
+                     q.victim_open.eq(q.victim_valid & (win_v != 0)),
                      q.err.eq(self.err_valid & (self.err_entry == q.entry))]
+        # Is the context of the event's QP, the timer's QP, the looked-up QP present?
+        m.d.comb += [self.probe[0].qpn.eq(ev.qpn), self.probe[1].qpn.eq(scan_oldest.qpn),
+                     self.probe[2].qpn.eq(look_qpn)]
+        ev_here, sp_here, look_here = (self.probe[k].present for k in range(3))
 
         # Write ports, driven by the chosen action.
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
-             ("tstart", tstart), ("retries", retries), ("errq", errq))}
+             ("tstart", tstart), ("retries", retries), ("errq", errq),
+             ("pinned", pinned))}
 
         def put(name, addr, value):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
@@ -257,49 +322,80 @@ class CompletionUnit(wiring.Component):
         ev_cqe = ev_retire & (oldest.signalled | ev_err)
         ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
                  & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
-        expired = (mode == _Mode.NORMAL) & (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        ev_look = (ev_rewind | ev_err) & ~ev_here       # its context must come back first
+        due = (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        expired = (mode == _Mode.NORMAL) & due
+        # The victim must stay: its slot is shared with the looked-up QP's, or pinned,
+        # or a rewind or error of it may be decided in this cycle (the event at the head
+        # of ev, the timer at the scan slot): the decision needs its context next cycle.
+        m.d.comb += q.keep.eq(((win_q != 0) & (owner_q.qpn != q.qpn))
+                              | (q.victim_valid
+                                 & (((win_v != 0) & pinned_v)
+                                    | (self.ev.valid & (ev_rewind | ev_err)
+                                       & (ev.qpn == q.victim_qpn))
+                                    | (due & (scan_oldest.qpn == q.victim_qpn)))))
         give_up = retries_sp == self.retry_limit
-        tm_ok = expired & (~give_up | self.cqe.ready)
+        tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
 
-        def retire(e, rec_id, rec, nxt_id, win_e, status, cqe_needed):
+        def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed):
             with m.If(cqe_needed):
                 c = self.cqe.payload
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(rec.wr_id), c.status.eq(status),
                              c.qpn.eq(rec.qpn), c.byte_len.eq(rec.msg_length),
                              c.sq_index.eq(rec.sq_index)]
             m.d.comb += [free.w_en.eq(1), free.w_data.eq(rec_id)]
-            put("head", e, nxt_id)
-            put("win", e, win_e - 1)
-            put("tstart", e, now)
-            put("retries", e, 0)
+            put("head", sl, nxt_id)
+            put("win", sl, win_s - 1)
+            put("tstart", sl, now)
+            put("retries", sl, 0)
+            with m.If(win_s == 1):
+                put("pinned", sl, 0)
             m.d.sync += [self.win_total.eq(self.win_total - 1), self.retired.eq(self.retired + 1)]
 
-        def enter_error(e, nxt_id, qpn):
-            """The QP of entry ``e`` enters ERR; flush its window from ``nxt_id``."""
-            m.d.sync += [mode.eq(_Mode.FLUSH), walk_entry.eq(e), cur.eq(nxt_id),
+        def enter_error(sl, nxt_id, qpn):
+            """The QP ``qpn`` (window slot ``sl``) enters ERR; flush its window from
+            ``nxt_id``."""
+            e = entry(qpn)
+            m.d.sync += [mode.eq(_Mode.FLUSH), walk_slot.eq(sl), cur.eq(nxt_id),
                          self.err_valid.eq(1), self.err_entry.eq(e),
                          self.qp_errors.eq(self.qp_errors + 1)]
             put("errq", e, qpn)
             m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
 
-        def start_rewind(e, counter):
-            m.d.sync += [mode.eq(_Mode.WAIT), walk_entry.eq(e), counter.eq(counter + 1),
+        def start_rewind(sl):
+            put("pinned", sl, 1)
+            m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl),
                          self.rewinds.eq(self.rewinds + 1)]
+
+        def start_look(sl, qpn):
+            put("pinned", sl, 1)
+            m.d.sync += [mode.eq(_Mode.LOOK), look_qpn.eq(qpn), looked.eq(0),
+                         self.recovery_fills.eq(self.recovery_fills + 1)]
+
+        # A LOOK asks the front for a lookup of the QP, then waits for its fill (or for
+        # its window to empty, which unpins it).
+        m.d.comb += [self.need.valid.eq((mode == _Mode.LOOK) & ~looked),
+                     self.need.payload.qpn.eq(look_qpn)]
+        with m.If(self.need.valid & self.need.ready):
+            m.d.sync += looked.eq(1)
+        with m.If((mode == _Mode.LOOK) & looked & (look_here | ~pinned_look)):
+            m.d.sync += mode.eq(_Mode.NORMAL)
 
         with m.If(mode == _Mode.WALK):                            # 1. walk
             with m.If(walk_left == 0):
-                put("tstart", walk_entry, now)
+                put("tstart", walk_slot, now)
                 m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
-                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(walk_entry), s.qpn.eq(wr_rec.qpn),
-                             s.sq_index.eq(wr_rec.sq_index), s.first_psn.eq(wr_rec.first_psn)]
+                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(entry(wr_rec.qpn)),
+                             s.qpn.eq(wr_rec.qpn), s.sq_index.eq(wr_rec.sq_index),
+                             s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
         with m.Elif(mode == _Mode.FLUSH):                         # 1. flush
             with m.If(win_rw == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.cqe.ready):
-                retire(walk_entry, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
+                retire(walk_slot, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
@@ -330,37 +426,43 @@ class CompletionUnit(wiring.Component):
                              stored.signalled.eq(r.signalled)]
                 put("recs", new_id, stored)
                 with m.If(win_rec == 0):
-                    put("head", e_rec, new_id)
-                    put("tstart", e_rec, now)
+                    put("head", s_rec, new_id)
+                    put("tstart", s_rec, now)
                 with m.Else():
                     put("nxt", tail_rec, new_id)
-                put("tail", e_rec, new_id)
-                put("win", e_rec, win_rec + 1)
+                put("tail", s_rec, new_id)
+                put("win", s_rec, win_rec + 1)
                 m.d.sync += self.win_total.eq(self.win_total + 1)
                 with m.If(self.win_total + 1 > self.records_max):
                     m.d.sync += self.records_max.eq(self.win_total + 1)
         with m.Elif(self.ev.valid & ev_ok):                          # 4. event
-            with m.If(ev_retire):
-                retire(e_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe)
-            with m.If(ev_err):
-                enter_error(e_ev, next_ev, oldest.qpn)
-            with m.If(past):
-                m.d.sync += used.eq(1)
+            with m.If(ev_look):
+                start_look(s_ev, ev.qpn)
             with m.Else():
-                m.d.comb += self.ev.ready.eq(1)
-                m.d.sync += used.eq(0)
-                with m.If(ev_rewind):
-                    start_rewind(e_ev, self.seq_naks)
-                with m.Elif(~ev_retire & ~used):
-                    m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)
+                with m.If(ev_retire):
+                    retire(s_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe)
+                with m.If(ev_err):
+                    enter_error(s_ev, next_ev, oldest.qpn)
+                with m.If(past):
+                    m.d.sync += used.eq(1)
+                with m.Else():
+                    m.d.comb += self.ev.ready.eq(1)
+                    m.d.sync += used.eq(0)
+                    with m.If(ev_rewind):
+                        start_rewind(s_ev)
+                        m.d.sync += self.seq_naks.eq(self.seq_naks + 1)
+                    with m.Elif(~ev_retire & ~used):
+                        m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)
         with m.Elif(tm_ok):                                          # 5. timer
-            m.d.sync += self.timeouts.eq(self.timeouts + 1)
-            with m.If(give_up):
-                retire(scan_entry, head_sp, scan_oldest, next_sp, win_sp,
-                       CqeStatus.RETRY_EXC_ERR.value, Const(1))
-                enter_error(scan_entry, next_sp, scan_oldest.qpn)
+            with m.If(~sp_here):
+                start_look(scan, scan_oldest.qpn)
             with m.Else():
-                put("retries", scan_entry, retries_sp + 1)
-                m.d.sync += [mode.eq(_Mode.WAIT), walk_entry.eq(scan_entry),
-                             self.rewinds.eq(self.rewinds + 1)]
+                m.d.sync += self.timeouts.eq(self.timeouts + 1)
+                with m.If(give_up):
+                    retire(scan, head_sp, scan_oldest, next_sp, win_sp,
+                           CqeStatus.RETRY_EXC_ERR.value, Const(1))
+                    enter_error(scan, next_sp, scan_oldest.qpn)
+                with m.Else():
+                    put("retries", scan, retries_sp + 1)
+                    start_rewind(scan)
         return m

@@ -1,6 +1,6 @@
 """The requester's front: one QP-context lookup per work item, in order."""
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,12 +15,16 @@ __all__ = ["QpFront"]
 class QpFront(wiring.Component):
     """Look up each work item's QP context and pass the item on with its cache entry.
 
-    An entry is *busy* while its QP has work anywhere in the requester: items admitted
-    here that the completion unit has not yet seen done (``adm[e] != done[e]``), or
-    messages waiting for their ACK (``win[e] != 0``), or its QP entered ERR in the last
-    cycle (``completion.err``: the sequencer writes the state this cycle). The cache
-    never evicts a busy entry, so later stages address a context by its entry number
-    without a tag check.
+    The entry of a lookup's QP holds the *victim* (the QP a miss evicts). The victim is
+    *busy*, and the miss waits, while its QP has work in the pipeline: items admitted
+    here that the completion unit has not yet seen done (``adm[e] != done[e]``), or its
+    QP entered ERR in the last cycle (``completion.err``: the sequencer writes the state
+    this cycle), or the completion unit says ``keep``: the looked-up QP's window slot
+    holds another QP's messages, or the victim's window is pinned (a rewind or error
+    needs its context). Messages waiting for their ACK do not pin the victim otherwise:
+    the window lives in the completion unit's window slot, not in the cache. Later
+    stages address a context by its entry number without a tag check (the items in
+    the pipeline pin it).
 
     Parameters
     ----------
@@ -36,11 +40,14 @@ class QpFront(wiring.Component):
     lookup : Out(stream.Signature({"qpn": QPN_BITS}))
         To the cache's ``req`` (its ``ready`` says the lookup was taken this cycle).
     victim_busy : Out(1)
-        To the cache: the entry of the presented QP is busy.
+        To the cache: the victim of the presented lookup is busy.
+    victim : In(StructLayout({"valid": 1, "qpn": QPN_BITS})), hit : In(1)
+        From the cache: the presented lookup's victim, and whether it hits.
     completion : Out(CompletionQuerySignature(entries, COUNT_BITS))
-        To the completion unit: its ``done`` and window (``win``) counts of entry
-        ``completion.entry``, and whether its ERR notice is for that entry in this cycle
-        (``err``).
+        To the completion unit: the lookup (entry, QPN, victim) and its answers.
+    need : In(stream.Signature({"qpn": QPN_BITS}))
+        The completion unit's lookup (a rewind or error whose context left the cache):
+        presented before any item, taken when the cache takes it.
     hold : In(1)
         Take nothing (a rewind is waiting for the pipeline to drain).
     serial : In(1), idle : In(1)
@@ -50,15 +57,17 @@ class QpFront(wiring.Component):
         Cache entries in use, as the cache's port (an item's entry: ``qpn % 2**cache_log2``).
     adm_total : Out(COUNT_BITS)
         Items taken since reset (mod ``2**COUNT_BITS``).
-    items, ctx_stalls : Out(32)
+    items, ctx_stalls, evict_inflight : Out(32)
         Items taken; cycles an item waited for the cache (a busy victim, a fill
-        already in progress for its entry, or no room for the fill).
+        already in progress for its entry, or no room for the fill); misses taken whose
+        victim had messages waiting for their ACK.
 
     Timing
     ------
-    Combinational: an item at the head of ``item`` is taken in the cycle the cache
-    takes its lookup, if ``fetch`` has room and neither ``hold`` nor ``serial & ~idle``
-    holds it back; it is in ``fetch`` from the next cycle.
+    Combinational: with ``need`` valid its lookup is presented and no item is taken.
+    Else an item at the head of ``item`` is taken in the cycle the cache takes its
+    lookup, if ``fetch`` has room and neither ``hold`` nor ``serial & ~idle`` holds it
+    back; it is in ``fetch`` from the next cycle.
     """
 
     def __init__(self, entries):
@@ -68,11 +77,13 @@ class QpFront(wiring.Component):
             "fetch": Out(stream.Signature(fetch_layout())),
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
+            "victim": In(data.StructLayout({"valid": 1, "qpn": QPN_BITS})), "hit": In(1),
             "completion": Out(CompletionQuerySignature(entries, COUNT_BITS)),
+            "need": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "hold": In(1), "serial": In(1), "idle": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "adm_total": Out(COUNT_BITS),
-            "items": Out(32), "ctx_stalls": Out(32),
+            "items": Out(32), "ctx_stalls": Out(32), "evict_inflight": Out(32),
         })
 
     def elaborate(self, platform):
@@ -82,17 +93,21 @@ class QpFront(wiring.Component):
         m.submodules.adm = adm = memory.Memory(shape=COUNT_BITS, depth=n, init=[])
         rd, wr = adm.read_port(domain="comb"), adm.write_port()
         it = self.item.payload
+        qpn = Signal(QPN_BITS)
+        m.d.comb += qpn.eq(Mux(self.need.valid, self.need.payload.qpn, it.qpn))
         e = Signal(ibits)
-        m.d.comb += [e.eq(entry_of(it.qpn, self.cache_log2, ibits)), rd.addr.eq(e),
-                     wr.addr.eq(e), self.completion.entry.eq(e)]
+        q = self.completion
+        m.d.comb += [e.eq(entry_of(qpn, self.cache_log2, ibits)), rd.addr.eq(e),
+                     wr.addr.eq(e), q.entry.eq(e), q.qpn.eq(qpn),
+                     q.victim_valid.eq(self.victim.valid), q.victim_qpn.eq(self.victim.qpn)]
         go = Signal()
         m.d.comb += [
-            go.eq(self.item.valid & self.fetch.ready & ~self.hold
+            go.eq(self.item.valid & self.fetch.ready & ~self.hold & ~self.need.valid
                   & (~self.serial | self.idle)),
-            self.lookup.valid.eq(go),
-            self.lookup.payload.qpn.eq(it.qpn),
-            self.victim_busy.eq((rd.data != self.completion.done) | (self.completion.win != 0)
-                                | self.completion.err),
+            self.lookup.valid.eq(go | self.need.valid),
+            self.lookup.payload.qpn.eq(qpn),
+            self.victim_busy.eq((rd.data != q.done) | q.keep | q.err),
+            self.need.ready.eq(self.need.valid & self.lookup.ready),
         ]
         taken = Signal()
         m.d.comb += [
@@ -110,4 +125,6 @@ class QpFront(wiring.Component):
             m.d.sync += [self.adm_total.eq(self.adm_total + 1), self.items.eq(self.items + 1)]
         with m.If(go & ~self.lookup.ready):
             m.d.sync += self.ctx_stalls.eq(self.ctx_stalls + 1)
+        with m.If(self.lookup.valid & self.lookup.ready & ~self.hit & q.victim_open):
+            m.d.sync += self.evict_inflight.eq(self.evict_inflight + 1)
         return m

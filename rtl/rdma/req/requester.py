@@ -17,7 +17,7 @@ from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
 from rtl.rdma.req.sequencer import Sequencer
 from rtl.rdma.req.wqe_fetch import WqeFetch
-from spec.checks import check_int, reject
+from spec.checks import check_int, check_windows, reject
 from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS
 from spec.host import mmio_layout
@@ -102,7 +102,8 @@ class Requester(wiring.Component):
         transport timeout in cycles (64 to 2**24 - 1) when the run-time port
         ``ack_timeout`` is 0,
         ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
-        counted as ``ack_lost``).
+        counted as ``ack_lost``), ``windows`` the completion unit's window slots (0: one
+        per cache entry, contexts pinned until their messages are acknowledged).
     header : str
         The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
         ``"scaleup"`` (:mod:`spec.formats.scaleup`).
@@ -151,9 +152,11 @@ class Requester(wiring.Component):
         if cache_entries & (cache_entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, "
                          f"not {cache_entries!r}")
+        check_windows(self, p["windows"], cache_entries)
         self.p, self.depth = p, depth
         self.cache = ContextCache(cache_entries, depth,
-                                  {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3)
+                                  {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3,
+                                  probes=3)
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
                               p["records"])
@@ -161,7 +164,8 @@ class Requester(wiring.Component):
         self.payload = PayloadFetch(depth, p["payload_words"])
         self.sender = FrameSender(cache_entries, p["payload_words"],
                                   self.framing.header.value)
-        self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"])
+        self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"],
+                                         p["windows"])
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
             "host": Out(HostDmaSignature(depth)),
@@ -266,8 +270,12 @@ class Requester(wiring.Component):
             cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
             front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
             cache.victim_busy.eq(front.victim_busy),
+            front.victim.eq(cache.victim), front.hit.eq(cache.hit),
         ]
         wiring.connect(m, front.lookup, cache.req)
+        wiring.connect(m, comp.need, front.need)
+        for k in range(3):
+            wiring.connect(m, comp.probe[k], cache.probe[k])
         wiring.connect(m, _as_port(FillQuerySignature(n), entry=fetch.q_entry,
                                    ready=fetch.q_ready), cache.filled)
         wiring.connect(m, _as_port(CacheReadSignature(n), addr=fetch.s_addr,
@@ -301,7 +309,7 @@ class Requester(wiring.Component):
 
         # Counters.
         sources = {n: intake for n in INTAKE_COUNTERS}
-        sources.update({n: front for n in ("items", "ctx_stalls")})
+        sources.update({n: front for n in ("items", "ctx_stalls", "evict_inflight")})
         sources.update({n: cache for n in CACHE_COUNTERS})
         sources.update({n: fetch for n in ("wqe_reads", "wqes", "wqe_words_max")})
         sources.update({"sequenced": seq, "doorbell_err_qp": seq, "payload_reads": pay,
