@@ -18,7 +18,7 @@ from spec.formats.roce import QPC_LAYOUT
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
-           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature"]
+           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature", "PortView"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -96,15 +96,42 @@ class HostDmaSignature(wiring.Signature):
 
 class CountersSignature(wiring.Signature):
     """A block's counters, ``Out(width)`` each, named by ``names`` in that order (they
-    count since reset and wrap), and its 1-bit flags ``flags``."""
+    count since reset and wrap), its 1-bit flags ``flags`` (``Out(1)``), and its
+    run-time settings ``settings`` (``{name: bits}``, ``In(bits)`` each: set before
+    reset and held through a run). The block and the top that exports them both have
+    ``Out(sig)``; the top joins them with ``wiring.connect(m, block.x,
+    wiring.flipped(top.x))``."""
 
-    def __init__(self, names, width=COUNTER_BITS, flags=()):
+    def __init__(self, names, width=COUNTER_BITS, flags=(), settings=None):
         self.names, self.width, self.flags = tuple(names), width, tuple(flags)
-        if set(self.names) & set(self.flags):
-            raise ValueError(f"names both counters and flags: "
-                             f"{sorted(set(self.names) & set(self.flags))}")
+        self.settings = dict(settings or {})
+        groups = {"counters": set(self.names), "flags": set(self.flags),
+                  "settings": set(self.settings)}
+        for a, b in (("counters", "flags"), ("counters", "settings"), ("flags", "settings")):
+            both = groups[a] & groups[b]
+            if both:
+                raise ValueError(f"names both {a} and {b}: {sorted(both)}")
         super().__init__({**{n: Out(width) for n in self.names},
-                          **{n: Out(1) for n in self.flags}})
+                          **{n: Out(1) for n in self.flags},
+                          **{n: In(bits) for n, bits in self.settings.items()}})
 
     def __repr__(self):
-        return f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r})"
+        return (f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r}, "
+                f"settings={self.settings!r})")
+
+
+class PortView:
+    """Ports of ``component`` that it declares one by one, presented as one interface
+    of ``signature`` (seen from ``component``'s side), so that ``wiring.connect`` joins
+    them as that port kind: for a block whose counters several of its stages drive (they
+    stay separate ports of the block). ``prefix`` is prepended to each member's name to
+    find its port. Raises ``TypeError`` naming a member the component lacks."""
+
+    def __init__(self, signature, component, prefix=""):
+        self.signature = signature
+        for name in signature.members:
+            port = getattr(component, prefix + name, None)
+            if port is None:
+                raise TypeError(f"{type(component).__name__} has no port "
+                                f"{prefix + name!r} for {signature!r}")
+            setattr(self, name, port)

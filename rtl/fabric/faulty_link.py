@@ -30,6 +30,7 @@ from spec.fabric import (
 from spec.formats.link_retry import tagged_packet_layout, tagged_packet_signature
 from spec.formats.packet import check_width
 from spec.lfsr import lfsr_next
+from spec.ports import CountersSignature
 
 __all__ = ["FaultyLink"]
 
@@ -86,7 +87,10 @@ class FaultyLink(wiring.Component):
         to the frame of the last ``first`` beat (no fault before the first one).
     o : Out(tagged_packet_signature(width, tag_bits))
         Registered. ``valid`` for one cycle per beat; ``o.ready`` is ignored.
-    seed : In(16)
+    faults : Out(FaultyLink.faults_signature(tag_bits > 0, side_bits > 0))
+        The settings (in) and counters and flags (out) below, as members of one port
+        (:class:`spec.ports.CountersSignature`).
+    faults.seed : In(16)
         Start of the fault pattern; 0 is read as 1. Read in the first cycle after reset.
     drop_rate, corrupt_rate, dup_rate : In(16)
         A frame starts a fault of that kind with probability ``rate / 65535``: 0 never,
@@ -159,20 +163,29 @@ class FaultyLink(wiring.Component):
         self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 1, 4096)
         sig = tagged_packet_signature(width, tag_bits)
-        ports = {"i": In(sig), "o": Out(sig)}
-        ports.update({name: In(bits) for name, bits in SETTINGS.items()})
-        ports.update({name: Out(32) for name in COUNTERS})
-        ports.update({name: Out(1) for name in FLAGS})
-        if tag_bits:
-            ports["tag_rate"] = In(RETRY_SETTINGS["tag_rate"])
-            ports["tag_corrupted"] = Out(32)
+        ports = {"i": In(sig), "o": Out(sig),
+                 "faults": Out(self.faults_signature(bool(tag_bits), bool(side_bits)))}
         if side_bits:
             side = stream.Signature(side_bits, always_ready=True)
             ports.update({"side_i": In(side), "side_o": Out(side)})
-            ports.update({name: In(RETRY_SETTINGS[name])
-                          for name in ("ack_drop_rate", "ack_corrupt_rate")})
-            ports.update({name: Out(32) for name in RETRY_LINK_COUNTERS[1:]})
         super().__init__(ports)
+
+    @staticmethod
+    def faults_signature(tag=False, side=False):
+        """The ``faults`` port's signature (:class:`spec.ports.CountersSignature`): the
+        settings :data:`spec.fabric.SETTINGS`, counters :data:`spec.fabric.COUNTERS` and
+        flags :data:`spec.fabric.FLAGS`; with ``tag``, ``tag_rate`` and
+        ``tag_corrupted``; with ``side``, the ACK/NAK rates and counters
+        (:data:`spec.fabric.RETRY_SETTINGS`, :data:`spec.fabric.RETRY_LINK_COUNTERS`)."""
+        settings, counters = dict(SETTINGS), list(COUNTERS)
+        if tag:
+            settings["tag_rate"] = RETRY_SETTINGS["tag_rate"]
+            counters.append(RETRY_LINK_COUNTERS[0])
+        if side:
+            settings.update({n: RETRY_SETTINGS[n] for n in ("ack_drop_rate",
+                                                            "ack_corrupt_rate")})
+            counters += RETRY_LINK_COUNTERS[1:]
+        return CountersSignature(counters, flags=FLAGS, settings=settings)
 
     def elaborate(self, platform):
         m = Module()
@@ -204,7 +217,7 @@ class FaultyLink(wiring.Component):
         started = Signal()
         state = Signal(16)
         cur = Signal(16)
-        m.d.comb += cur.eq(Mux(started, state, Mux(self.seed == 0, 1, self.seed)))
+        m.d.comb += cur.eq(Mux(started, state, Mux(self.faults.seed == 0, 1, self.faults.seed)))
         words = [Signal(16, name=f"word{k}") for k in range(WORDS_PER_FRAME)]
         for k, word in enumerate(words):
             m.d.comb += word.eq(_apply_rows(_lfsr_power(k * WORD_STEPS), cur))
@@ -213,9 +226,13 @@ class FaultyLink(wiring.Component):
                      state.eq(Mux(first, _apply_rows(advance, cur), cur))]
 
         # Per kind: a new draw or the rest of a burst; held for the frame's other beats.
+        f = self.faults
+        draws = {"drop": (f.drop_rate, f.drop_burst),
+                 "corrupt": (f.corrupt_rate, f.corrupt_burst),
+                 "dup": (f.dup_rate, f.dup_burst)}
         hit = {}
         for k, kind in enumerate(FAULT_KINDS):
-            rate, burst = getattr(self, f"{kind}_rate"), getattr(self, f"{kind}_burst")
+            rate, burst = draws[kind]
             left = Signal(8, name=f"{kind}_left")
             held = Signal(name=f"{kind}_held")
             drawn = Signal(name=f"{kind}_drawn")
@@ -269,9 +286,9 @@ class FaultyLink(wiring.Component):
             m.d.comb += out.beat.tag.eq(beat.tag ^ tag_mask)
         with m.If(first):
             m.d.sync += [
-                self.frames_in.eq(self.frames_in + 1),
-                self.dropped.eq(self.dropped + hit["drop"][0]),
-                self.corrupted.eq(self.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
+                f.frames_in.eq(f.frames_in + 1),
+                f.dropped.eq(f.dropped + hit["drop"][0]),
+                f.corrupted.eq(f.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
             ]
         return valid, out
 
@@ -282,7 +299,7 @@ class FaultyLink(wiring.Component):
         state = Signal(16, name=f"{name}_state")
         cur = Signal(16, name=f"{name}_cur")
         start = Signal(16, name=f"{name}_start")
-        m.d.comb += [start.eq(self.seed ^ xor),
+        m.d.comb += [start.eq(self.faults.seed ^ xor),
                      cur.eq(Mux(started, state, Mux(start == 0, 1, start)))]
         words = [Signal(16, name=f"{name}_word{k}") for k in range(nwords)]
         for k, word in enumerate(words):
@@ -298,7 +315,7 @@ class FaultyLink(wiring.Component):
         words = self._pattern(m, "tag", TAG_SEED_XOR, first, TAG_WORDS)
         hit_new = Signal()
         pos_new = Signal(range(self.tag_bits))
-        m.d.comb += [hit_new.eq(words[0] <= self.tag_rate),
+        m.d.comb += [hit_new.eq(words[0] <= self.faults.tag_rate),
                      pos_new.eq((words[1] * self.tag_bits) >> 16)]
         hit_r = Signal()
         pos_r = Signal(range(self.tag_bits))
@@ -308,7 +325,8 @@ class FaultyLink(wiring.Component):
         mask = Signal(self.tag_bits)
         m.d.comb += mask.eq(Mux(hit & ~drop, Const(1, self.tag_bits) << pos, 0))
         with m.If(first):
-            m.d.sync += self.tag_corrupted.eq(self.tag_corrupted + (hit_new & ~drop_new))
+            f = self.faults
+            m.d.sync += f.tag_corrupted.eq(f.tag_corrupted + (hit_new & ~drop_new))
         return mask
 
     def _side_stage(self, m):
@@ -321,20 +339,20 @@ class FaultyLink(wiring.Component):
         flip = Signal()
         pos = Signal(range(n))
         m.d.comb += [
-            drop.eq(words[0] <= self.ack_drop_rate),
-            flip.eq(~drop & (words[1] <= self.ack_corrupt_rate)),
+            drop.eq(words[0] <= self.faults.ack_drop_rate),
+            flip.eq(~drop & (words[1] <= self.faults.ack_corrupt_rate)),
             pos.eq((words[2] * n) >> 16),
             self.side_o.valid.eq(item & ~drop),
             self.side_o.payload.eq(self.side_i.payload
                                    ^ Mux(flip, Const(1, n) << pos, 0)),
         ]
-        m.d.sync += [self.acks_dropped.eq(self.acks_dropped + (item & drop)),
-                     self.acks_corrupted.eq(self.acks_corrupted + (item & flip))]
+        m.d.sync += [self.faults.acks_dropped.eq(self.faults.acks_dropped + (item & drop)),
+                     self.faults.acks_corrupted.eq(self.faults.acks_corrupted + (item & flip))]
 
     def _output_stage(self, m, x_valid, x):
         """The output register, fed by a running copy, else the FIFO head, else ``x``."""
         depth, fb_depth = self.fifo_depth, self.max_frame_beats
-        lay = self.layout
+        lay, f = self.layout, self.faults
         m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(lay), depth=depth,
                                                  init=[])
         m.submodules.frame = frame = memory.Memory(shape=lay, depth=fb_depth, init=[])
@@ -383,8 +401,8 @@ class FaultyLink(wiring.Component):
             copying.eq(Mux(copying, copy_idx != copy_end, start_copy)),
             copy_idx.eq(Mux(copying, copy_idx + 1, 0)),
             copy_end.eq(Mux(start_copy, fb_idx, copy_end)),
-            self.duplicated.eq(self.duplicated + start_copy),
-            self.lost.eq(self.lost + lose),
-            self.overflow.eq(self.overflow | lose),
-            self.too_long.eq(self.too_long | (send & sent.dup & sent.beat.last & ~fits)),
+            f.duplicated.eq(f.duplicated + start_copy),
+            f.lost.eq(f.lost + lose),
+            f.overflow.eq(f.overflow | lose),
+            f.too_long.eq(f.too_long | (send & sent.dup & sent.beat.last & ~fits)),
         ]

@@ -13,11 +13,9 @@ from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
-from spec.fabric import COUNTERS as LINK_COUNTERS
-from spec.fabric import FLAGS as LINK_FLAGS
-from spec.fabric import SETTINGS as LINK_SETTINGS
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
+from spec.ports import CountersSignature, PortView
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS, LINKS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
@@ -48,20 +46,23 @@ class RdmaTop(HarnessTop):
     MR table ``responder.mr_table``. The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
-    Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (settings ``ab_*`` and
-    ``ba_*``, counters and flags likewise; all rates 0 is a plain link of
-    ``link_latency`` cycles). Host interfaces: ``host`` names the profile of both
-    (:data:`spec.host.PROFILES`); their counters are ports ``hia_<name>`` and
-    ``hib_<name>``.
+    Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab`` and ``ba``
+    are their ``faults`` ports (settings in, counters and flags out; all rates 0 is a
+    plain link of ``link_latency`` cycles). Host interfaces: ``host`` names the profile
+    of both (:data:`spec.host.PROFILES`); their counters are ports ``hia`` and ``hib``.
+    Counters are :class:`spec.ports.CountersSignature` ports, members named as the
+    block's counters (in Verilog ``<port>__<name>``).
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
     ``ack_frames``, ``serial``, ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
-    :class:`rtl.rdma.req.requester.Requester`), the link settings; counters ``req_*``
-    and ``resp_*``. Recorders must run without backpressure. The links take the
-    engines' frames every cycle out of reset; ``ready`` is driven as ``~rst`` (Icarus
-    never evaluates an ``always @*`` whose inputs never change).
+    :class:`rtl.rdma.req.requester.Requester`); counters ``req``
+    (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
+    (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`). Recorders must run without
+    backpressure. The links take the engines' frames every cycle out of reset;
+    ``ready`` is driven as ``~rst`` (Icarus never evaluates an ``always @*`` whose
+    inputs never change).
     """
 
     def __init__(self, **params):
@@ -86,14 +87,11 @@ class RdmaTop(HarnessTop):
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
-        for link in LINKS:
-            ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
-            ports.update({f"{link}_{n}": Out(32) for n in LINK_COUNTERS})
-            ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
-        ports.update({f"req_{n}": Out(32) for n in REQUESTER_COUNTERS})
-        ports.update({f"resp_{n}": Out(32) for n in RESPONDER_COUNTERS})
-        for node in ("hia", "hib"):
-            ports.update({f"{node}_{n}": Out(32) for n in HOST_COUNTERS})
+        ports.update({link: Out(FaultyLink.faults_signature()) for link in LINKS})
+        ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
+                      "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
+                      "hia": Out(CountersSignature(HOST_COUNTERS)),
+                      "hib": Out(CountersSignature(HOST_COUNTERS))})
         beat = packet_layout(64)
         super().__init__(
             players={"mmio": (mmio_layout(), p["mmio"], True),
@@ -161,15 +159,8 @@ class RdmaTop(HarnessTop):
         for name, hi in (("written", hi_b), ("completed", hi_a)):
             m.d.comb += [recorders[name].i.valid.eq(hi.marked.valid),
                          recorders[name].i.payload.eq(hi.marked.payload)]
-        for prefix, link in (("ab", link_ab), ("ba", link_ba)):
-            for n in LINK_SETTINGS:
-                m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
-            for n in LINK_COUNTERS + LINK_FLAGS:
-                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
-        for n in REQUESTER_COUNTERS:
-            m.d.comb += getattr(self, f"req_{n}").eq(getattr(req, n))
-        for n in RESPONDER_COUNTERS:
-            m.d.comb += getattr(self, f"resp_{n}").eq(getattr(resp, n))
-        for prefix, hi in (("hia", hi_a), ("hib", hi_b)):
-            for n in HOST_COUNTERS:
-                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(hi, n))
+        wiring.connect(m, link_ab.faults, wiring.flipped(self.ab))
+        wiring.connect(m, link_ba.faults, wiring.flipped(self.ba))
+        for port, block in ((self.req, req), (self.resp, resp), (self.hia, hi_a),
+                            (self.hib, hi_b)):
+            wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))

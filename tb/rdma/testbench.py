@@ -28,8 +28,8 @@ from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
-__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "value_of", "wire_beats",
-           "frames_of"]
+__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port", "value_of",
+           "wire_beats", "frames_of"]
 
 #: The top's recorders: both links, the remote-write and the CQE marks.
 RECORDERS = ("wire_ab", "wire_ba", "written", "completed")
@@ -38,6 +38,12 @@ MEMORIES = ("mem_a", "mem_b")
 #: The run-time ports of the engines (the links' fault settings come on their own).
 PORTS = ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2", "ack_every", "ack_frames",
          "serial", "ack_timeout")
+
+
+def member_port(port, name):
+    """The Verilog name of member ``name`` of the top's signature port ``port`` (a
+    :class:`spec.ports.CountersSignature` port): Amaranth joins the path with ``__``."""
+    return f"{port}__{name}"
 
 
 def value_of(handle):
@@ -136,7 +142,7 @@ class RdmaTestbench:
             h.set(name, value)
         for link, settings in (links or {}).items():
             for name, value in settings.ports().items():
-                h.set(f"{link}_{name}", value)
+                h.set(member_port(link, name), value)
 
     def arm(self, **counts):
         """Tell each recorder of :data:`RECORDERS` how many items to wait for (0, the
@@ -200,11 +206,11 @@ class RdmaTestbench:
         """Counters by block: ``req``, ``resp``, ``host_a``, ``host_b``, ``links``."""
         d = self.dut
         return {
-            "req": {n: value_of(getattr(d, f"req_{n}")) for n in REQUESTER_COUNTERS},
-            "resp": {n: value_of(getattr(d, f"resp_{n}")) for n in RESPONDER_COUNTERS},
-            "host_a": {n: value_of(getattr(d, f"hia_{n}")) for n in HOST_COUNTERS},
-            "host_b": {n: value_of(getattr(d, f"hib_{n}")) for n in HOST_COUNTERS},
-            "links": {link: {n: value_of(getattr(d, f"{link}_{n}"))
+            "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
+            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS},
+            "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},
+            "host_b": {n: value_of(getattr(d, member_port("hib", n))) for n in HOST_COUNTERS},
+            "links": {link: {n: value_of(getattr(d, member_port(link, n)))
                              for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS},
         }
 
