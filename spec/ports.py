@@ -18,7 +18,8 @@ from spec.formats.roce import QPC_LAYOUT
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
-           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature", "PortView"]
+           "CompletionQuerySignature", "HostDmaSignature", "CountersSignature",
+           "SettingsSignature", "PortView"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -96,28 +97,33 @@ class HostDmaSignature(wiring.Signature):
 
 class CountersSignature(wiring.Signature):
     """A block's counters, ``Out(width)`` each, named by ``names`` in that order (they
-    count since reset and wrap), its 1-bit flags ``flags`` (``Out(1)``), and its
-    run-time settings ``settings`` (``{name: bits}``, ``In(bits)`` each: set before
-    reset and held through a run). The block and the top that exports them both have
-    ``Out(sig)``; the top joins them with ``wiring.connect(m, block.x,
-    wiring.flipped(top.x))``."""
+    count since reset and wrap), and its 1-bit flags ``flags``. The block and the top
+    that exports them both have ``Out(sig)``; the top joins them with
+    ``wiring.connect(m, block.x, wiring.flipped(top.x))``."""
 
-    def __init__(self, names, width=COUNTER_BITS, flags=(), settings=None):
+    def __init__(self, names, width=COUNTER_BITS, flags=()):
         self.names, self.width, self.flags = tuple(names), width, tuple(flags)
-        self.settings = dict(settings or {})
-        groups = {"counters": set(self.names), "flags": set(self.flags),
-                  "settings": set(self.settings)}
-        for a, b in (("counters", "flags"), ("counters", "settings"), ("flags", "settings")):
-            both = groups[a] & groups[b]
-            if both:
-                raise ValueError(f"names both {a} and {b}: {sorted(both)}")
+        if set(self.names) & set(self.flags):
+            raise ValueError(f"names both counters and flags: "
+                             f"{sorted(set(self.names) & set(self.flags))}")
         super().__init__({**{n: Out(width) for n in self.names},
-                          **{n: Out(1) for n in self.flags},
-                          **{n: In(bits) for n, bits in self.settings.items()}})
+                          **{n: Out(1) for n in self.flags}})
 
     def __repr__(self):
-        return (f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r}, "
-                f"settings={self.settings!r})")
+        return f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r})"
+
+
+class SettingsSignature(wiring.Signature):
+    """A block's run-time settings, ``{name: bits}``, written from the side that sets
+    them (``Out(bits)`` each): the block has ``In(sig)``. Settings are set before reset
+    and held through a run."""
+
+    def __init__(self, fields):
+        self.fields = dict(fields)
+        super().__init__({n: Out(bits) for n, bits in self.fields.items()})
+
+    def __repr__(self):
+        return f"SettingsSignature({self.fields!r})"
 
 
 class PortView:

@@ -30,7 +30,7 @@ from spec.fabric import (
 from spec.formats.link_retry import tagged_packet_layout, tagged_packet_signature
 from spec.formats.packet import check_width
 from spec.lfsr import lfsr_next
-from spec.ports import CountersSignature
+from spec.ports import CountersSignature, SettingsSignature
 
 __all__ = ["FaultyLink"]
 
@@ -87,10 +87,10 @@ class FaultyLink(wiring.Component):
         to the frame of the last ``first`` beat (no fault before the first one).
     o : Out(tagged_packet_signature(width, tag_bits))
         Registered. ``valid`` for one cycle per beat; ``o.ready`` is ignored.
-    faults : Out(FaultyLink.faults_signature(tag_bits > 0, side_bits > 0))
-        The settings (in) and counters and flags (out) below, as members of one port
-        (:class:`spec.ports.CountersSignature`).
-    faults.seed : In(16)
+    settings : In(SettingsSignature), counters : Out(CountersSignature)
+        The settings and the counters and flags below, as members of these two ports
+        (:meth:`port_signatures`).
+    seed : In(16)
         Start of the fault pattern; 0 is read as 1. Read in the first cycle after reset.
     drop_rate, corrupt_rate, dup_rate : In(16)
         A frame starts a fault of that kind with probability ``rate / 65535``: 0 never,
@@ -163,19 +163,21 @@ class FaultyLink(wiring.Component):
         self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 1, 4096)
         sig = tagged_packet_signature(width, tag_bits)
-        ports = {"i": In(sig), "o": Out(sig),
-                 "faults": Out(self.faults_signature(bool(tag_bits), bool(side_bits)))}
+        settings, counters = self.port_signatures(bool(tag_bits), bool(side_bits))
+        ports = {"i": In(sig), "o": Out(sig), "settings": In(settings),
+                 "counters": Out(counters)}
         if side_bits:
             side = stream.Signature(side_bits, always_ready=True)
             ports.update({"side_i": In(side), "side_o": Out(side)})
         super().__init__(ports)
 
     @staticmethod
-    def faults_signature(tag=False, side=False):
-        """The ``faults`` port's signature (:class:`spec.ports.CountersSignature`): the
-        settings :data:`spec.fabric.SETTINGS`, counters :data:`spec.fabric.COUNTERS` and
-        flags :data:`spec.fabric.FLAGS`; with ``tag``, ``tag_rate`` and
-        ``tag_corrupted``; with ``side``, the ACK/NAK rates and counters
+    def port_signatures(tag=False, side=False):
+        """The signatures of the ``settings`` port (:class:`spec.ports.SettingsSignature`:
+        :data:`spec.fabric.SETTINGS`) and the ``counters`` port
+        (:class:`spec.ports.CountersSignature`: :data:`spec.fabric.COUNTERS`, flags
+        :data:`spec.fabric.FLAGS`); with ``tag``, ``tag_rate`` and ``tag_corrupted``
+        too; with ``side``, the ACK/NAK rates and counters
         (:data:`spec.fabric.RETRY_SETTINGS`, :data:`spec.fabric.RETRY_LINK_COUNTERS`)."""
         settings, counters = dict(SETTINGS), list(COUNTERS)
         if tag:
@@ -185,7 +187,7 @@ class FaultyLink(wiring.Component):
             settings.update({n: RETRY_SETTINGS[n] for n in ("ack_drop_rate",
                                                             "ack_corrupt_rate")})
             counters += RETRY_LINK_COUNTERS[1:]
-        return CountersSignature(counters, flags=FLAGS, settings=settings)
+        return SettingsSignature(settings), CountersSignature(counters, flags=FLAGS)
 
     def elaborate(self, platform):
         m = Module()
@@ -217,7 +219,8 @@ class FaultyLink(wiring.Component):
         started = Signal()
         state = Signal(16)
         cur = Signal(16)
-        m.d.comb += cur.eq(Mux(started, state, Mux(self.faults.seed == 0, 1, self.faults.seed)))
+        seed = self.settings.seed
+        m.d.comb += cur.eq(Mux(started, state, Mux(seed == 0, 1, seed)))
         words = [Signal(16, name=f"word{k}") for k in range(WORDS_PER_FRAME)]
         for k, word in enumerate(words):
             m.d.comb += word.eq(_apply_rows(_lfsr_power(k * WORD_STEPS), cur))
@@ -226,10 +229,11 @@ class FaultyLink(wiring.Component):
                      state.eq(Mux(first, _apply_rows(advance, cur), cur))]
 
         # Per kind: a new draw or the rest of a burst; held for the frame's other beats.
-        f = self.faults
-        draws = {"drop": (f.drop_rate, f.drop_burst),
-                 "corrupt": (f.corrupt_rate, f.corrupt_burst),
-                 "dup": (f.dup_rate, f.dup_burst)}
+        st = self.settings
+        draws = {"drop": (st.drop_rate, st.drop_burst),
+                 "corrupt": (st.corrupt_rate, st.corrupt_burst),
+                 "dup": (st.dup_rate, st.dup_burst)}
+        f = self.counters
         hit = {}
         for k, kind in enumerate(FAULT_KINDS):
             rate, burst = draws[kind]
@@ -299,7 +303,7 @@ class FaultyLink(wiring.Component):
         state = Signal(16, name=f"{name}_state")
         cur = Signal(16, name=f"{name}_cur")
         start = Signal(16, name=f"{name}_start")
-        m.d.comb += [start.eq(self.faults.seed ^ xor),
+        m.d.comb += [start.eq(self.settings.seed ^ xor),
                      cur.eq(Mux(started, state, Mux(start == 0, 1, start)))]
         words = [Signal(16, name=f"{name}_word{k}") for k in range(nwords)]
         for k, word in enumerate(words):
@@ -315,7 +319,7 @@ class FaultyLink(wiring.Component):
         words = self._pattern(m, "tag", TAG_SEED_XOR, first, TAG_WORDS)
         hit_new = Signal()
         pos_new = Signal(range(self.tag_bits))
-        m.d.comb += [hit_new.eq(words[0] <= self.faults.tag_rate),
+        m.d.comb += [hit_new.eq(words[0] <= self.settings.tag_rate),
                      pos_new.eq((words[1] * self.tag_bits) >> 16)]
         hit_r = Signal()
         pos_r = Signal(range(self.tag_bits))
@@ -325,7 +329,7 @@ class FaultyLink(wiring.Component):
         mask = Signal(self.tag_bits)
         m.d.comb += mask.eq(Mux(hit & ~drop, Const(1, self.tag_bits) << pos, 0))
         with m.If(first):
-            f = self.faults
+            f = self.counters
             m.d.sync += f.tag_corrupted.eq(f.tag_corrupted + (hit_new & ~drop_new))
         return mask
 
@@ -339,20 +343,21 @@ class FaultyLink(wiring.Component):
         flip = Signal()
         pos = Signal(range(n))
         m.d.comb += [
-            drop.eq(words[0] <= self.faults.ack_drop_rate),
-            flip.eq(~drop & (words[1] <= self.faults.ack_corrupt_rate)),
+            drop.eq(words[0] <= self.settings.ack_drop_rate),
+            flip.eq(~drop & (words[1] <= self.settings.ack_corrupt_rate)),
             pos.eq((words[2] * n) >> 16),
             self.side_o.valid.eq(item & ~drop),
             self.side_o.payload.eq(self.side_i.payload
                                    ^ Mux(flip, Const(1, n) << pos, 0)),
         ]
-        m.d.sync += [self.faults.acks_dropped.eq(self.faults.acks_dropped + (item & drop)),
-                     self.faults.acks_corrupted.eq(self.faults.acks_corrupted + (item & flip))]
+        f = self.counters
+        m.d.sync += [f.acks_dropped.eq(f.acks_dropped + (item & drop)),
+                     f.acks_corrupted.eq(f.acks_corrupted + (item & flip))]
 
     def _output_stage(self, m, x_valid, x):
         """The output register, fed by a running copy, else the FIFO head, else ``x``."""
         depth, fb_depth = self.fifo_depth, self.max_frame_beats
-        lay, f = self.layout, self.faults
+        lay, f = self.layout, self.counters
         m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(lay), depth=depth,
                                                  init=[])
         m.submodules.frame = frame = memory.Memory(shape=lay, depth=fb_depth, init=[])

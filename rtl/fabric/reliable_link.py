@@ -90,7 +90,7 @@ class ReliableLink(wiring.Component):
         wiring.connect(m, self.wire.o, self.rx.i)
         wiring.connect(m, self.rx.o, wiring.flipped(self.o))
         for name in (*SETTINGS, *RETRY_SETTINGS):
-            m.d.comb += getattr(self.wire.faults, name).eq(getattr(self, name))
+            m.d.comb += getattr(self.wire.settings, name).eq(getattr(self, name))
         # The ACK/NAK sideband: through the wire's faults, then ``latency`` cycles back
         m.d.comb += [self.wire.side_i.valid.eq(self.rx.ack.valid),
                      self.wire.side_i.payload.eq(self.rx.ack.payload)]
@@ -105,5 +105,5 @@ class ReliableLink(wiring.Component):
         for name in RX_COUNTERS:
             m.d.comb += getattr(self, f"rx_{name}").eq(getattr(self.rx, name))
         for name in LINK_COUNTERS + RETRY_LINK_COUNTERS + LINK_FLAGS:
-            m.d.comb += getattr(self, f"link_{name}").eq(getattr(self.wire.faults, name))
+            m.d.comb += getattr(self, f"link_{name}").eq(getattr(self.wire.counters, name))
         return m

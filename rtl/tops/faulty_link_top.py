@@ -1,7 +1,7 @@
 """Co-simulation top of the faulty link: one player, one FaultyLink, one recorder."""
 
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from rtl.fabric.faulty_link import FaultyLink
 from rtl.sim.harness_top import HarnessTop
@@ -21,9 +21,9 @@ class FaultyLinkTop(HarnessTop):
     depth : int
         Beats the player and the recorder hold (16 to 65536).
 
-    Extra port: ``faults``, the link's (its settings :data:`spec.fabric.SETTINGS`, in,
-    held from before reset; its counters and flags, out; in Verilog
-    ``faults__<name>``).
+    Extra ports: the link's ``settings`` (:data:`spec.fabric.SETTINGS`; hold them from
+    before reset) and ``counters`` (its counters and flags); in Verilog
+    ``settings__<name>`` and ``counters__<name>``.
     The link never pushes back, so the ``sink`` recorder must run without stalls; a
     beat it can not take is lost, as on a wire.
     """
@@ -33,11 +33,13 @@ class FaultyLinkTop(HarnessTop):
         self.link = FaultyLink(width, latency, max_frame_beats, fifo_depth)
         self.width = width
         lay = packet_layout(width)
+        settings, counters = FaultyLink.port_signatures()
         super().__init__(players={"src": (lay, depth)}, recorders={"sink": (lay, depth)},
-                         ports={"faults": Out(FaultyLink.faults_signature())})
+                         ports={"settings": In(settings), "counters": Out(counters)})
 
     def elaborate_design(self, m, players, recorders):
         m.submodules.link = link = self.link
         wiring.connect(m, players["src"].o, link.i)
         wiring.connect(m, link.o, recorders["sink"].i)
-        wiring.connect(m, link.faults, wiring.flipped(self.faults))
+        wiring.connect(m, wiring.flipped(self.settings), link.settings)
+        wiring.connect(m, link.counters, wiring.flipped(self.counters))

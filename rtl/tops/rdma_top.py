@@ -16,7 +16,7 @@ from spec.checks import check_int, reject
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
 from spec.ports import CountersSignature, PortView
-from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS, LINKS
+from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
@@ -46,10 +46,11 @@ class RdmaTop(HarnessTop):
     MR table ``responder.mr_table``. The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
-    Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab`` and ``ba``
-    are their ``faults`` ports (settings in, counters and flags out; all rates 0 is a
-    plain link of ``link_latency`` cycles). Host interfaces: ``host`` names the profile
-    of both (:data:`spec.host.PROFILES`); their counters are ports ``hia`` and ``hib``.
+    Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
+    ``ab_counters``, ``ba_settings`` and ``ba_counters`` are their ``settings`` and
+    ``counters`` ports (all rates 0 is a plain link of ``link_latency`` cycles). Host
+    interfaces: ``host`` names the profile of both (:data:`spec.host.PROFILES`); their
+    counters are ports ``hia`` and ``hib``.
     Counters are :class:`spec.ports.CountersSignature` ports, members named as the
     block's counters (in Verilog ``<port>__<name>``).
 
@@ -87,7 +88,9 @@ class RdmaTop(HarnessTop):
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
-        ports.update({link: Out(FaultyLink.faults_signature()) for link in LINKS})
+        settings, counters = FaultyLink.port_signatures()
+        ports.update({"ab_settings": In(settings), "ab_counters": Out(counters),
+                      "ba_settings": In(settings), "ba_counters": Out(counters)})
         ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
                       "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
                       "hia": Out(CountersSignature(HOST_COUNTERS)),
@@ -159,8 +162,10 @@ class RdmaTop(HarnessTop):
         for name, hi in (("written", hi_b), ("completed", hi_a)):
             m.d.comb += [recorders[name].i.valid.eq(hi.marked.valid),
                          recorders[name].i.payload.eq(hi.marked.payload)]
-        wiring.connect(m, link_ab.faults, wiring.flipped(self.ab))
-        wiring.connect(m, link_ba.faults, wiring.flipped(self.ba))
+        for link, settings, counters in ((link_ab, self.ab_settings, self.ab_counters),
+                                         (link_ba, self.ba_settings, self.ba_counters)):
+            wiring.connect(m, wiring.flipped(settings), link.settings)
+            wiring.connect(m, link.counters, wiring.flipped(counters))
         for port, block in ((self.req, req), (self.resp, resp), (self.hia, hi_a),
                             (self.hib, hi_b)):
             wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))

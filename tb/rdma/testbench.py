@@ -142,7 +142,7 @@ class RdmaTestbench:
             h.set(name, value)
         for link, settings in (links or {}).items():
             for name, value in settings.ports().items():
-                h.set(member_port(link, name), value)
+                h.set(member_port(f"{link}_settings", name), value)
 
     def arm(self, **counts):
         """Tell each recorder of :data:`RECORDERS` how many items to wait for (0, the
@@ -210,7 +210,7 @@ class RdmaTestbench:
             "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS},
             "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},
             "host_b": {n: value_of(getattr(d, member_port("hib", n))) for n in HOST_COUNTERS},
-            "links": {link: {n: value_of(getattr(d, member_port(link, n)))
+            "links": {link: {n: value_of(getattr(d, member_port(f"{link}_counters", n)))
                              for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS},
         }
 
