@@ -45,7 +45,7 @@ def _run(hop, frames, cycles):
         for c in range(cycles):
             now = {}
             for p in range(PORTS):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = bool(streams[p]) and (c + p) % 3 != 0
                 ctx.set(link.valid, send)
                 if send:
@@ -55,9 +55,9 @@ def _run(hop, frames, cycles):
             arrivals.append(now)
             out = []
             for p in range(PORTS):
-                o = getattr(dut, f"o{p}")
+                o = dut.o[p]
                 out.append(ctx.get(o.payload.as_value()) if ctx.get(o.valid) else None)
-            got.append((out, [ctx.get(getattr(dut, f"credit{p}")) for p in range(PORTS)]))
+            got.append((out, [ctx.get(dut.credit[p]) for p in range(PORTS)]))
             await ctx.tick()
 
     run_sim(dut, bench)

@@ -172,8 +172,7 @@ class RdmaFabricTop(HarnessTop):
         rst = ResetSignal()
         m.submodules.switch = sw = self.switch
         m.d.comb += [sw.table_wr.valid.eq(0), sw.src_wr.valid.eq(0)]
-        port = self.switch_counters
-        wiring.connect(m, PortView(port.signature, sw), wiring.flipped(port))
+        wiring.connect(m, sw.counters, wiring.flipped(self.switch_counters))
         for n in range(self.nodes):
             parts = self.parts[n]
             for name, part in parts.items():
@@ -203,15 +202,15 @@ class RdmaFabricTop(HarnessTop):
                 resp.o.ready.eq(merge.b.ready),
                 up.i.valid.eq(up_valid), up.i.payload.eq(merge.o.payload),
                 merge.o.ready.eq(~rst),
-                getattr(sw, f"i{n}").valid.eq(up.o.valid),
-                getattr(sw, f"i{n}").payload.eq(up.o.payload),
+                sw.i[n].valid.eq(up.o.valid),
+                sw.i[n].payload.eq(up.o.payload),
                 up.o.ready.eq(~rst),
-                parts["cret"].i.eq(getattr(sw, f"credit{n}")),
+                parts["cret"].i.eq(sw.credit[n]),
                 merge.give.eq(parts["cret"].o),
                 # Downlink: switch -> link -> demux -> requester (ACKs) / responder.
-                down.i.valid.eq(getattr(sw, f"o{n}").valid),
-                down.i.payload.eq(getattr(sw, f"o{n}").payload),
-                getattr(sw, f"o{n}").ready.eq(~rst),
+                down.i.valid.eq(sw.o[n].valid),
+                down.i.payload.eq(sw.o[n].payload),
+                sw.o[n].ready.eq(~rst),
                 demux.i.valid.eq(down.o.valid), demux.i.payload.eq(down.o.payload),
                 down.o.ready.eq(~rst),
                 req.i.valid.eq(demux.ack.valid), req.i.payload.eq(demux.ack.payload),
