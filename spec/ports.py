@@ -14,12 +14,13 @@ combinational: a read's ``data`` belongs to the ``addr`` of the same cycle.
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.fabric import COUNTERS, FLAGS, RETRY_LINK_COUNTERS, RETRY_SETTINGS, SETTINGS
 from spec.formats.roce import QPC_LAYOUT
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
            "CompletionQuerySignature", "HostDmaSignature", "CountersSignature",
-           "SettingsSignature", "PortView"]
+           "SettingsSignature", "PortView", "faulty_link_signatures"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -124,6 +125,23 @@ class SettingsSignature(wiring.Signature):
 
     def __repr__(self):
         return f"SettingsSignature({self.fields!r})"
+
+
+def faulty_link_signatures(tag=False, side=False):
+    """The signatures of a :class:`rtl.fabric.faulty_link.FaultyLink`'s ``settings``
+    port (:data:`spec.fabric.SETTINGS`) and ``counters`` port
+    (:data:`spec.fabric.COUNTERS`, flags :data:`spec.fabric.FLAGS`); with ``tag``,
+    ``tag_rate`` and ``tag_corrupted`` too; with ``side``, the ACK/NAK rates and
+    counters (:data:`spec.fabric.RETRY_SETTINGS`,
+    :data:`spec.fabric.RETRY_LINK_COUNTERS`)."""
+    settings, counters = dict(SETTINGS), list(COUNTERS)
+    if tag:
+        settings["tag_rate"] = RETRY_SETTINGS["tag_rate"]
+        counters.append(RETRY_LINK_COUNTERS[0])
+    if side:
+        settings.update({n: RETRY_SETTINGS[n] for n in ("ack_drop_rate", "ack_corrupt_rate")})
+        counters += RETRY_LINK_COUNTERS[1:]
+    return SettingsSignature(settings), CountersSignature(counters, flags=FLAGS)
 
 
 class PortView:

@@ -37,12 +37,12 @@ NAMED_PORTS_DONE = (
     "rdma/resp/responder.py", "rdma/resp/verify.py", "host/host_interface.py",
     "fabric/switch.py", "fabric/faulty_link.py", "fabric/reliable_link.py",
     "tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
-    "tops/nic_top.py",
+    "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py",
 )
 
 #: Tops whose ports are joined with ``wiring.connect`` (no ``getattr`` plumbing).
 TOPS_DONE = ("tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
-             "tops/nic_top.py")
+             "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py")
 
 
 def width_literals(source):

@@ -14,12 +14,7 @@ from rtl.fabric.link import DelayLine
 from spec.checks import check_int
 from spec.fabric import (
     CORRUPT_BEAT_SHIFT,
-    COUNTERS,
     FAULT_KINDS,
-    FLAGS,
-    RETRY_LINK_COUNTERS,
-    RETRY_SETTINGS,
-    SETTINGS,
     SIDE_SEED_XOR,
     SIDE_WORDS,
     TAG_SEED_XOR,
@@ -30,7 +25,7 @@ from spec.fabric import (
 from spec.formats.link_retry import tagged_packet_layout, tagged_packet_signature
 from spec.formats.packet import check_width
 from spec.lfsr import lfsr_next
-from spec.ports import CountersSignature, SettingsSignature
+from spec.ports import faulty_link_signatures
 
 __all__ = ["FaultyLink"]
 
@@ -171,23 +166,9 @@ class FaultyLink(wiring.Component):
             ports.update({"side_i": In(side), "side_o": Out(side)})
         super().__init__(ports)
 
-    @staticmethod
-    def port_signatures(tag=False, side=False):
-        """The signatures of the ``settings`` port (:class:`spec.ports.SettingsSignature`:
-        :data:`spec.fabric.SETTINGS`) and the ``counters`` port
-        (:class:`spec.ports.CountersSignature`: :data:`spec.fabric.COUNTERS`, flags
-        :data:`spec.fabric.FLAGS`); with ``tag``, ``tag_rate`` and ``tag_corrupted``
-        too; with ``side``, the ACK/NAK rates and counters
-        (:data:`spec.fabric.RETRY_SETTINGS`, :data:`spec.fabric.RETRY_LINK_COUNTERS`)."""
-        settings, counters = dict(SETTINGS), list(COUNTERS)
-        if tag:
-            settings["tag_rate"] = RETRY_SETTINGS["tag_rate"]
-            counters.append(RETRY_LINK_COUNTERS[0])
-        if side:
-            settings.update({n: RETRY_SETTINGS[n] for n in ("ack_drop_rate",
-                                                            "ack_corrupt_rate")})
-            counters += RETRY_LINK_COUNTERS[1:]
-        return SettingsSignature(settings), CountersSignature(counters, flags=FLAGS)
+    #: The signatures of the ``settings`` and ``counters`` ports:
+    #: :func:`spec.ports.faulty_link_signatures`.
+    port_signatures = staticmethod(faulty_link_signatures)
 
     def elaborate(self, platform):
         m = Module()
