@@ -54,7 +54,7 @@ _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: (both links reliable; default False).
 _TOP_EXTRA = ("link_retry",)
 #: With ``link_retry``: a reliable link's counters besides the plain link's
-#: (``<link>_<name>`` ports of the top, :func:`pymodel.rdma.links.retry_counters`).
+#: (:func:`pymodel.rdma.links.retry_counters`; ports: :func:`tb.rdma.testbench.retry_counter_port`).
 RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS + LINK_FLAGS)
 
 
