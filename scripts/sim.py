@@ -118,6 +118,10 @@ POINT_OPTIONS = (
     ("--link-latency", "link_latency", "both", int,
      "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: the "
      "profile's)"),
+    ("--completion", "completion", "nic", str,
+     "NIC completion: credit (the link credit, one hop) or e2e (the receiver's cumulative "
+     "completion per source, end to end; docs/nic.md); default credit. RDMA's is always "
+     "end to end (the ACK and the CQE)"),
     ("--header", "header", "rdma", str,
      "RDMA framing: roce (Ethernet + IPv4 + UDP + BTH) or scaleup (a 10-byte scale-up "
      "header + BTH; spec/formats/scaleup.py); default roce"),
@@ -228,6 +232,12 @@ def check_point(design, msg_bytes, messages, knobs):
 
     knobs = dict(knobs)
     link_retry = knobs.pop("link_retry", None)
+    completion = knobs.pop("completion", None)
+    if completion is not None:
+        from spec.nic import COMPLETIONS
+        if completion not in COMPLETIONS:
+            raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
+                             f"not {completion!r}")
     fabric = knobs.pop("fabric", None)
     if fabric is not None:
         profile = fabric_profile(fabric)
@@ -253,6 +263,8 @@ def check_point(design, msg_bytes, messages, knobs):
         knobs["fabric"] = profile.name
     if link_retry is not None:
         knobs["link_retry"] = link_retry
+    if completion is not None:
+        knobs["completion"] = completion
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
         if messages * msg_bytes > room:
@@ -271,6 +283,7 @@ def run_design_point(args):
                          peers=k.get("peers", 1), top=top or None,
                          attachment=k.get("attachment", "integrated"),
                          fabric=k.get("fabric", "board"), retry=k.get("link_retry", False),
+                         completion=k.get("completion", "credit"),
                          test_id=f"point-{args.messages}x{args.msg_bytes}")
     from tb.rdma.headline import run_point
     return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),

@@ -59,8 +59,10 @@ def link_credits(width, max_payload):
 #: How a sender learns that a store is done. ``credit``: the link credit of its last
 #: beat comes back (one hop: the switch's ingress buffer let it go). ``e2e``: the
 #: receiver returns a completion frame (``spec.formats.nic`` completion header) once
-#: the store is written in its memory, or dropped at the address or window check, and
-#: the sender counts them per destination (docs/nic.md, End-to-end completion).
+#: the store is written in its memory (behind PCIe: its last posted write taken by the
+#: host interface, the RDMA responder's ACK point), or dropped at the address or window
+#: check, and the sender counts them per destination (docs/nic.md, End-to-end
+#: completion).
 COMPLETIONS = ("credit", "e2e")
 
 

@@ -28,8 +28,9 @@ def _sims():
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
     "test_workloads_roofline.py::test_whole_grid_runs":
-        "test_section_small_grid runs the same section code on a small grid (the whole "
-        "grid is about 17 s of model runs)",
+        "test_section_small_grid runs the same section code on a small grid and "
+        "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "
+        "(the whole section, both pairings, is about 60 s of model runs)",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-8]":
         "Verilator builds the 64-bit FCS top; Icarus runs every width",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-32]":
@@ -107,6 +108,12 @@ SLOW = {
         "Icarus runs both pod retry cases (each is one more Verilator build); Verilator "
         "runs the retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit "
         "tests run in the Amaranth simulator",
+    "test_cosim_nic_e2e_combos.py::*[verilator-*]":
+        "Icarus runs every case (each combination of e2e with pcie, retry or pod is one "
+        "more Verilator build, six in all); Verilator runs the e2e top at board "
+        "(test_cosim_nic_e2e.py) and the pcie and retry tops with credit completion, and "
+        "NicTx's completion merge under link backpressure is unit-tested against its twin "
+        "in the Amaranth simulator (test_unit_nic_e2e.py)",
     "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
         "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
         "Verilator runs the board NIC tops",

@@ -162,6 +162,10 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     assert nic["per_peer_bits"] == 0
     assert nic["per_link_bits"] == nic["credit_counter_bits"] + catalogue.NIC["link_latency"]
     assert nic["switch_table_bits"] == 256 * (catalogue.NIC["nodes"] - 1).bit_length()
+    # The receiver's window table: 256 source ids x (base, size) of the local memory: a
+    # word address (0 .. words - 1) and a size (0 .. words).
+    words = catalogue.NIC["mem_words"]
+    assert nic["window_table_bits"] == 256 * ((words - 1).bit_length() + words.bit_length())
 
     # A bigger context layout shows up in the figures.
     fields = {name: field.shape for name, field in roce.QPC_LAYOUT}

@@ -16,7 +16,9 @@ from tb.rdma.load_run import run_rdma_load
 
 CASES = {
     # 8 QPs by Zipf over 16 cache entries, the CPU issuer, near saturation.
-    "zipf_cpu": dict(msg_bytes=128, load=0.9, qps=8, popularity="zipf", issuer="cpu"),
+    # The rung is named: the co-simulation's engine ports (ACK coalescing) follow it.
+    "zipf_cpu": dict(msg_bytes=128, load=0.9, qps=8, popularity="zipf", issuer="cpu",
+                     rung="+ACK coalescing"),
     # 64 QPs drawn uniformly over 16 entries (misses), bursts of 4, the GPU issuer
     # (one doorbell per up to 4 WQEs).
     "uniform_gpu_burst": dict(msg_bytes=128, load=0.6, qps=64, popularity="uniform",

@@ -85,3 +85,30 @@ def test_report_section_has_a_table_per_profile():
     first = [c.strip() for c in table[0].strip("|").split("|")]
     assert first[:3] == ["0", "NIC as built", "nic"]
     assert "2.50" in first and "4,608" in first      # control ops summed, bits grouped
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--design", "nic", "--completion", "bogus"], "--completion"),
+    (["--design", "rdma", "--completion", "e2e"], "--completion"),
+    (["--design", "rdma", "--header", "ipoib"], "--header"),
+    (["--design", "nic", "--header", "roce"], "--header"),
+    (["--link-retry"], "--link-retry"),
+])
+def test_level_field_options_named_when_bad(argv, named, capsys):
+    from scripts.sim import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert named in capsys.readouterr().err
+
+
+def test_level_field_options_reach_the_point():
+    from scripts.sim import parse_args
+
+    nic = parse_args(["--design", "nic", "--fabric", "pod", "--completion", "e2e",
+                      "--link-retry", "--attachment", "pcie"])
+    assert {k: nic.knobs[k] for k in ("fabric", "completion", "link_retry", "attachment")} \
+        == {"fabric": "pod", "completion": "e2e", "link_retry": True, "attachment": "pcie"}
+    rdma = parse_args(["--design", "rdma", "--fabric", "pod", "--header", "scaleup",
+                       "--link-retry"])
+    assert (rdma.knobs["header"], rdma.knobs["link_retry"]) == ("scaleup", True)

@@ -20,6 +20,8 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
     monkeypatch.setattr(section, "ISSUER_NAMES", ("none", "cpu"))
     monkeypatch.setattr(section, "INCASTS", (("incast 3->1", 4),))
     monkeypatch.setattr(section, "INCAST_LOADS", (0.9,))
+    monkeypatch.setattr(section, "SATURATION_POINTS", ())
+    monkeypatch.setattr(section, "SATURATION_RUN", dict(start=30, cap=60))
     with make_executor(1) as ex:
         md = section.load_section(tmp_path, ex, messages=30)
     assert (tmp_path / "load_p99.png").stat().st_size > 0
@@ -49,3 +51,10 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
     assert len(load_rows) == len(rows) and all(r["simulator"] == "model" for r in load_rows)
     assert all("latency_p999_cycles_model" in r and "latency_p99_cycles_rtl" not in r
                for r in load_rows)
+    # Saturation rows: one per curve of the engine alone, never above their bound.
+    sat = [r for r in res if r.get("kind") == "saturation"]
+    assert sorted((r["qps"], r["popularity"]) for r in sat) == [(1, "round_robin"),
+                                                                (64, "uniform")]
+    assert all(r["msgs_per_s"] <= r["bound_msgs_per_s"] and r["cache_ways"] == 1
+               and r["bound"] for r in sat)
+    assert "### Saturation" in md

@@ -30,7 +30,8 @@ class NicTxModel:
         in ``c`` whose first beat was not taken yet (its wire beats, from
         :meth:`pymodel.nic.completion_gen.CompletionGenModel.offer`), or None. Between
         store frames it has the link first (the RTL's rule): its first beat leaves with
-        ``credits >= completion_beats``, the rest back to back, and no store frame starts
+        ``credits >= completion_beats``, the rest back to back (every beat, the first
+        included, only in a cycle with ``link_ready``), and no store frame starts
         meanwhile. The step's result then also has ``"sent"`` (the destination of a store
         frame whose first beat left, or None) and ``"started"`` (the completion's first
         beat left); a completion beat is ``{"o": (None, beat, False, n)}``.
@@ -115,9 +116,10 @@ class NicTxModel:
         if self.e2e:
             result = {"sent": None, "started": False}
             if self.cpl_rest or (cpl is not None and self.si == 0):
-                if self.cpl_rest:
+                ready = side.get("link_ready", True)
+                if ready and self.cpl_rest:
                     out = self._send(c, self.cpl_rest.pop(0), None, False)
-                elif self.credits >= self.cpl_need:
+                elif ready and not self.cpl_rest and self.credits >= self.cpl_need:
                     out = self._send(c, cpl[0], None, False)
                     self.cpl_rest = list(cpl[1:])
                     result["started"] = True

@@ -7,9 +7,14 @@ The system model composes the twins of the NIC's blocks, one per RTL file of
 CreditReturnModel`, :class:`~pymodel.nic.fault_injector.FaultInjectorModel`,
 :class:`~pymodel.nic.nic_rx.NicRxModel` with its :class:`~pymodel.nic.window_table.
 WindowTableModel`) with the fabric's (``Link``, ``Switch``, the reliable link) and, for
-the ``pcie`` attachment, the host interface's, cycle by cycle; each block twin is
-stepped with ``step(c, side)`` (:mod:`pymodel.cycle`). It imports nothing from the RTL:
-the layouts, the frame and credit sizing formulas and the LFSR polynomial come from
+the ``pcie`` attachment, the host interface's, cycle by cycle (with ``completion="e2e"``
+also the :class:`~pymodel.nic.completion_gen.CompletionGenModel` and
+:class:`~pymodel.nic.outstanding_tracker.OutstandingTrackerModel`, on any attachment and
+with or without ``retry``: a receiver's completion counts its frames at NicRx's ``ack``,
+which behind PCIe is the acceptance of the frame's last posted write by the host
+interface, so the up direction of the interfaces is still played after the loop); each
+block twin is stepped with ``step(c, side)`` (:mod:`pymodel.cycle`). It imports nothing
+from the RTL: the layouts, the frame and credit sizing formulas and the LFSR polynomial come from
 :mod:`spec`, and the behaviour (the stall patterns included) is computed with the
 model's own code.
 """
@@ -67,8 +72,6 @@ class NicSystemModel:
         # ``timeout``; peers: node ids 0 .. nodes - 1).
         self.completion = check_completion(completion)
         self.e2e = completion == "e2e"
-        if self.e2e and (self.pcie or self.retry):
-            raise ValueError("completion 'e2e' needs attachment 'integrated' and no retry")
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
         self.flush_idle = (completion_flush_idle(prm.width, prm.framing, prm.max_payload)

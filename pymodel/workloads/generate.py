@@ -40,6 +40,16 @@ Routing
 KV transfer (disaggregated prefill -> decode, vLLM paged KV cache)
     The prompt's ``ceil(prompt_tokens / block_tokens)`` blocks (vLLM's default block is
     16 tokens) go from prefill GPU ``r`` to decode GPU ``tp + r`` (the same TP rank).
+    With a decode TP ``b`` other than the prefill TP ``a`` (``decode_tp``), decode rank
+    ``d`` (GPU ``a + d``) takes each KV head it caches from a prefill rank that caches
+    it (of several holders, the ``d mod holders``-th), as vLLM's NIXL connector reads a
+    decode rank's heads from prefill rank ``d // (b / a)``: a prefill rank then sends
+    ``b / a`` slices of ``kv_heads / b`` heads per block (``b > a``: more, smaller
+    descriptors), or a decode rank gathers from ``a / b`` prefill ranks (``a > b``: as
+    many descriptors per prefill GPU, ``a / b`` times as many arriving at each decode
+    GPU). A rank's heads of one block are taken as one contiguous range (a head-major
+    block layout, vLLM's HND). MLA: decode rank ``d`` takes the whole latent from
+    prefill rank ``d mod a``.
     One block of one layer is ``block_tokens x kv_heads_per_gpu x head_dim x bytes``
     for K and again for V (MLA: one latent of ``kv_lora_rank + qk_rope_head_dim`` per
     token, replicated on every TP rank). ``coalesce="none"``: one transfer per (layer,
@@ -59,7 +69,8 @@ from pymodel.workloads.trace import TraceBuilder
 
 __all__ = ["Deployment", "decode_step", "kv_transfer", "check_deployment",
            "kv_heads_per_gpu", "kv_block_bytes", "dispatch_bytes", "combine_bytes",
-           "tokens_per_rank", "attention_groups", "deepep_qps", "FLAG_BYTES",
+           "tokens_per_rank", "attention_groups", "deepep_qps", "FLAG_BYTES", "kv_tp_pairs",
+           "check_kv_tp",
            "ALLREDUCE", "COALESCE", "DISPATCH", "VLLM_BLOCK_TOKENS"]
 
 #: Bytes of a completion flag or counter: one 8-byte RDMA WRITE or store (an InfiniBand
@@ -351,8 +362,48 @@ def _moe(b, m, dep, name, layer, deps, puts):
     return c
 
 
+def _kv_heads_held(m, tp, rank):
+    """The KV heads TP rank ``rank`` of ``tp`` caches (replicated above the KV heads)."""
+    kvh = m.num_key_value_heads
+    if tp <= kvh:
+        return range(rank * kvh // tp, (rank + 1) * kvh // tp)
+    return range(rank * kvh // tp, rank * kvh // tp + 1)
+
+
+def kv_tp_pairs(model, tp, decode_tp):
+    """``{(prefill rank, decode rank): KV heads}`` of a KV transfer from a TP ``tp``
+    prefill instance to a TP ``decode_tp`` decode instance (module doc); the heads are
+    ``None`` for MLA (the whole latent)."""
+    m = load_model(model)
+    pairs = {}
+    for d in range(decode_tp):
+        if m.attention == "mla":
+            pairs[(d % tp, d)] = None
+            continue
+        for h in _kv_heads_held(m, decode_tp, d):
+            holders = [r for r in range(tp) if h in _kv_heads_held(m, tp, r)]
+            key = (holders[d % len(holders)], d)
+            pairs[key] = pairs.get(key, 0) + 1
+    return pairs
+
+
+def check_kv_tp(model, name, tp):
+    """``ValueError`` naming ``name`` unless ``tp`` is a TP degree a KV transfer of
+    ``model`` can have (an integer >= 1 dividing the attention heads and dividing, or a
+    multiple of, the KV heads)."""
+    m = load_model(model)
+    _int(name, tp)
+    if m.num_attention_heads % tp:
+        raise ValueError(f"{name} ({tp}) must divide num_attention_heads "
+                         f"({m.num_attention_heads}) of {m.name}")
+    kv = m.num_key_value_heads
+    if m.attention != "mla" and kv % tp and tp % kv:
+        raise ValueError(f"{name} ({tp}) must divide, or be a multiple of, "
+                         f"num_key_value_heads ({kv}) of {m.name}")
+
+
 def kv_transfer(model, *, prompt_tokens, tp=1, block_tokens=VLLM_BLOCK_TOKENS,
-                kv_dtype="bf16", coalesce="none", run_blocks=None):
+                kv_dtype="bf16", coalesce="none", run_blocks=None, decode_tp=None):
     """The trace of one request's KV cache moving from prefill to decode (module doc).
 
     Parameters
@@ -361,8 +412,12 @@ def kv_transfer(model, *, prompt_tokens, tp=1, block_tokens=VLLM_BLOCK_TOKENS,
     prompt_tokens : int
         Tokens whose KV cache moves (at least 1); whole blocks are sent.
     tp : int
-        TP degree of both the prefill and the decode instance (GPUs ``0..tp-1`` send to
-        ``tp..2tp-1``, rank to rank); must divide the attention heads.
+        TP degree of the prefill instance (GPUs ``0..tp-1``) and, unless ``decode_tp``
+        says otherwise, of the decode instance (GPUs ``tp..2tp-1``, rank to rank); must
+        divide the attention heads and divide, or be a multiple of, the KV heads.
+    decode_tp : int or None
+        TP degree of the decode instance (GPUs ``tp..tp+decode_tp-1``; module doc);
+        ``None``: ``tp``. The same checks as ``tp``.
     block_tokens : int
         Tokens per KV-cache block (vLLM default 16).
     kv_dtype : str
@@ -373,36 +428,42 @@ def kv_transfer(model, *, prompt_tokens, tp=1, block_tokens=VLLM_BLOCK_TOKENS,
     Returns
     -------
     Trace
-        ``kind="kv_transfer"``, one phase ``"kv"`` (op ``kv_transfer``, 1 QP and 1 peer per
-        GPU). ``Trace.count("data", src=0)`` is the descriptors one GPU posts.
+        ``kind="kv_transfer"``, one phase ``"kv"`` (op ``kv_transfer``; QPs and peers per
+        GPU: the most decode ranks one prefill rank sends to, 1 when the TPs match).
+        ``Trace.count("data", src=0)`` is the descriptors prefill GPU 0 posts; each
+        prefill GPU ends with a flag to each decode GPU it sent to.
 
     Raises
     ------
     ValueError
-        Naming the field: ``prompt_tokens``, ``tp``, ``block_tokens``, ``run_blocks``,
-        ``coalesce``, ``kv_dtype``, ``model``.
+        Naming the field: ``prompt_tokens``, ``tp``, ``decode_tp``, ``block_tokens``,
+        ``run_blocks``, ``coalesce``, ``kv_dtype``, ``model``.
     """
     m = load_model(model)
     _int("prompt_tokens", prompt_tokens)
-    _int("tp", tp)
-    if m.num_attention_heads % tp:
-        raise ValueError(f"tp ({tp}) must divide num_attention_heads "
-                         f"({m.num_attention_heads}) of {m.name}")
+    check_kv_tp(m, "tp", tp)
+    decode_tp = tp if decode_tp is None else decode_tp
+    check_kv_tp(m, "decode_tp", decode_tp)
     if coalesce not in COALESCE:
         raise ValueError(f"coalesce must be one of {COALESCE}, not {coalesce!r}")
-    block = kv_block_bytes(m, tp, block_tokens, kv_dtype)
+    head = kv_block_bytes(m, m.num_key_value_heads, block_tokens, kv_dtype)  # 1 head
+    pairs = kv_tp_pairs(m, tp, decode_tp)
+    src = np.array([p[0] for p in pairs], dtype=np.int64)
+    dst = np.array([tp + p[1] for p in pairs], dtype=np.int64)
+    block = np.array([head if h is None else h * head for h in pairs.values()],
+                     dtype=np.int64)
+    fan = int(np.bincount(src).max())
     blocks = -(-prompt_tokens // block_tokens)
     run = blocks if run_blocks is None else _int("run_blocks", run_blocks)
     runs = [min(run, blocks - i) for i in range(0, blocks, run)]
     parts = 1 if m.attention == "mla" else 2
     layers = m.num_hidden_layers
     b = TraceBuilder("kv_transfer", m.name,
-                     dict(prompt_tokens=prompt_tokens, tp=tp, block_tokens=block_tokens,
-                          kv_dtype=kv_dtype, coalesce=coalesce, run_blocks=run_blocks),
-                     2 * tp)
-    p = b.phase("kv", "kv_transfer", -1, (), 1, 1)
-    src = np.arange(tp, dtype=np.int64)
-    dst = src + tp
+                     dict(prompt_tokens=prompt_tokens, tp=tp, decode_tp=decode_tp,
+                          block_tokens=block_tokens, kv_dtype=kv_dtype, coalesce=coalesce,
+                          run_blocks=run_blocks),
+                     tp + decode_tp)
+    p = b.phase("kv", "kv_transfer", -1, (), fan, fan)
     if coalesce == "none":
         b.add(p, src, dst, block, layers * parts * blocks, "data")
     else:

@@ -12,6 +12,7 @@ formula and source. The report section that presents them (tables, plots) is
 
 from dataclasses import asdict, dataclass
 
+from pymodel.workloads.calibration import NIM_FIT, PURE, StepCalibration
 from pymodel.workloads.carriers import RUNGS, Carrier
 from pymodel.workloads.config import kv_bytes_per_token, load_model, param_counts
 from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
@@ -21,7 +22,8 @@ from pymodel.workloads.timing import comm_time
 __all__ = ["Scenario", "SCENARIOS", "BATCHES", "CONTEXT", "ACCELERATOR", "KV_MODELS",
            "KV_CASE", "KV_RUNG", "KV_ISSUERS", "ISSUER", "PAIRINGS", "PAIRING", "run_grid",
            "kv_rows", "kv_transfer_rows", "carriers", "design_key", "fastest_rdma",
-           "lever_rows", "LEVERS", "LEVER_PROMPT", "LEVER_KV_ISSUER", "LEVER_KV_BATCH"]
+           "lever_rows", "LEVERS", "LEVER_PROMPT", "LEVER_KV_ISSUER", "LEVER_KV_BATCH",
+           "CALIBRATION", "CALIBRATIONS", "step_calibration"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,26 @@ ISSUER = "gpu"
 KV_RUNG = "pipelined"
 
 
+#: The step calibrations the grid knows: the NIM fit (FlashMLA's HBM efficiency, NIM's
+#: per-step overhead; :data:`pymodel.workloads.calibration.NIM_FIT`) and the pure
+#: roofline (all of the bandwidth, no overhead).
+CALIBRATIONS = {"nim": NIM_FIT, "pure": PURE}
+#: The grid's default: decode steps as a served model runs them (NVIDIA NIM's measured
+#: inter-token latencies), not the bare roofline.
+CALIBRATION = "nim"
+
+
+def step_calibration(name):
+    """The :class:`~pymodel.workloads.calibration.StepCalibration` called ``name`` (a key
+    of :data:`CALIBRATIONS`, or one passed through); ``ValueError`` naming
+    ``calibration`` otherwise."""
+    if isinstance(name, StepCalibration):
+        return name
+    if name not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {sorted(CALIBRATIONS)}, not {name!r}")
+    return CALIBRATIONS[name]
+
+
 #: Attachment pairings: both designs meet their host the same way. ``integrated``: the
 #: NIC inside the accelerator (its stores from the accelerator's fabric) against the RDMA
 #: engine on the ``on_die`` host-interface profile; ``pcie``: the NIC's stores as PCIe
@@ -100,24 +122,31 @@ def carriers(issuer=ISSUER, pairing=PAIRING):
 
 
 def run_grid(scenarios=SCENARIOS, batches=BATCHES, context=CONTEXT, accelerator=ACCELERATOR,
-             designs=None, pairings=(PAIRING,)):
+             designs=None, pairings=(PAIRING,), calibration=CALIBRATION, micro_batches=1):
     """Roofline rows of every (pairing, scenario, batch, design): a list of dicts (the
-    fields of :class:`~pymodel.workloads.roofline.StepResult` plus ``pairing``,
+    fields of :class:`~pymodel.workloads.roofline.StepResult` plus ``calibration``,
+    ``pairing``,
     ``scenario``, ``design`` (a key of ``designs``, default :func:`carriers` of each
     pairing), ``covered``, ``bottleneck``, ``organising_s`` and the densities
     ``ctrl_per_token``, ``ctrl_per_useful_kb``, ``host_bytes_per_useful_byte``). Each row
     names the attachment of its design (``attachment``). Where the engine's fast path
     does not cover a message of the step (it raises ``ValueError``: e.g. the responder's
     buffers would overflow behind context misses), the row has ``covered`` False, the
-    reason in ``error`` and no figures."""
+    reason in ``error`` and no figures. ``calibration``: a key of :data:`CALIBRATIONS`
+    (default the NIM fit: HBM efficiency and per-step overhead) or a
+    :class:`~pymodel.workloads.calibration.StepCalibration`; ``micro_batches=2``
+    overlaps two micro-batches (DeepSeek's dual micro-batch overlap;
+    :func:`~pymodel.workloads.roofline.decode_roofline`), default 1 (no overlap: the
+    designs' communication shows in full)."""
+    cal = step_calibration(calibration)
     rows = []
     for pairing in pairings:
         rows += _grid(scenarios, batches, context, accelerator,
-                      designs or carriers(pairing=pairing), pairing)
+                      designs or carriers(pairing=pairing), pairing, cal, micro_batches)
     return rows
 
 
-def _grid(scenarios, batches, context, accelerator, designs, pairing):
+def _grid(scenarios, batches, context, accelerator, designs, pairing, cal, micro_batches):
     rows = []
     for sc in scenarios:
         for b in batches:
@@ -125,11 +154,15 @@ def _grid(scenarios, batches, context, accelerator, designs, pairing):
             tr = decode_step(sc.model, dep, allreduce=sc.allreduce)
             for dname, car in designs.items():
                 base = dict(pairing=pairing, scenario=sc.label, design=dname, batch=b,
-                            attachment=car.attachment)
+                            attachment=car.attachment, calibration=cal.name,
+                            context=context)
                 try:
                     r = decode_roofline(sc.model, dep, accelerator=accelerator,
                                         carrier=car, allreduce=sc.allreduce,
-                                        ports=sc.ports, trace=tr)
+                                        ports=sc.ports, trace=tr,
+                                        hbm_efficiency=cal.hbm_efficiency,
+                                        overhead_s=cal.overhead_s,
+                                        micro_batches=micro_batches)
                 except ValueError as exc:
                     rows.append(dict(base, covered=False, error=str(exc)))
                     continue
@@ -248,7 +281,8 @@ def _lever_row(lever, setting, workload, trace, designs, ports, step=None):
 LEVERS = ("batch", "attention", "KV block", "coalescing", "EP dispatch")
 
 
-def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS):
+def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
+               calibration=CALIBRATION):
     """What each lever does to coordination density, both designs attached as
     ``pairing`` says (list of dicts; docs/inference.md, section 9b):
 
@@ -261,7 +295,8 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS):
     - ``EP dispatch``: DeepSeek-V3 EP32, per token (DeepEP low latency) and batched per
       destination GPU, at batch 1 and 128.
 
-    Decode rows carry the step time of each design (``nic_step_ms``, ``rdma_step_ms``);
+    Decode rows carry the step time of each design (``nic_step_ms``, ``rdma_step_ms``;
+    with ``calibration``'s HBM efficiency and overhead, as the grid);
     KV rows the transfer time over one port. RDMA: the fastest covered rung (named);
     decode steps posted by ``issuer``, KV transfers by :data:`LEVER_KV_ISSUER`.
     ``levers`` picks some of :data:`LEVERS` (``ValueError`` naming ``levers`` for an
@@ -271,14 +306,16 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS):
     if unknown:
         raise ValueError(f"levers must be among {LEVERS}, not {unknown}")
     from pymodel.workloads.roofline import ACCELERATORS
+    cal = step_calibration(calibration)
     dec = carriers(issuer, pairing)
     kvc = carriers(LEVER_KV_ISSUER, pairing)
     rows = []
 
     def decode(lever, setting, sc_model, dep, allreduce, ports, label):
         tr = decode_step(sc_model, dep, allreduce=allreduce)
-        base = decode_roofline(sc_model, dep, accelerator=ACCELERATOR, trace=tr)
-        floor = max(base.compute_s, base.memory_s)
+        base = decode_roofline(sc_model, dep, accelerator=ACCELERATOR, trace=tr,
+                               hbm_efficiency=cal.hbm_efficiency)
+        floor = max(base.compute_s, base.memory_s) + cal.overhead_s
         rows.append(_lever_row(lever, setting, label, tr, dec, ports,
                                step=lambda c: floor + c))
 
@@ -295,7 +332,8 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS):
         tr = kv_transfer(m, prompt_tokens=LEVER_PROMPT)
         row = _lever_row("attention", m.attention.upper(), f"{m.title}, KV transfer TP1",
                          tr, kvc, 1)
-        row["kv_read_ms"] = (LEVER_KV_BATCH * CONTEXT * kv_bytes_per_token(m) / hbm) * 1e3
+        row["kv_read_ms"] = (LEVER_KV_BATCH * CONTEXT * kv_bytes_per_token(m)
+                             / (hbm * cal.hbm_efficiency)) * 1e3
         rows.append(row)
     for bt in (16, 64, 256) if "KV block" in levers else ():
         tr = kv_transfer("llama-3-70b", prompt_tokens=LEVER_PROMPT, tp=8, block_tokens=bt)

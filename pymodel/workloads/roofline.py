@@ -24,12 +24,29 @@ FLOPs
     absorbed: ``2 x context x heads x (kv_lora + rope + kv_lora) / tp``).
 Time
     ``compute = FLOPs / peak`` (FP8 peak for FP8 weights, else BF16), ``memory = bytes /
-    HBM bandwidth``, ``coordination`` = the communication time of the step's trace on a
-    carrier (:func:`pymodel.workloads.timing.comm_time`; 1 cycle = 1 ns). Compute and
-    memory overlap, communication does not (decode's all-reduces and DeepEP's low-
-    latency dispatch/combine sit between the layers' compute):
-    ``step = max(compute, memory) + coordination + overhead``. Per-token latency is
-    ``step`` (each sequence gets one token per step); throughput ``T / step``.
+    (HBM bandwidth x hbm_efficiency)``, ``coordination`` = the communication time of the
+    step's trace on a carrier (:func:`pymodel.workloads.timing.comm_time`; 1 cycle = 1
+    ns), ``sync`` = ``collective_sync_s`` per collective. Compute and memory overlap,
+    communication does not (decode's all-reduces and DeepEP's low-latency
+    dispatch/combine sit between the layers' compute):
+    ``step = max(compute, memory) + coordination + sync + overhead``. Per-token latency
+    is ``step`` (each sequence gets one token per step); throughput ``T / step``.
+    ``hbm_efficiency`` and ``overhead`` are 1 and 0 for the pure roofline; the grid uses
+    the NIM fit (:data:`pymodel.workloads.calibration.NIM_FIT`).
+Two micro-batches (``micro_batches=2``)
+    DeepSeek's dual micro-batch overlap in decoding (DeepSeek-V3 technical report,
+    arXiv 2412.19437, section 3.4.2; DeepEP README, low-latency kernels: a hook-based
+    overlap that occupies no SMs): the batch is split in two, ``a = ceil(B / 2)`` and
+    ``b = floor(B / 2)`` sequences, and while one micro-batch computes the other
+    communicates. Each micro-batch is a step of its own (its own trace; its weights are
+    read again: ``W`` = its ``max(compute, memory)``, ``M`` = its ``coordination +
+    sync``), and the step becomes ``max(W_a, M_b) + max(W_b, M_a) + overhead`` instead of
+    the sum. It applies where the step communicates and ``B >= 2``; elsewhere (batch 1,
+    one GPU) the step is the plain sum and ``overlapped`` is False. The rule is taken
+    over the whole step (the layers are alike, so the per-layer maxima add up to it).
+    Default off (``micro_batches=1``): the grid compares what each interface costs,
+    which the overlap would hide; the V3 report gives it as something DeepSeek explores
+    for decoding and DeepEP offers it as an option.
 Bottleneck
     The largest of ``compute``, ``memory`` and ``coordination``, with the seed's remedy:
     compute -> add compute; memory (reading cached state: weights and the KV cache,
@@ -136,6 +153,8 @@ class StepResult:
     useful_bytes_per_token: float = 0.0
     inflight_bits_per_token: float = 0.0
     sync_s: float = 0.0
+    hbm_efficiency: float = 1.0
+    overlapped: bool = False
 
     @property
     def ctrl_per_token(self):
@@ -208,7 +227,7 @@ def _per_gpu_work(m, dep, tokens):
 
 def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
                     allreduce="oneshot", ports=1, overhead_s=0.0, trace=None,
-                    collective_sync_s=0.0):
+                    collective_sync_s=0.0, hbm_efficiency=1.0, micro_batches=1):
     """The :class:`StepResult` of one decode step (module doc).
 
     Parameters
@@ -233,11 +252,19 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         all-gather, a dispatch, a combine; :data:`COLLECTIVE_OPS`), on top of the
         interface's time; 0 for the pure roofline (the calibration's values:
         :data:`pymodel.workloads.calibration.GPU_SYNC_S`). Reported as ``sync_s``.
+    hbm_efficiency : float
+        The fraction of the HBM bandwidth reached, in (0, 1] (1 for the pure roofline;
+        the NIM fit's: :data:`pymodel.workloads.calibration.NIM_FIT`).
+    micro_batches : {1, 2}
+        2: DeepSeek's dual micro-batch overlap (module doc); ``trace`` is then ignored
+        (each micro-batch has its own). The result's sizes, times and counts are the two
+        micro-batches' sums, its per-token figures over both.
 
     Raises
     ------
     ValueError
-        For a bad deployment (naming the field), accelerator or overhead.
+        For a bad deployment (naming the field), accelerator, overhead, sync,
+        ``hbm_efficiency`` or ``micro_batches``.
     """
     m, dep = check_deployment(model, deployment)
     if isinstance(accelerator, str):
@@ -250,13 +277,22 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     if not (isinstance(collective_sync_s, (int, float)) and collective_sync_s >= 0):
         raise ValueError(f"collective_sync_s must be a number >= 0, "
                          f"not {collective_sync_s!r}")
+    if not (isinstance(hbm_efficiency, (int, float)) and 0 < hbm_efficiency <= 1):
+        raise ValueError(f"hbm_efficiency must be a number in (0, 1], "
+                         f"not {hbm_efficiency!r}")
+    if micro_batches not in (1, 2) or isinstance(micro_batches, bool):
+        raise ValueError(f"micro_batches must be 1 or 2, not {micro_batches!r}")
+    if micro_batches == 2 and dep.batch >= 2 and (carrier is not None
+                                                   or collective_sync_s):
+        return _two_micro_batches(m, dep, accelerator, carrier, allreduce, ports,
+                                  overhead_s, collective_sync_s, hbm_efficiency)
     groups = attention_groups(m, dep)
     tokens = dep.batch * groups
     gpus = dep.tp * groups
     read, held, flops, kv = _per_gpu_work(m, dep, tokens)
     fp8 = (dep.weights_dtype or m.weights_dtype) == "fp8"
     compute_s = flops / (accelerator.fp8_flops if fp8 else accelerator.bf16_flops)
-    memory_s = (read + kv) / accelerator.hbm_bytes_per_s
+    memory_s = (read + kv) / (accelerator.hbm_bytes_per_s * hbm_efficiency)
     comm_s = moving_s = 0.0
     messages, ctrl, credits, ctrl_bytes, host_bytes = 0, 0.0, 0.0, 0.0, 0.0
     useful, inflight = 0, 0.0
@@ -284,4 +320,37 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         host_bytes_per_token=host_bytes / tokens,
         held_bytes=held + kv, fits=held + kv <= accelerator.hbm_bytes, attachment=attach,
         useful_bytes_per_token=useful / tokens, inflight_bits_per_token=inflight / tokens,
-        sync_s=sync_s)
+        sync_s=sync_s, hbm_efficiency=hbm_efficiency)
+
+
+def _two_micro_batches(m, dep, acc, carrier, allreduce, ports, overhead_s, sync, eta):
+    """The overlapped step of two micro-batches (module doc, "Two micro-batches")."""
+    from dataclasses import replace
+    half = [replace(dep, batch=-(-dep.batch // 2)), replace(dep, batch=dep.batch // 2)]
+    a, b = (decode_roofline(m, d, accelerator=acc, carrier=carrier, allreduce=allreduce,
+                            ports=ports, collective_sync_s=sync, hbm_efficiency=eta)
+            for d in half)
+    work = [max(x.compute_s, x.memory_s) for x in (a, b)]
+    comm = [x.coordination_s + x.sync_s for x in (a, b)]
+    step = max(work[0], comm[1]) + max(work[1], comm[0]) + overhead_s
+    tokens = a.tokens + b.tokens
+
+    def per_token(field):
+        return (getattr(a, field) * a.tokens + getattr(b, field) * b.tokens) / tokens
+
+    summed = {f: getattr(a, f) + getattr(b, f) for f in (
+        "flops", "weight_bytes", "kv_bytes", "compute_s", "memory_s", "coordination_s",
+        "moving_s", "messages", "ctrl_ops", "sync_s")}
+    inflight = max(a.inflight_bits_per_token * a.tokens, b.inflight_bits_per_token
+                   * b.tokens) / tokens            # one micro-batch communicates at a time
+    held = a.held_bytes + b.kv_bytes
+    return StepResult(
+        model=a.model, batch=dep.batch, tp=a.tp, ep=a.ep, gpus=a.gpus, tokens=tokens,
+        carrier=a.carrier, ports=ports, overhead_s=overhead_s, step_s=step,
+        tokens_per_s=tokens / step, ctrl_ops_per_token=per_token("ctrl_ops_per_token"),
+        credits_per_token=per_token("credits_per_token"),
+        ctrl_bytes_per_token=per_token("ctrl_bytes_per_token"),
+        host_bytes_per_token=per_token("host_bytes_per_token"), held_bytes=held,
+        fits=held <= acc.hbm_bytes, attachment=a.attachment,
+        useful_bytes_per_token=per_token("useful_bytes_per_token"),
+        inflight_bits_per_token=inflight, hbm_efficiency=eta, overlapped=True, **summed)

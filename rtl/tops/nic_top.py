@@ -113,8 +113,8 @@ class NicTop(HarnessTop):
     link sizes its replay buffer from its own latency, the profile's ``link``
     (:func:`spec.fabric_profiles.replay_sizes`).
 
-    ``completion`` (:data:`spec.nic.COMPLETIONS`): ``credit`` as above; ``e2e`` (with
-    the ``integrated`` attachment and no ``retry``) adds per node a
+    ``completion`` (:data:`spec.nic.COMPLETIONS`): ``credit`` as above; ``e2e`` adds
+    per node a
     :class:`CompletionGen` ``cgen<p>`` fed by NicRx's ``ack`` (node ids ``0 ..
     nodes - 1`` tracked; ``coalesce`` and ``flush_idle``, defaults
     :data:`spec.nic.COMPLETION_DEFAULTS` and :func:`spec.nic.completion_flush_idle`)
@@ -123,7 +123,19 @@ class NicTop(HarnessTop):
     are ports ``cgen[p]`` and ``otrk[p]`` (:func:`spec.ports.completion_signatures`: in
     Verilog ``cgen__<p>__cpl_sent``, ``otrk__<p>__cpl_ok``, ``otrk__<p>__outstanding``
     with destination ``d`` in bits ``16d .. 16d + 15``); recorder ``cp<p>`` every
-    completion that reaches node ``p``'s tracker (``cpl_event_layout``).
+    completion that reaches node ``p``'s tracker (``cpl_event_layout``). A store frame
+    counts as complete at its receiver in the cycle NicRx's ``ack`` says so: its last
+    buffered beat drained, with or after its last write on ``wr``. With ``pcie`` that
+    write is the frame's last word taken by ``hi<p>``'s ``wr`` port, a posted write the
+    interface accepts at once (the assumption above): the completion means "handed to
+    the host interface as posted writes", not "in host memory", the RDMA responder's ACK
+    point (:class:`rtl.rdma.resp.responder.Responder`, Timing: the verify stage writes a
+    frame's ACK and its write job in the same cycle, the ACK leaves in ``t + 3`` and the
+    payload words reach the host interface from ``t + 4``; posted writes are never
+    acknowledged by the host, and PCIe ordering makes them visible before anything the
+    host reads after the completion). With ``retry`` the completion frames cross the
+    reliable links like store frames: NicTx gates them on the same credits and on the
+    uplink's ``ready``, and the links replay them like any frame.
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
@@ -145,9 +157,6 @@ class NicTop(HarnessTop):
                          f"not {completion!r}")
         self.completion = completion
         self.e2e = completion == "e2e"
-        if self.e2e and (attachment != "integrated" or retry):
-            reject(self, "completion 'e2e' needs attachment 'integrated' and no retry, "
-                         f"not {attachment!r} with retry={retry!r}")
         if attachment not in ATTACHMENTS:
             reject(self, f"attachment must be one of {list(ATTACHMENTS)}, "
                          f"not {attachment!r}")

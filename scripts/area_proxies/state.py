@@ -19,6 +19,7 @@ def state_bits():
     from amaranth import Elaboratable, Shape
     from amaranth.lib import memory
 
+    from rtl.nic.window_table import SOURCES, window_table_bits
     from rtl.rdma.context_cache import ContextCache
     from rtl.rdma.req.completion import CompletionUnit
     from rtl.rdma.req.qp_front import QpFront
@@ -98,6 +99,10 @@ def state_bits():
             "switch_table_bits_per_entry": table_width,
             "switch_table_bits": table_width * table_depth,
             "switch_ports": switch.ports,
+            # The receiver's window table: one (base, size) entry per source node id (not
+            # per connection or per peer in use): fixed, whatever the peers.
+            "window_table_sources": SOURCES,
+            "window_table_bits": window_table_bits(NIC["mem_words"]),
         },
     }
 

@@ -21,7 +21,10 @@ from pathlib import Path
 from pymodel.workloads.calibration import (
     DEEPEP_LL,
     GPU_SYNC_S,
+    HBM_EFFICIENCY,
     NIM,
+    NIM_CHECK,
+    NIM_FIT,
     deepep_calibration,
     nim_calibration,
 )
@@ -29,6 +32,7 @@ from pymodel.workloads.config import load_model
 from pymodel.workloads.grid import (
     ACCELERATOR,
     BATCHES,
+    CALIBRATION,
     CONTEXT,
     ISSUER,
     KV_CASE,
@@ -46,13 +50,14 @@ from pymodel.workloads.grid import (
     kv_transfer_rows,
     lever_rows,
     run_grid,
+    step_calibration,
 )
 from pymodel.workloads.roofline import ACCELERATORS, REMEDY
 from spec.rdma_engine import LADDER
 
 from .plots import figure_saver
 
-__all__ = ["inference_section", "SHOWN"]
+__all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 #: The designs the tables and plots compare: ``(grid key, label)``.
 #: ``rdma fastest`` is, per (pairing, scenario, batch), the covered rung with the least
@@ -190,25 +195,29 @@ def _plots(out, grid, kv, kvt, cal, t0, scenarios, batches):
 
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
-                      levers=LEVERS):
+                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
     ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
-    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`). The
-    markdown says how long the grid took (wall time, seconds).
+    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`);
+    ``calibration`` (:data:`pymodel.workloads.grid.CALIBRATIONS`, default the NIM fit) and
+    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. The markdown says how
+    long the grid took (wall time, seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    grid = run_grid(scenarios, batches, pairings=tuple(PAIRINGS))
+    grid = run_grid(scenarios, batches, pairings=tuple(PAIRINGS), calibration=calibration,
+                    micro_batches=micro_batches)
     grid += _fastest_rows(grid, scenarios, batches)
     t_grid = time.perf_counter() - t_start
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
-    levers = lever_rows(levers=levers)
-    cal2 = _more_calibrations(grid, scenarios)
+    levers = lever_rows(levers=levers, calibration=calibration)
+    step_cal = step_calibration(calibration)
+    cal2 = _more_calibrations(grid, scenarios, step_cal)
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -219,7 +228,8 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                    "levers": levers, "deepep_calibration": cal2["deepep"],
                    "gpu_sync": cal2["sync"],
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
-    md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
+    md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
+                   step_cal, micro_batches)
     md = md.replace(_CAL_HERE, calibration_markdown(cal2))
     return md.replace(_LEVERS_HERE, lever_markdown(levers))
 
@@ -227,9 +237,10 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
 _CAL_HERE = "<!-- calibrations -->"
 
 
-def _more_calibrations(grid, scenarios):
+def _more_calibrations(grid, scenarios, step_cal):
     """DeepEP's dispatch/combine (NIC, pipelined and fastest-at-EP32 rungs) and the GPU
-    synchronisation term on the TP scenarios at batch 1 (pairing :data:`PAIRING`)."""
+    synchronisation term on the TP scenarios at batch 1 (pairing :data:`PAIRING`; steps
+    with the grid's ``step_cal``)."""
     from pymodel.workloads.generate import Deployment
     from pymodel.workloads.grid import carriers
     from pymodel.workloads.roofline import decode_roofline
@@ -253,7 +264,9 @@ def _more_calibrations(grid, scenarios):
                 r = decode_roofline(sc.model, Deployment(batch=1, tp=sc.tp, ep=sc.ep,
                                                          context=CONTEXT),
                                     carrier=car, allreduce=sc.allreduce, ports=sc.ports,
-                                    collective_sync_s=v)
+                                    collective_sync_s=v,
+                                    hbm_efficiency=step_cal.hbm_efficiency,
+                                    overhead_s=step_cal.overhead_s)
                 row[f"sync_{k}_ms"] = r.sync_s * 1e3
                 row[f"step_{k}_ms"] = r.step_s * 1e3
             sync.append(row)
@@ -301,9 +314,11 @@ def lever_markdown(rows):
            "beat). Descriptors (WQEs) per MiB of useful bytes. State bits in flight: "
            "each design's high-water mark times ports and GPUs (the whole deployment). "
            "Time: the step (decode "
-           "rows, roofline max(compute, memory) + communication) or the transfer over one "
+           "rows, roofline max(compute, memory) + communication + the calibration's "
+           "overhead, as the grid) or the transfer over one "
            f"port (KV rows); the attention rows add the KV read of a step at batch "
-           f"{LEVER_KV_BATCH}, context {CONTEXT}, on {ACCELERATOR} (what MHA -> GQA -> MQA "
+           f"{LEVER_KV_BATCH}, context {CONTEXT}, on {ACCELERATOR} at the calibrated HBM "
+           "efficiency (what MHA -> GQA -> MQA "
            "-> MLA buys, a memory term).", ""]
     body = []
     for r in rows:
@@ -323,7 +338,24 @@ def lever_markdown(rows):
     return "\n".join(out)
 
 
-def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches):
+def _calibration_words(step_cal, micro_batches):
+    if step_cal.name == "pure":
+        words = "Steps: the pure roofline (all of the HBM bandwidth, no overhead)"
+    else:
+        words = (f"Steps calibrated ({step_cal.name}): HBM at "
+                 f"{100 * step_cal.hbm_efficiency:.1f} % of peak (FlashMLA's best "
+                 f"memory-bound decode) and {step_cal.overhead_s * 1e3:.2f} ms per step "
+                 "(fitted to NVIDIA NIM at concurrency 1, "
+                 f"{100 * step_cal.check_residual:+.1f} % at {step_cal.check_concurrency}; "
+                 "section 'Calibration against NVIDIA NIM')")
+    if micro_batches == 2:
+        words += ("; two micro-batches overlapped (one communicates while the other "
+                  "computes: step = max(W_a, M_b) + max(W_b, M_a) + overhead)")
+    return words + "."
+
+
+def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches, step_cal,
+              micro_batches):
     acc = ACCELERATORS[ACCELERATOR]
     md = ["## Inference", "",
           "One decode step of real models, carried by both designs (per-message costs "
@@ -339,6 +371,7 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
           "row: pairing `integrated` = the NIC inside the accelerator against the RDMA "
           "engine on the `on_die` host profile; `pcie` = both behind the PCIe profile "
           f"(plots: `{PAIRING}`). "
+          + _calibration_words(step_cal, micro_batches) + " "
           "Formulas and sources: docs/inference.md. The whole grid "
           f"({len(grid)} rows) ran in {t_grid:.1f} s, the section in {elapsed:.1f} s.", ""]
     md += ["### Communication per decode step", "",
@@ -429,9 +462,10 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
                     r["post_controller_us"], r["nic_us"], r["rdma_cpu_us"],
                     r["rdma_cpu_framework_us"]] for r in kvt]), ""]
     md += ["### Which bottleneck dominates", "",
-           "step = max(compute, memory) + coordination; the largest term names the regime "
-           "and the seed's remedy: " + "; ".join(f"{k} -> {v}" for k, v in REMEDY.items())
-           + ".", ""]
+           "step = max(compute, memory) + coordination + overhead (memory at the "
+           "calibrated HBM efficiency; the fixed overhead is no regime); the largest of "
+           "compute, memory and coordination names the regime and the seed's remedy: "
+           + "; ".join(f"{k} -> {v}" for k, v in REMEDY.items()) + ".", ""]
     rows = []
     for sc in scenarios:
         for b in show:
@@ -458,12 +492,17 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches)
            f"{a['output_tokens']} output tokens (mean context "
            f"{a['input_tokens'] + a['output_tokens'] // 2}); docs/inference.md says why. "
            f"Calibrated = roofline + {t0:.2f} ms per step, the one parameter, fitted at "
-           "concurrency 1.", ""]
+           "concurrency 1. Grid fit = the roofline at FlashMLA's HBM efficiency "
+           f"({100 * HBM_EFFICIENCY:.1f} % of peak, cited, not fitted) + "
+           f"{NIM_FIT.overhead_s * 1e3:.2f} ms per step fitted at concurrency 1, checked at "
+           f"{NIM_CHECK}: what the grid applies unless asked for the pure roofline.", ""]
+    fit, _ = nim_calibration(hbm_efficiency=HBM_EFFICIENCY)
     md += [_table(["concurrency", "measured ITL ms", "roofline ms", "residual",
-                   "calibrated ms", "residual", "bound"],
+                   "calibrated ms", "residual", "grid fit ms", "residual", "bound"],
                   [[r.concurrency, r.measured_ms, r.model_ms, f"{100 * r.residual:+.0f} %",
-                    r.calibrated_ms, f"{100 * r.calibrated_residual:+.0f} %", r.bottleneck]
-                   for r in cal]), ""]
+                    r.calibrated_ms, f"{100 * r.calibrated_residual:+.0f} %",
+                    f.calibrated_ms, f"{100 * f.calibrated_residual:+.1f} %", r.bottleneck]
+                   for r, f in zip(cal, fit, strict=True)]), ""]
     for p in pngs:
         md += [f"![{p}]({p})", ""]
     return "\n".join(md)
@@ -493,3 +532,34 @@ def _pick(grid, label, batch, design, pairing=PAIRING):
 
 def _v(row, key, scale=1.0):
     return "n/c" if row is None else row[key] * scale
+
+
+#: The columns of each sweep's table (:mod:`pymodel.workloads.sweeps`): ``(key, head)``.
+_STEP_COLS = (("kv_gb", "KV GB / GPU"), ("memory_ms", "memory ms"),
+              ("compute_ms", "compute ms"), ("nic_comm_us", "NIC comm us"),
+              ("rdma_comm_us", "RDMA comm us"), ("rdma_rung", "RDMA rung"),
+              ("nic_step_ms", "NIC step ms"), ("rdma_step_ms", "RDMA step ms"),
+              ("nic_bound", "bound NIC"), ("rdma_bound", "bound RDMA"), ("fits", "fits HBM"))
+_KV_COLS = (("descriptors", "descriptors / prefill GPU"),
+            ("descriptors_in", "most descriptors into one decode GPU"),
+            ("bytes_each", "bytes each"), ("nic_us", "NIC us"), ("rdma_post_us", "RDMA post us"),
+            ("rdma_us", "RDMA us"))
+SWEEP_COLUMNS = {
+    "context": (("context", "context"),) + _STEP_COLS,
+    "links": (("links", "links / GPU"),) + _STEP_COLS,
+    "block": (("block_tokens", "block tokens"),) + _KV_COLS,
+    "kv-tp": (("prefill_tp", "prefill TP"), ("decode_tp", "decode TP")) + _KV_COLS,
+}
+
+
+def sweep_markdown(kind, rows):
+    """A sweep's rows (a key of :data:`SWEEP_COLUMNS`) as a markdown table, with a line
+    naming what was held fixed."""
+    cols = SWEEP_COLUMNS[kind]
+    vary = {k for k, _ in cols}
+    fixed = ", ".join(f"{k} {v}" for k, v in rows[0].items()
+                      if k not in vary and k not in {c for c, _ in _STEP_COLS + _KV_COLS}
+                      and k not in ("bytes",))
+    body = [["-" if r[k] is None else ("yes" if r[k] is True else "no" if r[k] is False
+                                        else r[k]) for k, _ in cols] for r in rows]
+    return f"Fixed: {fixed}.\n\n" + _table([h for _, h in cols], body)

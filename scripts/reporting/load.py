@@ -6,8 +6,14 @@ Model grid (:func:`load_grid`, spread over the report's executor):
 - **Load curves**: offered load :data:`LOADS` (fractions of each configuration's own
   saturated rate) for the RDMA engine at 1, 64 and 4096 QPs (Zipf 0.99 and uniform) over
   16 and 256 context-cache entries, and for the NIC (a pair, and incast where the NIC's
-  load runner is built). The saturated rate of a configuration is measured once on the
-  same traffic with every message arriving at cycle 0 (:func:`pymodel.load.rdma.saturation`).
+  load runner is built). Every RDMA issuer posts with the best rung it can use
+  (:func:`pymodel.load.rdma.best_rung`; rows name it). The saturated rate of a
+  configuration is measured once on the same traffic with every message arriving at once,
+  in the steady state (:func:`pymodel.load.rdma.steady_saturation`: warm-up and the first
+  quarter of the run dropped, the run doubled until the rate is stable to 1 %).
+- **Saturation rows** (:func:`saturation_rows`, ``kind: "saturation"`` in results.json):
+  the engine alone at each curve's configuration and :data:`SATURATION_POINTS`, with
+  the wire or host-interface bound each is held against.
 - **Incast** 3->1 and 7->1 (NIC, and RDMA through the multi-node top where built).
 - **Issuers**: message rate and p99 per issuer profile (none, cpu, gpu, controller) at
   half load and at saturation.
@@ -29,13 +35,14 @@ import sys
 import time
 from pathlib import Path
 
-from pymodel.load.rdma import rdma_load_run, saturation
+from pymodel.load.rdma import best_rung, rate_bound, rdma_load_run, saturation, steady_saturation
 from spec.load import DISTRIBUTION_KEYS
 
 from .progress import Progress
 
 __all__ = ["load_section", "load_grid", "knee", "results_rows", "run_load_rtl",
-           "RTL_POINTS", "LOADS", "RDMA_CURVES", "ISSUER_NAMES"]
+           "saturation_rows", "RTL_POINTS", "LOADS", "RDMA_CURVES", "ISSUER_NAMES",
+           "SATURATION_POINTS", "SATURATION_RUN"]
 
 #: Offered loads of the curves (fractions of the saturated rate; 1.0 is saturation).
 LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
@@ -53,9 +60,24 @@ MSG_BYTES = 128
 CDF_LOADS = (0.9,)
 
 
+#: Saturation points measured besides the curves' (whose saturation is measured anyway):
+#: ``(label, knobs)``.
+SATURATION_POINTS = (
+    ("RDMA 64 QPs round_robin / 16 entries", dict(qps=64, cache_entries=16,
+                                                  popularity="round_robin")),
+)
+#: The steady-state saturation run (:func:`pymodel.load.rdma.steady_saturation`): the
+#: first run's messages, and the most messages a run may have. The cap keeps the
+#: section to minutes on 2 cores (4096 QPs uniform over 16 entries, which misses on
+#: every message, takes about 5 minutes up to 16,000); a row that did not settle within
+#: 1 % by then says so (``stable`` false).
+SATURATION_RUN = dict(start=500, cap=4000)
+
+
 def _saturation(task):
     label, knobs, messages = task
-    return label, saturation(MSG_BYTES, messages, **knobs)
+    return label, steady_saturation(MSG_BYTES, start=min(messages, SATURATION_RUN["start"]),
+                                    cap=max(SATURATION_RUN["cap"], messages), **knobs)
 
 
 def _rdma_point(task):
@@ -109,8 +131,10 @@ def _any_point(task):
 def load_grid(messages):
     """The model tasks: ``(saturation tasks, point builder)``; the builder turns the
     measured saturation of each curve into its point tasks."""
-    issuers = [(f"RDMA 1 QP, issuer {i}", dict(qps=1, issuer=i)) for i in ISSUER_NAMES]
-    sat = [(label, knobs, messages) for label, knobs in list(RDMA_CURVES) + issuers]
+    issuers = [(f"RDMA 1 QP, issuer {i} ({best_rung(i, MSG_BYTES)})",
+                dict(qps=1, issuer=i)) for i in ISSUER_NAMES]
+    sat = [(label, knobs, messages) for label, knobs in
+           list(RDMA_CURVES) + issuers + list(SATURATION_POINTS)]
 
     def points(service):
         out = []
@@ -156,6 +180,8 @@ def _rtl_point(task):
     try:
         if kind == "rdma":
             from tb.rdma.load_run import run_rdma_load
+            knobs = dict(knobs, rung=best_rung(knobs.get("issuer", "none"), MSG_BYTES))
+            row["knobs"] = knobs
             service = saturation(MSG_BYTES, messages, **knobs)
             res = run_rdma_load(sim, f"load_{tag}", msg_bytes=MSG_BYTES, messages=messages,
                                 load=load, service_cycles=service, **knobs)
@@ -216,6 +242,8 @@ def results_rows(model_rows, rtl_rows):
                else "l2", "simulator": "model", "msg_bytes": MSG_BYTES,
                "messages": r["messages"], "curve": r["curve"], **r["knobs"],
                "load": r["load"]}
+        if "rung" in r:
+            row["rung"] = r["rung"]
         row.update({f"{k}_model": r[k] for k in DISTRIBUTION_KEYS
                     + ("offered_per_cycle", "achieved_per_cycle")})
         out.append(row)
@@ -228,6 +256,30 @@ def results_rows(model_rows, rtl_rows):
         row.update({k: v for k, v in r.items() if k.endswith(("_rtl", "_model"))})
         row["mismatches"] = r["mismatches"]
         out.append(row)
+    return out
+
+
+def saturation_rows(service, knobs_of_label):
+    """The ``kind: "saturation"`` rows (docs/results.md) of the RDMA saturation
+    measurements ``service`` (label -> :func:`pymodel.load.rdma.steady_saturation`'s
+    result) whose knobs ``knobs_of_label`` gives: one per point with the engine alone
+    (issuer ``none``), messages per second at 1 cycle = 1 ns, and the bound the row is
+    held against (:func:`pymodel.load.rdma.rate_bound`: the wire or a host-interface
+    direction, named in ``bound``)."""
+    out = []
+    for label, sat in service.items():
+        knobs = knobs_of_label[label]
+        if "issuer" in knobs:          # the issuer points: their own table
+            continue
+        cycles, resource, _ = rate_bound(MSG_BYTES, **knobs)
+        out.append({"kind": "saturation", "design": "rdma", "curve": label,
+                    "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
+                    "cache_entries": knobs.get("cache_entries", 16), "cache_ways": 1,
+                    "popularity": knobs.get("popularity", "round_robin"),
+                    "issuer": "none", "rung": sat["rung"],
+                    "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],
+                    "messages": sat["messages"], "stable": sat["stable"],
+                    "bound_msgs_per_s": 1e9 / cycles, "bound": resource})
     return out
 
 
@@ -270,29 +322,31 @@ def _curve_table(rows):
 
 
 def run_load_model(executor, messages):
-    """Every model row of the section (saturation first, then the points)."""
+    """Every model row of the section (saturation first, then the points) and the
+    saturation rows (:func:`saturation_rows`)."""
     sat_tasks, points = load_grid(messages)
     bar = Progress(len(sat_tasks), "under load: saturation")
-    service = dict(executor.map(_saturation, sat_tasks, lambda r: bar.step(r[0])))
-    tasks = points(service)
+    sat = dict(executor.map(_saturation, sat_tasks, lambda r: bar.step(r[0])))
+    tasks = points({label: r["cycles"] for label, r in sat.items()})
     bar = Progress(len(tasks), "under load: points")
-    return executor.map(_any_point, tasks,
+    rows = executor.map(_any_point, tasks,
                         lambda r: bar.step(f"{r['curve']} @ {r['load']}"))
+    return rows, saturation_rows(sat, {label: k for label, k, _ in sat_tasks})
 
 
 def load_section(out, executor, messages=1000, rtl_rows=()):
     """Run the model grid, write ``load.json`` and the plots into ``out``; return the
     section's markdown. ``rtl_rows``: the RTL subset's rows (:func:`run_load_rtl`)."""
     t0 = time.time()
-    rows = run_load_model(executor, messages)
+    rows, sat_rows = run_load_model(executor, messages)
     (out / "load.json").write_text(json.dumps(
         {"model": [{k: v for k, v in r.items() if k != "latencies"} for r in rows],
-         "rtl": list(rtl_rows)}, indent=1))
+         "rtl": list(rtl_rows), "saturation": sat_rows}, indent=1))
     # results.json and results.csv gain the section's rows (the report wrote the grid's).
     res_path = out / "results.json"
     prior = json.loads(res_path.read_text()) if res_path.exists() else []
-    prior = [r for r in prior if "load" not in r]
-    rows_out = prior + results_rows(rows, rtl_rows)
+    prior = [r for r in prior if "load" not in r and r.get("kind") != "saturation"]
+    rows_out = prior + results_rows(rows, rtl_rows) + sat_rows
     res_path.write_text(json.dumps(rows_out, indent=1))
     from .tables import write_csv
     write_csv(rows_out, out / "results.csv")
@@ -312,7 +366,20 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
           "`scripts/report.py --no-rtl --no-area --no-inference`; docs/findings.md "
           "reads these numbers.", ""]
     md += [f"![{n[:-4]}]({n})" for n in names] + [""]
-    md += ["### Knees (lowest load whose p99 is at least twice the p99 at 10 %)", "",
+    md += ["### Saturation (steady state, engine alone, best rung)", "",
+           "Every message arrives at once after the warm-up; the rate of the remote "
+           "writes after the first quarter of the run, the run doubled from "
+           f"{SATURATION_RUN['start']} messages until two estimates agree within 1 % "
+           f"(at most {SATURATION_RUN['cap']:,}). The bound: the fewest cycles per "
+           "message the wire or a host-interface direction allows "
+           "(`pymodel.load.rdma.rate_bound`).", "",
+           "| point | rung | messages | stable | Mmsg/s | bound Mmsg/s | bound by |",
+           "|---|---|---|---|---|---|---|"]
+    for r in sat_rows:
+        md.append(f"| {r['curve']} | {r['rung']} | {r['messages']:,} | "
+                  f"{'yes' if r['stable'] else 'no'} | {_fmt(r['msgs_per_s'] / 1e6)} | "
+                  f"{_fmt(r['bound_msgs_per_s'] / 1e6)} | {r['bound']} |")
+    md += ["", "### Knees (lowest load whose p99 is at least twice the p99 at 10 %)", "",
            "| curve | saturated Mmsg/s | knee (load) |", "|---|---|---|"]
     for label, rs in knees.items():
         md.append(f"| {label} | {_fmt(1e3 / rs[0]['service_cycles'])} | "
@@ -322,8 +389,9 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
            "frames; NIC: 128 B stores, L2 framing, integrated; RDMA: the multi-node top "
            "of docs/rdma_fabric.md, one QP per sender, pipelined engine)", "",
            _curve_table(sorted(incast, key=lambda r: (r["curve"], r["load"]))), "",
-           "### Issuers (1 QP, pipelined engine; the issuer's costs from "
-           "pymodel/workloads/data/issuers.toml)", "", _curve_table(issuers), ""]
+           "### Issuers (1 QP, each with the best rung it can use, named in the curve; "
+           "the issuer's costs from pymodel/workloads/data/issuers.toml)", "",
+           _curve_table(issuers), ""]
     if rtl_rows:
         md += ["### RTL subset (co-simulated, compared with the model)", "",
                "| point | simulator | RTL p99 | model p99 | mismatches |",

@@ -11,6 +11,9 @@ recovered by the next cumulative one, the last is reported by timeouts); ``forge
 node 1: the completions that node 1 returns to id 0 count more than node 0 sent, so
 node 0 drops and counts every one; node 2's stores to node 1 complete as usual).
 ``stall_rate``: the command players' seeded stall pattern (as in :mod:`tb.nic.cocotb_nic`).
+``attachment`` (default ``integrated``): with ``pcie`` (a 64-byte top) each store is the
+host's posted write into its sender and each received frame a posted DMA write
+(:class:`rtl.tops.nic_top.NicTop`); the scenarios and their oracles are the same.
 
 Compared cycle for cycle with :class:`pymodel.nic.system.NicSystemModel`: every uplink
 beat (completion frames included), command accept, memory write, credit, receive
@@ -129,8 +132,11 @@ async def nic_e2e_matches_model(dut):
     model = NicSystemModel(w, fr, nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], completion="e2e",
                            coalesce=p["coalesce"], flush_idle=p["flush_idle"],
-                           timeout=p["timeout"])
+                           timeout=p["timeout"],
+                           attachment=p.get("attachment", "integrated"))
     stores, ids, faults, wins = _stores(p)
+    if p.get("attachment") == "pcie":        # the host writes each store as posted writes
+        stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
     tbl = table_writes(ids, nodes)
     stalls = {q: (101 + 7 * q, p.get("stall_rate", 0)) for q in range(nodes)}
     want = model.run(stores, ids, stalls, faults, table_writes=tbl, window_writes=wins,

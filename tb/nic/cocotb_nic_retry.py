@@ -5,6 +5,13 @@ settings of the wires); the recorders, counters and memories are read in bulk at
 end. Besides RTL = model on every frame, write, credit, counter and memory word, the
 test checks, independently of the model, that nothing was lost or corrupted: every
 store's bytes are in its destination's memory and no frame was dropped by a receiver.
+
+With ``completion="e2e"`` (``coalesce``, ``flush_idle``, ``timeout``: the top's) the
+completion frames share the reliable links with the stores: every completion at each
+tracker and the trackers' ports are compared too (:mod:`tb.nic.e2e_check`), and,
+independently of the model, the retry hides every wire fault from the end-to-end layer:
+each sender's tracker counts every frame it sent as completed, nothing outstanding, no
+timeout, no completion dropped.
 """
 
 import random
@@ -17,6 +24,7 @@ from pymodel.nic.system import NicSystemModel, Store
 from pymodel.scenarios.nic import table_writes
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
+from tb.nic.e2e_check import arm_completions, compare_completions, read_completions
 from tb.nic.testbench import NicTestbench
 from tb.scoreboard import Scoreboard
 
@@ -52,14 +60,38 @@ def expected_memory(stores, node_ids, mem_words, width):
             for q, m in mems.items()}
 
 
+def _check_completions(sb, tb, want, cp, stores, p):
+    """``e2e``: the completions and tracker ports against the model, and against the
+    stores alone: every frame sent completed, none outstanding, timed out or dropped,
+    no completion refused (the links deliver each frame once, in order, undamaged)."""
+    nodes = p["nodes"]
+    ports, counters = compare_completions(sb, tb, want, cp)
+    sent = {q: dict.fromkeys(range(nodes), 0) for q in range(nodes)}
+    for q, ss in stores.items():
+        for s in ss:
+            sent[q][s.dst] += len(s.segments(p["width"], p["max_payload"]))
+    for q in range(nodes):
+        for d in range(nodes):
+            sb.equal(f"intent completed{q}_{d}", ports[q]["completed"][d], sent[q][d])
+            for name in ("outstanding", "timeouts", "dropped"):
+                sb.equal(f"intent {name}{q}_{d}", ports[q][name][d], 0)
+        sb.equal(f"intent cpl_bad{q}", counters[q]["cpl_bad"], 0)
+    sb.equal("intent completions sent = accepted", sum(c["cpl_sent"] for c in
+                                                       counters.values()),
+             sum(c["cpl_ok"] for c in counters.values()))
+
+
 @cocotb.test()
 async def nic_retry_matches_model(dut):
     p = cosim_params()
     w, nodes = p["width"], p["nodes"]
     settings = FaultSettings(**p["faults"])
+    e2e = p.get("completion", "credit") == "e2e"
+    e2e_kw = dict(completion="e2e", coalesce=p["coalesce"], flush_idle=p["flush_idle"],
+                  timeout=p["timeout"]) if e2e else {}
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], retry=True,
-                           fabric=p.get("fabric", "board"))
+                           fabric=p.get("fabric", "board"), **e2e_kw)
     stores = retry_stores(nodes=nodes, width=w, window=p["mem_words"] * w,
                           max_payload=p["max_payload"], seed=p["seed"], count=p["count"],
                           dst=p.get("incast"))
@@ -73,13 +105,18 @@ async def nic_retry_matches_model(dut):
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
     tb.load(stores, node_ids, stalls=stalls, table=tbl, link_settings=settings)
     tb.arm(want)
+    if e2e:
+        arm_completions(tb, want)
     t0 = time.perf_counter()
     await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
+    cp = await read_completions(tb) if e2e else None
     dut._log.info("model %d cycles in %.2f s; simulator in %.2f s", want["cycles"],
                   t_model, time.perf_counter() - t0)
 
     sb = Scoreboard(dut._log)
     got = tb.compare(sb, want, links=True)
+    if e2e:
+        _check_completions(sb, tb, want, cp, stores, p)
     ideal = expected_memory(stores, node_ids, p["mem_words"], w)
     for q in range(nodes):
         # Independent of the model: nothing lost, nothing corrupted, nothing dropped.

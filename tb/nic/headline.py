@@ -11,7 +11,7 @@ from pymodel.pcap import write_pcapng
 from rtl.tops.nic_top import NicTop
 from spec.fabric_profiles import fabric_profile
 from spec.metrics import row_metrics
-from spec.nic import HEADLINE_TOP
+from spec.nic import COMPLETIONS, HEADLINE_TOP
 from tb.cosim import run_cosim
 
 __all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS",
@@ -24,7 +24,7 @@ METRICS = row_metrics("nic")
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
               top: dict | None = None, test_id: str | None = None,
               attachment: str = "integrated", fabric: str = "board",
-              retry: bool = False) -> dict:
+              retry: bool = False, completion: str = "credit") -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -42,11 +42,21 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
     ``retry``: the top's link-level retry (:class:`NicTop` ``retry``: every link a
     reliable link, the switch's hop elastic), over clean wires (the fault settings
-    ``flt_*`` all 0). Every row carries the comparison keys ``fabric``, ``attachment``,
-    ``completion`` (``"credit"``: the last beat's link credit back), ``reliability``
-    (``"none"``, or ``"link-retry"`` with ``retry``) and ``header`` (the framing)."""
+    ``flt_*`` all 0).
+
+    ``completion`` (:data:`spec.nic.COMPLETIONS`): the top's completion, ``"credit"``
+    (the last beat's link credit back) or ``"e2e"`` (the receiver's cumulative
+    completion frames, with the top's defaults of ``coalesce``, ``flush_idle`` and
+    ``timeout``; the row's ``completion_cycles`` then run to the completion covering the
+    store, and its wire bytes and ``ctrl_ops`` count the completion frames: see
+    :mod:`tb.nic.cocotb_nic`). Every row carries the comparison keys ``fabric``,
+    ``attachment``, ``completion``, ``reliability`` (``"none"``, or ``"link-retry"``
+    with ``retry``) and ``header`` (the framing)."""
     if not isinstance(retry, bool):
         raise ValueError(f"retry must be True or False, not {retry!r}")
+    if completion not in COMPLETIONS:
+        raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
     if unknown:
         raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
@@ -69,23 +79,27 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
-                attachment=attachment, fabric=profile.name, retry=retry, **top)
+                attachment=attachment, fabric=profile.name, retry=retry,
+                completion=completion, **top)
     pcie = attachment == "pcie"
     metrics = row_metrics("nic", host=pcie)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
                   messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
-                  fabric=profile.name, retry=retry)
+                  fabric=profile.name, retry=retry, completion=completion)
+    if completion == "e2e":
+        params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
     board = profile.name == "board"
     run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
-                        + ("" if board else f"_{profile.name}") + "_retry" * retry,
+                        + ("" if board else f"_{profile.name}") + "_retry" * retry
+                        + "_e2e" * (completion == "e2e"),
                         test_module="tb.nic.cocotb_nic", sim=sim,
                         test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
                         params=params)
     res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
-           **comparison_keys(framing, attachment, profile.name, retry)}
+           **comparison_keys(framing, attachment, profile.name, retry, completion)}
     if "rtl" not in res:
         raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
     for key in metrics:
@@ -98,12 +112,14 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     return row
 
 
-def comparison_keys(framing, attachment="integrated", fabric="board", retry=False):
+def comparison_keys(framing, attachment="integrated", fabric="board", retry=False,
+                    completion="credit"):
     """The keys of a NIC row that say what it compares on (docs/results.md): ``fabric``,
-    ``attachment``, ``completion`` (the link credit: no end-to-end completion),
-    ``reliability`` (``"link-retry"`` with link-level retry, else ``"none"``) and
-    ``header`` (the framing)."""
-    return {"fabric": fabric, "attachment": attachment, "completion": "credit",
+    ``attachment``, ``completion`` (``"credit"``: the link credit, no end-to-end
+    completion; ``"e2e"``: the receiver's completion frames), ``reliability``
+    (``"link-retry"`` with link-level retry, else ``"none"``) and ``header`` (the
+    framing)."""
+    return {"fabric": fabric, "attachment": attachment, "completion": completion,
             "reliability": "link-retry" if retry else "none", "header": framing}
 
 
