@@ -100,12 +100,12 @@ def completion_flush_idle(width, framing, max_payload):
     return 2 * frame_beats(width, framing, max_payload)
 
 
-#: Per-node counters of the end-to-end completion (NicTop ports ``<name><p>``):
+#: Per-node counters of the end-to-end completion (NicTop ports ``cgen[p]``, ``otrk[p]``):
 #: completions sent by the receiver, completions accepted by the sender, completions
 #: dropped by the sender (forged: a count beyond what was sent, from a source it sent
 #: nothing, from an unknown L2 source MAC, or not advancing).
 CPL_COUNTERS = ("cpl_sent", "cpl_ok", "cpl_bad")
-#: Per (sender ``p``, destination ``d``) ports ``<name><p>_<d>`` of the sender's tracker:
+#: Per (sender ``p``, destination ``d``): element ``d`` of NicTop's ``otrk[p].<name>``:
 #: frames outstanding (sent minus completed), frames completed (cumulative, modulo
 #: ``2**COMPLETION_COUNT_BITS``), of those dropped by the receiver, timeouts.
 CPL_PEER_PORTS = ("outstanding", "completed", "dropped", "timeouts")

@@ -11,15 +11,18 @@ several ports of one kind); ``wiring.connect`` joins them. All ports here are
 combinational: a read's ``data`` belongs to the ``addr`` of the same cycle.
 """
 
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from spec.fabric import COUNTERS, FLAGS, RETRY_LINK_COUNTERS, RETRY_SETTINGS, SETTINGS
 from spec.formats.roce import QPC_LAYOUT, QPN_BITS
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
+from spec.nic import CPL_COUNTERS, CPL_PEER_PORTS
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
            "CompletionQuerySignature", "CacheProbeSignature", "HostDmaSignature",
-           "CountersSignature"]
+           "CountersSignature", "SettingsSignature", "PortView", "faulty_link_signatures",
+           "completion_signatures"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -114,7 +117,9 @@ class HostDmaSignature(wiring.Signature):
 
 class CountersSignature(wiring.Signature):
     """A block's counters, ``Out(width)`` each, named by ``names`` in that order (they
-    count since reset and wrap), and its 1-bit flags ``flags``."""
+    count since reset and wrap), and its 1-bit flags ``flags``. The block and the top
+    that exports them both have ``Out(sig)``; the top joins them with
+    ``wiring.connect(m, block.x, wiring.flipped(top.x))``."""
 
     def __init__(self, names, width=COUNTER_BITS, flags=()):
         self.names, self.width, self.flags = tuple(names), width, tuple(flags)
@@ -126,3 +131,65 @@ class CountersSignature(wiring.Signature):
 
     def __repr__(self):
         return f"CountersSignature({self.names!r}, {self.width}, flags={self.flags!r})"
+
+
+class SettingsSignature(wiring.Signature):
+    """A block's run-time settings, ``{name: bits}``, written from the side that sets
+    them (``Out(bits)`` each): the block has ``In(sig)``. Settings are set before reset
+    and held through a run."""
+
+    def __init__(self, fields):
+        self.fields = dict(fields)
+        super().__init__({n: Out(bits) for n, bits in self.fields.items()})
+
+    def __repr__(self):
+        return f"SettingsSignature({self.fields!r})"
+
+
+def faulty_link_signatures(tag=False, side=False):
+    """The signatures of a :class:`rtl.fabric.faulty_link.FaultyLink`'s ``settings``
+    port (:data:`spec.fabric.SETTINGS`) and ``counters`` port
+    (:data:`spec.fabric.COUNTERS`, flags :data:`spec.fabric.FLAGS`); with ``tag``,
+    ``tag_rate`` and ``tag_corrupted`` too; with ``side``, the ACK/NAK rates and
+    counters (:data:`spec.fabric.RETRY_SETTINGS`,
+    :data:`spec.fabric.RETRY_LINK_COUNTERS`)."""
+    settings, counters = dict(SETTINGS), list(COUNTERS)
+    if tag:
+        settings["tag_rate"] = RETRY_SETTINGS["tag_rate"]
+        counters.append(RETRY_LINK_COUNTERS[0])
+    if side:
+        settings.update({n: RETRY_SETTINGS[n] for n in ("ack_drop_rate", "ack_corrupt_rate")})
+        counters += RETRY_LINK_COUNTERS[1:]
+    return SettingsSignature(settings), CountersSignature(counters, flags=FLAGS)
+
+
+def completion_signatures(peers):
+    """The counter ports of one node's end-to-end completion, as its blocks declare them:
+    the completion generator's (``cpl_sent``; a :class:`CountersSignature`) and the
+    outstanding tracker's (``cpl_ok``, ``cpl_bad``: 32 bits; and per destination
+    ``outstanding``, ``completed``, ``dropped``, ``timeouts``: an
+    ``ArrayLayout(16, peers)`` each, element ``d`` for destination ``d``;
+    :data:`spec.nic.CPL_COUNTERS`, :data:`spec.nic.CPL_PEER_PORTS`). Returns ``(gen,
+    tracker)``."""
+    per_peer = data.ArrayLayout(16, peers)
+    gen = CountersSignature(CPL_COUNTERS[:1])
+    tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_COUNTERS[1:]},
+                                **{n: Out(per_peer) for n in CPL_PEER_PORTS}})
+    return gen, tracker
+
+
+class PortView:
+    """Ports of ``component`` that it declares one by one, presented as one interface
+    of ``signature`` (seen from ``component``'s side), so that ``wiring.connect`` joins
+    them as that port kind: for a block whose counters several of its stages drive (they
+    stay separate ports of the block). ``prefix`` is prepended to each member's name to
+    find its port. Raises ``TypeError`` naming a member the component lacks."""
+
+    def __init__(self, signature, component, prefix=""):
+        self.signature = signature
+        for name in signature.members:
+            port = getattr(component, prefix + name, None)
+            if port is None:
+                raise TypeError(f"{type(component).__name__} has no port "
+                                f"{prefix + name!r} for {signature!r}")
+            setattr(self, name, port)

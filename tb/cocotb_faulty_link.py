@@ -50,7 +50,7 @@ async def faults_match_model(dut):
 
     harness = Harness(dut)
     for name, value in settings.ports().items():
-        harness.set(name, value)
+        harness.set(f"settings__{name}", value)     # the top's port ``settings``
     harness.load_player("src", beats, src)
     harness.arm_recorder("sink", len(want))
     await harness.reset()
@@ -68,7 +68,7 @@ async def faults_match_model(dut):
     sb.compare("output cycles", got_at, [c for c, _ in want], fmt=str)
     sb.compare("input cycles", harness.played_stamps("src", len(beats)), issue, fmt=str)
     for name in COUNTERS + FLAGS:
-        sb.equal(name, int(getattr(dut, name).value), counters[name])
+        sb.equal(name, int(getattr(dut, f"counters__{name}").value), counters[name])
     sb.equal("sink overflow", int(dut.sink_overflow.value), 0)
     # Independent of the model: a frame leaves whole; exactly the flipped ones fail.
     out = beats_to_frames(got, width)

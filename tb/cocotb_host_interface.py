@@ -71,7 +71,7 @@ async def host_interface_matches_model(dut):
         sb.compare(f"{name} accept cycles", fab.played_stamps(name, len(want.taken[name])),
                    want.taken[name], fmt=str)
     for name in HOST_COUNTERS:
-        sb.equal(name, int(getattr(dut, name).value), want.counters[name])
+        sb.equal(name, int(getattr(dut, f"counters__{name}").value), want.counters[name])
     sb.compare("host memory", dump_memory(dut.host_mem.mem, depth),
                [want.mem.get(a, 0) for a in range(depth)])
     sb.check()

@@ -22,6 +22,7 @@ from spec.formats.roce import ACK_HEADER, ICRC_BYTES, WRITE_RETH_HEADER, header_
 from spec.rdma import LINK_FRAME_BEATS
 from spec.rdma_engine import LADDER
 from tb.rdma.cocotb_rdma import check_params, config
+from tb.rdma.testbench import member_port, retry_counter_port
 
 BEST = LADDER[-1][0]
 MESSAGES, WARMUP = 33, 1200
@@ -182,16 +183,24 @@ def test_a_bad_fcs_is_refused_on_a_reliable_link():
                                                                             bytes(bad))
 
 
+def _verilog_ports(top):
+    return {"__".join(map(str, path)) for path, _, _ in top.signature.flatten(top)}
+
+
 def test_counters_are_the_tops_ports():
-    top = RdmaTop(link_retry=True)
+    """Every counter the run reports and every setting it sets is a port of the top (by
+    the Verilog name the testbench reads), and the plain top has none of the retry's."""
+    ports = _verilog_ports(RdmaTop(link_retry=True))
     for link in ("ab", "ba"):
         for name in retry_counters():
-            assert f"{link}_{name}" in top.signature.members, name
+            assert retry_counter_port(link, name) in ports, name
         for name in ("tag_rate", "ack_drop_rate", "ack_corrupt_rate", "drop_rate"):
-            assert f"{link}_{name}" in top.signature.members, name
-    plain = RdmaTop()
-    assert "ab_tx_frames" not in plain.signature.members
-    assert "ab_full" not in plain.signature.members
+            assert member_port(f"{link}_settings", name) in ports, name
+    plain = _verilog_ports(RdmaTop())
+    assert retry_counter_port("ab", "tx_frames") not in plain
+    assert retry_counter_port("ab", "full") not in plain
+    assert member_port("ab_settings", "tag_rate") not in plain
+    assert member_port("ab_counters", "dropped") in plain
 
 
 @pytest.mark.parametrize("value", [1, "yes", None])

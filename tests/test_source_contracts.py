@@ -7,7 +7,9 @@
   width, and does not count either);
 - ports are declared through signatures, not by name: no port dictionary key or
   ``getattr`` of a port built with an f-string (``ports[f"s{k}_addr"]``,
-  ``getattr(self, f"{name}_we")``), in the files listed in :data:`NAMED_PORTS_DONE`.
+  ``getattr(self, f"{name}_we")``), in the files listed in :data:`NAMED_PORTS_DONE`;
+- the tops of :data:`TOPS_DONE` join ports with ``wiring.connect``, not by name: no
+  ``getattr(...)`` on either side of an ``.eq`` (``getattr(self, n).eq(getattr(x, n))``).
 
 Each rule is checked on a small sample written to break it, so that the scan is known
 to see what it is meant to see.
@@ -25,14 +27,22 @@ RTL = ROOT / "rtl"
 WIDTH_LITERALS = {512: "HOST_WORD_BITS", 24: "QPN_BITS/PSN_BITS/MSN_BITS/TIMEOUT_BITS"}
 
 #: Files whose ports are all declared through signatures (the RDMA engine, its context
-#: cache and its host attachment). The other files of rtl/ (the NIC, the switch, the
-#: fault-injecting link, the harness base and the tops built on them) still name some
+#: cache and its host attachment, the switch and the links, the tops). The other files
+#: of rtl/ (the harness base's player and recorder ports among them) still name some
 #: ports with f-strings; they join this list as they are converted.
 NAMED_PORTS_DONE = (
     "rdma/context_cache.py", "rdma/req/requester.py", "rdma/req/completion.py",
     "rdma/req/qp_front.py", "rdma/req/sequencer.py", "rdma/req/frame_sender.py",
+    "rdma/req/wqe_fetch.py",
     "rdma/resp/responder.py", "rdma/resp/verify.py", "host/host_interface.py",
+    "fabric/switch.py", "fabric/faulty_link.py", "fabric/reliable_link.py",
+    "tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
+    "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py",
 )
+
+#: Tops whose ports are joined with ``wiring.connect`` (no ``getattr`` plumbing).
+TOPS_DONE = ("tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
+             "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py")
 
 
 def width_literals(source):
@@ -83,6 +93,21 @@ def fstring_ports(source):
     return sorted(lines)
 
 
+def _is_getattr(node):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr")
+
+
+def getattr_plumbing(source):
+    """Lines of ``<getattr(...)>.eq(...)`` or ``<x>.eq(<getattr(...)>)``: ports reached
+    by name and assigned one by one."""
+    tree = ast.parse(source)
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                   and n.func.attr == "eq"
+                   and (_is_getattr(n.func.value) or any(_is_getattr(a) for a in n.args))})
+
+
 def _rtl_files():
     return sorted(RTL.rglob("*.py"))
 
@@ -102,9 +127,16 @@ def test_no_fstring_port_names(name):
     assert found == [], f"{path.relative_to(ROOT)}: f-string port names on lines {found}"
 
 
+@pytest.mark.parametrize("name", TOPS_DONE)
+def test_no_getattr_port_plumbing_in_tops(name):
+    path = RTL / name
+    found = getattr_plumbing(path.read_text())
+    assert found == [], f"{path.relative_to(ROOT)}: ports joined by getattr on lines {found}"
+
+
 def test_named_ports_list_is_current():
     """Every listed file exists (a renamed file must not leave the scan silently)."""
-    missing = [n for n in NAMED_PORTS_DONE if not (RTL / n).is_file()]
+    missing = [n for n in NAMED_PORTS_DONE + TOPS_DONE if not (RTL / n).is_file()]
     assert missing == []
 
 
@@ -128,3 +160,11 @@ def test_scans_see_what_they_are_for():
     )
     assert fstring_ports(bad_ports) == [1, 2, 3, 4, 5]
     assert fstring_ports("ports[name] = In(Sig(n))\nport = getattr(self, name)\n") == []
+    bad_plumbing = (
+        "m.d.comb += getattr(self, n).eq(getattr(x, n))\n"   # line 1
+        "m.d.comb += getattr(self, n).eq(x.y)\n"             # line 2
+        "m.d.comb += self.y.eq(getattr(x, n))\n"             # line 3
+        "wiring.connect(m, x.counters, wiring.flipped(self.counters))\n"   # allowed
+        "m.d.comb += self.y.eq(x.y)\n"                       # allowed
+    )
+    assert getattr_plumbing(bad_plumbing) == [1, 2, 3]

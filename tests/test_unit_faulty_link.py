@@ -49,7 +49,7 @@ def _simulate(dut, settings, sent, cycles):
 
     async def bench(ctx):
         for name, value in settings.ports().items():
-            ctx.set(getattr(dut, name), value)
+            ctx.set(getattr(dut.settings, name), value)
         for cycle in range(cycles):
             beat = at.get(cycle)
             ctx.set(dut.i.valid, beat is not None)
@@ -58,7 +58,7 @@ def _simulate(dut, settings, sent, cycles):
                 seen.append((cycle, ctx.get(dut.o.payload.as_value())))
             await ctx.tick()
         for name in COUNTERS + FLAGS:
-            final[name] = ctx.get(getattr(dut, name))
+            final[name] = ctx.get(getattr(dut.counters, name))
 
     run_sim(dut, bench, deadline_cycles=cycles + 2)
     return seen, final
@@ -328,7 +328,7 @@ def test_tag_and_sideband_faults(width):
 
     async def bench(ctx):
         for name, value in {**settings.ports(), **settings.retry_ports()}.items():
-            ctx.set(getattr(dut, name), value)
+            ctx.set(getattr(dut.settings, name), value)
         for c in range(cycles):
             beat = at.get(c)
             ctx.set(dut.i.valid, beat is not None)
@@ -342,7 +342,7 @@ def test_tag_and_sideband_faults(width):
                 got.append((c, ctx.get(dut.o.payload.as_value())))
             await ctx.tick()
         for name in counters:
-            final[name] = ctx.get(getattr(dut, name))
+            final[name] = ctx.get(getattr(dut.counters, name))
 
     run_sim(dut, bench, deadline_cycles=cycles + 2)
     assert got == want and got_side == want_side and final == counters

@@ -200,3 +200,26 @@ def test_fabric_model_and_scenario_reject_bad_parameters():
         fabric_scenario("incast", 4, 4, 128, 1.5)
     with pytest.raises(ValueError, match="credits"):
         FrameMergeModel(10, 256)
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"link_latency": 0}, r"FabricConfig\.link_latency must be an integer from 1 to 1024"),
+    ({"cache_entries": 24, "cache_capacity": 64},
+     r"FabricConfig\.cache_entries must be a power of two"),
+    ({"cache_entries": 32}, r"FabricConfig\.cache_entries must be an integer from 16 to 16"),
+    ({"depth": 3000}, r"FabricConfig\.depth must be a power of two"),
+    ({"host": "usb"}, r"FabricConfig\.host must be one of"),
+    ({"serial": True}, r"FabricConfig\.serial must be an integer"),
+    ({"responder_sizes": {"nope": 1}}, r"FabricConfig\.responder_sizes must be a dict"),
+    ({"cq_base": 1 << 12}, r"FabricConfig\.cq_base must be an integer from 0 to 4095"),
+])
+def test_fabric_config_names_a_bad_field(fields, match):
+    """The model's configuration is typed and frozen: a bad field is named, and a
+    built one can not be changed afterwards."""
+    import dataclasses
+
+    from pymodel.rdma.fabric_system import FabricConfig
+    with pytest.raises(ValueError, match=match):
+        FabricConfig(**fields)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FabricConfig().nodes = 3

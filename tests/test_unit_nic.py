@@ -294,7 +294,7 @@ def test_switch_matches_model_with_table_write(framing):
         for c in range(cycles):
             now = {}
             for p in range(ports):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = bool(streams[p]) and (c + p) % 3 != 0     # gaps inside frames
                 ctx.set(link.valid, send)
                 if send:
@@ -302,10 +302,10 @@ def test_switch_matches_model_with_table_write(framing):
                     ctx.set(link.payload.as_value(), beat)
                     now[p] = unpack_beat(width, beat)
             arrivals.append(now)
-            got.append(([ctx.get(getattr(dut, f"o{p}").payload.as_value())
-                         if ctx.get(getattr(dut, f"o{p}").valid) else None
+            got.append(([ctx.get(dut.o[p].payload.as_value())
+                         if ctx.get(dut.o[p].valid) else None
                          for p in range(ports)],
-                        [ctx.get(getattr(dut, f"credit{p}")) for p in range(ports)]))
+                        [ctx.get(dut.credit[p]) for p in range(ports)]))
             await ctx.tick()
 
     run_sim(dut, bench)

@@ -95,7 +95,7 @@ def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, s
 
     async def bench(ctx):
         for name, value in {**settings.ports(), **settings.retry_ports()}.items():
-            ctx.set(getattr(dut, name), value)
+            ctx.set(getattr(dut.settings, name), value)
         for c in range(cycles):
             beat = drv.offer(c)
             ctx.set(dut.i.valid, beat is not None)
@@ -106,8 +106,9 @@ def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, s
             if ctx.get(dut.o.valid) and ready[c]:
                 out.append((c, ctx.get(dut.o.payload.as_value())))
             await ctx.tick()
-        for name in COUNTER_PORTS:
-            final[name] = ctx.get(getattr(dut, name))
+        for name in COUNTER_PORTS:             # "tx_frames" is counters.tx.frames
+            group, _, counter = name.partition("_")
+            final[name] = ctx.get(getattr(getattr(dut.counters, group), counter))
 
     run_sim(dut, bench, deadline_cycles=cycles + 2)
     return out, final

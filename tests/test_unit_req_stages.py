@@ -775,7 +775,9 @@ def test_wqe_fetch_matches_twin(seed, rate):
         inputs={"fetch": 4, "resend": 4}, outputs={"rd": 4, "batch": 4},
         stimulus={"fetch": fetch, "resend": resends}, cycles=int(40 * len(fetch) / rate),
         seed=seed, push_rate={"fetch": rate, "resend": rate / 4}, pop_rate=rate,
-        side_in=side_in, side_out=("g_we", "g_wdata") + COUNTERS + REGS)
+        side_in=side_in, side_out=("g_we", "g_wdata") + COUNTERS + REGS,
+        ports={**_CTX_PORTS, **_GROUP_PORTS, "q_entry": "filled.entry",
+               "q_ready": "filled.ready"})
     # By the contract: every item and resend is taken; a resend reads one slot.
     assert len(out["taken"]["fetch"]) == len(fetch)
     assert len(out["taken"]["resend"]) == len(resends)

@@ -15,6 +15,7 @@ import pytest
 
 from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.fabric_system import FabricConfig
 from pymodel.rdma.frames import Endpoint, ack_frame
 from pymodel.rdma.req.requester import RequesterModel
 from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET
@@ -38,19 +39,13 @@ MAC_A, MAC_B, IP_A, IP_B = 0x02000000000A, 0x02000000000B, 0x0A000001, 0x0A00000
 DEPTH = 1 << 12
 
 
-@dataclasses.dataclass
-class Cfg:
-    cache_entries: int = 16
-    cache_capacity: int = 16
-    depth: int = DEPTH
-    qpc_base_a: int = 0
-    cq_base: int = 64
-    cq_log2: int = 6
-    timeout: int = 4096
-    retry_limit: int = 7
-    ack_every: int = 1
-    ack_frames: int = 0
-    serial: int = 0
+def Cfg(**fields):
+    """The requester's sizes and run-time ports for these tests: the model's typed and
+    checked configuration (:class:`pymodel.rdma.fabric_system.FabricConfig`, frozen: a
+    case changes a field with ``dataclasses.replace``) with a 16-entry cache, a host
+    memory of ``DEPTH`` words and a 64-entry CQ at word 64; ``fields`` override."""
+    return FabricConfig(**{"cache_capacity": 16, "depth": DEPTH, "cq_base": 64,
+                           "cq_log2": 6, **fields})
 
 
 def scenario(seed, qps, messages, sizes, inline=False, bf=False, ring_every=1,
@@ -281,19 +276,19 @@ def test_requester_matches_model(case):
     if case == "doorbells":
         mem, mmio = scenario(1, 1, 12, [128])
     elif case == "batched":
-        cfg.ack_every = 4
+        cfg = dataclasses.replace(cfg, ack_every=4)
         mem, mmio = scenario(2, 1, 20, [1, 64, 65, 128, 300, 700], ring_every=8,
                              signal_every=4)
     elif case == "bf_inline":
         mem, mmio = scenario(3, 1, 16, [1, 63, 64, 128, 192], inline=True, bf=True,
                              stride_log2=2)
     elif case == "multi_qp":
-        cfg.cache_entries, cfg.cache_capacity = 16, 64     # 16 of 64 entries in use
+        cfg = Cfg(cache_capacity=64)                       # 16 of 64 entries in use
         mem, mmio = scenario(4, 40, 60, [128, 256], ring_every=1)
     else:
         # Coalescing never asks by count: only signalled WQEs (every 8th and each QP's
         # last) and those with WQE_ACK_REQ (every 3rd) ask for an ACK.
-        cfg.ack_every = 255
+        cfg = dataclasses.replace(cfg, ack_every=255)
         mem, mmio = scenario(7, 2, 24, [128], signal_every=8, ack_req_every=3)
     peer = Peer()
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=1600, peer=peer)
@@ -319,8 +314,7 @@ def test_requester_recovery_matches_model(case):
         mem, mmio = scenario(6, 2, 8, [128, 600])
         peer = Peer(lose_acks={7, 8, 9})
     elif case == "retry_limit":      # every frame lost
-        cfg.retry_limit = 1
-        cfg.timeout = 100
+        cfg = dataclasses.replace(cfg, retry_limit=1, timeout=100)
         mem, mmio = scenario(7, 1, 2, [128])
         peer = Peer(lose=set(range(1, 100)))
     elif case == "access":
@@ -336,7 +330,7 @@ def test_requester_recovery_matches_model(case):
         mem, mmio = scenario(12, 1, 16, [64], ring_every=8)
         peer = Peer(lose_acks=set(range(1, 17)))
     else:
-        cfg.serial = 1
+        cfg = dataclasses.replace(cfg, serial=1)
         mem, mmio = scenario(10, 1, 6, [128])
         peer = Peer()
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=4000 if case == "pool" else 2200,

@@ -38,21 +38,21 @@ def test_switch_holds_beats_while_egress_not_ready(framing, stall):
         for c in range(cycles):
             now = {}
             for p in range(ports):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = bool(streams[p]) and (c + p) % 3 != 0
                 ctx.set(link.valid, send)
                 if send:
                     beat = streams[p].pop(0)
                     ctx.set(link.payload.as_value(), beat)
                     now[p] = unpack_beat(width, beat)
-                ctx.set(getattr(dut, f"o{p}").ready, ready[c][p])
+                ctx.set(dut.o[p].ready, ready[c][p])
             arrivals.append(now)
             out = []
             for p in range(ports):
-                o = getattr(dut, f"o{p}")
+                o = dut.o[p]
                 leaves = ctx.get(o.valid) and ready[c][p]
                 out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            got.append((out, [ctx.get(getattr(dut, f"credit{p}")) for p in range(ports)]))
+            got.append((out, [ctx.get(dut.credit[p]) for p in range(ports)]))
             await ctx.tick()
 
     run_sim(dut, bench)

@@ -45,7 +45,7 @@ def _run(hop, frames, cycles):
         for c in range(cycles):
             now = {}
             for p in range(PORTS):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = bool(streams[p]) and (c + p) % 3 != 0
                 ctx.set(link.valid, send)
                 if send:
@@ -55,9 +55,9 @@ def _run(hop, frames, cycles):
             arrivals.append(now)
             out = []
             for p in range(PORTS):
-                o = getattr(dut, f"o{p}")
+                o = dut.o[p]
                 out.append(ctx.get(o.payload.as_value()) if ctx.get(o.valid) else None)
-            got.append((out, [ctx.get(getattr(dut, f"credit{p}")) for p in range(PORTS)]))
+            got.append((out, [ctx.get(dut.credit[p]) for p in range(PORTS)]))
             await ctx.tick()
 
     run_sim(dut, bench)
@@ -117,7 +117,7 @@ def _run_bp(hop, frames, cycles, ready):
         for c in range(cycles):
             now = {}
             for p in range(PORTS):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = bool(streams[p]) and (c + p) % 3 != 0 and credits[p] > 0
                 ctx.set(link.valid, send)
                 if send:
@@ -125,14 +125,14 @@ def _run_bp(hop, frames, cycles, ready):
                     beat = streams[p].pop(0)
                     ctx.set(link.payload.as_value(), beat)
                     now[p] = unpack_beat(WIDTH, beat)
-                ctx.set(getattr(dut, f"o{p}").ready, ready[c][p])
+                ctx.set(dut.o[p].ready, ready[c][p])
             arrivals.append(now)
             out = []
             for p in range(PORTS):
-                o = getattr(dut, f"o{p}")
+                o = dut.o[p]
                 leaves = ctx.get(o.valid) and ready[c][p]
                 out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            pulses = [ctx.get(getattr(dut, f"credit{p}")) for p in range(PORTS)]
+            pulses = [ctx.get(dut.credit[p]) for p in range(PORTS)]
             got.append((out, pulses))
             credits[:] = [k + v for k, v in zip(credits, pulses, strict=True)]
             await ctx.tick()

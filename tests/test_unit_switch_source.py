@@ -56,23 +56,23 @@ def _run(width, framing, backpressure, frames, writes, race=(), cycles=420, stal
                 ctx.set(dut.src_wr.payload.port, x[1])
             now = {}
             for p in range(PORTS):
-                link = getattr(dut, f"i{p}")
+                link = dut.i[p]
                 send = c >= start and bool(streams[p]) and (c + p) % 3 != 0
                 ctx.set(link.valid, send)
                 if send:
                     beat = streams[p].pop(0)
                     ctx.set(link.payload.as_value(), beat)
                     now[p] = unpack_beat(width, beat)
-                ctx.set(getattr(dut, f"o{p}").ready, ready[c][p])
+                ctx.set(dut.o[p].ready, ready[c][p])
             arrivals.append(now)
             out = []
             for p in range(PORTS):
-                o = getattr(dut, f"o{p}")
+                o = dut.o[p]
                 leaves = ctx.get(o.valid) and ready[c][p]
                 out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            got.append((out, [ctx.get(getattr(dut, f"credit{p}")) for p in range(PORTS)]))
+            got.append((out, [ctx.get(dut.credit[p]) for p in range(PORTS)]))
             await ctx.tick()
-        counter.append(ctx.get(dut.drop_spoofed))
+        counter.append(ctx.get(dut.counters.drop_spoofed))
 
     run_sim(dut, bench)
     assert all(not s for s in streams.values()), "stimulus left over"

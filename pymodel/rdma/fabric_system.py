@@ -26,19 +26,49 @@ from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
+from pymodel.rdma.verbs import MIN_CQ_LOG2
 from spec.host import PROFILES
-from spec.rdma_engine import REQUESTER_DEFAULTS, RESPONDER_DEFAULTS
+from spec.rdma import MAX_FRAME_BEATS
+from spec.rdma_engine import (
+    MAX_PREFETCH,
+    REQUESTER_DEFAULTS,
+    RESPONDER_DEFAULTS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_RANGE,
+)
 from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE
 
 __all__ = ["FabricConfig", "simulate_fabric"]
 
 
-@dataclasses.dataclass
+#: Ranges of the integer fields of :class:`FabricConfig` that the RTL top and its parts
+#: check (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, the requester's and
+#: responder's parameter checks) and the widths of the top's run-time ports.
+_RANGES = {
+    "nodes": NODES_RANGE, "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 20),
+    "link_latency": (1, 1024), "mr_entries": (2, 256),
+    "credits": (MAX_FRAME_BEATS, 65535), "merge_depth": (MAX_FRAME_BEATS, 65535),
+    "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
+    "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
+    "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
+    "cq_log2": (0, 31), "ack_every": (0, 255), "ack_frames": (0, 65535), "serial": (0, 1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class FabricConfig:
     """The top's parameters and run-time ports (see
     :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`); ``cache_entries`` in use (the
-    ``cache_log2`` port) of the ``cache_capacity`` built. Also the shape the requester
-    model reads its sizes and ports from."""
+    ``cache_log2`` port, a power of two from 16 to ``cache_capacity``) of the
+    ``cache_capacity`` built. Also the shape the requester model reads its sizes and
+    ports from.
+
+    Defaults: :data:`spec.rdma_fabric.FABRIC_DEFAULTS`,
+    :data:`spec.rdma_engine.REQUESTER_DEFAULTS` and
+    :data:`~spec.rdma_engine.RESPONDER_DEFAULTS` (``responder_sizes``); 16 entries in
+    use, the context tables at word 0, a CQ of 1,024 entries
+    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks. Each
+    field is checked; a bad one raises ``ValueError`` naming it."""
     nodes: int = FABRIC_DEFAULTS["nodes"]
     cache_entries: int = 16
     cache_capacity: int = FABRIC_DEFAULTS["cache_entries"]
@@ -58,7 +88,7 @@ class FabricConfig:
     windows: int = REQUESTER_DEFAULTS["windows"]
     qpc_base: int = 0
     cq_base: int = 0
-    cq_log2: int = 10
+    cq_log2: int = MIN_CQ_LOG2
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
@@ -66,14 +96,29 @@ class FabricConfig:
         default_factory=lambda: dict(RESPONDER_DEFAULTS))
 
     def __post_init__(self):
-        lo, hi = NODES_RANGE
-        if not isinstance(self.nodes, int) or isinstance(self.nodes, bool) or not (
-                lo <= self.nodes <= hi):
-            raise ValueError(f"nodes must be an integer from {lo} to {hi}, "
-                             f"not {self.nodes!r}")
+        def bad(name, what):
+            raise ValueError(f"FabricConfig.{name} must be {what}, "
+                             f"not {getattr(self, name)!r}")
+
+        def integer(name, lo, hi):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                bad(name, f"an integer from {lo} to {hi}")
+
+        for name, (lo, hi) in _RANGES.items():
+            integer(name, lo, hi)
+        if self.depth & (self.depth - 1):
+            bad("depth", "a power of two")
+        integer("cache_entries", 16, self.cache_capacity)
+        if self.cache_entries & (self.cache_entries - 1):
+            bad("cache_entries", "a power of two")
+        for name in ("qpc_base", "cq_base"):
+            integer(name, 0, self.depth - 1)
         if self.host not in PROFILES:
-            raise ValueError(f"host profile must be one of {sorted(PROFILES)}, "
-                             f"not {self.host!r}")
+            bad("host", f"one of {sorted(PROFILES)}")
+        if not isinstance(self.responder_sizes, dict) or not set(
+                self.responder_sizes) <= set(RESPONDER_DEFAULTS):
+            bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
 
     @property
     def qpc_base_a(self):          # what the requester model reads

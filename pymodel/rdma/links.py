@@ -127,10 +127,10 @@ def faulty(settings):
 
 
 def retry_counters():
-    """The counters of a reliable link as the RDMA top names them (``<link>_<name>``
-    ports): the wire's (:data:`spec.fabric.COUNTERS`, ``RETRY_LINK_COUNTERS``, ``FLAGS``),
-    the ends' ``tx_*``/``rx_*``, and ``full`` (a beat offered while ``i.ready`` was low),
-    all 0."""
+    """The counters of a reliable link as the RDMA run names them (``<link>_<name>``;
+    the top's ports: :func:`tb.rdma.testbench.retry_counter_port`): the wire's
+    (:data:`spec.fabric.COUNTERS`, ``RETRY_LINK_COUNTERS``, ``FLAGS``), the ends'
+    ``tx_*``/``rx_*``, and ``full`` (a beat offered while ``i.ready`` was low), all 0."""
     names = (COUNTERS + RETRY_LINK_COUNTERS + FLAGS + tuple(f"tx_{n}" for n in TX_COUNTERS)
              + tuple(f"rx_{n}" for n in RX_COUNTERS) + ("full",))
     return dict.fromkeys(names, 0)

@@ -25,6 +25,7 @@ from spec.formats.roce import (
     QpState,
     WqeOpcode,
 )
+from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import (
     BLUEFLAME_OFFSET,
     DOORBELL_OFFSET,
@@ -32,9 +33,15 @@ from spec.rdma_engine import (
     MAX_INLINE_WORDS,
     MODIFY_QP_OFFSET,
 )
+from spec.rdma_stages import DOORBELL_LAYOUT, SQ_INDEX_BITS
 
 __all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B", "MIN_CQ_LOG2",
            "cq_log2_for", "inline_limit"]
+
+#: Low bits of an rkey that index the MR table (the responder takes the low
+#: log2(mr_entries) bits, and its table holds at most 256 entries:
+#: :class:`rtl.rdma.resp.responder.Responder`); the key's tag sits above them.
+_MR_INDEX_BITS = 8
 
 #: log2 of the CQEs of the smallest CQ a scenario makes (1,024).
 MIN_CQ_LOG2 = 10
@@ -149,7 +156,7 @@ class Verbs:
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``."""
         base = self._alloc_b(-(-nbytes // _W)) * _W
         self.mrs.append((base, nbytes))
-        rkey = key_tag << 8 | index
+        rkey = key_tag << _MR_INDEX_BITS | index
         self.mr_table[index % self.mr_entries] = pack(
             MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
             length=nbytes)
@@ -186,7 +193,7 @@ class Verbs:
             self.mem_a[qp.sq_base + slot + k] = word
         msg = Message(qp.qpn_a, qp.tail, len(payload), raddr, signalled, inline)
         msg.wqe = wqe
-        qp.tail = (qp.tail + 1) & 0xFFFF
+        qp.tail = (qp.tail + 1) % (1 << SQ_INDEX_BITS)
         qp.pending.append(msg)
         self.messages.append(msg)
         self.posted.append((raddr, bytes(payload)))
@@ -195,7 +202,8 @@ class Verbs:
     def ring(self, qp, release=0):
         """The doorbell (an 8-byte MMIO write): the send queue's new tail. It announces
         the QP's messages posted since its last doorbell."""
-        word = dict(addr=DOORBELL_OFFSET, nbytes=8, data=qp.qpn_a | qp.tail << 24, first=1,
+        word = dict(addr=DOORBELL_OFFSET, nbytes=DOORBELL_BYTES,
+                    data=pack(DOORBELL_LAYOUT, qpn=qp.qpn_a, sq_tail=qp.tail), first=1,
                     last=1)
         self._announce(qp, release, [word])
 
@@ -215,8 +223,8 @@ class Verbs:
         :data:`~spec.rdma_engine.MODIFY_QP_OFFSET` (``ibv_modify_qp`` to
         ``IBV_QPS_RTS``): in order with its doorbells, it keeps its PSNs and send-queue
         indices. Messages posted and not rung yet stay pending."""
-        self.writes.append((release, [dict(addr=MODIFY_QP_OFFSET, nbytes=8, data=qp.qpn_a,
-                                           first=1, last=1)]))
+        self.writes.append((release, [dict(addr=MODIFY_QP_OFFSET, nbytes=DOORBELL_BYTES,
+                                           data=qp.qpn_a, first=1, last=1)]))
 
     def _announce(self, qp, release, words):
         for msg in qp.pending:

@@ -14,12 +14,7 @@ from rtl.fabric.link import DelayLine
 from spec.checks import check_int
 from spec.fabric import (
     CORRUPT_BEAT_SHIFT,
-    COUNTERS,
     FAULT_KINDS,
-    FLAGS,
-    RETRY_LINK_COUNTERS,
-    RETRY_SETTINGS,
-    SETTINGS,
     SIDE_SEED_XOR,
     SIDE_WORDS,
     TAG_SEED_XOR,
@@ -30,6 +25,7 @@ from spec.fabric import (
 from spec.formats.link_retry import tagged_packet_layout, tagged_packet_signature
 from spec.formats.packet import check_width
 from spec.lfsr import lfsr_next
+from spec.ports import faulty_link_signatures
 
 __all__ = ["FaultyLink"]
 
@@ -86,6 +82,9 @@ class FaultyLink(wiring.Component):
         to the frame of the last ``first`` beat (no fault before the first one).
     o : Out(tagged_packet_signature(width, tag_bits))
         Registered. ``valid`` for one cycle per beat; ``o.ready`` is ignored.
+    settings : In(SettingsSignature), counters : Out(CountersSignature)
+        The settings and the counters and flags below, as members of these two ports
+        (:meth:`port_signatures`).
     seed : In(16)
         Start of the fault pattern; 0 is read as 1. Read in the first cycle after reset.
     drop_rate, corrupt_rate, dup_rate : In(16)
@@ -159,20 +158,17 @@ class FaultyLink(wiring.Component):
         self.max_frame_beats = check_int(self, "max_frame_beats", max_frame_beats, 1, 4096)
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 1, 4096)
         sig = tagged_packet_signature(width, tag_bits)
-        ports = {"i": In(sig), "o": Out(sig)}
-        ports.update({name: In(bits) for name, bits in SETTINGS.items()})
-        ports.update({name: Out(32) for name in COUNTERS})
-        ports.update({name: Out(1) for name in FLAGS})
-        if tag_bits:
-            ports["tag_rate"] = In(RETRY_SETTINGS["tag_rate"])
-            ports["tag_corrupted"] = Out(32)
+        settings, counters = self.port_signatures(bool(tag_bits), bool(side_bits))
+        ports = {"i": In(sig), "o": Out(sig), "settings": In(settings),
+                 "counters": Out(counters)}
         if side_bits:
             side = stream.Signature(side_bits, always_ready=True)
             ports.update({"side_i": In(side), "side_o": Out(side)})
-            ports.update({name: In(RETRY_SETTINGS[name])
-                          for name in ("ack_drop_rate", "ack_corrupt_rate")})
-            ports.update({name: Out(32) for name in RETRY_LINK_COUNTERS[1:]})
         super().__init__(ports)
+
+    #: The signatures of the ``settings`` and ``counters`` ports:
+    #: :func:`spec.ports.faulty_link_signatures`.
+    port_signatures = staticmethod(faulty_link_signatures)
 
     def elaborate(self, platform):
         m = Module()
@@ -204,7 +200,8 @@ class FaultyLink(wiring.Component):
         started = Signal()
         state = Signal(16)
         cur = Signal(16)
-        m.d.comb += cur.eq(Mux(started, state, Mux(self.seed == 0, 1, self.seed)))
+        seed = self.settings.seed
+        m.d.comb += cur.eq(Mux(started, state, Mux(seed == 0, 1, seed)))
         words = [Signal(16, name=f"word{k}") for k in range(WORDS_PER_FRAME)]
         for k, word in enumerate(words):
             m.d.comb += word.eq(_apply_rows(_lfsr_power(k * WORD_STEPS), cur))
@@ -213,9 +210,14 @@ class FaultyLink(wiring.Component):
                      state.eq(Mux(first, _apply_rows(advance, cur), cur))]
 
         # Per kind: a new draw or the rest of a burst; held for the frame's other beats.
+        st = self.settings
+        draws = {"drop": (st.drop_rate, st.drop_burst),
+                 "corrupt": (st.corrupt_rate, st.corrupt_burst),
+                 "dup": (st.dup_rate, st.dup_burst)}
+        f = self.counters
         hit = {}
         for k, kind in enumerate(FAULT_KINDS):
-            rate, burst = getattr(self, f"{kind}_rate"), getattr(self, f"{kind}_burst")
+            rate, burst = draws[kind]
             left = Signal(8, name=f"{kind}_left")
             held = Signal(name=f"{kind}_held")
             drawn = Signal(name=f"{kind}_drawn")
@@ -269,9 +271,9 @@ class FaultyLink(wiring.Component):
             m.d.comb += out.beat.tag.eq(beat.tag ^ tag_mask)
         with m.If(first):
             m.d.sync += [
-                self.frames_in.eq(self.frames_in + 1),
-                self.dropped.eq(self.dropped + hit["drop"][0]),
-                self.corrupted.eq(self.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
+                f.frames_in.eq(f.frames_in + 1),
+                f.dropped.eq(f.dropped + hit["drop"][0]),
+                f.corrupted.eq(f.corrupted + (hit["corrupt"][0] & ~hit["drop"][0])),
             ]
         return valid, out
 
@@ -282,7 +284,7 @@ class FaultyLink(wiring.Component):
         state = Signal(16, name=f"{name}_state")
         cur = Signal(16, name=f"{name}_cur")
         start = Signal(16, name=f"{name}_start")
-        m.d.comb += [start.eq(self.seed ^ xor),
+        m.d.comb += [start.eq(self.settings.seed ^ xor),
                      cur.eq(Mux(started, state, Mux(start == 0, 1, start)))]
         words = [Signal(16, name=f"{name}_word{k}") for k in range(nwords)]
         for k, word in enumerate(words):
@@ -298,7 +300,7 @@ class FaultyLink(wiring.Component):
         words = self._pattern(m, "tag", TAG_SEED_XOR, first, TAG_WORDS)
         hit_new = Signal()
         pos_new = Signal(range(self.tag_bits))
-        m.d.comb += [hit_new.eq(words[0] <= self.tag_rate),
+        m.d.comb += [hit_new.eq(words[0] <= self.settings.tag_rate),
                      pos_new.eq((words[1] * self.tag_bits) >> 16)]
         hit_r = Signal()
         pos_r = Signal(range(self.tag_bits))
@@ -308,7 +310,8 @@ class FaultyLink(wiring.Component):
         mask = Signal(self.tag_bits)
         m.d.comb += mask.eq(Mux(hit & ~drop, Const(1, self.tag_bits) << pos, 0))
         with m.If(first):
-            m.d.sync += self.tag_corrupted.eq(self.tag_corrupted + (hit_new & ~drop_new))
+            f = self.counters
+            m.d.sync += f.tag_corrupted.eq(f.tag_corrupted + (hit_new & ~drop_new))
         return mask
 
     def _side_stage(self, m):
@@ -321,20 +324,21 @@ class FaultyLink(wiring.Component):
         flip = Signal()
         pos = Signal(range(n))
         m.d.comb += [
-            drop.eq(words[0] <= self.ack_drop_rate),
-            flip.eq(~drop & (words[1] <= self.ack_corrupt_rate)),
+            drop.eq(words[0] <= self.settings.ack_drop_rate),
+            flip.eq(~drop & (words[1] <= self.settings.ack_corrupt_rate)),
             pos.eq((words[2] * n) >> 16),
             self.side_o.valid.eq(item & ~drop),
             self.side_o.payload.eq(self.side_i.payload
                                    ^ Mux(flip, Const(1, n) << pos, 0)),
         ]
-        m.d.sync += [self.acks_dropped.eq(self.acks_dropped + (item & drop)),
-                     self.acks_corrupted.eq(self.acks_corrupted + (item & flip))]
+        f = self.counters
+        m.d.sync += [f.acks_dropped.eq(f.acks_dropped + (item & drop)),
+                     f.acks_corrupted.eq(f.acks_corrupted + (item & flip))]
 
     def _output_stage(self, m, x_valid, x):
         """The output register, fed by a running copy, else the FIFO head, else ``x``."""
         depth, fb_depth = self.fifo_depth, self.max_frame_beats
-        lay = self.layout
+        lay, f = self.layout, self.counters
         m.submodules.fifo = fifo = memory.Memory(shape=_staged_layout(lay), depth=depth,
                                                  init=[])
         m.submodules.frame = frame = memory.Memory(shape=lay, depth=fb_depth, init=[])
@@ -383,8 +387,8 @@ class FaultyLink(wiring.Component):
             copying.eq(Mux(copying, copy_idx != copy_end, start_copy)),
             copy_idx.eq(Mux(copying, copy_idx + 1, 0)),
             copy_end.eq(Mux(start_copy, fb_idx, copy_end)),
-            self.duplicated.eq(self.duplicated + start_copy),
-            self.lost.eq(self.lost + lose),
-            self.overflow.eq(self.overflow | lose),
-            self.too_long.eq(self.too_long | (send & sent.dup & sent.beat.last & ~fits)),
+            f.duplicated.eq(f.duplicated + start_copy),
+            f.lost.eq(f.lost + lose),
+            f.overflow.eq(f.overflow | lose),
+            f.too_long.eq(f.too_long | (send & sent.dup & sent.beat.last & ~fits)),
         ]

@@ -9,19 +9,10 @@ from rtl.fabric.link import DelayLine
 from rtl.fabric.replay_rx import ReplayRx
 from rtl.fabric.replay_tx import ReplayTx
 from spec.checks import check_int
-from spec.fabric import (
-    COUNTER_PORTS,
-    RETRY_LINK_COUNTERS,
-    RETRY_SETTINGS,
-    RX_COUNTERS,
-    SETTINGS,
-    TX_COUNTERS,
-    retry_sizes,
-)
-from spec.fabric import COUNTERS as LINK_COUNTERS
-from spec.fabric import FLAGS as LINK_FLAGS
+from spec.fabric import RX_COUNTERS, TX_COUNTERS, retry_sizes
 from spec.formats.link_retry import TAG_BITS, ack_layout
 from spec.formats.packet import check_width, packet_signature
+from spec.ports import CountersSignature, PortView
 
 __all__ = ["ReliableLink"]
 
@@ -46,12 +37,13 @@ class ReliableLink(wiring.Component):
     o : Out(packet_signature(width))
         Every frame of ``i``, once, whole and in order (store and forward at the
         receiving end); ``o.ready`` is honoured.
-    seed, drop_rate, ..., tag_rate, ack_drop_rate, ack_corrupt_rate : In
+    settings : In(SettingsSignature)
         The fault settings of the wire (:data:`spec.fabric.SETTINGS` and
         :data:`spec.fabric.RETRY_SETTINGS`: the wire also damages the frames' tags and
         drops or damages ACK/NAKs).
-    tx_*, rx_*, link_* : Out
-        :data:`spec.fabric.COUNTER_PORTS`.
+    counters : Out(...)
+        ``counters.tx``, ``counters.rx``, ``counters.link`` (:meth:`port_signatures`;
+        the names of :data:`spec.fabric.COUNTER_PORTS` with ``.`` for the first ``_``).
 
     Timing
     ------
@@ -75,12 +67,22 @@ class ReliableLink(wiring.Component):
         self.wire = FaultyLink(width, latency, max_frame_beats=max_frame_beats,
                                fifo_depth=2 * max_frame_beats + 2, tag_bits=TAG_BITS,
                                side_bits=ack_layout.size)
-        ports = {"i": In(packet_signature(width)), "o": Out(packet_signature(width))}
-        ports.update({name: In(bits) for name, bits in SETTINGS.items()})
-        ports.update({name: In(bits) for name, bits in RETRY_SETTINGS.items()})
-        for name in COUNTER_PORTS:
-            ports[name] = Out(1 if name[5:] in LINK_FLAGS else 32)
-        super().__init__(ports)
+        settings, counters = self.port_signatures()
+        super().__init__({"i": In(packet_signature(width)), "o": Out(packet_signature(width)),
+                          "settings": In(settings), "counters": Out(counters)})
+
+    @staticmethod
+    def port_signatures():
+        """The signatures of the ``settings`` port (the wire's: :data:`spec.fabric.SETTINGS`
+        and :data:`spec.fabric.RETRY_SETTINGS`) and the ``counters`` port: members
+        ``tx`` (:data:`spec.fabric.TX_COUNTERS`), ``rx``
+        (:data:`spec.fabric.RX_COUNTERS`) and ``link`` (the wire's counters and flags),
+        each a :class:`spec.ports.CountersSignature`."""
+        wire_settings, wire_counters = FaultyLink.port_signatures(tag=True, side=True)
+        return wire_settings, wiring.Signature({
+            "tx": Out(CountersSignature(TX_COUNTERS)),
+            "rx": Out(CountersSignature(RX_COUNTERS)),
+            "link": Out(wire_counters)})
 
     def elaborate(self, platform):
         m = Module()
@@ -89,8 +91,7 @@ class ReliableLink(wiring.Component):
         wiring.connect(m, self.tx.o, self.wire.i)
         wiring.connect(m, self.wire.o, self.rx.i)
         wiring.connect(m, self.rx.o, wiring.flipped(self.o))
-        for name in (*SETTINGS, *RETRY_SETTINGS):
-            m.d.comb += getattr(self.wire, name).eq(getattr(self, name))
+        wiring.connect(m, wiring.flipped(self.settings), self.wire.settings)
         # The ACK/NAK sideband: through the wire's faults, then ``latency`` cycles back
         m.d.comb += [self.wire.side_i.valid.eq(self.rx.ack.valid),
                      self.wire.side_i.payload.eq(self.rx.ack.payload)]
@@ -100,10 +101,8 @@ class ReliableLink(wiring.Component):
         m.d.comb += [back.i.valid.eq(self.wire.side_o.valid),
                      back.i.payload.eq(self.wire.side_o.payload),
                      self.tx.ack.valid.eq(back.o.valid), self.tx.ack.payload.eq(back.o.payload)]
-        for name in TX_COUNTERS:
-            m.d.comb += getattr(self, f"tx_{name}").eq(getattr(self.tx, name))
-        for name in RX_COUNTERS:
-            m.d.comb += getattr(self, f"rx_{name}").eq(getattr(self.rx, name))
-        for name in LINK_COUNTERS + RETRY_LINK_COUNTERS + LINK_FLAGS:
-            m.d.comb += getattr(self, f"link_{name}").eq(getattr(self.wire, name))
+        counters = self.counters
+        wiring.connect(m, PortView(counters.tx.signature, self.tx), wiring.flipped(counters.tx))
+        wiring.connect(m, PortView(counters.rx.signature, self.rx), wiring.flipped(counters.rx))
+        wiring.connect(m, self.wire.counters, wiring.flipped(counters.link))
         return m

@@ -11,6 +11,7 @@ from spec.checks import check_int, reject
 from spec.fabric import SWITCH_COUNTERS
 from spec.formats.nic import Framing, dst_byte, src_byte
 from spec.formats.packet import check_width, packet_layout, packet_signature
+from spec.ports import CountersSignature
 
 __all__ = ["Switch", "table_write_layout", "source_write_layout"]
 
@@ -52,16 +53,17 @@ class Switch(wiring.Component):
 
     Ports
     -----
-    i0 .. i{N-1} : In(packet_signature(width))
-        Ingress links; always ready. The sender must not overrun the buffer (credits).
-    o0 .. o{N-1} : Out(packet_signature(width))
+    i : In(packet_signature(width)).array(N)
+        Ingress links ``i[0]`` .. ``i[N-1]``; always ready. The sender must not overrun
+        the buffer (credits).
+    o : Out(packet_signature(width)).array(N)
         Egress links. Without ``backpressure`` ``ready`` is ignored (links can not push
         back). With it, a beat stays on the port until ``ready``; the port's register
         takes a new beat only in a cycle where it is empty or its beat leaves (with
         ``hop_latency``: where it is empty or the hop's elastic delay has room), and an
         output that can not take one grants nothing.
-    credit0 .. : Out(1)
-        One beat left ingress buffer ``i`` this cycle (one credit for its sender).
+    credit : Out(1).array(N)
+        ``credit[p]``: one beat left ingress buffer ``p`` this cycle (one credit for its sender).
     table_wr : In(stream.Signature(table_write_layout(N), always_ready=True))
         Writes ``table[node] = port``, effective from the next cycle. At power-up
         ``table[n] = n mod N``; the table is a memory, so a reset keeps the routes
@@ -71,8 +73,9 @@ class Switch(wiring.Component):
         cycle; like ``table_wr``, configuration written at setup and kept by a reset.
         At power-up every entry is N: every node id is allowed on every port, so a
         switch whose source table is never written forwards exactly as before.
-    drop_spoofed : Out(32)
-        Frames dropped by the source check (all ports; wraps at 2**32).
+    counters : Out(CountersSignature(SWITCH_COUNTERS))
+        ``counters.drop_spoofed``: frames dropped by the source check (all ports; wraps
+        at 2**32).
 
     Source check
     ------------
@@ -126,12 +129,10 @@ class Switch(wiring.Component):
         self.hop_latency = check_int(self, "hop_latency (cycles)", hop_latency, 0, MAX_DELAY)
         sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True)),
                "src_wr": In(stream.Signature(source_write_layout(ports), always_ready=True))}
-        for name in SWITCH_COUNTERS:
-            sig[name] = Out(32)
-        for p in range(ports):
-            sig[f"i{p}"] = In(packet_signature(width))
-            sig[f"o{p}"] = Out(packet_signature(width))
-            sig[f"credit{p}"] = Out(1)
+        sig.update({"i": In(packet_signature(width)).array(ports),
+                    "o": Out(packet_signature(width)).array(ports),
+                    "credit": Out(1).array(ports),
+                    "counters": Out(CountersSignature(SWITCH_COUNTERS))})
         super().__init__(sig)
 
     def elaborate(self, platform):
@@ -159,7 +160,7 @@ class Switch(wiring.Component):
         for p in range(n):
             q = fifo.SyncFIFO(width=layout.size, depth=self.fifo_depth)
             m.submodules[f"in{p}"] = q
-            link = getattr(self, f"i{p}")
+            link = self.i[p]
             m.d.comb += [link.ready.eq(1), q.w_en.eq(link.valid), q.w_data.eq(link.payload)]
             head = Signal(layout, name=f"head{p}")
             m.d.comb += head.eq(q.r_data)
@@ -235,7 +236,7 @@ class Switch(wiring.Component):
                     blocked = Cat(*[req[b] for b in before]).any() if before else 0
                     wins.append((rr == start) & ~blocked)
                 first_in_order.append(Cat(*wins).any())
-            egress = getattr(self, f"o{o}")
+            egress = self.o[o]
             valid = Signal(name=f"eg_valid{o}")
             beat = Signal(layout, name=f"eg_beat{o}")
             space = Signal(name=f"space{o}")
@@ -284,8 +285,8 @@ class Switch(wiring.Component):
             drained = dstart[p] | (drop[p] & ready[p].r_rdy)
             m.d.comb += [starts_[p].eq(dstart[p] | Cat(*grants_of[p]).any()),
                          pops[p].eq(Cat(*moves[p], drained).any()), ready[p].r_en.eq(pops[p]),
-                         getattr(self, f"credit{p}").eq(pops[p])]
+                         self.credit[p].eq(pops[p])]
         spoofed = Signal(32)
         m.d.sync += spoofed.eq(spoofed + sum(dstart[p] for p in range(n)))
-        m.d.comb += self.drop_spoofed.eq(spoofed)
+        m.d.comb += self.counters.drop_spoofed.eq(spoofed)
         return m

@@ -10,6 +10,17 @@ from rtl.sim.stream_recorder import StreamRecorder
 __all__ = ["HarnessTop"]
 
 
+def _replace(obj, path, value):
+    """Put ``value`` at ``path`` (a port's path in a signature's ``flatten``: member
+    names, and indices into arrays) of interface ``obj``."""
+    for step in path[:-1]:
+        obj = obj[step] if isinstance(step, int) else getattr(obj, step)
+    if isinstance(path[-1], int):
+        obj[path[-1]] = value
+    else:
+        setattr(obj, path[-1], value)
+
+
 class HarnessTop(wiring.Component):
     """A top whose only boundary to Python is configuration ports and bulk memories.
 
@@ -31,7 +42,8 @@ class HarnessTop(wiring.Component):
     ``self.player_streams[name]`` (an ``Out`` stream) and ``self.recorder_streams[name]``
     (an ``In`` stream). ``now`` counts cycles from 0 in the first cycle after reset.
 
-    Static ports: every ``In`` port (configuration, counts, seeds) is set before reset
+    Static ports: every ``In`` port (configuration, counts, seeds; the ``In`` members of
+    a port of a signature, such as a link's settings, too) is set before reset
     and held through the run, so the design sees it through a register without reset,
     loaded every cycle (also during reset): the value set before reset, one cycle later.
     While :meth:`elaborate_design` runs, ``self.<port>`` is that register. This is for
@@ -79,18 +91,20 @@ class HarnessTop(wiring.Component):
         m.d.comb += [cd.clk.eq(self.clk), cd.rst.eq(rst_held)]
         m.d.sync += rst_held.eq(self.rst)
         m.d.sync += self.now.eq(self.now + 1)
-        ports = {}
-        for name, member in self.signature.members.items():
-            if member.is_port and member.flow == In and name not in self.LIVE_PORTS:
-                port = ports[name] = getattr(self, name)
-                held = Signal.like(port, name=f"{name}_held", reset_less=True)
+        swapped = []
+        for path, member, port in self.signature.flatten(self):
+            if member.flow == In and path[0] not in self.LIVE_PORTS:
+                held = Signal.like(port, name="__".join(map(str, path)) + "_held",
+                                   reset_less=True)
                 m.d.sync += held.eq(port)
-                setattr(self, name, held)
+                swapped.append((path, port, held))
+        for path, _, held in swapped:
+            _replace(self, path, held)
         try:
             self._elaborate_parts(m)
         finally:
-            for name, port in ports.items():
-                setattr(self, name, port)
+            for path, port, _ in swapped:
+                _replace(self, path, port)
         return m
 
     def _elaborate_parts(self, m):

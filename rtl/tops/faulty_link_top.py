@@ -6,7 +6,6 @@ from amaranth.lib.wiring import In, Out
 from rtl.fabric.faulty_link import FaultyLink
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int
-from spec.fabric import COUNTERS, FLAGS, SETTINGS
 from spec.formats.packet import packet_layout
 
 __all__ = ["FaultyLinkTop"]
@@ -22,8 +21,9 @@ class FaultyLinkTop(HarnessTop):
     depth : int
         Beats the player and the recorder hold (16 to 65536).
 
-    Extra ports: the link's setting ports (:data:`spec.fabric.SETTINGS`, in;
-    hold them from before reset), its counters and flags (out), under the same names.
+    Extra ports: the link's ``settings`` (:data:`spec.fabric.SETTINGS`; hold them from
+    before reset) and ``counters`` (its counters and flags); in Verilog
+    ``settings__<name>`` and ``counters__<name>``.
     The link never pushes back, so the ``sink`` recorder must run without stalls; a
     beat it can not take is lost, as on a wire.
     """
@@ -33,15 +33,13 @@ class FaultyLinkTop(HarnessTop):
         self.link = FaultyLink(width, latency, max_frame_beats, fifo_depth)
         self.width = width
         lay = packet_layout(width)
-        ports = {name: In(bits) for name, bits in SETTINGS.items()}
-        ports.update({name: Out(32) for name in COUNTERS})
-        ports.update({name: Out(1) for name in FLAGS})
+        settings, counters = FaultyLink.port_signatures()
         super().__init__(players={"src": (lay, depth)}, recorders={"sink": (lay, depth)},
-                         ports=ports)
+                         ports={"settings": In(settings), "counters": Out(counters)})
 
     def elaborate_design(self, m, players, recorders):
         m.submodules.link = link = self.link
         wiring.connect(m, players["src"].o, link.i)
         wiring.connect(m, link.o, recorders["sink"].i)
-        m.d.comb += [getattr(link, name).eq(getattr(self, name)) for name in SETTINGS]
-        m.d.comb += [getattr(self, name).eq(getattr(link, name)) for name in COUNTERS + FLAGS]
+        wiring.connect(m, wiring.flipped(self.settings), link.settings)
+        wiring.connect(m, link.counters, wiring.flipped(self.counters))

@@ -9,13 +9,13 @@ from rtl.host import HostInterface
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int
 from spec.host import (
-    COUNTER_BITS,
     HOST_COUNTERS,
     mmio_layout,
     rd_data_layout,
     rd_req_layout,
     wr_layout,
 )
+from spec.ports import CountersSignature, PortView
 
 __all__ = ["HostInterfaceTop"]
 
@@ -36,7 +36,8 @@ class HostInterfaceTop(HarnessTop):
     words : int
         Items each recorder holds (16 to 65536).
 
-    Extra ports: the counters (:data:`spec.host.HOST_COUNTERS`, out) and
+    Extra ports: ``counters`` (:data:`spec.host.HOST_COUNTERS`, out; a
+    :class:`spec.ports.CountersSignature`, in Verilog ``counters__<name>``) and
     ``mmio_gap_seed`` (In(16)), ``mmio_gap_rate`` (In(8)): a stall pattern that holds
     back the first word of each host write (the host never pauses inside a write), so
     the ``mmio_in`` player itself must play without stalls (``mmio_in_stall_rate`` 0).
@@ -48,8 +49,8 @@ class HostInterfaceTop(HarnessTop):
         self.words = check_int(self, "recorder depth (items)", words, 16, 65536)
         self.hif = HostInterface(profile, depth)
         self.profile, self.depth = profile, depth
-        ports = {name: Out(COUNTER_BITS) for name in HOST_COUNTERS}
-        ports.update({"mmio_gap_seed": In(16), "mmio_gap_rate": In(8)})
+        ports = {"counters": Out(CountersSignature(HOST_COUNTERS)),
+                 "mmio_gap_seed": In(16), "mmio_gap_rate": In(8)}
         super().__init__(
             players={"rd_req": (rd_req_layout(depth), items),
                      "wr": (wr_layout(depth), items),
@@ -76,4 +77,5 @@ class HostInterfaceTop(HarnessTop):
         wiring.connect(m, hif.mem_rd_addr, mem.rd_addr)
         wiring.connect(m, mem.rd_data, hif.mem_rd_data)
         wiring.connect(m, hif.mem_wr, mem.wr)
-        m.d.comb += [getattr(self, name).eq(getattr(hif, name)) for name in HOST_COUNTERS]
+        wiring.connect(m, PortView(self.counters.signature, hif),
+                       wiring.flipped(self.counters))

@@ -1,6 +1,7 @@
 """Co-simulation top of the NIC's receiver alone: raw frames in, local-memory writes out."""
 
 from amaranth import ResetSignal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
@@ -11,6 +12,7 @@ from rtl.tops.nic_top import write_event_layout
 from spec.checks import check_int
 from spec.formats.packet import packet_layout
 from spec.nic import COUNTERS
+from spec.ports import CountersSignature, PortView
 
 __all__ = ["NicRxTop"]
 
@@ -32,7 +34,8 @@ class NicRxTop(HarnessTop):
     writes ``(src, base, size)``, one per cycle from cycle 0, always taken; 256 deep:
     one per source). Recorder ``wr``: every local-memory write (word address, byte
     enables) in its cycle, without backpressure. Run-time input ``node_id`` (set before
-    reset); outputs: the receiver's counters :data:`spec.nic.COUNTERS`.
+    reset); output ``counters``: the receiver's counters :data:`spec.nic.COUNTERS`
+    (:class:`spec.ports.CountersSignature`; in Verilog ``counters__<name>``).
     """
 
     def __init__(self, width=16, framing="compact", max_payload=512, mem_words=256,
@@ -42,8 +45,7 @@ class NicRxTop(HarnessTop):
         self.beats = check_int(self, "beats (player/recorder depth)", beats, 1, 1 << 17)
         self.rx = NicRx(width, framing, max_payload, mem_words)
         self.mem = LatencyMemory(width, mem_words, 1)
-        ports = {"node_id": In(8)}
-        ports.update({c: Out(32) for c in COUNTERS})
+        ports = {"node_id": In(8), "counters": Out(CountersSignature(COUNTERS))}
         super().__init__(
             players={"raw": (packet_layout(width), beats, True),
                      "win": (window_write_layout(mem_words), SOURCES)},
@@ -65,5 +67,4 @@ class NicRxTop(HarnessTop):
             wr.payload.addr.eq(rx.wr.payload.addr),
             wr.payload.be.eq(rx.wr.payload.be),
         ]
-        for c in COUNTERS:
-            m.d.comb += getattr(self, c).eq(getattr(rx, c))
+        wiring.connect(m, PortView(self.counters.signature, rx), wiring.flipped(self.counters))

@@ -1,6 +1,6 @@
 """Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
 
-from amaranth import Mux, ResetSignal
+from amaranth import Mux, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,13 +18,7 @@ from rtl.nic.outstanding_tracker import OutstandingTracker, cpl_event_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
-from spec.fabric import (
-    COUNTER_PORTS,
-    RETRY_SETTINGS,
-    SETTINGS,
-    SOURCE_WRITES,
-    SWITCH_COUNTERS,
-)
+from spec.fabric import SOURCE_WRITES, SWITCH_COUNTERS
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
@@ -34,12 +28,11 @@ from spec.nic import (
     COMPLETION_DEFAULTS,
     COMPLETIONS,
     COUNTERS,
-    CPL_COUNTERS,
-    CPL_PEER_PORTS,
     PCIE_WORD_BITS,
     WINDOW_WRITES,
     completion_flush_idle,
 )
+from spec.ports import CountersSignature, PortView, completion_signatures
 
 __all__ = ["NicTop", "write_event_layout"]
 
@@ -69,10 +62,11 @@ class NicTop(HarnessTop):
     base, size)`` in words, one per cycle from cycle 0, always accepted;
     :data:`spec.nic.WINDOW_WRITES` deep; an empty player keeps the power-up windows, the
     whole memory for every source).
-    Run-time inputs: ``node_id<p>`` (set before reset). Outputs: the counters of
-    :data:`spec.nic.COUNTERS` per node, the switch's :data:`spec.fabric.SWITCH_COUNTERS`
-    (``drop_spoofed``), ``credit_errors`` (any counter's sticky
-    underflow/overflow).
+    Run-time inputs: ``node_id[p]`` (set before reset). Outputs: ``rx[p]``, the counters
+    of :data:`spec.nic.COUNTERS` of node ``p``'s receiver, ``switch_counters``
+    (:data:`spec.fabric.SWITCH_COUNTERS`: ``drop_spoofed``), ``credit_errors`` (any
+    counter's sticky underflow/overflow). Counter ports are
+    :class:`spec.ports.CountersSignature` ports (in Verilog ``rx__<p>__<name>``).
 
     ``attachment`` (:data:`spec.nic.ATTACHMENTS`): ``integrated`` as above. ``pcie``
     (needs ``width`` 64 and ``mem_words`` at most ``2**PCIE_WORD_BITS``): node ``p`` has
@@ -84,7 +78,7 @@ class NicTop(HarnessTop):
     beats. NicRx's writes go to the interface's ``wr`` port (``last`` on each frame's
     last write: one posted write TLP per frame) and reach ``mem<p>`` from its
     ``mem_wr``; ``wr<p>`` then records those memory writes. The interfaces' counters
-    are ports ``hi<p>_<name>`` (:data:`spec.host.HOST_COUNTERS`). The receive path
+    are ports ``hi[p]`` (:data:`spec.host.HOST_COUNTERS`). The receive path
     assumes the interface's write buffer never fills (the model raises if it would).
 
     Open-loop arrivals: the ``cmd<p>`` players are timed
@@ -101,11 +95,11 @@ class NicTop(HarnessTop):
     With ``retry`` every uplink and downlink is a :class:`ReliableLink` (link-level
     retry over a faulty wire; docs/recovery.md) instead of a plain ``Link``, and the
     switch holds its egress beats while a downlink's replay buffer is full. The wires
-    share the fault settings ports ``flt_<setting>`` (:data:`spec.fabric.SETTINGS` and
+    share the fault settings port ``flt`` (:data:`spec.fabric.SETTINGS` and
     :data:`spec.fabric.RETRY_SETTINGS`: tags and ACK/NAKs damaged too); wire ``k``
     (``2p`` the uplink of node ``p``, ``2p + 1`` its downlink) uses the seed
-    ``flt_seed + k`` (16 bits). Each link's counters are ports ``up<p>_<name>`` and
-    ``down<p>_<name>`` (:data:`spec.fabric.COUNTER_PORTS`).
+    ``flt.seed + k`` (16 bits). Each link's counters are ports ``up[p]`` and
+    ``down[p]`` (:meth:`rtl.fabric.reliable_link.ReliableLink.port_signatures`).
 
     ``fabric`` (a profile of :data:`spec.fabric_profiles.FABRIC_PROFILES`, default
     ``board``): the links take the profile's ``link`` cycles (``link_latency`` None; on
@@ -125,16 +119,17 @@ class NicTop(HarnessTop):
     nodes - 1`` tracked; ``coalesce`` and ``flush_idle``, defaults
     :data:`spec.nic.COMPLETION_DEFAULTS` and :func:`spec.nic.completion_flush_idle`)
     whose frames NicTx merges onto the uplink, and an :class:`OutstandingTracker`
-    ``otrk<p>`` (``timeout``) fed by NicTx's ``sent`` and NicRx's ``cpl``. Ports
-    ``<name><p>`` (:data:`spec.nic.CPL_COUNTERS`) and ``<name><p>_<d>``
-    (:data:`spec.nic.CPL_PEER_PORTS`, 16 bits); recorder ``cp<p>`` every completion
-    that reaches node ``p``'s tracker (``cpl_event_layout``). A store frame counts as
-    complete at its receiver in the cycle NicRx's ``ack`` says so: its last buffered
-    beat drained, with or after its last write on ``wr``. With ``pcie`` that write is
-    the frame's last word taken by ``hi<p>``'s ``wr`` port, a posted write the interface
-    accepts at once (the assumption above): the completion means "handed to the host
-    interface as posted writes", not "in host memory", the RDMA responder's ACK point
-    (:class:`rtl.rdma.resp.responder.Responder`, Timing: the verify stage writes a
+    ``otrk<p>`` (``timeout``) fed by NicTx's ``sent`` and NicRx's ``cpl``. Their counters
+    are ports ``cgen[p]`` and ``otrk[p]`` (:func:`spec.ports.completion_signatures`: in
+    Verilog ``cgen__<p>__cpl_sent``, ``otrk__<p>__cpl_ok``, ``otrk__<p>__outstanding``
+    with destination ``d`` in bits ``16d .. 16d + 15``); recorder ``cp<p>`` every
+    completion that reaches node ``p``'s tracker (``cpl_event_layout``). A store frame
+    counts as complete at its receiver in the cycle NicRx's ``ack`` says so: its last
+    buffered beat drained, with or after its last write on ``wr``. With ``pcie`` that
+    write is the frame's last word taken by ``hi<p>``'s ``wr`` port, a posted write the
+    interface accepts at once (the assumption above): the completion means "handed to
+    the host interface as posted writes", not "in host memory", the RDMA responder's ACK
+    point (:class:`rtl.rdma.resp.responder.Responder`, Timing: the verify stage writes a
     frame's ACK and its write job in the same cycle, the ACK leaves in ``t + 3`` and the
     payload words reach the host interface from ``t + 4``; posted writes are never
     acknowledged by the host, and PCIe ordering makes them visible before anything the
@@ -207,10 +202,18 @@ class NicTop(HarnessTop):
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
-        ports.update({name: Out(32) for name in SWITCH_COUNTERS})
+        ports.update({"switch_counters": Out(CountersSignature(SWITCH_COUNTERS)),
+                      "node_id": In(8).array(nodes),
+                      "rx": Out(CountersSignature(COUNTERS)).array(nodes)})
         if self.retry:
-            ports.update({f"flt_{name}": In(bits) for name, bits in
-                          {**SETTINGS, **RETRY_SETTINGS}.items()})
+            settings, counters = ReliableLink.port_signatures()
+            ports.update({"flt": In(settings), "up": Out(counters).array(nodes),
+                          "down": Out(counters).array(nodes)})
+        if self.pcie:
+            ports["hi"] = Out(CountersSignature(HOST_COUNTERS)).array(nodes)
+        if self.e2e:
+            gen, tracker = completion_signatures(nodes)
+            ports.update({"cgen": Out(gen).array(nodes), "otrk": Out(tracker).array(nodes)})
         players["tbl"] = (table_write_layout(nodes), 16)
         players["src"] = (source_write_layout(nodes), SOURCE_WRITES)
         for p in range(nodes):
@@ -220,22 +223,8 @@ class NicTop(HarnessTop):
             recorders[f"tx{p}"] = (packet_layout(width), events[p])
             recorders[f"wr{p}"] = (write_event_layout(mem_words), events[p])
             recorders[f"cr{p}"] = (1, events[p])
-            ports[f"node_id{p}"] = In(8)
-            if self.retry:
-                for side in ("up", "down"):
-                    for name in COUNTER_PORTS:
-                        ports[f"{side}{p}_{name}"] = Out(1 if name in (
-                            "link_overflow", "link_too_long") else 32)
-            for c in COUNTERS:
-                ports[f"{c}{p}"] = Out(32)
             if self.e2e:
                 recorders[f"cp{p}"] = (cpl_event_layout, events[p])
-                ports.update({f"{c}{p}": Out(32) for c in CPL_COUNTERS})
-                ports.update({f"{c}{p}_{d}": Out(16) for c in CPL_PEER_PORTS
-                              for d in range(nodes)})
-            if self.pcie:
-                for c in HOST_COUNTERS:
-                    ports[f"hi{p}_{c}"] = Out(32)
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     def elaborate_design(self, m, players, recorders):
@@ -246,8 +235,7 @@ class NicTop(HarnessTop):
         src = players["src"].o
         m.d.comb += [sw.src_wr.valid.eq(src.valid), sw.src_wr.payload.eq(src.payload),
                      src.ready.eq(~ResetSignal())]
-        for name in SWITCH_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(sw, name))
+        wiring.connect(m, sw.counters, wiring.flipped(self.switch_counters))
         errors = []
         for p in range(self.nodes):
             tx, rx, (up, down), cr, mem = (self.txs[p], self.rxs[p], self.links[p],
@@ -260,8 +248,8 @@ class NicTop(HarnessTop):
             m.submodules[f"mem{p}"] = mem
             m.submodules[f"inj{p}"] = inj = FaultInjector(self.width)
             cmd = players[f"cmd{p}"].o
-            node_id = getattr(self, f"node_id{p}")
-            ingress, egress = getattr(sw, f"i{p}"), getattr(sw, f"o{p}")
+            node_id = self.node_id[p]
+            ingress, egress = sw.i[p], sw.o[p]
             txrec, wrrec, crrec = (recorders[f"tx{p}"].i, recorders[f"wr{p}"].i,
                                    recorders[f"cr{p}"].i)
             m.d.comb += [
@@ -283,12 +271,11 @@ class NicTop(HarnessTop):
                 rx.win_wr.payload.eq(players[f"win{p}"].o.payload),
                 players[f"win{p}"].o.ready.eq(~ResetSignal()),
                 rx.i.valid.eq(inj.o.valid), rx.i.payload.eq(inj.o.payload),
-                cr.i.eq(getattr(sw, f"credit{p}")),
+                cr.i.eq(sw.credit[p]),
                 tx.give.eq(cr.o),
                 crrec.valid.eq(cr.o), crrec.payload.eq(1),
             ]
-            for c in COUNTERS:
-                m.d.comb += getattr(self, f"{c}{p}").eq(getattr(rx, c))
+            wiring.connect(m, PortView(self.rx[p].signature, rx), wiring.flipped(self.rx[p]))
             if self.pcie:
                 self._attach_pcie(m, p, cmd, tx, rx, mem, wrrec)
             else:
@@ -302,14 +289,13 @@ class NicTop(HarnessTop):
                     wrrec.payload.be.eq(rx.wr.payload.be),
                 ]
             if self.retry:
-                for k, (side, link) in enumerate((("up", up), ("down", down))):
-                    for name in (*SETTINGS, *RETRY_SETTINGS):
-                        value = getattr(self, f"flt_{name}")
-                        if name == "seed":
-                            value = (value + 2 * p + k)[:16]
-                        m.d.comb += getattr(link, name).eq(value)
-                    for name in COUNTER_PORTS:
-                        m.d.comb += getattr(self, f"{side}{p}_{name}").eq(getattr(link, name))
+                for k, (link, port) in enumerate(((up, self.up[p]), (down, self.down[p]))):
+                    # The shared settings, with this wire's own seed.
+                    settings = PortView(wiring.flipped(self.flt).signature, self.flt)
+                    settings.seed = Signal(16, name=f"flt_seed{2 * p + k}")
+                    m.d.comb += settings.seed.eq((self.flt.seed + 2 * p + k)[:16])
+                    wiring.connect(m, settings, link.settings)
+                    wiring.connect(m, link.counters, wiring.flipped(port))
             if self.e2e:
                 self._attach_completion(m, p, tx, rx, node_id, recorders[f"cp{p}"].i)
             errors += [tx.underflow, tx.overflow]
@@ -325,13 +311,9 @@ class NicTop(HarnessTop):
         wiring.connect(m, tx.sent, trk.sent)
         wiring.connect(m, rx.cpl, trk.cpl)
         m.d.comb += [gen.node_id.eq(node_id),
-                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload),
-                     getattr(self, f"cpl_sent{p}").eq(gen.cpl_sent),
-                     getattr(self, f"cpl_ok{p}").eq(trk.cpl_ok),
-                     getattr(self, f"cpl_bad{p}").eq(trk.cpl_bad)]
-        for name in CPL_PEER_PORTS:
-            for d in range(self.nodes):
-                m.d.comb += getattr(self, f"{name}{p}_{d}").eq(getattr(trk, name)[d])
+                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
+        for port, block in ((self.cgen[p], gen), (self.otrk[p], trk)):
+            wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
 
     def _attach_pcie(self, m, p, cmd, tx, rx, mem, wrrec):
         """Node ``p``'s host interface between the host (player ``cmd<p>``) and NicTx, and
@@ -364,5 +346,4 @@ class NicTop(HarnessTop):
         wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
         wiring.connect(m, mem.rd_data, hi.mem_rd_data)
         wiring.connect(m, hi.mem_wr, mem.wr)
-        for name in HOST_COUNTERS:
-            m.d.comb += getattr(self, f"hi{p}_{name}").eq(getattr(hi, name))
+        wiring.connect(m, PortView(self.hi[p].signature, hi), wiring.flipped(self.hi[p]))

@@ -1,7 +1,7 @@
 """Co-simulation top of design 2 on the fabric: ``nodes`` RDMA nodes on one MAC-routed
 switch, the switch and links of the NIC's top."""
 
-from amaranth import ResetSignal, Signal
+from amaranth import ResetSignal, Shape, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,6 +20,7 @@ from spec.checks import check_int, reject
 from spec.fabric import SWITCH_COUNTERS
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
+from spec.ports import CountersSignature, PortView
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
@@ -73,12 +74,14 @@ class RdmaFabricTop(HarnessTop):
 
     Run-time ports, shared by every node: ``qpc_base`` (both context tables), ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
-    ``ack_frames``, ``serial``, ``cache_log2``. Counters: ``n<p>_req_<name>``
-    (:data:`spec.rdma_engine.REQUESTER_COUNTERS`), ``n<p>_resp_<name>``, the host
-    interfaces' ``n<p>_hrq_<name>`` and ``n<p>_hrs_<name>``
-    (:data:`spec.host.HOST_COUNTERS`), the merge's ``n<p>_merge_<name>``
-    (:data:`spec.rdma_fabric.MERGE_FLAGS`, :data:`~spec.rdma_fabric.MERGE_COUNTERS`),
-    the switch's :data:`spec.fabric.SWITCH_COUNTERS`.
+    ``ack_frames``, ``serial``, ``cache_log2``. Counters, arrays of
+    :class:`spec.ports.CountersSignature` ports indexed by node (in Verilog
+    ``<port>__<p>__<name>``): ``req`` (:data:`spec.rdma_engine.REQUESTER_COUNTERS`),
+    ``resp`` (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`), the host interfaces'
+    ``hrq`` and ``hrs`` (:data:`spec.host.HOST_COUNTERS`), the merges' ``merge``
+    (:data:`spec.rdma_fabric.MERGE_FLAGS`, :data:`~spec.rdma_fabric.MERGE_COUNTERS`, as
+    wide as the merge's own); and ``switch_counters``
+    (:data:`spec.fabric.SWITCH_COUNTERS`).
 
     Parameters: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` (``nodes`` 2 to 8), and the
     engines' :data:`~spec.rdma_engine.REQUESTER_DEFAULTS` and
@@ -123,16 +126,20 @@ class RdmaFabricTop(HarnessTop):
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
-        ports.update({name: Out(32) for name in SWITCH_COUNTERS})
+        level_bits = Shape.cast(range(p["merge_depth"] + 1)).width
+        nodes = self.nodes
+        ports.update({
+            "switch_counters": Out(CountersSignature(SWITCH_COUNTERS)),
+            "req": Out(CountersSignature(REQUESTER_COUNTERS)).array(nodes),
+            "resp": Out(CountersSignature(RESPONDER_COUNTERS)).array(nodes),
+            "hrq": Out(CountersSignature(HOST_COUNTERS)).array(nodes),
+            "hrs": Out(CountersSignature(HOST_COUNTERS)).array(nodes),
+            "merge": Out(CountersSignature(MERGE_COUNTERS, width=level_bits,
+                                           flags=MERGE_FLAGS)).array(nodes),
+        })
         players, recorders = {}, {}
         beat = packet_layout(64)
         for n in range(self.nodes):
-            ports.update({f"n{n}_req_{c}": Out(32) for c in REQUESTER_COUNTERS})
-            ports.update({f"n{n}_resp_{c}": Out(32) for c in RESPONDER_COUNTERS})
-            for side in ("hrq", "hrs"):
-                ports.update({f"n{n}_{side}_{c}": Out(32) for c in HOST_COUNTERS})
-            ports.update({f"n{n}_merge_{c}": Out(1) for c in MERGE_FLAGS})
-            ports.update({f"n{n}_merge_{c}": Out(32) for c in MERGE_COUNTERS})
             players[f"mmio{n}"] = (mmio_layout(), p["mmio"], True)
             recorders[f"wire{n}"] = (beat, p["wire_beats"])
             recorders[f"written{n}"] = (TAG_BITS, p["events"])
@@ -165,8 +172,7 @@ class RdmaFabricTop(HarnessTop):
         rst = ResetSignal()
         m.submodules.switch = sw = self.switch
         m.d.comb += [sw.table_wr.valid.eq(0), sw.src_wr.valid.eq(0)]
-        for name in SWITCH_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(sw, name))
+        wiring.connect(m, sw.counters, wiring.flipped(self.switch_counters))
         for n in range(self.nodes):
             parts = self.parts[n]
             for name, part in parts.items():
@@ -196,15 +202,15 @@ class RdmaFabricTop(HarnessTop):
                 resp.o.ready.eq(merge.b.ready),
                 up.i.valid.eq(up_valid), up.i.payload.eq(merge.o.payload),
                 merge.o.ready.eq(~rst),
-                getattr(sw, f"i{n}").valid.eq(up.o.valid),
-                getattr(sw, f"i{n}").payload.eq(up.o.payload),
+                sw.i[n].valid.eq(up.o.valid),
+                sw.i[n].payload.eq(up.o.payload),
                 up.o.ready.eq(~rst),
-                parts["cret"].i.eq(getattr(sw, f"credit{n}")),
+                parts["cret"].i.eq(sw.credit[n]),
                 merge.give.eq(parts["cret"].o),
                 # Downlink: switch -> link -> demux -> requester (ACKs) / responder.
-                down.i.valid.eq(getattr(sw, f"o{n}").valid),
-                down.i.payload.eq(getattr(sw, f"o{n}").payload),
-                getattr(sw, f"o{n}").ready.eq(~rst),
+                down.i.valid.eq(sw.o[n].valid),
+                down.i.payload.eq(sw.o[n].payload),
+                sw.o[n].ready.eq(~rst),
                 demux.i.valid.eq(down.o.valid), demux.i.payload.eq(down.o.payload),
                 down.o.ready.eq(~rst),
                 req.i.valid.eq(demux.ack.valid), req.i.payload.eq(demux.ack.payload),
@@ -224,12 +230,7 @@ class RdmaFabricTop(HarnessTop):
                 wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
                 wiring.connect(m, mem.rd_data, hi.mem_rd_data)
                 wiring.connect(m, hi.mem_wr, mem.wr)
-            for c in REQUESTER_COUNTERS:
-                m.d.comb += getattr(self, f"n{n}_req_{c}").eq(getattr(req, c))
-            for c in RESPONDER_COUNTERS:
-                m.d.comb += getattr(self, f"n{n}_resp_{c}").eq(getattr(resp, c))
-            for side, hi in (("hrq", hi_rq), ("hrs", hi_rs)):
-                for c in HOST_COUNTERS:
-                    m.d.comb += getattr(self, f"n{n}_{side}_{c}").eq(getattr(hi, c))
-            for c in MERGE_FLAGS + MERGE_COUNTERS:
-                m.d.comb += getattr(self, f"n{n}_merge_{c}").eq(getattr(merge, c))
+            for port, block in ((self.req[n], req), (self.resp[n], resp),
+                                (self.hrq[n], hi_rq), (self.hrs[n], hi_rs),
+                                (self.merge[n], merge)):
+                wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))

@@ -15,13 +15,10 @@ from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
 from spec.checks import check_int, reject
-from spec.fabric import COUNTERS as LINK_COUNTERS
-from spec.fabric import FLAGS as LINK_FLAGS
-from spec.fabric import RETRY_LINK_COUNTERS, RETRY_SETTINGS, RX_COUNTERS, TX_COUNTERS
-from spec.fabric import SETTINGS as LINK_SETTINGS
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS, mmio_layout
-from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS, LINKS
+from spec.ports import CountersSignature, PortView
+from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
@@ -33,12 +30,7 @@ from spec.rdma_engine import (
     TOP_DEFAULTS,
 )
 
-__all__ = ["RdmaTop", "RETRY_COUNTER_PORTS"]
-
-#: With ``link_retry``: the reliable link's counters, as ``<link>_<name>`` ports, besides
-#: the wire's (:data:`spec.fabric.COUNTERS`): its ends' and the wire's retry counters.
-RETRY_END_PORTS = tuple([f"tx_{n}" for n in TX_COUNTERS] + [f"rx_{n}" for n in RX_COUNTERS])
-RETRY_COUNTER_PORTS = RETRY_END_PORTS + RETRY_LINK_COUNTERS
+__all__ = ["RdmaTop"]
 
 
 class RdmaTop(HarnessTop):
@@ -56,16 +48,15 @@ class RdmaTop(HarnessTop):
     MR table ``responder.mr_table``. The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
-    Both links are :class:`rtl.fabric.faulty_link.FaultyLink` (settings ``ab_*`` and
-    ``ba_*``, counters and flags likewise; all rates 0 is a plain link of
-    ``link_latency`` cycles). With ``link_retry`` both are
-    :class:`rtl.fabric.reliable_link.ReliableLink` of the same latency, sized by
-    :func:`spec.fabric.retry_sizes` for ``LINK_FRAME_BEATS`` (link-level retry under the
-    engine's go-back-N): the wire's settings keep their names and add
-    :data:`spec.fabric.RETRY_SETTINGS` (``ab_tag_rate``, ...), the wire's counters keep
-    theirs and add :data:`spec.fabric.RETRY_LINK_COUNTERS`, and the retry's ends count
-    on ``ab_tx_<name>``/``ab_rx_<name>`` (:data:`spec.fabric.TX_COUNTERS`,
-    :data:`spec.fabric.RX_COUNTERS`; likewise ``ba_``). The engines have no
+    Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
+    ``ab_counters``, ``ba_settings`` and ``ba_counters`` are their ``settings`` and
+    ``counters`` ports (all rates 0 is a plain link of ``link_latency`` cycles). With
+    ``link_retry`` both are :class:`rtl.fabric.reliable_link.ReliableLink` of the same
+    latency, sized by :func:`spec.fabric.retry_sizes` for ``LINK_FRAME_BEATS``
+    (link-level retry under the engine's go-back-N), and those four ports are the
+    reliable links' ``settings`` (the wire's and :data:`spec.fabric.RETRY_SETTINGS`) and
+    ``counters`` (members ``tx``, ``rx`` and ``link``:
+    :meth:`~rtl.fabric.reliable_link.ReliableLink.port_signatures`). The engines have no
     backpressure towards the links: without faults a reliable link's ``i.ready`` never
     falls (its replay buffer holds the round trip and a longest frame more); with
     faults it falls once more than ``tx_depth - LINK_FRAME_BEATS`` beats wait for their
@@ -76,17 +67,21 @@ class RdmaTop(HarnessTop):
     judge it). Frames injected with ``link_retry`` must carry a good FCS: the link's
     receiver NAKs a bad one and its sender repeats it forever. Host interfaces: ``host``
     names the profile of both (:data:`spec.host.PROFILES`); their counters are ports
-    ``hia_<name>`` and ``hib_<name>``. ``header``: the framing of both engines, ``"roce"`` or
+    ``hia`` and ``hib``. ``header``: the framing of both engines, ``"roce"`` or
     ``"scaleup"`` (:mod:`spec.formats.scaleup`).
+    Counters are :class:`spec.ports.CountersSignature` ports, members named as the
+    block's counters (in Verilog ``<port>__<name>``, ``ab_counters__tx__frames``).
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
     ``ack_frames``, ``serial``, ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
-    :class:`rtl.rdma.req.requester.Requester`), the link settings; counters ``req_*``
-    and ``resp_*``. Recorders must run without backpressure. The links take the
-    engines' frames every cycle out of reset; ``ready`` is driven as ``~rst`` (Icarus
-    never evaluates an ``always @*`` whose inputs never change).
+    :class:`rtl.rdma.req.requester.Requester`); counters ``req``
+    (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
+    (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`). Recorders must run without
+    backpressure. The links take the engines' frames every cycle out of reset;
+    ``ready`` is driven as ``~rst`` (Icarus never evaluates an ``always @*`` whose
+    inputs never change).
     """
 
     def __init__(self, link_retry=False, **params):
@@ -115,18 +110,16 @@ class RdmaTop(HarnessTop):
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
         }
-        for link in LINKS:
-            ports.update({f"{link}_{n}": In(bits) for n, bits in LINK_SETTINGS.items()})
-            ports.update({f"{link}_{n}": Out(32) for n in LINK_COUNTERS})
-            ports.update({f"{link}_{n}": Out(1) for n in LINK_FLAGS})
-            if link_retry:
-                ports.update({f"{link}_{n}": In(bits) for n, bits in RETRY_SETTINGS.items()})
-                ports.update({f"{link}_{n}": Out(32) for n in RETRY_COUNTER_PORTS})
-                ports[f"{link}_full"] = Out(1)
-        ports.update({f"req_{n}": Out(32) for n in REQUESTER_COUNTERS})
-        ports.update({f"resp_{n}": Out(32) for n in RESPONDER_COUNTERS})
-        for node in ("hia", "hib"):
-            ports.update({f"{node}_{n}": Out(32) for n in HOST_COUNTERS})
+        link = ReliableLink if link_retry else FaultyLink
+        settings, counters = link.port_signatures()
+        ports.update({"ab_settings": In(settings), "ab_counters": Out(counters),
+                      "ba_settings": In(settings), "ba_counters": Out(counters)})
+        if link_retry:
+            ports.update({"ab_full": Out(1), "ba_full": Out(1)})
+        ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
+                      "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
+                      "hia": Out(CountersSignature(HOST_COUNTERS)),
+                      "hib": Out(CountersSignature(HOST_COUNTERS))})
         beat = packet_layout(64)
         super().__init__(
             players={"mmio": (mmio_layout(), p["mmio"], True),
@@ -200,31 +193,15 @@ class RdmaTop(HarnessTop):
         for name, hi in (("written", hi_b), ("completed", hi_a)):
             m.d.comb += [recorders[name].i.valid.eq(hi.marked.valid),
                          recorders[name].i.payload.eq(hi.marked.payload)]
-        for prefix, link in (("ab", link_ab), ("ba", link_ba)):
-            if self.link_retry:
-                self._connect_retry(m, prefix, link)
-                continue
-            for n in LINK_SETTINGS:
-                m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
-            for n in LINK_COUNTERS + LINK_FLAGS:
-                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
-        for n in REQUESTER_COUNTERS:
-            m.d.comb += getattr(self, f"req_{n}").eq(getattr(req, n))
-        for n in RESPONDER_COUNTERS:
-            m.d.comb += getattr(self, f"resp_{n}").eq(getattr(resp, n))
-        for prefix, hi in (("hia", hi_a), ("hib", hi_b)):
-            for n in HOST_COUNTERS:
-                m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(hi, n))
-
-    def _connect_retry(self, m, prefix, link):
-        """A reliable link's settings and counters on the top's ``<prefix>_*`` ports, and
-        the sticky ``<prefix>_full`` (a beat offered while ``i.ready`` was low)."""
-        for n in (*LINK_SETTINGS, *RETRY_SETTINGS):
-            m.d.comb += getattr(link, n).eq(getattr(self, f"{prefix}_{n}"))
-        for n in LINK_COUNTERS + RETRY_LINK_COUNTERS + LINK_FLAGS:
-            m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, f"link_{n}"))
-        for n in RETRY_END_PORTS:
-            m.d.comb += getattr(self, f"{prefix}_{n}").eq(getattr(link, n))
-        full = getattr(self, f"{prefix}_full")
-        with m.If(link.i.valid & ~link.i.ready):
-            m.d.sync += full.eq(1)
+        for link, settings, counters in ((link_ab, self.ab_settings, self.ab_counters),
+                                         (link_ba, self.ba_settings, self.ba_counters)):
+            wiring.connect(m, wiring.flipped(settings), link.settings)
+            wiring.connect(m, link.counters, wiring.flipped(counters))
+        if self.link_retry:
+            # Sticky: a beat offered while the replay buffer could not take it.
+            for link, full in ((link_ab, self.ab_full), (link_ba, self.ba_full)):
+                with m.If(link.i.valid & ~link.i.ready):
+                    m.d.sync += full.eq(1)
+        for port, block in ((self.req, req), (self.resp, resp), (self.hia, hi_a),
+                            (self.hib, hi_b)):
+            wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))

@@ -127,7 +127,7 @@ async def nic_fuzz(dut):
         writes = [(u["addr"], u["be"]) for u in (unpack(elay, x) for x in items)]
         sb.compare("writes (word, byte enables)", writes, list(model["wr"][0]), fmt=str)
         sb.compare("write cycles", cycles, list(model["wr"][1]), fmt=str)
-        counters = {c: value_of(getattr(dut, c)) for c in COUNTERS}
+        counters = {c: value_of(getattr(dut, f"counters__{c}")) for c in COUNTERS}
         for c in COUNTERS:
             sb.equal(f"counter {c}", counters[c], model["counters"][c])
         mem = dump_memory(dut.local.mem, words)

@@ -46,6 +46,7 @@ from tb.cosim import cosim_params
 from tb.nic.e2e_check import (
     arm_completions,
     compare_completions,
+    cpl_counters,
     read_completions,
     store_completions,
 )
@@ -169,7 +170,7 @@ def _e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire, model_wire):
     rtl_cr = [len(tb.credit_stamps(src)) / n]
     gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
     acks_rtl = {"acks_sent": len(cpl_rtl) / n,
-                "acks_received": int(tb.harness.port(f"cpl_ok{src}").value) / n}
+                "acks_received": cpl_counters(tb, src)["cpl_ok"] / n}
     acks_model = {"acks_sent": n_cpl / n, "acks_received": want["e2e"][src]["cpl_ok"] / n}
     return (rtl_comp, rtl_wire, rtl_cr, model_wire,
             {"acks": acks_rtl, "state_bits": gen + trk},

@@ -7,7 +7,7 @@ from spec.formats.nic import COMPLETION_COUNT_BITS
 from spec.nic import CPL_COUNTERS, CPL_PEER_PORTS
 
 __all__ = ["arm_completions", "read_completions", "compare_completions",
-           "store_completions"]
+           "store_completions", "cpl_counters", "peer_counters"]
 
 
 def arm_completions(tb, want):
@@ -33,23 +33,40 @@ async def read_completions(tb):
     return out
 
 
+def cpl_counters(tb, q):
+    """Node ``q``'s completion counters (:data:`spec.nic.CPL_COUNTERS`): ``cpl_sent`` of
+    port ``cgen[q]``, the others of port ``otrk[q]``."""
+    return {c: int(tb.harness.port(f"{'cgen' if c == 'cpl_sent' else 'otrk'}__{q}__{c}")
+                   .value) for c in CPL_COUNTERS}
+
+
+def peer_counters(tb, q):
+    """Node ``q``'s tracker counters per destination (:data:`spec.nic.CPL_PEER_PORTS`):
+    ``{name: [value of destination d]}``, destination ``d`` in bits ``16d .. 16d + 15``
+    of member ``name`` of port ``otrk[q]`` (an ``ArrayLayout(16, nodes)``)."""
+    out = {}
+    for n in CPL_PEER_PORTS:
+        word = int(tb.harness.port(f"otrk__{q}__{n}").value)
+        out[n] = [word >> (16 * d) & 0xFFFF for d in range(tb.nodes)]
+    return out
+
+
 def compare_completions(sb, tb, want, cp):
     """Every completion at each tracker (``cp`` from :func:`read_completions`) and its
     cycle, the CPL counters and the per-destination ports against the model's ``want``.
     Timeouts: the model's of the cycles before the RTL's ports were read (``tb.end``); none
     may fall within 3 cycles of it. Returns ``(ports, counters)`` as the RTL reads."""
-    h, end, nodes = tb.harness, tb.end, tb.nodes
+    end, nodes = tb.end, tb.nodes
     ports, counters = {}, {}
     for q in range(nodes):
         e = want["e2e"][q]
         sb.compare(f"cp{q} completions", cp[q][0], [tuple(int(x) for x in ev)
                                                     for ev in e["cp"][0]])
         sb.compare(f"cp{q} cycles", cp[q][1], e["cp"][1], fmt=str)
-        counters[q] = {c: int(h.port(f"{c}{q}").value) for c in CPL_COUNTERS}
+        counters[q] = cpl_counters(tb, q)
         for c in CPL_COUNTERS:
             sb.equal(f"{c}{q}", counters[q][c], e[c])
-        ports[q] = {n: [int(h.port(f"{n}{q}_{d}").value) for d in range(nodes)]
-                    for n in CPL_PEER_PORTS}
+        ports[q] = peer_counters(tb, q)
         seen = [t for t, _ in e["timeout_cycles"]]
         sb.equal(f"timeouts{q} away from the end", any(end - 3 <= t <= end + 3 for t in seen),
                  False)

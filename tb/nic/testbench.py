@@ -94,7 +94,7 @@ class NicTestbench:
         if link_settings is not None:
             for name, value in {**link_settings.ports(),
                                 **link_settings.retry_ports()}.items():
-                h.set(f"flt_{name}", value)
+                h.set(f"flt__{name}", value)
         for p in range(self.nodes):
             if self.sources[p].loaded:         # a later run: fresh players, fresh models
                 self.sources[p] = StoreSource(h, f"cmd{p}", self.width)
@@ -107,7 +107,7 @@ class NicTestbench:
             h.load_player(f"flt{p}", list(faults.get(p, ())))
             h.load_player(f"win{p}", [self._win.const({"src": s, "base": b, "size": z})
                                       .as_bits() for s, b, z in windows.get(p, ())])
-            h.set(f"node_id{p}", node_ids[p])
+            h.set(f"node_id__{p}", node_ids[p])
             if clear_memories:
                 load_memory(getattr(self.dut, f"mem{p}").mem, [0] * self.mem_words)
 
@@ -206,18 +206,20 @@ class NicTestbench:
 
     def counters(self, p):
         """Node ``p``'s receive counters (:data:`spec.nic.COUNTERS`)."""
-        return {c: int(getattr(self.dut, f"{c}{p}").value) for c in COUNTERS}
+        return {c: int(getattr(self.dut, f"rx__{p}__{c}").value) for c in COUNTERS}
 
     def link_counters(self, p):
         """``{"up<p>": ..., "down<p>": ...}``: the counters of node ``p``'s reliable links
-        (:data:`spec.fabric.COUNTER_PORTS`; a top built with ``retry``)."""
-        return {f"{side}{p}": {n: int(getattr(self.dut, f"{side}{p}_{n}").value)
+        (:data:`spec.fabric.COUNTER_PORTS`; a top built with ``retry``). In Verilog,
+        ``tx_frames`` of port ``up[p]`` is ``up__<p>__tx__frames``."""
+        return {f"{side}{p}": {n: int(getattr(self.dut, f"{side}__{p}__"
+                                              + n.replace("_", "__", 1)).value)
                                for n in COUNTER_PORTS} for side in ("up", "down")}
 
     def host_counters(self, p):
         """Node ``p``'s host-interface counters (a top built with ``attachment="pcie"``;
         :data:`spec.host.HOST_COUNTERS`)."""
-        return {n: int(getattr(self.dut, f"hi{p}_{n}").value) for n in HOST_COUNTERS}
+        return {n: int(getattr(self.dut, f"hi__{p}__{n}").value) for n in HOST_COUNTERS}
 
     def memory(self, p):
         """Node ``p``'s whole local memory (words)."""
@@ -225,7 +227,8 @@ class NicTestbench:
 
     def switch_counters(self):
         """The switch's counters (:data:`spec.fabric.SWITCH_COUNTERS`)."""
-        return {n: int(getattr(self.dut, n).value) for n in SWITCH_COUNTERS}
+        return {n: int(getattr(self.dut, f"switch_counters__{n}").value)
+                for n in SWITCH_COUNTERS}
 
     def credit_errors(self):
         return int(self.dut.credit_errors.value)

@@ -35,7 +35,7 @@ from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
 from tb.rdma.intent import cqes_per_qp, intended_statuses
-from tb.rdma.testbench import frames_of, value_of
+from tb.rdma.testbench import frames_of, member_port, value_of
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
 
@@ -43,7 +43,7 @@ __all__ = ["FabricTestbench", "fabric_config", "fabric_run_scenario"]
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
-#: Blocks of counters per node: (model key, port infix, names).
+#: Blocks of counters per node: (model key, the top's counters port, names).
 _BLOCKS = (("req", "req", REQUESTER_COUNTERS), ("resp", "resp", RESPONDER_COUNTERS),
            ("host_rq", "hrq", HOST_COUNTERS), ("host_rs", "hrs", HOST_COUNTERS),
            ("merge", "merge", MERGE_FLAGS + MERGE_COUNTERS))
@@ -150,8 +150,9 @@ class FabricTestbench:
             got["mmio_stamps"].append(h.played_stamps(f"mmio{n}", count) if count else [])
             sb.compare(f"node {n} MMIO accept cycles", got["mmio_stamps"][n],
                        model["mmio_stamps"][n], fmt=str)
-            for block, infix, names in _BLOCKS:
-                values = {c: value_of(getattr(d, f"n{n}_{infix}_{c}")) for c in names}
+            for block, port, names in _BLOCKS:
+                values = {c: value_of(getattr(d, member_port(f"{port}__{n}", c)))
+                          for c in names}
                 got[block].append(values)
                 for c in names:
                     sb.equal(f"node {n} {block} counter {c}", values[c], model[block][n][c])
@@ -161,7 +162,8 @@ class FabricTestbench:
                 want = model[mem][n]
                 bad = [a for a in range(self.depth) if words[a] != want.get(a, 0)]
                 sb.equal(f"node {n} {mem}: words that differ (first 8)", bad[:8], [])
-        got["switch"] = {c: value_of(getattr(d, c)) for c in SWITCH_COUNTERS}
+        got["switch"] = {c: value_of(getattr(d, member_port("switch_counters", c)))
+                         for c in SWITCH_COUNTERS}
         for c in SWITCH_COUNTERS:
             sb.equal(f"switch counter {c}", got["switch"][c], model["switch"][c])
         return got

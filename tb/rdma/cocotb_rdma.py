@@ -39,7 +39,7 @@ from spec.rdma_engine import (
 )
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses
-from tb.rdma.testbench import RdmaTestbench, value_of
+from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
 
@@ -54,7 +54,7 @@ _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: (both links reliable; default False).
 _TOP_EXTRA = ("link_retry",)
 #: With ``link_retry``: a reliable link's counters besides the plain link's
-#: (``<link>_<name>`` ports of the top, :func:`pymodel.rdma.links.retry_counters`).
+#: (:func:`pymodel.rdma.links.retry_counters`; ports: :func:`tb.rdma.testbench.retry_counter_port`).
 RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS + LINK_FLAGS)
 
 
@@ -226,7 +226,7 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth)
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames")}
@@ -238,7 +238,7 @@ async def rdma_matches_model(dut):
     if cfg.link_retry:                  # the reliable links' own settings
         for link, settings in zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True):
             for name, value in settings.retry_ports().items():
-                tb.harness.set(f"{link}_{name}", value)
+                tb.harness.set(member_port(f"{link}_settings", name), value)
     tb.arm_for(model)
     phases.mark("load")
     t0 = time.perf_counter()
@@ -256,7 +256,7 @@ async def rdma_matches_model(dut):
     if cfg.link_retry:                  # the reliable links' own counters
         for link in LINKS:
             for n in RETRY_LINK_PORTS:
-                links[link][n] = value_of(getattr(dut, f"{link}_{n}"))
+                links[link][n] = value_of(getattr(dut, retry_counter_port(link, n)))
                 sb.equal(f"link {link} {n}", links[link][n], model["links"][link][n])
     # What the scenario says it exercises must have happened (on the RTL's counters).
     seen = dict({f"req_{n}": x for n, x in req.items()},

@@ -28,8 +28,8 @@ from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
-__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "value_of", "wire_beats",
-           "frames_of"]
+__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port",
+           "retry_counter_port", "value_of", "wire_beats", "frames_of"]
 
 #: The top's recorders: both links, the remote-write and the CQE marks.
 RECORDERS = ("wire_ab", "wire_ba", "written", "completed")
@@ -38,6 +38,25 @@ MEMORIES = ("mem_a", "mem_b")
 #: The run-time ports of the engines (the links' fault settings come on their own).
 PORTS = ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2", "ack_every", "ack_frames",
          "serial", "ack_timeout")
+
+
+def member_port(port, name):
+    """The Verilog name of member ``name`` of the top's signature port ``port`` (a
+    :class:`spec.ports.CountersSignature` port): Amaranth joins the path with ``__``."""
+    return f"{port}__{name}"
+
+
+def retry_counter_port(link, name):
+    """The Verilog name of a reliable link's counter ``name`` of link ``link`` of an
+    RdmaTop built with ``link_retry``, ``name`` as :func:`pymodel.rdma.links.retry_counters`
+    gives it: ``tx_<n>``/``rx_<n>`` are members ``tx``/``rx`` of port ``<link>_counters``,
+    ``full`` is port ``<link>_full``, the rest (the wire's) member ``link``."""
+    if name == "full":
+        return f"{link}_full"
+    end, _, rest = name.partition("_")
+    if end in ("tx", "rx"):
+        return member_port(f"{link}_counters__{end}", rest)
+    return member_port(f"{link}_counters__link", name)
 
 
 def value_of(handle):
@@ -77,6 +96,9 @@ class RdmaTestbench:
         The top.
     depth : int
         Host-memory words per node.
+    link_retry : bool
+        The top was built with ``link_retry`` (its link counters are those of reliable
+        links: the wire's are member ``link`` of ``<link>_counters``).
 
     Attributes
     ----------
@@ -92,8 +114,8 @@ class RdmaTestbench:
     #: asks for it clears only these instead of the whole memory.
     _dirty = {}
 
-    def __init__(self, dut, depth):
-        self.dut, self.depth = dut, depth
+    def __init__(self, dut, depth, link_retry=False):
+        self.dut, self.depth, self.link_retry = dut, depth, link_retry
         self.harness = Harness(dut)
         self.end = self.hang = None
         self._mmio = mmio_layout()
@@ -136,7 +158,7 @@ class RdmaTestbench:
             h.set(name, value)
         for link, settings in (links or {}).items():
             for name, value in settings.ports().items():
-                h.set(f"{link}_{name}", value)
+                h.set(member_port(f"{link}_settings", name), value)
 
     def arm(self, **counts):
         """Tell each recorder of :data:`RECORDERS` how many items to wait for (0, the
@@ -199,12 +221,13 @@ class RdmaTestbench:
     def counters(self):
         """Counters by block: ``req``, ``resp``, ``host_a``, ``host_b``, ``links``."""
         d = self.dut
+        wire = "__link" if self.link_retry else ""
         return {
-            "req": {n: value_of(getattr(d, f"req_{n}")) for n in REQUESTER_COUNTERS},
-            "resp": {n: value_of(getattr(d, f"resp_{n}")) for n in RESPONDER_COUNTERS},
-            "host_a": {n: value_of(getattr(d, f"hia_{n}")) for n in HOST_COUNTERS},
-            "host_b": {n: value_of(getattr(d, f"hib_{n}")) for n in HOST_COUNTERS},
-            "links": {link: {n: value_of(getattr(d, f"{link}_{n}"))
+            "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
+            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS},
+            "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},
+            "host_b": {n: value_of(getattr(d, member_port("hib", n))) for n in HOST_COUNTERS},
+            "links": {link: {n: value_of(getattr(d, member_port(f"{link}_counters{wire}", n)))
                              for n in LINK_COUNTERS + LINK_FLAGS} for link in LINKS},
         }
 

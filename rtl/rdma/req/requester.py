@@ -22,9 +22,6 @@ from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS
 from spec.host import mmio_layout
 from spec.ports import (
-    CacheGroupSignature,
-    CacheReadSignature,
-    FillQuerySignature,
     HostDmaSignature,
 )
 from spec.rdma_engine import (
@@ -50,7 +47,6 @@ from spec.rdma_stages import (
     batch_layout,
     cqe_req_layout,
     fetch_layout,
-    group_layout,
     item_layout,
     job_layout,
     read_layout,
@@ -62,15 +58,6 @@ from spec.rdma_stages import (
 
 __all__ = ["Requester"]
 
-
-def _as_port(signature, **members):
-    """An interface of ``signature`` (from the initiator's side) made of a stage's
-    existing ports ``members``, the way ``SyncFIFO.w_stream`` presents its ports: for a
-    stage whose ports of that kind are still separate signals."""
-    port = signature.create()
-    for name, value in members.items():
-        setattr(port, name, value)
-    return port
 
 class Requester(wiring.Component):
     """Post, send, complete and recover RDMA WRITEs, one stage per component.
@@ -263,9 +250,7 @@ class Requester(wiring.Component):
         with m.If(to_pay):
             m.d.sync += arrived.eq(arrived + 1)
 
-        # The cache's users (WqeFetch's cache ports are not grouped into signatures: they
-        # are joined as the same port kinds, see _as_port).
-        n = cache.entries
+        # The cache's users, each through its port Signatures (spec/ports.py).
         m.d.comb += [
             cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
             front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
@@ -276,15 +261,11 @@ class Requester(wiring.Component):
         wiring.connect(m, comp.need, front.need)
         for k in range(3):
             wiring.connect(m, comp.probe[k], cache.probe[k])
-        wiring.connect(m, _as_port(FillQuerySignature(n), entry=fetch.q_entry,
-                                   ready=fetch.q_ready), cache.filled)
-        wiring.connect(m, _as_port(CacheReadSignature(n), addr=fetch.s_addr,
-                                   data=fetch.s_data), cache.reads[0])
+        wiring.connect(m, fetch.filled, cache.filled)
+        wiring.connect(m, fetch.ctx, cache.reads[0])
         wiring.connect(m, sender.ctx, cache.reads[1])
         wiring.connect(m, seq.ctx, cache.reads[2])
-        wiring.connect(m, _as_port(CacheGroupSignature(n, group_layout(FETCH_GROUP)),
-                                   addr=fetch.g_addr, data=fetch.g_data, we=fetch.g_we,
-                                   wdata=fetch.g_wdata), cache.fetch)
+        wiring.connect(m, fetch.group, cache.fetch)
         wiring.connect(m, seq.group, cache.seq)
 
         # Front <-> completion.

@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int
-from spec.formats.roce import QPC_LAYOUT
+from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
 from spec.rdma_engine import FETCH_GROUP, MAX_PREFETCH, REQUESTER_DEFAULTS
 from spec.rdma_stages import (
     batch_layout,
@@ -49,12 +49,12 @@ class WqeFetch(wiring.Component):
         One batch per read (``count`` WQEs from slot ``first``), one per MMIO WQE
         (``bf``), one ``null`` batch per item that announced no new WQE or is a modify
         command (``modify``); to a FIFO.
-    q_entry : Out, q_ready : In(1)
+    filled : Out(FillQuerySignature(entries))
         The cache's "entry filled?" query, for the item at the head of ``fetch``.
-    s_addr : Out, s_data : In(QPC_LAYOUT)
+    ctx : Out(CacheReadSignature(entries))
         A static read port of the cache (``sq_base``, ``sq_size_log2``,
         ``sq_stride_log2``).
-    g_addr, g_data, g_we, g_wdata :
+    group : Out(CacheGroupSignature(entries, group_layout(FETCH_GROUP)))
         The cache's group ``FETCH_GROUP`` (``sq_head``), owned by this stage.
     released : In(16)
         Words the sequencer has taken out of the WQE FIFO since reset (mod 2**16).
@@ -100,10 +100,9 @@ class WqeFetch(wiring.Component):
             "resend": In(stream.Signature(resend_layout())),
             "rd": Out(stream.Signature(read_layout(depth))),
             "batch": Out(stream.Signature(batch_layout())),
-            "q_entry": Out(range(entries)), "q_ready": In(1),
-            "s_addr": Out(range(entries)), "s_data": In(QPC_LAYOUT),
-            "g_addr": Out(range(entries)), "g_data": In(group_layout(FETCH_GROUP)),
-            "g_we": Out(1), "g_wdata": Out(group_layout(FETCH_GROUP)),
+            "filled": Out(FillQuerySignature(entries)),
+            "ctx": Out(CacheReadSignature(entries)),
+            "group": Out(CacheGroupSignature(entries, group_layout(FETCH_GROUP))),
             "released": In(16), "hold": In(1), "win_total": In(16), "appended": In(16),
             "issued": Out(16),
             "wqe_reads": Out(32), "wqes": Out(32), "wqe_words_max": Out(32),
@@ -122,14 +121,14 @@ class WqeFetch(wiring.Component):
         r, f = self.resend.payload, self.fetch.payload
         use_resend = self.resend.valid
         m.d.comb += [
-            self.s_addr.eq(Mux(use_resend, r.entry, f.entry)),
-            self.q_entry.eq(f.entry), self.g_addr.eq(f.entry),
+            self.ctx.addr.eq(Mux(use_resend, r.entry, f.entry)),
+            self.filled.entry.eq(f.entry), self.group.addr.eq(f.entry),
         ]
-        ctx = self.s_data
+        ctx = self.ctx.data
         size = Signal(17)
         mask = Signal(16)
         m.d.comb += [size.eq(Const(1, 17) << ctx.sq_size_log2), mask.eq(size - 1)]
-        head = self.g_data.sq_head
+        head = self.group.data.sq_head
         b = self.batch.payload
         m.d.comb += [b.entry.eq(Mux(use_resend, r.entry, f.entry)),
                      b.qpn.eq(Mux(use_resend, r.qpn, f.qpn)),
@@ -160,7 +159,7 @@ class WqeFetch(wiring.Component):
             ]
             ok = room & self.rd.ready & self.batch.ready
             m.d.comb += [issue.eq(ok), self.batch.valid.eq(ok), self.resend.ready.eq(ok)]
-        with m.Elif(self.fetch.valid & self.q_ready & ~self.hold):
+        with m.Elif(self.fetch.valid & self.filled.ready & ~self.hold):
             count = Signal(16)
             to_end = Signal(17)
             m.d.comb += [count.eq(f.sq_tail - head), to_end.eq(size - (head & mask))]
@@ -176,7 +175,7 @@ class WqeFetch(wiring.Component):
                     b.first.eq(f.sq_tail - 1), b.count.eq(1), b.bf.eq(1),
                     b.last_of_item.eq(1),
                     self.batch.valid.eq(go), self.fetch.ready.eq(go), promise.eq(go),
-                    self.g_we.eq(go), self.g_wdata.sq_head.eq(f.sq_tail),
+                    self.group.we.eq(go), self.group.wdata.sq_head.eq(f.sq_tail),
                 ]
             with m.Elif(count == 0):
                 go = one
@@ -196,6 +195,6 @@ class WqeFetch(wiring.Component):
                 m.d.comb += [
                     issue.eq(ok), self.batch.valid.eq(ok), promise.eq(Mux(ok, n, 0)),
                     self.fetch.ready.eq(ok & (n == count)),
-                    self.g_we.eq(ok), self.g_wdata.sq_head.eq(head + n),
+                    self.group.we.eq(ok), self.group.wdata.sq_head.eq(head + n),
                 ]
         return m
