@@ -8,7 +8,8 @@ __all__ = ["run_gap", "gap_section"]
 
 #: (title, key, format); ``None`` format: a dict of kinds summed.
 _COLUMNS = (
-    ("latency", "latency_cycles_rtl", "{:g}"), ("completion", "completion_cycles_rtl", "{:g}"),
+    ("latency cycles", "latency_cycles_rtl", "{:g}"),
+    ("completion cycles", "completion_cycles_rtl", "{:g}"),
     ("ii", "ii_cycles_rtl", "{:.2f}"), ("wire B", "wire_bytes_rtl", "{:.1f}"),
     ("host B", "host_bytes_rtl", "{:.0f}"), ("ctrl ops", "ctrl_ops_rtl", None),
     ("in flight bits", "inflight_bits_rtl", "{:,}"), ("mismatch", "mismatches", "{}"),
