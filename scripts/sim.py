@@ -58,13 +58,18 @@ def _cell(row, title, key, fmt):
             link = (f", link latency {row['link_latency']}" if "link_latency" in row else "")
             if row.get("fabric", "board") != "board":
                 link = f", {row['fabric']}{link}"
+            if row.get("header", "roce") != "roce":
+                link = f", {row['header']} header{link}"
+            if row.get("reliability", "go-back-N") != "go-back-N":
+                link = f", {row['reliability']}{link}"
             if row.get("rung") not in dict(LADDER):     # a headline label names its point
                 return f"{row.get('rung')}{link}"
             return (f"{row.get('rung')}, {row.get('qps')} QP / "
                     f"{row.get('cache_entries')} entries, {row.get('host')}{link}")
         return f"{row.get('framing')}, {row.get('peers')} peers" + "".join(
-            f", {row[key]}" for key, usual in (("attachment", "integrated"),
-                                               ("fabric", "board"))
+            f", {row[key]}" + (" completion" if key == "completion" else "")
+            for key, usual in (("attachment", "integrated"), ("fabric", "board"),
+                               ("completion", "credit"), ("reliability", "none"))
             if row.get(key, usual) != usual)
     if title == "TLPs":
         tlps = row.get("host_tlps_rtl")

@@ -77,6 +77,15 @@ def test_row_label_says_each_thing_once():
     assert sim._cell(rung, "row", None, "{}") == "pipelined, 1 QP / 16 entries, pcie"
     assert sim._cell(dict(rung, link_latency=1), "row", None, "{}") == (
         "pipelined, 1 QP / 16 entries, pcie, link latency 1")
+    level = dict(rung, fabric="pod", header="scaleup", reliability="link-retry+go-back-N")
+    assert sim._cell(level, "row", None, "{}") == (
+        "pipelined, 1 QP / 16 entries, pcie, link-retry+go-back-N, scaleup header, pod")
+    nic = {"design": "nic", "framing": "l2", "peers": 1, "attachment": "pcie",
+           "fabric": "pod", "completion": "e2e", "reliability": "link-retry"}
+    assert sim._cell(nic, "row", None, "{}") == (
+        "l2, 1 peers, pcie, pod, e2e completion, link-retry")
+    assert sim._cell(dict(nic, attachment="integrated", fabric="board", completion="credit",
+                          reliability="none"), "row", None, "{}") == "l2, 1 peers"
 
 
 def test_rdma_point_at_link_latency_1_on_icarus(tmp_path):
