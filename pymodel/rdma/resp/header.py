@@ -55,27 +55,8 @@ def parse_scaleup_header(entry):
     overhead = BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0) + h["bth.pad_count"]
     header_ok = (h["su.type"] == ScaleUpType.BTH.value and h["bth.tver"] == 0
                  and opcode in _WRITES and su_len > overhead)
-    if not entry["fcs_ok"]:
-        reason = "fcs_bad"
-    elif entry["too_long"] or entry["length"] != _SU.outer + su_len + 4:
-        reason = "truncated"
-    elif not header_ok:
-        reason = "malformed"
-    elif not entry["icrc_ok"]:
-        reason = "icrc_bad"
-    else:
-        reason = None
-    job = dict.fromkeys(("check", "qpn", "psn", "ack_req", "reth", "last", "va", "rkey",
-                         "dma_len", "plen", "data"), 0)
-    job["rest"] = entry["rest"]
-    if reason is None:
-        job.update(
-            check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
-            ack_req=h["bth.ack_req"], reth=int(reth), last=int(opcode in _LAST),
-            va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
-            dma_len=bswap(h["reth.dma_length"], 4), plen=(su_len - overhead) & 0x1FFFF,
-            data=raw >> (8 * _SU.plain_bytes))
-    return reason, job
+    return _verdict(entry, h, entry["length"] == _SU.outer + su_len + 4, header_ok,
+                    su_len - overhead, raw >> (8 * _SU.plain_bytes))
 
 
 def parse_header(entry, header="roce"):
@@ -96,9 +77,19 @@ def parse_header(entry, header="roce"):
                  and int.from_bytes(b[36:38], "big") == ROCE_UDP_PORT
                  and h["bth.tver"] == 0 and opcode in _WRITES and ip_len > overhead
                  and not entry["single"])
+    return _verdict(entry, h, entry["length"] == 14 + ip_len + 4, header_ok,
+                    ip_len - overhead, int.from_bytes(b[54:128], "little"))
+
+
+def _verdict(entry, h, length_ok, header_ok, plen, data):
+    """``(reason or None, verify job)`` of a header entry whose framing has been judged
+    (``length_ok``: the frame's length agrees with its header's; ``header_ok``: the
+    outer header, the BTH and the opcode are acceptable), in the order the RTL counts a
+    frame with several faults; the job's fields from the BTH and RETH slots ``h``,
+    ``plen`` payload bytes and the header beats' ``data`` after the headers."""
     if not entry["fcs_ok"]:
         reason = "fcs_bad"
-    elif entry["too_long"] or entry["length"] != 14 + ip_len + 4:
+    elif entry["too_long"] or not length_ok:
         reason = "truncated"
     elif not header_ok:
         reason = "malformed"
@@ -110,12 +101,12 @@ def parse_header(entry, header="roce"):
                          "dma_len", "plen", "data"), 0)
     job["rest"] = entry["rest"]
     if reason is None:
+        opcode = h["bth.opcode"]
         job.update(
             check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
-            ack_req=h["bth.ack_req"], reth=int(reth), last=int(opcode in _LAST),
+            ack_req=h["bth.ack_req"], reth=int(opcode in _RETH), last=int(opcode in _LAST),
             va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
-            dma_len=bswap(h["reth.dma_length"], 4), plen=(ip_len - overhead) & 0x1FFFF,
-            data=int.from_bytes(b[54:128], "little"))
+            dma_len=bswap(h["reth.dma_length"], 4), plen=plen & 0x1FFFF, data=data)
     return reason, job
 
 
