@@ -70,17 +70,8 @@ class AckReceiver(wiring.Component):
                   & (hdr.ip.protocol == IP_PROTO_UDP)
                   & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
                   & (hdr.bth.opcode == OpCode.RC_ACKNOWLEDGE)),
-            self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
-            self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),
-            self.o.payload.syndrome.eq(hdr.aeth.syndrome),
-            self.o.payload.msn.eq(bswap(hdr.aeth.msn, 3)),
         ]
-        with m.If(self.i.valid & beat.last):
-            with m.If(ok):
-                m.d.comb += self.o.valid.eq(1)
-                m.d.sync += self.acks.eq(self.acks + 1)
-            with m.Else():
-                m.d.sync += self.dropped.eq(self.dropped + 1)
+        self._deliver(m, hdr, ok, self.i.valid & beat.last)
         return m
 
     def _elaborate_scaleup(self):
@@ -97,15 +88,23 @@ class AckReceiver(wiring.Component):
                   & (bswap(hdr.su.length, 2) == frame_bytes - self.framing.outer - 4)
                   & (hdr.su.type == ScaleUpType.BTH.value)
                   & (hdr.bth.opcode == OpCode.RC_ACKNOWLEDGE)),
+        ]
+        self._deliver(m, hdr, ok, self.i.valid & beat.last)
+        return m
+
+    def _deliver(self, m, hdr, ok, frame_end):
+        """The ACK's fields from ``hdr`` (its BTH and AETH) on ``o``, valid in the cycle
+        of the frame's last beat (``frame_end``) when ``ok``; ``acks`` or ``dropped``
+        counts the frame."""
+        m.d.comb += [
             self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
             self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),
             self.o.payload.syndrome.eq(hdr.aeth.syndrome),
             self.o.payload.msn.eq(bswap(hdr.aeth.msn, 3)),
         ]
-        with m.If(self.i.valid & beat.last):
+        with m.If(frame_end):
             with m.If(ok):
                 m.d.comb += self.o.valid.eq(1)
                 m.d.sync += self.acks.eq(self.acks + 1)
             with m.Else():
                 m.d.sync += self.dropped.eq(self.dropped + 1)
-        return m
