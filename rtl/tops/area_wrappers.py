@@ -20,7 +20,8 @@ __all__ = ["NicNode", "RdmaEngine", "RdmaNode", "ResponderWithMrPort", "nic_part
            "host_interface", "NIC_PARTS"]
 
 #: What :func:`nic_part` can return.
-NIC_PARTS = ("tx", "rx", "credit_return", "switch", "node")
+NIC_PARTS = ("tx", "rx", "credit_return", "switch", "node", "endpoint", "completion_gen",
+             "outstanding_tracker", "host_interface")
 
 
 def nic_part(part, **top_params):
@@ -29,9 +30,16 @@ def nic_part(part, **top_params):
     Taking the parts from the top itself gives them exactly the parameters of the
     co-simulated design (credits, segment size, ...), whatever rule the top derives them
     by. ``part`` is one of :data:`NIC_PARTS`: ``"tx"``, ``"rx"``, ``"credit_return"``,
-    ``"switch"`` (the whole switch, ``nodes`` ports) or ``"node"`` (a :class:`NicNode` of
-    the node's TX, RX and credit return). The top's players and recorders are built
-    with depth 1; they are not part of what is returned.
+    ``"switch"`` (the whole switch, ``nodes`` ports), ``"node"`` (a :class:`NicNode` of
+    the node's TX, RX and credit return), ``"endpoint"`` (a :class:`NicNode` of the TX
+    and RX alone: the credit return is a delay line standing for the link's credit
+    sideband, fabric rather than endpoint), ``"completion_gen"`` and
+    ``"outstanding_tracker"`` (the node's :class:`~rtl.nic.completion_gen.CompletionGen`
+    and :class:`~rtl.nic.outstanding_tracker.OutstandingTracker`; ``completion="e2e"``
+    only) or ``"host_interface"`` (the node's
+    :class:`~rtl.host.host_interface.HostInterface`; ``attachment="pcie"`` only). The
+    top's players and recorders are built with depth 1; they are not part of what is
+    returned. ``ValueError`` names a ``part`` the top has not got.
     """
     from rtl.tops.nic_top import NicTop
 
@@ -39,10 +47,18 @@ def nic_part(part, **top_params):
         raise ValueError(f"NIC part must be one of {NIC_PARTS}, not {part!r}")
     top = NicTop(items=1, events=1, **top_params)
     picked = {"tx": top.txs[0], "rx": top.rxs[0], "credit_return": top.crs[0],
-              "switch": top.switch}
+              "switch": top.switch, "completion_gen": top.gens[:1],
+              "outstanding_tracker": top.trks[:1], "host_interface": top.his[:1]}
     silence(top)
     if part == "node":
         return NicNode(picked["tx"], picked["rx"], picked["credit_return"])
+    if part == "endpoint":
+        return NicNode(picked["tx"], picked["rx"])
+    if isinstance(picked[part], list):
+        if not picked[part]:
+            raise ValueError(f"NIC part {part!r}: this NicTop has none (completion "
+                             f"{top.completion!r}, attachment {top.attachment!r})")
+        return picked[part][0]
     return picked[part]
 
 
@@ -81,10 +97,12 @@ class NicNode(wiring.Component):
     Ports: every port of the TX as ``tx_<name>`` except ``give``, which the credit
     return drives; every port of the RX as ``rx_<name>``; ``credit`` (In(1)), a credit
     pulse from the switch's ingress buffer of this node. The local memory, the links and
-    the fault injector of the top are not part of the node.
+    the fault injector of the top are not part of the node. With ``credit_return``
+    None the ``credit`` pulse drives ``give`` directly (the credit return, a delay line
+    of the link's latency, left to the fabric).
     """
 
-    def __init__(self, tx, rx, credit_return):
+    def __init__(self, tx, rx, credit_return=None):
         self.tx, self.rx, self.cret = tx, rx, credit_return
         tx_ports = _prefixed("tx_", tx)
         del tx_ports["tx_give"]
@@ -94,10 +112,14 @@ class NicNode(wiring.Component):
         m = Module()
         m.submodules.nic_tx = tx = self.tx
         m.submodules.nic_rx = self.rx
-        m.submodules.cret = cr = self.cret
+        if self.cret is not None:
+            m.submodules.cret = self.cret
         _expose(m, self, "tx_", tx, skip=("give",))
         _expose(m, self, "rx_", self.rx)
-        m.d.comb += [cr.i.eq(self.credit), tx.give.eq(cr.o)]
+        if self.cret is None:
+            m.d.comb += tx.give.eq(self.credit)
+        else:
+            m.d.comb += [self.cret.i.eq(self.credit), tx.give.eq(self.cret.o)]
         return m
 
 
@@ -113,10 +135,11 @@ class ResponderWithMrPort(wiring.Component):
 
     Ports: every port of the responder, and ``mr_wr`` (In, a stream that is always
     ready): write ``payload.data`` (an MR entry) into entry ``payload.addr``.
+    ``header``: the responder's framing (``"roce"`` or ``"scaleup"``).
     """
 
-    def __init__(self, cache_entries, depth, mr_entries):
-        self.responder = Responder(cache_entries, depth, mr_entries)
+    def __init__(self, cache_entries, depth, mr_entries, header="roce"):
+        self.responder = Responder(cache_entries, depth, mr_entries, header)
         mr_write = data.StructLayout({"addr": range(mr_entries), "data": MR_LAYOUT})
         super().__init__({**_prefixed("", self.responder),
                           "mr_wr": In(stream.Signature(mr_write, always_ready=True))})
@@ -144,12 +167,16 @@ class RdmaEngine(wiring.Component):
     has only the requester and node B only the responder), so that glue is not counted.
     Each side has its own QP-context cache of ``cache_entries`` entries. The responder's
     MR table gets the write port a real engine needs (:class:`ResponderWithMrPort`),
-    exposed as ``resp_mr_wr``.
+    exposed as ``resp_mr_wr``. ``header`` is both sides' framing (``"roce"`` or
+    ``"scaleup"``, as in :class:`~rtl.tops.rdma_top.RdmaTop`); ``requester_params`` are
+    the requester's sizes (:data:`spec.rdma_engine.REQUESTER_DEFAULTS` keys, e.g. the
+    window ``records`` and transport ``timeout`` a fabric profile sets), checked by the
+    :class:`~rtl.rdma.req.requester.Requester`.
     """
 
-    def __init__(self, cache_entries, depth, mr_entries):
-        self.requester = Requester(cache_entries, depth)
-        self.responder = ResponderWithMrPort(cache_entries, depth, mr_entries)
+    def __init__(self, cache_entries, depth, mr_entries, header="roce", **requester_params):
+        self.requester = Requester(cache_entries, depth, header, **requester_params)
+        self.responder = ResponderWithMrPort(cache_entries, depth, mr_entries, header)
         super().__init__({**_prefixed("req_", self.requester),
                           **_prefixed("resp_", self.responder)})
 

@@ -5,20 +5,37 @@ from the headline NicTop (:data:`spec.nic.HEADLINE_TOP`), the RDMA blocks from R
 defaults (:data:`spec.rdma.DEFAULTS`), the link-level retry ends from the retry sizing
 rule (:func:`spec.fabric.retry_sizes`) of the headline link. The datapath is 64 bytes
 throughout.
+
+The entries that only the "Where the gap comes from" rows need (:mod:`.gap`) follow the
+same rules at each row's settings: the NIC endpoint (TX and RX of a NicTop with the row's
+``framing``, ``completion`` and ``fabric``), its completion blocks and host interface
+taken from that top; the link-retry ends sized by :func:`spec.fabric_profiles.replay_sizes`
+for the NIC's links, and by :func:`spec.fabric.retry_sizes` of RdmaTop's one link
+(:func:`rdma_link_latency`) for the RDMA frames; the RDMA engine with the row's header
+and the window records and transport timeout of the row's fabric
+(:func:`spec.fabric_profiles.rdma_records`, :func:`~spec.fabric_profiles.rdma_timeout`).
 """
 
 import importlib
 from typing import NamedTuple
 
 from spec.fabric import retry_sizes
+from spec.fabric_profiles import (
+    FABRIC_PROFILES,
+    one_way,
+    rdma_records,
+    rdma_timeout,
+    replay_sizes,
+)
 from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP as NIC
+from spec.rdma import LINK_FRAME_BEATS
 from spec.rdma_engine import FETCH_GROUP, SEQ_GROUP
 from spec.rdma_engine import TOP_DEFAULTS as RDMA
 
 __all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
-           "SWITCH_PORTS", "NIC", "build", "factory_text", "totals", "design_totals",
-           "growth"]
+           "SWITCH_PORTS", "NIC", "GAP_PROFILES", "build", "factory_text", "totals",
+           "design_totals", "growth", "gap_row_entries", "rdma_link_latency"]
 
 
 class Entry(NamedTuple):
@@ -45,6 +62,134 @@ SWITCH_PORTS = (2, 4, 8, 16)
 #: The headline NIC link's longest frame (beats) and its retry sizes.
 _FRAME_BEATS = frame_beats(64, "compact", NIC["max_payload"])
 _RETRY = retry_sizes(NIC["link_latency"], _FRAME_BEATS)
+
+#: The fabric profiles the gap rows' entries are built for (those of ``make report``'s
+#: "Where the gap comes from" tables).
+GAP_PROFILES = ("board", "pod")
+
+
+def _tag(*parts):
+    """``_a_b`` of the parts that are not None, "" or a default."""
+    return "".join(f"_{t}" for t in parts if t)
+
+
+def rdma_link_latency(fabric):
+    """The latency of RdmaTop's one link on ``fabric``: the top's default at ``board``,
+    the profile's path one way elsewhere (:func:`spec.fabric_profiles.one_way`), as
+    tb.rdma.headline builds the top (at ``board`` the two are equal, 6 cycles)."""
+    return RDMA["link_latency"] if fabric == "board" else one_way(fabric)
+
+
+def _replay_ends(design, framing, fabric):
+    """``[(name, Entry)]`` of the ReplayTx and ReplayRx of one link carrying ``design``'s
+    frames on ``fabric``: the NIC's links (:func:`spec.fabric_profiles.replay_sizes`, NicTop's
+    rule, for its longest frame of ``framing``) or RdmaTop's one link (retry_sizes of
+    :func:`rdma_link_latency` for ``LINK_FRAME_BEATS``). A NIC framing whose longest
+    frame has as many beats as the compact one's shares the compact entries."""
+    board = fabric == "board"
+    if design == "rdma":
+        beats = LINK_FRAME_BEATS
+        (tx_depth, rx_depth, timeout), tag = (retry_sizes(rdma_link_latency(fabric), beats),
+                                              _tag("rdma", not board and fabric))
+    else:
+        beats = frame_beats(64, framing, NIC["max_payload"])
+        (tx_depth, rx_depth, timeout), tag = (
+            replay_sizes(fabric, beats),
+            _tag(not board and fabric, beats != _FRAME_BEATS and framing))
+    return [(f"replay_tx_w64{tag}", Entry("fabric", "rtl.fabric.replay_tx", "ReplayTx",
+                                          {"width": 64, "depth": tx_depth,
+                                           "timeout": timeout, "max_frame_beats": beats})),
+            (f"replay_rx_w64{tag}", Entry("fabric", "rtl.fabric.replay_rx", "ReplayRx",
+                                          {"width": 64, "depth": rx_depth}))]
+
+
+def gap_row_entries(design, settings):
+    """``{name: (Entry, count)}``: the hardware of ONE endpoint of a "Where the gap comes
+    from" row (``design`` and ``settings`` of :func:`tb.gap_table.gap_settings`).
+
+    NIC (``"nic"``): the endpoint (TX + RX of a NicTop with the row's ``header``
+    (framing), ``completion`` and ``fabric``: its credits follow the fabric), the
+    host interface with ``attachment`` ``pcie``, the CompletionGen and
+    OutstandingTracker with ``completion`` ``e2e``, and with ``reliability``
+    ``link-retry`` one ReplayTx (its uplink) and one ReplayRx (its downlink) sized for
+    the row's fabric. RDMA (``"rdma"``): the engine (requester + responder,
+    ``cache_entries``, the row's ``header``, the window records and timeout of its
+    fabric), one host interface of the ``attachment`` profile (the engine's two DMA
+    ports would share it; that arbiter is not counted, as in :class:`RdmaEngine`), and
+    with ``link-retry`` the same two retry ends sized as RdmaTop sizes its links.
+
+    Not counted on any row, so that both designs stand on the same field: the fabric,
+    i.e. the switch (whatever its ports, hop latency or ingress credits), the links and
+    every delay line that stands for a wire (``Link``, the switch's hop and
+    ``ElasticDelay``, the NIC's credit return, the reliable link's ACK sideband), and the
+    retry ends at the far side of the endpoint's two links (the switch's, or in RdmaTop
+    the peer's). ``qps`` is run-time state in host memory and adds nothing.
+    ``ValueError`` names a setting with no entry (e.g. an attachment without a host
+    interface entry)."""
+    s = settings
+    board = s["fabric"] == "board"
+    if design == "nic":
+        framing, e2e = s["header"], s["completion"] == "e2e"
+        name = ("nic_endpoint_w64_" + framing
+                + _tag(e2e and "e2e", not board and s["fabric"]))
+        out = {name: (_nic("endpoint", framing=framing, completion=s["completion"],
+                           fabric=s["fabric"],
+                           link_latency=FABRIC_PROFILES[s["fabric"]].link), 1)}
+        if e2e:
+            out[f"completion_gen_w64_{framing}"] = (
+                _nic("completion_gen", framing=framing, completion="e2e"), 1)
+            out["outstanding_tracker"] = (
+                _nic("outstanding_tracker", framing="compact", completion="e2e"), 1)
+        elif s["completion"] != "credit":
+            raise ValueError(f"completion must be 'credit' or 'e2e', not {s['completion']!r}")
+        if s["attachment"] == "pcie":
+            out["host_interface_pcie_nic"] = (
+                _nic("host_interface", framing="compact", attachment="pcie"), 1)
+        elif s["attachment"] != "integrated":
+            raise ValueError(f"NIC attachment must be 'integrated' or 'pcie', "
+                             f"not {s['attachment']!r}")
+    elif design == "rdma":
+        header, fabric = s["header"], s["fabric"]
+        params = {"cache_entries": s["cache_entries"], "depth": _DEPTH, "mr_entries": _MR}
+        if header != "roce":
+            params["header"] = header
+        for key, value in (("records", rdma_records(fabric)),
+                           ("timeout", rdma_timeout(fabric))):
+            if value != RDMA[key]:
+                params[key] = value
+        name = (f"rdma_engine_c{s['cache_entries']}"
+                + _tag(header != "roce" and header, not board and fabric))
+        out = {name: (Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine", params), 1)}
+        if s["attachment"] != "pcie":
+            raise ValueError(f"RDMA attachment must be 'pcie' (the measured host "
+                             f"interface), not {s['attachment']!r}")
+        out["host_interface_pcie"] = (_HOST_INTERFACE, 1)
+    else:
+        raise ValueError(f"design must be 'nic' or 'rdma', not {design!r}")
+    if s["reliability"] == "link-retry":
+        for name, entry in _replay_ends(design, s["header"], s["fabric"]):
+            out[name] = (entry, 1)
+    elif s["reliability"] != "none":
+        raise ValueError(f"reliability must be 'none' or 'link-retry', "
+                         f"not {s['reliability']!r}")
+    return out
+
+
+def _gap_entries():
+    """Every entry of the gap rows at :data:`GAP_PROFILES`, in the rows' order."""
+    from tb.gap_table import gap_settings
+
+    out = {}
+    for profile in GAP_PROFILES:
+        for _, design, settings in gap_settings(profile):
+            for name, (entry, _) in gap_row_entries(design, settings).items():
+                out.setdefault(name, entry)
+    return out
+
+
+#: The host interface of the RDMA engine (and of RdmaNode): pcie, host memory of RdmaTop.
+_HOST_INTERFACE = Entry("shared", "rtl.tops.area_wrappers", "host_interface",
+                        {"profile": "pcie", "depth": _DEPTH})
 
 #: name -> Entry. The datapath is 64 bytes throughout (the headline width).
 COMPONENTS = {
@@ -98,14 +243,17 @@ COMPONENTS = {
     "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
                            {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
     # The host interface both designs attach through (pcie profile).
-    "host_interface_pcie": Entry("shared", "rtl.tops.area_wrappers", "host_interface",
-                                 {"profile": "pcie", "depth": _DEPTH}),
+    "host_interface_pcie": _HOST_INTERFACE,
     "responder_c16_mr_port": Entry("rdma", "rtl.tops.area_wrappers", "ResponderWithMrPort",
                                    {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
     **{f"rdma_engine_c{n}": Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine",
                                   {"cache_entries": n, "depth": _DEPTH, "mr_entries": _MR})
        for n in (16, 256)},
 }
+#: The gap rows' entries that the entries above do not already give (a name given
+#: above must be the same entry: checked by the tests).
+COMPONENTS.update({name: entry for name, entry in _gap_entries().items()
+                   if name not in COMPONENTS})
 
 #: Design totals: component -> how many of it. The NIC design is one node plus its share
 #: (one port of four, the headline's node count) of the switch it needs: its frames
@@ -119,7 +267,8 @@ DESIGNS = {
 }
 
 #: The components that take longest in Yosys (minutes), longest first.
-SLOW = ("switch_w64_p16", "switch_w64_p8", "rdma_engine_c256", "rdma_engine_c16",
+SLOW = ("switch_w64_p16", "switch_w64_p8", "rdma_engine_c256", "rdma_engine_c16_scaleup_pod",
+        "rdma_engine_c16_pod", "rdma_engine_c16_scaleup", "rdma_engine_c16",
         "requester_c16", "responder_c16_mr_port", "responder_c16", "host_interface_pcie")
 
 #: The figures of a result that add up over parts.
