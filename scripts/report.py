@@ -127,7 +127,8 @@ def main(argv=None):
         gap_rows = run_gap(args.sim, profiles, args.rtl_messages, 128, run_jobs, args.jobs)
         (out / "gap.json").write_text(json.dumps(gap_rows, indent=1))
         with open(out / "report.md", "a") as f:
-            f.write("\n" + gap_section(gap_rows, profiles, args.rtl_messages, 128, args.sim)
+            f.write("\n" + gap_section(gap_rows, profiles, args.rtl_messages, 128, args.sim,
+                                        area)
                     + "\n")
     if not args.no_inference:
         print("inference grid (fast path) ...", file=sys.stderr)
