@@ -17,7 +17,8 @@
    distributions, knees, issuers; an RTL subset compared exactly), appended to report.md.
 6. The "Where the gap comes from" section (:mod:`scripts.reporting.gap`: the NIC as built,
    one factor per row, to the RDMA engine, at ``board`` and ``pod``; co-simulated, RTL
-   against the model; gap.json), appended to report.md (not with --no-rtl or --no-gap).
+   against the model; gap.json; each row's area from area.json, :mod:`scripts.area_proxies.
+   gap`), appended to report.md (not with --no-rtl or --no-gap).
 7. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
    transfers carried by both designs, the decode roofline; inference.json and its
    plots), appended to report.md.
