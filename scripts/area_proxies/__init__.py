@@ -6,6 +6,8 @@
   its caches (:func:`~.yosys.measure`, :func:`~.yosys.measure_all`).
 - :mod:`.state`: state bits per QP and per peer, from the layouts and the components'
   own memories (:func:`~.state.state_bits`).
+- :mod:`.gap`: the parts of one endpoint per row of "Where the gap comes from"
+  (:func:`~.gap.row_parts`) and their figures (:func:`~.gap.parts_figures`).
 
 docs/area.md explains every figure.
 """
