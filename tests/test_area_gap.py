@@ -9,7 +9,7 @@ from rtl.fabric.reliable_link import ReliableLink
 from scripts.area_proxies import catalogue
 from scripts.area_proxies.gap import gap_parts, parts_figures, row_parts
 from spec.checks import silence
-from spec.fabric_profiles import FABRIC_PROFILES, one_way
+from spec.fabric_profiles import FABRIC_PROFILES
 from spec.formats.nic import frame_beats
 from spec.rdma import LINK_FRAME_BEATS
 from tb import gap_table
@@ -123,19 +123,20 @@ def test_nic_retry_ends_are_the_tops():
 
 
 def test_rdma_retry_ends_and_engine_are_the_tops():
-    """The RDMA rows' retry ends are RdmaTop's ReliableLink of the row's link latency (the
-    path one way), and the engine has the header, window records and timeout that
-    tb.rdma.headline gives RdmaTop on the row's fabric."""
+    """The RDMA rows' retry ends are a ReliableLink of one link of the profile (the NIC's
+    link latency) for RDMA frames, and the engine has the header, window records and
+    timeout that tb.rdma.headline gives RdmaTop on the row's fabric."""
     from tb.rdma.headline import _top
 
     for profile in PROFILES:
         for _, design, s in gap_table.gap_settings(profile)[6:]:
             parts = row_parts(design, s)
-            link = ReliableLink(64, one_way(profile), LINK_FRAME_BEATS)
+            link = ReliableLink(64, FABRIC_PROFILES[profile].link, LINK_FRAME_BEATS)
             tx = next(n for n in parts if n.startswith("replay_tx"))
             rx = next(n for n in parts if n.startswith("replay_rx"))
             assert (_params(tx)["depth"], _params(tx)["timeout"]) == (link.tx.depth,
                                                                       link.tx.timeout)
+            assert _params(tx)["max_frame_beats"] == LINK_FRAME_BEATS
             assert _params(rx)["depth"] == link.rx.depth
             engine = _params(next(n for n in parts if n.startswith("rdma_engine")))
             top = _top(s["attachment"], fabric=profile, link_retry=True, header=s["header"])

@@ -10,9 +10,9 @@ The entries that only the "Where the gap comes from" rows need (:mod:`.gap`) fol
 same rules at each row's settings: the NIC endpoint (TX and RX of a NicTop with the row's
 ``framing``, ``completion`` and ``fabric``), its completion blocks and host interface
 taken from that top; the link-retry ends sized by :func:`spec.fabric_profiles.replay_sizes`
-for the NIC's links, and by :func:`spec.fabric.retry_sizes` of RdmaTop's one link
-(:func:`rdma_link_latency`) for the RDMA frames; the RDMA engine with the row's header
-and the window records and transport timeout of the row's fabric
+for one link of the profile, for the NIC's frames and for the RDMA frames alike (an
+endpoint retries on its own link to the switch, whichever design it is); the RDMA engine
+with the row's header and the window records and transport timeout of the row's fabric
 (:func:`spec.fabric_profiles.rdma_records`, :func:`~spec.fabric_profiles.rdma_timeout`).
 """
 
@@ -82,14 +82,17 @@ def rdma_link_latency(fabric):
 
 def _replay_ends(design, framing, fabric):
     """``[(name, Entry)]`` of the ReplayTx and ReplayRx of one link carrying ``design``'s
-    frames on ``fabric``: the NIC's links (:func:`spec.fabric_profiles.replay_sizes`, NicTop's
-    rule, for its longest frame of ``framing``) or RdmaTop's one link (retry_sizes of
-    :func:`rdma_link_latency` for ``LINK_FRAME_BEATS``). A NIC framing whose longest
-    frame has as many beats as the compact one's shares the compact entries."""
+    frames on ``fabric``: :func:`spec.fabric_profiles.replay_sizes` (NicTop's rule) of one
+    link of the profile, for the design's longest frame (the NIC's of ``framing``, or
+    ``LINK_FRAME_BEATS``). Both designs are sized for the same link: RdmaTop's co-simulation
+    runs its retry over one link that stands for the whole path (:func:`rdma_link_latency`),
+    but an endpoint behind the profile's switch retries on its own link, like the NIC. A
+    NIC framing whose longest frame has as many beats as the compact one's shares the
+    compact entries."""
     board = fabric == "board"
     if design == "rdma":
         beats = LINK_FRAME_BEATS
-        (tx_depth, rx_depth, timeout), tag = (retry_sizes(rdma_link_latency(fabric), beats),
+        (tx_depth, rx_depth, timeout), tag = (replay_sizes(fabric, beats),
                                               _tag("rdma", not board and fabric))
     else:
         beats = frame_beats(64, framing, NIC["max_payload"])
@@ -116,7 +119,8 @@ def gap_row_entries(design, settings):
     ``cache_entries``, the row's ``header``, the window records and timeout of its
     fabric), one host interface of the ``attachment`` profile (the engine's two DMA
     ports would share it; that arbiter is not counted, as in :class:`RdmaEngine`), and
-    with ``link-retry`` the same two retry ends sized as RdmaTop sizes its links.
+    with ``link-retry`` the same two retry ends sized for one link of the fabric (as the
+    NIC's, for RDMA frames).
 
     Not counted on any row, so that both designs stand on the same field: the fabric,
     i.e. the switch (whatever its ports, hop latency or ingress credits), the links and
