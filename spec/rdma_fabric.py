@@ -88,8 +88,8 @@ MERGE_ROOM = MAX_FRAME_BEATS + MERGE_TAIL_BEATS
 #: to node of RdmaTop and the NIC headline); ``credits``: the switch's ingress buffer per
 #: port in beats, two of the largest frames; ``merge_depth``: beats of the requester
 #: buffer in each uplink merge (at least :data:`MERGE_ROOM`; 256 holds the room for a
-#: largest frame and its tail plus 188 beats, about ten 1 KiB frames, of backlog); ``mmio``/``wire_beats``/``events``: player and recorder
-#: depths per node.
+#: largest frame and its tail plus 188 beats, about ten 1 KiB frames, of backlog);
+#: ``mmio``/``wire_beats``/``events``: player and recorder depths per node.
 FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
                        mr_entries=16, link_latency=2, credits=2 * MAX_FRAME_BEATS,
                        merge_depth=256, mmio=512, wire_beats=2048, events=512)

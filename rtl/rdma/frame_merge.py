@@ -56,8 +56,9 @@ class FrameMerge(wiring.Component):
     give : In(1)
         One credit (one buffer beat freed at the far end) returned this cycle.
     overflow, credit_errors : Out(1)
-        Sticky: a beat of ``a`` was lost (never, while the requester obeys ``room``); the credit counter under- or overflowed (never,
-        while the far end returns exactly one credit per beat it takes).
+        Sticky: a beat of ``a`` was lost (never, while the requester obeys ``room``);
+        the credit counter under- or overflowed (never, while the far end returns
+        exactly one credit per beat it takes).
     level_max : Out(range(depth + 1))
         High-water mark of the ``a`` buffer's level (one cycle behind the level).
 

@@ -24,9 +24,10 @@ class FrameSenderModel:
 
     ``step(c, side)`` (side input ``go``, 1 if absent; the context's addresses come
     from ``cache``'s ``static_of``, the ``s_data`` port) takes a descriptor from ``seg``
-    when ``go`` is high, the framer is free and its payload words are in ``pay``, and calls ``send(f, frame)`` with the
-    cycle of the frame's first beat on ``o``; the framer takes the frame's payload words
-    from ``pay`` one a cycle (:attr:`pops`). No side outputs.
+    when ``go`` is high, the framer is free and its payload words are in ``pay``, and
+    calls ``send(f, frame)`` with the cycle of the frame's first beat on ``o``; the
+    framer takes the frame's payload words from ``pay`` one a cycle (:attr:`pops`). No
+    side outputs.
     """
 
     def __init__(self, cache, seg, pay, rec, send, header="roce"):

@@ -109,8 +109,8 @@ class RequesterModel:
     anything of the same cycle); then :meth:`step` with the host interface's
     ``ready``s, the word it delivers on ``rd_data``, the MMIO word it offers, the ACK
     frame whose last beat arrives this cycle and the link's ``go`` (1: not held); it
-    returns whether the MMIO word was taken. Frames go out through ``send(first_beat_cycle, frame)``. Then
-    :meth:`commit`.
+    returns whether the MMIO word was taken. Frames go out through
+    ``send(first_beat_cycle, frame)``. Then :meth:`commit`.
     """
 
     def __init__(self, cfg, send, **sizes):
