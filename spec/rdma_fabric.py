@@ -21,7 +21,8 @@ from spec.formats.roce import (
 from spec.rdma import MAX_FRAME_BEATS
 
 __all__ = ["NODES_RANGE", "node_mac", "node_ip", "IP_LENGTH_BYTE", "FRAME_OVERHEAD",
-           "OPCODE_BYTE", "FCS_BYTES", "FABRIC_DEFAULTS", "MERGE_FLAGS", "MERGE_COUNTERS",
+           "OPCODE_BYTE", "FCS_BYTES", "MERGE_TAIL_BEATS", "MERGE_ROOM",
+           "FABRIC_DEFAULTS", "MERGE_FLAGS", "MERGE_COUNTERS",
            "QPN_STRIDE", "req_qpn", "resp_qpn"]
 
 #: Nodes of the fabric top (switch ports).
@@ -69,13 +70,26 @@ def resp_qpn(src, k, nodes):
     return 1 + src + nodes * k
 
 
+#: Beats of the requester's frame in progress that can still reach the uplink merge after
+#: its frame sender takes the next descriptor: the framer takes it in the cycle it sends
+#: its own last beat, and the ICRC/FCS inserters add at most one beat behind it
+#: (:class:`rtl.rdma.req.frame_sender.FrameSender`'s timing), so at most 2.
+MERGE_TAIL_BEATS = 2
+#: The uplink merge's flow-control threshold (:class:`rtl.rdma.frame_merge.FrameMerge`):
+#: the requester may take a descriptor only while the merge's requester buffer holds at
+#: most ``depth - MERGE_ROOM`` beats, room for the tail of the frame in progress and a
+#: whole frame of the largest size (:data:`spec.rdma.MAX_FRAME_BEATS`) with nothing
+#: leaving; also the least ``merge_depth``.
+MERGE_ROOM = MAX_FRAME_BEATS + MERGE_TAIL_BEATS
+
 #: Defaults of :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`. ``depth``: host-memory
 #: words per host function (256 KiB); ``cache_entries``: context-cache entries per engine;
 #: ``link_latency``: each uplink and downlink (2 + 2-cycle switch + 2: the 6 cycles node
 #: to node of RdmaTop and the NIC headline); ``credits``: the switch's ingress buffer per
 #: port in beats, two of the largest frames; ``merge_depth``: beats of the requester
-#: buffer in each uplink merge; ``mmio``/``wire_beats``/``events``: player and recorder
-#: depths per node.
+#: buffer in each uplink merge (at least :data:`MERGE_ROOM`; 256 holds the room for a
+#: largest frame and its tail plus 188 beats, about ten 1 KiB frames, of backlog);
+#: ``mmio``/``wire_beats``/``events``: player and recorder depths per node.
 FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
                        mr_entries=16, link_latency=2, credits=2 * MAX_FRAME_BEATS,
                        merge_depth=256, mmio=512, wire_beats=2048, events=512)

@@ -123,6 +123,9 @@ SLOW = {
         "Verilator runs the board NIC tops",
     # RdmaFabricTop (4 RDMA nodes: eight engines) builds in about 5 minutes on Verilator
     # (docs/rdma_fabric.md): make test runs its moderate cases on Icarus only.
+    "test_cosim_rdma_fabric.py::test_fabric_incast_7_to_1_is_lossless[verilator]":
+        "its 8-node top is a Verilator build of several minutes; Icarus runs it, and "
+        "test_rdma_fabric_model.py runs the long 7->1 incast on the model",
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
         "Icarus runs the incast and all-to-all cases of the same top",
     # The soak's NIC top (4 nodes, retry, W = 64, 16k-deep players and recorders) is one

@@ -11,7 +11,7 @@ from rtl.rdma.frame_demux import FrameDemux
 from rtl.rdma.frame_merge import FrameMerge
 from spec.formats.roce import OpCode
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, OPCODE_BYTE
+from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, MERGE_ROOM, OPCODE_BYTE
 from tb.amsim import run_sim
 
 
@@ -49,27 +49,68 @@ def _scenario(seed, frames_a, frames_b, credits):
     return a, b, drain
 
 
-@pytest.mark.parametrize("seed,credits", [(1, MAX_FRAME_BEATS), (2, 2 * MAX_FRAME_BEATS),
-                                          (3, 80)])
-def test_merge_matches_model(seed, credits):
-    """Requester frames, ACK frames and a slow far end: the merge's output beats, its
-    ``b.ready`` and its level high-water mark equal the twin's in every cycle; every
-    frame leaves whole and once; the far end's buffer never overflows; the credit
-    counter never errs."""
-    depth = 512
-    a_in, b_in, drain = _scenario(seed, 40, 60, credits)
+class _ListSource:
+    """``a`` beats from a list, one a cycle, whatever ``room`` says (as a sender with
+    no flow control: the test of the merge alone, with a buffer deep enough)."""
+
+    def __init__(self, beats):
+        self.beats = list(beats)
+
+    def step(self, c, room):
+        return self.beats.pop(0) if self.beats else None
+
+    def done(self):
+        return not self.beats
+
+
+class _HeldSender:
+    """``a`` beats as :class:`rtl.rdma.req.frame_sender.FrameSender` sends them when its
+    ``go`` is the merge's ``room`` (its docstring's timing): a frame (``B`` beats, of
+    which the framer's own are ``Bw``: the ICRC/FCS bytes, 8, add a beat when the
+    framer's last beat holds more than 56 bytes) is taken in a cycle ``t`` with ``room``
+    high, the framer free and the frame due; its beats follow from ``max(t + 1, end +
+    1)``; the framer is free again ``Bw - 1`` cycles after its first beat."""
+
+    def __init__(self, frames):
+        self.frames = list(frames)          # (due cycle, beats)
+        self.free_at, self.end, self.out = 0, -1, {}
+
+    def step(self, c, room):
+        if self.frames and room and c >= self.free_at and c >= self.frames[0][0]:
+            _, beats = self.frames.pop(0)
+            nbytes = sum(b["nbytes"] for b in beats)
+            own = -(-(nbytes - 8) // 64)
+            f = max(c + 1, self.end + 1)
+            for j, b in enumerate(beats):
+                self.out[f + j] = b
+            self.free_at, self.end = f + own - 1, f + len(beats) - 1
+        return self.out.pop(c, None)
+
+    def done(self):
+        return not self.frames and not self.out
+
+
+def _run_merge(credits, depth, source, b_in, drain, limit):
+    """Run the merge and its twin side by side on ``source`` (``a``), the ACK frames
+    ``b_in`` and a far end that takes a beat of its buffer in the cycles ``drain`` says
+    and returns its credit 2 cycles later. Returns the output beats and a trace: the
+    cycles where ``o``, ``b.ready`` or ``room`` differ, the far end's high-water mark,
+    ``level_max``, the error flags, the cycles with ``room`` low."""
     dut = FrameMerge(credits, depth)
     model = FrameMergeModel(credits, depth)
     out_rtl = []
-    trace = {"far": 0, "far_max": 0, "mismatch": []}
+    trace = {"far": 0, "far_max": 0, "mismatch": [], "held": 0}
 
     async def bench(ctx):
-        a_q = list(a_in)
         b_q = [(gap, list(beats)) for gap, beats in b_in]
         gives = {}
         c = 0
-        while (a_q or b_q or out_rtl == [] or not model.idle()) and c < 19000:
-            a_beat = a_q.pop(0) if a_q else None
+        while (not source.done() or b_q or out_rtl == [] or not model.idle()) and c < limit:
+            room = model.room()
+            if ctx.get(dut.room) != room:
+                trace["mismatch"].append(c)
+            trace["held"] += not room
+            a_beat = source.step(c, room)
             b_beat = None
             if b_q:
                 gap, beats = b_q[0]
@@ -99,7 +140,7 @@ def test_merge_matches_model(seed, credits):
                 out_rtl.append(rtl_o)
                 trace["far"] += 1
                 trace["far_max"] = max(trace["far_max"], trace["far"])
-            if trace["far"] and drain[c]:
+            if trace["far"] and drain[c % len(drain)]:
                 trace["far"] -= 1
                 gives[c + 2] = 1
             c += 1
@@ -108,15 +149,14 @@ def test_merge_matches_model(seed, credits):
             await ctx.tick()
         trace["level_max"] = ctx.get(dut.level_max)
         trace["errors"] = (ctx.get(dut.overflow), ctx.get(dut.credit_errors))
+        trace["left"] = not source.done() or bool(b_q) or not model.idle()
 
     run_sim(dut, bench)
-    assert trace["mismatch"] == [], trace["mismatch"][:10]
-    assert trace["errors"] == (0, 0)
-    assert trace["far_max"] <= credits
-    assert trace["level_max"] == model.level_max > 0
-    # Whole frames, each once: the output is an interleaving of whole input frames.
-    sent_a = [b["bits"] for b in a_in if b is not None]
-    sent_b = [b["bits"] for _, beats in b_in for b in beats]
+    return out_rtl, trace, model
+
+
+def _check_whole_frames(out_rtl, sent_a, sent_b):
+    """The output is an interleaving of whole input frames, each once."""
     frames, cur = [], []
     for bits in out_rtl:
         cur.append(bits)
@@ -124,23 +164,125 @@ def test_merge_matches_model(seed, credits):
             frames.append(cur)
             cur = []
     assert cur == []
-    got_a = [b for f in frames if not is_ack_frame(unpack_beat(64, f[0])[0].to_bytes(
-        64, "little")) for b in f]
-    got_b = [b for f in frames if is_ack_frame(unpack_beat(64, f[0])[0].to_bytes(
-        64, "little")) for b in f]
-    assert got_a == sent_a and got_b == sent_b
+
+    def ack(f):
+        return is_ack_frame(unpack_beat(64, f[0])[0].to_bytes(64, "little"))
+
+    assert [b for f in frames if not ack(f) for b in f] == sent_a
+    assert [b for f in frames if ack(f) for b in f] == sent_b
+
+
+@pytest.mark.parametrize("seed,credits", [(1, MAX_FRAME_BEATS), (2, 2 * MAX_FRAME_BEATS),
+                                          (3, 80)])
+def test_merge_matches_model(seed, credits):
+    """Requester frames, ACK frames and a slow far end: the merge's output beats, its
+    ``b.ready``, its ``room`` and its level high-water mark equal the twin's in every
+    cycle; every frame leaves whole and once; the far end's buffer never overflows; the
+    credit counter never errs."""
+    depth = 512
+    a_in, b_in, drain = _scenario(seed, 40, 60, credits)
+    out_rtl, trace, model = _run_merge(credits, depth, _ListSource(a_in), b_in, drain,
+                                       19000)
+    assert trace["mismatch"] == [], trace["mismatch"][:10]
+    assert trace["errors"] == (0, 0) and not trace["left"]
+    assert trace["far_max"] <= credits
+    assert trace["level_max"] == model.level_max > 0
+    _check_whole_frames(out_rtl, [b["bits"] for b in a_in if b is not None],
+                        [b["bits"] for _, beats in b_in for b in beats])
+
+
+#: Frame sizes for the held sender: an ACK-sized frame, small and 1 KiB WRITEs, the
+#: largest frame (4,174 bytes, MAX_FRAME_BEATS), and sizes whose ICRC/FCS add a beat
+#: (64 k + 4 bytes: the framer's own beats are ``k``, the frame's ``k + 1``), the
+#: largest such one 64 beats.
+_HELD_SIZES = (66, 206, 1102, 64 * 18 + 4, 64 * 63 + 4, 4174)
+
+
+@pytest.mark.parametrize("seed,depth,drain_p", [(4, MERGE_ROOM, 0.3), (5, MERGE_ROOM, 0.05),
+                                                (6, 100, 0.1)])
+def test_merge_room_holds_the_sender_without_loss(seed, depth, drain_p):
+    """A requester held by ``room`` (the frame sender's timing, its next frame taken as
+    early as its contract allows, the tail beat of ICRC/FCS included) against a far end
+    that drains slowly and the largest frames: the buffer never overflows, even at the
+    least depth, ``MERGE_ROOM``; ``room`` engages (is low in some cycles and the level
+    passes ``depth - MERGE_ROOM``); RTL = twin in every cycle; every frame leaves
+    whole."""
+    rng = random.Random(seed)
+    frames, due = [], 0
+    for _ in range(30):
+        due += rng.choice([0, 0, 0, 5, 40])
+        frames.append((due, _beats(_frame(rng, rng.choice(_HELD_SIZES)))))
+    b_in = [(rng.choice([0, 3, 30]), _beats(_frame(rng, 66, OpCode.RC_ACKNOWLEDGE.value)))
+            for _ in range(20)]
+    drain = [rng.random() < drain_p for _ in range(5000)]
+    sent_a = [b["bits"] for _, beats in frames for b in beats]
+    out_rtl, trace, model = _run_merge(MAX_FRAME_BEATS, depth, _HeldSender(frames), b_in,
+                                       drain, 100_000)
+    assert trace["mismatch"] == [], trace["mismatch"][:10]
+    assert trace["errors"] == (0, 0) and not trace["left"]
+    assert trace["held"] > 0
+    assert depth - MERGE_ROOM < trace["level_max"] == model.level_max <= depth
+    _check_whole_frames(out_rtl, sent_a, [b["bits"] for _, beats in b_in for b in beats])
+
+
+class _LooseMerge(FrameMergeModel):
+    """The twin with a room rule one beat short of ``MERGE_ROOM``."""
+
+    def room(self):
+        return len(self.q) <= self.depth - MERGE_ROOM + 1
+
+
+@pytest.mark.parametrize("merge,raises", [(FrameMergeModel, False), (_LooseMerge, True)])
+def test_merge_room_rule_is_tight(merge, raises):
+    """With one beat less of room than ``MERGE_ROOM`` the held sender (its next frame
+    taken while the tail beats of the last one are still coming) overflows a buffer
+    that the rule keeps: the 2 tail beats of :data:`spec.rdma_fabric.MERGE_TAIL_BEATS`
+    are needed (twin only; a slow far end)."""
+    rng = random.Random(6)
+    frames, due = [], 0
+    for _ in range(300):
+        due += rng.choice([0, 0, 0, 5, 40])
+        frames.append((due, _beats(_frame(rng, rng.choice(_HELD_SIZES)))))
+    drain = [rng.random() < 0.02 for _ in range(5000)]
+    m, src = merge(MAX_FRAME_BEATS, 100), _HeldSender(frames)
+    far, gives, overflowed = 0, {}, False
+    try:
+        for c in range(400_000):
+            a = src.step(c, m.room())
+            m.b_ready(None)
+            far += m.step(c, a, None, gives.pop(c, 0)) is not None
+            if far and drain[c % len(drain)]:
+                far -= 1
+                gives[c + 2] = 1
+            if src.done() and m.idle():
+                break
+    except MergeOverflow:
+        overflowed = True
+    assert overflowed == raises
+    assert raises or (src.done() and m.idle() and m.level_max <= 100)
 
 
 def test_merge_model_raises_on_overflow():
-    """A requester beat into a full buffer is outside the contract: the twin says so."""
+    """A requester that ignores ``room`` and sends into a full buffer is outside the
+    contract: the twin says so."""
     rng = random.Random(5)
-    m = FrameMergeModel(MAX_FRAME_BEATS, MAX_FRAME_BEATS)
+    m = FrameMergeModel(MAX_FRAME_BEATS, MERGE_ROOM)
     beats = _beats(_frame(rng, 4174)) * 2       # never credited: nothing leaves
     m.counter.credits = 0
     with pytest.raises(MergeOverflow, match="full"):
         for c, b in enumerate(beats):
             m.b_ready(None)
             m.step(c, b, None)
+
+
+def test_merge_rejects_a_depth_below_the_room_rule():
+    """The buffer must hold a largest frame and the tail of the one before it: a depth
+    below ``MERGE_ROOM`` is named, in the RTL and in the twin."""
+    with pytest.raises(ValueError, match="depth"):
+        FrameMerge(MAX_FRAME_BEATS, MERGE_ROOM - 1)
+    with pytest.raises(ValueError, match="depth"):
+        FrameMergeModel(MAX_FRAME_BEATS, MERGE_ROOM - 1)
+    FrameMerge(MAX_FRAME_BEATS, MERGE_ROOM)
 
 
 def test_demux_splits_by_opcode():
@@ -173,6 +315,7 @@ def test_demux_splits_by_opcode():
     (dict(nodes="4"), "nodes must be an integer"),
     (dict(credits=10), "credits"),
     (dict(merge_depth=8), "merge_depth"),
+    (dict(merge_depth=MERGE_ROOM - 1), "merge_depth"),
     (dict(depth=3000), "power of two"),
     (dict(host="usb"), "host profile"),
     (dict(link_latency=0), "link latency"),

@@ -8,7 +8,8 @@ credit return, the downlink demux (:func:`pymodel.rdma.frame_merge.is_ack_frame`
 this module only connects them as the top does and records what its recorders record.
 
 In each cycle ``c``, per node: the requester's side (as in :mod:`pymodel.rdma.system`,
-with the ACK frame whose last beat the demux delivers in ``c``), the responder's side
+with the ACK frame whose last beat the demux delivers in ``c`` and the merge's ``room``
+of ``c`` on its ``go``), the responder's side
 (``o.ready`` from the merge), the merge (the requester's beat of ``c``, the credit the
 return path delivers in ``c``); then the switch with the beats the uplinks deliver in
 ``c``. A beat on an uplink in ``c`` reaches the switch in ``c + L``; the switch puts it
@@ -219,7 +220,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             if ra.marked is not None:
                 completed[p].append((c, ra.marked))
             req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
-                     wr_ready=ra.wr_taken, ack=ack)
+                     wr_ready=ra.wr_taken, ack=ack, go=merge.room())
             # The responder's side; its ACK beat goes out when the merge takes it.
             out = resp.present()
             rb = hi_rs[p].step(c, rd_req=out.rd_req, wr=out.wr)

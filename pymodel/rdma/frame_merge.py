@@ -6,13 +6,15 @@ from collections import deque
 from pymodel.credit_counter import CreditCounterModel
 from spec.formats.roce import OpCode
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, OPCODE_BYTE
+from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, MERGE_ROOM, OPCODE_BYTE
 
 __all__ = ["FrameMergeModel", "MergeOverflow", "is_ack_frame", "frame_beats_of"]
 
 
 class MergeOverflow(RuntimeError):
-    """A requester beat would find the merge buffer full: outside the contract."""
+    """A requester beat would find the merge buffer full: the requester did not obey
+    ``room`` (outside the contract; never in the fabric, where ``room`` drives its
+    ``go``)."""
 
 
 def frame_beats_of(data):
@@ -32,17 +34,18 @@ class FrameMergeModel:
     """The merge, one cycle at a time. Beats are dicts ``data``, ``nbytes``, ``first``,
     ``last`` (extra keys are carried along).
 
-    Each cycle ``c``: :meth:`b_ready` (whether the merge takes the beat ``b`` offers,
-    from the state at the start of the cycle), then :meth:`step` with the beat arriving
+    Each cycle ``c``: :meth:`room` (the flow control to the requester, from the level at
+    the start of the cycle) and :meth:`b_ready` (whether the merge takes the beat ``b``
+    offers, from the state at the start of the cycle), then :meth:`step` with the beat arriving
     on ``a`` and the credit returned; it returns the beat on ``o`` (or None).
     """
 
     def __init__(self, credits, depth, node=0):
-        for name, v in (("credits (beats)", credits), ("merge buffer depth (beats)", depth)):
-            if not isinstance(v, int) or isinstance(v, bool) or not (
-                    MAX_FRAME_BEATS <= v <= 65535):
-                raise ValueError(f"{name} must be an integer from {MAX_FRAME_BEATS} to "
-                                 f"65535, not {v!r}")
+        for name, v, lo in (("credits (beats)", credits, MAX_FRAME_BEATS),
+                            ("merge buffer depth (beats)", depth, MERGE_ROOM)):
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= 65535:
+                raise ValueError(f"{name} must be an integer from {lo} to 65535, "
+                                 f"not {v!r}")
         self.depth, self.node = depth, node
         self.q = deque()
         self.counter = CreditCounterModel(credits)
@@ -63,6 +66,11 @@ class FrameMergeModel:
         start_a = ok_a and (not ok_b or not self.prio_b)
         start_b = ok_b and (not ok_a or self.prio_b)
         return start_a, start_b, start_a, start_b, start_b
+
+    def room(self):
+        """``room`` in this cycle: the buffer holds at most ``depth - MERGE_ROOM`` beats
+        (call before :meth:`step`)."""
+        return len(self.q) <= self.depth - MERGE_ROOM
 
     def b_ready(self, b_beat):
         """``b.ready`` in this cycle, given the beat ``b`` offers (or None)."""

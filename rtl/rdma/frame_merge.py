@@ -9,7 +9,7 @@ from rtl.common.credit_counter import CreditCounter
 from spec.checks import check_int
 from spec.formats.packet import packet_layout, packet_signature
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE
+from spec.rdma_fabric import FRAME_OVERHEAD, IP_LENGTH_BYTE, MERGE_ROOM
 
 __all__ = ["FrameMerge"]
 
@@ -25,16 +25,29 @@ class FrameMerge(wiring.Component):
         count at reset. At least :data:`spec.rdma.MAX_FRAME_BEATS`, so that any frame
         can start.
     depth : int
-        Beats of the buffer of input ``a`` (at least ``MAX_FRAME_BEATS``).
+        Beats of the buffer of input ``a``, at least
+        :data:`spec.rdma_fabric.MERGE_ROOM` (``MAX_FRAME_BEATS + 2``, 68).
 
     Ports
     -----
     a : In(packet_signature(64))
-        The requester's frames. ``ready`` is high in every cycle out of reset: the
-        requester's frame sender can not be held (its timing contract and its twin send
-        a frame's beats back to back once started), so the merge buffers them. A beat
-        that finds the buffer full is lost and sets ``overflow`` (the golden model raises
-        instead: such a run is outside the contract).
+        The requester's frames. ``ready`` is high in every cycle out of reset: a started
+        frame is never held (the requester's frame sender sends its beats back to back),
+        so the merge buffers them and holds the requester between frames with ``room``.
+        A beat that finds the buffer full would be lost and set ``overflow``; while the
+        requester obeys ``room`` that never happens (the golden model raises if it
+        does).
+    room : Out(1)
+        Flow control to the requester (its ``go``): high in a cycle when the buffer's
+        level is at most ``depth - MERGE_ROOM``, so that it may start a new frame.
+        Why that is enough: the frame sender takes a descriptor only in a cycle ``t``
+        with ``room`` high; from ``t`` on, at most ``MERGE_TAIL_BEATS`` (2) beats of
+        the frame in progress are still to come (the framer takes the next descriptor
+        while sending its own last beat, and ICRC/FCS add at most one beat behind it)
+        and then the new frame's at most ``MAX_FRAME_BEATS``; with nothing leaving,
+        the last of these finds ``level(t) + MERGE_ROOM - 1 <= depth - 1`` beats in
+        the buffer. No other frame starts before ``room`` is high again. Combinational
+        from the level at the start of the cycle (a register): no path from ``a``.
     b : In(packet_signature(64))
         The responder's ACK/NAK frames. ``ready`` is high in the cycles the merge takes
         a beat (the responder's ACK sender holds its frame while ``ready`` is low).
@@ -43,8 +56,9 @@ class FrameMerge(wiring.Component):
     give : In(1)
         One credit (one buffer beat freed at the far end) returned this cycle.
     overflow, credit_errors : Out(1)
-        Sticky: a beat of ``a`` was lost; the credit counter under- or overflowed (never,
-        while the far end returns exactly one credit per beat it takes).
+        Sticky: a beat of ``a`` was lost (never, while the requester obeys ``room``);
+        the credit counter under- or overflowed (never, while the far end returns
+        exactly one credit per beat it takes).
     level_max : Out(range(depth + 1))
         High-water mark of the ``a`` buffer's level (one cycle behind the level).
 
@@ -68,13 +82,13 @@ class FrameMerge(wiring.Component):
 
     def __init__(self, credits, depth):
         self.credits = check_int(self, "credits (beats)", credits, MAX_FRAME_BEATS, 65535)
-        self.depth = check_int(self, "merge buffer depth (beats)", depth, MAX_FRAME_BEATS,
-                               65535)
+        self.depth = check_int(self, "merge buffer depth (beats)", depth, MERGE_ROOM, 65535)
         super().__init__({
             "a": In(packet_signature(64)),
             "b": In(packet_signature(64)),
             "o": Out(packet_signature(64)),
             "give": In(1),
+            "room": Out(1),
             "overflow": Out(1),
             "credit_errors": Out(1),
             "level_max": Out(range(depth + 1)),
@@ -93,7 +107,8 @@ class FrameMerge(wiring.Component):
         m.submodules.buf = q = fifo.SyncFIFO(width=layout.size, depth=self.depth)
         m.submodules.counter = cnt = CreditCounter(self.credits)
         a, b, o = self.a, self.b, self.o
-        m.d.comb += [a.ready.eq(~ResetSignal()), q.w_en.eq(a.valid), q.w_data.eq(a.payload)]
+        m.d.comb += [a.ready.eq(~ResetSignal()), q.w_en.eq(a.valid), q.w_data.eq(a.payload),
+                     self.room.eq(q.level <= self.depth - MERGE_ROOM)]
         with m.If(a.valid & ~q.w_rdy):
             m.d.sync += self.overflow.eq(1)
         with m.If(q.level > self.level_max):

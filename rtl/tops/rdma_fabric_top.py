@@ -29,7 +29,13 @@ from spec.rdma_engine import (
     RESPONDER_DEFAULTS,
     TIMEOUT_BITS,
 )
-from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS, NODES_RANGE
+from spec.rdma_fabric import (
+    FABRIC_DEFAULTS,
+    MERGE_COUNTERS,
+    MERGE_FLAGS,
+    MERGE_ROOM,
+    NODES_RANGE,
+)
 
 __all__ = ["RdmaFabricTop"]
 
@@ -55,8 +61,9 @@ class RdmaFabricTop(HarnessTop):
       switch o<p> -> down<p> (Link) -> FrameDemux<p> -data-> responder<p> <-> hi_rs<p>
 
     Uplink: :class:`rtl.rdma.frame_merge.FrameMerge` (whole frames, round robin, a frame
-    starts only when the credits cover all its beats; the requester's frames buffered
-    because the requester can not be held, the responder's ACKs held in the responder),
+    starts only when the credits cover all its beats; the requester's frames buffered,
+    the requester held between frames by the merge's ``room`` on its ``go``, so that no
+    beat is ever lost; the responder's ACKs held in the responder),
     then a :class:`Link` of ``link_latency``. The switch's ingress buffer is ``credits``
     beats; its credit pulses come back through a :class:`CreditReturn` of
     ``link_latency``. The switch never holds an egress (``backpressure`` off): each
@@ -100,7 +107,7 @@ class RdmaFabricTop(HarnessTop):
         check_int(self, "link latency (cycles)", p["link_latency"], 1, 1024)
         check_int(self, "credits (switch ingress beats)", p["credits"], MAX_FRAME_BEATS,
                   65535)
-        check_int(self, "merge_depth (beats)", p["merge_depth"], MAX_FRAME_BEATS, 65535)
+        check_int(self, "merge_depth (beats)", p["merge_depth"], MERGE_ROOM, 65535)
         check_int(self, "host-memory depth (words)", p["depth"], 1 << 6, 1 << 20)
         if p["depth"] & (p["depth"] - 1):
             reject(self, f"host-memory depth (words) must be a power of two, not "
@@ -197,7 +204,7 @@ class RdmaFabricTop(HarnessTop):
                 req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
                 # Uplink: requester (a) and responder (b) -> merge -> link -> switch.
                 merge.a.valid.eq(req.o.valid), merge.a.payload.eq(req.o.payload),
-                req.o.ready.eq(merge.a.ready),
+                req.o.ready.eq(merge.a.ready), req.go.eq(merge.room),
                 merge.b.valid.eq(resp.o.valid), merge.b.payload.eq(resp.o.payload),
                 resp.o.ready.eq(merge.b.ready),
                 up.i.valid.eq(up_valid), up.i.payload.eq(merge.o.payload),

@@ -31,7 +31,7 @@ from spec.rdma_engine import (
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
 )
-from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS
+from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS, MERGE_ROOM
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
 from tb.rdma.intent import cqes_per_qp, intended_statuses
@@ -227,6 +227,14 @@ async def fabric_matches_model(dut):
         levels = [got["merge"][n]["level_max"] for n in range(cfg.nodes)]
         sb.equal(f"a merge buffered a frame behind the credits (level_max {levels})",
                  any(isinstance(v, int) and v > 1 for v in levels), True)
+    if p.get("expect_merge_held"):
+        # The scenario must exercise the flow control: a merge's level passed the room
+        # threshold, so its requester was held between frames.
+        levels = [got["merge"][n]["level_max"] for n in range(cfg.nodes)]
+        sb.equal(f"a merge held its requester (level_max {levels} above "
+                 f"{cfg.merge_depth - MERGE_ROOM})",
+                 any(isinstance(v, int) and v > cfg.merge_depth - MERGE_ROOM
+                     for v in levels), True)
     dut._log.info("compare and checks %.2f s", time.perf_counter() - t3)
     if p.get("out_json"):
         # Both sides' load rows (rates of the whole fabric, latency from arrival), from

@@ -22,11 +22,12 @@ def frame_timing(opcode, length, header="roce"):
 class FrameSenderModel:
     """Descriptors to frames; the records of messages sent.
 
-    ``step(c, side)`` (no side inputs: the context's addresses come from ``cache``'s
-    ``static_of``, the ``s_data`` port) takes a descriptor from ``seg`` when the framer
-    is free and its payload words are in ``pay``, and calls ``send(f, frame)`` with the
-    cycle of the frame's first beat on ``o``; the framer takes the frame's payload words
-    from ``pay`` one a cycle (:attr:`pops`). No side outputs.
+    ``step(c, side)`` (side input ``go``, 1 if absent; the context's addresses come
+    from ``cache``'s ``static_of``, the ``s_data`` port) takes a descriptor from ``seg``
+    when ``go`` is high, the framer is free and its payload words are in ``pay``, and
+    calls ``send(f, frame)`` with the cycle of the frame's first beat on ``o``; the
+    framer takes the frame's payload words from ``pay`` one a cycle (:attr:`pops`). No
+    side outputs.
     """
 
     def __init__(self, cache, seg, pay, rec, send, header="roce"):
@@ -55,7 +56,7 @@ class FrameSenderModel:
                 self.rec.write(self._record(d))
             return
         record = d["last_seg"] and not d["resend"]
-        if not (c >= self.free_at and len(self.pay) >= d["words"] + pending
+        if not (side.get("go", 1) and c >= self.free_at and len(self.pay) >= d["words"] + pending
                 and (self.rec.can_write() or not record)):
             return
         self.seg.read()

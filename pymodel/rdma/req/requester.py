@@ -107,10 +107,10 @@ class RequesterModel:
     Each cycle: :meth:`offers` gives the read request and write word the requester
     offers the host interface (both come from FIFO heads, so they do not depend on
     anything of the same cycle); then :meth:`step` with the host interface's
-    ``ready``s, the word it delivers on ``rd_data``, the MMIO word it offers, and the ACK
-    frame whose last beat arrives this cycle; it returns whether the MMIO word was
-    taken. Frames go out through ``send(first_beat_cycle, frame)``. Then
-    :meth:`commit`.
+    ``ready``s, the word it delivers on ``rd_data``, the MMIO word it offers, the ACK
+    frame whose last beat arrives this cycle and the link's ``go`` (1: not held); it
+    returns whether the MMIO word was taken. Frames go out through
+    ``send(first_beat_cycle, frame)``. Then :meth:`commit`.
     """
 
     def __init__(self, cfg, send, **sizes):
@@ -197,7 +197,8 @@ class RequesterModel:
         """``mmio.ready`` for the word the host interface offers this cycle."""
         return self.intake.would_take(word)
 
-    def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None):
+    def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None,
+             go=1):
         f = self.fifos
         self._cycle = c
         cfg = self.cfg
@@ -243,7 +244,7 @@ class RequesterModel:
                               "err_valid": err is not None, "err_entry": err})
         self.pay.step(c, {"pay_arrived": self.arrived.value})
         if f["segs"].q or self.sender.pops:
-            self.sender.step(c, _NO_SIDE)
+            self.sender.step(c, {"go": go})
         comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout})
         if f["cqes"].q:
             self.cqw.step(c, _NO_SIDE)

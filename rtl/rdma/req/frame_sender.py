@@ -40,13 +40,17 @@ class FrameSender(wiring.Component):
         The frames, with ICRC and FCS (``o.ready`` is expected high: a link).
     ctx : Out(CacheReadSignature(entries))
         A static read port of the cache (MACs, IPs, ``dest_qp``).
+    go : In(1)
+        Flow control from the link (init 1: a requester on its own link ties it high):
+        a descriptor goes to the framer only in a cycle with ``go`` high. It holds
+        between frames only: a frame once started is sent whole, at the timing below.
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
 
     Timing
     ------
-    A descriptor at the head of ``seg`` goes to the framer in a cycle when the framer
-    takes one (idle, or sending the last beat of its frame), all ``words`` of its
+    A descriptor at the head of ``seg`` goes to the framer in a cycle when ``go`` is
+    high, the framer takes one (idle, or sending the last beat of its frame), all ``words`` of its
     payload are in the FIFO above the words the frame in progress has not taken yet
     (so a frame never waits for data once it has started) and, for a record, ``rec``
     has room. Frame timing: a descriptor taken in cycle ``t`` sends its ``B`` beats
@@ -68,6 +72,7 @@ class FrameSender(wiring.Component):
             "rec": Out(stream.Signature(record_layout())),
             "o": Out(packet_signature(64)),
             "ctx": Out(CacheReadSignature(entries)),
+            "go": In(1, init=1),
             "frames": Out(32), "retransmissions": Out(32),
         })
 
@@ -108,7 +113,7 @@ class FrameSender(wiring.Component):
                                - (self.pay.valid & self.pay.ready))
         with m.If(self.seg.valid & d.null):
             m.d.comb += [self.rec.valid.eq(1), self.seg.ready.eq(self.rec.ready)]
-        with m.Elif(self.seg.valid & (self.pay_level >= d.words + pending)
+        with m.Elif(self.seg.valid & self.go & (self.pay_level >= d.words + pending)
                     & (self.rec.ready | ~record)):
             m.d.comb += framer.i_seg.valid.eq(1)
             with m.If(framer.i_seg.ready):

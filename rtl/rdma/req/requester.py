@@ -105,6 +105,8 @@ class Requester(wiring.Component):
         (``rd_data``, ``ready`` ignored) and posted writes (``wr``).
     o : Out(packet_signature(64)), i : In(packet_signature(64))
         WRITE frames to the link; ACK/NAK frames from it (always ready).
+    go : In(1)
+        Flow control from the link, between frames (the frame sender's ``go``; init 1).
     qpc_base, cq_base : In(range(depth)), cq_log2 : In(5)
         The context table and the completion queue.
     ack_timeout : In(TIMEOUT_BITS)
@@ -159,7 +161,7 @@ class Requester(wiring.Component):
             "o": Out(packet_signature(64)), "i": In(packet_signature(64)),
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
-            "serial": In(1),
+            "serial": In(1), "go": In(1, init=1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
         }
         ports.update({n: Out(32) for n in REQUESTER_COUNTERS})
@@ -283,6 +285,7 @@ class Requester(wiring.Component):
 
         # Frames out; ACKs in.
         wiring.connect(m, sender.o, wiring.flipped(self.o))
+        m.d.comb += sender.go.eq(self.go)
         wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
         link(ack_rx.o, q_events, comp.ev)
         with m.If(ack_rx.o.valid & ~q_events.w_rdy):
