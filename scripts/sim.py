@@ -29,121 +29,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The results table and the design point's options live in their own modules; their
+# names are re-exported here (callers use ``scripts.sim``).
+from scripts.sim_point import (  # noqa: E402
+    POINT_OPTIONS,
+    RUNG_ALIASES,  # noqa: F401
+    check_point,
+    gap_profiles,
+    run_design_point,
+    rung_name,  # noqa: F401
+)
+from scripts.sim_table import COLUMNS, _cell, print_table  # noqa: E402, F401
 from tb.cosim import SIMULATORS, selected_sim  # noqa: E402
 
 DESIGNS = (("nic", "tb.nic.headline"), ("rdma", "tb.rdma.headline"))
-
-COLUMNS = (
-    ("design", "design", "{}"),
-    ("row", None, "{}"),
-    ("latency", "latency_cycles_rtl", "{:g}"),
-    ("completion", "completion_cycles_rtl", "{:g}"),
-    ("ii", "ii_cycles_rtl", "{:.2f}"),
-    ("wire B", "wire_bytes_rtl", "{:.1f}"),
-    ("wire eff", None, "{}"),
-    ("host B", "host_bytes_rtl", "{:.0f}"),
-    ("TLPs", None, "{}"),
-    ("host util", "host_util_rtl", "{:.2f}"),
-    ("ctrl ops", None, "{}"),
-    ("in flight bits", "inflight_bits_rtl", "{}"),
-    ("mismatch", "mismatches", "{}"),
-)
-
-
-def _cell(row, title, key, fmt):
-    if title == "row":
-        if row.get("design") == "rdma":
-            from spec.rdma_engine import LADDER
-
-            link = (f", link latency {row['link_latency']}" if "link_latency" in row else "")
-            if row.get("fabric", "board") != "board":
-                link = f", {row['fabric']}{link}"
-            if row.get("header", "roce") != "roce":
-                link = f", {row['header']} header{link}"
-            if row.get("reliability", "go-back-N") != "go-back-N":
-                link = f", {row['reliability']}{link}"
-            if row.get("rung") not in dict(LADDER):     # a headline label names its point
-                return f"{row.get('rung')}{link}"
-            return (f"{row.get('rung')}, {row.get('qps')} QP / "
-                    f"{row.get('cache_entries')} entries, {row.get('host')}{link}")
-        return f"{row.get('framing')}, {row.get('peers')} peers" + "".join(
-            f", {row[key]}" + (" completion" if key == "completion" else "")
-            for key, usual in (("attachment", "integrated"), ("fabric", "board"),
-                               ("completion", "credit"), ("reliability", "none"))
-            if row.get(key, usual) != usual)
-    if title == "TLPs":
-        tlps = row.get("host_tlps_rtl")
-        return f"{sum(tlps.values()):.2f}" if isinstance(tlps, dict) else "-"
-    if title == "wire eff":
-        wire = row.get("wire_bytes_rtl")
-        return f"{100 * row['msg_bytes'] / wire:.1f}%" if wire else "-"
-    if title == "ctrl ops":
-        ops = row.get("ctrl_ops_rtl") or {}
-        return f"{sum(ops.values()):.2f}" if isinstance(ops, dict) else str(ops)
-    value = row.get(key)
-    return "-" if value is None else fmt.format(value)
-
-
-def print_table(rows):
-    table = [[title for title, _, _ in COLUMNS]]
-    table += [[_cell(r, *c) for c in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
-    for k, line in enumerate(table):
-        print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
-
-
-#: Short names of the RDMA ladder's rungs (spec/rdma_engine.py LADDER) for ``--rung``,
-#: which also takes the rungs' own names.
-RUNG_ALIASES = {
-    "seq": "sequential",
-    "pipelined": "pipelined",
-    "db-batch": "+doorbell batching 16",
-    "bf-inline": "+WQE by MMIO, inline",
-    "unsignalled": "+unsignalled 1/64",
-    "ack-coalesce": "+ACK coalescing",
-    "best": "+ACK coalescing",
-}
-
-
-def rung_name(text):
-    """The ladder rung named by ``text``: a rung's own name or one of
-    :data:`RUNG_ALIASES` (other text is returned unchanged, for the model's check)."""
-    return RUNG_ALIASES.get(text, text)
-
-
-#: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma" or
-#: "both"), type, help).
-POINT_OPTIONS = (
-    ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
-    ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
-    ("--attachment", "attachment", "nic", str,
-     "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
-    ("--link-latency", "link_latency", "both", int,
-     "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: the "
-     "profile's)"),
-    ("--completion", "completion", "nic", str,
-     "NIC completion: credit (the link credit, one hop) or e2e (the receiver's cumulative "
-     "completion per source, end to end; docs/nic.md); default credit. RDMA's is always "
-     "end to end (the ACK and the CQE)"),
-    ("--header", "header", "rdma", str,
-     "RDMA framing: roce (Ethernet + IPv4 + UDP + BTH) or scaleup (a 10-byte scale-up "
-     "header + BTH; spec/formats/scaleup.py); default roce"),
-    ("--fabric", "fabric", "both", str,
-     "fabric profile: board, rack or pod (spec/fabric_profiles.py; default board): links, "
-     "switch hop and the state sized from them"),
-    ("--max-payload", "max_payload", "nic", int,
-     "NIC largest frame payload, a multiple of 64 bytes (default 1024)"),
-    ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
-    ("--cache-entries", "cache_entries", "rdma", int,
-     "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
-    ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
-     "(default pcie)"),
-    ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
-     + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
-     + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
-)
 
 
 def parse_args(argv=None):
@@ -210,92 +109,6 @@ def parse_args(argv=None):
             ap.error(text)
     return args
 
-
-def gap_profiles(text, ap):
-    """The profiles of ``--gap``: ``()`` for ``none``; a name that is no profile of
-    :data:`spec.fabric_profiles.FABRIC_PROFILES` stops with an error naming ``--gap``."""
-    from spec.fabric_profiles import FABRIC_PROFILES
-
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if names == ["none"]:
-        return ()
-    bad = [n for n in names if n not in FABRIC_PROFILES]
-    if bad or not names:
-        ap.error(f"--gap: {', '.join(bad) or repr(text)} is not a fabric profile; use "
-                 f"'none' or some of {', '.join(FABRIC_PROFILES)}, comma separated")
-    return tuple(dict.fromkeys(names))
-
-
-def check_point(design, msg_bytes, messages, knobs):
-    """The knobs of a co-simulated point with its defaults filled in, checked by
-    :func:`pymodel.points.resolve` and by the RTL top's limits; ``ValueError`` names the
-    bad option."""
-    from pymodel.points import resolve
-    from pymodel.rdma.verbs import inline_limit
-    from spec.fabric_profiles import fabric_profile, one_way
-    from spec.rdma_engine import LADDER, TOP_DEFAULTS
-
-    knobs = dict(knobs)
-    link_retry = knobs.pop("link_retry", None)
-    completion = knobs.pop("completion", None)
-    if completion is not None:
-        from spec.nic import COMPLETIONS
-        if completion not in COMPLETIONS:
-            raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
-                             f"not {completion!r}")
-    fabric = knobs.pop("fabric", None)
-    if fabric is not None:
-        profile = fabric_profile(fabric)
-        path = profile.link if design == "nic" else one_way(profile)
-        if profile.name != "board" and knobs.get("link_latency", path) != path:
-            raise ValueError(f"fabric {profile.name!r} sets the link latency ({path} "
-                             f"cycles); leave --link-latency out (not "
-                             f"{knobs['link_latency']})")
-    if design == "nic":
-        knobs.setdefault("framing", "compact")
-        if knobs.get("peers", 1) > 15:
-            raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), "
-                             f"not {knobs['peers']}")
-    else:
-        knobs.setdefault("rung", LADDER[-1][0])
-        if dict(LADDER).get(knobs["rung"], {}).get("inline") and msg_bytes > inline_limit():
-            raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
-                             f"{knobs['rung']!r}, which carries the payload inline in the "
-                             f"WQE (not {msg_bytes}); pick a rung without inline data, e.g. "
-                             f"--rung db-batch")
-    _, p = resolve(design, msg_bytes, messages, knobs)
-    if fabric is not None:
-        knobs["fabric"] = profile.name
-    if link_retry is not None:
-        knobs["link_retry"] = link_retry
-    if completion is not None:
-        knobs["completion"] = completion
-    if design == "rdma":
-        room = TOP_DEFAULTS["depth"] * 64 // 4
-        if messages * msg_bytes > room:
-            raise ValueError(f"messages x msg_bytes ({messages} x {msg_bytes}) must fit in "
-                             f"{room} bytes of the top's host memory; use fewer messages")
-    return knobs
-
-
-def run_design_point(args):
-    """Co-simulate the point of ``args``; return its results row."""
-    k = args.knobs
-    if args.design == "nic":
-        from tb.nic.headline import run_point
-        top = {name: k[name] for name in ("link_latency", "max_payload") if name in k}
-        return run_point(args.sim, k["framing"], args.msg_bytes, args.messages,
-                         peers=k.get("peers", 1), top=top or None,
-                         attachment=k.get("attachment", "integrated"),
-                         fabric=k.get("fabric", "board"), retry=k.get("link_retry", False),
-                         completion=k.get("completion", "credit"),
-                         test_id=f"point-{args.messages}x{args.msg_bytes}")
-    from tb.rdma.headline import run_point
-    return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
-                     cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
-                     rung=k["rung"], link_latency=k.get("link_latency"),
-                     fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
-                     header=k.get("header", "roce"))
 
 
 def main(argv=None):

@@ -1,4 +1,5 @@
-"""Source scans of rtl/ for the contract rules that a review would otherwise have to catch:
+"""Source scans of rtl/ (and, for their size, of pymodel/, tb/ and scripts/) for the
+contract rules that a review would otherwise have to catch:
 
 - widths come from spec/: no integer literal 512 (a host word or 64-byte beat:
   ``HOST_WORD_BITS``) or 24 (a QPN, PSN or MSN: ``QPN_BITS``, ``PSN_BITS``,
@@ -9,7 +10,10 @@
   ``getattr`` of a port built with an f-string (``ports[f"s{k}_addr"]``,
   ``getattr(self, f"{name}_we")``), in the files listed in :data:`NAMED_PORTS_DONE`;
 - the tops of :data:`TOPS_DONE` join ports with ``wiring.connect``, not by name: no
-  ``getattr(...)`` on either side of an ``.eq`` (``getattr(self, n).eq(getattr(x, n))``).
+  ``getattr(...)`` on either side of an ``.eq`` (``getattr(self, n).eq(getattr(x, n))``);
+- files stay small: of the Python files in :data:`SIZED_DIRS`, at most
+  :data:`MAX_LONG_FILES` have more than :data:`MAX_LINES` lines, and each of those says
+  in its module docstring why it :data:`STAYS_WHOLE` (the rest are split by concern).
 
 Each rule is checked on a small sample written to break it, so that the scan is known
 to see what it is meant to see.
@@ -93,6 +97,29 @@ def fstring_ports(source):
     return sorted(lines)
 
 
+#: Folders whose Python files are held to the size rule, and the rule: at most
+#: ``MAX_LONG_FILES`` files over ``MAX_LINES`` lines, each saying why it stays whole.
+SIZED_DIRS = ("rtl", "pymodel", "tb", "scripts")
+MAX_LINES = 400
+MAX_LONG_FILES = 2
+STAYS_WHOLE = "stays whole"
+
+
+def size_violations(sources):
+    """What breaks the size rule in ``sources`` (``{name: text}``): a line per file over
+    :data:`MAX_LINES` lines without :data:`STAYS_WHOLE` in its module docstring, and one
+    naming them all when more than :data:`MAX_LONG_FILES` are over."""
+    long = {name: len(text.splitlines()) for name, text in sources.items()
+            if len(text.splitlines()) > MAX_LINES}
+    out = [f"{name}: {n} lines and its docstring does not say why it {STAYS_WHOLE}"
+           for name, n in sorted(long.items())
+           if STAYS_WHOLE not in (ast.get_docstring(ast.parse(sources[name])) or "")]
+    if len(long) > MAX_LONG_FILES:
+        out.append(f"{len(long)} files over {MAX_LINES} lines (at most {MAX_LONG_FILES}): "
+                   + ", ".join(f"{name} ({n})" for name, n in sorted(long.items())))
+    return out
+
+
 def _is_getattr(node):
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id == "getattr")
@@ -140,6 +167,13 @@ def test_named_ports_list_is_current():
     assert missing == []
 
 
+def test_files_stay_small():
+    sources = {str(path.relative_to(ROOT)): path.read_text()
+               for d in SIZED_DIRS for path in sorted((ROOT / d).rglob("*.py"))}
+    assert len(sources) > 100           # the scan sees the tree
+    assert size_violations(sources) == []
+
+
 def test_scans_see_what_they_are_for():
     """Samples written by hand to break each rule, and their compliant twins."""
     bad_widths = (
@@ -168,3 +202,12 @@ def test_scans_see_what_they_are_for():
         "m.d.comb += self.y.eq(x.y)\n"                       # allowed
     )
     assert getattr_plumbing(bad_plumbing) == [1, 2, 3]
+
+    long = "x = 1\n" * MAX_LINES
+    whole = f'"""Kept in one piece: it {STAYS_WHOLE}."""\n' + long
+    assert size_violations({"a.py": long[:-6], "b.py": whole, "c.py": whole}) == []
+    assert size_violations({"a.py": long + "y = 2\n"}) == [
+        f"a.py: {MAX_LINES + 1} lines and its docstring does not say why it {STAYS_WHOLE}"]
+    found = size_violations({n: whole for n in ("a.py", "b.py", "c.py")})
+    assert found == [f"3 files over {MAX_LINES} lines (at most {MAX_LONG_FILES}): "
+                     f"a.py ({MAX_LINES + 1}), b.py ({MAX_LINES + 1}), c.py ({MAX_LINES + 1})"]

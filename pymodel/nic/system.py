@@ -17,6 +17,10 @@ block twin is stepped with ``step(c, side)`` (:mod:`pymodel.cycle`). It imports 
 from the RTL: the layouts, the frame and credit sizing formulas and the LFSR polynomial come from
 :mod:`spec`, and the behaviour (the stall patterns included) is computed with the
 model's own code.
+
+The end-to-end completion (:mod:`pymodel.nic.system_e2e`) and the receive and PCIe host
+sides (:mod:`pymodel.nic.system_host`) are parts of the model in their own modules, base
+classes of :class:`NicSystemModel`.
 """
 
 from collections import deque
@@ -25,32 +29,27 @@ from dataclasses import replace
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
-from pymodel.host.host_interface import HostInterfaceModel
-from pymodel.nic.completion_gen import CompletionGenModel
 from pymodel.nic.credit_return import CreditReturnModel
-from pymodel.nic.fault_injector import FaultInjectorModel
-from pymodel.nic.nic_rx import NicRxModel
 from pymodel.nic.nic_tx import NicTxModel
-from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
 from pymodel.nic.params import NicParams
 from pymodel.nic.store import Store
-from pymodel.nic.window_table import WindowTableModel
+from pymodel.nic.system_e2e import E2eCompletion
+from pymodel.nic.system_host import ReceiveAndHost
 from pymodel.packet import pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
 from spec.fabric import check_source_write
-from spec.formats.nic import COMPLETION_COUNT_BITS, frame_beats, header_bytes
+from spec.formats.nic import frame_beats, header_bytes
 from spec.host import PROFILES
 from spec.nic import (
     COMPLETION_DEFAULTS,
     check_completion,
     completion_flush_idle,
-    pcie_mmio_addr,
 )
 
 __all__ = ["NicSystemModel", "NicParams", "Store"]
 
 
-class NicSystemModel:
+class NicSystemModel(E2eCompletion, ReceiveAndHost):
     """The top's parameters (checked: :class:`pymodel.nic.params.NicParams`, also
     :attr:`params`); :meth:`run` plays one scenario. :meth:`of` builds one from a
     :class:`NicParams`."""
@@ -293,186 +292,3 @@ class NicSystemModel:
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links},
                 "e2e": self._e2e_result(e2e) if e2e else None}
-
-    # -- end-to-end completion -----------------------------------------------------------
-    def _e2e_start(self, node_ids, window_writes, mem, faults):
-        """``e2e``: the receivers run inside the cycle loop (their completions go back
-        through the fabric): per node its FaultInjector, WindowTable and NicRx twins, its
-        CompletionGen and OutstandingTracker twins."""
-        n, window_writes, mem = self.nodes, window_writes or {}, mem or {}
-        tables = [WindowTableModel(self.mem_words) for _ in range(n)]
-        return {
-            "rx": [NicRxModel(self.w, self.framing, self.max_payload, self.mem_words,
-                              node_ids[p], tables[p], mem.get(p), p, "e2e")
-                   for p in range(n)],
-            "tables": tables, "at": [0] * n, "ptr": [0] * n,
-            "windows": [list(window_writes.get(p, ())) for p in range(n)],
-            "inj": [FaultInjectorModel(set(faults.get(p, ()))) for p in range(n)],
-            "gen": [CompletionGenModel(self.w, self.framing, n, self.coalesce,
-                                       self.flush_idle, node_ids[p]) for p in range(n)],
-            "trk": [OutstandingTrackerModel(n, self.timeout) for _ in range(n)],
-            "step": [{} for _ in range(n)],
-            "cp": [([], []) for _ in range(n)],          # completions at the tracker
-            "ok": [[] for _ in range(n)],                # (cycle, src, count) accepted
-            "seq": [{} for _ in range(n)],               # dst -> mids of frames sent
-        }
-
-    def _e2e_cycle(self, c, e2e, down, msgs):
-        """``e2e``, cycle ``c``: the downlink beats arriving in ``c`` into each receiver
-        (window writes of the cycles before applied first, as :meth:`_receive` does),
-        then each node's tracker and generator."""
-        for p, rx in enumerate(e2e["rx"]):
-            beats, windows, table = down[p], e2e["windows"][p], e2e["tables"][p]
-            while e2e["ptr"][p] < len(beats) and beats[e2e["ptr"][p]][0] == c:
-                cyc, beat = beats[e2e["ptr"][p]]
-                e2e["ptr"][p] += 1
-                while e2e["at"][p] < min(cyc, len(windows)):
-                    table.step(e2e["at"][p], {"w": windows[e2e["at"][p]]})
-                    table.commit()
-                    e2e["at"][p] += 1
-                done = rx.step(cyc, {"i": e2e["inj"][p].step(cyc, {"i": beat})["o"]}).get(
-                    "written")
-                if done is not None:
-                    mid, last_write, index = done
-                    if mid is not None and mid < len(msgs):
-                        msgs[mid].setdefault("remote_writes", []).append(last_write)
-                        msgs[mid].setdefault("remote_index", []).append(index)
-                        msgs[mid]["remote_port"] = p
-            res = e2e["step"][p]
-            e2e["step"][p] = {}
-            out = res.get("o")
-            if res.get("sent") is not None:
-                e2e["seq"][p].setdefault(res["sent"], []).append(out[0])
-            cpl = rx.cpls.pop(c, None)
-            r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})
-            if cpl is not None:
-                e2e["cp"][p][0].append(cpl)
-                e2e["cp"][p][1].append(c)
-                if r["ok"]:
-                    e2e["ok"][p].append((c, cpl[0], cpl[3]))
-            e2e["gen"][p].step(c, {"ev": rx.acks.pop(c, None),
-                                   "started": res.get("started", False)})
-
-    @staticmethod
-    def _e2e_busy(e2e, down, txs):
-        return (any(g.busy() for g in e2e["gen"]) or any(tx.cpl_rest for tx in txs)
-                or any(rx.acks or rx.cpls for rx in e2e["rx"])
-                or any(e2e["ptr"][p] < len(down[p]) for p in range(len(txs))))
-
-    def _e2e_finish(self, e2e, msgs):
-        """``e2e``: each message's completion is the cycle an accepted completion first
-        covered its frame at its sender's tracker (None if none did); the receivers'
-        results as :meth:`_receive` gives them."""
-        mask = (1 << COMPLETION_COUNT_BITS) - 1
-        for m in msgs:
-            m["completion"] = None
-        for p in range(self.nodes):
-            done = {}
-            for c, d, count in e2e["ok"][p]:
-                old = done.get(d, 0)
-                new = old + ((count - old) & mask)
-                for mid in e2e["seq"][p].get(d, [])[old:new]:
-                    msgs[mid]["completion"] = c
-                done[d] = new
-        return {p: {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
-                for p, rx in enumerate(e2e["rx"])}
-
-    @staticmethod
-    def _e2e_result(e2e):
-        """Per node: the CPL counters, the tracker's per-destination ports, the
-        completions that reached the tracker (``cp``: events and cycles), the cycles of
-        the timeouts and the completions the generator sent."""
-        return {p: {"cpl_sent": g.cpl_sent, "cpl_ok": t.cpl_ok, "cpl_bad": t.cpl_bad,
-                    "ports": t.ports(), "cp": e2e["cp"][p],
-                    "timeout_cycles": t.timeout_cycles, "sent": g.sent}
-                for p, (g, t) in enumerate(zip(e2e["gen"], e2e["trk"], strict=True))}
-
-    def _host_words(self, txs, msgs):
-        """pcie: the host's posted writes (one per store, its command beats as words,
-        ``(mid, word, release)``) and each node's host interface (the MMIO path on the
-        way out)."""
-        words, his = {}, {}
-        w = self.w
-        for p, tx in enumerate(txs):
-            words[p] = []
-            his[p] = HostInterfaceModel(self.profile, self.mem_words)
-            for mid, _, _ in tx.plan:
-                s = msgs[mid]["store"]
-                if len(s.payload) > self.profile.max_payload or s.length != len(
-                        s.payload) or not s.payload:
-                    raise ValueError("pcie: every store must be one host write of 1 to "
-                                     f"{self.profile.max_payload} bytes (Store."
-                                     "host_writes), with length its payload bytes")
-                rel = msgs[mid]["release"] if msgs[mid]["gate"] >= 0 else 0
-                for data, _nb, first, last in s.beats(w):
-                    words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr),
-                                           "nbytes": s.length, "data": data,
-                                           "first": first, "last": last},
-                                     rel if first else 0))
-        return words, his
-
-    # -- receive ----------------------------------------------------------------------
-    def _receive(self, port, beats, node_id, faults, msgs, windows=(), mem=None):
-        """The receive side of node ``port``: its FaultInjector, WindowTable and NicRx
-        twins stepped over ``beats``, the ``(cycle, beat)`` its downlink delivered
-        (nothing there pushes back or reaches the transmit side, so the receivers run
-        after the fabric). ``faults`` are the downlink beat numbers to corrupt,
-        ``windows`` the ``(src, base, size)`` window-table writes of cycles 0, 1, ...,
-        ``mem`` the memory's words before the run (default zeros). Each message received
-        gains ``remote_writes`` (the cycle of its last word), ``remote_index`` (that
-        word's index in ``wr``) and ``remote_port``. Returns the receiver's ``wr``,
-        ``counters``, ``mem`` and ``posted``."""
-        table = WindowTableModel(self.mem_words)
-        rx = NicRxModel(self.w, self.framing, self.max_payload, self.mem_words, node_id,
-                        table, mem, port)
-        inj = FaultInjectorModel(faults)
-        windows = list(windows)
-        at = 0                           # the next cycle of the window table
-        for cyc, beat in beats:
-            while at < min(cyc, len(windows)):
-                table.step(at, {"w": windows[at]})
-                table.commit()
-                at += 1
-            done = rx.step(cyc, {"i": inj.step(cyc, {"i": beat})["o"]}).get("written")
-            if done is not None:
-                mid, last_write, index = done
-                if mid is not None and mid < len(msgs):
-                    msgs[mid].setdefault("remote_writes", []).append(last_write)
-                    msgs[mid].setdefault("remote_index", []).append(index)
-                    msgs[mid]["remote_port"] = port
-        return {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
-
-    def _post(self, rx, his, msgs, port):
-        """pcie: NicRx's writes of node ``port`` through the up direction of its host
-        interface ``his`` (whose MMIO path carried the node's stores): ``rx["wr"]`` then
-        holds the cycles the words reach memory, and each message received there its
-        remote write likewise (its ``remote_index`` counts that node's writes)."""
-        events = dict(rx["posted"])
-        if not events:
-            return 0
-        hi = HostInterfaceModel(self.profile, self.mem_words)
-        hi.trace = []
-        c, last = -1, max(events)
-        while True:
-            c += 1
-            word = events.pop(c, None)
-            if word is None and c > last and hi.next_event(c - 1) is None:
-                break
-            r = hi.step(c, wr=word)
-            if word is not None and not r.wr_taken:
-                raise RuntimeError(f"pcie: node's posted-write buffer full in cycle {c}")
-        cycles = [s + j for s, ev, d in hi.trace if ev == "wr_tlp" for j in range(d["words"])]
-        if len(cycles) != len(rx["wr"][1]):
-            raise AssertionError("pcie: posted writes and memory writes differ in number")
-        rx["wr"] = (rx["wr"][0], cycles)
-        for m in msgs:
-            if "remote_index" in m and m.get("remote_port") == port:
-                m["remote_writes"] = [None if i is None else cycles[i]
-                                      for i in m["remote_index"]]
-        for name, value in hi.counters.items():
-            his.counters[name] = (his.counters[name] + value if name != "tags_max"
-                                  else max(his.counters[name], value))
-        if any(hi.mem.get(a, 0) != v for a, v in enumerate(rx["mem"]) if v):
-            raise AssertionError("pcie: host memory differs from the receiver's writes")
-        return c
-

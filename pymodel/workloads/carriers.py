@@ -51,19 +51,25 @@ Another engine plugs in as a :class:`Rung` with its own ``cost_fn`` and knobs; t
 generator and the timing code do not change. Where the engine's fast path does not
 cover a point (:mod:`pymodel.rdma.fastpath`: e.g. ACK coalescing over many QPs, which
 meets the transport timeout), :meth:`Carrier.cost` raises its ``ValueError``.
+
+The issuer profiles are in :mod:`pymodel.workloads.issuers`, the rungs in
+:mod:`pymodel.workloads.rungs`; this module re-exports their names.
 """
 
-import tomllib
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from spec.formats.roce import HOST_WORD_BYTES
-from spec.rdma_engine import LADDER, MAX_INLINE_WORDS
+from pymodel.workloads.issuers import DATA, ISSUERS, IssuerProfile, load_issuers  # noqa: F401
+from pymodel.workloads.rungs import (  # noqa: F401  (re-exported for callers of this module)
+    MAX_INLINE_BYTES,
+    RUNGS,
+    Rung,
+    _default_cost_fn,
+    ladder_cost,
+)
 
 __all__ = ["Carrier", "Rung", "IssuerProfile", "MessageCost", "RUNGS", "ISSUERS",
            "load_issuers", "NIC_FRAMINGS"]
 
-DATA = Path(__file__).resolve().parent / "data"
 NIC_FRAMINGS = ("compact", "l2")
 _MAX_QPS = 4096
 _MAX_PEERS = 254
@@ -76,15 +82,6 @@ MESSAGES = 2000
 #: within a few stores (ii, latency, host bytes and in-flight bits are the same at 200
 #: and 1,000 stores of 64, 256 and 1,024 bytes; tests/test_workloads_density.py).
 NIC_PCIE_MESSAGES = 200
-#: Largest payload a WQE carries inline (bytes).
-MAX_INLINE_BYTES = MAX_INLINE_WORDS * HOST_WORD_BYTES
-
-
-def _default_cost_fn(design, *, msg_bytes, messages, **knobs):
-    # The golden model's fast path (imported here: it pulls in the whole model).
-    from pymodel.fastpath import fast_point
-    return fast_point(design, msg_bytes=msg_bytes, messages=messages, **knobs)
-
 
 def _nic_pcie_cost_fn(design, *, msg_bytes, messages, **knobs):
     # The NIC's cycle-level model (the fast path does not cover the pcie attachment).
@@ -93,126 +90,6 @@ def _nic_pcie_cost_fn(design, *, msg_bytes, messages, **knobs):
                        **knobs)
 
 
-def ladder_cost(design, *, msg_bytes, messages, rung, **knobs):
-    """The fast path of the pipelined engine on a rung of :data:`spec.rdma_engine.LADDER`
-    (``rung`` its name, ``knobs`` on top). On a rung with inline data, a payload longer
-    than :data:`MAX_INLINE_BYTES` is read from host memory instead (``inline=0``; the
-    WQE is still written by MMIO)."""
-    if (dict(LADDER)[rung].get("inline") and msg_bytes > MAX_INLINE_BYTES
-            and "inline" not in knobs):
-        knobs = dict(knobs, inline=0)
-    return _default_cost_fn(design, msg_bytes=msg_bytes, messages=messages, rung=rung,
-                            **knobs)
-
-
-@dataclass(frozen=True)
-class IssuerProfile:
-    """What posting RDMA work costs (cycles of 1 ns) and how the issuer uses the engine.
-
-    ``doorbell_batch`` WQEs per doorbell and ``signal_every`` WQEs per CQE are the
-    issuer's default policy (a :class:`Rung` may override them). ``status`` says how the
-    costs were obtained: ``derived``, ``bound`` or ``assumption`` (data file).
-    """
-
-    name: str
-    title: str
-    wqe_cycles: float
-    doorbell_cycles: float
-    cqe_cycles: float
-    doorbell_batch: int
-    signal_every: int
-    status: str
-    source: str
-    derivation: str
-
-    def __post_init__(self):
-        for k in ("wqe_cycles", "doorbell_cycles", "cqe_cycles"):
-            v = getattr(self, k)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"issuer {self.name!r}: {k} must be a number >= 0, "
-                                 f"not {v!r}")
-        for k in ("doorbell_batch", "signal_every"):
-            v = getattr(self, k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"issuer {self.name!r}: {k} must be an integer >= 1, "
-                                 f"not {v!r}")
-        if self.status not in ("derived", "bound", "assumption", "measured"):
-            raise ValueError(f"issuer {self.name!r}: unknown status {self.status!r}")
-
-
-def load_issuers(path=DATA / "issuers.toml"):
-    """The issuer profiles of a data file, ``{name: IssuerProfile}``."""
-    with open(path, "rb") as f:
-        doc = tomllib.load(f)
-    return {name: IssuerProfile(name=name, **body) for name, body in doc.items()}
-
-
-#: Issuer profiles from ``data/issuers.toml``: ``none``, ``cpu``, ``cpu_framework``,
-#: ``gpu``, ``controller``.
-ISSUERS = load_issuers()
-
-
-@dataclass(frozen=True)
-class Rung:
-    """One rung of the RDMA optimisation ladder, as the carrier uses it.
-
-    Parameters
-    ----------
-    name : str
-    knobs : dict
-        Engine knobs passed to ``cost_fn`` for every message (e.g. ``mem_latency``).
-    doorbell_batch, signal_every : int or None
-        WQEs per doorbell and per CQE when the rung sets them (doorbell batching,
-        unsignalled completions); ``None``: the issuer's own policy.
-    cost_fn : callable or None
-        ``cost_fn(design, msg_bytes=..., messages=..., **knobs) -> dict`` with the keys of
-        :func:`pymodel.fastpath.fast_point` (``ii_cycles``, ``latency_cycles``,
-        ``completion_cycles``, ``wire_bytes``, ``ctrl_ops`` dict, ``ctrl_bytes``, and
-        ``host_bytes`` when the engine models a host interface). ``None``: the fast path.
-    posting : bool
-        Hand the carrier's effective posting policy to ``cost_fn`` as the engine knobs
-        ``ring_every`` (WQEs per doorbell) and ``signal_every`` (WQEs per CQE), so that
-        the engine model posts as the issuer does.
-    note : str
-    """
-
-    name: str
-    knobs: dict = field(default_factory=dict)
-    doorbell_batch: int | None = None
-    signal_every: int | None = None
-    cost_fn: object = None
-    posting: bool = False
-    note: str = ""
-
-
-def _ladder_rungs():
-    """:data:`RUNGS`: one per rung of the ladder. A rung that writes WQEs by MMIO rings
-    once per WQE (BlueFlame: the WQE is its own doorbell); the one-at-a-time rung rings
-    once per WQE too (one message in flight); the others take the issuer's policy
-    unless the ladder sets it (doorbell batching, unsignalled completions)."""
-    notes = {
-        "sequential": "one message in flight (the engine's serial port), a doorbell "
-                      "per WQE",
-        "pipelined": "every stage pipelined, reads of many messages overlap",
-        "+doorbell batching 16": "one doorbell and one WQE read for 16 WQEs",
-        "+WQE by MMIO, inline": "the WQE written by MMIO (no WQE read), payloads up to "
-                                "192 B inline (no payload read)",
-        "+unsignalled 1/64": "one CQE per 64 WQEs",
-        "+ACK coalescing": "an ACK request every 16 messages or 64 frames per QP",
-    }
-    out = {}
-    for name, knobs in LADDER:
-        batch = 1 if (knobs.get("bf") or knobs.get("serial")) else knobs.get("ring_every")
-        out[name] = Rung(name, knobs={"rung": name}, doorbell_batch=batch,
-                         signal_every=knobs.get("signal_every"), cost_fn=ladder_cost,
-                         posting=True, note=notes[name])
-    return out
-
-
-#: The rungs of :data:`spec.rdma_engine.LADDER` (sequential, pipelined, +doorbell
-#: batching 16, +WQE by MMIO inline, +unsignalled 1/64, +ACK coalescing), each on the
-#: pipelined engine's fast path (:func:`ladder_cost`), posting as the issuer does.
-RUNGS = _ladder_rungs()
 
 
 @dataclass(frozen=True)

@@ -28,16 +28,20 @@ load, every curve) and ``load_cdf.png`` (latency CDFs at 90 % load).
 RTL subset (:func:`run_load_rtl`): points co-simulated on ``--sim`` whose RTL rows must
 equal the model's (the cocotb tests compare every record; a failed run is a row with a
 mismatch).
+
+The section is split by concern: the rows and tables (:mod:`.load_rows`), the RTL subset
+(:mod:`.load_rtl`) and the plots (:mod:`.load_plots`); this module holds the model grid
+(its constants are read here, where a caller may set them) and re-exports the rest.
 """
 
 import json
 import sys
 import time
-from pathlib import Path
 
-from pymodel.load.rdma import best_rung, rate_bound, rdma_load_run, saturation, steady_saturation
-from spec.load import DISTRIBUTION_KEYS
+from pymodel.load.rdma import best_rung, rdma_load_run, steady_saturation
 
+from .load_rows import MSG_BYTES, _curve_table, _fmt, knee, results_rows, saturation_rows
+from .load_rtl import NIC_RTL_TOP, RTL_POINTS, run_load_rtl  # noqa: F401
 from .progress import Progress
 
 __all__ = ["load_section", "load_grid", "knee", "results_rows", "run_load_rtl",
@@ -54,8 +58,6 @@ RDMA_CURVES = tuple(
     for pop in (("zipf", "uniform") if q > 1 else ("round_robin",)))
 #: Issuer profiles compared (pymodel/workloads/data/issuers.toml).
 ISSUER_NAMES = ("none", "cpu", "gpu", "controller")
-#: Message size of every load point (the seed's 128-byte store).
-MSG_BYTES = 128
 #: Loads whose per-message latencies are kept for the CDF plot.
 CDF_LOADS = (0.9,)
 
@@ -155,170 +157,6 @@ def load_grid(messages):
 
     return sat, points
 
-
-#: The RTL subset: ``(kind, name, knobs, load)``: RDMA points on RdmaTop, NIC points on
-#: NicTop (the load co-simulation's top, tests/test_cosim_nic_load.py) and incast on the
-#: RDMA fabric (RdmaFabricTop, 4 nodes).
-RTL_POINTS = (
-    ("rdma", "rdma 1 QP, 50 %", dict(qps=1), 0.5),
-    ("rdma", "rdma 64 QPs zipf / 16, 90 %", dict(qps=64, popularity="zipf"), 0.9),
-    ("rdma", "rdma 4096 QPs uniform / 16, 70 %", dict(qps=4096, popularity="uniform"), 0.7),
-    ("rdma", "rdma 1 QP issuer cpu, 100 %", dict(qps=1, issuer="cpu"), 1.0),
-    ("nic", "nic L2 pair, 90 %", dict(pattern="pair", nodes=2), 0.9),
-    ("nic", "nic L2 incast 3->1, 50 % per sender", dict(pattern="incast", nodes=4), 0.5),
-    ("fabric", "rdma fabric incast 3->1, 50 %", dict(pattern="incast"), 0.5),
-)
-#: NicTop of the NIC points (as tests/test_cosim_nic_load.py builds it).
-NIC_RTL_TOP = dict(width=16, link_latency=2, mem_words=1024, max_payload=512)
-
-
-def _rtl_point(task):
-    kind, name, knobs, load, sim, messages = task
-    tag = "".join(ch if ch.isalnum() else "_" for ch in name)
-    row = {"point": name, "simulator": sim, "load": load, "knobs": knobs,
-           "messages": messages}
-    try:
-        if kind == "rdma":
-            from tb.rdma.load_run import run_rdma_load
-            knobs = dict(knobs, rung=best_rung(knobs.get("issuer", "none"), MSG_BYTES))
-            row["knobs"] = knobs
-            service = saturation(MSG_BYTES, messages, **knobs)
-            res = run_rdma_load(sim, f"load_{tag}", msg_bytes=MSG_BYTES, messages=messages,
-                                load=load, service_cycles=service, **knobs)
-            sides = {side: res[side] for side in ("rtl", "model")}
-            mism = res["mismatches"] + int(res["per_rtl"] != res["per_model"])
-        elif kind == "nic":
-            from rtl.tops.nic_top import NicTop
-            from tb.cosim import run_cosim
-            n = min(messages, 32)
-            top = NicTop(framing="l2", nodes=knobs["nodes"], items=256, events=2048,
-                         **NIC_RTL_TOP)
-            folder = run_cosim(top, name=f"nic_load_n{knobs['nodes']}",
-                               test_module="tb.nic.cocotb_load", sim=sim,
-                               test_id=f"load_{tag}",
-                               params=dict(NIC_RTL_TOP, msg_bytes=MSG_BYTES, messages=n,
-                                           load=load, seed=7, burst=1, framing="l2",
-                                           **knobs))
-            res = json.loads((Path(folder) / "load_results.json").read_text())
-            sides = {side: res[side] for side in ("rtl", "model")}
-            mism = res["mismatches"] + int(res["rtl"] != res["model"])
-            row["messages"] = n
-        else:
-            from tb.rdma.fabric_runner import run_fabric
-            n = min(messages, 24)
-            folder = run_fabric({}, params=dict(pattern=knobs["pattern"], messages=n,
-                                                msg_bytes=MSG_BYTES, load=load,
-                                                warmup=3000, out_json="m.json"),
-                                sim=sim, test_id=f"load_{tag}")
-            res = json.loads((Path(folder) / "m.json").read_text())
-            sides = {side: res.get(side) for side in ("rtl", "model")}
-            mism = res["mismatches"] + int(res.get("rtl") != res.get("model"))
-            row["messages"] = n
-    except Exception as exc:          # noqa: BLE001 - a failed co-simulation is a row
-        row.update(mismatches=f"run failed: {str(exc).splitlines()[0][:200]}")
-        return row
-    for side, r in sides.items():
-        for k, v in (r or {}).items():
-            row[f"{k}_{side}"] = v
-    row["mismatches"] = mism
-    return row
-
-
-def run_load_rtl(executor, sim, messages):
-    """Co-simulate :data:`RTL_POINTS` on ``sim`` (up to ``messages`` each); their rows."""
-    tasks = [(kind, n, k, load, sim, messages) for kind, n, k, load in RTL_POINTS]
-    bar = Progress(len(tasks), f"under load: RTL subset ({sim})")
-    return executor.map(_rtl_point, tasks, lambda r: bar.step(r["point"]))
-
-
-def results_rows(model_rows, rtl_rows):
-    """The section's rows in the results.json format (SPEC.md): ``design``,
-    ``framing``, ``simulator`` (``"model"`` for the model grid), ``msg_bytes``,
-    ``messages``, the point's knobs and ``load``, and the distributions with the
-    suffixes ``_model`` (and ``_rtl`` for the co-simulated points) plus ``mismatches``."""
-    out = []
-    for r in model_rows:
-        row = {"design": r["design"], "framing": "rocev2" if r["design"] == "rdma"
-               else "l2", "simulator": "model", "msg_bytes": MSG_BYTES,
-               "messages": r["messages"], "curve": r["curve"], **r["knobs"],
-               "load": r["load"]}
-        if "rung" in r:
-            row["rung"] = r["rung"]
-        row.update({f"{k}_model": r[k] for k in DISTRIBUTION_KEYS
-                    + ("offered_per_cycle", "achieved_per_cycle")})
-        out.append(row)
-    for r in rtl_rows:
-        kind = "rdma" if r["point"].startswith("rdma") else "nic"
-        row = {"design": kind, "framing": "rocev2" if kind == "rdma" else "l2",
-               "simulator": r["simulator"], "msg_bytes": MSG_BYTES,
-               "messages": r["messages"], "curve": r["point"], **r["knobs"],
-               "load": r["load"]}
-        row.update({k: v for k, v in r.items() if k.endswith(("_rtl", "_model"))})
-        row["mismatches"] = r["mismatches"]
-        out.append(row)
-    return out
-
-
-def saturation_rows(service, knobs_of_label):
-    """The ``kind: "saturation"`` rows (docs/results.md) of the RDMA saturation
-    measurements ``service`` (label -> :func:`pymodel.load.rdma.steady_saturation`'s
-    result) whose knobs ``knobs_of_label`` gives: one per point with the engine alone
-    (issuer ``none``), messages per second at 1 cycle = 1 ns, and the bound the row is
-    held against (:func:`pymodel.load.rdma.rate_bound`: the wire or a host-interface
-    direction, named in ``bound``)."""
-    out = []
-    for label, sat in service.items():
-        knobs = knobs_of_label[label]
-        if "issuer" in knobs:          # the issuer points: their own table
-            continue
-        cycles, resource, _ = rate_bound(MSG_BYTES, **knobs)
-        out.append({"kind": "saturation", "design": "rdma", "curve": label,
-                    "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
-                    "cache_entries": knobs.get("cache_entries", 16), "cache_ways": 1,
-                    "popularity": knobs.get("popularity", "round_robin"),
-                    "issuer": "none", "rung": sat["rung"],
-                    "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],
-                    "messages": sat["messages"], "stable": sat["stable"],
-                    "bound_msgs_per_s": 1e9 / cycles, "bound": resource})
-    return out
-
-
-def knee(rows):
-    """The lowest offered load whose p99 is at least twice the p99 at the lowest load
-    (None if the curve never doubles)."""
-    rows = sorted(rows, key=lambda r: r["load"])
-    if not rows:
-        return None
-    base = rows[0]["latency_p99_cycles"]
-    for r in rows:
-        if r["latency_p99_cycles"] >= 2 * base:
-            return r["load"]
-    return None
-
-
-def _fmt(v):
-    if v is None:
-        return "-"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, float):
-        return f"{v:.2f}" if v < 100 else f"{v:,.0f}"
-    return f"{v:,}"
-
-
-def _curve_table(rows):
-    head = ["curve", "load", "offered Mmsg/s", "achieved Mmsg/s", "p50", "p90", "p99",
-            "p99.9", "max", "completion p99", "ctx misses/msg"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        ach = r.get("achieved_per_cycle")
-        lines.append("| " + " | ".join(_fmt(x) for x in (
-            r["curve"], r["load"], 1e3 * r["offered_per_cycle"],
-            None if ach is None else 1e3 * ach, r["latency_p50_cycles"],
-            r["latency_p90_cycles"], r["latency_p99_cycles"], r["latency_p999_cycles"],
-            r["latency_max_cycles"], r["completion_p99_cycles"], r.get("ctx_misses")))
-            + " |")
-    return "\n".join(lines)
 
 
 def run_load_model(executor, messages):

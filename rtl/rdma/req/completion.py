@@ -1,4 +1,11 @@
-"""Completion unit: the per-QP go-back-N windows, ACK matching, timers, rewinds."""
+"""Completion unit: the per-QP go-back-N windows, ACK matching, timers, rewinds.
+
+This file stays whole (one RTL block over 400 lines): the rewind and flush walks, the
+record append, the ACK events and the timer scan all write the same window memories
+(records, links, heads, tails, counts, timer starts, retries, pins), one write port
+each, and one of them acts per cycle by a single priority (:class:`CompletionUnit`,
+Timing); split apart, that one schedule of the memory ports would be spread over files.
+"""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring

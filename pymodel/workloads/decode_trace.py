@@ -1,0 +1,176 @@
+"""The trace of one decode step (:func:`decode_step`; the phases, messages and routing are
+described in :mod:`pymodel.workloads.generate`'s module doc): TP all-reduces and
+all-gathers, and the EP dispatch and combine of DeepEP's low-latency kernels."""
+
+from dataclasses import asdict
+
+import numpy as np
+
+from pymodel.workloads.config import dtype_bytes
+from pymodel.workloads.deployment import (
+    FLAG_BYTES,
+    _int,
+    check_deployment,
+    deepep_qps,
+    tokens_per_rank,
+)
+from pymodel.workloads.trace import TraceBuilder
+
+#: DeepEP low-latency dispatch message header: ``sizeof(int4)`` (source token index and
+#: three reserved ints), csrc/kernels/internode_ll.cu ``num_bytes_per_msg``.
+DISPATCH_HEADER = 16
+#: Hidden values per FP8 scale (a float) in DeepEP's FP8 dispatch.
+FP8_GROUP = 128
+ALLREDUCE = ("oneshot", "rsag")
+
+
+def dispatch_bytes(hidden, fp8=True):
+    """DeepEP low-latency dispatch message: ``16 + H + (H / 128) x 4`` (FP8) or
+    ``16 + 2H`` (BF16)."""
+    _int("hidden", hidden)
+    if fp8:
+        return DISPATCH_HEADER + hidden + -(-hidden // FP8_GROUP) * 4
+    return DISPATCH_HEADER + 2 * hidden
+
+
+def combine_bytes(hidden):
+    """DeepEP low-latency combine message: ``2H`` (BF16)."""
+    return 2 * _int("hidden", hidden)
+
+def _peers(g, n):
+    """The other GPUs of a group of ``n`` starting at ``g``, as two arrays (src, dst)."""
+    a = np.arange(n, dtype=np.int64)
+    src, dst = np.meshgrid(a, a, indexing="ij")
+    off = src != dst
+    return g + src[off], g + dst[off]
+
+
+def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allreduce"):
+    """Phases and rows of one all-reduce of ``nbytes`` per GPU in every TP group;
+    returns the id of its last phase."""
+    srcs, dsts = [], []
+    for g in groups:
+        s, d = _peers(g, tp)
+        srcs.append(s)
+        dsts.append(d)
+    src, dst = np.concatenate(srcs), np.concatenate(dsts)
+    if mode == "oneshot":
+        p = b.phase(f"{name}.ar", op, layer, dep_ids, tp - 1, tp - 1)
+        b.add(p, src, dst, nbytes, 1, "data")
+        b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+        return p
+    chunk = -(-nbytes // tp)
+    p1 = b.phase(f"{name}.rs", op + "_rs", layer, dep_ids, tp - 1, tp - 1)
+    b.add(p1, src, dst, chunk, 1, "data")
+    b.add(p1, src, dst, FLAG_BYTES, 1, "flag")
+    p2 = b.phase(f"{name}.ag", op + "_ag", layer, (p1,), tp - 1, tp - 1)
+    b.add(p2, src, dst, chunk, 1, "data")
+    b.add(p2, src, dst, FLAG_BYTES, 1, "flag")
+    return p2
+
+
+def _routing(m, dep):
+    """Per-step put counts of the balanced routing: an ``(n, n)`` int64 array
+    ``puts[src, dst]`` of (token, expert) pairs GPU ``src`` sends to GPU ``dst``
+    (diagonal: local, not sent)."""
+    n, e, k, tp = dep.ep, m.n_routed_experts, m.num_experts_per_tok, dep.tp
+    per_gpu = e // n
+    share = tokens_per_rank(dep.batch, tp)
+    src_of_token = np.repeat(np.arange(n, dtype=np.int64), [share[g % tp] for g in range(n)])
+    u = np.arange(len(src_of_token), dtype=np.int64)
+    experts = (u[:, None] + np.arange(k, dtype=np.int64)[None, :] * (e // k)) % e
+    dst = experts // per_gpu
+    puts = np.zeros((n, n), dtype=np.int64)
+    np.add.at(puts, (np.repeat(src_of_token, k), dst.ravel()), 1)
+    return puts
+
+
+def decode_step(model, deployment, *, allreduce="oneshot"):
+    """The trace of one decode step of ``model`` on ``deployment`` (module doc).
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        A model name (:func:`pymodel.workloads.config.model_names`) or its config.
+    deployment : Deployment
+    allreduce : {"oneshot", "rsag"}
+        How TP all-reduces are sent.
+
+    Returns
+    -------
+    Trace
+        ``kind="decode_step"``. Phases chain in layer order (each waits for the one
+        before); GPUs are numbered group by group (TP group ``g`` is GPUs ``g x tp`` to
+        ``g x tp + tp - 1``). A deployment without TP or EP gives an empty trace.
+
+    Raises
+    ------
+    ValueError
+        Naming the field, for a bad deployment (:func:`check_deployment`) or an unknown
+        ``allreduce``.
+    """
+    m, dep = check_deployment(model, deployment)
+    if allreduce not in ALLREDUCE:
+        raise ValueError(f"allreduce must be one of {ALLREDUCE}, not {allreduce!r}")
+    act = dtype_bytes(dep.dtype, "dtype")
+    moe_ep = m.is_moe and dep.ep > 1
+    n = dep.ep if moe_ep else dep.tp
+    groups = list(range(0, n, dep.tp))
+    b = TraceBuilder("decode_step", m.name, dict(asdict(dep), allreduce=allreduce), n)
+    h = m.hidden_size
+    s = dep.batch * h * act
+    last = ()
+    puts = _routing(m, dep) if moe_ep else None
+    for layer in range(m.num_hidden_layers):
+        is_moe_layer = moe_ep and layer >= m.first_k_dense_replace
+        name = f"L{layer}"
+        if dep.tp > 1 and not m.parallel_attn:
+            last = (_allreduce(b, f"{name}.attn", layer, last, groups, dep.tp, s,
+                               allreduce),)
+        if is_moe_layer:
+            last = (_moe(b, m, dep, name, layer, last, puts),)
+            if dep.tp > 1:
+                share = -(-dep.batch // dep.tp) * h * act
+                srcs, dsts = zip(*(_peers(g, dep.tp) for g in groups), strict=True)
+                p = b.phase(f"{name}.moe.ag", "tp_allgather", layer, last, dep.tp - 1,
+                            dep.tp - 1)
+                src, dst = np.concatenate(srcs), np.concatenate(dsts)
+                b.add(p, src, dst, share, 1, "data")
+                b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+                last = (p,)
+        elif dep.tp > 1:             # parallel attention + MLP: one all-reduce of both
+            part = "block" if m.parallel_attn else "mlp"
+            last = (_allreduce(b, f"{name}.{part}", layer, last, groups, dep.tp, s,
+                               allreduce),)
+    return b.build()
+
+
+def _moe(b, m, dep, name, layer, deps, puts):
+    """Dispatch and combine phases of one MoE layer; returns the combine phase id."""
+    n, e = dep.ep, m.n_routed_experts
+    src, dst = np.nonzero(puts)
+    cnt = puts[src, dst]
+    off = src != dst
+    src, dst, cnt = src[off], dst[off], cnt[off]
+    fsrc, fdst = _peers(0, n)
+    d_bytes, c_bytes = dispatch_bytes(m.hidden_size, dep.dispatch_fp8), combine_bytes(
+        m.hidden_size)
+    if dep.dispatch == "batched":
+        qps, local = n - 1, 1
+        p = b.phase(f"{name}.moe.dispatch", "ep_dispatch", layer, deps, qps, n - 1)
+        b.add(p, src, dst, cnt * d_bytes, 1, "data")      # one message per (src, dst)
+        b.add(p, fsrc, fdst, FLAG_BYTES, local, "flag")
+        c = b.phase(f"{name}.moe.combine", "ep_combine", layer, (p,), qps, n - 1)
+        b.add(c, dst, src, cnt * c_bytes, 1, "data")
+        b.add(c, fsrc, fdst, FLAG_BYTES, local, "flag")
+        return c
+    local = e // n
+    qps = deepep_qps(e, n)
+    p = b.phase(f"{name}.moe.dispatch", "ep_dispatch", layer, deps, qps, n - 1)
+    b.add(p, src, dst, d_bytes, cnt, "data")
+    b.add(p, fsrc, fdst, FLAG_BYTES, local, "flag")       # a count per remote expert
+    c = b.phase(f"{name}.moe.combine", "ep_combine", layer, (p,), qps, n - 1)
+    b.add(c, dst, src, c_bytes, cnt, "data")
+    b.add(c, fsrc, fdst, FLAG_BYTES, local, "flag")       # a flag per (local expert, peer)
+    return c
+

@@ -1,0 +1,99 @@
+"""The rows and tables of the "Under load" section (:mod:`scripts.reporting.load`): the
+message size of every point, the rows in the results.json format, the saturation rows,
+the knee of a curve and the markdown table of a curve."""
+
+from pymodel.load.rdma import rate_bound
+from spec.load import DISTRIBUTION_KEYS
+
+#: Message size of every load point (the seed's 128-byte store).
+MSG_BYTES = 128
+
+
+def results_rows(model_rows, rtl_rows):
+    """The section's rows in the results.json format (SPEC.md): ``design``,
+    ``framing``, ``simulator`` (``"model"`` for the model grid), ``msg_bytes``,
+    ``messages``, the point's knobs and ``load``, and the distributions with the
+    suffixes ``_model`` (and ``_rtl`` for the co-simulated points) plus ``mismatches``."""
+    out = []
+    for r in model_rows:
+        row = {"design": r["design"], "framing": "rocev2" if r["design"] == "rdma"
+               else "l2", "simulator": "model", "msg_bytes": MSG_BYTES,
+               "messages": r["messages"], "curve": r["curve"], **r["knobs"],
+               "load": r["load"]}
+        if "rung" in r:
+            row["rung"] = r["rung"]
+        row.update({f"{k}_model": r[k] for k in DISTRIBUTION_KEYS
+                    + ("offered_per_cycle", "achieved_per_cycle")})
+        out.append(row)
+    for r in rtl_rows:
+        kind = "rdma" if r["point"].startswith("rdma") else "nic"
+        row = {"design": kind, "framing": "rocev2" if kind == "rdma" else "l2",
+               "simulator": r["simulator"], "msg_bytes": MSG_BYTES,
+               "messages": r["messages"], "curve": r["point"], **r["knobs"],
+               "load": r["load"]}
+        row.update({k: v for k, v in r.items() if k.endswith(("_rtl", "_model"))})
+        row["mismatches"] = r["mismatches"]
+        out.append(row)
+    return out
+
+
+def saturation_rows(service, knobs_of_label):
+    """The ``kind: "saturation"`` rows (docs/results.md) of the RDMA saturation
+    measurements ``service`` (label -> :func:`pymodel.load.rdma.steady_saturation`'s
+    result) whose knobs ``knobs_of_label`` gives: one per point with the engine alone
+    (issuer ``none``), messages per second at 1 cycle = 1 ns, and the bound the row is
+    held against (:func:`pymodel.load.rdma.rate_bound`: the wire or a host-interface
+    direction, named in ``bound``)."""
+    out = []
+    for label, sat in service.items():
+        knobs = knobs_of_label[label]
+        if "issuer" in knobs:          # the issuer points: their own table
+            continue
+        cycles, resource, _ = rate_bound(MSG_BYTES, **knobs)
+        out.append({"kind": "saturation", "design": "rdma", "curve": label,
+                    "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
+                    "cache_entries": knobs.get("cache_entries", 16), "cache_ways": 1,
+                    "popularity": knobs.get("popularity", "round_robin"),
+                    "issuer": "none", "rung": sat["rung"],
+                    "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],
+                    "messages": sat["messages"], "stable": sat["stable"],
+                    "bound_msgs_per_s": 1e9 / cycles, "bound": resource})
+    return out
+
+
+def knee(rows):
+    """The lowest offered load whose p99 is at least twice the p99 at the lowest load
+    (None if the curve never doubles)."""
+    rows = sorted(rows, key=lambda r: r["load"])
+    if not rows:
+        return None
+    base = rows[0]["latency_p99_cycles"]
+    for r in rows:
+        if r["latency_p99_cycles"] >= 2 * base:
+            return r["load"]
+    return None
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float):
+        return f"{v:.2f}" if v < 100 else f"{v:,.0f}"
+    return f"{v:,}"
+
+
+def _curve_table(rows):
+    head = ["curve", "load", "offered Mmsg/s", "achieved Mmsg/s", "p50", "p90", "p99",
+            "p99.9", "max", "completion p99", "ctx misses/msg"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ach = r.get("achieved_per_cycle")
+        lines.append("| " + " | ".join(_fmt(x) for x in (
+            r["curve"], r["load"], 1e3 * r["offered_per_cycle"],
+            None if ach is None else 1e3 * ach, r["latency_p50_cycles"],
+            r["latency_p90_cycles"], r["latency_p99_cycles"], r["latency_p999_cycles"],
+            r["latency_max_cycles"], r["completion_p99_cycles"], r.get("ctx_misses")))
+            + " |")
+    return "\n".join(lines)
