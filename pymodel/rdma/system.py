@@ -21,7 +21,15 @@ from pymodel.stall import stall_pattern
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
-from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, TOP_DEFAULTS
+from spec.rdma_engine import (
+    HOST_DEPTH,
+    MAX_PREFETCH,
+    REQUESTER_DEFAULTS,
+    RESPONDER_DEFAULTS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_RANGE,
+    TOP_DEFAULTS,
+)
 
 __all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
 
@@ -30,12 +38,27 @@ def beats_of(nbytes):
     return -(-nbytes // 64)
 
 
-@dataclasses.dataclass
+#: Ranges of the integer fields of :class:`Config` that the RTL top and its parts check
+#: (:class:`rtl.tops.rdma_top.RdmaTop`, the requester's and responder's parameter
+#: checks) and the widths of the top's run-time ports.
+_RANGES = {
+    "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 32), "link_latency": (1, 1024),
+    "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
+    "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
+    "windows": (0, 4096), "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
+    "cq_log2": (0, 31), "ack_every": (0, 255), "ack_frames": (0, 65535), "serial": (0, 1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
-    ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port)
-    of the ``cache_capacity`` the top was built with; ``link_retry``: both links are
-    reliable links (the top's parameter of that name)."""
+    ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port,
+    a power of two from 16) of the ``cache_capacity`` the top was built with;
+    ``link_retry``: both links are reliable links (the top's parameter of that name).
+
+    Frozen: a run with other values is a new Config (``dataclasses.replace``). Each field
+    is checked; a bad one raises ``ValueError`` naming it."""
     cache_entries: int = 16
     cache_capacity: int = TOP_DEFAULTS["cache_entries"]
     depth: int = HOST_DEPTH
@@ -65,17 +88,43 @@ class Config:
     link_retry: bool = False
 
     def __post_init__(self):
+        def bad(name, what):
+            raise ValueError(f"Config.{name} must be {what}, not {getattr(self, name)!r}")
+
+        def integer(name, lo, hi):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                bad(name, f"an integer from {lo} to {hi}")
+
         if not isinstance(self.link_retry, bool):
-            raise ValueError(f"link_retry must be True or False, not {self.link_retry!r}")
+            bad("link_retry", "True or False")
         check_header(self.header)
+        for name, (lo, hi) in _RANGES.items():
+            integer(name, lo, hi)
+        for name in ("depth", "cache_capacity", "mr_entries"):
+            if getattr(self, name) & (getattr(self, name) - 1):
+                bad(name, "a power of two")
+        integer("cache_entries", 16, self.cache_capacity)
+        if self.cache_entries & (self.cache_entries - 1):
+            bad("cache_entries", "a power of two")
+        if self.windows and (self.windows & (self.windows - 1)
+                             or self.windows < self.cache_capacity):
+            bad("windows", f"0 or a power of two from cache_capacity "
+                           f"({self.cache_capacity}) to 4096")
+        for name in ("qpc_base_a", "qpc_base_b", "cq_base"):
+            integer(name, 0, self.depth - 1)
+        if self.host not in PROFILES:
+            bad("host", f"one of {sorted(PROFILES)}")
+        if not isinstance(self.responder_sizes, dict) or not set(
+                self.responder_sizes) <= set(RESPONDER_DEFAULTS):
+            bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
+        for name in ("faults_ab", "faults_ba"):
+            if not isinstance(getattr(self, name), FaultSettings):
+                bad(name, "a FaultSettings")
 
     @property
     def profile(self):
-        try:
-            return PROFILES[self.host]
-        except KeyError:
-            raise ValueError(f"host profile must be one of {sorted(PROFILES)}, "
-                             f"not {self.host!r}") from None
+        return PROFILES[self.host]
 
 
 class _Beats:
