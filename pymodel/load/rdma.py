@@ -69,17 +69,21 @@ from pymodel.rdma.system import Config
 from pymodel.rdma.verbs import Verbs, cq_log2_for, inline_limit
 from pymodel.scenarios.rdma import ACK_SPAN_BEATS
 from pymodel.workloads.carriers import ISSUERS
-from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES
+from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS
 from spec.formats.scaleup import framing
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_load, check_skew
 from spec.rdma_engine import LADDER, REQUESTER_DEFAULTS
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["build_load", "rdma_load_run", "saturation", "load_row", "load_per_message",
            "check_load_knobs", "load_scenario", "warm_qps", "RDMA_LOAD_DEFAULTS",
            "LOAD_ISSUERS", "LOAD_KNOBS", "best_rung", "rung_knobs", "ack_requests",
            "steady_saturation", "rate_bound", "wire_beats", "PARALLEL_ISSUERS",
            "SATURATION_TOLERANCE"]
+
+_PSN_MASK = (1 << PSN_BITS) - 1
+_ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 
 #: The issuer profiles a load point may name (``cpu_framework`` is a framework's cost,
 #: used by the inference carriers, not an issuer of single WRITEs).
@@ -172,7 +176,7 @@ def check_load_knobs(msg_bytes, messages, k):
                          f"{p['issuer']!r} does not (its WQEs are in its own memory)")
     for x in ("ack_every", "ack_frames"):
         if p[x] is not None:
-            check_count(x, p[x], 0, 255 if x == "ack_every" else 0xFFFF)
+            check_count(x, p[x], 0, _ACK_MSGS_MASK if x == "ack_every" else _ACK_FRAMES_MASK)
     return p
 
 
@@ -219,7 +223,7 @@ def ack_requests(qseq, posts, msg_bytes, signalled, knobs, qps, cache_entries,
             del start[q]
             msgs[q], fsum[q] = 0, 0
         else:
-            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+            msgs[q], fsum[q] = m & _ACK_MSGS_MASK, f & _ACK_FRAMES_MASK
     return out
 
 
@@ -240,8 +244,8 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n))
     stride = 2 if k["inline"] else 0
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
-                         pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & 0xFFFFFF,
-                         psn_b=(q * 977) & 0xFFFFFF, stride_log2=stride)
+                         pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & _PSN_MASK,
+                         psn_b=(q * 977) & _PSN_MASK, stride_log2=stride)
           for q in sorted(per_qp)}
     span = -(-msg_bytes // HOST_WORD_BYTES) * HOST_WORD_BYTES
     raddr, rkey = v.reg_mr(span * n, index=3)

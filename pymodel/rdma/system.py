@@ -18,6 +18,7 @@ from pymodel.rdma.links import LinkStream, ReliableSteps, ReliableStream, faulty
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.stall import stall_pattern
+from spec.formats.roce import HOST_WORD_BYTES
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
@@ -30,12 +31,13 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
 
 
 def beats_of(nbytes):
-    return -(-nbytes // 64)
+    return -(-nbytes // HOST_WORD_BYTES)
 
 
 #: Ranges of the integer fields of :class:`Config` that the RTL top and its parts check
@@ -46,7 +48,8 @@ _RANGES = {
     "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
     "windows": (0, 4096), "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
-    "cq_log2": (0, 31), "ack_every": (0, 255), "ack_frames": (0, 65535), "serial": (0, 1),
+    "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
+    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
 }
 
 

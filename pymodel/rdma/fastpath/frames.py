@@ -11,7 +11,7 @@ import dataclasses
 from functools import lru_cache
 
 from pymodel.rdma.fastpath.params import _FCS, _W, _cdiv
-from spec.formats.roce import ICRC_BYTES
+from spec.formats.roce import ICRC_BYTES, RETH_BYTES
 from spec.formats.scaleup import Header, framing
 from spec.rdma import MAX_FRAME_BEATS
 
@@ -61,7 +61,7 @@ def _frames(msg_bytes, pmtu, header="roce"):
         # payload beat when the word needs bytes past those in hand, then one step per
         # beat left over (the ICRC/FCS tail).
         rest = max(0, min(beats, MAX_FRAME_BEATS) - 2)
-        have = head_bytes - (16 if reth else 0)
+        have = head_bytes - (RETH_BYTES if reth else 0)
         pops = 0
         for j in range(words):
             if min(_W * (j + 1), seg) > have + _W * pops:

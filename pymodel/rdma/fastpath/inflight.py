@@ -14,6 +14,7 @@ from pymodel.rdma.fastpath.host_timing import _read_shape
 from pymodel.rdma.fastpath.params import _W, _cdiv, _tlp
 from pymodel.rdma.fastpath.scenario import _MAX_QPS
 from pymodel.rdma.metrics import READ_BITS, RECORD_BITS
+from spec.formats.roce import HOST_WORD_BITS
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import FIFO_DEPTHS, MAX_PREFETCH, REQUESTER_DEFAULTS
 
@@ -88,7 +89,7 @@ def _inflight(s, run, ii, regime, hold_rec, rtt_b):
                  fills_a=max(1, cold_a), fills_b=max(1, min(cold_b, math.ceil(rtt_b / ii))),
                  rx=max(rest, (rest // nf) * (math.ceil(rtt_b / ii) if cold_b else 1)))
     bits = (READ_BITS * (m["tags_a"] + m["tags_b"]) + RECORD_BITS * m["records"]
-            + 8 * _W * (m["wqe_words"] + m["payload_words"] + m["fills_a"] + m["fills_b"]
+            + HOST_WORD_BITS * (m["wqe_words"] + m["payload_words"] + m["fills_a"] + m["fills_b"]
                         + m["rx"]))
     return bits, m
 

@@ -9,14 +9,16 @@ direction; :func:`_not_covered` is the ``ValueError`` every refused regime raise
 
 import dataclasses
 
+from pymodel.rdma.frames import ETH_OVERHEAD
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.formats.scaleup import framing
 from spec.host import PROFILES
 from spec.rdma_engine import LADDER, MAX_INLINE_WORDS, RUNG_KNOBS
+from spec.rdma_fabric import FCS_BYTES
 
 _W = HOST_WORD_BYTES
-_FCS = 4
-_PHY = 8 + 12                              # preamble + SFD, inter-frame gap (IEEE 802.3)
+_FCS = FCS_BYTES
+_PHY = ETH_OVERHEAD                        # preamble + SFD, inter-frame gap (IEEE 802.3)
 
 
 def _cdiv(a, b):

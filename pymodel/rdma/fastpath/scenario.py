@@ -13,12 +13,14 @@ import dataclasses
 from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.params import _W, _cdiv
 from spec.rdma_engine import MAX_PREFETCH, REQUESTER_DEFAULTS
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 #: Host-memory layout of the verbs model (:mod:`pymodel.rdma.verbs`): contexts of QPs
 #: below ``_MAX_QPS`` at word 0, then the CQ (``2**_CQ_LOG2`` words), then the send
 #: queues, then the payload buffers, in that order, at node A; the MR at node B.
 _MAX_QPS, _CQ_LOG2 = 4096, 10
 _DEPTH = 1 << 22                             # pymodel.rdma.point's model-only depth
+_ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 
 
 @dataclasses.dataclass
@@ -146,7 +148,7 @@ def _ack_requests(s, n, signalled, order):
             del start[q]
             msgs[q], fsum[q] = 0, 0
         else:
-            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+            msgs[q], fsum[q] = m & _ACK_MSGS_MASK, f & _ACK_FRAMES_MASK
     return ack
 
 
