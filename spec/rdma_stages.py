@@ -26,7 +26,8 @@ from spec.host import TAG_BITS
 from spec.rdma_responder import HEAD_BYTES, REST_MAX
 
 __all__ = [
-    "ENTRY_BITS", "COUNT_BITS", "SQ_INDEX_BITS", "PLEN_BITS", "DOORBELL_LAYOUT",
+    "ENTRY_BITS", "COUNT_BITS", "SQ_INDEX_BITS", "ACK_MSGS_BITS", "ACK_FRAMES_BITS",
+    "PLEN_BITS", "DOORBELL_LAYOUT",
     "group_layout", "writeback_layout",
     # requester
     "item_layout", "fetch_layout", "resend_layout", "batch_layout", "job_layout",
@@ -46,6 +47,11 @@ ENTRY_BITS = 8
 COUNT_BITS = 16
 #: Bits of a send-queue index (``sq_head``/``sq_tail`` of the QP context).
 SQ_INDEX_BITS = Shape.cast(QPC_LAYOUT["sq_head"].shape).width
+#: Bits of the ACK-coalescing counts of a QP (``ack_msgs``/``ack_frames`` of the QP
+#: context): messages and frames sent since the QP's last ACK request, kept modulo
+#: ``2**ACK_MSGS_BITS`` and ``2**ACK_FRAMES_BITS``.
+ACK_MSGS_BITS = Shape.cast(QPC_LAYOUT["ack_msgs"].shape).width
+ACK_FRAMES_BITS = Shape.cast(QPC_LAYOUT["ack_frames"].shape).width
 #: Bits of a payload length the responder's payload writer can be asked for: at most
 #: MAX_FRAME_BEATS * 64 bytes in a frame that passed the length check.
 PLEN_BITS = 13

@@ -5,6 +5,7 @@ stamp, counter and memory word (the scoreboard of tb.rdma.cocotb_rdma), and the 
 that of the short link (the window records and the transport timer cover the round trip,
 spec.fabric_profiles.rdma_records / rdma_timeout)."""
 
+import dataclasses
 import json
 
 from pymodel.rdma.point import reduce_run, run_model
@@ -24,7 +25,7 @@ def _model_ii(link_latency):
     cfg, knobs = config({"link_latency": link_latency}, PARAMS)
     v = writes_scenario(MESSAGES, [128], 1, depth=cfg.depth, mr_entries=cfg.mr_entries,
                         warmup=WARMUP, **knobs)
-    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    cfg = dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
     return reduce_run(v, run_model(cfg, v), MESSAGES)["ii_cycles"]
 
 

@@ -3,6 +3,7 @@ fault-free reliable link's closed timing against the stepped ReliableLinkModel, 
 option costs per message (derived from the link's timing), the refusals, and the
 parameter checks. The co-simulations are in tests/test_cosim_rdma_link_retry.py."""
 
+import dataclasses
 import random
 
 import pytest
@@ -103,7 +104,7 @@ def _writes(retry, faults=None, rung=BEST, messages=MESSAGES):
     cfg, knobs = config({"link_retry": retry}, p)
     v = writes_scenario(messages, [128], 1, depth=cfg.depth, mr_entries=cfg.mr_entries,
                         warmup=WARMUP, **knobs)
-    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    cfg = dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
     run = run_model(cfg, v)
     return run, reduce_run(v, run, messages)
 

@@ -1,6 +1,8 @@
 """The RDMA system model ends at every link latency the top accepts, and a run that can
 no longer progress stops in the cycle that is known, naming what holds the work."""
 
+import dataclasses
+
 import pytest
 
 from pymodel.fabric.faulty_link import FaultSettings
@@ -62,7 +64,7 @@ def test_timer_never_due_stops_at_once(monkeypatch):
     clean = _one_write(6)
     monkeypatch.setattr(CompletionUnitModel, "next_timer", lambda self, c: None)
     cfg, v = build(64, 1, warmup=False)
-    cfg.faults_ba = FaultSettings(drop_rate=65535)
+    cfg = dataclasses.replace(cfg, faults_ba=FaultSettings(drop_rate=65535))
     with pytest.raises(NoProgress) as err:
         run_model(cfg, v, limit=LIMIT)
     assert err.value.cycle <= clean["cycles"]

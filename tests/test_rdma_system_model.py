@@ -6,6 +6,8 @@ player, a transport timer, the framer becoming free). Here every scenario kind r
 and without skipping, and every output, counter and memory word must be equal.
 """
 
+import dataclasses
+
 import pytest
 
 from pymodel.rdma.system import simulate
@@ -40,7 +42,7 @@ def test_skipping_changes_nothing(case):
         cfg, knobs = config({}, params)
         v, inject, _ = scenario(params, cfg, knobs)
         items, release = v.mmio_items()
-        cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+        cfg = dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
         runs.append(simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release,
                              skip=skip))
     full, skipped = runs
@@ -62,7 +64,7 @@ def test_cq_holds_every_cqe_of_a_long_run():
     v, _, _ = scenario(params, cfg, knobs)
     assert 1 << v.cq_log2 >= messages
     items, release = v.mmio_items()
-    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    cfg = dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
     out = simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release)
     signalled = [m for m in v.messages if m.signalled]
     assert len(signalled) == messages

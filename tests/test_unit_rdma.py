@@ -1,5 +1,6 @@
 """Unit tests of the RDMA engine's pieces: wire format, framing, checks, parameters."""
 
+import dataclasses
 import random
 import zlib
 
@@ -274,10 +275,11 @@ def test_model_recovers_every_message():
     cfg, v = build(1, 20, qps=3, pmtu_log2=8, warmup=False)
     from pymodel.scenarios.rdma import writes_scenario
     v = writes_scenario(20, [1, 255, 256, 257, 700, 64], 3, pmtu_log2=8)
-    cfg.faults_ab = FaultSettings(seed=5, drop_rate=6554, corrupt_rate=3277, dup_rate=3277)
-    cfg.faults_ba = FaultSettings(seed=6, drop_rate=6554, dup_rate=3277)
-    cfg.timeout = 1024
-    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    cfg = dataclasses.replace(
+        cfg, faults_ab=FaultSettings(seed=5, drop_rate=6554, corrupt_rate=3277,
+                                     dup_rate=3277),
+        faults_ba=FaultSettings(seed=6, drop_rate=6554, dup_rate=3277), timeout=1024,
+        cq_base=v.cq_base, cq_log2=v.cq_log2)
     r = run_model(cfg, v)
     for base, want in v.expected_mr_bytes().items():
         have = b"".join(r["mem_b"].get(base // 64 + k, 0).to_bytes(64, "little")
@@ -294,7 +296,8 @@ def test_model_recovers_every_message():
     assert r["req"]["retired"] == 20
 
     cfg, v = build(128, 4, qps=1, warmup=False)
-    cfg.faults_ab = FaultSettings(seed=seed_dropping_only(3), drop_rate=3277)
+    cfg = dataclasses.replace(
+        cfg, faults_ab=FaultSettings(seed=seed_dropping_only(3), drop_rate=3277))
     r = run_model(cfg, v)
     assert (r["req"]["timeouts"], r["req"]["seq_naks"], r["req"]["retransmissions"]) \
         == (1, 0, 1)

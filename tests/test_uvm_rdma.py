@@ -9,6 +9,7 @@ scoreboard's counts) and ``coverage.json``. ``UVM_SEEDS`` (comma separated, defa
 sets the seeds; ``scripts/regress.py`` runs many and reads ``REGRESS_DIR`` records.
 """
 
+import dataclasses
 import json
 import os
 import random
@@ -283,8 +284,8 @@ def test_coalescing_on_a_shared_entry_waits_for_the_timer():
             v.post_write(qp, bytes(range(128)), base + 256 * wr_id, key, wr_id=wr_id,
                          signalled=signalled)
             v.ring(qp)
-        eng = RdmaConfig().engine(RunKnobs(ack_every=4))
-        eng.cq_base, eng.cq_log2 = v.cq_base, v.cq_log2
+        eng = dataclasses.replace(RdmaConfig().engine(RunKnobs(ack_every=4)),
+                                  cq_base=v.cq_base, cq_log2=v.cq_log2)
         return simulate(eng, v.mem_a, v.mem_b, v.mr_table, *v.mmio_items())
 
     shared, apart = run(17), run(18)          # 17 % 16 == 1: the entry of QP 1

@@ -23,6 +23,7 @@ from pymodel.host.read_splitter import ReadSplitterModel
 from pymodel.host.up_scheduler import UpSchedulerModel
 from pymodel.host.write_buffer import WriteBufferModel
 from spec.host import (
+    COUNTER_BITS,
     HOST_COUNTERS,
     MMIO_NBYTES_BITS,
     PROFILES,
@@ -34,7 +35,7 @@ from spec.rdma_engine import HOST_DEPTH
 
 __all__ = ["HostInterfaceModel", "HostInterfaceParams", "StepResult", "tlp_cycles"]
 
-_MASK32 = (1 << 32) - 1
+_COUNTER_MASK = (1 << COUNTER_BITS) - 1
 
 
 #: The details of each trace event, in the order :meth:`HostInterfaceModel._note` takes
@@ -206,11 +207,11 @@ class HostInterfaceModel:
         one may pass 2**32: the largest one grows by at most ``_growth`` a cycle."""
         cnt = self.counters
         top = max(cnt.values())
-        if top > _MASK32:
+        if top > _COUNTER_MASK:
             for name in cnt:
-                cnt[name] &= _MASK32
+                cnt[name] &= _COUNTER_MASK
             top = max(cnt.values())
-        self._wrap_check = c + 1 + (_MASK32 - top) // self._growth
+        self._wrap_check = c + 1 + (_COUNTER_MASK - top) // self._growth
 
     def mmio_head(self, c):
         """The word the interface presents on ``mmio`` in cycle ``c`` (before
@@ -251,7 +252,7 @@ class HostInterfaceModel:
         cnt["dn_busy_cycles"] += max(0, min(c, self.down.free) - first)
         if self.reads.q and not self.due.tag_free():
             cnt["tag_wait_cycles"] += c - max(first, self.up.free)
-            cnt["tag_wait_cycles"] &= _MASK32     # (the sum may be negative)
+            cnt["tag_wait_cycles"] &= _COUNTER_MASK     # (the sum may be negative)
         self._wrap_check = 0                      # (grown by more than a cycle's worth)
 
     def _note(self, c, event, *values):

@@ -8,6 +8,9 @@ from pymodel.workloads.carriers import ISSUERS
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
 from spec.rdma_engine import LADDER
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
+
+ACK_MSGS_MASK, ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 
 #: The issuer profiles a load point may name (``cpu_framework`` is a framework's cost,
 #: used by the inference carriers, not an issuer of single WRITEs).
@@ -100,7 +103,7 @@ def check_load_knobs(msg_bytes, messages, k):
                          f"{p['issuer']!r} does not (its WQEs are in its own memory)")
     for x in ("ack_every", "ack_frames"):
         if p[x] is not None:
-            check_count(x, p[x], 0, 255 if x == "ack_every" else 0xFFFF)
+            check_count(x, p[x], 0, ACK_MSGS_MASK if x == "ack_every" else ACK_FRAMES_MASK)
     return p
 
 

@@ -5,16 +5,23 @@ messages (:func:`load_scenario`)."""
 
 import random
 
-from pymodel.load.rdma_knobs import PARALLEL_ISSUERS, rung_knobs
+from pymodel.load.rdma_knobs import (
+    ACK_FRAMES_MASK,
+    ACK_MSGS_MASK,
+    PARALLEL_ISSUERS,
+    rung_knobs,
+)
 from pymodel.load.traffic import arrival_cycles, qp_sequence
 from pymodel.rdma.point import ENGINE_KNOBS, run_model
 from pymodel.rdma.system import Config
 from pymodel.rdma.verbs import Verbs, cq_log2_for
 from pymodel.scenarios.rdma import ACK_SPAN_BEATS
 from pymodel.workloads.carriers import ISSUERS
-from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES
+from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS
 from spec.formats.scaleup import framing
 from spec.rdma_engine import REQUESTER_DEFAULTS
+
+_PSN_MASK = (1 << PSN_BITS) - 1
 
 
 def wire_beats(msg_bytes, pmtu_log2=12, header="roce"):
@@ -60,7 +67,7 @@ def ack_requests(qseq, posts, msg_bytes, signalled, knobs, qps, cache_entries,
             del start[q]
             msgs[q], fsum[q] = 0, 0
         else:
-            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+            msgs[q], fsum[q] = m & ACK_MSGS_MASK, f & ACK_FRAMES_MASK
     return out
 
 
@@ -81,8 +88,8 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n))
     stride = 2 if k["inline"] else 0
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
-                         pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & 0xFFFFFF,
-                         psn_b=(q * 977) & 0xFFFFFF, stride_log2=stride)
+                         pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & _PSN_MASK,
+                         psn_b=(q * 977) & _PSN_MASK, stride_log2=stride)
           for q in sorted(per_qp)}
     span = -(-msg_bytes // HOST_WORD_BYTES) * HOST_WORD_BYTES
     raddr, rkey = v.reg_mr(span * n, index=3)

@@ -38,6 +38,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
 )
 from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["FabricConfig", "simulate_fabric"]
 
@@ -52,7 +53,8 @@ _RANGES = {
     "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
     "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
-    "cq_log2": (0, 31), "ack_every": (0, 255), "ack_frames": (0, 65535), "serial": (0, 1),
+    "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
+    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
 }
 
 

@@ -20,6 +20,8 @@ from spec.formats.roce import (
     IP_FLAGS_DF,
     IP_PROTO_UDP,
     IP_TTL,
+    MSN_BITS,
+    PSN_BITS,
     RETH_LAYOUT,
     ROCE_PKEY,
     ROCE_UDP_PORT,
@@ -42,6 +44,9 @@ from spec.formats.scaleup import (
 
 __all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "icrc_of", "scaleup_icrc",
            "write_frame", "ack_frame", "with_fcs", "ETH_OVERHEAD"]
+
+_PSN_MASK = (1 << PSN_BITS) - 1
+_MSN_MASK = (1 << MSN_BITS) - 1
 
 #: Preamble + SFD (8) and the inter-frame gap (12) that every frame costs on the PHY.
 ETH_OVERHEAD = PREAMBLE_SFD_BYTES + IFG_BYTES
@@ -216,7 +221,7 @@ def _bth(opcode, dest_qp, psn, ack_req, pad):
     return {"opcode": opcode, "tver": 0, "pad_count": pad, "mig_req": 0, "solicited": 0,
             "pkey": bswap(ROCE_PKEY, 2), "resv6": 0, "becn": 0, "fecn": 0,
             "dest_qp": bswap(dest_qp, 3), "resv7": 0, "ack_req": int(ack_req),
-            "psn": bswap(psn & 0xFFFFFF, 3)}
+            "psn": bswap(psn & _PSN_MASK, 3)}
 
 
 #: The BTH fields that differ between frames, placed one by one by :func:`_bth_word`.
@@ -234,7 +239,7 @@ def _bth_word(opcode, dest_qp, psn, ack_req, pad):
     (o_op, m_op), (o_pad, m_pad), (o_qp, m_qp), (o_ack, m_ack), (o_psn, m_psn) = _BTH_SLOTS
     return (_BTH_FIXED | (opcode & m_op) << o_op | (pad & m_pad) << o_pad
             | (bswap(dest_qp, 3) & m_qp) << o_qp | (int(ack_req) & m_ack) << o_ack
-            | (bswap(psn & 0xFFFFFF, 3) & m_psn) << o_psn)
+            | (bswap(psn & _PSN_MASK, 3) & m_psn) << o_psn)
 
 
 _RETH_SLOTS = tuple(field_slot(RETH_LAYOUT, name) for name in ("va", "rkey", "dma_length"))
@@ -249,10 +254,10 @@ def _reth_word(va, rkey, dma_length):
 
 
 def _aeth_word(syndrome, msn):
-    """``pack(AETH_LAYOUT, {"syndrome": syndrome, "msn": bswap(msn & 0xFFFFFF, 3)})``
+    """``pack(AETH_LAYOUT, {"syndrome": syndrome, "msn": bswap(msn & _MSN_MASK, 3)})``
     (tested against it)."""
     (o_syn, m_syn), (o_msn, m_msn) = _AETH_SLOTS
-    return (syndrome & m_syn) << o_syn | (bswap(msn & 0xFFFFFF, 3) & m_msn) << o_msn
+    return (syndrome & m_syn) << o_syn | (bswap(msn & _MSN_MASK, 3) & m_msn) << o_msn
 
 
 #: The values of the opcodes (an :class:`OpCode` is looked up only for an argument that

@@ -14,7 +14,7 @@ import statistics
 from pymodel.host.metrics import host_bytes, host_tlps
 from pymodel.rdma.frames import ETH_OVERHEAD
 from pymodel.throughput import steady_ii
-from spec.formats.roce import HOST_WORD_BYTES, OpCode
+from spec.formats.roce import HOST_WORD_BITS, HOST_WORD_BYTES, OpCode
 from spec.formats.scaleup import framing
 from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import TOP_DEFAULTS
@@ -73,7 +73,7 @@ def inflight_bits(req, resp, host_a, host_b):
     context fills (both caches), and the responder's receive buffers."""
     return (READ_BITS * (host_a["tags_max"] + host_b["tags_max"])
             + RECORD_BITS * req["records_max"]
-            + 8 * HOST_WORD_BYTES * (req["wqe_words_max"] + req["payload_words_max"]
+            + HOST_WORD_BITS * (req["wqe_words_max"] + req["payload_words_max"]
                                      + req["fills_max"] + resp.get("fills_max", 0)
                                      + resp.get("rx_beats_max", 0)))
 

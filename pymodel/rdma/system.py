@@ -9,73 +9,21 @@ the twin of its RTL block (``pymodel.host``, ``pymodel.rdma.req``, ``pymodel.rdm
 what the top's recorders record.
 """
 
-import dataclasses
-
 from pymodel.cycle import take_activity
-from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.rdma.config import Config
 from pymodel.rdma.links import LinkStream, ReliableSteps, ReliableStream, faulty
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.stall import stall_pattern
-from spec.formats.scaleup import check_header
-from spec.host import PROFILES
+from spec.formats.roce import HOST_WORD_BYTES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
-from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, TOP_DEFAULTS
 
 __all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
 
 
 def beats_of(nbytes):
-    return -(-nbytes // 64)
-
-
-@dataclasses.dataclass
-class Config:
-    """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
-    ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port)
-    of the ``cache_capacity`` the top was built with; ``link_retry``: both links are
-    reliable links (the top's parameter of that name)."""
-    cache_entries: int = 16
-    cache_capacity: int = TOP_DEFAULTS["cache_entries"]
-    depth: int = HOST_DEPTH
-    host: str = "pcie"
-    link_latency: int = 6
-    mr_entries: int = 16
-    prefetch: int = REQUESTER_DEFAULTS["prefetch"]
-    wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
-    payload_words: int = REQUESTER_DEFAULTS["payload_words"]
-    records: int = REQUESTER_DEFAULTS["records"]
-    timeout: int = REQUESTER_DEFAULTS["timeout"]
-    retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
-    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
-    windows: int = REQUESTER_DEFAULTS["windows"]
-    qpc_base_a: int = 0
-    qpc_base_b: int = 0
-    cq_base: int = 0
-    cq_log2: int = 10
-    ack_every: int = 1
-    ack_frames: int = 0
-    serial: int = 0
-    #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
-    header: str = TOP_DEFAULTS["header"]
-    responder_sizes: dict = dataclasses.field(default_factory=dict)
-    faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
-    faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
-    link_retry: bool = False
-
-    def __post_init__(self):
-        if not isinstance(self.link_retry, bool):
-            raise ValueError(f"link_retry must be True or False, not {self.link_retry!r}")
-        check_header(self.header)
-
-    @property
-    def profile(self):
-        try:
-            return PROFILES[self.host]
-        except KeyError:
-            raise ValueError(f"host profile must be one of {sorted(PROFILES)}, "
-                             f"not {self.host!r}") from None
+    return -(-nbytes // HOST_WORD_BYTES)
 
 
 class _Beats:

@@ -7,12 +7,16 @@ import zlib
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for, inline_limit
-from spec.formats.roce import CqeStatus, OpCode, QpState
+from spec.formats.roce import PSN_BITS, CqeStatus, OpCode, QpState
 from spec.load import check_count
 from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, RUNG_KNOBS
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["writes_scenario", "coalesced_ack_requests", "ACK_SPAN_BEATS", "qp_error_scenario",
            "bad_frames_scenario", "overflow_scenario", "fault_settings", "seed_dropping_only"]
+
+_PSN_MASK = (1 << PSN_BITS) - 1
+_ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 
 
 #: The most wire beats the host lets the engine send after a QP's oldest message that
@@ -95,7 +99,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     stride = 2 if k["inline"] else 0
     v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages))
     pairs = [v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
-                         psn_a=(q * 977) & 0xFFFFFF, psn_b=(q * 977) & 0xFFFFFF,
+                         psn_a=(q * 977) & _PSN_MASK, psn_b=(q * 977) & _PSN_MASK,
                          stride_log2=stride)
              for q in range(qps)]
     total = sum(sizes[j % len(sizes)] for j in range(messages))
@@ -180,7 +184,7 @@ def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_e
             del start[q]
             msgs[q], fsum[q] = 0, 0
         else:
-            msgs[q], fsum[q] = m & 0xFF, f & 0xFFFF
+            msgs[q], fsum[q] = m & _ACK_MSGS_MASK, f & _ACK_FRAMES_MASK
     return out
 
 

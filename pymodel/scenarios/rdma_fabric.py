@@ -15,7 +15,7 @@ from pymodel.fields import pack
 from pymodel.load.traffic import arrival_cycles, flows, senders
 from pymodel.rdma.req.frame_sender import frame_timing
 from pymodel.rdma.verbs import QpPair, Verbs
-from spec.formats.roce import QPC_LAYOUT, OpCode, QpState
+from spec.formats.roce import PSN_BITS, QPC_LAYOUT, OpCode, QpState
 from spec.load import check_count
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -29,6 +29,8 @@ from spec.rdma_fabric import (
 
 __all__ = ["FabricScenario", "FabricMessage", "fabric_scenario", "message_beats",
            "service_cycles"]
+
+_PSN_MASK = (1 << PSN_BITS) - 1
 
 #: Context-table words reserved at word 0 of every host memory (QPNs below this).
 MAX_QPN = 1 + QPN_STRIDE * QPN_STRIDE
@@ -173,7 +175,7 @@ def fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=1, qps=1,
         per_qp = -(-count // qps)
         sq_log2 = max(0, (per_qp - 1).bit_length())
         for k in range(qps):
-            psn = (s * 4099 + d * 977 + k * 131) & 0xFFFFFF
+            psn = (s * 4099 + d * 977 + k * 131) & _PSN_MASK
             qp_of[s, d, k] = verbs[s].connect(verbs[d], k, nodes, sq_log2, pmtu_log2, psn)
         mr_of[s, d] = verbs[d].reg_mr(64 * words * count, index=s)
         cursor[s, d] = mr_of[s, d][0]

@@ -32,7 +32,7 @@ def _nonzero(value):
 def _differs(design, key, fast, model):
     """Whether the fast path's ``fast`` differs from the cycle-level model's ``model``:
     exactly for the NIC and for the RDMA counts, within the RDMA fast path's stated
-    tolerance for its timing figures (pymodel/rdma/fastpath.py, ``TOLERANCES``)."""
+    tolerance for its timing figures (pymodel/rdma/fastpath/, ``TOLERANCES``)."""
     if design == "rdma":
         from pymodel.rdma.fastpath import TOLERANCES
         if key in TOLERANCES and fast is not None and model is not None:

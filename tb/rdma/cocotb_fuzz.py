@@ -35,7 +35,7 @@ from tb.fuzz_checks import (
     report_chunk,
     tail_missing,
 )
-from tb.rdma.cocotb_rdma import SETTLE, config, run_model
+from tb.rdma.cocotb_rdma import SETTLE, config, run_model, with_cq
 from tb.rdma.testbench import RdmaTestbench
 from tb.scoreboard import Scoreboard
 
@@ -75,6 +75,7 @@ async def rdma_fuzz(dut):
             raise ValueError(f"chunk {k}: {beats} beats do not fit the inject player "
                              f"({tb_capacity(dut)}); use a smaller --chunk")
         v = chunk.verbs
+        cfg = with_cq(cfg, v)
         model = run_model(cfg, v, frames, stall)
         ports = {name: getattr(cfg, name) for name in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                        "cq_log2", "serial", "ack_every",

@@ -7,6 +7,7 @@ and drained after the run (recorders, memories, counters) through
 reduced by the same function (:func:`pymodel.rdma.point.reduce_run`).
 """
 
+import dataclasses
 import json
 import time
 
@@ -186,13 +187,19 @@ def scenario(p, cfg, knobs):
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
+def with_cq(cfg, v):
+    """``cfg`` with the completion queue the verbs ``v`` set up (``cq_base``,
+    ``cq_log2``)."""
+    return dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
+
+
 def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
     """The golden model's run of a scenario; ``mmio_delay`` (a test hook: a broken model)
     releases every MMIO word that many cycles later than the design gets it; past
     ``limit`` cycles the model gives up (RuntimeError: a run that never ends)."""
     items, release = v.mmio_items()
     release = [r + mmio_delay for r in release]
-    cfg.cq_base, cfg.cq_log2 = v.cq_base, v.cq_log2
+    cfg = with_cq(cfg, v)
     return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall,
                     limit=limit)
 
@@ -219,6 +226,7 @@ async def rdma_matches_model(dut):
     p = cosim_params()
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
+    cfg = with_cq(cfg, v)
     phases.mark("scenario")
     inj_stall = tuple(p.get("inject_stall", (1, 0)))
     model = run_model(cfg, v, inject, inj_stall, p.get("model_mmio_delay", 0),

@@ -3,7 +3,9 @@
 from pymodel.fields import field_slot, unpack
 from spec.formats.roce import WQE_LAYOUT
 from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MODIFY_QP_OFFSET
-from spec.rdma_stages import DOORBELL_LAYOUT
+from spec.rdma_stages import DOORBELL_LAYOUT, SQ_INDEX_BITS
+
+_SQ_MASK = (1 << SQ_INDEX_BITS) - 1
 
 __all__ = ["DoorbellIntakeModel"]
 
@@ -63,7 +65,7 @@ class DoorbellIntakeModel:
                 if not (self.items.can_write() and self.bf.can_write()):
                     return False
                 wqe = unpack(WQE_LAYOUT, word["data"])
-                self.items.write(dict(qpn=wqe["qpn"], sq_tail=(wqe["sq_index"] + 1) & 0xFFFF,
+                self.items.write(dict(qpn=wqe["qpn"], sq_tail=(wqe["sq_index"] + 1) & _SQ_MASK,
                                       bf=1, modify=0))
                 self.count["bf_writes"] += 1
             elif not self.bf.can_write():

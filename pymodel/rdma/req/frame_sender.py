@@ -2,8 +2,9 @@
 (WriteFramer, IcrcInserter, FcsInserter)."""
 
 from pymodel.rdma.frames import Endpoint, write_frame
-from spec.formats.roce import OpCode
+from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, OpCode
 from spec.formats.scaleup import Header, framing
+from spec.rdma_fabric import FCS_BYTES
 
 __all__ = ["FrameSenderModel", "frame_timing"]
 
@@ -16,7 +17,8 @@ def frame_timing(opcode, length, header="roce"):
     f = framing(header)
     hdr = f.reth_bytes if opcode in _RETH else f.plain_bytes
     body = hdr + length + (-length % 4)
-    return -(-(body + 8) // 64), -(-body // 64)
+    return (-(-(body + ICRC_BYTES + FCS_BYTES) // HOST_WORD_BYTES),
+            -(-body // HOST_WORD_BYTES))
 
 
 class FrameSenderModel:

@@ -11,12 +11,13 @@ from spec.formats.roce import (
     QpState,
 )
 from spec.rdma_engine import MAX_INLINE_WORDS
-from spec.rdma_stages import COUNT_BITS, SQ_INDEX_BITS
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS, COUNT_BITS, SQ_INDEX_BITS
 
 __all__ = ["SequencerModel"]
 
 _COUNT_MASK, _SQ_MASK = (1 << COUNT_BITS) - 1, (1 << SQ_INDEX_BITS) - 1
 _PSN_MASK = (1 << PSN_BITS) - 1
+_ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 _ERR = QpState.ERR.value
 
 
@@ -137,8 +138,8 @@ class SequencerModel:
             if not b["resend"]:
                 self.cache.write_group("seq", e, dict(
                     g, next_psn=(g["next_psn"] + frames) & _PSN_MASK,
-                    ack_msgs=0 if want else msgs & 0xFF,
-                    ack_frames=0 if want else fsum & 0xFFFF))
+                    ack_msgs=0 if want else msgs & _ACK_MSGS_MASK,
+                    ack_frames=0 if want else fsum & _ACK_FRAMES_MASK))
             self._after_header(b, n_inl, n_pad)
         elif self.state == "INLINE":
             if src.can_read() and self.inline.can_write():

@@ -1,5 +1,7 @@
 """Twin of :class:`rtl.rdma.resp.writer.PayloadWriter` (from its docstring)."""
 
+from spec.formats.roce import RETH_BYTES
+
 __all__ = ["PayloadWriterModel"]
 
 _ALL = (1 << 64) - 1
@@ -29,7 +31,7 @@ class PayloadWriterModel:
         job = self.i.head()
         if self.k == 0 and self.popped == 0 and job["write"]:
             head = job["data"].to_bytes(self.head_bytes, "little")
-            self.buf = head[16:] if job["reth"] else head
+            self.buf = head[RETH_BYTES:] if job["reth"] else head
         plen = job["plen"] if job["write"] else 0
         nwords = -(-plen // 64)
         word_due = self.k < nwords

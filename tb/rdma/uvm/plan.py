@@ -194,8 +194,7 @@ def _image(cfg, items, index, kind, knobs, extra_qps=()):
                                   "blueflame" if it.bf else "doorbell"))
     if pending:
         raise ValueError(f"WQEs never announced: {pending}")
-    engine = cfg.engine(knobs)
-    engine.cq_base, engine.cq_log2 = v.cq_base, v.cq_log2
+    engine = dataclasses.replace(cfg.engine(knobs), cq_base=v.cq_base, cq_log2=v.cq_log2)
     mmio, release = v.mmio_items()
     return RunPlan(index, kind, knobs, engine, v.mem_a, v.mem_b, v.mr_table, mmio, release,
                    announcements, [], tuple(k for k, _ in items), targets, wr_ids, sq_index,

@@ -1,0 +1,116 @@
+"""The RDMA top's parameters and run-time ports as the system model reads them.
+
+:class:`Config` mirrors :class:`rtl.tops.rdma_top.RdmaTop`'s parameters (sizes, link
+latency, transport timer, reliability) and its run-time ports (context-table and CQ
+bases, cache entries in use, ACK coalescing, serial mode), with the faults of each
+link. Frozen; every field is checked against the ranges the RTL accepts, a bad one
+raising ``ValueError`` that names it.
+"""
+
+import dataclasses
+
+from pymodel.fabric.faulty_link import FaultSettings
+from spec.formats.scaleup import check_header
+from spec.host import PROFILES
+from spec.rdma_engine import (
+    HOST_DEPTH,
+    MAX_PREFETCH,
+    REQUESTER_DEFAULTS,
+    RESPONDER_DEFAULTS,
+    RETRY_LIMIT_RANGE,
+    TIMEOUT_RANGE,
+    TOP_DEFAULTS,
+)
+from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
+
+__all__ = ["Config"]
+
+
+#: Ranges of the integer fields of :class:`Config` that the RTL top and its parts check
+#: (:class:`rtl.tops.rdma_top.RdmaTop`, the requester's and responder's parameter
+#: checks) and the widths of the top's run-time ports.
+_RANGES = {
+    "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 32), "link_latency": (1, 1024),
+    "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
+    "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
+    "windows": (0, 4096), "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
+    "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
+    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
+    ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port,
+    a power of two from 16) of the ``cache_capacity`` the top was built with;
+    ``link_retry``: both links are reliable links (the top's parameter of that name).
+
+    Frozen: a run with other values is a new Config (``dataclasses.replace``). Each field
+    is checked; a bad one raises ``ValueError`` naming it."""
+    cache_entries: int = 16
+    cache_capacity: int = TOP_DEFAULTS["cache_entries"]
+    depth: int = HOST_DEPTH
+    host: str = "pcie"
+    link_latency: int = 6
+    mr_entries: int = 16
+    prefetch: int = REQUESTER_DEFAULTS["prefetch"]
+    wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
+    payload_words: int = REQUESTER_DEFAULTS["payload_words"]
+    records: int = REQUESTER_DEFAULTS["records"]
+    timeout: int = REQUESTER_DEFAULTS["timeout"]
+    retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
+    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
+    windows: int = REQUESTER_DEFAULTS["windows"]
+    qpc_base_a: int = 0
+    qpc_base_b: int = 0
+    cq_base: int = 0
+    cq_log2: int = 10
+    ack_every: int = 1
+    ack_frames: int = 0
+    serial: int = 0
+    #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
+    header: str = TOP_DEFAULTS["header"]
+    responder_sizes: dict = dataclasses.field(default_factory=dict)
+    faults_ab: FaultSettings = dataclasses.field(default_factory=FaultSettings)
+    faults_ba: FaultSettings = dataclasses.field(default_factory=FaultSettings)
+    link_retry: bool = False
+
+    def __post_init__(self):
+        def bad(name, what):
+            raise ValueError(f"Config.{name} must be {what}, not {getattr(self, name)!r}")
+
+        def integer(name, lo, hi):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                bad(name, f"an integer from {lo} to {hi}")
+
+        if not isinstance(self.link_retry, bool):
+            bad("link_retry", "True or False")
+        check_header(self.header)
+        for name, (lo, hi) in _RANGES.items():
+            integer(name, lo, hi)
+        for name in ("depth", "cache_capacity", "mr_entries"):
+            if getattr(self, name) & (getattr(self, name) - 1):
+                bad(name, "a power of two")
+        integer("cache_entries", 16, self.cache_capacity)
+        if self.cache_entries & (self.cache_entries - 1):
+            bad("cache_entries", "a power of two")
+        if self.windows and (self.windows & (self.windows - 1)
+                             or self.windows < self.cache_capacity):
+            bad("windows", f"0 or a power of two from cache_capacity "
+                           f"({self.cache_capacity}) to 4096")
+        for name in ("qpc_base_a", "qpc_base_b", "cq_base"):
+            integer(name, 0, self.depth - 1)
+        if self.host not in PROFILES:
+            bad("host", f"one of {sorted(PROFILES)}")
+        if not isinstance(self.responder_sizes, dict) or not set(
+                self.responder_sizes) <= set(RESPONDER_DEFAULTS):
+            bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
+        for name in ("faults_ab", "faults_ba"):
+            if not isinstance(getattr(self, name), FaultSettings):
+                bad(name, "a FaultSettings")
+
+    @property
+    def profile(self):
+        return PROFILES[self.host]

@@ -1,0 +1,41 @@
+"""The RDMA system model's :class:`pymodel.rdma.system.Config`: frozen, and every field
+checked against the ranges the RTL top and its parts accept (spec/), a bad value raising
+``ValueError`` that names the field."""
+
+import dataclasses
+
+import pytest
+
+from pymodel.rdma.system import Config
+from spec.rdma_engine import RETRY_LIMIT_RANGE, TIMEOUT_RANGE, TOP_DEFAULTS
+
+
+@pytest.mark.parametrize("kw,name", [
+    # The transport timeout below the requester's range (spec.rdma_engine.TIMEOUT_RANGE).
+    (dict(timeout=TIMEOUT_RANGE[0] - 1), "timeout"),
+    # A retry limit above the 3-bit field's range.
+    (dict(retry_limit=RETRY_LIMIT_RANGE[1] + 1), "retry_limit"),
+    # Cache entries in use: a power of two from 16 to the capacity built.
+    (dict(cache_entries=24), "cache_entries"),
+    (dict(cache_entries=2 * TOP_DEFAULTS["cache_entries"]), "cache_entries"),
+    # Host memory: a power of two; the CQ base must lie inside it.
+    (dict(depth=1000), "depth"),
+    (dict(cq_base=TOP_DEFAULTS["depth"]), "cq_base"),
+    (dict(host="pcie6"), "host"),
+    (dict(serial=True), "serial"),
+    (dict(responder_sizes={"colour": 3}), "responder_sizes"),
+    (dict(faults_ab={}), "faults_ab"),
+])
+def test_bad_field_raises_naming_it(kw, name):
+    with pytest.raises(ValueError, match=rf"^Config\.{name} must be "):
+        Config(**kw)
+
+
+def test_config_is_frozen_and_replaced():
+    cfg = Config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.timeout = 1024
+    new = dataclasses.replace(cfg, timeout=1024)
+    assert (new.timeout, cfg.timeout) == (1024, TOP_DEFAULTS["timeout"])
+    with pytest.raises(ValueError, match=r"^Config\.timeout must be "):
+        dataclasses.replace(cfg, timeout=0)
