@@ -122,7 +122,8 @@ class NicTop(HarnessTop):
     whose frames NicTx merges onto the uplink, and an :class:`OutstandingTracker`
     ``otrk<p>`` (``timeout``) fed by NicTx's ``sent`` and NicRx's ``cpl``. Their counters
     are ports ``cgen[p]`` and ``otrk[p]`` (:func:`spec.ports.completion_signatures`: in
-    Verilog ``cgen__<p>__cpl_sent``, ``otrk__<p>__cpl_ok``, ``otrk__<p>__outstanding``
+    Verilog ``cgen__<p>__cpl_sent``, ``cgen__<p>__ack_req_seen``, ``otrk__<p>__cpl_ok``,
+    ``otrk__<p>__outstanding``
     with destination ``d`` in bits ``16d .. 16d + 15``); recorder ``cp<p>`` every
     completion that reaches node ``p``'s tracker (``cpl_event_layout``). A store frame
     counts as complete at its receiver in the cycle NicRx's ``ack`` says so: its last
