@@ -174,8 +174,8 @@ def test_compact_header_and_wire_efficiency():
 #: Headers written out by hand from the wire format (docs/nic.md; spec/formats/nic.py):
 #: the 6-byte store header is opcode (bits 0..1, STORE = 1), ack_req (bit 2), length (bits
 #: 3..15) and addr (bits 16..47), little endian; compact = dst, src, store header; L2 =
-#: dst MAC, src MAC (02:00:00:00:00:<node>), EtherType 0x88B5 big endian, store header. No layout, no
-#: model code: ``(src, dst, addr, length, compact header, L2 header)``.
+#: dst MAC, src MAC (02:00:00:00:00:<node>), EtherType 0x88B5 big endian, store header.
+#: No layout, no model code: ``(src, dst, addr, length, compact header, L2 header)``.
 GOLDEN_HEADERS = [
     # 1 | 77 << 3 = 0x0269; addr 0x00001240.
     (3, 9, 0x1240, 77, "09 03 69 02 40 12 00 00",
