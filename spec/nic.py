@@ -8,6 +8,7 @@ Imported by the RTL top (:class:`rtl.tops.nic_top.NicTop`), the golden model
 """
 
 __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WORD_BITS",
+           "PCIE_ACK_REQ_BIT",
            "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
@@ -28,9 +29,13 @@ WINDOW_WRITES = 16
 #: through a :class:`rtl.host.host_interface.HostInterface` (its MMIO path), and the
 #: receiver's writes leave as posted DMA writes through the same interface (docs/nic.md).
 ATTACHMENTS = ("integrated", "pcie")
-#: ``pcie``: a host write's 16-bit register offset carries the store's destination node
-#: (the top 4 bits) and its word address (the low ``PCIE_WORD_BITS``): a window per node.
-PCIE_WORD_BITS = 12
+#: ``pcie``: a host write's 16-bit register offset carries the store's ack request (bit
+#: 15: the register window of stores that ask; spec.formats.nic, "Ack request"), its
+#: destination node (the 4 bits below) and its word address (the low
+#: ``PCIE_WORD_BITS``): a window per node.
+PCIE_WORD_BITS = 11
+#: Bit of the ``pcie`` register offset that carries the store's ``ack_req``.
+PCIE_ACK_REQ_BIT = 15
 
 
 def check_attachment(attachment):
@@ -41,9 +46,11 @@ def check_attachment(attachment):
     return attachment
 
 
-def pcie_mmio_addr(dst, addr):
-    """The host write's register offset of a store of node ``dst``, byte ``addr``."""
-    return (dst << PCIE_WORD_BITS) | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1))
+def pcie_mmio_addr(dst, addr, ack_req=False):
+    """The host write's register offset of a store of node ``dst``, byte ``addr``, with
+    ``ack_req`` (bit :data:`PCIE_ACK_REQ_BIT`)."""
+    return (bool(ack_req) << PCIE_ACK_REQ_BIT | dst << PCIE_WORD_BITS
+            | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1)))
 
 
 HEADLINE_TOP = dict(width=64, nodes=4, link_latency=2, mem_words=512, max_payload=1024)

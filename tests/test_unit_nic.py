@@ -620,3 +620,17 @@ def test_rx_without_completion_ignores_ack_req(framing):
     assert {k: want["counters"][k] for k in counters} == counters
     assert [a for a, _, _ in got] == [0, 1, 2, 3]
     assert got[0][2] == got[2][2] and got[1][2] == got[3][2]
+
+
+def test_pcie_register_offset_carries_the_ack_request():
+    """The ``pcie`` host write's 16-bit register offset, by hand: bit 15 the ack request,
+    bits 11..14 the destination node, bits 0..10 the 64-byte word; a store the host
+    splits into posted writes of 256 bytes (MPS) asks on its last write only."""
+    from spec.nic import pcie_mmio_addr
+
+    assert pcie_mmio_addr(9, 0x40 * 5) == 9 << 11 | 5
+    assert pcie_mmio_addr(15, 64 * 2047, ack_req=True) == 0x8000 | 15 << 11 | 2047
+    writes = Store(1, 0, bytes(600), ack_req=True).host_writes()
+    assert [(len(s.payload), s.ack_req) for s in writes] == [(256, False), (256, False),
+                                                             (88, True)]
+    assert not any(s.ack_req for s in Store(1, 0, bytes(600)).host_writes())

@@ -36,11 +36,13 @@ class Store:
     def host_writes(self, mps=PROFILES["pcie"].max_payload):
         """The stores of the ``pcie`` attachment: the host writes this store as posted
         writes of at most ``mps`` bytes (MPS), each a store of its own at
-        ``addr + k * mps``. The host write has no field for ``ack_req`` (its register
-        offset is the destination and word address): those stores never ask."""
+        ``addr + k * mps``; the last carries this store's ``ack_req`` (the register
+        offset's bit :data:`spec.nic.PCIE_ACK_REQ_BIT`)."""
+        n = max(len(self.payload), 1)
         return [Store(self.dst, self.addr + k, self.payload[k:k + mps],
-                      release=self.release if k == 0 else 0)
-                for k in range(0, max(len(self.payload), 1), mps)]
+                      release=self.release if k == 0 else 0,
+                      ack_req=self.ack_req and k + mps >= n)
+                for k in range(0, n, mps)]
 
     def segments(self, width, max_payload):
         """The frames' stores after the NIC's segmenter

@@ -28,6 +28,7 @@ from spec.nic import (
     COMPLETION_DEFAULTS,
     COMPLETIONS,
     COUNTERS,
+    PCIE_ACK_REQ_BIT,
     PCIE_WORD_BITS,
     WINDOW_WRITES,
     completion_flush_idle,
@@ -325,14 +326,17 @@ class NicTop(HarnessTop):
         wb = PCIE_WORD_BITS
         m.d.comb += [
             # The host: one posted write per store, the register offset names the
-            # destination node and the store's word address.
+            # destination node and the store's word address, and its top bit the
+            # store's ack request.
             hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
-            hin.addr.eq(c.dst[:16 - wb] << wb | c.addr[6:6 + wb]),
+            hin.addr.eq(c.ack_req << PCIE_ACK_REQ_BIT | c.dst[:PCIE_ACK_REQ_BIT - wb] << wb
+                        | c.addr[6:6 + wb]),
             hin.nbytes.eq(c.length), hin.data.eq(c.data),
             hin.first.eq(c.first), hin.last.eq(c.last),
             # The device: the host write's words are NicTx's command beats.
             tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
-            o.dst.eq(hout.addr[wb:]), o.addr.eq(hout.addr[:wb] << 6),
+            o.dst.eq(hout.addr[wb:PCIE_ACK_REQ_BIT]), o.addr.eq(hout.addr[:wb] << 6),
+            o.ack_req.eq(hout.addr[PCIE_ACK_REQ_BIT]),
             o.length.eq(hout.nbytes), o.data.eq(hout.data),
             o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
             o.first.eq(hout.first), o.last.eq(hout.last),

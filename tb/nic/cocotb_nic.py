@@ -10,8 +10,8 @@ measurements to ``nic_results.json`` in its run folder (read back by
 the model figures from the model.
 
 With ``completion="e2e"`` (and the top built with it) each node's last store asks for its
-completion at once (:func:`pymodel.scenarios.nic.mark_last_queued`; the ``pcie``
-attachment's host writes cannot carry the flag), and the completions at every tracker
+completion at once (:func:`pymodel.scenarios.nic.mark_last_queued`; with ``pcie`` the
+flag rides on the last host write's register offset), and the completions at every tracker
 and the trackers' ports are compared too (:mod:`tb.nic.e2e_check`), and the figures
 count end to end: ``completion_cycles`` to the completion that covers the store's last
 frame at its sender, ``wire_bytes`` plus the completion frames' bytes per store,
