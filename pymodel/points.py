@@ -20,7 +20,7 @@ Designs and their knobs (every knob is optional unless marked required):
     ``attachment`` (:data:`spec.nic.ATTACHMENTS`, default ``"integrated"``): ``"pcie"``
     puts node 0's stores through a PCIe host interface as posted writes of at most
     256 bytes (each one message, as :func:`tb.nic.headline.run_point` counts them) and
-    the receivers' writes out as DMA writes; it needs width 64, mem_words at most 4096
+    the receivers' writes out as DMA writes; it needs width 64, mem_words at most 2048
     and peers at most 15, and the row gains ``host_bytes``, ``host_tlps``, ``host_util``.
     ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
     (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest

@@ -26,7 +26,8 @@ from spec.rdma_engine import REQUESTER_DEFAULTS
 
 __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
            "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
-           "credit_loop", "nic_link_credits", "nic_top_credits", "replay_sizes",
+           "credit_loop", "retry_delivery_extra", "nic_link_credits", "nic_top_credits",
+           "replay_sizes",
            "RDMA_SPAN_BASE", "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
 
 
@@ -130,31 +131,46 @@ def credit_loop(link_latency):
     return 2 * link_latency + CREDIT_LOOP_EXTRA
 
 
-def nic_link_credits(profile, width, max_payload):
+def retry_delivery_extra(frame_beats_):
+    """Cycles a reliable link (:class:`rtl.fabric.reliable_link.ReliableLink`) adds to a
+    frame of ``frame_beats_`` beats over a plain :class:`rtl.fabric.link.Link` of the same
+    latency: ``frame_beats_ + 1`` (its Timing section: a frame taken in ``c .. c + n - 1``
+    leaves from ``c + n + latency + 1``, one cycle in the replay buffer, the rest of the
+    frame received and one cycle to judge it, where a plain link gives ``c + latency``)."""
+    return frame_beats_ + 1
+
+
+def nic_link_credits(profile, width, max_payload, retry=False):
     """Credits (switch ingress beats) a NIC link needs on ``profile``.
 
-    A frame of ``n`` beats starts only with ``n`` credits in hand, so with one beat a
-    cycle the ``credit_loop - 1`` beats sent before it are still out: line rate for
-    frames of up to ``n_max`` beats (the longest frame, L2 framing, of ``max_payload``)
-    needs ``credit_loop(L) - 1 + n_max`` credits. The rule is the larger of that and
-    :func:`spec.nic.link_credits` (room for two of the longest frames, today's burst
-    allowance), so ``board`` keeps today's 34 at 64 bytes and 1024-byte frames.
+    Little's law on the credit loop: at one beat a cycle, a credit is out for the whole
+    loop, so the loop's cycles of credits are in flight; and a frame of ``n`` beats
+    starts only with ``n`` credits in hand, so line rate for frames of up to ``n_max``
+    beats (the longest frame, L2 framing, of ``max_payload``) needs ``loop - 1 + n_max``
+    credits. The loop is :func:`credit_loop` of the profile's link and, with link-level
+    ``retry``, the uplink's delivery latency on top (:func:`retry_delivery_extra` of the
+    longest frame: the reliable link holds a frame until it has judged it). The rule is
+    the larger of that and :func:`spec.nic.link_credits` (room for two of the longest
+    frames, today's burst allowance), so ``board`` without retry keeps today's 34 at 64
+    bytes and 1024-byte frames.
     """
     n_max = frame_beats(width, "l2", max_payload)
-    return max(link_credits(width, max_payload),
-               credit_loop(_profile(profile).link) - 1 + n_max)
+    loop = credit_loop(_profile(profile).link) + (retry_delivery_extra(n_max) if retry
+                                                  else 0)
+    return max(link_credits(width, max_payload), loop - 1 + n_max)
 
 
-def nic_top_credits(profile, width, max_payload):
+def nic_top_credits(profile, width, max_payload, retry=False):
     """The credits of the NIC top (and of its model) on ``profile``: today's
-    :func:`spec.nic.link_credits` on ``board``, whatever the frame size (so that every
-    ``board`` figure stays today's; :func:`nic_link_credits` is larger there for
-    ``max_payload`` of two beats or less), and :func:`nic_link_credits` on every other
-    profile."""
+    :func:`spec.nic.link_credits` on ``board`` without ``retry``, whatever the frame size
+    (so that every such figure stays today's; :func:`nic_link_credits` is larger there
+    for ``max_payload`` of two beats or less), and :func:`nic_link_credits` otherwise
+    (with link-level ``retry`` on every profile, ``board`` included: the reliable link's
+    delivery latency is part of the credit loop)."""
     p = _profile(profile)
-    if p.name == "board":
+    if p.name == "board" and not retry:
         return link_credits(width, max_payload)
-    return nic_link_credits(p, width, max_payload)
+    return nic_link_credits(p, width, max_payload, retry)
 
 
 # -- (b) The link-retry replay buffer ----------------------------------------------------

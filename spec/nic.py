@@ -8,9 +8,11 @@ Imported by the RTL top (:class:`rtl.tops.nic_top.NicTop`), the golden model
 """
 
 __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WORD_BITS",
+           "PCIE_ACK_REQ_BIT",
            "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
-           "CPL_COUNTERS", "CPL_PEER_PORTS", "completion_state_bits"]
+           "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
+           "completion_state_bits"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -27,9 +29,13 @@ WINDOW_WRITES = 16
 #: through a :class:`rtl.host.host_interface.HostInterface` (its MMIO path), and the
 #: receiver's writes leave as posted DMA writes through the same interface (docs/nic.md).
 ATTACHMENTS = ("integrated", "pcie")
-#: ``pcie``: a host write's 16-bit register offset carries the store's destination node
-#: (the top 4 bits) and its word address (the low ``PCIE_WORD_BITS``): a window per node.
-PCIE_WORD_BITS = 12
+#: ``pcie``: a host write's 16-bit register offset carries the store's ack request (bit
+#: 15: the register window of stores that ask; spec.formats.nic, "Ack request"), its
+#: destination node (the 4 bits below) and its word address (the low
+#: ``PCIE_WORD_BITS``): a window per node.
+PCIE_WORD_BITS = 11
+#: Bit of the ``pcie`` register offset that carries the store's ``ack_req``.
+PCIE_ACK_REQ_BIT = 15
 
 
 def check_attachment(attachment):
@@ -40,9 +46,11 @@ def check_attachment(attachment):
     return attachment
 
 
-def pcie_mmio_addr(dst, addr):
-    """The host write's register offset of a store of node ``dst``, byte ``addr``."""
-    return (dst << PCIE_WORD_BITS) | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1))
+def pcie_mmio_addr(dst, addr, ack_req=False):
+    """The host write's register offset of a store of node ``dst``, byte ``addr``, with
+    ``ack_req`` (bit :data:`PCIE_ACK_REQ_BIT`)."""
+    return (bool(ack_req) << PCIE_ACK_REQ_BIT | dst << PCIE_WORD_BITS
+            | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1)))
 
 
 HEADLINE_TOP = dict(width=64, nodes=4, link_latency=2, mem_words=512, max_payload=1024)
@@ -101,10 +109,14 @@ def completion_flush_idle(width, framing, max_payload):
 
 
 #: Per-node counters of the end-to-end completion (NicTop ports ``cgen[p]``, ``otrk[p]``):
-#: completions sent by the receiver, completions accepted by the sender, completions
-#: dropped by the sender (forged: a count beyond what was sent, from a source it sent
-#: nothing, from an unknown L2 source MAC, or not advancing).
-CPL_COUNTERS = ("cpl_sent", "cpl_ok", "cpl_bad")
+#: the generator's (completions sent by the receiver; finished store frames of tracked
+#: sources that carried ``ack_req``, honest or forged), then the tracker's (completions
+#: accepted by the sender, completions dropped by the sender: forged, a count beyond what
+#: was sent, from a source it sent nothing, from an unknown L2 source MAC, or not
+#: advancing).
+CPL_GEN_COUNTERS = ("cpl_sent", "ack_req_seen")
+CPL_TRK_COUNTERS = ("cpl_ok", "cpl_bad")
+CPL_COUNTERS = CPL_GEN_COUNTERS + CPL_TRK_COUNTERS
 #: Per (sender ``p``, destination ``d``): element ``d`` of NicTop's ``otrk[p].<name>``:
 #: frames outstanding (sent minus completed), frames completed (cumulative, modulo
 #: ``2**COMPLETION_COUNT_BITS``), of those dropped by the receiver, timeouts.
@@ -116,11 +128,11 @@ def completion_state_bits(peers, coalesce, flush_idle, timeout):
 
     Receiver (completion generator) per source: the finished and dropped counts
     (2 x 16), the pending count (``bits(coalesce)``), the idle age
-    (``bits(flush_idle)``) and the dropped flag; plus the frame being sent (the 48-bit
-    completion header, destination, beat index and busy flag). Sender (outstanding
-    tracker) per destination: sent, completed and dropped counts (3 x 16), the timer
-    (``bits(timeout - 1)``) and the timeout counter (16)."""
+    (``bits(flush_idle)``), the dropped flag and the ack-request flag; plus the frame
+    being sent (the 48-bit completion header, destination, beat index and busy flag).
+    Sender (outstanding tracker) per destination: sent, completed and dropped counts
+    (3 x 16), the timer (``bits(timeout - 1)``) and the timeout counter (16)."""
     from spec.formats.nic import COMPLETION_COUNT_BITS as b
-    gen = peers * (2 * b + coalesce.bit_length() + flush_idle.bit_length() + 1) + 48 + 8 + 8
+    gen = peers * (2 * b + coalesce.bit_length() + flush_idle.bit_length() + 2) + 48 + 8 + 8
     trk = peers * (3 * b + (timeout - 1).bit_length() + 16)
     return gen, trk

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from spec.fabric import COUNTERS, FLAGS, RETRY_LINK_COUNTERS, RETRY_SETTINGS, SETTINGS
 from spec.formats.roce import QPC_LAYOUT, QPN_BITS
 from spec.host import COUNTER_BITS, rd_data_layout, rd_req_layout, wr_layout
-from spec.nic import CPL_COUNTERS, CPL_PEER_PORTS
+from spec.nic import CPL_GEN_COUNTERS, CPL_PEER_PORTS, CPL_TRK_COUNTERS
 
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
            "CompletionQuerySignature", "CacheProbeSignature", "HostDmaSignature",
@@ -165,15 +165,16 @@ def faulty_link_signatures(tag=False, side=False):
 
 def completion_signatures(peers):
     """The counter ports of one node's end-to-end completion, as its blocks declare them:
-    the completion generator's (``cpl_sent``; a :class:`CountersSignature`) and the
+    the completion generator's (``cpl_sent``, ``ack_req_seen``; a
+    :class:`CountersSignature`) and the
     outstanding tracker's (``cpl_ok``, ``cpl_bad``: 32 bits; and per destination
     ``outstanding``, ``completed``, ``dropped``, ``timeouts``: an
     ``ArrayLayout(16, peers)`` each, element ``d`` for destination ``d``;
     :data:`spec.nic.CPL_COUNTERS`, :data:`spec.nic.CPL_PEER_PORTS`). Returns ``(gen,
     tracker)``."""
     per_peer = data.ArrayLayout(16, peers)
-    gen = CountersSignature(CPL_COUNTERS[:1])
-    tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_COUNTERS[1:]},
+    gen = CountersSignature(CPL_GEN_COUNTERS)
+    tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_TRK_COUNTERS},
                                 **{n: Out(per_peer) for n in CPL_PEER_PORTS}})
     return gen, tracker
 

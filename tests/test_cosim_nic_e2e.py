@@ -23,7 +23,8 @@ def e2e_params(framing, **scenario):
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,extra,stall", [
     ("pair", 0, 0), ("all_to_all", 0, 0), ("all_to_all", 0, 80), ("windows", 0, 0),
-    ("dropped", 0, 0), ("lost_first", 0, 0), ("lost_last", 2000, 0), ("forge", 0, 0)])
+    ("dropped", 0, 0), ("lost_first", 0, 0), ("lost_last", 2000, 0), ("forge", 0, 0),
+    ("ack_req", 0, 0), ("ack_req_stream", 0, 0)])
 def test_nic_e2e(sim, framing, scenario, extra, stall, test_id):
     """Frames (completions included), writes, credits, counters, memories, every
     completion at each sender and its tracker's ports equal the model's, cycle for
@@ -31,8 +32,11 @@ def test_nic_e2e(sim, framing, scenario, extra, stall, test_id):
     (scenarios without a loss or forgery), a store dropped at the window is reported to
     its sender (``dropped``, ``windows``), a lost completion is recovered by the next
     cumulative one (``lost_first``) or reported by the timeout (``lost_last``), and a
-    forged completion is dropped and counted (``forge``). ``all_to_all`` also with the
-    command players stalling (rate 80 of 256)."""
+    forged completion is dropped and counted (``forge``), a store with ``ack_req``
+    completes ``flush_idle`` cycles sooner than without (``ack_req``), a stream still
+    coalesces 1 per 16 with its flagged tail at once and forged flags are counted
+    (``ack_req_stream``). ``all_to_all`` also with the command players stalling (rate 80
+    of 256)."""
     top, params = e2e_params(framing, scenario=scenario, extra_cycles=extra,
                              stall_rate=stall)
     run_cosim(top, name=f"nic_top_e2e_{framing}", test_module="tb.nic.cocotb_nic_e2e",

@@ -25,7 +25,8 @@ STORES, MSG_BYTES = 250, 128
 def test_e2e_point(sim, attachment, retry, fabric, test_id):
     """RTL = model (the row's ``mismatches`` and every metric); independently of both:
     node 1 sends ``ceil(STORES / coalesce)`` completions (one per 16 frames, the last
-    10 flushed when the stream goes quiet), so ``acks_sent`` per store is that over
+    10 completed at once: the last store asks, ``ack_req``, behind PCIe through the host
+    write's register offset), so ``acks_sent`` per store is that over
     ``STORES``, every one accepted at node 0; the stores leave at the wire limit (an L2
     frame of 128 B is 3 beats of 64 B: one store every 3 cycles; behind PCIe the host's
     posted writes keep up: 152 bytes per store on the down link); a store completes

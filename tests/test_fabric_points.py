@@ -55,6 +55,19 @@ def test_credits_at_distance_follow_the_rule(name):
     assert prm.hop_latency == top.hop_latency == p.switch - 2
 
 
+@pytest.mark.parametrize("name", ["board", "pod"])
+def test_credits_with_retry_cover_the_reliable_link(name):
+    """With link-level retry the reliable uplink delivers a frame of n beats n + 1
+    cycles later than a plain link (it judges the whole frame first), so the credit loop
+    of the longest frame (17 beats) is 2 L + 2 + 18 and the rule 2 L + 2 + 18 - 1 + 17
+    credits, ``board`` included (40 > today's 34). The top and the model agree."""
+    p = fabric_profile(name)
+    want = 2 * p.link + 2 + 18 - 1 + 17
+    prm = NicParams("l2", fabric=name, retry=True)
+    top = NicTop(W, "l2", 4, max_payload=MAX_PAYLOAD, mem_words=512, fabric=name, retry=True)
+    assert prm.credits == top.credits == want
+
+
 def test_model_at_pod_keeps_line_rate():
     """The model at pod: compact 128-byte stores leave one every frame's beats (3), and
     the first store's payload arrives a path (link + switch + link) later at least."""

@@ -13,6 +13,7 @@ from spec.fabric_profiles import (
     credit_loop,
     fabric_profile,
     nic_link_credits,
+    nic_top_credits,
     one_way,
     rdma_records,
     rdma_timeout,
@@ -20,6 +21,7 @@ from spec.fabric_profiles import (
     round_trip,
     switch_hop_latency,
 )
+from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP, link_credits
 from spec.rdma_engine import REQUESTER_DEFAULTS, TOP_DEFAULTS
 
@@ -105,3 +107,32 @@ def test_credit_rule_keeps_line_rate(profile, framing, msg_bytes, beats):
     if beats == 17:
         slow = _accepts(link, credits - 1, framing, msg_bytes)
         assert slow[-1] - slow[50] > 17 * (len(slow) - 51)
+
+
+def test_credit_rule_with_retry_keeps_line_rate_at_pod():
+    """Link-level retry at ``pod``, L2 framing, 1 KiB stores: the reliable uplink holds
+    each frame until it has judged it (``n + 1`` cycles more than a plain link, its
+    Timing section), so the credit loop is 2 L + 2 + 18 and the rule gives
+    2 x 125 + 2 + 18 - 1 + 17 = 286 credits. With them the model sends a frame every 17
+    cycles, the wire bound (20 + 1024 + 4 = 1048 bytes in 64-byte beats); one credit
+    fewer is slower (the rule is tight)."""
+    from pymodel.fabric.faulty_link import FaultSettings
+    from pymodel.throughput import steady_ii
+
+    w, words, mp = 64, 512, 1024
+    link = fabric_profile("pod").link
+    wire = -(-(20 + 1024 + 4) // w)
+    assert wire == frame_beats(w, "l2", 1024) == 17
+    credits = nic_top_credits("pod", w, mp, retry=True)
+    assert credits == 2 * link + 2 + (wire + 1) - 1 + wire == 286
+    clean = FaultSettings(**dict.fromkeys(vars(FaultSettings()), 0))
+
+    def ii(c):
+        model = NicSystemModel(w, "l2", 2, link, words, mp, c, retry=True, fabric="pod")
+        res = model.run({0: nic_stores(1024, 200, 1, w, words * w, mp)}, [0, 1],
+                        link_settings=clean)
+        assert not res["credit_errors"]
+        return steady_ii([s["accept"] for s in res["stores"]])
+
+    assert ii(credits) == wire
+    assert ii(credits - 1) > wire

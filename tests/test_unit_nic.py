@@ -27,7 +27,8 @@ SIZES = (1, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129)
 
 def _cmd_items(width, stores):
     layout = store_cmd_layout(width)
-    return [layout.const({"dst": s.dst, "addr": s.addr, "length": s.length, "data": d,
+    return [layout.const({"dst": s.dst, "addr": s.addr, "length": s.length,
+                          "ack_req": int(s.ack_req), "data": d,
                           "nbytes": n, "first": f, "last": la}).as_bits()
             for s in stores for d, n, f, la in s.beats(width)]
 
@@ -36,15 +37,18 @@ def _cmd_items(width, stores):
 @pytest.mark.parametrize("framing", ["l2", "compact"])
 @pytest.mark.parametrize("pattern", [(1,), (1, 1, 0, 1, 0)])
 def test_framer_builds_the_model_frames(width, framing, pattern):
-    """Every edge size, with and without stalls on both sides: the frames equal the
-    model's byte for byte; without stalls they leave back to back (no idle cycle)."""
+    """Every edge size, every other store with ``ack_req``, with and without stalls on
+    both sides: the frames equal the model's byte for byte; without stalls they leave
+    back to back (no idle cycle)."""
     rng = random.Random(width)
     stores = [Store(rng.randrange(256), width * rng.randrange(64),
-                    bytes(rng.getrandbits(8) for _ in range(n))) for n in SIZES]
+                    bytes(rng.getrandbits(8) for _ in range(n)), ack_req=k % 2)
+              for k, n in enumerate(SIZES)]
     dut = NicTxFramer(width, framing)
     # The framer does not pad (NicTx pads L2 frames behind it): header + payload.
-    want = [build_frame(framing, 5, s.dst, s.addr, s.length, s.payload,
-                        fcs=False)[:header_bytes(framing) + s.length] for s in stores]
+    want = [build_frame(framing, 5, s.dst, s.addr, s.length, s.payload, fcs=False,
+                        ack_req=s.ack_req)[:header_bytes(framing) + s.length]
+            for s in stores]
     nbeats = sum(-(-len(f) // width) for f in want)
     got = []
 
@@ -67,14 +71,19 @@ def test_framer_builds_the_model_frames(width, framing, pattern):
 @pytest.mark.parametrize("pattern", [(1,), (1, 1, 0, 1, 0)])
 def test_segmenter_cuts_like_the_model(width, max_payload, pattern):
     """Long stores leave as commands of at most ``max_payload`` bytes whose addresses,
-    lengths and beats equal the model's segments (a lying header length included);
-    without stalls every beat moves in its own cycle (no bubble)."""
+    lengths, ack requests and beats equal the model's segments (a lying header length
+    included); a store's ``ack_req`` is on its last segment only; without stalls every
+    beat moves in its own cycle (no bubble)."""
     rng = random.Random(max_payload)
     sizes = (1, max_payload - 1, max_payload, max_payload + 1, 3 * max_payload,
              3 * max_payload + 5, 200)
     stores = [Store(rng.randrange(256), width * rng.randrange(1024),
-                    bytes(rng.getrandbits(8) for _ in range(n))) for n in sizes if n]
-    stores.append(Store(7, 0, bytes(3 * max_payload), length=max_payload + 9))
+                    bytes(rng.getrandbits(8) for _ in range(n)), ack_req=k % 2 == 0)
+              for k, n in enumerate(sizes) if n]
+    stores.append(Store(7, 0, bytes(3 * max_payload), length=max_payload + 9, ack_req=True))
+    for s in stores[:-1]:                 # independent of the model: the last one asks
+        segs = s.segments(width, max_payload)
+        assert [g.ack_req for g in segs] == [False] * (len(segs) - 1) + [s.ack_req]
     dut = StoreSegmenter(width, max_payload)
     want = _cmd_items(width, [seg for s in stores for seg in s.segments(width, max_payload)])
     got = []
@@ -163,10 +172,10 @@ def test_compact_header_and_wire_efficiency():
 
 
 #: Headers written out by hand from the wire format (docs/nic.md; spec/formats/nic.py):
-#: the 6-byte store header is opcode (bits 0..2, STORE = 1), length (bits 3..15) and addr
-#: (bits 16..47), little endian; compact = dst, src, store header; L2 = dst MAC, src MAC
-#: (02:00:00:00:00:<node>), EtherType 0x88B5 big endian, store header. No layout, no
-#: model code: ``(src, dst, addr, length, compact header, L2 header)``.
+#: the 6-byte store header is opcode (bits 0..1, STORE = 1), ack_req (bit 2), length (bits
+#: 3..15) and addr (bits 16..47), little endian; compact = dst, src, store header; L2 =
+#: dst MAC, src MAC (02:00:00:00:00:<node>), EtherType 0x88B5 big endian, store header.
+#: No layout, no model code: ``(src, dst, addr, length, compact header, L2 header)``.
 GOLDEN_HEADERS = [
     # 1 | 77 << 3 = 0x0269; addr 0x00001240.
     (3, 9, 0x1240, 77, "09 03 69 02 40 12 00 00",
@@ -178,6 +187,19 @@ GOLDEN_HEADERS = [
     (0, 1, 0, 1, "01 00 09 00 00 00 00 00",
      "02 00 00 00 00 01  02 00 00 00 00 00  88 b5  09 00 00 00 00 00"),
 ]
+
+
+def test_ack_req_is_bit_2_of_the_store_header():
+    """By hand: 1 | 1 << 2 | 77 << 3 = 0x026d (the first golden header with the flag);
+    parsed back as the flag, opcode STORE."""
+    for framing, text in ((Framing.COMPACT, "09 03 6d 02 40 12 00 00"),
+                          (Framing.L2, "02 00 00 00 00 09  02 00 00 00 00 03  88 b5  "
+                                       "6d 02 40 12 00 00")):
+        want = bytes.fromhex(text)
+        frame = build_frame(framing, 3, 9, 0x1240, 77, bytes(40), ack_req=True)
+        assert frame[:len(want)] == want, framing
+        f = parse_header(framing, frame)
+        assert (f["opcode"], f["ack_req"], f["length"]) == (1, 1, 77)
 
 
 @pytest.mark.parametrize("src,dst,addr,length,compact,l2", GOLDEN_HEADERS)
@@ -536,3 +558,79 @@ def test_store_source_loads_each_stores_release_on_its_first_beat():
     for bad in (-1, 1 << 32, 2.0, True):
         with pytest.raises(ValueError, match="release"):
             Store(1, 0, bytes(4), release=bad)
+
+
+@pytest.mark.parametrize("framing", ["compact", "l2"])
+def test_rx_without_completion_ignores_ack_req(framing):
+    """A receiver without end-to-end completion (``credit``) ignores a store's
+    ``ack_req``: a flagged frame is written and counted in ``frames_ok`` like the same
+    frame without the flag (the flag asks for a completion this receiver does not send;
+    no counter of its own, so the credit NIC keeps its area). The opcode's two bits
+    hold STORE (1); 0 and 3 are malformed. RTL = the model's receiver, cycle by cycle,
+    and independently of the model: two writes of identical bytes, two frames dropped."""
+    from pymodel.fcs import fcs_bytes
+    from pymodel.nic.system import NicSystemModel
+    from spec.formats.nic import store_header_layout
+
+    w, depth, me = 16, 16, 5
+    h = header_bytes(framing)
+    payload = bytes(range(32))
+
+    def frame(addr, ack_req=False, opcode=None):
+        raw = bytearray(build_frame(framing, 1, me, addr, 32, payload, fcs=False,
+                                    ack_req=ack_req))
+        if opcode is not None:           # rewrite the opcode bits of the store header
+            raw[h - 6] = raw[h - 6] & ~0b11 | opcode
+        assert store_header_layout["opcode"].offset == 0
+        return bytes(raw) + fcs_bytes(bytes(raw))
+
+    frames = [frame(0), frame(2 * w, ack_req=True), frame(4 * w, opcode=0),
+              frame(4 * w, ack_req=True, opcode=3)]
+    beats, cyc = [], 4
+    for f in frames:
+        for b in frame_to_beats(f, w):
+            beats.append((cyc, b))
+            cyc += 1
+        cyc += 1
+    dut = NicRx(w, framing, 64, depth)
+    got, counters = [], {}
+
+    async def bench(ctx):
+        ctx.set(dut.node_id, me)
+        k = 0
+        for c in range(cyc + 24):
+            now = k < len(beats) and beats[k][0] == c
+            ctx.set(dut.i.valid, now)
+            if now:
+                ctx.set(dut.i.payload.as_value(), beats[k][1])
+                k += 1
+            if ctx.get(dut.wr.valid):
+                got.append((ctx.get(dut.wr.payload.addr), c, ctx.get(dut.wr.payload.data)))
+            await ctx.tick()
+        for name in ("frames_ok", "drop_malformed"):
+            counters[name] = ctx.get(getattr(dut, name))
+
+    run_sim(dut, bench)
+    model = NicSystemModel(w, framing, 2, 2, depth, 64, 64)
+    want = model._receive(0, [(c, unpack_beat(w, b) + (None,)) for c, b in beats], me,
+                          set(), [], [])
+    assert [(a, c) for a, c, _ in got] == [(a, c) for (a, _), c in zip(*want["wr"],
+                                                                       strict=True)]
+    assert counters == {"frames_ok": 2, "drop_malformed": 2}
+    assert {k: want["counters"][k] for k in counters} == counters
+    assert [a for a, _, _ in got] == [0, 1, 2, 3]
+    assert got[0][2] == got[2][2] and got[1][2] == got[3][2]
+
+
+def test_pcie_register_offset_carries_the_ack_request():
+    """The ``pcie`` host write's 16-bit register offset, by hand: bit 15 the ack request,
+    bits 11..14 the destination node, bits 0..10 the 64-byte word; a store the host
+    splits into posted writes of 256 bytes (MPS) asks on its last write only."""
+    from spec.nic import pcie_mmio_addr
+
+    assert pcie_mmio_addr(9, 0x40 * 5) == 9 << 11 | 5
+    assert pcie_mmio_addr(15, 64 * 2047, ack_req=True) == 0x8000 | 15 << 11 | 2047
+    writes = Store(1, 0, bytes(600), ack_req=True).host_writes()
+    assert [(len(s.payload), s.ack_req) for s in writes] == [(256, False), (256, False),
+                                                             (88, True)]
+    assert not any(s.ack_req for s in Store(1, 0, bytes(600)).host_writes())

@@ -27,20 +27,23 @@ from tb.amsim import run_sim
                                                          (16, "l2", 3, 9),
                                                          (64, "compact", 1, 2)])
 def test_completion_gen_matches_twin(width, framing, coalesce, idle):
-    """Random finished frames from 4 tracked sources and one untracked id, random
-    backpressure on each frame's first beat (the rest back to back, as NicTx takes
-    them): every beat offered equals the twin's; independently, per source the
-    completions are cumulative, the last one counts every frame and every drop, and
-    nothing is pending at the end."""
+    """Random finished frames from 4 tracked sources and one untracked id, one in ten
+    with ``ack_req``, random backpressure on each frame's first beat (the rest back to
+    back, as NicTx takes them): every beat offered equals the twin's, and the
+    ``ack_req_seen`` counter; independently, per source the completions are cumulative,
+    the last one counts every frame and every drop, nothing is pending at the end, and
+    the counter counts the flagged frames of tracked sources (the untracked id's are
+    ignored)."""
     rng = random.Random(width + coalesce)
     peers, node_id = 4, 9
     dut = CompletionGen(width, framing, peers, coalesce, idle)
     twin = CompletionGenModel(width, framing, peers, coalesce, idle, node_id)
     nb = -(-completion_bytes(framing) // width)
-    events = [(rng.randrange(peers + 1), rng.random() < 0.3) if rng.random() < 0.4 else None
-              for _ in range(400)] + [None] * (idle + 8 * (nb + 2) * peers)
+    events = [(rng.randrange(peers + 1), rng.random() < 0.3, rng.random() < 0.1)
+              if rng.random() < 0.4 else None for _ in range(400)]
+    events += [None] * (idle + 8 * (nb + 2) * peers)
     got, want = [], []
-    frames = []
+    frames, seen = [], []
 
     async def bench(ctx):
         ctx.set(dut.node_id, node_id)
@@ -51,6 +54,7 @@ def test_completion_gen_matches_twin(width, framing, coalesce, idle):
             if ev is not None:
                 ctx.set(dut.ev.payload.src, ev[0])
                 ctx.set(dut.ev.payload.dropped, ev[1])
+                ctx.set(dut.ev.payload.ack_req, ev[2])
             ready = mid > 0 or rng.random() < 0.6
             ctx.set(dut.o.ready, ready)
             valid = ctx.get(dut.o.valid)
@@ -80,6 +84,7 @@ def test_completion_gen_matches_twin(width, framing, coalesce, idle):
             twin.step(c, {"ev": ev if ev is not None and ev[0] < peers else None,
                           "started": started})
             await ctx.tick()
+        seen.append(ctx.get(dut.ack_req_seen))
 
     run_sim(dut, bench)
     assert got == want
@@ -93,8 +98,11 @@ def test_completion_gen_matches_twin(width, framing, coalesce, idle):
         last = [parse_completion(framing, f) for f in frames
                 if (f[5] if framing == "l2" else f[0]) == s][-1]
         assert last["count"] == len(mine)
-        assert last["dropped"] == sum(d for _, d in mine)
+        assert last["dropped"] == sum(d for _, d, _r in mine)
     assert not any(twin.pending)
+    flagged = sum(1 for ev in events if ev is not None and ev[0] < peers and ev[2])
+    assert flagged > 0
+    assert seen == [twin.ack_req_seen] == [flagged]
 
 
 @pytest.mark.parametrize("timeout", [2, 17])
@@ -279,6 +287,89 @@ def test_nic_tx_merges_completions_under_link_backpressure(framing):
 
 
 def test_state_bits_formula():
-    """4 peers, coalesce 16, flush 66, timeout 4096: receiver 4 x (32 + 5 + 7 + 1) + 64,
-    sender 4 x (48 + 12 + 16)."""
-    assert completion_state_bits(4, 16, 66, 4096) == (4 * 45 + 64, 4 * 76)
+    """4 peers, coalesce 16, flush 66, timeout 4096: receiver 4 x (32 + 5 + 7 + 1 + 1) +
+    64 (counts, pending, age, dropped flag, ack-request flag), sender 4 x (48 + 12 +
+    16)."""
+    assert completion_state_bits(4, 16, 66, 4096) == (4 * 46 + 64, 4 * 76)
+
+
+def _headline_e2e(stores):
+    """The ``make sim`` headline top (64-byte beats, 2-cycle links, the board switch)
+    with end-to-end completion and its defaults, compact framing; node 0's ``stores``."""
+    from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP, completion_flush_idle
+
+    t = HEADLINE_TOP
+    model = NicSystemModel(t["width"], "compact", 4, t["link_latency"], t["mem_words"],
+                           t["max_payload"], link_credits(t["width"], t["max_payload"]),
+                           completion="e2e", coalesce=COMPLETION_DEFAULTS["coalesce"],
+                           flush_idle=completion_flush_idle(t["width"], "compact",
+                                                            t["max_payload"]),
+                           timeout=COMPLETION_DEFAULTS["timeout"])
+    return model.run({0: stores}, [0, 1, 2, 3]), model
+
+
+@pytest.mark.parametrize("ack_req", [True, False])
+def test_lone_store_with_ack_req_completes_without_the_flush(ack_req):
+    """One 128-byte compact store, accepted in cycle 0, on the headline top. The path,
+    from the blocks' Timing sections: its 3 beats (8 + 128 + 4 B) leave NicTx in cycles
+    0..2 and each reaches node 1's NicRx one way later (2 + 2 + 2: link, switch, link),
+    the last in T = 8; the verdict is taken in T + 1 and the 3 buffered beats (two of
+    payload, one of FCS) drain in T + 2 .. T + 4, so NicRx's ``ack`` is in 12. With
+    ``ack_req`` the generator chooses the source in 13 and offers the completion from
+    14; its one beat (8 + 4 B) leaves at once, reaches node 0 in 20, and the tracker
+    takes it in the verdict cycle 21. Without the flag the choice waits for the idle
+    flush: ``flush_idle`` cycles later."""
+    from spec.nic import HEADLINE_TOP, completion_flush_idle
+
+    res, _ = _headline_e2e([Store(1, 0, bytes(range(128)), ack_req=ack_req)])
+    (st,) = res["stores"]
+    one_way = 2 + 2 + 2
+    t_last = 2 + one_way
+    ack = t_last + 2 + 2
+    want = ack + 2 + one_way + 1
+    assert want == 21
+    flush = completion_flush_idle(HEADLINE_TOP["width"], "compact",
+                                  HEADLINE_TOP["max_payload"])
+    assert st["accept"] == 0
+    assert st["completion"] == want + (0 if ack_req else flush)
+    assert res["e2e"][1]["ack_req_seen"] == int(ack_req)
+    assert len(res["e2e"][1]["sent"]) == 1
+
+
+def test_stream_still_coalesces_and_its_tail_asks():
+    """40 back-to-back stores, the issuer's rule marks the last (no store queued behind
+    it): node 1 sends completions at 16 and 32 frames (coalesced 1 per 16) and the tail's
+    at once, 3 in all, the last counting 40; the tail's completion comes ``flush_idle``
+    cycles earlier than with no flag, every earlier store's is unchanged."""
+    from pymodel.scenarios.nic import mark_last_queued
+    from spec.nic import HEADLINE_TOP, completion_flush_idle
+
+    plain = [Store(1, 128 * k, bytes(128)) for k in range(40)]
+    marked = mark_last_queued({0: plain})[0]
+    assert [s.ack_req for s in marked] == [False] * 39 + [True]
+    asked, _ = _headline_e2e(marked)
+    quiet, _ = _headline_e2e(plain)
+    counts = [count for _c, _d, _s, count, _dr in asked["e2e"][1]["sent"]]
+    assert counts == [16, 32, 40]
+    assert asked["e2e"][1]["ack_req_seen"] == 1
+    flush = completion_flush_idle(HEADLINE_TOP["width"], "compact",
+                                  HEADLINE_TOP["max_payload"])
+    a = [s["completion"] for s in asked["stores"]]
+    q = [s["completion"] for s in quiet["stores"]]
+    assert a[:32] == q[:32]
+    assert [y - x for x, y in zip(a[32:], q[32:], strict=True)] == [flush] * 8
+
+
+def test_forged_ack_req_on_every_frame_is_counted_and_bounded():
+    """A sender that flags every one of 40 back-to-back frames (each frame arrives every
+    3 cycles, a completion takes the generator 1 beat): every flag is counted, every
+    frame still completes, and the generator sends a completion whenever it is free
+    (more than the 3 of an honest stream, at most one per frame)."""
+    stores = [Store(1, 128 * k, bytes(128), ack_req=True) for k in range(40)]
+    res, _ = _headline_e2e(stores)
+    sent = res["e2e"][1]["sent"]
+    assert res["e2e"][1]["ack_req_seen"] == 40
+    assert 3 < len(sent) <= 40
+    assert sent[-1][3] == 40
+    assert all(s["completion"] is not None for s in res["stores"])
+    assert res["e2e"][0]["cpl_bad"] == 0

@@ -87,17 +87,20 @@ def test_scaleup_dissector_leaves_a_roce_frame_undecoded_past_the_type():
 def test_nic_compact_dissector_reads_every_field_where_the_layout_puts_it():
     rng = random.Random(6)
     frames, want = [], []
-    for n in (1, 63, 64, 200):
+    for k, n in enumerate((1, 63, 64, 200)):
         dst, src, addr = rng.randrange(256), rng.randrange(256), 64 * rng.randrange(1 << 20)
-        frames.append(build_frame("compact", src, dst, addr, n, rng.randbytes(n)))
+        frames.append(build_frame("compact", src, dst, addr, n, rng.randbytes(n),
+                                  ack_req=k % 2))
         raw = int.from_bytes(frames[-1][:8], "little")
         want.append({name: raw >> field_slot(compact_header_layout, path)[0]
                      & field_slot(compact_header_layout, path)[1]
                      for name, path in (("niccompact.dst", "dst"), ("niccompact.src", "src"),
                                         ("niccompact.opcode", "store.opcode"),
+                                        ("niccompact.ack_req", "store.ack_req"),
                                         ("niccompact.length", "store.length"),
                                         ("niccompact.addr", "store.addr"))})
         assert (want[-1]["niccompact.dst"], want[-1]["niccompact.length"]) == (dst, n)
+        assert (want[-1]["niccompact.opcode"], want[-1]["niccompact.ack_req"]) == (1, k % 2)
     got = dissect("scripts/wireshark/nic_compact.lua", "USER1", frames)
     for frame, w, fields in zip(frames, want, got, strict=True):
         assert {k: fields[k] for k in w} == w

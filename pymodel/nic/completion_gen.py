@@ -22,19 +22,22 @@ class CompletionGenModel:
     :meth:`offer` is the completion frame offered in cycle ``c`` whose first beat has not
     been taken: its wire beats (FCS included: NicTx's inserter of completions is part of
     the frame here) or None; it depends only on the state at the start of the cycle.
-    ``step(c, side)``: ``side["ev"]`` is NicRx's ``ack`` in ``c`` (``(src, dropped)`` or
-    None), ``side["started"]`` whether NicTx took the offered frame's first beat in
-    ``c`` (its beats before the FCS then leave in ``c .. c + n - 1``, ``n`` the
-    generator's own beats). Follows the RTL's rule: the lowest source with
-    ``pending >= coalesce`` (or ``pending > 0`` and ``age >= flush_idle``) is chosen in
-    a cycle where no frame is held, with the counts of the start of the cycle. Returns
-    ``{}``.
+    ``step(c, side)``: ``side["ev"]`` is NicRx's ``ack`` in ``c`` (``(src, dropped)``
+    or ``(src, dropped, ack_req)``, or None), ``side["started"]`` whether NicTx took the
+    offered frame's first beat in ``c`` (its beats before the FCS then leave in
+    ``c .. c + n - 1``, ``n`` the generator's own beats). Follows the RTL's rule: the
+    lowest source with ``pending >= coalesce`` (or ``pending > 0`` and ``asked`` or
+    ``age >= flush_idle``; ``asked``: an event since its last completion had
+    ``ack_req``) is chosen in a cycle where no frame is held, with the counts of the
+    start of the cycle. Returns ``{}``.
 
     Attributes
     ----------
     count, dropped : list of int
         Per source, modulo ``2**16``.
     cpl_sent : int
+    ack_req_seen : int
+        Events of tracked sources with ``ack_req`` (the RTL's counter).
     sent : list
         ``(cycle chosen, dst, status, count, dropped)`` of each completion.
     """
@@ -48,6 +51,8 @@ class CompletionGenModel:
         self.pending = [0] * peers
         self.age = [0] * peers
         self.dflag = [False] * peers
+        self.asked = [False] * peers
+        self.ack_req_seen = 0
         self.frame = None                # wire beats of the frame held
         self.started = False
         self.busy_until = None
@@ -78,12 +83,14 @@ class CompletionGenModel:
         if self.frame is None:
             for s in range(self.peers):
                 p = self.pending[s]
-                if p >= self.coalesce or (p and self.age[s] >= self.flush_idle):
+                if p >= self.coalesce or (p and (self.asked[s]
+                                                 or self.age[s] >= self.flush_idle)):
                     chosen = s
                     break
         ev = side.get("ev")
-        hit, drop = (ev[0], bool(ev[1])) if ev is not None and ev[0] < self.peers else (
-            None, False)
+        hit, drop, req = ((ev[0], bool(ev[1]), len(ev) > 2 and bool(ev[2]))
+                          if ev is not None and ev[0] < self.peers else (None, False, False))
+        self.ack_req_seen += req
         if chosen is not None:
             s = chosen
             status = int(CompletionStatus.DROPPED) if self.dflag[s] else 0
@@ -92,12 +99,14 @@ class CompletionGenModel:
             self.started = False
             self.pending[s] = int(hit == s)
             self.dflag[s] = hit == s and drop
+            self.asked[s] = hit == s and req
         if hit is not None:
             self.count[hit] = (self.count[hit] + 1) & _MASK
             self.dropped[hit] = (self.dropped[hit] + drop) & _MASK
             if hit != chosen:
                 self.pending[hit] = min(self.pending[hit] + 1, self.coalesce)
                 self.dflag[hit] = self.dflag[hit] or drop
+                self.asked[hit] = self.asked[hit] or req
         for s in range(self.peers):
             if s == hit:
                 self.age[s] = 0

@@ -25,12 +25,14 @@ __all__ = ["build_frame", "parse_header", "wire_bytes", "build_completion",
 header_bytes = functools.cache(header_bytes)
 
 
-def build_frame(framing, src, dst, addr, length, payload, fcs=True):
+def build_frame(framing, src, dst, addr, length, payload, fcs=True, ack_req=0):
     """The frame a NIC sends for a store (``length`` is the header field, ``payload`` the
-    bytes actually sent; they differ only in malformed-frame tests). An L2 frame is
-    padded with zeros to 60 bytes before its FCS (64 with it)."""
+    bytes actually sent; they differ only in malformed-frame tests; ``ack_req`` the
+    header's flag). An L2 frame is padded with zeros to 60 bytes before its FCS (64 with
+    it)."""
     framing = Framing(framing)
-    store = {"opcode": NicOp.STORE, "length": length, "addr": addr}
+    store = {"opcode": NicOp.STORE, "ack_req": int(bool(ack_req)), "length": length,
+             "addr": addr}
     if framing is Framing.L2:
         fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),
                   "ethertype": list(ETHERTYPE.to_bytes(2, "big")), "store": store}
@@ -46,7 +48,7 @@ def build_frame(framing, src, dst, addr, length, payload, fcs=True):
 def parse_header(framing, raw):
     """Fields of a header held in ``raw`` (bytes, at least the header length): a dict with
     ``dst`` (node id, or None when an L2 dst MAC is not ours), ``opcode`` (raw bits),
-    ``length``, ``addr``, ``ethertype_ok``."""
+    ``ack_req``, ``length``, ``addr``, ``ethertype_ok``."""
     framing = Framing(framing)
     layout = header_layout(framing)
     h = header_bytes(framing)
@@ -58,7 +60,8 @@ def parse_header(framing, raw):
         f = store_header_layout[name]
         return (store >> f.offset) & ((1 << f.width) - 1)
 
-    out = {"opcode": part("opcode"), "length": part("length"), "addr": part("addr")}
+    out = {"opcode": part("opcode"), "ack_req": part("ack_req"), "length": part("length"),
+           "addr": part("addr")}
     if framing is Framing.L2:
         out["dst_mac"] = bytes(raw[0:6])
         out["ethertype_ok"] = bytes(raw[12:14]) == ETHERTYPE.to_bytes(2, "big")
@@ -77,7 +80,7 @@ def build_completion(framing, src, dst, status, count, dropped, fcs=True):
     """The completion frame receiver ``src`` sends to store source ``dst``: the framing's
     header with the completion header, zero padding (L2: to 60 bytes), the FCS."""
     framing = Framing(framing)
-    cpl = {"opcode": NicOp.COMPLETION, "status": status, "count": count,
+    cpl = {"opcode": NicOp.COMPLETION, "ack_req": 0, "status": status, "count": count,
            "dropped": dropped, "reserved": 0}
     if framing is Framing.L2:
         fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),

@@ -44,8 +44,9 @@ class NicRxModel:
         its length, FCS, destination) is not malformed: it is not written nor counted,
         and :attr:`cpls` gets it in the verdict cycle (``c + 1``); a store frame from a
         node that passed FCS, format and destination gets an entry in :attr:`acks` at the
-        cycle its last buffered beat is drained (``(src, dropped)``, dropped at the
-        address or window check).
+        cycle its last buffered beat is drained (``(src, dropped, ack_req)``, dropped at
+        the address or window check, ``ack_req`` the header's flag). With ``credit`` the
+        flag is ignored: the frame is checked, written and counted like any store.
 
     ``step(c, side)``: ``side["i"]`` is the beat arriving in cycle ``c`` (a tuple
     ``(data, nbytes, first, last, mid, ...)``; ``mid`` the message id the beat carries,
@@ -68,7 +69,7 @@ class NicRxModel:
     posted : list
         ``(cycle, host-interface wr word)`` of each write (the ``pcie`` attachment).
     acks, cpls : dict
-        ``e2e``: cycle -> the ``ack`` event ``(src, dropped)``; cycle -> the ``cpl``
+        ``e2e``: cycle -> the ``ack`` event ``(src, dropped, ack_req)``; cycle -> the ``cpl``
         event ``(src, known, status, count, dropped)``.
     """
 
@@ -171,7 +172,7 @@ class NicRxModel:
         if (self.e2e and not is_cpl and src_known and nbeats
                 and reason in ("frames_ok", "drop_addr", "drop_window")):
             src = hdr_raw[self.prefix_at.stop] if self.l2 else hdr_raw[1]
-            self.acks[start + nbeats - 1] = (src, reason != "frames_ok")
+            self.acks[start + nbeats - 1] = (src, reason != "frames_ok", f["ack_req"])
         if reason != "frames_ok":
             return {}
         payload = bytes(frame[h:])

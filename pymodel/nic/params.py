@@ -33,7 +33,7 @@ class NicParams:
 
     Defaults: :data:`spec.nic.HEADLINE_TOP` (the ``make sim`` headline top), ``credits``
     from :func:`spec.fabric_profiles.nic_top_credits` (the switch's ingress buffer;
-    ``board``: :func:`spec.nic.link_credits`), no link retry, the ``integrated``
+    ``board`` without retry: :func:`spec.nic.link_credits`), no link retry, the ``integrated``
     attachment (:data:`spec.nic.ATTACHMENTS`), the ``board`` fabric profile
     (:data:`spec.fabric_profiles.FABRIC_PROFILES`). ``link_latency`` None is the
     profile's link; on ``board`` any may be given, on another profile only its own.
@@ -81,12 +81,13 @@ class NicParams:
         if self.max_payload % self.width:
             raise ValueError(f"NicParams.max_payload must be a multiple of the width "
                              f"({self.width}), not {self.max_payload!r}")
-        if self.credits is None:
-            object.__setattr__(self, "credits",
-                               nic_top_credits(profile, self.width, self.max_payload))
-        _int("credits", self.credits, 1, MAX_CREDITS)
         if not isinstance(self.retry, bool):
             raise ValueError(f"NicParams.retry must be True or False, not {self.retry!r}")
+        if self.credits is None:
+            object.__setattr__(self, "credits",
+                               nic_top_credits(profile, self.width, self.max_payload,
+                                               self.retry))
+        _int("credits", self.credits, 1, MAX_CREDITS)
         if self.attachment not in ATTACHMENTS:
             raise ValueError(f"NicParams.attachment must be one of {list(ATTACHMENTS)}, "
                              f"not {self.attachment!r}")

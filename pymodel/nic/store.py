@@ -15,10 +15,14 @@ class Store:
     player: :class:`rtl.sim.stream_player.StreamPlayer` with ``timed``); a store
     released earlier than the one before it in its node's list simply waits for that
     one (the player is in order). Release 0 is the behaviour of an untimed player.
+
+    ``ack_req`` (default False): the command's flag, set by the issuer when no next store
+    of its own is queued behind this one (spec.formats.nic, "Ack request").
     """
 
-    def __init__(self, dst, addr, payload, length=None, release=0):
+    def __init__(self, dst, addr, payload, length=None, release=0, ack_req=False):
         self.dst, self.addr, self.payload = dst, addr, bytes(payload)
+        self.ack_req = bool(ack_req)
         self.length = len(payload) if length is None else length
         if not isinstance(release, int) or isinstance(release, bool) or not (
                 0 <= release < 1 << 32):
@@ -32,10 +36,13 @@ class Store:
     def host_writes(self, mps=PROFILES["pcie"].max_payload):
         """The stores of the ``pcie`` attachment: the host writes this store as posted
         writes of at most ``mps`` bytes (MPS), each a store of its own at
-        ``addr + k * mps``."""
+        ``addr + k * mps``; the last carries this store's ``ack_req`` (the register
+        offset's bit :data:`spec.nic.PCIE_ACK_REQ_BIT`)."""
+        n = max(len(self.payload), 1)
         return [Store(self.dst, self.addr + k, self.payload[k:k + mps],
-                      release=self.release if k == 0 else 0)
-                for k in range(0, max(len(self.payload), 1), mps)]
+                      release=self.release if k == 0 else 0,
+                      ack_req=self.ack_req and k + mps >= n)
+                for k in range(0, n, mps)]
 
     def segments(self, width, max_payload):
         """The frames' stores after the NIC's segmenter

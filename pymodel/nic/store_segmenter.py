@@ -9,11 +9,12 @@ def cut(store, max_payload):
     """The segments of ``store``: a cut every ``max_payload`` bytes of payload; segment
     ``k`` goes to ``addr + k * max_payload`` with the header length
     ``min(rem, max_payload)``, ``rem`` starting at ``length`` and losing ``max_payload``
-    (13-bit wrap) per segment."""
+    (13-bit wrap) per segment; the segment with ``rem <= max_payload`` (for an honest
+    store its last) carries the store's ``ack_req``, the others none."""
     out, rem = [], store.length
     for k in range(0, max(len(store.payload), 1), max_payload):
         out.append(Store(store.dst, store.addr + k, store.payload[k:k + max_payload],
-                         min(rem, max_payload)))
+                         min(rem, max_payload), ack_req=store.ack_req and rem <= max_payload))
         rem = (rem - max_payload) % (1 << 13)
     return out
 

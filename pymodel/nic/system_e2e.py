@@ -106,7 +106,8 @@ class E2eCompletion:
         """Per node: the CPL counters, the tracker's per-destination ports, the
         completions that reached the tracker (``cp``: events and cycles), the cycles of
         the timeouts and the completions the generator sent."""
-        return {p: {"cpl_sent": g.cpl_sent, "cpl_ok": t.cpl_ok, "cpl_bad": t.cpl_bad,
+        return {p: {"cpl_sent": g.cpl_sent, "ack_req_seen": g.ack_req_seen,
+                    "cpl_ok": t.cpl_ok, "cpl_bad": t.cpl_bad,
                     "ports": t.ports(), "cp": e2e["cp"][p],
                     "timeout_cycles": t.timeout_cycles, "sent": g.sent}
                 for p, (g, t) in enumerate(zip(e2e["gen"], e2e["trk"], strict=True))}

@@ -37,7 +37,7 @@ class ReceiveAndHost:
                                      "host_writes), with length its payload bytes")
                 rel = msgs[mid]["release"] if msgs[mid]["gate"] >= 0 else 0
                 for data, _nb, first, last in s.beats(w):
-                    words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr),
+                    words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr, s.ack_req),
                                            "nbytes": s.length, "data": data,
                                            "first": first, "last": last},
                                      rel if first else 0))

@@ -39,7 +39,7 @@ class TxFramerModel:
         w, (q, r) = self.w, divmod(self.h, self.w)
         cmd = store.beats(w)
         frame = build_frame(self.framing, node_id, store.dst, store.addr, store.length,
-                            store.payload)
+                            store.payload, ack_req=store.ack_req)
         wire = frame_to_beats(frame, w)
         kinds = ["hdr"] * q + ["body"] * len(cmd)
         nb = cmd[-1][1]

@@ -31,7 +31,7 @@ import random
 from pymodel.nic.system import Store
 
 __all__ = ["build_scenario", "table_writes", "window_writes", "window_intent",
-           "source_writes", "spoof_intent", "EDGE_SIZES", "FORGER"]
+           "source_writes", "spoof_intent", "mark_last_queued", "EDGE_SIZES", "FORGER"]
 
 EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
               511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
@@ -43,6 +43,22 @@ def _addr(rng, width, window, length):
 
 def _payload(rng, n):
     return bytes(rng.getrandbits(8) for _ in range(n))
+
+
+def mark_last_queued(stores):
+    """The issuer's ack requests (spec.formats.nic, "Ack request"): per node, a copy of
+    its stores with ``ack_req`` on each store that no store of the same node follows
+    in the same batch. A batch is the stores of one release cycle (a store released
+    later was not queued behind it when it was issued): the last store of each release,
+    so the last store of a node's list always. The RDMA scenarios' host asks the same
+    way on a QP's last message (:func:`pymodel.scenarios.rdma.coalesced_ack_requests`).
+    Returns ``{node: [Store]}``; the stores given are not changed."""
+    out = {}
+    for p, ss in stores.items():
+        out[p] = [Store(s.dst, s.addr, s.payload, s.length, s.release,
+                        ack_req=k + 1 == len(ss) or ss[k + 1].release != s.release)
+                  for k, s in enumerate(ss)]
+    return out
 
 
 def table_writes(node_ids, ports):

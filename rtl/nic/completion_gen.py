@@ -18,9 +18,9 @@ from spec.formats.packet import check_width, packet_signature
 
 __all__ = ["CompletionGen", "ack_event_layout"]
 
-#: A frame the receiver has finished: its source and whether it was dropped (address or
-#: window check) rather than written.
-ack_event_layout = data.StructLayout({"src": 8, "dropped": 1})
+#: A frame the receiver has finished: its source, whether it was dropped (address or
+#: window check) rather than written, and its header's ``ack_req`` flag.
+ack_event_layout = data.StructLayout({"src": 8, "dropped": 1, "ack_req": 1})
 
 
 class CompletionGen(wiring.Component):
@@ -52,16 +52,26 @@ class CompletionGen(wiring.Component):
         NicTx's completion input. Held until taken.
     cpl_sent : Out(32)
         Completion frames sent (counted at the last beat's handshake).
+    ack_req_seen : Out(32)
+        Events of tracked sources (``src < peers``) with ``ack_req``: every store frame
+        that asked for its completion at once, honest or forged (a sender that flags
+        every frame shows here; it costs it no more than a completion per frame, each
+        sent when the generator is free, the rest coalesced meanwhile). Events of other
+        sources are ignored, flag or not.
 
     Timing
     ------
     Per source ``s``: ``count[s]`` and ``dropped[s]`` (modulo ``2**16``) count its
     events from the cycle after each; ``pending[s]`` (saturating at ``coalesce``) the
-    events since its last completion, ``age[s]`` the cycles since its last event. In a
-    cycle where no completion is being offered, the lowest ``s`` with ``pending[s] >=
-    coalesce``, or with ``pending[s] > 0`` and ``age[s] >= flush_idle``, is chosen: its
-    counts (as of the start of that cycle) and the DROPPED status (a drop since its last
-    completion) are latched, ``pending[s]`` restarts from that cycle's event, and the
+    events since its last completion, ``age[s]`` the cycles since its last event,
+    ``asked[s]`` whether one of those events had ``ack_req``. In a cycle where no
+    completion is being offered, the lowest ``s`` with ``pending[s] >= coalesce``, or
+    with ``pending[s] > 0`` and (``asked[s]`` or ``age[s] >= flush_idle``), is chosen:
+    a frame with ``ack_req`` finished in cycle ``t`` makes its source eligible in
+    ``t + 1`` (the idle flush stays the backstop of frames without it). The chosen
+    source's counts (as of the start of that cycle) and the DROPPED status (a drop since
+    its last completion) are latched, ``pending[s]`` and ``asked[s]`` restart from that
+    cycle's event, and the
     frame is offered from the next cycle, one beat a cycle while ``o.ready``; the next
     choice is made in the cycle after its last beat is taken. Never stalls ``ev``.
     """
@@ -82,6 +92,7 @@ class CompletionGen(wiring.Component):
             "node_id": In(8),
             "o": Out(packet_signature(width)),
             "cpl_sent": Out(32),
+            "ack_req_seen": Out(32),
         })
 
     def elaborate(self, platform):
@@ -93,6 +104,7 @@ class CompletionGen(wiring.Component):
         pend = [Signal(range(self.coalesce + 1), name=f"pending{s}") for s in range(n)]
         age = [Signal(range(self.flush_idle + 1), name=f"age{s}") for s in range(n)]
         dflag = [Signal(name=f"dflag{s}") for s in range(n)]
+        asked = [Signal(name=f"asked{s}") for s in range(n)]
         busy = Signal()
         idx = Signal(range(self.nbeats + 1))
         l_dst, l_cnt, l_drp, l_st = Signal(8), Signal(b), Signal(b), Signal(5)
@@ -101,29 +113,36 @@ class CompletionGen(wiring.Component):
         chosen = [Signal(name=f"chosen{s}") for s in range(n)]
         for s in range(n):
             m.d.comb += elig[s].eq((pend[s] >= self.coalesce)
-                                   | ((pend[s] != 0) & (age[s] >= self.flush_idle)))
+                                   | ((pend[s] != 0)
+                                      & (asked[s] | (age[s] >= self.flush_idle))))
             earlier = Cat(*elig[:s]).any() if s else Const(0)
             m.d.comb += chosen[s].eq(~busy & elig[s] & ~earlier)
         for s in range(n):
             hit = ev.valid & (ev.payload.src == s)
             drop = hit & ev.payload.dropped
+            req = hit & ev.payload.ack_req
             m.d.sync += [cnt[s].eq(cnt[s] + hit), drp[s].eq(drp[s] + drop)]
             with m.If(chosen[s]):
-                m.d.sync += [pend[s].eq(hit), dflag[s].eq(drop),
+                m.d.sync += [pend[s].eq(hit), dflag[s].eq(drop), asked[s].eq(req),
                              l_dst.eq(s), l_cnt.eq(cnt[s]), l_drp.eq(drp[s]),
                              l_st.eq(dflag[s]), busy.eq(1)]
             with m.Elif(hit & (pend[s] != self.coalesce)):
                 m.d.sync += pend[s].eq(pend[s] + 1)
             with m.If(~chosen[s] & drop):
                 m.d.sync += dflag[s].eq(1)
+            with m.If(~chosen[s] & req):
+                m.d.sync += asked[s].eq(1)
             with m.If(hit):
                 m.d.sync += age[s].eq(0)
             with m.Elif(age[s] != self.flush_idle):
                 m.d.sync += age[s].eq(age[s] + 1)
 
+        tracked = ev.valid & ev.payload.ack_req & (ev.payload.src < n)
+        m.d.sync += self.ack_req_seen.eq(self.ack_req_seen + tracked)
+
         hdr = Signal(completion_layout(self.framing))
         cpl = hdr.cpl
-        m.d.comb += [cpl.opcode.eq(NicOp.COMPLETION), cpl.status.eq(l_st),
+        m.d.comb += [cpl.opcode.eq(NicOp.COMPLETION), cpl.ack_req.eq(0), cpl.status.eq(l_st),
                      cpl.count.eq(l_cnt), cpl.dropped.eq(l_drp), cpl.reserved.eq(0)]
         if self.framing is Framing.L2:
             for i in range(5):

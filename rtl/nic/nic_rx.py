@@ -91,7 +91,10 @@ class NicRx(wiring.Component):
         ``e2e`` only: a store frame from a node (compact ``src``; an L2 source MAC with
         ``MAC_PREFIX``) that passed the FCS, format and destination checks is finished:
         valid in the cycle its last buffered beat is drained (after its last memory
-        write), ``dropped`` if it was dropped at the address or window check.
+        write), ``dropped`` if it was dropped at the address or window check,
+        ``ack_req`` the header's flag (spec.formats.nic, "Ack request"). Without
+        ``e2e`` the flag is ignored: a store frame with it is checked, written and
+        counted (``frames_ok`` or its drop reason) exactly like one without.
     cpl : Out(stream.Signature(cpl_event_layout, always_ready=True))
         ``e2e`` only: a completion frame (opcode COMPLETION, ``completion_bytes + 4``
         bytes, right EtherType for L2) with a good FCS for this node: valid in the
@@ -248,7 +251,7 @@ class NicRx(wiring.Component):
         fields = {"good": 1, "addr": range(self.depth), "length": 13,
                   "nbeats": range(self.max_push + 2)}
         if self.e2e:
-            fields.update({"ack": 1, "dropped": 1, "src": 8})
+            fields.update({"ack": 1, "dropped": 1, "src": 8, "ack_req": 1})
             src = hdr.src_mac[5] if self.framing is Framing.L2 else hdr.src
             passed = Signal()
             m.d.comb += [
@@ -280,6 +283,7 @@ class NicRx(wiring.Component):
                 desc_in.ack.eq(fcs_good & ~malformed & ~wrong_dst & ~is_cpl & src_known),
                 desc_in.dropped.eq(out_of_window | unauthorised),
                 desc_in.src.eq(src),
+                desc_in.ack_req.eq(st.ack_req),
             ]
         with m.If(pend):
             with m.If(~fcs_good):
@@ -327,15 +331,17 @@ class NicRx(wiring.Component):
                 wgood.eq(c_good),
             ]
         if self.e2e:                     # the frame's last drained beat: it is finished
-            wack, wdrop, wsrc = Signal(), Signal(), Signal(8)
+            wack, wdrop, wsrc, wreq = Signal(), Signal(), Signal(8), Signal()
             with m.If(drain):
                 m.d.sync += [wack.eq(Mux(idle, desc.ack, wack)),
                              wdrop.eq(Mux(idle, desc.dropped, wdrop)),
-                             wsrc.eq(Mux(idle, desc.src, wsrc))]
+                             wsrc.eq(Mux(idle, desc.src, wsrc)),
+                             wreq.eq(Mux(idle, desc.ack_req, wreq))]
             m.d.comb += [
                 self.ack.valid.eq(drain & (c_left == 1) & Mux(idle, desc.ack, wack)),
                 self.ack.payload.src.eq(Mux(idle, desc.src, wsrc)),
                 self.ack.payload.dropped.eq(Mux(idle, desc.dropped, wdrop)),
+                self.ack.payload.ack_req.eq(Mux(idle, desc.ack_req, wreq)),
             ]
         n = Signal(range(w + 1))
         m.d.comb += [

@@ -33,12 +33,16 @@ class StoreSegmenter(wiring.Component):
         ``min(rem_k, max_payload)`` as its length, where ``rem_0`` is the command's
         ``length`` and ``rem_{k+1} = (rem_k - max_payload) mod 2**13`` (for an honest
         command: ``max_payload`` for every segment but the last, which gets the rest).
-        These fields are valid on each segment's ``first`` beat.
+        ``ack_req`` is the command's on the segment with ``rem_k <= max_payload`` (for an
+        honest command its last) and 0 on the others (those have a next segment waiting
+        behind them: spec.formats.nic, "Ack request"). These
+        fields are valid on each segment's ``first`` beat.
 
     Timing
     ------
-    Zero latency and no bubble: ``o`` is combinational from ``i`` and three registers
-    (destination, next segment address, remaining length), ``i.ready = o.ready``.
+    Zero latency and no bubble: ``o`` is combinational from ``i`` and four registers
+    (destination, next segment address, remaining length, ack request),
+    ``i.ready = o.ready``.
     A command of ``L <= max_payload`` bytes passes unchanged.
     """
 
@@ -62,9 +66,11 @@ class StoreSegmenter(wiring.Component):
         dst = Signal.like(i.dst)
         addr = Signal.like(i.addr)           # address of the segment being sent
         rem = Signal.like(i.length)          # header length left, from this segment on
+        ack = Signal()                       # the command's ack request
         cur_dst = Mux(i.first, i.dst, dst)
         cur_addr = Mux(i.first, i.addr, addr)
         cur_rem = Mux(i.first, i.length, rem)
+        cur_ack = Mux(i.first, i.ack_req, ack)
         seg_end = beat == per - 1
         m.d.comb += [
             self.o.valid.eq(self.i.valid),
@@ -74,13 +80,15 @@ class StoreSegmenter(wiring.Component):
             o.dst.eq(cur_dst),
             o.addr.eq(cur_addr),
             o.length.eq(Mux(cur_rem > mp, mp, cur_rem)),
+            o.ack_req.eq(cur_ack & (cur_rem <= mp)),
             o.first.eq(i.first | (beat == 0)),
             o.last.eq(i.last | seg_end),
         ]
         with m.If(self.i.valid & self.o.ready):
             m.d.sync += beat.eq(Mux(i.last | seg_end, 0, beat + 1))
             with m.If(i.first):
-                m.d.sync += [dst.eq(i.dst), addr.eq(i.addr), rem.eq(i.length)]
+                m.d.sync += [dst.eq(i.dst), addr.eq(i.addr), rem.eq(i.length),
+                             ack.eq(i.ack_req)]
             with m.If(seg_end & ~i.last):
                 m.d.sync += [addr.eq(cur_addr + mp), rem.eq(cur_rem - mp)]
         return m

@@ -33,7 +33,8 @@ class NicTxFramer(wiring.Component):
     Ports
     -----
     cmd : In(stream.Signature(store_cmd_layout(width)))
-        Store commands; ``dst``/``addr``/``length`` are read on the first beat.
+        Store commands; ``dst``/``addr``/``length``/``ack_req`` are read on the first
+        beat (``ack_req`` goes to the header as given: spec.formats.nic, "Ack request").
     o : Out(packet_signature(width))
         The frame without FCS: header (``H = q*W + r`` bytes), then the payload.
     node_id : In(8)
@@ -83,6 +84,7 @@ class NicTxFramer(wiring.Component):
         store = hdr.store
         m.d.comb += [
             store.opcode.eq(NicOp.STORE),
+            store.ack_req.eq(cmd.ack_req),
             store.length.eq(cmd.length),
             store.addr.eq(cmd.addr),
         ]

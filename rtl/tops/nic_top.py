@@ -28,6 +28,7 @@ from spec.nic import (
     COMPLETION_DEFAULTS,
     COMPLETIONS,
     COUNTERS,
+    PCIE_ACK_REQ_BIT,
     PCIE_WORD_BITS,
     WINDOW_WRITES,
     completion_flush_idle,
@@ -107,8 +108,9 @@ class NicTop(HarnessTop):
     returns the same, the switch adds
     :func:`~spec.fabric_profiles.switch_hop_latency` cycles after its crossbar, and
     each sender's credits (the switch's ingress buffer) are
-    :func:`~spec.fabric_profiles.nic_top_credits` (``board``: today's
-    :func:`spec.nic.link_credits`). With ``retry`` the hop is elastic (it holds its
+    :func:`~spec.fabric_profiles.nic_top_credits` (``board`` without ``retry``: today's
+    :func:`spec.nic.link_credits`; with ``retry`` the credit loop includes the reliable
+    uplink's delivery latency). With ``retry`` the hop is elastic (it holds its
     beats while a downlink's replay buffer is full; :class:`Switch`), and each reliable
     link sizes its replay buffer from its own latency, the profile's ``link``
     (:func:`spec.fabric_profiles.replay_sizes`).
@@ -121,7 +123,8 @@ class NicTop(HarnessTop):
     whose frames NicTx merges onto the uplink, and an :class:`OutstandingTracker`
     ``otrk<p>`` (``timeout``) fed by NicTx's ``sent`` and NicRx's ``cpl``. Their counters
     are ports ``cgen[p]`` and ``otrk[p]`` (:func:`spec.ports.completion_signatures`: in
-    Verilog ``cgen__<p>__cpl_sent``, ``otrk__<p>__cpl_ok``, ``otrk__<p>__outstanding``
+    Verilog ``cgen__<p>__cpl_sent``, ``cgen__<p>__ack_req_seen``, ``otrk__<p>__cpl_ok``,
+    ``otrk__<p>__outstanding``
     with destination ``d`` in bits ``16d .. 16d + 15``); recorder ``cp<p>`` every
     completion that reaches node ``p``'s tracker (``cpl_event_layout``). A store frame
     counts as complete at its receiver in the cycle NicRx's ``ack`` says so: its last
@@ -171,8 +174,8 @@ class NicTop(HarnessTop):
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
         self.max_payload = max_payload
-        self.credits = nic_top_credits(profile, width, max_payload)
         self.retry = bool(retry)
+        self.credits = nic_top_credits(profile, width, max_payload, self.retry)
         self.hop_latency = switch_hop_latency(profile)
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency)
@@ -323,14 +326,17 @@ class NicTop(HarnessTop):
         wb = PCIE_WORD_BITS
         m.d.comb += [
             # The host: one posted write per store, the register offset names the
-            # destination node and the store's word address.
+            # destination node and the store's word address, and its top bit the
+            # store's ack request.
             hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
-            hin.addr.eq(c.dst[:16 - wb] << wb | c.addr[6:6 + wb]),
+            hin.addr.eq(c.ack_req << PCIE_ACK_REQ_BIT | c.dst[:PCIE_ACK_REQ_BIT - wb] << wb
+                        | c.addr[6:6 + wb]),
             hin.nbytes.eq(c.length), hin.data.eq(c.data),
             hin.first.eq(c.first), hin.last.eq(c.last),
             # The device: the host write's words are NicTx's command beats.
             tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
-            o.dst.eq(hout.addr[wb:]), o.addr.eq(hout.addr[:wb] << 6),
+            o.dst.eq(hout.addr[wb:PCIE_ACK_REQ_BIT]), o.addr.eq(hout.addr[:wb] << 6),
+            o.ack_req.eq(hout.addr[PCIE_ACK_REQ_BIT]),
             o.length.eq(hout.nbytes), o.data.eq(hout.data),
             o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
             o.first.eq(hout.first), o.last.eq(hout.last),

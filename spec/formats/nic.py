@@ -12,9 +12,15 @@ and the EtherType, which belong to IEEE 802.3, are byte arrays in network order.
 
 Store header (6 bytes, both framings)::
 
-    bits  0..2   opcode   NicOp (STORE = 1)
+    bits  0..1   opcode   NicOp (STORE = 1)
+    bit   2      ack_req  ask the receiver for its completion at once (end-to-end
+                          completion only; the rule: "Ack request" below)
     bits  3..15  length   payload bytes, 1 .. 8191
     bits 16..47  addr     remote byte address (a multiple of the datapath width)
+
+The flag is the only bit of the header that is not length, address or opcode: two bits
+hold the two opcodes (values 0 and 3 are malformed), the third bit of the opcode's byte
+is the flag.
 
 Compact header (8 bytes, replaces the L2 header; routed by node id)::
 
@@ -32,7 +38,8 @@ L2 header (20 bytes)::
 Completion header (6 bytes, in place of the store header; end-to-end completion only,
 sent by a receiver back to a source of stores)::
 
-    bits  0..2   opcode   NicOp (COMPLETION = 2)
+    bits  0..1   opcode   NicOp (COMPLETION = 2)
+    bit   2      ack_req  reserved on a completion: sent 0, ignored
     bits  3..7   status   CompletionStatus flags (DROPPED = 1: a store of the source was
                           dropped since the previous completion)
     bits  8..23  count    stores (frames) of the source the receiver has finished,
@@ -43,6 +50,19 @@ sent by a receiver back to a source of stores)::
 
 A completion frame is the framing's header (``dst`` the store source, ``src`` the
 receiver) with the completion header, no payload (L2: zero padding to 60 bytes), FCS.
+
+Ack request (the store header's ``ack_req``). Ref: IBTA Vol 1 Rel 1.4 section 9.2 (BTH
+AckReq: the requester asks the responder to acknowledge this packet). The rule is the
+RDMA engine's: its requester sets AckReq on a message's last frame only
+(rtl.rdma.req.payload_fetch), its host asks on a QP's last queued message
+(pymodel.scenarios.rdma.coalesced_ack_requests), and its responder sends the ACK of a
+packet with AckReq at once (rtl.rdma.resp.verify, ``ack_due``). Here: the issuer marks a
+store command ``ack_req`` when no next store of its own is queued behind it (the last
+store of a batch), and the NIC puts the flag on that store's last frame only (its other
+frames have a next frame waiting in the segmenter). With end-to-end completion the
+receiver's completion generator then sends the source's completion at once, instead of
+waiting for ``coalesce`` frames or the idle flush. Without it (``completion`` "credit")
+the flag asks for nothing: the frame is checked and written like any store.
 
 After the header: ``length`` payload bytes, then the 4-byte FCS. An L2 frame shorter than
 the IEEE 802.3 minimum (64 bytes with FCS, clause 3.2.8) is padded with zero bytes in
@@ -72,7 +92,7 @@ MAX_LENGTH = (1 << 13) - 1
 MIN_FRAME_BYTES = 64
 
 
-class NicOp(amenum.Enum, shape=3):
+class NicOp(amenum.Enum, shape=2):
     """Opcode of a NIC frame: a store, or (end-to-end completion only) a completion."""
     STORE = 1
     COMPLETION = 2
@@ -96,6 +116,7 @@ class Framing(enum.Enum):
 
 store_header_layout = data.StructLayout({
     "opcode": NicOp,
+    "ack_req": 1,
     "length": 13,
     "addr": 32,
 })
@@ -116,6 +137,7 @@ l2_header_layout = data.StructLayout({
 
 completion_header_layout = data.StructLayout({
     "opcode": NicOp,
+    "ack_req": 1,
     "status": 5,
     "count": COMPLETION_COUNT_BITS,
     "dropped": COMPLETION_COUNT_BITS,
@@ -203,8 +225,10 @@ def node_mac(node):
 def store_cmd_layout(width):
     """One beat of a store command on the accelerator side of a ``width``-byte NIC.
 
-    ``dst``, ``addr`` and ``length`` are read on the ``first`` beat only; ``data``,
-    ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout` beats.
+    ``dst``, ``addr``, ``length`` and ``ack_req`` are read on the ``first`` beat only;
+    ``data``, ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout`
+    beats. ``ack_req``: the issuer has no next store queued behind this one
+    (the module's "Ack request"); the store's last frame carries the header's ``ack_req``.
     """
     from spec.formats.packet import packet_layout
 
@@ -213,6 +237,7 @@ def store_cmd_layout(width):
         "dst": 8,
         "addr": 32,
         "length": 13,
+        "ack_req": 1,
         "data": beat["data"].shape,
         "nbytes": beat["nbytes"].shape,
         "first": 1,

@@ -9,7 +9,9 @@ measurements to ``nic_results.json`` in its run folder (read back by
 :mod:`tb.nic.headline`): the RTL figures from the RTL's own stamps and recorded frames,
 the model figures from the model.
 
-With ``completion="e2e"`` (and the top built with it) the completions at every tracker
+With ``completion="e2e"`` (and the top built with it) each node's last store asks for its
+completion at once (:func:`pymodel.scenarios.nic.mark_last_queued`; with ``pcie`` the
+flag rides on the last host write's register offset), and the completions at every tracker
 and the trackers' ports are compared too (:mod:`tb.nic.e2e_check`), and the figures
 count end to end: ``completion_cycles`` to the completion that covers the store's last
 frame at its sender, ``wire_bytes`` plus the completion frames' bytes per store,
@@ -32,6 +34,7 @@ from pymodel.nic.frames import parse_header
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import (
     build_scenario,
+    mark_last_queued,
     source_writes,
     spoof_intent,
     table_writes,
@@ -197,6 +200,8 @@ async def nic_matches_model(dut):
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
         peers=p.get("peers"))
+    if e2e:                                  # the issuer asks on its last queued store
+        stores = mark_last_queued(stores)
     if attachment == "pcie":                 # the host writes each store as posted writes
         stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
     stall_rate = p.get("stall_rate", 0)

@@ -9,7 +9,14 @@ the first / the last completion is damaged on node 0's downlink: the first is
 recovered by the next cumulative one, the last is reported by timeouts); ``forge``
 (node 3 is configured with node 0's id and stores to node 1, node 0 sends 2 stores to
 node 1: the completions that node 1 returns to id 0 count more than node 0 sent, so
-node 0 drops and counts every one; node 2's stores to node 1 complete as usual).
+node 0 drops and counts every one; node 2's stores to node 1 complete as usual);
+``ack_req`` (node 0 stores one 64-byte store with ``ack_req`` to node 1, node 2 the
+same store without it to node 3, on paths of the same timing: the flagged one completes
+exactly ``flush_idle`` cycles earlier, the idle flush being what the other waits for);
+``ack_req_stream`` (node 0 stores 40 frames back to back to node 1, the issuer's rule
+flags the last; node 2 forges the flag on every one of its 40 frames to node 3: node 1
+still coalesces, 1 completion per 16 frames and the tail's at once, 3 in all; node 3
+counts 40 flags and completes every frame).
 ``stall_rate``: the command players' seeded stall pattern (as in :mod:`tb.nic.cocotb_nic`).
 ``attachment`` (default ``integrated``): with ``pcie`` (a 64-byte top) each store is the
 host's posted write into its sender and each received frame a posted DMA write
@@ -29,7 +36,12 @@ import cocotb
 
 from pymodel.nic.frames import build_completion
 from pymodel.nic.system import NicSystemModel, Store
-from pymodel.scenarios.nic import build_scenario, table_writes, window_writes
+from pymodel.scenarios.nic import (
+    build_scenario,
+    mark_last_queued,
+    table_writes,
+    window_writes,
+)
 from spec.formats.nic import completion_beats
 from tb.cosim import cosim_params
 from tb.nic.e2e_check import (
@@ -70,6 +82,13 @@ def _stores(p):
         # Node 0's downlink carries only node 1's completions: 16, 32 and the flush at 40.
         lost = 0 if kind == "lost_first" else 2
         return stores, ids, {0: [lost * beats]}, {}
+    if kind == "ack_req":
+        stores = {0: [Store(1, 0, payload(0), ack_req=True)], 2: [Store(3, 0, payload(0))]}
+        return stores, ids, {}, {}
+    if kind == "ack_req_stream":
+        stores = mark_last_queued({0: [Store(1, 64 * k, payload(k)) for k in range(40)]})
+        stores[2] = [Store(3, 64 * k, payload(k), ack_req=True) for k in range(40)]
+        return stores, ids, {}, {}
     if kind == "forge":
         ids = [0, 1, 2, 0]
         stores = {0: [Store(1, 64 * k, payload(k)) for k in range(2)],
@@ -87,7 +106,8 @@ def _check_intent(sb, tb, p, stores, ids, ports, counters):
         for s in ss:
             n = len(s.segments(p["width"], p["max_payload"]))
             sent[q][s.dst] = sent[q].get(s.dst, 0) + n
-    if kind in ("pair", "all_to_all", "windows", "dropped", "lost_first"):
+    if kind in ("pair", "all_to_all", "windows", "dropped", "lost_first", "ack_req",
+                "ack_req_stream"):
         # Every frame completed, nothing outstanding, no forged completion, no timeout.
         for q in range(nodes):
             for d in range(nodes):
@@ -103,6 +123,17 @@ def _check_intent(sb, tb, p, stores, ids, ports, counters):
         sb.equal("intent drops reported = drops at the receivers", dropped, at_rx)
     if kind == "dropped":
         sb.equal("intent dropped0_1", ports[0]["dropped"][1], DROPPED_OUTSIDE)
+    if kind == "ack_req":
+        sb.equal("intent ack_req: node 1 saw one flag", counters[1]["ack_req_seen"], 1)
+        sb.equal("intent ack_req: node 3 saw none", counters[3]["ack_req_seen"], 0)
+    if kind == "ack_req_stream":
+        sb.equal("intent ack_req_stream: node 1 saw one flag", counters[1]["ack_req_seen"], 1)
+        sb.equal("intent ack_req_stream: 1 per 16 and the tail", counters[1]["cpl_sent"],
+                 40 // p["coalesce"] + 1)
+        sb.equal("intent ack_req_stream: node 3 counted every forged flag",
+                 counters[3]["ack_req_seen"], 40)
+        sb.equal("intent ack_req_stream: the forger got more completions",
+                 counters[3]["cpl_sent"] > 40 // p["coalesce"] + 1, True)
     if kind == "windows":
         sb.equal("intent windows scenario drops stores", dropped > 0, True)
     if kind == "lost_first":
@@ -158,6 +189,14 @@ async def nic_e2e_matches_model(dut):
         sb.compare(f"store completions of node {q}",
                    store_completions(cp[q][0], cp[q][1], frames),
                    [st["completion"] for st in want["stores"] if st["src"] == q], fmt=str)
+    if p["scenario"] == "ack_req":
+        # Independent of the model: the two lone stores take paths of the same timing;
+        # the flagged one's completion is chosen the cycle after its frame finishes, the
+        # other's when its source has been idle for flush_idle cycles.
+        done = {q: store_completions(cp[q][0], cp[q][1], [(s.dst, 1) for s in stores[q]])
+                for q in (0, 2)}
+        sb.equal("intent ack_req: the flagged store skips the idle flush",
+                 done[2][0] - done[0][0], p["flush_idle"])
     # The completion frames on the wire are the frames the spec defines.
     for q in range(nodes):
         for _c, dst, status, count, dropped in want["e2e"][q]["sent"][:1]:

@@ -4,7 +4,7 @@ each store's end-to-end completion from the RTL's own stamps."""
 
 from rtl.nic.outstanding_tracker import cpl_event_layout
 from spec.formats.nic import COMPLETION_COUNT_BITS
-from spec.nic import CPL_COUNTERS, CPL_PEER_PORTS
+from spec.nic import CPL_COUNTERS, CPL_GEN_COUNTERS, CPL_PEER_PORTS
 
 __all__ = ["arm_completions", "read_completions", "compare_completions",
            "store_completions", "cpl_counters", "peer_counters"]
@@ -34,10 +34,11 @@ async def read_completions(tb):
 
 
 def cpl_counters(tb, q):
-    """Node ``q``'s completion counters (:data:`spec.nic.CPL_COUNTERS`): ``cpl_sent`` of
-    port ``cgen[q]``, the others of port ``otrk[q]``."""
-    return {c: int(tb.harness.port(f"{'cgen' if c == 'cpl_sent' else 'otrk'}__{q}__{c}")
-                   .value) for c in CPL_COUNTERS}
+    """Node ``q``'s completion counters (:data:`spec.nic.CPL_COUNTERS`): the
+    generator's of port ``cgen[q]``, the others of port ``otrk[q]``."""
+    return {c: int(tb.harness.port(
+        f"{'cgen' if c in CPL_GEN_COUNTERS else 'otrk'}__{q}__{c}").value)
+        for c in CPL_COUNTERS}
 
 
 def peer_counters(tb, q):

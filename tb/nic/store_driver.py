@@ -69,7 +69,8 @@ class StoreSource:
         for s in self.queue:
             for data, nb, first, last in s.beats(self.width):
                 out.append(self.layout.const({
-                    "dst": s.dst, "addr": s.addr, "length": s.length, "data": data,
+                    "dst": s.dst, "addr": s.addr, "length": s.length,
+                    "ack_req": int(s.ack_req), "data": data,
                     "nbytes": nb, "first": first, "last": last}).as_bits())
         return out
 
