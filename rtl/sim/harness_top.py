@@ -6,7 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.sim.stream_player import StreamPlayer
 from rtl.sim.stream_recorder import StreamRecorder
-from spec.ports import PlayerControlSignature, PortView, RecorderControlSignature
+from spec.ports import (
+    PlayerControlSignature,
+    PortView,
+    RecorderControlSignature,
+    ports_by_name,
+)
 
 __all__ = ["HarnessTop"]
 
@@ -105,31 +110,21 @@ class HarnessTop(wiring.Component):
                 _replace(self, path, port)
         return m
 
-    def _controls(self):
-        """``{name: {member: port}}`` of the top's player and recorder control ports,
-        read through the signature (so that the registers swapped in for ``In`` ports
-        are what the blocks see)."""
-        names = set(self._players) | set(self._recorders)
-        out = {}
-        for path, _, port in self.signature.flatten(self):
-            if path[0] in names:
-                out.setdefault(path[0], {})[path[1]] = port
-        return out
-
     def _elaborate_parts(self, m):
+        # The control ports are read through the signature (ports_by_name), so that the
+        # registers swapped in for their ``In`` members are what the blocks see.
         players, recorders = {}, {}
-        controls = self._controls()
         for name, (shape, depth, *opts) in self._players.items():
             p = players[name] = StreamPlayer(shape, depth, timed=bool(opts and opts[0]))
             m.submodules[name] = p
             sig = PlayerControlSignature(depth)
-            wiring.connect(m, PortView(sig, controls[name]), PortView(sig.flip(), p))
+            wiring.connect(m, PortView(sig, ports_by_name(self, name)), PortView(sig.flip(), p))
             m.d.comb += p.now.eq(self.now)
         for name, (shape, depth) in self._recorders.items():
             r = recorders[name] = StreamRecorder(shape, depth)
             m.submodules[name] = r
             sig = RecorderControlSignature(depth)
-            wiring.connect(m, PortView(sig, controls[name]), PortView(sig.flip(), r))
+            wiring.connect(m, PortView(sig, ports_by_name(self, name)), PortView(sig.flip(), r))
             m.d.comb += r.now.eq(self.now)
         self.elaborate_design(m, players, recorders)
 
