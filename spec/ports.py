@@ -11,6 +11,8 @@ several ports of one kind); ``wiring.connect`` joins them. All ports here are
 combinational: a read's ``data`` belongs to the ``addr`` of the same cycle.
 """
 
+from collections.abc import Mapping
+
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,7 +24,8 @@ from spec.nic import CPL_GEN_COUNTERS, CPL_PEER_PORTS, CPL_TRK_COUNTERS
 __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
            "CompletionQuerySignature", "CacheProbeSignature", "HostDmaSignature",
            "CountersSignature", "SettingsSignature", "PortView", "faulty_link_signatures",
-           "completion_signatures"]
+           "completion_signatures", "PlayerControlSignature", "RecorderControlSignature",
+           "ports_by_name"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -146,6 +149,57 @@ class SettingsSignature(wiring.Signature):
         return f"SettingsSignature({self.fields!r})"
 
 
+class PlayerControlSignature(wiring.Signature):
+    """The control of a stimulus player of ``depth`` items
+    (:class:`rtl.sim.stream_player.StreamPlayer`), written from the side that sets it
+    (the testbench): ``count`` items to play and the :class:`~rtl.common.stall_pattern.StallPattern`
+    that withholds ``valid`` (``stall_seed``, ``stall_rate``), set before reset and held
+    through a run; ``done``: all ``count`` items were transferred. The harness top has
+    ``In(sig)`` per player; the player declares these ports one by one (a
+    :class:`PortView` of ``sig.flip()`` joins them)."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({"count": Out(range(depth + 1)), "stall_seed": Out(16),
+                          "stall_rate": Out(8), "done": In(1)})
+
+    def __repr__(self):
+        return f"PlayerControlSignature({self.depth})"
+
+
+class RecorderControlSignature(wiring.Signature):
+    """The control of a result recorder of ``depth`` items
+    (:class:`rtl.sim.stream_recorder.StreamRecorder`), written from the side that sets it
+    (the testbench): ``expect`` items to wait for and the
+    :class:`~rtl.common.stall_pattern.StallPattern` that withholds ``ready`` (``stall_seed``,
+    ``stall_rate``), set before reset and held through a run; ``count`` items recorded
+    (items beyond ``depth`` are taken, not stored, and set ``overflow``), ``done``:
+    ``count >= expect``. The harness top has ``In(sig)`` per recorder; the recorder
+    declares these ports one by one (a :class:`PortView` of ``sig.flip()`` joins
+    them)."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({"expect": Out(range(depth + 1)), "stall_seed": Out(16),
+                          "stall_rate": Out(8), "count": In(range(depth + 1)),
+                          "done": In(1), "overflow": In(1)})
+
+    def __repr__(self):
+        return f"RecorderControlSignature({self.depth})"
+
+
+def ports_by_name(interface, member=None):
+    """``{name: value}`` of the port members of ``interface`` (a component, or an
+    interface such as a :class:`PortView`), read through its signature's ``flatten``
+    (members that are signatures, and arrays, are left out); with ``member``, the ports
+    of that signature member instead. For a block that reaches its own ports by a name
+    from spec/ or a parameter, such as the counters it increments."""
+    depth = 1 if member is None else 2
+    return {path[-1]: value for path, _, value in interface.signature.flatten(interface)
+            if len(path) == depth and isinstance(path[-1], str)
+            and (member is None or path[0] == member)}
+
+
 def faulty_link_signatures(tag=False, side=False):
     """The signatures of a :class:`rtl.fabric.faulty_link.FaultyLink`'s ``settings``
     port (:data:`spec.fabric.SETTINGS`) and ``counters`` port
@@ -184,12 +238,16 @@ class PortView:
     of ``signature`` (seen from ``component``'s side), so that ``wiring.connect`` joins
     them as that port kind: for a block whose counters several of its stages drive (they
     stay separate ports of the block). ``prefix`` is prepended to each member's name to
-    find its port. Raises ``TypeError`` naming a member the component lacks."""
+    find its port. ``component`` may also be a mapping of names to ports. Raises
+    ``TypeError`` naming a member the component lacks."""
 
     def __init__(self, signature, component, prefix=""):
         self.signature = signature
         for name in signature.members:
-            port = getattr(component, prefix + name, None)
+            if isinstance(component, Mapping):
+                port = component.get(prefix + name)
+            else:
+                port = getattr(component, prefix + name, None)
             if port is None:
                 raise TypeError(f"{type(component).__name__} has no port "
                                 f"{prefix + name!r} for {signature!r}")

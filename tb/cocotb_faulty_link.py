@@ -55,7 +55,7 @@ async def faults_match_model(dut):
     harness.arm_recorder("sink", len(want))
     await harness.reset()
     t0 = time.perf_counter()
-    end = await harness.wait_done(["src_done", "sink_done"],
+    end = await harness.wait_done(["src__done", "sink__done"],
                               timeout_cycles=2 * (issue[-1] + len(want)) + 1000)
     await ClockCycles(dut.clk, QUIET_CYCLES)
     await ReadOnly()
@@ -69,7 +69,7 @@ async def faults_match_model(dut):
     sb.compare("input cycles", harness.played_stamps("src", len(beats)), issue, fmt=str)
     for name in COUNTERS + FLAGS:
         sb.equal(name, int(getattr(dut, f"counters__{name}").value), counters[name])
-    sb.equal("sink overflow", int(dut.sink_overflow.value), 0)
+    sb.equal("sink overflow", int(dut.sink__overflow.value), 0)
     # Independent of the model: a frame leaves whole; exactly the flipped ones fail.
     out = beats_to_frames(got, width)
     sent = set(frames)

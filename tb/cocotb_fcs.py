@@ -52,7 +52,7 @@ async def _run(dut, stalls):
     harness.arm_recorder("chk_sink", len(c_beats), sink)
     await harness.reset()
     t0 = time.perf_counter()
-    end = await harness.wait_done(["gen_sink_done", "chk_sink_done"],
+    end = await harness.wait_done(["gen_sink__done", "chk_sink__done"],
                               timeout_cycles=4 * max(m_stamps[-1], c_stamps[-1]) + 1000)
     dut._log.info("simulated %d cycles in %.2f s", end, time.perf_counter() - t0)
     r_beats, r_stamps = harness.recorded("gen_sink")
@@ -67,7 +67,7 @@ async def _run(dut, stalls):
     sb.compare("checker cycles", r_cstamps, c_stamps, fmt=str)
     sb.equal("frames_ok", int(dut.frames_ok.value), c_ok)
     sb.equal("frames_bad", int(dut.frames_bad.value), c_bad)
-    sb.equal("gen_sink overflow", int(dut.gen_sink_overflow.value), 0)
+    sb.equal("gen_sink overflow", int(dut.gen_sink__overflow.value), 0)
     # Independent reference: every frame the RTL framed ends in zlib's CRC of its body.
     for k, f in enumerate(beats_to_frames(r_beats, width)):
         sb.equal(f"frame {k} FCS vs zlib", f[-4:], zlib.crc32(f[:-4]).to_bytes(4, "little"))

@@ -50,7 +50,7 @@ async def host_interface_matches_model(dut):
     load_memory(dut.host_mem.mem, [stim.mem.get(a, 0) for a in range(depth)])
     await fab.reset()
     t0 = time.perf_counter()
-    end = await fab.wait_done([f"{n}_done" for n in (*SOURCES, "rd_data", "mmio")],
+    end = await fab.wait_done([f"{n}__done" for n in (*SOURCES, "rd_data", "mmio")],
                               timeout_cycles=2 * want.cycles + 1000)
     await ClockCycles(dut.clk, max(QUIET_CYCLES, want.cycles - end + 8))
     await ReadOnly()
@@ -66,7 +66,7 @@ async def host_interface_matches_model(dut):
         sb.compare(f"{name} words", [unpack(lay[name], i) for i in items],
                    [w for _, w in expected])
         sb.compare(f"{name} cycles", stamps, [c for c, _ in expected], fmt=str)
-        sb.equal(f"{name} recorder overflow", int(getattr(dut, f"{name}_overflow").value), 0)
+        sb.equal(f"{name} recorder overflow", int(getattr(dut, f"{name}__overflow").value), 0)
     for name in SOURCES:
         sb.compare(f"{name} accept cycles", fab.played_stamps(name, len(want.taken[name])),
                    want.taken[name], fmt=str)

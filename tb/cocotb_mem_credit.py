@@ -72,7 +72,7 @@ async def memory_and_credits_match_model(dut):
     harness.arm_recorder("rd_data", len(want))
     harness.arm_recorder("credit_obs", n)
     await harness.reset()
-    await harness.wait_done(["rd_data_done", "credit_obs_done", "mem_ops_done"],
+    await harness.wait_done(["rd_data__done", "credit_obs__done", "mem_ops__done"],
                         timeout_cycles=20 * n + 1000)
     got, got_at = harness.recorded("rd_data")
     c_got, c_at = harness.recorded("credit_obs")

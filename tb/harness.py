@@ -74,15 +74,15 @@ class Harness:
         load_memory(getattr(self.dut, name).items, items)
         if release is not None:
             load_memory(getattr(self.dut, name).release_at, release)
-        self.set(f"{name}_count", len(items))
-        self.set(f"{name}_stall_seed", stall[0])
-        self.set(f"{name}_stall_rate", stall[1])
+        self.set(f"{name}__count", len(items))
+        self.set(f"{name}__stall_seed", stall[0])
+        self.set(f"{name}__stall_rate", stall[1])
 
     def arm_recorder(self, name, expect, stall=(1, 0)):
         """Tell a recorder how many items to wait for and its ``(seed, rate)`` stalls."""
-        self.set(f"{name}_expect", expect)
-        self.set(f"{name}_stall_seed", stall[0])
-        self.set(f"{name}_stall_rate", stall[1])
+        self.set(f"{name}__expect", expect)
+        self.set(f"{name}__stall_seed", stall[0])
+        self.set(f"{name}__stall_rate", stall[1])
 
     async def reset(self, cycles=2):
         """Start the clock and hold reset; release it so that cycle 0 follows.
@@ -133,7 +133,7 @@ class Harness:
         handles = list(memories)
         handles += [(getattr(self.dut, name).stamps, count) for name, count in players]
         for name in recorders:
-            rec, n = getattr(self.dut, name), int(self.port(f"{name}_count").value)
+            rec, n = getattr(self.dut, name), int(self.port(f"{name}__count").value)
             handles += [(rec.items, n), (rec.stamps, n)]
         await snapshot(self.dut, handles, read_only=read_only)
 
@@ -142,7 +142,7 @@ class Harness:
 
     def recorded(self, name):
         """``(items, stamps)`` the recorder ``name`` holds."""
-        n = int(self.port(f"{name}_count").value)
+        n = int(self.port(f"{name}__count").value)
         rec = getattr(self.dut, name)
         return dump_memory(rec.items, n), dump_memory(rec.stamps, n)
 

@@ -113,3 +113,55 @@ def test_dump_hooks_only_add_lines():
     kept = [line for line in out.splitlines()
             if "bulk_dump" not in line and "writememh" not in line and line != "  end"]
     assert "\n".join(kept) + "\n" == text
+
+
+def test_player_and_recorder_ports_follow_their_signatures():
+    """Each player and recorder of a HarnessTop has one control port, named as it, whose
+    members are the Verilog ports ``<name>__<member>``: a player's ``count``,
+    ``stall_seed``, ``stall_rate`` in and ``done`` out, a recorder's ``expect``,
+    ``stall_seed``, ``stall_rate`` in and ``count``, ``done``, ``overflow`` out (the
+    StreamPlayer and StreamRecorder contracts); the counter's flags stay as they are."""
+    from tb.cosim import cached_verilog, top_ports
+
+    got = set(top_ports(cached_verilog(_top(), "mem_credit_top"), "mem_credit_top"))
+    want = {("input", "clk"), ("input", "rst"), ("output", "now"),
+            ("output", "underflow"), ("output", "overflow")}
+    for player in ("mem_ops", "credit_ops"):
+        want |= {("input", f"{player}__{m}") for m in ("count", "stall_seed", "stall_rate")}
+        want.add(("output", f"{player}__done"))
+    for recorder in ("rd_data", "credit_obs"):
+        want |= {("input", f"{recorder}__{m}") for m in ("expect", "stall_seed", "stall_rate")}
+        want |= {("output", f"{recorder}__{m}") for m in ("count", "done", "overflow")}
+    assert got == want
+
+
+def test_port_view_of_a_mapping_and_ports_by_name():
+    """PortView takes its ports from a mapping too and names a missing member;
+    ports_by_name reads a component's ports through its signature."""
+    from amaranth import Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    from spec.ports import PlayerControlSignature, PortView, ports_by_name
+
+    sig = PlayerControlSignature(7)
+    ports = {"count": Signal(range(8)), "stall_seed": Signal(16), "stall_rate": Signal(8),
+             "done": Signal()}
+    view = PortView(sig, ports)
+    assert view.count is ports["count"] and view.done is ports["done"]
+    with pytest.raises(TypeError, match="no port 'done'"):
+        PortView(sig, {k: v for k, v in ports.items() if k != "done"})
+
+    class Block(wiring.Component):
+        def __init__(self):
+            super().__init__({"a": Out(3), "b": In(1), "ctl": In(sig),
+                              "many": Out(2).array(2)})
+
+        def elaborate(self, platform):
+            raise NotImplementedError
+
+    block = Block()
+    top, ctl = ports_by_name(block), ports_by_name(block, "ctl")
+    assert list(top) == ["a", "b"] and top["a"] is block.a and top["b"] is block.b
+    assert sorted(ctl) == ["count", "done", "stall_rate", "stall_seed"]
+    assert all(ctl[name] is getattr(block.ctl, name) for name in ctl)

@@ -6,14 +6,18 @@ contract rules that a review would otherwise have to catch:
   ``MSN_BITS``; the transport timeout: ``TIMEOUT_BITS``) in the code of rtl/ (strings,
   docstrings and comments do not count; a parameter's default value is a size, not a
   width, and does not count either);
-- ports are declared through signatures, not by name: no port dictionary key or
-  ``getattr`` of a port built with an f-string (``ports[f"s{k}_addr"]``,
-  ``getattr(self, f"{name}_we")``), in the files listed in :data:`NAMED_PORTS_DONE`;
-- the tops of :data:`TOPS_DONE` join ports with ``wiring.connect``, not by name: no
-  ``getattr(...)`` on either side of an ``.eq`` (``getattr(self, n).eq(getattr(x, n))``);
+- ports are declared through signatures, not by name: no port dictionary key built with
+  an f-string (``ports[f"s{k}_addr"] = In(...)``, ``{f"{n}_we": In(1) for n in ...}``),
+  and no ``getattr``/``setattr``/``hasattr`` whose name is built from strings (an
+  f-string, ``prefix + name``, ``"...".format(...)``: ``getattr(self, f"{name}_we")``);
+  a signal's own ``name=f"..."`` (a debug name) is not a port and does not count;
+- blocks and tops join ports with ``wiring.connect``, not by name: no ``getattr(...)`` on
+  either side of an ``.eq`` (``getattr(self, n).eq(getattr(x, n))``);
 - files stay small: of the Python files in :data:`SIZED_DIRS`, at most
   :data:`MAX_LONG_FILES` have more than :data:`MAX_LINES` lines, and each of those says
   in its module docstring why it :data:`STAYS_WHOLE` (the rest are split by concern).
+
+The first three rules hold for every file of rtl/.
 
 Each rule is checked on a small sample written to break it, so that the scan is known
 to see what it is meant to see.
@@ -29,25 +33,6 @@ RTL = ROOT / "rtl"
 
 #: Integer literals that stand for a width spec/ names.
 WIDTH_LITERALS = {512: "HOST_WORD_BITS", 24: "QPN_BITS/PSN_BITS/MSN_BITS/TIMEOUT_BITS"}
-
-#: Files whose ports are all declared through signatures (the RDMA engine, its context
-#: cache and its host attachment, the switch and the links, the tops). The other files
-#: of rtl/ (the harness base's player and recorder ports among them) still name some
-#: ports with f-strings; they join this list as they are converted.
-NAMED_PORTS_DONE = (
-    "rdma/context_cache.py", "rdma/req/requester.py", "rdma/req/completion.py",
-    "rdma/req/qp_front.py", "rdma/req/sequencer.py", "rdma/req/frame_sender.py",
-    "rdma/req/wqe_fetch.py",
-    "rdma/resp/responder.py", "rdma/resp/verify.py", "host/host_interface.py",
-    "fabric/switch.py", "fabric/faulty_link.py", "fabric/reliable_link.py",
-    "tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
-    "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py",
-)
-
-#: Tops whose ports are joined with ``wiring.connect`` (no ``getattr`` plumbing).
-TOPS_DONE = ("tops/rdma_top.py", "tops/rdma_fabric_top.py", "tops/faulty_link_top.py",
-             "tops/nic_top.py", "tops/host_interface_top.py", "tops/nic_rx_top.py")
-
 
 def width_literals(source):
     """``(line, value)`` of each integer literal of :data:`WIDTH_LITERALS` in the code of
@@ -71,11 +56,23 @@ def _is_port_constructor(node):
             and node.func.id in ("In", "Out"))
 
 
+def _is_built_name(node):
+    """An attribute name made at run time from strings: an f-string, a ``+`` or ``%``
+    (an attribute name is a string, so these join strings) or ``"...".format(...)``."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return True
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format" and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str))
+
+
 def fstring_ports(source):
-    """Lines that declare or reach a port through an f-string name: a dict entry or item
+    """Lines that declare or reach a port through a built name: a dict entry or item
     assignment whose key is an f-string and whose value is ``In(...)``/``Out(...)``, a
-    ``{f"...": In(...) for ...}`` comprehension, or ``getattr(self, f"...")`` /
-    ``getattr(<component>, f"...")``."""
+    ``{f"...": In(...) for ...}`` comprehension, or ``getattr``/``setattr``/``hasattr``
+    of a name built from strings (:func:`_is_built_name`)."""
     tree = ast.parse(source)
     lines = set()
     for node in ast.walk(tree):
@@ -91,8 +88,8 @@ def fstring_ports(source):
                         and _is_port_constructor(node.value):
                     lines.add(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id == "getattr" and len(node.args) >= 2 \
-                and isinstance(node.args[1], ast.JoinedStr):
+                and node.func.id in ("getattr", "setattr", "hasattr") \
+                and len(node.args) >= 2 and _is_built_name(node.args[1]):
             lines.add(node.lineno)
     return sorted(lines)
 
@@ -147,24 +144,24 @@ def test_no_literal_widths(path):
         for line, value in found)
 
 
-@pytest.mark.parametrize("name", NAMED_PORTS_DONE)
-def test_no_fstring_port_names(name):
-    path = RTL / name
+@pytest.mark.parametrize("path", _rtl_files(), ids=lambda p: str(p.relative_to(RTL)))
+def test_no_fstring_port_names(path):
     found = fstring_ports(path.read_text())
-    assert found == [], f"{path.relative_to(ROOT)}: f-string port names on lines {found}"
+    assert found == [], f"{path.relative_to(ROOT)}: ports named by built strings on lines {found}"
 
 
-@pytest.mark.parametrize("name", TOPS_DONE)
-def test_no_getattr_port_plumbing_in_tops(name):
-    path = RTL / name
+@pytest.mark.parametrize("path", _rtl_files(), ids=lambda p: str(p.relative_to(RTL)))
+def test_no_getattr_port_plumbing(path):
     found = getattr_plumbing(path.read_text())
     assert found == [], f"{path.relative_to(ROOT)}: ports joined by getattr on lines {found}"
 
 
-def test_named_ports_list_is_current():
-    """Every listed file exists (a renamed file must not leave the scan silently)."""
-    missing = [n for n in NAMED_PORTS_DONE + TOPS_DONE if not (RTL / n).is_file()]
-    assert missing == []
+def test_scan_covers_rtl():
+    """The scans see the files of rtl/ that hold the blocks, the tops and the harness
+    (a moved tree must not leave the scans silently empty)."""
+    names = {str(p.relative_to(RTL)) for p in _rtl_files()}
+    assert {"sim/harness_top.py", "tops/rdma_top.py", "rdma/context_cache.py",
+            "host/host_interface.py", "rdma/resp/verify.py"} <= names
 
 
 def test_files_stay_small():
@@ -191,8 +188,13 @@ def test_scans_see_what_they_are_for():
         "a = getattr(self, f'{name}_data')\n"                 # line 4
         "r = {f'{n}': In(1).array(4)}\n"                      # line 5
         "s = Signal(name=f'{name}_fresh')\n"                  # a signal name: allowed
+        "setattr(self, f'{name}_we', x)\n"                   # line 7
+        "b = getattr(block, prefix + name)\n"                # line 8
+        "c = getattr(block, name + '_count')\n"              # line 9
+        "d = hasattr(block, '{}_done'.format(name))\n"       # line 10
+        "e = getattr(block, '%s_done' % name)\n"             # line 11
     )
-    assert fstring_ports(bad_ports) == [1, 2, 3, 4, 5]
+    assert fstring_ports(bad_ports) == [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
     assert fstring_ports("ports[name] = In(Sig(n))\nport = getattr(self, name)\n") == []
     bad_plumbing = (
         "m.d.comb += getattr(self, n).eq(getattr(x, n))\n"   # line 1

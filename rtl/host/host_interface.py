@@ -22,7 +22,7 @@ from spec.host import (
     rd_req_layout,
     wr_layout,
 )
-from spec.ports import HostDmaSignature
+from spec.ports import CountersSignature, HostDmaSignature, PortView
 
 __all__ = ["HostInterface"]
 
@@ -150,9 +150,8 @@ class HostInterface(wiring.Component):
         wiring.connect(m, flipped(self.mem_rd_data), down.mem_rd_data)
         wiring.connect(m, down.rd_data, flipped(self.rd_data))
 
-        for name in UP_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(up, name))
-        for name in DOWN_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(down, name))
+        for stage, names in ((up, UP_COUNTERS), (down, DOWN_COUNTERS)):
+            sig = CountersSignature(names)
+            wiring.connect(m, PortView(sig, stage), flipped(PortView(sig, self)))
         m.d.comb += self.tags_max.eq(due.tags_max)
         return m

@@ -12,6 +12,7 @@ from spec.ports import (
     CacheProbeSignature,
     CacheReadSignature,
     FillQuerySignature,
+    ports_by_name,
 )
 from spec.rdma_engine import CACHE_COUNTERS
 from spec.rdma_stages import group_layout, writeback_layout
@@ -179,19 +180,19 @@ class ContextCache(wiring.Component):
             own_rd, wb_rd, wr = mem.read_port(domain="comb"), mem.read_port(domain="comb"), \
                 mem.write_port()
             st_own = static.read_port(domain="comb")
-            port = getattr(self, name)
-            addr = port.addr
+            port = ports_by_name(self, name)
+            addr = port["addr"]
             m.d.comb += [own_rd.addr.eq(addr), st_own.addr.eq(addr), wb_rd.addr.eq(entry),
-                         wr.addr.eq(addr), wr.en.eq(port.we), wr.data.eq(port.wdata)]
+                         wr.addr.eq(addr), wr.en.eq(port["we"]), wr.data.eq(port["wdata"])]
             fresh = Signal(name=f"{name}_fresh")       # the owner has not written it yet
             m.d.comb += fresh.eq(fresh_bits.bit_select(addr, 1))
             st_view = data.View(QPC_LAYOUT, st_own.data)
             from_static = Signal(layout, name=f"{name}_from_static")
             for f in fields:
-                m.d.comb += getattr(from_static, f).eq(getattr(st_view, f))
-            m.d.comb += port.data.eq(Mux(fresh, from_static, own_rd.data))
+                m.d.comb += from_static[f].eq(st_view[f])
+            m.d.comb += port["data"].eq(Mux(fresh, from_static, own_rd.data))
             written = Signal(n, name=f"{name}_written")
-            with m.If(port.we):
+            with m.If(port["we"]):
                 m.d.comb += written.eq(Const(1, n) << addr)
             fresh_updates.append((fresh_bits, written))
             t = Signal(name=f"{name}_touched")
@@ -199,7 +200,7 @@ class ContextCache(wiring.Component):
             group_touched.append(t)
             wb_view = data.View(layout, wb_rd.data)
             for f in fields:
-                parts.append((f, t, getattr(wb_view, f)))
+                parts.append((f, t, wb_view[f]))
         m.d.comb += touched.eq(Cat(*group_touched).any() if group_touched else 0)
         # The write-back word: the static word with the touched groups' fields.
         cur = st_wb.data

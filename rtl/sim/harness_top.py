@@ -6,6 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.sim.stream_player import StreamPlayer
 from rtl.sim.stream_recorder import StreamRecorder
+from spec.ports import (
+    PlayerControlSignature,
+    PortView,
+    RecorderControlSignature,
+    ports_by_name,
+)
 
 __all__ = ["HarnessTop"]
 
@@ -28,13 +34,18 @@ class HarnessTop(wiring.Component):
     ----------
     players : dict
         ``name -> (shape, depth)`` or ``(shape, depth, timed)``: a :class:`StreamPlayer`
-        instance ``name`` (with a ``release_at`` memory if ``timed``) whose
-        ``count``, ``stall_seed`` and ``stall_rate`` are the top ports ``name_count``,
-        ``name_stall_seed``, ``name_stall_rate``, and whose ``done`` is ``name_done``.
+        instance ``name`` (with a ``release_at`` memory if ``timed``) whose ``count``,
+        ``stall_seed``, ``stall_rate`` and ``done`` are the top port ``name``, an
+        ``In(PlayerControlSignature(depth))`` (:class:`spec.ports.PlayerControlSignature`;
+        in Verilog ``name__count``, ``name__stall_seed``, ``name__stall_rate``,
+        ``name__done``).
     recorders : dict
-        ``name -> (shape, depth)``: a :class:`StreamRecorder` instance ``name`` with top
-        ports ``name_expect``, ``name_stall_seed``, ``name_stall_rate`` (in) and
-        ``name_count``, ``name_done``, ``name_overflow`` (out).
+        ``name -> (shape, depth)``: a :class:`StreamRecorder` instance ``name`` whose
+        ``expect``, ``stall_seed``, ``stall_rate`` (in) and ``count``, ``done``,
+        ``overflow`` (out) are the top port ``name``, an
+        ``In(RecorderControlSignature(depth))``
+        (:class:`spec.ports.RecorderControlSignature`; in Verilog ``name__expect`` and so
+        on).
     ports : dict
         Further top ports of the design, as for ``wiring.Component``.
 
@@ -66,17 +77,9 @@ class HarnessTop(wiring.Component):
         self._recorders = dict(recorders or {})
         sig = {"clk": In(1), "rst": In(1), "now": Out(32)}
         for name, (_, depth, *_) in self._players.items():
-            sig[f"{name}_count"] = In(range(depth + 1))
-            sig[f"{name}_stall_seed"] = In(16)
-            sig[f"{name}_stall_rate"] = In(8)
-            sig[f"{name}_done"] = Out(1)
+            sig[name] = In(PlayerControlSignature(depth))
         for name, (_, depth) in self._recorders.items():
-            sig[f"{name}_expect"] = In(range(depth + 1))
-            sig[f"{name}_stall_seed"] = In(16)
-            sig[f"{name}_stall_rate"] = In(8)
-            sig[f"{name}_count"] = Out(range(depth + 1))
-            sig[f"{name}_done"] = Out(1)
-            sig[f"{name}_overflow"] = Out(1)
+            sig[name] = In(RecorderControlSignature(depth))
         sig.update(ports or {})
         super().__init__(sig)
 
@@ -108,28 +111,20 @@ class HarnessTop(wiring.Component):
         return m
 
     def _elaborate_parts(self, m):
+        # The control ports are read through the signature (ports_by_name), so that the
+        # registers swapped in for their ``In`` members are what the blocks see.
         players, recorders = {}, {}
         for name, (shape, depth, *opts) in self._players.items():
             p = players[name] = StreamPlayer(shape, depth, timed=bool(opts and opts[0]))
             m.submodules[name] = p
-            m.d.comb += [
-                p.count.eq(getattr(self, f"{name}_count")),
-                p.stall_seed.eq(getattr(self, f"{name}_stall_seed")),
-                p.stall_rate.eq(getattr(self, f"{name}_stall_rate")),
-                p.now.eq(self.now),
-                getattr(self, f"{name}_done").eq(p.done),
-            ]
+            sig = PlayerControlSignature(depth)
+            wiring.connect(m, PortView(sig, ports_by_name(self, name)), PortView(sig.flip(), p))
+            m.d.comb += p.now.eq(self.now)
         for name, (shape, depth) in self._recorders.items():
             r = recorders[name] = StreamRecorder(shape, depth)
             m.submodules[name] = r
-            m.d.comb += [
-                r.expect.eq(getattr(self, f"{name}_expect")),
-                r.stall_seed.eq(getattr(self, f"{name}_stall_seed")),
-                r.stall_rate.eq(getattr(self, f"{name}_stall_rate")),
-                r.now.eq(self.now),
-                getattr(self, f"{name}_count").eq(r.count),
-                getattr(self, f"{name}_done").eq(r.done),
-                getattr(self, f"{name}_overflow").eq(r.overflow),
-            ]
+            sig = RecorderControlSignature(depth)
+            wiring.connect(m, PortView(sig, ports_by_name(self, name)), PortView(sig.flip(), r))
+            m.d.comb += r.now.eq(self.now)
         self.elaborate_design(m, players, recorders)
 

@@ -40,7 +40,7 @@ class HostInterfaceTop(HarnessTop):
     :class:`spec.ports.CountersSignature`, in Verilog ``counters__<name>``) and
     ``mmio_gap_seed`` (In(16)), ``mmio_gap_rate`` (In(8)): a stall pattern that holds
     back the first word of each host write (the host never pauses inside a write), so
-    the ``mmio_in`` player itself must play without stalls (``mmio_in_stall_rate`` 0).
+    the ``mmio_in`` player itself must play without stalls (``mmio_in__stall_rate`` 0).
     ``rd_data`` has no backpressure: its recorder must not stall either.
     """
 

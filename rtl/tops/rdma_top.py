@@ -148,9 +148,10 @@ class RdmaTop(HarnessTop):
                                       LINK_FIFO_BEATS)
             self.link_ba = FaultyLink(64, p["link_latency"], LINK_FRAME_BEATS,
                                       LINK_FIFO_BEATS)
-        for name in ("mem_a", "mem_b", "hi_a", "hi_b", "requester", "responder", "link_ab",
-                     "link_ba"):
-            m.submodules[name] = getattr(self, name)
+        m.submodules.mem_a, m.submodules.mem_b = self.mem_a, self.mem_b
+        m.submodules.hi_a, m.submodules.hi_b = self.hi_a, self.hi_b
+        m.submodules.requester, m.submodules.responder = req, resp
+        m.submodules.link_ab, m.submodules.link_ba = self.link_ab, self.link_ba
         hi_a, hi_b, link_ab, link_ba = self.hi_a, self.hi_b, self.link_ab, self.link_ba
         mmio, inj = players["mmio"].o, players["inject"].o
         sel = self.inject_select

@@ -115,7 +115,7 @@ async def nic_fuzz(dut):
         await h.reset()
         hang = None
         try:
-            await h.wait_done(["raw_done", "win_done", "wr_done"],
+            await h.wait_done(["raw__done", "win__done", "wr__done"],
                               BUDGET_PER_BEAT * len(beats) + START + BUDGET_CYCLES)
         except HarnessTimeout as exc:
             hang = str(exc)

@@ -95,7 +95,7 @@ class StoreSource:
         self.loaded = True
 
     def _done(self):
-        return bool(int(self.harness.port(f"{self.name}_done").value))
+        return bool(int(self.harness.port(f"{self.name}__done").value))
 
     def empty(self):
         return not self.queue and (not self.loaded or self._done())
@@ -104,7 +104,7 @@ class StoreSource:
         return self.empty()
 
     async def wait(self):
-        done = self.harness.port(f"{self.name}_done")
+        done = self.harness.port(f"{self.name}__done")
         while self.loaded and not int(done.value):
             await RisingEdge(done)
 
@@ -166,10 +166,10 @@ class FrameMonitor:
         return not self._collect()
 
     def idle(self):
-        return bool(int(self.harness.port(f"{self.name}_done").value))
+        return bool(int(self.harness.port(f"{self.name}__done").value))
 
     async def wait(self):
-        done = self.harness.port(f"{self.name}_done")
+        done = self.harness.port(f"{self.name}__done")
         while not int(done.value):
             await RisingEdge(done)
 

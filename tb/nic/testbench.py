@@ -127,7 +127,7 @@ class NicTestbench:
 
     def done_ports(self, kinds=("tx", "wr", "cr", "cmd")):
         """The ``done`` ports of every node's players and recorders of ``kinds``."""
-        return [f"{kind}{p}_done" for p in range(self.nodes) for kind in kinds]
+        return [f"{kind}{p}__done" for p in range(self.nodes) for kind in kinds]
 
     async def run(self, timeout_cycles, *, done=None, until=0, drain=0):
         """Reset, then let the simulator run until every port of ``done`` (default: all of
@@ -151,7 +151,7 @@ class NicTestbench:
         h = self.harness
         await h.snapshot([(getattr(self.dut, f"mem{p}").mem, self.mem_words)
                           for p in range(self.nodes)],
-                         players=[(f"cmd{p}", int(h.port(f"cmd{p}_count").value))
+                         players=[(f"cmd{p}", int(h.port(f"cmd{p}__count").value))
                                   for p in range(self.nodes)],
                          recorders=[f"{k}{p}" for p in range(self.nodes)
                                     for k in RECORDERS], read_only=False)
@@ -236,7 +236,7 @@ class NicTestbench:
     def overflows(self):
         """Recorders that had more items than room (their extra items are lost)."""
         return [f"{k}{p}" for p in range(self.nodes) for k in RECORDERS
-                if int(self.harness.port(f"{k}{p}_overflow").value)]
+                if int(self.harness.port(f"{k}{p}__overflow").value)]
 
     # -- compare -----------------------------------------------------------------------------
     def compare(self, sb, want, *, links=False):

@@ -105,8 +105,8 @@ class FabricTestbench:
             self.harness.arm_recorder(f"completed{n}", len(model["completed"][n]))
 
     async def run(self, timeout_cycles, settle=SETTLE):
-        done = [f"mmio{n}_done" for n in range(self.nodes)]
-        done += [f"{r}_done" for r in self.recorders()]
+        done = [f"mmio{n}__done" for n in range(self.nodes)]
+        done += [f"{r}__done" for r in self.recorders()]
         await self.harness.reset()
         try:
             await self.harness.wait_done(done, timeout_cycles=timeout_cycles)
@@ -118,7 +118,7 @@ class FabricTestbench:
         await self.harness.snapshot(
             [(getattr(d, f"{mem}{n}").mem, self.depth) for n in range(self.nodes)
              for mem in ("mem_rq", "mem_rs")],
-            players=[(f"mmio{n}", value_of(getattr(d, f"mmio{n}_count")))
+            players=[(f"mmio{n}", value_of(getattr(d, f"mmio{n}__count")))
                      for n in range(self.nodes)],
             recorders=self.recorders())
 

@@ -184,7 +184,7 @@ class RdmaTestbench:
         Then the host memories, the MMIO stamps and the recorders are written to files
         (:meth:`tb.harness.Harness.snapshot`, half a cycle later), from which the
         results below read them."""
-        done = done or (["mmio_done", "inject_done"] + [f"{r}_done" for r in RECORDERS])
+        done = done or (["mmio__done", "inject__done"] + [f"{r}__done" for r in RECORDERS])
         t0 = time.perf_counter()
         await self.harness.reset()
         self.hang = None
@@ -198,7 +198,7 @@ class RdmaTestbench:
         self.end = value_of(self.dut.now)
         self.run_s = time.perf_counter() - t0
         await self.harness.snapshot([(getattr(self.dut, m).mem, None) for m in MEMORIES],
-                                    players=[("mmio", value_of(self.dut.mmio_count))],
+                                    players=[("mmio", value_of(self.dut.mmio__count))],
                                     recorders=RECORDERS, read_only=read_only)
         return self.end
 
@@ -240,7 +240,7 @@ class RdmaTestbench:
 
     def overflows(self):
         """Recorders that had more items than room (their extra items are lost)."""
-        return [r for r in RECORDERS if value_of(self.harness.port(f"{r}_overflow")) != 0]
+        return [r for r in RECORDERS if value_of(self.harness.port(f"{r}__overflow")) != 0]
 
     # -- compare -----------------------------------------------------------------------------
     def compare(self, sb, model, mmio_words):

@@ -186,7 +186,7 @@ def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_
             if links[f"{side}{q}"] != want["links"][f"{side}{q}"]:
                 bad.append(f"{side}{q} link counters")
         items, cycles = tb.write_events(q)
-        if int(tb.harness.port(f"wr{q}_overflow").value):
+        if int(tb.harness.port(f"wr{q}__overflow").value):
             bad.append(f"wr{q} recorder overflow (writes not all recorded)")
         if items != [tb.write_event(a, be) for a, be in want["wr"][q][0]]:
             bad.append(f"wr{q} write addresses and byte enables")

@@ -34,7 +34,7 @@ __all__ = ["soak_rdma", "CHUNK"]
 #: chunk is about 12,000 beats on the data link (seed 1, chunks 0 and 1: 11,750 and
 #: 12,218), and a chunk with heavy recovery sends many frames again (seed 1, chunk 305:
 #: 17,053 beats, 24 timer rewinds), so the recorders hold 32,768 (a chunk that
-#: overflows them fails its comparison with "wire_ab_done not done" and the beat counts).
+#: overflows them fails its comparison with "wire_ab__done not done" and the beat counts).
 CHUNK = 1000
 TOP = {"wire_beats": 32768}
 QPS = 8

@@ -21,9 +21,7 @@ from spec.checks import check_int, check_windows, reject
 from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS
 from spec.host import mmio_layout
-from spec.ports import (
-    HostDmaSignature,
-)
+from spec.ports import CountersSignature, HostDmaSignature, PortView
 from spec.rdma_engine import (
     CACHE_COUNTERS,
     COMPLETION_COUNTERS,
@@ -291,17 +289,16 @@ class Requester(wiring.Component):
         with m.If(ack_rx.o.valid & ~q_events.w_rdy):
             m.d.sync += self.ack_lost.eq(self.ack_lost + 1)
 
-        # Counters.
-        sources = {n: intake for n in INTAKE_COUNTERS}
-        sources.update({n: front for n in ("items", "ctx_stalls", "evict_inflight")})
-        sources.update({n: cache for n in CACHE_COUNTERS})
-        sources.update({n: fetch for n in ("wqe_reads", "wqes", "wqe_words_max")})
-        sources.update({"sequenced": seq, "doorbell_err_qp": seq, "payload_reads": pay,
-                        "payload_words_max": pay,
-                        "frames": sender, "retransmissions": sender, "cqe_writes": cqw,
-                        "acks": ack_rx, "ack_dropped": ack_rx})
-        sources.update({n: comp for n in COMPLETION_COUNTERS})
-        for name, src in sources.items():
-            value = getattr(src, "dropped" if name == "ack_dropped" else name)
-            m.d.comb += getattr(self, name).eq(value)
+        # Counters: each stage's, under the stage's own names (the ACK receiver's
+        # ``dropped`` is ``ack_dropped`` here).
+        owners = ((intake, INTAKE_COUNTERS), (front, ("items", "ctx_stalls", "evict_inflight")),
+                  (cache, CACHE_COUNTERS), (fetch, ("wqe_reads", "wqes", "wqe_words_max")),
+                  (seq, ("sequenced", "doorbell_err_qp")),
+                  (pay, ("payload_reads", "payload_words_max")),
+                  (sender, ("frames", "retransmissions")), (cqw, ("cqe_writes",)),
+                  (ack_rx, ("acks",)), (comp, COMPLETION_COUNTERS))
+        for stage, names in owners:
+            sig = CountersSignature(names)
+            wiring.connect(m, PortView(sig, stage), wiring.flipped(PortView(sig, self)))
+        m.d.comb += self.ack_dropped.eq(ack_rx.dropped)
         return m

@@ -22,6 +22,7 @@ from spec.formats.roce import (
     bswap,
 )
 from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header, ScaleUpType
+from spec.ports import ports_by_name
 from spec.rdma_responder import SIZE_LIMITS
 from spec.rdma_stages import header_entry_layout, verify_job_layout
 
@@ -179,8 +180,9 @@ class HeaderCheck(wiring.Component):
         with m.If(self.i.valid & self.o.ready):
             with m.If(fail != 0):
                 m.d.comb += [self.o.valid.eq(1), self.i.ready.eq(1)]
+                ports = ports_by_name(self)
                 for k, name in enumerate(HEADER_COUNTERS[:4]):
-                    counter = getattr(self, name)
+                    counter = ports[name]
                     with m.If(fail[k]):
                         m.d.sync += counter.eq(counter + 1)
             with m.Else():

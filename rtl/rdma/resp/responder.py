@@ -17,7 +17,7 @@ from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT
 from spec.host import wr_layout
-from spec.ports import HostDmaSignature
+from spec.ports import CountersSignature, HostDmaSignature, PortView
 from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
 from spec.rdma_stages import (
     ack_layout,
@@ -215,6 +215,6 @@ class Responder(wiring.Component):
                   (wrt, ("words",)), (ack, ("acks",)),
                   (cache, ("lookups", "misses", "writebacks", "fills_max"))]
         for stage, names in owners:
-            for name in names:
-                m.d.comb += getattr(self, name).eq(getattr(stage, name))
+            sig = CountersSignature(names)
+            wiring.connect(m, PortView(sig, stage), wiring.flipped(PortView(sig, self)))
         return m

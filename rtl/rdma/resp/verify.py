@@ -8,7 +8,12 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
 from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
-from spec.ports import CacheGroupSignature, CacheReadSignature, FillQuerySignature
+from spec.ports import (
+    CacheGroupSignature,
+    CacheReadSignature,
+    FillQuerySignature,
+    ports_by_name,
+)
 from spec.rdma_responder import HEAD_BYTES, RESP_GROUP, SIZE_LIMITS
 from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
@@ -180,8 +185,9 @@ class Verify(wiring.Component):
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
                          wr.en.eq(j.check)]
+            ports = ports_by_name(self)
             for k, name in enumerate(VERIFY_COUNTERS):
-                counter = getattr(self, name)
+                counter = ports[name]
                 with m.If(verdict[k]):
                     m.d.sync += counter.eq(counter + 1)
         with m.Else():

@@ -10,7 +10,7 @@ class holds a signal.
 
 Timing of one run (:meth:`NicBench.play`)::
 
-    load players/recorders --> reset (2 cycles) --> cycle 0 ... every cmd<p>_done
+    load players/recorders --> reset (2 cycles) --> cycle 0 ... every cmd<p>__done
                                                  --> drain_cycles --> finished.set()
 
 Nothing is awaited per cycle: the stimulus is in the players before reset, the run is

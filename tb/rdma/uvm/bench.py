@@ -11,7 +11,7 @@ back; no UVM class holds a signal.
 Timing of one run (:meth:`RdmaBench.play`)::
 
     clear what the last run left, load memories/MR table/players/ports --> reset
-      --> cycle 0 ... mmio_done & inject_done & completed_done & written_done
+      --> cycle 0 ... mmio__done & inject__done & completed__done & written__done
       --> settle cycles --> results read in bulk --> (next run, or finished.set())
 
 Nothing is awaited per cycle: the stimulus is in the players and memories before
@@ -73,8 +73,8 @@ class RdmaBench(RdmaTestbench):
                   clear=True)
         self.arm(**expect)
         t1 = time.perf_counter()
-        await self.run(timeout_cycles, done=["mmio_done", "inject_done", "completed_done",
-                                             "written_done"],
+        await self.run(timeout_cycles, done=["mmio__done", "inject__done", "completed__done",
+                                             "written__done"],
                        settle=settle_cycles, read_only=False)
         t2 = time.perf_counter()
         res = {"hang": self.hang, "end": self.end, "kind": "inject" if inject else "posted"}
