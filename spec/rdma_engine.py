@@ -100,11 +100,11 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: Scalable Architecture for RDMA NICs", NSDI 2023: the small per-connection state the
 #: transport needs on every ACK kept on chip, the context cached). 70 bits a slot with
 #: 512 records, 35 KiB at 4096 slots; the timer scan visits one slot a cycle, so an
-#: expiry is seen up to 4096 cycles after it is due. A power of two from the cache's entries up shares
-#: a slot between QPs equal modulo ``windows`` (they take turns); 0 keeps one slot per
-#: cache entry (the slot is the QP's entry, and a QP's context stays pinned in the cache
-#: until its last message is acknowledged, so with more QPs than entries the rate
-#: follows the round trip: 16 entries a round trip).
+#: expiry is seen up to 4096 cycles after it is due. A power of two from the cache's
+#: entries up shares a slot between QPs equal modulo ``windows`` (they take turns); 0
+#: keeps one slot per cache entry (the slot is the QP's entry, and a QP's context stays
+#: pinned in the cache until its last message is acknowledged, so with more QPs than
+#: entries the rate follows the round trip: 16 entries a round trip).
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=4096, retry_limit=7, ack_queue=64,
                           windows=4096)
