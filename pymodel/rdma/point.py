@@ -105,6 +105,8 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
+    ``windows``: the requester's window slots (:class:`pymodel.rdma.config.Config`; 0
+    pins a QP's context in the cache until its messages are acknowledged).
 
     With ``per_message``, returns ``(row, per)``: ``per`` holds the back-to-back run's
     per-message ``accept``, ``remote_write``, ``completion`` (absolute cycles, -1 where
