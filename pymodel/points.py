@@ -37,7 +37,9 @@ Designs and their knobs (every knob is optional unless marked required):
     ``signal_every``, ``ack_every``, ``ack_frames``, ``serial``) overrides it.
     ``link_latency`` (1..1024, default 6), ``pmtu_log2`` (8..12, default 12),
     ``latency_messages`` (messages of the one-at-a-time run, default 16), ``header``
-    (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`). The point is
+    (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`), ``windows``
+    (the requester's window slots, :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins
+    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -92,7 +94,7 @@ from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
-from spec.rdma_engine import LADDER, RUNG_KNOBS
+from spec.rdma_engine import LADDER, REQUESTER_DEFAULTS, RUNG_KNOBS, TOP_DEFAULTS
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -109,7 +111,7 @@ NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
                                                 "max_payload")}}
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
-                 "header": "roce",
+                 "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -170,6 +172,10 @@ def resolve(design, msg_bytes, messages, knobs):
         _int("link_latency", p["link_latency"], 1, 1024)
         _int("pmtu_log2", p["pmtu_log2"], 8, 12)
         _int("latency_messages", p["latency_messages"], 1, 1024)
+        # 0, or a power of two from the caches' capacity (TOP_DEFAULTS) to 4096.
+        if _int("windows", p["windows"], 0, 4096):
+            _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
+                 power_of_two=True)
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -256,7 +262,7 @@ def _rdma(msg_bytes, messages, p):
                               rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
                               latency_messages=p["latency_messages"],
                               link_latency=p["link_latency"], per_message=True,
-                              header=p["header"])
+                              header=p["header"], windows=p["windows"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

@@ -92,15 +92,22 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: the largest frame with a context miss at the responder over PCIe.
 #: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
 #: ``windows``: slots of the per-QP window table (each QP's window head, tail, count,
-#: timer and retries, in the slot ``qpn % windows``); 0 keeps one slot per cache entry
-#: (the slot is the QP's entry, and a QP's context stays in the cache until its last
-#: message is acknowledged), a power of two from the cache's entries to 4096 lets a
-#: context be evicted while its messages wait for their ACK (docs/rdma.md, "Window
-#: state per QP"). 0 by default: the figures of the ladder and of the report are those
-#: of pinned contexts.
+#: timer and retries, in the slot ``qpn % windows``; docs/rdma.md, "Window state per
+#: QP"). 4096 by default, one slot per QP of the engine's QP space (the host's context
+#: table holds QPs 0 to 4095, ``pymodel.rdma.verbs``): the window state lives apart from
+#: the QP context, so a context may be evicted once its frames have left while its
+#: messages wait for their ACK, the split SRNIC argues for (Wang et al., "SRNIC: A
+#: Scalable Architecture for RDMA NICs", NSDI 2023: the small per-connection state the
+#: transport needs on every ACK kept on chip, the context cached). 70 bits a slot with
+#: 512 records, 35 KiB at 4096 slots; the timer scan visits one slot a cycle, so an
+#: expiry is seen up to 4096 cycles after it is due. A power of two from the cache's
+#: entries up shares a slot between QPs equal modulo ``windows`` (they take turns); 0
+#: keeps one slot per cache entry (the slot is the QP's entry, and a QP's context stays
+#: pinned in the cache until its last message is acknowledged, so with more QPs than
+#: entries the rate follows the round trip: 16 entries a round trip).
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=4096, retry_limit=7, ack_queue=64,
-                          windows=0)
+                          windows=4096)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written

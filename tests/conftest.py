@@ -58,8 +58,8 @@ SLOW = {
         "16 and 4096 QPs run",
     "test_cosim_rdma_unpinned.py::test_rdma_4096_qps_over_16_entries_evict_in_flight"
     "[verilator]":
-        "Icarus runs the same scenario on the same top (a build of its own, with a "
-        "window slot per QP)",
+        "Icarus runs the same scenario on the same top; test_rdma_many_qps[verilator-4096] "
+        "runs 4096 QPs over 16 entries on the default top",
     "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":
         "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of "
         "about a minute); the model's reliable link is checked against ReliableLinkModel "

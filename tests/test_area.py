@@ -152,6 +152,16 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     assert rdma["resp_cache_entry_bits"] == (8 * roce.HOST_WORD_BYTES + QPN_BITS + 1
                                              + group_bits(RESP_GROUP))
     assert rdma["window_records"] == REQUESTER_DEFAULTS["records"]
+    # A window slot per QP (the default): head and tail record indices, the count
+    # (COUNT_BITS), the timer start (the 32-bit cycle count), the 3-bit retry count
+    # (retry_cnt 0..7) and the pinned bit: 9 + 9 + 16 + 32 + 3 + 1 = 70 with 512 records.
+    from spec.rdma_stages import COUNT_BITS
+    assert rdma["window_slots"] == REQUESTER_DEFAULTS["windows"] == 4096
+    assert rdma["window_slot_bits"] == (2 * (REQUESTER_DEFAULTS["records"] - 1).bit_length()
+                                        + COUNT_BITS + 32 + 3 + 1) == 70
+    assert rdma["on_chip_bits_per_cached_qp"] == (rdma["cache_entry_bits"]
+                                                  + rdma["resp_cache_entry_bits"]
+                                                  + rdma["entry_state_bits"])
     assert rdma["window_record_bits"] > 3 * 24 + 64        # QPN, two PSNs, wr_id and more
     # The in-flight metric counts a window record as the RTL's pool stores it.
     from pymodel.rdma.metrics import RECORD_BITS

@@ -14,6 +14,8 @@ from pymodel.fastpath import fast_messages, fast_point, fast_run
 from pymodel.points import MESSAGE_KEYS, METRIC_KEYS, cycle_point, cycle_run
 from pymodel.rdma.fastpath import EXACT_KEYS as RDMA_EXACT
 from pymodel.rdma.fastpath import TOLERANCES as RDMA_TOLERANCES
+from spec.host import PROFILES
+from spec.rdma_engine import LADDER
 
 # Stores up to max_payload (1024 at the headline top) are one frame; the larger ones are
 # cut in segments.
@@ -125,6 +127,9 @@ BAD = [
     ("rdma", dict(rung="faster"), "rung"),
     ("rdma", dict(ring_every=-1), "ring_every"),
     ("rdma", dict(framing="l2"), "unknown knob"),
+    ("rdma", dict(windows=128), "windows"),
+    ("rdma", dict(windows=768), "windows"),
+    ("rdma", dict(windows=8192), "windows"),
     ("ethernet", dict(), "design"),
 ]
 
@@ -145,6 +150,10 @@ RDMA_GRID = [
     (128, dict(rung="pipelined", qps=16)),
     (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16)),
     (128, dict(rung="+ACK coalescing", qps=256, cache_entries=256)),
+    # Contexts pinned until their ACKs (window state per cache entry): the rate follows
+    # the round trip, not the fill.
+    (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16, windows=0)),
+    (128, dict(rung="pipelined", qps=256, cache_entries=64, windows=0)),
 ]
 
 
@@ -165,6 +174,35 @@ def test_rdma_fast_path_against_the_cycle_model(size, kw):
             assert fast[key] == pytest.approx(want, rel=1e-12), key
     for key, tol in RDMA_TOLERANCES.items():
         assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
+
+
+def test_rdma_one_qp_is_the_same_pinned_or_free():
+    """A single QP has its own cache entry and never misses after the warm-up, so where
+    its window state lives changes nothing: every rung's point is the same with
+    ``windows`` 0 (pinned contexts) and the default (window state per QP), on both the
+    fast path and the cycle model."""
+    for rung, _ in LADDER:
+        kw = dict(msg_bytes=128, messages=200, rung=rung)
+        assert fast_point("rdma", windows=0, **kw) == fast_point("rdma", **kw), rung
+    for rung in ("pipelined", LADDER[-1][0]):
+        kw = dict(msg_bytes=128, messages=200, rung=rung)
+        assert cycle_point("rdma", windows=0, **kw) == cycle_point("rdma", **kw), rung
+
+
+def test_rdma_free_contexts_do_not_wait_for_the_ack():
+    """4096 QPs round robin over 16 entries, every message a miss, WQEs and payloads
+    read from host memory: an entry is held at least through its fill, the WQE read and
+    the payload read, three PCIe reads (``read_latency`` 560 cycles each), so free
+    contexts give an ii above 3 * 560 / 16 = 105 cycles; pinned ones are held further,
+    through the frame, the link and the ACK, so their ii is higher. The fast path
+    follows the cycle model in both (within its tolerance)."""
+    kw = dict(msg_bytes=128, messages=300, qps=4096, cache_entries=16, rung="pipelined")
+    pinned = fast_point("rdma", windows=0, **kw)["ii_cycles"]
+    free = fast_point("rdma", **kw)["ii_cycles"]
+    assert 3 * PROFILES["pcie"].read_latency / 16 < free < pinned
+    for w, fast in ((0, pinned), (4096, free)):
+        slow = cycle_point("rdma", windows=w, **kw)["ii_cycles"]
+        assert fast == pytest.approx(slow, rel=RDMA_TOLERANCES["ii_cycles"])
 
 
 #: ACK coalescing over interleaved QPs: (QPs, cache entries, ACKs of the run), the ACKs

@@ -59,13 +59,22 @@ def state_bits():
     resp_cache_mems = memories(ContextCache(16, 1 << 15, {"resp": RESP_GROUP}))
     resp_entry_bits = sum(width for width, _ in resp_cache_mems.values())
     records = REQUESTER_DEFAULTS["records"]
-    comp = CompletionUnit(16, records)
+    # The engine's window slots (0: one per cache entry, the slot is the entry).
+    slots = REQUESTER_DEFAULTS["windows"]
+    comp = CompletionUnit(16, records, windows=slots)
     front = QpFront(16)
     comp_mems, front_mems = memories(comp), memories(front)
     # Per cache entry outside the cache: the front's item count and the completion
-    # unit's window pointers, counts, timer start and retry count of the entry's QP.
-    pinned_bits = sum(w for w, d in list(comp_mems.values()) + list(front_mems.values())
-                      if d == 16)
+    # unit's count of items done and ERR QPN (with ``windows`` 0 also the window
+    # pointers, counts, timer start and retry count of the entry's QP).
+    per_entry = [w for w, d in list(comp_mems.values()) + list(front_mems.values())
+                 if d == 16]
+    entry_state = sum(per_entry)
+    # Per window slot (one per QP of the QP space by default): the window's head and
+    # tail record, count, timer start, retry count and pinned bit, held whether the
+    # QP's context is cached or not.
+    slot_bits = sum(w for w, d in comp_mems.values() if slots and d == slots) \
+        if slots != 16 else 0
     record_bits = sum(w for w, d in comp_mems.values() if d == records)
     tx = nic_part("tx", **dict(NIC, framing="compact"))
     cret = nic_part("credit_return", **dict(NIC, framing="compact"))
@@ -82,8 +91,10 @@ def state_bits():
             "cache_entry_parts": {k: w for k, (w, _) in cache_mems.items()},
             "resp_cache_entry_bits": resp_entry_bits,
             "resp_cache_entry_parts": {k: w for k, (w, _) in resp_cache_mems.items()},
-            "on_chip_bits_per_cached_qp": entry_bits + resp_entry_bits + pinned_bits,
-            "entry_state_bits": pinned_bits,
+            "on_chip_bits_per_cached_qp": entry_bits + resp_entry_bits + entry_state,
+            "entry_state_bits": entry_state,
+            "window_slot_bits": slot_bits,
+            "window_slots": slots,
             "window_record_bits": record_bits,
             "window_records": records,
             "mr_entry_bits": Shape.cast(MR_LAYOUT).width,

@@ -68,8 +68,10 @@ def state_per(area, design):
     r = st.get("rdma", {})
     if "qp_context_host_bits" not in r:
         return "-"
+    slot = (f" + {r['window_slot_bits']} in the window table" if r.get("window_slot_bits")
+            else "")
     return (f"{r['qp_context_host_bits']} in host memory + {r['on_chip_bits_per_cached_qp']}"
-            " on chip while cached")
+            f" on chip while cached{slot}")
 
 
 

@@ -7,15 +7,17 @@ and write-backs at both ends), counts every host-interface transaction, wire bea
 control action of it exactly (:data:`EXACT_KEYS`), takes latency and completion from the
 chain of one message through the stages on an idle engine, and the steady-state ii as
 the largest of the resources' per-message cycles (host-interface directions, read tags,
-framer, responder writer), or, when contexts are pinned, from the recurrence of messages
-waiting for their cache entry (Little's law on the entries), or, when the engine reads
-WQEs and payloads from host memory, from the order in which host interface A serves the
-run's doorbells and completions (a run of a few hundred messages ends before the steady
-state, and the window of its ii sees the phases before it). Timing figures stay within
-:data:`TOLERANCES` of the cycle model (tests/test_fastpath.py). Regimes it does not cover
-raise ``ValueError`` (use the cycle model): fewer than :data:`MIN_MESSAGES` messages,
-ACK coalescing that would meet transport timeouts, a responder receive buffer that would
-overflow behind a context miss.
+framer, responder writer), or, when QPs share cache entries, from the recurrence of
+messages waiting for their cache entry (Little's law on the entries: an entry held from
+the miss until the message's record reaches the completion unit, or with ``windows`` 0
+until its ACK), or, when the engine reads WQEs and payloads from host memory, from the
+order in which host interface A serves the run's doorbells and completions (a run of a
+few hundred messages ends before the steady state, and the window of its ii sees the
+phases before it). Timing figures stay within :data:`TOLERANCES` of the cycle model
+(tests/test_fastpath.py). Regimes it does not cover raise ``ValueError`` (use the cycle
+model): fewer than :data:`MIN_MESSAGES` messages, ACK coalescing that would meet
+transport timeouts, a responder receive buffer that would overflow behind a context
+miss.
 
 The parts, each a module of this package:
 
@@ -29,7 +31,8 @@ The parts, each a module of this package:
 - :mod:`~pymodel.rdma.fastpath.chain`: one message through requester, wire, responder,
   ACK and CQE on an idle engine;
 - :mod:`~pymodel.rdma.fastpath.bounds`: the rate as the slowest resource;
-- :mod:`~pymodel.rdma.fastpath.regimes`: the rate with pinned contexts or one message
+- :mod:`~pymodel.rdma.fastpath.regimes`: the rate with shared (held or pinned)
+  contexts or one message
   in flight;
 - :mod:`~pymodel.rdma.fastpath.flow`: the rate of a short run with every doorbell posted;
 - :mod:`~pymodel.rdma.fastpath.inflight`: the state in flight;

@@ -22,10 +22,11 @@ from spec.rdma_engine import FIFO_DEPTHS, MAX_PREFETCH, REQUESTER_DEFAULTS
 def _inflight(s, run, ii, regime, hold_rec, rtt_b):
     """Estimated high-water marks of a back-to-back run and their bits.
 
-    ``regime``: ``"serial"``, ``"pinned"`` (entries shared: at most ``cache_entries``
-    QPs in flight) or ``"free"``. In the free regime the host has posted every WQE at
-    once, so every FIFO and reserve upstream of the slowest resource fills to its
-    capacity; what is downstream holds what Little's law gives (rate times hold).
+    ``regime``: ``"serial"``, ``"pinned"`` (entries shared, held or pinned: at most
+    ``cache_entries`` QPs in flight) or ``"free"``. In the free regime the host has
+    posted every WQE at once, so every FIFO and reserve upstream of the slowest resource
+    fills to its capacity; what is downstream holds what Little's law gives (rate times
+    hold).
     Returns ``(bits, marks)``.
     """
     p = s.prof

@@ -13,7 +13,7 @@ from pymodel.rdma.frames import ETH_OVERHEAD
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.formats.scaleup import framing
 from spec.host import PROFILES
-from spec.rdma_engine import LADDER, MAX_INLINE_WORDS, RUNG_KNOBS
+from spec.rdma_engine import LADDER, MAX_INLINE_WORDS, REQUESTER_DEFAULTS, RUNG_KNOBS
 from spec.rdma_fabric import FCS_BYTES
 
 _W = HOST_WORD_BYTES
@@ -51,6 +51,10 @@ class _Setup:
     ack_every: int
     ack_frames: int
     header: str = "roce"
+    #: The requester's window slots (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`): 0
+    #: holds a context-cache entry until its QP's messages are acknowledged, a power
+    #: of two until their records reach the completion unit.
+    windows: int = REQUESTER_DEFAULTS["windows"]
 
     @property
     def words(self):
@@ -75,7 +79,11 @@ def _setup(msg_bytes, p):
     knobs.update({k: p[k] for k in RUNG_KNOBS if p.get(k) is not None})
     s = _Setup(msg_bytes=msg_bytes, qps=p["qps"], cache=p["cache_entries"],
                prof=PROFILES[p["host"]], link=p["link_latency"], pmtu=1 << p["pmtu_log2"],
-               header=framing(p.get("header", "roce")).header.value, **knobs)
+               header=framing(p.get("header", "roce")).header.value,
+               windows=p.get("windows", REQUESTER_DEFAULTS["windows"]), **knobs)
+    if s.windows and s.qps > s.windows:
+        raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
+                           f"in a slot)")
     if s.inline and s.words > min(MAX_INLINE_WORDS, (1 << s.stride) - 1):
         raise ValueError(f"inline payload of {msg_bytes} bytes does not fit a WQE slot of "
                          f"{_W << s.stride} bytes")

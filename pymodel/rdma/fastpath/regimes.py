@@ -1,7 +1,10 @@
 """The rate in the two regimes where messages wait on each other, not on a resource.
 
-:func:`_pinned`: QPs share context-cache entries, so an item waits until the entry's
-previous QP has retired its messages (at most ``cache_entries`` QPs in flight).
+:func:`_pinned`: QPs share context-cache entries, so an item that misses waits until
+the entry's previous QP is done with it (at most ``cache_entries`` QPs held): with
+window state per QP (``windows`` above 0, the default) until the record of its last
+item in flight reached the completion unit, with ``windows`` 0 until its messages
+retired.
 :func:`_serial`: one message in flight (the ``serial`` knob), each chain starting from
 the host interfaces as the one before left them. Both return cycles per message over
 :func:`~pymodel.rdma.fastpath.scenario._window`.
@@ -15,10 +18,16 @@ from pymodel.rdma.fastpath.scenario import _window
 
 def _pinned(s, run, ii):
     """The rate when context-cache entries are shared: the front takes an item whose
-    entry holds another QP only after that QP's last message in flight retired (the
-    entry is pinned), so at most ``cache_entries`` QPs are in flight. Items are taken
-    in order, each at least ``ii`` cycles per message after the one before; returns
-    the steady-state cycles per message over :func:`_window` of the sending order, or
+    entry holds another QP only when that QP is done with the entry, so at most
+    ``cache_entries`` QPs are in flight between the front and the point where their
+    entry is freed. With window state per QP (``s.windows`` above 0) an entry is held
+    from the miss through the fill, the WQE read, the sequencer and the payload reads
+    until the frame sender took the QP's last frame and its record reached the
+    completion unit (``query.done``, the cycle after the take; the front sees it the
+    cycle after that); with ``windows`` 0 until the QP's last message in flight
+    retired (its window is in the entry: the entry is pinned). Items are taken in
+    order, each at least ``ii`` cycles per message after the one before; returns the
+    steady-state cycles per message over :func:`_window` of the sending order, or
     ``ii`` when no item waits."""
     p = s.prof
     if s.qps <= s.cache:
@@ -30,10 +39,11 @@ def _pinned(s, run, ii):
         if key not in chains:
             c = _chain(s, 0, _Host(p), _Host(p), *key, 0, 0, True, True,
                        [0] * (1 + s.n_inline))
-            chains[key] = (c["retire"], c["frames"][-1]["first"])
+            free = c["frames"][-1]["take"] + 1 if s.windows else c["retire"]
+            chains[key] = (free, c["frames"][-1]["first"])
         return chains[key]
 
-    owner, done = {}, {}                    # entry -> (qp, cycle its QP is retired)
+    owner, done = {}, {}                    # entry -> (qp, cycle its QP is done with it)
     t, last_len = 0, 0
     sends = []
     waited = False
@@ -43,10 +53,10 @@ def _pinned(s, run, ii):
         if e in owner and owner[e] != q:
             if done[e] + 1 > t:
                 t, waited = done[e] + 1, True
-        retire, first = chain(msgs[0])
+        free, first = chain(msgs[0])
         for k, _ in enumerate(msgs):
             sends.append(t + first + k * ii)
-        owner[e], done[e] = q, t + retire + (len(msgs) - 1) * ii
+        owner[e], done[e] = q, t + free + (len(msgs) - 1) * ii
         last_len = len(msgs)
     if not waited:
         return ii
