@@ -1,13 +1,17 @@
 """``ii_cycles`` of a run: steady-state cycles per message, from the cycles its messages
-were sent (the RDMA engine's first wire beats, the NIC's store accepts).
+were sent (the RDMA engine's first wire beats, the NIC's store accepts); and
+``latency_cycles`` / ``completion_cycles`` of a run of messages sent one at a time.
 
-One function for both designs and for both sides of a co-simulation (the RTL's stamps
-and the model's reduce through it), after the definition in :data:`spec.metrics.STEADY_WINDOW`.
+One function each for both designs and for both sides of a co-simulation (the RTL's
+stamps and the model's reduce through them), after the definitions in SPEC.md ("What
+every run measures") and :data:`spec.metrics.STEADY_WINDOW`.
 """
+
+import statistics
 
 from spec.metrics import STEADY_WINDOW
 
-__all__ = ["steady_ii"]
+__all__ = ["steady_ii", "isolated_median"]
 
 
 def steady_ii(cycles):
@@ -23,3 +27,12 @@ def steady_ii(cycles):
     lo = n * lo_num // lo_den
     hi = min(n - 1, max(lo + 1, n * hi_num // hi_den))
     return (cycles[hi] - cycles[lo]) / (hi - lo)
+
+
+def isolated_median(values):
+    """Median of the per-message values of a run whose messages go one at a time, each
+    into an idle design, without the first (the warm-up: its setup, e.g. a cold cache,
+    is not the message's own). ``None`` values (a message not measured) are left out;
+    ``None`` if nothing is left."""
+    vals = [x for x in (values or [])[1:] if x is not None]
+    return statistics.median(vals) if vals else None

@@ -118,6 +118,11 @@ SLOW = {
         "(test_cosim_nic_e2e.py) and the pcie and retry tops with credit completion, and "
         "NicTx's completion merge under link backpressure is unit-tested against its twin "
         "in the Amaranth simulator (test_unit_nic_e2e.py)",
+    "test_cosim_nic_e2e_combos.py::test_e2e_point_latency_is_one_store_at_a_time[verilator]":
+        "Icarus runs it (the compact integrated e2e point is one more Verilator build); "
+        "the lone store's figures are model-tested against the path "
+        "(test_unit_nic_e2e.py) and Verilator runs the e2e top at board "
+        "(test_cosim_nic_e2e.py)",
     "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
         "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
         "Verilator runs the board NIC tops",

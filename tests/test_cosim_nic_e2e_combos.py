@@ -63,6 +63,34 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     assert row["completion_cycles_rtl"] >= row["latency_cycles_rtl"] + one_way(profile)
 
 
+def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
+    """A row's latency and completion come from its one-at-a-time run: the compact
+    headline point with e2e completion gives the lone store's figures derived from the
+    path (tests/test_unit_nic_e2e.py, :func:`lone_compact_store`: written 11 cycles and
+    completed 21 cycles after its accept), RTL = model; the rate and wire bytes stay
+    those of the back-to-back run (one store every 3 beats, the completions' share of
+    ``ceil(STORES / 16)`` frames). With ``latency_messages=0`` (the back-to-back medians)
+    the completion is later: a store waits for the rest of its group of 16."""
+    from tests.test_unit_nic_e2e import lone_compact_store
+
+    stores = 40
+    row = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e", test_id=test_id)
+    assert row["mismatches"] == 0
+    write, done = lone_compact_store()
+    for side in ("rtl", "model"):
+        assert (row[f"latency_cycles_{side}"], row[f"completion_cycles_{side}"]) == (
+            write, done)
+    assert row["ii_cycles_rtl"] == frame_beats(HEADLINE_TOP["width"], "compact", MSG_BYTES)
+    cpl = 8 + completion_bytes("compact") + 4 + 12
+    store = phy_bytes(build_frame("compact", 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
+    assert row["wire_bytes_rtl"] == store + -(-stores // 16) * cpl / stores
+    b2b = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e",
+                    test_id=f"{test_id}-b2b", latency_messages=0)
+    assert b2b["mismatches"] == 0
+    assert b2b["completion_cycles_rtl"] > done
+    assert b2b["ii_cycles_rtl"] == row["ii_cycles_rtl"]
+
+
 #: The small top of the e2e and retry scenario tests (16-byte datapath, 4 nodes); a
 #: completion timeout of 1024 cycles (tests/test_cosim_nic_e2e.py).
 TOP16 = dict(width=16, nodes=4, link_latency=2, mem_words=256, max_payload=512)

@@ -148,11 +148,14 @@ def test_inline_payload_over_the_limit_names_the_limit():
 
 
 def test_nic_headline_point_refused_before_export(no_export):
-    """tb.nic.headline.run_point: an unknown key of the top and a bad peer count stop
-    before anything is built."""
+    """tb.nic.headline.run_point: an unknown key of the top, a bad peer count and a bad
+    ``latency_messages`` stop before anything is built."""
     from tb.nic.headline import run_point
 
     with pytest.raises(ValueError, match=re.escape("['link_latncy']")):
         run_point("icarus", "l2", 128, 4, top={"link_latncy": 1})
     with pytest.raises(ValueError, match="peers must be 1 to 15"):
         run_point("icarus", "l2", 128, 4, peers=16)
+    for bad in (-1, 2.0, True):
+        with pytest.raises(ValueError, match="latency_messages"):
+            run_point("icarus", "l2", 128, 4, latency_messages=bad)

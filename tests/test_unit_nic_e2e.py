@@ -308,29 +308,38 @@ def _headline_e2e(stores):
     return model.run({0: stores}, [0, 1, 2, 3]), model
 
 
+def lone_compact_store():
+    """One 128-byte compact store with ``ack_req``, accepted in cycle 0, alone on the
+    headline top with e2e completion: ``(write, completion)``, the cycles of its last
+    payload word's memory write and of its completion at the sender. The path, from the
+    blocks' Timing sections: its 3 beats (8 + 128 + 4 B) leave NicTx in cycles 0..2 and
+    each reaches node 1's NicRx one way later (2 + 2 + 2: link, switch, link), the last
+    in T = 8; the verdict is taken in T + 1 and the 3 buffered beats (two of payload,
+    one of FCS) drain in T + 2 .. T + 4: the last payload word is written in T + 3 = 11
+    and NicRx's ``ack`` is in 12. With ``ack_req`` the generator chooses the source in
+    13 and offers the completion from 14; its one beat (8 + 4 B) leaves at once, reaches
+    node 0 in 20, and the tracker takes it in the verdict cycle 21."""
+    one_way = 2 + 2 + 2
+    t_last = 2 + one_way
+    ack = t_last + 2 + 2
+    return t_last + 3, ack + 2 + one_way + 1
+
+
 @pytest.mark.parametrize("ack_req", [True, False])
 def test_lone_store_with_ack_req_completes_without_the_flush(ack_req):
-    """One 128-byte compact store, accepted in cycle 0, on the headline top. The path,
-    from the blocks' Timing sections: its 3 beats (8 + 128 + 4 B) leave NicTx in cycles
-    0..2 and each reaches node 1's NicRx one way later (2 + 2 + 2: link, switch, link),
-    the last in T = 8; the verdict is taken in T + 1 and the 3 buffered beats (two of
-    payload, one of FCS) drain in T + 2 .. T + 4, so NicRx's ``ack`` is in 12. With
-    ``ack_req`` the generator chooses the source in 13 and offers the completion from
-    14; its one beat (8 + 4 B) leaves at once, reaches node 0 in 20, and the tracker
-    takes it in the verdict cycle 21. Without the flag the choice waits for the idle
-    flush: ``flush_idle`` cycles later."""
+    """One 128-byte compact store on the headline top completes as
+    :func:`lone_compact_store` derives with ``ack_req``; without the flag the choice
+    waits for the idle flush: ``flush_idle`` cycles later."""
     from spec.nic import HEADLINE_TOP, completion_flush_idle
 
     res, _ = _headline_e2e([Store(1, 0, bytes(range(128)), ack_req=ack_req)])
     (st,) = res["stores"]
-    one_way = 2 + 2 + 2
-    t_last = 2 + one_way
-    ack = t_last + 2 + 2
-    want = ack + 2 + one_way + 1
-    assert want == 21
+    write, want = lone_compact_store()
+    assert (write, want) == (11, 21)
     flush = completion_flush_idle(HEADLINE_TOP["width"], "compact",
                                   HEADLINE_TOP["max_payload"])
     assert st["accept"] == 0
+    assert st["remote_write"] == write
     assert st["completion"] == want + (0 if ack_req else flush)
     assert res["e2e"][1]["ack_req_seen"] == int(ack_req)
     assert len(res["e2e"][1]["sent"]) == 1
@@ -373,3 +382,28 @@ def test_forged_ack_req_on_every_frame_is_counted_and_bounded():
     assert sent[-1][3] == 40
     assert all(s["completion"] is not None for s in res["stores"])
     assert res["e2e"][0]["cpl_bad"] == 0
+
+
+def test_stores_one_at_a_time_each_complete_as_a_lone_store():
+    """The latency run of a NIC row (``one_at_a_time`` of tb.nic.cocotb_nic): 17 stores
+    spaced by twice a lone store's run, each its issuer's last queued one (so each
+    asks): every store's write and completion come as :func:`lone_compact_store`
+    derives, after its own accept; back to back the same stores wait for their group of
+    16 (a larger median completion)."""
+    import statistics
+
+    from pymodel.scenarios.nic import mark_last_queued, one_at_a_time
+
+    plain = [Store(1, 128 * k, bytes(128)) for k in range(17)]
+    alone, _ = _headline_e2e(mark_last_queued({0: plain[:1]})[0])
+    spaced = mark_last_queued(one_at_a_time({0: plain}, 2 * alone["cycles"]))[0]
+    assert all(s.ack_req for s in spaced)
+    assert [s.release for s in spaced] == [2 * alone["cycles"] * k for k in range(17)]
+    res, _ = _headline_e2e(spaced)
+    write, done = lone_compact_store()
+    assert [(s["remote_write"] - s["accept"], s["completion"] - s["accept"])
+            for s in res["stores"]] == [(write, done)] * 17
+    b2b, _ = _headline_e2e(mark_last_queued({0: plain})[0])
+    assert statistics.median(s["completion"] - s["accept"] for s in b2b["stores"]) > done
+    with pytest.raises(ValueError, match="spacing"):
+        one_at_a_time({0: plain}, 0)

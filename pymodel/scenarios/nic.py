@@ -31,7 +31,8 @@ import random
 from pymodel.nic.system import Store
 
 __all__ = ["build_scenario", "table_writes", "window_writes", "window_intent",
-           "source_writes", "spoof_intent", "mark_last_queued", "EDGE_SIZES", "FORGER"]
+           "source_writes", "spoof_intent", "mark_last_queued", "one_at_a_time",
+           "EDGE_SIZES", "FORGER"]
 
 EDGE_SIZES = (1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
               511, 512, 1023, 1024, 1025, 1500, 1501, 2047, 2048, 4095, 4096)
@@ -59,6 +60,18 @@ def mark_last_queued(stores):
                         ack_req=k + 1 == len(ss) or ss[k + 1].release != s.release)
                   for k, s in enumerate(ss)]
     return out
+
+
+def one_at_a_time(stores, spacing):
+    """Per node, a copy of its stores with store ``k`` released in cycle ``k * spacing``
+    (its ``ack_req`` kept): with ``spacing`` at least the cycles one store keeps the top
+    busy, each store goes alone into an idle NIC, as a latency run posts its messages.
+    ``ValueError`` names a ``spacing`` that is not a positive cycle count. Returns
+    ``{node: [Store]}``; the stores given are not changed."""
+    if not isinstance(spacing, int) or isinstance(spacing, bool) or spacing < 1:
+        raise ValueError(f"spacing must be a positive number of cycles, not {spacing!r}")
+    return {p: [Store(s.dst, s.addr, s.payload, s.length, k * spacing, ack_req=s.ack_req)
+                for k, s in enumerate(ss)] for p, ss in stores.items()}
 
 
 def table_writes(node_ids, ports):

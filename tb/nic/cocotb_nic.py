@@ -17,6 +17,14 @@ count end to end: ``completion_cycles`` to the completion that covers the store'
 frame at its sender, ``wire_bytes`` plus the completion frames' bytes per store,
 ``acks_sent``/``acks_received`` the completions per store, ``inflight_bits`` plus the
 sender's tracker and the receiver's generator (:func:`spec.nic.completion_state_bits`).
+
+With ``one_at_a_time`` (a latency run) the scenario's stores go one at a time
+(:func:`pymodel.scenarios.nic.one_at_a_time`), each released twice the cycles after the
+previous one that the model takes to play the first store alone and go idle (the second
+half a margin): every store enters an idle NIC and is its issuer's last queued one (with
+``e2e`` it asks for its completion at once). ``nic_results.json`` also holds each store's
+latency and completion (``per_store``), from which :mod:`tb.nic.headline` takes the
+median without the warm-up store, as for the RDMA engine.
 """
 
 import json
@@ -35,6 +43,7 @@ from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import (
     build_scenario,
     mark_last_queued,
+    one_at_a_time,
     source_writes,
     spoof_intent,
     table_writes,
@@ -67,6 +76,13 @@ def _host_metrics(hosts, n, ii):
             "host_util": host_util(hosts, n, ii)}
 
 
+def _spans(n, accept, remote, completion):
+    """Each of the ``n`` stores' latency (accept to its last remote write) and completion
+    (accept to its completion), in cycles."""
+    return ([remote[k] - accept[k] for k in range(n)],
+            [completion[k] - accept[k] for k in range(n)])
+
+
 def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks=None,
              state_bits=0, held=None):
     """Medians over the messages (integers where the median is whole), ``ii_cycles`` by
@@ -77,8 +93,7 @@ def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks
     def med(values):
         v = statistics.median(values)
         return int(v) if float(v).is_integer() else v
-    lat = [remote[k] - accept[k] for k in range(len(msgs))]
-    comp = [completion[k] - accept[k] for k in range(len(msgs))]
+    lat, comp = _spans(len(msgs), accept, remote, completion)
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
     ctrl.update(acks or {})
@@ -200,18 +215,28 @@ async def nic_matches_model(dut):
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
         peers=p.get("peers"))
-    if e2e:                                  # the issuer asks on its last queued store
-        stores = mark_last_queued(stores)
-    if attachment == "pcie":                 # the host writes each store as posted writes
-        stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
+
+    def issue(stores):
+        if e2e:                              # the issuer asks on its last queued store
+            stores = mark_last_queued(stores)
+        if attachment == "pcie":             # the host writes each store as posted writes
+            stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
+        return stores
+
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
     tbl = table_writes(node_ids, nodes)
     wins = window_writes(p["scenario"], nodes=nodes, mem_words=p["mem_words"], width=w)
     srcs = source_writes(p["scenario"], node_ids)
+    run_kw = dict(table_writes=tbl, window_writes=wins, source_writes=srcs,
+                  link_settings=clean)
+    if p.get("one_at_a_time"):               # spaced by a lone store's run, twice over
+        first = {q: ss[:1] for q, ss in stores.items() if ss}
+        alone = model.run(issue(first), node_ids, stalls, faults, **run_kw)["cycles"]
+        stores = one_at_a_time(stores, 2 * alone)
+    stores = issue(stores)
     t0 = time.perf_counter()
-    want = model.run(stores, node_ids, stalls, faults, table_writes=tbl,
-                     window_writes=wins, source_writes=srcs, link_settings=clean)
+    want = model.run(stores, node_ids, stalls, faults, **run_kw)
     t_model = time.perf_counter() - t0
 
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
@@ -292,6 +317,13 @@ async def nic_matches_model(dut):
                                 [want["wr"][o][1][i] for o, i in last_idx],
                                 [m["completion"] for m in per_store],
                                 model_wire, credits, credits, w, **e2e_model)
+        model_accept = [m["accept"] for m in per_store]
+        lat_rtl, comp_rtl = _spans(len(per_store), rtl_accept, rtl_remote, rtl_comp)
+        lat_model, comp_model = _spans(len(per_store), model_accept,
+                                       [want["wr"][o][1][i] for o, i in last_idx],
+                                       [m["completion"] for m in per_store])
+        out["per_store"] = {"rtl": {"latency": lat_rtl, "completion": comp_rtl},
+                            "model": {"latency": lat_model, "completion": comp_model}}
         out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
         if attachment == "pcie":
             n = len(per_store)

@@ -2,17 +2,24 @@
 
 :func:`run_headline` runs it in co-simulation for both framings and returns the rows of
 ``results.json`` (SPEC.md, "What every run measures"); the L2 frames go to ``nic.pcap``.
+
+A row is two runs on the same top, measured as the RDMA engine's (:mod:`tb.rdma.headline`):
+one with ``messages`` stores back to back (``ii_cycles``, wire and host bytes, control
+operations, in-flight state) and one with ``latency_messages`` stores after a warm-up
+store, each released alone into an idle NIC (``latency_cycles``, ``completion_cycles``:
+the median without the warm-up, :func:`pymodel.throughput.isolated_median`).
 """
 
 import json
 import pathlib
 
 from pymodel.pcap import write_pcapng
+from pymodel.throughput import isolated_median
 from rtl.tops.nic_top import NicTop
 from spec.fabric_profiles import fabric_profile
 from spec.metrics import row_metrics
 from spec.nic import COMPLETIONS, HEADLINE_TOP
-from tb.cosim import run_cosim
+from tb.cosim import check_params, run_cosim
 
 __all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS",
            "comparison_keys"]
@@ -24,11 +31,21 @@ METRICS = row_metrics("nic")
 def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int = 1,
               top: dict | None = None, test_id: str | None = None,
               attachment: str = "integrated", fabric: str = "board",
-              retry: bool = False, completion: str = "credit") -> dict:
+              retry: bool = False, completion: str = "credit",
+              latency_messages: int = 16) -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
     ``frames``: the ``(cycle, hex)`` of every frame node 0 sent.
+
+    Two runs on the same top (the module docstring): ``latency_cycles`` and
+    ``completion_cycles`` come from ``latency_messages`` stores after a warm-up store,
+    each released alone once the one before has completed and the NIC is idle
+    (``one_at_a_time`` of :mod:`tb.nic.cocotb_nic`: every such store is its issuer's
+    last queued one), every other metric from the back-to-back run; ``mismatches``
+    counts both runs' and every metric whose RTL and model values differ.
+    ``latency_messages`` = 0: no second run, latency and completion the medians of the
+    back-to-back run.
 
     ``attachment="pcie"`` (:data:`spec.nic.ATTACHMENTS`): the top's ``pcie`` attachment;
     the row then carries the host metrics (``row_metrics("nic", host=True)``). Its
@@ -52,6 +69,10 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     :mod:`tb.nic.cocotb_nic`). Every row carries the comparison keys ``fabric``,
     ``attachment``, ``completion``, ``reliability`` (``"none"``, or ``"link-retry"``
     with ``retry``) and ``header`` (the framing)."""
+    if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
+            or latency_messages < 0:
+        raise ValueError(f"latency_messages must be a count of stores (0: none), not "
+                         f"{latency_messages!r}")
     if not isinstance(retry, bool):
         raise ValueError(f"retry must be True or False, not {retry!r}")
     if completion not in COMPLETIONS:
@@ -89,24 +110,38 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
                   fabric=profile.name, retry=retry, completion=completion)
     if completion == "e2e":
         params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
+    lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
+    check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
     board = profile.name == "board"
-    run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
-                        + ("" if board else f"_{profile.name}") + "_retry" * retry
-                        + "_e2e" * (completion == "e2e"),
-                        test_module="tb.nic.cocotb_nic", sim=sim,
-                        test_id=test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}",
-                        params=params)
-    res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
+    test_id = test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}"
+
+    def run(run_params, run_id):
+        run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
+                            + ("" if board else f"_{profile.name}") + "_retry" * retry
+                            + "_e2e" * (completion == "e2e"),
+                            test_module="tb.nic.cocotb_nic", sim=sim, test_id=run_id,
+                            params=run_params)
+        res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
+        if "rtl" not in res:
+            raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
+        return res
+
+    res = run(params, test_id)
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
            **comparison_keys(framing, attachment, profile.name, retry, completion)}
-    if "rtl" not in res:
-        raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
     for key in metrics:
         row[f"{key}_rtl"] = res["rtl"][key]
         row[f"{key}_model"] = res["model"][key]
-    row["mismatches"] = res["mismatches"] + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
-                                                for k in metrics)
+    mismatches = res["mismatches"]
+    if latency_messages:
+        lat = run(lat_params, f"{test_id}-lat")
+        mismatches += lat["mismatches"]
+        for side in ("rtl", "model"):
+            for key in ("latency", "completion"):
+                row[f"{key}_cycles_{side}"] = isolated_median(lat["per_store"][side][key])
+    row["mismatches"] = mismatches + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
+                                         for k in metrics)
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row
@@ -128,12 +163,14 @@ def comparison_keys(framing, attachment="integrated", fabric="board", retry=Fals
 HEADLINE_POINTS = (("l2", "integrated"), ("compact", "integrated"), ("l2", "pcie"))
 
 
-def headline_jobs(sim: str, messages: int = 1000, msg_bytes: int = 128) -> list:
+def headline_jobs(sim: str, messages: int = 1000, msg_bytes: int = 128,
+                  latency_messages: int = 16) -> list:
     """The headline's co-simulations as ``[(label, function, kwargs)]``: independent of
     each other (run them in any order, or in parallel), then :func:`finish_headline`."""
     return [(f"nic {framing}, {attachment}", run_point,
              dict(sim=sim, framing=framing, msg_bytes=msg_bytes, messages=messages, peers=1,
-                  test_id=f"headline-{messages}x{msg_bytes}", attachment=attachment))
+                  test_id=f"headline-{messages}x{msg_bytes}", attachment=attachment,
+                  latency_messages=latency_messages))
             for framing, attachment in HEADLINE_POINTS]
 
 
@@ -155,7 +192,7 @@ def finish_headline(rows: list[dict], out_dir: pathlib.Path) -> list[dict]:
 
 
 def run_headline(sim: str, out_dir: pathlib.Path, messages: int = 1000,
-                 msg_bytes: int = 128) -> list[dict]:
+                 msg_bytes: int = 128, latency_messages: int = 16) -> list[dict]:
     """:func:`headline_jobs` one after the other, then :func:`finish_headline`."""
-    jobs = headline_jobs(sim, messages, msg_bytes)
+    jobs = headline_jobs(sim, messages, msg_bytes, latency_messages)
     return finish_headline([fn(**kw) for _, fn, kw in jobs], out_dir)

@@ -12,10 +12,10 @@ writes the wire traffic of the back-to-back runs to ``out_dir / "rdma.pcap"``.
 
 import json
 import pathlib
-import statistics
 
 from pymodel.pcap import write_pcapng
 from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
+from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, one_way, rdma_records, rdma_timeout
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
@@ -78,12 +78,6 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
             "header": header}
 
 
-def _isolated(values):
-    """Median of a one-at-a-time run's per-message values, without the warm-up."""
-    vals = [x for x in (values or [])[1:] if x is not None]
-    return statistics.median(vals) if vals else None
-
-
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce"):
@@ -126,8 +120,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:
             row[f"{key}_{side}"] = b.get(key)
-        row[f"latency_cycles_{side}"] = _isolated(t.get("latency"))
-        row[f"completion_cycles_{side}"] = _isolated(t.get("completion"))
+        row[f"latency_cycles_{side}"] = isolated_median(t.get("latency"))
+        row[f"completion_cycles_{side}"] = isolated_median(t.get("completion"))
     row["mismatches"] = bw["mismatches"] + lat["mismatches"]
     row["cycles"] = bw.get("cycles")
     row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in bw["frames"]]
