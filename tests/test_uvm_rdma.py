@@ -23,6 +23,7 @@ import pytest
 from pymodel.rdma.system import simulate
 from pymodel.rdma.verbs import Verbs
 from spec.rdma import DROP_REASONS
+from spec.rdma_engine import REQUESTER_DEFAULTS
 from tb.rdma.runner import run_rdma
 from tb.rdma.testbench import wire_beats
 from tb.rdma.uvm.config import RdmaConfig, RunKnobs
@@ -273,10 +274,12 @@ def test_bad_copies_fail_only_their_check():
 
 def test_coalescing_on_a_shared_entry_waits_for_the_timer():
     """Why coalescing runs keep their QPs on distinct cache entries (sequences module):
-    on the model, a message without AckReq keeps its entry busy, and a work item of
-    another QP on that entry holds the in-order front until the transport timer rewinds;
-    with the QPs on distinct entries nothing waits."""
-    def run(qpn_y):
+    on the model with the window state in the cache entries (``windows`` 0), a message
+    without AckReq keeps its entry pinned, and a work item of another QP on that entry
+    holds the in-order front until the transport timer rewinds; with the QPs on distinct
+    entries nothing waits. With the window state per QP (the default) the entry is free
+    once the frames have left, so nothing waits either."""
+    def run(qpn_y, windows):
         v = Verbs(max_qps=4096)
         x, y = v.create_qp(1, 5, sq_log2=1), v.create_qp(qpn_y, 6, sq_log2=1)
         base, key = v.reg_mr(1 << 12, index=1)
@@ -285,13 +288,17 @@ def test_coalescing_on_a_shared_entry_waits_for_the_timer():
                          signalled=signalled)
             v.ring(qp)
         eng = dataclasses.replace(RdmaConfig().engine(RunKnobs(ack_every=4)),
-                                  cq_base=v.cq_base, cq_log2=v.cq_log2)
+                                  cq_base=v.cq_base, cq_log2=v.cq_log2, windows=windows)
         return simulate(eng, v.mem_a, v.mem_b, v.mr_table, *v.mmio_items())
 
-    shared, apart = run(17), run(18)          # 17 % 16 == 1: the entry of QP 1
+    shared, apart = run(17, 0), run(18, 0)    # 17 % 16 == 1: the entry of QP 1
     assert shared["req"]["timeouts"] == 1 and shared["req"]["retransmissions"] == 1
     assert apart["req"]["timeouts"] == 0 and apart["req"]["retransmissions"] == 0
     assert shared["cycles"] > apart["cycles"] + RdmaConfig().params["timeout"]
+    free = run(17, REQUESTER_DEFAULTS["windows"])
+    assert REQUESTER_DEFAULTS["windows"] > 0
+    assert free["req"]["timeouts"] == 0 and free["req"]["retransmissions"] == 0
+    assert free["cycles"] < apart["cycles"] + RdmaConfig().params["timeout"]
 
 
 def test_size_bins_partition_the_sizes():

@@ -34,7 +34,10 @@ Posting rules the sequences keep (see :mod:`.items`):
 - with ACK coalescing, the QPs of a run use distinct cache entries: a QP whose message
   waits for an ACK keeps its entry busy, and a work item of another QP on that entry
   would hold up the requester's in-order front until the transport timer rewinds the
-  first (docs/uvm.md, "Limits"); serial runs do not coalesce, for the same reason.
+  first (docs/uvm.md, "Limits"); serial runs do not coalesce, for the same reason. This
+  holds with the window state in the cache entries (``windows`` 0); with the default
+  window state per QP the entry is free once the frames leave, and the rule is kept so
+  that the runs stay valid on both.
 
 A :class:`~.budget.Budget` keeps the test inside the players, recorders, host memories and the
 inject run's limits.
