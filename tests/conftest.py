@@ -118,6 +118,20 @@ SLOW = {
         "(test_cosim_nic_e2e.py) and the pcie and retry tops with credit completion, and "
         "NicTx's completion merge under link backpressure is unit-tested against its twin "
         "in the Amaranth simulator (test_unit_nic_e2e.py)",
+    "test_cosim_nic_e2e_combos.py::test_e2e_point[icarus-pcie-True-pod]":
+        "the longest point of the combinations (a 5.6 MB top, 35 s of simulation): make sim "
+        "co-simulates the same point (the pod gap table's rows 4 and 5, 1000 stores, "
+        "Verilator); make test runs e2e with pcie and retry at board and the pod retry tops "
+        "(test_cosim_nic_retry_pod.py)",
+    "test_cosim_rdma_unpinned.py::test_rdma_4096_qps_over_16_entries_pinned[icarus]":
+        "the windows 0 top is an export and compile of its own: the pinned engine is "
+        "model-tested (test_fastpath.py's windows 0 points against the cycle model, "
+        "test_uvm_rdma.py) and unit-tested in the Amaranth simulator "
+        "(test_unit_requester.py runs windows 0)",
+    "test_cosim_rdma_recovery.py::test_recovery_many_qps_both_links_pinned[icarus]":
+        "the windows 0 top is an export and compile of its own (see "
+        "test_rdma_4096_qps_over_16_entries_pinned); test_recovery_many_qps_both_links "
+        "runs the scenario on the default top",
     "test_cosim_nic_e2e_combos.py::test_e2e_point_latency_is_one_store_at_a_time[verilator]":
         "Icarus runs it (the compact integrated e2e point is one more Verilator build); "
         "the lone store's figures are model-tested against the path "
