@@ -109,11 +109,42 @@ def test_rate_bound_from_the_host_profile():
 ])
 def test_saturation_never_faster_than_the_wire_or_the_host(msg_bytes, knobs):
     sat = steady_saturation(msg_bytes, start=250, cap=1000, **knobs)
-    _, _, parts = rate_bound(msg_bytes, **knobs)
-    for resource in ("wire", "host A down", "host A up", "host B up", "MMIO intake"):
+    _, _, parts = rate_bound(msg_bytes, ctx=sat["ctx"], **knobs)
+    for resource in ("wire", "host A down", "host A up", "host B up", "host B down",
+                     "MMIO intake", "read tags", "context entries"):
         assert sat["cycles"] >= parts[resource], resource
     # The issuer's bound is met within the measurement's 1 % (its batches jitter).
     assert sat["cycles"] >= parts["issuer"] * (1 - SATURATION_TOLERANCE)
+
+
+def test_rate_bound_charges_context_misses():
+    # One miss and one write-back per message at each node, 16 entries (the default):
+    # each fill is a one-word read, each write-back a one-word posted write.
+    w = 64
+    ctx = dict(req_misses=1, req_writebacks=1, resp_misses=1, resp_writebacks=1)
+    _, _, plain = rate_bound(128)
+    cycles, res, parts = rate_bound(128, ctx=ctx)
+    bpc = PCIE.bytes_per_cycle
+    assert parts["host A down"] - plain["host A down"] == pytest.approx(
+        (w + PCIE.cpl_overhead) / bpc)
+    assert parts["host B down"] == pytest.approx((w + PCIE.cpl_overhead) / bpc)
+    assert parts["host B up"] - plain["host B up"] == pytest.approx(
+        (PCIE.req_overhead + w + PCIE.req_overhead) / bpc)
+    # Little's law: a miss holds its entry for at least one read latency.
+    assert parts["context entries"] == pytest.approx(PCIE.read_latency / 16)
+    assert parts["read tags"] == pytest.approx(PCIE.read_latency / PCIE.tags)
+    assert (cycles, res) == (parts["context entries"], "context entries")
+    with pytest.raises(ValueError, match="ctx lacks"):
+        rate_bound(128, ctx=dict(req_misses=1))
+
+
+def test_steady_saturation_counts_misses_in_the_steady_state():
+    # 64 QPs in turn over 16 entries: every message misses at both nodes once warm.
+    sat = steady_saturation(128, start=250, cap=1000, qps=64, popularity="round_robin")
+    assert sat["ctx"]["req_misses"] == pytest.approx(1.0)
+    assert sat["ctx"]["resp_misses"] == pytest.approx(1.0)
+    one = steady_saturation(128, start=250, cap=1000)
+    assert one["ctx"]["req_misses"] == 0 and one["ctx"]["resp_misses"] == 0
 
 
 def test_the_old_transient_is_gone():

@@ -209,14 +209,18 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
            "writes after the first quarter of the run, the run doubled from "
            f"{SATURATION_RUN['start']} messages until two estimates agree within 1 % "
            f"(at most {SATURATION_RUN['cap']:,}). The bound: the fewest cycles per "
-           "message the wire or a host-interface direction allows "
-           "(`pymodel.load.rdma.rate_bound`).", "",
-           "| point | rung | messages | stable | Mmsg/s | bound Mmsg/s | bound by |",
-           "|---|---|---|---|---|---|---|"]
+           "message the wire, a host-interface direction, the host's read tags or the "
+           "context cache's entries (Little's law) allow, with the context misses the "
+           "run had in its steady state (`pymodel.load.rdma.rate_bound`).", "",
+           "| point | rung | messages | stable | Mmsg/s | bound Mmsg/s | bound by "
+           "| ctx misses/msg (A, B) |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in sat_rows:
+        miss = "-" if r.get("req_misses_per_msg") is None else \
+            f"{r['req_misses_per_msg']:.2f}, {r['resp_misses_per_msg']:.2f}"
         md.append(f"| {r['curve']} | {r['rung']} | {r['messages']:,} | "
                   f"{'yes' if r['stable'] else 'no'} | {_fmt(r['msgs_per_s'] / 1e6)} | "
-                  f"{_fmt(r['bound_msgs_per_s'] / 1e6)} | {r['bound']} |")
+                  f"{_fmt(r['bound_msgs_per_s'] / 1e6)} | {r['bound']} | {miss} |")
     md += ["", "### Knees (lowest load whose p99 is at least twice the p99 at 10 %)", "",
            "| curve | saturated Mmsg/s | knee (load) |", "|---|---|---|"]
     for label, rs in knees.items():

@@ -42,14 +42,17 @@ def saturation_rows(service, knobs_of_label):
     measurements ``service`` (label -> :func:`pymodel.load.rdma.steady_saturation`'s
     result) whose knobs ``knobs_of_label`` gives: one per point with the engine alone
     (issuer ``none``), messages per second at 1 cycle = 1 ns, and the bound the row is
-    held against (:func:`pymodel.load.rdma.rate_bound`: the wire or a host-interface
-    direction, named in ``bound``)."""
+    held against (:func:`pymodel.load.rdma.rate_bound` with the run's steady-state
+    context fills and write-backs: the wire, a host-interface direction, the host's read
+    tags or the cache's entries, named in ``bound``), and the context misses per message
+    of each node (``req_misses_per_msg``, ``resp_misses_per_msg``)."""
     out = []
     for label, sat in service.items():
         knobs = knobs_of_label[label]
         if "issuer" in knobs:          # the issuer points: their own table
             continue
-        cycles, resource, _ = rate_bound(MSG_BYTES, **knobs)
+        ctx = sat.get("ctx")
+        cycles, resource, _ = rate_bound(MSG_BYTES, ctx=ctx, **knobs)
         out.append({"kind": "saturation", "design": "rdma", "curve": label,
                     "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
                     "cache_entries": knobs.get("cache_entries", 16), "cache_ways": 1,
@@ -57,7 +60,9 @@ def saturation_rows(service, knobs_of_label):
                     "issuer": "none", "rung": sat["rung"],
                     "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],
                     "messages": sat["messages"], "stable": sat["stable"],
-                    "bound_msgs_per_s": 1e9 / cycles, "bound": resource})
+                    "bound_msgs_per_s": 1e9 / cycles, "bound": resource,
+                    "req_misses_per_msg": None if ctx is None else ctx["req_misses"],
+                    "resp_misses_per_msg": None if ctx is None else ctx["resp_misses"]})
     return out
 
 
