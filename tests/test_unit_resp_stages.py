@@ -198,7 +198,7 @@ def _verify_jobs(rng, n, statics, groups, mrs, entries):
         plen = rng.choice([1, 64, 128, 200, 4096])
         va = mr["base"] + 64 * rng.randrange(8) + (0 if rng.random() < 0.9 else 4)
         dma_len = plen + rng.choice([0, 0, 64, -1])
-        jobs.append(dict(check=1, rest=rng.randrange(65), qpn=qpn, psn=psn,
+        jobs.append(dict(check=1, rest=rng.randrange(65), qpn=qpn, entry=e, psn=psn,
                          ack_req=int(rng.random() < 0.6), reth=int(reth),
                          last=int(rng.random() < 0.5), va=va if reth else 0,
                          rkey=rkey if reth else 0, dma_len=dma_len if reth else 0,
