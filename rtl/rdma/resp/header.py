@@ -162,7 +162,8 @@ class HeaderCheck(wiring.Component):
         m.d.comb += [qpn.eq(bswap(hdr.bth.dest_qp, 3)), job.rest.eq(e.rest)]
         with m.If(fail == 0):
             m.d.comb += [
-                job.check.eq(1), job.qpn.eq(qpn), job.entry.eq(self.entry), job.psn.eq(bswap(hdr.bth.psn, 3)),
+                job.check.eq(1), job.qpn.eq(qpn), job.entry.eq(self.entry),
+                job.psn.eq(bswap(hdr.bth.psn, 3)),
                 job.ack_req.eq(hdr.bth.ack_req), job.reth.eq(reth), job.last.eq(last),
                 job.va.eq(bswap(hdr.reth.va, 8)), job.rkey.eq(bswap(hdr.reth.rkey, 4)),
                 job.dma_len.eq(bswap(hdr.reth.dma_length, 4)),
