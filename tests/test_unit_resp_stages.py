@@ -113,14 +113,16 @@ def test_header_check_matches_twin(seed, rate):
     box = {}
 
     def side_in(c, peek):
+        # ``entry``: whatever entry the cache names for the lookup (it places the QPs).
         return {"lookup.ready": int(side_rng.random() < 0.6),
-                "done_data": side_rng.randrange(3)}
+                "done_data": side_rng.randrange(3), "entry": side_rng.randrange(n_entries)}
 
     def make(fifos):
         box["t"] = HeaderCheckModel(
             fifos["i"], fifos["o"], n_entries, jobs,
             lookup=lambda qpn, busy, side: bool(side["lookup.ready"]),
-            done=lambda e, side: side["done_data"])
+            done=lambda e, side: side["done_data"],
+            entry_of=lambda qpn, side: side["entry"])
         return box["t"]
 
     out = compare_stage(
