@@ -60,7 +60,7 @@ SLOW = {
     "[verilator]":
         "Icarus runs the same scenario on the same top; test_rdma_many_qps[verilator-4096] "
         "runs 4096 QPs over 16 entries on the default top",
-    "test_cosim_rdma_ways.py::test_rdma_ways_4_colliding_sets[verilator]":
+    "test_cosim_rdma_ways.py::test_rdma_ways_4_*[verilator]":
         "Icarus runs the same scenario on the same 4-way top (one more Verilator build of "
         "about a minute); test_unit_context_cache.py checks the cache against its twin",
     "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":

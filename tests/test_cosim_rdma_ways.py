@@ -21,3 +21,15 @@ def test_rdma_ways_4_colliding_sets(sim, test_id):
                               expect_min={"req_frames": MESSAGES, "req_misses": QPS,
                                           "resp_misses": QPS}),
              sim=sim, test_id=test_id)
+
+
+def test_rdma_ways_4_recovery_drop(sim, test_id):
+    """The same top and colliding sets with about 10 % of the WRITE frames dropped: the
+    rewinds resend at the entry the completion unit's probes find (the QP may sit in any
+    way of its set), timers and NAKs as with one way. Each drop leaves a hole the
+    responder NAKs or the timer finds, so at least one frame is resent."""
+    run_rdma(TOP, params=dict(kind="writes", messages=48, sizes=[128, 300], qps=QPS,
+                              pmtu_log2=8, cache_entries=16, ack_timeout=1024,
+                              faults_ab=dict(seed=39, drop_rate=6554),
+                              expect_min={"ab_dropped": 1, "req_retransmissions": 1}),
+             sim=sim, test_id=test_id)
