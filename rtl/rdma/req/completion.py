@@ -114,9 +114,10 @@ class CompletionUnit(wiring.Component):
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     cache_log2 : In(4)
-        Cache entries in use (a QP's entry: its ``qpn % 2**cache_log2``; with
-        ``windows`` 0 also its window slot); the timer's ``scan`` visits all slots
-        built (``entries`` for ``windows`` 0), used or not.
+        Cache entries in use (with ``windows`` 0 a QP's window slot is its direct-mapped
+        entry ``qpn % 2**cache_log2``; its entry otherwise comes from the probes); the
+        timer's ``scan`` visits all slots built (``entries`` for ``windows`` 0), used or
+        not.
     ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
