@@ -80,14 +80,12 @@ class ContextCache(wiring.Component):
     mapped (QP ``q`` in entry ``q % 2**cache_log2``). A lookup compares the tags of all
     ways of the set at once. On a miss the cache proposes one *candidate* way to
     evict: the first invalid way of the set if there is one, else the least recently
-    used way by a tree pseudo-LRU of ``ways - 1`` bits per set (Hennessy & Patterson,
-    *Computer Architecture: A Quantitative Approach*, 5th ed., appendix B.1, and
-    Al-Zoubi, Milenkovic, Milenkovic, "Performance evaluation of cache replacement
-    policies for the SPEC CPU2000 benchmark suite", ACM-SE 2004: each node of a binary
-    tree over the ways points to its less recently used half; an access turns the
-    nodes on its path away from it). The pseudo-LRU of the set is updated on every
-    lookup taken (the hit way or the filled way). A candidate that is
-    ``victim_busy`` or still filling is marked most recently used instead, so the
+    used way by a tree pseudo-LRU of ``ways - 1`` bits per set (tree-LRU, as described
+    in J. T. Robinson, "Generalized Tree-LRU Replacement", IBM Research Report RC23332,
+    2004: each node of a binary tree over the ways points to its less recently used
+    half; an access turns the nodes on its path away from it). The pseudo-LRU of the
+    set is updated on every lookup taken (the hit way or the filled way). A candidate
+    that is ``victim_busy`` or still filling is marked most recently used instead, so the
     next cycle proposes another way (one candidate per cycle); ``busy_skips`` counts
     those cycles. The cache holds a context's *static* word as
     it was read from host memory, and *groups* of dynamic fields that one pipeline stage
