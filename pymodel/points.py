@@ -39,7 +39,9 @@ Designs and their knobs (every knob is optional unless marked required):
     ``latency_messages`` (messages of the one-at-a-time run, default 16), ``header``
     (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`), ``windows``
     (the requester's window slots, :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins
-    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096). The point is
+    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096),
+    ``cache_ways`` (ways per set of the context caches: 1, 2, 4 or 8, default 1; more
+    than 1 needs ``windows`` > 0). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -112,6 +114,7 @@ NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
                  "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
+                 "cache_ways": REQUESTER_DEFAULTS["cache_ways"],
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -176,6 +179,11 @@ def resolve(design, msg_bytes, messages, knobs):
         if _int("windows", p["windows"], 0, 4096):
             _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
                  power_of_two=True)
+        if p["cache_ways"] not in (1, 2, 4, 8) or isinstance(p["cache_ways"], bool):
+            raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
+        if p["cache_ways"] > 1 and p["windows"] == 0:
+            raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
+                             f"windows 0 a window slot is a cache entry)")
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -262,7 +270,8 @@ def _rdma(msg_bytes, messages, p):
                               rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
                               latency_messages=p["latency_messages"],
                               link_latency=p["link_latency"], per_message=True,
-                              header=p["header"], windows=p["windows"])
+                              header=p["header"], windows=p["windows"],
+                              cache_ways=p["cache_ways"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

@@ -47,6 +47,8 @@ POINT_OPTIONS = (
     ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
     ("--cache-entries", "cache_entries", "rdma", int,
      "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
+    ("--cache-ways", "cache_ways", "rdma", int,
+     "RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
     ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
@@ -139,4 +141,4 @@ def run_design_point(args):
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
                      rung=k["rung"], link_latency=k.get("link_latency"),
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
-                     header=k.get("header", "roce"))
+                     header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1))

@@ -91,10 +91,11 @@ class CompletionQuerySignature(wiring.Signature):
 
 class CacheProbeSignature(wiring.Signature):
     """Is QP ``qpn``'s context in the context cache and filled (``present``)? Same
-    cycle."""
+    cycle. ``entry``: the cache entry whose tag is ``qpn`` (with one way, the QP's only
+    possible entry; when no way holds it, the first entry of its set)."""
 
     def __init__(self):
-        super().__init__({"qpn": Out(QPN_BITS), "present": In(1)})
+        super().__init__({"qpn": Out(QPN_BITS), "present": In(1), "entry": In(8)})
 
     def __repr__(self):
         return "CacheProbeSignature()"

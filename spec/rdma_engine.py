@@ -105,9 +105,13 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: keeps one slot per cache entry (the slot is the QP's entry, and a QP's context stays
 #: pinned in the cache until its last message is acknowledged, so with more QPs than
 #: entries the rate follows the round trip: 16 entries a round trip).
+#: ``cache_ways``: ways per set of both engines' context caches (1, 2, 4 or 8); 1, a
+#: direct-mapped cache, by default: the design every figure of docs/rdma.md was measured
+#: with (more ways cost a tag comparator per way and ``ways - 1`` pseudo-LRU bits per
+#: set; docs/rdma.md, "Associative context cache").
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=4096, retry_limit=7, ack_queue=64,
-                          windows=4096)
+                          windows=4096, cache_ways=1)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written

@@ -185,14 +185,16 @@ def verify_job_layout(head_bytes=HEAD_BYTES):
     """A frame on its way from the header check to the verify stage.
 
     ``check`` = 0: the frame failed the FCS, length, header or ICRC check; only ``rest``
-    is meaningful (every other field is 0). ``check`` = 1: the frame's fields in host
+    is meaningful (every other field is 0). ``check`` = 1: ``entry``, the QP's
+    context-cache entry (the header check's lookup), and the frame's fields in host
     byte order (``plen``: payload bytes, ``ip_len`` minus the headers, ICRC and pad,
     modulo 2**17; ``reth``: FIRST or ONLY; ``last``: LAST or ONLY) and ``data``, the
     frame's bytes 54 to 127 (:data:`HEAD_BYTES`; with the scale-up header 22 to 127,
     ``head_bytes`` = 106: :attr:`spec.formats.scaleup.Framing.head_bytes`).
     """
     return data.StructLayout({
-        "check": 1, "rest": range(REST_MAX + 1), "qpn": QPN_BITS, "psn": PSN_BITS,
+        "check": 1, "rest": range(REST_MAX + 1), "qpn": QPN_BITS, "entry": ENTRY_BITS,
+        "psn": PSN_BITS,
         "ack_req": 1, "reth": 1, "last": 1, "va": 64, "rkey": 32, "dma_len": 32,
         "plen": 17, "data": 8 * head_bytes,
     })

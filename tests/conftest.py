@@ -60,6 +60,9 @@ SLOW = {
     "[verilator]":
         "Icarus runs the same scenario on the same top; test_rdma_many_qps[verilator-4096] "
         "runs 4096 QPs over 16 entries on the default top",
+    "test_cosim_rdma_ways.py::test_rdma_ways_4_*[verilator]":
+        "Icarus runs the same scenario on the same 4-way top (one more Verilator build of "
+        "about a minute); test_unit_context_cache.py checks the cache against its twin",
     "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":
         "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of "
         "about a minute); the model's reliable link is checked against ReliableLinkModel "

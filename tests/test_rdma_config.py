@@ -25,6 +25,11 @@ from spec.rdma_engine import RETRY_LIMIT_RANGE, TIMEOUT_RANGE, TOP_DEFAULTS
     (dict(serial=True), "serial"),
     (dict(responder_sizes={"colour": 3}), "responder_sizes"),
     (dict(faults_ab={}), "faults_ab"),
+    # Context-cache ways: 1, 2, 4 or 8; more than one needs window slots apart from the
+    # cache (windows > 0).
+    (dict(cache_ways=3), "cache_ways"),
+    (dict(cache_ways=16), "cache_ways"),
+    (dict(cache_ways=4, windows=0), "cache_ways"),
 ])
 def test_bad_field_raises_naming_it(kw, name):
     with pytest.raises(ValueError, match=rf"^Config\.{name} must be "):

@@ -20,15 +20,18 @@ def _host_word(qpn):
                 sq_head=qpn * 3, sq_base=1000 + qpn, dest_qp=qpn + 1)
 
 
-@pytest.mark.parametrize("seed,entries,used", [(1, 16, 16), (2, 16, 16), (3, 64, 16),
-                                               (4, 64, 32)])
-def test_cache_matches_model(seed, entries, used):
+@pytest.mark.parametrize("seed,entries,used,ways", [
+    (1, 16, 16, 1), (2, 16, 16, 1), (3, 64, 16, 1), (4, 64, 32, 1),
+    (5, 16, 16, 4), (6, 64, 32, 8), (7, 32, 16, 2)])
+def test_cache_matches_model(seed, entries, used, ways):
     """Random lookups, fills, write-backs and group writes; ``used`` of ``entries``
-    entries in use (the ``cache_log2`` port)."""
-    dut = ContextCache(entries, 1 << 12, GROUPS, static_reads=1)
-    model = ContextCacheModel(entries, GROUPS, BASE, depth=1 << 12, used=used)
+    entries in use (the ``cache_log2`` port), ``ways`` ways per set: the lookup's
+    ``entry``, ``hit`` and ``victim``, a probe and ``busy_skips`` as the twin's."""
+    dut = ContextCache(entries, 1 << 12, GROUPS, static_reads=1, probes=1, ways=ways)
+    model = ContextCacheModel(entries, GROUPS, BASE, depth=1 << 12, used=used, ways=ways)
     rng = random.Random(seed)
-    qpns = [rng.randrange(4 * used) for _ in range(12)]
+    # More QPs than ways in a set (conflict misses) with any associativity.
+    qpns = [rng.randrange(4 * used) for _ in range(12 if ways == 1 else 2 * used)]
     latency = 6
     log = []
 
@@ -59,13 +62,18 @@ def test_cache_matches_model(seed, entries, used):
             ctx.set(dut.fill_data.payload, fill_word or 0)
             ctx.set(dut.filled.entry, e)
             ctx.set(dut.reads[0].addr, e)
+            probe_qpn = rng.choice(qpns)
+            ctx.set(dut.probe[0].qpn, probe_qpn)
             for g in GROUPS:
                 ctx.set(getattr(dut, g).addr, e)
                 ctx.set(getattr(dut, g).we, write and g == grp)
             ctx.set(getattr(dut, grp).wdata, group_layout(GROUPS[grp]).const(values))
             # --- the model's view of the same cycle ---
             want = dict(q_ready=model.ready(e), static=model.static[e],
-                        groups={g: model.group(g, e) for g in GROUPS})
+                        groups={g: model.group(g, e) for g in GROUPS},
+                        entry=model.entry_of(qpn), hit=model.hit(qpn),
+                        victim=model.victim(qpn), present=model.present(probe_qpn),
+                        probe_entry=model.probe_entry(probe_qpn))
             taken, fill_addr, wb = (False, None, None)
             if want_req:
                 taken, fill_addr, wb = model.lookup(qpn, busy, fill_room, wb_room)
@@ -74,6 +82,14 @@ def test_cache_matches_model(seed, entries, used):
             if write:
                 model.write_group(grp, e, values)
             # --- compare ---
+            if want_req:
+                assert ctx.get(dut.entry) == want["entry"], f"cycle {c}: entry"
+                assert bool(ctx.get(dut.hit)) == want["hit"], f"cycle {c}: hit"
+                v = ctx.get(dut.victim)
+                got_v = int(v.qpn) if v.valid else None
+                assert got_v == want["victim"], f"cycle {c}: victim"
+            assert bool(ctx.get(dut.probe[0].present)) == want["present"], f"cycle {c}: probe"
+            assert ctx.get(dut.probe[0].entry) == want["probe_entry"], f"cycle {c}: probe"
             got_taken = ctx.get(dut.req.ready)
             assert bool(got_taken) == taken, f"cycle {c}: taken"
             got_fill = ctx.get(dut.fill_rd.payload) if ctx.get(dut.fill_rd.valid) else None
@@ -101,8 +117,10 @@ def test_cache_matches_model(seed, entries, used):
                 log.append(("lookup", c, qpn, fill_addr is not None))
             model.commit()
             await ctx.tick()
+        assert ctx.get(dut.busy_skips) == model.busy_skips
 
     run_sim(dut, bench)
+    assert model.busy_skips > 0
     kinds = [x[0] for x in log]
     assert kinds.count("wb") > 5 and kinds.count("lookup") > 100
     assert model.count["misses"] > 20
@@ -136,3 +154,80 @@ def test_group_reads_as_filled_until_written():
     assert taken and addr == 21
     assert unpack(QPC_LAYOUT, wb[1])["sq_head"] == 16
     assert unpack(QPC_LAYOUT, wb[1])["next_psn"] == 35
+
+
+def _directed(ways, steps, entries=16):
+    """Run ``steps`` (``(qpn, victim_busy)``, one lookup a cycle, None: idle; each miss's fill data
+    arrives the cycle after it) on the RTL and on the twin: per step ``(taken, entry,
+    hit)`` of each, and the RTL's ``busy_skips``."""
+    dut = ContextCache(entries, 1 << 12, GROUPS, ways=ways)
+    model = ContextCacheModel(entries, GROUPS, BASE, depth=1 << 12, ways=ways)
+    seen = {"rtl": [], "model": [], "skips": None}
+
+    async def bench(ctx):
+        ctx.set(dut.base, BASE)
+        ctx.set(dut.fill_rd.ready, 1)
+        ctx.set(dut.wb.ready, 1)
+        fill_next = None
+        for qpn, busy in steps + [(None, 0)]:
+            ctx.set(dut.fill_data.valid, fill_next is not None)
+            ctx.set(dut.fill_data.payload, fill_next or 0)
+            if fill_next is not None:
+                model.fill(fill_next)
+            fill_next = None
+            ctx.set(dut.req.valid, qpn is not None)
+            if qpn is not None:
+                ctx.set(dut.req.payload.qpn, qpn)
+                ctx.set(dut.victim_busy, busy)
+                e, hit = model.entry_of(qpn), model.hit(qpn)
+                taken, fill, _ = model.lookup(qpn, busy, True, True)
+                seen["model"].append((taken, e, hit))
+                seen["rtl"].append((bool(ctx.get(dut.req.ready)), ctx.get(dut.entry),
+                                    bool(ctx.get(dut.hit))))
+                if fill is not None:
+                    fill_next = _host_word(fill - BASE)
+            model.commit()
+            await ctx.tick()
+        seen["skips"] = ctx.get(dut.busy_skips)
+
+    run_sim(dut, bench)
+    return seen
+
+
+def test_ways_hits_plru_busy_skip_and_invalid_first():
+    """4 ways, 16 entries: 4 sets, set ``s`` in entries ``4s`` to ``4s + 3``; QPs 0, 4,
+    8, 12, 16, 20 all map to set 0. Expected entries follow from the tree pseudo-LRU
+    (a node points to its less recently used half; an access turns its path away)."""
+    steps = [(0, 0), (4, 0), (8, 0), (12, 0),        # misses fill the invalid ways in order
+             (0, 0), (4, 0), (8, 0), (12, 0),        # a hit in every way; way 3 touched last
+             (16, 1),                                # LRU way 0 busy: skipped, made MRU
+             (16, 0),                                # then the tree names way 2
+             (20, 0),                                # and now way 1 (0 and 2 recent)
+             (1, 0), (1, 0),                         # set 1: a miss then a hit in way 0
+             (5, 0)]                                 # an invalid way (5) before the pLRU's 6
+    want = [(True, 0, False), (True, 1, False), (True, 2, False), (True, 3, False),
+            (True, 0, True), (True, 1, True), (True, 2, True), (True, 3, True),
+            (False, 0, False), (True, 2, False), (True, 1, False),
+            (True, 4, False), (True, 4, True), (True, 5, False)]
+    seen = _directed(4, steps)
+    assert seen["model"] == want
+    assert seen["rtl"] == want
+    assert seen["skips"] == 1
+
+
+def test_one_way_is_direct_mapped():
+    """With one way QP ``q`` is in entry ``q % 16`` whatever came before (an idle
+    cycle after each miss lets its fill land: a filling entry is not evicted)."""
+    steps = [(3, 0), (19, 1), (19, 0), (None, 0), (3, 0), (None, 0), (35, 0)]
+    want = [(True, 3, False), (False, 3, False), (True, 3, False), (True, 3, False),
+            (True, 3, False)]
+    seen = _directed(1, steps)
+    assert seen["model"] == want and seen["rtl"] == want
+
+
+def test_bad_ways_refused():
+    for ways in (0, 3, 16, True, "4"):
+        with pytest.raises(ValueError, match="cache_ways"):
+            ContextCache(16, 1024, GROUPS, ways=ways)
+        with pytest.raises(ValueError, match="cache_ways"):
+            ContextCacheModel(16, GROUPS, ways=ways)

@@ -275,11 +275,12 @@ def test_qp_front_matches_twin(seed, rate, serial):
                 "lookup.ready": int(side_rng.random() < 0.7),
                 "hit": int(side_rng.random() < 0.5),
                 "victim.valid": int(side_rng.random() < 0.8),
-                "victim.qpn": side_rng.randrange(1 << 24)}
-        e = peek("q_entry")
-        adm = box["t"].adm[e]
+                "victim.qpn": side_rng.randrange(1 << 24),
+                # The cache's entry for the presented lookup: here direct mapped.
+                "entry": lambda pk: int(pk("lookup.payload").qpn) % (1 << log2)}
+        own, other = side_rng.random() < 0.7, side_rng.randrange(1 << 16)
         side.update({
-            "q_done": adm if side_rng.random() < 0.7 else side_rng.randrange(1 << 16),
+            "q_done": lambda pk: box["t"].adm[pk("q_entry")] if own else other,
             "q_keep": int(side_rng.random() < 0.2),
             "q_victim_open": int(side_rng.random() < 0.5),
             "q_err": int(side_rng.random() < 0.05)})
@@ -640,11 +641,16 @@ def test_completion_matches_twin(seed, rate, windows):
                 "q_entry": qpn % (1 << log2), "q_qpn": qpn,
                 "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
                 "need.ready": int(side_rng.random() < 0.3),
-                **{f"probe[{k}].present": probed(k) for k in range(3)}}
+                **{f"probe[{k}].present": probed(k) for k in range(3)},
+                **{f"probe[{k}].entry": probe_entry(k) for k in range(5)}}
 
     def probed(k):
         """Probe ``k``'s answer, read after the side inputs that set its QPN."""
         return lambda peek: int(present(peek(f"probe[{k}].qpn")))
+
+    def probe_entry(k):
+        """Probe ``k``'s entry: here the direct-mapped one (the twin's default)."""
+        return lambda peek: int(peek(f"probe[{k}].qpn")) % (1 << log2)
 
     class Observed(_Counted):
         def step(self, c, side):

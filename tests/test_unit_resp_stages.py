@@ -113,14 +113,16 @@ def test_header_check_matches_twin(seed, rate):
     box = {}
 
     def side_in(c, peek):
+        # ``entry``: whatever entry the cache names for the lookup (it places the QPs).
         return {"lookup.ready": int(side_rng.random() < 0.6),
-                "done_data": side_rng.randrange(3)}
+                "done_data": side_rng.randrange(3), "entry": side_rng.randrange(n_entries)}
 
     def make(fifos):
         box["t"] = HeaderCheckModel(
             fifos["i"], fifos["o"], n_entries, jobs,
             lookup=lambda qpn, busy, side: bool(side["lookup.ready"]),
-            done=lambda e, side: side["done_data"])
+            done=lambda e, side: side["done_data"],
+            entry_of=lambda qpn, side: side["entry"])
         return box["t"]
 
     out = compare_stage(
@@ -198,7 +200,7 @@ def _verify_jobs(rng, n, statics, groups, mrs, entries):
         plen = rng.choice([1, 64, 128, 200, 4096])
         va = mr["base"] + 64 * rng.randrange(8) + (0 if rng.random() < 0.9 else 4)
         dma_len = plen + rng.choice([0, 0, 64, -1])
-        jobs.append(dict(check=1, rest=rng.randrange(65), qpn=qpn, psn=psn,
+        jobs.append(dict(check=1, rest=rng.randrange(65), qpn=qpn, entry=e, psn=psn,
                          ack_req=int(rng.random() < 0.6), reth=int(reth),
                          last=int(rng.random() < 0.5), va=va if reth else 0,
                          rkey=rkey if reth else 0, dma_len=dma_len if reth else 0,

@@ -32,7 +32,8 @@ SATURATION_TOLERANCE = 0.01
 RDMA_LOAD_DEFAULTS = {"qps": 1, "cache_entries": 16, "host": "pcie", "link_latency": 6,
                       "pmtu_log2": 12, "issuer": "none", "popularity": "round_robin",
                       "skew": LOAD_DEFAULTS["skew"], "working_set": None, "burst": 1,
-                      "ack_every": None, "ack_frames": None, "rung": "best"}
+                      "ack_every": None, "ack_frames": None, "rung": "best",
+                      "cache_ways": 1}
 
 
 #: The knobs that shape the traffic (the rest are the top's and the engine's).
@@ -78,6 +79,8 @@ def check_load_knobs(msg_bytes, messages, k):
     ce = check_count("cache_entries", p["cache_entries"], 16, 256)
     if ce & (ce - 1):
         raise ValueError(f"cache_entries must be a power of two, not {ce!r}")
+    if isinstance(p["cache_ways"], bool) or p["cache_ways"] not in (1, 2, 4, 8):
+        raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
     check_count("link_latency", p["link_latency"], 1, 1024)
     check_count("pmtu_log2", p["pmtu_log2"], 8, 12)
     check_count("burst", p["burst"], 1, 1 << 20)

@@ -139,7 +139,7 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
             for i, pq in enumerate(qs):        # one doorbell per QP, in turn
                 v.ring(qp[pq], ready + i * d)
     v.rung = rung
-    cfg = Config(cache_entries=p["cache_entries"], host=p["host"],
+    cfg = Config(cache_entries=p["cache_entries"], cache_ways=p["cache_ways"], host=p["host"],
                  link_latency=p["link_latency"], depth=depth, cq_base=v.cq_base,
                  cq_log2=v.cq_log2, **{x: k[x] for x in ENGINE_KNOBS})
     return cfg, v

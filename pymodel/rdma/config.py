@@ -62,6 +62,8 @@ class Config:
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
     ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
     windows: int = REQUESTER_DEFAULTS["windows"]
+    #: Ways per set of both context caches (the tops' ``cache_ways``: 1, 2, 4, 8).
+    cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
     qpc_base_a: int = 0
     qpc_base_b: int = 0
     cq_base: int = 0
@@ -100,6 +102,10 @@ class Config:
                              or self.windows < self.cache_capacity):
             bad("windows", f"0 or a power of two from cache_capacity "
                            f"({self.cache_capacity}) to 4096")
+        if isinstance(self.cache_ways, bool) or self.cache_ways not in (1, 2, 4, 8):
+            bad("cache_ways", "1, 2, 4 or 8")
+        if self.cache_ways > 1 and self.windows == 0:
+            bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")
         for name in ("qpc_base_a", "qpc_base_b", "cq_base"):
             integer(name, 0, self.depth - 1)
         if self.host not in PROFILES:

@@ -1,6 +1,7 @@
 """Twin of :class:`rtl.rdma.context_cache.ContextCache`, stepped one cycle at a time.
 
-Written from the contract in that class's docstring: a direct-mapped cache whose static
+Written from the contract in that class's docstring: a set-associative cache (``ways``
+ways per set, entry ``set * ways + way``, tree pseudo-LRU per set) whose static
 word is filled from host memory, with groups of dynamic fields that each have one
 writer and read as the filled word's fields until that writer first writes them.
 Every read sees the contents of the start of the cycle; writes are applied by
@@ -13,18 +14,47 @@ from pymodel.cycle import note_activity
 from pymodel.fields import pack, unpack
 from spec.formats.roce import QPC_LAYOUT
 
-__all__ = ["ContextCacheModel"]
+__all__ = ["ContextCacheModel", "CACHE_WAYS", "plru_victim", "plru_touch"]
+
+#: The associativities a cache can be built with (ways per set).
+CACHE_WAYS = (1, 2, 4, 8)
+
+
+def plru_victim(bits, ways):
+    """The least recently used way a tree pseudo-LRU state names (bit ``k - 1`` is tree
+    node ``k``, children ``2k`` and ``2k + 1``; 0 points left)."""
+    node = 1
+    while node < ways:
+        node = 2 * node + ((bits >> (node - 1)) & 1)
+    return node - ways
+
+
+def plru_touch(bits, way, ways):
+    """The state after an access to ``way``: the nodes on its path point away."""
+    node = ways + way
+    while node > 1:
+        parent, side = node >> 1, node & 1
+        bits = (bits & ~(1 << (parent - 1))) | ((side ^ 1) << (parent - 1))
+        node = parent
+    return bits
 
 
 class ContextCacheModel:
     """Contents, fill queue and counters of one engine's context cache."""
 
-    def __init__(self, entries, groups, base=0, depth=1 << 15, used=None):
+    def __init__(self, entries, groups, base=0, depth=1 << 15, used=None, ways=1):
         self.n, self.base, self.depth = entries, base, depth
         self.used = used or entries          # entries in use (the cache_log2 port)
         if self.used > entries or self.used & (self.used - 1):
             raise ValueError(f"cache entries in use must be a power of two up to {entries}, "
                              f"not {self.used!r}")
+        if isinstance(ways, bool) or ways not in CACHE_WAYS or self.used % ways:
+            raise ValueError(f"cache_ways must be one of {CACHE_WAYS} and divide the "
+                             f"{self.used} entries in use, not {ways!r}")
+        self.ways = ways
+        self.sets = self.used // ways
+        self.plru = [0] * (entries // ways)  # tree pseudo-LRU bits per set
+        self.busy_skips = 0
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         self.tags = [None] * entries          # qpn, or None
         self.static = [0] * entries           # the filled words (ints)
@@ -36,23 +66,50 @@ class ContextCacheModel:
         self._staged = []
 
     # ---- reads (start of the cycle) ----
+    def _found(self, qpn):
+        """The entry holding ``qpn`` (or None) and its set's first entry."""
+        if self.ways == 1:
+            e = qpn % self.used
+            return (e if self.tags[e] == qpn else None), e
+        first = (qpn % self.sets) * self.ways
+        for e in range(first, first + self.ways):
+            if self.tags[e] == qpn:
+                return e, first
+        return None, first
+
+    def _candidate(self, first):
+        for e in range(first, first + self.ways):
+            if self.tags[e] is None:
+                return e
+        return first + plru_victim(self.plru[first // self.ways], self.ways)
+
     def entry_of(self, qpn):
-        return qpn % self.used
+        """The ``entry`` port for a lookup of ``qpn``: its entry on a hit, else the
+        candidate entry a miss would fill."""
+        e, first = self._found(qpn)
+        if e is not None:
+            return e
+        return first if self.ways == 1 else self._candidate(first)
+
+    def probe_entry(self, qpn):
+        """A ``probe``'s ``entry``: the entry holding ``qpn``, else its set's first."""
+        e, first = self._found(qpn)
+        return first if e is None else e
 
     def hit(self, qpn):
-        return self.tags[qpn % self.used] == qpn
+        return self._found(qpn)[0] is not None
 
     def ready(self, e):
         return not self.filling[e]
 
     def victim(self, qpn):
-        """The QP held in ``qpn``'s entry (the ``victim`` port), or None."""
-        return self.tags[qpn % self.used]
+        """The QP held in ``entry_of(qpn)`` (the ``victim`` port), or None."""
+        return self.tags[self.entry_of(qpn)]
 
     def present(self, qpn):
-        """A ``probe``: ``qpn``'s context is in its entry and filled."""
-        e = qpn % self.used
-        return self.tags[e] == qpn and not self.filling[e]
+        """A ``probe``: ``qpn``'s context is in the cache and filled."""
+        e = self._found(qpn)[0]
+        return e is not None and not self.filling[e]
 
     def static_of(self, e):
         """The fields of entry ``e``'s filled word, a dict to read, not to change (it is
@@ -97,15 +154,20 @@ class ContextCacheModel:
         """A lookup presented this cycle. Returns ``(taken, fill_addr, writeback)`` where
         ``fill_addr`` (a word address) and ``writeback`` (``(addr, word)``) are what the
         cache pushes this cycle, or None."""
-        e = qpn % self.used
+        e = self.entry_of(qpn)
         if self.tags[e] == qpn:
             self.count["lookups"] += 1
+            self._touch(e)
             return True, None, None
         victim = self.tags[e]
         need_wb = victim is not None and any(self.dyn[g][e] is not None for g in self.groups)
-        if (victim_busy or self.filling[e] or not fill_room or (need_wb and not wb_room)
-                or len(self.order) >= self.n):
+        if victim_busy or self.filling[e]:
+            self.busy_skips += 1
+            self._touch(e)
             return False, None, None
+        if not fill_room or (need_wb and not wb_room) or len(self.order) >= self.n:
+            return False, None, None
+        self._touch(e)
         self.count["lookups"] += 1
         self.count["misses"] += 1
         wb = None
@@ -114,6 +176,10 @@ class ContextCacheModel:
             wb = ((self.base + victim) % self.depth, self._writeback_word(e))
         self._staged.append(("miss", e, qpn))
         return True, (self.base + qpn) % self.depth, wb
+
+    def _touch(self, e):
+        if self.ways > 1:
+            self._staged.append(("touch", e))
 
     def fill(self, word):
         """A fill word arrives this cycle (for the oldest outstanding miss)."""
@@ -144,5 +210,8 @@ class ContextCacheModel:
             elif op[0] == "group":
                 _, name, e, values = op
                 self.dyn[name][e] = values
+            elif op[0] == "touch":
+                s, w = divmod(op[1], self.ways)
+                self.plru[s] = plru_touch(self.plru[s], w, self.ways)
         self._staged = []
         self.count["fills_max"] = max(self.count["fills_max"], len(self.order))

@@ -89,6 +89,8 @@ class FabricConfig:
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
     ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
     windows: int = REQUESTER_DEFAULTS["windows"]
+    #: Ways per set of every engine's context cache (the tops' ``cache_ways``).
+    cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
     qpc_base: int = 0
     cq_base: int = 0
     cq_log2: int = MIN_CQ_LOG2
@@ -115,6 +117,10 @@ class FabricConfig:
         integer("cache_entries", 16, self.cache_capacity)
         if self.cache_entries & (self.cache_entries - 1):
             bad("cache_entries", "a power of two")
+        if isinstance(self.cache_ways, bool) or self.cache_ways not in (1, 2, 4, 8):
+            bad("cache_ways", "1, 2, 4 or 8")
+        if self.cache_ways > 1 and self.windows == 0:
+            bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")
         for name in ("qpc_base", "cq_base"):
             integer(name, 0, self.depth - 1)
         if self.host not in PROFILES:
@@ -174,7 +180,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     reqs = [RequesterModel(cfg, sender(p)) for p in nodes]
     resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                             qpc_base=cfg.qpc_base, mr_table=images[p]["mr_table"],
-                            cache_used=cfg.cache_entries, **cfg.responder_sizes)
+                            cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
+                            **cfg.responder_sizes)
              for p in nodes]
     merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]
     switch = SwitchModel(n, "l2", cfg.credits, width=64)

@@ -17,10 +17,47 @@ from spec.ports import (
 from spec.rdma_engine import CACHE_COUNTERS
 from spec.rdma_stages import group_layout, writeback_layout
 
-__all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS"]
+__all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS", "CACHE_WAYS", "check_ways"]
 
 #: Width of the run-time port that says how many entries are in use (``2**cache_log2``).
 CACHE_LOG2_BITS = 4
+#: The associativities a cache can be built with (ways per set).
+CACHE_WAYS = (1, 2, 4, 8)
+
+
+def check_ways(owner, ways, entries=None):
+    """``ways`` checked: one of :data:`CACHE_WAYS` (and at most ``entries``)."""
+    if isinstance(ways, bool) or ways not in CACHE_WAYS:
+        reject(owner, f"QP-context cache ways (cache_ways) must be one of {CACHE_WAYS}, "
+                      f"not {ways!r}")
+    if entries is not None and ways > entries:
+        reject(owner, f"QP-context cache ways (cache_ways) {ways} must divide the "
+                      f"{entries} entries")
+    return ways
+
+
+def plru_victim(bits, ways):
+    """The way a tree pseudo-LRU state ``bits`` (``ways - 1`` bits, node ``k`` of the
+    binary tree at bit ``k - 1``, children ``2k`` and ``2k + 1``; a bit 0 points left)
+    names as least recently used: walk from the root along the bits. An Amaranth
+    value of ``log2(ways)`` bits."""
+    wbits = (ways - 1).bit_length()
+    node = Const(1, 1)
+    for _ in range(wbits):
+        node = Cat(bits.bit_select((node - 1).as_unsigned(), 1), node)
+    return node[:wbits]
+
+
+def plru_touch(bits, way, ways):
+    """The tree pseudo-LRU state ``bits`` after an access to ``way``: every node on the
+    path from the root to ``way`` points away from it."""
+    wbits = (ways - 1).bit_length()
+    out = []
+    for k in range(1, ways):
+        depth = k.bit_length() - 1
+        on_path = (Cat(way, Const(1, 1)) >> (wbits - depth)) == k
+        out.append(Mux(on_path, ~way[wbits - 1 - depth], bits[k - 1]))
+    return Cat(*out)
 
 
 def entry_of(qpn, cache_log2, ibits):
@@ -35,9 +72,22 @@ def _width(shape):
 
 
 class ContextCache(wiring.Component):
-    """Direct-mapped cache of ``entries`` QP contexts (one 64-byte host word each).
+    """Set-associative cache of ``entries`` QP contexts (one 64-byte host word each).
 
-    QP ``q`` lives in entry ``q % entries``. The cache holds a context's *static* word as
+    With ``2**cache_log2`` entries in use and ``ways`` ways, QP ``q`` lives in set
+    ``s = q % (2**cache_log2 // ways)``, in one of the entries ``s * ways + w`` (way
+    ``w``): the ways of a set are adjacent entries. With one way the cache is direct
+    mapped (QP ``q`` in entry ``q % 2**cache_log2``). A lookup compares the tags of all
+    ways of the set at once. On a miss the cache proposes one *candidate* way to
+    evict: the first invalid way of the set if there is one, else the least recently
+    used way by a tree pseudo-LRU of ``ways - 1`` bits per set (tree-LRU, as described
+    in J. T. Robinson, "Generalized Tree-LRU Replacement", IBM Research Report RC23332,
+    2004: each node of a binary tree over the ways points to its less recently used
+    half; an access turns the nodes on its path away from it). The pseudo-LRU of the
+    set is updated on every lookup taken (the hit way or the filled way). A candidate
+    that is ``victim_busy`` or still filling is marked most recently used instead, so the
+    next cycle proposes another way (one candidate per cycle); ``busy_skips`` counts
+    those cycles. The cache holds a context's *static* word as
     it was read from host memory, and *groups* of dynamic fields that one pipeline stage
     owns and rewrites (the requester's ``sq_head``, its ``next_psn``; the responder's
     PSN and MSN state). Each group has one writer, so stages never race; a group reads
@@ -59,16 +109,18 @@ class ContextCache(wiring.Component):
     static_reads : int
         Number of static read ports (``reads``).
     probes : int
-        Number of presence probes (``probe``), 0 to 4.
+        Number of presence probes (``probe``), 0 to 5.
+    ways : int
+        Ways per set: 1, 2, 4 or 8 (:data:`CACHE_WAYS`).
 
     Ports
     -----
     base : In(range(depth))
         Word address of the context table: QP ``q`` at ``base + q``.
     cache_log2 : In(CACHE_LOG2_BITS)
-        ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset):
-        QP ``q`` lives in entry ``q % 2**cache_log2``. One build serves every cache size
-        up to ``entries``.
+        ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset),
+        ``2**cache_log2 // ways`` sets. One build serves every cache size up to
+        ``entries``.
     req : In(stream.Signature({"qpn": QPN_BITS}))
         A lookup. ``ready`` (combinational) is high when it is taken in this cycle: on a
         hit (the tag matches, also while the entry is still filling), or on a miss
@@ -77,13 +129,17 @@ class ContextCache(wiring.Component):
         A miss then issues the fill read and the write-back in the same cycle and
         sets the tag.
     victim_busy : In(1)
-        For the entry of ``req.payload.qpn``: its QP has work in flight (no eviction).
+        For ``entry``: its QP has work in flight (no eviction).
     hit : Out(1)
-        With ``req.valid``: the tag matches.
+        With ``req.valid``: a tag of the set matches.
+    entry : Out(range(entries))
+        With ``req.valid`` (combinational): on a hit the entry holding the QP, on a miss
+        the candidate entry a taken miss fills.
     victim : Out(StructLayout({"valid": 1, "qpn": QPN_BITS}))
-        The tag of the entry of ``req.payload.qpn`` (the QP a miss would evict).
+        The tag of ``entry`` (on a miss, the QP a taken miss evicts).
     probe : In(CacheProbeSignature()).array(probes)
-        Is QP ``probe.qpn`` in its entry, filled (``present``)? Combinational.
+        Is QP ``probe.qpn`` in the cache, filled (``present``), and in which ``entry``?
+        Combinational.
     fill_rd : Out(stream.Signature(range(depth)))
         Fill reads (word address), to a FIFO of the user.
     fill_data : In(stream.Signature(HOST_WORD_BITS))
@@ -101,6 +157,9 @@ class ContextCache(wiring.Component):
         the next cycle on).
     lookups, misses, writebacks, fills_max : Out(32)
         Counters since reset; ``fills_max`` is the most fills outstanding at once.
+    busy_skips : Out(32)
+        Cycles a lookup missed and was not taken because its candidate was
+        ``victim_busy`` or filling.
 
     Timing
     ------
@@ -109,12 +168,13 @@ class ContextCache(wiring.Component):
     word with every group's current value put in its fields.
     """
 
-    def __init__(self, entries, depth, groups, static_reads=1, probes=0):
+    def __init__(self, entries, depth, groups, static_reads=1, probes=0, ways=1):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
         check_int(self, "static read ports", static_reads, 1, 8)
-        check_int(self, "cache probes", probes, 0, 4)
+        check_int(self, "cache probes", probes, 0, 5)
+        self.ways = check_ways(self, ways, entries)
         for name, fields in groups.items():
             for f in fields:
                 if f not in QPC_LAYOUT.members:
@@ -127,6 +187,7 @@ class ContextCache(wiring.Component):
             "req": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": In(1),
             "hit": Out(1),
+            "entry": Out(range(entries)),
             "victim": Out(data.StructLayout({"valid": 1, "qpn": QPN_BITS})),
             "probe": In(CacheProbeSignature()).array(probes),
             "fill_rd": Out(stream.Signature(range(depth))),
@@ -140,7 +201,33 @@ class ContextCache(wiring.Component):
                 reject(self, f"context group name {name!r} is taken by a port")
             ports[name] = In(CacheGroupSignature(entries, group_layout(fields)))
         ports.update({n: Out(32) for n in CACHE_COUNTERS})
+        ports["busy_skips"] = Out(32)
         super().__init__(ports)
+
+    def _ways_of(self, m, tags, qpn, name):
+        """The entry of ``qpn`` (its matching way, else the first way of its set), the
+        match bits of the ways, and the set's first entry."""
+        ways = self.ways
+        ibits = (self.entries - 1).bit_length()
+        wbits = (ways - 1).bit_length()
+        sets_log2 = Signal(CACHE_LOG2_BITS, name=f"{name}_sets_log2")
+        m.d.comb += sets_log2.eq(self.cache_log2 - wbits)
+        first = Signal(ibits, name=f"{name}_first")
+        m.d.comb += first.eq(entry_of(qpn, sets_log2, ibits - wbits) << wbits)
+        match = Signal(ways, name=f"{name}_match")
+        tag_data = []
+        for w in range(ways):
+            rd = tags.read_port(domain="comb")
+            m.d.comb += [rd.addr.eq(first | w),
+                         match[w].eq(rd.data.valid & (rd.data.qpn == qpn))]
+            tag_data.append(rd.data)
+        hit_way = Signal(max(wbits, 1), name=f"{name}_hit_way")
+        for w in reversed(range(ways)):
+            with m.If(match[w]):
+                m.d.comb += hit_way.eq(w)
+        found = Signal(ibits, name=f"{name}_entry")
+        m.d.comb += found.eq(first | (hit_way[:wbits] if wbits else 0))
+        return found, match, first, tag_data
 
     def elaborate(self, platform):
         m = Module()
@@ -157,11 +244,28 @@ class ContextCache(wiring.Component):
         filling = Signal(n)
         outstanding = Signal(range(n + 1))
 
+        ways = self.ways
+        wbits = (ways - 1).bit_length()
         qpn = self.req.payload.qpn
         entry = Signal(ibits)
-        m.d.comb += [entry.eq(entry_of(qpn, self.cache_log2, ibits)), tag_rd.addr.eq(entry)]
+        found, match, first, way_tags = self._ways_of(m, tags, qpn, "req")
+        # The candidate way of a miss: the first invalid way, else the pseudo-LRU's.
+        cand = Signal(max(wbits, 1))
+        if ways > 1:
+            m.submodules.plru = plru = memory.Memory(shape=ways - 1, depth=n // ways,
+                                                     init=[])
+            plru_rd, plru_wr = plru.read_port(domain="comb"), plru.write_port()
+            set_no = first >> wbits
+            m.d.comb += [plru_rd.addr.eq(set_no), plru_wr.addr.eq(set_no),
+                         cand.eq(plru_victim(plru_rd.data, ways))]
+            for w in reversed(range(ways)):
+                with m.If(~way_tags[w].valid):
+                    m.d.comb += cand.eq(w)
+        m.d.comb += [self.hit.eq(match.any()),
+                     entry.eq(Mux(self.hit, found, first | (cand[:wbits] if wbits else 0))),
+                     self.entry.eq(entry), tag_rd.addr.eq(entry)]
         tag = tag_rd.data
-        m.d.comb += [self.hit.eq(tag.valid & (tag.qpn == qpn)), self.victim.eq(tag)]
+        m.d.comb += self.victim.eq(tag)
 
         # Group memories: the owner's read/write port and the write-back read port.
         wb_word = Signal(HOST_WORD_BITS)
@@ -234,6 +338,14 @@ class ContextCache(wiring.Component):
         ]
         with m.If(self.req.ready):
             m.d.sync += self.lookups.eq(self.lookups + 1)
+        skip = Signal()
+        m.d.comb += skip.eq(self.req.valid & ~self.hit & (self.victim_busy | is_filling))
+        with m.If(skip):
+            m.d.sync += self.busy_skips.eq(self.busy_skips + 1)
+        if ways > 1:
+            # The way touched: the way taken (hit or filled), or a skipped candidate.
+            m.d.comb += [plru_wr.en.eq(self.req.ready | skip),
+                         plru_wr.data.eq(plru_touch(plru_rd.data, entry[:wbits], ways))]
         set_mask = Signal(n)
         clr_mask = Signal(n)
         with m.If(take_miss):
@@ -268,10 +380,8 @@ class ContextCache(wiring.Component):
         with m.If(nxt_out > self.fills_max):
             m.d.sync += self.fills_max.eq(nxt_out)
         m.d.comb += self.filled.ready.eq(~filling.bit_select(self.filled.entry, 1))
-        for pr in self.probe:
-            p_rd = tags.read_port(domain="comb")
-            p_e = Signal(ibits)
-            m.d.comb += [p_e.eq(entry_of(pr.qpn, self.cache_log2, ibits)), p_rd.addr.eq(p_e),
-                         pr.present.eq(p_rd.data.valid & (p_rd.data.qpn == pr.qpn)
-                                       & ~filling.bit_select(p_e, 1))]
+        for k, pr in enumerate(self.probe):
+            p_e, p_match, _, _ = self._ways_of(m, tags, pr.qpn, f"probe{k}")
+            m.d.comb += [pr.entry.eq(p_e),
+                         pr.present.eq(p_match.any() & ~filling.bit_select(p_e, 1))]
         return m

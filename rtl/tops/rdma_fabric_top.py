@@ -167,6 +167,7 @@ class RdmaFabricTop(HarnessTop):
             "requester": lambda: Requester(p["cache_entries"], depth,
                                            **{k: p[k] for k in REQUESTER_DEFAULTS}),
             "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
+                                           cache_ways=p["cache_ways"],
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),

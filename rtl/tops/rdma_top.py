@@ -139,7 +139,8 @@ class RdmaTop(HarnessTop):
         self.requester = req = Requester(p["cache_entries"], depth, p["header"], **{
             k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
-                                          p["header"], **{k: p[k] for k in RESPONDER_DEFAULTS})
+                                          p["header"], p["cache_ways"],
+                                          **{k: p[k] for k in RESPONDER_DEFAULTS})
         if self.link_retry:
             self.link_ab = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
             self.link_ba = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)

@@ -63,10 +63,16 @@ CDF_LOADS = (0.9,)
 
 
 #: Saturation points measured besides the curves' (whose saturation is measured anyway):
-#: ``(label, knobs)``.
+#: ``(label, knobs)``. The 4-way points are the direct-mapped ones again with
+#: ``cache_ways`` 4 (docs/rdma.md, "Associative context cache"): the set conflicts of a
+#: uniform or skewed QP choice that a direct-mapped cache turns into misses.
 SATURATION_POINTS = (
     ("RDMA 64 QPs round_robin / 16 entries", dict(qps=64, cache_entries=16,
                                                   popularity="round_robin")),
+    *((f"RDMA {q} QPs {pop} / {c} entries, 4 ways",
+       dict(qps=q, cache_entries=c, popularity=pop, cache_ways=4))
+      for q, pop, c in ((64, "round_robin", 16), (64, "uniform", 16), (4096, "zipf", 256),
+                        (4096, "zipf", 16))),
 )
 #: The steady-state saturation run (:func:`pymodel.load.rdma.steady_saturation`): the
 #: first run's messages, and the most messages a run may have. The cap keeps the

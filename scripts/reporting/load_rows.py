@@ -55,7 +55,8 @@ def saturation_rows(service, knobs_of_label):
         cycles, resource, _ = rate_bound(MSG_BYTES, ctx=ctx, **knobs)
         out.append({"kind": "saturation", "design": "rdma", "curve": label,
                     "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
-                    "cache_entries": knobs.get("cache_entries", 16), "cache_ways": 1,
+                    "cache_entries": knobs.get("cache_entries", 16),
+                    "cache_ways": knobs.get("cache_ways", 1),
                     "popularity": knobs.get("popularity", "round_robin"),
                     "issuer": "none", "rung": sat["rung"],
                     "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],

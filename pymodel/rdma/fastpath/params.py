@@ -81,6 +81,10 @@ def _setup(msg_bytes, p):
                prof=PROFILES[p["host"]], link=p["link_latency"], pmtu=1 << p["pmtu_log2"],
                header=framing(p.get("header", "roce")).header.value,
                windows=p.get("windows", REQUESTER_DEFAULTS["windows"]), **knobs)
+    ways = p.get("cache_ways", REQUESTER_DEFAULTS["cache_ways"])
+    if ways != 1:
+        # The formulas place QP q in entry q % cache_entries (a direct-mapped cache).
+        raise _not_covered(f"a context cache of {ways} ways (cache_ways)")
     if s.windows and s.qps > s.windows:
         raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
                            f"in a slot)")

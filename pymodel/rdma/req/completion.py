@@ -21,16 +21,18 @@ class CompletionUnitModel:
     one action a cycle.
 
     ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
-    ``present(qpn)``: the cache's probe (its context is in its entry and filled); None
-    for a unit whose contexts are always present."""
+    ``present(qpn)``: the cache's probe (its context is in the cache and filled); None
+    for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
+    ``entry`` (None: the direct-mapped ``qpn % used``)."""
 
     def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
-                 windows=0, present=None):
+                 windows=0, present=None, entry_of=None):
         self.n, self.R, self.retry_limit = entries, records, retry_limit
         self.cache_used = used or entries   # cache entries in use
         self.shared = not windows
         self.W = windows or entries         # slots built (the scan visits them all)
         self.present = present or (lambda qpn: True)
+        self.entry_of = entry_of
         self.rec, self.ev, self.cqe, self.resend = rec, ev, cqe, resend
         self.recs = {}                               # id -> stored record
         self.nxt = {}                                # id -> next id of the QP
@@ -67,6 +69,8 @@ class CompletionUnitModel:
         return qpn % self.cache_used if self.shared else qpn % self.W
 
     def entry(self, qpn):
+        if self.entry_of is not None:
+            return self.entry_of(qpn)
         return qpn % self.cache_used
 
     def query(self, qpn, victim, c):

@@ -131,7 +131,7 @@ class RequesterModel:
         f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
         f["events"] = Fifo(p["ack_queue"], "events", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
-                                       cfg.qpc_base_a, cfg.depth, used)
+                                       cfg.qpc_base_a, cfg.depth, used, p["cache_ways"])
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
         self.front = QpFrontModel(n, f["items"], f["fetch"], self.cache.entry_of,
@@ -149,7 +149,8 @@ class RequesterModel:
                                        self.header)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         f["events"], f["cqes"], f["resend"], used,
-                                        p["windows"], self.cache.present)
+                                        p["windows"], self.cache.present,
+                                        entry_of=self.cache.probe_entry)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived", log=log)

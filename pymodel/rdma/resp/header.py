@@ -97,7 +97,7 @@ def _verdict(entry, h, length_ok, header_ok, plen, data):
         reason = "icrc_bad"
     else:
         reason = None
-    job = dict.fromkeys(("check", "qpn", "psn", "ack_req", "reth", "last", "va", "rkey",
+    job = dict.fromkeys(("check", "qpn", "entry", "psn", "ack_req", "reth", "last", "va", "rkey",
                          "dma_len", "plen", "data"), 0)
     job["rest"] = entry["rest"]
     if reason is None:
@@ -115,11 +115,13 @@ class HeaderCheckModel:
 
     ``lookup(qpn, victim_busy, side)`` presents a lookup to the context cache (its twin
     in a system, the test's side inputs in a unit test) and returns whether it was taken;
-    ``done(entry, side)`` reads the verify stage's count of frames done.
+    ``done(entry, side)`` reads the verify stage's count of frames done; ``entry_of(qpn,
+    side)`` is the cache's ``entry`` for a lookup of ``qpn`` (by default the
+    direct-mapped ``qpn % used``). A job that passed carries its ``entry``.
     """
 
     def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None,
-                 header="roce"):
+                 header="roce", entry_of=None):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone); ``header``:
         the framing (:mod:`spec.formats.scaleup`)."""
@@ -128,6 +130,7 @@ class HeaderCheckModel:
         self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
+        self.entry_of = entry_of or (lambda qpn, side: qpn % self.used)
         self.looked_up = Staged(0, size=entries, name="looked_up", log=log)
         self.count = dict.fromkeys(REASONS + ("jobs_max",), 0)
         #: Cycles a lookup was presented with ``victim_busy`` and not taken (a statistic
@@ -147,7 +150,7 @@ class HeaderCheckModel:
             self.i.read()
             self.o.write(job)
             return out
-        e = job["qpn"] % self.used
+        e = job["entry"] = self.entry_of(job["qpn"], side)
         busy = self.looked_up[e] != self.done(e, side)
         out.update({"lookup.valid": 1, "lookup.payload": {"qpn": job["qpn"]},
                     "victim_busy": int(busy), "done_addr": e})

@@ -82,7 +82,7 @@ class ResponderModel:
     """
 
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
-                 mr_table=(), cache_used=None, header="roce", **sizes):
+                 mr_table=(), cache_used=None, header="roce", cache_ways=1, **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
@@ -94,7 +94,7 @@ class ResponderModel:
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
-                                       cache_used)
+                                       cache_used, cache_ways)
         used = self.cache.used
         mr = [unpack(MR_LAYOUT, v) for v in mr_table]
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
@@ -105,7 +105,8 @@ class ResponderModel:
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
                                        used=used, log=self._staged,
-                                       header=fr.header.value)
+                                       header=fr.header.value,
+                                       entry_of=lambda qpn, side: self.cache.entry_of(qpn))
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth,
                                          fr.head_bytes)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])

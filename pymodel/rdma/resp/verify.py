@@ -52,7 +52,7 @@ class VerifyModel:
             self.i.read()
             self.w.write(wjob)
             return out
-        e = j["qpn"] % self.used
+        e = j["entry"]                   # the header check's lookup placed it
         if not self.env.ready(e, side):
             return out
         ctx, g = self.env.static(e, side), self.env.group(e, side)

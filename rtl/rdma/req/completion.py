@@ -102,9 +102,11 @@ class CompletionUnit(wiring.Component):
         is for the entry (it must not be evicted before the sequencer wrote its state).
     need : Out(stream.Signature({"qpn": QPN_BITS}))
         A lookup the front presents for the unit (a LOOK), ahead of its items.
-    probe : Out(CacheProbeSignature()).array(3)
+    probe : Out(CacheProbeSignature()).array(5)
         Is the context of the event's QP, of the timer's QP, of the LOOK's QP present
-        (in its entry and filled)?
+        (in the cache and filled)? Probes 1, 3 and 4 also give the cache entry of the
+        timer's QP, of the event's window head QP (an error) and of the record a
+        rewind resends (the cache places the QPs).
     issued : In(16)
         Records the WQE fetch stage has promised (mod 2**16); appended : Out(16)
         records taken from ``rec`` (mod 2**16); done_total : Out(16) items done (their
@@ -112,9 +114,10 @@ class CompletionUnit(wiring.Component):
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     cache_log2 : In(4)
-        Cache entries in use (a QP's entry: its ``qpn % 2**cache_log2``; with
-        ``windows`` 0 also its window slot); the timer's ``scan`` visits all slots
-        built (``entries`` for ``windows`` 0), used or not.
+        Cache entries in use (with ``windows`` 0 a QP's window slot is its direct-mapped
+        entry ``qpn % 2**cache_log2``; its entry otherwise comes from the probes); the
+        timer's ``scan`` visits all slots built (``entries`` for ``windows`` 0), used or
+        not.
     ack_unexpected, seq_naks, timeouts, rewinds, retired, records_max : Out(32)
         Events that matched nothing; rewinds by a PSN sequence NAK; timer expiries
         (rewinds and RETRY_EXC_ERR completions); rewinds; records retired; the most
@@ -191,7 +194,7 @@ class CompletionUnit(wiring.Component):
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
             "need": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
-            "probe": Out(CacheProbeSignature()).array(3),
+            "probe": Out(CacheProbeSignature()).array(5),
             "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
             "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
             "timeout": In(TIMEOUT_BITS),
@@ -230,11 +233,6 @@ class CompletionUnit(wiring.Component):
             p = mm.read_port(domain="comb")
             m.d.comb += p.addr.eq(addr)
             return p.data
-
-        def entry(qpn):
-            e = Signal(ibits)
-            m.d.comb += e.eq(entry_of(qpn, self.cache_log2, ibits))
-            return e
 
         def slot_of(qpn):
             sl = Signal(wbits)
@@ -289,7 +287,8 @@ class CompletionUnit(wiring.Component):
                      q.err.eq(self.err_valid & (self.err_entry == q.entry))]
         # Is the context of the event's QP, the timer's QP, the looked-up QP present?
         m.d.comb += [self.probe[0].qpn.eq(ev.qpn), self.probe[1].qpn.eq(scan_oldest.qpn),
-                     self.probe[2].qpn.eq(look_qpn)]
+                     self.probe[2].qpn.eq(look_qpn), self.probe[3].qpn.eq(oldest.qpn),
+                     self.probe[4].qpn.eq(wr_rec.qpn)]
         ev_here, sp_here, look_here = (self.probe[k].present for k in range(3))
 
         # Write ports, driven by the chosen action.
@@ -359,10 +358,9 @@ class CompletionUnit(wiring.Component):
                 put("pinned", sl, 0)
             m.d.sync += [self.win_total.eq(self.win_total - 1), self.retired.eq(self.retired + 1)]
 
-        def enter_error(sl, nxt_id, qpn):
-            """The QP ``qpn`` (window slot ``sl``) enters ERR; flush its window from
-            ``nxt_id``."""
-            e = entry(qpn)
+        def enter_error(sl, nxt_id, qpn, e):
+            """The QP ``qpn`` (window slot ``sl``, cache entry ``e``) enters ERR; flush its
+            window from ``nxt_id``."""
             m.d.sync += [mode.eq(_Mode.FLUSH), walk_slot.eq(sl), cur.eq(nxt_id),
                          self.err_valid.eq(1), self.err_entry.eq(e),
                          self.qp_errors.eq(self.qp_errors + 1)]
@@ -394,7 +392,7 @@ class CompletionUnit(wiring.Component):
                 m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
-                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(entry(wr_rec.qpn)),
+                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(self.probe[4].entry[:ibits]),
                              s.qpn.eq(wr_rec.qpn), s.sq_index.eq(wr_rec.sq_index),
                              s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
@@ -449,7 +447,7 @@ class CompletionUnit(wiring.Component):
                 with m.If(ev_retire):
                     retire(s_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe)
                 with m.If(ev_err):
-                    enter_error(s_ev, next_ev, oldest.qpn)
+                    enter_error(s_ev, next_ev, oldest.qpn, self.probe[3].entry[:ibits])
                 with m.If(past):
                     m.d.sync += used.eq(1)
                 with m.Else():
@@ -468,7 +466,8 @@ class CompletionUnit(wiring.Component):
                 with m.If(give_up):
                     retire(scan, head_sp, scan_oldest, next_sp, win_sp,
                            CqeStatus.RETRY_EXC_ERR.value, Const(1))
-                    enter_error(scan, next_sp, scan_oldest.qpn)
+                    enter_error(scan, next_sp, scan_oldest.qpn,
+                                self.probe[1].entry[:ibits])
                 with m.Else():
                     put("retries", scan, retries_sp + 1)
                     start_rewind(scan)

@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from spec.formats.roce import QPN_BITS
 from spec.ports import CompletionQuerySignature
 from spec.rdma_stages import COUNT_BITS, fetch_layout, item_layout
@@ -43,6 +43,9 @@ class QpFront(wiring.Component):
         To the cache: the victim of the presented lookup is busy.
     victim : In(StructLayout({"valid": 1, "qpn": QPN_BITS})), hit : In(1)
         From the cache: the presented lookup's victim, and whether it hits.
+    entry : In(range(entries))
+        From the cache: the presented lookup's entry (the hit entry, or the entry a
+        miss fills), combinational.
     completion : Out(CompletionQuerySignature(entries, COUNT_BITS))
         To the completion unit: the lookup (entry, QPN, victim) and its answers.
     need : In(stream.Signature({"qpn": QPN_BITS}))
@@ -54,7 +57,7 @@ class QpFront(wiring.Component):
         With ``serial``, take an item only while ``idle`` (nothing in flight anywhere):
         one message at a time.
     cache_log2 : In(4)
-        Cache entries in use, as the cache's port (an item's entry: ``qpn % 2**cache_log2``).
+        Cache entries in use, as the cache's port (the cache places the QPs).
     adm_total : Out(COUNT_BITS)
         Items taken since reset (mod ``2**COUNT_BITS``).
     items, ctx_stalls, evict_inflight : Out(32)
@@ -78,6 +81,7 @@ class QpFront(wiring.Component):
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
             "victim": In(data.StructLayout({"valid": 1, "qpn": QPN_BITS})), "hit": In(1),
+            "entry": In(range(entries)),
             "completion": Out(CompletionQuerySignature(entries, COUNT_BITS)),
             "need": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "hold": In(1), "serial": In(1), "idle": In(1),
@@ -97,7 +101,7 @@ class QpFront(wiring.Component):
         m.d.comb += qpn.eq(Mux(self.need.valid, self.need.payload.qpn, it.qpn))
         e = Signal(ibits)
         q = self.completion
-        m.d.comb += [e.eq(entry_of(qpn, self.cache_log2, ibits)), rd.addr.eq(e),
+        m.d.comb += [e.eq(self.entry), rd.addr.eq(e),
                      wr.addr.eq(e), q.entry.eq(e), q.qpn.eq(qpn),
                      q.victim_valid.eq(self.victim.valid), q.victim_qpn.eq(self.victim.qpn)]
         go = Signal()

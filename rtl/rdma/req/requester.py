@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import AckReceiver
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache, check_ways
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
@@ -88,7 +88,9 @@ class Requester(wiring.Component):
         ``ack_timeout`` is 0,
         ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
         counted as ``ack_lost``), ``windows`` the completion unit's window slots (0: one
-        per cache entry, contexts pinned until their messages are acknowledged).
+        per cache entry, contexts pinned until their messages are acknowledged),
+        ``cache_ways`` the context cache's ways per set (1, 2, 4, 8; more than 1 is
+        refused with ``windows`` 0, where a window slot is a cache entry).
     header : str
         The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
         ``"scaleup"`` (:mod:`spec.formats.scaleup`).
@@ -140,10 +142,14 @@ class Requester(wiring.Component):
             reject(self, f"QP-context cache entries must be a power of two, "
                          f"not {cache_entries!r}")
         check_windows(self, p["windows"], cache_entries)
+        check_ways(self, p["cache_ways"], cache_entries)
+        if p["cache_ways"] > 1 and p["windows"] == 0:
+            reject(self, f"QP-context cache ways (cache_ways) {p['cache_ways']} need window "
+                         f"slots apart from the cache (windows > 0, not 0)")
         self.p, self.depth = p, depth
         self.cache = ContextCache(cache_entries, depth,
                                   {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3,
-                                  probes=3)
+                                  probes=5, ways=p["cache_ways"])
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
                               p["records"])
@@ -256,10 +262,11 @@ class Requester(wiring.Component):
             front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
             cache.victim_busy.eq(front.victim_busy),
             front.victim.eq(cache.victim), front.hit.eq(cache.hit),
+            front.entry.eq(cache.entry),
         ]
         wiring.connect(m, front.lookup, cache.req)
         wiring.connect(m, comp.need, front.need)
-        for k in range(3):
+        for k in range(5):
             wiring.connect(m, comp.probe[k], cache.probe[k])
         wiring.connect(m, fetch.filled, cache.filled)
         wiring.connect(m, fetch.ctx, cache.reads[0])

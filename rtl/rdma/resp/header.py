@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.eth_ip_udp import framing_param
 from spec.checks import check_int, reject
 from spec.formats.roce import (
@@ -45,7 +45,7 @@ class HeaderCheck(wiring.Component):
     ----------
     entries : int
         Entries of the context cache; ``2**cache_log2`` of them are in use (the port,
-        as the cache's), and a frame's entry is ``qpn % 2**cache_log2``.
+        as the cache's); a frame's entry is the cache's ``entry`` for its lookup.
     jobs : int
         Depth of the verify-job FIFO this stage writes.
 
@@ -59,6 +59,9 @@ class HeaderCheck(wiring.Component):
         The verify-job FIFO's level (for ``jobs_max``).
     lookup : Out(stream.Signature({"qpn": QPN_BITS}))
         To the context cache's ``req`` (``ready``: the lookup is taken in this cycle).
+    entry : In(range(entries))
+        From the cache: ``lookup``'s entry (the hit entry, or the entry a miss fills),
+        combinational; the job carries it to the verify stage.
     victim_busy : Out(1)
         For ``lookup``'s entry: frames of it were looked up and are not through the
         verify stage yet (they must not lose their context to an eviction).
@@ -103,6 +106,7 @@ class HeaderCheck(wiring.Component):
             "o_level": In(range(jobs + 1)),
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
+            "entry": In(range(entries)),
             "done_addr": Out(range(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "done_data": In(inflight_bits(jobs)),
@@ -158,7 +162,8 @@ class HeaderCheck(wiring.Component):
         m.d.comb += [qpn.eq(bswap(hdr.bth.dest_qp, 3)), job.rest.eq(e.rest)]
         with m.If(fail == 0):
             m.d.comb += [
-                job.check.eq(1), job.qpn.eq(qpn), job.psn.eq(bswap(hdr.bth.psn, 3)),
+                job.check.eq(1), job.qpn.eq(qpn), job.entry.eq(self.entry),
+                job.psn.eq(bswap(hdr.bth.psn, 3)),
                 job.ack_req.eq(hdr.bth.ack_req), job.reth.eq(reth), job.last.eq(last),
                 job.va.eq(bswap(hdr.reth.va, 8)), job.rkey.eq(bswap(hdr.reth.rkey, 4)),
                 job.dma_len.eq(bswap(hdr.reth.dma_length, 4)),
@@ -167,11 +172,10 @@ class HeaderCheck(wiring.Component):
             ]
 
         # Frames of each entry looked up (this stage) and done (the verify stage).
-        ibits = (self.entries - 1).bit_length()
         m.submodules.looked_up = looked = memory.Memory(
             shape=inflight_bits(self.jobs), depth=self.entries, init=[])
         rd, wr = looked.read_port(domain="comb"), looked.write_port()
-        entry = entry_of(qpn, self.cache_log2, ibits)
+        entry = self.entry
         m.d.comb += [rd.addr.eq(entry), wr.addr.eq(entry), wr.data.eq(rd.data + 1),
                      self.done_addr.eq(entry),
                      self.victim_busy.eq(rd.data != self.done_data),

@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache, check_ways
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
@@ -55,7 +55,7 @@ class Responder(wiring.Component):
     Parameters
     ----------
     cache_entries : int
-        Entries of the QP-context cache (16 to 256, a power of two), direct mapped.
+        Entries of the QP-context cache (16 to 256, a power of two).
     depth : int
         Host-memory words (a power of two, 2**6 to 2**32).
     mr_entries : int
@@ -64,6 +64,9 @@ class Responder(wiring.Component):
     header : str
         The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
         the receive, header-check, writer and ACK stages follow it).
+    cache_ways : int
+        Ways per set of the context cache (1, 2, 4, 8; 1: direct mapped), as the
+        requester's ``cache_ways`` (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
     **sizes
         FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
@@ -79,7 +82,8 @@ class Responder(wiring.Component):
         Word address of the QP-context table (QP ``q`` at ``qpc_base + q``).
     cache_log2 : In(4)
         ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
-        reset); QP ``q`` lives in entry ``q % 2**cache_log2``.
+        reset); with ``cache_ways`` 1 QP ``q`` lives in entry ``q % 2**cache_log2``
+        (else in one of the ways of its set: :class:`~rtl.rdma.context_cache.ContextCache`).
     host : Out(HostDmaSignature(depth))
         To the host interface's engine side (``HostInterface.dma``). ``host.rd_req``:
         context fills, one word each (``words`` = 1, ``id`` = 0), from the fill FIFO;
@@ -112,8 +116,9 @@ class Responder(wiring.Component):
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
-                 **sizes):
+                 cache_ways=1, **sizes):
         self.framing = framing_param(self, header)
+        self.cache_ways = check_ways(self, cache_ways, cache_entries)
         check_int(self, "QP-context cache entries", cache_entries, 16, 256)
         if cache_entries & (cache_entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not "
@@ -151,7 +156,8 @@ class Responder(wiring.Component):
         m.submodules.writer = wrt = PayloadWriter(depth, header=fr)
         m.submodules.arbiter = arb = WriteArbiter(depth)
         m.submodules.ack = ack = AckSender(header=fr)
-        m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP})
+        m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP},
+                                                  ways=self.cache_ways)
         fifos = dict(
             hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
             jobs=_fifo(verify_job_layout(hb), s.jobs),
@@ -172,7 +178,7 @@ class Responder(wiring.Component):
         wiring.connect(m, hdr.o, fifos["jobs"].w_stream)
         wiring.connect(m, hdr.lookup, cache.req)
         m.d.comb += [hdr.o_level.eq(fifos["jobs"].level),
-                     cache.victim_busy.eq(hdr.victim_busy),
+                     cache.victim_busy.eq(hdr.victim_busy), hdr.entry.eq(cache.entry),
                      ver.done_addr.eq(hdr.done_addr), hdr.done_data.eq(ver.done_data),
                      cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
                      hdr.cache_log2.eq(self.cache_log2), ver.cache_log2.eq(self.cache_log2)]

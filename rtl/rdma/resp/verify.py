@@ -4,7 +4,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
 from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
@@ -113,8 +113,7 @@ class Verify(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         j = self.i.payload
-        ibits = (self.entries - 1).bit_length()
-        entry = entry_of(j.qpn, self.cache_log2, ibits)
+        entry = j.entry[:(self.entries - 1).bit_length()]
         ctx, g, mr = self.ctx.data, self.group.data, self.mr_data
         m.d.comb += [self.filled.entry.eq(entry), self.ctx.addr.eq(entry),
                      self.group.addr.eq(entry), self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
