@@ -24,7 +24,7 @@ from spec.rdma_responder import REST_MAX
 __all__ = ["NODES_RANGE", "node_mac", "node_ip", "IP_LENGTH_BYTE", "FRAME_OVERHEAD",
            "OPCODE_BYTE", "FCS_BYTES", "MERGE_TAIL_BEATS", "MERGE_ROOM",
            "FABRIC_DEFAULTS", "MERGE_FLAGS", "MERGE_COUNTERS",
-           "QPN_STRIDE", "req_qpn", "resp_qpn", "PAUSE_HYSTERESIS", "pause_min_headroom",
+           "QPN_STRIDE", "req_qpn", "resp_qpn", "PAUSE_HYSTERESIS", "PAUSE_COUNTERS", "pause_min_headroom",
            "pause_thresholds"]
 
 #: Nodes of the fabric top (switch ports).
@@ -123,6 +123,8 @@ MERGE_COUNTERS = ("level_max",)
 #: "net/mlx5e: Update xon formula", port_buffer.c), so that a pause is lifted only when a
 #: whole largest frame fits again.
 PAUSE_HYSTERESIS = MAX_FRAME_BEATS
+#: Counters of each node's pause, with ``pause`` on (ports ``pause__<p>__<name>``).
+PAUSE_COUNTERS = ("xoffs",)
 
 
 def pause_min_headroom(link_latency):
