@@ -24,8 +24,8 @@ from spec.rdma_responder import REST_MAX
 __all__ = ["NODES_RANGE", "node_mac", "node_ip", "IP_LENGTH_BYTE", "FRAME_OVERHEAD",
            "OPCODE_BYTE", "FCS_BYTES", "MERGE_TAIL_BEATS", "MERGE_ROOM",
            "FABRIC_DEFAULTS", "MERGE_FLAGS", "MERGE_COUNTERS",
-           "QPN_STRIDE", "req_qpn", "resp_qpn", "PAUSE_HYSTERESIS", "PAUSE_COUNTERS", "pause_min_headroom",
-           "pause_thresholds"]
+           "QPN_STRIDE", "req_qpn", "resp_qpn", "PAUSE_HYSTERESIS", "PAUSE_COUNTERS",
+           "pause_min_headroom", "pause_thresholds"]
 
 #: Nodes of the fabric top (switch ports).
 NODES_RANGE = (2, 8)

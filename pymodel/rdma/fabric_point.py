@@ -124,8 +124,8 @@ def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=
     per sender (senders in order): ``src``, ``dst``, ``arrival``, ``accept``,
     ``remote_write``, ``completion`` (absolute cycles), and ``cycles`` (the run's
     length), ``merge_level_max`` (per node), ``counters`` (the twin's ``req``/``resp``
-    per node; ``pause``: its ``xoffs`` per node, with ``pause``) and ``row`` (:func:`fabric_load_row`: offered and achieved rates,
-    latency distributions).
+    per node; ``pause``: its ``xoffs`` per node, with ``pause``) and ``row``
+    (:func:`fabric_load_row`: offered and achieved rates, latency distributions).
     """
     sc = fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=seed, qps=qps,
                          depth=depth, warmup=warmup)
