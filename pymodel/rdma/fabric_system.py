@@ -16,6 +16,13 @@ return path delivers in ``c``); then the switch with the beats the uplinks deliv
 on an egress port in ``c' + 1`` (``c'`` the cycle it leaves the ingress buffer), the
 downlink delivers it ``L`` cycles later; a credit pulse of cycle ``c`` reaches the merge
 in ``c + L``.
+
+With ``pause`` (:class:`pymodel.rdma.pause.PauseGenModel` per node): in cycle ``c`` the
+responder's FIFO levels at the start of ``c`` set ``xoff`` of ``c + 1``, which the
+switch's egress gate sees from ``c + 1 + L``; the switch is built with backpressure and
+its egress ``o`` is not ready in a cycle whose beat on the port is a first beat while
+node ``o``'s pause is on; a beat that leaves the port in ``c`` reaches the demux in
+``c + L``. Without ``pause`` the switch has no backpressure, as before.
 """
 
 import dataclasses
@@ -71,8 +78,10 @@ class FabricConfig:
     :data:`spec.rdma_engine.REQUESTER_DEFAULTS` and
     :data:`~spec.rdma_engine.RESPONDER_DEFAULTS` (``responder_sizes``); 16 entries in
     use, the context tables at word 0, a CQ of 1,024 entries
-    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks. Each
-    field is checked; a bad one raises ``ValueError`` naming it."""
+    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks; no
+    pause (``pause``, ``pause_headroom``, ``pause_hysteresis``: the top's, thresholds
+    checked by :func:`spec.rdma_fabric.pause_thresholds`). Each field is checked; a bad
+    one raises ``ValueError`` naming it."""
     nodes: int = FABRIC_DEFAULTS["nodes"]
     cache_entries: int = 16
     cache_capacity: int = FABRIC_DEFAULTS["cache_entries"]
