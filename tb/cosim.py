@@ -188,7 +188,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.cocotb_fabric": ("top", "nodes", "qps", "msg_bytes", "messages", "load",
                               "pattern", "seed", "warmup", "cache_entries", "credits", "depth",
                               "host", "link_latency", "merge_depth", "mr_entries", "out_json",
-                              "expect_merge_wait", "expect_merge_held"),
+                              "expect_merge_wait", "expect_merge_held", "expect_pause"),
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
                             "out"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",

@@ -152,6 +152,10 @@ SLOW = {
         "make test test_unit_frame_merge.py holds a FrameSender-timed source with the "
         "merge's room against its twin (no overflow at the least depth, the rule tight), "
         "and test_rdma_fabric_model.py runs the 7->1 1 KiB incast at 90 % on the model",
+    "test_cosim_rdma_fabric.py::test_fabric_incast_paused[verilator]":
+        "the paused 4-node top is one more Verilator build of several minutes: Icarus "
+        "co-simulates it in make test, test_unit_pause.py holds PauseGen against its "
+        "twin and test_rdma_fabric_model.py runs the paused incasts on the model",
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
         "Icarus runs the incast and all-to-all cases of the same top",
     # The soak's NIC top (4 nodes, retry, W = 64, 16k-deep players and recorders) is one

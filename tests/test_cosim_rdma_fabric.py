@@ -77,3 +77,22 @@ def test_fabric_node_counts(sim, test_id, nodes, pattern):
     run_fabric(dict(nodes=nodes), params=dict(pattern=pattern, messages=6, msg_bytes=128,
                                               load=0.5, warmup=WARMUP),
                sim=sim, test_id=test_id)
+
+
+#: The paused top: 4 nodes with the pause on, a receive payload FIFO of 128 beats (the
+#: least that holds a largest frame plus 64 beats; XOFF above 128 - 64 - 5 = 59 beats)
+#: and 16 beats of hysteresis (XON at 43; the default, one largest frame, 66, does not
+#: fit under 59), so that a short cold 3->1 incast of 1 KiB WRITEs pauses node 0's
+#: downlink (without the pause it drops frames: tests/test_rdma_fabric_model.py).
+PAUSE4 = dict(pause=1, rx_beats=128, pause_hysteresis=16)
+
+
+def test_fabric_incast_paused(sim, test_id):
+    """Incast 3->1 of 12 1 KiB WRITEs per sender at full load from cold, with the pause:
+    node 0's responder raises XOFF, the switch's egress toward it holds frames at their
+    first beat, the backlog backs up through the switch's ingress credits into the
+    merges; no responder drops a frame and no requester resends one, and every beat,
+    mark, counter (the pause's ``xoffs`` too) and memory word matches the model."""
+    run_fabric(PAUSE4, params=dict(pattern="incast", messages=12, msg_bytes=1024,
+                                   load=1.0, seed=1, warmup=0, expect_pause=True),
+               sim=sim, test_id=test_id)

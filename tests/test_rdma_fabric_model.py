@@ -143,3 +143,93 @@ def test_incast_7_to_1_of_1_kib_at_90_percent_is_lossless():
     row = r["row"]
     assert row["offered_per_cycle"] == pytest.approx(0.05)
     assert row["achieved_per_cycle"] <= 1 / 20 < 1 / 18
+    # Without the pause nothing holds the switch's egress toward node 0: its responder's
+    # receive buffer overflows (frames dropped whole) and go-back-N resends.
+    assert r["counters"]["resp"][0]["overflow"] > 0
+    assert sum(c["retransmissions"] for c in r["counters"]["req"]) > 0
+
+
+def _paused_run(sc, pause, **top):
+    cfg = FabricConfig(nodes=len(sc.verbs), cq_base=sc.cq_base, cq_log2=sc.cq_log2,
+                       pause=pause, **top)
+    return simulate_fabric(cfg, sc.images())
+
+
+def _check_lossless(sc, r, nodes):
+    """No frame dropped anywhere, none resent, every posted byte in its MR, one
+    completion per message (the merges' overflow would have raised in the twin)."""
+    for n in range(nodes):
+        assert r["resp"][n]["overflow"] == 0, n
+        assert r["req"][n]["retransmissions"] == 0, n
+        mem = r["mem_rs"][n]
+        for base, want in sc.expected_mr_bytes(n).items():
+            nw = -(-len(want) // 64)
+            have = b"".join(mem.get(base // 64 + k, 0).to_bytes(64, "little")
+                            for k in range(nw))[:len(want)]
+            assert have == want, (n, base)
+    assert sum(len(w) for w in r["written"]) == sum(len(c) for c in r["completed"]) \
+        == len(sc.messages)
+
+
+def test_incast_7_to_1_of_1_kib_at_90_percent_with_pause_loses_nothing():
+    """The same incast as above with ``pause`` on: node 0's responder raises XOFF before
+    its receive buffer can overflow, the switch's egress holds frames toward it, the
+    switch's ingress buffers fill and their credits hold the merges, whose ``room``
+    holds the requesters: no frame is dropped at a merge or at the responder, none is
+    resent, every byte lands, and the rate stays under the same bounds."""
+    sc = fabric_scenario("incast", 8, 200, 1024, 0.9, seed=1, depth=1 << 20, warmup=3000)
+    r = _paused_run(sc, 1, depth=1 << 20)
+    _check_lossless(sc, r, 8)
+    assert r["pause"][0]["xoffs"] > 0
+    assert all(p["xoffs"] == 0 for p in r["pause"][1:])     # the senders receive no data
+
+
+#: The co-simulation's small paused top (tests/test_cosim_rdma_fabric.py): a receive
+#: payload FIFO of 128 beats (the least that holds a largest frame, 64, plus 64), so
+#: that a short cold 3->1 incast of 1 KiB WRITEs fills it; XOFF above 128 - 64 - 5 = 59
+#: beats, XON at 59 - 16 = 43.
+PAUSE4 = dict(pause_hysteresis=16, responder_sizes=dict(rx_beats=128))
+
+
+def test_small_incast_drops_without_pause_and_not_with_it():
+    """Incast 3->1 of 12 1 KiB WRITEs per sender at full load from cold (the first
+    messages bunch up behind the context fills) into a 128-beat receive buffer: without
+    the pause node 0's responder drops frames and the senders resend; with it nothing is
+    lost and the run ends sooner."""
+    sc = fabric_scenario("incast", 4, 12, 1024, 1.0, seed=1, depth=1 << 12, warmup=0)
+    off = _paused_run(sc, 0, depth=1 << 12, **PAUSE4)
+    on = _paused_run(sc, 1, depth=1 << 12, **PAUSE4)
+    assert off["resp"][0]["overflow"] > 0
+    assert sum(c["retransmissions"] for c in off["req"]) > 0
+    _check_lossless(sc, on, 4)
+    assert on["pause"][0]["xoffs"] > 0
+    assert on["cycles"] < off["cycles"]
+    # The pause's guarantee: a frame is admitted with at most 128 - 64 payload beats
+    # held, so the buffer never holds more than that plus one frame's 16 payload beats.
+    assert on["resp"][0]["rx_beats_max"] <= 128 - 64 + 16
+
+
+def test_pause_on_changes_nothing_until_it_pauses():
+    """With ``pause`` on but a run that never reaches XOFF (the idle-skipping run of
+    incast, 3 nodes) every record, counter and memory equals the run without it (the
+    switch's egress with backpressure is timed as without while it is ready)."""
+    sc = fabric_scenario("incast", 3, 4, 200, 0.5, seed=3, qps=2)
+    off, on = _paused_run(sc, 0, depth=1 << 12), _paused_run(sc, 1, depth=1 << 12)
+    assert on["pause"] == [dict(xoffs=0)] * 3
+    for key in ("wire", "mmio_stamps", "written", "completed", "req", "resp", "host_rq",
+                "host_rs", "merge", "switch", "mem_rq", "mem_rs", "cycles"):
+        assert on[key] == off[key], key
+
+
+def test_idle_skipping_changes_nothing_with_pause():
+    """The small paused incast (XOFF raised and lifted) stepped every cycle gives every
+    record, counter and memory of the run that jumps over quiet cycles."""
+    sc = fabric_scenario("incast", 4, 4, 1024, 1.0, seed=1, depth=1 << 12, warmup=0)
+    cfg = FabricConfig(nodes=4, cq_base=sc.cq_base, cq_log2=sc.cq_log2, depth=1 << 12,
+                       pause=1, **PAUSE4)
+    fast = simulate_fabric(cfg, sc.images(), skip=True)
+    slow = simulate_fabric(cfg, sc.images(), skip=False)
+    assert fast["pause"][0]["xoffs"] > 0
+    for key in ("wire", "mmio_stamps", "written", "completed", "req", "resp", "host_rq",
+                "host_rs", "merge", "switch", "mem_rq", "mem_rs", "pause"):
+        assert fast[key] == slow[key], key

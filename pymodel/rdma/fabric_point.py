@@ -110,28 +110,34 @@ def fabric_run(pattern, nodes, msg_bytes, messages, load, seed=1, qps=1, warmup=
                host=FABRIC_DEFAULTS["host"], link_latency=FABRIC_DEFAULTS["link_latency"],
                credits=FABRIC_DEFAULTS["credits"],
                merge_depth=FABRIC_DEFAULTS["merge_depth"], cache_entries=16,
-               depth=MODEL_DEPTH):
+               depth=MODEL_DEPTH, pause=FABRIC_DEFAULTS["pause"],
+               pause_headroom=FABRIC_DEFAULTS["pause_headroom"],
+               pause_hysteresis=FABRIC_DEFAULTS["pause_hysteresis"]):
     """One open-loop run of ``pattern`` over ``nodes`` nodes, ``messages`` WRITEs of
     ``msg_bytes`` per sender at ``load`` (see
     :func:`pymodel.scenarios.rdma_fabric.service_cycles`), ``qps`` QPs per (sender,
-    destination); ``warmup`` cycles of warm-up (one unmeasured message per QP first).
+    destination); ``warmup`` cycles of warm-up (one unmeasured message per QP first);
+    ``pause``, ``pause_headroom``, ``pause_hysteresis``: the downlinks' PFC-like pause
+    (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`; off by default).
 
     Returns a dict of numpy int64 arrays over the measured messages, in posting order
     per sender (senders in order): ``src``, ``dst``, ``arrival``, ``accept``,
     ``remote_write``, ``completion`` (absolute cycles), and ``cycles`` (the run's
     length), ``merge_level_max`` (per node), ``counters`` (the twin's ``req``/``resp``
-    per node) and ``row`` (:func:`fabric_load_row`: offered and achieved rates,
-    latency distributions).
+    per node; ``pause``: its ``xoffs`` per node, with ``pause``) and ``row``
+    (:func:`fabric_load_row`: offered and achieved rates, latency distributions).
     """
     sc = fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=seed, qps=qps,
                          depth=depth, warmup=warmup)
     cfg = FabricConfig(nodes=nodes, cache_entries=cache_entries,
                        cache_capacity=max(cache_entries, FABRIC_DEFAULTS["cache_entries"]),
                        depth=depth, host=host, link_latency=link_latency, credits=credits,
-                       merge_depth=merge_depth, cq_base=sc.cq_base, cq_log2=sc.cq_log2)
+                       merge_depth=merge_depth, cq_base=sc.cq_base, cq_log2=sc.cq_log2,
+                       pause=pause, pause_headroom=pause_headroom,
+                       pause_hysteresis=pause_hysteresis)
     r = simulate_fabric(cfg, sc.images())
     out = fabric_arrays(sc, r, nodes)
     out.update(cycles=r["cycles"], merge_level_max=[m["level_max"] for m in r["merge"]],
-               counters={"req": r["req"], "resp": r["resp"]})
+               counters={"req": r["req"], "resp": r["resp"], "pause": r["pause"]})
     out["row"] = fabric_load_row(out, pattern, nodes, msg_bytes, load)
     return out

@@ -16,6 +16,13 @@ return path delivers in ``c``); then the switch with the beats the uplinks deliv
 on an egress port in ``c' + 1`` (``c'`` the cycle it leaves the ingress buffer), the
 downlink delivers it ``L`` cycles later; a credit pulse of cycle ``c`` reaches the merge
 in ``c + L``.
+
+With ``pause`` (:class:`pymodel.rdma.pause.PauseGenModel` per node): in cycle ``c`` the
+responder's FIFO levels at the start of ``c`` set ``xoff`` of ``c + 1``, which the
+switch's egress gate sees from ``c + 1 + L``; the switch is built with backpressure and
+its egress ``o`` is not ready in a cycle whose beat on the port is a first beat while
+node ``o``'s pause is on; a beat that leaves the port in ``c`` reaches the demux in
+``c + L``. Without ``pause`` the switch has no backpressure, as before.
 """
 
 import dataclasses
@@ -25,6 +32,7 @@ from pymodel.cycle import take_activity
 from pymodel.fabric.switch import SwitchModel
 from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
+from pymodel.rdma.pause import PauseGenModel
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import MIN_CQ_LOG2
@@ -37,7 +45,7 @@ from spec.rdma_engine import (
     RETRY_LIMIT_RANGE,
     TIMEOUT_RANGE,
 )
-from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE
+from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE, pause_thresholds
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["FabricConfig", "simulate_fabric"]
@@ -54,7 +62,7 @@ _RANGES = {
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
     "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
     "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
-    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
+    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "pause": (0, 1),
 }
 
 
@@ -70,8 +78,10 @@ class FabricConfig:
     :data:`spec.rdma_engine.REQUESTER_DEFAULTS` and
     :data:`~spec.rdma_engine.RESPONDER_DEFAULTS` (``responder_sizes``); 16 entries in
     use, the context tables at word 0, a CQ of 1,024 entries
-    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks. Each
-    field is checked; a bad one raises ``ValueError`` naming it."""
+    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks; no
+    pause (``pause``, ``pause_headroom``, ``pause_hysteresis``: the top's, thresholds
+    checked by :func:`spec.rdma_fabric.pause_thresholds`). Each field is checked; a bad
+    one raises ``ValueError`` naming it."""
     nodes: int = FABRIC_DEFAULTS["nodes"]
     cache_entries: int = 16
     cache_capacity: int = FABRIC_DEFAULTS["cache_entries"]
@@ -97,6 +107,9 @@ class FabricConfig:
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
+    pause: int = FABRIC_DEFAULTS["pause"]
+    pause_headroom: int = FABRIC_DEFAULTS["pause_headroom"]
+    pause_hysteresis: int | None = FABRIC_DEFAULTS["pause_hysteresis"]
     responder_sizes: dict = dataclasses.field(
         default_factory=lambda: dict(RESPONDER_DEFAULTS))
 
@@ -128,6 +141,13 @@ class FabricConfig:
         if not isinstance(self.responder_sizes, dict) or not set(
                 self.responder_sizes) <= set(RESPONDER_DEFAULTS):
             bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
+        if self.pause:
+            sizes = dict(RESPONDER_DEFAULTS, **self.responder_sizes)
+            try:
+                pause_thresholds(sizes["rx_beats"], sizes["rx_frames"], self.link_latency,
+                                 self.pause_headroom, self.pause_hysteresis)
+            except ValueError as exc:
+                raise ValueError(f"FabricConfig.{exc}") from None
 
     @property
     def qpc_base_a(self):          # what the requester model reads
@@ -184,7 +204,12 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                             **cfg.responder_sizes)
              for p in nodes]
     merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]
-    switch = SwitchModel(n, "l2", cfg.credits, width=64)
+    switch = SwitchModel(n, "l2", cfg.credits, backpressure=bool(cfg.pause), width=64)
+    sizes = dict(RESPONDER_DEFAULTS, **cfg.responder_sizes)
+    pausers = ([PauseGenModel(sizes["rx_beats"], sizes["rx_frames"], lat, cfg.pause_headroom,
+                              cfg.pause_hysteresis) for _ in nodes] if cfg.pause else [])
+    paused = [False] * n            # the pause as the switch's egress gate sees it
+    pause_changes = defaultdict(dict)   # cycle -> {node: pause at the switch from then}
     up = defaultdict(dict)          # cycle -> {node: beat tuple} reaching the switch
     down = defaultdict(dict)        # cycle -> {node: beat dict} leaving the downlink
     gives = defaultdict(set)        # cycle -> nodes whose merge gets a credit
@@ -218,6 +243,14 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                         ack_beats[p] = []
                 else:
                     data_beat = beat_in
+            # The pause: the levels at the start of the cycle set XOFF of c + 1, at the
+            # switch's egress gate from c + 1 + L.
+            if pausers:
+                was = pausers[p].xoff
+                fifos = resp.fifos
+                if pausers[p].step(len(fifos["pay"].q), len(fifos["hdr"].q)) != was:
+                    pause_changes[c + 1 + lat][p] = pausers[p].xoff
+                    active = True
             # The requester's side.
             word = mmio[p][k[p]] if k[p] < len(mmio[p]) and c >= release[p][k[p]] else None
             rd, wr = req.offers()
@@ -256,9 +289,21 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
         gives.pop(c, None)
         # The switch: beats the uplinks deliver now; egress beats in c + 1.
         arrivals = up.pop(c, {})
-        egress, pops = switch.cycle(c, arrivals)
-        for q, beat in egress.items():
-            down[c + 1 + lat][q] = _beat(beat)
+        if pausers:
+            # Egress o holds a first beat while its node's pause is on; the beats that
+            # leave in c are on the downlink until c + L.
+            for q, v in pause_changes.pop(c, {}).items():
+                paused[q] = v
+            ready = [not (paused[o] and switch.reg[o] is not None and switch.reg[o][2])
+                     for o in nodes]
+            left, pops = switch.cycle(c, arrivals, ready=ready)
+            for q, beat in left.items():
+                down[c + lat][q] = _beat(beat)
+            egress = left
+        else:
+            egress, pops = switch.cycle(c, arrivals)
+            for q, beat in egress.items():
+                down[c + 1 + lat][q] = _beat(beat)
         for p in pops:
             gives[c + lat].add(p)
         if switch.overflow:
@@ -274,6 +319,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             if not active:
                 busy = (any(r.busy() for r in reqs) or any(down.values())
                         or any(up.values()) or any(pending_a) or gives
+                        or pause_changes
                         or any(k[p] < len(mmio[p]) for p in nodes)
                         or any(r.next_event(c) is not None for r in resps)
                         or any(h.next_event(c) is not None for h in hi_rq + hi_rs))
@@ -289,7 +335,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
         events += [r.comp.next_timer(c) for r in reqs] + [r.sender.next_event(c) for r in reqs]
         events += [min(d) for d in pending_a if d]
         events += [min(up) if up else None, min(down) if down else None,
-                   min(gives) if gives else None]
+                   min(gives) if gives else None,
+                   min(pause_changes) if pause_changes else None]
         events += [release[p][k[p]] for p in nodes if k[p] < len(mmio[p])]
         events = [e for e in events if e is not None]
         if not events:
@@ -312,4 +359,5 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                                                           or m.counter.overflow),
                             level_max=m.level_max) for m in merges],
                 switch=dict(drop_spoofed=switch.drop_spoofed), cycles=c,
+                pause=[dict(xoffs=g.xoffs) for g in pausers],
                 mem_rq=[h.mem for h in hi_rq], mem_rs=[h.mem for h in hi_rs])

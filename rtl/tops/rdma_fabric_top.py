@@ -13,6 +13,7 @@ from rtl.nic.credit_return import CreditReturn
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.frame_demux import FrameDemux
 from rtl.rdma.frame_merge import FrameMerge
+from rtl.rdma.pause import PauseGen
 from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from rtl.sim.harness_top import HarnessTop
@@ -35,6 +36,7 @@ from spec.rdma_fabric import (
     MERGE_FLAGS,
     MERGE_ROOM,
     NODES_RANGE,
+    PAUSE_COUNTERS,
 )
 
 __all__ = ["RdmaFabricTop"]
@@ -66,10 +68,26 @@ class RdmaFabricTop(HarnessTop):
     beat is ever lost; the responder's ACKs held in the responder),
     then a :class:`Link` of ``link_latency``. The switch's ingress buffer is ``credits``
     beats; its credit pulses come back through a :class:`CreditReturn` of
-    ``link_latency``. The switch never holds an egress (``backpressure`` off): each
+    ``link_latency``. Without ``pause`` the switch never holds an egress
+    (``backpressure`` off): each
     downlink is a :class:`Link` into a :class:`rtl.rdma.frame_demux.FrameDemux` that
     sends ACK/NAK frames to the requester's ACK input and the others to the responder,
     both always ready.
+
+    Pause (``pause`` = 1; IEEE 802.1Qbb PFC, one priority class): node ``p``'s
+    :class:`rtl.rdma.pause.PauseGen` raises XOFF from its responder's receive FIFO levels
+    (``rx_beats_level``, ``rx_frames_level``) above the thresholds of
+    :func:`spec.rdma_fabric.pause_thresholds` (``pause_headroom``, ``pause_hysteresis``)
+    and lowers it (XON) below the lower ones; a :class:`CreditReturn` of
+    ``link_latency`` carries it back (the uplink's sideband) to the switch, whose egress
+    ``p`` (``backpressure`` on) then holds its next first beat: the frame in progress
+    ends, the next waits on the port, and behind it the frames toward ``p`` wait in the
+    switch's ingress buffers, whose credits stop the senders' merges, whose ``room``
+    holds their requesters. XOFF in cycle ``s`` (levels at its start) holds a first beat
+    at the egress from ``s + 1 + L``; a first beat let through in ``e`` reaches the
+    responder in ``e + L``: ``2L + 1`` cycles in all, the least headroom. Counters
+    ``pause`` (:data:`spec.rdma_fabric.PAUSE_COUNTERS`) per node. With ``pause`` 0
+    nothing of this is built and every figure is as before.
 
     Players: ``mmio<p>`` (the host CPU's MMIO writes into node ``p``'s requester through
     ``hi_rq<p>``: doorbells and WQEs by MMIO; timed, so each write can wait for its
@@ -108,6 +126,7 @@ class RdmaFabricTop(HarnessTop):
         check_int(self, "credits (switch ingress beats)", p["credits"], MAX_FRAME_BEATS,
                   65535)
         check_int(self, "merge_depth (beats)", p["merge_depth"], MERGE_ROOM, 65535)
+        check_int(self, "pause (0 or 1)", p["pause"], 0, 1)
         check_int(self, "host-memory depth (words)", p["depth"], 1 << 6, 1 << 20)
         if p["depth"] & (p["depth"] - 1):
             reject(self, f"host-memory depth (words) must be a power of two, not "
@@ -122,7 +141,8 @@ class RdmaFabricTop(HarnessTop):
         # the part that owns it (naming it), and not when the top is elaborated.
         self.parts = []
         try:
-            self.switch = Switch(64, self.nodes, "l2", p["credits"])
+            self.switch = Switch(64, self.nodes, "l2", p["credits"],
+                                 backpressure=bool(p["pause"]))
             for _ in range(self.nodes):
                 self.parts.append({})
                 self._node_parts(p, self.parts[-1])
@@ -144,6 +164,8 @@ class RdmaFabricTop(HarnessTop):
             "merge": Out(CountersSignature(MERGE_COUNTERS, width=level_bits,
                                            flags=MERGE_FLAGS)).array(nodes),
         })
+        if p["pause"]:
+            ports["pause"] = Out(CountersSignature(PAUSE_COUNTERS)).array(nodes)
         players, recorders = {}, {}
         beat = packet_layout(64)
         for n in range(self.nodes):
@@ -173,6 +195,10 @@ class RdmaFabricTop(HarnessTop):
             "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),
             "cret": lambda: CreditReturn(lat), "demux": FrameDemux,
         }
+        if p["pause"]:
+            build["pausegen"] = lambda: PauseGen(p["rx_beats"], p["rx_frames"], lat,
+                                                 p["pause_headroom"], p["pause_hysteresis"])
+            build["pret"] = lambda: CreditReturn(lat)
         for name, make in build.items():
             parts[name] = make()
 
@@ -216,9 +242,7 @@ class RdmaFabricTop(HarnessTop):
                 parts["cret"].i.eq(sw.credit[n]),
                 merge.give.eq(parts["cret"].o),
                 # Downlink: switch -> link -> demux -> requester (ACKs) / responder.
-                down.i.valid.eq(sw.o[n].valid),
                 down.i.payload.eq(sw.o[n].payload),
-                sw.o[n].ready.eq(~rst),
                 demux.i.valid.eq(down.o.valid), demux.i.payload.eq(down.o.payload),
                 down.o.ready.eq(~rst),
                 req.i.valid.eq(demux.ack.valid), req.i.payload.eq(demux.ack.payload),
@@ -233,6 +257,19 @@ class RdmaFabricTop(HarnessTop):
                 recorders[f"completed{n}"].i.valid.eq(hi_rq.marked.valid),
                 recorders[f"completed{n}"].i.payload.eq(hi_rq.marked.payload),
             ]
+            if self.p["pause"]:
+                # The pause: the responder's FIFO levels -> PauseGen (XOFF/XON, a
+                # register) -> the uplink's sideband (link_latency) -> the switch's
+                # egress toward the node, which holds its next first beat.
+                gen, pret = parts["pausegen"], parts["pret"]
+                m.d.comb += [gen.pay_level.eq(resp.rx_beats_level),
+                             gen.hdr_level.eq(resp.rx_frames_level),
+                             pret.i.eq(gen.xoff),
+                             sw.o[n].ready.eq(~rst & ~(pret.o & sw.o[n].payload.first)),
+                             down.i.valid.eq(sw.o[n].valid & sw.o[n].ready),
+                             self.pause[n].xoffs.eq(gen.xoffs)]
+            else:
+                m.d.comb += [down.i.valid.eq(sw.o[n].valid), sw.o[n].ready.eq(~rst)]
             for node, hi, mem in ((req, hi_rq, parts["mem_rq"]), (resp, hi_rs, parts["mem_rs"])):
                 wiring.connect(m, node.host, hi.dma)
                 wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)

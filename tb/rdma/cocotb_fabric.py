@@ -31,7 +31,13 @@ from spec.rdma_engine import (
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
 )
-from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_COUNTERS, MERGE_FLAGS, MERGE_ROOM
+from spec.rdma_fabric import (
+    FABRIC_DEFAULTS,
+    MERGE_COUNTERS,
+    MERGE_FLAGS,
+    MERGE_ROOM,
+    PAUSE_COUNTERS,
+)
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
 from tb.rdma.intent import cqes_per_qp, intended_statuses
@@ -56,6 +62,8 @@ def fabric_config(top, sc, cache_entries=16):
                         cache_capacity=p["cache_entries"], depth=p["depth"], host=p["host"],
                         link_latency=p["link_latency"], mr_entries=p["mr_entries"],
                         credits=p["credits"], merge_depth=p["merge_depth"],
+                        pause=p["pause"], pause_headroom=p["pause_headroom"],
+                        pause_hysteresis=p["pause_hysteresis"],
                         **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()},
                         responder_sizes={k: p.get(k, v) for k, v in
                                          RESPONDER_DEFAULTS.items()},
@@ -75,8 +83,9 @@ def fabric_run_scenario(top, p):
 class FabricTestbench:
     """Load, arm, run and compare one RdmaFabricTop co-simulation."""
 
-    def __init__(self, dut, nodes, depth):
+    def __init__(self, dut, nodes, depth, pause=False):
         self.dut, self.nodes, self.depth = dut, nodes, depth
+        self.blocks = _BLOCKS + ((("pause", "pause", PAUSE_COUNTERS),) if pause else ())
         self.harness = Harness(dut)
         self.hang = None
 
@@ -128,7 +137,7 @@ class FabricTestbench:
         ``mem_rq``/``mem_rs`` as word lists)."""
         d, h = self.dut, self.harness
         got = {k: [] for k in ("wire", "written", "completed", "mmio_stamps", "mem_rq",
-                               "mem_rs", *(b for b, _, _ in _BLOCKS))}
+                               "mem_rs", *(b for b, _, _ in self.blocks))}
         for n in range(self.nodes):
             beats, stamps = [], []
             for cycles, frame in model["wire"][n]:
@@ -150,7 +159,7 @@ class FabricTestbench:
             got["mmio_stamps"].append(h.played_stamps(f"mmio{n}", count) if count else [])
             sb.compare(f"node {n} MMIO accept cycles", got["mmio_stamps"][n],
                        model["mmio_stamps"][n], fmt=str)
-            for block, port, names in _BLOCKS:
+            for block, port, names in self.blocks:
                 values = {c: value_of(getattr(d, member_port(f"{port}__{n}", c)))
                           for c in names}
                 got[block].append(values)
@@ -206,7 +215,7 @@ async def fabric_matches_model(dut):
     t0 = time.perf_counter()
     model = simulate_fabric(cfg, images)
     t1 = time.perf_counter()
-    tb = FabricTestbench(dut, cfg.nodes, cfg.depth)
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, pause=bool(cfg.pause))
     tb.load(images, dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
                          ack_timeout=0, ack_every=cfg.ack_every, ack_frames=cfg.ack_frames,
                          serial=cfg.serial,
@@ -235,6 +244,17 @@ async def fabric_matches_model(dut):
                  f"{cfg.merge_depth - MERGE_ROOM})",
                  any(isinstance(v, int) and v > cfg.merge_depth - MERGE_ROOM
                      for v in levels), True)
+    if p.get("expect_pause"):
+        # The scenario must exercise the pause, and it must lose nothing: a responder
+        # raised XOFF; no responder dropped a frame, no requester resent one.
+        xoffs = [got["pause"][n]["xoffs"] for n in range(cfg.nodes)]
+        sb.equal(f"a responder paused its downlink (xoffs {xoffs})",
+                 any(isinstance(v, int) and v > 0 for v in xoffs), True)
+        for n in range(cfg.nodes):
+            sb.equal(f"node {n} responder frames dropped (overflow)",
+                     got["resp"][n]["overflow"], 0)
+            sb.equal(f"node {n} requester retransmissions",
+                     got["req"][n]["retransmissions"], 0)
     dut._log.info("compare and checks %.2f s", time.perf_counter() - t3)
     if p.get("out_json"):
         # Both sides' load rows (rates of the whole fabric, latency from arrival), from

@@ -90,6 +90,11 @@ class Responder(wiring.Component):
         ``host.rd_data``: fill words, in request order, always ready; ``host.wr``: payload
         words (one write TLP per frame, ``mark`` with ``tag`` = QPN on the last
         word of a WRITE LAST/ONLY) and context write-backs (one-word TLPs).
+    rx_beats_level, rx_frames_level : Out
+        The levels of the payload and header FIFOs the receive stage writes, at the start
+        of the cycle (registers of the FIFOs: no path from ``i``); the fabric's pause
+        reads them (:class:`rtl.rdma.pause.PauseGen`). The twin's are
+        ``len(fifos["pay"].q)`` and ``len(fifos["hdr"].q)`` before the cycle's ``step``.
     mr_table : memory.Memory (attribute, not a port)
         The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench.
     frames_ok, acks, words, lookups, misses, writebacks, fills_max, <drop reasons>,
@@ -140,6 +145,8 @@ class Responder(wiring.Component):
             "qpc_base": In(range(depth)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
             "host": Out(HostDmaSignature(depth)),
+            "rx_beats_level": Out(range(self.sizes.rx_beats + 1)),
+            "rx_frames_level": Out(range(self.sizes.rx_frames + 1)),
         }
         ports.update({name: Out(32) for name in RESPONDER_COUNTERS})
         super().__init__(ports)
@@ -172,7 +179,9 @@ class Responder(wiring.Component):
         wiring.connect(m, rx.hdr, fifos["hdr"].w_stream)
         wiring.connect(m, rx.pay, fifos["pay"].w_stream)
         m.d.comb += [rx.hdr_level.eq(fifos["hdr"].level),
-                     rx.pay_level.eq(fifos["pay"].level)]
+                     rx.pay_level.eq(fifos["pay"].level),
+                     self.rx_frames_level.eq(fifos["hdr"].level),
+                     self.rx_beats_level.eq(fifos["pay"].level)]
 
         wiring.connect(m, fifos["hdr"].r_stream, hdr.i)
         wiring.connect(m, hdr.o, fifos["jobs"].w_stream)
