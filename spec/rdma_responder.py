@@ -40,7 +40,7 @@ from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
            "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
-           "RX_BEATS", "RX_FRAMES", "JOBS"]
+           "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -52,6 +52,17 @@ HEAD_BYTES = 64 - 54 + 64
 #: The QP-context fields the verify stage owns (its dynamic group in the context cache).
 RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
 
+#: Selective repeat (the responder's run-time port ``selective``): PSNs after the expected
+#: one that the verify stage tracks per cache entry, one bit each (docs/recovery.md,
+#: "Selective repeat"). IRN (Mittal et al., SIGCOMM 2018, "Revisiting network support for
+#: RDMA") keeps such a bitmap per QP, sized by the bandwidth-delay product. Here a loss is
+#: NAKed and its one message resent after the requester's PCIe reads (WQE and payload, 2 x
+#: 560 cycles, :data:`spec.host.PROFILES`): in those ~1,130 cycles a QP of the soak's
+#: traffic (8 QPs, 1,000 WRITEs in about 21,000 cycles: one WRITE of a QP every ~170
+#: cycles) sends about 7 messages, so 32 bits leave room for 4 times that. A frame beyond
+#: the window is dropped as under go-back-N and recovered by the next NAK.
+SR_WINDOW = 32
+
 RX_BEATS = 512
 RX_FRAMES = 64
 JOBS = 192
@@ -60,7 +71,8 @@ JOBS = 192
 HIGH_WATER = ("rx_beats_max", "rx_frames_max", "jobs_max")
 #: Every counter port of the responder, in port order.
 RESPONDER_COUNTERS = (("frames_ok", "acks", "words", "lookups", "misses", "writebacks",
-                       "fills_max") + DROP_REASONS + SEQUENCE_COUNTERS + HIGH_WATER)
+                       "fills_max") + DROP_REASONS + SEQUENCE_COUNTERS + HIGH_WATER
+                      + ("sr_placed",))
 
 #: ``field: (low, high)`` of every size.
 SIZE_LIMITS = dict(rx_beats=(REST_MAX, 1 << 16), rx_frames=(1, 4096), jobs=(1, 1024),

@@ -199,6 +199,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                           qpc_base=cfg.qpc_base_b, mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
+                          selective=cfg.selective,
                           **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
 

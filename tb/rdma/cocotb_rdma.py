@@ -63,6 +63,7 @@ RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS +
 #: own (``top``, :data:`spec.rdma_engine.TOP_DEFAULTS`), the engine's knobs (``rung``,
 #: ``knobs``), run-time ports and link faults, test hooks and checks, the output file.
 COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
+                 "selective",
                  "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
                  "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
                  "clean_baseline", "out_json", "token")
@@ -146,7 +147,8 @@ def config(top, params):
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
                   faults_ba=fault_settings(params.get("faults_ba")),
-                  link_retry=top.get("link_retry", False)), knobs
+                  link_retry=top.get("link_retry", False),
+                  selective=params.get("selective", 0)), knobs
 
 
 def scenario(p, cfg, knobs):
@@ -237,7 +239,7 @@ async def rdma_matches_model(dut):
     tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
-                                                   "ack_frames")}
+                                                   "ack_frames", "selective")}
     ports["ack_timeout"] = p.get("ack_timeout", 0)
     ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,

@@ -142,7 +142,8 @@ class CompletionUnitModel:
 
     def step(self, c, side):
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised) and ``timeout`` (cycles), the ports of the same names. One action a
+        promised), ``timeout`` (cycles) and ``selective`` (0 if absent), the ports of
+        the same names. One action a
         cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
         a walk, a record appended, an ACK event, a timer of the slot the scan pointer
         (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
@@ -181,7 +182,10 @@ class CompletionUnitModel:
         if state == 1 and issued == self.appended.value:
             self.state.set(2)
             self.cur = self.head[self.e_rw]
-            self.walk_left = self.win[self.e_rw]
+            # Selective repeat resends only the oldest message (the one holding the
+            # NAK's PSN: the ACKs before it were retired first), go-back-N all of them.
+            win = self.win[self.e_rw]
+            self.walk_left = min(win, 1) if side.get("selective", 0) else win
             return
         # 3. append
         if self.rec.can_read():

@@ -111,6 +111,10 @@ class CompletionUnit(wiring.Component):
         last record, or null record, appended); win_total : Out(16) records in use.
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
+    selective : In(1)
+        Selective repeat (held from reset): a rewind resends only the QP's oldest
+        message (by a PSN sequence NAK: the one holding its PSN; by the timer: the
+        oldest unacknowledged one); 0, go-back-N: the whole window.
     cache_log2 : In(4)
         Cache entries in use (a QP's entry: its ``qpn % 2**cache_log2``; with
         ``windows`` 0 also its window slot); the timer's ``scan`` visits all slots
@@ -172,7 +176,7 @@ class CompletionUnit(wiring.Component):
     window from the next cycle on, one record a cycle; no event or timer action
     meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
     (``hold`` high) until the pipeline is empty, then resends the QP's window from its
-    oldest record, one record per cycle, and ends.
+    oldest record (with ``selective``, that record only), one record per cycle, and ends.
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
@@ -194,7 +198,7 @@ class CompletionUnit(wiring.Component):
             "probe": Out(CacheProbeSignature()).array(3),
             "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
             "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
-            "timeout": In(TIMEOUT_BITS),
+            "timeout": In(TIMEOUT_BITS), "selective": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
         })
@@ -406,7 +410,10 @@ class CompletionUnit(wiring.Component):
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
-            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw), walk_left.eq(win_rw)]
+            # Selective repeat resends the oldest message only (the one holding the NAK's
+            # PSN: the ACKs before it retired first); go-back-N the whole window.
+            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw),
+                         walk_left.eq(Mux(self.selective & (win_rw != 0), 1, win_rw))]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
