@@ -299,13 +299,14 @@ def test_verify_selective_repeat_bitmap(rate):
     assert ver.count == dict(frames_ok=3, unknown_qp=0, duplicates=1, psn_nak=1,
                              out_of_order=1, access_nak=0, qp_err=0, sr_placed=2)
     # Expected 10: 12 and 13 placed (one NAK of 10), 12 again a duplicate, the MIDDLE
-    # 14 silent; 10 and 11 accepted: 11 consumes 12 and 13 (ACK 13, MSN 5 + 4); 14 its
-    # own ACK (MSN 10); expected 15, a frame 34 ahead of it is outside the window: NAK 15.
+    # 14 silent; 10 accepted leaves 11 missing before placed PSNs: NAK 11 (MSN 6); 11
+    # consumes 12 and 13 (ACK 13, MSN 5 + 4); 14 its own ACK (MSN 10); expected 15, a
+    # frame SR_WINDOW + 1 ahead of it is outside the window: NAK 15.
     seq, ack_s = Syndrome.NAK_PSN_SEQUENCE.value, Syndrome.ACK.value
     ack_layout_ = Verify(entries, jobs_depth, depth, mr_entries).ack.payload.shape()
     got = [ack_layout_.from_bits(v) for _, v in out["ack"]]
     assert [(int(a.syndrome), int(a.psn), int(a.msn)) for a in got] == [
-        (seq, 10, 5), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10)]
+        (seq, 10, 5), (seq, 11, 6), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10)]
     w_layout = Verify(entries, jobs_depth, depth, mr_entries).w.payload.shape()
     writes = [w_layout.from_bits(v) for _, v in out["w"]]
     assert [int(x.write) for x in writes] == [1, 1, 0, 0, 1, 1, 1, 0]

@@ -116,10 +116,17 @@ class VerifyModel:
             base = j["va"] if j["reth"] else g["resp_va"]
             msn = (g["msn"] + j["last"] + run) & _MSN_MASK
             ack.update(msn=msn, psn=(psn + run) & _PSN_MASK)
+            nak = False
             if bits:
                 bits_new = bits >> run >> 1
+                nak = bits_new != 0      # the new expected PSN is known lost: NAK it
+            due = due or nak
+            if nak:
+                ack.update(psn=(exp + 1 + run) & _PSN_MASK,
+                           syndrome=Syndrome.NAK_PSN_SEQUENCE.value)
             left = j["dma_len"] if j["reth"] else g["resp_left"]
-            new = dict(g, expected_psn=(exp + 1 + run) & _PSN_MASK, nak_sent=0, msn=msn,
+            new = dict(g, expected_psn=(exp + 1 + run) & _PSN_MASK, nak_sent=int(nak),
+                       msn=msn,
                        resp_va=(base + j["plen"]) & _M64,
                        resp_left=(left - j["plen"]) & _M32)
             wjob.update(write=1, reth=j["reth"], addr=(base >> 6) % self.depth,

@@ -103,7 +103,9 @@ class Verify(wiring.Component):
     ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
     without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k``, the bitmap
     shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
-    ``expected_psn + k`` with the new MSN. An ``access_nak`` forgets the bitmap (the
+    ``expected_psn + k`` with the new MSN; when bits remain set after the shift, the
+    new expected PSN is known lost: instead a NAK PSN sequence error of it (with the
+    new MSN; like every NAK it acknowledges the PSNs before it), ``nak_sent`` set. An ``access_nak`` forgets the bitmap (the
     requester moves the QP to ERR). The decisions take the same cycle as above.
     """
 
@@ -235,9 +237,13 @@ class Verify(wiring.Component):
                          sr_we.eq(bits != 0), new_bits.eq(0)]
         with m.Else():
             m.d.comb += [
-                verdict.eq(1 << 0), ack_due.eq(j.ack_req | (run != 0)), self.group.we.eq(1),
-                ack.msn.eq(g.msn + j.last + run), ack.psn.eq(j.psn + run),
-                new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(0),
+                verdict.eq(1 << 0), self.group.we.eq(1),
+                ack_due.eq(j.ack_req | (run != 0) | (shifted != 0)),
+                ack.msn.eq(g.msn + j.last + run),
+                ack.psn.eq(Mux(shifted != 0, j.psn + run + 1, j.psn + run)),
+                ack.syndrome.eq(Mux(shifted != 0, Syndrome.NAK_PSN_SEQUENCE.value,
+                                    Syndrome.ACK.value)),
+                new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(shifted != 0),
                 new.msn.eq(g.msn + j.last + run), new.resp_va.eq(base + j.plen),
                 sr_we.eq(bits != 0), new_bits.eq(shifted),
                 new.resp_left.eq(Mux(j.reth, j.dma_len, g.resp_left) - j.plen),
