@@ -316,6 +316,12 @@ def test_verify_selective_repeat_bitmap(rate):
     assert not ver.held(3)
 
 
+def test_verify_twin_refuses_bad_selective():
+    fifos = [Fifo(4, n) for n in ("i", "w", "ack")]
+    with pytest.raises(ValueError, match="^selective must be 0 or 1"):
+        VerifyModel(*fifos, 16, 8, 1 << 14, _TableEnv([]), selective=2)
+
+
 @pytest.mark.parametrize("seed,rate", [(8, 1.0), (9, 0.5)])
 def test_payload_writer_matches_twin(seed, rate):
     rng = random.Random(seed)

@@ -63,10 +63,9 @@ RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS +
 #: own (``top``, :data:`spec.rdma_engine.TOP_DEFAULTS`), the engine's knobs (``rung``,
 #: ``knobs``), run-time ports and link faults, test hooks and checks, the output file.
 COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
-                 "selective",
                  "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
                  "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
-                 "clean_baseline", "out_json", "token")
+                 "clean_baseline", "out_json", "token", "selective")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
     "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
@@ -142,13 +141,12 @@ def config(top, params):
         raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
                          f"{p['cache_entries']}, not {entries!r}")
     return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_entries=entries,
-                  cache_capacity=p["cache_entries"],
+                  cache_capacity=p["cache_entries"], selective=params.get("selective", 0),
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
                   faults_ba=fault_settings(params.get("faults_ba")),
-                  link_retry=top.get("link_retry", False),
-                  selective=params.get("selective", 0)), knobs
+                  link_retry=top.get("link_retry", False)), knobs
 
 
 def scenario(p, cfg, knobs):

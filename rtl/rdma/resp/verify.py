@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
+from spec.formats.roce import MR_LAYOUT, PSN_BITS, QpState, Syndrome
 from spec.ports import (
     CacheGroupSignature,
     CacheReadSignature,
@@ -161,10 +161,10 @@ class Verify(wiring.Component):
                      self.held.eq(sr_valid.bit_select(self.held_addr, 1))]
         new_bits = Signal(SR_WINDOW)
         sr_we = Signal()
-        ahead = Signal(24)                       # PSN - expected (a PSN ahead: 1 ..)
+        ahead = Signal(PSN_BITS)                 # PSN - expected (a PSN ahead: 1 ..)
         m.d.comb += ahead.eq(j.psn - g.expected_psn)
         sbits = (SR_WINDOW - 1).bit_length()
-        slot = Signal(24)                        # its bit (valid when in_window)
+        slot = Signal(PSN_BITS)                  # its bit (valid when in_window)
         m.d.comb += slot.eq(ahead - 1)
         in_window = Signal()
         m.d.comb += in_window.eq(slot < SR_WINDOW)
