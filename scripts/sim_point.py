@@ -116,9 +116,10 @@ def check_point(design, msg_bytes, messages, knobs):
     if completion is not None:
         knobs["completion"] = completion
     if selective is not None:
-        if design != "rdma" or selective not in (0, 1):
-            raise ValueError(f"selective must be 0 or 1 for the RDMA design, not "
-                             f"{selective!r} ({design})")
+        if design != "rdma":
+            raise ValueError(f"selective is an option of the RDMA design, not of {design!r}")
+        if selective not in (0, 1):
+            raise ValueError(f"selective must be 0 or 1, not {selective!r}")
         knobs["selective"] = selective
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
