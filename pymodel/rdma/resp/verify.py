@@ -85,6 +85,8 @@ class VerifyModel:
         elif psn != exp:
             if (psn - exp) & _PSN_MASK >= PSN_WINDOW:
                 verdict, due = "duplicates", bool(j["ack_req"])
+                if self.selective:      # a cumulative ACK: everything before expected
+                    ack.update(psn=(exp - 1) & _PSN_MASK)
             elif self.selective and in_window and bits >> slot & 1:
                 verdict = "duplicates"
             elif (self.selective and in_window and j["reth"] and j["last"]
@@ -119,7 +121,10 @@ class VerifyModel:
             nak = False
             if bits:
                 bits_new = bits >> run >> 1
-                nak = bits_new != 0      # the new expected PSN is known lost: NAK it
+                # The new expected PSN starts a message and a later one arrived: it is
+                # known lost, NAK it (after a FIRST or MIDDLE it is the rest of the same
+                # message, still on its way).
+                nak = bits_new != 0 and bool(j["last"] or run)
             due = due or nak
             if nak:
                 ack.update(psn=(exp + 1 + run) & _PSN_MASK,

@@ -103,10 +103,13 @@ class Verify(wiring.Component):
     ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
     without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k``, the bitmap
     shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
-    ``expected_psn + k`` with the new MSN; when bits remain set after the shift, the
-    new expected PSN is known lost: instead a NAK PSN sequence error of it (with the
-    new MSN; like every NAK it acknowledges the PSNs before it), ``nak_sent`` set. An ``access_nak`` forgets the bitmap (the
-    requester moves the QP to ERR). The decisions take the same cycle as above.
+    ``expected_psn + k`` with the new MSN; when bits remain set after the shift and
+    the frame or the run ended a message, the new expected PSN is known lost: instead
+    a NAK PSN sequence error of it (with the new MSN; like every NAK it acknowledges
+    the PSNs before it), ``nak_sent`` set. A duplicate behind ``expected_psn`` with
+    AckReq is ACKed cumulatively (PSN ``expected_psn - 1``). An ``access_nak``
+    forgets the bitmap (the requester moves the QP to ERR). The decisions take the
+    same cycle as above.
     """
 
     def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES):
@@ -177,6 +180,8 @@ class Verify(wiring.Component):
                 m.d.comb += run.eq(k)
         shifted = Signal(SR_WINDOW)
         m.d.comb += shifted.eq((bits >> run) >> 1)
+        gap_nak = Signal()          # bits remain after a message end: NAK the new gap
+        m.d.comb += gap_nak.eq((shifted != 0) & (j.last | (run != 0)))
 
         behind = Signal()
         m.d.comb += behind.eq((j.psn - g.expected_psn)[23])
@@ -209,6 +214,8 @@ class Verify(wiring.Component):
         with m.Elif(j.psn != g.expected_psn):
             with m.If(behind):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
+                with m.If(self.selective):       # a cumulative ACK
+                    m.d.comb += ack.psn.eq(g.expected_psn - 1)
             with m.Elif(self.selective & bit_set):
                 m.d.comb += verdict.eq(1 << 2)
             with m.Elif(self.selective & in_window & j.reth & j.last & access_ok):
@@ -238,12 +245,12 @@ class Verify(wiring.Component):
         with m.Else():
             m.d.comb += [
                 verdict.eq(1 << 0), self.group.we.eq(1),
-                ack_due.eq(j.ack_req | (run != 0) | (shifted != 0)),
+                ack_due.eq(j.ack_req | (run != 0) | gap_nak),
                 ack.msn.eq(g.msn + j.last + run),
-                ack.psn.eq(Mux(shifted != 0, j.psn + run + 1, j.psn + run)),
-                ack.syndrome.eq(Mux(shifted != 0, Syndrome.NAK_PSN_SEQUENCE.value,
+                ack.psn.eq(Mux(gap_nak, j.psn + run + 1, j.psn + run)),
+                ack.syndrome.eq(Mux(gap_nak, Syndrome.NAK_PSN_SEQUENCE.value,
                                     Syndrome.ACK.value)),
-                new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(shifted != 0),
+                new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(gap_nak),
                 new.msn.eq(g.msn + j.last + run), new.resp_va.eq(base + j.plen),
                 sr_we.eq(bits != 0), new_bits.eq(shifted),
                 new.resp_left.eq(Mux(j.reth, j.dma_len, g.resp_left) - j.plen),
