@@ -54,13 +54,14 @@ RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
 
 #: Selective repeat (the responder's run-time port ``selective``): PSNs after the expected
 #: one that the verify stage tracks per cache entry, one bit each (docs/recovery.md,
-#: "Selective repeat"). IRN (Mittal et al., SIGCOMM 2018, "Revisiting network support for
-#: RDMA") keeps such a bitmap per QP, sized by the bandwidth-delay product. Here a loss is
-#: NAKed and its one message resent after the requester's PCIe reads (WQE and payload, 2 x
-#: 560 cycles, :data:`spec.host.PROFILES`): in those ~1,130 cycles a QP of the soak's
-#: traffic (8 QPs, 1,000 WRITEs in about 21,000 cycles: one WRITE of a QP every ~170
-#: cycles) sends about 7 messages, so 32 bits leave room for 4 times that. A frame beyond
-#: the window is dropped as under go-back-N and recovered by the next NAK.
+#: "RDMA: selective repeat"). IRN (Mittal et al., SIGCOMM 2018, "Revisiting network
+#: support for RDMA") keeps such a bitmap per QP and caps a QP's packets in flight at the
+#: bandwidth-delay product so that the bitmap covers them. Here a loss is NAKed and its
+#: message resent after the requester's PCIe reads (WQE and payload, 2 x 560 cycles,
+#: :data:`spec.host.PROFILES`): a QP sending a 128-byte frame every 4 cycles alone would
+#: send ~280 frames meanwhile, 8 QPs in turn ~35 each; 32 bits (a word per entry) cover
+#: the shared case. This engine has no per-QP send cap: a requester whose window reaches
+#: further than SR_WINDOW PSNs past the loss goes back N instead.
 SR_WINDOW = 32
 
 RX_BEATS = 512
