@@ -65,6 +65,9 @@ def parse_args(argv=None):
     ap.add_argument("--link-retry", action="store_true",
                     help="[nic, rdma] every link with link-level retry (ReliableLink; "
                     "docs/recovery.md); the RDMA engine keeps its go-back-N above it")
+    ap.add_argument("--selective", action="store_true",
+                    help="[rdma] selective repeat at both ends instead of go-back-N "
+                    "(the engines' run-time port; docs/recovery.md, 'Selective repeat')")
     ap.add_argument("--gap", default="board,pod",
                     help="fabric profiles of the 'where the gap comes from' table, comma "
                     "separated (default board,pod; 'none': no table); tb/gap_table.py")
@@ -96,6 +99,10 @@ def parse_args(argv=None):
         if args.design is None:
             ap.error("--link-retry: give --design too")
         args.knobs["link_retry"] = True
+    if args.selective:
+        if args.design != "rdma":
+            ap.error("--selective: an option of --design rdma")
+        args.knobs["selective"] = 1
     if args.design:
         try:
             args.knobs = check_point(args.design, args.msg_bytes, args.messages, args.knobs)

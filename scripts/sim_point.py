@@ -83,6 +83,7 @@ def check_point(design, msg_bytes, messages, knobs):
 
     knobs = dict(knobs)
     link_retry = knobs.pop("link_retry", None)
+    selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
     if completion is not None:
         from spec.nic import COMPLETIONS
@@ -116,6 +117,12 @@ def check_point(design, msg_bytes, messages, knobs):
         knobs["link_retry"] = link_retry
     if completion is not None:
         knobs["completion"] = completion
+    if selective is not None:
+        if design != "rdma":
+            raise ValueError(f"selective is an option of the RDMA design, not of {design!r}")
+        if selective not in (0, 1):
+            raise ValueError(f"selective must be 0 or 1, not {selective!r}")
+        knobs["selective"] = selective
     if design == "rdma":
         room = TOP_DEFAULTS["depth"] * 64 // 4
         if messages * msg_bytes > room:
@@ -141,4 +148,5 @@ def run_design_point(args):
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
                      rung=k["rung"], link_latency=k.get("link_latency"),
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
-                     header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1))
+                     header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
+                     selective=k.get("selective", 0))

@@ -125,6 +125,9 @@ def _args(argv):
                          "the RDMA host posts its doorbells as fast as the engine takes "
                          "them)")
     ap.add_argument("--seed", type=int, default=1, help="seed of traffic and faults")
+    ap.add_argument("--selective", action="store_true",
+                    help="RDMA: selective repeat at both ends instead of go-back-N (the "
+                         "engines' run-time port; docs/recovery.md, 'Selective repeat')")
     ap.add_argument("--only", choices=("nic", "rdma"), default=None,
                     help="soak one design only")
     ap.add_argument("--out", default=str(OUT), help="folder of soak.json (build/soak)")
@@ -274,7 +277,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     settings = {k: getattr(args, k) for k in ("corrupt_rate", "drop_rate", "dup_rate",
                                                 "tag_rate", "ack_drop_rate",
-                                                "ack_corrupt_rate", "stall_rate", "seed")}
+                                                "ack_corrupt_rate", "stall_rate", "seed",
+                                                "selective")}
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same

@@ -40,7 +40,7 @@ from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
            "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
-           "RX_BEATS", "RX_FRAMES", "JOBS"]
+           "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -52,6 +52,18 @@ HEAD_BYTES = 64 - 54 + 64
 #: The QP-context fields the verify stage owns (its dynamic group in the context cache).
 RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
 
+#: Selective repeat (the responder's run-time port ``selective``): PSNs after the expected
+#: one that the verify stage tracks per cache entry, one bit each (docs/recovery.md,
+#: "RDMA: selective repeat"). IRN (Mittal et al., SIGCOMM 2018, "Revisiting network
+#: support for RDMA") keeps such a bitmap per QP and caps a QP's packets in flight at the
+#: bandwidth-delay product so that the bitmap covers them. Here a loss is NAKed and its
+#: message resent after the requester's PCIe reads (WQE and payload, 2 x 560 cycles,
+#: :data:`spec.host.PROFILES`): a QP sending a 128-byte frame every 4 cycles alone would
+#: send ~280 frames meanwhile, 8 QPs in turn ~35 each; 32 bits (a word per entry) cover
+#: the shared case. This engine has no per-QP send cap: a requester whose window reaches
+#: further than SR_WINDOW PSNs past the loss goes back N instead.
+SR_WINDOW = 32
+
 RX_BEATS = 512
 RX_FRAMES = 64
 JOBS = 192
@@ -60,7 +72,8 @@ JOBS = 192
 HIGH_WATER = ("rx_beats_max", "rx_frames_max", "jobs_max")
 #: Every counter port of the responder, in port order.
 RESPONDER_COUNTERS = (("frames_ok", "acks", "words", "lookups", "misses", "writebacks",
-                       "fills_max") + DROP_REASONS + SEQUENCE_COUNTERS + HIGH_WATER)
+                       "fills_max") + DROP_REASONS + SEQUENCE_COUNTERS + HIGH_WATER
+                      + ("sr_placed",))
 
 #: ``field: (low, high)`` of every size.
 SIZE_LIMITS = dict(rx_beats=(REST_MAX, 1 << 16), rx_frames=(1, 4096), jobs=(1, 1024),

@@ -23,6 +23,9 @@ from spec.rdma_engine import RETRY_LIMIT_RANGE, TIMEOUT_RANGE, TOP_DEFAULTS
     (dict(cq_base=TOP_DEFAULTS["depth"]), "cq_base"),
     (dict(host="pcie6"), "host"),
     (dict(serial=True), "serial"),
+    # Recovery: 0 go-back-N or 1 selective repeat (the engines' one-bit port).
+    (dict(selective=2), "selective"),
+    (dict(selective=True), "selective"),
     (dict(responder_sizes={"colour": 3}), "responder_sizes"),
     (dict(faults_ab={}), "faults_ab"),
     # Context-cache ways: 1, 2, 4 or 8; more than one needs window slots apart from the

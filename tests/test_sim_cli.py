@@ -24,6 +24,8 @@ from scripts import sim
     (["--design", "ethernet"], "invalid choice"),
     (["--msg-bytes", "0"], "--msg-bytes must be 1 to 4096"),
     (["--jobs", "0"], "--jobs must be at least 1"),
+    (["--selective"], "--selective: an option of --design rdma"),
+    (["--design", "nic", "--selective"], "--selective: an option of --design rdma"),
 ])
 def test_bad_options_name_the_option(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -38,6 +40,8 @@ def test_point_defaults():
     args = sim.parse_args(["--design", "nic", "--peers", "2"])
     assert args.knobs == {"peers": 2, "framing": "compact"}
     assert sim.parse_args([]).design is None
+    args = sim.parse_args(["--design", "rdma", "--selective"])
+    assert args.knobs == {"rung": "+ACK coalescing", "selective": 1}
 
 
 def test_user_point_on_icarus(tmp_path):

@@ -112,10 +112,13 @@ def _val(v):
 class Peer:
     """A test-bench responder: go-back-N receive rules (one NAK per sequence error),
     frames lost by their number (``lose``), ACKs lost (``lose_acks``), remote access
-    errors for a set of PSNs (``deny``)."""
+    errors for a set of PSNs (``deny``); with ``selective``, the selective-repeat rules
+    (docs/recovery.md): a frame ahead is kept (its PSN remembered), and the expected
+    one then moves past every kept PSN that follows it and is ACKed."""
 
-    def __init__(self, lose=(), lose_acks=(), deny=()):
+    def __init__(self, lose=(), lose_acks=(), deny=(), selective=False):
         self.lose, self.lose_acks, self.deny = set(lose), set(lose_acks), set(deny)
+        self.selective, self.kept = selective, {}
         self.expected = {}
         self.nak_sent = {}
         self.acks_sent = 0
@@ -132,13 +135,24 @@ class Peer:
         exp = self.expected.setdefault(qpn, psn)
         diff = (psn - exp) & 0xFFFFFF
         syndrome = Syndrome.ACK
+        kept = self.kept.setdefault(qpn, set())
         if diff == 0:
             self.expected[qpn] = (exp + 1) & 0xFFFFFF
             self.nak_sent[qpn] = False
+            while self.expected[qpn] in kept:       # selective repeat: kept PSNs
+                kept.discard(self.expected[qpn])
+                psn, ack_req = self.expected[qpn], 1
+                self.expected[qpn] = (psn + 1) & 0xFFFFFF
             if psn in self.deny:
                 syndrome, ack_req = Syndrome.NAK_REMOTE_ACCESS, 1
-        elif diff >= 1 << 23:
+        elif diff >= 1 << 23 or psn in kept:
             pass                                     # duplicate: ACK again if asked
+        elif self.selective:
+            kept.add(psn)
+            if self.nak_sent.get(qpn):
+                return None
+            self.nak_sent[qpn] = True
+            syndrome, ack_req, psn = Syndrome.NAK_PSN_SEQUENCE, 1, exp
         elif not self.nak_sent.get(qpn):
             self.nak_sent[qpn] = True
             syndrome, ack_req, psn = Syndrome.NAK_PSN_SEQUENCE, 1, exp
@@ -154,7 +168,7 @@ class Peer:
 
 
 def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
-                 mmio_gap=0, records=32, windows=0):
+                 mmio_gap=0, records=32, windows=0, selective=0):
     dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
                     records=records, windows=windows)
@@ -166,6 +180,7 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
 
     model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128,
                            windows=windows)
+    model.selective = selective     # the port (FabricConfig has no field for it)
     host = dict(mem)
     stats = dict(frames=0, cqes=[], acks=0, reads=0)
 
@@ -173,7 +188,8 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
         ctx.set(dut.cache_log2, cfg.cache_entries.bit_length() - 1)
         for name, value in (("qpc_base", cfg.qpc_base_a), ("cq_base", cfg.cq_base),
                             ("cq_log2", cfg.cq_log2), ("ack_every", cfg.ack_every),
-                            ("ack_frames", cfg.ack_frames), ("serial", cfg.serial)):
+                            ("ack_frames", cfg.ack_frames), ("serial", cfg.serial),
+                            ("selective", selective)):
             ctx.set(getattr(dut, name), value)
         ctx.set(dut.o.ready, 1)
         ctx.set(dut.host.rd_req.ready, 1)
@@ -303,7 +319,7 @@ def test_requester_matches_model(case):
 
 
 @pytest.mark.parametrize("case", ["nak", "timeout", "retry_limit", "access", "window",
-                                  "pool", "serial"])
+                                  "pool", "serial", "nak_sr", "timeout_sr"])
 def test_requester_recovery_matches_model(case):
     cfg = Cfg(timeout=300)
     records = 32
@@ -329,13 +345,19 @@ def test_requester_recovery_matches_model(case):
         records = 4
         mem, mmio = scenario(12, 1, 16, [64], ring_every=8)
         peer = Peer(lose_acks=set(range(1, 17)))
+    elif case == "nak_sr":           # as "nak", selective repeat at both ends
+        mem, mmio = scenario(5, 1, 10, [128])
+        peer = Peer(lose={3}, selective=True)
+    elif case == "timeout_sr":       # as "timeout", selective repeat at both ends
+        mem, mmio = scenario(6, 2, 8, [128, 600])
+        peer = Peer(lose_acks={7, 8, 9}, selective=True)
     else:
         cfg = dataclasses.replace(cfg, serial=1)
         mem, mmio = scenario(10, 1, 6, [128])
         peer = Peer()
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=4000 if case == "pool" else 2200,
-                                      peer=peer,
-                                      records=records, ack_delay=40)
+                                      peer=peer, records=records, ack_delay=40,
+                                      selective=int(case.endswith("_sr")))
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
     if case == "nak":
@@ -366,6 +388,16 @@ def test_requester_recovery_matches_model(case):
         # first rewind: the other twelve records had nowhere to go.)
         assert c["timeouts"] == 4 and c["records_max"] == 4
         assert len(cqes) == 16 and all(q["status"] == 0 for q in cqes)
+    elif case == "nak_sr":
+        # One frame lost, one NAK: only the message holding its PSN is sent again (one
+        # 128-byte frame); the peer kept the frames after it.
+        assert c["seq_naks"] == 1 and c["retransmissions"] == 1 and c["rewinds"] == 1
+        assert [q["status"] for q in cqes] == [0] * 10
+    elif case == "timeout_sr":
+        # Each timer rewind resends one message (the QP's oldest): at most 3 frames
+        # (600 bytes at a 256-byte path MTU).
+        assert c["timeouts"] >= 1 and 1 <= c["retransmissions"] <= 3 * c["rewinds"]
+        assert len(cqes) == 8 and all(q["status"] == 0 for q in cqes)
     else:
         starts = [t for t, _ in stats["cqes"]]
         gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]

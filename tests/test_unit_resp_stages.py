@@ -208,8 +208,9 @@ def _verify_jobs(rng, n, statics, groups, mrs, entries):
     return jobs
 
 
-@pytest.mark.parametrize("seed,rate", [(6, 1.0), (7, 0.5)])
-def test_verify_matches_twin(seed, rate):
+@pytest.mark.parametrize("seed,rate,selective", [(6, 1.0, 0), (7, 0.5, 0), (10, 1.0, 1),
+                                                 (11, 0.5, 1)])
+def test_verify_matches_twin(seed, rate, selective):
     rng = random.Random(seed)
     entries, jobs_depth, depth, mr_entries = 16, 8, 1 << 14, 16
     statics = [dict(valid=int(rng.random() < 0.9), dest_qp=rng.randrange(1 << 24),
@@ -234,23 +235,93 @@ def test_verify_matches_twin(seed, rate):
         return {"filled.ready": int(side_rng.random() < 0.7),
                 "ctx.data": statics[peek("ctx.addr")],
                 "group.data": env.groups[peek("group.addr")], "mr_data": mrs[peek("mr_addr")],
-                "done_addr": side_rng.randrange(entries)}
+                "done_addr": side_rng.randrange(entries),
+                "held_addr": side_rng.randrange(entries), "selective": selective}
 
     def make(fifos):
         box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], entries, jobs_depth,
-                               depth, env)
+                               depth, env, selective=selective)
         return _WithEnv(box["t"], env)
 
     out = compare_stage(
         Verify(entries, jobs_depth, depth, mr_entries), make,
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
         cycles=5 * len(stimulus), seed=seed, push_rate=rate, pop_rate=rate,
-        side_in=side_in, side_out=("group.we", "group.wdata", "done_data") + VERIFY_COUNTERS)
+        side_in=side_in,
+        side_out=("group.we", "group.wdata", "done_data", "held") + VERIFY_COUNTERS)
     cnt = box["t"].count
     assert len(out["w"]) == len(stimulus)
-    assert all(cnt[k] > 3 for k in VERIFY_COUNTERS), cnt
+    # Without selective repeat no frame is placed out of order; with it some are.
+    assert all(cnt[k] > 3 for k in VERIFY_COUNTERS if k != "sr_placed"), cnt
+    assert (cnt["sr_placed"] > 3) if selective else (cnt["sr_placed"] == 0), cnt
     assert len(out["ack"]) > 50
     assert set(RESP_GROUP) == set(groups[0])
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.5])
+def test_verify_selective_repeat_bitmap(rate):
+    """Selective repeat, one QP: frames placed ahead, duplicates of placed PSNs, the
+    bitmap consumed when the gap is filled, a PSN beyond the window (SR_WINDOW); RTL
+    against the twin, and the ACK/NAKs and writes against the protocol
+    (docs/recovery.md, "Selective repeat")."""
+    from pymodel.rdma.resp.verify import SR_WINDOW
+    entries, jobs_depth, depth, mr_entries = 16, 8, 1 << 14, 16
+    static = dict(valid=1, dest_qp=7, dmac=1, smac=2, dip=3, sip=4)
+    groups = [dict(expected_psn=10, nak_sent=0, msn=5, resp_va=0, resp_left=0)
+              for _ in range(entries)]
+    mr = dict(valid=1, remote_write=1, key=0x21, base=1 << 12, length=1 << 16)
+
+    def only(psn, ack_req=0, k=0):
+        return dict(check=1, rest=2, qpn=3, psn=psn, ack_req=ack_req, reth=1, last=1,
+                    va=mr["base"] + 64 * k, rkey=mr["key"], dma_len=64, plen=64,
+                    data=k + 1)
+    middle = dict(only(14), reth=0, last=0, va=0, rkey=0, dma_len=0)
+    beyond = 15 + SR_WINDOW + 1               # expected is 15 by then
+    stimulus = [only(12, k=2), only(13, k=3), only(12, k=2), middle, only(10, k=0),
+                only(11, k=1), only(14, ack_req=1, k=4), only(beyond, k=5)]
+    env = _TableEnv(groups)
+    box = {}
+
+    def side_in(c, peek):
+        return {"filled.ready": 1, "ctx.data": static,
+                "group.data": env.groups[peek("group.addr")], "mr_data": mr,
+                "done_addr": 3, "held_addr": 3, "selective": 1}
+
+    def make(fifos):
+        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], entries, jobs_depth,
+                               depth, env, selective=1)
+        return _WithEnv(box["t"], env)
+
+    out = compare_stage(
+        Verify(entries, jobs_depth, depth, mr_entries), make,
+        inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
+        cycles=60, seed=3, push_rate=rate, pop_rate=rate, side_in=side_in,
+        side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
+    ver = box["t"]
+    assert ver.count == dict(frames_ok=3, unknown_qp=0, duplicates=1, psn_nak=1,
+                             out_of_order=1, access_nak=0, qp_err=0, sr_placed=2)
+    # Expected 10: 12 and 13 placed (one NAK of 10), 12 again a duplicate, the MIDDLE
+    # 14 silent; 10 accepted leaves 11 missing before placed PSNs: NAK 11 (MSN 6); 11
+    # consumes 12 and 13 (ACK 13, MSN 5 + 4); 14 its own ACK (MSN 10); expected 15, a
+    # frame SR_WINDOW + 1 ahead of it is outside the window: NAK 15.
+    seq, ack_s = Syndrome.NAK_PSN_SEQUENCE.value, Syndrome.ACK.value
+    ack_layout_ = Verify(entries, jobs_depth, depth, mr_entries).ack.payload.shape()
+    got = [ack_layout_.from_bits(v) for _, v in out["ack"]]
+    assert [(int(a.syndrome), int(a.psn), int(a.msn)) for a in got] == [
+        (seq, 10, 5), (seq, 11, 6), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10)]
+    w_layout = Verify(entries, jobs_depth, depth, mr_entries).w.payload.shape()
+    writes = [w_layout.from_bits(v) for _, v in out["w"]]
+    assert [int(x.write) for x in writes] == [1, 1, 0, 0, 1, 1, 1, 0]
+    assert [int(x.addr) for x in writes if x.write] == [
+        (mr["base"] >> 6) + k for k in (2, 3, 0, 1, 4)]
+    assert env.groups[3]["expected_psn"] == 15 and env.groups[3]["msn"] == 10
+    assert not ver.held(3)
+
+
+def test_verify_twin_refuses_bad_selective():
+    fifos = [Fifo(4, n) for n in ("i", "w", "ack")]
+    with pytest.raises(ValueError, match="^selective must be 0 or 1"):
+        VerifyModel(*fifos, 16, 8, 1 << 14, _TableEnv([]), selective=2)
 
 
 @pytest.mark.parametrize("seed,rate", [(8, 1.0), (9, 0.5)])

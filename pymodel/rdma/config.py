@@ -2,7 +2,7 @@
 
 :class:`Config` mirrors :class:`rtl.tops.rdma_top.RdmaTop`'s parameters (sizes, link
 latency, transport timer, reliability) and its run-time ports (context-table and CQ
-bases, cache entries in use, ACK coalescing, serial mode), with the faults of each
+bases, cache entries in use, ACK coalescing, serial mode, selective repeat), with the faults of each
 link. Frozen; every field is checked against the ranges the RTL accepts, a bad one
 raising ``ValueError`` that names it.
 """
@@ -35,7 +35,7 @@ _RANGES = {
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
     "windows": (0, 4096), "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
     "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
-    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
+    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "selective": (0, 1),
 }
 
 
@@ -71,6 +71,9 @@ class Config:
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
+    #: Recovery, the ``selective`` port of both engines: 0 go-back-N (the default, IBTA),
+    #: 1 selective repeat (docs/recovery.md, "Selective repeat").
+    selective: int = 0
     #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
     header: str = TOP_DEFAULTS["header"]
     responder_sizes: dict = dataclasses.field(default_factory=dict)

@@ -199,7 +199,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                           qpc_base=cfg.qpc_base_b, mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
-                          cache_ways=cfg.cache_ways, **cfg.responder_sizes)
+                          cache_ways=cfg.cache_ways, selective=cfg.selective,
+                          **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
 
     # Injected frames: one beat per cycle the player is not stalled, from cycle 0.

@@ -74,7 +74,8 @@ class RdmaTop(HarnessTop):
 
     Run-time ports: ``inject_select``, ``qpc_base_a``, ``qpc_base_b``, ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
-    ``ack_frames``, ``serial``, ``cache_log2`` (``2**cache_log2`` of the
+    ``ack_frames``, ``serial``, ``selective`` (both engines: 0 go-back-N, 1 selective
+    repeat, docs/recovery.md), ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
     :class:`rtl.rdma.req.requester.Requester`); counters ``req``
     (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
@@ -108,7 +109,7 @@ class RdmaTop(HarnessTop):
             "qpc_base_a": In(range(depth)), "qpc_base_b": In(range(depth)),
             "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
-            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
+            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS), "selective": In(1),
         }
         link = ReliableLink if link_retry else FaultyLink
         settings, counters = link.port_signatures()
@@ -172,6 +173,7 @@ class RdmaTop(HarnessTop):
             req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
             req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
             req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
+            req.selective.eq(self.selective), resp.selective.eq(self.selective),
             # A -> B
             req.o.ready.eq(~ResetSignal()), inj.ready.eq(sel),
             link_ab.i.valid.eq(ab_valid),

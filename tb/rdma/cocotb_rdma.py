@@ -65,7 +65,7 @@ RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS +
 COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
                  "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
                  "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
-                 "clean_baseline", "out_json", "token")
+                 "clean_baseline", "out_json", "token", "selective")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
     "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
@@ -141,7 +141,7 @@ def config(top, params):
         raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
                          f"{p['cache_entries']}, not {entries!r}")
     return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_entries=entries,
-                  cache_capacity=p["cache_entries"],
+                  cache_capacity=p["cache_entries"], selective=params.get("selective", 0),
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
@@ -237,7 +237,7 @@ async def rdma_matches_model(dut):
     tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
-                                                   "ack_frames")}
+                                                   "ack_frames", "selective")}
     ports["ack_timeout"] = p.get("ack_timeout", 0)
     ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,

@@ -80,7 +80,7 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
-              fabric="board", link_retry=False, header="roce", cache_ways=1):
+              fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -88,8 +88,9 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
     comparison keys (:func:`comparison_keys`). ``link_retry``: over reliable links;
     ``header``: the framing (:func:`_top`); ``cache_ways``: the top's context-cache
-    ways (1, the default top, or 2, 4, 8: a top of its own). Every parameter is checked
-    before anything is built (``ValueError`` naming it)."""
+    ways (1, the default top, or 2, 4, 8: a top of its own); ``selective``: 1 for
+    selective repeat at both ends (the run-time port; the row then has ``selective``
+    1). Every parameter is checked before anything is built (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
@@ -100,11 +101,12 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
         + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
         + (f"_{header}" if header != "roce" else "") \
-        + (f"_w{cache_ways}" if cache_ways != 1 else "")
+        + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
-                  warmup=warm, cache_entries=cache_entries)
+                  warmup=warm, cache_entries=cache_entries,
+                  **({"selective": 1} if selective else {}))
     bw_params = dict(common, messages=messages + 1, knobs=k)
     lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
                       spacing=warm)
@@ -122,6 +124,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         row["link_latency"] = top["link_latency"]
     if cache_ways != 1:
         row["cache_ways"] = cache_ways
+    if selective:
+        row["selective"] = 1
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:

@@ -15,7 +15,9 @@ Each chunk's entry in ``per_chunk`` says whether it was compared with the model 
 co-simulation ran and wrote this run's figures: the scoreboard compared every item) and
 its mismatches; ``chunks``, ``chunks_compared`` and ``mismatches`` sum them. A chunk
 whose co-simulation left no figures counts as not compared, its WRITEs as lost.
-``args.break_model_chunk`` (a test hook) gives the model of that chunk the MMIO words a
+``args.selective``: selective repeat at both ends (the top's ``selective`` port, in
+the RTL and the model alike) instead of go-back-N. ``args.break_model_chunk`` (a test
+hook) gives the model of that chunk the MMIO words a
 cycle late: a broken model that must be caught there.
 """
 
@@ -62,6 +64,7 @@ def soak_rdma(args, messages, span=None):
     stop = min(stop, chunks)
     totals = dict(messages=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, cycles=0, timeouts=0, seq_naks=0,
+                  rewinds=0, sr_placed=0,
                   duplicates_discarded=0, wire_dropped=0, wire_corrupted=0,
                   wire_duplicated=0, chunks=max(stop - first, 0), chunks_compared=0,
                   mismatches=0, failed_chunks=0)
@@ -78,12 +81,14 @@ def soak_rdma(args, messages, span=None):
                              drop_rate=rate_per_65535(args.drop_rate),
                              dup_rate=rate_per_65535(args.dup_rate))
                   for k, link in enumerate(("faults_ab", "faults_ba"))}
-        test_id = f"soak_seed{args.seed}_chunk{index}"
+        selective = int(getattr(args, "selective", False))
+        test_id = f"soak_seed{args.seed}_chunk{index}" + ("_sr" if selective else "")
         params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
                       seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
                       out_json="soak.json",
                       clean_baseline=True, token=token,
-                      model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK, **faults)
+                      model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK,
+                      selective=selective, **faults)
         if index == getattr(args, "break_model_chunk", None):
             params["model_mmio_delay"] = 1
         try:
@@ -113,6 +118,8 @@ def soak_rdma(args, messages, span=None):
         totals["retransmissions"] += c["req_retransmissions"]
         totals["timeouts"] += c["req_timeouts"]
         totals["seq_naks"] += c["req_seq_naks"]
+        totals["rewinds"] += c["req_rewinds"]
+        totals["sr_placed"] += c["resp_sr_placed"]
         totals["duplicates_discarded"] += c["resp_duplicates"]
         for kind in ("dropped", "corrupted", "duplicated"):
             hit = c[f"ab_{kind}"] + c[f"ba_{kind}"]

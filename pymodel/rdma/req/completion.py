@@ -4,6 +4,7 @@ from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
+from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["CompletionUnitModel"]
@@ -58,6 +59,8 @@ class CompletionUnitModel:
         self._freed = []
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
+        self.walk_one = False      # selective repeat: the rewind resends one message
+        self.selective = 0
         self.used = False
         self.timeout = 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
@@ -146,7 +149,8 @@ class CompletionUnitModel:
 
     def step(self, c, side):
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised) and ``timeout`` (cycles), the ports of the same names. One action a
+        promised), ``timeout`` (cycles) and ``selective`` (0 if absent), the ports of
+        the same names. One action a
         cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
         a walk, a record appended, an ACK event, a timer of the slot the scan pointer
         (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
@@ -157,6 +161,7 @@ class CompletionUnitModel:
         are at the start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
+        self.selective = side.get("selective", 0)
         state = self.state.value
         sp = c % self.W                     # the scan pointer counts every cycle
         if state == 4 and self.looked:      # the LOOK ends (a register of its own)
@@ -185,7 +190,8 @@ class CompletionUnitModel:
         if state == 1 and issued == self.appended.value:
             self.state.set(2)
             self.cur = self.head[self.e_rw]
-            self.walk_left = self.win[self.e_rw]
+            win = self.win[self.e_rw]
+            self.walk_left = min(win, 1) if self.walk_one else win
             return
         # 3. append
         if self.rec.can_read():
@@ -250,8 +256,16 @@ class CompletionUnitModel:
                 self.state.set(1)
                 self.pinned.set(sp, 1)
                 self.e_rw = sp
+                self.walk_one = self._one(sp, self.recs[self.head[sp]]["first_psn"])
                 self.count["rewinds"] += 1
                 self.trace.append((c, f"timer rewind slot {sp}"))
+
+    def _one(self, s, psn):
+        """Selective repeat: does a rewind of slot ``s`` from ``psn`` resend one message?
+        Only if every PSN the QP sent after ``psn`` lies in the responder's bitmap
+        (``SR_WINDOW``); beyond it the responder discarded frames: go back N."""
+        last = self.recs[self.tail[s]]["last_psn"]
+        return bool(self.selective) and (last - psn) & _PSN_MASK <= SR_WINDOW
 
     def _start_look(self, c, s, qpn):
         self.state.set(4)
@@ -312,6 +326,7 @@ class CompletionUnitModel:
             self.state.set(1)
             self.pinned.set(e, 1)
             self.e_rw = e
+            self.walk_one = self._one(e, ev["psn"])
             self.count["seq_naks"] += 1
             self.count["rewinds"] += 1
             self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))

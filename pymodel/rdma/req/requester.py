@@ -156,6 +156,7 @@ class RequesterModel:
         self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = 0
         self.timeout = cfg.timeout
+        self.selective = getattr(cfg, "selective", 0)   # (a fabric's Config has none)
         self._offered = None        # what offers() showed in this cycle
         self._cycle = 0
 
@@ -246,7 +247,8 @@ class RequesterModel:
         self.pay.step(c, {"pay_arrived": self.arrived.value})
         if f["segs"].q or self.sender.pops:
             self.sender.step(c, {"go": go})
-        comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout})
+        comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout,
+                      "selective": self.selective})
         if f["cqes"].q:
             self.cqw.step(c, _NO_SIDE)
         return taken

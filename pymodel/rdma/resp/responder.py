@@ -71,6 +71,8 @@ class ResponderModel:
         The ``qpc_base`` port (word address of the context table).
     mr_table : iterable of int
         The MR table's entries (``MR_LAYOUT`` integers; missing ones are 0).
+    selective : int
+        The ``selective`` port (0 go-back-N, 1 selective repeat).
 
     Attributes
     ----------
@@ -82,7 +84,8 @@ class ResponderModel:
     """
 
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
-                 mr_table=(), cache_used=None, header="roce", cache_ways=1, **sizes):
+                 mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
+                 **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
@@ -100,7 +103,7 @@ class ResponderModel:
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
-                                  depth, self, used, log=self._staged)
+                                  depth, self, used, log=self._staged, selective=selective)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
@@ -132,7 +135,9 @@ class ResponderModel:
 
     def _lookup(self, qpn, victim_busy, side):
         f = self.fifos
-        taken, fill, wb = self.cache.lookup(qpn, victim_busy, f["fills"].can_write(),
+        # The verify stage's frames placed out of order hold the entry too.
+        busy = victim_busy or self.verify.held(self.cache.entry_of(qpn))
+        taken, fill, wb = self.cache.lookup(qpn, busy, f["fills"].can_write(),
                                             f["wbs"].can_write())
         if fill is not None:
             f["fills"].write(fill % self.depth)

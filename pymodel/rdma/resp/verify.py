@@ -2,12 +2,12 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
-from spec.rdma_responder import RESP_GROUP
+from spec.rdma_responder import RESP_GROUP, SR_WINDOW
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
 VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
-                   "access_nak", "qp_err")
+                   "access_nak", "qp_err", "sr_placed")
 WRITE_JOB_FIELDS = ("write", "rest", "reth", "addr", "plen", "mark", "qpn", "data")
 _PSN_MASK, _MSN_MASK = (1 << PSN_BITS) - 1, (1 << MSN_BITS) - 1
 _M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
@@ -25,15 +25,27 @@ class VerifyModel:
     table; in a unit test, the test's side inputs.
     """
 
-    def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None):
+    def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None,
+                 selective=0):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
-        owner that commits it through it (:meth:`commit` commits it alone)."""
+        owner that commits it through it (:meth:`commit` commits it alone);
+        ``selective``: the port of that name (0 go-back-N, 1 selective repeat)."""
+        if selective not in (0, 1):
+            raise ValueError(f"selective must be 0 or 1, not {selective!r}")
+        self.selective = selective
+        #: Per entry, the PSNs after the expected one placed out of order (bit k: PSN
+        #: expected + 1 + k); 0 is the RTL's cleared valid bit.
+        self.bits = Staged(0, size=entries, name="sr_bits", log=log)
         self.used = used or entries
         self.i, self.w, self.ack, self.env = i, w, ack, env
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
         self.done = Staged(0, size=entries, name="done", log=log)
         self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
+
+    def held(self, e):
+        """Has entry ``e`` frames placed out of order (start of the cycle)?"""
+        return self.bits[e] != 0
 
     def done_of(self, e):
         """Frames of entry ``e`` done (the header check's read; start of the cycle)."""
@@ -43,6 +55,8 @@ class VerifyModel:
         out = {"g_we": 0}
         if "done_addr" in side:
             out["done_data"] = self.done[side["done_addr"]]
+        if "held_addr" in side:
+            out["held"] = int(self.held(side["held_addr"]))
         if not (self.i.can_read() and self.w.can_write() and self.ack.can_write()):
             return out
         j = self.i.head()
@@ -59,8 +73,11 @@ class VerifyModel:
         ack = dict(dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"], dip=ctx["dip"],
                    src_qp=j["qpn"], dest_qp=ctx["dest_qp"], msn=g["msn"], psn=j["psn"],
                    syndrome=Syndrome.ACK.value)
-        due, new = False, None
+        due, new, bits_new = False, None, None
         psn, exp = j["psn"], g["expected_psn"]
+        bits = self.bits[e]
+        slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
+        in_window = 0 <= slot < SR_WINDOW
         if not ctx["valid"]:
             verdict = "unknown_qp"
         elif ctx.get("state", 0) == QpState.ERR.value:
@@ -68,6 +85,19 @@ class VerifyModel:
         elif psn != exp:
             if (psn - exp) & _PSN_MASK >= PSN_WINDOW:
                 verdict, due = "duplicates", bool(j["ack_req"])
+                if self.selective:      # a cumulative ACK: everything before expected
+                    ack.update(psn=(exp - 1) & _PSN_MASK)
+            elif self.selective and in_window and bits >> slot & 1:
+                verdict = "duplicates"
+            elif (self.selective and in_window and j["reth"] and j["last"]
+                  and self._access_ok(j, g, side)):
+                verdict, bits_new = "sr_placed", bits | 1 << slot
+                wjob.update(write=1, reth=1, addr=(j["va"] >> 6) % self.depth,
+                            plen=j["plen"], mark=1, qpn=j["qpn"], data=j["data"])
+                if not g["nak_sent"]:
+                    due = True
+                    ack.update(psn=exp, syndrome=Syndrome.NAK_PSN_SEQUENCE.value)
+                    new = dict(g, nak_sent=1)
             elif not g["nak_sent"]:
                 verdict, due = "psn_nak", True
                 ack.update(psn=exp, syndrome=Syndrome.NAK_PSN_SEQUENCE.value)
@@ -78,13 +108,30 @@ class VerifyModel:
             verdict, due = "access_nak", True
             ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
             new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0)
+            if bits:
+                bits_new = 0
         else:
-            verdict, due = "frames_ok", bool(j["ack_req"])
+            run = 0                           # placed PSNs that follow without a gap
+            while run < SR_WINDOW and bits >> run & 1:
+                run += 1
+            verdict, due = "frames_ok", bool(j["ack_req"]) or run > 0
             base = j["va"] if j["reth"] else g["resp_va"]
-            msn = (g["msn"] + j["last"]) & _MSN_MASK
-            ack.update(msn=msn)
+            msn = (g["msn"] + j["last"] + run) & _MSN_MASK
+            ack.update(msn=msn, psn=(psn + run) & _PSN_MASK)
+            nak = False
+            if bits:
+                bits_new = bits >> run >> 1
+                # The new expected PSN starts a message and a later one arrived: it is
+                # known lost, NAK it (after a FIRST or MIDDLE it is the rest of the same
+                # message, still on its way).
+                nak = bits_new != 0 and bool(j["last"] or run)
+            due = due or nak
+            if nak:
+                ack.update(psn=(exp + 1 + run) & _PSN_MASK,
+                           syndrome=Syndrome.NAK_PSN_SEQUENCE.value)
             left = j["dma_len"] if j["reth"] else g["resp_left"]
-            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0, msn=msn,
+            new = dict(g, expected_psn=(exp + 1 + run) & _PSN_MASK, nak_sent=int(nak),
+                       msn=msn,
                        resp_va=(base + j["plen"]) & _M64,
                        resp_left=(left - j["plen"]) & _M32)
             wjob.update(write=1, reth=j["reth"], addr=(base >> 6) % self.depth,
@@ -99,6 +146,8 @@ class VerifyModel:
             g_wdata = {f: new[f] for f in RESP_GROUP}
             self.env.write_group(e, g_wdata)
         self.done.set(e, (self.done[e] + 1) % self.mod)
+        if bits_new is not None:
+            self.bits.set(e, bits_new)
         out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
@@ -113,3 +162,4 @@ class VerifyModel:
 
     def commit(self):
         self.done.commit()
+        self.bits.commit()

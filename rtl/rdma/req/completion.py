@@ -22,6 +22,7 @@ from spec.rdma_engine import (
     RETRY_LIMIT_RANGE,
     TIMEOUT_BITS,
 )
+from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import (
     COUNT_BITS,
     ack_event_layout,
@@ -113,6 +114,12 @@ class CompletionUnit(wiring.Component):
         last record, or null record, appended); win_total : Out(16) records in use.
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
+    selective : In(1)
+        Selective repeat (held from reset): a rewind from PSN ``p`` (a PSN sequence
+        NAK's, or the timer's oldest message's first) resends only the QP's oldest
+        message (for a NAK, the one holding ``p``) when the QP's last PSN sent is at
+        most :data:`~spec.rdma_responder.SR_WINDOW` after ``p`` (the responder kept
+        what it could of them), else the whole window; 0, go-back-N: the whole window.
     cache_log2 : In(4)
         Cache entries in use (with ``windows`` 0 a QP's window slot is its direct-mapped
         entry ``qpn % 2**cache_log2``; its entry otherwise comes from the probes); the
@@ -175,7 +182,8 @@ class CompletionUnit(wiring.Component):
     window from the next cycle on, one record a cycle; no event or timer action
     meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
     (``hold`` high) until the pipeline is empty, then resends the QP's window from its
-    oldest record, one record per cycle, and ends.
+    oldest record (with ``selective``, that record only, when decided so at the NAK or
+    the expiry), one record per cycle, and ends.
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
@@ -197,7 +205,7 @@ class CompletionUnit(wiring.Component):
             "probe": Out(CacheProbeSignature()).array(5),
             "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
             "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
-            "timeout": In(TIMEOUT_BITS),
+            "timeout": In(TIMEOUT_BITS), "selective": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
         })
@@ -341,6 +349,18 @@ class CompletionUnit(wiring.Component):
                                        & (ev.qpn == q.victim_qpn))
                                     | (due & (scan_oldest.qpn == q.victim_qpn)))))
         give_up = retries_sp == self.retry_limit
+        # Selective repeat: a rewind from PSN p resends one message (the oldest, which
+        # holds p) when every PSN the QP sent after p is within the responder's bitmap
+        # (SR_WINDOW); beyond it the responder discarded frames: go back N.
+        walk_one = Signal()
+        tail_ev_rec, tail_sp_rec = Signal(lay), Signal(lay)
+        m.d.comb += [tail_ev_rec.eq(rd(recs, rd(tail, s_ev))),
+                     tail_sp_rec.eq(rd(recs, rd(tail, scan)))]
+        span_ev, span_sp = Signal(PSN_BITS), Signal(PSN_BITS)
+        m.d.comb += [span_ev.eq(tail_ev_rec.last_psn - ev.psn),
+                     span_sp.eq(tail_sp_rec.last_psn - scan_oldest.first_psn)]
+        one_ev = self.selective & (span_ev <= SR_WINDOW)
+        one_sp = self.selective & (span_sp <= SR_WINDOW)
         tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
 
         def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed):
@@ -367,9 +387,9 @@ class CompletionUnit(wiring.Component):
             put("errq", e, qpn)
             m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
 
-        def start_rewind(sl):
+        def start_rewind(sl, one):
             put("pinned", sl, 1)
-            m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl),
+            m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl), walk_one.eq(one),
                          self.rewinds.eq(self.rewinds + 1)]
 
         def start_look(sl, qpn):
@@ -404,7 +424,8 @@ class CompletionUnit(wiring.Component):
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
-            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw), walk_left.eq(win_rw)]
+            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw),
+                         walk_left.eq(Mux(walk_one & (win_rw != 0), 1, win_rw))]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
@@ -454,7 +475,7 @@ class CompletionUnit(wiring.Component):
                     m.d.comb += self.ev.ready.eq(1)
                     m.d.sync += used.eq(0)
                     with m.If(ev_rewind):
-                        start_rewind(s_ev)
+                        start_rewind(s_ev, one_ev)
                         m.d.sync += self.seq_naks.eq(self.seq_naks + 1)
                     with m.Elif(~ev_retire & ~used):
                         m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)
@@ -470,5 +491,5 @@ class CompletionUnit(wiring.Component):
                                 self.probe[1].entry[:ibits])
                 with m.Else():
                     put("retries", scan, retries_sp + 1)
-                    start_rewind(scan)
+                    start_rewind(scan, one_sp)
         return m

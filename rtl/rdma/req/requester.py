@@ -111,6 +111,9 @@ class Requester(wiring.Component):
         The context table and the completion queue.
     ack_timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles, 0 for the ``timeout`` parameter.
+    selective : In(1)
+        Selective repeat (held from reset): a rewind resends only the QP's oldest
+        unacknowledged message (:class:`~rtl.rdma.req.completion.CompletionUnit`).
     ack_every : In(8), ack_frames : In(16)
         ACK coalescing (see :class:`~rtl.rdma.req.sequencer.Sequencer`).
     serial : In(1)
@@ -164,7 +167,8 @@ class Requester(wiring.Component):
             "host": Out(HostDmaSignature(depth)),
             "o": Out(packet_signature(64)), "i": In(packet_signature(64)),
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
-            "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
+            "ack_timeout": In(TIMEOUT_BITS), "selective": In(1), "ack_every": In(8),
+            "ack_frames": In(16),
             "serial": In(1), "go": In(1, init=1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
         }
@@ -284,6 +288,7 @@ class Requester(wiring.Component):
             seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
             front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),
             comp.timeout.eq(Mux(self.ack_timeout == 0, p["timeout"], self.ack_timeout)),
+            comp.selective.eq(self.selective),
             seq.ack_every.eq(self.ack_every), seq.ack_frames.eq(self.ack_frames),
             cqw.cq_base.eq(self.cq_base), cqw.cq_log2.eq(self.cq_log2),
         ]

@@ -84,6 +84,10 @@ class Responder(wiring.Component):
         ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
         reset); with ``cache_ways`` 1 QP ``q`` lives in entry ``q % 2**cache_log2``
         (else in one of the ways of its set: :class:`~rtl.rdma.context_cache.ContextCache`).
+    selective : In(1)
+        Selective repeat (held from reset): 0 go-back-N, 1 frames ahead are placed
+        (:class:`~rtl.rdma.resp.verify.Verify`); an entry with frames placed out of
+        order is not evicted.
     host : Out(HostDmaSignature(depth))
         To the host interface's engine side (``HostInterface.dma``). ``host.rd_req``:
         context fills, one word each (``words`` = 1, ``id`` = 0), from the fill FIFO;
@@ -144,6 +148,7 @@ class Responder(wiring.Component):
             "o": Out(packet_signature(64)),
             "qpc_base": In(range(depth)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
+            "selective": In(1),
             "host": Out(HostDmaSignature(depth)),
             "rx_beats_level": Out(range(self.sizes.rx_beats + 1)),
             "rx_frames_level": Out(range(self.sizes.rx_frames + 1)),
@@ -187,7 +192,8 @@ class Responder(wiring.Component):
         wiring.connect(m, hdr.o, fifos["jobs"].w_stream)
         wiring.connect(m, hdr.lookup, cache.req)
         m.d.comb += [hdr.o_level.eq(fifos["jobs"].level),
-                     cache.victim_busy.eq(hdr.victim_busy), hdr.entry.eq(cache.entry),
+                     cache.victim_busy.eq(hdr.victim_busy | ver.held), hdr.entry.eq(cache.entry),
+                     ver.held_addr.eq(hdr.done_addr), ver.selective.eq(self.selective),
                      ver.done_addr.eq(hdr.done_addr), hdr.done_data.eq(ver.done_data),
                      cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
                      hdr.cache_log2.eq(self.cache_log2), ver.cache_log2.eq(self.cache_log2)]
@@ -226,7 +232,7 @@ class Responder(wiring.Component):
         owners = [(rx, ("overflow", "rx_beats_max", "rx_frames_max")),
                   (hdr, ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")),
                   (ver, ("frames_ok", "unknown_qp", "duplicates", "psn_nak",
-                         "out_of_order", "access_nak", "qp_err")),
+                         "out_of_order", "access_nak", "qp_err", "sr_placed")),
                   (wrt, ("words",)), (ack, ("acks",)),
                   (cache, ("lookups", "misses", "writebacks", "fills_max"))]
         for stage, names in owners:

@@ -1,27 +1,27 @@
 """Verify stage of the responder: QP, PSN and access checks, the QP's receive state."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, QpState, Syndrome
+from spec.formats.roce import MR_LAYOUT, PSN_BITS, QpState, Syndrome
 from spec.ports import (
     CacheGroupSignature,
     CacheReadSignature,
     FillQuerySignature,
     ports_by_name,
 )
-from spec.rdma_responder import HEAD_BYTES, RESP_GROUP, SIZE_LIMITS
+from spec.rdma_responder import HEAD_BYTES, RESP_GROUP, SIZE_LIMITS, SR_WINDOW
 from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
 
 #: Counters of this stage, in port order.
 VERIFY_COUNTERS = ("frames_ok", "unknown_qp", "duplicates", "psn_nak", "out_of_order",
-                   "access_nak", "qp_err")
+                   "access_nak", "qp_err", "sr_placed")
 
 
 class Verify(wiring.Component):
@@ -55,7 +55,13 @@ class Verify(wiring.Component):
         The MR table (a combinational read).
     done_addr : In(range(entries)), done_data : Out(inflight_bits(jobs))
         The header check's read of this stage's count of frames done per entry.
-    frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak, qp_err : Out(32)
+    selective : In(1)
+        Selective repeat (run-time, held from reset; 0: go-back-N, as the rules below).
+    held_addr : In(range(entries)), held : Out(1)
+        Has entry ``held_addr`` frames placed out of order (bits set)? Its context must
+        not be evicted (the responder ORs this into the cache's ``victim_busy``).
+    frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak, qp_err,
+    sr_placed : Out(32)
 
     Timing
     ------
@@ -84,6 +90,26 @@ class Verify(wiring.Component):
     ``resp_left`` = (``dma_len`` on FIRST/ONLY, else ``resp_left``) - ``plen``. Every
     ACK/NAK carries the context's MACs, IPs and ``dest_qp``, and the frame's QPN as its
     source QP.
+
+    Selective repeat (``selective`` = 1; docs/recovery.md, "Selective repeat"): per entry
+    a bitmap of the :data:`~spec.rdma_responder.SR_WINDOW` PSNs ``expected_psn + 1 ..
+    expected_psn + SR_WINDOW`` placed out of order (a memory) and a valid bit (a
+    register, cleared by reset; a clear bit reads as an empty bitmap). A PSN ahead
+    within the window whose bit is set: ``duplicates``, silent. A PSN ahead within the
+    window, an ONLY (a whole message: it carries its RETH and ends its message) that
+    passes the access checks: ``sr_placed``, written at its VA as an accepted frame
+    (``mark`` set), its bit set; without ``nak_sent`` it sends the NAK PSN sequence
+    error and sets ``nak_sent`` as above. Every other PSN ahead as above. A frame at
+    ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
+    without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k``, the bitmap
+    shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
+    ``expected_psn + k`` with the new MSN; when bits remain set after the shift and
+    the frame or the run ended a message, the new expected PSN is known lost: instead
+    a NAK PSN sequence error of it (with the new MSN; like every NAK it acknowledges
+    the PSNs before it), ``nak_sent`` set. A duplicate behind ``expected_psn`` with
+    AckReq is ACKed cumulatively (PSN ``expected_psn - 1``). An ``access_nak``
+    forgets the bitmap (the requester moves the QP to ERR). The decisions take the
+    same cycle as above.
     """
 
     def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES):
@@ -106,6 +132,7 @@ class Verify(wiring.Component):
             "group": Out(CacheGroupSignature(entries, group)),
             "mr_addr": Out(range(mr_entries)), "mr_data": In(MR_LAYOUT),
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
+            "selective": In(1), "held_addr": In(range(entries)), "held": Out(1),
         }
         ports.update({name: Out(32) for name in VERIFY_COUNTERS})
         super().__init__(ports)
@@ -124,6 +151,36 @@ class Verify(wiring.Component):
                           done.write_port())
         m.d.comb += [own.addr.eq(entry), wr.addr.eq(entry), wr.data.eq(own.data + 1),
                      other.addr.eq(self.done_addr), self.done_data.eq(other.data)]
+
+        # Selective repeat: per entry a bitmap (a memory) and its valid bit (a register).
+        m.submodules.sr_bits = sr_mem = memory.Memory(shape=SR_WINDOW, depth=self.entries,
+                                                      init=[])
+        sr_rd, sr_wr = sr_mem.read_port(domain="comb"), sr_mem.write_port()
+        sr_valid = Signal(self.entries)
+        bits = Signal(SR_WINDOW)
+        m.d.comb += [sr_rd.addr.eq(entry), sr_wr.addr.eq(entry),
+                     bits.eq(Mux(sr_valid.bit_select(entry, 1), sr_rd.data, 0)),
+                     self.held.eq(sr_valid.bit_select(self.held_addr, 1))]
+        new_bits = Signal(SR_WINDOW)
+        sr_we = Signal()
+        ahead = Signal(PSN_BITS)                 # PSN - expected (a PSN ahead: 1 ..)
+        m.d.comb += ahead.eq(j.psn - g.expected_psn)
+        sbits = (SR_WINDOW - 1).bit_length()
+        slot = Signal(PSN_BITS)                  # its bit (valid when in_window)
+        m.d.comb += slot.eq(ahead - 1)
+        in_window = Signal()
+        m.d.comb += in_window.eq(slot < SR_WINDOW)
+        bit_set = Signal()
+        m.d.comb += bit_set.eq(in_window & bits.bit_select(slot[:sbits], 1))
+        run = Signal(range(SR_WINDOW + 1))       # set bits after the expected PSN, no gap
+        m.d.comb += run.eq(SR_WINDOW)
+        for k in reversed(range(SR_WINDOW)):
+            with m.If(~bits[k]):
+                m.d.comb += run.eq(k)
+        shifted = Signal(SR_WINDOW)
+        m.d.comb += shifted.eq((bits >> run) >> 1)
+        gap_nak = Signal()          # bits remain after a message end: NAK the new gap
+        m.d.comb += gap_nak.eq((shifted != 0) & (j.last | (run != 0)))
 
         behind = Signal()
         m.d.comb += behind.eq((j.psn - g.expected_psn)[23])
@@ -156,6 +213,22 @@ class Verify(wiring.Component):
         with m.Elif(j.psn != g.expected_psn):
             with m.If(behind):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
+                with m.If(self.selective):       # a cumulative ACK
+                    m.d.comb += ack.psn.eq(g.expected_psn - 1)
+            with m.Elif(self.selective & bit_set):
+                m.d.comb += verdict.eq(1 << 2)
+            with m.Elif(self.selective & in_window & j.reth & j.last & access_ok):
+                m.d.comb += [
+                    verdict.eq(1 << 7), sr_we.eq(1),
+                    new_bits.eq(bits | (Const(1, SR_WINDOW) << slot[:sbits])),
+                    w.write.eq(1), w.reth.eq(1), w.addr.eq(j.va[6:]), w.plen.eq(j.plen),
+                    w.mark.eq(1), w.qpn.eq(j.qpn), w.data.eq(j.data),
+                ]
+                with m.If(~g.nak_sent):
+                    m.d.comb += [ack_due.eq(1), self.group.we.eq(1),
+                                 ack.psn.eq(g.expected_psn),
+                                 ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value),
+                                 new.nak_sent.eq(1)]
             with m.Elif(~g.nak_sent):
                 m.d.comb += [verdict.eq(1 << 3), ack_due.eq(1), self.group.we.eq(1),
                              ack.psn.eq(g.expected_psn),
@@ -166,13 +239,19 @@ class Verify(wiring.Component):
         with m.Elif(~access_ok):
             m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.group.we.eq(1),
                          ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
-                         new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0)]
+                         new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
+                         sr_we.eq(bits != 0), new_bits.eq(0)]
         with m.Else():
             m.d.comb += [
-                verdict.eq(1 << 0), ack_due.eq(j.ack_req), self.group.we.eq(1),
-                ack.msn.eq(g.msn + j.last),
-                new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
-                new.msn.eq(g.msn + j.last), new.resp_va.eq(base + j.plen),
+                verdict.eq(1 << 0), self.group.we.eq(1),
+                ack_due.eq(j.ack_req | (run != 0) | gap_nak),
+                ack.msn.eq(g.msn + j.last + run),
+                ack.psn.eq(Mux(gap_nak, j.psn + run + 1, j.psn + run)),
+                ack.syndrome.eq(Mux(gap_nak, Syndrome.NAK_PSN_SEQUENCE.value,
+                                    Syndrome.ACK.value)),
+                new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(gap_nak),
+                new.msn.eq(g.msn + j.last + run), new.resp_va.eq(base + j.plen),
+                sr_we.eq(bits != 0), new_bits.eq(shifted),
                 new.resp_left.eq(Mux(j.reth, j.dma_len, g.resp_left) - j.plen),
                 w.write.eq(1), w.reth.eq(j.reth), w.addr.eq(base[6:]), w.plen.eq(j.plen),
                 w.mark.eq(j.last), w.qpn.eq(j.qpn), w.data.eq(j.data),
@@ -184,6 +263,9 @@ class Verify(wiring.Component):
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
                          wr.en.eq(j.check)]
+            with m.If(sr_we):
+                m.d.comb += [sr_wr.en.eq(1), sr_wr.data.eq(new_bits)]
+                m.d.sync += sr_valid.bit_select(entry, 1).eq(new_bits != 0)
             ports = ports_by_name(self)
             for k, name in enumerate(VERIFY_COUNTERS):
                 counter = ports[name]
