@@ -272,8 +272,8 @@ def test_verify_selective_repeat_bitmap(rate):
     mr = dict(valid=1, remote_write=1, key=0x21, base=1 << 12, length=1 << 16)
 
     def only(psn, ack_req=0, k=0):
-        return dict(check=1, rest=2, qpn=3, psn=psn, ack_req=ack_req, reth=1, last=1,
-                    va=mr["base"] + 64 * k, rkey=mr["key"], dma_len=64, plen=64,
+        return dict(check=1, rest=2, qpn=3, entry=3, psn=psn, ack_req=ack_req, reth=1,
+                    last=1, va=mr["base"] + 64 * k, rkey=mr["key"], dma_len=64, plen=64,
                     data=k + 1)
     middle = dict(only(14), reth=0, last=0, va=0, rkey=0, dma_len=0)
     beyond = 15 + SR_WINDOW + 1               # expected is 15 by then
