@@ -132,16 +132,10 @@ def check_params(p):
 
 def config(top, params):
     """The model's Config of a top (parameters) and a run (knobs, link faults, the
-    run-time transport timeout). The transport timeout is the run's ``ack_timeout``, else
-    the top's ``timeout`` if the top sets one, else the short
-    :data:`spec.rdma_engine.SIM_TIMEOUT` (the top's default is a deployed one, about a
-    second); the run drives the top's ``ack_timeout`` port with it."""
+    timeout: ``ack_timeout``, else the top's, else the short ``SIM_TIMEOUT``)."""
     p = dict(TOP_DEFAULTS, **top)
     knobs = knobs_of(params.get("rung"), params.get("knobs"))
-    if params.get("ack_timeout"):
-        p["timeout"] = params["ack_timeout"]
-    elif "timeout" not in top:
-        p["timeout"] = SIM_TIMEOUT
+    p["timeout"] = params.get("ack_timeout") or top.get("timeout", SIM_TIMEOUT)
     entries = params.get("cache_entries", 16)
     if entries > p["cache_entries"] or entries < 16 or entries & (entries - 1):
         raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
