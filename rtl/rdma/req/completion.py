@@ -3,8 +3,9 @@
 This file stays whole (one RTL block over 400 lines): the rewind and flush walks, the
 record append, the ACK events and the timer scan all write the same window memories
 (records, links, heads, tails, counts, timer starts, retries, pins), one write port
-each, and one of them acts per cycle by a single priority (:class:`CompletionUnit`,
-Timing); split apart, that one schedule of the memory ports would be spread over files.
+each (the timer starts have a second one, for the frame sender's resent notice), and
+one of them acts per cycle by a single priority (:class:`CompletionUnit`, Timing);
+split apart, that one schedule of the memory ports would be spread over files.
 """
 
 from amaranth import Const, Module, Mux, Signal
