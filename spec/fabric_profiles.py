@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from spec.fabric import retry_sizes
 from spec.formats.nic import frame_beats
 from spec.nic import link_credits
-from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT
 
 __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
            "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
@@ -210,8 +210,9 @@ def rdma_records(profile, ii=RDMA_SIZING_II):
 
 
 def rdma_timeout(profile):
-    """The transport timeout (cycles): today's ``timeout`` (4096, about three of
-    today's round trips of a message) plus what the profile adds to the round trip over
+    """The transport timeout (cycles) of a simulated run at ``profile``: the short
+    :data:`spec.rdma_engine.SIM_TIMEOUT` (4096, about three of ``board``'s round trips
+    of a message) plus what the profile adds to the round trip over
     ``board``'s, so that its margin over an ACK's arrival stays the same."""
     extra = round_trip(profile) - round_trip("board")
-    return REQUESTER_DEFAULTS["timeout"] + max(0, extra)
+    return SIM_TIMEOUT + max(0, extra)

@@ -83,8 +83,8 @@ def check_completion(completion):
 
 
 def _rdma_defaults():
-    from spec.rdma_engine import ACK_COALESCE, REQUESTER_DEFAULTS
-    return ACK_COALESCE["ack_every"], REQUESTER_DEFAULTS["timeout"]
+    from spec.rdma_engine import ACK_COALESCE, SIM_TIMEOUT
+    return ACK_COALESCE["ack_every"], SIM_TIMEOUT
 
 
 #: Defaults of the end-to-end completion. ``coalesce``: one completion per 16 finished
@@ -93,7 +93,8 @@ def _rdma_defaults():
 #: compare like with like (the classic scheme: RFC 1122 section 4.2.3.2, an ACK per
 #: N segments plus a timer; Ultra Ethernet and IRN coalesce ACKs the same way).
 #: ``timeout``: 4096 cycles without a completion while frames are outstanding, the RDMA
-#: requester's transport timeout (``REQUESTER_DEFAULTS["timeout"]``), for the same reason.
+#: requester's transport timeout of simulated runs (``spec.rdma_engine.SIM_TIMEOUT``), for
+#: the same reason.
 #: The idle flush is sized from the frame (:func:`completion_flush_idle`).
 COMPLETION_DEFAULTS = dict(zip(("coalesce", "timeout"), _rdma_defaults(), strict=True))
 

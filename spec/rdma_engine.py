@@ -16,7 +16,7 @@ __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
-    "TIMEOUT_RANGE",
+    "TIMEOUT_RANGE", "SIM_TIMEOUT",
     "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH",
@@ -69,12 +69,23 @@ COMPLETION_COUNTERS = ("ack_unexpected", "seq_naks", "timeouts", "rewinds", "ret
                        "records_max", "qp_errors", "flushed", "recovery_fills")
 #: Accepted retry limits (the 3-bit ``retry_cnt`` of ``ibv_modify_qp``).
 RETRY_LIMIT_RANGE = (0, 7)
-#: Bits of the run-time transport timeout (cycles): up to 2**24 - 1 cycles, 16.8 ms at
-#: 1 GHz, which is 4.096 us * 2**12, the IBTA transport timer at LocalAckTimeout = 12.
-#: Ref: IBTA Vol 1 section 9.7.6.1.3 (timeout = 4.096 us * 2**LocalAckTimeout).
-TIMEOUT_BITS = 24
+#: Bits of the run-time transport timeout (cycles): up to 2**31 - 1 cycles, 2.1 s at
+#: 1 GHz, which covers the IBTA transport timer up to LocalAckTimeout = 19 (4.096 us *
+#: 2**19 = 2.1 s) and the deployed defaults (``REQUESTER_DEFAULTS["timeout"]``); the
+#: completion unit's timer starts are 32 bits (``now - start`` modulo 2**32 is exact for
+#: any timeout below 2**31). Ref: IBTA Vol 1 section 9.7.6.1.3 (timeout = 4.096 us *
+#: 2**LocalAckTimeout).
+TIMEOUT_BITS = 31
 #: Accepted transport timeouts (cycles).
 TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
+#: The short transport timeout (cycles) that simulated runs which lose frames (the fault
+#: tests, the soak, the scenarios with loss) pass explicitly (a top's ``ack_timeout``
+#: port, a model ``Config``'s ``timeout``), and the scale of the scenario generators'
+#: ACK spans: 4096 cycles (4.1 us), about three round trips of a message over PCIe with
+#: a context miss at the responder, so no loss-free run of those times out, while a
+#: lossy run is not idle for a second of simulated time at each tail loss. The
+#: default (``REQUESTER_DEFAULTS["timeout"]``) is a deployed one.
+SIM_TIMEOUT = 4096
 
 # -- The requester ----------------------------------------------------------------------------
 
@@ -88,9 +99,17 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: frame and the round trip, about 1,300 cycles, so at 4.5 cycles a message (doorbell
 #: batching) about 290 are in flight (Little's law); 512 keep the pool from limiting
 #: the rate (with 256 the batching rung's ii went from 4.55 to 4.89 cycles).
-#: ``timeout``: the transport timeout in cycles (4.1 us), well above a round trip of
-#: the largest frame with a context miss at the responder over PCIe.
-#: ``ack_queue``: ACK events that may wait (an event finding it full is lost).
+#: ``timeout``: the transport timeout in cycles, 2**30 (1.07 s at 1 GHz): 4.096 us *
+#: 2**18, the IBTA local ACK timeout at LocalAckTimeout = 18 (IBTA Vol 1 section
+#: 9.7.6.1.3), NCCL's default ``NCCL_IB_TIMEOUT`` of 18 (NVIDIA/nccl v2.19.1,
+#: src/transport/net_ib.cc, ``NCCL_PARAM(IbTimeout, "IB_TIMEOUT", 18)``), next to UCX's
+#: ``UCX_RC_TIMEOUT`` of 1.0 s (openucx/ucx, src/uct/ib/rc/base/rc_iface.c,
+#: ``{"TIMEOUT", "1.0s", "Transport timeout"}``). A deployed RC timer is set far above the
+#: round trip, as a last resort: NAKs repair losses, the timer only a loss at a window's
+#: tail. Runs that lose frames in simulation pass a short one (:data:`SIM_TIMEOUT`).
+#: ``ack_queue``: ACK events that may wait for the completion unit; a full queue holds
+#: the ACK receiver, which keeps one event more (the link can not be held): a good ACK
+#: frame that ends while that event still waits is lost (``ack_lost``).
 #: ``windows``: slots of the per-QP window table (each QP's window head, tail, count,
 #: timer and retries, in the slot ``qpn % windows``; docs/rdma.md, "Window state per
 #: QP"). 4096 by default, one slot per QP of the engine's QP space (the host's context
@@ -110,7 +129,7 @@ TIMEOUT_RANGE = (64, (1 << TIMEOUT_BITS) - 1)
 #: with (more ways cost a tag comparator per way and ``ways - 1`` pseudo-LRU bits per
 #: set; docs/rdma.md, "Associative context cache").
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
-                          records=512, timeout=4096, retry_limit=7, ack_queue=64,
+                          records=512, timeout=1 << 30, retry_limit=7, ack_queue=64,
                           windows=4096, cache_ways=1)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
@@ -134,7 +153,7 @@ REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls", "evict_inflight"
                       + ("wqe_reads", "wqes", "wqe_words_max", "sequenced", "doorbell_err_qp",
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
-                                               "ack_lost"))
+                                               "ack_lost", "ack_wait_cycles"))
 
 # -- Optimisations and the headline ladder ------------------------------------------------
 

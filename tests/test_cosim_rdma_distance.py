@@ -11,7 +11,7 @@ import json
 from pymodel.rdma.point import reduce_run, run_model
 from pymodel.scenarios.rdma import writes_scenario
 from spec.fabric_profiles import one_way, rdma_records, rdma_timeout
-from spec.rdma_engine import LADDER, TOP_DEFAULTS
+from spec.rdma_engine import LADDER, SIM_TIMEOUT, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import config
 from tb.rdma.runner import run_rdma
 
@@ -34,7 +34,7 @@ def test_rdma_best_rung_at_rack_distance(sim, test_id, tmp_path):
     # Today's records and timer are what the rules give for this path's round trip
     # at most; the run checks that they do not limit it.
     assert TOP_DEFAULTS["records"] <= rdma_records("rack")
-    assert TOP_DEFAULTS["timeout"] <= rdma_timeout("rack")
+    assert SIM_TIMEOUT <= rdma_timeout("rack")
     out = tmp_path / "row.json"
     run_rdma({"link_latency": LATENCY}, params=dict(PARAMS, out_json=str(out)), sim=sim,
              test_id=test_id)

@@ -22,6 +22,7 @@ import pytest
 
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.scenarios.rdma import seed_dropping_only
+from spec.host import PROFILES
 from tb.rdma.runner import run_rdma
 
 TOP = {}
@@ -191,6 +192,52 @@ def test_recovery_selective_repeat(sim, test_id):
         assert out["mismatches"] == 0 and out["lost"] == 0 and out["messages"] == 40
         resent[selective] = _resent_frames(out["frames"])
     assert 0 < resent[1] < resent[0], resent
+
+
+def test_recovery_timer_restarts_when_resends_leave(sim, test_id):
+    """Every WRITE frame is lost and the timeout (256 cycles) is shorter than the two
+    host reads (a WQE read, then a payload read: 560 cycles each over ``pcie``) after
+    which a resent frame leaves; on the top with a window slot per cache entry its timer
+    scan sees an expiry within 256 cycles. The timer is held from each rewind's walk
+    until the resent frame leaves and restarts then, so each of the 7 rewinds resends
+    both messages once: each frame leaves 8 times, each time more than the timeout and
+    two host reads after the last. (Restarted at the walk, the timer expired while the
+    resends were still in the pipeline: a rewind every 512 cycles, resends queued
+    behind resends.) The co-simulation compares every beat with the model; the gaps
+    are read on the model's wire."""
+    from tb.rdma.cocotb_rdma import config, run_model, scenario
+
+    params = dict(kind="writes", messages=2, sizes=[100], qps=1, ack_timeout=256,
+                  faults_ab=dict(seed=1, drop_rate=65535))
+    _run(sim, test_id, top={"windows": 0}, **params,
+         cqe_status=["RETRY_EXC_ERR", "WR_FLUSH_ERR"],
+         expect=dict(req_timeouts=8, req_rewinds=7, req_retransmissions=14))
+    cfg, knobs = config({"windows": 0}, params)
+    v, inject, _ = scenario(params, cfg, knobs)
+    sends = {}
+    for t, frame in run_model(cfg, v, inject, (1, 0))["wire_ab"]:
+        sends.setdefault(frame[51:54], []).append(t[0] if isinstance(t, list) else t)
+    floor = 256 + 2 * PROFILES["pcie"].read_latency
+    assert len(sends) == 2 and all(len(ts) == 8 for ts in sends.values())
+    assert all(b - a > floor for ts in sends.values() for a, b in zip(ts, ts[1:], strict=False))
+
+
+#: A top whose ACK queue holds two events, to fill it with a few QPs' ACKs.
+TINY_ACK_QUEUE = {"ack_queue": 2}
+
+
+@pytest.mark.parametrize("seed,lost", [(28, False), (3, True)])
+def test_recovery_ack_queue_backpressure(sim, test_id, seed, lost):
+    """Two QPs, 24 one-beat WRITEs, 5 % of the WRITE frames dropped, on a top with a
+    two-event ACK queue: while a rewind is walked or a NAK waits for one, the queue is
+    full and holds the ACK receiver (``req_ack_wait_cycles``). Seed 28: the receiver's
+    one held event covers every wait, no event is lost. Seed 3: ACKs keep arriving while
+    one is held, and as the link can not be held they are lost (``req_ack_lost``);
+    later cumulative ACKs retire what they would have. Every message completes."""
+    _run(sim, test_id, top=TINY_ACK_QUEUE, messages=24, sizes=[64], qps=2,
+         faults_ab=dict(seed=seed, drop_rate=3000),
+         expect_min=dict(req_ack_wait_cycles=1, **({"req_ack_lost": 1} if lost else {})),
+         expect={} if lost else dict(req_ack_lost=0))
 
 
 def _seed_losing_only_qp0(messages, rate):

@@ -12,7 +12,7 @@ from rtl.tops.nic_top import NicTop
 from scripts import sim
 from spec.fabric_profiles import fabric_profile, one_way
 from spec.formats.nic import frame_beats
-from spec.rdma_engine import TOP_DEFAULTS
+from spec.rdma_engine import SIM_TIMEOUT
 from tb.nic.headline import comparison_keys as nic_keys
 from tb.nic.headline import run_point as nic_point
 from tb.rdma.headline import _top as rdma_top
@@ -112,7 +112,7 @@ def test_rdma_top_by_profile():
         assert records == 1 << (-(-(1288 + 2 * path) // 4) - 1).bit_length()
         assert rdma_top("pcie", None, name) == {
             "link_latency": path, "records": records,
-            "timeout": TOP_DEFAULTS["timeout"] + 2 * path - 12}
+            "timeout": SIM_TIMEOUT + 2 * path - 12}
     assert rdma_top("on_die", 500, "pod")["host"] == "on_die"
 
 

@@ -23,7 +23,7 @@ from spec.fabric_profiles import (
 )
 from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP, link_credits
-from spec.rdma_engine import REQUESTER_DEFAULTS, TOP_DEFAULTS
+from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT, TOP_DEFAULTS
 
 
 def test_profiles_and_their_paths():
@@ -69,7 +69,7 @@ def test_sizing_rules_keep_board_and_grow_with_distance():
     assert rdma_records("board") == REQUESTER_DEFAULTS["records"] == 512   # 325 -> 512
     assert rdma_records("rack") == 1024                                   # 522 -> 1024
     assert rdma_records("pod") == 1024                                    # 572 -> 1024
-    assert rdma_timeout("board") == REQUESTER_DEFAULTS["timeout"] == 4096
+    assert rdma_timeout("board") == SIM_TIMEOUT == 4096
     assert rdma_timeout("pod") == 4096 + 1000 - 12
 
 

@@ -3,7 +3,7 @@ contract rules that a review would otherwise have to catch:
 
 - widths come from spec/: no integer literal 512 (a host word or 64-byte beat:
   ``HOST_WORD_BITS``) or 24 (a QPN, PSN or MSN: ``QPN_BITS``, ``PSN_BITS``,
-  ``MSN_BITS``; the transport timeout: ``TIMEOUT_BITS``) in the code of rtl/ (strings,
+  ``MSN_BITS``) or 31 (the transport timeout: ``TIMEOUT_BITS``) in the code of rtl/ (strings,
   docstrings and comments do not count; a parameter's default value is a size, not a
   width, and does not count either);
 - ports are declared through signatures, not by name: no port dictionary key built with
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RTL = ROOT / "rtl"
 
 #: Integer literals that stand for a width spec/ names.
-WIDTH_LITERALS = {512: "HOST_WORD_BITS", 24: "QPN_BITS/PSN_BITS/MSN_BITS/TIMEOUT_BITS"}
+WIDTH_LITERALS = {512: "HOST_WORD_BITS", 24: "QPN_BITS/PSN_BITS/MSN_BITS", 31: "TIMEOUT_BITS"}
 
 def width_literals(source):
     """``(line, value)`` of each integer literal of :data:`WIDTH_LITERALS` in the code of

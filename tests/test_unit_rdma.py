@@ -28,6 +28,7 @@ from rtl.rdma.resp.responder import Responder
 from rtl.rdma.write_framer import WriteFramer, segment_layout
 from rtl.tops.rdma_top import RdmaTop
 from spec.formats.roce import OpCode, Syndrome
+from spec.rdma_engine import SIM_TIMEOUT, TIMEOUT_BITS
 from tb.amsim import get_all, put_all, run_sim
 from tb.rdma.wirecheck import frame_problems, hand_problems, wire_problems
 
@@ -223,7 +224,7 @@ def test_model_cache_misses_grow_with_qps():
     (lambda: RdmaTop(colour=1), "colour"),
     (lambda: RdmaTop(mmio=0), "mmio"),
     (lambda: RdmaTop(timeout=0), "transport timeout"),
-    (lambda: RdmaTop(timeout=1 << 24), "transport timeout"),
+    (lambda: RdmaTop(timeout=1 << TIMEOUT_BITS), "transport timeout"),
     (lambda: RdmaTop(timeout=100.0), "transport timeout"),
     (lambda: Requester(timeout=63), "transport timeout"),
     (lambda: Requester(timeout=True), "transport timeout"),
@@ -297,7 +298,8 @@ def test_model_recovers_every_message():
 
     cfg, v = build(128, 4, qps=1, warmup=False)
     cfg = dataclasses.replace(
-        cfg, faults_ab=FaultSettings(seed=seed_dropping_only(3), drop_rate=3277))
+        cfg, faults_ab=FaultSettings(seed=seed_dropping_only(3), drop_rate=3277),
+        timeout=SIM_TIMEOUT)
     r = run_model(cfg, v)
     assert (r["req"]["timeouts"], r["req"]["seq_naks"], r["req"]["retransmissions"]) \
         == (1, 0, 1)

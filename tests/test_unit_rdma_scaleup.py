@@ -249,6 +249,7 @@ def test_ack_receiver_drops_and_counts_bad_frames_as_the_model():
     counts = {}
 
     async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
         for frame in cases:
             for bits in frame_to_beats(frame, 64):
                 data, nbytes, first, last = unpack_beat(64, bits)

@@ -388,11 +388,22 @@ def test_frame_sender_matches_twin(seed, rate):
         def static_of(e):
             return statics[e]
 
+    class Resent(_Counted):
+        def step(self, c, side):
+            self.twin.clear()
+            out = super().step(c, side)
+            r = self.twin.resent
+            box["resent"] += r is not None
+            return dict(out, **{"resent.valid": int(r is not None)},
+                        **({"resent.payload": r} if r is not None else {}))
+
+    box["resent"] = 0
+
     def make(fifos):
         framed = _Framed(None, fifos["o"])
         box["t"] = t = FrameSenderModel(Cache, fifos["seg"], fifos["pay"], fifos["rec"],
                                         framed.send)
-        framed.twin = _Counted(t, t.count, ("frames", "retransmissions"))
+        framed.twin = Resent(t, t.count, ("frames", "retransmissions"))
         return framed
 
     out = compare_stage(
@@ -401,7 +412,8 @@ def test_frame_sender_matches_twin(seed, rate):
         cycles=int(3 * len(words) / rate) + 40 * len(segs), seed=seed, push_rate=rate,
         pop_rate=rate, levels={"pay_level": "pay"},
         side_in=lambda c, peek: {"s_data": pack(QPC_LAYOUT, statics[peek("s_addr")])},
-        side_out=("frames", "retransmissions"), ports=_CTX_PORTS)
+        side_out=("frames", "retransmissions", "resent.valid", "resent.payload"),
+        ports=_CTX_PORTS)
     # By the contract: a frame per descriptor but the null ones, every payload word
     # taken; a record per null descriptor and per last segment sent for the first time.
     sent = [s for s in segs if not s["null"]]
@@ -410,6 +422,8 @@ def test_frame_sender_matches_twin(seed, rate):
     assert len(out["taken"]["pay"]) == len(words)
     assert len(out["rec"]) == sum(1 for s in segs if s["null"] or (s["last_seg"]
                                                                     and not s["resend"]))
+    # A ``resent`` notice per resent frame.
+    assert box["resent"] == sum(1 for s in sent if s["resend"]) > 0
     for frame, s in zip(frames, sent, strict=True):
         assert fcs_ok(frame)
         # The BTH's destination QP (bytes 5..7 of the BTH at byte 42) is the context's.
@@ -637,7 +651,16 @@ def test_completion_matches_twin(seed, rate, windows):
         if side_rng.random() < 0.1:
             issued = (issued + side_rng.randint(1, 3)) & 0xFFFF
         qpn, victim = side_rng.choice(qps), side_rng.choice(qps)
-        return {"issued": issued, "timeout": timeout, "cache_log2": log2,
+        # Now and then, in the first half of the run, a resent frame of a QP of the
+        # stimulus leaves; later only those of the QP whose timer a walk holds (the
+        # frame sender sends every resend in the end), so the timers run out.
+        resent = None
+        if c < 3000 / rate:
+            if side_rng.random() < 0.02:
+                resent = {"qpn": side_rng.choice(qps)}
+        elif t.held.value and t.win[t.held_slot.value] and side_rng.random() < 0.05:
+            resent = {"qpn": t.recs[t.head[t.held_slot.value]]["qpn"]}
+        return {"issued": issued, "timeout": timeout, "cache_log2": log2, "resent": resent,
                 "q_entry": qpn % (1 << log2), "q_qpn": qpn,
                 "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
                 "need.ready": int(side_rng.random() < 0.3),

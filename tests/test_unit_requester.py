@@ -168,10 +168,11 @@ class Peer:
 
 
 def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
-                 mmio_gap=0, records=32, windows=0, selective=0):
+                 mmio_gap=0, records=32, windows=0, selective=0, ack_queue=None):
+    queue = {} if ack_queue is None else {"ack_queue": ack_queue}
     dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
-                    records=records, windows=windows)
+                    records=records, windows=windows, **queue)
     peer = peer or Peer()
     sent = []                       # (first beat cycle, frame) from the model
 
@@ -179,7 +180,7 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
         sent.append((cycle, frame))
 
     model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128,
-                           windows=windows)
+                           windows=windows, **queue)
     model.selective = selective     # the port (FabricConfig has no field for it)
     host = dict(mem)
     stats = dict(frames=0, cqes=[], acks=0, reads=0)
@@ -267,6 +268,7 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
                                    for data, nbytes, _, _ in frame_rx)
                     frame_rx.clear()
                     stats["frames"] += 1
+                    stats.setdefault("wire", []).append((c, raw))
                     reply = peer.frame(raw, stats["frames"])
                     if reply is not None:
                         t = c + ack_delay
@@ -402,6 +404,63 @@ def test_requester_recovery_matches_model(case):
         starts = [t for t, _ in stats["cqes"]]
         gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
         assert len(starts) == 6 and min(gaps) > 60
+
+
+def test_requester_timer_restarts_when_resends_leave():
+    """A NAK rewinds a window of sixteen 2 KiB messages (eight 256-byte frames each)
+    over a host whose reads take 400 cycles; the first sends ask for one ACK (the last
+    message), the resends for one per message. The first resent frame needs a WQE read
+    and then a payload read issued after the walk (at least 800 cycles), so a timer
+    restarted when the rewind is walked would expire (300 cycles, plus at most the 16
+    slots of the scan) before any resent frame has left and rewind the window again.
+    Held from the walk's start until the QP's first resent frame leaves, and restarted
+    by every resent frame, it does not expire."""
+    timeout, latency = 300, 400
+    assert 2 * latency > timeout + 16
+    cfg = Cfg(timeout=timeout, ack_every=255)
+    mem, mmio = scenario(31, 1, 16, [2048], ring_every=16, signal_every=16)
+    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=5000, peer=Peer(lose={2}),
+                                      ack_delay=40, latency=latency)
+    c = model.counters()
+    # From the wire, independently of the model: every frame is resent once (the lost
+    # one too), and only once: no second rewind.
+    seen, resent = set(), []
+    for t, raw in stats["wire"]:
+        psn = int.from_bytes(raw[51:54], "big")
+        if psn in seen:
+            resent.append(t)
+        seen.add(psn)
+    assert len(resent) == len(seen) == 16 * 8
+    assert c["seq_naks"] == 1 and c["rewinds"] == 1 and c["timeouts"] == 0
+    assert c["retransmissions"] == len(resent)
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    assert [q["status"] for q in cqes] == [0]
+
+
+@pytest.mark.parametrize("case", ["held", "storm"])
+def test_requester_ack_queue_backpressure(case):
+    """A two-event ACK queue (``ack_queue`` 2). ``held``: one lost frame of QP 0 draws a
+    NAK; while the completion unit rewinds, the ACKs of both QPs fill the queue, which
+    holds the ACK receiver (``ack_wait_cycles``), and the receiver's one held event
+    covers the rest: no event is lost. ``storm``: four QPs each lose a frame, four NAKs
+    and a stream of ACKs wait behind one rewind at a time, longer than one held event
+    covers (the link can not be held): events are lost at the receiver (``ack_lost``),
+    and the cumulative ACKs and the timer still complete every message."""
+    qps, messages, lose, cycles = ((2, 32, {3}, 1800) if case == "held"
+                                   else (4, 48, {3, 4, 5, 6}, 2500))
+    cfg = Cfg(timeout=2000)
+    mem, mmio = scenario(41, qps, messages, [64], ring_every=1)
+    stats, host, model = run_lockstep(cfg, mem, mmio, cycles=cycles, peer=Peer(lose=lose),
+                                      ack_queue=2)
+    c = model.counters()
+    assert c["acks"] == stats["acks"] and c["ack_dropped"] == 0   # every frame was good
+    assert c["ack_wait_cycles"] > 0                                # the queue was full
+    if case == "held":
+        assert c["ack_lost"] == 0 and c["seq_naks"] == 1
+    else:
+        assert c["ack_lost"] > 0 and c["seq_naks"] >= 1
+    cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
+    assert len(cqes) == messages and all(q["status"] == 0 for q in cqes)
 
 
 @pytest.mark.parametrize("windows", [32, 64])

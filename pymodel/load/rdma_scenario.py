@@ -19,7 +19,7 @@ from pymodel.scenarios.rdma import ACK_SPAN_BEATS
 from pymodel.workloads.carriers import ISSUERS
 from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS
 from spec.formats.scaleup import framing
-from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_engine import SIM_TIMEOUT
 
 _PSN_MASK = (1 << PSN_BITS) - 1
 
@@ -46,7 +46,7 @@ def ack_requests(qseq, posts, msg_bytes, signalled, knobs, qps, cache_entries,
         return [True] * n
     beats = wire_beats(msg_bytes, pmtu_log2)
     frames = max(1, -(-msg_bytes // (1 << pmtu_log2)))
-    span_cycles = REQUESTER_DEFAULTS["timeout"] // 4
+    span_cycles = SIM_TIMEOUT // 4
     nxt, seen = {}, {}
     for j, q in enumerate(qseq):
         if q in seen:

@@ -9,7 +9,7 @@ from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for, inline_limit
 from spec.formats.roce import PSN_BITS, CqeStatus, OpCode, QpState
 from spec.load import check_count
-from spec.rdma_engine import HOST_DEPTH, REQUESTER_DEFAULTS, RUNG_KNOBS
+from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS, SIM_TIMEOUT
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["writes_scenario", "coalesced_ack_requests", "ACK_SPAN_BEATS", "qp_error_scenario",
@@ -22,14 +22,14 @@ _ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BI
 #: The most wire beats the host lets the engine send after a QP's oldest message that
 #: has not asked for an ACK before a message of that QP asks for one (ACK coalescing's
 #: guard against the transport timer, :func:`coalesced_ack_requests`): a quarter of the
-#: transport timeout (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`). Each beat takes at
+#: transport timeout of simulated runs (:data:`spec.rdma_engine.SIM_TIMEOUT`). Each beat takes at
 #: least a cycle on the link, and with the contexts cached the engine sends at most
 #: about 2.3 cycles per beat (8-byte WRITEs: ii 4.66 cycles for 2 beats; 128 B: 5.57
 #: for 4; 4,096 B: 96 for 66, pipelined, pcie), so 1,024 beats take at most about
 #: 2,400 cycles, which with the window's head (the payload read, about 565 cycles over
 #: PCIe, the WQE read before it, another 565) and the ACK's round trip stays below the
 #: 4,096-cycle timer.
-ACK_SPAN_BEATS = REQUESTER_DEFAULTS["timeout"] // 4
+ACK_SPAN_BEATS = SIM_TIMEOUT // 4
 
 
 def _message_beats(nbytes, pmtu_log2):

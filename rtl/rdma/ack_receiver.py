@@ -1,6 +1,6 @@
 """Receive ACK/NAK frames at the requester: check them and queue (QPN, PSN, syndrome)."""
 
-from amaranth import Const, Module, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,15 +27,23 @@ class AckReceiver(wiring.Component):
     Ports
     -----
     i : In(packet_signature(64))
-        Frames with ICRC and FCS; always ready.
+        Frames with ICRC and FCS; always ready (a link can not be held).
     o : Out(stream.Signature(ack_event_layout()))
-        One event per good ACK/NAK frame, ``valid`` for one cycle in the cycle of its
-        last beat (no backpressure: the consumer queues it).
+        One event per good ACK/NAK frame, offered in the cycle of its last beat. If
+        ``o.ready`` is low then, the receiver *holds* the event (one event register) and
+        offers it in every following cycle until it is taken. The hold is the last
+        buffer: a good frame whose last beat arrives while an event is held and not
+        taken in that cycle is lost (``lost``); taken in that cycle, the new event
+        takes its place in the hold.
     acks, dropped : Out(32)
         Good ACK/NAK frames; frames dropped (bad FCS or ICRC, wrong length, not an
         ACKNOWLEDGE of RoCEv2).
+    lost, wait_cycles : Out(32)
+        Good ACK/NAK frames lost because the hold was occupied; cycles in which an
+        event was offered and not taken (backpressure).
 
-    Timing: zero latency (the event leaves with the last beat).
+    Timing: zero latency while ``o`` takes every event (the event leaves with the last
+    beat); a held event leaves in the first cycle ``o.ready`` is high.
 
     ``header="scaleup"``: a good frame is 34 bytes (one beat) with the scale-up ``type``
     BTH, ``length`` 20 (BTH, AETH, ICRC), the scale-up ICRC and the ACKNOWLEDGE opcode;
@@ -46,7 +54,8 @@ class AckReceiver(wiring.Component):
         self.framing = framing_param(self, header)
         super().__init__({"i": In(packet_signature(64)),
                           "o": Out(stream.Signature(ack_event_layout())),
-                          "acks": Out(32), "dropped": Out(32)})
+                          "acks": Out(32), "dropped": Out(32), "lost": Out(32),
+                          "wait_cycles": Out(32)})
 
     def elaborate(self, platform):
         if self.framing.header is Header.SCALEUP:
@@ -94,17 +103,31 @@ class AckReceiver(wiring.Component):
 
     def _deliver(self, m, hdr, ok, frame_end):
         """The ACK's fields from ``hdr`` (its BTH and AETH) on ``o``, valid in the cycle
-        of the frame's last beat (``frame_end``) when ``ok``; ``acks`` or ``dropped``
-        counts the frame."""
+        of the frame's last beat (``frame_end``) when ``ok``, or held (see the class);
+        ``acks`` or ``dropped`` counts the frame."""
+        ev = Signal(ack_event_layout())
         m.d.comb += [
-            self.o.payload.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
-            self.o.payload.psn.eq(bswap(hdr.bth.psn, 3)),
-            self.o.payload.syndrome.eq(hdr.aeth.syndrome),
-            self.o.payload.msn.eq(bswap(hdr.aeth.msn, 3)),
+            ev.qpn.eq(bswap(hdr.bth.dest_qp, 3)),
+            ev.psn.eq(bswap(hdr.bth.psn, 3)),
+            ev.syndrome.eq(hdr.aeth.syndrome),
+            ev.msn.eq(bswap(hdr.aeth.msn, 3)),
         ]
+        new = Signal()
+        m.d.comb += new.eq(frame_end & ok)
+        held, held_ev = Signal(), Signal(ack_event_layout())
+        m.d.comb += [self.o.valid.eq(held | new),
+                     self.o.payload.eq(Mux(held, held_ev, ev))]
         with m.If(frame_end):
             with m.If(ok):
-                m.d.comb += self.o.valid.eq(1)
                 m.d.sync += self.acks.eq(self.acks + 1)
             with m.Else():
                 m.d.sync += self.dropped.eq(self.dropped + 1)
+        with m.If(self.o.valid & ~self.o.ready):
+            m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
+        with m.If(held):
+            with m.If(self.o.ready):
+                m.d.sync += [held.eq(new), held_ev.eq(ev)]
+            with m.Elif(new):
+                m.d.sync += self.lost.eq(self.lost + 1)
+        with m.Elif(new & ~self.o.ready):
+            m.d.sync += [held.eq(1), held_ev.eq(ev)]

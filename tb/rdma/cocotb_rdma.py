@@ -36,6 +36,7 @@ from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
+    SIM_TIMEOUT,
     TOP_DEFAULTS,
 )
 from tb.cosim import cosim_params
@@ -131,11 +132,10 @@ def check_params(p):
 
 def config(top, params):
     """The model's Config of a top (parameters) and a run (knobs, link faults, the
-    run-time transport timeout)."""
+    timeout: ``ack_timeout``, else the top's, else the short ``SIM_TIMEOUT``)."""
     p = dict(TOP_DEFAULTS, **top)
     knobs = knobs_of(params.get("rung"), params.get("knobs"))
-    if params.get("ack_timeout"):
-        p["timeout"] = params["ack_timeout"]
+    p["timeout"] = params.get("ack_timeout") or top.get("timeout", SIM_TIMEOUT)
     entries = params.get("cache_entries", 16)
     if entries > p["cache_entries"] or entries < 16 or entries & (entries - 1):
         raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
@@ -238,7 +238,7 @@ async def rdma_matches_model(dut):
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames", "selective")}
-    ports["ack_timeout"] = p.get("ack_timeout", 0)
+    ports["ack_timeout"] = cfg.timeout
     ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=inj_stall, ports=ports,

@@ -10,7 +10,7 @@ dropped and resent, go-back-N).
 from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.params import _W, _cdiv, _not_covered, _tlp
 from spec.rdma import DOORBELL_BYTES, MAX_FRAME_BEATS
-from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_engine import SIM_TIMEOUT
 from spec.rdma_responder import JOBS, REST_MAX, RX_BEATS, RX_FRAMES
 
 
@@ -32,9 +32,9 @@ def _check_acks(s, run, ii, rtt):
             nxt[q] = pos[j]
         elif q in nxt:
             gap = max(gap, nxt[q] - pos[j])
-    if gap * ii + rtt >= REQUESTER_DEFAULTS["timeout"] // 2:
+    if gap * ii + rtt >= SIM_TIMEOUT // 2:
         raise _not_covered(f"ACK coalescing leaves a message {gap} messages from its ACK "
-                           f"request, near the {REQUESTER_DEFAULTS['timeout']}-cycle "
+                           f"request, near the {SIM_TIMEOUT}-cycle "
                            f"transport timeout")
 
 

@@ -12,7 +12,7 @@ import dataclasses
 
 from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.params import _W, _cdiv
-from spec.rdma_engine import MAX_PREFETCH, REQUESTER_DEFAULTS
+from spec.rdma_engine import MAX_PREFETCH, SIM_TIMEOUT
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 #: Host-memory layout of the verbs model (:mod:`pymodel.rdma.verbs`): contexts of QPs
@@ -125,7 +125,7 @@ def _ack_requests(s, n, signalled, order):
         return [True] * n
     frames = _frames(s.msg_bytes, s.pmtu, s.header)
     beats, nf = sum(f.beats for f in frames), len(frames)
-    span = REQUESTER_DEFAULTS["timeout"] // 4
+    span = SIM_TIMEOUT // 4
     # Wire beats before each message (engine order) and each one's next on its QP.
     pos, nxt, last = {}, {}, {}
     for x, j in enumerate(order):

@@ -46,6 +46,9 @@ class CompletionUnitModel:
         self.done = Staged(0, size=entries, name="done", log=log)
         self.tstart = Staged(0, size=w, name="tstart", log=log)
         self.retries = Staged(0, size=w, name="retries", log=log)
+        # The timer held from a walk's start to its QP's first resent frame or progress.
+        self.held = Staged(0, name="held", log=log)
+        self.held_slot = Staged(0, name="held_slot", log=log)
         self.look_qpn, self.looked = None, False     # the LOOK (registers)
         self._looked_next = None
         self.done_total = Staged(0, name="done_total", log=log)
@@ -92,7 +95,7 @@ class CompletionUnitModel:
                 d = self._classify(self.ev.head())
                 keep = d["rewind"] or d["error"]
             sp = c % self.W
-            if (not keep and self.win[sp] != 0
+            if (not keep and self.win[sp] != 0 and not self._held(sp)
                     and ((c - self.tstart[sp]) & _M32) >= self.timeout):
                 keep = self.recs[self.head[sp]]["qpn"] == victim
         return keep, vopen
@@ -111,7 +114,7 @@ class CompletionUnitModel:
         best = None
         tstart, n = self.tstart.value, self.W
         for e, win in enumerate(self.win.value):        # (the registers' current values)
-            if win:
+            if win and not self._held(e):
                 due = max(c + 1, tstart[e] + self.timeout)
                 due += (e - due) % n
                 best = due if best is None else min(best, due)
@@ -141,6 +144,8 @@ class CompletionUnitModel:
         self.win.set(e, (self.win[e] - 1) & _COUNT_MASK)
         self.tstart.set(e, c)
         self.retries.set(e, 0)
+        if e == self.held_slot.value:
+            self.held.set(0)
         if self.win[e] == 1:
             self.pinned.set(e, 0)
         self.win_total.set((self.win_total.value - 1) & _COUNT_MASK)
@@ -149,8 +154,9 @@ class CompletionUnitModel:
 
     def step(self, c, side):
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised), ``timeout`` (cycles) and ``selective`` (0 if absent), the ports of
-        the same names. One action a
+        promised), ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent``
+        (None, or ``{"qpn": q}``: a resent frame of ``q`` leaves, its timer restarts if
+        its window is open), the ports of the same names. One action a
         cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
         a walk, a record appended, an ACK event, a timer of the slot the scan pointer
         (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
@@ -162,6 +168,23 @@ class CompletionUnitModel:
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         self.selective = side.get("selective", 0)
+        resent = side.get("resent")
+        unhold = False
+        if resent is not None:          # a resent frame leaves: its own tstart write
+            s = self.slot(resent["qpn"])
+            if self.win[s] != 0 and self.recs[self.head[s]]["qpn"] == resent["qpn"]:
+                self.tstart.set(s, c)
+                unhold = s == self.held_slot.value
+        self._walk_started = False
+        self._act(c, issued, timeout)
+        if unhold and not self._walk_started:   # a walk starting holds its QP's timer
+            self.held.set(0)
+
+    def _held(self, s):
+        return bool(self.held.value) and self.held_slot.value == s
+
+    def _act(self, c, issued, timeout):
+        """The one action of cycle ``c`` (see :meth:`step`)."""
         state = self.state.value
         sp = c % self.W                     # the scan pointer counts every cycle
         if state == 4 and self.looked:      # the LOOK ends (a register of its own)
@@ -170,7 +193,6 @@ class CompletionUnitModel:
         # 1. walk
         if state == 2:
             if self.walk_left == 0:
-                self.tstart.set(self.e_rw, c)
                 self.state.set(0)
             elif self.resend.can_write():
                 r = self.recs[self.cur]
@@ -189,6 +211,9 @@ class CompletionUnitModel:
         # 2. start the walk
         if state == 1 and issued == self.appended.value:
             self.state.set(2)
+            self._walk_started = True
+            self.held.set(int(self.win[self.e_rw] != 0))
+            self.held_slot.set(self.e_rw)
             self.cur = self.head[self.e_rw]
             win = self.win[self.e_rw]
             self.walk_left = min(win, 1) if self.walk_one else win
@@ -226,6 +251,8 @@ class CompletionUnitModel:
                     if self.win[s] == 0:
                         self.head.set(s, new)
                         self.tstart.set(s, c)
+                        if s == self.held_slot.value:
+                            self.held.set(0)
                     else:
                         self.nxt[self.tail[s]] = new
                     self.tail.set(s, new)
@@ -238,7 +265,8 @@ class CompletionUnitModel:
         if self.ev.can_read() and self._event(c, state):
             return
         # 5. timer
-        if state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout:
+        if (state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout
+                and not self._held(sp)):
             give_up = self.retries[sp] == self.retry_limit
             qpn = self.recs[self.head[sp]]["qpn"]
             here = self.present(qpn)

@@ -28,8 +28,10 @@ class FrameSenderModel:
     from ``cache``'s ``static_of``, the ``s_data`` port) takes a descriptor from ``seg``
     when ``go`` is high, the framer is free and its payload words are in ``pay``, and
     calls ``send(f, frame)`` with the cycle of the frame's first beat on ``o``; the
-    framer takes the frame's payload words from ``pay`` one a cycle (:attr:`pops`). No
-    side outputs.
+    framer takes the frame's payload words from ``pay`` one a cycle (:attr:`pops`). Side
+    output: :attr:`resent`, ``{"qpn": ...}`` in a cycle whose step took the descriptor
+    of a resent frame, else None (the ``resent`` port; the caller clears it each cycle
+    with :meth:`clear`, as a stage not stepped takes nothing).
     """
 
     def __init__(self, cache, seg, pay, rec, send, header="roce"):
@@ -43,6 +45,11 @@ class FrameSenderModel:
         self.end = -1                      # the last beat of the frame in progress
         self.pops = []                     # cycles the framer takes payload words
         self.count = dict(frames=0, retransmissions=0)
+        self.resent = None
+
+    def clear(self):
+        """Start of a cycle: no resent frame taken yet."""
+        self.resent = None
 
     def step(self, c, side):
         pending = len(self.pops)           # words of the frame in progress not yet taken
@@ -79,6 +86,8 @@ class FrameSenderModel:
         self.send(f, frame)
         self.count["frames"] += 1
         self.count["retransmissions"] += d["resend"]
+        if d["resend"]:
+            self.resent = dict(qpn=d["qpn"])
         if record:
             self.rec.write(self._record(d))
 

@@ -154,7 +154,8 @@ class RequesterModel:
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived", log=log)
-        self.ack_lost = self.acks = self.ack_dropped = 0
+        self.ack_lost = self.acks = self.ack_dropped = self.ack_wait_cycles = 0
+        self.ack_held = None        # the ACK receiver's held event (the queue was full)
         self.timeout = cfg.timeout
         self.selective = getattr(cfg, "selective", 0)   # (a fabric's Config has none)
         self._offered = None        # what offers() showed in this cycle
@@ -219,7 +220,7 @@ class RequesterModel:
             elif ident == RD_PAYLOAD:
                 f["payload"].write(rd_data["data"])
                 self.arrived.set((self.arrived.value + 1) & _COUNT_MASK)
-        if ack is not None:
+        if ack is not None or self.ack_held is not None:
             self._ack(ack)
         # Each stage is stepped with its side inputs (the ports of the same names, from
         # the other stages' registers of the start of the cycle). A stage whose inputs
@@ -245,26 +246,41 @@ class RequesterModel:
             self.seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
                               "err_valid": err is not None, "err_entry": err})
         self.pay.step(c, {"pay_arrived": self.arrived.value})
+        self.sender.clear()
         if f["segs"].q or self.sender.pops:
             self.sender.step(c, {"go": go})
         comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout,
-                      "selective": self.selective})
+                      "selective": self.selective, "resent": self.sender.resent})
         if f["cqes"].q:
             self.cqw.step(c, _NO_SIDE)
         return taken
 
     def _ack(self, frame):
-        if not ack_frame_ok(frame, self.header):
-            self.ack_dropped += 1
+        """The ACK receiver's cycle: the frame whose last beat arrives (or None) and the
+        held event; the events queue's room is its start-of-cycle level's."""
+        ev = None
+        if frame is not None:
+            if not ack_frame_ok(frame, self.header):
+                self.ack_dropped += 1
+            else:
+                self.acks += 1
+                slots = _ACK_SLOTS if self.header == "roce" else _SU_ACK_SLOTS
+                raw = int.from_bytes(frame[:64], "little")
+                qpn, psn, syndrome, msn = (raw >> offset & mask for offset, mask in slots)
+                ev = dict(qpn=bswap(qpn, 3), psn=bswap(psn, 3), syndrome=syndrome,
+                          msn=bswap(msn, 3))
+        offered = self.ack_held if self.ack_held is not None else ev
+        if offered is None:
             return
-        self.acks += 1
-        slots = _ACK_SLOTS if self.header == "roce" else _SU_ACK_SLOTS
-        raw = int.from_bytes(frame[:64], "little")
-        qpn, psn, syndrome, msn = (raw >> offset & mask for offset, mask in slots)
-        ev = dict(qpn=bswap(qpn, 3), psn=bswap(psn, 3), syndrome=syndrome, msn=bswap(msn, 3))
-        if self.fifos["events"].can_write():
-            self.fifos["events"].write(ev)
-        else:
+        events = self.fifos["events"]
+        if events.can_write():
+            events.write(offered)
+            self.ack_held = ev if self.ack_held is not None else None
+            return
+        self.ack_wait_cycles += 1
+        if self.ack_held is None:
+            self.ack_held = ev
+        elif ev is not None:
             self.ack_lost += 1
 
     def commit(self):
@@ -278,7 +294,8 @@ class RequesterModel:
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""
-        return (any(not fifo.idle() for fifo in self.fifos.values())
+        return (self.ack_held is not None
+                or any(not fifo.idle() for fifo in self.fifos.values())
                 or self.sender.busy() or self.comp.win_total.value != 0
                 or self.comp.state.value != 0 or self.comp.err_out is not None
                 or bool(self.cache.order))
@@ -289,5 +306,6 @@ class RequesterModel:
                      self.comp, self.cqw):
             out.update(part.count)
         out.update(self.cache.count)
-        out.update(acks=self.acks, ack_dropped=self.ack_dropped, ack_lost=self.ack_lost)
+        out.update(acks=self.acks, ack_dropped=self.ack_dropped, ack_lost=self.ack_lost,
+                   ack_wait_cycles=self.ack_wait_cycles)
         return {k: out[k] for k in REQUESTER_COUNTERS}

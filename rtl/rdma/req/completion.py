@@ -3,8 +3,9 @@
 This file stays whole (one RTL block over 400 lines): the rewind and flush walks, the
 record append, the ACK events and the timer scan all write the same window memories
 (records, links, heads, tails, counts, timer starts, retries, pins), one write port
-each, and one of them acts per cycle by a single priority (:class:`CompletionUnit`,
-Timing); split apart, that one schedule of the memory ports would be spread over files.
+each (the timer starts have a second one, for the frame sender's resent notice), and
+one of them acts per cycle by a single priority (:class:`CompletionUnit`, Timing);
+split apart, that one schedule of the memory ports would be spread over files.
 """
 
 from amaranth import Const, Module, Mux, Signal
@@ -112,6 +113,12 @@ class CompletionUnit(wiring.Component):
         Records the WQE fetch stage has promised (mod 2**16); appended : Out(16)
         records taken from ``rec`` (mod 2**16); done_total : Out(16) items done (their
         last record, or null record, appended); win_total : Out(16) records in use.
+    resent : In(stream.Signature({"qpn": QPN_BITS}, always_ready=True))
+        From the frame sender: a resent frame of QP ``qpn`` leaves in this cycle (its
+        descriptor is taken). If the QP's window is open (its slot's oldest record is
+        the QP's), its timer restarts (``now``, effective the next cycle), whatever the
+        action of the cycle: ``tstart`` has a write port of its own for this, and as
+        every write of ``tstart`` writes ``now``, two in one cycle agree.
     timeout : In(TIMEOUT_BITS)
         Transport timeout in cycles.
     selective : In(1)
@@ -138,12 +145,13 @@ class CompletionUnit(wiring.Component):
     One action per cycle, the first that can complete in that cycle, in this order:
 
     1. walking a rewind: send the QP's next record to ``resend`` (or, when all are
-       sent, restart its timer and end the rewind); or walking a flush: complete the
+       sent, end the rewind); or walking a flush: complete the
        QP's oldest record with WR_FLUSH_ERR (it needs room in ``cqe``; when the window
        is empty, end the flush);
     2. starting the walk of a waiting rewind, once every record the WQE fetch stage
        promised is appended (the pipeline between it and the window is empty; it serves
-       no new work while ``hold`` is high);
+       no new work while ``hold`` is high); the QP's timer is held from then on (see
+       below);
     3. appending the record at the head of ``rec`` to its QP's window (a record is
        always free: the WQE fetch stage promises no more than the pool holds); a null
        record only counts its item done. A ``flush`` record (the
@@ -183,7 +191,15 @@ class CompletionUnit(wiring.Component):
     meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
     (``hold`` high) until the pipeline is empty, then resends the QP's window from its
     oldest record (with ``selective``, that record only, when decided so at the NAK or
-    the expiry), one record per cycle, and ends.
+    the expiry), one record per cycle, and ends. The rewound QP's timer is *held*
+    (never due) from the cycle its walk starts (if its window is not empty then) until
+    the first restart of the timer of its slot: a resent frame of the QP leaves the
+    frame sender (``resent``), its window makes progress (a record retired, by an ACK,
+    an error or a flush), or a record is appended to its empty window. After that the
+    timer runs from the last such event: every resent frame that leaves restarts it.
+    So resends that wait long in the pipeline (slow host reads, or many of them) do not
+    expire the timer again while they have not all left. One QP's timer is held at a
+    time (one rewind is under way at a time; a new walk moves the hold to its QP).
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
@@ -205,6 +221,8 @@ class CompletionUnit(wiring.Component):
             "probe": Out(CacheProbeSignature()).array(5),
             "issued": In(COUNT_BITS), "appended": Out(COUNT_BITS),
             "done_total": Out(COUNT_BITS), "win_total": Out(COUNT_BITS),
+            "resent": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}),
+                                          always_ready=True)),
             "timeout": In(TIMEOUT_BITS), "selective": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
@@ -299,6 +317,19 @@ class CompletionUnit(wiring.Component):
                      self.probe[4].qpn.eq(wr_rec.qpn)]
         ev_here, sp_here, look_here = (self.probe[k].present for k in range(3))
 
+        # A resent frame leaves: restart its QP's timer (a write port of its own).
+        rs = self.resent.payload
+        s_rs = slot_of(rs.qpn)
+        win_rs, owner_rs = rd(win, s_rs), Signal(lay)
+        m.d.comb += owner_rs.eq(rd(recs, rd(head, s_rs)))
+        rs_port = tstart.write_port()
+        rs_ok = self.resent.valid & (win_rs != 0) & (owner_rs.qpn == rs.qpn)
+        m.d.comb += [rs_port.addr.eq(s_rs), rs_port.data.eq(now), rs_port.en.eq(rs_ok)]
+        # The timer held from a walk's start to the QP's first resent frame or progress.
+        held, held_slot = Signal(), Signal(wbits)
+        with m.If(rs_ok & (s_rs == held_slot)):
+            m.d.sync += held.eq(0)
+
         # Write ports, driven by the chosen action.
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
@@ -337,7 +368,8 @@ class CompletionUnit(wiring.Component):
         ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
                  & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
         ev_look = (ev_rewind | ev_err) & ~ev_here       # its context must come back first
-        due = (win_sp != 0) & (now - tstart_sp >= self.timeout)
+        due = ((win_sp != 0) & (now - tstart_sp >= self.timeout)
+               & ~(held & (held_slot == scan)))
         expired = (mode == _Mode.NORMAL) & due
         # The victim must stay: its slot is shared with the looked-up QP's, or pinned,
         # or a rewind or error of it may be decided in this cycle (the event at the head
@@ -374,6 +406,8 @@ class CompletionUnit(wiring.Component):
             put("win", sl, win_s - 1)
             put("tstart", sl, now)
             put("retries", sl, 0)
+            with m.If(sl == held_slot):
+                m.d.sync += held.eq(0)
             with m.If(win_s == 1):
                 put("pinned", sl, 0)
             m.d.sync += [self.win_total.eq(self.win_total - 1), self.retired.eq(self.retired + 1)]
@@ -408,7 +442,6 @@ class CompletionUnit(wiring.Component):
 
         with m.If(mode == _Mode.WALK):                            # 1. walk
             with m.If(walk_left == 0):
-                put("tstart", walk_slot, now)
                 m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
@@ -425,7 +458,8 @@ class CompletionUnit(wiring.Component):
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
             m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw),
-                         walk_left.eq(Mux(walk_one & (win_rw != 0), 1, win_rw))]
+                         walk_left.eq(Mux(walk_one & (win_rw != 0), 1, win_rw)),
+                         held.eq(win_rw != 0), held_slot.eq(walk_slot)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
@@ -454,6 +488,8 @@ class CompletionUnit(wiring.Component):
                 with m.If(win_rec == 0):
                     put("head", s_rec, new_id)
                     put("tstart", s_rec, now)
+                    with m.If(s_rec == held_slot):
+                        m.d.sync += held.eq(0)
                 with m.Else():
                     put("nxt", tail_rec, new_id)
                 put("tail", s_rec, new_id)

@@ -1,14 +1,14 @@
 """Frame sender: build each frame once all its payload is at hand; record messages."""
 
 from amaranth import Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.rdma.icrc_inserter import IcrcInserter
 from rtl.rdma.write_framer import WriteFramer
 from spec.formats.packet import packet_signature
-from spec.formats.roce import HOST_WORD_BITS
+from spec.formats.roce import HOST_WORD_BITS, QPN_BITS
 from spec.ports import CacheReadSignature
 from spec.rdma_stages import record_layout, seg_layout
 
@@ -44,6 +44,10 @@ class FrameSender(wiring.Component):
         Flow control from the link (init 1: a requester on its own link ties it high):
         a descriptor goes to the framer only in a cycle with ``go`` high. It holds
         between frames only: a frame once started is sent whole, at the timing below.
+    resent : Out(stream.Signature({"qpn": QPN_BITS}, always_ready=True))
+        ``valid`` for one cycle, with the frame's QPN, in the cycle the framer takes the
+        descriptor of a resent frame (its first beat is on ``o`` from the next cycle on,
+        by the timing below): the completion unit restarts the QP's transport timer.
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
 
@@ -73,6 +77,8 @@ class FrameSender(wiring.Component):
             "o": Out(packet_signature(64)),
             "ctx": Out(CacheReadSignature(entries)),
             "go": In(1, init=1),
+            "resent": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}),
+                                           always_ready=True)),
             "frames": Out(32), "retransmissions": Out(32),
         })
 
@@ -104,6 +110,7 @@ class FrameSender(wiring.Component):
             r.resend.eq(d.resend), r.last_of_item.eq(d.last_of_item), r.null.eq(d.null),
             r.flush.eq(d.flush), r.modify.eq(d.modify),
         ]
+        m.d.comb += self.resent.payload.qpn.eq(d.qpn)
         record = d.last_seg & ~d.resend
         # Payload words of the frame being sent that the framer has not taken yet: the
         # next frame's words are counted only above them.
@@ -117,7 +124,8 @@ class FrameSender(wiring.Component):
                     & (self.rec.ready | ~record)):
             m.d.comb += framer.i_seg.valid.eq(1)
             with m.If(framer.i_seg.ready):
-                m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record)]
+                m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
+                             self.resent.valid.eq(d.resend)]
                 m.d.sync += [self.frames.eq(self.frames + 1),
                              self.retransmissions.eq(self.retransmissions + d.resend)]
         return m

@@ -86,8 +86,10 @@ class Requester(wiring.Component):
         See :data:`spec.rdma_engine.REQUESTER_DEFAULTS`; ``timeout`` is the default
         transport timeout in cycles (64 to 2**24 - 1) when the run-time port
         ``ack_timeout`` is 0,
-        ``ack_queue`` the ACK events that may wait (an event finding it full is lost and
-        counted as ``ack_lost``), ``windows`` the completion unit's window slots (0: one
+        ``ack_queue`` the ACK events that may wait for the completion unit (a full queue
+        holds the ACK receiver, which keeps one event more and loses a good ACK frame
+        that ends while that one still waits: ``ack_lost``; cycles of backpressure:
+        ``ack_wait_cycles``), ``windows`` the completion unit's window slots (0: one
         per cache entry, contexts pinned until their messages are acknowledged),
         ``cache_ways`` the context cache's ways per set (1, 2, 4, 8; more than 1 is
         refused with ``windows`` 0, where a window slot is a cache entry).
@@ -232,6 +234,7 @@ class Requester(wiring.Component):
         link(pay.seg, q_segs, sender.seg)
         link(pay.rd, q_rd_pay, rd_arb.pay)
         link(sender.rec, q_recs, comp.rec)
+        wiring.connect(m, sender.resent, comp.resent)
         link(comp.cqe, q_cqes, cqw.cqe)
         link(cache.fill_rd, q_rd_fill, rd_arb.fill)
         link(cache.wb, q_wr_wb, wr_arb.wb)
@@ -298,8 +301,6 @@ class Requester(wiring.Component):
         m.d.comb += sender.go.eq(self.go)
         wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
         link(ack_rx.o, q_events, comp.ev)
-        with m.If(ack_rx.o.valid & ~q_events.w_rdy):
-            m.d.sync += self.ack_lost.eq(self.ack_lost + 1)
 
         # Counters: each stage's, under the stage's own names (the ACK receiver's
         # ``dropped`` is ``ack_dropped`` here).
@@ -312,5 +313,6 @@ class Requester(wiring.Component):
         for stage, names in owners:
             sig = CountersSignature(names)
             wiring.connect(m, PortView(sig, stage), wiring.flipped(PortView(sig, self)))
-        m.d.comb += self.ack_dropped.eq(ack_rx.dropped)
+        m.d.comb += [self.ack_dropped.eq(ack_rx.dropped), self.ack_lost.eq(ack_rx.lost),
+                     self.ack_wait_cycles.eq(ack_rx.wait_cycles)]
         return m

@@ -76,7 +76,7 @@ class RdmaDriver(uvm_driver):
                              want["cycles"])
             eng = plan.engine
             ports = dict(qpc_base_a=eng.qpc_base_a, qpc_base_b=eng.qpc_base_b,
-                         cq_base=eng.cq_base, cq_log2=eng.cq_log2, ack_timeout=0,
+                         cq_base=eng.cq_base, cq_log2=eng.cq_log2, ack_timeout=eng.timeout,
                          **plan.knobs.ports())
             links = {link: getattr(eng, f"faults_{link}") for link in LINKS}
             expect = expected_marks(plan, self.items)
