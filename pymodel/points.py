@@ -39,7 +39,9 @@ Designs and their knobs (every knob is optional unless marked required):
     ``latency_messages`` (messages of the one-at-a-time run, default 16), ``header``
     (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`), ``windows``
     (the requester's window slots, :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins
-    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096). The point is
+    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096),
+    ``miss_queue`` (the requester's side queue for items whose context fill is on its
+    way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -94,7 +96,13 @@ from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
-from spec.rdma_engine import LADDER, REQUESTER_DEFAULTS, RUNG_KNOBS, TOP_DEFAULTS
+from spec.rdma_engine import (
+    LADDER,
+    MISS_QUEUE_RANGE,
+    REQUESTER_DEFAULTS,
+    RUNG_KNOBS,
+    TOP_DEFAULTS,
+)
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -112,6 +120,7 @@ NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
                  "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
+                 "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -176,6 +185,7 @@ def resolve(design, msg_bytes, messages, knobs):
         if _int("windows", p["windows"], 0, 4096):
             _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
                  power_of_two=True)
+        _int("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -262,7 +272,8 @@ def _rdma(msg_bytes, messages, p):
                               rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
                               latency_messages=p["latency_messages"],
                               link_latency=p["link_latency"], per_message=True,
-                              header=p["header"], windows=p["windows"])
+                              header=p["header"], windows=p["windows"],
+                              miss_queue=p["miss_queue"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

@@ -49,6 +49,9 @@ POINT_OPTIONS = (
      "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
+    ("--miss-queue", "miss_queue", "rdma", int,
+     "RDMA requester's miss queue: work items whose context fill is on its way that may "
+     "step aside for items of present contexts, 0..64 (default 0: none; docs/rdma.md)"),
     ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
      + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
      + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
@@ -139,4 +142,4 @@ def run_design_point(args):
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
                      rung=k["rung"], link_latency=k.get("link_latency"),
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
-                     header=k.get("header", "roce"))
+                     header=k.get("header", "roce"), miss_queue=k.get("miss_queue", 0))

@@ -34,7 +34,8 @@ _RANGES = {
     "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 32), "link_latency": (1, 1024),
     "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
-    "windows": (0, 4096), "miss_queue": MISS_QUEUE_RANGE, "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
+    "windows": (0, 4096), "miss_queue": MISS_QUEUE_RANGE, "timeout": TIMEOUT_RANGE,
+    "retry_limit": RETRY_LIMIT_RANGE,
     "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
     "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1),
 }

@@ -80,7 +80,7 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
-              fabric="board", link_retry=False, header="roce"):
+              fabric="board", link_retry=False, header="roce", miss_queue=0):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -88,15 +88,19 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
     comparison keys (:func:`comparison_keys`). ``link_retry``: over reliable links;
     ``header``: the framing (:func:`_top`). Every parameter is checked before anything
-    is built (``ValueError`` naming it)."""
+    is built (``ValueError`` naming it). ``miss_queue``: the requester's miss queue (the
+    top's parameter; 0, none, is the top's default)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
+    if miss_queue:
+        top["miss_queue"] = miss_queue
     fabric = fabric_profile(fabric).name
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
         + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
         + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
-        + (f"_{header}" if header != "roce" else "")
+        + (f"_{header}" if header != "roce" else "") \
+        + (f"_mq{miss_queue}" if miss_queue else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",

@@ -81,6 +81,10 @@ def _setup(msg_bytes, p):
                prof=PROFILES[p["host"]], link=p["link_latency"], pmtu=1 << p["pmtu_log2"],
                header=framing(p.get("header", "roce")).header.value,
                windows=p.get("windows", REQUESTER_DEFAULTS["windows"]), **knobs)
+    if p.get("miss_queue"):
+        raise _not_covered(f"a miss queue of {p['miss_queue']} items (items of present "
+                           f"contexts pass items waiting for their fill: the order of "
+                           f"service is the cycle model's)")
     if s.windows and s.qps > s.windows:
         raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
                            f"in a slot)")

@@ -1,7 +1,7 @@
 """Miss queue: work items whose context is still being filled step aside for the others."""
 
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int
