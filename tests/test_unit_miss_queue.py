@@ -155,3 +155,12 @@ def test_depth_0_builds_no_miss_queue():
     names = lambda r: {s[1] for s in Fragment.get(r, None).subfragments}  # noqa: E731
     assert "miss" not in names(Requester(16))
     assert "miss" in names(Requester(16, miss_queue=8))
+
+
+def test_fast_path_refuses_a_miss_queue():
+    # Items passing one another are the cycle model's schedule, not the closed forms'.
+    from pymodel.fastpath import fast_point
+    with pytest.raises(ValueError, match="miss queue"):
+        fast_point("rdma", msg_bytes=128, messages=256, qps=64, miss_queue=8)
+    with pytest.raises(ValueError, match="miss_queue"):
+        fast_point("rdma", msg_bytes=128, messages=256, miss_queue=65)
