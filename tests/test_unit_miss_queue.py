@@ -147,6 +147,10 @@ def test_depth_checked():
         Config(miss_queue=-1)
     with pytest.raises(ValueError, match="miss queue depth"):
         MissQueueModel(_Cache(), Fifo(4), 0)
+    from pymodel.load.rdma_knobs import check_load_knobs
+    with pytest.raises(ValueError, match="miss_queue"):
+        check_load_knobs(128, 10, {"miss_queue": 65})
+    assert check_load_knobs(128, 10, {})["miss_queue"] == 0
 
 
 def test_depth_0_builds_no_miss_queue():

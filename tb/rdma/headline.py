@@ -120,6 +120,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
            "rung": label or rung, **comparison_keys(host, fabric, link_retry, header)}
     if "link_latency" in top:
         row["link_latency"] = top["link_latency"]
+    if miss_queue:
+        row["miss_queue"] = miss_queue
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:
