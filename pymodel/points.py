@@ -41,7 +41,9 @@ Designs and their knobs (every knob is optional unless marked required):
     (the requester's window slots, :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins
     a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096),
     ``cache_ways`` (ways per set of the context caches: 1, 2, 4 or 8, default 1; more
-    than 1 needs ``windows`` > 0). The point is
+    than 1 needs ``windows`` > 0);
+    ``miss_queue`` (the requester's side queue for items whose context fill is on its
+    way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -96,7 +98,13 @@ from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
-from spec.rdma_engine import LADDER, REQUESTER_DEFAULTS, RUNG_KNOBS, TOP_DEFAULTS
+from spec.rdma_engine import (
+    LADDER,
+    MISS_QUEUE_RANGE,
+    REQUESTER_DEFAULTS,
+    RUNG_KNOBS,
+    TOP_DEFAULTS,
+)
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -115,6 +123,7 @@ RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
                  "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
                  "cache_ways": REQUESTER_DEFAULTS["cache_ways"],
+                 "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -184,6 +193,7 @@ def resolve(design, msg_bytes, messages, knobs):
         if p["cache_ways"] > 1 and p["windows"] == 0:
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
                              f"windows 0 a window slot is a cache entry)")
+        _int("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -271,7 +281,8 @@ def _rdma(msg_bytes, messages, p):
                               latency_messages=p["latency_messages"],
                               link_latency=p["link_latency"], per_message=True,
                               header=p["header"], windows=p["windows"],
-                              cache_ways=p["cache_ways"])
+                              cache_ways=p["cache_ways"],
+                              miss_queue=p["miss_queue"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

@@ -51,6 +51,9 @@ POINT_OPTIONS = (
      "RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
+    ("--miss-queue", "miss_queue", "rdma", int,
+     "RDMA requester's miss queue: work items whose context fill is on its way that may "
+     "step aside for items of present contexts, 0..64 (default 0: none; docs/rdma.md)"),
     ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
      + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
      + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
@@ -149,4 +152,5 @@ def run_design_point(args):
                      rung=k["rung"], link_latency=k.get("link_latency"),
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
                      header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
-                     selective=k.get("selective", 0))
+                     selective=k.get("selective", 0),
+                     miss_queue=k.get("miss_queue", 0))

@@ -17,7 +17,7 @@ __all__ = [
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
-    "REQUESTER_DEFAULTS", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
+    "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH",
 ]
@@ -128,9 +128,19 @@ SIM_TIMEOUT = 4096
 #: direct-mapped cache, by default: the design every figure of docs/rdma.md was measured
 #: with (more ways cost a tag comparator per way and ``ways - 1`` pseudo-LRU bits per
 #: set; docs/rdma.md, "Associative context cache").
+#: ``miss_queue``: work items whose context fill is on its way that may step aside so
+#: that items of present contexts pass them (:class:`rtl.rdma.req.miss_queue.MissQueue`;
+#: docs/rdma.md, "Non-blocking context misses"); 0 (no side queue, an item waits at the
+#: head of the ``fetch`` FIFO for its fill) keeps the published figures, which were
+#: measured without one.
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=1 << 30, retry_limit=7, ack_queue=64,
-                          windows=4096, cache_ways=1)
+                          windows=4096, cache_ways=1, miss_queue=0)
+#: The range of ``miss_queue``. Up to 64: each side-queued item holds a context fill in
+#: flight, and the cache's fill-order FIFO and the ``rd_fill`` FIFO bound those; past a
+#: round trip's worth of misses (the ``fetch`` FIFO's Little's-law sizing below) a deeper
+#: side queue only holds items longer.
+MISS_QUEUE_RANGE = (0, 64)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written

@@ -187,6 +187,10 @@ SLOW = {
         "twin",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
+    "test_cosim_rdma_miss_queue.py::test_rdma_miss_queue_matches_model[verilator]":
+        "a top of its own (miss_queue 8, one more Verilator build of about a minute): the "
+        "Icarus variant of the same test and test_unit_miss_queue.py (RTL against its "
+        "twin) cover it",
 }
 
 

@@ -7,7 +7,7 @@ from pymodel.rdma.verbs import inline_limit
 from pymodel.workloads.carriers import ISSUERS
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
-from spec.rdma_engine import LADDER
+from spec.rdma_engine import LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 ACK_MSGS_MASK, ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
@@ -33,7 +33,7 @@ RDMA_LOAD_DEFAULTS = {"qps": 1, "cache_entries": 16, "host": "pcie", "link_laten
                       "pmtu_log2": 12, "issuer": "none", "popularity": "round_robin",
                       "skew": LOAD_DEFAULTS["skew"], "working_set": None, "burst": 1,
                       "ack_every": None, "ack_frames": None, "rung": "best",
-                      "cache_ways": 1}
+                      "cache_ways": 1, "miss_queue": REQUESTER_DEFAULTS["miss_queue"]}
 
 
 #: The knobs that shape the traffic (the rest are the top's and the engine's).
@@ -84,6 +84,7 @@ def check_load_knobs(msg_bytes, messages, k):
     check_count("link_latency", p["link_latency"], 1, 1024)
     check_count("pmtu_log2", p["pmtu_log2"], 8, 12)
     check_count("burst", p["burst"], 1, 1 << 20)
+    check_count("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
     check_skew(p["skew"])
     if p["working_set"] is not None:
         check_count("working_set", p["working_set"], 1, p["qps"])

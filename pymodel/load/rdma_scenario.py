@@ -141,7 +141,8 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     v.rung = rung
     cfg = Config(cache_entries=p["cache_entries"], cache_ways=p["cache_ways"], host=p["host"],
                  link_latency=p["link_latency"], depth=depth, cq_base=v.cq_base,
-                 cq_log2=v.cq_log2, **{x: k[x] for x in ENGINE_KNOBS})
+                 cq_log2=v.cq_log2, miss_queue=p["miss_queue"],
+                 **{x: k[x] for x in ENGINE_KNOBS})
     return cfg, v
 
 

@@ -15,6 +15,7 @@ from spec.host import PROFILES
 from spec.rdma_engine import (
     HOST_DEPTH,
     MAX_PREFETCH,
+    MISS_QUEUE_RANGE,
     REQUESTER_DEFAULTS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
@@ -33,7 +34,8 @@ _RANGES = {
     "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 32), "link_latency": (1, 1024),
     "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
-    "windows": (0, 4096), "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
+    "windows": (0, 4096), "miss_queue": MISS_QUEUE_RANGE, "timeout": TIMEOUT_RANGE,
+    "retry_limit": RETRY_LIMIT_RANGE,
     "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
     "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "selective": (0, 1),
 }
@@ -64,6 +66,7 @@ class Config:
     windows: int = REQUESTER_DEFAULTS["windows"]
     #: Ways per set of both context caches (the tops' ``cache_ways``: 1, 2, 4, 8).
     cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
+    miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
     qpc_base_a: int = 0
     qpc_base_b: int = 0
     cq_base: int = 0

@@ -102,13 +102,15 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
                knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6,
                per_message=False, depth=1 << 22, header="roce",
                windows=REQUESTER_DEFAULTS["windows"],
-               cache_ways=REQUESTER_DEFAULTS["cache_ways"]):
+               cache_ways=REQUESTER_DEFAULTS["cache_ways"],
+               miss_queue=REQUESTER_DEFAULTS["miss_queue"]):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
     ``windows``: the requester's window slots (:class:`pymodel.rdma.config.Config`; 0
     pins a QP's context in the cache until its messages are acknowledged);
-    ``cache_ways``: ways per set of the context caches (1, 2, 4, 8).
+    ``cache_ways``: ways per set of the context caches (1, 2, 4, 8); ``miss_queue``:
+    the requester's side queue for items whose context fill is on its way (0: none).
 
     With ``per_message``, returns ``(row, per)``: ``per`` holds the back-to-back run's
     per-message ``accept``, ``remote_write``, ``completion`` (absolute cycles, -1 where
@@ -116,7 +118,7 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     k = knobs_of(rung, knobs)
     common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
                   seed=seed, link_latency=link_latency, depth=depth, header=header,
-                  windows=windows, cache_ways=cache_ways)
+                  windows=windows, cache_ways=cache_ways, miss_queue=miss_queue)
     cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
     run = run_model(cfg, verbs)
     bw = reduce_run(verbs, run, messages + 1)

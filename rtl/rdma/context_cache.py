@@ -112,6 +112,8 @@ class ContextCache(wiring.Component):
         Number of presence probes (``probe``), 0 to 5.
     ways : int
         Ways per set: 1, 2, 4 or 8 (:data:`CACHE_WAYS`).
+    fill_queries : int
+        Number of further "entry filled?" queries (``filled_more``), 0 to 2.
 
     Ports
     -----
@@ -149,6 +151,8 @@ class ContextCache(wiring.Component):
     filled : In(FillQuerySignature(entries))
         Is entry ``filled.entry`` filled (``filled.ready``: not waiting for its fill
         data)?
+    filled_more : In(FillQuerySignature(entries)).array(fill_queries)
+        More queries like ``filled``.
     reads : In(CacheReadSignature(entries)).array(static_reads)
         Static read ports (combinational).
     <group> : In(CacheGroupSignature(entries, group_layout(fields)))
@@ -168,13 +172,15 @@ class ContextCache(wiring.Component):
     word with every group's current value put in its fields.
     """
 
-    def __init__(self, entries, depth, groups, static_reads=1, probes=0, ways=1):
+    def __init__(self, entries, depth, groups, static_reads=1, probes=0, ways=1,
+                 fill_queries=0):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
         check_int(self, "static read ports", static_reads, 1, 8)
         check_int(self, "cache probes", probes, 0, 5)
         self.ways = check_ways(self, ways, entries)
+        check_int(self, "further fill queries", fill_queries, 0, 2)
         for name, fields in groups.items():
             for f in fields:
                 if f not in QPC_LAYOUT.members:
@@ -194,6 +200,7 @@ class ContextCache(wiring.Component):
             "fill_data": In(stream.Signature(HOST_WORD_BITS)),
             "wb": Out(stream.Signature(writeback_layout(depth))),
             "filled": In(FillQuerySignature(entries)),
+            "filled_more": In(FillQuerySignature(entries)).array(fill_queries),
             "reads": In(CacheReadSignature(entries)).array(static_reads),
         }
         for name, fields in self.groups.items():
@@ -379,7 +386,8 @@ class ContextCache(wiring.Component):
         m.d.sync += outstanding.eq(nxt_out)
         with m.If(nxt_out > self.fills_max):
             m.d.sync += self.fills_max.eq(nxt_out)
-        m.d.comb += self.filled.ready.eq(~filling.bit_select(self.filled.entry, 1))
+        for q in (self.filled, *self.filled_more):
+            m.d.comb += q.ready.eq(~filling.bit_select(q.entry, 1))
         for k, pr in enumerate(self.probe):
             p_e, p_match, _, _ = self._ways_of(m, tags, pr.qpn, f"probe{k}")
             m.d.comb += [pr.entry.eq(p_e),

@@ -80,7 +80,8 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
-              fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0):
+              fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
+              miss_queue=0):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -90,18 +91,23 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     ``header``: the framing (:func:`_top`); ``cache_ways``: the top's context-cache
     ways (1, the default top, or 2, 4, 8: a top of its own); ``selective``: 1 for
     selective repeat at both ends (the run-time port; the row then has ``selective``
-    1). Every parameter is checked before anything is built (``ValueError`` naming it)."""
+    1); ``miss_queue``: the requester's miss queue (the top's parameter; 0, none, is
+    the top's default). Every parameter is checked before anything is built
+    (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
         top["cache_ways"] = cache_ways
+    if miss_queue:
+        top["miss_queue"] = miss_queue
     fabric = fabric_profile(fabric).name
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
         + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
         + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
         + (f"_{header}" if header != "roce" else "") \
-        + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "")
+        + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "") \
+        + (f"_mq{miss_queue}" if miss_queue else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
@@ -126,6 +132,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         row["cache_ways"] = cache_ways
     if selective:
         row["selective"] = 1
+    if miss_queue:
+        row["miss_queue"] = miss_queue
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:

@@ -85,6 +85,10 @@ def _setup(msg_bytes, p):
     if ways != 1:
         # The formulas place QP q in entry q % cache_entries (a direct-mapped cache).
         raise _not_covered(f"a context cache of {ways} ways (cache_ways)")
+    if p.get("miss_queue"):
+        raise _not_covered(f"a miss queue of {p['miss_queue']} items (items of present "
+                           f"contexts pass items waiting for their fill: the order of "
+                           f"service is the cycle model's)")
     if s.windows and s.qps > s.windows:
         raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
                            f"in a slot)")

@@ -12,6 +12,7 @@ from pymodel.rdma.req.cqe_writer import CqeWriterModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
 from pymodel.rdma.req.frame_sender import FrameSenderModel
 from pymodel.rdma.req.host_ports import read_offer, write_offer
+from pymodel.rdma.req.miss_queue import MissQueueModel
 from pymodel.rdma.req.payload_fetch import PayloadFetchModel
 from pymodel.rdma.req.qp_front import QpFrontModel
 from pymodel.rdma.req.sequencer import SequencerModel
@@ -138,7 +139,13 @@ class RequesterModel:
                                   self._lookup, self._query, log=log,
                                   need=self._need, need_taken=self._need_taken,
                                   hit=lambda qpn, side: self.cache.hit(qpn))
-        self.fetch = WqeFetchModel(self.cache, f["fetch"], f["resend"], f["rd_wqe"],
+        # With a miss queue, the WQE fetch stage reads the miss queue's ``o``.
+        self.miss = (MissQueueModel(self.cache, f["fetch"], p["miss_queue"], log=log)
+                     if p["miss_queue"] else None)
+        if self.miss is not None:
+            f["miss"] = self.miss.side
+        self.fetch = WqeFetchModel(self.cache, self.miss or f["fetch"], f["resend"],
+                                   f["rd_wqe"],
                                    f["batch"], p["prefetch"], p["wqe_words"], p["records"],
                                    log=log)
         self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
@@ -237,10 +244,12 @@ class RequesterModel:
                          and win_total == 0)})
         else:
             self.front.stalled = False
-        if f["resend"].q or f["fetch"].q:
+        if f["resend"].q or f["fetch"].q or "miss" in f and f["miss"].q:
             self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold(),
                                 "win_total": comp.win_total.value,
                                 "appended": comp.appended.value})
+            if self.miss is not None:
+                self.miss.step(c)
         err = comp.err_out
         if f["batch"].q or err is not None:
             self.seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,

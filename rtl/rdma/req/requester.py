@@ -13,6 +13,7 @@ from rtl.rdma.req.cqe_writer import CqeWriter
 from rtl.rdma.req.doorbell_intake import DoorbellIntake
 from rtl.rdma.req.frame_sender import FrameSender
 from rtl.rdma.req.host_ports import ReadArbiter, RequesterWriteArbiter
+from rtl.rdma.req.miss_queue import MissQueue
 from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
 from rtl.rdma.req.sequencer import Sequencer
@@ -29,6 +30,7 @@ from spec.rdma_engine import (
     FIFO_DEPTHS,
     INTAKE_COUNTERS,
     MAX_PREFETCH,
+    MISS_QUEUE_RANGE,
     RD_FILL,
     RD_PAYLOAD,
     RD_WQE,
@@ -92,7 +94,10 @@ class Requester(wiring.Component):
         ``ack_wait_cycles``), ``windows`` the completion unit's window slots (0: one
         per cache entry, contexts pinned until their messages are acknowledged),
         ``cache_ways`` the context cache's ways per set (1, 2, 4, 8; more than 1 is
-        refused with ``windows`` 0, where a window slot is a cache entry).
+        refused with ``windows`` 0, where a window slot is a cache entry),
+        ``miss_queue`` the items whose context fill is on its way that may step aside
+        for others (a :class:`~rtl.rdma.req.miss_queue.MissQueue` between the ``fetch``
+        FIFO and the WQE fetch stage; 0: none, an item waits for its fill in order).
     header : str
         The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
         ``"scaleup"`` (:mod:`spec.formats.scaleup`).
@@ -142,6 +147,7 @@ class Requester(wiring.Component):
         check_int(self, "WQE FIFO words", p["wqe_words"], 64, 1 << 14)
         check_int(self, "payload FIFO words", p["payload_words"], 64, 1 << 14)
         check_int(self, "window records", p["records"], 2, 4096)
+        check_int(self, "miss queue depth", p["miss_queue"], *MISS_QUEUE_RANGE)
         check_int(self, "QP-context cache entries", cache_entries, 16, 256)
         if cache_entries & (cache_entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, "
@@ -151,10 +157,11 @@ class Requester(wiring.Component):
         if p["cache_ways"] > 1 and p["windows"] == 0:
             reject(self, f"QP-context cache ways (cache_ways) {p['cache_ways']} need window "
                          f"slots apart from the cache (windows > 0, not 0)")
-        self.p, self.depth = p, depth
+        self.p, self.depth, self.cache_entries = p, depth, cache_entries
         self.cache = ContextCache(cache_entries, depth,
                                   {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3,
-                                  probes=5, ways=p["cache_ways"])
+                                  probes=5, ways=p["cache_ways"],
+                                  fill_queries=2 if p["miss_queue"] else 0)
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
                               p["records"])
@@ -225,7 +232,18 @@ class Requester(wiring.Component):
         wiring.connect(m, wiring.flipped(self.mmio), intake.mmio)
         link(intake.item, q_items, front.item)
         link(intake.bf, q_bf, seq.bfq)
-        link(front.fetch, q_fetch, fetch.fetch)
+        if p["miss_queue"]:
+            # Items whose fill is on its way step aside (the cache answers the miss
+            # queue's two queries; the WQE fetch stage's is answered by the miss queue).
+            m.submodules.miss = miss = MissQueue(self.cache_entries, p["miss_queue"])
+            link(front.fetch, q_fetch, miss.i)
+            wiring.connect(m, miss.o, fetch.fetch)
+            wiring.connect(m, fetch.filled, miss.filled)
+            wiring.connect(m, miss.filled_i, cache.filled_more[0])
+            wiring.connect(m, miss.filled_s, cache.filled_more[1])
+        else:
+            link(front.fetch, q_fetch, fetch.fetch)
+            wiring.connect(m, fetch.filled, cache.filled)
         link(comp.resend, q_resend, fetch.resend)
         link(fetch.batch, q_batch, seq.batch)
         link(fetch.rd, q_rd_wqe, rd_arb.wqe)
@@ -275,7 +293,6 @@ class Requester(wiring.Component):
         wiring.connect(m, comp.need, front.need)
         for k in range(5):
             wiring.connect(m, comp.probe[k], cache.probe[k])
-        wiring.connect(m, fetch.filled, cache.filled)
         wiring.connect(m, fetch.ctx, cache.reads[0])
         wiring.connect(m, sender.ctx, cache.reads[1])
         wiring.connect(m, seq.ctx, cache.reads[2])
