@@ -148,9 +148,18 @@ def test_inline_payload_over_the_limit_names_the_limit():
 
 
 def test_nic_headline_point_refused_before_export(no_export):
-    """tb.nic.headline.run_point: an unknown key of the top, a bad peer count and a bad
-    ``latency_messages`` stop before anything is built."""
-    from tb.nic.headline import run_point
+    """tb.nic.headline.run_point: an unknown key of the top, a bad peer count, a bad
+    ``latency_messages`` and a ``depth`` below the point's beats stop before anything is
+    built; the headline's depth holds its 1000 stores of 128 B (2 command beats of 64 B
+    and at most 4 wire beats each: 4,000 beats, the next power of two 4,096; 1,025 stores
+    need 8,192)."""
+    from tb.nic.headline import HEADLINE_DEPTH, point_depth, run_point
+
+    assert HEADLINE_DEPTH == 4096
+    assert point_depth(128, 1024, 64, 1024) == 4096 < point_depth(128, 1025, 64, 1024)
+    for bad in (8, 4096, 8192.0, True):
+        with pytest.raises(ValueError, match="depth must be an int of at least 8192"):
+            run_point("icarus", "l2", 128, 1025, depth=bad)
 
     with pytest.raises(ValueError, match=re.escape("['link_latncy']")):
         run_point("icarus", "l2", 128, 4, top={"link_latncy": 1})
