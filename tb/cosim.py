@@ -36,8 +36,8 @@ from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of th
     cached_verilog,
     export_verilog,
     icarus_time_zero,
+    list_build,
     locked,
-    verilog_key,
 )
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
@@ -259,23 +259,6 @@ def check_params(test_module, params):
         raise ValueError(f"{test_module}: params must be JSON-serialisable ({exc})") from None
 
 
-def _list_build(top, name, sim, test_module):
-    """``COSIM_LIST`` mode (module docstring): record the build, skip the caller."""
-    import unittest
-
-    from tb.verilog_export import _describe
-
-    components = []
-    entry = {"sim": sim, "name": name, "key": verilog_key(top, name, components),
-             "test_module": test_module, "node": os.environ.get("PYTEST_CURRENT_TEST", ""),
-             "top": _describe(top, [])}
-    silence(components)
-    with locked(Path(os.environ["COSIM_LIST"]).with_suffix(".lock")):
-        with open(os.environ["COSIM_LIST"], "a") as f:
-            f.write(json.dumps(entry) + "\n")
-    raise unittest.SkipTest(f"COSIM_LIST: {sim} {name} listed, not built")
-
-
 def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
               testcase=None, opt=None):
     """Build ``top`` and run ``test_module`` (a module path under ``tb``) on it.
@@ -312,7 +295,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
         silence(top)                # refused: the top is deliberately never elaborated
         raise
     if os.environ.get("COSIM_LIST"):
-        _list_build(top, name, sim, test_module)
+        list_build(top, name, sim, test_module)
     toolchain_path()
     t0 = time.monotonic()
     text = cached_verilog(top, name)

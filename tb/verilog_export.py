@@ -17,7 +17,7 @@ from spec.checks import silence
 from tb import comb_check
 
 __all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "verilog_key",
-           "icarus_time_zero", "locked"]
+           "list_build", "icarus_time_zero", "locked"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -152,6 +152,25 @@ def cached_verilog(top, name):
         tmp.write_text(text)
         tmp.replace(path)
     return text
+
+
+def list_build(top, name, sim, test_module):
+    """``COSIM_LIST`` mode of :func:`tb.cosim.run_cosim`: append one JSON line (simulator,
+    top name, :func:`verilog_key`, test module, the pytest node and the top's parameters)
+    to the file ``$COSIM_LIST``, build nothing and skip the caller
+    (``unittest.SkipTest``)."""
+    import json
+    import unittest
+
+    components = []
+    entry = {"sim": sim, "name": name, "key": verilog_key(top, name, components),
+             "test_module": test_module, "node": os.environ.get("PYTEST_CURRENT_TEST", ""),
+             "top": _describe(top, [])}
+    silence(components)
+    with locked(Path(os.environ["COSIM_LIST"]).with_suffix(".lock")):
+        with open(os.environ["COSIM_LIST"], "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    raise unittest.SkipTest(f"COSIM_LIST: {sim} {name} listed, not built")
 
 
 @contextlib.contextmanager
