@@ -192,8 +192,25 @@ def _long(item):
     return any(fnmatch.fnmatchcase(key, p.replace("[", "[[]")) for p in LONG_FIRST)
 
 
+def _spread(items):
+    """``items`` round robin over their test functions (in first-seen order): the first
+    test of every function, then the second of each, and so on. The tests of one
+    function mostly share a top, so neighbours in this order mostly need different
+    builds: the two workers export and build different tops at once instead of one
+    waiting on the other's lock (:func:`tb.verilog_export.locked`), and every top's
+    first build comes early in the run."""
+    queues = {}
+    for item in items:
+        queues.setdefault((str(item.path), item.originalname), []).append(item)
+    out, rest = [], list(queues.values())
+    while rest:
+        out += [q.pop(0) for q in rest]
+        rest = [q for q in rest if q]
+    return out
+
+
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: not _long(item))      # stable: the rest keep their order
+    items[:] = [i for i in items if _long(i)] + _spread([i for i in items if not _long(i)])
     for item in items:
         key = item.nodeid.split("/")[-1]
         for pattern, why in SLOW.items():
