@@ -11,7 +11,10 @@ Environment: ``SIM`` (``verilator`` or ``icarus``) picks the default simulator, 
 writes an FST waveform into the test's folder and records its path in
 ``build/last_waves.txt`` for ``make waves``; ``COSIM_PROGRESS=1`` (set by ``make sim`` and
 ``make report``) prints each phase (export, build, run, check) with its wall time to
-stderr.
+stderr. ``COSIM_LIST=<file>`` builds and runs nothing: each ``run_cosim`` appends one JSON
+line (simulator, top name, export key, the top's parameters, the pytest node) to the file
+and skips the test (``unittest.SkipTest``), so that ``COSIM_LIST=f pytest -m "not slow"
+tests`` lists the tops a suite builds (only the first of a test that builds several).
 """
 
 import hashlib
@@ -33,6 +36,7 @@ from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of th
     cached_verilog,
     export_verilog,
     icarus_time_zero,
+    list_build,
     locked,
 )
 
@@ -290,6 +294,8 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     except Exception:
         silence(top)                # refused: the top is deliberately never elaborated
         raise
+    if os.environ.get("COSIM_LIST"):
+        list_build(top, name, sim, test_module)
     toolchain_path()
     t0 = time.monotonic()
     text = cached_verilog(top, name)

@@ -16,7 +16,8 @@ from pathlib import Path
 from spec.checks import silence
 from tb import comb_check
 
-__all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "icarus_time_zero", "locked"]
+__all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "verilog_key",
+           "list_build", "icarus_time_zero", "locked"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -116,6 +117,21 @@ def _describe(value, seen, depth=0):
     return "<object>" if " at 0x" in text else text
 
 
+def verilog_key(top, name, components=None):
+    """The key of ``top`` exported as ``name`` in the cache of :func:`cached_verilog`
+    (16 hex digits): every RTL and spec source file, the name, the top's class, plain
+    attributes and signature. Nothing is elaborated; components met on the way are
+    collected in ``components``."""
+    h = hashlib.sha1()
+    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
+        h.update(path.relative_to(ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    h.update(name.encode())
+    h.update(_describe(top, [] if components is None else components).encode())
+    h.update(repr(top.signature).encode())
+    return h.hexdigest()[:16]
+
+
 def cached_verilog(top, name):
     """:func:`export_verilog` through a disk cache in ``build/verilog/``.
 
@@ -124,15 +140,8 @@ def cached_verilog(top, name):
     key is every RTL and spec source file, the top's class, its plain attributes (constructor
     parameters must be kept as attributes) and its signature.
     """
-    h = hashlib.sha1()
-    for path in sorted([*(ROOT / "rtl").rglob("*.py"), *(ROOT / "spec").rglob("*.py")]):
-        h.update(path.relative_to(ROOT).as_posix().encode())
-        h.update(path.read_bytes())
-    h.update(name.encode())
     components = []
-    h.update(_describe(top, components).encode())
-    h.update(repr(top.signature).encode())
-    path = BUILD / "verilog" / f"{name}-{h.hexdigest()[:16]}.v"
+    path = BUILD / "verilog" / f"{name}-{verilog_key(top, name, components)}.v"
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path.with_suffix(".lock")):   # one export per top, whatever the workers
         if path.exists():
@@ -143,6 +152,25 @@ def cached_verilog(top, name):
         tmp.write_text(text)
         tmp.replace(path)
     return text
+
+
+def list_build(top, name, sim, test_module):
+    """``COSIM_LIST`` mode of :func:`tb.cosim.run_cosim`: append one JSON line (simulator,
+    top name, :func:`verilog_key`, test module, the pytest node and the top's parameters)
+    to the file ``$COSIM_LIST``, build nothing and skip the caller
+    (``unittest.SkipTest``)."""
+    import json
+    import unittest
+
+    components = []
+    entry = {"sim": sim, "name": name, "key": verilog_key(top, name, components),
+             "test_module": test_module, "node": os.environ.get("PYTEST_CURRENT_TEST", ""),
+             "top": _describe(top, [])}
+    silence(components)
+    with locked(Path(os.environ["COSIM_LIST"]).with_suffix(".lock")):
+        with open(os.environ["COSIM_LIST"], "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    raise unittest.SkipTest(f"COSIM_LIST: {sim} {name} listed, not built")
 
 
 @contextlib.contextmanager

@@ -64,18 +64,18 @@ def test_nic_e2e_headline(sim, framing, completion, test_id):
     from pymodel.nic.frames import build_frame
     from spec.formats.nic import completion_bytes
     from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP
+    from tb.nic.headline import point_top
 
-    top_kw = dict(HEADLINE_TOP)
-    items = [4096, 16, 16, 16]
-    top = NicTop(framing=framing, items=items, events=[4096, 4096, 16, 16],
-                 completion=completion, **top_kw)
+    # The headline point's own top (tb.nic.headline.run_point's build, shared with make
+    # sim and the e2e combinations of tests/test_cosim_nic_e2e_combos.py).
+    top, name, top_kw = point_top(framing, MSG_BYTES, MESSAGES, completion=completion)
+    assert top_kw == HEADLINE_TOP
     params = dict(top_kw, framing=framing, credits=top.credits, scenario="pair", seed=1,
                   messages=MESSAGES, msg_bytes=MSG_BYTES, peers=1, completion=completion)
     if completion == "e2e":
         params.update(coalesce=top.coalesce, flush_idle=top.flush_idle, timeout=top.timeout)
-    run_dir = run_cosim(top, name=f"nic_e2e_point_{framing}_{completion}",
-                        test_module="tb.nic.cocotb_nic", sim=sim, test_id=test_id,
-                        params=params)
+    run_dir = run_cosim(top, name=name, test_module="tb.nic.cocotb_nic", sim=sim,
+                        test_id=test_id, params=params)
     res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
     assert res["mismatches"] == 0
     rtl, model = res["rtl"], res["model"]

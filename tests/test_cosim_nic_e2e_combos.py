@@ -12,10 +12,13 @@ from spec.fabric_profiles import fabric_profile, one_way
 from spec.formats.nic import completion_bytes, frame_beats
 from spec.metrics import row_metrics
 from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP
-from tb.nic.headline import run_point
+from tb.nic.headline import HEADLINE_DEPTH, run_point
 
 #: Stores of 128 B from node 0 to node 1: enough for a steady window past the first
-#: credit round trip at ``pod`` (as tests/test_cosim_nic_retry_pod.py).
+#: credit round trip at ``pod`` (as tests/test_cosim_nic_retry_pod.py). The points run on
+#: the headline's players and recorders (``HEADLINE_DEPTH``, a capacity), so that each
+#: shares its build with the gap table's row of ``make sim`` and the integrated one with
+#: tests/test_cosim_nic_e2e.py's e2e headline point.
 STORES, MSG_BYTES = 250, 128
 
 
@@ -38,7 +41,7 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     integrated baseline of docs/nic.md's table."""
     w = HEADLINE_TOP["width"]
     row = run_point(sim, "l2", MSG_BYTES, STORES, attachment=attachment, fabric=fabric,
-                    retry=retry, completion="e2e", test_id=test_id)
+                    retry=retry, completion="e2e", test_id=test_id, depth=HEADLINE_DEPTH)
     assert row["mismatches"] == 0
     for key in row_metrics("nic", host=attachment == "pcie"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
@@ -74,7 +77,8 @@ def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
     from tests.test_unit_nic_e2e import lone_compact_store
 
     stores = 40
-    row = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e", test_id=test_id)
+    row = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e", test_id=test_id,
+                    depth=HEADLINE_DEPTH)
     assert row["mismatches"] == 0
     write, done = lone_compact_store()
     for side in ("rtl", "model"):
@@ -85,7 +89,7 @@ def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
     store = phy_bytes(build_frame("compact", 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
     assert row["wire_bytes_rtl"] == store + -(-stores // 16) * cpl / stores
     b2b = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e",
-                    test_id=f"{test_id}-b2b", latency_messages=0)
+                    test_id=f"{test_id}-b2b", latency_messages=0, depth=HEADLINE_DEPTH)
     assert b2b["mismatches"] == 0
     assert b2b["completion_cycles_rtl"] > done
     assert b2b["ii_cycles_rtl"] == row["ii_cycles_rtl"]

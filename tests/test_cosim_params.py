@@ -148,9 +148,18 @@ def test_inline_payload_over_the_limit_names_the_limit():
 
 
 def test_nic_headline_point_refused_before_export(no_export):
-    """tb.nic.headline.run_point: an unknown key of the top, a bad peer count and a bad
-    ``latency_messages`` stop before anything is built."""
-    from tb.nic.headline import run_point
+    """tb.nic.headline.run_point: an unknown key of the top, a bad peer count, a bad
+    ``latency_messages`` and a ``depth`` below the point's beats stop before anything is
+    built; the headline's depth holds its 1000 stores of 128 B (2 command beats of 64 B
+    and at most 4 wire beats each: 4,000 beats, the next power of two 4,096; 1,025 stores
+    need 8,192)."""
+    from tb.nic.headline import HEADLINE_DEPTH, point_depth, run_point
+
+    assert HEADLINE_DEPTH == 4096
+    assert point_depth(128, 1024, 64, 1024) == 4096 < point_depth(128, 1025, 64, 1024)
+    for bad in (8, 4096, 8192.0, True):
+        with pytest.raises(ValueError, match="depth must be an int of at least 8192"):
+            run_point("icarus", "l2", 128, 1025, depth=bad)
 
     with pytest.raises(ValueError, match=re.escape("['link_latncy']")):
         run_point("icarus", "l2", 128, 4, top={"link_latncy": 1})
@@ -159,3 +168,25 @@ def test_nic_headline_point_refused_before_export(no_export):
     for bad in (-1, 2.0, True):
         with pytest.raises(ValueError, match="latency_messages"):
             run_point("icarus", "l2", 128, 4, latency_messages=bad)
+
+
+def test_cosim_list_mode_records_the_build_and_builds_nothing(no_export, monkeypatch,
+                                                              tmp_path):
+    """``COSIM_LIST``: each run_cosim appends its simulator, top name and export key to the
+    file and skips, with nothing exported; two tops that differ in a parameter get two
+    keys, the same top twice one."""
+    import json
+    import unittest
+
+    out = tmp_path / "builds.jsonl"
+    monkeypatch.setenv("COSIM_LIST", str(out))
+    for sim, width in (("icarus", 8), ("verilator", 8), ("icarus", 32)):
+        with pytest.raises(unittest.SkipTest, match=f"COSIM_LIST: {sim} fcs_top listed"):
+            run_cosim(FcsTop(width, depth=64), name="fcs_top", test_module="tb.cocotb_fcs",
+                      sim=sim, params={"width": width})
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["sim"], r["name"], r["test_module"]) for r in rows] == [
+        ("icarus", "fcs_top", "tb.cocotb_fcs"), ("verilator", "fcs_top", "tb.cocotb_fcs"),
+        ("icarus", "fcs_top", "tb.cocotb_fcs")]
+    assert rows[0]["key"] == rows[1]["key"] != rows[2]["key"]
+    assert "test_cosim_list_mode" in rows[0]["node"]

@@ -21,8 +21,8 @@ from spec.metrics import row_metrics
 from spec.nic import COMPLETIONS, HEADLINE_TOP
 from tb.cosim import check_params, run_cosim
 
-__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_POINTS",
-           "comparison_keys"]
+__all__ = ["run_headline", "run_point", "point_top", "point_depth", "HEADLINE_DEPTH",
+           "headline_jobs", "finish_headline", "HEADLINE_POINTS", "comparison_keys"]
 
 #: The metrics of a NIC results row.
 METRICS = row_metrics("nic")
@@ -32,7 +32,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
               top: dict | None = None, test_id: str | None = None,
               attachment: str = "integrated", fabric: str = "board",
               retry: bool = False, completion: str = "credit",
-              latency_messages: int = 16) -> dict:
+              latency_messages: int = 16, depth: int | None = None) -> dict:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -68,7 +68,11 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     store, and its wire bytes and ``ctrl_ops`` count the completion frames: see
     :mod:`tb.nic.cocotb_nic`). Every row carries the comparison keys ``fabric``,
     ``attachment``, ``completion``, ``reliability`` (``"none"``, or ``"link-retry"``
-    with ``retry``) and ``header`` (the framing)."""
+    with ``retry``) and ``header`` (the framing).
+
+    ``depth``: node 0's player and recorders and the peers' recorders (:func:`point_top`;
+    None: the least that holds the run). A capacity, not a timing: a shorter point given
+    :data:`HEADLINE_DEPTH` shares the headline's build."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
             or latency_messages < 0:
         raise ValueError(f"latency_messages must be a count of stores (0: none), not "
@@ -78,30 +82,9 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     if completion not in COMPLETIONS:
         raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
-    unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
-    if unknown:
-        raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
-                         f"{sorted(HEADLINE_TOP)})")
+    nt, name, top = point_top(framing, msg_bytes, messages, peers, top, attachment, fabric,
+                              retry, completion, depth)
     profile = fabric_profile(fabric)
-    given = (top or {}).get("link_latency", profile.link)
-    if profile.name != "board" and given != profile.link:
-        raise ValueError(f"link_latency {given!r}: fabric {profile.name!r} sets the link "
-                         f"latency ({profile.link} cycles); leave link_latency out")
-    top = dict(HEADLINE_TOP, **(top or {}))
-    if profile.name != "board":
-        top["link_latency"] = profile.link
-    top["nodes"] = max(top["nodes"], peers + 1)
-    if not 1 <= peers <= 15:
-        raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), not {peers}")
-    w = top["width"]
-    cmd_beats = messages * -(-msg_bytes // w)
-    frames = -(-msg_bytes // top["max_payload"])       # segments per store
-    wire_beats = messages * (-(-(msg_bytes + 64 * frames) // w) + frames)  # upper bound
-    depth = 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
-    nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
-                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
-                attachment=attachment, fabric=profile.name, retry=retry,
-                completion=completion, **top)
     pcie = attachment == "pcie"
     metrics = row_metrics("nic", host=pcie)
     scenario = "pair" if peers == 1 else "fanout"
@@ -112,15 +95,11 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
         params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
-    board = profile.name == "board"
     test_id = test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}"
 
     def run(run_params, run_id):
-        run_dir = run_cosim(nt, name=f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * pcie
-                            + ("" if board else f"_{profile.name}") + "_retry" * retry
-                            + "_e2e" * (completion == "e2e"),
-                            test_module="tb.nic.cocotb_nic", sim=sim, test_id=run_id,
-                            params=run_params)
+        run_dir = run_cosim(nt, name=name, test_module="tb.nic.cocotb_nic", sim=sim,
+                            test_id=run_id, params=run_params)
         res = json.loads((pathlib.Path(run_dir) / "nic_results.json").read_text())
         if "rtl" not in res:
             raise RuntimeError(f"{run_dir}: no per-message figures (a store was lost?)")
@@ -145,6 +124,64 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row
+
+
+def point_depth(msg_bytes: int, messages: int, width: int, max_payload: int) -> int:
+    """The least depth of a point's player and recorders (a power of two, at least 16)
+    that holds ``messages`` stores of ``msg_bytes``: their command beats, and their wire
+    beats with 64 bytes of header and FCS per segment of ``max_payload`` and one idle
+    beat per frame (an upper bound)."""
+    cmd_beats = messages * -(-msg_bytes // width)
+    frames = -(-msg_bytes // max_payload)               # segments per store
+    wire_beats = messages * (-(-(msg_bytes + 64 * frames) // width) + frames)
+    return 1 << max(4, (max(cmd_beats, wire_beats) - 1).bit_length())
+
+
+#: The depth of the ``make sim`` headline point (1000 stores of 128 B on
+#: :data:`spec.nic.HEADLINE_TOP`, :func:`headline_jobs`): a shorter point on the same top
+#: given it as ``depth`` shares the headline's export and build (the depth is capacity:
+#: recorders take every item, players release by count and time, neither by depth).
+HEADLINE_DEPTH = point_depth(128, 1000, HEADLINE_TOP["width"], HEADLINE_TOP["max_payload"])
+
+
+def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integrated",
+              fabric="board", retry=False, completion="credit", depth=None):
+    """The top of a :func:`run_point` point, ``(NicTop, Verilog name, top parameters)``:
+    :data:`spec.nic.HEADLINE_TOP` updated by ``top`` (its keys only), with
+    ``max(nodes, peers + 1)`` nodes and the ``fabric`` profile's link latency; node 0's
+    command player and recorders and the ``peers`` destinations' recorders ``depth``
+    deep (None: :func:`point_depth`), the other nodes' 16. The name carries everything
+    else that makes a build: framing, nodes, attachment, fabric, retry, completion.
+    Checked before anything is built (``ValueError`` naming the parameter)."""
+    unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
+    if unknown:
+        raise ValueError(f"unknown NicTop parameter(s) in top: {unknown} (accepted: "
+                         f"{sorted(HEADLINE_TOP)})")
+    profile = fabric_profile(fabric)
+    given = (top or {}).get("link_latency", profile.link)
+    if profile.name != "board" and given != profile.link:
+        raise ValueError(f"link_latency {given!r}: fabric {profile.name!r} sets the link "
+                         f"latency ({profile.link} cycles); leave link_latency out")
+    top = dict(HEADLINE_TOP, **(top or {}))
+    if profile.name != "board":
+        top["link_latency"] = profile.link
+    top["nodes"] = max(top["nodes"], peers + 1)
+    if not 1 <= peers <= 15:
+        raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), not {peers}")
+    need = point_depth(msg_bytes, messages, top["width"], top["max_payload"])
+    if depth is None:
+        depth = need
+    elif not isinstance(depth, int) or isinstance(depth, bool) or depth < need:
+        raise ValueError(f"depth must be an int of at least {need} (the beats of "
+                         f"{messages} stores of {msg_bytes} B), not {depth!r}")
+    nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
+                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
+                attachment=attachment, fabric=profile.name, retry=retry,
+                completion=completion, **top)
+    name = (f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * (attachment == "pcie")
+            + ("" if profile.name == "board" else f"_{profile.name}") + "_retry" * retry
+            + "_e2e" * (completion == "e2e"))
+    return nt, name, top
 
 
 def comparison_keys(framing, attachment="integrated", fabric="board", retry=False,
