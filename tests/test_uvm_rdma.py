@@ -23,7 +23,7 @@ import pytest
 from pymodel.rdma.system import simulate
 from pymodel.rdma.verbs import Verbs
 from spec.rdma import DROP_REASONS
-from spec.rdma_engine import REQUESTER_DEFAULTS
+from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT
 from tb.rdma.runner import run_rdma
 from tb.rdma.testbench import wire_beats
 from tb.rdma.uvm.config import RdmaConfig, RunKnobs
@@ -288,17 +288,18 @@ def test_coalescing_on_a_shared_entry_waits_for_the_timer():
                          signalled=signalled)
             v.ring(qp)
         eng = dataclasses.replace(RdmaConfig().engine(RunKnobs(ack_every=4)),
-                                  cq_base=v.cq_base, cq_log2=v.cq_log2, windows=windows)
+                                  cq_base=v.cq_base, cq_log2=v.cq_log2, windows=windows,
+                                  timeout=SIM_TIMEOUT)
         return simulate(eng, v.mem_a, v.mem_b, v.mr_table, *v.mmio_items())
 
     shared, apart = run(17, 0), run(18, 0)    # 17 % 16 == 1: the entry of QP 1
     assert shared["req"]["timeouts"] == 1 and shared["req"]["retransmissions"] == 1
     assert apart["req"]["timeouts"] == 0 and apart["req"]["retransmissions"] == 0
-    assert shared["cycles"] > apart["cycles"] + RdmaConfig().params["timeout"]
+    assert shared["cycles"] > apart["cycles"] + SIM_TIMEOUT
     free = run(17, REQUESTER_DEFAULTS["windows"])
     assert REQUESTER_DEFAULTS["windows"] > 0
     assert free["req"]["timeouts"] == 0 and free["req"]["retransmissions"] == 0
-    assert free["cycles"] < apart["cycles"] + RdmaConfig().params["timeout"]
+    assert free["cycles"] < apart["cycles"] + SIM_TIMEOUT
 
 
 def test_size_bins_partition_the_sizes():

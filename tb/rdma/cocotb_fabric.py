@@ -30,6 +30,7 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
+    SIM_TIMEOUT,
 )
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -64,7 +65,9 @@ def fabric_config(top, sc, cache_entries=16):
                         credits=p["credits"], merge_depth=p["merge_depth"],
                         pause=p["pause"], pause_headroom=p["pause_headroom"],
                         pause_hysteresis=p["pause_hysteresis"],
-                        **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()},
+                        **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
+                           if k != "timeout"},
+                        timeout=p.get("timeout", SIM_TIMEOUT),
                         responder_sizes={k: p.get(k, v) for k, v in
                                          RESPONDER_DEFAULTS.items()},
                         cq_base=sc.cq_base, cq_log2=sc.cq_log2)
@@ -217,7 +220,8 @@ async def fabric_matches_model(dut):
     t1 = time.perf_counter()
     tb = FabricTestbench(dut, cfg.nodes, cfg.depth, pause=bool(cfg.pause))
     tb.load(images, dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
-                         ack_timeout=0, ack_every=cfg.ack_every, ack_frames=cfg.ack_frames,
+                         ack_timeout=cfg.timeout, ack_every=cfg.ack_every,
+                         ack_frames=cfg.ack_frames,
                          serial=cfg.serial,
                          cache_log2=cfg.cache_entries.bit_length() - 1))
     tb.arm_for(model)
