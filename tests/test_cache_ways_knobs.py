@@ -30,3 +30,10 @@ def test_fast_path_refuses_ways():
     assert check_load_knobs(128, 10, {"cache_ways": 8})["cache_ways"] == 8
     with pytest.raises(ValueError, match="outside the RDMA fast path .*cache_ways"):
         fast_point("rdma", msg_bytes=128, messages=1000, qps=64, cache_ways=4)
+
+
+@pytest.mark.parametrize("depth", [-1, 65, True])
+def test_fabric_refuses_a_bad_miss_queue(depth):
+    with pytest.raises(ValueError, match="miss_queue"):
+        FabricConfig(miss_queue=depth)
+    assert FabricConfig().miss_queue == 0

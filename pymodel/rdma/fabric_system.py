@@ -40,6 +40,7 @@ from spec.host import PROFILES
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
     MAX_PREFETCH,
+    MISS_QUEUE_RANGE,
     REQUESTER_DEFAULTS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
@@ -62,7 +63,8 @@ _RANGES = {
     "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
     "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
     "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
-    "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
+    "miss_queue": MISS_QUEUE_RANGE, "cq_log2": (0, 31),
+    "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
     "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "pause": (0, 1),
 }
 
@@ -104,6 +106,8 @@ class FabricConfig:
     windows: int = REQUESTER_DEFAULTS["windows"]
     #: Ways per set of every engine's context cache (the tops' ``cache_ways``).
     cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
+    #: Every requester's miss queue (the tops' ``miss_queue``; 0: none).
+    miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
     qpc_base: int = 0
     cq_base: int = 0
     cq_log2: int = MIN_CQ_LOG2
