@@ -63,16 +63,20 @@ CDF_LOADS = (0.9,)
 
 
 #: Saturation points measured besides the curves' (whose saturation is measured anyway):
-#: ``(label, knobs)``. The 4-way points are the direct-mapped ones again with
-#: ``cache_ways`` 4 (docs/rdma.md, "Associative context cache"): the set conflicts of a
-#: uniform or skewed QP choice that a direct-mapped cache turns into misses.
+#: ``(label, knobs)``. The 4- and 8-way points are the direct-mapped ones again with
+#: ``cache_ways`` 4 or 8 (docs/rdma.md, "Associative context cache"): the set conflicts
+#: of a uniform or skewed QP choice that a direct-mapped cache turns into misses and
+#: waits for busy entries. 4096 QPs over 16 entries is measured at 4 ways only: it
+#: misses on nearly every message whatever the ways (Little's law on the entries).
 SATURATION_POINTS = (
     ("RDMA 64 QPs round_robin / 16 entries", dict(qps=64, cache_entries=16,
                                                   popularity="round_robin")),
-    *((f"RDMA {q} QPs {pop} / {c} entries, 4 ways",
-       dict(qps=q, cache_entries=c, popularity=pop, cache_ways=4))
-      for q, pop, c in ((64, "round_robin", 16), (64, "uniform", 16), (4096, "zipf", 256),
-                        (4096, "zipf", 16))),
+    *((f"RDMA {q} QPs {pop} / {c} entries, {w} ways",
+       dict(qps=q, cache_entries=c, popularity=pop, cache_ways=w))
+      for q, pop, c, w in ((64, "round_robin", 16, 4), (64, "uniform", 16, 4),
+                           (4096, "zipf", 256, 4), (4096, "zipf", 16, 4),
+                           (64, "round_robin", 16, 8), (64, "uniform", 16, 8),
+                           (4096, "zipf", 256, 8))),
 )
 #: The steady-state saturation run (:func:`pymodel.load.rdma.steady_saturation`): the
 #: first run's messages, and the most messages a run may have. The cap keeps the
