@@ -44,6 +44,7 @@ from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
+from tb.soak.recovery import last_rdma_write
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
@@ -367,11 +368,14 @@ async def rdma_matches_model(dut):
                      if k in landed))
     phases.mark("checks")
     if p.get("clean_baseline") and model["completed"]:
-        # The same scenario without faults: the cycles the faults cost.
+        # The same scenario without faults: the cycles the faults cost, by the soak's
+        # definition (the last remote write, tb.soak.recovery), and at the last CQE.
         cfg0, knobs0 = config(p["top"], dict(p, faults_ab={}, faults_ba={}))
         v0, inject0, _ = scenario(p, cfg0, knobs0)
         base = run_model(cfg0, v0, inject0, inj_stall)
-        soak["recovery_cycles"] = model["completed"][-1][0] - base["completed"][-1][0]
+        soak["recovery_cycles"] = (last_rdma_write(model["written"])
+                                   - last_rdma_write(base["written"]))
+        soak["cqe_delay_cycles"] = model["completed"][-1][0] - base["completed"][-1][0]
     if p.get("out_json"):
         n = max(len(v.messages), 1)
         try:
