@@ -136,7 +136,8 @@ def _check_chunks(figures, chunks, broken=None):
 @pytest.mark.cosim
 def test_short_soak_compares_every_chunk(tmp_path, capsys):
     """Both designs over faulty links, several chunks each, every one compared with the
-    model: nothing lost or corrupted, no mismatch, exit code 0."""
+    model: nothing lost or corrupted, no mismatch, exit code 0, the recovery figures
+    summed over the chunks; and both without faults: 0 recovery cycles."""
     assert soak.main(SHORT + ["--seed", "3", "--out", str(tmp_path)]) == 0
     out = json.loads((tmp_path / "soak.json").read_text())
     _check_chunks(out["nic"], 4)
@@ -147,6 +148,34 @@ def test_short_soak_compares_every_chunk(tmp_path, capsys):
         assert out[d]["lost"] == out[d]["corrupted_bytes"] == out[d]["hangs"] == 0
     printed = capsys.readouterr().out
     assert "chunks_compared" in printed and "FAILED" not in printed
+    for d in ("nic", "rdma"):
+        _check_recovery(out[d])
+    assert out["nic"]["replay_cycles"] >= 0 and "cqe_delay_cycles" in out["rdma"]
+    # Without faults nothing is damaged, resent or later than the fault-free model run.
+    quiet = ["--corrupt-rate", "0", "--drop-rate", "0", "--dup-rate", "0", "--messages",
+             "300", "--nic-chunk", "16", "--rdma-messages", "100", "--rdma-chunk", "100",
+             "--jobs", "1", "--seed", "3", "--out", str(tmp_path / "quiet")]
+    assert soak.main(quiet) == 0
+    out = json.loads((tmp_path / "quiet" / "soak.json").read_text())
+    _check_chunks(out["nic"], 2)
+    _check_chunks(out["rdma"], 1)
+    for d in ("nic", "rdma"):
+        _check_recovery(out[d])
+        for key in ("recovered", "retransmissions", "recovery_cycles",
+                    "recovery_cycles_per_damaged_frame"):
+            assert out[d][key] == 0, (d, key)
+        assert all(c["recovery_cycles"] == 0 for c in out[d]["per_chunk"])
+    assert out["nic"]["replay_cycles"] == out["rdma"]["cqe_delay_cycles"] == 0
+
+
+def _check_recovery(figures):
+    """The recovery figures add up over the chunks, and per damaged frame is their
+    ratio."""
+    per = figures["per_chunk"]
+    for key in ("recovered", "recovery_cycles"):
+        assert figures[key] == sum(c[key] for c in per), key
+    ratio = figures["recovery_cycles"] / figures["recovered"] if figures["recovered"] else 0
+    assert figures["recovery_cycles_per_damaged_frame"] == round(ratio, 1)
 
 
 @pytest.mark.cosim
