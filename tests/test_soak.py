@@ -75,16 +75,13 @@ def test_recovery_per_damaged_frame_is_of_the_sums():
         "recovery_cycles_per_damaged_frame"] == 3.3
 
 
-def test_last_delivery_of_both_designs():
-    """The delivery both definitions end at: the latest write cycle of any receiver (the
-    NIC's ``(items, cycles)`` per node) or remote-write mark (the RDMA engine's ``(cycle,
-    tag)``), whatever the order of the lists; nothing written gives 0."""
-    from tb.soak.recovery import last_nic_write, last_rdma_write
+def test_last_nic_write():
+    """The NIC's delivery ends at the latest write cycle of any receiver (``(items,
+    cycles)`` per node), whatever the order of the nodes; nothing written gives 0."""
+    from tb.soak.recovery import last_nic_write
 
     assert last_nic_write({0: ([1, 2], [10, 40]), 1: ([], []), 2: ([3], [25])}) == 40
     assert last_nic_write({0: ([], [])}) == 0
-    assert last_rdma_write([(7, 1), (90, 2), (50, 3)]) == 90
-    assert last_rdma_write([]) == 0
 
 
 def test_nic_chunk_recovery_against_the_fault_free_run():

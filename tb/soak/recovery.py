@@ -10,7 +10,10 @@ completion (the RDMA engine's CQE) exists in one design only.
 
 ``recovery_cycles`` of a chunk is how many cycles later its delivery ends than in the
 golden model's run of the same stimulus with every fault rate 0; both times come from
-the model, which the design matched in the same chunk. The soak sums it over chunks and
+the model, which the design matched in the same chunk: for the NIC
+:func:`nic_chunk_recovery`, for the RDMA engine the chunk's co-simulation, which runs the
+model without faults anyway (``clean_baseline`` of ``tb/rdma/cocotb_rdma.py``, also
+giving ``cqe_delay_cycles``, the same at the last CQE). The soak sums it over chunks and
 divides by ``recovered`` (the frames the wires damaged) for
 ``recovery_cycles_per_damaged_frame``. A damaged frame whose resend still lands before
 the last write (or an ACK lost, whose frames had landed) costs nothing by this measure;
@@ -20,7 +23,7 @@ may be negative.
 
 import dataclasses
 
-__all__ = ["last_nic_write", "last_rdma_write", "nic_chunk_recovery", "per_damaged_frame"]
+__all__ = ["last_nic_write", "nic_chunk_recovery", "per_damaged_frame"]
 
 #: The fault rates of :class:`pymodel.fabric.faulty_link.FaultSettings` (the rest of its
 #: fields, the seed and burst lengths, do nothing at rate 0).
@@ -32,12 +35,6 @@ def last_nic_write(wr):
     """The cycle of the last memory write of any receiver: ``wr`` is ``{node: (items,
     cycles)}``; 0 without writes."""
     return max((max(cycles, default=0) for _, cycles in wr.values()), default=0)
-
-
-def last_rdma_write(written):
-    """The cycle of the last remote-write mark: ``written`` is ``[(cycle, tag)]``; 0
-    without marks."""
-    return max((cycle for cycle, _ in written), default=0)
 
 
 def nic_chunk_recovery(model, stores, stalls, settings, mem, run):
