@@ -39,9 +39,17 @@ arrived once and whole), lost (must be 0), corrupted memory bytes (must be 0), h
 (must be 0), retransmissions, cycles lost to recovery, chunks, chunks compared with the
 model (must be all), model mismatches (must be 0) and the wall time; writes the same
 figures to ``build/soak/soak.json`` (``{design: {messages, recovered, lost,
-corrupted_bytes, hangs, retransmissions, recovery_cycles, chunks, chunks_compared,
-mismatches, per_chunk: [{chunk, messages, compared, mismatches}], wall_s, ...}}``) and
-exits 1 if any must-be figure is not.
+corrupted_bytes, hangs, retransmissions, recovery_cycles,
+recovery_cycles_per_damaged_frame, chunks, chunks_compared, mismatches, per_chunk:
+[{chunk, messages, compared, mismatches, recovered, recovery_cycles}], wall_s, ...}}``)
+and exits 1 if any must-be figure is not.
+
+``recovery_cycles`` has one definition for both designs (:mod:`tb.soak.recovery`): how
+many cycles later each chunk's last payload write into a receiver's memory lands than in
+the golden model's run of the same chunk without faults, summed over chunks;
+``recovery_cycles_per_damaged_frame`` is that over ``recovered``. The NIC's
+``replay_cycles`` (its links' cycles spent resending) and the RDMA engine's
+``cqe_delay_cycles`` (the same delay at the last CQE) are kept beside it.
 """
 
 import argparse
@@ -63,10 +71,12 @@ from scripts.executor import (  # noqa: E402
     make_executor,
 )
 from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
+from tb.soak.recovery import per_damaged_frame  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
 KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "hangs", "retransmissions",
-        "recovery_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
+        "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
+        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
 MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
 #: node's recorders (memory writes of a chunk).
@@ -224,7 +234,8 @@ def run_design(job):
 
 def merge(parts):
     """One design's figures from those of its jobs (in chunk order): counts add up,
-    ``per_chunk`` lists join, ``wall_s`` is the jobs' wall time summed."""
+    ``per_chunk`` lists join, ``wall_s`` is the jobs' wall time summed;
+    ``recovery_cycles_per_damaged_frame`` is derived from the sums."""
     out = {}
     for part in parts:
         for key, value in part.items():
@@ -234,6 +245,7 @@ def merge(parts):
                 out[key] = round(out.get(key, 0) + value, 1)
             else:
                 out[key] = value
+    out["recovery_cycles_per_damaged_frame"] = per_damaged_frame(out)
     return out
 
 
@@ -287,9 +299,9 @@ def main(argv=None):
         if old.get("settings") == settings:
             results = {**{k: v for k, v in old.items() if k != "settings"}, **results}
     path.write_text(json.dumps(dict(results, settings=settings), indent=2))
-    print(f"\n{'':<16}" + "".join(f"{d:>14}" for d in results))
+    print(f"\n{'':<34}" + "".join(f"{d:>14}" for d in results))
     for key in KEYS:
-        print(f"{key:<16}" + "".join(f"{results[d].get(key, '-'):>14}" for d in results))
+        print(f"{key:<34}" + "".join(f"{results[d].get(key, '-'):>14}" for d in results))
     print(f"\nwrote {path} in {time.perf_counter() - t0:.0f} s")
     failed = failures(results)
     if failed:

@@ -57,7 +57,65 @@ def test_jobs_and_merge():
                   per_chunk=[{"chunk": 0}, {"chunk": 1}]),
              dict(messages=1, lost=0, wall_s=2.0, token="b", per_chunk=[{"chunk": 2}])]
     assert soak.merge(parts) == dict(messages=3, lost=0, wall_s=3.2, token="b",
-                                     per_chunk=[{"chunk": 0}, {"chunk": 1}, {"chunk": 2}])
+                                     per_chunk=[{"chunk": 0}, {"chunk": 1}, {"chunk": 2}],
+                                     recovery_cycles_per_damaged_frame=0.0)
+
+
+def test_recovery_per_damaged_frame_is_of_the_sums():
+    """The ratio of the merged figures is the summed cycles over the summed damaged
+    frames, not a sum of the jobs' ratios: (300 + 100) / (3 + 1) = 100; no damaged frame
+    gives 0."""
+    parts = [dict(recovered=3, recovery_cycles=300), dict(recovered=1, recovery_cycles=100)]
+    merged = soak.merge(parts)
+    assert merged["recovery_cycles"] == 400 and merged["recovered"] == 4
+    assert merged["recovery_cycles_per_damaged_frame"] == 100.0
+    assert soak.merge([dict(recovered=0, recovery_cycles=0)])[
+        "recovery_cycles_per_damaged_frame"] == 0.0
+    assert soak.merge([dict(recovered=3, recovery_cycles=10)])[
+        "recovery_cycles_per_damaged_frame"] == 3.3
+
+
+def test_last_nic_write():
+    """The NIC's delivery ends at the latest write cycle of any receiver (``(items,
+    cycles)`` per node), whatever the order of the nodes; nothing written gives 0."""
+    from tb.soak.recovery import last_nic_write
+
+    assert last_nic_write({0: ([1, 2], [10, 40]), 1: ([], []), 2: ([3], [25])}) == 40
+    assert last_nic_write({0: ([], [])}) == 0
+
+
+def test_nic_chunk_recovery_against_the_fault_free_run():
+    """The NIC's baseline is the model's run of the same chunk with every fault rate 0:
+    a chunk run without faults costs 0 recovery cycles (whatever the seed), and a chunk
+    whose wires damage frames costs the cycles by which its last memory write is later
+    than the last write of the run with no faults (computed here from the two runs)."""
+    import random
+
+    from pymodel.fabric.faulty_link import FaultSettings, rate_per_65535
+    from pymodel.nic.system import NicSystemModel
+    from spec.nic import link_credits
+    from tb.soak.cocotb_nic_soak import chunk_stores
+    from tb.soak.recovery import nic_chunk_recovery
+
+    w, nodes, words = 64, 4, 256
+    model = NicSystemModel(w, "compact", nodes, 2, words, 256, link_credits(w, 256),
+                           retry=True)
+    rng = random.Random(7)
+    stores = chunk_stores(rng, nodes, w, words * w, 16)
+    stalls = {q: (3 + q, 64) for q in range(nodes)}
+    mem = {q: [rng.getrandbits(8 * w) for _ in range(words)] for q in range(nodes)}
+    nodes_ = list(range(nodes))
+    clean = model.run(stores, nodes_, stalls, link_settings=FaultSettings(seed=9), mem=mem)
+    assert nic_chunk_recovery(model, stores, stalls, FaultSettings(seed=9), mem, clean) == 0
+    assert nic_chunk_recovery(model, stores, stalls, FaultSettings(seed=4), mem, clean) == 0
+    faulty = FaultSettings(seed=9, corrupt_rate=rate_per_65535(0.1),
+                           drop_rate=rate_per_65535(0.02))
+    run = model.run(stores, nodes_, stalls, link_settings=faulty, mem=mem)
+    assert sum(v["tx_resent_frames"] for v in run["links"].values()) > 0
+    last = {name: max(c for q in nodes_ for c in r["wr"][q][1])
+            for name, r in (("clean", clean), ("faulty", run))}
+    assert nic_chunk_recovery(model, stores, stalls, faulty, mem, run) == (
+        last["faulty"] - last["clean"])
 
 
 def _check_chunks(figures, chunks, broken=None):
@@ -75,7 +133,8 @@ def _check_chunks(figures, chunks, broken=None):
 @pytest.mark.cosim
 def test_short_soak_compares_every_chunk(tmp_path, capsys):
     """Both designs over faulty links, several chunks each, every one compared with the
-    model: nothing lost or corrupted, no mismatch, exit code 0."""
+    model: nothing lost or corrupted, no mismatch, exit code 0, the recovery figures
+    summed over the chunks; and both without faults: 0 recovery cycles."""
     assert soak.main(SHORT + ["--seed", "3", "--out", str(tmp_path)]) == 0
     out = json.loads((tmp_path / "soak.json").read_text())
     _check_chunks(out["nic"], 4)
@@ -86,6 +145,34 @@ def test_short_soak_compares_every_chunk(tmp_path, capsys):
         assert out[d]["lost"] == out[d]["corrupted_bytes"] == out[d]["hangs"] == 0
     printed = capsys.readouterr().out
     assert "chunks_compared" in printed and "FAILED" not in printed
+    for d in ("nic", "rdma"):
+        _check_recovery(out[d])
+    assert out["nic"]["replay_cycles"] >= 0 and "cqe_delay_cycles" in out["rdma"]
+    # Without faults nothing is damaged, resent or later than the fault-free model run.
+    quiet = ["--corrupt-rate", "0", "--drop-rate", "0", "--dup-rate", "0", "--messages",
+             "300", "--nic-chunk", "16", "--rdma-messages", "100", "--rdma-chunk", "100",
+             "--jobs", "1", "--seed", "3", "--out", str(tmp_path / "quiet")]
+    assert soak.main(quiet) == 0
+    out = json.loads((tmp_path / "quiet" / "soak.json").read_text())
+    _check_chunks(out["nic"], 2)
+    _check_chunks(out["rdma"], 1)
+    for d in ("nic", "rdma"):
+        _check_recovery(out[d])
+        for key in ("recovered", "retransmissions", "recovery_cycles",
+                    "recovery_cycles_per_damaged_frame"):
+            assert out[d][key] == 0, (d, key)
+        assert all(c["recovery_cycles"] == 0 for c in out[d]["per_chunk"])
+    assert out["nic"]["replay_cycles"] == out["rdma"]["cqe_delay_cycles"] == 0
+
+
+def _check_recovery(figures):
+    """The recovery figures add up over the chunks, and per damaged frame is their
+    ratio."""
+    per = figures["per_chunk"]
+    for key in ("recovered", "recovery_cycles"):
+        assert figures[key] == sum(c[key] for c in per), key
+    ratio = figures["recovery_cycles"] / figures["recovered"] if figures["recovered"] else 0
+    assert figures["recovery_cycles_per_damaged_frame"] == round(ratio, 1)
 
 
 @pytest.mark.cosim

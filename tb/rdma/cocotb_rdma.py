@@ -366,12 +366,12 @@ async def rdma_matches_model(dut):
                  sum(-(-len(pl) // 64) for k, (_, pl) in enumerate(v.posted)
                      if k in landed))
     phases.mark("checks")
-    if p.get("clean_baseline") and model["completed"]:
-        # The same scenario without faults: the cycles the faults cost.
+    if p.get("clean_baseline") and model["written"] and model["completed"]:
+        # The same scenario without faults: the delays tb.soak.recovery defines.
         cfg0, knobs0 = config(p["top"], dict(p, faults_ab={}, faults_ba={}))
-        v0, inject0, _ = scenario(p, cfg0, knobs0)
-        base = run_model(cfg0, v0, inject0, inj_stall)
-        soak["recovery_cycles"] = model["completed"][-1][0] - base["completed"][-1][0]
+        base = run_model(cfg0, *scenario(p, cfg0, knobs0)[:2], inj_stall)
+        for key, marks in (("recovery_cycles", "written"), ("cqe_delay_cycles", "completed")):
+            soak[key] = max(c for c, _ in model[marks]) - max(c for c, _ in base[marks])
     if p.get("out_json"):
         n = max(len(v.messages), 1)
         try:

@@ -18,9 +18,17 @@ the whole memories with the model's. A mismatch in any chunk counts (``mismatche
 and fails the test. ``break_model_chunk`` (a test hook) gives the model of that chunk
 node 0's command stalls with the wrong seed: a broken model that must be caught there.
 
+The cost of recovery, by the soak's one definition for both designs
+(:mod:`tb.soak.recovery`): ``recovery_cycles`` sums over chunks how many cycles later the
+chunk's last memory write at the receivers lands in the model's run than in the model's
+run of the same chunk (same stores, stalls and starting memories) with every fault rate
+0; that run is the model only, no simulation, and its time is counted in
+``model_seconds`` (``baseline_seconds`` alone). ``replay_cycles`` sums the links'
+``tx_replay_cycles`` (cycles spent resending), the figure ``recovery_cycles`` used to be.
+
 Writes ``soak_nic.json`` in the run folder (read by ``scripts/soak.py``): the totals,
 ``chunks`` (planned), ``chunks_compared``, ``mismatches`` and ``per_chunk`` (``[{chunk,
-messages, compared, mismatches}]``).
+messages, compared, mismatches, recovered, recovery_cycles}]``).
 """
 
 import json
@@ -36,6 +44,7 @@ from pymodel.nic.system import NicSystemModel, Store
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
 from tb.nic.testbench import NicTestbench
+from tb.soak.recovery import nic_chunk_recovery
 
 #: Cycles between two looks at the counters.
 POLL = 512
@@ -68,10 +77,12 @@ async def nic_soak(dut):
     tb = NicTestbench(dut, nodes, w, mw)
     ideal = {q: bytearray(mw * w) for q in range(nodes)}
     totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
-                  retransmissions=0, recovery_cycles=0, cycles=0, duplicates_discarded=0,
+                  retransmissions=0, recovery_cycles=0, replay_cycles=0, cycles=0,
+                  duplicates_discarded=0,
                   wire_dropped=0, wire_corrupted=0, wire_duplicated=0, wire_beats_lost=0,
                   wire_tags_corrupted=0, wire_acks_dropped=0, wire_acks_corrupted=0,
-                  chunks=0, chunks_compared=0, mismatches=0, model_seconds=0.0)
+                  chunks=0, chunks_compared=0, mismatches=0, model_seconds=0.0,
+                  baseline_seconds=0.0)
     plan = [p["model_stores"]] + [p["per_chunk"]] * p["chunks"]
     totals["chunks"] = len(plan)
     per_chunk = []
@@ -127,10 +138,11 @@ async def nic_soak(dut):
         totals["corrupted_bytes"] += bad
         totals["hangs"] += hang
         totals["retransmissions"] += sum(v["tx_resent_frames"] for v in links.values())
-        totals["recovery_cycles"] += sum(v["tx_replay_cycles"] for v in links.values())
+        totals["replay_cycles"] += sum(v["tx_replay_cycles"] for v in links.values())
         totals["duplicates_discarded"] += sum(v["rx_duplicates"] for v in links.values())
-        totals["recovered"] += (damage["dropped"] + damage["corrupted"] + damage["duplicated"]
-                                + damage["tag_corrupted"])
+        damaged = (damage["dropped"] + damage["corrupted"] + damage["duplicated"]
+                   + damage["tag_corrupted"])
+        totals["recovered"] += damaged
         for k in ("dropped", "corrupted", "duplicated"):
             totals[f"wire_{k}"] += damage[k]
         totals["wire_tags_corrupted"] += damage["tag_corrupted"]
@@ -142,13 +154,21 @@ async def nic_soak(dut):
         model_stalls = dict(stalls)
         if index == p.get("break_model_chunk"):
             model_stalls[0] = (stalls[0][0] + 1, stalls[0][1])
-        bad_items, model_mem = _compare_with_model(tb, model, stores, model_stalls,
-                                                   settings, mems, links, model_mem, index)
+        bad_items, want = _compare_with_model(tb, model, stores, model_stalls, settings,
+                                              mems, links, model_mem, index)
+        # The same chunk without faults, from the same memories (model only).
+        t_base = time.perf_counter()
+        recovery = nic_chunk_recovery(model, stores, model_stalls, settings, model_mem,
+                                      want)
+        totals["recovery_cycles"] += recovery
+        totals["baseline_seconds"] += time.perf_counter() - t_base
+        model_mem = want["mem"]          # the faulty run's memories carry on
         totals["model_seconds"] += time.perf_counter() - t_model
         totals["chunks_compared"] += 1
         totals["mismatches"] += len(bad_items)
         per_chunk.append(dict(chunk=index, messages=sum(len(v) for v in stores.values()),
-                              compared=True, mismatches=len(bad_items)))
+                              compared=True, mismatches=len(bad_items), recovered=damaged,
+                              recovery_cycles=recovery))
         elapsed = time.perf_counter() - t_start
         dut._log.info("chunk %d/%d: %d messages so far, %d cycles, %d sent again, "
                       "%d lost, %d bad bytes, %d model mismatches, %.0f messages/s",
@@ -159,6 +179,7 @@ async def nic_soak(dut):
             break
     totals["seconds"] = round(time.perf_counter() - t_start, 1)
     totals["model_seconds"] = round(totals["model_seconds"], 1)
+    totals["baseline_seconds"] = round(totals["baseline_seconds"], 1)
     Path("soak_nic.json").write_text(json.dumps(dict(totals, per_chunk=per_chunk,
                                                      token=p.get("token"))))
     assert totals["lost"] == 0 and totals["corrupted_bytes"] == 0 and not totals["hangs"]
@@ -170,7 +191,8 @@ def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_
     """Chunk ``index`` against the golden model ``model``, whose run starts from its own
     memories ``model_mem`` (the previous chunk's): receiver counters, link counters,
     whole memories and the cycle of every memory write. Returns ``(mismatched items,
-    the model's memories after the chunk)``; the mismatches are logged."""
+    the model's run)`` (its ``mem``: the memories after the chunk); the mismatches are
+    logged."""
     nodes = len(mems)
     want = model.run(stores, list(range(nodes)), stalls, link_settings=settings,
                      mem=model_mem)
@@ -195,4 +217,4 @@ def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_
     log = tb.dut._log.error if bad else tb.dut._log.info
     log("chunk %d against the model (%d cycles): %s", index, want["cycles"],
         ", ".join(bad) if bad else "equal")
-    return bad, want["mem"]
+    return bad, want

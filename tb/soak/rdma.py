@@ -7,9 +7,11 @@ them (``--stall-rate`` is the NIC's), and the fault settings on both links (the 
 link and the ACK link). Every chunk is compared with the golden model on every wire
 beat, memory word, CQE and counter, and checked on its own (every CQE SUCCESS, the
 remote buffers hold exactly the posted bytes, each payload word written once). The
-cycles lost to recovery of a chunk are the cycles by which its last CQE comes later
-than in the same chunk without faults (both from the golden model, which the RTL
-matched). Used by ``scripts/soak.py``.
+cycles lost to recovery of a chunk (``recovery_cycles``) are the cycles by which its
+last remote write lands later than in the same chunk without faults, the soak's one
+definition for both designs (:mod:`tb.soak.recovery`); ``cqe_delay_cycles`` is the same
+at its last CQE (the soak's ``recovery_cycles`` before the definition was shared). Both
+come from the golden model, which the RTL matched. Used by ``scripts/soak.py``.
 
 Each chunk's entry in ``per_chunk`` says whether it was compared with the model (the
 co-simulation ran and wrote this run's figures: the scoreboard compared every item) and
@@ -63,7 +65,8 @@ def soak_rdma(args, messages, span=None):
     first, stop = span or (0, chunks)
     stop = min(stop, chunks)
     totals = dict(messages=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
-                  retransmissions=0, recovery_cycles=0, cycles=0, timeouts=0, seq_naks=0,
+                  retransmissions=0, recovery_cycles=0, cqe_delay_cycles=0, cycles=0,
+                  timeouts=0, seq_naks=0,
                   rewinds=0, sr_placed=0,
                   duplicates_discarded=0, wire_dropped=0, wire_corrupted=0,
                   wire_duplicated=0, chunks=max(stop - first, 0), chunks_compared=0,
@@ -103,7 +106,7 @@ def soak_rdma(args, messages, span=None):
             totals["lost"] += count
             totals["hangs"] += 1
             per_chunk.append(dict(chunk=index, messages=count, compared=False,
-                                  mismatches=None))
+                                  mismatches=None, recovered=None, recovery_cycles=None))
             continue
         c = out["counters"]
         totals["failed_chunks"] += failed
@@ -113,20 +116,24 @@ def soak_rdma(args, messages, span=None):
         totals["hangs"] += bool(out["hang"])
         totals["mismatches"] += out["mismatches"]
         totals["chunks_compared"] += 1
-        per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
-                              mismatches=out["mismatches"]))
         totals["retransmissions"] += c["req_retransmissions"]
         totals["timeouts"] += c["req_timeouts"]
         totals["seq_naks"] += c["req_seq_naks"]
         totals["rewinds"] += c["req_rewinds"]
         totals["sr_placed"] += c["resp_sr_placed"]
         totals["duplicates_discarded"] += c["resp_duplicates"]
+        damaged = 0
         for kind in ("dropped", "corrupted", "duplicated"):
             hit = c[f"ab_{kind}"] + c[f"ba_{kind}"]
             totals[f"wire_{kind}"] += hit
-            totals["recovered"] += hit
+            damaged += hit
+        totals["recovered"] += damaged
         totals["cycles"] += out["cycles"]
         totals["recovery_cycles"] += out.get("recovery_cycles", 0)
+        totals["cqe_delay_cycles"] += out.get("cqe_delay_cycles", 0)
+        per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
+                              mismatches=out["mismatches"], recovered=damaged,
+                              recovery_cycles=out.get("recovery_cycles", 0)))
         elapsed = time.perf_counter() - t0
         print(f"  chunk {index + 1}/{chunks}: {totals['messages']} WRITEs, "
               f"{totals['retransmissions']} frames sent again, {totals['lost']} lost, "
