@@ -63,6 +63,7 @@ class CompletionUnitModel:
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
         self.walk_one = False      # selective repeat: the rewind resends one message
+        self.solo = None           # (qpn, PSN after it) of the last message resent alone
         self.selective = 0
         self.used = False
         self.timeout = 0
@@ -284,7 +285,10 @@ class CompletionUnitModel:
                 self.state.set(1)
                 self.pinned.set(sp, 1)
                 self.e_rw = sp
-                self.walk_one = self._one(sp, self.recs[self.head[sp]]["first_psn"])
+                h = self.recs[self.head[sp]]
+                self.walk_one = self._one(sp, h["first_psn"])
+                if self.walk_one:
+                    self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK)
                 self.count["rewinds"] += 1
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
@@ -354,7 +358,10 @@ class CompletionUnitModel:
             self.state.set(1)
             self.pinned.set(e, 1)
             self.e_rw = e
-            self.walk_one = self._one(e, ev["psn"])
+            self.walk_one = (self._one(e, ev["psn"])
+                             and self.solo != (ev["qpn"], ev["psn"]))
+            if self.walk_one:
+                self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK)
             self.count["seq_naks"] += 1
             self.count["rewinds"] += 1
             self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))
