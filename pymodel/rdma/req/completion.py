@@ -63,7 +63,9 @@ class CompletionUnitModel:
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
         self.walk_one = False      # selective repeat: the rewind resends one message
-        self.solo = None           # (qpn, PSN after it) of the last message resent alone
+        #: (qpn, the PSN after it) of the message the last rewind resent alone, or None
+        #: (the last rewind went back N)
+        self.solo = None
         self.selective = 0
         self.used = False
         self.timeout = 0
@@ -287,15 +289,17 @@ class CompletionUnitModel:
                 self.e_rw = sp
                 h = self.recs[self.head[sp]]
                 self.walk_one = self._one(sp, h["first_psn"])
-                if self.walk_one:
-                    self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK)
+                self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
+                             else None)
                 self.count["rewinds"] += 1
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
     def _one(self, s, psn):
         """Selective repeat: does a rewind of slot ``s`` from ``psn`` resend one message?
         Only if every PSN the QP sent after ``psn`` lies in the responder's bitmap
-        (``SR_WINDOW``); beyond it the responder discarded frames: go back N."""
+        (``SR_WINDOW``); beyond it the responder discarded frames: go back N. (A NAK of
+        a PSN up to ``SR_WINDOW`` after the message the last rewind resent alone goes
+        back N as well: the caller checks :attr:`solo`.)"""
         last = self.recs[self.tail[s]]["last_psn"]
         return bool(self.selective) and (last - psn) & _PSN_MASK <= SR_WINDOW
 
@@ -358,10 +362,11 @@ class CompletionUnitModel:
             self.state.set(1)
             self.pinned.set(e, 1)
             self.e_rw = e
-            self.walk_one = (self._one(e, ev["psn"])
-                             and self.solo != (ev["qpn"], ev["psn"]))
-            if self.walk_one:
-                self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK)
+            after = (self.solo is not None and self.solo[0] == ev["qpn"]
+                     and (ev["psn"] - self.solo[1]) & _PSN_MASK <= SR_WINDOW)
+            self.walk_one = self._one(e, ev["psn"]) and not after
+            self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
+                         else None)
             self.count["seq_naks"] += 1
             self.count["rewinds"] += 1
             self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))
