@@ -39,6 +39,9 @@ class VerifyModel:
         #: Per entry, "discarded ahead": a frame ahead of the expected PSN was discarded
         #: (not placed) since the last NAK after consuming.
         self.dah = Staged(0, size=entries, name="sr_dah", log=log)
+        #: Per entry, "NAK after consuming pending": the requester goes back N on it, so
+        #: frames ahead discarded meanwhile are resent without a NAK of their own.
+        self.nac = Staged(0, size=entries, name="sr_nac", log=log)
         self.used = used or entries
         self.i, self.w, self.ack, self.env = i, w, ack, env
         self.entries, self.depth = entries, depth
@@ -77,7 +80,7 @@ class VerifyModel:
         ack = dict(dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"], dip=ctx["dip"],
                    src_qp=j["qpn"], dest_qp=ctx["dest_qp"], msn=g["msn"], psn=j["psn"],
                    syndrome=Syndrome.ACK.value)
-        due, new, bits_new, dah_new = False, None, None, None
+        due, new, bits_new, dah_new, nac_new = False, None, None, None, None
         psn, exp = j["psn"], g["expected_psn"]
         bits = self.bits[e]
         slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
@@ -108,7 +111,8 @@ class VerifyModel:
                 new = dict(g, nak_sent=1)
             else:
                 verdict = "out_of_order"
-            if self.selective and verdict in ("psn_nak", "out_of_order"):
+            if (self.selective and verdict in ("psn_nak", "out_of_order")
+                    and not self.nac[e]):
                 dah_new = 1             # a frame ahead discarded: it will be missing
         elif not self._access_ok(j, g, side):
             verdict, due = "access_nak", True
@@ -118,6 +122,8 @@ class VerifyModel:
                 bits_new = 0
             if self.dah[e]:
                 dah_new = 0
+            if self.nac[e]:
+                nac_new = 0
         else:
             run = 0                           # placed PSNs that follow without a gap
             while run < SR_WINDOW and bits >> run & 1:
@@ -134,6 +140,8 @@ class VerifyModel:
             nak = bool(bits_new or self.dah[e]) and bool(j["last"] or run)
             if nak and self.dah[e]:
                 dah_new = 0
+            if nak != bool(self.nac[e]):
+                nac_new = int(nak)
             due = due or nak
             if nak:
                 ack.update(psn=(exp + 1 + run) & _PSN_MASK,
@@ -159,6 +167,8 @@ class VerifyModel:
             self.bits.set(e, bits_new)
         if dah_new is not None:
             self.dah.set(e, dah_new)
+        if nac_new is not None:
+            self.nac.set(e, nac_new)
         out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
@@ -175,3 +185,4 @@ class VerifyModel:
         self.done.commit()
         self.bits.commit()
         self.dah.commit()
+        self.nac.commit()
