@@ -261,9 +261,10 @@ def test_verify_matches_twin(seed, rate, selective):
 @pytest.mark.parametrize("rate", [1.0, 0.5])
 def test_verify_selective_repeat_bitmap(rate):
     """Selective repeat, one QP: frames placed ahead, duplicates of placed PSNs, the
-    bitmap consumed when the gap is filled, a PSN beyond the window (SR_WINDOW); RTL
-    against the twin, and the ACK/NAKs and writes against the protocol
-    (docs/recovery.md, "Selective repeat")."""
+    bitmap consumed when the gap is filled, a PSN beyond the window (SR_WINDOW), frames
+    ahead discarded (a LAST, beyond the window) and the NAK after consuming that they
+    cause, and a discard while such a NAK is pending; RTL against the twin, and the
+    ACK/NAKs and writes against the protocol (docs/recovery.md, "Selective repeat")."""
     from pymodel.rdma.resp.verify import SR_WINDOW
     entries, jobs_depth, depth, mr_entries = 16, 8, 1 << 14, 16
     static = dict(valid=1, dest_qp=7, dmac=1, smac=2, dip=3, sip=4)
@@ -277,8 +278,12 @@ def test_verify_selective_repeat_bitmap(rate):
                     data=k + 1)
     middle = dict(only(14), reth=0, last=0, va=0, rkey=0, dma_len=0)
     beyond = 15 + SR_WINDOW + 1               # expected is 15 by then
+    def last(psn):
+        return dict(only(psn), reth=0, va=0, rkey=0, dma_len=0)
     stimulus = [only(12, k=2), only(13, k=3), only(12, k=2), middle, only(10, k=0),
-                only(11, k=1), only(14, ack_req=1, k=4), only(beyond, k=5)]
+                only(11, k=1), only(14, ack_req=1, k=4), only(beyond, k=5),
+                only(15, k=6), only(16, k=7), only(18, k=8), last(20), only(17, k=9),
+                last(21), only(19, ack_req=1, k=10)]
     env = _TableEnv(groups)
     box = {}
 
@@ -295,26 +300,36 @@ def test_verify_selective_repeat_bitmap(rate):
     out = compare_stage(
         Verify(entries, jobs_depth, depth, mr_entries), make,
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
-        cycles=60, seed=3, push_rate=rate, pop_rate=rate, side_in=side_in,
+        cycles=100, seed=3, push_rate=rate, pop_rate=rate, side_in=side_in,
         side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
     ver = box["t"]
-    assert ver.count == dict(frames_ok=3, unknown_qp=0, duplicates=1, psn_nak=1,
-                             out_of_order=1, access_nak=0, qp_err=0, sr_placed=2)
+    assert ver.count == dict(frames_ok=7, unknown_qp=0, duplicates=1, psn_nak=1,
+                             out_of_order=3, access_nak=0, qp_err=0, sr_placed=3)
     # Expected 10: 12 and 13 placed (one NAK of 10), 12 again a duplicate, the MIDDLE
     # 14 silent; 10 accepted leaves 11 missing before placed PSNs: NAK 11 (MSN 6); 11
     # consumes 12 and 13 (ACK 13, MSN 5 + 4); 14 its own ACK (MSN 10); expected 15, a
-    # frame SR_WINDOW + 1 ahead of it is outside the window: NAK 15.
+    # frame SR_WINDOW + 1 ahead of it is outside the window: NAK 15 (the MIDDLE's discard
+    # was answered by the NAK of 11, after which the requester goes back N).
+    # Discarded ahead: the frame beyond the window was discarded, so 15 accepted (an
+    # ONLY, MSN 11) finds no bit set but NAKs 16, the next PSN (without the rule: no
+    # ACK/NAK, and only the requester's timer would find 16 missing). 16 accepted (MSN
+    # 12, no AckReq): silent. 18 placed: NAK 17 (MSN 12); the LAST 20 discarded
+    # silently; 17 consumes 18 (MSN 14) and, the LAST having been discarded, NAKs 19
+    # instead of ACKing 18. The LAST 21 arrives while that NAK after consuming is
+    # pending (the requester goes back N on it, resending 21 too): discarded without
+    # marking, so 19 with AckReq is ACKed (MSN 15), not NAKed.
     seq, ack_s = Syndrome.NAK_PSN_SEQUENCE.value, Syndrome.ACK.value
     ack_layout_ = Verify(entries, jobs_depth, depth, mr_entries).ack.payload.shape()
     got = [ack_layout_.from_bits(v) for _, v in out["ack"]]
     assert [(int(a.syndrome), int(a.psn), int(a.msn)) for a in got] == [
-        (seq, 10, 5), (seq, 11, 6), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10)]
+        (seq, 10, 5), (seq, 11, 6), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10),
+        (seq, 16, 11), (seq, 17, 12), (seq, 19, 14), (ack_s, 19, 15)]
     w_layout = Verify(entries, jobs_depth, depth, mr_entries).w.payload.shape()
     writes = [w_layout.from_bits(v) for _, v in out["w"]]
-    assert [int(x.write) for x in writes] == [1, 1, 0, 0, 1, 1, 1, 0]
+    assert [int(x.write) for x in writes] == [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 1]
     assert [int(x.addr) for x in writes if x.write] == [
-        (mr["base"] >> 6) + k for k in (2, 3, 0, 1, 4)]
-    assert env.groups[3]["expected_psn"] == 15 and env.groups[3]["msn"] == 10
+        (mr["base"] >> 6) + k for k in (2, 3, 0, 1, 4, 6, 7, 8, 9, 10)]
+    assert env.groups[3]["expected_psn"] == 20 and env.groups[3]["msn"] == 15
     assert not ver.held(3)
 
 

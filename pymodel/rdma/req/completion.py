@@ -63,6 +63,9 @@ class CompletionUnitModel:
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
         self.walk_one = False      # selective repeat: the rewind resends one message
+        #: (qpn, the PSN after it) of the message the last rewind resent alone, or None
+        #: (the last rewind went back N)
+        self.solo = None
         self.selective = 0
         self.used = False
         self.timeout = 0
@@ -284,14 +287,19 @@ class CompletionUnitModel:
                 self.state.set(1)
                 self.pinned.set(sp, 1)
                 self.e_rw = sp
-                self.walk_one = self._one(sp, self.recs[self.head[sp]]["first_psn"])
+                h = self.recs[self.head[sp]]
+                self.walk_one = self._one(sp, h["first_psn"])
+                self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
+                             else None)
                 self.count["rewinds"] += 1
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
     def _one(self, s, psn):
         """Selective repeat: does a rewind of slot ``s`` from ``psn`` resend one message?
         Only if every PSN the QP sent after ``psn`` lies in the responder's bitmap
-        (``SR_WINDOW``); beyond it the responder discarded frames: go back N."""
+        (``SR_WINDOW``); beyond it the responder discarded frames: go back N. (A NAK of
+        a PSN up to ``SR_WINDOW`` after the message the last rewind resent alone goes
+        back N as well: the caller checks :attr:`solo`.)"""
         last = self.recs[self.tail[s]]["last_psn"]
         return bool(self.selective) and (last - psn) & _PSN_MASK <= SR_WINDOW
 
@@ -354,7 +362,11 @@ class CompletionUnitModel:
             self.state.set(1)
             self.pinned.set(e, 1)
             self.e_rw = e
-            self.walk_one = self._one(e, ev["psn"])
+            after = (self.solo is not None and self.solo[0] == ev["qpn"]
+                     and (ev["psn"] - self.solo[1]) & _PSN_MASK <= SR_WINDOW)
+            self.walk_one = self._one(e, ev["psn"]) and not after
+            self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
+                         else None)
             self.count["seq_naks"] += 1
             self.count["rewinds"] += 1
             self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))

@@ -36,6 +36,12 @@ class VerifyModel:
         #: Per entry, the PSNs after the expected one placed out of order (bit k: PSN
         #: expected + 1 + k); 0 is the RTL's cleared valid bit.
         self.bits = Staged(0, size=entries, name="sr_bits", log=log)
+        #: Per entry, "discarded ahead": a frame ahead of the expected PSN was discarded
+        #: (not placed) since the last NAK after consuming.
+        self.dah = Staged(0, size=entries, name="sr_dah", log=log)
+        #: Per entry, "NAK after consuming pending": the requester goes back N on it, so
+        #: frames ahead discarded meanwhile are resent without a NAK of their own.
+        self.nac = Staged(0, size=entries, name="sr_nac", log=log)
         self.used = used or entries
         self.i, self.w, self.ack, self.env = i, w, ack, env
         self.entries, self.depth = entries, depth
@@ -44,8 +50,9 @@ class VerifyModel:
         self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
 
     def held(self, e):
-        """Has entry ``e`` frames placed out of order (start of the cycle)?"""
-        return self.bits[e] != 0
+        """Has entry ``e`` frames placed out of order, or discarded ahead (start of the
+        cycle)?"""
+        return self.bits[e] != 0 or self.dah[e] != 0
 
     def done_of(self, e):
         """Frames of entry ``e`` done (the header check's read; start of the cycle)."""
@@ -73,7 +80,7 @@ class VerifyModel:
         ack = dict(dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"], dip=ctx["dip"],
                    src_qp=j["qpn"], dest_qp=ctx["dest_qp"], msn=g["msn"], psn=j["psn"],
                    syndrome=Syndrome.ACK.value)
-        due, new, bits_new = False, None, None
+        due, new, bits_new, dah_new, nac_new = False, None, None, None, None
         psn, exp = j["psn"], g["expected_psn"]
         bits = self.bits[e]
         slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
@@ -104,12 +111,19 @@ class VerifyModel:
                 new = dict(g, nak_sent=1)
             else:
                 verdict = "out_of_order"
+            if (self.selective and verdict in ("psn_nak", "out_of_order")
+                    and not self.nac[e]):
+                dah_new = 1             # a frame ahead discarded: it will be missing
         elif not self._access_ok(j, g, side):
             verdict, due = "access_nak", True
             ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
             new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0)
             if bits:
                 bits_new = 0
+            if self.dah[e]:
+                dah_new = 0
+            if self.nac[e]:
+                nac_new = 0
         else:
             run = 0                           # placed PSNs that follow without a gap
             while run < SR_WINDOW and bits >> run & 1:
@@ -118,13 +132,16 @@ class VerifyModel:
             base = j["va"] if j["reth"] else g["resp_va"]
             msn = (g["msn"] + j["last"] + run) & _MSN_MASK
             ack.update(msn=msn, psn=(psn + run) & _PSN_MASK)
-            nak = False
             if bits:
                 bits_new = bits >> run >> 1
-                # The new expected PSN starts a message and a later one arrived: it is
-                # known lost, NAK it (after a FIRST or MIDDLE it is the rest of the same
-                # message, still on its way).
-                nak = bits_new != 0 and bool(j["last"] or run)
+            # The new expected PSN starts a message and a later one was placed or
+            # discarded: it is known lost, NAK it (after a FIRST or MIDDLE it is the rest
+            # of the same message, still on its way).
+            nak = bool(bits_new or self.dah[e]) and bool(j["last"] or run)
+            if nak and self.dah[e]:
+                dah_new = 0
+            if nak != bool(self.nac[e]):
+                nac_new = int(nak)
             due = due or nak
             if nak:
                 ack.update(psn=(exp + 1 + run) & _PSN_MASK,
@@ -148,6 +165,10 @@ class VerifyModel:
         self.done.set(e, (self.done[e] + 1) % self.mod)
         if bits_new is not None:
             self.bits.set(e, bits_new)
+        if dah_new is not None:
+            self.dah.set(e, dah_new)
+        if nac_new is not None:
+            self.nac.set(e, nac_new)
         out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
@@ -163,3 +184,5 @@ class VerifyModel:
     def commit(self):
         self.done.commit()
         self.bits.commit()
+        self.dah.commit()
+        self.nac.commit()

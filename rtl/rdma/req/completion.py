@@ -127,6 +127,13 @@ class CompletionUnit(wiring.Component):
         message (for a NAK, the one holding ``p``) when the QP's last PSN sent is at
         most :data:`~spec.rdma_responder.SR_WINDOW` after ``p`` (the responder kept
         what it could of them), else the whole window; 0, go-back-N: the whole window.
+        When the last rewind (of any QP) resent one message, a NAK of the same QP naming
+        a PSN 0 to ``SR_WINDOW`` after the PSN that follows that message (where the
+        responder's NAK after consuming it falls) goes back N: the responder consumed
+        the message and still misses what follows, which it NAKs when frames ahead
+        were placed or discarded; the discarded ones no NAK will name, and resending
+        the whole window once is simpler than a NAK per message (the placed frames it
+        resends are silent duplicates).
     cache_log2 : In(4)
         Cache entries in use (with ``windows`` 0 a QP's window slot is its direct-mapped
         entry ``qpn % 2**cache_log2``; its entry otherwise comes from the probes); the
@@ -391,7 +398,14 @@ class CompletionUnit(wiring.Component):
         span_ev, span_sp = Signal(PSN_BITS), Signal(PSN_BITS)
         m.d.comb += [span_ev.eq(tail_ev_rec.last_psn - ev.psn),
                      span_sp.eq(tail_sp_rec.last_psn - scan_oldest.first_psn)]
-        one_ev = self.selective & (span_ev <= SR_WINDOW)
+        # A NAK of a PSN at most SR_WINDOW after the message last resent alone (the
+        # responder consumed it, and the bits after it, and still misses what follows,
+        # perhaps discarded frames): go back N.
+        solo_valid, solo_qpn, solo_psn = Signal(), Signal(QPN_BITS), Signal(PSN_BITS)
+        solo_d = Signal(PSN_BITS)
+        m.d.comb += solo_d.eq(ev.psn - solo_psn)
+        one_ev = (self.selective & (span_ev <= SR_WINDOW)
+                  & ~(solo_valid & (ev.qpn == solo_qpn) & (solo_d <= SR_WINDOW)))
         one_sp = self.selective & (span_sp <= SR_WINDOW)
         tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
 
@@ -421,8 +435,11 @@ class CompletionUnit(wiring.Component):
             put("errq", e, qpn)
             m.d.sync += errq_valid.eq(errq_valid | (Const(1, n) << e))
 
-        def start_rewind(sl, one):
+        def start_rewind(sl, one, rec):
             put("pinned", sl, 1)
+            m.d.sync += solo_valid.eq(one)
+            with m.If(one):
+                m.d.sync += [solo_qpn.eq(rec.qpn), solo_psn.eq(rec.last_psn + 1)]
             m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl), walk_one.eq(one),
                          self.rewinds.eq(self.rewinds + 1)]
 
@@ -511,7 +528,7 @@ class CompletionUnit(wiring.Component):
                     m.d.comb += self.ev.ready.eq(1)
                     m.d.sync += used.eq(0)
                     with m.If(ev_rewind):
-                        start_rewind(s_ev, one_ev)
+                        start_rewind(s_ev, one_ev, oldest)
                         m.d.sync += self.seq_naks.eq(self.seq_naks + 1)
                     with m.Elif(~ev_retire & ~used):
                         m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)
@@ -527,5 +544,5 @@ class CompletionUnit(wiring.Component):
                                 self.probe[1].entry[:ibits])
                 with m.Else():
                     put("retries", scan, retries_sp + 1)
-                    start_rewind(scan, one_sp)
+                    start_rewind(scan, one_sp, scan_oldest)
         return m

@@ -87,7 +87,8 @@ class Responder(wiring.Component):
     selective : In(1)
         Selective repeat (held from reset): 0 go-back-N, 1 frames ahead are placed
         (:class:`~rtl.rdma.resp.verify.Verify`); an entry with frames placed out of
-        order is not evicted.
+        order, or with frames ahead discarded and not yet NAKed after consuming, is not
+        evicted.
     host : Out(HostDmaSignature(depth))
         To the host interface's engine side (``HostInterface.dma``). ``host.rd_req``:
         context fills, one word each (``words`` = 1, ``id`` = 0), from the fill FIFO;

@@ -58,8 +58,9 @@ class Verify(wiring.Component):
     selective : In(1)
         Selective repeat (run-time, held from reset; 0: go-back-N, as the rules below).
     held_addr : In(range(entries)), held : Out(1)
-        Has entry ``held_addr`` frames placed out of order (bits set)? Its context must
-        not be evicted (the responder ORs this into the cache's ``victim_busy``).
+        Has entry ``held_addr`` frames placed out of order (bits set) or its "discarded
+        ahead" bit set? Its context must not be evicted (the responder ORs this into
+        the cache's ``victim_busy``).
     frames_ok, unknown_qp, duplicates, psn_nak, out_of_order, access_nak, qp_err,
     sr_placed : Out(32)
 
@@ -103,13 +104,23 @@ class Verify(wiring.Component):
     ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
     without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k``, the bitmap
     shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
-    ``expected_psn + k`` with the new MSN; when bits remain set after the shift and
-    the frame or the run ended a message, the new expected PSN is known lost: instead
-    a NAK PSN sequence error of it (with the new MSN; like every NAK it acknowledges
-    the PSNs before it), ``nak_sent`` set. A duplicate behind ``expected_psn`` with
-    AckReq is ACKed cumulatively (PSN ``expected_psn - 1``). An ``access_nak``
-    forgets the bitmap (the requester moves the QP to ERR). The decisions take the
-    same cycle as above.
+    ``expected_psn + k`` with the new MSN; when bits remain set after the shift or the
+    entry's "discarded ahead" bit is set, and the frame or the run ended a message, the
+    new expected PSN is known lost: instead a NAK PSN sequence error of it (with the
+    new MSN; like every NAK it acknowledges the PSNs before it), ``nak_sent`` set, and
+    "discarded ahead" cleared. "Discarded ahead" (per entry, a register cleared by
+    reset) is set by every frame ahead not placed (``psn_nak``, ``out_of_order``),
+    except while a NAK after consuming is pending (a second bit per entry, set by that
+    NAK and cleared by the next frame accepted at ``expected_psn`` or an
+    ``access_nak``): the requester goes back N on that NAK, which resends those frames
+    too, so a mark would only NAK a PSN already on its way. Without the mark, once the
+    gap is filled and no bit follows, nothing would name the next missing message but
+    the requester's timer. One bit suffices because the requester goes back N on a NAK
+    up to ``SR_WINDOW`` after a message it resent alone (docs/recovery.md): every frame
+    from the NAKed PSN on is sent again, the discarded ones among them. A duplicate
+    behind ``expected_psn`` with AckReq is ACKed cumulatively (PSN ``expected_psn -
+    1``). An ``access_nak`` forgets the bitmap and both bits (the requester moves the
+    QP to ERR). The decisions take the same cycle as above.
     """
 
     def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES):
@@ -158,9 +169,18 @@ class Verify(wiring.Component):
         sr_rd, sr_wr = sr_mem.read_port(domain="comb"), sr_mem.write_port()
         sr_valid = Signal(self.entries)
         bits = Signal(SR_WINDOW)
+        # "Discarded ahead" per entry (a register): set when a frame ahead is discarded.
+        dah = Signal(self.entries)
+        dah_we, dah_new, dah_e = Signal(), Signal(), Signal()
+        # "NAK after consuming pending" per entry (a register): discards do not set dah.
+        nac = Signal(self.entries)
+        nac_we, nac_new, nac_e = Signal(), Signal(), Signal()
+        m.d.comb += nac_e.eq(nac.bit_select(entry, 1))
         m.d.comb += [sr_rd.addr.eq(entry), sr_wr.addr.eq(entry),
                      bits.eq(Mux(sr_valid.bit_select(entry, 1), sr_rd.data, 0)),
-                     self.held.eq(sr_valid.bit_select(self.held_addr, 1))]
+                     dah_e.eq(dah.bit_select(entry, 1)),
+                     self.held.eq(sr_valid.bit_select(self.held_addr, 1)
+                                  | dah.bit_select(self.held_addr, 1))]
         new_bits = Signal(SR_WINDOW)
         sr_we = Signal()
         ahead = Signal(PSN_BITS)                 # PSN - expected (a PSN ahead: 1 ..)
@@ -179,8 +199,8 @@ class Verify(wiring.Component):
                 m.d.comb += run.eq(k)
         shifted = Signal(SR_WINDOW)
         m.d.comb += shifted.eq((bits >> run) >> 1)
-        gap_nak = Signal()          # bits remain after a message end: NAK the new gap
-        m.d.comb += gap_nak.eq((shifted != 0) & (j.last | (run != 0)))
+        gap_nak = Signal()          # bits remain or a frame ahead was discarded, after a
+        m.d.comb += gap_nak.eq(((shifted != 0) | dah_e) & (j.last | (run != 0)))  # message end
 
         behind = Signal()
         m.d.comb += behind.eq((j.psn - g.expected_psn)[23])
@@ -233,14 +253,17 @@ class Verify(wiring.Component):
                 m.d.comb += [verdict.eq(1 << 3), ack_due.eq(1), self.group.we.eq(1),
                              ack.psn.eq(g.expected_psn),
                              ack.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value),
-                             new.nak_sent.eq(1)]
+                             new.nak_sent.eq(1), dah_we.eq(self.selective & ~nac_e),
+                             dah_new.eq(1)]
             with m.Else():
-                m.d.comb += verdict.eq(1 << 4)
+                m.d.comb += [verdict.eq(1 << 4), dah_we.eq(self.selective & ~nac_e),
+                             dah_new.eq(1)]
         with m.Elif(~access_ok):
             m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.group.we.eq(1),
                          ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
                          new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
-                         sr_we.eq(bits != 0), new_bits.eq(0)]
+                         sr_we.eq(bits != 0), new_bits.eq(0), dah_we.eq(dah_e),
+                         nac_we.eq(nac_e)]
         with m.Else():
             m.d.comb += [
                 verdict.eq(1 << 0), self.group.we.eq(1),
@@ -251,7 +274,8 @@ class Verify(wiring.Component):
                                     Syndrome.ACK.value)),
                 new.expected_psn.eq(g.expected_psn + 1 + run), new.nak_sent.eq(gap_nak),
                 new.msn.eq(g.msn + j.last + run), new.resp_va.eq(base + j.plen),
-                sr_we.eq(bits != 0), new_bits.eq(shifted),
+                sr_we.eq(bits != 0), new_bits.eq(shifted), dah_we.eq(dah_e & gap_nak),
+                nac_we.eq(nac_e != gap_nak), nac_new.eq(gap_nak),
                 new.resp_left.eq(Mux(j.reth, j.dma_len, g.resp_left) - j.plen),
                 w.write.eq(1), w.reth.eq(j.reth), w.addr.eq(base[6:]), w.plen.eq(j.plen),
                 w.mark.eq(j.last), w.qpn.eq(j.qpn), w.data.eq(j.data),
@@ -266,6 +290,10 @@ class Verify(wiring.Component):
             with m.If(sr_we):
                 m.d.comb += [sr_wr.en.eq(1), sr_wr.data.eq(new_bits)]
                 m.d.sync += sr_valid.bit_select(entry, 1).eq(new_bits != 0)
+            with m.If(dah_we & j.check):
+                m.d.sync += dah.bit_select(entry, 1).eq(dah_new)
+            with m.If(nac_we & j.check):
+                m.d.sync += nac.bit_select(entry, 1).eq(nac_new)
             ports = ports_by_name(self)
             for k, name in enumerate(VERIFY_COUNTERS):
                 counter = ports[name]
