@@ -152,10 +152,11 @@ SLOW = {
         "make test test_unit_frame_merge.py holds a FrameSender-timed source with the "
         "merge's room against its twin (no overflow at the least depth, the rule tight), "
         "and test_rdma_fabric_model.py runs the 7->1 1 KiB incast at 90 % on the model",
-    "test_cosim_rdma_fabric.py::test_fabric_incast_paused[verilator]":
-        "the paused 4-node top is one more Verilator build of several minutes: Icarus "
-        "co-simulates it in make test, test_unit_pause.py holds PauseGen against its "
-        "twin and test_rdma_fabric_model.py runs the paused incasts on the model",
+    "test_cosim_rdma_fabric.py::test_fabric_incast_paused[*]":
+        "the paused 4-node top is one more export (a 4-node fabric) and build on each "
+        "simulator, and make test reached 10 minutes with it: make test-all co-simulates "
+        "it; in make test test_unit_pause.py holds PauseGen against its twin and "
+        "test_rdma_fabric_model.py runs the paused incasts on the model",
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
         "Icarus runs the incast and all-to-all cases of the same top",
     # The soak's NIC top (4 nodes, retry, W = 64, 16k-deep players and recorders) is one
@@ -189,10 +190,11 @@ SLOW = {
         "holds the tiny queue's backpressure against its twin",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
-    "test_cosim_rdma_miss_queue.py::test_rdma_miss_queue_matches_model[verilator]":
-        "a top of its own (miss_queue 8, one more Verilator build of about a minute): the "
-        "Icarus variant of the same test and test_unit_miss_queue.py (RTL against its "
-        "twin) cover it",
+    "test_cosim_rdma_miss_queue.py::test_rdma_miss_queue_matches_model[*]":
+        "a top of its own (miss_queue 8, off by default: one more export and build on "
+        "each simulator; make test reached 10 minutes with it): make test-all "
+        "co-simulates it; in make test test_unit_miss_queue.py holds the miss queue "
+        "against its twin and the requester's model runs with one",
 }
 
 
