@@ -99,6 +99,7 @@ from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
 from spec.rdma_engine import (
+    CACHE_WAYS,
     LADDER,
     MISS_QUEUE_RANGE,
     REQUESTER_DEFAULTS,
@@ -188,7 +189,7 @@ def resolve(design, msg_bytes, messages, knobs):
         if _int("windows", p["windows"], 0, 4096):
             _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
                  power_of_two=True)
-        if p["cache_ways"] not in (1, 2, 4, 8) or isinstance(p["cache_ways"], bool):
+        if p["cache_ways"] not in CACHE_WAYS or isinstance(p["cache_ways"], bool):
             raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
         if p["cache_ways"] > 1 and p["windows"] == 0:
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "

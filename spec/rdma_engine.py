@@ -17,7 +17,8 @@ __all__ = [
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
-    "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "FIFO_DEPTHS", "REQUESTER_COUNTERS", "RUNG_KNOBS",
+    "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
+    "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH",
 ]
@@ -141,6 +142,8 @@ REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=51
 #: round trip's worth of misses (the ``fetch`` FIFO's Little's-law sizing below) a deeper
 #: side queue only holds items longer.
 MISS_QUEUE_RANGE = (0, 64)
+#: The associativities a context cache can be built with (``cache_ways``, ways per set).
+CACHE_WAYS = (1, 2, 4, 8)
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written

@@ -7,7 +7,7 @@ from pymodel.rdma.verbs import inline_limit
 from pymodel.workloads.carriers import ISSUERS
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
-from spec.rdma_engine import LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
+from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 ACK_MSGS_MASK, ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
@@ -79,7 +79,7 @@ def check_load_knobs(msg_bytes, messages, k):
     ce = check_count("cache_entries", p["cache_entries"], 16, 256)
     if ce & (ce - 1):
         raise ValueError(f"cache_entries must be a power of two, not {ce!r}")
-    if isinstance(p["cache_ways"], bool) or p["cache_ways"] not in (1, 2, 4, 8):
+    if isinstance(p["cache_ways"], bool) or p["cache_ways"] not in CACHE_WAYS:
         raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
     check_count("link_latency", p["link_latency"], 1, 1024)
     check_count("pmtu_log2", p["pmtu_log2"], 8, 12)

@@ -13,6 +13,7 @@ from pymodel.fabric.faulty_link import FaultSettings
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.rdma_engine import (
+    CACHE_WAYS,
     HOST_DEPTH,
     MAX_PREFETCH,
     MISS_QUEUE_RANGE,
@@ -108,7 +109,7 @@ class Config:
                              or self.windows < self.cache_capacity):
             bad("windows", f"0 or a power of two from cache_capacity "
                            f"({self.cache_capacity}) to 4096")
-        if isinstance(self.cache_ways, bool) or self.cache_ways not in (1, 2, 4, 8):
+        if isinstance(self.cache_ways, bool) or self.cache_ways not in CACHE_WAYS:
             bad("cache_ways", "1, 2, 4 or 8")
         if self.cache_ways > 1 and self.windows == 0:
             bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")

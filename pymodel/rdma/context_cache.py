@@ -13,11 +13,10 @@ from collections import deque
 from pymodel.cycle import note_activity
 from pymodel.fields import pack, unpack
 from spec.formats.roce import QPC_LAYOUT
+from spec.rdma_engine import CACHE_WAYS
 
 __all__ = ["ContextCacheModel", "CACHE_WAYS", "plru_victim", "plru_touch"]
 
-#: The associativities a cache can be built with (ways per set).
-CACHE_WAYS = (1, 2, 4, 8)
 
 
 def plru_victim(bits, ways):

@@ -39,6 +39,7 @@ from pymodel.rdma.verbs import MIN_CQ_LOG2
 from spec.host import PROFILES
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
+    CACHE_WAYS,
     MAX_PREFETCH,
     MISS_QUEUE_RANGE,
     REQUESTER_DEFAULTS,
@@ -137,7 +138,7 @@ class FabricConfig:
         integer("cache_entries", 16, self.cache_capacity)
         if self.cache_entries & (self.cache_entries - 1):
             bad("cache_entries", "a power of two")
-        if isinstance(self.cache_ways, bool) or self.cache_ways not in (1, 2, 4, 8):
+        if isinstance(self.cache_ways, bool) or self.cache_ways not in CACHE_WAYS:
             bad("cache_ways", "1, 2, 4 or 8")
         if self.cache_ways > 1 and self.windows == 0:
             bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")

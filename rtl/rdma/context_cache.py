@@ -14,15 +14,13 @@ from spec.ports import (
     FillQuerySignature,
     ports_by_name,
 )
-from spec.rdma_engine import CACHE_COUNTERS
+from spec.rdma_engine import CACHE_COUNTERS, CACHE_WAYS
 from spec.rdma_stages import group_layout, writeback_layout
 
 __all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS", "CACHE_WAYS", "check_ways"]
 
 #: Width of the run-time port that says how many entries are in use (``2**cache_log2``).
 CACHE_LOG2_BITS = 4
-#: The associativities a cache can be built with (ways per set).
-CACHE_WAYS = (1, 2, 4, 8)
 
 
 def check_ways(owner, ways, entries=None):
