@@ -4,6 +4,7 @@ from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
+from spec.rdma_engine import CACHE_WAYS
 from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
@@ -24,11 +25,16 @@ class CompletionUnitModel:
     ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
     ``present(qpn)``: the cache's probe (its context is in the cache and filled); None
     for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
-    ``entry`` (None: the direct-mapped ``qpn % used``)."""
+    ``entry`` (None: the direct-mapped ``qpn % used``). ``ways``: the cache's ways per set
+    (a modify record forgets its QP's ERR mark in every entry of its set)."""
 
     def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
-                 windows=0, present=None, entry_of=None):
+                 windows=0, present=None, entry_of=None, ways=1):
         self.n, self.R, self.retry_limit = entries, records, retry_limit
+        if isinstance(ways, bool) or ways not in CACHE_WAYS or entries % ways:
+            raise ValueError(f"cache_ways must be one of {CACHE_WAYS} and divide the "
+                             f"{entries} entries, not {ways!r}")
+        self.ways = ways
         self.cache_used = used or entries   # cache entries in use
         self.shared = not windows
         self.W = windows or entries         # slots built (the scan visits them all)
@@ -235,8 +241,10 @@ class CompletionUnitModel:
                 if r["last_of_item"] or (r["null"] and not r["flush"]):
                     self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
                     self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
-                if r["modify"] and err_qp:
-                    self.errq.set(e, None)
+                if r["modify"]:         # its ERR mark, in every way of its set
+                    for k in range(e - e % self.ways, e - e % self.ways + self.ways):
+                        if self.errq[k] == r["qpn"]:
+                            self.errq.set(k, None)
                 if flush:
                     self.cqe.write(dict(wr_id=r["wr_id"], status=CqeStatus.WR_FLUSH_ERR.value,
                                         qpn=r["qpn"], byte_len=r["msg_length"],

@@ -157,7 +157,8 @@ class RequesterModel:
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         f["events"], f["cqes"], f["resend"], used,
                                         p["windows"], self.cache.present,
-                                        entry_of=self.cache.probe_entry)
+                                        entry_of=self.cache.probe_entry,
+                                        ways=p["cache_ways"])
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.arrived = Staged(0, name="arrived", log=log)

@@ -8,12 +8,12 @@ one of them acts per cycle by a single priority (:class:`CompletionUnit`, Timing
 split apart, that one schedule of the memory ports would be spread over files.
 """
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, check_ways, entry_of
 from spec.checks import check_int, check_windows
 from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome
 from spec.ports import CacheProbeSignature, CompletionQuerySignature
@@ -78,6 +78,9 @@ class CompletionUnit(wiring.Component):
         Window slots: 0 (one per cache entry; a QP's context stays cached until its
         window is empty) or a power of two, ``entries`` to 4096 (QPs whose QPNs are
         equal modulo ``windows`` take turns: see ``query.keep``).
+    ways : int
+        Ways per set of the context cache (1, 2, 4 or 8, as its ``ways``): a QP's
+        entries are the ``ways`` adjacent entries of its set.
 
     Ports
     -----
@@ -164,8 +167,10 @@ class CompletionUnit(wiring.Component):
        record only counts its item done. A ``flush`` record (the
        sequencer flushed its WQE), or a record of the QP that entered ERR at this
        entry (sent before the sequencer learned it), is not appended: it completes at
-       once with WR_FLUSH_ERR (it needs room in ``cqe``). A ``modify`` record of that
-       QP forgets the entry's ERR QP;
+       once with WR_FLUSH_ERR (it needs room in ``cqe``). A ``modify`` record forgets
+       its QP as the ERR QP of every entry of its set (the ``ways`` entries it may
+       occupy: it may have entered ERR in another one before it was evicted and filled
+       again; the records that mark was for all came before the modify, in order);
     4. the event at the head of ``ev`` against the oldest record ``h`` of its QP
        (PSNs modulo 2**24 with a 2**23 window): a PSN after ``h``'s last (any
        syndrome) retires ``h`` with SUCCESS and keeps the event (ACKs are cumulative);
@@ -210,8 +215,9 @@ class CompletionUnit(wiring.Component):
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
-                 windows=0):
+                 windows=0, ways=1):
         self.entries = entries
+        self.ways = check_ways(self, ways, entries)
         self.records = check_int(self, "window records", records, 2, 4096)
         self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)
         self.windows = check_windows(self, windows, entries)
@@ -350,6 +356,12 @@ class CompletionUnit(wiring.Component):
         id_ok = free.r_rdy | (fresh < n_records)
         err_qp = Signal()              # the record's QP is the one in ERR at its entry
         m.d.comb += err_qp.eq(errq_valid.bit_select(e_rec, 1) & (errq_qpn == r.qpn))
+        # A modify record's QP, as the ERR QP of the entries of its set (one per way).
+        errq_forget, lw = Signal(n), (self.ways - 1).bit_length()
+        for k in range(self.ways):
+            e_k = Cat(Const(k, lw), e_rec[lw:]) if lw else e_rec
+            mine = (errq_valid.bit_select(e_k, 1) & (rd(errq, e_k) == r.qpn)) if lw else err_qp
+            m.d.comb += errq_forget.bit_select(e_k, 1).eq(mine)
         flush_rec = Signal()
         m.d.comb += flush_rec.eq(r.flush | (~r.null & err_qp))
         new_id = Signal(rbits)
@@ -483,8 +495,8 @@ class CompletionUnit(wiring.Component):
             with m.If(r.last_of_item | (r.null & ~r.flush)):
                 put("done", e_rec, done_rec + 1)
                 m.d.sync += self.done_total.eq(self.done_total + 1)
-            with m.If(r.modify & err_qp):
-                m.d.sync += errq_valid.eq(errq_valid & ~(Const(1, n) << e_rec))
+            with m.If(r.modify):
+                m.d.sync += errq_valid.eq(errq_valid & ~errq_forget)
             with m.If(flush_rec):
                 c = self.cqe.payload
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(r.wr_id),

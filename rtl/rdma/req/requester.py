@@ -170,7 +170,7 @@ class Requester(wiring.Component):
         self.sender = FrameSender(cache_entries, p["payload_words"],
                                   self.framing.header.value)
         self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"],
-                                         p["windows"])
+                                         p["windows"], p["cache_ways"])
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
             "host": Out(HostDmaSignature(depth)),
