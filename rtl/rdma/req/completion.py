@@ -356,12 +356,16 @@ class CompletionUnit(wiring.Component):
         id_ok = free.r_rdy | (fresh < n_records)
         err_qp = Signal()              # the record's QP is the one in ERR at its entry
         m.d.comb += err_qp.eq(errq_valid.bit_select(e_rec, 1) & (errq_qpn == r.qpn))
-        # A modify record's QP, as the ERR QP of the entries of its set (one per way).
-        errq_forget, lw = Signal(n), (self.ways - 1).bit_length()
-        for k in range(self.ways):
-            e_k = Cat(Const(k, lw), e_rec[lw:]) if lw else e_rec
-            mine = (errq_valid.bit_select(e_k, 1) & (rd(errq, e_k) == r.qpn)) if lw else err_qp
-            m.d.comb += errq_forget.bit_select(e_k, 1).eq(mine)
+        # The ERR marks a modify record of a QP forgets: with one way its entry's (if
+        # err_qp), with more those of the entries of its set whose ERR QP it is.
+        lw = (self.ways - 1).bit_length()
+        errq_forget, forget_if = Const(1, n) << e_rec, err_qp
+        if lw:
+            errq_forget, forget_if = Signal(n), Const(1)
+            for k in range(self.ways):
+                e_k = Cat(Const(k, lw), e_rec[lw:])
+                m.d.comb += errq_forget.bit_select(e_k, 1).eq(
+                    errq_valid.bit_select(e_k, 1) & (rd(errq, e_k) == r.qpn))
         flush_rec = Signal()
         m.d.comb += flush_rec.eq(r.flush | (~r.null & err_qp))
         new_id = Signal(rbits)
@@ -495,7 +499,7 @@ class CompletionUnit(wiring.Component):
             with m.If(r.last_of_item | (r.null & ~r.flush)):
                 put("done", e_rec, done_rec + 1)
                 m.d.sync += self.done_total.eq(self.done_total + 1)
-            with m.If(r.modify):
+            with m.If(r.modify & forget_if):
                 m.d.sync += errq_valid.eq(errq_valid & ~errq_forget)
             with m.If(flush_rec):
                 c = self.cqe.payload
