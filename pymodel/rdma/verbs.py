@@ -39,7 +39,7 @@ from spec.rdma_engine import (
 )
 from spec.rdma_stages import DOORBELL_LAYOUT, SQ_INDEX_BITS
 
-__all__ = ["Verbs", "QpPair", "QPC_WORDS_DEFAULT", "Message", "MAC_A", "MAC_B", "IP_A",
+__all__ = ["Verbs", "QpPair", "QPC_WORDS_DEFAULT", "table_qps", "Message", "MAC_A", "MAC_B", "IP_A",
            "IP_B", "MIN_CQ_LOG2", "cq_log2_for", "inline_limit"]
 
 #: Low bits of an rkey that index the MR table (the responder takes the low
@@ -96,6 +96,12 @@ class Message:
     announce: int = -1
 
 
+def table_qps(max_qps, depth, qpc_words):
+    """Contexts of the table of :class:`Verbs`: ``max_qps``, at most half of ``depth``
+    words of ``qpc_words`` each (the rest for send queues, the CQ and buffers)."""
+    return min(max_qps, max(1, depth // (2 * qpc_words)))
+
+
 #: Host words of a QP context by default (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`).
 QPC_WORDS_DEFAULT = QPC_BYTES_DEFAULT // HOST_WORD_BYTES
 
@@ -110,7 +116,8 @@ class Verbs:
     mr_entries : int
         Entries of node B's MR table.
     max_qps : int
-        QP numbers below this have a context slot (the table starts at word 0).
+        QP numbers below this have a context slot (the table starts at word 0), at most
+        as many as fill half of the host memory (:func:`table_qps`).
     qpc_words : int
         Host words of one context (``qpc_bytes // 64``, the engines' ``qpc_log2`` port):
         QP ``q``'s context is at ``q * qpc_words``, laid out by
@@ -126,7 +133,8 @@ class Verbs:
         self.qpc_words = qpc_words_of(HOST_WORD_BYTES * qpc_words, "Verbs")
         self.qpc_base_a = self.qpc_base_b = 0
         self.mem_a, self.mem_b = {}, {}
-        self._next_a = self._next_b = max_qps * qpc_words
+        self.max_qps = table_qps(max_qps, depth, qpc_words)
+        self._next_a = self._next_b = self.max_qps * qpc_words
         self.cq_base = self._alloc_a(1 << cq_log2)
         self.mr_table = [0] * mr_entries
         self.writes = []             # MMIO writes: (release cycle, [words])
@@ -153,6 +161,11 @@ class Verbs:
         """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS (or
         node B's in ``state_b``); its send queue has ``2**sq_log2`` slots of
         ``2**stride_log2`` words."""
+        for qpn in (qpn_a, qpn_b):
+            if not 0 <= qpn < self.max_qps:
+                raise ValueError(f"QPN {qpn} has no context slot: the table holds "
+                                 f"{self.max_qps} contexts of {HOST_WORD_BYTES * self.qpc_words}"
+                                 f" bytes (qpc_bytes) in half of {self.depth} words")
         sq_base = self._alloc_a((1 << sq_log2) << stride_log2)
         self.put_context(self.mem_a, self.qpc_base_a, qpn_a, pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
