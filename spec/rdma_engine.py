@@ -9,7 +9,7 @@ Times are in cycles of the 1 GHz clock (one cycle is 1 ns).
 
 import dataclasses
 
-from spec.formats.roce import QPC_DYNAMIC_FIELDS
+from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_FIELDS
 from spec.rdma_responder import RESP_GROUP as _RESP_GROUP
 from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
 from spec.rdma_responder import ResponderSizes
@@ -22,7 +22,7 @@ __all__ = [
     "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
-    "HOST_DEPTH", "QPC_LOG2_BITS",
+    "HOST_DEPTH", "QPC_LOG2_BITS", "QPC_MAX_WORDS",
 ]
 
 # -- Host interface use -----------------------------------------------------------------
@@ -69,6 +69,8 @@ assert set(FETCH_GROUP + SEQ_GROUP + _RESP_GROUP) <= set(QPC_DYNAMIC_FIELDS), \
 #: Bits of a cache's run-time port ``qpc_log2``: a context is ``2**qpc_log2`` host words
 #: (0 to 4, :data:`spec.formats.roce.QPC_BYTES_CHOICES`).
 QPC_LOG2_BITS = 3
+#: Most host words of one context (``qpc_bytes`` 1024).
+QPC_MAX_WORDS = max(QPC_BYTES_CHOICES) // 64
 #: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
 #: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.
 MAX_INLINE_WORDS = 3

@@ -152,35 +152,28 @@ def config(top, params):
 
 def scenario(p, cfg, knobs):
     """``(verbs, injected frames, expected drop reasons)`` of a run."""
+    host = dict(depth=cfg.depth, mr_entries=cfg.mr_entries, qpc_words=cfg.qpc_words)
     if p["kind"] == "writes":
         v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
-                            depth=cfg.depth, mr_entries=cfg.mr_entries,
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
-                            cache_entries=cfg.cache_entries, qpc_words=cfg.qpc_words,
-                            **knobs)
+                            cache_entries=cfg.cache_entries, **host, **knobs)
         return v, [], None
-    w = cfg.qpc_words
     if p["kind"] == "qp_error":
-        return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
-                                 mr_entries=cfg.mr_entries, qpc_words=w), [], None
+        return qp_error_scenario(seed=p.get("seed", 4), **host), [], None
     if p["kind"] == "bad" and cfg.header == "scaleup":
-        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
-                                           mr_entries=cfg.mr_entries, qpc_words=w)
+        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), **host)
     if p["kind"] == "bad":
-        return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
-                                   mr_entries=cfg.mr_entries, qpc_words=w)
+        return bad_frames_scenario(seed=p.get("seed", 2), **host)
     if p["kind"] == "overflow":
-        return overflow_scenario(seed=p.get("seed", 3), depth=cfg.depth,
-                                 mr_entries=cfg.mr_entries, qpc_words=w)
+        return overflow_scenario(seed=p.get("seed", 3), **host)
     if p["kind"] == "load":
         # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
         lp = {k: p[k] for k in LOAD_KNOBS if k in p}
         lp.update(host=cfg.host, link_latency=cfg.link_latency,
                   cache_entries=cfg.cache_entries, qpc_bytes=cfg.qpc_bytes,
-                  ack_every=knobs["ack_every"],
-                  ack_frames=knobs["ack_frames"])
+                  ack_every=knobs["ack_every"], ack_frames=knobs["ack_frames"])
         lp = check_load_knobs(p["msg_bytes"], p["messages"], lp)
         _, v, arrivals, warm = load_scenario(p["msg_bytes"], p["messages"], p["load"],
                                              p["service_cycles"], lp, p.get("seed", 1),
@@ -193,11 +186,9 @@ def scenario(p, cfg, knobs):
 
 def with_cq(cfg, v):
     """``cfg`` with the completion queue the verbs ``v`` set up (``cq_base``,
-    ``cq_log2``); ``ValueError`` if ``v`` laid out its contexts for another
-    ``qpc_bytes``."""
+    ``cq_log2``); ``ValueError`` if ``v`` laid out contexts for another ``qpc_bytes``."""
     if v.qpc_words != cfg.qpc_words:
-        raise ValueError(f"qpc_bytes: the scenario's contexts are {64 * v.qpc_words} bytes, "
-                         f"the engines' {cfg.qpc_bytes}")
+        raise ValueError(f"qpc_bytes: scenario {64 * v.qpc_words}, engines {cfg.qpc_bytes}")
     return dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
 
 
