@@ -212,10 +212,11 @@ LADDER = (
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
-#: Host-memory words of each node in the co-simulation (2 MiB): room for 4096 QP
-#: contexts, their send queues with 256-byte slots (WQEs with inline data), a CQ and
-#: the payload buffers of a few thousand messages.
-HOST_DEPTH = 1 << 15
+#: Host-memory words of each node in the co-simulation (4 MiB): room for 4096 QP
+#: contexts of the default 256 bytes (1 MiB, :data:`spec.formats.roce.QPC_BYTES_DEFAULT`),
+#: their send queues with 256-byte slots (WQEs with inline data, 1 MiB), a CQ and the
+#: payload buffers of a few thousand messages.
+HOST_DEPTH = 1 << 16
 #: Default parameters of :class:`rtl.tops.rdma_top.RdmaTop`. ``cache_entries``: the
 #: context caches' capacity; the run-time port ``cache_log2`` says how many are in use
 #: (16 to 256), so that one build serves every cache size. ``host``: the host-interface

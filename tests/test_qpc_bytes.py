@@ -20,7 +20,7 @@ from spec.formats.roce import (
     qpc_image,
     qpc_words,
 )
-from spec.rdma_engine import FETCH_GROUP, SEQ_GROUP
+from spec.rdma_engine import FETCH_GROUP, HOST_DEPTH, SEQ_GROUP
 from spec.rdma_responder import RESP_GROUP
 from tb.rdma.runner import run_rdma
 
@@ -67,8 +67,8 @@ def test_verbs_lay_contexts_out_with_stride(words):
     assert a["next_psn"] == 77 and a["dest_qp"] == 5 and a["valid"] == 1
     assert v.context(v.mem_b, 0, 5)["expected_psn"] == 99
     # QP 3's context: words 3W .. 3W + W - 1, nothing else below the heap.
-    # The table holds 4096 contexts, or as many as fill half of the 32768 words.
-    assert v.max_qps == min(4096, 32768 // 2 // words)
+    # The table holds 4096 contexts, or as many as fill half of the host memory.
+    assert v.max_qps == min(4096, HOST_DEPTH // 2 // words)
     table = [addr for addr in v.mem_a if addr < v.max_qps * words]
     assert sorted(table) == list(range(3 * words, 4 * words))
     whole = pack(QPC_LAYOUT, **a)
