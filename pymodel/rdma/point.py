@@ -81,7 +81,7 @@ def reduce_run(verbs, run, messages):
                             run["completed"], qpn_b)
     out = summarize(messages, lat, comp, [f for _, f in run["wire_ab"]],
                     [f for _, f in run["wire_ba"]], run["req"], run["resp"],
-                    run["host_a"], run["host_b"])
+                    run["host_a"], run["host_b"], verbs.qpc_words)
     ii = steady_ii(message_starts(run["wire_ab"]))
     out["ii_cycles"] = ii
     out["host_util"] = host_util((run["host_a"], run["host_b"]), messages, ii)

@@ -176,9 +176,9 @@ def _add_reads(t, r, k, rq):
     t.bytes += k * r["bytes"]
 
 
-def _ctrl_bytes(t):
+def _ctrl_bytes(t, qpc_words=1):
     """pymodel.rdma.metrics.summarize's ``ctrl_bytes`` of these totals."""
     o = t.ops
     return (DOORBELL_BYTES * t.doorbell_writes
-            + _W * (t.bf_writes + t.wqes + o["cqe_writes"] + o["ctx_misses"]
+            + _W * (t.bf_writes + t.wqes + o["cqe_writes"] + o["ctx_misses"] * qpc_words
                     + o["ctx_writebacks"]))
