@@ -161,11 +161,6 @@ class Verbs:
         """Create and connect QP ``qpn_a`` (node A) to ``qpn_b`` (node B), both RTS (or
         node B's in ``state_b``); its send queue has ``2**sq_log2`` slots of
         ``2**stride_log2`` words."""
-        for qpn in (qpn_a, qpn_b):
-            if not 0 <= qpn < self.max_qps:
-                raise ValueError(f"QPN {qpn} has no context slot: the table holds "
-                                 f"{self.max_qps} contexts of {HOST_WORD_BYTES * self.qpc_words}"
-                                 f" bytes (qpc_bytes) in half of {self.depth} words")
         sq_base = self._alloc_a((1 << sq_log2) << stride_log2)
         self.put_context(self.mem_a, self.qpc_base_a, qpn_a, pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
@@ -182,7 +177,12 @@ class Verbs:
     def put_context(self, mem, base, qpn, word):
         """Write QP ``qpn``'s context (its fields as the integer ``word``) into the host
         image ``mem`` of a table at ``base``: ``qpc_words`` words at ``base + qpn *
-        qpc_words`` (:func:`spec.formats.roce.qpc_image`)."""
+        qpc_words`` (:func:`spec.formats.roce.qpc_image`). ``ValueError`` if ``qpn`` has
+        no slot in the table."""
+        if not 0 <= qpn < self.max_qps:
+            raise ValueError(f"QPN {qpn} has no context slot: the table holds "
+                             f"{self.max_qps} contexts of {HOST_WORD_BYTES * self.qpc_words}"
+                             f" bytes (qpc_bytes) in half of {self.depth} words")
         for k, w in enumerate(qpc_image(word, self.qpc_words)):
             mem[base + qpn * self.qpc_words + k] = w
 
