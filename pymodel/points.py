@@ -43,7 +43,9 @@ Designs and their knobs (every knob is optional unless marked required):
     ``cache_ways`` (ways per set of the context caches: 1, 2, 4 or 8, default 1; more
     than 1 needs ``windows`` > 0);
     ``miss_queue`` (the requester's side queue for items whose context fill is on its
-    way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`). The point is
+    way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`);
+    ``qpc_bytes`` (bytes of a QP context in host memory, 64 to 1024, a power of two;
+    default :data:`spec.formats.roce.QPC_BYTES_DEFAULT`, 256). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -94,6 +96,7 @@ from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
@@ -125,6 +128,7 @@ RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
                  "cache_ways": REQUESTER_DEFAULTS["cache_ways"],
                  "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
+                 "qpc_bytes": QPC_BYTES_DEFAULT,
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -195,6 +199,7 @@ def resolve(design, msg_bytes, messages, knobs):
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
                              f"windows 0 a window slot is a cache entry)")
         _int("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
+        qpc_words(p["qpc_bytes"], "RDMA point")
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -283,7 +288,7 @@ def _rdma(msg_bytes, messages, p):
                               link_latency=p["link_latency"], per_message=True,
                               header=p["header"], windows=p["windows"],
                               cache_ways=p["cache_ways"],
-                              miss_queue=p["miss_queue"])
+                              miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

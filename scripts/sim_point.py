@@ -49,6 +49,9 @@ POINT_OPTIONS = (
      "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
     ("--cache-ways", "cache_ways", "rdma", int,
      "RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)"),
+    ("--qpc-bytes", "qpc_bytes", "rdma", int,
+     "RDMA QP-context size in host memory, bytes: 64, 128, 256, 512 or 1024 (default 256, "
+     "the room of mlx5's 232-byte context; a fill reads it all)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
     ("--miss-queue", "miss_queue", "rdma", int,
@@ -146,6 +149,7 @@ def run_design_point(args):
                          fabric=k.get("fabric", "board"), retry=k.get("link_retry", False),
                          completion=k.get("completion", "credit"),
                          test_id=f"point-{args.messages}x{args.msg_bytes}")
+    from spec.formats.roce import QPC_BYTES_DEFAULT
     from tb.rdma.headline import run_point
     return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
                      cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
@@ -153,4 +157,5 @@ def run_design_point(args):
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
                      header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
                      selective=k.get("selective", 0),
-                     miss_queue=k.get("miss_queue", 0))
+                     miss_queue=k.get("miss_queue", 0),
+                     qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT))

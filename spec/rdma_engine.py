@@ -9,6 +9,8 @@ Times are in cycles of the 1 GHz clock (one cycle is 1 ns).
 
 import dataclasses
 
+from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_FIELDS
+from spec.rdma_responder import RESP_GROUP as _RESP_GROUP
 from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
 from spec.rdma_responder import ResponderSizes
 
@@ -20,7 +22,7 @@ __all__ = [
     "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
-    "HOST_DEPTH",
+    "HOST_DEPTH", "QPC_LOG2_BITS", "QPC_MAX_WORDS",
 ]
 
 # -- Host interface use -----------------------------------------------------------------
@@ -62,6 +64,13 @@ MAX_PREFETCH = 16
 #: notice, RTS from a modify command), so that the state is written back with the
 #: context on eviction and read again at its next fill.
 SEQ_GROUP = ("next_psn", "ack_msgs", "ack_frames", "state")
+assert set(FETCH_GROUP + SEQ_GROUP + _RESP_GROUP) <= set(QPC_DYNAMIC_FIELDS), \
+    "every context group is in the dynamic word"
+#: Bits of a cache's run-time port ``qpc_log2``: a context is ``2**qpc_log2`` host words
+#: (0 to 4, :data:`spec.formats.roce.QPC_BYTES_CHOICES`).
+QPC_LOG2_BITS = 3
+#: Most host words of one context (``qpc_bytes`` 1024).
+QPC_MAX_WORDS = max(QPC_BYTES_CHOICES) // 64
 #: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
 #: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.
 MAX_INLINE_WORDS = 3
@@ -203,10 +212,11 @@ LADDER = (
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
-#: Host-memory words of each node in the co-simulation (2 MiB): room for 4096 QP
-#: contexts, their send queues with 256-byte slots (WQEs with inline data), a CQ and
-#: the payload buffers of a few thousand messages.
-HOST_DEPTH = 1 << 15
+#: Host-memory words of each node in the co-simulation (4 MiB): room for 4096 QP
+#: contexts of the default 256 bytes (1 MiB, :data:`spec.formats.roce.QPC_BYTES_DEFAULT`),
+#: their send queues with 256-byte slots (WQEs with inline data, 1 MiB), a CQ and the
+#: payload buffers of a few thousand messages.
+HOST_DEPTH = 1 << 16
 #: Default parameters of :class:`rtl.tops.rdma_top.RdmaTop`. ``cache_entries``: the
 #: context caches' capacity; the run-time port ``cache_log2`` says how many are in use
 #: (16 to 256), so that one build serves every cache size. ``host``: the host-interface

@@ -154,6 +154,10 @@ RDMA_GRID = [
     # the round trip, not the fill.
     (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16, windows=0)),
     (128, dict(rung="pipelined", qps=256, cache_entries=64, windows=0)),
+    # Contexts of one word (a fill is one completion) and of 16 (two request TLPs at
+    # the pcie MRRS of 512 bytes, eight completions at its RCB of 128), with misses.
+    (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16, qpc_bytes=64)),
+    (128, dict(rung="pipelined", qps=64, cache_entries=16, qpc_bytes=1024)),
 ]
 
 

@@ -186,11 +186,11 @@ def test_fuzz_chunk_rdma(sim, test_id, tmp_path):
 
 def test_the_fuzz_reaches_a_qp_in_err():
     """The RDMA chunk has valid WRITEs to node B's QP in ERR (whose context says ERR)."""
-    from pymodel.fields import unpack
     from pymodel.scenarios.fuzz import RDMA_ERR_QPN, rdma_chunk
-    from spec.formats.roce import QPC_LAYOUT, QpState
+    from spec.formats.roce import QpState
     chunk = rdma_chunk(11, 0, 100, fillers=32)
-    ctx = unpack(QPC_LAYOUT, chunk.verbs.mem_b[chunk.verbs.qpc_base_b + RDMA_ERR_QPN])
+    v = chunk.verbs
+    ctx = v.context(v.mem_b, v.qpc_base_b, RDMA_ERR_QPN)
     assert ctx["state"] == QpState.ERR.value
     to_err = [m for m in chunk.frames[:chunk.fuzz_frames]
               if len(m.frame) > 54 and int.from_bytes(m.frame[47:50], "big") == RDMA_ERR_QPN]

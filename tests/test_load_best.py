@@ -117,23 +117,31 @@ def test_saturation_never_faster_than_the_wire_or_the_host(msg_bytes, knobs):
     assert sat["cycles"] >= parts["issuer"] * (1 - SATURATION_TOLERANCE)
 
 
-def test_rate_bound_charges_context_misses():
+@pytest.mark.parametrize("qpc_bytes", [64, 256, 1024])
+def test_rate_bound_charges_context_misses(qpc_bytes):
     # One miss and one write-back per message at each node, 16 entries (the default):
-    # each fill is a one-word read, each write-back a one-word posted write.
+    # each fill reads the whole context of qpc_bytes (one request TLP per MRRS, one
+    # completion per RCB), each write-back is a one-word posted write (the dynamic word).
     w = 64
+    reqs = -(-qpc_bytes // PCIE.max_read_request)
+    cpls = -(-qpc_bytes // PCIE.rcb)
     ctx = dict(req_misses=1, req_writebacks=1, resp_misses=1, resp_writebacks=1)
-    _, _, plain = rate_bound(128)
-    cycles, res, parts = rate_bound(128, ctx=ctx)
+    _, _, plain = rate_bound(128, qpc_bytes=qpc_bytes)
+    cycles, res, parts = rate_bound(128, ctx=ctx, qpc_bytes=qpc_bytes)
     bpc = PCIE.bytes_per_cycle
     assert parts["host A down"] - plain["host A down"] == pytest.approx(
-        (w + PCIE.cpl_overhead) / bpc)
-    assert parts["host B down"] == pytest.approx((w + PCIE.cpl_overhead) / bpc)
+        (qpc_bytes + cpls * PCIE.cpl_overhead) / bpc)
+    assert parts["host B down"] == pytest.approx((qpc_bytes + cpls * PCIE.cpl_overhead) / bpc)
     assert parts["host B up"] - plain["host B up"] == pytest.approx(
-        (PCIE.req_overhead + w + PCIE.req_overhead) / bpc)
+        (reqs * PCIE.req_overhead + w + PCIE.req_overhead) / bpc)
     # Little's law: a miss holds its entry for at least one read latency.
     assert parts["context entries"] == pytest.approx(PCIE.read_latency / 16)
-    assert parts["read tags"] == pytest.approx(PCIE.read_latency / PCIE.tags)
-    assert (cycles, res) == (parts["context entries"], "context entries")
+    # The best rung for 128 bytes is inline by MMIO (no reads of its own): the fills'
+    # completion chunks are every outstanding read.
+    assert plain["read tags"] == 0
+    assert parts["read tags"] == pytest.approx(cpls * PCIE.read_latency / PCIE.tags)
+    assert (cycles, res) == (max(parts["context entries"], parts["read tags"]),
+                             max(("context entries", "read tags"), key=parts.get))
     with pytest.raises(ValueError, match="ctx lacks"):
         rate_bound(128, ctx=dict(req_misses=1))
 

@@ -7,7 +7,6 @@ import pytest
 from pymodel.rdma.fabric_point import fabric_run
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
 from pymodel.scenarios.rdma_fabric import fabric_scenario
-from spec.formats.roce import QPC_LAYOUT
 from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_ROOM, node_mac
 
 
@@ -31,11 +30,10 @@ def test_idle_skipping_changes_nothing(pattern):
 def test_scenario_addresses_each_qp_to_its_destination():
     """Every requester context names its destination's MAC and its own as source; every
     responder context the reverse; one MR per (sender, destination) on the destination."""
-    from pymodel.fields import unpack
     sc = fabric_scenario("all_to_all", 4, 10, 128, 0.5, seed=2, qps=2)
     for m in sc.messages:
-        a = unpack(QPC_LAYOUT, sc.verbs[m.src].mem_a[m.qpn_a])
-        b = unpack(QPC_LAYOUT, sc.verbs[m.dst].mem_b[m.qpn_b])
+        a = sc.verbs[m.src].context(sc.verbs[m.src].mem_a, 0, m.qpn_a)
+        b = sc.verbs[m.dst].context(sc.verbs[m.dst].mem_b, 0, m.qpn_b)
         assert (a["dmac"], a["smac"], a["dest_qp"]) == (node_mac(m.dst), node_mac(m.src),
                                                        m.qpn_b)
         assert (b["dmac"], b["smac"], b["dest_qp"]) == (node_mac(m.src), node_mac(m.dst),

@@ -7,11 +7,15 @@ import pytest
 from pymodel.fields import pack, unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from rtl.rdma.context_cache import ContextCache
-from spec.formats.roce import QPC_LAYOUT
+from spec.formats.roce import QPC_DYNAMIC_FIELDS, QPC_DYNAMIC_MASK, QPC_LAYOUT, qpc_image
 from spec.rdma_stages import group_layout
 from tb.amsim import run_sim
 
 GROUPS = {"fetch": ("sq_head",), "seq": ("next_psn", "pmtu_log2")}
+#: Groups of dynamic fields only, as the engines' (a context of several words writes back
+#: only its dynamic word).
+DYN_GROUPS = {"fetch": ("sq_head",), "seq": ("next_psn", "ack_msgs")}
+assert set(DYN_GROUPS["fetch"] + DYN_GROUPS["seq"]) <= set(QPC_DYNAMIC_FIELDS)
 BASE = 100
 
 
@@ -20,15 +24,23 @@ def _host_word(qpn):
                 sq_head=qpn * 3, sq_base=1000 + qpn, dest_qp=qpn + 1)
 
 
-@pytest.mark.parametrize("seed,entries,used,ways", [
-    (1, 16, 16, 1), (2, 16, 16, 1), (3, 64, 16, 1), (4, 64, 32, 1),
-    (5, 16, 16, 4), (6, 64, 32, 8), (7, 32, 16, 2)])
-def test_cache_matches_model(seed, entries, used, ways):
+@pytest.mark.parametrize("seed,entries,used,ways,words", [
+    (1, 16, 16, 1, 1), (2, 16, 16, 1, 1), (3, 64, 16, 1, 1), (4, 64, 32, 1, 1),
+    (5, 16, 16, 4, 1), (6, 64, 32, 8, 1), (7, 32, 16, 2, 1),
+    (8, 16, 16, 1, 2), (9, 16, 16, 2, 4), (10, 32, 16, 4, 16), (11, 16, 16, 1, 4)])
+def test_cache_matches_model(seed, entries, used, ways, words):
     """Random lookups, fills, write-backs and group writes; ``used`` of ``entries``
-    entries in use (the ``cache_log2`` port), ``ways`` ways per set: the lookup's
-    ``entry``, ``hit`` and ``victim``, a probe and ``busy_skips`` as the twin's."""
-    dut = ContextCache(entries, 1 << 12, GROUPS, static_reads=1, probes=1, ways=ways)
-    model = ContextCacheModel(entries, GROUPS, BASE, depth=1 << 12, used=used, ways=ways)
+    entries in use (the ``cache_log2`` port), ``ways`` ways per set, contexts of
+    ``words`` host words (the ``qpc_log2`` port): the lookup's ``entry``, ``hit`` and
+    ``victim``, a probe, the fill reads and write-backs, ``busy_skips`` and the
+    discarded fill words as the twin's. With several words, a fill's words 2.. are
+    random (they must not reach the cache) and its static word's dynamic fields too
+    (they must come from word 0); a write-back is one word at ``BASE + qpn * words``
+    with only dynamic fields."""
+    groups = GROUPS if words == 1 else DYN_GROUPS
+    dut = ContextCache(entries, 1 << 12, groups, static_reads=1, probes=1, ways=ways)
+    model = ContextCacheModel(entries, groups, BASE, depth=1 << 12, used=used, ways=ways,
+                              qpc_words=words)
     rng = random.Random(seed)
     # More QPs than ways in a set (conflict misses) with any associativity.
     qpns = [rng.randrange(4 * used) for _ in range(12 if ways == 1 else 2 * used)]
@@ -38,6 +50,7 @@ def test_cache_matches_model(seed, entries, used, ways):
     async def bench(ctx):
         ctx.set(dut.base, BASE)
         ctx.set(dut.cache_log2, used.bit_length() - 1)
+        ctx.set(dut.qpc_log2, words.bit_length() - 1)
         pending = []            # (due cycle, word) of fill reads, in order
         host = {}               # write-backs seen: addr -> word
         for c in range(1500):
@@ -50,9 +63,9 @@ def test_cache_matches_model(seed, entries, used, ways):
             if pending and pending[0][0] <= c:
                 fill_word = pending.pop(0)[1]
             e = rng.randrange(used)
-            grp = rng.choice(list(GROUPS))
+            grp = rng.choice(list(groups))
             write = (rng.random() < 0.3 and model.tags[e] is not None and model.ready(e))
-            values = {f: rng.getrandbits(4) for f in GROUPS[grp]}
+            values = {f: rng.getrandbits(4) for f in groups[grp]}
             ctx.set(dut.req.valid, want_req)
             ctx.set(dut.req.payload.qpn, qpn)
             ctx.set(dut.victim_busy, busy)
@@ -64,13 +77,13 @@ def test_cache_matches_model(seed, entries, used, ways):
             ctx.set(dut.reads[0].addr, e)
             probe_qpn = rng.choice(qpns)
             ctx.set(dut.probe[0].qpn, probe_qpn)
-            for g in GROUPS:
+            for g in groups:
                 ctx.set(getattr(dut, g).addr, e)
                 ctx.set(getattr(dut, g).we, write and g == grp)
-            ctx.set(getattr(dut, grp).wdata, group_layout(GROUPS[grp]).const(values))
+            ctx.set(getattr(dut, grp).wdata, group_layout(groups[grp]).const(values))
             # --- the model's view of the same cycle ---
             want = dict(q_ready=model.ready(e), static=model.static[e],
-                        groups={g: model.group(g, e) for g in GROUPS},
+                        groups={g: model.group(g, e) for g in groups},
                         entry=model.entry_of(qpn), hit=model.hit(qpn),
                         victim=model.victim(qpn), present=model.present(probe_qpn),
                         probe_entry=model.probe_entry(probe_qpn))
@@ -104,13 +117,23 @@ def test_cache_matches_model(seed, entries, used, ways):
             if model.tags[e] is not None and model.ready(e):
                 got_static = ctx.get(dut.reads[0].data).as_value().value
                 assert got_static == want["static"], f"cycle {c}: static"
-                for g in GROUPS:
+                for g in groups:
                     got_g = ctx.get(getattr(dut, g).data)
-                    assert {f: int(getattr(got_g, f)) for f in GROUPS[g]} == \
+                    assert {f: int(getattr(got_g, f)) for f in groups[g]} == \
                         want["groups"][g], f"cycle {c}: group {g}"
             if fill_addr is not None:
-                pending.append((c + latency, _host_word(fill_addr - BASE)))
+                q, off = divmod(fill_addr - BASE, words)
+                assert off == 0, f"cycle {c}: fill read inside a context"
+                image = qpc_image(_host_word(q), words)
+                if words > 1:       # noise where the cache must not look
+                    image[1] |= rng.getrandbits(512) & QPC_DYNAMIC_MASK
+                    image[2:] = [rng.getrandbits(512) for _ in image[2:]]
+                due = max([c + latency] + [d + 1 for d, _ in pending[-1:]])
+                pending += [(due + k, w) for k, w in enumerate(image)]
             if wb is not None:
+                assert (wb[0] - BASE) % words == 0, f"cycle {c}: write-back address"
+                if words > 1:
+                    assert wb[1] & ~QPC_DYNAMIC_MASK == 0, f"cycle {c}: write-back word"
                 host[wb[0]] = wb[1]
                 log.append(("wb", c, wb[0]))
             if taken:
@@ -118,6 +141,11 @@ def test_cache_matches_model(seed, entries, used, ways):
             model.commit()
             await ctx.tick()
         assert ctx.get(dut.busy_skips) == model.busy_skips
+        assert ctx.get(dut.fill_discards) == model.fill_discards
+        fills_done = model.count["misses"] - len(model.order)
+        partial = max(model.fill_word - 2, 0)       # words 2.. of a fill still arriving
+        assert model.fill_discards == fills_done * max(words - 2, 0) + partial
+        assert fills_done > 0
 
     run_sim(dut, bench)
     assert model.busy_skips > 0
@@ -231,3 +259,34 @@ def test_bad_ways_refused():
             ContextCache(16, 1024, GROUPS, ways=ways)
         with pytest.raises(ValueError, match="cache_ways"):
             ContextCacheModel(16, GROUPS, ways=ways)
+
+
+def test_context_of_four_words_directed():
+    """A 256-byte context (4 words): the fill reads at ``BASE + 4 q``, the cache keeps
+    word 1's static fields and word 0's dynamic fields, discards words 2 and 3, and an
+    eviction writes back only word 0 (at ``BASE + 4 q``, static fields zero)."""
+    model = ContextCacheModel(16, DYN_GROUPS, BASE, qpc_words=4)
+    taken, addr, wb = model.lookup(5, False, True, True)
+    assert taken and addr == BASE + 20 and wb is None
+    model.commit()
+    ctx = unpack(QPC_LAYOUT, _host_word(5))
+    word0 = pack(QPC_LAYOUT, sq_head=ctx["sq_head"], next_psn=ctx["next_psn"])
+    word1 = pack(QPC_LAYOUT, **{**ctx, "sq_head": 999, "next_psn": 777})   # stale copies
+    for w in (word0, word1, (1 << 512) - 1, 12345):
+        model.fill(w)
+        model.commit()
+    assert model.ready(5) and model.fill_discards == 2
+    assert model.static_of(5) == ctx
+    model.write_group("fetch", 5, {"sq_head": 16})
+    model.commit()
+    taken, addr, wb = model.lookup(21, False, True, True)
+    assert taken and addr == BASE + 84
+    assert wb[0] == BASE + 20
+    want = pack(QPC_LAYOUT, sq_head=16, next_psn=ctx["next_psn"])
+    assert wb[1] == want
+
+
+def test_bad_qpc_words_refused():
+    for words in (0, 3, 32, True):
+        with pytest.raises(ValueError, match="qpc_bytes"):
+            ContextCacheModel(16, GROUPS, qpc_words=words)

@@ -43,9 +43,11 @@ def Cfg(**fields):
     """The requester's sizes and run-time ports for these tests: the model's typed and
     checked configuration (:class:`pymodel.rdma.fabric_system.FabricConfig`, frozen: a
     case changes a field with ``dataclasses.replace``) with a 16-entry cache, a host
-    memory of ``DEPTH`` words and a 64-entry CQ at word 64; ``fields`` override."""
+    memory of ``DEPTH`` words, a 64-entry CQ at word 64 and one-word contexts at
+    ``qpc_base + qpn`` (``qpc_bytes`` 64, as :func:`scenario` lays them out); ``fields``
+    override."""
     return FabricConfig(**{"cache_capacity": 16, "depth": DEPTH, "cq_base": 64,
-                           "cq_log2": 6, **fields})
+                           "cq_log2": 6, "qpc_bytes": 64, **fields})
 
 
 def scenario(seed, qps, messages, sizes, inline=False, bf=False, ring_every=1,
@@ -187,7 +189,8 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
 
     async def bench(ctx):
         ctx.set(dut.cache_log2, cfg.cache_entries.bit_length() - 1)
-        for name, value in (("qpc_base", cfg.qpc_base_a), ("cq_base", cfg.cq_base),
+        for name, value in (("qpc_base", cfg.qpc_base_a), ("qpc_log2", cfg.qpc_log2),
+                            ("cq_base", cfg.cq_base),
                             ("cq_log2", cfg.cq_log2), ("ack_every", cfg.ack_every),
                             ("ack_frames", cfg.ack_frames), ("serial", cfg.serial),
                             ("selective", selective)):

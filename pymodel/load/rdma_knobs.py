@@ -5,6 +5,7 @@ point may name, the defaults, their checks and the rung each issuer posts with
 from pymodel.rdma.point import knobs_of
 from pymodel.rdma.verbs import inline_limit
 from pymodel.workloads.carriers import ISSUERS
+from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.host import PROFILES
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
 from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
@@ -33,7 +34,8 @@ RDMA_LOAD_DEFAULTS = {"qps": 1, "cache_entries": 16, "host": "pcie", "link_laten
                       "pmtu_log2": 12, "issuer": "none", "popularity": "round_robin",
                       "skew": LOAD_DEFAULTS["skew"], "working_set": None, "burst": 1,
                       "ack_every": None, "ack_frames": None, "rung": "best",
-                      "cache_ways": 1, "miss_queue": REQUESTER_DEFAULTS["miss_queue"]}
+                      "cache_ways": 1, "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
+                      "qpc_bytes": QPC_BYTES_DEFAULT}
 
 
 #: The knobs that shape the traffic (the rest are the top's and the engine's).
@@ -81,6 +83,7 @@ def check_load_knobs(msg_bytes, messages, k):
         raise ValueError(f"cache_entries must be a power of two, not {ce!r}")
     if isinstance(p["cache_ways"], bool) or p["cache_ways"] not in CACHE_WAYS:
         raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
+    qpc_words(p["qpc_bytes"], "RDMA load knob")
     check_count("link_latency", p["link_latency"], 1, 1024)
     check_count("pmtu_log2", p["pmtu_log2"], 8, 12)
     check_count("burst", p["burst"], 1, 1 << 20)

@@ -96,16 +96,18 @@ def rate_bound(msg_bytes, ctx=None, **knobs):
     - ``host B up``: the payload's posted writes (one TLP per ``max_payload``);
     - ``issuer``: the issuer's cycles per message (its profile; a parallel issuer
       fills a batch's WQEs at once);
-    - with ``ctx``: each fill is a one-word read (its request up, its completion down)
-      and each write-back a one-word posted write up, on node A's interface for the
+    - with ``ctx``: each fill reads the whole context, ``W = qpc_bytes / 64`` words
+      (its request TLPs up, one per ``max_read_request``; its completions down, one
+      per ``rcb``) and each write-back is a one-word posted write up (the dynamic
+      word), on node A's interface for the
       requester and node B's for the responder (``host B down``: the responder's fill
       completions); ``context entries``: Little's law on the cache, a miss holds its
       entry for at least the fill's read latency, so ``misses * read_latency /
       cache_entries`` cycles a message at each node;
     - ``read tags``: Little's law on the host's outstanding reads, each completion chunk
       (at most ``rcb`` bytes) holds one of ``tags`` for the read latency: ``chunks *
-      read_latency / tags`` (WQE and payload reads; with ``ctx`` also one chunk per
-      fill, per node).
+      read_latency / tags`` (WQE and payload reads; with ``ctx`` also each fill's
+      chunks, per node).
 
     Doorbells and WQE reads are counted at one per ``ring_every`` messages, CQEs at one
     per ``signal_every`` (the rung's policy, the bound of a long run)."""
@@ -150,14 +152,16 @@ def rate_bound(msg_bytes, ctx=None, **knobs):
         missing = [c for c in CTX_COUNTS if c not in ctx]
         if missing:
             raise ValueError(f"ctx lacks {missing}: it needs {list(CTX_COUNTS)}")
+        fb = p["qpc_bytes"]                          # a fill's bytes (the whole context)
+        f_reqs, f_cpls = -(-fb // prof.max_read_request), -(-fb // prof.rcb)
         for side, host in (("req", "A"), ("resp", "B")):
             fills, wbs = ctx[f"{side}_misses"], ctx[f"{side}_writebacks"]
             down = f"host {host} down"
-            parts[down] = parts.get(down, 0.0) + fills * (w + prof.cpl_overhead) \
+            parts[down] = parts.get(down, 0.0) + fills * (fb + f_cpls * prof.cpl_overhead) \
                 / prof.bytes_per_cycle
-            parts[f"host {host} up"] += (fills * prof.req_overhead
+            parts[f"host {host} up"] += (fills * f_reqs * prof.req_overhead
                                          + wbs * (w + prof.req_overhead)) / prof.bytes_per_cycle
-            tags[host] += fills
+            tags[host] += fills * f_cpls
         parts["context entries"] = max(ctx["req_misses"], ctx["resp_misses"]) \
             * prof.read_latency / p["cache_entries"]
     parts["read tags"] = max(tags.values()) * prof.read_latency / prof.tags

@@ -85,7 +85,8 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     per_qp = {}
     for q in qseq:
         per_qp[q] = per_qp.get(q, 0) + 1
-    v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n))
+    v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n),
+              qpc_words=p["qpc_bytes"] // HOST_WORD_BYTES)
     stride = 2 if k["inline"] else 0
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
                          pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & _PSN_MASK,
@@ -141,7 +142,7 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     v.rung = rung
     cfg = Config(cache_entries=p["cache_entries"], cache_ways=p["cache_ways"], host=p["host"],
                  link_latency=p["link_latency"], depth=depth, cq_base=v.cq_base,
-                 cq_log2=v.cq_log2, miss_queue=p["miss_queue"],
+                 cq_log2=v.cq_log2, miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"],
                  **{x: k[x] for x in ENGINE_KNOBS})
     return cfg, v
 

@@ -10,6 +10,7 @@ raising ``ValueError`` that names it.
 import dataclasses
 
 from pymodel.fabric.faulty_link import FaultSettings
+from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.rdma_engine import (
@@ -70,6 +71,10 @@ class Config:
     miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
     qpc_base_a: int = 0
     qpc_base_b: int = 0
+    #: Bytes of a QP context in host memory, both nodes (the top's ``qpc_log2`` port,
+    #: ``2**qpc_log2 == qpc_bytes // 64``): 64 to 1024, a power of two; default 256, the
+    #: room of mlx5's 232-byte context (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`).
+    qpc_bytes: int = QPC_BYTES_DEFAULT
     cq_base: int = 0
     cq_log2: int = 10
     ack_every: int = 1
@@ -115,6 +120,8 @@ class Config:
             bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")
         for name in ("qpc_base_a", "qpc_base_b", "cq_base"):
             integer(name, 0, self.depth - 1)
+        if isinstance(self.qpc_bytes, bool) or self.qpc_bytes not in QPC_BYTES_CHOICES:
+            bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
         if self.host not in PROFILES:
             bad("host", f"one of {sorted(PROFILES)}")
         if not isinstance(self.responder_sizes, dict) or not set(
@@ -123,6 +130,16 @@ class Config:
         for name in ("faults_ab", "faults_ba"):
             if not isinstance(getattr(self, name), FaultSettings):
                 bad(name, "a FaultSettings")
+
+    @property
+    def qpc_words(self):
+        """Host words of one QP context."""
+        return self.qpc_bytes // HOST_WORD_BYTES
+
+    @property
+    def qpc_log2(self):
+        """The tops' ``qpc_log2`` port."""
+        return self.qpc_words.bit_length() - 1
 
     @property
     def profile(self):

@@ -3,7 +3,10 @@
 Written from the contract in that class's docstring: a set-associative cache (``ways``
 ways per set, entry ``set * ways + way``, tree pseudo-LRU per set) whose static
 word is filled from host memory, with groups of dynamic fields that each have one
-writer and read as the filled word's fields until that writer first writes them.
+writer and read as the filled word's fields until that writer first writes them. A
+context is ``qpc_words`` host words at ``base + qpn * qpc_words`` (the ``qpc_log2``
+port): a fill reads them all, keeps the static fields of word 1 and the dynamic fields of
+word 0 and discards the rest; a write-back writes word 0 only.
 Every read sees the contents of the start of the cycle; writes are applied by
 :meth:`commit` (see :mod:`pymodel.cycle`).
 """
@@ -12,7 +15,7 @@ from collections import deque
 
 from pymodel.cycle import note_activity
 from pymodel.fields import pack, unpack
-from spec.formats.roce import QPC_LAYOUT
+from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_MASK, QPC_LAYOUT
 from spec.rdma_engine import CACHE_WAYS
 
 __all__ = ["ContextCacheModel", "CACHE_WAYS", "plru_victim", "plru_touch"]
@@ -41,8 +44,16 @@ def plru_touch(bits, way, ways):
 class ContextCacheModel:
     """Contents, fill queue and counters of one engine's context cache."""
 
-    def __init__(self, entries, groups, base=0, depth=1 << 15, used=None, ways=1):
+    def __init__(self, entries, groups, base=0, depth=1 << 15, used=None, ways=1,
+                 qpc_words=1):
         self.n, self.base, self.depth = entries, base, depth
+        if isinstance(qpc_words, bool) or 64 * qpc_words not in QPC_BYTES_CHOICES:
+            raise ValueError(f"qpc_words (qpc_bytes / 64) must be one of "
+                             f"{tuple(b // 64 for b in QPC_BYTES_CHOICES)}, not {qpc_words!r}")
+        self.words = qpc_words
+        self.fill_word = 0                    # the next word's place in its fill
+        self.held = 0                         # word 0 of the fill in progress
+        self.fill_discards = 0
         self.used = used or entries          # entries in use (the cache_log2 port)
         if self.used > entries or self.used & (self.used - 1):
             raise ValueError(f"cache entries in use must be a power of two up to {entries}, "
@@ -146,7 +157,8 @@ class ContextCacheModel:
         for name in self.groups:
             if self.dyn[name][e] is not None:
                 ctx.update(self.dyn[name][e])
-        return pack(QPC_LAYOUT, ctx)
+        word = pack(QPC_LAYOUT, ctx)
+        return word if self.words == 1 else word & QPC_DYNAMIC_MASK
 
     # ---- the cycle's actions ----
     def lookup(self, qpn, victim_busy, fill_room, wb_room):
@@ -172,17 +184,29 @@ class ContextCacheModel:
         wb = None
         if need_wb:
             self.count["writebacks"] += 1
-            wb = ((self.base + victim) % self.depth, self._writeback_word(e))
+            wb = ((self.base + victim * self.words) % self.depth, self._writeback_word(e))
         self._staged.append(("miss", e, qpn))
-        return True, (self.base + qpn) % self.depth, wb
+        return True, (self.base + qpn * self.words) % self.depth, wb
 
     def _touch(self, e):
         if self.ways > 1:
             self._staged.append(("touch", e))
 
     def fill(self, word):
-        """A fill word arrives this cycle (for the oldest outstanding miss)."""
-        self._staged.append(("fill", word))
+        """A fill word arrives this cycle (for the oldest outstanding miss): word 0 is
+        held, word 1 (word 0 when a context is one word) is merged with it and kept,
+        later words are discarded; the fill is done at its last word."""
+        k = self.fill_word
+        self.fill_word = 0 if k == self.words - 1 else k + 1
+        if k == 0:
+            self.held = word
+        if k > 1:
+            self.fill_discards += 1
+        if k == min(1, self.words - 1):
+            dyn = word if k == 0 else self.held
+            self._staged.append(("keep", (dyn & QPC_DYNAMIC_MASK) | (word & ~QPC_DYNAMIC_MASK)))
+        if k == self.words - 1:
+            self._staged.append(("fill",))
 
     def write_group(self, name, e, values):
         self._staged.append(("group", name, e, dict(values)))
@@ -193,9 +217,10 @@ class ContextCacheModel:
         note_activity()
         fills = 0
         for op in self._staged:
-            if op[0] == "fill":
+            if op[0] == "keep":
+                self.static[self.order[0]] = op[1]
+            elif op[0] == "fill":
                 e = self.order.popleft()
-                self.static[e] = op[1]
                 self.filling[e] = False
                 for g in self.groups:
                     self.dyn[g][e] = None

@@ -36,6 +36,7 @@ from pymodel.rdma.pause import PauseGenModel
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import MIN_CQ_LOG2
+from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
 from spec.host import PROFILES
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
@@ -110,6 +111,9 @@ class FabricConfig:
     #: Every requester's miss queue (the tops' ``miss_queue``; 0: none).
     miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
     qpc_base: int = 0
+    #: Bytes of a QP context in host memory (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`,
+    #: the tops' ``qpc_log2`` port: ``2**qpc_log2 == qpc_bytes // 64``).
+    qpc_bytes: int = QPC_BYTES_DEFAULT
     cq_base: int = 0
     cq_log2: int = MIN_CQ_LOG2
     ack_every: int = 1
@@ -144,6 +148,8 @@ class FabricConfig:
             bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")
         for name in ("qpc_base", "cq_base"):
             integer(name, 0, self.depth - 1)
+        if isinstance(self.qpc_bytes, bool) or self.qpc_bytes not in QPC_BYTES_CHOICES:
+            bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
         if self.host not in PROFILES:
             bad("host", f"one of {sorted(PROFILES)}")
         if not isinstance(self.responder_sizes, dict) or not set(
@@ -160,6 +166,16 @@ class FabricConfig:
     @property
     def qpc_base_a(self):          # what the requester model reads
         return self.qpc_base
+
+    @property
+    def qpc_words(self):
+        """Host words of one QP context."""
+        return self.qpc_bytes // HOST_WORD_BYTES
+
+    @property
+    def qpc_log2(self):
+        """The top's ``qpc_log2`` port."""
+        return self.qpc_words.bit_length() - 1
 
     @property
     def profile(self):
@@ -207,7 +223,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
 
     reqs = [RequesterModel(cfg, sender(p)) for p in nodes]
     resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
-                            qpc_base=cfg.qpc_base, mr_table=images[p]["mr_table"],
+                            qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
+                            mr_table=images[p]["mr_table"],
                             cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
                             **cfg.responder_sizes)
              for p in nodes]

@@ -78,12 +78,14 @@ def inflight_bits(req, resp, host_a, host_b):
                                      + resp.get("rx_beats_max", 0)))
 
 
-def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b):
+def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b,
+              qpc_words=1):
     """Per-message metrics of a run of ``messages`` messages.
 
     ``lat``/``comp``: per-message latency and completion (:func:`per_message`);
     ``wire_ab``/``wire_ba``: the frames (bytes with FCS) on each link; the counters of
-    the requester, the responder and both host interfaces.
+    the requester, the responder and both host interfaces. ``qpc_words``: host words
+    of a QP context (a fill moves them all, a write-back one).
     """
     n = messages
     good_lat = [x for x in lat if x is not None]
@@ -102,7 +104,8 @@ def summarize(messages, lat, comp, wire_ab, wire_ba, req, resp, host_a, host_b):
     }
     ctrl_bytes = (DOORBELL_BYTES * req["doorbells"]
                   + HOST_WORD_BYTES * (req["bf_writes"] + req["wqes"] + req["cqe_writes"]
-                                       + ops["ctx_misses"] + ops["ctx_writebacks"]))
+                                       + ops["ctx_misses"] * qpc_words
+                                       + ops["ctx_writebacks"]))
     return {
         "latency_cycles": statistics.median(good_lat) if good_lat else None,
         "completion_cycles": statistics.median(good_comp) if good_comp else None,

@@ -197,7 +197,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
 
     req = RequesterModel(cfg, send_ab)
     resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
-                          qpc_base=cfg.qpc_base_b, mr_table=mr_table,
+                          qpc_base=cfg.qpc_base_b, qpc_words=cfg.qpc_words,
+                          mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
                           cache_ways=cfg.cache_ways, selective=cfg.selective,
                           **cfg.responder_sizes)

@@ -17,6 +17,8 @@ from spec.formats.roce import (
     CQE_LAYOUT,
     HOST_WORD_BYTES,
     MR_LAYOUT,
+    QPC_BYTES_DEFAULT,
+    QPC_DYNAMIC_MASK,
     QPC_LAYOUT,
     WQE_ACK_REQ,
     WQE_INLINE,
@@ -24,7 +26,9 @@ from spec.formats.roce import (
     WQE_SIGNALLED,
     QpState,
     WqeOpcode,
+    qpc_image,
 )
+from spec.formats.roce import qpc_words as qpc_words_of
 from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import (
     BLUEFLAME_OFFSET,
@@ -35,8 +39,8 @@ from spec.rdma_engine import (
 )
 from spec.rdma_stages import DOORBELL_LAYOUT, SQ_INDEX_BITS
 
-__all__ = ["Verbs", "QpPair", "Message", "MAC_A", "MAC_B", "IP_A", "IP_B", "MIN_CQ_LOG2",
-           "cq_log2_for", "inline_limit"]
+__all__ = ["Verbs", "QpPair", "QPC_WORDS_DEFAULT", "table_qps", "Message", "MAC_A", "MAC_B", "IP_A",
+           "IP_B", "MIN_CQ_LOG2", "cq_log2_for", "inline_limit"]
 
 #: Low bits of an rkey that index the MR table (the responder takes the low
 #: log2(mr_entries) bits, and its table holds at most 256 entries:
@@ -92,6 +96,16 @@ class Message:
     announce: int = -1
 
 
+def table_qps(max_qps, depth, qpc_words):
+    """Contexts of the table of :class:`Verbs`: ``max_qps``, at most half of ``depth``
+    words of ``qpc_words`` each (the rest for send queues, the CQ and buffers)."""
+    return min(max_qps, max(1, depth // (2 * qpc_words)))
+
+
+#: Host words of a QP context by default (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`).
+QPC_WORDS_DEFAULT = QPC_BYTES_DEFAULT // HOST_WORD_BYTES
+
+
 class Verbs:
     """Both nodes' host images for one scenario (requester A, responder B).
 
@@ -102,17 +116,25 @@ class Verbs:
     mr_entries : int
         Entries of node B's MR table.
     max_qps : int
-        QP numbers below this have a context slot (the table starts at word 0).
+        QP numbers below this have a context slot (the table starts at word 0), at most
+        as many as fill half of the host memory (:func:`table_qps`).
+    qpc_words : int
+        Host words of one context (``qpc_bytes // 64``, the engines' ``qpc_log2`` port):
+        QP ``q``'s context is at ``q * qpc_words``, laid out by
+        :func:`spec.formats.roce.qpc_image` (dynamic word, static word, reserved words).
     cq_log2 : int
         The CQ holds ``2**cq_log2`` CQEs.
     """
 
     def __init__(self, depth=HOST_DEPTH, mr_entries=16, max_qps=4096,
-                 cq_log2=MIN_CQ_LOG2):
+                 cq_log2=MIN_CQ_LOG2, qpc_words=None):
+        qpc_words = QPC_WORDS_DEFAULT if qpc_words is None else qpc_words
         self.depth, self.mr_entries, self.cq_log2 = depth, mr_entries, cq_log2
+        self.qpc_words = qpc_words_of(HOST_WORD_BYTES * qpc_words, "Verbs")
         self.qpc_base_a = self.qpc_base_b = 0
         self.mem_a, self.mem_b = {}, {}
-        self._next_a, self._next_b = max_qps, max_qps
+        self.max_qps = table_qps(max_qps, depth, qpc_words)
+        self._next_a = self._next_b = self.max_qps * qpc_words
         self.cq_base = self._alloc_a(1 << cq_log2)
         self.mr_table = [0] * mr_entries
         self.writes = []             # MMIO writes: (release cycle, [words])
@@ -140,17 +162,37 @@ class Verbs:
         node B's in ``state_b``); its send queue has ``2**sq_log2`` slots of
         ``2**stride_log2`` words."""
         sq_base = self._alloc_a((1 << sq_log2) << stride_log2)
-        self.mem_a[self.qpc_base_a + qpn_a] = pack(
+        self.put_context(self.mem_a, self.qpc_base_a, qpn_a, pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
             dest_qp=qpn_b, next_psn=psn_a,
             sq_size_log2=sq_log2, sq_stride_log2=stride_log2, sq_base=sq_base, dmac=MAC_B,
-            smac=MAC_A, dip=IP_B, sip=IP_A)
-        self.mem_b[self.qpc_base_b + qpn_b] = pack(
+            smac=MAC_A, dip=IP_B, sip=IP_A))
+        self.put_context(self.mem_b, self.qpc_base_b, qpn_b, pack(
             QPC_LAYOUT, valid=1, state=QpState(state_b).value, pmtu_log2=pmtu_log2,
             dest_qp=qpn_a, expected_psn=psn_b,
-            dmac=MAC_A, smac=MAC_B, dip=IP_A, sip=IP_B)
+            dmac=MAC_A, smac=MAC_B, dip=IP_A, sip=IP_B))
         qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, stride_log2)
         return qp
+
+    def put_context(self, mem, base, qpn, word):
+        """Write QP ``qpn``'s context (its fields as the integer ``word``) into the host
+        image ``mem`` of a table at ``base``: ``qpc_words`` words at ``base + qpn *
+        qpc_words`` (:func:`spec.formats.roce.qpc_image`). ``ValueError`` if ``qpn`` has
+        no slot in the table."""
+        if not 0 <= qpn < self.max_qps:
+            raise ValueError(f"QPN {qpn} has no context slot: the table holds "
+                             f"{self.max_qps} contexts of {HOST_WORD_BYTES * self.qpc_words}"
+                             f" bytes (qpc_bytes) in half of {self.depth} words")
+        for k, w in enumerate(qpc_image(word, self.qpc_words)):
+            mem[base + qpn * self.qpc_words + k] = w
+
+    def context(self, mem, base, qpn):
+        """The fields of QP ``qpn``'s context in ``mem`` (a dict): the static word's
+        static fields and the dynamic word's dynamic fields."""
+        at = base + qpn * self.qpc_words
+        dyn = mem.get(at, 0)
+        static = mem.get(at + min(1, self.qpc_words - 1), 0)
+        return unpack(QPC_LAYOUT, (dyn & QPC_DYNAMIC_MASK) | (static & ~QPC_DYNAMIC_MASK))
 
     def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5):
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``."""

@@ -80,14 +80,15 @@ RDMA_WEIGHTS = dict(valid=1, bitflip=4, field=8, truncate=2, extend=2, duplicate
                     reorder=1)
 
 
-def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fillers=256):
+def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fillers=256,
+               qpc_words=None):
     """``frames`` fuzz frames (RoCEv2 WRITEs to QP :data:`RDMA_QPN` and mutants of them)
     then ``fillers`` one-beat frames with a bad FCS (a gap on the wire, so that the
     responder's buffers drain whatever the fuzz left) and ``tail`` valid WRITE ONLYs to
     the sentinel QP :data:`RDMA_SENTINEL_QPN` and its own MR, whose QPN and rkey no
     mutant carries (the mutator redraws those). Deterministic in ``(seed, chunk)``."""
     rng = random.Random(f"rdma-fuzz-{seed}-{chunk}")
-    v = Verbs(depth=depth, mr_entries=mr_entries)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     v.create_qp(1, RDMA_QPN, pmtu_log2=8, psn_a=RDMA_PSN, psn_b=RDMA_PSN)
     v.create_qp(2, RDMA_SENTINEL_QPN, psn_a=RDMA_SENTINEL_PSN, psn_b=RDMA_SENTINEL_PSN)
     v.create_qp(3, RDMA_ERR_QPN, psn_a=RDMA_ERR_PSN, psn_b=RDMA_ERR_PSN,
@@ -144,7 +145,8 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
             ops.RC_RDMA_WRITE_ONLY, a, b, 2, RDMA_SENTINEL_QPN, RDMA_SENTINEL_PSN + k,
             k == tail - 1, pl, va=s_addr + 128 * k, rkey=s_key, dma_length=len(pl)), "tail"))
         want[s_addr + 128 * k] = pl
-    contexts = [v.qpc_base_b + q for q in (RDMA_QPN, RDMA_SENTINEL_QPN)]
+    # The dynamic words, which context write-backs rewrite.
+    contexts = [v.qpc_base_b + q * v.qpc_words for q in (RDMA_QPN, RDMA_SENTINEL_QPN)]
     # The ERR QP's MR is read-only to the checks: nothing may land there.
     return RdmaChunk(v, fuzz + filler + tail_frames, len(fuzz),
                      [(raddr, mr_bytes), (s_addr, 64 * tail * 2)],

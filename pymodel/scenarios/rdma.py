@@ -70,7 +70,8 @@ def _plan(messages, qps, k, warmup):
 
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
-                    mr_entries=16, spacing=0, warmup=0, cache_entries=16, **knobs):
+                    mr_entries=16, spacing=0, warmup=0, cache_entries=16, qpc_words=None,
+                    **knobs):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
 
     ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
@@ -84,7 +85,8 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     they find its QP's context cached at both ends. ``cache_entries``: the entries in
     use of the engines' context caches (default 16, the smallest the points use), which
     decides the WQEs that ask for an ACK under ACK coalescing
-    (:func:`coalesced_ack_requests`). Returns the :class:`Verbs`.
+    (:func:`coalesced_ack_requests`). ``qpc_words``: host words of a QP context
+    (:class:`~pymodel.rdma.verbs.Verbs`; None: the default). Returns the :class:`Verbs`.
     """
     k = dict(RUNG_KNOBS, **knobs)
     unknown = set(knobs) - set(RUNG_KNOBS)
@@ -97,7 +99,8 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     per_qp = -(-messages // qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
     stride = 2 if k["inline"] else 0
-    v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages))
+    v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages),
+              qpc_words=qpc_words)
     pairs = [v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
                          psn_a=(q * 977) & _PSN_MASK, psn_b=(q * 977) & _PSN_MASK,
                          stride_log2=stride)
@@ -189,7 +192,7 @@ def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_e
 
 
 def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,
-                      depth=HOST_DEPTH, mr_entries=16):
+                      depth=HOST_DEPTH, mr_entries=16, qpc_words=None):
     """Two QPs; the second WRITE of QP 0 carries a wrong rkey. Returns the
     :class:`Verbs` with the intent of the IBTA rules (Vol 1 table 91, Any State to Error) in
     ``v.expect_status`` (posting index -> ibv_wc_status) and ``v.no_frames`` (posting
@@ -207,7 +210,7 @@ def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,
     Every WRITE is signalled and targets its own bytes.
     """
     rng = random.Random(seed)
-    v = Verbs(depth=depth, mr_entries=mr_entries)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     qp0 = v.create_qp(0, 3, sq_log2=3, psn_a=500, psn_b=500)
     qp1 = v.create_qp(1, 4, sq_log2=3, psn_a=7000, psn_b=7000)
     raddr, rkey = v.reg_mr(16 * size + 64 * 16, index=3)
@@ -244,11 +247,11 @@ def qp_error_scenario(seed=4, size=200, later=3000, reset=3500, resume=4000,
     return v
 
 
-def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
+def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16, qpc_words=None):
     """Good and bad frames played straight onto the A->B link: returns ``(verbs, frames,
     reasons)``, the expected responder counter per frame."""
     rng = random.Random(seed)
-    v = Verbs(depth=depth, mr_entries=mr_entries)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     v.create_qp(1, 5, psn_a=100, psn_b=100)
     v.create_qp(2, 6, psn_a=101, psn_b=101, state_b=QpState.ERR)   # node B's QP 6 in ERR
     raddr, rkey = v.reg_mr(4096, index=2)
@@ -288,7 +291,7 @@ def bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
 
 
 def overflow_scenario(seed=3, small=8, large=48, qps=2, tail=4, depth=HOST_DEPTH,
-                      mr_entries=16):
+                      mr_entries=16, qpc_words=None):
     """Frames played back to back onto the A->B link, faster than the responder takes
     them: ``(verbs, frames, None)``.
 
@@ -302,7 +305,7 @@ def overflow_scenario(seed=3, small=8, large=48, qps=2, tail=4, depth=HOST_DEPTH
     zero.
     """
     rng = random.Random(seed)
-    v = Verbs(depth=depth, mr_entries=mr_entries)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
     only = OpCode.RC_RDMA_WRITE_ONLY
     v.create_qp(1, 5, psn_a=100, psn_b=100)

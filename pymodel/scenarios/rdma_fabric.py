@@ -62,8 +62,9 @@ class NodeVerbs(Verbs):
     ``writes`` the node's MMIO writes. :meth:`connect` links a QP of this node to a QP
     of another node with the fabric's addresses."""
 
-    def __init__(self, node, depth, mr_entries, cq_log2):
-        super().__init__(depth=depth, mr_entries=mr_entries, max_qps=MAX_QPN, cq_log2=cq_log2)
+    def __init__(self, node, depth, mr_entries, cq_log2, qpc_words=None):
+        super().__init__(depth=depth, mr_entries=mr_entries, max_qps=MAX_QPN, cq_log2=cq_log2,
+                         qpc_words=qpc_words)
         self.node = node
 
     def connect(self, dst, k, nodes, sq_log2, pmtu_log2, psn):
@@ -74,15 +75,15 @@ class NodeVerbs(Verbs):
         s, d = self.node, dst.node
         qpn_a, qpn_b = req_qpn(d, k, nodes), resp_qpn(s, k, nodes)
         sq_base = self._alloc_a(1 << sq_log2)
-        self.mem_a[self.qpc_base_a + qpn_a] = pack(
+        self.put_context(self.mem_a, self.qpc_base_a, qpn_a, pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
             dest_qp=qpn_b, next_psn=psn, sq_size_log2=sq_log2, sq_stride_log2=0,
             sq_base=sq_base, dmac=node_mac(d), smac=node_mac(s), dip=node_ip(d),
-            sip=node_ip(s))
-        dst.mem_b[dst.qpc_base_b + qpn_b] = pack(
+            sip=node_ip(s)))
+        dst.put_context(dst.mem_b, dst.qpc_base_b, qpn_b, pack(
             QPC_LAYOUT, valid=1, state=QpState.RTS.value, pmtu_log2=pmtu_log2,
             dest_qp=qpn_a, expected_psn=psn, dmac=node_mac(s), smac=node_mac(d),
-            dip=node_ip(s), sip=node_ip(d))
+            dip=node_ip(s), sip=node_ip(d)))
         qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, 0)
         return qp
 
@@ -144,7 +145,7 @@ class FabricScenario:
 
 def fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=1, qps=1,
                     pmtu_log2=12, depth=FABRIC_DEFAULTS["depth"],
-                    mr_entries=FABRIC_DEFAULTS["mr_entries"], warmup=0):
+                    mr_entries=FABRIC_DEFAULTS["mr_entries"], warmup=0, qpc_words=None):
     """``messages`` RDMA WRITEs of ``msg_bytes`` per sender of ``pattern`` over
     ``nodes`` nodes, each signalled and announced by its own doorbell released at its
     arrival (open loop, :func:`arrival_cycles` at ``load`` of :func:`service_cycles`,
@@ -153,7 +154,8 @@ def fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=1, qps=1,
     message with its own target bytes. ``warmup`` (cycles; 0: none): first one message
     per QP, all released at cycle 0 (``warm``: they fill the context caches at both
     ends), then the measured messages with arrivals after cycle ``warmup``. Returns a
-    :class:`FabricScenario`.
+    :class:`FabricScenario`. ``qpc_words``: host words of a QP context (None: the
+    default, :class:`~pymodel.rdma.verbs.Verbs`).
     """
     lo, hi = NODES_RANGE
     check_count("nodes", nodes, lo, hi)
@@ -168,7 +170,7 @@ def fabric_scenario(pattern, nodes, messages, msg_bytes, load, seed=1, qps=1,
         for d in ds:
             per_pair[s, d] = per_pair.get((s, d), warm) + 1
     cq_log2 = max(4, (messages + warm * nodes - 1).bit_length())
-    verbs = [NodeVerbs(p, depth, mr_entries, cq_log2) for p in range(nodes)]
+    verbs = [NodeVerbs(p, depth, mr_entries, cq_log2, qpc_words) for p in range(nodes)]
     words = -(-msg_bytes // 64)
     qp_of, mr_of, cursor = {}, {}, {}
     for (s, d), count in sorted(per_pair.items()):

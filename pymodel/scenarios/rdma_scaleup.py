@@ -29,7 +29,7 @@ def _refcs(frame):
     return body + zlib.crc32(body).to_bytes(4, "little")
 
 
-def scaleup_bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
+def scaleup_bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16, qpc_words=None):
     """``(verbs, frames, reasons)``: the expected responder counter of each frame.
 
     A good WRITE; then, at the next PSN, one with a wrong ``type`` (ICRC and FCS
@@ -39,7 +39,7 @@ def scaleup_bad_frames_scenario(seed=2, depth=HOST_DEPTH, mr_entries=16):
     WRITE (8 bytes of payload, a 54-byte frame: accepted) and a 129-byte one.
     """
     rng = random.Random(seed)
-    v = Verbs(depth=depth, mr_entries=mr_entries)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     v.create_qp(1, 5, psn_a=100, psn_b=100)
     raddr, rkey = v.reg_mr(4096, index=2)
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)

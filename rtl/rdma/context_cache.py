@@ -5,8 +5,9 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from rtl.rdma.cache_index import check_ways, entry_of, plru_touch, plru_victim
 from spec.checks import check_int, reject
-from spec.formats.roce import HOST_WORD_BITS, QPC_LAYOUT, QPN_BITS
+from spec.formats.roce import HOST_WORD_BITS, QPC_DYNAMIC_MASK, QPC_LAYOUT, QPN_BITS
 from spec.ports import (
     CacheGroupSignature,
     CacheProbeSignature,
@@ -14,55 +15,14 @@ from spec.ports import (
     FillQuerySignature,
     ports_by_name,
 )
-from spec.rdma_engine import CACHE_COUNTERS, CACHE_WAYS
+from spec.rdma_engine import CACHE_COUNTERS, CACHE_WAYS, QPC_LOG2_BITS, QPC_MAX_WORDS
 from spec.rdma_stages import group_layout, writeback_layout
 
-__all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS", "CACHE_WAYS", "check_ways"]
+__all__ = ["ContextCache", "entry_of", "CACHE_LOG2_BITS", "CACHE_WAYS", "check_ways",
+           "QPC_LOG2_BITS", "QPC_MAX_WORDS"]
 
 #: Width of the run-time port that says how many entries are in use (``2**cache_log2``).
 CACHE_LOG2_BITS = 4
-
-
-def check_ways(owner, ways, entries=None):
-    """``ways`` checked: one of :data:`CACHE_WAYS` (and at most ``entries``)."""
-    if isinstance(ways, bool) or ways not in CACHE_WAYS:
-        reject(owner, f"QP-context cache ways (cache_ways) must be one of {CACHE_WAYS}, "
-                      f"not {ways!r}")
-    if entries is not None and ways > entries:
-        reject(owner, f"QP-context cache ways (cache_ways) {ways} must divide the "
-                      f"{entries} entries")
-    return ways
-
-
-def plru_victim(bits, ways):
-    """The way a tree pseudo-LRU state ``bits`` (``ways - 1`` bits, node ``k`` of the
-    binary tree at bit ``k - 1``, children ``2k`` and ``2k + 1``; a bit 0 points left)
-    names as least recently used: walk from the root along the bits. An Amaranth
-    value of ``log2(ways)`` bits."""
-    wbits = (ways - 1).bit_length()
-    node = Const(1, 1)
-    for _ in range(wbits):
-        node = Cat(bits.bit_select((node - 1).as_unsigned(), 1), node)
-    return node[:wbits]
-
-
-def plru_touch(bits, way, ways):
-    """The tree pseudo-LRU state ``bits`` after an access to ``way``: every node on the
-    path from the root to ``way`` points away from it."""
-    wbits = (ways - 1).bit_length()
-    out = []
-    for k in range(1, ways):
-        depth = k.bit_length() - 1
-        on_path = (Cat(way, Const(1, 1)) >> (wbits - depth)) == k
-        out.append(Mux(on_path, ~way[wbits - 1 - depth], bits[k - 1]))
-    return Cat(*out)
-
-
-def entry_of(qpn, cache_log2, ibits):
-    """The cache entry of ``qpn`` when ``2**cache_log2`` entries are in use (an Amaranth
-    value of ``ibits`` bits): its low ``cache_log2`` bits."""
-    mask = ((Const(1, ibits + 1) << cache_log2) - 1)[:ibits]
-    return qpn[:ibits] & mask
 
 
 def _width(shape):
@@ -70,7 +30,8 @@ def _width(shape):
 
 
 class ContextCache(wiring.Component):
-    """Set-associative cache of ``entries`` QP contexts (one 64-byte host word each).
+    """Set-associative cache of ``entries`` QP contexts (one 64-byte word each: the
+    fields of a context, :data:`spec.formats.roce.QPC_LAYOUT`).
 
     With ``2**cache_log2`` entries in use and ``ways`` ways, QP ``q`` lives in set
     ``s = q % (2**cache_log2 // ways)``, in one of the entries ``s * ways + w`` (way
@@ -90,6 +51,16 @@ class ContextCache(wiring.Component):
     owns and rewrites (the requester's ``sq_head``, its ``next_psn``; the responder's
     PSN and MSN state). Each group has one writer, so stages never race; a group reads
     as the filled word's fields until its owner first writes the entry after a fill.
+
+    A context in host memory is ``W = 2**qpc_log2`` words at ``base + qpn * W``
+    (:data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): word 0 the dynamic word, word 1 the
+    static word, words 2 to W - 1 the rest of a real context, not interpreted here. A
+    fill reads the whole context (one read of W words: the cache line is the context,
+    as a real engine caches whole contexts with fields this model does not use, so the
+    host interface is charged for all of them); the cache keeps the word ``static
+    fields of word 1 | dynamic fields of word 0`` and discards words 2 to W - 1
+    (``fill_discards``). A write-back writes only the dynamic word (the written word
+    masked to the dynamic fields; with W = 1 the whole word).
 
     The cache never evicts a context that is in use: the user says so with
     ``victim_busy`` (its own count of work of that entry's QP in flight), and a lookup
@@ -116,7 +87,10 @@ class ContextCache(wiring.Component):
     Ports
     -----
     base : In(range(depth))
-        Word address of the context table: QP ``q`` at ``base + q``.
+        Word address of the context table: QP ``q`` at ``base + q * 2**qpc_log2``.
+    qpc_log2 : In(QPC_LOG2_BITS)
+        A context is ``2**qpc_log2`` host words (0 to 4: ``qpc_bytes`` 64 to 1024; held
+        from reset). One build serves every context size.
     cache_log2 : In(CACHE_LOG2_BITS)
         ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset),
         ``2**cache_log2 // ways`` sets. One build serves every cache size up to
@@ -141,9 +115,11 @@ class ContextCache(wiring.Component):
         Is QP ``probe.qpn`` in the cache, filled (``present``), and in which ``entry``?
         Combinational.
     fill_rd : Out(stream.Signature(range(depth)))
-        Fill reads (word address), to a FIFO of the user.
+        Fill reads (word address of a context; the user reads ``2**qpc_log2`` words
+        there), to a FIFO of the user.
     fill_data : In(stream.Signature(HOST_WORD_BITS))
-        The fill words, in the order of the fill reads; ``ready`` is ignored.
+        The fill words, in the order of the fill reads, ``2**qpc_log2`` per fill;
+        ``ready`` is ignored.
     wb : Out(stream.Signature(writeback_layout(depth)))
         Write-backs of evicted contexts that a group owner has written since their fill.
     filled : In(FillQuerySignature(entries))
@@ -159,14 +135,17 @@ class ContextCache(wiring.Component):
         the next cycle on).
     lookups, misses, writebacks, fills_max : Out(32)
         Counters since reset; ``fills_max`` is the most fills outstanding at once.
+    fill_discards : Out(32)
+        Fill words discarded (words 2 to W - 1 of each fill).
     busy_skips : Out(32)
         Cycles a lookup missed and was not taken because its candidate was
         ``victim_busy`` or filling.
 
     Timing
     ------
-    A lookup is answered in the cycle it is presented. Fill data written in cycle ``f``
-    is readable (and ``q_ready`` high) from ``f + 1``. A write-back word is the static
+    A lookup is answered in the cycle it is presented. A fill is complete when its last
+    word (word W - 1) arrives; that word written in cycle ``f``, the context is readable
+    (and ``q_ready`` high) from ``f + 1``. A write-back word is the static
     word with every group's current value put in its fields.
     """
 
@@ -187,6 +166,7 @@ class ContextCache(wiring.Component):
         self.groups = {name: tuple(fields) for name, fields in groups.items()}
         ports = {
             "base": In(range(depth)),
+            "qpc_log2": In(QPC_LOG2_BITS),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "req": In(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": In(1),
@@ -207,6 +187,7 @@ class ContextCache(wiring.Component):
             ports[name] = In(CacheGroupSignature(entries, group_layout(fields)))
         ports.update({n: Out(32) for n in CACHE_COUNTERS})
         ports["busy_skips"] = Out(32)
+        ports["fill_discards"] = Out(32)
         super().__init__(ports)
 
     def _ways_of(self, m, tags, qpn, name):
@@ -320,7 +301,9 @@ class ContextCache(wiring.Component):
             with m.If(t):
                 m.d.comb += nxt[off:off + width].eq(value)
             cur = nxt
-        m.d.comb += [overlay.eq(cur), wb_word.eq(overlay)]
+        m.d.comb += [overlay.eq(cur),
+                     wb_word.eq(Mux(self.qpc_log2 == 0, overlay,
+                                    overlay & Const(QPC_DYNAMIC_MASK, HOST_WORD_BITS)))]
 
         # Static read ports.
         for reader in self.reads:
@@ -357,30 +340,48 @@ class ContextCache(wiring.Component):
             m.d.comb += [
                 tag_wr.addr.eq(entry), tag_wr.en.eq(1),
                 tag_wr.data.valid.eq(1), tag_wr.data.qpn.eq(qpn),
-                self.fill_rd.valid.eq(1), self.fill_rd.payload.eq(self.base + qpn),
+                self.fill_rd.valid.eq(1),
+                self.fill_rd.payload.eq(self.base + (qpn << self.qpc_log2)),
                 order.w_en.eq(1), order.w_data.eq(entry),
                 set_mask.eq(Const(1, n) << entry),
             ]
             m.d.sync += self.misses.eq(self.misses + 1)
             with m.If(need_wb):
                 m.d.comb += [self.wb.valid.eq(1),
-                             self.wb.payload.addr.eq(self.base + tag.qpn),
+                             self.wb.payload.addr.eq(self.base + (tag.qpn << self.qpc_log2)),
                              self.wb.payload.data.eq(wb_word)]
                 m.d.sync += self.writebacks.eq(self.writebacks + 1)
 
-        # Fill data, in the order of the misses.
+        # Fill data, in the order of the misses, 2**qpc_log2 words per fill: word 0 held,
+        # word 1 (word 0 if W = 1) merged with it and stored, the fill done at word W - 1.
+        word_no = Signal(range(QPC_MAX_WORDS))
+        held = Signal(HOST_WORD_BITS)
+        last_no = Signal(range(QPC_MAX_WORDS))
+        keep_no = Signal(1)
+        fill_done = Signal()
+        dyn_src = Signal(HOST_WORD_BITS)
+        dyn_mask = Const(QPC_DYNAMIC_MASK, HOST_WORD_BITS)
+        m.d.comb += [last_no.eq((Const(1, QPC_MAX_WORDS.bit_length()) << self.qpc_log2) - 1),
+                     keep_no.eq(self.qpc_log2 != 0),
+                     fill_done.eq(self.fill_data.valid & (word_no == last_no)),
+                     dyn_src.eq(Mux(word_no == 0, self.fill_data.payload, held))]
         with m.If(self.fill_data.valid):
-            m.d.comb += [
-                order.r_en.eq(1),
-                st_wr.addr.eq(order.r_data), st_wr.en.eq(1),
-                st_wr.data.eq(self.fill_data.payload),
-                clr_mask.eq(Const(1, n) << order.r_data),
-            ]
+            m.d.sync += word_no.eq(Mux(word_no == last_no, 0, word_no + 1))
+            with m.If(word_no == 0):
+                m.d.sync += held.eq(self.fill_data.payload)
+            with m.If(word_no == keep_no):
+                m.d.comb += [st_wr.addr.eq(order.r_data), st_wr.en.eq(1),
+                             st_wr.data.eq((dyn_src & dyn_mask)
+                                           | (self.fill_data.payload & ~dyn_mask))]
+            with m.If(word_no > 1):
+                m.d.sync += self.fill_discards.eq(self.fill_discards + 1)
+        with m.If(fill_done):
+            m.d.comb += [order.r_en.eq(1), clr_mask.eq(Const(1, n) << order.r_data)]
         m.d.sync += filling.eq((filling | set_mask) & ~clr_mask)
         for bits, written in fresh_updates:
             m.d.sync += bits.eq((bits & ~written) | clr_mask)
         nxt_out = Signal(range(n + 1))
-        m.d.comb += nxt_out.eq(outstanding + take_miss - self.fill_data.valid)
+        m.d.comb += nxt_out.eq(outstanding + take_miss - fill_done)
         m.d.sync += outstanding.eq(nxt_out)
         with m.If(nxt_out > self.fills_max):
             m.d.sync += self.fills_max.eq(nxt_out)

@@ -10,7 +10,7 @@ from rtl.fabric.link import Link
 from rtl.fabric.switch import Switch
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
-from rtl.rdma.context_cache import CACHE_LOG2_BITS
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS
 from rtl.rdma.frame_demux import FrameDemux
 from rtl.rdma.frame_merge import FrameMerge
 from rtl.rdma.pause import PauseGen
@@ -99,7 +99,8 @@ class RdmaFabricTop(HarnessTop):
 
     Run-time ports, shared by every node: ``qpc_base`` (both context tables), ``cq_base``,
     ``cq_log2``, ``ack_timeout`` (0: the ``timeout`` parameter), ``ack_every``,
-    ``ack_frames``, ``serial``, ``cache_log2``. Counters, arrays of
+    ``ack_frames``, ``serial``, ``cache_log2``, ``qpc_log2`` (a QP context is
+    ``2**qpc_log2`` host words, :class:`rtl.rdma.context_cache.ContextCache`). Counters, arrays of
     :class:`spec.ports.CountersSignature` ports indexed by node (in Verilog
     ``<port>__<p>__<name>``): ``req`` (:data:`spec.rdma_engine.REQUESTER_COUNTERS`),
     ``resp`` (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`), the host interfaces'
@@ -151,7 +152,7 @@ class RdmaFabricTop(HarnessTop):
         ports = {
             "qpc_base": In(range(depth)), "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
-            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS),
+            "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS), "qpc_log2": In(QPC_LOG2_BITS),
         }
         level_bits = Shape.cast(range(p["merge_depth"] + 1)).width
         nodes = self.nodes
@@ -229,6 +230,7 @@ class RdmaFabricTop(HarnessTop):
                 req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
                 req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
                 req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
+                req.qpc_log2.eq(self.qpc_log2), resp.qpc_log2.eq(self.qpc_log2),
                 # Uplink: requester (a) and responder (b) -> merge -> link -> switch.
                 merge.a.valid.eq(req.o.valid), merge.a.payload.eq(req.o.payload),
                 req.o.ready.eq(merge.a.ready), req.go.eq(merge.room),

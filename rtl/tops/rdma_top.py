@@ -9,7 +9,7 @@ from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.faulty_link import FaultyLink
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.host.host_interface import HostInterface
-from rtl.rdma.context_cache import CACHE_LOG2_BITS
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS
 from rtl.rdma.eth_ip_udp import framing_param as check_header_of
 from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
@@ -77,7 +77,9 @@ class RdmaTop(HarnessTop):
     ``ack_frames``, ``serial``, ``selective`` (both engines: 0 go-back-N, 1 selective
     repeat, docs/recovery.md), ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
-    :class:`rtl.rdma.req.requester.Requester`); counters ``req``
+    :class:`rtl.rdma.req.requester.Requester`), ``qpc_log2`` (a QP context is
+    ``2**qpc_log2`` host words at both nodes, ``qpc_bytes`` 64 to 1024; held from reset;
+    see :class:`rtl.rdma.context_cache.ContextCache`); counters ``req``
     (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
     (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`). Recorders must run without
     backpressure. The links take the engines' frames every cycle out of reset;
@@ -110,6 +112,7 @@ class RdmaTop(HarnessTop):
             "cq_base": In(range(depth)), "cq_log2": In(5),
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS), "selective": In(1),
+            "qpc_log2": In(QPC_LOG2_BITS),
         }
         link = ReliableLink if link_retry else FaultyLink
         settings, counters = link.port_signatures()
@@ -173,6 +176,7 @@ class RdmaTop(HarnessTop):
             req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
             req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),
             req.cache_log2.eq(self.cache_log2), resp.cache_log2.eq(self.cache_log2),
+            req.qpc_log2.eq(self.qpc_log2), resp.qpc_log2.eq(self.qpc_log2),
             req.selective.eq(self.selective), resp.selective.eq(self.selective),
             # A -> B
             req.o.ready.eq(~ResetSignal()), inj.ready.eq(sel),

@@ -27,6 +27,8 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
+    "QPC_DYNAMIC_FIELDS", "QPC_DYNAMIC_MASK", "QPC_BYTES_CHOICES", "QPC_BYTES_DEFAULT",
+    "qpc_words", "qpc_image",
     "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "HOST_WORD_BITS", "QPN_BITS",
     "PSN_BITS", "MSN_BITS", "WQE_SIGNALLED", "WQE_INLINE",
     "WQE_ACK_REQ",
@@ -211,7 +213,8 @@ CQE_LAYOUT = data.StructLayout({
     "qpn": QPN_BITS, "resv1": 8, "byte_len": 32, "sq_index": 16, "resv2": 16, "resv3": 256,
 })
 
-#: QP context (one 64-byte host word at ``qpc_base + qpn``). The requester uses the
+#: QP context fields (the layout of the context's words: see :data:`QPC_DYNAMIC_FIELDS`
+#: for how a context of ``qpc_bytes`` lays them out in host memory). The requester uses the
 #: send side (``next_psn``, ``sq_*``), the responder the receive side (``expected_psn``,
 #: ``msn``, and ``resp_va``/``resp_left``: where the next MIDDLE/LAST payload of the
 #: message in progress goes and how many bytes it may still carry); both use the
@@ -221,7 +224,7 @@ CQE_LAYOUT = data.StructLayout({
 #: ``nak_sent`` (responder) is set when a PSN sequence error NAK has been sent and
 #: cleared when the expected PSN is accepted: one NAK per sequence error, later
 #: out-of-order packets are dropped silently (the responder behaviour of IBTA Vol 1
-#: section 9.7.5). One of the 8 spare bits after ``expected_psn``: the context is still
+#: section 9.7.5). One of the 8 spare bits after ``expected_psn``: every field fits in
 #: one 64-byte host word. ``sq_stride_log2``: a send-queue slot is ``2**sq_stride_log2``
 #: words (room for a WQE with inline data).
 #: ``ack_msgs``/``ack_frames`` (requester): messages and frames sent since the last one
@@ -246,6 +249,48 @@ QPC_LAYOUT = data.StructLayout({
 MR_LAYOUT = data.StructLayout({
     "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32,
 })
+
+#: The context fields the engines' pipeline stages rewrite (the context caches' groups:
+#: the requester's ``sq_head`` and sequencer state, the responder's PSN/MSN and message
+#: state). A context of ``qpc_bytes`` bytes is ``W = qpc_bytes // 64`` host words at
+#: ``qpc_base + qpn * W``: word 0 is the *dynamic word* (these fields, the others zero),
+#: word 1 the *static word* (every other field: addressing, send-queue configuration,
+#: path MTU, ``valid``; these fields zero), both in :data:`QPC_LAYOUT`; words 2 to W - 1
+#: are the rest of a real context (features this model does not interpret: mlx5's QPC,
+#: ``mlx5_ifc_qpc_bits`` in Linux include/linux/mlx5/mlx5_ifc.h, is 0x740 bits = 232
+#: bytes) and are read on a fill and discarded. With W = 1 (``qpc_bytes`` 64) the one
+#: word holds every field. A cache holds the word ``static fields of word 1 | dynamic
+#: fields of word 0`` and writes back only word 0.
+QPC_DYNAMIC_FIELDS = ("sq_head", "next_psn", "ack_msgs", "ack_frames", "state",
+                      "expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
+#: The bits of :data:`QPC_DYNAMIC_FIELDS` in a context word.
+QPC_DYNAMIC_MASK = sum(((1 << Shape.cast(QPC_LAYOUT[f].shape).width) - 1)
+                       << QPC_LAYOUT[f].offset for f in QPC_DYNAMIC_FIELDS)
+#: Accepted context sizes in bytes (``qpc_bytes``): 1 to 16 host words, a power of two so
+#: that a context's address is a shift of its QPN.
+QPC_BYTES_CHOICES = (64, 128, 256, 512, 1024)
+#: Default context size: 256 bytes, the power of two that holds mlx5's 232-byte QPC
+#: (``mlx5_ifc_qpc_bits``, Linux include/linux/mlx5/mlx5_ifc.h).
+QPC_BYTES_DEFAULT = 256
+
+
+def qpc_words(qpc_bytes, owner="qpc_bytes"):
+    """Host words of one context (``W``) for ``qpc_bytes``; ``ValueError`` naming
+    ``qpc_bytes`` unless it is one of :data:`QPC_BYTES_CHOICES`."""
+    if isinstance(qpc_bytes, bool) or qpc_bytes not in QPC_BYTES_CHOICES:
+        raise ValueError(f"{owner}: QP-context size qpc_bytes must be one of "
+                         f"{QPC_BYTES_CHOICES}, not {qpc_bytes!r}")
+    return qpc_bytes // HOST_WORD_BYTES
+
+
+def qpc_image(word, words):
+    """The host words ``[word 0, word 1, 0, ...]`` (``words`` of them) of a context whose
+    fields are the integer ``word`` (:data:`QPC_LAYOUT`): ``[word]`` when ``words`` is 1,
+    else the dynamic word and the static word, then zeros."""
+    if words == 1:
+        return [word]
+    return [word & QPC_DYNAMIC_MASK, word & ~QPC_DYNAMIC_MASK] + [0] * (words - 2)
+
 
 for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT):
     assert _layout.size <= 8 * HOST_WORD_BYTES, _layout

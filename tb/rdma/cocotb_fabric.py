@@ -223,7 +223,8 @@ async def fabric_matches_model(dut):
                          ack_timeout=cfg.timeout, ack_every=cfg.ack_every,
                          ack_frames=cfg.ack_frames,
                          serial=cfg.serial,
-                         cache_log2=cfg.cache_entries.bit_length() - 1))
+                         cache_log2=cfg.cache_entries.bit_length() - 1,
+                         qpc_log2=cfg.qpc_log2))
     tb.arm_for(model)
     t2 = time.perf_counter()
     await tb.run(timeout_cycles=model["cycles"] + 5000)

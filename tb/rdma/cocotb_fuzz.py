@@ -68,7 +68,8 @@ async def rdma_fuzz(dut):
     for n, k in enumerate(p["chunks"]):
         t0 = time.perf_counter()
         chunk = rdma_chunk(p["seed"], k, p["frames"], depth=cfg.depth,
-                           mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256))
+                           mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256),
+                           qpc_words=cfg.qpc_words)
         frames = [m.frame for m in chunk.frames]
         beats = sum(-(-len(f) // 64) for f in frames)
         if beats > tb_capacity(dut):
@@ -82,6 +83,7 @@ async def rdma_fuzz(dut):
                                                        "ack_frames")}
         ports["ack_timeout"] = 0
         ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
+        ports["qpc_log2"] = cfg.qpc_log2
         tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=[], release=[],
                 inject=frames, inject_stall=stall, ports=ports, clear=n > 0,
                 links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))

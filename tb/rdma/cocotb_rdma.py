@@ -29,7 +29,7 @@ from pymodel.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import RETRY_SETTINGS
-from spec.formats.roce import CqeStatus, OpCode
+from spec.formats.roce import QPC_BYTES_DEFAULT, CqeStatus, OpCode
 from spec.formats.scaleup import framing
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import (
@@ -66,7 +66,7 @@ RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS +
 COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
                  "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
                  "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
-                 "clean_baseline", "out_json", "token", "selective")
+                 "clean_baseline", "out_json", "token", "selective", "qpc_bytes")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
     "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
@@ -142,6 +142,7 @@ def config(top, params):
                          f"{p['cache_entries']}, not {entries!r}")
     return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_entries=entries,
                   cache_capacity=p["cache_entries"], selective=params.get("selective", 0),
+                  qpc_bytes=params.get("qpc_bytes", QPC_BYTES_DEFAULT),
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
@@ -151,32 +152,28 @@ def config(top, params):
 
 def scenario(p, cfg, knobs):
     """``(verbs, injected frames, expected drop reasons)`` of a run."""
+    host = dict(depth=cfg.depth, mr_entries=cfg.mr_entries, qpc_words=cfg.qpc_words)
     if p["kind"] == "writes":
         v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
-                            depth=cfg.depth, mr_entries=cfg.mr_entries,
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
-                            cache_entries=cfg.cache_entries, **knobs)
+                            cache_entries=cfg.cache_entries, **host, **knobs)
         return v, [], None
     if p["kind"] == "qp_error":
-        return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
-                                 mr_entries=cfg.mr_entries), [], None
+        return qp_error_scenario(seed=p.get("seed", 4), **host), [], None
     if p["kind"] == "bad" and cfg.header == "scaleup":
-        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
-                                           mr_entries=cfg.mr_entries)
+        return scaleup_bad_frames_scenario(seed=p.get("seed", 2), **host)
     if p["kind"] == "bad":
-        return bad_frames_scenario(seed=p.get("seed", 2), depth=cfg.depth,
-                                   mr_entries=cfg.mr_entries)
+        return bad_frames_scenario(seed=p.get("seed", 2), **host)
     if p["kind"] == "overflow":
-        return overflow_scenario(seed=p.get("seed", 3), depth=cfg.depth,
-                                 mr_entries=cfg.mr_entries)
+        return overflow_scenario(seed=p.get("seed", 3), **host)
     if p["kind"] == "load":
         # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
         lp = {k: p[k] for k in LOAD_KNOBS if k in p}
         lp.update(host=cfg.host, link_latency=cfg.link_latency,
-                  cache_entries=cfg.cache_entries, ack_every=knobs["ack_every"],
-                  ack_frames=knobs["ack_frames"])
+                  cache_entries=cfg.cache_entries, qpc_bytes=cfg.qpc_bytes,
+                  ack_every=knobs["ack_every"], ack_frames=knobs["ack_frames"])
         lp = check_load_knobs(p["msg_bytes"], p["messages"], lp)
         _, v, arrivals, warm = load_scenario(p["msg_bytes"], p["messages"], p["load"],
                                              p["service_cycles"], lp, p.get("seed", 1),
@@ -189,7 +186,9 @@ def scenario(p, cfg, knobs):
 
 def with_cq(cfg, v):
     """``cfg`` with the completion queue the verbs ``v`` set up (``cq_base``,
-    ``cq_log2``)."""
+    ``cq_log2``); ``ValueError`` if ``v`` laid out contexts for another ``qpc_bytes``."""
+    if v.qpc_words != cfg.qpc_words:
+        raise ValueError(f"qpc_bytes: scenario {64 * v.qpc_words}, engines {cfg.qpc_bytes}")
     return dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
 
 
@@ -240,6 +239,7 @@ async def rdma_matches_model(dut):
                                                    "ack_frames", "selective")}
     ports["ack_timeout"] = cfg.timeout
     ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
+    ports["qpc_log2"] = cfg.qpc_log2
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))

@@ -17,6 +17,7 @@ from pymodel.pcap import write_pcapng
 from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
 from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, one_way, rdma_records, rdma_timeout
+from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import check_params
@@ -81,7 +82,7 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
-              miss_queue=0):
+              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -92,8 +93,9 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     ways (1, the default top, or 2, 4, 8: a top of its own); ``selective``: 1 for
     selective repeat at both ends (the run-time port; the row then has ``selective``
     1); ``miss_queue``: the requester's miss queue (the top's parameter; 0, none, is
-    the top's default). Every parameter is checked before anything is built
-    (``ValueError`` naming it)."""
+    the top's default); ``qpc_bytes``: bytes of a QP context in host memory (the
+    run-time port; the row has ``qpc_bytes`` when it is not the default). Every
+    parameter is checked before anything is built (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
@@ -107,11 +109,12 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
         + (f"_{header}" if header != "roce" else "") \
         + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "") \
-        + (f"_mq{miss_queue}" if miss_queue else "")
+        + (f"_mq{miss_queue}" if miss_queue else "") \
+        + (f"_qpc{qpc_bytes}" if qpc_bytes != QPC_BYTES_DEFAULT else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
-                  warmup=warm, cache_entries=cache_entries,
+                  warmup=warm, cache_entries=cache_entries, qpc_bytes=qpc_bytes,
                   **({"selective": 1} if selective else {}))
     bw_params = dict(common, messages=messages + 1, knobs=k)
     lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
@@ -134,6 +137,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         row["selective"] = 1
     if miss_queue:
         row["miss_queue"] = miss_queue
+    if qpc_bytes != QPC_BYTES_DEFAULT:
+        row["qpc_bytes"] = qpc_bytes
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:

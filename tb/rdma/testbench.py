@@ -37,7 +37,7 @@ RECORDERS = ("wire_ab", "wire_ba", "written", "completed")
 MEMORIES = ("mem_a", "mem_b")
 #: The run-time ports of the engines (the links' fault settings come on their own).
 PORTS = ("qpc_base_a", "qpc_base_b", "cq_base", "cq_log2", "ack_every", "ack_frames",
-         "serial", "ack_timeout", "selective")
+         "serial", "ack_timeout", "selective", "qpc_log2")
 
 
 def member_port(port, name):

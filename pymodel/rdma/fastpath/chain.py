@@ -36,7 +36,7 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
     # Node A: context, WQE, sequencer.
     t_w = t_f + 1
     if miss_a:
-        t_w = max(t_w, _fill(ha, t_f, wb_a, one_word_wr) + 1)
+        t_w = max(t_w, _fill(ha, t_f, wb_a, one_word_wr, s.qpc_words) + 1)
     out["wqe_issue"] = t_w
     if s.bf:
         vis = list(bf_vis)
@@ -88,7 +88,7 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
         h = max(row["end"] + s.link + 1, h + 1)
         v = max(h + 1, v + 1)
         if k == 0 and miss_b:
-            v = max(v, _fill(hb, h, wb_b, one_word_wr) + 1)
+            v = max(v, _fill(hb, h, wb_b, one_word_wr, s.qpc_words) + 1)
         row["verify"] = v
     out["written"] = _writes(s, hb, rows, frames)
     out["frames"] = rows

@@ -102,6 +102,8 @@ def _flow(s, run, gap, cqe_after):
     miss = [run.miss_a[order[ps[0]]] for ps in items]
     wb = [run.wb_a[order[ps[0]]] for ps in items]
     mmio_start, front, fill_at, leave = ([None] * n_items for _ in range(4))
+    fill_shape = _read_shape(p, 0, s.qpc_words)         # a context fill's request TLPs
+    fill_left = [sum(len(chunk) for chunk in fill_shape)] * n_items
     wqe_issue, batch_free = [None] * n_reads, [None] * n_reads
     wqe_words = [[] for _ in range(n_reads)]    # cycles each word is on rd_data
     seq = [None] * m
@@ -154,7 +156,8 @@ def _flow(s, run, gap, cqe_after):
             moved = False
             i = nxt["item"]
             if (i < n_items and mmio_start[i] is not None
-                    and (i < d_fetch or leave[i - d_fetch] is not None) and tags_known(1)):
+                    and (i < d_fetch or leave[i - d_fetch] is not None)
+                    and tags_known(len(fill_shape))):
                 t = mmio_start[i] + d_mmio + 2
                 if i:
                     t = max(t, front[i - 1] + 1)
@@ -164,7 +167,7 @@ def _flow(s, run, gap, cqe_after):
                 if miss[i]:
                     if wb[i]:
                         up_slot(t + 2, wr)
-                    request(t + 2, ((1,),), "fill", i)
+                    request(t + 2, fill_shape, "fill", i)
                 nxt["item"], moved = i + 1, True
             r = nxt["read"]
             if r < n_reads:
@@ -256,7 +259,9 @@ def _flow(s, run, gap, cqe_after):
             wqe_words[ref].extend(t + d - n + 1 + j for j in range(n))
             moved = True
         elif kind == "fill":
-            fill_at[ref], moved = t + d, True
+            fill_left[ref] -= 1
+            if not fill_left[ref]:
+                fill_at[ref], moved = t + d, True
         else:
             pay_left[ref] -= 1
             if not pay_left[ref]:

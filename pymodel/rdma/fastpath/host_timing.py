@@ -115,13 +115,14 @@ class _Host:
         return out, last
 
 
-def _fill(host, t, wb, one_word_wr):
-    """A context miss whose fill read and (with ``wb``) write-back are pushed in cycle
-    ``t``: the cycle the fill word is on ``rd_data``."""
+def _fill(host, t, wb, one_word_wr, words=1):
+    """A context miss whose fill read (of the context's ``words`` words) and (with
+    ``wb``) write-back are pushed in cycle ``t``: the cycle the fill's last word is on
+    ``rd_data`` (the fill is done then)."""
     p = host.p
     if wb:
         s_rd, _ = host.up.pair(t + 2, _rq_cycles(p), t + 2, one_word_wr)
     else:
         s_rd = host.up.start(t + 2, _rq_cycles(p), "rd")
-    words, _ = host.read(t + 1, 0, 1, first_start=s_rd)
-    return words[0]
+    got, _ = host.read(t + 1, 0, words, first_start=s_rd)
+    return got[-1]

@@ -112,7 +112,7 @@ def rdma_fast_point(msg_bytes, messages, p):
     return {
         "latency_cycles": lat, "completion_cycles": comp, "ii_cycles": ii,
         "wire_bytes": t.wire / n, "ctrl_ops": {k: v / n for k, v in t.ops.items()},
-        "ctrl_bytes": _ctrl_bytes(t) / n, "host_bytes": t.bytes / n,
+        "ctrl_bytes": _ctrl_bytes(t, s.qpc_words) / n, "host_bytes": t.bytes / n,
         "host_tlps": {k: v / n for k, v in t.tlps.items()},
         "host_util": min(1.0, busiest / n / ii) if ii else None,
         "inflight_bits": bits, "messages": messages, "cycles": round(cycles),

@@ -12,6 +12,7 @@ import dataclasses
 
 from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.params import _W, _cdiv
+from pymodel.rdma.verbs import table_qps
 from spec.rdma_engine import MAX_PREFETCH, SIM_TIMEOUT
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
@@ -56,11 +57,12 @@ def _scenario(s, n, warmup=True):
     per_qp = _cdiv(n, qps)
     sq_log2 = max(0, (per_qp - 1).bit_length())
     slot_words = 1 << s.stride
-    sq_base0 = _MAX_QPS + (1 << _CQ_LOG2)
+    table = table_qps(_MAX_QPS, _DEPTH, s.qpc_words) * s.qpc_words   # as Verbs lays it
+    sq_base0 = table + (1 << _CQ_LOG2)
     pay_base = sq_base0 + qps * ((1 << sq_log2) << s.stride)
     if pay_base + (0 if s.inline else n * s.words) > _DEPTH:
         raise ValueError(f"host memory A of {_DEPTH} words is full")
-    if _MAX_QPS + _cdiv(n * s.msg_bytes + _W * n, _W) > _DEPTH:
+    if table + _cdiv(n * s.msg_bytes + _W * n, _W) > _DEPTH:
         raise ValueError(f"host memory B of {_DEPTH} words is full")
     items, pending, posted = [], [[] for _ in range(qps)], [0] * qps
     signalled = [False] * n

@@ -63,7 +63,11 @@ def _totals(s, run, msgs=None):
     frames = _frames(s.msg_bytes, s.pmtu, s.header)
     rq = _rq_cycles(p)
     mrrs = p.max_read_request // _W
-    fill_cpl = _cpl_cycles(p, 1)
+    fill_shape = _read_shape(p, 0, s.qpc_words)       # see _Setup.qpc_words
+    fill_req = len(fill_shape)
+    fill_pieces = [n for chunk in fill_shape for n in chunk]
+    fill_cpl = sum(_cpl_cycles(p, n) for n in fill_pieces)
+    fill_tags = sum(_tag_hold(p, chunk) for chunk in fill_shape)
     one_word_wr = _tlp(_W, p.req_overhead, bpc, 1)
     # MMIO writes (node A, down) and the items they make: one lookup each.
     items = sum(1 for _, ms in run.items if ms[0] in sel)
@@ -120,13 +124,14 @@ def _totals(s, run, msgs=None):
                                  (miss_b, wb_b, "b_up", "b_dn")):
             if miss:
                 ops["ctx_misses"] += k
-                tl["read_req"] += k
-                tl["completion"] += k
-                t.bytes += k * (p.req_overhead + _W + p.cpl_overhead)
-                busy[up] += k * rq
+                tl["read_req"] += k * fill_req
+                tl["completion"] += k * len(fill_pieces)
+                t.bytes += k * (fill_req * p.req_overhead + _W * s.qpc_words
+                                + len(fill_pieces) * p.cpl_overhead)
+                busy[up] += k * fill_req * rq
                 busy[dn] += k * fill_cpl
                 if up == "a_up":
-                    t.tag_cycles += k * _tag_hold(p, (1,))
+                    t.tag_cycles += k * fill_tags
             if wb:
                 ops["ctx_writebacks"] += k
                 tl["write"] += k
@@ -171,9 +176,9 @@ def _add_reads(t, r, k, rq):
     t.bytes += k * r["bytes"]
 
 
-def _ctrl_bytes(t):
+def _ctrl_bytes(t, qpc_words=1):
     """pymodel.rdma.metrics.summarize's ``ctrl_bytes`` of these totals."""
     o = t.ops
     return (DOORBELL_BYTES * t.doorbell_writes
-            + _W * (t.bf_writes + t.wqes + o["cqe_writes"] + o["ctx_misses"]
+            + _W * (t.bf_writes + t.wqes + o["cqe_writes"] + o["ctx_misses"] * qpc_words
                     + o["ctx_writebacks"]))

@@ -7,12 +7,12 @@ __all__ = ["arbitrate_read", "arbitrate_write", "read_offer", "write_offer"]
 _ALL = (1 << 64) - 1
 
 
-def read_offer(fill, wqe, pay):
+def read_offer(fill, wqe, pay, fill_words=1):
     """``(fifo, request)``: the read offered to the host interface this cycle (fixed
     priority fill, WQE, payload; a dict) and the FIFO whose head it is, or
-    ``(None, None)``."""
+    ``(None, None)``. A fill reads a whole context, ``fill_words`` words."""
     if fill.can_read():
-        return fill, dict(addr=fill.head(), words=1, id=RD_FILL)
+        return fill, dict(addr=fill.head(), words=fill_words, id=RD_FILL)
     if wqe.can_read():
         head = wqe.head()
         return wqe, dict(addr=head["addr"], words=head["words"], id=RD_WQE)
@@ -35,10 +35,10 @@ def write_offer(wb, cqe):
     return None, None
 
 
-def arbitrate_read(fill, wqe, pay, ready):
+def arbitrate_read(fill, wqe, pay, ready, fill_words=1):
     """The read offered to the host interface this cycle (:func:`read_offer`), popped
     from its FIFO if ``ready``; a dict or None."""
-    fifo, req = read_offer(fill, wqe, pay)
+    fifo, req = read_offer(fill, wqe, pay, fill_words)
     if ready and fifo is not None:
         fifo.read()
     return req

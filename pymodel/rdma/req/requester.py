@@ -132,7 +132,8 @@ class RequesterModel:
         f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
         f["events"] = Fifo(p["ack_queue"], "events", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
-                                       cfg.qpc_base_a, cfg.depth, used, p["cache_ways"])
+                                       cfg.qpc_base_a, cfg.depth, used, p["cache_ways"],
+                                       cfg.qpc_words)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
         self.front = QpFrontModel(n, f["items"], f["fetch"], self.cache.entry_of,
@@ -201,7 +202,7 @@ class RequesterModel:
 
     def _offer(self):
         f = self.fifos
-        return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"]),
+        return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"], self.cache.words),
                 write_offer(f["wr_wb"], f["wr_cqe"]))
 
     def mmio_ready(self, word):

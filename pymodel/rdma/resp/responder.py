@@ -69,6 +69,9 @@ class ResponderModel:
         As for the RTL :class:`~rtl.rdma.resp.responder.Responder`.
     qpc_base : int
         The ``qpc_base`` port (word address of the context table).
+    qpc_words : int
+        Host words of a QP context (``2**`` the ``qpc_log2`` port): a fill reads them
+        all (:class:`~pymodel.rdma.context_cache.ContextCacheModel`).
     mr_table : iterable of int
         The MR table's entries (``MR_LAYOUT`` integers; missing ones are 0).
     selective : int
@@ -84,6 +87,7 @@ class ResponderModel:
     """
 
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
+                 qpc_words=1,
                  mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
                  **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
@@ -97,7 +101,7 @@ class ResponderModel:
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
-                                       cache_used, cache_ways)
+                                       cache_used, cache_ways, qpc_words)
         used = self.cache.used
         mr = [unpack(MR_LAYOUT, v) for v in mr_table]
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
@@ -161,7 +165,8 @@ class ResponderModel:
             self._presented = Presented(None, None, None)
             return self._presented
         fills = self.fifos["fills"]
-        rd_req = dict(addr=fills.head(), words=1, id=0) if fills.can_read() else None
+        rd_req = (dict(addr=fills.head(), words=self.cache.words, id=0)
+                  if fills.can_read() else None)
         self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 

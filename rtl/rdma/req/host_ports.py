@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.host import rd_req_layout, wr_layout
-from spec.rdma_engine import RD_FILL, RD_PAYLOAD, RD_WQE
+from spec.rdma_engine import QPC_LOG2_BITS, RD_FILL, RD_PAYLOAD, RD_WQE
 from spec.rdma_stages import read_layout, write_layout_req, writeback_layout
 
 __all__ = ["ReadArbiter", "RequesterWriteArbiter"]
@@ -17,7 +17,10 @@ class ReadArbiter(wiring.Component):
     Ports
     -----
     fill : In(stream.Signature(range(depth)))
-        Context fills (one word each), from the cache's FIFO; ``id`` ``RD_FILL``.
+        Context fills (a whole context each: ``2**qpc_log2`` words), from the cache's
+        FIFO; ``id`` ``RD_FILL``.
+    qpc_log2 : In(QPC_LOG2_BITS)
+        A context is ``2**qpc_log2`` host words (held from reset).
     wqe, pay : In(stream.Signature(read_layout(depth)))
         WQE reads (``RD_WQE``) and payload reads (``RD_PAYLOAD``), from FIFOs.
     o : Out(stream.Signature(rd_req_layout(depth)))
@@ -32,6 +35,7 @@ class ReadArbiter(wiring.Component):
         self.depth = depth
         super().__init__({
             "fill": In(stream.Signature(range(depth))),
+            "qpc_log2": In(QPC_LOG2_BITS),
             "wqe": In(stream.Signature(read_layout(depth))),
             "pay": In(stream.Signature(read_layout(depth))),
             "o": Out(stream.Signature(rd_req_layout(depth))),
@@ -41,7 +45,8 @@ class ReadArbiter(wiring.Component):
         m = Module()
         o = self.o.payload
         with m.If(self.fill.valid):
-            m.d.comb += [o.addr.eq(self.fill.payload), o.words.eq(1), o.id.eq(RD_FILL),
+            m.d.comb += [o.addr.eq(self.fill.payload), o.words.eq(1 << self.qpc_log2),
+                         o.id.eq(RD_FILL),
                          self.o.valid.eq(1), self.fill.ready.eq(self.o.ready)]
         with m.Elif(self.wqe.valid):
             m.d.comb += [o.addr.eq(self.wqe.payload.addr), o.words.eq(self.wqe.payload.words),

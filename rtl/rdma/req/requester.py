@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import AckReceiver
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache, check_ways
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
@@ -128,6 +128,10 @@ class Requester(wiring.Component):
     cache_log2 : In(4)
         ``2**cache_log2`` context-cache entries in use (4 to ``log2(cache_entries)``,
         held from reset).
+    qpc_log2 : In(QPC_LOG2_BITS)
+        A QP context is ``2**qpc_log2`` host words at ``qpc_base + qpn * 2**qpc_log2``
+        (0 to 4, held from reset; :data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): a fill
+        reads them all, a write-back writes the first.
     <counter> : Out(32)
         :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
     """
@@ -180,6 +184,7 @@ class Requester(wiring.Component):
             "ack_frames": In(16),
             "serial": In(1), "go": In(1, init=1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
+            "qpc_log2": In(QPC_LOG2_BITS),
         }
         ports.update({n: Out(32) for n in REQUESTER_COUNTERS})
         super().__init__(ports)
@@ -284,6 +289,7 @@ class Requester(wiring.Component):
         # The cache's users, each through its port Signatures (spec/ports.py).
         m.d.comb += [
             cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
+            cache.qpc_log2.eq(self.qpc_log2), rd_arb.qpc_log2.eq(self.qpc_log2),
             front.cache_log2.eq(self.cache_log2), comp.cache_log2.eq(self.cache_log2),
             cache.victim_busy.eq(front.victim_busy),
             front.victim.eq(cache.victim), front.hit.eq(cache.hit),

@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, ContextCache, check_ways
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
@@ -79,7 +79,11 @@ class Responder(wiring.Component):
     o : Out(packet_signature(64))
         ACK/NAK frames with ICRC and FCS (66 bytes, 2 beats); ``ready`` is honoured.
     qpc_base : In(range(depth))
-        Word address of the QP-context table (QP ``q`` at ``qpc_base + q``).
+        Word address of the QP-context table (QP ``q`` at ``qpc_base + q * 2**qpc_log2``).
+    qpc_log2 : In(QPC_LOG2_BITS)
+        A QP context is ``2**qpc_log2`` host words (0 to 4, held from reset;
+        :data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): a fill reads them all, a
+        write-back writes the first.
     cache_log2 : In(4)
         ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
         reset); with ``cache_ways`` 1 QP ``q`` lives in entry ``q % 2**cache_log2``
@@ -91,10 +95,11 @@ class Responder(wiring.Component):
         evicted.
     host : Out(HostDmaSignature(depth))
         To the host interface's engine side (``HostInterface.dma``). ``host.rd_req``:
-        context fills, one word each (``words`` = 1, ``id`` = 0), from the fill FIFO;
-        ``host.rd_data``: fill words, in request order, always ready; ``host.wr``: payload
-        words (one write TLP per frame, ``mark`` with ``tag`` = QPN on the last
-        word of a WRITE LAST/ONLY) and context write-backs (one-word TLPs).
+        context fills, a whole context each (``words`` = ``2**qpc_log2``, ``id`` = 0),
+        from the fill FIFO; ``host.rd_data``: fill words, in request order, always
+        ready; ``host.wr``: payload words (one write TLP per frame, ``mark`` with ``tag``
+        = QPN on the last word of a WRITE LAST/ONLY) and context write-backs (one-word
+        TLPs: the dynamic word).
     rx_beats_level, rx_frames_level : Out
         The levels of the payload and header FIFOs the receive stage writes, at the start
         of the cycle (registers of the FIFOs: no path from ``i``); the fabric's pause
@@ -115,8 +120,9 @@ class Responder(wiring.Component):
     ``wr`` one cycle after each is written, and its ACK leaves on ``o`` in ``t + 3`` and
     ``t + 4`` (:class:`~rtl.rdma.resp.ack.AckSender`), when nothing is queued before
     it. A context miss holds the frame in the verify stage until the cycle after its
-    fill word arrives on ``host.rd_data`` (``L + 1`` cycles more than a hit when ``rd_req``
-    is taken at once and answered ``L`` cycles later); later frames are looked up
+    last fill word arrives on ``host.rd_data`` (``L + W`` cycles more than a hit, ``W``
+    the context's words, when ``rd_req`` is taken at once, answered ``L`` cycles later
+    and its words arrive one a cycle); later frames are looked up
     meanwhile, and their misses issue their own fills (one per cache entry at most). A
     miss on an entry that is still filling, or whose QP has frames between the lookup
     and the end of the verify stage, waits in the header check and holds the frames
@@ -149,6 +155,7 @@ class Responder(wiring.Component):
             "o": Out(packet_signature(64)),
             "qpc_base": In(range(depth)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(cache_entries - 1).bit_length()),
+            "qpc_log2": In(QPC_LOG2_BITS),
             "selective": In(1),
             "host": Out(HostDmaSignature(depth)),
             "rx_beats_level": Out(range(self.sizes.rx_beats + 1)),
@@ -197,6 +204,7 @@ class Responder(wiring.Component):
                      ver.held_addr.eq(hdr.done_addr), ver.selective.eq(self.selective),
                      ver.done_addr.eq(hdr.done_addr), hdr.done_data.eq(ver.done_data),
                      cache.base.eq(self.qpc_base), cache.cache_log2.eq(self.cache_log2),
+                     cache.qpc_log2.eq(self.qpc_log2),
                      hdr.cache_log2.eq(self.cache_log2), ver.cache_log2.eq(self.cache_log2)]
 
         wiring.connect(m, cache.fill_rd, fifos["fills"].w_stream)
@@ -204,7 +212,7 @@ class Responder(wiring.Component):
         m.d.comb += [
             rd_req.valid.eq(fifos["fills"].r_rdy),
             rd_req.payload.addr.eq(fifos["fills"].r_data),
-            rd_req.payload.words.eq(1), rd_req.payload.id.eq(0),
+            rd_req.payload.words.eq(1 << self.qpc_log2), rd_req.payload.id.eq(0),
             fifos["fills"].r_en.eq(rd_req.ready),
             rd_data.ready.eq(1),
             cache.fill_data.valid.eq(rd_data.valid),

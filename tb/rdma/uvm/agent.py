@@ -77,6 +77,7 @@ class RdmaDriver(uvm_driver):
             eng = plan.engine
             ports = dict(qpc_base_a=eng.qpc_base_a, qpc_base_b=eng.qpc_base_b,
                          cq_base=eng.cq_base, cq_log2=eng.cq_log2, ack_timeout=eng.timeout,
+                         qpc_log2=eng.qpc_log2,
                          **plan.knobs.ports())
             links = {link: getattr(eng, f"faults_{link}") for link in LINKS}
             expect = expected_marks(plan, self.items)
