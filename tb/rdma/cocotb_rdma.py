@@ -50,7 +50,7 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "ack_queue", "windows", "header", "cache_ways", "miss_queue")
+               "ack_queue", "windows", "header", "cache_ways", "miss_queue", "mr_cache")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
 #: (both links reliable; default False).
@@ -69,7 +69,7 @@ COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout",
                  "clean_baseline", "out_json", "token", "selective")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
-    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
+    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs"),
     "qp_error": (),
     "bad": (),
     "overflow": (),
@@ -156,7 +156,7 @@ def scenario(p, cfg, knobs):
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
                             depth=cfg.depth, mr_entries=cfg.mr_entries,
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
-                            cache_entries=cfg.cache_entries, **knobs)
+                            cache_entries=cfg.cache_entries, mrs=p.get("mrs", 1), **knobs)
         return v, [], None
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), depth=cfg.depth,
@@ -234,7 +234,7 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry)
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames", "selective")}
@@ -270,14 +270,32 @@ async def rdma_matches_model(dut):
     seen = dict({f"req_{n}": x for n, x in req.items()},
                 **{f"resp_{n}": x for n, x in resp.items()},
                 **{f"{link}_{n}": x for link in LINKS for n, x in links[link].items()})
+    # Frame byte of the BTH: behind Ethernet/IPv4/UDP (42) or the scale-up header (10).
+    bth_at = framing(cfg.header).outer
+    if cfg.mr_cache:
+        seen.update({f"resp_{n}": x for n, x in got["resp_mr"].items()})
+        # Independent of the model: a direct-mapped cache of cfg.mr_cache lines over the
+        # MR-table indices of the FIRST/ONLY frames in the order they crossed the wire
+        # (every frame is verified once, in arrival order, without losses or bad frames).
+        lines, misses, lookups = {}, 0, 0
+        for _, frame in got["wire_ab"]:
+            if frame[bth_at] in (OpCode.RC_RDMA_WRITE_FIRST.value,
+                                 OpCode.RC_RDMA_WRITE_ONLY.value):
+                x = int.from_bytes(frame[bth_at + 20:bth_at + 24], "big") % cfg.mr_entries
+                lookups += 1
+                if lines.get(x % cfg.mr_cache) != x:
+                    lines[x % cfg.mr_cache] = x
+                    misses += 1
+        sb.equal("MR lookups (FIRST/ONLY frames on the wire)", got["resp_mr"]["mr_lookups"],
+                 lookups)
+        sb.equal("MR misses (a direct-mapped cache over the wire's rkeys)",
+                 got["resp_mr"]["mr_misses"], misses)
     for name, least in p.get("expect_min", {}).items():
         sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
                  True)
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
 
-    # Frame byte of the BTH: behind Ethernet/IPv4/UDP (42) or the scale-up header (10).
-    bth_at = framing(cfg.header).outer
     if p.get("resend_only_qps") is not None:
         # Independent of the model: a frame sent twice (same QP and PSN) on the A->B link
         # is a resend; only the listed QPs may have any.
