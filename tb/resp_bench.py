@@ -33,8 +33,8 @@ class TbHost:
 
     ``rd_req`` is taken in cycles where ``rd_ready(c)``; a read taken in cycle ``a`` is
     answered on ``rd_data`` in cycle ``a + latency`` with the word the memory holds
-    then and the read's ``id``. ``wr`` is taken in cycles where ``wr_ready(c)`` and written at once (bytes
-    under ``be``).
+    then and the read's ``id``. ``wr`` is taken in cycles where ``wr_ready(c)`` and
+    written at once (bytes under ``be``).
     """
 
     def __init__(self, mem, latency, rd_ready=None, wr_ready=None):

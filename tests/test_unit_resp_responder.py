@@ -7,8 +7,8 @@ import pytest
 
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, pack_beat
-from pymodel.rdma.frames import write_frame
 from pymodel.rdma.config import Config as RdmaConfig
+from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode

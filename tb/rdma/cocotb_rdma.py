@@ -39,6 +39,7 @@ from spec.rdma_engine import (
     SIM_TIMEOUT,
     TOP_DEFAULTS,
 )
+from spec.rdma_responder import MR_CACHE_COUNTERS
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
@@ -114,6 +115,8 @@ def check_params(p):
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
+    if isinstance(top, dict) and top.get("mr_cache"):
+        counters |= {f"resp_{n}" for n in MR_CACHE_COUNTERS}
     for name in ("expect", "expect_min"):
         extra = sorted(set(p.get(name) or {}) - counters)
         if extra:

@@ -239,7 +239,6 @@ class Responder(wiring.Component):
                 ver.mr_hit.eq(mrc.hit), ver.mr_data.eq(mrc.mr),
                 self.mr_lookups.eq(mrc.mr_lookups), self.mr_misses.eq(mrc.mr_misses),
                 rd_req.valid.eq(mr_rd.valid | fifos["fills"].r_rdy),
-                rd_req.payload.words.eq(1),
                 mr_rd.ready.eq(rd_req.ready),
                 fifos["fills"].r_en.eq(rd_req.ready & ~mr_rd.valid),
                 rd_data.ready.eq(1),
@@ -248,12 +247,14 @@ class Responder(wiring.Component):
                 mrc.fill.valid.eq(rd_data.valid & (rd_data.payload.id == MR_READ_ID)),
                 mrc.fill.payload.eq(rd_data.payload.data[:MR_LAYOUT.size]),
             ]
+            # (``words`` in both branches: a lone constant assignment would be an
+            # ``always @*`` without inputs, which Icarus never runs.)
             with m.If(mr_rd.valid):
                 m.d.comb += [rd_req.payload.addr.eq(self.mr_base + mr_rd.payload),
-                             rd_req.payload.id.eq(MR_READ_ID)]
+                             rd_req.payload.words.eq(1), rd_req.payload.id.eq(MR_READ_ID)]
             with m.Else():
                 m.d.comb += [rd_req.payload.addr.eq(fifos["fills"].r_data),
-                             rd_req.payload.id.eq(0)]
+                             rd_req.payload.words.eq(1), rd_req.payload.id.eq(0)]
         else:
             m.d.comb += [
                 rd_req.valid.eq(fifos["fills"].r_rdy),
