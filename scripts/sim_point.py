@@ -49,6 +49,11 @@ POINT_OPTIONS = (
      "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
     ("--cache-ways", "cache_ways", "rdma", int,
      "RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)"),
+    ("--mr-cache", "mr_cache", "rdma", int,
+     "RDMA responder's MR table in host memory behind an MR cache of this many entries, a "
+     "power of two 2..256 (default 0: the MR table on chip; docs/rdma.md)"),
+    ("--mrs", "mrs", "rdma", int,
+     "RDMA MRs the messages use in turn, 1..16 (default 1; at table indices 3 + 5k)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
     ("--miss-queue", "miss_queue", "rdma", int,
@@ -153,4 +158,5 @@ def run_design_point(args):
                      fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
                      header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
                      selective=k.get("selective", 0),
-                     miss_queue=k.get("miss_queue", 0))
+                     miss_queue=k.get("miss_queue", 0), mr_cache=k.get("mr_cache", 0),
+                     mrs=k.get("mrs", 1))
