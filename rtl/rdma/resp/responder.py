@@ -143,7 +143,12 @@ class Responder(wiring.Component):
     meanwhile, and their misses issue their own fills (one per cache entry at most). A
     miss on an entry that is still filling, or whose QP has frames between the lookup
     and the end of the verify stage, waits in the header check and holds the frames
-    behind it (the cache is direct mapped and never evicts a context in use). At 128
+    behind it (the cache is direct mapped and never evicts a context in use). With
+    ``mr_cache``, a FIRST/ONLY frame whose MR misses when it reaches the head of the
+    verify stage in cycle ``v`` presents its MR read on ``rd_req`` in ``v + 1`` and is
+    decided in the cycle after the word arrives (``L + 2`` cycles more than a hit
+    when taken at once; in parallel with its context fill when both miss), holding the
+    frames behind it; a hit costs nothing. At 128
     bytes every stage needs at most 2 cycles per frame (the wire brings one every 4), so
     a backlog drains at up to one frame every 2 cycles.
     """
