@@ -154,7 +154,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     (``(beat cycles, frame)``), ``mmio_stamps`` (the cycle each MMIO word was taken),
     ``written`` and ``completed`` (``(cycle, tag)``), the counters of both engines, both
     host interfaces and both links, and both host memories; with ``cfg.mr_cache``,
-    ``resp_mr``: the MR cache's counters. With ``cfg.mr_cache`` node B's MR table is put
+    ``resp`` has the MR cache's counters too. With ``cfg.mr_cache`` node B's MR table is put
     in host memory B (:func:`pymodel.rdma.verbs.mr_table_in_host`).
 
     Raises :class:`NoProgress` in the first cycle in which the run is known to be stuck
@@ -329,7 +329,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                host_a=dict(hi_a.counters), host_b=dict(hi_b.counters),
                links={n: dict(link.counters) for n, link in links.items()},
                cycles=c, mem_a=hi_a.mem, mem_b=hi_b.mem, trace=req.comp.trace)
-    if cfg.mr_cache:                # the MR cache's counters (ports of their own)
-        out["resp_mr"] = dict(resp.mrc.count)
+    if cfg.mr_cache:                # the MR cache's counters (the top's port resp_mr)
+        out["resp"].update(resp.mrc.count)
     return out
 

@@ -39,9 +39,8 @@ from spec.rdma_engine import (
     SIM_TIMEOUT,
     TOP_DEFAULTS,
 )
-from spec.rdma_responder import MR_CACHE_COUNTERS
 from tb.cosim import cosim_params
-from tb.rdma.intent import cqes_per_qp, intended_statuses
+from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
@@ -111,12 +110,10 @@ def check_params(p):
             raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
                              f"link_retry=True)")
     counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
-        f"resp_{n}" for n in RESPONDER_COUNTERS} | {
+        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top)} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
-    if isinstance(top, dict) and top.get("mr_cache"):
-        counters |= {f"resp_{n}" for n in MR_CACHE_COUNTERS}
     for name in ("expect", "expect_min"):
         extra = sorted(set(p.get(name) or {}) - counters)
         if extra:
@@ -273,26 +270,8 @@ async def rdma_matches_model(dut):
     seen = dict({f"req_{n}": x for n, x in req.items()},
                 **{f"resp_{n}": x for n, x in resp.items()},
                 **{f"{link}_{n}": x for link in LINKS for n, x in links[link].items()})
-    # Frame byte of the BTH: behind Ethernet/IPv4/UDP (42) or the scale-up header (10).
-    bth_at = framing(cfg.header).outer
-    if cfg.mr_cache:
-        seen.update({f"resp_{n}": x for n, x in got["resp_mr"].items()})
-        # Independent of the model: a direct-mapped cache of cfg.mr_cache lines over the
-        # MR-table indices of the FIRST/ONLY frames in the order they crossed the wire
-        # (every frame is verified once, in arrival order, without losses or bad frames).
-        lines, misses, lookups = {}, 0, 0
-        for _, frame in got["wire_ab"]:
-            if frame[bth_at] in (OpCode.RC_RDMA_WRITE_FIRST.value,
-                                 OpCode.RC_RDMA_WRITE_ONLY.value):
-                x = int.from_bytes(frame[bth_at + 20:bth_at + 24], "big") % cfg.mr_entries
-                lookups += 1
-                if lines.get(x % cfg.mr_cache) != x:
-                    lines[x % cfg.mr_cache] = x
-                    misses += 1
-        sb.equal("MR lookups (FIRST/ONLY frames on the wire)", got["resp_mr"]["mr_lookups"],
-                 lookups)
-        sb.equal("MR misses (a direct-mapped cache over the wire's rkeys)",
-                 got["resp_mr"]["mr_misses"], misses)
+    bth_at = framing(cfg.header).outer     # behind Ethernet/IPv4/UDP (42) or scale-up (10)
+    mr_cache_check(sb, cfg, resp, [frame for _, frame in got["wire_ab"]], bth_at)
     for name, least in p.get("expect_min", {}).items():
         sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
                  True)

@@ -103,8 +103,8 @@ class RdmaTestbench:
         links: the wire's are member ``link`` of ``<link>_counters``).
     mr_cache : int
         The top's ``mr_cache``: when not 0 the MR table is loaded into host memory B
-        (:func:`pymodel.rdma.verbs.mr_table_in_host`) and :meth:`counters` has
-        ``resp_mr``.
+        (:func:`pymodel.rdma.verbs.mr_table_in_host`) and :meth:`counters`' ``resp``
+        has the MR cache's counters too (port ``resp_mr``).
 
     Attributes
     ----------
@@ -232,11 +232,12 @@ class RdmaTestbench:
         """Counters by block: ``req``, ``resp``, ``host_a``, ``host_b``, ``links``."""
         d = self.dut
         wire = "__link" if self.link_retry else ""
-        mr = ({"resp_mr": {n: value_of(getattr(d, member_port("resp_mr", n)))
-                           for n in MR_CACHE_COUNTERS}} if self.mr_cache else {})
-        return mr | {
+        mr = ({n: value_of(getattr(d, member_port("resp_mr", n))) for n in MR_CACHE_COUNTERS}
+              if self.mr_cache else {})
+        return {
             "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
-            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS},
+            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS}
+            | mr,
             "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},
             "host_b": {n: value_of(getattr(d, member_port("hib", n))) for n in HOST_COUNTERS},
             "links": {link: {n: value_of(getattr(d, member_port(f"{link}_counters{wire}", n)))
@@ -284,8 +285,7 @@ class RdmaTestbench:
         sb.compare("MMIO accept cycles", got["mmio_stamps"], model["mmio_stamps"], fmt=str)
         counters = self.counters()
         got.update(counters)
-        for block in ("req", "resp", "host_a", "host_b") + (("resp_mr",) if self.mr_cache
-                                                             else ()):
+        for block in ("req", "resp", "host_a", "host_b"):
             for n, value in counters[block].items():
                 sb.equal(f"{block} counter {n}", value, model[block][n])
         for link in LINKS:
