@@ -45,7 +45,10 @@ Designs and their knobs (every knob is optional unless marked required):
     ``miss_queue`` (the requester's side queue for items whose context fill is on its
     way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`);
     ``qpc_bytes`` (bytes of a QP context in host memory, 64 to 1024, a power of two;
-    default :data:`spec.formats.roce.QPC_BYTES_DEFAULT`, 256). The point is
+    default :data:`spec.formats.roce.QPC_BYTES_DEFAULT`, 256);
+    ``mr_cache`` (node B's MR table in host memory behind an MR cache of that many
+    entries, a power of two 2 to 256; default 0: on chip); ``mrs`` (MRs the messages
+    take in turn, 1 to 16, default 1). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -109,6 +112,7 @@ from spec.rdma_engine import (
     RUNG_KNOBS,
     TOP_DEFAULTS,
 )
+from spec.rdma_responder import check_mr_cache
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -129,6 +133,7 @@ RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
                  "cache_ways": REQUESTER_DEFAULTS["cache_ways"],
                  "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
                  "qpc_bytes": QPC_BYTES_DEFAULT,
+                 "mr_cache": TOP_DEFAULTS["mr_cache"], "mrs": 1,
                  **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -200,6 +205,8 @@ def resolve(design, msg_bytes, messages, knobs):
                              f"windows 0 a window slot is a cache entry)")
         _int("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
         qpc_words(p["qpc_bytes"], "RDMA point")
+        check_mr_cache(p["mr_cache"])
+        _int("mrs", p["mrs"], 1, TOP_DEFAULTS["mr_entries"])
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["host"] not in PROFILES:
             raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
@@ -288,7 +295,8 @@ def _rdma(msg_bytes, messages, p):
                               link_latency=p["link_latency"], per_message=True,
                               header=p["header"], windows=p["windows"],
                               cache_ways=p["cache_ways"],
-                              miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"])
+                              miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"],
+                              mr_cache=p["mr_cache"], mrs=p["mrs"])
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

@@ -52,6 +52,11 @@ POINT_OPTIONS = (
     ("--qpc-bytes", "qpc_bytes", "rdma", int,
      "RDMA QP-context size in host memory, bytes: 64, 128, 256, 512 or 1024 (default 256, "
      "the room of mlx5's 232-byte context; a fill reads it all)"),
+    ("--mr-cache", "mr_cache", "rdma", int,
+     "RDMA responder's MR table in host memory behind an MR cache of this many entries, a "
+     "power of two 2..256 (default 0: the MR table on chip; docs/rdma.md)"),
+    ("--mrs", "mrs", "rdma", int,
+     "RDMA MRs the messages use in turn, 1..16 (default 1; at table indices 3 + 5k)"),
     ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
      "(default pcie)"),
     ("--miss-queue", "miss_queue", "rdma", int,
@@ -158,4 +163,5 @@ def run_design_point(args):
                      header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
                      selective=k.get("selective", 0),
                      miss_queue=k.get("miss_queue", 0),
-                     qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT))
+                     qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT),
+                     mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1))

@@ -226,9 +226,11 @@ HOST_DEPTH = 1 << 16
 #: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
 #: depths. ``header``: the framing, ``"roce"`` (Ethernet/IPv4/UDP) or ``"scaleup"`` (the
 #: 10-byte scale-up header of :mod:`spec.formats.scaleup`); RoCEv2 is the default, the
-#: protocol the engine implements (IBTA Annex A17). The requester's and the responder's
-#: sizes as above.
+#: protocol the engine implements (IBTA Annex A17). ``mr_cache``: 0, node B's MR table on
+#: chip (the design of every figure); else the entries of an MR cache in front of the
+#: table in host memory (:data:`spec.rdma_responder.MR_CACHE_RANGE`). The requester's and
+#: the responder's sizes as above.
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
-                    header="roce",
+                    header="roce", mr_cache=0,
                     mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

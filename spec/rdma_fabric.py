@@ -94,9 +94,11 @@ MERGE_ROOM = MAX_FRAME_BEATS + MERGE_TAIL_BEATS
 #: ``mmio``/``wire_beats``/``events``: player and recorder depths per node; ``pause``
 #: (0: off, every figure as without it), ``pause_headroom`` (0: the least safe value,
 #: :func:`pause_min_headroom`) and ``pause_hysteresis`` (None: :data:`PAUSE_HYSTERESIS`):
-#: the PFC-like pause of each node's downlink (:func:`pause_thresholds`).
+#: the PFC-like pause of each node's downlink (:func:`pause_thresholds`); ``mr_cache``:
+#: every responder's MR cache (0: the MR table on chip, as
+#: :data:`spec.rdma_engine.TOP_DEFAULTS`).
 FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
-                       mr_entries=16, link_latency=2, credits=2 * MAX_FRAME_BEATS,
+                       mr_entries=16, mr_cache=0, link_latency=2, credits=2 * MAX_FRAME_BEATS,
                        merge_depth=256, mmio=512, wire_beats=2048, events=512,
                        pause=0, pause_headroom=0, pause_hysteresis=None)
 

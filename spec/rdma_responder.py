@@ -40,7 +40,8 @@ from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
            "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
-           "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW"]
+           "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
+           "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -63,6 +64,41 @@ RESP_GROUP = ("expected_psn", "nak_sent", "msn", "resp_va", "resp_left")
 #: the shared case. This engine has no per-QP send cap: a requester whose window reaches
 #: further than SR_WINDOW PSNs past the loss goes back N instead.
 SR_WINDOW = 32
+
+#: The MR table in host memory behind an on-chip MR cache (the responder's ``mr_cache``
+#: parameter): 0 keeps today's on-chip table (the default); otherwise the cache's
+#: entries, a power of two in this range. A real RNIC keeps its memory-protection table
+#: in host memory behind such a cache: mlx5 keeps its MKey contexts (``mlx5_ifc_mkc_bits``,
+#: 64 bytes, include/linux/mlx5/mlx5_ifc.h) in ICM, host memory the device caches, so an
+#: MKey miss costs a PCIe read; here one MR is one 64-byte host word (:data:`MR_LAYOUT
+#: <spec.formats.roce.MR_LAYOUT>`), and a miss a one-word read.
+MR_CACHE_RANGE = (2, 256)
+#: ``id`` of the responder's MR reads on its host read port (context fills use 0): the
+#: read data carries it back, so that each word goes to the context cache or the MR cache.
+MR_READ_ID = 1
+#: The MR cache's counters (ports of the responder when ``mr_cache`` > 0, not part of
+#: :data:`RESPONDER_COUNTERS`, so that rows without the option keep their keys):
+#: FIRST/ONLY frames verified (each looks its rkey up once), and MR reads issued.
+MR_CACHE_COUNTERS = ("mr_lookups", "mr_misses")
+
+
+def check_mr_cache(mr_cache):
+    """``mr_cache`` if it is 0 or a power of two in :data:`MR_CACHE_RANGE`, else
+    ``ValueError`` naming ``mr_cache``."""
+    lo, hi = MR_CACHE_RANGE
+    if (not isinstance(mr_cache, int) or isinstance(mr_cache, bool)
+            or not (mr_cache == 0 or lo <= mr_cache <= hi) or mr_cache & (mr_cache - 1)):
+        raise ValueError(f"mr_cache must be 0 (the on-chip MR table) or a power of two "
+                         f"from {lo} to {hi} (MR cache entries), not {mr_cache!r}")
+    return mr_cache
+
+
+def mr_table_base(depth, mr_entries):
+    """Word address of the MR table in a host memory of ``depth`` words when ``mr_cache``
+    > 0: its last ``mr_entries`` words (MR ``rkey % mr_entries`` at ``mr_table_base +
+    rkey % mr_entries``), above every buffer a scenario allocates from the bottom."""
+    return depth - mr_entries
+
 
 RX_BEATS = 512
 RX_FRAMES = 64

@@ -16,11 +16,12 @@ from amaranth.sim import Simulator
 from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.resp.responder import ResponderModel
+from pymodel.rdma.verbs import mr_table_in_host
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
 from spec.formats.roce import MR_LAYOUT
 from spec.host import rd_req_layout, wr_layout
-from spec.rdma_responder import RESPONDER_COUNTERS
+from spec.rdma_responder import MR_CACHE_COUNTERS, RESPONDER_COUNTERS, mr_table_base
 
 __all__ = ["TbHost", "beat_schedule", "run_responder", "Run"]
 
@@ -32,15 +33,15 @@ class TbHost:
 
     ``rd_req`` is taken in cycles where ``rd_ready(c)``; a read taken in cycle ``a`` is
     answered on ``rd_data`` in cycle ``a + latency`` with the word the memory holds
-    then. ``wr`` is taken in cycles where ``wr_ready(c)`` and written at once (bytes
-    under ``be``).
+    then and the read's ``id``. ``wr`` is taken in cycles where ``wr_ready(c)`` and
+    written at once (bytes under ``be``).
     """
 
     def __init__(self, mem, latency, rd_ready=None, wr_ready=None):
         self.mem, self.latency = dict(mem), latency
         self.rd_ready = rd_ready or (lambda c: True)
         self.wr_ready = wr_ready or (lambda c: True)
-        self.pending = []          # (due cycle, address)
+        self.pending = []          # (due cycle, address, id)
         self.reads, self.writes = [], []
 
     def step(self, c, rd_req, wr):
@@ -49,10 +50,10 @@ class TbHost:
         wr_taken = wr is not None and self.wr_ready(c)
         rd_data = None
         if self.pending and self.pending[0][0] == c:
-            _, addr = self.pending.pop(0)
-            rd_data = dict(data=self.mem.get(addr, 0), id=0, last=1)
+            _, addr, rid = self.pending.pop(0)
+            rd_data = dict(data=self.mem.get(addr, 0), id=rid, last=1)
         if rd_taken:
-            self.pending.append((c + self.latency, rd_req["addr"]))
+            self.pending.append((c + self.latency, rd_req["addr"], rd_req["id"]))
             self.reads.append((c, rd_req["addr"]))
         if wr_taken:
             old = self.mem.get(wr["addr"], 0)
@@ -93,21 +94,28 @@ class Run:
 
 def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
                   depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
-                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000):
+                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000, mr_cache=0):
     """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
 
     ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
     ``wr`` or ``rd_req`` readiness is low in a cycle (seeded). Fails on the first
-    difference; returns a :class:`Run`.
+    difference; returns a :class:`Run`. ``mr_cache``: the responder's parameter (when
+    not 0 the MR table goes into the host memory, :func:`mr_table_in_host`, and the
+    MR cache's counters are compared too).
     """
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, **sizes)
-    dut.mr_table.init = [unpack(MR_LAYOUT, v) for v in mr_table] + \
-        [{}] * (mr_entries - len(mr_table))
+    dut = Responder(cache_entries, depth, mr_entries, mr_cache=mr_cache, **sizes)
+    mr_base = mr_table_base(depth, mr_entries)
+    if mr_cache:
+        mem = mr_table_in_host(mem, list(mr_table) + [0] * (mr_entries - len(mr_table)),
+                               depth)
+    else:
+        dut.mr_table.init = [unpack(MR_LAYOUT, v) for v in mr_table] + \
+            [{}] * (mr_entries - len(mr_table))
     model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
-                           mr_table=mr_table, **sizes)
+                           mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base, **sizes)
     rng = random.Random(seed)
     stalls = {}
 
@@ -126,6 +134,8 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
 
     async def bench(ctx):
         ctx.set(dut.qpc_base, qpc_base)
+        if mr_cache:
+            ctx.set(dut.mr_base, mr_base)
         c = 0
         while True:
             if c > max_cycles:
@@ -152,6 +162,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
             ctx.set(dut.host.rd_data.valid, rd_data is not None)
             if rd_data is not None:
                 ctx.set(dut.host.rd_data.payload.data, rd_data["data"])
+                ctx.set(dut.host.rd_data.payload.id, rd_data["id"])
             if want.o is not None and o_ready:
                 acks.append((c, want.o))
             model.step(c, beat, rd_data, o_ready=o_ready, rd_req_taken=rd_taken,
@@ -162,6 +173,8 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
             if c > last_beat and model.next_event(c) is None and not host.pending:
                 break
         result["counters"] = {name: ctx.get(getattr(dut, name)) for name in RESPONDER_COUNTERS}
+        if mr_cache:
+            result["mr"] = {name: ctx.get(getattr(dut, name)) for name in MR_CACHE_COUNTERS}
         result["cycles"] = c
 
     sim = Simulator(dut)
@@ -169,6 +182,9 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     sim.add_testbench(bench)
     sim.run()
     assert result["counters"] == model.counters, (result["counters"], model.counters)
+    if mr_cache:
+        assert result["mr"] == model.mrc.count, (result["mr"], model.mrc.count)
+        result["counters"].update(result["mr"])
     return Run(acks=acks, writes=host.writes, reads=host.reads,
                counters=result["counters"], mem=host.mem, cycles=result["cycles"],
                model=model)

@@ -63,6 +63,14 @@ SLOW = {
     "test_cosim_rdma_ways.py::test_rdma_ways_4_*[verilator]":
         "Icarus runs the same scenario on the same 4-way top (one more Verilator build of "
         "about a minute); test_unit_context_cache.py checks the cache against its twin",
+    "test_cosim_rdma_mr_cache.py::test_rdma_mr_cache_conflicts[verilator]":
+        "Icarus runs the same scenario on the same mr_cache top (one more Verilator build "
+        "of about a minute); test_unit_resp_responder.py checks the responder with the MR "
+        "cache against its twin cycle for cycle",
+    "test_cosim_rdma_mr_cache.py::test_rdma_fabric_mr_cache_incast[verilator]":
+        "Icarus runs the same scenario on the same fabric top with mr_cache (one more "
+        "Verilator build); test_rdma_fabric_model.py checks the fabric model's decisions "
+        "with and without the MR cache",
     "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":
         "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of "
         "about a minute); the model's reliable link is checked against ReliableLinkModel "

@@ -246,6 +246,8 @@ def test_rdma_fast_path_ack_coalescing_over_qps(qps, entries, acks):
 def test_rdma_fast_path_refuses_what_it_does_not_cover():
     with pytest.raises(ValueError, match="steady state"):
         fast_point("rdma", msg_bytes=128, messages=2)
+    with pytest.raises(ValueError, match="mr_cache"):
+        fast_point("rdma", msg_bytes=128, messages=200, mr_cache=2)
 
 
 def test_rdma_cycle_point_ladder_ends():

@@ -8,6 +8,7 @@ from pymodel.rdma.fabric_point import fabric_run
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_ROOM, node_mac
+from spec.rdma_responder import HIGH_WATER
 
 
 def _run(sc, skip):
@@ -231,3 +232,29 @@ def test_idle_skipping_changes_nothing_with_pause():
     for key in ("wire", "mmio_stamps", "written", "completed", "req", "resp", "host_rq",
                 "host_rs", "merge", "switch", "mem_rq", "mem_rs", "pause"):
         assert fast[key] == slow[key], key
+
+
+def test_mr_cache_same_decisions_more_reads():
+    """Every responder's MR table in host memory behind 2 MR-cache lines: an incast
+    3->1 whose MRs at node 0 (indices 1, 2, 3: lines 1, 0, 1) evict each other makes
+    the same decisions and writes the same MR buffers as the on-chip table; node 0's
+    host interface carries its context fills plus at least the 3 compulsory MR reads
+    and one conflict read more, and the run takes longer."""
+    sc = fabric_scenario("incast", 4, 12, 128, 0.5, seed=1, warmup=3000)
+    runs = {}
+    for mc in (0, 2):
+        cfg = FabricConfig(mr_cache=mc, cq_base=sc.cq_base, cq_log2=sc.cq_log2)
+        runs[mc] = simulate_fabric(cfg, sc.images())
+    base, cached = runs[0], runs[2]
+    levels = HIGH_WATER + ("fills_max",)          # buffer levels: the timing differs
+    for node in range(4):
+        assert ({k: v for k, v in cached["resp"][node].items() if k not in levels}
+                == {k: v for k, v in base["resp"][node].items() if k not in levels})
+    table = FABRIC_DEFAULTS["depth"] - FABRIC_DEFAULTS["mr_entries"]
+    for node in range(4):
+        assert ({a: v for a, v in cached["mem_rs"][node].items() if a < table}
+                == {a: v for a, v in base["mem_rs"][node].items() if a < table})
+    assert cached["host_rs"][0]["up_rd_tlps"] >= base["host_rs"][0]["up_rd_tlps"] + 4
+    assert cached["cycles"] > base["cycles"]
+    with pytest.raises(ValueError, match="mr_cache"):
+        FabricConfig(mr_cache=3)

@@ -26,6 +26,10 @@ from scripts import sim
     (["--jobs", "0"], "--jobs must be at least 1"),
     (["--selective"], "--selective: an option of --design rdma"),
     (["--design", "nic", "--selective"], "--selective: an option of --design rdma"),
+    (["--design", "rdma", "--mr-cache", "3"], "--mr-cache: mr_cache must be 0"),
+    (["--design", "rdma", "--mr-cache", "512"], "--mr-cache: mr_cache must be 0"),
+    (["--design", "rdma", "--mrs", "17"], "--mrs: mrs must be"),
+    (["--design", "nic", "--mr-cache", "2"], "--mr-cache: not an option of --design nic"),
 ])
 def test_bad_options_name_the_option(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:

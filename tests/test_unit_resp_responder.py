@@ -7,11 +7,12 @@ import pytest
 
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, pack_beat
+from pymodel.rdma.config import Config as RdmaConfig
 from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
-from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS
+from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS, mr_table_base
 from tb.rdma.reference_responder import Config, HostMemory, beats_of
 from tb.rdma.reference_responder import StoreAndForwardResponder as StoreAndForwardModel
 from tb.resp_bench import TbHost, beat_schedule, run_responder
@@ -222,3 +223,61 @@ def test_model_idle_skipping_changes_nothing():
     skipped = _model_run(sc, schedule, 40, skip=True)
     assert full[:3] == skipped[:3]
     assert full[2]["frames_ok"] > 20 and skipped[3] < full[3] * 0.8
+
+
+@pytest.mark.parametrize("mr_cache,seed", [(2, 3), (4, 4), (32, 5)])
+def test_mr_cache_matches_model_and_store_and_forward(mr_cache, seed):
+    """The MR table in host memory behind an MR cache of ``mr_cache`` lines: the RTL and
+    its twin cycle for cycle (run_responder compares every cycle and the counters), and
+    the same decisions, ACK/NAKs and memory as the on-chip table's store-and-forward
+    model; frames use 14 of the 16 MRs at random (hits, misses, conflicts), and a fifth
+    of the messages break an MR rule (wrong key, bounds, alignment, invalid MR, no write
+    right), which must still be NAKed."""
+    rng = random.Random(seed)
+    sc = responder_scenario(rng, qps=6, messages=50, qpn_range=32, access_rate=0.2)
+    # Gaps between beats, so that a run of conflict misses (each a read of 40 cycles and
+    # more) does not overflow the receive buffers (overflow drops are the responder's
+    # defined outcome, but not the store-and-forward model's).
+    schedule, _ = beat_schedule(sc.frames, rng, 0.9)
+    run = run_responder(sc.frames, sc.mem, sc.mr_table, qpc_base=sc.qpc_base, latency=40,
+                        schedule=schedule, seed=seed, rd_stall=0.2, mr_cache=mr_cache)
+    assert run.counters["overflow"] == 0
+    acks, counters, mem = store_and_forward(sc)
+    assert ack_frames(run) == acks
+    assert {k: run.counters[k] for k in DECISIONS} == {k: counters[k] for k in DECISIONS}
+    table = mr_table_base(1 << 14, 16)
+    assert {a: v for a, v in _nonzero(run.mem).items() if a < table} == _nonzero(mem)
+    assert run.counters["access_nak"] > 0
+    assert_each_frame_counted_once(run, sc.frames)
+    # Every MR read was one word at the table's address of an MR index.
+    mr_reads = [a for _, a in run.reads if a >= table]
+    assert len(mr_reads) == run.counters["mr_misses"]
+    assert run.counters["mr_lookups"] >= run.counters["mr_misses"] >= len(set(mr_reads))
+    if mr_cache < 16:               # fewer lines than MRs in use: conflicts
+        assert run.counters["mr_misses"] > len(set(mr_reads))
+    else:                           # every MR fits: compulsory misses only
+        assert run.counters["mr_misses"] == len(set(mr_reads))
+
+
+def test_mr_cache_hit_costs_nothing_and_miss_costs_a_read():
+    """Back-to-back WRITE ONLY frames to one QP and one MR: with an MR cache the first
+    frame waits for its MR read as well as its context fill (issued in parallel, the MR
+    read one cycle later: the verify stage sees the miss when the frame reaches it), the
+    others hit: every ACK leaves at most 1 cycle later than with the on-chip table."""
+    frames, mem, mr, qpc_base = one_qp_stream(40)
+    base = run_responder(frames, mem, mr, qpc_base=qpc_base, latency=100)
+    cached = run_responder(frames, mem, mr, qpc_base=qpc_base, latency=100, mr_cache=2)
+    assert ack_frames(cached) == ack_frames(base)
+    assert cached.counters["mr_lookups"] == 40 and cached.counters["mr_misses"] == 1
+    delays = [c1 - c0 for (c0, _), (c1, _) in zip(base.acks, cached.acks, strict=True)]
+    assert max(delays) <= 1 and delays[-1] >= 0
+
+
+def test_mr_cache_bad_values_name_it():
+    for bad in (1, 3, 512, -2, True):
+        with pytest.raises(ValueError, match="mr_cache"):
+            Responder(mr_cache=bad)
+        with pytest.raises(ValueError, match="mr_cache"):
+            ResponderModel(mr_cache=bad)
+        with pytest.raises(ValueError, match="mr_cache"):
+            RdmaConfig(mr_cache=bad)

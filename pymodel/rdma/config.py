@@ -24,6 +24,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
+from spec.rdma_responder import check_mr_cache
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["Config"]
@@ -83,6 +84,9 @@ class Config:
     #: Recovery, the ``selective`` port of both engines: 0 go-back-N (the default, IBTA),
     #: 1 selective repeat (docs/recovery.md, "Selective repeat").
     selective: int = 0
+    #: Node B's MR table: 0 on chip (the default), else the entries of the MR cache in
+    #: front of the table in host memory B (:data:`spec.rdma_engine.TOP_DEFAULTS`).
+    mr_cache: int = TOP_DEFAULTS["mr_cache"]
     #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
     header: str = TOP_DEFAULTS["header"]
     responder_sizes: dict = dataclasses.field(default_factory=dict)
@@ -122,6 +126,10 @@ class Config:
             integer(name, 0, self.depth - 1)
         if isinstance(self.qpc_bytes, bool) or self.qpc_bytes not in QPC_BYTES_CHOICES:
             bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
+        try:
+            check_mr_cache(self.mr_cache)
+        except ValueError as error:
+            raise ValueError(f"Config.{error}") from None
         if self.host not in PROFILES:
             bad("host", f"one of {sorted(PROFILES)}")
         if not isinstance(self.responder_sizes, dict) or not set(

@@ -35,7 +35,7 @@ from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
 from pymodel.rdma.pause import PauseGenModel
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
-from pymodel.rdma.verbs import MIN_CQ_LOG2
+from pymodel.rdma.verbs import MIN_CQ_LOG2, mr_table_in_host
 from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
 from spec.host import PROFILES
 from spec.rdma import MAX_FRAME_BEATS
@@ -50,6 +50,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
 )
 from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE, pause_thresholds
+from spec.rdma_responder import check_mr_cache, mr_table_base
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["FabricConfig", "simulate_fabric"]
@@ -110,6 +111,9 @@ class FabricConfig:
     cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
     #: Every requester's miss queue (the tops' ``miss_queue``; 0: none).
     miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
+    #: Every responder's MR cache (0: the MR table on chip; :class:`pymodel.rdma.config.
+    #: Config`'s ``mr_cache``).
+    mr_cache: int = FABRIC_DEFAULTS["mr_cache"]
     qpc_base: int = 0
     #: Bytes of a QP context in host memory (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`,
     #: the tops' ``qpc_log2`` port: ``2**qpc_log2 == qpc_bytes // 64``).
@@ -139,6 +143,10 @@ class FabricConfig:
             integer(name, lo, hi)
         if self.depth & (self.depth - 1):
             bad("depth", "a power of two")
+        try:
+            check_mr_cache(self.mr_cache)
+        except ValueError as error:
+            raise ValueError(f"FabricConfig.{error}") from None
         integer("cache_entries", 16, self.cache_capacity)
         if self.cache_entries & (self.cache_entries - 1):
             bad("cache_entries", "a power of two")
@@ -207,7 +215,10 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     prof = cfg.profile
     nodes = range(n)
     hi_rq = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rq"]) for p in nodes]
-    hi_rs = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rs"]) for p in nodes]
+    mem_rs = [mr_table_in_host(images[p]["mem_rs"], list(images[p]["mr_table"]) + [0] * (
+        cfg.mr_entries - len(images[p]["mr_table"])), cfg.depth) if cfg.mr_cache
+        else images[p]["mem_rs"] for p in nodes]
+    hi_rs = [HostInterfaceModel(prof, cfg.depth, mem_rs[p]) for p in nodes]
     pending_a = [dict() for _ in nodes]          # requester beats into the merge, by cycle
 
     def sender(p):
@@ -226,6 +237,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
                             cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
+                            mr_cache=cfg.mr_cache,
+                            mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                             **cfg.responder_sizes)
              for p in nodes]
     merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]

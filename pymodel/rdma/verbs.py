@@ -37,10 +37,11 @@ from spec.rdma_engine import (
     MAX_INLINE_WORDS,
     MODIFY_QP_OFFSET,
 )
+from spec.rdma_responder import mr_table_base
 from spec.rdma_stages import DOORBELL_LAYOUT, SQ_INDEX_BITS
 
 __all__ = ["Verbs", "QpPair", "QPC_WORDS_DEFAULT", "table_qps", "Message", "MAC_A", "MAC_B", "IP_A",
-           "IP_B", "MIN_CQ_LOG2", "cq_log2_for", "inline_limit"]
+           "IP_B", "MIN_CQ_LOG2", "cq_log2_for", "inline_limit", "mr_table_in_host"]
 
 #: Low bits of an rkey that index the MR table (the responder takes the low
 #: log2(mr_entries) bits, and its table holds at most 256 entries:
@@ -49,6 +50,25 @@ _MR_INDEX_BITS = 8
 
 #: log2 of the CQEs of the smallest CQ a scenario makes (1,024).
 MIN_CQ_LOG2 = 10
+
+
+def mr_table_in_host(mem, mr_table, depth):
+    """Host image ``mem`` (``{word: int}``) of a responder built with ``mr_cache`` > 0:
+    with the MR table ``mr_table`` (``MR_LAYOUT`` integers, its length the table's
+    entries) in its last words (:func:`spec.rdma_responder.mr_table_base`). A new dict;
+    ``ValueError`` if a word of ``mem`` or the bytes of a valid MR lie in the table (a
+    WRITE there would change an MR the cache may hold)."""
+    base = mr_table_base(depth, len(mr_table))
+    taken = sorted(w for w in mem if w >= base)
+    if taken:
+        raise ValueError(f"mr_cache: host words {taken[:4]} hold data where the MR table "
+                         f"goes (words {base} to {depth - 1})")
+    for k, value in enumerate(mr_table):
+        mr = unpack(MR_LAYOUT, value)
+        if mr["valid"] and mr["base"] + mr["length"] > base * _W:
+            raise ValueError(f"mr_cache: MR {k} (bytes {mr['base']:#x} + {mr['length']}) "
+                             f"reaches into the MR table at word {base}")
+    return {**mem, **{base + k: v for k, v in enumerate(mr_table) if v}}
 
 
 def cq_log2_for(cqes):
@@ -194,10 +214,13 @@ class Verbs:
         static = mem.get(at + min(1, self.qpc_words - 1), 0)
         return unpack(QPC_LAYOUT, (dyn & QPC_DYNAMIC_MASK) | (static & ~QPC_DYNAMIC_MASK))
 
-    def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5):
-        """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``."""
-        base = self._alloc_b(-(-nbytes // _W)) * _W
-        self.mrs.append((base, nbytes))
+    def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5, base=None):
+        """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``.
+        ``base``: the byte address of a buffer registered before, for a second MR over
+        it (nothing is allocated)."""
+        if base is None:
+            base = self._alloc_b(-(-nbytes // _W)) * _W
+            self.mrs.append((base, nbytes))
         rkey = key_tag << _MR_INDEX_BITS | index
         self.mr_table[index % self.mr_entries] = pack(
             MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,

@@ -71,7 +71,7 @@ def _plan(messages, qps, k, warmup):
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
                     mr_entries=16, spacing=0, warmup=0, cache_entries=16, qpc_words=None,
-                    **knobs):
+                    mrs=1, **knobs):
     """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
 
     ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
@@ -86,8 +86,15 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     use of the engines' context caches (default 16, the smallest the points use), which
     decides the WQEs that ask for an ACK under ACK coalescing
     (:func:`coalesced_ack_requests`). ``qpc_words``: host words of a QP context
-    (:class:`~pymodel.rdma.verbs.Verbs`; None: the default). Returns the :class:`Verbs`.
+    (:class:`~pymodel.rdma.verbs.Verbs`; None: the default). ``mrs``: MRs over the one destination buffer, at
+    MR-table indices ``3 + 5 k`` (modulo ``mr_entries``; 5 is odd, so they are distinct
+    and, in a direct-mapped MR cache smaller than the table, some share a line); message
+    ``j`` uses MR ``j % mrs`` (1, the default: every message MR index 3). Returns the
+    :class:`Verbs`.
     """
+    if not isinstance(mrs, int) or isinstance(mrs, bool) or not 1 <= mrs <= mr_entries:
+        raise ValueError(f"mrs must be an integer from 1 to mr_entries ({mr_entries}), "
+                         f"not {mrs!r}")
     k = dict(RUNG_KNOBS, **knobs)
     unknown = set(knobs) - set(RUNG_KNOBS)
     if unknown:
@@ -107,6 +114,8 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
              for q in range(qps)]
     total = sum(sizes[j % len(sizes)] for j in range(messages))
     raddr, rkey = v.reg_mr(total + 64 * messages, index=3)
+    rkeys = [rkey] + [v.reg_mr(total + 64 * messages, index=(3 + 5 * k) % mr_entries,
+                               base=raddr)[1] for k in range(1, mrs)]
     cursor = raddr
     release = 0
     signalled, announce, _ = _plan(messages, qps, k, warmup)
@@ -115,7 +124,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     for j in range(messages):
         n = sizes[j % len(sizes)]
         qp = pairs[j % qps]
-        v.post_write(qp, rng.randbytes(n), cursor, rkey, wr_id=0x1000_0000 + j,
+        v.post_write(qp, rng.randbytes(n), cursor, rkeys[j % mrs], wr_id=0x1000_0000 + j,
                      signalled=signalled[j], inline=bool(k["inline"]), ack_req=ack_req[j])
         if announce[j]:
             if k["bf"]:

@@ -38,6 +38,7 @@ from spec.rdma_fabric import (
     NODES_RANGE,
     PAUSE_COUNTERS,
 )
+from spec.rdma_responder import mr_table_base
 
 __all__ = ["RdmaFabricTop"]
 
@@ -48,7 +49,9 @@ class RdmaFabricTop(HarnessTop):
     A node ``p`` is modelled as two host functions: a requester behind its own host
     interface ``hi_rq<p>`` and host memory ``mem_rq<p>`` (QP contexts, send queues, CQ,
     payload buffers), and a responder behind ``hi_rs<p>`` and ``mem_rs<p>`` (QP
-    contexts, MRs; its MR table ``responder<p>.mr_table``), each pair wired exactly as
+    contexts, MRs; its MR table ``responder<p>.mr_table``, or with ``mr_cache`` the last
+    ``mr_entries`` words of ``mem_rs<p>``, as in :class:`rtl.tops.rdma_top.RdmaTop`; the
+    MR caches' counters are not exported), each pair wired exactly as
     in :class:`rtl.tops.rdma_top.RdmaTop`. (A real RNIC has one host interface for both;
     the contention between the requester's reads and the responder's writes on it is not
     modelled.) Node ``p``'s MAC is :func:`spec.rdma_fabric.node_mac` (``...:p``): the QP
@@ -190,7 +193,7 @@ class RdmaFabricTop(HarnessTop):
             "requester": lambda: Requester(p["cache_entries"], depth,
                                            **{k: p[k] for k in REQUESTER_DEFAULTS}),
             "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
-                                           cache_ways=p["cache_ways"],
+                                           cache_ways=p["cache_ways"], mr_cache=p["mr_cache"],
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),
@@ -226,6 +229,8 @@ class RdmaFabricTop(HarnessTop):
                 req.mmio.valid.eq(hi_rq.mmio.valid), req.mmio.payload.eq(hi_rq.mmio.payload),
                 hi_rq.mmio.ready.eq(req.mmio.ready),
                 req.qpc_base.eq(self.qpc_base), resp.qpc_base.eq(self.qpc_base),
+                *([resp.mr_base.eq(mr_table_base(self.p["depth"], self.p["mr_entries"]))]
+                  if self.p["mr_cache"] else []),
                 req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
                 req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
                 req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),

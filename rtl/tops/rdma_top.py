@@ -29,6 +29,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
+from spec.rdma_responder import MR_CACHE_COUNTERS, MR_CACHE_RANGE, mr_table_base
 
 __all__ = ["RdmaTop"]
 
@@ -45,7 +46,10 @@ class RdmaTop(HarnessTop):
     cycle the last payload word of a message reaches host memory B), ``completed`` (the
     requester's QPN, in the cycle a CQE reaches host memory A). Host memories ``mem_a``
     and ``mem_b`` (their ``mem`` arrays are loaded and dumped by the testbench), node B's
-    MR table ``responder.mr_table``. The MMIO player's stamps are the cycles the host
+    MR table ``responder.mr_table`` (with ``mr_cache`` > 0 there is none: the table is
+    in host memory B's last ``mr_entries`` words,
+    :func:`spec.rdma_responder.mr_table_base`, behind the responder's MR cache, whose
+    counters are port ``resp_mr``). The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
@@ -120,6 +124,10 @@ class RdmaTop(HarnessTop):
                       "ba_settings": In(settings), "ba_counters": Out(counters)})
         if link_retry:
             ports.update({"ab_full": Out(1), "ba_full": Out(1)})
+        check_int(self, "mr_cache (MR cache entries; 0: on-chip MR table)", p["mr_cache"],
+                  0, MR_CACHE_RANGE[1])
+        if p["mr_cache"]:
+            ports["resp_mr"] = Out(CountersSignature(MR_CACHE_COUNTERS))
         ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
                       "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
                       "hia": Out(CountersSignature(HOST_COUNTERS)),
@@ -143,8 +151,12 @@ class RdmaTop(HarnessTop):
         self.requester = req = Requester(p["cache_entries"], depth, p["header"], **{
             k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
-                                          p["header"], p["cache_ways"],
+                                          p["header"], p["cache_ways"], p["mr_cache"],
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
+        if p["mr_cache"]:
+            m.d.comb += resp.mr_base.eq(mr_table_base(depth, p["mr_entries"]))
+            sig = CountersSignature(MR_CACHE_COUNTERS)
+            wiring.connect(m, PortView(sig, resp), wiring.flipped(self.resp_mr))
         if self.link_retry:
             self.link_ab = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
             self.link_ba = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)

@@ -22,6 +22,7 @@ from pymodel.fields import pack
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
+from pymodel.rdma.verbs import mr_table_in_host
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
@@ -62,6 +63,7 @@ def fabric_config(top, sc, cache_entries=16):
     return FabricConfig(nodes=p["nodes"], cache_entries=cache_entries,
                         cache_capacity=p["cache_entries"], depth=p["depth"], host=p["host"],
                         link_latency=p["link_latency"], mr_entries=p["mr_entries"],
+                        mr_cache=p["mr_cache"],
                         credits=p["credits"], merge_depth=p["merge_depth"],
                         pause=p["pause"], pause_headroom=p["pause_headroom"],
                         pause_hysteresis=p["pause_hysteresis"],
@@ -86,8 +88,8 @@ def fabric_run_scenario(top, p):
 class FabricTestbench:
     """Load, arm, run and compare one RdmaFabricTop co-simulation."""
 
-    def __init__(self, dut, nodes, depth, pause=False):
-        self.dut, self.nodes, self.depth = dut, nodes, depth
+    def __init__(self, dut, nodes, depth, pause=False, mr_cache=0):
+        self.dut, self.nodes, self.depth, self.mr_cache = dut, nodes, depth, mr_cache
         self.blocks = _BLOCKS + ((("pause", "pause", PAUSE_COUNTERS),) if pause else ())
         self.harness = Harness(dut)
         self.hang = None
@@ -101,10 +103,14 @@ class FabricTestbench:
         layout = mmio_layout()
         for n, img in enumerate(images):
             load_image(getattr(d, f"mem_rq{n}").mem, img["mem_rq"])
-            load_image(getattr(d, f"mem_rs{n}").mem, img["mem_rs"])
-            table = getattr(d, f"responder{n}").mr_table
-            load_memory(table, list(img["mr_table"]) + [0] * (len(table)
-                                                              - len(img["mr_table"])))
+            if self.mr_cache:           # the MR table in host memory (RdmaTop's layout)
+                load_image(getattr(d, f"mem_rs{n}").mem,
+                           mr_table_in_host(img["mem_rs"], img["mr_table"], self.depth))
+            else:
+                load_image(getattr(d, f"mem_rs{n}").mem, img["mem_rs"])
+                table = getattr(d, f"responder{n}").mr_table
+                load_memory(table, list(img["mr_table"]) + [0] * (len(table)
+                                                                  - len(img["mr_table"])))
             h.load_player(f"mmio{n}", [pack(layout, w) for w in img["mmio"]], (1, 0),
                           release=list(img["release"]))
         for name, value in ports.items():
@@ -218,7 +224,8 @@ async def fabric_matches_model(dut):
     t0 = time.perf_counter()
     model = simulate_fabric(cfg, images)
     t1 = time.perf_counter()
-    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, pause=bool(cfg.pause))
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, pause=bool(cfg.pause),
+                         mr_cache=cfg.mr_cache)
     tb.load(images, dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
                          ack_timeout=cfg.timeout, ack_every=cfg.ack_every,
                          ack_frames=cfg.ack_frames,

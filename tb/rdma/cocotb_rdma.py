@@ -40,7 +40,7 @@ from spec.rdma_engine import (
     TOP_DEFAULTS,
 )
 from tb.cosim import cosim_params
-from tb.rdma.intent import cqes_per_qp, intended_statuses
+from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
@@ -50,7 +50,7 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "ack_queue", "windows", "header", "cache_ways", "miss_queue")
+               "ack_queue", "windows", "header", "cache_ways", "miss_queue", "mr_cache")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
 #: (both links reliable; default False).
@@ -69,7 +69,7 @@ COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout",
                  "clean_baseline", "out_json", "token", "selective", "qpc_bytes")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
-    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup"),
+    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs"),
     "qp_error": (),
     "bad": (),
     "overflow": (),
@@ -110,7 +110,7 @@ def check_params(p):
             raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
                              f"link_retry=True)")
     counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
-        f"resp_{n}" for n in RESPONDER_COUNTERS} | {
+        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top)} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
@@ -157,7 +157,8 @@ def scenario(p, cfg, knobs):
         v = writes_scenario(p["messages"], p["sizes"], p["qps"],
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
-                            cache_entries=cfg.cache_entries, **host, **knobs)
+                            cache_entries=cfg.cache_entries, mrs=p.get("mrs", 1),
+                            **host, **knobs)
         return v, [], None
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), **host), [], None
@@ -233,7 +234,7 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry)
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames", "selective")}
@@ -270,14 +271,14 @@ async def rdma_matches_model(dut):
     seen = dict({f"req_{n}": x for n, x in req.items()},
                 **{f"resp_{n}": x for n, x in resp.items()},
                 **{f"{link}_{n}": x for link in LINKS for n, x in links[link].items()})
+    bth_at = framing(cfg.header).outer     # behind Ethernet/IPv4/UDP (42) or scale-up (10)
+    mr_cache_check(sb, cfg, resp, [frame for _, frame in got["wire_ab"]], bth_at)
     for name, least in p.get("expect_min", {}).items():
         sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
                  True)
     for name, value in p.get("expect", {}).items():
         sb.equal(name, seen[name], value)
 
-    # Frame byte of the BTH: behind Ethernet/IPv4/UDP (42) or the scale-up header (10).
-    bth_at = framing(cfg.header).outer
     if p.get("resend_only_qps") is not None:
         # Independent of the model: a frame sent twice (same QP and PSN) on the A->B link
         # is a resend; only the listed QPs may have any.

@@ -82,7 +82,7 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
-              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT):
+              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -94,14 +94,19 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     selective repeat at both ends (the run-time port; the row then has ``selective``
     1); ``miss_queue``: the requester's miss queue (the top's parameter; 0, none, is
     the top's default); ``qpc_bytes``: bytes of a QP context in host memory (the
-    run-time port; the row has ``qpc_bytes`` when it is not the default). Every
-    parameter is checked before anything is built (``ValueError`` naming it)."""
+    run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``: node B's MR cache (the top's parameter; 0, the MR
+    table on chip, is the default top's); ``mrs``: MRs the messages take in turn (the
+    row has ``mr_cache`` and ``mrs`` when not the defaults). Every parameter is checked
+    before anything is built
+    (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
         top["cache_ways"] = cache_ways
     if miss_queue:
         top["miss_queue"] = miss_queue
+    if mr_cache:
+        top["mr_cache"] = mr_cache
     fabric = fabric_profile(fabric).name
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
@@ -110,12 +115,14 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         + (f"_{header}" if header != "roce" else "") \
         + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "") \
         + (f"_mq{miss_queue}" if miss_queue else "") \
-        + (f"_qpc{qpc_bytes}" if qpc_bytes != QPC_BYTES_DEFAULT else "")
+        + (f"_qpc{qpc_bytes}" if qpc_bytes != QPC_BYTES_DEFAULT else "") \
+        + (f"_mr{mr_cache}" if mr_cache else "") + (f"_mrs{mrs}" if mrs != 1 else "")
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
                   warmup=warm, cache_entries=cache_entries, qpc_bytes=qpc_bytes,
-                  **({"selective": 1} if selective else {}))
+                  **({"selective": 1} if selective else {}),
+                  **({"mrs": mrs} if mrs != 1 else {}))
     bw_params = dict(common, messages=messages + 1, knobs=k)
     lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
                       spacing=warm)
@@ -139,6 +146,10 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         row["miss_queue"] = miss_queue
     if qpc_bytes != QPC_BYTES_DEFAULT:
         row["qpc_bytes"] = qpc_bytes
+    if mr_cache:
+        row["mr_cache"] = mr_cache
+    if mrs != 1:
+        row["mrs"] = mrs
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:

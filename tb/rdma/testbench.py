@@ -21,11 +21,13 @@ from cocotb.triggers import ClockCycles, ReadOnly
 
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
+from pymodel.rdma.verbs import mr_table_in_host
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
+from spec.rdma_responder import MR_CACHE_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
 __all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port",
@@ -99,6 +101,10 @@ class RdmaTestbench:
     link_retry : bool
         The top was built with ``link_retry`` (its link counters are those of reliable
         links: the wire's are member ``link`` of ``<link>_counters``).
+    mr_cache : int
+        The top's ``mr_cache``: when not 0 the MR table is loaded into host memory B
+        (:func:`pymodel.rdma.verbs.mr_table_in_host`) and :meth:`counters`' ``resp``
+        has the MR cache's counters too (port ``resp_mr``).
 
     Attributes
     ----------
@@ -114,8 +120,9 @@ class RdmaTestbench:
     #: asks for it clears only these instead of the whole memory.
     _dirty = {}
 
-    def __init__(self, dut, depth, link_retry=False):
+    def __init__(self, dut, depth, link_retry=False, mr_cache=0):
         self.dut, self.depth, self.link_retry = dut, depth, link_retry
+        self.mr_cache = mr_cache
         self.harness = Harness(dut)
         self.end = self.hang = None
         self._mmio = mmio_layout()
@@ -137,6 +144,8 @@ class RdmaTestbench:
         FaultSettings}`` of :data:`spec.rdma.LINKS`.
         """
         h, d = self.harness, self.dut
+        if self.mr_cache:
+            mem_b = mr_table_in_host(mem_b, mr_table, self.depth)
         for name, image in ((MEMORIES[0], mem_a), (MEMORIES[1], mem_b)):
             mem = getattr(d, name).mem
             if clear:
@@ -144,8 +153,9 @@ class RdmaTestbench:
                     mem[addr].value = 0
             for addr, value in sorted(image.items()):
                 mem[addr].value = value
-        table = d.responder.mr_table
-        load_memory(table, list(mr_table) + [0] * (len(table) - len(mr_table)))
+        if not self.mr_cache:
+            table = d.responder.mr_table
+            load_memory(table, list(mr_table) + [0] * (len(table) - len(mr_table)))
         if clear:
             for node in (d.requester, d.responder):
                 load_memory(node.cache.tags, [0] * len(node.cache.tags))
@@ -222,9 +232,12 @@ class RdmaTestbench:
         """Counters by block: ``req``, ``resp``, ``host_a``, ``host_b``, ``links``."""
         d = self.dut
         wire = "__link" if self.link_retry else ""
+        mr = ({n: value_of(getattr(d, member_port("resp_mr", n))) for n in MR_CACHE_COUNTERS}
+              if self.mr_cache else {})
         return {
             "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
-            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS},
+            "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS}
+            | mr,
             "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},
             "host_b": {n: value_of(getattr(d, member_port("hib", n))) for n in HOST_COUNTERS},
             "links": {link: {n: value_of(getattr(d, member_port(f"{link}_counters{wire}", n)))

@@ -91,6 +91,10 @@ def _setup(msg_bytes, p):
     if ways != 1:
         # The formulas place QP q in entry q % cache_entries (a direct-mapped cache).
         raise _not_covered(f"a context cache of {ways} ways (cache_ways)")
+    if p.get("mr_cache"):
+        # The formulas have no MR reads: the MR table is on chip.
+        raise _not_covered(f"an MR cache of {p['mr_cache']} entries in front of the MR "
+                           f"table in host memory (mr_cache)")
     if p.get("miss_queue"):
         raise _not_covered(f"a miss queue of {p['miss_queue']} items (items of present "
                            f"contexts pass items waiting for their fill: the order of "

@@ -27,13 +27,20 @@ from pymodel.fields import unpack
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.resp.ack import AckSenderModel
 from pymodel.rdma.resp.header import HeaderCheckModel
+from pymodel.rdma.resp.mr_cache import MrCacheModel
 from pymodel.rdma.resp.rx import ReceiveModel
 from pymodel.rdma.resp.verify import VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
 from spec.formats.roce import MR_LAYOUT
 from spec.formats.scaleup import framing
-from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+from spec.rdma_responder import (
+    MR_READ_ID,
+    RESP_GROUP,
+    RESPONDER_COUNTERS,
+    ResponderSizes,
+    check_mr_cache,
+)
 
 __all__ = ["ResponderModel", "Presented"]
 
@@ -76,6 +83,11 @@ class ResponderModel:
         The MR table's entries (``MR_LAYOUT`` integers; missing ones are 0).
     selective : int
         The ``selective`` port (0 go-back-N, 1 selective repeat).
+    mr_cache : int
+        0: the MR table on chip (``mr_table``). Else the MR cache's entries: the MRs are
+        read from host memory at ``mr_base`` (``mr_table`` is then unused).
+    mr_base : int
+        The ``mr_base`` port (with ``mr_cache``).
 
     Attributes
     ----------
@@ -89,10 +101,13 @@ class ResponderModel:
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
                  qpc_words=1,
                  mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
-                 **sizes):
+                 mr_cache=0, mr_base=0, **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
+        check_mr_cache(mr_cache)
+        self.mrc = MrCacheModel(mr_cache, mr_entries) if mr_cache else None
+        self.mr_base = mr_base
         fr = framing(header)
         s = self.sizes = ResponderSizes.of(sizes)
         self.depth, self.mr_entries = depth, mr_entries
@@ -107,7 +122,8 @@ class ResponderModel:
         self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
-                                  depth, self, used, log=self._staged, selective=selective)
+                                  depth, self, used, log=self._staged, selective=selective,
+                                  mr_cache=self.mrc)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
@@ -165,8 +181,11 @@ class ResponderModel:
             self._presented = Presented(None, None, None)
             return self._presented
         fills = self.fifos["fills"]
-        rd_req = (dict(addr=fills.head(), words=self.cache.words, id=0)
-                  if fills.can_read() else None)
+        mr_x = self.mrc.present() if self.mrc is not None else None
+        if mr_x is not None:            # an MR read goes before the fill FIFO's head
+            rd_req = dict(addr=(self.mr_base + mr_x) % self.depth, words=1, id=MR_READ_ID)
+        else:
+            rd_req = dict(addr=fills.head(), words=self.cache.words, id=0) if fills.can_read() else None
         self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 
@@ -193,14 +212,20 @@ class ResponderModel:
         if hdr or len(jobs) > header.count["jobs_max"]:
             header.step(c, _NO_SIDE)
         if rd_data is not None:
-            self.cache.fill(rd_data["data"])
+            if self.mrc is not None and rd_data["id"] == MR_READ_ID:
+                self.mrc.fill(rd_data["data"])
+            else:
+                self.cache.fill(rd_data["data"])
         if jobs:
             self.verify.step(c, _NO_SIDE)
         if f["wjobs"].q:
             self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
         if rd_req_taken:
-            self.fifos["fills"].read()
+            if out.rd_req["id"] == MR_READ_ID and self.mrc is not None:
+                self.mrc.taken()
+            else:
+                self.fifos["fills"].read()
         self.ack.advance(o_ready and out.o is not None)
         return out
 
@@ -209,6 +234,8 @@ class ResponderModel:
         header check's and verify's registers are in the responder's StagedLog)."""
         self._staged.commit()
         self.cache.commit()
+        if self.mrc is not None:
+            self.mrc.commit()
         self._presented = None
 
     def next_event(self, c):

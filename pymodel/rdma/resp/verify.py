@@ -26,10 +26,14 @@ class VerifyModel:
     """
 
     def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None,
-                 selective=0):
+                 selective=0, mr_cache=None):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone);
-        ``selective``: the port of that name (0 go-back-N, 1 selective repeat)."""
+        ``selective``: the port of that name (0 go-back-N, 1 selective repeat);
+        ``mr_cache``: None (the MR table, ``env.mr``) or the
+        :class:`~pymodel.rdma.resp.mr_cache.MrCacheModel` the stage looks MRs up in
+        (it holds a FIRST/ONLY job until its MR hits)."""
+        self.mrc, self._mr = mr_cache, None
         if selective not in (0, 1):
             raise ValueError(f"selective must be 0 or 1, not {selective!r}")
         self.selective = selective
@@ -60,6 +64,12 @@ class VerifyModel:
 
     def step(self, c, side):
         out = {"g_we": 0}
+        mr_hit = True
+        if self.mrc is not None and self.i.can_read():
+            h = self.i.head()
+            if h["check"] and h["reth"]:         # the RTL's mr_look
+                self._mr = self.mrc.look(h["rkey"])
+                mr_hit = self._mr is not None
         if "done_addr" in side:
             out["done_data"] = self.done[side["done_addr"]]
         if "held_addr" in side:
@@ -74,8 +84,10 @@ class VerifyModel:
             self.w.write(wjob)
             return out
         e = j["entry"]                   # the header check's lookup placed it
-        if not self.env.ready(e, side):
+        if not self.env.ready(e, side) or not mr_hit:
             return out
+        if self.mrc is not None and j["reth"]:
+            self.mrc.take()
         ctx, g = self.env.static(e, side), self.env.group(e, side)
         ack = dict(dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"], dip=ctx["dip"],
                    src_qp=j["qpn"], dest_qp=ctx["dest_qp"], msn=g["msn"], psn=j["psn"],
@@ -175,7 +187,7 @@ class VerifyModel:
     def _access_ok(self, j, g, side):
         if not j["reth"]:
             return j["plen"] <= g["resp_left"]
-        mr = self.env.mr(j["rkey"], side)
+        mr = self._mr if self.mrc is not None else self.env.mr(j["rkey"], side)
         va = j["va"]
         return bool(mr["valid"] and mr["key"] == j["rkey"] and mr["remote_write"]
                     and va >= mr["base"] and va + j["dma_len"] <= mr["base"] + mr["length"]

@@ -9,6 +9,7 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache,
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
+from rtl.rdma.resp.mr_cache import MrCache
 from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
@@ -18,7 +19,14 @@ from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT
 from spec.host import wr_layout
 from spec.ports import CountersSignature, HostDmaSignature, PortView
-from spec.rdma_responder import RESP_GROUP, RESPONDER_COUNTERS, ResponderSizes
+from spec.rdma_responder import (
+    MR_CACHE_COUNTERS,
+    MR_READ_ID,
+    RESP_GROUP,
+    RESPONDER_COUNTERS,
+    ResponderSizes,
+    check_mr_cache,
+)
 from spec.rdma_stages import (
     ack_layout,
     header_entry_layout,
@@ -67,6 +75,14 @@ class Responder(wiring.Component):
     cache_ways : int
         Ways per set of the context cache (1, 2, 4, 8; 1: direct mapped), as the
         requester's ``cache_ways`` (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
+    mr_cache : int
+        0 (default): the MR table is on chip (``mr_table``). Else the MR table lives in
+        host memory at ``mr_base`` and a direct-mapped MR cache of ``mr_cache`` entries (a
+        power of two, 2 to 256) sits in front of it
+        (:class:`~rtl.rdma.resp.mr_cache.MrCache`): a hit costs nothing, a miss holds
+        the frame in the verify stage while one word is read on ``host.rd_req`` (``id``
+        :data:`~spec.rdma_responder.MR_READ_ID`; the read data goes to the MR cache by
+        that id). An MR read waiting is presented before the fill FIFO's head.
     **sizes
         FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
@@ -106,7 +122,14 @@ class Responder(wiring.Component):
         reads them (:class:`rtl.rdma.pause.PauseGen`). The twin's are
         ``len(fifos["pay"].q)`` and ``len(fifos["hdr"].q)`` before the cycle's ``step``.
     mr_table : memory.Memory (attribute, not a port)
-        The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench.
+        The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench; None with
+        ``mr_cache``.
+    mr_base : In(range(depth))
+        Only with ``mr_cache``: word address of the MR table in host memory (MR ``x``,
+        ``x = rkey % mr_entries``, one :data:`MR_LAYOUT` word at ``mr_base + x``).
+    mr_lookups, mr_misses : Out(32)
+        Only with ``mr_cache``: :data:`~spec.rdma_responder.MR_CACHE_COUNTERS`
+        (:class:`~rtl.rdma.resp.mr_cache.MrCache`).
     frames_ok, acks, words, lookups, misses, writebacks, fills_max, <drop reasons>,
     duplicates, out_of_order, rx_beats_max, rx_frames_max, jobs_max : Out(32)
         :data:`RESPONDER_COUNTERS`: see the stages for when each one counts.
@@ -126,13 +149,18 @@ class Responder(wiring.Component):
     meanwhile, and their misses issue their own fills (one per cache entry at most). A
     miss on an entry that is still filling, or whose QP has frames between the lookup
     and the end of the verify stage, waits in the header check and holds the frames
-    behind it (the cache is direct mapped and never evicts a context in use). At 128
+    behind it (the cache is direct mapped and never evicts a context in use). With
+    ``mr_cache``, a FIRST/ONLY frame whose MR misses when it reaches the head of the
+    verify stage in cycle ``v`` presents its MR read on ``rd_req`` in ``v + 1`` and is
+    decided in the cycle after the word arrives (``L + 2`` cycles more than a hit
+    when taken at once; in parallel with its context fill when both miss), holding the
+    frames behind it; a hit costs nothing. At 128
     bytes every stage needs at most 2 cycles per frame (the wire brings one every 4), so
     a backlog drains at up to one frame every 2 cycles.
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
-                 cache_ways=1, **sizes):
+                 cache_ways=1, mr_cache=0, **sizes):
         self.framing = framing_param(self, header)
         self.cache_ways = check_ways(self, cache_ways, cache_entries)
         check_int(self, "QP-context cache entries", cache_entries, 16, 256)
@@ -147,6 +175,7 @@ class Responder(wiring.Component):
             reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
         try:
             self.sizes = ResponderSizes.of(sizes)
+            self.mr_cache = check_mr_cache(mr_cache)
         except ValueError as error:
             reject(self, str(error))
         self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr_entries
@@ -162,17 +191,23 @@ class Responder(wiring.Component):
             "rx_frames_level": Out(range(self.sizes.rx_frames + 1)),
         }
         ports.update({name: Out(32) for name in RESPONDER_COUNTERS})
+        if mr_cache:
+            ports["mr_base"] = In(range(depth))
+            ports.update({name: Out(32) for name in MR_CACHE_COUNTERS})
         super().__init__(ports)
-        self.mr_table = memory.Memory(shape=MR_LAYOUT, depth=mr_entries, init=[])
+        self.mr_table = (None if mr_cache else
+                         memory.Memory(shape=MR_LAYOUT, depth=mr_entries, init=[]))
 
     def elaborate(self, platform):
         m = Module()
         s, n, depth = self.sizes, self.cache_entries, self.depth
-        m.submodules.mr_table = self.mr_table
+        if not self.mr_cache:
+            m.submodules.mr_table = self.mr_table
         fr, hb = self.framing.header.value, self.framing.head_bytes
         m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames, header=fr)
         m.submodules.header = hdr = HeaderCheck(n, s.jobs, header=fr)
-        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries, hb)
+        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries, hb,
+                                           self.mr_cache)
         m.submodules.writer = wrt = PayloadWriter(depth, header=fr)
         m.submodules.arbiter = arb = WriteArbiter(depth)
         m.submodules.ack = ack = AckSender(header=fr)
@@ -209,25 +244,52 @@ class Responder(wiring.Component):
 
         wiring.connect(m, cache.fill_rd, fifos["fills"].w_stream)
         rd_req, rd_data = self.host.rd_req, self.host.rd_data
-        m.d.comb += [
-            rd_req.valid.eq(fifos["fills"].r_rdy),
-            rd_req.payload.addr.eq(fifos["fills"].r_data),
-            rd_req.payload.words.eq(1 << self.qpc_log2), rd_req.payload.id.eq(0),
-            fifos["fills"].r_en.eq(rd_req.ready),
-            rd_data.ready.eq(1),
-            cache.fill_data.valid.eq(rd_data.valid),
-            cache.fill_data.payload.eq(rd_data.payload.data),
-        ]
+        if self.mr_cache:
+            m.submodules.mr_cache = mrc = MrCache(self.mr_cache, self.mr_entries)
+            mr_rd = mrc.rd_req
+            m.d.comb += [
+                mrc.key.eq(ver.mr_key), mrc.look.eq(ver.mr_look), mrc.take.eq(ver.mr_take),
+                ver.mr_hit.eq(mrc.hit), ver.mr_data.eq(mrc.mr),
+                self.mr_lookups.eq(mrc.mr_lookups), self.mr_misses.eq(mrc.mr_misses),
+                rd_req.valid.eq(mr_rd.valid | fifos["fills"].r_rdy),
+                mr_rd.ready.eq(rd_req.ready),
+                fifos["fills"].r_en.eq(rd_req.ready & ~mr_rd.valid),
+                rd_data.ready.eq(1),
+                cache.fill_data.valid.eq(rd_data.valid & (rd_data.payload.id != MR_READ_ID)),
+                cache.fill_data.payload.eq(rd_data.payload.data),
+                mrc.fill.valid.eq(rd_data.valid & (rd_data.payload.id == MR_READ_ID)),
+                mrc.fill.payload.eq(rd_data.payload.data[:MR_LAYOUT.size]),
+            ]
+            # (``words`` in both branches: a lone constant assignment would be an
+            # ``always @*`` without inputs, which Icarus never runs.)
+            with m.If(mr_rd.valid):
+                m.d.comb += [rd_req.payload.addr.eq(self.mr_base + mr_rd.payload),
+                             rd_req.payload.words.eq(1), rd_req.payload.id.eq(MR_READ_ID)]
+            with m.Else():
+                m.d.comb += [rd_req.payload.addr.eq(fifos["fills"].r_data),
+                             rd_req.payload.words.eq(1 << self.qpc_log2),
+                             rd_req.payload.id.eq(0)]
+        else:
+            m.d.comb += [
+                rd_req.valid.eq(fifos["fills"].r_rdy),
+                rd_req.payload.addr.eq(fifos["fills"].r_data),
+                rd_req.payload.words.eq(1 << self.qpc_log2), rd_req.payload.id.eq(0),
+                fifos["fills"].r_en.eq(rd_req.ready),
+                rd_data.ready.eq(1),
+                cache.fill_data.valid.eq(rd_data.valid),
+                cache.fill_data.payload.eq(rd_data.payload.data),
+            ]
         wiring.connect(m, cache.wb, fifos["wbs"].w_stream)
 
         wiring.connect(m, fifos["jobs"].r_stream, ver.i)
         wiring.connect(m, ver.w, fifos["wjobs"].w_stream)
         wiring.connect(m, ver.ack, fifos["acks"].w_stream)
-        mr = self.mr_table.read_port(domain="comb")
         wiring.connect(m, ver.filled, cache.filled)
         wiring.connect(m, ver.ctx, cache.reads[0])
         wiring.connect(m, ver.group, cache.resp)
-        m.d.comb += [mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data)]
+        if not self.mr_cache:
+            mr = self.mr_table.read_port(domain="comb")
+            m.d.comb += [mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data)]
 
         wiring.connect(m, fifos["wjobs"].r_stream, wrt.i)
         wiring.connect(m, fifos["pay"].r_stream, wrt.beats)

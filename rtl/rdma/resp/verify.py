@@ -14,7 +14,13 @@ from spec.ports import (
     FillQuerySignature,
     ports_by_name,
 )
-from spec.rdma_responder import HEAD_BYTES, RESP_GROUP, SIZE_LIMITS, SR_WINDOW
+from spec.rdma_responder import (
+    HEAD_BYTES,
+    RESP_GROUP,
+    SIZE_LIMITS,
+    SR_WINDOW,
+    check_mr_cache,
+)
 from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
 __all__ = ["Verify", "VERIFY_COUNTERS"]
@@ -35,6 +41,10 @@ class Verify(wiring.Component):
         Host-memory words (``addr`` of the write jobs).
     mr_entries : int
         Entries of the MR table (indexed by ``rkey % mr_entries``).
+    mr_cache : int
+        0 (default): the MR table is on chip and read combinationally (``mr_addr``).
+        Else the entries of the MR cache the responder puts in front of the table in host
+        memory (:class:`~rtl.rdma.resp.mr_cache.MrCache`; ports ``mr_key`` ...).
 
     Ports
     -----
@@ -52,7 +62,13 @@ class Verify(wiring.Component):
     group : Out(CacheGroupSignature(entries, group_layout(RESP_GROUP)))
         The cache's dynamic group :data:`RESP_GROUP`, owned by this stage.
     mr_addr : Out(range(mr_entries)), mr_data : In(MR_LAYOUT)
-        The MR table (a combinational read).
+        The MR table (a combinational read). With ``mr_cache`` no ``mr_addr``:
+        ``mr_data`` is the MR cache's ``mr`` for ``mr_key``.
+    mr_key : Out(32), mr_look : Out(1), mr_take : Out(1), mr_hit : In(1)
+        Only with ``mr_cache``: to the :class:`~rtl.rdma.resp.mr_cache.MrCache`, the head
+        job's rkey; ``mr_look`` while the head job is a FIRST/ONLY that passed the header
+        check (whatever its context, PSN or room downstream); ``mr_take`` when that job
+        is decided; ``mr_hit``: its MR is in the cache.
     done_addr : In(range(entries)), done_data : Out(inflight_bits(jobs))
         The header check's read of this stage's count of frames done per entry.
     selective : In(1)
@@ -72,6 +88,12 @@ class Verify(wiring.Component):
     that cycle the job is popped, its write job (and ACK/NAK) written, the group written
     (seen from the next cycle, so the next frame of the same QP can follow directly) and
     the entry's done count incremented (seen by the header check from the next cycle).
+
+    With ``mr_cache`` a FIRST/ONLY job that passed the header check is decided only in
+    a cycle where also ``mr_hit``: a miss holds it (and every frame behind it, of every
+    QP) until its MR's read returns, which keeps the frames in order at no cost in
+    state; a hit costs nothing. Its decision is then the one below, from the MR the
+    cache holds (the table's entry ``rkey % mr_entries``, as without the cache).
 
     Decisions, as today's responder: context not ``valid``: ``unknown_qp``, silent.
     Context ``state`` ERR (set by the host in the context; the stage never writes it):
@@ -123,7 +145,7 @@ class Verify(wiring.Component):
     QP to ERR). The decisions take the same cycle as above.
     """
 
-    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES):
+    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -132,6 +154,10 @@ class Verify(wiring.Component):
         if mr_entries & (mr_entries - 1):
             reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
         self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
+        try:
+            self.mr_cache = check_mr_cache(mr_cache)
+        except ValueError as error:
+            reject(self, str(error))
         group = group_layout(RESP_GROUP)
         ports = {
             "i": In(stream.Signature(verify_job_layout(head_bytes))),
@@ -141,10 +167,15 @@ class Verify(wiring.Component):
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "ctx": Out(CacheReadSignature(entries)),
             "group": Out(CacheGroupSignature(entries, group)),
-            "mr_addr": Out(range(mr_entries)), "mr_data": In(MR_LAYOUT),
+            "mr_data": In(MR_LAYOUT),
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
             "selective": In(1), "held_addr": In(range(entries)), "held": Out(1),
         }
+        if mr_cache:
+            ports.update({"mr_key": Out(32), "mr_look": Out(1), "mr_take": Out(1),
+                          "mr_hit": In(1)})
+        else:
+            ports["mr_addr"] = Out(range(mr_entries))
         ports.update({name: Out(32) for name in VERIFY_COUNTERS})
         super().__init__(ports)
 
@@ -154,7 +185,13 @@ class Verify(wiring.Component):
         entry = j.entry[:(self.entries - 1).bit_length()]
         ctx, g, mr = self.ctx.data, self.group.data, self.mr_data
         m.d.comb += [self.filled.entry.eq(entry), self.ctx.addr.eq(entry),
-                     self.group.addr.eq(entry), self.mr_addr.eq(j.rkey[:len(self.mr_addr)])]
+                     self.group.addr.eq(entry)]
+        if self.mr_cache:
+            need, mr_ok = Signal(), Signal()     # mr_ok: the job's MR is at hand
+            m.d.comb += [need.eq(j.check & j.reth), self.mr_key.eq(j.rkey),
+                         self.mr_look.eq(self.i.valid & need), mr_ok.eq(~need | self.mr_hit)]
+        else:
+            m.d.comb += self.mr_addr.eq(j.rkey[:len(self.mr_addr)])
 
         m.submodules.done = done = memory.Memory(
             shape=inflight_bits(self.jobs), depth=self.entries, init=[])
@@ -282,11 +319,14 @@ class Verify(wiring.Component):
             ]
 
         go = Signal()
-        m.d.comb += go.eq(self.i.valid & self.w.ready & self.ack.ready
-                          & (~j.check | self.filled.ready))
+        cond = (self.i.valid & self.w.ready & self.ack.ready
+                & (~j.check | self.filled.ready))
+        m.d.comb += go.eq(cond & mr_ok if self.mr_cache else cond)
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
                          wr.en.eq(j.check)]
+            if self.mr_cache:
+                m.d.comb += self.mr_take.eq(need)
             with m.If(sr_we):
                 m.d.comb += [sr_wr.en.eq(1), sr_wr.data.eq(new_bits)]
                 m.d.sync += sr_valid.bit_select(entry, 1).eq(new_bits != 0)
