@@ -86,11 +86,11 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     use of the engines' context caches (default 16, the smallest the points use), which
     decides the WQEs that ask for an ACK under ACK coalescing
     (:func:`coalesced_ack_requests`). ``qpc_words``: host words of a QP context
-    (:class:`~pymodel.rdma.verbs.Verbs`; None: the default). ``mrs``: MRs over the one destination buffer, at
-    MR-table indices ``3 + 5 k`` (modulo ``mr_entries``; 5 is odd, so they are distinct
-    and, in a direct-mapped MR cache smaller than the table, some share a line); message
-    ``j`` uses MR ``j % mrs`` (1, the default: every message MR index 3). Returns the
-    :class:`Verbs`.
+    (:class:`~pymodel.rdma.verbs.Verbs`; None: the default). ``mrs``: MRs over the one
+    destination buffer, at MR-table indices ``3 + 5 k`` (modulo ``mr_entries``; 5 is
+    odd, so they are distinct and, in a direct-mapped MR cache smaller than the table,
+    some share a line); message ``j`` uses MR ``j % mrs`` (1, the default: every message
+    MR index 3). Returns the :class:`Verbs`.
     """
     if not isinstance(mrs, int) or isinstance(mrs, bool) or not 1 <= mrs <= mr_entries:
         raise ValueError(f"mrs must be an integer from 1 to mr_entries ({mr_entries}), "

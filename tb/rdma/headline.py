@@ -94,10 +94,10 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     selective repeat at both ends (the run-time port; the row then has ``selective``
     1); ``miss_queue``: the requester's miss queue (the top's parameter; 0, none, is
     the top's default); ``qpc_bytes``: bytes of a QP context in host memory (the
-    run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``: node B's MR cache (the top's parameter; 0, the MR
-    table on chip, is the default top's); ``mrs``: MRs the messages take in turn (the
-    row has ``mr_cache`` and ``mrs`` when not the defaults). Every parameter is checked
-    before anything is built
+    run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``:
+    node B's MR cache (the top's parameter; 0, the MR table on chip, is the default
+    top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
+    when not the defaults). Every parameter is checked before anything is built
     (``ValueError`` naming it)."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)

@@ -185,7 +185,8 @@ class ResponderModel:
         if mr_x is not None:            # an MR read goes before the fill FIFO's head
             rd_req = dict(addr=(self.mr_base + mr_x) % self.depth, words=1, id=MR_READ_ID)
         else:
-            rd_req = dict(addr=fills.head(), words=self.cache.words, id=0) if fills.can_read() else None
+            rd_req = (dict(addr=fills.head(), words=self.cache.words, id=0)
+                      if fills.can_read() else None)
         self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 
