@@ -9,13 +9,12 @@ this module only connects them as the top does and records what its recorders re
 
 In each cycle ``c``, per node: the requester's side (as in :mod:`pymodel.rdma.system`,
 with the ACK frame whose last beat the demux delivers in ``c`` and the merge's ``room``
-of ``c`` on its ``go``), the responder's side
-(``o.ready`` from the merge), the merge (the requester's beat of ``c``, the credit the
-return path delivers in ``c``); then the switch with the beats the uplinks deliver in
-``c``. A beat on an uplink in ``c`` reaches the switch in ``c + L``; the switch puts it
-on an egress port in ``c' + 1`` (``c'`` the cycle it leaves the ingress buffer), the
-downlink delivers it ``L`` cycles later; a credit pulse of cycle ``c`` reaches the merge
-in ``c + L``.
+of ``c`` on its ``go``), the responder's side (``o.ready`` from the merge), the merge
+(the requester's beat of ``c``, the credit the return path delivers in ``c``); then the
+switch with the beats the uplinks deliver in ``c``. A beat on an uplink in ``c`` reaches
+the switch in ``c + L``; the switch puts it on an egress port in ``c' + 1`` (``c'`` the
+cycle it leaves the ingress buffer), the downlink delivers it ``L`` cycles later; a
+credit pulse of cycle ``c`` reaches the merge in ``c + L``.
 
 With ``pause`` (:class:`pymodel.rdma.pause.PauseGenModel` per node): in cycle ``c`` the
 responder's FIFO levels at the start of ``c`` set ``xoff`` of ``c + 1``, which the
