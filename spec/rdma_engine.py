@@ -108,9 +108,6 @@ SIM_TIMEOUT = 4096
 #: ``{"TIMEOUT", "1.0s", "Transport timeout"}``). A deployed RC timer is set far above the
 #: round trip, as a last resort: NAKs repair losses, the timer only a loss at a window's
 #: tail. Runs that lose frames in simulation pass a short one (:data:`SIM_TIMEOUT`).
-#: ``ack_queue``: ACK events that may wait for the completion unit; a full queue holds
-#: the ACK receiver, which keeps one event more (the link can not be held): a good ACK
-#: frame that ends while that event still waits is lost (``ack_lost``).
 #: ``windows``: slots of the per-QP window table (each QP's window head, tail, count,
 #: timer and retries, in the slot ``qpn % windows``; docs/rdma.md, "Window state per
 #: QP"). 4096 by default, one slot per QP of the engine's QP space (the host's context
@@ -135,7 +132,7 @@ SIM_TIMEOUT = 4096
 #: head of the ``fetch`` FIFO for its fill) keeps the published figures, which were
 #: measured without one.
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
-                          records=512, timeout=1 << 30, retry_limit=7, ack_queue=64,
+                          records=512, timeout=1 << 30, retry_limit=7,
                           windows=4096, cache_ways=1, miss_queue=0)
 #: The range of ``miss_queue``. Up to 64: each side-queued item holds a context fill in
 #: flight, and the cache's fill-order FIFO and the ``rd_fill`` FIFO bound those; past a
@@ -166,7 +163,8 @@ REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls", "evict_inflight"
                       + ("wqe_reads", "wqes", "wqe_words_max", "sequenced", "doorbell_err_qp",
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
-                                               "ack_lost", "ack_wait_cycles"))
+                                               "ack_lost", "ack_wait_cycles",
+                                               "ack_coalesced"))
 
 # -- Optimisations and the headline ladder ------------------------------------------------
 

@@ -50,7 +50,7 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "ack_queue", "windows", "header", "cache_ways", "miss_queue")
+               "windows", "header", "cache_ways", "miss_queue")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
 #: (both links reliable; default False).
