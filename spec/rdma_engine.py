@@ -15,7 +15,7 @@ from spec.rdma_responder import ResponderSizes
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
-    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
+    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "REWIND_QUEUE", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
     "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
@@ -134,6 +134,14 @@ SIM_TIMEOUT = 4096
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
                           records=512, timeout=1 << 30, retry_limit=7,
                           windows=4096, cache_ways=1, miss_queue=0)
+#: Rewinds that may be pending at once (decided, their walk not yet ended), each of
+#: another QP's window. A rewind walks one record a cycle and waits for its own QP's
+#: work in the pipeline (a round of the pipeline, some hundred cycles over PCIe), so a
+#: few pending cover the QPs that lose frames in one such stretch; a ninth waits (its
+#: NAK at the head of the ACK queue, its timer until the scan comes back). 8 is a
+#: choice, not a measured optimum: the NAK storm tests (four to eight QPs losing frames
+#: at once) never fill it.
+REWIND_QUEUE = 8
 #: The range of ``miss_queue``. Up to 64: each side-queued item holds a context fill in
 #: flight, and the cache's fill-order FIFO and the ``rd_fill`` FIFO bound those; past a
 #: round trip's worth of misses (the ``fetch`` FIFO's Little's-law sizing below) a deeper

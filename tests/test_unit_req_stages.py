@@ -643,13 +643,15 @@ def test_completion_matches_twin(seed, rate, windows):
         return (qpn * 7 + box["c"] // 64) % 5 != 0
 
     def side_in(c, peek):
-        # The fetch stage's promises: the records appended, now and then a few more.
+        # The fetch stage's promises: the records appended, now and then a few more
+        # (never fewer than before, never more than the stimulus holds).
         # The front's lookups: a QP of the stimulus and a victim, at their entry.
         t = box["t"]
         box["c"] = c
-        issued = t.appended.value
+        issued = max(box.get("issued", 0), t.appended.value)
         if side_rng.random() < 0.1:
-            issued = (issued + side_rng.randint(1, 3)) & 0xFFFF
+            issued = min(issued + side_rng.randint(1, 3), len(recs))
+        box["issued"] = issued
         qpn, victim = side_rng.choice(qps), side_rng.choice(qps)
         # Now and then, in the first half of the run, a resent frame of a QP of the
         # stimulus leaves; later only those of the QP whose timer a walk holds (the
@@ -661,6 +663,7 @@ def test_completion_matches_twin(seed, rate, windows):
         elif t.held.value and t.win[t.held_slot.value] and side_rng.random() < 0.05:
             resent = {"qpn": t.recs[t.head[t.held_slot.value]]["qpn"]}
         return {"issued": issued, "timeout": timeout, "cache_log2": log2, "resent": resent,
+                "hold_qpn": side_rng.choice(qps),
                 "q_entry": qpn % (1 << log2), "q_qpn": qpn,
                 "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
                 "need.ready": int(side_rng.random() < 0.3),
@@ -686,7 +689,8 @@ def test_completion_matches_twin(seed, rate, windows):
             if need is not None and side["need.ready"]:
                 t.need_taken()
             out = super().step(c, side)
-            return dict(out, hold=int(t.hold()), q_done=t.done[e], q_keep=int(keep),
+            return dict(out, hold=int(t.hold(side["hold_qpn"])), q_done=t.done[e],
+                        q_keep=int(keep),
                         q_victim_open=int(vopen), **{"need.valid": int(need is not None)},
                         **({"need.payload": {"qpn": need}} if need is not None else {}),
                         **self.notice)

@@ -240,13 +240,13 @@ class RequesterModel:
         if f["items"].q or comp.need() is not None:
             win_total = comp.win_total.value
             self.front.step(c, {
-                "hold": comp.hold(), "serial": cfg.serial,
+                "hold": False, "serial": cfg.serial,
                 "idle": (self.front.adm_total.value == comp.done_total.value
                          and win_total == 0)})
         else:
             self.front.stalled = False
         if f["resend"].q or f["fetch"].q or "miss" in f and f["miss"].q:
-            self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold(),
+            self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold,
                                 "win_total": comp.win_total.value,
                                 "appended": comp.appended.value})
             if self.miss is not None:
@@ -308,7 +308,7 @@ class RequesterModel:
         return (self.ack_held is not None or not self.events.idle()
                 or any(not fifo.idle() for fifo in self.fifos.values())
                 or self.sender.busy() or self.comp.win_total.value != 0
-                or self.comp.state.value != 0 or self.comp.err_out is not None
+                or self.comp.busy() or self.comp.err_out is not None
                 or bool(self.cache.order))
 
     def counters(self):

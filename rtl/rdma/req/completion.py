@@ -8,7 +8,7 @@ one of them acts per cycle by a single priority (:class:`CompletionUnit`, Timing
 split apart, that one schedule of the memory ports would be spread over files.
 """
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -21,6 +21,7 @@ from spec.rdma_engine import (
     COMPLETION_COUNTERS,
     REQUESTER_DEFAULTS,
     RETRY_LIMIT_RANGE,
+    REWIND_QUEUE,
     TIMEOUT_BITS,
 )
 from spec.rdma_responder import SR_WINDOW
@@ -38,12 +39,11 @@ __all__ = ["CompletionUnit"]
 
 class _Mode(enum.Enum, shape=3):
     """What the unit is doing besides appending, events and timers: nothing
-    (``NORMAL``); a rewind waiting for the pipeline to empty (``WAIT``); walking a
-    rewind, resending one record a cycle (``WALK``); walking a flush, completing one
-    record a cycle with WR_FLUSH_ERR (``FLUSH``); bringing the context of a QP that
-    needs a rewind or an error back into the cache (``LOOK``)."""
+    (``NORMAL``, rewinds may be pending); walking a rewind, resending one record a
+    cycle (``WALK``); walking a flush, completing one record a cycle with WR_FLUSH_ERR
+    (``FLUSH``); bringing the context of a QP that needs a rewind or an error back into
+    the cache (``LOOK``)."""
     NORMAL = 0
-    WAIT = 1
     WALK = 2
     FLUSH = 3
     LOOK = 4
@@ -89,8 +89,10 @@ class CompletionUnit(wiring.Component):
         Completions to write, to the CQE writer's FIFO.
     resend : Out(stream.Signature(resend_layout()))
         Messages to send again, to the WQE fetch stage's FIFO.
-    hold : Out(1)
-        A rewind is in progress: the front takes no new work.
+    hold_qpn : In(QPN_BITS), hold : Out(1)
+        A rewind of ``hold_qpn``'s window slot is pending (decided, its walk not ended):
+        the WQE fetch stage serves no new work of that QP (the item at its head;
+        combinational, on the registers of the start of the cycle).
     err_valid : Out(1), err_entry : Out(range(entries))
         A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
         entry (the sequencer writes ``state = ERR`` into its context).
@@ -221,7 +223,7 @@ class CompletionUnit(wiring.Component):
             "ev": In(stream.Signature(ack_event_layout())),
             "cqe": Out(stream.Signature(cqe_req_layout())),
             "resend": Out(stream.Signature(resend_layout())),
-            "hold": Out(1),
+            "hold_qpn": In(QPN_BITS), "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
             "need": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
@@ -255,12 +257,16 @@ class CompletionUnit(wiring.Component):
         tstart = mem("tstart", 32, nw)
         retries = mem("retries", 3, nw)
         pinned = mem("pinned", 1, nw)
+        rwp = mem("rwp", 1, nw)             # a rewind is pending
         # Per cache entry: items done; the QP that entered ERR (its QPN, a memory, and a
         # valid bit, a register cleared by reset as the rest of the QP state is reloaded).
         done = mem("done", COUNT_BITS, n)
         errq = mem("errq", QPN_BITS, n)
         errq_valid = Signal(n)
         m.submodules.free = free = SyncFIFO(width=rbits, depth=n_records)
+        # Pending rewinds in the order decided: slot, one message (selective), mark.
+        rw_lay = data.StructLayout({"slot": wbits, "one": 1, "mark": COUNT_BITS})
+        m.submodules.rwq = rwq = SyncFIFO(width=rw_lay.size, depth=REWIND_QUEUE)
 
         def rd(mm, addr):
             p = mm.read_port(domain="comb")
@@ -284,7 +290,19 @@ class CompletionUnit(wiring.Component):
         walk_left = Signal(16)
         used = Signal()
         look_qpn, looked = Signal(QPN_BITS), Signal()
-        m.d.comb += self.hold.eq((mode == _Mode.WAIT) | (mode == _Mode.WALK))
+        m.d.comb += self.hold.eq(rd(rwp, slot_of(self.hold_qpn)))
+        # A rewind decided in cycle t enters the queue in t + 1 with the mark ``issued``
+        # of t + 1 (the records promised up to t, the last cycle its QP was not held).
+        new_rw, new_slot, new_one = Signal(), Signal(wbits), Signal()
+        rw_head = Signal(rw_lay)
+        m.d.comb += [rwq.w_en.eq(new_rw),
+                     rwq.w_data.eq(Cat(new_slot, new_one, self.issued)),
+                     rw_head.eq(rwq.r_data)]
+        m.d.sync += new_rw.eq(0)
+        rw_room = rwq.level + new_rw < REWIND_QUEUE
+        rw_after = Signal(COUNT_BITS)
+        m.d.comb += rw_after.eq(self.appended - rw_head.mark)
+        rw_ready = rwq.r_rdy & ~rw_after[COUNT_BITS - 1]     # its QP's work is appended
         m.d.sync += self.err_valid.eq(0)
 
         # Reads for each candidate.
@@ -303,7 +321,9 @@ class CompletionUnit(wiring.Component):
         scan_oldest = Signal(lay)
         m.d.comb += scan_oldest.eq(rd(recs, head_sp))
         next_sp = rd(nxt, head_sp)
-        head_rw, win_rw = rd(head, walk_slot), rd(win, walk_slot)
+        win_rw = rd(win, walk_slot)
+        head_rq, win_rq = rd(head, rw_head.slot), rd(win, rw_head.slot)
+        rwp_ev, rwp_sp = rd(rwp, s_ev), rd(rwp, scan)
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
@@ -341,7 +361,7 @@ class CompletionUnit(wiring.Component):
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
              ("tstart", tstart), ("retries", retries), ("errq", errq),
-             ("pinned", pinned))}
+             ("pinned", pinned), ("rwp", rwp))}
 
         def put(name, addr, value):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
@@ -370,13 +390,16 @@ class CompletionUnit(wiring.Component):
                                      Mux(is_access, CqeStatus.REM_ACCESS_ERR.value,
                                          CqeStatus.RETRY_EXC_ERR.value)))
         ev_rewind = ~past & is_seq & within
+        # A NAK of a QP whose rewind is pending: that rewind resends what it names.
+        ev_new_rw = ev_rewind & ~rwp_ev
         ev_err = ev_retire & (ev_status != CqeStatus.SUCCESS.value)
         ev_cqe = ev_retire & (oldest.signalled | ev_err)
         ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
-                 & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
-        ev_look = (ev_rewind | ev_err) & ~ev_here       # its context must come back first
+                 & (~(ev_new_rw | ev_err) | (mode == _Mode.NORMAL))
+                 & (~ev_new_rw | rw_room))
+        ev_look = (ev_new_rw | ev_err) & ~ev_here       # its context must come back first
         due = ((win_sp != 0) & (now - tstart_sp >= self.timeout)
-               & ~(held & (held_slot == scan)))
+               & ~(held & (held_slot == scan)) & ~rwp_sp)
         expired = (mode == _Mode.NORMAL) & due
         # The victim must stay: its slot is shared with the looked-up QP's, or pinned,
         # or a rewind or error of it may be decided in this cycle (the event at the head
@@ -391,7 +414,6 @@ class CompletionUnit(wiring.Component):
         # Selective repeat: a rewind from PSN p resends one message (the oldest, which
         # holds p) when every PSN the QP sent after p is within the responder's bitmap
         # (SR_WINDOW); beyond it the responder discarded frames: go back N.
-        walk_one = Signal()
         tail_ev_rec, tail_sp_rec = Signal(lay), Signal(lay)
         m.d.comb += [tail_ev_rec.eq(rd(recs, rd(tail, s_ev))),
                      tail_sp_rec.eq(rd(recs, rd(tail, scan)))]
@@ -407,7 +429,7 @@ class CompletionUnit(wiring.Component):
         one_ev = (self.selective & (span_ev <= SR_WINDOW)
                   & ~(solo_valid & (ev.qpn == solo_qpn) & (solo_d <= SR_WINDOW)))
         one_sp = self.selective & (span_sp <= SR_WINDOW)
-        tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
+        tm_ok = expired & Mux(give_up, self.cqe.ready | ~sp_here, rw_room)
 
         def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed):
             with m.If(cqe_needed):
@@ -440,7 +462,8 @@ class CompletionUnit(wiring.Component):
             m.d.sync += solo_valid.eq(one)
             with m.If(one):
                 m.d.sync += [solo_qpn.eq(rec.qpn), solo_psn.eq(rec.last_psn + 1)]
-            m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl), walk_one.eq(one),
+            put("rwp", sl, 1)
+            m.d.sync += [new_rw.eq(1), new_slot.eq(sl), new_one.eq(one),
                          self.rewinds.eq(self.rewinds + 1)]
 
         def start_look(sl, qpn):
@@ -460,6 +483,7 @@ class CompletionUnit(wiring.Component):
         with m.If(mode == _Mode.WALK):                            # 1. walk
             with m.If(walk_left == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
+                put("rwp", walk_slot, 0)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
                 m.d.comb += [self.resend.valid.eq(1), s.entry.eq(self.probe[4].entry[:ibits]),
@@ -473,10 +497,11 @@ class CompletionUnit(wiring.Component):
                 retire(walk_slot, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
-        with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
-            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw),
-                         walk_left.eq(Mux(walk_one & (win_rw != 0), 1, win_rw)),
-                         held.eq(win_rw != 0), held_slot.eq(walk_slot)]
+        with m.Elif((mode == _Mode.NORMAL) & rw_ready):              # 2. start walk
+            m.d.comb += rwq.r_en.eq(1)
+            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rq), walk_slot.eq(rw_head.slot),
+                         walk_left.eq(Mux(rw_head.one & (win_rq != 0), 1, win_rq)),
+                         held.eq(win_rq != 0), held_slot.eq(rw_head.slot)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
@@ -527,8 +552,9 @@ class CompletionUnit(wiring.Component):
                 with m.Else():
                     m.d.comb += self.ev.ready.eq(1)
                     m.d.sync += used.eq(0)
-                    with m.If(ev_rewind):
+                    with m.If(ev_new_rw):
                         start_rewind(s_ev, one_ev, oldest)
+                    with m.If(ev_rewind):
                         m.d.sync += self.seq_naks.eq(self.seq_naks + 1)
                     with m.Elif(~ev_retire & ~used):
                         m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)

@@ -300,9 +300,10 @@ class Requester(wiring.Component):
         # Front <-> completion.
         wiring.connect(m, front.completion, comp.query)
         m.d.comb += [
-            fetch.hold.eq(comp.hold), fetch.win_total.eq(comp.win_total),
+            comp.hold_qpn.eq(fetch.fetch.payload.qpn), fetch.hold.eq(comp.hold),
+            fetch.win_total.eq(comp.win_total),
             fetch.appended.eq(comp.appended), comp.issued.eq(fetch.issued),
-            front.hold.eq(comp.hold), front.serial.eq(self.serial),
+            front.hold.eq(0), front.serial.eq(self.serial),
             seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
             front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),
             comp.timeout.eq(Mux(self.ack_timeout == 0, p["timeout"], self.ack_timeout)),
