@@ -2,9 +2,9 @@
 
 from collections import deque
 
-from pymodel.cycle import Staged, StagedLog, note_activity
+from pymodel.cycle import Staged, StagedLog
+from pymodel.rdma.req.rewind_queue import RewindQueue
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
-from spec.rdma_engine import REWIND_QUEUE
 from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
@@ -56,13 +56,8 @@ class CompletionUnitModel:
         self.win_total = Staged(0, name="win_total", log=log)
         self.appended = Staged(0, name="appended", log=log)   # records taken from ``rec``
         self.state = Staged(0, name="state", log=log)   # 0 normal, 2 walk, 3 flush, 4 look
-        # Rewinds: pending per slot; the queue of (slot, one, mark) in the order decided,
-        # and the one decided in the last cycle (it enters the queue in this one).
-        self.rwp = Staged(0, size=w, name="rwp", log=log)
-        self.rwq = deque()
-        self._rw_pop = False
-        self._rw_push = None
-        self.new_rw = self._new_rw_next = None
+        self.rwp = Staged(0, size=w, name="rwp", log=log)   # a rewind is pending
+        self.rwq = RewindQueue()
         self.errq = Staged(None, size=entries, name="errq", log=log)   # the QP in ERR
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
         self._err_next = None
@@ -136,15 +131,12 @@ class CompletionUnitModel:
 
     def busy(self):
         """A rewind, walk, flush or LOOK is under way."""
-        return self.state.value != 0 or bool(self.rwq) or self.new_rw is not None
-
-    def _rw_room(self):
-        return len(self.rwq) + (self.new_rw is not None) < REWIND_QUEUE
+        return self.state.value != 0 or self.rwq.busy()
 
     def _start_rewind(self, c, s, one, h):
         self.pinned.set(s, 1)
         self.rwp.set(s, 1)
-        self._new_rw_next = (s, one)
+        self.rwq.decide(s, one)
         self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if one else None
         self.count["rewinds"] += 1
 
@@ -201,9 +193,7 @@ class CompletionUnitModel:
                 self.tstart.set(s, c)
                 unhold = s == self.held_slot.value
         self._walk_started = False
-        if self.new_rw is not None:       # the last cycle's rewind enters the queue
-            s, one = self.new_rw
-            self._rw_push = (s, one, issued)
+        self.rwq.enter(issued)
         self._act(c, issued, timeout)
         if unhold and not self._walk_started:   # a walk starting holds its QP's timer
             self.held.set(0)
@@ -238,10 +228,10 @@ class CompletionUnitModel:
                 self.count["flushed"] += 1
             return
         # 2. start the walk of the oldest pending rewind, once its QP's work is appended
-        if (state == 0 and self.rwq
-                and (self.appended.value - self.rwq[0][2]) & _COUNT_MASK < 1 << (COUNT_BITS - 1)):
-            s, one, _ = self.rwq[0]
-            self._rw_pop = True
+        ready = self.rwq.ready(self.appended.value) if state == 0 else None
+        if ready is not None:
+            s, one = ready
+            self.rwq.pop()
             self.state.set(2)
             self.e_rw = s
             self._walk_started = True
@@ -305,7 +295,7 @@ class CompletionUnitModel:
             here = self.present(qpn)
             if give_up and here and not self.cqe.can_write():
                 return
-            if not give_up and not self._rw_room():
+            if not give_up and not self.rwq.room():
                 return
             if not here:
                 self._start_look(c, sp, qpn)
@@ -372,7 +362,7 @@ class CompletionUnitModel:
         new_rw = rewind and not self.rwp[e]     # (else the pending rewind covers it)
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
                 or ((new_rw or error) and state != 0)
-                or (new_rw and not self._rw_room())):
+                or (new_rw and not self.rwq.room())):
             return False
         if (new_rw or error) and not self.present(ev["qpn"]):
             self._start_look(c, e, ev["qpn"])
@@ -399,15 +389,7 @@ class CompletionUnitModel:
 
     def commit(self):
         self._staged.commit()
-        if self._rw_pop:
-            self.rwq.popleft()
-            self._rw_pop = False
-        if self._rw_push is not None:
-            self.rwq.append(self._rw_push)
-            self._rw_push = None
-        if self.new_rw is not None or self._new_rw_next is not None:
-            note_activity()
-        self.new_rw, self._new_rw_next = self._new_rw_next, None
+        self.rwq.commit()
         if self._looked_next is not None:
             self.looked, self._looked_next = self._looked_next, None
         self.err_out, self._err_next = self._err_next, None

@@ -157,10 +157,9 @@ class CompletionUnit(wiring.Component):
        sent, end the rewind); or walking a flush: complete the
        QP's oldest record with WR_FLUSH_ERR (it needs room in ``cqe``; when the window
        is empty, end the flush);
-    2. starting the walk of a waiting rewind, once every record the WQE fetch stage
-       promised is appended (the pipeline between it and the window is empty; it serves
-       no new work while ``hold`` is high); the QP's timer is held from then on (see
-       below);
+    2. starting the walk of the oldest pending rewind (see *Rewinds* below), once
+       every record the WQE fetch stage had promised when the rewind was decided is
+       appended; the QP's timer is held from then on (see below);
     3. appending the record at the head of ``rec`` to its QP's window (a record is
        always free: the WQE fetch stage promises no more than the pool holds); a null
        record only counts its item done. A ``flush`` record (the
@@ -173,14 +172,17 @@ class CompletionUnit(wiring.Component):
        syndrome) retires ``h`` with SUCCESS and keeps the event (ACKs are cumulative);
        an ACK of ``h``'s last PSN retires it; a remote access NAK (another NAK) within
        ``h`` completes it with REM_ACCESS_ERR (RETRY_EXC_ERR); a PSN sequence NAK within
-       ``h`` starts a rewind of the QP (not while another rewind is under way: the
-       event waits); anything else is dropped (``ack_unexpected``, unless it retired a
-       message before). Not during a walk; an event that completes ``h`` with an
-       error waits while a rewind is under way;
+       ``h`` starts a rewind of the QP (if the queue of pending rewinds is full the
+       event waits; if a rewind of the QP's slot is already pending, that one resends
+       what the NAK names: the NAK is taken and counted in ``seq_naks``, no new
+       rewind); anything else is dropped (``ack_unexpected``, unless it retired a
+       message before). Not during a walk, a flush or a LOOK, except events that
+       neither rewind nor fail a QP, which a LOOK lets through;
     5. the timer of slot ``scan`` (a pointer that visits one slot per cycle): if its
-       window is not empty and ``now - start >= timeout``, rewind it, or complete its
+       window is not empty, no rewind of it is pending and ``now - start >=
+       timeout``, rewind it (if the queue of pending rewinds has room), or complete its
        oldest message with RETRY_EXC_ERR when ``retry_limit`` expiries have rewound it
-       since its last progress. Only while no rewind is under way.
+       since its last progress. Not during a walk, a flush or a LOOK.
 
     An event of 4. or a timer of 5. that would rewind or fail a QP whose context is not
     present instead starts a LOOK (the event stays at the head of ``ev``; the timer acts
@@ -197,10 +199,25 @@ class CompletionUnit(wiring.Component):
     the entry remembers the QP, the sequencer is told in the next cycle (``err_valid``,
     the entry stays busy for the front in that cycle) and a flush walks the rest of its
     window from the next cycle on, one record a cycle; no event or timer action
-    meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
-    (``hold`` high) until the pipeline is empty, then resends the QP's window from its
+    meanwhile. A QP's timer starts when its window becomes non-empty.
+
+    *Rewinds*, per QP and several at once. Deciding a rewind of slot ``s`` (in cycle
+    ``t``) sets the slot's pending bit (``hold`` for its QPs from ``t + 1``: the WQE
+    fetch stage serves no new work of theirs) and queues ``s`` with a *mark*, the
+    fetch stage's ``issued`` of ``t + 1`` (every record promised up to ``t``, the last
+    cycle the QP was not held), in a queue of :data:`~spec.rdma_engine.REWIND_QUEUE`
+    pending rewinds (a rewind is only decided while it has room). The pipeline from the
+    fetch stage to ``rec`` keeps its order, so once ``appended`` has reached the mark
+    every record of the QP promised before the hold is in the window: the walk of the
+    queue's head may start (marks grow in queue order, so the head is always the first
+    ready). Meanwhile every other QP keeps sending, its records are appended, and its
+    events and timer are served as usual. A walk resends the QP's window from its
     oldest record (with ``selective``, that record only, when decided so at the NAK or
-    the expiry), one record per cycle, and ends. The rewound QP's timer is *held*
+    the expiry), one record per cycle, and clears the pending bit when it ends; walks
+    are one at a time. Head-of-line: the fetch stage holds the item at its head, so
+    items of other QPs queued behind a held QP's item (in the ``fetch`` FIFO or the
+    miss queue) wait until that QP's walk ends; the items ahead of it, and everything
+    already past the fetch stage, go on. The rewound QP's timer is *held*
     (never due) from the cycle its walk starts (if its window is not empty then) until
     the first restart of the timer of its slot: a resent frame of the QP leaves the
     frame sender (``resent``), its window makes progress (a record retired, by an ACK,
@@ -208,7 +225,7 @@ class CompletionUnit(wiring.Component):
     timer runs from the last such event: every resent frame that leaves restarts it.
     So resends that wait long in the pipeline (slow host reads, or many of them) do not
     expire the timer again while they have not all left. One QP's timer is held at a
-    time (one rewind is under way at a time; a new walk moves the hold to its QP).
+    time (the QP of the last walk started; a new walk moves the hold to its QP).
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
