@@ -975,3 +975,13 @@ def test_ack_queue_matches_twin(windows, rate):
     # Each event is offered once or merged into one offered later: none is lost.
     assert box["q"].idle() and 0 < box["q"].coalesced
     assert len(out["o"]) + box["q"].coalesced == len(evs)
+
+
+@pytest.mark.parametrize("windows", [3, 8, 8192])
+def test_ack_queue_rejects_bad_windows(windows):
+    """The ACK queue is sized by the window slots: the requester's rule for
+    ``windows`` (0, or a power of two from the cache entries to 4096) applies."""
+    from rtl.rdma.req.ack_queue import AckQueue
+
+    with pytest.raises(ValueError, match=r"window slots \(windows\)"):
+        AckQueue(16, windows)
