@@ -126,7 +126,12 @@ class Requester(wiring.Component):
         ``2**cache_log2`` context-cache entries in use (4 to ``log2(cache_entries)``,
         held from reset).
     <counter> : Out(32)
-        :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
+        :data:`spec.rdma_engine.REQUESTER_COUNTERS`. The ACK path: ``acks`` and
+        ``ack_dropped`` (the ACK receiver), ``ack_lost`` and ``ack_wait_cycles`` (events
+        lost at, and cycles of backpressure on, the receiver: 0, as the
+        :class:`~rtl.rdma.req.ack_queue.AckQueue` between it and the completion unit is
+        always ready), ``ack_coalesced`` (events merged into a pending one of their
+        window slot).
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, header="roce", **params):
