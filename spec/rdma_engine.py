@@ -17,7 +17,7 @@ from spec.rdma_responder import ResponderSizes
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
-    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
+    "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "REWIND_QUEUE", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
     "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
@@ -117,9 +117,6 @@ SIM_TIMEOUT = 4096
 #: ``{"TIMEOUT", "1.0s", "Transport timeout"}``). A deployed RC timer is set far above the
 #: round trip, as a last resort: NAKs repair losses, the timer only a loss at a window's
 #: tail. Runs that lose frames in simulation pass a short one (:data:`SIM_TIMEOUT`).
-#: ``ack_queue``: ACK events that may wait for the completion unit; a full queue holds
-#: the ACK receiver, which keeps one event more (the link can not be held): a good ACK
-#: frame that ends while that event still waits is lost (``ack_lost``).
 #: ``windows``: slots of the per-QP window table (each QP's window head, tail, count,
 #: timer and retries, in the slot ``qpn % windows``; docs/rdma.md, "Window state per
 #: QP"). 4096 by default, one slot per QP of the engine's QP space (the host's context
@@ -144,8 +141,16 @@ SIM_TIMEOUT = 4096
 #: head of the ``fetch`` FIFO for its fill) keeps the published figures, which were
 #: measured without one.
 REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
-                          records=512, timeout=1 << 30, retry_limit=7, ack_queue=64,
+                          records=512, timeout=1 << 30, retry_limit=7,
                           windows=4096, cache_ways=1, miss_queue=0)
+#: Rewinds that may be pending at once (decided, their walk not yet ended), each of
+#: another QP's window. A rewind walks one record a cycle and waits for its own QP's
+#: work in the pipeline (a round of the pipeline, some hundred cycles over PCIe), so a
+#: few pending cover the QPs that lose frames in one such stretch; a ninth waits (its
+#: NAK at the head of the ACK queue, its timer until the scan comes back). 8 is a
+#: choice, not a measured optimum: the NAK storm tests (four to eight QPs losing frames
+#: at once) never fill it.
+REWIND_QUEUE = 8
 #: The range of ``miss_queue``. Up to 64: each side-queued item holds a context fill in
 #: flight, and the cache's fill-order FIFO and the ``rd_fill`` FIFO bound those; past a
 #: round trip's worth of misses (the ``fetch`` FIFO's Little's-law sizing below) a deeper
@@ -153,6 +158,17 @@ REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=51
 MISS_QUEUE_RANGE = (0, 64)
 #: The associativities a context cache can be built with (``cache_ways``, ways per set).
 CACHE_WAYS = (1, 2, 4, 8)
+
+
+def check_cache_ways(ways, entries, what="entries"):
+    """``ways`` if it is one of :data:`CACHE_WAYS` and divides ``entries``, else
+    ``ValueError`` naming ``cache_ways``."""
+    if isinstance(ways, bool) or ways not in CACHE_WAYS or entries % ways:
+        raise ValueError(f"cache_ways must be one of {CACHE_WAYS} and divide the "
+                         f"{entries} {what}, not {ways!r}")
+    return ways
+
+
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written
@@ -175,7 +191,8 @@ REQUESTER_COUNTERS = (INTAKE_COUNTERS + ("items", "ctx_stalls", "evict_inflight"
                       + ("wqe_reads", "wqes", "wqe_words_max", "sequenced", "doorbell_err_qp",
                          "payload_reads", "payload_words_max", "frames", "retransmissions")
                       + COMPLETION_COUNTERS + ("cqe_writes", "acks", "ack_dropped",
-                                               "ack_lost", "ack_wait_cycles"))
+                                               "ack_lost", "ack_wait_cycles",
+                                               "ack_coalesced"))
 
 # -- Optimisations and the headline ladder ------------------------------------------------
 

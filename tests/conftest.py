@@ -192,10 +192,6 @@ SLOW = {
         "went to 10 minutes with it): make test-all co-simulates it; in make test "
         "test_unit_requester.py holds the held timer against its twin in the Amaranth "
         "simulator (a rewind's resends behind 400-cycle reads, one rewind, no timeout)",
-    "test_cosim_rdma_recovery.py::test_recovery_ack_queue_backpressure[*]":
-        "the two-event ACK queue top is one more export and build on each simulator: "
-        "make test-all co-simulates both seeds; in make test test_unit_requester.py "
-        "holds the tiny queue's backpressure against its twin",
     "test_cosim_rdma_fabric.py::test_fabric_incast_saturated[icarus]":
         "Icarus runs the moderate incast and all-to-all; make test-all adds this one",
     "test_cosim_rdma_miss_queue.py::test_rdma_miss_queue_matches_model[*]":

@@ -643,13 +643,15 @@ def test_completion_matches_twin(seed, rate, windows):
         return (qpn * 7 + box["c"] // 64) % 5 != 0
 
     def side_in(c, peek):
-        # The fetch stage's promises: the records appended, now and then a few more.
+        # The fetch stage's promises: the records appended, now and then a few more
+        # (never fewer than before, never more than the stimulus holds).
         # The front's lookups: a QP of the stimulus and a victim, at their entry.
         t = box["t"]
         box["c"] = c
-        issued = t.appended.value
+        issued = max(box.get("issued", 0), t.appended.value)
         if side_rng.random() < 0.1:
-            issued = (issued + side_rng.randint(1, 3)) & 0xFFFF
+            issued = min(issued + side_rng.randint(1, 3), len(recs))
+        box["issued"] = issued
         qpn, victim = side_rng.choice(qps), side_rng.choice(qps)
         # Now and then, in the first half of the run, a resent frame of a QP of the
         # stimulus leaves; later only those of the QP whose timer a walk holds (the
@@ -661,6 +663,7 @@ def test_completion_matches_twin(seed, rate, windows):
         elif t.held.value and t.win[t.held_slot.value] and side_rng.random() < 0.05:
             resent = {"qpn": t.recs[t.head[t.held_slot.value]]["qpn"]}
         return {"issued": issued, "timeout": timeout, "cache_log2": log2, "resent": resent,
+                "hold_qpn": side_rng.choice(qps),
                 "q_entry": qpn % (1 << log2), "q_qpn": qpn,
                 "q_victim_valid": int(side_rng.random() < 0.8), "q_victim_qpn": victim,
                 "need.ready": int(side_rng.random() < 0.3),
@@ -686,7 +689,8 @@ def test_completion_matches_twin(seed, rate, windows):
             if need is not None and side["need.ready"]:
                 t.need_taken()
             out = super().step(c, side)
-            return dict(out, hold=int(t.hold()), q_done=t.done[e], q_keep=int(keep),
+            return dict(out, hold=int(t.hold(side["hold_qpn"])), q_done=t.done[e],
+                        q_keep=int(keep),
                         q_victim_open=int(vopen), **{"need.valid": int(need is not None)},
                         **({"need.payload": {"qpn": need}} if need is not None else {}),
                         **self.notice)
@@ -812,3 +816,172 @@ def test_wqe_fetch_matches_twin(seed, rate):
     assert len(out["taken"]["resend"]) == len(resends)
     cnt = box["t"].count
     assert cnt["wqe_reads"] == len(out["rd"]) > 50 and cnt["wqes"] > cnt["wqe_reads"]
+
+
+def test_completion_concurrent_rewinds():
+    """Two QPs NAKed at once, a third sending: both rewinds are pending together (the
+    completion unit holds the new work of those two QPs only, ``hold`` for the third
+    stays low), records of the third are appended meanwhile, and each rewind resends
+    its QP's whole window (go-back-N) once its own promised records are appended. RTL
+    against the twin on every port, cycle by cycle."""
+    from pymodel.rdma.req.completion import CompletionUnitModel
+    from rtl.rdma.req.completion import CompletionUnit
+    from spec.rdma_engine import COMPLETION_COUNTERS
+
+    entries, log2, windows, records = 32, 4, 64, 64
+    a, b, c3 = 1, 2, 3
+    psn0 = {a: 100, b: 5000, c3: 1 << 20}
+
+    def rec(q, k):
+        p = (psn0[q] + k) & 0xFFFFFF
+        return dict(entry=q % (1 << log2), qpn=q, first_psn=p, last_psn=p, wr_id=q << 8 | k,
+                    sq_index=k, msg_length=64, signalled=1, resend=0, last_of_item=1,
+                    null=0, flush=0, modify=0)
+    recs = ([rec(q, k) for k in range(4) for q in (a, b)]
+            + [rec(c3, k) for k in range(16)])
+    # Events of a QP without a window (dropped, one a cycle without an append) first:
+    # the NAKs come once the first QPs' records are appended.
+    evs = [dict(qpn=40, psn=k, syndrome=Syndrome.ACK.value, msn=0) for k in range(15)]
+    evs += [dict(qpn=q, psn=psn0[q], syndrome=Syndrome.NAK_PSN_SEQUENCE.value, msn=0)
+            for q in (a, b)]
+    evs.append(dict(qpn=c3, psn=psn0[c3] + 15, syndrome=Syndrome.ACK.value, msn=16))
+    box, seen = {}, []
+    REGS = ("appended", "done_total", "win_total")
+
+    def side_in(c, peek):
+        # The fetch stage's promises run two records ahead of the appends until all
+        # are promised (so each walk waits for the records promised before its NAK).
+        t = box["t"]
+        issued = min(len(recs), max(box.get("issued", 0), t.appended.value + 2))
+        box["issued"] = issued
+        return {"issued": issued, "timeout": 1 << 20, "cache_log2": log2, "resent": None,
+                "hold_qpn": (a, b, c3)[c % 3],
+                "q_entry": 0, "q_qpn": c3, "q_victim_valid": 0, "q_victim_qpn": 0,
+                "need.ready": 0,
+                **{f"probe[{k}].present": 1 for k in range(3)},
+                **{f"probe[{k}].entry": entry_of(k) for k in range(5)}}
+
+    def entry_of(k):
+        return lambda peek: int(peek(f"probe[{k}].qpn")) % (1 << log2)
+
+    class Observed(_Counted):
+        def step(self, c, side):
+            t = self.twin
+            self.counts = dict(t.count, **{r: getattr(t, r).value for r in REGS})
+            keep, vopen = t.query(side["q_qpn"], None, c)
+            seen.append((t.hold(a), t.hold(b), t.hold(c3), t.win[t.slot(c3)]))
+            out = super().step(c, side)
+            return dict(out, hold=int(t.hold(side["hold_qpn"])), q_keep=int(keep),
+                        q_victim_open=int(vopen), err_valid=int(t.err_out is not None))
+
+    def make(fifos):
+        box["t"] = t = CompletionUnitModel(entries, records, 7, fifos["rec"], fifos["ev"],
+                                           fifos["cqe"], fifos["resend"], 1 << log2,
+                                           windows)
+        return Observed(t, {}, COMPLETION_COUNTERS + REGS)
+
+    out = compare_stage(
+        CompletionUnit(entries, records, 7, windows), make,
+        inputs={"rec": 4, "ev": 4}, outputs={"cqe": 4, "resend": 4},
+        stimulus={"rec": recs, "ev": evs}, cycles=300, seed=5,
+        push_rate={"rec": 0.4, "ev": 1.0}, pop_rate=1.0, side_in=side_in,
+        side_out=("hold", "q_keep", "q_victim_open", "err_valid")
+        + COMPLETION_COUNTERS + REGS,
+        ports={k: v.replace("completion.", "query.") for k, v in _QUERY_PORTS.items()})
+    cnt = box["t"].count
+    assert cnt["seq_naks"] == 2 and cnt["rewinds"] == 2 and cnt["ack_unexpected"] == 15
+    both = [s for s in seen if s[0] and s[1]]
+    assert both, "the two rewinds were never pending at once"
+    assert not any(s[2] for s in seen)                 # the third QP is never held
+    assert max(s[3] for s in both) > min(s[3] for s in both)   # and it kept appending
+    from spec.rdma_stages import resend_layout
+    resent = [unpack(resend_layout(), item)["qpn"] for _, item in out["resend"]]
+    assert sorted(resent) == [a] * 4 + [b] * 4         # each window resent whole
+    assert len(out["cqe"]) == 16                        # the third QP's 16, by its ACK
+
+
+def test_ack_queue_coalescing_rule():
+    """The rule of :class:`rtl.rdma.req.ack_queue.AckQueue`, case by case (IBTA Vol 1
+    9.7.5.1.2: a PSN sequence NAK of PSN p acknowledges up to p - 1)."""
+    from pymodel.rdma.req.ack_queue import coalesce
+
+    ack, seq, acc = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
+                     Syndrome.NAK_REMOTE_ACCESS.value)
+
+    def ev(syn, psn, qpn=7):
+        return dict(qpn=qpn, psn=psn & 0xFFFFFF, syndrome=syn, msn=psn)
+    cases = [
+        (ev(ack, 10), ev(ack, 12), "n"),     # a later cumulative ACK supersedes
+        (ev(ack, 12), ev(ack, 10), "p"),     # an older one adds nothing
+        (ev(ack, 9), ev(seq, 10), "n"),      # NAK 10 covers 9 too, and says 10 is missing
+        (ev(seq, 10), ev(ack, 9), "p"),      # ACK 9 after NAK 10: nothing new
+        (ev(seq, 10), ev(ack, 10), "n"),     # the resend of 10 arrived
+        (ev(seq, 10), ev(seq, 14), "n"),     # a later loss
+        (ev(acc, 10), ev(ack, 30), "p"),     # an error NAK stays (the QP enters ERR)
+        (ev(ack, 30), ev(acc, 31), "n"),     # an error NAK replaces an ACK
+        (ev(ack, 5), ev(ack, 3, qpn=8), "n"),   # another QP: the newer event
+        (ev(ack, -2), ev(ack, 1), "n"),      # across the PSN wrap
+    ]
+    for p, n, want in cases:
+        assert coalesce(p, n) is (n if want == "n" else p), (p, n)
+
+
+@pytest.mark.parametrize("windows,rate", [(0, 0.2), (64, 0.5)])
+def test_ack_queue_matches_twin(windows, rate):
+    """A stream of ACKs and NAKs of a few QPs into the ACK queue, its output taken now
+    and then: RTL against the twin cycle by cycle; nothing refused (``i`` always ready),
+    and by the contract every slot is offered once per burst of its events."""
+    from pymodel.rdma.req.ack_queue import AckQueueModel
+    from rtl.rdma.req.ack_queue import AckQueue
+
+    entries, log2 = 32, 4
+    rng = random.Random(windows + 3)
+    qps = [rng.randrange(1 << 24) for _ in range(6)] + [5, 5 + 64, 5 + 16]
+    syns = [Syndrome.ACK.value] * 6 + [Syndrome.NAK_PSN_SEQUENCE.value,
+                                       Syndrome.NAK_REMOTE_ACCESS.value]
+    evs = [dict(qpn=rng.choice(qps), psn=rng.randrange(1 << 24), syndrome=rng.choice(syns),
+                msn=rng.randrange(1 << 24)) for _ in range(400)]
+
+    def slot(qpn):
+        return qpn % (1 << log2) if windows == 0 else qpn % windows
+
+    class Stage(_Counted):
+        def __init__(self, q, fifos):
+            super().__init__(q, {}, ("coalesced",))
+            self.fifos = fifos
+
+        def step(self, c, side):
+            q = self.twin
+            self.counts = {"coalesced": q.coalesced}
+            before = {"coalesced": q.coalesced}
+            if self.fifos["i"].can_read():
+                q.write(self.fifos["i"].read())
+            if q.can_read() and self.fifos["o"].can_write():
+                self.fifos["o"].write(q.read())
+            return before
+
+    box = {}
+
+    def make(fifos):
+        box["q"] = q = AckQueueModel(slot)
+        return Stage(q, fifos)
+
+    out = compare_stage(AckQueue(entries, windows), make, inputs={"i": 4},
+                        outputs={"o": 4}, stimulus={"i": evs}, cycles=1200, seed=9,
+                        push_rate=1.0, pop_rate=rate,
+                        side_in=lambda c, peek: {"cache_log2": log2},
+                        side_out=("coalesced",))
+    assert len(out["taken"]["i"]) == len(evs)
+    # Each event is offered once or merged into one offered later: none is lost.
+    assert box["q"].idle() and 0 < box["q"].coalesced
+    assert len(out["o"]) + box["q"].coalesced == len(evs)
+
+
+@pytest.mark.parametrize("windows", [3, 8, 8192])
+def test_ack_queue_rejects_bad_windows(windows):
+    """The ACK queue is sized by the window slots: the requester's rule for
+    ``windows`` (0, or a power of two from the cache entries to 4096) applies."""
+    from rtl.rdma.req.ack_queue import AckQueue
+
+    with pytest.raises(ValueError, match=r"window slots \(windows\)"):
+        AckQueue(16, windows)

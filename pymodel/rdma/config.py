@@ -36,7 +36,7 @@ __all__ = ["Config"]
 _RANGES = {
     "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 32), "link_latency": (1, 1024),
     "mr_entries": (2, 256), "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
-    "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
+    "payload_words": (64, 1 << 14), "records": (2, 4096),
     "windows": (0, 4096), "miss_queue": MISS_QUEUE_RANGE, "timeout": TIMEOUT_RANGE,
     "retry_limit": RETRY_LIMIT_RANGE,
     "cq_log2": (0, 31), "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
@@ -65,7 +65,6 @@ class Config:
     records: int = REQUESTER_DEFAULTS["records"]
     timeout: int = REQUESTER_DEFAULTS["timeout"]
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
-    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
     windows: int = REQUESTER_DEFAULTS["windows"]
     #: Ways per set of both context caches (the tops' ``cache_ways``: 1, 2, 4, 8).
     cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]

@@ -16,7 +16,7 @@ from collections import deque
 from pymodel.cycle import note_activity
 from pymodel.fields import pack, unpack
 from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_MASK, QPC_LAYOUT
-from spec.rdma_engine import CACHE_WAYS
+from spec.rdma_engine import CACHE_WAYS, check_cache_ways
 
 __all__ = ["ContextCacheModel", "CACHE_WAYS", "plru_victim", "plru_touch"]
 
@@ -58,10 +58,7 @@ class ContextCacheModel:
         if self.used > entries or self.used & (self.used - 1):
             raise ValueError(f"cache entries in use must be a power of two up to {entries}, "
                              f"not {self.used!r}")
-        if isinstance(ways, bool) or ways not in CACHE_WAYS or self.used % ways:
-            raise ValueError(f"cache_ways must be one of {CACHE_WAYS} and divide the "
-                             f"{self.used} entries in use, not {ways!r}")
-        self.ways = ways
+        self.ways = check_cache_ways(ways, self.used, "entries in use")
         self.sets = self.used // ways
         self.plru = [0] * (entries // ways)  # tree pseudo-LRU bits per set
         self.busy_skips = 0

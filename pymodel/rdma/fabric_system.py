@@ -63,7 +63,7 @@ _RANGES = {
     "link_latency": (1, 1024), "mr_entries": (2, 256),
     "credits": (MAX_FRAME_BEATS, 65535), "merge_depth": (MAX_FRAME_BEATS, 65535),
     "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
-    "payload_words": (64, 1 << 14), "records": (2, 4096), "ack_queue": (2, 1024),
+    "payload_words": (64, 1 << 14), "records": (2, 4096),
     "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
     "miss_queue": MISS_QUEUE_RANGE, "cq_log2": (0, 31),
     "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
@@ -104,7 +104,6 @@ class FabricConfig:
     #: simulated run with loss (an incast without pause drops frames at a receiver).
     timeout: int = SIM_TIMEOUT
     retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
-    ack_queue: int = REQUESTER_DEFAULTS["ack_queue"]
     windows: int = REQUESTER_DEFAULTS["windows"]
     #: Ways per set of every engine's context cache (the tops' ``cache_ways``).
     cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]

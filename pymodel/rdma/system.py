@@ -123,8 +123,9 @@ def _held(c, req, resp, hi_a, hi_b, to_a, to_b, mmio_left):
                     f"windows")
     if req.sender.busy():
         held.append(f"{len(req.sender.pops)} payload word(s) due to the framer")
-    if req.comp.state.value or req.comp.err_out is not None:
-        held.append(f"requester completion unit in state {req.comp.state.value}")
+    if req.comp.busy() or req.comp.err_out is not None:
+        held.append(f"requester completion unit in state {req.comp.state.value}, "
+                    f"{len(req.comp.rwq.q)} rewind(s) queued")
     if req.cache.order:
         held.append(f"{len(req.cache.order)} requester context-cache fill(s) awaited")
     levels = {n: len(f) for n, f in resp.fifos.items() if not f.idle()}

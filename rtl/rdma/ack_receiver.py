@@ -122,12 +122,12 @@ class AckReceiver(wiring.Component):
                 m.d.sync += self.acks.eq(self.acks + 1)
             with m.Else():
                 m.d.sync += self.dropped.eq(self.dropped + 1)
-        with m.If(self.o.valid & ~self.o.ready):
-            m.d.sync += self.wait_cycles.eq(self.wait_cycles + 1)
+        # (The counters as sums, not branches: with a consumer that is always ready, as
+        # the requester's ACK queue, the branches would be empty after constant folding.)
+        m.d.sync += [self.wait_cycles.eq(self.wait_cycles + (self.o.valid & ~self.o.ready)),
+                     self.lost.eq(self.lost + (held & ~self.o.ready & new))]
         with m.If(held):
             with m.If(self.o.ready):
                 m.d.sync += [held.eq(new), held_ev.eq(ev)]
-            with m.Elif(new):
-                m.d.sync += self.lost.eq(self.lost + 1)
         with m.Elif(new & ~self.o.ready):
             m.d.sync += [held.eq(1), held_ev.eq(ev)]

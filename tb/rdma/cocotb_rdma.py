@@ -50,10 +50,9 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "ack_queue", "windows", "header", "cache_ways", "miss_queue", "mr_cache")
+               "windows", "header", "cache_ways", "miss_queue", "mr_cache")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
-#: RdmaTop's parameters that are not :data:`spec.rdma_engine.TOP_DEFAULTS`: ``link_retry``
-#: (both links reliable; default False).
+#: RdmaTop's parameters not in TOP_DEFAULTS: ``link_retry`` (reliable links; default False).
 _TOP_EXTRA = ("link_retry",)
 #: With ``link_retry``: a reliable link's counters besides the plain link's
 #: (:func:`pymodel.rdma.links.retry_counters`; ports: :func:`tb.rdma.testbench.retry_counter_port`).

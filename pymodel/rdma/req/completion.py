@@ -3,8 +3,9 @@
 from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
+from pymodel.rdma.req.rewind_queue import RewindQueue
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
-from spec.rdma_engine import CACHE_WAYS
+from spec.rdma_engine import check_cache_ways
 from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
@@ -31,10 +32,7 @@ class CompletionUnitModel:
     def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
                  windows=0, present=None, entry_of=None, ways=1):
         self.n, self.R, self.retry_limit = entries, records, retry_limit
-        if isinstance(ways, bool) or ways not in CACHE_WAYS or entries % ways:
-            raise ValueError(f"cache_ways must be one of {CACHE_WAYS} and divide the "
-                             f"{entries} entries, not {ways!r}")
-        self.ways = ways
+        self.ways = check_cache_ways(ways, entries)
         self.cache_used = used or entries   # cache entries in use
         self.shared = not windows
         self.W = windows or entries         # slots built (the scan visits them all)
@@ -60,7 +58,9 @@ class CompletionUnitModel:
         self.done_total = Staged(0, name="done_total", log=log)
         self.win_total = Staged(0, name="win_total", log=log)
         self.appended = Staged(0, name="appended", log=log)   # records taken from ``rec``
-        self.state = Staged(0, name="state", log=log)   # 0 normal, 1 wait, 2 walk, 3 flush
+        self.state = Staged(0, name="state", log=log)   # 0 normal, 2 walk, 3 flush, 4 look
+        self.rwp = Staged(0, size=w, name="rwp", log=log)   # a rewind is pending
+        self.rwq = RewindQueue()
         self.errq = Staged(None, size=entries, name="errq", log=log)   # the QP in ERR
         self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
         self._err_next = None
@@ -68,10 +68,7 @@ class CompletionUnitModel:
         self._freed = []
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
-        self.walk_one = False      # selective repeat: the rewind resends one message
-        #: (qpn, the PSN after it) of the message the last rewind resent alone, or None
-        #: (the last rewind went back N)
-        self.solo = None
+        self.solo = None     # (qpn, PSN after it) the last rewind resent alone; None: GBN
         self.selective = 0
         self.used = False
         self.timeout = 0
@@ -84,9 +81,7 @@ class CompletionUnitModel:
         return qpn % self.cache_used if self.shared else qpn % self.W
 
     def entry(self, qpn):
-        if self.entry_of is not None:
-            return self.entry_of(qpn)
-        return qpn % self.cache_used
+        return self.entry_of(qpn) if self.entry_of is not None else qpn % self.cache_used
 
     def query(self, qpn, victim, c):
         """The front's question in cycle ``c`` (``victim``: the QP in the entry, or
@@ -104,7 +99,7 @@ class CompletionUnitModel:
                 d = self._classify(self.ev.head())
                 keep = d["rewind"] or d["error"]
             sp = c % self.W
-            if (not keep and self.win[sp] != 0 and not self._held(sp)
+            if (not keep and self.win[sp] != 0 and not self._held(sp) and not self.rwp[sp]
                     and ((c - self.tstart[sp]) & _M32) >= self.timeout):
                 keep = self.recs[self.head[sp]]["qpn"] == victim
         return keep, vopen
@@ -123,14 +118,26 @@ class CompletionUnitModel:
         best = None
         tstart, n = self.tstart.value, self.W
         for e, win in enumerate(self.win.value):        # (the registers' current values)
-            if win and not self._held(e):
+            if win and not self._held(e) and not self.rwp[e]:
                 due = max(c + 1, tstart[e] + self.timeout)
                 due += (e - due) % n
                 best = due if best is None else min(best, due)
         return best
 
-    def hold(self):
-        return self.state.value in (1, 2)
+    def hold(self, qpn):
+        """``hold`` for ``hold_qpn`` = ``qpn``: a rewind of its slot is pending."""
+        return bool(self.rwp[self.slot(qpn)])
+
+    def busy(self):
+        """A rewind, walk, flush or LOOK is under way."""
+        return self.state.value != 0 or self.rwq.busy()
+
+    def _start_rewind(self, c, s, one, h):
+        self.pinned.set(s, 1)
+        self.rwp.set(s, 1)
+        self.rwq.decide(s, one)
+        self.solo = (h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if one else None
+        self.count["rewinds"] += 1
 
     def _enter_error(self, c, s, qpn):
         """The QP ``qpn`` (window slot ``s``) enters ERR: flush the rest of its window."""
@@ -185,6 +192,7 @@ class CompletionUnitModel:
                 self.tstart.set(s, c)
                 unhold = s == self.held_slot.value
         self._walk_started = False
+        self.rwq.enter(issued)
         self._act(c, issued, timeout)
         if unhold and not self._walk_started:   # a walk starting holds its QP's timer
             self.held.set(0)
@@ -203,6 +211,7 @@ class CompletionUnitModel:
         if state == 2:
             if self.walk_left == 0:
                 self.state.set(0)
+                self.rwp.set(self.e_rw, 0)
             elif self.resend.can_write():
                 r = self.recs[self.cur]
                 self.resend.write(dict(entry=self.entry(r["qpn"]), qpn=r["qpn"],
@@ -217,15 +226,19 @@ class CompletionUnitModel:
                 self._retire(c, self.e_rw, CqeStatus.WR_FLUSH_ERR.value, True)
                 self.count["flushed"] += 1
             return
-        # 2. start the walk
-        if state == 1 and issued == self.appended.value:
+        # 2. start the walk of the oldest pending rewind, once its QP's work is appended
+        ready = self.rwq.ready(self.appended.value) if state == 0 else None
+        if ready is not None:
+            s, one = ready
+            self.rwq.pop()
             self.state.set(2)
+            self.e_rw = s
             self._walk_started = True
-            self.held.set(int(self.win[self.e_rw] != 0))
-            self.held_slot.set(self.e_rw)
-            self.cur = self.head[self.e_rw]
-            win = self.win[self.e_rw]
-            self.walk_left = min(win, 1) if self.walk_one else win
+            self.held.set(int(self.win[s] != 0))
+            self.held_slot.set(s)
+            self.cur = self.head[s]
+            win = self.win[s]
+            self.walk_left = min(win, 1) if one else win
             return
         # 3. append
         if self.rec.can_read():
@@ -277,11 +290,13 @@ class CompletionUnitModel:
             return
         # 5. timer
         if (state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout
-                and not self._held(sp)):
+                and not self._held(sp) and not self.rwp[sp]):
             give_up = self.retries[sp] == self.retry_limit
             qpn = self.recs[self.head[sp]]["qpn"]
             here = self.present(qpn)
             if give_up and here and not self.cqe.can_write():
+                return
+            if not give_up and not self.rwq.room():
                 return
             if not here:
                 self._start_look(c, sp, qpn)
@@ -292,14 +307,8 @@ class CompletionUnitModel:
                 self._enter_error(c, sp, qpn)
             else:
                 self.retries.set(sp, self.retries[sp] + 1)
-                self.state.set(1)
-                self.pinned.set(sp, 1)
-                self.e_rw = sp
                 h = self.recs[self.head[sp]]
-                self.walk_one = self._one(sp, h["first_psn"])
-                self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
-                             else None)
-                self.count["rewinds"] += 1
+                self._start_rewind(c, sp, self._one(sp, h["first_psn"]), h)
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
     def _one(self, s, psn):
@@ -351,10 +360,12 @@ class CompletionUnitModel:
         d = self._classify(ev)
         e, h, past, retire, status = d["e"], d["h"], d["past"], d["retire"], d["status"]
         rewind, error, need_cqe = d["rewind"], d["error"], d["need_cqe"]
+        new_rw = rewind and not self.rwp[e]     # (else the pending rewind covers it)
         if (state in (2, 3) or (need_cqe and not self.cqe.can_write())
-                or ((rewind or error) and state != 0)):
+                or ((new_rw or error) and state != 0)
+                or (new_rw and not self.rwq.room())):
             return False
-        if (rewind or error) and not self.present(ev["qpn"]):
+        if (new_rw or error) and not self.present(ev["qpn"]):
             self._start_look(c, e, ev["qpn"])
             return True
         if retire:
@@ -366,24 +377,20 @@ class CompletionUnitModel:
             return True
         self.ev.read()
         used, self.used = self.used, False
-        if rewind:
-            self.state.set(1)
-            self.pinned.set(e, 1)
-            self.e_rw = e
+        if new_rw:
             after = (self.solo is not None and self.solo[0] == ev["qpn"]
                      and (ev["psn"] - self.solo[1]) & _PSN_MASK <= SR_WINDOW)
-            self.walk_one = self._one(e, ev["psn"]) and not after
-            self.solo = ((h["qpn"], (h["last_psn"] + 1) & _PSN_MASK) if self.walk_one
-                         else None)
-            self.count["seq_naks"] += 1
-            self.count["rewinds"] += 1
+            self._start_rewind(c, e, self._one(e, ev["psn"]) and not after, h)
             self.trace.append((c, f"NAK rewind qpn {ev['qpn']} psn {ev['psn']}"))
+        if rewind:
+            self.count["seq_naks"] += 1
         elif not retire and not used:
             self.count["ack_unexpected"] += 1
         return True
 
     def commit(self):
         self._staged.commit()
+        self.rwq.commit()
         if self._looked_next is not None:
             self.looked, self._looked_next = self._looked_next, None
         self.err_out, self._err_next = self._err_next, None

@@ -7,6 +7,7 @@ from pymodel.cycle import Fifo, Staged, StagedLog
 from pymodel.fields import field_slot
 from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.frames import icrc, scaleup_icrc
+from pymodel.rdma.req.ack_queue import AckQueueModel
 from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.cqe_writer import CqeWriterModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
@@ -130,7 +131,6 @@ class RequesterModel:
         f = self.fifos = {name: Fifo(depth, name, self._staged) for name, depth in d.items()}
         f["wqe"] = Fifo(p["wqe_words"], "wqe", self._staged)
         f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
-        f["events"] = Fifo(p["ack_queue"], "events", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                        cfg.qpc_base_a, cfg.depth, used, p["cache_ways"],
                                        cfg.qpc_words)
@@ -156,12 +156,13 @@ class RequesterModel:
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
                                        self.header)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
-                                        f["events"], f["cqes"], f["resend"], used,
+                                        None, f["cqes"], f["resend"], used,
                                         p["windows"], self.cache.present,
                                         entry_of=self.cache.probe_entry,
                                         ways=p["cache_ways"])
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
+        self.events = self.comp.ev = AckQueueModel(self.comp.slot)
         self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = self.ack_wait_cycles = 0
         self.ack_held = None        # the ACK receiver's held event (the queue was full)
@@ -241,13 +242,13 @@ class RequesterModel:
         if f["items"].q or comp.need() is not None:
             win_total = comp.win_total.value
             self.front.step(c, {
-                "hold": comp.hold(), "serial": cfg.serial,
+                "hold": False, "serial": cfg.serial,
                 "idle": (self.front.adm_total.value == comp.done_total.value
                          and win_total == 0)})
         else:
             self.front.stalled = False
         if f["resend"].q or f["fetch"].q or "miss" in f and f["miss"].q:
-            self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold(),
+            self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold,
                                 "win_total": comp.win_total.value,
                                 "appended": comp.appended.value})
             if self.miss is not None:
@@ -283,7 +284,7 @@ class RequesterModel:
         offered = self.ack_held if self.ack_held is not None else ev
         if offered is None:
             return
-        events = self.fifos["events"]
+        events = self.events
         if events.can_write():
             events.write(offered)
             self.ack_held = ev if self.ack_held is not None else None
@@ -302,13 +303,14 @@ class RequesterModel:
         self._staged.commit()
         self.cache.commit()
         self.comp.commit()
+        self.events.commit()
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""
-        return (self.ack_held is not None
+        return (self.ack_held is not None or not self.events.idle()
                 or any(not fifo.idle() for fifo in self.fifos.values())
                 or self.sender.busy() or self.comp.win_total.value != 0
-                or self.comp.state.value != 0 or self.comp.err_out is not None
+                or self.comp.busy() or self.comp.err_out is not None
                 or bool(self.cache.order))
 
     def counters(self):
@@ -318,5 +320,6 @@ class RequesterModel:
             out.update(part.count)
         out.update(self.cache.count)
         out.update(acks=self.acks, ack_dropped=self.ack_dropped, ack_lost=self.ack_lost,
-                   ack_wait_cycles=self.ack_wait_cycles)
+                   ack_wait_cycles=self.ack_wait_cycles,
+                   ack_coalesced=self.events.coalesced)
         return {k: out[k] for k in REQUESTER_COUNTERS}

@@ -34,12 +34,18 @@ class WqeFetchModel:
     def _promise(self, k):
         self.issued.set((self.issued.value + k) & _COUNT_MASK)
 
+    def _held(self, side):
+        hold = side["hold"]
+        return bool(hold(self.fetch.head()["qpn"]) if callable(hold) else hold)
+
     def step(self, c, side):
         """Cycle ``c``; ``side``: ``released`` (the sequencer's count of WQE words taken),
-        and the completion unit's ``hold``, ``win_total`` and ``appended`` of the start of
-        the cycle (the ports of the same names). No side outputs."""
+        the completion unit's ``win_total`` and ``appended`` of the start of the cycle
+        (the ports of the same names) and ``hold``: the port's value, or a function of a
+        QPN, the completion unit's ``hold`` for ``hold_qpn`` = the QP of the item at the
+        head of ``fetch``. No side outputs."""
         resend = self.resend.can_read()
-        if not resend and (side["hold"] or not self.fetch.can_read()):
+        if not resend and (not self.fetch.can_read() or self._held(side)):
             return                              # (nothing to fetch: no state read)
         held = (self.reserved.value - side["released"]) & _COUNT_MASK
         if resend:

@@ -21,6 +21,7 @@ from spec.rdma_engine import (
     COMPLETION_COUNTERS,
     REQUESTER_DEFAULTS,
     RETRY_LIMIT_RANGE,
+    REWIND_QUEUE,
     TIMEOUT_BITS,
 )
 from spec.rdma_responder import SR_WINDOW
@@ -38,12 +39,11 @@ __all__ = ["CompletionUnit"]
 
 class _Mode(enum.Enum, shape=3):
     """What the unit is doing besides appending, events and timers: nothing
-    (``NORMAL``); a rewind waiting for the pipeline to empty (``WAIT``); walking a
-    rewind, resending one record a cycle (``WALK``); walking a flush, completing one
-    record a cycle with WR_FLUSH_ERR (``FLUSH``); bringing the context of a QP that
-    needs a rewind or an error back into the cache (``LOOK``)."""
+    (``NORMAL``, rewinds may be pending); walking a rewind, resending one record a
+    cycle (``WALK``); walking a flush, completing one record a cycle with WR_FLUSH_ERR
+    (``FLUSH``); bringing the context of a QP that needs a rewind or an error back into
+    the cache (``LOOK``)."""
     NORMAL = 0
-    WAIT = 1
     WALK = 2
     FLUSH = 3
     LOOK = 4
@@ -92,8 +92,10 @@ class CompletionUnit(wiring.Component):
         Completions to write, to the CQE writer's FIFO.
     resend : Out(stream.Signature(resend_layout()))
         Messages to send again, to the WQE fetch stage's FIFO.
-    hold : Out(1)
-        A rewind is in progress: the front takes no new work.
+    hold_qpn : In(QPN_BITS), hold : Out(1)
+        A rewind of ``hold_qpn``'s window slot is pending (decided, its walk not ended):
+        the WQE fetch stage serves no new work of that QP (the item at its head;
+        combinational, on the registers of the start of the cycle).
     err_valid : Out(1), err_entry : Out(range(entries))
         A one-cycle notice to the sequencer, the cycle after a QP entered ERR: its
         entry (the sequencer writes ``state = ERR`` into its context).
@@ -158,10 +160,9 @@ class CompletionUnit(wiring.Component):
        sent, end the rewind); or walking a flush: complete the
        QP's oldest record with WR_FLUSH_ERR (it needs room in ``cqe``; when the window
        is empty, end the flush);
-    2. starting the walk of a waiting rewind, once every record the WQE fetch stage
-       promised is appended (the pipeline between it and the window is empty; it serves
-       no new work while ``hold`` is high); the QP's timer is held from then on (see
-       below);
+    2. starting the walk of the oldest pending rewind (see *Rewinds* below), once
+       every record the WQE fetch stage had promised when the rewind was decided is
+       appended; the QP's timer is held from then on (see below);
     3. appending the record at the head of ``rec`` to its QP's window (a record is
        always free: the WQE fetch stage promises no more than the pool holds); a null
        record only counts its item done. A ``flush`` record (the
@@ -176,14 +177,17 @@ class CompletionUnit(wiring.Component):
        syndrome) retires ``h`` with SUCCESS and keeps the event (ACKs are cumulative);
        an ACK of ``h``'s last PSN retires it; a remote access NAK (another NAK) within
        ``h`` completes it with REM_ACCESS_ERR (RETRY_EXC_ERR); a PSN sequence NAK within
-       ``h`` starts a rewind of the QP (not while another rewind is under way: the
-       event waits); anything else is dropped (``ack_unexpected``, unless it retired a
-       message before). Not during a walk; an event that completes ``h`` with an
-       error waits while a rewind is under way;
+       ``h`` starts a rewind of the QP (if the queue of pending rewinds is full the
+       event waits; if a rewind of the QP's slot is already pending, that one resends
+       what the NAK names: the NAK is taken and counted in ``seq_naks``, no new
+       rewind); anything else is dropped (``ack_unexpected``, unless it retired a
+       message before). Not during a walk, a flush or a LOOK, except events that
+       neither rewind nor fail a QP, which a LOOK lets through;
     5. the timer of slot ``scan`` (a pointer that visits one slot per cycle): if its
-       window is not empty and ``now - start >= timeout``, rewind it, or complete its
+       window is not empty, no rewind of it is pending and ``now - start >=
+       timeout``, rewind it (if the queue of pending rewinds has room), or complete its
        oldest message with RETRY_EXC_ERR when ``retry_limit`` expiries have rewound it
-       since its last progress. Only while no rewind is under way.
+       since its last progress. Not during a walk, a flush or a LOOK.
 
     An event of 4. or a timer of 5. that would rewind or fail a QP whose context is not
     present instead starts a LOOK (the event stays at the head of ``ev``; the timer acts
@@ -200,10 +204,25 @@ class CompletionUnit(wiring.Component):
     the entry remembers the QP, the sequencer is told in the next cycle (``err_valid``,
     the entry stays busy for the front in that cycle) and a flush walks the rest of its
     window from the next cycle on, one record a cycle; no event or timer action
-    meanwhile. A QP's timer starts when its window becomes non-empty. A rewind waits
-    (``hold`` high) until the pipeline is empty, then resends the QP's window from its
+    meanwhile. A QP's timer starts when its window becomes non-empty.
+
+    *Rewinds*, per QP and several at once. Deciding a rewind of slot ``s`` (in cycle
+    ``t``) sets the slot's pending bit (``hold`` for its QPs from ``t + 1``: the WQE
+    fetch stage serves no new work of theirs) and queues ``s`` with a *mark*, the
+    fetch stage's ``issued`` of ``t + 1`` (every record promised up to ``t``, the last
+    cycle the QP was not held), in a queue of :data:`~spec.rdma_engine.REWIND_QUEUE`
+    pending rewinds (a rewind is only decided while it has room). The pipeline from the
+    fetch stage to ``rec`` keeps its order, so once ``appended`` has reached the mark
+    every record of the QP promised before the hold is in the window: the walk of the
+    queue's head may start (marks grow in queue order, so the head is always the first
+    ready). Meanwhile every other QP keeps sending, its records are appended, and its
+    events and timer are served as usual. A walk resends the QP's window from its
     oldest record (with ``selective``, that record only, when decided so at the NAK or
-    the expiry), one record per cycle, and ends. The rewound QP's timer is *held*
+    the expiry), one record per cycle, and clears the pending bit when it ends; walks
+    are one at a time. Head-of-line: the fetch stage holds the item at its head, so
+    items of other QPs queued behind a held QP's item (in the ``fetch`` FIFO or the
+    miss queue) wait until that QP's walk ends; the items ahead of it, and everything
+    already past the fetch stage, go on. The rewound QP's timer is *held*
     (never due) from the cycle its walk starts (if its window is not empty then) until
     the first restart of the timer of its slot: a resent frame of the QP leaves the
     frame sender (``resent``), its window makes progress (a record retired, by an ACK,
@@ -211,7 +230,7 @@ class CompletionUnit(wiring.Component):
     timer runs from the last such event: every resent frame that leaves restarts it.
     So resends that wait long in the pipeline (slow host reads, or many of them) do not
     expire the timer again while they have not all left. One QP's timer is held at a
-    time (one rewind is under way at a time; a new walk moves the hold to its QP).
+    time (the QP of the last walk started; a new walk moves the hold to its QP).
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
@@ -227,7 +246,7 @@ class CompletionUnit(wiring.Component):
             "ev": In(stream.Signature(ack_event_layout())),
             "cqe": Out(stream.Signature(cqe_req_layout())),
             "resend": Out(stream.Signature(resend_layout())),
-            "hold": Out(1),
+            "hold_qpn": In(QPN_BITS), "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
             "need": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
@@ -261,12 +280,16 @@ class CompletionUnit(wiring.Component):
         tstart = mem("tstart", 32, nw)
         retries = mem("retries", 3, nw)
         pinned = mem("pinned", 1, nw)
+        rwp = mem("rwp", 1, nw)             # a rewind is pending
         # Per cache entry: items done; the QP that entered ERR (its QPN, a memory, and a
         # valid bit, a register cleared by reset as the rest of the QP state is reloaded).
         done = mem("done", COUNT_BITS, n)
         errq = mem("errq", QPN_BITS, n)
         errq_valid = Signal(n)
         m.submodules.free = free = SyncFIFO(width=rbits, depth=n_records)
+        # Pending rewinds in the order decided: slot, one message (selective), mark.
+        rw_lay = data.StructLayout({"slot": wbits, "one": 1, "mark": COUNT_BITS})
+        m.submodules.rwq = rwq = SyncFIFO(width=rw_lay.size, depth=REWIND_QUEUE)
 
         def rd(mm, addr):
             p = mm.read_port(domain="comb")
@@ -290,7 +313,19 @@ class CompletionUnit(wiring.Component):
         walk_left = Signal(16)
         used = Signal()
         look_qpn, looked = Signal(QPN_BITS), Signal()
-        m.d.comb += self.hold.eq((mode == _Mode.WAIT) | (mode == _Mode.WALK))
+        m.d.comb += self.hold.eq(rd(rwp, slot_of(self.hold_qpn)))
+        # A rewind decided in cycle t enters the queue in t + 1 with the mark ``issued``
+        # of t + 1 (the records promised up to t, the last cycle its QP was not held).
+        new_rw, new_slot, new_one = Signal(), Signal(wbits), Signal()
+        rw_head = Signal(rw_lay)
+        m.d.comb += [rwq.w_en.eq(new_rw),
+                     rwq.w_data.eq(Cat(new_slot, new_one, self.issued)),
+                     rw_head.eq(rwq.r_data)]
+        m.d.sync += new_rw.eq(0)
+        rw_room = rwq.level + new_rw < REWIND_QUEUE
+        rw_after = Signal(COUNT_BITS)
+        m.d.comb += rw_after.eq(self.appended - rw_head.mark)
+        rw_ready = rwq.r_rdy & ~rw_after[COUNT_BITS - 1]     # its QP's work is appended
         m.d.sync += self.err_valid.eq(0)
 
         # Reads for each candidate.
@@ -309,7 +344,9 @@ class CompletionUnit(wiring.Component):
         scan_oldest = Signal(lay)
         m.d.comb += scan_oldest.eq(rd(recs, head_sp))
         next_sp = rd(nxt, head_sp)
-        head_rw, win_rw = rd(head, walk_slot), rd(win, walk_slot)
+        win_rw = rd(win, walk_slot)
+        head_rq, win_rq = rd(head, rw_head.slot), rd(win, rw_head.slot)
+        rwp_ev, rwp_sp = rd(rwp, s_ev), rd(rwp, scan)
         wr_rec = Signal(lay)
         m.d.comb += wr_rec.eq(rd(recs, cur))
         next_cur = rd(nxt, cur)
@@ -347,7 +384,7 @@ class CompletionUnit(wiring.Component):
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
              ("tstart", tstart), ("retries", retries), ("errq", errq),
-             ("pinned", pinned))}
+             ("pinned", pinned), ("rwp", rwp))}
 
         def put(name, addr, value):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
@@ -386,13 +423,16 @@ class CompletionUnit(wiring.Component):
                                      Mux(is_access, CqeStatus.REM_ACCESS_ERR.value,
                                          CqeStatus.RETRY_EXC_ERR.value)))
         ev_rewind = ~past & is_seq & within
+        # A NAK of a QP whose rewind is pending: that rewind resends what it names.
+        ev_new_rw = ev_rewind & ~rwp_ev
         ev_err = ev_retire & (ev_status != CqeStatus.SUCCESS.value)
         ev_cqe = ev_retire & (oldest.signalled | ev_err)
         ev_ok = ((mode != _Mode.WALK) & (mode != _Mode.FLUSH) & (~ev_cqe | self.cqe.ready)
-                 & (~(ev_rewind | ev_err) | (mode == _Mode.NORMAL)))
-        ev_look = (ev_rewind | ev_err) & ~ev_here       # its context must come back first
+                 & (~(ev_new_rw | ev_err) | (mode == _Mode.NORMAL))
+                 & (~ev_new_rw | rw_room))
+        ev_look = (ev_new_rw | ev_err) & ~ev_here       # its context must come back first
         due = ((win_sp != 0) & (now - tstart_sp >= self.timeout)
-               & ~(held & (held_slot == scan)))
+               & ~(held & (held_slot == scan)) & ~rwp_sp)
         expired = (mode == _Mode.NORMAL) & due
         # The victim must stay: its slot is shared with the looked-up QP's, or pinned,
         # or a rewind or error of it may be decided in this cycle (the event at the head
@@ -407,7 +447,6 @@ class CompletionUnit(wiring.Component):
         # Selective repeat: a rewind from PSN p resends one message (the oldest, which
         # holds p) when every PSN the QP sent after p is within the responder's bitmap
         # (SR_WINDOW); beyond it the responder discarded frames: go back N.
-        walk_one = Signal()
         tail_ev_rec, tail_sp_rec = Signal(lay), Signal(lay)
         m.d.comb += [tail_ev_rec.eq(rd(recs, rd(tail, s_ev))),
                      tail_sp_rec.eq(rd(recs, rd(tail, scan)))]
@@ -423,7 +462,7 @@ class CompletionUnit(wiring.Component):
         one_ev = (self.selective & (span_ev <= SR_WINDOW)
                   & ~(solo_valid & (ev.qpn == solo_qpn) & (solo_d <= SR_WINDOW)))
         one_sp = self.selective & (span_sp <= SR_WINDOW)
-        tm_ok = expired & (~give_up | self.cqe.ready | ~sp_here)
+        tm_ok = expired & Mux(give_up, self.cqe.ready | ~sp_here, rw_room)
 
         def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed):
             with m.If(cqe_needed):
@@ -456,7 +495,8 @@ class CompletionUnit(wiring.Component):
             m.d.sync += solo_valid.eq(one)
             with m.If(one):
                 m.d.sync += [solo_qpn.eq(rec.qpn), solo_psn.eq(rec.last_psn + 1)]
-            m.d.sync += [mode.eq(_Mode.WAIT), walk_slot.eq(sl), walk_one.eq(one),
+            put("rwp", sl, 1)
+            m.d.sync += [new_rw.eq(1), new_slot.eq(sl), new_one.eq(one),
                          self.rewinds.eq(self.rewinds + 1)]
 
         def start_look(sl, qpn):
@@ -476,6 +516,7 @@ class CompletionUnit(wiring.Component):
         with m.If(mode == _Mode.WALK):                            # 1. walk
             with m.If(walk_left == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
+                put("rwp", walk_slot, 0)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
                 m.d.comb += [self.resend.valid.eq(1), s.entry.eq(self.probe[4].entry[:ibits]),
@@ -489,10 +530,11 @@ class CompletionUnit(wiring.Component):
                 retire(walk_slot, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
                        Const(1))
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
-        with m.Elif((mode == _Mode.WAIT) & (self.issued == self.appended)):  # 2. start walk
-            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rw),
-                         walk_left.eq(Mux(walk_one & (win_rw != 0), 1, win_rw)),
-                         held.eq(win_rw != 0), held_slot.eq(walk_slot)]
+        with m.Elif((mode == _Mode.NORMAL) & rw_ready):              # 2. start walk
+            m.d.comb += rwq.r_en.eq(1)
+            m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rq), walk_slot.eq(rw_head.slot),
+                         walk_left.eq(Mux(rw_head.one & (win_rq != 0), 1, win_rq)),
+                         held.eq(win_rq != 0), held_slot.eq(rw_head.slot)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
@@ -543,8 +585,9 @@ class CompletionUnit(wiring.Component):
                 with m.Else():
                     m.d.comb += self.ev.ready.eq(1)
                     m.d.sync += used.eq(0)
-                    with m.If(ev_rewind):
+                    with m.If(ev_new_rw):
                         start_rewind(s_ev, one_ev, oldest)
+                    with m.If(ev_rewind):
                         m.d.sync += self.seq_naks.eq(self.seq_naks + 1)
                     with m.Elif(~ev_retire & ~used):
                         m.d.sync += self.ack_unexpected.eq(self.ack_unexpected + 1)

@@ -60,7 +60,8 @@ class MissQueue(wiring.Component):
     queue's head at the earliest in the next cycle. With the side queue full such an
     item waits at the head of ``i`` and so does everything behind it. The side queue is
     first in, first out: its items leave in the order they stepped aside. Items step
-    aside during a rewind (the WQE fetch stage's ``hold``) too: that promises no record.
+    aside while the presented item's QP is held by a pending rewind (the WQE fetch
+    stage's ``hold``) too: that promises no record.
     Bad input: none (an item's entry is the front's, in range by construction).
     """
 

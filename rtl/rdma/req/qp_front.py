@@ -52,7 +52,8 @@ class QpFront(wiring.Component):
         The completion unit's lookup (a rewind or error whose context left the cache):
         presented before any item, taken when the cache takes it.
     hold : In(1)
-        Take nothing (a rewind is waiting for the pipeline to drain).
+        Take nothing. The requester ties it low: a rewind holds the new work of its own
+        QP, at the WQE fetch stage (:class:`~rtl.rdma.req.completion.CompletionUnit`).
     serial : In(1), idle : In(1)
         With ``serial``, take an item only while ``idle`` (nothing in flight anywhere):
         one message at a time.

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.rdma.ack_receiver import AckReceiver
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
 from rtl.rdma.eth_ip_udp import framing_param
+from rtl.rdma.req.ack_queue import AckQueue
 from rtl.rdma.req.completion import CompletionUnit
 from rtl.rdma.req.cqe_writer import CqeWriter
 from rtl.rdma.req.doorbell_intake import DoorbellIntake
@@ -43,7 +44,6 @@ from spec.rdma_engine import (
 )
 from spec.rdma_stages import (
     COUNT_BITS,
-    ack_event_layout,
     batch_layout,
     cqe_req_layout,
     fetch_layout,
@@ -84,14 +84,11 @@ class Requester(wiring.Component):
         QP-context cache entries (16 to 256, a power of two).
     depth : int
         Host-memory words.
-    prefetch, wqe_words, payload_words, records, timeout, retry_limit, ack_queue : int
+    prefetch, wqe_words, payload_words, records, timeout, retry_limit : int
         See :data:`spec.rdma_engine.REQUESTER_DEFAULTS`; ``timeout`` is the default
         transport timeout in cycles (64 to 2**24 - 1) when the run-time port
         ``ack_timeout`` is 0,
-        ``ack_queue`` the ACK events that may wait for the completion unit (a full queue
-        holds the ACK receiver, which keeps one event more and loses a good ACK frame
-        that ends while that one still waits: ``ack_lost``; cycles of backpressure:
-        ``ack_wait_cycles``), ``windows`` the completion unit's window slots (0: one
+        ``windows`` the completion unit's window slots (0: one
         per cache entry, contexts pinned until their messages are acknowledged),
         ``cache_ways`` the context cache's ways per set (1, 2, 4, 8; more than 1 is
         refused with ``windows`` 0, where a window slot is a cache entry),
@@ -133,7 +130,12 @@ class Requester(wiring.Component):
         (0 to 4, held from reset; :data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): a fill
         reads them all, a write-back writes the first.
     <counter> : Out(32)
-        :data:`spec.rdma_engine.REQUESTER_COUNTERS`.
+        :data:`spec.rdma_engine.REQUESTER_COUNTERS`. The ACK path: ``acks`` and
+        ``ack_dropped`` (the ACK receiver), ``ack_lost`` and ``ack_wait_cycles`` (events
+        lost at, and cycles of backpressure on, the receiver: 0, as the
+        :class:`~rtl.rdma.req.ack_queue.AckQueue` between it and the completion unit is
+        always ready), ``ack_coalesced`` (events merged into a pending one of their
+        window slot).
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, header="roce", **params):
@@ -145,7 +147,6 @@ class Requester(wiring.Component):
         # Every check before any part is built (a part that rejects its parameter would
         # leave the others built and unused).
         check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
-        check_int(self, "ACK queue depth", p["ack_queue"], 2, 1024)
         check_int(self, "retry limit", p["retry_limit"], *RETRY_LIMIT_RANGE)
         check_int(self, "WQE prefetch depth", p["prefetch"], 1, MAX_PREFETCH)
         check_int(self, "WQE FIFO words", p["wqe_words"], 64, 1 << 14)
@@ -226,7 +227,9 @@ class Requester(wiring.Component):
         q_segs = fifo("segs", seg_layout(), d["segs"])
         q_pay = fifo("payload", HOST_WORD_BITS, p["payload_words"])
         q_recs = fifo("recs", record_layout(), d["recs"])
-        q_events = fifo("events", ack_event_layout(), p["ack_queue"])
+        # ACK events, one pending per window slot (never full: the receiver never waits).
+        m.submodules.q_events = q_events = AckQueue(self.cache_entries, p["windows"])
+        m.d.comb += q_events.cache_log2.eq(self.cache_log2)
         q_cqes = fifo("cqes", cqe_req_layout(), d["cqes"])
         q_rd_fill = fifo("rd_fill", range(depth), d["rd_fill"])
         q_rd_wqe = fifo("rd_wqe", read_layout(depth), d["rd_wqe"])
@@ -308,9 +311,10 @@ class Requester(wiring.Component):
         # Front <-> completion.
         wiring.connect(m, front.completion, comp.query)
         m.d.comb += [
-            fetch.hold.eq(comp.hold), fetch.win_total.eq(comp.win_total),
+            comp.hold_qpn.eq(fetch.fetch.payload.qpn), fetch.hold.eq(comp.hold),
+            fetch.win_total.eq(comp.win_total),
             fetch.appended.eq(comp.appended), comp.issued.eq(fetch.issued),
-            front.hold.eq(comp.hold), front.serial.eq(self.serial),
+            front.hold.eq(0), front.serial.eq(self.serial),
             seq.err_valid.eq(comp.err_valid), seq.err_entry.eq(comp.err_entry),
             front.idle.eq((front.adm_total == comp.done_total) & (comp.win_total == 0)),
             comp.timeout.eq(Mux(self.ack_timeout == 0, p["timeout"], self.ack_timeout)),
@@ -323,7 +327,8 @@ class Requester(wiring.Component):
         wiring.connect(m, sender.o, wiring.flipped(self.o))
         m.d.comb += sender.go.eq(self.go)
         wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
-        link(ack_rx.o, q_events, comp.ev)
+        wiring.connect(m, ack_rx.o, q_events.i)
+        wiring.connect(m, q_events.o, comp.ev)
 
         # Counters: each stage's, under the stage's own names (the ACK receiver's
         # ``dropped`` is ``ack_dropped`` here).
@@ -337,5 +342,6 @@ class Requester(wiring.Component):
             sig = CountersSignature(names)
             wiring.connect(m, PortView(sig, stage), wiring.flipped(PortView(sig, self)))
         m.d.comb += [self.ack_dropped.eq(ack_rx.dropped), self.ack_lost.eq(ack_rx.lost),
-                     self.ack_wait_cycles.eq(ack_rx.wait_cycles)]
+                     self.ack_wait_cycles.eq(ack_rx.wait_cycles),
+                     self.ack_coalesced.eq(q_events.coalesced)]
         return m

@@ -59,7 +59,9 @@ class WqeFetch(wiring.Component):
     released : In(16)
         Words the sequencer has taken out of the WQE FIFO since reset (mod 2**16).
     hold : In(1)
-        The completion unit is rewinding a window: no new work is served (resends are).
+        A rewind of the QP of the item at the head of ``fetch`` is pending (the
+        completion unit's answer for that QP): that item is not served, nor anything
+        behind it (resends are).
     win_total : In(16), appended : In(16)
         The completion unit's records in windows, and records it has taken from its
         ``rec`` FIFO since reset (mod 2**16).
