@@ -143,7 +143,9 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     bits = state.state_bits()
     rdma, nic = bits["rdma"], bits["nic"]
     qpc = Shape.cast(roce.QPC_LAYOUT).width
-    assert rdma["qp_context_host_bits"] == qpc
+    # The host context is the default qpc_bytes; its interpreted fields fit one word.
+    assert rdma["qp_context_host_bits"] == 8 * roce.QPC_BYTES_DEFAULT
+    assert rdma["qp_context_word_bits"] == qpc
     assert rdma["qp_context_field_bits"] + rdma["qp_context_reserved_bits"] == qpc
     # An entry holds a whole host word, the QPN tag and a valid bit, and the fields its
     # owning stages rewrite (requester: the fetch and sequencer groups).
@@ -154,11 +156,15 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     assert rdma["window_records"] == REQUESTER_DEFAULTS["records"]
     # A window slot per QP (the default): head and tail record indices, the count
     # (COUNT_BITS), the timer start (the 32-bit cycle count), the 3-bit retry count
-    # (retry_cnt 0..7) and the pinned bit: 9 + 9 + 16 + 32 + 3 + 1 = 70 with 512 records.
-    from spec.rdma_stages import COUNT_BITS
+    # (retry_cnt 0..7), the pinned bit and the rewind-pending bit:
+    # 9 + 9 + 16 + 32 + 3 + 1 + 1 = 71 with 512 records.
+    from spec.rdma_stages import COUNT_BITS, ack_event_layout
     assert rdma["window_slots"] == REQUESTER_DEFAULTS["windows"] == 4096
     assert rdma["window_slot_bits"] == (2 * (REQUESTER_DEFAULTS["records"] - 1).bit_length()
-                                        + COUNT_BITS + 32 + 3 + 1) == 70
+                                        + COUNT_BITS + 32 + 3 + 1 + 1) == 71
+    # At the ACK queue, per slot: a pending event (QPN, PSN, syndrome, MSN), its valid
+    # bit, and a slot number in the queue of slots (12 bits for 4096 slots).
+    assert rdma["ack_slot_bits"] == Shape.cast(ack_event_layout()).width + 1 + 12
     assert rdma["on_chip_bits_per_cached_qp"] == (rdma["cache_entry_bits"]
                                                   + rdma["resp_cache_entry_bits"]
                                                   + rdma["entry_state_bits"])
@@ -181,7 +187,7 @@ def test_state_bits_follow_the_layouts(monkeypatch):
     fields = {name: field.shape for name, field in roce.QPC_LAYOUT}
     monkeypatch.setattr(roce, "QPC_LAYOUT", data.StructLayout({**fields, "extra": 7}))
     again = state.state_bits()["rdma"]
-    assert again["qp_context_host_bits"] == qpc + 7
+    assert again["qp_context_word_bits"] == qpc + 7
     assert again["qp_context_field_bits"] == rdma["qp_context_field_bits"] + 7
 
 

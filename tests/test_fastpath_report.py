@@ -66,13 +66,14 @@ def test_fast_path_agrees_on_the_report_rtl_points(design, point, rtl_default_me
 def test_rtl_messages_rule():
     """The message counts of the RTL subset, by hand from the rule: two passes over 256
     to 4095 QPs plus 88, a quarter (at least 40) for NIC stores of 4096 B, and for the
-    RDMA engine at most what the top's host memories hold (2**15 words of 64 B, a
-    quarter of it per end's buffers: 2**15 * 64 / 4 / 4096 = 128 messages of 4096 B)."""
+    RDMA engine at most what the top's host memories hold (2**16 words of 64 B, a
+    quarter of it per end's buffers: 2**16 * 64 / 4 / 4096 = 256 messages of 4096 B)."""
     assert rtl_messages("rdma", dict(msg_bytes=128, qps=1), 200) == 200
     assert rtl_messages("rdma", dict(msg_bytes=128, qps=256), 200) == 2 * 256 + 88
     assert rtl_messages("rdma", dict(msg_bytes=128, qps=256), 1000) == 1000
     assert rtl_messages("rdma", dict(msg_bytes=128, qps=4096), 200) == 200
-    assert rtl_messages("rdma", dict(msg_bytes=4096, qps=1), 200) == 128
+    assert rtl_messages("rdma", dict(msg_bytes=4096, qps=1), 200) == 200
+    assert rtl_messages("rdma", dict(msg_bytes=4096, qps=1), 1000) == 256
     assert rtl_messages("nic", dict(msg_bytes=4096, peers=1), 200) == 50
     assert rtl_messages("nic", dict(msg_bytes=4096, peers=1), 100) == 40
     assert rtl_messages("nic", dict(msg_bytes=1024, peers=1), 200) == 200

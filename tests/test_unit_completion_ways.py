@@ -85,7 +85,7 @@ def test_err_mark_follows_the_qp_across_ways(ways):
     def side_in(c, peek):
         t = box["t"]
         return {"issued": t.appended.value, "timeout": TIMEOUT, "cache_log2": LOG2,
-                "resent": None, "query.entry": 0, "query.qpn": B,
+                "resent": None, "query.entry": 0, "query.qpn": B, "hold_qpn": B,
                 "query.victim_valid": 0, "query.victim_qpn": 0, "need.ready": 1,
                 **{f"probe[{k}].present": 1 for k in range(3)},
                 **{f"probe[{k}].entry": probe_entry(k) for k in range(5)}}
@@ -101,7 +101,7 @@ def test_err_mark_follows_the_qp_across_ways(ways):
             t = self.t
             counts = dict(t.count)
             t.step(c, side)
-            return dict(counts, hold=int(t.hold()))
+            return dict(counts, hold=int(t.hold(side["hold_qpn"])))
 
         def commit(self):
             self.t.commit()

@@ -21,11 +21,12 @@ def state_bits():
 
     from rtl.nic.window_table import SOURCES, window_table_bits
     from rtl.rdma.context_cache import ContextCache
+    from rtl.rdma.req.ack_queue import AckQueue
     from rtl.rdma.req.completion import CompletionUnit
     from rtl.rdma.req.qp_front import QpFront
     from rtl.tops.area_wrappers import nic_part
     from spec.checks import silence
-    from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_LAYOUT
+    from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_BYTES_DEFAULT, QPC_LAYOUT
     from spec.rdma_engine import REQUESTER_DEFAULTS
     from spec.rdma_responder import RESP_GROUP
 
@@ -76,6 +77,12 @@ def state_bits():
     slot_bits = sum(w for w, d in comp_mems.values() if slots and d == slots) \
         if slots != 16 else 0
     record_bits = sum(w for w, d in comp_mems.values() if d == records)
+    # Per window slot at the ACK queue: the slot's pending (coalesced) event and its
+    # valid bit (memories of a word per slot), and its place in the queue of slots (a
+    # FIFO of slot numbers with room for every slot: one slot number per slot).
+    ack_mems = memories(AckQueue(16, windows=slots))
+    ack_slot_bits = (sum(w for w, d in ack_mems.values() if d == slots)
+                     + (slots - 1).bit_length()) if slots else 0
     tx = nic_part("tx", **dict(NIC, framing="compact"))
     cret = nic_part("credit_return", **dict(NIC, framing="compact"))
     switch = nic_part("switch", **dict(NIC, framing="compact"))
@@ -83,7 +90,8 @@ def state_bits():
     table_width, table_depth = memories(switch)["table"]
     return {
         "rdma": {
-            "qp_context_host_bits": Shape.cast(QPC_LAYOUT).width,
+            "qp_context_host_bits": 8 * QPC_BYTES_DEFAULT,
+            "qp_context_word_bits": Shape.cast(QPC_LAYOUT).width,
             "qp_context_field_bits": _field_bits(QPC_LAYOUT),
             "qp_context_reserved_bits": _field_bits(QPC_LAYOUT, reserved=True),
             "host_word_bits": 8 * HOST_WORD_BYTES,
@@ -94,6 +102,7 @@ def state_bits():
             "on_chip_bits_per_cached_qp": entry_bits + resp_entry_bits + entry_state,
             "entry_state_bits": entry_state,
             "window_slot_bits": slot_bits,
+            "ack_slot_bits": ack_slot_bits,
             "window_slots": slots,
             "window_record_bits": record_bits,
             "window_records": records,

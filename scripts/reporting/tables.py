@@ -69,7 +69,8 @@ def state_per(area, design):
     if "qp_context_host_bits" not in r:
         return "-"
     slot = (f" + {r['window_slot_bits']} in the window table" if r.get("window_slot_bits")
-            else "")
+            else "") + (f" + {r['ack_slot_bits']} in the ACK queue" if r.get("ack_slot_bits")
+                        else "")
     return (f"{r['qp_context_host_bits']} in host memory + {r['on_chip_bits_per_cached_qp']}"
             f" on chip while cached{slot}")
 
