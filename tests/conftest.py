@@ -67,10 +67,13 @@ SLOW = {
         "Icarus runs the same scenario on the same mr_cache top (one more Verilator build "
         "of about a minute); test_unit_resp_responder.py checks the responder with the MR "
         "cache against its twin cycle for cycle",
-    "test_cosim_rdma_mr_cache.py::test_rdma_fabric_mr_cache_incast[verilator]":
-        "Icarus runs the same scenario on the same fabric top with mr_cache (one more "
-        "Verilator build); test_rdma_fabric_model.py checks the fabric model's decisions "
-        "with and without the MR cache",
+    "test_cosim_rdma_mr_cache.py::test_rdma_fabric_mr_cache_incast[*]":
+        "a fabric top of its own with mr_cache (44 s of Icarus besides its builds; make "
+        "test was at 10 minutes): test_rdma_mr_cache_conflicts co-simulates the MR cache "
+        "in RdmaTop on Icarus and test_rdma_fabric_model.py checks the fabric model's "
+        "decisions with and without the MR cache",
+    "test_unit_resp_responder.py::test_mr_cache_matches_model_and_store_and_forward[4-4]":
+        "the 2-line and 32-line caches run the same random traffic against the twin",
     "test_cosim_rdma_link_retry.py::test_rdma_link_retry_*[verilator]":
         "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of "
         "about a minute); the model's reliable link is checked against ReliableLinkModel "
