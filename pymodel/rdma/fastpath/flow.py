@@ -15,8 +15,9 @@ from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.host_timing import _cpl_cycles, _read_shape, _rq_cycles
 from pymodel.rdma.fastpath.params import _W, _not_covered, _tlp
 from pymodel.rdma.fastpath.scenario import _window
-from spec.rdma import DOORBELL_BYTES
+from spec.rdma import DOORBELL_BYTES, MAX_FRAME_BEATS
 from spec.rdma_engine import FIFO_DEPTHS, REQUESTER_DEFAULTS
+from spec.rdma_responder import JOBS, REST_MAX, RX_BEATS, RX_FRAMES
 
 #: Resources :func:`_flow` follows message by message (host interface A's down direction,
 #: the read tags, the FIFOs between the requester's stages, the framer); the others enter
@@ -24,6 +25,13 @@ from spec.rdma_engine import FIFO_DEPTHS, REQUESTER_DEFAULTS
 _FLOW_BOUNDS = ("host A down", "host A up", "read tags", "WQE reads (batch)", "WQE FIFO",
                 "frame descriptors (segs)", "payload FIFO", "work items (fetch)",
                 "doorbell intake", "QP front", "WQE fetch", "wire A->B")
+
+#: Resources of node B and the way back (the responder's stages, host interface B, the
+#: ACKs): they pace the sender only through the responder's receive buffers (a frame
+#: that finds them full is dropped and resent), so in a short run only where the
+#: backlog they leave would not fit there (:func:`_responder_gap`).
+_RESPONDER_BOUNDS = ("host B up", "host B down", "wire B->A", "responder checks",
+                     "responder writer", "ACK sender")
 
 
 #: Longest run whose ii :func:`_flow` follows. In a longer run the window of
@@ -100,6 +108,16 @@ def _flow(s, run, gap, cqe_after):
     offsets = [sum(f.words for f in frames[:k]) for k in range(nf)]
     n_items, n_reads, n_frames = len(items), len(reads), m * nf
     miss = [run.miss_a[order[ps[0]]] for ps in items]
+    # With window state per QP, an item whose cache entry holds another QP waits until
+    # that QP's last frame was taken (its record reaches the completion unit the cycle
+    # after; the front sees it the cycle after that): the frame it waits for, or None.
+    pin, owner = [None] * len(items), {}
+    if s.windows and s.qps > s.cache:
+        for i, (q, _) in enumerate(run.items[1:]):
+            e = q % s.cache
+            if e in owner and owner[e][0] != q:
+                pin[i] = owner[e][1]
+            owner[e] = (q, items[i][-1] * nf + nf - 1)
     wb = [run.wb_a[order[ps[0]]] for ps in items]
     mmio_start, front, fill_at, leave = ([None] * n_items for _ in range(4))
     fill_shape = _read_shape(p, 0, s.qpc_words)         # a context fill's request TLPs
@@ -157,10 +175,13 @@ def _flow(s, run, gap, cqe_after):
             i = nxt["item"]
             if (i < n_items and mmio_start[i] is not None
                     and (i < d_fetch or leave[i - d_fetch] is not None)
+                    and (pin[i] is None or take[pin[i]] is not None)
                     and tags_known(len(fill_shape))):
                 t = mmio_start[i] + d_mmio + 2
                 if i:
                     t = max(t, front[i - 1] + 1)
+                if pin[i] is not None:
+                    t = max(t, take[pin[i]] + 2)
                 if i >= d_fetch:
                     t = max(t, leave[i - d_fetch] + 1)
                 front[i] = t
@@ -268,3 +289,30 @@ def _flow(s, run, gap, cqe_after):
                 pay_at[ref], moved = t + d, True
     # first_beat[] lacks the warm-up message (position 0 of the cycle model's list).
     return (first_beat[hi * nf - 1] - first_beat[lo * nf - 1]) / (hi - lo)
+
+
+def _responder_gap(s, run, bounds, ii):
+    """The largest per-message cycles of a node-B resource (:data:`_RESPONDER_BOUNDS`)
+    that paces a short run sent ``ii`` cycles per message, or 0. A resource needing
+    ``r > ii`` cycles a message falls behind by ``1 - ii / r`` of the frames sent, so
+    by the last send of the window of :func:`_window` the responder holds that share
+    of them in its ``rx_frames`` header entries and ``jobs`` verify jobs and their
+    payload beats in ``rx_beats`` (room for the largest frame kept,
+    :mod:`spec.rdma_responder`); it paces the sender (drops and resends) only where
+    that would not fit, with the margin of a tenth of
+    :func:`~pymodel.rdma.fastpath.checks._check_receive`. A context fill at node B
+    (``qpc_bytes`` of completions on host interface B's down direction per miss) thus
+    delays the ACKs, not the sends, of a run of compulsory misses."""
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
+    _, hi = _window(run.n)
+    rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames) / len(frames)
+    gap = 0
+    for k in _RESPONDER_BOUNDS:
+        r = bounds.get(k, 0)
+        if r <= ii:
+            continue
+        waiting = hi * len(frames) * (1 - ii / r)
+        if (waiting > 0.9 * (RX_FRAMES + JOBS)
+                or waiting * rest > 0.9 * (RX_BEATS - REST_MAX)):
+            gap = max(gap, r)
+    return gap

@@ -12,7 +12,13 @@ import statistics
 from pymodel.rdma.fastpath.bounds import rdma_bounds
 from pymodel.rdma.fastpath.chain import _chain, _isolated
 from pymodel.rdma.fastpath.checks import _check_acks, _check_receive
-from pymodel.rdma.fastpath.flow import _FLOW_BOUNDS, FLOW_MAX_MESSAGES, _flow
+from pymodel.rdma.fastpath.flow import (
+    _FLOW_BOUNDS,
+    _RESPONDER_BOUNDS,
+    FLOW_MAX_MESSAGES,
+    _flow,
+    _responder_gap,
+)
 from pymodel.rdma.fastpath.host_timing import _Host
 from pymodel.rdma.fastpath.inflight import _inflight
 from pymodel.rdma.fastpath.params import _W, _not_covered, _setup
@@ -99,10 +105,18 @@ def rdma_fast_point(msg_bytes, messages, p):
         _check_acks(s, run, ii0, rtt)
         ii = _pinned(s, run, ii0)
         regime = "pinned" if ii > ii0 * (1 + 1e-9) else "free"
-        if regime == "free" and messages <= FLOW_MAX_MESSAGES:
-            gap = max(v for k, v in bounds.items() if k not in _FLOW_BOUNDS)
-            flow = _flow(s, run, gap, None if hit["cqe"] is None
+        if (regime == "free" or s.windows) and messages <= FLOW_MAX_MESSAGES:
+            # The requester's own stages pace the flow; node B's only where their
+            # backlog would not fit the responder's receive buffers.
+            gap = max(v for k, v in bounds.items()
+                      if k not in _FLOW_BOUNDS + _RESPONDER_BOUNDS)
+            cqe_after = (None if hit["cqe"] is None
                          else hit["cqe"] - hit["frames"][-1]["first"])
+            flow = _flow(s, run, gap, cqe_after)
+            if flow is not None:
+                back = _responder_gap(s, run, bounds, flow)
+                if back > gap:
+                    flow = _flow(s, run, back, cqe_after)
             ii = ii if flow is None else flow
         _check_receive(s, run, bounds, rtt_b, regime)
     bits, _ = _inflight(s, run, ii, regime, rtt, rtt_b)
