@@ -4,8 +4,12 @@
 direction (doorbells, fills, WQE and payload completions), its read tags and the FIFOs
 between the requester's stages, for runs of at most :data:`FLOW_MAX_MESSAGES`: such a
 run ends before the steady state of :func:`~pymodel.rdma.fastpath.bounds.rdma_bounds`,
-and the window of its ii sees the phases before it. Returns None where it does not
-apply (WQEs by MMIO, inline data, messages over half the payload FIFO).
+and the window of its ii sees the phases before it. It also follows cache entries
+shared by QPs (window state per QP): an item waits for its entry's previous QP, and
+the fills of a pass over the entries queue on host interface A's down direction ahead
+of that pass's WQE reads. Returns None where it does not apply (WQEs by MMIO, inline
+data, messages over half the payload FIFO). :func:`~pymodel.rdma.fastpath.checks._check_backlog`
+refuses a run whose backlog at node B would overflow the receive buffers.
 """
 
 import heapq
@@ -15,9 +19,8 @@ from pymodel.rdma.fastpath.frames import _frames
 from pymodel.rdma.fastpath.host_timing import _cpl_cycles, _read_shape, _rq_cycles
 from pymodel.rdma.fastpath.params import _W, _not_covered, _tlp
 from pymodel.rdma.fastpath.scenario import _window
-from spec.rdma import DOORBELL_BYTES, MAX_FRAME_BEATS
+from spec.rdma import DOORBELL_BYTES
 from spec.rdma_engine import FIFO_DEPTHS, REQUESTER_DEFAULTS
-from spec.rdma_responder import JOBS, REST_MAX, RX_BEATS, RX_FRAMES
 
 #: Resources :func:`_flow` follows message by message (host interface A's down direction,
 #: the read tags, the FIFOs between the requester's stages, the framer); the others enter
@@ -28,8 +31,9 @@ _FLOW_BOUNDS = ("host A down", "host A up", "read tags", "WQE reads (batch)", "W
 
 #: Resources of node B and the way back (the responder's stages, host interface B, the
 #: ACKs): they pace the sender only through the responder's receive buffers (a frame
-#: that finds them full is dropped and resent), so in a short run only where the
-#: backlog they leave would not fit there (:func:`_responder_gap`).
+#: that finds them full is dropped and resent), so :func:`_flow` leaves them out and
+#: :func:`~pymodel.rdma.fastpath.checks._check_backlog` refuses a run whose fills at
+#: node B would leave a backlog that does not fit there.
 _RESPONDER_BOUNDS = ("host B up", "host B down", "wire B->A", "responder checks",
                      "responder writer", "ACK sender")
 
@@ -54,8 +58,11 @@ def _flow(s, run, gap, cqe_after):
     keep the delays of :func:`_chain` and wait for room in the host interface's
     doorbell buffer and in ``items``, ``fetch``, ``batch``, the WQE FIFO, ``segs`` and
     the payload FIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`), and for a free read tag;
-    messages leave the framer at most one per ``gap`` cycles (the resources not
-    followed here: :data:`_FLOW_BOUNDS`). Host interface A's up direction carries the
+    with window state per QP (``windows`` above 0) and more QPs than cache entries, the
+    front takes an item whose entry holds another QP two cycles after that QP's last
+    frame was taken (as :func:`~pymodel.rdma.fastpath.regimes._pinned`); messages leave
+    the framer at most one per ``gap`` cycles (the resources not followed here, not in
+    :data:`_FLOW_BOUNDS`). Host interface A's up direction carries the
     read requests, the fills' write-backs and the CQE writes, these ``cqe_after``
     cycles after the first beat of the message's last frame (as on an idle engine).
 
@@ -290,29 +297,3 @@ def _flow(s, run, gap, cqe_after):
     # first_beat[] lacks the warm-up message (position 0 of the cycle model's list).
     return (first_beat[hi * nf - 1] - first_beat[lo * nf - 1]) / (hi - lo)
 
-
-def _responder_gap(s, run, bounds, ii):
-    """The largest per-message cycles of a node-B resource (:data:`_RESPONDER_BOUNDS`)
-    that paces a short run sent ``ii`` cycles per message, or 0. A resource needing
-    ``r > ii`` cycles a message falls behind by ``1 - ii / r`` of the frames sent, so
-    by the last send of the window of :func:`_window` the responder holds that share
-    of them in its ``rx_frames`` header entries and ``jobs`` verify jobs and their
-    payload beats in ``rx_beats`` (room for the largest frame kept,
-    :mod:`spec.rdma_responder`); it paces the sender (drops and resends) only where
-    that would not fit, with the margin of a tenth of
-    :func:`~pymodel.rdma.fastpath.checks._check_receive`. A context fill at node B
-    (``qpc_bytes`` of completions on host interface B's down direction per miss) thus
-    delays the ACKs, not the sends, of a run of compulsory misses."""
-    frames = _frames(s.msg_bytes, s.pmtu, s.header)
-    _, hi = _window(run.n)
-    rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames) / len(frames)
-    gap = 0
-    for k in _RESPONDER_BOUNDS:
-        r = bounds.get(k, 0)
-        if r <= ii:
-            continue
-        waiting = hi * len(frames) * (1 - ii / r)
-        if (waiting > 0.9 * (RX_FRAMES + JOBS)
-                or waiting * rest > 0.9 * (RX_BEATS - REST_MAX)):
-            gap = max(gap, r)
-    return gap

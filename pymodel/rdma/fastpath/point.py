@@ -2,7 +2,9 @@
 
 :func:`rdma_fast_point` sets up the point, lays out its run, counts it exactly, takes
 latency and completion from the one-at-a-time run (:func:`_latency`), picks the
-regime's rate (serial, pinned, the short run's flow, or the largest bound), refuses
+regime's rate (serial, pinned, the short run's flow, or the largest bound; the flow
+also where entries are shared and windows are per QP, and node B's resources enter it
+not at all: :func:`~pymodel.rdma.fastpath.checks._check_backlog`), refuses
 what the fast path does not cover, and estimates the state in flight.
 """
 
@@ -11,13 +13,12 @@ import statistics
 
 from pymodel.rdma.fastpath.bounds import rdma_bounds
 from pymodel.rdma.fastpath.chain import _chain, _isolated
-from pymodel.rdma.fastpath.checks import _check_acks, _check_receive
+from pymodel.rdma.fastpath.checks import _check_acks, _check_backlog, _check_receive
 from pymodel.rdma.fastpath.flow import (
     _FLOW_BOUNDS,
     _RESPONDER_BOUNDS,
     FLOW_MAX_MESSAGES,
     _flow,
-    _responder_gap,
 )
 from pymodel.rdma.fastpath.host_timing import _Host
 from pymodel.rdma.fastpath.inflight import _inflight
@@ -106,17 +107,15 @@ def rdma_fast_point(msg_bytes, messages, p):
         ii = _pinned(s, run, ii0)
         regime = "pinned" if ii > ii0 * (1 + 1e-9) else "free"
         if (regime == "free" or s.windows) and messages <= FLOW_MAX_MESSAGES:
-            # The requester's own stages pace the flow; node B's only where their
-            # backlog would not fit the responder's receive buffers.
+            # The requester's own stages pace the flow; node B's only through the
+            # responder's receive buffers, refused where they would overflow.
             gap = max(v for k, v in bounds.items()
                       if k not in _FLOW_BOUNDS + _RESPONDER_BOUNDS)
             cqe_after = (None if hit["cqe"] is None
                          else hit["cqe"] - hit["frames"][-1]["first"])
             flow = _flow(s, run, gap, cqe_after)
             if flow is not None:
-                back = _responder_gap(s, run, bounds, flow)
-                if back > gap:
-                    flow = _flow(s, run, back, cqe_after)
+                _check_backlog(s, run, rdma_bounds(s, run, run.order[1:]), flow)
             ii = ii if flow is None else flow
         _check_receive(s, run, bounds, rtt_b, regime)
     bits, _ = _inflight(s, run, ii, regime, rtt, rtt_b)
