@@ -158,6 +158,10 @@ RDMA_GRID = [
     # the pcie MRRS of 512 bytes, eight completions at its RCB of 128), with misses.
     (128, dict(rung="+ACK coalescing", qps=64, cache_entries=16, qpc_bytes=64)),
     (128, dict(rung="pipelined", qps=64, cache_entries=16, qpc_bytes=1024)),
+    # 256 QPs in turn over 64 entries with contexts of 16 words: the fills of a pass
+    # over the entries (24 cycles each on host interface A's down direction) are served
+    # before its WQE reads, so an entry is held far longer than on an idle engine.
+    (128, dict(rung="pipelined", qps=256, cache_entries=64, qpc_bytes=1024)),
 ]
 
 
@@ -248,6 +252,21 @@ def test_rdma_fast_path_refuses_what_it_does_not_cover():
         fast_point("rdma", msg_bytes=128, messages=2)
     with pytest.raises(ValueError, match="mr_cache"):
         fast_point("rdma", msg_bytes=128, messages=200, mr_cache=2)
+
+
+def test_rdma_fast_path_refuses_a_backlog_behind_the_fills_at_node_b():
+    """256 QPs over 256 entries, contexts of 1,024 bytes: each of the 256 compulsory
+    misses at node B fills 8 completions of 128 bytes (the pcie RCB), each
+    ceil((128 + 20) / 63) = 3 cycles on host interface B's down direction, 24 cycles a
+    message, while the WRITEs of 128 bytes (4 beats) may arrive one per 4 cycles: 5/6
+    of the frames wait. Over 300 messages (20.5 fill cycles a message on average) that
+    is about 240 frames, above 0.9 of the 64 + 192 header entries and verify jobs: the
+    responder would drop frames (the cycle model drops some and waits for the transport
+    timeout), so the fast path refuses. Over 200 messages, 167 frames fit."""
+    kw = dict(msg_bytes=128, qps=256, cache_entries=256, qpc_bytes=1024)
+    with pytest.raises(ValueError, match="receive buffers would overflow"):
+        fast_point("rdma", messages=300, **kw)
+    assert fast_point("rdma", messages=200, **kw)["ii_cycles"] > 0
 
 
 def test_rdma_cycle_point_ladder_ends():

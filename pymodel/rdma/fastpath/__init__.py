@@ -17,7 +17,7 @@ phases before it). Timing figures stay within :data:`TOLERANCES` of the cycle mo
 (tests/test_fastpath.py). Regimes it does not cover raise ``ValueError`` (use the cycle
 model): fewer than :data:`MIN_MESSAGES` messages, ACK coalescing that would meet
 transport timeouts, a responder receive buffer that would overflow behind a context
-miss.
+miss or behind a short run's context fills at node B.
 
 The parts, each a module of this package:
 

@@ -4,7 +4,8 @@
 :func:`_check_acks`: ACK coalescing that would meet the transport timeout (QPs sharing
 cache entries, or a message too far from its ACK request). :func:`_check_receive`: a
 responder receive buffer that would overflow behind a context miss at node B (frames
-dropped and resent, go-back-N).
+dropped and resent, go-back-N). :func:`_check_backlog`: the same buffers behind node B's
+resources in a short run (compulsory context misses at node B).
 """
 
 from pymodel.rdma.fastpath.frames import _frames
@@ -62,3 +63,35 @@ def _check_receive(s, run, bounds, rtt_b, regime):
             or waiting * rest > 0.9 * (RX_BEATS - REST_MAX)):
         raise _not_covered("the responder's receive buffers would overflow behind a "
                            "context miss (frames dropped and resent)")
+
+
+def _check_backlog(s, run, whole, ii):
+    """Refuse a short run of ``ii`` cycles per message whose context fills at node B
+    would leave a backlog that overflows the responder's receive buffers. ``whole``:
+    the per-message cycles of the resources
+    (:func:`~pymodel.rdma.fastpath.bounds.rdma_bounds`) over the whole run; node B's
+    (:data:`~pymodel.rdma.fastpath.flow._RESPONDER_BOUNDS`) are left out of the flow,
+    and its fills (``qpc_bytes`` of completions a miss on host interface B's down
+    direction) are the part of them driven by the run's misses. Where every QP has an
+    entry of its own, the sends of a run of compulsory misses may come in a burst at
+    the wire's rate (the fills at node A go before the WQE and payload reads), else
+    they come at the run's rate; fills needing ``r`` cycles a message, above that
+    spacing ``w``, fall behind by ``1 - w / r`` of the run's frames, which the
+    responder holds in its ``rx_frames`` header entries and ``jobs`` verify jobs, their
+    payload beats in ``rx_beats`` (room for the largest frame kept,
+    :mod:`spec.rdma_responder`). Where that fits (with the margin of a tenth of
+    :func:`_check_receive`) node B does not pace the sends; where it would not, frames
+    are dropped and resent (go-back-N, or the transport timeout for a QP's last
+    message), which the fast path does not model: ``ValueError``."""
+    frames = _frames(s.msg_bytes, s.pmtu, s.header)
+    rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames) / len(frames)
+    w = whole["wire A->B"] if s.qps <= s.cache else max(whole["wire A->B"], ii)
+    r = whole["host B down"]
+    if r <= w:
+        return
+    waiting = (run.n - 1) * len(frames) * (1 - w / r)
+    if (waiting > 0.9 * (RX_FRAMES + JOBS)
+            or waiting * rest > 0.9 * (RX_BEATS - REST_MAX)):
+        raise _not_covered(f"the responder's receive buffers would overflow behind the "
+                           f"context fills at node B, {r:.3g} cycles a message on host "
+                           f"interface B's down direction (frames dropped and resent)")

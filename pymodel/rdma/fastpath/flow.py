@@ -4,8 +4,12 @@
 direction (doorbells, fills, WQE and payload completions), its read tags and the FIFOs
 between the requester's stages, for runs of at most :data:`FLOW_MAX_MESSAGES`: such a
 run ends before the steady state of :func:`~pymodel.rdma.fastpath.bounds.rdma_bounds`,
-and the window of its ii sees the phases before it. Returns None where it does not
-apply (WQEs by MMIO, inline data, messages over half the payload FIFO).
+and the window of its ii sees the phases before it. It also follows cache entries
+shared by QPs (window state per QP): an item waits for its entry's previous QP, and
+the fills of a pass over the entries queue on host interface A's down direction ahead
+of that pass's WQE reads. Returns None where it does not apply (WQEs by MMIO, inline
+data, messages over half the payload FIFO). :func:`~pymodel.rdma.fastpath.checks._check_backlog`
+refuses a run whose backlog at node B would overflow the receive buffers.
 """
 
 import heapq
@@ -24,6 +28,14 @@ from spec.rdma_engine import FIFO_DEPTHS, REQUESTER_DEFAULTS
 _FLOW_BOUNDS = ("host A down", "host A up", "read tags", "WQE reads (batch)", "WQE FIFO",
                 "frame descriptors (segs)", "payload FIFO", "work items (fetch)",
                 "doorbell intake", "QP front", "WQE fetch", "wire A->B")
+
+#: Resources of node B and the way back (the responder's stages, host interface B, the
+#: ACKs): they pace the sender only through the responder's receive buffers (a frame
+#: that finds them full is dropped and resent), so :func:`_flow` leaves them out and
+#: :func:`~pymodel.rdma.fastpath.checks._check_backlog` refuses a run whose fills at
+#: node B would leave a backlog that does not fit there.
+_RESPONDER_BOUNDS = ("host B up", "host B down", "wire B->A", "responder checks",
+                     "responder writer", "ACK sender")
 
 
 #: Longest run whose ii :func:`_flow` follows. In a longer run the window of
@@ -46,8 +58,11 @@ def _flow(s, run, gap, cqe_after):
     keep the delays of :func:`_chain` and wait for room in the host interface's
     doorbell buffer and in ``items``, ``fetch``, ``batch``, the WQE FIFO, ``segs`` and
     the payload FIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`), and for a free read tag;
-    messages leave the framer at most one per ``gap`` cycles (the resources not
-    followed here: :data:`_FLOW_BOUNDS`). Host interface A's up direction carries the
+    with window state per QP (``windows`` above 0) and more QPs than cache entries, the
+    front takes an item whose entry holds another QP two cycles after that QP's last
+    frame was taken (as :func:`~pymodel.rdma.fastpath.regimes._pinned`); messages leave
+    the framer at most one per ``gap`` cycles (the resources not followed here, not in
+    :data:`_FLOW_BOUNDS`). Host interface A's up direction carries the
     read requests, the fills' write-backs and the CQE writes, these ``cqe_after``
     cycles after the first beat of the message's last frame (as on an idle engine).
 
@@ -100,6 +115,16 @@ def _flow(s, run, gap, cqe_after):
     offsets = [sum(f.words for f in frames[:k]) for k in range(nf)]
     n_items, n_reads, n_frames = len(items), len(reads), m * nf
     miss = [run.miss_a[order[ps[0]]] for ps in items]
+    # With window state per QP, an item whose cache entry holds another QP waits until
+    # that QP's last frame was taken (its record reaches the completion unit the cycle
+    # after; the front sees it the cycle after that): the frame it waits for, or None.
+    pin, owner = [None] * len(items), {}
+    if s.windows and s.qps > s.cache:
+        for i, (q, _) in enumerate(run.items[1:]):
+            e = q % s.cache
+            if e in owner and owner[e][0] != q:
+                pin[i] = owner[e][1]
+            owner[e] = (q, items[i][-1] * nf + nf - 1)
     wb = [run.wb_a[order[ps[0]]] for ps in items]
     mmio_start, front, fill_at, leave = ([None] * n_items for _ in range(4))
     fill_shape = _read_shape(p, 0, s.qpc_words)         # a context fill's request TLPs
@@ -157,10 +182,13 @@ def _flow(s, run, gap, cqe_after):
             i = nxt["item"]
             if (i < n_items and mmio_start[i] is not None
                     and (i < d_fetch or leave[i - d_fetch] is not None)
+                    and (pin[i] is None or take[pin[i]] is not None)
                     and tags_known(len(fill_shape))):
                 t = mmio_start[i] + d_mmio + 2
                 if i:
                     t = max(t, front[i - 1] + 1)
+                if pin[i] is not None:
+                    t = max(t, take[pin[i]] + 2)
                 if i >= d_fetch:
                     t = max(t, leave[i - d_fetch] + 1)
                 front[i] = t
@@ -268,3 +296,4 @@ def _flow(s, run, gap, cqe_after):
                 pay_at[ref], moved = t + d, True
     # first_beat[] lacks the warm-up message (position 0 of the cycle model's list).
     return (first_beat[hi * nf - 1] - first_beat[lo * nf - 1]) / (hi - lo)
+

@@ -2,7 +2,9 @@
 
 :func:`rdma_fast_point` sets up the point, lays out its run, counts it exactly, takes
 latency and completion from the one-at-a-time run (:func:`_latency`), picks the
-regime's rate (serial, pinned, the short run's flow, or the largest bound), refuses
+regime's rate (serial, pinned, the short run's flow, or the largest bound; the flow
+also where entries are shared and windows are per QP, and node B's resources enter it
+not at all: :func:`~pymodel.rdma.fastpath.checks._check_backlog`), refuses
 what the fast path does not cover, and estimates the state in flight.
 """
 
@@ -11,8 +13,13 @@ import statistics
 
 from pymodel.rdma.fastpath.bounds import rdma_bounds
 from pymodel.rdma.fastpath.chain import _chain, _isolated
-from pymodel.rdma.fastpath.checks import _check_acks, _check_receive
-from pymodel.rdma.fastpath.flow import _FLOW_BOUNDS, FLOW_MAX_MESSAGES, _flow
+from pymodel.rdma.fastpath.checks import _check_acks, _check_backlog, _check_receive
+from pymodel.rdma.fastpath.flow import (
+    _FLOW_BOUNDS,
+    _RESPONDER_BOUNDS,
+    FLOW_MAX_MESSAGES,
+    _flow,
+)
 from pymodel.rdma.fastpath.host_timing import _Host
 from pymodel.rdma.fastpath.inflight import _inflight
 from pymodel.rdma.fastpath.params import _W, _not_covered, _setup
@@ -99,10 +106,16 @@ def rdma_fast_point(msg_bytes, messages, p):
         _check_acks(s, run, ii0, rtt)
         ii = _pinned(s, run, ii0)
         regime = "pinned" if ii > ii0 * (1 + 1e-9) else "free"
-        if regime == "free" and messages <= FLOW_MAX_MESSAGES:
-            gap = max(v for k, v in bounds.items() if k not in _FLOW_BOUNDS)
-            flow = _flow(s, run, gap, None if hit["cqe"] is None
+        if (regime == "free" or s.windows) and messages <= FLOW_MAX_MESSAGES:
+            # The requester's own stages pace the flow; node B's only through the
+            # responder's receive buffers, refused where they would overflow.
+            gap = max(v for k, v in bounds.items()
+                      if k not in _FLOW_BOUNDS + _RESPONDER_BOUNDS)
+            cqe_after = (None if hit["cqe"] is None
                          else hit["cqe"] - hit["frames"][-1]["first"])
+            flow = _flow(s, run, gap, cqe_after)
+            if flow is not None:
+                _check_backlog(s, run, rdma_bounds(s, run, run.order[1:]), flow)
             ii = ii if flow is None else flow
         _check_receive(s, run, bounds, rtt_b, regime)
     bits, _ = _inflight(s, run, ii, regime, rtt, rtt_b)
