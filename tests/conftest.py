@@ -60,13 +60,21 @@ SLOW = {
     "[verilator]":
         "Icarus runs the same scenario on the same top; test_rdma_many_qps[verilator-4096] "
         "runs 4096 QPs over 16 entries on the default top",
+    "test_cosim_rdma_ways.py::test_rdma_ways_4_recovery_drop[icarus]":
+        "16 s of Icarus (make test was at 10 minutes): the 4-way top co-simulates its "
+        "colliding sets on Icarus, test_unit_completion_ways.py holds the completion unit "
+        "with ways against its twin, and the recovery co-simulations run on the default top",
+    "test_unit_req_stages.py::test_completion_matches_twin[18-0.5-0]":
+        "the other two seeds run the same unit against its twin (at full rate, with and "
+        "without window slots)",
     "test_cosim_rdma_ways.py::test_rdma_ways_4_*[verilator]":
         "Icarus runs the same scenario on the same 4-way top (one more Verilator build of "
         "about a minute); test_unit_context_cache.py checks the cache against its twin",
-    "test_cosim_rdma_mr_cache.py::test_rdma_mr_cache_conflicts[verilator]":
-        "Icarus runs the same scenario on the same mr_cache top (one more Verilator build "
-        "of about a minute); test_unit_resp_responder.py checks the responder with the MR "
-        "cache against its twin cycle for cycle",
+    "test_cosim_rdma_mr_cache.py::test_rdma_mr_cache_conflicts[*]":
+        "an RdmaTop of its own with mr_cache (one more build per simulator; make test was "
+        "at 10 minutes): test_unit_resp_responder.py checks the responder with the MR "
+        "cache against its twin cycle for cycle and test_rdma_fabric_model.py runs the "
+        "fabric model with and without it",
     "test_cosim_rdma_mr_cache.py::test_rdma_fabric_mr_cache_incast[*]":
         "a fabric top of its own with mr_cache (44 s of Icarus besides its builds; make "
         "test was at 10 minutes): test_rdma_mr_cache_conflicts co-simulates the MR cache "
