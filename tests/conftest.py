@@ -84,6 +84,13 @@ SLOW = {
         "the 2-line cache runs the same random traffic against the twin",
     "test_unit_resp_responder.py::test_mr_cache_matches_model_and_store_and_forward[32-5]":
         "the 2-line cache runs the same random traffic against the twin",
+    "test_cosim_nic_retry.py::test_nic_retry[verilator-l2-*]":
+        "a Verilator build of the L2 retry top for two tests (make test was over 10 "
+        "minutes): Icarus runs the same two cases on the same top, and the compact retry "
+        "top runs on both",
+    "test_cosim_nic_pcie.py::test_nic_pcie[verilator-*]":
+        "a Verilator build of the PCIe-attached NIC for two tests (make test was over 10 "
+        "minutes): Icarus runs both sizes on the same top",
     "test_cosim_rdma_distance.py::test_rdma_best_rung_at_rack_distance[verilator]":
         "a Verilator build of its own (the 400-cycle link) for one test, 27 s besides the "
         "build; make test was at 10 minutes: Icarus runs the same scenario on the same top",
