@@ -23,6 +23,11 @@ def _sims():
     return sims
 
 
+#: Why most recovery scenarios run on Verilator only in make test.
+_RECOVERY = (
+    "Verilator runs every recovery scenario on the same top; Icarus runs the drop and "
+    "corrupt ones (make test-all: all of them on both simulators)")
+
 #: Tests that ``make test`` leaves out (marked ``slow``; ``make test-all`` runs them), each
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
 #: Keys are node ids below tests/, ``*`` matching anything.
@@ -32,9 +37,9 @@ SLOW = {
         "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "
         "(the whole section, both pairings, is about 60 s of model runs)",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-8]":
-        "Verilator builds the 64-bit FCS top; Icarus runs every width",
+        "Icarus runs every width (make test-all: every width on Verilator too)",
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-32]":
-        "Verilator builds the 64-bit FCS top; Icarus runs every width",
+        "Icarus runs every width (make test-all: every width on Verilator too)",
     "test_cosim_faulty_link.py::test_faulty_link_at_five_percent[verilator-8]":
         "Verilator builds the 64-bit faulty link; Icarus runs both widths",
     "test_cosim_host_interface.py::test_host_interface_against_model[verilator-small]":
@@ -222,6 +227,39 @@ SLOW = {
         "each simulator; make test reached 10 minutes with it): make test-all "
         "co-simulates it; in make test test_unit_miss_queue.py holds the miss queue "
         "against its twin and the requester's model runs with one",
+    # make test at 11 to 12.6 minutes on a fresh clone (cold ccache, 2 cores): these
+    # repeat a top's case on the second simulator, or a parameter, that make test already
+    # runs elsewhere; make test-all runs them all.
+    "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-64]":
+        "Icarus runs every length at W = 8, 32 and 64 on the same tops; the 64-bit FCS "
+        "blocks run on Verilator inside every NIC top",
+    "test_unit_elastic_delay.py::test_elastic_delay_cosim[verilator-*]":
+        "Icarus runs both latencies on the same tops (each a Verilator build of its own); "
+        "the delay's twin comparisons run in the Amaranth simulator",
+    "test_uvm_nic.py::test_uvm_nic[icarus-compact-1]":
+        "the pyuvm NIC bench runs compact framing on Verilator and L2 framing on Icarus",
+    "test_sim_cli_entry.py::test_rdma_point_at_link_latency_1_on_icarus":
+        "test_cosim_rdma_link_latency.py co-simulates the same one-cycle-link point on "
+        "Icarus, and test_sim_cli.py::test_user_point_on_icarus runs the CLI on Icarus",
+    "test_cosim_nic_e2e_combos.py::test_e2e_point[icarus-integrated-False-board]":
+        "the same top and point as test_cosim_nic_e2e.py::test_nic_e2e_headline"
+        "[icarus-e2e-l2]; the combinations with pcie and retry stay",
+    "test_unit_requester.py::test_requester_evicts_in_flight_and_recovers[32]":
+        "the 64-QP case runs the same eviction and recovery over more contexts",
+    "test_cosim_nic.py::test_nic_scenarios[icarus-*-compact]":
+        "Verilator runs every scenario with compact framing, Icarus with L2 framing",
+    "test_cosim_nic_e2e.py::test_nic_e2e[icarus-*-compact]":
+        "Verilator runs every e2e scenario with compact framing, Icarus with L2 framing "
+        "(and the compact e2e headline point)",
+    "test_cosim_rdma_recovery.py::test_recovery_duplicate[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_bursts[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_ack_link[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_many_qps_both_links[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_timeout_only[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_loss_on_one_qp[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_retry_limit[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_selective_repeat[icarus]": _RECOVERY,
+    "test_cosim_rdma_recovery.py::test_recovery_nak_storm[icarus]": _RECOVERY,
 }
 
 

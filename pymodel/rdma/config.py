@@ -44,8 +44,29 @@ _RANGES = {
 }
 
 
+class HostShape:
+    """What a configuration with ``qpc_bytes`` and ``host`` derives from them (shared by
+    :class:`Config` and the fabric's ``FabricConfig``): the context's host words, the
+    tops' ``qpc_log2`` port and the host-interface profile."""
+
+    @property
+    def qpc_words(self):
+        """Host words of one QP context."""
+        return self.qpc_bytes // HOST_WORD_BYTES
+
+    @property
+    def qpc_log2(self):
+        """The tops' ``qpc_log2`` port."""
+        return self.qpc_words.bit_length() - 1
+
+    @property
+    def profile(self):
+        """The host-interface profile (:data:`spec.host.PROFILES`) of ``host``."""
+        return PROFILES[self.host]
+
+
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(HostShape):
     """The top's parameters and run-time ports (see :class:`rtl.tops.rdma_top.RdmaTop`):
     ``cache_entries`` context-cache entries in use at each node (the ``cache_log2`` port,
     a power of two from 16) of the ``cache_capacity`` the top was built with;
@@ -138,16 +159,3 @@ class Config:
             if not isinstance(getattr(self, name), FaultSettings):
                 bad(name, "a FaultSettings")
 
-    @property
-    def qpc_words(self):
-        """Host words of one QP context."""
-        return self.qpc_bytes // HOST_WORD_BYTES
-
-    @property
-    def qpc_log2(self):
-        """The tops' ``qpc_log2`` port."""
-        return self.qpc_words.bit_length() - 1
-
-    @property
-    def profile(self):
-        return PROFILES[self.host]

@@ -30,12 +30,13 @@ from collections import defaultdict
 from pymodel.cycle import take_activity
 from pymodel.fabric.switch import SwitchModel
 from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.rdma.config import HostShape
 from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
 from pymodel.rdma.pause import PauseGenModel
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import MIN_CQ_LOG2, mr_table_in_host
-from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
+from spec.formats.roce import QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
 from spec.host import PROFILES
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
@@ -72,7 +73,7 @@ _RANGES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class FabricConfig:
+class FabricConfig(HostShape):
     """The top's parameters and run-time ports (see
     :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`); ``cache_entries`` in use (the
     ``cache_log2`` port, a power of two from 16 to ``cache_capacity``) of the
@@ -173,19 +174,6 @@ class FabricConfig:
     def qpc_base_a(self):          # what the requester model reads
         return self.qpc_base
 
-    @property
-    def qpc_words(self):
-        """Host words of one QP context."""
-        return self.qpc_bytes // HOST_WORD_BYTES
-
-    @property
-    def qpc_log2(self):
-        """The top's ``qpc_log2`` port."""
-        return self.qpc_words.bit_length() - 1
-
-    @property
-    def profile(self):
-        return PROFILES[self.host]
 
 
 def _beat(t):
