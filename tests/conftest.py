@@ -134,7 +134,7 @@ SLOW = {
         "its simulation is test_uvm_rdma[icarus-1]; the regression's options, scheduler "
         "errors and failed jobs are tested without a simulator (about 50 s saved)",
     "test_uvm_nic.py::test_uvm_nic[verilator-l2-*]":
-        "Verilator runs the compact environment; Icarus runs both",
+        "Verilator runs the compact environment (make test-all: both on both)",
     "test_cosim_nic_load.py::test_nic_load[*-incast-8-*]":
         "incast 3->1 runs on both simulators (the 8-node top is one more build each)",
     "test_cosim_nic_load.py::test_nic_load[icarus-all_to_all-*]":
@@ -173,10 +173,9 @@ SLOW = {
         "runs the scenario on the default top",
     "test_cosim_nic_e2e_combos.py::test_e2e_point_latency_is_one_store_at_a_time"
     "[verilator]":
-        "Icarus runs it on the compact e2e headline point's top (shared with "
-        "test_nic_e2e_headline[icarus-e2e-compact]); on Verilator that top is one more "
-        "build: make sim runs the one-at-a-time run of every NIC row on Verilator with "
-        "RTL = model checked",
+        "on Verilator the compact e2e headline point's top is one more build: make sim "
+        "runs the one-at-a-time run of every NIC row on Verilator with RTL = model "
+        "checked (make test-all: this test on both simulators)",
     "test_cosim_nic_fabric.py::test_nic_at_pod_keeps_the_wire_rate[verilator]":
         "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
         "Verilator runs the board NIC tops",
@@ -244,6 +243,13 @@ SLOW = {
     "test_cosim_nic_e2e_combos.py::test_e2e_point[icarus-integrated-False-board]":
         "the same top and point as test_cosim_nic_e2e.py::test_nic_e2e_headline"
         "[icarus-e2e-l2]; the combinations with pcie and retry stay",
+    "test_uvm_nic.py::test_uvm_nic[icarus-l2-1]":
+        "make test runs the pyuvm NIC bench on Verilator (compact framing); make regress "
+        "runs it on both simulators for every seed, and the L2 NIC top runs its directed "
+        "scenarios on Icarus",
+    "test_cosim_nic_e2e_combos.py::test_e2e_point_latency_is_one_store_at_a_time[icarus]":
+        "make sim runs the one-at-a-time run of every NIC row (Verilator, RTL = model); "
+        "the compact e2e headline point's top runs on Icarus in test_cosim_nic_e2e.py",
     "test_unit_requester.py::test_requester_evicts_in_flight_and_recovers[32]":
         "the 64-QP case runs the same eviction and recovery over more contexts",
     "test_cosim_nic.py::test_nic_scenarios[icarus-*-compact]":
