@@ -175,7 +175,6 @@ class FabricConfig(HostShape):
         return self.qpc_base
 
 
-
 def _beat(t):
     return dict(data=t[0], nbytes=t[1], first=t[2], last=t[3])
 
