@@ -82,9 +82,9 @@ SLOW = {
         "fabric model with and without it",
     "test_cosim_rdma_mr_cache.py::test_rdma_fabric_mr_cache_incast[*]":
         "a fabric top of its own with mr_cache (44 s of Icarus besides its builds; make "
-        "test was at 10 minutes): test_rdma_mr_cache_conflicts co-simulates the MR cache "
-        "in RdmaTop on Icarus and test_rdma_fabric_model.py checks the fabric model's "
-        "decisions with and without the MR cache",
+        "test was at 10 minutes): test_unit_resp_responder.py checks the responder with "
+        "the MR cache against its twin and test_rdma_fabric_model.py checks the fabric "
+        "model's decisions with and without the MR cache",
     "test_unit_resp_responder.py::test_mr_cache_matches_model_and_store_and_forward[4-4]":
         "the 2-line cache runs the same random traffic against the twin",
     "test_unit_resp_responder.py::test_mr_cache_matches_model_and_store_and_forward[32-5]":
@@ -226,9 +226,8 @@ SLOW = {
         "each simulator; make test reached 10 minutes with it): make test-all "
         "co-simulates it; in make test test_unit_miss_queue.py holds the miss queue "
         "against its twin and the requester's model runs with one",
-    # make test at 11 to 12.6 minutes on a fresh clone (cold ccache, 2 cores): these
-    # repeat a top's case on the second simulator, or a parameter, that make test already
-    # runs elsewhere; make test-all runs them all.
+    # These repeat a top's case on the second simulator, or a parameter, that make test
+    # already runs elsewhere; make test-all runs them all.
     "test_cosim_fcs.py::test_fcs_every_length_with_and_without_stalls[verilator-64]":
         "Icarus runs every length at W = 8, 32 and 64 on the same tops; the 64-bit FCS "
         "blocks run on Verilator inside every NIC top",
