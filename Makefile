@@ -41,7 +41,7 @@ ARGS ?=
 # The wall time of a headline `make sim` (no ARGS) goes to build/bench/ (read by `make bench`).
 sim: $(STAMP)
 	@start=$$(date +%s.%N); \
-	$(RUN) $(PY) scripts/sim.py --sim $(SIM) --jobs $(JOBS) $(ARGS); rc=$$?; \
+	$(RUN) JOBS=$(JOBS) $(PY) scripts/sim.py --sim $(SIM) $(ARGS); rc=$$?; \
 	if [ -z "$(ARGS)" ]; then $(PY) scripts/test_wall.py $$start $$rc sim; fi; exit $$rc
 
 # The wall time of every `make test` goes to build/bench/ (read by `make bench`).

@@ -25,7 +25,10 @@ Designs and their knobs (every knob is optional unless marked required):
     ``width`` (8, 16, 32, 64 bytes), ``link_latency`` (1..1024 cycles), ``mem_words``
     (2..2**20; the window is ``mem_words * width`` bytes), ``max_payload`` (largest
     frame payload, a multiple of ``width`` from ``width`` to 8191; longer stores are
-    segmented). ``msg_bytes``: 1 to min(8191, window).
+    segmented), ``credits`` (each sender's credits, the switch's ingress beats, 1 to
+    65536; default :func:`spec.fabric_profiles.nic_top_credits` of the link, which
+    keeps line rate: fewer show a sender stalled by its credits).
+    ``msg_bytes``: 1 to min(8191, window).
 
 ``"rdma"`` (:func:`pymodel.rdma.point.rdma_point`, on :func:`pymodel.rdma.system.simulate`)
     ``qps``: QPs used round robin, 1 to 4096 (default 1). ``cache_entries``: QP-context
@@ -97,13 +100,14 @@ from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
+from spec.fabric_profiles import nic_top_credits
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.formats.scaleup import check_header
 from spec.host import PROFILES
 from spec.metrics import CTRL_KINDS, METRICS
-from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS, link_credits
+from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS
 from spec.rdma_engine import (
     CACHE_WAYS,
     LADDER,
@@ -124,7 +128,7 @@ METRIC_KEYS = METRICS + ("messages", "cycles")
 #: Per-message arrays of :func:`cycle_run` and :func:`pymodel.fastpath.fast_run`.
 MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
 
-NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated",
+NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated", "credits": None,
                 **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
                                                 "max_payload")}}
 RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
@@ -187,7 +191,10 @@ def resolve(design, msg_bytes, messages, knobs):
                                  f"not {p['width']!r}")
             _int("mem_words (attachment 'pcie')", p["mem_words"], 2, 1 << PCIE_WORD_BITS)
             _int("peers (attachment 'pcie')", p["peers"], 1, 15)
-        p["credits"] = link_credits(p["width"], p["max_payload"])
+        if p["credits"] is None:
+            p["credits"] = nic_top_credits("board", p["width"], p["max_payload"],
+                                           link_latency=p["link_latency"])
+        _int("credits", p["credits"], 1, 1 << 16)
     else:
         _int("qps", p["qps"], 1, 4096)
         _int("cache_entries", p["cache_entries"], 16, 256, power_of_two=True)

@@ -58,8 +58,9 @@ def parse_args(argv=None):
                     f"data, bf-inline and after: at most the {inline_limit()} bytes a WQE "
                     f"carries)")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "sim")
-    ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
-                    help="co-simulations at a time for the headline (default $JOBS or 2)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="co-simulations at a time for the headline (default $JOBS or 2; "
+                    "not with --design: a point is its two runs, one after the other)")
     ap.add_argument("--design", choices=("nic", "rdma"), default=None,
                     help="co-simulate one point of this design instead of the headline")
     ap.add_argument("--link-retry", action="store_true",
@@ -68,9 +69,10 @@ def parse_args(argv=None):
     ap.add_argument("--selective", action="store_true",
                     help="[rdma] selective repeat at both ends instead of go-back-N "
                     "(the engines' run-time port; docs/recovery.md, 'Selective repeat')")
-    ap.add_argument("--gap", default="board,pod",
+    ap.add_argument("--gap", default=None,
                     help="fabric profiles of the 'where the gap comes from' table, comma "
-                    "separated (default board,pod; 'none': no table); tb/gap_table.py")
+                    "separated (default board,pod; 'none': no table; not with --design); "
+                    "tb/gap_table.py")
     for opt, knob, design, kind, text in POINT_OPTIONS:
         tag = "nic, rdma" if design == "both" else design
         ap.add_argument(opt, dest=knob, type=kind, default=None,
@@ -80,13 +82,22 @@ def parse_args(argv=None):
         args.sim = selected_sim(args.sim)
     except ValueError as exc:
         ap.error(str(exc))
+    for opt, value in (("--jobs", args.jobs), ("--gap", args.gap)):
+        if args.design and value is not None:
+            ap.error(f"{opt}: an option of the headline, not of --design {args.design} "
+                     f"(a point runs alone)")
+    if args.jobs is None:
+        try:
+            args.jobs = int(os.environ.get("JOBS") or 2)
+        except ValueError:
+            ap.error(f"JOBS must be a whole number, not {os.environ['JOBS']!r}")
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.messages < 1:
         ap.error(f"--messages must be at least 1, not {args.messages}")
     if not 1 <= args.msg_bytes <= 4096:
         ap.error(f"--msg-bytes must be 1 to 4096, not {args.msg_bytes}")
-    args.gap = gap_profiles(args.gap, ap)
+    args.gap = gap_profiles("board,pod" if args.gap is None else args.gap, ap)
     given = {knob: (opt, design) for opt, knob, design, _, _ in POINT_OPTIONS
              if getattr(args, knob) is not None}
     if given and args.design is None:
@@ -105,16 +116,30 @@ def parse_args(argv=None):
         args.knobs["selective"] = 1
     if args.design:
         try:
-            args.knobs = check_point(args.design, args.msg_bytes, args.messages, args.knobs)
+            args.knobs = check_point(args.design, args.msg_bytes, args.messages, args.knobs,
+                                     sim=args.sim)
         except ValueError as exc:
-            text = str(exc)
-            for opt, knob, *_ in POINT_OPTIONS + (("--messages", "messages"),
-                                                  ("--msg-bytes", "msg_bytes")):
-                if text.startswith(knob + " "):
-                    text = f"{opt}: {text}"
-                    break
-            ap.error(text)
+            ap.error(option_names(str(exc)))
     return args
+
+
+def option_names(text):
+    """An error of the point's checks in the names users type: every knob name with an
+    underscore (an identifier, never a word of prose) becomes its option (``qpc_bytes``
+    -> ``--qpc-bytes``), and a leading knob name without one gains its option (``qps
+    must be ...`` -> ``--qps: qps must be ...``)."""
+    import re
+
+    names = [(knob, opt) for opt, knob, *_ in POINT_OPTIONS] + [
+        ("messages", "--messages"), ("msg_bytes", "--msg-bytes"), ("link_retry",
+                                                                   "--link-retry")]
+    for knob, opt in names:
+        if "_" in knob:
+            text = re.sub(rf"(?<![\w-]){knob}(?!\w)", opt, text)
+    for knob, opt in names:
+        if text.startswith(knob + " "):
+            return f"{opt}: {text}"
+    return text
 
 
 
@@ -127,6 +152,10 @@ def main(argv=None):
         print(f"[sim] {args.design} point {args.knobs}: {args.messages} messages of "
               f"{args.msg_bytes} B on {sim} ...", flush=True)
         row = run_design_point(args)
+        if row.get("ii_cycles_rtl") is None:
+            print(f"[sim] ii not measured: {args.messages} message(s) back to back are too "
+                  f"few for a steady state (the first and last quarters are left out; "
+                  f"docs/results.md)", flush=True)
         row.pop("frames", None)
         row.pop("cycles", None)
         print(f"[sim] {args.design}: 1 row in {time.monotonic() - t0:.1f} s", flush=True)

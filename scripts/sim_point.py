@@ -83,10 +83,12 @@ def gap_profiles(text, ap):
     return tuple(dict.fromkeys(names))
 
 
-def check_point(design, msg_bytes, messages, knobs):
+def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     """The knobs of a co-simulated point with its defaults filled in, checked by
-    :func:`pymodel.points.resolve` and by the RTL top's limits; ``ValueError`` names the
-    bad option."""
+    :func:`pymodel.points.resolve`, by the RTL top's limits and by every check the
+    co-simulation makes before it builds (:func:`point_call` with ``check_only``: both
+    runs' parameters, the top's, the model's configuration and the scenario's host
+    images); ``ValueError`` names the bad option. Nothing is exported or built."""
     from pymodel.points import resolve
     from pymodel.rdma.verbs import inline_limit
     from spec.fabric_profiles import fabric_profile, one_way
@@ -116,6 +118,10 @@ def check_point(design, msg_bytes, messages, knobs):
                              f"not {knobs['peers']}")
     else:
         knobs.setdefault("rung", LADDER[-1][0])
+        if knobs["rung"] not in dict(LADDER):
+            raise ValueError(f"rung must be one of {', '.join(RUNG_ALIASES)} (or a rung's "
+                             f"own name: {', '.join(repr(n) for n, _ in LADDER)}), "
+                             f"not {knobs['rung']!r}")
         if dict(LADDER).get(knobs["rung"], {}).get("inline") and msg_bytes > inline_limit():
             raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
                              f"{knobs['rung']!r}, which carries the payload inline in the "
@@ -139,29 +145,42 @@ def check_point(design, msg_bytes, messages, knobs):
         if messages * msg_bytes > room:
             raise ValueError(f"messages x msg_bytes ({messages} x {msg_bytes}) must fit in "
                              f"{room} bytes of the top's host memory; use fewer messages")
+    fn, kwargs = point_call(design, sim, msg_bytes, messages, knobs)
+    fn(**kwargs, check_only=True)
     return knobs
+
+
+def point_call(design, sim, msg_bytes, messages, knobs):
+    """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
+    :func:`check_point` returns them): :func:`tb.nic.headline.run_point` or
+    :func:`tb.rdma.headline.run_point`."""
+    k = knobs
+    if design == "nic":
+        from tb.nic.headline import run_point
+        top = {name: k[name] for name in ("link_latency", "max_payload") if name in k}
+        return run_point, dict(sim=sim, framing=k["framing"], msg_bytes=msg_bytes,
+                               messages=messages, peers=k.get("peers", 1), top=top or None,
+                               attachment=k.get("attachment", "integrated"),
+                               fabric=k.get("fabric", "board"),
+                               retry=k.get("link_retry", False),
+                               completion=k.get("completion", "credit"),
+                               test_id=f"point-{messages}x{msg_bytes}")
+    from spec.formats.roce import QPC_BYTES_DEFAULT
+    from tb.rdma.headline import run_point
+    return run_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
+                           qps=k.get("qps", 1), cache_entries=k.get("cache_entries", 16),
+                           host=k.get("host", "pcie"), rung=k["rung"],
+                           link_latency=k.get("link_latency"),
+                           fabric=k.get("fabric", "board"),
+                           link_retry=k.get("link_retry", False),
+                           header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
+                           selective=k.get("selective", 0),
+                           miss_queue=k.get("miss_queue", 0),
+                           qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT),
+                           mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1))
 
 
 def run_design_point(args):
     """Co-simulate the point of ``args``; return its results row."""
-    k = args.knobs
-    if args.design == "nic":
-        from tb.nic.headline import run_point
-        top = {name: k[name] for name in ("link_latency", "max_payload") if name in k}
-        return run_point(args.sim, k["framing"], args.msg_bytes, args.messages,
-                         peers=k.get("peers", 1), top=top or None,
-                         attachment=k.get("attachment", "integrated"),
-                         fabric=k.get("fabric", "board"), retry=k.get("link_retry", False),
-                         completion=k.get("completion", "credit"),
-                         test_id=f"point-{args.messages}x{args.msg_bytes}")
-    from spec.formats.roce import QPC_BYTES_DEFAULT
-    from tb.rdma.headline import run_point
-    return run_point(args.sim, args.msg_bytes, args.messages, qps=k.get("qps", 1),
-                     cache_entries=k.get("cache_entries", 16), host=k.get("host", "pcie"),
-                     rung=k["rung"], link_latency=k.get("link_latency"),
-                     fabric=k.get("fabric", "board"), link_retry=k.get("link_retry", False),
-                     header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
-                     selective=k.get("selective", 0),
-                     miss_queue=k.get("miss_queue", 0),
-                     qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT),
-                     mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1))
+    fn, kwargs = point_call(args.design, args.sim, args.msg_bytes, args.messages, args.knobs)
+    return fn(**kwargs)

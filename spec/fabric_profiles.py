@@ -140,37 +140,33 @@ def retry_delivery_extra(frame_beats_):
     return frame_beats_ + 1
 
 
-def nic_link_credits(profile, width, max_payload, retry=False):
+def nic_link_credits(profile, width, max_payload, retry=False, link_latency=None):
     """Credits (switch ingress beats) a NIC link needs on ``profile``.
 
     Little's law on the credit loop: at one beat a cycle, a credit is out for the whole
     loop, so the loop's cycles of credits are in flight; and a frame of ``n`` beats
     starts only with ``n`` credits in hand, so line rate for frames of up to ``n_max``
     beats (the longest frame, L2 framing, of ``max_payload``) needs ``loop - 1 + n_max``
-    credits. The loop is :func:`credit_loop` of the profile's link and, with link-level
-    ``retry``, the uplink's delivery latency on top (:func:`retry_delivery_extra` of the
-    longest frame: the reliable link holds a frame until it has judged it). The rule is
-    the larger of that and :func:`spec.nic.link_credits` (room for two of the longest
-    frames, today's burst allowance), so ``board`` without retry keeps today's 34 at 64
-    bytes and 1024-byte frames.
+    credits. The loop is :func:`credit_loop` of the link (``link_latency``, default the
+    profile's; ``board`` takes any) and, with link-level ``retry``, the uplink's delivery
+    latency on top (:func:`retry_delivery_extra` of the longest frame: the reliable link
+    holds a frame until it has judged it). The rule is the larger of that and
+    :func:`spec.nic.link_credits` (room for two of the longest frames, a burst
+    allowance), so ``board`` without retry keeps 34 at 64 bytes and 1024-byte frames.
     """
+    p = _profile(profile)
     n_max = frame_beats(width, "l2", max_payload)
-    loop = credit_loop(_profile(profile).link) + (retry_delivery_extra(n_max) if retry
-                                                  else 0)
+    link = p.link if link_latency is None else link_latency
+    loop = credit_loop(link) + (retry_delivery_extra(n_max) if retry else 0)
     return max(link_credits(width, max_payload), loop - 1 + n_max)
 
 
-def nic_top_credits(profile, width, max_payload, retry=False):
-    """The credits of the NIC top (and of its model) on ``profile``: today's
-    :func:`spec.nic.link_credits` on ``board`` without ``retry``, whatever the frame size
-    (so that every such figure stays today's; :func:`nic_link_credits` is larger there
-    for ``max_payload`` of two beats or less), and :func:`nic_link_credits` otherwise
-    (with link-level ``retry`` on every profile, ``board`` included: the reliable link's
-    delivery latency is part of the credit loop)."""
-    p = _profile(profile)
-    if p.name == "board" and not retry:
-        return link_credits(width, max_payload)
-    return nic_link_credits(p, width, max_payload, retry)
+def nic_top_credits(profile, width, max_payload, retry=False, link_latency=None):
+    """The credits of the NIC top (and of its model) on ``profile`` with links of
+    ``link_latency`` cycles (None: the profile's): :func:`nic_link_credits`, on every
+    profile and at every ``max_payload``, so that a sender keeps line rate whatever its
+    frames' size and its link's round trip."""
+    return nic_link_credits(profile, width, max_payload, retry, link_latency)
 
 
 # -- (b) The link-retry replay buffer ----------------------------------------------------

@@ -152,8 +152,23 @@ def _verilator_runner(config):
 _USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
 
 
-def _safe(text):
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
+#: Longest run-folder name: a longer test id keeps its first characters and gains a digest
+#: of the whole id, so that two ids never share a folder however long they are.
+RUN_DIR_CHARS = 80
+
+
+def run_dir_name(test_id):
+    """The folder name of the run ``test_id``: the id with every character outside
+    ``[A-Za-z0-9_.-]`` replaced by ``_``; an id whose name would be longer than
+    :data:`RUN_DIR_CHARS` keeps its first characters and ends in ``-`` and 12 hex digits
+    of the SHA-1 of the whole id (distinct ids give distinct folders)."""
+    if not isinstance(test_id, str) or not test_id:
+        raise ValueError(f"test_id must be a non-empty string, not {test_id!r}")
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)
+    if len(name) <= RUN_DIR_CHARS and name == test_id:
+        return name
+    digest = hashlib.sha1(test_id.encode()).hexdigest()[:12]
+    return f"{name[:RUN_DIR_CHARS - 13]}-{digest}"
 
 
 #: The parameters each cocotb module under ``tb`` accepts: the one declaration that
@@ -314,7 +329,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     build_dir = BUILD / "cosim" / sim / f"{name}-{digest}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{name}.v"
-    test_dir = build_dir / _safe(test_id)
+    test_dir = build_dir / run_dir_name(test_id)
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)

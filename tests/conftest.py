@@ -32,6 +32,9 @@ _RECOVERY = (
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
+    "test_run_dirs.py::test_long_point_tag_reports_its_own_figures[icarus]":
+        "Verilator runs the same two points; the folder names do not depend on the "
+        "simulator",
     "test_workloads_roofline.py::test_whole_grid_runs":
         "test_section_small_grid runs the same section code on a small grid and "
         "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "

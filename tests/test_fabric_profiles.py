@@ -136,3 +136,23 @@ def test_credit_rule_with_retry_keeps_line_rate_at_pod():
 
     assert ii(credits) == wire
     assert ii(credits - 1) > wire
+
+
+@pytest.mark.parametrize("max_payload", [64, 128, 1024])
+@pytest.mark.parametrize("link", [1, 2, 7, 40])
+def test_nic_point_credits_follow_the_link_round_trip(max_payload, link):
+    """A NIC point on ``board`` with any link latency and largest payload keeps line rate:
+    its credits cover the link's credit loop plus a longest frame (2 L + 2 - 1 + n_max,
+    worked out here from the rule's definition), so 128-byte compact stores leave one
+    every wire-beat count of cycles (two 64-byte segments of 3 beats, or one frame of 3
+    beats), whatever the link latency."""
+    from pymodel.points import cycle_point
+
+    n_max = -(-(20 + max_payload + 4) // 64)                 # L2 header, payload, FCS
+    assert nic_top_credits("board", 64, max_payload, link_latency=link) == max(
+        2 * -(-(max_payload + 28) // 64), 2 * link + 2 - 1 + n_max)
+    segments = -(-128 // max_payload)
+    beats = segments * -(-(8 + min(128, max_payload) + 4) // 64)
+    row = cycle_point("nic", msg_bytes=128, messages=120, framing="compact",
+                      max_payload=max_payload, link_latency=link)
+    assert row["ii_cycles"] == beats

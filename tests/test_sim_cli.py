@@ -12,7 +12,7 @@ from scripts import sim
 @pytest.mark.parametrize("argv,needle", [
     (["--qps", "4"], "--qps: give --design too"),
     (["--design", "nic", "--qps", "4"], "--qps: not an option of --design nic"),
-    (["--design", "rdma", "--cache-entries", "24"], "--cache-entries: cache_entries must be"),
+    (["--design", "rdma", "--cache-entries", "24"], "--cache-entries must be"),
     (["--design", "rdma", "--qps", "0"], "--qps: qps must be"),
     (["--design", "rdma", "--host", "cxl"], "--host: host must be one of"),
     (["--design", "rdma", "--rung", "fast"], "--rung: rung must be one of"),
@@ -20,16 +20,22 @@ from scripts import sim
       "4096"], "host memory"),
     (["--design", "nic", "--peers", "16"], "--peers: peers must be 1 to 15"),
     (["--design", "nic", "--attachment", "cxl"], "--attachment: attachment must be"),
-    (["--design", "nic", "--max-payload", "100"], "--max-payload: max_payload must be"),
+    (["--design", "nic", "--max-payload", "100"], "--max-payload must be"),
     (["--design", "ethernet"], "invalid choice"),
     (["--msg-bytes", "0"], "--msg-bytes must be 1 to 4096"),
     (["--jobs", "0"], "--jobs must be at least 1"),
     (["--selective"], "--selective: an option of --design rdma"),
     (["--design", "nic", "--selective"], "--selective: an option of --design rdma"),
-    (["--design", "rdma", "--mr-cache", "3"], "--mr-cache: mr_cache must be 0"),
-    (["--design", "rdma", "--mr-cache", "512"], "--mr-cache: mr_cache must be 0"),
+    (["--design", "rdma", "--mr-cache", "3"], "--mr-cache must be 0"),
+    (["--design", "rdma", "--mr-cache", "512"], "--mr-cache must be 0"),
     (["--design", "rdma", "--mrs", "17"], "--mrs: mrs must be"),
     (["--design", "nic", "--mr-cache", "2"], "--mr-cache: not an option of --design nic"),
+    (["--design", "rdma", "--rung", "fastest"], "seq, pipelined, db-batch, bf-inline"),
+    (["--design", "rdma", "--qpc-bytes", "96"], "--qpc-bytes must be one of"),
+    (["--design", "rdma", "--qpc-bytes", "1024", "--qps", "2049", "--messages", "8"],
+     "--qps: qps 2049 and --qpc-bytes 1024: the context table holds 2048"),
+    (["--design", "nic", "--gap", "board"], "--gap: an option of the headline"),
+    (["--design", "rdma", "--jobs", "2"], "--jobs: an option of the headline"),
 ])
 def test_bad_options_name_the_option(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -60,6 +66,41 @@ def test_user_point_on_icarus(tmp_path):
     assert row["mismatches"] == 0
     for key in ("latency_cycles", "ii_cycles", "wire_bytes", "completion_cycles"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
+
+
+def test_long_rdma_point_is_checked_at_once(capsys):
+    """The point of a user's report: 997 QPs of 1 KiB contexts (more than the old node-B
+    QPN layout allowed) is accepted before anything is built, and 2049 are refused
+    naming both options."""
+    argv = ["--design", "rdma", "--fabric", "pod", "--link-retry", "--header", "scaleup",
+            "--cache-entries", "64", "--cache-ways", "4", "--qpc-bytes", "1024", "--rung",
+            "db-batch", "--msg-bytes", "193", "--messages", "96"]
+    args = sim.parse_args(argv + ["--qps", "997"])
+    assert (args.knobs["qps"], args.knobs["qpc_bytes"]) == (997, 1024)
+    with pytest.raises(SystemExit):
+        sim.parse_args(argv + ["--qps", "2049"])
+    err = capsys.readouterr().err
+    assert "--qps" in err and "--qpc-bytes" in err
+
+
+def test_jobs_from_the_environment(monkeypatch):
+    """`make sim` passes JOBS in the environment, so a point (which takes no --jobs) and
+    the headline both start; a JOBS that is no number is refused naming it."""
+    monkeypatch.setenv("JOBS", "3")
+    assert sim.parse_args([]).jobs == 3
+    assert sim.parse_args(["--design", "nic"]).design == "nic"
+    monkeypatch.setenv("JOBS", "two")
+    with pytest.raises(SystemExit):
+        sim.parse_args([])
+
+
+def test_option_names_in_errors():
+    """Knob names with an underscore become the options users type; a leading knob name
+    gains its option; prose is left alone."""
+    assert sim.option_names("qpc_bytes must be 64") == "--qpc-bytes must be 64"
+    assert (sim.option_names("qps 9 and qpc_bytes 1024: use fewer messages")
+            == "--qps: qps 9 and --qpc-bytes 1024: use fewer messages")
+    assert sim.option_names("the --cache-entries given") == "the --cache-entries given"
 
 
 def _square_after(x, nap):

@@ -45,14 +45,16 @@ def test_nic_stalled_by_its_credits_reads_its_real_rate(latency):
     the window of n messages that ii spans (S cycles), n <= k * (S / (2 * latency) + 1),
     so ii = S / n >= 2 * latency * (n - k) / (k * n). The switch and the sender's pipeline
     add a few cycles to the loop (<= 4 * b + 8 here), which bounds ii from above by
-    (n / k + 1) * (2 * latency + 4 * b + 8) / n."""
+    (n / k + 1) * (2 * latency + 4 * b + 8) / n. The credits are two of the longest
+    frames (spec.nic.link_credits), fewer than the link's round trip needs (the default
+    rule would keep line rate)."""
     w, mp = HEADLINE_TOP["width"], HEADLINE_TOP["max_payload"]
     credits = link_credits(w, mp)
     b = _store_beats("compact", 128, w)
     in_flight = credits // b
     messages = 600
     p = cycle_point("nic", msg_bytes=128, messages=messages, framing="compact",
-                    link_latency=latency)
+                    link_latency=latency, credits=credits)
     n, k, rtt = 3 * messages // 4 - messages // 4, in_flight, 2 * latency
     assert rtt * (n - k) / (k * n) <= p["ii_cycles"] <= (n / k + 1) * (rtt + 4 * b + 8) / n
     assert p["ii_cycles"] > 3 * b             # far from the wire's rate: the stall shows
@@ -60,5 +62,5 @@ def test_nic_stalled_by_its_credits_reads_its_real_rate(latency):
     # to within the fill and drain of one credit round trip.
     assert abs(p["cycles"] / 600 - p["ii_cycles"]) <= (2 * latency + 20) / 600 * 3
     fast = fast_point("nic", msg_bytes=128, messages=600, framing="compact",
-                      link_latency=latency)
+                      link_latency=latency, credits=credits)
     assert fast["ii_cycles"] == p["ii_cycles"]

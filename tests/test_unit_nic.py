@@ -17,6 +17,7 @@ from rtl.nic.tx_framer import NicTxFramer
 from rtl.nic.window_table import WindowTable, window_table_bits
 from rtl.tops.nic_top import NicTop
 from spec.checks import silence
+from spec.fabric_profiles import nic_top_credits
 from spec.formats.nic import Framing, frame_beats, header_bytes, store_cmd_layout
 from spec.nic import link_credits
 from tb.amsim import get_all, put_all, run_sim
@@ -230,10 +231,12 @@ def test_l2_frames_decode_with_scapy(size):
 
 @pytest.mark.parametrize("width,max_payload", [(64, 1024), (16, 512), (8, 64), (32, 96)])
 def test_link_credits_hold_two_largest_frames_and_size_the_switch(width, max_payload):
-    """The credit rule (spec.nic.link_credits) leaves room for two of the longest frames of
-    either framing, and NicTop gives the same number to every sender's credit counter
-    and to every switch ingress buffer (a mismatch would overrun a buffer or stall)."""
-    credits = link_credits(width, max_payload)
+    """The credit rule (spec.fabric_profiles.nic_top_credits, at least spec.nic.
+    link_credits) leaves room for two of the longest frames of either framing, and NicTop
+    gives the same number to every sender's credit counter and to every switch ingress
+    buffer (a mismatch would overrun a buffer or stall)."""
+    credits = nic_top_credits("board", width, max_payload)
+    assert credits >= link_credits(width, max_payload)
     for framing in Framing:
         assert credits >= 2 * frame_beats(width, framing, max_payload)
     top = NicTop(width=width, nodes=2, max_payload=max_payload, mem_words=16, items=4,

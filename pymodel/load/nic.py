@@ -20,8 +20,9 @@ The saturated rate (``service_cycles``, the cycles per store of one sender that 
 never idle): the store's **wire beats** (:func:`spec.formats.nic.frame_beats`, summed
 over its segments). The uplink carries one beat a cycle and the framer leaves no bubble
 between frames, so one sender alone on its link sends a store every ``wire beats``
-cycles as long as its credits last (the credits of :func:`spec.nic.link_credits` cover
-two of the longest frames, more than a credit round trip at the tops' link latencies).
+cycles as long as its credits last (the credits of
+:func:`spec.fabric_profiles.nic_top_credits` cover the credit round trip of the link and
+the longest frame).
 It is taken from the format rather than from a back-to-back model run so that the load
 a run offers does not depend on the code under test; the unit tests check that a
 back-to-back model run of the same point sends exactly one store per ``service_cycles``.
@@ -47,10 +48,11 @@ import numpy as np
 
 from pymodel.load.traffic import arrival_cycles, distribution, flows, senders
 from pymodel.nic.system import NicSystemModel, Store
+from spec.fabric_profiles import nic_top_credits
 from spec.formats.nic import Framing, frame_beats
 from spec.host import PROFILES
 from spec.load import check_count, check_load
-from spec.nic import HEADLINE_TOP, PCIE_WORD_BITS, check_attachment, link_credits
+from spec.nic import HEADLINE_TOP, PCIE_WORD_BITS, check_attachment
 
 __all__ = ["LOAD_TOP", "LoadPlan", "load_plan", "run_plan", "nic_load_run", "load_intent",
            "load_row", "service_cycles", "pcie_service_cycles", "MESSAGE_FIELDS"]
@@ -84,7 +86,8 @@ def pcie_service_cycles(framing, msg_bytes, link_latency, mem_words, max_payload
     its cost is the model's to say; the gaps must have settled to one value (else
     ``AssertionError``)."""
     m = NicSystemModel(64, framing, 2, link_latency, mem_words, max_payload,
-                       link_credits(64, max_payload), attachment="pcie")
+                       nic_top_credits("board", 64, max_payload, link_latency=link_latency),
+                       attachment="pcie")
     run = m.run({0: [Store(1, 0, bytes(msg_bytes)) for _ in range(stores)]}, [0, 1])
     accept = [st["accept"] for st in run["stores"]]
     gaps = [b - a for a, b in zip(accept, accept[1:], strict=False)]
@@ -109,7 +112,8 @@ class LoadPlan:
         t = self.top
         return NicSystemModel(t["width"], self.params["framing"], t["nodes"],
                               t["link_latency"], t["mem_words"], t["max_payload"],
-                              link_credits(t["width"], t["max_payload"]),
+                              nic_top_credits("board", t["width"], t["max_payload"],
+                                              link_latency=t["link_latency"]),
                               attachment=t["attachment"])
 
 

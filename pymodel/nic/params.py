@@ -86,7 +86,7 @@ class NicParams:
         if self.credits is None:
             object.__setattr__(self, "credits",
                                nic_top_credits(profile, self.width, self.max_payload,
-                                               self.retry))
+                                               self.retry, self.link_latency))
         _int("credits", self.credits, 1, MAX_CREDITS)
         if self.attachment not in ATTACHMENTS:
             raise ValueError(f"NicParams.attachment must be one of {list(ATTACHMENTS)}, "

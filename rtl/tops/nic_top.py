@@ -108,9 +108,9 @@ class NicTop(HarnessTop):
     returns the same, the switch adds
     :func:`~spec.fabric_profiles.switch_hop_latency` cycles after its crossbar, and
     each sender's credits (the switch's ingress buffer) are
-    :func:`~spec.fabric_profiles.nic_top_credits` (``board`` without ``retry``: today's
-    :func:`spec.nic.link_credits`; with ``retry`` the credit loop includes the reliable
-    uplink's delivery latency). With ``retry`` the hop is elastic (it holds its
+    :func:`~spec.fabric_profiles.nic_top_credits` (the credit loop of the link's latency
+    and, with ``retry``, the reliable uplink's delivery latency, at least
+    :func:`spec.nic.link_credits`). With ``retry`` the hop is elastic (it holds its
     beats while a downlink's replay buffer is full; :class:`Switch`), and each reliable
     link sizes its replay buffer from its own latency, the profile's ``link``
     (:func:`spec.fabric_profiles.replay_sizes`).
@@ -175,7 +175,7 @@ class NicTop(HarnessTop):
         self.link_latency, self.mem_words = link_latency, mem_words
         self.max_payload = max_payload
         self.retry = bool(retry)
-        self.credits = nic_top_credits(profile, width, max_payload, self.retry)
+        self.credits = nic_top_credits(profile, width, max_payload, self.retry, link_latency)
         self.hop_latency = switch_hop_latency(profile)
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency)

@@ -16,6 +16,7 @@ import pathlib
 from pymodel.pcap import write_pcapng
 from pymodel.throughput import isolated_median
 from rtl.tops.nic_top import NicTop
+from spec.checks import silence
 from spec.fabric_profiles import fabric_profile
 from spec.metrics import row_metrics
 from spec.nic import COMPLETIONS, HEADLINE_TOP
@@ -32,7 +33,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
               top: dict | None = None, test_id: str | None = None,
               attachment: str = "integrated", fabric: str = "board",
               retry: bool = False, completion: str = "credit",
-              latency_messages: int = 16, depth: int | None = None) -> dict:
+              latency_messages: int = 16, depth: int | None = None,
+              check_only: bool = False) -> dict | None:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -72,7 +74,11 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
     ``depth``: node 0's player and recorders and the peers' recorders (:func:`point_top`;
     None: the least that holds the run). A capacity, not a timing: a shorter point given
-    :data:`HEADLINE_DEPTH` shares the headline's build."""
+    :data:`HEADLINE_DEPTH` shares the headline's build. The top holds both runs: the
+    ``messages`` stores and the ``latency_messages + 1`` of the one-at-a-time run.
+
+    ``check_only``: every check above, then return ``None`` (nothing exported or built).
+    ``ii_cycles`` is ``None`` for one store (a rate needs two)."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
             or latency_messages < 0:
         raise ValueError(f"latency_messages must be a count of stores (0: none), not "
@@ -82,7 +88,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     if completion not in COMPLETIONS:
         raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
-    nt, name, top = point_top(framing, msg_bytes, messages, peers, top, attachment, fabric,
+    held = max(messages, latency_messages + 1 if latency_messages else 0)
+    nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
                               retry, completion, depth)
     profile = fabric_profile(fabric)
     pcie = attachment == "pcie"
@@ -95,6 +102,9 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
         params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
+    if check_only:
+        silence(nt)             # checked only: the top is deliberately never elaborated
+        return None
     test_id = test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}"
 
     def run(run_params, run_id):
@@ -121,6 +131,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
                 row[f"{key}_cycles_{side}"] = isolated_median(lat["per_store"][side][key])
     row["mismatches"] = mismatches + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
                                          for k in metrics)
+    if messages < 2:                        # one store has no rate
+        row["ii_cycles_rtl"] = row["ii_cycles_model"] = None
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row

@@ -18,13 +18,13 @@ from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
 from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, one_way, rdma_records, rdma_timeout
 from spec.formats.roce import QPC_BYTES_DEFAULT
-from spec.metrics import row_metrics
+from spec.metrics import STEADY_WINDOW, row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "run_point", "headline_jobs", "finish_headline", "HEADLINE_ROWS",
-           "comparison_keys"]
+__all__ = ["run_headline", "run_point", "ii_messages", "headline_jobs", "finish_headline",
+           "HEADLINE_ROWS", "comparison_keys"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -82,7 +82,8 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
-              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1):
+              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1,
+              check_only=False):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -98,7 +99,11 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     node B's MR cache (the top's parameter; 0, the MR table on chip, is the default
     top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
     when not the defaults). Every parameter is checked before anything is built
-    (``ValueError`` naming it)."""
+    (``ValueError`` naming it); ``check_only``: only that, then return ``None``.
+
+    ``ii_cycles`` and ``host_util`` are ``None`` when the back-to-back run is too short
+    for its steady window (:data:`spec.metrics.STEADY_WINDOW`) to leave out the warm-up
+    message (fewer than :func:`ii_messages` messages): they are not measured then."""
     k = knobs_of(rung, knobs)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
@@ -128,6 +133,8 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
                       spacing=warm)
     for params in (bw_params, lat_params):     # both runs' before either is built
         check_params(dict(params, top=top))
+    if check_only:
+        return None
     bw_dir = run_rdma(top, params=bw_params, sim=sim, test_id=f"{tag}_bw")
     lat_dir = run_rdma(top, params=lat_params, sim=sim, test_id=f"{tag}_lat")
     bw = json.loads((bw_dir / "m.json").read_text())
@@ -157,12 +164,24 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
         row[f"latency_cycles_{side}"] = isolated_median(t.get("latency"))
         row[f"completion_cycles_{side}"] = isolated_median(t.get("completion"))
     row["mismatches"] = bw["mismatches"] + lat["mismatches"]
+    if messages < ii_messages():            # the steady window would hold the warm-up
+        for side in ("rtl", "model"):
+            row[f"ii_cycles_{side}"] = row[f"host_util_{side}"] = None
     row["cycles"] = bw.get("cycles")
     row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in bw["frames"]]
     missing = [key for key in row_metrics("rdma") if f"{key}_rtl" not in row]
     if missing:
         raise AssertionError(f"metrics missing from the RDMA row: {missing}")
     return row
+
+
+def ii_messages():
+    """The fewest messages of a back-to-back run (after its warm-up message) whose steady
+    window (:data:`spec.metrics.STEADY_WINDOW`, over the warm-up and the messages) starts
+    after the warm-up message: below it the row's ``ii_cycles`` would be the warm-up's
+    spacing, not a rate."""
+    (lo_num, lo_den), _ = STEADY_WINDOW
+    return -(-lo_den // lo_num) - 1
 
 
 def headline_jobs(sim, messages=1000, msg_bytes=128, latency_messages=16,

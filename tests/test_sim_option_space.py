@@ -1,0 +1,129 @@
+"""`make sim ARGS=...` over its option space, on the checks alone (nothing is exported or
+built): every combination either is accepted or stops with an argparse error (exit 2)
+that names an option; none ends in a traceback.
+
+The walk: each option of :data:`scripts.sim_point.POINT_OPTIONS` (and the flags,
+``--messages`` and ``--msg-bytes``) at the ends of its range and just outside them, alone;
+then pairs of range ends of two options of one design, drawn by a seeded generator. The
+values below are the ranges ``--help`` states, written here independently of the checks
+under test.
+"""
+
+import itertools
+import random
+
+import pytest
+
+from scripts import sim
+from scripts.sim_point import POINT_OPTIONS
+
+#: Per option: (values inside its stated range, values outside it).
+RANGES = {
+    "--framing": (["compact", "l2"], ["eth"]),
+    "--peers": (["1", "15"], ["0", "16"]),
+    "--attachment": (["integrated", "pcie"], ["cxl"]),
+    "--link-latency": (["1", "1024"], ["0", "1025"]),
+    "--completion": (["credit", "e2e"], ["ack"]),
+    "--header": (["roce", "scaleup"], ["ib"]),
+    "--fabric": (["board", "rack", "pod"], ["lan"]),
+    "--max-payload": (["64", "8128"], ["63", "100", "8192"]),
+    "--qps": (["1", "4096"], ["0", "4097"]),
+    "--cache-entries": (["16", "256"], ["8", "48", "512"]),
+    "--cache-ways": (["1", "8"], ["3", "16"]),
+    "--qpc-bytes": (["64", "1024"], ["96", "2048"]),
+    "--mr-cache": (["2", "256"], ["3", "512"]),
+    "--mrs": (["1", "16"], ["0", "17"]),
+    "--host": (["pcie", "on_die", "ideal64"], ["cxl"]),
+    "--miss-queue": (["0", "64"], ["-1", "65"]),
+    "--rung": (["seq", "db-batch", "best", "sequential"], ["fastest"]),
+}
+FLAGS = {"--link-retry": "both", "--selective": "rdma"}
+COMMON = {"--messages": (["1", "3", "1000"], ["0"]), "--msg-bytes": (["1", "4096"],
+                                                                   ["0", "4097"])}
+
+
+def _design_of(option):
+    return {opt: design for opt, _, design, *_ in POINT_OPTIONS}.get(option) or \
+        FLAGS.get(option, "both")
+
+
+def _outcome(argv, capsys):
+    """``None`` if ``argv`` is accepted, else the error text (an argparse exit 2)."""
+    try:
+        sim.parse_args(argv)
+    except SystemExit as exc:
+        assert exc.code == 2, (argv, exc.code)
+        err = capsys.readouterr().err
+        assert "error: " in err, (argv, err)
+        return err.split("error: ", 1)[1]
+    return None
+
+
+def test_ranges_cover_every_option():
+    """The walk knows every option of a design point (a new one must be added here)."""
+    assert set(RANGES) == {opt for opt, *_ in POINT_OPTIONS}
+
+
+@pytest.mark.parametrize("design", ["nic", "rdma"])
+def test_each_option_alone(design, capsys):
+    """Inside its range an option is accepted (alone, where no other option is needed);
+    outside it the error names the option."""
+    for option, (good, bad) in list(RANGES.items()) + list(COMMON.items()):
+        if _design_of(option) not in (design, "both"):
+            continue
+        for value in good:
+            argv = ["--design", design, option, value, "--messages", "16"]
+            if option == "--messages":
+                argv = ["--design", design, option, value]
+            if option == "--msg-bytes" and design == "rdma" and int(value) > 224:
+                argv += ["--rung", "db-batch"]          # inline rungs carry <= 224 B
+            if option == "--mrs" and value != "1":
+                argv += ["--mr-cache", "16"]
+            err = _outcome(argv, capsys)
+            assert err is None or option in err, (argv, err)
+        for value in bad:
+            err = _outcome(["--design", design, option, value], capsys)
+            assert err is not None and option in err, (option, value, err)
+
+
+@pytest.mark.parametrize("design", ["nic", "rdma"])
+def test_pairs_of_range_ends(design, capsys):
+    """Pairs of range ends of two options (and the flags), drawn by a seeded generator:
+    accepted, or refused with an error that names an option; never a traceback."""
+    options = [o for o in list(RANGES) + list(COMMON) if _design_of(o) in (design, "both")]
+    flags = [f for f, d in FLAGS.items() if d in (design, "both")]
+    combos = []
+    for a, b in itertools.combinations(options, 2):
+        pool = RANGES.get(a) or COMMON[a], RANGES.get(b) or COMMON[b]
+        for x, y in itertools.product(pool[0][0], pool[1][0]):
+            combos.append([a, x, b, y])
+    rng = random.Random(40)
+    picked = rng.sample(combos, min(len(combos), 45))
+    accepted = refused = 0
+    for argv in picked:
+        argv = ["--design", design, *argv]
+        if "--messages" not in argv:
+            argv += ["--messages", rng.choice(["1", "3", "200"])]
+        argv += [f for f in flags if rng.random() < 0.3]
+        err = _outcome(argv, capsys)
+        if err is None:
+            accepted += 1
+        else:
+            refused += 1
+            assert "--" in err, (argv, err)
+    assert accepted and refused, (accepted, refused)
+
+
+@pytest.mark.parametrize("argv", [
+    # A NIC point of a few stores: the top holds the one-at-a-time run's 17 stores too.
+    ["--design", "nic", "--messages", "1"],
+    ["--design", "nic", "--messages", "8"],
+    ["--design", "nic", "--max-payload", "64", "--link-latency", "7"],
+    ["--design", "rdma", "--messages", "1"],
+    ["--design", "rdma", "--qps", "2048", "--qpc-bytes", "1024", "--messages", "64"],
+    ["--design", "rdma", "--fabric", "pod", "--link-retry", "--header", "scaleup",
+     "--qps", "4096", "--rung", "db-batch"],
+])
+def test_odd_points_are_accepted(argv, capsys):
+    """Odd but valid points users tried are accepted by the checks."""
+    assert _outcome(argv, capsys) is None
