@@ -112,3 +112,55 @@ def test_level_field_options_reach_the_point():
     rdma = parse_args(["--design", "rdma", "--fabric", "pod", "--header", "scaleup",
                        "--link-retry"])
     assert (rdma.knobs["header"], rdma.knobs["link_retry"]) == ("scaleup", True)
+
+
+def _level_cases():
+    """(profile, row) of every row after the first; the engine row changes the topology
+    with the design (RdmaTop's direct link against the NIC's switch): expected to fail
+    until the RDMA rows run on the switch."""
+    for profile in FABRIC_PROFILES:
+        for k, (name, _, _) in enumerate(gap_table.gap_settings(profile)):
+            if k == 0:
+                continue
+            marks = ([pytest.mark.xfail(strict=True, reason="topology: RdmaTop's direct "
+                                        "link against the NIC's switch")]
+                     if name == "QP engine, 1 QP" else [])
+            yield pytest.param(profile, k, marks=marks, id=f"{profile}-{k}")
+
+
+@pytest.mark.parametrize("profile,k", list(_level_cases()))
+def test_each_row_changes_at_most_its_own_level_key(profile, k):
+    """Each row built from its predecessor: the level-field keys derived from the rows'
+    actual comparison keys (those their points carry), not from the declared settings,
+    differ in the factor's own key only (none for the design's own factors)."""
+    from spec.metrics import LEVEL_KEYS, level_keys
+
+    rows = gap_table.gap_settings(profile)
+    (_, d0, s0), (name, d1, s1) = rows[k - 1], rows[k]
+    before = level_keys(gap_table.row_keys(d0, s0))
+    after = level_keys(gap_table.row_keys(d1, s1))
+    changed = {key for key in LEVEL_KEYS if before[key] != after[key]}
+    own = gap_table.FACTOR_LEVEL[name]
+    assert changed <= ({own} if own else set()), (name, changed)
+    if own and (d0, s0) != (d1, s1):         # a no-op only where the settings are equal
+        assert changed == {own}, name
+
+
+def test_level_keys_catch_a_row_that_changes_two_keys():
+    """The check above on a made-up pair: the engine with the NIC's compact framing swapped
+    for the scale-up one keeps the header class, with RoCEv2 it changes it too."""
+    from spec.metrics import level_keys
+
+    nic = level_keys(gap_table.row_keys("nic", dict(
+        attachment="pcie", fabric="pod", completion="e2e", reliability="link-retry",
+        header="compact")))
+    engine = dict(attachment="pcie", fabric="pod", completion="e2e",
+                  reliability="link-retry", qps=1, cache_entries=16, rung="pipelined")
+    short = level_keys(gap_table.row_keys("rdma", dict(engine, header="scaleup")))
+    roce = level_keys(gap_table.row_keys("rdma", dict(engine, header="roce")))
+    assert {k for k in nic if nic[k] != short[k]} == {"topology"}
+    assert {k for k in nic if nic[k] != roce[k]} == {"topology", "header_class"}
+    with pytest.raises(ValueError, match="header must be one of"):
+        level_keys(dict(nic, header="ipoib", reliability="none"))
+    with pytest.raises(ValueError, match="lacks the comparison key"):
+        level_keys({"fabric": "pod"})
