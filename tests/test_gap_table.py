@@ -164,3 +164,42 @@ def test_level_keys_catch_a_row_that_changes_two_keys():
         level_keys(dict(nic, header="ipoib", reliability="none"))
     with pytest.raises(ValueError, match="lacks the comparison key"):
         level_keys({"fabric": "pod"})
+
+
+def _fake_run_jobs(offset=0):
+    """A ``run_jobs`` without a simulator: each point's figures a function of its
+    arguments (those the co-simulation and the model alone share), ``offset`` added to
+    the model-alone points'."""
+    from tb.gap_shares import SHARE_METRICS
+
+    def run(jobs, workers):
+        out = []
+        for _, fn, kw in jobs:
+            point = {k: v for k, v in sorted(kw.items())
+                     if k not in ("sim", "test_id", "messages", "msg_bytes")}
+            figure = sum(ord(c) for c in repr(point)) % 997 + (
+                offset if fn.__name__ == "model_point" else 0)
+            row = {"design": "nic" if "framing" in kw else "rdma", "mismatches": 0,
+                   **{f"{m}_model": figure for m, _ in SHARE_METRICS},
+                   **{f"{m}_rtl": figure for m, _ in SHARE_METRICS}}
+            out.append(row)
+        return out
+    return run
+
+
+def test_run_gap_attaches_shares_and_checks_the_model_alone():
+    from scripts.reporting.gap import gap_section, run_gap
+    from tb.gap_shares import SHARE_METRICS
+
+    rows = run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(), 1)
+    assert "shapley" not in rows[0]
+    for prev, r in zip(rows[:-1], rows[1:], strict=True):
+        for m, _ in SHARE_METRICS:
+            assert r["table_order"][m] == r[f"{m}_model"] - prev[f"{m}_model"]
+            lo, hi = r["range"][m]
+            assert lo <= r["shapley"][m] <= hi
+    md = gap_section(rows, ("board",), 10, 128, "icarus")
+    assert "Each factor's share over all orders at `board`" in md
+    assert sum(line.startswith("| 4096 QPs |") for line in md.splitlines()) == 1
+    with pytest.raises(RuntimeError, match="the model alone gives"):
+        run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(offset=1), 1)

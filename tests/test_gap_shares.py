@@ -1,0 +1,104 @@
+"""Each factor's share in any order (tb/gap_shares.py): the Shapley arithmetic on games
+whose values are known, the subsets' points against the table's rows (no simulator)."""
+
+from itertools import combinations
+
+import pytest
+
+from spec.fabric_profiles import FABRIC_PROFILES
+from tb import gap_shares, gap_table
+
+
+def test_additive_game_gives_each_factor_its_own_part():
+    """A game that is a sum of the factors' own parts: every order gives each factor
+    exactly its part, so share, least and most are that part."""
+    parts = {"a": 3.0, "b": -2.0, "c": 10.0}
+    got = gap_shares.shapley(lambda s: sum(parts[f] for f in s), tuple(parts))
+    assert got == {f: (pytest.approx(p), p, p) for f, p in parts.items()}
+
+
+def test_interaction_is_split_evenly_and_the_range_shows_the_orders():
+    """``v = 100`` only when both ``x`` and ``y`` are in (a pure interaction), ``z``
+    adds 1: by symmetry ``x`` and ``y`` get 50 each (each adds 0 when first, 100 when
+    second), ``z`` 1; the shares add up to v(all) - v(none)."""
+    def value(s):
+        return 100 * ({"x", "y"} <= s) + ("z" in s)
+    got = gap_shares.shapley(value, ("x", "y", "z"))
+    assert got["x"] == (pytest.approx(50), 0, 100)
+    assert got["y"] == (pytest.approx(50), 0, 100)
+    assert got["z"] == (pytest.approx(1), 1, 1)
+    assert sum(v[0] for v in got.values()) == pytest.approx(value({"x", "y", "z"}))
+
+
+def test_shares_add_up_to_the_whole_gap_on_a_random_game():
+    import random
+
+    rng = random.Random(7)
+    factors = tuple("abcde")
+    table = {frozenset(c): rng.uniform(-50, 50) for n in range(6)
+             for c in combinations(factors, n)}
+    got = gap_shares.shapley(table.__getitem__, factors)
+    assert sum(v[0] for v in got.values()) == pytest.approx(
+        table[frozenset(factors)] - table[frozenset()])
+    for phi, lo, hi in got.values():
+        assert lo <= phi <= hi
+
+
+@pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
+def test_table_prefixes_are_the_tables_rows(profile):
+    """The subset of the first ``k`` factors is row ``k`` of the table, design and
+    settings: the table's order is one of the orders the shares go over."""
+    rows = gap_table.gap_settings(profile)
+    for k, (_, design, settings) in enumerate(rows):
+        assert gap_shares.subset_point(profile, gap_shares.FACTORS[:k]) == (design, settings)
+
+
+def test_subsets_keep_the_other_keys_and_name_bad_factors():
+    design, s = gap_shares.subset_point("pod", ["QP engine, 1 QP"])
+    assert design == "rdma"
+    assert (s["attachment"], s["fabric"], s["header"], s["reliability"], s["qps"]) == (
+        "on_die", "board", "scaleup", "none", 1)
+    # Without the engine 4096 QPs are the NIC's row 0: one destination.
+    assert gap_shares.subset_point("pod", ["4096 QPs"]) == gap_shares.subset_point("pod", [])
+    with pytest.raises(ValueError, match="unknown factor"):
+        gap_shares.subset_point("pod", ["topology"])
+
+
+def test_share_jobs_run_each_point_once():
+    jobs, index = gap_shares.share_jobs("board", messages=10)
+    k = len(gap_shares.FACTORS)
+    assert len(index) == 2 ** k
+    # board: the fabric is a no-op; the NIC ignores the QPs, the engine the completion.
+    assert len(jobs) == 2 * 2 ** (k - 3)
+    assert sorted(set(index.values())) == list(range(len(jobs)))
+
+
+def test_factor_shares_from_rows():
+    """factor_shares on made-up rows (each job's figure its position): the shares add up
+    to the last row minus row 0, the table figure is the difference along the table's
+    prefixes, and the factors that do nothing once the engine is in (the NIC's
+    completion) or without it (the QPs) have a range that reaches 0."""
+    jobs, index = gap_shares.share_jobs("pod", messages=10)
+    rows = [{"design": "rdma", **{f"{m}_model": j * j for m, _ in gap_shares.SHARE_METRICS}}
+            for j in range(len(jobs))]
+    got = gap_shares.factor_shares(rows, index)
+    f = gap_shares.FACTORS
+
+    def v(subset):
+        return rows[index[frozenset(subset)]]["latency_cycles_model"]
+    total = sum(got[x]["latency_cycles"]["shapley"] for x in f)
+    assert total == pytest.approx(v(f) - v(()), abs=0.01)
+    for k, x in enumerate(f):
+        assert got[x]["latency_cycles"]["table"] == v(f[:k + 1]) - v(f[:k])
+        lo, hi = got[x]["latency_cycles"]["range"]
+        assert lo <= got[x]["latency_cycles"]["shapley"] <= hi
+    for x in ("end-to-end completion", "4096 QPs"):
+        lo, hi = got[x]["latency_cycles"]["range"]
+        assert lo <= 0 <= hi
+
+
+def test_host_bytes_of_the_integrated_nic_is_zero():
+    assert gap_shares.metric_value({"design": "nic", "host_bytes_model": None},
+                                   "host_bytes") == 0
+    with pytest.raises(ValueError, match="no 'latency_cycles'"):
+        gap_shares.metric_value({"design": "nic"}, "latency_cycles")
