@@ -23,6 +23,11 @@ QP engine, 1 QP             the RDMA engine, best rung, 1 QP, 16 cache entries
                             effect without the engine)
 ==========================  =================================================================
 
+Two games: the whole walk (every factor, to the engine at 4096 QPs) and the walk to the
+engine at 1 QP (every factor but the QPs, which stay at 1): at 4096 QPs the engine's
+context misses interact with the engine itself (the QPs do nothing without it), and the
+Shapley value splits that interaction evenly between the two.
+
 For each factor and metric: the Shapley value (the mean of its marginal difference over
 all k! orders; the shares of all factors add up to the whole gap, the last row minus
 row 0), the least and the most it adds in any order (every subset of the other factors
@@ -138,17 +143,57 @@ def shapley(value, factors):
     return out
 
 
-def factor_shares(rows, index):
+def factor_shares(rows, index, factors=FACTORS):
     """``{factor: {metric: {"shapley", "range", "table"}}}`` from the model rows of
-    :func:`share_jobs` (``rows`` in the jobs' order, ``index`` its map): the Shapley
-    value, ``[least, most]`` over all orders, and the factor's difference in the table's
-    order (the factors before it in the table applied first)."""
-    out = {f: {} for f in FACTORS}
+    :func:`share_jobs` (``rows`` in the jobs' order, ``index`` its map) over the game of
+    ``factors`` (a prefix of :data:`FACTORS`; the others stay off: ``FACTORS[:-1]`` is
+    the walk to the engine at 1 QP): the Shapley value, ``[least, most]`` over all
+    orders, and the factor's difference in the table's order (the factors before it in
+    the table applied first)."""
+    factors = tuple(factors)
+    if factors != FACTORS[:len(factors)]:
+        raise ValueError(f"factors must be a prefix of {list(FACTORS)}, not {factors}")
+    out = {f: {} for f in factors}
     for metric, _ in SHARE_METRICS:
         def value(subset, metric=metric):
             return metric_value(rows[index[frozenset(subset)]], metric)
-        for f, (phi, lo, hi) in shapley(value, FACTORS).items():
-            before = frozenset(FACTORS[:FACTORS.index(f)])
+        for f, (phi, lo, hi) in shapley(value, factors).items():
+            before = frozenset(factors[:factors.index(f)])
             out[f][metric] = {"shapley": round(phi, 3), "range": [lo, hi],
                               "table": value(before | {f}) - value(before)}
     return out
+
+
+def main(argv=None):
+    """``python -m tb.gap_shares [--messages N] [--jobs N] PROFILE...``: print each
+    factor's shares at each profile (the golden model alone; ``make report`` puts the
+    same into report.md and gap.json at its ``--rtl-messages``)."""
+    import argparse
+
+    from scripts.sim import run_jobs
+    from spec.fabric_profiles import FABRIC_PROFILES
+
+    ap = argparse.ArgumentParser(prog="python -m tb.gap_shares", description=main.__doc__)
+    ap.add_argument("profiles", nargs="+", choices=list(FABRIC_PROFILES))
+    ap.add_argument("--messages", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=1)
+    args = ap.parse_args(argv)
+    if args.messages < 20 or args.jobs < 1:
+        ap.error(f"--messages must be at least 20 and --jobs at least 1, not "
+                 f"{args.messages} and {args.jobs}")
+    for profile in args.profiles:
+        jobs, index = share_jobs(profile, args.messages)
+        rows = run_jobs(jobs, args.jobs)
+        for game, factors in (("to 4096 QPs", FACTORS), ("to 1 QP", FACTORS[:-1])):
+            got = factor_shares(rows, index, factors)
+            print(f"\nEach factor's share at {profile}, the walk {game}, {args.messages} "
+                  f"messages of 128 B: Shapley [least, most] (table's order)")
+            for f in factors:
+                print(f"  {f}: " + "; ".join(
+                    f"{title} {v['shapley']:g} [{v['range'][0]:g}, {v['range'][1]:g}] "
+                    f"({v['table']:g})" for (metric, title) in SHARE_METRICS
+                    for v in [got[f][metric]]))
+
+
+if __name__ == "__main__":
+    main()

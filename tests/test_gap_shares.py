@@ -102,3 +102,21 @@ def test_host_bytes_of_the_integrated_nic_is_zero():
                                    "host_bytes") == 0
     with pytest.raises(ValueError, match="no 'latency_cycles'"):
         gap_shares.metric_value({"design": "nic"}, "latency_cycles")
+
+
+def test_cli_checks_its_options(capsys):
+    with pytest.raises(SystemExit):
+        gap_shares.main(["campus"])
+    with pytest.raises(SystemExit):
+        gap_shares.main(["pod", "--messages", "5"])
+    assert "--messages must be at least 20" in capsys.readouterr().err
+
+
+def test_factor_shares_needs_a_prefix_of_the_factors():
+    jobs, index = gap_shares.share_jobs("board", messages=10)
+    rows = [{"design": "rdma", **{f"{m}_model": 0 for m, _ in gap_shares.SHARE_METRICS}}
+            for _ in jobs]
+    assert set(gap_shares.factor_shares(rows, index, gap_shares.FACTORS[:-1])) == set(
+        gap_shares.FACTORS[:-1])
+    with pytest.raises(ValueError, match="prefix"):
+        gap_shares.factor_shares(rows, index, gap_shares.FACTORS[1:])

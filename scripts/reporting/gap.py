@@ -33,8 +33,10 @@ def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers, shares=True):
     factor's row also carries, per metric of :data:`tb.gap_shares.SHARE_METRICS`, its
     ``shapley`` value, its ``range`` (``[least, most]`` over all orders) and its
     ``table_order`` figure, from the golden model's points of every subset of the factors
-    (:func:`tb.gap_shares.share_jobs`, run by ``run_jobs`` too); ``RuntimeError`` if a
-    model point of the table's order differs from its co-simulated row's model side."""
+    (:func:`tb.gap_shares.share_jobs`, run by ``run_jobs`` too), and the same with the
+    suffix ``_1qp`` for the walk to the engine at 1 QP (every factor but the QPs);
+    ``RuntimeError`` if a model point of the table's order differs from its co-simulated
+    row's model side."""
     jobs = gap_jobs(sim, profiles, messages, msg_bytes)
     rows = finish_gap(run_jobs(jobs, workers), profiles, messages, msg_bytes)
     if not shares:
@@ -51,36 +53,42 @@ def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers, shares=True):
                     raise RuntimeError(f"gap {profile} row {k}: the model alone gives "
                                        f"{metric} {metric_value(alone, metric)}, the "
                                        f"co-simulation's model {metric_value(r, metric)}")
-        got = factor_shares(model, index)
-        for r in mine[1:]:
-            f = got[r["gap_factor"]]
-            r["shapley"] = {m: f[m]["shapley"] for m, _ in SHARE_METRICS}
-            r["range"] = {m: f[m]["range"] for m, _ in SHARE_METRICS}
-            r["table_order"] = {m: f[m]["table"] for m, _ in SHARE_METRICS}
+        for suffix, factors in (("", FACTORS), ("_1qp", FACTORS[:-1])):
+            got = factor_shares(model, index, factors)
+            for r in mine[1:]:
+                f = got.get(r["gap_factor"])
+                if f is None:
+                    continue
+                r["shapley" + suffix] = {m: f[m]["shapley"] for m, _ in SHARE_METRICS}
+                r["range" + suffix] = {m: f[m]["range"] for m, _ in SHARE_METRICS}
+                r["table_order" + suffix] = {m: f[m]["table"] for m, _ in SHARE_METRICS}
     return rows
 
 
 def shares_lines(rows, profile):
     """Markdown lines of the shares of ``profile``'s rows (those :func:`run_gap` gave
-    ``shapley``): one line per factor, each metric as ``share [least, most] (table)``;
-    no lines when the rows carry none."""
-    mine = [r for r in rows if r.get("gap_profile") == profile and "shapley" in r]
-    if not mine:
-        return []
-
+    ``shapley``): for each game (the walk to 4096 QPs, the walk to 1 QP) one line per
+    factor, each metric as ``share [least, most] (table)``; no lines when the rows carry
+    none."""
     def num(x):
         return f"{x:,.2f}".rstrip("0").rstrip(".") if isinstance(x, float) else f"{x:,}"
-    out = [f"Each factor's share over all orders at `{profile}` (Shapley value "
-           f"[least, most] (in the table's order)), from the golden model "
-           f"(tb/gap_shares.py):", "",
-           "| factor | " + " | ".join(t for _, t in SHARE_METRICS) + " |",
-           "|---|" + "---|" * len(SHARE_METRICS)]
-    for r in mine:
-        cells = [f"{num(r['shapley'][m])} [{num(r['range'][m][0])}, "
-                 f"{num(r['range'][m][1])}] ({num(r['table_order'][m])})"
-                 for m, _ in SHARE_METRICS]
-        out.append(f"| {r['gap_factor']} | " + " | ".join(cells) + " |")
-    return out + [""]
+    out = []
+    for suffix, game in (("", "the walk to 4096 QPs"), ("_1qp", "the walk to 1 QP")):
+        mine = [r for r in rows if r.get("gap_profile") == profile and "shapley" + suffix in r]
+        if not mine:
+            continue
+        out += [f"Each factor's share over all orders at `{profile}`, {game}: Shapley "
+                f"value [least, most] (in the table's order), from the golden model "
+                f"(tb/gap_shares.py; `python -m tb.gap_shares {profile}`):", "",
+                "| factor | " + " | ".join(t for _, t in SHARE_METRICS) + " |",
+                "|---|" + "---|" * len(SHARE_METRICS)]
+        for r in mine:
+            sh, rg, tb = (r[k + suffix] for k in ("shapley", "range", "table_order"))
+            cells = [f"{num(sh[m])} [{num(rg[m][0])}, {num(rg[m][1])}] ({num(tb[m])})"
+                     for m, _ in SHARE_METRICS]
+            out.append(f"| {r['gap_factor']} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
 
 
 def _cell(row, key, fmt):
