@@ -143,20 +143,24 @@ def shapley(value, factors):
     return out
 
 
-def factor_shares(rows, index, factors=FACTORS):
+def factor_shares(rows, index, factors=FACTORS, on=()):
     """``{factor: {metric: {"shapley", "range", "table"}}}`` from the model rows of
     :func:`share_jobs` (``rows`` in the jobs' order, ``index`` its map) over the game of
-    ``factors`` (a prefix of :data:`FACTORS`; the others stay off: ``FACTORS[:-1]`` is
-    the walk to the engine at 1 QP): the Shapley value, ``[least, most]`` over all
-    orders, and the factor's difference in the table's order (the factors before it in
-    the table applied first)."""
-    factors = tuple(factors)
-    if factors != FACTORS[:len(factors)]:
-        raise ValueError(f"factors must be a prefix of {list(FACTORS)}, not {factors}")
+    ``factors`` (names of :data:`FACTORS`), with the factors of ``on`` applied
+    throughout and the others off (``FACTORS[:-1]``: the walk to the engine at 1 QP):
+    the Shapley value, ``[least, most]`` over all orders, and the factor's difference in
+    the table's order (the game's factors before it in the table applied first).
+    ``ValueError`` names an unknown factor or one both in ``factors`` and ``on``."""
+    factors = tuple(f for f in FACTORS if f in set(factors))
+    on = frozenset(on)
+    bad = sorted((set(factors) | on) - set(FACTORS)) or sorted(on & set(factors))
+    if bad or not factors:
+        raise ValueError(f"factors must be some of {list(FACTORS)}, on others of them: "
+                         f"{bad or 'no factors'}")
     out = {f: {} for f in factors}
     for metric, _ in SHARE_METRICS:
         def value(subset, metric=metric):
-            return metric_value(rows[index[frozenset(subset)]], metric)
+            return metric_value(rows[index[frozenset(subset) | on]], metric)
         for f, (phi, lo, hi) in shapley(value, factors).items():
             before = frozenset(factors[:factors.index(f)])
             out[f][metric] = {"shapley": round(phi, 3), "range": [lo, hi],
@@ -165,30 +169,45 @@ def factor_shares(rows, index, factors=FACTORS):
 
 
 def main(argv=None):
-    """``python -m tb.gap_shares [--messages N] [--jobs N] PROFILE...``: print each
-    factor's shares at each profile (the golden model alone; ``make report`` puts the
-    same into report.md and gap.json at its ``--rtl-messages``)."""
+    """``python -m tb.gap_shares [--messages N] [--jobs N] [--only F,...] [--on F,...]
+    PROFILE...``: print each factor's shares at each profile (the golden model alone;
+    ``make report`` puts the walks to 4096 QPs and to 1 QP into report.md and gap.json
+    at its ``--rtl-messages``). Without ``--only``, both walks; with it, the game of
+    those factors, the factors of ``--on`` applied throughout (e.g. ``--only
+    'QP engine, 1 QP' --on 'end-to-end completion'``: the engine's step over a NIC that
+    completes end to end)."""
     import argparse
 
     from scripts.sim import run_jobs
     from spec.fabric_profiles import FABRIC_PROFILES
 
+    def names(text):
+        return tuple(n.strip() for n in text.split(",") if n.strip())
     ap = argparse.ArgumentParser(prog="python -m tb.gap_shares", description=main.__doc__)
     ap.add_argument("profiles", nargs="+", choices=list(FABRIC_PROFILES))
     ap.add_argument("--messages", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--only", type=names, default=())
+    ap.add_argument("--on", type=names, default=())
     args = ap.parse_args(argv)
     if args.messages < 20 or args.jobs < 1:
         ap.error(f"--messages must be at least 20 and --jobs at least 1, not "
                  f"{args.messages} and {args.jobs}")
+    games = ([("to 4096 QPs", FACTORS, ()), ("to 1 QP", FACTORS[:-1], ())] if not args.only
+             else [(f"of {', '.join(args.only)}"
+                    + (f" with {', '.join(args.on)}" if args.on else ""), args.only,
+                    args.on)])
+    bad = sorted((set(args.only) | set(args.on)) - set(FACTORS))
+    if bad:
+        ap.error(f"unknown factor(s) {bad}; the factors: {list(FACTORS)}")
     for profile in args.profiles:
         jobs, index = share_jobs(profile, args.messages)
         rows = run_jobs(jobs, args.jobs)
-        for game, factors in (("to 4096 QPs", FACTORS), ("to 1 QP", FACTORS[:-1])):
-            got = factor_shares(rows, index, factors)
-            print(f"\nEach factor's share at {profile}, the walk {game}, {args.messages} "
+        for game, factors, on in games:
+            got = factor_shares(rows, index, factors, on)
+            print(f"\nEach factor's share at {profile}, the game {game}, {args.messages} "
                   f"messages of 128 B: Shapley [least, most] (table's order)")
-            for f in factors:
+            for f in got:
                 print(f"  {f}: " + "; ".join(
                     f"{title} {v['shapley']:g} [{v['range'][0]:g}, {v['range'][1]:g}] "
                     f"({v['table']:g})" for (metric, title) in SHARE_METRICS

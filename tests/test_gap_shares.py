@@ -110,13 +110,28 @@ def test_cli_checks_its_options(capsys):
     with pytest.raises(SystemExit):
         gap_shares.main(["pod", "--messages", "5"])
     assert "--messages must be at least 20" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gap_shares.main(["pod", "--only", "QP engine, 1 QP", "--on", "topology"])
+    assert "unknown factor(s)" in capsys.readouterr().err
 
 
-def test_factor_shares_needs_a_prefix_of_the_factors():
+def test_factor_shares_games_of_some_factors():
+    """The walk to 1 QP and a game with a factor applied throughout (its shares add up to
+    the difference between all applied and only the fixed ones); bad names named."""
     jobs, index = gap_shares.share_jobs("board", messages=10)
-    rows = [{"design": "rdma", **{f"{m}_model": 0 for m, _ in gap_shares.SHARE_METRICS}}
-            for _ in jobs]
-    assert set(gap_shares.factor_shares(rows, index, gap_shares.FACTORS[:-1])) == set(
-        gap_shares.FACTORS[:-1])
-    with pytest.raises(ValueError, match="prefix"):
-        gap_shares.factor_shares(rows, index, gap_shares.FACTORS[1:])
+    rows = [{"design": "rdma", **{f"{m}_model": j * 3 for m, _ in gap_shares.SHARE_METRICS}}
+            for j in range(len(jobs))]
+    f = gap_shares.FACTORS
+    assert list(gap_shares.factor_shares(rows, index, f[:-1])) == list(f[:-1])
+    game = ("same attachment", "QP engine, 1 QP")
+    got = gap_shares.factor_shares(rows, index, game, on=("end-to-end completion",))
+    m = gap_shares.SHARE_METRICS[0][0]
+
+    def v(subset):
+        return rows[index[frozenset(subset)]][f"{m}_model"]
+    assert sum(got[x][m]["shapley"] for x in game) == pytest.approx(
+        v(game + ("end-to-end completion",)) - v(("end-to-end completion",)))
+    with pytest.raises(ValueError, match="some of"):
+        gap_shares.factor_shares(rows, index, ("topology",))
+    with pytest.raises(ValueError, match="some of"):
+        gap_shares.factor_shares(rows, index, game, on=("same attachment",))
