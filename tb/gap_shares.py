@@ -169,20 +169,21 @@ def factor_shares(rows, index, factors=FACTORS, on=()):
 
 
 def main(argv=None):
-    """``python -m tb.gap_shares [--messages N] [--jobs N] [--only F,...] [--on F,...]
+    """``python -m tb.gap_shares [--messages N] [--jobs N] [--only F+...] [--on F+...]
     PROFILE...``: print each factor's shares at each profile (the golden model alone;
     ``make report`` puts the walks to 4096 QPs and to 1 QP into report.md and gap.json
     at its ``--rtl-messages``). Without ``--only``, both walks; with it, the game of
-    those factors, the factors of ``--on`` applied throughout (e.g. ``--only
-    'QP engine, 1 QP' --on 'end-to-end completion'``: the engine's step over a NIC that
-    completes end to end)."""
+    those factors (names of :data:`FACTORS` joined by ``+``), the factors of ``--on``
+    applied throughout (e.g. ``--only 'same attachment+link-level reliability+fabric
+    profile+Ethernet header+QP engine, 1 QP' --on 'end-to-end completion'``: the
+    engine's step over a NIC that completes end to end)."""
     import argparse
 
     from scripts.sim import run_jobs
     from spec.fabric_profiles import FABRIC_PROFILES
 
     def names(text):
-        return tuple(n.strip() for n in text.split(",") if n.strip())
+        return tuple(n.strip() for n in text.split("+") if n.strip())
     ap = argparse.ArgumentParser(prog="python -m tb.gap_shares", description=main.__doc__)
     ap.add_argument("profiles", nargs="+", choices=list(FABRIC_PROFILES))
     ap.add_argument("--messages", type=int, default=1000)
