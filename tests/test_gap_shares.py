@@ -135,3 +135,52 @@ def test_factor_shares_games_of_some_factors():
         gap_shares.factor_shares(rows, index, ("topology",))
     with pytest.raises(ValueError, match="some of"):
         gap_shares.factor_shares(rows, index, game, on=("same attachment",))
+
+
+def test_model_points_equal_the_models_own_runner():
+    """The co-simulation's model side run alone (tb/nic/headline.model_point,
+    tb/rdma/headline.model_point) against pymodel.points.cycle_point, the model's own
+    runner of a point, where both measure the same run."""
+    from pymodel.points import cycle_point
+    from spec.rdma_engine import LADDER
+    from tb.nic.headline import model_point as nic_point
+    from tb.rdma.headline import model_point as rdma_point
+
+    nic = nic_point("compact", 128, 40, latency_messages=0)
+    ref = cycle_point("nic", msg_bytes=128, messages=40, framing="compact")
+    for key in ("ii_cycles", "wire_bytes", "inflight_bits", "ctrl_ops"):
+        assert nic[f"{key}_model"] == ref[key], key
+    rung = LADDER[-1][0]
+    rdma = rdma_point(128, 20, rung=rung, host="on_die", header="scaleup")
+    ref = cycle_point("rdma", msg_bytes=128, messages=20, rung=rung, host="on_die",
+                      header="scaleup")
+    for key in ("ii_cycles", "wire_bytes", "host_bytes", "inflight_bits",
+                "latency_cycles", "completion_cycles"):
+        assert rdma[f"{key}_model"] == ref[key], key
+    assert rdma["topology"] == "direct-link" and nic["topology"] == "switch"
+
+
+def test_state_kinds():
+    """The NIC's endpoint state is its completion state, the rest of in flight is fabric
+    buffer; the replay buffer a size: at ``pod`` a 125-cycle link and 17-beat frames
+    give a round trip of 2 x 125 + 2 x 17 + 8 = 292 beats, 309 with a frame more, 512
+    as a power of two, x 512 bits (spec.fabric.retry_sizes); RDMA frames of 66 beats:
+    2 x 125 + 132 + 8 + 66 = 456, also 512 beats. At ``board`` (2-cycle links) 64 and
+    256 beats."""
+    from tb.nic.headline import _point_params, state_kinds
+    from tb.rdma.headline import state_kinds as rdma_kinds
+
+    _, _, p, _ = _point_params("l2", 128, 10, 1, None, "pcie", "pod", True, "e2e", 0,
+                               None)
+    got = state_kinds(134_180, p)
+    assert got["endpoint_state_bits"] + got["fabric_buffer_bits"] == 134_180
+    assert got["replay_buffer_bits"] == 512 * 512
+    _, _, p, _ = _point_params("compact", 128, 10, 1, None, "integrated", "board", False,
+                               "credit", 0, None)
+    assert state_kinds(4608, p) == {"endpoint_state_bits": 0, "fabric_buffer_bits": 4608,
+                                    "replay_buffer_bits": 0}
+    assert rdma_kinds(7692, "board", True) == {"endpoint_state_bits": 7692,
+                                               "fabric_buffer_bits": 0,
+                                               "replay_buffer_bits": 256 * 512}
+    assert rdma_kinds(55_610, "pod", True)["replay_buffer_bits"] == 512 * 512
+    assert rdma_kinds(55_610, "pod", False)["replay_buffer_bits"] == 0
