@@ -140,7 +140,9 @@ def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
 
 def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128):
     """The table's rows from the results of :func:`gap_jobs` (same arguments, results in
-    the jobs' order): one row per factor and profile, in the table's order."""
+    the jobs' order): one row per factor and profile, in the table's order.
+    ``ValueError`` if a result carries a comparison key whose value is not the one the
+    row's settings give (:func:`row_keys`): the keys the tests check are the rows'."""
     table = [(profile, k, name, (design, tuple(sorted(s.items()))))
              for profile in profiles
              for k, (name, design, s) in enumerate(gap_settings(profile))]
@@ -153,6 +155,11 @@ def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128)
     out = []
     for profile, k, name, key in table:
         row = dict(results[index[key]])
+        want = row_keys(key[0], dict(key[1]))
+        wrong = {n: (row[n], v) for n, v in want.items() if n in row and row[n] != v}
+        if wrong:
+            raise ValueError(f"gap {profile} row {k} ({name}): comparison keys "
+                             f"(got, settings') {wrong}")
         row.pop("frames", None)
         row.pop("cycles", None)
         row.update(gap_profile=profile, gap_row=k, gap_factor=name)

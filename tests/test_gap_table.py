@@ -76,7 +76,7 @@ def test_report_section_has_a_table_per_profile():
     jobs = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
     results = [{"design": "nic", "latency_cycles_rtl": 11, "ii_cycles_rtl": 3.0,
                 "ctrl_ops_rtl": {"credits": 2.0, "acks": 0.5}, "inflight_bits_rtl": 4608,
-                "mismatches": 0, "attachment": "pcie"} for _ in jobs]
+                "mismatches": 0} for _ in jobs]
     rows = gap_table.finish_gap(results, ("board", "pod"), 10, 128)
     md = gap_section(rows, ("board", "pod"), 10, 128, "icarus").splitlines()
     assert "### At `board`" in md and "### At `pod`" in md
@@ -203,3 +203,19 @@ def test_run_gap_attaches_shares_and_checks_the_model_alone():
     assert sum(line.startswith("| 4096 QPs |") for line in md.splitlines()) == 1
     with pytest.raises(RuntimeError, match="the model alone gives"):
         run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(offset=1), 1)
+
+
+def test_finish_gap_checks_the_rows_comparison_keys():
+    """A result whose comparison keys are not those of its row's settings is refused; the
+    keys the level-field test derives are the rows' own."""
+    jobs = gap_table.gap_jobs("icarus", ("board",), messages=10, msg_bytes=128)
+    settings = {}
+    for _, design, s in gap_table.gap_settings("board"):
+        settings.setdefault((design, tuple(sorted(s.items()))), (design, s))
+    results = [dict(gap_table.row_keys(*v), mismatches=0) for v in settings.values()]
+    assert len(results) == len(jobs)
+    rows = gap_table.finish_gap(results, ("board",), 10, 128)
+    assert [r["topology"] for r in rows] == ["switch"] * 6 + ["direct-link"] * 2
+    results[0] = dict(results[0], header="l2")
+    with pytest.raises(ValueError, match="comparison keys"):
+        gap_table.finish_gap(results, ("board",), 10, 128)
