@@ -59,8 +59,8 @@ def row_metrics(design, host=False):
 #: their credit returns: the NIC's payload beats in flight) and ``replay_buffer_bits``
 #: (the link-retry replay buffer the endpoint owns on its uplink, as sized for the
 #: row's fabric: :func:`spec.fabric_profiles.replay_sizes`; a size, not a high-water
-#: mark). Their sum with the fabric buffer is not ``inflight_bits``: that key keeps its
-#: definition (endpoint state plus, for the NIC, the fabric buffer; no replay buffer).
+#: mark). ``inflight_bits`` is the endpoint state plus the fabric buffer (no replay
+#: buffer).
 STATE_KINDS = ("endpoint_state_bits", "fabric_buffer_bits", "replay_buffer_bits")
 
 #: The class of each framing (``header`` key): ``scale-up`` for the short headers of a
