@@ -27,7 +27,7 @@ from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT
 __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
            "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
            "credit_loop", "retry_delivery_extra", "nic_link_credits", "nic_top_credits",
-           "replay_sizes",
+           "replay_sizes", "replay_buffer_bits",
            "RDMA_SPAN_BASE", "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
 
 
@@ -178,6 +178,14 @@ def replay_sizes(profile, max_frame_beats):
     sent + 8 cycles) and a frame more, at one beat a cycle; the timeout is that trip and
     the longest frame again."""
     return retry_sizes(_profile(profile).link, max_frame_beats)
+
+
+def replay_buffer_bits(profile, max_frame_beats, width=64):
+    """Bits of the replay buffer an endpoint owns on its uplink with link-level retry on
+    ``profile``: :func:`replay_sizes`' ``tx_depth`` beats of ``width`` bytes. Both designs
+    are sized for the same link, one link of the profile (an endpoint behind the switch
+    retries on its own link; scripts/area_proxies/catalogue.py counts the same ends)."""
+    return replay_sizes(profile, max_frame_beats)[0] * width * 8
 
 
 # -- (c) The RDMA engine's window records and retransmit timer -----------------------------

@@ -6,7 +6,7 @@ control-action kinds counted per message.
 """
 
 __all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "NIC_PENDING", "STEADY_WINDOW",
-           "row_metrics"]
+           "row_metrics", "STATE_KINDS", "HEADER_CLASSES", "LEVEL_KEYS", "level_keys"]
 
 #: The per-message metrics, in the order of the results rows. ``host_bytes``: bytes over
 #: the host interfaces (payload and TLP overhead, both directions, both nodes);
@@ -49,3 +49,53 @@ def row_metrics(design, host=False):
         return METRICS
     return tuple(m for m in METRICS
                  if (host or m not in HOST_METRICS) and m not in NIC_PENDING)
+
+
+#: The three kinds of state a row counts apart (SPEC.md, "Comparisons on a level field"),
+#: each in bits: ``endpoint_state_bits`` (what the NIC or the engine itself holds in
+#: flight: the NIC's end-to-end completion state; the engine's window records,
+#: outstanding reads, prefetched WQEs, held payload, context fills and receive buffer),
+#: ``fabric_buffer_bits`` (the switch ingress buffer the endpoint's beats occupy until
+#: their credit returns: the NIC's payload beats in flight) and ``replay_buffer_bits``
+#: (the link-retry replay buffer the endpoint owns on its uplink, as sized for the
+#: row's fabric: :func:`spec.fabric_profiles.replay_sizes`; a size, not a high-water
+#: mark). ``inflight_bits`` is the endpoint state plus the fabric buffer (no replay
+#: buffer).
+STATE_KINDS = ("endpoint_state_bits", "fabric_buffer_bits", "replay_buffer_bits")
+
+#: The class of each framing (``header`` key): ``scale-up`` for the short headers of a
+#: scale-up link (the NIC's 8-byte compact header, the engine's 10-byte scale-up header
+#: before its BTH), ``ethernet`` for Ethernet framing (the NIC's L2, the engine's
+#: RoCEv2 behind Ethernet, IPv4 and UDP). Ref: spec.formats.nic.header_bytes,
+#: spec.formats.scaleup.
+HEADER_CLASSES = {"compact": "scale-up", "scaleup": "scale-up", "l2": "ethernet",
+                  "roce": "ethernet"}
+
+#: The keys a comparison holds level (SPEC.md, "Comparisons on a level field"), as
+#: :func:`level_keys` derives them from a row's comparison keys.
+LEVEL_KEYS = ("topology", "fabric", "attachment", "completion", "link_reliability",
+              "header_class")
+
+
+def level_keys(row):
+    """The level-field keys of a results row (a dict with the comparison keys
+    ``topology``, ``fabric``, ``attachment``, ``completion``, ``reliability`` and
+    ``header``), named alike for both designs: ``attachment`` ``pcie`` or
+    ``integrated`` (the NIC's ``integrated`` and the engine's ``on_die``: on the
+    accelerator's die), ``link_reliability`` ``link-retry`` or ``none`` (the link-level
+    part of ``reliability``; the engine's go-back-N is its own transport, part of the
+    design), ``header_class`` (:data:`HEADER_CLASSES`). ``ValueError`` names a row
+    without one of the keys or with an unknown header."""
+    missing = [k for k in ("topology", "fabric", "attachment", "completion", "reliability",
+                           "header") if k not in row]
+    if missing:
+        raise ValueError(f"row lacks the comparison key(s) {missing}")
+    if row["header"] not in HEADER_CLASSES:
+        raise ValueError(f"header must be one of {list(HEADER_CLASSES)}, "
+                         f"not {row['header']!r}")
+    return {"topology": row["topology"], "fabric": row["fabric"],
+            "attachment": "pcie" if row["attachment"] == "pcie" else "integrated",
+            "completion": row["completion"],
+            "link_reliability": ("link-retry" if str(row["reliability"]).startswith(
+                "link-retry") else "none"),
+            "header_class": HEADER_CLASSES[row["header"]]}

@@ -118,12 +118,13 @@ def test_rdma_top_by_profile():
 
 
 def test_rows_carry_the_comparison_keys():
-    assert nic_keys("l2") == {"fabric": "board", "attachment": "integrated",
-                              "completion": "credit", "reliability": "none", "header": "l2"}
+    assert nic_keys("l2") == {"topology": "switch", "fabric": "board",
+                              "attachment": "integrated", "completion": "credit",
+                              "reliability": "none", "header": "l2"}
     assert nic_keys("compact", "pcie", "pod")["attachment"] == "pcie"
-    assert rdma_keys("on_die", "rack") == {"fabric": "rack", "attachment": "on_die",
-                                           "completion": "e2e", "reliability": "go-back-N",
-                                           "header": "roce"}
+    assert rdma_keys("on_die", "rack") == {"topology": "direct-link", "fabric": "rack",
+                                           "attachment": "on_die", "completion": "e2e",
+                                           "reliability": "go-back-N", "header": "roce"}
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -76,7 +76,7 @@ def test_report_section_has_a_table_per_profile():
     jobs = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
     results = [{"design": "nic", "latency_cycles_rtl": 11, "ii_cycles_rtl": 3.0,
                 "ctrl_ops_rtl": {"credits": 2.0, "acks": 0.5}, "inflight_bits_rtl": 4608,
-                "mismatches": 0, "attachment": "pcie"} for _ in jobs]
+                "mismatches": 0} for _ in jobs]
     rows = gap_table.finish_gap(results, ("board", "pod"), 10, 128)
     md = gap_section(rows, ("board", "pod"), 10, 128, "icarus").splitlines()
     assert "### At `board`" in md and "### At `pod`" in md
@@ -112,3 +112,110 @@ def test_level_field_options_reach_the_point():
     rdma = parse_args(["--design", "rdma", "--fabric", "pod", "--header", "scaleup",
                        "--link-retry"])
     assert (rdma.knobs["header"], rdma.knobs["link_retry"]) == ("scaleup", True)
+
+
+def _level_cases():
+    """(profile, row) of every row after the first; the engine row changes the topology
+    with the design (RdmaTop's direct link against the NIC's switch): expected to fail
+    until the RDMA rows run on the switch."""
+    for profile in FABRIC_PROFILES:
+        for k, (name, _, _) in enumerate(gap_table.gap_settings(profile)):
+            if k == 0:
+                continue
+            marks = ([pytest.mark.xfail(strict=True, reason="topology: RdmaTop's direct "
+                                        "link against the NIC's switch")]
+                     if name == "QP engine, 1 QP" else [])
+            yield pytest.param(profile, k, marks=marks, id=f"{profile}-{k}")
+
+
+@pytest.mark.parametrize("profile,k", list(_level_cases()))
+def test_each_row_changes_at_most_its_own_level_key(profile, k):
+    """Each row built from its predecessor: the level-field keys derived from the rows'
+    actual comparison keys (those their points carry), not from the declared settings,
+    differ in the factor's own key only (none for the design's own factors)."""
+    from spec.metrics import LEVEL_KEYS, level_keys
+
+    rows = gap_table.gap_settings(profile)
+    (_, d0, s0), (name, d1, s1) = rows[k - 1], rows[k]
+    before = level_keys(gap_table.row_keys(d0, s0))
+    after = level_keys(gap_table.row_keys(d1, s1))
+    changed = {key for key in LEVEL_KEYS if before[key] != after[key]}
+    own = gap_table.FACTOR_LEVEL[name]
+    assert changed <= ({own} if own else set()), (name, changed)
+    if own and (d0, s0) != (d1, s1):         # a no-op only where the settings are equal
+        assert changed == {own}, name
+
+
+def test_level_keys_catch_a_row_that_changes_two_keys():
+    """The check above on a made-up pair: the engine with the NIC's compact framing swapped
+    for the scale-up one keeps the header class, with RoCEv2 it changes it too."""
+    from spec.metrics import level_keys
+
+    nic = level_keys(gap_table.row_keys("nic", dict(
+        attachment="pcie", fabric="pod", completion="e2e", reliability="link-retry",
+        header="compact")))
+    engine = dict(attachment="pcie", fabric="pod", completion="e2e",
+                  reliability="link-retry", qps=1, cache_entries=16, rung="pipelined")
+    short = level_keys(gap_table.row_keys("rdma", dict(engine, header="scaleup")))
+    roce = level_keys(gap_table.row_keys("rdma", dict(engine, header="roce")))
+    assert {k for k in nic if nic[k] != short[k]} == {"topology"}
+    assert {k for k in nic if nic[k] != roce[k]} == {"topology", "header_class"}
+    with pytest.raises(ValueError, match="header must be one of"):
+        level_keys(dict(nic, header="ipoib", reliability="none"))
+    with pytest.raises(ValueError, match="lacks the comparison key"):
+        level_keys({"fabric": "pod"})
+
+
+def _fake_run_jobs(offset=0):
+    """A ``run_jobs`` without a simulator: each point's figures a function of its
+    arguments (those the co-simulation and the model alone share), ``offset`` added to
+    the model-alone points'."""
+    from tb.gap_shares import SHARE_METRICS
+
+    def run(jobs, workers):
+        out = []
+        for _, fn, kw in jobs:
+            point = {k: v for k, v in sorted(kw.items())
+                     if k not in ("sim", "test_id", "messages", "msg_bytes")}
+            figure = sum(ord(c) for c in repr(point)) % 997 + (
+                offset if fn.__name__ == "model_point" else 0)
+            row = {"design": "nic" if "framing" in kw else "rdma", "mismatches": 0,
+                   **{f"{m}_model": figure for m, _ in SHARE_METRICS},
+                   **{f"{m}_rtl": figure for m, _ in SHARE_METRICS}}
+            out.append(row)
+        return out
+    return run
+
+
+def test_run_gap_attaches_shares_and_checks_the_model_alone():
+    from scripts.reporting.gap import gap_section, run_gap
+    from tb.gap_shares import SHARE_METRICS
+
+    rows = run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(), 1)
+    assert "shapley" not in rows[0]
+    for prev, r in zip(rows[:-1], rows[1:], strict=True):
+        for m, _ in SHARE_METRICS:
+            assert r["table_order"][m] == r[f"{m}_model"] - prev[f"{m}_model"]
+            lo, hi = r["range"][m]
+            assert lo <= r["shapley"][m] <= hi
+    md = gap_section(rows, ("board",), 10, 128, "icarus")
+    assert "Each factor's share over all orders at `board`" in md
+    assert sum(line.startswith("| 4096 QPs |") for line in md.splitlines()) == 1
+    with pytest.raises(RuntimeError, match="the model alone gives"):
+        run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(offset=1), 1)
+
+
+def test_finish_gap_checks_the_rows_comparison_keys():
+    """A result whose comparison keys are not those of its row's settings is refused; the
+    keys the level-field test derives are the rows' own."""
+    jobs = gap_table.gap_jobs("icarus", ("board",), messages=10, msg_bytes=128)
+    settings = {}
+    for _, design, s in gap_table.gap_settings("board"):
+        settings.setdefault((design, tuple(sorted(s.items()))), (design, s))
+    results = [dict(gap_table.row_keys(*v), mismatches=0) for v in settings.values()]
+    assert len(results) == len(jobs)
+    rows = gap_table.finish_gap(results, ("board",), 10, 128)
+    assert [r["topology"] for r in rows] == ["switch"] * 6 + ["direct-link"] * 2
+    results[0] = dict(results[0], header="l2")
+    with pytest.raises(ValueError, match="comparison keys"):
+        gap_table.finish_gap(results, ("board",), 10, 128)

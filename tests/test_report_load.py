@@ -58,3 +58,18 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
     assert all(r["msgs_per_s"] <= r["bound_msgs_per_s"] and r["cache_ways"] == 1
                and r["bound"] for r in sat)
     assert "### Saturation" in md
+
+
+def test_fabric_rtl_point_row_names_its_nodes():
+    """The RTL subset's multi-node RDMA point (RdmaFabricTop) carries ``nodes`` in its
+    results row, as the model's multi-node rows do."""
+    from scripts.reporting.load_rows import results_rows
+    from scripts.reporting.load_rtl import RTL_POINTS
+
+    kind, name, knobs, load = next(p for p in RTL_POINTS if p[0] == "fabric")
+    rtl = {"point": name, "simulator": "verilator", "load": load, "knobs": knobs,
+           "messages": 24, "latency_p99_cycles_rtl": 5, "latency_p99_cycles_model": 5,
+           "mismatches": 0}
+    row = results_rows([], [rtl])[0]
+    assert row["design"] == "rdma" and row["nodes"] > 2
+    assert row["latency_p99_cycles_rtl"] == row["latency_p99_cycles_model"]

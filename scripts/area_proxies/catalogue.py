@@ -180,14 +180,19 @@ def gap_row_entries(design, settings):
 
 
 def _gap_entries():
-    """Every entry of the gap rows at :data:`GAP_PROFILES`, in the rows' order."""
+    """Every entry of the gap rows at :data:`GAP_PROFILES`, in the rows' order, and of
+    the engine with the scale-up header class (the engine's rows with the other header,
+    which the factors' shares over all orders visit, tb/gap_shares.py)."""
     from tb.gap_table import gap_settings
 
     out = {}
     for profile in GAP_PROFILES:
         for _, design, settings in gap_settings(profile):
-            for name, (entry, _) in gap_row_entries(design, settings).items():
-                out.setdefault(name, entry)
+            variants = [settings] + ([dict(settings, header="scaleup")]
+                                     if design == "rdma" else [])
+            for s in variants:
+                for name, (entry, _) in gap_row_entries(design, s).items():
+                    out.setdefault(name, entry)
     return out
 
 

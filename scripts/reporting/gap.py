@@ -1,12 +1,14 @@
 """The report's "Where the gap comes from" section: :mod:`tb.gap_table` co-simulated at
 each profile, one markdown table per profile (RTL figures; RTL = model where the
 mismatch column is 0), with each row's area: the parts of one endpoint at the row's
-settings (:mod:`scripts.area_proxies.gap`) summed from area.json (``make area``)."""
+settings (:mod:`scripts.area_proxies.gap`) summed from area.json (``make area``); and
+each factor's share over all orders (:mod:`tb.gap_shares`, the golden model alone)."""
 
 from scripts.area_proxies.gap import figures_of, gap_parts, parts_figures
+from tb.gap_shares import FACTORS, SHARE_METRICS, factor_shares, metric_value, share_jobs
 from tb.gap_table import finish_gap, gap_jobs
 
-__all__ = ["run_gap", "gap_section", "AREA_COLUMNS"]
+__all__ = ["run_gap", "gap_section", "shares_lines", "AREA_COLUMNS"]
 
 #: (title, key, format); ``None`` format: a dict of kinds summed.
 _COLUMNS = (
@@ -14,7 +16,10 @@ _COLUMNS = (
     ("completion cycles", "completion_cycles_rtl", "{:g}"),
     ("ii", "ii_cycles_rtl", "{:.2f}"), ("wire B", "wire_bytes_rtl", "{:.1f}"),
     ("host B", "host_bytes_rtl", "{:.0f}"), ("ctrl ops", "ctrl_ops_rtl", None),
-    ("in flight bits", "inflight_bits_rtl", "{:,}"), ("mismatch", "mismatches", "{}"),
+    ("in flight bits", "inflight_bits_rtl", "{:,}"),
+    ("endpoint state bits", "endpoint_state_bits_rtl", "{:,}"),
+    ("fabric buffer bits", "fabric_buffer_bits_rtl", "{:,}"),
+    ("replay buffer bits", "replay_buffer_bits_rtl", "{:,}"), ("mismatch", "mismatches", "{}"),
 )
 
 
@@ -22,11 +27,68 @@ _COLUMNS = (
 AREA_COLUMNS = (("LUT4", "lut4"), ("FF bits", "ff_bits"), ("mem bits", "mem_bits"))
 
 
-def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers):
+def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers, shares=True):
     """The table's rows (:func:`tb.gap_table.finish_gap`), its co-simulations run by
-    ``run_jobs(jobs, workers)`` (:func:`scripts.sim.run_jobs`)."""
+    ``run_jobs(jobs, workers)`` (:func:`scripts.sim.run_jobs`). With ``shares`` each
+    factor's row also carries, per metric of :data:`tb.gap_shares.SHARE_METRICS`, its
+    ``shapley`` value, its ``range`` (``[least, most]`` over all orders) and its
+    ``table_order`` figure, from the golden model's points of every subset of the factors
+    (:func:`tb.gap_shares.share_jobs`, run by ``run_jobs`` too), and the same with the
+    suffix ``_1qp`` for the walk to the engine at 1 QP (every factor but the QPs);
+    ``RuntimeError`` if a model point of the table's order differs from its co-simulated
+    row's model side."""
     jobs = gap_jobs(sim, profiles, messages, msg_bytes)
-    return finish_gap(run_jobs(jobs, workers), profiles, messages, msg_bytes)
+    rows = finish_gap(run_jobs(jobs, workers), profiles, messages, msg_bytes)
+    if not shares:
+        return rows
+    for profile in profiles:
+        sjobs, index = share_jobs(profile, messages, msg_bytes)
+        model = run_jobs(sjobs, workers)
+        mine = [r for r in rows if r["gap_profile"] == profile]
+        for k, r in enumerate(mine):
+            alone = model[index[frozenset(FACTORS[:k])]]
+            for metric, _ in SHARE_METRICS:
+                if f"{metric}_model" in r and metric_value(alone, metric) != \
+                        metric_value(r, metric):
+                    raise RuntimeError(f"gap {profile} row {k}: the model alone gives "
+                                       f"{metric} {metric_value(alone, metric)}, the "
+                                       f"co-simulation's model {metric_value(r, metric)}")
+        for suffix, factors in (("", FACTORS), ("_1qp", FACTORS[:-1])):
+            got = factor_shares(model, index, factors)
+            for r in mine[1:]:
+                f = got.get(r["gap_factor"])
+                if f is None:
+                    continue
+                r["shapley" + suffix] = {m: f[m]["shapley"] for m, _ in SHARE_METRICS}
+                r["range" + suffix] = {m: f[m]["range"] for m, _ in SHARE_METRICS}
+                r["table_order" + suffix] = {m: f[m]["table"] for m, _ in SHARE_METRICS}
+    return rows
+
+
+def shares_lines(rows, profile):
+    """Markdown lines of the shares of ``profile``'s rows (those :func:`run_gap` gave
+    ``shapley``): for each game (the walk to 4096 QPs, the walk to 1 QP) one line per
+    factor, each metric as ``share [least, most] (table)``; no lines when the rows carry
+    none."""
+    def num(x):
+        return f"{x:,.2f}".rstrip("0").rstrip(".") if isinstance(x, float) else f"{x:,}"
+    out = []
+    for suffix, game in (("", "the walk to 4096 QPs"), ("_1qp", "the walk to 1 QP")):
+        mine = [r for r in rows if r.get("gap_profile") == profile and "shapley" + suffix in r]
+        if not mine:
+            continue
+        out += [f"Each factor's share over all orders at `{profile}`, {game}: Shapley "
+                f"value [least, most] (in the table's order), from the golden model "
+                f"(tb/gap_shares.py; `python -m tb.gap_shares {profile}`):", "",
+                "| factor | " + " | ".join(t for _, t in SHARE_METRICS) + " |",
+                "|---|" + "---|" * len(SHARE_METRICS)]
+        for r in mine:
+            sh, rg, tb = (r[k + suffix] for k in ("shapley", "range", "table_order"))
+            cells = [f"{num(sh[m])} [{num(rg[m][0])}, {num(rg[m][1])}] ({num(tb[m])})"
+                     for m, _ in SHARE_METRICS]
+            out.append(f"| {r['gap_factor']} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
 
 
 def _cell(row, key, fmt):
@@ -63,6 +125,12 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
            f"{msg_bytes} B back to back for ii, wire, host and control figures, 16 one at a "
            f"time for latency and completion. Reproduce with `make sim` (or `make sim "
            f"ARGS=\"--gap {','.join(profiles)}\"`); docs/findings.md reads the tables.", "",
+           "State in three kinds (spec/metrics.py STATE_KINDS): endpoint state (what the "
+           "NIC or the engine itself holds in flight), fabric buffer (the switch ingress "
+           "buffer the NIC's beats hold until their credits return; the RDMA rows run "
+           "on a direct link, without a switch) and replay buffer (the link-retry "
+           "buffer of the endpoint's uplink, as sized for the fabric). `in flight bits` "
+           "is endpoint state plus fabric buffer.", "",
            "The area columns are one endpoint's hardware at the row's settings "
            "(scripts/area_proxies/gap.py; figures from area.json, `make area`, CRC cores "
            "included; `-` where area.json lacks a part): the NIC endpoint or the RDMA "
@@ -87,4 +155,5 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
         out += ["", "Parts per row (one endpoint): "
                 + "; ".join(_parts_line(k, p, parts[k - 1][2] if k else None)
                             for k, (_, _, p) in enumerate(parts)) + ".", ""]
+        out += shares_lines(rows, profile)
     return "\n".join(out)

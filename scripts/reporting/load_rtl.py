@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 
 from pymodel.load.rdma import best_rung, saturation
+from spec.rdma_fabric import FABRIC_DEFAULTS
 
 from .load_rows import MSG_BYTES
 from .progress import Progress
 
 #: The RTL subset: ``(kind, name, knobs, load)``: RDMA points on RdmaTop, NIC points on
 #: NicTop (the load co-simulation's top, tests/test_cosim_nic_load.py) and incast on the
-#: RDMA fabric (RdmaFabricTop, 4 nodes).
+#: RDMA fabric (RdmaFabricTop, 4 nodes: ``nodes`` in its knobs, so that its results row
+#: carries it as the model's multi-node rows do).
 RTL_POINTS = (
     ("rdma", "rdma 1 QP, 50 %", dict(qps=1), 0.5),
     ("rdma", "rdma 64 QPs zipf / 16, 90 %", dict(qps=64, popularity="zipf"), 0.9),
@@ -20,7 +22,8 @@ RTL_POINTS = (
     ("rdma", "rdma 1 QP issuer cpu, 100 %", dict(qps=1, issuer="cpu"), 1.0),
     ("nic", "nic L2 pair, 90 %", dict(pattern="pair", nodes=2), 0.9),
     ("nic", "nic L2 incast 3->1, 50 % per sender", dict(pattern="incast", nodes=4), 0.5),
-    ("fabric", "rdma fabric incast 3->1, 50 %", dict(pattern="incast"), 0.5),
+    ("fabric", "rdma fabric incast 3->1, 50 %",
+     dict(pattern="incast", nodes=FABRIC_DEFAULTS["nodes"]), 0.5),
 )
 #: NicTop of the NIC points (as tests/test_cosim_nic_load.py builds it).
 NIC_RTL_TOP = dict(width=16, link_latency=2, mem_words=1024, max_payload=512)
@@ -60,7 +63,9 @@ def _rtl_point(task):
         else:
             from tb.rdma.fabric_runner import run_fabric
             n = min(messages, 24)
-            folder = run_fabric({}, params=dict(pattern=knobs["pattern"], messages=n,
+            top = ({} if knobs["nodes"] == FABRIC_DEFAULTS["nodes"]
+                   else {"nodes": knobs["nodes"]})
+            folder = run_fabric(top, params=dict(pattern=knobs["pattern"], messages=n,
                                                 msg_bytes=MSG_BYTES, load=load,
                                                 warmup=3000, out_json="m.json"),
                                 sim=sim, test_id=f"load_{tag}")

@@ -169,35 +169,45 @@ def _check_spoof(sb, tb, p, stores, node_ids, got):
     sb.equal("spoof scenario forges frames", spoofed > 0, True)
 
 
-def _e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire, model_wire):
-    """``e2e``, one sender ``src``: each store's completion from the RTL's completion
-    stamps; the completion frames' wire bytes spread over the stores (the RTL's: the
-    frames with the COMPLETION opcode on every uplink; the model's: its completions
-    times their size); the sender's credits counted over its store beats only; the
-    completions per store and the e2e state bits for ``_metrics``."""
+def _e2e_model(p, want, stores, src):
+    """The model's side of :func:`_e2e_figures`: the completion frames' wire bytes per
+    store and ``_metrics``' ``acks`` and ``state_bits``."""
+    nodes, n = p["nodes"], len(stores[src])
+    n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
+    extra = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
+    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
+    return extra, {"acks": {"acks_sent": n_cpl / n,
+                            "acks_received": want["e2e"][src]["cpl_ok"] / n},
+                   "state_bits": gen + trk}
+
+
+def _e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):
+    """``e2e``, one sender ``src``, the RTL's side of :func:`_e2e_model`: each store's
+    completion from the RTL's completion stamps; the completion frames' wire bytes (the
+    frames with the COMPLETION opcode on every uplink) spread over the stores; the
+    sender's credits counted over its store beats only; the completions per store and
+    the e2e state bits for ``_metrics``."""
     w, nodes, n = p["width"], p["nodes"], len(stores[src])
     frames = [(s.dst, len(s.segments(w, p["max_payload"]))) for s in stores[src]]
     rtl_comp = store_completions(cp[src][0], cp[src][1], frames)
     cpl_rtl = [f.data for q in range(nodes) for f in sent[q]
                if parse_header(p["framing"], f.data)["opcode"] == NicOp.COMPLETION.value]
-    n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
     extra_rtl = sum(phy_bytes(f) for f in cpl_rtl) / n
-    extra_model = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
+    _, e2e_model = _e2e_model(p, want, stores, src)
     rtl_wire = [x + extra_rtl for x in rtl_wire]
-    model_wire = [x + extra_model for x in model_wire]
     rtl_cr = [len(tb.credit_stamps(src)) / n]
-    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
     acks_rtl = {"acks_sent": len(cpl_rtl) / n,
                 "acks_received": cpl_counters(tb, src)["cpl_ok"] / n}
-    acks_model = {"acks_sent": n_cpl / n, "acks_received": want["e2e"][src]["cpl_ok"] / n}
-    return (rtl_comp, rtl_wire, rtl_cr, model_wire,
-            {"acks": acks_rtl, "state_bits": gen + trk},
-            {"acks": acks_model, "state_bits": gen + trk})
+    return (rtl_comp, rtl_wire, rtl_cr,
+            {"acks": acks_rtl, "state_bits": e2e_model["state_bits"]})
 
 
-@cocotb.test()
-async def nic_matches_model(dut):
-    p = cosim_params()
+def model_run(p):
+    """The golden model's run of the test's parameters ``p`` (those of
+    :func:`tb.cosim.cosim_params`): a dict with the scenario as the RTL is loaded with it
+    (``stores`` as issued, ``node_ids``, ``faults``, ``stalls``, ``tbl``, ``wins``,
+    ``srcs``, ``clean``: the retry top's fault settings), the model's results ``want``
+    and its wall time ``t_model``. No simulator: also the model side of a point alone."""
     w, nodes = p["width"], p["nodes"]
     attachment = p.get("attachment", "integrated")
     e2e = p.get("completion", "credit") == "e2e"
@@ -237,7 +247,75 @@ async def nic_matches_model(dut):
     stores = issue(stores)
     t0 = time.perf_counter()
     want = model.run(stores, node_ids, stalls, faults, **run_kw)
-    t_model = time.perf_counter() - t0
+    return dict(stores=stores, node_ids=node_ids, faults=faults, stalls=stalls, tbl=tbl,
+                wins=wins, srcs=srcs, clean=clean, want=want,
+                t_model=time.perf_counter() - t0)
+
+
+def _locate(p, want, tbl):
+    """One sender, every store delivered: ``(src, last_idx, ends)``, each store's last
+    write as ``(port, index)`` in the recorder of its destination's port and its last
+    wire beat's index at the sender; None otherwise."""
+    msgs, per_store = want["messages"], want["stores"]
+    good = [m for m in per_store if m["remote_write"] is not None]
+    if not (good and len(good) == len(per_store)
+            and all(m["src"] == good[0]["src"] for m in per_store)):
+        return None
+    nodes, w = p["nodes"], p["width"]
+    route = {n: o for n, o in tbl}
+    last_idx, ends, k, e = [], [], dict.fromkeys(range(nodes), 0), 0
+    for m in msgs:
+        port = route.get(m["store"].dst, m["store"].dst % nodes)
+        k[port] += -(-m["store"].length // w)
+        e += m["beats"]
+        if m is msgs[-1] or msgs[m["id"] + 1]["cmd"] != m["cmd"]:
+            last_idx.append((port, k[port] - 1))
+            ends.append(e - 1)
+    return good[0]["src"], last_idx, ends
+
+
+def model_figures(p, run):
+    """The model's per-message figures of :func:`model_run`'s ``run`` as the test writes
+    them (``nic_results.json``'s ``model``, with the host metrics on ``pcie``) and its
+    ``per_store`` latency and completion: ``(metrics, {"latency", "completion"})``; None
+    unless one sender's every store was delivered."""
+    want, stores = run["want"], run["stores"]
+    located = _locate(p, want, run["tbl"])
+    if located is None:
+        return None
+    src, last_idx, ends = located
+    per_store, w = want["stores"], p["width"]
+    credits = [st["wire_beats"] for st in per_store]
+    model_wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
+    e2e_model = {}
+    if p.get("completion", "credit") == "e2e":
+        extra, e2e_model = _e2e_model(p, want, stores, src)
+        model_wire = [x + extra for x in model_wire]
+        e2e_model["held"] = [want["cr"][src][i] for i in ends]
+    accept = [m["accept"] for m in per_store]
+    remote = [want["wr"][o][1][i] for o, i in last_idx]
+    completion = [m["completion"] for m in per_store]
+    metrics = _metrics(per_store, accept, remote, completion, model_wire, credits,
+                       credits, w, **e2e_model)
+    if p.get("attachment", "integrated") == "pcie":
+        metrics.update(_host_metrics(list(want["host"].values()), len(per_store),
+                                     metrics["ii_cycles"]))
+    lat, comp = _spans(len(per_store), accept, remote, completion)
+    return metrics, {"latency": lat, "completion": comp}
+
+
+@cocotb.test()
+async def nic_matches_model(dut):
+    p = cosim_params()
+    w, nodes = p["width"], p["nodes"]
+    attachment = p.get("attachment", "integrated")
+    e2e = p.get("completion", "credit") == "e2e"
+    run = model_run(p)
+    stores, node_ids, faults, stalls = (run[k] for k in ("stores", "node_ids", "faults",
+                                                         "stalls"))
+    tbl, wins, srcs, clean, want = (run[k] for k in ("tbl", "wins", "srcs", "clean",
+                                                     "want"))
+    t_model = run["t_model"]
 
     tb = NicTestbench(dut, nodes, w, p["mem_words"])
     tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins,
@@ -274,21 +352,9 @@ async def nic_matches_model(dut):
     msgs, per_store = want["messages"], want["stores"]
     out = {"mismatches": len(sb.mismatches), "cycles": end, "messages": len(per_store),
            "frames_sent": len(msgs), "counters": want["counters"]}
-    good = [m for m in per_store if m["remote_write"] is not None]
-    if good and len(good) == len(per_store) and all(m["src"] == good[0]["src"]
-                                                    for m in per_store):
-        # One sender, every store delivered: locate each store's last write in the
-        # recorder of its destination's port, and its last credit at the sender.
-        src = good[0]["src"]
-        route = {n: o for n, o in tbl}
-        last_idx, ends, k, e = [], [], dict.fromkeys(range(nodes), 0), 0
-        for m in msgs:
-            port = route.get(m["store"].dst, m["store"].dst % nodes)
-            k[port] += -(-m["store"].length // w)
-            e += m["beats"]
-            if m is msgs[-1] or msgs[m["id"] + 1]["cmd"] != m["cmd"]:
-                last_idx.append((port, k[port] - 1))
-                ends.append(e - 1)
+    located = _locate(p, want, tbl)
+    if located is not None:
+        src, last_idx, ends = located
         # Wire bytes of each store: its frames as the RTL sent them (the scenario says
         # how many segments each store is cut into).
         rtl_frames, rtl_wire, rtl_beats = iter(sent[src]), [], []
@@ -296,41 +362,29 @@ async def nic_matches_model(dut):
             frames = [next(rtl_frames, None) for _ in s.segments(w, p["max_payload"])]
             rtl_wire.append(sum(phy_bytes(f.data) for f in frames if f is not None))
             rtl_beats.append(sum(-(-len(f.data) // w) for f in frames if f is not None))
-        credits = [st["wire_beats"] for st in per_store]
         rtl_accept = got[src]["starts"]
         rtl_remote = [got[o]["wr"][i] if i < len(got[o]["wr"]) else -1
                       for o, i in last_idx]
         rtl_comp = [got[src]["cr"][i] if i < len(got[src]["cr"]) else -1 for i in ends]
-        model_wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
         rtl_cr = [len(got[src]["cr"]) / len(per_store)]
-        e2e_rtl, e2e_model = {}, {}
+        e2e_rtl = {}
         if e2e:                      # beats are held to their credit, as without e2e
             held = rtl_comp
-            rtl_comp, rtl_wire, rtl_cr, model_wire, e2e_rtl, e2e_model = _e2e_figures(
-                p, tb, want, cp, stores, src, sent, rtl_wire, model_wire)
+            rtl_comp, rtl_wire, rtl_cr, e2e_rtl = _e2e_figures(
+                p, tb, want, cp, stores, src, sent, rtl_wire)
             rtl_comp = [-1 if c is None else c for c in rtl_comp]
             e2e_rtl["held"] = held
-            e2e_model["held"] = [want["cr"][src][i] for i in ends]
         out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, rtl_wire,
                               rtl_cr, rtl_beats, w, **e2e_rtl)
-        out["model"] = _metrics(per_store, [m["accept"] for m in per_store],
-                                [want["wr"][o][1][i] for o, i in last_idx],
-                                [m["completion"] for m in per_store],
-                                model_wire, credits, credits, w, **e2e_model)
-        model_accept = [m["accept"] for m in per_store]
+        out["model"], per_model = model_figures(p, run)
         lat_rtl, comp_rtl = _spans(len(per_store), rtl_accept, rtl_remote, rtl_comp)
-        lat_model, comp_model = _spans(len(per_store), model_accept,
-                                       [want["wr"][o][1][i] for o, i in last_idx],
-                                       [m["completion"] for m in per_store])
         out["per_store"] = {"rtl": {"latency": lat_rtl, "completion": comp_rtl},
-                            "model": {"latency": lat_model, "completion": comp_model}}
+                            "model": per_model}
         out["frames"] = [(f.start, f.data.hex()) for f in sent[src]]
         if attachment == "pcie":
             n = len(per_store)
             out["rtl"].update(_host_metrics([tb.host_counters(q) for q in range(nodes)], n,
                                             out["rtl"]["ii_cycles"]))
-            out["model"].update(_host_metrics(list(want["host"].values()), n,
-                                              out["model"]["ii_cycles"]))
 
     Path("nic_results.json").write_text(json.dumps(out))
     kinds = sorted({m.split("[")[0].split(":")[0] for m in sb.mismatches})

@@ -17,13 +17,15 @@ from pymodel.pcap import write_pcapng
 from pymodel.throughput import isolated_median
 from rtl.tops.nic_top import NicTop
 from spec.checks import silence
-from spec.fabric_profiles import fabric_profile
+from spec.fabric_profiles import fabric_profile, replay_buffer_bits
+from spec.formats.nic import frame_beats
 from spec.metrics import row_metrics
-from spec.nic import COMPLETIONS, HEADLINE_TOP
+from spec.nic import COMPLETIONS, HEADLINE_TOP, completion_state_bits
 from tb.cosim import check_params, run_cosim
 
-__all__ = ["run_headline", "run_point", "point_top", "point_depth", "HEADLINE_DEPTH",
-           "headline_jobs", "finish_headline", "HEADLINE_POINTS", "comparison_keys"]
+__all__ = ["run_headline", "run_point", "model_point", "state_kinds", "point_top",
+           "point_depth", "HEADLINE_DEPTH", "headline_jobs", "finish_headline",
+           "HEADLINE_POINTS", "comparison_keys", "TOPOLOGY"]
 
 #: The metrics of a NIC results row.
 METRICS = row_metrics("nic")
@@ -79,32 +81,15 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
     ``ii_cycles`` is ``None`` for one store (a rate needs two)."""
-    if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
-            or latency_messages < 0:
-        raise ValueError(f"latency_messages must be a count of stores (0: none), not "
-                         f"{latency_messages!r}")
-    if not isinstance(retry, bool):
-        raise ValueError(f"retry must be True or False, not {retry!r}")
-    if completion not in COMPLETIONS:
-        raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
-                         f"not {completion!r}")
-    held = max(messages, latency_messages + 1 if latency_messages else 0)
-    nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
-                              retry, completion, depth)
-    profile = fabric_profile(fabric)
-    pcie = attachment == "pcie"
-    metrics = row_metrics("nic", host=pcie)
-    scenario = "pair" if peers == 1 else "fanout"
-    params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
-                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
-                  fabric=profile.name, retry=retry, completion=completion)
-    if completion == "e2e":
-        params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
-    lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
-    check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
+    nt, name, params, lat_params = _point_params(
+        framing, msg_bytes, messages, peers, top, attachment, fabric, retry, completion,
+        latency_messages, depth)
     if check_only:
         silence(nt)             # checked only: the top is deliberately never elaborated
         return None
+    profile = fabric_profile(fabric)
+    metrics = row_metrics("nic", host=attachment == "pcie")
+    scenario = params["scenario"]
     test_id = test_id or f"{scenario}-{peers}-{messages}x{msg_bytes}"
 
     def run(run_params, run_id):
@@ -129,6 +114,9 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
         for side in ("rtl", "model"):
             for key in ("latency", "completion"):
                 row[f"{key}_cycles_{side}"] = isolated_median(lat["per_store"][side][key])
+    for side in ("rtl", "model"):
+        row.update({f"{k}_{side}": v for k, v in state_kinds(
+            row[f"inflight_bits_{side}"], params).items()})
     row["mismatches"] = mismatches + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
                                          for k in metrics)
     if messages < 2:                        # one store has no rate
@@ -136,6 +124,82 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
     return row
+
+
+def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, retry,
+                  completion, latency_messages, depth):
+    """``(NicTop, name, params, lat_params)`` of a :func:`run_point` point: the top and
+    the parameters of its two runs, checked (``ValueError`` naming a bad one)."""
+    if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
+            or latency_messages < 0:
+        raise ValueError(f"latency_messages must be a count of stores (0: none), not "
+                         f"{latency_messages!r}")
+    if not isinstance(retry, bool):
+        raise ValueError(f"retry must be True or False, not {retry!r}")
+    if completion not in COMPLETIONS:
+        raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
+                         f"not {completion!r}")
+    held = max(messages, latency_messages + 1 if latency_messages else 0)
+    nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
+                              retry, completion, depth)
+    profile = fabric_profile(fabric)
+    scenario = "pair" if peers == 1 else "fanout"
+    params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
+                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
+                  fabric=profile.name, retry=retry, completion=completion)
+    if completion == "e2e":
+        params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
+    lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
+    check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
+    return nt, name, params, lat_params
+
+
+def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
+                fabric="board", retry=False, completion="credit", latency_messages=16):
+    """The golden model's side of :func:`run_point` alone (no simulator): the row with
+    ``_model`` values only, computed by the co-simulation's own code
+    (:func:`tb.nic.cocotb_nic.model_run`, :func:`~tb.nic.cocotb_nic.model_figures`), so
+    that they equal a co-simulated row's ``_model`` values, and the comparison keys."""
+    from tb.nic.cocotb_nic import model_figures, model_run
+
+    _, _, params, lat_params = _point_params(
+        framing, msg_bytes, messages, peers, None, attachment, fabric, retry, completion,
+        latency_messages, None)
+    figures = model_figures(params, model_run(params))
+    if figures is None:
+        raise RuntimeError("NIC model: a store was lost")
+    row = {"design": "nic", "framing": framing, "msg_bytes": msg_bytes,
+           "messages": messages, "peers": peers,
+           **comparison_keys(framing, attachment, fabric_profile(fabric).name, retry,
+                             completion)}
+    row.update({f"{k}_model": v for k, v in figures[0].items()})
+    if latency_messages:
+        per = model_figures(lat_params, model_run(lat_params))[1]
+        for key in ("latency", "completion"):
+            row[f"{key}_cycles_model"] = isolated_median(per[key])
+    row.update({f"{k}_model": v for k, v in state_kinds(row["inflight_bits_model"],
+                                                         params).items()})
+    return row
+
+
+def state_kinds(inflight_bits, params):
+    """A NIC row's ``inflight_bits`` split into the kinds of
+    :data:`spec.metrics.STATE_KINDS`, for a run of ``params`` (:func:`_point_params`):
+    endpoint state, the end-to-end completion's state (:func:`spec.nic.
+    completion_state_bits` of the top's nodes, which ``inflight_bits`` adds with
+    ``completion`` ``e2e``; 0 otherwise); fabric buffer, the rest: the payload beats in
+    the switch's ingress buffer until their credits return; replay buffer with
+    ``retry``, :func:`spec.fabric_profiles.replay_buffer_bits` of the longest frame of
+    the row's framing (0 otherwise)."""
+    endpoint = 0
+    if params.get("completion") == "e2e":
+        endpoint = sum(completion_state_bits(params["nodes"], params["coalesce"],
+                                             params["flush_idle"], params["timeout"]))
+    beats = frame_beats(params["width"], params["framing"], params["max_payload"])
+    return {"endpoint_state_bits": endpoint, "fabric_buffer_bits": inflight_bits - endpoint,
+            "replay_buffer_bits": (replay_buffer_bits(params["fabric"], beats,
+                                                      params["width"])
+                                   if params.get("retry") else 0)}
 
 
 def point_depth(msg_bytes: int, messages: int, width: int, max_payload: int) -> int:
@@ -203,8 +267,14 @@ def comparison_keys(framing, attachment="integrated", fabric="board", retry=Fals
     completion; ``"e2e"``: the receiver's completion frames), ``reliability``
     (``"link-retry"`` with link-level retry, else ``"none"``) and ``header`` (the
     framing)."""
-    return {"fabric": fabric, "attachment": attachment, "completion": completion,
-            "reliability": "link-retry" if retry else "none", "header": framing}
+    return {"topology": TOPOLOGY, "fabric": fabric, "attachment": attachment,
+            "completion": completion, "reliability": "link-retry" if retry else "none",
+            "header": framing}
+
+
+#: The NIC top's topology key: node, link, switch, link, node, credit-based flow control
+#: into the switch (:class:`rtl.tops.nic_top.NicTop`).
+TOPOLOGY = "switch"
 
 
 #: The headline's points: both framings on the integrated attachment (the accelerator's

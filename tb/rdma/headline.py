@@ -14,17 +14,24 @@ import json
 import pathlib
 
 from pymodel.pcap import write_pcapng
-from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing
+from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing, reduce_run
 from pymodel.throughput import isolated_median
-from spec.fabric_profiles import fabric_profile, one_way, rdma_records, rdma_timeout
+from spec.fabric_profiles import (
+    fabric_profile,
+    one_way,
+    rdma_records,
+    rdma_timeout,
+    replay_buffer_bits,
+)
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.metrics import STEADY_WINDOW, row_metrics
+from spec.rdma import LINK_FRAME_BEATS
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
-__all__ = ["run_headline", "run_point", "ii_messages", "headline_jobs", "finish_headline",
-           "HEADLINE_ROWS", "comparison_keys"]
+__all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_jobs",
+           "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -71,12 +78,30 @@ def _top(host, link_latency=None, fabric="board", link_retry=False, header="roce
 
 def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
     """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
-    ``attachment`` (the host-interface profile), ``completion`` (``"e2e"``: the ACK and
+    ``topology`` (:data:`TOPOLOGY`), ``attachment`` (the host-interface profile),
+    ``completion`` (``"e2e"``: the ACK and
     the CQE), ``reliability`` (the engine's go-back-N, over link retry with
     ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
-    return {"fabric": fabric, "attachment": host, "completion": "e2e",
+    return {"topology": TOPOLOGY, "fabric": fabric, "attachment": host, "completion": "e2e",
             "reliability": "link-retry+go-back-N" if link_retry else "go-back-N",
             "header": header}
+
+
+#: RdmaTop's topology key: the two nodes on one link that stands for the whole path
+#: (:func:`spec.fabric_profiles.one_way`), no switch and no credit-based flow control.
+TOPOLOGY = "direct-link"
+
+
+def state_kinds(inflight_bits, fabric="board", link_retry=False):
+    """An RDMA row's state by the kinds of :data:`spec.metrics.STATE_KINDS`: all of
+    ``inflight_bits`` is the engine's own (window records, outstanding reads,
+    prefetched WQEs, held payload, context fills, receive buffer); no fabric buffer on
+    RdmaTop's direct link; with ``link_retry`` the replay buffer of one link of the
+    ``fabric`` (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA
+    frame), as the NIC's."""
+    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 0,
+            "replay_buffer_bits": (replay_buffer_bits(fabric, LINK_FRAME_BEATS)
+                                   if link_retry else 0)}
 
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
@@ -163,6 +188,9 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
             row[f"{key}_{side}"] = b.get(key)
         row[f"latency_cycles_{side}"] = isolated_median(t.get("latency"))
         row[f"completion_cycles_{side}"] = isolated_median(t.get("completion"))
+        if row[f"inflight_bits_{side}"] is not None:
+            row.update({f"{k}_{side}": v for k, v in state_kinds(
+                row[f"inflight_bits_{side}"], fabric, link_retry).items()})
     row["mismatches"] = bw["mismatches"] + lat["mismatches"]
     if messages < ii_messages():            # the steady window would hold the warm-up
         for side in ("rtl", "model"):
@@ -182,6 +210,44 @@ def ii_messages():
     spacing, not a rate."""
     (lo_num, lo_den), _ = STEADY_WINDOW
     return -(-lo_den // lo_num) - 1
+
+
+def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
+                latency_messages=16, fabric="board", link_retry=False, header="roce"):
+    """The golden model's side of :func:`run_point` alone (no simulator), for the
+    parameters it shares with it (the others at their defaults): the row with ``_model``
+    values only, from the same top, runs and reduction as the co-simulation's model side
+    (:func:`tb.rdma.cocotb_rdma.config`, :func:`~tb.rdma.cocotb_rdma.scenario`,
+    :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`pymodel.rdma.point.reduce_run`), and
+    the comparison keys."""
+    from tb.rdma.cocotb_rdma import config, run_model, scenario
+
+    k = knobs_of(rung, None)
+    top = _top(host, None, fabric, link_retry, header)
+    warm = latency_spacing(host)
+    common = dict(kind="writes", sizes=[msg_bytes], qps=qps, warmup=warm,
+                  cache_entries=cache_entries, qpc_bytes=QPC_BYTES_DEFAULT)
+    runs = []
+    for params in (dict(common, messages=messages + 1, knobs=k),
+                   dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
+                        spacing=warm)):
+        check_params(dict(params, top=top))
+        cfg, knobs = config(top, params)
+        v, inject, _ = scenario(params, cfg, knobs)
+        runs.append(reduce_run(v, run_model(cfg, v, inject, (1, 0)),
+                               max(len(v.messages), 1)))
+    bw, lat = runs
+    fabric = fabric_profile(fabric).name
+    row = {"design": "rdma", "framing": "rocev2" if header == "roce" else header,
+           "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
+           "cache_entries": cache_entries, "host": host, "rung": rung,
+           **comparison_keys(host, fabric, link_retry, header)}
+    row.update({f"{key}_model": bw.get(key) for key in _PER_MESSAGE})
+    row["latency_cycles_model"] = isolated_median(lat["latency"])
+    row["completion_cycles_model"] = isolated_median(lat["completion"])
+    row.update({f"{key}_model": v for key, v in state_kinds(
+        row["inflight_bits_model"], fabric, link_retry).items()})
+    return row
 
 
 def headline_jobs(sim, messages=1000, msg_bytes=128, latency_messages=16,
