@@ -103,7 +103,7 @@ def test_bad_roofline_arguments():
 
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
-                           batches=(1, 16), levers=("coalescing",))
+                           batches=(1, 16), levers=("coalescing",), fastpath_sizes=(16384,))
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
@@ -125,6 +125,11 @@ def test_section_small_grid(tmp_path):
     assert "### GPU synchronisation per collective" in md
     assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
     assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
+    # The fast path against the cycle model at 16 KiB, 1 and 248 QPs: both within.
+    assert "### The fast path at the inference message sizes" in md
+    check = doc["fastpath_check"]
+    assert [(r["msg_bytes"], r["qps"]) for r in check] == [(16384, 1), (16384, 248)]
+    assert all(r["within"] for r in check) and "Points outside: 0" in md
 
 
 def test_whole_grid_runs(tmp_path):

@@ -39,6 +39,7 @@ from pymodel.workloads.grid import (
 
 # FASTEST, calibration_markdown, lever_markdown: re-exported for callers of this module.
 from .inference_calibration import _CAL_HERE, _more_calibrations, calibration_markdown
+from .inference_fastpath import FASTPATH_SIZES, fastpath_check_rows, fastpath_markdown
 from .inference_markdown import _LEVERS_HERE, _markdown, lever_markdown
 from .inference_plots import _plots
 from .inference_rows import FASTEST, SHOWN, _fastest_rows  # noqa: F401
@@ -48,15 +49,19 @@ __all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
-                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1):
+                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1,
+                      fastpath_sizes=FASTPATH_SIZES):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
     ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
     picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`);
     ``calibration`` (:data:`pymodel.workloads.grid.CALIBRATIONS`, default the NIM fit) and
-    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. The markdown says how
-    long the grid took (wall time, seconds).
+    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. ``fastpath_sizes``:
+    the WRITE sizes at which the fast path is checked against the cycle-level model
+    (:mod:`.inference_fastpath`; ``inference.json``'s ``fastpath_check``, each row's
+    ``within`` says whether it is within tolerance; empty: no check). The markdown says
+    how long the grid took (wall time, seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -71,6 +76,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     levers = lever_rows(levers=levers, calibration=calibration)
     step_cal = step_calibration(calibration)
     cal2 = _more_calibrations(grid, scenarios, step_cal)
+    check = fastpath_check_rows(sizes=fastpath_sizes) if fastpath_sizes else []
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -79,9 +85,10 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                                             calibrated_residual=r.calibrated_residual)
                                        for r in cal], "nim_overhead_ms": t0,
                    "levers": levers, "deepep_calibration": cal2["deepep"],
-                   "gpu_sync": cal2["sync"],
+                   "gpu_sync": cal2["sync"], "fastpath_check": check,
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
     md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
                    step_cal, micro_batches)
     md = md.replace(_CAL_HERE, calibration_markdown(cal2))
-    return md.replace(_LEVERS_HERE, lever_markdown(levers))
+    md = md.replace(_LEVERS_HERE, lever_markdown(levers))
+    return md + ("\n\n" + fastpath_markdown(check) if check else "")
