@@ -169,16 +169,41 @@ def test_deepep_calibration_payload_by_hand():
     """EP32, 128 tokens per GPU, top-8 of 256 experts (8 per GPU): with the balanced
     routing 32 of a GPU's 1,024 (token, expert) pairs are local, 992 are sent: 992
     dispatch puts of 7,408 B and 248 counts of 8 B; combine 992 x 14,336 B + 248 flags.
-    At 50 GB/s the payload alone takes 147 us and 284 us: the model cannot be faster."""
-    from pymodel.workloads.calibration import deepep_calibration
+    At 50 GB/s the payload alone takes 147 us and 284 us: the model cannot be faster.
+    The rows cite DeepEP's pure-RDMA table (README at commit 1a0c8f6: EP32 dispatch 182
+    us, combine 350 us), whose RDMA bandwidth column (41 GB/s both) is this payload over
+    that time."""
+    from pymodel.workloads.calibration import DEEPEP_LL, deepep_calibration
+    assert (DEEPEP_LL["dispatch_us"], DEEPEP_LL["combine_us"]) == (182.0, 350.0)
+    assert "pure RDMA" in DEEPEP_LL["source"] and "1a0c8f6" in DEEPEP_LL["source"]
     rows = deepep_calibration({"nic": Carrier("nic", framing="compact")})
     got = {r["phase"]: r for r in rows}
+    assert {r["table"] for r in rows} == {"pure RDMA"}
     assert got["dispatch"]["payload_mb"] * 1e6 == pytest.approx(992 * 7408 + 248 * 8)
     assert got["combine"]["payload_mb"] * 1e6 == pytest.approx(992 * 14336 + 248 * 8)
     for r in rows:
         assert r["at_link_us"] >= r["payload_mb"] * 1e6 / 50e9 * 1e6
-    # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 155 us.
+        assert r["delivered_gbs"] == pytest.approx(41, abs=1)
+    # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 182 us.
     assert abs(got["dispatch"]["residual"]) < 0.25
+
+
+def test_deepep_calibration_with_nvlink_peers_by_hand():
+    """DeepEP's table after its low-latency kernels began to use NVLink (EP32 dispatch
+    155 us, combine 273 us): in nodes of 8 GPUs, 7 of a GPU's 31 peers are on NVLink,
+    so the design carries the messages to the other 24: 32 puts each (992 / 31), 768
+    dispatch puts of 7,408 B and 768 combine messages of 14,336 B, with 8 counts or
+    flags to each of the 24 (one a local expert). At 50 GB/s: 114 us and 220 us."""
+    from pymodel.workloads.calibration import DEEPEP_LL_NVLINK, deepep_calibration
+    rows = deepep_calibration({"nic": Carrier("nic", framing="compact")},
+                              DEEPEP_LL_NVLINK)
+    got = {r["phase"]: r for r in rows}
+    assert {r["table"] for r in rows} == {"NVLink + RDMA"}
+    assert got["dispatch"]["payload_mb"] * 1e6 == pytest.approx(768 * 7408 + 192 * 8)
+    assert got["combine"]["payload_mb"] * 1e6 == pytest.approx(768 * 14336 + 192 * 8)
+    assert round(got["dispatch"]["payload_us"]) == 114
+    assert round(got["combine"]["payload_us"]) == 220
+    assert got["dispatch"]["published_us"] == 155 and got["combine"]["published_us"] == 273
 
 
 def test_kv_transfer_rows_name_their_pairing():
