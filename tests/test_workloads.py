@@ -339,3 +339,24 @@ def test_trace_builder_refuses_bad_messages():
         b.add(p, 0, 2, 8, 1, "data")
     with pytest.raises(ValueError, match="not yet added"):
         b.phase("y", "op", 0, (5,), 1, 1)
+
+
+def test_auto_allreduce_follows_vllms_custom_all_reduce_by_hand():
+    """``allreduce="auto"`` as vLLM's custom all-reduce chooses (csrc/custom_all_reduce.cuh):
+    one-shot below 256 KiB at up to 8 GPUs (512 KiB at up to 4, always at 2), reduce-
+    scatter + all-gather above. Llama-3-70B TP8 all-reduces batch x 8,192 x 2 bytes: 15
+    sequences (240 KiB) go one-shot, 16 (256 KiB) in two shots."""
+    from pymodel.workloads.decode_trace import allreduce_mode
+    assert allreduce_mode("auto", 8, 256 * 1024 - 1) == "oneshot"
+    assert allreduce_mode("auto", 8, 256 * 1024) == "rsag"
+    assert allreduce_mode("auto", 4, 256 * 1024) == "oneshot"
+    assert allreduce_mode("auto", 4, 512 * 1024) == "rsag"
+    assert allreduce_mode("auto", 2, 1 << 30) == "oneshot"
+    assert allreduce_mode("auto", 16, 1024) == "rsag"
+    assert allreduce_mode("oneshot", 8, 1 << 30) == "oneshot"
+    names = {b: {p.name.rsplit(".", 1)[1] for p in
+                 decode_step("llama-3-70b", Deployment(batch=b, tp=8), allreduce="auto").phases}
+             for b in (15, 16)}
+    assert names == {15: {"ar"}, 16: {"rs", "ag"}}
+    with pytest.raises(ValueError, match="allreduce"):
+        decode_step("llama-3-70b", Deployment(batch=1, tp=8), allreduce="ring")

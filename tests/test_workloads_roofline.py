@@ -108,7 +108,7 @@ def test_section_small_grid(tmp_path):
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
         assert f"### {heading}" in md
-    assert "| Llama-3-70B, TP8 one-shot | 16 |" in md
+    assert "| Llama-3-70B, TP8 one/two-shot | 16 |" in md
     assert "| Llama-3-70B | GQA | 327,680 | 163,840 |" in md
     assert "| DeepSeek-V3 | MLA | 70,272 | 40,016 | 671,026,404,352 | 671 B |" in md
     assert "| none | all | 18,880 | 4,096 |" in md
@@ -124,7 +124,7 @@ def test_section_small_grid(tmp_path):
     assert "### Calibration against DeepEP's low-latency kernels" in md
     assert "### GPU synchronisation per collective" in md
     assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
-    assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
+    assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one/two-shot | 1 |" in md
     # The fast path against the cycle model at 16 KiB, 1 and 248 QPs: both within.
     assert "### The fast path at the inference message sizes" in md
     check = doc["fastpath_check"]

@@ -21,7 +21,25 @@ from pymodel.workloads.trace import TraceBuilder
 DISPATCH_HEADER = 16
 #: Hidden values per FP8 scale (a float) in DeepEP's FP8 dispatch.
 FP8_GROUP = 128
-ALLREDUCE = ("oneshot", "rsag")
+ALLREDUCE = ("oneshot", "rsag", "auto")
+#: Largest all-reduce (bytes per GPU) that ``allreduce="auto"`` sends one-shot, by the
+#: most GPUs of the group it applies to, as vLLM's custom all-reduce chooses
+#: (csrc/custom_all_reduce.cuh, ``allreduce``: with full NVLink, the one-stage kernel
+#: below 512 KiB at up to 4 GPUs and below 256 KiB at up to 8, the two-stage reduce-scatter
+#: + all-gather above; 2 GPUs always one-stage). Larger groups: two-shot (vLLM's custom
+#: all-reduce stops at 8 GPUs; NCCL's ring, which takes over there, is not modelled).
+ONESHOT_MAX_BYTES = ((2, None), (4, 512 * 1024), (8, 256 * 1024))
+
+
+def allreduce_mode(mode, tp, nbytes):
+    """``"oneshot"`` or ``"rsag"`` for an all-reduce of ``nbytes`` per GPU over ``tp``
+    GPUs: ``mode`` itself, or with ``"auto"`` as :data:`ONESHOT_MAX_BYTES` says."""
+    if mode != "auto":
+        return mode
+    for gpus, limit in ONESHOT_MAX_BYTES:
+        if tp <= gpus:
+            return "oneshot" if limit is None or nbytes < limit else "rsag"
+    return "rsag"
 
 
 def dispatch_bytes(hidden, fp8=True):
@@ -54,7 +72,7 @@ def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allredu
         srcs.append(s)
         dsts.append(d)
     src, dst = np.concatenate(srcs), np.concatenate(dsts)
-    if mode == "oneshot":
+    if allreduce_mode(mode, tp, nbytes) == "oneshot":
         p = b.phase(f"{name}.ar", op, layer, dep_ids, tp - 1, tp - 1)
         b.add(p, src, dst, nbytes, 1, "data")
         b.add(p, src, dst, FLAG_BYTES, 1, "flag")
@@ -93,8 +111,9 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
     model : str or ModelConfig
         A model name (:func:`pymodel.workloads.config.model_names`) or its config.
     deployment : Deployment
-    allreduce : {"oneshot", "rsag"}
-        How TP all-reduces are sent.
+    allreduce : {"oneshot", "rsag", "auto"}
+        How TP all-reduces are sent (``auto``: one-shot or reduce-scatter + all-gather
+        by size and group, as vLLM's custom all-reduce chooses; :func:`allreduce_mode`).
 
     Returns
     -------

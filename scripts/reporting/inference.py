@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from pymodel.workloads.attention import attention_rows
 from pymodel.workloads.calibration import nim_calibration
 from pymodel.workloads.grid import (
     BATCHES,
@@ -40,7 +41,7 @@ from pymodel.workloads.grid import (
 # FASTEST, calibration_markdown, lever_markdown: re-exported for callers of this module.
 from .inference_calibration import _CAL_HERE, _more_calibrations, calibration_markdown
 from .inference_fastpath import FASTPATH_SIZES, fastpath_check_rows, fastpath_markdown
-from .inference_markdown import _LEVERS_HERE, _markdown, lever_markdown
+from .inference_markdown import _LEVERS_HERE, _markdown, attention_markdown, lever_markdown
 from .inference_plots import _plots
 from .inference_rows import FASTEST, SHOWN, _fastest_rows  # noqa: F401
 from .inference_sweeps import SWEEP_COLUMNS, sweep_markdown
@@ -73,6 +74,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
+    attention = attention_rows(calibration=calibration) if "attention" in levers else []
     levers = lever_rows(levers=levers, calibration=calibration)
     step_cal = step_calibration(calibration)
     cal2 = _more_calibrations(grid, scenarios, step_cal)
@@ -86,9 +88,10 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                                        for r in cal], "nim_overhead_ms": t0,
                    "levers": levers, "deepep_calibration": cal2["deepep"],
                    "gpu_sync": cal2["sync"], "fastpath_check": check,
+                   "attention_like_for_like": attention,
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
     md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
                    step_cal, micro_batches)
     md = md.replace(_CAL_HERE, calibration_markdown(cal2))
-    md = md.replace(_LEVERS_HERE, lever_markdown(levers))
+    md = md.replace(_LEVERS_HERE, lever_markdown(levers) + "\n" + attention_markdown(attention))
     return md + ("\n\n" + fastpath_markdown(check) if check else "")

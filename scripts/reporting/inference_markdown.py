@@ -58,6 +58,31 @@ def lever_markdown(rows):
 
 
 
+def attention_markdown(rows):
+    """The like-for-like attention table (:func:`pymodel.workloads.attention.attention_rows`)."""
+    if not rows:
+        return ""
+    r0 = rows[0]
+    out = ["### Attention like for like: cached bytes, sequences that fit, the batch", "",
+           f"One model ({r0['model'].rsplit(' ', 1)[0]}: same layers, width and heads) at "
+           f"four ways of caching K and V, TP{r0['tp']} (RS+AG, 8 ports), context "
+           f"{r0['context']:,}, on {ACCELERATOR} with the grid's calibration; pairing "
+           f"`{PAIRING}`, RDMA the fastest covered rung. 'fit' is the most sequences "
+           "whose KV cache fits next to the weights (one more would not). MQA's single KV "
+           "head is replicated on every TP rank, so at TP8 it caches per GPU what GQA's "
+           "one-of-8 heads do; the MLA latent is held whole by every rank.", ""]
+    body = [[r["attention"], f"{r['kv_bytes_per_token']:,}", r["fit_batch"],
+             r["b64_nic_step_ms"], r["b64_rdma_step_ms"], r["b64_rdma_ctrl_per_kib"],
+             r.get("fit_nic_step_ms", "-"), r.get("fit_rdma_step_ms", "-"),
+             r.get("fit_nic_tok_s_gpu", "-"), r.get("fit_rdma_tok_s_gpu", "-"),
+             r.get("fit_rdma_ctrl_per_kib", "-")] for r in rows]
+    out += [_table(["attention", "KV B / token", "sequences that fit",
+                    "step ms at 64 NIC", "step ms at 64 RDMA", "RDMA control / KiB at 64",
+                    "step ms at fit NIC", "step ms at fit RDMA", "tokens/s/GPU at fit NIC",
+                    "tokens/s/GPU at fit RDMA", "RDMA control / KiB at fit"], body), ""]
+    return "\n".join(out)
+
+
 def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches, step_cal,
               micro_batches):
     acc = ACCELERATORS[ACCELERATOR]
