@@ -79,9 +79,21 @@ def test_every_model_file_loads_with_a_source_per_field():
 @pytest.mark.parametrize("model,card,tolerance", [
     ("llama-3-8b", 8.03e9, 0.01), ("llama-3-70b", 70.6e9, 0.01),
     ("llama-2-7b", 6.74e9, 0.01), ("falcon-7b", 6.92e9, 0.01),
-    ("deepseek-v3", 671e9, 0.01)])
+    ("deepseek-v3", 671e9, 0.01), ("llama-3.1-405b", 405e9, 0.01),
+    ("mixtral-8x7b", 46.7e9, 0.01)])
 def test_parameter_counts_match_the_model_cards(model, card, tolerance):
     assert abs(param_counts(model)["total"] - card) / card < tolerance
+
+
+def test_mixtral_8x7b_shape():
+    """Mixtral: 8 experts of a full SwiGLU MLP (3 x 4,096 x 14,336), top-2, in every one of
+    32 layers; 12.9B parameters a token by its paper (12.7B here: the paper's count
+    includes the embeddings)."""
+    m = load_model("mixtral-8x7b")
+    assert (m.num_hidden_layers, m.moe_layers, m.dense_layers) == (32, 32, 0)
+    assert (m.n_routed_experts, m.num_experts_per_tok) == (8, 2)
+    assert param_counts(m)["expert"] == 3 * 4096 * 14336
+    assert abs(param_counts(m)["active"] - 12.9e9) / 12.9e9 < 0.02
 
 
 def test_deepseek_v3_shape():

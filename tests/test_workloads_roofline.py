@@ -12,6 +12,7 @@ from pymodel.workloads.carriers import RUNGS, Carrier
 from pymodel.workloads.generate import Deployment
 from pymodel.workloads.grid import SCENARIOS
 from pymodel.workloads.roofline import ACCELERATORS, decode_roofline
+from pymodel.workloads.serving import SERVING
 from scripts.reporting.inference import inference_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +104,8 @@ def test_bad_roofline_arguments():
 
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
-                           batches=(1, 16), levers=("coalescing",), fastpath_sizes=(16384,))
+                           batches=(1, 16), levers=("coalescing",), fastpath_sizes=(16384,),
+                           servings=SERVING[4:])
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
@@ -130,6 +132,10 @@ def test_section_small_grid(tmp_path):
     check = doc["fastpath_check"]
     assert [(r["msg_bytes"], r["qps"]) for r in check] == [(16384, 1), (16384, 248)]
     assert all(r["within"] for r in check) and "Points outside: 0" in md
+    # The deployments at TPOT <= 50 ms: both designs, attachment and issue cost named.
+    assert "### Deployments at TPOT <= 50 ms" in md
+    assert [r["design"] for r in doc["serving"]] == ["NIC", "RDMA"]
+    assert all(r["batch"] > 0 and r["attachment"] and r["issue"] for r in doc["serving"])
 
 
 def test_whole_grid_runs(tmp_path):

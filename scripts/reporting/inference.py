@@ -41,7 +41,13 @@ from pymodel.workloads.grid import (
 # FASTEST, calibration_markdown, lever_markdown: re-exported for callers of this module.
 from .inference_calibration import _CAL_HERE, _more_calibrations, calibration_markdown
 from .inference_fastpath import FASTPATH_SIZES, fastpath_check_rows, fastpath_markdown
-from .inference_markdown import _LEVERS_HERE, _markdown, attention_markdown, lever_markdown
+from .inference_markdown import (
+    _LEVERS_HERE,
+    _markdown,
+    attention_markdown,
+    lever_markdown,
+    serving_markdown,
+)
 from .inference_plots import _plots
 from .inference_rows import FASTEST, SHOWN, _fastest_rows  # noqa: F401
 from .inference_sweeps import SWEEP_COLUMNS, sweep_markdown
@@ -51,7 +57,7 @@ __all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
                       levers=LEVERS, calibration=CALIBRATION, micro_batches=1,
-                      fastpath_sizes=FASTPATH_SIZES):
+                      fastpath_sizes=FASTPATH_SIZES, servings=None):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
@@ -61,8 +67,10 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     ``micro_batches`` (2: dual micro-batch overlap) go to the grid. ``fastpath_sizes``:
     the WRITE sizes at which the fast path is checked against the cycle-level model
     (:mod:`.inference_fastpath`; ``inference.json``'s ``fastpath_check``, each row's
-    ``within`` says whether it is within tolerance; empty: no check). The markdown says
-    how long the grid took (wall time, seconds).
+    ``within`` says whether it is within tolerance; empty: no check). ``servings``: the
+    deployments of the TPOT table (:data:`pymodel.workloads.serving.SERVING` when
+    ``None``; empty: no table). The markdown says how long the grid took (wall time,
+    seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -79,6 +87,9 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     step_cal = step_calibration(calibration)
     cal2 = _more_calibrations(grid, scenarios, step_cal)
     check = fastpath_check_rows(sizes=fastpath_sizes) if fastpath_sizes else []
+    from pymodel.workloads.serving import SERVING, serving_rows
+    servings = SERVING if servings is None else servings
+    serving = serving_rows(servings, calibration=calibration) if servings else []
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -88,10 +99,11 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                                        for r in cal], "nim_overhead_ms": t0,
                    "levers": levers, "deepep_calibration": cal2["deepep"],
                    "gpu_sync": cal2["sync"], "fastpath_check": check,
-                   "attention_like_for_like": attention,
+                   "attention_like_for_like": attention, "serving": serving,
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
     md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
                    step_cal, micro_batches)
     md = md.replace(_CAL_HERE, calibration_markdown(cal2))
-    md = md.replace(_LEVERS_HERE, lever_markdown(levers) + "\n" + attention_markdown(attention))
+    md = md.replace(_LEVERS_HERE, lever_markdown(levers) + "\n" + attention_markdown(attention)
+                    + "\n" + serving_markdown(serving))
     return md + ("\n\n" + fastpath_markdown(check) if check else "")

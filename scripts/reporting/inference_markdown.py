@@ -58,6 +58,33 @@ def lever_markdown(rows):
 
 
 
+def serving_markdown(rows):
+    """The deployments at the latency target (:func:`pymodel.workloads.serving.serving_rows`)."""
+    if not rows:
+        return ""
+    from pymodel.workloads.serving import TPOT_TARGET_S
+    t = TPOT_TARGET_S * 1e3
+    out = [f"### Deployments at TPOT <= {t:.0f} ms", "",
+           f"Per deployment and design, the largest batch (per attention group, of "
+           f"1, 2, 4, ..., 256) whose calibrated decode step is at most {t:.0f} ms and "
+           "whose weights and KV cache fit; tokens/s per GPU at that batch and the time "
+           "per output token (TPOT). Pairing "
+           f"`{PAIRING}` (the NIC integrated, the RDMA engine on die; the attachment "
+           "column names each). Across nodes, only the messages between nodes are "
+           "carried by the design (one port per GPU; NVLink inside a node, not timed); "
+           "in one scale-up domain every message (8 ports). 'limit': what stopped the "
+           "batch. Expert load imbalance and redundant experts are not modelled (balanced "
+           "routing).", ""]
+    body = [[r["deployment"], r["design"], r["attachment"], r["issue"], r["rung"],
+             r["batch"], "-" if r["tpot_ms"] is None else r["tpot_ms"],
+             r["tok_s_gpu"], "-" if r["comm_ms"] is None else r["comm_ms"], r["limit"]]
+            for r in rows]
+    out += [_table(["deployment", "design", "attachment", "issue cost", "RDMA rung",
+                    "batch", "TPOT ms", "tokens/s per GPU", "communication ms",
+                    "limit"], body), ""]
+    return "\n".join(out)
+
+
 def attention_markdown(rows):
     """The like-for-like attention table (:func:`pymodel.workloads.attention.attention_rows`)."""
     if not rows:
