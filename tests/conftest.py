@@ -32,6 +32,13 @@ _RECOVERY = (
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
+    "test_fastpath.py::test_rdma_fast_path_large_writes[64KiB-*]":
+        "the Inference section of make report checks the fast path against the cycle "
+        "model at the same sizes and QP counts (scripts/reporting/inference_fastpath.py); "
+        "make test runs 4 to 32 KiB at 1 QP and 4 to 16 KiB at 248 QPs",
+    "test_fastpath.py::test_rdma_fast_path_large_writes[32KiB-248qp-on_die]":
+        "the Inference section of make report checks the fast path against the cycle "
+        "model at the same sizes and QP counts (scripts/reporting/inference_fastpath.py)",
     "test_workloads_roofline.py::test_whole_grid_runs":
         "test_section_small_grid runs the same section code on a small grid and "
         "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "
