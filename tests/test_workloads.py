@@ -372,3 +372,18 @@ def test_auto_allreduce_follows_vllms_custom_all_reduce_by_hand():
     assert names == {15: {"ar"}, 16: {"rs", "ag"}}
     with pytest.raises(ValueError, match="allreduce"):
         decode_step("llama-3-70b", Deployment(batch=1, tp=8), allreduce="ring")
+
+
+def test_ll128_flags_ride_in_the_data_by_hand():
+    """``flags="ll128"``: NCCL's LL128 lines carry 120 bytes of data and 8 of flag in every
+    128 (src/include/device.h: 16 elements of 8 bytes, 15 of data), so a TP collective
+    sends no flag message and its data grows by 128/120. Llama-3-8B TP2, batch 1: each
+    all-reduce pushes 8,192 bytes, ceil(8,192 / 120) = 69 lines of 128 = 8,832 bytes;
+    64 phases of 2 messages instead of 4."""
+    sep = decode_step("llama-3-8b", Deployment(batch=1, tp=2))
+    ll = decode_step("llama-3-8b", Deployment(batch=1, tp=2), flags="ll128")
+    assert sep.count("flag") == 128 and ll.count("flag") == 0
+    assert ll.sizes("data") == {69 * 128: 128} and sep.sizes("data") == {8192: 128}
+    assert ll.messages * 2 == sep.messages
+    with pytest.raises(ValueError, match="flags"):
+        decode_step("llama-3-8b", Deployment(batch=1, tp=2), flags="ll")
