@@ -113,7 +113,8 @@ def parse(argv):
                    help="expert-parallel degree (MoE; default 1; sweeps: their own)")
     t.add_argument("--dtype", default="bf16", help="activations on the wire (bf16, fp8)")
     t.add_argument("--allreduce", choices=ALLREDUCE, default=None,
-                   help="TP all-reduce: one-shot push or reduce-scatter + all-gather "
+                   help="TP all-reduce: one-shot push, reduce-scatter + all-gather, or auto "
+                        "(one-shot below vLLM's custom all-reduce threshold, else RS+AG) "
                         "(default oneshot; sweep context: rsag)")
     t.add_argument("--prompt-tokens", type=int, default=None,
                    help="tokens whose KV cache moves (--kv; default 1888 = 118 blocks)")

@@ -137,6 +137,9 @@ def main(argv=None):
         with open(out / "report.md", "a") as f:
             f.write("\n" + md + "\n")
     bad = [r for r in load_rtl + gap_rows if r["mismatches"] != 0]
+    if not args.no_inference:   # the fast path outside its tolerance at inference sizes
+        doc = json.loads((out / "inference.json").read_text())
+        bad += [r for r in doc.get("fastpath_check", []) if not r["within"]]
     bad += [r for r in rtl if row_fails(r)]        # as report.md's summary counts them
     print(f"report: {out / 'report.md'} ({len(grid)} model points, {len(rtl)} RTL points, "
           f"{len(bad)} with a mismatch)")

@@ -35,6 +35,13 @@ SLOW = {
     "test_run_dirs.py::test_long_point_tag_reports_its_own_figures[icarus]":
         "Verilator runs the same two points; the folder names do not depend on the "
         "simulator",
+    "test_fastpath.py::test_rdma_fast_path_large_writes[64KiB-*]":
+        "the Inference section of make report checks the fast path against the cycle "
+        "model at the same sizes and QP counts (scripts/reporting/inference_fastpath.py); "
+        "make test runs 4 to 32 KiB at 1 QP and 4 to 16 KiB at 248 QPs",
+    "test_fastpath.py::test_rdma_fast_path_large_writes[32KiB-248qp-on_die]":
+        "the Inference section of make report checks the fast path against the cycle "
+        "model at the same sizes and QP counts (scripts/reporting/inference_fastpath.py)",
     "test_workloads_roofline.py::test_whole_grid_runs":
         "test_section_small_grid runs the same section code on a small grid and "
         "test_workloads_sweeps.py the calibration, overlap and sweeps on single points "

@@ -184,6 +184,41 @@ def test_rdma_fast_path_against_the_cycle_model(size, kw):
         assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
 
 
+#: WRITEs of several frames (4 KiB path MTU): the KV blocks of the inference section
+#: (16 tokens of Llama-3-70B's K or V at TP8 are 4 KiB, 64 tokens 16 KiB) and DeepEP's
+#: messages (7,168-byte FP8 dispatch, 14,336-byte BF16 combine), up to the engine's
+#: 64 KiB. 1 QP, and 248 QPs (DeepEP's EP32 peers x 8 QPs, 248 > 16 cache entries: every
+#: message misses) on the ``on_die`` host profile (the inference section's pairing), and
+#: behind ``pcie`` at 1 QP. Few messages keep the cycle model to seconds; a message of
+#: 12 KiB and more holds half the 512-word payload FIFO or more, so its frames' reads
+#: wait for room frame by frame.
+LARGE_WRITES = ([(kib, 1, "on_die") for kib in (4, 8, 12, 16, 32, 64)]
+                + [(kib, 248, "on_die") for kib in (4, 8, 12, 16, 32, 64)]
+                + [(kib, 1, "pcie") for kib in (12, 16)])
+
+
+@pytest.mark.parametrize("kib,qps,host", LARGE_WRITES,
+                         ids=[f"{k}KiB-{q}qp-{h}" for k, q, h in LARGE_WRITES])
+def test_rdma_fast_path_large_writes(kib, qps, host):
+    """The fast path at 4 to 64 KiB WRITEs: counts exact, timing within the stated
+    tolerances of the cycle model. The ii is also checked against the wire by hand: a
+    WRITE of ``kib`` KiB is ``kib / 4`` frames of 4,096 B, each 64 beats of payload plus
+    its header beat(s), so no design can send one faster than ``16 * kib`` cycles."""
+    kw = dict(msg_bytes=kib * 1024, messages=24 if qps > 1 else 16, qps=qps, host=host,
+              rung="pipelined", latency_messages=2)
+    fast, slow = fast_point("rdma", **kw), cycle_point("rdma", **kw)
+    for key in RDMA_EXACT:
+        want = slow[key]
+        if isinstance(want, dict):
+            for k in want:
+                assert fast[key][k] == pytest.approx(want[k], rel=1e-12, abs=1e-12), (key, k)
+        else:
+            assert fast[key] == pytest.approx(want, rel=1e-12), key
+    for key, tol in RDMA_TOLERANCES.items():
+        assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
+    assert fast["ii_cycles"] > 16 * kib
+
+
 def test_rdma_one_qp_is_the_same_pinned_or_free():
     """A single QP has its own cache entry and never misses after the warm-up, so where
     its window state lives changes nothing: every rung's point is the same with

@@ -79,9 +79,21 @@ def test_every_model_file_loads_with_a_source_per_field():
 @pytest.mark.parametrize("model,card,tolerance", [
     ("llama-3-8b", 8.03e9, 0.01), ("llama-3-70b", 70.6e9, 0.01),
     ("llama-2-7b", 6.74e9, 0.01), ("falcon-7b", 6.92e9, 0.01),
-    ("deepseek-v3", 671e9, 0.01)])
+    ("deepseek-v3", 671e9, 0.01), ("llama-3.1-405b", 405e9, 0.01),
+    ("mixtral-8x7b", 46.7e9, 0.01)])
 def test_parameter_counts_match_the_model_cards(model, card, tolerance):
     assert abs(param_counts(model)["total"] - card) / card < tolerance
+
+
+def test_mixtral_8x7b_shape():
+    """Mixtral: 8 experts of a full SwiGLU MLP (3 x 4,096 x 14,336), top-2, in every one of
+    32 layers; 12.9B parameters a token by its paper (12.7B here: the paper's count
+    includes the embeddings)."""
+    m = load_model("mixtral-8x7b")
+    assert (m.num_hidden_layers, m.moe_layers, m.dense_layers) == (32, 32, 0)
+    assert (m.n_routed_experts, m.num_experts_per_tok) == (8, 2)
+    assert param_counts(m)["expert"] == 3 * 4096 * 14336
+    assert abs(param_counts(m)["active"] - 12.9e9) / 12.9e9 < 0.02
 
 
 def test_deepseek_v3_shape():
@@ -339,3 +351,39 @@ def test_trace_builder_refuses_bad_messages():
         b.add(p, 0, 2, 8, 1, "data")
     with pytest.raises(ValueError, match="not yet added"):
         b.phase("y", "op", 0, (5,), 1, 1)
+
+
+def test_auto_allreduce_follows_vllms_custom_all_reduce_by_hand():
+    """``allreduce="auto"`` as vLLM's custom all-reduce chooses (csrc/custom_all_reduce.cuh):
+    one-shot below 256 KiB at up to 8 GPUs (512 KiB at up to 4, always at 2), reduce-
+    scatter + all-gather above. Llama-3-70B TP8 all-reduces batch x 8,192 x 2 bytes: 15
+    sequences (240 KiB) go one-shot, 16 (256 KiB) in two shots."""
+    from pymodel.workloads.decode_trace import allreduce_mode
+    assert allreduce_mode("auto", 8, 256 * 1024 - 1) == "oneshot"
+    assert allreduce_mode("auto", 8, 256 * 1024) == "rsag"
+    assert allreduce_mode("auto", 4, 256 * 1024) == "oneshot"
+    assert allreduce_mode("auto", 4, 512 * 1024) == "rsag"
+    assert allreduce_mode("auto", 2, 1 << 30) == "oneshot"
+    assert allreduce_mode("auto", 16, 1024) == "rsag"
+    assert allreduce_mode("oneshot", 8, 1 << 30) == "oneshot"
+    names = {b: {p.name.rsplit(".", 1)[1] for p in
+                 decode_step("llama-3-70b", Deployment(batch=b, tp=8), allreduce="auto").phases}
+             for b in (15, 16)}
+    assert names == {15: {"ar"}, 16: {"rs", "ag"}}
+    with pytest.raises(ValueError, match="allreduce"):
+        decode_step("llama-3-70b", Deployment(batch=1, tp=8), allreduce="ring")
+
+
+def test_ll128_flags_ride_in_the_data_by_hand():
+    """``flags="ll128"``: NCCL's LL128 lines carry 120 bytes of data and 8 of flag in every
+    128 (src/include/device.h: 16 elements of 8 bytes, 15 of data), so a TP collective
+    sends no flag message and its data grows by 128/120. Llama-3-8B TP2, batch 1: each
+    all-reduce pushes 8,192 bytes, ceil(8,192 / 120) = 69 lines of 128 = 8,832 bytes;
+    64 phases of 2 messages instead of 4."""
+    sep = decode_step("llama-3-8b", Deployment(batch=1, tp=2))
+    ll = decode_step("llama-3-8b", Deployment(batch=1, tp=2), flags="ll128")
+    assert sep.count("flag") == 128 and ll.count("flag") == 0
+    assert ll.sizes("data") == {69 * 128: 128} and sep.sizes("data") == {8192: 128}
+    assert ll.messages * 2 == sep.messages
+    with pytest.raises(ValueError, match="flags"):
+        decode_step("llama-3-8b", Deployment(batch=1, tp=2), flags="ll")

@@ -86,6 +86,31 @@ def test_issuer_costs_and_policies():
     assert f.issuer_cycles == 2436 and f.cycles == 2436 > f.ii_cycles
 
 
+def test_gpu_posts_on_every_qp_at_once_and_the_cpu_one_after_the_other():
+    """The GPU issuer posts as DeepEP's warps do, a poster and a doorbell per QP: over
+    248 QPs (EP32) a message occupies the sender max(ii, 77 / 248) cycles, the engine's
+    ii; the CPU (a host thread or proxy) posts serially: max(ii, 143). A message's own
+    posting takes the full 77 and 143 either way."""
+    g = Carrier("rdma", issuer="gpu").cost(8, conns=248)
+    assert g.issuer_cycles == 77 and g.cycles == max(g.ii_cycles, 77 / 248) == g.ii_cycles
+    one = Carrier("rdma", issuer="gpu").cost(8, conns=1)
+    assert one.cycles == max(one.ii_cycles, 77)
+    c = Carrier("rdma", issuer="cpu").cost(8, conns=248)
+    assert c.issuer_cycles == 143 and c.cycles == max(c.ii_cycles, 143)
+    assert ISSUERS["gpu"].parallel and not ISSUERS["cpu"].parallel
+
+
+def test_bad_parallel_flag_is_named(tmp_path):
+    from pymodel.workloads.issuers import load_issuers
+    bad = tmp_path / "issuers.toml"
+    bad.write_text('[x]\ntitle = "x"\nwqe_cycles = 1\ndoorbell_cycles = 1\n'
+                   'cqe_cycles = 0\ndoorbell_batch = 1\nsignal_every = 1\n'
+                   'status = "assumption"\nsource = "s"\nderivation = "d"\n'
+                   'parallel = "yes"\n')
+    with pytest.raises(ValueError, match="parallel"):
+        load_issuers(bad)
+
+
 def test_rung_overrides_the_issuer_policy():
     rung = Rung("batched", doorbell_batch=16, signal_every=64)
     c = Carrier("rdma", rung=rung, issuer="controller").cost(128)
@@ -155,6 +180,21 @@ def test_phase_time_by_hand_tp2():
         assert r.critical == tuple(range(64))
         assert r.ctrl_ops == pytest.approx(128 * (d.ctrl_ops + f.ctrl_ops))
         assert r.messages == 256
+
+
+def test_fabric_profile_adds_its_path_to_every_phase_by_hand():
+    """Llama-3-8B TP2, batch 1 (64 phases in a chain, one message and a flag per GPU):
+    on the ``rack`` profile (spec/fabric_profiles.py: 75-cycle links, a 250-cycle
+    switch) a message lands 2 x 75 + 250 - 6 = 394 cycles later than on ``board`` (the
+    engines' own 6-cycle path), so each phase, sender and receiver alike, ends 394
+    cycles later: the step by 64 x 394, for both designs."""
+    tr = decode_step("llama-3-8b", Deployment(batch=1, tp=2))
+    for car in (Carrier("nic"), Carrier("rdma", issuer="cpu")):
+        board, rack = comm_time(tr, car), comm_time(tr, car, fabric="rack")
+        assert rack.cycles - board.cycles == pytest.approx(64 * (2 * 75 + 250 - 6))
+        assert rack.moving_cycles == board.moving_cycles
+    with pytest.raises(ValueError, match="fabric"):
+        comm_time(tr, Carrier("nic"), fabric="campus")
 
 
 def test_phase_waits_for_the_slowest_sender_and_its_deps():

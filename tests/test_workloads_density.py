@@ -93,19 +93,22 @@ def test_batching_cuts_rdma_control_per_useful_kib():
 
 
 def test_attention_lever_descriptors_per_mib_by_hand():
-    """One request's KV transfer at TP1, per-block descriptors (blocks of 16 tokens):
-    a descriptor per (layer, block, K or V) of 16 x kv_heads x head_dim x 2 bytes (MLA:
-    one latent of 16 x (512 + 64) x 2), so descriptors per MiB = 2**20 / that, plus the
-    one closing flag. MHA 8, GQA 32, MQA 512, MLA 56.9: GQA/MQA raise the descriptors
-    per byte; the NIC's credits per KiB stay those of its stores (17 beats per 1,024)."""
+    """One model, Llama-3-70B (80 layers, 64 query heads of 128), at four ways of caching
+    K and V; one request's KV transfer at TP1, per-block descriptors (blocks of 16
+    tokens): a descriptor per (layer, block, K or V) of 16 x kv_heads x 128 x 2 bytes
+    (MHA 64 KV heads, GQA 8, MQA 1; MLA: one latent of 16 x (512 + 64) x 2), so
+    descriptors per MiB = 2**20 / that, plus the one closing flag: MHA 4, GQA 32, MQA
+    256, MLA 56.9. GQA/MQA raise the descriptors per byte; the NIC's credits per KiB
+    stay those of its stores (17 beats per 1,024)."""
     from pymodel.workloads.grid import lever_rows
     rows = {r["setting"]: r for r in lever_rows(levers=("attention",))}
-    block = {"MHA": 16 * 32 * 128 * 2, "GQA": 16 * 8 * 128 * 2, "MQA": 16 * 1 * 64 * 2,
+    assert set(rows) == {"MHA", "GQA", "MQA", "MLA"}
+    assert all(r["workload"].startswith("Llama-3-70B") for r in rows.values())
+    block = {"MHA": 16 * 64 * 128 * 2, "GQA": 16 * 8 * 128 * 2, "MQA": 16 * 1 * 128 * 2,
              "MLA": 16 * (512 + 64) * 2}
-    layers = {"MHA": 32, "GQA": 32, "MQA": 32, "MLA": 61}
     parts = {"MHA": 2, "GQA": 2, "MQA": 2, "MLA": 1}
     for kind, r in rows.items():
-        n = layers[kind] * parts[kind] * 118
+        n = 80 * parts[kind] * 118
         assert r["useful_bytes"] == n * block[kind]
         assert r["rdma_wqes_per_mib"] == pytest.approx((n + 1) * 2**20 / (n * block[kind]))
         beats = block[kind] // 1024 * 17           # 1,024-byte stores of 17 beats each
@@ -115,9 +118,38 @@ def test_attention_lever_descriptors_per_mib_by_hand():
             < rows["MQA"]["rdma_ctrl_per_kib"])
     # The KV read of a step (batch 64, context 2,048) is what they buy, at the grid's
     # calibrated HBM bandwidth: FlashMLA's 3,000 GB/s of the 3.35 TB/s.
-    assert rows["MHA"]["kv_read_ms"] == pytest.approx(64 * 2048 * 524_288 / 3.0e12 * 1e3)
+    mha = 80 * 2 * 64 * 128 * 2
+    assert rows["MHA"]["kv_read_ms"] == pytest.approx(64 * 2048 * mha / 3.0e12 * 1e3)
     with pytest.raises(ValueError, match="levers"):
         lever_rows(levers=("sparsity",))
+
+
+def test_attention_like_for_like_more_sequences_fit_by_hand():
+    """The same model at MHA, GQA, MQA and MLA, TP8 on an 80 GB H100, context 2,048:
+    per GPU a sequence caches 2,048 x 80 layers x 2 x (KV heads on the GPU) x 128 x 2
+    bytes: MHA 8 of 64 heads, 335.5 MB; GQA and MQA one head (MQA's one head replicated
+    on every rank), 41.9 MB; MLA the whole latent, 2,048 x 80 x 576 x 2 = 188.7 MB. The
+    most sequences that fit next to the weights: one more would not. GQA fits more than
+    8x MHA's sequences (its weights are smaller too) and MLA fewer than GQA; the
+    larger batch then lowers RDMA's control per useful KiB, and raises tokens/s per GPU
+    (the batch, not the attention, is the coordination lever)."""
+    from pymodel.workloads.attention import attention_rows, attention_variants
+    from pymodel.workloads.roofline import ACCELERATORS
+    rows = {r["attention"]: r for r in attention_rows()}
+    seq = {"MHA": 2048 * 80 * 2 * 8 * 128 * 2, "GQA": 2048 * 80 * 2 * 1 * 128 * 2,
+           "MQA": 2048 * 80 * 2 * 1 * 128 * 2, "MLA": 2048 * 80 * 576 * 2}
+    hbm = ACCELERATORS["h100-sxm"].hbm_bytes
+    for kind, m in attention_variants().items():
+        fit = rows[kind]["fit_batch"]
+        held = [decode_roofline(m, Deployment(batch=b, tp=8)).held_bytes
+                for b in (fit, fit + 1)]
+        assert held[0] <= hbm < held[1] and held[1] - held[0] == seq[kind], kind
+    fits = [rows[k]["fit_batch"] for k in ("MHA", "MLA", "GQA", "MQA")]
+    assert fits == sorted(fits) and fits[2] > 8 * fits[0]
+    for r in rows.values():
+        assert r["fit_rdma_ctrl_per_kib"] <= r["b64_rdma_ctrl_per_kib"]
+        assert r["fit_nic_tok_s_gpu"] >= r["b64_nic_tok_s_gpu"] or r["fit_batch"] < 64
+    assert rows["GQA"]["fit_rdma_tok_s_gpu"] > 5 * rows["MHA"]["fit_rdma_tok_s_gpu"]
 
 
 def test_coalescing_and_block_levers_cut_descriptors_per_mib():
@@ -169,16 +201,41 @@ def test_deepep_calibration_payload_by_hand():
     """EP32, 128 tokens per GPU, top-8 of 256 experts (8 per GPU): with the balanced
     routing 32 of a GPU's 1,024 (token, expert) pairs are local, 992 are sent: 992
     dispatch puts of 7,408 B and 248 counts of 8 B; combine 992 x 14,336 B + 248 flags.
-    At 50 GB/s the payload alone takes 147 us and 284 us: the model cannot be faster."""
-    from pymodel.workloads.calibration import deepep_calibration
+    At 50 GB/s the payload alone takes 147 us and 284 us: the model cannot be faster.
+    The rows cite DeepEP's pure-RDMA table (README at commit 1a0c8f6: EP32 dispatch 182
+    us, combine 350 us), whose RDMA bandwidth column (41 GB/s both) is this payload over
+    that time."""
+    from pymodel.workloads.calibration import DEEPEP_LL, deepep_calibration
+    assert (DEEPEP_LL["dispatch_us"], DEEPEP_LL["combine_us"]) == (182.0, 350.0)
+    assert "pure RDMA" in DEEPEP_LL["source"] and "1a0c8f6" in DEEPEP_LL["source"]
     rows = deepep_calibration({"nic": Carrier("nic", framing="compact")})
     got = {r["phase"]: r for r in rows}
+    assert {r["table"] for r in rows} == {"pure RDMA"}
     assert got["dispatch"]["payload_mb"] * 1e6 == pytest.approx(992 * 7408 + 248 * 8)
     assert got["combine"]["payload_mb"] * 1e6 == pytest.approx(992 * 14336 + 248 * 8)
     for r in rows:
         assert r["at_link_us"] >= r["payload_mb"] * 1e6 / 50e9 * 1e6
-    # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 155 us.
+        assert r["delivered_gbs"] == pytest.approx(41, abs=1)
+    # The acceptance bar: the NIC's dispatch within 25 % of DeepEP's 182 us.
     assert abs(got["dispatch"]["residual"]) < 0.25
+
+
+def test_deepep_calibration_with_nvlink_peers_by_hand():
+    """DeepEP's table after its low-latency kernels began to use NVLink (EP32 dispatch
+    155 us, combine 273 us): in nodes of 8 GPUs, 7 of a GPU's 31 peers are on NVLink,
+    so the design carries the messages to the other 24: 32 puts each (992 / 31), 768
+    dispatch puts of 7,408 B and 768 combine messages of 14,336 B, with 8 counts or
+    flags to each of the 24 (one a local expert). At 50 GB/s: 114 us and 220 us."""
+    from pymodel.workloads.calibration import DEEPEP_LL_NVLINK, deepep_calibration
+    rows = deepep_calibration({"nic": Carrier("nic", framing="compact")},
+                              DEEPEP_LL_NVLINK)
+    got = {r["phase"]: r for r in rows}
+    assert {r["table"] for r in rows} == {"NVLink + RDMA"}
+    assert got["dispatch"]["payload_mb"] * 1e6 == pytest.approx(768 * 7408 + 192 * 8)
+    assert got["combine"]["payload_mb"] * 1e6 == pytest.approx(768 * 14336 + 192 * 8)
+    assert round(got["dispatch"]["payload_us"]) == 114
+    assert round(got["combine"]["payload_us"]) == 220
+    assert got["dispatch"]["published_us"] == 155 and got["combine"]["published_us"] == 273
 
 
 def test_kv_transfer_rows_name_their_pairing():

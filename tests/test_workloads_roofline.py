@@ -12,6 +12,7 @@ from pymodel.workloads.carriers import RUNGS, Carrier
 from pymodel.workloads.generate import Deployment
 from pymodel.workloads.grid import SCENARIOS
 from pymodel.workloads.roofline import ACCELERATORS, decode_roofline
+from pymodel.workloads.serving import SERVING
 from scripts.reporting.inference import inference_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,12 +104,13 @@ def test_bad_roofline_arguments():
 
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
-                           batches=(1, 16), levers=("coalescing",))
+                           batches=(1, 16), levers=("coalescing",), fastpath_sizes=(16384,),
+                           servings=SERVING[4:])
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):
         assert f"### {heading}" in md
-    assert "| Llama-3-70B, TP8 one-shot | 16 |" in md
+    assert "| Llama-3-70B, TP8 one/two-shot | 16 |" in md
     assert "| Llama-3-70B | GQA | 327,680 | 163,840 |" in md
     assert "| DeepSeek-V3 | MLA | 70,272 | 40,016 | 671,026,404,352 | 671 B |" in md
     assert "| none | all | 18,880 | 4,096 |" in md
@@ -124,7 +126,16 @@ def test_section_small_grid(tmp_path):
     assert "### Calibration against DeepEP's low-latency kernels" in md
     assert "### GPU synchronisation per collective" in md
     assert "| coalescing | layer | Llama-3-70B TP8, blocks of 16 | 1,288 |" in md
-    assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one-shot | 1 |" in md
+    assert "| pcie | pcie / pcie | Llama-3-70B, TP8 one/two-shot | 1 |" in md
+    # The fast path against the cycle model at 16 KiB, 1 and 248 QPs: both within.
+    assert "### The fast path at the inference message sizes" in md
+    check = doc["fastpath_check"]
+    assert [(r["msg_bytes"], r["qps"]) for r in check] == [(16384, 1), (16384, 248)]
+    assert all(r["within"] for r in check) and "Points outside: 0" in md
+    # The deployments at TPOT <= 50 ms: both designs, attachment and issue cost named.
+    assert "### Deployments at TPOT <= 50 ms" in md
+    assert [r["design"] for r in doc["serving"]] == ["NIC", "RDMA"]
+    assert all(r["batch"] > 0 and r["attachment"] and r["issue"] for r in doc["serving"])
 
 
 def test_whole_grid_runs(tmp_path):

@@ -31,6 +31,7 @@ from pymodel.workloads.generate import Deployment
 from pymodel.workloads.roofline import decode_roofline
 
 __all__ = ["NIM", "load_nim", "nim_calibration", "CalibrationRow", "DEEPEP_LL",
+           "DEEPEP_LL_NVLINK", "DEEPEP_TABLES",
            "deepep_calibration", "GPU_SYNC_S", "HBM_EFFICIENCY", "StepCalibration",
            "nim_fit", "NIM_FIT", "NIM_CHECK", "PURE"]
 
@@ -146,12 +147,26 @@ GPU_SYNC_S = (6e-6, 17e-6)
 
 # -- DeepEP's published low-latency dispatch and combine ----------------------------------
 
-#: DeepEP README, "Low-latency kernels with pure RDMA" table: H800 with ConnectX-7
-#: InfiniBand 400 Gb/s RDMA NICs (about 50 GB/s each), 128 tokens per batch, hidden 7168,
-#: top-8 experts, FP8 dispatch and BF16 combine; EP32: dispatch 155 us, combine 273 us.
+#: DeepEP's low-latency kernels with pure RDMA: README at commit 1a0c8f6 (2025-04-27),
+#: table "Low-latency kernels with pure RDMA": H800, each GPU with a ConnectX-7
+#: InfiniBand 400 Gb/s NIC (about 50 GB/s), 128 tokens per batch, hidden 7168, top-8
+#: experts, FP8 dispatch, BF16 combine; EP32: dispatch 182 us (RDMA bandwidth 41 GB/s),
+#: combine 350 us (41 GB/s). Every peer is reached over RDMA.
 DEEPEP_LL = {"ep": 32, "batch": 128, "link_bytes_per_s": 50e9,
-             "dispatch_us": 155.0, "combine_us": 273.0,
-             "source": "github.com/deepseek-ai/DeepEP README, low-latency kernels table"}
+             "dispatch_us": 182.0, "combine_us": 350.0, "gpus_per_node": 8,
+             "nvlink": False, "table": "pure RDMA",
+             "source": "github.com/deepseek-ai/DeepEP README at commit 1a0c8f6, "
+                       "'Low-latency kernels with pure RDMA'"}
+#: The same table from DeepEP commit de8cfca (2025-06-05) on, after "low-latency kernels
+#: now leverage NVLink as much as possible" (DeepEP PR #173): EP32 dispatch 155 us,
+#: combine 273 us (the RDMA bandwidth column, 48 and 53 GB/s, counts the NVLink bytes
+#: too). H800 nodes of 8 GPUs: 7 of a GPU's 31 peers are on NVLink, 24 over RDMA.
+DEEPEP_LL_NVLINK = dict(DEEPEP_LL, dispatch_us=155.0, combine_us=273.0, nvlink=True,
+                        table="NVLink + RDMA",
+                        source="github.com/deepseek-ai/DeepEP README from commit de8cfca "
+                               "(NVLink for intra-node peers, PR #173)")
+#: Both tables, pure RDMA first.
+DEEPEP_TABLES = (DEEPEP_LL, DEEPEP_LL_NVLINK)
 #: The designs' link: 64 bytes per 1 GHz cycle (SPEC.md).
 LINK_BYTES_PER_S = 64e9
 
@@ -161,22 +176,34 @@ def deepep_calibration(carriers, ref=DEEPEP_LL, layer=None):
     128 tokens per GPU, FP8 dispatch, BF16 combine) carried by each design, against
     DeepEP's published latencies.
 
-    ``carriers`` maps a label to a :class:`~pymodel.workloads.carriers.Carrier`. Each
+    ``carriers`` maps a label to a :class:`~pymodel.workloads.carriers.Carrier`;
+    ``ref`` is :data:`DEEPEP_LL` (every peer over RDMA) or :data:`DEEPEP_LL_NVLINK` (the
+    peers in a GPU's node, ``gpus_per_node - 1`` of them, over NVLink: only the messages
+    between nodes are carried by the design; the NVLink part, 7/31 of the bytes at about
+    160 GB/s on H800, is shorter and runs at the same time, so it is not timed). Each
     phase's time comes from :func:`~pymodel.workloads.timing.comm_time` at the designs'
     link (64 GB/s) and is rescaled to DeepEP's link: the payload part (the most bytes any
     GPU sends in the phase, at 64 bytes per cycle) is stretched by ``64e9 /
     link_bytes_per_s``; the rest (headers, control, waits, posting) is kept. Returns a
-    list of dicts: ``design``, ``phase``, ``model_us`` (at 64 GB/s), ``at_link_us``,
-    ``published_us``, ``residual`` (``at_link / published - 1``), ``payload_mb`` (per
-    GPU). ``layer``: the MoE layer (default the first).
+    list of dicts: ``table``, ``design``, ``phase``, ``model_us`` (at 64 GB/s),
+    ``at_link_us``, ``published_us``, ``residual`` (``at_link / published - 1``),
+    ``payload_mb`` (per GPU, over the design), ``payload_us`` (that payload at
+    ``link_bytes_per_s``) and ``delivered_gbs`` (that payload over the published time).
+    ``layer``: the MoE layer (default the first).
     """
     import numpy as np
 
     from pymodel.workloads.config import load_model
     from pymodel.workloads.generate import decode_step
     from pymodel.workloads.timing import comm_time
+    from pymodel.workloads.trace import Trace
     m = load_model("deepseek-v3")
     tr = decode_step(m, Deployment(batch=ref["batch"], ep=ref["ep"]))
+    if ref["nvlink"]:
+        node = ref["gpus_per_node"]
+        keep = tr.columns["src"] // node != tr.columns["dst"] // node
+        tr = Trace(tr.kind, tr.model, tr.deployment, tr.gpus, tr.phases,
+                   {k: v[keep] for k, v in tr.columns.items()})
     layer = m.first_k_dense_replace if layer is None else layer
     c = tr.columns
     stretch = LINK_BYTES_PER_S / ref["link_bytes_per_s"]
@@ -191,8 +218,10 @@ def deepep_calibration(carriers, ref=DEEPEP_LL, layer=None):
             t = float(r.phase_cycles[pid])
             at_link = t + moving * (stretch - 1)
             pub = ref[f"{phase}_us"]
-            out.append({"design": label, "phase": phase, "model_us": t / 1e3,
-                        "at_link_us": float(at_link) / 1e3, "published_us": pub,
-                        "residual": float(at_link) / 1e3 / pub - 1,
-                        "payload_mb": float(sent.max()) / 1e6})
+            out.append({"table": ref["table"], "design": label, "phase": phase,
+                        "model_us": t / 1e3, "at_link_us": float(at_link) / 1e3,
+                        "published_us": pub, "residual": float(at_link) / 1e3 / pub - 1,
+                        "payload_mb": float(sent.max()) / 1e6,
+                        "payload_us": float(sent.max()) / ref["link_bytes_per_s"] * 1e6,
+                        "delivered_gbs": float(sent.max()) / (pub * 1e-6) / 1e9})
     return out

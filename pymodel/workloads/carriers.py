@@ -39,8 +39,11 @@ engine's own numbers for back-to-back messages of one size: ``ii``, ``latency``,
   costed as consecutive 64 KiB WRITEs but posted once): ``wqes = 1``, ``doorbells = 1 /
   doorbell_batch``, ``cqes = 1 / signal_every``; ``issuer_cycles = wqe_cycles x wqes +
   doorbell_cycles x doorbells + cqe_cycles x cqes``.
-- ``cycles = max(ii_cycles, issuer_cycles)``: the issuer and the engine work in
-  parallel, one message apart, so the slower sets the rate.
+- ``cycles = max(ii_cycles, issuer_cycles / lanes)``: the issuer and the engine work in
+  parallel, one message apart, so the slower sets the rate. ``lanes`` is 1 for an
+  issuer that posts one message after the other (a CPU thread or proxy) and ``conns``
+  for a parallel one (GPU warps, a poster and a doorbell per QP: ``parallel`` in
+  ``data/issuers.toml``); a message's own posting still takes ``issuer_cycles``.
 
 ``conns`` is what the engine keeps state for: RDMA queue pairs used round robin (the
 engine model's ``qps``, up to 4096: context-cache misses appear when they outnumber the
@@ -266,6 +269,8 @@ class Carrier:
             cqes = 1 / self.signal_every
             issuer = (self.issuer.wqe_cycles * wqes + self.issuer.doorbell_cycles
                       * doorbells + self.issuer.cqe_cycles * cqes)
+        # A parallel issuer posts on every QP at once: per message, 1/conns of its cost.
+        lanes = min(conns, _MAX_QPS) if self.design == "rdma" and self.issuer.parallel else 1
         cost = MessageCost(
             msg_bytes=msg_bytes, chunks=n, ii_cycles=ii,
             latency_cycles=ii - last["ii_cycles"] + last["latency_cycles"],
@@ -275,6 +280,6 @@ class Carrier:
             ctrl_bytes=sum(p["ctrl_bytes"] * k for p, k in pts), host_bytes=host,
             inflight_bits=max(p.get("inflight_bits") or 0 for p, _ in pts),
             wqes=wqes, doorbells=doorbells, cqes=cqes, issuer_cycles=issuer,
-            cycles=max(ii, issuer))
+            cycles=max(ii, issuer / lanes))
         self._memo[key] = cost
         return cost

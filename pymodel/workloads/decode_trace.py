@@ -21,7 +21,41 @@ from pymodel.workloads.trace import TraceBuilder
 DISPATCH_HEADER = 16
 #: Hidden values per FP8 scale (a float) in DeepEP's FP8 dispatch.
 FP8_GROUP = 128
-ALLREDUCE = ("oneshot", "rsag")
+ALLREDUCE = ("oneshot", "rsag", "auto")
+#: How a TP collective tells its receiver the data is there: ``separate`` (the data, then
+#: an 8-byte flag the receiver polls, after the sender's fence) or ``ll128`` (the flag
+#: inside every 128-byte line, NCCL's LL128 protocol: 120 bytes of data and 8 of flag per
+#: line, src/include/device.h NCCL_LL128_LINEELEMS 16 and NCCL_LL128_DATAELEMS 15 8-byte
+#: elements; no flag message, the receiver polls the lines themselves).
+FLAGS = ("separate", "ll128")
+LL128_LINE, LL128_DATA = 128, 120
+
+
+def _send(b, p, src, dst, nbytes, flags):
+    """The data of one collective phase and how its receiver learns of it (:data:`FLAGS`)."""
+    if flags == "ll128":
+        b.add(p, src, dst, -(-nbytes // LL128_DATA) * LL128_LINE, 1, "data")
+    else:
+        b.add(p, src, dst, nbytes, 1, "data")
+        b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+#: Largest all-reduce (bytes per GPU) that ``allreduce="auto"`` sends one-shot, by the
+#: most GPUs of the group it applies to, as vLLM's custom all-reduce chooses
+#: (csrc/custom_all_reduce.cuh, ``allreduce``: with full NVLink, the one-stage kernel
+#: below 512 KiB at up to 4 GPUs and below 256 KiB at up to 8, the two-stage reduce-scatter
+#: + all-gather above; 2 GPUs always one-stage). Larger groups: two-shot (vLLM's custom
+#: all-reduce stops at 8 GPUs; NCCL's ring, which takes over there, is not modelled).
+ONESHOT_MAX_BYTES = ((2, None), (4, 512 * 1024), (8, 256 * 1024))
+
+
+def allreduce_mode(mode, tp, nbytes):
+    """``"oneshot"`` or ``"rsag"`` for an all-reduce of ``nbytes`` per GPU over ``tp``
+    GPUs: ``mode`` itself, or with ``"auto"`` as :data:`ONESHOT_MAX_BYTES` says."""
+    if mode != "auto":
+        return mode
+    for gpus, limit in ONESHOT_MAX_BYTES:
+        if tp <= gpus:
+            return "oneshot" if limit is None or nbytes < limit else "rsag"
+    return "rsag"
 
 
 def dispatch_bytes(hidden, fp8=True):
@@ -45,7 +79,8 @@ def _peers(g, n):
     return g + src[off], g + dst[off]
 
 
-def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allreduce"):
+def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allreduce",
+               flags="separate"):
     """Phases and rows of one all-reduce of ``nbytes`` per GPU in every TP group;
     returns the id of its last phase."""
     srcs, dsts = [], []
@@ -54,18 +89,15 @@ def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allredu
         srcs.append(s)
         dsts.append(d)
     src, dst = np.concatenate(srcs), np.concatenate(dsts)
-    if mode == "oneshot":
+    if allreduce_mode(mode, tp, nbytes) == "oneshot":
         p = b.phase(f"{name}.ar", op, layer, dep_ids, tp - 1, tp - 1)
-        b.add(p, src, dst, nbytes, 1, "data")
-        b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+        _send(b, p, src, dst, nbytes, flags)
         return p
     chunk = -(-nbytes // tp)
     p1 = b.phase(f"{name}.rs", op + "_rs", layer, dep_ids, tp - 1, tp - 1)
-    b.add(p1, src, dst, chunk, 1, "data")
-    b.add(p1, src, dst, FLAG_BYTES, 1, "flag")
+    _send(b, p1, src, dst, chunk, flags)
     p2 = b.phase(f"{name}.ag", op + "_ag", layer, (p1,), tp - 1, tp - 1)
-    b.add(p2, src, dst, chunk, 1, "data")
-    b.add(p2, src, dst, FLAG_BYTES, 1, "flag")
+    _send(b, p2, src, dst, chunk, flags)
     return p2
 
 
@@ -85,7 +117,7 @@ def _routing(m, dep):
     return puts
 
 
-def decode_step(model, deployment, *, allreduce="oneshot"):
+def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
     """The trace of one decode step of ``model`` on ``deployment`` (module doc).
 
     Parameters
@@ -93,8 +125,14 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
     model : str or ModelConfig
         A model name (:func:`pymodel.workloads.config.model_names`) or its config.
     deployment : Deployment
-    allreduce : {"oneshot", "rsag"}
-        How TP all-reduces are sent.
+    allreduce : {"oneshot", "rsag", "auto"}
+        How TP all-reduces are sent (``auto``: one-shot or reduce-scatter + all-gather
+        by size and group, as vLLM's custom all-reduce chooses; :func:`allreduce_mode`).
+    flags : {"separate", "ll128"}
+        How the TP collectives' receivers learn the data is there (:data:`FLAGS`): a
+        flag message after the data, or LL128 lines (the data rows then carry the
+        lines' flag bytes, 128 per 120 of data). EP dispatch and combine keep DeepEP's
+        counts and flags.
 
     Returns
     -------
@@ -112,11 +150,14 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
     m, dep = check_deployment(model, deployment)
     if allreduce not in ALLREDUCE:
         raise ValueError(f"allreduce must be one of {ALLREDUCE}, not {allreduce!r}")
+    if flags not in FLAGS:
+        raise ValueError(f"flags must be one of {FLAGS}, not {flags!r}")
     act = dtype_bytes(dep.dtype, "dtype")
     moe_ep = m.is_moe and dep.ep > 1
     n = dep.ep if moe_ep else dep.tp
     groups = list(range(0, n, dep.tp))
-    b = TraceBuilder("decode_step", m.name, dict(asdict(dep), allreduce=allreduce), n)
+    b = TraceBuilder("decode_step", m.name, dict(asdict(dep), allreduce=allreduce,
+                                                    flags=flags), n)
     h = m.hidden_size
     s = dep.batch * h * act
     last = ()
@@ -126,7 +167,7 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
         name = f"L{layer}"
         if dep.tp > 1 and not m.parallel_attn:
             last = (_allreduce(b, f"{name}.attn", layer, last, groups, dep.tp, s,
-                               allreduce),)
+                               allreduce, flags=flags),)
         if is_moe_layer:
             last = (_moe(b, m, dep, name, layer, last, puts),)
             if dep.tp > 1:
@@ -135,13 +176,12 @@ def decode_step(model, deployment, *, allreduce="oneshot"):
                 p = b.phase(f"{name}.moe.ag", "tp_allgather", layer, last, dep.tp - 1,
                             dep.tp - 1)
                 src, dst = np.concatenate(srcs), np.concatenate(dsts)
-                b.add(p, src, dst, share, 1, "data")
-                b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+                _send(b, p, src, dst, share, flags)
                 last = (p,)
         elif dep.tp > 1:             # parallel attention + MLP: one all-reduce of both
             part = "block" if m.parallel_attn else "mlp"
             last = (_allreduce(b, f"{name}.{part}", layer, last, groups, dep.tp, s,
-                               allreduce),)
+                               allreduce, flags=flags),)
     return b.build()
 
 

@@ -46,8 +46,9 @@ SCENARIOS = (
     Scenario("Llama-3-8B, 1 GPU", "llama-3-8b", why="GQA, no communication"),
     Scenario("Falcon-7B, 1 GPU", "falcon-7b", why="MQA (71 heads: TP must be 1 or 71)"),
     Scenario("Llama-2-7B, TP4", "llama-2-7b", tp=4, ports=8, why="MHA, one-shot all-reduce"),
-    Scenario("Llama-3-70B, TP8 one-shot", "llama-3-70b", tp=8, ports=8,
-             why="GQA, one-shot all-reduce"),
+    Scenario("Llama-3-70B, TP8 one/two-shot", "llama-3-70b", tp=8, allreduce="auto",
+             ports=8, why="GQA, vLLM's custom all-reduce: one-shot below 256 KiB, "
+                          "reduce-scatter + all-gather above"),
     Scenario("Llama-3-70B, TP8 RS+AG", "llama-3-70b", tp=8, allreduce="rsag", ports=8,
              why="GQA, reduce-scatter + all-gather"),
     Scenario("DeepSeek-V3, EP32", "deepseek-v3", ep=32, why="MLA + MoE, DeepEP low latency"),
@@ -287,9 +288,11 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
     ``pairing`` says (list of dicts; docs/inference.md, section 9b):
 
     - ``batch``: Llama-3-70B TP8 RS+AG and DeepSeek-V3 EP32 at each of ``batches``;
-    - ``attention``: MHA, GQA, MQA, MLA (Llama-2-7B, Llama-3-8B, Falcon-7B, DeepSeek-V3):
-      one request's KV transfer at TP1, per-block descriptors, and the KV read of a
-      decode step at batch :data:`LEVER_KV_BATCH`, context :data:`CONTEXT` (``kv_read_ms``);
+    - ``attention``: one model at MHA, GQA, MQA and an MLA-style latent
+      (:func:`pymodel.workloads.attention.attention_variants`): one request's KV transfer
+      at TP1, per-block
+      descriptors, and the KV read of a decode step at batch :data:`LEVER_KV_BATCH`,
+      context :data:`CONTEXT` (``kv_read_ms``);
     - ``KV block``: Llama-3-70B TP8 at 16, 64 and 256 tokens per block;
     - ``coalescing``: Llama-3-70B TP8, per-block, per layer run, per page;
     - ``EP dispatch``: DeepSeek-V3 EP32, per token (DeepEP low latency) and batched per
@@ -326,12 +329,10 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
         decode("batch", f"batch {b}", "deepseek-v3", Deployment(batch=b, ep=32),
                "oneshot", 1, "DeepSeek-V3, EP32")
     hbm = ACCELERATORS[ACCELERATOR].hbm_bytes_per_s
-    for name in ("llama-2-7b", "llama-3-8b", "falcon-7b", "deepseek-v3") if (
-            "attention" in levers) else ():
-        m = load_model(name)
+    from pymodel.workloads.attention import attention_variants
+    for label, m in attention_variants().items() if "attention" in levers else ():
         tr = kv_transfer(m, prompt_tokens=LEVER_PROMPT)
-        row = _lever_row("attention", m.attention.upper(), f"{m.title}, KV transfer TP1",
-                         tr, kvc, 1)
+        row = _lever_row("attention", label, f"{m.title}, KV transfer TP1", tr, kvc, 1)
         row["kv_read_ms"] = (LEVER_KV_BATCH * CONTEXT * kv_bytes_per_token(m)
                              / (hbm * cal.hbm_efficiency)) * 1e3
         rows.append(row)
@@ -349,3 +350,4 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
                    Deployment(batch=b, ep=32, dispatch=disp), "oneshot", 1,
                    "DeepSeek-V3, EP32")
     return rows
+

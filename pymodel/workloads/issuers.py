@@ -14,8 +14,12 @@ class IssuerProfile:
     """What posting RDMA work costs (cycles of 1 ns) and how the issuer uses the engine.
 
     ``doorbell_batch`` WQEs per doorbell and ``signal_every`` WQEs per CQE are the
-    issuer's default policy (a :class:`Rung` may override them). ``status`` says how the
-    costs were obtained: ``derived``, ``bound`` or ``assumption`` (data file).
+    issuer's default policy (a :class:`Rung` may override them). ``parallel``: the
+    issuer posts on every QP at once (a poster per QP, each ringing its own doorbell, as
+    GPU warps do with IBGDA), so a sender spreading its messages over ``q`` QPs posts
+    ``q`` of them in the time of one; otherwise it posts one after the other (a CPU
+    thread, a proxy). ``status`` says how the costs were obtained: ``derived``,
+    ``bound`` or ``assumption`` (data file).
     """
 
     name: str
@@ -28,6 +32,7 @@ class IssuerProfile:
     status: str
     source: str
     derivation: str
+    parallel: bool = False
 
     def __post_init__(self):
         for k in ("wqe_cycles", "doorbell_cycles", "cqe_cycles"):
@@ -40,6 +45,9 @@ class IssuerProfile:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"issuer {self.name!r}: {k} must be an integer >= 1, "
                                  f"not {v!r}")
+        if not isinstance(self.parallel, bool):
+            raise ValueError(f"issuer {self.name!r}: parallel must be true or false, "
+                             f"not {self.parallel!r}")
         if self.status not in ("derived", "bound", "assumption", "measured"):
             raise ValueError(f"issuer {self.name!r}: unknown status {self.status!r}")
 

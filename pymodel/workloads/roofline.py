@@ -227,7 +227,8 @@ def _per_gpu_work(m, dep, tokens):
 
 def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
                     allreduce="oneshot", ports=1, overhead_s=0.0, trace=None,
-                    collective_sync_s=0.0, hbm_efficiency=1.0, micro_batches=1):
+                    collective_sync_s=0.0, hbm_efficiency=1.0, micro_batches=1,
+                    fabric="board"):
     """The :class:`StepResult` of one decode step (module doc).
 
     Parameters
@@ -239,7 +240,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     carrier : Carrier or None
         Carries the step's messages; ``None``: no communication is timed (``coordination``
         0; use for a single GPU or to see compute and memory alone).
-    allreduce : {"oneshot", "rsag"}
+    allreduce : {"oneshot", "rsag", "auto"}
     ports : int
         Copies of the design per GPU (:func:`pymodel.workloads.timing.comm_time`).
     overhead_s : float
@@ -259,6 +260,9 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         2: DeepSeek's dual micro-batch overlap (module doc); ``trace`` is then ignored
         (each micro-batch has its own). The result's sizes, times and counts are the two
         micro-batches' sums, its per-token figures over both.
+    fabric : str
+        The path between GPUs (:func:`pymodel.workloads.timing.comm_time`): ``board``
+        (the engine models' own), ``rack`` or ``pod`` (:mod:`spec.fabric_profiles`).
 
     Raises
     ------
@@ -285,7 +289,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     if micro_batches == 2 and dep.batch >= 2 and (carrier is not None
                                                    or collective_sync_s):
         return _two_micro_batches(m, dep, accelerator, carrier, allreduce, ports,
-                                  overhead_s, collective_sync_s, hbm_efficiency)
+                                  overhead_s, collective_sync_s, hbm_efficiency, fabric)
     groups = attention_groups(m, dep)
     tokens = dep.batch * groups
     gpus = dep.tp * groups
@@ -302,7 +306,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
         sync_s = collective_sync_s * sum(p.op in COLLECTIVE_OPS for p in tr.phases)
     if carrier is not None:
-        r = comm_time(tr, carrier, ports=ports)
+        r = comm_time(tr, carrier, ports=ports, fabric=fabric)
         comm_s, moving_s = r.cycles * 1e-9, r.moving_cycles * 1e-9
         messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
         credits = r.ctrl_by_kind.get("credit_updates", 0.0)
@@ -323,12 +327,14 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
         sync_s=sync_s, hbm_efficiency=hbm_efficiency)
 
 
-def _two_micro_batches(m, dep, acc, carrier, allreduce, ports, overhead_s, sync, eta):
+def _two_micro_batches(m, dep, acc, carrier, allreduce, ports, overhead_s, sync, eta,
+                       fabric="board"):
     """The overlapped step of two micro-batches (module doc, "Two micro-batches")."""
     from dataclasses import replace
     half = [replace(dep, batch=-(-dep.batch // 2)), replace(dep, batch=dep.batch // 2)]
     a, b = (decode_roofline(m, d, accelerator=acc, carrier=carrier, allreduce=allreduce,
-                            ports=ports, collective_sync_s=sync, hbm_efficiency=eta)
+                            ports=ports, collective_sync_s=sync, hbm_efficiency=eta,
+                            fabric=fabric)
             for d in half)
     work = [max(x.compute_s, x.memory_s) for x in (a, b)]
     comm = [x.coordination_s + x.sync_s for x in (a, b)]

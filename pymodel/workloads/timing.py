@@ -108,21 +108,29 @@ def _row_costs(trace, carrier):
     return out
 
 
-def comm_time(trace, carrier, ports=1):
+def comm_time(trace, carrier, ports=1, fabric="board"):
     """Time and totals of ``trace`` carried by ``carrier`` over ``ports`` copies of the
     design per GPU (module doc).
 
+    ``fabric``: a profile of :data:`spec.fabric_profiles.FABRIC_PROFILES` (``board``,
+    ``rack``, ``pod``) for the path between two GPUs: every message's latency grows by
+    the profile's one-way latency (link, switch hop, link) less the ``board`` path the
+    engine models were run on (6 cycles), the same for both designs.
+
     Returns a :class:`CommResult` (an empty trace gives zeros). ``ValueError`` if
-    ``ports`` is not an integer >= 1.
+    ``ports`` is not an integer >= 1 or ``fabric`` is not a profile.
     """
+    from spec.fabric_profiles import one_way
     if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
         raise ValueError(f"ports must be an integer >= 1, not {ports!r}")
+    hop = one_way(fabric) - one_way("board")
     c = trace.columns
     n_ph, g = len(trace.phases), trace.gpus
     phase_cycles = np.zeros(n_ph)
     moving = np.zeros(n_ph)
     if len(trace):
         r = _row_costs(trace, carrier)
+        r["latency_cycles"] = r["latency_cycles"] + hop
         cnt = c["count"].astype(float)
         # Sender: groups of (phase, src) are contiguous, data rows before flags.
         skey = c["phase"] * g + c["src"]

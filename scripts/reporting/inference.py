@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from pymodel.workloads.attention import attention_rows
 from pymodel.workloads.calibration import nim_calibration
 from pymodel.workloads.grid import (
     BATCHES,
@@ -39,7 +40,14 @@ from pymodel.workloads.grid import (
 
 # FASTEST, calibration_markdown, lever_markdown: re-exported for callers of this module.
 from .inference_calibration import _CAL_HERE, _more_calibrations, calibration_markdown
-from .inference_markdown import _LEVERS_HERE, _markdown, lever_markdown
+from .inference_fastpath import FASTPATH_SIZES, fastpath_check_rows, fastpath_markdown
+from .inference_markdown import (
+    _LEVERS_HERE,
+    _markdown,
+    attention_markdown,
+    lever_markdown,
+    serving_markdown,
+)
 from .inference_plots import _plots
 from .inference_rows import FASTEST, SHOWN, _fastest_rows  # noqa: F401
 from .inference_sweeps import SWEEP_COLUMNS, sweep_markdown
@@ -48,15 +56,21 @@ __all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
-                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1):
+                      levers=LEVERS, calibration=CALIBRATION, micro_batches=1,
+                      fastpath_sizes=FASTPATH_SIZES, servings=None):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
     ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
     picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`);
     ``calibration`` (:data:`pymodel.workloads.grid.CALIBRATIONS`, default the NIM fit) and
-    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. The markdown says how
-    long the grid took (wall time, seconds).
+    ``micro_batches`` (2: dual micro-batch overlap) go to the grid. ``fastpath_sizes``:
+    the WRITE sizes at which the fast path is checked against the cycle-level model
+    (:mod:`.inference_fastpath`; ``inference.json``'s ``fastpath_check``, each row's
+    ``within`` says whether it is within tolerance; empty: no check). ``servings``: the
+    deployments of the TPOT table (:data:`pymodel.workloads.serving.SERVING` when
+    ``None``; empty: no table). The markdown says how long the grid took (wall time,
+    seconds).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,9 +82,14 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     kv = kv_rows()
     kvt = kv_transfer_rows()
     cal, t0 = nim_calibration()
+    attention = attention_rows(calibration=calibration) if "attention" in levers else []
     levers = lever_rows(levers=levers, calibration=calibration)
     step_cal = step_calibration(calibration)
     cal2 = _more_calibrations(grid, scenarios, step_cal)
+    check = fastpath_check_rows(sizes=fastpath_sizes) if fastpath_sizes else []
+    from pymodel.workloads.serving import SERVING, serving_rows
+    servings = SERVING if servings is None else servings
+    serving = serving_rows(servings, calibration=calibration) if servings else []
     elapsed = time.perf_counter() - t_start
     pngs = _plots(out, grid, kv, kvt, cal, t0, scenarios, batches) if plots else []
     with open(out / "inference.json", "w") as f:
@@ -79,9 +98,12 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
                                             calibrated_residual=r.calibrated_residual)
                                        for r in cal], "nim_overhead_ms": t0,
                    "levers": levers, "deepep_calibration": cal2["deepep"],
-                   "gpu_sync": cal2["sync"],
+                   "gpu_sync": cal2["sync"], "fastpath_check": check,
+                   "attention_like_for_like": attention, "serving": serving,
                    "grid_seconds": t_grid, "seconds": elapsed}, f, indent=1)
     md = _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
                    step_cal, micro_batches)
     md = md.replace(_CAL_HERE, calibration_markdown(cal2))
-    return md.replace(_LEVERS_HERE, lever_markdown(levers))
+    md = md.replace(_LEVERS_HERE, lever_markdown(levers) + "\n" + attention_markdown(attention)
+                    + "\n" + serving_markdown(serving))
+    return md + ("\n\n" + fastpath_markdown(check) if check else "")

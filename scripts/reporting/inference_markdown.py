@@ -58,6 +58,58 @@ def lever_markdown(rows):
 
 
 
+def serving_markdown(rows):
+    """The deployments at the latency target (:func:`pymodel.workloads.serving.serving_rows`)."""
+    if not rows:
+        return ""
+    from pymodel.workloads.serving import TPOT_TARGET_S
+    t = TPOT_TARGET_S * 1e3
+    out = [f"### Deployments at TPOT <= {t:.0f} ms", "",
+           f"Per deployment and design, the largest batch (per attention group, of "
+           f"1, 2, 4, ..., 256) whose calibrated decode step is at most {t:.0f} ms and "
+           "whose weights and KV cache fit; tokens/s per GPU at that batch and the time "
+           "per output token (TPOT). Pairing "
+           f"`{PAIRING}` (the NIC integrated, the RDMA engine on die; the attachment "
+           "column names each). Across nodes, only the messages between nodes are "
+           "carried by the design (one port per GPU; NVLink inside a node, not timed); "
+           "in one scale-up domain every message (8 ports). 'limit': what stopped the "
+           "batch. Expert load imbalance and redundant experts are not modelled (balanced "
+           "routing).", ""]
+    body = [[r["deployment"], r["design"], r["attachment"], r["issue"], r["rung"],
+             r["batch"], "-" if r["tpot_ms"] is None else r["tpot_ms"],
+             r["tok_s_gpu"], "-" if r["comm_ms"] is None else r["comm_ms"], r["limit"]]
+            for r in rows]
+    out += [_table(["deployment", "design", "attachment", "issue cost", "RDMA rung",
+                    "batch", "TPOT ms", "tokens/s per GPU", "communication ms",
+                    "limit"], body), ""]
+    return "\n".join(out)
+
+
+def attention_markdown(rows):
+    """The like-for-like attention table (:func:`pymodel.workloads.attention.attention_rows`)."""
+    if not rows:
+        return ""
+    r0 = rows[0]
+    out = ["### Attention like for like: cached bytes, sequences that fit, the batch", "",
+           f"One model ({r0['model'].rsplit(' ', 1)[0]}: same layers, width and heads) at "
+           f"four ways of caching K and V, TP{r0['tp']} (RS+AG, 8 ports), context "
+           f"{r0['context']:,}, on {ACCELERATOR} with the grid's calibration; pairing "
+           f"`{PAIRING}`, RDMA the fastest covered rung. 'fit' is the most sequences "
+           "whose KV cache fits next to the weights (one more would not). MQA's single KV "
+           "head is replicated on every TP rank, so at TP8 it caches per GPU what GQA's "
+           "one-of-8 heads do; the MLA latent is held whole by every rank.", ""]
+    body = [[r["attention"], f"{r['kv_bytes_per_token']:,}", r["fit_batch"],
+             r["b64_nic_step_ms"], r["b64_rdma_step_ms"], r["b64_rdma_ctrl_per_kib"],
+             r.get("fit_nic_step_ms", "-"), r.get("fit_rdma_step_ms", "-"),
+             r.get("fit_nic_tok_s_gpu", "-"), r.get("fit_rdma_tok_s_gpu", "-"),
+             r.get("fit_rdma_ctrl_per_kib", "-")] for r in rows]
+    out += [_table(["attention", "KV B / token", "sequences that fit",
+                    "step ms at 64 NIC", "step ms at 64 RDMA", "RDMA control / KiB at 64",
+                    "step ms at fit NIC", "step ms at fit RDMA", "tokens/s/GPU at fit NIC",
+                    "tokens/s/GPU at fit RDMA", "RDMA control / KiB at fit"], body), ""]
+    return "\n".join(out)
+
+
 def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches, step_cal,
               micro_batches):
     acc = ACCELERATORS[ACCELERATOR]
@@ -70,8 +122,9 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
           f"Context {CONTEXT} tokens, KV cache BF16; NIC = compact header; RDMA = the "
           "pipelined engine and, per row, the fastest rung of its ladder that the fast "
           "path covers (named; every rung is in inference.json), posted by "
-          f"{ISSUER} threads (DeepEP policy: a doorbell per 4 WQEs, every WQE signalled, "
-          "where the rung does not set its own). Both designs are attached alike in every "
+          f"{ISSUER} threads (DeepEP policy: a poster and a doorbell per QP, posting in "
+          "parallel; a doorbell per 4 WQEs, every WQE signalled, where the rung does not "
+          "set its own). Both designs are attached alike in every "
           "row: pairing `integrated` = the NIC inside the accelerator against the RDMA "
           "engine on the `on_die` host profile; `pcie` = both behind the PCIe profile "
           f"(plots: `{PAIRING}`). "

@@ -3,7 +3,7 @@
 :func:`_chain` times a message from the cycle the QP front takes its work item: the
 context fill at node A, the WQE read (or the WQE by MMIO), the sequencer, the payload
 reads, the framer's frames on the wire, the responder's header check, context fill and
-verify at node B, its writer and host interface B's posted writes (:func:`_writes`),
+verify at node B, its writer and host interface B's posted writes (:class:`_Writer`),
 the ACK back over the link, the completion unit's retire and the CQE write. The host
 interfaces passed in (:class:`~pymodel.rdma.fastpath.host_timing._Host`) are updated, so
 successive calls see each other's TLPs. :func:`_mmio` is the host's MMIO write that
@@ -15,6 +15,10 @@ from pymodel.rdma.fastpath.frames import _ack_beats, _frames
 from pymodel.rdma.fastpath.host_timing import _fill, _wr_tlps
 from pymodel.rdma.fastpath.params import _W, _cdiv, _tlp
 from spec.rdma import DOORBELL_BYTES
+from spec.rdma_responder import ResponderSizes
+
+#: Verified frames the responder holds for its payload writer (``write_jobs``).
+_WRITE_JOBS = ResponderSizes().write_jobs
 
 
 def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalled, ack,
@@ -82,15 +86,23 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
         end = first + f.beats - 1
         free_at = first + f.own - 1
         rows.append(dict(issue=issues[k], take=take, first=first, end=end))
-    # Node B: header check, verify, ACK, the writer and host interface B's writes.
+    # Node B: header check, verify, ACK, the writer and host interface B's writes. A
+    # verified frame waits in ``write_jobs`` until the writer has written its words, so
+    # a frame is verified only once the writer is done with the frame ``write_jobs``
+    # before it (behind a context fill at node B, the frames of a long message queue).
     h = v = -1
+    writer = _Writer(s, hb)
+    done = []                                   # per frame: the writer's last word
     for k, row in enumerate(rows):
         h = max(row["end"] + s.link + 1, h + 1)
         v = max(h + 1, v + 1)
         if k == 0 and miss_b:
             v = max(v, _fill(hb, h, wb_b, one_word_wr, s.qpc_words) + 1)
+        if k >= _WRITE_JOBS:
+            v = max(v, done[k - _WRITE_JOBS] + 1)
         row["verify"] = v
-    out["written"] = _writes(s, hb, rows, frames)
+        done.append(writer.frame(v, frames[k]))
+    out["written"] = writer.written[-1]
     out["frames"] = rows
     out["retire"] = out["cqe"] = None
     if ack:
@@ -100,17 +112,21 @@ def _chain(s, t_f, ha, hb, miss_a, wb_a, miss_b, wb_b, wqe_addr, laddr, signalle
     return out
 
 
-def _writes(s, hb, rows, frames):
-    """The responder's writer, write arbiter and host interface B for the frames
-    verified in ``rows[k]["verify"]``: the cycle the last word reaches host memory."""
-    p = s.prof
-    wrote, acc, written = [], [], []         # per word: writer, arbiter, memory cycles
-    free = -1
-    for k, f in enumerate(frames):
-        start = max(rows[k]["verify"] + 1, free)
-        x = start - 1
-        tlps = _wr_tlps(p, f.seg)
-        for words, nbytes in tlps:
+class _Writer:
+    """The responder's writer, write arbiter and host interface B, frame by frame:
+    :meth:`frame` takes a frame verified in cycle ``verify`` and returns the cycle the
+    writer writes its last word (its job then leaves ``write_jobs``); ``written`` holds
+    the cycle each word reaches host memory."""
+
+    def __init__(self, s, hb):
+        self.p, self.hb = s.prof, hb
+        self.wrote, self.acc, self.written = [], [], []  # per word: writer, arbiter, memory
+        self.free = -1
+
+    def frame(self, verify, f):
+        p, wrote, acc, written = self.p, self.wrote, self.acc, self.written
+        x = max(verify + 1, self.free) - 1
+        for words, nbytes in _wr_tlps(p, f.seg):
             for _ in range(words):
                 g = len(wrote)
                 x = max(x + 1, acc[g - 4] + 1 if g >= 4 else x + 1)
@@ -119,11 +135,11 @@ def _writes(s, hb, rows, frames):
                     a = max(a, written[g - p.wr_fifo_words] + 1)
                 wrote.append(x)
                 acc.append(a)
-            st = hb.up.start(acc[-1] + 1, _tlp(nbytes, p.req_overhead, p.bytes_per_cycle,
-                                               words), "wr")
+            st = self.hb.up.start(acc[-1] + 1, _tlp(nbytes, p.req_overhead,
+                                                    p.bytes_per_cycle, words), "wr")
             written += [st + j for j in range(words)]
-        free = x + 1 + (f.steps - f.words)
-    return written[-1]
+        self.free = x + 1 + (f.steps - f.words)
+        return x
 
 
 def _mmio(s, ha, t0):

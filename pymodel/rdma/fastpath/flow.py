@@ -7,8 +7,15 @@ run ends before the steady state of :func:`~pymodel.rdma.fastpath.bounds.rdma_bo
 and the window of its ii sees the phases before it. It also follows cache entries
 shared by QPs (window state per QP): an item waits for its entry's previous QP, and
 the fills of a pass over the entries queue on host interface A's down direction ahead
-of that pass's WQE reads. Returns None where it does not apply (WQEs by MMIO, inline
-data, messages over half the payload FIFO). :func:`~pymodel.rdma.fastpath.checks._check_backlog`
+of that pass's WQE reads. A message's payload is read a frame at a time, each frame's
+read waiting for room for its words in the payload FIFO (as the payload fetch stage
+issues them). Returns None where it does not apply (WQEs by MMIO, inline data) and for
+messages over half the payload FIFO: two such messages do not fit it, the FIFO then
+drains at the framer's rate, and :func:`~pymodel.rdma.fastpath.bounds.rdma_bounds` gives
+the rate (the flow, which follows every read completion, takes about 10 s per thousand
+64 KiB messages; at 32 and 64 KiB the bounds are within 0.4 % of the cycle model,
+tests/test_fastpath.py).
+:func:`~pymodel.rdma.fastpath.checks._check_backlog`
 refuses a run whose backlog at node B would overflow the receive buffers.
 """
 
@@ -56,8 +63,13 @@ def _flow(s, run, gap, cqe_after):
     from its due cycle (read latency after its request), a doorbell and a completion
     that both wait taken in turn (docs/host_interface.md, "Timing"). The stages between
     keep the delays of :func:`_chain` and wait for room in the host interface's
-    doorbell buffer and in ``items``, ``fetch``, ``batch``, the WQE FIFO, ``segs`` and
-    the payload FIFO (:data:`spec.rdma_engine.FIFO_DEPTHS`), and for a free read tag;
+    doorbell buffer and in ``items``, ``fetch``, ``batch`` and the WQE FIFO
+    (:data:`spec.rdma_engine.FIFO_DEPTHS`); the payload fetch issues a message's frame
+    reads one a cycle from the cycle after the sequencer takes it, each waiting for a
+    free read tag and for room for its descriptor in ``segs`` and for its words in the
+    payload FIFO (words issued and not yet popped, as
+    :class:`pymodel.rdma.req.payload_fetch.PayloadFetchModel`), and the sequencer takes
+    the next message once the last frame of this one is issued;
     with window state per QP (``windows`` above 0) and more QPs than cache entries, the
     front takes an item whose entry holds another QP two cycles after that QP's last
     frame was taken (as :func:`~pymodel.rdma.fastpath.regimes._pinned`); messages leave
@@ -72,7 +84,7 @@ def _flow(s, run, gap, cqe_after):
     :func:`pymodel.rdma.metrics.steady_ii` sees those phases. Returns the cycles per
     message over :func:`_window`, or None where this does not apply (WQEs by MMIO or
     inline data: host interface A then carries no reads for the WQE or the payload;
-    messages larger than half the payload FIFO).
+    messages over half the payload FIFO, module doc).
     """
     p = s.prof
     if s.bf or s.inline or 2 * s.words > REQUESTER_DEFAULTS["payload_words"]:
@@ -104,9 +116,8 @@ def _flow(s, run, gap, cqe_after):
     pay = []                        # per message: request TLPs' pieces of each frame
     for j in order:
         base = run.pay_base + j * msg_words
-        shapes = [_read_shape(p, (base + k * (s.pmtu // _W)) % mrrs, f.words)
-                  for k, f in enumerate(frames)]
-        pay.append((shapes, sum(len(sh) for sh in shapes)))
+        pay.append([_read_shape(p, (base + k * (s.pmtu // _W)) % mrrs, f.words)
+                    for k, f in enumerate(frames)])
     cpl = {n: _cpl_cycles(p, n) for n in range(1, mrrs + 1)}
     d_mmio = _tlp(DOORBELL_BYTES, p.mmio_overhead, p.bytes_per_cycle, 1)
     cap_mmio = p.mmio_fifo_words + FIFO_DEPTHS["items"]
@@ -114,6 +125,10 @@ def _flow(s, run, gap, cqe_after):
     wqe_cap, pay_cap = REQUESTER_DEFAULTS["wqe_words"], REQUESTER_DEFAULTS["payload_words"]
     offsets = [sum(f.words for f in frames[:k]) for k in range(nf)]
     n_items, n_reads, n_frames = len(items), len(reads), m * nf
+    # Per frame: the payload word that must have left the FIFO before its read is issued
+    # (the words of the run up to the frame's last, less the FIFO's depth), below 0: none.
+    room_of = [(f // nf) * msg_words + offsets[f % nf] + frames[f % nf].words - pay_cap - 1
+               for f in range(n_frames)]
     miss = [run.miss_a[order[ps[0]]] for ps in items]
     # With window state per QP, an item whose cache entry holds another QP waits until
     # that QP's last frame was taken (its record reaches the completion unit the cycle
@@ -134,12 +149,13 @@ def _flow(s, run, gap, cqe_after):
     seq = [None] * m
     pay_issue, pay_at, take, first_beat = ([None] * n_frames for _ in range(4))
     pay_left = [0] * n_frames                   # completions not yet served
-    wqe_pop, pops = [], []                      # per WQE / payload word: popped
+    wqe_pop = []                                # per WQE word: popped
+    pops = [None] * (m * msg_words)             # per payload word: popped
     tag_free = []                               # per request TLP: its tag is free
     heap, up = [], set()
     wr = _tlp(_W, p.req_overhead, p.bytes_per_cycle, 1)
     signalled = [run.signalled[j] for j in order]
-    nxt = dict(item=0, read=0, msg=0, frame=0, serial=0)
+    nxt = dict(item=0, read=0, msg=0, issue=0, frame=0, serial=0)
     end = free_at = -1
 
     def up_slot(ready, d):
@@ -220,27 +236,43 @@ def _flow(s, run, gap, cqe_after):
             if x < m:
                 r, k, last = read_of[x]
                 f0 = x * nf
-                segs = f0 + nf - 1 - d_segs
-                room = len(pops) + msg_words - pay_cap - 1
-                shapes, chunks = pay[x]
+                segs, room = f0 - d_segs, room_of[f0]
                 if (len(wqe_words[r]) > k and (segs < 0 or take[segs] is not None)
-                        and (room < 0 or pops[room] is not None) and tags_known(chunks)):
+                        and (room < 0 or pops[room] is not None)
+                        and (x == 0 or pay_issue[f0 - 1] is not None)
+                        and tags_known(len(pay[x][0]))):
                     t = wqe_words[r][k] + 1
                     if x:
-                        t = max(t, seq[x - 1] + slot)
+                        t = max(t, seq[x - 1] + slot, pay_issue[f0 - 1])
                     if segs >= 0:
-                        t = max(t, take[segs] + 1 - nf)
+                        t = max(t, take[segs])
                     if room >= 0:
                         t = max(t, pops[room])
                     seq[x] = t
                     wqe_pop.extend(t + j for j in range(slot))
                     if last:
                         batch_free[r] = t + slot
-                    for kf, shape in enumerate(shapes):
-                        pay_issue[f0 + kf] = t + 1 + kf
-                        request(t + 3 + kf, shape, "pay", f0 + kf)
-                    pops.extend([None] * msg_words)
                     nxt["msg"], moved = x + 1, True
+            # The payload reads, a frame at a time: a frame's read waits for room for its
+            # words in the payload FIFO (words issued and not yet popped) and in ``segs``.
+            f = nxt["issue"]
+            while f < n_frames and seq[f // nf] is not None:
+                x, kf = divmod(f, nf)
+                segs, room, shape = f - d_segs, room_of[f], pay[x][kf]
+                if not ((segs < 0 or take[segs] is not None)
+                        and (room < 0 or pops[room] is not None) and tags_known(len(shape))):
+                    break
+                t = seq[x] + 1 + kf
+                if kf:
+                    t = max(t, pay_issue[f - 1] + 1)
+                if segs >= 0:
+                    t = max(t, take[segs] + 1)
+                if room >= 0:
+                    t = max(t, pops[room] + 1)
+                pay_issue[f] = t
+                request(t + 2, shape, "pay", f)
+                f += 1
+                nxt["issue"], moved = f, True
             f = nxt["frame"]
             if f < n_frames and pay_at[f] is not None:
                 fr = frames[f % nf]

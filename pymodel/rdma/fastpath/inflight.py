@@ -17,6 +17,7 @@ from pymodel.rdma.metrics import READ_BITS, RECORD_BITS
 from spec.formats.roce import HOST_WORD_BITS
 from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import FIFO_DEPTHS, MAX_PREFETCH, REQUESTER_DEFAULTS
+from spec.rdma_responder import RX_BEATS
 
 
 def _inflight(s, run, ii, regime, hold_rec, rtt_b):
@@ -40,7 +41,9 @@ def _inflight(s, run, ii, regime, hold_rec, rtt_b):
     chunks_p = 0 if s.inline else sum(len(_read_shape(p, (run.pay_base + k * s.pmtu // _W)
                                                       % mrrs, f.words))
                                       for k, f in enumerate(frames))
-    rest = sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames)
+    # The receive beats of a message's frames, at most the responder's receive buffer
+    # (a message of several frames is written to host B frame by frame).
+    rest = min(RX_BEATS, sum(max(0, min(f.beats, MAX_FRAME_BEATS) - 2) for f in frames))
     body = run.n - 1
     k_ack = max(1, round(body / max(1, sum(run.ack[1:]))))
     cold_b = len({(7 * q + 3) % _MAX_QPS % s.cache for q in range(s.qps)}) - 1
