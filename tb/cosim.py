@@ -28,6 +28,7 @@ from pathlib import Path
 
 from spec.checks import silence
 from tb.bulk_dump import add_dump_hooks, hook_names
+from tb.run_dirs import RUN_DIR_CHARS, run_dir_name  # noqa: F401 (RUN_DIR_CHARS: API)
 from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of this API)
     _ZERO_INIT,
     BUILD,
@@ -150,25 +151,6 @@ def _verilator_runner(config):
 
 #: The user's own ``COCOTB_REWRITE_ASSERTION_FILES``, if any (see :func:`run_cosim`).
 _USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
-
-
-#: Longest run-folder name: a longer test id keeps its first characters and gains a digest
-#: of the whole id, so that two ids never share a folder however long they are.
-RUN_DIR_CHARS = 80
-
-
-def run_dir_name(test_id):
-    """The folder name of the run ``test_id``: the id with every character outside
-    ``[A-Za-z0-9_.-]`` replaced by ``_``; an id whose name would be longer than
-    :data:`RUN_DIR_CHARS` keeps its first characters and ends in ``-`` and 12 hex digits
-    of the SHA-1 of the whole id (distinct ids give distinct folders)."""
-    if not isinstance(test_id, str) or not test_id:
-        raise ValueError(f"test_id must be a non-empty string, not {test_id!r}")
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)
-    if len(name) <= RUN_DIR_CHARS and name == test_id:
-        return name
-    digest = hashlib.sha1(test_id.encode()).hexdigest()[:12]
-    return f"{name[:RUN_DIR_CHARS - 13]}-{digest}"
 
 
 #: The parameters each cocotb module under ``tb`` accepts: the one declaration that

@@ -1,9 +1,9 @@
 """Every co-simulation run has a folder of its own, whatever the length of its id
-(tb.cosim.run_dir_name), and a point's figures come from the run that produced them."""
+(tb.run_dirs.run_dir_name), and a point's figures come from the run that produced them."""
 
 import pytest
 
-from tb.cosim import RUN_DIR_CHARS, run_dir_name
+from tb.run_dirs import RUN_DIR_CHARS, run_dir_name
 
 
 def test_short_ids_keep_their_name():

@@ -22,7 +22,7 @@ def test_inline_rung_over_the_limit_names_the_option(capsys):
     and the limit."""
     limit = 64 * MAX_INLINE_WORDS
     err = _error(["--design", "rdma", "--rung", "bf-inline", "--msg-bytes", "200"], capsys)
-    assert f"--msg-bytes: msg_bytes must be at most {limit}" in err
+    assert f"--msg-bytes must be at most {limit}" in err
     for rung in ("+unsignalled 1/64", "best"):
         err = _error(["--design", "rdma", "--rung", rung, "--msg-bytes", str(limit + 1)],
                      capsys)
@@ -63,7 +63,7 @@ def test_link_latency_is_an_option_of_both_designs(capsys):
         "link_latency"] == 1
     assert sim.parse_args(["--design", "nic", "--link-latency", "1"]).knobs[
         "link_latency"] == 1
-    assert "--link-latency: link_latency must be" in _error(
+    assert "--link-latency must be" in _error(
         ["--design", "rdma", "--link-latency", "0"], capsys)
 
 
