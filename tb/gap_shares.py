@@ -168,6 +168,31 @@ def factor_shares(rows, index, factors=FACTORS, on=()):
     return out
 
 
+def _call(job):
+    _, fn, kwargs = job
+    return fn(**kwargs)
+
+
+def _run_jobs(jobs, workers):
+    """The results of ``jobs`` (``[(label, function, kwargs)]``) in their order,
+    ``workers`` processes at a time (1: in this process), with a line per job done."""
+    import concurrent.futures
+    import sys
+
+    if workers <= 1:
+        out = []
+        for job in jobs:
+            out.append(_call(job))
+            print(f"[gap shares] {len(out)}/{len(jobs)}: {job[0]}", file=sys.stderr)
+        return out
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        out = []
+        for job, row in zip(jobs, pool.map(_call, jobs), strict=True):
+            out.append(row)
+            print(f"[gap shares] {len(out)}/{len(jobs)}: {job[0]}", file=sys.stderr)
+        return out
+
+
 def main(argv=None):
     """``python -m tb.gap_shares [--messages N] [--jobs N] [--only F+...] [--on F+...]
     PROFILE...``: print each factor's shares at each profile (the golden model alone;
@@ -179,7 +204,6 @@ def main(argv=None):
     engine's step over a NIC that completes end to end)."""
     import argparse
 
-    from scripts.sim import run_jobs
     from spec.fabric_profiles import FABRIC_PROFILES
 
     def names(text):
@@ -203,7 +227,7 @@ def main(argv=None):
         ap.error(f"unknown factor(s) {bad}; the factors: {list(FACTORS)}")
     for profile in args.profiles:
         jobs, index = share_jobs(profile, args.messages)
-        rows = run_jobs(jobs, args.jobs)
+        rows = _run_jobs(jobs, args.jobs)
         for game, factors, on in games:
             got = factor_shares(rows, index, factors, on)
             print(f"\nEach factor's share at {profile}, the game {game}, {args.messages} "
