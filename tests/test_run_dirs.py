@@ -40,7 +40,7 @@ def test_long_point_tag_reports_its_own_figures(sim):
     folder (where the back-to-back figures were read from the one-at-a-time run)."""
     from tb.rdma.headline import run_point
 
-    point = dict(msg_bytes=193, messages=24, qps=5, rung="+doorbell batching 16")
+    point = dict(msg_bytes=193, messages=8, qps=3, rung="+doorbell batching 16")
     long_tag = "user_point_" + "x" * 100
     rows = [run_point(sim, **point, test_id=tag) for tag in ("short", long_tag)]
     for row in rows:
