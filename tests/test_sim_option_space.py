@@ -5,9 +5,8 @@ that names an option; none ends in a traceback.
 The walk: each option of :data:`scripts.sim_point.POINT_OPTIONS` (and the flags,
 ``--messages`` and ``--msg-bytes``) at the ends of its range and just outside them, alone;
 then 36 pairs of range ends of two options of one design per design, drawn by a seeded
-generator. The
-values below are the ranges ``--help`` states, written here independently of the checks
-under test.
+generator. The values below are the ranges ``--help`` states, written here independently
+of the checks under test.
 """
 
 import itertools
