@@ -8,9 +8,16 @@ import no cocotb or pyuvm; nothing below ``tests/`` and ``scripts/`` imports the
 ``import`` and ``from ... import`` counts, at module level or inside a function, and so
 does ``importlib.import_module("<literal>")``; relative imports are resolved against the
 file's package.
+
+Two more rules on the files of those layers: no import cycle between files (two files
+that import each other, directly or through others, at module level or inside a
+function), and no import from the golden model's twins up to its analysis layer
+(:data:`ANALYSIS`: the measurement points, their fast path, scenarios, load and
+workloads, which run the twins; the twins never run them).
 """
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -44,6 +51,26 @@ def _package_of(path):
     return list(path.relative_to(ROOT).parts[:-1])
 
 
+def _from_module(node, path):
+    """The module of the ``from ... import`` statement ``node`` in the file ``path``."""
+    if not node.level:
+        return node.module
+    base = _package_of(path)
+    base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _import_module_literal(node):
+    """The literal of ``importlib.import_module("<literal>")`` at ``node``, or ``None``."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "importlib"
+            and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        return node.args[0].value
+    return None
+
+
 def imports_of(source, path):
     """``(line, module)`` of every import in ``source`` (the text of ``path``)."""
     tree = ast.parse(source, filename=str(path))
@@ -52,19 +79,9 @@ def imports_of(source, path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package_of(path)
-                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module
-            out.append((node.lineno, name))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module"
-              and isinstance(node.func.value, ast.Name) and node.func.value.id == "importlib"
-              and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)):
-            out.append((node.lineno, node.args[0].value))
+            out.append((node.lineno, _from_module(node, path)))
+        elif (literal := _import_module_literal(node)) is not None:
+            out.append((node.lineno, literal))
     return out
 
 
@@ -136,3 +153,138 @@ def test_relative_imports_resolve_to_their_package():
     text = "from .items import A\nfrom ..store_driver import B\nfrom . import env\n"
     assert imports_of(text, path) == [(1, "tb.nic.uvm.items"), (2, "tb.nic.store_driver"),
                                       (3, "tb.nic.uvm")]
+
+
+#: The golden model's analysis layer: files and folders (ending in ``/``) of pymodel/
+#: that build scenarios and run the twins; every other file of pymodel/ is a twin of an
+#: RTL block or what the twins need, and imports none of these.
+ANALYSIS = ("pymodel/points.py", "pymodel/fastpath.py", "pymodel/scenarios/",
+            "pymodel/load/", "pymodel/workloads/", "pymodel/rdma/point.py",
+            "pymodel/rdma/fabric_point.py", "pymodel/rdma/fastpath/")
+
+
+def _module_file(name):
+    """The file of the project module ``name`` (a module's ``.py`` or a package's
+    ``__init__.py``), or ``None``."""
+    parts = name.split(".") if name else []
+    if not parts or parts[0] not in PROJECT:
+        return None
+    for f in (ROOT.joinpath(*parts).with_suffix(".py"), ROOT.joinpath(*parts, "__init__.py")):
+        if f.is_file():
+            return f
+    return None
+
+
+def imported_files(source, path):
+    """The project files the file ``path`` (text ``source``) imports: each imported
+    module's file, and for ``from package import name`` the submodule ``name``'s file
+    when there is one (else the package's). The file itself is left out."""
+    names = []
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [[alias.name] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = _from_module(node, path)
+            names += [[f"{module}.{alias.name}", module] for alias in node.names]
+        elif (literal := _import_module_literal(node)) is not None:
+            names.append([literal])
+    found = {next((f for f in map(_module_file, tries) if f), None) for tries in names}
+    return found - {None, path}
+
+
+def import_graph(files):
+    """``{file: the project files it imports}`` over ``files``."""
+    return {f: imported_files(f.read_text(), f) for f in files}
+
+
+@functools.cache
+def _project_graph():
+    return import_graph(_files())
+
+
+def cycles(graph):
+    """The import cycles of ``graph``: its strongly connected components of more than one
+    file (Tarjan's algorithm, iterative), each as a sorted list."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def _in_analysis(path):
+    rel = path.relative_to(ROOT).as_posix()
+    return any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in ANALYSIS)
+
+
+def upward_imports(graph):
+    """``"twin -> analysis file"`` for every import of a pymodel/ twin from
+    :data:`ANALYSIS`."""
+    return sorted(f"{f.relative_to(ROOT)} -> {g.relative_to(ROOT)}"
+                  for f, targets in graph.items()
+                  if f.relative_to(ROOT).parts[0] == "pymodel" and not _in_analysis(f)
+                  for g in targets if _in_analysis(g))
+
+
+def test_no_import_cycle_between_files():
+    found = cycles(_project_graph())
+    assert not found, "import cycles:\n  " + "\n  ".join(
+        " <-> ".join(str(f.relative_to(ROOT)) for f in c) for c in found)
+
+
+def test_no_import_from_the_twins_to_the_analysis_layer():
+    for entry in ANALYSIS:
+        assert (ROOT / entry).exists(), f"ANALYSIS names {entry}, which does not exist"
+    found = upward_imports(_project_graph())
+    assert not found, "twins importing the analysis layer:\n  " + "\n  ".join(found)
+
+
+def test_the_graph_resolves_submodules_and_relative_imports():
+    """``from package import module`` leads to the module's file, a name that is no
+    module to the package's; relative imports and ``import a.b`` resolve too."""
+    path = ROOT / "pymodel" / "nic" / "planted.py"
+    text = ("from pymodel.nic import store\nfrom . import store_segmenter\n"
+            "from .store import Store\nimport spec.host\nfrom pymodel import nic\n"
+            "def f():\n    from pymodel.packet import frame_to_beats\n")
+    assert imported_files(text, path) == {
+        ROOT / "pymodel/nic/store.py", ROOT / "pymodel/nic/store_segmenter.py",
+        ROOT / "spec/host.py", ROOT / "pymodel/nic/__init__.py", ROOT / "pymodel/packet.py"}
+
+
+def test_the_checks_find_a_planted_cycle_and_an_upward_import():
+    a, b, c, d = (ROOT / "pymodel" / f"{n}.py" for n in "abcd")
+    assert cycles({a: {b}, b: {c}, c: {a}, d: {a}}) == [sorted([a, b, c])]
+    assert cycles({a: {b}, b: {a}, c: {d}, d: {c}}) == [sorted([a, b]), sorted([c, d])]
+    assert cycles({a: {b}, b: {c}, c: set(), d: {a, c}}) == []
+    twin, scenario = ROOT / "pymodel/nic/tx.py", ROOT / "pymodel/scenarios/nic.py"
+    assert upward_imports({twin: {scenario}, scenario: {twin}}) == [
+        "pymodel/nic/tx.py -> pymodel/scenarios/nic.py"]

@@ -3,7 +3,7 @@
 from pymodel.packet import frame_to_beats, unpack_beat
 from spec.host import PROFILES
 
-__all__ = ["Store"]
+__all__ = ["Store", "cut"]
 
 
 class Store:
@@ -46,7 +46,21 @@ class Store:
 
     def segments(self, width, max_payload):
         """The frames' stores after the NIC's segmenter
-        (:class:`pymodel.nic.store_segmenter.StoreSegmenterModel`)."""
-        from pymodel.nic.store_segmenter import cut
-
+        (:class:`pymodel.nic.store_segmenter.StoreSegmenterModel`): :func:`cut`."""
         return cut(self, max_payload)
+
+
+def cut(store, max_payload):
+    """The segments of ``store`` after the NIC's segmenter (the rule of
+    :class:`pymodel.nic.store_segmenter.StoreSegmenterModel`): a cut every
+    ``max_payload`` bytes of payload; segment ``k`` goes to ``addr + k * max_payload``
+    with the header length ``min(rem, max_payload)``, ``rem`` starting at ``length`` and
+    losing ``max_payload`` (13-bit wrap) per segment; the segment with ``rem <=
+    max_payload`` (for an honest store its last) carries the store's ``ack_req``, the
+    others none."""
+    out, rem = [], store.length
+    for k in range(0, max(len(store.payload), 1), max_payload):
+        out.append(Store(store.dst, store.addr + k, store.payload[k:k + max_payload],
+                         min(rem, max_payload), ack_req=store.ack_req and rem <= max_payload))
+        rem = (rem - max_payload) % (1 << 13)
+    return out

@@ -1,22 +1,8 @@
 """Twin of :class:`rtl.nic.store_segmenter.StoreSegmenter`: long stores cut into frames."""
 
-from pymodel.nic.store import Store
+from pymodel.nic.store import cut
 
 __all__ = ["StoreSegmenterModel", "cut"]
-
-
-def cut(store, max_payload):
-    """The segments of ``store``: a cut every ``max_payload`` bytes of payload; segment
-    ``k`` goes to ``addr + k * max_payload`` with the header length
-    ``min(rem, max_payload)``, ``rem`` starting at ``length`` and losing ``max_payload``
-    (13-bit wrap) per segment; the segment with ``rem <= max_payload`` (for an honest
-    store its last) carries the store's ``ack_req``, the others none."""
-    out, rem = [], store.length
-    for k in range(0, max(len(store.payload), 1), max_payload):
-        out.append(Store(store.dst, store.addr + k, store.payload[k:k + max_payload],
-                         min(rem, max_payload), ack_req=store.ack_req and rem <= max_payload))
-        rem = (rem - max_payload) % (1 << 13)
-    return out
 
 
 class StoreSegmenterModel:

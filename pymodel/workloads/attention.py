@@ -1,9 +1,14 @@
 """The attention lever like for like: one model at MHA, GQA, MQA and an MLA-style latent
-(:func:`attention_variants`, same layers, width and heads), and what each does to the
-sequences that fit and so to the batch (:func:`attention_rows`; docs/inference.md,
-section 9b)."""
+(:func:`pymodel.workloads.config.attention_variants`, same layers, width and heads), and
+what each does to the sequences that fit and so to the batch (:func:`attention_rows`;
+docs/inference.md, section 9b)."""
 
-from pymodel.workloads.config import kv_bytes_per_token, load_model
+from pymodel.workloads.config import (
+    ATTENTION_BASE,
+    MLA_LATENT,
+    attention_variants,
+    kv_bytes_per_token,
+)
 from pymodel.workloads.generate import Deployment
 from pymodel.workloads.grid import (
     ACCELERATOR,
@@ -17,37 +22,6 @@ from pymodel.workloads.grid import (
 from pymodel.workloads.roofline import decode_roofline
 
 __all__ = ["ATTENTION_BASE", "MLA_LATENT", "attention_variants", "attention_rows"]
-
-
-#: The model the like-for-like attention rows vary (its layers, width, heads and MLP
-#: stay; only how keys and values are cached changes).
-ATTENTION_BASE = "llama-3-70b"
-#: MLA-style latent of the like-for-like rows: DeepSeek-V3's sizes (config.json
-#: ``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64, ``qk_nope_head_dim`` 128,
-#: ``v_head_dim`` 128), with its 64 query heads kept.
-MLA_LATENT = dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
-                  v_head_dim=128)
-
-
-def attention_variants(base=ATTENTION_BASE):
-    """One model at four ways of caching keys and values, same layers and width: MHA (a
-    KV head per query head), GQA (the model's own KV heads), MQA (one KV head) and an
-    MLA-style latent (:data:`MLA_LATENT`). Returns ``{label: ModelConfig}``; each
-    variant's changed fields have a ``derived:`` source."""
-    import dataclasses
-    m = load_model(base)
-    heads = m.num_attention_heads
-
-    def variant(tag, **changes):
-        src = dict(m.sources, **{k: f"derived: {m.name} with {k} = {v}"
-                                 for k, v in changes.items()})
-        return dataclasses.replace(m, name=f"{m.name}-{tag}",
-                                   title=f"{m.title} {tag.upper()}", sources=src, **changes)
-
-    return {"MHA": variant("mha", attention="mha", num_key_value_heads=heads),
-            "GQA": variant("gqa", attention="gqa"),
-            "MQA": variant("mqa", attention="mqa", num_key_value_heads=1),
-            "MLA": variant("mla", attention="mla", **MLA_LATENT)}
 
 
 def attention_rows(base=ATTENTION_BASE, tp=8, context=CONTEXT, pairing=PAIRING,

@@ -22,13 +22,15 @@ Sizes computed here (all in bytes or parameter counts, exact integers):
 No other module reads the data files; everything else takes a :class:`ModelConfig`.
 """
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 __all__ = ["ModelConfig", "load_model", "model_names", "kv_bytes_per_token",
            "kv_bytes_per_token_layer", "FLASHMLA_SCALE_GROUP",
-           "param_counts", "DTYPE_BYTES", "dtype_bytes", "MODELS_DIR"]
+           "param_counts", "DTYPE_BYTES", "dtype_bytes", "MODELS_DIR",
+           "ATTENTION_BASE", "MLA_LATENT", "attention_variants"]
 
 #: Folder of the model data files.
 MODELS_DIR = Path(__file__).resolve().parent / "data" / "models"
@@ -278,3 +280,33 @@ def param_counts(model):
     return {"attention": attn, "dense_mlp": dense_mlp, "expert": expert, "router": router,
             "norms": norms, "embedding": embedding, "lm_head": lm_head, "total": total,
             "active": active}
+
+
+#: The model the like-for-like attention rows vary (its layers, width, heads and MLP
+#: stay; only how keys and values are cached changes).
+ATTENTION_BASE = "llama-3-70b"
+#: MLA-style latent of the like-for-like rows: DeepSeek-V3's sizes (config.json
+#: ``kv_lora_rank`` 512, ``qk_rope_head_dim`` 64, ``qk_nope_head_dim`` 128,
+#: ``v_head_dim`` 128), with its 64 query heads kept.
+MLA_LATENT = dict(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128,
+                  v_head_dim=128)
+
+
+def attention_variants(base=ATTENTION_BASE):
+    """One model at four ways of caching keys and values, same layers and width: MHA (a
+    KV head per query head), GQA (the model's own KV heads), MQA (one KV head) and an
+    MLA-style latent (:data:`MLA_LATENT`). Returns ``{label: ModelConfig}``; each
+    variant's changed fields have a ``derived:`` source."""
+    m = load_model(base)
+    heads = m.num_attention_heads
+
+    def variant(tag, **changes):
+        src = dict(m.sources, **{k: f"derived: {m.name} with {k} = {v}"
+                                 for k, v in changes.items()})
+        return dataclasses.replace(m, name=f"{m.name}-{tag}",
+                                   title=f"{m.title} {tag.upper()}", sources=src, **changes)
+
+    return {"MHA": variant("mha", attention="mha", num_key_value_heads=heads),
+            "GQA": variant("gqa", attention="gqa"),
+            "MQA": variant("mqa", attention="mqa", num_key_value_heads=1),
+            "MLA": variant("mla", attention="mla", **MLA_LATENT)}

@@ -14,7 +14,12 @@ from dataclasses import asdict, dataclass
 
 from pymodel.workloads.calibration import NIM_FIT, PURE, StepCalibration
 from pymodel.workloads.carriers import RUNGS, Carrier
-from pymodel.workloads.config import kv_bytes_per_token, load_model, param_counts
+from pymodel.workloads.config import (
+    attention_variants,
+    kv_bytes_per_token,
+    load_model,
+    param_counts,
+)
 from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
 from pymodel.workloads.roofline import decode_roofline
 from pymodel.workloads.timing import comm_time
@@ -289,7 +294,7 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
 
     - ``batch``: Llama-3-70B TP8 RS+AG and DeepSeek-V3 EP32 at each of ``batches``;
     - ``attention``: one model at MHA, GQA, MQA and an MLA-style latent
-      (:func:`pymodel.workloads.attention.attention_variants`): one request's KV transfer
+      (:func:`pymodel.workloads.config.attention_variants`): one request's KV transfer
       at TP1, per-block
       descriptors, and the KV read of a decode step at batch :data:`LEVER_KV_BATCH`,
       context :data:`CONTEXT` (``kv_read_ms``);
@@ -329,7 +334,6 @@ def lever_rows(pairing=PAIRING, issuer=ISSUER, batches=(1, 256), levers=LEVERS,
         decode("batch", f"batch {b}", "deepseek-v3", Deployment(batch=b, ep=32),
                "oneshot", 1, "DeepSeek-V3, EP32")
     hbm = ACCELERATORS[ACCELERATOR].hbm_bytes_per_s
-    from pymodel.workloads.attention import attention_variants
     for label, m in attention_variants().items() if "attention" in levers else ():
         tr = kv_transfer(m, prompt_tokens=LEVER_PROMPT)
         row = _lever_row("attention", label, f"{m.title}, KV transfer TP1", tr, kvc, 1)

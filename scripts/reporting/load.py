@@ -40,7 +40,15 @@ import time
 
 from pymodel.load.rdma import best_rung, rdma_load_run, steady_saturation
 
-from .load_rows import MSG_BYTES, _curve_table, _fmt, knee, results_rows, saturation_rows
+from .load_rows import (
+    CDF_LOADS,
+    MSG_BYTES,
+    _curve_table,
+    _fmt,
+    knee,
+    results_rows,
+    saturation_rows,
+)
 from .load_rtl import NIC_RTL_TOP, RTL_POINTS, run_load_rtl  # noqa: F401
 from .progress import Progress
 
@@ -58,8 +66,6 @@ RDMA_CURVES = tuple(
     for pop in (("zipf", "uniform") if q > 1 else ("round_robin",)))
 #: Issuer profiles compared (pymodel/workloads/data/issuers.toml).
 ISSUER_NAMES = ("none", "cpu", "gpu", "controller")
-#: Loads whose per-message latencies are kept for the CDF plot.
-CDF_LOADS = (0.9,)
 
 
 #: Saturation points measured besides the curves' (whose saturation is measured anyway):

@@ -1,7 +1,7 @@
 """The plots of the report's "Under load" section (:mod:`.load`): p99 against offered
 load with each curve's knee, p50/p99/p99.9 against offered load, and latency CDFs."""
 
-from .load import CDF_LOADS, knee
+from .load_rows import CDF_LOADS, knee
 
 __all__ = ["load_plots"]
 

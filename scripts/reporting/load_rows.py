@@ -1,12 +1,14 @@
 """The rows and tables of the "Under load" section (:mod:`scripts.reporting.load`): the
 message size of every point, the rows in the results.json format, the saturation rows,
-the knee of a curve and the markdown table of a curve."""
+the knee of a curve, the markdown table of a curve and the loads kept for the CDF."""
 
 from pymodel.load.rdma import rate_bound
 from spec.load import DISTRIBUTION_KEYS
 
 #: Message size of every load point (the seed's 128-byte store).
 MSG_BYTES = 128
+#: Loads whose per-message latencies are kept for the CDF plot.
+CDF_LOADS = (0.9,)
 
 
 def results_rows(model_rows, rtl_rows):
