@@ -12,6 +12,10 @@ RATE = rate_per_65535(0.05)
 DEPTH = {8: 8192, 64: 2048}
 
 
+@pytest.mark.slow_variants("verilator-8", reason=(
+    "Verilator builds the 64-bit faulty link; Icarus runs both widths"))
+@pytest.mark.slow_variants("verilator-64", reason=(
+    "the faulty link runs on Verilator inside the L2 retry top; Icarus runs it alone"))
 @pytest.mark.parametrize("width", [8, 64])
 def test_faulty_link_at_five_percent(sim, width, test_id):
     """300 frames of 1..300 bytes (FCS included) with about 50% source gaps; drop,

@@ -9,6 +9,11 @@ from tb.cosim import run_cosim
 DEPTH = {8: 8192, 32: 4096, 64: 2048}
 
 
+@pytest.mark.slow_variants("verilator-8", "verilator-32", reason=(
+    "Icarus runs every width (make test-all: every width on Verilator too)"))
+@pytest.mark.slow_variants("verilator-64", reason=(
+    "Icarus runs every length at W = 8, 32 and 64 on the same tops; the 64-bit FCS blocks run "
+    "on Verilator inside every NIC top"))
 @pytest.mark.parametrize("width", [8, 32, 64])
 def test_fcs_every_length_with_and_without_stalls(sim, width, test_id):
     """Every length 1..300 and random longer frames, both chains, 0 and 25% stalls.

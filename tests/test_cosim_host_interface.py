@@ -20,6 +20,10 @@ CASES = {
 }
 
 
+@pytest.mark.slow_variants("verilator-small", reason=(
+    "Verilator runs the pcie profile; Icarus runs both"))
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "the host interface runs on Verilator inside RdmaTop; Icarus runs it alone"))
 @pytest.mark.parametrize("case", list(CASES))
 def test_host_interface_against_model(sim, case, test_id):
     """A seeded mix of reads (1..64 words), posted writes (TLPs split at ``last`` and at

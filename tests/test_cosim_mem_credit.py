@@ -6,6 +6,8 @@ from rtl.tops.mem_credit_top import MemCreditTop
 from tb.cosim import run_cosim
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "memory and credit counter run on Verilator inside the NIC tops; Icarus alone"))
 @pytest.mark.parametrize("stall_rate", [0, 96])
 def test_memory_and_credit_counter(sim, stall_rate, test_id):
     """Random reads/writes (with same-word read-during-write) and credit take/give that

@@ -15,6 +15,10 @@ def nic_params(framing, **scenario):
     return top, params
 
 
+@pytest.mark.slow_variants("verilator-*-l2", reason=(
+    "Verilator runs the compact NIC top; Icarus runs both framings"))
+@pytest.mark.slow_variants("icarus-*-compact", reason=(
+    "Verilator runs every scenario with compact framing, Icarus with L2 framing"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,stall_rate", [("pair", 0), ("edges", 0), ("edges", 80),
                                                  ("all_to_all", 0),

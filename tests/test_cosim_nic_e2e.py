@@ -20,6 +20,11 @@ def e2e_params(framing, **scenario):
     return top, params
 
 
+@pytest.mark.slow_variants("verilator-*-l2", reason=(
+    "Verilator runs the compact e2e top; Icarus runs both framings"))
+@pytest.mark.slow_variants("icarus-*-compact", reason=(
+    "Verilator runs every e2e scenario with compact framing, Icarus with L2 framing (and the "
+    "compact e2e headline point)"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,extra,stall", [
     ("pair", 0, 0), ("all_to_all", 0, 0), ("all_to_all", 0, 80), ("windows", 0, 0),
@@ -48,6 +53,12 @@ def test_nic_e2e(sim, framing, scenario, extra, stall, test_id):
 MESSAGES, MSG_BYTES = 1000, 128
 
 
+@pytest.mark.slow_variants("*-credit-*", reason=(
+    "the credit rows are the make sim headline's (test_cosim_nic.py and the headline runs "
+    "cover that top); make test-all measures them beside the e2e rows"))
+@pytest.mark.slow_variants("verilator-e2e-*", reason=(
+    "Icarus runs both e2e headline points (two more Verilator builds of about a minute); "
+    "Verilator runs the e2e blocks in the compact e2e top"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("completion", ["credit", "e2e"])
 def test_nic_e2e_headline(sim, framing, completion, test_id):

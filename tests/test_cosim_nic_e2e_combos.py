@@ -14,6 +14,13 @@ from spec.metrics import row_metrics
 from spec.nic import COMPLETION_DEFAULTS, HEADLINE_TOP
 from tb.nic.headline import HEADLINE_DEPTH, run_point
 
+pytestmark = pytest.mark.slow_variants("verilator-*", reason=(
+    "Icarus runs every case (each combination of e2e with pcie, retry or pod is one more "
+    "Verilator build, six in all); Verilator runs the e2e top at board (test_cosim_nic_e2e.py) "
+    "and the pcie and retry tops with credit completion, and NicTx's completion merge under "
+    "link backpressure is unit-tested against its twin in the Amaranth simulator "
+    "(test_unit_nic_e2e.py)"))
+
 #: Stores of 128 B from node 0 to node 1: enough for a steady window past the first
 #: credit round trip at ``pod`` (as tests/test_cosim_nic_retry_pod.py). The points run on
 #: the headline's players and recorders (``HEADLINE_DEPTH``, a capacity), so that each
@@ -22,6 +29,14 @@ from tb.nic.headline import HEADLINE_DEPTH, run_point
 STORES, MSG_BYTES = 250, 128
 
 
+@pytest.mark.slow_variants("icarus-pcie-True-pod", reason=(
+    "the longest point of the combinations (a 5.6 MB top, 35 s of simulation): make sim "
+    "co-simulates the same point (the pod gap table's rows 4 and 5, 1000 stores, Verilator); "
+    "make test runs e2e with pcie and retry at board and the pod retry tops "
+    "(test_cosim_nic_retry_pod.py)"))
+@pytest.mark.slow_variants("icarus-integrated-False-board", reason=(
+    "the same top and point as test_cosim_nic_e2e.py::test_nic_e2e_headline[icarus-e2e-l2]; "
+    "the combinations with pcie and retry stay"))
 @pytest.mark.parametrize("attachment,retry,fabric", [
     ("integrated", False, "board"), ("pcie", False, "board"), ("integrated", True, "board"),
     ("pcie", True, "pod")])
@@ -66,6 +81,13 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     assert row["completion_cycles_rtl"] >= row["latency_cycles_rtl"] + one_way(profile)
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "on Verilator the compact e2e headline point's top is one more build: make sim runs the "
+    "one-at-a-time run of every NIC row on Verilator with RTL = model checked (make test-all: "
+    "this test on both simulators)"))
+@pytest.mark.slow_variants("icarus", reason=(
+    "make sim runs the one-at-a-time run of every NIC row (Verilator, RTL = model); the "
+    "compact e2e headline point's top runs on Icarus in test_cosim_nic_e2e.py"))
 def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
     """A row's latency and completion come from its one-at-a-time run: the compact
     headline point with e2e completion gives the lone store's figures derived from the

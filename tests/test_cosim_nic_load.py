@@ -26,6 +26,12 @@ SHARED_TOP = dict(width=16, link_latency=2, mem_words=256, max_payload=512)
 MESSAGES = {"verilator": 32, "icarus": 16}
 
 
+@pytest.mark.slow_variants("*-incast-8-*", reason=(
+    "incast 3->1 runs on both simulators (the 8-node top is one more build each)"))
+@pytest.mark.slow_variants("icarus-all_to_all-*", reason=(
+    "Verilator runs all_to_all (with and without bursts); Icarus runs incast 3->1"))
+@pytest.mark.slow_variants("icarus-permutation-*", reason=(
+    "Verilator runs permutation; Icarus runs incast 3->1"))
 @pytest.mark.parametrize("pattern,nodes,load,burst", [("incast", 4, 0.5, 1),
                                                       ("incast", 8, 0.3, 1),
                                                       ("all_to_all", 4, 0.8, 1),
@@ -65,6 +71,12 @@ PCIE_TOP = dict(width=64, link_latency=2, mem_words=512, max_payload=1024,
                 attachment="pcie")
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "the pcie attachment's releases are model-tested (tests/test_load_nic.py); make test-all "
+    "co-simulates it on both simulators"))
+@pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs the pcie load case (the Verilator build takes about 100 s); Verilator runs "
+    "the integrated load cases"))
 def test_nic_load_pcie(sim, test_id):
     """Behind the pcie attachment the players are the hosts: a release delays a host's
     posted write as it delays a command, and incast 3 -> 1 under load equals the model

@@ -21,6 +21,9 @@ ORACLE_128 = {"host_bytes": (128 + 24) + (128 + 24),
               "host_tlps": {"read_req": 0, "write": 1, "completion": 0, "mmio": 1}}
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "a Verilator build of the PCIe-attached NIC for two tests (make test was over 10 minutes): "
+    "Icarus runs both sizes on the same top"))
 @pytest.mark.parametrize("msg_bytes", [128, 320])
 def test_nic_pcie(sim, msg_bytes, test_id):
     """Frames, stamps, memory writes and their cycles, credits, receive counters,

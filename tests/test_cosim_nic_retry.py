@@ -24,6 +24,11 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow_variants("verilator-l2-*", reason=(
+    "a Verilator build of the L2 retry top for two tests (make test was over 10 minutes): "
+    "Icarus runs the same two cases on the same top, and the compact retry top runs on both"))
+@pytest.mark.slow_variants("verilator-compact-*", reason=(
+    "Verilator runs the L2 retry top; Icarus runs both framings"))
 @pytest.mark.parametrize("framing,faults,stall_rate", [
     ("compact", "clean", 0), ("compact", "drop", 0), ("compact", "corrupt", 80),
     ("l2", "dup", 0), ("l2", "mixed", 80), ("compact", "signalling", 0),

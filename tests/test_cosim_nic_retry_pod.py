@@ -1,9 +1,11 @@
 """The NIC with link-level retry at ``pod`` distance (spec.fabric_profiles): reliable
 125-cycle links, the switch's 248-cycle hop elastic (it holds its beats while a
-downlink's replay buffer is full), on Icarus (and Verilator in SLOW). Clean wires:
+downlink's replay buffer is full), on Icarus (and Verilator in make test-all). Clean wires:
 back-to-back 128-byte stores at the wire limit, RTL = model on every frame, write,
 credit and stamp, nothing lost. Faulty wires: frames dropped, recovered by retry to
 the cycle the model predicts."""
+
+import pytest
 
 from pymodel.fabric.elastic_delay import ElasticDelayModel
 from pymodel.fabric.faulty_link import FaultSettings, rate_per_65535
@@ -25,6 +27,10 @@ from tb.nic.headline import run_point
 MESSAGES = 300
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs both pod retry cases (each is one more Verilator build); Verilator runs the "
+    "retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit tests run in the "
+    "Amaranth simulator"))
 def test_nic_retry_at_pod_keeps_the_wire_rate(sim, test_id):
     pod = fabric_profile("pod")
     w = HEADLINE_TOP["width"]
@@ -71,6 +77,10 @@ SETTINGS = FaultSettings(seed=3, drop_rate=rate_per_65535(0.03), drop_burst=2)
 SCENARIO = dict(seed=21, count=4, incast=0)
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs both pod retry cases (each is one more Verilator build); Verilator runs the "
+    "retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit tests run in the "
+    "Amaranth simulator"))
 def test_nic_retry_at_pod_recovers_drops(sim, test_id):
     """The faulty case: frames, cycles, writes, credits, every link counter and the
     memories equal the model's, and every store's bytes are in its memory."""

@@ -79,6 +79,7 @@ def test_rdma_segmentation(sim, test_id, pmtu_log2):
          pmtu_log2=pmtu_log2)
 
 
+@pytest.mark.slow_variants("verilator-256", reason="16 and 4096 QPs run")
 @pytest.mark.parametrize("qps", [16, 256, 4096])
 def test_rdma_many_qps(sim, test_id, qps):
     """Round robin over many QPs with a 16-entry context cache: misses, write-backs and

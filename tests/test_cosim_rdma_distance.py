@@ -8,6 +8,8 @@ spec.fabric_profiles.rdma_records / rdma_timeout)."""
 import dataclasses
 import json
 
+import pytest
+
 from pymodel.rdma.point import reduce_run, run_model
 from pymodel.scenarios.rdma import writes_scenario
 from spec.fabric_profiles import one_way, rdma_records, rdma_timeout
@@ -29,6 +31,9 @@ def _model_ii(link_latency):
     return reduce_run(v, run_model(cfg, v), MESSAGES)["ii_cycles"]
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "a Verilator build of its own (the 400-cycle link) for one test, 27 s besides the build; "
+    "make test was at 10 minutes: Icarus runs the same scenario on the same top"))
 def test_rdma_best_rung_at_rack_distance(sim, test_id, tmp_path):
     assert LATENCY == 400
     # Today's records and timer are what the rules give for this path's round trip

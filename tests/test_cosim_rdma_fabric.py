@@ -14,6 +14,9 @@ import pytest
 from spec.rdma import MAX_FRAME_BEATS
 from tb.rdma.fabric_runner import run_fabric
 
+pytestmark = pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs the incast and all-to-all cases of the same top"))
+
 TOP = {}          # one top (the defaults: 4 nodes) for every test: one build per simulator
 #: Cycles before the measured messages: one message per QP first fills the context
 #: caches at both ends (a cold miss costs three PCIe reads in a row, ~2,300 cycles).
@@ -31,6 +34,9 @@ def test_fabric_incast(sim, test_id):
          msg_bytes=128, load=0.5, warmup=WARMUP)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "Icarus runs the fabric's incast (the all-to-all and saturated cases share its top; make "
+    "test-all runs them on both simulators)"))
 def test_fabric_all_to_all(sim, test_id):
     """All-to-all over 4 nodes, 2 QPs per (sender, destination): every uplink carries
     its node's WRITEs and ACKs, merged whole frame by whole frame."""
@@ -38,6 +44,8 @@ def test_fabric_all_to_all(sim, test_id):
          msg_bytes=128, load=0.5, qps=2, warmup=WARMUP)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "Icarus runs the moderate incast and all-to-all; make test-all adds this one"))
 def test_fabric_incast_saturated(sim, test_id):
     """Incast 3->1 of 1024-byte WRITEs at full load of node 0's downlink: the switch's
     ingress buffers fill, the merges wait for credits (their requester buffers fill),
@@ -55,6 +63,12 @@ def test_fabric_incast_saturated(sim, test_id):
 INCAST8 = dict(nodes=8, credits=MAX_FRAME_BEATS, merge_depth=80)
 
 
+@pytest.mark.slow(reason=(
+    "its 8-node top (17 MB of Verilog) is an export and an Icarus compile of about 2 minutes "
+    "and a Verilator build of several: make test-all co-simulates it; in make test "
+    "test_unit_frame_merge.py holds a FrameSender-timed source with the merge's room against "
+    "its twin (no overflow at the least depth, the rule tight), and test_rdma_fabric_model.py "
+    "runs the 7->1 1 KiB incast at 90 % on the model"))
 def test_fabric_incast_7_to_1_is_lossless(sim, test_id):
     """Incast 7->1 of 1 KiB WRITEs at 90 % of node 0's downlink, started cold (no
     warm-up: the first messages bunch up behind the context fills, a burst into node 0):
@@ -67,7 +81,9 @@ def test_fabric_incast_7_to_1_is_lossless(sim, test_id):
                sim=sim, test_id=test_id)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason=(
+    "the 2-node and the 8-node top are an export and a build each; the other tests of this "
+    "module run the 4-node top"))
 @pytest.mark.parametrize("nodes,pattern", [(2, "pair"), (8, "incast")])
 def test_fabric_node_counts(sim, test_id, nodes, pattern):
     """The smallest and the largest top: a pair over 2 nodes, incast 7->1 over 8 (one
@@ -87,6 +103,11 @@ def test_fabric_node_counts(sim, test_id, nodes, pattern):
 PAUSE4 = dict(pause=1, rx_beats=128, pause_hysteresis=16)
 
 
+@pytest.mark.slow(reason=(
+    "the paused 4-node top is one more export (a 4-node fabric) and build on each simulator, "
+    "and make test reached 10 minutes with it: make test-all co-simulates it; in make test "
+    "test_unit_pause.py holds PauseGen against its twin and test_rdma_fabric_model.py runs the "
+    "paused incasts on the model"))
 def test_fabric_incast_paused(sim, test_id):
     """Incast 3->1 of 12 1 KiB WRITEs per sender at full load from cold, with the pause:
     node 0's responder raises XOFF, the switch's egress toward it holds frames at their

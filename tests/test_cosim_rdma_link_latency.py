@@ -14,6 +14,9 @@ from tb.rdma.runner import run_rdma
 TOP = {"link_latency": 1}
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "Icarus runs both cases (RdmaTop at link latency 1 is one more Verilator build of about a "
+    "minute)"))
 @pytest.mark.parametrize("messages", [1, 200], ids=["one_write", "200_writes"])
 def test_rdma_link_latency_1(sim, test_id, messages):
     """One 64-byte WRITE on one QP; then 200 WRITEs of 64, 128 and 200 bytes over three

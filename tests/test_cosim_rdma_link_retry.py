@@ -8,8 +8,15 @@ dropped each way the links resend them and the engine's go-back-N never fires.""
 
 import json
 
+import pytest
+
 from tb.rdma.runner import run_rdma
 from tests.test_rdma_link_retry import ACK_BEATS, BEST, MESSAGES, WARMUP, WRITE_BEATS, _writes
+
+pytestmark = pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs both cases (RdmaTop with link_retry is one more Verilator build of about a "
+    "minute); the model's reliable link is checked against ReliableLinkModel in "
+    "test_rdma_link_retry.py"))
 
 TOP = {"link_retry": True}
 PARAMS = dict(kind="writes", messages=MESSAGES, sizes=[128], qps=1, rung=BEST,

@@ -13,6 +13,8 @@ equal the model's.
 
 import json
 
+import pytest
+
 from pymodel.load.rdma import rdma_load_run, saturation
 from tb.rdma.runner import run_rdma
 
@@ -21,6 +23,11 @@ KNOBS = dict(qps=64, popularity="zipf", issuer="gpu")
 MSG_BYTES, LOAD, DEPTH = 128, 1.0, 8
 
 
+@pytest.mark.slow(reason=(
+    "a top of its own (miss_queue 8, off by default: one more export and build on each "
+    "simulator; make test reached 10 minutes with it): make test-all co-simulates it; in make "
+    "test test_unit_miss_queue.py holds the miss queue against its twin and the requester's "
+    "model runs with one"))
 def test_rdma_miss_queue_matches_model(sim, test_id):
     messages = 40 if sim == "verilator" else 20
     service = saturation(MSG_BYTES, 32, **KNOBS)

@@ -5,6 +5,8 @@ engines and of the MR cache, both host memories (the MR table included), cycle f
 direct-mapped cache run over the rkeys of the frames on the wire (tb/rdma/cocotb_rdma.py).
 """
 
+import pytest
+
 from tb.rdma.fabric_runner import run_fabric
 from tb.rdma.runner import run_rdma
 
@@ -14,6 +16,11 @@ from tb.rdma.runner import run_rdma
 TOP = {"mr_cache": 2}
 
 
+@pytest.mark.slow(reason=(
+    "an RdmaTop of its own with mr_cache (one more build per simulator; make test was at 10 "
+    "minutes): test_unit_resp_responder.py checks the responder with the MR cache against its "
+    "twin cycle for cycle and test_rdma_fabric_model.py runs the fabric model with and without "
+    "it"))
 def test_rdma_mr_cache_conflicts(sim, test_id):
     """3 QPs round robin, 24 WRITEs of 128 and 300 bytes at a 256-byte path MTU (ONLY,
     FIRST and LAST frames), message ``j`` on MR ``j % 4``: every FIRST/ONLY looks its MR
@@ -26,6 +33,11 @@ def test_rdma_mr_cache_conflicts(sim, test_id):
              sim=sim, test_id=test_id)
 
 
+@pytest.mark.slow(reason=(
+    "a fabric top of its own with mr_cache (44 s of Icarus besides its builds; make test was "
+    "at 10 minutes): test_unit_resp_responder.py checks the responder with the MR cache "
+    "against its twin and test_rdma_fabric_model.py checks the fabric model's decisions with "
+    "and without the MR cache"))
 def test_rdma_fabric_mr_cache_incast(sim, test_id):
     """The fabric top with every responder's MR table in host memory behind 2 MR-cache
     lines: an incast 3->1 of 128-byte WRITEs, node 0's MRs for senders 1, 2 and 3 at

@@ -25,6 +25,11 @@ from pymodel.scenarios.rdma import seed_dropping_only
 from spec.host import PROFILES
 from tb.rdma.runner import run_rdma
 
+#: Why most of this module's tests are slow on Icarus (``make test-all`` runs them).
+_ICARUS_RUNS_SOME = (
+    "Verilator runs every recovery scenario on the same top; Icarus runs the drop and corrupt "
+    "ones (make test-all: all of them on both simulators)")
+
 TOP = {}
 #: Transport timeout of these runs (cycles).
 ACK_TIMEOUT = 1024
@@ -55,6 +60,7 @@ def test_recovery_corrupt(sim, test_id):
                          req_seq_naks=1))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_duplicate(sim, test_id):
     """Duplicated WRITEs and ACKs: duplicates are not written but ACKed again, late
     ACKs are counted and ignored, nothing is resent."""
@@ -65,6 +71,7 @@ def test_recovery_duplicate(sim, test_id):
          expect=dict(req_retransmissions=0))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_bursts(sim, test_id):
     """Drops in bursts of 3 and corruptions in bursts of 2 on the WRITE link."""
     _run(sim, test_id, messages=12, sizes=AROUND_MTU, qps=2, pmtu_log2=8,
@@ -73,6 +80,7 @@ def test_recovery_bursts(sim, test_id):
          expect_min=dict(ab_dropped=3, ab_corrupted=2, req_retransmissions=3))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_ack_link(sim, test_id):
     """ACKs dropped, corrupted and duplicated: later (cumulative) ACKs of a QP retire
     the messages whose ACK was lost; duplicate ACKs are counted and ignored."""
@@ -92,12 +100,17 @@ MANY_QPS_SEEN = dict(ab_dropped=1, ab_corrupted=1, ab_duplicated=1, ba_dropped=1
                      req_seq_naks=1, resp_out_of_order=1)
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_many_qps_both_links(sim, test_id):
     """:data:`MANY_QPS` on the default top: every loss is repaired (by a NAK, a later
     cumulative ACK or a timer, as the model says)."""
     _run(sim, test_id, **MANY_QPS, expect_min=MANY_QPS_SEEN)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "the windows 0 top is an export and compile of its own (see "
+    "test_rdma_4096_qps_over_16_entries_pinned); test_recovery_many_qps_both_links runs the "
+    "scenario on the default top"))
 def test_recovery_many_qps_both_links_pinned(sim, test_id):
     """:data:`MANY_QPS` on a top with a window slot per cache entry (``windows`` 0): its
     timer scan sees an expiry within 256 cycles, and the losses no NAK repairs are
@@ -109,6 +122,7 @@ def test_recovery_many_qps_both_links_pinned(sim, test_id):
          expect_min=dict(MANY_QPS_SEEN, req_timeouts=1))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_timeout_only(sim, test_id):
     """The last WRITE frame is lost: no later frame can cause a NAK, only the transport
     timer recovers (one rewind, one frame resent)."""
@@ -133,6 +147,7 @@ def test_recovery_full_window(sim, test_id):
          expect=dict(req_cqe_writes=300))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_loss_on_one_qp(sim, test_id):
     """Two QPs in turn; only frames of QP 0 are dropped (the seed is chosen so): QP 0
     rewinds and resends its own messages, QP 1 resends nothing (per-QP windows, as the
@@ -144,6 +159,7 @@ def test_recovery_loss_on_one_qp(sim, test_id):
          expect_min=dict(ab_dropped=1, req_retransmissions=1))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_retry_limit(sim, test_id):
     """Every WRITE frame is lost: the first message is resent for ``retry_limit`` (7)
     timer expiries, then completes with RETRY_EXC_ERR at the eighth; its QP enters ERR
@@ -176,6 +192,7 @@ def _resent_frames(frames):
     return again
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_selective_repeat(sim, test_id):
     """:data:`LOSSY` with go-back-N and with selective repeat (``selective`` port = 1,
     both engines) on the same seed: each run equals the model (frames, memories, cycles)
@@ -194,6 +211,11 @@ def test_recovery_selective_repeat(sim, test_id):
     assert 0 < resent[1] < resent[0], resent
 
 
+@pytest.mark.slow(reason=(
+    "the windows-0 top is one more export and build on each simulator (make test went to 10 "
+    "minutes with it): make test-all co-simulates it; in make test test_unit_requester.py "
+    "holds the held timer against its twin in the Amaranth simulator (a rewind's resends "
+    "behind 400-cycle reads, one rewind, no timeout)"))
 def test_recovery_timer_restarts_when_resends_leave(sim, test_id):
     """Every WRITE frame is lost and the timeout (256 cycles) is shorter than the two
     host reads (a WQE read, then a payload read: 560 cycles each over ``pcie``) after
@@ -222,6 +244,7 @@ def test_recovery_timer_restarts_when_resends_leave(sim, test_id):
     assert all(b - a > floor for ts in sends.values() for a, b in zip(ts, ts[1:], strict=False))
 
 
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
 def test_recovery_nak_storm(sim, test_id):
     """A NAK storm: eight QPs, 96 one-beat WRITEs, about 10 % of the WRITE frames
     dropped, so several QPs lose frames at once and their NAKs and ACKs arrive while

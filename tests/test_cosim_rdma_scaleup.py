@@ -11,11 +11,18 @@ read from a run.
 import json
 import struct
 
+import pytest
+
 from pymodel.pcap import write_pcapng
 from spec.formats.roce import AETH_BYTES, BTH_BYTES, ICRC_BYTES, RETH_BYTES
 from spec.formats.scaleup import LINKTYPE_SCALEUP, SCALEUP_BYTES, ScaleUpType
 from tb.rdma.runner import run_rdma
 from tb.wireshark_lua import dissect, lua_interpreter
+
+pytestmark = pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs both (RdmaTop with header='scaleup' is one more Verilator build of about a "
+    "minute); test_unit_rdma_scaleup.py checks the scale-up blocks against the model in the "
+    "Amaranth simulator"))
 
 TOP = {"header": "scaleup"}      # one top for every test: one build per simulator
 WARMUP = 4000

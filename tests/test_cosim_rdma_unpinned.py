@@ -24,6 +24,9 @@ def _params(**expect):
                 rung=LADDER[-1][0], warmup=WARMUP, **expect)
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs the same scenario on the same top; test_rdma_many_qps[verilator-4096] runs "
+    "4096 QPs over 16 entries on the default top"))
 def test_rdma_4096_qps_over_16_entries_evict_in_flight(sim, test_id):
     """The default top (a window slot for each of the 4096 QPs): 4096 QPs round robin
     over 16 context-cache entries, 128-byte WRITEs on the best rung: every message
@@ -38,6 +41,10 @@ def test_rdma_4096_qps_over_16_entries_evict_in_flight(sim, test_id):
              sim=sim, test_id=test_id)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "the windows 0 top is an export and compile of its own: the pinned engine is model-tested "
+    "(test_fastpath.py's windows 0 points against the cycle model, test_uvm_rdma.py) and "
+    "unit-tested in the Amaranth simulator (test_unit_requester.py runs windows 0)"))
 def test_rdma_4096_qps_over_16_entries_pinned(sim, test_id):
     """The same run on a top with a window slot per cache entry (``windows`` 0): an
     entry stays pinned while its QP's window is open, so no context is evicted in

@@ -3,7 +3,13 @@ the golden model: every beat on both links, every counter of both engines, both 
 memories, cycle for cycle (the comparison of test_cosim_rdma.py).
 """
 
+import pytest
+
 from tb.rdma.runner import run_rdma
+
+pytestmark = pytest.mark.slow_variants("verilator", reason=(
+    "Icarus runs the same scenario on the same 4-way top (one more Verilator build of about a "
+    "minute); test_unit_context_cache.py checks the cache against its twin"))
 
 #: 4 ways, 16 entries in use: 4 sets of 4 ways. 24 QPs round robin put 6 QPs in each
 #: set (QP ``q`` in set ``q % 4``), more than its ways: misses evict other ways of the
@@ -23,6 +29,10 @@ def test_rdma_ways_4_colliding_sets(sim, test_id):
              sim=sim, test_id=test_id)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "16 s of Icarus (make test was at 10 minutes): the 4-way top co-simulates its colliding "
+    "sets on Icarus, test_unit_completion_ways.py holds the completion unit with ways against "
+    "its twin, and the recovery co-simulations run on the default top"))
 def test_rdma_ways_4_recovery_drop(sim, test_id):
     """The same top and colliding sets with about 10 % of the WRITE frames dropped: the
     rewinds resend at the entry the completion unit's probes find (the QP may sit in any

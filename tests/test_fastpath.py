@@ -203,6 +203,13 @@ LARGE_WRITES = ([(kib, 1, "on_die") for kib in (4, 8, 12, 16, 32, 64)]
                 + [(kib, 1, "pcie") for kib in (12, 16)])
 
 
+@pytest.mark.slow_variants("64KiB-*", reason=(
+    "the Inference section of make report checks the fast path against the cycle model at the "
+    "same sizes and QP counts (scripts/reporting/inference_fastpath.py); make test runs 4 to "
+    "32 KiB at 1 QP and 4 to 16 KiB at 248 QPs"))
+@pytest.mark.slow_variants("32KiB-248qp-on_die", reason=(
+    "the Inference section of make report checks the fast path against the cycle model at the "
+    "same sizes and QP counts (scripts/reporting/inference_fastpath.py)"))
 @pytest.mark.parametrize("kib,qps,host", LARGE_WRITES,
                          ids=[f"{k}KiB-{q}qp-{h}" for k, q, h in LARGE_WRITES])
 def test_rdma_fast_path_large_writes(kib, qps, host):

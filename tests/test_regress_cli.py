@@ -119,6 +119,9 @@ def test_failed_jobs_are_rows_with_their_error(monkeypatch, capsys, tmp_path):
     assert "1/4 runs passed in" in out and "REGRESSION FAILED" in out
 
 
+@pytest.mark.slow(reason=(
+    "its simulation is test_uvm_rdma[icarus-1]; the regression's options, scheduler errors and "
+    "failed jobs are tested without a simulator (about 50 s saved)"))
 @pytest.mark.cosim
 def test_one_real_run_through_a_dask_local_cluster(tmp_path, capsys):
     """rdma_uvm, seed 1, on Icarus, as a job on a LocalCluster of one worker: the run

@@ -34,6 +34,8 @@ def test_a_test_id_must_be_a_string(bad):
         run_dir_name(bad)
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "Verilator runs the same two points; the folder names do not depend on the simulator"))
 def test_long_point_tag_reports_its_own_figures(sim):
     """An RDMA point under a tag past the folder-name length gives the figures of the same
     point under a short tag: its back-to-back and one-at-a-time runs no longer share a

@@ -88,6 +88,9 @@ def test_row_label_says_each_thing_once():
                           reliability="none"), "row", None, "{}") == "l2, 1 peers"
 
 
+@pytest.mark.slow(reason=(
+    "test_cosim_rdma_link_latency.py co-simulates the same one-cycle-link point on Icarus, and "
+    "test_sim_cli.py::test_user_point_on_icarus runs the CLI on Icarus"))
 def test_rdma_point_at_link_latency_1_on_icarus(tmp_path):
     """An RDMA point on one-cycle links (20 WRITEs of 128 B, the pipelined rung) runs on
     Icarus: RTL = model in every metric, and the row says its link latency."""

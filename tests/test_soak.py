@@ -130,6 +130,9 @@ def _check_chunks(figures, chunks, broken=None):
     assert figures["mismatches"] == sum(c["mismatches"] for c in per)
 
 
+@pytest.mark.slow(reason=(
+    "tests/test_soak.py checks the chunk bookkeeping and the NIC model's carried memories "
+    "without a simulator; make test-all co-simulates the short soak"))
 @pytest.mark.cosim
 def test_short_soak_compares_every_chunk(tmp_path, capsys):
     """Both designs over faulty links, several chunks each, every one compared with the
@@ -175,6 +178,7 @@ def _check_recovery(figures):
     assert figures["recovery_cycles_per_damaged_frame"] == round(ratio, 1)
 
 
+@pytest.mark.slow(reason="make test-all: a broken model caught in chunk 2 of both designs")
 @pytest.mark.cosim
 def test_broken_model_is_caught_in_a_later_chunk(tmp_path, capsys):
     """The model of chunk 2 (not the first) is fed a wrong stimulus: that chunk, and
@@ -232,6 +236,8 @@ def test_nic_model_carries_memories_between_chunks():
                   mem={0: [0, 0, 0]})
 
 
+@pytest.mark.slow(reason="test_sweep.py and test_regress_cli.py run the executor on a "
+                         "LocalCluster")
 @pytest.mark.cosim
 def test_soak_on_a_local_dask_cluster(tmp_path):
     """--scheduler local: the design's job runs on a Dask worker, with the same figures
@@ -249,6 +255,8 @@ def test_soak_on_a_local_dask_cluster(tmp_path):
         assert dask[key] == local[key]
 
 
+@pytest.mark.slow(reason=(
+    "test_soak.py::test_jobs_and_merge checks the split and the sum without a simulator"))
 @pytest.mark.cosim
 def test_rdma_jobs_give_the_figures_of_one(tmp_path):
     """The RDMA chunks as one job or as one job each (two at a time): the same figures,

@@ -125,6 +125,9 @@ def test_bad_latency_is_named(bad):
         ElasticDelayModel(bad)
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "Icarus runs both latencies on the same tops (each a Verilator build of its own); the "
+    "delay's twin comparisons run in the Amaranth simulator"))
 @pytest.mark.parametrize("latency,ready", [(3, 60), (40, 30)])
 def test_elastic_delay_cosim(sim, latency, ready, test_id):
     """The exported Verilog on Icarus and Verilator: random offers and output stalls,

@@ -624,6 +624,9 @@ def _completion_stimulus(rng, n, used):
     return recs, evs
 
 
+@pytest.mark.slow_variants("18-0.5-0", reason=(
+    "the other two seeds run the same unit against its twin (at full rate, with and without "
+    "window slots)"))
 @pytest.mark.parametrize("seed,rate,windows", [(17, 1.0, 0), (18, 0.5, 0), (21, 1.0, 64)])
 def test_completion_matches_twin(seed, rate, windows):
     from pymodel.rdma.req.completion import CompletionUnitModel

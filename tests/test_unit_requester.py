@@ -289,6 +289,9 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
     return stats, host, model
 
 
+@pytest.mark.slow_variants("batched", "bf_inline", reason=(
+    "co-simulated by the ladder rungs (test_cosim_rdma.py)"))
+@pytest.mark.slow_variants("multi_qp", reason="co-simulated by test_rdma_many_qps")
 @pytest.mark.parametrize("case", ["doorbells", "batched", "bf_inline", "multi_qp",
                                   "ack_flag"])
 def test_requester_matches_model(case):
@@ -322,6 +325,9 @@ def test_requester_matches_model(case):
     assert n is None or model.counters()["bf_writes"] == n
 
 
+@pytest.mark.slow_variants("retry_limit", "window", reason=(
+    "co-simulated by test_cosim_rdma_recovery.py"))
+@pytest.mark.slow_variants("serial", reason="co-simulated by the sequential rung")
 @pytest.mark.parametrize("case", ["nak", "timeout", "retry_limit", "access", "window",
                                   "pool", "serial", "nak_sr", "timeout_sr"])
 def test_requester_recovery_matches_model(case):
@@ -461,6 +467,8 @@ def test_requester_ack_queue_never_drops(case):
     assert len(cqes) == messages and all(q["status"] == 0 for q in cqes)
 
 
+@pytest.mark.slow_variants("32", reason=(
+    "the 64-QP case runs the same eviction and recovery over more contexts"))
 @pytest.mark.parametrize("windows", [32, 64])
 def test_requester_evicts_in_flight_and_recovers(windows):
     """40 QPs round robin over 16 cache entries with a window slot per QP (64 slots) or

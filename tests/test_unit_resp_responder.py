@@ -113,6 +113,9 @@ def one_qp_stream(n, size=128, qpn=7, psn=(1 << 24) - 10, qpc_base=16):
     return frames, mem, mr, qpc_base
 
 
+@pytest.mark.slow(reason=(
+    "RdmaTop's co-simulations run the responder back to back behind the pcie host interface "
+    "(test_cosim_rdma.py: the headline rows and the ladder rungs)"))
 @pytest.mark.parametrize("latency", [20, 563])
 def test_back_to_back_128_byte_writes_keep_up(latency):
     """1000 WRITE ONLY frames of 128 bytes (206 bytes: 4 beats) back to back to one QP,
@@ -225,6 +228,8 @@ def test_model_idle_skipping_changes_nothing():
     assert full[2]["frames_ok"] > 20 and skipped[3] < full[3] * 0.8
 
 
+@pytest.mark.slow_variants("4-4", "32-5", reason=(
+    "the 2-line cache runs the same random traffic against the twin"))
 @pytest.mark.parametrize("mr_cache,seed", [(2, 3), (4, 4), (32, 5)])
 def test_mr_cache_matches_model_and_store_and_forward(mr_cache, seed):
     """The MR table in host memory behind an MR cache of ``mr_cache`` lines: the RTL and

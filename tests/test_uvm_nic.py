@@ -173,6 +173,14 @@ def _check_run(run_dir):
     return cov
 
 
+@pytest.mark.slow_variants("verilator-l2-*", reason=(
+    "Verilator runs the compact environment (make test-all: both on both)"))
+@pytest.mark.slow_variants("icarus-compact-1", reason=(
+    "the pyuvm NIC bench runs compact framing on Verilator and L2 framing on Icarus"))
+@pytest.mark.slow_variants("icarus-l2-1", reason=(
+    "make test runs the pyuvm NIC bench on Verilator (compact framing); make regress runs it "
+    "on both simulators for every seed, and the L2 NIC top runs its directed scenarios on "
+    "Icarus"))
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 def test_uvm_nic(sim, framing, seed, test_id):

@@ -138,6 +138,10 @@ def test_section_small_grid(tmp_path):
     assert all(r["batch"] > 0 and r["attachment"] and r["issue"] for r in doc["serving"])
 
 
+@pytest.mark.slow(reason=(
+    "test_section_small_grid runs the same section code on a small grid and "
+    "test_workloads_sweeps.py the calibration, overlap and sweeps on single points (the whole "
+    "section, both pairings, is about 60 s of model runs)"))
 def test_whole_grid_runs(tmp_path):
     """The whole inference grid runs and writes every point (how long it takes is a
     benchmark figure, not a test: a timed assertion flakes on a busy machine)."""
