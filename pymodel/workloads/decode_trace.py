@@ -12,8 +12,8 @@ from pymodel.workloads.deployment import (
     _int,
     check_deployment,
     deepep_qps,
-    tokens_per_rank,
 )
+from pymodel.workloads.experts import routing_puts
 from pymodel.workloads.trace import TraceBuilder
 
 #: DeepEP low-latency dispatch message header: ``sizeof(int4)`` (source token index and
@@ -101,22 +101,6 @@ def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allredu
     return p2
 
 
-def _routing(m, dep):
-    """Per-step put counts of the balanced routing: an ``(n, n)`` int64 array
-    ``puts[src, dst]`` of (token, expert) pairs GPU ``src`` sends to GPU ``dst``
-    (diagonal: local, not sent)."""
-    n, e, k, tp = dep.ep, m.n_routed_experts, m.num_experts_per_tok, dep.tp
-    per_gpu = e // n
-    share = tokens_per_rank(dep.batch, tp)
-    src_of_token = np.repeat(np.arange(n, dtype=np.int64), [share[g % tp] for g in range(n)])
-    u = np.arange(len(src_of_token), dtype=np.int64)
-    experts = (u[:, None] + np.arange(k, dtype=np.int64)[None, :] * (e // k)) % e
-    dst = experts // per_gpu
-    puts = np.zeros((n, n), dtype=np.int64)
-    np.add.at(puts, (np.repeat(src_of_token, k), dst.ravel()), 1)
-    return puts
-
-
 def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
     """The trace of one decode step of ``model`` on ``deployment`` (module doc).
 
@@ -161,7 +145,7 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
     h = m.hidden_size
     s = dep.batch * h * act
     last = ()
-    puts = _routing(m, dep) if moe_ep else None
+    puts = routing_puts(m, dep) if moe_ep else None
     for layer in range(m.num_hidden_layers):
         is_moe_layer = moe_ep and layer >= m.first_k_dense_replace
         name = f"L{layer}"
@@ -187,7 +171,7 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
 
 def _moe(b, m, dep, name, layer, deps, puts):
     """Dispatch and combine phases of one MoE layer; returns the combine phase id."""
-    n, e = dep.ep, m.n_routed_experts
+    n, e = dep.ep, m.n_routed_experts + dep.redundant_experts      # e: expert slots
     src, dst = np.nonzero(puts)
     cnt = puts[src, dst]
     off = src != dst

@@ -14,6 +14,9 @@ FLAG_BYTES = 8
 #: EP dispatch/combine layouts: one put per (token, expert) (DeepEP low latency) or one
 #: message per (source, destination GPU) per phase.
 DISPATCH = ("per_token", "batched")
+#: How tokens pick their experts (:mod:`pymodel.workloads.experts`): exactly even, or
+#: drawn at random by the experts' weights.
+ROUTING = ("balanced", "sampled")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,18 @@ class Deployment:
     dispatch : str
         EP message layout (:data:`DISPATCH`): ``"per_token"`` (DeepEP low latency,
         default) or ``"batched"`` (one message per destination GPU and phase).
+    redundant_experts : int
+        Extra replicas of routed experts (DeepSeek-V3's redundant experts), 0 by default:
+        ``ep`` must divide ``E + redundant_experts``; above 0 only with
+        ``routing="sampled"`` (balanced routing is already exactly even).
+    routing : str
+        :data:`ROUTING` (:mod:`pymodel.workloads.experts`): ``"balanced"`` (default) or
+        ``"sampled"``.
+    expert_skew : float
+        ``sampled`` routing's popularity exponent (expert ``i`` weighs ``(i + 1) **
+        -expert_skew``), >= 0; 0 (default): every expert alike.
+    routing_seed : int
+        The seed of ``sampled`` routing's draw.
     """
 
     batch: int
@@ -51,6 +66,10 @@ class Deployment:
     context: int = 2048
     dispatch_fp8: bool = True
     dispatch: str = "per_token"
+    redundant_experts: int = 0
+    routing: str = "balanced"
+    expert_skew: float = 0.0
+    routing_seed: int = 0
 
 
 def _int(name, value, low=1):
@@ -66,7 +85,11 @@ def check_deployment(model, dep):
     ``ep``, ``context`` (not a positive integer), ``tp`` (does not divide the attention
     heads, or neither divides nor is a multiple of the KV heads), ``ep`` (above 1 for a
     dense model, not dividing the routed experts, not a multiple of ``tp``), ``dtype``,
-    ``weights_dtype``, ``kv_dtype`` (unknown type), ``dispatch`` (unknown layout).
+    ``weights_dtype``, ``kv_dtype`` (unknown type), ``dispatch`` (unknown layout),
+    ``routing`` (unknown), ``expert_skew`` (not a number >= 0), ``routing_seed`` (not an
+    integer >= 0), ``redundant_experts`` (not an integer >= 0, above 0 without EP or
+    with balanced routing, or more than the routed experts; with ``ep``, ``ep`` not
+    dividing the slots).
     """
     m = load_model(model)
     if not isinstance(dep, Deployment):
@@ -81,6 +104,13 @@ def check_deployment(model, dep):
         dtype_bytes(dep.weights_dtype, "weights_dtype")
     if dep.dispatch not in DISPATCH:
         raise ValueError(f"dispatch must be one of {DISPATCH}, not {dep.dispatch!r}")
+    if dep.routing not in ROUTING:
+        raise ValueError(f"routing must be one of {ROUTING}, not {dep.routing!r}")
+    if (not isinstance(dep.expert_skew, (int, float)) or isinstance(dep.expert_skew, bool)
+            or not dep.expert_skew >= 0 or dep.expert_skew == float("inf")):
+        raise ValueError(f"expert_skew must be a number >= 0, not {dep.expert_skew!r}")
+    _int("routing_seed", dep.routing_seed, 0)
+    redundant = _int("redundant_experts", dep.redundant_experts, 0)
     if m.num_attention_heads % dep.tp:
         raise ValueError(f"tp ({dep.tp}) must divide num_attention_heads "
                          f"({m.num_attention_heads}) of {m.name}")
@@ -88,12 +118,23 @@ def check_deployment(model, dep):
     if m.attention != "mla" and kv % dep.tp and dep.tp % kv:
         raise ValueError(f"tp ({dep.tp}) must divide, or be a multiple of, "
                          f"num_key_value_heads ({kv}) of {m.name}")
+    if redundant and not (m.is_moe and dep.ep > 1):
+        raise ValueError(f"redundant_experts ({redundant}) needs expert parallelism "
+                         f"(ep > 1 on a MoE model)")
     if dep.ep > 1:
         if not m.is_moe:
             raise ValueError(f"ep ({dep.ep}) must be 1: {m.name} has no routed experts")
-        if m.n_routed_experts % dep.ep:
-            raise ValueError(f"ep ({dep.ep}) must divide n_routed_experts "
-                             f"({m.n_routed_experts}) of {m.name}")
+        if redundant > m.n_routed_experts:
+            raise ValueError(f"redundant_experts ({redundant}) must be at most "
+                             f"n_routed_experts ({m.n_routed_experts}) of {m.name}")
+        if redundant and dep.routing == "balanced":
+            raise ValueError(f"redundant_experts ({redundant}) needs routing='sampled': "
+                             f"balanced routing is already exactly even")
+        if (m.n_routed_experts + redundant) % dep.ep:
+            what = (f"n_routed_experts + redundant_experts ({m.n_routed_experts} + "
+                    f"{redundant})" if redundant else
+                    f"n_routed_experts ({m.n_routed_experts})")
+            raise ValueError(f"ep ({dep.ep}) must divide {what} of {m.name}")
         if dep.ep % dep.tp:
             raise ValueError(f"ep ({dep.ep}) must be a multiple of tp ({dep.tp})")
     return m, dep

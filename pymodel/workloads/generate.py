@@ -27,15 +27,19 @@ Expert parallelism (``ep > 1``, MoE layers; DeepEP's low-latency kernels)
     one flag per (local expert, remote GPU). DeepEP keeps ``(E / ep) x (ep - 1)`` QPs per
     GPU (one per local expert and peer). With ``tp > 1`` the group then all-gathers the
     combined tokens: ``tp - 1`` messages of ``(B / tp) x H x bytes(dtype)``.
-Routing
-    Balanced and deterministic: token ``u`` (numbered over the whole step, GPU by GPU)
-    picks experts ``(u + j x E / k) mod E`` for ``j < k`` (``k`` experts per token), so
-    every expert gets the same number of tokens (+-1) and a token's experts are spread
-    over GPUs. With ``dispatch="batched"`` (a lever, not DeepEP's low-latency layout)
-    a GPU packs every token it sends to one GPU in one message per phase (the per-token
-    puts' bytes added up), keeps one QP per peer (``ep - 1``) and sends one count or
-    flag per peer. Real routers are skewed (DeepSeek-V3 also limits each token to 4 nodes);
-    that changes the counts per pair of GPUs, not the number of puts per token.
+Routing and placement (:mod:`pymodel.workloads.experts`)
+    ``routing="balanced"`` (default): deterministic, token ``u`` (numbered over the whole
+    step, GPU by GPU) picks experts ``(u + j x E / k) mod E`` for ``j < k`` (``k``
+    experts per token), so every expert gets the same number of tokens (+-1) and a
+    token's experts are spread over GPUs. ``routing="sampled"``: each token draws its
+    experts at random (seeded), so a step's GPUs receive unequal shares; with
+    ``redundant_experts`` the experts have ``E + r`` replicas placed as DeepSeek's
+    load balancer does, and a GPU keeps one QP per local replica and peer. With
+    ``dispatch="batched"`` (a lever, not DeepEP's low-latency layout) a GPU packs every
+    token it sends to one GPU in one message per phase (the per-token puts' bytes added
+    up), keeps one QP per peer (``ep - 1``) and sends one count or flag per peer.
+    DeepSeek-V3 also limits each token to 4 nodes; that changes the counts per pair of
+    GPUs, not the number of puts per token.
 
 KV transfer (disaggregated prefill -> decode, vLLM paged KV cache)
     The prompt's ``ceil(prompt_tokens / block_tokens)`` blocks (vLLM's default block is

@@ -11,7 +11,11 @@ Weights read
     and reads those at least one token picked; with balanced independent routing a
     given expert is picked by one of ``T`` tokens with probability ``1 - (1 - k / E)^T``
     (``k`` experts per token; ``ep = 1``: the expected touched experts of all ``E``,
-    ``tp``-sharded). Times ``bytes(weights_dtype)``.
+    ``tp``-sharded). Times ``bytes(weights_dtype)``. With ``routing="sampled"``
+    (:mod:`pymodel.workloads.experts`) the GPUs differ and the busiest sets the step: a
+    GPU holds ``(E + redundant_experts) / ep`` experts, and the figures are those of the
+    step's drawn routing, the most replicas any GPU has touched and (for FLOPs) the most
+    (token, expert) pairs any GPU serves.
 KV cache read
     ``batch x context x kv_bytes_per_token x share``: ``share`` is the fraction of KV heads
     a TP rank holds (``kv_heads_per_gpu / kv_heads``; 1 for MLA, whose latent every rank
@@ -64,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pymodel.workloads.config import dtype_bytes, kv_bytes_per_token, param_counts
+from pymodel.workloads.experts import gpu_loads
 from pymodel.workloads.generate import (
     attention_groups,
     check_deployment,
@@ -204,11 +209,16 @@ def _per_gpu_work(m, dep, tokens):
     shared /= dep.tp
     e, k = m.n_routed_experts, m.num_experts_per_tok
     if m.is_moe:
-        if dep.ep > 1:
-            local, held_e, routed_tokens = e / dep.ep, e / dep.ep, tokens * k / dep.ep
+        if dep.ep > 1 and dep.routing == "sampled":
+            pairs, hit = gpu_loads(m, dep)      # the busiest GPU sets the step
+            held_e = (e + dep.redundant_experts) / dep.ep
+            routed_tokens, touched = float(pairs.max()), float(hit.max())
         else:
-            local, held_e, routed_tokens = e / dep.tp, e / dep.tp, tokens * k / dep.tp
-        touched = local * (1 - (1 - k / e) ** tokens)
+            if dep.ep > 1:
+                local, held_e, routed_tokens = e / dep.ep, e / dep.ep, tokens * k / dep.ep
+            else:
+                local, held_e, routed_tokens = e / dep.tp, e / dep.tp, tokens * k / dep.tp
+            touched = local * (1 - (1 - k / e) ** tokens)
     else:
         touched = held_e = routed_tokens = 0
     read = (shared + m.moe_layers * touched * pc["expert"]) * wb

@@ -46,7 +46,8 @@ SERVING_RUNGS = ("pipelined", "+doorbell batching 16", "+WQE by MMIO, inline")
 class Serving:
     """One deployment: ``tp``/``ep`` as :class:`Deployment`; ``ports`` per GPU;
     ``node_gpus``: GPUs per node when the deployment spans nodes (only messages between
-    nodes are carried by the design), 0 in one scale-up domain."""
+    nodes are carried by the design), 0 in one scale-up domain; ``redundant_experts`` and
+    ``routing`` as :class:`Deployment`."""
 
     label: str
     model: str
@@ -55,18 +56,23 @@ class Serving:
     ports: int = 8
     node_gpus: int = 0
     allreduce: str = "auto"
+    redundant_experts: int = 0
+    routing: str = "balanced"
     why: str = ""
 
 
-#: The deployments of the table. DeepSeek-V3 wide EP over nodes of 8 (DeepEP's setting)
-#: against one scale-up domain; EP72 (an NVL72 rack) would need 256 experts over 72 GPUs,
-#: which only DeepSeek's redundant experts make even (not modelled), so the domain runs
-#: EP64. Llama-3.1-405B at TP16 in one domain and over two nodes of 8.
+#: The deployments of the table. DeepSeek-V3 as DeepSeek deploys it (arXiv 2412.19437
+#: Sec. 3.4.1: EP32 over 4 nodes of 8, 32 redundant experts, each GPU one extra beside its
+#: 8) against the whole EP group in one NVL72-class scale-up domain: EP72 holds 256 + 32 =
+#: 288 replicas, 4 a GPU. Both route by a sampled draw (each step's tokens land unevenly
+#: on the experts, :mod:`pymodel.workloads.experts`), so both carry the busiest GPU's
+#: share. Llama-3.1-405B at TP16 in one domain and over two nodes of 8.
 SERVING = (
     Serving("DeepSeek-V3 EP32, 4 nodes x 8 (NVLink inside, the design between)",
-            "deepseek-v3", ep=32, ports=1, node_gpus=8,
-            why="wide EP as DeepSeek and DeepEP deploy it"),
-    Serving("DeepSeek-V3 EP64, one scale-up domain", "deepseek-v3", ep=64, ports=8,
+            "deepseek-v3", ep=32, ports=1, node_gpus=8, redundant_experts=32,
+            routing="sampled", why="wide EP as DeepSeek and DeepEP deploy it"),
+    Serving("DeepSeek-V3 EP72, one scale-up domain (NVL72-class)", "deepseek-v3", ep=72,
+            ports=8, redundant_experts=32, routing="sampled",
             why="the whole EP group on the design's fabric"),
     Serving("Llama-3.1-405B TP16, one scale-up domain", "llama-3.1-405b", tp=16, ports=8,
             why="dense, per-phase latency decides TPOT"),
@@ -107,7 +113,9 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
         for name, cars in designs.items():
             best, limit = None, "largest batch tried"
             for b in batches:
-                dep = Deployment(batch=b, tp=sv.tp, ep=sv.ep, context=CONTEXT)
+                dep = Deployment(batch=b, tp=sv.tp, ep=sv.ep, context=CONTEXT,
+                                 redundant_experts=sv.redundant_experts,
+                                 routing=sv.routing)
                 tr = decode_step(sv.model, dep, allreduce=sv.allreduce)
                 if sv.node_gpus:
                     tr = between_nodes(tr, sv.node_gpus)
