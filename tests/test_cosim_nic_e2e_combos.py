@@ -56,7 +56,8 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     integrated baseline of docs/nic.md's table."""
     w = HEADLINE_TOP["width"]
     row = run_point(sim, "l2", MSG_BYTES, STORES, attachment=attachment, fabric=fabric,
-                    retry=retry, completion="e2e", test_id=test_id, depth=HEADLINE_DEPTH)
+                    retry=retry, completion="e2e", test_id=test_id, depth=HEADLINE_DEPTH,
+                    latency_messages=2)
     assert row["mismatches"] == 0
     for key in row_metrics("nic", host=attachment == "pcie"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
