@@ -28,8 +28,10 @@ import dataclasses
 from collections import defaultdict
 
 from pymodel.cycle import take_activity
+from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
 from pymodel.host.host_interface import HostInterfaceModel
+from pymodel.packet import pack_beat, unpack_beat
 from pymodel.rdma.config import HostShape
 from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
 from pymodel.rdma.pause import PauseGenModel
@@ -69,6 +71,7 @@ _RANGES = {
     "miss_queue": MISS_QUEUE_RANGE, "cq_log2": (0, 31),
     "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
     "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "pause": (0, 1),
+    "hop_latency": (0, 4096), "link_retry": (0, 1),
 }
 
 
@@ -125,6 +128,10 @@ class FabricConfig(HostShape):
     pause: int = FABRIC_DEFAULTS["pause"]
     pause_headroom: int = FABRIC_DEFAULTS["pause_headroom"]
     pause_hysteresis: int | None = FABRIC_DEFAULTS["pause_hysteresis"]
+    #: The switch's extra cycles after its crossbar (the top's ``hop_latency``).
+    hop_latency: int = FABRIC_DEFAULTS["hop_latency"]
+    #: 1: every link reliable, the switch's egress held by the downlinks' ``ready``.
+    link_retry: int = FABRIC_DEFAULTS["link_retry"]
     responder_sizes: dict = dataclasses.field(
         default_factory=lambda: dict(RESPONDER_DEFAULTS))
 
@@ -162,6 +169,10 @@ class FabricConfig(HostShape):
         if not isinstance(self.responder_sizes, dict) or not set(
                 self.responder_sizes) <= set(RESPONDER_DEFAULTS):
             bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
+        if self.pause and self.link_retry:
+            bad("link_retry", "0 with pause 1 (the top refuses both)")
+        if self.pause and self.hop_latency:
+            bad("hop_latency", "0 with pause 1 (the top refuses both)")
         if self.pause:
             sizes = dict(RESPONDER_DEFAULTS, **self.responder_sizes)
             try:
@@ -227,7 +238,12 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                             **cfg.responder_sizes)
              for p in nodes]
     merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]
-    switch = SwitchModel(n, "l2", cfg.credits, backpressure=bool(cfg.pause), width=64)
+    retry = bool(cfg.link_retry)
+    switch = SwitchModel(n, "l2", cfg.credits, backpressure=bool(cfg.pause or retry),
+                         width=64, hop_latency=cfg.hop_latency)
+    # With link retry: each node's reliable uplink and downlink (no faults).
+    links = {(side, p): ReliableLinkModel(64, lat, MAX_FRAME_BEATS)
+             for p in nodes for side in ("up", "down")} if retry else {}
     sizes = dict(RESPONDER_DEFAULTS, **cfg.responder_sizes)
     pausers = ([PauseGenModel(sizes["rx_beats"], sizes["rx_frames"], lat, cfg.pause_headroom,
                               cfg.pause_hysteresis) for _ in nodes] if cfg.pause else [])
@@ -253,7 +269,11 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             req, resp, merge = reqs[p], resps[p], merges[p]
             # The downlink's demux: ACK frames to the requester (whole, at their last
             # beat), the rest to the responder beat by beat.
-            beat_in = down.get(c, {}).pop(p, None)
+            if retry:            # what the downlink delivers in c (its step comes later)
+                held = links["down", p].delivered
+                beat_in = _beat(unpack_beat(64, held[0])) if held else None
+            else:
+                beat_in = down.get(c, {}).pop(p, None)
             ack, data_beat = None, None
             if beat_in is not None:
                 active = True
@@ -296,6 +316,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                       rd_req_taken=rb.rd_req_taken, wr_taken=rb.wr_taken)
             # The merge onto the uplink.
             a_beat = pending_a[p].pop(c, None)
+            if retry:
+                up_ready = links["up", p].ready()
             o = merge.step(c, a_beat, out.o, int(p in gives.get(c, ())))
             if o is not None:
                 wire_beats[p].append((c, o))
@@ -303,7 +325,16 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                     wire[p].append(([cy for cy, _ in wire_beats[p]],
                                     _frame([b for _, b in wire_beats[p]])))
                     wire_beats[p] = []
-                up[c + lat][p] = (o["data"], o["nbytes"], o["first"], o["last"])
+                if not retry:
+                    up[c + lat][p] = (o["data"], o["nbytes"], o["first"], o["last"])
+                elif not up_ready:
+                    raise AssertionError(f"node {p}: cycle {c}: an uplink beat finds the "
+                                         f"reliable link's replay buffer full")
+            if retry:
+                flat = links["up", p].cycle(c, None if o is None else pack_beat(
+                    64, o["data"], o["nbytes"], o["first"], o["last"]))
+                if flat is not None:
+                    up[c][p] = unpack_beat(64, flat)
             active = active or (ra.mmio_in_taken or ra.rd_data is not None
                                 or ra.marked is not None or ra.mmio is not None
                                 or rb.rd_data is not None or rb.marked is not None
@@ -323,6 +354,13 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             for q, beat in left.items():
                 down[c + lat][q] = _beat(beat)
             egress = left
+        elif retry:
+            # The elastic hop: an egress beat leaves while its downlink can take it.
+            ready = [links["down", o].ready() for o in nodes]
+            egress, pops = switch.cycle(c, arrivals, ready=ready)
+            for q in nodes:
+                beat = egress.get(q)
+                links["down", q].cycle(c, None if beat is None else pack_beat(64, *beat[:4]))
         else:
             egress, pops = switch.cycle(c, arrivals)
             for q, beat in egress.items():
@@ -337,7 +375,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             resps[p].commit()
         down.pop(c, None)
         active = (take_activity() or active or bool(arrivals) or bool(egress) or bool(pops)
-                  or not switch.idle())
+                  or not switch.idle() or any(x.busy() for x in links.values()))
         if active or not skip:
             if not active:
                 busy = (any(r.busy() for r in reqs) or any(down.values())
@@ -380,7 +418,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                 host_rs=[dict(h.counters) for h in hi_rs],
                 merge=[dict(overflow=0, credit_errors=int(m.counter.underflow
                                                           or m.counter.overflow),
-                            level_max=m.level_max) for m in merges],
+                            level_max=m.level_max, credits_max=m.credits_max)
+                       for m in merges],
                 switch=dict(drop_spoofed=switch.drop_spoofed), cycles=c,
                 pause=[dict(xoffs=g.xoffs) for g in pausers],
                 mem_rq=[h.mem for h in hi_rq], mem_rs=[h.mem for h in hi_rs])

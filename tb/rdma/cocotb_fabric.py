@@ -10,8 +10,19 @@ Independently of the model: every frame on the wire decoded with its ICRC and FC
 recomputed (:mod:`tb.rdma.wirecheck`), each node's MRs hold exactly the bytes posted to
 it, every sender's CQ holds one CQE per signalled WRITE, per QP in posting order, all
 SUCCESS, and the merges' error flags stay low.
+
+Kind ``writes`` (``params["kind"]``): the RdmaTop headline's run on the fabric of two
+nodes (:func:`writes_run`): node 0's requester posts the WRITEs of
+:func:`pymodel.scenarios.rdma.writes_scenario` to node 1's responder (its MACs route node
+A to port 0 and node B to port 1 of the power-up table); both sides' records in the
+shape of :func:`pymodel.rdma.point.reduce_run` (node 0's uplink as the A->B link, node
+1's as B->A, node 0's requester host interface as host A, node 1's responder's as host
+B), reduced by it into ``out_json`` as :mod:`tb.rdma.cocotb_rdma` does, with each side's
+``fabric_beats``: node 0's merge ``credits_max``, the switch ingress beats the sender's
+frames held.
 """
 
+import dataclasses
 import json
 import time
 
@@ -22,9 +33,12 @@ from pymodel.fields import pack
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
+from pymodel.rdma.point import ENGINE_KNOBS, knobs_of, reduce_run
 from pymodel.rdma.verbs import mr_table_in_host
+from pymodel.scenarios.rdma import writes_scenario
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
+from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
@@ -47,7 +61,9 @@ from tb.rdma.testbench import frames_of, member_port, value_of
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
 
-__all__ = ["FabricTestbench", "fabric_config", "fabric_run_scenario"]
+__all__ = ["FabricTestbench", "fabric_config", "fabric_run_scenario", "WRITES_PARAMS",
+           "writes_setup", "writes_images", "pair_run", "check_writes_params",
+           "OPEN_LOOP_PARAMS", "check_run_params"]
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
@@ -67,6 +83,7 @@ def fabric_config(top, sc, cache_entries=16):
                         credits=p["credits"], merge_depth=p["merge_depth"],
                         pause=p["pause"], pause_headroom=p["pause_headroom"],
                         pause_hysteresis=p["pause_hysteresis"],
+                        hop_latency=p["hop_latency"], link_retry=p["link_retry"],
                         **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
                            if k != "timeout"},
                         timeout=p.get("timeout", SIM_TIMEOUT),
@@ -83,6 +100,85 @@ def fabric_run_scenario(top, p):
                            p["load"], seed=p.get("seed", 1), qps=p.get("qps", 1),
                            depth=t["depth"], mr_entries=t["mr_entries"],
                            warmup=p.get("warmup", 0))
+
+
+#: The parameters of a ``writes`` run (as :data:`tb.rdma.cocotb_rdma.KIND_PARAMS`'s).
+WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
+                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json")
+
+
+def writes_setup(top, p):
+    """``(cfg, verbs)`` of a ``writes`` run ``p`` on a two-node top ``top``: the verbs of
+    :func:`~pymodel.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1)
+    and the model's :class:`FabricConfig` with the run's engine knobs and cache
+    entries in use. ``ValueError`` names a bad parameter."""
+    unknown = sorted(set(p) - set(WRITES_PARAMS))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) of a fabric run of kind 'writes': {unknown} "
+                         f"(accepted: {sorted(WRITES_PARAMS)})")
+    t = dict(FABRIC_DEFAULTS, **top)
+    if t["nodes"] != 2:
+        raise ValueError(f"a 'writes' run needs a top of 2 nodes, not {t['nodes']!r}")
+    knobs = knobs_of(p.get("rung"), p.get("knobs"))
+    entries = p.get("cache_entries", 16)
+    words = qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "fabric writes run")
+    v = writes_scenario(p["messages"], p["sizes"], p["qps"], spacing=p.get("spacing", 0),
+                        warmup=p.get("warmup", 0), cache_entries=entries, depth=t["depth"],
+                        mr_entries=t["mr_entries"], qpc_words=words, **knobs)
+    cfg = fabric_config(top, v, entries)
+    cfg = dataclasses.replace(cfg, qpc_bytes=64 * words,
+                              **{k: knobs[k] for k in ENGINE_KNOBS})
+    return cfg, v
+
+
+def writes_images(v):
+    """The per-node images of a ``writes`` run's verbs ``v``: node 0 posts (requester
+    memory, MMIO), node 1 takes the WRITEs (responder memory, MR table)."""
+    items, release = v.mmio_items()
+    return [dict(mem_rq=dict(v.mem_a), mem_rs={}, mr_table=[], mmio=items, release=release),
+            dict(mem_rq={}, mem_rs=dict(v.mem_b), mr_table=list(v.mr_table), mmio=[],
+                 release=[])]
+
+
+def pair_run(run):
+    """A two-node fabric run (the model's or the RTL's records) in the shape of an RdmaTop
+    run (:func:`pymodel.rdma.point.reduce_run`)."""
+    return dict(wire_ab=run["wire"][0], wire_ba=run["wire"][1],
+                mmio_stamps=run["mmio_stamps"][0], written=run["written"][1],
+                completed=run["completed"][0], req=run["req"][0], resp=run["resp"][1],
+                host_a=run["host_rq"][0], host_b=run["host_rs"][1])
+
+
+def check_writes_params(p):
+    """Refuse a ``writes`` run's parameters (``p`` with its ``top``) before anything is
+    built: what :func:`writes_setup` and the top's model refuse (``ValueError``)."""
+    if not isinstance(p, dict) or p.get("kind") != "writes":
+        raise ValueError(f"a fabric 'writes' run needs kind 'writes', not {p!r}")
+    try:
+        writes_setup(p.get("top", {}), {k: v for k, v in p.items() if k != "top"})
+    except (TypeError, KeyError) as exc:
+        raise ValueError(f"fabric 'writes' run: {type(exc).__name__}: {exc}") from exc
+
+
+#: The parameters of an open-loop run (the default kind).
+OPEN_LOOP_PARAMS = ("top", "nodes", "qps", "msg_bytes", "messages", "load", "pattern", "seed",
+                    "warmup", "cache_entries", "credits", "depth", "host", "link_latency",
+                    "merge_depth", "mr_entries", "mr_cache", "out_json",
+                    "expect_merge_wait", "expect_merge_held", "expect_pause",
+                    "pause", "pause_headroom", "pause_hysteresis", "timeout")
+
+
+def check_run_params(p):
+    """The parameter check of this module (:func:`tb.cosim.check_params`): a ``writes``
+    run by :func:`check_writes_params`, an open-loop run by its keys
+    (:data:`OPEN_LOOP_PARAMS`). ``ValueError`` names what is refused."""
+    if isinstance(p, dict) and p.get("kind") == "writes":
+        check_writes_params(p)
+        return
+    unknown = sorted(set(p) - set(OPEN_LOOP_PARAMS))
+    if unknown:
+        raise ValueError(f"tb.rdma.cocotb_fabric: unknown parameter(s) {unknown} (accepted: "
+                         f"{sorted(OPEN_LOOP_PARAMS)}, or kind 'writes')")
 
 
 class FabricTestbench:
@@ -214,9 +310,73 @@ def check_intent(sb, sc, got):
     sb.equal("messages posted", len(sc.messages) > 0, True)
 
 
+def _ports(cfg):
+    return dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
+                ack_timeout=cfg.timeout, ack_every=cfg.ack_every, ack_frames=cfg.ack_frames,
+                serial=cfg.serial, cache_log2=cfg.cache_entries.bit_length() - 1,
+                qpc_log2=cfg.qpc_log2)
+
+
+async def writes_matches_model(dut, p):
+    """The ``writes`` kind: run, compare, check the intent, reduce both sides."""
+    cfg, v = writes_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
+    images = writes_images(v)
+    model = simulate_fabric(cfg, images)
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, mr_cache=cfg.mr_cache)
+    tb.load(images, _ports(cfg))
+    tb.arm_for(model)
+    await tb.run(timeout_cycles=model["cycles"] + 5000)
+    sb = Scoreboard(dut._log)
+    if tb.hang:
+        sb.equal("recorders done", tb.hang, "")
+    got = tb.compare(sb, model, images)
+    # Independent of the model: every frame, every CQE per QP in order, the MR's bytes.
+    frames = [f for n in range(2) for _, f in got["wire"][n]]
+    for k, problems in wire_problems(frames):
+        sb.equal(f"independent check of uplink frame {k}", problems, [])
+    for n in range(2):
+        for flag in MERGE_FLAGS:
+            sb.equal(f"node {n} merge {flag}", got["merge"][n][flag], 0)
+    cqes = v.poll_cq(dict(enumerate(got["mem_rq"][0])), len(v.messages) + 1)
+    status = intended_statuses(v.messages)
+    signalled = [m for m in v.messages if m.signalled]
+    sb.equal("CQEs polled", len(cqes), len(signalled))
+    per_qp, want = cqes_per_qp(v.messages, status, cqes)
+    sb.equal("CQE (send-queue index, status) per QP, in order", per_qp, want)
+    words = got["mem_rs"][1]
+    for base, data in v.expected_mr_bytes().items():
+        nw = -(-len(data) // 64)
+        have = b"".join(words[base // 64 + k].to_bytes(64, "little")
+                        for k in range(nw))[:len(data)]
+        bad = [k for k in range(len(data)) if have[k] != data[k]]
+        sb.equal(f"MR at {base:#x}: bytes that differ from the posted data (first 8)",
+                 bad[:8], [])
+    if p.get("out_json"):
+        n = max(len(v.messages), 1)
+        try:
+            rtl = reduce_run(v, pair_run(got), n)
+            rtl["fabric_beats"] = got["merge"][0]["credits_max"]
+        except (ValueError, IndexError, KeyError, TypeError):     # see the scoreboard
+            rtl = None
+        mdl = reduce_run(v, pair_run(model), n)
+        mdl["fabric_beats"] = model["merge"][0]["credits_max"]
+        with open(p["out_json"], "w") as f:
+            json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
+                       "cycles": model["cycles"],
+                       "frames": sorted([[c[0], fr.hex()] for c, fr in
+                                         got["wire"][0] + got["wire"][1]])}, f)
+    if sb.mismatches:
+        with open("mismatches.txt", "w") as f:
+            f.write("\n".join(sb.mismatches) + "\n")
+    sb.check()
+
+
 @cocotb.test()
 async def fabric_matches_model(dut):
     p = cosim_params()
+    if p.get("kind") == "writes":
+        await writes_matches_model(dut, p)
+        return
     top = dict(FABRIC_DEFAULTS, **p["top"])
     sc = fabric_run_scenario(top, p)
     cfg = fabric_config(top, sc)

@@ -8,6 +8,14 @@ control operations, in-flight state) and one with ``latency_messages`` messages 
 one at a time after the warm-up, each into an idle engine (``latency_cycles``,
 ``completion_cycles``). ``run_headline`` returns rows in the SPEC.md results format and
 writes the wire traffic of the back-to-back runs to ``out_dir / "rdma.pcap"``.
+
+Two topologies (:data:`TOPOLOGIES`): ``direct-link`` (the headline's rows), the two
+nodes of :class:`rtl.tops.rdma_top.RdmaTop` on one link that stands for the whole path;
+``switch`` (the gap table's rows, :mod:`tb.gap_table`), the NIC's fabric: two nodes of
+:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, link, switch, link, the profile's
+latencies, credit-based flow control into the switch by the NIC's rule, link retry as
+the NIC's (:func:`spec.fabric_profiles.rdma_fabric_top`), run by the fabric test's
+``writes`` kind (:mod:`tb.rdma.cocotb_fabric`).
 """
 
 import json
@@ -19,6 +27,7 @@ from pymodel.throughput import isolated_median
 from spec.fabric_profiles import (
     fabric_profile,
     one_way,
+    rdma_fabric_top,
     rdma_records,
     rdma_timeout,
     replay_buffer_bits,
@@ -31,7 +40,8 @@ from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_jobs",
-           "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY"]
+           "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY",
+           "TOPOLOGIES"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -76,13 +86,44 @@ def _top(host, link_latency=None, fabric="board", link_retry=False, header="roce
     return top
 
 
-def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
+def _fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entries=16):
+    """The parameters of the two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` of a
+    ``switch`` point: RdmaTop's host-memory depth and player and recorder depths, the
+    context caches of ``cache_entries``, the fabric of
+    :func:`spec.fabric_profiles.rdma_fabric_top` and, off ``board``, the window records
+    and transport timeout of :func:`_top`. ``ValueError`` names a ``header`` other than
+    ``"roce"`` (the switch routes by the Ethernet header) or a bad ``fabric``."""
+    if header != "roce":
+        raise ValueError(f"header {header!r}: topology 'switch' routes the engine's RoCEv2 "
+                         f"frames by their Ethernet header; use header 'roce'")
+    profile = fabric_profile(fabric)
+    top = dict(nodes=2, host=host, depth=TOP_DEFAULTS["depth"], cache_entries=cache_entries,
+               mmio=TOP_DEFAULTS["mmio"], wire_beats=TOP_DEFAULTS["wire_beats"],
+               events=TOP_DEFAULTS["events"], **rdma_fabric_top(profile, link_retry))
+    if profile.name != "board":
+        top.update(records=rdma_records(profile), timeout=rdma_timeout(profile))
+    return top
+
+
+def _check_topology(topology, **off_defaults):
+    """``ValueError`` naming a bad ``topology`` or a parameter given with ``switch`` that
+    only the direct link's top has (``off_defaults``: name -> True when not default)."""
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"topology must be one of {list(TOPOLOGIES)}, not {topology!r}")
+    bad = sorted(k for k, v in off_defaults.items() if v)
+    if topology == "switch" and bad:
+        raise ValueError(f"{bad}: topology 'switch' runs the engine's defaults for these "
+                         f"(the direct link's top has them)")
+
+
+def comparison_keys(host, fabric="board", link_retry=False, header="roce",
+                    topology="direct-link"):
     """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
-    ``topology`` (:data:`TOPOLOGY`), ``attachment`` (the host-interface profile),
+    ``topology`` (one of :data:`TOPOLOGIES`), ``attachment`` (the host-interface profile),
     ``completion`` (``"e2e"``: the ACK and
     the CQE), ``reliability`` (the engine's go-back-N, over link retry with
     ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
-    return {"topology": TOPOLOGY, "fabric": fabric, "attachment": host, "completion": "e2e",
+    return {"topology": topology, "fabric": fabric, "attachment": host, "completion": "e2e",
             "reliability": "link-retry+go-back-N" if link_retry else "go-back-N",
             "header": header}
 
@@ -90,16 +131,22 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 #: RdmaTop's topology key: the two nodes on one link that stands for the whole path
 #: (:func:`spec.fabric_profiles.one_way`), no switch and no credit-based flow control.
 TOPOLOGY = "direct-link"
+#: The topologies of a point: RdmaTop's direct link, or the NIC's switch
+#: (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`; the NIC's ``TOPOLOGY``).
+TOPOLOGIES = (TOPOLOGY, "switch")
 
 
-def state_kinds(inflight_bits, fabric="board", link_retry=False):
+def state_kinds(inflight_bits, fabric="board", link_retry=False, fabric_beats=0):
     """An RDMA row's state by the kinds of :data:`spec.metrics.STATE_KINDS`: all of
-    ``inflight_bits`` is the engine's own (window records, outstanding reads,
-    prefetched WQEs, held payload, context fills, receive buffer); no fabric buffer on
-    RdmaTop's direct link; with ``link_retry`` the replay buffer of one link of the
-    ``fabric`` (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA
-    frame), as the NIC's."""
-    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 0,
+    ``inflight_bits`` (the engine's records) is the engine's own (window records,
+    outstanding reads, prefetched WQEs, held payload, context fills, receive buffer);
+    the fabric buffer is ``fabric_beats`` 64-byte beats (on the switch: the sender's
+    credits in use at their high-water mark, the switch ingress beats its frames held
+    until their credits returned; 0 on RdmaTop's direct link); with ``link_retry`` the
+    replay buffer of one link of the ``fabric``
+    (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA frame), as the
+    NIC's."""
+    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 512 * fabric_beats,
             "replay_buffer_bits": (replay_buffer_bits(fabric, LINK_FRAME_BEATS)
                                    if link_retry else 0)}
 
@@ -108,7 +155,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
               miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1,
-              check_only=False):
+              check_only=False, topology=TOPOLOGY):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -123,13 +170,27 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``:
     node B's MR cache (the top's parameter; 0, the MR table on chip, is the default
     top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
-    when not the defaults). Every parameter is checked before anything is built
+    when not the defaults). ``topology`` (:data:`TOPOLOGIES`): ``switch`` runs the point
+    on the NIC's fabric (:func:`_fabric_top`; ``header`` ``roce`` and the defaults of
+    ``link_latency``, ``cache_ways``, ``selective``, ``miss_queue``, ``qpc_bytes``,
+    ``mr_cache`` and ``mrs`` only), the row's ``fabric_buffer_bits`` from the sender's
+    credits in use and its ``inflight_bits`` the engine's plus them (as the NIC's).
+    Every parameter is checked before anything is built
     (``ValueError`` naming it); ``check_only``: only that, then return ``None``.
 
     ``ii_cycles`` and ``host_util`` are ``None`` when the back-to-back run is too short
     for its steady window (:data:`spec.metrics.STEADY_WINDOW`) to leave out the warm-up
     message (fewer than :func:`ii_messages` messages): they are not measured then."""
     k = knobs_of(rung, knobs)
+    _check_topology(topology, link_latency=link_latency is not None,
+                    cache_ways=cache_ways != 1, selective=bool(selective),
+                    miss_queue=bool(miss_queue), qpc_bytes=qpc_bytes != QPC_BYTES_DEFAULT,
+                    mr_cache=bool(mr_cache), mrs=mrs != 1)
+    switch = topology == "switch"
+    if switch:
+        return _run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung,
+                                 k, latency_messages, test_id, label, fabric, link_retry,
+                                 header, check_only)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
         top["cache_ways"] = cache_ways
@@ -203,6 +264,98 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     return row
 
 
+def _switch_params(msg_bytes, qps, cache_entries, host, k, messages, latency_messages):
+    """Both runs' parameters of a ``switch`` point (the ``writes`` kind of
+    :mod:`tb.rdma.cocotb_fabric`), as :func:`run_point`'s on RdmaTop."""
+    warm = latency_spacing(host)
+    common = dict(kind="writes", sizes=[msg_bytes], qps=qps, warmup=warm,
+                  cache_entries=cache_entries)
+    return (dict(common, messages=messages + 1, knobs=k),
+            dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
+                 spacing=warm))
+
+
+def _switch_sides(row, bw, lat, fabric, link_retry):
+    """The ``_rtl`` and ``_model`` figures of a ``switch`` point from its two runs'
+    reductions (``{"rtl": ..., "model": ...}`` each)."""
+    for side in ("rtl", "model"):
+        b, t = bw[side] or {}, lat[side] or {}
+        for key in _PER_MESSAGE:
+            row[f"{key}_{side}"] = b.get(key)
+        row[f"latency_cycles_{side}"] = isolated_median(t.get("latency"))
+        row[f"completion_cycles_{side}"] = isolated_median(t.get("completion"))
+        if row[f"inflight_bits_{side}"] is not None:
+            kinds = state_kinds(row[f"inflight_bits_{side}"], fabric, link_retry,
+                                b["fabric_beats"])
+            row.update({f"{k}_{side}": v for k, v in kinds.items()})
+            row[f"inflight_bits_{side}"] += kinds["fabric_buffer_bits"]
+
+
+def _run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k,
+                      latency_messages, test_id, label, fabric, link_retry, header,
+                      check_only):
+    """:func:`run_point` with ``topology`` ``switch``."""
+    from tb.rdma.cocotb_fabric import check_writes_params
+    from tb.rdma.fabric_runner import run_fabric
+
+    top = _fabric_top(host, fabric, link_retry, header, cache_entries)
+    fabric = fabric_profile(fabric).name
+    runs = _switch_params(msg_bytes, qps, cache_entries, host, k, messages,
+                          latency_messages)
+    for params in runs:                        # both runs' before either is built
+        check_writes_params(dict(params, top=top))
+    if check_only:
+        return None
+    tag = test_id or (f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}_q{qps}"
+                      f"_c{cache_entries}_{host}_n{messages}_b{msg_bytes}_{fabric}"
+                      + ("_retry" if link_retry else ""))
+    tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag) + "_sw"
+    out = []
+    for params, kind in zip(runs, ("bw", "lat"), strict=True):
+        run_dir = run_fabric(top, params=dict(params, out_json="m.json"), sim=sim,
+                             test_id=f"{tag}_{kind}", name="rdma_fabric_pair")
+        out.append(json.loads((run_dir / "m.json").read_text()))
+    bw, lat = out
+    row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
+           "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
+           "rung": label or rung,
+           **comparison_keys(host, fabric, link_retry, header, "switch")}
+    _switch_sides(row, bw, lat, fabric, link_retry)
+    row["mismatches"] = bw["mismatches"] + lat["mismatches"]
+    if messages < ii_messages():
+        for side in ("rtl", "model"):
+            row[f"ii_cycles_{side}"] = row[f"host_util_{side}"] = None
+    row["cycles"] = bw.get("cycles")
+    row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in bw["frames"]]
+    missing = [key for key in row_metrics("rdma") if f"{key}_rtl" not in row]
+    if missing:
+        raise AssertionError(f"metrics missing from the RDMA row: {missing}")
+    return row
+
+
+def _model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
+                        latency_messages, fabric, link_retry, header):
+    """:func:`model_point` with ``topology`` ``switch``: the fabric test's model side."""
+    from pymodel.rdma.fabric_system import simulate_fabric
+    from tb.rdma.cocotb_fabric import pair_run, writes_images, writes_setup
+
+    top = _fabric_top(host, fabric, link_retry, header, cache_entries)
+    runs = []
+    for params in _switch_params(msg_bytes, qps, cache_entries, host, knobs_of(rung, None),
+                                 messages, latency_messages):
+        cfg, v = writes_setup(top, params)
+        run = simulate_fabric(cfg, writes_images(v))
+        red = reduce_run(v, pair_run(run), max(len(v.messages), 1))
+        red["fabric_beats"] = run["merge"][0]["credits_max"]
+        runs.append({"model": red, "rtl": None})
+    fabric = fabric_profile(fabric).name
+    row = {"design": "rdma", "framing": "rocev2", "msg_bytes": msg_bytes,
+           "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
+           "rung": rung, **comparison_keys(host, fabric, link_retry, header, "switch")}
+    _switch_sides(row, *runs, fabric, link_retry)
+    return {k: v for k, v in row.items() if not k.endswith("_rtl")}
+
+
 def ii_messages():
     """The fewest messages of a back-to-back run (after its warm-up message) whose steady
     window (:data:`spec.metrics.STEADY_WINDOW`, over the warm-up and the messages) starts
@@ -213,7 +366,8 @@ def ii_messages():
 
 
 def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-                latency_messages=16, fabric="board", link_retry=False, header="roce"):
+                latency_messages=16, fabric="board", link_retry=False, header="roce",
+                topology=TOPOLOGY):
     """The golden model's side of :func:`run_point` alone (no simulator), for the
     parameters it shares with it (the others at their defaults): the row with ``_model``
     values only, from the same top, runs and reduction as the co-simulation's model side
@@ -222,6 +376,10 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     the comparison keys."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
+    _check_topology(topology)
+    if topology == "switch":
+        return _model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
+                                   latency_messages, fabric, link_retry, header)
     k = knobs_of(rung, None)
     top = _top(host, None, fabric, link_retry, header)
     warm = latency_spacing(host)
