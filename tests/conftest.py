@@ -202,6 +202,12 @@ SLOW = {
         "simulator, and make test reached 10 minutes with it: make test-all co-simulates "
         "it; in make test test_unit_pause.py holds PauseGen against its twin and "
         "test_rdma_fabric_model.py runs the paused incasts on the model",
+    "test_cosim_rdma_fabric.py::test_fabric_writes_over_reliable_links_and_a_hop[*]":
+        "a two-node fabric top of its own (reliable links, a hop) is one more export and "
+        "build on each simulator: make test-all co-simulates it, make sim co-simulates "
+        "the same configuration in the gap table's RDMA rows (0 mismatches), and in make "
+        "test test_rdma_fabric_model.py checks the cycles the reliable links and the hop "
+        "add on the model and test_unit_frame_merge.py the credits-in-use counter",
     "test_cosim_rdma_fabric.py::test_fabric_*[verilator]":
         "Icarus runs the incast and all-to-all cases of the same top",
     # The soak's NIC top (4 nodes, retry, W = 64, 16k-deep players and recorders) is one

@@ -75,19 +75,19 @@ _BLOCKS = (("req", "req", REQUESTER_COUNTERS), ("resp", "resp", RESPONDER_COUNTE
 
 def fabric_config(top, sc, cache_entries=16):
     """The model's :class:`FabricConfig` of a top (its parameters) and a scenario."""
-    p = dict(FABRIC_DEFAULTS, **top)
-    return FabricConfig(nodes=p["nodes"], cache_entries=cache_entries,
-                        cache_capacity=p["cache_entries"], depth=p["depth"], host=p["host"],
-                        link_latency=p["link_latency"], mr_entries=p["mr_entries"],
-                        mr_cache=p["mr_cache"],
-                        credits=p["credits"], merge_depth=p["merge_depth"],
-                        pause=p["pause"], pause_headroom=p["pause_headroom"],
-                        pause_hysteresis=p["pause_hysteresis"],
-                        hop_latency=p["hop_latency"], link_retry=p["link_retry"],
-                        **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
+    t = dict(FABRIC_DEFAULTS, **top)
+    return FabricConfig(nodes=t["nodes"], cache_entries=cache_entries,
+                        cache_capacity=t["cache_entries"], depth=t["depth"], host=t["host"],
+                        link_latency=t["link_latency"], mr_entries=t["mr_entries"],
+                        mr_cache=t["mr_cache"],
+                        credits=t["credits"], merge_depth=t["merge_depth"],
+                        pause=t["pause"], pause_headroom=t["pause_headroom"],
+                        pause_hysteresis=t["pause_hysteresis"],
+                        hop_latency=t["hop_latency"], link_retry=t["link_retry"],
+                        **{k: t.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
                            if k != "timeout"},
-                        timeout=p.get("timeout", SIM_TIMEOUT),
-                        responder_sizes={k: p.get(k, v) for k, v in
+                        timeout=t.get("timeout", SIM_TIMEOUT),
+                        responder_sizes={k: t.get(k, v) for k, v in
                                          RESPONDER_DEFAULTS.items()},
                         cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
