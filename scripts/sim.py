@@ -131,8 +131,8 @@ def option_names(text):
     import re
 
     names = [(knob, opt) for opt, knob, *_ in POINT_OPTIONS] + [
-        ("messages", "--messages"), ("msg_bytes", "--msg-bytes"), ("link_retry",
-                                                                   "--link-retry")]
+        ("messages", "--messages"), ("msg_bytes", "--msg-bytes"),
+        ("link_retry", "--link-retry"), ("selective", "--selective")]
     for knob, opt in names:
         if "_" in knob:
             text = re.sub(rf"(?<![\w-]){knob}(?!\w)", opt, text)

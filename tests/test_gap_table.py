@@ -93,6 +93,9 @@ def test_report_section_has_a_table_per_profile():
     (["--design", "rdma", "--header", "ipoib"], "--header"),
     (["--design", "nic", "--header", "roce"], "--header"),
     (["--link-retry"], "--link-retry"),
+    (["--design", "rdma", "--topology", "ring"], "--topology"),
+    (["--design", "nic", "--topology", "switch"], "--topology"),
+    (["--design", "rdma", "--topology", "switch", "--header", "scaleup"], "--header"),
 ])
 def test_level_field_options_named_when_bad(argv, named, capsys):
     from scripts.sim import parse_args
@@ -112,6 +115,9 @@ def test_level_field_options_reach_the_point():
     rdma = parse_args(["--design", "rdma", "--fabric", "pod", "--header", "scaleup",
                        "--link-retry"])
     assert (rdma.knobs["header"], rdma.knobs["link_retry"]) == ("scaleup", True)
+    switch = parse_args(["--design", "rdma", "--fabric", "pod", "--link-retry", "--topology",
+                         "switch"])
+    assert (switch.knobs["topology"], switch.knobs["fabric"]) == ("switch", "pod")
 
 
 def _level_cases():

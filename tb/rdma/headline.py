@@ -112,8 +112,8 @@ def _check_topology(topology, **off_defaults):
         raise ValueError(f"topology must be one of {list(TOPOLOGIES)}, not {topology!r}")
     bad = sorted(k for k, v in off_defaults.items() if v)
     if topology == "switch" and bad:
-        raise ValueError(f"{bad}: topology 'switch' runs the engine's defaults for these "
-                         f"(the direct link's top has them)")
+        raise ValueError(f"{bad[0]} must be left at its default with topology 'switch' "
+                         f"(an option of the direct link's top)")
 
 
 def comparison_keys(host, fabric="board", link_retry=False, header="roce",
