@@ -186,7 +186,7 @@ ACCEPTED_PARAMS = {
                                 "fabric", "incast", "completion", "coalesce", "flush_idle",
                                 "timeout"),
     "tb.nic.uvm.tests": "tb.cosim:_nic_uvm_params",
-    "tb.rdma.cocotb_fabric": "tb.rdma.cocotb_fabric:check_run_params",
+    "tb.rdma.cocotb_fabric": "tb.rdma.fabric_writes:check_run_params",
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
                             "out"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",

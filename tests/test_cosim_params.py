@@ -196,12 +196,13 @@ def test_fabric_module_reads_only_declared_keys_and_names_bad_ones():
     """The fabric module's keys: every key it reads from its parameters is an open-loop
     or a ``writes`` parameter; a bad key, a ``writes`` run on more than two nodes and a
     bad value are named before anything is built."""
-    from tb.rdma import cocotb_fabric
+    from tb.rdma import cocotb_fabric, fabric_writes
 
-    text = pathlib.Path(cocotb_fabric.__file__).read_text()
+    text = "".join(pathlib.Path(m.__file__).read_text() for m in (cocotb_fabric,
+                                                                  fabric_writes))
     read = set(re.findall(r"\bp\[\"(\w+)\"\]", text)) | set(
         re.findall(r"\bp\.get\(\"(\w+)\"", text))
-    declared = set(cocotb_fabric.OPEN_LOOP_PARAMS) | set(cocotb_fabric.WRITES_PARAMS)
+    declared = set(fabric_writes.OPEN_LOOP_PARAMS) | set(fabric_writes.WRITES_PARAMS)
     assert read and read <= declared, sorted(read - declared)
     writes = dict(kind="writes", top=dict(nodes=2), messages=4, sizes=[128], qps=1)
     check_params("tb.rdma.cocotb_fabric", writes)

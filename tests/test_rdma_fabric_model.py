@@ -262,13 +262,13 @@ def test_mr_cache_same_decisions_more_reads():
 
 def _pair_point(**top):
     """The median latency and completion of 128-byte WRITEs posted one at a time on a
-    two-node fabric top ``top`` (the ``writes`` kind of tb/rdma/cocotb_fabric.py), and
+    two-node fabric top ``top`` (the ``writes`` kind of tb/rdma/fabric_writes.py), and
     the sender's credits in use at their high-water mark."""
     import statistics
 
     from pymodel.rdma.point import latency_knobs, latency_spacing, reduce_run
     from spec.rdma_engine import LADDER
-    from tb.rdma.cocotb_fabric import pair_run, writes_images, writes_setup
+    from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
     warm = latency_spacing("pcie")
     cfg, v = writes_setup(dict(nodes=2, **top), dict(

@@ -11,8 +11,8 @@ recomputed (:mod:`tb.rdma.wirecheck`), each node's MRs hold exactly the bytes po
 it, every sender's CQ holds one CQE per signalled WRITE, per QP in posting order, all
 SUCCESS, and the merges' error flags stay low.
 
-Kind ``writes`` (``params["kind"]``): the RdmaTop headline's run on the fabric of two
-nodes (:func:`writes_run`): node 0's requester posts the WRITEs of
+Kind ``writes`` (``params["kind"]``, :mod:`tb.rdma.fabric_writes`): the RdmaTop
+headline's run on the fabric of two nodes: node 0's requester posts the WRITEs of
 :func:`pymodel.scenarios.rdma.writes_scenario` to node 1's responder (its MACs route node
 A to port 0 and node B to port 1 of the power-up table); both sides' records in the
 shape of :func:`pymodel.rdma.point.reduce_run` (node 0's uplink as the A->B link, node
@@ -22,7 +22,6 @@ B), reduced by it into ``out_json`` as :mod:`tb.rdma.cocotb_rdma` does, with eac
 frames held.
 """
 
-import dataclasses
 import json
 import time
 
@@ -32,20 +31,15 @@ from cocotb.triggers import ClockCycles, ReadOnly
 from pymodel.fields import pack
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
-from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
-from pymodel.rdma.point import ENGINE_KNOBS, knobs_of, reduce_run
+from pymodel.rdma.fabric_system import simulate_fabric
+from pymodel.rdma.point import reduce_run
 from pymodel.rdma.verbs import mr_table_in_host
-from pymodel.scenarios.rdma import writes_scenario
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
-    REQUESTER_DEFAULTS,
     RESPONDER_COUNTERS,
-    RESPONDER_DEFAULTS,
-    SIM_TIMEOUT,
 )
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -56,14 +50,13 @@ from spec.rdma_fabric import (
 )
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
+from tb.rdma.fabric_writes import fabric_config, pair_run, writes_images, writes_setup
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import frames_of, member_port, value_of
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
 
-__all__ = ["FabricTestbench", "fabric_config", "fabric_run_scenario", "WRITES_PARAMS",
-           "writes_setup", "writes_images", "pair_run", "check_writes_params",
-           "OPEN_LOOP_PARAMS", "check_run_params"]
+__all__ = ["FabricTestbench", "fabric_config", "fabric_run_scenario"]
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
@@ -71,25 +64,6 @@ SETTLE = 300
 _BLOCKS = (("req", "req", REQUESTER_COUNTERS), ("resp", "resp", RESPONDER_COUNTERS),
            ("host_rq", "hrq", HOST_COUNTERS), ("host_rs", "hrs", HOST_COUNTERS),
            ("merge", "merge", MERGE_FLAGS + MERGE_COUNTERS))
-
-
-def fabric_config(top, sc, cache_entries=16):
-    """The model's :class:`FabricConfig` of a top (its parameters) and a scenario."""
-    t = dict(FABRIC_DEFAULTS, **top)
-    return FabricConfig(nodes=t["nodes"], cache_entries=cache_entries,
-                        cache_capacity=t["cache_entries"], depth=t["depth"], host=t["host"],
-                        link_latency=t["link_latency"], mr_entries=t["mr_entries"],
-                        mr_cache=t["mr_cache"],
-                        credits=t["credits"], merge_depth=t["merge_depth"],
-                        pause=t["pause"], pause_headroom=t["pause_headroom"],
-                        pause_hysteresis=t["pause_hysteresis"],
-                        hop_latency=t["hop_latency"], link_retry=t["link_retry"],
-                        **{k: t.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
-                           if k != "timeout"},
-                        timeout=t.get("timeout", SIM_TIMEOUT),
-                        responder_sizes={k: t.get(k, v) for k, v in
-                                         RESPONDER_DEFAULTS.items()},
-                        cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
 
 def fabric_run_scenario(top, p):
@@ -100,85 +74,6 @@ def fabric_run_scenario(top, p):
                            p["load"], seed=p.get("seed", 1), qps=p.get("qps", 1),
                            depth=t["depth"], mr_entries=t["mr_entries"],
                            warmup=p.get("warmup", 0))
-
-
-#: The parameters of a ``writes`` run (as :data:`tb.rdma.cocotb_rdma.KIND_PARAMS`'s).
-WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
-                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json")
-
-
-def writes_setup(top, p):
-    """``(cfg, verbs)`` of a ``writes`` run ``p`` on a two-node top ``top``: the verbs of
-    :func:`~pymodel.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1)
-    and the model's :class:`FabricConfig` with the run's engine knobs and cache
-    entries in use. ``ValueError`` names a bad parameter."""
-    unknown = sorted(set(p) - set(WRITES_PARAMS))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) of a fabric run of kind 'writes': {unknown} "
-                         f"(accepted: {sorted(WRITES_PARAMS)})")
-    t = dict(FABRIC_DEFAULTS, **top)
-    if t["nodes"] != 2:
-        raise ValueError(f"a 'writes' run needs a top of 2 nodes, not {t['nodes']!r}")
-    knobs = knobs_of(p.get("rung"), p.get("knobs"))
-    entries = p.get("cache_entries", 16)
-    words = qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "fabric writes run")
-    v = writes_scenario(p["messages"], p["sizes"], p["qps"], spacing=p.get("spacing", 0),
-                        warmup=p.get("warmup", 0), cache_entries=entries, depth=t["depth"],
-                        mr_entries=t["mr_entries"], qpc_words=words, **knobs)
-    cfg = fabric_config(top, v, entries)
-    cfg = dataclasses.replace(cfg, qpc_bytes=64 * words,
-                              **{k: knobs[k] for k in ENGINE_KNOBS})
-    return cfg, v
-
-
-def writes_images(v):
-    """The per-node images of a ``writes`` run's verbs ``v``: node 0 posts (requester
-    memory, MMIO), node 1 takes the WRITEs (responder memory, MR table)."""
-    items, release = v.mmio_items()
-    return [dict(mem_rq=dict(v.mem_a), mem_rs={}, mr_table=[], mmio=items, release=release),
-            dict(mem_rq={}, mem_rs=dict(v.mem_b), mr_table=list(v.mr_table), mmio=[],
-                 release=[])]
-
-
-def pair_run(run):
-    """A two-node fabric run (the model's or the RTL's records) in the shape of an RdmaTop
-    run (:func:`pymodel.rdma.point.reduce_run`)."""
-    return dict(wire_ab=run["wire"][0], wire_ba=run["wire"][1],
-                mmio_stamps=run["mmio_stamps"][0], written=run["written"][1],
-                completed=run["completed"][0], req=run["req"][0], resp=run["resp"][1],
-                host_a=run["host_rq"][0], host_b=run["host_rs"][1])
-
-
-def check_writes_params(p):
-    """Refuse a ``writes`` run's parameters (``p`` with its ``top``) before anything is
-    built: what :func:`writes_setup` and the top's model refuse (``ValueError``)."""
-    if not isinstance(p, dict) or p.get("kind") != "writes":
-        raise ValueError(f"a fabric 'writes' run needs kind 'writes', not {p!r}")
-    try:
-        writes_setup(p.get("top", {}), {k: v for k, v in p.items() if k != "top"})
-    except (TypeError, KeyError) as exc:
-        raise ValueError(f"fabric 'writes' run: {type(exc).__name__}: {exc}") from exc
-
-
-#: The parameters of an open-loop run (the default kind).
-OPEN_LOOP_PARAMS = ("top", "nodes", "qps", "msg_bytes", "messages", "load", "pattern", "seed",
-                    "warmup", "cache_entries", "credits", "depth", "host", "link_latency",
-                    "merge_depth", "mr_entries", "mr_cache", "out_json",
-                    "expect_merge_wait", "expect_merge_held", "expect_pause",
-                    "pause", "pause_headroom", "pause_hysteresis", "timeout")
-
-
-def check_run_params(p):
-    """The parameter check of this module (:func:`tb.cosim.check_params`): a ``writes``
-    run by :func:`check_writes_params`, an open-loop run by its keys
-    (:data:`OPEN_LOOP_PARAMS`). ``ValueError`` names what is refused."""
-    if isinstance(p, dict) and p.get("kind") == "writes":
-        check_writes_params(p)
-        return
-    unknown = sorted(set(p) - set(OPEN_LOOP_PARAMS))
-    if unknown:
-        raise ValueError(f"tb.rdma.cocotb_fabric: unknown parameter(s) {unknown} (accepted: "
-                         f"{sorted(OPEN_LOOP_PARAMS)}, or kind 'writes')")
 
 
 class FabricTestbench:
