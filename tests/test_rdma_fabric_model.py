@@ -298,6 +298,8 @@ def test_link_retry_and_hop_latency_add_their_cycles():
 
 
 def test_fabric_top_and_model_refuse_pause_with_retry_or_hop():
+    """Bad ``link_retry`` and ``hop_latency`` values, and the pause with either, are named
+    by the top and by the model's configuration."""
     from rtl.tops.rdma_fabric_top import RdmaFabricTop
 
     with pytest.raises(ValueError, match="link_retry"):
@@ -306,6 +308,12 @@ def test_fabric_top_and_model_refuse_pause_with_retry_or_hop():
         RdmaFabricTop(pause=1, hop_latency=3)
     with pytest.raises(ValueError, match="link_retry"):
         RdmaFabricTop(link_retry=2)
+    with pytest.raises(ValueError, match="hop_latency"):
+        RdmaFabricTop(hop_latency=-1)
+    with pytest.raises(ValueError, match="link_retry"):
+        FabricConfig(link_retry=2)
+    with pytest.raises(ValueError, match="hop_latency"):
+        FabricConfig(hop_latency=4097)
     with pytest.raises(ValueError, match="link_retry"):
         FabricConfig(pause=1, link_retry=1)
     with pytest.raises(ValueError, match="hop_latency"):
