@@ -131,8 +131,8 @@ def option_names(text):
     import re
 
     names = [(knob, opt) for opt, knob, *_ in POINT_OPTIONS] + [
-        ("messages", "--messages"), ("msg_bytes", "--msg-bytes"), ("link_retry",
-                                                                   "--link-retry")]
+        ("messages", "--messages"), ("msg_bytes", "--msg-bytes"),
+        ("link_retry", "--link-retry"), ("selective", "--selective")]
     for knob, opt in names:
         if "_" in knob:
             text = re.sub(rf"(?<![\w-]){knob}(?!\w)", opt, text)
@@ -242,8 +242,8 @@ def run_jobs(jobs, workers):
         return out
     # The first job of each top goes first, so that the tops' exports and builds (a
     # minute each from cold) overlap instead of the last top's starting at the end.
-    tops = [(fn.__module__, kw.get("framing"), kw.get("attachment"), kw.get("host"))
-            for _, fn, kw in jobs]
+    tops = [(fn.__module__, kw.get("framing"), kw.get("attachment"), kw.get("host"),
+             kw.get("topology"), kw.get("fabric")) for _, fn, kw in jobs]
     order = sorted(range(len(jobs)), key=lambda k: (tops.index(tops[k]) != k, k))
     results = [None] * len(jobs)
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:

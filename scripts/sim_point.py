@@ -62,6 +62,10 @@ POINT_OPTIONS = (
     ("--miss-queue", "miss_queue", "rdma", int,
      "RDMA requester's miss queue: work items whose context fill is on its way that may "
      "step aside for items of present contexts, 0..64 (default 0: none; docs/rdma.md)"),
+    ("--topology", "topology", "rdma", str,
+     "RDMA topology: direct-link (RdmaTop, one link for the whole path; default) or switch "
+     "(two nodes of RdmaFabricTop on the NIC's fabric: link, switch, link, credits; the "
+     "gap table's rows; RoCEv2 and the engine's defaults only)"),
     ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
      + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
      + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
@@ -98,6 +102,7 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     link_retry = knobs.pop("link_retry", None)
     selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
+    topology = knobs.pop("topology", None)
     if completion is not None:
         from spec.nic import COMPLETIONS
         if completion not in COMPLETIONS:
@@ -134,6 +139,8 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
         knobs["link_retry"] = link_retry
     if completion is not None:
         knobs["completion"] = completion
+    if topology is not None:
+        knobs["topology"] = topology
     if selective is not None:
         if design != "rdma":
             raise ValueError(f"selective is an option of the RDMA design, not of {design!r}")
@@ -177,7 +184,8 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                            selective=k.get("selective", 0),
                            miss_queue=k.get("miss_queue", 0),
                            qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT),
-                           mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1))
+                           mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1),
+                           topology=k.get("topology", "direct-link"))
 
 
 def run_design_point(args):

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from spec.fabric import retry_sizes
 from spec.formats.nic import frame_beats
 from spec.nic import link_credits
+from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT
 
 __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CYCLES",
            "one_way", "round_trip", "switch_hop_latency", "CREDIT_LOOP_EXTRA",
-           "credit_loop", "retry_delivery_extra", "nic_link_credits", "nic_top_credits",
+           "credit_loop", "retry_delivery_extra", "line_rate_credits", "nic_link_credits",
+           "nic_top_credits", "rdma_fabric_credits", "rdma_fabric_top",
            "replay_sizes", "replay_buffer_bits",
            "RDMA_SPAN_BASE", "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
 
@@ -140,6 +142,22 @@ def retry_delivery_extra(frame_beats_):
     return frame_beats_ + 1
 
 
+def line_rate_credits(profile, n_max, floor, retry=False, link_latency=None):
+    """Credits (switch ingress beats) that keep a sender of frames of up to ``n_max``
+    beats at line rate on ``profile``: Little's law on the credit loop (a credit is out
+    for the whole loop, so the loop's cycles of credits are in flight) and a frame
+    starts only with all its credits in hand, so ``loop - 1 + n_max``, and at least
+    ``floor``. The loop is :func:`credit_loop` of the link (``link_latency``, default the
+    profile's) and, with link-level ``retry``, the uplink's delivery latency on top
+    (:func:`retry_delivery_extra` of the longest frame: the reliable link holds a frame
+    until it has judged it). The rule of both designs' tops
+    (:func:`nic_link_credits`, :func:`rdma_fabric_credits`)."""
+    p = _profile(profile)
+    link = p.link if link_latency is None else link_latency
+    loop = credit_loop(link) + (retry_delivery_extra(n_max) if retry else 0)
+    return max(floor, loop - 1 + n_max)
+
+
 def nic_link_credits(profile, width, max_payload, retry=False, link_latency=None):
     """Credits (switch ingress beats) a NIC link needs on ``profile``.
 
@@ -154,11 +172,9 @@ def nic_link_credits(profile, width, max_payload, retry=False, link_latency=None
     :func:`spec.nic.link_credits` (room for two of the longest frames, a burst
     allowance), so ``board`` without retry keeps 34 at 64 bytes and 1024-byte frames.
     """
-    p = _profile(profile)
     n_max = frame_beats(width, "l2", max_payload)
-    link = p.link if link_latency is None else link_latency
-    loop = credit_loop(link) + (retry_delivery_extra(n_max) if retry else 0)
-    return max(link_credits(width, max_payload), loop - 1 + n_max)
+    return line_rate_credits(profile, n_max, link_credits(width, max_payload), retry,
+                             link_latency)
 
 
 def nic_top_credits(profile, width, max_payload, retry=False, link_latency=None):
@@ -167,6 +183,27 @@ def nic_top_credits(profile, width, max_payload, retry=False, link_latency=None)
     profile and at every ``max_payload``, so that a sender keeps line rate whatever its
     frames' size and its link's round trip."""
     return nic_link_credits(profile, width, max_payload, retry, link_latency)
+
+
+def rdma_fabric_credits(profile, retry=False, link_latency=None):
+    """The credits of the RDMA fabric top's senders (:class:`rtl.tops.rdma_fabric_top.
+    RdmaFabricTop`'s uplink merges) on ``profile``: the NIC's rule
+    (:func:`line_rate_credits`) for the engine's longest frame
+    (:data:`spec.rdma.MAX_FRAME_BEATS`, a 4 KiB WRITE with RETH: 66 beats), at least two
+    of them (the NIC's floor, :func:`spec.nic.link_credits`, for the engine's frames)."""
+    return line_rate_credits(profile, MAX_FRAME_BEATS, 2 * MAX_FRAME_BEATS, retry,
+                             link_latency)
+
+
+def rdma_fabric_top(profile, retry=False):
+    """The parameters of :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` that put the RDMA
+    engine on the NIC's fabric of ``profile``: the profile's ``link`` latency on every
+    link, :func:`switch_hop_latency`, :func:`rdma_fabric_credits`, and ``link_retry``
+    (every link reliable, each sized by :func:`replay_sizes` of its own latency, as
+    the NIC's)."""
+    p = _profile(profile)
+    return dict(link_latency=p.link, hop_latency=switch_hop_latency(p),
+                credits=rdma_fabric_credits(p, retry), link_retry=int(bool(retry)))
 
 
 # -- (b) The link-retry replay buffer ----------------------------------------------------

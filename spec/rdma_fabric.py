@@ -96,16 +96,23 @@ MERGE_ROOM = MAX_FRAME_BEATS + MERGE_TAIL_BEATS
 #: :func:`pause_min_headroom`) and ``pause_hysteresis`` (None: :data:`PAUSE_HYSTERESIS`):
 #: the PFC-like pause of each node's downlink (:func:`pause_thresholds`); ``mr_cache``:
 #: every responder's MR cache (0: the MR table on chip, as
-#: :data:`spec.rdma_engine.TOP_DEFAULTS`).
+#: :data:`spec.rdma_engine.TOP_DEFAULTS`); ``hop_latency``: the switch's extra cycles
+#: (:func:`spec.fabric_profiles.switch_hop_latency`; 0: its own 2 cycles); ``link_retry``
+#: (0 or 1): every link a reliable link (link-level retry, as the NIC top's with
+#: ``retry``). :func:`spec.fabric_profiles.rdma_fabric_top` gives the link latency, hop
+#: latency, credits and link retry that put the top on a fabric profile.
 FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
                        mr_entries=16, mr_cache=0, link_latency=2, credits=2 * MAX_FRAME_BEATS,
                        merge_depth=256, mmio=512, wire_beats=2048, events=512,
-                       pause=0, pause_headroom=0, pause_hysteresis=None)
+                       pause=0, pause_headroom=0, pause_hysteresis=None,
+                       hop_latency=0, link_retry=0)
 
 #: Sticky error flags of each uplink merge (ports ``n<p>_merge_<name>``).
 MERGE_FLAGS = ("overflow", "credit_errors")
-#: Counters of each uplink merge (ports ``n<p>_merge_<name>``).
-MERGE_COUNTERS = ("level_max",)
+#: Counters of each uplink merge (ports ``n<p>_merge_<name>``): the high-water marks of
+#: its requester buffer's level and of its credits in use (the switch ingress beats
+#: the node's frames take until their credits return).
+MERGE_COUNTERS = ("level_max", "credits_max")
 
 
 # ---- The PFC-like pause of each node's downlink ----------------------------------------

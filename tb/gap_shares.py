@@ -23,6 +23,12 @@ QP engine, 1 QP             the RDMA engine, best rung, 1 QP, 16 cache entries
                             effect without the engine)
 ==========================  =================================================================
 
+The engine's points run on the NIC's switch (``topology`` ``switch``,
+:func:`tb.gap_table.rdma_topology`) with RoCEv2 headers; with the scale-up header (the
+engine's subsets without the Ethernet header) on RdmaTop's direct link, whose one link
+stands for the path (:func:`spec.fabric_profiles.one_way`): in those subsets the
+Ethernet header's share also carries the switch's.
+
 Two games: the whole walk (every factor, to the engine at 4096 QPs) and the walk to the
 engine at 1 QP (every factor but the QPs, which stay at 1): at 4096 QPs the engine's
 context misses interact with the engine itself (the QPs do nothing without it), and the

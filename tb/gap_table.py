@@ -23,9 +23,11 @@ row   factor                      what changes (the level-field key, spec.metric
 7     4096 QPs                    none: 4096 QPs round robin over 16 cache entries
 ====  ==========================  ======================================================
 
-The RDMA rows run on RdmaTop, whose one link stands for the NIC's link, switch and link
-(``topology`` ``direct-link`` against the NIC's ``switch``): row 6 changes the topology
-with the design, the one asymmetry left (its test is marked as an expected failure).
+The RDMA rows run on the NIC's fabric (``topology`` ``switch``, as the NIC's rows): the
+two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, link, switch, link with the
+profile's latencies, link retry and credit-based flow control into the switch sized by
+the NIC's rule for the engine's longest frame (:func:`tb.rdma.headline.run_point` with
+``topology="switch"``).
 
 :func:`gap_jobs` gives the co-simulations (independent, any order) and
 :func:`finish_gap` the results rows, each with ``gap_row``, ``gap_factor`` and
@@ -37,7 +39,7 @@ from spec.fabric_profiles import FABRIC_PROFILES
 from spec.rdma_engine import LADDER
 
 __all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "gap_settings", "gap_jobs", "finish_gap",
-           "gap_table_lines", "point_of", "row_keys"]
+           "gap_table_lines", "point_of", "row_keys", "rdma_topology"]
 
 #: The factors in their order: (name, design after the change, the settings it changes).
 #: A row's settings are the previous row's updated by its own; ``"{profile}"`` stands for
@@ -88,7 +90,17 @@ def point_of(design, s):
                     retry=s["reliability"] == "link-retry")
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
-                link_retry=s["reliability"] == "link-retry")
+                link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s))
+
+
+def rdma_topology(s):
+    """The topology of an RDMA point of settings ``s``: the NIC's switch
+    (:data:`tb.rdma.headline.TOPOLOGIES`) for the engine's RoCEv2 frames, which the
+    switch routes by their Ethernet header (every RDMA row of the table); RdmaTop's
+    direct link for the scale-up header (a point of the shares' game only,
+    :mod:`tb.gap_shares`), whose frames the fabric top's merge and demux do not
+    parse."""
+    return "switch" if s["header"] == "roce" else "direct-link"
 
 
 def row_keys(design, s):
@@ -103,7 +115,8 @@ def row_keys(design, s):
                                kw["completion"])
     from tb.rdma.headline import comparison_keys
 
-    return comparison_keys(kw["host"], kw["fabric"], kw["link_retry"], kw["header"])
+    return comparison_keys(kw["host"], kw["fabric"], kw["link_retry"], kw["header"],
+                           kw["topology"])
 
 
 def _nic_job(sim, s, messages, msg_bytes, tag):

@@ -190,3 +190,42 @@ def test_cosim_list_mode_records_the_build_and_builds_nothing(no_export, monkeyp
         ("icarus", "fcs_top", "tb.cocotb_fcs")]
     assert rows[0]["key"] == rows[1]["key"] != rows[2]["key"]
     assert "test_cosim_list_mode" in rows[0]["node"]
+
+
+def test_fabric_module_reads_only_declared_keys_and_names_bad_ones():
+    """The fabric module's keys: every key it reads from its parameters is an open-loop
+    or a ``writes`` parameter; a bad key, a ``writes`` run on more than two nodes and a
+    bad value are named before anything is built."""
+    from tb.rdma import cocotb_fabric, fabric_writes
+
+    text = "".join(pathlib.Path(m.__file__).read_text() for m in (cocotb_fabric,
+                                                                  fabric_writes))
+    read = set(re.findall(r"\bp\[\"(\w+)\"\]", text)) | set(
+        re.findall(r"\bp\.get\(\"(\w+)\"", text))
+    declared = set(fabric_writes.OPEN_LOOP_PARAMS) | set(fabric_writes.WRITES_PARAMS)
+    assert read and read <= declared, sorted(read - declared)
+    writes = dict(kind="writes", top=dict(nodes=2), messages=4, sizes=[128], qps=1)
+    check_params("tb.rdma.cocotb_fabric", writes)
+    with pytest.raises(ValueError, match="'pattern'"):
+        check_params("tb.rdma.cocotb_fabric", dict(writes, pattern="incast"))
+    with pytest.raises(ValueError, match="2 nodes"):
+        check_params("tb.rdma.cocotb_fabric", dict(writes, top=dict(nodes=4)))
+    with pytest.raises(ValueError, match="rung"):
+        check_params("tb.rdma.cocotb_fabric", dict(writes, rung="warp"))
+    with pytest.raises(ValueError, match="'bogus'"):
+        check_params("tb.rdma.cocotb_fabric", dict(pattern="incast", bogus=1))
+
+
+def test_rdma_point_topology_checked():
+    """``tb.rdma.headline.run_point``'s topology: a bad one, the scale-up header and a
+    direct-link-only parameter on the switch are named before anything is built."""
+    import tb.rdma.headline as headline
+
+    kw = dict(sim="icarus", msg_bytes=128, messages=20, check_only=True)
+    assert headline.run_point(topology="switch", **kw) is None
+    with pytest.raises(ValueError, match="topology must be one of"):
+        headline.run_point(topology="ring", **kw)
+    with pytest.raises(ValueError, match="header 'scaleup'"):
+        headline.run_point(topology="switch", header="scaleup", **kw)
+    with pytest.raises(ValueError, match="cache_ways"):
+        headline.run_point(topology="switch", cache_ways=2, **kw)

@@ -11,6 +11,7 @@ CQE per signalled WRITE per QP in order on every sender, and the merges' error f
 
 import pytest
 
+from spec.fabric_profiles import rdma_fabric_credits
 from spec.rdma import MAX_FRAME_BEATS
 from tb.rdma.fabric_runner import run_fabric
 
@@ -116,4 +117,24 @@ def test_fabric_incast_paused(sim, test_id):
     mark, counter (the pause's ``xoffs`` too) and memory word matches the model."""
     run_fabric(PAUSE4, params=dict(pattern="incast", messages=12, msg_bytes=1024,
                                    load=1.0, seed=1, warmup=0, expect_pause=True),
+               sim=sim, test_id=test_id)
+
+
+#: Two nodes on the NIC's fabric (tb/rdma/headline.py's ``switch`` topology): reliable
+#: links, the switch's hop (5 extra cycles: the elastic delay of a hop with
+#: backpressure) and credits by the NIC's rule with retry.
+PAIR_RETRY = dict(nodes=2, link_retry=1, hop_latency=5,
+                  credits=rdma_fabric_credits("board", retry=True))
+
+
+def test_fabric_writes_over_reliable_links_and_a_hop(sim, test_id):
+    """The ``writes`` kind (the gap table's RDMA runs) on the fabric: 24 WRITEs of 128 B
+    back to back over 2 QPs after a warm-up message, node 0 to node 1 over reliable
+    links and a 5-cycle hop; every beat, mark, counter (the merges' credits in use too)
+    and memory word equals the model's, every frame, CQE and MR byte as posted."""
+    from pymodel.rdma.point import latency_spacing
+    from spec.rdma_engine import LADDER
+
+    run_fabric(PAIR_RETRY, params=dict(kind="writes", messages=25, sizes=[128], qps=2,
+                                       warmup=latency_spacing("pcie"), rung=LADDER[-1][0]),
                sim=sim, test_id=test_id)

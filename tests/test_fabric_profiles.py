@@ -156,3 +156,19 @@ def test_nic_point_credits_follow_the_link_round_trip(max_payload, link):
     row = cycle_point("nic", msg_bytes=128, messages=120, framing="compact",
                       max_payload=max_payload, link_latency=link)
     assert row["ii_cycles"] == beats
+
+
+def test_rdma_fabric_credits_by_the_nics_rule():
+    """The RDMA fabric top's credits: the NIC's rule for the engine's longest frame, a
+    4 KiB WRITE with RETH (14 + 20 + 8 + 12 + 16 + 4096 + 4 + 4 = 4174 B: 66 beats), at
+    least two of them; with retry the reliable uplink's 66 + 1 cycles on the loop."""
+    from spec.fabric_profiles import rdma_fabric_credits, rdma_fabric_top
+
+    assert rdma_fabric_credits("board") == 2 * 66 == 132              # 2*2 + 2 - 1 + 66 = 71
+    assert rdma_fabric_credits("board", retry=True) == 2 * 2 + 2 + 67 - 1 + 66 == 138
+    assert rdma_fabric_credits("pod") == 2 * 125 + 2 - 1 + 66 == 317
+    assert rdma_fabric_credits("pod", retry=True) == 317 + 67 == 384
+    assert rdma_fabric_top("pod", True) == dict(link_latency=125, hop_latency=248,
+                                                credits=384, link_retry=1)
+    with pytest.raises(ValueError, match="fabric must be one of"):
+        rdma_fabric_top("campus")

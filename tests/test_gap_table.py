@@ -93,6 +93,9 @@ def test_report_section_has_a_table_per_profile():
     (["--design", "rdma", "--header", "ipoib"], "--header"),
     (["--design", "nic", "--header", "roce"], "--header"),
     (["--link-retry"], "--link-retry"),
+    (["--design", "rdma", "--topology", "ring"], "--topology"),
+    (["--design", "nic", "--topology", "switch"], "--topology"),
+    (["--design", "rdma", "--topology", "switch", "--header", "scaleup"], "--header"),
 ])
 def test_level_field_options_named_when_bad(argv, named, capsys):
     from scripts.sim import parse_args
@@ -112,20 +115,17 @@ def test_level_field_options_reach_the_point():
     rdma = parse_args(["--design", "rdma", "--fabric", "pod", "--header", "scaleup",
                        "--link-retry"])
     assert (rdma.knobs["header"], rdma.knobs["link_retry"]) == ("scaleup", True)
+    switch = parse_args(["--design", "rdma", "--fabric", "pod", "--link-retry", "--topology",
+                         "switch"])
+    assert (switch.knobs["topology"], switch.knobs["fabric"]) == ("switch", "pod")
 
 
 def _level_cases():
-    """(profile, row) of every row after the first; the engine row changes the topology
-    with the design (RdmaTop's direct link against the NIC's switch): expected to fail
-    until the RDMA rows run on the switch."""
+    """(profile, row) of every row after the first (the engine's rows on the NIC's
+    switch, as the NIC's)."""
     for profile in FABRIC_PROFILES:
-        for k, (name, _, _) in enumerate(gap_table.gap_settings(profile)):
-            if k == 0:
-                continue
-            marks = ([pytest.mark.xfail(strict=True, reason="topology: RdmaTop's direct "
-                                        "link against the NIC's switch")]
-                     if name == "QP engine, 1 QP" else [])
-            yield pytest.param(profile, k, marks=marks, id=f"{profile}-{k}")
+        for k in range(1, len(gap_table.gap_settings(profile))):
+            yield pytest.param(profile, k, id=f"{profile}-{k}")
 
 
 @pytest.mark.parametrize("profile,k", list(_level_cases()))
@@ -147,8 +147,10 @@ def test_each_row_changes_at_most_its_own_level_key(profile, k):
 
 
 def test_level_keys_catch_a_row_that_changes_two_keys():
-    """The check above on a made-up pair: the engine with the NIC's compact framing swapped
-    for the scale-up one keeps the header class, with RoCEv2 it changes it too."""
+    """The check above on made-up pairs: the engine with RoCEv2 (on the NIC's switch)
+    against the NIC's compact framing changes the header class only; with the scale-up
+    header it keeps the class but runs on RdmaTop's direct link (the fabric top routes
+    RoCEv2 only), so the topology changes."""
     from spec.metrics import level_keys
 
     nic = level_keys(gap_table.row_keys("nic", dict(
@@ -159,7 +161,7 @@ def test_level_keys_catch_a_row_that_changes_two_keys():
     short = level_keys(gap_table.row_keys("rdma", dict(engine, header="scaleup")))
     roce = level_keys(gap_table.row_keys("rdma", dict(engine, header="roce")))
     assert {k for k in nic if nic[k] != short[k]} == {"topology"}
-    assert {k for k in nic if nic[k] != roce[k]} == {"topology", "header_class"}
+    assert {k for k in nic if nic[k] != roce[k]} == {"header_class"}
     with pytest.raises(ValueError, match="header must be one of"):
         level_keys(dict(nic, header="ipoib", reliability="none"))
     with pytest.raises(ValueError, match="lacks the comparison key"):
@@ -215,7 +217,7 @@ def test_finish_gap_checks_the_rows_comparison_keys():
     results = [dict(gap_table.row_keys(*v), mismatches=0) for v in settings.values()]
     assert len(results) == len(jobs)
     rows = gap_table.finish_gap(results, ("board",), 10, 128)
-    assert [r["topology"] for r in rows] == ["switch"] * 6 + ["direct-link"] * 2
+    assert [r["topology"] for r in rows] == ["switch"] * len(rows)
     results[0] = dict(results[0], header="l2")
     with pytest.raises(ValueError, match="comparison keys"):
         gap_table.finish_gap(results, ("board",), 10, 128)

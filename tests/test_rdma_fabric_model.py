@@ -258,3 +258,63 @@ def test_mr_cache_same_decisions_more_reads():
     assert cached["cycles"] > base["cycles"]
     with pytest.raises(ValueError, match="mr_cache"):
         FabricConfig(mr_cache=3)
+
+
+def _pair_point(**top):
+    """The median latency and completion of 128-byte WRITEs posted one at a time on a
+    two-node fabric top ``top`` (the ``writes`` kind of tb/rdma/fabric_writes.py), and
+    the sender's credits in use at their high-water mark."""
+    import statistics
+
+    from pymodel.rdma.point import latency_knobs, latency_spacing, reduce_run
+    from spec.rdma_engine import LADDER
+    from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
+
+    warm = latency_spacing("pcie")
+    cfg, v = writes_setup(dict(nodes=2, **top), dict(
+        kind="writes", messages=5, sizes=[128], qps=1, warmup=warm, spacing=warm,
+        knobs=latency_knobs(dict(LADDER)[LADDER[-1][0]])))
+    run = simulate_fabric(cfg, writes_images(v))
+    r = reduce_run(v, pair_run(run), len(v.messages))
+    return (statistics.median(r["latency"][1:]), statistics.median(r["completion"][1:]),
+            run["merge"][0]["credits_max"])
+
+
+def test_link_retry_and_hop_latency_add_their_cycles():
+    """A WRITE of 128 B is a 4-beat frame (206 bytes) and its ACK a 2-beat one (66
+    bytes: Ethernet 14, IPv4 20, UDP 8, BTH 12, AETH 4, ICRC 4, FCS 4). A reliable link
+    adds ``n + 1`` cycles to a frame of ``n`` beats (spec.fabric_profiles.
+    retry_delivery_extra) and the switch's hop its ``hop_latency``: the WRITE crosses
+    two links and one hop to the remote write, its ACK two more links and a hop to the
+    CQE. The sender's credits in use peak at the WRITE's 4 beats (one at a time)."""
+    from spec.fabric_profiles import retry_delivery_extra
+
+    hop = 7
+    lat0, comp0, used0 = _pair_point()
+    lat1, comp1, used1 = _pair_point(link_retry=1, hop_latency=hop, credits=140)
+    assert lat1 - lat0 == 2 * retry_delivery_extra(4) + hop
+    assert comp1 - comp0 == lat1 - lat0 + 2 * retry_delivery_extra(2) + hop
+    assert used0 == used1 == 4
+
+
+def test_fabric_top_and_model_refuse_pause_with_retry_or_hop():
+    """Bad ``link_retry`` and ``hop_latency`` values, and the pause with either, are named
+    by the top and by the model's configuration."""
+    from rtl.tops.rdma_fabric_top import RdmaFabricTop
+
+    with pytest.raises(ValueError, match="link_retry"):
+        RdmaFabricTop(pause=1, link_retry=1)
+    with pytest.raises(ValueError, match="hop_latency"):
+        RdmaFabricTop(pause=1, hop_latency=3)
+    with pytest.raises(ValueError, match="link_retry"):
+        RdmaFabricTop(link_retry=2)
+    with pytest.raises(ValueError, match="hop_latency"):
+        RdmaFabricTop(hop_latency=-1)
+    with pytest.raises(ValueError, match="link_retry"):
+        FabricConfig(link_retry=2)
+    with pytest.raises(ValueError, match="hop_latency"):
+        FabricConfig(hop_latency=4097)
+    with pytest.raises(ValueError, match="link_retry"):
+        FabricConfig(pause=1, link_retry=1)
+    with pytest.raises(ValueError, match="hop_latency"):
+        FabricConfig(pause=1, hop_latency=3)

@@ -35,6 +35,7 @@ RANGES = {
     "--mrs": (["1", "16"], ["0", "17"]),
     "--host": (["pcie", "on_die", "ideal64"], ["cxl"]),
     "--miss-queue": (["0", "64"], ["-1", "65"]),
+    "--topology": (["direct-link", "switch"], ["ring"]),
     "--rung": (["seq", "db-batch", "best", "sequential"], ["fastest"]),
 }
 FLAGS = {"--link-retry": "both", "--selective": "rdma"}

@@ -99,13 +99,15 @@ def _run_merge(credits, depth, source, b_in, drain, limit):
     dut = FrameMerge(credits, depth)
     model = FrameMergeModel(credits, depth)
     out_rtl = []
-    trace = {"far": 0, "far_max": 0, "mismatch": [], "held": 0}
+    trace = {"far": 0, "far_max": 0, "mismatch": [], "held": 0, "in_use": 0, "use_max": 0}
 
     async def bench(ctx):
         b_q = [(gap, list(beats)) for gap, beats in b_in]
         gives = {}
         c = 0
         while (not source.done() or b_q or out_rtl == [] or not model.idle()) and c < limit:
+            # Credits in use at the start of the cycle: beats sent less credits counted.
+            trace["use_max"] = max(trace["use_max"], trace["in_use"])
             room = model.room()
             if ctx.get(dut.room) != room:
                 trace["mismatch"].append(c)
@@ -136,6 +138,7 @@ def _run_merge(credits, depth, source, b_in, drain, limit):
                 b_q[0][1].pop(0)
                 if not b_q[0][1]:
                     b_q.pop(0)
+            trace["in_use"] += (rtl_o is not None) - give
             if rtl_o is not None:
                 out_rtl.append(rtl_o)
                 trace["far"] += 1
@@ -148,6 +151,7 @@ def _run_merge(credits, depth, source, b_in, drain, limit):
         for _ in range(4):
             await ctx.tick()
         trace["level_max"] = ctx.get(dut.level_max)
+        trace["credits_max"] = ctx.get(dut.credits_max)
         trace["errors"] = (ctx.get(dut.overflow), ctx.get(dut.credit_errors))
         trace["left"] = not source.done() or bool(b_q) or not model.idle()
 
@@ -178,7 +182,8 @@ def test_merge_matches_model(seed, credits):
     """Requester frames, ACK frames and a slow far end: the merge's output beats, its
     ``b.ready``, its ``room`` and its level high-water mark equal the twin's in every
     cycle; every frame leaves whole and once; the far end's buffer never overflows; the
-    credit counter never errs."""
+    credit counter never errs; the high-water mark of its credits in use is the most
+    beats sent and not yet credited back, counted by the bench."""
     depth = 512
     a_in, b_in, drain = _scenario(seed, 40, 60, credits)
     out_rtl, trace, model = _run_merge(credits, depth, _ListSource(a_in), b_in, drain,
@@ -187,6 +192,7 @@ def test_merge_matches_model(seed, credits):
     assert trace["errors"] == (0, 0) and not trace["left"]
     assert trace["far_max"] <= credits
     assert trace["level_max"] == model.level_max > 0
+    assert trace["credits_max"] == model.credits_max == trace["use_max"] > 0
     _check_whole_frames(out_rtl, [b["bits"] for b in a_in if b is not None],
                         [b["bits"] for _, beats in b_in for b in beats])
 

@@ -4,7 +4,8 @@ Per node: the host's MMIO writes (a timed player), the requester with its host i
 and host memory, the responder with its own, the uplink merge
 (:class:`pymodel.rdma.frame_merge.FrameMergeModel`), links of ``link_latency``, the
 credit return, the downlink demux (:func:`pymodel.rdma.frame_merge.is_ack_frame`); one
-:class:`pymodel.fabric.switch.SwitchModel` (L2). Every part is the twin of its RTL block;
+:class:`pymodel.fabric.switch.SwitchModel` (L2). Its parameters: :class:`FabricConfig`
+(:mod:`pymodel.rdma.fabric_config`). Every part is the twin of its RTL block;
 this module only connects them as the top does and records what its recorders record.
 
 In each cycle ``c``, per node: the requester's side (as in :mod:`pymodel.rdma.system`,
@@ -22,157 +23,35 @@ switch's egress gate sees from ``c + 1 + L``; the switch is built with backpress
 its egress ``o`` is not ready in a cycle whose beat on the port is a first beat while
 node ``o``'s pause is on; a beat that leaves the port in ``c`` reaches the demux in
 ``c + L``. Without ``pause`` the switch has no backpressure, as before.
+
+With ``link_retry`` every link is a :class:`pymodel.fabric.reliable_link.ReliableLinkModel`
+(no faults): the merge's beat of ``c`` enters the uplink in ``c`` and the beat the uplink
+delivers in ``c`` reaches the switch in ``c``; the switch is built with backpressure, its
+egress ``o`` ready while downlink ``o`` can take a beat, and a beat that leaves it in
+``c`` enters the downlink in ``c``; the demux takes in ``c`` what the downlink delivers
+in ``c`` (its delivery queue's head before the cycle: a reliable link's output does not
+depend on its input of the same cycle). The switch adds ``hop_latency`` cycles after its
+crossbar (:class:`pymodel.fabric.switch.SwitchModel`).
 """
 
-import dataclasses
 from collections import defaultdict
 
 from pymodel.cycle import take_activity
+from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fabric.switch import SwitchModel
 from pymodel.host.host_interface import HostInterfaceModel
-from pymodel.rdma.config import HostShape
+from pymodel.packet import pack_beat, unpack_beat
+from pymodel.rdma.fabric_config import FabricConfig
 from pymodel.rdma.frame_merge import FrameMergeModel, is_ack_frame
 from pymodel.rdma.pause import PauseGenModel
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
-from pymodel.rdma.verbs import MIN_CQ_LOG2, mr_table_in_host
-from spec.formats.roce import QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
-from spec.host import PROFILES
+from pymodel.rdma.verbs import mr_table_in_host
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_engine import (
-    CACHE_WAYS,
-    MAX_PREFETCH,
-    MISS_QUEUE_RANGE,
-    REQUESTER_DEFAULTS,
-    RESPONDER_DEFAULTS,
-    RETRY_LIMIT_RANGE,
-    SIM_TIMEOUT,
-    TIMEOUT_RANGE,
-)
-from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE, pause_thresholds
-from spec.rdma_responder import check_mr_cache, mr_table_base
-from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
+from spec.rdma_engine import RESPONDER_DEFAULTS
+from spec.rdma_responder import mr_table_base
 
 __all__ = ["FabricConfig", "simulate_fabric"]
-
-
-#: Ranges of the integer fields of :class:`FabricConfig` that the RTL top and its parts
-#: check (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, the requester's and
-#: responder's parameter checks) and the widths of the top's run-time ports.
-_RANGES = {
-    "nodes": NODES_RANGE, "cache_capacity": (16, 256), "depth": (1 << 6, 1 << 20),
-    "link_latency": (1, 1024), "mr_entries": (2, 256),
-    "credits": (MAX_FRAME_BEATS, 65535), "merge_depth": (MAX_FRAME_BEATS, 65535),
-    "prefetch": (1, MAX_PREFETCH), "wqe_words": (64, 1 << 14),
-    "payload_words": (64, 1 << 14), "records": (2, 4096),
-    "timeout": TIMEOUT_RANGE, "retry_limit": RETRY_LIMIT_RANGE,
-    "miss_queue": MISS_QUEUE_RANGE, "cq_log2": (0, 31),
-    "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
-    "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "pause": (0, 1),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class FabricConfig(HostShape):
-    """The top's parameters and run-time ports (see
-    :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`); ``cache_entries`` in use (the
-    ``cache_log2`` port, a power of two from 16 to ``cache_capacity``) of the
-    ``cache_capacity`` built. Also the shape the requester model reads its sizes and
-    ports from.
-
-    Defaults: :data:`spec.rdma_fabric.FABRIC_DEFAULTS`,
-    :data:`spec.rdma_engine.REQUESTER_DEFAULTS` and
-    :data:`~spec.rdma_engine.RESPONDER_DEFAULTS` (``responder_sizes``); 16 entries in
-    use, the context tables at word 0, a CQ of 1,024 entries
-    (:data:`pymodel.rdma.verbs.MIN_CQ_LOG2`), an ACK for every frame that asks; no
-    pause (``pause``, ``pause_headroom``, ``pause_hysteresis``: the top's, thresholds
-    checked by :func:`spec.rdma_fabric.pause_thresholds`). Each field is checked; a bad
-    one raises ``ValueError`` naming it."""
-    nodes: int = FABRIC_DEFAULTS["nodes"]
-    cache_entries: int = 16
-    cache_capacity: int = FABRIC_DEFAULTS["cache_entries"]
-    depth: int = FABRIC_DEFAULTS["depth"]
-    host: str = FABRIC_DEFAULTS["host"]
-    link_latency: int = FABRIC_DEFAULTS["link_latency"]
-    mr_entries: int = FABRIC_DEFAULTS["mr_entries"]
-    credits: int = FABRIC_DEFAULTS["credits"]
-    merge_depth: int = FABRIC_DEFAULTS["merge_depth"]
-    prefetch: int = REQUESTER_DEFAULTS["prefetch"]
-    wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
-    payload_words: int = REQUESTER_DEFAULTS["payload_words"]
-    records: int = REQUESTER_DEFAULTS["records"]
-    #: The transport timeout of a simulated fabric run: the short SIM_TIMEOUT, as every
-    #: simulated run with loss (an incast without pause drops frames at a receiver).
-    timeout: int = SIM_TIMEOUT
-    retry_limit: int = REQUESTER_DEFAULTS["retry_limit"]
-    windows: int = REQUESTER_DEFAULTS["windows"]
-    #: Ways per set of every engine's context cache (the tops' ``cache_ways``).
-    cache_ways: int = REQUESTER_DEFAULTS["cache_ways"]
-    #: Every requester's miss queue (the tops' ``miss_queue``; 0: none).
-    miss_queue: int = REQUESTER_DEFAULTS["miss_queue"]
-    #: Every responder's MR cache (0: the MR table on chip; :class:`pymodel.rdma.config.
-    #: Config`'s ``mr_cache``).
-    mr_cache: int = FABRIC_DEFAULTS["mr_cache"]
-    qpc_base: int = 0
-    #: Bytes of a QP context in host memory (:data:`spec.formats.roce.QPC_BYTES_DEFAULT`,
-    #: the tops' ``qpc_log2`` port: ``2**qpc_log2 == qpc_bytes // 64``).
-    qpc_bytes: int = QPC_BYTES_DEFAULT
-    cq_base: int = 0
-    cq_log2: int = MIN_CQ_LOG2
-    ack_every: int = 1
-    ack_frames: int = 0
-    serial: int = 0
-    pause: int = FABRIC_DEFAULTS["pause"]
-    pause_headroom: int = FABRIC_DEFAULTS["pause_headroom"]
-    pause_hysteresis: int | None = FABRIC_DEFAULTS["pause_hysteresis"]
-    responder_sizes: dict = dataclasses.field(
-        default_factory=lambda: dict(RESPONDER_DEFAULTS))
-
-    def __post_init__(self):
-        def bad(name, what):
-            raise ValueError(f"FabricConfig.{name} must be {what}, "
-                             f"not {getattr(self, name)!r}")
-
-        def integer(name, lo, hi):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                bad(name, f"an integer from {lo} to {hi}")
-
-        for name, (lo, hi) in _RANGES.items():
-            integer(name, lo, hi)
-        if self.depth & (self.depth - 1):
-            bad("depth", "a power of two")
-        try:
-            check_mr_cache(self.mr_cache)
-        except ValueError as error:
-            raise ValueError(f"FabricConfig.{error}") from None
-        integer("cache_entries", 16, self.cache_capacity)
-        if self.cache_entries & (self.cache_entries - 1):
-            bad("cache_entries", "a power of two")
-        if isinstance(self.cache_ways, bool) or self.cache_ways not in CACHE_WAYS:
-            bad("cache_ways", "1, 2, 4 or 8")
-        if self.cache_ways > 1 and self.windows == 0:
-            bad("cache_ways", "1 with windows 0 (a window slot is a cache entry)")
-        for name in ("qpc_base", "cq_base"):
-            integer(name, 0, self.depth - 1)
-        if isinstance(self.qpc_bytes, bool) or self.qpc_bytes not in QPC_BYTES_CHOICES:
-            bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
-        if self.host not in PROFILES:
-            bad("host", f"one of {sorted(PROFILES)}")
-        if not isinstance(self.responder_sizes, dict) or not set(
-                self.responder_sizes) <= set(RESPONDER_DEFAULTS):
-            bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
-        if self.pause:
-            sizes = dict(RESPONDER_DEFAULTS, **self.responder_sizes)
-            try:
-                pause_thresholds(sizes["rx_beats"], sizes["rx_frames"], self.link_latency,
-                                 self.pause_headroom, self.pause_hysteresis)
-            except ValueError as exc:
-                raise ValueError(f"FabricConfig.{exc}") from None
-
-    @property
-    def qpc_base_a(self):          # what the requester model reads
-        return self.qpc_base
 
 
 def _beat(t):
@@ -227,7 +106,12 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                             **cfg.responder_sizes)
              for p in nodes]
     merges = [FrameMergeModel(cfg.credits, cfg.merge_depth, p) for p in nodes]
-    switch = SwitchModel(n, "l2", cfg.credits, backpressure=bool(cfg.pause), width=64)
+    retry = bool(cfg.link_retry)
+    switch = SwitchModel(n, "l2", cfg.credits, backpressure=bool(cfg.pause or retry),
+                         width=64, hop_latency=cfg.hop_latency)
+    # With link retry: each node's reliable uplink and downlink (no faults).
+    links = {(side, p): ReliableLinkModel(64, lat, MAX_FRAME_BEATS)
+             for p in nodes for side in ("up", "down")} if retry else {}
     sizes = dict(RESPONDER_DEFAULTS, **cfg.responder_sizes)
     pausers = ([PauseGenModel(sizes["rx_beats"], sizes["rx_frames"], lat, cfg.pause_headroom,
                               cfg.pause_hysteresis) for _ in nodes] if cfg.pause else [])
@@ -253,7 +137,11 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             req, resp, merge = reqs[p], resps[p], merges[p]
             # The downlink's demux: ACK frames to the requester (whole, at their last
             # beat), the rest to the responder beat by beat.
-            beat_in = down.get(c, {}).pop(p, None)
+            if retry:            # what the downlink delivers in c (its step comes later)
+                held = links["down", p].delivered
+                beat_in = _beat(unpack_beat(64, held[0])) if held else None
+            else:
+                beat_in = down.get(c, {}).pop(p, None)
             ack, data_beat = None, None
             if beat_in is not None:
                 active = True
@@ -296,6 +184,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                       rd_req_taken=rb.rd_req_taken, wr_taken=rb.wr_taken)
             # The merge onto the uplink.
             a_beat = pending_a[p].pop(c, None)
+            if retry:
+                up_ready = links["up", p].ready()
             o = merge.step(c, a_beat, out.o, int(p in gives.get(c, ())))
             if o is not None:
                 wire_beats[p].append((c, o))
@@ -303,7 +193,16 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                     wire[p].append(([cy for cy, _ in wire_beats[p]],
                                     _frame([b for _, b in wire_beats[p]])))
                     wire_beats[p] = []
-                up[c + lat][p] = (o["data"], o["nbytes"], o["first"], o["last"])
+                if not retry:
+                    up[c + lat][p] = (o["data"], o["nbytes"], o["first"], o["last"])
+                elif not up_ready:
+                    raise AssertionError(f"node {p}: cycle {c}: an uplink beat finds the "
+                                         f"reliable link's replay buffer full")
+            if retry:
+                flat = links["up", p].cycle(c, None if o is None else pack_beat(
+                    64, o["data"], o["nbytes"], o["first"], o["last"]))
+                if flat is not None:
+                    up[c][p] = unpack_beat(64, flat)
             active = active or (ra.mmio_in_taken or ra.rd_data is not None
                                 or ra.marked is not None or ra.mmio is not None
                                 or rb.rd_data is not None or rb.marked is not None
@@ -323,6 +222,13 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             for q, beat in left.items():
                 down[c + lat][q] = _beat(beat)
             egress = left
+        elif retry:
+            # The elastic hop: an egress beat leaves while its downlink can take it.
+            ready = [links["down", o].ready() for o in nodes]
+            egress, pops = switch.cycle(c, arrivals, ready=ready)
+            for q in nodes:
+                beat = egress.get(q)
+                links["down", q].cycle(c, None if beat is None else pack_beat(64, *beat[:4]))
         else:
             egress, pops = switch.cycle(c, arrivals)
             for q, beat in egress.items():
@@ -337,7 +243,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             resps[p].commit()
         down.pop(c, None)
         active = (take_activity() or active or bool(arrivals) or bool(egress) or bool(pops)
-                  or not switch.idle())
+                  or not switch.idle() or any(x.busy() for x in links.values()))
         if active or not skip:
             if not active:
                 busy = (any(r.busy() for r in reqs) or any(down.values())
@@ -380,7 +286,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                 host_rs=[dict(h.counters) for h in hi_rs],
                 merge=[dict(overflow=0, credit_errors=int(m.counter.underflow
                                                           or m.counter.overflow),
-                            level_max=m.level_max) for m in merges],
+                            level_max=m.level_max, credits_max=m.credits_max)
+                       for m in merges],
                 switch=dict(drop_spoofed=switch.drop_spoofed), cycles=c,
                 pause=[dict(xoffs=g.xoffs) for g in pausers],
                 mem_rq=[h.mem for h in hi_rq], mem_rs=[h.mem for h in hi_rs])

@@ -50,7 +50,8 @@ class FrameMergeModel:
         self.q = deque()
         self.counter = CreditCounterModel(credits)
         self.busy = self.src_b = self.prio_b = False
-        self.level_max = 0
+        self.credits = credits
+        self.level_max = self.credits_max = 0
         self._decided = None
 
     def _decide(self, b_beat):
@@ -84,6 +85,7 @@ class FrameMergeModel:
         out = self.q.popleft() if send_a else (b_beat if send_b else None)
         level = len(self.q) + (1 if send_a else 0)          # at the start of the cycle
         self.level_max = max(self.level_max, level)
+        self.credits_max = max(self.credits_max, self.credits - self.counter.credits)
         if a_beat is not None:
             if level >= self.depth:
                 raise MergeOverflow(f"node {self.node}: cycle {c}: a requester beat finds "

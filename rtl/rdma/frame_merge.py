@@ -59,8 +59,12 @@ class FrameMerge(wiring.Component):
         Sticky: a beat of ``a`` was lost (never, while the requester obeys ``room``);
         the credit counter under- or overflowed (never, while the far end returns
         exactly one credit per beat it takes).
-    level_max : Out(range(depth + 1))
+    level_max : Out(range(max(depth, credits) + 1))
         High-water mark of the ``a`` buffer's level (one cycle behind the level).
+    credits_max : Out(range(max(depth, credits) + 1))
+        High-water mark of the credits in use, ``credits`` less the count (one cycle
+        behind the count): the most beats of this sender that the far end's buffer held
+        or had on their way to it, from the credit taken to the credit back.
 
     Timing and arbitration
     ----------------------
@@ -91,7 +95,8 @@ class FrameMerge(wiring.Component):
             "room": Out(1),
             "overflow": Out(1),
             "credit_errors": Out(1),
-            "level_max": Out(range(depth + 1)),
+            "level_max": Out(range(max(depth, credits) + 1)),
+            "credits_max": Out(range(max(depth, credits) + 1)),
         })
 
     @staticmethod
@@ -113,6 +118,10 @@ class FrameMerge(wiring.Component):
             m.d.sync += self.overflow.eq(1)
         with m.If(q.level > self.level_max):
             m.d.sync += self.level_max.eq(q.level)
+        in_use = Signal(range(self.credits + 1))
+        m.d.comb += in_use.eq(self.credits - cnt.credits)
+        with m.If(in_use > self.credits_max):
+            m.d.sync += self.credits_max.eq(in_use)
         head = Signal(layout)
         m.d.comb += head.eq(q.r_data)
 

@@ -6,7 +6,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
-from rtl.fabric.link import Link
+from rtl.fabric.link import MAX_DELAY, Link
+from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch
 from rtl.host.host_interface import HostInterface
 from rtl.nic.credit_return import CreditReturn
@@ -77,6 +78,18 @@ class RdmaFabricTop(HarnessTop):
     sends ACK/NAK frames to the requester's ACK input and the others to the responder,
     both always ready.
 
+    Fabric (the NIC top's, :class:`rtl.tops.nic_top.NicTop`): the switch adds
+    ``hop_latency`` cycles after its crossbar; with ``link_retry`` every uplink and
+    downlink is a :class:`rtl.fabric.reliable_link.ReliableLink` of ``link_latency``
+    (sized by :func:`spec.fabric.retry_sizes` for :data:`spec.rdma.MAX_FRAME_BEATS`, its
+    wire without faults), the switch is built with ``backpressure`` and holds its
+    egress beats while a downlink's replay buffer is full (the elastic hop). The merge
+    does not wait on the reliable uplink's ``ready``: without faults it never falls (the
+    replay buffer holds the round trip and a longest frame more); the golden model
+    raises if a beat would find it low. :func:`spec.fabric_profiles.rdma_fabric_top`
+    sets ``link_latency``, ``hop_latency``, ``credits`` and ``link_retry`` from a
+    fabric profile. ``pause`` with ``link_retry`` or ``hop_latency`` is refused.
+
     Pause (``pause`` = 1; IEEE 802.1Qbb PFC, one priority class): node ``p``'s
     :class:`rtl.rdma.pause.PauseGen` raises XOFF from its responder's receive FIFO levels
     (``rx_beats_level``, ``rx_frames_level``) above the thresholds of
@@ -131,6 +144,14 @@ class RdmaFabricTop(HarnessTop):
                   65535)
         check_int(self, "merge_depth (beats)", p["merge_depth"], MERGE_ROOM, 65535)
         check_int(self, "pause (0 or 1)", p["pause"], 0, 1)
+        check_int(self, "link_retry (0 or 1)", p["link_retry"], 0, 1)
+        check_int(self, "hop_latency (cycles)", p["hop_latency"], 0, MAX_DELAY)
+        if p["pause"] and p["link_retry"]:
+            reject(self, "link_retry 1 with pause 1: the pause gate and the reliable "
+                         "downlinks' backpressure are not combined; choose one")
+        if p["pause"] and p["hop_latency"]:
+            reject(self, "hop_latency with pause 1: the pause gate holds the switch's "
+                         "egress register, not a hop's delay; choose hop_latency 0")
         check_int(self, "host-memory depth (words)", p["depth"], 1 << 6, 1 << 20)
         if p["depth"] & (p["depth"] - 1):
             reject(self, f"host-memory depth (words) must be a power of two, not "
@@ -146,7 +167,8 @@ class RdmaFabricTop(HarnessTop):
         self.parts = []
         try:
             self.switch = Switch(64, self.nodes, "l2", p["credits"],
-                                 backpressure=bool(p["pause"]))
+                                 backpressure=bool(p["pause"] or p["link_retry"]),
+                                 hop_latency=p["hop_latency"])
             for _ in range(self.nodes):
                 self.parts.append({})
                 self._node_parts(p, self.parts[-1])
@@ -157,7 +179,7 @@ class RdmaFabricTop(HarnessTop):
             "ack_timeout": In(TIMEOUT_BITS), "ack_every": In(8), "ack_frames": In(16),
             "serial": In(1), "cache_log2": In(CACHE_LOG2_BITS), "qpc_log2": In(QPC_LOG2_BITS),
         }
-        level_bits = Shape.cast(range(p["merge_depth"] + 1)).width
+        level_bits = Shape.cast(range(max(p["merge_depth"], p["credits"]) + 1)).width
         nodes = self.nodes
         ports.update({
             "switch_counters": Out(CountersSignature(SWITCH_COUNTERS)),
@@ -185,6 +207,10 @@ class RdmaFabricTop(HarnessTop):
         parameter leaves the ones before it in ``parts``, where :func:`reject` finds
         them)."""
         depth, lat, profile = p["depth"], p["link_latency"], PROFILES[p["host"]]
+
+        def link():
+            return (ReliableLink(64, lat, MAX_FRAME_BEATS) if p["link_retry"]
+                    else Link(64, lat))
         build = {
             "mem_rq": lambda: LatencyMemory(64, depth, 1),
             "mem_rs": lambda: LatencyMemory(64, depth, 1),
@@ -196,7 +222,7 @@ class RdmaFabricTop(HarnessTop):
                                            cache_ways=p["cache_ways"], mr_cache=p["mr_cache"],
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
-            "up": lambda: Link(64, lat), "down": lambda: Link(64, lat),
+            "up": lambda: link(), "down": lambda: link(),
             "cret": lambda: CreditReturn(lat), "demux": FrameDemux,
         }
         if p["pause"]:
@@ -275,6 +301,11 @@ class RdmaFabricTop(HarnessTop):
                              sw.o[n].ready.eq(~rst & ~(pret.o & sw.o[n].payload.first)),
                              down.i.valid.eq(sw.o[n].valid & sw.o[n].ready),
                              self.pause[n].xoffs.eq(gen.xoffs)]
+            elif self.p["link_retry"]:
+                # The elastic hop: an egress beat waits while the downlink's replay
+                # buffer can not take it.
+                m.d.comb += [down.i.valid.eq(sw.o[n].valid),
+                             sw.o[n].ready.eq(down.i.ready & ~rst)]
             else:
                 m.d.comb += [down.i.valid.eq(sw.o[n].valid), sw.o[n].ready.eq(~rst)]
             for node, hi, mem in ((req, hi_rq, parts["mem_rq"]), (resp, hi_rs, parts["mem_rs"])):

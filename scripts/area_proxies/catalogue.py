@@ -84,9 +84,9 @@ def _replay_ends(design, framing, fabric):
     """``[(name, Entry)]`` of the ReplayTx and ReplayRx of one link carrying ``design``'s
     frames on ``fabric``: :func:`spec.fabric_profiles.replay_sizes` (NicTop's rule) of one
     link of the profile, for the design's longest frame (the NIC's of ``framing``, or
-    ``LINK_FRAME_BEATS``). Both designs are sized for the same link: RdmaTop's co-simulation
-    runs its retry over one link that stands for the whole path (:func:`rdma_link_latency`),
-    but an endpoint behind the profile's switch retries on its own link, like the NIC. A
+    ``LINK_FRAME_BEATS``). Both designs are sized for the same link: an endpoint behind the
+    profile's switch retries on its own link, as the gap rows' co-simulations run both
+    (RdmaTop's one link, :func:`rdma_link_latency`, stands for the whole path). A
     NIC framing whose longest frame has as many beats as the compact one's shares the
     compact entries."""
     board = fabric == "board"

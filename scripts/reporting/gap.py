@@ -127,8 +127,8 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
            f"ARGS=\"--gap {','.join(profiles)}\"`); docs/findings.md reads the tables.", "",
            "State in three kinds (spec/metrics.py STATE_KINDS): endpoint state (what the "
            "NIC or the engine itself holds in flight), fabric buffer (the switch ingress "
-           "buffer the NIC's beats hold until their credits return; the RDMA rows run "
-           "on a direct link, without a switch) and replay buffer (the link-retry "
+           "buffer the sender's beats hold until their credits return: both designs' rows "
+           "run on the same switch, links and credit rule) and replay buffer (the link-retry "
            "buffer of the endpoint's uplink, as sized for the fabric). `in flight bits` "
            "is endpoint state plus fabric buffer.", "",
            "The area columns are one endpoint's hardware at the row's settings "

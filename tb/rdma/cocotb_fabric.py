@@ -10,6 +10,16 @@ Independently of the model: every frame on the wire decoded with its ICRC and FC
 recomputed (:mod:`tb.rdma.wirecheck`), each node's MRs hold exactly the bytes posted to
 it, every sender's CQ holds one CQE per signalled WRITE, per QP in posting order, all
 SUCCESS, and the merges' error flags stay low.
+
+Kind ``writes`` (``params["kind"]``, :mod:`tb.rdma.fabric_writes`): the RdmaTop
+headline's run on the fabric of two nodes: node 0's requester posts the WRITEs of
+:func:`pymodel.scenarios.rdma.writes_scenario` to node 1's responder (its MACs route node
+A to port 0 and node B to port 1 of the power-up table); both sides' records in the
+shape of :func:`pymodel.rdma.point.reduce_run` (node 0's uplink as the A->B link, node
+1's as B->A, node 0's requester host interface as host A, node 1's responder's as host
+B), reduced by it into ``out_json`` as :mod:`tb.rdma.cocotb_rdma` does, with each side's
+``fabric_beats``: node 0's merge ``credits_max``, the switch ingress beats the sender's
+frames held.
 """
 
 import json
@@ -21,17 +31,15 @@ from cocotb.triggers import ClockCycles, ReadOnly
 from pymodel.fields import pack
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
-from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
+from pymodel.rdma.fabric_system import simulate_fabric
+from pymodel.rdma.point import reduce_run
 from pymodel.rdma.verbs import mr_table_in_host
 from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
-    REQUESTER_DEFAULTS,
     RESPONDER_COUNTERS,
-    RESPONDER_DEFAULTS,
-    SIM_TIMEOUT,
 )
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -42,6 +50,7 @@ from spec.rdma_fabric import (
 )
 from tb.cosim import cosim_params
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_image, load_memory
+from tb.rdma.fabric_writes import fabric_config, pair_run, writes_images, writes_setup
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 from tb.rdma.testbench import frames_of, member_port, value_of
 from tb.rdma.wirecheck import wire_problems
@@ -55,24 +64,6 @@ SETTLE = 300
 _BLOCKS = (("req", "req", REQUESTER_COUNTERS), ("resp", "resp", RESPONDER_COUNTERS),
            ("host_rq", "hrq", HOST_COUNTERS), ("host_rs", "hrs", HOST_COUNTERS),
            ("merge", "merge", MERGE_FLAGS + MERGE_COUNTERS))
-
-
-def fabric_config(top, sc, cache_entries=16):
-    """The model's :class:`FabricConfig` of a top (its parameters) and a scenario."""
-    p = dict(FABRIC_DEFAULTS, **top)
-    return FabricConfig(nodes=p["nodes"], cache_entries=cache_entries,
-                        cache_capacity=p["cache_entries"], depth=p["depth"], host=p["host"],
-                        link_latency=p["link_latency"], mr_entries=p["mr_entries"],
-                        mr_cache=p["mr_cache"],
-                        credits=p["credits"], merge_depth=p["merge_depth"],
-                        pause=p["pause"], pause_headroom=p["pause_headroom"],
-                        pause_hysteresis=p["pause_hysteresis"],
-                        **{k: p.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
-                           if k != "timeout"},
-                        timeout=p.get("timeout", SIM_TIMEOUT),
-                        responder_sizes={k: p.get(k, v) for k, v in
-                                         RESPONDER_DEFAULTS.items()},
-                        cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
 
 def fabric_run_scenario(top, p):
@@ -214,9 +205,73 @@ def check_intent(sb, sc, got):
     sb.equal("messages posted", len(sc.messages) > 0, True)
 
 
+def _ports(cfg):
+    return dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
+                ack_timeout=cfg.timeout, ack_every=cfg.ack_every, ack_frames=cfg.ack_frames,
+                serial=cfg.serial, cache_log2=cfg.cache_entries.bit_length() - 1,
+                qpc_log2=cfg.qpc_log2)
+
+
+async def writes_matches_model(dut, p):
+    """The ``writes`` kind: run, compare, check the intent, reduce both sides."""
+    cfg, v = writes_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
+    images = writes_images(v)
+    model = simulate_fabric(cfg, images)
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, mr_cache=cfg.mr_cache)
+    tb.load(images, _ports(cfg))
+    tb.arm_for(model)
+    await tb.run(timeout_cycles=model["cycles"] + 5000)
+    sb = Scoreboard(dut._log)
+    if tb.hang:
+        sb.equal("recorders done", tb.hang, "")
+    got = tb.compare(sb, model, images)
+    # Independent of the model: every frame, every CQE per QP in order, the MR's bytes.
+    frames = [f for n in range(2) for _, f in got["wire"][n]]
+    for k, problems in wire_problems(frames):
+        sb.equal(f"independent check of uplink frame {k}", problems, [])
+    for n in range(2):
+        for flag in MERGE_FLAGS:
+            sb.equal(f"node {n} merge {flag}", got["merge"][n][flag], 0)
+    cqes = v.poll_cq(dict(enumerate(got["mem_rq"][0])), len(v.messages) + 1)
+    status = intended_statuses(v.messages)
+    signalled = [m for m in v.messages if m.signalled]
+    sb.equal("CQEs polled", len(cqes), len(signalled))
+    per_qp, want = cqes_per_qp(v.messages, status, cqes)
+    sb.equal("CQE (send-queue index, status) per QP, in order", per_qp, want)
+    words = got["mem_rs"][1]
+    for base, data in v.expected_mr_bytes().items():
+        nw = -(-len(data) // 64)
+        have = b"".join(words[base // 64 + k].to_bytes(64, "little")
+                        for k in range(nw))[:len(data)]
+        bad = [k for k in range(len(data)) if have[k] != data[k]]
+        sb.equal(f"MR at {base:#x}: bytes that differ from the posted data (first 8)",
+                 bad[:8], [])
+    if p.get("out_json"):
+        n = max(len(v.messages), 1)
+        try:
+            rtl = reduce_run(v, pair_run(got), n)
+            rtl["fabric_beats"] = got["merge"][0]["credits_max"]
+        except (ValueError, IndexError, KeyError, TypeError):     # see the scoreboard
+            rtl = None
+        mdl = reduce_run(v, pair_run(model), n)
+        mdl["fabric_beats"] = model["merge"][0]["credits_max"]
+        with open(p["out_json"], "w") as f:
+            json.dump({"rtl": rtl, "model": mdl, "mismatches": len(sb.mismatches),
+                       "cycles": model["cycles"],
+                       "frames": sorted([[c[0], fr.hex()] for c, fr in
+                                         got["wire"][0] + got["wire"][1]])}, f)
+    if sb.mismatches:
+        with open("mismatches.txt", "w") as f:
+            f.write("\n".join(sb.mismatches) + "\n")
+    sb.check()
+
+
 @cocotb.test()
 async def fabric_matches_model(dut):
     p = cosim_params()
+    if p.get("kind") == "writes":
+        await writes_matches_model(dut, p)
+        return
     top = dict(FABRIC_DEFAULTS, **p["top"])
     sc = fabric_run_scenario(top, p)
     cfg = fabric_config(top, sc)

@@ -8,6 +8,14 @@ control operations, in-flight state) and one with ``latency_messages`` messages 
 one at a time after the warm-up, each into an idle engine (``latency_cycles``,
 ``completion_cycles``). ``run_headline`` returns rows in the SPEC.md results format and
 writes the wire traffic of the back-to-back runs to ``out_dir / "rdma.pcap"``.
+
+Two topologies (:data:`TOPOLOGIES`): ``direct-link`` (the headline's rows), the two
+nodes of :class:`rtl.tops.rdma_top.RdmaTop` on one link that stands for the whole path;
+``switch`` (the gap table's rows, :mod:`tb.gap_table`), the NIC's fabric: two nodes of
+:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, link, switch, link, the profile's
+latencies, credit-based flow control into the switch by the NIC's rule, link retry as
+the NIC's (:func:`spec.fabric_profiles.rdma_fabric_top`), run by the fabric test's
+``writes`` kind (:mod:`tb.rdma.cocotb_fabric`).
 """
 
 import json
@@ -31,7 +39,8 @@ from tb.rdma.cocotb_rdma import check_params
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_jobs",
-           "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY"]
+           "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY",
+           "TOPOLOGIES"]
 
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
@@ -76,13 +85,25 @@ def _top(host, link_latency=None, fabric="board", link_retry=False, header="roce
     return top
 
 
-def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
+def _check_topology(topology, **off_defaults):
+    """``ValueError`` naming a bad ``topology`` or a parameter given with ``switch`` that
+    only the direct link's top has (``off_defaults``: name -> True when not default)."""
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"topology must be one of {list(TOPOLOGIES)}, not {topology!r}")
+    bad = sorted(k for k, v in off_defaults.items() if v)
+    if topology == "switch" and bad:
+        raise ValueError(f"{bad[0]} must be left at its default with topology 'switch' "
+                         f"(an option of the direct link's top)")
+
+
+def comparison_keys(host, fabric="board", link_retry=False, header="roce",
+                    topology="direct-link"):
     """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
-    ``topology`` (:data:`TOPOLOGY`), ``attachment`` (the host-interface profile),
+    ``topology`` (one of :data:`TOPOLOGIES`), ``attachment`` (the host-interface profile),
     ``completion`` (``"e2e"``: the ACK and
     the CQE), ``reliability`` (the engine's go-back-N, over link retry with
     ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
-    return {"topology": TOPOLOGY, "fabric": fabric, "attachment": host, "completion": "e2e",
+    return {"topology": topology, "fabric": fabric, "attachment": host, "completion": "e2e",
             "reliability": "link-retry+go-back-N" if link_retry else "go-back-N",
             "header": header}
 
@@ -90,16 +111,22 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce"):
 #: RdmaTop's topology key: the two nodes on one link that stands for the whole path
 #: (:func:`spec.fabric_profiles.one_way`), no switch and no credit-based flow control.
 TOPOLOGY = "direct-link"
+#: The topologies of a point: RdmaTop's direct link, or the NIC's switch
+#: (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`; the NIC's ``TOPOLOGY``).
+TOPOLOGIES = (TOPOLOGY, "switch")
 
 
-def state_kinds(inflight_bits, fabric="board", link_retry=False):
+def state_kinds(inflight_bits, fabric="board", link_retry=False, fabric_beats=0):
     """An RDMA row's state by the kinds of :data:`spec.metrics.STATE_KINDS`: all of
-    ``inflight_bits`` is the engine's own (window records, outstanding reads,
-    prefetched WQEs, held payload, context fills, receive buffer); no fabric buffer on
-    RdmaTop's direct link; with ``link_retry`` the replay buffer of one link of the
-    ``fabric`` (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA
-    frame), as the NIC's."""
-    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 0,
+    ``inflight_bits`` (the engine's records) is the engine's own (window records,
+    outstanding reads, prefetched WQEs, held payload, context fills, receive buffer);
+    the fabric buffer is ``fabric_beats`` 64-byte beats (on the switch: the sender's
+    credits in use at their high-water mark, the switch ingress beats its frames held
+    until their credits returned; 0 on RdmaTop's direct link); with ``link_retry`` the
+    replay buffer of one link of the ``fabric``
+    (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA frame), as the
+    NIC's."""
+    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 512 * fabric_beats,
             "replay_buffer_bits": (replay_buffer_bits(fabric, LINK_FRAME_BEATS)
                                    if link_retry else 0)}
 
@@ -108,7 +135,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
               knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
               fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
               miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1,
-              check_only=False):
+              check_only=False, topology=TOPOLOGY):
     """Co-simulate one point (two runs, see the module docstring) on a top with
     ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
     the path, window records and timeout of the profile). Returns the results row with
@@ -123,13 +150,29 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``:
     node B's MR cache (the top's parameter; 0, the MR table on chip, is the default
     top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
-    when not the defaults). Every parameter is checked before anything is built
+    when not the defaults). ``topology`` (:data:`TOPOLOGIES`): ``switch`` runs the point
+    on the NIC's fabric (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of
+    ``link_latency``, ``cache_ways``, ``selective``, ``miss_queue``, ``qpc_bytes``,
+    ``mr_cache`` and ``mrs`` only), the row's ``fabric_buffer_bits`` from the sender's
+    credits in use and its ``inflight_bits`` the engine's plus them (as the NIC's).
+    Every parameter is checked before anything is built
     (``ValueError`` naming it); ``check_only``: only that, then return ``None``.
 
     ``ii_cycles`` and ``host_util`` are ``None`` when the back-to-back run is too short
     for its steady window (:data:`spec.metrics.STEADY_WINDOW`) to leave out the warm-up
     message (fewer than :func:`ii_messages` messages): they are not measured then."""
     k = knobs_of(rung, knobs)
+    _check_topology(topology, link_latency=link_latency is not None,
+                    cache_ways=cache_ways != 1, selective=bool(selective),
+                    miss_queue=bool(miss_queue), qpc_bytes=qpc_bytes != QPC_BYTES_DEFAULT,
+                    mr_cache=bool(mr_cache), mrs=mrs != 1)
+    switch = topology == "switch"
+    if switch:
+        from tb.rdma.headline_switch import run_switch_point
+
+        return run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung,
+                                 k, latency_messages, test_id, label, fabric, link_retry,
+                                 header, check_only)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
         top["cache_ways"] = cache_ways
@@ -213,7 +256,8 @@ def ii_messages():
 
 
 def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-                latency_messages=16, fabric="board", link_retry=False, header="roce"):
+                latency_messages=16, fabric="board", link_retry=False, header="roce",
+                topology=TOPOLOGY):
     """The golden model's side of :func:`run_point` alone (no simulator), for the
     parameters it shares with it (the others at their defaults): the row with ``_model``
     values only, from the same top, runs and reduction as the co-simulation's model side
@@ -222,6 +266,12 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     the comparison keys."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
+    _check_topology(topology)
+    if topology == "switch":
+        from tb.rdma.headline_switch import model_switch_point
+
+        return model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
+                                   latency_messages, fabric, link_retry, header)
     k = knobs_of(rung, None)
     top = _top(host, None, fabric, link_retry, header)
     warm = latency_spacing(host)
