@@ -32,6 +32,9 @@ _RECOVERY = (
 #: with what still covers its block in ``make test``: the budget is 10 minutes on 2 cores.
 #: Keys are node ids below tests/, ``*`` matching anything.
 SLOW = {
+    "test_cosim_nic_mem.py::test_l2_loads_and_atomics_match_model[verilator]":
+        "Icarus runs the same L2 point against the model; the compact loads, atomics "
+        "and hostile frames run on both simulators",
     "test_run_dirs.py::test_long_point_tag_reports_its_own_figures[icarus]":
         "Verilator runs the same two points; the folder names do not depend on the "
         "simulator",

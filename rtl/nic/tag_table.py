@@ -16,16 +16,19 @@ def tag_entry_layout(mem_words):
     return data.StructLayout({"laddr": range(mem_words), "length": 13, "op": MemOp})
 
 
-def lowest_set(bits, n):
+def lowest_set(m, bits, n):
     """``(any, index)``: whether a bit of the ``n``-bit value ``bits`` is set, and the
-    lowest set bit's index; a tree of depth ``log2(n)``."""
+    lowest set bit's index; a tree of depth ``log2(n)`` whose nodes are signals (each
+    result is used twice above it: as a signal it is built once)."""
     if n == 1:
         return bits[0], Const(0, 1)
     half = 1 << ((n - 1).bit_length() - 1)
-    lo_any, lo_idx = lowest_set(bits[:half], half)
-    hi_any, hi_idx = lowest_set(bits[half:n], n - half)
+    lo_any, lo_idx = lowest_set(m, bits[:half], half)
+    hi_any, hi_idx = lowest_set(m, bits[half:n], n - half)
     width = (n - 1).bit_length()
-    return lo_any | hi_any, Mux(lo_any, lo_idx, hi_idx + half)[:width]
+    any_, idx = Signal(), Signal(width)
+    m.d.comb += [any_.eq(lo_any | hi_any), idx.eq(Mux(lo_any, lo_idx, hi_idx + half))]
+    return any_, idx
 
 
 class TagTable(wiring.Component):
@@ -93,7 +96,9 @@ class TagTable(wiring.Component):
             shape=tag_entry_layout(self.mem_words), depth=n, init=[])
         wp = entries.write_port()
         rp = entries.read_port(domain="comb")
-        any_free, idx = lowest_set(~busy, n)
+        free = Signal(n)
+        m.d.comb += free.eq(~busy)
+        any_free, idx = lowest_set(m, free, n)
         m.d.comb += [
             self.free.eq(any_free),
             self.free_tag.eq(idx),
