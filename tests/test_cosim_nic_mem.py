@@ -9,6 +9,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from pymodel.nic.mem_frames import build_mem_frame, request_payload
 from rtl.tops.nic_mem_top import NicMemTop
 from spec.formats.nic_mem import MEM_WIDTH, MemOp, MemStatus
@@ -27,12 +29,13 @@ def _cmd(op, dst, addr, length=0, laddr=0, a=0, b=0):
     return [MemOp(op).value, dst, addr, length, laddr, a, b]
 
 
-def _run(sim, test_id, cmds, raws=None, **top):
+def _run(sim, test_id, cmds, raws=None, stalls=None, **top):
     params = dict(TOP, **top)
     run_dir = run_cosim(NicMemTop(**params, items=64, raws=16, events=512),
                         name="nic_mem_top", test_module="tb.nic.cocotb_nic_mem", sim=sim,
                         test_id=test_id,
-                        params=dict(params, cmds=cmds, raws=raws or {}, mem_seed=SEED))
+                        params=dict(params, cmds=cmds, raws=raws or {}, mem_seed=SEED,
+                                    stalls=stalls or {}))
     res = json.loads((Path(run_dir) / "nic_mem_results.json").read_text())
     assert res["mismatches"] == 0
     return res
@@ -92,9 +95,12 @@ def _check_loads(res, cmds, nodes):
             assert _bytes(mem, laddr, n) == _bytes(init[dst], addr, n), (q, addr, n)
 
 
-def test_loads_match_model(sim, test_id):
+@pytest.mark.parametrize("stall_rate", [0, 128])
+def test_loads_match_model(sim, stall_rate, test_id):
+    """The loads mix, with the command players always valid or withholding about half
+    their cycles."""
     cmds = loads_mix()
-    res = _run(sim, test_id, cmds)
+    res = _run(sim, test_id, cmds, stalls={q: [11 + q, stall_rate] for q in cmds})
     _check_loads(res, cmds, TOP["nodes"])
     c = res["counters"]
     assert (c["0"]["rsp_ok"], c["1"]["rsp_ok"], c["2"]["rsp_ok"]) == (12, 8, 4)

@@ -19,6 +19,7 @@ from pymodel.nic.mem_responder import MemResponderModel
 from pymodel.nic.mem_rx import MemRxModel
 from pymodel.nic.mem_tx import MemTxModel
 from pymodel.nic.tag_table import TagTableModel
+from pymodel.stall import stall_pattern
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import Framing
 from spec.formats.nic_mem import MEM_WIDTH
@@ -46,10 +47,13 @@ class NicMemSystemModel:
         self.credits = nic_top_credits(profile, MEM_WIDTH, max_payload)
         self.queue = request_queue_depth(nodes, self.tags)
 
-    def run(self, cmds, node_ids=None, raws=None, mem=None, max_cycles=1_000_000):
+    def run(self, cmds, node_ids=None, raws=None, mem=None, stalls=None,
+            max_cycles=1_000_000):
         """Play ``cmds[p]`` (lists of ``mem_cmd_layout`` field dicts) and ``raws[p]``
         (lists of one-beat frames ``(data, nbytes, first, last)``) from each node, the
-        local memories starting as ``mem[p]`` (word lists; default zero). Returns a dict
+        local memories starting as ``mem[p]`` (word lists; default zero), ``stalls[p]``
+        the ``(seed, rate)`` of node ``p``'s command player (its valid withheld where
+        the pattern stalls, cycle by cycle from 0). Returns a dict
         of per-node ``tx`` beats ``(cycle, beat)``, ``wr`` writes ``(cycle, addr, be)``,
         ``rsp`` landed responses ``(cycle, tag, status, op)``, ``cmd_stamps`` (the cycle
         each command was taken), ``counters``, ``mem``, ``peak`` (busy tags), and
@@ -57,6 +61,7 @@ class NicMemSystemModel:
         n, lat = self.nodes, self.lat
         node_ids = list(range(n)) if node_ids is None else node_ids
         raws, mem = raws or {}, mem or {}
+        stall = {p: stall_pattern(*stalls[p], max_cycles) for p in (stalls or {})}
         tts = [TagTableModel(self.tags) for _ in range(n)]
         rqs = [MemRequesterModel(self.framing, node_ids[p], self.mem_words) for p in range(n)]
         rss = [MemResponderModel(self.framing, node_ids[p], self.mem_words, self.max_payload,
@@ -78,7 +83,8 @@ class NicMemSystemModel:
             step = []
             for p in range(n):
                 pc = cmds.get(p, [])
-                cmd = pc[k[p]] if k[p] < len(pc) else None
+                cmd = pc[k[p]] if k[p] < len(pc) and not (p in stall and stall[p][c]) \
+                    else None
                 rqo = rqs[p].step(c, {"cmd": cmd, "tag": tts[p].free_tag()})
                 pr = raws.get(p, [])
                 raw = pr[kr[p]] if kr[p] < len(pr) else None

@@ -5,7 +5,8 @@ response, counter and final memory byte against the golden model
 Parameters (``COSIM_PARAMS``): the top's (``nodes``, ``framing``, ``fabric``, ``tags``,
 ``mem_words``, ``max_payload``), ``cmds`` (``{node: [[op, dst, addr, length, laddr, a,
 b], ...]}``), ``raws`` (``{node: [[data hex, nbytes], ...]}``: one-beat frames without
-FCS) and ``mem_seed`` (every local memory starts with random words of that seed). The
+FCS) and ``mem_seed`` (every local memory starts with random words of that seed) and ``stalls``
+(``{node: [seed, rate]}``: the command player's valid withheld by that pattern). The
 model runs first; the recorders are armed with its counts, and after they are done the
 simulator runs on for a round trip more, so that an extra RTL event shows as a count
 mismatch. Results go to ``nic_mem_results.json`` in the run folder: per node the
@@ -63,18 +64,20 @@ def run_model(p):
     raws = {int(n): [(int(d, 16), nb, True, True) for d, nb in lst]
             for n, lst in p.get("raws", {}).items()}
     mem = memories(model.nodes, model.mem_words, p.get("mem_seed", 1))
-    return model, cmds, raws, mem, model.run(cmds, raws=raws, mem=mem)
+    stalls = {int(n): tuple(v) for n, v in p.get("stalls", {}).items()}
+    return model, cmds, raws, mem, stalls, model.run(cmds, raws=raws, mem=mem, stalls=stalls)
 
 
 @cocotb.test()
 async def loads_and_atomics_match_model(dut):
     p = cosim_params()
-    model, cmds, raws, mem, want = run_model(p)
+    model, cmds, raws, mem, stalls, want = run_model(p)
     n, words = model.nodes, model.mem_words
     h = Harness(dut)
     for q in range(n):
         h.set(f"node_id__{q}", q)
-        h.load_player(f"cmd{q}", [pack(mem_cmd_layout, c) for c in cmds.get(q, [])])
+        h.load_player(f"cmd{q}", [pack(mem_cmd_layout, c) for c in cmds.get(q, [])],
+                      stalls.get(q, (1, 0)))
         h.load_player(f"raw{q}", [pack_beat(MEM_WIDTH, *b) for b in raws.get(q, [])])
         h.arm_recorder(f"tx{q}", len(want["tx"][q]))
         h.arm_recorder(f"wr{q}", len(want["wr"][q]))
