@@ -16,7 +16,8 @@ __all__ = ["MEM_COUNTERS", "MEM_RX_COUNTERS", "MEM_RESP_COUNTERS", "MEM_OPS", "O
 #: Per-node counters of NicMemTop (ports ``cnt_rx[p].<name>`` and ``cnt_resp[p].<name>``,
 #: the receiver's and the responder's): the receiver's drops by
 #: reason (bad FCS; malformed: wrong size, opcode, op or EtherType; another node's
-#: frame; a response whose tag is not outstanding or whose length is not the one asked),
+#: frame; a response whose tag is not outstanding, from another node than the one asked,
+#: or whose length is not the one asked),
 #: then the responses landed at the requester (OK, ERROR) and the requests answered by
 #: the responder (OK, ERROR: out of bounds, misaligned or a bad length), and the
 #: requests dropped at a full request queue (only a node that sends more requests than
@@ -64,8 +65,8 @@ def check_tags(tags):
 def tag_entry_bits(mem_words):
     """Requester state per outstanding operation (one tag-table entry): the busy and
     pending bits, the local word address where the data lands (``bits(mem_words - 1)``),
-    the length (13) and the op (3)."""
-    return 2 + max(1, (mem_words - 1).bit_length()) + 13 + 3
+    the length (13), the op (3) and the node asked (8)."""
+    return 2 + max(1, (mem_words - 1).bit_length()) + 13 + 3 + 8
 
 
 def request_queue_depth(nodes, tags):

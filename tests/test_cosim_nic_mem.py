@@ -165,9 +165,13 @@ def _raw(dst, op, tag, length, addr, payload=b"", status=0, opcode=3, src=2):
 
 def test_hostile_frames_are_dropped_or_refused(sim, test_id):
     """Node 2 sends forged and bad frames while node 0 loads from node 1: each is dropped
-    or answered ERROR and counted; every load still lands its right bytes, and node 1's
-    memory is untouched."""
+    or answered ERROR and counted; every load still lands its right bytes (the forged
+    answer to a pending tag included), and node 1's memory is untouched."""
     raws = {2: [
+        # A forged answer to node 0's first load (tag 0, 40 bytes, asked of node 1) that
+        # arrives before node 1's: from the wrong node, so dropped (else node 0 would
+        # land 40 forged bytes, and drop the real answer).
+        _raw(0, MemOp.RESPONSE, 0, 40, 0, bytes(range(40))),
         # A response to node 0 whose length is not the one asked (its tag is pending or
         # not: dropped either way), and one to node 1, which has no tag outstanding.
         _raw(0, MemOp.RESPONSE, 3, 5, 0, bytes(5)),
@@ -180,14 +184,14 @@ def test_hostile_frames_are_dropped_or_refused(sim, test_id):
         _raw(1, MemOp.LOAD, 1, 0, 0),
         _raw(1, MemOp.LOAD, 2, 300, 0),
     ]}
-    cmds = {0: [_cmd(MemOp.LOAD, 1, 64 * (8 * k), 64 * (1 + k % 4), 64 * 4 * k)
-                for k in range(8)]}
+    cmds = {0: [_cmd(MemOp.LOAD, 1, 64 * (8 * k), 40 if k == 0 else 64 * (1 + k % 4),
+                     64 * 4 * k) for k in range(8)]}
     res = _run(sim, test_id, cmds, raws)
     _check_loads(res, cmds, TOP["nodes"])
     init = memories(3, TOP["mem_words"], SEED)
     assert _rtl_mem(res, 1) == init[1]
     c = res["counters"]
-    assert (c["0"]["drop_tag"], c["0"]["rsp_ok"], c["0"]["rsp_err"]) == (1, 8, 0)
+    assert (c["0"]["drop_tag"], c["0"]["rsp_ok"], c["0"]["rsp_err"]) == (2, 8, 0)
     assert (c["1"]["drop_tag"], c["1"]["drop_malformed"]) == (1, 2)
     assert (c["1"]["req_ok"], c["1"]["req_err"]) == (8, 3)
     # The three ERROR responses go back to node 2, which issued nothing: not its tags.

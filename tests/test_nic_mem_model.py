@@ -45,8 +45,9 @@ def test_bad_top_parameters_are_named():
 
 
 def test_entry_bits_and_frame_sizes():
-    # Busy and pending bits, a word address of 256 words (8 bits), length 13, op 3.
-    assert tag_entry_bits(256) == 2 + 8 + 13 + 3
+    # Busy and pending bits, a word address of 256 words (8 bits), length 13, op 3, the
+    # node asked 8.
+    assert tag_entry_bits(256) == 2 + 8 + 13 + 3 + 8
     assert (mem_header_bytes("compact"), mem_header_bytes("l2")) == (2 + 8, 14 + 8)
     # Every request is one 64-byte beat: the largest, a compare-and-swap, is the L2
     # header, 16 operand bytes, padding to 60 and the FCS.

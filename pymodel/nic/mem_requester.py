@@ -25,7 +25,8 @@ class MemRequesterModel:
         frame = build_mem_frame(self.framing, self.node_id, cmd["dst"], op, tag, length,
                                 cmd["addr"], request_payload(op, cmd["a"], cmd["b"]))
         (beat,) = frame_chunks(frame, MEM_WIDTH)
-        return {"o": beat, "entry": ((cmd["laddr"] >> 6) % self.mem_words, length, op.value)}
+        return {"o": beat, "entry": ((cmd["laddr"] >> 6) % self.mem_words, length, op.value,
+                                       cmd["dst"])}
 
     def commit(self):
         pass

@@ -84,7 +84,8 @@ class MemRxModel:
         good = self.fcs_good and not malformed and not wrong_dst
         tag = mh["tag"]
         entry = tt.entries[tag] if tag < tt.tags else None
-        tag_ok = tt.pending(tag) and (err or mh["length"] == entry[1])
+        tag_ok = (tt.pending(tag) and f["src"] == entry[3]
+                  and (err or mh["length"] == entry[1]))
         answer = good and is_rsp and tag_ok
         if not self.fcs_good:
             self.counters["drop_fcs"] += 1

@@ -4,7 +4,7 @@ __all__ = ["TagTableModel"]
 
 
 class TagTableModel:
-    """Busy and pending tags and their entries ``(laddr, length, op)``.
+    """Busy and pending tags and their entries ``(laddr, length, op, dst)``.
 
     Reads (:meth:`free_tag`, :meth:`pending`, :attr:`entries`) see the state of the start
     of the cycle; ``step(c, side)`` is the clock edge: ``side["take"]`` an entry issued

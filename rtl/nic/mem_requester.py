@@ -57,7 +57,7 @@ class MemRequester(wiring.Component):
     take : Out(1)
     take_entry : Out(tag_entry_layout(mem_words))
         To the tag table: the command's tag is taken (``laddr`` in words; ``length`` the
-        load's or 8; ``op``).
+        load's or 8; ``op``; ``dst``, the node whose response alone is accepted).
 
     Timing
     ------
@@ -111,5 +111,6 @@ class MemRequester(wiring.Component):
             self.take_entry.laddr.eq(c.laddr[6:]),
             self.take_entry.length.eq(Mux(atomic, 8, c.length)),
             self.take_entry.op.eq(c.op),
+            self.take_entry.dst.eq(c.dst),
         ]
         return m

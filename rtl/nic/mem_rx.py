@@ -55,8 +55,9 @@ class MemRx(wiring.Component):
         :data:`MEM_OPCODE`, an unknown op, a request with a status, an ERROR response
         with a length, a response longer than ``max_payload``, a wrong L2 EtherType, or a
         size that is not header + payload + FCS, L2 raised to 64); another node's frame;
-        a response whose tag is not pending or whose ``length`` is not the one asked
-        (ERROR responses carry none). Then the responses landed, OK and ERROR.
+        a response whose tag is not pending, that comes from another node than the one
+        asked (compact ``src``, byte 5 of the L2 source MAC), or whose ``length`` is not
+        the one asked (ERROR responses carry none). Then the responses landed, OK and ERROR.
 
     Timing
     ------
@@ -166,7 +167,8 @@ class MemRx(wiring.Component):
         tag_ok = Signal()
         m.d.comb += [
             self.lookup_tag.eq(mh.tag),
-            tag_ok.eq(self.lookup_pending & (err | (mh.length == entry.length))),
+            tag_ok.eq(self.lookup_pending & (src == entry.dst)
+                      & (err | (mh.length == entry.length))),
             self.answer.eq(good & is_rsp & tag_ok),
             self.req.valid.eq(good & is_req),
             self.req.payload.src.eq(src), self.req.payload.op.eq(mh.op),

@@ -12,8 +12,10 @@ __all__ = ["TagTable", "tag_entry_layout", "lowest_set"]
 
 
 def tag_entry_layout(mem_words):
-    """One entry: the local word where the response's data lands, its length, the op."""
-    return data.StructLayout({"laddr": range(mem_words), "length": 13, "op": MemOp})
+    """One entry: the local word where the response's data lands, its length, the op,
+    and the node asked (only its response is accepted)."""
+    return data.StructLayout({"laddr": range(mem_words), "length": 13, "op": MemOp,
+                              "dst": 8})
 
 
 def lowest_set(m, bits, n):
