@@ -95,3 +95,18 @@ def test_sim_op_option_is_checked_before_any_build(capsys):
         ["--design", "nic", "--op", "atomic", "--link-retry"], capsys)
     args = sim.parse_args(["--design", "nic", "--op", "load", "--fabric", "pod"])
     assert args.knobs == {"op": "load", "fabric": "pod", "framing": "compact"}
+
+
+def test_point_pairs_landings_with_requests_and_counts_busy_tags():
+    from tb.nic.mem_point import landing_order, peak_busy
+
+    # Tags 0 and 1 issued, then tag 0 again once its first use landed; the second
+    # request (tag 1) lands first.
+    issued = [(0, 1, 1), (1, 2, 1), (0, 1, 1)]
+    landed = [{"tag": 1}, {"tag": 0}, {"tag": 0}]
+    pairs = landing_order(issued, landed)
+    assert pairs == [(0, 1), (1, 0), (2, 2)]
+    # Busy from the cycle after the issue to the landing cycle: [1, 9], [2, 5], [11, 14].
+    assert peak_busy([0, 1, 10], [5, 9, 14], pairs) == 2
+    # A tag freed in cycle 9 and one taken in 9 (busy from 10) never overlap.
+    assert peak_busy([0, 9], [9, 20], [(0, 0), (1, 1)]) == 1
