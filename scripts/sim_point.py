@@ -25,6 +25,11 @@ def rung_name(text):
 #: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma" or
 #: "both"), type, help).
 POINT_OPTIONS = (
+    ("--op", "op", "nic", str,
+     "NIC operation: write (stores), load (remote loads of --msg-bytes, at most "
+     "--max-payload, default 256) or atomic (8-byte fetch-and-adds); default write. "
+     "load and atomic run on NicMemTop (docs/nic.md, Loads and atomics): integrated "
+     "attachment, credit completion, no link retry, the fabric's link latency"),
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
     ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
     ("--attachment", "attachment", "nic", str,
@@ -99,6 +104,9 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     from spec.rdma_engine import LADDER, TOP_DEFAULTS
 
     knobs = dict(knobs)
+    op = knobs.pop("op", None)
+    if op is not None and op != "write":
+        return _check_mem_point(design, msg_bytes, messages, knobs, op)
     link_retry = knobs.pop("link_retry", None)
     selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
@@ -157,11 +165,47 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     return knobs
 
 
+def _check_mem_point(design, msg_bytes, messages, knobs, op):
+    """:func:`check_point` of a ``--op load`` or ``--op atomic`` point."""
+    from spec.nic_mem import MEM_OPS
+
+    if op not in MEM_OPS:
+        raise ValueError(f"op must be one of {', '.join(MEM_OPS)}, not {op!r}")
+    if design != "nic":
+        raise ValueError(f"op {op!r} is an option of the NIC design")
+    for knob, usual in (("attachment", "integrated"), ("completion", "credit"),
+                        ("link_retry", None), ("link_latency", None)):
+        if knob in knobs and knobs[knob] != usual:
+            raise ValueError(f"{knob} is not an option of op {op!r} (NicMemTop: "
+                             f"integrated attachment, credit completion, no link retry, "
+                             f"the fabric profile's link latency), not {knobs[knob]!r}")
+    mp = knobs.get("max_payload")
+    if mp is not None and not (64 <= mp <= 8128 and mp % 64 == 0):
+        raise ValueError(f"max_payload must be a multiple of 64 from 64 to 8128, not {mp}")
+    if knobs.get("fabric") is not None:
+        from spec.fabric_profiles import fabric_profile
+        knobs["fabric"] = fabric_profile(knobs["fabric"]).name
+    knobs.setdefault("framing", "compact")
+    if knobs["framing"] not in ("compact", "l2"):
+        raise ValueError(f"framing must be 'compact' or 'l2', not {knobs['framing']!r}")
+    knobs["op"] = op
+    fn, kwargs = point_call(design, "verilator", msg_bytes, messages, knobs)
+    fn(**kwargs, check_only=True)
+    return knobs
+
+
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
     :func:`check_point` returns them): :func:`tb.nic.headline.run_point` or
     :func:`tb.rdma.headline.run_point`."""
     k = knobs
+    if design == "nic" and k.get("op", "write") != "write":
+        from tb.nic.mem_point import run_mem_point
+        return run_mem_point, dict(sim=sim, op=k["op"], msg_bytes=msg_bytes,
+                                   messages=messages, peers=k.get("peers", 1),
+                                   framing=k["framing"], fabric=k.get("fabric", "board"),
+                                   max_payload=k.get("max_payload"),
+                                   test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
     if design == "nic":
         from tb.nic.headline import run_point
         top = {name: k[name] for name in ("link_latency", "max_payload") if name in k}
@@ -191,4 +235,7 @@ def point_call(design, sim, msg_bytes, messages, knobs):
 def run_design_point(args):
     """Co-simulate the point of ``args``; return its results row."""
     fn, kwargs = point_call(args.design, args.sim, args.msg_bytes, args.messages, args.knobs)
-    return fn(**kwargs)
+    row = fn(**kwargs)
+    if args.design == "nic":
+        row.setdefault("op", "write")
+    return row

@@ -34,7 +34,8 @@ def _cell(row, title, key, fmt):
                 return f"{row.get('rung')}{link}"
             return (f"{row.get('rung')}, {row.get('qps')} QP / "
                     f"{row.get('cache_entries')} entries, {row.get('host')}{link}")
-        return f"{row.get('framing')}, {row.get('peers')} peers" + "".join(
+        op = f", {row['op']}" if row.get("op", "write") != "write" else ""
+        return f"{row.get('framing')}, {row.get('peers')} peers{op}" + "".join(
             f", {row[key]}" + (" completion" if key == "completion" else "")
             for key, usual in (("attachment", "integrated"), ("fabric", "board"),
                                ("completion", "credit"), ("reliability", "none"))

@@ -172,6 +172,8 @@ ACCEPTED_PARAMS = {
     "tb.cocotb_selftest_fails": (),
     "tb.nic.cocotb_fuzz": ("top", "seed", "frames", "chunks", "out", "sabotage"),
     "tb.nic.cocotb_load": "tb.cosim:_nic_load_params",
+    "tb.nic.cocotb_nic_mem": ("nodes", "framing", "fabric", "tags", "mem_words",
+                              "max_payload", "cmds", "raws", "mem_seed", "stalls"),
     "tb.nic.cocotb_nic": ("width", "nodes", "framing", "link_latency", "mem_words",
                           "max_payload", "credits", "scenario", "seed", "count", "messages",
                           "msg_bytes", "peers", "attachment", "fabric", "stall_rate", "completion",

@@ -19,6 +19,7 @@ from scripts.sim_point import POINT_OPTIONS
 
 #: Per option: (values inside its stated range, values outside it).
 RANGES = {
+    "--op": (["write", "load", "atomic"], ["read"]),
     "--framing": (["compact", "l2"], ["eth"]),
     "--peers": (["1", "15"], ["0", "16"]),
     "--attachment": (["integrated", "pcie"], ["cxl"]),

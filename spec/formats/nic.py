@@ -19,8 +19,8 @@ Store header (6 bytes, both framings)::
     bits 16..47  addr     remote byte address (a multiple of the datapath width)
 
 The flag is the only bit of the header that is not length, address or opcode: two bits
-hold the two opcodes (values 0 and 3 are malformed), the third bit of the opcode's byte
-is the flag.
+hold the opcodes (0 is malformed; 3 heads spec.formats.nic_mem's memory frames, which a
+store receiver drops as malformed), the third bit of the opcode's byte is the flag.
 
 Compact header (8 bytes, replaces the L2 header; routed by node id)::
 
@@ -93,7 +93,8 @@ MIN_FRAME_BYTES = 64
 
 
 class NicOp(amenum.Enum, shape=2):
-    """Opcode of a NIC frame: a store, or (end-to-end completion only) a completion."""
+    """Opcode of a NIC frame: a store, or (end-to-end completion only) a completion. The
+    value 3 heads the memory frames (:data:`spec.formats.nic_mem.MEM_OPCODE`)."""
     STORE = 1
     COMPLETION = 2
 
