@@ -64,11 +64,22 @@ MSN_BITS = 24
 
 
 class OpCode(enum.Enum, shape=8):
-    """BTH opcodes of the reliable-connected transport used here. Ref: IBTA table 38."""
+    """BTH opcodes of the reliable-connected transport used here. Ref: IBTA Vol 1
+    section 9.2.1 table 38 (RC opcodes 0x00-0x14: RDMA READ request 0x0C with a RETH,
+    READ responses 0x0D-0x10, FIRST and LAST and ONLY with an AETH, MIDDLE with none);
+    the same values in Wireshark's InfiniBand dissector (epan/dissectors/
+    packet-infiniband.h, ``RC_RDMA_READ_REQUEST`` ... ``RC_RDMA_READ_RESPONSE_ONLY``)
+    and Linux rxe (drivers/infiniband/sw/rxe/rxe_opcode.c, ``IB_OPCODE_RC_RDMA_READ_*``).
+    """
     RC_RDMA_WRITE_FIRST = 0x06
     RC_RDMA_WRITE_MIDDLE = 0x07
     RC_RDMA_WRITE_LAST = 0x08
     RC_RDMA_WRITE_ONLY = 0x0A
+    RC_RDMA_READ_REQUEST = 0x0C
+    RC_RDMA_READ_RESPONSE_FIRST = 0x0D
+    RC_RDMA_READ_RESPONSE_MIDDLE = 0x0E
+    RC_RDMA_READ_RESPONSE_LAST = 0x0F
+    RC_RDMA_READ_RESPONSE_ONLY = 0x10
     RC_ACKNOWLEDGE = 0x11
 
 
@@ -126,7 +137,10 @@ WRITE_RETH_HEADER = data.StructLayout({
 #: The headers of an RDMA WRITE MIDDLE / LAST frame (54 bytes).
 WRITE_HEADER = data.StructLayout({
     "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT})
-#: The headers of an ACKNOWLEDGE frame (58 bytes); the frame has no payload.
+#: The headers of an ACKNOWLEDGE frame (58 bytes); the frame has no payload. An RDMA
+#: READ RESPONSE FIRST / LAST / ONLY frame has the same headers (BTH + AETH) and carries
+#: payload after them; a READ RESPONSE MIDDLE frame has :data:`WRITE_HEADER`'s (54 bytes).
+#: Ref: IBTA Vol 1 section 9.3.5 and table 38.
 ACK_HEADER = data.StructLayout({
     "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT,
     "aeth": AETH_LAYOUT})
@@ -245,9 +259,12 @@ QPC_LAYOUT = data.StructLayout({
 
 #: Memory-region entry of the responder's on-chip MR table (the memory protection
 #: table, fully cached), indexed by the low bits of the rkey. ``key`` must equal the
-#: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE.
+#: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE,
+#: ``remote_read`` the one checked for RDMA READ (``IBV_ACCESS_REMOTE_WRITE`` and
+#: ``IBV_ACCESS_REMOTE_READ`` of ``ibv_reg_mr``; IBTA Vol 1 section 10.6.3.2, the access
+#: rights of a memory region).
 MR_LAYOUT = data.StructLayout({
-    "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32,
+    "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32, "remote_read": 1,
 })
 
 #: The context fields the engines' pipeline stages rewrite (the context caches' groups:

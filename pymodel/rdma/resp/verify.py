@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
-from spec.rdma_responder import RESP_GROUP, SR_WINDOW
+from spec.rdma_responder import RESP_GROUP, SR_WINDOW, read_packets
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
@@ -26,7 +26,7 @@ class VerifyModel:
     """
 
     def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None,
-                 selective=0, mr_cache=None):
+                 selective=0, mr_cache=None, reads=False):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone);
         ``selective``: the port of that name (0 go-back-N, 1 selective repeat);
@@ -34,6 +34,7 @@ class VerifyModel:
         :class:`~pymodel.rdma.resp.mr_cache.MrCacheModel` the stage looks MRs up in
         (it holds a FIRST/ONLY job until its MR hits)."""
         self.mrc, self._mr = mr_cache, None
+        self.reads = bool(reads)
         if selective not in (0, 1):
             raise ValueError(f"selective must be 0 or 1, not {selective!r}")
         self.selective = selective
@@ -51,7 +52,7 @@ class VerifyModel:
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
         self.done = Staged(0, size=entries, name="done", log=log)
-        self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
+        self.count = dict.fromkeys(VERIFY_COUNTERS + (("read_reqs",) if reads else ()), 0)
 
     def held(self, e):
         """Has entry ``e`` frames placed out of order, or discarded ahead (start of the
@@ -94,6 +95,9 @@ class VerifyModel:
                    syndrome=Syndrome.ACK.value)
         due, new, bits_new, dah_new, nac_new = False, None, None, None, None
         psn, exp = j["psn"], g["expected_psn"]
+        read = bool(self.reads and j.get("read"))
+        if self.reads:
+            ack["read"] = 0
         bits = self.bits[e]
         slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
         in_window = 0 <= slot < SR_WINDOW
@@ -106,9 +110,16 @@ class VerifyModel:
                 verdict, due = "duplicates", bool(j["ack_req"])
                 if self.selective:      # a cumulative ACK: everything before expected
                     ack.update(psn=(exp - 1) & _PSN_MASK)
+                if read:                # answered again, or NAKed
+                    due = True
+                    ack.update(psn=psn)
+                    if self._access_ok(j, g, side):
+                        self._read_job(ack, j, ctx, g["msn"])
+                    else:
+                        ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
             elif self.selective and in_window and bits >> slot & 1:
                 verdict = "duplicates"
-            elif (self.selective and in_window and j["reth"] and j["last"]
+            elif (self.selective and in_window and j["reth"] and j["last"] and not read
                   and self._access_ok(j, g, side)):
                 verdict, bits_new = "sr_placed", bits | 1 << slot
                 wjob.update(write=1, reth=1, addr=(j["va"] >> 6) % self.depth,
@@ -136,6 +147,14 @@ class VerifyModel:
                 dah_new = 0
             if self.nac[e]:
                 nac_new = 0
+        elif read:                            # its response packets' PSNs, no write
+            verdict, due = "frames_ok", True
+            n = read_packets(j["dma_len"], ctx["pmtu_log2"])
+            msn = (g["msn"] + 1) & _MSN_MASK
+            self._read_job(ack, j, ctx, msn)
+            new = dict(g, expected_psn=(exp + n) & _PSN_MASK, nak_sent=0, msn=msn)
+            if bits:
+                bits_new = bits >> n if n < SR_WINDOW else 0
         else:
             run = 0                           # placed PSNs that follow without a gap
             while run < SR_WINDOW and bits >> run & 1:
@@ -184,12 +203,19 @@ class VerifyModel:
         out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
+    def _read_job(self, ack, j, ctx, msn):
+        """Make the ACK job ``ack`` a READ to answer (from job ``j``, context ``ctx``)."""
+        ack.update(read=1, va=j["va"], length=j["dma_len"], pmtu_log2=ctx["pmtu_log2"],
+                   msn=msn, syndrome=Syndrome.ACK.value)
+        self.count["read_reqs"] += 1
+
     def _access_ok(self, j, g, side):
         if not j["reth"]:
             return j["plen"] <= g["resp_left"]
         mr = self._mr if self.mrc is not None else self.env.mr(j["rkey"], side)
         va = j["va"]
-        return bool(mr["valid"] and mr["key"] == j["rkey"] and mr["remote_write"]
+        right = mr.get("remote_read", 0) if self.reads and j.get("read") else mr["remote_write"]
+        return bool(mr["valid"] and mr["key"] == j["rkey"] and right
                     and va >= mr["base"] and va + j["dma_len"] <= mr["base"] + mr["length"]
                     and va % 64 == 0 and j["plen"] <= j["dma_len"])
 

@@ -91,10 +91,16 @@ class HeaderCheck(wiring.Component):
     length is not 10 + the scale-up ``length`` + 4 (FCS); ``malformed`` when ``type`` is
     not BTH, the BTH version is not 0, the opcode not a WRITE or ``length`` leaves no
     payload (a one-beat frame is allowed); the job's ``data`` is frame bytes 22..127.
+
+    ``reads`` (a responder that executes RDMA READ): a READ request (opcode 0x0C, BTH +
+    RETH, no payload: its length is exactly the headers and ICRC) passes the header check
+    too, with ``read``, ``reth`` and ``last`` set in its job; without ``reads`` it is
+    ``malformed``, as every opcode but the WRITEs.
     """
 
-    def __init__(self, entries, jobs, header="roce"):
+    def __init__(self, entries, jobs, header="roce", reads=False):
         self.framing = framing_param(self, header)
+        self.reads = bool(reads)
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -102,7 +108,8 @@ class HeaderCheck(wiring.Component):
         self.entries, self.jobs = entries, jobs
         ports = {
             "i": In(stream.Signature(header_entry_layout())),
-            "o": Out(stream.Signature(verify_job_layout(self.framing.head_bytes))),
+            "o": Out(stream.Signature(verify_job_layout(self.framing.head_bytes,
+                                                        self.reads))),
             "o_level": In(range(jobs + 1)),
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
@@ -123,31 +130,37 @@ class HeaderCheck(wiring.Component):
         opcode = hdr.bth.opcode
         ip_len = Signal(16)       # RoCEv2: the IPv4 total length; scale-up: ``length``
         m.d.comb += ip_len.eq(bswap(hdr.su.length if scaleup else hdr.ip.total_length, 2))
-        reth, is_write, last = Signal(), Signal(), Signal()
+        wreth, reth, is_write, last, read = Signal(), Signal(), Signal(), Signal(), Signal()
+        if self.reads:
+            m.d.comb += read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST)
         m.d.comb += [
-            reth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
-                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
-            is_write.eq(reth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
+            wreth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
+                     | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
+            reth.eq(wreth | read),
+            is_write.eq(wreth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
                         | (opcode == OpCode.RC_RDMA_WRITE_LAST)),
             last.eq((opcode == OpCode.RC_RDMA_WRITE_LAST)
-                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
+                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read),
         ]
         overhead = Signal(16)
         outer = 0 if scaleup else IPV4_BYTES + UDP_BYTES
         m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
                                 + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
+        # A WRITE carries payload, a READ request none.
+        size_ok = Signal()
+        m.d.comb += size_ok.eq((is_write & (ip_len > overhead)) | (read & (ip_len == overhead)))
         header_ok = Signal()
         if scaleup:
             m.d.comb += header_ok.eq(
                 (hdr.su.type == ScaleUpType.BTH.value)
-                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead))
+                & (hdr.bth.tver == 0) & size_ok)
         else:
             m.d.comb += header_ok.eq(
                 (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
                 & (hdr.ip.version == 4) & (hdr.ip.ihl == 5)
                 & (hdr.ip.protocol == IP_PROTO_UDP)
                 & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
-                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead) & ~e.single)
+                & (hdr.bth.tver == 0) & size_ok & ~e.single)
         # Frame bytes outside ``ip_len``: the Ethernet header (14) or the scale-up
         # header (10), and the FCS.
         before = self.framing.outer if scaleup else 14
@@ -170,6 +183,8 @@ class HeaderCheck(wiring.Component):
                 job.plen.eq(ip_len - overhead),
                 job.data.eq(Cat(e.b0, e.b1)[8 * self.framing.plain_bytes:]),
             ]
+            if self.reads:
+                m.d.comb += job.read.eq(read)
 
         # Frames of each entry looked up (this stage) and done (the verify stage).
         m.submodules.looked_up = looked = memory.Memory(

@@ -143,9 +143,22 @@ class Verify(wiring.Component):
     behind ``expected_psn`` with AckReq is ACKed cumulatively (PSN ``expected_psn -
     1``). An ``access_nak`` forgets the bitmap and both bits (the requester moves the
     QP to ERR). The decisions take the same cycle as above.
+
+    RDMA READ (``reads``; a job with ``read``; IBTA Vol 1 9.7.4.1.3, 9.7.5.1.1): checked
+    as a FIRST/ONLY against the MR's ``remote_read`` right, no payload. At
+    ``expected_psn`` and allowed: ``frames_ok``, ``read_reqs``, a READ job to the ACK
+    FIFO (``read``, ``va``, ``length`` the DMA length, the context's ``pmtu_log2``, the
+    request's ``psn``, ``msn`` + 1), ``expected_psn`` + ``n`` (its ``n`` response packets,
+    :func:`spec.rdma_responder.read_packets`), ``msn`` + 1, ``nak_sent`` cleared, no
+    write; selective repeat shifts the bitmap by ``n`` (no NAK after consuming). Not
+    allowed: ``access_nak`` as a WRITE. Behind ``expected_psn`` (retried):
+    ``duplicates``; read again if allowed (``read_reqs``, a READ job with its own PSN and
+    the current ``msn``, the context unchanged: a READ has no side effect), else NAK
+    remote access error with its PSN. Ahead: as any frame (never placed).
     """
 
-    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0):
+    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0,
+                 reads=False):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -154,15 +167,16 @@ class Verify(wiring.Component):
         if mr_entries & (mr_entries - 1):
             reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
         self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
+        self.reads = bool(reads)
         try:
             self.mr_cache = check_mr_cache(mr_cache)
         except ValueError as error:
             reject(self, str(error))
         group = group_layout(RESP_GROUP)
         ports = {
-            "i": In(stream.Signature(verify_job_layout(head_bytes))),
+            "i": In(stream.Signature(verify_job_layout(head_bytes, self.reads))),
             "w": Out(stream.Signature(write_job_layout(depth, head_bytes))),
-            "ack": Out(stream.Signature(ack_layout())),
+            "ack": Out(stream.Signature(ack_layout(self.reads))),
             "filled": Out(FillQuerySignature(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "ctx": Out(CacheReadSignature(entries)),
@@ -177,6 +191,8 @@ class Verify(wiring.Component):
         else:
             ports["mr_addr"] = Out(range(mr_entries))
         ports.update({name: Out(32) for name in VERIFY_COUNTERS})
+        if self.reads:
+            ports["read_reqs"] = Out(32)
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -244,9 +260,10 @@ class Verify(wiring.Component):
         end = Signal(66)
         m.d.comb += end.eq(j.va + j.dma_len)
         access_ok = Signal()
+        right = Mux(j.read, mr.remote_read, mr.remote_write) if self.reads else mr.remote_write
         m.d.comb += access_ok.eq(Mux(
             j.reth,
-            mr.valid & (mr.key == j.rkey) & mr.remote_write & (j.va >= mr.base)
+            mr.valid & (mr.key == j.rkey) & right & (j.va >= mr.base)
             & (end <= mr.base + mr.length) & (j.va[:6] == 0) & (j.plen <= j.dma_len),
             j.plen <= g.resp_left))
         base = Signal(64)
@@ -254,6 +271,19 @@ class Verify(wiring.Component):
 
         ack, w, new = self.ack.payload, self.w.payload, self.group.wdata
         ack_due = Signal()
+        read_job = Signal()         # the ACK job is a READ to answer
+        not_read = Signal(init=1)   # the job is not a READ request
+        if self.reads:
+            m.d.comb += not_read.eq(~j.read)
+        npk = Signal(33)            # PSNs (response packets) of a READ
+        if self.reads:
+            m.d.comb += [
+                npk.eq(Mux(j.dma_len == 0, 1, ((j.dma_len - 1) >> ctx.pmtu_log2) + 1)),
+                ack.read.eq(read_job),
+            ]
+            with m.If(read_job):
+                m.d.comb += [ack.va.eq(j.va), ack.length.eq(j.dma_len),
+                             ack.pmtu_log2.eq(ctx.pmtu_log2)]
         verdict = Signal(len(VERIFY_COUNTERS))       # one-hot, in VERIFY_COUNTERS order
         m.d.comb += [
             ack.dmac.eq(ctx.dmac), ack.smac.eq(ctx.smac), ack.sip.eq(ctx.sip),
@@ -272,9 +302,17 @@ class Verify(wiring.Component):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
                 with m.If(self.selective):       # a cumulative ACK
                     m.d.comb += ack.psn.eq(g.expected_psn - 1)
+                if self.reads:
+                    with m.If(j.read):               # answered again, or NAKed
+                        m.d.comb += [ack_due.eq(1), ack.psn.eq(j.psn)]
+                        with m.If(access_ok):
+                            m.d.comb += [read_job.eq(1), ack.msn.eq(g.msn)]
+                        with m.Else():
+                            m.d.comb += ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value)
             with m.Elif(self.selective & bit_set):
                 m.d.comb += verdict.eq(1 << 2)
-            with m.Elif(self.selective & in_window & j.reth & j.last & access_ok):
+            with m.Elif(self.selective & in_window & j.reth & j.last & access_ok
+                        & not_read):
                 m.d.comb += [
                     verdict.eq(1 << 7), sr_we.eq(1),
                     new_bits.eq(bits | (Const(1, SR_WINDOW) << slot[:sbits])),
@@ -317,6 +355,19 @@ class Verify(wiring.Component):
                 w.write.eq(1), w.reth.eq(j.reth), w.addr.eq(base[6:]), w.plen.eq(j.plen),
                 w.mark.eq(j.last), w.qpn.eq(j.qpn), w.data.eq(j.data),
             ]
+            if self.reads:
+                with m.If(j.read):      # its response packets' PSNs, no write
+                    m.d.comb += [
+                        read_job.eq(1), ack_due.eq(1), ack.psn.eq(j.psn),
+                        ack.syndrome.eq(Syndrome.ACK.value), ack.msn.eq(g.msn + 1),
+                        new.expected_psn.eq(g.expected_psn + npk), new.nak_sent.eq(0),
+                        new.msn.eq(g.msn + 1), new.resp_va.eq(g.resp_va),
+                        new.resp_left.eq(g.resp_left),
+                        new_bits.eq(Mux(npk >= SR_WINDOW, 0, bits >> npk[:sbits + 1])),
+                        dah_we.eq(0), nac_we.eq(0),
+                        w.write.eq(0), w.reth.eq(0), w.addr.eq(0), w.plen.eq(0),
+                        w.mark.eq(0), w.qpn.eq(0), w.data.eq(0),
+                    ]
 
         go = Signal()
         cond = (self.i.valid & self.w.ready & self.ack.ready
@@ -334,6 +385,9 @@ class Verify(wiring.Component):
                 m.d.sync += dah.bit_select(entry, 1).eq(dah_new)
             with m.If(nac_we & j.check):
                 m.d.sync += nac.bit_select(entry, 1).eq(nac_new)
+            if self.reads:
+                with m.If(read_job):
+                    m.d.sync += self.read_reqs.eq(self.read_reqs + 1)
             ports = ports_by_name(self)
             for k, name in enumerate(VERIFY_COUNTERS):
                 counter = ports[name]

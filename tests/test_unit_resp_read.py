@@ -1,0 +1,179 @@
+"""RDMA READ at the pipelined responder: RTL against its twin cycle for cycle (Amaranth
+simulator), and both against what IBTA Vol 1 says the responses must be (derived here
+from the request, the memory and the MTU, not from the code under test)."""
+
+import random
+
+import pytest
+
+from pymodel.fields import pack
+from pymodel.packet import beats_to_frames, pack_beat
+from pymodel.rdma.frames import read_request_frame, read_response_frame, write_frame
+from rtl.rdma.resp.responder import Responder
+from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode, Syndrome
+from spec.rdma_responder import read_packets
+from tb.rdma.wirecheck import wire_problems
+from tb.resp_bench import run_responder
+from tb.resp_frames import A, B
+
+QPC_BASE = 16
+DATA_BASE = 1 << 12            # word address of the MR's data
+MR_KEY = 0x1234_5601           # MR index 1 of 16
+READ_ONLY_KEY = 0x1234_5602    # MR index 2: remote write only (no remote read)
+OP = OpCode
+
+
+def _setup(rng, pmtu_log2=9, expected_psn=100, msn=7, qpn=3):
+    mem = {QPC_BASE + qpn: pack(QPC_LAYOUT, dict(
+        valid=1, pmtu_log2=pmtu_log2, dest_qp=0x77, expected_psn=expected_psn, msn=msn,
+        dmac=A.mac, smac=B.mac, dip=A.ip, sip=B.ip))}
+    for k in range(64):
+        mem[DATA_BASE + k] = rng.getrandbits(512)
+    mr = [0] * 16
+    mr[1] = pack(MR_LAYOUT, dict(valid=1, remote_write=1, remote_read=1, key=MR_KEY,
+                                 base=64 * DATA_BASE, length=64 * 64))
+    mr[2] = pack(MR_LAYOUT, dict(valid=1, remote_write=1, remote_read=0, key=READ_ONLY_KEY,
+                                 base=64 * DATA_BASE, length=64 * 64))
+    return mem, mr
+
+
+def _read(psn, va_word, length, rkey=MR_KEY, qpn=3):
+    return read_request_frame(A, B, 0x100, qpn, psn, 64 * va_word, rkey, length)
+
+
+def _frames(run):
+    return beats_to_frames([pack_beat(64, b["data"], b["nbytes"], b["first"], b["last"])
+                            for _, b in run.acks], 64)
+
+
+def _expected_responses(mem, psn, va_word, length, msn, pmtu_log2):
+    """The READ RESPONSE frames IBTA prescribes: the data cut at the MTU, one PSN each
+    from the request's, opcodes ONLY or FIRST/MIDDLE.../LAST, an AETH (ACK, the MSN)
+    on all but MIDDLE."""
+    data = b"".join(mem.get(DATA_BASE + va_word - DATA_BASE + k, 0).to_bytes(64, "little")
+                    for k in range(-(-length // 64)))[:length]
+    mtu = 1 << pmtu_log2
+    n = max(1, -(-length // mtu))
+    out = []
+    for k in range(n):
+        op = (OP.RC_RDMA_READ_RESPONSE_ONLY if n == 1 else
+              OP.RC_RDMA_READ_RESPONSE_FIRST if k == 0 else
+              OP.RC_RDMA_READ_RESPONSE_LAST if k == n - 1 else
+              OP.RC_RDMA_READ_RESPONSE_MIDDLE)
+        out.append(read_response_frame(op, B, A, 3, 0x77, psn + k, Syndrome.ACK, msn,
+                                       data[k * mtu:(k + 1) * mtu]))
+    return out
+
+
+@pytest.mark.parametrize("length", [0, 1, 64, 128, 200, 512, 513, 1500])
+def test_read_responses_match_the_spec_and_the_model(length):
+    rng = random.Random(length)
+    mem, mr = _setup(rng)
+    run = run_responder([_read(100, DATA_BASE + 2, length)], mem, mr, qpc_base=QPC_BASE,
+                        read_words=128, latency=30)
+    want = _expected_responses(mem, 100, DATA_BASE + 2, length, 8, 9)
+    assert _frames(run) == want
+    assert len(want) == read_packets(length, 9)
+    assert run.counters["read_reqs"] == 1 and run.counters["read_frames"] == len(want)
+    assert run.counters["frames_ok"] == 1 and not run.writes
+    # The request consumed one PSN per response packet, and one MSN.
+    grp = run.model.cache.group_view("resp", 3)
+    assert grp["expected_psn"] == 100 + -(-length // 512) + (length == 0)
+    assert grp["msn"] == 8
+
+
+def test_next_request_after_a_read_uses_the_psn_after_its_responses():
+    """A READ of 3 packets consumes PSNs 100-102: a WRITE at 103 is accepted, an ACK of
+    it follows the responses on the wire, in order."""
+    rng = random.Random(5)
+    mem, mr = _setup(rng, pmtu_log2=8)
+    write = write_frame(OP.RC_RDMA_WRITE_ONLY, A, B, 0x100, 3, 103, True, b"\x55" * 64,
+                        va=64 * (DATA_BASE + 40), rkey=MR_KEY, dma_length=64)
+    run = run_responder([_read(100, DATA_BASE, 600), write], mem, mr, qpc_base=QPC_BASE,
+                        read_words=64, latency=25, o_stall=0.2, rd_stall=0.2, seed=3)
+    frames = _frames(run)
+    assert frames[:3] == _expected_responses(mem, 100, DATA_BASE, 600, 8, 8)
+    assert frames[3][42] == OP.RC_ACKNOWLEDGE.value
+    assert int.from_bytes(frames[3][51:54], "big") == 103
+    assert run.counters["frames_ok"] == 2 and run.counters["psn_nak"] == 0
+
+
+def test_repeated_read_is_read_again_and_answered_with_its_psn():
+    rng = random.Random(7)
+    mem, mr = _setup(rng)
+    run = run_responder([_read(100, DATA_BASE, 64), _read(101, DATA_BASE + 1, 700),
+                         _read(100, DATA_BASE, 64)], mem, mr, qpc_base=QPC_BASE,
+                        read_words=128, latency=20)
+    frames = _frames(run)
+    first = _expected_responses(mem, 100, DATA_BASE, 64, 8, 9)
+    second = _expected_responses(mem, 101, DATA_BASE + 1, 700, 9, 9)
+    again = _expected_responses(mem, 100, DATA_BASE, 64, 9, 9)    # the current MSN
+    assert frames == first + second + again
+    assert run.counters["duplicates"] == 1 and run.counters["read_reqs"] == 3
+
+
+@pytest.mark.parametrize("kind", ["rkey", "no_right", "beyond", "unaligned"])
+def test_bad_read_is_naked_remote_access_and_nothing_else_changes(kind):
+    rng = random.Random(11)
+    mem, mr = _setup(rng)
+    bad = {"rkey": _read(100, DATA_BASE, 64, rkey=MR_KEY ^ 0x100),
+           "no_right": _read(100, DATA_BASE, 64, rkey=READ_ONLY_KEY),
+           "beyond": _read(100, DATA_BASE + 60, 5 * 64),
+           "unaligned": read_request_frame(A, B, 0x100, 3, 100, 64 * DATA_BASE + 8, MR_KEY,
+                                           64)}[kind]
+    run = run_responder([bad, _read(101, DATA_BASE, 64)], mem, mr, qpc_base=QPC_BASE,
+                        read_words=128)
+    frames = _frames(run)
+    assert frames[0][42] == OP.RC_ACKNOWLEDGE.value
+    assert frames[0][54] == Syndrome.NAK_REMOTE_ACCESS.value
+    assert frames[1:] == _expected_responses(mem, 101, DATA_BASE, 64, 8, 9)
+    assert run.counters["access_nak"] == 1 and run.counters["read_reqs"] == 1
+    assert run.mem == {**mem, **run.mem} and not run.writes
+
+
+def test_without_read_words_a_read_request_is_malformed():
+    rng = random.Random(3)
+    mem, mr = _setup(rng)
+    run = run_responder([_read(100, DATA_BASE, 64)], mem, mr, qpc_base=QPC_BASE)
+    assert run.counters["malformed"] == 1 and not run.acks
+
+
+@pytest.mark.parametrize("bad", [32, 96, 2048, -1, True, "128"])
+def test_bad_read_words_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match="read_words"):
+        Responder(read_words=bad)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_reads_and_writes_with_stalls(seed):
+    """READs of random lengths (0 to 3000 bytes) and WRITEs in PSN order on one QP, with
+    a repeated READ now and then, stalls on ``o`` and the host read and write ports:
+    RTL = model in every cycle; the responses are IBTA's and pass the independent
+    scapy + zlib checks."""
+    rng = random.Random(seed)
+    mem, mr = _setup(rng, pmtu_log2=8 + seed)
+    frames, want, psn, msn = [], [], 100, 7
+    done = []                                   # (psn, va word, length) of READs sent
+    for _ in range(8):
+        if done and rng.random() < 0.2:
+            p, w, n = rng.choice(done)
+            frames.append(_read(p, w, n))
+            want += _expected_responses(mem, p, w, n, msn, 8 + seed)
+        elif rng.random() < 0.7:
+            n = rng.choice([0, 1, 63, 64, 65, 256, 700, 3000 - 64 * 8])
+            w = DATA_BASE + rng.randrange(8)
+            frames.append(_read(psn, w, n))
+            msn += 1
+            want += _expected_responses(mem, psn, w, n, msn, 8 + seed)
+            done.append((psn, w, n))
+            psn += read_packets(n, 8 + seed)
+        else:
+            frames.append(write_frame(OP.RC_RDMA_WRITE_ONLY, A, B, 0x100, 3, psn,
+                                      rng.random() < 0.5, rng.randbytes(40),
+                                      va=64 * (DATA_BASE + 60), rkey=MR_KEY, dma_length=40))
+            psn, msn = psn + 1, msn + 1
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=64, latency=40,
+                        o_stall=0.3, rd_stall=0.3, wr_stall=0.3, seed=seed)
+    got = [fr for fr in _frames(run) if 0x0D <= fr[42] <= 0x10]
+    assert got == want
+    assert not [p for _, p in wire_problems(_frames(run)) if p]
