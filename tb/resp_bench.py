@@ -107,7 +107,7 @@ class Run:
 def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
                   depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
                   o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000, mr_cache=0,
-                  read_words=0):
+                  read_words=0, header="roce"):
     """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
 
     ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
@@ -115,12 +115,12 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     difference; returns a :class:`Run`. ``mr_cache``: the responder's parameter (when
     not 0 the MR table goes into the host memory, :func:`mr_table_in_host`, and the
     MR cache's counters are compared too). ``read_words``: the responder's parameter
-    (RDMA READ; its counters are compared too).
+    (RDMA READ; its counters are compared too). ``header``: the framing.
     """
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, mr_cache=mr_cache,
+    dut = Responder(cache_entries, depth, mr_entries, header=header, mr_cache=mr_cache,
                     read_words=read_words, **sizes)
     mr_base = mr_table_base(depth, mr_entries)
     if mr_cache:
@@ -131,7 +131,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
             [{}] * (mr_entries - len(mr_table))
     model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
                            mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base,
-                           read_words=read_words, **sizes)
+                           read_words=read_words, header=header, **sizes)
     rng = random.Random(seed)
     stalls = {}
 

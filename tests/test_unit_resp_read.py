@@ -12,7 +12,7 @@ from pymodel.rdma.frames import read_request_frame, read_response_frame, write_f
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode, Syndrome
 from spec.rdma_responder import read_packets
-from tb.rdma.wirecheck import wire_problems
+from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.resp_bench import run_responder
 from tb.resp_frames import A, B
 
@@ -37,8 +37,9 @@ def _setup(rng, pmtu_log2=9, expected_psn=100, msn=7, qpn=3):
     return mem, mr
 
 
-def _read(psn, va_word, length, rkey=MR_KEY, qpn=3):
-    return read_request_frame(A, B, 0x100, qpn, psn, 64 * va_word, rkey, length)
+def _read(psn, va_word, length, rkey=MR_KEY, qpn=3, header="roce"):
+    return read_request_frame(A, B, 0x100, qpn, psn, 64 * va_word, rkey, length,
+                              header=header)
 
 
 def _frames(run):
@@ -46,7 +47,7 @@ def _frames(run):
                             for _, b in run.acks], 64)
 
 
-def _expected_responses(mem, psn, va_word, length, msn, pmtu_log2):
+def _expected_responses(mem, psn, va_word, length, msn, pmtu_log2, header="roce"):
     """The READ RESPONSE frames IBTA prescribes: the data cut at the MTU, one PSN each
     from the request's, opcodes ONLY or FIRST/MIDDLE.../LAST, an AETH (ACK, the MSN)
     on all but MIDDLE."""
@@ -61,7 +62,7 @@ def _expected_responses(mem, psn, va_word, length, msn, pmtu_log2):
               OP.RC_RDMA_READ_RESPONSE_LAST if k == n - 1 else
               OP.RC_RDMA_READ_RESPONSE_MIDDLE)
         out.append(read_response_frame(op, B, A, 3, 0x77, psn + k, Syndrome.ACK, msn,
-                                       data[k * mtu:(k + 1) * mtu]))
+                                       data[k * mtu:(k + 1) * mtu], header=header))
     return out
 
 
@@ -177,3 +178,20 @@ def test_random_reads_and_writes_with_stalls(seed):
     got = [fr for fr in _frames(run) if 0x0D <= fr[42] <= 0x10]
     assert got == want
     assert not [p for _, p in wire_problems(_frames(run)) if p]
+
+
+def test_reads_behind_the_scaleup_header():
+    """The same READs behind the 10-byte scale-up header: requests of one beat, responses
+    with the scale-up header (26 or 22 header bytes), RTL = model, IBTA's frames, and
+    every frame good for the independent scale-up checker."""
+    rng = random.Random(9)
+    mem, mr = _setup(rng, pmtu_log2=8)
+    reads = [(100, DATA_BASE, 600), (103, DATA_BASE + 1, 0), (104, DATA_BASE + 2, 70)]
+    run = run_responder([_read(p, w, n, header="scaleup") for p, w, n in reads], mem, mr,
+                        qpc_base=QPC_BASE, read_words=64, header="scaleup", o_stall=0.2)
+    want = []
+    for k, (p, w, n) in enumerate(reads):
+        want += _expected_responses(mem, p, w, n, 8 + k, 8, header="scaleup")
+    frames = _frames(run)
+    assert frames == want
+    assert not [fr for fr in frames if scaleup_problems(fr)]
