@@ -42,7 +42,8 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
            "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
-           "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets"]
+           "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets",
+           "ATOMIC_SLOTS"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -113,10 +114,21 @@ READ_DATA_ID = 2
 #: flight: at the ``pcie`` profile's 560-cycle reads (:data:`spec.host.PROFILES`) 256
 #: words keep about 256 / 560 words a cycle (29 B/cycle) coming (Little's law).
 READ_WORDS_RANGE = (64, 1024)
-#: Counters of the READ path (ports of the responder when ``read_words`` > 0, not part of
-#: :data:`RESPONDER_COUNTERS`, so that rows without READ keep their keys): READ requests
-#: executed (first time or repeated) and READ RESPONSE frames sent.
-READ_COUNTERS = ("read_reqs", "read_frames")
+#: Counters of the READ and atomic path (ports of the responder when ``read_words`` > 0,
+#: not part of :data:`RESPONDER_COUNTERS`, so that rows without READ keep their keys):
+#: READ requests executed (first time or repeated), READ RESPONSE frames sent, atomics
+#: executed, repeated atomics answered from their saved result.
+READ_COUNTERS = ("read_reqs", "read_frames", "atomics", "atomic_replays")
+#: Saved atomic results (the responder's resources for atomics): the QPN, PSN and
+#: original value of the last ``ATOMIC_SLOTS`` atomics executed, all QPs, replaced in
+#: turn; a repeated atomic (PSN behind the expected one) found here is answered with the
+#: saved value and not executed again, one not found is dropped (IBTA Vol 1 section
+#: 9.7.5.1.1 and o9-28: a duplicate atomic must not be executed again; Linux rxe drops
+#: one whose resource it no longer holds, rxe_resp.c ``duplicate_request``). 16 as the
+#: responder resources mlx5 reports per QP (``max_qp_rd_atom`` 16 in ``ibv_devinfo -v``
+#: of ConnectX adapters, ``1 << log_max_ra_res_qp``, drivers/infiniband/hw/mlx5/main.c);
+#: here shared by all QPs.
+ATOMIC_SLOTS = 16
 
 
 def check_read_words(read_words):

@@ -192,7 +192,9 @@ def verify_job_layout(head_bytes=HEAD_BYTES, reads=False):
     frame's bytes 54 to 127 (:data:`HEAD_BYTES`; with the scale-up header 22 to 127,
     ``head_bytes`` = 106: :attr:`spec.formats.scaleup.Framing.head_bytes`). With
     ``reads`` (a responder that executes RDMA READ) one more field, ``read``: the frame
-    is a READ request (then ``reth`` and ``last`` are set too).
+    is a READ request (then ``reth`` and ``last`` are set too); ``atomic``: an atomic
+    (``cmp``: COMPARE & SWAP, else FETCH & ADD; ``last`` set, ``reth`` not; ``va`` and
+    ``rkey`` from its AtomicETH, the operands in ``data``).
     """
     fields = {
         "check": 1, "rest": range(REST_MAX + 1), "qpn": QPN_BITS, "entry": ENTRY_BITS,
@@ -201,7 +203,7 @@ def verify_job_layout(head_bytes=HEAD_BYTES, reads=False):
         "plen": 17, "data": 8 * head_bytes,
     }
     if reads:
-        fields["read"] = 1
+        fields.update(read=1, atomic=1, cmp=1)
     return data.StructLayout(fields)
 
 
@@ -220,11 +222,15 @@ def ack_layout(reads=False):
     addressing, PSN, AETH syndrome and MSN. With ``reads`` (a responder that executes
     RDMA READ) the same FIFO carries READs to answer, in order with the ACKs: ``read``
     set, ``va`` and ``length`` (bytes) of the data, ``pmtu_log2`` of the QP, ``psn`` of
-    the first response packet, ``msn`` for the AETHs."""
+    the first response packet, ``msn`` for the AETHs; and atomics: ``atomic`` set, ``cmp``
+    (COMPARE & SWAP), ``va``, the operands ``swap`` (or the add value) and ``compare``;
+    with ``replay`` the atomic is not executed and ``swap`` is the saved original value
+    to answer with."""
     fields = {
         "dmac": 48, "smac": 48, "sip": 32, "dip": 32, "src_qp": QPN_BITS,
         "dest_qp": QPN_BITS, "psn": PSN_BITS, "syndrome": 8, "msn": MSN_BITS,
     }
     if reads:
-        fields.update(read=1, va=64, length=32, pmtu_log2=4)
+        fields.update(read=1, va=64, length=32, pmtu_log2=4, atomic=1, replay=1, cmp=1,
+                      swap=64, compare=64)
     return data.StructLayout(fields)

@@ -8,7 +8,14 @@ import pytest
 
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, pack_beat
-from pymodel.rdma.frames import read_request_frame, read_response_frame, write_frame
+from pymodel.rdma.frames import write_frame
+from pymodel.rdma.read_frames import (
+    atomic_ack_frame,
+    atomic_request_frame,
+    read_request_frame,
+    read_response_frame,
+)
+from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode, Syndrome
 from spec.rdma_responder import read_packets
@@ -145,6 +152,13 @@ def test_bad_read_words_is_refused_naming_it(bad):
         Responder(read_words=bad)
 
 
+def test_read_words_with_an_mr_cache_is_refused_naming_it():
+    with pytest.raises(ValueError, match="read_words"):
+        Responder(read_words=128, mr_cache=16)
+    with pytest.raises(ValueError, match="read_words"):
+        ResponderModel(read_words=128, mr_cache=16)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_reads_and_writes_with_stalls(seed):
     """READs of random lengths (0 to 3000 bytes) and WRITEs in PSN order on one QP, with
@@ -195,3 +209,90 @@ def test_reads_behind_the_scaleup_header():
     frames = _frames(run)
     assert frames == want
     assert not [fr for fr in frames if scaleup_problems(fr)]
+
+
+def test_read_sees_the_write_before_it():
+    """A WRITE, then at once a READ of the same bytes: the READ's data read waits until
+    the WRITE's words have left for the host, so the response carries the new bytes."""
+    rng = random.Random(13)
+    mem, mr = _setup(rng)
+    payload = rng.randbytes(150)
+    write = write_frame(OP.RC_RDMA_WRITE_ONLY, A, B, 0x100, 3, 100, False, payload,
+                        va=64 * (DATA_BASE + 4), rkey=MR_KEY, dma_length=150)
+    run = run_responder([write, _read(101, DATA_BASE + 4, 150)], mem, mr,
+                        qpc_base=QPC_BASE, read_words=64, wr_stall=0.5, seed=4)
+    want = read_response_frame(OP.RC_RDMA_READ_RESPONSE_ONLY, B, A, 3, 0x77, 101,
+                               Syndrome.ACK, 9, payload)
+    assert _frames(run) == [want]
+
+
+ATOMIC_KEY = 0x1234_5603        # MR index 3: remote atomic allowed
+
+
+def _atomic_setup(rng):
+    mem, mr = _setup(rng)
+    mr[3] = pack(MR_LAYOUT, dict(valid=1, remote_atomic=1, key=ATOMIC_KEY,
+                                 base=64 * DATA_BASE, length=64 * 64))
+    return mem, mr
+
+
+def _atomic(op, psn, va, swap, compare=0, rkey=ATOMIC_KEY):
+    return atomic_request_frame(op, A, B, 0x100, 3, psn, va, rkey, swap, compare)
+
+
+def _u64(mem, va):
+    word = mem.get(va // 64, 0)
+    return word >> (8 * (va % 64)) & ((1 << 64) - 1)
+
+
+def test_atomics_execute_once_and_a_repeat_is_answered_from_the_saved_result():
+    """FETCH & ADD, COMPARE & SWAP (equal, then not), a WRITE and a READ of the same
+    word after them, then the first FETCH & ADD again (its ACK was lost): answered with
+    the same original value, not executed again. Expected values from the arithmetic
+    IBTA defines (9.4.5: the original value returned, add modulo 2**64; swap when
+    equal), on the memory as the test set it."""
+    rng = random.Random(21)
+    mem, mr = _atomic_setup(rng)
+    va = 64 * (DATA_BASE + 5) + 16
+    v0 = _u64(mem, va)
+    add, swap = (1 << 64) - 3, 0x1122334455667788
+    v1 = (v0 + add) & ((1 << 64) - 1)
+    frames = [_atomic(OP.RC_FETCH_ADD, 100, va, add),
+              _atomic(OP.RC_CMP_SWAP, 101, va, swap, compare=v1),
+              _atomic(OP.RC_CMP_SWAP, 102, va, 5, compare=v1),       # not equal now
+              _read(103, DATA_BASE + 5, 64),
+              _atomic(OP.RC_FETCH_ADD, 100, va, add)]                 # repeated
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=64, latency=30,
+                        o_stall=0.2, rd_stall=0.2, wr_stall=0.2, seed=2)
+    got = _frames(run)
+    want_orig = [v0, v1, swap]
+    for k, orig in enumerate(want_orig):
+        assert got[k] == atomic_ack_frame(B, A, 3, 0x77, 100 + k, Syndrome.ACK, 8 + k, orig)
+    word = mem[DATA_BASE + 5] & ~(((1 << 64) - 1) << 128) | swap << 128
+    assert got[3] == read_response_frame(OP.RC_RDMA_READ_RESPONSE_ONLY, B, A, 3, 0x77, 103,
+                                         Syndrome.ACK, 11, word.to_bytes(64, "little"))
+    assert got[4] == atomic_ack_frame(B, A, 3, 0x77, 100, Syndrome.ACK, 11, v0)
+    assert _u64(run.mem, va) == swap                    # executed once each
+    assert run.counters["atomics"] == 3 and run.counters["atomic_replays"] == 1
+    assert not [p for _, p in wire_problems(got) if p]
+
+
+@pytest.mark.parametrize("kind", ["misaligned", "rkey", "no_right", "beyond"])
+def test_bad_atomic_is_naked_and_nothing_is_written(kind):
+    rng = random.Random(23)
+    mem, mr = _atomic_setup(rng)
+    va = 64 * (DATA_BASE + 2)
+    bad = {"misaligned": _atomic(OP.RC_FETCH_ADD, 100, va + 4, 1),
+           "rkey": _atomic(OP.RC_FETCH_ADD, 100, va, 1, rkey=ATOMIC_KEY ^ 0x100),
+           "no_right": _atomic(OP.RC_FETCH_ADD, 100, va, 1, rkey=MR_KEY),
+           "beyond": _atomic(OP.RC_FETCH_ADD, 100, 64 * (DATA_BASE + 64), 1)}[kind]
+    run = run_responder([bad, _atomic(OP.RC_FETCH_ADD, 101, va, 1)], mem, mr,
+                        qpc_base=QPC_BASE, read_words=64)
+    got = _frames(run)
+    want = (Syndrome.NAK_INVALID_REQUEST if kind == "misaligned"
+            else Syndrome.NAK_REMOTE_ACCESS)
+    assert got[0][42] == OP.RC_ACKNOWLEDGE.value and got[0][54] == want.value
+    assert got[1] == atomic_ack_frame(B, A, 3, 0x77, 101, Syndrome.ACK, 8, _u64(mem, va))
+    assert run.counters["access_nak"] == 1 and run.counters["atomics"] == 1
+    assert [w for _, w in run.writes] == [dict(addr=DATA_BASE + 2, data=_u64(mem, va) + 1,
+                                               be=0xFF, last=1, mark=0, tag=0)]

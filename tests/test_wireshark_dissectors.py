@@ -9,13 +9,8 @@ import pytest
 
 from pymodel.fields import field_slot
 from pymodel.nic.frames import build_frame
-from pymodel.rdma.frames import (
-    Endpoint,
-    ack_frame,
-    read_request_frame,
-    read_response_frame,
-    write_frame,
-)
+from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
+from pymodel.rdma.read_frames import atomic_ack_frame, read_request_frame, read_response_frame
 from spec.formats.nic import compact_header_layout
 from spec.formats.roce import OpCode, bswap
 from spec.formats.scaleup import SU_ACK_HEADER, SU_WRITE_RETH_HEADER
@@ -83,8 +78,9 @@ def test_scaleup_dissector_reads_every_field_where_the_layout_puts_it():
 
 
 def test_scaleup_dissector_reads_read_requests_and_responses():
-    """READ REQUEST (BTH + RETH, no payload) and READ RESPONSE FIRST/MIDDLE/LAST/ONLY
-    (an AETH but on MIDDLE) behind the scale-up header."""
+    """READ REQUEST (BTH + RETH, no payload), READ RESPONSE FIRST/MIDDLE/LAST/ONLY (an
+    AETH but on MIDDLE) and ATOMIC ACKNOWLEDGE (AETH, then the AtomicAckETH as payload)
+    behind the scale-up header."""
     rng = random.Random(5)
     frames = [read_request_frame(A, B, 7, 0x123456, 41, rng.randrange(1 << 64),
                                  rng.randrange(1 << 32), 3000, header="scaleup")]
@@ -96,6 +92,9 @@ def test_scaleup_dissector_reads_read_requests_and_responses():
         frames.append(read_response_frame(op, B, A, 9, 0x654321, 42, 0x1F, 5,
                                           rng.randbytes(97), header="scaleup"))
         kinds.append(kind)
+    frames.append(atomic_ack_frame(B, A, 9, 0x654321, 43, 0x1F, 6, rng.getrandbits(64),
+                                   header="scaleup"))
+    kinds.append("ack")
     got = dissect("scripts/wireshark/scaleup.lua", "USER0", frames)
     for frame, kind, fields in zip(frames, kinds, got, strict=True):
         layout = SU_ACK_HEADER if kind == "ack" else SU_WRITE_RETH_HEADER

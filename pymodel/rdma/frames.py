@@ -43,8 +43,7 @@ from spec.formats.scaleup import (
 )
 
 __all__ = ["Endpoint", "udp_sport", "ipv4_checksum", "icrc", "icrc_of", "scaleup_icrc",
-           "write_frame", "ack_frame", "with_fcs", "ETH_OVERHEAD", "read_request_frame",
-           "read_response_headers", "read_response_frame"]
+           "write_frame", "ack_frame", "with_fcs", "ETH_OVERHEAD"]
 
 _PSN_MASK = (1 << PSN_BITS) - 1
 _MSN_MASK = (1 << MSN_BITS) - 1
@@ -327,56 +326,3 @@ def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn, header="roce"):
     frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
     return with_fcs(frame + icrc(frame))
 
-
-_READ_AETH = frozenset((OpCode.RC_RDMA_READ_RESPONSE_FIRST.value,
-                        OpCode.RC_RDMA_READ_RESPONSE_LAST.value,
-                        OpCode.RC_RDMA_READ_RESPONSE_ONLY.value))
-_READ_PLAIN = frozenset((OpCode.RC_RDMA_READ_RESPONSE_MIDDLE.value,))
-
-
-def read_request_frame(src, dst, src_qp, dest_qp, psn, va, rkey, dma_length, ack_req=True,
-                       header="roce"):
-    """An RDMA READ request (BTH + RETH, no payload) with ICRC and FCS. Ref: IBTA Vol 1
-    table 38 (opcode 0x0C) and section 9.3.3 (RETH: the remote VA, rkey and the DMA
-    length to read)."""
-    bth = _bth_word(OpCode.RC_RDMA_READ_REQUEST.value, dest_qp, psn, ack_req, 0)
-    reth = _reth_word(va, rkey, dma_length)
-    if header != "roce" and check_header(header) is Header.SCALEUP:
-        frame = _su_headers(SU_WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + 4, bth, reth,
-                            "reth")
-        return with_fcs(frame + scaleup_icrc(frame))
-    frame = _headers(WRITE_RETH_HEADER, src, dst, src_qp, 12 + 16 + 4, bth, reth, "reth")
-    return with_fcs(frame + icrc(frame))
-
-
-def read_response_headers(opcode, src, dst, src_qp, dest_qp, psn, syndrome, msn, length,
-                          header="roce"):
-    """The headers of an RDMA READ RESPONSE frame of ``length`` payload bytes: BTH and,
-    on FIRST / LAST / ONLY, an AETH (``syndrome``, ``msn``). Ref: IBTA Vol 1 table 38
-    (opcodes 0x0D-0x10) and section 9.3.5 (AETH)."""
-    value = OpCode(opcode).value
-    pad = -length % 4
-    bth = _bth_word(value, dest_qp, psn, False, pad)
-    su = header != "roce" and check_header(header) is Header.SCALEUP
-    body = length + pad + 4
-    if value in _READ_AETH:
-        aeth = _aeth_word(int(getattr(syndrome, "value", syndrome)), msn)
-        if su:
-            return _su_headers(SU_ACK_HEADER, src, dst, src_qp, 12 + 4 + body, bth, aeth,
-                               "aeth")
-        return _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + body, bth, aeth, "aeth")
-    if value not in _READ_PLAIN:
-        raise ValueError(f"opcode must be an RDMA READ RESPONSE opcode, not "
-                         f"{OpCode(value)!r}")
-    if su:
-        return _su_headers(SU_WRITE_HEADER, src, dst, src_qp, 12 + body, bth)
-    return _headers(WRITE_HEADER, src, dst, src_qp, 12 + body, bth)
-
-
-def read_response_frame(opcode, src, dst, src_qp, dest_qp, psn, syndrome, msn, payload,
-                        header="roce"):
-    """An RDMA READ RESPONSE frame with ICRC and FCS (payload padded to 4 bytes)."""
-    frame = read_response_headers(opcode, src, dst, src_qp, dest_qp, psn, syndrome, msn,
-                                  len(payload), header)
-    frame += bytes(payload) + b"\0" * (-len(payload) % 4)
-    return with_fcs(frame + icrc_of(header)(frame))

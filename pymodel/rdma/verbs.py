@@ -215,18 +215,18 @@ class Verbs:
         return unpack(QPC_LAYOUT, (dyn & QPC_DYNAMIC_MASK) | (static & ~QPC_DYNAMIC_MASK))
 
     def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5, base=None,
-               remote_read=False):
+               remote_read=False, remote_atomic=False):
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``.
         ``base``: the byte address of a buffer registered before, for a second MR over
-        it (nothing is allocated); ``remote_read``: RDMA READ allowed
-        (``IBV_ACCESS_REMOTE_READ``)."""
+        it (nothing is allocated); ``remote_read``, ``remote_atomic``: RDMA READ and the
+        atomics allowed (``IBV_ACCESS_REMOTE_READ``, ``IBV_ACCESS_REMOTE_ATOMIC``)."""
         if base is None:
             base = self._alloc_b(-(-nbytes // _W)) * _W
             self.mrs.append((base, nbytes))
         rkey = key_tag << _MR_INDEX_BITS | index
         self.mr_table[index % self.mr_entries] = pack(
             MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
-            length=nbytes, remote_read=int(remote_read))
+            length=nbytes, remote_read=int(remote_read), remote_atomic=int(remote_atomic))
         return base, rkey
 
     def post_write(self, qp, payload, raddr, rkey, wr_id, signalled=True, inline=False,

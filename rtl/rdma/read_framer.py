@@ -36,15 +36,19 @@ def response_layout():
 
 
 def has_aeth(opcode):
-    """READ RESPONSE FIRST, LAST and ONLY carry an AETH, MIDDLE does not (IBTA Vol 1
-    table 38)."""
+    """READ RESPONSE FIRST, LAST and ONLY and ATOMIC ACKNOWLEDGE carry an AETH, READ
+    RESPONSE MIDDLE does not (IBTA Vol 1 table 38)."""
     return ((opcode == OpCode.RC_RDMA_READ_RESPONSE_FIRST)
             | (opcode == OpCode.RC_RDMA_READ_RESPONSE_LAST)
-            | (opcode == OpCode.RC_RDMA_READ_RESPONSE_ONLY))
+            | (opcode == OpCode.RC_RDMA_READ_RESPONSE_ONLY)
+            | (opcode == OpCode.RC_ATOMIC_ACKNOWLEDGE))
 
 
 class ReadResponseFramer(wiring.Component):
     """Turn a response descriptor and its payload words into one frame (no ICRC, no FCS).
+
+    An ATOMIC ACKNOWLEDGE is framed as a READ RESPONSE ONLY of 8 bytes (its AtomicAckETH,
+    big endian, in the payload word's first bytes) with opcode 0x12.
 
     Ports
     -----

@@ -35,7 +35,9 @@ local f = {
         [0x08] = "RC RDMA WRITE LAST", [0x0A] = "RC RDMA WRITE ONLY",
         [0x0C] = "RC RDMA READ REQUEST", [0x0D] = "RC RDMA READ RESPONSE FIRST",
         [0x0E] = "RC RDMA READ RESPONSE MIDDLE", [0x0F] = "RC RDMA READ RESPONSE LAST",
-        [0x10] = "RC RDMA READ RESPONSE ONLY", [0x11] = "RC ACKNOWLEDGE"}),
+        [0x10] = "RC RDMA READ RESPONSE ONLY", [0x11] = "RC ACKNOWLEDGE",
+        [0x12] = "RC ATOMIC ACKNOWLEDGE", [0x13] = "RC COMPARE SWAP",
+        [0x14] = "RC FETCH ADD"}),
     pad = ProtoField.uint8("scaleup.bth.pad_count", "Pad count", base.DEC, nil, 0x30),
     tver = ProtoField.uint8("scaleup.bth.tver", "Transport version", base.DEC, nil, 0x0F),
     pkey = ProtoField.uint16("scaleup.bth.pkey", "P_Key", base.HEX),
@@ -56,9 +58,11 @@ su.fields = {f.dst, f.src, f.type, f.hop_limit, f.length, f.entropy, f.opcode, f
              f.syndrome, f.msn, f.payload, f.icrc, f.fcs}
 
 -- IBTA Vol 1 table 38: a RETH follows the BTH of WRITE FIRST/ONLY and READ REQUEST, an
--- AETH that of ACKNOWLEDGE and READ RESPONSE FIRST/LAST/ONLY.
+-- AETH that of ACKNOWLEDGE, READ RESPONSE FIRST/LAST/ONLY and ATOMIC ACKNOWLEDGE (whose
+-- AtomicAckETH, like the atomics' AtomicETH, is shown as payload).
 local RETH_OPCODES = {[0x06] = true, [0x0A] = true, [0x0C] = true}
-local AETH_OPCODES = {[0x11] = true, [0x0D] = true, [0x0F] = true, [0x10] = true}
+local AETH_OPCODES = {[0x11] = true, [0x0D] = true, [0x0F] = true, [0x10] = true,
+                      [0x12] = true}
 
 function su.dissector(tvb, pinfo, tree)
     local n = tvb:len()

@@ -25,6 +25,7 @@ __all__ = [
     "ACK_SYNDROME_ACK",
     "OpCode", "Syndrome", "bswap",
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
+    "ATOMIC_ETH_LAYOUT", "ATOMIC_ACK_ETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
     "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
     "QPC_DYNAMIC_FIELDS", "QPC_DYNAMIC_MASK", "QPC_BYTES_CHOICES", "QPC_BYTES_DEFAULT",
@@ -69,7 +70,9 @@ class OpCode(enum.Enum, shape=8):
     READ responses 0x0D-0x10, FIRST and LAST and ONLY with an AETH, MIDDLE with none);
     the same values in Wireshark's InfiniBand dissector (epan/dissectors/
     packet-infiniband.h, ``RC_RDMA_READ_REQUEST`` ... ``RC_RDMA_READ_RESPONSE_ONLY``)
-    and Linux rxe (drivers/infiniband/sw/rxe/rxe_opcode.c, ``IB_OPCODE_RC_RDMA_READ_*``).
+    and Linux rxe (drivers/infiniband/sw/rxe/rxe_opcode.c, ``IB_OPCODE_RC_RDMA_READ_*``);
+    ATOMIC ACKNOWLEDGE 0x12 (BTH + AETH + AtomicAckETH), COMPARE & SWAP 0x13 and FETCH &
+    ADD 0x14 (BTH + AtomicETH).
     """
     RC_RDMA_WRITE_FIRST = 0x06
     RC_RDMA_WRITE_MIDDLE = 0x07
@@ -81,6 +84,9 @@ class OpCode(enum.Enum, shape=8):
     RC_RDMA_READ_RESPONSE_LAST = 0x0F
     RC_RDMA_READ_RESPONSE_ONLY = 0x10
     RC_ACKNOWLEDGE = 0x11
+    RC_ATOMIC_ACKNOWLEDGE = 0x12
+    RC_CMP_SWAP = 0x13
+    RC_FETCH_ADD = 0x14
 
 
 class Syndrome(enum.Enum, shape=8):
@@ -126,6 +132,14 @@ BTH_LAYOUT = data.StructLayout({
 #: RDMA Extended Transport Header. Ref: IBTA Vol 1 section 9.3.3. 16 bytes, wire order.
 RETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "dma_length": 32})
 
+#: Atomic Extended Transport Header of COMPARE & SWAP and FETCH & ADD: the remote VA
+#: (8-byte aligned), rkey, the swap (or add) operand and the compare operand, all big
+#: endian. Ref: IBTA Vol 1 section 9.3.4; Linux rxe ``struct rxe_atmeth``
+#: (drivers/infiniband/sw/rxe/rxe_hdr.h). 28 bytes, wire order.
+ATOMIC_ETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "swap_add": 64, "compare": 64})
+#: Atomic ACK Extended Transport Header: the original value at the VA. Ref: IBTA Vol 1
+#: section 9.3.6; Linux rxe ``struct rxe_atmack``. 8 bytes, wire order.
+ATOMIC_ACK_ETH_LAYOUT = data.StructLayout({"orig": 64})
 #: ACK Extended Transport Header. Ref: IBTA Vol 1 section 9.3.5. 4 bytes; ``msn`` in
 #: wire order.
 AETH_LAYOUT = data.StructLayout({"syndrome": 8, "msn": MSN_BITS})
@@ -261,10 +275,12 @@ QPC_LAYOUT = data.StructLayout({
 #: table, fully cached), indexed by the low bits of the rkey. ``key`` must equal the
 #: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE,
 #: ``remote_read`` the one checked for RDMA READ (``IBV_ACCESS_REMOTE_WRITE`` and
-#: ``IBV_ACCESS_REMOTE_READ`` of ``ibv_reg_mr``; IBTA Vol 1 section 10.6.3.2, the access
+#: ``IBV_ACCESS_REMOTE_READ`` of ``ibv_reg_mr``; ``remote_atomic`` the one checked for the
+#: atomics, ``IBV_ACCESS_REMOTE_ATOMIC``; IBTA Vol 1 section 10.6.3.2, the access
 #: rights of a memory region).
 MR_LAYOUT = data.StructLayout({
     "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32, "remote_read": 1,
+    "remote_atomic": 1,
 })
 
 #: The context fields the engines' pipeline stages rewrite (the context caches' groups:

@@ -25,6 +25,9 @@ _WRITES = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_MIDDLE.value,
 _RETH = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
 _LAST = {OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
 _READ = OpCode.RC_RDMA_READ_REQUEST.value
+_ATOMICS = {OpCode.RC_CMP_SWAP.value, OpCode.RC_FETCH_ADD.value}
+#: Bytes of the AtomicETH (IBTA Vol 1 section 9.3.4).
+_ATOMIC_ETH_BYTES = 28
 #: Rejection reasons of this stage, in check order.
 REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad")
 
@@ -53,16 +56,22 @@ def parse_scaleup_header(entry, reads=False):
     su_len = bswap(h["su.length"], 2)
     opcode = h["bth.opcode"]
     read = reads and opcode == _READ
+    atomic = reads and opcode in _ATOMICS
     reth = opcode in _RETH or read
-    overhead = BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0) + h["bth.pad_count"]
+    overhead = BTH_BYTES + ICRC_BYTES + _ext(reth, atomic) + h["bth.pad_count"]
     header_ok = (h["su.type"] == ScaleUpType.BTH.value and h["bth.tver"] == 0
-                 and _size_ok(opcode, read, su_len, overhead))
+                 and _size_ok(opcode, read or atomic, su_len, overhead))
     return _verdict(entry, h, entry["length"] == _SU.outer + su_len + 4, header_ok,
                     su_len - overhead, raw >> (8 * _SU.plain_bytes), reads)
 
 
+def _ext(reth, atomic):
+    """Bytes of the extended header after the BTH: a RETH, an AtomicETH or none."""
+    return RETH_BYTES if reth else _ATOMIC_ETH_BYTES if atomic else 0
+
+
 def _size_ok(opcode, read, ip_len, overhead):
-    """A WRITE carries payload, a READ request none."""
+    """A WRITE carries payload, a READ or atomic request (``read``) none."""
     return (opcode in _WRITES and ip_len > overhead) or (read and ip_len == overhead)
 
 
@@ -77,14 +86,15 @@ def parse_header(entry, header="roce", reads=False):
     ip_len = int.from_bytes(b[16:18], "big")
     opcode = h["bth.opcode"]
     read = reads and opcode == _READ
+    atomic = reads and opcode in _ATOMICS
     reth = opcode in _RETH or read
-    overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0)
+    overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + _ext(reth, atomic)
                 + h["bth.pad_count"])
     header_ok = (int.from_bytes(b[12:14], "big") == ETHERTYPE_IPV4
                  and h["ip.version"] == 4 and h["ip.ihl"] == 5
                  and h["ip.protocol"] == IP_PROTO_UDP
                  and int.from_bytes(b[36:38], "big") == ROCE_UDP_PORT
-                 and h["bth.tver"] == 0 and _size_ok(opcode, read, ip_len, overhead)
+                 and h["bth.tver"] == 0 and _size_ok(opcode, read or atomic, ip_len, overhead)
                  and not entry["single"])
     return _verdict(entry, h, entry["length"] == 14 + ip_len + 4, header_ok,
                     ip_len - overhead, int.from_bytes(b[54:128], "little"), reads)
@@ -110,16 +120,17 @@ def _verdict(entry, h, length_ok, header_ok, plen, data, reads=False):
                          "dma_len", "plen", "data"), 0)
     job["rest"] = entry["rest"]
     if reads:
-        job["read"] = 0
+        job.update(read=0, atomic=0, cmp=0)
     if reason is None:
         opcode = h["bth.opcode"]
         read = int(reads and opcode == _READ)
+        atomic = int(reads and opcode in _ATOMICS)
         if reads:
-            job["read"] = read
+            job.update(read=read, atomic=atomic, cmp=int(opcode == OpCode.RC_CMP_SWAP.value))
         job.update(
             check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
             ack_req=h["bth.ack_req"], reth=int(opcode in _RETH or read),
-            last=int(opcode in _LAST or read),
+            last=int(opcode in _LAST or read or atomic),
             va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
             dma_len=bswap(h["reth.dma_length"], 4), plen=plen & 0x1FFFF, data=data)
     return reason, job

@@ -111,6 +111,9 @@ class ResponderModel:
         _check("MR table entries", mr_entries, 2, 256)
         check_mr_cache(mr_cache)
         self.read_words = check_read_words(read_words)
+        if read_words and mr_cache:
+            raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR table "
+                             "(mr_cache 0)")
         reads = self.reads = bool(read_words)
         self.mrc = MrCacheModel(mr_cache, mr_entries) if mr_cache else None
         self.mr_base = mr_base
@@ -142,7 +145,10 @@ class ResponderModel:
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth,
                                          fr.head_bytes)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
-        self.ack = (ResponseSenderModel(f["acks"], f["rdata"], read_words, fr.header.value)
+        wjobs, words = f["wjobs"].q, f["words"].q
+        self.ack = (ResponseSenderModel(f["acks"], f["rdata"], read_words, fr.header.value,
+                                        writes_idle=lambda: not wjobs and not words,
+                                        wr=f["words"], save=self.verify.save)
                     if reads else AckSenderModel(f["acks"], header=fr.header.value))
         self._presented = None
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
@@ -263,6 +269,7 @@ class ResponderModel:
             self.mrc.commit()
         if self.reads:
             self.ack.commit()
+            self.verify.commit_atomics()
         self._presented = None
 
     def next_event(self, c):

@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
-from spec.rdma_responder import RESP_GROUP, SR_WINDOW, read_packets
+from spec.rdma_responder import ATOMIC_SLOTS, RESP_GROUP, SR_WINDOW, read_packets
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
@@ -52,7 +52,15 @@ class VerifyModel:
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
         self.done = Staged(0, size=entries, name="done", log=log)
-        self.count = dict.fromkeys(VERIFY_COUNTERS + (("read_reqs",) if reads else ()), 0)
+        self.count = dict.fromkeys(VERIFY_COUNTERS + (
+            ("read_reqs", "atomics", "atomic_replays") if reads else ()), 0)
+        #: Saved atomic results: ``(qpn, psn, orig)`` per slot (None: empty), the next
+        #: slot to replace, and the fence (an atomic decided, not yet executed).
+        self.saved = [None] * ATOMIC_SLOTS
+        self.saved_next = 0
+        self.fence = False
+        self._fence_next = False
+        self._save = None
 
     def held(self, e):
         """Has entry ``e`` frames placed out of order, or discarded ahead (start of the
@@ -63,8 +71,22 @@ class VerifyModel:
         """Frames of entry ``e`` done (the header check's read; start of the cycle)."""
         return self.done[e]
 
+    def save(self, qpn, psn, orig):
+        """The response sender executed an atomic in this cycle (the RTL's ``save_*``
+        ports): its result goes into the next slot and the fence opens, from the next
+        cycle."""
+        self._save = (qpn, psn, orig)
+
+    def _saved(self, qpn, psn):
+        for slot in self.saved:                 # the lowest slot that matches
+            if slot is not None and slot[0] == qpn and slot[1] == psn:
+                return slot[2]
+        return None
+
     def step(self, c, side):
         out = {"g_we": 0}
+        if self.fence:
+            return out
         mr_hit = True
         if self.mrc is not None and self.i.can_read():
             h = self.i.head()
@@ -96,8 +118,9 @@ class VerifyModel:
         due, new, bits_new, dah_new, nac_new = False, None, None, None, None
         psn, exp = j["psn"], g["expected_psn"]
         read = bool(self.reads and j.get("read"))
+        atomic = bool(self.reads and j.get("atomic"))
         if self.reads:
-            ack["read"] = 0
+            ack.update(read=0, atomic=0, replay=0)
         bits = self.bits[e]
         slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
         in_window = 0 <= slot < SR_WINDOW
@@ -110,6 +133,12 @@ class VerifyModel:
                 verdict, due = "duplicates", bool(j["ack_req"])
                 if self.selective:      # a cumulative ACK: everything before expected
                     ack.update(psn=(exp - 1) & _PSN_MASK)
+                if atomic:              # answered from its saved result, or dropped
+                    orig = self._saved(j["qpn"], psn)
+                    due = orig is not None
+                    if due:
+                        ack.update(psn=psn, atomic=1, replay=1, swap=orig)
+                        self.count["atomic_replays"] += 1
                 if read:                # answered again, or NAKed
                     due = True
                     ack.update(psn=psn)
@@ -137,9 +166,11 @@ class VerifyModel:
             if (self.selective and verdict in ("psn_nak", "out_of_order")
                     and not self.nac[e]):
                 dah_new = 1             # a frame ahead discarded: it will be missing
-        elif not self._access_ok(j, g, side):
+        elif not self._access_ok(j, g, side) or (atomic and j["va"] % 8):
             verdict, due = "access_nak", True
-            ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
+            misaligned = atomic and self._access_ok(j, g, side)
+            ack.update(syndrome=Syndrome.NAK_INVALID_REQUEST.value if misaligned
+                       else Syndrome.NAK_REMOTE_ACCESS.value)
             new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0)
             if bits:
                 bits_new = 0
@@ -147,6 +178,19 @@ class VerifyModel:
                 dah_new = 0
             if self.nac[e]:
                 nac_new = 0
+        elif atomic:                          # executed by the response sender, fenced
+            verdict, due = "frames_ok", True
+            msn = (g["msn"] + 1) & _MSN_MASK
+            data = j["data"].to_bytes(128, "little")
+            ack.update(psn=psn, msn=msn, atomic=1, cmp=j["cmp"], va=j["va"],
+                       swap=int.from_bytes(data[12:20], "big"),
+                       compare=int.from_bytes(data[20:28], "big"),
+                       syndrome=Syndrome.ACK.value)
+            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0, msn=msn)
+            if bits:
+                bits_new = bits >> 1
+            self.count["atomics"] += 1
+            self._fence_next = True
         elif read:                            # its response packets' PSNs, no write
             verdict, due = "frames_ok", True
             n = read_packets(j["dma_len"], ctx["pmtu_log2"])
@@ -210,6 +254,10 @@ class VerifyModel:
         self.count["read_reqs"] += 1
 
     def _access_ok(self, j, g, side):
+        if self.reads and j.get("atomic"):
+            mr = self.env.mr(j["rkey"], side)
+            return bool(mr["valid"] and mr["key"] == j["rkey"] and mr.get("remote_atomic", 0)
+                        and j["va"] >= mr["base"] and j["va"] + 8 <= mr["base"] + mr["length"])
         if not j["reth"]:
             return j["plen"] <= g["resp_left"]
         mr = self._mr if self.mrc is not None else self.env.mr(j["rkey"], side)
@@ -219,7 +267,18 @@ class VerifyModel:
                     and va >= mr["base"] and va + j["dma_len"] <= mr["base"] + mr["length"]
                     and va % 64 == 0 and j["plen"] <= j["dma_len"])
 
+    def commit_atomics(self):
+        """End of the cycle for the fence and the saved results (registers of their
+        own, outside the staged log)."""
+        if self._fence_next:
+            self.fence, self._fence_next = True, False
+        if self._save is not None:
+            self.saved[self.saved_next] = self._save
+            self.saved_next = (self.saved_next + 1) % len(self.saved)
+            self.fence, self._save = False, None
+
     def commit(self):
+        self.commit_atomics()
         self.done.commit()
         self.bits.commit()
         self.dah.commit()

@@ -8,6 +8,7 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.eth_ip_udp import framing_param
 from spec.checks import check_int, reject
 from spec.formats.roce import (
+    ATOMIC_ETH_LAYOUT,
     BTH_BYTES,
     ETHERTYPE_IPV4,
     ICRC_BYTES,
@@ -20,6 +21,7 @@ from spec.formats.roce import (
     WRITE_RETH_HEADER,
     OpCode,
     bswap,
+    header_bytes,
 )
 from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header, ScaleUpType
 from spec.ports import ports_by_name
@@ -28,6 +30,8 @@ from spec.rdma_stages import header_entry_layout, verify_job_layout
 
 __all__ = ["HeaderCheck", "inflight_bits"]
 
+#: Bytes of the AtomicETH (IBTA Vol 1 section 9.3.4).
+ATOMIC_ETH_BYTES = header_bytes(ATOMIC_ETH_LAYOUT)
 HEADER_COUNTERS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")
 
 
@@ -95,7 +99,9 @@ class HeaderCheck(wiring.Component):
     ``reads`` (a responder that executes RDMA READ): a READ request (opcode 0x0C, BTH +
     RETH, no payload: its length is exactly the headers and ICRC) passes the header check
     too, with ``read``, ``reth`` and ``last`` set in its job; without ``reads`` it is
-    ``malformed``, as every opcode but the WRITEs.
+    ``malformed``, as every opcode but the WRITEs. Likewise COMPARE & SWAP and FETCH &
+    ADD (0x13, 0x14: BTH + the 28-byte AtomicETH, no payload), with ``atomic`` (and
+    ``cmp``) and ``last`` set.
     """
 
     def __init__(self, entries, jobs, header="roce", reads=False):
@@ -131,8 +137,11 @@ class HeaderCheck(wiring.Component):
         ip_len = Signal(16)       # RoCEv2: the IPv4 total length; scale-up: ``length``
         m.d.comb += ip_len.eq(bswap(hdr.su.length if scaleup else hdr.ip.total_length, 2))
         wreth, reth, is_write, last, read = Signal(), Signal(), Signal(), Signal(), Signal()
+        atomic, cmp = Signal(), Signal()
         if self.reads:
-            m.d.comb += read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST)
+            m.d.comb += [read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST),
+                         cmp.eq(opcode == OpCode.RC_CMP_SWAP),
+                         atomic.eq(cmp | (opcode == OpCode.RC_FETCH_ADD))]
         m.d.comb += [
             wreth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
                      | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
@@ -140,15 +149,18 @@ class HeaderCheck(wiring.Component):
             is_write.eq(wreth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
                         | (opcode == OpCode.RC_RDMA_WRITE_LAST)),
             last.eq((opcode == OpCode.RC_RDMA_WRITE_LAST)
-                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read),
+                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read | atomic),
         ]
         overhead = Signal(16)
         outer = 0 if scaleup else IPV4_BYTES + UDP_BYTES
-        m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
-                                + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
+        ext = Mux(reth, RETH_BYTES, 0)
+        if self.reads:
+            ext = Mux(reth, RETH_BYTES, Mux(atomic, ATOMIC_ETH_BYTES, 0))
+        m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES + ext + hdr.bth.pad_count)
         # A WRITE carries payload, a READ request none.
         size_ok = Signal()
-        m.d.comb += size_ok.eq((is_write & (ip_len > overhead)) | (read & (ip_len == overhead)))
+        m.d.comb += size_ok.eq((is_write & (ip_len > overhead))
+                               | ((read | atomic) & (ip_len == overhead)))
         header_ok = Signal()
         if scaleup:
             m.d.comb += header_ok.eq(
@@ -184,7 +196,7 @@ class HeaderCheck(wiring.Component):
                 job.data.eq(Cat(e.b0, e.b1)[8 * self.framing.plain_bytes:]),
             ]
             if self.reads:
-                m.d.comb += job.read.eq(read)
+                m.d.comb += [job.read.eq(read), job.atomic.eq(atomic), job.cmp.eq(cmp)]
 
         # Frames of each entry looked up (this stage) and done (the verify stage).
         m.submodules.looked_up = looked = memory.Memory(

@@ -1,6 +1,6 @@
 """The pipelined responder of RDMA WRITEs: stages and FIFOs, wired (no logic here)."""
 
-from amaranth import Module, Shape
+from amaranth import Module, Mux, Shape
 from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -190,6 +190,9 @@ class Responder(wiring.Component):
             self.sizes = ResponderSizes.of(sizes)
             self.mr_cache = check_mr_cache(mr_cache)
             self.read_words = check_read_words(read_words)
+            if read_words and mr_cache:
+                raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR "
+                                 "table (mr_cache 0)")
         except ValueError as error:
             reject(self, str(error))
         self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr_entries
@@ -311,6 +314,7 @@ class Responder(wiring.Component):
             is_data = rd_data.payload.id == READ_DATA_ID
             not_mr = (rd_data.payload.id != MR_READ_ID) if self.mr_cache else 1
             m.d.comb += [
+                ack.writes_idle.eq(~fifos["wjobs"].r_rdy & ~fifos["words"].r_rdy),
                 ack.rd.ready.eq(rd_req.ready & ~other),
                 cache.fill_data.valid.eq(rd_data.valid & not_mr & ~is_data),
                 rdata.w_en.eq(rd_data.valid & is_data), rdata.w_data.eq(rd_data.payload.data),
@@ -330,7 +334,19 @@ class Responder(wiring.Component):
 
         wiring.connect(m, fifos["wjobs"].r_stream, wrt.i)
         wiring.connect(m, fifos["pay"].r_stream, wrt.beats)
-        wiring.connect(m, wrt.o, fifos["words"].w_stream)
+        if reads:
+            # The response sender's atomic write-back shares the payload-word FIFO (the
+            # payload writer is idle then: the atomic's read waited for writes_idle and
+            # the verify stage decides nothing until the atomic is executed).
+            words = fifos["words"]
+            m.d.comb += [words.w_en.eq(wrt.o.valid | ack.wr.valid),
+                         words.w_data.eq(Mux(ack.wr.valid, ack.wr.payload.as_value(),
+                                             wrt.o.payload.as_value())),
+                         wrt.o.ready.eq(words.w_rdy), ack.wr.ready.eq(words.w_rdy),
+                         ver.save_valid.eq(ack.save_valid), ver.save_qpn.eq(ack.save_qpn),
+                         ver.save_psn.eq(ack.save_psn), ver.save_orig.eq(ack.save_orig)]
+        else:
+            wiring.connect(m, wrt.o, fifos["words"].w_stream)
         wiring.connect(m, fifos["words"].r_stream, arb.pay)
         wiring.connect(m, fifos["wbs"].r_stream, arb.wb)
         wiring.connect(m, arb.o, wiring.flipped(self.host.wr))
@@ -341,7 +357,7 @@ class Responder(wiring.Component):
                   (hdr, ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")),
                   (ver, ("frames_ok", "unknown_qp", "duplicates", "psn_nak",
                          "out_of_order", "access_nak", "qp_err", "sr_placed")
-                   + (("read_reqs",) if reads else ())),
+                   + (("read_reqs", "atomics", "atomic_replays") if reads else ())),
                   (wrt, ("words",)), (ack, ("acks",) + (("read_frames",) if reads else ())),
                   (cache, ("lookups", "misses", "writebacks", "fills_max"))]
         for stage, names in owners:
