@@ -19,7 +19,6 @@ from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
-from spec.formats.roce import MR_LAYOUT
 from spec.host import rd_req_layout, wr_layout
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
@@ -127,7 +126,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
         mem = mr_table_in_host(mem, list(mr_table) + [0] * (mr_entries - len(mr_table)),
                                depth)
     else:
-        dut.mr_table.init = [unpack(MR_LAYOUT, v) for v in mr_table] + \
+        dut.mr_table.init = [unpack(dut.mr_table.shape, v) for v in mr_table] + \
             [{}] * (mr_entries - len(mr_table))
     model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
                            mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base,

@@ -17,7 +17,7 @@ from pymodel.rdma.read_frames import (
 )
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
-from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode, Syndrome
+from spec.formats.roce import MR_LAYOUT_RA, QPC_LAYOUT, OpCode, Syndrome
 from spec.rdma_responder import read_packets
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.resp_bench import run_responder
@@ -37,9 +37,9 @@ def _setup(rng, pmtu_log2=9, expected_psn=100, msn=7, qpn=3):
     for k in range(64):
         mem[DATA_BASE + k] = rng.getrandbits(512)
     mr = [0] * 16
-    mr[1] = pack(MR_LAYOUT, dict(valid=1, remote_write=1, remote_read=1, key=MR_KEY,
+    mr[1] = pack(MR_LAYOUT_RA, dict(valid=1, remote_write=1, remote_read=1, key=MR_KEY,
                                  base=64 * DATA_BASE, length=64 * 64))
-    mr[2] = pack(MR_LAYOUT, dict(valid=1, remote_write=1, remote_read=0, key=READ_ONLY_KEY,
+    mr[2] = pack(MR_LAYOUT_RA, dict(valid=1, remote_write=1, remote_read=0, key=READ_ONLY_KEY,
                                  base=64 * DATA_BASE, length=64 * 64))
     return mem, mr
 
@@ -73,21 +73,30 @@ def _expected_responses(mem, psn, va_word, length, msn, pmtu_log2, header="roce"
     return out
 
 
-@pytest.mark.parametrize("length", [0, 1, 64, 128, 200, 512, 513, 1500])
-def test_read_responses_match_the_spec_and_the_model(length):
-    rng = random.Random(length)
+#: READ lengths at a 512-byte MTU: empty, edge sizes around a word and the MTU, and
+#: three packets (FIRST, MIDDLE, LAST).
+LENGTHS = (0, 1, 63, 64, 65, 128, 200, 512, 513, 1500)
+
+
+def test_read_responses_match_the_spec_and_the_model():
+    """One READ of each of :data:`LENGTHS` in turn, each at the PSN after the previous
+    one's responses."""
+    rng = random.Random(1)
     mem, mr = _setup(rng)
-    run = run_responder([_read(100, DATA_BASE + 2, length)], mem, mr, qpc_base=QPC_BASE,
-                        read_words=128, latency=30)
-    want = _expected_responses(mem, 100, DATA_BASE + 2, length, 8, 9)
+    frames, want, psn = [], [], 100
+    for k, length in enumerate(LENGTHS):
+        frames.append(_read(psn, DATA_BASE + k, length))
+        want += _expected_responses(mem, psn, DATA_BASE + k, length, 8 + k, 9)
+        psn += read_packets(length, 9)
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=128, latency=30)
     assert _frames(run) == want
-    assert len(want) == read_packets(length, 9)
-    assert run.counters["read_reqs"] == 1 and run.counters["read_frames"] == len(want)
-    assert run.counters["frames_ok"] == 1 and not run.writes
-    # The request consumed one PSN per response packet, and one MSN.
+    assert psn - 100 == sum(max(1, -(-n // 512)) for n in LENGTHS)
+    assert run.counters["read_reqs"] == len(LENGTHS)
+    assert run.counters["read_frames"] == len(want)
+    assert run.counters["frames_ok"] == len(LENGTHS) and not run.writes
+    # The requests consumed one PSN per response packet, and one MSN each.
     grp = run.model.cache.group_view("resp", 3)
-    assert grp["expected_psn"] == 100 + -(-length // 512) + (length == 0)
-    assert grp["msn"] == 8
+    assert grp["expected_psn"] == psn and grp["msn"] == 7 + len(LENGTHS)
 
 
 def test_next_request_after_a_read_uses_the_psn_after_its_responses():
@@ -120,23 +129,30 @@ def test_repeated_read_is_read_again_and_answered_with_its_psn():
     assert run.counters["duplicates"] == 1 and run.counters["read_reqs"] == 3
 
 
-@pytest.mark.parametrize("kind", ["rkey", "no_right", "beyond", "unaligned"])
-def test_bad_read_is_naked_remote_access_and_nothing_else_changes(kind):
+def test_bad_reads_are_naked_remote_access_and_nothing_else_changes():
+    """A bad rkey, an MR without the remote-read right, a READ beyond the MR and one at
+    an unaligned VA, each followed by a good READ: each bad one is NAKed remote access
+    error with its PSN and consumes it; the good ones are answered; nothing written."""
     rng = random.Random(11)
     mem, mr = _setup(rng)
-    bad = {"rkey": _read(100, DATA_BASE, 64, rkey=MR_KEY ^ 0x100),
-           "no_right": _read(100, DATA_BASE, 64, rkey=READ_ONLY_KEY),
-           "beyond": _read(100, DATA_BASE + 60, 5 * 64),
-           "unaligned": read_request_frame(A, B, 0x100, 3, 100, 64 * DATA_BASE + 8, MR_KEY,
-                                           64)}[kind]
-    run = run_responder([bad, _read(101, DATA_BASE, 64)], mem, mr, qpc_base=QPC_BASE,
-                        read_words=128)
-    frames = _frames(run)
-    assert frames[0][42] == OP.RC_ACKNOWLEDGE.value
-    assert frames[0][54] == Syndrome.NAK_REMOTE_ACCESS.value
-    assert frames[1:] == _expected_responses(mem, 101, DATA_BASE, 64, 8, 9)
-    assert run.counters["access_nak"] == 1 and run.counters["read_reqs"] == 1
-    assert run.mem == {**mem, **run.mem} and not run.writes
+    bad = [_read(100, DATA_BASE, 64, rkey=MR_KEY ^ 0x100),
+           _read(102, DATA_BASE, 64, rkey=READ_ONLY_KEY),
+           _read(104, DATA_BASE + 60, 5 * 64),
+           read_request_frame(A, B, 0x100, 3, 106, 64 * DATA_BASE + 8, MR_KEY, 64)]
+    frames, want = [], []
+    for k, frame in enumerate(bad):
+        frames += [frame, _read(101 + 2 * k, DATA_BASE + k, 64)]
+        want.append(101 + 2 * k)
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=128)
+    got = _frames(run)
+    for k in range(len(bad)):
+        nak, good = got[2 * k], got[2 * k + 1]
+        assert nak[42] == OP.RC_ACKNOWLEDGE.value
+        assert nak[54] == Syndrome.NAK_REMOTE_ACCESS.value
+        assert int.from_bytes(nak[51:54], "big") == 100 + 2 * k
+        assert [good] == _expected_responses(mem, want[k], DATA_BASE + k, 64, 8 + k, 9)
+    assert run.counters["access_nak"] == 4 and run.counters["read_reqs"] == 4
+    assert not run.writes
 
 
 def test_without_read_words_a_read_request_is_malformed():
@@ -231,7 +247,7 @@ ATOMIC_KEY = 0x1234_5603        # MR index 3: remote atomic allowed
 
 def _atomic_setup(rng):
     mem, mr = _setup(rng)
-    mr[3] = pack(MR_LAYOUT, dict(valid=1, remote_atomic=1, key=ATOMIC_KEY,
+    mr[3] = pack(MR_LAYOUT_RA, dict(valid=1, remote_atomic=1, key=ATOMIC_KEY,
                                  base=64 * DATA_BASE, length=64 * 64))
     return mem, mr
 
@@ -277,22 +293,30 @@ def test_atomics_execute_once_and_a_repeat_is_answered_from_the_saved_result():
     assert not [p for _, p in wire_problems(got) if p]
 
 
-@pytest.mark.parametrize("kind", ["misaligned", "rkey", "no_right", "beyond"])
-def test_bad_atomic_is_naked_and_nothing_is_written(kind):
+def test_bad_atomics_are_naked_and_nothing_is_written():
+    """Misaligned (NAK invalid request), bad rkey, no remote-atomic right, beyond the MR
+    (NAK remote access error), each followed by a good FETCH & ADD of 1: only those
+    execute, one after the other."""
     rng = random.Random(23)
     mem, mr = _atomic_setup(rng)
     va = 64 * (DATA_BASE + 2)
-    bad = {"misaligned": _atomic(OP.RC_FETCH_ADD, 100, va + 4, 1),
-           "rkey": _atomic(OP.RC_FETCH_ADD, 100, va, 1, rkey=ATOMIC_KEY ^ 0x100),
-           "no_right": _atomic(OP.RC_FETCH_ADD, 100, va, 1, rkey=MR_KEY),
-           "beyond": _atomic(OP.RC_FETCH_ADD, 100, 64 * (DATA_BASE + 64), 1)}[kind]
-    run = run_responder([bad, _atomic(OP.RC_FETCH_ADD, 101, va, 1)], mem, mr,
-                        qpc_base=QPC_BASE, read_words=64)
+    bad = [(_atomic(OP.RC_FETCH_ADD, 100, va + 4, 1), Syndrome.NAK_INVALID_REQUEST),
+           (_atomic(OP.RC_FETCH_ADD, 102, va, 1, rkey=ATOMIC_KEY ^ 0x100),
+            Syndrome.NAK_REMOTE_ACCESS),
+           (_atomic(OP.RC_FETCH_ADD, 104, va, 1, rkey=MR_KEY), Syndrome.NAK_REMOTE_ACCESS),
+           (_atomic(OP.RC_FETCH_ADD, 106, 64 * (DATA_BASE + 64), 1),
+            Syndrome.NAK_REMOTE_ACCESS)]
+    frames = []
+    for k, (frame, _) in enumerate(bad):
+        frames += [frame, _atomic(OP.RC_FETCH_ADD, 101 + 2 * k, va, 1)]
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=64)
     got = _frames(run)
-    want = (Syndrome.NAK_INVALID_REQUEST if kind == "misaligned"
-            else Syndrome.NAK_REMOTE_ACCESS)
-    assert got[0][42] == OP.RC_ACKNOWLEDGE.value and got[0][54] == want.value
-    assert got[1] == atomic_ack_frame(B, A, 3, 0x77, 101, Syndrome.ACK, 8, _u64(mem, va))
-    assert run.counters["access_nak"] == 1 and run.counters["atomics"] == 1
-    assert [w for _, w in run.writes] == [dict(addr=DATA_BASE + 2, data=_u64(mem, va) + 1,
-                                               be=0xFF, last=1, mark=0, tag=0)]
+    v = _u64(mem, va)
+    for k, (_, syndrome) in enumerate(bad):
+        nak = got[2 * k]
+        assert nak[42] == OP.RC_ACKNOWLEDGE.value and nak[54] == syndrome.value
+        assert got[2 * k + 1] == atomic_ack_frame(B, A, 3, 0x77, 101 + 2 * k,
+                                                  Syndrome.ACK, 8 + k, (v + k) % 2**64)
+    assert run.counters["access_nak"] == 4 and run.counters["atomics"] == 4
+    assert [w["data"] for _, w in run.writes] == [(v + k + 1) % 2**64 for k in range(4)]
+    assert all(w["addr"] == DATA_BASE + 2 and w["be"] == 0xFF for _, w in run.writes)

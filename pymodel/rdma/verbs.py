@@ -17,6 +17,7 @@ from spec.formats.roce import (
     CQE_LAYOUT,
     HOST_WORD_BYTES,
     MR_LAYOUT,
+    MR_LAYOUT_RA,
     QPC_BYTES_DEFAULT,
     QPC_DYNAMIC_MASK,
     QPC_LAYOUT,
@@ -225,7 +226,7 @@ class Verbs:
             self.mrs.append((base, nbytes))
         rkey = key_tag << _MR_INDEX_BITS | index
         self.mr_table[index % self.mr_entries] = pack(
-            MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
+            MR_LAYOUT_RA, valid=1, remote_write=int(remote_write), key=rkey, base=base,
             length=nbytes, remote_read=int(remote_read), remote_atomic=int(remote_atomic))
         return base, rkey
 

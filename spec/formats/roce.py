@@ -27,7 +27,7 @@ __all__ = [
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
     "ATOMIC_ETH_LAYOUT", "ATOMIC_ACK_ETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
-    "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
+    "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT", "MR_LAYOUT_RA",
     "QPC_DYNAMIC_FIELDS", "QPC_DYNAMIC_MASK", "QPC_BYTES_CHOICES", "QPC_BYTES_DEFAULT",
     "qpc_words", "qpc_image",
     "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "HOST_WORD_BITS", "QPN_BITS",
@@ -273,15 +273,17 @@ QPC_LAYOUT = data.StructLayout({
 
 #: Memory-region entry of the responder's on-chip MR table (the memory protection
 #: table, fully cached), indexed by the low bits of the rkey. ``key`` must equal the
-#: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE,
-#: ``remote_read`` the one checked for RDMA READ (``IBV_ACCESS_REMOTE_WRITE`` and
-#: ``IBV_ACCESS_REMOTE_READ`` of ``ibv_reg_mr``; ``remote_atomic`` the one checked for the
-#: atomics, ``IBV_ACCESS_REMOTE_ATOMIC``; IBTA Vol 1 section 10.6.3.2, the access
-#: rights of a memory region).
+#: whole rkey; ``remote_write`` is the access right checked for RDMA WRITE.
 MR_LAYOUT = data.StructLayout({
-    "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32, "remote_read": 1,
-    "remote_atomic": 1,
+    "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32,
 })
+#: The MR entry of a responder that executes RDMA READ and the atomics (its
+#: ``read_words`` > 0): :data:`MR_LAYOUT`'s fields, then the rights ``remote_read`` and
+#: ``remote_atomic`` (``IBV_ACCESS_REMOTE_READ`` and ``IBV_ACCESS_REMOTE_ATOMIC`` of
+#: ``ibv_reg_mr``; IBTA Vol 1 section 10.6.3.2, the access rights of a memory region).
+#: An :data:`MR_LAYOUT` integer is one of these without those rights.
+MR_LAYOUT_RA = data.StructLayout({**{name: MR_LAYOUT[name].shape for name in MR_LAYOUT.members},
+                                  "remote_read": 1, "remote_atomic": 1})
 
 #: The context fields the engines' pipeline stages rewrite (the context caches' groups:
 #: the requester's ``sq_head`` and sequencer state, the responder's PSN/MSN and message
@@ -325,6 +327,6 @@ def qpc_image(word, words):
     return [word & QPC_DYNAMIC_MASK, word & ~QPC_DYNAMIC_MASK] + [0] * (words - 2)
 
 
-for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT):
+for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT, MR_LAYOUT_RA):
     assert _layout.size <= 8 * HOST_WORD_BYTES, _layout
 del _layout

@@ -33,7 +33,7 @@ from pymodel.rdma.resp.rx import ReceiveModel
 from pymodel.rdma.resp.verify import VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
-from spec.formats.roce import MR_LAYOUT
+from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA
 from spec.formats.scaleup import framing
 from spec.rdma_responder import (
     MR_READ_ID,
@@ -129,8 +129,9 @@ class ResponderModel:
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
                                        cache_used, cache_ways, qpc_words)
         used = self.cache.used
-        mr = [unpack(MR_LAYOUT, v) for v in mr_table]
-        self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
+        layout = MR_LAYOUT_RA if read_words else MR_LAYOUT
+        mr = [unpack(layout, v) for v in mr_table]
+        self.mr_table = mr + [unpack(layout, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
                                   depth, self, used, log=self._staged, selective=selective,

@@ -17,7 +17,7 @@ from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
 from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
-from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT, MR_LAYOUT_RA
 from spec.host import wr_layout
 from spec.ports import CountersSignature, HostDmaSignature, PortView
 from spec.rdma_responder import (
@@ -135,8 +135,8 @@ class Responder(wiring.Component):
         reads them (:class:`rtl.rdma.pause.PauseGen`). The twin's are
         ``len(fifos["pay"].q)`` and ``len(fifos["hdr"].q)`` before the cycle's ``step``.
     mr_table : memory.Memory (attribute, not a port)
-        The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench; None with
-        ``mr_cache``.
+        The MR table (:data:`MR_LAYOUT` entries, :data:`MR_LAYOUT_RA` with
+        ``read_words``), loaded by the testbench; None with ``mr_cache``.
     mr_base : In(range(depth))
         Only with ``mr_cache``: word address of the MR table in host memory (MR ``x``,
         ``x = rkey % mr_entries``, one :data:`MR_LAYOUT` word at ``mr_base + x``).
@@ -215,7 +215,8 @@ class Responder(wiring.Component):
             ports.update({name: Out(32) for name in READ_COUNTERS})
         super().__init__(ports)
         self.mr_table = (None if mr_cache else
-                         memory.Memory(shape=MR_LAYOUT, depth=mr_entries, init=[]))
+                         memory.Memory(shape=MR_LAYOUT_RA if read_words else MR_LAYOUT,
+                                       depth=mr_entries, init=[]))
 
     def elaborate(self, platform):
         m = Module()

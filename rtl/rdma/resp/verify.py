@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, PSN_BITS, QPN_BITS, QpState, Syndrome, bswap
+from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA, PSN_BITS, QPN_BITS, QpState, Syndrome, bswap
 from spec.ports import (
     CacheGroupSignature,
     CacheReadSignature,
@@ -203,7 +203,7 @@ class Verify(wiring.Component):
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "ctx": Out(CacheReadSignature(entries)),
             "group": Out(CacheGroupSignature(entries, group)),
-            "mr_data": In(MR_LAYOUT),
+            "mr_data": In(MR_LAYOUT_RA if self.reads else MR_LAYOUT),
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
             "selective": In(1), "held_addr": In(range(entries)), "held": Out(1),
         }
