@@ -1,5 +1,8 @@
 """Header-check stage of the responder: frame checks, field extraction, context lookup."""
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -136,43 +139,55 @@ class HeaderCheck(wiring.Component):
         opcode = hdr.bth.opcode
         ip_len = Signal(16)       # RoCEv2: the IPv4 total length; scale-up: ``length``
         m.d.comb += ip_len.eq(bswap(hdr.su.length if scaleup else hdr.ip.total_length, 2))
-        wreth, reth, is_write, last, read = Signal(), Signal(), Signal(), Signal(), Signal()
-        atomic, cmp = Signal(), Signal()
-        if self.reads:
-            m.d.comb += [read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST),
-                         cmp.eq(opcode == OpCode.RC_CMP_SWAP),
-                         atomic.eq(cmp | (opcode == OpCode.RC_FETCH_ADD))]
+        reth, is_write, last = Signal(), Signal(), Signal()
+        read, atomic, cmp = Signal(), Signal(), Signal()
         m.d.comb += [
-            wreth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
-                     | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
-            reth.eq(wreth | read),
-            is_write.eq(wreth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
+            reth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
+                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
+            is_write.eq(reth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
                         | (opcode == OpCode.RC_RDMA_WRITE_LAST)),
             last.eq((opcode == OpCode.RC_RDMA_WRITE_LAST)
-                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read | atomic),
+                    | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
         ]
         overhead = Signal(16)
         outer = 0 if scaleup else IPV4_BYTES + UDP_BYTES
-        ext = Mux(reth, RETH_BYTES, 0)
+        size_ok = None
         if self.reads:
-            ext = Mux(reth, RETH_BYTES, Mux(atomic, ATOMIC_ETH_BYTES, 0))
-        m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES + ext + hdr.bth.pad_count)
-        # A WRITE carries payload, a READ request none.
-        size_ok = Signal()
-        m.d.comb += size_ok.eq((is_write & (ip_len > overhead))
-                               | ((read | atomic) & (ip_len == overhead)))
-        header_ok = Signal()
-        if scaleup:
-            m.d.comb += header_ok.eq(
-                (hdr.su.type == ScaleUpType.BTH.value)
-                & (hdr.bth.tver == 0) & size_ok)
+            # (The same WRITE terms, and READ and atomic requests: no payload.)
+            wreth = Signal()
+            m.d.comb += [
+                read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST),
+                cmp.eq(opcode == OpCode.RC_CMP_SWAP),
+                atomic.eq(cmp | (opcode == OpCode.RC_FETCH_ADD)),
+                wreth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
+                         | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
+                reth.eq(wreth | read),
+                is_write.eq(wreth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
+                            | (opcode == OpCode.RC_RDMA_WRITE_LAST)),
+                last.eq((opcode == OpCode.RC_RDMA_WRITE_LAST)
+                        | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read | atomic),
+                overhead.eq(outer + BTH_BYTES + ICRC_BYTES
+                            + Mux(reth, RETH_BYTES, Mux(atomic, ATOMIC_ETH_BYTES, 0))
+                            + hdr.bth.pad_count),
+            ]
+            size_ok = Signal()
+            m.d.comb += size_ok.eq((is_write & (ip_len > overhead))
+                                   | ((read | atomic) & (ip_len == overhead)))
         else:
-            m.d.comb += header_ok.eq(
-                (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
-                & (hdr.ip.version == 4) & (hdr.ip.ihl == 5)
-                & (hdr.ip.protocol == IP_PROTO_UDP)
-                & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
-                & (hdr.bth.tver == 0) & size_ok & ~e.single)
+            m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
+                                    + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
+        header_ok = Signal()
+        sized = (size_ok,) if self.reads else (is_write, ip_len > overhead)
+        if scaleup:
+            m.d.comb += header_ok.eq(reduce(operator.and_, (
+                (hdr.su.type == ScaleUpType.BTH.value), (hdr.bth.tver == 0), *sized)))
+        else:
+            m.d.comb += header_ok.eq(reduce(operator.and_, (
+                (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2)),
+                (hdr.ip.version == 4), (hdr.ip.ihl == 5),
+                (hdr.ip.protocol == IP_PROTO_UDP),
+                (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2)),
+                (hdr.bth.tver == 0), *sized, ~e.single)))
         # Frame bytes outside ``ip_len``: the Ethernet header (14) or the scale-up
         # header (10), and the FCS.
         before = self.framing.outer if scaleup else 14

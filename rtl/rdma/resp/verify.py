@@ -292,10 +292,13 @@ class Verify(wiring.Component):
             j.plen <= g.resp_left))
         # An atomic: its MR (the remote-atomic right, its 8 bytes inside), then its
         # alignment (a misaligned one is NAKed invalid request).
-        allowed = Signal()          # every check passed
-        misaligned = Signal()
-        m.d.comb += allowed.eq(access_ok)
+        allowed = access_ok         # every check passed
+        nak_access = Syndrome.NAK_REMOTE_ACCESS.value
         if self.reads:
+            allowed, misaligned = Signal(), Signal()
+            m.d.comb += allowed.eq(access_ok)
+            nak_access = Mux(misaligned, Syndrome.NAK_INVALID_REQUEST.value,
+                             Syndrome.NAK_REMOTE_ACCESS.value)
             atomic_ok = Signal()
             m.d.comb += [
                 atomic_ok.eq(mr.valid & (mr.key == j.rkey) & mr.remote_atomic
@@ -307,6 +310,11 @@ class Verify(wiring.Component):
         base = Signal(64)
         m.d.comb += base.eq(Mux(j.reth, j.va, g.resp_va))
 
+        # A frame ahead that selective repeat may place: a whole WRITE message (never a
+        # READ or an atomic).
+        placeable = self.selective & in_window & j.reth & j.last & access_ok
+        if self.reads:
+            placeable = placeable & ~j.read
         ack, w, new = self.ack.payload, self.w.payload, self.group.wdata
         ack_due = Signal()
         read_job = Signal()         # the ACK job is a READ to answer
@@ -371,8 +379,7 @@ class Verify(wiring.Component):
                             m.d.comb += ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value)
             with m.Elif(self.selective & bit_set):
                 m.d.comb += verdict.eq(1 << 2)
-            with m.Elif(self.selective & in_window & j.reth & j.last & access_ok
-                        & not_read):
+            with m.Elif(placeable):
                 m.d.comb += [
                     verdict.eq(1 << 7), sr_we.eq(1),
                     new_bits.eq(bits | (Const(1, SR_WINDOW) << slot[:sbits])),
@@ -395,8 +402,7 @@ class Verify(wiring.Component):
                              dah_new.eq(1)]
         with m.Elif(~allowed):
             m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.group.we.eq(1),
-                         ack.syndrome.eq(Mux(misaligned, Syndrome.NAK_INVALID_REQUEST.value,
-                                             Syndrome.NAK_REMOTE_ACCESS.value)),
+                         ack.syndrome.eq(nak_access),
                          new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
                          sr_we.eq(bits != 0), new_bits.eq(0), dah_we.eq(dah_e),
                          nac_we.eq(nac_e)]
@@ -444,8 +450,10 @@ class Verify(wiring.Component):
                     ]
 
         go = Signal()
-        cond = (self.i.valid & self.w.ready & self.ack.ready & ~fence
+        cond = (self.i.valid & self.w.ready & self.ack.ready
                 & (~j.check | self.filled.ready))
+        if self.reads:
+            cond = cond & ~fence
         m.d.comb += go.eq(cond & mr_ok if self.mr_cache else cond)
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
