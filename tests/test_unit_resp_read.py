@@ -320,3 +320,12 @@ def test_bad_atomics_are_naked_and_nothing_is_written():
     assert run.counters["access_nak"] == 4 and run.counters["atomics"] == 4
     assert [w["data"] for _, w in run.writes] == [(v + k + 1) % 2**64 for k in range(4)]
     assert all(w["addr"] == DATA_BASE + 2 and w["be"] == 0xFF for _, w in run.writes)
+
+
+def test_a_reads_run_without_read_words_is_refused_before_any_build():
+    from tb.rdma.cocotb_rdma import check_params
+    with pytest.raises(ValueError, match="read_words"):
+        check_params(dict(kind="reads", top={}))
+    with pytest.raises(ValueError, match="read_words"):
+        check_params(dict(kind="reads", top={"read_words": 100}))
+    check_params(dict(kind="reads", top={"read_words": 64}))
