@@ -246,8 +246,11 @@ HOST_DEPTH = 1 << 16
 #: protocol the engine implements (IBTA Annex A17). ``mr_cache``: 0, node B's MR table on
 #: chip (the design of every figure); else the entries of an MR cache in front of the
 #: table in host memory (:data:`spec.rdma_responder.MR_CACHE_RANGE`). The requester's and
-#: the responder's sizes as above.
+#: the responder's sizes as above. ``read_words``: 0, node B's responder without RDMA
+#: READ and atomics (the design of every figure); else the words of its READ data FIFO
+#: (:data:`spec.rdma_responder.READ_WORDS_RANGE`; docs/rdma.md, "RDMA READ and atomics
+#: at the responder").
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
-                    header="roce", mr_cache=0,
+                    header="roce", mr_cache=0, read_words=0,
                     mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

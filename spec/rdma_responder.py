@@ -41,7 +41,9 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
-           "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base"]
+           "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
+           "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets",
+           "ATOMIC_SLOTS"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -98,6 +100,56 @@ def mr_table_base(depth, mr_entries):
     > 0: its last ``mr_entries`` words (MR ``rkey % mr_entries`` at ``mr_table_base +
     rkey % mr_entries``), above every buffer a scenario allocates from the bottom."""
     return depth - mr_entries
+
+
+#: ``id`` of the responder's reads of RDMA READ data (context fills 0, MR reads
+#: :data:`MR_READ_ID`): the read data carries it back to the READ data FIFO.
+READ_DATA_ID = 2
+#: The responder's ``read_words`` parameter: 0 (the default) builds a responder without
+#: RDMA READ (a READ request is ``malformed``, as any opcode it does not execute), else
+#: the depth in 64-byte words of the FIFO that holds READ data between its host read
+#: and its response frame, a power of two in this range. At least one response packet of
+#: the largest path MTU (4096 bytes, 64 words) must fit. Reads are issued only for words
+#: that fit (read data has no backpressure), so ``read_words`` bounds the READ data in
+#: flight: at the ``pcie`` profile's 560-cycle reads (:data:`spec.host.PROFILES`) 256
+#: words keep about 256 / 560 words a cycle (29 B/cycle) coming (Little's law).
+READ_WORDS_RANGE = (64, 1024)
+#: Counters of the READ and atomic path (ports of the responder when ``read_words`` > 0,
+#: not part of :data:`RESPONDER_COUNTERS`, so that rows without READ keep their keys):
+#: READ requests executed (first time or repeated), READ RESPONSE frames sent, atomics
+#: executed, repeated atomics answered from their saved result.
+READ_COUNTERS = ("read_reqs", "read_frames", "atomics", "atomic_replays")
+#: Saved atomic results (the responder's resources for atomics): the QPN, PSN and
+#: original value of the last ``ATOMIC_SLOTS`` atomics executed, all QPs, replaced in
+#: turn; a repeated atomic (PSN behind the expected one) found here is answered with the
+#: saved value and not executed again, one not found is dropped (IBTA Vol 1 section
+#: 9.7.5.1.1 and o9-28: a duplicate atomic must not be executed again; Linux rxe drops
+#: one whose resource it no longer holds, rxe_resp.c ``duplicate_request``). 16 as the
+#: responder resources mlx5 reports per QP (``max_qp_rd_atom`` 16 in ``ibv_devinfo -v``
+#: of ConnectX adapters, ``1 << log_max_ra_res_qp``, drivers/infiniband/hw/mlx5/main.c);
+#: here shared by all QPs.
+ATOMIC_SLOTS = 16
+
+
+def check_read_words(read_words):
+    """``read_words`` if it is 0 or a power of two in :data:`READ_WORDS_RANGE`, else
+    ``ValueError`` naming ``read_words``."""
+    lo, hi = READ_WORDS_RANGE
+    if (not isinstance(read_words, int) or isinstance(read_words, bool)
+            or not (read_words == 0 or lo <= read_words <= hi)
+            or read_words & (read_words - 1)):
+        raise ValueError(f"read_words must be 0 (no RDMA READ) or a power of two from {lo} "
+                         f"to {hi} (READ data FIFO words), not {read_words!r}")
+    return read_words
+
+
+def read_packets(dma_length, pmtu_log2):
+    """READ RESPONSE packets (and PSNs) of an RDMA READ of ``dma_length`` bytes at a path
+    MTU of ``2**pmtu_log2`` bytes: ``ceil(dma_length / MTU)``, and 1 for a zero-length
+    READ (one READ RESPONSE ONLY without payload). Ref: IBTA Vol 1 section 9.7.4.1.3
+    (the responder segments READ data at the path MTU) and 9.5 (a READ request
+    consumes one PSN per response packet)."""
+    return max(1, -(-dma_length >> pmtu_log2))
 
 
 RX_BEATS = 512

@@ -181,7 +181,7 @@ def header_entry_layout():
     })
 
 
-def verify_job_layout(head_bytes=HEAD_BYTES):
+def verify_job_layout(head_bytes=HEAD_BYTES, reads=False):
     """A frame on its way from the header check to the verify stage.
 
     ``check`` = 0: the frame failed the FCS, length, header or ICRC check; only ``rest``
@@ -190,14 +190,21 @@ def verify_job_layout(head_bytes=HEAD_BYTES):
     byte order (``plen``: payload bytes, ``ip_len`` minus the headers, ICRC and pad,
     modulo 2**17; ``reth``: FIRST or ONLY; ``last``: LAST or ONLY) and ``data``, the
     frame's bytes 54 to 127 (:data:`HEAD_BYTES`; with the scale-up header 22 to 127,
-    ``head_bytes`` = 106: :attr:`spec.formats.scaleup.Framing.head_bytes`).
+    ``head_bytes`` = 106: :attr:`spec.formats.scaleup.Framing.head_bytes`). With
+    ``reads`` (a responder that executes RDMA READ) one more field, ``read``: the frame
+    is a READ request (then ``reth`` and ``last`` are set too); ``atomic``: an atomic
+    (``cmp``: COMPARE & SWAP, else FETCH & ADD; ``last`` set, ``reth`` not; ``va`` and
+    ``rkey`` from its AtomicETH, the operands in ``data``).
     """
-    return data.StructLayout({
+    fields = {
         "check": 1, "rest": range(REST_MAX + 1), "qpn": QPN_BITS, "entry": ENTRY_BITS,
         "psn": PSN_BITS,
         "ack_req": 1, "reth": 1, "last": 1, "va": 64, "rkey": 32, "dma_len": 32,
         "plen": 17, "data": 8 * head_bytes,
-    })
+    }
+    if reads:
+        fields.update(read=1, atomic=1, cmp=1)
+    return data.StructLayout(fields)
 
 
 def write_job_layout(depth, head_bytes=HEAD_BYTES):
@@ -210,10 +217,20 @@ def write_job_layout(depth, head_bytes=HEAD_BYTES):
     })
 
 
-def ack_layout():
+def ack_layout(reads=False):
     """Verify -> ACK sender (the ACK framer's input): one ACK or NAK to send:
-    addressing, PSN, AETH syndrome and MSN."""
-    return data.StructLayout({
+    addressing, PSN, AETH syndrome and MSN. With ``reads`` (a responder that executes
+    RDMA READ) the same FIFO carries READs to answer, in order with the ACKs: ``read``
+    set, ``va`` and ``length`` (bytes) of the data, ``pmtu_log2`` of the QP, ``psn`` of
+    the first response packet, ``msn`` for the AETHs; and atomics: ``atomic`` set, ``cmp``
+    (COMPARE & SWAP), ``va``, the operands ``swap`` (or the add value) and ``compare``;
+    with ``replay`` the atomic is not executed and ``swap`` is the saved original value
+    to answer with."""
+    fields = {
         "dmac": 48, "smac": 48, "sip": 32, "dip": 32, "src_qp": QPN_BITS,
         "dest_qp": QPN_BITS, "psn": PSN_BITS, "syndrome": 8, "msn": MSN_BITS,
-    })
+    }
+    if reads:
+        fields.update(read=1, va=64, length=32, pmtu_log2=4, atomic=1, replay=1, cmp=1,
+                      swap=64, compare=64)
+    return data.StructLayout(fields)

@@ -19,9 +19,13 @@ from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
-from spec.formats.roce import MR_LAYOUT
 from spec.host import rd_req_layout, wr_layout
-from spec.rdma_responder import MR_CACHE_COUNTERS, RESPONDER_COUNTERS, mr_table_base
+from spec.rdma_responder import (
+    MR_CACHE_COUNTERS,
+    READ_COUNTERS,
+    RESPONDER_COUNTERS,
+    mr_table_base,
+)
 
 __all__ = ["TbHost", "beat_schedule", "run_responder", "Run"]
 
@@ -31,10 +35,11 @@ _ALL = (1 << 64) - 1
 class TbHost:
     """A host for the responder's DMA ports: a dict memory of 64-byte words.
 
-    ``rd_req`` is taken in cycles where ``rd_ready(c)``; a read taken in cycle ``a`` is
-    answered on ``rd_data`` in cycle ``a + latency`` with the word the memory holds
-    then and the read's ``id``. ``wr`` is taken in cycles where ``wr_ready(c)`` and
-    written at once (bytes under ``be``).
+    ``rd_req`` is taken in cycles where ``rd_ready(c)``; a read of ``words`` words taken
+    in cycle ``a`` is answered on ``rd_data`` one word a cycle from cycle ``a +
+    latency`` (or the cycle after the previous read's last word, if later), each the
+    word the memory holds then, with the read's ``id``. ``wr`` is taken in cycles where
+    ``wr_ready(c)`` and written at once (bytes under ``be``).
     """
 
     def __init__(self, mem, latency, rd_ready=None, wr_ready=None):
@@ -50,10 +55,16 @@ class TbHost:
         wr_taken = wr is not None and self.wr_ready(c)
         rd_data = None
         if self.pending and self.pending[0][0] == c:
-            _, addr, rid = self.pending.pop(0)
-            rd_data = dict(data=self.mem.get(addr, 0), id=rid, last=1)
+            _, addr, rid, last = self.pending.pop(0)
+            rd_data = dict(data=self.mem.get(addr, 0), id=rid, last=last)
         if rd_taken:
-            self.pending.append((c + self.latency, rd_req["addr"], rd_req["id"]))
+            words = rd_req.get("words", 1)
+            due = c + self.latency
+            if self.pending:
+                due = max(due, self.pending[-1][0] + 1)
+            for k in range(words):
+                self.pending.append((due + k, rd_req["addr"] + k, rd_req["id"],
+                                     int(k == words - 1)))
             self.reads.append((c, rd_req["addr"]))
         if wr_taken:
             old = self.mem.get(wr["addr"], 0)
@@ -94,28 +105,32 @@ class Run:
 
 def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
                   depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
-                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000, mr_cache=0):
+                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000, mr_cache=0,
+                  read_words=0, header="roce"):
     """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
 
     ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
     ``wr`` or ``rd_req`` readiness is low in a cycle (seeded). Fails on the first
     difference; returns a :class:`Run`. ``mr_cache``: the responder's parameter (when
     not 0 the MR table goes into the host memory, :func:`mr_table_in_host`, and the
-    MR cache's counters are compared too).
+    MR cache's counters are compared too). ``read_words``: the responder's parameter
+    (RDMA READ; its counters are compared too). ``header``: the framing.
     """
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, mr_cache=mr_cache, **sizes)
+    dut = Responder(cache_entries, depth, mr_entries, header=header, mr_cache=mr_cache,
+                    read_words=read_words, **sizes)
     mr_base = mr_table_base(depth, mr_entries)
     if mr_cache:
         mem = mr_table_in_host(mem, list(mr_table) + [0] * (mr_entries - len(mr_table)),
                                depth)
     else:
-        dut.mr_table.init = [unpack(MR_LAYOUT, v) for v in mr_table] + \
+        dut.mr_table.init = [unpack(dut.mr_table.shape, v) for v in mr_table] + \
             [{}] * (mr_entries - len(mr_table))
     model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
-                           mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base, **sizes)
+                           mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base,
+                           read_words=read_words, header=header, **sizes)
     rng = random.Random(seed)
     stalls = {}
 
@@ -172,7 +187,8 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
             c += 1
             if c > last_beat and model.next_event(c) is None and not host.pending:
                 break
-        result["counters"] = {name: ctx.get(getattr(dut, name)) for name in RESPONDER_COUNTERS}
+        names = RESPONDER_COUNTERS + (READ_COUNTERS if read_words else ())
+        result["counters"] = {name: ctx.get(getattr(dut, name)) for name in names}
         if mr_cache:
             result["mr"] = {name: ctx.get(getattr(dut, name)) for name in MR_CACHE_COUNTERS}
         result["cycles"] = c

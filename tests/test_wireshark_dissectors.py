@@ -10,6 +10,7 @@ import pytest
 from pymodel.fields import field_slot
 from pymodel.nic.frames import build_frame
 from pymodel.rdma.frames import Endpoint, ack_frame, write_frame
+from pymodel.rdma.read_frames import atomic_ack_frame, read_request_frame, read_response_frame
 from spec.formats.nic import compact_header_layout
 from spec.formats.roce import OpCode, bswap
 from spec.formats.scaleup import SU_ACK_HEADER, SU_WRITE_RETH_HEADER
@@ -74,6 +75,36 @@ def test_scaleup_dissector_reads_every_field_where_the_layout_puts_it():
         hdr = {"reth": 38, "plain": 22, "ack": 26}[kind]
         assert fields.get("scaleup.payload", "") == frame[hdr:-8].hex()
         assert fields["used"] == len(frame) and fields["protocol"] == "SU-RoCE"
+
+
+def test_scaleup_dissector_reads_read_requests_and_responses():
+    """READ REQUEST (BTH + RETH, no payload), READ RESPONSE FIRST/MIDDLE/LAST/ONLY (an
+    AETH but on MIDDLE) and ATOMIC ACKNOWLEDGE (AETH, then the AtomicAckETH as payload)
+    behind the scale-up header."""
+    rng = random.Random(5)
+    frames = [read_request_frame(A, B, 7, 0x123456, 41, rng.randrange(1 << 64),
+                                 rng.randrange(1 << 32), 3000, header="scaleup")]
+    kinds = ["reth"]
+    for op, kind in ((OpCode.RC_RDMA_READ_RESPONSE_FIRST, "ack"),
+                     (OpCode.RC_RDMA_READ_RESPONSE_MIDDLE, "plain"),
+                     (OpCode.RC_RDMA_READ_RESPONSE_LAST, "ack"),
+                     (OpCode.RC_RDMA_READ_RESPONSE_ONLY, "ack")):
+        frames.append(read_response_frame(op, B, A, 9, 0x654321, 42, 0x1F, 5,
+                                          rng.randbytes(97), header="scaleup"))
+        kinds.append(kind)
+    frames.append(atomic_ack_frame(B, A, 9, 0x654321, 43, 0x1F, 6, rng.getrandbits(64),
+                                   header="scaleup"))
+    kinds.append("ack")
+    got = dissect("scripts/wireshark/scaleup.lua", "USER0", frames)
+    for frame, kind, fields in zip(frames, kinds, got, strict=True):
+        layout = SU_ACK_HEADER if kind == "ack" else SU_WRITE_RETH_HEADER
+        want = _expected(layout, _SU_FIELDS, frame)
+        want.update(_expected(layout, {"reth": _RETH_FIELDS, "ack": _AETH_FIELDS}.get(
+            kind, {}), frame))
+        assert {k: fields[k] for k in want} == want
+        hdr = {"reth": 38, "plain": 22, "ack": 26}[kind]
+        assert fields.get("scaleup.payload", "") == frame[hdr:-8].hex()
+        assert fields["scaleup.icrc"] == int.from_bytes(frame[-8:-4], "little")
 
 
 def test_scaleup_dissector_leaves_a_roce_frame_undecoded_past_the_type():

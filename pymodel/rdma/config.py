@@ -24,7 +24,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
-from spec.rdma_responder import check_mr_cache
+from spec.rdma_responder import check_mr_cache, check_read_words
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["Config"]
@@ -107,6 +107,9 @@ class Config(HostShape):
     #: Node B's MR table: 0 on chip (the default), else the entries of the MR cache in
     #: front of the table in host memory B (:data:`spec.rdma_engine.TOP_DEFAULTS`).
     mr_cache: int = TOP_DEFAULTS["mr_cache"]
+    #: Node B's responder: 0 without RDMA READ (the default), else the words of its READ
+    #: data FIFO (:data:`spec.rdma_engine.TOP_DEFAULTS`).
+    read_words: int = TOP_DEFAULTS["read_words"]
     #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
     header: str = TOP_DEFAULTS["header"]
     responder_sizes: dict = dataclasses.field(default_factory=dict)
@@ -148,6 +151,7 @@ class Config(HostShape):
             bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
         try:
             check_mr_cache(self.mr_cache)
+            check_read_words(self.read_words)
         except ValueError as error:
             raise ValueError(f"Config.{error}") from None
         if self.host not in PROFILES:

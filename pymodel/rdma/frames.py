@@ -325,3 +325,4 @@ def ack_frame(src, dst, src_qp, dest_qp, psn, syndrome, msn, header="roce"):
         return with_fcs(frame + scaleup_icrc(frame))
     frame = _headers(ACK_HEADER, src, dst, src_qp, 12 + 4 + 4, bth, aeth, "aeth")
     return with_fcs(frame + icrc(frame))
+

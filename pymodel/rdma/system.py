@@ -209,7 +209,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                           mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
                           cache_ways=cfg.cache_ways, selective=cfg.selective,
-                          mr_cache=cfg.mr_cache,
+                          mr_cache=cfg.mr_cache, read_words=cfg.read_words,
                           mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                           **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
@@ -333,5 +333,6 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                cycles=c, mem_a=hi_a.mem, mem_b=hi_b.mem, trace=req.comp.trace)
     if cfg.mr_cache:                # the MR cache's counters (the top's port resp_mr)
         out["resp"].update(resp.mrc.count)
+    # (With ``read_words`` the responder's counters include READ_COUNTERS: port resp_read.)
     return out
 

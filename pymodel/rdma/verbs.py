@@ -17,6 +17,7 @@ from spec.formats.roce import (
     CQE_LAYOUT,
     HOST_WORD_BYTES,
     MR_LAYOUT,
+    MR_LAYOUT_RA,
     QPC_BYTES_DEFAULT,
     QPC_DYNAMIC_MASK,
     QPC_LAYOUT,
@@ -214,17 +215,19 @@ class Verbs:
         static = mem.get(at + min(1, self.qpc_words - 1), 0)
         return unpack(QPC_LAYOUT, (dyn & QPC_DYNAMIC_MASK) | (static & ~QPC_DYNAMIC_MASK))
 
-    def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5, base=None):
+    def reg_mr(self, nbytes, index, remote_write=True, key_tag=0xA5, base=None,
+               remote_read=False, remote_atomic=False):
         """Register a buffer of ``nbytes`` on node B; returns ``(byte address, rkey)``.
         ``base``: the byte address of a buffer registered before, for a second MR over
-        it (nothing is allocated)."""
+        it (nothing is allocated); ``remote_read``, ``remote_atomic``: RDMA READ and the
+        atomics allowed (``IBV_ACCESS_REMOTE_READ``, ``IBV_ACCESS_REMOTE_ATOMIC``)."""
         if base is None:
             base = self._alloc_b(-(-nbytes // _W)) * _W
             self.mrs.append((base, nbytes))
         rkey = key_tag << _MR_INDEX_BITS | index
         self.mr_table[index % self.mr_entries] = pack(
-            MR_LAYOUT, valid=1, remote_write=int(remote_write), key=rkey, base=base,
-            length=nbytes)
+            MR_LAYOUT_RA, valid=1, remote_write=int(remote_write), key=rkey, base=base,
+            length=nbytes, remote_read=int(remote_read), remote_atomic=int(remote_atomic))
         return base, rkey
 
     def post_write(self, qp, payload, raddr, rkey, wr_id, signalled=True, inline=False,

@@ -29,7 +29,13 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
-from spec.rdma_responder import MR_CACHE_COUNTERS, MR_CACHE_RANGE, mr_table_base
+from spec.rdma_responder import (
+    MR_CACHE_COUNTERS,
+    MR_CACHE_RANGE,
+    READ_COUNTERS,
+    check_read_words,
+    mr_table_base,
+)
 
 __all__ = ["RdmaTop"]
 
@@ -49,7 +55,9 @@ class RdmaTop(HarnessTop):
     MR table ``responder.mr_table`` (with ``mr_cache`` > 0 there is none: the table is
     in host memory B's last ``mr_entries`` words,
     :func:`spec.rdma_responder.mr_table_base`, behind the responder's MR cache, whose
-    counters are port ``resp_mr``). The MMIO player's stamps are the cycles the host
+    counters are port ``resp_mr``). With ``read_words`` > 0 node B's responder executes
+    RDMA READ (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are port
+    ``resp_read``). The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
@@ -128,6 +136,11 @@ class RdmaTop(HarnessTop):
                   0, MR_CACHE_RANGE[1])
         if p["mr_cache"]:
             ports["resp_mr"] = Out(CountersSignature(MR_CACHE_COUNTERS))
+        try:
+            if check_read_words(p["read_words"]):
+                ports["resp_read"] = Out(CountersSignature(READ_COUNTERS))
+        except ValueError as error:
+            reject(self, str(error))
         ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
                       "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
                       "hia": Out(CountersSignature(HOST_COUNTERS)),
@@ -152,7 +165,11 @@ class RdmaTop(HarnessTop):
             k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
                                           p["header"], p["cache_ways"], p["mr_cache"],
+                                          p["read_words"],
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
+        if p["read_words"]:
+            sig = CountersSignature(READ_COUNTERS)
+            wiring.connect(m, PortView(sig, resp), wiring.flipped(self.resp_read))
         if p["mr_cache"]:
             m.d.comb += resp.mr_base.eq(mr_table_base(depth, p["mr_entries"]))
             sig = CountersSignature(MR_CACHE_COUNTERS)

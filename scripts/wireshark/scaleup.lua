@@ -33,7 +33,11 @@ local f = {
     opcode = ProtoField.uint8("scaleup.bth.opcode", "BTH opcode", base.HEX, {
         [0x06] = "RC RDMA WRITE FIRST", [0x07] = "RC RDMA WRITE MIDDLE",
         [0x08] = "RC RDMA WRITE LAST", [0x0A] = "RC RDMA WRITE ONLY",
-        [0x11] = "RC ACKNOWLEDGE"}),
+        [0x0C] = "RC RDMA READ REQUEST", [0x0D] = "RC RDMA READ RESPONSE FIRST",
+        [0x0E] = "RC RDMA READ RESPONSE MIDDLE", [0x0F] = "RC RDMA READ RESPONSE LAST",
+        [0x10] = "RC RDMA READ RESPONSE ONLY", [0x11] = "RC ACKNOWLEDGE",
+        [0x12] = "RC ATOMIC ACKNOWLEDGE", [0x13] = "RC COMPARE SWAP",
+        [0x14] = "RC FETCH ADD"}),
     pad = ProtoField.uint8("scaleup.bth.pad_count", "Pad count", base.DEC, nil, 0x30),
     tver = ProtoField.uint8("scaleup.bth.tver", "Transport version", base.DEC, nil, 0x0F),
     pkey = ProtoField.uint16("scaleup.bth.pkey", "P_Key", base.HEX),
@@ -53,8 +57,12 @@ su.fields = {f.dst, f.src, f.type, f.hop_limit, f.length, f.entropy, f.opcode, f
              f.tver, f.pkey, f.dest_qp, f.ack_req, f.psn, f.va, f.rkey, f.dma_length,
              f.syndrome, f.msn, f.payload, f.icrc, f.fcs}
 
-local RETH_OPCODES = {[0x06] = true, [0x0A] = true}
-local ACK_OPCODE = 0x11
+-- IBTA Vol 1 table 38: a RETH follows the BTH of WRITE FIRST/ONLY and READ REQUEST, an
+-- AETH that of ACKNOWLEDGE, READ RESPONSE FIRST/LAST/ONLY and ATOMIC ACKNOWLEDGE (whose
+-- AtomicAckETH, like the atomics' AtomicETH, is shown as payload).
+local RETH_OPCODES = {[0x06] = true, [0x0A] = true, [0x0C] = true}
+local AETH_OPCODES = {[0x11] = true, [0x0D] = true, [0x0F] = true, [0x10] = true,
+                      [0x12] = true}
 
 function su.dissector(tvb, pinfo, tree)
     local n = tvb:len()
@@ -87,7 +95,7 @@ function su.dissector(tvb, pinfo, tree)
         t:add(f.rkey, tvb(at + 8, 4))
         t:add(f.dma_length, tvb(at + 12, 4))
         at = at + 16
-    elseif opcode == ACK_OPCODE then
+    elseif AETH_OPCODES[opcode] then
         t:add(f.syndrome, tvb(at, 1))
         t:add(f.msn, tvb(at + 1, 3))
         at = at + 4

@@ -25,8 +25,9 @@ __all__ = [
     "ACK_SYNDROME_ACK",
     "OpCode", "Syndrome", "bswap",
     "ETH_LAYOUT", "IPV4_LAYOUT", "UDP_LAYOUT", "BTH_LAYOUT", "RETH_LAYOUT", "AETH_LAYOUT",
+    "ATOMIC_ETH_LAYOUT", "ATOMIC_ACK_ETH_LAYOUT",
     "WRITE_RETH_HEADER", "WRITE_HEADER", "ACK_HEADER", "header_bytes",
-    "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT",
+    "ICRC_MASKED_BYTES", "WQE_LAYOUT", "CQE_LAYOUT", "QPC_LAYOUT", "MR_LAYOUT", "MR_LAYOUT_RA",
     "QPC_DYNAMIC_FIELDS", "QPC_DYNAMIC_MASK", "QPC_BYTES_CHOICES", "QPC_BYTES_DEFAULT",
     "qpc_words", "qpc_image",
     "WqeOpcode", "CqeStatus", "QpState", "HOST_WORD_BYTES", "HOST_WORD_BITS", "QPN_BITS",
@@ -64,12 +65,28 @@ MSN_BITS = 24
 
 
 class OpCode(enum.Enum, shape=8):
-    """BTH opcodes of the reliable-connected transport used here. Ref: IBTA table 38."""
+    """BTH opcodes of the reliable-connected transport used here. Ref: IBTA Vol 1
+    section 9.2.1 table 38 (RC opcodes 0x00-0x14: RDMA READ request 0x0C with a RETH,
+    READ responses 0x0D-0x10, FIRST and LAST and ONLY with an AETH, MIDDLE with none);
+    the same values in Wireshark's InfiniBand dissector (epan/dissectors/
+    packet-infiniband.h, ``RC_RDMA_READ_REQUEST`` ... ``RC_RDMA_READ_RESPONSE_ONLY``)
+    and Linux rxe (drivers/infiniband/sw/rxe/rxe_opcode.c, ``IB_OPCODE_RC_RDMA_READ_*``);
+    ATOMIC ACKNOWLEDGE 0x12 (BTH + AETH + AtomicAckETH), COMPARE & SWAP 0x13 and FETCH &
+    ADD 0x14 (BTH + AtomicETH).
+    """
     RC_RDMA_WRITE_FIRST = 0x06
     RC_RDMA_WRITE_MIDDLE = 0x07
     RC_RDMA_WRITE_LAST = 0x08
     RC_RDMA_WRITE_ONLY = 0x0A
+    RC_RDMA_READ_REQUEST = 0x0C
+    RC_RDMA_READ_RESPONSE_FIRST = 0x0D
+    RC_RDMA_READ_RESPONSE_MIDDLE = 0x0E
+    RC_RDMA_READ_RESPONSE_LAST = 0x0F
+    RC_RDMA_READ_RESPONSE_ONLY = 0x10
     RC_ACKNOWLEDGE = 0x11
+    RC_ATOMIC_ACKNOWLEDGE = 0x12
+    RC_CMP_SWAP = 0x13
+    RC_FETCH_ADD = 0x14
 
 
 class Syndrome(enum.Enum, shape=8):
@@ -115,6 +132,14 @@ BTH_LAYOUT = data.StructLayout({
 #: RDMA Extended Transport Header. Ref: IBTA Vol 1 section 9.3.3. 16 bytes, wire order.
 RETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "dma_length": 32})
 
+#: Atomic Extended Transport Header of COMPARE & SWAP and FETCH & ADD: the remote VA
+#: (8-byte aligned), rkey, the swap (or add) operand and the compare operand, all big
+#: endian. Ref: IBTA Vol 1 section 9.3.4; Linux rxe ``struct rxe_atmeth``
+#: (drivers/infiniband/sw/rxe/rxe_hdr.h). 28 bytes, wire order.
+ATOMIC_ETH_LAYOUT = data.StructLayout({"va": 64, "rkey": 32, "swap_add": 64, "compare": 64})
+#: Atomic ACK Extended Transport Header: the original value at the VA. Ref: IBTA Vol 1
+#: section 9.3.6; Linux rxe ``struct rxe_atmack``. 8 bytes, wire order.
+ATOMIC_ACK_ETH_LAYOUT = data.StructLayout({"orig": 64})
 #: ACK Extended Transport Header. Ref: IBTA Vol 1 section 9.3.5. 4 bytes; ``msn`` in
 #: wire order.
 AETH_LAYOUT = data.StructLayout({"syndrome": 8, "msn": MSN_BITS})
@@ -126,7 +151,10 @@ WRITE_RETH_HEADER = data.StructLayout({
 #: The headers of an RDMA WRITE MIDDLE / LAST frame (54 bytes).
 WRITE_HEADER = data.StructLayout({
     "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT})
-#: The headers of an ACKNOWLEDGE frame (58 bytes); the frame has no payload.
+#: The headers of an ACKNOWLEDGE frame (58 bytes); the frame has no payload. An RDMA
+#: READ RESPONSE FIRST / LAST / ONLY frame has the same headers (BTH + AETH) and carries
+#: payload after them; a READ RESPONSE MIDDLE frame has :data:`WRITE_HEADER`'s (54 bytes).
+#: Ref: IBTA Vol 1 section 9.3.5 and table 38.
 ACK_HEADER = data.StructLayout({
     "eth": ETH_LAYOUT, "ip": IPV4_LAYOUT, "udp": UDP_LAYOUT, "bth": BTH_LAYOUT,
     "aeth": AETH_LAYOUT})
@@ -249,6 +277,13 @@ QPC_LAYOUT = data.StructLayout({
 MR_LAYOUT = data.StructLayout({
     "valid": 1, "remote_write": 1, "key": 32, "base": 64, "length": 32,
 })
+#: The MR entry of a responder that executes RDMA READ and the atomics (its
+#: ``read_words`` > 0): :data:`MR_LAYOUT`'s fields, then the rights ``remote_read`` and
+#: ``remote_atomic`` (``IBV_ACCESS_REMOTE_READ`` and ``IBV_ACCESS_REMOTE_ATOMIC`` of
+#: ``ibv_reg_mr``; IBTA Vol 1 section 10.6.3.2, the access rights of a memory region).
+#: An :data:`MR_LAYOUT` integer is one of these without those rights.
+MR_LAYOUT_RA = data.StructLayout({**{name: MR_LAYOUT[name].shape for name in MR_LAYOUT.members},
+                                  "remote_read": 1, "remote_atomic": 1})
 
 #: The context fields the engines' pipeline stages rewrite (the context caches' groups:
 #: the requester's ``sq_head`` and sequencer state, the responder's PSN/MSN and message
@@ -292,6 +327,6 @@ def qpc_image(word, words):
     return [word & QPC_DYNAMIC_MASK, word & ~QPC_DYNAMIC_MASK] + [0] * (words - 2)
 
 
-for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT):
+for _layout in (WQE_LAYOUT, CQE_LAYOUT, QPC_LAYOUT, MR_LAYOUT, MR_LAYOUT_RA):
     assert _layout.size <= 8 * HOST_WORD_BYTES, _layout
 del _layout

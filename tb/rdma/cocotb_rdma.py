@@ -41,6 +41,8 @@ from spec.rdma_engine import (
 )
 from tb.cosim import cosim_params
 from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
+from tb.rdma.phases import Phases
+from tb.rdma.reads import read_checks, read_counters, read_scenario
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
@@ -50,7 +52,7 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "windows", "header", "cache_ways", "miss_queue", "mr_cache")
+               "windows", "header", "cache_ways", "miss_queue", "mr_cache", "read_words")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters not in TOP_DEFAULTS: ``link_retry`` (reliable links; default False).
 _TOP_EXTRA = ("link_retry",)
@@ -71,6 +73,7 @@ KIND_PARAMS = {
     "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs"),
     "qp_error": (),
     "bad": (),
+    "reads": (),
     "overflow": (),
     "load": ("msg_bytes", "messages", "load", "service_cycles", *LOAD_KNOBS),
 }
@@ -109,7 +112,7 @@ def check_params(p):
             raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
                              f"link_retry=True)")
     counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
-        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top)} | {
+        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top) + read_counters(top)} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
@@ -167,6 +170,8 @@ def scenario(p, cfg, knobs):
         return bad_frames_scenario(seed=p.get("seed", 2), **host)
     if p["kind"] == "overflow":
         return overflow_scenario(seed=p.get("seed", 3), **host)
+    if p["kind"] == "reads":
+        return read_scenario(cfg, p.get("seed", 5), host)
     if p["kind"] == "load":
         # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
@@ -203,25 +208,9 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
                     limit=limit)
 
 
-class _Phases:
-    """Wall time of each phase of the test, logged at the end in one line (``phases
-    (s): name value, ...``) that ``make bench`` reads."""
-
-    def __init__(self):
-        self.marks = [("", time.perf_counter())]
-
-    def mark(self, name, at=None):
-        self.marks.append((name, time.perf_counter() if at is None else at))
-
-    def line(self):
-        return "phases (s): " + ", ".join(
-            f"{name} {t - self.marks[k][1]:.3f}"
-            for k, (name, t) in enumerate(self.marks[1:]))
-
-
 @cocotb.test()
 async def rdma_matches_model(dut):
-    phases = _Phases()
+    phases = Phases()
     p = cosim_params()
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
@@ -233,7 +222,7 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache)
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames", "selective")}
@@ -308,6 +297,8 @@ async def rdma_matches_model(dut):
         outcomes = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
         sb.equal("injected frames = accepted + dropped (responder counters)",
                  sum(resp[r] for r in outcomes if isinstance(resp[r], int)), len(inject))
+    if p["kind"] == "reads":
+        read_checks(sb, v, got, reasons, bth_at)
     if reasons is not None:
         expect = {}
         for r in reasons:

@@ -27,7 +27,7 @@ from spec.fabric import FLAGS as LINK_FLAGS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
-from spec.rdma_responder import MR_CACHE_COUNTERS
+from spec.rdma_responder import MR_CACHE_COUNTERS, READ_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
 __all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port",
@@ -105,6 +105,9 @@ class RdmaTestbench:
         The top's ``mr_cache``: when not 0 the MR table is loaded into host memory B
         (:func:`pymodel.rdma.verbs.mr_table_in_host`) and :meth:`counters`' ``resp``
         has the MR cache's counters too (port ``resp_mr``).
+    read_words : int
+        The top's ``read_words``: when not 0 the ``resp`` counters have the READ counters
+        too (port ``resp_read``).
 
     Attributes
     ----------
@@ -120,9 +123,10 @@ class RdmaTestbench:
     #: asks for it clears only these instead of the whole memory.
     _dirty = {}
 
-    def __init__(self, dut, depth, link_retry=False, mr_cache=0):
+    def __init__(self, dut, depth, link_retry=False, mr_cache=0, read_words=0):
         self.dut, self.depth, self.link_retry = dut, depth, link_retry
         self.mr_cache = mr_cache
+        self.read_words = read_words
         self.harness = Harness(dut)
         self.end = self.hang = None
         self._mmio = mmio_layout()
@@ -234,6 +238,8 @@ class RdmaTestbench:
         wire = "__link" if self.link_retry else ""
         mr = ({n: value_of(getattr(d, member_port("resp_mr", n))) for n in MR_CACHE_COUNTERS}
               if self.mr_cache else {})
+        if self.read_words:
+            mr |= {n: value_of(getattr(d, member_port("resp_read", n))) for n in READ_COUNTERS}
         return {
             "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
             "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS}

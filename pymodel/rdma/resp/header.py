@@ -24,6 +24,10 @@ _WRITES = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_MIDDLE.value,
            OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
 _RETH = {OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
 _LAST = {OpCode.RC_RDMA_WRITE_LAST.value, OpCode.RC_RDMA_WRITE_ONLY.value}
+_READ = OpCode.RC_RDMA_READ_REQUEST.value
+_ATOMICS = {OpCode.RC_CMP_SWAP.value, OpCode.RC_FETCH_ADD.value}
+#: Bytes of the AtomicETH (IBTA Vol 1 section 9.3.4).
+_ATOMIC_ETH_BYTES = 28
 #: Rejection reasons of this stage, in check order.
 REASONS = ("fcs_bad", "truncated", "malformed", "icrc_bad")
 
@@ -41,7 +45,7 @@ _SU_SLOTS = {path: field_slot(SU_WRITE_RETH_HEADER, path) for path in (
 _SU = framing("scaleup")
 
 
-def parse_scaleup_header(entry):
+def parse_scaleup_header(entry, reads=False):
     """:func:`parse_header` for the scale-up header: ``truncated`` when the frame's
     length is not the header's ``length`` + 10 + 4 (or it is too long); ``malformed``
     when ``type`` is not BTH, the BTH version is not 0, the opcode not a WRITE or
@@ -51,37 +55,52 @@ def parse_scaleup_header(entry):
     h = {path: raw >> offset & mask for path, (offset, mask) in _SU_SLOTS.items()}
     su_len = bswap(h["su.length"], 2)
     opcode = h["bth.opcode"]
-    reth = opcode in _RETH
-    overhead = BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0) + h["bth.pad_count"]
+    read = reads and opcode == _READ
+    atomic = reads and opcode in _ATOMICS
+    reth = opcode in _RETH or read
+    overhead = BTH_BYTES + ICRC_BYTES + _ext(reth, atomic) + h["bth.pad_count"]
     header_ok = (h["su.type"] == ScaleUpType.BTH.value and h["bth.tver"] == 0
-                 and opcode in _WRITES and su_len > overhead)
+                 and _size_ok(opcode, read or atomic, su_len, overhead))
     return _verdict(entry, h, entry["length"] == _SU.outer + su_len + 4, header_ok,
-                    su_len - overhead, raw >> (8 * _SU.plain_bytes))
+                    su_len - overhead, raw >> (8 * _SU.plain_bytes), reads)
 
 
-def parse_header(entry, header="roce"):
-    """``(reason or None, verify job)`` of a header entry (dicts)."""
+def _ext(reth, atomic):
+    """Bytes of the extended header after the BTH: a RETH, an AtomicETH or none."""
+    return RETH_BYTES if reth else _ATOMIC_ETH_BYTES if atomic else 0
+
+
+def _size_ok(opcode, read, ip_len, overhead):
+    """A WRITE carries payload, a READ or atomic request (``read``) none."""
+    return (opcode in _WRITES and ip_len > overhead) or (read and ip_len == overhead)
+
+
+def parse_header(entry, header="roce", reads=False):
+    """``(reason or None, verify job)`` of a header entry (dicts); ``reads``: READ
+    requests pass (the RTL's parameter of that name)."""
     if header != "roce" and framing(header).header is Header.SCALEUP:
-        return parse_scaleup_header(entry)
+        return parse_scaleup_header(entry, reads)
     raw = entry["b0"] | entry["b1"] << HOST_WORD_BITS
     h = {path: raw >> offset & mask for path, (offset, mask) in _SLOTS.items()}
     b = raw.to_bytes(128, "little")
     ip_len = int.from_bytes(b[16:18], "big")
     opcode = h["bth.opcode"]
-    reth = opcode in _RETH
-    overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + (RETH_BYTES if reth else 0)
+    read = reads and opcode == _READ
+    atomic = reads and opcode in _ATOMICS
+    reth = opcode in _RETH or read
+    overhead = (IPV4_BYTES + UDP_BYTES + BTH_BYTES + ICRC_BYTES + _ext(reth, atomic)
                 + h["bth.pad_count"])
     header_ok = (int.from_bytes(b[12:14], "big") == ETHERTYPE_IPV4
                  and h["ip.version"] == 4 and h["ip.ihl"] == 5
                  and h["ip.protocol"] == IP_PROTO_UDP
                  and int.from_bytes(b[36:38], "big") == ROCE_UDP_PORT
-                 and h["bth.tver"] == 0 and opcode in _WRITES and ip_len > overhead
+                 and h["bth.tver"] == 0 and _size_ok(opcode, read or atomic, ip_len, overhead)
                  and not entry["single"])
     return _verdict(entry, h, entry["length"] == 14 + ip_len + 4, header_ok,
-                    ip_len - overhead, int.from_bytes(b[54:128], "little"))
+                    ip_len - overhead, int.from_bytes(b[54:128], "little"), reads)
 
 
-def _verdict(entry, h, length_ok, header_ok, plen, data):
+def _verdict(entry, h, length_ok, header_ok, plen, data, reads=False):
     """``(reason or None, verify job)`` of a header entry whose framing has been judged
     (``length_ok``: the frame's length agrees with its header's; ``header_ok``: the
     outer header, the BTH and the opcode are acceptable), in the order the RTL counts a
@@ -100,11 +119,18 @@ def _verdict(entry, h, length_ok, header_ok, plen, data):
     job = dict.fromkeys(("check", "qpn", "entry", "psn", "ack_req", "reth", "last", "va", "rkey",
                          "dma_len", "plen", "data"), 0)
     job["rest"] = entry["rest"]
+    if reads:
+        job.update(read=0, atomic=0, cmp=0)
     if reason is None:
         opcode = h["bth.opcode"]
+        read = int(reads and opcode == _READ)
+        atomic = int(reads and opcode in _ATOMICS)
+        if reads:
+            job.update(read=read, atomic=atomic, cmp=int(opcode == OpCode.RC_CMP_SWAP.value))
         job.update(
             check=1, qpn=bswap(h["bth.dest_qp"], 3), psn=bswap(h["bth.psn"], 3),
-            ack_req=h["bth.ack_req"], reth=int(opcode in _RETH), last=int(opcode in _LAST),
+            ack_req=h["bth.ack_req"], reth=int(opcode in _RETH or read),
+            last=int(opcode in _LAST or read or atomic),
             va=bswap(h["reth.va"], 8), rkey=bswap(h["reth.rkey"], 4),
             dma_len=bswap(h["reth.dma_length"], 4), plen=plen & 0x1FFFF, data=data)
     return reason, job
@@ -121,12 +147,13 @@ class HeaderCheckModel:
     """
 
     def __init__(self, i, o, entries, jobs, lookup, done, used=None, log=None,
-                 header="roce", entry_of=None):
+                 header="roce", entry_of=None, reads=False):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone); ``header``:
         the framing (:mod:`spec.formats.scaleup`)."""
         self.i, self.o, self.entries = i, o, entries
         self.header = framing(header).header.value
+        self.reads = bool(reads)
         self.used = used or entries
         self.mod = 1 << (jobs.bit_length() + 1)
         self.lookup, self.done = lookup, done
@@ -144,7 +171,7 @@ class HeaderCheckModel:
         out = {"lookup.valid": 0}
         if not (self.i.can_read() and self.o.can_write()):
             return out
-        reason, job = parse_header(self.i.head(), self.header)
+        reason, job = parse_header(self.i.head(), self.header, self.reads)
         if reason is not None:
             cnt[reason] += 1
             self.i.read()

@@ -28,18 +28,22 @@ from pymodel.rdma.context_cache import ContextCacheModel
 from pymodel.rdma.resp.ack import AckSenderModel
 from pymodel.rdma.resp.header import HeaderCheckModel
 from pymodel.rdma.resp.mr_cache import MrCacheModel
+from pymodel.rdma.resp.response import ResponseSenderModel
 from pymodel.rdma.resp.rx import ReceiveModel
 from pymodel.rdma.resp.verify import VerifyModel
 from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
-from spec.formats.roce import MR_LAYOUT
+from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA
 from spec.formats.scaleup import framing
 from spec.rdma_responder import (
     MR_READ_ID,
+    READ_COUNTERS,
+    READ_DATA_ID,
     RESP_GROUP,
     RESPONDER_COUNTERS,
     ResponderSizes,
     check_mr_cache,
+    check_read_words,
 )
 
 __all__ = ["ResponderModel", "Presented"]
@@ -101,11 +105,16 @@ class ResponderModel:
     def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
                  qpc_words=1,
                  mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
-                 mr_cache=0, mr_base=0, **sizes):
+                 mr_cache=0, mr_base=0, read_words=0, **sizes):
         _check("QP-context cache entries", cache_entries, 16, 256)
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
         check_mr_cache(mr_cache)
+        self.read_words = check_read_words(read_words)
+        if read_words and mr_cache:
+            raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR table "
+                             "(mr_cache 0)")
+        reads = self.reads = bool(read_words)
         self.mrc = MrCacheModel(mr_cache, mr_entries) if mr_cache else None
         self.mr_base = mr_base
         fr = framing(header)
@@ -115,25 +124,33 @@ class ResponderModel:
         f = self.fifos = {name: Fifo(d, name, self._staged) for name, d in dict(
             hdr=s.rx_frames, pay=s.rx_beats, jobs=s.jobs, wjobs=s.write_jobs,
             acks=s.ack_jobs, words=s.words, fills=s.fills, wbs=s.writebacks).items()}
+        if reads:
+            f["rdata"] = Fifo(read_words, "rdata", self._staged)
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
                                        cache_used, cache_ways, qpc_words)
         used = self.cache.used
-        mr = [unpack(MR_LAYOUT, v) for v in mr_table]
-        self.mr_table = mr + [unpack(MR_LAYOUT, 0)] * (mr_entries - len(mr))
+        layout = MR_LAYOUT_RA if read_words else MR_LAYOUT
+        mr = [unpack(layout, v) for v in mr_table]
+        self.mr_table = mr + [unpack(layout, 0)] * (mr_entries - len(mr))
         self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
                                   depth, self, used, log=self._staged, selective=selective,
-                                  mr_cache=self.mrc)
+                                  mr_cache=self.mrc, reads=reads)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),
                                        used=used, log=self._staged,
                                        header=fr.header.value,
-                                       entry_of=lambda qpn, side: self.cache.entry_of(qpn))
+                                       entry_of=lambda qpn, side: self.cache.entry_of(qpn),
+                                       reads=reads)
         self.writer = PayloadWriterModel(f["wjobs"], f["pay"], f["words"], depth,
                                          fr.head_bytes)
         self.arbiter = WriteArbiterModel(f["words"], f["wbs"])
-        self.ack = AckSenderModel(f["acks"], header=fr.header.value)
+        wjobs, words = f["wjobs"].q, f["words"].q
+        self.ack = (ResponseSenderModel(f["acks"], f["rdata"], read_words, fr.header.value,
+                                        writes_idle=lambda: not wjobs and not words,
+                                        wr=f["words"], save=self.verify.save)
+                    if reads else AckSenderModel(f["acks"], header=fr.header.value))
         self._presented = None
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
 
@@ -173,6 +190,8 @@ class ResponderModel:
         for q in self._queues:
             if q:
                 return False
+        if self.reads:
+            return not self.ack.spill and self.ack.frame is None
         return self.ack.spill is None
 
     def present(self):
@@ -187,6 +206,10 @@ class ResponderModel:
         else:
             rd_req = (dict(addr=fills.head(), words=self.cache.words, id=0)
                       if fills.can_read() else None)
+        if rd_req is None and self.reads:
+            rd_req = self.ack.present_rd()
+            if rd_req is not None:
+                rd_req["addr"] %= self.depth
         self._presented = Presented(self.ack.present(), rd_req, self.arbiter.present())
         return self._presented
 
@@ -215,6 +238,8 @@ class ResponderModel:
         if rd_data is not None:
             if self.mrc is not None and rd_data["id"] == MR_READ_ID:
                 self.mrc.fill(rd_data["data"])
+            elif self.reads and rd_data["id"] == READ_DATA_ID:
+                f["rdata"].write(rd_data["data"])
             else:
                 self.cache.fill(rd_data["data"])
         if jobs:
@@ -222,12 +247,18 @@ class ResponderModel:
         if f["wjobs"].q:
             self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
+        rd_taken_data = False
         if rd_req_taken:
             if out.rd_req["id"] == MR_READ_ID and self.mrc is not None:
                 self.mrc.taken()
+            elif self.reads and out.rd_req["id"] == READ_DATA_ID:
+                rd_taken_data = True
             else:
                 self.fifos["fills"].read()
-        self.ack.advance(o_ready and out.o is not None)
+        if self.reads:
+            self.ack.advance(o_ready and out.o is not None, rd_taken_data, self.depth)
+        else:
+            self.ack.advance(o_ready and out.o is not None)
         return out
 
     def commit(self):
@@ -237,6 +268,9 @@ class ResponderModel:
         self.cache.commit()
         if self.mrc is not None:
             self.mrc.commit()
+        if self.reads:
+            self.ack.commit()
+            self.verify.commit_atomics()
         self._presented = None
 
     def next_event(self, c):
@@ -248,4 +282,5 @@ class ResponderModel:
     def counters(self):
         values = {**self.rx.count, **self.header.count, **self.verify.count,
                   **self.writer.count, **self.ack.count, **self.cache.count}
-        return {name: values[name] & 0xFFFFFFFF for name in RESPONDER_COUNTERS}
+        names = RESPONDER_COUNTERS + (READ_COUNTERS if self.reads else ())
+        return {name: values[name] & 0xFFFFFFFF for name in names}

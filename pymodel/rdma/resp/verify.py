@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
-from spec.rdma_responder import RESP_GROUP, SR_WINDOW
+from spec.rdma_responder import ATOMIC_SLOTS, RESP_GROUP, SR_WINDOW, read_packets
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
@@ -26,7 +26,7 @@ class VerifyModel:
     """
 
     def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None,
-                 selective=0, mr_cache=None):
+                 selective=0, mr_cache=None, reads=False):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone);
         ``selective``: the port of that name (0 go-back-N, 1 selective repeat);
@@ -34,6 +34,7 @@ class VerifyModel:
         :class:`~pymodel.rdma.resp.mr_cache.MrCacheModel` the stage looks MRs up in
         (it holds a FIRST/ONLY job until its MR hits)."""
         self.mrc, self._mr = mr_cache, None
+        self.reads = bool(reads)
         if selective not in (0, 1):
             raise ValueError(f"selective must be 0 or 1, not {selective!r}")
         self.selective = selective
@@ -51,7 +52,15 @@ class VerifyModel:
         self.entries, self.depth = entries, depth
         self.mod = 1 << (jobs.bit_length() + 1)
         self.done = Staged(0, size=entries, name="done", log=log)
-        self.count = dict.fromkeys(VERIFY_COUNTERS, 0)
+        self.count = dict.fromkeys(VERIFY_COUNTERS + (
+            ("read_reqs", "atomics", "atomic_replays") if reads else ()), 0)
+        #: Saved atomic results: ``(qpn, psn, orig)`` per slot (None: empty), the next
+        #: slot to replace, and the fence (an atomic decided, not yet executed).
+        self.saved = [None] * ATOMIC_SLOTS
+        self.saved_next = 0
+        self.fence = False
+        self._fence_next = False
+        self._save = None
 
     def held(self, e):
         """Has entry ``e`` frames placed out of order, or discarded ahead (start of the
@@ -62,8 +71,22 @@ class VerifyModel:
         """Frames of entry ``e`` done (the header check's read; start of the cycle)."""
         return self.done[e]
 
+    def save(self, qpn, psn, orig):
+        """The response sender executed an atomic in this cycle (the RTL's ``save_*``
+        ports): its result goes into the next slot and the fence opens, from the next
+        cycle."""
+        self._save = (qpn, psn, orig)
+
+    def _saved(self, qpn, psn):
+        for slot in self.saved:                 # the lowest slot that matches
+            if slot is not None and slot[0] == qpn and slot[1] == psn:
+                return slot[2]
+        return None
+
     def step(self, c, side):
         out = {"g_we": 0}
+        if self.fence:
+            return out
         mr_hit = True
         if self.mrc is not None and self.i.can_read():
             h = self.i.head()
@@ -94,6 +117,10 @@ class VerifyModel:
                    syndrome=Syndrome.ACK.value)
         due, new, bits_new, dah_new, nac_new = False, None, None, None, None
         psn, exp = j["psn"], g["expected_psn"]
+        read = bool(self.reads and j.get("read"))
+        atomic = bool(self.reads and j.get("atomic"))
+        if self.reads:
+            ack.update(read=0, atomic=0, replay=0)
         bits = self.bits[e]
         slot = ((psn - exp) & _PSN_MASK) - 1          # the bit of a PSN ahead
         in_window = 0 <= slot < SR_WINDOW
@@ -106,9 +133,22 @@ class VerifyModel:
                 verdict, due = "duplicates", bool(j["ack_req"])
                 if self.selective:      # a cumulative ACK: everything before expected
                     ack.update(psn=(exp - 1) & _PSN_MASK)
+                if atomic:              # answered from its saved result, or dropped
+                    orig = self._saved(j["qpn"], psn)
+                    due = orig is not None
+                    if due:
+                        ack.update(psn=psn, atomic=1, replay=1, swap=orig)
+                        self.count["atomic_replays"] += 1
+                if read:                # answered again, or NAKed
+                    due = True
+                    ack.update(psn=psn)
+                    if self._access_ok(j, g, side):
+                        self._read_job(ack, j, ctx, g["msn"])
+                    else:
+                        ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
             elif self.selective and in_window and bits >> slot & 1:
                 verdict = "duplicates"
-            elif (self.selective and in_window and j["reth"] and j["last"]
+            elif (self.selective and in_window and j["reth"] and j["last"] and not read
                   and self._access_ok(j, g, side)):
                 verdict, bits_new = "sr_placed", bits | 1 << slot
                 wjob.update(write=1, reth=1, addr=(j["va"] >> 6) % self.depth,
@@ -126,9 +166,11 @@ class VerifyModel:
             if (self.selective and verdict in ("psn_nak", "out_of_order")
                     and not self.nac[e]):
                 dah_new = 1             # a frame ahead discarded: it will be missing
-        elif not self._access_ok(j, g, side):
+        elif not self._access_ok(j, g, side) or (atomic and j["va"] % 8):
             verdict, due = "access_nak", True
-            ack.update(syndrome=Syndrome.NAK_REMOTE_ACCESS.value)
+            misaligned = atomic and self._access_ok(j, g, side)
+            ack.update(syndrome=Syndrome.NAK_INVALID_REQUEST.value if misaligned
+                       else Syndrome.NAK_REMOTE_ACCESS.value)
             new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0)
             if bits:
                 bits_new = 0
@@ -136,6 +178,27 @@ class VerifyModel:
                 dah_new = 0
             if self.nac[e]:
                 nac_new = 0
+        elif atomic:                          # executed by the response sender, fenced
+            verdict, due = "frames_ok", True
+            msn = (g["msn"] + 1) & _MSN_MASK
+            data = j["data"].to_bytes(128, "little")
+            ack.update(psn=psn, msn=msn, atomic=1, cmp=j["cmp"], va=j["va"],
+                       swap=int.from_bytes(data[12:20], "big"),
+                       compare=int.from_bytes(data[20:28], "big"),
+                       syndrome=Syndrome.ACK.value)
+            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0, msn=msn)
+            if bits:
+                bits_new = bits >> 1
+            self.count["atomics"] += 1
+            self._fence_next = True
+        elif read:                            # its response packets' PSNs, no write
+            verdict, due = "frames_ok", True
+            n = read_packets(j["dma_len"], ctx["pmtu_log2"])
+            msn = (g["msn"] + 1) & _MSN_MASK
+            self._read_job(ack, j, ctx, msn)
+            new = dict(g, expected_psn=(exp + n) & _PSN_MASK, nak_sent=0, msn=msn)
+            if bits:
+                bits_new = bits >> n if n < SR_WINDOW else 0
         else:
             run = 0                           # placed PSNs that follow without a gap
             while run < SR_WINDOW and bits >> run & 1:
@@ -184,16 +247,38 @@ class VerifyModel:
         out.update(g_we=int(new is not None), g_wdata=g_wdata)
         return out
 
+    def _read_job(self, ack, j, ctx, msn):
+        """Make the ACK job ``ack`` a READ to answer (from job ``j``, context ``ctx``)."""
+        ack.update(read=1, va=j["va"], length=j["dma_len"], pmtu_log2=ctx["pmtu_log2"],
+                   msn=msn, syndrome=Syndrome.ACK.value)
+        self.count["read_reqs"] += 1
+
     def _access_ok(self, j, g, side):
+        if self.reads and j.get("atomic"):
+            mr = self.env.mr(j["rkey"], side)
+            return bool(mr["valid"] and mr["key"] == j["rkey"] and mr.get("remote_atomic", 0)
+                        and j["va"] >= mr["base"] and j["va"] + 8 <= mr["base"] + mr["length"])
         if not j["reth"]:
             return j["plen"] <= g["resp_left"]
         mr = self._mr if self.mrc is not None else self.env.mr(j["rkey"], side)
         va = j["va"]
-        return bool(mr["valid"] and mr["key"] == j["rkey"] and mr["remote_write"]
+        right = mr.get("remote_read", 0) if self.reads and j.get("read") else mr["remote_write"]
+        return bool(mr["valid"] and mr["key"] == j["rkey"] and right
                     and va >= mr["base"] and va + j["dma_len"] <= mr["base"] + mr["length"]
                     and va % 64 == 0 and j["plen"] <= j["dma_len"])
 
+    def commit_atomics(self):
+        """End of the cycle for the fence and the saved results (registers of their
+        own, outside the staged log)."""
+        if self._fence_next:
+            self.fence, self._fence_next = True, False
+        if self._save is not None:
+            self.saved[self.saved_next] = self._save
+            self.saved_next = (self.saved_next + 1) % len(self.saved)
+            self.fence, self._save = False, None
+
     def commit(self):
+        self.commit_atomics()
         self.done.commit()
         self.bits.commit()
         self.dah.commit()

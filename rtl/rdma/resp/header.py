@@ -1,5 +1,8 @@
 """Header-check stage of the responder: frame checks, field extraction, context lookup."""
 
+import operator
+from functools import reduce
+
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -8,6 +11,7 @@ from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.eth_ip_udp import framing_param
 from spec.checks import check_int, reject
 from spec.formats.roce import (
+    ATOMIC_ETH_LAYOUT,
     BTH_BYTES,
     ETHERTYPE_IPV4,
     ICRC_BYTES,
@@ -20,6 +24,7 @@ from spec.formats.roce import (
     WRITE_RETH_HEADER,
     OpCode,
     bswap,
+    header_bytes,
 )
 from spec.formats.scaleup import SU_WRITE_RETH_HEADER, Header, ScaleUpType
 from spec.ports import ports_by_name
@@ -28,6 +33,8 @@ from spec.rdma_stages import header_entry_layout, verify_job_layout
 
 __all__ = ["HeaderCheck", "inflight_bits"]
 
+#: Bytes of the AtomicETH (IBTA Vol 1 section 9.3.4).
+ATOMIC_ETH_BYTES = header_bytes(ATOMIC_ETH_LAYOUT)
 HEADER_COUNTERS = ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")
 
 
@@ -91,10 +98,18 @@ class HeaderCheck(wiring.Component):
     length is not 10 + the scale-up ``length`` + 4 (FCS); ``malformed`` when ``type`` is
     not BTH, the BTH version is not 0, the opcode not a WRITE or ``length`` leaves no
     payload (a one-beat frame is allowed); the job's ``data`` is frame bytes 22..127.
+
+    ``reads`` (a responder that executes RDMA READ): a READ request (opcode 0x0C, BTH +
+    RETH, no payload: its length is exactly the headers and ICRC) passes the header check
+    too, with ``read``, ``reth`` and ``last`` set in its job; without ``reads`` it is
+    ``malformed``, as every opcode but the WRITEs. Likewise COMPARE & SWAP and FETCH &
+    ADD (0x13, 0x14: BTH + the 28-byte AtomicETH, no payload), with ``atomic`` (and
+    ``cmp``) and ``last`` set.
     """
 
-    def __init__(self, entries, jobs, header="roce"):
+    def __init__(self, entries, jobs, header="roce", reads=False):
         self.framing = framing_param(self, header)
+        self.reads = bool(reads)
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -102,7 +117,8 @@ class HeaderCheck(wiring.Component):
         self.entries, self.jobs = entries, jobs
         ports = {
             "i": In(stream.Signature(header_entry_layout())),
-            "o": Out(stream.Signature(verify_job_layout(self.framing.head_bytes))),
+            "o": Out(stream.Signature(verify_job_layout(self.framing.head_bytes,
+                                                        self.reads))),
             "o_level": In(range(jobs + 1)),
             "lookup": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}))),
             "victim_busy": Out(1),
@@ -124,6 +140,7 @@ class HeaderCheck(wiring.Component):
         ip_len = Signal(16)       # RoCEv2: the IPv4 total length; scale-up: ``length``
         m.d.comb += ip_len.eq(bswap(hdr.su.length if scaleup else hdr.ip.total_length, 2))
         reth, is_write, last = Signal(), Signal(), Signal()
+        read, atomic, cmp = Signal(), Signal(), Signal()
         m.d.comb += [
             reth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
                     | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
@@ -134,20 +151,43 @@ class HeaderCheck(wiring.Component):
         ]
         overhead = Signal(16)
         outer = 0 if scaleup else IPV4_BYTES + UDP_BYTES
-        m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
-                                + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
-        header_ok = Signal()
-        if scaleup:
-            m.d.comb += header_ok.eq(
-                (hdr.su.type == ScaleUpType.BTH.value)
-                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead))
+        size_ok = None
+        if self.reads:
+            # (The same WRITE terms, and READ and atomic requests: no payload.)
+            wreth = Signal()
+            m.d.comb += [
+                read.eq(opcode == OpCode.RC_RDMA_READ_REQUEST),
+                cmp.eq(opcode == OpCode.RC_CMP_SWAP),
+                atomic.eq(cmp | (opcode == OpCode.RC_FETCH_ADD)),
+                wreth.eq((opcode == OpCode.RC_RDMA_WRITE_FIRST)
+                         | (opcode == OpCode.RC_RDMA_WRITE_ONLY)),
+                reth.eq(wreth | read),
+                is_write.eq(wreth | (opcode == OpCode.RC_RDMA_WRITE_MIDDLE)
+                            | (opcode == OpCode.RC_RDMA_WRITE_LAST)),
+                last.eq((opcode == OpCode.RC_RDMA_WRITE_LAST)
+                        | (opcode == OpCode.RC_RDMA_WRITE_ONLY) | read | atomic),
+                overhead.eq(outer + BTH_BYTES + ICRC_BYTES
+                            + Mux(reth, RETH_BYTES, Mux(atomic, ATOMIC_ETH_BYTES, 0))
+                            + hdr.bth.pad_count),
+            ]
+            size_ok = Signal()
+            m.d.comb += size_ok.eq((is_write & (ip_len > overhead))
+                                   | ((read | atomic) & (ip_len == overhead)))
         else:
-            m.d.comb += header_ok.eq(
-                (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2))
-                & (hdr.ip.version == 4) & (hdr.ip.ihl == 5)
-                & (hdr.ip.protocol == IP_PROTO_UDP)
-                & (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2))
-                & (hdr.bth.tver == 0) & is_write & (ip_len > overhead) & ~e.single)
+            m.d.comb += overhead.eq(outer + BTH_BYTES + ICRC_BYTES
+                                    + Mux(reth, RETH_BYTES, 0) + hdr.bth.pad_count)
+        header_ok = Signal()
+        sized = (size_ok,) if self.reads else (is_write, ip_len > overhead)
+        if scaleup:
+            m.d.comb += header_ok.eq(reduce(operator.and_, (
+                (hdr.su.type == ScaleUpType.BTH.value), (hdr.bth.tver == 0), *sized)))
+        else:
+            m.d.comb += header_ok.eq(reduce(operator.and_, (
+                (hdr.eth.ethertype == bswap(Const(ETHERTYPE_IPV4, 16), 2)),
+                (hdr.ip.version == 4), (hdr.ip.ihl == 5),
+                (hdr.ip.protocol == IP_PROTO_UDP),
+                (hdr.udp.dport == bswap(Const(ROCE_UDP_PORT, 16), 2)),
+                (hdr.bth.tver == 0), *sized, ~e.single)))
         # Frame bytes outside ``ip_len``: the Ethernet header (14) or the scale-up
         # header (10), and the FCS.
         before = self.framing.outer if scaleup else 14
@@ -170,6 +210,8 @@ class HeaderCheck(wiring.Component):
                 job.plen.eq(ip_len - overhead),
                 job.data.eq(Cat(e.b0, e.b1)[8 * self.framing.plain_bytes:]),
             ]
+            if self.reads:
+                m.d.comb += [job.read.eq(read), job.atomic.eq(atomic), job.cmp.eq(cmp)]
 
         # Frames of each entry looked up (this stage) and done (the verify stage).
         m.submodules.looked_up = looked = memory.Memory(

@@ -1,6 +1,6 @@
 """The pipelined responder of RDMA WRITEs: stages and FIFOs, wired (no logic here)."""
 
-from amaranth import Module, Shape
+from amaranth import Module, Mux, Shape
 from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -10,22 +10,26 @@ from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
 from rtl.rdma.resp.mr_cache import MrCache
+from rtl.rdma.resp.response import ResponseSender
 from rtl.rdma.resp.rx import Receive
 from rtl.rdma.resp.verify import Verify
 from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
 from spec.checks import check_int, reject
 from spec.formats.packet import packet_signature
-from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT
+from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT, MR_LAYOUT_RA
 from spec.host import wr_layout
 from spec.ports import CountersSignature, HostDmaSignature, PortView
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     MR_READ_ID,
+    READ_COUNTERS,
+    READ_DATA_ID,
     RESP_GROUP,
     RESPONDER_COUNTERS,
     ResponderSizes,
     check_mr_cache,
+    check_read_words,
 )
 from spec.rdma_stages import (
     ack_layout,
@@ -83,6 +87,15 @@ class Responder(wiring.Component):
         the frame in the verify stage while one word is read on ``host.rd_req`` (``id``
         :data:`~spec.rdma_responder.MR_READ_ID`; the read data goes to the MR cache by
         that id). An MR read waiting is presented before the fill FIFO's head.
+    read_words : int
+        0 (default): no RDMA READ (a READ request is ``malformed``). Else RDMA READ is
+        executed (:data:`spec.rdma_responder.READ_WORDS_RANGE`): READ requests pass the
+        header check and the verify stage (its docstring), their READ jobs travel in
+        order with the ACKs to a :class:`~rtl.rdma.resp.response.ResponseSender` in
+        place of the :class:`~rtl.rdma.resp.ack.AckSender`, whose data reads go to
+        ``host.rd_req`` (``id`` :data:`~spec.rdma_responder.READ_DATA_ID`, after MR
+        reads and fills) and whose data comes back into a FIFO of ``read_words`` words;
+        counters :data:`~spec.rdma_responder.READ_COUNTERS` are added.
     **sizes
         FIFO depths, the fields of :class:`spec.rdma_responder.ResponderSizes`
         (``rx_beats``, ``rx_frames``, ``jobs``, ``write_jobs``, ``ack_jobs``, ``words``,
@@ -122,8 +135,8 @@ class Responder(wiring.Component):
         reads them (:class:`rtl.rdma.pause.PauseGen`). The twin's are
         ``len(fifos["pay"].q)`` and ``len(fifos["hdr"].q)`` before the cycle's ``step``.
     mr_table : memory.Memory (attribute, not a port)
-        The MR table (:data:`MR_LAYOUT` entries), loaded by the testbench; None with
-        ``mr_cache``.
+        The MR table (:data:`MR_LAYOUT` entries, :data:`MR_LAYOUT_RA` with
+        ``read_words``), loaded by the testbench; None with ``mr_cache``.
     mr_base : In(range(depth))
         Only with ``mr_cache``: word address of the MR table in host memory (MR ``x``,
         ``x = rkey % mr_entries``, one :data:`MR_LAYOUT` word at ``mr_base + x``).
@@ -160,7 +173,7 @@ class Responder(wiring.Component):
     """
 
     def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
-                 cache_ways=1, mr_cache=0, **sizes):
+                 cache_ways=1, mr_cache=0, read_words=0, **sizes):
         self.framing = framing_param(self, header)
         self.cache_ways = check_ways(self, cache_ways, cache_entries)
         check_int(self, "QP-context cache entries", cache_entries, 16, 256)
@@ -176,6 +189,10 @@ class Responder(wiring.Component):
         try:
             self.sizes = ResponderSizes.of(sizes)
             self.mr_cache = check_mr_cache(mr_cache)
+            self.read_words = check_read_words(read_words)
+            if read_words and mr_cache:
+                raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR "
+                                 "table (mr_cache 0)")
         except ValueError as error:
             reject(self, str(error))
         self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr_entries
@@ -194,9 +211,12 @@ class Responder(wiring.Component):
         if mr_cache:
             ports["mr_base"] = In(range(depth))
             ports.update({name: Out(32) for name in MR_CACHE_COUNTERS})
+        if read_words:
+            ports.update({name: Out(32) for name in READ_COUNTERS})
         super().__init__(ports)
         self.mr_table = (None if mr_cache else
-                         memory.Memory(shape=MR_LAYOUT, depth=mr_entries, init=[]))
+                         memory.Memory(shape=MR_LAYOUT_RA if read_words else MR_LAYOUT,
+                                       depth=mr_entries, init=[]))
 
     def elaborate(self, platform):
         m = Module()
@@ -205,21 +225,25 @@ class Responder(wiring.Component):
             m.submodules.mr_table = self.mr_table
         fr, hb = self.framing.header.value, self.framing.head_bytes
         m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames, header=fr)
-        m.submodules.header = hdr = HeaderCheck(n, s.jobs, header=fr)
+        reads = bool(self.read_words)
+        m.submodules.header = hdr = HeaderCheck(n, s.jobs, header=fr, reads=reads)
         m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries, hb,
-                                           self.mr_cache)
+                                           self.mr_cache, reads=reads)
         m.submodules.writer = wrt = PayloadWriter(depth, header=fr)
         m.submodules.arbiter = arb = WriteArbiter(depth)
-        m.submodules.ack = ack = AckSender(header=fr)
+        m.submodules.ack = ack = (ResponseSender(depth, self.read_words, header=fr) if reads
+                                  else AckSender(header=fr))
         m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP},
                                                   ways=self.cache_ways)
         fifos = dict(
             hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
-            jobs=_fifo(verify_job_layout(hb), s.jobs),
+            jobs=_fifo(verify_job_layout(hb, reads), s.jobs),
             wjobs=_fifo(write_job_layout(depth, hb), s.write_jobs),
-            acks=_fifo(ack_layout(), s.ack_jobs), words=_fifo(wr_layout(depth), s.words),
+            acks=_fifo(ack_layout(reads), s.ack_jobs), words=_fifo(wr_layout(depth), s.words),
             fills=_fifo(range(depth), s.fills),
             wbs=_fifo(writeback_layout(depth), s.writebacks))
+        if reads:
+            fifos["rdata"] = _fifo(HOST_WORD_BITS, self.read_words)
         for name, fifo in fifos.items():
             m.submodules[f"{name}_fifo"] = fifo
 
@@ -279,6 +303,24 @@ class Responder(wiring.Component):
                 cache.fill_data.valid.eq(rd_data.valid),
                 cache.fill_data.payload.eq(rd_data.payload.data),
             ]
+        if reads:
+            # READ data reads come last: behind MR reads and context fills.
+            other = fifos["fills"].r_rdy | (mrc.rd_req.valid if self.mr_cache else 0)
+            with m.If(~other):
+                m.d.comb += [rd_req.valid.eq(ack.rd.valid),
+                             rd_req.payload.addr.eq(ack.rd.payload.addr),
+                             rd_req.payload.words.eq(ack.rd.payload.words),
+                             rd_req.payload.id.eq(READ_DATA_ID)]
+            rdata = fifos["rdata"]
+            is_data = rd_data.payload.id == READ_DATA_ID
+            not_mr = (rd_data.payload.id != MR_READ_ID) if self.mr_cache else 1
+            m.d.comb += [
+                ack.writes_idle.eq(~fifos["wjobs"].r_rdy & ~fifos["words"].r_rdy),
+                ack.rd.ready.eq(rd_req.ready & ~other),
+                cache.fill_data.valid.eq(rd_data.valid & not_mr & ~is_data),
+                rdata.w_en.eq(rd_data.valid & is_data), rdata.w_data.eq(rd_data.payload.data),
+            ]
+            wiring.connect(m, rdata.r_stream, ack.data)
         wiring.connect(m, cache.wb, fifos["wbs"].w_stream)
 
         wiring.connect(m, fifos["jobs"].r_stream, ver.i)
@@ -293,7 +335,19 @@ class Responder(wiring.Component):
 
         wiring.connect(m, fifos["wjobs"].r_stream, wrt.i)
         wiring.connect(m, fifos["pay"].r_stream, wrt.beats)
-        wiring.connect(m, wrt.o, fifos["words"].w_stream)
+        if reads:
+            # The response sender's atomic write-back shares the payload-word FIFO (the
+            # payload writer is idle then: the atomic's read waited for writes_idle and
+            # the verify stage decides nothing until the atomic is executed).
+            words = fifos["words"]
+            m.d.comb += [words.w_en.eq(wrt.o.valid | ack.wr.valid),
+                         words.w_data.eq(Mux(ack.wr.valid, ack.wr.payload.as_value(),
+                                             wrt.o.payload.as_value())),
+                         wrt.o.ready.eq(words.w_rdy), ack.wr.ready.eq(words.w_rdy),
+                         ver.save_valid.eq(ack.save_valid), ver.save_qpn.eq(ack.save_qpn),
+                         ver.save_psn.eq(ack.save_psn), ver.save_orig.eq(ack.save_orig)]
+        else:
+            wiring.connect(m, wrt.o, fifos["words"].w_stream)
         wiring.connect(m, fifos["words"].r_stream, arb.pay)
         wiring.connect(m, fifos["wbs"].r_stream, arb.wb)
         wiring.connect(m, arb.o, wiring.flipped(self.host.wr))
@@ -303,8 +357,9 @@ class Responder(wiring.Component):
         owners = [(rx, ("overflow", "rx_beats_max", "rx_frames_max")),
                   (hdr, ("fcs_bad", "truncated", "malformed", "icrc_bad", "jobs_max")),
                   (ver, ("frames_ok", "unknown_qp", "duplicates", "psn_nak",
-                         "out_of_order", "access_nak", "qp_err", "sr_placed")),
-                  (wrt, ("words",)), (ack, ("acks",)),
+                         "out_of_order", "access_nak", "qp_err", "sr_placed")
+                   + (("read_reqs", "atomics", "atomic_replays") if reads else ())),
+                  (wrt, ("words",)), (ack, ("acks",) + (("read_frames",) if reads else ())),
                   (cache, ("lookups", "misses", "writebacks", "fills_max"))]
         for stage, names in owners:
             sig = CountersSignature(names)

@@ -1,4 +1,10 @@
-"""Verify stage of the responder: QP, PSN and access checks, the QP's receive state."""
+"""Verify stage of the responder: QP, PSN and access checks, the QP's receive state.
+
+This file stays whole (one RTL block over 400 lines): every decision of the stage is
+taken in one cycle from the same signals (the context group, the MR, the
+selective-repeat bitmap, the saved atomic results) in one decision tree, whose branches
+the class docstring lists in order; split, the tree could not be read against it.
+"""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
@@ -7,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.rdma.context_cache import CACHE_LOG2_BITS
 from rtl.rdma.resp.header import inflight_bits
 from spec.checks import check_int, reject
-from spec.formats.roce import MR_LAYOUT, PSN_BITS, QpState, Syndrome
+from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA, PSN_BITS, QPN_BITS, QpState, Syndrome, bswap
 from spec.ports import (
     CacheGroupSignature,
     CacheReadSignature,
@@ -15,6 +21,7 @@ from spec.ports import (
     ports_by_name,
 )
 from spec.rdma_responder import (
+    ATOMIC_SLOTS,
     HEAD_BYTES,
     RESP_GROUP,
     SIZE_LIMITS,
@@ -143,9 +150,37 @@ class Verify(wiring.Component):
     behind ``expected_psn`` with AckReq is ACKed cumulatively (PSN ``expected_psn -
     1``). An ``access_nak`` forgets the bitmap and both bits (the requester moves the
     QP to ERR). The decisions take the same cycle as above.
+
+    RDMA READ (``reads``; a job with ``read``; IBTA Vol 1 9.7.4.1.3, 9.7.5.1.1): checked
+    as a FIRST/ONLY against the MR's ``remote_read`` right, no payload. At
+    ``expected_psn`` and allowed: ``frames_ok``, ``read_reqs``, a READ job to the ACK
+    FIFO (``read``, ``va``, ``length`` the DMA length, the context's ``pmtu_log2``, the
+    request's ``psn``, ``msn`` + 1), ``expected_psn`` + ``n`` (its ``n`` response packets,
+    :func:`spec.rdma_responder.read_packets`), ``msn`` + 1, ``nak_sent`` cleared, no
+    write; selective repeat shifts the bitmap by ``n`` (no NAK after consuming). Not
+    allowed: ``access_nak`` as a WRITE. Behind ``expected_psn`` (retried):
+    ``duplicates``; read again if allowed (``read_reqs``, a READ job with its own PSN and
+    the current ``msn``, the context unchanged: a READ has no side effect), else NAK
+    remote access error with its PSN. Ahead: as any frame (never placed).
+
+    Atomics (``reads``; a job with ``atomic``, ``cmp`` for COMPARE & SWAP; IBTA Vol 1
+    9.4.5, 9.7.5.1.1): checked against the MR's ``remote_atomic`` right with the 8 bytes
+    at ``va`` inside the MR (else ``access_nak``, NAK remote access error), then an
+    8-byte aligned ``va`` (else ``access_nak`` with a NAK invalid request, as Linux rxe
+    answers a misaligned atomic). Allowed at ``expected_psn``: ``frames_ok``,
+    ``atomics``, an atomic job to the ACK FIFO (``atomic``, ``cmp``, ``va``, ``swap``
+    and ``compare`` from the AtomicETH, big endian on the wire), ``expected_psn`` + 1,
+    ``msn`` + 1, and the *fence*: no job is decided until the response sender has
+    executed it (``save_valid``), so that nothing after it overtakes it and a repeat
+    finds its result. Behind ``expected_psn`` (a repeat after a lost ATOMIC
+    ACKNOWLEDGE): ``duplicates``; if the saved results (the last
+    :data:`~spec.rdma_responder.ATOMIC_SLOTS` executed, all QPs, written from the
+    ``save_*`` ports in turn) hold its QPN and PSN, an atomic job with ``replay`` and the
+    saved value (``atomic_replays``): answered, never executed again; else dropped.
     """
 
-    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0):
+    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0,
+                 reads=False):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
@@ -154,20 +189,21 @@ class Verify(wiring.Component):
         if mr_entries & (mr_entries - 1):
             reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
         self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
+        self.reads = bool(reads)
         try:
             self.mr_cache = check_mr_cache(mr_cache)
         except ValueError as error:
             reject(self, str(error))
         group = group_layout(RESP_GROUP)
         ports = {
-            "i": In(stream.Signature(verify_job_layout(head_bytes))),
+            "i": In(stream.Signature(verify_job_layout(head_bytes, self.reads))),
             "w": Out(stream.Signature(write_job_layout(depth, head_bytes))),
-            "ack": Out(stream.Signature(ack_layout())),
+            "ack": Out(stream.Signature(ack_layout(self.reads))),
             "filled": Out(FillQuerySignature(entries)),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             "ctx": Out(CacheReadSignature(entries)),
             "group": Out(CacheGroupSignature(entries, group)),
-            "mr_data": In(MR_LAYOUT),
+            "mr_data": In(MR_LAYOUT_RA if self.reads else MR_LAYOUT),
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
             "selective": In(1), "held_addr": In(range(entries)), "held": Out(1),
         }
@@ -177,6 +213,10 @@ class Verify(wiring.Component):
         else:
             ports["mr_addr"] = Out(range(mr_entries))
         ports.update({name: Out(32) for name in VERIFY_COUNTERS})
+        if self.reads:
+            ports.update(read_reqs=Out(32), atomics=Out(32), atomic_replays=Out(32),
+                         save_valid=In(1), save_qpn=In(QPN_BITS), save_psn=In(PSN_BITS),
+                         save_orig=In(64))
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -244,16 +284,70 @@ class Verify(wiring.Component):
         end = Signal(66)
         m.d.comb += end.eq(j.va + j.dma_len)
         access_ok = Signal()
+        right = Mux(j.read, mr.remote_read, mr.remote_write) if self.reads else mr.remote_write
         m.d.comb += access_ok.eq(Mux(
             j.reth,
-            mr.valid & (mr.key == j.rkey) & mr.remote_write & (j.va >= mr.base)
+            mr.valid & (mr.key == j.rkey) & right & (j.va >= mr.base)
             & (end <= mr.base + mr.length) & (j.va[:6] == 0) & (j.plen <= j.dma_len),
             j.plen <= g.resp_left))
+        # An atomic: its MR (the remote-atomic right, its 8 bytes inside), then its
+        # alignment (a misaligned one is NAKed invalid request).
+        allowed = access_ok         # every check passed
+        nak_access = Syndrome.NAK_REMOTE_ACCESS.value
+        if self.reads:
+            allowed, misaligned = Signal(), Signal()
+            m.d.comb += allowed.eq(access_ok)
+            nak_access = Mux(misaligned, Syndrome.NAK_INVALID_REQUEST.value,
+                             Syndrome.NAK_REMOTE_ACCESS.value)
+            atomic_ok = Signal()
+            m.d.comb += [
+                atomic_ok.eq(mr.valid & (mr.key == j.rkey) & mr.remote_atomic
+                             & (j.va >= mr.base) & (j.va + 8 <= mr.base + mr.length)),
+                misaligned.eq(j.atomic & atomic_ok & (j.va[:3] != 0)),
+            ]
+            with m.If(j.atomic):
+                m.d.comb += [access_ok.eq(atomic_ok), allowed.eq(atomic_ok & ~misaligned)]
         base = Signal(64)
         m.d.comb += base.eq(Mux(j.reth, j.va, g.resp_va))
 
+        # A frame ahead that selective repeat may place: a whole WRITE message (never a
+        # READ or an atomic).
+        placeable = self.selective & in_window & j.reth & j.last & access_ok
+        if self.reads:
+            placeable = placeable & ~j.read
         ack, w, new = self.ack.payload, self.w.payload, self.group.wdata
         ack_due = Signal()
+        read_job = Signal()         # the ACK job is a READ to answer
+        not_read = Signal(init=1)   # the job is not a READ request
+        executed, replayed = Signal(), Signal()     # an atomic executed / replayed
+        fence = Signal()            # an atomic decided and not executed yet
+        saved_hit, saved_orig = Signal(), Signal(64)
+        if self.reads:
+            s_valid = Signal(ATOMIC_SLOTS)
+            s_qpn = [Signal(QPN_BITS, name=f"saved_qpn{k}") for k in range(ATOMIC_SLOTS)]
+            s_psn = [Signal(PSN_BITS, name=f"saved_psn{k}") for k in range(ATOMIC_SLOTS)]
+            s_orig = [Signal(64, name=f"saved_orig{k}") for k in range(ATOMIC_SLOTS)]
+            s_next = Signal(range(ATOMIC_SLOTS))
+            with m.If(self.save_valid):
+                m.d.sync += [s_valid.bit_select(s_next, 1).eq(1), s_next.eq(s_next + 1)]
+                for k in range(ATOMIC_SLOTS):
+                    with m.If(s_next == k):
+                        m.d.sync += [s_qpn[k].eq(self.save_qpn), s_psn[k].eq(self.save_psn),
+                                     s_orig[k].eq(self.save_orig)]
+            for k in reversed(range(ATOMIC_SLOTS)):      # the lowest slot that matches
+                with m.If(s_valid[k] & (s_qpn[k] == j.qpn) & (s_psn[k] == j.psn)):
+                    m.d.comb += [saved_hit.eq(1), saved_orig.eq(s_orig[k])]
+        if self.reads:
+            m.d.comb += not_read.eq(~j.read)
+        npk = Signal(33)            # PSNs (response packets) of a READ
+        if self.reads:
+            m.d.comb += [
+                npk.eq(Mux(j.dma_len == 0, 1, ((j.dma_len - 1) >> ctx.pmtu_log2) + 1)),
+                ack.read.eq(read_job),
+            ]
+            with m.If(read_job):
+                m.d.comb += [ack.va.eq(j.va), ack.length.eq(j.dma_len),
+                             ack.pmtu_log2.eq(ctx.pmtu_log2)]
         verdict = Signal(len(VERIFY_COUNTERS))       # one-hot, in VERIFY_COUNTERS order
         m.d.comb += [
             ack.dmac.eq(ctx.dmac), ack.smac.eq(ctx.smac), ack.sip.eq(ctx.sip),
@@ -272,9 +366,20 @@ class Verify(wiring.Component):
                 m.d.comb += [verdict.eq(1 << 2), ack_due.eq(j.ack_req)]
                 with m.If(self.selective):       # a cumulative ACK
                     m.d.comb += ack.psn.eq(g.expected_psn - 1)
+                if self.reads:
+                    with m.If(j.atomic):     # answered from its saved result, or dropped
+                        m.d.comb += [ack_due.eq(saved_hit), ack.psn.eq(j.psn),
+                                     ack.atomic.eq(1), ack.replay.eq(1),
+                                     ack.swap.eq(saved_orig), replayed.eq(saved_hit)]
+                    with m.If(j.read):               # answered again, or NAKed
+                        m.d.comb += [ack_due.eq(1), ack.psn.eq(j.psn)]
+                        with m.If(access_ok):
+                            m.d.comb += [read_job.eq(1), ack.msn.eq(g.msn)]
+                        with m.Else():
+                            m.d.comb += ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value)
             with m.Elif(self.selective & bit_set):
                 m.d.comb += verdict.eq(1 << 2)
-            with m.Elif(self.selective & in_window & j.reth & j.last & access_ok):
+            with m.Elif(placeable):
                 m.d.comb += [
                     verdict.eq(1 << 7), sr_we.eq(1),
                     new_bits.eq(bits | (Const(1, SR_WINDOW) << slot[:sbits])),
@@ -295,9 +400,9 @@ class Verify(wiring.Component):
             with m.Else():
                 m.d.comb += [verdict.eq(1 << 4), dah_we.eq(self.selective & ~nac_e),
                              dah_new.eq(1)]
-        with m.Elif(~access_ok):
+        with m.Elif(~allowed):
             m.d.comb += [verdict.eq(1 << 5), ack_due.eq(1), self.group.we.eq(1),
-                         ack.syndrome.eq(Syndrome.NAK_REMOTE_ACCESS.value),
+                         ack.syndrome.eq(nak_access),
                          new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
                          sr_we.eq(bits != 0), new_bits.eq(0), dah_we.eq(dah_e),
                          nac_we.eq(nac_e)]
@@ -317,10 +422,38 @@ class Verify(wiring.Component):
                 w.write.eq(1), w.reth.eq(j.reth), w.addr.eq(base[6:]), w.plen.eq(j.plen),
                 w.mark.eq(j.last), w.qpn.eq(j.qpn), w.data.eq(j.data),
             ]
+            if self.reads:
+                with m.If(j.atomic):    # executed by the response sender, fenced
+                    m.d.comb += [
+                        ack_due.eq(1), ack.psn.eq(j.psn), ack.syndrome.eq(Syndrome.ACK.value),
+                        ack.msn.eq(g.msn + 1), ack.atomic.eq(1), ack.cmp.eq(j.cmp),
+                        ack.va.eq(j.va), ack.swap.eq(bswap(j.data[96:160], 8)),
+                        ack.compare.eq(bswap(j.data[160:224], 8)), executed.eq(1),
+                        new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
+                        new.msn.eq(g.msn + 1), new.resp_va.eq(g.resp_va),
+                        new.resp_left.eq(g.resp_left), new_bits.eq(bits >> 1),
+                        dah_we.eq(0), nac_we.eq(0),
+                        w.write.eq(0), w.reth.eq(0), w.addr.eq(0), w.plen.eq(0),
+                        w.mark.eq(0), w.qpn.eq(0), w.data.eq(0),
+                    ]
+                with m.If(j.read):      # its response packets' PSNs, no write
+                    m.d.comb += [
+                        read_job.eq(1), ack_due.eq(1), ack.psn.eq(j.psn),
+                        ack.syndrome.eq(Syndrome.ACK.value), ack.msn.eq(g.msn + 1),
+                        new.expected_psn.eq(g.expected_psn + npk), new.nak_sent.eq(0),
+                        new.msn.eq(g.msn + 1), new.resp_va.eq(g.resp_va),
+                        new.resp_left.eq(g.resp_left),
+                        new_bits.eq(Mux(npk >= SR_WINDOW, 0, bits >> npk[:sbits + 1])),
+                        dah_we.eq(0), nac_we.eq(0),
+                        w.write.eq(0), w.reth.eq(0), w.addr.eq(0), w.plen.eq(0),
+                        w.mark.eq(0), w.qpn.eq(0), w.data.eq(0),
+                    ]
 
         go = Signal()
         cond = (self.i.valid & self.w.ready & self.ack.ready
                 & (~j.check | self.filled.ready))
+        if self.reads:
+            cond = cond & ~fence
         m.d.comb += go.eq(cond & mr_ok if self.mr_cache else cond)
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
@@ -334,6 +467,13 @@ class Verify(wiring.Component):
                 m.d.sync += dah.bit_select(entry, 1).eq(dah_new)
             with m.If(nac_we & j.check):
                 m.d.sync += nac.bit_select(entry, 1).eq(nac_new)
+            if self.reads:
+                with m.If(read_job):
+                    m.d.sync += self.read_reqs.eq(self.read_reqs + 1)
+                with m.If(executed):
+                    m.d.sync += [self.atomics.eq(self.atomics + 1), fence.eq(1)]
+                with m.If(replayed):
+                    m.d.sync += self.atomic_replays.eq(self.atomic_replays + 1)
             ports = ports_by_name(self)
             for k, name in enumerate(VERIFY_COUNTERS):
                 counter = ports[name]
@@ -341,4 +481,7 @@ class Verify(wiring.Component):
                     m.d.sync += counter.eq(counter + 1)
         with m.Else():
             m.d.comb += self.group.we.eq(0)
+        if self.reads:
+            with m.If(self.save_valid):
+                m.d.sync += fence.eq(0)
         return m

@@ -1,0 +1,29 @@
+"""RDMA READ and atomics at node B's responder (the top's ``read_words``) in
+co-simulation against the golden model: READ requests, a WRITE, atomics and bad ones
+played onto the A->B link; every beat on both links, every counter of both engines (the
+READ counters too) and both host memories compared cycle for cycle (the comparison of
+test_cosim_rdma.py);
+and, independent of the model, the READ RESPONSE and ATOMIC ACKNOWLEDGE frames equal
+the ones IBTA prescribes for the requests (derived from node B's memory by the
+scenario), node B's MR holds what each operation executed once leaves, every B->A
+frame passes the scapy + zlib checks, each injected frame is counted once under its
+expected reason, and node A's requester drops the responses it never asked for
+(``ack_dropped``)."""
+
+from tb.rdma.runner import run_rdma
+
+#: The READ data FIFO: two packets of the largest MTU.
+TOP = {"read_words": 128}
+
+
+def test_rdma_read_requests_and_atomics(sim, test_id):
+    """Zero-length, 1-byte, one-packet and three-packet READs at a 256-byte MTU, a WRITE
+    at the PSN after them, a repeated READ answered again, a bad rkey, a READ beyond the
+    MR and one without the remote-read right NAKed, a READ over the WRITE's bytes; then
+    FETCH & ADD, COMPARE & SWAP (swapping, then not), the FETCH & ADD again after its
+    ACK was lost (answered from the saved result, executed once) and a misaligned atomic
+    (NAKed): 10 READ RESPONSE frames and 4 ATOMIC ACKNOWLEDGEs, all dropped at node A
+    (it posted no READ or atomic)."""
+    run_rdma(TOP, params=dict(kind="reads", expect={
+        "resp_read_frames": 10, "resp_atomics": 3, "resp_atomic_replays": 1,
+        "req_ack_dropped": 14}), sim=sim, test_id=test_id)
