@@ -29,13 +29,19 @@ from spec.fabric_profiles import (
     one_way,
     rdma_records,
     rdma_timeout,
-    replay_buffer_bits,
 )
 from spec.formats.roce import QPC_BYTES_DEFAULT
-from spec.metrics import STEADY_WINDOW, row_metrics
-from spec.rdma import LINK_FRAME_BEATS
+from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import check_params
+from tb.rdma.row_keys import PER_MESSAGE as _PER_MESSAGE
+from tb.rdma.row_keys import (
+    TOPOLOGIES,
+    TOPOLOGY,
+    comparison_keys,
+    ii_messages,
+    state_kinds,
+)
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_jobs",
@@ -48,8 +54,6 @@ HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
     ("best, 4096 QPs / 256 entries", LADDER[-1][0], 4096, 256, "pcie"),
     ("best, on die", LADDER[-1][0], 1, 16, "on_die"),
 )
-_PER_MESSAGE = ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "host_tlps",
-                "host_util", "inflight_bits", "ii_cycles")
 
 
 def _top(host, link_latency=None, fabric="board", link_retry=False, header="roce"):
@@ -94,41 +98,6 @@ def _check_topology(topology, **off_defaults):
     if topology == "switch" and bad:
         raise ValueError(f"{bad[0]} must be left at its default with topology 'switch' "
                          f"(an option of the direct link's top)")
-
-
-def comparison_keys(host, fabric="board", link_retry=False, header="roce",
-                    topology="direct-link"):
-    """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
-    ``topology`` (one of :data:`TOPOLOGIES`), ``attachment`` (the host-interface profile),
-    ``completion`` (``"e2e"``: the ACK and
-    the CQE), ``reliability`` (the engine's go-back-N, over link retry with
-    ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
-    return {"topology": topology, "fabric": fabric, "attachment": host, "completion": "e2e",
-            "reliability": "link-retry+go-back-N" if link_retry else "go-back-N",
-            "header": header}
-
-
-#: RdmaTop's topology key: the two nodes on one link that stands for the whole path
-#: (:func:`spec.fabric_profiles.one_way`), no switch and no credit-based flow control.
-TOPOLOGY = "direct-link"
-#: The topologies of a point: RdmaTop's direct link, or the NIC's switch
-#: (:class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`; the NIC's ``TOPOLOGY``).
-TOPOLOGIES = (TOPOLOGY, "switch")
-
-
-def state_kinds(inflight_bits, fabric="board", link_retry=False, fabric_beats=0):
-    """An RDMA row's state by the kinds of :data:`spec.metrics.STATE_KINDS`: all of
-    ``inflight_bits`` (the engine's records) is the engine's own (window records,
-    outstanding reads, prefetched WQEs, held payload, context fills, receive buffer);
-    the fabric buffer is ``fabric_beats`` 64-byte beats (on the switch: the sender's
-    credits in use at their high-water mark, the switch ingress beats its frames held
-    until their credits returned; 0 on RdmaTop's direct link); with ``link_retry`` the
-    replay buffer of one link of the ``fabric``
-    (:func:`spec.fabric_profiles.replay_buffer_bits` of the longest RDMA frame), as the
-    NIC's."""
-    return {"endpoint_state_bits": inflight_bits, "fabric_buffer_bits": 512 * fabric_beats,
-            "replay_buffer_bits": (replay_buffer_bits(fabric, LINK_FRAME_BEATS)
-                                   if link_retry else 0)}
 
 
 def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
@@ -244,15 +213,6 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     if missing:
         raise AssertionError(f"metrics missing from the RDMA row: {missing}")
     return row
-
-
-def ii_messages():
-    """The fewest messages of a back-to-back run (after its warm-up message) whose steady
-    window (:data:`spec.metrics.STEADY_WINDOW`, over the warm-up and the messages) starts
-    after the warm-up message: below it the row's ``ii_cycles`` would be the warm-up's
-    spacing, not a rate."""
-    (lo_num, lo_den), _ = STEADY_WINDOW
-    return -(-lo_den // lo_num) - 1
 
 
 def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,

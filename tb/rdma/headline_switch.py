@@ -12,7 +12,8 @@ from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, rdma_fabric_top, rdma_records, rdma_timeout
 from spec.metrics import row_metrics
 from spec.rdma_engine import TOP_DEFAULTS
-from tb.rdma.headline import _PER_MESSAGE, comparison_keys, ii_messages, state_kinds
+from tb.rdma.row_keys import PER_MESSAGE as _PER_MESSAGE
+from tb.rdma.row_keys import comparison_keys, ii_messages, state_kinds
 
 __all__ = ["fabric_top", "run_switch_point", "model_switch_point"]
 
