@@ -57,12 +57,11 @@ MESSAGES, MSG_BYTES = 1000, 128
 ICARUS_MESSAGES = 250
 
 
-@pytest.mark.slow_variants("*-credit-*", reason=(
-    "the credit rows are the make sim headline's (test_cosim_nic.py and the headline runs "
-    "cover that top); make test-all measures them beside the e2e rows"))
-@pytest.mark.slow_variants("verilator-e2e-*", reason=(
-    "Icarus runs both e2e headline points (two more Verilator builds of about a minute); "
-    "Verilator runs the e2e blocks in the compact e2e top"))
+@pytest.mark.slow(reason=(
+    "make sim co-simulates both headline NIC points with credit and with e2e completion "
+    "(Verilator, RTL = model, 1000 stores); make test runs the e2e scenarios on the e2e "
+    "tops of both framings (test_nic_e2e) and the headline top (test_cosim_nic.py); each "
+    "point here is a top of its own (an export of 25 to 40 s)"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("completion", ["credit", "e2e"])
 def test_nic_e2e_headline(sim, framing, completion, test_id):

@@ -29,14 +29,12 @@ pytestmark = pytest.mark.slow_variants("verilator-*", reason=(
 STORES, MSG_BYTES = 250, 128
 
 
-@pytest.mark.slow_variants("icarus-pcie-True-pod", reason=(
-    "the longest point of the combinations (a 5.6 MB top, 35 s of simulation): make sim "
-    "co-simulates the same point (the pod gap table's rows 4 and 5, 1000 stores, Verilator); "
-    "make test runs e2e with pcie and retry at board and the pod retry tops "
-    "(test_cosim_nic_retry_pod.py)"))
-@pytest.mark.slow_variants("icarus-integrated-False-board", reason=(
-    "the same top and point as test_cosim_nic_e2e.py::test_nic_e2e_headline[icarus-e2e-l2]; "
-    "the combinations with pcie and retry stay"))
+@pytest.mark.slow(reason=(
+    "make sim co-simulates each of these points (the gap tables' rows with end-to-end "
+    "completion, Verilator, RTL = model); make test runs e2e behind pcie "
+    "(test_e2e_scenarios_behind_pcie), e2e over reliable links with faults "
+    "(test_e2e_over_faulty_reliable_links) and the e2e tops of both framings "
+    "(test_cosim_nic_e2e.py); each point here is a top of its own (an export of 25 to 40 s)"))
 @pytest.mark.parametrize("attachment,retry,fabric", [
     ("integrated", False, "board"), ("pcie", False, "board"), ("integrated", True, "board"),
     ("pcie", True, "pod")])

@@ -21,9 +21,11 @@ MESSAGES = 300
 LATENCY_MESSAGES = 2
 
 
-@pytest.mark.slow_variants("verilator", reason=(
-    "Icarus runs the NIC top at pod (its Verilator build, about 35 s, is one more top); "
-    "Verilator runs the board NIC tops"))
+@pytest.mark.slow(reason=(
+    "make sim co-simulates the NIC at pod (the pod gap table's rows, Verilator, RTL = "
+    "model); make test runs the pod profile's links and hop on Icarus "
+    "(test_cosim_nic_retry_pod.py::test_nic_retry_at_pod_recovers_drops); the point is a "
+    "top of its own (an export of about 30 s)"))
 def test_nic_at_pod_keeps_the_wire_rate(sim, test_id):
     pod = fabric_profile("pod")
     w, mp = HEADLINE_TOP["width"], HEADLINE_TOP["max_payload"]

@@ -30,10 +30,11 @@ MESSAGES = 300
 LATENCY_MESSAGES = 2
 
 
-@pytest.mark.slow_variants("verilator", reason=(
-    "Icarus runs both pod retry cases (each is one more Verilator build); Verilator runs the "
-    "retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit tests run in the "
-    "Amaranth simulator"))
+@pytest.mark.slow(reason=(
+    "make sim's pod gap table co-simulates this point (its link-retry rows, Verilator, RTL "
+    "= model); make test runs the pod retry top with drops on Icarus "
+    "(test_nic_retry_at_pod_recovers_drops); the point is a top of its own (an export of "
+    "about 35 s)"))
 def test_nic_retry_at_pod_keeps_the_wire_rate(sim, test_id):
     pod = fabric_profile("pod")
     w = HEADLINE_TOP["width"]
@@ -81,7 +82,7 @@ SCENARIO = dict(seed=21, count=4, incast=0)
 
 
 @pytest.mark.slow_variants("verilator", reason=(
-    "Icarus runs both pod retry cases (each is one more Verilator build); Verilator runs the "
+    "Icarus runs the pod retry case with drops (one more Verilator build); Verilator runs the "
     "retry top at board (test_cosim_nic_retry.py) and the elastic hop's unit tests run in the "
     "Amaranth simulator"))
 def test_nic_retry_at_pod_recovers_drops(sim, test_id):

@@ -127,6 +127,12 @@ PAIR_RETRY = dict(nodes=2, link_retry=1, hop_latency=5,
                   credits=rdma_fabric_credits("board", retry=True))
 
 
+@pytest.mark.slow(reason=(
+    "a two-node fabric top of its own (reliable links, a hop: one more export and build "
+    "on each simulator): make sim co-simulates the same configuration in the gap table's "
+    "RDMA rows (Verilator, 0 mismatches); in make test, test_rdma_fabric_model.py checks the "
+    "cycles the reliable links and the hop add on the model and test_unit_frame_merge.py "
+    "the credits-in-use counter"))
 def test_fabric_writes_over_reliable_links_and_a_hop(sim, test_id):
     """The ``writes`` kind (the gap table's RDMA runs) on the fabric: 24 WRITEs of 128 B
     back to back over 2 QPs after a warm-up message, node 0 to node 1 over reliable
