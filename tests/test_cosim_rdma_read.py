@@ -10,12 +10,17 @@ frame passes the scapy + zlib checks, each injected frame is counted once under 
 expected reason, and node A's requester drops the responses it never asked for
 (``ack_dropped``)."""
 
+import pytest
+
 from tb.rdma.runner import run_rdma
 
 #: The READ data FIFO: two packets of the largest MTU.
 TOP = {"read_words": 128}
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "a top of its own (the responder with read_words set): its Verilator build is about a "
+    "minute of CPU; Icarus runs the same case in make test, make test-all both"))
 def test_rdma_read_requests_and_atomics(sim, test_id):
     """Zero-length, 1-byte, one-packet and three-packet READs at a 256-byte MTU, a WRITE
     at the PSN after them, a repeated READ answered again, a bad rkey, a READ beyond the
