@@ -1,0 +1,244 @@
+"""The requester's receipt of RDMA READ responses and ATOMIC ACKNOWLEDGEs
+(:class:`rtl.rdma.req.response_intake.ResponseIntake`): RTL against its twin cycle for
+cycle (Amaranth simulator), and the outcome against IBTA's rules, derived here from the
+operations and the responder's data (not from the code under test): every byte of a READ
+lands at its local address, an atomic's original value at its own, one completion per
+operation in response order; a lost response makes the requester ask again from the
+first PSN missing; duplicates are dropped; the ORD limit holds operations back."""
+
+import random
+import zlib
+
+import pytest
+
+from pymodel.cycle import Fifo
+from pymodel.fields import unpack
+from pymodel.packet import frame_to_beats, unpack_beat
+from pymodel.rdma.frames import ack_frame
+from pymodel.rdma.read_frames import atomic_ack_frame, read_response_frame
+from pymodel.rdma.req.response_intake import ResponseIntakeModel
+from pymodel.rdma.resp.rx import ReceiveModel
+from rtl.rdma.req.response_intake import ResponseIntake
+from spec.formats.roce import OpCode, Syndrome
+from spec.rdma_read_req import ORD_DEFAULT, slot_bits
+from tb.resp_frames import A, B
+from tb.stage_harness import compare_stage
+
+OP = OpCode
+DEPTH = 1 << 12
+QP_A, QP_B = 0x77, 0x78         # the requester's QPs (BTH DestQP of the responses)
+
+
+def _entries(frames):
+    """Header entries and payload beats of ``frames`` as the receive stage stores them
+    (:class:`~pymodel.rdma.resp.rx.ReceiveModel`, FIFOs that never fill)."""
+    hdr, pay = Fifo(1 << 12, "hdr"), Fifo(1 << 16, "pay")
+    rx = ReceiveModel(hdr, pay)
+    for frame in frames:
+        for bits in frame_to_beats(frame, 64):
+            data, nbytes, first, last = unpack_beat(64, bits)
+            rx.step(0, {"i": dict(data=data, nbytes=nbytes, first=first, last=last)})
+            hdr.commit()
+            pay.commit()
+    return list(hdr.q), list(pay.q)
+
+
+def _responses(qpn, psn, data, pmtu_log2):
+    """The READ RESPONSE frames IBTA prescribes for ``data`` from PSN ``psn``: cut at the
+    path MTU, one PSN each, ONLY or FIRST/MIDDLE.../LAST, AETH on all but MIDDLE."""
+    mtu = 1 << pmtu_log2
+    parts = [data[k:k + mtu] for k in range(0, len(data), mtu)] or [b""]
+    out = []
+    for k, part in enumerate(parts):
+        if len(parts) == 1:
+            op = OP.RC_RDMA_READ_RESPONSE_ONLY
+        elif k == 0:
+            op = OP.RC_RDMA_READ_RESPONSE_FIRST
+        elif k == len(parts) - 1:
+            op = OP.RC_RDMA_READ_RESPONSE_LAST
+        else:
+            op = OP.RC_RDMA_READ_RESPONSE_MIDDLE
+        out.append((psn + k, read_response_frame(op, B, A, 0x100, qpn, psn + k,
+                                                  Syndrome.ACK, 9, part)))
+    return out
+
+
+class _Ops:
+    """Operations, their issue items, the responder's answers and the memory IBTA says
+    the requester ends with."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.issues, self.expect, self.next_psn = [], {}, {QP_A: 100, QP_B: 0xFFFFF0}
+        self.addr = 64 * 64
+        self.answers = []       # per operation: [(psn, frame)]
+        self.last = []          # per operation: (qpn, last PSN, atomic)
+
+    def read(self, qpn, length, pmtu_log2):
+        data = self.rng.randbytes(length)
+        psn = self.next_psn[qpn]
+        frames = _responses(qpn, psn, data, pmtu_log2)
+        self.next_psn[qpn] = (psn + len(frames)) & 0xFFFFFF
+        self.issues.append(dict(atomic=0, qpn=qpn, psn=psn & 0xFFFFFF,
+                                pmtu_log2=pmtu_log2, laddr=self.addr, length=length))
+        for k, b in enumerate(data):
+            self.expect[self.addr + k] = b
+        self.answers.append([(p & 0xFFFFFF, f) for p, f in frames])
+        self.last.append((qpn, (psn + len(frames) - 1) & 0xFFFFFF, 0))
+        self.addr += -(-length // 64) * 64 + 64
+
+    def atomic(self, qpn):
+        orig = self.rng.getrandbits(64)
+        psn = self.next_psn[qpn]
+        self.next_psn[qpn] = (psn + 1) & 0xFFFFFF
+        laddr = self.addr + 8 * self.rng.randrange(8)
+        self.issues.append(dict(atomic=1, qpn=qpn, psn=psn, pmtu_log2=8, laddr=laddr,
+                                length=0))
+        for k, b in enumerate(orig.to_bytes(8, "little")):
+            self.expect[laddr + k] = b
+        self.answers.append([(psn, atomic_ack_frame(B, A, 0x100, qpn, psn, Syndrome.ACK, 9,
+                                                    orig))])
+        self.last.append((qpn, psn, 1))
+        self.addr += 128
+
+
+def _memory(writes):
+    """Bytes written by the host writes ``o`` (addr, data, be), later over earlier."""
+    mem = {}
+    for w in writes:
+        for k in range(64):
+            if w["be"] >> k & 1:
+                mem[64 * w["addr"] + k] = (w["data"] >> (8 * k)) & 0xFF
+    return mem
+
+
+#: ACKs ahead of the responses, so that the issues are taken before the first response
+#: is decided (``other`` counts them).
+LEAD = 2
+
+
+def _run(frames, issues, *, slots=16, ord=ORD_DEFAULT, timeout=0, seed=1, pop_rate=1.0,
+         push_rate=0.7, cycles=None):
+    lead = [ack_frame(B, A, 0x100, QP_B, 1, Syndrome.ACK, 3)] * LEAD
+    hdr, pay = _entries(lead + frames)
+    dut = ResponseIntake(slots, ord, DEPTH)
+    box = {}
+
+    def make(fifos):
+        box["t"] = ResponseIntakeModel(fifos, slots, ord, DEPTH)
+        return box["t"]
+
+    cycles = cycles or 6 * (len(hdr) + len(pay)) + 400
+    out = compare_stage(
+        dut, make, inputs={"hdr": 8, "beats": 256, "issue": 4},
+        outputs={"o": 8, "done": 8, "rewind": 4},
+        stimulus={"hdr": hdr, "beats": pay, "issue": issues}, cycles=cycles, seed=seed,
+        push_rate={"hdr": push_rate, "beats": 1.0, "issue": 1.0}, pop_rate=pop_rate,
+        side_in=lambda c, peek: {"timeout": timeout},
+        side_out=tuple(ResponseIntakeModel(None).count))
+    lay = {n: getattr(dut, n).payload.shape() for n in ("o", "done", "rewind")}
+    res = {n: [unpack(lay[n], v) for _, v in out[n]] for n in lay}
+    res["taken"] = out["taken"]
+    res["count"] = box["t"].count
+    return res
+
+
+def _mixed(rng):
+    ops = _Ops(rng)
+    for _ in range(10):
+        kind = rng.randrange(3)
+        qpn = rng.choice((QP_A, QP_B))
+        if kind == 0:
+            ops.atomic(qpn)
+        else:
+            ops.read(qpn, rng.choice((1, 8, 64, 100, 256, 700, 1500)), rng.choice((8, 9, 10)))
+    return ops
+
+
+@pytest.mark.parametrize("seed,pop_rate,push_rate", [(1, 1.0, 1.0), (2, 0.5, 0.7),
+                                                      (3, 0.3, 0.4)])
+def test_intake_lands_reads_and_atomics_as_ibta_says(seed, pop_rate, push_rate):
+    """Responses in order (the two QPs' operations in issue order), a duplicate of an
+    accepted response, an ACK and a frame with a bad FCS among them: every byte lands
+    where its operation says, one completion per operation, in order; the duplicate,
+    the ACK and the bad frame are counted and change nothing."""
+    rng = random.Random(seed)
+    ops = _mixed(rng)
+    frames = [f for answer in ops.answers for _, f in answer]
+    dup = frames[1]
+    bad = bytearray(frames[0])
+    bad[-1] ^= 1
+    frames = frames[:3] + [dup, ack_frame(B, A, 0x100, QP_A, 5, Syndrome.ACK, 3),
+                           bytes(bad)] + frames[3:]
+    res = _run(frames, ops.issues, seed=seed, pop_rate=pop_rate, push_rate=push_rate)
+    assert _memory(res["o"]) == ops.expect
+    assert [(d["qpn"], d["psn"], d["atomic"]) for d in res["done"]] == ops.last
+    c = res["count"]
+    assert c["responses"] == len(frames) - 3
+    assert (c["duplicates"], c["other"], c["bad"]) == (1, 1 + LEAD, 1)
+    assert c["gaps"] == c["malformed"] == c["unmatched"] == c["rewinds"] == 0
+    assert not res["rewind"]
+    # A host write per response frame ends with ``last``; an operation's last word marks.
+    assert sum(w["last"] for w in res["o"]) == c["responses"]
+    assert sum(w["mark"] for w in res["o"]) == len(ops.issues)
+
+
+def test_intake_lost_response_asks_again_from_the_first_missing_psn():
+    """A READ of 5 packets loses its second: the later three are gaps, and one re-request
+    names the lost PSN; the responder's answer to the re-read (IBTA: a new READ from
+    that PSN, so FIRST ... LAST of the bytes left) completes it, with every byte in
+    place. An atomic whose ACKNOWLEDGE is lost is asked for again after the timeout
+    (no progress meanwhile: 60 ACKs in between); its repeated ACKNOWLEDGE (the
+    responder's saved result) completes it."""
+    rng = random.Random(7)
+    ops = _Ops(rng)
+    ops.read(QP_A, 5 * 256, 8)
+    ops.atomic(QP_B)
+    read, atomic = ops.answers
+    data = bytes(ops.expect[ops.issues[0]["laddr"] + k] for k in range(5 * 256))
+    lost_psn = read[1][0]
+    again = _responses(QP_A, lost_psn, data[256:], 8)
+    fillers = [ack_frame(B, A, 0x100, QP_A, 1, Syndrome.ACK, 3)] * 60
+    frames = ([read[0][1]] + [f for _, f in read[2:]] + [f for _, f in again] + fillers
+              + [atomic[0][1]])
+    res = _run(frames, ops.issues, timeout=40, push_rate=1.0)
+    assert _memory(res["o"]) == ops.expect
+    assert [(d["qpn"], d["psn"], d["atomic"]) for d in res["done"]] == ops.last
+    c = res["count"]
+    assert c["gaps"] == 3 and c["responses"] == 1 + len(again) + 1
+    assert res["rewind"][0] == dict(qpn=QP_A, psn=lost_psn)
+    assert c["timeouts"] >= 1
+    assert all(r == dict(qpn=QP_B, psn=atomic[0][0]) for r in res["rewind"][1:])
+    assert c["rewinds"] == 1 + c["timeouts"] == len(res["rewind"])
+
+
+def test_intake_holds_issues_at_the_ord_limit():
+    """ORD 2: the third operation of a QP is taken only once the first one's last
+    response has been decided (after the frame before it has left the stage)."""
+    rng = random.Random(3)
+    ops = _Ops(rng)
+    for _ in range(6):
+        ops.read(QP_A, 300, 8)          # 2 packets each
+    frames = [f for answer in ops.answers for _, f in answer]
+    res = _run(frames, ops.issues, slots=4, ord=2, push_rate=1.0)
+    assert _memory(res["o"]) == ops.expect
+    issue_at, hdr_at = res["taken"]["issue"], res["taken"]["hdr"]
+    for i in range(2, 6):
+        before_last_of = 2 * (i - 2)    # index of the frame before op i-2's last frame
+        assert issue_at[i] > hdr_at[LEAD + before_last_of]
+    assert issue_at[1] < hdr_at[LEAD]   # two go at once
+
+
+def test_intake_rejects_bad_parameters():
+    for kwargs, name in ((dict(slots=0), "slots"), (dict(slots=65), "slots"),
+                         (dict(slots=4, ord=5), "ord"), (dict(ord=0), "ord")):
+        with pytest.raises((ValueError, TypeError), match=name):
+            ResponseIntake(**kwargs)
+
+
+def test_slot_bits_counts_every_field():
+    """Requester state per outstanding operation at 16 slots, 2**14 host words: valid,
+    atomic, QPN 24, next and last PSN 24 each, PMTU 4, a byte address of 20 bits, 15
+    bits of bytes left, started, rewound, and 16 bits of the age matrix."""
+    assert slot_bits(1 << 14, 16) == 1 + 1 + 24 + 24 + 24 + 4 + 20 + 15 + 1 + 1 + 16
+    assert zlib  # (frames' FCS are zlib's: the frame builders')
