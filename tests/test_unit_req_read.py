@@ -11,39 +11,21 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from pymodel.cycle import Fifo
-from pymodel.fields import pack, unpack
-from pymodel.packet import beats_to_frames, frame_to_beats, pack_beat, unpack_beat
+from pymodel.fields import pack
+from pymodel.packet import beats_to_frames, pack_beat
 from pymodel.rdma.frames import ack_frame
 from pymodel.rdma.read_frames import atomic_ack_frame, read_response_frame
 from pymodel.rdma.req.request_framer import RequestFramerModel, request_frame
-from pymodel.rdma.req.response_intake import ResponseIntakeModel
-from pymodel.rdma.resp.rx import ReceiveModel
 from rtl.rdma.req.request_framer import RequestFramer, request_layout
 from rtl.rdma.req.response_intake import ResponseIntake
 from spec.formats.roce import OpCode, Syndrome
-from spec.rdma_read_req import ORD_DEFAULT, slot_bits
+from spec.rdma_read_req import slot_bits
+from tb.rdma.intake_bench import LEAD, memory, run_intake
 from tb.rdma.wirecheck import wire_problems
 from tb.resp_frames import A, B
-from tb.stage_harness import compare_stage
 
 OP = OpCode
-DEPTH = 1 << 12
 QP_A, QP_B = 0x77, 0x78         # the requester's QPs (BTH DestQP of the responses)
-
-
-def _entries(frames):
-    """Header entries and payload beats of ``frames`` as the receive stage stores them
-    (:class:`~pymodel.rdma.resp.rx.ReceiveModel`, FIFOs that never fill)."""
-    hdr, pay = Fifo(1 << 12, "hdr"), Fifo(1 << 16, "pay")
-    rx = ReceiveModel(hdr, pay)
-    for frame in frames:
-        for bits in frame_to_beats(frame, 64):
-            data, nbytes, first, last = unpack_beat(64, bits)
-            rx.step(0, {"i": dict(data=data, nbytes=nbytes, first=first, last=last)})
-            hdr.commit()
-            pay.commit()
-    return list(hdr.q), list(pay.q)
 
 
 def _responses(qpn, psn, data, pmtu_log2):
@@ -105,47 +87,6 @@ class _Ops:
         self.addr += 128
 
 
-def _memory(writes):
-    """Bytes written by the host writes ``o`` (addr, data, be), later over earlier."""
-    mem = {}
-    for w in writes:
-        for k in range(64):
-            if w["be"] >> k & 1:
-                mem[64 * w["addr"] + k] = (w["data"] >> (8 * k)) & 0xFF
-    return mem
-
-
-#: ACKs ahead of the responses, so that the issues are taken before the first response
-#: is decided (``other`` counts them).
-LEAD = 2
-
-
-def _run(frames, issues, *, slots=16, ord=ORD_DEFAULT, timeout=0, seed=1, pop_rate=1.0,
-         push_rate=0.7, cycles=None):
-    lead = [ack_frame(B, A, 0x100, QP_B, 1, Syndrome.ACK, 3)] * LEAD
-    hdr, pay = _entries(lead + frames)
-    dut = ResponseIntake(slots, ord, DEPTH)
-    box = {}
-
-    def make(fifos):
-        box["t"] = ResponseIntakeModel(fifos, slots, ord, DEPTH)
-        return box["t"]
-
-    cycles = cycles or 6 * (len(hdr) + len(pay)) + 400
-    out = compare_stage(
-        dut, make, inputs={"hdr": 8, "beats": 256, "issue": 4},
-        outputs={"o": 8, "done": 8, "rewind": 4},
-        stimulus={"hdr": hdr, "beats": pay, "issue": issues}, cycles=cycles, seed=seed,
-        push_rate={"hdr": push_rate, "beats": 1.0, "issue": 1.0}, pop_rate=pop_rate,
-        side_in=lambda c, peek: {"timeout": timeout},
-        side_out=tuple(ResponseIntakeModel(None).count))
-    lay = {n: getattr(dut, n).payload.shape() for n in ("o", "done", "rewind")}
-    res = {n: [unpack(lay[n], v) for _, v in out[n]] for n in lay}
-    res["taken"] = out["taken"]
-    res["count"] = box["t"].count
-    return res
-
-
 def _mixed(rng):
     ops = _Ops(rng)
     for _ in range(10):
@@ -173,8 +114,8 @@ def test_intake_lands_reads_and_atomics_as_ibta_says(seed, pop_rate, push_rate):
     bad[-1] ^= 1
     frames = frames[:3] + [dup, ack_frame(B, A, 0x100, QP_A, 5, Syndrome.ACK, 3),
                            bytes(bad)] + frames[3:]
-    res = _run(frames, ops.issues, seed=seed, pop_rate=pop_rate, push_rate=push_rate)
-    assert _memory(res["o"]) == ops.expect
+    res = run_intake(frames, ops.issues, seed=seed, pop_rate=pop_rate, push_rate=push_rate)
+    assert memory(res["o"]) == ops.expect
     assert [(d["qpn"], d["psn"], d["atomic"]) for d in res["done"]] == ops.last
     c = res["count"]
     assert c["responses"] == len(frames) - 3
@@ -204,8 +145,8 @@ def test_intake_lost_response_asks_again_from_the_first_missing_psn():
     fillers = [ack_frame(B, A, 0x100, QP_A, 1, Syndrome.ACK, 3)] * 60
     frames = ([read[0][1]] + [f for _, f in read[2:]] + [f for _, f in again] + fillers
               + [atomic[0][1]])
-    res = _run(frames, ops.issues, timeout=40, push_rate=1.0)
-    assert _memory(res["o"]) == ops.expect
+    res = run_intake(frames, ops.issues, timeout=40, push_rate=1.0)
+    assert memory(res["o"]) == ops.expect
     assert [(d["qpn"], d["psn"], d["atomic"]) for d in res["done"]] == ops.last
     c = res["count"]
     assert c["gaps"] == 3 and c["responses"] == 1 + len(again) + 1
@@ -223,8 +164,8 @@ def test_intake_holds_issues_at_the_ord_limit():
     for _ in range(6):
         ops.read(QP_A, 300, 8)          # 2 packets each
     frames = [f for answer in ops.answers for _, f in answer]
-    res = _run(frames, ops.issues, slots=4, ord=2, push_rate=1.0)
-    assert _memory(res["o"]) == ops.expect
+    res = run_intake(frames, ops.issues, slots=4, ord=2, push_rate=1.0)
+    assert memory(res["o"]) == ops.expect
     issue_at, hdr_at = res["taken"]["issue"], res["taken"]["hdr"]
     for i in range(2, 6):
         before_last_of = 2 * (i - 2)    # index of the frame before op i-2's last frame
