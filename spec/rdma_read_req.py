@@ -71,7 +71,7 @@ def slot_layout(depth):
     """One slot of the outstanding-operation table (its age-matrix row apart):
     ``next_psn``, the PSN of the response expected next, ``last_psn`` the operation's
     last; ``addr`` the local byte address and ``left`` the bytes of the responses still
-    to come; ``started``: a FIRST was accepted since the (re-)request; ``rewound``: a
+    to come; ``started``: a response of the operation has been accepted; ``rewound``: a
     re-request is on its way and no response has been accepted since."""
     return data.StructLayout({
         "valid": 1, "atomic": 1, "qpn": QPN_BITS, "next_psn": PSN_BITS,

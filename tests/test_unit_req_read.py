@@ -281,3 +281,38 @@ def test_intake_mutated_responses_write_only_inside_operations():
     assert sum(c[k] for k in ("responses", "duplicates", "gaps", "malformed", "unmatched",
                               "bad", "other")) == len(frames) + LEAD
     assert c["bad"] > 0 and c["responses"] > 0
+
+
+def test_intake_takes_the_whole_read_sent_again():
+    """Go-back-N of the engine sends a whole message again: a READ of 5 packets loses
+    its second response; after the gap the READ is answered whole again (FIRST is now
+    a duplicate, MIDDLE at the PSN missing continues it). Every byte lands; the
+    completion follows the last response."""
+    rng = random.Random(9)
+    ops = _Ops(rng)
+    ops.read(QP_A, 5 * 256 - 40, 8)
+    read = [f for _, f in ops.answers[0]]
+    frames = [read[0]] + read[2:] + read
+    res = run_intake(frames, ops.issues, push_rate=1.0)
+    assert memory(res["o"]) == ops.expect
+    assert [(d["qpn"], d["psn"]) for d in res["done"]] == [(QP_A, ops.last[0][1])]
+    c = res["count"]
+    assert (c["gaps"], c["rewinds"], c["duplicates"], c["responses"]) == (3, 1, 1, 5)
+    assert res["rewind"] == [dict(qpn=QP_A, psn=ops.answers[0][1][0])]
+
+
+def test_intake_limits_acks_to_before_the_first_psn_unanswered():
+    """The ACK limit (compared with the twin every cycle, for both QPs in turn): at the
+    end, QP A's last READ lost its last response, so an ACK of QP A covers only PSNs
+    before that response's; QP B has nothing outstanding (no limit)."""
+    rng = random.Random(12)
+    ops = _Ops(rng)
+    ops.read(QP_A, 600, 8)
+    ops.atomic(QP_B)
+    ops.read(QP_A, 700, 8)
+    frames = [f for answer in ops.answers for _, f in answer][:-1]
+    res = run_intake(frames, ops.issues, push_rate=1.0)
+    lost_psn = ops.answers[2][-1][0]
+    assert res["twin"].limit(QP_A) == (1, lost_psn)
+    assert res["twin"].limit(QP_B) == (0, 0)
+    assert len(res["done"]) == 2

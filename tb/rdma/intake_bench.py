@@ -51,10 +51,12 @@ LEAD = 2
 
 
 def run_intake(frames, issues, *, slots=16, ord=ORD_DEFAULT, timeout=0, seed=1,
-               pop_rate=1.0, push_rate=0.7, cycles=None):
+               pop_rate=1.0, push_rate=0.7, cycles=None, limit_qpns=(0x77, 0x78)):
     """Run ``frames`` (after :data:`LEAD` ACKs) and ``issues`` through the RTL and its
     twin; the items written to ``o``, ``done``, ``rewind`` (dicts), ``taken`` (cycles
-    the inputs were taken) and ``count`` (the twin's counters, equal to the RTL's)."""
+    the inputs were taken), ``count`` (the twin's counters, equal to the RTL's) and
+    ``twin`` (its state at the end: RTL = twin in every cycle until then). The
+    ACK limit is asked for ``limit_qpns`` in turn, one a cycle, and compared too."""
     lead = [ack_frame(B, A, 0x100, 0x78, 1, Syndrome.ACK, 3)] * LEAD
     hdr, pay = entries(lead + frames)
     dut = ResponseIntake(slots, ord, DEPTH)
@@ -70,10 +72,12 @@ def run_intake(frames, issues, *, slots=16, ord=ORD_DEFAULT, timeout=0, seed=1,
         outputs={"o": 8, "done": 8, "rewind": 4},
         stimulus={"hdr": hdr, "beats": pay, "issue": issues}, cycles=cycles, seed=seed,
         push_rate={"hdr": push_rate, "beats": 1.0, "issue": 1.0}, pop_rate=pop_rate,
-        side_in=lambda c, peek: {"timeout": timeout},
-        side_out=tuple(ResponseIntakeModel(None).count))
+        side_in=lambda c, peek: {"timeout": timeout,
+                                 "limit_qpn": limit_qpns[c % len(limit_qpns)]},
+        side_out=tuple(ResponseIntakeModel(None).count) + ("limit", "limit_psn"))
     lay = {n: getattr(dut, n).payload.shape() for n in ("o", "done", "rewind")}
     res = {n: [unpack(lay[n], v) for _, v in out[n]] for n in lay}
     res["taken"] = out["taken"]
     res["count"] = box["t"].count
+    res["twin"] = box["t"]
     return res

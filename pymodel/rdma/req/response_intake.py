@@ -36,9 +36,10 @@ def parse_response(entry):
 
 
 class ResponseIntakeModel:
-    """``step(c, side)`` with ``side["timeout"]``; FIFOs ``hdr``, ``beats``, ``issue``
-    (inputs) and ``o``, ``done``, ``rewind`` (outputs). Returns the counters at the start
-    of the cycle (the RTL's registers)."""
+    """``step(c, side)`` with ``side["timeout"]`` (and ``side["limit_qpn"]``); FIFOs
+    ``hdr``, ``beats``, ``issue`` (inputs) and ``o``, ``done``, ``rewind`` (outputs).
+    Returns the counters at the start of the cycle (the RTL's registers) and, with
+    ``limit_qpn``, ``limit`` and ``limit_psn``."""
 
     def __init__(self, fifos, slots=16, ord=16, depth=1 << 14):
         self.f = fifos
@@ -90,19 +91,30 @@ class ResponseIntakeModel:
             if s["atomic"]:
                 ok = r["opcode"] == _ATOMIC_ACK and r["plen"] == 8
             else:
-                want = ((_LAST if last else _MIDDLE) if s["started"]
-                        else (_ONLY if last else _FIRST))
+                fresh = _ONLY if last else _FIRST
+                want = (_LAST if last else _MIDDLE) if s["started"] else fresh
                 size = s["left"] if last else 1 << s["pmtu_log2"]
-                ok = r["opcode"] == want and r["plen"] == size
+                ok = ((r["opcode"] == want or (s["rewound"] and r["opcode"] == fresh))
+                      and r["plen"] == size)
             ok = ok and (not r["aeth"] or r["syndrome"] >> 5 == 0)
             out["cls"] = "responses" if ok else "malformed"
             out["accept"] = ok
             out["last"] = last
         return out
 
+    def limit(self, qpn):
+        """``(limit, limit_psn)`` for QP ``qpn`` (the ports of the same names)."""
+        same = sum(1 << j for j, s in enumerate(self.slot)
+                   if s is not None and s["qpn"] == qpn)
+        if not same:
+            return 0, 0
+        return 1, self.slot[self._oldest(same)]["next_psn"]
+
     def step(self, c, side):
         f, cnt = self.f, self.count
         snapshot = dict(cnt)
+        if "limit_qpn" in side:
+            snapshot["limit"], snapshot["limit_psn"] = self.limit(side["limit_qpn"])
         timeout = side.get("timeout") or 0
         valid = self._valid()
         # Decisions, all from the start of the cycle.
@@ -155,9 +167,9 @@ class ResponseIntakeModel:
                 if decide["last"]:
                     self.slot[decide["head"]] = None
             elif decide["need_rw"]:
-                s.update(rewound=1, started=0)
+                s.update(rewound=1)
         if fire:
-            self.slot[self._oldest(valid)].update(rewound=1, started=0)
+            self.slot[self._oldest(valid)].update(rewound=1)
         if take is not None:
             free = (~valid) & ((1 << self.nslots) - 1)
             j = (free & -free).bit_length() - 1

@@ -77,6 +77,12 @@ class ResponseIntake(wiring.Component):
         expected PSN).
     timeout : In(PSN_BITS)
         Cycles without progress before the oldest operation is re-requested (0: never).
+    limit_qpn : In(QPN_BITS), limit : Out(1), limit_psn : Out(PSN_BITS)
+        Combinational: ``limit`` when QP ``limit_qpn`` has an operation outstanding, and
+        ``limit_psn`` its head's expected PSN: an ACK of that QP covers PSNs before it
+        only (the data of a READ is not in host memory before its responses are), so
+        that a completion unit must not complete a message from ``limit_psn`` on by
+        an ACK.
     <counter> : Out(32)
         :data:`spec.rdma_read_req.INTAKE_COUNTERS`.
 
@@ -90,11 +96,13 @@ class ResponseIntake(wiring.Component):
     expected PSN) mod 2**24: ``d`` in [2**23, 2**24) is a duplicate, ``d`` in
     (0, 2**23) a gap: the frame is dropped and, unless the head is ``rewound`` already,
     ``rewind`` asks for the QP's operations from the expected PSN (the head becomes
-    ``rewound`` and not ``started``). At ``d`` = 0 the frame must be what IBTA
-    prescribes there: for an atomic an ATOMIC ACKNOWLEDGE of 8 bytes; for a READ,
-    FIRST (not ``started``, more to come), ONLY (not started, the last PSN), MIDDLE
-    (started, more to come) or LAST (started, the last PSN), of ``2**pmtu_log2`` bytes
-    but at the last PSN, which carries the bytes left; and an AETH syndrome ACK
+    ``rewound``). At ``d`` = 0 the frame must be what IBTA prescribes there: for an
+    atomic an ATOMIC ACKNOWLEDGE of 8 bytes; for a READ, FIRST (nothing ``started``,
+    more to come), ONLY (nothing started, the last PSN), MIDDLE (started, more to come)
+    or LAST (started, the last PSN), of ``2**pmtu_log2`` bytes but at the last PSN,
+    which carries the bytes left; a ``rewound`` head that has started also takes FIRST
+    or ONLY there (the answer to a READ of the bytes left from the expected PSN, where
+    MIDDLE or LAST answers the whole READ sent again); and an AETH syndrome ACK
     (``0b000xxxxx``). Otherwise it is ``malformed``. An accepted frame advances the
     head: its PSN, address and bytes left; the last frame frees the slot.
 
@@ -127,6 +135,7 @@ class ResponseIntake(wiring.Component):
             "done": Out(stream.Signature(done_layout())),
             "rewind": Out(stream.Signature(rewind_layout())),
             "timeout": In(PSN_BITS),
+            "limit_qpn": In(QPN_BITS), "limit": Out(1), "limit_psn": Out(PSN_BITS),
         }
         ports.update({n: Out(32) for n in INTAKE_COUNTERS})
         super().__init__(ports)
@@ -191,16 +200,18 @@ class ResponseIntake(wiring.Component):
         last = Signal()
         m.d.comb += last.eq(hs.next_psn == hs.last_psn)
         want = Signal(OpCode, init=OpCode.RC_RDMA_READ_RESPONSE_ONLY)
+        fresh = Signal(OpCode, init=OpCode.RC_RDMA_READ_RESPONSE_ONLY)
+        m.d.comb += fresh.eq(Mux(last, OpCode.RC_RDMA_READ_RESPONSE_ONLY,
+                                 OpCode.RC_RDMA_READ_RESPONSE_FIRST))
         with m.If(hs.started):
             m.d.comb += want.eq(Mux(last, OpCode.RC_RDMA_READ_RESPONSE_LAST,
                                     OpCode.RC_RDMA_READ_RESPONSE_MIDDLE))
         with m.Else():
-            m.d.comb += want.eq(Mux(last, OpCode.RC_RDMA_READ_RESPONSE_ONLY,
-                                    OpCode.RC_RDMA_READ_RESPONSE_FIRST))
+            m.d.comb += want.eq(fresh)
         shape_ok = Signal()
         m.d.comb += shape_ok.eq(
             Mux(hs.atomic, (opcode == OpCode.RC_ATOMIC_ACKNOWLEDGE) & (plen == 8),
-                (opcode == want)
+                ((opcode == want) | (hs.rewound & (opcode == fresh)))
                 & (plen == Mux(last, hs.left, Const(1, 13) << hs.pmtu_log2)))
             & (~aeth | (h.aeth.syndrome[5:8] == 0)))
         accept, gap = Signal(), Signal()
@@ -208,6 +219,13 @@ class ResponseIntake(wiring.Component):
                      gap.eq(good & is_resp & matched & ahead)]
         need_rw = Signal()
         m.d.comb += need_rw.eq(gap & ~hs.rewound)
+
+        # ---- the ACK limit ----
+        lim = Signal(n)
+        m.d.comb += lim.eq(Cat(*[slot[j].valid & (slot[j].qpn == self.limit_qpn)
+                                 for j in range(n)]))
+        ls = pick(oldest(lim))
+        m.d.comb += [self.limit.eq(lim.any()), self.limit_psn.eq(ls.next_psn)]
 
         # ---- the job being executed ----
         busy = Signal()
@@ -268,9 +286,9 @@ class ResponseIntake(wiring.Component):
                     with m.If(last):
                         m.d.sync += s.valid.eq(0)
                 with m.Elif(need_rw):
-                    m.d.sync += [s.rewound.eq(1), s.started.eq(0)]
+                    m.d.sync += s.rewound.eq(1)
             with m.If(fire & old_oh[j]):
-                m.d.sync += [s.rewound.eq(1), s.started.eq(0)]
+                m.d.sync += s.rewound.eq(1)
             # A slot taken now is no slot's elder.
             with m.If(take):
                 m.d.sync += age[j].eq(age[j] & ~first_free)
