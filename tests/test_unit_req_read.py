@@ -14,89 +14,26 @@ from amaranth.sim import Simulator
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, pack_beat
 from pymodel.rdma.frames import ack_frame
-from pymodel.rdma.read_frames import atomic_ack_frame, read_response_frame
 from pymodel.rdma.req.request_framer import RequestFramerModel, request_frame
 from rtl.rdma.req.request_framer import RequestFramer, request_layout
 from rtl.rdma.req.response_intake import ResponseIntake
 from spec.formats.roce import OpCode, Syndrome
 from spec.rdma_read_req import slot_bits
-from tb.rdma.intake_bench import LEAD, memory, run_intake
+from tb.rdma.intake_bench import (
+    LEAD,
+    QP_A,
+    QP_B,
+    Ops,
+    memory,
+    mixed,
+    random_requests,
+    responses,
+    run_intake,
+)
 from tb.rdma.wirecheck import wire_problems
 from tb.resp_frames import A, B, refresh
 
 OP = OpCode
-QP_A, QP_B = 0x77, 0x78         # the requester's QPs (BTH DestQP of the responses)
-
-
-def _responses(qpn, psn, data, pmtu_log2):
-    """The READ RESPONSE frames IBTA prescribes for ``data`` from PSN ``psn``: cut at the
-    path MTU, one PSN each, ONLY or FIRST/MIDDLE.../LAST, AETH on all but MIDDLE."""
-    mtu = 1 << pmtu_log2
-    parts = [data[k:k + mtu] for k in range(0, len(data), mtu)] or [b""]
-    out = []
-    for k, part in enumerate(parts):
-        if len(parts) == 1:
-            op = OP.RC_RDMA_READ_RESPONSE_ONLY
-        elif k == 0:
-            op = OP.RC_RDMA_READ_RESPONSE_FIRST
-        elif k == len(parts) - 1:
-            op = OP.RC_RDMA_READ_RESPONSE_LAST
-        else:
-            op = OP.RC_RDMA_READ_RESPONSE_MIDDLE
-        out.append((psn + k, read_response_frame(op, B, A, 0x100, qpn, psn + k,
-                                                  Syndrome.ACK, 9, part)))
-    return out
-
-
-class _Ops:
-    """Operations, their issue items, the responder's answers and the memory IBTA says
-    the requester ends with."""
-
-    def __init__(self, rng):
-        self.rng = rng
-        self.issues, self.expect, self.next_psn = [], {}, {QP_A: 100, QP_B: 0xFFFFF0}
-        self.addr = 64 * 64
-        self.answers = []       # per operation: [(psn, frame)]
-        self.last = []          # per operation: (qpn, last PSN, atomic)
-
-    def read(self, qpn, length, pmtu_log2):
-        data = self.rng.randbytes(length)
-        psn = self.next_psn[qpn]
-        frames = _responses(qpn, psn, data, pmtu_log2)
-        self.next_psn[qpn] = (psn + len(frames)) & 0xFFFFFF
-        self.issues.append(dict(atomic=0, qpn=qpn, psn=psn & 0xFFFFFF,
-                                pmtu_log2=pmtu_log2, laddr=self.addr, length=length))
-        for k, b in enumerate(data):
-            self.expect[self.addr + k] = b
-        self.answers.append([(p & 0xFFFFFF, f) for p, f in frames])
-        self.last.append((qpn, (psn + len(frames) - 1) & 0xFFFFFF, 0))
-        self.addr += -(-length // 64) * 64 + 64
-
-    def atomic(self, qpn):
-        orig = self.rng.getrandbits(64)
-        psn = self.next_psn[qpn]
-        self.next_psn[qpn] = (psn + 1) & 0xFFFFFF
-        laddr = self.addr + 8 * self.rng.randrange(8)
-        self.issues.append(dict(atomic=1, qpn=qpn, psn=psn, pmtu_log2=8, laddr=laddr,
-                                length=0))
-        for k, b in enumerate(orig.to_bytes(8, "little")):
-            self.expect[laddr + k] = b
-        self.answers.append([(psn, atomic_ack_frame(B, A, 0x100, qpn, psn, Syndrome.ACK, 9,
-                                                    orig))])
-        self.last.append((qpn, psn, 1))
-        self.addr += 128
-
-
-def _mixed(rng):
-    ops = _Ops(rng)
-    for _ in range(10):
-        kind = rng.randrange(3)
-        qpn = rng.choice((QP_A, QP_B))
-        if kind == 0:
-            ops.atomic(qpn)
-        else:
-            ops.read(qpn, rng.choice((1, 8, 64, 100, 256, 700, 1500)), rng.choice((8, 9, 10)))
-    return ops
 
 
 @pytest.mark.parametrize("seed,pop_rate,push_rate", [(1, 1.0, 1.0), (2, 0.5, 0.7),
@@ -107,7 +44,7 @@ def test_intake_lands_reads_and_atomics_as_ibta_says(seed, pop_rate, push_rate):
     where its operation says, one completion per operation, in order; the duplicate,
     the ACK and the bad frame are counted and change nothing."""
     rng = random.Random(seed)
-    ops = _mixed(rng)
+    ops = mixed(rng)
     frames = [f for answer in ops.answers for _, f in answer]
     dup = frames[1]
     bad = bytearray(frames[0])
@@ -135,13 +72,13 @@ def test_intake_lost_response_asks_again_from_the_first_missing_psn():
     (no progress meanwhile: 60 ACKs in between); its repeated ACKNOWLEDGE (the
     responder's saved result) completes it."""
     rng = random.Random(7)
-    ops = _Ops(rng)
+    ops = Ops(rng)
     ops.read(QP_A, 5 * 256, 8)
     ops.atomic(QP_B)
     read, atomic = ops.answers
     data = bytes(ops.expect[ops.issues[0]["laddr"] + k] for k in range(5 * 256))
     lost_psn = read[1][0]
-    again = _responses(QP_A, lost_psn, data[256:], 8)
+    again = responses(QP_A, lost_psn, data[256:], 8)
     fillers = [ack_frame(B, A, 0x100, QP_A, 1, Syndrome.ACK, 3)] * 60
     frames = ([read[0][1]] + [f for _, f in read[2:]] + [f for _, f in again] + fillers
               + [atomic[0][1]])
@@ -160,7 +97,7 @@ def test_intake_holds_issues_at_the_ord_limit():
     """ORD 2: the third operation of a QP is taken only once the first one's last
     response has been decided (after the frame before it has left the stage)."""
     rng = random.Random(3)
-    ops = _Ops(rng)
+    ops = Ops(rng)
     for _ in range(6):
         ops.read(QP_A, 300, 8)          # 2 packets each
     frames = [f for answer in ops.answers for _, f in answer]
@@ -187,19 +124,6 @@ def test_slot_bits_counts_every_field():
     assert slot_bits(1 << 14, 16) == 1 + 1 + 24 + 24 + 24 + 4 + 20 + 15 + 1 + 1 + 16
 
 
-def _requests(rng, n):
-    out = []
-    for _ in range(n):
-        op = rng.choice((OP.RC_RDMA_READ_REQUEST, OP.RC_CMP_SWAP, OP.RC_FETCH_ADD))
-        out.append(dict(opcode=op.value, dmac=A.mac, smac=B.mac, sip=B.ip, dip=A.ip,
-                        src_qp=rng.getrandbits(24), dest_qp=rng.getrandbits(24),
-                        psn=rng.getrandbits(24), ack_req=rng.getrandbits(1),
-                        va=rng.getrandbits(64) & ~7, rkey=rng.getrandbits(32),
-                        dma_length=rng.randrange(1, 1 << 14), swap_add=rng.getrandbits(64),
-                        compare=rng.getrandbits(64)))
-    return out
-
-
 @pytest.mark.parametrize("ready_rate", [1.0, 0.5])
 def test_request_framer_matches_twin_and_the_wire(ready_rate):
     """RequestFramer against its twin cycle for cycle (descriptors offered at random,
@@ -207,7 +131,7 @@ def test_request_framer_matches_twin_and_the_wire(ready_rate):
     READ request (BTH + RETH) or an atomic request (BTH + AtomicETH) that the hand and
     scapy checkers pass (FCS, ICRC, IPv4 checksum, lengths), 78 and 90 bytes."""
     rng = random.Random(5)
-    reqs = _requests(rng, 40)
+    reqs = random_requests(rng, 40)
     dut, twin = RequestFramer(), RequestFramerModel()
     lay = request_layout()
     got = []
@@ -257,7 +181,7 @@ def test_intake_mutated_responses_write_only_inside_operations():
     byte written lies inside an issued operation's local range (an atomic's 8 bytes);
     no operation completes twice; every frame is counted exactly once."""
     rng = random.Random(17)
-    ops = _mixed(rng)
+    ops = mixed(rng)
     good = [f for answer in ops.answers for _, f in answer]
     frames = []
     for f in good:
@@ -289,7 +213,7 @@ def test_intake_takes_the_whole_read_sent_again():
     a duplicate, MIDDLE at the PSN missing continues it). Every byte lands; the
     completion follows the last response."""
     rng = random.Random(9)
-    ops = _Ops(rng)
+    ops = Ops(rng)
     ops.read(QP_A, 5 * 256 - 40, 8)
     read = [f for _, f in ops.answers[0]]
     frames = [read[0]] + read[2:] + read
@@ -306,7 +230,7 @@ def test_intake_limits_acks_to_before_the_first_psn_unanswered():
     end, QP A's last READ lost its last response, so an ACK of QP A covers only PSNs
     before that response's; QP B has nothing outstanding (no limit)."""
     rng = random.Random(12)
-    ops = _Ops(rng)
+    ops = Ops(rng)
     ops.read(QP_A, 600, 8)
     ops.atomic(QP_B)
     ops.read(QP_A, 700, 8)

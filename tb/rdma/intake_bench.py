@@ -7,18 +7,22 @@ from pymodel.cycle import Fifo
 from pymodel.fields import unpack
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.frames import ack_frame
+from pymodel.rdma.read_frames import atomic_ack_frame, read_response_frame
 from pymodel.rdma.req.response_intake import ResponseIntakeModel
 from pymodel.rdma.resp.rx import ReceiveModel
 from rtl.rdma.req.response_intake import ResponseIntake
-from spec.formats.roce import Syndrome
+from spec.formats.roce import OpCode, Syndrome
 from spec.rdma_read_req import ORD_DEFAULT
 from tb.resp_frames import A, B
 from tb.stage_harness import compare_stage
 
-__all__ = ["LEAD", "DEPTH", "entries", "memory", "run_intake"]
+__all__ = ["LEAD", "DEPTH", "QP_A", "QP_B", "entries", "memory", "run_intake", "responses",
+           "Ops", "mixed", "random_requests"]
 
 #: Host-memory words of the requester in these runs.
 DEPTH = 1 << 12
+#: The requester's QPs (BTH DestQP of the responses).
+QP_A, QP_B = 0x77, 0x78
 
 
 def entries(frames):
@@ -81,3 +85,91 @@ def run_intake(frames, issues, *, slots=16, ord=ORD_DEFAULT, timeout=0, seed=1,
     res["count"] = box["t"].count
     res["twin"] = box["t"]
     return res
+
+
+def responses(qpn, psn, data, pmtu_log2):
+    """The READ RESPONSE frames IBTA prescribes for ``data`` from PSN ``psn``: cut at the
+    path MTU, one PSN each, ONLY or FIRST/MIDDLE.../LAST, AETH on all but MIDDLE."""
+    mtu = 1 << pmtu_log2
+    parts = [data[k:k + mtu] for k in range(0, len(data), mtu)] or [b""]
+    out = []
+    for k, part in enumerate(parts):
+        if len(parts) == 1:
+            op = OpCode.RC_RDMA_READ_RESPONSE_ONLY
+        elif k == 0:
+            op = OpCode.RC_RDMA_READ_RESPONSE_FIRST
+        elif k == len(parts) - 1:
+            op = OpCode.RC_RDMA_READ_RESPONSE_LAST
+        else:
+            op = OpCode.RC_RDMA_READ_RESPONSE_MIDDLE
+        out.append((psn + k, read_response_frame(op, B, A, 0x100, qpn, psn + k,
+                                                  Syndrome.ACK, 9, part)))
+    return out
+
+
+class Ops:
+    """Operations, their issue items, the responder's answers and the memory IBTA says
+    the requester ends with."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.issues, self.expect, self.next_psn = [], {}, {QP_A: 100, QP_B: 0xFFFFF0}
+        self.addr = 64 * 64
+        self.answers = []       # per operation: [(psn, frame)]
+        self.last = []          # per operation: (qpn, last PSN, atomic)
+
+    def read(self, qpn, length, pmtu_log2):
+        data = self.rng.randbytes(length)
+        psn = self.next_psn[qpn]
+        frames = responses(qpn, psn, data, pmtu_log2)
+        self.next_psn[qpn] = (psn + len(frames)) & 0xFFFFFF
+        self.issues.append(dict(atomic=0, qpn=qpn, psn=psn & 0xFFFFFF,
+                                pmtu_log2=pmtu_log2, laddr=self.addr, length=length))
+        for k, b in enumerate(data):
+            self.expect[self.addr + k] = b
+        self.answers.append([(p & 0xFFFFFF, f) for p, f in frames])
+        self.last.append((qpn, (psn + len(frames) - 1) & 0xFFFFFF, 0))
+        self.addr += -(-length // 64) * 64 + 64
+
+    def atomic(self, qpn):
+        orig = self.rng.getrandbits(64)
+        psn = self.next_psn[qpn]
+        self.next_psn[qpn] = (psn + 1) & 0xFFFFFF
+        laddr = self.addr + 8 * self.rng.randrange(8)
+        self.issues.append(dict(atomic=1, qpn=qpn, psn=psn, pmtu_log2=8, laddr=laddr,
+                                length=0))
+        for k, b in enumerate(orig.to_bytes(8, "little")):
+            self.expect[laddr + k] = b
+        self.answers.append([(psn, atomic_ack_frame(B, A, 0x100, qpn, psn, Syndrome.ACK, 9,
+                                                    orig))])
+        self.last.append((qpn, psn, 1))
+        self.addr += 128
+
+
+def mixed(rng, n=10):
+    """``n`` operations, READs of 1 to 1,500 bytes at MTUs 256 to 1,024 and atomics, on
+    QP A and QP B at random."""
+    ops = Ops(rng)
+    for _ in range(n):
+        kind = rng.randrange(3)
+        qpn = rng.choice((QP_A, QP_B))
+        if kind == 0:
+            ops.atomic(qpn)
+        else:
+            ops.read(qpn, rng.choice((1, 8, 64, 100, 256, 700, 1500)), rng.choice((8, 9, 10)))
+    return ops
+
+
+def random_requests(rng, n):
+    """``n`` request descriptors of :func:`~rtl.rdma.req.request_framer.request_layout`:
+    READs and both atomics, random fields."""
+    out = []
+    for _ in range(n):
+        op = rng.choice((OpCode.RC_RDMA_READ_REQUEST, OpCode.RC_CMP_SWAP, OpCode.RC_FETCH_ADD))
+        out.append(dict(opcode=op.value, dmac=A.mac, smac=B.mac, sip=B.ip, dip=A.ip,
+                        src_qp=rng.getrandbits(24), dest_qp=rng.getrandbits(24),
+                        psn=rng.getrandbits(24), ack_req=rng.getrandbits(1),
+                        va=rng.getrandbits(64) & ~7, rkey=rng.getrandbits(32),
+                        dma_length=rng.randrange(1, 1 << 14), swap_add=rng.getrandbits(64),
+                        compare=rng.getrandbits(64)))
+    return out
