@@ -20,8 +20,10 @@ __all__ = ["ORD_DEFAULT", "SLOTS_RANGE", "READ_MAX_BYTES", "LEN_BITS", "PMTU_LOG
            "slot_bits", "packets_of"]
 
 #: Outstanding RDMA READ and atomic operations a QP may have (the initiator depth, ORD):
-#: 16 as mlx5 reports ``max_qp_rd_atom`` (``ibv_devinfo -v`` of ConnectX adapters,
-#: ``1 << log_max_ra_req_qp``, drivers/infiniband/hw/mlx5/main.c).
+#: 16, the ``max_qp_rd_atom`` (and ``max_qp_init_rd_atom``) that ``ibv_devinfo -v`` shows
+#: for ConnectX adapters; Linux mlx5 sets ``max_qp_rd_atom = 1 << log_max_ra_req_qp`` and
+#: ``max_qp_init_rd_atom = 1 << log_max_ra_res_qp`` (drivers/infiniband/hw/mlx5/main.c,
+#: ``mlx5_ib_query_device``).
 ORD_DEFAULT = 16
 #: Slots of the requester's outstanding-operation table (all QPs together).
 SLOTS_RANGE = (1, 64)
