@@ -192,6 +192,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
                             "out"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
+    "tb.rdma.cocotb_read_requester": ("seed", "timeout"),
     "tb.rdma.uvm.tests": "tb.cosim:_rdma_uvm_params",
     "tb.soak.cocotb_nic_soak": ("width", "nodes", "framing", "link_latency", "mem_words",
                                 "max_payload", "credits", "seed", "chunks", "per_chunk",

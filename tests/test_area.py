@@ -169,6 +169,10 @@ def test_state_bits_follow_the_layouts(monkeypatch):
                                                   + rdma["resp_cache_entry_bits"]
                                                   + rdma["entry_state_bits"])
     assert rdma["window_record_bits"] > 3 * 24 + 64        # QPN, two PSNs, wr_id and more
+    # Per outstanding READ or atomic: the intake's slot and its age-matrix row.
+    from spec.rdma_read_req import slot_layout
+    assert rdma["read_op_bits"] == (Shape.cast(slot_layout(catalogue.RDMA["depth"])).width
+                                    + rdma["read_op_slots"])
     # The in-flight metric counts a window record as the RTL's pool stores it.
     from pymodel.rdma.metrics import RECORD_BITS
     assert RECORD_BITS == rdma["window_record_bits"]

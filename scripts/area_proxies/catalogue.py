@@ -247,6 +247,11 @@ COMPONENTS = {
                                 "static_reads": 3}) for n in CACHE_SIZES},
     "requester_c16": Entry("rdma", "rtl.rdma.req.requester", "Requester",
                            {"cache_entries": 16, "depth": _DEPTH}),
+    # The requester's READ/atomic blocks: the outstanding-operation table and response
+    # intake at 16 slots (ORD 16, spec.rdma_read_req.ORD_DEFAULT), the request framer.
+    "response_intake_s16": Entry("rdma", "rtl.rdma.req.response_intake", "ResponseIntake",
+                                 {"slots": 16, "ord": 16, "depth": _DEPTH}),
+    "request_framer": Entry("rdma", "rtl.rdma.req.request_framer", "RequestFramer", {}),
     # As written (its MR table, never written, is optimised away: see docs/area.md) and
     # with the write port that the table needs in hardware.
     "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",

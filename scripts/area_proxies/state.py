@@ -28,6 +28,8 @@ def state_bits():
     from spec.checks import silence
     from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_BYTES_DEFAULT, QPC_LAYOUT
     from spec.rdma_engine import REQUESTER_DEFAULTS
+    from spec.rdma_read_req import ORD_DEFAULT
+    from spec.rdma_read_req import slot_bits as read_slot_bits
     from spec.rdma_responder import RESP_GROUP
 
     def memories(component):
@@ -108,6 +110,11 @@ def state_bits():
             "window_records": records,
             "mr_entry_bits": Shape.cast(MR_LAYOUT).width,
             "mr_entries": _MR,
+            # The requester's state per outstanding READ or atomic: a slot of the
+            # response intake's table with its row of the age matrix, at ORD_DEFAULT
+            # slots (the intake is not in the engine yet: docs/rdma.md).
+            "read_op_bits": read_slot_bits(RDMA["depth"], ORD_DEFAULT),
+            "read_op_slots": ORD_DEFAULT,
         },
         "nic": {
             "per_peer_bits": 0,

@@ -181,8 +181,18 @@ ICRC_MASKED_BYTES = (15, 22, 24, 25, 40, 41, 46)
 
 
 class WqeOpcode(enum.Enum, shape=8):
-    """Work-request opcodes a WQE may carry (only RDMA WRITE is implemented)."""
+    """Work-request opcodes a WQE may carry, numbered as rdma-core's
+    ``enum ibv_wr_opcode`` (libibverbs/verbs.h: IBV_WR_RDMA_WRITE 0,
+    IBV_WR_RDMA_WRITE_WITH_IMM 1, IBV_WR_SEND 2, IBV_WR_SEND_WITH_IMM 3,
+    IBV_WR_RDMA_READ 4, IBV_WR_ATOMIC_CMP_AND_SWP 5, IBV_WR_ATOMIC_FETCH_AND_ADD 6).
+    The requester executes RDMA WRITE only; the READ and atomic opcodes are the format
+    of the requester's READ/atomic blocks (:mod:`spec.rdma_read_req`), which the
+    requester does not use yet (it does not look at the opcode: any WQE is sent as a
+    WRITE)."""
     RDMA_WRITE = 0x00
+    RDMA_READ = 0x04
+    ATOMIC_CMP_AND_SWP = 0x05
+    ATOMIC_FETCH_AND_ADD = 0x06
 
 
 class CqeStatus(enum.Enum, shape=8):
@@ -221,9 +231,15 @@ class QpState(enum.Enum, shape=3):
 #: WQE's send-queue slot) let a WQE written by MMIO act as its own doorbell, as the
 #: control segment of an mlx5 WQE carries the QP number and the WQE counter
 #: (rdma-core, providers/mlx5: ``mlx5_wqe_ctrl_seg``).
+#: An atomic WQE (``ATOMIC_CMP_AND_SWP``, ``ATOMIC_FETCH_AND_ADD``) has ``length`` 8,
+#: ``laddr`` (where the original value goes) and ``raddr`` 8-byte aligned, and its
+#: operands in ``swap_add`` (the swap value, or the value to add) and ``compare``, as
+#: ``ibv_send_wr.wr.atomic`` carries ``swap``/``compare_add`` (the add value is in
+#: ``compare_add`` there; one field per role here). Ref: rdma-core libibverbs/verbs.h.
 WQE_LAYOUT = data.StructLayout({
     "wr_id": 64, "opcode": WqeOpcode, "flags": 8, "sq_index": 16, "length": 32,
-    "laddr": 64, "raddr": 64, "rkey": 32, "qpn": QPN_BITS, "resv1": 8, "resv2": 192,
+    "laddr": 64, "raddr": 64, "rkey": 32, "qpn": QPN_BITS, "resv1": 8, "swap_add": 64,
+    "compare": 64, "resv2": 64,
 })
 #: WQE ``flags``: the WQE asks for a CQE (``IBV_SEND_SIGNALED``); its payload follows the
 #: header word in the WQE (``IBV_SEND_INLINE``), ``ceil(length / 64)`` words; the host
