@@ -1,0 +1,121 @@
+"""The ephemeral-context design's golden model: the flow through the pool (its rules, with
+expectations worked out from the rules by hand), a point on the engine's datapath (its
+figures against the RoCEv2 frame sizes), the spectrum's rows and the checks of bad
+options."""
+
+import math
+
+import pytest
+
+from pymodel.ephemeral.flow import Datapath, ack_requests, max_overlap, run_flow
+from pymodel.throughput import steady_ii
+from spec.ephemeral import recv_context_bits, send_context_bits
+from tb.ephemeral.point import datapath_row, model_point
+
+DP = Datapath(ii=4, latency=37, completion=50, one_way=6)
+
+
+def test_context_bits_are_the_fields_summed():
+    """Sender: valid 1, destination 12, two 24-bit PSNs (BTH), outstanding 13 (up to 4096
+    records), messages since the last ACK request 5, stamp 16; receiver: valid, source,
+    expected PSN, stamp."""
+    assert send_context_bits() == 1 + 12 + 24 + 24 + 13 + 5 + 16
+    assert recv_context_bits() == 1 + 12 + 24 + 16
+
+
+def test_one_destination_keeps_one_context_and_coalesces_acks():
+    """2,000 messages to one destination: one context, opened once and closed once after
+    the last ACK; an ACK request every 16th message (2000 / 16 = 125, the last message
+    is the 125th request); the sends one every ``ii`` cycles."""
+    r = run_flow([0] * 2000, DP)
+    assert r.counters["opens"] == 1 and r.closes == 1
+    assert sum(r.asked) == 125 and r.asked[-1]
+    assert r.sent == [DP.ii * k for k in range(2000)]
+    assert r.send_max == 1 and r.recv_max == 1 and r.counters["full_waits"] == 0
+
+
+def test_round_robin_beyond_the_hold_opens_a_context_per_message():
+    """Round robin over 4,096 destinations: a destination comes back every 4096 * 4
+    cycles, far beyond a context's life (completion + idle + one scan), so every message
+    opens a context and asks for an ACK (no other message to it in the lookahead); the
+    contexts open at once follow Little's law: at least ``(completion + idle) / ii``, at
+    most ``(completion + idle + entries) / ii + 1``."""
+    n, entries, idle = 3000, 256, 64
+    r = run_flow([k % 4096 for k in range(n)], DP, pool_entries=entries, idle=idle)
+    assert r.counters["opens"] == n and r.closes == n and all(r.asked)
+    lo = math.ceil((DP.completion + idle) / DP.ii)
+    hi = math.ceil((DP.completion + idle + entries) / DP.ii) + 1
+    assert lo <= r.send_max <= hi
+    assert steady_ii(r.sent) == DP.ii
+
+
+def test_a_small_pool_makes_new_destinations_wait():
+    """With 8 contexts and each held at least ``completion + idle`` cycles, the pool
+    passes at most 8 messages per ``completion + idle`` cycles: the sends slow to at
+    least that spacing, the waits are counted, and every message still goes."""
+    entries, idle = 8, 64
+    r = run_flow([k % 4096 for k in range(400)], DP, pool_entries=entries, idle=idle)
+    assert None not in r.sent
+    assert steady_ii(r.sent) >= (DP.completion + idle) / entries
+    assert r.counters["full_waits"] > 0 and r.send_max == entries
+
+
+def test_a_context_with_an_unacknowledged_message_never_closes():
+    """Two messages to destination 0 four apart with a tiny idle: the first asks no ACK
+    (the second follows within the lookahead), yet its context stays open until the
+    second's ACK, so it is opened once."""
+    r = run_flow([0, 1, 2, 3, 0], DP, idle=1)
+    assert r.asked == [False, True, True, True, True]
+    assert r.counters["opens"] == 4
+
+
+def test_ack_requests_and_overlap_helpers():
+    assert ack_requests([0, 1, 0, 2], 1) == [True, True, True, True]
+    assert ack_requests([0, 1, 0, 2], 2) == [False, True, True, True]
+    assert max_overlap([(0, 5), (3, 9), (6, 7), (10, 11)]) == 2
+
+
+def test_point_on_one_destination_is_the_engine_at_one_qp():
+    """The point's datapath is the RC engine's at 1 QP: the same ii, latency, completion,
+    host bytes; its wire bytes are a RoCEv2 WRITE frame of 128 bytes (Ethernet 14 + IPv4
+    20 + UDP 8 + BTH 12 + RETH 16 + 128 + ICRC 4 + FCS 4 = 206, plus 8 preamble and 12
+    IFG) and, per 16 messages, an ACK frame (14 + 20 + 8 + 12 + AETH 4 + ICRC 4 + FCS 4
+    = 66, plus 20): 126 ACK and CLOSE frames over 2,000 messages."""
+    r = model_point(1, "board", messages=2000)
+    d = datapath_row("board")
+    for key in ("ii_cycles", "latency_cycles", "completion_cycles", "host_bytes"):
+        assert r[f"{key}_model"] == d[f"{key}_model"]
+    assert r["wire_bytes_model"] == pytest.approx(226 + 86 * 126 / 2000)
+    assert r["context_state_bits_model"] == send_context_bits() + recv_context_bits()
+    assert r["msgs_per_s_model"] == pytest.approx(1e9 / d["ii_cycles_model"])
+
+
+def test_lanes_add_rate_until_the_attachment():
+    """Two lanes over 64 destinations send more than one, never more than the attachment
+    carries (its busier direction ``host_util`` busy at the datapath's ii), and hold two
+    datapaths' in-flight state."""
+    one, two = model_point(64, "board", lanes=1), model_point(64, "board", lanes=2)
+    d = datapath_row("board")
+    cap = 1e9 / (d["ii_cycles_model"] * d["host_util_model"])
+    assert one["msgs_per_s_model"] < two["msgs_per_s_model"] <= cap * (1 + 1e-12)
+    assert two["datapath_state_bits_model"] == 2 * d["endpoint_state_bits_model"]
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(peers=0), "peers"), (dict(peers=5000), "peers"), (dict(lanes=0), "lanes"),
+    (dict(peers=2, lanes=3), "lanes"), (dict(fabric="lan"), "fabric"),
+    (dict(popularity="pareto"), "popularity"), (dict(pool_entries=3), "pool_entries"),
+    (dict(idle=0), "idle"), (dict(ack_every=0), "ack_every"), (dict(bogus=1), "bogus"),
+    (dict(messages=1), "messages")])
+def test_bad_point_options_are_named(kw, name):
+    args = dict(peers=64, fabric="board")
+    args.update(kw)
+    with pytest.raises(ValueError, match=name):
+        model_point(**args)
+
+
+def test_bad_datapath_is_named():
+    with pytest.raises(ValueError, match="ii"):
+        Datapath(ii=0, latency=1, completion=1, one_way=1)
+    with pytest.raises(ValueError, match="dests"):
+        run_flow([], DP)
