@@ -119,3 +119,37 @@ def test_bad_datapath_is_named():
         Datapath(ii=0, latency=1, completion=1, one_way=1)
     with pytest.raises(ValueError, match="dests"):
         run_flow([], DP)
+
+
+def test_nic_rate_does_not_depend_on_its_peers():
+    """The spectrum's NIC rows at 64 peers and more take the rate and latency of 15 peers
+    (its model top's most): its datapath holds nothing per peer, so they equal those of
+    1 peer (its wire bytes do grow: one completion per store once the stores to a peer
+    are too far apart to coalesce); its state is the completion state's formula at the
+    row's peers, which grows with them."""
+    from tb.ephemeral.spectrum import nic_row
+
+    one, many = nic_row(1, "board", "round_robin", 100), nic_row(15, "board", "round_robin",
+                                                                 100)
+    for key in ("msgs_per_s", "latency_cycles"):
+        assert one[key] == many[key]
+    assert one["wire_bytes"] < many["wire_bytes"]
+    assert one["endpoint_state_bits"] < many["endpoint_state_bits"]
+    assert not one["note"] and not many["note"]
+
+
+def test_spectrum_lines_show_every_row():
+    from scripts.reporting.spectrum import sizing_lines, spectrum_lines
+
+    row = dict(design="ephemeral", peers=4096, fabric="pod", popularity="zipf",
+               msgs_per_s=2.5e8, latency_cycles=532, endpoint_state_bits=81920,
+               context_state_bits=30000, host_context_bits=0, per_peer_bits=20.0,
+               per_inflight_bits=315.0, msgs_per_s_per_kib=2.5e7, note="")
+    lines = spectrum_lines([row])
+    assert any(line.startswith("| ephemeral contexts | 4,096 | 250 M | 532 | 81,920 |")
+               for line in lines)
+    size = dict(design="rc", peers=64, lanes=2, fabric="board", attachment="pcie",
+                msgs_per_s=3e8, endpoint_state_bits=10, limit="host interface",
+                reaches=False)
+    assert sizing_lines([size])[-1] == ("| PCIe | RC engine, 256 entries | 64 | 2 | 300 M "
+                                        "| 10 | no | host interface |")

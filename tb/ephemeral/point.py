@@ -3,8 +3,8 @@
 The design reuses the RDMA engine's datapath at its best rung (WQEs by MMIO with inline
 data, unsignalled completions, ACK coalescing) with the context on chip: the figures of
 that datapath come from the engine's own model at 1 QP on the same level field
-(:func:`datapath_row`: the NIC's switch, link retry, RoCEv2 headers, the engine on the
-accelerator's die, end-to-end completion), whose context never leaves its cache. The
+(:func:`datapath_row`: the NIC's switch, link retry, RoCEv2 headers, end-to-end
+completion, behind the point's attachment), whose context never leaves its cache. The
 context store is the ephemeral pool, run by :func:`pymodel.ephemeral.flow.run_flow`
 (the pool's twin, stepped every cycle) over the destinations of the messages.
 
@@ -43,12 +43,17 @@ from spec.load import POPULARITY
 from spec.rdma_engine import LADDER
 from tb.rdma.row_keys import comparison_keys
 
-__all__ = ["LEVEL", "datapath_row", "model_point", "check_point", "MAX_LANES"]
+__all__ = ["LEVEL", "ATTACHMENTS", "datapath_row", "model_point", "check_point",
+           "MAX_LANES", "attachment_cap"]
 
 #: The level field of the spectrum (SPEC.md, "Comparisons on a level field"): the NIC's
-#: switch with link retry, RoCEv2 (Ethernet-class) headers, the engines on the
-#: accelerator's die (the NIC integrated), end-to-end completion.
-LEVEL = dict(host="on_die", link_retry=True, header="roce", topology="switch")
+#: switch with link retry, RoCEv2 (Ethernet-class) headers, end-to-end completion; the
+#: attachment is a point's own (:data:`ATTACHMENTS`).
+LEVEL = dict(link_retry=True, header="roce", topology="switch")
+#: The engines' attachments a point takes, and the NIC's attachment that matches each:
+#: behind the PCIe host interface (the gap table's field), or on the accelerator's die
+#: (the NIC integrated).
+ATTACHMENTS = {"pcie": "pcie", "on_die": "integrated"}
 #: Most lanes a point takes.
 MAX_LANES = 64
 #: Messages of the datapath's back-to-back run.
@@ -56,21 +61,31 @@ DATAPATH_MESSAGES = 1000
 
 
 @functools.lru_cache(maxsize=8)
-def datapath_row(fabric, msg_bytes=128):
+def datapath_row(fabric, attachment="pcie", msg_bytes=128):
     """The RDMA engine's model row at 1 QP, best rung, on :data:`LEVEL` at ``fabric``
-    (:func:`tb.rdma.headline.model_point`): the datapath the ephemeral design reuses."""
+    behind ``attachment`` (:func:`tb.rdma.headline.model_point`): the datapath the
+    ephemeral design reuses."""
     from tb.rdma.headline import model_point as rdma_point
 
     return rdma_point(msg_bytes, DATAPATH_MESSAGES, qps=1, cache_entries=16,
-                      rung=LADDER[-1][0], fabric=fabric, **LEVEL)
+                      rung=LADDER[-1][0], fabric=fabric, host=attachment, **LEVEL)
+
+
+def attachment_cap(row):
+    """Messages a second the attachment of a model row carries at most: its busier
+    direction is ``host_util`` busy at the row's ii, so ``1e9 / (ii * host_util)``."""
+    return 1e9 / (row["ii_cycles_model"] * row["host_util_model"])
 
 
 def _wire(nbytes):
     return PREAMBLE_SFD_BYTES + max(64, nbytes) + IFG_BYTES
 
 
-def check_point(peers, fabric, popularity, lanes, messages):
+def check_point(peers, fabric, popularity, lanes, messages, attachment="pcie"):
     """``ValueError`` naming the first bad option of a point."""
+    if attachment not in ATTACHMENTS:
+        raise ValueError(f"attachment must be one of {list(ATTACHMENTS)}, "
+                         f"not {attachment!r}")
     for name, v, lo, hi in (("peers", peers, 1, 4096), ("lanes", lanes, 1, MAX_LANES),
                             ("messages", messages, 2, 1 << 20)):
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
@@ -80,25 +95,26 @@ def check_point(peers, fabric, popularity, lanes, messages):
     if popularity not in POPULARITY:
         raise ValueError(f"popularity must be one of {list(POPULARITY)}, "
                          f"not {popularity!r}")
-    if lanes > peers:
-        raise ValueError(f"lanes ({lanes}) must be at most peers ({peers}): each lane "
-                         f"owns the destinations d with d % lanes equal to its index")
 
 
 def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messages=2000,
-                seed=1, msg_bytes=128, **knobs):
+                seed=1, msg_bytes=128, attachment="pcie", **knobs):
     """The row of one point (module docstring). ``knobs``: the pool's
     (:data:`spec.ephemeral.EPHEMERAL_DEFAULTS`: ``pool_entries`` per lane, ``idle``,
     ``ack_every``, ``lookahead``). Destinations: :func:`pymodel.load.traffic.qp_sequence`
-    (``round_robin``, ``uniform`` or ``zipf`` 0.99 over ``peers``); lane ``j`` sends the
-    messages whose destination ``d`` has ``d % lanes == j``, in their order."""
-    check_point(peers, fabric, popularity, lanes, messages)
+    (``round_robin``, ``uniform`` or ``zipf`` 0.99 over ``peers``). Lanes split the
+    destinations: lane ``j`` sends the messages whose destination ``d`` has
+    ``d % lanes == j``, in their order (each lane holds contexts for its share of the
+    peers only); with fewer peers than lanes the messages are dealt out instead, message
+    ``k`` to lane ``k % lanes`` (each lane then holds its own context to a peer).
+    ``attachment``: :data:`ATTACHMENTS`."""
+    check_point(peers, fabric, popularity, lanes, messages, attachment)
     unknown = sorted(set(knobs) - set(EPHEMERAL_DEFAULTS))
     if unknown:
         raise ValueError(f"unknown ephemeral knob(s) {unknown}; known: "
                          f"{sorted(EPHEMERAL_DEFAULTS)}")
     k = dict(EPHEMERAL_DEFAULTS, **knobs)
-    dp_row = datapath_row(fabric, msg_bytes)
+    dp_row = datapath_row(fabric, attachment, msg_bytes)
     ii_dp = dp_row["ii_cycles_model"]
     if ii_dp != int(ii_dp):
         raise RuntimeError(f"the datapath's ii ({ii_dp}) is not a whole number of cycles")
@@ -107,12 +123,12 @@ def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messag
     dests = qp_sequence(popularity, peers, messages, seed)
     lanes_out = []
     for j in range(lanes):
-        mine = [d for d in dests if d % lanes == j]
+        mine = ([d for d in dests if d % lanes == j] if peers >= lanes
+                else dests[j::lanes])
         if mine:
             lanes_out.append(run_flow(mine, dp, **k))
     rate_cycles = sum(1 / steady_ii(r.sent) if len(r.sent) > 1 else 0 for r in lanes_out)
-    # The attachment: its busier direction is ``host_util`` busy at the datapath's ii.
-    cap = 1 / (ii_dp * dp_row["host_util_model"])
+    cap = attachment_cap(dp_row) / 1e9
     limit = "host interface" if rate_cycles > cap else "lanes"
     per_cycle = min(rate_cycles, cap)
     asks = sum(sum(r.asked) for r in lanes_out)
@@ -127,7 +143,7 @@ def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messag
     row = {"design": "ephemeral", "msg_bytes": msg_bytes, "messages": messages,
            "peers": peers, "lanes": lanes, "popularity": popularity, "limit": limit,
            **{f"pool_{x}" if x != "pool_entries" else x: v for x, v in k.items()},
-           **comparison_keys(LEVEL["host"], fabric, LEVEL["link_retry"], LEVEL["header"],
+           **comparison_keys(attachment, fabric, LEVEL["link_retry"], LEVEL["header"],
                              LEVEL["topology"])}
     figures = {
         "ii_cycles": 1 / per_cycle, "msgs_per_s": 1e9 * per_cycle,

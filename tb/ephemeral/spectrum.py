@@ -2,8 +2,9 @@
 4,096 peers, on the golden model (no cell of it is co-simulated).
 
 Three endpoints on one level field (:data:`tb.ephemeral.point.LEVEL`: the NIC's switch,
-link retry, Ethernet-class headers, end-to-end completion, the engines on the
-accelerator's die and the NIC integrated), 128-byte messages, ``board`` and ``pod``:
+link retry, Ethernet-class headers, end-to-end completion; all behind the PCIe host
+interface, or the engines on the accelerator's die and the NIC integrated:
+``attachment`` ``"pcie"`` or ``"on_die"``), 128-byte messages, ``board`` and ``pod``:
 
 ``nic``
     The NIC with its end-to-end completion (:func:`tb.nic.headline.model_point`, L2
@@ -36,7 +37,7 @@ from spec.fabric_profiles import one_way
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.nic import completion_state_bits
 from spec.rdma_engine import LADDER
-from tb.ephemeral.point import LEVEL, model_point
+from tb.ephemeral.point import ATTACHMENTS, LEVEL, attachment_cap, model_point
 
 __all__ = ["PEERS", "PROFILES", "PATTERNS", "RC_CACHE", "NIC_TOP_PEERS", "spectrum_rows",
            "sizing_rows", "nic_row", "rc_row", "ephemeral_row", "finish", "TARGET"]
@@ -67,15 +68,15 @@ def finish(row, total, ii, completion):
     return row
 
 
-def nic_row(peers, fabric, pattern, messages=1000):
+def nic_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
     """The NIC's row (module docstring)."""
     from tb.nic.headline import _point_params
     from tb.nic.headline import model_point as nic_point
 
-    used = min(peers, NIC_TOP_PEERS)
-    r = nic_point("l2", 128, messages, peers=used, attachment="integrated", fabric=fabric,
+    used, att = min(peers, NIC_TOP_PEERS), ATTACHMENTS[attachment]
+    r = nic_point("l2", 128, messages, peers=used, attachment=att, fabric=fabric,
                   retry=True, completion="e2e")
-    nt = _point_params("l2", 128, messages, used, None, "integrated", fabric, True, "e2e",
+    nt = _point_params("l2", 128, messages, used, None, att, fabric, True, "e2e",
                        16, None)[0]
     state = sum(completion_state_bits(peers + 1, nt.coalesce, nt.flush_idle, nt.timeout))
     note = []
@@ -84,7 +85,8 @@ def nic_row(peers, fabric, pattern, messages=1000):
     if peers > NIC_MAX_PEERS:
         note.append("needs a node id wider than 8 bits")
     row = {"design": "nic", "peers": peers, "lanes": 1, "fabric": fabric,
-           "popularity": pattern, "simulator": "model", "note": "; ".join(note),
+           "attachment": attachment, "popularity": pattern, "simulator": "model",
+           "note": "; ".join(note), "cap": attachment_cap(r) if att == "pcie" else None,
            "latency_cycles": r["latency_cycles_model"],
            "completion_cycles": r["completion_cycles_model"],
            "context_state_bits": state, "host_context_bits": 0,
@@ -92,25 +94,26 @@ def nic_row(peers, fabric, pattern, messages=1000):
     return finish(row, state, r["ii_cycles_model"], r["completion_cycles_model"])
 
 
-def rc_row(peers, fabric, pattern, messages=1000):
+def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
     """The RC engine's row (module docstring)."""
     from tb.rdma.headline import model_point as rdma_point
 
     r = rdma_point(128, messages, qps=peers, cache_entries=RC_CACHE, rung=LADDER[-1][0],
-                   fabric=fabric, **LEVEL)
+                   fabric=fabric, host=attachment, **LEVEL)
     ii, note = r["ii_cycles_model"], ""
     if pattern != "round_robin" and peers > 1:
         from pymodel.load.rdma_saturation import saturation
 
         ii = saturation(128, 2 * messages, popularity=pattern, qps=peers,
-                        cache_entries=RC_CACHE, host=LEVEL["host"],
+                        cache_entries=RC_CACHE, host=attachment,
                         link_latency=one_way(fabric))
         note = "rate on the direct link; latency and in-flight state of round robin"
     on_chip = 2 * min(RC_CACHE, peers) * RC_ENTRY_BITS
     host = peers * QPC_BYTES_DEFAULT * 8
     total = r["endpoint_state_bits_model"] + on_chip + host
     row = {"design": "rc", "peers": peers, "lanes": 1, "fabric": fabric,
-           "popularity": pattern, "simulator": "model", "note": note,
+           "attachment": attachment, "popularity": pattern, "simulator": "model",
+           "note": note, "cap": attachment_cap(r),
            "latency_cycles": r["latency_cycles_model"],
            "completion_cycles": r["completion_cycles_model"],
            "context_state_bits": on_chip, "host_context_bits": host,
@@ -118,11 +121,14 @@ def rc_row(peers, fabric, pattern, messages=1000):
     return finish(row, total, ii, r["completion_cycles_model"])
 
 
-def ephemeral_row(peers, fabric, pattern, messages=2000, lanes=1, **knobs):
+def ephemeral_row(peers, fabric, pattern, messages=2000, lanes=1, attachment="pcie",
+                  **knobs):
     """The ephemeral design's row (:func:`tb.ephemeral.point.model_point`)."""
-    r = model_point(peers, fabric, pattern, lanes=lanes, messages=messages, **knobs)
+    r = model_point(peers, fabric, pattern, lanes=lanes, messages=messages,
+                    attachment=attachment, **knobs)
     row = {"design": "ephemeral", "peers": peers, "lanes": lanes, "fabric": fabric,
-           "popularity": pattern, "simulator": "model", "note": r["limit"],
+           "attachment": attachment, "popularity": pattern, "simulator": "model",
+           "note": "" if r["limit"] == "lanes" else r["limit"],
            "latency_cycles": r["latency_cycles_model"],
            "completion_cycles": r["completion_cycles_model"],
            "context_state_bits": r["context_state_bits_model"], "host_context_bits": 0,
@@ -133,61 +139,53 @@ def ephemeral_row(peers, fabric, pattern, messages=2000, lanes=1, **knobs):
                   r["completion_cycles_model"])
 
 
-def spectrum_rows(peers=PEERS, profiles=PROFILES, patterns=PATTERNS, messages=1000):
-    """Every cell: ``[row]`` in the order design, fabric, pattern, peers."""
+def spectrum_rows(peers=PEERS, profiles=PROFILES, patterns=PATTERNS, messages=1000,
+                  attachment="pcie"):
+    """Every cell: ``[row]`` in the order fabric, pattern, peers, design."""
     rows = []
     for fabric in profiles:
         for pattern in patterns:
             for p in peers:
-                rows.append(nic_row(p, fabric, pattern, messages))
-                rows.append(ephemeral_row(p, fabric, pattern, 2 * messages))
-                rows.append(rc_row(p, fabric, pattern, messages))
+                rows.append(nic_row(p, fabric, pattern, messages, attachment))
+                rows.append(ephemeral_row(p, fabric, pattern, 2 * messages,
+                                          attachment=attachment))
+                rows.append(rc_row(p, fabric, pattern, messages, attachment))
     return rows
 
 
-def sizing_rows(peers=(1, 64, 4096), fabric="board", max_lanes=8, messages=1000):
+def sizing_rows(peers=(1, 64, 4096), fabric="board", max_lanes=8, messages=1000,
+                attachment="pcie"):
     """For :data:`TARGET` messages a second of 128 B: per design and peer count the fewest
     lanes (1 to ``max_lanes``) that reach it, or the most it reaches and what stops it.
 
-    A lane is one endpoint of the design; lanes share the accelerator's one attachment
-    (the engines' host interface on die, whose busier direction is ``host_util`` busy at
-    the datapath's ii: it carries ``1 / (ii * host_util)`` messages a cycle at most; the
-    NIC integrated has none and each lane has its own link). Destinations are split
-    over the lanes (``d % lanes``) when there are at least as many peers as lanes; the
-    state per lane is then that of its share of the peers."""
+    A lane is one endpoint of the design, with its own link; lanes share the
+    accelerator's one attachment (:func:`tb.ephemeral.point.attachment_cap`; the NIC
+    integrated has none). Destinations are split over the lanes (``d % lanes``) when
+    there are at least as many peers as lanes (each lane's state is that of its share
+    of the peers), else messages are dealt out (each lane its own state to a peer)."""
     rows = []
     for p in peers:
         for design in ("nic", "ephemeral", "rc"):
             best = None
             for lanes in range(1, max_lanes + 1):
-                share = max(1, p // lanes)
                 if design == "ephemeral":
-                    r = ephemeral_row(p, fabric, "round_robin", 2 * messages,
-                                      lanes=min(lanes, p)) if lanes <= p else None
-                    if r is None:
-                        break
-                    rate, state, limit = r["msgs_per_s"], r["endpoint_state_bits"], r["note"]
+                    r = ephemeral_row(p, fabric, "round_robin", 2 * messages, lanes=lanes,
+                                      attachment=attachment)
+                    rate, state = r["msgs_per_s"], r["endpoint_state_bits"]
+                    limit = r["note"] or "lanes"
                 else:
-                    one = (nic_row if design == "nic" else rc_row)(share, fabric,
-                                                                   "round_robin", messages)
-                    rate, state, limit = lanes * one["msgs_per_s"], \
-                        lanes * one["endpoint_state_bits"], "lanes"
-                    if design == "rc":
-                        cap = _attachment_cap(fabric)
-                        if rate > cap:
-                            rate, limit = cap, "host interface"
+                    share = max(1, p // lanes)
+                    one = (nic_row if design == "nic" else rc_row)(
+                        share, fabric, "round_robin", messages, attachment)
+                    rate, state = lanes * one["msgs_per_s"], lanes * one["endpoint_state_bits"]
+                    limit = "lanes"
+                    if one["cap"] is not None and rate > one["cap"]:
+                        rate, limit = one["cap"], "host interface"
                 best = dict(design=design, peers=p, lanes=lanes, fabric=fabric,
-                            msgs_per_s=rate, endpoint_state_bits=state, limit=limit,
+                            attachment=attachment, msgs_per_s=rate,
+                            endpoint_state_bits=state, limit=limit,
                             reaches=rate >= TARGET * (1 - 1e-9), simulator="model")
                 if best["reaches"] or limit == "host interface":
                     break
             rows.append(best)
     return rows
-
-
-def _attachment_cap(fabric):
-    from tb.ephemeral.point import datapath_row
-
-    d = datapath_row(fabric)
-    return 1e9 / (d["ii_cycles_model"] * d["host_util_model"])
-
