@@ -155,7 +155,7 @@ def test_spectrum_lines_show_every_row():
     lines = spectrum_lines([row])
     assert any(line.startswith("| ephemeral contexts | 4,096 | 250 M | 532 | 81,920 |")
                for line in lines)
-    size = dict(design="rc", peers=64, lanes=2, fabric="board", attachment="pcie",
+    size = dict(design="rdma", peers=64, lanes=2, fabric="board", attachment="pcie",
                 msgs_per_s=3e8, endpoint_state_bits=10, limit="host interface",
                 reaches=False)
     assert sizing_lines([size])[-1] == ("| PCIe | RC engine, 256 entries | 64 | 2 | 300 M "

@@ -11,7 +11,7 @@ from tb.ephemeral.spectrum import PATTERNS, PROFILES, TARGET, sizing_rows, spect
 __all__ = ["spectrum_section", "spectrum_lines", "sizing_lines"]
 
 _NAMES = {"nic": "NIC (e2e completion)", "ephemeral": "ephemeral contexts",
-          "rc": "RC engine, 256 entries"}
+          "rdma": "RC engine, 256 entries"}
 
 
 def _m(x):

@@ -17,7 +17,7 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     formula for a NIC with a wider id (``note`` says so).
 ``ephemeral``
     :func:`tb.ephemeral.point.model_point` (the engine's datapath, the pool of 256).
-``rc``
+``rdma``
     The RC engine at its best rung with 256 context-cache entries
     (:func:`tb.rdma.headline.model_point`, ``qps`` = peers, round robin). Zipf
     destinations: the saturated rate of :func:`pymodel.load.rdma_saturation.saturation`
@@ -28,7 +28,7 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     memory, a 256-byte context per peer.
 
 Every row: ``msgs_per_s``, ``latency_cycles``, ``endpoint_state_bits`` (total: in flight,
-contexts on chip, and for ``rc`` the contexts in host memory), ``per_peer_bits``
+contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits``
 (total / peers), ``per_inflight_bits`` (total / the messages in flight by Little's law,
 ``completion / ii``), ``msgs_per_s_per_kib`` (msgs/s per KiB of the total).
 """
@@ -111,7 +111,7 @@ def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
     on_chip = 2 * min(RC_CACHE, peers) * RC_ENTRY_BITS
     host = peers * QPC_BYTES_DEFAULT * 8
     total = r["endpoint_state_bits_model"] + on_chip + host
-    row = {"design": "rc", "peers": peers, "lanes": 1, "fabric": fabric,
+    row = {"design": "rdma", "peers": peers, "lanes": 1, "fabric": fabric,
            "attachment": attachment, "popularity": pattern, "simulator": "model",
            "note": note, "cap": attachment_cap(r),
            "latency_cycles": r["latency_cycles_model"],
@@ -128,7 +128,10 @@ def ephemeral_row(peers, fabric, pattern, messages=2000, lanes=1, attachment="pc
                     attachment=attachment, **knobs)
     row = {"design": "ephemeral", "peers": peers, "lanes": lanes, "fabric": fabric,
            "attachment": attachment, "popularity": pattern, "simulator": "model",
-           "note": "" if r["limit"] == "lanes" else r["limit"],
+           "note": "; ".join(x for x in (
+               "" if r["limit"] == "lanes" else f"{r['limit']} full",
+               f"pool of {r['pool_entries']} full: new destinations wait"
+               if r["pool_full_waits_model"] else "") if x),
            "latency_cycles": r["latency_cycles_model"],
            "completion_cycles": r["completion_cycles_model"],
            "context_state_bits": r["context_state_bits_model"], "host_context_bits": 0,
@@ -165,14 +168,15 @@ def sizing_rows(peers=(1, 64, 4096), fabric="board", max_lanes=8, messages=1000,
     of the peers), else messages are dealt out (each lane its own state to a peer)."""
     rows = []
     for p in peers:
-        for design in ("nic", "ephemeral", "rc"):
+        for design in ("nic", "ephemeral", "rdma"):
             best = None
             for lanes in range(1, max_lanes + 1):
                 if design == "ephemeral":
                     r = ephemeral_row(p, fabric, "round_robin", 2 * messages, lanes=lanes,
                                       attachment=attachment)
                     rate, state = r["msgs_per_s"], r["endpoint_state_bits"]
-                    limit = r["note"] or "lanes"
+                    limit = "host interface" if "host interface" in r["note"] else \
+                        "context pool" if "pool" in r["note"] else "lanes"
                 else:
                     share = max(1, p // lanes)
                     one = (nic_row if design == "nic" else rc_row)(
