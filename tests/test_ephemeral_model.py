@@ -160,3 +160,55 @@ def test_spectrum_lines_show_every_row():
                 reaches=False)
     assert sizing_lines([size])[-1] == ("| PCIe | RC engine, 256 entries | 64 | 2 | 300 M "
                                         "| 10 | no | host interface |")
+
+
+def test_receiver_rules_never_deliver_twice():
+    """The receiver's rules (docs/ephemeral.md) on the hazards: a retransmitted open
+    packet whose ACK was lost, a late packet after the CLOSE, a new context of the same
+    sender (its first PSN from the sender's count of packets sent, so above the old
+    ones), a late copy of the old open packet inside the new context, a gap. Each PSN is
+    written to memory once; every refusal is counted."""
+    from pymodel.ephemeral.receiver import ReceiverModel
+
+    r = ReceiverModel(entries=4)
+    written = []
+
+    def arrive(src, psn, open_):
+        out = r.arrive(src, psn, open_)
+        if out in ("opened", "delivered", "reopened"):
+            written.append((src, psn))
+        return out
+
+    assert arrive(7, 100, True) == "opened"
+    assert arrive(7, 101, True) == "delivered"
+    assert arrive(7, 100, True) == "duplicate"        # resent: its ACK was lost
+    assert arrive(7, 102, False) == "delivered"
+    r.close(7)
+    assert arrive(7, 102, False) == "stale"           # a late copy after the CLOSE
+    assert arrive(7, 500, True) == "opened"           # the sender's next context
+    assert arrive(7, 100, True) == "duplicate"        # the old open packet, very late
+    assert arrive(7, 503, False) == "gap"             # 501, 502 lost: go-back-N resends
+    assert arrive(7, 900, True) == "reopened"         # closed at the sender, CLOSE lost
+    assert written == [(7, 100), (7, 101), (7, 102), (7, 500), (7, 900)]
+    assert len(set(written)) == len(written)
+    assert r.count == dict(stale=1, opened=2, full=0, delivered=2, duplicate=2,
+                           reopened=1, gap=1)
+
+
+def test_receiver_full_pool_refuses_opens_and_keeps_open_contexts():
+    """Forged opens from many sources fill the receiver's contexts: further opens are
+    refused and counted, the honest context keeps delivering, and once a context is
+    closed the refused sender's resent open is taken."""
+    from pymodel.ephemeral.receiver import ReceiverModel, newer
+
+    r = ReceiverModel(entries=3)
+    assert r.arrive(1, 10, True) == "opened"
+    assert [r.arrive(100 + k, 0, True) for k in range(4)] == ["opened", "opened", "full",
+                                                              "full"]
+    assert r.arrive(1, 11, False) == "delivered"
+    r.close(100)
+    assert r.arrive(2, 5, True) == "opened"
+    assert r.count["full"] == 2
+    assert newer(0, (1 << 24) - 1) and not newer((1 << 24) - 1, 0)
+    with pytest.raises(ValueError, match="entries"):
+        ReceiverModel(0)
