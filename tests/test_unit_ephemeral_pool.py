@@ -160,6 +160,9 @@ def test_bad_idle_is_named(bad):
         ContextPoolModel(8, bad)
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "Icarus runs the same top and stimulus in make test; the pool's RTL = twin comparisons "
+    "run in the Amaranth simulator (test_pool_rtl_equals_twin)"))
 @pytest.mark.parametrize("entries,keys,idle", [(8, 20, 12)])
 def test_pool_cosim(sim, entries, keys, idle, test_id):
     """The exported Verilog on Icarus and Verilator: random lookups and completions, every
