@@ -35,8 +35,9 @@ NODE_BITS = 12
 #: ``pool_entries`` cycles, so an idle entry is closed before its stamp can wrap as long
 #: as ``idle + pool_entries < 2**STAMP_BITS`` (:func:`check_idle`).
 STAMP_BITS = 16
-#: Bits of a context's count of messages that asked for an ACK and have none yet (at
-#: most the engine's window records, 4096: :data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
+#: Bits of a context's count of runs of messages awaiting their ACK (at most one per
+#: message in flight: the engine's window records, up to 4096,
+#: :data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
 OUTSTANDING_BITS = 13
 #: Bits of the sender's count of messages of a context sent since the last one that asked
 #: for an ACK (ACK coalescing: one ACK per 16 messages at most,
@@ -45,7 +46,8 @@ ACK_COUNT_BITS = 5
 
 #: A sender's context: the destination, the next PSN to send, the oldest unacknowledged
 #: PSN (go-back-N: every PSN in ``[acked_psn, next_psn)`` is in flight, the cumulative
-#: ACK is the per-packet ACK state of the window), the outstanding count and the stamp.
+#: ACK is the per-packet ACK state of the window), the runs awaiting their ACK
+#: (``outstanding``), the messages since the last ACK request and the stamp.
 #: PSNs as RoCEv2's BTH (24 bits, :data:`spec.formats.roce.PSN_BITS`).
 SEND_CONTEXT_LAYOUT = data.StructLayout({
     "valid": 1, "dest": NODE_BITS, "next_psn": PSN_BITS, "acked_psn": PSN_BITS,

@@ -11,7 +11,6 @@ import heapq
 
 from spec.ephemeral import (
     POOL_COUNTERS,
-    POOL_ENTRIES_RANGE,
     STAMP_BITS,
     Verdict,
     check_idle,
@@ -31,9 +30,6 @@ class ContextPoolModel:
 
     def __init__(self, entries, idle, now=0):
         check_pool_entries(entries, "entries")
-        if entries > POOL_ENTRIES_RANGE[1]:
-            raise ValueError(f"entries must be at most {POOL_ENTRIES_RANGE[1]}, "
-                             f"not {entries!r}")
         self.n, self.idle = entries, check_idle(idle)
         self.now = now & _MASK
         self.valid = [False] * entries
