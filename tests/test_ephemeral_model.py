@@ -212,3 +212,34 @@ def test_receiver_full_pool_refuses_opens_and_keeps_open_contexts():
     assert newer(0, (1 << 24) - 1) and not newer((1 << 24) - 1, 0)
     with pytest.raises(ValueError, match="entries"):
         ReceiverModel(0)
+
+
+@pytest.mark.parametrize("rc_cap,rc_lanes,rc_rate", [(300e6, 2, 300e6), (250e6, 1, 250e6)])
+def test_sizing_picks_the_fewest_lanes(monkeypatch, rc_cap, rc_lanes, rc_rate):
+    """The sizing's rule on stand-in rows: a NIC lane of 333 M/s and no attachment needs
+    3 lanes for 10^9 (state 3 lanes' worth); an RC lane of 250 M/s behind an attachment
+    of ``rc_cap`` stops at the attachment, with the fewest lanes that reach its most; the
+    ephemeral point's own cap (note) stops it at 2 lanes."""
+    from tb.ephemeral import spectrum
+
+    def nic(share, fabric, pattern, messages, attachment):
+        return dict(msgs_per_s=1e9 / 3, endpoint_state_bits=100 * share, cap=None)
+
+    def rc(share, fabric, pattern, messages, attachment):
+        return dict(msgs_per_s=250e6, endpoint_state_bits=10 * share, cap=rc_cap)
+
+    def eph(p, fabric, pattern, messages, lanes, attachment):
+        capped = lanes * 250e6 > 1e9 / 3
+        return dict(msgs_per_s=min(lanes * 250e6, 1e9 / 3), endpoint_state_bits=7 * lanes,
+                    note="host interface full" if capped else "")
+
+    monkeypatch.setattr(spectrum, "nic_row", nic)
+    monkeypatch.setattr(spectrum, "rc_row", rc)
+    monkeypatch.setattr(spectrum, "ephemeral_row", eph)
+    rows = {r["design"]: r for r in spectrum.sizing_rows(peers=(64,))}
+    assert (rows["nic"]["lanes"], rows["nic"]["reaches"]) == (3, True)
+    assert rows["nic"]["endpoint_state_bits"] == 3 * 100 * (64 // 3)
+    assert (rows["rdma"]["lanes"], rows["rdma"]["msgs_per_s"], rows["rdma"]["limit"]) == \
+        (rc_lanes, rc_rate, "host interface")
+    assert (rows["ephemeral"]["lanes"], rows["ephemeral"]["limit"]) == (2, "host interface")
+    assert not rows["rdma"]["reaches"] and not rows["ephemeral"]["reaches"]
