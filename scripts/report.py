@@ -19,12 +19,16 @@
    one factor per row, to the RDMA engine, at ``board`` and ``pod``; co-simulated, RTL
    against the model; gap.json; each row's area from area.json, :mod:`scripts.area_proxies.
    gap`), appended to report.md (not with --no-rtl or --no-gap).
-7. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
+7. The "State spectrum" section (:mod:`scripts.reporting.spectrum`: the NIC, ephemeral
+   delivery contexts and the RC engine at 1 to 4,096 peers, and the sizing for 10^9
+   messages a second; the golden model; spectrum.json, its rows also in results.json),
+   appended to report.md (not with --no-spectrum).
+8. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV
    transfers carried by both designs, the decode roofline; inference.json and its
    plots), appended to report.md.
 
 Options: --sim, --jobs, --rtl-messages, --model-messages, --load-messages, --no-rtl, --no-gap,
---no-area, --no-load, --no-inference, --out, --scheduler.
+--no-area, --no-load, --no-spectrum, --no-inference, --out, --scheduler.
 """
 
 import argparse
@@ -61,6 +65,8 @@ def main(argv=None):
                     help="leave out the Under load section")
     ap.add_argument("--no-gap", action="store_true",
                     help="leave out the 'Where the gap comes from' section (co-simulated)")
+    ap.add_argument("--no-spectrum", action="store_true",
+                    help="leave out 'The state spectrum' section")
     ap.add_argument("--no-inference", action="store_true",
                     help="leave out the Inference section")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "report")
@@ -102,6 +108,12 @@ def main(argv=None):
         area = json.loads(area_path.read_text())
 
     rows = rtl + grid
+    spectrum_md = None
+    if not args.no_spectrum:
+        from scripts.reporting.spectrum import spectrum_section
+        print("the state spectrum (golden model) ...", file=sys.stderr)
+        spectrum_md, spectrum = spectrum_section(out)
+        rows = rows + spectrum
     (out / "results.json").write_text(json.dumps(rows, indent=1))
     write_csv(rows, out / "results.csv")
     pngs = plots(grid, area, out)
@@ -131,6 +143,9 @@ def main(argv=None):
             f.write("\n" + gap_section(gap_rows, profiles, args.rtl_messages, 128, args.sim,
                                         area)
                     + "\n")
+    if spectrum_md is not None:
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + spectrum_md + "\n")
     if not args.no_inference:
         print("inference grid (fast path) ...", file=sys.stderr)
         md = inference_section(out)

@@ -160,6 +160,8 @@ _USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
 ACCEPTED_PARAMS = {
     "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
     "tb.cocotb_elastic_delay": ("latency", "bits", "seed", "cycles", "offer", "ready"),
+    "tb.cocotb_ephemeral_pool": ("entries", "key_bits", "idle", "keys", "seed", "cycles",
+                                 "offer", "open", "done"),
     "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
                               "seed", "settings", "src_stall_rate", "src_stall_seed"),
     "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),

@@ -33,7 +33,8 @@ def test_component_elaborates_with_crc_blocks(name):
 
 
 def test_groups_and_designs_refer_to_components():
-    assert {e.group for e in catalogue.COMPONENTS.values()} <= {"shared", "fabric", "nic", "rdma"}
+    assert {e.group for e in catalogue.COMPONENTS.values()} <= {"shared", "fabric", "nic", "rdma",
+                                                                   "ephemeral"}
     for parts in catalogue.DESIGNS.values():
         assert set(parts) <= set(catalogue.COMPONENTS)
     # No simulation-only part is measured.

@@ -263,6 +263,10 @@ COMPONENTS = {
     **{f"rdma_engine_c{n}": Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine",
                                   {"cache_entries": n, "depth": _DEPTH, "mr_entries": _MR})
        for n in (16, 256)},
+    # Ephemeral contexts (design 3): the context pool, 64 entries with 12-bit node keys
+    # (its lookup grows with the entries; 256 take Yosys many minutes).
+    "context_pool_64": Entry("ephemeral", "rtl.ephemeral.pool", "ContextPool",
+                             {"entries": 64, "key_bits": 12}),
 }
 #: The gap rows' entries that the entries above do not already give (a name given
 #: above must be the same entry: checked by the tests).

@@ -1,0 +1,1 @@
+"""Ephemeral delivery contexts (design 3): the on-chip context pool, one component per file."""
