@@ -243,3 +243,9 @@ def test_sizing_picks_the_fewest_lanes(monkeypatch, rc_cap, rc_lanes, rc_rate):
         (rc_lanes, rc_rate, "host interface")
     assert (rows["ephemeral"]["lanes"], rows["ephemeral"]["limit"]) == (2, "host interface")
     assert not rows["rdma"]["reaches"] and not rows["ephemeral"]["reaches"]
+
+
+def test_spectrum_cells_in_processes_equal_the_cells_in_this_one():
+    from tb.ephemeral.spectrum import spectrum_rows
+    grid = dict(peers=(1,), profiles=("board",), patterns=("round_robin",), messages=100)
+    assert spectrum_rows(workers=2, **grid) == spectrum_rows(workers=1, **grid)

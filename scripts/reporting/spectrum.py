@@ -5,6 +5,7 @@ golden model's (none co-simulated: ``simulator`` ``"model"``); spectrum.json hol
 rows."""
 
 import json
+import os
 
 from tb.ephemeral.spectrum import PATTERNS, PROFILES, TARGET, sizing_rows, spectrum_rows
 
@@ -56,10 +57,11 @@ def sizing_lines(rows):
     return out
 
 
-def spectrum_section(out, messages=1000):
-    """Run the spectrum and the sizing, write ``out/spectrum.json`` and return
-    ``(markdown, rows)`` (the rows, with the sizing rows, for results.json)."""
-    rows = spectrum_rows(messages=messages)
+def spectrum_section(out, messages=1000, workers=None):
+    """Run the spectrum (``workers`` processes, default one per CPU) and the sizing,
+    write ``out/spectrum.json`` and return ``(markdown, rows)`` (the rows, with the
+    sizing rows, for results.json)."""
+    rows = spectrum_rows(messages=messages, workers=workers or os.cpu_count() or 1)
     sizing = [r for att in ("pcie", "on_die")
               for r in sizing_rows(messages=messages, attachment=att)]
     (out / "spectrum.json").write_text(json.dumps({"spectrum": rows, "sizing": sizing},

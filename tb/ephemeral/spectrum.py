@@ -33,6 +33,8 @@ contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits
 ``completion / ii``), ``msgs_per_s_per_kib`` (msgs/s per KiB of the total).
 """
 
+import concurrent.futures
+
 from spec.fabric_profiles import one_way
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.nic import completion_state_bits
@@ -142,18 +144,26 @@ def ephemeral_row(peers, fabric, pattern, messages=2000, lanes=1, attachment="pc
                   r["completion_cycles_model"])
 
 
+def _cell(fn, args, kwargs):
+    return fn(*args, **kwargs)
+
+
 def spectrum_rows(peers=PEERS, profiles=PROFILES, patterns=PATTERNS, messages=1000,
-                  attachment="pcie"):
-    """Every cell: ``[row]`` in the order fabric, pattern, peers, design."""
-    rows = []
+                  attachment="pcie", workers=1):
+    """Every cell: ``[row]`` in the order fabric, pattern, peers, design; ``workers``
+    processes at a time (1: in this process; the cells are independent model runs)."""
+    cells = []
     for fabric in profiles:
         for pattern in patterns:
             for p in peers:
-                rows.append(nic_row(p, fabric, pattern, messages, attachment))
-                rows.append(ephemeral_row(p, fabric, pattern, 2 * messages,
-                                          attachment=attachment))
-                rows.append(rc_row(p, fabric, pattern, messages, attachment))
-    return rows
+                cells += [(nic_row, (p, fabric, pattern, messages, attachment), {}),
+                          (ephemeral_row, (p, fabric, pattern, 2 * messages),
+                           {"attachment": attachment}),
+                          (rc_row, (p, fabric, pattern, messages, attachment), {})]
+    if workers <= 1:
+        return [_cell(*c) for c in cells]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_cell, *zip(*cells, strict=True)))
 
 
 def sizing_rows(peers=(1, 64, 4096), fabric="board", max_lanes=8, messages=1000,
