@@ -53,8 +53,8 @@ DEFAULT_OPT = "-O1"
 #: evaluation of a cycle is cut into C++ functions of about 2,000 statements
 #: (``--output-split-cfuncs``; with Verilator's default, the value of ``--output-split``,
 #: RdmaTop's clocked logic is 8 functions of hundreds of kilobytes of C++ each, split it
-#: is 53), which GCC compiles faster at -O2 and no slower at -O1, for the same
-#: instructions per cycle or fewer (docs/bench.md, "The Verilated model").
+#: is 53), which GCC compiles much faster at -O2 and about as fast at -O1, for the same
+#: instructions per cycle or fewer (docs/bench.md, "Verilator at -O1 by default").
 #: Ref: Verilator 5 manual, ``--output-split-cfuncs``.
 VERILATOR_ARGS = ("--output-split-cfuncs", "2000")
 

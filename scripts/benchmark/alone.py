@@ -13,7 +13,7 @@ shared machine does not move. The build goes to ``alone<opt><args>/`` inside BUI
 
 Only the free-running parts of the design move in such a run; Verilator evaluates every
 clocked block and the logic behind it at every edge, busy or not, so the figure is the
-model's cost per cycle without the testbench (docs/bench.md, "The Verilated model").
+model's cost per cycle without the testbench (docs/bench.md, "What bounds the speed").
 """
 
 import argparse
@@ -87,7 +87,7 @@ def _build_dir(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a Verilator build folder of run_cosim (one <top>.v and "
             f"public.vlt)")
-    return path
+    return path.resolve()
 
 
 def parse_args(argv=None):
