@@ -41,14 +41,22 @@ from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of th
     locked,
 )
 
-__all__ = ["SIMULATORS", "DEFAULT_OPT", "ROOT", "CosimFailure", "selected_sim", "waves_enabled",
-           "toolchain_path", "export_verilog", "run_cosim", "cosim_params", "driven_inputs",
-           "check_params", "ACCEPTED_PARAMS"]
+__all__ = ["SIMULATORS", "DEFAULT_OPT", "VERILATOR_ARGS", "ROOT", "CosimFailure", "selected_sim",
+           "waves_enabled", "toolchain_path", "export_verilog", "run_cosim", "cosim_params",
+           "driven_inputs", "check_params", "ACCEPTED_PARAMS"]
 
 SIMULATORS = ("verilator", "icarus")
 #: C++ optimisation of Verilator models unless ``opt`` or ``$VERILATOR_OPT`` says otherwise
 #: (see :func:`run_cosim`).
 DEFAULT_OPT = "-O1"
+#: Verilator's own options of every model build (part of the build folder's key). The
+#: evaluation of a cycle is cut into C++ functions of about 2,000 statements
+#: (``--output-split-cfuncs``; with Verilator's default, the value of ``--output-split``,
+#: RdmaTop's clocked logic is 8 functions of hundreds of kilobytes of C++ each, split it
+#: is 53), which GCC compiles much faster at -O2 and about as fast at -O1, for the same
+#: instructions per cycle or fewer (docs/bench.md, "Verilator at -O1 by default").
+#: Ref: Verilator 5 manual, ``--output-split-cfuncs``.
+VERILATOR_ARGS = ("--output-split-cfuncs", "2000")
 
 
 class CosimFailure(AssertionError):
@@ -305,7 +313,8 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     opt = opt or os.environ.get("VERILATOR_OPT") or DEFAULT_OPT
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
         raise ValueError(f"VERILATOR_OPT must be one of -O0 -O1 -O2 -O3 -Os, not {opt!r}")
-    key = (text + (opt + public_config(name, text) if sim == "verilator" else "")
+    key = (text + (opt + " ".join(VERILATOR_ARGS) + public_config(name, text)
+                   if sim == "verilator" else "")
            + ("waves" if waves else ""))
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     build_dir = BUILD / "cosim" / sim / f"{name}-{digest}"
@@ -323,7 +332,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     else:
         runner = get_runner(sim)
     if sim == "verilator":
-        build_args += ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC"]
+        build_args += ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", *VERILATOR_ARGS]
         if shutil.which("ccache"):
             os.environ.setdefault("OBJCACHE", "ccache")
             # Paths below the checkout become relative in what ccache hashes: every top's

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from scripts import bench
-from scripts.benchmark import cosim, make_test, models
+from scripts.benchmark import alone, cosim, make_test, models
 
 SPEC_KEYS = {"model_cycle_msgs_per_s", "model_fast_msgs_per_s", "rtl_cycles_per_s",
              "rtl_msgs_per_s", "run_phase_cycles_per_s", "clock_only_cycles_per_s",
@@ -220,3 +220,32 @@ def test_rdma_capacity_fits_the_recorders():
     cap = cosim.rdma_capacity()
     assert 1000 <= cap <= TOP_DEFAULTS["events"]
     assert cap * 4 <= TOP_DEFAULTS["wire_beats"]     # a 128-byte WRITE is 4 beats of 64 B
+
+
+def _fake_build_dir(tmp_path):
+    (tmp_path / "top.v").write_text("module top(input clk, input rst); endmodule\n")
+    (tmp_path / "public.vlt").write_text("`verilator_config\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--opt", "O9"], "--opt"),
+    (["--cycles", "0"], "--cycles"),
+    (["--repeats", "two"], "--repeats"),
+    (["--callgrind-cycles", "-1"], "--callgrind-cycles"),
+])
+def test_alone_bad_option_is_an_error_naming_it(tmp_path, extra, option, capsys):
+    with pytest.raises(SystemExit) as exc:
+        alone.parse_args([str(_fake_build_dir(tmp_path)), *extra])
+    assert exc.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_alone_refuses_a_folder_that_is_not_a_build(tmp_path, capsys):
+    (tmp_path / "top.v").write_text("module top; endmodule\n")
+    with pytest.raises(SystemExit) as exc:
+        alone.parse_args([str(tmp_path)])
+    assert exc.value.code == 2
+    assert "not a Verilator build folder" in capsys.readouterr().err
+    args = alone.parse_args([str(_fake_build_dir(tmp_path)), "--opt", "O2"])
+    assert args.opt == "-O2" and args.cycles == 200_000 and not args.callgrind

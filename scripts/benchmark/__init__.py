@@ -6,6 +6,8 @@
 - :mod:`.make_test`: the wall time of ``make test`` (recorded by ``make test`` itself,
   or measured here).
 - :mod:`.output`: bench.json and the printed tables.
+- :mod:`.alone` (run on its own, not by ``make bench``): the Verilated model of a
+  co-simulation build, built around a C++ clock loop and measured without cocotb.
 
 docs/bench.md says what each figure covers.
 """
