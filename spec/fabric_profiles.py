@@ -30,7 +30,8 @@ __all__ = ["FabricProfile", "FABRIC_PROFILES", "fabric_profile", "SWITCH_BASE_CY
            "credit_loop", "retry_delivery_extra", "line_rate_credits", "nic_link_credits",
            "nic_top_credits", "rdma_fabric_credits", "rdma_fabric_top",
            "replay_sizes", "replay_buffer_bits",
-           "RDMA_SPAN_BASE", "RDMA_SIZING_II", "rdma_records", "rdma_timeout"]
+           "RDMA_SPAN_BASE", "RDMA_SPAN_NO_READS", "RDMA_SIZING_II", "rdma_records",
+           "rdma_timeout"]
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,10 @@ def replay_buffer_bits(profile, max_frame_beats, width=64):
 #: WQE read to the ACK over PCIe, two host reads included) less the ``board`` round
 #: trip of 2 x 6 cycles.
 RDMA_SPAN_BASE = 1300 - 12
+#: The same for a rung that reads neither WQE nor payload from host memory (WQE by MMIO
+#: with inline data): two PCIe reads fewer, 2 x the ``pcie`` profile's 560-cycle read
+#: latency (spec.host.PROFILES; the ~1,130 cycles of two reads in the figure above).
+RDMA_SPAN_NO_READS = RDMA_SPAN_BASE - 2 * 560
 #: The engine's rate the records are sized for: 4 cycles a message (the best rung of
 #: spec.rdma_engine.LADDER at 128 B, docs/findings.md).
 RDMA_SIZING_II = 4
@@ -241,12 +246,16 @@ def _pow2(n):
     return 1 << max(n - 1, 0).bit_length()
 
 
-def rdma_records(profile, ii=RDMA_SIZING_II):
+def rdma_records(profile, ii=RDMA_SIZING_II, reads=True):
     """Window records that keep ``ii`` cycles a message (Little's law): the messages in
     flight over a record's life, ``(RDMA_SPAN_BASE + round_trip) / ii``, rounded up to
-    a power of two, and at least today's ``records`` (512); capped at the requester's
-    limit of 4096."""
-    need = -(-(RDMA_SPAN_BASE + round_trip(profile)) // ii)
+    a power of two, and at least the requester's default pool (``records``, 512);
+    capped at the requester's limit of 4096. ``reads``: the rung reads its WQE and
+    payload from host memory before the frame (every rung but WQE by MMIO with inline
+    data, :data:`spec.rdma_engine.LADDER`); without them a record's life is shorter by
+    those two reads, :data:`RDMA_SPAN_NO_READS`."""
+    base = RDMA_SPAN_BASE if reads else RDMA_SPAN_NO_READS
+    need = -(-(base + round_trip(profile)) // ii)
     return min(4096, max(REQUESTER_DEFAULTS["records"], _pow2(need)))
 
 

@@ -6,7 +6,8 @@ control-action kinds counted per message.
 """
 
 __all__ = ["METRICS", "HOST_METRICS", "CTRL_KINDS", "NIC_PENDING", "STEADY_WINDOW",
-           "row_metrics", "STATE_KINDS", "HEADER_CLASSES", "LEVEL_KEYS", "level_keys"]
+           "row_metrics", "STATE_KINDS", "HEADER_CLASSES", "LEVEL_KEYS", "level_keys",
+           "COMPLETION_AT"]
 
 #: The per-message metrics, in the order of the results rows. ``host_bytes``: bytes over
 #: the host interfaces (payload and TLP overhead, both directions, both nodes);
@@ -71,6 +72,13 @@ STATE_KINDS = ("endpoint_state_bits", "fabric_buffer_bits", "replay_buffer_bits"
 HEADER_CLASSES = {"compact": "scale-up", "scaleup": "scale-up", "l2": "ethernet",
                   "roce": "ethernet"}
 
+#: Where a row's message counts as complete (its ``completion_at`` key): ``link-credit``
+#: (the NIC's last beat's link credit back at the sender), ``tracker`` (the NIC's
+#: end-to-end completion accepted by the sender's tracker, in the NIC), ``host-memory``
+#: (a record of the completion written into the sender's host memory through its host
+#: interface: the RDMA engine's CQE, the NIC's completion record).
+COMPLETION_AT = ("link-credit", "tracker", "host-memory")
+
 #: The keys a comparison holds level (SPEC.md, "Comparisons on a level field"), as
 #: :func:`level_keys` derives them from a row's comparison keys.
 LEVEL_KEYS = ("topology", "fabric", "attachment", "completion", "link_reliability",
@@ -82,10 +90,12 @@ def level_keys(row):
     ``topology``, ``fabric``, ``attachment``, ``completion``, ``reliability`` and
     ``header``), named alike for both designs: ``attachment`` ``pcie`` or
     ``integrated`` (the NIC's ``integrated`` and the engine's ``on_die``: on the
-    accelerator's die), ``link_reliability`` ``link-retry`` or ``none`` (the link-level
-    part of ``reliability``; the engine's go-back-N is its own transport, part of the
-    design), ``header_class`` (:data:`HEADER_CLASSES`). ``ValueError`` names a row
-    without one of the keys or with an unknown header."""
+    accelerator's die), ``completion`` where the message counts as complete (the row's
+    ``completion_at``, :data:`COMPLETION_AT`, where it carries one), ``link_reliability``
+    ``link-retry`` or ``none`` (the link-level part of ``reliability``; the engine's
+    go-back-N is its own transport, part of the design), ``header_class``
+    (:data:`HEADER_CLASSES`). ``ValueError`` names a row without one of the keys or with
+    an unknown header."""
     missing = [k for k in ("topology", "fabric", "attachment", "completion", "reliability",
                            "header") if k not in row]
     if missing:
@@ -95,7 +105,7 @@ def level_keys(row):
                          f"not {row['header']!r}")
     return {"topology": row["topology"], "fabric": row["fabric"],
             "attachment": "pcie" if row["attachment"] == "pcie" else "integrated",
-            "completion": row["completion"],
+            "completion": row.get("completion_at", row["completion"]),
             "link_reliability": ("link-retry" if str(row["reliability"]).startswith(
                 "link-retry") else "none"),
             "header_class": HEADER_CLASSES[row["header"]]}

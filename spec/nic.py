@@ -12,7 +12,7 @@ __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WOR
            "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
-           "completion_state_bits"]
+           "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -137,3 +137,33 @@ def completion_state_bits(peers, coalesce, flush_idle, timeout):
     gen = peers * (2 * b + coalesce.bit_length() + flush_idle.bit_length() + 2) + 48 + 8 + 8
     trk = peers * (3 * b + (timeout - 1).bit_length() + 16)
     return gen, trk
+
+
+#: Slots of the completion-record ring of a NicTop built with records (``make sim``'s
+#: points): one record per accepted completion (one per ``coalesce`` = 16 frames), so
+#: 16 slots hold the completions of 256 frames before the ring wraps; the owner bit
+#: (:data:`spec.formats.nic.completion_record_layout`) tells the host a new record from
+#: an old one at any size, as the RDMA engine's CQ (``cq_log2``) does.
+RECORD_SLOTS = 16
+
+
+def check_records(records, mem_words, completion):
+    """``records`` (the slots of the completion-record ring at the top of the node's
+    memory, ``mem_words - records`` to ``mem_words - 1``; 0: none, a store completes at
+    its sender's tracker) if it is 0, or a power of two of at most ``mem_words // 2``
+    with ``completion`` ``"e2e"``; ``ValueError`` naming it otherwise."""
+    if not isinstance(records, int) or isinstance(records, bool) or records < 0 or (
+            records & (records - 1)) or (records and records > mem_words // 2):
+        raise ValueError(f"records must be 0 (none) or a power of two of at most "
+                         f"mem_words // 2 = {mem_words // 2} (ring slots), not {records!r}")
+    if records and completion != "e2e":
+        raise ValueError(f"records {records}: completion records need completion 'e2e', "
+                         f"not {completion!r}")
+    return records
+
+
+def record_state_bits(peers, records):
+    """State bits of a node's completion-record writer: a pending flag per destination
+    and the record counter (``log2(records)`` bits of slot and the owner bit); 0 without
+    records."""
+    return peers + records.bit_length() if records else 0

@@ -12,8 +12,9 @@ row 0 with the factors of the subset applied:
 factor                      when in the subset
 ==========================  =================================================================
 same attachment             behind PCIe (otherwise the NIC integrated, the engine on die)
-end-to-end completion       the NIC's end-to-end completion (the engine always completes
-                            end to end, its ACK and CQE: no effect once the engine is in)
+end-to-end completion       the NIC's end-to-end completion, complete when its record is
+                            in host memory (the engine always completes end to end, its
+                            ACK and CQE: no effect once the engine is in)
 link-level reliability      link retry on every link
 fabric profile              the table's profile (otherwise ``board``)
 Ethernet header             the Ethernet header class (NIC: L2; engine: RoCEv2), otherwise

@@ -12,7 +12,8 @@ row   factor                      what changes (the level-field key, spec.metric
 1     same attachment             ``attachment``: the NIC behind the PCIe host
                                   interface, as the engine
 2     end-to-end completion       ``completion``: the receiver's cumulative completion,
-                                  per source
+                                  per source, complete when the sender's record of it is
+                                  in host memory (as the engine's CQE)
 3     link-level reliability      ``link_reliability``: link retry on every NIC link
 4     fabric profile              ``fabric``: the table's profile (a no-op at ``board``)
 5     Ethernet header             ``header_class``: the NIC's L2 framing (20-byte
@@ -36,6 +37,7 @@ the NIC's rule for the engine's longest frame (:func:`tb.rdma.headline.run_point
 """
 
 from spec.fabric_profiles import FABRIC_PROFILES
+from spec.nic import RECORD_SLOTS
 from spec.rdma_engine import LADDER
 
 __all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "gap_settings", "gap_jobs", "finish_gap",
@@ -87,7 +89,8 @@ def point_of(design, s):
     if design == "nic":
         return dict(framing=s["header"], peers=1, attachment=s["attachment"],
                     fabric=s["fabric"], completion=s["completion"],
-                    retry=s["reliability"] == "link-retry")
+                    retry=s["reliability"] == "link-retry",
+                    records=RECORD_SLOTS if s["completion"] == "e2e" else 0)
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
                 link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s))
@@ -112,7 +115,7 @@ def row_keys(design, s):
         from tb.nic.headline import comparison_keys
 
         return comparison_keys(kw["framing"], kw["attachment"], kw["fabric"], kw["retry"],
-                               kw["completion"])
+                               kw["completion"], kw["records"])
     from tb.rdma.headline import comparison_keys
 
     return comparison_keys(kw["host"], kw["fabric"], kw["link_retry"], kw["header"],

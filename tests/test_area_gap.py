@@ -12,6 +12,7 @@ from spec.checks import silence
 from spec.fabric_profiles import FABRIC_PROFILES
 from spec.formats.nic import frame_beats
 from spec.rdma import LINK_FRAME_BEATS
+from spec.rdma_engine import TOP_DEFAULTS
 from tb import gap_table
 
 PROFILES = catalogue.GAP_PROFILES
@@ -62,10 +63,12 @@ def test_rows_differ_by_their_factor(profile):
     assert list(rows[0]) == ["nic_endpoint_w64_compact"]
     # 1 (same attachment): the NIC's host interface, nothing else.
     assert _diff(rows[0], rows[1]) == {"host_interface_pcie_nic": 1}
-    # 2 (end-to-end completion): the completion blocks, and the endpoint with e2e.
+    # 2 (end-to-end completion): the completion blocks (generator, tracker and the
+    # recorder of the completion records), and the endpoint with e2e.
     d = _diff(rows[1], rows[2])
     assert d == {"nic_endpoint_w64_compact": -1, "nic_endpoint_w64_compact_e2e": 1,
-                 "completion_gen_w64_compact": 1, "outstanding_tracker": 1}
+                 "completion_gen_w64_compact": 1, "outstanding_tracker": 1,
+                 "completion_recorder": 1}
     assert _changed_keys("nic_endpoint_w64_compact", "nic_endpoint_w64_compact_e2e") \
         == {"completion"}
     # 3 (link-level reliability): one ReplayTx and one ReplayRx, nothing else.
@@ -122,8 +125,10 @@ def test_nic_retry_ends_are_the_tops():
 def test_rdma_retry_ends_and_engine_are_the_tops():
     """The RDMA rows' retry ends are a ReliableLink of one link of the profile (the NIC's
     link latency) for RDMA frames, and the engine has the header, window records and
-    timeout that tb.rdma.headline gives RdmaTop on the row's fabric."""
-    from tb.rdma.headline import _top
+    timeout that tb.rdma.headline_switch gives the rows' RdmaFabricTop on the row's
+    fabric (the records sized to the row's rung)."""
+    from pymodel.rdma.point import knobs_of
+    from tb.rdma.headline_switch import fabric_top, reads_host
 
     for profile in PROFILES:
         for _, design, s in gap_table.gap_settings(profile)[6:]:
@@ -136,9 +141,11 @@ def test_rdma_retry_ends_and_engine_are_the_tops():
             assert _params(tx)["max_frame_beats"] == LINK_FRAME_BEATS
             assert _params(rx)["depth"] == link.rx.depth
             engine = _params(next(n for n in parts if n.startswith("rdma_engine")))
-            top = _top(s["attachment"], fabric=profile, link_retry=True, header=s["header"])
-            for key in ("header", "records", "timeout"):
-                assert engine.get(key) == top.get(key)
+            top = fabric_top(s["attachment"], profile, True, s["header"], s["cache_entries"],
+                             reads_host(knobs_of(s["rung"], None)))
+            for key in ("header", "records", "timeout"):       # the top's defaults
+                assert engine.get(key, TOP_DEFAULTS.get(key)) == top.get(
+                    key, TOP_DEFAULTS.get(key)), key
             assert engine["cache_entries"] == s["cache_entries"]
             silence(link)
 
@@ -209,9 +216,10 @@ def test_report_section_area_columns():
     assert titles[-3:] == ["LUT4", "FF bits", "mem bits"]
     board = table[:len(gap_table.GAP_FACTORS)]
     # One LUT4 per part: row 0 the endpoint; 1 + host interface; 2 + generator and
-    # tracker; 3 + two retry ends; 4 and 5 swap parts; 6 engine, interface, two ends.
-    assert [r[-3] for r in board] == ["1", "2", "4", "6", "6", "6", "4", "4"]
-    assert [r[-2] for r in board] == ["2", "4", "8", "12", "12", "12", "8", "8"]
+    # tracker and recorder; 3 + two retry ends; 4 and 5 swap parts; 6 engine,
+    # interface, two ends.
+    assert [r[-3] for r in board] == ["1", "2", "5", "7", "7", "7", "4", "4"]
+    assert [r[-2] for r in board] == ["2", "4", "10", "14", "14", "14", "8", "8"]
     assert [r[-1] for r in board] == ["0"] + ["1,000"] * 5 + ["0"] * 2
     assert any(line.startswith("Parts per row") and "+host_interface_pcie_nic" in line
                for line in md)

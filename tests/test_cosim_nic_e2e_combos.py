@@ -40,10 +40,12 @@ STORES, MSG_BYTES = 250, 128
     ("pcie", True, "pod")])
 def test_e2e_point(sim, attachment, retry, fabric, test_id):
     """RTL = model (the row's ``mismatches`` and every metric); independently of both:
-    node 1 sends ``ceil(STORES / coalesce)`` completions (one per 16 frames, the last
-    10 completed at once: the last store asks, ``ack_req``, behind PCIe through the host
-    write's register offset), so ``acks_sent`` per store is that over
-    ``STORES``, every one accepted at node 0; the stores leave at the wire limit (an L2
+    node 1 sends one completion for the warm-up store (alone, it asks, ``ack_req``) and
+    ``ceil(STORES / coalesce)`` for the rest (one per 16 frames, the last 10 completed
+    at once: the last store asks, behind PCIe through the host write's register
+    offset), so ``acks_sent`` per store is that over the ``STORES + 1`` stores of the
+    run (the warm-up counted, as the engine counts its warm-up message), every one
+    accepted at node 0; the stores leave at the wire limit (an L2
     frame of 128 B is 3 beats of 64 B: one store every 3 cycles; behind PCIe the host's
     posted writes keep up: 152 bytes per store on the down link); a store completes
     after its last write (the completion crosses the fabric back: at least one
@@ -62,17 +64,17 @@ def test_e2e_point(sim, attachment, retry, fabric, test_id):
     assert (row["attachment"], row["fabric"], row["completion"], row["reliability"]) == (
         attachment, fabric, "e2e", "link-retry" if retry else "none")
     assert row["messages"] == STORES
-    cpls = -(-STORES // COMPLETION_DEFAULTS["coalesce"])
-    assert cpls == 16
-    assert row["ctrl_ops_rtl"]["acks_sent"] == cpls / STORES
-    assert row["ctrl_ops_rtl"]["acks_received"] == cpls / STORES
+    cpls = 1 + -(-STORES // COMPLETION_DEFAULTS["coalesce"])
+    assert cpls == 17
+    assert row["ctrl_ops_rtl"]["acks_sent"] == cpls / (STORES + 1)
+    assert row["ctrl_ops_rtl"]["acks_received"] == cpls / (STORES + 1)
     beats = frame_beats(w, "l2", MSG_BYTES)
     assert beats == 3
     assert row["ii_cycles_rtl"] == beats
     store = phy_bytes(build_frame("l2", 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
     cpl = 8 + completion_bytes("l2") + 4 + 12
     assert (store, cpl) == (172, 84)
-    assert row["wire_bytes_rtl"] == store + cpls * cpl / STORES
+    assert row["wire_bytes_rtl"] == store + cpls * cpl / (STORES + 1)
     if attachment == "pcie":
         assert row["host_bytes_rtl"] == (128 + 24) + (128 + 24)
     profile = fabric_profile(fabric)
@@ -93,8 +95,9 @@ def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
     path (tests/test_unit_nic_e2e.py, :func:`lone_compact_store`: written 11 cycles and
     completed 21 cycles after its accept), RTL = model; the rate and wire bytes stay
     those of the back-to-back run (one store every 3 beats, the completions' share of
-    ``ceil(STORES / 16)`` frames). With ``latency_messages=0`` (the back-to-back medians)
-    the completion is later: a store waits for the rest of its group of 16."""
+    ``1 + ceil(stores / 16)`` frames over the warm-up store and the others). With
+    ``latency_messages=0`` (the back-to-back medians) the completion is later: a store
+    waits for the rest of its group of 16."""
     from tests.test_unit_nic_e2e import lone_compact_store
 
     stores = 40
@@ -108,7 +111,7 @@ def test_e2e_point_latency_is_one_store_at_a_time(sim, test_id):
     assert row["ii_cycles_rtl"] == frame_beats(HEADLINE_TOP["width"], "compact", MSG_BYTES)
     cpl = 8 + completion_bytes("compact") + 4 + 12
     store = phy_bytes(build_frame("compact", 0, 1, 0, MSG_BYTES, bytes(MSG_BYTES)))
-    assert row["wire_bytes_rtl"] == store + -(-stores // 16) * cpl / stores
+    assert row["wire_bytes_rtl"] == store + (1 + -(-stores // 16)) * cpl / (stores + 1)
     b2b = run_point(sim, "compact", MSG_BYTES, stores, completion="e2e",
                     test_id=f"{test_id}-b2b", latency_messages=0, depth=HEADLINE_DEPTH)
     assert b2b["mismatches"] == 0

@@ -118,13 +118,20 @@ def test_rdma_top_by_profile():
 
 
 def test_rows_carry_the_comparison_keys():
+    """The keys, ``completion_at`` included: the NIC's link credit, its tracker (e2e
+    without records), its record in host memory; the engine's CQE in host memory."""
     assert nic_keys("l2") == {"topology": "switch", "fabric": "board",
                               "attachment": "integrated", "completion": "credit",
-                              "reliability": "none", "header": "l2"}
+                              "reliability": "none", "header": "l2",
+                              "completion_at": "link-credit"}
     assert nic_keys("compact", "pcie", "pod")["attachment"] == "pcie"
+    assert nic_keys("compact", completion="e2e")["completion_at"] == "tracker"
+    assert nic_keys("compact", completion="e2e", records=16)["completion_at"] == \
+        "host-memory"
     assert rdma_keys("on_die", "rack") == {"topology": "direct-link", "fabric": "rack",
                                            "attachment": "on_die", "completion": "e2e",
-                                           "reliability": "go-back-N", "header": "roce"}
+                                           "reliability": "go-back-N", "header": "roce",
+                                           "completion_at": "host-memory"}
 
 
 @pytest.mark.parametrize("argv,needle", [

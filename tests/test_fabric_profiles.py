@@ -9,6 +9,7 @@ from pymodel.points import nic_stores
 from spec.fabric import retry_sizes
 from spec.fabric_profiles import (
     FABRIC_PROFILES,
+    RDMA_SPAN_NO_READS,
     FabricProfile,
     credit_loop,
     fabric_profile,
@@ -22,6 +23,7 @@ from spec.fabric_profiles import (
     switch_hop_latency,
 )
 from spec.formats.nic import frame_beats
+from spec.host import PROFILES
 from spec.nic import HEADLINE_TOP, link_credits
 from spec.rdma_engine import REQUESTER_DEFAULTS, SIM_TIMEOUT, TOP_DEFAULTS
 
@@ -69,6 +71,10 @@ def test_sizing_rules_keep_board_and_grow_with_distance():
     assert rdma_records("board") == REQUESTER_DEFAULTS["records"] == 512   # 325 -> 512
     assert rdma_records("rack") == 1024                                   # 522 -> 1024
     assert rdma_records("pod") == 1024                                    # 572 -> 1024
+    # Without the host reads (WQE by MMIO, inline): (1288 - 2 x 560 + round trip) / 4.
+    assert RDMA_SPAN_NO_READS == 1288 - 2 * PROFILES["pcie"].read_latency == 168
+    assert rdma_records("pod", reads=False) == 512                        # 292 -> 512
+    assert rdma_records("board", reads=False) == 512                      # 45 -> 512
     assert rdma_timeout("board") == SIM_TIMEOUT == 4096
     assert rdma_timeout("pod") == 4096 + 1000 - 12
 

@@ -221,3 +221,16 @@ def test_finish_gap_checks_the_rows_comparison_keys():
     results[0] = dict(results[0], header="l2")
     with pytest.raises(ValueError, match="comparison keys"):
         gap_table.finish_gap(results, ("board",), 10, 128)
+
+
+@pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
+def test_completion_means_the_same_from_the_end_to_end_row_on(profile):
+    """From the end-to-end completion's row on, both designs' rows count a message
+    complete when a record of its completion is in the sender's host memory (the NIC's
+    completion record, the engine's CQE: ``completion_at`` ``host-memory``); before it,
+    at the link credit."""
+    rows = gap_table.gap_settings(profile)
+    at = [gap_table.row_keys(design, s)["completion_at"] for _, design, s in rows]
+    first = [name for name, _, _ in rows].index("end-to-end completion")
+    assert at[:first] == ["link-credit"] * first
+    assert at[first:] == ["host-memory"] * (len(rows) - first)

@@ -43,6 +43,7 @@ from spec.host import PROFILES
 from spec.nic import (
     COMPLETION_DEFAULTS,
     check_completion,
+    check_records,
     completion_flush_idle,
 )
 
@@ -56,7 +57,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
                  retry=False, attachment="integrated", fabric="board", completion="credit",
-                 coalesce=None, flush_idle=None, timeout=None):
+                 coalesce=None, flush_idle=None, timeout=None, records=0):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
                                       max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
@@ -73,6 +74,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         self.e2e = completion == "e2e"
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
+        # Completion records (NicTop's ``records``): the ring's slots, 0 for none.
+        self.records = check_records(records, prm.mem_words, completion)
         self.flush_idle = (completion_flush_idle(prm.width, prm.framing, prm.max_payload)
                            if flush_idle is None else flush_idle)
 
@@ -268,8 +271,17 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
             rx = {p: self._receive(p, down[p], node_ids[p], set(faults.get(p, ())), msgs,
                                    window_writes.get(p, ()), mem.get(p))
                   for p in range(n)}
+        landed = {}
         for p in his:
-            c = max(c, self._post(rx[p], his[p], msgs, p))
+            end, landed[p] = self._post(rx[p], his[p], msgs, p,
+                                        e2e["ok"][p] if self.records else ())
+            c = max(c, end)
+        if self.records and not self.pcie:
+            for p in range(n):
+                landed[p], end = self._records_local(rx[p], e2e["ok"][p], mem.get(p))
+                c = max(c, end)
+        if self.records:            # complete: the record that covers it in memory
+            self._cover(e2e, msgs, landed)
         per_store = []
         for cmd in cmds:
             parts = [msgs[i] for i in cmd["msgs"]]
@@ -291,4 +303,5 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
                 "switch": {"drop_spoofed": sw.drop_spoofed},
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links},
-                "e2e": self._e2e_result(e2e) if e2e else None}
+                "e2e": self._e2e_result(e2e) if e2e else None,
+                "records": landed if self.records else None}

@@ -8,7 +8,10 @@ message's completion from the completions its sender's tracker accepted.
 it reads the model's parameters (``nodes``, ``w``, ``framing``, ``max_payload``,
 ``mem_words``, ``coalesce``, ``flush_idle``, ``timeout``)."""
 
+from collections import deque
+
 from pymodel.nic.completion_gen import CompletionGenModel
+from pymodel.nic.completion_record import CompletionRecorderModel
 from pymodel.nic.fault_injector import FaultInjectorModel
 from pymodel.nic.nic_rx import NicRxModel
 from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
@@ -37,7 +40,7 @@ class E2eCompletion:
             "trk": [OutstandingTrackerModel(n, self.timeout) for _ in range(n)],
             "step": [{} for _ in range(n)],
             "cp": [([], []) for _ in range(n)],          # completions at the tracker
-            "ok": [[] for _ in range(n)],                # (cycle, src, count) accepted
+            "ok": [[] for _ in range(n)],        # (cycle, src, count, dropped) accepted
             "seq": [{} for _ in range(n)],               # dst -> mids of frames sent
         }
 
@@ -73,9 +76,76 @@ class E2eCompletion:
                 e2e["cp"][p][0].append(cpl)
                 e2e["cp"][p][1].append(c)
                 if r["ok"]:
-                    e2e["ok"][p].append((c, cpl[0], cpl[3]))
+                    e2e["ok"][p].append((c, cpl[0], cpl[3], cpl[4]))
             e2e["gen"][p].step(c, {"ev": rx.acks.pop(c, None),
                                    "started": res.get("started", False)})
+
+    def _cover(self, e2e, msgs, events):
+        """Each message's completion: the first cycle of ``events[p]`` (``(cycle, dst,
+        count, ...)``, cumulative counts of its sender ``p``) that covers its frame."""
+        mask = (1 << COMPLETION_COUNT_BITS) - 1
+        for m in msgs:
+            m["completion"] = None
+        for p in range(self.nodes):
+            done = {}
+            for c, d, count, *_ in events.get(p, ()):
+                old = done.get(d, 0)
+                new = old + ((count - old) & mask)
+                for mid in e2e["seq"][p].get(d, [])[old:new]:
+                    msgs[mid]["completion"] = c
+                done[d] = new
+
+    def _recorder(self):
+        """``records``: a node's :class:`CompletionRecorderModel`."""
+        return CompletionRecorderModel(self.nodes, self.w, self.mem_words, self.records)
+
+    def _records_local(self, rx, acc, mem=None):
+        """``records``, ``integrated``: the records of one node's accepted completions
+        ``acc`` (``(cycle, src, count, dropped)``) written into its memory in the cycles
+        without a NicRx write; ``rx["wr"]`` and ``rx["mem"]`` gain them (``mem``: the
+        memory before the run; a word both wrote holds their writes in cycle order).
+        Returns the records as they land, ``[(cycle, dst, count)]``, and the last
+        cycle."""
+        rec, acc = self._recorder(), deque(acc)
+        if not acc:
+            return [], 0
+        writes = set(rx["wr"][1])
+        completed, dropped = [0] * self.nodes, [0] * self.nodes
+        landed, extra = [], []
+        c = acc[0][0]
+        while acc or rec.busy():
+            word = rec.offer(c not in writes, completed, dropped)
+            if word is not None:
+                landed.append((c, word["tag"] & 0xFF, word["tag"] >> 8))
+                extra.append((c, word))
+            a = acc.popleft() if acc and acc[0][0] == c else None
+            rec.step(None if a is None else a[1], word is not None)
+            if a is not None:
+                completed[a[1]], dropped[a[1]] = a[2], a[3]
+            c += 1
+        self._replay(rx, extra, mem)
+        items, cycles = rx["wr"]
+        merged = sorted([(cy, k, it) for k, (it, cy) in enumerate(zip(items, cycles,
+                                                                          strict=True))]
+                        + [(cy, -1, (w["addr"], w["be"])) for cy, w in extra])
+        rx["wr"] = ([it for _, _, it in merged], [cy for cy, _, _ in merged])
+        return landed, c
+
+    def _replay(self, rx, extra, mem):
+        """``rx["mem"]`` with the record writes ``extra`` (``(cycle, word)``): each word a
+        record wrote rebuilt from ``mem`` (the memory before the run) by NicRx's writes
+        (``rx["posted"]``) and the records, in cycle order."""
+        touched = {w["addr"] for _, w in extra}
+        if not touched:
+            return
+        writes = sorted([(cy, w["addr"], w["be"], w["data"]) for cy, w in rx["posted"]
+                         if w["addr"] in touched]
+                        + [(cy, w["addr"], w["be"], w["data"]) for cy, w in extra])
+        for a in touched:
+            rx["mem"][a] = (mem or [0] * self.mem_words)[a]
+        for _, a, be, data in writes:
+            mask = sum(0xFF << (8 * i) for i in range(be.bit_length()) if be >> i & 1)
+            rx["mem"][a] = (rx["mem"][a] & ~mask) | (data & mask)
 
     @staticmethod
     def _e2e_busy(e2e, down, txs):
@@ -87,17 +157,7 @@ class E2eCompletion:
         """``e2e``: each message's completion is the cycle an accepted completion first
         covered its frame at its sender's tracker (None if none did); the receivers'
         results as :meth:`_receive` gives them."""
-        mask = (1 << COMPLETION_COUNT_BITS) - 1
-        for m in msgs:
-            m["completion"] = None
-        for p in range(self.nodes):
-            done = {}
-            for c, d, count in e2e["ok"][p]:
-                old = done.get(d, 0)
-                new = old + ((count - old) & mask)
-                for mid in e2e["seq"][p].get(d, [])[old:new]:
-                    msgs[mid]["completion"] = c
-                done[d] = new
+        self._cover(e2e, msgs, {p: e2e["ok"][p] for p in range(self.nodes)})
         return {p: {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
                 for p, rx in enumerate(e2e["rx"])}
 

@@ -9,6 +9,8 @@ host interface's up direction.
 reads the model's parameters (``w``, ``framing``, ``max_payload``, ``mem_words``,
 ``profile``)."""
 
+from collections import deque
+
 from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.nic.fault_injector import FaultInjectorModel
 from pymodel.nic.nic_rx import NicRxModel
@@ -73,29 +75,65 @@ class ReceiveAndHost:
                     msgs[mid]["remote_port"] = port
         return {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
 
-    def _post(self, rx, his, msgs, port):
+    def _post(self, rx, his, msgs, port, acc=()):
         """pcie: NicRx's writes of node ``port`` through the up direction of its host
         interface ``his`` (whose MMIO path carried the node's stores): ``rx["wr"]`` then
         holds the cycles the words reach memory, and each message received there its
-        remote write likewise (its ``remote_index`` counts that node's writes)."""
+        remote write likewise (its ``remote_index`` counts that node's writes). With
+        ``records``, the records of the node's accepted completions ``acc`` (``(cycle,
+        src, count, dropped)``) share the interface's ``wr`` outside NicRx's frames
+        (:class:`pymodel.nic.completion_record.CompletionRecorderModel`); ``rx["wr"]``
+        and ``rx["mem"]`` gain them. Returns the last cycle and the records as they
+        reach memory, ``[(cycle, dst, count)]``."""
         events = dict(rx["posted"])
-        if not events:
-            return 0
+        acc = deque(acc if self.records else ())
+        if not events and not acc:
+            return 0, []
+        rec = self._recorder() if self.records else None
+        completed, dropped = [0] * self.nodes, [0] * self.nodes
         hi = HostInterfaceModel(self.profile, self.mem_words)
         hi.trace = []
-        c, last = -1, max(events)
+        order, landed, in_frame = [], [], False
+        c, last = -1, max([*events, *(a[0] for a in acc)])
         while True:
             c += 1
             word = events.pop(c, None)
-            if word is None and c > last and hi.next_event(c - 1) is None:
+            if (word is None and c > last and hi.next_event(c - 1) is None
+                    and not (rec is not None and rec.busy())):
                 break
-            r = hi.step(c, wr=word)
-            if word is not None and not r.wr_taken:
-                raise RuntimeError(f"pcie: node's posted-write buffer full in cycle {c}")
-        cycles = [s + j for s, ev, d in hi.trace if ev == "wr_tlp" for j in range(d["words"])]
+            offer = None
+            if rec is not None:
+                offer = rec.offer(word is None and not in_frame, completed, dropped)
+            r = hi.step(c, wr=word if word is not None else offer)
+            if word is not None:
+                if not r.wr_taken:
+                    raise RuntimeError(f"pcie: node's posted-write buffer full in cycle {c}")
+                order.append(None)
+                in_frame = not word["last"]
+            elif offer is not None and r.wr_taken:
+                order.append(offer)
+            if r.marked is not None:
+                landed.append((c, r.marked & 0xFF, r.marked >> 8))
+            if rec is not None:
+                a = acc.popleft() if acc and acc[0][0] == c else None
+                rec.step(None if a is None else a[1],
+                         word is None and offer is not None and r.wr_taken)
+                if a is not None:
+                    completed[a[1]], dropped[a[1]] = a[2], a[3]
+        written = [s + j for s, ev, d in hi.trace if ev == "wr_tlp" for j in range(d["words"])]
+        if len(written) != len(order):
+            raise AssertionError("pcie: posted writes and memory writes differ in number")
+        cycles = [cy for cy, o in zip(written, order, strict=True) if o is None]
         if len(cycles) != len(rx["wr"][1]):
             raise AssertionError("pcie: posted writes and memory writes differ in number")
-        rx["wr"] = (rx["wr"][0], cycles)
+        items, k = [], 0
+        for o in order:
+            if o is None:
+                items.append(rx["wr"][0][k])
+                k += 1
+            else:
+                items.append((o["addr"], o["be"]))
+        rx["wr"] = (items, written)
         for m in msgs:
             if "remote_index" in m and m.get("remote_port") == port:
                 m["remote_writes"] = [None if i is None else cycles[i]
@@ -103,6 +141,8 @@ class ReceiveAndHost:
         for name, value in hi.counters.items():
             his.counters[name] = (his.counters[name] + value if name != "tags_max"
                                   else max(his.counters[name], value))
-        if any(hi.mem.get(a, 0) != v for a, v in enumerate(rx["mem"]) if v):
+        if rec is None and any(hi.mem.get(a, 0) != v for a, v in enumerate(rx["mem"]) if v):
             raise AssertionError("pcie: host memory differs from the receiver's writes")
-        return c
+        if rec is not None:              # the records and NicRx's words in their order
+            rx["mem"] = [hi.mem.get(a, 0) for a in range(self.mem_words)]
+        return c, landed

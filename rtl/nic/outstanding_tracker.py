@@ -44,6 +44,9 @@ class OutstandingTracker(wiring.Component):
         modulo ``2**16``; a fence on ``d`` waits for 0), frames completed (cumulative,
         the last accepted completion's ``count``), of those dropped by the receiver (its
         ``dropped``), timeouts counted.
+    accepted : Out(stream.Signature(data.StructLayout({"src": 8}), always_ready=True))
+        The completion of this cycle, if accepted: its source (``completed[src]`` and
+        ``dropped[src]`` hold its figures from the next cycle on).
     cpl_ok, cpl_bad : Out(32)
         Completions accepted; completions dropped: from an unknown source (an L2 source
         MAC without ``MAC_PREFIX``, or an id ``>= peers``), or whose ``count`` does not
@@ -73,6 +76,8 @@ class OutstandingTracker(wiring.Component):
             "completed": Out(arr),
             "dropped": Out(arr),
             "timeouts": Out(arr),
+            "accepted": Out(stream.Signature(data.StructLayout({"src": 8}),
+                                             always_ready=True)),
             "cpl_ok": Out(32),
             "cpl_bad": Out(32),
         })
@@ -108,7 +113,8 @@ class OutstandingTracker(wiring.Component):
             with m.Else():
                 m.d.sync += timer.eq(timer + 1)
         any_ok = Signal()
-        m.d.comb += any_ok.eq(sum(oks) != 0)
+        m.d.comb += [any_ok.eq(sum(oks) != 0), self.accepted.valid.eq(any_ok),
+                     self.accepted.payload.src.eq(c.src)]
         with m.If(any_ok):
             m.d.sync += self.cpl_ok.eq(self.cpl_ok + 1)
         with m.Elif(self.cpl.valid):

@@ -21,7 +21,7 @@ __all__ = ["NicNode", "RdmaEngine", "RdmaNode", "ResponderWithMrPort", "nic_part
 
 #: What :func:`nic_part` can return.
 NIC_PARTS = ("tx", "rx", "credit_return", "switch", "node", "endpoint", "completion_gen",
-             "outstanding_tracker", "host_interface")
+             "outstanding_tracker", "completion_recorder", "host_interface")
 
 
 def nic_part(part, **top_params):
@@ -36,7 +36,8 @@ def nic_part(part, **top_params):
     sideband, fabric rather than endpoint), ``"completion_gen"`` and
     ``"outstanding_tracker"`` (the node's :class:`~rtl.nic.completion_gen.CompletionGen`
     and :class:`~rtl.nic.outstanding_tracker.OutstandingTracker`; ``completion="e2e"``
-    only) or ``"host_interface"`` (the node's
+    only), ``"completion_recorder"`` (its :class:`~rtl.nic.completion_record.
+    CompletionRecorder`; ``records`` only) or ``"host_interface"`` (the node's
     :class:`~rtl.host.host_interface.HostInterface`; ``attachment="pcie"`` only). The
     top's players and recorders are built with depth 1; they are not part of what is
     returned. ``ValueError`` names a ``part`` the top has not got.
@@ -48,7 +49,8 @@ def nic_part(part, **top_params):
     top = NicTop(items=1, events=1, **top_params)
     picked = {"tx": top.txs[0], "rx": top.rxs[0], "credit_return": top.crs[0],
               "switch": top.switch, "completion_gen": top.gens[:1],
-              "outstanding_tracker": top.trks[:1], "host_interface": top.his[:1]}
+              "outstanding_tracker": top.trks[:1], "completion_recorder": top.recs[:1],
+              "host_interface": top.his[:1]}
     silence(top)
     if part == "node":
         return NicNode(picked["tx"], picked["rx"], picked["credit_return"])
@@ -57,7 +59,8 @@ def nic_part(part, **top_params):
     if isinstance(picked[part], list):
         if not picked[part]:
             raise ValueError(f"NIC part {part!r}: this NicTop has none (completion "
-                             f"{top.completion!r}, attachment {top.attachment!r})")
+                             f"{top.completion!r}, attachment {top.attachment!r}, "
+                             f"records {top.records!r})")
         return picked[part][0]
     return picked[part]
 

@@ -1,6 +1,6 @@
 """Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
 
-from amaranth import Mux, ResetSignal, Signal
+from amaranth import ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,6 +10,7 @@ from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
 from rtl.nic.completion_gen import CompletionGen
+from rtl.nic.completion_record import CompletionRecorder
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
@@ -17,20 +18,21 @@ from rtl.nic.nic_tx import NicTx
 from rtl.nic.outstanding_tracker import OutstandingTracker, cpl_event_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
+from rtl.tops.nic_top_attach import NicAttachments
 from spec.checks import check_int, reject
 from spec.fabric import SOURCE_WRITES, SWITCH_COUNTERS
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
-from spec.host import HOST_COUNTERS, PROFILES
+from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS
 from spec.nic import (
     ATTACHMENTS,
     COMPLETION_DEFAULTS,
     COMPLETIONS,
     COUNTERS,
-    PCIE_ACK_REQ_BIT,
     PCIE_WORD_BITS,
     WINDOW_WRITES,
+    check_records,
     completion_flush_idle,
 )
 from spec.ports import CountersSignature, PortView, completion_signatures
@@ -43,7 +45,7 @@ def write_event_layout(depth):
     return data.StructLayout({"addr": range(depth), "be": 64})
 
 
-class NicTop(HarnessTop):
+class NicTop(NicAttachments, HarnessTop):
     """``nodes`` NICs, each on its own port of one :class:`Switch`.
 
     Per node ``p``: player ``cmd<p>`` (store commands; timed: see below) -> NicTx ->
@@ -139,12 +141,25 @@ class NicTop(HarnessTop):
     host reads after the completion). With ``retry`` the completion frames cross the
     reliable links like store frames: NicTx gates them on the same credits and on the
     uplink's ``ready``, and the links replay them like any frame.
+
+    ``records`` (0, or the slots of a ring, :func:`spec.nic.check_records`; needs
+    ``e2e``): node ``p`` also has a :class:`CompletionRecorder` ``rec<p>`` that writes a
+    completion record (:data:`spec.formats.nic.completion_record_layout`) for every
+    completion its tracker accepts into the top ``records`` words of its memory, through
+    the same port as NicRx's writes: with ``pcie`` the host interface's ``wr`` (a posted
+    write of one word, marked, as the RDMA engine writes a CQE), otherwise ``mem<p>``'s
+    write port. A record waits while NicRx writes or is inside a frame's posted write.
+    Recorder ``cq<p>`` keeps each record's tag (destination in bits 0..7, count in bits
+    8..23) in the cycle the record reaches memory (the interface's ``marked``; with
+    ``integrated`` the cycle of the memory write), which is then the end-to-end
+    completion: in host memory, as the engine's CQE. ``wr<p>`` records the record
+    writes like any other.
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
                  attachment="integrated", fabric="board", completion="credit",
-                 coalesce=None, flush_idle=None, timeout=None):
+                 coalesce=None, flush_idle=None, timeout=None, records=0):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -170,6 +185,10 @@ class NicTop(HarnessTop):
         if self.pcie and mem_words > 1 << PCIE_WORD_BITS:
             reject(self, f"attachment 'pcie' needs mem_words at most "
                          f"{1 << PCIE_WORD_BITS}, not {mem_words!r}")
+        try:
+            self.records = check_records(records, mem_words, completion)
+        except ValueError as exc:
+            reject(self, str(exc))
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
@@ -191,6 +210,8 @@ class NicTop(HarnessTop):
                      for _ in range(nodes)] if self.e2e else []
         self.trks = [OutstandingTracker(nodes, self.timeout)
                      for _ in range(nodes)] if self.e2e else []
+        self.recs = [CompletionRecorder(nodes, width, mem_words, self.records)
+                     for _ in range(nodes)] if self.records else []
         if self.retry:
             beats = frame_beats(width, framing, max_payload)
             self.links = [(ReliableLink(width, link_latency, beats),
@@ -228,6 +249,8 @@ class NicTop(HarnessTop):
             recorders[f"cr{p}"] = (1, events[p])
             if self.e2e:
                 recorders[f"cp{p}"] = (cpl_event_layout, events[p])
+            if self.records:
+                recorders[f"cq{p}"] = (TAG_BITS, events[p])
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     def elaborate_design(self, m, players, recorders):
@@ -279,18 +302,33 @@ class NicTop(HarnessTop):
                 crrec.valid.eq(cr.o), crrec.payload.eq(1),
             ]
             wiring.connect(m, PortView(self.rx[p].signature, rx), wiring.flipped(self.rx[p]))
+            rec = self.recs[p] if self.records else None
+            if rec is not None:
+                m.submodules[f"rec{p}"] = rec
             if self.pcie:
-                self._attach_pcie(m, p, cmd, tx, rx, mem, wrrec)
+                self._attach_pcie(m, p, cmd, tx, rx, mem, wrrec, rec,
+                                  recorders.get(f"cq{p}"))
             else:
                 m.d.comb += [
                     tx.cmd.valid.eq(cmd.valid), tx.cmd.payload.eq(cmd.payload),
                     cmd.ready.eq(tx.cmd.ready),
                     mem.wr.valid.eq(rx.wr.valid), mem.wr.payload.eq(rx.wr.payload),
                     mem.rd_addr.valid.eq(0),
-                    wrrec.valid.eq(rx.wr.valid),
-                    wrrec.payload.addr.eq(rx.wr.payload.addr),
-                    wrrec.payload.be.eq(rx.wr.payload.be),
+                    wrrec.valid.eq(mem.wr.valid),
+                    wrrec.payload.addr.eq(mem.wr.payload.addr),
+                    wrrec.payload.be.eq(mem.wr.payload.be),
                 ]
+                if rec is not None:     # the record in a cycle without a NicRx write
+                    r, cq = rec.wr, recorders[f"cq{p}"].i
+                    m.d.comb += [
+                        rec.free.eq(~rx.wr.valid), r.ready.eq(~ResetSignal()),
+                        cq.valid.eq(r.valid), cq.payload.eq(r.payload.tag),
+                    ]
+                    with m.If(r.valid):
+                        m.d.comb += [mem.wr.valid.eq(1),
+                                     mem.wr.payload.addr.eq(r.payload.addr),
+                                     mem.wr.payload.data.eq(r.payload.data),
+                                     mem.wr.payload.be.eq(-1)]
             if self.retry:
                 for k, (link, port) in enumerate(((up, self.up[p]), (down, self.down[p]))):
                     # The shared settings, with this wire's own seed.
@@ -300,56 +338,6 @@ class NicTop(HarnessTop):
                     wiring.connect(m, settings, link.settings)
                     wiring.connect(m, link.counters, wiring.flipped(port))
             if self.e2e:
-                self._attach_completion(m, p, tx, rx, node_id, recorders[f"cp{p}"].i)
+                self._attach_completion(m, p, tx, rx, node_id, recorders[f"cp{p}"].i, rec)
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)
-
-    def _attach_completion(self, m, p, tx, rx, node_id, cprec):
-        """``e2e``: node ``p``'s completion generator (NicRx ``ack`` -> NicTx ``cpl``) and
-        outstanding tracker (NicTx ``sent``, NicRx ``cpl``)."""
-        m.submodules[f"cgen{p}"] = gen = self.gens[p]
-        m.submodules[f"otrk{p}"] = trk = self.trks[p]
-        wiring.connect(m, rx.ack, gen.ev)
-        wiring.connect(m, gen.o, tx.cpl)
-        wiring.connect(m, tx.sent, trk.sent)
-        wiring.connect(m, rx.cpl, trk.cpl)
-        m.d.comb += [gen.node_id.eq(node_id),
-                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
-        for port, block in ((self.cgen[p], gen), (self.otrk[p], trk)):
-            wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
-
-    def _attach_pcie(self, m, p, cmd, tx, rx, mem, wrrec):
-        """Node ``p``'s host interface between the host (player ``cmd<p>``) and NicTx, and
-        between NicRx and ``mem<p>``."""
-        m.submodules[f"hi{p}"] = hi = self.his[p]
-        hin, hout, c, o = hi.mmio_in.payload, hi.mmio.payload, cmd.payload, tx.cmd.payload
-        wb = PCIE_WORD_BITS
-        m.d.comb += [
-            # The host: one posted write per store, the register offset names the
-            # destination node and the store's word address, and its top bit the
-            # store's ack request.
-            hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
-            hin.addr.eq(c.ack_req << PCIE_ACK_REQ_BIT | c.dst[:PCIE_ACK_REQ_BIT - wb] << wb
-                        | c.addr[6:6 + wb]),
-            hin.nbytes.eq(c.length), hin.data.eq(c.data),
-            hin.first.eq(c.first), hin.last.eq(c.last),
-            # The device: the host write's words are NicTx's command beats.
-            tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
-            o.dst.eq(hout.addr[wb:PCIE_ACK_REQ_BIT]), o.addr.eq(hout.addr[:wb] << 6),
-            o.ack_req.eq(hout.addr[PCIE_ACK_REQ_BIT]),
-            o.length.eq(hout.nbytes), o.data.eq(hout.data),
-            o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
-            o.first.eq(hout.first), o.last.eq(hout.last),
-            # NicRx's writes: one posted write TLP per frame.
-            hi.wr.valid.eq(rx.wr.valid), hi.wr.payload.addr.eq(rx.wr.payload.addr),
-            hi.wr.payload.data.eq(rx.wr.payload.data), hi.wr.payload.be.eq(rx.wr.payload.be),
-            hi.wr.payload.last.eq(rx.wr_last),
-            hi.rd_req.valid.eq(0),
-            wrrec.valid.eq(hi.mem_wr.valid),
-            wrrec.payload.addr.eq(hi.mem_wr.payload.addr),
-            wrrec.payload.be.eq(hi.mem_wr.payload.be),
-        ]
-        wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
-        wiring.connect(m, mem.rd_data, hi.mem_rd_data)
-        wiring.connect(m, hi.mem_wr, mem.wr)
-        wiring.connect(m, PortView(self.hi[p].signature, hi), wiring.flipped(self.hi[p]))

@@ -29,8 +29,9 @@ from spec.fabric_profiles import (
 )
 from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP as NIC
+from spec.nic import RECORD_SLOTS
 from spec.rdma import LINK_FRAME_BEATS
-from spec.rdma_engine import FETCH_GROUP, SEQ_GROUP
+from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP
 from spec.rdma_engine import TOP_DEFAULTS as RDMA
 
 __all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
@@ -113,14 +114,15 @@ def gap_row_entries(design, settings):
     NIC (``"nic"``): the endpoint (TX + RX of a NicTop with the row's ``header``
     (framing), ``completion`` and ``fabric``: its credits follow the fabric), the
     host interface with ``attachment`` ``pcie``, the CompletionGen and
-    OutstandingTracker with ``completion`` ``e2e``, and with ``reliability``
+    OutstandingTracker with ``completion`` ``e2e`` and the CompletionRecorder of its
+    records (:data:`spec.nic.RECORD_SLOTS`, as the rows' tops), and with ``reliability``
     ``link-retry`` one ReplayTx (its uplink) and one ReplayRx (its downlink) sized for
     the row's fabric. RDMA (``"rdma"``): the engine (requester + responder,
     ``cache_entries``, the row's ``header``, the window records and timeout of its
-    fabric), one host interface of the ``attachment`` profile (the engine's two DMA
-    ports would share it; that arbiter is not counted, as in :class:`RdmaEngine`), and
-    with ``link-retry`` the same two retry ends sized for one link of the fabric (as the
-    NIC's, for RDMA frames).
+    fabric, the records sized to the row's rung), one host interface of the
+    ``attachment`` profile (the engine's two DMA ports would share it; that arbiter is
+    not counted, as in :class:`RdmaEngine`), and with ``link-retry`` the same two retry
+    ends sized for one link of the fabric (as the NIC's, for RDMA frames).
 
     Not counted on any row, so that both designs stand on the same field: the fabric,
     i.e. the switch (whatever its ports, hop latency or ingress credits), the links and
@@ -144,6 +146,9 @@ def gap_row_entries(design, settings):
                 _nic("completion_gen", framing=framing, completion="e2e"), 1)
             out["outstanding_tracker"] = (
                 _nic("outstanding_tracker", framing="compact", completion="e2e"), 1)
+            out["completion_recorder"] = (
+                _nic("completion_recorder", framing="compact", completion="e2e",
+                     records=RECORD_SLOTS), 1)
         elif s["completion"] != "credit":
             raise ValueError(f"completion must be 'credit' or 'e2e', not {s['completion']!r}")
         if s["attachment"] == "pcie":
@@ -157,7 +162,9 @@ def gap_row_entries(design, settings):
         params = {"cache_entries": s["cache_entries"], "depth": _DEPTH, "mr_entries": _MR}
         if header != "roce":
             params["header"] = header
-        for key, value in (("records", rdma_records(fabric)),
+        reads = not (dict(LADDER).get(s.get("rung"), {}).get("bf")
+                     and dict(LADDER).get(s.get("rung"), {}).get("inline"))
+        for key, value in (("records", rdma_records(fabric, reads=reads)),
                            ("timeout", rdma_timeout(fabric))):
             if not board and value != RDMA[key]:     # as tb.rdma.headline's top
                 params[key] = value

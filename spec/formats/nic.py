@@ -80,7 +80,8 @@ __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "node_mac", "dst_byte", "src_byte", "MAX_LENGTH", "store_cmd_layout", "MIN_FRAME_BYTES",
            "padded_bytes", "frame_beats", "COMPLETION_COUNT_BITS", "CompletionStatus",
            "completion_header_layout", "compact_completion_layout", "l2_completion_layout",
-           "completion_layout", "completion_bytes", "completion_beats"]
+           "completion_layout", "completion_bytes", "completion_beats",
+           "completion_record_layout"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -143,6 +144,20 @@ completion_header_layout = data.StructLayout({
     "count": COMPLETION_COUNT_BITS,
     "dropped": COMPLETION_COUNT_BITS,
     "reserved": 8,
+})
+
+#: The completion record the sender writes into its host memory for a completion its
+#: tracker accepted (NicTop's ``records``; docs/nic.md, "Completion records"): bits 0..7
+#: the destination the completion came from, 8..23 its cumulative ``count``, 24..39 its
+#: ``dropped``, bit 40 the owner bit of the ring slot, ``1 ^ (k >> log2(slots)) & 1`` for
+#: record ``k``, the convention of the RDMA engine's CQE (:data:`spec.formats.roce.
+#: CQE_LAYOUT`, ``owner``): the host polls the slot for the flip. The rest of the word is
+#: 0; the record is written as a whole word, as a CQE is.
+completion_record_layout = data.StructLayout({
+    "peer": 8,
+    "count": COMPLETION_COUNT_BITS,
+    "dropped": COMPLETION_COUNT_BITS,
+    "owner": 1,
 })
 
 compact_completion_layout = data.StructLayout({

@@ -17,6 +17,15 @@ count end to end: ``completion_cycles`` to the completion that covers the store'
 frame at its sender, ``wire_bytes`` plus the completion frames' bytes per store,
 ``acks_sent``/``acks_received`` the completions per store, ``inflight_bits`` plus the
 sender's tracker and the receiver's generator (:func:`spec.nic.completion_state_bits`).
+With ``records`` (the top built with them) a store completes when the record that covers
+it reaches its sender's memory (recorder ``cq<p>``, compared record by record and cycle
+by cycle with the model), and ``inflight_bits`` adds the record writers'
+(:func:`spec.nic.record_state_bits`).
+
+With ``warmup`` (cycles; a back-to-back run) each sender's first store is a warm-up
+store, released at once, and the others follow from cycle ``warmup`` on, back to back,
+as the RDMA engine's back-to-back run (:func:`pymodel.rdma.point.build`). ``ii_cycles``
+is taken at each store's first wire beat (:func:`wire_starts`), as the engine's.
 
 With ``one_at_a_time`` (a latency run) the scenario's stores go one at a time
 (:func:`pymodel.scenarios.nic.one_at_a_time`), each released twice the cycles after the
@@ -38,7 +47,7 @@ from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
-from pymodel.nic.frames import parse_header
+from pymodel.nic.store import Store
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import (
     build_scenario,
@@ -51,16 +60,19 @@ from pymodel.scenarios.nic import (
     window_writes,
 )
 from pymodel.throughput import steady_ii
-from spec.formats.nic import Framing, NicOp, completion_bytes
+from spec.formats.nic import Framing
 from spec.metrics import CTRL_KINDS
-from spec.nic import completion_state_bits
 from tb.cosim import cosim_params
 from tb.nic.e2e_check import (
     arm_completions,
+    arm_records,
     compare_completions,
-    cpl_counters,
+    compare_records,
+    e2e_figures,
+    e2e_model,
     read_completions,
-    store_completions,
+    read_records,
+    wire_starts,
 )
 from tb.nic.testbench import NicTestbench
 from tb.nic.wirecheck import l2_frame_problems
@@ -84,9 +96,10 @@ def _spans(n, accept, remote, completion):
 
 
 def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks=None,
-             state_bits=0, held=None):
+             state_bits=0, held=None, starts=None):
     """Medians over the messages (integers where the median is whole), ``ii_cycles`` by
-    :func:`pymodel.throughput.steady_ii` over the accepts, and the peak of
+    :func:`pymodel.throughput.steady_ii` over ``starts``, each store's first wire beat
+    (:func:`wire_starts`; the accepts where not given), and the peak of
     the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`, each held
     to its credit: ``held``, default ``completion``) in bits plus ``state_bits``;
     ``acks`` adds control actions per message."""
@@ -97,7 +110,7 @@ def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
     ctrl.update(acks or {})
-    ii = steady_ii(accept) or 0
+    ii = steady_ii(accept if starts is None else starts) or 0
     return {"latency_cycles": med(lat), "completion_cycles": med(comp),
             "ii_cycles": int(ii) if float(ii).is_integer() else ii,
             "wire_bytes": med(wire), "ctrl_ops": ctrl,
@@ -169,39 +182,6 @@ def _check_spoof(sb, tb, p, stores, node_ids, got):
     sb.equal("spoof scenario forges frames", spoofed > 0, True)
 
 
-def _e2e_model(p, want, stores, src):
-    """The model's side of :func:`_e2e_figures`: the completion frames' wire bytes per
-    store and ``_metrics``' ``acks`` and ``state_bits``."""
-    nodes, n = p["nodes"], len(stores[src])
-    n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
-    extra = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
-    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
-    return extra, {"acks": {"acks_sent": n_cpl / n,
-                            "acks_received": want["e2e"][src]["cpl_ok"] / n},
-                   "state_bits": gen + trk}
-
-
-def _e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):
-    """``e2e``, one sender ``src``, the RTL's side of :func:`_e2e_model`: each store's
-    completion from the RTL's completion stamps; the completion frames' wire bytes (the
-    frames with the COMPLETION opcode on every uplink) spread over the stores; the
-    sender's credits counted over its store beats only; the completions per store and
-    the e2e state bits for ``_metrics``."""
-    w, nodes, n = p["width"], p["nodes"], len(stores[src])
-    frames = [(s.dst, len(s.segments(w, p["max_payload"]))) for s in stores[src]]
-    rtl_comp = store_completions(cp[src][0], cp[src][1], frames)
-    cpl_rtl = [f.data for q in range(nodes) for f in sent[q]
-               if parse_header(p["framing"], f.data)["opcode"] == NicOp.COMPLETION.value]
-    extra_rtl = sum(phy_bytes(f) for f in cpl_rtl) / n
-    _, e2e_model = _e2e_model(p, want, stores, src)
-    rtl_wire = [x + extra_rtl for x in rtl_wire]
-    rtl_cr = [len(tb.credit_stamps(src)) / n]
-    acks_rtl = {"acks_sent": len(cpl_rtl) / n,
-                "acks_received": cpl_counters(tb, src)["cpl_ok"] / n}
-    return (rtl_comp, rtl_wire, rtl_cr,
-            {"acks": acks_rtl, "state_bits": e2e_model["state_bits"]})
-
-
 def model_run(p):
     """The golden model's run of the test's parameters ``p`` (those of
     :func:`tb.cosim.cosim_params`): a dict with the scenario as the RTL is loaded with it
@@ -212,7 +192,7 @@ def model_run(p):
     attachment = p.get("attachment", "integrated")
     e2e = p.get("completion", "credit") == "e2e"
     e2e_kw = dict(completion="e2e", coalesce=p["coalesce"], flush_idle=p["flush_idle"],
-                  timeout=p["timeout"]) if e2e else {}
+                  timeout=p["timeout"], records=p.get("records", 0)) if e2e else {}
     retry = p.get("retry", False)
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], retry=retry,
@@ -240,6 +220,10 @@ def model_run(p):
     srcs = source_writes(p["scenario"], node_ids)
     run_kw = dict(table_writes=tbl, window_writes=wins, source_writes=srcs,
                   link_settings=clean)
+    if p.get("warmup") and not p.get("one_at_a_time"):   # a warm-up store, then the rest
+        stores = {q: ss[:1] + [Store(s.dst, s.addr, s.payload, s.length, p["warmup"],
+                                     s.ack_req) for s in ss[1:]]
+                  for q, ss in stores.items()}
     if p.get("one_at_a_time"):               # spaced by a lone store's run, twice over
         first = {q: ss[:1] for q, ss in stores.items() if ss}
         alone = model.run(issue(first), node_ids, stalls, faults, **run_kw)["cycles"]
@@ -287,16 +271,17 @@ def model_figures(p, run):
     per_store, w = want["stores"], p["width"]
     credits = [st["wire_beats"] for st in per_store]
     model_wire = [sum(phy_bytes(f) for f in st["frames"]) for st in per_store]
-    e2e_model = {}
+    modelled = {}
     if p.get("completion", "credit") == "e2e":
-        extra, e2e_model = _e2e_model(p, want, stores, src)
+        extra, modelled = e2e_model(p, want, stores, src)
         model_wire = [x + extra for x in model_wire]
-        e2e_model["held"] = [want["cr"][src][i] for i in ends]
+        modelled["held"] = [want["cr"][src][i] for i in ends]
     accept = [m["accept"] for m in per_store]
     remote = [want["wr"][o][1][i] for o, i in last_idx]
     completion = [m["completion"] for m in per_store]
+    starts = wire_starts(want["tx"][src], stores[src], w, p["framing"], p["max_payload"])
     metrics = _metrics(per_store, accept, remote, completion, model_wire, credits,
-                       credits, w, **e2e_model)
+                       credits, w, starts=starts, **modelled)
     if p.get("attachment", "integrated") == "pcie":
         metrics.update(_host_metrics(list(want["host"].values()), len(per_store),
                                      metrics["ii_cycles"]))
@@ -321,12 +306,16 @@ async def nic_matches_model(dut):
     tb.load(stores, node_ids, stalls=stalls, faults=faults, table=tbl, windows=wins,
             sources=srcs, link_settings=clean)
     tb.arm(want)
+    records = e2e and p.get("records", 0)
     if e2e:
         arm_completions(tb, want)
+    if records:
+        arm_records(tb, want)
     t0 = time.perf_counter()
     end = await tb.run(timeout_cycles=4 * want["cycles"] + 2000, until=want["cycles"] + 8)
     t_sim = time.perf_counter() - t0
-    cp = await read_completions(tb) if e2e else None
+    cp = await read_completions(tb, records) if e2e else None
+    cq = read_records(tb) if records else None
     dut._log.info("model %d cycles in %.2f s; simulator in %.2f s",
                   want["cycles"], t_model, t_sim)
 
@@ -334,6 +323,8 @@ async def nic_matches_model(dut):
     got = tb.compare(sb, want)
     if e2e:
         compare_completions(sb, tb, want, cp)
+    if records:
+        compare_records(sb, want, cq)
     if wins:
         _check_windows(sb, tb, p, stores, node_ids, wins, got)
     if p["scenario"] == "spoof":
@@ -370,12 +361,14 @@ async def nic_matches_model(dut):
         e2e_rtl = {}
         if e2e:                      # beats are held to their credit, as without e2e
             held = rtl_comp
-            rtl_comp, rtl_wire, rtl_cr, e2e_rtl = _e2e_figures(
-                p, tb, want, cp, stores, src, sent, rtl_wire)
+            rtl_comp, rtl_wire, rtl_cr, e2e_rtl = e2e_figures(
+                p, tb, want, cq if records else cp, stores, src, sent, rtl_wire)
             rtl_comp = [-1 if c is None else c for c in rtl_comp]
             e2e_rtl["held"] = held
         out["rtl"] = _metrics(per_store, rtl_accept, rtl_remote, rtl_comp, rtl_wire,
-                              rtl_cr, rtl_beats, w, **e2e_rtl)
+                              rtl_cr, rtl_beats, w, starts=wire_starts(
+                                  tb.uplink_beats(src), stores[src], w, p["framing"],
+                                  p["max_payload"]), **e2e_rtl)
         out["model"], per_model = model_figures(p, run)
         lat_rtl, comp_rtl = _spans(len(per_store), rtl_accept, rtl_remote, rtl_comp)
         out["per_store"] = {"rtl": {"latency": lat_rtl, "completion": comp_rtl},

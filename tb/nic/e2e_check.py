@@ -1,13 +1,25 @@
 """The end-to-end completion's part of a NicTop co-simulation: arm and read the ``cp<p>``
-recorders, compare every completion and the trackers' ports with the model, and work out
-each store's end-to-end completion from the RTL's own stamps."""
+(and with records the ``cq<p>``) recorders, compare every completion, record and the
+trackers' ports with the model, and work out each store's end-to-end completion and the
+completion frames' share of the figures from the RTL's own stamps and frames; each
+store's first wire beat (:func:`wire_starts`, where ``ii_cycles`` is taken)."""
 
+from pymodel.fcs import phy_bytes
+from pymodel.nic.frames import parse_header
+from pymodel.packet import unpack_beat
 from rtl.nic.outstanding_tracker import cpl_event_layout
-from spec.formats.nic import COMPLETION_COUNT_BITS
-from spec.nic import CPL_COUNTERS, CPL_GEN_COUNTERS, CPL_PEER_PORTS
+from spec.formats.nic import COMPLETION_COUNT_BITS, NicOp, completion_bytes
+from spec.nic import (
+    CPL_COUNTERS,
+    CPL_GEN_COUNTERS,
+    CPL_PEER_PORTS,
+    completion_state_bits,
+    record_state_bits,
+)
 
 __all__ = ["arm_completions", "read_completions", "compare_completions",
-           "store_completions", "cpl_counters", "peer_counters"]
+           "store_completions", "cpl_counters", "peer_counters", "arm_records",
+           "read_records", "compare_records", "e2e_model", "e2e_figures", "wire_starts"]
 
 
 def arm_completions(tb, want):
@@ -16,11 +28,13 @@ def arm_completions(tb, want):
         tb.harness.arm_recorder(f"cp{q}", len(want["e2e"][q]["cp"][0]))
 
 
-async def read_completions(tb):
-    """Snapshot the ``cp<p>`` recorders (after :meth:`NicTestbench.run`); returns
-    ``{p: ([(src, known, status, count, dropped)], cycles)}``."""
+async def read_completions(tb, records=False):
+    """Snapshot the ``cp<p>`` recorders (after :meth:`NicTestbench.run`; with
+    ``records`` the ``cq<p>`` recorders in the same snapshot, for :func:`read_records`);
+    returns ``{p: ([(src, known, status, count, dropped)], cycles)}``."""
     h = tb.harness
-    await h.snapshot(recorders=[f"cp{q}" for q in range(tb.nodes)])
+    await h.snapshot(recorders=[f"{r}{q}" for q in range(tb.nodes)
+                                for r in ("cp", "cq")[:1 + bool(records)]])
     out = {}
     for q in range(tb.nodes):
         items, stamps = h.recorded(f"cp{q}")
@@ -31,6 +45,35 @@ async def read_completions(tb):
                            int(v.dropped)))
         out[q] = (events, list(stamps))
     return out
+
+
+def arm_records(tb, want):
+    """``records``: arm each node's ``cq<p>`` recorder with the records the model
+    predicts."""
+    for q in range(tb.nodes):
+        tb.harness.arm_recorder(f"cq{q}", len(want["records"][q]))
+
+
+def read_records(tb):
+    """The ``cq<p>`` recorders of :func:`read_completions`' snapshot; returns ``{p:
+    ([(src, known, status, count, dropped)], cycles)}``, each record as a completion event of
+    :func:`store_completions` (its destination and count from the tag, ``known`` 1,
+    status and dropped 0), in the cycles the records reached memory."""
+    h = tb.harness
+    out = {}
+    for q in range(tb.nodes):
+        items, stamps = h.recorded(f"cq{q}")
+        out[q] = ([(int(t) & 0xFF, 1, 0, int(t) >> 8, 0) for t in items], list(stamps))
+    return out
+
+
+def compare_records(sb, want, cq):
+    """Every record (destination, count) and the cycle it reached memory against the
+    model's."""
+    for q, (events, stamps) in cq.items():
+        sb.compare(f"cq{q} records", [(e[0], e[3]) for e in events],
+                   [(d, k) for _, d, k in want["records"][q]])
+        sb.compare(f"cq{q} cycles", stamps, [c for c, _, _ in want["records"][q]], fmt=str)
 
 
 def cpl_counters(tb, q):
@@ -101,4 +144,62 @@ def store_completions(events, stamps, frames):
     out = []
     for dst, k in last:
         out.append(next((cyc for n, cyc in when.get(dst, []) if n >= k), None))
+    return out
+
+
+def e2e_model(p, want, stores, src):
+    """The model's side of :func:`e2e_figures`: the completion frames' wire bytes per
+    store and ``_metrics``' ``acks`` and ``state_bits``."""
+    nodes, n = p["nodes"], len(stores[src])
+    n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
+    extra = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
+    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
+    rec = record_state_bits(nodes, p.get("records", 0))
+    acks = {"acks_sent": n_cpl / n, "acks_received": want["e2e"][src]["cpl_ok"] / n}
+    if p.get("records", 0):                  # the records, the NIC's CQE writes
+        acks["cqe_writes"] = len(want["records"][src]) / n
+    return extra, {"acks": acks, "state_bits": gen + trk + rec}
+
+
+def e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):
+    """``e2e``, one sender ``src``, the RTL's side of :func:`e2e_model`: each store's
+    completion from the RTL's completion stamps; the completion frames' wire bytes (the
+    frames with the COMPLETION opcode on every uplink) spread over the stores; the
+    sender's credits counted over its store beats only; the completions per store and
+    the e2e state bits for ``_metrics``."""
+    w, nodes, n = p["width"], p["nodes"], len(stores[src])
+    frames = [(s.dst, len(s.segments(w, p["max_payload"]))) for s in stores[src]]
+    rtl_comp = store_completions(cp[src][0], cp[src][1], frames)
+    cpl_rtl = [f.data for q in range(nodes) for f in sent[q]
+               if parse_header(p["framing"], f.data)["opcode"] == NicOp.COMPLETION.value]
+    extra_rtl = sum(phy_bytes(f) for f in cpl_rtl) / n
+    _, modelled = e2e_model(p, want, stores, src)
+    rtl_wire = [x + extra_rtl for x in rtl_wire]
+    rtl_cr = [len(tb.credit_stamps(src)) / n]
+    acks_rtl = {"acks_sent": len(cpl_rtl) / n,
+                "acks_received": cpl_counters(tb, src)["cpl_ok"] / n}
+    if p.get("records", 0):         # cp: the records (tb.nic.e2e_check.read_records)
+        acks_rtl["cqe_writes"] = len(cp[src][0]) / n
+    return (rtl_comp, rtl_wire, rtl_cr,
+            {"acks": acks_rtl, "state_bits": modelled["state_bits"]})
+
+
+def wire_starts(beats, stores, width, framing, max_payload):
+    """The cycle of each store's first beat on its sender's uplink (where the RDMA
+    engine's ``ii_cycles`` is taken, its messages' first wire beats): ``beats`` the
+    uplink's ``(raw beats, cycles)`` (the ``tx<p>`` recorder's, or the model's
+    ``tx``), completion frames left out, ``stores`` the sender's in order (a store of
+    several segments is several frames)."""
+    starts, cur, start = [], b"", None
+    for beat, stamp in zip(*beats, strict=True):
+        data, nb, first, last = unpack_beat(width, beat)
+        if first:
+            cur, start = b"", stamp
+        cur += data.to_bytes(width, "little")[:nb]
+        if last and parse_header(framing, cur)["opcode"] != NicOp.COMPLETION.value:
+            starts.append(start)
+    out, k = [], 0
+    for s in stores:
+        out.append(starts[k] if k < len(starts) else -1)
+        k += len(s.segments(width, max_payload))
     return out

@@ -4,8 +4,9 @@
 ``results.json`` (SPEC.md, "What every run measures"); the L2 frames go to ``nic.pcap``.
 
 A row is two runs on the same top, measured as the RDMA engine's (:mod:`tb.rdma.headline`):
-one with ``messages`` stores back to back (``ii_cycles``, wire and host bytes, control
-operations, in-flight state) and one with ``latency_messages`` stores after a warm-up
+one with ``messages`` stores back to back after a warm-up store and the engine's gap
+(:func:`warmup_cycles`; ``ii_cycles`` at the stores' first wire beats, wire and host
+bytes, control operations, in-flight state) and one with ``latency_messages`` stores after a warm-up
 store, each released alone into an idle NIC (``latency_cycles``, ``completion_cycles``:
 the median without the warm-up, :func:`pymodel.throughput.isolated_median`).
 """
@@ -20,8 +21,9 @@ from spec.checks import silence
 from spec.fabric_profiles import fabric_profile, replay_buffer_bits
 from spec.formats.nic import frame_beats
 from spec.metrics import row_metrics
-from spec.nic import COMPLETIONS, HEADLINE_TOP, completion_state_bits
+from spec.nic import COMPLETIONS, HEADLINE_TOP, completion_state_bits, record_state_bits
 from tb.cosim import check_params, run_cosim
+from tb.rdma.row_keys import ii_messages
 
 __all__ = ["run_headline", "run_point", "model_point", "state_kinds", "point_top",
            "point_depth", "HEADLINE_DEPTH", "headline_jobs", "finish_headline",
@@ -36,13 +38,17 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
               attachment: str = "integrated", fabric: str = "board",
               retry: bool = False, completion: str = "credit",
               latency_messages: int = 16, depth: int | None = None,
-              check_only: bool = False) -> dict | None:
+              check_only: bool = False, records: int = 0) -> dict | None:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
     ``frames``: the ``(cycle, hex)`` of every frame node 0 sent.
 
-    Two runs on the same top (the module docstring): ``latency_cycles`` and
+    Two runs on the same top (the module docstring), each after a warm-up store: the
+    back-to-back run's ``messages`` stores follow theirs after :func:`warmup_cycles`,
+    as the RDMA engine's (the per-message figures count the warm-up store, as the
+    engine's count its warm-up message; ``ii_cycles`` is taken at the stores' first
+    wire beats, as the engine's at its messages'). ``latency_cycles`` and
     ``completion_cycles`` come from ``latency_messages`` stores after a warm-up store,
     each released alone once the one before has completed and the NIC is idle
     (``one_at_a_time`` of :mod:`tb.nic.cocotb_nic`: every such store is its issuer's
@@ -70,9 +76,13 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     completion frames, with the top's defaults of ``coalesce``, ``flush_idle`` and
     ``timeout``; the row's ``completion_cycles`` then run to the completion covering the
     store, and its wire bytes and ``ctrl_ops`` count the completion frames: see
-    :mod:`tb.nic.cocotb_nic`). Every row carries the comparison keys ``fabric``,
-    ``attachment``, ``completion``, ``reliability`` (``"none"``, or ``"link-retry"``
-    with ``retry``) and ``header`` (the framing).
+    :mod:`tb.nic.cocotb_nic`). ``records`` (with ``"e2e"``; :func:`spec.nic.
+    check_records`): the top's completion records, the store then complete when the
+    record covering it reaches its sender's memory (through the host interface with
+    ``pcie``), as the RDMA engine's CQE. Every row carries the comparison keys
+    ``fabric``, ``attachment``, ``completion``, ``reliability`` (``"none"``, or
+    ``"link-retry"`` with ``retry``) and ``header`` (the framing), and
+    ``completion_at`` (:func:`comparison_keys`).
 
     ``depth``: node 0's player and recorders and the peers' recorders (:func:`point_top`;
     None: the least that holds the run). A capacity, not a timing: a shorter point given
@@ -80,10 +90,11 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     ``messages`` stores and the ``latency_messages + 1`` of the one-at-a-time run.
 
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
-    ``ii_cycles`` is ``None`` for one store (a rate needs two)."""
+    ``ii_cycles`` is ``None`` below :func:`tb.rdma.row_keys.ii_messages` stores (the
+    steady window would start at the warm-up store), as for the engine."""
     nt, name, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, top, attachment, fabric, retry, completion,
-        latency_messages, depth)
+        latency_messages, depth, records)
     if check_only:
         silence(nt)             # checked only: the top is deliberately never elaborated
         return None
@@ -103,7 +114,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     res = run(params, test_id)
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
-           **comparison_keys(framing, attachment, profile.name, retry, completion)}
+           **comparison_keys(framing, attachment, profile.name, retry, completion, records)}
     for key in metrics:
         row[f"{key}_rtl"] = res["rtl"][key]
         row[f"{key}_model"] = res["model"][key]
@@ -119,7 +130,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
             row[f"inflight_bits_{side}"], params).items()})
     row["mismatches"] = mismatches + sum(row[f"{k}_rtl"] != row[f"{k}_model"]
                                          for k in metrics)
-    if messages < 2:                        # one store has no rate
+    if messages < ii_messages():            # the steady window would hold the warm-up
         row["ii_cycles_rtl"] = row["ii_cycles_model"] = None
     row["cycles"] = res["cycles"]
     row["frames"] = res["frames"]
@@ -127,7 +138,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
 
 def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, retry,
-                  completion, latency_messages, depth):
+                  completion, latency_messages, depth, records=0):
     """``(NicTop, name, params, lat_params)`` of a :func:`run_point` point: the top and
     the parameters of its two runs, checked (``ValueError`` naming a bad one)."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
@@ -139,23 +150,26 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
     if completion not in COMPLETIONS:
         raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
-    held = max(messages, latency_messages + 1 if latency_messages else 0)
+    held = max(messages + 1, latency_messages + 1 if latency_messages else 0)
     nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
-                              retry, completion, depth)
+                              retry, completion, depth, records)
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
-                  messages=messages, msg_bytes=msg_bytes, peers=peers, attachment=attachment,
-                  fabric=profile.name, retry=retry, completion=completion)
+                  messages=messages + 1, msg_bytes=msg_bytes, peers=peers,
+                  attachment=attachment, fabric=profile.name, retry=retry,
+                  completion=completion, warmup=warmup_cycles(attachment))
     if completion == "e2e":
-        params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout)
-    lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True)
+        params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout,
+                      records=nt.records)
+    lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True, warmup=0)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
     return nt, name, params, lat_params
 
 
 def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
-                fabric="board", retry=False, completion="credit", latency_messages=16):
+                fabric="board", retry=False, completion="credit", latency_messages=16,
+                records=0):
     """The golden model's side of :func:`run_point` alone (no simulator): the row with
     ``_model`` values only, computed by the co-simulation's own code
     (:func:`tb.nic.cocotb_nic.model_run`, :func:`~tb.nic.cocotb_nic.model_figures`), so
@@ -164,14 +178,14 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
 
     _, _, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, None, attachment, fabric, retry, completion,
-        latency_messages, None)
+        latency_messages, None, records)
     figures = model_figures(params, model_run(params))
     if figures is None:
         raise RuntimeError("NIC model: a store was lost")
     row = {"design": "nic", "framing": framing, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
            **comparison_keys(framing, attachment, fabric_profile(fabric).name, retry,
-                             completion)}
+                             completion, records)}
     row.update({f"{k}_model": v for k, v in figures[0].items()})
     if latency_messages:
         per = model_figures(lat_params, model_run(lat_params))[1]
@@ -179,7 +193,20 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
             row[f"{key}_cycles_model"] = isolated_median(per[key])
     row.update({f"{k}_model": v for k, v in state_kinds(row["inflight_bits_model"],
                                                          params).items()})
+    if messages < ii_messages():
+        row["ii_cycles_model"] = None
     return row
+
+
+def warmup_cycles(attachment):
+    """The cycles between the warm-up store of a back-to-back run and the rest: those of
+    the RDMA engine's back-to-back run on the same attachment
+    (:func:`pymodel.rdma.point.latency_spacing`: ``pcie``, and ``on_die`` for the
+    ``integrated`` NIC), so that both designs' runs are one warm-up message, the same
+    gap, then the messages back to back; the NIC's store completes well within it."""
+    from pymodel.rdma.point import latency_spacing
+
+    return latency_spacing("pcie" if attachment == "pcie" else "on_die")
 
 
 def state_kinds(inflight_bits, params):
@@ -195,6 +222,7 @@ def state_kinds(inflight_bits, params):
     if params.get("completion") == "e2e":
         endpoint = sum(completion_state_bits(params["nodes"], params["coalesce"],
                                              params["flush_idle"], params["timeout"]))
+        endpoint += record_state_bits(params["nodes"], params.get("records", 0))
     beats = frame_beats(params["width"], params["framing"], params["max_payload"])
     return {"endpoint_state_bits": endpoint, "fabric_buffer_bits": inflight_bits - endpoint,
             "replay_buffer_bits": (replay_buffer_bits(params["fabric"], beats,
@@ -221,13 +249,14 @@ HEADLINE_DEPTH = point_depth(128, 1000, HEADLINE_TOP["width"], HEADLINE_TOP["max
 
 
 def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integrated",
-              fabric="board", retry=False, completion="credit", depth=None):
+              fabric="board", retry=False, completion="credit", depth=None, records=0):
     """The top of a :func:`run_point` point, ``(NicTop, Verilog name, top parameters)``:
     :data:`spec.nic.HEADLINE_TOP` updated by ``top`` (its keys only), with
     ``max(nodes, peers + 1)`` nodes and the ``fabric`` profile's link latency; node 0's
     command player and recorders and the ``peers`` destinations' recorders ``depth``
     deep (None: :func:`point_depth`), the other nodes' 16. The name carries everything
-    else that makes a build: framing, nodes, attachment, fabric, retry, completion.
+    else that makes a build: framing, nodes, attachment, fabric, retry, completion,
+    records.
     Checked before anything is built (``ValueError`` naming the parameter)."""
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
     if unknown:
@@ -253,23 +282,28 @@ def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integ
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
                 attachment=attachment, fabric=profile.name, retry=retry,
-                completion=completion, **top)
+                completion=completion, records=records, **top)
     name = (f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * (attachment == "pcie")
             + ("" if profile.name == "board" else f"_{profile.name}") + "_retry" * retry
-            + "_e2e" * (completion == "e2e"))
+            + "_e2e" * (completion == "e2e") + (f"_rec{records}" if records else ""))
     return nt, name, top
 
 
 def comparison_keys(framing, attachment="integrated", fabric="board", retry=False,
-                    completion="credit"):
+                    completion="credit", records=0):
     """The keys of a NIC row that say what it compares on (docs/results.md): ``fabric``,
     ``attachment``, ``completion`` (``"credit"``: the link credit, no end-to-end
     completion; ``"e2e"``: the receiver's completion frames), ``reliability``
-    (``"link-retry"`` with link-level retry, else ``"none"``) and ``header`` (the
-    framing)."""
+    (``"link-retry"`` with link-level retry, else ``"none"``), ``header`` (the
+    framing) and ``completion_at``, where a store counts as complete
+    (:data:`spec.metrics.COMPLETION_AT`): ``"link-credit"``, ``"tracker"`` (e2e, at the
+    sender's tracker) or ``"host-memory"`` (e2e with ``records``: its record in the
+    sender's memory)."""
+    at = ("link-credit" if completion != "e2e" else "host-memory" if records
+          else "tracker")
     return {"topology": TOPOLOGY, "fabric": fabric, "attachment": attachment,
             "completion": completion, "reliability": "link-retry" if retry else "none",
-            "header": framing}
+            "header": framing, "completion_at": at}
 
 
 #: The NIC top's topology key: node, link, switch, link, node, credit-based flow control

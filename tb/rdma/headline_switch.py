@@ -15,15 +15,18 @@ from spec.rdma_engine import TOP_DEFAULTS
 from tb.rdma.row_keys import PER_MESSAGE as _PER_MESSAGE
 from tb.rdma.row_keys import comparison_keys, ii_messages, state_kinds
 
-__all__ = ["fabric_top", "run_switch_point", "model_switch_point"]
+__all__ = ["fabric_top", "run_switch_point", "model_switch_point", "reads_host"]
 
 
-def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entries=16):
+def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entries=16,
+               reads=True):
     """The parameters of the two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` of a
     ``switch`` point: RdmaTop's host-memory depth and player and recorder depths, the
     context caches of ``cache_entries``, the fabric of
     :func:`spec.fabric_profiles.rdma_fabric_top` and, off ``board``, the window records
-    and transport timeout of RdmaTop's (:func:`tb.rdma.headline._top`). ``ValueError``
+    and transport timeout of RdmaTop's (:func:`tb.rdma.headline._top`), the records
+    sized to the rung (``reads``: whether it reads its WQE and payload from host memory,
+    :func:`spec.fabric_profiles.rdma_records`). ``ValueError``
     names a ``header`` other than ``"roce"`` (the switch routes by the Ethernet header)
     or a bad ``fabric``."""
     if header != "roce":
@@ -34,8 +37,15 @@ def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entr
                mmio=TOP_DEFAULTS["mmio"], wire_beats=TOP_DEFAULTS["wire_beats"],
                events=TOP_DEFAULTS["events"], **rdma_fabric_top(profile, link_retry))
     if profile.name != "board":
-        top.update(records=rdma_records(profile), timeout=rdma_timeout(profile))
+        top.update(records=rdma_records(profile, reads=reads),
+                   timeout=rdma_timeout(profile))
     return top
+
+
+def reads_host(knobs):
+    """Whether a rung of ``knobs`` reads its WQE and payload from host memory (all but
+    WQE by MMIO with inline data, ``bf`` and ``inline``)."""
+    return not (knobs.get("bf") and knobs.get("inline"))
 
 
 def _switch_params(msg_bytes, qps, cache_entries, host, k, messages, latency_messages):
@@ -72,7 +82,7 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
     from tb.rdma.fabric_runner import run_fabric
     from tb.rdma.fabric_writes import check_writes_params
 
-    top = fabric_top(host, fabric, link_retry, header, cache_entries)
+    top = fabric_top(host, fabric, link_retry, header, cache_entries, reads_host(k))
     fabric = fabric_profile(fabric).name
     runs = _switch_params(msg_bytes, qps, cache_entries, host, k, messages,
                           latency_messages)
@@ -113,7 +123,8 @@ def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
     from pymodel.rdma.fabric_system import simulate_fabric
     from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
-    top = fabric_top(host, fabric, link_retry, header, cache_entries)
+    top = fabric_top(host, fabric, link_retry, header, cache_entries,
+                     reads_host(knobs_of(rung, None)))
     runs = []
     for params in _switch_params(msg_bytes, qps, cache_entries, host, knobs_of(rung, None),
                                  messages, latency_messages):

@@ -18,12 +18,12 @@ def comparison_keys(host, fabric="board", link_retry=False, header="roce",
                     topology="direct-link"):
     """The keys of an RDMA row that say what it compares on (docs/results.md): ``fabric``,
     ``topology`` (one of :data:`TOPOLOGIES`), ``attachment`` (the host-interface profile),
-    ``completion`` (``"e2e"``: the ACK and
-    the CQE), ``reliability`` (the engine's go-back-N, over link retry with
-    ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
+    ``completion`` (``"e2e"``: the ACK and the CQE), ``completion_at`` (``"host-memory"``:
+    the CQE in host memory), ``reliability`` (the engine's go-back-N, over link retry
+    with ``link_retry``: ``"link-retry+go-back-N"``) and ``header``."""
     return {"topology": topology, "fabric": fabric, "attachment": host, "completion": "e2e",
             "reliability": "link-retry+go-back-N" if link_retry else "go-back-N",
-            "header": header}
+            "header": header, "completion_at": "host-memory"}
 
 
 #: RdmaTop's topology key: the two nodes on one link that stands for the whole path

@@ -1,0 +1,87 @@
+"""The parts of :class:`rtl.tops.nic_top.NicTop` that attach a node's end-to-end
+completion, its PCIe host interface and its completion records (a base class of NicTop:
+its ``elaborate_design`` calls these)."""
+
+from amaranth import Mux, Signal
+from amaranth.lib import wiring
+
+from spec.nic import PCIE_ACK_REQ_BIT, PCIE_WORD_BITS
+from spec.ports import PortView
+
+__all__ = ["NicAttachments"]
+
+
+class NicAttachments:
+    """The attach methods of :class:`rtl.tops.nic_top.NicTop`."""
+
+    def _attach_completion(self, m, p, tx, rx, node_id, cprec, rec):
+        """``e2e``: node ``p``'s completion generator (NicRx ``ack`` -> NicTx ``cpl``) and
+        outstanding tracker (NicTx ``sent``, NicRx ``cpl``)."""
+        m.submodules[f"cgen{p}"] = gen = self.gens[p]
+        m.submodules[f"otrk{p}"] = trk = self.trks[p]
+        wiring.connect(m, rx.ack, gen.ev)
+        wiring.connect(m, gen.o, tx.cpl)
+        wiring.connect(m, tx.sent, trk.sent)
+        wiring.connect(m, rx.cpl, trk.cpl)
+        if rec is not None:
+            wiring.connect(m, trk.accepted, rec.accepted)
+            m.d.comb += [rec.completed.eq(trk.completed), rec.dropped.eq(trk.dropped)]
+        m.d.comb += [gen.node_id.eq(node_id),
+                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
+        for port, block in ((self.cgen[p], gen), (self.otrk[p], trk)):
+            wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
+
+    def _attach_pcie(self, m, p, cmd, tx, rx, mem, wrrec, rec=None, cqrec=None):
+        """Node ``p``'s host interface between the host (player ``cmd<p>``) and NicTx, and
+        between NicRx and ``mem<p>``."""
+        m.submodules[f"hi{p}"] = hi = self.his[p]
+        hin, hout, c, o = hi.mmio_in.payload, hi.mmio.payload, cmd.payload, tx.cmd.payload
+        wb = PCIE_WORD_BITS
+        m.d.comb += [
+            # The host: one posted write per store, the register offset names the
+            # destination node and the store's word address, and its top bit the
+            # store's ack request.
+            hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
+            hin.addr.eq(c.ack_req << PCIE_ACK_REQ_BIT | c.dst[:PCIE_ACK_REQ_BIT - wb] << wb
+                        | c.addr[6:6 + wb]),
+            hin.nbytes.eq(c.length), hin.data.eq(c.data),
+            hin.first.eq(c.first), hin.last.eq(c.last),
+            # The device: the host write's words are NicTx's command beats.
+            tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
+            o.dst.eq(hout.addr[wb:PCIE_ACK_REQ_BIT]), o.addr.eq(hout.addr[:wb] << 6),
+            o.ack_req.eq(hout.addr[PCIE_ACK_REQ_BIT]),
+            o.length.eq(hout.nbytes), o.data.eq(hout.data),
+            o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
+            o.first.eq(hout.first), o.last.eq(hout.last),
+            # NicRx's writes: one posted write TLP per frame.
+            hi.wr.valid.eq(rx.wr.valid), hi.wr.payload.addr.eq(rx.wr.payload.addr),
+            hi.wr.payload.data.eq(rx.wr.payload.data), hi.wr.payload.be.eq(rx.wr.payload.be),
+            hi.wr.payload.last.eq(rx.wr_last),
+            hi.rd_req.valid.eq(0),
+            wrrec.valid.eq(hi.mem_wr.valid),
+            wrrec.payload.addr.eq(hi.mem_wr.payload.addr),
+            wrrec.payload.be.eq(hi.mem_wr.payload.be),
+        ]
+        if rec is not None:
+            self._attach_records(m, p, rx, hi, rec, cqrec.i)
+        wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
+        wiring.connect(m, mem.rd_data, hi.mem_rd_data)
+        wiring.connect(m, hi.mem_wr, mem.wr)
+        wiring.connect(m, PortView(self.hi[p].signature, hi), wiring.flipped(self.hi[p]))
+
+    def _attach_records(self, m, p, rx, hi, rec, cq):
+        """``records`` with ``pcie``: node ``p``'s records share the interface's ``wr``
+        with NicRx's writes, outside NicRx's frames (a posted write TLP gathers a frame's
+        words up to ``last``); recorder ``cq<p>`` takes the interface's ``marked``."""
+        in_frame = Signal(name=f"rx_in_frame{p}")
+        with m.If(rx.wr.valid):
+            m.d.sync += in_frame.eq(~rx.wr_last)
+        r = rec.wr
+        m.d.comb += [rec.free.eq(~rx.wr.valid & ~in_frame), r.ready.eq(hi.wr.ready),
+                     cq.valid.eq(hi.marked.valid), cq.payload.eq(hi.marked.payload),
+                     hi.marked.ready.eq(1)]
+        with m.If(r.valid):
+            m.d.comb += [hi.wr.valid.eq(1), hi.wr.payload.addr.eq(r.payload.addr),
+                         hi.wr.payload.data.eq(r.payload.data), hi.wr.payload.be.eq(-1),
+                         hi.wr.payload.last.eq(1), hi.wr.payload.mark.eq(1),
+                         hi.wr.payload.tag.eq(r.payload.tag)]
