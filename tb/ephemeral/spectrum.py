@@ -41,7 +41,7 @@ from spec.nic import completion_state_bits
 from spec.rdma_engine import LADDER
 from tb.ephemeral.point import ATTACHMENTS, LEVEL, attachment_cap, model_point
 
-__all__ = ["PEERS", "PROFILES", "PATTERNS", "RC_CACHE", "NIC_TOP_PEERS", "spectrum_rows",
+__all__ = ["PEERS", "PROFILES", "PATTERNS", "RC_CACHE", "RC_WAYS", "NIC_TOP_PEERS", "spectrum_rows",
            "sizing_rows", "nic_row", "rc_row", "ephemeral_row", "finish", "TARGET"]
 
 PEERS = (1, 64, 1024, 4096)
@@ -49,6 +49,11 @@ PROFILES = ("board", "pod")
 PATTERNS = ("round_robin", "zipf")
 #: The RC engine's context cache: its largest (:data:`spec.rdma_engine` cache sizes).
 RC_CACHE = 256
+#: Ways of the RC engine's context cache in its Zipf rows: the engine at its best cache
+#: (docs/rdma.md, "Associative context cache": a direct-mapped cache stalls its in-order
+#: lookup behind a victim still being filled, which Zipf's random sets meet and round
+#: robin never does; round robin's rate is the same at 1 and 4 ways).
+RC_WAYS = 4
 #: Peers of the NIC's model top (16 nodes).
 NIC_TOP_PEERS = 15
 #: Largest peer count the NIC's 8-bit node id addresses.
@@ -107,9 +112,10 @@ def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
         from pymodel.load.rdma_saturation import saturation
 
         ii = saturation(128, 2 * messages, popularity=pattern, qps=peers,
-                        cache_entries=RC_CACHE, host=attachment,
+                        cache_entries=RC_CACHE, cache_ways=RC_WAYS, host=attachment,
                         link_latency=one_way(fabric))
-        note = "rate on the direct link; latency and in-flight state of round robin"
+        note = (f"rate on the direct link, {RC_WAYS}-way cache; latency and in-flight "
+                "state of round robin")
     on_chip = 2 * min(RC_CACHE, peers) * RC_ENTRY_BITS
     host = peers * QPC_BYTES_DEFAULT * 8
     total = r["endpoint_state_bits_model"] + on_chip + host
