@@ -28,6 +28,7 @@ from pathlib import Path
 
 from spec.checks import silence
 from tb.bulk_dump import add_dump_hooks, hook_names
+from tb.cosim_params import ACCEPTED_PARAMS, check_params
 from tb.run_dirs import RUN_DIR_CHARS, run_dir_name  # noqa: F401 (RUN_DIR_CHARS: API)
 from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of this API)
     _ZERO_INIT,
@@ -159,112 +160,6 @@ def _verilator_runner(config):
 
 #: The user's own ``COCOTB_REWRITE_ASSERTION_FILES``, if any (see :func:`run_cosim`).
 _USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
-
-
-#: The parameters each cocotb module under ``tb`` accepts: the one declaration that
-#: :func:`check_params` (run by :func:`run_cosim` before any export or build) holds every
-#: ``params`` to. A tuple lists the accepted keys; a string names a function
-#: (``"module:function"``) that checks keys and values and raises ``ValueError``.
-ACCEPTED_PARAMS = {
-    "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
-    "tb.cocotb_elastic_delay": ("latency", "bits", "seed", "cycles", "offer", "ready"),
-    "tb.cocotb_ephemeral_pool": ("entries", "key_bits", "idle", "keys", "seed", "cycles",
-                                 "offer", "open", "done"),
-    "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
-                              "seed", "settings", "src_stall_rate", "src_stall_seed"),
-    "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),
-    "tb.cocotb_host_interface": ("profile", "depth", "mix", "seed", "stalls"),
-    "tb.cocotb_mem_credit": ("width", "depth", "latency", "max_credits", "ops", "seed",
-                             "stall_rate"),
-    "tb.cocotb_selftest_bulk_dump": (),
-    "tb.cocotb_selftest_clock_restart": (),
-    "tb.cocotb_selftest_empty": (),
-    "tb.cocotb_selftest_fails": (),
-    "tb.nic.cocotb_fuzz": ("top", "seed", "frames", "chunks", "out", "sabotage"),
-    "tb.nic.cocotb_load": "tb.cosim:_nic_load_params",
-    "tb.nic.cocotb_nic_mem": ("nodes", "framing", "fabric", "tags", "mem_words",
-                              "max_payload", "cmds", "raws", "mem_seed", "stalls"),
-    "tb.nic.cocotb_nic": ("width", "nodes", "framing", "link_latency", "mem_words",
-                          "max_payload", "credits", "scenario", "seed", "count", "messages",
-                          "msg_bytes", "peers", "attachment", "fabric", "stall_rate", "completion",
-                          "coalesce", "flush_idle", "timeout", "retry", "one_at_a_time",
-                          "records", "warmup"),
-    "tb.nic.cocotb_nic_e2e": ("width", "nodes", "framing", "link_latency", "mem_words",
-                              "max_payload", "credits", "scenario", "seed", "coalesce",
-                              "flush_idle", "timeout", "extra_cycles", "stall_rate",
-                              "attachment"),
-    "tb.nic.cocotb_nic_retry": ("width", "nodes", "framing", "link_latency", "mem_words",
-                                "max_payload", "credits", "faults", "seed", "count",
-                                "stall_rate", "expect_damage", "expect_signalling",
-                                "fabric", "incast", "completion", "coalesce", "flush_idle",
-                                "timeout"),
-    "tb.nic.uvm.tests": "tb.cosim:_nic_uvm_params",
-    "tb.rdma.cocotb_fabric": "tb.rdma.fabric_writes:check_run_params",
-    "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
-                            "out"),
-    "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
-    "tb.rdma.cocotb_read_requester": ("seed", "timeout"),
-    "tb.rdma.uvm.tests": "tb.cosim:_rdma_uvm_params",
-    "tb.soak.cocotb_nic_soak": ("width", "nodes", "framing", "link_latency", "mem_words",
-                                "max_payload", "credits", "seed", "chunks", "per_chunk",
-                                "model_stores", "stall_rate", "drop_rate", "corrupt_rate",
-                                "dup_rate", "tag_rate", "ack_drop_rate", "ack_corrupt_rate",
-                                "break_model_chunk", "token"),
-}
-
-
-def _keys(test_module, params, accepted):
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ValueError(f"{test_module}: unknown parameter(s) {unknown} (accepted: "
-                         f"{sorted(accepted)})")
-
-
-def _nic_load_params(params):
-    from pymodel.load.nic import LOAD_TOP
-    _keys("tb.nic.cocotb_load", params, ["framing", "nodes", "msg_bytes", "messages", "load",
-                                         "pattern", "burst", "seed", *LOAD_TOP])
-
-
-def _nic_uvm_params(params):
-    import dataclasses
-
-    from tb.nic.uvm.config import NicConfig
-    _keys("tb.nic.uvm.tests", params, [f.name for f in dataclasses.fields(NicConfig)])
-
-
-def _rdma_uvm_params(params):
-    import dataclasses
-
-    from spec.rdma_engine import TOP_DEFAULTS
-    from tb.rdma.uvm.config import RdmaConfig
-    _keys("tb.rdma.uvm.tests", params,
-          ["top", *(f.name for f in dataclasses.fields(RdmaConfig))])
-    _keys("tb.rdma.uvm.tests 'top'", params.get("top", {}), TOP_DEFAULTS)
-
-
-def check_params(test_module, params):
-    """Refuse ``params`` for ``test_module`` (``ValueError`` naming the keys or values):
-    keys the module does not take (:data:`ACCEPTED_PARAMS`), values its checker refuses; a
-    module that declares nothing is refused too (declare it there)."""
-    import importlib
-
-    params = params or {}
-    if not isinstance(params, dict):
-        raise ValueError(f"{test_module}: params must be a dict, not {params!r}")
-    if test_module not in ACCEPTED_PARAMS:
-        raise ValueError(f"{test_module}: no accepted parameters declared "
-                         f"(tb.cosim.ACCEPTED_PARAMS)")
-    accepted = ACCEPTED_PARAMS[test_module]
-    if isinstance(accepted, str):
-        module, function = accepted.split(":")
-        getattr(importlib.import_module(module), function)(params)
-    else:
-        _keys(test_module, params, accepted)
-    try:
-        json.dumps(params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{test_module}: params must be JSON-serialisable ({exc})") from None
 
 
 def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
