@@ -32,6 +32,7 @@ from scripts.benchmark import (  # noqa: E402
     OPT_LEVELS,
     SIM_KEYS,
     SIMULATORS,
+    positive_int,
 )
 from scripts.benchmark.cosim import measure_rtl, rdma_capacity, relative  # noqa: E402
 from scripts.benchmark.make_test import read_make_test, run_make_test  # noqa: E402
@@ -44,16 +45,6 @@ from scripts.benchmark.output import (  # noqa: E402
 )
 
 __all__ = ["parse_args", "main", "SIM_KEYS"]
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def _name_list(allowed):
@@ -90,13 +81,13 @@ def parse_args(argv=None):
                     help="simulators of the RTL runs, comma separated (default both)")
     ap.add_argument("--designs", type=_name_list(DESIGNS), default=DESIGNS,
                     help="designs to measure, comma separated (default nic,rdma)")
-    ap.add_argument("--messages", type=_positive_int, default=1000,
+    ap.add_argument("--messages", type=positive_int, default=1000,
                     help="messages per cycle-level model run and per Verilator run")
-    ap.add_argument("--icarus-messages", type=_positive_int, default=200,
+    ap.add_argument("--icarus-messages", type=positive_int, default=200,
                     help="messages per Icarus run (default 200: Icarus is slow)")
-    ap.add_argument("--fast-messages", type=_positive_int, default=None,
+    ap.add_argument("--fast-messages", type=positive_int, default=None,
                     help="messages per fast-path run (default 1000 x --messages)")
-    ap.add_argument("--repeats", type=_positive_int, default=3,
+    ap.add_argument("--repeats", type=positive_int, default=3,
                     help="golden-model runs per figure; the best is kept (default 3)")
     ap.add_argument("--verilator-opt", type=_opt_level, default=None, metavar="LEVEL",
                     help="C++ optimisation of the Verilator model: O0, O1, O2, O3 or Os "

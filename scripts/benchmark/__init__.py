@@ -12,9 +12,10 @@
 docs/bench.md says what each figure covers.
 """
 
+import argparse
 from pathlib import Path
 
-__all__ = ["ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "MAKE_SIM_RECORD", "DESIGNS",
+__all__ = ["positive_int", "ROOT", "BENCH_DIR", "MAKE_TEST_RECORD", "MAKE_SIM_RECORD", "DESIGNS",
            "SIMULATORS", "SIM_KEYS", "OPT_LEVELS", "MSG_BYTES", "MODEL_KNOBS", "WARMUP_MESSAGES",
            "CLOCK_ONLY_CYCLES"]
 
@@ -35,3 +36,14 @@ WARMUP_MESSAGES = 2
 #: Cycles of the clock-only run of each top (:func:`.cosim.measure_clock_only`), per
 #: simulator: about a second of wall time on each.
 CLOCK_ONLY_CYCLES = {"verilator": 200_000, "icarus": 5_000}
+
+
+def positive_int(text):
+    """An argparse type: a whole number of at least 1 (the error names what was given)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.benchmark import OPT_LEVELS  # noqa: E402
+from scripts.benchmark import OPT_LEVELS, positive_int  # noqa: E402
 
 __all__ = ["MAIN_CPP", "parse_args", "build", "run", "instructions_per_cycle", "main"]
 
@@ -63,16 +63,6 @@ int main(int argc, char** argv) {
 """
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def _opt(text):
     text = text if text.startswith("-") else "-" + text
     if text not in OPT_LEVELS:
@@ -97,13 +87,13 @@ def parse_args(argv=None):
     ap.add_argument("--opt", type=_opt, default=None,
                     help="C++ optimisation, O0|O1|O2|O3|Os (default: the harness's, "
                          "$VERILATOR_OPT or tb.cosim.DEFAULT_OPT)")
-    ap.add_argument("--cycles", type=_positive_int, default=200_000,
+    ap.add_argument("--cycles", type=positive_int, default=200_000,
                     help="cycles of the timed run (default 200,000)")
-    ap.add_argument("--repeats", type=_positive_int, default=1,
+    ap.add_argument("--repeats", type=positive_int, default=1,
                     help="timed runs, each printed (default 1)")
     ap.add_argument("--callgrind", action="store_true",
                     help="also count the instructions per cycle with valgrind")
-    ap.add_argument("--callgrind-cycles", type=_positive_int, default=3000,
+    ap.add_argument("--callgrind-cycles", type=positive_int, default=3000,
                     help="cycles of the counted run (default 3,000)")
     ap.add_argument("--no-split", action="store_true",
                     help="without the harness's own Verilator options (VERILATOR_ARGS)")
