@@ -126,7 +126,8 @@ READ_COUNTERS = ("read_reqs", "read_frames", "atomics", "atomic_replays")
 #: 9.7.5.1.1 and o9-28: a duplicate atomic must not be executed again; Linux rxe drops
 #: one whose resource it no longer holds, rxe_resp.c ``duplicate_request``). 16 as the
 #: responder resources mlx5 reports per QP (``max_qp_rd_atom`` 16 in ``ibv_devinfo -v``
-#: of ConnectX adapters, ``1 << log_max_ra_res_qp``, drivers/infiniband/hw/mlx5/main.c);
+#: of ConnectX adapters; Linux mlx5 sets it to ``1 << log_max_ra_req_qp`` and
+#: ``max_qp_init_rd_atom`` to ``1 << log_max_ra_res_qp``, drivers/infiniband/hw/mlx5/main.c);
 #: here shared by all QPs.
 ATOMIC_SLOTS = 16
 
