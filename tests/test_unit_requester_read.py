@@ -324,6 +324,10 @@ def check_outcome(out, host, plan, peer):
     assert peer.executed == atomics
 
 
+@pytest.mark.slow_variants("lost_response", reason=(
+    "a second elaboration of the requester with reads (about 15 s); the loss is "
+    "co-simulated by test_cosim_rdma_posted_read.py and modelled by "
+    "test_rdma_system_model.py's posted_reads case"))
 @pytest.mark.parametrize("case", ["mixed", "lost_response"])
 def test_requester_reads_match_model(case):
     pmtu_log2 = 8
@@ -335,7 +339,8 @@ def test_requester_reads_match_model(case):
     cfg = Cfg(timeout=3000)
     mem, mmio, plan = scenario(3, 2, ops, pmtu_log2)
     peer = ReadPeer(5, pmtu_log2, lose)
-    out, host = run_lockstep(cfg, mem, mmio, peer, 9000 if lose else 4000)
+    # (Every CQE is written by cycle 250 in both cases; the rest would be idle cycles.)
+    out, host = run_lockstep(cfg, mem, mmio, peer, 600 if lose else 400)
     check_outcome(out, host, plan, peer)
     reads = sum(packets_of(p["length"], pmtu_log2) for p in plan if p["kind"] == "read")
     if lose:
