@@ -65,6 +65,8 @@ def main(argv=None):
                     help="leave out the Under load section")
     ap.add_argument("--no-gap", action="store_true",
                     help="leave out the 'Where the gap comes from' section (co-simulated)")
+    ap.add_argument("--no-mem-ops", action="store_true",
+                    help="leave out the 'Loads and atomics' section (co-simulated)")
     ap.add_argument("--no-spectrum", action="store_true",
                     help="leave out 'The state spectrum' section")
     ap.add_argument("--no-inference", action="store_true",
@@ -143,6 +145,15 @@ def main(argv=None):
             f.write("\n" + gap_section(gap_rows, profiles, args.rtl_messages, 128, args.sim,
                                         area)
                     + "\n")
+    mem_rows = []
+    if not (args.no_mem_ops or args.no_rtl):
+        from scripts.reporting.mem_ops import mem_ops_jobs, mem_ops_section
+        from scripts.sim import run_jobs
+        print("loads and atomics (co-simulated) ...", file=sys.stderr)
+        mem_rows = run_jobs(mem_ops_jobs(args.sim, args.load_messages), args.jobs)
+        (out / "mem_ops.json").write_text(json.dumps(mem_rows, indent=1))
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + mem_ops_section(mem_rows, args.load_messages, args.sim) + "\n")
     if spectrum_md is not None:
         with open(out / "report.md", "a") as f:
             f.write("\n" + spectrum_md + "\n")
@@ -151,7 +162,7 @@ def main(argv=None):
         md = inference_section(out)
         with open(out / "report.md", "a") as f:
             f.write("\n" + md + "\n")
-    bad = [r for r in load_rtl + gap_rows if r["mismatches"] != 0]
+    bad = [r for r in load_rtl + gap_rows + mem_rows if r["mismatches"] != 0]
     if not args.no_inference:   # the fast path outside its tolerance at inference sizes
         doc = json.loads((out / "inference.json").read_text())
         bad += [r for r in doc.get("fastpath_check", []) if not r["within"]]

@@ -25,11 +25,13 @@ def rung_name(text):
 #: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma" or
 #: "both"), type, help).
 POINT_OPTIONS = (
-    ("--op", "op", "nic", str,
-     "NIC operation: write (stores), load (remote loads of --msg-bytes, at most "
-     "--max-payload, default 256) or atomic (8-byte fetch-and-adds); default write. "
-     "load and atomic run on NicMemTop (docs/nic.md, Loads and atomics): integrated "
-     "attachment, credit completion, no link retry, the fabric's link latency"),
+    ("--op", "op", "both", str,
+     "operation: write (default). NIC: load (remote loads of --msg-bytes, at most "
+     "--max-payload, default 256) or atomic (8-byte fetch-and-adds), on NicMemTop "
+     "(docs/nic.md, Loads and atomics): integrated attachment, credit completion, no link "
+     "retry, the fabric's link latency. RDMA: read (RDMA READs of --msg-bytes) or atomic "
+     "(FETCH & ADDs), one QP, RdmaTop with the requester's reads (docs/rdma.md): the "
+     "fabric is the only other option"),
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
     ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
     ("--attachment", "attachment", "nic", str,
@@ -105,6 +107,8 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
 
     knobs = dict(knobs)
     op = knobs.pop("op", None)
+    if op is not None and op != "write" and design == "rdma":
+        return _check_read_point(msg_bytes, messages, knobs, op)
     if op is not None and op != "write":
         return _check_mem_point(design, msg_bytes, messages, knobs, op)
     link_retry = knobs.pop("link_retry", None)
@@ -194,6 +198,27 @@ def _check_mem_point(design, msg_bytes, messages, knobs, op):
     return knobs
 
 
+def _check_read_point(msg_bytes, messages, knobs, op):
+    """:func:`check_point` of an RDMA ``--op read`` or ``--op atomic`` point: options
+    other than ``--fabric`` are refused by name."""
+    from spec.fabric_profiles import fabric_profile
+    from tb.rdma.read_point import READ_OPS
+
+    if op not in READ_OPS:
+        raise ValueError(f"op must be write or one of {', '.join(READ_OPS)} for the RDMA "
+                         f"design, not {op!r}")
+    other = sorted(k for k in knobs if k != "fabric")
+    if other:
+        raise ValueError(f"{other[0]} is not an option of op {op!r} (RDMA READ/atomic "
+                         f"points: one QP, RdmaTop with reads, pcie host; only --fabric)")
+    if knobs.get("fabric") is not None:
+        knobs["fabric"] = fabric_profile(knobs["fabric"]).name
+    knobs["op"] = op
+    fn, kwargs = point_call("rdma", "verilator", msg_bytes, messages, knobs)
+    fn(**kwargs, check_only=True)
+    return knobs
+
+
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
     :func:`check_point` returns them): :func:`tb.nic.headline.run_point` or
@@ -216,6 +241,11 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                retry=k.get("link_retry", False),
                                completion=k.get("completion", "credit"),
                                test_id=f"point-{messages}x{msg_bytes}")
+    if k.get("op", "write") != "write":
+        from tb.rdma.read_point import run_read_point
+        return run_read_point, dict(sim=sim, op=k["op"], msg_bytes=msg_bytes,
+                                    messages=messages, fabric=k.get("fabric", "board"),
+                                    test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
     from spec.formats.roce import QPC_BYTES_DEFAULT
     from tb.rdma.headline import run_point
     return run_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
@@ -236,6 +266,5 @@ def run_design_point(args):
     """Co-simulate the point of ``args``; return its results row."""
     fn, kwargs = point_call(args.design, args.sim, args.msg_bytes, args.messages, args.knobs)
     row = fn(**kwargs)
-    if args.design == "nic":
-        row.setdefault("op", "write")
+    row.setdefault("op", "write")
     return row

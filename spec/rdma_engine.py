@@ -249,8 +249,11 @@ HOST_DEPTH = 1 << 16
 #: the responder's sizes as above. ``read_words``: 0, node B's responder without RDMA
 #: READ and atomics (the design of every figure); else the words of its READ data FIFO
 #: (:data:`spec.rdma_responder.READ_WORDS_RANGE`; docs/rdma.md, "RDMA READ and atomics
-#: at the responder").
+#: at the responder"). ``reads``: 0, node A's requester without RDMA READ and atomics
+#: (the design of every figure); else the slots of its table of outstanding READs and
+#: atomics (:data:`spec.rdma_read_req.SLOTS_RANGE`; docs/rdma.md, "RDMA READ and atomics
+#: at the requester").
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
-                    header="roce", mr_cache=0, read_words=0,
+                    header="roce", mr_cache=0, read_words=0, reads=0,
                     mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

@@ -21,13 +21,14 @@ from spec.formats.roce import (
     QPC_LAYOUT,
     QPN_BITS,
     OpCode,
+    WqeOpcode,
 )
 from spec.host import TAG_BITS
 from spec.rdma_responder import HEAD_BYTES, REST_MAX
 
 __all__ = [
     "ENTRY_BITS", "COUNT_BITS", "SQ_INDEX_BITS", "ACK_MSGS_BITS", "ACK_FRAMES_BITS",
-    "PLEN_BITS", "DOORBELL_LAYOUT",
+    "PLEN_BITS", "DOORBELL_LAYOUT", "LADDR_BITS",
     "group_layout", "writeback_layout",
     # requester
     "item_layout", "fetch_layout", "resend_layout", "batch_layout", "job_layout",
@@ -60,6 +61,11 @@ PLEN_BITS = 13
 #: 0-2, the send queue's new tail in bytes 3-4; the modify command at
 #: :data:`spec.rdma_engine.MODIFY_QP_OFFSET` has the same ``qpn``.
 DOORBELL_LAYOUT = data.StructLayout({"qpn": QPN_BITS, "sq_tail": SQ_INDEX_BITS})
+
+#: With READs and atomics (the requester's ``reads``): the WQE's opcode, and an atomic's
+#: operands; a job also the low 6 bits of the local byte address, a frame descriptor the
+#: whole byte address and the path MTU (for the response intake's issue).
+_OPS = {"op": WqeOpcode, "swap_add": 64, "compare": 64}
 
 _REC = {"wr_id": 64, "sq_index": SQ_INDEX_BITS, "first_psn": PSN_BITS, "msg_length": 32,
         "signalled": 1, "resend": 1, "last_of_item": 1, "null": 1, "flush": 1, "modify": 1}
@@ -112,31 +118,43 @@ def batch_layout():
                               "modify": 1})
 
 
-def job_layout(depth):
-    """Sequencer -> payload fetch: one message."""
+def job_layout(depth, reads=False):
+    """Sequencer -> payload fetch: one message (with ``reads``: its WQE opcode, an
+    atomic's operands, ``laddr_lo`` the low 6 bits of the local byte address)."""
+    ops = dict(_OPS, laddr_lo=6) if reads else {}
     return data.StructLayout({"entry": ENTRY_BITS, "qpn": QPN_BITS, "psn": PSN_BITS,
                               "laddr": range(depth), "raddr": 64, "rkey": 32, "inline": 1,
-                              "ack_req": 1, "pmtu_log2": 4, **_REC})
+                              "ack_req": 1, "pmtu_log2": 4, **_REC, **ops})
 
 
-def seg_layout():
+#: Bits of a local byte address in a frame descriptor (with ``reads``): 2**32 bytes,
+#: more than the largest host memory (2**26 words of 64 bytes).
+LADDR_BITS = 32
+
+
+def seg_layout(reads=False):
     """Payload fetch -> frame sender: one frame, and (on the message's last frame) the
-    record of the message."""
+    record of the message (with ``reads``: the WQE opcode, an atomic's operands, the
+    local byte address ``laddr`` and ``pmtu_log2``)."""
+    ops = dict(_OPS, laddr=LADDR_BITS, pmtu_log2=4) if reads else {}
     return data.StructLayout({"entry": ENTRY_BITS, "qpn": QPN_BITS, "opcode": OpCode,
                               "psn": PSN_BITS, "length": 13, "va": 64, "rkey": 32,
-                              "ack_req": 1, "words": 7, "last_seg": 1, **_REC})
+                              "ack_req": 1, "words": 7, "last_seg": 1, **_REC, **ops})
 
 
-def record_layout():
-    """Frame sender -> completion: a message sent (or an item done without one)."""
+def record_layout(reads=False):
+    """Frame sender -> completion: a message sent (or an item done without one); with
+    ``reads`` its WQE opcode ``op``."""
+    ops = {"op": WqeOpcode} if reads else {}
     return data.StructLayout({"entry": ENTRY_BITS, "qpn": QPN_BITS, "last_psn": PSN_BITS,
-                              **_REC})
+                              **_REC, **ops})
 
 
-def cqe_req_layout():
-    """Completion -> CQE writer."""
+def cqe_req_layout(reads=False):
+    """Completion -> CQE writer (with ``reads``: the WQE opcode ``op``)."""
+    ops = {"op": WqeOpcode} if reads else {}
     return data.StructLayout({"wr_id": 64, "status": 8, "qpn": QPN_BITS, "byte_len": 32,
-                              "sq_index": SQ_INDEX_BITS})
+                              "sq_index": SQ_INDEX_BITS, **ops})
 
 
 def read_layout(depth):
@@ -150,11 +168,13 @@ def write_layout_req(depth):
                               "tag": TAG_BITS})
 
 
-def window_record_layout():
-    """A message in its QP's window, as the completion unit keeps it until its ACK."""
+def window_record_layout(reads=False):
+    """A message in its QP's window, as the completion unit keeps it until its ACK (with
+    ``reads``: its WQE opcode ``op``)."""
+    ops = {"op": WqeOpcode} if reads else {}
     return data.StructLayout({"qpn": QPN_BITS, "first_psn": PSN_BITS, "last_psn": PSN_BITS,
                               "wr_id": 64, "sq_index": SQ_INDEX_BITS, "msg_length": 32,
-                              "signalled": 1})
+                              "signalled": 1, **ops})
 
 
 def ack_event_layout():

@@ -31,15 +31,19 @@ CASES = {
     "qp_error": dict(kind="qp_error"),
     "retry_exhausted": dict(messages=4, sizes=[100], qps=2, ack_timeout=256,
                             faults_ab=dict(seed=1, drop_rate=65535)),
+    # READs and atomics posted at node A (the top's reads), B->A frames dropped.
+    "posted_reads": dict(kind="posted_reads", top=dict(reads=16, read_words=128),
+                         faults_ba=dict(seed=1, drop_rate=6000)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_skipping_changes_nothing(case):
     params = dict({"kind": "writes"}, **CASES[case])
+    top = params.pop("top", {})
     runs = []
     for skip in (False, True):
-        cfg, knobs = config({}, params)
+        cfg, knobs = config(top, params)
         v, inject, _ = scenario(params, cfg, knobs)
         items, release = v.mmio_items()
         cfg = dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)

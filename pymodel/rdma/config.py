@@ -24,6 +24,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
+from spec.rdma_read_req import SLOTS_RANGE
 from spec.rdma_responder import check_mr_cache, check_read_words
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
@@ -110,6 +111,9 @@ class Config(HostShape):
     #: Node B's responder: 0 without RDMA READ (the default), else the words of its READ
     #: data FIFO (:data:`spec.rdma_engine.TOP_DEFAULTS`).
     read_words: int = TOP_DEFAULTS["read_words"]
+    #: Node A's requester: 0 without RDMA READ and atomics (the default), else the slots
+    #: of its outstanding READs and atomics (:data:`spec.rdma_engine.TOP_DEFAULTS`).
+    reads: int = TOP_DEFAULTS["reads"]
     #: The framing (``"roce"`` or ``"scaleup"``, :mod:`spec.formats.scaleup`).
     header: str = TOP_DEFAULTS["header"]
     responder_sizes: dict = dataclasses.field(default_factory=dict)
@@ -154,6 +158,10 @@ class Config(HostShape):
             check_read_words(self.read_words)
         except ValueError as error:
             raise ValueError(f"Config.{error}") from None
+        if self.reads:
+            integer("reads", *SLOTS_RANGE)
+            if self.header != "roce":
+                bad("reads", "0 with the scale-up header (READs are framed in RoCEv2)")
         if self.host not in PROFILES:
             bad("host", f"one of {sorted(PROFILES)}")
         if not isinstance(self.responder_sizes, dict) or not set(

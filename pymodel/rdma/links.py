@@ -119,6 +119,42 @@ class LinkStream:
         return frames
 
 
+    # ---- beat by beat (a frame whose later beats are not known at its first) ----
+    def begin(self, cycle):
+        """A frame's first beat enters in ``cycle``: its fate (the fault pattern's next
+        draw, as :meth:`send` makes it); returns whether it is carried. Only drops are
+        modelled beat by beat: ``ValueError`` for settings that corrupt or duplicate."""
+        if self.settings.corrupt_rate or self.settings.dup_rate:
+            raise ValueError("a link carried beat by beat (the requester's READ responses) "
+                             "models drops only, not corrupt_rate or dup_rate")
+        if self.last_in is not None and cycle <= self.last_in:
+            raise ValueError(f"frames must be sent in time order: cycle {cycle} after "
+                             f"{self.last_in}")
+        hits, _ = self.pattern.next()
+        self.counters["frames_in"] += 1
+        if hits["drop"]:
+            self.counters["dropped"] += 1
+        self._carried = not hits["drop"]
+        return self._carried
+
+    def carry(self, cycle):
+        """A beat of the frame begun enters in ``cycle`` (after the previous one): the
+        cycle it leaves (as :meth:`send` times it), or None if the frame is dropped."""
+        self.last_in = cycle
+        if not self._carried:
+            return None
+        ready = cycle + self.latency
+        while self.waiting and self.waiting[0] <= ready:
+            self.waiting.popleft()
+        leave = max(ready, self.free)
+        if leave > ready:
+            if len(self.waiting) >= self.fifo_depth:
+                raise LinkLimit("a beat would be lost in the link FIFO")
+            self.waiting.append(leave)
+        self.free = leave + 1
+        return leave
+
+
 def faulty(settings):
     """Whether link ``settings`` (a FaultSettings or None) damage anything."""
     return settings is not None and any(

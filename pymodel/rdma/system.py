@@ -63,6 +63,16 @@ class _Beats:
                         "first": int(k == 0), "last": int(start + 64 >= n)}
         self.frames[cycles[-1]] = frame
 
+    def add_beat(self, c, beat):
+        """One beat (a dict) arriving in cycle ``c`` (the frame it ends goes into
+        :attr:`frames` at its last beat's cycle)."""
+        if c <= self.done:
+            raise AssertionError(f"a beat arrives in cycle {c}, which its receiver "
+                                 f"has already run (up to cycle {self.done})")
+        if c in self.beats:
+            raise AssertionError(f"two beats arrive in cycle {c}")
+        self.beats[c] = beat
+
     def pop(self, c):
         """The beat (or True) and the frame it ends arriving in cycle ``c``, the cycle
         the receiver runs now."""
@@ -181,7 +191,14 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                                   LINK_FIFO_BEATS),
                  "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
                                   LINK_FIFO_BEATS)}
-    to_b, to_a = _Beats(), _Beats(whole=True)      # (node A's requester takes ACK frames)
+    # (Node A's requester takes ACK frames; with READs its receive stage takes beats, and
+    # the B->A link carries them one by one: a READ RESPONSE may be longer than the
+    # link's latency.)
+    by_beat = bool(cfg.reads)
+    if by_beat and not isinstance(links["ba"], LinkStream):
+        raise ValueError("reads: node A's requester is modelled on plain links only "
+                         "(link_retry False)")
+    to_b, to_a = _Beats(), _Beats(whole=not by_beat)
     wire_ab, wire_ba = [], []
 
     def carry_ab(cycles, frame):
@@ -254,9 +271,9 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             k += 1
         if ra.marked is not None:
             completed.append((c, ra.marked))
-        _, ack = to_a.pop(c)
+        beat_a, ack = to_a.pop(c)
         req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
-                 wr_ready=ra.wr_taken, ack=ack)
+                 wr_ready=ra.wr_taken, ack=ack, beat=beat_a if cfg.reads else None)
         # Node B.
         out = resp.present()
         rb = hi_b.step(c, rd_req=out.rd_req, wr=out.wr)
@@ -270,10 +287,21 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             links["ba"].take(c, out.o)
         if out.o is not None:
             ack_beats.append((c, out.o))
+            if by_beat:             # node A's receive stage takes each beat as it comes
+                if out.o["first"]:
+                    links["ba"].begin(c)
+                leave = links["ba"].carry(c)
+                if leave is not None:
+                    to_a.add_beat(leave, out.o)
             if out.o["last"]:
                 frame = b"".join(b["data"].to_bytes(64, "little")[:b["nbytes"]]
                                  for _, b in ack_beats)
-                send_ba([cyc for cyc, _ in ack_beats], frame)
+                if by_beat:
+                    wire_ba.append(([cyc for cyc, _ in ack_beats], frame))
+                    if leave is not None:
+                        to_a.frames[leave] = frame
+                else:
+                    send_ba([cyc for cyc, _ in ack_beats], frame)
                 ack_beats.clear()
         req.commit()
         resp.commit()
@@ -288,7 +316,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                   or (ra.mmio is not None and mmio_ready)
                   or ra.marked is not None or rb.rd_data is not None
                   or rb.marked is not None or beat is not None or ack is not None
-                  or ack_beats or out.o is not None or req.sender.busy()
+                  or beat_a is not None or ack_beats or out.o is not None or req.sender.busy()
+                  or (by_beat and not req.read_intake.idle())
                   or (steps and any(link.busy() for link in links.values())))
         if active:
             quiet = idle = 0

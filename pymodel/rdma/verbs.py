@@ -162,6 +162,7 @@ class Verbs:
         self.qps = {}
         self.messages = []           # every WRITE posted, in posting order
         self.posted = []             # (raddr, payload) of every WRITE posted, in order
+        self.ops = []                # every READ and atomic posted (post_read, post_atomic)
         self.mrs = []                # (base byte address, bytes) of every MR registered
         self.cq_next = 0
 
@@ -266,6 +267,35 @@ class Verbs:
         self.messages.append(msg)
         self.posted.append((raddr, bytes(payload)))
         return msg
+
+    def post_read(self, qp, length, raddr, rkey, wr_id):
+        """Post an RDMA READ of ``length`` bytes at ``raddr`` into a fresh local buffer
+        (signalled; ``IBV_WR_RDMA_READ``). Returns the local byte address; the operation
+        is kept in :attr:`ops` as ``("read", laddr, length, raddr, wr_id)``."""
+        laddr = self._alloc_a(max(1, -(-length // _W))) * _W
+        self._post_op(qp, WqeOpcode.RDMA_READ, length, laddr, raddr, rkey, wr_id)
+        self.ops.append(("read", laddr, length, raddr, wr_id))
+        return laddr
+
+    def post_atomic(self, qp, opcode, raddr, rkey, swap_add, compare, wr_id):
+        """Post a COMPARE & SWAP or FETCH & ADD (``opcode``, a :class:`WqeOpcode`) on the
+        8 bytes at ``raddr``, its original value into a fresh local word (signalled).
+        Returns the local byte address; kept in :attr:`ops` as ``(kind, laddr, 8, raddr,
+        wr_id, swap_add, compare)``, kind ``"cas"`` or ``"faa"``."""
+        laddr = self._alloc_a(1) * _W
+        self._post_op(qp, opcode, 8, laddr, raddr, rkey, wr_id, swap_add, compare)
+        kind = "cas" if opcode == WqeOpcode.ATOMIC_CMP_AND_SWP else "faa"
+        self.ops.append((kind, laddr, 8, raddr, wr_id, swap_add, compare))
+        return laddr
+
+    def _post_op(self, qp, opcode, length, laddr, raddr, rkey, wr_id, swap_add=0,
+                 compare=0):
+        slot = (qp.tail & ((1 << qp.sq_log2) - 1)) << qp.stride_log2
+        self.mem_a[qp.sq_base + slot] = pack(
+            WQE_LAYOUT, wr_id=wr_id, opcode=opcode, flags=WQE_SIGNALLED, sq_index=qp.tail,
+            length=length, laddr=laddr, raddr=raddr, rkey=rkey, qpn=qp.qpn_a,
+            swap_add=swap_add, compare=compare)
+        qp.tail = (qp.tail + 1) % (1 << SQ_INDEX_BITS)
 
     def ring(self, qp, release=0):
         """The doorbell (an 8-byte MMIO write): the send queue's new tail. It announces

@@ -10,10 +10,10 @@ from pymodel.rdma.read_frames import (
     read_response_frame,
 )
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs
-from spec.formats.roce import HOST_WORD_BYTES, OpCode
+from spec.formats.roce import HOST_WORD_BYTES, OpCode, WqeOpcode
 from spec.rdma_engine import HOST_DEPTH
 
-__all__ = ["read_requests_scenario"]
+__all__ = ["read_requests_scenario", "posted_reads_scenario", "read_point_scenario"]
 
 
 def read_requests_scenario(seed=5, depth=HOST_DEPTH, mr_entries=16, qpc_words=None):
@@ -122,3 +122,90 @@ def read_requests_scenario(seed=5, depth=HOST_DEPTH, mr_entries=16, qpc_words=No
     v.expect_reads = sum(1 for fr, r in zip(frames, reasons, strict=True)
                          if fr[42] == OpCode.RC_RDMA_READ_REQUEST.value and r != "access_nak")
     return v, frames, reasons
+
+
+def posted_reads_scenario(seed=6, depth=HOST_DEPTH, mr_entries=16, qpc_words=None):
+    """RDMA READs and atomics posted to node A's requester (the top's ``reads``, with
+    node B's ``read_words``) on two QPs at a 256-byte MTU: READs of 1, 64, 600 and 256
+    bytes, FETCH & ADDs, a COMPARE & SWAP whose compare operand equals the remote value
+    (it swaps) and one whose operand does not; each operation on bytes of its own.
+    Returns the verbs, with ``expect_local`` (``{local byte address: bytes}``: a READ's
+    remote bytes, an atomic's original value, 8 bytes little endian) and
+    ``expect_image`` (``(byte address, bytes)``: node B's MR after each atomic executed
+    once, IBTA Vol 1 9.4.5: FETCH & ADD adds modulo 2**64, COMPARE & SWAP swaps when
+    equal), both derived from node B's initial memory, not from the engine model."""
+    rng = random.Random(seed)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
+    qps = [v.create_qp(1, 5, psn_a=100, psn_b=100, pmtu_log2=8, sq_log2=4),
+           v.create_qp(2, 6, psn_a=7, psn_b=7, pmtu_log2=8, sq_log2=4)]
+    size = 4096
+    raddr, rkey = v.reg_mr(size, index=2, remote_read=True, remote_atomic=True)
+    first = raddr // HOST_WORD_BYTES
+    for k in range(size // HOST_WORD_BYTES):
+        v.mem_b[first + k] = rng.getrandbits(8 * HOST_WORD_BYTES)
+    image = bytearray(b"".join(v.mem_b[first + k].to_bytes(HOST_WORD_BYTES, "little")
+                               for k in range(size // HOST_WORD_BYTES)))
+    expect_local = {}
+    mask = (1 << 64) - 1
+    ops = (("read", 0, 600), ("faa", 2048, 8), ("read", 1024, 1), ("cas", 2056, 8),
+           ("read", 1088, 64), ("cas", 2064, 8), ("faa", 2072, 8), ("read", 1280, 256))
+    for k, (kind, offset, length) in enumerate(ops):
+        qp = qps[k % 2]
+        if kind == "read":
+            laddr = v.post_read(qp, length, raddr + offset, rkey, wr_id=0x500 + k)
+            expect_local[laddr] = bytes(image[offset:offset + length])
+        else:
+            orig = int.from_bytes(image[offset:offset + 8], "little")
+            swap_add = rng.getrandbits(64)
+            compare = orig if (kind == "cas" and offset == 2056) else orig ^ 1
+            op = WqeOpcode.ATOMIC_CMP_AND_SWP if kind == "cas" else \
+                WqeOpcode.ATOMIC_FETCH_AND_ADD
+            laddr = v.post_atomic(qp, op, raddr + offset, rkey, swap_add, compare,
+                                  wr_id=0x500 + k)
+            expect_local[laddr] = orig.to_bytes(8, "little")
+            new = ((orig + swap_add) & mask if kind == "faa"
+                   else swap_add if orig == compare else orig)
+            image[offset:offset + 8] = new.to_bytes(8, "little")
+    for qp in qps:
+        v.ring(qp)
+    v.expect_local = expect_local
+    v.expect_image = (raddr, bytes(image))
+    return v
+
+
+def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16,
+                        qpc_words=None, seed=7):
+    """A `make sim` point of READs (``op`` ``"read"``: ``messages`` READs of
+    ``msg_bytes`` each, of the same remote bytes, each into a buffer of its own) or
+    atomics (``"atomic"``: ``messages`` FETCH & ADDs of one remote word) on one QP at a
+    4096-byte MTU, posted at once and announced by one doorbell. ``expect_local`` and
+    ``expect_image`` as :func:`posted_reads_scenario`'s (a FETCH & ADD returns the sum
+    of the earlier ones' operands over the initial value, IBTA Vol 1 9.4.5)."""
+    if op not in ("read", "atomic"):
+        raise ValueError(f"op must be 'read' or 'atomic', not {op!r}")
+    rng = random.Random(seed)
+    v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
+    sq_log2 = max(1, (messages - 1).bit_length())
+    qp = v.create_qp(1, 5, psn_a=0, psn_b=0, pmtu_log2=12, sq_log2=sq_log2)
+    size = 64 * max(1, -(-msg_bytes // 64)) if op == "read" else 64
+    raddr, rkey = v.reg_mr(size, index=2, remote_read=True, remote_atomic=True)
+    for k in range(size // HOST_WORD_BYTES):
+        v.mem_b[raddr // HOST_WORD_BYTES + k] = rng.getrandbits(8 * HOST_WORD_BYTES)
+    image = bytearray(b"".join(v.mem_b[raddr // HOST_WORD_BYTES + k].to_bytes(
+        HOST_WORD_BYTES, "little") for k in range(size // HOST_WORD_BYTES)))
+    expect_local = {}
+    for k in range(messages):
+        if op == "read":
+            laddr = v.post_read(qp, msg_bytes, raddr, rkey, wr_id=k)
+            expect_local[laddr] = bytes(image[:msg_bytes])
+        else:
+            orig = int.from_bytes(image[:8], "little")
+            add = rng.getrandbits(32)
+            laddr = v.post_atomic(qp, WqeOpcode.ATOMIC_FETCH_AND_ADD, raddr, rkey, add, 0,
+                                  wr_id=k)
+            expect_local[laddr] = orig.to_bytes(8, "little")
+            image[:8] = ((orig + add) % (1 << 64)).to_bytes(8, "little")
+    v.ring(qp)
+    v.expect_local = expect_local
+    v.expect_image = (raddr, bytes(image))
+    return v

@@ -29,6 +29,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
+from spec.rdma_read_req import INTAKE_COUNTERS, SLOTS_RANGE
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     MR_CACHE_RANGE,
@@ -57,7 +58,9 @@ class RdmaTop(HarnessTop):
     :func:`spec.rdma_responder.mr_table_base`, behind the responder's MR cache, whose
     counters are port ``resp_mr``). With ``read_words`` > 0 node B's responder executes
     RDMA READ (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are port
-    ``resp_read``). The MMIO player's stamps are the cycles the host
+    ``resp_read``); with ``reads`` > 0 node A's requester posts RDMA READ and atomics
+    (:class:`~rtl.rdma.req.requester.Requester`; its response intake's counters are
+    port ``req_read``). The MMIO player's stamps are the cycles the host
     interface took each word (a doorbell's accept cycle).
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
@@ -141,6 +144,13 @@ class RdmaTop(HarnessTop):
                 ports["resp_read"] = Out(CountersSignature(READ_COUNTERS))
         except ValueError as error:
             reject(self, str(error))
+        if p["reads"]:
+            check_int(self, "READ/atomic slots of the requester (reads)", p["reads"],
+                      *SLOTS_RANGE)
+            if p["header"] != "roce":
+                reject(self, f"reads needs the RoCEv2 framing (header 'roce'), not "
+                             f"{p['header']!r}")
+            ports["req_read"] = Out(CountersSignature(INTAKE_COUNTERS))
         ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
                       "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
                       "hia": Out(CountersSignature(HOST_COUNTERS)),
@@ -161,8 +171,8 @@ class RdmaTop(HarnessTop):
         self.mem_b = LatencyMemory(64, depth, 1)
         self.hi_a = HostInterface(profile, depth)
         self.hi_b = HostInterface(profile, depth)
-        self.requester = req = Requester(p["cache_entries"], depth, p["header"], **{
-            k: p[k] for k in REQUESTER_DEFAULTS})
+        self.requester = req = Requester(p["cache_entries"], depth, p["header"],
+                                         p["reads"], **{k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
                                           p["header"], p["cache_ways"], p["mr_cache"],
                                           p["read_words"],
@@ -170,6 +180,8 @@ class RdmaTop(HarnessTop):
         if p["read_words"]:
             sig = CountersSignature(READ_COUNTERS)
             wiring.connect(m, PortView(sig, resp), wiring.flipped(self.resp_read))
+        if p["reads"]:
+            wiring.connect(m, req.read, wiring.flipped(self.req_read))
         if p["mr_cache"]:
             m.d.comb += resp.mr_base.eq(mr_table_base(depth, p["mr_entries"]))
             sig = CountersSignature(MR_CACHE_COUNTERS)

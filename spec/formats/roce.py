@@ -185,10 +185,8 @@ class WqeOpcode(enum.Enum, shape=8):
     ``enum ibv_wr_opcode`` (libibverbs/verbs.h: IBV_WR_RDMA_WRITE 0,
     IBV_WR_RDMA_WRITE_WITH_IMM 1, IBV_WR_SEND 2, IBV_WR_SEND_WITH_IMM 3,
     IBV_WR_RDMA_READ 4, IBV_WR_ATOMIC_CMP_AND_SWP 5, IBV_WR_ATOMIC_FETCH_AND_ADD 6).
-    The requester executes RDMA WRITE only; the READ and atomic opcodes are the format
-    of the requester's READ/atomic blocks (:mod:`spec.rdma_read_req`), which the
-    requester does not use yet (it does not look at the opcode: any WQE is sent as a
-    WRITE)."""
+    A requester built with ``reads`` executes all four (:mod:`spec.rdma_read_req`);
+    without, it does not look at the opcode: any WQE is sent as a WRITE."""
     RDMA_WRITE = 0x00
     RDMA_READ = 0x04
     ATOMIC_CMP_AND_SWP = 0x05

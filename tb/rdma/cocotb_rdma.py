@@ -40,9 +40,9 @@ from spec.rdma_engine import (
     TOP_DEFAULTS,
 )
 from tb.cosim import cosim_params
+from tb.rdma import reads
 from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.phases import Phases
-from tb.rdma.reads import read_checks, read_counters, read_scenario
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
@@ -52,7 +52,8 @@ SETTLE = 300
 #: The model's Config fields that are the top's parameters.
 _TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
                "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "windows", "header", "cache_ways", "miss_queue", "mr_cache", "read_words")
+               "windows", "header", "cache_ways", "miss_queue", "mr_cache", "read_words",
+               "reads")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters not in TOP_DEFAULTS: ``link_retry`` (reliable links; default False).
 _TOP_EXTRA = ("link_retry",)
@@ -74,6 +75,7 @@ KIND_PARAMS = {
     "qp_error": (),
     "bad": (),
     "reads": (),
+    "posted_reads": ("op", "msg_bytes", "messages"),
     "overflow": (),
     "load": ("msg_bytes", "messages", "load", "service_cycles", *LOAD_KNOBS),
 }
@@ -111,8 +113,8 @@ def check_params(p):
         if retry_only and not (isinstance(top, dict) and top.get("link_retry")):
             raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
                              f"link_retry=True)")
-    counters = {f"req_{n}" for n in REQUESTER_COUNTERS} | {
-        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top) + read_counters(top)} | {
+    counters = {f"req_{n}" for n in REQUESTER_COUNTERS + reads.requester_read_counters(top)} | {
+        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top) + reads.read_counters(top)} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}
@@ -171,7 +173,9 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "overflow":
         return overflow_scenario(seed=p.get("seed", 3), **host)
     if p["kind"] == "reads":
-        return read_scenario(cfg, p.get("seed", 5), host)
+        return reads.read_scenario(cfg, p.get("seed", 5), host)
+    if p["kind"] == "posted_reads":
+        return reads.posted_read_scenario(cfg, p, host), [], None
     if p["kind"] == "load":
         # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
@@ -222,7 +226,8 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words)
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
+                       cfg.reads)
     ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
                                                    "cq_log2", "serial", "ack_every",
                                                    "ack_frames", "selective")}
@@ -298,7 +303,9 @@ async def rdma_matches_model(dut):
         sb.equal("injected frames = accepted + dropped (responder counters)",
                  sum(resp[r] for r in outcomes if isinstance(resp[r], int)), len(inject))
     if p["kind"] == "reads":
-        read_checks(sb, v, got, reasons, bth_at)
+        reads.read_checks(sb, v, got, reasons, bth_at)
+    if p["kind"] == "posted_reads":
+        reads.posted_read_checks(sb, v, got)
     if reasons is not None:
         expect = {}
         for r in reasons:
@@ -366,10 +373,10 @@ async def rdma_matches_model(dut):
     if p.get("out_json"):
         n = max(len(v.messages), 1)
         try:
-            rtl = reduce_run(v, got, n)
+            rtl = reduce_run(v, got, n) if v.messages else reads.op_times(got)
         except (ValueError, IndexError, KeyError, TypeError):  # see the scoreboard
             rtl = None
-        mdl = reduce_run(v, model, n)
+        mdl = reduce_run(v, model, n) if v.messages else reads.op_times(model)
         if p["kind"] == "load":          # per-message cycles from arrival, both sides
             for side, run in (("rtl", got), ("model", model)):
                 try:

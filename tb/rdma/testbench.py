@@ -27,6 +27,7 @@ from spec.fabric import FLAGS as LINK_FLAGS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
+from spec.rdma_read_req import INTAKE_COUNTERS
 from spec.rdma_responder import MR_CACHE_COUNTERS, READ_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
@@ -108,6 +109,9 @@ class RdmaTestbench:
     read_words : int
         The top's ``read_words``: when not 0 the ``resp`` counters have the READ counters
         too (port ``resp_read``).
+    reads : int
+        The top's ``reads``: when not 0 the ``req`` counters have the response intake's
+        too (port ``req_read``, ``read_<name>``).
 
     Attributes
     ----------
@@ -123,10 +127,10 @@ class RdmaTestbench:
     #: asks for it clears only these instead of the whole memory.
     _dirty = {}
 
-    def __init__(self, dut, depth, link_retry=False, mr_cache=0, read_words=0):
+    def __init__(self, dut, depth, link_retry=False, mr_cache=0, read_words=0, reads=0):
         self.dut, self.depth, self.link_retry = dut, depth, link_retry
         self.mr_cache = mr_cache
-        self.read_words = read_words
+        self.read_words, self.reads = read_words, reads
         self.harness = Harness(dut)
         self.end = self.hang = None
         self._mmio = mmio_layout()
@@ -240,8 +244,11 @@ class RdmaTestbench:
               if self.mr_cache else {})
         if self.read_words:
             mr |= {n: value_of(getattr(d, member_port("resp_read", n))) for n in READ_COUNTERS}
+        req_read = ({f"read_{n}": value_of(getattr(d, member_port("req_read", n)))
+                     for n in INTAKE_COUNTERS} if self.reads else {})
         return {
-            "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS},
+            "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS}
+            | req_read,
             "resp": {n: value_of(getattr(d, member_port("resp", n))) for n in RESPONDER_COUNTERS}
             | mr,
             "host_a": {n: value_of(getattr(d, member_port("hia", n))) for n in HOST_COUNTERS},

@@ -12,7 +12,7 @@ from spec.rdma_stages import COUNT_BITS
 __all__ = ["CompletionUnitModel"]
 
 _COUNT_MASK, _PSN_MASK = (1 << COUNT_BITS) - 1, (1 << PSN_BITS) - 1
-_M32 = 0xFFFFFFFF
+_M32, _FLUSH = 0xFFFFFFFF, CqeStatus.WR_FLUSH_ERR.value
 _HALF = 1 << 23
 _ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
                                Syndrome.NAK_REMOTE_ACCESS.value)
@@ -154,7 +154,8 @@ class CompletionUnitModel:
         h = self.recs[h_id]
         if need_cqe:
             self.cqe.write(dict(wr_id=h["wr_id"], status=status, qpn=h["qpn"],
-                                byte_len=h["msg_length"], sq_index=h["sq_index"]))
+                                byte_len=h["msg_length"], sq_index=h["sq_index"],
+                                **{k: h[k] for k in ("op",) if k in h}))
         self._freed.append(h_id)
         self.head.set(e, self.nxt.get(h_id, 0))
         self.win.set(e, (self.win[e] - 1) & _COUNT_MASK)
@@ -259,9 +260,8 @@ class CompletionUnitModel:
                         if self.errq[k] == r["qpn"]:
                             self.errq.set(k, None)
                 if flush:
-                    self.cqe.write(dict(wr_id=r["wr_id"], status=CqeStatus.WR_FLUSH_ERR.value,
-                                        qpn=r["qpn"], byte_len=r["msg_length"],
-                                        sq_index=r["sq_index"]))
+                    self.cqe.write({k: r[k] for k in ("wr_id", "qpn", "sq_index", "op") if k in r}
+                                   | dict(status=_FLUSH, byte_len=r["msg_length"]))
                     self.count["flushed"] += 1
                 elif not r["null"]:
                     if self.free:
@@ -271,7 +271,7 @@ class CompletionUnitModel:
                         self.fresh += 1
                     self.recs[new] = {k: r[k] for k in ("qpn", "first_psn", "last_psn",
                                                         "wr_id", "sq_index", "msg_length",
-                                                        "signalled")}
+                                                        "signalled", "op") if k in r}
                     if self.win[s] == 0:
                         self.head.set(s, new)
                         self.tstart.set(s, c)

@@ -13,7 +13,9 @@ class CqeWriterModel:
 
     ``step(c, side)`` (no side inputs: ``cq_base`` and ``cq_log2`` are the run's
     constants, given here) turns the completion at the head of ``cqe`` into a marked
-    write of its CQ slot on ``wr`` when ``wr`` has room. No side outputs.
+    write of its CQ slot on ``wr`` when ``wr`` has room (the CQE's opcode the
+    completion's ``op`` if it has one, as with the RTL's ``reads``, else RDMA_WRITE).
+    No side outputs.
     """
 
     def __init__(self, cqe, wr, cq_base, cq_log2, depth):
@@ -28,7 +30,8 @@ class CqeWriterModel:
         q = self.cqe.read()
         owner = 1 ^ ((self.index >> self.cq_log2) & 1)
         word = pack(CQE_LAYOUT, {"wr_id": q["wr_id"], "status": q["status"],
-                                 "opcode": _RDMA_WRITE, "owner": owner, "qpn": q["qpn"],
+                                 "opcode": q.get("op", _RDMA_WRITE), "owner": owner,
+                                 "qpn": q["qpn"],
                                  "byte_len": q["byte_len"], "sq_index": q["sq_index"]})
         slot = self.index & ((1 << self.cq_log2) - 1)
         self.wr.write(dict(addr=(self.cq_base + slot) % self.depth, data=word, mark=1,

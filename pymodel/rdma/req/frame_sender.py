@@ -2,13 +2,17 @@
 (WriteFramer, IcrcInserter, FcsInserter)."""
 
 from pymodel.rdma.frames import Endpoint, write_frame
-from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, OpCode
+from pymodel.rdma.req.request_framer import request_frame
+from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS, OpCode, WqeOpcode
 from spec.formats.scaleup import Header, framing
 from spec.rdma_fabric import FCS_BYTES
+from spec.rdma_read_req import packets_of
 
 __all__ = ["FrameSenderModel", "frame_timing"]
 
 _RETH = (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value)
+_WRITE, _READ = WqeOpcode.RDMA_WRITE.value, WqeOpcode.RDMA_READ.value
+_PSN_MASK = (1 << PSN_BITS) - 1
 
 
 def frame_timing(opcode, length, header="roce"):
@@ -32,9 +36,17 @@ class FrameSenderModel:
     output: :attr:`resent`, ``{"qpn": ...}`` in a cycle whose step took the descriptor
     of a resent frame, else None (the ``resent`` port; the caller clears it each cycle
     with :meth:`clear`, as a stage not stepped takes nothing).
+
+    With ``reads`` (the RTL's parameter) READ and atomic descriptors go to the request
+    framer, and a first send is offered to ``intake`` (the response intake's twin: its
+    :meth:`issue_ready` on the table of the start of the cycle, and :meth:`offer`, which
+    the intake takes in its step of the same cycle).
     """
 
-    def __init__(self, cache, seg, pay, rec, send, header="roce"):
+    def __init__(self, cache, seg, pay, rec, send, header="roce", reads=0, intake=None):
+        self.reads, self.intake = reads, intake
+        self.r_end = -1                    # the request framer's last beat
+        self.w_end = -1                    # the WRITE chain's last beat
         self.cache, self.seg, self.pay, self.rec = cache, seg, pay, rec
         self.header = framing(header).header.value
         #: A RETH frame's first beat is made of headers only (RoCEv2's 70 bytes), so its
@@ -65,6 +77,11 @@ class FrameSenderModel:
                 self.rec.write(self._record(d))
             return
         record = d["last_seg"] and not d["resend"]
+        if self.reads and d["op"] != _WRITE:
+            self._request(c, d, record, side)
+            return
+        if self.reads and c < self.r_end:
+            return
         if not (side.get("go", 1) and c >= self.free_at and len(self.pay) >= d["words"] + pending
                 and (self.rec.can_write() or not record)):
             return
@@ -82,7 +99,7 @@ class FrameSenderModel:
         start = f + 1 if self.reth_head and d["opcode"] in _RETH else f
         self.pops += list(range(start, start + d["words"]))
         self.free_at = f + own - 1
-        self.end = f + beats - 1
+        self.end = self.w_end = f + beats - 1
         self.send(f, frame)
         self.count["frames"] += 1
         self.count["retransmissions"] += d["resend"]
@@ -91,23 +108,54 @@ class FrameSenderModel:
         if record:
             self.rec.write(self._record(d))
 
-    @staticmethod
-    def _record(d):
-        return dict(entry=d["entry"], qpn=d["qpn"], last_psn=d["psn"], wr_id=d["wr_id"],
+    def _request(self, c, d, record, side):
+        """A READ or atomic descriptor at the head of ``seg``."""
+        if not (side.get("go", 1) and c >= self.w_end and c >= self.r_end
+                and (self.rec.can_write() or not record)
+                and (d["resend"] or self.intake.issue_ready(d["qpn"]))):
+            return
+        self.seg.read()
+        ctx = self.cache.static_of(d["entry"])
+        frame = request_frame(dict(
+            opcode=d["opcode"], dmac=ctx["dmac"], smac=ctx["smac"], sip=ctx["sip"],
+            dip=ctx["dip"], src_qp=d["qpn"], dest_qp=ctx["dest_qp"], psn=d["psn"],
+            ack_req=d["ack_req"], va=d["va"], rkey=d["rkey"], dma_length=d["msg_length"],
+            swap_add=d["swap_add"], compare=d["compare"]))
+        self.r_end = c + 2                 # its 2 beats: c + 1, c + 2
+        self.end = max(self.end, c + 2)
+        self.send(c + 1, frame)
+        self.count["frames"] += 1
+        self.count["retransmissions"] += d["resend"]
+        if d["resend"]:
+            self.resent = dict(qpn=d["qpn"])
+        else:
+            atomic = d["op"] != _READ
+            self.intake.offer(dict(atomic=int(atomic), qpn=d["qpn"], psn=d["psn"],
+                                   pmtu_log2=d["pmtu_log2"], laddr=d["laddr"],
+                                   length=d["msg_length"]))
+        if record:
+            n = 1 if d["op"] != _READ else packets_of(d["msg_length"], d["pmtu_log2"])
+            self.rec.write(dict(self._record(d), last_psn=(d["psn"] + n - 1) & _PSN_MASK))
+
+    def _record(self, d):
+        ops = {"op": d["op"]} if self.reads else {}
+        return dict(**ops, entry=d["entry"], qpn=d["qpn"], last_psn=d["psn"], wr_id=d["wr_id"],
                     sq_index=d["sq_index"], first_psn=d["first_psn"],
                     msg_length=d["msg_length"], signalled=d["signalled"],
                     resend=d["resend"], last_of_item=d["last_of_item"], null=d["null"],
                     flush=d["flush"], modify=d["modify"])
 
     def busy(self):
-        return bool(self.pops)
+        return bool(self.pops)     # (a request frame's beats are sent by then: see send)
 
     def next_event(self, c):
         """The cycle after ``c`` in which the framer becomes free for a waiting
         descriptor (the only change of this stage that no FIFO announces), or None."""
-        if self.seg.can_read() and self.free_at > c:
-            return self.free_at
-        return None
+        if not self.seg.can_read():
+            return None
+        later = [t for t in ((self.free_at, self.r_end, self.w_end) if self.reads
+                             else (self.free_at,)) if t > c]
+        return min(later) if later else None
 
     def commit(self):
         """End of the cycle: nothing staged (the stage has no registers of its own that

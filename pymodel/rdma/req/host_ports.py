@@ -22,9 +22,15 @@ def read_offer(fill, wqe, pay, fill_words=1):
     return None, None
 
 
-def write_offer(wb, cqe):
+def write_offer(wb, cqe, data=None, locked=False):
     """``(fifo, word)``: the write word offered this cycle (write-backs first, then
-    CQEs; a dict) and the FIFO whose head it is, or ``(None, None)``."""
+    CQEs; a dict) and the FIFO whose head it is, or ``(None, None)``. With ``data``
+    (the RTL's ``reads``): its words, unmarked, after write-backs and before CQEs, and
+    only they while ``locked`` (a data TLP has begun and not ended)."""
+    if data is not None and (locked or not wb.can_read()) and data.can_read():
+        return data, dict(data.head(), mark=0, tag=0)
+    if locked:
+        return None, None
     if wb.can_read():
         addr, word = wb.head()
         return wb, dict(addr=addr, data=word, be=_ALL, last=1, mark=0, tag=0)

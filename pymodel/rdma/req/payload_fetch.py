@@ -1,20 +1,26 @@
 """Twin of :class:`rtl.rdma.req.payload_fetch.PayloadFetch`."""
 
 from pymodel.cycle import Staged
-from spec.formats.roce import PSN_BITS, OpCode
+from spec.formats.roce import PSN_BITS, OpCode, WqeOpcode
 from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["PayloadFetchModel"]
 
 _COUNT_MASK, _PSN_MASK = (1 << COUNT_BITS) - 1, (1 << PSN_BITS) - 1
+#: The request opcode of each READ or atomic WQE opcode.
+_REQUEST = {WqeOpcode.RDMA_READ.value: OpCode.RC_RDMA_READ_REQUEST.value,
+            WqeOpcode.ATOMIC_CMP_AND_SWP.value: OpCode.RC_CMP_SWAP.value,
+            WqeOpcode.ATOMIC_FETCH_AND_ADD.value: OpCode.RC_FETCH_ADD.value}
 
 
 class PayloadFetchModel:
     """Frames of each job: a read per frame, or inline words copied one a cycle."""
 
-    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words, log=None):
+    def __init__(self, depth, job, inline, rd, seg, pay, fifo_words, log=None, reads=0):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register enters, for an owner
-        that commits it through it (:meth:`commit` commits it alone)."""
+        that commits it through it (:meth:`commit` commits it alone); ``reads``: the
+        RTL's parameter."""
+        self.reads = reads
         self.depth, self.job, self.inline, self.rd, self.seg = depth, job, inline, rd, seg
         self.pay, self.fifo_words = pay, fifo_words
         self.issued = Staged(0, name="issued", log=log)
@@ -50,6 +56,12 @@ class PayloadFetchModel:
                 self.seg.write(self._seg(j, psn, seg_len, words, first, last))
                 self.job.read()
             return
+        if self.reads and j["op"] in _REQUEST:      # a READ or atomic request: one frame
+            if self.seg.can_write():
+                self.seg.write(dict(self._seg(j, psn, 0, 0, True, True),
+                                    opcode=_REQUEST[j["op"]], ack_req=j["ack_req"]))
+                self.job.read()
+            return
         if j["inline"] and words:
             final = self.copied + 1 == words
             if (self.inline.can_read() and outstanding == 0 and level < self.fifo_words
@@ -78,13 +90,16 @@ class PayloadFetchModel:
         if last:
             self.job.read()
 
-    @staticmethod
-    def _seg(j, psn, seg_len, words, first, last):
+    def _seg(self, j, psn, seg_len, words, first, last):
         if first:
             op = OpCode.RC_RDMA_WRITE_ONLY if last else OpCode.RC_RDMA_WRITE_FIRST
         else:
             op = OpCode.RC_RDMA_WRITE_LAST if last else OpCode.RC_RDMA_WRITE_MIDDLE
-        return dict(entry=j["entry"], qpn=j["qpn"], opcode=op.value, psn=psn, length=seg_len,
+        ops = {}
+        if self.reads:
+            ops = dict(op=j["op"], swap_add=j["swap_add"], compare=j["compare"],
+                       laddr=j["laddr"] * 64 + j["laddr_lo"], pmtu_log2=j["pmtu_log2"])
+        return dict(**ops, entry=j["entry"], qpn=j["qpn"], opcode=op.value, psn=psn, length=seg_len,
                     va=j["raddr"], rkey=j["rkey"], ack_req=int(j["ack_req"] and last),
                     words=words, last_seg=int(last), wr_id=j["wr_id"],
                     sq_index=j["sq_index"], first_psn=j["first_psn"],

@@ -16,8 +16,11 @@ from pymodel.rdma.req.host_ports import read_offer, write_offer
 from pymodel.rdma.req.miss_queue import MissQueueModel
 from pymodel.rdma.req.payload_fetch import PayloadFetchModel
 from pymodel.rdma.req.qp_front import QpFrontModel
+from pymodel.rdma.req.read_path import IssuePort, ReadEvents, ack_held
+from pymodel.rdma.req.response_intake import ResponseIntakeModel
 from pymodel.rdma.req.sequencer import SequencerModel
 from pymodel.rdma.req.wqe_fetch import WqeFetchModel
+from pymodel.rdma.resp.rx import ReceiveModel
 from spec.formats.roce import (
     ACK_HEADER,
     ETH_LAYOUT,
@@ -41,6 +44,9 @@ from spec.rdma_engine import (
     SEQ_GROUP,
 )
 from spec.rdma_fabric import FCS_BYTES
+from spec.rdma_read_req import INTAKE_COUNTERS as READ_COUNTERS
+from spec.rdma_read_req import ORD_DEFAULT
+from spec.rdma_responder import RX_BEATS, RX_FRAMES
 from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["RequesterModel", "ack_frame_ok"]
@@ -115,7 +121,8 @@ class RequesterModel:
     ``send(first_beat_cycle, frame)``. Then :meth:`commit`.
     """
 
-    def __init__(self, cfg, send, **sizes):
+    def __init__(self, cfg, send, reads=None, **sizes):
+        self.reads = getattr(cfg, "reads", 0) if reads is None else reads
         p = dict(REQUESTER_DEFAULTS)
         p.update({k: getattr(cfg, k) for k in p if hasattr(cfg, k)})
         unknown = set(sizes) - set(p)
@@ -149,12 +156,27 @@ class RequesterModel:
                                    f["rd_wqe"],
                                    f["batch"], p["prefetch"], p["wqe_words"], p["records"],
                                    log=log)
+        reads = self.reads
         self.seq = SequencerModel(self.cache, f["batch"], f["wqe"], f["bf"], f["jobs"],
-                                  f["inline"], log=log)
+                                  f["inline"], log=log, reads=reads)
         self.pay = PayloadFetchModel(cfg.depth, f["jobs"], f["inline"], f["rd_pay"],
-                                     f["segs"], f["payload"], p["payload_words"], log=log)
+                                     f["segs"], f["payload"], p["payload_words"], log=log,
+                                     reads=reads)
+        self.rx = self.read_intake = self.issue = None
+        if reads:
+            for name, depth in (("rx_hdr", RX_FRAMES), ("rx_pay", RX_BEATS),
+                                ("rd_resp", d["wr_cqe"]), ("ops_done", d["cqes"]),
+                                ("ops_rewind", d["cqes"])):
+                f[name] = Fifo(depth, name, self._staged)
+            self.rx = ReceiveModel(f["rx_hdr"], f["rx_pay"])
+            self.issue = IssuePort()
+            self.read_intake = ResponseIntakeModel(
+                {"hdr": f["rx_hdr"], "beats": f["rx_pay"], "issue": self.issue,
+                 "o": f["rd_resp"], "done": f["ops_done"], "rewind": f["ops_rewind"]},
+                reads, min(ORD_DEFAULT, reads), cfg.depth)
+        self.wr_locked = False          # the write arbiter inside a READ data TLP
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
-                                       self.header)
+                                       self.header, reads, self)
         self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
                                         None, f["cqes"], f["resend"], used,
                                         p["windows"], self.cache.present,
@@ -163,6 +185,8 @@ class RequesterModel:
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.events = self.comp.ev = AckQueueModel(self.comp.slot)
+        if reads:
+            self.comp.ev = ReadEvents(f["ops_done"], f["ops_rewind"], self.events)
         self.arrived = Staged(0, name="arrived", log=log)
         self.ack_lost = self.acks = self.ack_dropped = self.ack_wait_cycles = 0
         self.ack_held = None        # the ACK receiver's held event (the queue was full)
@@ -204,23 +228,41 @@ class RequesterModel:
     def _offer(self):
         f = self.fifos
         return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"], self.cache.words),
-                write_offer(f["wr_wb"], f["wr_cqe"]))
+                write_offer(f["wr_wb"], f["wr_cqe"], f.get("rd_resp"), self.wr_locked))
+
+    # ---- the frame sender's view of the response intake ----
+    def issue_ready(self, qpn):
+        """The intake's ``issue.ready`` for QP ``qpn`` (the table of the start of the
+        cycle: the sender steps before the intake)."""
+        return self.read_intake.issue_ready(qpn)
+
+    def offer(self, item):
+        self.issue.offer(item)
 
     def mmio_ready(self, word):
         """``mmio.ready`` for the word the host interface offers this cycle."""
         return self.intake.would_take(word)
 
     def step(self, c, mmio=None, rd_data=None, rd_ready=False, wr_ready=False, ack=None,
-             go=1):
+             go=1, beat=None):
+        """... ``beat``: with ``reads``, the beat arriving on ``i`` in this cycle (a dict
+        ``data``, ``nbytes``, ``first``, ``last``; ``ack`` is the frame it ends)."""
         f = self.fifos
         self._cycle = c
         cfg = self.cfg
         # The host interface takes what was offered at the start of the cycle.
-        (rd_fifo, _), (wr_fifo, _) = self._offered or self._offer()
+        (rd_fifo, _), (wr_fifo, wr_word) = self._offered or self._offer()
         if rd_ready and rd_fifo is not None:
             rd_fifo.read()
         if wr_ready and wr_fifo is not None:
             wr_fifo.read()
+            if self.reads and wr_fifo is f["rd_resp"]:
+                self.wr_locked = not wr_word["last"]
+        if self.reads:
+            # The ACK queue's head waits while it is an ACK reaching the QP's oldest
+            # unanswered READ or atomic (the intake's limit, start of the cycle).
+            self.comp.ev.held = ack_held(self.events, self.read_intake)
+            self.rx.step(c, {"i": beat})
         if rd_data is not None:
             ident = rd_data["id"]
             if ident == RD_FILL:
@@ -261,6 +303,8 @@ class RequesterModel:
         self.sender.clear()
         if f["segs"].q or self.sender.pops:
             self.sender.step(c, {"go": go})
+        if self.reads:
+            self.read_intake.step(c, {"timeout": 0})
         comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout,
                       "selective": self.selective, "resent": self.sender.resent})
         if f["cqes"].q:
@@ -307,6 +351,9 @@ class RequesterModel:
 
     def busy(self):
         """Anything left to do without new input (for idle skipping)."""
+        if self.reads and (not self.read_intake.idle()
+                           or any(sl is not None for sl in self.read_intake.slot)):
+            return True
         return (self.ack_held is not None or not self.events.idle()
                 or any(not fifo.idle() for fifo in self.fifos.values())
                 or self.sender.busy() or self.comp.win_total.value != 0
@@ -322,4 +369,7 @@ class RequesterModel:
         out.update(acks=self.acks, ack_dropped=self.ack_dropped, ack_lost=self.ack_lost,
                    ack_wait_cycles=self.ack_wait_cycles,
                    ack_coalesced=self.events.coalesced)
-        return {k: out[k] for k in REQUESTER_COUNTERS}
+        out = {k: out[k] for k in REQUESTER_COUNTERS}
+        if self.reads:
+            out.update({f"read_{k}": self.read_intake.count[k] for k in READ_COUNTERS})
+        return out

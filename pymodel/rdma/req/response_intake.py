@@ -102,8 +102,17 @@ class ResponseIntakeModel:
             out["last"] = last
         return out
 
+    def issue_ready(self, qpn):
+        """``issue.ready`` for an issue of QP ``qpn``: a free slot and the QP below
+        ORD."""
+        mine = sum(1 for s in self.slot if s is not None and s["qpn"] == qpn)
+        return self._valid() != (1 << self.nslots) - 1 and mine < self.ord
+
     def limit(self, qpn):
         """``(limit, limit_psn)`` for QP ``qpn`` (the ports of the same names)."""
+        job = self.job
+        if job is not None and job["write"] and job["done"] and job["qpn"] == qpn:
+            return 1, job["psn"]        # its last response is being written
         same = sum(1 << j for j, s in enumerate(self.slot)
                    if s is not None and s["qpn"] == qpn)
         if not same:

@@ -9,6 +9,7 @@ from spec.formats.roce import (
     WQE_LAYOUT,
     WQE_SIGNALLED,
     QpState,
+    WqeOpcode,
 )
 from spec.rdma_engine import MAX_INLINE_WORDS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS, COUNT_BITS, SQ_INDEX_BITS
@@ -19,14 +20,17 @@ _COUNT_MASK, _SQ_MASK = (1 << COUNT_BITS) - 1, (1 << SQ_INDEX_BITS) - 1
 _PSN_MASK = (1 << PSN_BITS) - 1
 _ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
 _ERR = QpState.ERR.value
+_WRITE = WqeOpcode.RDMA_WRITE.value
 
 
 class SequencerModel:
     """WQEs to send jobs, one source word per cycle."""
 
-    def __init__(self, cache, batch, wqe, bfq, job, inline, log=None):
+    def __init__(self, cache, batch, wqe, bfq, job, inline, log=None, reads=0):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register enters, for an owner
-        that commits it through it (:meth:`commit` commits it alone)."""
+        that commits it through it (:meth:`commit` commits it alone); ``reads``: the
+        RTL's parameter (the jobs carry ``op``, the operands and ``laddr_lo``)."""
+        self.reads = reads
         self.cache, self.batch, self.wqe, self.bfq = cache, batch, wqe, bfq
         self.job, self.inline = job, inline
         self.state = "HDR"
@@ -67,6 +71,15 @@ class SequencerModel:
             self._step(self.batch.head(), side["ack_every"], side["ack_frames"])
         self.idx, self.state = self._next_idx, self._next_state
 
+    def _ops(self, w):
+        """The job fields of ``reads`` from WQE ``w`` (None: a null job's)."""
+        if not self.reads:
+            return {}
+        if w is None:
+            return dict(op=0, laddr_lo=0, swap_add=0, compare=0)
+        return dict(op=w["opcode"], laddr_lo=w["laddr"] & 63, swap_add=w["swap_add"],
+                    compare=w["compare"])
+
     def _step(self, b, ack_every, ack_frames):
         src = self._src(b)
         if self.state == "HDR":
@@ -81,7 +94,7 @@ class SequencerModel:
                                         psn=0, laddr=0, raddr=0, rkey=0, inline=0, ack_req=0,
                                         pmtu_log2=0, wr_id=0, sq_index=0, first_psn=0,
                                         msg_length=0, signalled=0, resend=0, flush=0,
-                                        modify=b["modify"]))
+                                        modify=b["modify"], **self._ops(None)))
                     self.batch.read()
                     if b["modify"]:
                         self.cache.write_group("seq", e, dict(g, state=QpState.RTS.value))
@@ -95,7 +108,8 @@ class SequencerModel:
             self._pop(b)
             ctx = self.cache.static_of(e)
             length = w["length"]
-            inline = bool(w["flags"] & WQE_INLINE)
+            inline = bool(w["flags"] & WQE_INLINE) and (not self.reads
+                                                         or w["opcode"] == _WRITE)
             signalled = bool(w["flags"] & WQE_SIGNALLED)
             slot_words = 1 << b["stride_log2"]
             cap = MAX_INLINE_WORDS if b["bf"] else min(slot_words - 1, MAX_INLINE_WORDS)
@@ -112,7 +126,7 @@ class SequencerModel:
                         pmtu_log2=ctx["pmtu_log2"], wr_id=w["wr_id"],
                         sq_index=(b["first"] + self.idx) & _SQ_MASK, first_psn=g["next_psn"],
                         msg_length=length, signalled=int(signalled), resend=0,
-                        last_of_item=int(last), null=1, flush=1, modify=0))
+                        last_of_item=int(last), null=1, flush=1, modify=0, **self._ops(w)))
                     if last:
                         self.count["doorbell_err_qp"] += 1
                 self._after_header(b, n_inl, n_pad)
@@ -133,7 +147,7 @@ class SequencerModel:
                 sq_index=(b["first"] + self.idx) & _SQ_MASK, first_psn=psn, msg_length=length,
                 signalled=int(signalled), resend=b["resend"],
                 last_of_item=int(b["last_of_item"] and self.idx + 1 == b["count"]), null=0,
-                flush=0, modify=0))
+                flush=0, modify=0, **self._ops(w)))
             self.count["sequenced"] += 1
             if not b["resend"]:
                 self.cache.write_group("seq", e, dict(

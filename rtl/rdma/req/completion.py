@@ -81,6 +81,9 @@ class CompletionUnit(wiring.Component):
     ways : int
         Ways per set of the context cache (1, 2, 4 or 8, as its ``ways``): a QP's
         entries are the ``ways`` adjacent entries of its set.
+    reads : int
+        1: records, window records and completions carry the WQE opcode ``op`` (the
+        CQE's opcode); 0 (default): not.
 
     Ports
     -----
@@ -234,17 +237,17 @@ class CompletionUnit(wiring.Component):
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
-                 windows=0, ways=1):
-        self.entries = entries
+                 windows=0, ways=1, reads=0):
+        self.entries, self.reads = entries, reads
         self.ways = check_ways(self, ways, entries)
         self.records = check_int(self, "window records", records, 2, 4096)
         self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)
         self.windows = check_windows(self, windows, entries)
         self.shared = windows == 0
         super().__init__({
-            "rec": In(stream.Signature(record_layout())),
+            "rec": In(stream.Signature(record_layout(bool(reads)))),
             "ev": In(stream.Signature(ack_event_layout())),
-            "cqe": Out(stream.Signature(cqe_req_layout())),
+            "cqe": Out(stream.Signature(cqe_req_layout(bool(reads)))),
             "resend": Out(stream.Signature(resend_layout())),
             "hold_qpn": In(QPN_BITS), "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
@@ -266,7 +269,7 @@ class CompletionUnit(wiring.Component):
         ibits = (n - 1).bit_length()
         wbits = (nw - 1).bit_length()
         rbits = (n_records - 1).bit_length()
-        lay = window_record_layout()
+        lay = window_record_layout(bool(self.reads))
 
         def mem(name, shape, depth):
             m.submodules[name] = mm = memory.Memory(shape=shape, depth=depth, init=[])
@@ -470,6 +473,8 @@ class CompletionUnit(wiring.Component):
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(rec.wr_id), c.status.eq(status),
                              c.qpn.eq(rec.qpn), c.byte_len.eq(rec.msg_length),
                              c.sq_index.eq(rec.sq_index)]
+                if self.reads:
+                    m.d.comb += c.op.eq(rec.op)
             m.d.comb += [free.w_en.eq(1), free.w_data.eq(rec_id)]
             put("head", sl, nxt_id)
             put("win", sl, win_s - 1)
@@ -548,6 +553,8 @@ class CompletionUnit(wiring.Component):
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(r.wr_id),
                              c.status.eq(CqeStatus.WR_FLUSH_ERR.value), c.qpn.eq(r.qpn),
                              c.byte_len.eq(r.msg_length), c.sq_index.eq(r.sq_index)]
+                if self.reads:
+                    m.d.comb += c.op.eq(r.op)
                 m.d.sync += self.flushed.eq(self.flushed + 1)
             with m.Elif(~r.null):
                 m.d.comb += free.r_en.eq(free.r_rdy)
@@ -559,6 +566,8 @@ class CompletionUnit(wiring.Component):
                              stored.sq_index.eq(r.sq_index),
                              stored.msg_length.eq(r.msg_length),
                              stored.signalled.eq(r.signalled)]
+                if self.reads:
+                    m.d.comb += stored.op.eq(r.op)
                 put("recs", new_id, stored)
                 with m.If(win_rec == 0):
                     put("head", s_rec, new_id)

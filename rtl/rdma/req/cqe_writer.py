@@ -17,6 +17,10 @@ class CqeWriter(wiring.Component):
     ----------
     depth : int
         Host-memory words.
+    reads : int
+        1: the CQE's opcode is the completion's ``op`` (the WQE's opcode, rdma-core's
+        ``ibv_wr_opcode`` numbering as :data:`~spec.formats.roce.CQE_LAYOUT` declares);
+        0 (default): RDMA_WRITE.
 
     Ports
     -----
@@ -34,10 +38,10 @@ class CqeWriter(wiring.Component):
     Timing: combinational, one CQE per cycle while ``wr`` has room.
     """
 
-    def __init__(self, depth):
-        self.depth = depth
+    def __init__(self, depth, reads=0):
+        self.depth, self.reads = depth, reads
         super().__init__({
-            "cqe": In(stream.Signature(cqe_req_layout())),
+            "cqe": In(stream.Signature(cqe_req_layout(bool(reads)))),
             "wr": Out(stream.Signature(write_layout_req(depth))),
             "cq_base": In(range(depth)), "cq_log2": In(5),
             "cqe_writes": Out(32),
@@ -52,7 +56,7 @@ class CqeWriter(wiring.Component):
         m.d.comb += [
             mask.eq((Const(1, 33) << self.cq_log2) - 1),
             word.wr_id.eq(q.wr_id), word.status.eq(q.status),
-            word.opcode.eq(WqeOpcode.RDMA_WRITE),
+            word.opcode.eq(q.op if self.reads else WqeOpcode.RDMA_WRITE),
             word.owner.eq(~(index >> self.cq_log2)[0]),
             word.qpn.eq(q.qpn), word.byte_len.eq(q.byte_len), word.sq_index.eq(q.sq_index),
             self.wr.payload.addr.eq(self.cq_base + (index & mask)),

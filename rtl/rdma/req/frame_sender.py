@@ -1,15 +1,17 @@
 """Frame sender: build each frame once all its payload is at hand; record messages."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.rdma.icrc_inserter import IcrcInserter
+from rtl.rdma.req.request_framer import RequestFramer
 from rtl.rdma.write_framer import WriteFramer
 from spec.formats.packet import packet_signature
-from spec.formats.roce import HOST_WORD_BITS, QPN_BITS
+from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, QPN_BITS, WqeOpcode
 from spec.ports import CacheReadSignature
+from spec.rdma_read_req import issue_layout
 from spec.rdma_stages import record_layout, seg_layout
 
 __all__ = ["FrameSender"]
@@ -24,6 +26,12 @@ class FrameSender(wiring.Component):
         Context-cache entries.
     fifo_words : int
         Words of the payload FIFO.
+    reads : int
+        1: READ and atomic descriptors (``op`` not RDMA WRITE) go to a
+        :class:`~rtl.rdma.req.request_framer.RequestFramer` and, first sends, into the
+        response intake (``issue``); 0 (default): WRITEs only, no ``issue`` port.
+    depth : int
+        Host-memory words (the ``issue`` port's local address; with ``reads``).
 
     Ports
     -----
@@ -48,6 +56,9 @@ class FrameSender(wiring.Component):
         ``valid`` for one cycle, with the frame's QPN, in the cycle the framer takes the
         descriptor of a resent frame (its first beat is on ``o`` from the next cycle on,
         by the timing below): the completion unit restarts the QP's transport timer.
+    issue : Out(stream.Signature(issue_layout(depth)))
+        With ``reads``: a READ or atomic sent the first time, to the response intake
+        (its ``ready`` is the ORD backpressure), in the cycle its descriptor is taken.
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
 
@@ -64,22 +75,31 @@ class FrameSender(wiring.Component):
     a beat, ``B = Bw + 1``, when the framer's last beat holds more than 56 bytes); it
     takes payload word ``k`` in cycle ``f + 1 + k`` for a frame with a RETH, ``f + k``
     without. A ``null`` descriptor only pushes its record.
+
+    With ``reads``, a READ or atomic descriptor goes to the request framer in a cycle
+    with ``go`` high, room in ``rec``, the WRITE chain idle or sending its last beat,
+    the request framer idle or sending its last beat and, for a first send, ``issue``
+    ready; its 2 beats leave in the next two cycles. A WRITE descriptor waits, besides
+    the rules above, until the request framer is idle or sends its last beat. A READ's
+    record has the last PSN of its responses (``psn + max(1, ceil(length / 2**pmtu_log2))
+    - 1``), an atomic's its PSN.
     """
 
-    def __init__(self, entries, fifo_words, header="roce"):
+    def __init__(self, entries, fifo_words, header="roce", reads=0, depth=1 << 14):
         self.entries, self.fifo_words = entries, fifo_words
-        self.header = header
+        self.header, self.reads, self.depth = header, reads, depth
+        ops = {"issue": Out(stream.Signature(issue_layout(depth)))} if reads else {}
         super().__init__({
-            "seg": In(stream.Signature(seg_layout())),
+            "seg": In(stream.Signature(seg_layout(bool(reads)))),
             "pay": In(stream.Signature(HOST_WORD_BITS)),
             "pay_level": In(range(fifo_words + 1)),
-            "rec": Out(stream.Signature(record_layout())),
+            "rec": Out(stream.Signature(record_layout(bool(reads)))),
             "o": Out(packet_signature(64)),
             "ctx": Out(CacheReadSignature(entries)),
             "go": In(1, init=1),
             "resent": Out(stream.Signature(data.StructLayout({"qpn": QPN_BITS}),
                                            always_ready=True)),
-            "frames": Out(32), "retransmissions": Out(32),
+            "frames": Out(32), "retransmissions": Out(32), **ops,
         })
 
     def elaborate(self, platform):
@@ -89,7 +109,14 @@ class FrameSender(wiring.Component):
         m.submodules.fcs = fcs = FcsInserter(64)
         wiring.connect(m, framer.o, icrc.i)
         wiring.connect(m, icrc.o, fcs.i)
-        wiring.connect(m, fcs.o, wiring.flipped(self.o))
+        if self.reads:
+            m.submodules.req_framer = rq = RequestFramer()
+            # The two chains never send in the same cycle (the Timing rules above).
+            m.d.comb += [self.o.valid.eq(fcs.o.valid | rq.o.valid),
+                         self.o.payload.eq(Mux(rq.o.valid, rq.o.payload, fcs.o.payload)),
+                         fcs.o.ready.eq(self.o.ready), rq.o.ready.eq(self.o.ready)]
+        else:
+            wiring.connect(m, fcs.o, wiring.flipped(self.o))
         wiring.connect(m, wiring.flipped(self.pay), framer.i_data)
         d = self.seg.payload
         ctx = self.ctx.data
@@ -118,10 +145,13 @@ class FrameSender(wiring.Component):
         take = framer.i_seg.valid & framer.i_seg.ready
         m.d.sync += pending.eq(pending + Mux(take, d.words, 0)
                                - (self.pay.valid & self.pay.ready))
+        w_go = (self.seg.valid & self.go & (self.pay_level >= d.words + pending)
+                & (self.rec.ready | ~record))
+        if self.reads:          # a WRITE descriptor also waits for the request chain
+            w_go = w_go & self._requests(m, rq, fcs, take, record)
         with m.If(self.seg.valid & d.null):
             m.d.comb += [self.rec.valid.eq(1), self.seg.ready.eq(self.rec.ready)]
-        with m.Elif(self.seg.valid & self.go & (self.pay_level >= d.words + pending)
-                    & (self.rec.ready | ~record)):
+        with m.Elif(w_go):
             m.d.comb += framer.i_seg.valid.eq(1)
             with m.If(framer.i_seg.ready):
                 m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
@@ -129,3 +159,49 @@ class FrameSender(wiring.Component):
                 m.d.sync += [self.frames.eq(self.frames + 1),
                              self.retransmissions.eq(self.retransmissions + d.resend)]
         return m
+
+    def _requests(self, m, rq, fcs, w_take, record):
+        """READ and atomic descriptors to the request framer (and the intake); returns
+        the condition under which a WRITE descriptor may go."""
+        d = self.seg.payload
+        ctx = self.ctx.data
+        is_req = Signal()
+        m.d.comb += is_req.eq(~d.null & (d.op != WqeOpcode.RDMA_WRITE))
+        # The WRITE chain sends a frame from a descriptor taken until its last beat.
+        wbusy = Signal()
+        w_end = Signal()
+        m.d.comb += w_end.eq(fcs.o.valid & fcs.o.ready & fcs.o.payload.last)
+        with m.If(w_take):
+            m.d.sync += wbusy.eq(1)
+        with m.Elif(w_end):
+            m.d.sync += wbusy.eq(0)
+        rp = rq.i.payload
+        m.d.comb += [
+            rp.opcode.eq(d.opcode), rp.dmac.eq(ctx.dmac), rp.smac.eq(ctx.smac),
+            rp.sip.eq(ctx.sip), rp.dip.eq(ctx.dip), rp.src_qp.eq(d.qpn),
+            rp.dest_qp.eq(ctx.dest_qp), rp.psn.eq(d.psn), rp.ack_req.eq(d.ack_req),
+            rp.va.eq(d.va), rp.rkey.eq(d.rkey), rp.dma_length.eq(d.msg_length),
+            rp.swap_add.eq(d.swap_add), rp.compare.eq(d.compare),
+        ]
+        atomic = d.op != WqeOpcode.RDMA_READ
+        npk = Signal(PSN_BITS)
+        m.d.comb += npk.eq(Mux(atomic | (d.msg_length == 0), 1,
+                               (d.msg_length + (Const(1, 13) << d.pmtu_log2) - 1)
+                               >> d.pmtu_log2))
+        r = self.rec.payload
+        m.d.comb += r.op.eq(d.op)
+        with m.If(is_req):
+            m.d.comb += r.last_psn.eq(d.psn + npk - 1)
+        ip = self.issue.payload
+        m.d.comb += [ip.atomic.eq(atomic), ip.qpn.eq(d.qpn), ip.psn.eq(d.psn),
+                     ip.pmtu_log2.eq(d.pmtu_log2), ip.laddr.eq(d.laddr),
+                     ip.length.eq(d.msg_length)]
+        go_r = (self.seg.valid & is_req & self.go & (~wbusy | w_end)
+                & (self.rec.ready | ~record) & (self.issue.ready | d.resend))
+        m.d.comb += rq.i.valid.eq(go_r)
+        with m.If(go_r & rq.i.ready):
+            m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
+                         self.resent.valid.eq(d.resend), self.issue.valid.eq(~d.resend)]
+            m.d.sync += [self.frames.eq(self.frames + 1),
+                         self.retransmissions.eq(self.retransmissions + d.resend)]
+        return ~is_req & rq.i.ready

@@ -1,6 +1,6 @@
 """The requester's clients of the host interface: one read port, one write port."""
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -68,23 +68,54 @@ class RequesterWriteArbiter(wiring.Component):
         Context write-backs, from the cache's FIFO.
     cqe : In(stream.Signature(write_layout_req(depth)))
         CQE writes, from the CQE writer's FIFO.
+    data : In(stream.Signature(wr_layout(depth)))
+        With ``reads``: READ response data and atomics' original values, from the
+        response intake's FIFO (a TLP of several words, ``last`` on its last).
     o : Out(stream.Signature(wr_layout(depth)))
-        To the host interface (whole words, ``last`` on each).
+        To the host interface (whole words, ``last`` on each; ``data``'s words as given
+        but unmarked: the host interface's marked writes of the requester are its CQEs).
 
-    Timing: combinational; fixed priority write-backs, then CQEs.
+    Timing: combinational; fixed priority write-backs, then ``data``, then CQEs (a CQE
+    never passes the data of its READ or atomic, handed over before it); once a
+    ``data`` word without ``last`` is taken, only ``data`` is served until its TLP's
+    ``last`` word (a register).
     """
 
-    def __init__(self, depth):
-        self.depth = depth
-        super().__init__({
+    def __init__(self, depth, reads=0):
+        self.depth, self.reads = depth, reads
+        ports = {
             "wb": In(stream.Signature(writeback_layout(depth))),
             "cqe": In(stream.Signature(write_layout_req(depth))),
             "o": Out(stream.Signature(wr_layout(depth))),
-        })
+        }
+        if reads:
+            ports["data"] = In(stream.Signature(wr_layout(depth)))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
         o = self.o.payload
+        if self.reads:
+            locked = Signal()           # inside a data TLP
+            dt = self.data
+            with m.If(dt.valid & dt.ready):
+                m.d.sync += locked.eq(~dt.payload.last)
+            with m.If(locked):
+                m.d.comb += [o.eq(dt.payload), o.mark.eq(0), o.tag.eq(0),
+                             self.o.valid.eq(dt.valid), dt.ready.eq(self.o.ready)]
+            with m.Elif(self.wb.valid):
+                m.d.comb += [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
+                             o.be.eq((1 << 64) - 1), o.last.eq(1),
+                             self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
+            with m.Elif(dt.valid):
+                m.d.comb += [o.eq(dt.payload), o.mark.eq(0), o.tag.eq(0), self.o.valid.eq(1),
+                             dt.ready.eq(self.o.ready)]
+            with m.Elif(self.cqe.valid):
+                c = self.cqe.payload
+                m.d.comb += [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
+                             o.tag.eq(c.tag), o.be.eq((1 << 64) - 1), o.last.eq(1),
+                             self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
+            return m
         # Whole-word TLPs; ``be`` and ``last`` are set in the branches rather than as
         # constants: Verilog simulators may never evaluate a block without inputs.
         with m.If(self.wb.valid):

@@ -1,11 +1,11 @@
 """Payload fetch: cut each message into frames, read (or copy) their payload."""
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from spec.checks import check_int
-from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, OpCode
+from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, OpCode, WqeOpcode
 from spec.rdma_engine import REQUESTER_DEFAULTS
 from spec.rdma_stages import COUNT_BITS, job_layout, read_layout, seg_layout
 
@@ -22,6 +22,12 @@ class PayloadFetch(wiring.Component):
     fifo_words : int
         Words of the payload FIFO that the frame sender reads (reads are issued only
         when their words fit, counting the words of reads still outstanding).
+    reads : int
+        1: a job whose ``op`` is RDMA READ, COMPARE & SWAP or FETCH & ADD is one
+        descriptor (opcode READ REQUEST, CMP_SWAP or FETCH_ADD, no payload, its first
+        PSN, ``last_seg``), in one cycle with room in ``seg``, no read; the descriptors
+        carry the job's ``op``, operands, local byte address and ``pmtu_log2``
+        (:func:`spec.rdma_stages.seg_layout` with ``reads``). 0 (default): WRITEs only.
 
     Ports
     -----
@@ -52,14 +58,14 @@ class PayloadFetch(wiring.Component):
     or FIRST, MIDDLE..., LAST; AckReq (the job's) on the last frame only.
     """
 
-    def __init__(self, depth, fifo_words=REQUESTER_DEFAULTS["payload_words"]):
-        self.depth = depth
+    def __init__(self, depth, fifo_words=REQUESTER_DEFAULTS["payload_words"], reads=0):
+        self.depth, self.reads = depth, reads
         self.fifo_words = check_int(self, "payload FIFO words", fifo_words, 64, 1 << 14)
         super().__init__({
-            "job": In(stream.Signature(job_layout(depth))),
+            "job": In(stream.Signature(job_layout(depth, bool(reads)))),
             "inline": In(stream.Signature(HOST_WORD_BITS)),
             "rd": Out(stream.Signature(read_layout(depth))),
-            "seg": Out(stream.Signature(seg_layout())),
+            "seg": Out(stream.Signature(seg_layout(bool(reads)))),
             "pay_w": Out(stream.Signature(HOST_WORD_BITS)),
             "pay_level": In(range(fifo_words + 1)), "pay_arrived": In(COUNT_BITS),
             "payload_reads": Out(32), "payload_words_max": Out(32),
@@ -105,13 +111,28 @@ class PayloadFetch(wiring.Component):
             self.rd.payload.addr.eq(laddr), self.rd.payload.words.eq(words),
             self.pay_w.payload.eq(self.inline.payload),
         ]
+        passes = j.null                  # a descriptor without a read or a copy
+        if self.reads:
+            is_req = Signal()
+            m.d.comb += is_req.eq(j.op != WqeOpcode.RDMA_WRITE)
+            passes = j.null | is_req
+            with m.If(is_req):
+                m.d.comb += [
+                    s.opcode.eq(Mux(j.op == WqeOpcode.RDMA_READ, OpCode.RC_RDMA_READ_REQUEST,
+                                    Mux(j.op == WqeOpcode.ATOMIC_CMP_AND_SWP,
+                                        OpCode.RC_CMP_SWAP, OpCode.RC_FETCH_ADD))),
+                    s.length.eq(0), s.words.eq(0), s.last_seg.eq(1),
+                    s.ack_req.eq(j.ack_req),
+                ]
+            m.d.comb += [s.op.eq(j.op), s.swap_add.eq(j.swap_add), s.compare.eq(j.compare),
+                         s.laddr.eq(Cat(j.laddr_lo, j.laddr)), s.pmtu_log2.eq(j.pmtu_log2)]
         held = Signal(17)
         m.d.comb += held.eq(self.pay_level + outstanding)
         with m.If(held > self.payload_words_max):
             m.d.sync += self.payload_words_max.eq(held)
         advance = Signal()
 
-        with m.If(self.job.valid & j.null):
+        with m.If(self.job.valid & passes):
             m.d.comb += [self.seg.valid.eq(1), self.job.ready.eq(self.seg.ready)]
         with m.Elif(self.job.valid & j.inline & (words != 0)):
             final = copied + 1 == words

@@ -17,6 +17,7 @@ from rtl.rdma.req.host_ports import ReadArbiter, RequesterWriteArbiter
 from rtl.rdma.req.miss_queue import MissQueue
 from rtl.rdma.req.payload_fetch import PayloadFetch
 from rtl.rdma.req.qp_front import QpFront
+from rtl.rdma.req.read_path import wire_read_path
 from rtl.rdma.req.sequencer import Sequencer
 from rtl.rdma.req.wqe_fetch import WqeFetch
 from spec.checks import check_int, check_windows, reject
@@ -42,6 +43,8 @@ from spec.rdma_engine import (
     TIMEOUT_BITS,
     TIMEOUT_RANGE,
 )
+from spec.rdma_read_req import INTAKE_COUNTERS as READ_COUNTERS
+from spec.rdma_read_req import SLOTS_RANGE
 from spec.rdma_stages import (
     COUNT_BITS,
     batch_layout,
@@ -98,6 +101,12 @@ class Requester(wiring.Component):
     header : str
         The framing of the frames sent and of the ACKs accepted, ``"roce"`` (default) or
         ``"scaleup"`` (:mod:`spec.formats.scaleup`).
+    reads : int
+        0 (default): RDMA WRITE only (the WQE opcode is not looked at). Else RDMA READ
+        and the atomics too (RoCEv2 framing only), with ``reads`` (1 to 64) slots of
+        outstanding READs and atomics, all QPs, at most
+        :data:`~spec.rdma_read_req.ORD_DEFAULT` per QP: see "RDMA READ and atomics at
+        the requester" in docs/rdma.md and below.
 
     Ports
     -----
@@ -136,10 +145,20 @@ class Requester(wiring.Component):
         :class:`~rtl.rdma.req.ack_queue.AckQueue` between it and the completion unit is
         always ready), ``ack_coalesced`` (events merged into a pending one of their
         window slot).
+    read : Out(CountersSignature(spec.rdma_read_req.INTAKE_COUNTERS))
+        With ``reads``: the response intake's counters.
+
+    READs and atomics (``reads``): :mod:`rtl.rdma.req.read_path`.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, header="roce", **params):
+    def __init__(self, cache_entries=16, depth=1 << 14, header="roce", reads=0, **params):
         self.framing = framing_param(self, header)
+        if reads:
+            check_int(self, "READ/atomic slots (reads)", reads, *SLOTS_RANGE)
+            if header != "roce":
+                reject(self, f"reads needs the RoCEv2 framing (header 'roce'), not "
+                             f"{header!r}")
+        self.reads = reads
         unknown = set(params) - set(REQUESTER_DEFAULTS)
         if unknown:
             reject(self, f"unknown Requester parameter(s): {sorted(unknown)}")
@@ -170,12 +189,12 @@ class Requester(wiring.Component):
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
                               p["records"])
-        self.sequencer = Sequencer(cache_entries, depth)
-        self.payload = PayloadFetch(depth, p["payload_words"])
+        self.sequencer = Sequencer(cache_entries, depth, bool(reads))
+        self.payload = PayloadFetch(depth, p["payload_words"], bool(reads))
         self.sender = FrameSender(cache_entries, p["payload_words"],
-                                  self.framing.header.value)
+                                  self.framing.header.value, bool(reads), depth)
         self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"],
-                                         p["windows"], p["cache_ways"])
+                                         p["windows"], p["cache_ways"], bool(reads))
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
             "host": Out(HostDmaSignature(depth)),
@@ -188,6 +207,8 @@ class Requester(wiring.Component):
             "qpc_log2": In(QPC_LOG2_BITS),
         }
         ports.update({n: Out(32) for n in REQUESTER_COUNTERS})
+        if reads:
+            ports["read"] = Out(CountersSignature(READ_COUNTERS))
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -200,9 +221,9 @@ class Requester(wiring.Component):
                           ("completion", comp)):
             m.submodules[name] = sub
         m.submodules.intake = intake = DoorbellIntake()
-        m.submodules.cqe_writer = cqw = CqeWriter(depth)
+        m.submodules.cqe_writer = cqw = CqeWriter(depth, bool(self.reads))
         m.submodules.rd_arb = rd_arb = ReadArbiter(depth)
-        m.submodules.wr_arb = wr_arb = RequesterWriteArbiter(depth)
+        m.submodules.wr_arb = wr_arb = RequesterWriteArbiter(depth, bool(self.reads))
         m.submodules.ack_rx = ack_rx = AckReceiver(self.framing.header.value)
 
         def fifo(name, shape, depth_):
@@ -222,15 +243,15 @@ class Requester(wiring.Component):
         q_resend = fifo("resend", resend_layout(), d["resend"])
         q_batch = fifo("batch", batch_layout(), d["batch"])
         q_wqe = fifo("wqe", HOST_WORD_BITS, p["wqe_words"])
-        q_jobs = fifo("jobs", job_layout(depth), d["jobs"])
+        q_jobs = fifo("jobs", job_layout(depth, bool(self.reads)), d["jobs"])
         q_inline = fifo("inline", HOST_WORD_BITS, d["inline"])
-        q_segs = fifo("segs", seg_layout(), d["segs"])
+        q_segs = fifo("segs", seg_layout(bool(self.reads)), d["segs"])
         q_pay = fifo("payload", HOST_WORD_BITS, p["payload_words"])
-        q_recs = fifo("recs", record_layout(), d["recs"])
+        q_recs = fifo("recs", record_layout(bool(self.reads)), d["recs"])
         # ACK events, one pending per window slot (never full: the receiver never waits).
         m.submodules.q_events = q_events = AckQueue(self.cache_entries, p["windows"])
         m.d.comb += q_events.cache_log2.eq(self.cache_log2)
-        q_cqes = fifo("cqes", cqe_req_layout(), d["cqes"])
+        q_cqes = fifo("cqes", cqe_req_layout(bool(self.reads)), d["cqes"])
         q_rd_fill = fifo("rd_fill", range(depth), d["rd_fill"])
         q_rd_wqe = fifo("rd_wqe", read_layout(depth), d["rd_wqe"])
         q_rd_pay = fifo("rd_pay", read_layout(depth), d["rd_pay"])
@@ -326,9 +347,13 @@ class Requester(wiring.Component):
         # Frames out; ACKs in.
         wiring.connect(m, sender.o, wiring.flipped(self.o))
         m.d.comb += sender.go.eq(self.go)
-        wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
-        wiring.connect(m, ack_rx.o, q_events.i)
-        wiring.connect(m, q_events.o, comp.ev)
+        if self.reads:
+            wiring.connect(m, ack_rx.o, q_events.i)
+            wire_read_path(m, self, fifo, link, q_events, ack_rx, comp, wr_arb)
+        else:
+            wiring.connect(m, wiring.flipped(self.i), ack_rx.i)
+            wiring.connect(m, ack_rx.o, q_events.i)
+            wiring.connect(m, q_events.o, comp.ev)
 
         # Counters: each stage's, under the stage's own names (the ACK receiver's
         # ``dropped`` is ``ack_dropped`` here).

@@ -78,11 +78,12 @@ class ResponseIntake(wiring.Component):
     timeout : In(PSN_BITS)
         Cycles without progress before the oldest operation is re-requested (0: never).
     limit_qpn : In(QPN_BITS), limit : Out(1), limit_psn : Out(PSN_BITS)
-        Combinational: ``limit`` when QP ``limit_qpn`` has an operation outstanding, and
-        ``limit_psn`` its head's expected PSN: an ACK of that QP covers PSNs before it
-        only (the data of a READ is not in host memory before its responses are), so
-        that a completion unit must not complete a message from ``limit_psn`` on by
-        an ACK.
+        Combinational: ``limit`` when QP ``limit_qpn`` has an operation outstanding (an
+        operation whose last response's words are still going to ``o`` counts, with
+        its last PSN), and ``limit_psn`` its head's expected PSN (that one's last PSN):
+        an ACK of that QP covers PSNs before it only (the data of a READ is not in host
+        memory before its responses are), so that a completion unit must not complete a
+        message from ``limit_psn`` on by an ACK.
     <counter> : Out(32)
         :data:`spec.rdma_read_req.INTAKE_COUNTERS`.
 
@@ -225,7 +226,6 @@ class ResponseIntake(wiring.Component):
         m.d.comb += lim.eq(Cat(*[slot[j].valid & (slot[j].qpn == self.limit_qpn)
                                  for j in range(n)]))
         ls = pick(oldest(lim))
-        m.d.comb += [self.limit.eq(lim.any()), self.limit_psn.eq(ls.next_psn)]
 
         # ---- the job being executed ----
         busy = Signal()
@@ -233,6 +233,11 @@ class ResponseIntake(wiring.Component):
         j_addr = Signal(range(64 * depth))
         j_plen = Signal(16)
         j_qpn, j_psn = Signal(QPN_BITS), Signal(PSN_BITS)
+        # An operation whose last response is being written is still unanswered.
+        ending = Signal()
+        m.d.comb += ending.eq(busy & j_write & j_done & (j_qpn == self.limit_qpn))
+        m.d.comb += [self.limit.eq(lim.any() | ending),
+                     self.limit_psn.eq(Mux(ending, j_psn, ls.next_psn))]
         decide = Signal()
         m.d.comb += decide.eq(self.hdr.valid & ~busy & (~need_rw | self.rewind.ready))
 

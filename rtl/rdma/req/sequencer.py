@@ -12,6 +12,7 @@ from spec.formats.roce import (
     WQE_LAYOUT,
     WQE_SIGNALLED,
     QpState,
+    WqeOpcode,
 )
 from spec.ports import CacheGroupSignature, CacheReadSignature
 from spec.rdma_engine import MAX_INLINE_WORDS, SEQ_GROUP
@@ -27,6 +28,12 @@ class Sequencer(wiring.Component):
     ----------
     entries, depth : int
         Context-cache entries, host-memory words.
+    reads : int
+        1: the jobs carry the WQE's opcode (``op``), an atomic's operands and the low
+        bits of the local byte address (:func:`spec.rdma_stages.job_layout` with
+        ``reads``), and a READ or atomic WQE copies no inline words (its inline flag is
+        ignored, its slot's words after the header are dropped). 0 (default): WRITEs only,
+        the opcode is not looked at.
 
     Ports
     -----
@@ -74,8 +81,9 @@ class Sequencer(wiring.Component):
     the last word of its last WQE.
 
     A first send gets ``next_psn`` and advances it by its frame count
-    ``max(1, ceil(length / 2**pmtu_log2))``; a resend keeps the PSN its batch carries
-    and always asks for an ACK.
+    ``max(1, ceil(length / 2**pmtu_log2))`` (for a READ the count of its response
+    packets, the PSNs it consumes: IBTA Vol 1 9.7.1; an atomic's 8 bytes, 1); a resend
+    keeps the PSN its batch carries and always asks for an ACK.
 
     QP state (the group's ``state``): in a cycle with ``err_valid`` the stage only writes
     ``state = ERR`` into entry ``err_entry`` (nothing else moves). A null batch with
@@ -87,13 +95,13 @@ class Sequencer(wiring.Component):
     the window).
     """
 
-    def __init__(self, entries, depth):
-        self.entries, self.depth = entries, depth
+    def __init__(self, entries, depth, reads=0):
+        self.entries, self.depth, self.reads = entries, depth, reads
         super().__init__({
             "batch": In(stream.Signature(batch_layout())),
             "wqe": In(stream.Signature(HOST_WORD_BITS)),
             "bfq": In(stream.Signature(HOST_WORD_BITS)),
-            "job": Out(stream.Signature(job_layout(depth))),
+            "job": Out(stream.Signature(job_layout(depth, bool(reads)))),
             "inline": Out(stream.Signature(HOST_WORD_BITS)),
             "ctx": Out(CacheReadSignature(entries)),
             "group": Out(CacheGroupSignature(entries, group_layout(SEQ_GROUP))),
@@ -133,6 +141,8 @@ class Sequencer(wiring.Component):
         g = self.group.data
         length = w.length
         inline = (w.flags & WQE_INLINE) != 0
+        if self.reads:
+            inline = inline & (w.opcode == WqeOpcode.RDMA_WRITE)
         signalled = (w.flags & WQE_SIGNALLED) != 0
         asks = (w.flags & WQE_ACK_REQ) != 0
         slot_words = Signal(4)
@@ -176,6 +186,9 @@ class Sequencer(wiring.Component):
             j.flush.eq(flush & ~bt.null), j.modify.eq(bt.modify),
             j.pmtu_log2.eq(ctx.pmtu_log2),
         ]
+        if self.reads:
+            m.d.comb += [j.op.eq(w.opcode), j.laddr_lo.eq(w.laddr[:6]),
+                         j.swap_add.eq(w.swap_add), j.compare.eq(w.compare)]
 
         def wqe_done():
             """The current WQE's last word leaves in this cycle."""
