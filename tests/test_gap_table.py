@@ -94,6 +94,8 @@ def test_report_section_has_a_table_per_profile():
     first = [c.strip() for c in table[0].strip("|").split("|")]
     assert first[:3] == ["0", "NIC as built", "nic"]
     assert "2.50" in first and "4,608" in first      # control ops summed, bits grouped
+    n = len(gap_table.GAP_FACTORS)
+    assert table[n].startswith(f"| {n} (beside {n - 1}) | 4096 QPs, best cache |")
 
 
 @pytest.mark.parametrize("argv,named", [

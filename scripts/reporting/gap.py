@@ -147,7 +147,8 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
                 + " | ".join(t for t, _ in AREA_COLUMNS) + " |",
                 "|" + "---|" * (7 + len(_COLUMNS) + len(AREA_COLUMNS))]
         for r in mine:
-            out.append(f"| {r['gap_row']} | {r['gap_factor']} | {r['design']} | "
+            beside = f" (beside {r['gap_side_of']})" if "gap_side_of" in r else ""
+            out.append(f"| {r['gap_row']}{beside} | {r['gap_factor']} | {r['design']} | "
                        f"{r.get('attachment', '-')} | {r.get('completion', '-')} | "
                        f"{r.get('reliability', '-')} | {r.get('header', '-')} | "
                        + " | ".join(_cell(r, k, f) for _, k, f in _COLUMNS) + " | "
