@@ -88,11 +88,12 @@ FACTOR_LEVEL = {"NIC as built": None, "same attachment": "attachment",
 #: ``cache_log2`` goes to 256, and :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` takes
 #: ``cache_entries`` 16 to 256) and 4 ways, the state spectrum's
 #: (:data:`tb.ephemeral.spectrum.RC_WAYS`). Ref: docs/findings.md (section 9, "The RDMA
-#: engine at scale"): round robin over more QPs than entries misses on every message whatever the
-#: ways (within 3 % at 1, 4 or 8), so at 4096 QPs round robin the entries set the rate;
-#: with Zipf 0.99 at 4096 QPs over 256 entries 4 ways run within 1.22x of the host bound
-#: and 8 ways 1.20x, for twice the tag comparators per lookup and probe (docs/rdma.md,
-#: "Associative context cache"): 8 ways buy 2 % where 4 buy 3.8x over direct mapping.
+#: engine at scale"): round robin over more QPs than entries misses on every message
+#: whatever the ways (within 3 % at 1, 4 or 8), so at 4096 QPs round robin the entries
+#: set the rate; with Zipf 0.99 at 4096 QPs over 256 entries 4 ways run within 1.22x of
+#: the host bound and 8 ways 1.20x, for twice the tag comparators per lookup and probe
+#: (docs/rdma.md, "Associative context cache"): 8 ways buy 2 % where 4 buy 3.8x over
+#: direct mapping.
 BEST_CACHE = dict(cache_entries=256, cache_ways=4)
 
 #: Rows beside the walk: (name, the factor of the row compared with, the settings changed
