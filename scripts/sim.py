@@ -242,8 +242,12 @@ def run_jobs(jobs, workers):
         return out
     # The first job of each top goes first, so that the tops' exports and builds (a
     # minute each from cold) overlap instead of the last top's starting at the end.
+    # The cache's ways are a top parameter; its entries one on the switch's top only
+    # (tb.rdma.headline_switch.fabric_top; RdmaTop takes them at run time).
     tops = [(fn.__module__, kw.get("framing"), kw.get("attachment"), kw.get("host"),
-             kw.get("topology"), kw.get("fabric")) for _, fn, kw in jobs]
+             kw.get("topology"), kw.get("fabric"), kw.get("cache_ways", 1),
+             kw.get("cache_entries") if kw.get("topology") == "switch" else None)
+            for _, fn, kw in jobs]
     order = sorted(range(len(jobs)), key=lambda k: (tops.index(tops[k]) != k, k))
     results = [None] * len(jobs)
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:

@@ -24,6 +24,19 @@ row   factor                      what changes (the level-field key, spec.metric
 7     4096 QPs                    none: 4096 QPs round robin over 16 cache entries
 ====  ==========================  ======================================================
 
+Side rows (:data:`SIDE_ROWS`) stand beside a row of the walk, not in it: each is the row
+it is compared with (``gap_side_of``, the row's number) with one thing changed, and
+changes no level-field key; they are not factors of the walk (nor of the shares over all
+orders, :mod:`tb.gap_shares`). After the walk's rows, numbered on from its last:
+
+====  ==========================  ======================================================
+row   beside row                  what changes
+====  ==========================  ======================================================
+8     7 (4096 QPs)                the engine's best context cache: 256 entries, 4 ways
+                                  (:data:`BEST_CACHE`) for row 7's 16 direct-mapped
+                                  entries, its worst case
+====  ==========================  ======================================================
+
 The RDMA rows run on the NIC's fabric (``topology`` ``switch``, as the NIC's rows): the
 two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, link, switch, link with the
 profile's latencies, link retry and credit-based flow control into the switch sized by
@@ -33,15 +46,17 @@ the NIC's rule for the engine's longest frame (:func:`tb.rdma.headline.run_point
 :func:`gap_jobs` gives the co-simulations (independent, any order) and
 :func:`finish_gap` the results rows, each with ``gap_row``, ``gap_factor`` and
 ``gap_profile`` besides the design's metrics and the level-field keys (``fabric``,
-``attachment``, ``completion``, ``reliability``, ``header``).
+``attachment``, ``completion``, ``reliability``, ``header``), and on a side row
+``gap_side_of``.
 """
 
 from spec.fabric_profiles import FABRIC_PROFILES
 from spec.nic import RECORD_SLOTS
 from spec.rdma_engine import LADDER
 
-__all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "gap_settings", "gap_jobs", "finish_gap",
-           "gap_table_lines", "point_of", "row_keys", "rdma_topology"]
+__all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "SIDE_ROWS", "BEST_CACHE", "gap_settings",
+           "side_settings", "gap_jobs", "finish_gap", "gap_table_lines", "point_of",
+           "row_keys", "rdma_topology"]
 
 #: The factors in their order: (name, design after the change, the settings it changes).
 #: A row's settings are the previous row's updated by its own; ``"{profile}"`` stands for
@@ -69,6 +84,25 @@ FACTOR_LEVEL = {"NIC as built": None, "same attachment": "attachment",
                 "4096 QPs": None}
 
 
+#: The engine's best context cache: the most entries a build takes (the run-time port
+#: ``cache_log2`` goes to 256, and :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` takes
+#: ``cache_entries`` 16 to 256) and 4 ways, the state spectrum's
+#: (:data:`tb.ephemeral.spectrum.RC_WAYS`). Ref: docs/findings.md (section 9, "The RDMA
+#: engine at scale"): round robin over more QPs than entries misses on every message
+#: whatever the ways (within 3 % at 1, 4 or 8), so at 4096 QPs round robin the entries
+#: set the rate; with Zipf 0.99 at 4096 QPs over 256 entries 4 ways run within 1.22x of
+#: the host bound and 8 ways 1.20x, for twice the tag comparators per lookup and probe
+#: (docs/rdma.md, "Associative context cache"): 8 ways buy 2 % where 4 buy 3.8x over
+#: direct mapping.
+BEST_CACHE = dict(cache_entries=256, cache_ways=4)
+
+#: Rows beside the walk: (name, the factor of the row compared with, the settings changed
+#: on that row's). The design is that row's.
+SIDE_ROWS = (
+    ("4096 QPs, best cache", "4096 QPs", BEST_CACHE),
+)
+
+
 def gap_settings(profile):
     """The rows' ``(name, design, settings)`` for fabric ``profile`` (a name of
     :data:`spec.fabric_profiles.FABRIC_PROFILES`; ``ValueError`` naming it otherwise)."""
@@ -82,6 +116,23 @@ def gap_settings(profile):
     return rows
 
 
+def side_settings(profile):
+    """The side rows' ``(name, design, settings, k)`` for fabric ``profile``, ``k`` the
+    number of the walk's row each stands beside (:data:`SIDE_ROWS`); ``ValueError`` as
+    :func:`gap_settings`."""
+    rows = gap_settings(profile)
+    names = [name for name, _, _ in rows]
+    return [(name, rows[names.index(base)][1], dict(rows[names.index(base)][2], **change),
+             names.index(base)) for name, base, change in SIDE_ROWS]
+
+
+def _all_rows(profile):
+    """The walk's rows then the side rows of ``profile``: ``(name, design, settings,
+    side_of)``, ``side_of`` None on the walk."""
+    return ([(name, design, s, None) for name, design, s in gap_settings(profile)]
+            + side_settings(profile))
+
+
 def point_of(design, s):
     """The keyword arguments of a row's point (``design``, ``settings`` of
     :func:`gap_settings`) common to its co-simulation (``run_point``) and its model
@@ -93,7 +144,8 @@ def point_of(design, s):
                     records=RECORD_SLOTS if s["completion"] == "e2e" else 0)
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
-                link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s))
+                link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s),
+                cache_ways=s.get("cache_ways", 1))
 
 
 def rdma_topology(s):
@@ -137,12 +189,12 @@ def _rdma_job(sim, s, messages, msg_bytes, tag):
 
 
 def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
-    """The co-simulations of the table at each of ``profiles`` as
-    ``[(label, function, kwargs)]``; the rows that are the same point at two profiles
-    (``board`` before row 4) are run once. Then :func:`finish_gap`."""
+    """The co-simulations of the table at each of ``profiles`` (the walk's rows and the
+    side rows) as ``[(label, function, kwargs)]``; the rows that are the same point at two
+    profiles (``board`` before row 4) are run once. Then :func:`finish_gap`."""
     jobs, seen = [], {}
     for profile in profiles:
-        for k, (name, design, s) in enumerate(gap_settings(profile)):
+        for k, (name, design, s, _) in enumerate(_all_rows(profile)):
             key = (design, tuple(sorted(s.items())))
             if key in seen:
                 continue
@@ -156,20 +208,21 @@ def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
 
 def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128):
     """The table's rows from the results of :func:`gap_jobs` (same arguments, results in
-    the jobs' order): one row per factor and profile, in the table's order.
-    ``ValueError`` if a result carries a comparison key whose value is not the one the
-    row's settings give (:func:`row_keys`): the keys the tests check are the rows'."""
-    table = [(profile, k, name, (design, tuple(sorted(s.items()))))
+    the jobs' order): one row per factor and profile, in the table's order, then the
+    side rows (each with ``gap_side_of``). ``ValueError`` if a result carries a
+    comparison key whose value is not the one the row's settings give (:func:`row_keys`):
+    the keys the tests check are the rows'."""
+    table = [(profile, k, name, (design, tuple(sorted(s.items()))), side_of)
              for profile in profiles
-             for k, (name, design, s) in enumerate(gap_settings(profile))]
+             for k, (name, design, s, side_of) in enumerate(_all_rows(profile))]
     index = {}
-    for *_, key in table:
+    for *_, key, _ in table:
         index.setdefault(key, len(index))
     if len(index) != len(results):
         raise ValueError(f"{len(results)} results for {len(index)} distinct points of "
                          f"the table")
     out = []
-    for profile, k, name, key in table:
+    for profile, k, name, key, side_of in table:
         row = dict(results[index[key]])
         want = row_keys(key[0], dict(key[1]))
         wrong = {n: (row[n], v) for n, v in want.items() if n in row and row[n] != v}
@@ -179,6 +232,8 @@ def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128)
         row.pop("frames", None)
         row.pop("cycles", None)
         row.update(gap_profile=profile, gap_row=k, gap_factor=name)
+        if side_of is not None:
+            row["gap_side_of"] = side_of
         out.append(row)
     return out
 
@@ -208,12 +263,17 @@ def _cell(row, key, fmt):
 def gap_table_lines(rows, profile):
     """The table of ``profile`` from :func:`finish_gap`'s rows, as text lines: one line per
     factor with the RTL figures (equal to the model's where ``mismatch`` is 0) and how
-    latency and ii moved against the row above."""
+    latency and ii moved against the row above (a side row: against the row it stands
+    beside, its number after ``<``)."""
     mine = [r for r in rows if r.get("gap_profile") == profile]
+    by_row = {r["gap_row"]: r for r in mine}
     table = [[t for t, _, _ in _COLUMNS] + ["d latency", "d ii"]]
     prev = None
     for r in mine:
         cells = [_cell(r, key, fmt) for _, key, fmt in _COLUMNS]
+        if "gap_side_of" in r:
+            cells[0] += f"<{r['gap_side_of']}"
+            prev = by_row[r["gap_side_of"]]
         for key in ("latency_cycles_rtl", "ii_cycles_rtl"):
             a, b = (prev or {}).get(key), r.get(key)
             cells.append("-" if a is None or b is None else f"{b - a:+.2f}".rstrip("0")

@@ -227,5 +227,9 @@ def test_rdma_point_topology_checked():
         headline.run_point(topology="ring", **kw)
     with pytest.raises(ValueError, match="header 'scaleup'"):
         headline.run_point(topology="switch", header="scaleup", **kw)
+    with pytest.raises(ValueError, match="selective"):
+        headline.run_point(topology="switch", selective=1, **kw)
+    # the fabric top's context caches take ways (a parameter of the top); a bad one named
+    assert headline.run_point(topology="switch", cache_ways=4, cache_entries=256, **kw) is None
     with pytest.raises(ValueError, match="cache_ways"):
-        headline.run_point(topology="switch", cache_ways=2, **kw)
+        headline.run_point(topology="switch", cache_ways=3, cache_entries=256, **kw)

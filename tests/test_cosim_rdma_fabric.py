@@ -150,3 +150,23 @@ def test_fabric_writes_over_reliable_links_and_a_hop(sim, test_id):
     run_fabric(PAIR_RETRY, params=dict(kind="writes", messages=25, sizes=[128], qps=2,
                                        warmup=latency_spacing("pcie"), rung=LADDER[-1][0]),
                sim=sim, test_id=test_id)
+
+
+@pytest.mark.slow(reason=(
+    "a two-node fabric top of its own (4-way context caches: one more export and build "
+    "on each simulator): make sim co-simulates the same caches in the gap table's row 8 "
+    "(256 entries, 4 ways, 4096 QPs; Verilator, 0 mismatches); in make test, "
+    "test_cosim_params.py checks that the switch points take and check cache_ways"))
+def test_fabric_writes_with_a_4_way_cache(sim, test_id):
+    """The ``writes`` kind on the fabric with 4-way context caches at both nodes: 48
+    WRITEs of 128 B round robin over 40 QPs through 16 entries (4 sets of 4 ways; every
+    message misses, the victims chosen by the pseudo-LRU among busy ways), over reliable
+    links and a hop; every beat, mark, counter and memory word equals the model's, every
+    frame, CQE and MR byte as posted."""
+    from pymodel.rdma.point import latency_spacing
+    from spec.rdma_engine import LADDER
+
+    run_fabric(dict(PAIR_RETRY, cache_ways=4),
+               params=dict(kind="writes", messages=49, sizes=[128], qps=40,
+                           warmup=latency_spacing("pcie"), rung=LADDER[-1][0]),
+               sim=sim, test_id=test_id)

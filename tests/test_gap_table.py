@@ -31,11 +31,13 @@ def test_board_fabric_row_is_a_no_op_and_runs_once():
     names = [n for n, _, _ in board]
     k = names.index("fabric profile")
     assert board[k][2] == board[k - 1][2]
+    side = len(gap_table.SIDE_ROWS)
     jobs = gap_table.gap_jobs("icarus", ("board",), messages=10, msg_bytes=128)
-    assert len(jobs) == len(board) - 1
+    assert len(jobs) == len(board) - 1 + side
     both = gap_table.gap_jobs("icarus", ("board", "pod"), messages=10, msg_bytes=128)
-    # pod shares the rows before the fabric changes with board
-    assert len(both) == len(jobs) + len(board) - k
+    # pod shares the rows before the fabric changes with board; the side rows (beside
+    # rows after it) are its own
+    assert len(both) == len(jobs) + len(board) - k + side
 
 
 def test_bad_profile_named():
@@ -48,17 +50,24 @@ def test_finish_gap_orders_rows_and_checks_count():
     results = [{"design": "x", "latency_cycles_rtl": 10 + k, "ii_cycles_rtl": 3.0,
                 "mismatches": 0, "frames": [], "cycles": 1} for k in range(len(jobs))]
     rows = gap_table.finish_gap(results, ("board", "pod"), messages=10, msg_bytes=128)
-    assert [r["gap_row"] for r in rows] == list(range(len(gap_table.GAP_FACTORS))) * 2
+    n, side = len(gap_table.GAP_FACTORS), len(gap_table.SIDE_ROWS)
+    assert [r["gap_row"] for r in rows] == list(range(n + side)) * 2
     assert all("frames" not in r for r in rows)
     board = [r for r in rows if r["gap_profile"] == "board"]
     assert board[3]["latency_cycles_rtl"] == board[4]["latency_cycles_rtl"]
+    assert [r.get("gap_side_of") for r in board] == [None] * n + [n - 1]
     with pytest.raises(ValueError, match="distinct points"):
         gap_table.finish_gap(results[:-1], ("board", "pod"), 10, 128)
     lines = gap_table.gap_table_lines(rows, "pod")
     assert lines[0].startswith("Where the gap comes from (pod)")
-    assert len(lines) == 3 + len(gap_table.GAP_FACTORS)
+    assert len(lines) == 3 + n + side
     assert lines[3].split()[-3:] == ["0", "-", "-"]          # row 0: nothing above it
     assert lines[4].split()[-2:] == ["+1", "+0"]             # latency 10 -> 11, ii 3 -> 3
+    # the side row against the row it stands beside (row 7), not the row above it
+    pod = [r for r in rows if r["gap_profile"] == "pod"]
+    want = pod[n]["latency_cycles_rtl"] - pod[n - 1]["latency_cycles_rtl"]
+    assert lines[3 + n].split()[0] == f"{n}<{n - 1}"
+    assert lines[3 + n].split()[-2] == f"{want:+d}"
 
 
 def test_sim_gap_option_checked():
@@ -81,10 +90,12 @@ def test_report_section_has_a_table_per_profile():
     md = gap_section(rows, ("board", "pod"), 10, 128, "icarus").splitlines()
     assert "### At `board`" in md and "### At `pod`" in md
     table = [line for line in md if line.startswith("| ") and "factor" not in line]
-    assert len(table) == 2 * len(gap_table.GAP_FACTORS)
+    assert len(table) == 2 * (len(gap_table.GAP_FACTORS) + len(gap_table.SIDE_ROWS))
     first = [c.strip() for c in table[0].strip("|").split("|")]
     assert first[:3] == ["0", "NIC as built", "nic"]
     assert "2.50" in first and "4,608" in first      # control ops summed, bits grouped
+    n = len(gap_table.GAP_FACTORS)
+    assert table[n].startswith(f"| {n} (beside {n - 1}) | 4096 QPs, best cache |")
 
 
 @pytest.mark.parametrize("argv,named", [
@@ -195,7 +206,10 @@ def test_run_gap_attaches_shares_and_checks_the_model_alone():
 
     rows = run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(), 1)
     assert "shapley" not in rows[0]
-    for prev, r in zip(rows[:-1], rows[1:], strict=True):
+    walk = [r for r in rows if "gap_side_of" not in r]
+    assert len(walk) == len(gap_table.GAP_FACTORS)
+    assert all("shapley" not in r for r in rows if "gap_side_of" in r)   # not a factor
+    for prev, r in zip(walk[:-1], walk[1:], strict=True):
         for m, _ in SHARE_METRICS:
             assert r["table_order"][m] == r[f"{m}_model"] - prev[f"{m}_model"]
             lo, hi = r["range"][m]
@@ -212,7 +226,8 @@ def test_finish_gap_checks_the_rows_comparison_keys():
     keys the level-field test derives are the rows' own."""
     jobs = gap_table.gap_jobs("icarus", ("board",), messages=10, msg_bytes=128)
     settings = {}
-    for _, design, s in gap_table.gap_settings("board"):
+    for _, design, s in gap_table.gap_settings("board") + [
+            (name, design, s) for name, design, s, _ in gap_table.side_settings("board")]:
         settings.setdefault((design, tuple(sorted(s.items()))), (design, s))
     results = [dict(gap_table.row_keys(*v), mismatches=0) for v in settings.values()]
     assert len(results) == len(jobs)
@@ -234,3 +249,31 @@ def test_completion_means_the_same_from_the_end_to_end_row_on(profile):
     first = [name for name, _, _ in rows].index("end-to-end completion")
     assert at[:first] == ["link-credit"] * first
     assert at[first:] == ["host-memory"] * (len(rows) - first)
+
+
+@pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
+def test_side_rows_change_one_thing_and_no_level_key(profile):
+    """A side row is the row it stands beside with its own change only (the engine's best
+    cache beside its 16 direct-mapped entries), no level-field key changed, and its
+    point carries the change (the cache's entries and ways reach the top)."""
+    from spec.metrics import level_keys
+    from spec.rdma_engine import CACHE_WAYS
+
+    rows = gap_table.gap_settings(profile)
+    sides = gap_table.side_settings(profile)
+    assert len(sides) == len(gap_table.SIDE_ROWS) >= 1
+    for (name, design, s, k), (_, _, change) in zip(sides, gap_table.SIDE_ROWS,
+                                                      strict=True):
+        _, d0, s0 = rows[k]
+        assert design == d0
+        assert {key for key in set(s) | set(s0) if s.get(key) != s0.get(key)} == set(change)
+        assert level_keys(gap_table.row_keys(d0, s0)) == level_keys(
+            gap_table.row_keys(design, s)), name
+        point = gap_table.point_of(design, s)
+        assert {key: point[key] for key in change} == change
+    best = dict(sides[0][2])
+    assert sides[0][3] == [n for n, _, _ in rows].index("4096 QPs")
+    # the largest cache a build takes (RdmaFabricTop: 16 to 256 entries), ways it builds
+    assert best["cache_entries"] == 256 and best["cache_ways"] in CACHE_WAYS
+    assert rows[sides[0][3]][2]["cache_entries"] == 16
+    assert gap_table.point_of("rdma", rows[sides[0][3]][2])["cache_ways"] == 1

@@ -129,7 +129,11 @@ def gap_row_entries(design, settings):
     every delay line that stands for a wire (``Link``, the switch's hop and
     ``ElasticDelay``, the NIC's credit return, the reliable link's ACK sideband), and the
     retry ends at the far side of the endpoint's two links (the switch's, or in RdmaTop
-    the peer's). ``qps`` is run-time state in host memory and adds nothing.
+    the peer's). ``qps`` is run-time state in host memory and adds nothing. An engine
+    whose caches have ``cache_ways`` other than 1 (a side row's best cache) is named
+    with ``_w<ways>`` and has no entry of its own in :data:`COMPONENTS` (the area
+    wrapper builds direct-mapped caches): its area is not measured, and the report
+    shows ``-``.
     ``ValueError`` names a setting with no entry (e.g. an attachment without a host
     interface entry)."""
     s = settings
@@ -168,8 +172,10 @@ def gap_row_entries(design, settings):
                            ("timeout", rdma_timeout(fabric))):
             if not board and value != RDMA[key]:     # as tb.rdma.headline's top
                 params[key] = value
+        ways = s.get("cache_ways", 1)
         name = (f"rdma_engine_c{s['cache_entries']}"
-                + _tag(header != "roce" and header, not board and fabric))
+                + _tag(ways != 1 and f"w{ways}", header != "roce" and header,
+                       not board and fabric))
         out = {name: (Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine", params), 1)}
         if s["attachment"] != "pcie":
             raise ValueError(f"RDMA attachment must be 'pcie' (the measured host "

@@ -12,11 +12,11 @@ reliable links' ACK sideband) and the retry ends on the far side of the endpoint
 Consecutive rows then differ by the hardware of their one factor.
 """
 
-from tb.gap_table import gap_settings
+from tb.gap_table import gap_settings, side_settings
 
 from .catalogue import FIGURES, gap_row_entries
 
-__all__ = ["row_parts", "gap_parts", "figures_of", "parts_figures"]
+__all__ = ["row_parts", "gap_parts", "side_parts", "figures_of", "parts_figures"]
 
 
 def row_parts(design, settings):
@@ -30,6 +30,13 @@ def gap_parts(profile):
     """``[(factor, design, parts)]``: :func:`row_parts` of every row of the table at
     fabric ``profile``, in the table's order."""
     return [(name, design, row_parts(design, s)) for name, design, s in gap_settings(profile)]
+
+
+def side_parts(profile):
+    """``[(name, design, parts)]``: :func:`row_parts` of the side rows at ``profile``
+    (:func:`tb.gap_table.side_settings`), in the table's order."""
+    return [(name, design, row_parts(design, s))
+            for name, design, s, _ in side_settings(profile)]
 
 
 def figures_of(area):

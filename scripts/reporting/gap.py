@@ -4,7 +4,7 @@ mismatch column is 0), with each row's area: the parts of one endpoint at the ro
 settings (:mod:`scripts.area_proxies.gap`) summed from area.json (``make area``); and
 each factor's share over all orders (:mod:`tb.gap_shares`, the golden model alone)."""
 
-from scripts.area_proxies.gap import figures_of, gap_parts, parts_figures
+from scripts.area_proxies.gap import figures_of, gap_parts, parts_figures, side_parts
 from tb.gap_shares import FACTORS, SHARE_METRICS, factor_shares, metric_value, share_jobs
 from tb.gap_table import finish_gap, gap_jobs
 
@@ -44,7 +44,7 @@ def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers, shares=True):
     for profile in profiles:
         sjobs, index = share_jobs(profile, messages, msg_bytes)
         model = run_jobs(sjobs, workers)
-        mine = [r for r in rows if r["gap_profile"] == profile]
+        mine = [r for r in rows if r["gap_profile"] == profile and "gap_side_of" not in r]
         for k, r in enumerate(mine):
             alone = model[index[frozenset(FACTORS[:k])]]
             for metric, _ in SHARE_METRICS:
@@ -140,20 +140,23 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
            "every row and counted on none. docs/area.md, \"Per gap row\".", ""]
     for profile in profiles:
         mine = [r for r in rows if r["gap_profile"] == profile]
-        parts = gap_parts(profile)
+        parts = gap_parts(profile) + side_parts(profile)
         out += [f"### At `{profile}`", "",
                 "| # | factor | design | attachment | completion | reliability | header | "
                 + " | ".join(t for t, _, _ in _COLUMNS) + " | "
                 + " | ".join(t for t, _ in AREA_COLUMNS) + " |",
                 "|" + "---|" * (7 + len(_COLUMNS) + len(AREA_COLUMNS))]
         for r in mine:
-            out.append(f"| {r['gap_row']} | {r['gap_factor']} | {r['design']} | "
+            beside = f" (beside {r['gap_side_of']})" if "gap_side_of" in r else ""
+            out.append(f"| {r['gap_row']}{beside} | {r['gap_factor']} | {r['design']} | "
                        f"{r.get('attachment', '-')} | {r.get('completion', '-')} | "
                        f"{r.get('reliability', '-')} | {r.get('header', '-')} | "
                        + " | ".join(_cell(r, k, f) for _, k, f in _COLUMNS) + " | "
                        + " | ".join(_area_cells(parts[r["gap_row"]][2], figures)) + " |")
-        out += ["", "Parts per row (one endpoint): "
-                + "; ".join(_parts_line(k, p, parts[k - 1][2] if k else None)
+        side_of = {r["gap_row"]: r["gap_side_of"] for r in mine if "gap_side_of" in r}
+        out += ["", "Parts per row (one endpoint; a side row against the row it stands "
+                "beside): "
+                + "; ".join(_parts_line(k, p, parts[side_of.get(k, k - 1)][2] if k else None)
                             for k, (_, _, p) in enumerate(parts)) + ".", ""]
         out += shares_lines(rows, profile)
     return "\n".join(out)

@@ -121,7 +121,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
     when not the defaults). ``topology`` (:data:`TOPOLOGIES`): ``switch`` runs the point
     on the NIC's fabric (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of
-    ``link_latency``, ``cache_ways``, ``selective``, ``miss_queue``, ``qpc_bytes``,
+    ``link_latency``, ``selective``, ``miss_queue``, ``qpc_bytes``,
     ``mr_cache`` and ``mrs`` only), the row's ``fabric_buffer_bits`` from the sender's
     credits in use and its ``inflight_bits`` the engine's plus them (as the NIC's).
     Every parameter is checked before anything is built
@@ -132,7 +132,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
     message (fewer than :func:`ii_messages` messages): they are not measured then."""
     k = knobs_of(rung, knobs)
     _check_topology(topology, link_latency=link_latency is not None,
-                    cache_ways=cache_ways != 1, selective=bool(selective),
+                    selective=bool(selective),
                     miss_queue=bool(miss_queue), qpc_bytes=qpc_bytes != QPC_BYTES_DEFAULT,
                     mr_cache=bool(mr_cache), mrs=mrs != 1)
     switch = topology == "switch"
@@ -141,7 +141,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
 
         return run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung,
                                  k, latency_messages, test_id, label, fabric, link_retry,
-                                 header, check_only)
+                                 header, check_only, cache_ways)
     top = _top(host, link_latency, fabric, link_retry, header)
     if cache_ways != 1:
         top["cache_ways"] = cache_ways
@@ -217,13 +217,13 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
 
 def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
                 latency_messages=16, fabric="board", link_retry=False, header="roce",
-                topology=TOPOLOGY):
+                topology=TOPOLOGY, cache_ways=1):
     """The golden model's side of :func:`run_point` alone (no simulator), for the
     parameters it shares with it (the others at their defaults): the row with ``_model``
     values only, from the same top, runs and reduction as the co-simulation's model side
     (:func:`tb.rdma.cocotb_rdma.config`, :func:`~tb.rdma.cocotb_rdma.scenario`,
     :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`pymodel.rdma.point.reduce_run`), and
-    the comparison keys."""
+    the comparison keys; ``cache_ways``: as :func:`run_point`'s."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
     _check_topology(topology)
@@ -231,9 +231,12 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
         from tb.rdma.headline_switch import model_switch_point
 
         return model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
-                                   latency_messages, fabric, link_retry, header)
+                                   latency_messages, fabric, link_retry, header,
+                                   cache_ways)
     k = knobs_of(rung, None)
     top = _top(host, None, fabric, link_retry, header)
+    if cache_ways != 1:
+        top["cache_ways"] = cache_ways
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, warmup=warm,
                   cache_entries=cache_entries, qpc_bytes=QPC_BYTES_DEFAULT)
@@ -252,6 +255,8 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
            "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
            "cache_entries": cache_entries, "host": host, "rung": rung,
            **comparison_keys(host, fabric, link_retry, header)}
+    if cache_ways != 1:
+        row["cache_ways"] = cache_ways
     row.update({f"{key}_model": bw.get(key) for key in _PER_MESSAGE})
     row["latency_cycles_model"] = isolated_median(lat["latency"])
     row["completion_cycles_model"] = isolated_median(lat["completion"])

@@ -19,10 +19,11 @@ __all__ = ["fabric_top", "run_switch_point", "model_switch_point", "reads_host"]
 
 
 def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entries=16,
-               reads=True):
+               reads=True, cache_ways=1):
     """The parameters of the two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` of a
     ``switch`` point: RdmaTop's host-memory depth and player and recorder depths, the
-    context caches of ``cache_entries``, the fabric of
+    context caches of ``cache_entries`` with ``cache_ways`` ways per set (the top's
+    parameter when not 1, the default top's direct-mapped cache), the fabric of
     :func:`spec.fabric_profiles.rdma_fabric_top` and, off ``board``, the window records
     and transport timeout of RdmaTop's (:func:`tb.rdma.headline._top`), the records
     sized to the rung (``reads``: whether it reads its WQE and payload from host memory,
@@ -36,6 +37,8 @@ def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entr
     top = dict(nodes=2, host=host, depth=TOP_DEFAULTS["depth"], cache_entries=cache_entries,
                mmio=TOP_DEFAULTS["mmio"], wire_beats=TOP_DEFAULTS["wire_beats"],
                events=TOP_DEFAULTS["events"], **rdma_fabric_top(profile, link_retry))
+    if cache_ways != 1:
+        top["cache_ways"] = cache_ways       # the top and the model's config check it
     if profile.name != "board":
         top.update(records=rdma_records(profile, reads=reads),
                    timeout=rdma_timeout(profile))
@@ -77,12 +80,13 @@ def _switch_sides(row, bw, lat, fabric, link_retry):
 
 def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k,
                       latency_messages, test_id, label, fabric, link_retry, header,
-                      check_only):
+                      check_only, cache_ways=1):
     """:func:`run_point` with ``topology`` ``switch``."""
     from tb.rdma.fabric_runner import run_fabric
     from tb.rdma.fabric_writes import check_writes_params
 
-    top = fabric_top(host, fabric, link_retry, header, cache_entries, reads_host(k))
+    top = fabric_top(host, fabric, link_retry, header, cache_entries, reads_host(k),
+                     cache_ways)
     fabric = fabric_profile(fabric).name
     runs = _switch_params(msg_bytes, qps, cache_entries, host, k, messages,
                           latency_messages)
@@ -92,7 +96,8 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
         return None
     tag = test_id or (f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}_q{qps}"
                       f"_c{cache_entries}_{host}_n{messages}_b{msg_bytes}_{fabric}"
-                      + ("_retry" if link_retry else ""))
+                      + ("_retry" if link_retry else "")
+                      + (f"_w{cache_ways}" if cache_ways != 1 else ""))
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag) + "_sw"
     out = []
     for params, kind in zip(runs, ("bw", "lat"), strict=True):
@@ -104,6 +109,8 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
            "rung": label or rung,
            **comparison_keys(host, fabric, link_retry, header, "switch")}
+    if cache_ways != 1:
+        row["cache_ways"] = cache_ways
     _switch_sides(row, bw, lat, fabric, link_retry)
     row["mismatches"] = bw["mismatches"] + lat["mismatches"]
     if messages < ii_messages():
@@ -118,13 +125,13 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
 
 
 def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
-                        latency_messages, fabric, link_retry, header):
+                        latency_messages, fabric, link_retry, header, cache_ways=1):
     """:func:`model_point` with ``topology`` ``switch``: the fabric test's model side."""
     from pymodel.rdma.fabric_system import simulate_fabric
     from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
     top = fabric_top(host, fabric, link_retry, header, cache_entries,
-                     reads_host(knobs_of(rung, None)))
+                     reads_host(knobs_of(rung, None)), cache_ways)
     runs = []
     for params in _switch_params(msg_bytes, qps, cache_entries, host, knobs_of(rung, None),
                                  messages, latency_messages):
@@ -137,5 +144,7 @@ def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
     row = {"design": "rdma", "framing": "rocev2", "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
            "rung": rung, **comparison_keys(host, fabric, link_retry, header, "switch")}
+    if cache_ways != 1:
+        row["cache_ways"] = cache_ways
     _switch_sides(row, *runs, fabric, link_retry)
     return {k: v for k, v in row.items() if not k.endswith("_rtl")}
