@@ -111,3 +111,14 @@ def test_ring_over_two_nodes_leaves_each_node_from_every_gpu_once_by_hand():
     with pytest.raises(ValueError, match="node_gpus"):
         decode_step("llama-3.1-405b", Deployment(batch=8, tp=16), allreduce="ring",
                     node_gpus=6)
+
+
+def test_a_switch_trace_round_trips_through_the_replay_format():
+    """``switch`` is written and read back; the switch's rows keep their endpoint."""
+    from pymodel.workloads.trace import trace_from_dict
+    tr = decode_step("llama-3-8b", Deployment(batch=2, tp=4), allreduce="nvls")
+    doc = tr.to_dict()
+    assert doc["switch"] is True
+    back = trace_from_dict(doc)
+    assert back.switch and back.messages == tr.messages
+    assert all((back.columns[k] == tr.columns[k]).all() for k in tr.columns)
