@@ -46,10 +46,15 @@ class FabricProfile:
     switch : int
         One switch hop: from a frame's beat on the switch's ingress port to the same
         beat on its egress port, without contention.
+    in_switch_reduction : bool
+        Whether the switch reduces and multicasts (an all-reduce's data sent once to the
+        switch, which sums it and delivers the result: NVLink SHARP / NVLS, an Ethernet
+        switch's in-network collectives). Only where a source says the switch has it.
     """
     name: str
     link: int
     switch: int
+    in_switch_reduction: bool = False
 
     def __post_init__(self):
         for field in ("link", "switch"):
@@ -57,6 +62,9 @@ class FabricProfile:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"fabric profile {self.name!r}: {field} latency must be "
                                  f"a positive integer of cycles, not {v!r}")
+        if not isinstance(self.in_switch_reduction, bool):
+            raise ValueError(f"fabric profile {self.name!r}: in_switch_reduction must be "
+                             f"True or False, not {self.in_switch_reduction!r}")
         if self.switch < SWITCH_BASE_CYCLES:
             raise ValueError(f"fabric profile {self.name!r}: switch latency must be at "
                              f"least {SWITCH_BASE_CYCLES} cycles (the switch's buffer and "
@@ -70,19 +78,23 @@ SWITCH_BASE_CYCLES = 2
 FABRIC_PROFILES = {
     # Today's fabric: 2-cycle links and the switch's own 2 cycles (6 cycles node to node).
     # Ref: spec.nic.HEADLINE_TOP (link_latency 2); spec.rdma_engine.TOP_DEFAULTS
-    # (link_latency 6, the same path as one link).
+    # (link_latency 6, the same path as one link). Its switch (rtl.fabric.switch) forwards
+    # frames only: no in-switch reduction.
     "board": FabricProfile("board", link=2, switch=2),
     # Tomahawk Ultra class: a 250 ns switch and 400 ns XPU to XPU, so 75 ns for each
     # link with its PHY and FEC.
     # Ref: Broadcom, Tomahawk Ultra announcement (2025-07-15): 250 ns switch latency
     # port to port at 51.2 Tb/s; Broadcom, Scale-Up Ethernet (SUE) framework (OCP,
     # 2025): sub-400 ns XPU-to-XPU latency with Tomahawk Ultra.
-    "rack": FabricProfile("rack", link=75, switch=250),
+    # In-switch reduction: the same announcement, "In-Network Collectives": AllReduce,
+    # Broadcast and AllGather executed within the switch chip, endpoint-agnostic.
+    "rack": FabricProfile("rack", link=75, switch=250, in_switch_reduction=True),
     # UALink class, about 1 us round trip: a 250 ns switch (the 100T figure) and 125 ns
     # per link, 500 ns one way.
     # Ref: UALink Consortium, "A Deeper Dive: Responding to the UALink 200G 1.0
     # Specification Webinar Q&A Session" (2025): port-to-port latency with 400G ports,
-    # 25T switch <= 150 ns, 50T < 200 ns, 100T < 250 ns.
+    # 25T switch <= 150 ns, 50T < 200 ns, 100T < 250 ns. No in-switch reduction: the
+    # UALink 200G 1.0 sources above name none.
     "pod": FabricProfile("pod", link=125, switch=250),
 }
 

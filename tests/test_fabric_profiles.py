@@ -56,6 +56,12 @@ def test_bad_profile_fields_are_named(link, switch, word):
         FabricProfile("x", link=link, switch=switch)
 
 
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_bad_in_switch_reduction_is_named(bad):
+    with pytest.raises(ValueError, match="in_switch_reduction"):
+        FabricProfile("x", link=2, switch=2, in_switch_reduction=bad)
+
+
 def test_sizing_rules_keep_board_and_grow_with_distance():
     """Board: today's sizes exactly; farther: by hand from the rules' definitions."""
     # (a) 64-byte beats, 1024-byte frames: L2 frame 20 + 1024 + 4 = 1048 B = 17 beats.

@@ -363,15 +363,15 @@ def test_auto_allreduce_follows_vllms_custom_all_reduce_by_hand():
     assert allreduce_mode("auto", 8, 256 * 1024) == "rsag"
     assert allreduce_mode("auto", 4, 256 * 1024) == "oneshot"
     assert allreduce_mode("auto", 4, 512 * 1024) == "rsag"
-    assert allreduce_mode("auto", 2, 1 << 30) == "oneshot"
-    assert allreduce_mode("auto", 16, 1024) == "rsag"
+    assert allreduce_mode("auto", 2, 8 * 1024 * 1024 - 1) == "oneshot"
     assert allreduce_mode("oneshot", 8, 1 << 30) == "oneshot"
     names = {b: {p.name.rsplit(".", 1)[1] for p in
                  decode_step("llama-3-70b", Deployment(batch=b, tp=8), allreduce="auto").phases}
              for b in (15, 16)}
     assert names == {15: {"ar"}, 16: {"rs", "ag"}}
     with pytest.raises(ValueError, match="allreduce"):
-        decode_step("llama-3-70b", Deployment(batch=1, tp=8), allreduce="ring")
+        decode_step("llama-3-70b", Deployment(batch=1, tp=8), allreduce="tree")
+
 
 
 def test_ll128_flags_ride_in_the_data_by_hand():

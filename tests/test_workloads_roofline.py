@@ -105,7 +105,7 @@ def test_bad_roofline_arguments():
 def test_section_small_grid(tmp_path):
     md = inference_section(tmp_path, scenarios=SCENARIOS[3:4] + SCENARIOS[5:6],
                            batches=(1, 16), levers=("coalescing",), fastpath_sizes=(16384,),
-                           servings=SERVING[4:])
+                           fastpath_long=(), servings=SERVING[4:])
     assert md.startswith("## Inference")
     for heading in ("Communication per decode step", "KV cache per token",
                     "KV transfer", "Which bottleneck dominates", "Calibration"):

@@ -21,7 +21,7 @@ from pymodel.workloads.trace import TraceBuilder
 DISPATCH_HEADER = 16
 #: Hidden values per FP8 scale (a float) in DeepEP's FP8 dispatch.
 FP8_GROUP = 128
-ALLREDUCE = ("oneshot", "rsag", "auto")
+ALLREDUCE = ("oneshot", "rsag", "ring", "nvls", "auto")
 #: How a TP collective tells its receiver the data is there: ``separate`` (the data, then
 #: an 8-byte flag the receiver polls, after the sender's fence) or ``ll128`` (the flag
 #: inside every 128-byte line, NCCL's LL128 protocol: 120 bytes of data and 8 of flag per
@@ -42,16 +42,27 @@ def _send(b, p, src, dst, nbytes, flags):
 #: most GPUs of the group it applies to, as vLLM's custom all-reduce chooses
 #: (csrc/custom_all_reduce.cuh, ``allreduce``: with full NVLink, the one-stage kernel
 #: below 512 KiB at up to 4 GPUs and below 256 KiB at up to 8, the two-stage reduce-scatter
-#: + all-gather above; 2 GPUs always one-stage). Larger groups: two-shot (vLLM's custom
-#: all-reduce stops at 8 GPUs; NCCL's ring, which takes over there, is not modelled).
+#: + all-gather above; 2 GPUs always one-stage).
 ONESHOT_MAX_BYTES = ((2, None), (4, 512 * 1024), (8, 256 * 1024))
+#: Groups vLLM's custom all-reduce serves and the largest all-reduce it takes (bytes per
+#: GPU, exclusive); any other all-reduce goes to NCCL. Ref: vLLM
+#: vllm/distributed/device_communicators/custom_all_reduce.py, ``CustomAllreduce``:
+#: ``_SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]``, ``max_size=8192 * 1024``.
+CUSTOM_AR_GPUS = (2, 4, 6, 8)
+CUSTOM_AR_MAX_BYTES = 8192 * 1024
 
 
 def allreduce_mode(mode, tp, nbytes):
-    """``"oneshot"`` or ``"rsag"`` for an all-reduce of ``nbytes`` per GPU over ``tp``
-    GPUs: ``mode`` itself, or with ``"auto"`` as :data:`ONESHOT_MAX_BYTES` says."""
+    """``"oneshot"``, ``"rsag"``, ``"ring"`` or ``"nvls"`` for an all-reduce of
+    ``nbytes`` per GPU over ``tp`` GPUs: ``mode`` itself, or with ``"auto"`` as vLLM
+    chooses: its custom all-reduce (:data:`CUSTOM_AR_GPUS`, below
+    :data:`CUSTOM_AR_MAX_BYTES`; one-shot or two-shot by :data:`ONESHOT_MAX_BYTES`), else
+    NCCL's ring. (NCCL would take NVLS on a fabric with in-switch reduction; ``auto``
+    does not know the fabric, so ``nvls`` is asked for by name.)"""
     if mode != "auto":
         return mode
+    if tp not in CUSTOM_AR_GPUS or nbytes >= CUSTOM_AR_MAX_BYTES:
+        return "ring"
     for gpus, limit in ONESHOT_MAX_BYTES:
         if tp <= gpus:
             return "oneshot" if limit is None or nbytes < limit else "rsag"
@@ -80,20 +91,40 @@ def _peers(g, n):
 
 
 def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allreduce",
-               flags="separate"):
+               flags="separate", channels=1, node_gpus=0):
     """Phases and rows of one all-reduce of ``nbytes`` per GPU in every TP group;
     returns the id of its last phase."""
+    mode = allreduce_mode(mode, tp, nbytes)
+    chunk = -(-nbytes // tp)
+    first = np.asarray(groups, dtype=np.int64)
+    if mode == "ring":
+        # 2 (tp - 1) dependent steps; in each, every GPU sends one chunk to its successor
+        # on each of ``channels`` parallel rings, a piece of chunk / channels on each.
+        src, dst = _ring_edges(first, tp, channels, node_gpus)
+        piece = -(-chunk // channels)
+        last = tuple(dep_ids)
+        for k in range(2 * (tp - 1)):
+            p = b.phase(f"{name}.ring{k}", op + ("_rs" if k == 0 else "_ring"), layer,
+                        last, channels, 1)
+            if flags == "ll128":
+                b.add(p, src, dst, -(-piece // LL128_DATA) * LL128_LINE, 1, "data")
+            else:
+                b.add(p, src, dst, piece, 1, "data")
+                b.add(p, src, dst, FLAG_BYTES, 1, "flag")
+            last = (p,)
+        return last[0]
+    if mode == "nvls":
+        return _nvls(b, name, layer, dep_ids, first, tp, chunk, op)
     srcs, dsts = [], []
     for g in groups:
         s, d = _peers(g, tp)
         srcs.append(s)
         dsts.append(d)
     src, dst = np.concatenate(srcs), np.concatenate(dsts)
-    if allreduce_mode(mode, tp, nbytes) == "oneshot":
+    if mode == "oneshot":
         p = b.phase(f"{name}.ar", op, layer, dep_ids, tp - 1, tp - 1)
         _send(b, p, src, dst, nbytes, flags)
         return p
-    chunk = -(-nbytes // tp)
     p1 = b.phase(f"{name}.rs", op + "_rs", layer, dep_ids, tp - 1, tp - 1)
     _send(b, p1, src, dst, chunk, flags)
     p2 = b.phase(f"{name}.ag", op + "_ag", layer, (p1,), tp - 1, tp - 1)
@@ -101,7 +132,48 @@ def _allreduce(b, name, layer, dep_ids, groups, tp, nbytes, mode, op="tp_allredu
     return p2
 
 
-def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
+def _ring_edges(first, tp, channels, node_gpus):
+    """``(src, dst)``: one edge per (group, channel, GPU) of the rings. Channel ``c``'s
+    ring goes through the nodes in order (``node_gpus`` GPUs each; 0: the group is one
+    node) and, inside each, from its ``c``-th GPU on (mod ``node_gpus``), so each channel
+    leaves a node from a different GPU, as NCCL spreads its channels over a node's NICs
+    (one NIC per GPU here)."""
+    ng = node_gpus or tp
+    if tp % ng:
+        raise ValueError(f"node_gpus must divide the TP group ({tp}), not {node_gpus!r}")
+    j = np.arange(ng, dtype=np.int64)
+    srcs, dsts = [], []
+    for c in range(channels):
+        order = np.concatenate([n * ng + (c + j) % ng for n in range(tp // ng)])
+        srcs.append((first[:, None] + order[None, :]).ravel())
+        dsts.append((first[:, None] + np.roll(order, -1)[None, :]).ravel())
+    return np.concatenate(srcs), np.concatenate(dsts)
+
+
+def _nvls(b, name, layer, dep_ids, first, tp, chunk, op):
+    """An all-reduce by the switch (NVLS-style, the trace's ``switch`` endpoint), in one
+    phase: every GPU sends its whole buffer once to the switch as ``tp`` chunks (one per
+    GPU's share, its own included) and the switch delivers each GPU the sum of its share;
+    every GPU sends its reduced share once and the switch multicasts it to the ``tp - 1``
+    others. One phase, because NCCL's NVLS all-reduce runs the two at once over the
+    buffer's chunks (src/device/all_reduce.h, ``RunWorkColl<ncclFuncAllReduce, ...,
+    NCCL_ALGO_NVLS, ...>``: the block's warps split into scatter, reduce and gather
+    groups), so a GPU's outbound link carries ``S + S / tp`` while its inbound carries
+    ``S``; the second switch traversal of a chunk (reduced, then multicast) is not added
+    to the phase's latency. Then a flag each GPU sends the switch once and the switch
+    delivers to the others. Returns the phase's id."""
+    gpus = (first[:, None] + np.arange(tp, dtype=np.int64)[None, :]).ravel()
+    sw = np.full(len(gpus), b.gpus, dtype=np.int64)
+    p = b.phase(f"{name}.nvls", op, layer, dep_ids, 1, 1)
+    b.add(p, gpus, sw, chunk, tp + 1, "data")       # tp shares to reduce, 1 to multicast
+    b.add(p, sw, gpus, chunk, tp, "data")           # its reduced share, tp - 1 multicast
+    b.add(p, gpus, sw, FLAG_BYTES, 1, "flag")
+    b.add(p, sw, gpus, FLAG_BYTES, tp - 1, "flag")
+    return p
+
+
+def decode_step(model, deployment, *, allreduce="oneshot", flags="separate", channels=1,
+                node_gpus=0):
     """The trace of one decode step of ``model`` on ``deployment`` (module doc).
 
     Parameters
@@ -109,14 +181,24 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
     model : str or ModelConfig
         A model name (:func:`pymodel.workloads.config.model_names`) or its config.
     deployment : Deployment
-    allreduce : {"oneshot", "rsag", "auto"}
-        How TP all-reduces are sent (``auto``: one-shot or reduce-scatter + all-gather
-        by size and group, as vLLM's custom all-reduce chooses; :func:`allreduce_mode`).
+    allreduce : {"oneshot", "rsag", "ring", "nvls", "auto"}
+        How TP all-reduces are sent: one-shot, reduce-scatter + all-gather, NCCL's ring
+        (``2 (tp - 1)`` dependent steps to the next GPU), in-switch reduction (``nvls``:
+        the trace gets a switch endpoint; only a fabric profile with
+        ``in_switch_reduction`` times it), or ``auto`` as vLLM chooses
+        (:func:`allreduce_mode`).
     flags : {"separate", "ll128"}
         How the TP collectives' receivers learn the data is there (:data:`FLAGS`): a
         flag message after the data, or LL128 lines (the data rows then carry the
         lines' flag bytes, 128 per 120 of data). EP dispatch and combine keep DeepEP's
         counts and flags.
+    channels : int
+        The parallel rings of ``ring`` (NCCL's channels: a ring's bandwidth is its
+        channels' sum, src/graph/tuning.cc ``busBw = nChannels * speed``); each ring step's
+        chunk is split over them.
+    node_gpus : int
+        GPUs per node for the ring's order when the group spans nodes (0: one node;
+        :func:`_ring_edges`).
 
     Returns
     -------
@@ -136,12 +218,18 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
         raise ValueError(f"allreduce must be one of {ALLREDUCE}, not {allreduce!r}")
     if flags not in FLAGS:
         raise ValueError(f"flags must be one of {FLAGS}, not {flags!r}")
+    _int("channels", channels)
+    _int("node_gpus", node_gpus, low=0)
+    if allreduce == "nvls" and flags == "ll128":
+        raise ValueError("flags='ll128' is for GPU-to-GPU collectives, not allreduce='nvls'")
     act = dtype_bytes(dep.dtype, "dtype")
     moe_ep = m.is_moe and dep.ep > 1
     n = dep.ep if moe_ep else dep.tp
     groups = list(range(0, n, dep.tp))
     b = TraceBuilder("decode_step", m.name, dict(asdict(dep), allreduce=allreduce,
-                                                    flags=flags), n)
+                                                    flags=flags, channels=channels,
+                                                    node_gpus=node_gpus), n,
+                     switch=allreduce == "nvls" and dep.tp > 1)
     h = m.hidden_size
     s = dep.batch * h * act
     last = ()
@@ -151,7 +239,8 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
         name = f"L{layer}"
         if dep.tp > 1 and not m.parallel_attn:
             last = (_allreduce(b, f"{name}.attn", layer, last, groups, dep.tp, s,
-                               allreduce, flags=flags),)
+                               allreduce, flags=flags, channels=channels,
+                               node_gpus=node_gpus),)
         if is_moe_layer:
             last = (_moe(b, m, dep, name, layer, last, puts),)
             if dep.tp > 1:
@@ -165,7 +254,8 @@ def decode_step(model, deployment, *, allreduce="oneshot", flags="separate"):
         elif dep.tp > 1:             # parallel attention + MLP: one all-reduce of both
             part = "block" if m.parallel_attn else "mlp"
             last = (_allreduce(b, f"{name}.{part}", layer, last, groups, dep.tp, s,
-                               allreduce, flags=flags),)
+                               allreduce, flags=flags, channels=channels,
+                               node_gpus=node_gpus),)
     return b.build()
 
 

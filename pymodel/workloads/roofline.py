@@ -250,7 +250,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     carrier : Carrier or None
         Carries the step's messages; ``None``: no communication is timed (``coordination``
         0; use for a single GPU or to see compute and memory alone).
-    allreduce : {"oneshot", "rsag", "auto"}
+    allreduce : {"oneshot", "rsag", "ring", "nvls", "auto"}
     ports : int
         Copies of the design per GPU (:func:`pymodel.workloads.timing.comm_time`).
     overhead_s : float
@@ -313,7 +313,8 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     name = attach = "none"
     sync_s = 0.0
     if carrier is not None or collective_sync_s:
-        tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce)
+        tr = trace if trace is not None else decode_step(m, dep, allreduce=allreduce,
+                                                         channels=ports)
         sync_s = collective_sync_s * sum(p.op in COLLECTIVE_OPS for p in tr.phases)
     if carrier is not None:
         r = comm_time(tr, carrier, ports=ports, fabric=fabric)

@@ -90,7 +90,7 @@ def between_nodes(trace, node_gpus):
     c = trace.columns
     keep = c["src"] // node_gpus != c["dst"] // node_gpus
     return Trace(trace.kind, trace.model, trace.deployment, trace.gpus, trace.phases,
-                 {k: v[keep] for k, v in c.items()})
+                 {k: v[keep] for k, v in c.items()}, trace.switch)
 
 
 def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSUER,
@@ -116,7 +116,8 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
                 dep = Deployment(batch=b, tp=sv.tp, ep=sv.ep, context=CONTEXT,
                                  redundant_experts=sv.redundant_experts,
                                  routing=sv.routing)
-                tr = decode_step(sv.model, dep, allreduce=sv.allreduce)
+                tr = decode_step(sv.model, dep, allreduce=sv.allreduce,
+                                 channels=sv.node_gpus or sv.ports, node_gpus=sv.node_gpus)
                 if sv.node_gpus:
                     tr = between_nodes(tr, sv.node_gpus)
                 res = []

@@ -26,6 +26,13 @@ Ports
     link and issuer each), its messages dealt round robin over them: the sums above
     are divided by ``ports`` (no contention between the copies is modelled). One port is
     one 64-byte-per-cycle link (512 Gb/s); an NVLink-class GPU has several.
+Switch
+    A trace with a reducing switch (``trace.switch``, in-switch reduction) has rows to
+    and from the switch's endpoint. A GPU's rows to the switch count as its sends, the
+    switch's deliveries as its receives (``ii`` each, as above); the switch itself is not
+    timed (its capacity and fairness are the fabric's, not modelled here) and every row
+    has the same path latency as a GPU-to-GPU message. Such a trace needs a fabric
+    profile with ``in_switch_reduction``. Totals count the rows the GPUs send.
 Moving and organising
     ``moving`` is the part of that time the GPU's links (``ports`` x 64 bytes per cycle)
     need just for the payload bytes: per phase, the most payload bytes any GPU sends,
@@ -118,14 +125,20 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
     engine models were run on (6 cycles), the same for both designs.
 
     Returns a :class:`CommResult` (an empty trace gives zeros). ``ValueError`` if
-    ``ports`` is not an integer >= 1 or ``fabric`` is not a profile.
+    ``ports`` is not an integer >= 1, ``fabric`` is not a profile, or the trace needs
+    in-switch reduction the profile does not have.
     """
-    from spec.fabric_profiles import one_way
+    from spec.fabric_profiles import FABRIC_PROFILES, fabric_profile, one_way
     if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
         raise ValueError(f"ports must be an integer >= 1, not {ports!r}")
     hop = one_way(fabric) - one_way("board")
+    if trace.switch and not fabric_profile(fabric).in_switch_reduction:
+        raise ValueError(f"fabric {fabric!r} has no in-switch reduction for this trace "
+                         f"(allreduce='nvls'); a profile with in_switch_reduction: "
+                         f"{[k for k, v in FABRIC_PROFILES.items() if v.in_switch_reduction]}")
     c = trace.columns
-    n_ph, g = len(trace.phases), trace.gpus
+    n_ph, gpus = len(trace.phases), trace.gpus
+    g = gpus + (1 if trace.switch else 0)          # endpoints: the GPUs and the switch
     phase_cycles = np.zeros(n_ph)
     moving = np.zeros(n_ph)
     if len(trace):
@@ -146,14 +159,16 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
         tail = np.zeros(n_ph * g)
         np.maximum.at(tail, rkey, r["latency_cycles"] - r["ii_cycles"])
         t_recv = np.where(rsum > 0, rsum / ports + tail, 0)
-        phase_cycles = np.maximum(t_send, t_recv).reshape(n_ph, g).max(axis=1)
+        phase_cycles = np.maximum(t_send, t_recv).reshape(n_ph, g)[:, :gpus].max(axis=1)
         sent = np.bincount(skey, weights=cnt * c["bytes"], minlength=n_ph * g)
-        moving = sent.reshape(n_ph, g).max(axis=1) / (DATAPATH_BYTES_PER_CYCLE * ports)
-        totals = {k: float((cnt * r[k]).sum()) for k in
+        moving = (sent.reshape(n_ph, g)[:, :gpus].max(axis=1)
+                  / (DATAPATH_BYTES_PER_CYCLE * ports))
+        own = cnt * (c["src"] < gpus)               # rows a GPU sends
+        totals = {k: float((own * r[k]).sum()) for k in
                   ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "wqes",
                    "doorbells", "cqes", "issuer_cycles")}
-        engine_messages = int((cnt * r["chunks"]).sum())
-        by_kind = {k: float((cnt * v).sum()) for k, v in r["by_kind"].items()}
+        engine_messages = int((own * r["chunks"]).sum())
+        by_kind = {k: float((own * v).sum()) for k, v in r["by_kind"].items()}
         inflight = float(r["inflight_bits"].max())
     else:
         inflight = 0.0
@@ -161,6 +176,9 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
         totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
                                 "wqes", "doorbells", "cqes", "issuer_cycles"), 0.0)
         engine_messages = 0
+    own_rows = c["src"] < gpus
+    sent_bytes = int((c["bytes"] * c["count"])[own_rows].sum())
+    useful = int((c["bytes"] * c["count"])[own_rows & (c["kind"] == 0)].sum())
     end = np.zeros(n_ph)
     via = np.full(n_ph, -1)
     for p in trace.phases:
@@ -179,6 +197,6 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
         carrier=carrier.name, ports=ports, cycles=float(end.max()) if n_ph else 0.0,
         moving_cycles=float(moving[path].sum()) if path else 0.0,
         phase_cycles=phase_cycles, phase_end=end, critical=tuple(path),
-        messages=trace.messages, payload_bytes=trace.total_bytes(),
+        messages=int(c["count"][own_rows].sum()), payload_bytes=sent_bytes,
         engine_messages=engine_messages, ctrl_by_kind=by_kind,
-        useful_bytes=trace.total_bytes("data"), inflight_bits=inflight, **totals)
+        useful_bytes=useful, inflight_bits=inflight, **totals)

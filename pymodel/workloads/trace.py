@@ -15,6 +15,12 @@ Message row
     ``phase`` (index into the phase list) and ``kind``: ``"data"`` or ``"flag"`` (a
     small completion flag or counter that the receiver polls; within a phase a GPU
     sends its flags after its data).
+Switch
+    A trace with ``switch`` set has one more endpoint, numbered ``gpus``: a switch that
+    reduces and multicasts (in-switch reduction, NVLS-style). A row to it is data a GPU
+    sends to the switch; a row from it is a result the switch delivers to a GPU. It
+    sends or receives nothing of its own accord and is not a GPU: the phase's time is
+    its GPUs' (:mod:`pymodel.workloads.timing`).
 
 Rows are kept as numpy int64 columns, sorted by (phase, src, kind, dst), so a decode
 step of a large expert-parallel deployment (millions of messages) stays a few hundred
@@ -24,7 +30,7 @@ Replay format (``Trace.to_dict`` / ``to_json``; :func:`trace_from_dict` reads it
 
     {"format": "scaleup-vs-rdma/trace", "version": 1, "cycle_ns": 1,
      "kind": "decode_step" | "kv_transfer", "model": "llama-3-70b",
-     "deployment": {...}, "gpus": 8,
+     "deployment": {...}, "gpus": 8, "switch": false,
      "phases": [{"id": 0, "name": "L0.attn.ar", "op": "tp_allreduce", "layer": 0,
                  "deps": [], "qps": 7, "peers": 7}, ...],
      "messages": [{"id": 0, "src": 0, "dst": 1, "bytes": 16384, "count": 1,
@@ -67,7 +73,8 @@ class Trace:
     """Phases and message rows of one trace (see the module doc).
 
     ``columns`` maps each of ``src, dst, bytes, count, phase, kind`` to an int64 array;
-    ``deployment`` is a plain dict of the parameters the trace was generated for.
+    ``deployment`` is a plain dict of the parameters the trace was generated for;
+    ``switch``: endpoint ``gpus`` is a reducing switch (module doc).
     """
 
     kind: str
@@ -76,6 +83,7 @@ class Trace:
     gpus: int
     phases: list
     columns: dict
+    switch: bool = False
 
     def __len__(self):
         return len(self.columns["src"])
@@ -150,6 +158,7 @@ class Trace:
         """The whole trace in the replay format (module doc)."""
         return {"format": FORMAT, "version": 1, "cycle_ns": 1, "kind": self.kind,
                 "model": self.model, "deployment": dict(self.deployment), "gpus": self.gpus,
+                "switch": self.switch,
                 "phases": [dict(asdict(p), deps=list(p.deps)) for p in self.phases],
                 "messages": self.records(expand=expand, limit=limit)}
 
@@ -171,7 +180,8 @@ def trace_from_dict(doc):
                     p["peers"]) for p in doc["phases"]]
     if [p.id for p in phases] != list(range(len(phases))):
         raise ValueError("phase ids must be 0, 1, 2, ... in order")
-    b = TraceBuilder(doc["kind"], doc["model"], doc["deployment"], doc["gpus"])
+    b = TraceBuilder(doc["kind"], doc["model"], doc["deployment"], doc["gpus"],
+                     switch=bool(doc.get("switch", False)))
     b.phases = phases
     for m in doc["messages"]:
         if not 0 <= m["phase"] < len(phases):
@@ -184,8 +194,9 @@ class TraceBuilder:
     """Collects phases and rows, then :meth:`build` sorts and merges them into a
     :class:`Trace` (rows with the same phase, ends, size and kind are merged)."""
 
-    def __init__(self, kind, model, deployment, gpus):
+    def __init__(self, kind, model, deployment, gpus, switch=False):
         self.kind, self.model, self.deployment, self.gpus = kind, model, deployment, gpus
+        self.switch = switch
         self.phases = []
         self._rows = []
 
@@ -215,9 +226,10 @@ class TraceBuilder:
             raise ValueError("message count must not be negative")
         if np.any(cols[0] == cols[1]):
             raise ValueError("a message from a GPU to itself is not network traffic")
-        if np.any((cols[0] < 0) | (cols[0] >= self.gpus) | (cols[1] < 0)
-                  | (cols[1] >= self.gpus)):
-            raise ValueError(f"GPU numbers must be 0 to {self.gpus - 1}")
+        ends = self.gpus + (1 if self.switch else 0)
+        if np.any((cols[0] < 0) | (cols[0] >= ends) | (cols[1] < 0) | (cols[1] >= ends)):
+            raise ValueError(f"GPU numbers must be 0 to {self.gpus - 1}"
+                             + (f" (the switch {self.gpus})" if self.switch else ""))
         k = len(cols[0])
         self._rows.append((cols[0], cols[1], cols[2], cols[3],
                            np.full(k, phase, dtype=np.int64),
@@ -229,7 +241,7 @@ class TraceBuilder:
         else:
             cols = [np.zeros(0, dtype=np.int64) for _ in _COLUMNS]
         src, dst, nbytes, count, phase, kind = cols
-        g = max(self.gpus, 1)
+        g = max(self.gpus + (1 if self.switch else 0), 1)
         where = (phase * 2 * g + src * 2 + kind) * g + dst     # (phase, src, kind, dst)
         order = np.lexsort((nbytes, where))
         src, dst, nbytes, count, phase, kind, where = (a[order] for a in (*cols, where))
@@ -242,4 +254,4 @@ class TraceBuilder:
                                                                   kind))
         columns = dict(zip(_COLUMNS, (src, dst, nbytes, count, phase, kind), strict=True))
         return Trace(self.kind, self.model, self.deployment, self.gpus, list(self.phases),
-                     columns)
+                     columns, self.switch)

@@ -40,7 +40,12 @@ from pymodel.workloads.grid import (
 
 # FASTEST, calibration_markdown, lever_markdown: re-exported for callers of this module.
 from .inference_calibration import _CAL_HERE, _more_calibrations, calibration_markdown
-from .inference_fastpath import FASTPATH_SIZES, fastpath_check_rows, fastpath_markdown
+from .inference_fastpath import (
+    FASTPATH_LONG,
+    FASTPATH_SIZES,
+    fastpath_check_rows,
+    fastpath_markdown,
+)
 from .inference_markdown import (
     _LEVERS_HERE,
     _markdown,
@@ -57,7 +62,8 @@ __all__ = ["inference_section", "SHOWN", "sweep_markdown", "SWEEP_COLUMNS"]
 
 def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCHES,
                       levers=LEVERS, calibration=CALIBRATION, micro_batches=1,
-                      fastpath_sizes=FASTPATH_SIZES, servings=None):
+                      fastpath_sizes=FASTPATH_SIZES, fastpath_long=FASTPATH_LONG,
+                      servings=None):
     """Run the inference grid, write plots and ``inference.json`` into ``out_dir``
     (created if missing) and return the markdown of the "Inference" section.
 
@@ -67,7 +73,8 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     ``micro_batches`` (2: dual micro-batch overlap) go to the grid. ``fastpath_sizes``:
     the WRITE sizes at which the fast path is checked against the cycle-level model
     (:mod:`.inference_fastpath`; ``inference.json``'s ``fastpath_check``, each row's
-    ``within`` says whether it is within tolerance; empty: no check). ``servings``: the
+    ``within`` says whether it is within tolerance; empty: no check), ``fastpath_long``
+    its longer runs ((bytes, QPs, messages); empty: none). ``servings``: the
     deployments of the TPOT table (:data:`pymodel.workloads.serving.SERVING` when
     ``None``; empty: no table). The markdown says how long the grid took (wall time,
     seconds).
@@ -86,7 +93,8 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     levers = lever_rows(levers=levers, calibration=calibration)
     step_cal = step_calibration(calibration)
     cal2 = _more_calibrations(grid, scenarios, step_cal)
-    check = fastpath_check_rows(sizes=fastpath_sizes) if fastpath_sizes else []
+    check = (fastpath_check_rows(sizes=fastpath_sizes, long=fastpath_long)
+             if fastpath_sizes or fastpath_long else [])
     from pymodel.workloads.serving import SERVING, serving_rows
     servings = SERVING if servings is None else servings
     serving = serving_rows(servings, calibration=calibration) if servings else []

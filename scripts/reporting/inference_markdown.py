@@ -73,8 +73,10 @@ def serving_markdown(rows):
            "column names each). Across nodes, only the messages between nodes are "
            "carried by the design (one port per GPU; NVLink inside a node, not timed); "
            "in one scale-up domain every message (8 ports). 'limit': what stopped the "
-           "batch. Expert load imbalance and redundant experts are not modelled (balanced "
-           "routing).", ""]
+           "batch. DeepSeek-V3: 32 redundant experts placed as DeepSeek's load balancer "
+           "does, each step's routing drawn at random (the busiest GPU sets the step). TP "
+           "all-reduces as vLLM chooses: TP16 goes to NCCL's ring (30 dependent steps, one "
+           "channel per port, or per GPU of a node across nodes).", ""]
     body = [[r["deployment"], r["design"], r["attachment"], r["issue"], r["rung"],
              r["batch"], "-" if r["tpot_ms"] is None else r["tpot_ms"],
              r["tok_s_gpu"], "-" if r["comm_ms"] is None else r["comm_ms"], r["limit"]]

@@ -52,10 +52,14 @@ def _inflight(s, run, ii, regime, hold_rec, rtt_b):
     if regime == "serial":
         m["tags_a"] = max(1, chunks_w, chunks_p)
     elif regime == "pinned":
+        # A message in flight per cache entry, each stage's share no more than its
+        # buffer holds: the WQE and payload FIFOs (:data:`REQUESTER_DEFAULTS`) and the
+        # responder's receive beats (:data:`spec.rdma_responder.RX_BEATS`).
         e = s.cache
         m.update(tags_a=min(p.tags, e * max(1, chunks_w, chunks_p)), tags_b=e, records=e,
-                 wqe_words=0 if s.bf else e * slot, payload_words=e * max(1, s.words),
-                 fills_a=e, fills_b=e, rx=max(rest, e * rest // nf))
+                 wqe_words=0 if s.bf else min(REQUESTER_DEFAULTS["wqe_words"], e * slot),
+                 payload_words=min(REQUESTER_DEFAULTS["payload_words"], e * max(1, s.words)),
+                 fills_a=e, fills_b=e, rx=min(RX_BEATS, max(rest, e * rest // nf)))
     else:
         wqe_words = 0 if s.bf else min(REQUESTER_DEFAULTS["wqe_words"],
                                        FIFO_DEPTHS["batch"] * per_read, slot * body)
