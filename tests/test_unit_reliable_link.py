@@ -130,6 +130,10 @@ def test_long_wire_matches_model(case):
     assert beats_to_frames([b for _, b in got], width) == frames
 
 
+@pytest.mark.slow_variants("*64-5-clean", "*64-5-drop", "*64-5-corrupt", "*64-5-dup",
+                            "*64-5-acks", "*64-5-tag", reason=(
+    "the same fault case runs at width 8; at width 64 'heavy', 'bursts' and 'signalling' "
+    "mix these faults"))
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("width,latency", [(8, 2), (64, 5)])
 def test_reliable_link_matches_model_and_delivers_everything(case, width, latency):

@@ -370,6 +370,9 @@ def _descriptors(rng, n, entries):
     return segs, words
 
 
+@pytest.mark.slow_variants("12-1.0", reason=(
+    "the 0.5 variant runs the same stage with backpressure; test_unit_requester.py runs it "
+    "at full rate inside the requester"))
 @pytest.mark.parametrize("seed,rate", [(12, 1.0), (13, 0.5)])
 def test_frame_sender_matches_twin(seed, rate):
     from pymodel.rdma.req.frame_sender import FrameSenderModel
@@ -624,9 +627,9 @@ def _completion_stimulus(rng, n, used):
     return recs, evs
 
 
-@pytest.mark.slow_variants("18-0.5-0", reason=(
-    "the other two seeds run the same unit against its twin (at full rate, with and without "
-    "window slots)"))
+@pytest.mark.slow_variants("18-0.5-0", "17-1.0-0", reason=(
+    "seed 21 runs the same unit against its twin with window slots; without them (windows 0) "
+    "the unit runs inside the requester in test_unit_requester.py's lockstep runs"))
 @pytest.mark.parametrize("seed,rate,windows", [(17, 1.0, 0), (18, 0.5, 0), (21, 1.0, 64)])
 def test_completion_matches_twin(seed, rate, windows):
     from pymodel.rdma.req.completion import CompletionUnitModel

@@ -171,6 +171,10 @@ class Peer:
 
 def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
                  mmio_gap=0, records=32, windows=0, selective=0):
+    """Run the RTL and its twin in lockstep for at most ``cycles`` cycles, comparing every
+    port in every cycle. The run ends early once nothing has moved on any port for longer
+    than the retransmission timer plus a scan of every window slot (nothing is then left
+    to happen: a message still unacknowledged would have been resent by then)."""
     dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
                     records=records, windows=windows)
@@ -205,7 +209,12 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
         frame_rx = []
         mmio_q = deque(mmio)
         next_mmio = 0
+        quiet = cfg.timeout + 2 * max(records, windows, cfg.cache_capacity) + 64
+        last_move = 0
         for c in range(cycles):
+            if (c - last_move > quiet and not (mmio_q or pending or ack_beats or ack_done
+                                              or expected_beats)):
+                break
             # ---- inputs of cycle c ---- (a word with "at" waits for that cycle)
             word = None
             if mmio_q and c >= max(next_mmio, mmio_q[0].get("at", 0)):
@@ -280,6 +289,9 @@ def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
                             ack_beats[t + k] = b
                         ack_done[t + 1] = reply
                         stats["acks"] += 1
+            if word is not None or rd_word is not None or beat is not None or any(
+                    x is not None for x in (got_rd, got_wr, got_beat)):
+                last_move = c
             model.commit()
             await ctx.tick()
         stats["counters"] = {n: int(ctx.get(getattr(dut, n))) for n in model.counters()}

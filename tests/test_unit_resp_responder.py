@@ -54,6 +54,9 @@ def _nonzero(mem):
     return {a: v for a, v in mem.items() if v}
 
 
+@pytest.mark.slow_variants("1-0.0-0.0", reason=(
+    "the second variant runs the same mixed traffic with gaps and backpressure; RdmaTop's "
+    "co-simulation runs the responder back to back"))
 @pytest.mark.parametrize("seed,gaps,stall", [(1, 0.0, 0.0), (2, 0.2, 0.3)])
 def test_mixed_traffic_matches_model_and_store_and_forward(seed, gaps, stall):
     rng = random.Random(seed)
@@ -174,6 +177,7 @@ def test_many_qps_misses_overlap():
     assert run.model.header.busy_waits > 0
 
 
+@pytest.mark.slow_variants("4", reason="seed 3 runs the same overflow scenario")
 @pytest.mark.parametrize("seed", [3, 4])
 def test_receive_overflow_matches_model(seed):
     """Small receive buffers behind misses: frames that find no room are dropped whole

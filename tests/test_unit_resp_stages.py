@@ -35,6 +35,9 @@ from tb.resp_frames import random_frames
 from tb.stage_harness import compare_stage
 
 
+@pytest.mark.slow_variants("1-0.0-1.0-512-64", reason=(
+    "the second variant runs the same stage with gaps and backpressure; the responder's "
+    "unit tests and RdmaTop's co-simulation run it back to back"))
 @pytest.mark.parametrize("seed,gap_rate,pop_rate,rx_beats,rx_frames", [
     (1, 0.0, 1.0, 512, 64),       # back to back, no backpressure
     (2, 0.3, 0.5, 512, 64),       # gaps and backpressure
