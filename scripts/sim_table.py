@@ -30,6 +30,8 @@ def _cell(row, title, key, fmt):
                 link = f", {row['header']} header{link}"
             if row.get("reliability", "go-back-N") != "go-back-N":
                 link = f", {row['reliability']}{link}"
+            if row.get("op", "write") != "write":       # a READ or atomic point
+                return f"{row['op']}, {row.get('qps', 1)} QP{link}"
             if row.get("rung") not in dict(LADDER):     # a headline label names its point
                 return f"{row.get('rung')}{link}"
             return (f"{row.get('rung')}, {row.get('qps')} QP / "

@@ -77,6 +77,8 @@ def test_row_label_says_each_thing_once():
     assert sim._cell(rung, "row", None, "{}") == "pipelined, 1 QP / 16 entries, pcie"
     assert sim._cell(dict(rung, link_latency=1), "row", None, "{}") == (
         "pipelined, 1 QP / 16 entries, pcie, link latency 1")
+    read = {"design": "rdma", "op": "read", "qps": 1, "fabric": "pod"}
+    assert sim._cell(read, "row", None, "{}") == "read, 1 QP, pod"
     level = dict(rung, fabric="pod", header="scaleup", reliability="link-retry+go-back-N")
     assert sim._cell(level, "row", None, "{}") == (
         "pipelined, 1 QP / 16 entries, pcie, link-retry+go-back-N, scaleup header, pod")
