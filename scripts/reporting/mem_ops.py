@@ -48,7 +48,10 @@ def mem_ops_section(rows, messages, sim):
         "doorbell taken to the first CQE in host memory (docs/rdma.md, RDMA READ and "
         "atomics at the requester). ii: cycles per operation between the first and the "
         "last completion. State: the requester's bits per outstanding operation (a "
-        "tag-table entry; a slot of the response intake).",
+        "tag-table entry; a slot of the response intake). **Not a level-field comparison "
+        "yet**: the NIC's rows are integrated and cross the switch, the engine's are behind "
+        "PCIe on `RdmaTop`'s direct link, and the engine's responder keeps few host reads "
+        "in flight; read the rows per design, not the gap between them.",
         "",
         "| design | op | fabric | latency (cycles) | ii (cycles) | operations/s "
         "| state per outstanding op (bits) | RTL/model mismatches |",
