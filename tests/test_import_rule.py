@@ -12,8 +12,9 @@ file's package.
 Two more rules on the files of those layers: no import cycle between files (two files
 that import each other, directly or through others, at module level or inside a
 function), and no import from the golden model's twins up to its analysis layer
-(:data:`ANALYSIS`: the measurement points, their fast path, scenarios, load and
-workloads, which run the twins; the twins never run them).
+(:data:`ANALYSIS`: the measurement points, their fast path, scenarios, load,
+workloads and the ephemeral contexts' flow, which run the twins; the twins never run
+them).
 """
 
 import ast
@@ -156,11 +157,24 @@ def test_relative_imports_resolve_to_their_package():
 
 
 #: The golden model's analysis layer: files and folders (ending in ``/``) of pymodel/
-#: that build scenarios and run the twins; every other file of pymodel/ is a twin of an
-#: RTL block or what the twins need, and imports none of these.
-ANALYSIS = ("pymodel/points.py", "pymodel/fastpath.py", "pymodel/scenarios/",
-            "pymodel/load/", "pymodel/workloads/", "pymodel/rdma/point.py",
-            "pymodel/rdma/fabric_point.py", "pymodel/rdma/fastpath/")
+#: that build scenarios, run the twins or stand in for them, each with why; every other
+#: file of pymodel/ is a twin of an RTL block or what the twins and the co-simulations
+#: share (frames, verbs, the reductions of a run to metrics), and imports none of these.
+ANALYSIS = {
+    "pymodel/points.py": "a design's point: plays a scenario on the system twin, reduces "
+                         "the run to the metrics",
+    "pymodel/fastpath.py": "the NIC's point from closed forms, equal to the cycle model's",
+    "pymodel/scenarios/": "seeded inputs (messages, faults, fuzz) the runs play into the twins",
+    "pymodel/load/": "open-loop load: traffic, saturation searches, latency distributions",
+    "pymodel/workloads/": "inference workloads (models, deployments, rooflines) the designs' "
+                          "figures are applied to",
+    "pymodel/rdma/point.py": "an RDMA point: scenario, the engine twin's two runs, metrics",
+    "pymodel/rdma/fabric_point.py": "the RDMA fabric twin's runs under load for latency "
+                                    "distributions",
+    "pymodel/rdma/fastpath/": "the RDMA point from closed forms, equal to the cycle model's",
+    "pymodel/ephemeral/flow.py": "a sender's messages through the pool twin, the engine's "
+                                 "datapath given as three figures",
+}
 
 
 def _module_file(name):
@@ -266,6 +280,16 @@ def test_no_import_from_the_twins_to_the_analysis_layer():
         assert (ROOT / entry).exists(), f"ANALYSIS names {entry}, which does not exist"
     found = upward_imports(_project_graph())
     assert not found, "twins importing the analysis layer:\n  " + "\n  ".join(found)
+
+
+def test_every_point_driver_is_in_the_analysis_layer():
+    """A file of pymodel/ named for a point (``points.py``, ``point.py``,
+    ``*_point.py``) drives an experiment: it belongs to :data:`ANALYSIS`."""
+    drivers = [f for f in (ROOT / "pymodel").rglob("*.py")
+               if f.stem in ("points", "point") or f.stem.endswith("_point")]
+    assert drivers, "no point driver found under pymodel/"
+    missing = [str(f.relative_to(ROOT)) for f in drivers if not _in_analysis(f)]
+    assert not missing, "point drivers not listed in ANALYSIS: " + ", ".join(missing)
 
 
 def test_the_graph_resolves_submodules_and_relative_imports():
