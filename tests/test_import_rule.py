@@ -72,11 +72,32 @@ def _import_module_literal(node):
     return None
 
 
+def _statements(node):
+    """Every statement under ``node``, at any depth (function and class bodies, branches,
+    handlers, match cases): where an ``import`` statement can stand."""
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, name, None) or ():
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                yield child
+                yield from _statements(child)
+
+
+@functools.cache
+def _import_nodes(source, filename):
+    """The import statements of ``source`` and its ``importlib.import_module`` calls,
+    found once per text (the layer, cycle and analysis checks all read every file); only
+    a text that names ``import_module`` is walked down to its expressions."""
+    tree = ast.parse(source, filename=filename)
+    if "import_module" in source:
+        return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                or _import_module_literal(n) is not None]
+    return [n for n in _statements(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
 def imports_of(source, path):
     """``(line, module)`` of every import in ``source`` (the text of ``path``)."""
-    tree = ast.parse(source, filename=str(path))
     out = []
-    for node in ast.walk(tree):
+    for node in _import_nodes(source, str(path)):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -194,7 +215,7 @@ def imported_files(source, path):
     module's file, and for ``from package import name`` the submodule ``name``'s file
     when there is one (else the package's). The file itself is left out."""
     names = []
-    for node in ast.walk(ast.parse(source, filename=str(path))):
+    for node in _import_nodes(source, str(path)):
         if isinstance(node, ast.Import):
             names += [[alias.name] for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
