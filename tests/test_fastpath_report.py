@@ -39,7 +39,7 @@ def rtl_default_messages(tmp_path_factory):
     try:
         with pytest.raises(SystemExit):
             report.main(["--no-area", "--no-load", "--no-inference", "--no-gap",
-                         "--no-spectrum",
+                         "--no-spectrum", "--no-mem-ops",
                          "--out", str(tmp_path_factory.mktemp("report"))])
     finally:
         mp.undo()
@@ -136,7 +136,7 @@ def test_report_summary_agrees_with_exit_status(tmp_path, monkeypatch):
         monkeypatch.setattr(report, "run_rtl_subset", lambda *a, _r=rows, **k: _r)
         monkeypatch.setattr(report, "plots", lambda *a, **k: [])
         code = report.main(["--no-area", "--no-load", "--no-inference", "--no-gap",
-                            "--no-spectrum",
+                            "--no-spectrum", "--no-mem-ops",
                             "--out", str(out)])
         md = (out / "report.md").read_text()
         assert code == status

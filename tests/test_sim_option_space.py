@@ -19,7 +19,7 @@ from scripts.sim_point import POINT_OPTIONS
 
 #: Per option: (values inside its stated range, values outside it).
 RANGES = {
-    "--op": (["write", "load", "atomic"], ["read"]),
+    "--op": (["write", "atomic"], ["store"]),     # per design: test_op_of_the_other_design
     "--framing": (["compact", "l2"], ["eth"]),
     "--peers": (["1", "15"], ["0", "16"]),
     "--attachment": (["integrated", "pcie"], ["cxl"]),
@@ -86,6 +86,15 @@ def test_each_option_alone(design, capsys):
         for value in bad:
             err = _outcome(["--design", design, option, value], capsys)
             assert err is not None and option in err, (option, value, err)
+
+
+@pytest.mark.parametrize("design,good,bad", [("nic", "load", "read"), ("rdma", "read", "load")])
+def test_op_of_the_other_design(design, good, bad, capsys):
+    """The NIC loads, the engine READs: each design's own op is accepted, the other's
+    refused with an error naming ``--op``."""
+    assert _outcome(["--design", design, "--op", good, "--messages", "16"], capsys) is None
+    err = _outcome(["--design", design, "--op", bad], capsys)
+    assert err is not None and "--op" in err, err
 
 
 @pytest.mark.parametrize("design", ["nic", "rdma"])
