@@ -11,6 +11,7 @@ from pymodel.fastpath import fast_point
 from pymodel.points import NIC_DEFAULTS
 from pymodel.workloads.carriers import ISSUERS, MESSAGES, Carrier, Rung
 from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
+from pymodel.workloads.issuers import sm_store_issue_cycles
 from pymodel.workloads.timing import DATAPATH_BYTES_PER_CYCLE, comm_time
 from pymodel.workloads.trace import TraceBuilder
 
@@ -248,3 +249,67 @@ def test_kv_posting_time_reproduces_nixl_issue_1514():
 def test_empty_trace_costs_nothing():
     r = comm_time(decode_step("llama-3-8b", Deployment(batch=4)), Carrier("rdma"))
     assert (r.cycles, r.messages, r.ctrl_ops) == (0, 0, 0)
+
+
+# -- the NIC's stores from SMs ---------------------------------------------------------------
+
+def test_sm_store_issue_cycles_by_hand():
+    # A warp-wide st.v4 moves 32 threads x 16 bytes = 512 bytes; one instruction a cycle
+    # at the H100 SXM5's 1.98 GHz boost clock (issuers.py cites the sources).
+    car = Carrier("nic", issuer="sm")
+    for size, stores in ((8, 1), (512, 1), (513, 2), (1500, 3), (7408, 15)):
+        assert sm_store_issue_cycles(size) == pytest.approx(stores / 1.98)
+        c = car.cost(size, 1)
+        assert c.issuer_cycles == pytest.approx(stores / 1.98)
+        assert c.cycles == max(c.ii_cycles, c.issuer_cycles)
+        assert c.wqes == c.doorbells == c.cqes == 0
+    assert Carrier("nic").cost(1500, 1).issuer_cycles == 0
+    assert Carrier("nic", issuer="sm").name == "nic-compact-sm"
+
+
+def test_sm_fence_before_each_flag_by_hand_tp2():
+    # Llama-3-8B TP2, batch 1: 64 phases in a chain, each GPU sends 8,192 bytes (8 stores
+    # of 1,024) then an 8-byte flag. The fence before the flag waits for the last data
+    # store's completion: its last beat leaves ii - 1 cycles after its accept (compact
+    # header of 8 bytes < a beat: the accept is its first beat; 17 beats, no credit
+    # stall) and its credit is back 2 x link_latency + 1 cycles later (the NIC's rule,
+    # docs/nic.md), so the flag waits 2 x link_latency past the store's ii.
+    lat = NIC_DEFAULTS["link_latency"]
+    car = Carrier("nic", issuer="sm")
+    assert car.fence_cycles(8192, 1) == 2 * lat
+    assert Carrier("nic").fence_cycles(8192, 1) == 0
+    assert Carrier("rdma", issuer="gpu").fence_cycles(8192, 1) == 0
+    tr = decode_step("llama-3-8b", Deployment(batch=1, tp=2))
+    d, f = car.cost(8192, 1), car.cost(8, 1)
+    assert d.issuer_cycles == pytest.approx(16 / 1.98)
+    send = d.cycles + 1 / 1.98 + 2 * lat + f.latency_cycles
+    recv = d.ii_cycles + f.ii_cycles + max(d.latency_cycles - d.ii_cycles,
+                                           f.latency_cycles - f.ii_cycles)
+    r = comm_time(tr, car)
+    assert r.cycles == pytest.approx(64 * max(send, recv))
+    assert r.fences == 128 and r.fence_cycles == pytest.approx(128 * 2 * lat)
+    assert r.issuer_cycles == pytest.approx(128 * (17 / 1.98 + 2 * lat))
+    assert comm_time(tr, Carrier("nic")).fences == 0
+
+
+def test_sm_fence_needs_data_before_the_flag():
+    b = TraceBuilder("decode_step", "toy", {}, 2)
+    p0 = b.phase("a", "op", 0, (), 1, 1)
+    b.add(p0, 0, 1, 8, 1, "flag")                                  # a flag alone
+    r = comm_time(b.build(), Carrier("nic", issuer="sm"))
+    assert r.fences == 0 and r.fence_cycles == 0
+
+
+@pytest.mark.parametrize("issuer", ["gpu", "cpu", "SM", None])
+def test_bad_nic_issuer_is_named(issuer):
+    with pytest.raises(ValueError, match="issuer of the NIC"):
+        Carrier("nic", issuer=issuer)
+
+
+def test_sm_fence_on_a_fabric_waits_for_the_longer_credit_loop():
+    # On ``rack`` (75-cycle links) the last store's credit comes back over the first
+    # link: 2 x 75 + 1 cycles after its last beat left (spec.fabric_profiles), so each of
+    # the 128 flags of the TP2 step waits 2 x 75 cycles past the store's ii.
+    tr = decode_step("llama-3-8b", Deployment(batch=1, tp=2))
+    r = comm_time(tr, Carrier("nic", issuer="sm"), fabric="rack")
+    assert r.fence_cycles == pytest.approx(128 * 2 * 75)

@@ -7,11 +7,16 @@ numbers come from an *engine cost function* with the signature of
 
 - NIC (``design="nic"``): a message is cut into stores of at most the NIC's
   ``max_payload`` (the accelerator issues stores; there is no descriptor, doorbell or
-  completion queue, so no issuer cost). Behind the ``pcie`` attachment (knob
-  ``attachment="pcie"``) a store is one posted write of at most the PCIe profile's
-  maximum payload (256 bytes, :data:`spec.host.PROFILES`), and its costs come from the
-  NIC's cycle-level model (:func:`pymodel.points.cycle_point`, exact; the fast path does
-  not cover that attachment) over :data:`NIC_PCIE_MESSAGES` stores.
+  completion queue). Its issuer (``issuer=``, :data:`NIC_ISSUERS`) is ``none`` (the
+  stores cost the accelerator nothing) or ``sm``: a message of ``B`` bytes costs the SM
+  ``issuer_cycles = sm_store_issue_cycles(B)`` (``ceil(B / 512)`` warp-wide 16-byte
+  stores at one a cycle, 1.98 GHz), and a flag waits for a system-scope fence,
+  :meth:`Carrier.fence_cycles` (applied by :func:`pymodel.workloads.timing.comm_time`).
+  Behind the ``pcie`` attachment (knob ``attachment="pcie"``) a store is one posted
+  write of at most the PCIe profile's maximum payload (256 bytes,
+  :data:`spec.host.PROFILES`), and its costs come from the NIC's cycle-level model
+  (:func:`pymodel.points.cycle_point`, exact; the fast path does not cover that
+  attachment) over :data:`NIC_PCIE_MESSAGES` stores.
 - RDMA (``design="rdma"``): a message is one WRITE (the engine segments it at the path
   MTU); a message above ``pymodel.points.RDMA_MAX_BYTES`` (64 KiB, the largest the
   engine model accepts) is posted as several WRITEs. A :class:`Rung` of the
@@ -61,7 +66,14 @@ The issuer profiles are in :mod:`pymodel.workloads.issuers`, the rungs in
 
 from dataclasses import dataclass
 
-from pymodel.workloads.issuers import DATA, ISSUERS, IssuerProfile, load_issuers  # noqa: F401
+from pymodel.workloads.issuers import (  # noqa: F401
+    DATA,
+    ISSUERS,
+    NIC_ISSUERS,
+    IssuerProfile,
+    load_issuers,
+    sm_store_issue_cycles,
+)
 from pymodel.workloads.rungs import (  # noqa: F401  (re-exported for callers of this module)
     MAX_INLINE_BYTES,
     RUNGS,
@@ -136,8 +148,9 @@ class Carrier:
         RDMA rung (a key of :data:`RUNGS` or a :class:`Rung`; default the pipelined
         engine); ignored for the NIC.
     issuer : str or IssuerProfile
-        RDMA issuer (a key of :data:`ISSUERS`); ignored for the NIC, whose stores come
-        from the accelerator's own fabric.
+        RDMA issuer (a key of :data:`ISSUERS`); for the NIC a key of
+        :data:`NIC_ISSUERS` (``none``: the SMs' stores cost nothing; ``sm``: their issue
+        cycles and a fence before each flag).
     knobs : dict
         Extra engine knobs (those of :func:`pymodel.points.resolve` for the design, but
         ``qps``, ``peers`` and ``framing``, which the carrier sets).
@@ -163,7 +176,12 @@ class Carrier:
             if rung not in RUNGS:
                 raise ValueError(f"rung must be one of {sorted(RUNGS)}, not {rung!r}")
             rung = RUNGS[rung]
-        if isinstance(issuer, str):
+        if design == "nic":
+            if not isinstance(issuer, str) or issuer not in NIC_ISSUERS:
+                raise ValueError(f"issuer of the NIC must be one of {sorted(NIC_ISSUERS)}, "
+                                 f"not {issuer!r}")
+            issuer = NIC_ISSUERS[issuer]
+        elif isinstance(issuer, str):
             if issuer not in ISSUERS:
                 raise ValueError(f"issuer must be one of {sorted(ISSUERS)}, not {issuer!r}")
             issuer = ISSUERS[issuer]
@@ -209,7 +227,7 @@ class Carrier:
     def name(self):
         """A short label: ``nic-compact``, ``rdma-sequential-gpu``, ..."""
         if self.design == "nic":
-            return f"nic-{self.framing}"
+            return f"nic-{self.framing}" + ("-sm" if self.issuer.name == "sm" else "")
         return f"rdma-{self.rung.name}-{self.issuer.name}"
 
     @property
@@ -234,6 +252,23 @@ class Carrier:
                 n = max(self.messages, 2 * knobs["qps"])
             self._memo[key] = self._fn(self.design, msg_bytes=size, messages=n, **knobs)
         return self._memo[key]
+
+    def fence_cycles(self, msg_bytes, conns=1):
+        """Cycles a flag waits behind a system-scope fence (PTX ``fence.sc.sys``, or the
+        flag as ``st.release.sys``) after a data message of ``msg_bytes`` sent over
+        ``conns`` peers: the flag leaves when the message's last store is complete, as the
+        NIC's model computes its completion (the engine model's ``completion_cycles``,
+        the link credit of its last beat), less the store's issue interval (``ii``),
+        which the sender's occupancy already counts. 0 for an RDMA carrier and for the
+        NIC's ``none`` issuer."""
+        for name, v in (("msg_bytes", msg_bytes), ("conns", conns)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, not {v!r}")
+        if self.design != "nic" or self.issuer.name != "sm":
+            return 0.0
+        last = msg_bytes % self.max_chunk or self.max_chunk
+        p = self._point(last, conns)
+        return max(float(p["completion_cycles"] - p["ii_cycles"]), 0.0)
 
     def cost(self, msg_bytes, conns=1):
         """The :class:`MessageCost` of one message of ``msg_bytes`` (an int >= 1) when the
@@ -262,7 +297,8 @@ class Carrier:
         host = (None if any(p.get("host_bytes") is None for p, _ in pts)
                 else sum(p["host_bytes"] * k for p, k in pts))
         if self.design == "nic":
-            wqes = doorbells = cqes = issuer = 0
+            wqes = doorbells = cqes = 0
+            issuer = sm_store_issue_cycles(msg_bytes) if self.issuer.name == "sm" else 0
         else:
             wqes = 1
             doorbells = 1 / self.doorbell_batch

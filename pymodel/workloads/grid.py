@@ -71,6 +71,11 @@ KV_CASE = dict(model="llama-3-70b", tp=8, prompt_tokens=118 * 16)
 #: Who posts the RDMA work in the grid: GPU threads (DeepEP/NVSHMEM's IBGDA policy: a
 #: doorbell per 4 WQEs, every WQE signalled, unless the rung sets its own).
 ISSUER = "gpu"
+#: How the NIC's stores are issued in the grid: by the SMs, their store instructions and
+#: a system-scope fence before each flag
+#: (:data:`~pymodel.workloads.issuers.NIC_ISSUERS`), as the RDMA engine is posted by the
+#: GPU's warps.
+NIC_ISSUER = "sm"
 #: The rung of the KV-transfer rows (the pipelined engine, posting as each issuer does).
 KV_RUNG = "pipelined"
 
@@ -114,15 +119,17 @@ def design_key(carrier):
     return "nic" if carrier.design == "nic" else f"rdma {carrier.rung.name}"
 
 
-def carriers(issuer=ISSUER, pairing=PAIRING):
-    """The designs of the grid, by :func:`design_key`: the NIC (compact header) and the
+def carriers(issuer=ISSUER, pairing=PAIRING, nic_issuer=NIC_ISSUER):
+    """The designs of the grid, by :func:`design_key`: the NIC (compact header, its stores
+    issued as ``nic_issuer`` says: a key of
+    :data:`~pymodel.workloads.issuers.NIC_ISSUERS`) and the
     RDMA engine on each rung of the ladder (:data:`~pymodel.workloads.carriers.RUNGS`),
     posted by ``issuer``, both attached as ``pairing`` says (a key of :data:`PAIRINGS`;
     ``ValueError`` naming ``pairing`` otherwise)."""
     if pairing not in PAIRINGS:
         raise ValueError(f"pairing must be one of {sorted(PAIRINGS)}, not {pairing!r}")
     knobs = PAIRINGS[pairing]
-    out = [Carrier("nic", framing="compact", knobs=knobs["nic"])]
+    out = [Carrier("nic", framing="compact", issuer=nic_issuer, knobs=knobs["nic"])]
     out += [Carrier("rdma", rung=name, issuer=issuer, knobs=knobs["rdma"]) for name in RUNGS]
     return {design_key(c): c for c in out}
 

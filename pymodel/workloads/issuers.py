@@ -62,3 +62,49 @@ def load_issuers(path=DATA / "issuers.toml"):
 #: Issuer profiles from ``data/issuers.toml``: ``none``, ``cpu``, ``cpu_framework``,
 #: ``gpu``, ``controller``.
 ISSUERS = load_issuers()
+
+
+# The NIC's issuer: the SM instructions that write a message into the NIC's window.
+#: Bytes one warp-wide vector store moves: 32 threads (CUDA C++ Programming Guide, "SIMT
+#: Architecture": a warp is 32 threads) x 16 bytes (PTX ISA, "st": ``.v4`` of ``.b32``,
+#: a 16-byte vector store per thread).
+SM_STORE_BYTES = 32 * 16
+#: Clock the SM's issue cycles are converted with, GHz: H100 SXM5 boost clock, 1.98 GHz
+#: (NVIDIA H100 Tensor Core GPU datasheet: 67 TFLOPS FP32 = 132 SMs x 128 FP32 lanes x 2
+#: FLOP x 1.98 GHz; NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs of 128
+#: FP32 lanes on the SXM5 part).
+SM_CLOCK_GHZ = 1.98
+
+
+def sm_store_issue_cycles(msg_bytes):
+    """Cycles of 1 ns an SM takes to issue the stores of a ``msg_bytes`` message:
+    ``ceil(msg_bytes / SM_STORE_BYTES)`` warp-wide 16-byte vector stores, one instruction
+    issued per cycle by the warp's sub-partition scheduler (NVIDIA H100 Tensor Core GPU
+    Architecture whitepaper: each of an SM's four partitions has one warp scheduler
+    dispatching one warp instruction per clock), at :data:`SM_CLOCK_GHZ`.
+    ``ValueError`` naming ``msg_bytes`` unless it is an integer >= 1."""
+    if not isinstance(msg_bytes, int) or isinstance(msg_bytes, bool) or msg_bytes < 1:
+        raise ValueError(f"msg_bytes must be an integer >= 1, not {msg_bytes!r}")
+    return -(-msg_bytes // SM_STORE_BYTES) / SM_CLOCK_GHZ
+
+
+#: The NIC's issuer profiles (stores from the accelerator's SMs; no WQE, doorbell or CQE):
+#: ``none`` (stores cost the SM nothing) and ``sm`` (the stores' issue cycles,
+#: :func:`sm_store_issue_cycles`, and a system-scope fence before each flag, whose cost
+#: is the completion of the last data store as the NIC's model computes it:
+#: :meth:`pymodel.workloads.carriers.Carrier.fence_cycles`).
+NIC_ISSUERS = {
+    "none": ISSUERS["none"],
+    "sm": IssuerProfile(
+        name="sm", title="SM warps storing into the NIC's window, a fence before each flag",
+        wqe_cycles=0, doorbell_cycles=0, cqe_cycles=0, doorbell_batch=1, signal_every=1,
+        status="derived",
+        source="PTX ISA: st.v4 (16 bytes a thread), fence.sc.sys / st.release.sys (memory "
+               "consistency model: a release at system scope orders the thread's earlier "
+               "stores before the flag); CUDA C++ Programming Guide: 32-thread warps; H100 "
+               "whitepaper: one warp instruction issued per clock per SM partition; H100 "
+               "datasheet: 1.98 GHz boost clock",
+        derivation="stores: ceil(B / 512) issue cycles at 1.98 GHz; fence: the last data "
+                   "store's completion less its issue interval, from the NIC's model, once "
+                   "per flag"),
+}

@@ -24,6 +24,7 @@ from pymodel.workloads.grid import (
     CALIBRATION,
     CONTEXT,
     ISSUER,
+    NIC_ISSUER,
     PAIRING,
     carriers,
     step_calibration,
@@ -94,17 +95,20 @@ def between_nodes(trace, node_gpus):
 
 
 def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSUER,
-                 calibration=CALIBRATION, target_s=TPOT_TARGET_S):
+                 calibration=CALIBRATION, target_s=TPOT_TARGET_S, nic_issuer=NIC_ISSUER):
     """One dict per (deployment, design): the largest batch within ``target_s`` that
     fits (``batch`` 0 when none does), its ``tpot_ms``, ``tok_s_gpu``, ``comm_ms`` and,
     for RDMA, the rung; ``limit`` says what stopped the batch (``TPOT``, ``HBM`` or the
     ``largest batch tried``); ``attachment`` names how the design attaches, ``issue``
-    what posting costs in the model."""
+    what posting costs in the model (the RDMA engine's ``issuer``, the NIC's
+    ``nic_issuer``: a key of :data:`~pymodel.workloads.issuers.NIC_ISSUERS`)."""
     cal = step_calibration(calibration)
-    cs = carriers(issuer, pairing)
+    cs = carriers(issuer, pairing, nic_issuer)
     designs = {"NIC": [cs["nic"]], "RDMA": [cs[f"rdma {r}"] for r in SERVING_RUNGS]}
     g = cs[f"rdma {SERVING_RUNGS[0]}"].issuer
-    issue = {"NIC": "none in the model (SM stores)",
+    nic = ("sm: ceil(B / 512) store issue cycles at 1.98 GHz, a fence per flag (the last "
+           "store's completion)" if cs["nic"].issuer.name == "sm" else "none")
+    issue = {"NIC": nic,
              "RDMA": f"{g.name}: {g.wqe_cycles:g} ns/WQE + {g.doorbell_cycles:g} ns/"
                      f"doorbell per poster, a poster per QP" if g.parallel else
                      f"{g.name}: {g.wqe_cycles:g} ns/WQE + {g.doorbell_cycles:g} ns/doorbell"}

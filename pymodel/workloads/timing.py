@@ -11,6 +11,14 @@ Sender
     cost.cycles`` (the slower of the engine's ``ii`` and the issuer's posting cycles). The
     GPU's last message lands ``T_send = sum(c_j, j < n) + issuer_n + latency_n`` after
     the phase starts (its issuer cost, then its engine latency).
+Fence (the NIC's ``sm`` issuer)
+    Each flag waits behind a system-scope fence that orders the GPU's data stores of the
+    phase before it: ``Carrier.fence_cycles`` of the phase's last data message from that
+    GPU (its last store's completion as the NIC's model computes it: the link credit of
+    its last beat), added to the flag's occupancy and issuer cycles, once per flag; on a
+    fabric profile the credit loop is the profile's first link, ``2 x (link - 2)``
+    cycles longer than on ``board``. A GPU with no data in the phase fences nothing. 0
+    for every other issuer.
 Receiver
     A GPU receiving several messages of a phase is busy ``ii`` per message (the engine's
     per-message occupancy, the sender's figure used as the receiver's: both designs move a
@@ -44,7 +52,8 @@ Totals (over all GPUs and messages): messages, payload and wire bytes, control a
 beat, with no host-interface traffic; the other kinds are the RDMA engine's per-message
 actions), host-interface bytes (the RDMA engine's, both nodes, TLP overheads included;
 0 for the NIC, whose stores come from the accelerator's fabric), issuer WQEs,
-doorbells, CQEs and cycles. ``useful_bytes`` are the payload bytes of the trace's
+doorbells, CQEs and cycles (fences included), the flags behind a fence (``fences``) and
+their wait (``fence_cycles``). ``useful_bytes`` are the payload bytes of the trace's
 ``data`` messages (flags and counts excluded); ``inflight_bits`` is the largest state one
 copy of the design holds in flight over the trace's message classes (per GPU and port:
 the engine's high-water mark while it streams that class back to back).
@@ -53,6 +62,8 @@ the engine's high-water mark while it streams that class back to back).
 from dataclasses import dataclass
 
 import numpy as np
+
+from pymodel.workloads.trace import KINDS
 
 __all__ = ["comm_time", "CommResult", "DATAPATH_BYTES_PER_CYCLE"]
 
@@ -89,6 +100,8 @@ class CommResult:
     engine_messages: int
     useful_bytes: int = 0
     inflight_bits: float = 0.0
+    fences: float = 0.0
+    fence_cycles: float = 0.0
 
     @property
     def organising_cycles(self):
@@ -96,8 +109,32 @@ class CommResult:
         return self.cycles - self.moving_cycles
 
 
-def _row_costs(trace, carrier):
-    """Per-row cost arrays (cycles, ii, issuer, latency, ctrl ops, ...)."""
+def _fences(trace, carrier, conns, g, extra):
+    """Per-row fence cycles of one message: a flag's wait for the completion of its
+    GPU's last data message of the phase (rows are sorted data before flags), plus
+    ``extra`` (the fabric's longer credit loop)."""
+    c = trace.columns
+    fence = np.zeros(len(trace))
+    if carrier.design != "nic" or carrier.issuer.name != "sm":
+        return fence
+    skey = c["phase"] * g + c["src"]
+    idx = np.arange(len(trace))
+    data = c["kind"] == KINDS.index("data")
+    last = np.full(int(skey.max()) + 1, -1)
+    np.maximum.at(last, skey[data], idx[data])
+    j = last[skey]
+    flag = (c["kind"] == KINDS.index("flag")) & (j >= 0)
+    memo = {}
+    for i in np.flatnonzero(flag):
+        k = (int(c["bytes"][j[i]]), int(conns[j[i]]))
+        if k not in memo:
+            memo[k] = carrier.fence_cycles(*k) + extra
+        fence[i] = memo[k]
+    return fence
+
+
+def _row_costs(trace, carrier, g, fence_extra=0):
+    """Per-row cost arrays (cycles, ii, issuer, latency, ctrl ops, fences, ...)."""
     c = trace.columns
     conns = np.array([max(p.qps if carrier.design == "rdma" else p.peers, 1)
                       for p in trace.phases], dtype=np.int64)[c["phase"]]
@@ -112,6 +149,9 @@ def _row_costs(trace, carrier):
     kinds = sorted({k for x in costs for k in x.ctrl_by_kind})
     out["by_kind"] = {k: np.array([x.ctrl_by_kind.get(k, 0) for x in costs],
                                   dtype=float)[inv] for k in kinds}
+    out["fence"] = _fences(trace, carrier, conns, g, fence_extra)
+    out["cycles"] = out["cycles"] + out["fence"]
+    out["issuer_cycles"] = out["issuer_cycles"] + out["fence"]
     return out
 
 
@@ -142,7 +182,10 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
     phase_cycles = np.zeros(n_ph)
     moving = np.zeros(n_ph)
     if len(trace):
-        r = _row_costs(trace, carrier)
+        # The fence waits for the last store's link credit: its loop is the first link's
+        # (spec.fabric_profiles.credit_loop), longer on a fabric than on ``board``.
+        r = _row_costs(trace, carrier, g,
+                       2 * (fabric_profile(fabric).link - fabric_profile("board").link))
         r["latency_cycles"] = r["latency_cycles"] + hop
         cnt = c["count"].astype(float)
         # Sender: groups of (phase, src) are contiguous, data rows before flags.
@@ -170,11 +213,14 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
         engine_messages = int((own * r["chunks"]).sum())
         by_kind = {k: float((own * v).sum()) for k, v in r["by_kind"].items()}
         inflight = float(r["inflight_bits"].max())
+        totals["fences"] = float((own * (r["fence"] > 0)).sum())
+        totals["fence_cycles"] = float((own * r["fence"]).sum())
     else:
         inflight = 0.0
         by_kind = {}
         totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
-                                "wqes", "doorbells", "cqes", "issuer_cycles"), 0.0)
+                                "wqes", "doorbells", "cqes", "issuer_cycles", "fences",
+                                "fence_cycles"), 0.0)
         engine_messages = 0
     own_rows = c["src"] < gpus
     sent_bytes = int((c["bytes"] * c["count"])[own_rows].sum())

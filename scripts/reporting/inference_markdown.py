@@ -12,6 +12,7 @@ from pymodel.workloads.grid import (
     LEVER_KV_BATCH,
     LEVER_KV_ISSUER,
     LEVER_PROMPT,
+    NIC_ISSUER,
     PAIRING,
     PAIRINGS,
 )
@@ -126,7 +127,10 @@ def _markdown(grid, kv, kvt, cal, t0, pngs, t_grid, elapsed, scenarios, batches,
           "path covers (named; every rung is in inference.json), posted by "
           f"{ISSUER} threads (DeepEP policy: a poster and a doorbell per QP, posting in "
           "parallel; a doorbell per 4 WQEs, every WQE signalled, where the rung does not "
-          "set its own). Both designs are attached alike in every "
+          "set its own); the NIC's stores issued by the SMs (`"
+          f"{NIC_ISSUER}`: ceil(B / 512) warp-wide 16-byte stores at one a cycle, 1.98 "
+          "GHz, and a system-scope fence before each flag that waits for the last data "
+          "store's completion). Both designs are attached alike in every "
           "row: pairing `integrated` = the NIC inside the accelerator against the RDMA "
           "engine on the `on_die` host profile; `pcie` = both behind the PCIe profile "
           f"(plots: `{PAIRING}`). "
