@@ -95,6 +95,15 @@ class RequesterWriteArbiter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         o = self.o.payload
+        # Whole-word TLPs; ``be`` and ``last`` are set in the branches rather than as
+        # constants: Verilog simulators may never evaluate a block without inputs.
+        wb = [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
+              o.be.eq((1 << 64) - 1), o.last.eq(1),
+              self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
+        c = self.cqe.payload
+        cqe = [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
+               o.tag.eq(c.tag), o.be.eq((1 << 64) - 1), o.last.eq(1),
+               self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
         if self.reads:
             locked = Signal()           # inside a data TLP
             dt = self.data
@@ -104,27 +113,15 @@ class RequesterWriteArbiter(wiring.Component):
                 m.d.comb += [o.eq(dt.payload), o.mark.eq(0), o.tag.eq(0),
                              self.o.valid.eq(dt.valid), dt.ready.eq(self.o.ready)]
             with m.Elif(self.wb.valid):
-                m.d.comb += [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
-                             o.be.eq((1 << 64) - 1), o.last.eq(1),
-                             self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
+                m.d.comb += wb
             with m.Elif(dt.valid):
                 m.d.comb += [o.eq(dt.payload), o.mark.eq(0), o.tag.eq(0), self.o.valid.eq(1),
                              dt.ready.eq(self.o.ready)]
             with m.Elif(self.cqe.valid):
-                c = self.cqe.payload
-                m.d.comb += [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
-                             o.tag.eq(c.tag), o.be.eq((1 << 64) - 1), o.last.eq(1),
-                             self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
+                m.d.comb += cqe
             return m
-        # Whole-word TLPs; ``be`` and ``last`` are set in the branches rather than as
-        # constants: Verilog simulators may never evaluate a block without inputs.
         with m.If(self.wb.valid):
-            m.d.comb += [o.addr.eq(self.wb.payload.addr), o.data.eq(self.wb.payload.data),
-                         o.be.eq((1 << 64) - 1), o.last.eq(1),
-                         self.o.valid.eq(1), self.wb.ready.eq(self.o.ready)]
+            m.d.comb += wb
         with m.Elif(self.cqe.valid):
-            c = self.cqe.payload
-            m.d.comb += [o.addr.eq(c.addr), o.data.eq(c.data), o.mark.eq(c.mark),
-                         o.tag.eq(c.tag), o.be.eq((1 << 64) - 1), o.last.eq(1),
-                         self.o.valid.eq(1), self.cqe.ready.eq(self.o.ready)]
+            m.d.comb += cqe
         return m
