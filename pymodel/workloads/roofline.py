@@ -238,7 +238,7 @@ def _per_gpu_work(m, dep, tokens):
 def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
                     allreduce="oneshot", ports=1, overhead_s=0.0, trace=None,
                     collective_sync_s=0.0, hbm_efficiency=1.0, micro_batches=1,
-                    fabric="board"):
+                    fabric="board", scale_out=None):
     """The :class:`StepResult` of one decode step (module doc).
 
     Parameters
@@ -273,6 +273,10 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     fabric : str
         The path between GPUs (:func:`pymodel.workloads.timing.comm_time`): ``board``
         (the engine models' own), ``rack`` or ``pod`` (:mod:`spec.fabric_profiles`).
+    scale_out : ScaleOut or None
+        GPUs in nodes: the carrier takes the messages between nodes on its scale-out
+        ports, ``scale_out.inside`` those inside a node
+        (:class:`pymodel.workloads.timing.ScaleOut`).
 
     Raises
     ------
@@ -299,7 +303,8 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
     if micro_batches == 2 and dep.batch >= 2 and (carrier is not None
                                                    or collective_sync_s):
         return _two_micro_batches(m, dep, accelerator, carrier, allreduce, ports,
-                                  overhead_s, collective_sync_s, hbm_efficiency, fabric)
+                                  overhead_s, collective_sync_s, hbm_efficiency, fabric,
+                                  scale_out)
     groups = attention_groups(m, dep)
     tokens = dep.batch * groups
     gpus = dep.tp * groups
@@ -317,7 +322,7 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
                                                          channels=ports)
         sync_s = collective_sync_s * sum(p.op in COLLECTIVE_OPS for p in tr.phases)
     if carrier is not None:
-        r = comm_time(tr, carrier, ports=ports, fabric=fabric)
+        r = comm_time(tr, carrier, ports=ports, fabric=fabric, scale_out=scale_out)
         comm_s, moving_s = r.cycles * 1e-9, r.moving_cycles * 1e-9
         messages, ctrl, name = r.messages, r.ctrl_ops, carrier.name
         credits = r.ctrl_by_kind.get("credit_updates", 0.0)
@@ -339,13 +344,13 @@ def decode_roofline(model, deployment, *, accelerator="h100-sxm", carrier=None,
 
 
 def _two_micro_batches(m, dep, acc, carrier, allreduce, ports, overhead_s, sync, eta,
-                       fabric="board"):
+                       fabric="board", scale_out=None):
     """The overlapped step of two micro-batches (module doc, "Two micro-batches")."""
     from dataclasses import replace
     half = [replace(dep, batch=-(-dep.batch // 2)), replace(dep, batch=dep.batch // 2)]
     a, b = (decode_roofline(m, d, accelerator=acc, carrier=carrier, allreduce=allreduce,
                             ports=ports, collective_sync_s=sync, hbm_efficiency=eta,
-                            fabric=fabric)
+                            fabric=fabric, scale_out=scale_out)
             for d in half)
     work = [max(x.compute_s, x.memory_s) for x in (a, b)]
     comm = [x.coordination_s + x.sync_s for x in (a, b)]

@@ -8,15 +8,22 @@ both attached as the grid's pairing says), :func:`serving_rows` steps the batch 
 at most :data:`TPOT_TARGET_S` and whose weights and KV cache fit: its time per output
 token (the step) and its tokens per second per GPU.
 
-A deployment ``across`` nodes of ``node_gpus`` GPUs carries only the messages between
-nodes on the design (one port per GPU, a scale-out NIC each); the messages inside a
-node go over NVLink at the same time and are not timed (as DeepEP's NVLink + RDMA
-table, :data:`pymodel.workloads.calibration.DEEPEP_LL_NVLINK`). A deployment in one
-scale-up domain carries every message on the design (8 ports per GPU, NVLink-class).
+Where each design runs, as a deployer builds it. In one scale-up domain the design is
+the domain's fabric: it carries every message, on 8 ports a GPU (NVLink-class). Across
+nodes of ``node_gpus`` GPUs (``node_gpus`` > 0) the design is the scale-out NIC: it
+carries the messages between nodes, one 400 Gb/s port a GPU
+(:data:`pymodel.workloads.timing.SCALE_OUT_BYTES_PER_CYCLE`, a ConnectX-7 a GPU as in a
+DGX H100), while the messages inside a node go over the node's NVLink at the same time,
+timed as the scale-up NIC's model on 8 ports a GPU with its stores issued by the SMs
+(:data:`NVLINK`: NVLink is a store fabric with no per-peer state, the NIC's kind) and
+the same for both designs' rows (:class:`pymodel.workloads.timing.ScaleOut`). Every
+message of every deployment crosses one switch hop of the table's fabric profile
+(:data:`SERVING_FABRIC`).
 """
 
 from dataclasses import dataclass
 
+from pymodel.workloads.carriers import Carrier
 from pymodel.workloads.generate import Deployment, decode_step
 from pymodel.workloads.grid import (
     ACCELERATOR,
@@ -30,10 +37,11 @@ from pymodel.workloads.grid import (
     step_calibration,
 )
 from pymodel.workloads.roofline import decode_roofline
+from pymodel.workloads.timing import ScaleOut
 from pymodel.workloads.trace import Trace
 
 __all__ = ["Serving", "SERVING", "SERVING_RUNGS", "TPOT_TARGET_S", "serving_rows",
-           "between_nodes"]
+           "between_nodes", "SERVING_FABRIC", "NVLINK_PORTS"]
 
 #: The latency target: 50 ms per output token (20 tokens/s per sequence), the target
 #: the study asks for.
@@ -41,13 +49,21 @@ TPOT_TARGET_S = 0.050
 #: The RDMA rungs tried (the fastest covered one is kept): the pipelined engine, with
 #: doorbell batching (fastest on EP traffic) and with WQEs by MMIO (fastest on TP).
 SERVING_RUNGS = ("pipelined", "+doorbell batching 16", "+WQE by MMIO, inline")
+#: The fabric profile of every path of the table (:mod:`spec.fabric_profiles`): one
+#: switch hop of 250 ns and two 75 ns links, inside a domain or node and between nodes.
+SERVING_FABRIC = "rack"
+#: Ports a GPU has on the scale-up fabric (the design in one domain, NVLink inside a
+#: node), 64 bytes a cycle each: 512 GB/s each way, NVLink-class (H100: 18 NVLink 4 links,
+#: 900 GB/s both ways, NVIDIA H100 Tensor Core GPU datasheet).
+NVLINK_PORTS = 8
 
 
 @dataclass(frozen=True)
 class Serving:
     """One deployment: ``tp``/``ep`` as :class:`Deployment`; ``ports`` per GPU;
     ``node_gpus``: GPUs per node when the deployment spans nodes (only messages between
-    nodes are carried by the design), 0 in one scale-up domain; ``redundant_experts`` and
+    nodes are carried by the design, on ``ports`` scale-out ports; those inside a node by
+    NVLink), 0 in one scale-up domain; ``redundant_experts`` and
     ``routing`` as :class:`Deployment`."""
 
     label: str
@@ -95,15 +111,19 @@ def between_nodes(trace, node_gpus):
 
 
 def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSUER,
-                 calibration=CALIBRATION, target_s=TPOT_TARGET_S, nic_issuer=NIC_ISSUER):
+                 calibration=CALIBRATION, target_s=TPOT_TARGET_S, nic_issuer=NIC_ISSUER,
+                 fabric=SERVING_FABRIC):
     """One dict per (deployment, design): the largest batch within ``target_s`` that
     fits (``batch`` 0 when none does), its ``tpot_ms``, ``tok_s_gpu``, ``comm_ms`` and,
     for RDMA, the rung; ``limit`` says what stopped the batch (``TPOT``, ``HBM`` or the
     ``largest batch tried``); ``attachment`` names how the design attaches, ``issue``
     what posting costs in the model (the RDMA engine's ``issuer``, the NIC's
-    ``nic_issuer``: a key of :data:`~pymodel.workloads.issuers.NIC_ISSUERS`)."""
+    ``nic_issuer``: a key of :data:`~pymodel.workloads.issuers.NIC_ISSUERS`), ``fabric``
+    the profile of every path, ``link_gbps`` the design's port rate."""
     cal = step_calibration(calibration)
     cs = carriers(issuer, pairing, nic_issuer)
+    # NVLink inside a node: stores from the SMs into a store fabric (module doc).
+    nvlink = Carrier("nic", framing="compact", issuer=nic_issuer)
     designs = {"NIC": [cs["nic"]], "RDMA": [cs[f"rdma {r}"] for r in SERVING_RUNGS]}
     g = cs[f"rdma {SERVING_RUNGS[0]}"].issuer
     nic = ("sm: ceil(B / 512) store issue cycles at 1.98 GHz, a fence per flag (the last "
@@ -114,6 +134,7 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
                      f"{g.name}: {g.wqe_cycles:g} ns/WQE + {g.doorbell_cycles:g} ns/doorbell"}
     rows = []
     for sv in servings:
+        so = ScaleOut(sv.node_gpus, nvlink, NVLINK_PORTS) if sv.node_gpus else None
         for name, cars in designs.items():
             best, limit = None, "largest batch tried"
             for b in batches:
@@ -122,15 +143,13 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
                                  routing=sv.routing)
                 tr = decode_step(sv.model, dep, allreduce=sv.allreduce,
                                  channels=sv.node_gpus or sv.ports, node_gpus=sv.node_gpus)
-                if sv.node_gpus:
-                    tr = between_nodes(tr, sv.node_gpus)
                 res = []
                 for car in cars:
                     try:
                         res.append((decode_roofline(
                             sv.model, dep, accelerator=ACCELERATOR, carrier=car, trace=tr,
                             ports=sv.ports, hbm_efficiency=cal.hbm_efficiency,
-                            overhead_s=cal.overhead_s), car))
+                            overhead_s=cal.overhead_s, fabric=fabric, scale_out=so), car))
                     except ValueError:          # a rung the fast path does not cover
                         continue
                 r, car = min(res, key=lambda x: x[0].step_s)
@@ -140,7 +159,9 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
                 best = (r, car)
             row = {"deployment": sv.label, "model": sv.model, "design": name,
                    "attachment": cars[0].attachment, "issue": issue[name],
-                   "ports": sv.ports, "batch": 0, "tpot_ms": None, "tok_s_gpu": 0.0,
+                   "ports": sv.ports, "fabric": fabric,
+                   "link_gbps": (so.link_bytes_per_cycle if so else 64) * 8,
+                   "batch": 0, "tpot_ms": None, "tok_s_gpu": 0.0,
                    "comm_ms": None, "rung": "-", "limit": limit}
             if best is not None:
                 r, car = best

@@ -57,6 +57,20 @@ their wait (``fence_cycles``). ``useful_bytes`` are the payload bytes of the tra
 ``data`` messages (flags and counts excluded); ``inflight_bits`` is the largest state one
 copy of the design holds in flight over the trace's message classes (per GPU and port:
 the engine's high-water mark while it streams that class back to back).
+
+Over nodes (``scale_out``, a :class:`ScaleOut`)
+    GPUs are in nodes of ``node_gpus`` (GPU ``g`` in node ``g // node_gpus``). A message
+    between two nodes is carried by the design under study on ``ports`` scale-out ports
+    per GPU of ``link_bytes_per_cycle`` each (a 400 Gb/s NIC a GPU by default,
+    :data:`SCALE_OUT_BYTES_PER_CYCLE`): the design's per-message ``ii`` (its beats at 64
+    bytes a cycle) is stretched by ``64 / link_bytes_per_cycle`` and its latency by the
+    same extra cycles (the last byte leaves later). A message inside a node is carried
+    at the same time by ``inside`` on ``inside_ports`` ports (the node's scale-up
+    fabric, the same for every design compared). Each part's phases are timed by the
+    rules above on their own (separate links, separate engines); a phase lasts the
+    longer of its two parts, and the dependencies chain the phases as above. Both parts
+    cross one switch hop of ``fabric``. Totals, ``moving`` excepted, are the design's:
+    the messages between nodes.
 """
 
 from dataclasses import dataclass
@@ -65,10 +79,42 @@ import numpy as np
 
 from pymodel.workloads.trace import KINDS
 
-__all__ = ["comm_time", "CommResult", "DATAPATH_BYTES_PER_CYCLE"]
+__all__ = ["comm_time", "CommResult", "DATAPATH_BYTES_PER_CYCLE", "ScaleOut",
+           "SCALE_OUT_BYTES_PER_CYCLE"]
 
 #: Bytes per cycle of one link of the designs (SPEC.md: 64 bytes per 1 GHz cycle).
 DATAPATH_BYTES_PER_CYCLE = 64
+#: Bytes per 1 ns cycle of one GPU's scale-out port: 400 Gb/s = 50 GB/s.
+# Ref: NVIDIA DGX H100 datasheet: eight single-port ConnectX-7 VPI adapters, 400 Gb/s
+# InfiniBand or Ethernet each, one per GPU; DeepSeek-V3 technical report (arXiv
+# 2412.19437), Sec. 3.2.2: InfiniBand at 50 GB/s per GPU between nodes.
+SCALE_OUT_BYTES_PER_CYCLE = 50
+
+
+@dataclass(frozen=True)
+class ScaleOut:
+    """A deployment over nodes (module doc, "Over nodes"): ``node_gpus`` GPUs a node;
+    ``inside``, the carrier of the messages inside a node, on ``inside_ports`` ports a
+    GPU; the design's messages between nodes on ports of ``link_bytes_per_cycle`` (at
+    most :data:`DATAPATH_BYTES_PER_CYCLE`). ``ValueError`` naming a bad field."""
+
+    node_gpus: int
+    inside: object
+    inside_ports: int = 8
+    link_bytes_per_cycle: float = SCALE_OUT_BYTES_PER_CYCLE
+
+    def __post_init__(self):
+        for k in ("node_gpus", "inside_ports"):
+            v = getattr(self, k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{k} must be an integer >= 1, not {v!r}")
+        v = self.link_bytes_per_cycle
+        if (not isinstance(v, (int, float)) or isinstance(v, bool)
+                or not 0 < v <= DATAPATH_BYTES_PER_CYCLE):
+            raise ValueError(f"link_bytes_per_cycle must be a number in (0, "
+                             f"{DATAPATH_BYTES_PER_CYCLE}], not {v!r}")
+        if not hasattr(self.inside, "cost"):
+            raise ValueError(f"inside must be a Carrier, not {self.inside!r}")
 
 
 @dataclass(frozen=True)
@@ -133,8 +179,9 @@ def _fences(trace, carrier, conns, g, extra):
     return fence
 
 
-def _row_costs(trace, carrier, g, fence_extra=0):
-    """Per-row cost arrays (cycles, ii, issuer, latency, ctrl ops, fences, ...)."""
+def _row_costs(trace, carrier, g, fence_extra=0, rate=DATAPATH_BYTES_PER_CYCLE):
+    """Per-row cost arrays (cycles, ii, issuer, latency, ctrl ops, fences, ...), on ports
+    of ``rate`` bytes a cycle (the design's ``ii`` stretched by ``64 / rate``)."""
     c = trace.columns
     conns = np.array([max(p.qps if carrier.design == "rdma" else p.peers, 1)
                       for p in trace.phases], dtype=np.int64)[c["phase"]]
@@ -149,13 +196,18 @@ def _row_costs(trace, carrier, g, fence_extra=0):
     kinds = sorted({k for x in costs for k in x.ctrl_by_kind})
     out["by_kind"] = {k: np.array([x.ctrl_by_kind.get(k, 0) for x in costs],
                                   dtype=float)[inv] for k in kinds}
+    if rate != DATAPATH_BYTES_PER_CYCLE:
+        extra = out["ii_cycles"] * (DATAPATH_BYTES_PER_CYCLE / rate - 1)
+        out["ii_cycles"] = out["ii_cycles"] + extra
+        out["latency_cycles"] = out["latency_cycles"] + extra
+        out["cycles"] = np.maximum(out["cycles"], out["ii_cycles"])
     out["fence"] = _fences(trace, carrier, conns, g, fence_extra)
     out["cycles"] = out["cycles"] + out["fence"]
     out["issuer_cycles"] = out["issuer_cycles"] + out["fence"]
     return out
 
 
-def comm_time(trace, carrier, ports=1, fabric="board"):
+def comm_time(trace, carrier, ports=1, fabric="board", scale_out=None):
     """Time and totals of ``trace`` carried by ``carrier`` over ``ports`` copies of the
     design per GPU (module doc).
 
@@ -163,68 +215,40 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
     ``rack``, ``pod``) for the path between two GPUs: every message's latency grows by
     the profile's one-way latency (link, switch hop, link) less the ``board`` path the
     engine models were run on (6 cycles), the same for both designs.
+    ``scale_out``: a :class:`ScaleOut` when the GPUs are in nodes (module doc, "Over
+    nodes"): the design carries the messages between nodes only, on its scale-out ports.
 
     Returns a :class:`CommResult` (an empty trace gives zeros). ``ValueError`` if
-    ``ports`` is not an integer >= 1, ``fabric`` is not a profile, or the trace needs
-    in-switch reduction the profile does not have.
+    ``ports`` is not an integer >= 1, ``fabric`` is not a profile, the trace needs
+    in-switch reduction the profile does not have, or ``scale_out`` is not a
+    :class:`ScaleOut` whose nodes divide the trace's GPUs (in-switch reduction over nodes
+    is not modelled).
     """
-    from spec.fabric_profiles import FABRIC_PROFILES, fabric_profile, one_way
+    from spec.fabric_profiles import FABRIC_PROFILES, fabric_profile
     if not isinstance(ports, int) or isinstance(ports, bool) or ports < 1:
         raise ValueError(f"ports must be an integer >= 1, not {ports!r}")
-    hop = one_way(fabric) - one_way("board")
+    fabric_profile(fabric)
     if trace.switch and not fabric_profile(fabric).in_switch_reduction:
         raise ValueError(f"fabric {fabric!r} has no in-switch reduction for this trace "
                          f"(allreduce='nvls'); a profile with in_switch_reduction: "
                          f"{[k for k, v in FABRIC_PROFILES.items() if v.in_switch_reduction]}")
     c = trace.columns
-    n_ph, gpus = len(trace.phases), trace.gpus
-    g = gpus + (1 if trace.switch else 0)          # endpoints: the GPUs and the switch
-    phase_cycles = np.zeros(n_ph)
-    moving = np.zeros(n_ph)
-    if len(trace):
-        # The fence waits for the last store's link credit: its loop is the first link's
-        # (spec.fabric_profiles.credit_loop), longer on a fabric than on ``board``.
-        r = _row_costs(trace, carrier, g,
-                       2 * (fabric_profile(fabric).link - fabric_profile("board").link))
-        r["latency_cycles"] = r["latency_cycles"] + hop
-        cnt = c["count"].astype(float)
-        # Sender: groups of (phase, src) are contiguous, data rows before flags.
-        skey = c["phase"] * g + c["src"]
-        last = np.flatnonzero(np.r_[skey[1:] != skey[:-1], True])
-        ssum = np.bincount(skey, weights=cnt * r["cycles"], minlength=n_ph * g)
-        t_send = np.zeros(n_ph * g)
-        lk = skey[last]
-        t_send[lk] = ((ssum[lk] - r["cycles"][last]) / ports + r["issuer_cycles"][last]
-                      + r["latency_cycles"][last])
-        # Receiver.
-        rkey = c["phase"] * g + c["dst"]
-        rsum = np.bincount(rkey, weights=cnt * r["ii_cycles"], minlength=n_ph * g)
-        tail = np.zeros(n_ph * g)
-        np.maximum.at(tail, rkey, r["latency_cycles"] - r["ii_cycles"])
-        t_recv = np.where(rsum > 0, rsum / ports + tail, 0)
-        phase_cycles = np.maximum(t_send, t_recv).reshape(n_ph, g)[:, :gpus].max(axis=1)
-        sent = np.bincount(skey, weights=cnt * c["bytes"], minlength=n_ph * g)
-        moving = (sent.reshape(n_ph, g)[:, :gpus].max(axis=1)
-                  / (DATAPATH_BYTES_PER_CYCLE * ports))
-        own = cnt * (c["src"] < gpus)               # rows a GPU sends
-        totals = {k: float((own * r[k]).sum()) for k in
-                  ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "wqes",
-                   "doorbells", "cqes", "issuer_cycles")}
-        engine_messages = int((own * r["chunks"]).sum())
-        by_kind = {k: float((own * v).sum()) for k, v in r["by_kind"].items()}
-        inflight = float(r["inflight_bits"].max())
-        totals["fences"] = float((own * (r["fence"] > 0)).sum())
-        totals["fence_cycles"] = float((own * r["fence"]).sum())
+    if scale_out is None:
+        part = _part(trace, np.ones(len(trace), dtype=bool), carrier, ports, fabric)
+        phase_cycles, moving = part["phase_cycles"], part["moving"]
     else:
-        inflight = 0.0
-        by_kind = {}
-        totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
-                                "wqes", "doorbells", "cqes", "issuer_cycles", "fences",
-                                "fence_cycles"), 0.0)
-        engine_messages = 0
-    own_rows = c["src"] < gpus
-    sent_bytes = int((c["bytes"] * c["count"])[own_rows].sum())
-    useful = int((c["bytes"] * c["count"])[own_rows & (c["kind"] == 0)].sum())
+        if not isinstance(scale_out, ScaleOut):
+            raise ValueError(f"scale_out must be a ScaleOut, not {scale_out!r}")
+        if trace.switch or trace.gpus % scale_out.node_gpus:
+            raise ValueError(f"scale_out: node_gpus ({scale_out.node_gpus}) must divide "
+                             f"the trace's {trace.gpus} GPUs, and in-switch reduction "
+                             f"over nodes is not modelled (switch={trace.switch})")
+        cross = c["src"] // scale_out.node_gpus != c["dst"] // scale_out.node_gpus
+        part = _part(trace, cross, carrier, ports, fabric, scale_out.link_bytes_per_cycle)
+        inside = _part(trace, ~cross, scale_out.inside, scale_out.inside_ports, fabric)
+        phase_cycles = np.maximum(part["phase_cycles"], inside["phase_cycles"])
+        moving = np.maximum(part["moving"], inside["moving"])
+    n_ph = len(trace.phases)
     end = np.zeros(n_ph)
     via = np.full(n_ph, -1)
     for p in trace.phases:
@@ -243,6 +267,70 @@ def comm_time(trace, carrier, ports=1, fabric="board"):
         carrier=carrier.name, ports=ports, cycles=float(end.max()) if n_ph else 0.0,
         moving_cycles=float(moving[path].sum()) if path else 0.0,
         phase_cycles=phase_cycles, phase_end=end, critical=tuple(path),
-        messages=int(c["count"][own_rows].sum()), payload_bytes=sent_bytes,
-        engine_messages=engine_messages, ctrl_by_kind=by_kind,
-        useful_bytes=useful, inflight_bits=inflight, **totals)
+        messages=part["messages"], payload_bytes=part["sent_bytes"],
+        engine_messages=part["engine_messages"], ctrl_by_kind=part["by_kind"],
+        useful_bytes=part["useful"], inflight_bits=part["inflight"], **part["totals"])
+
+
+def _part(trace, keep, carrier, ports, fabric, rate=DATAPATH_BYTES_PER_CYCLE):
+    """Per-phase times, ``moving`` and totals of the rows ``keep`` of ``trace`` on
+    ``carrier`` (module doc: sender, fence, receiver, phase, ports, switch)."""
+    from spec.fabric_profiles import fabric_profile, one_way
+    hop = one_way(fabric) - one_way("board")
+    if not keep.all():
+        trace = type(trace)(trace.kind, trace.model, trace.deployment, trace.gpus,
+                            trace.phases, {k: v[keep] for k, v in trace.columns.items()},
+                            trace.switch)
+    c = trace.columns
+    n_ph, gpus = len(trace.phases), trace.gpus
+    g = gpus + (1 if trace.switch else 0)          # endpoints: the GPUs and the switch
+    phase_cycles = np.zeros(n_ph)
+    moving = np.zeros(n_ph)
+    if len(trace):
+        # The fence waits for the last store's link credit: its loop is the first link's
+        # (spec.fabric_profiles.credit_loop), longer on a fabric than on ``board``.
+        r = _row_costs(trace, carrier, g,
+                       2 * (fabric_profile(fabric).link - fabric_profile("board").link),
+                       rate)
+        r["latency_cycles"] = r["latency_cycles"] + hop
+        cnt = c["count"].astype(float)
+        # Sender: groups of (phase, src) are contiguous, data rows before flags.
+        skey = c["phase"] * g + c["src"]
+        last = np.flatnonzero(np.r_[skey[1:] != skey[:-1], True])
+        ssum = np.bincount(skey, weights=cnt * r["cycles"], minlength=n_ph * g)
+        t_send = np.zeros(n_ph * g)
+        lk = skey[last]
+        t_send[lk] = ((ssum[lk] - r["cycles"][last]) / ports + r["issuer_cycles"][last]
+                      + r["latency_cycles"][last])
+        # Receiver.
+        rkey = c["phase"] * g + c["dst"]
+        rsum = np.bincount(rkey, weights=cnt * r["ii_cycles"], minlength=n_ph * g)
+        tail = np.zeros(n_ph * g)
+        np.maximum.at(tail, rkey, r["latency_cycles"] - r["ii_cycles"])
+        t_recv = np.where(rsum > 0, rsum / ports + tail, 0)
+        phase_cycles = np.maximum(t_send, t_recv).reshape(n_ph, g)[:, :gpus].max(axis=1)
+        sent = np.bincount(skey, weights=cnt * c["bytes"], minlength=n_ph * g)
+        moving = sent.reshape(n_ph, g)[:, :gpus].max(axis=1) / (rate * ports)
+        own = cnt * (c["src"] < gpus)               # rows a GPU sends
+        totals = {k: float((own * r[k]).sum()) for k in
+                  ("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes", "wqes",
+                   "doorbells", "cqes", "issuer_cycles")}
+        engine_messages = int((own * r["chunks"]).sum())
+        by_kind = {k: float((own * v).sum()) for k, v in r["by_kind"].items()}
+        inflight = float(r["inflight_bits"].max())
+        totals["fences"] = float((own * (r["fence"] > 0)).sum())
+        totals["fence_cycles"] = float((own * r["fence"]).sum())
+    else:
+        inflight = 0.0
+        by_kind = {}
+        totals = dict.fromkeys(("wire_bytes", "ctrl_ops", "ctrl_bytes", "host_bytes",
+                                "wqes", "doorbells", "cqes", "issuer_cycles", "fences",
+                                "fence_cycles"), 0.0)
+        engine_messages = 0
+    own_rows = c["src"] < gpus
+    return dict(
+        phase_cycles=phase_cycles, moving=moving, totals=totals, by_kind=by_kind,
+        inflight=inflight, engine_messages=engine_messages,
+        messages=int(c["count"][own_rows].sum()),
+        sent_bytes=int((c["bytes"] * c["count"])[own_rows].sum()),
+        useful=int((c["bytes"] * c["count"])[own_rows & (c["kind"] == 0)].sum()))

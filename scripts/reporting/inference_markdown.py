@@ -71,18 +71,25 @@ def serving_markdown(rows):
            "whose weights and KV cache fit; tokens/s per GPU at that batch and the time "
            "per output token (TPOT). Pairing "
            f"`{PAIRING}` (the NIC integrated, the RDMA engine on die; the attachment "
-           "column names each). Across nodes, only the messages between nodes are "
-           "carried by the design (one port per GPU; NVLink inside a node, not timed); "
-           "in one scale-up domain every message (8 ports). 'limit': what stopped the "
+           "column names each). In one scale-up domain the design is the domain's fabric "
+           "and carries every message (8 ports of 64 B/cycle a GPU). Across nodes the "
+           "design is the scale-out NIC: it carries the messages between nodes on one "
+           "400 Gb/s port a GPU (a ConnectX-7 a GPU, as in a DGX H100), while NVLink "
+           "carries those inside a node at the same time (timed as the NIC's model on 8 "
+           "ports with SM-issued stores, the same in both designs' rows); a phase lasts "
+           "the longer of the two. Every path crosses one switch hop of the fabric "
+           "profile named (`rack`: 75 ns links, a 250 ns switch). 'limit': what stopped the "
            "batch. DeepSeek-V3: 32 redundant experts placed as DeepSeek's load balancer "
            "does, each step's routing drawn at random (the busiest GPU sets the step). TP "
            "all-reduces as vLLM chooses: TP16 goes to NCCL's ring (30 dependent steps, one "
            "channel per port, or per GPU of a node across nodes).", ""]
-    body = [[r["deployment"], r["design"], r["attachment"], r["issue"], r["rung"],
-             r["batch"], "-" if r["tpot_ms"] is None else r["tpot_ms"],
+    body = [[r["deployment"], r["design"], r["attachment"], r["fabric"],
+             f"{r['link_gbps']:g}", r["issue"], r["rung"], r["batch"],
+             "-" if r["tpot_ms"] is None else r["tpot_ms"],
              r["tok_s_gpu"], "-" if r["comm_ms"] is None else r["comm_ms"], r["limit"]]
             for r in rows]
-    out += [_table(["deployment", "design", "attachment", "issue cost", "RDMA rung",
+    out += [_table(["deployment", "design", "attachment", "fabric",
+                    "design's port Gb/s", "issue cost", "RDMA rung",
                     "batch", "TPOT ms", "tokens/s per GPU", "communication ms",
                     "limit"], body), ""]
     return "\n".join(out)
