@@ -68,9 +68,12 @@ KV_MODELS = ("llama-2-7b", "llama-3-8b", "llama-3-70b", "falcon-7b", "deepseek-v
 KV_CASE = dict(model="llama-3-70b", tp=8, prompt_tokens=118 * 16)
 
 
-#: Who posts the RDMA work in the grid: GPU threads (DeepEP/NVSHMEM's IBGDA policy: a
-#: doorbell per 4 WQEs, every WQE signalled, unless the rung sets its own).
-ISSUER = "gpu"
+#: Who posts the RDMA work in the grid: GPU warps as DeepEP/NVSHMEM's IBGDA does, priced
+#: from its instruction sequence (a doorbell per 4 WQEs, every WQE signalled, unless the
+#: rung sets its own; :func:`pymodel.workloads.issuers.ibgda_posting_cycles`). ``cpu``
+#: (a CPU proxy posting for the GPU) and ``gpu`` (the CPU's per-WQE figure with the
+#: GPU's parallel posters) remain as options.
+ISSUER = "ibgda"
 #: How the NIC's stores are issued in the grid: by the SMs, their store instructions and
 #: a system-scope fence before each flag
 #: (:data:`~pymodel.workloads.issuers.NIC_ISSUERS`), as the RDMA engine is posted by the

@@ -59,8 +59,9 @@ def load_issuers(path=DATA / "issuers.toml"):
     return {name: IssuerProfile(name=name, **body) for name, body in doc.items()}
 
 
-#: Issuer profiles from ``data/issuers.toml``: ``none``, ``cpu``, ``cpu_framework``,
-#: ``gpu``, ``controller``.
+#: Issuer profiles from ``data/issuers.toml`` (``none``, ``cpu``, ``cpu_framework``,
+#: ``gpu``, ``controller``) and ``ibgda`` (GPU warps posting as DeepEP does, priced from
+#: its instruction sequence: :func:`ibgda_posting_cycles`).
 ISSUERS = load_issuers()
 
 
@@ -108,3 +109,58 @@ NIC_ISSUERS = {
                    "store's completion less its issue interval, from the NIC's model, once "
                    "per flag"),
 }
+
+
+# The engine's GPU issuer: an SM writing WQEs and ringing doorbells as DeepEP does.
+#: SM cycles of one round trip from an SM to the L2, the wait of a global atomic (served
+#: at the L2) and of a fence or release (it waits for the SM's earlier stores to be
+#: acknowledged): 200 cycles.
+# Ref: Ultrasonics Sonochemistry 99 (2023) 106546, Table 3, "Hardware features of
+# different Nvidia GPU architectures": H100 L2 cache latency 200 clock cycles (global
+# memory 400). A lower bound: pointer-chase measurements of L2 hits on newer parts run
+# 222-339 cycles (NVIDIA L40, arXiv 2606.22588), and a contended atomic or a release to
+# MMIO waits longer.
+L2_ROUND_TRIP_SM_CYCLES = 200
+#: What one WQE and one doorbell cost the SM that posts them, in DeepEP's IBGDA code
+#: (csrc/kernels/ibgda_device.cuh): ``(stores, waits)`` where a store is one 16-byte
+#: vector store issued (one SM cycle) and a wait is one L2 round trip.
+#: WQE (``nvshmemi_ibgda_put_nbi_warp``): an ``atomicAdd`` reserving the slot
+#: (``ibgda_reserve_wqe_slots``), three 16-byte stores of the control, remote-address and
+#: data segments (``ibgda_write_rdma_write_wqe``: a 48-byte WQE in its 64-byte slot), the
+#: ``__threadfence()`` before submitting ("WQE writes must be finished first") and the
+#: ``atomicCAS`` on the ready index (``ibgda_submit_requests``): 3 stores, 3 waits.
+#: Doorbell (``ibgda_post_send``, once per ``kNumRequestInBatch = 4`` WQEs): the lock's
+#: ``atomicCAS``, the ``atomicMax`` on the producer index, the doorbell record written
+#: with ``st_na_release`` (``ibgda_update_dbr``) and the BlueFlame doorbell written with
+#: ``st_na_release`` (``ibgda_ring_db``), each release waiting for the stores before it;
+#: the lock's release is a CTA-scope fence and a store: 2 stores, 4 waits.
+IBGDA_WQE = (3, 3)
+IBGDA_DOORBELL = (2, 4)
+
+
+def ibgda_posting_cycles(l2_round_trip=L2_ROUND_TRIP_SM_CYCLES, clock_ghz=SM_CLOCK_GHZ):
+    """``(wqe_cycles, doorbell_cycles)`` in cycles of 1 ns of an SM posting one WQE and
+    ringing one doorbell as :data:`IBGDA_WQE` and :data:`IBGDA_DOORBELL` count them: each
+    store one SM cycle, each wait ``l2_round_trip`` SM cycles, at ``clock_ghz``."""
+    for name, v in (("l2_round_trip", l2_round_trip), ("clock_ghz", clock_ghz)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"{name} must be a number > 0, not {v!r}")
+    return tuple((st + waits * l2_round_trip) / clock_ghz
+                 for st, waits in (IBGDA_WQE, IBGDA_DOORBELL))
+
+
+_WQE, _DB = ibgda_posting_cycles()
+ISSUERS["ibgda"] = IssuerProfile(
+    name="ibgda",
+    title="GPU warps posting WQEs as IBGDA/DeepEP do, one QP each, in parallel (priced from "
+          "the instruction sequence)",
+    wqe_cycles=_WQE, doorbell_cycles=_DB, cqe_cycles=0, doorbell_batch=4, signal_every=1,
+    parallel=True, status="bound",
+    source="DeepEP csrc/kernels/ibgda_device.cuh (nvshmemi_ibgda_put_nbi_warp, "
+           "ibgda_submit_requests with kNumRequestInBatch = 4, ibgda_post_send, "
+           "ibgda_update_dbr, ibgda_ring_db); H100 L2 latency 200 cycles (Ultrasonics "
+           "Sonochemistry 99 (2023) 106546, Table 3); SM clock 1.98 GHz (H100 datasheet); "
+           "parallel posters: as the gpu profile (one QP and doorbell per local expert)",
+    derivation=f"WQE: 3 atomics/fences x {L2_ROUND_TRIP_SM_CYCLES} SM cycles + 3 stores = "
+               f"{_WQE:.1f} ns; doorbell: 4 x {L2_ROUND_TRIP_SM_CYCLES} + 2 stores = "
+               f"{_DB:.1f} ns, every 4th WQE; a lower bound (uncontended L2)")

@@ -15,10 +15,12 @@ Fence (the NIC's ``sm`` issuer)
     Each flag waits behind a system-scope fence that orders the GPU's data stores of the
     phase before it: ``Carrier.fence_cycles`` of the phase's last data message from that
     GPU (its last store's completion as the NIC's model computes it: the link credit of
-    its last beat), added to the flag's occupancy and issuer cycles, once per flag; on a
-    fabric profile the credit loop is the profile's first link, ``2 x (link - 2)``
-    cycles longer than on ``board``. A GPU with no data in the phase fences nothing. 0
-    for every other issuer.
+    its last beat), added to the flag's issuer cycles (the flag waits for all of it),
+    once per flag; on a fabric profile the credit loop is the profile's first link,
+    ``2 x (link - 2)`` cycles longer than on ``board``. The flags of a phase are fenced
+    by parallel warps, one per peer (as the RDMA engine's parallel issuer posts on every
+    QP at once): a flag occupies the sender ``fence / peers`` (the phase's peers, at most
+    254). A GPU with no data in the phase fences nothing. 0 for every other issuer.
 Receiver
     A GPU receiving several messages of a phase is busy ``ii`` per message (the engine's
     per-message occupancy, the sender's figure used as the receiver's: both designs move a
@@ -84,6 +86,8 @@ __all__ = ["comm_time", "CommResult", "DATAPATH_BYTES_PER_CYCLE", "ScaleOut",
 
 #: Bytes per cycle of one link of the designs (SPEC.md: 64 bytes per 1 GHz cycle).
 DATAPATH_BYTES_PER_CYCLE = 64
+#: The most peers the NIC model takes (pymodel.workloads.carriers).
+_MAX_PEERS = 254
 #: Bytes per 1 ns cycle of one GPU's scale-out port: 400 Gb/s = 50 GB/s.
 # Ref: NVIDIA DGX H100 datasheet: eight single-port ConnectX-7 VPI adapters, 400 Gb/s
 # InfiniBand or Ethernet each, one per GPU; DeepSeek-V3 technical report (arXiv
@@ -202,7 +206,9 @@ def _row_costs(trace, carrier, g, fence_extra=0, rate=DATAPATH_BYTES_PER_CYCLE):
         out["latency_cycles"] = out["latency_cycles"] + extra
         out["cycles"] = np.maximum(out["cycles"], out["ii_cycles"])
     out["fence"] = _fences(trace, carrier, conns, g, fence_extra)
-    out["cycles"] = out["cycles"] + out["fence"]
+    # Warps fence in parallel, one per peer: a flag occupies the sender 1/peers of its
+    # fence, and waits for the whole of it (its issuer cycles).
+    out["cycles"] = out["cycles"] + out["fence"] / np.minimum(conns, _MAX_PEERS)
     out["issuer_cycles"] = out["issuer_cycles"] + out["fence"]
     return out
 
