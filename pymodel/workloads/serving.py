@@ -127,11 +127,13 @@ def serving_rows(servings=SERVING, batches=BATCHES, pairing=PAIRING, issuer=ISSU
     designs = {"NIC": [cs["nic"]], "RDMA": [cs[f"rdma {r}"] for r in SERVING_RUNGS]}
     g = cs[f"rdma {SERVING_RUNGS[0]}"].issuer
     nic = ("sm: ceil(B / 512) store issue cycles at 1.98 GHz, a fence per flag (the last "
-           "store's completion)" if cs["nic"].issuer.name == "sm" else "none")
+           "store's completion), a warp per peer" if cs["nic"].issuer.name == "sm"
+           else "none")
     issue = {"NIC": nic,
-             "RDMA": f"{g.name}: {g.wqe_cycles:g} ns/WQE + {g.doorbell_cycles:g} ns/"
+             "RDMA": f"{g.name}: {g.wqe_cycles:.0f} ns/WQE + {g.doorbell_cycles:.0f} ns/"
                      f"doorbell per poster, a poster per QP" if g.parallel else
-                     f"{g.name}: {g.wqe_cycles:g} ns/WQE + {g.doorbell_cycles:g} ns/doorbell"}
+                     f"{g.name}: {g.wqe_cycles:.0f} ns/WQE + {g.doorbell_cycles:.0f} ns/"
+                     f"doorbell"}
     rows = []
     for sv in servings:
         so = ScaleOut(sv.node_gpus, nvlink, NVLINK_PORTS) if sv.node_gpus else None
