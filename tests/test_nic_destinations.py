@@ -1,0 +1,165 @@
+"""The NIC at many destinations, model side (docs/nic.md, "4,096 destinations"): 16-bit
+ids in the L2 MAC's bytes 4..5, the switch's route and source tables of 4,096 entries,
+the sender's tracker as a memory with one read-modify-write port and a timer scan, and
+a receiver's completion generator keyed by destination. Expectations are worked out
+from the rules in the docstrings, not read off the model."""
+
+import pytest
+
+from pymodel.fabric.switch import SwitchModel
+from pymodel.nic.completion_keyed import CompletionKeyedModel, keyed_entry_bits
+from pymodel.nic.frames import build_completion, build_frame, parse_completion
+from pymodel.nic.tracker_memory import TrackerMemoryModel, deadline_bits
+from pymodel.packet import frame_to_beats, unpack_beat
+from spec.fabric import check_source_write, check_table_entries
+from spec.formats.nic import DESTINATIONS, check_id_bits, id_bytes, node_mac, wide_mac
+
+W = 16
+
+
+def test_wide_mac_is_the_node_mac_below_256_and_big_endian_above():
+    assert wide_mac(0x0ABC) == bytes([0x02, 0, 0, 0, 0x0A, 0xBC])
+    assert all(wide_mac(k) == node_mac(k) for k in range(256))
+    # So an L2 frame between ids below 256 is the same bytes with either id width.
+    for src, dst in ((0, 1), (3, 255)):
+        assert (build_frame("l2", src, dst, 64, 8, bytes(8), id_bits=16)
+                == build_frame("l2", src, dst, 64, 8, bytes(8)))
+    assert id_bytes("l2", 16, "dst") == (4, 5) and id_bytes("l2", 16, "src") == (10, 11)
+    assert id_bytes("compact", 8, "src") == (1,)
+
+
+def test_wide_completion_round_trip():
+    raw = build_completion("l2", 4095, 4096, 1, 7, 2, id_bits=16)
+    got = parse_completion("l2", raw, id_bits=16)
+    assert (got["src"], got["count"], got["dropped"], got["status"]) == (4095, 7, 2, 1)
+    assert raw[:6] == bytes([2, 0, 0, 0, 0x10, 0x00])        # dst 4096 = 0x1000
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: check_id_bits(12, "l2"), "id_bits must be 8 or 16"),
+    (lambda: check_id_bits(16, "compact"), "id_bits 16 needs framing 'l2'"),
+    (lambda: check_table_entries(1000, "l2"), "table_entries must be a power of two"),
+    (lambda: check_table_entries(4096, "compact"), "needs framing 'l2'"),
+    (lambda: wide_mac(1 << 16), "node must be an id"),
+    (lambda: check_source_write(4, 4096, 0, entries=4096), "node must be a node id 0..4095"),
+    (lambda: TrackerMemoryModel(0, 16), "destinations must be a positive integer"),
+    (lambda: CompletionKeyedModel(W, "l2", 0, 4, 8, 0), "destinations must be"),
+])
+def test_bad_values_are_named(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def _route(sw, frame):
+    """The egress port the switch sends ``frame`` to (idle switch, one frame)."""
+    beats = [(d, n, f, la) for d, n, f, la in
+             (unpack_beat(W, b) for b in frame_to_beats(frame, W))]
+    out = {}
+    for c in range(len(beats) + 8):
+        arr = {0: beats[c]} if c < len(beats) else {}
+        egress, _ = sw.cycle(c, arr)
+        for o, b in egress.items():
+            out.setdefault(o, []).append(b)
+    assert len(out) == 1 and len(next(iter(out.values()))) == len(beats)
+    return next(iter(out))
+
+
+def test_switch_routes_by_the_16_bit_id():
+    """4 ports, 4,096 entries written as designed: every destination ``d`` to port
+    ``1 + d mod 3``; ids 0x0100 and 0x0000 are different entries (byte 4 counts)."""
+    sw = SwitchModel(4, "l2", 64, width=W, table_entries=DESTINATIONS)
+    for d in range(DESTINATIONS):
+        sw.table[d] = 1 + d % 3
+    for d in (0, 1, 0x100, 0x0FFF, 0x0ABC):
+        frame = build_frame("l2", 4095, d, 0, 16, bytes(16), id_bits=16)
+        assert _route(sw, frame) == 1 + d % 3
+    # The 8-bit switch reads byte 5 only: 0x0100 goes where 0x0000 goes.
+    narrow = SwitchModel(4, "l2", 64, width=W)
+    narrow.table[0], narrow.table[1] = 2, 3
+    assert _route(narrow, build_frame("l2", 0, 0x100, 0, 16, bytes(16), id_bits=16)) == 2
+
+
+def test_switch_source_table_of_4096():
+    """Source id 0x0203 owned by port 1: a frame from it on port 0 is dropped."""
+    sw = SwitchModel(4, "l2", 64, width=W, table_entries=DESTINATIONS)
+    sw.cycle(0, {}, src_write=(0x0203, 1))
+    frame = build_frame("l2", 0x0203, 5, 0, 16, bytes(16), id_bits=16)
+    beats = [unpack_beat(W, b) for b in frame_to_beats(frame, W)]
+    for k in range(len(beats) + 6):
+        sw.cycle(1 + k, {0: beats[k]} if k < len(beats) else {})
+    assert sw.drop_spoofed == 1
+
+
+def test_tracker_memory_counts_and_checks():
+    t = TrackerMemoryModel(DESTINATIONS, 4096)
+    for c in range(3):                       # 3 frames to the last destination
+        t.step(c, {"sent": 4095})
+    assert t.entry(4095)["outstanding"] == 3
+    # count 2 of 3 outstanding: accepted; 6 is more than was sent; unknown and too high
+    # sources are refused.
+    assert t.step(10, {"cpl": (4095, True, 0, 2, 0)})["ok"]
+    assert not t.step(11, {"cpl": (4095, True, 0, 6, 0)})["ok"]
+    assert not t.step(12, {"cpl": (4095, False, 0, 3, 0)})["ok"]
+    assert not t.step(13, {"cpl": (4096, True, 0, 1, 0)})["ok"]
+    assert t.entry(4095) == {"outstanding": 1, "completed": 2, "dropped": 0, "timeouts": 0}
+    assert (t.cpl_ok, t.cpl_bad) == (1, 3)
+
+
+def test_tracker_memory_sent_waits_behind_a_completion():
+    """A completion and a sent event in one cycle: the completion takes the port; the
+    sent event is counted in the next cycle."""
+    t = TrackerMemoryModel(8, 64)
+    t.step(0, {"sent": 2})
+    t.step(1, {"sent": 2, "cpl": (2, True, 0, 1, 0)})
+    assert t.sent[2] == 1 and t.completed[2] == 1
+    t.step(2, {})
+    assert t.sent[2] == 2 and t.entry(2)["outstanding"] == 1
+
+
+def test_tracker_memory_timeout_at_the_scan_visit():
+    """8 destinations, timeout 16: a frame to 3 at cycle 0 (the port is taken, the scan
+    waits), nothing after. The scan visits entry k at cycles ``1 + k + 8 j``; the
+    deadline is 16, so the first visit at or after it, 20, counts the timeout, and the
+    next deadline 36 is seen at 36."""
+    t = TrackerMemoryModel(8, 16)
+    t.step(0, {"sent": 3})
+    for c in range(1, 40):
+        t.step(c, {})
+    assert t.timeout_cycles == [(20, 3), (36, 3)]
+    assert deadline_bits(4096) == 14
+
+
+def _beats_frame(beats):
+    return b"".join(unpack_beat(W, b)[0].to_bytes(W, "little")[:unpack_beat(W, b)[1]]
+                    for b in beats)
+
+
+def test_keyed_generator_coalesce_and_idle_flush():
+    """coalesce 4, flush_idle 10, sender 4096: 4 frames to 7 (cycles 0, 2, 4, 6) make it
+    ready at 6, its completion is chosen at 7 (count 4); one frame to 4000 at 20 is
+    flushed when 10 cycles old: ready at 30, chosen at 31; a frame from another source
+    is not counted."""
+    g = CompletionKeyedModel(W, "l2", DESTINATIONS, 4, 10, 0, sender=4096)
+    events = {0: (4096, 0, 0, 7), 2: (4096, 1, 0, 7), 4: (4096, 0, 0, 7),
+              6: (4096, 0, 0, 7), 20: (4096, 0, 0, 4000), 22: (5, 0, 0, 9)}
+    frames = []
+    for c in range(60):
+        offer = g.offer(c)
+        started = offer is not None
+        if started:
+            frames.append(_beats_frame(offer))
+        g.step(c, {"ev": events.get(c), "started": started})
+    assert [s[:2] for s in g.sent] == [(7, 7), (31, 4000)]
+    got = [parse_completion("l2", f, id_bits=16) for f in frames]
+    assert [(x["src"], x["count"], x["dropped"], x["status"]) for x in got] == [
+        (7, 4, 1, 1), (4000, 1, 0, 0)]
+    assert all(f[:6] == wide_mac(4096) for f in frames)
+    assert g.count[9] == 0 and not g.busy()
+    assert keyed_entry_bits(16) == 32 + 5 + 3
+
+
+def test_keyed_generator_ack_request_is_at_once():
+    g = CompletionKeyedModel(W, "l2", 16, 16, 100, 0, sender=0)
+    g.step(0, {"ev": (0, 0, 1, 5)})
+    g.step(1, {})
+    assert g.sent == [(1, 5, 0, 1, 0)]
