@@ -163,3 +163,52 @@ def test_keyed_generator_ack_request_is_at_once():
     g.step(0, {"ev": (0, 0, 1, 5)})
     g.step(1, {})
     assert g.sent == [(1, 5, 0, 1, 0)]
+
+
+def test_system_model_at_512_destinations():
+    """Node 0 (id 512) stores 600 x 128 B round robin to ids 0..511 over 3 receivers, the
+    table written at setup as designed, the stores after it. Every store lands at the
+    receiver ``1 + d mod 3`` and completes; consecutive stores to one id are 512 stores
+    apart (thousands of cycles, far beyond the idle flush of 34), so every store gets a
+    completion of its own: 600 completions, each destination's completed count its
+    stores, nothing outstanding, no timeout; the frames carry the ids in MAC bytes
+    4..5."""
+    from pymodel.nic.store import Store
+    from pymodel.nic.system import NicSystemModel
+    from pymodel.scenarios.nic import destination_table_writes
+
+    d_max, nodes, n = 512, 4, 600
+    m = NicSystemModel(64, "l2", nodes, 2, 512, 1024, None, completion="e2e",
+                       destinations=d_max)
+    tbl = destination_table_writes(d_max, nodes)
+    assert len(tbl) == d_max + nodes and tbl[0] == (d_max, 0)
+    stores = {0: [Store(k % d_max, (k * 128) % (512 * 64), bytes([k % 251]) * 128,
+                        release=len(tbl)) for k in range(n)]}
+    r = m.run(stores, [d_max + p for p in range(nodes)], table_writes=tbl)
+    assert all(s["completion"] is not None and s["remote_write"] is not None
+               for s in r["stores"])
+    for p in range(1, nodes):
+        assert r["counters"][p]["frames_ok"] == sum(1 + k % d_max % 3 == p for k in range(n))
+    e2e = r["e2e"]
+    assert sum(e2e[p]["cpl_sent"] for p in range(nodes)) == n
+    ports = e2e[0]["ports"]
+    assert ports["completed"] == [n // d_max + (d < n % d_max) for d in range(d_max)]
+    assert not any(ports["outstanding"]) and not any(ports["timeouts"])
+    frames = [m["frame"] for m in r["messages"]]
+    assert [int.from_bytes(f[4:6], "big") for f in frames] == [k % d_max for k in range(n)]
+    assert all(f[10:12] == d_max.to_bytes(2, "big") for f in frames)
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(destinations=4097), "destinations must be None or a power of two"),
+    (dict(destinations=256), "destinations must be None or a power of two"),
+    (dict(destinations=4096, framing="compact"), "needs framing 'l2'"),
+    (dict(destinations=4096, completion="credit"), "needs completion 'e2e'"),
+])
+def test_bad_destinations_named(kw, name):
+    from pymodel.nic.system import NicSystemModel
+
+    args = {"framing": "l2", "completion": "e2e", **kw}
+    with pytest.raises(ValueError, match=name):
+        NicSystemModel(64, args["framing"], 4, 2, 512, 1024, None,
+                       completion=args["completion"], destinations=args["destinations"])

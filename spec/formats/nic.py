@@ -82,7 +82,7 @@ __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "completion_header_layout", "compact_completion_layout", "l2_completion_layout",
            "completion_layout", "completion_bytes", "completion_beats",
            "completion_record_layout", "ID_BITS", "DESTINATIONS", "check_id_bits",
-           "id_bytes", "wide_mac"]
+           "id_bytes", "wide_mac", "wide_record_layout", "record_layout"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -297,3 +297,18 @@ def store_cmd_layout(width):
         "first": 1,
         "last": 1,
     })
+
+
+#: The completion record of a NIC with :data:`ID_BITS`-bit destination ids
+#: (NicTop's ``destinations``): :data:`completion_record_layout` with a 16-bit ``peer``.
+wide_record_layout = data.StructLayout({
+    "peer": ID_BITS,
+    "count": COMPLETION_COUNT_BITS,
+    "dropped": COMPLETION_COUNT_BITS,
+    "owner": 1,
+})
+
+
+def record_layout(id_bits=8):
+    """The completion record's layout for ids of ``id_bits`` (8 or :data:`ID_BITS`)."""
+    return wide_record_layout if id_bits == ID_BITS else completion_record_layout
