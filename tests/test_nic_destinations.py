@@ -212,3 +212,69 @@ def test_bad_destinations_named(kw, name):
     with pytest.raises(ValueError, match=name):
         NicSystemModel(64, args["framing"], 4, 2, 512, 1024, None,
                        completion=args["completion"], destinations=args["destinations"])
+
+
+@pytest.mark.parametrize("destinations,timeout,cycles", [(64, 40, 1500), (4096, 4096, 300)])
+def test_tracker_memory_rtl_matches_twin(destinations, timeout, cycles):
+    """TrackerMemory (RTL) against its twin, cycle by cycle (Amaranth simulator): sent
+    events and completions at most one every 2 cycles each (a frame is 2 beats or
+    more), to tracked ids and to ids beyond the memory, completions right, stale,
+    beyond what was sent, unknown; the polled entry, ``accepted``, ``timed_out`` and
+    the counters equal the twin's every cycle; independently, accepted plus refused
+    equal the completions offered, and (small case) timeouts happen."""
+    import random
+
+    from rtl.nic.tracker_memory import TrackerMemory
+    from tb.amsim import run_sim
+
+    rng = random.Random(destinations)
+    dut, twin = TrackerMemory(destinations, timeout), TrackerMemoryModel(destinations,
+                                                                          timeout)
+    ids = [0, 1, 2, 3, destinations - 1, destinations, destinations + 5]
+    sent_total = {}
+    offered = [0]
+
+    async def bench(ctx):
+        last_s = last_c = -2
+        for c in range(cycles):
+            dst = cpl = None
+            if c - last_s >= 2 and rng.random() < 0.45:
+                dst, last_s = rng.choice(ids), c
+            if c - last_c >= 2 and rng.random() < 0.25:
+                last_c = c
+                src = rng.choice(ids)
+                base = sent_total.get(src, 0)
+                count = rng.choice([base, base + rng.randrange(1, 4),
+                                    max(0, base - rng.randrange(0, 3))]) & 0xFFFF
+                cpl = (src, rng.random() < 0.9, 0, count, rng.randrange(3))
+            poll = rng.choice(ids[:5])
+            ctx.set(dut.sent.valid, dst is not None)
+            ctx.set(dut.sent.payload.dst, dst or 0)
+            ctx.set(dut.cpl.valid, cpl is not None)
+            if cpl is not None:
+                offered[0] += 1
+                p = dut.cpl.payload
+                for sig, v in zip((p.src, p.known, p.status, p.count, p.dropped), cpl,
+                                  strict=True):
+                    ctx.set(sig, int(v))
+            ctx.set(dut.poll, poll)
+            want = twin.entry(poll)
+            got = {k: ctx.get(getattr(dut, k)) for k in want}
+            assert got == want, (c, poll)
+            n_tmo = len(twin.timeout_cycles)
+            r = twin.step(c, {"sent": dst, "cpl": cpl})
+            assert ctx.get(dut.accepted.valid) == bool(r.get("ok")), c
+            tmo = twin.timeout_cycles[n_tmo:]
+            assert ctx.get(dut.timed_out.valid) == bool(tmo), c
+            if tmo:
+                assert ctx.get(dut.timed_out.payload.dst) == tmo[0][1]
+            await ctx.tick()
+            assert (ctx.get(dut.cpl_ok), ctx.get(dut.cpl_bad)) == (twin.cpl_ok, twin.cpl_bad)
+            if dst is not None:
+                sent_total[dst] = sent_total.get(dst, 0) + 1
+
+    run_sim(dut, bench)
+    assert twin.cpl_ok > 0 and twin.cpl_bad > 0
+    assert twin.cpl_ok + twin.cpl_bad == offered[0]
+    if destinations == 64:
+        assert twin.timeout_cycles
