@@ -13,7 +13,8 @@ __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WOR
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
            "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits",
-           "check_destinations", "destination_state_bits"]
+           "check_destinations", "destination_state_bits", "age_fifo_depth",
+           "AGE_STAMP_BITS"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -198,6 +199,20 @@ def check_destinations(destinations, framing, completion):
     return destinations
 
 
+#: Bits of an age FIFO item's stamp (:func:`age_fifo_depth`): an item is judged within
+#: ``2**15`` cycles of its frame (the generator's port is free at least every few
+#: cycles: frames are 2 beats or more).
+AGE_STAMP_BITS = 16
+
+
+def age_fifo_depth(flush_idle):
+    """Items of a keyed completion generator's age FIFO (:class:`rtl.nic.
+    completion_keyed.CompletionKeyed`): one per frame younger than ``flush_idle``
+    cycles (at most one a cycle) and 2 waiting for the port, rounded up to a power of
+    two."""
+    return 1 << (flush_idle + 2).bit_length()
+
+
 def destination_state_bits(destinations, receivers, coalesce, flush_idle, timeout,
                            records):
     """State bits of the end-to-end completion at ``destinations`` ids over
@@ -210,8 +225,8 @@ def destination_state_bits(destinations, receivers, coalesce, flush_idle, timeou
     ids at most), and the record counter. Receivers: per destination id its generator entry
     (:func:`pymodel.nic.completion_keyed.keyed_entry_bits`, the ids split over the
     receivers), per receiver a ready FIFO slot per id it stands for, the age FIFO
-    (``flush_idle`` items of id, count and stamp: at most one frame a cycle) and the
-    frame held (as :func:`completion_state_bits`)."""
+    (:func:`age_fifo_depth` items of id, count and a 16-bit stamp) and the frame held
+    (as :func:`completion_state_bits`)."""
     from spec.formats.nic import COMPLETION_COUNT_BITS as b
 
     ids = (destinations - 1).bit_length()
@@ -220,6 +235,6 @@ def destination_state_bits(destinations, receivers, coalesce, flush_idle, timeou
     if records:
         trk += destinations * (ids + 1) + records.bit_length()
     entry = 2 * b + coalesce.bit_length() + 3
-    ages = flush_idle * (ids + b + flush_idle.bit_length() + 1)
+    ages = age_fifo_depth(flush_idle) * (ids + b + AGE_STAMP_BITS)
     gen = destinations * (entry + ids) + receivers * (ages + 48 + 8 + 8)
     return gen, trk

@@ -441,3 +441,17 @@ def test_switch_rtl_with_wide_tables_matches_twin(width, backpressure):
         for data in firsts:
             dst = int.from_bytes(data.to_bytes(width, "little")[4:6], "big")
             assert routes[dst] == p
+
+
+def test_destination_state_bits_by_hand():
+    """4,096 ids over 3 receivers, coalesce 16, flush_idle 34, timeout 4,096, 16 record
+    slots. Sender: 4,096 x (4 x 16 + 14) = 319,488, the sent FIFO and scan pointer
+    3 x 12 = 36, records 4,096 x (12 + 1) + 5 = 53,253. Receivers: 4,096 x (16 + 16 +
+    5 + 3 + 12) = 212,992, and each an age FIFO of 64 x (12 + 16 + 16) = 2,816 and the
+    held frame 64: 3 x 2,880 = 8,640."""
+    from spec.nic import age_fifo_depth, destination_state_bits
+
+    assert age_fifo_depth(34) == 64
+    gen, trk = destination_state_bits(4096, 3, 16, 34, 4096, 16)
+    assert trk == 319_488 + 36 + 53_253
+    assert gen == 212_992 + 8_640

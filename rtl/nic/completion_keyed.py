@@ -19,16 +19,14 @@ from spec.formats.nic import (
     l2_completion_layout,
 )
 from spec.formats.packet import check_width, packet_signature
+from spec.nic import AGE_STAMP_BITS, age_fifo_depth
 
-__all__ = ["CompletionKeyed", "keyed_event_layout", "AGE_STAMP_BITS"]
+__all__ = ["CompletionKeyed", "keyed_event_layout"]
 
 #: A store frame the receiver finished (``NicRx.ack`` with 16-bit ids): its source, the
 #: destination id it was sent to, dropped or written, its ``ack_req``.
 keyed_event_layout = data.StructLayout({"src": ID_BITS, "dropped": 1, "ack_req": 1,
                                         "dst": ID_BITS})
-#: Bits of an age FIFO item's stamp: an item is judged within ``2**15`` cycles of its
-#: frame (the port is free at least every few cycles: frames are 2 beats or more).
-AGE_STAMP_BITS = 16
 
 
 class CompletionKeyed(wiring.Component):
@@ -48,7 +46,7 @@ class CompletionKeyed(wiring.Component):
     age_depth : int
         Items of the age FIFO (a power of two, at least 2): the frames younger than
         ``flush_idle`` cycles, at most one a cycle (default: the power of two above
-        ``flush_idle + 2``).
+        ``flush_idle + 2``: :func:`spec.nic.age_fifo_depth`).
 
     Ports
     -----
@@ -66,7 +64,7 @@ class CompletionKeyed(wiring.Component):
         self.coalesce = check_int(self, "coalesce", coalesce, 1, 255)
         self.flush_idle = check_int(self, "flush_idle", flush_idle, 1, 1 << 14)
         if age_depth is None:
-            age_depth = 1 << (flush_idle + 2).bit_length()
+            age_depth = age_fifo_depth(flush_idle)
         self.age_depth = check_int(self, "age_depth", age_depth, 2, 1 << 16)
         for name, v in (("destinations", destinations), ("age_depth", age_depth)):
             if v & (v - 1):
