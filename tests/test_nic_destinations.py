@@ -455,3 +455,25 @@ def test_destination_state_bits_by_hand():
     gen, trk = destination_state_bits(4096, 3, 16, 34, 4096, 16)
     assert trk == 319_488 + 36 + 53_253
     assert gen == 212_992 + 8_640
+
+
+def test_destinations_scenario_round_robin_and_zipf():
+    """Round robin visits every id in order; Zipf 0.99 over 4,096 ids gives id 0 about
+    1 / H (H = sum of 1 / (i + 1) ** 0.99 over the ids, about 9.25) of 2,000 stores,
+    more than any other id; a bad popularity is named."""
+    from pymodel.scenarios.nic import build_scenario
+
+    kw = dict(nodes=4, width=64, window=512 * 64, max_payload=1024, seed=1,
+              msg_bytes=128, messages=2000, destinations=4096)
+    stores, ids, _ = build_scenario("destinations", **kw)
+    assert ids == [4096, 4097, 4098, 4099]
+    assert [s.dst for s in stores[0]] == [k % 4096 for k in range(2000)]
+    stores, _, _ = build_scenario("destinations", popularity="zipf", **kw)
+    dsts = [s.dst for s in stores[0]]
+    h = sum(1 / (i + 1) ** 0.99 for i in range(4096))
+    assert abs(dsts.count(0) - 2000 / h) < 4 * (2000 / h) ** 0.5
+    assert dsts.count(0) == max(dsts.count(d) for d in set(dsts))
+    with pytest.raises(ValueError, match="popularity must be one of"):
+        build_scenario("destinations", popularity="hot", **kw)
+    with pytest.raises(ValueError, match="scenario 'destinations' needs destinations"):
+        build_scenario("destinations", **dict(kw, destinations=None))

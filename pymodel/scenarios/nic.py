@@ -10,8 +10,9 @@ them: a frame whose head reaches the switch before its entry is written goes by 
 reset table and is dropped as a wrong destination, where the model says so); ``edges``:
 every size once from node 0 to 1; ``destinations`` (with ``destinations`` D, a
 NicTop built with as many): ``messages`` stores of ``msg_bytes`` from node 0 (id D)
-round robin to the destination ids 0, 1, .., D - 1, 0, ..; the other nodes have ids
-D + p, and :func:`destination_table_writes` route every id;
+to the destination ids by ``popularity`` (:func:`pymodel.load.traffic.qp_sequence`:
+round robin 0, 1, .., D - 1, 0, .. by default, or Zipf 0.99 over the ids); the other
+nodes have ids D + p, and :func:`destination_table_writes` route every id;
 ``windows``: per-source receive windows (:func:`window_writes` gives the table writes,
 :func:`window_intent` what each frame must do, independently of the model): stores
 inside, exactly at both edges, one byte over the end, below and straddling the base,
@@ -261,7 +262,8 @@ def _windows_stores(stores, rng, nodes, width, window, max_payload):
 
 
 def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
-                   msg_bytes=128, messages=16, peers=None, destinations=None):
+                   msg_bytes=128, messages=16, peers=None, destinations=None,
+                   popularity="round_robin"):
     rng = random.Random(seed)
     node_ids = list(range(nodes))
     stores = {p: [] for p in range(nodes)}
@@ -279,10 +281,13 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
         if not destinations:
             raise ValueError("scenario 'destinations' needs destinations, not "
                              f"{destinations!r}")
+        from pymodel.load.traffic import qp_sequence
+
         node_ids = [destinations + p for p in range(nodes)]
+        ids = qp_sequence(popularity, destinations, messages, seed)
         for k in range(messages):
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
-            stores[0].append(Store(k % destinations, addr, _payload(rng, msg_bytes)))
+            stores[0].append(Store(ids[k], addr, _payload(rng, msg_bytes)))
     elif kind == "fanout":                        # node 0 -> 1, 2, ..., peers, 1, ...
         for k in range(messages):
             dst = 1 + k % (peers or nodes - 1)

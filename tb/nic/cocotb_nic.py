@@ -209,7 +209,8 @@ def model_run(p):
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
-        peers=p.get("peers"), destinations=dests)
+        peers=p.get("peers"), destinations=dests,
+        popularity=p.get("popularity", "round_robin"))
 
     def issue(stores):
         if e2e:                              # the issuer asks on its last queued store

@@ -139,7 +139,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
 
 def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, retry,
-                  completion, latency_messages, depth, records=0, destinations=None):
+                  completion, latency_messages, depth, records=0, destinations=None,
+                  popularity="round_robin"):
     """``(NicTop, name, params, lat_params)`` of a :func:`run_point` point: the top and
     the parameters of its two runs, checked (``ValueError`` naming a bad one)."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
@@ -166,7 +167,7 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
         params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout,
                       records=nt.records)
     if destinations:
-        params["destinations"] = destinations
+        params.update(destinations=destinations, popularity=popularity)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True, warmup=0)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
     return nt, name, params, lat_params
@@ -174,7 +175,7 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
 
 def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
                 fabric="board", retry=False, completion="credit", latency_messages=16,
-                records=0, destinations=None):
+                records=0, destinations=None, popularity="round_robin"):
     """The golden model's side of :func:`run_point` alone (no simulator): the row with
     ``_model`` values only, computed by the co-simulation's own code
     (:func:`tb.nic.cocotb_nic.model_run`, :func:`~tb.nic.cocotb_nic.model_figures`), so
@@ -182,13 +183,15 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
 
     ``destinations`` (:func:`spec.nic.check_destinations`): node 0 stores round robin to
     that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
-    on the model of a NicTop with that option; the RTL of the option is not built, so
-    there is no :func:`run_point` of it (docs/nic.md, "4,096 destinations")."""
+    on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
+    POPULARITY`, Zipf with skew 0.99) choosing each store's id; the RTL of the option
+    is not built, so there is no :func:`run_point` of it (docs/nic.md, "4,096
+    destinations")."""
     from tb.nic.cocotb_nic import model_figures, model_run
 
     _, _, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, None, attachment, fabric, retry, completion,
-        latency_messages, None, records, destinations)
+        latency_messages, None, records, destinations, popularity)
     figures = model_figures(params, model_run(params))
     if figures is None:
         raise RuntimeError("NIC model: a store was lost")
