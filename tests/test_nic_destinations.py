@@ -477,3 +477,46 @@ def test_destinations_scenario_round_robin_and_zipf():
         build_scenario("destinations", popularity="hot", **kw)
     with pytest.raises(ValueError, match="scenario 'destinations' needs destinations"):
         build_scenario("destinations", **dict(kw, destinations=None))
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_framer_with_16_bit_ids_builds_the_model_frames(width):
+    """NicTxFramer with ``id_bits`` 16: stores from id 4096 to ids across the range (byte
+    4 set and not), with stalls: each frame equals the model's wide frame byte for byte
+    (header and payload; NicTx pads behind it)."""
+    import random
+
+    from pymodel.nic.store import Store
+    from pymodel.packet import beats_to_frames
+    from rtl.nic.tx_framer import NicTxFramer
+    from spec.formats.nic import header_bytes, store_cmd_layout
+    from tb.amsim import get_all, put_all, run_sim
+
+    rng = random.Random(width)
+    stores = [Store(d, width * rng.randrange(64), bytes(rng.getrandbits(8) for _ in range(n)),
+                    ack_req=k % 2)
+              for k, (d, n) in enumerate(((0, 1), (0x0ABC, 40), (4095, 128), (0x100, 7)))]
+    dut = NicTxFramer(width, "l2", id_bits=16)
+    want = [build_frame("l2", 4096, s.dst, s.addr, s.length, s.payload, fcs=False,
+                        ack_req=s.ack_req, id_bits=16)[:header_bytes("l2") + s.length]
+            for s in stores]
+    layout = store_cmd_layout(width, 16)
+    items = [layout.const({"dst": s.dst, "addr": s.addr, "length": s.length,
+                           "ack_req": int(s.ack_req), "data": d, "nbytes": n, "first": f,
+                           "last": la}).as_bits()
+             for s in stores for d, n, f, la in s.beats(width)]
+    nbeats = sum(-(-len(f) // width) for f in want)
+    got = []
+
+    async def source(ctx):
+        ctx.set(dut.node_id, 4096)
+        ctx.set(dut.start_ok, 1)
+        await put_all(ctx, dut.cmd, items, (1, 1, 0, 1, 0))
+
+    async def sink(ctx):
+        got.extend(await get_all(ctx, dut.o, nbeats, (1, 0, 1)))
+
+    run_sim(dut, source, sink)
+    assert beats_to_frames([b for b, _ in got], width) == want
+    with pytest.raises(ValueError, match="id_bits 16 needs framing 'l2'"):
+        NicTxFramer(width, "compact", id_bits=16)

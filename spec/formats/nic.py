@@ -276,8 +276,9 @@ def wide_mac(node):
     return MAC_PREFIX[:4] + node.to_bytes(2, "big")
 
 
-def store_cmd_layout(width):
-    """One beat of a store command on the accelerator side of a ``width``-byte NIC.
+def store_cmd_layout(width, id_bits=8):
+    """One beat of a store command on the accelerator side of a ``width``-byte NIC
+    (``dst`` of ``id_bits``: :data:`ID_BITS` for a NIC with many destinations).
 
     ``dst``, ``addr``, ``length`` and ``ack_req`` are read on the ``first`` beat only;
     ``data``, ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout`
@@ -288,7 +289,7 @@ def store_cmd_layout(width):
 
     beat = packet_layout(width)
     return data.StructLayout({
-        "dst": 8,
+        "dst": id_bits,
         "addr": 32,
         "length": 13,
         "ack_req": 1,
