@@ -520,3 +520,85 @@ def test_framer_with_16_bit_ids_builds_the_model_frames(width):
     assert beats_to_frames([b for b, _ in got], width) == want
     with pytest.raises(ValueError, match="id_bits 16 needs framing 'l2'"):
         NicTxFramer(width, "compact", id_bits=16)
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_rx_standing_for_destinations_matches_the_model(width):
+    """NicRx as receiver 2 of 3 at 4,096 destinations (node id 4098) against NicRxModel,
+    cycle by cycle: stores from the sender (4096) to ids it stands for (``d mod 3 ==
+    1``), to ids it does not stand for and beyond the destinations, to its own id, one
+    with a foreign MAC prefix, and a completion to it from id 0x0ABC. The writes, the
+    counters, the ``ack`` events (with the destination id) and the ``cpl`` events equal
+    the model's; independently, the frames taken are those to ids it stands for or to
+    itself."""
+    import random
+
+    from pymodel.fcs import fcs_bytes
+    from pymodel.nic.nic_rx import NicRxModel
+    from pymodel.nic.window_table import WindowTableModel
+    from rtl.nic.nic_rx import DropReason, NicRx
+    from tb.amsim import run_sim
+
+    w, depth, me, mp = width, 64, 4098, 4 * width
+    dut = NicRx(w, "l2", mp, depth, completion="e2e", stands_for=(4096, 3, 2))
+    model = NicRxModel(w, "l2", mp, depth, me, WindowTableModel(depth), None, 2, "e2e",
+                       lambda d: d < 4096 and 1 + d % 3 == 2)
+    rng = random.Random(width)
+
+    def store(dst, addr, n, ack=0, prefix=None):
+        f = bytearray(build_frame("l2", 4096, dst, addr, n, rng.randbytes(n), fcs=False,
+                                  ack_req=ack, id_bits=16))
+        if prefix is not None:
+            f[6:10] = prefix
+        return bytes(f) + fcs_bytes(bytes(f))
+
+    frames = [store(1, 0, w), store(4093, w, 2 * w, 1), store(2, 0, w), store(4097, 0, 1),
+              store(4098, 3 * w, w), store(4, 0, 5, prefix=bytes(4)), store(0x0400, 8 * w, 3),
+              build_completion("l2", 0x0ABC, 4098, 0, 3, 1, id_bits=16)]
+    beats, cyc = [], 4
+    for f in frames:
+        for b in frame_to_beats(f, w):
+            beats.append((cyc, b))
+            cyc += 1
+        cyc += 2
+    end = cyc + 4 * depth
+    got = {"wr": [], "ack": {}, "cpl": {}}
+    counters = {}
+
+    async def bench(ctx):
+        ctx.set(dut.node_id, me)
+        k = 0
+        for c in range(end):
+            now = k < len(beats) and beats[k][0] == c
+            ctx.set(dut.i.valid, now)
+            if now:
+                ctx.set(dut.i.payload.as_value(), beats[k][1])
+                k += 1
+            if ctx.get(dut.wr.valid):
+                got["wr"].append((ctx.get(dut.wr.payload.addr), ctx.get(dut.wr.payload.be), c))
+            if ctx.get(dut.ack.valid):
+                a = dut.ack.payload
+                got["ack"][c] = (ctx.get(a.src), bool(ctx.get(a.dropped)),
+                                 ctx.get(a.ack_req), ctx.get(a.dst))
+            if ctx.get(dut.cpl.valid):
+                p = dut.cpl.payload
+                got["cpl"][c] = (ctx.get(p.src), bool(ctx.get(p.known)), ctx.get(p.status),
+                                 ctx.get(p.count), ctx.get(p.dropped))
+            await ctx.tick()
+        for name in ("frames_ok",) + tuple(f"drop_{r}" for r in DropReason.ORDER):
+            counters[name] = ctx.get(getattr(dut, name))
+
+    run_sim(dut, bench)
+    for c, b in beats:
+        model.step(c, {"i": unpack_beat(w, b) + (None,)})
+    assert got["wr"] == [(a, be, c) for (a, be), c in zip(*model.wr, strict=True)]
+    assert counters == model.counters
+    assert got["ack"] == {c: (s, bool(d), r, t) for c, (s, d, r, t) in model.acks.items()}
+    assert got["cpl"] == {c: (s, bool(k), st, n, d) for c, (s, k, st, n, d) in
+                          model.cpls.items()}
+    # Independently: ids 1, 4093 and 0x0400 (mod 3 == 1) and its own id are taken (the
+    # foreign prefix is dropped at the window check), 2 and 4097 are not its.
+    assert counters["frames_ok"] == 4 and counters["drop_dst"] == 2
+    assert counters["drop_window"] == 1
+    assert sorted(t for *_, t in got["ack"].values()) == [1, 0x0400, 4093, 4098]
+    assert list(got["cpl"].values()) == [(0x0ABC, True, 0, 3, 1)]
