@@ -1,10 +1,8 @@
-"""A receiver's completion generator keyed by destination: the receiver stands for many
-destination ids (docs/nic.md, "4,096 destinations") and keeps, for each, the state a
-receiver of its own would keep for the one sender, in a memory; the counterpart of
-:class:`pymodel.nic.completion_gen.CompletionGenModel`'s per-source registers.
-
-The model of the design; its RTL block is not built (docs/nic.md says what is).
-"""
+"""Twin of :class:`rtl.nic.completion_keyed.CompletionKeyed`: a receiver's completion
+generator keyed by destination. The receiver stands for many destination ids
+(docs/nic.md, "4,096 destinations") and keeps, for each, the state a receiver of its
+own would keep for the one sender, in a memory; the counterpart of
+:class:`pymodel.nic.completion_gen.CompletionGenModel`'s per-source registers."""
 
 from collections import deque
 

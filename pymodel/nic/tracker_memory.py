@@ -1,9 +1,7 @@
-"""The sender's outstanding tracker at many destinations: one entry a destination in a
-memory (docs/nic.md, "4,096 destinations"), the counterpart of
-:class:`pymodel.nic.outstanding_tracker.OutstandingTrackerModel`'s registers.
-
-The model of the design; its RTL block is not built (docs/nic.md says what is).
-"""
+"""Twin of :class:`rtl.nic.tracker_memory.TrackerMemory`: the sender's outstanding
+tracker at many destinations, one entry a destination in a memory (docs/nic.md, "4,096
+destinations"), the counterpart of :class:`pymodel.nic.outstanding_tracker.
+OutstandingTrackerModel`'s registers."""
 
 from collections import deque
 
