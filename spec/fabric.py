@@ -15,7 +15,7 @@ __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_
            "RETRY_SETTINGS", "RETRY_LINK_COUNTERS", "TAG_SEED_XOR", "SIDE_SEED_XOR",
            "TAG_WORDS", "SIDE_WORDS",
            "retry_sizes", "ELASTIC_MARGIN", "elastic_depth", "SWITCH_COUNTERS",
-           "SOURCE_WRITES", "check_source_write"]
+           "SOURCE_WRITES", "check_source_write", "check_table_entries"]
 
 # -- The faulty link ------------------------------------------------------------------------
 
@@ -116,14 +116,32 @@ SWITCH_COUNTERS = ("drop_spoofed",)
 SOURCE_WRITES = 16
 
 
-def check_source_write(ports, node, port):
-    """Check one source-table write ``(node, port)`` of a switch of ``ports`` ports:
-    ``node`` a node id 0..255, ``port`` an ingress port 0..``ports - 1`` or ``ports``
-    (any port). Returns ``(node, port)``; raises ``ValueError`` naming the bad field.
+def check_source_write(ports, node, port, entries=256):
+    """Check one source-table write ``(node, port)`` of a switch of ``ports`` ports and
+    ``entries`` table entries: ``node`` a node id 0..``entries - 1``, ``port`` an
+    ingress port 0..``ports - 1`` or ``ports`` (any port). Returns ``(node, port)``;
+    raises ``ValueError`` naming the bad field.
     Ref: docs/nic.md, "Source check at the switch"."""
-    if not isinstance(node, int) or not 0 <= node <= 255:
-        raise ValueError(f"source write: node must be a node id 0..255, not {node!r}")
+    if not isinstance(node, int) or not 0 <= node < entries:
+        raise ValueError(f"source write: node must be a node id 0..{entries - 1}, "
+                         f"not {node!r}")
     if not isinstance(port, int) or not 0 <= port <= ports:
         raise ValueError(f"source write: port must be an ingress port 0..{ports - 1} or "
                          f"{ports} (any port), not {port!r}")
     return node, port
+
+
+def check_table_entries(entries, framing):
+    """The route and source tables' entries of a switch: 256 (8-bit ids, either
+    framing) or a power of two from 512 to 2**16 (16-bit ids in the L2 MACs' bytes 4..5,
+    :data:`spec.formats.nic.ID_BITS`; the table is indexed by the id's low bits).
+    Returns ``(entries, id_bits)``; ``ValueError`` naming the bad one.
+    Ref: docs/nic.md, "4,096 destinations"."""
+    from spec.formats.nic import ID_BITS, check_id_bits
+
+    if (not isinstance(entries, int) or isinstance(entries, bool) or entries < 256
+            or entries > 1 << ID_BITS or entries & (entries - 1)):
+        raise ValueError(f"table_entries must be a power of two from 256 to "
+                         f"{1 << ID_BITS}, not {entries!r}")
+    id_bits = 8 if entries == 256 else ID_BITS
+    return entries, check_id_bits(id_bits, framing)

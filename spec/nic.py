@@ -12,7 +12,9 @@ __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WOR
            "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
-           "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits"]
+           "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits",
+           "check_destinations", "destination_state_bits", "age_fifo_depth",
+           "AGE_STAMP_BITS"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -46,10 +48,13 @@ def check_attachment(attachment):
     return attachment
 
 
-def pcie_mmio_addr(dst, addr, ack_req=False):
+def pcie_mmio_addr(dst, addr, ack_req=False, id_bits=4):
     """The host write's register offset of a store of node ``dst``, byte ``addr``, with
-    ``ack_req`` (bit :data:`PCIE_ACK_REQ_BIT`)."""
-    return (bool(ack_req) << PCIE_ACK_REQ_BIT | dst << PCIE_WORD_BITS
+    ``ack_req`` (bit :data:`PCIE_ACK_REQ_BIT`). ``id_bits`` 16 (a NIC with
+    ``destinations``): the destination id takes 16 bits above the word address and the
+    ack request the bit above them (a 28-bit offset)."""
+    ack_bit = PCIE_ACK_REQ_BIT if id_bits == 4 else PCIE_WORD_BITS + id_bits
+    return (bool(ack_req) << ack_bit | dst << PCIE_WORD_BITS
             | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1)))
 
 
@@ -167,3 +172,69 @@ def record_state_bits(peers, records):
     and the record counter (``log2(records)`` bits of slot and the owner bit); 0 without
     records."""
     return peers + records.bit_length() if records else 0
+
+
+def check_destinations(destinations, framing, completion):
+    """NicTop's ``destinations`` (docs/nic.md, "4,096 destinations"): None (node ids
+    are the nodes', 8 bits) or a power of two from 512 to
+    :data:`spec.formats.nic.DESTINATIONS`: the sender (node 0) sends to that many
+    destination ids, each with its own end-to-end completion state, 16-bit ids in the L2
+    MACs (``framing`` "l2"), with ``completion`` "e2e". Returns it; ``ValueError``
+    naming it."""
+    from spec.formats.nic import DESTINATIONS, Framing
+
+    if destinations is None:
+        return None
+    if (not isinstance(destinations, int) or isinstance(destinations, bool)
+            or not 512 <= destinations <= DESTINATIONS
+            or destinations & (destinations - 1)):
+        raise ValueError(f"destinations must be None or a power of two from 512 to "
+                         f"{DESTINATIONS}, not {destinations!r}")
+    if Framing(framing) is not Framing.L2:
+        raise ValueError(f"destinations {destinations} needs framing 'l2' (16-bit ids in "
+                         f"the MACs), not {framing!r}")
+    if completion != "e2e":
+        raise ValueError(f"destinations {destinations} needs completion 'e2e' (the "
+                         f"per-destination state), not {completion!r}")
+    return destinations
+
+
+#: Bits of an age FIFO item's stamp (:func:`age_fifo_depth`): an item is judged within
+#: ``2**15`` cycles of its frame (the generator's port is free at least every few
+#: cycles: frames are 2 beats or more).
+AGE_STAMP_BITS = 16
+
+
+def age_fifo_depth(flush_idle):
+    """Items of a keyed completion generator's age FIFO (:class:`rtl.nic.
+    completion_keyed.CompletionKeyed`): one per frame younger than ``flush_idle``
+    cycles (at most one a cycle) and 2 waiting for the port, rounded up to a power of
+    two."""
+    return 1 << (flush_idle + 2).bit_length()
+
+
+def destination_state_bits(destinations, receivers, coalesce, flush_idle, timeout,
+                           records):
+    """State bits of the end-to-end completion at ``destinations`` ids over
+    ``receivers`` receivers: ``(receivers' part, sender's part)``.
+
+    Sender: the tracker's entries (:class:`pymodel.nic.tracker_memory.
+    TrackerMemoryModel`: 4 x 16 counts and the deadline stamp), its sent FIFO (2 ids)
+    and scan pointer; with ``records``, a pending flag per destination and the FIFO of
+    the pending ids in the order their completions were accepted (``destinations``
+    ids at most), and the record counter. Receivers: per destination id its generator entry
+    (:func:`pymodel.nic.completion_keyed.keyed_entry_bits`, the ids split over the
+    receivers), per receiver a ready FIFO slot per id it stands for, the age FIFO
+    (:func:`age_fifo_depth` items of id, count and a 16-bit stamp) and the frame held
+    (as :func:`completion_state_bits`)."""
+    from spec.formats.nic import COMPLETION_COUNT_BITS as b
+
+    ids = (destinations - 1).bit_length()
+    stamp = timeout.bit_length() + 1
+    trk = destinations * (4 * b + stamp) + 2 * ids + ids
+    if records:
+        trk += destinations * (ids + 1) + records.bit_length()
+    entry = 2 * b + coalesce.bit_length() + 3
+    ages = age_fifo_depth(flush_idle) * (ids + b + AGE_STAMP_BITS)
+    gen = destinations * (entry + ids) + receivers * (ages + 48 + 8 + 8)
+    return gen, trk

@@ -34,7 +34,7 @@ ACCEPTED_PARAMS = {
                           "max_payload", "credits", "scenario", "seed", "count", "messages",
                           "msg_bytes", "peers", "attachment", "fabric", "stall_rate", "completion",
                           "coalesce", "flush_idle", "timeout", "retry", "one_at_a_time",
-                          "records", "warmup"),
+                          "records", "warmup", "destinations", "popularity"),
     "tb.nic.cocotb_nic_e2e": ("width", "nodes", "framing", "link_latency", "mem_words",
                               "max_payload", "credits", "scenario", "seed", "coalesce",
                               "flush_idle", "timeout", "extra_cycles", "stall_rate",

@@ -3,8 +3,8 @@
 from collections import deque
 
 from pymodel.fabric.elastic_delay import ElasticDelayModel
-from spec.fabric import check_source_write
-from spec.formats.nic import dst_byte, src_byte
+from spec.fabric import check_source_write, check_table_entries
+from spec.formats.nic import id_bytes
 
 __all__ = ["SwitchModel"]
 
@@ -30,10 +30,16 @@ class SwitchModel:
     elastic delay (:class:`pymodel.fabric.elastic_delay.ElasticDelayModel`) that holds
     its beats while the egress is not ready; the crossbar's register hands it a beat
     only while it has room.
+
+    ``table_entries`` (256 by default: 8-bit ids): the route table and the source table
+    hold that many entries, indexed by the low bits of the frame's 16-bit ids (L2 MAC
+    bytes 4..5 and 10..11, :func:`spec.formats.nic.id_bytes`) when more than 256
+    (:func:`spec.fabric.check_table_entries`); both are written at setup
+    (``table_write``, ``src_write``).
     """
 
     def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width,
-                 hop_latency=0):
+                 hop_latency=0, table_entries=256):
         if (not isinstance(hop_latency, int) or isinstance(hop_latency, bool)
                 or not 0 <= hop_latency <= 4096):
             raise ValueError(f"hop_latency (cycles) must be an integer from 0 to 4096, "
@@ -43,9 +49,16 @@ class SwitchModel:
         self.elastic = ([ElasticDelayModel(hop_latency) for _ in range(ports)]
                         if hop_latency and backpressure else [])
         self.ports = ports
-        self.owner = [ports] * 256
-        self.src_beat, off = divmod(src_byte(framing), width)
-        self.src_off = 8 * off
+        self.entries, id_bits = check_table_entries(table_entries, framing)
+        self.owner = [ports] * self.entries
+        src_at = id_bytes(framing, id_bits, "src")
+        dst_at = id_bytes(framing, id_bits, "dst")
+        if src_at[0] // width != src_at[-1] // width or dst_at[0] // width != dst_at[-1] // width:
+            raise ValueError(f"width {width}: an id's bytes {src_at} span two beats")
+        self.src_beat = src_at[-1] // width
+        # The id's bytes, least significant first: (shift in the beat, shift in the id).
+        self.src_parts = [(8 * (b % width), 8 * k) for k, b in enumerate(reversed(src_at))]
+        self.dst_parts = [(8 * b, 8 * k) for k, b in enumerate(reversed(dst_at))]
         self.verdicts = [deque() for _ in range(ports)]    # late source beat: queued
         self.wbeat = [0] * ports                           # beat index being written
         self.dropping = [False] * ports
@@ -53,8 +66,7 @@ class SwitchModel:
         self.backpressure = backpressure
         self.reg = [None] * ports                           # egress beat, backpressure
         self.fifo_depth = fifo_depth
-        self.off = 8 * dst_byte(framing)
-        self.table = [k % ports for k in range(256)]
+        self.table = [k % ports for k in range(self.entries)]
         self.fifos = [deque() for _ in range(ports)]       # (readable_cycle, beat)
         self.busy = [False] * ports
         self.dest = [0] * ports
@@ -67,12 +79,18 @@ class SwitchModel:
                 and all(r is None for r in self.reg) and not any(self.hop)
                 and all(e.idle() for e in self.elastic))
 
+    def _id(self, data, parts):
+        value = 0
+        for at, to in parts:
+            value |= ((data >> at) & 0xFF) << to
+        return value & (self.entries - 1)
+
     def route(self, beat):
-        return self.table[(beat[0] >> self.off) & 0xFF]
+        return self.table[self._id(beat[0], self.dst_parts)]
 
     def allowed(self, p, beat):
-        """Whether the source byte of ``beat`` may enter on port ``p`` (table as now)."""
-        owner = self.owner[(beat[0] >> self.src_off) & 0xFF]
+        """Whether the source id of ``beat`` may enter on port ``p`` (table as now)."""
+        owner = self.owner[self._id(beat[0], self.src_parts)]
         return owner in (p, self.ports)
 
     def cycle(self, c, arrivals, table_write=None, ready=None, src_write=None):
@@ -169,9 +187,9 @@ class SwitchModel:
             self.fifos[p].append((c + 1, beat))
         if table_write is not None:
             node, port = table_write
-            self.table[node & 0xFF] = port
+            self.table[node & (self.entries - 1)] = port
         if src_write is not None:
-            node, port = check_source_write(n, *src_write)
+            node, port = check_source_write(n, *src_write, entries=self.entries)
             self.owner[node] = port
         if self.backpressure:
             for o, beat in egress.items():

@@ -1,7 +1,7 @@
 """Twin of :class:`rtl.nic.completion_record.CompletionRecorder`."""
 
 from pymodel.fields import pack
-from spec.formats.nic import completion_record_layout
+from spec.formats.nic import record_layout
 
 __all__ = ["CompletionRecorderModel"]
 
@@ -14,12 +14,18 @@ class CompletionRecorderModel:
     from the state at the start of the cycle and the tracker's per-destination
     ``completed`` and ``dropped`` of that cycle; ``step(accepted, taken)`` ends the
     cycle: ``accepted`` the source of the completion the tracker accepted in it (or
-    None), ``taken`` whether the offered record was taken."""
+    None), ``taken`` whether the offered record was taken.
 
-    def __init__(self, peers, width, depth, slots):
+    ``id_bits`` 16 (a NIC with many destinations): the record's ``peer`` is 16 bits
+    (:data:`spec.formats.nic.wide_record_layout`), the tag ``peer | count << 16``, and
+    the pending destinations are written in the order their completions were accepted
+    (a pending flag each and a FIFO of ids) instead of the lowest first."""
+
+    def __init__(self, peers, width, depth, slots, id_bits=8):
         self.peers, self.width, self.depth, self.slots = peers, width, depth, slots
+        self.id_bits, self.layout = id_bits, record_layout(id_bits)
         self.log2 = slots.bit_length() - 1
-        self.pending = set()
+        self.pending = {}                # insertion-ordered: the FIFO of ids
         self.index = 0
         self._sel = None
 
@@ -27,20 +33,20 @@ class CompletionRecorderModel:
         self._sel = None
         if not self.pending or not free:
             return None
-        d = self._sel = min(self.pending)
+        d = self._sel = min(self.pending) if self.id_bits == 8 else next(iter(self.pending))
         owner = 1 ^ ((self.index >> self.log2) & 1)
-        word = pack(completion_record_layout, {"peer": d, "count": completed[d],
-                                               "dropped": dropped[d], "owner": owner})
+        word = pack(self.layout, {"peer": d, "count": completed[d], "dropped": dropped[d],
+                                  "owner": owner})
         return {"addr": self.depth - self.slots + (self.index & (self.slots - 1)),
                 "data": word, "be": (1 << self.width) - 1, "last": 1, "mark": 1,
-                "tag": d | completed[d] << 8}
+                "tag": d | completed[d] << self.id_bits}
 
     def step(self, accepted, taken):
         if taken:
-            self.pending.discard(self._sel)
+            self.pending.pop(self._sel, None)
             self.index = (self.index + 1) & ((self.slots << 1) - 1)
         if accepted is not None and accepted < self.peers:
-            self.pending.add(accepted)
+            self.pending.setdefault(accepted)
         self._sel = None
 
     def busy(self):

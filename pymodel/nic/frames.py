@@ -9,6 +9,7 @@ from spec.formats.nic import (
     MIN_FRAME_BYTES,
     Framing,
     NicOp,
+    check_id_bits,
     completion_bytes,
     completion_header_layout,
     completion_layout,
@@ -16,6 +17,7 @@ from spec.formats.nic import (
     header_layout,
     node_mac,
     store_header_layout,
+    wide_mac,
 )
 
 __all__ = ["build_frame", "parse_header", "wire_bytes", "build_completion",
@@ -25,16 +27,23 @@ __all__ = ["build_frame", "parse_header", "wire_bytes", "build_completion",
 header_bytes = functools.cache(header_bytes)
 
 
-def build_frame(framing, src, dst, addr, length, payload, fcs=True, ack_req=0):
+def _mac(framing, id_bits):
+    """The MAC of an id: 8-bit ids in byte 5, or 16-bit ids in bytes 4..5 (L2 only)."""
+    return wide_mac if check_id_bits(id_bits, framing) == 16 else node_mac
+
+
+def build_frame(framing, src, dst, addr, length, payload, fcs=True, ack_req=0, id_bits=8):
     """The frame a NIC sends for a store (``length`` is the header field, ``payload`` the
     bytes actually sent; they differ only in malformed-frame tests; ``ack_req`` the
     header's flag). An L2 frame is padded with zeros to 60 bytes before its FCS (64 with
-    it)."""
+    it). ``id_bits`` 16: the ids in the MACs' bytes 4..5
+    (:func:`spec.formats.nic.wide_mac`)."""
+    mac = _mac(framing, id_bits)
     framing = Framing(framing)
     store = {"opcode": NicOp.STORE, "ack_req": int(bool(ack_req)), "length": length,
              "addr": addr}
     if framing is Framing.L2:
-        fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),
+        fields = {"dst_mac": list(mac(dst)), "src_mac": list(mac(src)),
                   "ethertype": list(ETHERTYPE.to_bytes(2, "big")), "store": store}
     else:
         fields = {"dst": dst, "src": src, "store": store}
@@ -76,14 +85,16 @@ def wire_bytes(frame_with_fcs):
     return phy_bytes(frame_with_fcs)
 
 
-def build_completion(framing, src, dst, status, count, dropped, fcs=True):
+def build_completion(framing, src, dst, status, count, dropped, fcs=True, id_bits=8):
     """The completion frame receiver ``src`` sends to store source ``dst``: the framing's
-    header with the completion header, zero padding (L2: to 60 bytes), the FCS."""
+    header with the completion header, zero padding (L2: to 60 bytes), the FCS.
+    ``id_bits`` as :func:`build_frame`."""
+    mac = _mac(framing, id_bits)
     framing = Framing(framing)
     cpl = {"opcode": NicOp.COMPLETION, "ack_req": 0, "status": status, "count": count,
            "dropped": dropped, "reserved": 0}
     if framing is Framing.L2:
-        fields = {"dst_mac": list(node_mac(dst)), "src_mac": list(node_mac(src)),
+        fields = {"dst_mac": list(mac(dst)), "src_mac": list(mac(src)),
                   "ethertype": list(ETHERTYPE.to_bytes(2, "big")), "cpl": cpl}
     else:
         fields = {"dst": dst, "src": src, "cpl": cpl}
@@ -92,9 +103,11 @@ def build_completion(framing, src, dst, status, count, dropped, fcs=True):
     return frame + fcs_bytes(frame) if fcs else frame
 
 
-def parse_completion(framing, raw):
+def parse_completion(framing, raw, id_bits=8):
     """The completion header fields of a header held in ``raw``: ``status``, ``count``,
-    ``dropped``, and ``src`` (the compact ``src`` byte or byte 5 of the L2 source MAC)."""
+    ``dropped``, and ``src`` (the compact ``src`` byte or byte 5 of the L2 source MAC;
+    ``id_bits`` 16: bytes 10..11 of the MAC, big endian)."""
+    wide = check_id_bits(id_bits, framing) == 16
     framing = Framing(framing)
     layout = completion_layout(framing)
     bits = int.from_bytes(raw[:layout.size // 8], "little")
@@ -105,5 +118,7 @@ def parse_completion(framing, raw):
         return (cpl >> f.offset) & ((1 << f.width) - 1)
 
     src = raw[11] if framing is Framing.L2 else raw[1]
+    if wide:
+        src |= raw[10] << 8
     return {"status": part("status"), "count": part("count"), "dropped": part("dropped"),
             "src": src}

@@ -74,8 +74,14 @@ class NicRxModel:
     """
 
     def __init__(self, width, framing, max_payload, mem_words, node_id, table, mem=None,
-                 port=0, completion="credit"):
+                 port=0, completion="credit", stands_for=None):
         self.e2e = completion == "e2e"
+        # Wide ids (NicTop's ``destinations``): the ids are the MACs' bytes 4..5, the
+        # receiver takes a frame to its own id or to an id ``stands_for(id)`` says it
+        # stands for, and its ``ack`` events carry the frame's destination id.
+        self.stands_for = stands_for
+        self.id_bits = 8 if stands_for is None else 16
+        self.prefix = MAC_PREFIX[:4] if stands_for is not None else MAC_PREFIX
         self.acks, self.cpls = {}, {}
         self.w, self.framing, self.max_payload = width, framing, max_payload
         self.mem_words, self.node_id, self.table = mem_words, node_id, table
@@ -90,7 +96,8 @@ class NicRxModel:
         src_at = layout["src_mac" if self.l2 else "src"].offset // 8 + (
             len(MAC_PREFIX) if self.l2 else 0)
         self.src_beat, self.src_lane = divmod(src_at, width)
-        self.prefix_at = slice(src_at - len(MAC_PREFIX), src_at)
+        mac_at = src_at - len(MAC_PREFIX)
+        self.prefix_at = slice(mac_at, mac_at + len(self.prefix))
         self.held = (0, 0)                 # the window read last (registered in the RTL)
         if mem is not None and len(mem) != mem_words:
             raise ValueError(f"node {port}: mem holds {len(mem)} words, not {mem_words}")
@@ -133,12 +140,16 @@ class NicRxModel:
         frame, hdr_raw = self.frame, self.hdr_raw
         f = parse_header(self.framing, bytes(hdr_raw))
         length, addr = f["length"], f["addr"]
-        if "dst_mac" in f:
+        if self.stands_for is not None:
+            dst_id = int.from_bytes(f["dst_mac"][4:6], "big")
+            wrong_dst = f["dst_mac"][:4] != self.prefix or not (
+                dst_id == self.node_id or self.stands_for(dst_id))
+        elif "dst_mac" in f:
             wrong_dst = f["dst_mac"] != MAC_PREFIX + bytes([self.node_id])
         else:
             wrong_dst = f["dst"] != self.node_id
         is_cpl = self.e2e and f["opcode"] == NicOp.COMPLETION.value
-        src_known = not self.l2 or bytes(hdr_raw[self.prefix_at]) == MAC_PREFIX
+        src_known = not self.l2 or bytes(hdr_raw[self.prefix_at]) == self.prefix
         if not fcs_ok(bytes(frame)):
             reason = "drop_fcs"
         elif is_cpl:
@@ -149,7 +160,7 @@ class NicRxModel:
                 reason = "drop_dst"
             else:
                 reason = None
-                g = parse_completion(self.framing, bytes(hdr_raw))
+                g = parse_completion(self.framing, bytes(hdr_raw), self.id_bits)
                 self.cpls[c + 1] = (g["src"], src_known, g["status"], g["count"],
                                     g["dropped"])
         elif ((self.count & 0xFFFF) != _padded_bytes(self.framing, length) + 4
@@ -160,7 +171,7 @@ class NicRxModel:
             reason = "drop_dst"
         elif addr + length > self.mem_words * w:
             reason = "drop_addr"
-        elif ((self.l2 and bytes(hdr_raw[self.prefix_at]) != MAC_PREFIX)
+        elif ((self.l2 and bytes(hdr_raw[self.prefix_at]) != self.prefix)
               or not self.table.inside(held, addr, length, w)):
             reason = "drop_window"
         else:
@@ -172,7 +183,12 @@ class NicRxModel:
         if (self.e2e and not is_cpl and src_known and nbeats
                 and reason in ("frames_ok", "drop_addr", "drop_window")):
             src = hdr_raw[self.prefix_at.stop] if self.l2 else hdr_raw[1]
-            self.acks[start + nbeats - 1] = (src, reason != "frames_ok", f["ack_req"])
+            ev = (src, reason != "frames_ok", f["ack_req"])
+            if self.stands_for is not None:
+                src = int.from_bytes(hdr_raw[self.prefix_at.stop:self.prefix_at.stop + 2],
+                                     "big")
+                ev = (src, ev[1], ev[2], int.from_bytes(f["dst_mac"][4:6], "big"))
+            self.acks[start + nbeats - 1] = ev
         if reason != "frames_ok":
             return {}
         payload = bytes(frame[h:])

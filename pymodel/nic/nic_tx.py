@@ -59,14 +59,15 @@ class NicTxModel:
         the protocol).
     """
 
-    def __init__(self, width, framing, max_payload, credits, node_id, completion="credit"):
+    def __init__(self, width, framing, max_payload, credits, node_id, completion="credit",
+                 id_bits=8):
         self.e2e = completion == "e2e"
         self.cpl_need = completion_beats(width, framing)
         self.cpl_rest = []
         self.dsts = {}
         self.w, self.framing = width, framing
         self.segmenter = StoreSegmenterModel(width, max_payload)
-        self.framer = TxFramerModel(width, framing)
+        self.framer = TxFramerModel(width, framing, id_bits)
         self.max_credits = self.credits = credits
         self.node_id = node_id
         self.plan = []                   # (mid, slots, need) per frame, in order

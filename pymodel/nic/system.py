@@ -38,11 +38,12 @@ from pymodel.nic.system_host import ReceiveAndHost
 from pymodel.packet import pack_beat, unpack_beat
 from pymodel.stall import stall_pattern
 from spec.fabric import check_source_write
-from spec.formats.nic import frame_beats, header_bytes
+from spec.formats.nic import ID_BITS, frame_beats, header_bytes
 from spec.host import PROFILES
 from spec.nic import (
     COMPLETION_DEFAULTS,
     check_completion,
+    check_destinations,
     check_records,
     completion_flush_idle,
 )
@@ -57,7 +58,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
                  retry=False, attachment="integrated", fabric="board", completion="credit",
-                 coalesce=None, flush_idle=None, timeout=None, records=0):
+                 coalesce=None, flush_idle=None, timeout=None, records=0, destinations=None):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
                                       max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
@@ -78,6 +79,14 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         self.records = check_records(records, prm.mem_words, completion)
         self.flush_idle = (completion_flush_idle(prm.width, prm.framing, prm.max_payload)
                            if flush_idle is None else flush_idle)
+        # Many destinations (NicTop's ``destinations``; docs/nic.md, "4,096
+        # destinations"): node 0 sends to ids 0 .. destinations - 1 and has the id
+        # ``destinations``; receiver p stands for the ids d with 1 + d mod (nodes - 1)
+        # = p; 16-bit ids; the switch's tables hold 2 * destinations entries.
+        self.destinations = check_destinations(destinations, prm.framing, completion)
+        self.id_bits = 8 if destinations is None else ID_BITS
+        self.ids = self.nodes if destinations is None else destinations
+        self.table_entries = 256 if destinations is None else 2 * destinations
 
     @classmethod
     def of(cls, params):
@@ -119,7 +128,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         stalls = stalls or {}
         faults = faults or {}
         txs = [NicTxModel(w, self.framing, self.max_payload, self.credits, node_ids[p],
-                          self.completion) for p in range(n)]
+                          self.completion, self.id_bits) for p in range(n)]
         e2e = self._e2e_start(node_ids, window_writes, mem, faults) if self.e2e else None
         crs = [CreditReturnModel(lat) for _ in range(n)]
         msgs, cmds = [], []
@@ -150,8 +159,9 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         words, his = self._host_words(txs, msgs) if self.pcie else ({}, {})
         kw = [0] * n
         sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w,
-                         hop_latency=hop)
-        source_writes = [check_source_write(n, *x) for x in source_writes]
+                         hop_latency=hop, table_entries=self.table_entries)
+        source_writes = [check_source_write(n, *x, entries=self.table_entries)
+                         for x in source_writes]
         links, meta = {}, {}
         if self.retry:
             base = link_settings or FaultSettings()

@@ -11,10 +11,12 @@ it reads the model's parameters (``nodes``, ``w``, ``framing``, ``max_payload``,
 from collections import deque
 
 from pymodel.nic.completion_gen import CompletionGenModel
+from pymodel.nic.completion_keyed import CompletionKeyedModel
 from pymodel.nic.completion_record import CompletionRecorderModel
 from pymodel.nic.fault_injector import FaultInjectorModel
 from pymodel.nic.nic_rx import NicRxModel
 from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
+from pymodel.nic.tracker_memory import TrackerMemoryModel
 from pymodel.nic.window_table import WindowTableModel
 from spec.formats.nic import COMPLETION_COUNT_BITS
 
@@ -28,21 +30,35 @@ class E2eCompletion:
         CompletionGen and OutstandingTracker twins."""
         n, window_writes, mem = self.nodes, window_writes or {}, mem or {}
         tables = [WindowTableModel(self.mem_words) for _ in range(n)]
+        if self.destinations:
+            gens = [CompletionKeyedModel(self.w, self.framing, self.destinations,
+                                         self.coalesce, self.flush_idle, node_ids[p],
+                                         sender=node_ids[0]) for p in range(n)]
+            trks = [TrackerMemoryModel(self.destinations, self.timeout) for _ in range(n)]
+        else:
+            gens = [CompletionGenModel(self.w, self.framing, n, self.coalesce,
+                                       self.flush_idle, node_ids[p]) for p in range(n)]
+            trks = [OutstandingTrackerModel(n, self.timeout) for _ in range(n)]
         return {
             "rx": [NicRxModel(self.w, self.framing, self.max_payload, self.mem_words,
-                              node_ids[p], tables[p], mem.get(p), p, "e2e")
-                   for p in range(n)],
+                              node_ids[p], tables[p], mem.get(p), p, "e2e",
+                              self._stands_for(p)) for p in range(n)],
             "tables": tables, "at": [0] * n, "ptr": [0] * n,
             "windows": [list(window_writes.get(p, ())) for p in range(n)],
             "inj": [FaultInjectorModel(set(faults.get(p, ()))) for p in range(n)],
-            "gen": [CompletionGenModel(self.w, self.framing, n, self.coalesce,
-                                       self.flush_idle, node_ids[p]) for p in range(n)],
-            "trk": [OutstandingTrackerModel(n, self.timeout) for _ in range(n)],
+            "gen": gens, "trk": trks,
             "step": [{} for _ in range(n)],
             "cp": [([], []) for _ in range(n)],          # completions at the tracker
             "ok": [[] for _ in range(n)],        # (cycle, src, count, dropped) accepted
             "seq": [{} for _ in range(n)],               # dst -> mids of frames sent
         }
+
+    def _stands_for(self, p):
+        """Receiver ``p``'s rule for the ids it stands for (None: node ids only)."""
+        if not self.destinations:
+            return None
+        n, d_max = self.nodes, self.destinations
+        return lambda d: p > 0 and d < d_max and 1 + d % (n - 1) == p
 
     def _e2e_cycle(self, c, e2e, down, msgs):
         """``e2e``, cycle ``c``: the downlink beats arriving in ``c`` into each receiver
@@ -97,7 +113,8 @@ class E2eCompletion:
 
     def _recorder(self):
         """``records``: a node's :class:`CompletionRecorderModel`."""
-        return CompletionRecorderModel(self.nodes, self.w, self.mem_words, self.records)
+        return CompletionRecorderModel(self.ids, self.w, self.mem_words, self.records,
+                                       self.id_bits)
 
     def _records_local(self, rx, acc, mem=None):
         """``records``, ``integrated``: the records of one node's accepted completions
@@ -110,13 +127,14 @@ class E2eCompletion:
         if not acc:
             return [], 0
         writes = set(rx["wr"][1])
-        completed, dropped = [0] * self.nodes, [0] * self.nodes
+        completed, dropped = [0] * self.ids, [0] * self.ids
         landed, extra = [], []
+        mask = (1 << self.id_bits) - 1
         c = acc[0][0]
         while acc or rec.busy():
             word = rec.offer(c not in writes, completed, dropped)
             if word is not None:
-                landed.append((c, word["tag"] & 0xFF, word["tag"] >> 8))
+                landed.append((c, word["tag"] & mask, word["tag"] >> self.id_bits))
                 extra.append((c, word))
             a = acc.popleft() if acc and acc[0][0] == c else None
             rec.step(None if a is None else a[1], word is not None)

@@ -39,7 +39,9 @@ class ReceiveAndHost:
                                      "host_writes), with length its payload bytes")
                 rel = msgs[mid]["release"] if msgs[mid]["gate"] >= 0 else 0
                 for data, _nb, first, last in s.beats(w):
-                    words[p].append((mid, {"addr": pcie_mmio_addr(s.dst, s.addr, s.ack_req),
+                    addr = pcie_mmio_addr(s.dst, s.addr, s.ack_req,
+                                          4 if self.id_bits == 8 else self.id_bits)
+                    words[p].append((mid, {"addr": addr,
                                            "nbytes": s.length, "data": data,
                                            "first": first, "last": last},
                                      rel if first else 0))
@@ -90,7 +92,8 @@ class ReceiveAndHost:
         if not events and not acc:
             return 0, []
         rec = self._recorder() if self.records else None
-        completed, dropped = [0] * self.nodes, [0] * self.nodes
+        completed, dropped = [0] * self.ids, [0] * self.ids
+        mask = (1 << self.id_bits) - 1
         hi = HostInterfaceModel(self.profile, self.mem_words)
         hi.trace = []
         order, landed, in_frame = [], [], False
@@ -113,7 +116,7 @@ class ReceiveAndHost:
             elif offer is not None and r.wr_taken:
                 order.append(offer)
             if r.marked is not None:
-                landed.append((c, r.marked & 0xFF, r.marked >> 8))
+                landed.append((c, r.marked & mask, r.marked >> self.id_bits))
             if rec is not None:
                 a = acc.popleft() if acc and acc[0][0] == c else None
                 rec.step(None if a is None else a[1],

@@ -30,8 +30,8 @@ class TxFramerModel:
     ``o`` is taken, and the frame's bytes with FCS.
     """
 
-    def __init__(self, width, framing):
-        self.w, self.framing = width, framing
+    def __init__(self, width, framing, id_bits=8):
+        self.w, self.framing, self.id_bits = width, framing, id_bits
         self.h = header_bytes(framing)
 
     def slots(self, store, node_id):
@@ -39,7 +39,7 @@ class TxFramerModel:
         w, (q, r) = self.w, divmod(self.h, self.w)
         cmd = store.beats(w)
         frame = build_frame(self.framing, node_id, store.dst, store.addr, store.length,
-                            store.payload, ack_req=store.ack_req)
+                            store.payload, ack_req=store.ack_req, id_bits=self.id_bits)
         wire = frame_to_beats(frame, w)
         kinds = ["hdr"] * q + ["body"] * len(cmd)
         nb = cmd[-1][1]

@@ -8,7 +8,11 @@ window and 4096 bytes. ``pair``: ``messages`` stores of ``msg_bytes`` from node 
 :func:`table_writes` route (played one per cycle from cycle 0, so the first frames race
 them: a frame whose head reaches the switch before its entry is written goes by the
 reset table and is dropped as a wrong destination, where the model says so); ``edges``:
-every size once from node 0 to 1;
+every size once from node 0 to 1; ``destinations`` (with ``destinations`` D, a
+NicTop built with as many): ``messages`` stores of ``msg_bytes`` from node 0 (id D)
+to the destination ids by ``popularity`` (:func:`pymodel.load.traffic.qp_sequence`:
+round robin 0, 1, .., D - 1, 0, .. by default, or Zipf 0.99 over the ids); the other
+nodes have ids D + p, and :func:`destination_table_writes` route every id;
 ``windows``: per-source receive windows (:func:`window_writes` gives the table writes,
 :func:`window_intent` what each frame must do, independently of the model): stores
 inside, exactly at both edges, one byte over the end, below and straddling the base,
@@ -74,6 +78,14 @@ def one_at_a_time(stores, spacing):
                 for k, s in enumerate(ss)] for p, ss in stores.items()}
 
 
+def delayed(stores, setup):
+    """Per node, a copy of its stores with every release ``setup`` cycles later (the
+    stores of a top with ``destinations`` wait for the switch table's setup writes,
+    :func:`destination_table_writes`). Returns ``{node: [Store]}``."""
+    return {p: [Store(s.dst, s.addr, s.payload, s.length, s.release + setup,
+                      ack_req=s.ack_req) for s in ss] for p, ss in stores.items()}
+
+
 def table_writes(node_ids, ports):
     """Switch-table writes ``(node, port)`` that route each node id to its own port
     (none for ids the reset table, ``node mod ports``, already routes; an id that two
@@ -86,6 +98,15 @@ def table_writes(node_ids, ports):
 
 #: The ``spoof`` scenario's forging node (it claims node 1's id).
 FORGER = 3
+
+
+def destination_table_writes(destinations, nodes):
+    """The switch-table writes of a top with ``destinations``, at setup (docs/nic.md,
+    "4,096 destinations"): each node's own id ``destinations + p`` to its port ``p``,
+    then every destination id ``d`` to the receiver ``1 + d mod (nodes - 1)`` that
+    stands for it."""
+    return ([(destinations + p, p) for p in range(nodes)]
+            + [(d, 1 + d % (nodes - 1)) for d in range(destinations)])
 
 
 def source_writes(kind, node_ids):
@@ -241,7 +262,8 @@ def _windows_stores(stores, rng, nodes, width, window, max_payload):
 
 
 def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
-                   msg_bytes=128, messages=16, peers=None):
+                   msg_bytes=128, messages=16, peers=None, destinations=None,
+                   popularity="round_robin"):
     rng = random.Random(seed)
     node_ids = list(range(nodes))
     stores = {p: [] for p in range(nodes)}
@@ -255,6 +277,17 @@ def build_scenario(kind, *, nodes, width, window, max_payload, seed, count=8,
         for k in range(messages):
             addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
             stores[0].append(Store(1, addr, _payload(rng, msg_bytes)))
+    elif kind == "destinations":                  # node 0 -> ids 0, 1, ..., D - 1, 0, ...
+        if not destinations:
+            raise ValueError("scenario 'destinations' needs destinations, not "
+                             f"{destinations!r}")
+        from pymodel.load.traffic import qp_sequence
+
+        node_ids = [destinations + p for p in range(nodes)]
+        ids = qp_sequence(popularity, destinations, messages, seed)
+        for k in range(messages):
+            addr = (k * msg_bytes) % (window - window % msg_bytes) // width * width
+            stores[0].append(Store(ids[k], addr, _payload(rng, msg_bytes)))
     elif kind == "fanout":                        # node 0 -> 1, 2, ..., peers, 1, ...
         for k in range(messages):
             dst = 1 + k % (peers or nodes - 1)

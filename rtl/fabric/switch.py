@@ -8,21 +8,30 @@ from amaranth.lib.wiring import In, Out
 from rtl.fabric.elastic_delay import ElasticDelay
 from rtl.fabric.link import MAX_DELAY, DelayLine
 from spec.checks import check_int, reject
-from spec.fabric import SWITCH_COUNTERS
-from spec.formats.nic import Framing, dst_byte, src_byte
+from spec.fabric import SWITCH_COUNTERS, check_table_entries
+from spec.formats.nic import Framing, id_bytes
 from spec.formats.packet import check_width, packet_layout, packet_signature
 from spec.ports import CountersSignature
 
 __all__ = ["Switch", "table_write_layout", "source_write_layout"]
 
 
-def table_write_layout(ports):
-    return data.StructLayout({"node": 8, "port": range(ports)})
+def table_write_layout(ports, id_bits=8):
+    return data.StructLayout({"node": id_bits, "port": range(ports)})
 
 
-def source_write_layout(ports):
+def source_write_layout(ports, id_bits=8):
     """One source-table write: ``owner[node] = port``; ``port == ports`` means any port."""
-    return data.StructLayout({"node": 8, "port": range(ports + 1)})
+    return data.StructLayout({"node": id_bits, "port": range(ports + 1)})
+
+
+def _id(value, at, width, bits):
+    """The id in the beat ``value`` whose bytes are ``at`` (most significant first,
+    :func:`spec.formats.nic.id_bytes`), its low ``bits``."""
+    if len(at) == 1:
+        off = 8 * (at[0] % width)
+        return value[off:off + 8]
+    return Cat(*[value[8 * (b % width):8 * (b % width) + 8] for b in reversed(at)])[:bits]
 
 
 class Switch(wiring.Component):
@@ -117,7 +126,8 @@ class Switch(wiring.Component):
     while its ingress buffer is not empty.
     """
 
-    def __init__(self, width, ports, framing, fifo_depth, backpressure=False, hop_latency=0):
+    def __init__(self, width, ports, framing, fifo_depth, backpressure=False, hop_latency=0,
+                 table_entries=256):
         self.width = check_width(width, self)
         self.ports = check_int(self, "ports", ports, 2, 16)
         try:
@@ -127,8 +137,16 @@ class Switch(wiring.Component):
         self.fifo_depth = check_int(self, "fifo_depth", fifo_depth, 2, 65535)
         self.backpressure = bool(backpressure)
         self.hop_latency = check_int(self, "hop_latency (cycles)", hop_latency, 0, MAX_DELAY)
-        sig = {"table_wr": In(stream.Signature(table_write_layout(ports), always_ready=True)),
-               "src_wr": In(stream.Signature(source_write_layout(ports), always_ready=True))}
+        self.entries, self.id_bits = check_table_entries(table_entries, self.framing)
+        for at in (id_bytes(self.framing, self.id_bits, "dst"),
+                   id_bytes(self.framing, self.id_bits, "src")):
+            if at[0] // width != at[-1] // width:
+                reject(self, f"width {width}: an id's bytes {at} span two beats")
+        ib = self.id_bits
+        sig = {"table_wr": In(stream.Signature(table_write_layout(ports, ib),
+                                               always_ready=True)),
+               "src_wr": In(stream.Signature(source_write_layout(ports, ib),
+                                             always_ready=True))}
         sig.update({"i": In(packet_signature(width)).array(ports),
                     "o": Out(packet_signature(width)).array(ports),
                     "credit": Out(1).array(ports),
@@ -139,21 +157,23 @@ class Switch(wiring.Component):
         m = Module()
         n, w = self.ports, self.width
         layout = packet_layout(w)
+        e = self.entries
+        ab = (e - 1).bit_length()
+        dst_at = id_bytes(self.framing, self.id_bits, "dst")
+        src_at = id_bytes(self.framing, self.id_bits, "src")
         m.submodules.table = table = memory.Memory(
-            shape=range(n), depth=256, init=[k % n for k in range(256)])
+            shape=range(n), depth=e, init=[k % n for k in range(e)])
         tw = table.write_port()
         m.d.comb += [tw.addr.eq(self.table_wr.payload.node),
                      tw.data.eq(self.table_wr.payload.port),
                      tw.en.eq(self.table_wr.valid)]
-        off = 8 * dst_byte(self.framing)
         m.submodules.owner = owner = memory.Memory(
-            shape=range(n + 1), depth=256, init=[n] * 256)
+            shape=range(n + 1), depth=e, init=[n] * e)
         ow = owner.write_port()
         m.d.comb += [ow.addr.eq(self.src_wr.payload.node),
                      ow.data.eq(self.src_wr.payload.port),
                      ow.en.eq(self.src_wr.valid)]
-        src_beat, soff = divmod(src_byte(self.framing), w)
-        soff *= 8
+        src_beat = src_at[-1] // w
 
         heads, ready, route, busy, dest = [], [], [], [], []
         known, allowed, drop, dstart, starts_ = [], [], [], [], []
@@ -165,7 +185,7 @@ class Switch(wiring.Component):
             head = Signal(layout, name=f"head{p}")
             m.d.comb += head.eq(q.r_data)
             rp = table.read_port(domain="comb")
-            m.d.comb += rp.addr.eq(head.data[off:off + 8])
+            m.d.comb += rp.addr.eq(_id(head.data, dst_at, w, ab))
             b = Signal(name=f"busy{p}")                  # holds an output
             d = Signal(range(n), name=f"dest{p}")        # ... this one
             heads.append(head)
@@ -180,7 +200,8 @@ class Switch(wiring.Component):
             owner_ok = (sp.data == n) | (sp.data == p)
             start = Signal(name=f"start{p}")             # the head frame starts now
             if src_beat == 0:
-                m.d.comb += [sp.addr.eq(head.data[soff:soff + 8]), kn.eq(1), al.eq(owner_ok)]
+                m.d.comb += [sp.addr.eq(_id(head.data, src_at, w, ab)), kn.eq(1),
+                             al.eq(owner_ok)]
             else:
                 # L2 at W = 8: the verdict is taken as the source beat enters the buffer
                 # and queued (one per frame, in order); the head frame uses the queue's
@@ -195,7 +216,7 @@ class Switch(wiring.Component):
                 with m.If(link.valid):
                     m.d.sync += idx.eq(Mux(at > src_beat, at, at + 1))
                 m.d.comb += [
-                    sp.addr.eq(link.payload.data[soff:soff + 8]),
+                    sp.addr.eq(_id(link.payload.data, src_at, w, ab)),
                     kn.eq(vq.r_rdy | event), al.eq(Mux(vq.r_rdy, vq.r_data, verdict)),
                     vq.w_en.eq(event & ~(start & ~vq.r_rdy)), vq.w_data.eq(verdict),
                     vq.r_en.eq(start & vq.r_rdy),

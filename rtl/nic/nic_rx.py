@@ -7,11 +7,14 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.latency_memory import write_layout
 from rtl.nic.completion_gen import ack_event_layout
+from rtl.nic.completion_keyed import keyed_event_layout
 from rtl.nic.outstanding_tracker import cpl_event_layout
+from rtl.nic.tracker_memory import wide_cpl_layout
 from rtl.nic.window_table import WindowTable, window_write_layout
 from spec.checks import check_int, reject
 from spec.formats.nic import (
     ETHERTYPE,
+    ID_BITS,
     MAC_PREFIX,
     MIN_FRAME_BYTES,
     Framing,
@@ -59,6 +62,16 @@ class NicRx(wiring.Component):
     completion : str
         ``"credit"`` (default: stores only; a completion frame is malformed) or
         ``"e2e"`` (:data:`spec.nic.COMPLETIONS`): the ``ack`` and ``cpl`` ports below.
+    stands_for : tuple or None
+        A receiver of a NIC with many destinations (L2, ``e2e``; docs/nic.md, "4,096
+        destinations"): ``(destinations, receivers, port)``. The ids are 16 bits in the
+        MACs' bytes 4..5 (``node_id`` In(16), the MAC prefix its first four bytes); a
+        frame is for this node when its destination id is ``node_id`` or an id ``d <
+        destinations`` with ``1 + d mod receivers == port`` (the switch table's rule);
+        ``ack`` carries the frame's destination id and 16-bit source
+        (:data:`rtl.nic.completion_keyed.keyed_event_layout`), ``cpl`` a 16-bit source
+        (:data:`rtl.nic.tracker_memory.wide_cpl_layout`). The window is the source
+        id's low byte's.
 
     Ports
     -----
@@ -116,7 +129,8 @@ class NicRx(wiring.Component):
     a dropped frame reaches ``wr``.
     """
 
-    def __init__(self, width, framing, max_payload, depth, completion="credit"):
+    def __init__(self, width, framing, max_payload, depth, completion="credit",
+                 stands_for=None):
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
@@ -128,11 +142,17 @@ class NicRx(wiring.Component):
             reject(self, f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
         self.e2e = completion == "e2e"
+        self.stands_for = stands_for
+        ack_layout, cpl_layout, id_bits = ack_event_layout, cpl_event_layout, 8
+        if stands_for is not None:
+            if not self.e2e or self.framing is not Framing.L2:
+                reject(self, "stands_for needs completion 'e2e' and framing 'l2'")
+            ack_layout, cpl_layout, id_bits = keyed_event_layout, wide_cpl_layout, ID_BITS
         self.hbytes = header_bytes(self.framing)
         self.max_push = -(-(max_payload + 4) // width)
         super().__init__({
             "i": In(packet_signature(width)),
-            "node_id": In(8),
+            "node_id": In(id_bits),
             "win_wr": In(stream.Signature(window_write_layout(depth), always_ready=True)),
             "wr": Out(stream.Signature(write_layout(width, depth), always_ready=True)),
             "wr_last": Out(1),
@@ -142,8 +162,8 @@ class NicRx(wiring.Component):
             "drop_dst": Out(32),
             "drop_addr": Out(32),
             "drop_window": Out(32),
-            **({"ack": Out(stream.Signature(ack_event_layout, always_ready=True)),
-                "cpl": Out(stream.Signature(cpl_event_layout, always_ready=True))}
+            **({"ack": Out(stream.Signature(ack_layout, always_ready=True)),
+                "cpl": Out(stream.Signature(cpl_layout, always_ready=True))}
                if self.e2e else {}),
         })
 
@@ -230,7 +250,20 @@ class NicRx(wiring.Component):
             m.d.comb += [chdr.eq(hdr_raw[:8 * h]),
                          is_cpl.eq(chdr.cpl.opcode == NicOp.COMPLETION)]
             fmt_bad = Mux(is_cpl, count != completion_bytes(self.framing) + 4, fmt_bad)
-        if self.framing is Framing.L2:
+        wide = self.stands_for is not None
+        if wide:
+            fmt_bad = fmt_bad | (Cat(hdr.ethertype[1], hdr.ethertype[0]) != ETHERTYPE)
+            n_dst, n_recv, me = self.stands_for
+            prefix = Const(int.from_bytes(MAC_PREFIX[:4], "little"), 32)
+            dst_id = Signal(ID_BITS)
+            m.d.comb += dst_id.eq(Cat(hdr.dst_mac[5], hdr.dst_mac[4]))
+            mine = dst_id == self.node_id
+            if me:
+                mine = mine | ((dst_id < n_dst) & (dst_id % n_recv == me - 1))
+            m.d.comb += wrong_dst.eq((Cat(*[hdr.dst_mac[i] for i in range(4)]) != prefix)
+                                     | ~mine)
+            src_known = Cat(*[hdr.src_mac[i] for i in range(4)]) == prefix
+        elif self.framing is Framing.L2:
             fmt_bad = fmt_bad | (Cat(hdr.ethertype[1], hdr.ethertype[0]) != ETHERTYPE)
             dst = Cat(*[hdr.dst_mac[i] for i in range(6)])
             prefix = Const(int.from_bytes(MAC_PREFIX, "little"), 8 * len(MAC_PREFIX))
@@ -253,6 +286,9 @@ class NicRx(wiring.Component):
         if self.e2e:
             fields.update({"ack": 1, "dropped": 1, "src": 8, "ack_req": 1})
             src = hdr.src_mac[5] if self.framing is Framing.L2 else hdr.src
+            if wide:
+                fields.update({"src": ID_BITS, "dst": ID_BITS})
+                src = Cat(hdr.src_mac[5], hdr.src_mac[4])
             passed = Signal()
             m.d.comb += [
                 passed.eq(pend & fcs_good & ~malformed & ~wrong_dst),
@@ -285,6 +321,8 @@ class NicRx(wiring.Component):
                 desc_in.src.eq(src),
                 desc_in.ack_req.eq(st.ack_req),
             ]
+            if wide:
+                m.d.comb += desc_in.dst.eq(dst_id)
         with m.If(pend):
             with m.If(~fcs_good):
                 m.d.sync += self.drop_fcs.eq(self.drop_fcs + 1)
@@ -331,7 +369,12 @@ class NicRx(wiring.Component):
                 wgood.eq(c_good),
             ]
         if self.e2e:                     # the frame's last drained beat: it is finished
-            wack, wdrop, wsrc, wreq = Signal(), Signal(), Signal(8), Signal()
+            wack, wdrop, wsrc, wreq = Signal(), Signal(), Signal(len(desc.src)), Signal()
+            if wide:
+                wdst = Signal(ID_BITS)
+                with m.If(drain):
+                    m.d.sync += wdst.eq(Mux(idle, desc.dst, wdst))
+                m.d.comb += self.ack.payload.dst.eq(Mux(idle, desc.dst, wdst))
             with m.If(drain):
                 m.d.sync += [wack.eq(Mux(idle, desc.ack, wack)),
                              wdrop.eq(Mux(idle, desc.dropped, wdrop)),

@@ -9,6 +9,7 @@ from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.min_frame_padder import MinFramePadder
 from rtl.nic.outstanding_tracker import sent_event_layout
 from rtl.nic.store_segmenter import StoreSegmenter
+from rtl.nic.tracker_memory import wide_sent_layout
 from rtl.nic.tx_framer import NicTxFramer
 from spec.checks import check_int, reject
 from spec.formats.nic import MIN_FRAME_BYTES, Framing, completion_beats, store_cmd_layout
@@ -34,6 +35,9 @@ class NicTx(wiring.Component):
         ``"credit"`` (default) or ``"e2e"``: completion frames from a
         :class:`rtl.nic.completion_gen.CompletionGen` share the link (ports ``cpl`` and
         ``sent`` below).
+    id_bits : int
+        8, or 16 for a NIC with many destinations (L2): the store command's ``dst``,
+        ``node_id`` and the ``sent`` event's ``dst`` of 16 bits (:class:`NicTxFramer`).
 
     Ports
     -----
@@ -71,26 +75,28 @@ class NicTx(wiring.Component):
     too), its later beats back to back. A store frame is never interrupted.
     """
 
-    def __init__(self, width, framing, credits, max_payload, completion="credit"):
+    def __init__(self, width, framing, credits, max_payload, completion="credit",
+                 id_bits=8):
         if completion not in COMPLETIONS:
             reject(self, f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
         self.e2e = completion == "e2e"
         self.max_credits = check_int(self, "credits", credits, 1, 65535)
-        self.segmenter = StoreSegmenter(width, max_payload)
-        self.framer = NicTxFramer(width, framing)
+        self.framer = NicTxFramer(width, framing, id_bits)
+        self.segmenter = StoreSegmenter(width, max_payload, id_bits)
+        sent_layout = sent_event_layout if id_bits == 8 else wide_sent_layout
         self.width, self.framing = self.framer.width, self.framer.framing
         self.counter = CreditCounter(credits)
         super().__init__({
-            "cmd": In(stream.Signature(store_cmd_layout(width))),
+            "cmd": In(stream.Signature(store_cmd_layout(width, id_bits))),
             "o": Out(packet_signature(width)),
-            "node_id": In(8),
+            "node_id": In(id_bits),
             "give": In(1),
             "credits": Out(range(credits + 1)),
             "underflow": Out(1),
             "overflow": Out(1),
             **({"cpl": In(packet_signature(width)),
-                "sent": Out(stream.Signature(sent_event_layout, always_ready=True))}
+                "sent": Out(stream.Signature(sent_layout, always_ready=True))}
                if self.e2e else {}),
         })
 

@@ -21,6 +21,8 @@ class StoreSegmenter(wiring.Component):
     max_payload : int
         Largest payload of one frame, a multiple of ``width`` (so a cut falls between
         beats and no data moves) from ``width`` to 8184.
+    id_bits : int
+        Bits of the commands' ``dst`` (8, or 16 for a NIC with many destinations).
 
     Ports
     -----
@@ -46,7 +48,7 @@ class StoreSegmenter(wiring.Component):
     A command of ``L <= max_payload`` bytes passes unchanged.
     """
 
-    def __init__(self, width, max_payload):
+    def __init__(self, width, max_payload, id_bits=8):
         self.width = check_width(width, self)
         check_int(self, "max_payload", max_payload, width, MAX_LENGTH)
         if max_payload % width:
@@ -54,8 +56,8 @@ class StoreSegmenter(wiring.Component):
                          f"not {max_payload}")
         self.max_payload = max_payload
         super().__init__({
-            "i": In(stream.Signature(store_cmd_layout(width))),
-            "o": Out(stream.Signature(store_cmd_layout(width))),
+            "i": In(stream.Signature(store_cmd_layout(width, id_bits))),
+            "o": Out(stream.Signature(store_cmd_layout(width, id_bits))),
         })
 
     def elaborate(self, platform):

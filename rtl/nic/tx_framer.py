@@ -7,9 +7,11 @@ from amaranth.lib.wiring import In, Out
 from spec.checks import reject
 from spec.formats.nic import (
     ETHERTYPE,
+    ID_BITS,
     MAC_PREFIX,
     Framing,
     NicOp,
+    check_id_bits,
     frame_beats,
     header_bytes,
     header_layout,
@@ -29,6 +31,9 @@ class NicTxFramer(wiring.Component):
         Datapath bytes (8, 16, 32, 64).
     framing : str or Framing
         ``"l2"`` (20-byte header) or ``"compact"`` (8 bytes).
+    id_bits : int
+        8, or :data:`spec.formats.nic.ID_BITS` (L2 only): ``dst`` and ``node_id`` of
+        16 bits in the MACs' bytes 4..5 (:func:`spec.formats.nic.wide_mac`).
 
     Ports
     -----
@@ -59,17 +64,18 @@ class NicTxFramer(wiring.Component):
     drops as malformed.
     """
 
-    def __init__(self, width, framing):
+    def __init__(self, width, framing, id_bits=8):
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
         except ValueError:
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
+        self.id_bits = check_id_bits(id_bits, self.framing)
         self.hbytes = header_bytes(self.framing)
         super().__init__({
-            "cmd": In(stream.Signature(store_cmd_layout(width))),
+            "cmd": In(stream.Signature(store_cmd_layout(width, id_bits))),
             "o": Out(packet_signature(width)),
-            "node_id": In(8),
+            "node_id": In(id_bits),
             "need": Out(range(frame_beats(width, self.framing, 8191) + 1)),
             "start_ok": In(1),
         })
@@ -88,7 +94,16 @@ class NicTxFramer(wiring.Component):
             store.length.eq(cmd.length),
             store.addr.eq(cmd.addr),
         ]
-        if self.framing is Framing.L2:
+        if self.id_bits == ID_BITS:
+            for i in range(4):
+                m.d.comb += [hdr.dst_mac[i].eq(MAC_PREFIX[i]), hdr.src_mac[i].eq(MAC_PREFIX[i])]
+            m.d.comb += [
+                hdr.dst_mac[4].eq(cmd.dst[8:]), hdr.dst_mac[5].eq(cmd.dst[:8]),
+                hdr.src_mac[4].eq(self.node_id[8:]), hdr.src_mac[5].eq(self.node_id[:8]),
+                hdr.ethertype[0].eq(ETHERTYPE >> 8),
+                hdr.ethertype[1].eq(ETHERTYPE & 0xFF),
+            ]
+        elif self.framing is Framing.L2:
             for i in range(5):
                 m.d.comb += [hdr.dst_mac[i].eq(MAC_PREFIX[i]), hdr.src_mac[i].eq(MAC_PREFIX[i])]
             m.d.comb += [

@@ -81,7 +81,8 @@ __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "padded_bytes", "frame_beats", "COMPLETION_COUNT_BITS", "CompletionStatus",
            "completion_header_layout", "compact_completion_layout", "l2_completion_layout",
            "completion_layout", "completion_bytes", "completion_beats",
-           "completion_record_layout"]
+           "completion_record_layout", "ID_BITS", "DESTINATIONS", "check_id_bits",
+           "id_bytes", "wide_mac", "wide_record_layout", "record_layout"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -238,8 +239,46 @@ def node_mac(node):
     return MAC_PREFIX + bytes([node & 0xFF])
 
 
-def store_cmd_layout(width):
-    """One beat of a store command on the accelerator side of a ``width``-byte NIC.
+#: Width of a node or destination id in the L2 MAC's last two bytes (the wide ids of a
+#: NIC with many destinations, docs/nic.md "4,096 destinations"): ``02:00:00:00:<id
+#: hi>:<id lo>``. For an id below 256 the address is :func:`node_mac`'s, byte for byte.
+ID_BITS = 16
+#: Destinations of the NIC at scale: the RDMA engine's QPs of the gap table's row 7
+#: (tb.gap_table, "4096 QPs"), one destination id for each.
+DESTINATIONS = 4096
+
+
+def check_id_bits(id_bits, framing):
+    """``id_bits`` of a frame builder, parser or switch: 8 (byte 5 of the MAC, or the
+    compact header's byte) or :data:`ID_BITS` (bytes 4..5 of the MAC, L2 only: the
+    compact header's ids are one byte each). Returns it; ``ValueError`` naming it."""
+    if id_bits not in (8, ID_BITS):
+        raise ValueError(f"id_bits must be 8 or {ID_BITS}, not {id_bits!r}")
+    if id_bits == ID_BITS and Framing(framing) is not Framing.L2:
+        raise ValueError(f"id_bits {ID_BITS} needs framing 'l2' (the ids in the MAC's "
+                         f"bytes 4..5), not {Framing(framing).value!r}")
+    return id_bits
+
+
+def id_bytes(framing, id_bits, which="dst"):
+    """The wire bytes of an id (``which`` "dst" or "src"), most significant first: the
+    one byte of :func:`dst_byte` / :func:`src_byte` at 8 bits, the MAC's bytes 4..5 (or
+    10..11) at :data:`ID_BITS`."""
+    low = dst_byte(framing) if which == "dst" else src_byte(framing)
+    return tuple(range(low - check_id_bits(id_bits, framing) // 8 + 1, low + 1))
+
+
+def wide_mac(node):
+    """The MAC address of id ``node`` (0 .. 2**ID_BITS - 1) with :data:`ID_BITS`-bit ids:
+    ``02:00:00:00:<hi>:<lo>``; equal to :func:`node_mac` below 256."""
+    if not isinstance(node, int) or not 0 <= node < 1 << ID_BITS:
+        raise ValueError(f"node must be an id 0..{(1 << ID_BITS) - 1}, not {node!r}")
+    return MAC_PREFIX[:4] + node.to_bytes(2, "big")
+
+
+def store_cmd_layout(width, id_bits=8):
+    """One beat of a store command on the accelerator side of a ``width``-byte NIC
+    (``dst`` of ``id_bits``: :data:`ID_BITS` for a NIC with many destinations).
 
     ``dst``, ``addr``, ``length`` and ``ack_req`` are read on the ``first`` beat only;
     ``data``, ``nbytes``, ``first``, ``last`` are the payload as :func:`packet_layout`
@@ -250,7 +289,7 @@ def store_cmd_layout(width):
 
     beat = packet_layout(width)
     return data.StructLayout({
-        "dst": 8,
+        "dst": id_bits,
         "addr": 32,
         "length": 13,
         "ack_req": 1,
@@ -259,3 +298,18 @@ def store_cmd_layout(width):
         "first": 1,
         "last": 1,
     })
+
+
+#: The completion record of a NIC with :data:`ID_BITS`-bit destination ids
+#: (NicTop's ``destinations``): :data:`completion_record_layout` with a 16-bit ``peer``.
+wide_record_layout = data.StructLayout({
+    "peer": ID_BITS,
+    "count": COMPLETION_COUNT_BITS,
+    "dropped": COMPLETION_COUNT_BITS,
+    "owner": 1,
+})
+
+
+def record_layout(id_bits=8):
+    """The completion record's layout for ids of ``id_bits`` (8 or :data:`ID_BITS`)."""
+    return wide_record_layout if id_bits == ID_BITS else completion_record_layout

@@ -51,6 +51,8 @@ from pymodel.nic.store import Store
 from pymodel.nic.system import NicSystemModel
 from pymodel.scenarios.nic import (
     build_scenario,
+    delayed,
+    destination_table_writes,
     mark_last_queued,
     one_at_a_time,
     source_writes,
@@ -194,6 +196,9 @@ def model_run(p):
     e2e_kw = dict(completion="e2e", coalesce=p["coalesce"], flush_idle=p["flush_idle"],
                   timeout=p["timeout"], records=p.get("records", 0)) if e2e else {}
     retry = p.get("retry", False)
+    dests = p.get("destinations")
+    if dests:
+        e2e_kw["destinations"] = dests
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], retry=retry,
                            attachment=attachment, fabric=p.get("fabric", "board"), **e2e_kw)
@@ -204,7 +209,8 @@ def model_run(p):
         p["scenario"], nodes=nodes, width=w, window=p["mem_words"] * w,
         max_payload=p["max_payload"], seed=p["seed"], count=p.get("count", 8),
         msg_bytes=p.get("msg_bytes", 128), messages=p.get("messages", 16),
-        peers=p.get("peers"))
+        peers=p.get("peers"), destinations=dests,
+        popularity=p.get("popularity", "round_robin"))
 
     def issue(stores):
         if e2e:                              # the issuer asks on its last queued store
@@ -215,7 +221,8 @@ def model_run(p):
 
     stall_rate = p.get("stall_rate", 0)
     stalls = {q: (101 + 7 * q, stall_rate) for q in range(nodes)}
-    tbl = table_writes(node_ids, nodes)
+    tbl = (destination_table_writes(dests, nodes) if dests
+           else table_writes(node_ids, nodes))
     wins = window_writes(p["scenario"], nodes=nodes, mem_words=p["mem_words"], width=w)
     srcs = source_writes(p["scenario"], node_ids)
     run_kw = dict(table_writes=tbl, window_writes=wins, source_writes=srcs,
@@ -226,9 +233,11 @@ def model_run(p):
                   for q, ss in stores.items()}
     if p.get("one_at_a_time"):               # spaced by a lone store's run, twice over
         first = {q: ss[:1] for q, ss in stores.items() if ss}
-        alone = model.run(issue(first), node_ids, stalls, faults, **run_kw)["cycles"]
+        alone = model.run(issue(delayed(first, len(tbl) if dests else 0)), node_ids,
+                          stalls, faults, **run_kw)["cycles"]
         stores = one_at_a_time(stores, 2 * alone)
-    stores = issue(stores)
+    # With destinations the stores start after the switch's table is written.
+    stores = issue(delayed(stores, len(tbl) if dests else 0))
     t0 = time.perf_counter()
     want = model.run(stores, node_ids, stalls, faults, **run_kw)
     return dict(stores=stores, node_ids=node_ids, faults=faults, stalls=stalls, tbl=tbl,

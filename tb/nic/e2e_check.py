@@ -14,6 +14,7 @@ from spec.nic import (
     CPL_GEN_COUNTERS,
     CPL_PEER_PORTS,
     completion_state_bits,
+    destination_state_bits,
     record_state_bits,
 )
 
@@ -153,12 +154,24 @@ def e2e_model(p, want, stores, src):
     nodes, n = p["nodes"], len(stores[src])
     n_cpl = sum(len(want["e2e"][q]["sent"]) for q in range(nodes))
     extra = n_cpl * (8 + completion_bytes(p["framing"]) + 4 + 12) / n
-    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
-    rec = record_state_bits(nodes, p.get("records", 0))
     acks = {"acks_sent": n_cpl / n, "acks_received": want["e2e"][src]["cpl_ok"] / n}
     if p.get("records", 0):                  # the records, the NIC's CQE writes
         acks["cqe_writes"] = len(want["records"][src]) / n
-    return extra, {"acks": acks, "state_bits": gen + trk + rec}
+    return extra, {"acks": acks, "state_bits": e2e_state_bits(p)}
+
+
+def e2e_state_bits(p):
+    """The end-to-end completion's state bits of a top of parameters ``p``: the
+    generators', trackers' and record writers' (:func:`spec.nic.completion_state_bits`,
+    :func:`spec.nic.record_state_bits`) of its nodes; with ``destinations``, those of
+    the keyed generators and the tracker memory (:func:`spec.nic.
+    destination_state_bits`)."""
+    nodes, records = p["nodes"], p.get("records", 0)
+    if p.get("destinations"):
+        return sum(destination_state_bits(p["destinations"], nodes - 1, p["coalesce"],
+                                          p["flush_idle"], p["timeout"], records))
+    gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
+    return gen + trk + record_state_bits(nodes, records)
 
 
 def e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):

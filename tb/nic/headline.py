@@ -21,8 +21,9 @@ from spec.checks import silence
 from spec.fabric_profiles import fabric_profile, replay_buffer_bits
 from spec.formats.nic import frame_beats
 from spec.metrics import row_metrics
-from spec.nic import COMPLETIONS, HEADLINE_TOP, completion_state_bits, record_state_bits
+from spec.nic import COMPLETIONS, HEADLINE_TOP, check_destinations
 from tb.cosim import check_params, run_cosim
+from tb.nic.e2e_check import e2e_state_bits
 from tb.rdma.row_keys import ii_messages
 
 __all__ = ["run_headline", "run_point", "model_point", "state_kinds", "point_top",
@@ -138,7 +139,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
 
 def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, retry,
-                  completion, latency_messages, depth, records=0):
+                  completion, latency_messages, depth, records=0, destinations=None,
+                  popularity="round_robin"):
     """``(NicTop, name, params, lat_params)`` of a :func:`run_point` point: the top and
     the parameters of its two runs, checked (``ValueError`` naming a bad one)."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
@@ -155,6 +157,8 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
                               retry, completion, depth, records)
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
+    if check_destinations(destinations, framing, completion):
+        scenario = "destinations"
     params = dict(top, framing=framing, credits=nt.credits, scenario=scenario, seed=1,
                   messages=messages + 1, msg_bytes=msg_bytes, peers=peers,
                   attachment=attachment, fabric=profile.name, retry=retry,
@@ -162,6 +166,8 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
     if completion == "e2e":
         params.update(coalesce=nt.coalesce, flush_idle=nt.flush_idle, timeout=nt.timeout,
                       records=nt.records)
+    if destinations:
+        params.update(destinations=destinations, popularity=popularity)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True, warmup=0)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
     return nt, name, params, lat_params
@@ -169,16 +175,23 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
 
 def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
                 fabric="board", retry=False, completion="credit", latency_messages=16,
-                records=0):
+                records=0, destinations=None, popularity="round_robin"):
     """The golden model's side of :func:`run_point` alone (no simulator): the row with
     ``_model`` values only, computed by the co-simulation's own code
     (:func:`tb.nic.cocotb_nic.model_run`, :func:`~tb.nic.cocotb_nic.model_figures`), so
-    that they equal a co-simulated row's ``_model`` values, and the comparison keys."""
+    that they equal a co-simulated row's ``_model`` values, and the comparison keys.
+
+    ``destinations`` (:func:`spec.nic.check_destinations`): node 0 stores round robin to
+    that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
+    on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
+    POPULARITY`, Zipf with skew 0.99) choosing each store's id; the RTL of the option
+    is not built, so there is no :func:`run_point` of it (docs/nic.md, "4,096
+    destinations")."""
     from tb.nic.cocotb_nic import model_figures, model_run
 
     _, _, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, None, attachment, fabric, retry, completion,
-        latency_messages, None, records)
+        latency_messages, None, records, destinations, popularity)
     figures = model_figures(params, model_run(params))
     if figures is None:
         raise RuntimeError("NIC model: a store was lost")
@@ -220,9 +233,7 @@ def state_kinds(inflight_bits, params):
     the row's framing (0 otherwise)."""
     endpoint = 0
     if params.get("completion") == "e2e":
-        endpoint = sum(completion_state_bits(params["nodes"], params["coalesce"],
-                                             params["flush_idle"], params["timeout"]))
-        endpoint += record_state_bits(params["nodes"], params.get("records", 0))
+        endpoint = e2e_state_bits(params)
     beats = frame_beats(params["width"], params["framing"], params["max_payload"])
     return {"endpoint_state_bits": endpoint, "fabric_buffer_bits": inflight_bits - endpoint,
             "replay_buffer_bits": (replay_buffer_bits(params["fabric"], beats,
