@@ -3,10 +3,12 @@ atomic``): node 0 issues ``messages`` loads of ``msg_bytes`` (or 8-byte fetch-an
 round robin to ``peers`` nodes of a :class:`rtl.tops.nic_mem_top.NicMemTop`, in
 co-simulation with its model (:mod:`tb.nic.cocotb_nic_mem`), and returns the results row.
 
-Row keys: the NIC's comparison keys (:func:`tb.nic.headline.comparison_keys`) and
-``op``; per side (``_rtl``, ``_model``): ``latency_cycles`` (cycles from the first
-request's issue, its tag taken, to its response landed, its tag freed: it meets an idle
-NIC and fabric), ``burst_latency_cycles`` (the median over all ``messages``, issued back
+Row keys: the NIC's comparison keys (:func:`tb.nic.headline.comparison_keys`; a load or
+atomic completes end to end when its response lands: ``completion`` ``e2e``,
+``completion_at`` ``answer-landed``, :data:`spec.metrics.COMPLETION_AT`) and ``op``;
+per side (``_rtl``, ``_model``): ``latency_cycles`` (cycles from the first request's
+issue, its tag taken, to its response landed, its tag freed: it meets an idle NIC and
+fabric), ``burst_latency_cycles`` (the median over all ``messages``, issued back
 to back: the queueing behind the responses' link is in it), ``ii_cycles``
 (cycles per operation between the first and the last landing), ``ops_per_s`` (at the
 1 GHz clock of SPEC.md, Units), ``peak_outstanding`` (tags busy at once) and
@@ -80,6 +82,7 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     row = {"design": "nic", "op": op, "framing": framing, "simulator": sim,
            "msg_bytes": msg_bytes if op == "load" else 8, "messages": messages,
            "peers": peers, **comparison_keys(framing, fabric=profile.name),
+           "completion": "e2e", "completion_at": "answer-landed",
            "tags": params["tags"], "tag_entry_bits": entry}
     pairs = landing_order(nd["issued"], nd["landed"])
     for side, issue, land in (("rtl", nd["cmd_rtl"], nd["rsp_rtl"]),
