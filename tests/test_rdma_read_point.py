@@ -40,6 +40,10 @@ def test_read_point_checks_without_building():
         run_read_point("verilator", "write", 128, 100, check_only=True)
     with pytest.raises(ValueError, match="host"):
         run_read_point("verilator", "read", 128, 100, host="usb", check_only=True)
+    # 1,024 READs of 1,000 bytes (17 beats each) do not fit the wire recorder.
+    with pytest.raises(ValueError, match="wire recorder"):
+        run_read_point("verilator", "read", 1000, 1024, check_only=True)
+    assert run_read_point("verilator", "read", 256, 1024, check_only=True) is None
     with pytest.raises(ValueError, match="fabric"):
         run_read_point("verilator", "read", 128, 100, fabric="moon", check_only=True)
 

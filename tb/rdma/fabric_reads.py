@@ -3,7 +3,8 @@ its parameter checks, without cocotb: the READ/atomic point of `make sim` on a t
 :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` with ``reads`` and ``read_words``. Node
 0's requester posts the operations of
 :func:`pymodel.scenarios.rdma_read.read_point_scenario` (``op``, ``msg_bytes``,
-``messages`` on one QP, one doorbell) to node 1's responder, whose READ responses and
+``messages`` on one QP, one doorbell; or round robin over ``qps`` QPs) to node 1's
+responder, whose READ responses and
 ATOMIC ACKNOWLEDGEs come back through node 1's merge, the switch and node 0's demux (the
 MACs of the scenario route node A to port 0 and node B to port 1, as the ``writes``
 kind's)."""
@@ -18,7 +19,7 @@ __all__ = ["READS_PARAMS", "reads_setup", "reads_images", "check_reads_params",
            "reads_pair"]
 
 #: The parameters of a ``reads`` run.
-READS_PARAMS = ("kind", "top", "op", "msg_bytes", "messages", "out_json")
+READS_PARAMS = ("kind", "top", "op", "msg_bytes", "messages", "qps", "out_json")
 
 
 def reads_setup(top, p):
@@ -39,7 +40,7 @@ def reads_setup(top, p):
         if name not in p:
             raise ValueError(f"a 'reads' run needs the parameter {name!r}")
     v = read_point_scenario(p["op"], p["msg_bytes"], p["messages"], depth=t["depth"],
-                            mr_entries=t["mr_entries"])
+                            mr_entries=t["mr_entries"], qps=p.get("qps", 1))
     cfg = dataclasses.replace(fabric_config(top, v), reads=t["reads"],
                               read_words=t["read_words"], qpc_bytes=64 * v.qpc_words)
     return cfg, v

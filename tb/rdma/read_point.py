@@ -25,15 +25,17 @@ metric whose RTL and model values differ).
 
 import json
 
+from pymodel.rdma.fabric_system import simulate_fabric
 from spec.fabric_profiles import fabric_profile, rdma_fabric_top
 from spec.host import PROFILES
 from spec.rdma_engine import TOP_DEFAULTS
 from spec.rdma_read_req import ORD_DEFAULT, READ_MAX_BYTES, slot_bits
-from tb.rdma.fabric_reads import check_reads_params
+from tb.rdma.fabric_reads import check_reads_params, reads_images, reads_pair, reads_setup
 from tb.rdma.fabric_runner import run_fabric
 from tb.rdma.row_keys import comparison_keys
 
-__all__ = ["READ_TOP", "READ_OPS", "READ_HOST", "READ_DEPTH", "read_top", "run_read_point"]
+__all__ = ["READ_TOP", "READ_OPS", "READ_HOST", "READ_DEPTH", "read_top", "run_read_point",
+           "model_read_rate"]
 
 #: The READ parameters of the points' top and of tests/test_cosim_rdma_posted_read.py:
 #: the requester's 16 outstanding READ/atomic slots (ORD 16, mlx5's ``max_qp_rd_atom``,
@@ -44,6 +46,15 @@ READ_TOP = {"reads": 16, "read_words": 128}
 #: (:data:`spec.rdma_engine.TOP_DEFAULTS`), room for 1,024 READs of up to 256 bytes each
 #: into a buffer of its own, and the address width of the requester's slots.
 READ_DEPTH = TOP_DEFAULTS["depth"]
+#: Recorder depths of the points' top: a completion mark per operation
+#: (:data:`MAX_OPS`) and every uplink beat of the responder's node, 1,024 operations of
+#: up to 8 response beats each (READs of up to 446 bytes, :func:`response_beats`).
+READ_EVENTS, READ_WIRE_BEATS = 1024, 1 << 13
+#: Bytes of a READ RESPONSE frame besides its payload: Ethernet 14, IPv4 20, UDP 8, BTH
+#: 12, AETH 4, ICRC 4, FCS 4 (IBTA Vol 1 table 38 and 9.3; RoCEv2, Annex A17).
+RESPONSE_OVERHEAD = 14 + 20 + 8 + 12 + 4 + 4 + 4
+#: The points' path MTU (the scenario's, 4,096 bytes).
+READ_PMTU = 4096
 #: The host profile of the points: ``on_die``, the integrated attachment of the NIC's
 #: load and atomic rows (NicMemTop has no host interface), so that both designs' read
 #: rows stand on the same attachment (spec.metrics.level_keys).
@@ -61,8 +72,20 @@ def read_top(fabric="board", host=READ_HOST):
     profile = fabric_profile(fabric)
     if host not in PROFILES:
         raise ValueError(f"host must be one of {sorted(PROFILES)}, not {host!r}")
-    return dict(nodes=2, host=host, depth=READ_DEPTH,
-                **rdma_fabric_top(profile.name, retry=False), **READ_TOP)
+    return dict(nodes=2, host=host, depth=READ_DEPTH, events=READ_EVENTS,
+                wire_beats=READ_WIRE_BEATS, **rdma_fabric_top(profile.name, retry=False),
+                **READ_TOP)
+
+
+def response_beats(op, msg_bytes):
+    """Uplink beats of one operation's responses (an ATOMIC ACKNOWLEDGE: 2; a READ: its
+    packets of at most :data:`READ_PMTU` bytes, each with :data:`RESPONSE_OVERHEAD`; a
+    MIDDLE packet has no AETH, counted as if it had: an upper bound)."""
+    if op != "read":
+        return 2
+    full, rest = divmod(msg_bytes, READ_PMTU)
+    sizes = [READ_PMTU] * full + ([rest] if rest or not full else [])
+    return sum(-(-(RESPONSE_OVERHEAD + n) // 64) for n in sizes)
 
 
 def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
@@ -78,6 +101,10 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
     if not 2 <= messages <= MAX_OPS:
         raise ValueError(f"messages must be 2 to {MAX_OPS} for op {op!r} (one QP's send "
                          f"queue), not {messages}")
+    if messages * response_beats(op, msg_bytes) > READ_WIRE_BEATS:
+        raise ValueError(f"messages ({messages}) of {msg_bytes} bytes: their responses, "
+                         f"{response_beats(op, msg_bytes)} beats each, exceed the top's "
+                         f"wire recorder of {READ_WIRE_BEATS} beats; use fewer messages")
     top = read_top(fabric, host)
     name = fabric_profile(fabric).name
     params = dict(kind="reads", op=op, msg_bytes=msg_bytes, messages=messages,
@@ -106,3 +133,20 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
     row["mismatches"] = res["mismatches"] + sum(
         row[f"{k}_rtl"] != row[f"{k}_model"] for k in ("latency_cycles", "ii_cycles"))
     return row
+
+
+def model_read_rate(op, msg_bytes, messages, qps, fabric="pod", host=READ_HOST):
+    """The golden model alone on the points' top: ``messages`` operations round robin over
+    ``qps`` QPs (:func:`pymodel.scenarios.rdma_read.read_point_scenario`), all posted
+    before their doorbells. Returns ``{"ii_cycles", "ops_per_s", "cycles"}``: cycles per
+    operation between the first and the last CQE, its rate at 1 GHz, the run's cycles.
+    ``ValueError`` names a bad parameter; ``AssertionError`` if a CQE is missing."""
+    top = read_top(fabric, host)
+    cfg, v = reads_setup(top, dict(kind="reads", op=op, msg_bytes=msg_bytes,
+                                   messages=messages, qps=qps))
+    run = simulate_fabric(cfg, reads_images(v))
+    done = sorted(c for c, _ in reads_pair(run, cfg.depth)["completed"])
+    if len(done) != messages:
+        raise AssertionError(f"{len(done)} CQEs of {messages} operations")
+    ii = (done[-1] - done[0]) / (messages - 1)
+    return {"ii_cycles": ii, "ops_per_s": 1e9 / ii, "cycles": run["cycles"]}
