@@ -325,10 +325,11 @@ def test_fabric_top_and_model_refuse_pause_with_retry_or_hop():
 def test_fabric_model_reads_land_as_ibta_says(op, msg_bytes, qps):
     """The model of the fabric with ``reads`` (the twin the `make sim` READ points compare
     with): 12 READs of 200 bytes, or 12 FETCH & ADDs, from node 0 to node 1 across the
-    switch, on one QP or round robin over ``qps``. Independent of the model (IBTA's outcome, from the scenario): each answer's
-    bytes at its local address, node B's MR with each atomic executed once, one
-    successful CQE per operation; every response taken by the requester's intake (none
-    unmatched, duplicated or rewound), and idle skipping changes nothing."""
+    switch, on one QP or round robin over ``qps``. Independent of the model (IBTA's
+    outcome, from the scenario): each answer's bytes at its local address, node B's MR
+    with each atomic executed once, one successful CQE per operation; every response
+    taken by the requester's intake (none unmatched, duplicated or rewound), and idle
+    skipping changes nothing."""
     import logging
 
     from tb.rdma import reads as read_checks

@@ -61,3 +61,15 @@ def test_section_shows_each_rows_figures_and_level():
     # A pair on different fabrics is said not to be level, naming the key.
     assert "| nic | atomic | 8 | board | 10 | 2.0 | 500.00 M | 34 | no: fabric | 0 |" in md
     assert "Not a level-field comparison" not in md
+
+
+def test_rate_jobs_and_their_table():
+    """The engine's READ rates over 1 to 4,096 QPs at pod (the model alone): one job per
+    QP count, each with at least one READ per QP, and a table line per result."""
+    from scripts.reporting.mem_ops import RATE_QPS, rate_jobs
+    jobs = rate_jobs()
+    assert [kw["qps"] for _, _, kw in jobs] == list(RATE_QPS) == [1, 64, 1024, 4096]
+    assert all(kw["messages"] >= kw["qps"] and kw["fabric"] == "pod" for _, _, kw in jobs)
+    md = mem_ops_section([], 1000, "verilator", [dict(qps=4096, messages=4096, ii_cycles=200.0,
+                                                      ops_per_s=5e6)])
+    assert "| 4,096 | 4,096 | 200.0 | 5.00 M |" in md

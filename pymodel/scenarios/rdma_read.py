@@ -179,13 +179,13 @@ def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16
     ``msg_bytes`` each, of the same remote bytes, each into a buffer of its own) or
     atomics (``"atomic"``: ``messages`` FETCH & ADDs of one remote word) on one QP at a
     4096-byte MTU, posted at once and announced by one doorbell. With ``qps`` > 1 the
-    operations go round robin over QPs 1 to ``qps`` (operation ``k`` on QP ``1 + k %
-    qps``), one doorbell each after all are posted. ``expect_local`` and
-    ``expect_image`` as :func:`posted_reads_scenario`'s (a FETCH & ADD returns the sum
-    of the earlier ones' operands over the initial value, IBTA Vol 1 9.4.5; the
-    operations of different QPs on one word run in the responder's order, so with
-    ``qps`` > 1 the atomics' answers are not predicted: ``expect_local`` then holds the
-    READs' only)."""
+    operations go round robin over QPs 0 to ``qps - 1`` (operation ``k`` on QP ``k %
+    qps``, the same QPN at both nodes), one doorbell each after all are posted.
+    ``expect_local`` and ``expect_image`` as :func:`posted_reads_scenario`'s (a FETCH &
+    ADD returns the sum of the earlier ones' operands over the initial value, IBTA Vol 1
+    9.4.5; the operations of different QPs on one word run in the responder's order, so
+    with ``qps`` > 1 the atomics' answers are not predicted: ``expect_local`` then holds
+    the READs' only)."""
     if op not in ("read", "atomic"):
         raise ValueError(f"op must be 'read' or 'atomic', not {op!r}")
     if not isinstance(qps, int) or isinstance(qps, bool) or not 1 <= qps <= messages:
@@ -193,7 +193,7 @@ def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16
     rng = random.Random(seed)
     v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     sq_log2 = max(1, (-(-messages // qps) - 1).bit_length())
-    pairs = [(1, 5)] if qps == 1 else [(1 + k, 1 + k) for k in range(qps)]
+    pairs = [(1, 5)] if qps == 1 else [(k, k) for k in range(qps)]
     all_qps = [v.create_qp(a, b, psn_a=0, psn_b=0, pmtu_log2=12, sq_log2=sq_log2)
                for a, b in pairs]
     size = 64 * max(1, -(-msg_bytes // 64)) if op == "read" else 64

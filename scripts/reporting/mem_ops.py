@@ -13,10 +13,10 @@ from spec.metrics import level_keys
 from spec.nic_mem import MEM_TOP_DEFAULTS, tag_entry_bits
 from spec.rdma_read_req import slot_bits
 from tb.nic.mem_point import run_mem_point
-from tb.rdma.read_point import READ_DEPTH, READ_TOP, run_read_point
+from tb.rdma.read_point import READ_DEPTH, READ_TOP, model_read_rate, run_read_point
 
-__all__ = ["PROFILES", "SIZES", "NIC_FRAMING", "mem_ops_jobs", "mem_ops_section",
-           "state_lines"]
+__all__ = ["PROFILES", "SIZES", "NIC_FRAMING", "RATE_QPS", "mem_ops_jobs", "rate_jobs",
+           "mem_ops_section", "state_lines"]
 
 #: The fabric profiles and the load/READ sizes of the section (the issue's 64, 128 and
 #: 256-byte points; 256 is the NIC's largest load payload, MEM_TOP_DEFAULTS).
@@ -25,6 +25,9 @@ SIZES = (64, 128, 256)
 #: The NIC's framing of the section: L2, the Ethernet header class of the engine's RoCEv2
 #: (spec.metrics.HEADER_CLASSES), so that the header is level too.
 NIC_FRAMING = "l2"
+#: The QPs of the engine's READ rates (the issue's 1 to 4,096), golden model alone, at
+#: ``pod``, 128-byte READs, at least 1,024 of them and one per QP.
+RATE_QPS = (1, 64, 1024, 4096)
 #: Each design's op of a pair: (NIC op, engine op).
 _PAIRS = (("load", "read"), ("atomic", "atomic"))
 
@@ -43,6 +46,14 @@ def mem_ops_jobs(sim, messages):
                 jobs.append((f"rdma {rdma_op} {size} B {fabric}", run_read_point,
                              dict(common, op=rdma_op)))
     return jobs
+
+
+def rate_jobs():
+    """The engine's READ rates over :data:`RATE_QPS` (:func:`tb.rdma.read_point.
+    model_read_rate`, the model alone) as :func:`scripts.sim.run_jobs` takes them."""
+    return [(f"rdma read rate {q} QPs pod (model)", model_read_rate,
+             dict(op="read", msg_bytes=128, messages=max(1024, q), qps=q, fabric="pod"))
+            for q in RATE_QPS]
 
 
 def _num(value, digits=0):
@@ -83,10 +94,10 @@ def state_lines():
     ]
 
 
-def mem_ops_section(rows, messages, sim):
+def mem_ops_section(rows, messages, sim, rates=()):
     """Markdown of the section from the rows of :func:`mem_ops_jobs`' runs (in their
     order: each NIC row followed by the engine's row of the same op, size and
-    profile)."""
+    profile) and the results of :func:`rate_jobs` (``rates``)."""
     lines = [
         "## Loads and atomics",
         "",
@@ -123,8 +134,16 @@ def mem_ops_section(rows, messages, sim):
             f"| {_num(row.get('ii_cycles_rtl'), 1)} "
             f"| {_num(ops / 1e6 if ops else None, 2)} M | {_num(bits)} "
             f"| {_level(row, other)} | {row['mismatches']} |")
-    lines += ["", "Requester state per read in flight:", "", *state_lines(), "",
-              "Rates over more QPs or peers (1, 64, 1,024 and 4,096) are not in this "
-              "section: the engine's READ point posts on one QP (its scenario has no "
-              "multi-QP READ workload) and `NicMemTop` takes at most 15 peers."]
+    lines += ["", "Requester state per read in flight:", "", *state_lines()]
+    if rates:
+        lines += ["", "The engine's READs of 128 bytes round robin over N QPs at `pod`, the "
+                  "golden model alone (`tb.rdma.read_point.model_read_rate`; the same top "
+                  "and scenario as the co-simulated points, all READs posted before their "
+                  "doorbells, 16 intake slots shared by all QPs, 16 context-cache "
+                  "entries):", "",
+                  "| QPs | READs | ii (cycles) | READs/s |", "|---|---|---|---|"]
+        lines += [f"| {r['qps']:,} | {r['messages']:,} | {_num(r['ii_cycles'], 1)} "
+                  f"| {_num(r['ops_per_s'] / 1e6, 2)} M |" for r in rates]
+    lines += ["", "Not run: the NIC's loads over more than 15 peers (`NicMemTop` has at "
+              "most 16 nodes) and the NIC's rates in the model alone."]
     return "\n".join(lines)

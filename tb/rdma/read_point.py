@@ -138,8 +138,9 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
 def model_read_rate(op, msg_bytes, messages, qps, fabric="pod", host=READ_HOST):
     """The golden model alone on the points' top: ``messages`` operations round robin over
     ``qps`` QPs (:func:`pymodel.scenarios.rdma_read.read_point_scenario`), all posted
-    before their doorbells. Returns ``{"ii_cycles", "ops_per_s", "cycles"}``: cycles per
-    operation between the first and the last CQE, its rate at 1 GHz, the run's cycles.
+    before their doorbells. Returns ``{"qps", "messages", "msg_bytes", "fabric",
+    "ii_cycles", "ops_per_s", "cycles"}``: cycles per operation between the first and the
+    last CQE, its rate at 1 GHz, the run's cycles.
     ``ValueError`` names a bad parameter; ``AssertionError`` if a CQE is missing."""
     top = read_top(fabric, host)
     cfg, v = reads_setup(top, dict(kind="reads", op=op, msg_bytes=msg_bytes,
@@ -149,4 +150,5 @@ def model_read_rate(op, msg_bytes, messages, qps, fabric="pod", host=READ_HOST):
     if len(done) != messages:
         raise AssertionError(f"{len(done)} CQEs of {messages} operations")
     ii = (done[-1] - done[0]) / (messages - 1)
-    return {"ii_cycles": ii, "ops_per_s": 1e9 / ii, "cycles": run["cycles"]}
+    return {"qps": qps, "messages": messages, "msg_bytes": msg_bytes, "fabric": fabric,
+            "ii_cycles": ii, "ops_per_s": 1e9 / ii, "cycles": run["cycles"]}
