@@ -68,7 +68,10 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     params = dict(nodes=peers + 1, framing=framing, fabric=profile.name,
                   tags=default_tags(profile.name), mem_words=mem_words,
                   max_payload=max_payload)
-    top = NicMemTop(**params, items=1024, raws=1, events=4 * messages + 64)
+    # Recorder depth: every uplink beat of a node, a response of ``max_payload`` bytes
+    # being its payload's beats and at most two more (header, tail), per operation.
+    events = (-(-max_payload // 64) + 2) * messages + 64
+    top = NicMemTop(**params, items=1024, raws=1, events=events)
     if check_only:
         silence(top)
         return None
