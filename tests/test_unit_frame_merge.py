@@ -355,6 +355,8 @@ def test_demux_splits_by_opcode(reads):
     (dict(prefetch=0), "WQE prefetch depth"),
     (dict(reads=65), "reads"),
     (dict(read_words=100), "read_words"),
+    (dict(reads=16, read_words=128, link_retry=1), "reads/read_words with pause or link_retry"),
+    (dict(reads=16, pause=1), "reads/read_words with pause or link_retry"),
 ])
 def test_fabric_top_rejects_bad_parameters(params, match):
     from rtl.tops.rdma_fabric_top import RdmaFabricTop
@@ -390,6 +392,7 @@ def test_fabric_model_and_scenario_reject_bad_parameters():
     ({"reads": 65}, r"FabricConfig\.reads must be an integer from 0 to 64"),
     ({"read_words": 100}, r"FabricConfig\.read_words must be 0"),
     ({"read_words": 128, "mr_cache": 16}, r"FabricConfig\.read_words must be 0 with mr_cache"),
+    ({"reads": 16, "link_retry": 1}, r"FabricConfig\.reads must be 0 with pause or link_retry"),
 ])
 def test_fabric_config_names_a_bad_field(fields, match):
     """The model's configuration is typed and frozen: a bad field is named, and a

@@ -131,6 +131,9 @@ class FabricConfig(HostShape):
             raise ValueError(f"FabricConfig.{error}") from None
         if self.read_words and self.mr_cache:
             bad("read_words", "0 with mr_cache (READ needs the on-chip MR table)")
+        if (self.reads or self.read_words) and (self.pause or self.link_retry):
+            bad("reads", "0 with pause or link_retry (the top refuses both), and so "
+                         "read_words")
         integer("cache_entries", 16, self.cache_capacity)
         if self.cache_entries & (self.cache_entries - 1):
             bad("cache_entries", "a power of two")

@@ -135,14 +135,14 @@ class RdmaFabricTop(HarnessTop):
     every node's responder executes RDMA READ and atomics
     (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are the array port
     ``resp_read``, :data:`spec.rdma_responder.READ_COUNTERS`); with ``reads`` > 0 every
-    node's
-    requester posts them (:class:`~rtl.rdma.req.requester.Requester`, RoCEv2 framing
-    only; its response intake's counters are the array port ``req_read``,
+    node's requester posts them (:class:`~rtl.rdma.req.requester.Requester`, RoCEv2
+    framing only; its response intake's counters are the array port ``req_read``,
     :data:`spec.rdma_read_req.INTAKE_COUNTERS`) and its demux sends the READ responses
     and ATOMIC ACKNOWLEDGEs to the requester's input with the ACKs
     (:class:`~rtl.rdma.frame_demux.FrameDemux` ``reads``). The responses leave the
     responder through the merge's ``b`` input, as its ACKs. Both 0 build the
-    writes-only nodes.
+    writes-only nodes. ``reads`` or ``read_words`` with ``pause`` or ``link_retry`` is
+    refused (not co-simulated).
 
     Parameters: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` (``nodes`` 2 to 8), the
     engines' :data:`~spec.rdma_engine.REQUESTER_DEFAULTS` and
@@ -187,6 +187,9 @@ class RdmaFabricTop(HarnessTop):
             check_read_words(p["read_words"])
         except ValueError as error:
             reject(self, str(error))
+        if (p["reads"] or p["read_words"]) and (p["pause"] or p["link_retry"]):
+            reject(self, "reads/read_words with pause or link_retry: READs on the fabric are "
+                         "built and co-simulated without them; choose pause 0, link_retry 0")
         self.p = p
         depth = p["depth"]
         # Every part is built here, so that a bad engine parameter is rejected now, by
