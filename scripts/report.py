@@ -147,13 +147,16 @@ def main(argv=None):
                     + "\n")
     mem_rows = []
     if not (args.no_mem_ops or args.no_rtl):
-        from scripts.reporting.mem_ops import mem_ops_jobs, mem_ops_section
+        from scripts.reporting.mem_ops import mem_ops_jobs, mem_ops_section, rate_jobs
         from scripts.sim import run_jobs
         print("loads and atomics (co-simulated) ...", file=sys.stderr)
         mem_rows = run_jobs(mem_ops_jobs(args.sim, args.load_messages), args.jobs)
-        (out / "mem_ops.json").write_text(json.dumps(mem_rows, indent=1))
+        rates = run_jobs(rate_jobs(), args.jobs)
+        (out / "mem_ops.json").write_text(json.dumps(dict(rows=mem_rows, rates=rates),
+                                                     indent=1))
         with open(out / "report.md", "a") as f:
-            f.write("\n" + mem_ops_section(mem_rows, args.load_messages, args.sim) + "\n")
+            f.write("\n" + mem_ops_section(mem_rows, args.load_messages, args.sim, rates)
+                    + "\n")
     if spectrum_md is not None:
         with open(out / "report.md", "a") as f:
             f.write("\n" + spectrum_md + "\n")

@@ -30,8 +30,9 @@ POINT_OPTIONS = (
      "--max-payload, default 256) or atomic (8-byte fetch-and-adds), on NicMemTop "
      "(docs/nic.md, Loads and atomics): integrated attachment, credit completion, no link "
      "retry, the fabric's link latency. RDMA: read (RDMA READs of --msg-bytes) or atomic "
-     "(FETCH & ADDs), one QP, RdmaTop with the requester's reads (docs/rdma.md): the "
-     "fabric is the only other option"),
+     "(FETCH & ADDs), one QP, two nodes of RdmaFabricTop with reads on the NIC's fabric, "
+     "no link retry, host on_die (the NIC's load rows' attachment; docs/rdma.md): the "
+     "other options are --fabric and --host"),
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
     ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
     ("--attachment", "attachment", "nic", str,
@@ -200,17 +201,18 @@ def _check_mem_point(design, msg_bytes, messages, knobs, op):
 
 def _check_read_point(msg_bytes, messages, knobs, op):
     """:func:`check_point` of an RDMA ``--op read`` or ``--op atomic`` point: options
-    other than ``--fabric`` are refused by name."""
+    other than ``--fabric`` and ``--host`` are refused by name."""
     from spec.fabric_profiles import fabric_profile
     from tb.rdma.read_point import READ_OPS
 
     if op not in READ_OPS:
         raise ValueError(f"op must be write or one of {', '.join(READ_OPS)} for the RDMA "
                          f"design, not {op!r}")
-    other = sorted(k for k in knobs if k != "fabric")
+    other = sorted(k for k in knobs if k not in ("fabric", "host"))
     if other:
         raise ValueError(f"{other[0]} is not an option of op {op!r} (RDMA READ/atomic "
-                         f"points: one QP, RdmaTop with reads, pcie host; only --fabric)")
+                         f"points: one QP, RdmaFabricTop with reads; only --fabric and "
+                         f"--host)")
     if knobs.get("fabric") is not None:
         knobs["fabric"] = fabric_profile(knobs["fabric"]).name
     knobs["op"] = op
@@ -242,9 +244,10 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                completion=k.get("completion", "credit"),
                                test_id=f"point-{messages}x{msg_bytes}")
     if k.get("op", "write") != "write":
-        from tb.rdma.read_point import run_read_point
+        from tb.rdma.read_point import READ_HOST, run_read_point
         return run_read_point, dict(sim=sim, op=k["op"], msg_bytes=msg_bytes,
                                     messages=messages, fabric=k.get("fabric", "board"),
+                                    host=k.get("host", READ_HOST),
                                     test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
     from spec.formats.roce import QPC_BYTES_DEFAULT
     from tb.rdma.headline import run_point

@@ -76,8 +76,11 @@ HEADER_CLASSES = {"compact": "scale-up", "scaleup": "scale-up", "l2": "ethernet"
 #: (the NIC's last beat's link credit back at the sender), ``tracker`` (the NIC's
 #: end-to-end completion accepted by the sender's tracker, in the NIC), ``host-memory``
 #: (a record of the completion written into the sender's host memory through its host
-#: interface: the RDMA engine's CQE, the NIC's completion record).
-COMPLETION_AT = ("link-credit", "tracker", "host-memory")
+#: interface: the RDMA engine's CQE, the NIC's completion record), ``answer-landed`` (a
+#: read or atomic: its answer in the requester's memory and the requester told: the NIC's
+#: load response landed and its tag freed; the engine's READ data, then its CQE, in host
+#: memory).
+COMPLETION_AT = ("link-credit", "tracker", "host-memory", "answer-landed")
 
 #: The keys a comparison holds level (SPEC.md, "Comparisons on a level field"), as
 #: :func:`level_keys` derives them from a row's comparison keys.

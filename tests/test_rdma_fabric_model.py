@@ -318,3 +318,43 @@ def test_fabric_top_and_model_refuse_pause_with_retry_or_hop():
         FabricConfig(pause=1, link_retry=1)
     with pytest.raises(ValueError, match="hop_latency"):
         FabricConfig(pause=1, hop_latency=3)
+
+
+@pytest.mark.parametrize("op, msg_bytes, qps", [("read", 200, 1), ("atomic", 8, 1),
+                                               ("read", 200, 4), ("atomic", 8, 3)])
+def test_fabric_model_reads_land_as_ibta_says(op, msg_bytes, qps):
+    """The model of the fabric with ``reads`` (the twin the `make sim` READ points compare
+    with): 12 READs of 200 bytes, or 12 FETCH & ADDs, from node 0 to node 1 across the
+    switch, on one QP or round robin over ``qps``. Independent of the model (IBTA's
+    outcome, from the scenario): each answer's bytes at its local address, node B's MR
+    with each atomic executed once, one successful CQE per operation; every response
+    taken by the requester's intake (none unmatched, duplicated or rewound), and idle
+    skipping changes nothing."""
+    import logging
+
+    from tb.rdma import reads as read_checks
+    from tb.rdma.fabric_reads import reads_images, reads_pair, reads_setup
+    from tb.rdma.read_point import read_top
+    from tb.scoreboard import Scoreboard
+
+    cfg, v = reads_setup(dict(read_top("board"), depth=1 << 12),
+                         dict(kind="reads", op=op, msg_bytes=msg_bytes, messages=12,
+                              qps=qps))
+    runs = [simulate_fabric(cfg, reads_images(v), skip=skip) for skip in (True, False)]
+    assert runs[0] == runs[1]
+    sb = Scoreboard(logging.getLogger(__name__))
+    read_checks.posted_read_checks(sb, v, reads_pair(runs[0], cfg.depth))
+    assert sb.mismatches == []
+    req = runs[0]["req"][0]
+    assert req["read_responses"] == 12
+    assert [req[f"read_{k}"] for k in ("unmatched", "duplicates", "rewinds")] == [0, 0, 0]
+    assert runs[0]["resp"][1]["read_reqs" if op == "read" else "atomics"] == 12
+
+
+def test_read_scenario_and_rate_name_bad_parameters():
+    from pymodel.scenarios.rdma_read import read_point_scenario
+    from tb.rdma.read_point import model_read_rate
+    with pytest.raises(ValueError, match="qps must be 1 to messages"):
+        read_point_scenario("read", 128, 4, qps=5)
+    with pytest.raises(ValueError, match="op must be"):
+        model_read_rate("write", 128, 4, 1)

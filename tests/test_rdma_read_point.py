@@ -27,6 +27,9 @@ def test_rdma_op_options_are_checked_before_any_build(capsys):
                                        "1"], capsys)
     args = sim.parse_args(["--design", "rdma", "--op", "atomic", "--fabric", "pod"])
     assert args.knobs == {"op": "atomic", "fabric": "pod"}
+    args = sim.parse_args(["--design", "rdma", "--op", "read", "--host", "pcie"])
+    assert args.knobs == {"op": "read", "host": "pcie"}
+    assert "host" in _sim_error(["--design", "rdma", "--op", "read", "--host", "usb"], capsys)
 
 
 def test_read_point_checks_without_building():
@@ -35,6 +38,14 @@ def test_read_point_checks_without_building():
         run_read_point("verilator", "read", 0, 100, check_only=True)
     with pytest.raises(ValueError, match="op"):
         run_read_point("verilator", "write", 128, 100, check_only=True)
+    with pytest.raises(ValueError, match="host"):
+        run_read_point("verilator", "read", 128, 100, host="usb", check_only=True)
+    # 1,024 READs of 1,000 bytes (17 beats each) do not fit the wire recorder.
+    with pytest.raises(ValueError, match="wire recorder"):
+        run_read_point("verilator", "read", 1000, 1024, check_only=True)
+    assert run_read_point("verilator", "read", 256, 1024, check_only=True) is None
+    with pytest.raises(ValueError, match="fabric"):
+        run_read_point("verilator", "read", 128, 100, fabric="moon", check_only=True)
 
 
 def test_reads_parameter_is_named():

@@ -1,35 +1,75 @@
 """The report's "Loads and atomics" section (scripts/reporting/mem_ops.py): its points
-are the `make sim` points of both designs at both profiles, checked before any build,
-and its table shows each row's figures."""
+are the `make sim` points of both designs at both profiles and the issue's sizes, on a
+level field, checked before any build, and its table shows each row's figures and
+whether each pair of rows is level."""
 
-from scripts.reporting.mem_ops import PROFILES, mem_ops_jobs, mem_ops_section
+from scripts.reporting.mem_ops import PROFILES, SIZES, mem_ops_jobs, mem_ops_section
+from spec.metrics import level_keys
 
 
-def test_jobs_are_both_designs_ops_and_profiles_and_pass_their_checks():
+def test_jobs_are_both_designs_ops_sizes_and_profiles_and_pass_their_checks():
     jobs = mem_ops_jobs("verilator", 1000)
-    got = sorted((kw["fabric"], fn.__module__, kw["op"]) for _, fn, kw in jobs)
-    assert got == sorted((f, m, op) for f in PROFILES
-                         for m, op in (("tb.nic.mem_point", "load"),
-                                       ("tb.nic.mem_point", "atomic"),
-                                       ("tb.rdma.read_point", "read"),
-                                       ("tb.rdma.read_point", "atomic")))
+    got = sorted((kw["fabric"], fn.__module__, kw["op"], kw["msg_bytes"])
+                 for _, fn, kw in jobs)
+    want = [(f, "tb.nic.mem_point", "load", b) for f in PROFILES for b in SIZES]
+    want += [(f, "tb.rdma.read_point", "read", b) for f in PROFILES for b in SIZES]
+    want += [(f, m, "atomic", 8) for f in PROFILES
+             for m in ("tb.nic.mem_point", "tb.rdma.read_point")]
+    assert got == sorted(want)
+    # Pairs: each NIC job is followed by the engine's of the same op kind, size, profile.
+    for (_, fa, ka), (_, fb, kb) in zip(jobs[::2], jobs[1::2], strict=True):
+        assert (fa.__module__, fb.__module__) == ("tb.nic.mem_point", "tb.rdma.read_point")
+        assert (ka["msg_bytes"], ka["fabric"]) == (kb["msg_bytes"], kb["fabric"])
     for _, fn, kw in jobs:
         assert fn(**kw, check_only=True) is None
 
 
-def test_section_shows_each_rows_figures():
-    rows = [dict(design="nic", op="load", fabric="pod", latency_cycles_rtl=1234,
-                 ii_cycles_rtl=3.0, ops_per_s_rtl=1e9 / 3, tag_entry_bits=34, mismatches=0),
-            dict(design="rdma", op="read", fabric="board", latency_cycles_rtl=4321,
-                 ii_cycles_rtl=250.0, ops_per_s_rtl=4e6, read_op_bits=133, mismatches=2)]
+def _keys(design, fabric):
+    """A row's comparison keys as each point writes them (tb.nic.mem_point with L2
+    framing, tb.rdma.read_point on the on_die host), written out here."""
+    if design == "nic":
+        return dict(topology="switch", fabric=fabric, attachment="integrated",
+                    completion="e2e", completion_at="answer-landed", reliability="none",
+                    header="l2")
+    return dict(topology="switch", fabric=fabric, attachment="on_die", completion="e2e",
+                completion_at="answer-landed", reliability="go-back-N", header="roce")
+
+
+def test_the_points_rows_are_level():
+    """The keys both points write make a level pair (same fabric, topology, attachment
+    class, completion, link reliability and header class)."""
+    assert level_keys(_keys("nic", "pod")) == level_keys(_keys("rdma", "pod"))
+
+
+def test_section_shows_each_rows_figures_and_level():
+    rows = [dict(design="nic", op="load", msg_bytes=128, latency_cycles_rtl=1234,
+                 ii_cycles_rtl=3.0, ops_per_s_rtl=1e9 / 3, tag_entry_bits=34, mismatches=0,
+                 **_keys("nic", "pod")),
+            dict(design="rdma", op="read", msg_bytes=128, latency_cycles_rtl=4321,
+                 ii_cycles_rtl=250.0, ops_per_s_rtl=4e6, read_op_bits=133, mismatches=2,
+                 **_keys("rdma", "pod")),
+            dict(design="nic", op="atomic", msg_bytes=8, latency_cycles_rtl=10,
+                 ii_cycles_rtl=2.0, ops_per_s_rtl=5e8, tag_entry_bits=34, mismatches=0,
+                 **_keys("nic", "board")),
+            dict(design="rdma", op="atomic", msg_bytes=8, latency_cycles_rtl=20,
+                 ii_cycles_rtl=4.0, ops_per_s_rtl=2.5e8, read_op_bits=133, mismatches=0,
+                 **_keys("rdma", "pod"))]
     md = mem_ops_section(rows, 1000, "verilator")
     assert md.startswith("## Loads and atomics")
-    assert "| nic | load | pod | 1,234 | 3.0 | 333.33 M | 34 | 0 |" in md
-    assert "| rdma | read | board | 4,321 | 250.0 | 4.00 M | 133 | 2 |" in md
+    assert "| nic | load | 128 | pod | 1,234 | 3.0 | 333.33 M | 34 | yes | 0 |" in md
+    assert "| rdma | read | 128 | pod | 4,321 | 250.0 | 4.00 M | 133 | yes | 2 |" in md
+    # A pair on different fabrics is said not to be level, naming the key.
+    assert "| nic | atomic | 8 | board | 10 | 2.0 | 500.00 M | 34 | no: fabric | 0 |" in md
+    assert "Not a level-field comparison" not in md
 
 
-def test_section_says_the_rows_are_not_level_yet():
-    """The two designs' rows differ in attachment and fabric: the section says so, so that
-    no reader takes the gap between them for the state tax."""
-    md = mem_ops_section([], 1000, "verilator")
-    assert "Not a level-field comparison" in md and "direct link" in md
+def test_rate_jobs_and_their_table():
+    """The engine's READ rates over 1 to 4,096 QPs at pod (the model alone): one job per
+    QP count, each with at least one READ per QP, and a table line per result."""
+    from scripts.reporting.mem_ops import RATE_QPS, rate_jobs
+    jobs = rate_jobs()
+    assert [kw["qps"] for _, _, kw in jobs] == list(RATE_QPS) == [1, 64, 1024, 4096]
+    assert all(kw["messages"] >= kw["qps"] and kw["fabric"] == "pod" for _, _, kw in jobs)
+    md = mem_ops_section([], 1000, "verilator", [dict(qps=4096, messages=4096, ii_cycles=200.0,
+                                                      ops_per_s=5e6)])
+    assert "| 4,096 | 4,096 | 200.0 | 5.00 M |" in md

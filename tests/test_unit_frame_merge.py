@@ -291,15 +291,39 @@ def test_merge_rejects_a_depth_below_the_room_rule():
     FrameMerge(MAX_FRAME_BEATS, MERGE_ROOM)
 
 
-def test_demux_splits_by_opcode():
-    """ACK frames to ``ack``, the rest to ``data``, in the same cycle, whole."""
+#: Frames of both engines' directions: (bytes, BTH opcode). The READ requests, WRITEs
+#: and atomics go to a responder; the READ responses, ACKs and ATOMIC ACKNOWLEDGEs
+#: (IBTA Vol 1 table 38: 0x0D to 0x12) to a requester that posts READs.
+_DEMUX_FRAMES = [
+    (66, OpCode.RC_ACKNOWLEDGE.value), (206, OpCode.RC_RDMA_WRITE_ONLY.value),
+    (1100, OpCode.RC_RDMA_WRITE_FIRST.value), (66, OpCode.RC_ACKNOWLEDGE.value),
+    (150, OpCode.RC_RDMA_WRITE_LAST.value), (82, OpCode.RC_RDMA_READ_REQUEST.value),
+    (210, OpCode.RC_RDMA_READ_RESPONSE_ONLY.value),
+    (1100, OpCode.RC_RDMA_READ_RESPONSE_FIRST.value),
+    (1090, OpCode.RC_RDMA_READ_RESPONSE_MIDDLE.value),
+    (300, OpCode.RC_RDMA_READ_RESPONSE_LAST.value),
+    (74, OpCode.RC_ATOMIC_ACKNOWLEDGE.value), (90, OpCode.RC_FETCH_ADD.value),
+    (98, OpCode.RC_CMP_SWAP.value)]
+#: The opcodes a requester that posts READs takes (IBTA Vol 1 table 38).
+_TO_READ_REQUESTER = {0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12}
+
+
+def test_demux_names_a_bad_reads():
+    with pytest.raises(ValueError, match="reads must be True or False"):
+        FrameDemux(reads=1)
+
+
+@pytest.mark.parametrize("reads", [False, True])
+def test_demux_splits_by_opcode(reads):
+    """ACK frames (with ``reads`` every response: READ RESPONSEs, ACKs, ATOMIC
+    ACKNOWLEDGEs) to ``ack``, the rest to ``data``, in the same cycle, whole; the twin's
+    rule agrees with the opcodes IBTA gives (not with the RTL)."""
     rng = random.Random(7)
-    frames = [_frame(rng, n, op) for n, op in [
-        (66, OpCode.RC_ACKNOWLEDGE.value), (206, OpCode.RC_RDMA_WRITE_ONLY.value),
-        (1100, OpCode.RC_RDMA_WRITE_FIRST.value), (66, OpCode.RC_ACKNOWLEDGE.value),
-        (150, OpCode.RC_RDMA_WRITE_LAST.value)]]
-    beats = [(b, is_ack_frame(f)) for f in frames for b in frame_to_beats(f, 64)]
-    dut = FrameDemux()
+    frames = [_frame(rng, n, op) for n, op in _DEMUX_FRAMES]
+    want = [(op in _TO_READ_REQUESTER) if reads else op == 0x11 for _, op in _DEMUX_FRAMES]
+    assert [is_ack_frame(f, reads=reads) for f in frames] == want
+    beats = [(b, is_ack_frame(f, reads=reads)) for f in frames for b in frame_to_beats(f, 64)]
+    dut = FrameDemux(reads=reads)
     seen = []
 
     async def bench(ctx):
@@ -329,6 +353,10 @@ def test_demux_splits_by_opcode():
     (dict(cache_entries=24), "QP-context cache entries must be a power of two"),
     (dict(mr_entries=1), "MR table entries"),
     (dict(prefetch=0), "WQE prefetch depth"),
+    (dict(reads=65), "reads"),
+    (dict(read_words=100), "read_words"),
+    (dict(reads=16, read_words=128, link_retry=1), "reads/read_words with pause or link_retry"),
+    (dict(reads=16, pause=1), "reads/read_words with pause or link_retry"),
 ])
 def test_fabric_top_rejects_bad_parameters(params, match):
     from rtl.tops.rdma_fabric_top import RdmaFabricTop
@@ -361,6 +389,10 @@ def test_fabric_model_and_scenario_reject_bad_parameters():
     ({"serial": True}, r"FabricConfig\.serial must be an integer"),
     ({"responder_sizes": {"nope": 1}}, r"FabricConfig\.responder_sizes must be a dict"),
     ({"cq_base": 1 << 12}, r"FabricConfig\.cq_base must be an integer from 0 to 4095"),
+    ({"reads": 65}, r"FabricConfig\.reads must be an integer from 0 to 64"),
+    ({"read_words": 100}, r"FabricConfig\.read_words must be 0"),
+    ({"read_words": 128, "mr_cache": 16}, r"FabricConfig\.read_words must be 0 with mr_cache"),
+    ({"reads": 16, "link_retry": 1}, r"FabricConfig\.reads must be 0 with pause or link_retry"),
 ])
 def test_fabric_config_names_a_bad_field(fields, match):
     """The model's configuration is typed and frozen: a bad field is named, and a

@@ -20,7 +20,8 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
 )
 from spec.rdma_fabric import FABRIC_DEFAULTS, NODES_RANGE, pause_thresholds
-from spec.rdma_responder import check_mr_cache
+from spec.rdma_read_req import SLOTS_RANGE
+from spec.rdma_responder import check_mr_cache, check_read_words
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["FabricConfig"]
@@ -39,6 +40,7 @@ _RANGES = {
     "ack_every": (0, (1 << ACK_MSGS_BITS) - 1),
     "ack_frames": (0, (1 << ACK_FRAMES_BITS) - 1), "serial": (0, 1), "pause": (0, 1),
     "hop_latency": (0, 4096), "link_retry": (0, 1),
+    "reads": (0, SLOTS_RANGE[1]),
 }
 
 
@@ -99,6 +101,12 @@ class FabricConfig(HostShape):
     hop_latency: int = FABRIC_DEFAULTS["hop_latency"]
     #: 1: every link reliable, the switch's egress held by the downlinks' ``ready``.
     link_retry: int = FABRIC_DEFAULTS["link_retry"]
+    #: The requesters' READ/atomic slots (0: writes only; the top's ``reads``,
+    #: :data:`rtl.tops.rdma_fabric_top.READ_PARAMS`).
+    reads: int = 0
+    #: The responders' READ data FIFO in words (0: no READ or atomics; the top's
+    #: ``read_words``).
+    read_words: int = 0
     responder_sizes: dict = dataclasses.field(
         default_factory=lambda: dict(RESPONDER_DEFAULTS))
 
@@ -118,8 +126,14 @@ class FabricConfig(HostShape):
             bad("depth", "a power of two")
         try:
             check_mr_cache(self.mr_cache)
+            check_read_words(self.read_words)
         except ValueError as error:
             raise ValueError(f"FabricConfig.{error}") from None
+        if self.read_words and self.mr_cache:
+            bad("read_words", "0 with mr_cache (READ needs the on-chip MR table)")
+        if (self.reads or self.read_words) and (self.pause or self.link_retry):
+            bad("reads", "0 with pause or link_retry (the top refuses both), and so "
+                         "read_words")
         integer("cache_entries", 16, self.cache_capacity)
         if self.cache_entries & (self.cache_entries - 1):
             bad("cache_entries", "a power of two")

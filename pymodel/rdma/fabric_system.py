@@ -32,6 +32,13 @@ egress ``o`` ready while downlink ``o`` can take a beat, and a beat that leaves 
 in ``c`` (its delivery queue's head before the cycle: a reliable link's output does not
 depend on its input of the same cycle). The switch adds ``hop_latency`` cycles after its
 crossbar (:class:`pymodel.fabric.switch.SwitchModel`).
+
+With ``reads`` (the requesters post RDMA READ and atomics) the demux sends READ
+responses and ATOMIC ACKNOWLEDGEs to the requester too
+(:func:`pymodel.rdma.frame_merge.is_ack_frame` with ``reads``), beat by beat: the
+requester takes each beat in the cycle the demux delivers it and the frame at its last
+beat. With ``read_words`` every responder executes READ and atomics; their responses
+leave through the merge's ``b`` input, as the ACKs.
 """
 
 from collections import defaultdict
@@ -101,7 +108,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
                             cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
-                            mr_cache=cfg.mr_cache,
+                            mr_cache=cfg.mr_cache, read_words=cfg.read_words,
                             mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                             **cfg.responder_sizes)
              for p in nodes]
@@ -142,12 +149,14 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                 beat_in = _beat(unpack_beat(64, held[0])) if held else None
             else:
                 beat_in = down.get(c, {}).pop(p, None)
-            ack, data_beat = None, None
+            ack, data_beat, req_beat = None, None, None
             if beat_in is not None:
                 active = True
                 if beat_in["first"]:
-                    demux_ack[p] = is_ack_frame(beat_in["data"].to_bytes(64, "little"))
+                    demux_ack[p] = is_ack_frame(beat_in["data"].to_bytes(64, "little"),
+                                                reads=bool(cfg.reads))
                 if demux_ack[p]:
+                    req_beat = beat_in
                     ack_beats[p].append(beat_in)
                     if beat_in["last"]:
                         ack = _frame(ack_beats[p])
@@ -173,7 +182,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             if ra.marked is not None:
                 completed[p].append((c, ra.marked))
             req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
-                     wr_ready=ra.wr_taken, ack=ack, go=merge.room())
+                     wr_ready=ra.wr_taken, ack=ack, go=merge.room(),
+                     beat=req_beat if cfg.reads else None)
             # The responder's side; its ACK beat goes out when the merge takes it.
             out = resp.present()
             rb = hi_rs[p].step(c, rd_req=out.rd_req, wr=out.wr)
@@ -207,7 +217,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
                                 or ra.marked is not None or ra.mmio is not None
                                 or rb.rd_data is not None or rb.marked is not None
                                 or out.o is not None or a_beat is not None
-                                or req.sender.busy() or not merge.idle())
+                                or req.sender.busy() or not merge.idle()
+                                or (cfg.reads and not req.read_intake.idle()))
         gives.pop(c, None)
         # The switch: beats the uplinks deliver now; egress beats in c + 1.
         arrivals = up.pop(c, {})

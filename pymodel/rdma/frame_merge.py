@@ -25,9 +25,16 @@ def frame_beats_of(data):
     return -(-(length + FRAME_OVERHEAD) // 64)
 
 
-def is_ack_frame(frame):
-    """The demux's rule: BTH opcode RC ACKNOWLEDGE (frame bytes)."""
-    return len(frame) > OPCODE_BYTE and frame[OPCODE_BYTE] == OpCode.RC_ACKNOWLEDGE.value
+def is_ack_frame(frame, reads=False):
+    """The demux's rule: BTH opcode RC ACKNOWLEDGE (frame bytes); with ``reads`` any of
+    RC RDMA READ RESPONSE FIRST to ATOMIC ACKNOWLEDGE (0x0D-0x12)."""
+    if len(frame) <= OPCODE_BYTE:
+        return False
+    op = frame[OPCODE_BYTE]
+    if reads:
+        return (OpCode.RC_RDMA_READ_RESPONSE_FIRST.value <= op
+                <= OpCode.RC_ATOMIC_ACKNOWLEDGE.value)
+    return op == OpCode.RC_ACKNOWLEDGE.value
 
 
 class FrameMergeModel:

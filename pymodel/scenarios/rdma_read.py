@@ -174,19 +174,28 @@ def posted_reads_scenario(seed=6, depth=HOST_DEPTH, mr_entries=16, qpc_words=Non
 
 
 def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16,
-                        qpc_words=None, seed=7):
+                        qpc_words=None, seed=7, qps=1):
     """A `make sim` point of READs (``op`` ``"read"``: ``messages`` READs of
     ``msg_bytes`` each, of the same remote bytes, each into a buffer of its own) or
     atomics (``"atomic"``: ``messages`` FETCH & ADDs of one remote word) on one QP at a
-    4096-byte MTU, posted at once and announced by one doorbell. ``expect_local`` and
-    ``expect_image`` as :func:`posted_reads_scenario`'s (a FETCH & ADD returns the sum
-    of the earlier ones' operands over the initial value, IBTA Vol 1 9.4.5)."""
+    4096-byte MTU, posted at once and announced by one doorbell. With ``qps`` > 1 the
+    operations go round robin over QPs 0 to ``qps - 1`` (operation ``k`` on QP ``k %
+    qps``, the same QPN at both nodes), one doorbell each after all are posted.
+    ``expect_local`` and ``expect_image`` as :func:`posted_reads_scenario`'s (a FETCH &
+    ADD returns the sum of the earlier ones' operands over the initial value, IBTA Vol 1
+    9.4.5; the operations of different QPs on one word run in the responder's order, so
+    with ``qps`` > 1 the atomics' answers are not predicted: ``expect_local`` then holds
+    the READs' only)."""
     if op not in ("read", "atomic"):
         raise ValueError(f"op must be 'read' or 'atomic', not {op!r}")
+    if not isinstance(qps, int) or isinstance(qps, bool) or not 1 <= qps <= messages:
+        raise ValueError(f"qps must be 1 to messages ({messages}), not {qps!r}")
     rng = random.Random(seed)
     v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
-    sq_log2 = max(1, (messages - 1).bit_length())
-    qp = v.create_qp(1, 5, psn_a=0, psn_b=0, pmtu_log2=12, sq_log2=sq_log2)
+    sq_log2 = max(1, (-(-messages // qps) - 1).bit_length())
+    pairs = [(1, 5)] if qps == 1 else [(k, k) for k in range(qps)]
+    all_qps = [v.create_qp(a, b, psn_a=0, psn_b=0, pmtu_log2=12, sq_log2=sq_log2)
+               for a, b in pairs]
     size = 64 * max(1, -(-msg_bytes // 64)) if op == "read" else 64
     raddr, rkey = v.reg_mr(size, index=2, remote_read=True, remote_atomic=True)
     for k in range(size // HOST_WORD_BYTES):
@@ -195,6 +204,7 @@ def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16
         HOST_WORD_BYTES, "little") for k in range(size // HOST_WORD_BYTES)))
     expect_local = {}
     for k in range(messages):
+        qp = all_qps[k % qps]
         if op == "read":
             laddr = v.post_read(qp, msg_bytes, raddr, rkey, wr_id=k)
             expect_local[laddr] = bytes(image[:msg_bytes])
@@ -203,9 +213,11 @@ def read_point_scenario(op, msg_bytes, messages, depth=HOST_DEPTH, mr_entries=16
             add = rng.getrandbits(32)
             laddr = v.post_atomic(qp, WqeOpcode.ATOMIC_FETCH_AND_ADD, raddr, rkey, add, 0,
                                   wr_id=k)
-            expect_local[laddr] = orig.to_bytes(8, "little")
+            if qps == 1:
+                expect_local[laddr] = orig.to_bytes(8, "little")
             image[:8] = ((orig + add) % (1 << 64)).to_bytes(8, "little")
-    v.ring(qp)
+    for qp in all_qps:
+        v.ring(qp)
     v.expect_local = expect_local
     v.expect_image = (raddr, bytes(image))
     return v

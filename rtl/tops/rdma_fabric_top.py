@@ -30,6 +30,7 @@ from spec.rdma_engine import (
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     TIMEOUT_BITS,
+    TOP_DEFAULTS,
 )
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -39,9 +40,14 @@ from spec.rdma_fabric import (
     NODES_RANGE,
     PAUSE_COUNTERS,
 )
-from spec.rdma_responder import mr_table_base
+from spec.rdma_read_req import INTAKE_COUNTERS, SLOTS_RANGE
+from spec.rdma_responder import READ_COUNTERS, check_read_words, mr_table_base
 
-__all__ = ["RdmaFabricTop"]
+__all__ = ["RdmaFabricTop", "READ_PARAMS"]
+
+#: The READ and atomic parameters of the top, as :class:`rtl.tops.rdma_top.RdmaTop`'s
+#: (:data:`spec.rdma_engine.TOP_DEFAULTS`: 0, the writes-only engines).
+READ_PARAMS = {k: TOP_DEFAULTS[k] for k in ("reads", "read_words")}
 
 
 class RdmaFabricTop(HarnessTop):
@@ -125,13 +131,27 @@ class RdmaFabricTop(HarnessTop):
     wide as the merge's own); and ``switch_counters``
     (:data:`spec.fabric.SWITCH_COUNTERS`).
 
-    Parameters: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` (``nodes`` 2 to 8), and the
+    READs and atomics (as :class:`rtl.tops.rdma_top.RdmaTop`): with ``read_words`` > 0
+    every node's responder executes RDMA READ and atomics
+    (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are the array port
+    ``resp_read``, :data:`spec.rdma_responder.READ_COUNTERS`); with ``reads`` > 0 every
+    node's requester posts them (:class:`~rtl.rdma.req.requester.Requester`, RoCEv2
+    framing only; its response intake's counters are the array port ``req_read``,
+    :data:`spec.rdma_read_req.INTAKE_COUNTERS`) and its demux sends the READ responses
+    and ATOMIC ACKNOWLEDGEs to the requester's input with the ACKs
+    (:class:`~rtl.rdma.frame_demux.FrameDemux` ``reads``). The responses leave the
+    responder through the merge's ``b`` input, as its ACKs. Both 0 build the
+    writes-only nodes. ``reads`` or ``read_words`` with ``pause`` or ``link_retry`` is
+    refused (not co-simulated).
+
+    Parameters: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` (``nodes`` 2 to 8), the
     engines' :data:`~spec.rdma_engine.REQUESTER_DEFAULTS` and
-    :data:`~spec.rdma_engine.RESPONDER_DEFAULTS`.
+    :data:`~spec.rdma_engine.RESPONDER_DEFAULTS`, and :data:`READ_PARAMS`.
     """
 
     def __init__(self, **params):
-        known = {**FABRIC_DEFAULTS, **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS}
+        known = {**FABRIC_DEFAULTS, **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS,
+                 **READ_PARAMS}
         unknown = set(params) - set(known)
         if unknown:
             reject(self, f"unknown RdmaFabricTop parameter(s): {sorted(unknown)}")
@@ -160,6 +180,16 @@ class RdmaFabricTop(HarnessTop):
         if p["host"] not in PROFILES:
             reject(self, f"host profile must be one of {sorted(PROFILES)}, "
                          f"not {p['host']!r}")
+        if p["reads"]:
+            check_int(self, "READ/atomic slots of the requester (reads)", p["reads"],
+                      *SLOTS_RANGE)
+        try:
+            check_read_words(p["read_words"])
+        except ValueError as error:
+            reject(self, str(error))
+        if (p["reads"] or p["read_words"]) and (p["pause"] or p["link_retry"]):
+            reject(self, "reads/read_words with pause or link_retry: READs on the fabric are "
+                         "built and co-simulated without them; choose pause 0, link_retry 0")
         self.p = p
         depth = p["depth"]
         # Every part is built here, so that a bad engine parameter is rejected now, by
@@ -192,6 +222,10 @@ class RdmaFabricTop(HarnessTop):
         })
         if p["pause"]:
             ports["pause"] = Out(CountersSignature(PAUSE_COUNTERS)).array(nodes)
+        if p["reads"]:
+            ports["req_read"] = Out(CountersSignature(INTAKE_COUNTERS)).array(nodes)
+        if p["read_words"]:
+            ports["resp_read"] = Out(CountersSignature(READ_COUNTERS)).array(nodes)
         players, recorders = {}, {}
         beat = packet_layout(64)
         for n in range(self.nodes):
@@ -216,14 +250,16 @@ class RdmaFabricTop(HarnessTop):
             "mem_rs": lambda: LatencyMemory(64, depth, 1),
             "hi_rq": lambda: HostInterface(profile, depth),
             "hi_rs": lambda: HostInterface(profile, depth),
-            "requester": lambda: Requester(p["cache_entries"], depth,
+            "requester": lambda: Requester(p["cache_entries"], depth, reads=p["reads"],
                                            **{k: p[k] for k in REQUESTER_DEFAULTS}),
             "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
                                            cache_ways=p["cache_ways"], mr_cache=p["mr_cache"],
+                                           read_words=p["read_words"],
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: link(), "down": lambda: link(),
-            "cret": lambda: CreditReturn(lat), "demux": FrameDemux,
+            "cret": lambda: CreditReturn(lat),
+            "demux": lambda: FrameDemux(reads=bool(p["reads"])),
         }
         if p["pause"]:
             build["pausegen"] = lambda: PauseGen(p["rx_beats"], p["rx_frames"], lat,
@@ -313,6 +349,11 @@ class RdmaFabricTop(HarnessTop):
                 wiring.connect(m, hi.mem_rd_addr, mem.rd_addr)
                 wiring.connect(m, mem.rd_data, hi.mem_rd_data)
                 wiring.connect(m, hi.mem_wr, mem.wr)
+            if self.p["reads"]:
+                wiring.connect(m, req.read, wiring.flipped(self.req_read[n]))
+            if self.p["read_words"]:
+                wiring.connect(m, PortView(CountersSignature(READ_COUNTERS), resp),
+                               wiring.flipped(self.resp_read[n]))
             for port, block in ((self.req[n], req), (self.resp[n], resp),
                                 (self.hrq[n], hi_rq), (self.hrs[n], hi_rs),
                                 (self.merge[n], merge)):

@@ -1,29 +1,59 @@
 """The report's "Loads and atomics" section: the NIC's remote loads and fetch-and-adds
-(:mod:`tb.nic.mem_point`, ``NicMemTop``) and the RDMA engine's READs and FETCH & ADDs
-(:mod:`tb.rdma.read_point`, ``RdmaTop`` with ``reads``), 128-byte loads and READs, at
-the ``board`` and ``pod`` profiles, each point co-simulated (RTL = model) as
-``make sim ARGS="--design nic --op load|atomic"`` and ``--design rdma --op
-read|atomic`` run it."""
+(:mod:`tb.nic.mem_point`, ``NicMemTop``, L2 framing) and the RDMA engine's READs and
+FETCH & ADDs (:mod:`tb.rdma.read_point`, two nodes of ``RdmaFabricTop`` with ``reads``,
+``on_die`` host) on a level field: the same fabric profile (links, switch hop, credits),
+the integrated attachment, no link-level retry, an Ethernet-class header and the same
+completion (the answer in the requester's memory, the requester told); loads and READs
+of 64, 128 and 256 bytes, at ``board`` and ``pod``, each point co-simulated (RTL =
+model) as ``make sim ARGS="--design nic --op load|atomic --framing l2"`` and
+``--design rdma --op read|atomic`` run it. Each pair of rows is checked level by its
+level-field keys (:func:`spec.metrics.level_keys`), and the section says which are."""
 
+from spec.metrics import level_keys
+from spec.nic_mem import MEM_TOP_DEFAULTS, tag_entry_bits
+from spec.rdma_read_req import slot_bits
 from tb.nic.mem_point import run_mem_point
-from tb.rdma.read_point import run_read_point
+from tb.rdma.read_point import READ_DEPTH, READ_TOP, model_read_rate, run_read_point
 
-__all__ = ["PROFILES", "MSG_BYTES", "mem_ops_jobs", "mem_ops_section"]
+__all__ = ["PROFILES", "SIZES", "NIC_FRAMING", "RATE_QPS", "mem_ops_jobs", "rate_jobs",
+           "mem_ops_section", "state_lines"]
 
-#: The fabric profiles and the load/READ size of the section (the issue's 128 B point).
+#: The fabric profiles and the load/READ sizes of the section (the issue's 64, 128 and
+#: 256-byte points; 256 is the NIC's largest load payload, MEM_TOP_DEFAULTS).
 PROFILES = ("board", "pod")
-MSG_BYTES = 128
-#: ``(design, op, runner)`` of each point of a profile.
-_POINTS = (("nic", "load", run_mem_point), ("nic", "atomic", run_mem_point),
-           ("rdma", "read", run_read_point), ("rdma", "atomic", run_read_point))
+SIZES = (64, 128, 256)
+#: The NIC's framing of the section: L2, the Ethernet header class of the engine's RoCEv2
+#: (spec.metrics.HEADER_CLASSES), so that the header is level too.
+NIC_FRAMING = "l2"
+#: The QPs of the engine's READ rates (the issue's 1 to 4,096), golden model alone, at
+#: ``pod``, 128-byte READs, at least 1,024 of them and one per QP.
+RATE_QPS = (1, 64, 1024, 4096)
+#: Each design's op of a pair: (NIC op, engine op).
+_PAIRS = (("load", "read"), ("atomic", "atomic"))
 
 
 def mem_ops_jobs(sim, messages):
     """The section's co-simulations as :func:`scripts.sim.run_jobs` takes them
-    (``[(label, function, kwargs)]``), ``messages`` operations each."""
-    return [(f"{design} {op} {fabric}", fn,
-             dict(sim=sim, op=op, msg_bytes=MSG_BYTES, messages=messages, fabric=fabric))
-            for fabric in PROFILES for design, op, fn in _POINTS]
+    (``[(label, function, kwargs)]``), ``messages`` operations each: per profile, each
+    size's load and READ, then one fetch-and-add and one FETCH & ADD point."""
+    jobs = []
+    for fabric in PROFILES:
+        for nic_op, rdma_op in _PAIRS:
+            for size in (SIZES if nic_op == "load" else (8,)):
+                common = dict(sim=sim, msg_bytes=size, messages=messages, fabric=fabric)
+                jobs.append((f"nic {nic_op} {size} B {fabric}", run_mem_point,
+                             dict(common, op=nic_op, framing=NIC_FRAMING)))
+                jobs.append((f"rdma {rdma_op} {size} B {fabric}", run_read_point,
+                             dict(common, op=rdma_op)))
+    return jobs
+
+
+def rate_jobs():
+    """The engine's READ rates over :data:`RATE_QPS` (:func:`tb.rdma.read_point.
+    model_read_rate`, the model alone) as :func:`scripts.sim.run_jobs` takes them."""
+    return [(f"rdma read rate {q} QPs pod (model)", model_read_rate,
+             dict(op="read", msg_bytes=128, messages=max(1024, q), qps=q, fabric="pod"))
+            for q in RATE_QPS]
 
 
 def _num(value, digits=0):
@@ -32,37 +62,88 @@ def _num(value, digits=0):
     return f"{value:,.{digits}f}"
 
 
-def mem_ops_section(rows, messages, sim):
+def _level(row, other):
+    """``"yes"`` when the two rows' level-field keys agree, else the keys that differ."""
+    if other is None:
+        return "-"
+    try:
+        a, b = level_keys(row), level_keys(other)
+    except ValueError as error:
+        return f"no ({error})"
+    diff = sorted(k for k in a if a[k] != b[k])
+    return "yes" if not diff else "no: " + ", ".join(diff)
+
+
+def state_lines():
+    """The state-per-read table: each design's requester bits per outstanding read as
+    built in the section's tops, and at one address width (a 16-bit word address, the
+    engine's host memory of :data:`tb.rdma.read_point.READ_DEPTH` words)."""
+    mem_words = MEM_TOP_DEFAULTS["mem_words"]
+    width = (READ_DEPTH - 1).bit_length()
+    nic_built, nic_wide = tag_entry_bits(mem_words), tag_entry_bits(READ_DEPTH)
+    eng = slot_bits(READ_DEPTH, READ_TOP["reads"])
+    return [
+        "| design | what the requester keeps per read in flight | bits as built "
+        f"| bits at a {width}-bit word address |",
+        "|---|---|---|---|",
+        f"| nic | a tag-table entry (`spec.nic_mem.tag_entry_bits`; NicMemTop's {mem_words}-word "
+        f"memory) | {nic_built} | {nic_wide} |",
+        f"| rdma | a slot of the response intake and its row of the age matrix "
+        f"(`spec.rdma_read_req.slot_bits`, {READ_TOP['reads']} slots), plus the READ's "
+        f"window record (not counted) | {eng} | {eng} |",
+    ]
+
+
+def mem_ops_section(rows, messages, sim, rates=()):
     """Markdown of the section from the rows of :func:`mem_ops_jobs`' runs (in their
-    order)."""
+    order: each NIC row followed by the engine's row of the same op, size and
+    profile) and the results of :func:`rate_jobs` (``rates``)."""
     lines = [
         "## Loads and atomics",
         "",
-        f"{messages} operations back to back from one requester to one target, "
-        f"{MSG_BYTES}-byte loads and READs, 8-byte fetch-and-adds, co-simulated on {sim} "
-        "(`make sim ARGS=\"--design nic --op load|atomic --fabric <profile>\"`, "
-        "`--design rdma --op read|atomic`). NIC: `NicMemTop`, compact header, integrated "
-        "attachment, credit completion; latency from the first request's issue to its "
-        "response landed (docs/nic.md, Loads and atomics). RDMA: `RdmaTop` with the "
-        "requester's READs (16 slots, ORD 16), one QP, `pcie` host; latency from the "
-        "doorbell taken to the first CQE in host memory (docs/rdma.md, RDMA READ and "
-        "atomics at the requester). ii: cycles per operation between the first and the "
-        "last completion. State: the requester's bits per outstanding operation (a "
-        "tag-table entry; a slot of the response intake). **Not a level-field comparison "
-        "yet**: the NIC's rows are integrated and cross the switch, the engine's are behind "
-        "PCIe on `RdmaTop`'s direct link, and the engine's responder keeps few host reads "
-        "in flight; read the rows per design, not the gap between them.",
+        f"{messages} operations back to back from one requester to one target, loads and "
+        "READs of 64, 128 and 256 bytes, 8-byte fetch-and-adds, co-simulated on "
+        f"{sim}. NIC: `make sim ARGS=\"--design nic --op load|atomic --framing l2 "
+        "--msg-bytes <n> --fabric <profile>\"` (`NicMemTop`, its local memory on the "
+        "accelerator's die; latency from the first request's issue to its response landed, "
+        "docs/nic.md, Loads and atomics). RDMA: `make sim ARGS=\"--design rdma --op "
+        "read|atomic --msg-bytes <n> --fabric <profile>\"` (two nodes of `RdmaFabricTop` "
+        "with the requester's READs, 16 slots, ORD 16, one QP, `on_die` host; latency from "
+        "the doorbell taken to the first CQE in host memory, docs/rdma.md, RDMA READ and "
+        "atomics at the requester). Level field: the same fabric profile (links, switch "
+        "hop, credits), integrated attachment, no link-level retry, an Ethernet-class "
+        "header (NIC L2, engine RoCEv2), completion when the answer is in the "
+        "requester's memory and the requester is told (`answer-landed`); the `level` "
+        "column compares each pair's level-field keys (`spec.metrics.level_keys`). ii: "
+        "cycles per operation between the first and the last completion. State: the "
+        "requester's bits per outstanding operation.",
         "",
-        "| design | op | fabric | latency (cycles) | ii (cycles) | operations/s "
-        "| state per outstanding op (bits) | RTL/model mismatches |",
-        "|---|---|---|---|---|---|---|---|",
+        "| design | op | bytes | fabric | latency (cycles) | ii (cycles) | operations/s "
+        "| state per outstanding op (bits) | level with the other design | "
+        "RTL/model mismatches |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
+    for k, row in enumerate(rows):
+        other = rows[k + 1] if k % 2 == 0 and k + 1 < len(rows) else (
+            rows[k - 1] if k % 2 else None)
         bits = row.get("tag_entry_bits", row.get("read_op_bits"))
         ops = row.get("ops_per_s_rtl")
         lines.append(
-            f"| {row['design']} | {row['op']} | {row['fabric']} "
-            f"| {_num(row.get('latency_cycles_rtl'))} | {_num(row.get('ii_cycles_rtl'), 1)} "
+            f"| {row['design']} | {row['op']} | {row.get('msg_bytes', '-')} "
+            f"| {row['fabric']} | {_num(row.get('latency_cycles_rtl'))} "
+            f"| {_num(row.get('ii_cycles_rtl'), 1)} "
             f"| {_num(ops / 1e6 if ops else None, 2)} M | {_num(bits)} "
-            f"| {row['mismatches']} |")
+            f"| {_level(row, other)} | {row['mismatches']} |")
+    lines += ["", "Requester state per read in flight:", "", *state_lines()]
+    if rates:
+        lines += ["", "The engine's READs of 128 bytes round robin over N QPs at `pod`, the "
+                  "golden model alone (`tb.rdma.read_point.model_read_rate`; the same top "
+                  "and scenario as the co-simulated points, all READs posted before their "
+                  "doorbells, 16 intake slots shared by all QPs, 16 context-cache "
+                  "entries):", "",
+                  "| QPs | READs | ii (cycles) | READs/s |", "|---|---|---|---|"]
+        lines += [f"| {r['qps']:,} | {r['messages']:,} | {_num(r['ii_cycles'], 1)} "
+                  f"| {_num(r['ops_per_s'] / 1e6, 2)} M |" for r in rates]
+    lines += ["", "Not run: the NIC's loads over more than 15 peers (`NicMemTop` has at "
+              "most 16 nodes) and the NIC's rates in the model alone."]
     return "\n".join(lines)

@@ -3,10 +3,12 @@ atomic``): node 0 issues ``messages`` loads of ``msg_bytes`` (or 8-byte fetch-an
 round robin to ``peers`` nodes of a :class:`rtl.tops.nic_mem_top.NicMemTop`, in
 co-simulation with its model (:mod:`tb.nic.cocotb_nic_mem`), and returns the results row.
 
-Row keys: the NIC's comparison keys (:func:`tb.nic.headline.comparison_keys`) and
-``op``; per side (``_rtl``, ``_model``): ``latency_cycles`` (cycles from the first
-request's issue, its tag taken, to its response landed, its tag freed: it meets an idle
-NIC and fabric), ``burst_latency_cycles`` (the median over all ``messages``, issued back
+Row keys: the NIC's comparison keys (:func:`tb.nic.headline.comparison_keys`; a load or
+atomic completes end to end when its response lands: ``completion`` ``e2e``,
+``completion_at`` ``answer-landed``, :data:`spec.metrics.COMPLETION_AT`) and ``op``;
+per side (``_rtl``, ``_model``): ``latency_cycles`` (cycles from the first request's
+issue, its tag taken, to its response landed, its tag freed: it meets an idle NIC and
+fabric), ``burst_latency_cycles`` (the median over all ``messages``, issued back
 to back: the queueing behind the responses' link is in it), ``ii_cycles``
 (cycles per operation between the first and the last landing), ``ops_per_s`` (at the
 1 GHz clock of SPEC.md, Units), ``peak_outstanding`` (tags busy at once) and
@@ -66,7 +68,10 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     params = dict(nodes=peers + 1, framing=framing, fabric=profile.name,
                   tags=default_tags(profile.name), mem_words=mem_words,
                   max_payload=max_payload)
-    top = NicMemTop(**params, items=1024, raws=1, events=4 * messages + 64)
+    # Recorder depth: every uplink beat of a node, a response of ``max_payload`` bytes
+    # being its payload's beats and at most two more (header, tail), per operation.
+    events = (-(-max_payload // 64) + 2) * messages + 64
+    top = NicMemTop(**params, items=1024, raws=1, events=events)
     if check_only:
         silence(top)
         return None
@@ -80,6 +85,7 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     row = {"design": "nic", "op": op, "framing": framing, "simulator": sim,
            "msg_bytes": msg_bytes if op == "load" else 8, "messages": messages,
            "peers": peers, **comparison_keys(framing, fabric=profile.name),
+           "completion": "e2e", "completion_at": "answer-landed",
            "tags": params["tags"], "tag_entry_bits": entry}
     pairs = landing_order(nd["issued"], nd["landed"])
     for side, issue, land in (("rtl", nd["cmd_rtl"], nd["rsp_rtl"]),

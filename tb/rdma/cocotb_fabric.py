@@ -20,6 +20,9 @@ shape of :func:`pymodel.rdma.point.reduce_run` (node 0's uplink as the A->B link
 B), reduced by it into ``out_json`` as :mod:`tb.rdma.cocotb_rdma` does, with each side's
 ``fabric_beats``: node 0's merge ``credits_max``, the switch ingress beats the sender's
 frames held.
+
+Kind ``reads``: the READ/atomic point of `make sim` on two nodes
+(:mod:`tb.rdma.cocotb_fabric_reads`).
 """
 
 import json
@@ -271,6 +274,10 @@ async def fabric_matches_model(dut):
     p = cosim_params()
     if p.get("kind") == "writes":
         await writes_matches_model(dut, p)
+        return
+    if p.get("kind") == "reads":
+        from tb.rdma.cocotb_fabric_reads import reads_matches_model  # (imports this one)
+        await reads_matches_model(dut, p)
         return
     top = dict(FABRIC_DEFAULTS, **p["top"])
     sc = fabric_run_scenario(top, p)

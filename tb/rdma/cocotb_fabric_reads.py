@@ -1,0 +1,69 @@
+"""Kind ``reads`` of the RDMA fabric co-simulation (:mod:`tb.rdma.cocotb_fabric`, which
+runs it): the READ/atomic point of `make sim` on two nodes of RdmaFabricTop with
+``reads`` and ``read_words`` (:mod:`tb.rdma.fabric_reads`). Compared with the model as
+the other kinds (:class:`tb.rdma.cocotb_fabric.FabricTestbench`), and the requesters'
+intake counters (port ``req_read``) and the responders' READ counters (``resp_read``)
+too; independently of the model, every uplink frame (scapy + zlib), the merges' flags
+and IBTA's outcome (:func:`tb.rdma.reads.posted_read_checks`: each READ's bytes, each
+atomic's old value, node B's MR with each atomic executed once, one CQE per
+operation); into ``out_json`` each side's :func:`tb.rdma.reads.op_times`."""
+
+import json
+
+from pymodel.rdma.fabric_system import simulate_fabric
+from spec.rdma_fabric import MERGE_FLAGS
+from spec.rdma_read_req import INTAKE_COUNTERS
+from spec.rdma_responder import READ_COUNTERS
+from tb.rdma import reads as read_checks
+from tb.rdma.cocotb_fabric import FabricTestbench, _ports
+from tb.rdma.fabric_reads import reads_images, reads_pair, reads_setup
+from tb.rdma.testbench import member_port, value_of
+from tb.rdma.wirecheck import wire_problems
+from tb.scoreboard import Scoreboard
+
+__all__ = ["reads_matches_model"]
+
+
+async def reads_matches_model(dut, p):
+    """The ``reads`` kind: run, compare (the READ counters too), check IBTA's outcome,
+    write both sides' operation times."""
+    cfg, v = reads_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
+    images = reads_images(v)
+    model = simulate_fabric(cfg, images)
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth)
+    tb.load(images, _ports(cfg))
+    tb.arm_for(model)
+    await tb.run(timeout_cycles=model["cycles"] + 5000)
+    sb = Scoreboard(dut._log)
+    if tb.hang:
+        sb.equal("recorders done", tb.hang, "")
+    got = tb.compare(sb, model, images)
+    for n in range(cfg.nodes):
+        for c in INTAKE_COUNTERS:
+            sb.equal(f"node {n} requester intake counter {c}",
+                     value_of(getattr(dut, member_port(f"req_read__{n}", c))),
+                     model["req"][n][f"read_{c}"])
+        for c in READ_COUNTERS:
+            sb.equal(f"node {n} responder READ counter {c}",
+                     value_of(getattr(dut, member_port(f"resp_read__{n}", c))),
+                     model["resp"][n][c])
+    # Independent of the model: every frame on the wire, the merges' flags, IBTA's outcome.
+    frames = [f for n in range(2) for _, f in got["wire"][n]]
+    for k, problems in wire_problems(frames):
+        sb.equal(f"independent check of uplink frame {k}", problems, [])
+    for n in range(2):
+        for flag in MERGE_FLAGS:
+            sb.equal(f"node {n} merge {flag}", got["merge"][n][flag], 0)
+    read_checks.posted_read_checks(sb, v, reads_pair(got, cfg.depth))
+    if p.get("out_json"):
+        try:
+            rtl = read_checks.op_times(reads_pair(got, cfg.depth))
+        except (ValueError, IndexError, KeyError, TypeError):     # see the scoreboard
+            rtl = None
+        with open(p["out_json"], "w") as f:
+            json.dump({"rtl": rtl, "model": read_checks.op_times(reads_pair(model, cfg.depth)),
+                       "mismatches": len(sb.mismatches), "cycles": model["cycles"]}, f)
+    if sb.mismatches:
+        with open("mismatches.txt", "w") as f:
+            f.write("\n".join(sb.mismatches) + "\n")
+    sb.check()
