@@ -9,9 +9,10 @@ model delivers such frames as the RTL does, and that the runs end.
 
 import pytest
 
-from tb.rdma.runner import run_rdma
+from tb.rdma.runner import FEATURES_TOP, run_rdma
 
-TOP = {"link_latency": 1}
+#: The shared feature top: a one-cycle link (and 4 ways, the READ FIFO: tb.rdma.runner).
+TOP = FEATURES_TOP
 
 
 @pytest.mark.slow_variants("verilator-*", reason=(

@@ -12,10 +12,11 @@ expected reason, and node A's requester drops the responses it never asked for
 
 import pytest
 
-from tb.rdma.runner import run_rdma
+from tb.rdma.runner import FEATURES_TOP, run_rdma
 
-#: The READ data FIFO: two packets of the largest MTU.
-TOP = {"read_words": 128}
+#: The shared feature top: the READ data FIFO, two packets of the largest MTU (and 4 ways,
+#: a one-cycle link: tb.rdma.runner).
+TOP = FEATURES_TOP
 
 
 @pytest.mark.slow_variants("verilator", reason=(

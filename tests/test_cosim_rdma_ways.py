@@ -5,7 +5,7 @@ memories, cycle for cycle (the comparison of test_cosim_rdma.py).
 
 import pytest
 
-from tb.rdma.runner import run_rdma
+from tb.rdma.runner import FEATURES_TOP, run_rdma
 
 pytestmark = pytest.mark.slow_variants("verilator", reason=(
     "Icarus runs the same scenario on the same 4-way top (one more Verilator build of about a "
@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow_variants("verilator", reason=(
 #: 4 ways, 16 entries in use: 4 sets of 4 ways. 24 QPs round robin put 6 QPs in each
 #: set (QP ``q`` in set ``q % 4``), more than its ways: misses evict other ways of the
 #: set, picked by the pseudo-LRU or skipped while busy.
-TOP = {"cache_ways": 4}
+#: The shared feature top: 4 ways (and a one-cycle link, the READ FIFO: tb.rdma.runner).
+TOP = FEATURES_TOP
 QPS = 24
 MESSAGES = 72
 
