@@ -184,6 +184,10 @@ def _assert_rdma_agrees(fast, slow):
         assert fast[key] == pytest.approx(slow[key], rel=tol, abs=1e-9), key
 
 
+@pytest.mark.slow_variants("128B-pipelined-64-16-1024", reason=(
+    "contexts of 16 words with misses: the 256-QP point over 64 entries runs the same fill "
+    "path (two request TLPs, eight completions) in make test, the 64-QP point over 16 entries "
+    "at qpc_bytes 64 the same miss rate"))
 @pytest.mark.parametrize("size,kw", RDMA_GRID,
                          ids=[f"{s}B-" + "-".join(str(v) for v in kw.values())
                               for s, kw in RDMA_GRID])
