@@ -33,6 +33,14 @@ POINT_OPTIONS = (
      "(FETCH & ADDs), one QP, two nodes of RdmaFabricTop with reads on the NIC's fabric, "
      "no link retry, host on_die (the NIC's load rows' attachment; docs/rdma.md): the "
      "other options are --fabric and --host"),
+    ("--target-latency", "target_latency", "nic", int,
+     "NIC --op load|atomic only: cycles of a read of the target's memory, 0..4096 (default "
+     "0: an SRAM read in the beat's cycle; 300: the engine's on_die host read, the level "
+     "field; spec.nic_mem.TARGET_LEVEL_LATENCY)"),
+    ("--target-reads", "target_reads", "nic", int,
+     "NIC --op load|atomic with --target-latency: reads of the target's memory in flight, "
+     "1..16 (default 2, what the engine's responder keeps in flight at its host; an "
+     "atomic fences them)"),
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
     ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
     ("--attachment", "attachment", "nic", str,
@@ -112,6 +120,11 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
         return _check_read_point(msg_bytes, messages, knobs, op)
     if op is not None and op != "write":
         return _check_mem_point(design, msg_bytes, messages, knobs, op)
+    for knob in ("target_latency", "target_reads"):
+        if knob in knobs:
+            raise ValueError(f"{knob} is an option of the NIC's --op load and --op atomic "
+                             f"points (the target's memory), not of op "
+                             f"{op or 'write'!r}")
     link_retry = knobs.pop("link_retry", None)
     selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
@@ -184,6 +197,11 @@ def _check_mem_point(design, msg_bytes, messages, knobs, op):
             raise ValueError(f"{knob} is not an option of op {op!r} (NicMemTop: "
                              f"integrated attachment, credit completion, no link retry, "
                              f"the fabric profile's link latency), not {knobs[knob]!r}")
+    from spec.nic_mem import TARGET_LEVEL_READS, check_target
+    check_target(knobs.get("target_latency", 0), knobs.get("target_reads", TARGET_LEVEL_READS))
+    if "target_reads" in knobs and not knobs.get("target_latency"):
+        raise ValueError(f"target_reads ({knobs['target_reads']}) needs a target_latency "
+                         f"above 0 (with none the memory is read in the beat's cycle)")
     mp = knobs.get("max_payload")
     if mp is not None and not (64 <= mp <= 8128 and mp % 64 == 0):
         raise ValueError(f"max_payload must be a multiple of 64 from 64 to 8128, not {mp}")
@@ -232,6 +250,8 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                    messages=messages, peers=k.get("peers", 1),
                                    framing=k["framing"], fabric=k.get("fabric", "board"),
                                    max_payload=k.get("max_payload"),
+                                   target_latency=k.get("target_latency", 0),
+                                   target_reads=k.get("target_reads"),
                                    test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
     if design == "nic":
         from tb.nic.headline import run_point

@@ -97,8 +97,10 @@ def level_keys(row):
     ``completion_at``, :data:`COMPLETION_AT`, where it carries one), ``link_reliability``
     ``link-retry`` or ``none`` (the link-level part of ``reliability``; the engine's
     go-back-N is its own transport, part of the design), ``header_class``
-    (:data:`HEADER_CLASSES`). ``ValueError`` names a row without one of the keys or with
-    an unknown header."""
+    (:data:`HEADER_CLASSES`), and ``target_latency`` (cycles of a read of the memory that
+    answers a load or READ: the NIC's target memory, the engine's host) where the row
+    carries one. ``ValueError`` names a row without one of the keys or with an unknown
+    header."""
     missing = [k for k in ("topology", "fabric", "attachment", "completion", "reliability",
                            "header") if k not in row]
     if missing:
@@ -111,4 +113,5 @@ def level_keys(row):
             "completion": row.get("completion_at", row["completion"]),
             "link_reliability": ("link-retry" if str(row["reliability"]).startswith(
                 "link-retry") else "none"),
-            "header_class": HEADER_CLASSES[row["header"]]}
+            "header_class": HEADER_CLASSES[row["header"]],
+            **({"target_latency": row["target_latency"]} if "target_latency" in row else {})}

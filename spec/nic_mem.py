@@ -8,10 +8,38 @@ Imported by the RTL top (:class:`rtl.tops.nic_mem_top.NicMemTop`), its golden mo
 
 from spec.fabric_profiles import fabric_profile, round_trip
 from spec.formats.nic_mem import MAX_TAGS, TAG_BITS, MemOp
+from spec.host import ON_DIE
 
 __all__ = ["MEM_COUNTERS", "MEM_RX_COUNTERS", "MEM_RESP_COUNTERS", "MEM_OPS", "OP_NAMES",
            "default_tags", "check_tags", "tag_entry_bits", "TAG_MARGIN", "MEM_TOP_DEFAULTS",
-           "request_queue_depth"]
+           "request_queue_depth", "TARGET_LEVEL_LATENCY", "TARGET_LEVEL_READS",
+           "MAX_TARGET_LATENCY", "MAX_TARGET_READS", "check_target"]
+
+#: The level field's read latency of the target memory (cycles): the engine's responder
+#: reads the ``on_die`` host memory of its load and READ rows in this many cycles.
+#: Ref: spec.host.ON_DIE.read_latency (an assumption stated there: HBM as an engine
+#: with its own port into the memory system sees it).
+TARGET_LEVEL_LATENCY = ON_DIE.read_latency
+#: Reads of the target memory in flight at the level field: what the engine's responder
+#: keeps in flight at that host. Ref: docs/rdma.md, "RDMA READ and atomics at the
+#: requester": one READ every 152 to 154 cycles against 300-cycle host reads, so by
+#: Little's law 300 / 153 = 2 reads in flight (its atomics fence: one).
+TARGET_LEVEL_READS = 2
+#: Bounds of the target memory's parameters (a choice: the largest host read latency
+#: of spec.host's profiles is 560, and 16 slots is more than any engine figure needs).
+MAX_TARGET_LATENCY = 4096
+MAX_TARGET_READS = 16
+
+
+def check_target(target_latency, target_reads):
+    """``(target_latency, target_reads)`` if each is an int in its range (0 to
+    :data:`MAX_TARGET_LATENCY`, 1 to :data:`MAX_TARGET_READS`); ``ValueError`` naming
+    the one that is not."""
+    for name, v, lo, hi in (("target_latency", target_latency, 0, MAX_TARGET_LATENCY),
+                            ("target_reads", target_reads, 1, MAX_TARGET_READS)):
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {v!r}")
+    return target_latency, target_reads
 
 #: Per-node counters of NicMemTop (ports ``cnt_rx[p].<name>`` and ``cnt_resp[p].<name>``,
 #: the receiver's and the responder's): the receiver's drops by

@@ -110,3 +110,80 @@ def test_point_pairs_landings_with_requests_and_counts_busy_tags():
     assert peak_busy([0, 1, 10], [5, 9, 14], pairs) == 2
     # A tag freed in cycle 9 and one taken in 9 (busy from 10) never overlap.
     assert peak_busy([0, 9], [9, 20], [(0, 0), (1, 1)]) == 1
+
+
+def test_target_memory_parameters_are_named(capsys):
+    from spec.host import ON_DIE
+    from spec.nic_mem import TARGET_LEVEL_LATENCY, check_target
+
+    assert TARGET_LEVEL_LATENCY == ON_DIE.read_latency == 300
+    for kw, name in ((dict(target_latency=-1), "target_latency"),
+                     (dict(target_latency=4097), "target_latency"),
+                     (dict(target_latency=1.5), "target_latency"),
+                     (dict(target_latency=9, target_reads=0), "target_reads"),
+                     (dict(target_latency=9, target_reads=17), "target_reads")):
+        with pytest.raises(ValueError, match=name):
+            check_target(kw.get("target_latency", 0), kw.get("target_reads", 2))
+        with pytest.raises(ValueError, match=name):
+            NicMemTop(**kw)
+        with pytest.raises(ValueError, match=name):
+            NicMemSystemModel(**kw)
+    base = ["--design", "nic", "--op", "load"]
+    assert "--target-latency" in _sim_error(base + ["--target-latency", "-1"], capsys)
+    assert "--target-reads" in _sim_error(
+        base + ["--target-latency", "300", "--target-reads", "0"], capsys)
+    assert "--target-reads" in _sim_error(base + ["--target-reads", "2"], capsys)
+    assert "--target-latency" in _sim_error(
+        ["--design", "nic", "--target-latency", "300"], capsys)
+    assert "--target-latency" in _sim_error(
+        ["--design", "rdma", "--op", "read", "--target-latency", "300"], capsys)
+
+
+def _landings(op, n, target_latency, target_reads=2, size=128):
+    """Node 0's ``n`` back-to-back loads of ``size`` bytes (or fetch-and-adds) to node 1
+    on the `pod` profile, L2 framing: (issue cycles, landing cycles)."""
+    if op == "load":
+        cmds = [dict(op=MemOp.LOAD, dst=1, addr=64 * (2 * k % 200), length=size,
+                     laddr=64 * (2 * k % 200), a=0, b=0) for k in range(n)]
+    else:
+        cmds = [dict(op=MemOp.FETCH_ADD, dst=1, addr=8 * (k % 8), length=8, laddr=64 * k,
+                     a=1, b=0) for k in range(n)]
+    res = NicMemSystemModel(nodes=2, framing="l2", fabric="pod", tags=default_tags("pod"),
+                            target_latency=target_latency,
+                            target_reads=target_reads).run({0: cmds})
+    assert res["counters"][1]["req_ok"] == n and res["counters"][1]["drop_full"] == 0
+    return res["cmd_stamps"][0], [ev[0] for ev in res["rsp"][0]]
+
+
+@pytest.mark.parametrize("lat, reads", [(300, 2), (40, 3)])
+def test_target_latency_adds_its_cycles_and_bounds_the_rate(lat, reads):
+    """A read of the target's memory of ``lat`` cycles, ``reads`` in flight: the first
+    load lands ``lat`` cycles later than from a memory read in no cycle (an idle fabric
+    and target); back to back, a slot is held from the cycle after the previous
+    response left (the issue) for ``lat`` cycles and the response's beats (a 128-byte
+    load: 22 + 128 bytes and the FCS, 3 beats; an atomic 1), so ``reads`` loads land
+    every ``lat + 3`` cycles, and atomics, which fence, one every ``lat + 1``."""
+    beats = mem_frame_beats("l2", 128)
+    assert beats == 3
+    issue0, land0 = _landings("load", 8, 0)
+    issue, land = _landings("load", 40, lat, reads)
+    assert land[0] - issue[0] == land0[0] - issue0[0] + lat
+    for k in range(10, 40 - reads):
+        assert land[k + reads] - land[k] == lat + beats, k
+    issue0, land0 = _landings("atomic", 4, 0)
+    issue, land = _landings("atomic", 12, lat, reads)
+    assert land[0] - issue[0] == land0[0] - issue0[0] + lat
+    assert {b - a for a, b in zip(land[2:], land[3:], strict=False)} == {lat + 1}
+
+
+def test_level_column_compares_the_target_memory():
+    """The report's level check of a load row and a READ row: equal keys are level; a
+    target latency on one side only or of another value is named."""
+    from scripts.reporting.mem_ops import _level
+
+    row = dict(topology="switch", fabric="pod", attachment="integrated", completion="e2e",
+               completion_at="answer-landed", reliability="none", header="l2")
+    read = dict(row, attachment="on_die", header="roce", target_latency=300)
+    assert _level(dict(row, target_latency=300), read) == "yes"
+    assert _level(row, read) == "no: target_latency"
+    assert _level(dict(row, target_latency=0), read) == "no: target_latency"

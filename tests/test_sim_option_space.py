@@ -21,6 +21,8 @@ from scripts.sim_point import POINT_OPTIONS
 RANGES = {
     "--op": (["write", "atomic"], ["store"]),     # per design: test_op_of_the_other_design
     "--framing": (["compact", "l2"], ["eth"]),
+    "--target-latency": (["0", "4096"], ["-1", "4097"]),   # with --op load|atomic only
+    "--target-reads": (["1", "16"], ["0", "17"]),          # with a --target-latency only
     "--peers": (["1", "15"], ["0", "16"]),
     "--attachment": (["integrated", "pcie"], ["cxl"]),
     "--link-latency": (["1", "1024"], ["0", "1025"]),

@@ -5,6 +5,7 @@ from collections import deque
 from pymodel.nic.mem_frames import build_mem_frame
 from spec.formats.nic import Framing
 from spec.formats.nic_mem import MEM_WIDTH, MemOp, MemStatus, mem_header_bytes
+from spec.nic_mem import TARGET_LEVEL_READS, check_target
 
 __all__ = ["MemResponderModel"]
 
@@ -21,13 +22,18 @@ class MemResponderModel:
     first, last)`` or None, and ``wr`` the atomic's write if the beat is taken.
     ``step(c, side)`` is the clock edge: ``side["taken"]`` (the offered beat left),
     ``side["req"]`` a request from the receiver (a dict of ``req_desc_layout`` fields).
+    ``target_latency`` and ``target_reads``: the reads of the target memory (the RTL's
+    docstring), in ``fl`` (ready from cycle, request) when the latency is not 0.
     """
 
-    def __init__(self, framing, node_id, mem_words, max_payload, queue):
+    def __init__(self, framing, node_id, mem_words, max_payload, queue, target_latency=0,
+                 target_reads=TARGET_LEVEL_READS):
         self.framing, self.node_id = Framing(framing), node_id
         self.mem_words, self.max_payload, self.queue = mem_words, max_payload, queue
+        self.lat, self.reads = check_target(target_latency, target_reads)
         self.h = mem_header_bytes(framing)
         self.q = deque()                 # (visible from cycle, request)
+        self.fl = deque()                # reads in flight: (ready from cycle, request)
         self.j = 0
         self.req_ok = self.req_err = self.drop_full = 0
         self._offer = None
@@ -43,7 +49,8 @@ class MemResponderModel:
         return ok, (r["length"] if r["op"] == _LOAD else 8) if ok else 0
 
     def head(self, c):
-        return self.q[0][1] if self.q and self.q[0][0] <= c else None
+        q = self.fl if self.lat else self.q
+        return q[0][1] if q and q[0][0] <= c else None
 
     def offer(self, c, credits, wr_block, mem):
         r = self.head(c)
@@ -85,11 +92,17 @@ class MemResponderModel:
         return {"has": True, "need": need, "o": o, "wr": wr}
 
     def step(self, c, side):
+        issued = False
+        if self.lat and self.q and self.q[0][0] <= c and len(self.fl) < self.reads:
+            fenced = self.fl and self.fl[0][1]["op"] != _LOAD
+            if not fenced and (self.q[0][1]["op"] == _LOAD or not self.fl):
+                self.fl.append((c + self.lat, self.q.popleft()[1]))
+                issued = True
         if side.get("taken"):
             o, wr, last, ok = self._offer
             if last:
                 self.j = 0
-                self.q.popleft()
+                (self.fl if self.lat else self.q).popleft()
                 if ok:
                     self.req_ok += 1
                 else:
@@ -100,8 +113,11 @@ class MemResponderModel:
         if req is not None:
             # The FIFO's room as at the start of the cycle (a pop in the same cycle
             # does not make room for it).
-            if len(self.q) + (1 if side.get("taken") and self._offer[2] else 0) \
-                    >= self.queue:
+            if self.lat:
+                popped = issued
+            else:
+                popped = side.get("taken") and self._offer[2]
+            if len(self.q) + (1 if popped else 0) >= self.queue:
                 self.drop_full += 1
             else:
                 self.q.append((c + 1, req))

@@ -23,7 +23,14 @@ from pymodel.stall import stall_pattern
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import Framing
 from spec.formats.nic_mem import MEM_WIDTH
-from spec.nic_mem import MEM_TOP_DEFAULTS, check_tags, default_tags, request_queue_depth
+from spec.nic_mem import (
+    MEM_TOP_DEFAULTS,
+    TARGET_LEVEL_READS,
+    check_tags,
+    check_target,
+    default_tags,
+    request_queue_depth,
+)
 
 __all__ = ["NicMemSystemModel"]
 
@@ -34,7 +41,8 @@ class NicMemSystemModel:
 
     def __init__(self, nodes=MEM_TOP_DEFAULTS["nodes"], framing="compact", fabric="board",
                  tags=None, mem_words=MEM_TOP_DEFAULTS["mem_words"],
-                 max_payload=MEM_TOP_DEFAULTS["max_payload"]):
+                 max_payload=MEM_TOP_DEFAULTS["max_payload"], target_latency=0,
+                 target_reads=TARGET_LEVEL_READS):
         profile = fabric_profile(fabric)
         self.framing = Framing(framing)
         if not isinstance(nodes, int) or not 2 <= nodes <= 16:
@@ -42,6 +50,7 @@ class NicMemSystemModel:
         self.nodes, self.fabric = nodes, profile.name
         self.tags = default_tags(fabric) if tags is None else check_tags(tags)
         self.mem_words, self.max_payload = mem_words, max_payload
+        self.target = check_target(target_latency, target_reads)
         self.lat = profile.link
         self.hop = switch_hop_latency(profile)
         self.credits = nic_top_credits(profile, MEM_WIDTH, max_payload)
@@ -65,7 +74,7 @@ class NicMemSystemModel:
         tts = [TagTableModel(self.tags) for _ in range(n)]
         rqs = [MemRequesterModel(self.framing, node_ids[p], self.mem_words) for p in range(n)]
         rss = [MemResponderModel(self.framing, node_ids[p], self.mem_words, self.max_payload,
-                                 self.queue) for p in range(n)]
+                                 self.queue, *self.target) for p in range(n)]
         rxs = [MemRxModel(self.framing, node_ids[p], self.mem_words, self.max_payload)
                for p in range(n)]
         txs = [MemTxModel(self.credits) for _ in range(n)]
@@ -122,7 +131,7 @@ class NicMemSystemModel:
             busy = (up or any(down) or not sw.idle() or any(cr.busy() for cr in crs)
                     or any(k[p] < len(cmds.get(p, [])) for p in range(n))
                     or any(kr[p] < len(raws.get(p, [])) for p in range(n))
-                    or any(rs.q for rs in rss) or any(tx.spill or tx.busy for tx in txs)
+                    or any(rs.q or rs.fl for rs in rss) or any(tx.spill or tx.busy for tx in txs)
                     or any(rx.pend or rx.tail is not None or rx.left or rx.descq
                            for rx in rxs))
             quiet = 0 if busy else quiet + 1

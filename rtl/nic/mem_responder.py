@@ -18,6 +18,7 @@ from spec.formats.nic_mem import (
     req_desc_layout,
 )
 from spec.formats.packet import packet_signature
+from spec.nic_mem import MAX_TARGET_LATENCY, MAX_TARGET_READS, TARGET_LEVEL_READS
 
 __all__ = ["MemResponder"]
 
@@ -36,6 +37,14 @@ class MemResponder(wiring.Component):
     queue : int
         Requests the queue holds (:func:`spec.nic_mem.request_queue_depth`: every tag of
         every other node, so that honest requesters never fill it).
+    target_latency : int
+        Cycles of a read of the target memory (0 to 4,096; 0, the default: the responder
+        as without it, the memory read in the cycle the beat leaves).
+        :data:`spec.nic_mem.TARGET_LEVEL_LATENCY` is the engine's ``on_die`` host read.
+    target_reads : int
+        Reads of the target memory in flight at most (1 to 16; used only with a
+        ``target_latency``). :data:`spec.nic_mem.TARGET_LEVEL_READS` is what the engine's
+        responder keeps in flight at its host.
 
     Ports
     -----
@@ -83,9 +92,21 @@ class MemResponder(wiring.Component):
     atomic's read, its write and its one-beat response are in the same cycle. The
     head leaves the queue with its response's last beat; the next response can start
     in the next cycle. ``o.ready`` low holds everything.
+
+    With a ``target_latency`` L: the queue's head issues its read into one of
+    ``target_reads`` in-flight slots (in order; a load when no atomic is in flight, an
+    atomic when nothing is: the atomic fences, so that its read-modify-write sees every
+    earlier atomic's write without a per-address hazard check), and it is the response
+    side's head L cycles after the cycle it issued, once every request issued before it
+    has been answered (``has`` only from then). A request given in cycle ``t`` issues
+    from ``t + 1``; its slot is freed with its response's last beat. The latency is
+    timing only: the bytes are the memory's in the cycle each beat leaves, as above
+    (the responses leave in issue order, so no read sees a write it would not have
+    seen).
     """
 
-    def __init__(self, framing, mem_words, max_payload, queue):
+    def __init__(self, framing, mem_words, max_payload, queue, target_latency=0,
+                 target_reads=TARGET_LEVEL_READS):
         try:
             self.framing = Framing(framing)
         except ValueError:
@@ -93,6 +114,10 @@ class MemResponder(wiring.Component):
         self.mem_words = check_int(self, "memory depth (words)", mem_words, 2, 2**20)
         self.max_payload = check_int(self, "max_payload", max_payload, 1, 8191)
         self.queue = check_int(self, "queue", queue, 1, 1 << 16)
+        self.target_latency = check_int(self, "target_latency", target_latency, 0,
+                                        MAX_TARGET_LATENCY)
+        self.target_reads = check_int(self, "target_reads", target_reads, 1,
+                                      MAX_TARGET_READS)
         self.h = mem_header_bytes(self.framing)
         self.max_beats = -(-(self.h + max_payload) // MEM_WIDTH)
         super().__init__({
@@ -115,7 +140,12 @@ class MemResponder(wiring.Component):
         with m.If(self.req.valid & ~q.w_rdy):
             m.d.sync += self.drop_full.eq(self.drop_full + 1)
         r = Signal(req_desc_layout)
-        m.d.comb += [r.eq(q.r_data), self.has.eq(q.r_rdy)]
+        if self.target_latency:
+            head_ok, pop = self._in_flight(m, q, r)
+        else:
+            head_ok, pop = q.r_rdy, q.r_en
+            m.d.comb += r.eq(q.r_data)
+        m.d.comb += self.has.eq(head_ok)
 
         size = self.mem_words * w
         end = Signal(34)
@@ -162,12 +192,12 @@ class MemResponder(wiring.Component):
         beat = self.o.payload
         take = Signal()
         m.d.comb += [
-            self.o.valid.eq(q.r_rdy & ((j != 0) | self.start_ok)
+            self.o.valid.eq(head_ok & ((j != 0) | self.start_ok)
                             & ~(atomic_ok & self.wr_block)),
             beat.data.eq(raw & mask), beat.nbytes.eq(nbytes),
             beat.first.eq(j == 0), beat.last.eq(last),
             take.eq(self.o.valid & self.o.ready),
-            q.r_en.eq(take & last),
+            pop.eq(take & last),
             self.wr.valid.eq(take & writes),
             self.wr.payload.addr.eq(base),
             self.wr.payload.data.eq((new << (lane * 64))[:8 * w]),
@@ -181,3 +211,41 @@ class MemResponder(wiring.Component):
                 with m.Else():
                     m.d.sync += self.req_err.eq(self.req_err + 1)
         return m
+
+    def _in_flight(self, m, q, r):
+        """The reads in flight: ``target_reads`` slots (request and cycles left) in a
+        ring, filled from the queue's head in order. Returns (the response side's head
+        is ready, its pop)."""
+        k, lat = self.target_reads, self.target_latency
+        reqs = [Signal(req_desc_layout, name=f"fl_req{i}") for i in range(k)]
+        left = [Signal(range(lat), name=f"fl_left{i}") for i in range(k)]
+        hp = Signal(range(k))
+        n = Signal(range(k + 1))
+        pop = Signal()
+        fenced = (n != 0) & (r.op != MemOp.LOAD)
+        incoming = Signal(req_desc_layout)
+        m.d.comb += incoming.eq(q.r_data)
+        issue = Signal()
+        m.d.comb += issue.eq(q.r_rdy & (n < k) & ~fenced
+                             & ((incoming.op == MemOp.LOAD) | (n == 0)))
+        m.d.comb += q.r_en.eq(issue)
+        tail = Signal(range(k))
+        m.d.comb += tail.eq(Mux(hp + n >= k, hp + n - k, hp + n))
+        for i in range(k):
+            with m.If(issue & (tail == i)):
+                m.d.sync += [reqs[i].eq(incoming), left[i].eq(lat - 1)]
+            with m.Elif(left[i] != 0):
+                m.d.sync += left[i].eq(left[i] - 1)
+        with m.Switch(hp):
+            for i in range(k):
+                with m.Case(i):
+                    m.d.comb += r.eq(reqs[i])
+        head_left = Signal(range(lat))
+        with m.Switch(hp):
+            for i in range(k):
+                with m.Case(i):
+                    m.d.comb += head_left.eq(left[i])
+        m.d.sync += n.eq(n + issue - pop)
+        with m.If(pop):
+            m.d.sync += hp.eq(Mux(hp == k - 1, 0, hp + 1))
+        return (n != 0) & (head_left == 0), pop

@@ -25,7 +25,9 @@ from spec.nic_mem import (
     MEM_RESP_COUNTERS,
     MEM_RX_COUNTERS,
     MEM_TOP_DEFAULTS,
+    TARGET_LEVEL_READS,
     check_tags,
+    check_target,
     default_tags,
     request_queue_depth,
 )
@@ -59,13 +61,15 @@ class NicMemTop(HarnessTop):
     Parameters: ``nodes`` (2 to 16), ``framing``, ``fabric``, ``tags`` (None:
     :func:`spec.nic_mem.default_tags` of the fabric), ``mem_words`` and ``max_payload``
     (:data:`spec.nic_mem.MEM_TOP_DEFAULTS`), ``items`` (command player depth), ``raws``
-    (raw player depth), ``events`` (recorder depth). The datapath is 64 bytes.
+    (raw player depth), ``events`` (recorder depth), ``target_latency`` and
+    ``target_reads`` (every node's :class:`MemResponder`: the read of its target memory;
+    0, the default, reads it in no cycle). The datapath is 64 bytes.
     """
 
     def __init__(self, nodes=MEM_TOP_DEFAULTS["nodes"], framing="compact", fabric="board",
                  tags=None, mem_words=MEM_TOP_DEFAULTS["mem_words"],
                  max_payload=MEM_TOP_DEFAULTS["max_payload"], items=256, raws=16,
-                 events=1024):
+                 events=1024, target_latency=0, target_reads=TARGET_LEVEL_READS):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -81,6 +85,11 @@ class NicMemTop(HarnessTop):
         except ValueError as exc:
             reject(self, str(exc))
         self.mem_words, self.max_payload = mem_words, max_payload
+        try:
+            self.target_latency, self.target_reads = check_target(target_latency,
+                                                                  target_reads)
+        except ValueError as exc:
+            reject(self, str(exc))
         self.link_latency = profile.link
         self.hop_latency = switch_hop_latency(profile)
         self.credits = nic_top_credits(profile, MEM_WIDTH, max_payload)
@@ -90,7 +99,8 @@ class NicMemTop(HarnessTop):
         self.blocks = [dict(
             tt=TagTable(self.tags, mem_words),
             rq=MemRequester(self.framing, mem_words),
-            rs=MemResponder(self.framing, mem_words, max_payload, self.queue),
+            rs=MemResponder(self.framing, mem_words, max_payload, self.queue,
+                            self.target_latency, self.target_reads),
             rx=MemRx(self.framing, mem_words, max_payload),
             nic_tx=MemTx(self.credits),
             mem=LocalMemory(mem_words),

@@ -6,11 +6,18 @@ the integrated attachment, no link-level retry, an Ethernet-class header and the
 completion (the answer in the requester's memory, the requester told); loads and READs
 of 64, 128 and 256 bytes, at ``board`` and ``pod``, each point co-simulated (RTL =
 model) as ``make sim ARGS="--design nic --op load|atomic --framing l2"`` and
-``--design rdma --op read|atomic`` run it. Each pair of rows is checked level by its
-level-field keys (:func:`spec.metrics.level_keys`), and the section says which are."""
+``--design rdma --op read|atomic`` run it, the NIC's targets reading their memory in the
+engine's ``on_die`` host read latency (``--target-latency``). Each pair of rows is
+checked level by its level-field keys (:func:`spec.metrics.level_keys`), and the section
+says which are."""
 
 from spec.metrics import level_keys
-from spec.nic_mem import MEM_TOP_DEFAULTS, tag_entry_bits
+from spec.nic_mem import (
+    MEM_TOP_DEFAULTS,
+    TARGET_LEVEL_LATENCY,
+    TARGET_LEVEL_READS,
+    tag_entry_bits,
+)
 from spec.rdma_read_req import slot_bits
 from tb.nic.mem_point import run_mem_point
 from tb.rdma.read_point import READ_DEPTH, READ_TOP, model_read_rate, run_read_point
@@ -42,7 +49,8 @@ def mem_ops_jobs(sim, messages):
             for size in (SIZES if nic_op == "load" else (8,)):
                 common = dict(sim=sim, msg_bytes=size, messages=messages, fabric=fabric)
                 jobs.append((f"nic {nic_op} {size} B {fabric}", run_mem_point,
-                             dict(common, op=nic_op, framing=NIC_FRAMING)))
+                             dict(common, op=nic_op, framing=NIC_FRAMING,
+                                  target_latency=TARGET_LEVEL_LATENCY)))
                 jobs.append((f"rdma {rdma_op} {size} B {fabric}", run_read_point,
                              dict(common, op=rdma_op)))
     return jobs
@@ -70,7 +78,7 @@ def _level(row, other):
         a, b = level_keys(row), level_keys(other)
     except ValueError as error:
         return f"no ({error})"
-    diff = sorted(k for k in a if a[k] != b[k])
+    diff = sorted(k for k in {**a, **b} if a.get(k) != b.get(k))
     return "yes" if not diff else "no: " + ", ".join(diff)
 
 
@@ -104,16 +112,21 @@ def mem_ops_section(rows, messages, sim, rates=()):
         f"{messages} operations back to back from one requester to one target, loads and "
         "READs of 64, 128 and 256 bytes, 8-byte fetch-and-adds, co-simulated on "
         f"{sim}. NIC: `make sim ARGS=\"--design nic --op load|atomic --framing l2 "
-        "--msg-bytes <n> --fabric <profile>\"` (`NicMemTop`, its local memory on the "
-        "accelerator's die; latency from the first request's issue to its response landed, "
-        "docs/nic.md, Loads and atomics). RDMA: `make sim ARGS=\"--design rdma --op "
+        f"--msg-bytes <n> --fabric <profile> --target-latency {TARGET_LEVEL_LATENCY}\"` "
+        "(`NicMemTop`, its target's memory on the accelerator's die read in "
+        f"{TARGET_LEVEL_LATENCY} cycles, the engine's `on_die` host read, "
+        f"{TARGET_LEVEL_READS} reads in flight, what the engine's responder keeps in flight "
+        "at its host, an atomic fencing them as the engine's does; latency from the first "
+        "request's issue to its response landed, docs/nic.md, Loads and atomics). RDMA: "
+        "`make sim ARGS=\"--design rdma --op "
         "read|atomic --msg-bytes <n> --fabric <profile>\"` (two nodes of `RdmaFabricTop` "
         "with the requester's READs, 16 slots, ORD 16, one QP, `on_die` host; latency from "
         "the doorbell taken to the first CQE in host memory, docs/rdma.md, RDMA READ and "
         "atomics at the requester). Level field: the same fabric profile (links, switch "
         "hop, credits), integrated attachment, no link-level retry, an Ethernet-class "
         "header (NIC L2, engine RoCEv2), completion when the answer is in the "
-        "requester's memory and the requester is told (`answer-landed`); the `level` "
+        "requester's memory and the requester is told (`answer-landed`), the same read "
+        "latency of the memory that answers (`target_latency`); the `level` "
         "column compares each pair's level-field keys (`spec.metrics.level_keys`). ii: "
         "cycles per operation between the first and the last completion. State: the "
         "requester's bits per outstanding operation.",

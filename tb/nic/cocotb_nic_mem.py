@@ -33,7 +33,8 @@ from tb.cosim import cosim_params
 from tb.harness import Harness, dump_memory, load_memory
 from tb.scoreboard import Scoreboard
 
-TOP_KEYS = ("nodes", "framing", "fabric", "tags", "mem_words", "max_payload")
+TOP_KEYS = ("nodes", "framing", "fabric", "tags", "mem_words", "max_payload",
+            "target_latency", "target_reads")
 CMD_FIELDS = ("op", "dst", "addr", "length", "laddr", "a", "b")
 
 

@@ -25,7 +25,15 @@ from rtl.tops.nic_mem_top import NicMemTop
 from spec.checks import silence
 from spec.fabric_profiles import fabric_profile
 from spec.formats.nic_mem import MemOp
-from spec.nic_mem import MEM_OPS, MEM_TOP_DEFAULTS, OP_NAMES, default_tags, tag_entry_bits
+from spec.nic_mem import (
+    MEM_OPS,
+    MEM_TOP_DEFAULTS,
+    OP_NAMES,
+    TARGET_LEVEL_READS,
+    check_target,
+    default_tags,
+    tag_entry_bits,
+)
 from tb.cosim import run_cosim
 from tb.nic.headline import comparison_keys
 
@@ -48,9 +56,12 @@ def mem_commands(op, msg_bytes, messages, peers, mem_words):
 
 
 def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
-                  fabric="board", max_payload=None, test_id=None, check_only=False):
+                  fabric="board", max_payload=None, target_latency=0, target_reads=None,
+                  test_id=None, check_only=False):
     """Co-simulate the point; return its row (``check_only``: check, build nothing, return
-    None). ``ValueError`` names a bad parameter."""
+    None). ``target_latency`` and ``target_reads``: the targets' memory reads
+    (:class:`rtl.nic.mem_responder.MemResponder`; ``target_reads`` None: 2,
+    :data:`spec.nic_mem.TARGET_LEVEL_READS`). ``ValueError`` names a bad parameter."""
     if op not in OP_NAMES:
         raise ValueError(f"op must be one of {list(MEM_OPS)} (write: the store points), "
                          f"not {op!r}")
@@ -65,9 +76,14 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
         raise ValueError(f"messages must be at most 1024 for op {op!r} (the command "
                          f"player's depth), not {messages}")
     mem_words = MEM_TOP_DEFAULTS["mem_words"]
+    reads = TARGET_LEVEL_READS if target_reads is None else target_reads
+    check_target(target_latency, reads)
     params = dict(nodes=peers + 1, framing=framing, fabric=profile.name,
                   tags=default_tags(profile.name), mem_words=mem_words,
                   max_payload=max_payload)
+    if target_latency:
+        # Only with a latency: the default top's parameters (and its build) as without.
+        params.update(target_latency=target_latency, target_reads=reads)
     # Recorder depth: every uplink beat of a node, a response of ``max_payload`` bytes
     # being its payload's beats and at most two more (header, tail), per operation.
     events = (-(-max_payload // 64) + 2) * messages + 64
@@ -86,7 +102,8 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
            "msg_bytes": msg_bytes if op == "load" else 8, "messages": messages,
            "peers": peers, **comparison_keys(framing, fabric=profile.name),
            "completion": "e2e", "completion_at": "answer-landed",
-           "tags": params["tags"], "tag_entry_bits": entry}
+           "tags": params["tags"], "tag_entry_bits": entry,
+           "target_latency": target_latency, "target_reads": reads if target_latency else 0}
     pairs = landing_order(nd["issued"], nd["landed"])
     for side, issue, land in (("rtl", nd["cmd_rtl"], nd["rsp_rtl"]),
                               ("model", nd["cmd"], nd["rsp"])):

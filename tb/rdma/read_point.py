@@ -120,7 +120,8 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
     row = {"design": "rdma", "op": op, "framing": "rocev2", "simulator": sim,
            "msg_bytes": msg_bytes if op == "read" else 8, "messages": messages, "qps": 1,
            **comparison_keys(host, name, topology="switch"), "completion_at": "answer-landed",
-           "read_slots": READ_TOP["reads"], "ord": ord_, "read_op_bits": bits}
+           "read_slots": READ_TOP["reads"], "ord": ord_, "read_op_bits": bits,
+           "target_latency": PROFILES[host].read_latency}
     for side in ("rtl", "model"):
         t = res[side] or {"mmio": [None], "completed": []}
         done = t["completed"]
