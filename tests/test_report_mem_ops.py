@@ -73,3 +73,16 @@ def test_rate_jobs_and_their_table():
     md = mem_ops_section([], 1000, "verilator", [dict(qps=4096, messages=4096, ii_cycles=200.0,
                                                       ops_per_s=5e6)])
     assert "| 4,096 | 4,096 | 200.0 | 5.00 M |" in md
+
+
+def test_nic_jobs_read_the_engines_target_memory():
+    """The NIC's targets are built with the engine's on_die host read latency, which the
+    READ rows carry as their target_latency (the level key)."""
+    from scripts.reporting.mem_ops import mem_ops_jobs
+    from spec.host import PROFILES
+    from tb.rdma.read_point import READ_HOST
+
+    jobs = mem_ops_jobs("verilator", 16)
+    nic = [kw for _, fn, kw in jobs if fn.__module__ == "tb.nic.mem_point"]
+    assert nic and all(kw["target_latency"] == PROFILES[READ_HOST].read_latency == 300
+                       for kw in nic)
