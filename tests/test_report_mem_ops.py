@@ -56,10 +56,14 @@ def test_section_shows_each_rows_figures_and_level():
                  **_keys("rdma", "pod"))]
     md = mem_ops_section(rows, 1000, "verilator")
     assert md.startswith("## Loads and atomics")
-    assert "| nic | load | 128 | pod | 1,234 | 3.0 | 333.33 M | 34 | yes | 0 |" in md
-    assert "| rdma | read | 128 | pod | 4,321 | 250.0 | 4.00 M | 133 | yes | 2 |" in md
+    # In flight by Little's law: latency / ii (1,234 / 3, 4,321 / 250), times the bits.
+    assert ("| nic | load | 128 | pod | 1,234 | 3.0 | 333.33 M | 34 | 411.3 | 13,985 | yes "
+            "| 0 |") in md
+    assert ("| rdma | read | 128 | pod | 4,321 | 250.0 | 4.00 M | 133 | 17.3 | 2,299 | yes "
+            "| 2 |") in md
     # A pair on different fabrics is said not to be level, naming the key.
-    assert "| nic | atomic | 8 | board | 10 | 2.0 | 500.00 M | 34 | no: fabric | 0 |" in md
+    assert ("| nic | atomic | 8 | board | 10 | 2.0 | 500.00 M | 34 | 5.0 | 170 | no: fabric "
+            "| 0 |") in md
     assert "Not a level-field comparison" not in md
 
 

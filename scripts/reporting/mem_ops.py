@@ -129,23 +129,29 @@ def mem_ops_section(rows, messages, sim, rates=()):
         "latency of the memory that answers (`target_latency`); the `level` "
         "column compares each pair's level-field keys (`spec.metrics.level_keys`). ii: "
         "cycles per operation between the first and the last completion. State: the "
-        "requester's bits per outstanding operation.",
+        "requester's bits per outstanding operation. In flight at the rate: Little's law, "
+        "operations/s x latency (latency / ii), what the row's rate needs outstanding (the "
+        "NIC's tags or the engine's ORD of 16 limit the rate only when it exceeds them); "
+        "times the state, the requester's bits that rate keeps busy.",
         "",
         "| design | op | bytes | fabric | latency (cycles) | ii (cycles) | operations/s "
-        "| state per outstanding op (bits) | level with the other design | "
-        "RTL/model mismatches |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| state per outstanding op (bits) | in flight at the rate | their bits "
+        "| level with the other design | RTL/model mismatches |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for k, row in enumerate(rows):
         other = rows[k + 1] if k % 2 == 0 and k + 1 < len(rows) else (
             rows[k - 1] if k % 2 else None)
         bits = row.get("tag_entry_bits", row.get("read_op_bits"))
         ops = row.get("ops_per_s_rtl")
+        lat, ii = row.get("latency_cycles_rtl"), row.get("ii_cycles_rtl")
+        flight = lat / ii if lat is not None and ii else None
         lines.append(
             f"| {row['design']} | {row['op']} | {row.get('msg_bytes', '-')} "
             f"| {row['fabric']} | {_num(row.get('latency_cycles_rtl'))} "
             f"| {_num(row.get('ii_cycles_rtl'), 1)} "
             f"| {_num(ops / 1e6 if ops else None, 2)} M | {_num(bits)} "
+            f"| {_num(flight, 1)} | {_num(flight * bits if flight and bits else None)} "
             f"| {_level(row, other)} | {row['mismatches']} |")
     lines += ["", "Requester state per read in flight:", "", *state_lines()]
     if rates:
