@@ -70,6 +70,15 @@ def _opt(text):
     return text
 
 
+def _cxx_flags(text):
+    words = text.split()
+    bad = [w for w in words if not w.startswith("-") or "'" in w or '"' in w or "\\" in w]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"expected C++ options separated by spaces, each starting with '-', not {bad!r}")
+    return " ".join(words)
+
+
 def _build_dir(text):
     path = Path(text)
     names = [p.stem for p in path.glob("*.v")] if path.is_dir() else []
@@ -97,7 +106,7 @@ def parse_args(argv=None):
                     help="cycles of the counted run (default 3,000)")
     ap.add_argument("--no-split", action="store_true",
                     help="without the harness's own Verilator options (VERILATOR_ARGS)")
-    ap.add_argument("--cxx-flags", default="", metavar="FLAGS",
+    ap.add_argument("--cxx-flags", type=_cxx_flags, default="", metavar="FLAGS",
                     help="more C++ flags for the model's files, after --opt (for example "
                          "--cxx-flags=-fstrict-aliasing)")
     return ap.parse_args(argv)
