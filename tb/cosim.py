@@ -35,6 +35,7 @@ from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of th
     BUILD,
     ROOT,
     _zero_loop,
+    bit_selects,
     cached_verilog,
     export_verilog,
     icarus_time_zero,
@@ -203,7 +204,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     t0 = time.monotonic()
     text = cached_verilog(top, name)
     t0 = _progress(name, sim, "export", t0)
-    text = add_dump_hooks(text)
+    text = add_dump_hooks(bit_selects(text))
     if sim == "icarus":
         text = icarus_time_zero(text)
     opt = opt or os.environ.get("VERILATOR_OPT") or DEFAULT_OPT

@@ -2,8 +2,9 @@
 
 :func:`export_verilog` writes a top's Verilog with its zero memory initialisers folded
 into loops, :func:`cached_verilog` keeps each export in ``build/verilog/`` keyed by the
-RTL and spec sources and the top's parameters, and :func:`icarus_time_zero` gives Icarus
-the time-zero initial values Verilator takes from the declarations.
+RTL and spec sources and the top's parameters, :func:`bit_selects` writes the one-bit
+results of shifts as bit selects, and :func:`icarus_time_zero` gives Icarus the time-zero
+initial values Verilator takes from the declarations.
 """
 
 import contextlib
@@ -17,7 +18,7 @@ from spec.checks import silence
 from tb import comb_check
 
 __all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "verilog_key",
-           "list_build", "icarus_time_zero", "locked"]
+           "list_build", "bit_selects", "icarus_time_zero", "locked"]
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -201,3 +202,46 @@ def icarus_time_zero(text):
     """
     return _TIME_ZERO.sub(lambda mt: f"{mt.group(1)}reg {mt.group(2)};\n"
                           f"{mt.group(1)}initial #0 {mt.group(2)} = 1'h0;", text)
+
+
+_ID = r"(?:\\\S+ |[A-Za-z_][\w$]*)"
+_DECL = re.compile(r"^[ \t]*(?:input|output|wire|reg)(?: signed)?(?: \[(\d+):0\])? (" + _ID
+                   + r")(?=[ ;=,\[]|$)", re.M)
+_SHIFT = re.compile(r"^([ \t]*assign )(" + _ID + r") ?= (" + _ID + r") ?>> (" + _ID
+                    + r")(?:\[(\d+):(\d+)\])?;$", re.M)
+
+
+def bit_selects(text):
+    """Write ``assign y = v >> i;``, with ``y`` one bit wide, as ``assign y = v[i];``
+    wherever every value of ``i`` lies inside ``v`` (``2 ** len(i) <= len(v)``; ``i`` a
+    signal or a constant part-select of one).
+
+    The two are the same bit for every ``i`` in range: bit ``i`` of ``v``, or X where
+    ``i`` has an X bit. Yosys writes Amaranth's ``bit_select(i, 1)`` on a signal as the
+    shift, and Verilator evaluates that as a shift of all of ``v``'s words before it
+    keeps one bit (RdmaTop: the context caches' ``filling`` bits, 256 wide, read at
+    several entries every cycle); a bit select reads one word. A shift of a wider
+    result, or whose amount can leave ``v``, stays as it is.
+    """
+    def module(mod):
+        widths = {}
+        for decl in _DECL.finditer(mod):
+            widths[decl.group(2).strip()] = int(decl.group(1)) + 1 if decl.group(1) else 1
+
+        def select(mt):
+            lhs, value, amount = (g.strip() for g in mt.group(2, 3, 4))
+            if mt.group(5) is not None:
+                hi, lo = int(mt.group(5)), int(mt.group(6))
+                bits = hi - lo + 1 if hi >= lo and amount in widths and \
+                    hi < widths[amount] else None
+            else:
+                bits = widths.get(amount)
+            if widths.get(lhs) != 1 or value not in widths or bits is None or \
+                    2 ** bits > widths[value]:
+                return mt.group(0)
+            index = mt.group(4) + (f"[{mt.group(5)}:{mt.group(6)}]" if mt.group(5) else "")
+            space = "" if mt.group(2).endswith(" ") else " "
+            return f"{mt.group(1)}{mt.group(2)}{space}= {mt.group(3)}[{index}];"
+        return _SHIFT.sub(select, mod)
+
+    return "".join(module(mod) for mod in re.split(r"(?<=endmodule\n)", text))

@@ -233,6 +233,7 @@ def _fake_build_dir(tmp_path):
     (["--cycles", "0"], "--cycles"),
     (["--repeats", "two"], "--repeats"),
     (["--callgrind-cycles", "-1"], "--callgrind-cycles"),
+    (["--cxx-flags", "O2"], "--cxx-flags"),
 ])
 def test_alone_bad_option_is_an_error_naming_it(tmp_path, extra, option, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -249,3 +250,6 @@ def test_alone_refuses_a_folder_that_is_not_a_build(tmp_path, capsys):
     assert "not a Verilator build folder" in capsys.readouterr().err
     args = alone.parse_args([str(_fake_build_dir(tmp_path)), "--opt", "O2"])
     assert args.opt == "-O2" and args.cycles == 200_000 and not args.callgrind
+    assert args.cxx_flags == ""
+    args = alone.parse_args([str(_fake_build_dir(tmp_path)), "--cxx-flags=-fgcse  -ftree-pre"])
+    assert args.cxx_flags == "-fgcse -ftree-pre"

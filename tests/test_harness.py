@@ -53,6 +53,39 @@ def test_fast_export_writes_the_same_verilog():
     assert fast == plain
 
 
+def test_one_bit_shifts_become_bit_selects_only_where_the_index_stays_inside():
+    """tb.verilog_export.bit_selects: ``y = v >> i`` with a one-bit ``y`` is ``v[i]``
+    when every ``i`` lies inside ``v``; wider results and amounts that can leave ``v``
+    keep the shift."""
+    from tb.verilog_export import bit_selects
+
+    text = """module m(a, i, k, p, y0, y1, y2, y3, y4);
+  input [255:0] a;
+  input [7:0] i;
+  input [8:0] k;
+  input [39:0] p;
+  output y0;
+  output y1;
+  output [1:0] y2;
+  output y3;
+  output y4;
+  wire \\$5 ;
+  assign y0 = a >> i;
+  assign y1 = a >> k;
+  assign y2 = a >> i;
+  assign y3 = a >> p[39:32];
+  assign y4 = a >> p[39:31];
+  assign \\$5  = a >> i;
+endmodule
+"""
+    want = (text.replace("y0 = a >> i;", "y0 = a[i];")
+            .replace("y3 = a >> p[39:32];", "y3 = a[p[39:32]];")
+            .replace("\\$5  = a >> i;", "\\$5 = a[i];"))
+    assert bit_selects(text) == want
+    assert bit_selects(text.replace("[255:0] a", "[254:0] a")) == \
+        text.replace("[255:0] a", "[254:0] a")
+
+
 def test_file_reads_of_memories_equal_vpi_reads(sim, test_id):
     """tb.bulk_dump: a memory written to a file by the simulator reads the same as
     through VPI; partial files, a snapshot at the wrong clock phase and (Icarus) X bits

@@ -4,13 +4,16 @@ import random
 import zlib
 
 import pytest
+from amaranth import Module, Shape, Signal
+from amaranth.sim import Simulator
 
 from pymodel.fcs import FCS_GOOD_RESIDUE, FcsInserterModel, fcs_bytes, fcs_ok
 from pymodel.packet import beats_to_frames, frame_to_beats
 from rtl.common import gf2
 from rtl.common.crc32 import CRC32_INIT, CRC32_RESIDUE, Crc32Core, crc32_step
 from rtl.common.fcs_checker import FcsChecker
-from rtl.common.fcs_inserter import FcsInserter
+from rtl.common.fcs_inserter import FcsInserter, fcs_at
+from spec.formats.packet import packet_layout
 from tb.amsim import get_all, put_all, run_sim
 
 
@@ -84,6 +87,32 @@ def test_inserter_frames_and_no_bubble(width, pattern):
         assert cycles == list(range(cycles[0], cycles[0] + n_out))
         model_beats, _, _ = FcsInserterModel(width).run(frames)
         assert beats == model_beats
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_fcs_placement_is_the_left_shift_for_every_count(width):
+    """fcs_at equals ``(crc << 8 n)`` cut to the window, for every value the ``nbytes``
+    field can hold (also those above the beat, where the FCS falls outside)."""
+    n_bits = Shape.cast(packet_layout(width)["nbytes"].shape).width
+    crc, n = Signal(32), Signal(n_bits)
+    out = Signal(8 * width + 32)
+    m = Module()
+    m.d.comb += out.eq(fcs_at(crc, n, width))
+    rng = random.Random(width)
+    cases = [(c, k) for k in range(1 << n_bits)
+             for c in (0xFFFFFFFF, 0x80000001, rng.getrandbits(32))]
+    got = []
+
+    async def bench(ctx):
+        for c, k in cases:
+            ctx.set(crc, c)
+            ctx.set(n, k)
+            got.append(ctx.get(out))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == [(c << (8 * k)) & ((1 << (8 * width + 32)) - 1) for c, k in cases]
 
 
 def test_checker_counts_good_and_bad():

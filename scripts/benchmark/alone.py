@@ -70,6 +70,15 @@ def _opt(text):
     return text
 
 
+def _cxx_flags(text):
+    words = text.split()
+    bad = [w for w in words if not w.startswith("-") or "'" in w or '"' in w or "\\" in w]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"expected C++ options separated by spaces, each starting with '-', not {bad!r}")
+    return " ".join(words)
+
+
 def _build_dir(text):
     path = Path(text)
     names = [p.stem for p in path.glob("*.v")] if path.is_dir() else []
@@ -97,15 +106,18 @@ def parse_args(argv=None):
                     help="cycles of the counted run (default 3,000)")
     ap.add_argument("--no-split", action="store_true",
                     help="without the harness's own Verilator options (VERILATOR_ARGS)")
+    ap.add_argument("--cxx-flags", type=_cxx_flags, default="", metavar="FLAGS",
+                    help="more C++ flags for the model's files, after --opt (for example "
+                         "--cxx-flags=-fstrict-aliasing)")
     return ap.parse_args(argv)
 
 
-def build(build_dir, opt, verilator_args):
+def build(build_dir, opt, verilator_args, cxx_flags=""):
     """The stand-alone binary of the model in ``build_dir`` (built once per options)."""
     from tb.cosim import toolchain_path
 
     name = next(build_dir.glob("*.v")).stem
-    tag = hashlib.sha1(" ".join([opt, *verilator_args]).encode()).hexdigest()[:6]
+    tag = hashlib.sha1(" ".join([opt, *verilator_args, cxx_flags]).encode()).hexdigest()[:6]
     out = build_dir / f"alone{opt}-{tag}"
     binary = out / "alone"
     source, config = build_dir / f"{name}.v", build_dir / "public.vlt"
@@ -116,7 +128,8 @@ def build(build_dir, opt, verilator_args):
     toolchain_path()
     env = dict(os.environ)
     # The same C++ flags as tb.cosim.run_cosim gives the harness's builds.
-    env["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} OPT_GLOBAL={opt} "
+    fast = f"{opt} {cxx_flags}".strip().replace(" ", "\\ ")
+    env["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={fast} OPT_GLOBAL={opt} "
                         f"OPT_SLOW=-O0")
     if shutil.which("ccache"):
         env.setdefault("OBJCACHE", "ccache")
@@ -155,7 +168,8 @@ def main(argv=None):
     from tb.cosim import DEFAULT_OPT, VERILATOR_ARGS
 
     opt = args.opt or os.environ.get("VERILATOR_OPT") or DEFAULT_OPT
-    binary = build(args.build_dir, opt, () if args.no_split else VERILATOR_ARGS)
+    binary = build(args.build_dir, opt, () if args.no_split else VERILATOR_ARGS,
+                   args.cxx_flags)
     print(f"{binary}")
     for _ in range(args.repeats):
         r = run(binary, args.cycles)
