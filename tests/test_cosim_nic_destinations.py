@@ -49,6 +49,16 @@ def test_nic_destinations_zipf(sim, test_id):
               test_id=test_id, params=params)
 
 
+@pytest.mark.slow(reason="round robin runs the top without retry in make test; the "
+                        "reliable links carry the wide frames as any other")
+def test_nic_destinations_over_link_retry(sim, test_id):
+    """The round robin run with every link a reliable link (clean wires): RTL = model
+    exactly."""
+    top, params = dest_params(300, retry=True)
+    run_cosim(top, name="nic_top_dest4096_retry", test_module="tb.nic.cocotb_nic",
+              sim=sim, test_id=test_id, params=params)
+
+
 @pytest.mark.parametrize("kw,name", [
     (dict(framing="compact", completion="e2e"), "needs framing 'l2'"),
     (dict(framing="l2", completion="credit"), "needs completion 'e2e'"),
