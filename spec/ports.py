@@ -218,17 +218,24 @@ def faulty_link_signatures(tag=False, side=False):
     return SettingsSignature(settings), CountersSignature(counters, flags=FLAGS)
 
 
-def completion_signatures(peers):
+def completion_signatures(peers, poll=False):
     """The counter ports of one node's end-to-end completion, as its blocks declare them:
     the completion generator's (``cpl_sent``, ``ack_req_seen``; a
     :class:`CountersSignature`) and the
     outstanding tracker's (``cpl_ok``, ``cpl_bad``: 32 bits; and per destination
     ``outstanding``, ``completed``, ``dropped``, ``timeouts``: an
     ``ArrayLayout(16, peers)`` each, element ``d`` for destination ``d``;
-    :data:`spec.nic.CPL_COUNTERS`, :data:`spec.nic.CPL_PEER_PORTS`). Returns ``(gen,
-    tracker)``."""
-    per_peer = data.ArrayLayout(16, peers)
+    :data:`spec.nic.CPL_COUNTERS`, :data:`spec.nic.CPL_PEER_PORTS`). With ``poll`` (a
+    tracker of many destinations, :class:`rtl.nic.tracker_memory.TrackerMemory`) the
+    per-destination members are one destination's: ``poll`` In(16), its id, and the
+    four Out(16). Returns ``(gen, tracker)``."""
     gen = CountersSignature(CPL_GEN_COUNTERS)
+    if poll:
+        tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_TRK_COUNTERS},
+                                    "poll": In(16),
+                                    **{n: Out(16) for n in CPL_PEER_PORTS}})
+        return gen, tracker
+    per_peer = data.ArrayLayout(16, peers)
     tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_TRK_COUNTERS},
                                 **{n: Out(per_peer) for n in CPL_PEER_PORTS}})
     return gen, tracker

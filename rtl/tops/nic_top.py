@@ -10,19 +10,21 @@ from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
 from rtl.nic.completion_gen import CompletionGen
+from rtl.nic.completion_keyed import CompletionKeyed
 from rtl.nic.completion_record import CompletionRecorder
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
 from rtl.nic.outstanding_tracker import OutstandingTracker, cpl_event_layout
+from rtl.nic.tracker_memory import TrackerMemory, wide_cpl_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from rtl.tops.nic_top_attach import NicAttachments
 from spec.checks import check_int, reject
 from spec.fabric import SOURCE_WRITES, SWITCH_COUNTERS
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
-from spec.formats.nic import frame_beats, store_cmd_layout
+from spec.formats.nic import ID_BITS, frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
 from spec.host import HOST_COUNTERS, PROFILES, TAG_BITS
 from spec.nic import (
@@ -32,6 +34,7 @@ from spec.nic import (
     COUNTERS,
     PCIE_WORD_BITS,
     WINDOW_WRITES,
+    check_destinations,
     check_records,
     completion_flush_idle,
 )
@@ -159,7 +162,8 @@ class NicTop(NicAttachments, HarnessTop):
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
                  attachment="integrated", fabric="board", completion="credit",
-                 coalesce=None, flush_idle=None, timeout=None, records=0):
+                 coalesce=None, flush_idle=None, timeout=None, records=0,
+                 destinations=None):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -189,6 +193,16 @@ class NicTop(NicAttachments, HarnessTop):
             self.records = check_records(records, mem_words, completion)
         except ValueError as exc:
             reject(self, str(exc))
+        try:
+            self.destinations = check_destinations(destinations, framing, completion)
+        except ValueError as exc:
+            reject(self, str(exc))
+        if self.destinations and (self.pcie or self.records):
+            reject(self, f"destinations {destinations}: built with attachment 'integrated' "
+                         f"and records 0 only (docs/nic.md, \"4,096 destinations\"), not "
+                         f"attachment {attachment!r}, records {records!r}")
+        dests = self.destinations
+        ib = ID_BITS if dests else 8
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
@@ -197,19 +211,27 @@ class NicTop(NicAttachments, HarnessTop):
         self.credits = nic_top_credits(profile, width, max_payload, self.retry, link_latency)
         self.hop_latency = switch_hop_latency(profile)
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
-                             hop_latency=self.hop_latency)
-        self.txs = [NicTx(width, framing, self.credits, max_payload, completion)
-                    for _ in range(nodes)]
-        self.rxs = [NicRx(width, framing, max_payload, mem_words, completion)
-                    for _ in range(nodes)]
+                             hop_latency=self.hop_latency,
+                             table_entries=2 * dests if dests else 256)
+        self.txs = [NicTx(width, framing, self.credits, max_payload, completion,
+                          **({"id_bits": ib} if dests else {})) for _ in range(nodes)]
+        self.rxs = [NicRx(width, framing, max_payload, mem_words, completion,
+                          **({"stands_for": (dests, nodes - 1, p)} if dests else {}))
+                    for p in range(nodes)]
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
         self.flush_idle = (completion_flush_idle(width, framing, max_payload)
                            if flush_idle is None else flush_idle)
-        self.gens = [CompletionGen(width, framing, nodes, self.coalesce, self.flush_idle)
-                     for _ in range(nodes)] if self.e2e else []
-        self.trks = [OutstandingTracker(nodes, self.timeout)
-                     for _ in range(nodes)] if self.e2e else []
+        if dests:
+            self.gens = [CompletionKeyed(width, dests, self.coalesce, self.flush_idle)
+                         for _ in range(nodes)]
+            self.trks = [TrackerMemory(dests, self.timeout) for _ in range(nodes)]
+        else:
+            self.gens = [CompletionGen(width, framing, nodes, self.coalesce,
+                                       self.flush_idle)
+                         for _ in range(nodes)] if self.e2e else []
+            self.trks = [OutstandingTracker(nodes, self.timeout)
+                         for _ in range(nodes)] if self.e2e else []
         self.recs = [CompletionRecorder(nodes, width, mem_words, self.records)
                      for _ in range(nodes)] if self.records else []
         if self.retry:
@@ -227,7 +249,7 @@ class NicTop(NicAttachments, HarnessTop):
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
         ports.update({"switch_counters": Out(CountersSignature(SWITCH_COUNTERS)),
-                      "node_id": In(8).array(nodes),
+                      "node_id": In(ib).array(nodes),
                       "rx": Out(CountersSignature(COUNTERS)).array(nodes)})
         if self.retry:
             settings, counters = ReliableLink.port_signatures()
@@ -236,19 +258,22 @@ class NicTop(NicAttachments, HarnessTop):
         if self.pcie:
             ports["hi"] = Out(CountersSignature(HOST_COUNTERS)).array(nodes)
         if self.e2e:
-            gen, tracker = completion_signatures(nodes)
+            gen, tracker = completion_signatures(nodes, poll=bool(dests))
             ports.update({"cgen": Out(gen).array(nodes), "otrk": Out(tracker).array(nodes)})
-        players["tbl"] = (table_write_layout(nodes), 16)
-        players["src"] = (source_write_layout(nodes), SOURCE_WRITES)
+        id_kw = {"id_bits": ib} if dests else {}
+        players["tbl"] = (table_write_layout(nodes, **id_kw),
+                          dests + nodes if dests else 16)
+        players["src"] = (source_write_layout(nodes, **id_kw), SOURCE_WRITES)
         for p in range(nodes):
-            players[f"cmd{p}"] = (store_cmd_layout(width), items[p], True)
+            players[f"cmd{p}"] = (store_cmd_layout(width, **id_kw), items[p], True)
             players[f"flt{p}"] = (32, 64)
             players[f"win{p}"] = (window_write_layout(mem_words), WINDOW_WRITES)
             recorders[f"tx{p}"] = (packet_layout(width), events[p])
             recorders[f"wr{p}"] = (write_event_layout(mem_words), events[p])
             recorders[f"cr{p}"] = (1, events[p])
             if self.e2e:
-                recorders[f"cp{p}"] = (cpl_event_layout, events[p])
+                recorders[f"cp{p}"] = (wide_cpl_layout if dests else cpl_event_layout,
+                                       events[p])
             if self.records:
                 recorders[f"cq{p}"] = (TAG_BITS, events[p])
         super().__init__(players=players, recorders=recorders, ports=ports)

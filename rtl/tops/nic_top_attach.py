@@ -26,8 +26,11 @@ class NicAttachments:
         if rec is not None:
             wiring.connect(m, trk.accepted, rec.accepted)
             m.d.comb += [rec.completed.eq(trk.completed), rec.dropped.eq(trk.dropped)]
-        m.d.comb += [gen.node_id.eq(node_id),
-                     cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
+        if self.destinations:           # the one sender tracked: node 0
+            m.d.comb += gen.sender.eq(self.node_id[0])
+        else:
+            m.d.comb += gen.node_id.eq(node_id)
+        m.d.comb += [cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
         for port, block in ((self.cgen[p], gen), (self.otrk[p], trk)):
             wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
 

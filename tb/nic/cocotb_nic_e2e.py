@@ -180,7 +180,7 @@ async def nic_e2e_matches_model(dut):
     cp = await read_completions(tb)
     sb = Scoreboard(dut._log)
     tb.compare(sb, want)
-    ports, counters = compare_completions(sb, tb, want, cp)
+    ports, counters = await compare_completions(sb, tb, want, cp)
     _check_intent(sb, tb, p, stores, ids, ports, counters)
     # Each store's end-to-end completion, from the RTL's completion stamps by the
     # tracker's contract, equals the model's.

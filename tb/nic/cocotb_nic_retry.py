@@ -60,12 +60,12 @@ def expected_memory(stores, node_ids, mem_words, width):
             for q, m in mems.items()}
 
 
-def _check_completions(sb, tb, want, cp, stores, p):
+async def _check_completions(sb, tb, want, cp, stores, p):
     """``e2e``: the completions and tracker ports against the model, and against the
     stores alone: every frame sent completed, none outstanding, timed out or dropped,
     no completion refused (the links deliver each frame once, in order, undamaged)."""
     nodes = p["nodes"]
-    ports, counters = compare_completions(sb, tb, want, cp)
+    ports, counters = await compare_completions(sb, tb, want, cp)
     sent = {q: dict.fromkeys(range(nodes), 0) for q in range(nodes)}
     for q, ss in stores.items():
         for s in ss:
@@ -116,7 +116,7 @@ async def nic_retry_matches_model(dut):
     sb = Scoreboard(dut._log)
     got = tb.compare(sb, want, links=True)
     if e2e:
-        _check_completions(sb, tb, want, cp, stores, p)
+        await _check_completions(sb, tb, want, cp, stores, p)
     ideal = expected_memory(stores, node_ids, p["mem_words"], w)
     for q in range(nodes):
         # Independent of the model: nothing lost, nothing corrupted, nothing dropped.

@@ -8,6 +8,7 @@ from pymodel.fcs import phy_bytes
 from pymodel.nic.frames import parse_header
 from pymodel.packet import unpack_beat
 from rtl.nic.outstanding_tracker import cpl_event_layout
+from rtl.nic.tracker_memory import wide_cpl_layout
 from spec.formats.nic import COMPLETION_COUNT_BITS, NicOp, completion_bytes
 from spec.nic import (
     CPL_COUNTERS,
@@ -18,7 +19,7 @@ from spec.nic import (
     record_state_bits,
 )
 
-__all__ = ["arm_completions", "read_completions", "compare_completions",
+__all__ = ["arm_completions", "read_completions", "compare_completions", "poll_counters",
            "store_completions", "cpl_counters", "peer_counters", "arm_records",
            "read_records", "compare_records", "e2e_model", "e2e_figures", "wire_starts"]
 
@@ -32,8 +33,10 @@ def arm_completions(tb, want):
 async def read_completions(tb, records=False):
     """Snapshot the ``cp<p>`` recorders (after :meth:`NicTestbench.run`; with
     ``records`` the ``cq<p>`` recorders in the same snapshot, for :func:`read_records`);
-    returns ``{p: ([(src, known, status, count, dropped)], cycles)}``."""
+    returns ``{p: ([(src, known, status, count, dropped)], cycles)}`` (16-bit sources
+    with ``destinations``)."""
     h = tb.harness
+    layout = cpl_event_layout if tb.id_bits == 8 else wide_cpl_layout
     await h.snapshot(recorders=[f"{r}{q}" for q in range(tb.nodes)
                                 for r in ("cp", "cq")[:1 + bool(records)]])
     out = {}
@@ -41,7 +44,7 @@ async def read_completions(tb, records=False):
         items, stamps = h.recorded(f"cp{q}")
         events = []
         for raw in items:
-            v = cpl_event_layout.from_bits(raw)
+            v = layout.from_bits(raw)
             events.append((int(v.src), int(v.known), int(v.status), int(v.count),
                            int(v.dropped)))
         out[q] = (events, list(stamps))
@@ -96,9 +99,28 @@ def peer_counters(tb, q):
     return out
 
 
-def compare_completions(sb, tb, want, cp):
+async def poll_counters(tb, q, ids):
+    """Node ``q``'s tracker entries of the destinations ``ids`` through the poll port
+    of a top with ``destinations`` (``otrk__<q>__poll``, one id a clock cycle, read at
+    the falling edge after it is set; after the run an entry changes only by a timeout,
+    which :func:`compare_completions` requires to be far away): ``{name: [value of
+    ids[k]]}`` as :func:`peer_counters`."""
+    from cocotb.triggers import FallingEdge
+
+    h, out = tb.harness, {n: [] for n in CPL_PEER_PORTS}
+    await FallingEdge(tb.dut.clk)          # out of the read-only phase of the snapshot
+    for d in ids:
+        h.set(f"otrk__{q}__poll", d)
+        await FallingEdge(tb.dut.clk)
+        for n in CPL_PEER_PORTS:
+            out[n].append(int(h.port(f"otrk__{q}__{n}").value))
+    return out
+
+
+async def compare_completions(sb, tb, want, cp):
     """Every completion at each tracker (``cp`` from :func:`read_completions`) and its
-    cycle, the CPL counters and the per-destination ports against the model's ``want``.
+    cycle, the CPL counters and the per-destination ports (with ``destinations`` every
+    entry through the poll port, :func:`poll_counters`) against the model's ``want``.
     Timeouts: the model's of the cycles before the RTL's ports were read (``tb.end``); none
     may fall within 3 cycles of it. Returns ``(ports, counters)`` as the RTL reads."""
     end, nodes = tb.end, tb.nodes
@@ -111,13 +133,15 @@ def compare_completions(sb, tb, want, cp):
         counters[q] = cpl_counters(tb, q)
         for c in CPL_COUNTERS:
             sb.equal(f"{c}{q}", counters[q][c], e[c])
-        ports[q] = peer_counters(tb, q)
+        ids = range(len(e["ports"]["outstanding"]))
+        ports[q] = (peer_counters(tb, q) if tb.id_bits == 8
+                    else await poll_counters(tb, q, ids))
         seen = [t for t, _ in e["timeout_cycles"]]
         sb.equal(f"timeouts{q} away from the end", any(end - 3 <= t <= end + 3 for t in seen),
                  False)
         want_ports = dict(e["ports"])
         want_ports["timeouts"] = [sum(1 for t, d in e["timeout_cycles"] if d == dd and t < end)
-                                  for dd in range(nodes)]
+                                  for dd in ids]
         for n in CPL_PEER_PORTS:
             sb.compare(f"{n}{q}", ports[q][n], want_ports[n], fmt=str)
     return ports, counters

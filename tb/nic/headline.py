@@ -39,7 +39,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
               attachment: str = "integrated", fabric: str = "board",
               retry: bool = False, completion: str = "credit",
               latency_messages: int = 16, depth: int | None = None,
-              check_only: bool = False, records: int = 0) -> dict | None:
+              check_only: bool = False, records: int = 0, destinations: int | None = None,
+              popularity: str = "round_robin") -> dict | None:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -90,12 +91,16 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     :data:`HEADLINE_DEPTH` shares the headline's build. The top holds both runs: the
     ``messages`` stores and the ``latency_messages + 1`` of the one-at-a-time run.
 
+    ``destinations`` (:func:`spec.nic.check_destinations`; ``integrated``, no
+    ``records``: the top's option as built): node 0 stores to that many destination ids
+    by ``popularity`` on a top with ``destinations`` (:func:`model_point`'s).
+
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
     ``ii_cycles`` is ``None`` below :func:`tb.rdma.row_keys.ii_messages` stores (the
     steady window would start at the warm-up store), as for the engine."""
     nt, name, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, top, attachment, fabric, retry, completion,
-        latency_messages, depth, records)
+        latency_messages, depth, records, destinations, popularity)
     if check_only:
         silence(nt)             # checked only: the top is deliberately never elaborated
         return None
@@ -154,7 +159,7 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
                          f"not {completion!r}")
     held = max(messages + 1, latency_messages + 1 if latency_messages else 0)
     nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
-                              retry, completion, depth, records)
+                              retry, completion, depth, records, destinations)
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
     if check_destinations(destinations, framing, completion):
@@ -184,8 +189,8 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
     ``destinations`` (:func:`spec.nic.check_destinations`): node 0 stores round robin to
     that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
     on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
-    POPULARITY`, Zipf with skew 0.99) choosing each store's id; the RTL of the option
-    is not built, so there is no :func:`run_point` of it (docs/nic.md, "4,096
+    POPULARITY`, Zipf with skew 0.99) choosing each store's id; :func:`run_point` takes
+    it on the top as built (``integrated``, no records; docs/nic.md, "4,096
     destinations")."""
     from tb.nic.cocotb_nic import model_figures, model_run
 
@@ -260,14 +265,16 @@ HEADLINE_DEPTH = point_depth(128, 1000, HEADLINE_TOP["width"], HEADLINE_TOP["max
 
 
 def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integrated",
-              fabric="board", retry=False, completion="credit", depth=None, records=0):
+              fabric="board", retry=False, completion="credit", depth=None, records=0,
+              destinations=None):
     """The top of a :func:`run_point` point, ``(NicTop, Verilog name, top parameters)``:
     :data:`spec.nic.HEADLINE_TOP` updated by ``top`` (its keys only), with
     ``max(nodes, peers + 1)`` nodes and the ``fabric`` profile's link latency; node 0's
     command player and recorders and the ``peers`` destinations' recorders ``depth``
     deep (None: :func:`point_depth`), the other nodes' 16. The name carries everything
     else that makes a build: framing, nodes, attachment, fabric, retry, completion,
-    records.
+    records, destinations (with ``destinations`` every receiver's recorders are
+    ``depth`` deep: each takes a share of the stores and sends completions).
     Checked before anything is built (``ValueError`` naming the parameter)."""
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
     if unknown:
@@ -290,13 +297,15 @@ def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integ
     elif not isinstance(depth, int) or isinstance(depth, bool) or depth < need:
         raise ValueError(f"depth must be an int of at least {need} (the beats of "
                          f"{messages} stores of {msg_bytes} B), not {depth!r}")
+    events = [depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers)
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
-                events=[depth] + [depth] * peers + [16] * (top["nodes"] - 1 - peers),
+                events=[depth] * top["nodes"] if destinations else events,
                 attachment=attachment, fabric=profile.name, retry=retry,
-                completion=completion, records=records, **top)
+                completion=completion, records=records, destinations=destinations, **top)
     name = (f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * (attachment == "pcie")
             + ("" if profile.name == "board" else f"_{profile.name}") + "_retry" * retry
-            + "_e2e" * (completion == "e2e") + (f"_rec{records}" if records else ""))
+            + "_e2e" * (completion == "e2e") + (f"_rec{records}" if records else "")
+            + (f"_d{destinations}" if destinations else ""))
     return nt, name, top
 
 

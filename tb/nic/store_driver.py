@@ -42,9 +42,10 @@ class StoreSource:
     command beats were accepted.
     """
 
-    def __init__(self, harness, name, width, stall=(1, 0)):
+    def __init__(self, harness, name, width, stall=(1, 0), id_bits=8):
         self.harness, self.name, self.width, self.stall = harness, name, width, stall
-        self.layout = store_cmd_layout(width)
+        self.id_bits = id_bits
+        self.layout = store_cmd_layout(width, id_bits)
         self.queue = deque()
         self.stores = []                      # loaded, in order
         self._spans = []                      # (first beat, last beat) per store

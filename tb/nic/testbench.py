@@ -23,6 +23,7 @@ from rtl.fabric.switch import source_write_layout, table_write_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
 from spec.fabric import COUNTER_PORTS, SWITCH_COUNTERS, check_source_write
+from spec.formats.nic import ID_BITS
 from spec.host import HOST_COUNTERS
 from spec.nic import COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
@@ -57,16 +58,20 @@ class NicTestbench:
         all rise in time (the results are still read: they show the cause).
     """
 
-    def __init__(self, dut, nodes, width, mem_words):
+    def __init__(self, dut, nodes, width, mem_words, destinations=None):
         self.dut, self.nodes, self.width, self.mem_words = dut, nodes, width, mem_words
         self.harness = Harness(dut)
-        self.sources = [StoreSource(self.harness, f"cmd{p}", width) for p in range(nodes)]
+        # A top with ``destinations``: 16-bit ids, switch tables of 2 x destinations.
+        self.id_bits = 8 if destinations is None else ID_BITS
+        self.entries = 256 if destinations is None else 2 * destinations
+        self.sources = [StoreSource(self.harness, f"cmd{p}", width, id_bits=self.id_bits)
+                        for p in range(nodes)]
         self.links = [FrameMonitor(self.harness, f"tx{p}", width) for p in range(nodes)]
         self.end = self.hang = None
         self._wr = write_event_layout(mem_words)
         self._win = window_write_layout(mem_words)
-        self._tbl = table_write_layout(nodes)
-        self._src = source_write_layout(nodes)
+        self._tbl = table_write_layout(nodes, self.id_bits)
+        self._src = source_write_layout(nodes, self.id_bits)
 
     # -- load, arm, run ----------------------------------------------------------------------
     def load(self, stores, node_ids, *, stalls=None, faults=None, table=(), windows=None,
@@ -88,7 +93,8 @@ class NicTestbench:
         h, stalls, faults, windows = self.harness, stalls or {}, faults or {}, windows or {}
         h.load_player("tbl", [self._tbl.const({"node": n, "port": o}).as_bits()
                               for n, o in table])
-        checked = [check_source_write(self.nodes, n, o) for n, o in sources]
+        checked = [check_source_write(self.nodes, n, o, entries=self.entries)
+                   for n, o in sources]
         h.load_player("src", [self._src.const({"node": n, "port": o}).as_bits()
                               for n, o in checked])
         if link_settings is not None:
@@ -97,7 +103,8 @@ class NicTestbench:
                 h.set(f"flt__{name}", value)
         for p in range(self.nodes):
             if self.sources[p].loaded:         # a later run: fresh players, fresh models
-                self.sources[p] = StoreSource(h, f"cmd{p}", self.width)
+                self.sources[p] = StoreSource(h, f"cmd{p}", self.width,
+                                              id_bits=self.id_bits)
                 self.links[p] = FrameMonitor(h, f"tx{p}", self.width)
             src = self.sources[p]
             src.stall = tuple(stalls.get(p, (1, 0)))
