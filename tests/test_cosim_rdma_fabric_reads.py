@@ -13,9 +13,13 @@ import pytest
 from tb.rdma.fabric_runner import run_fabric
 from tb.rdma.read_point import read_top
 
-pytestmark = pytest.mark.slow_variants("*icarus*", reason=(
-    "a top of its own: Verilator runs the same runs on it in make test (make sim's READ "
-    "points share that build); make test-all runs them on Icarus too"))
+pytestmark = pytest.mark.slow(reason=(
+    "a top of its own (two nodes and the switch with reads: about two minutes of CPU to "
+    "export and build, over make test's budget); make test keeps the READ path's blocks: "
+    "FrameDemux with reads against its twin (test_unit_frame_merge.py), the requester's "
+    "READ path in lockstep with its twin (test_unit_requester_read.py), the responder's "
+    "READs co-simulated on Icarus (test_cosim_rdma_read.py); make sim's READ points "
+    "co-simulate this top"))
 
 
 @pytest.mark.parametrize("op, msg_bytes", [("read", 300), ("atomic", 8)])
