@@ -47,6 +47,7 @@ ACCEPTED_PARAMS = {
                                 "timeout"),
     "tb.nic.uvm.tests": "tb.cosim_params:_nic_uvm_params",
     "tb.rdma.cocotb_fabric": "tb.rdma.fabric_writes:check_run_params",
+    "tb.rdma.cocotb_fabric_reads": "tb.rdma.fabric_reads:check_reads_params",
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
                             "out"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",

@@ -29,4 +29,5 @@ def test_fabric_reads_match_the_model(sim, test_id, op, msg_bytes):
     RESPONSEs and ATOMIC ACKNOWLEDGEs cross node 1's merge, the switch and node 0's
     demux to the requester."""
     run_fabric(read_top("board"), params=dict(kind="reads", op=op, msg_bytes=msg_bytes,
-                                              messages=8), sim=sim, test_id=test_id)
+                                              messages=8), sim=sim, test_id=test_id,
+               test_module="tb.rdma.cocotb_fabric_reads")

@@ -275,10 +275,6 @@ async def fabric_matches_model(dut):
     if p.get("kind") == "writes":
         await writes_matches_model(dut, p)
         return
-    if p.get("kind") == "reads":
-        from tb.rdma.cocotb_fabric_reads import reads_matches_model  # (imports this one)
-        await reads_matches_model(dut, p)
-        return
     top = dict(FABRIC_DEFAULTS, **p["top"])
     sc = fabric_run_scenario(top, p)
     cfg = fabric_config(top, sc)

@@ -1,19 +1,23 @@
-"""Kind ``reads`` of the RDMA fabric co-simulation (:mod:`tb.rdma.cocotb_fabric`, which
-runs it): the READ/atomic point of `make sim` on two nodes of RdmaFabricTop with
-``reads`` and ``read_words`` (:mod:`tb.rdma.fabric_reads`). Compared with the model as
-the other kinds (:class:`tb.rdma.cocotb_fabric.FabricTestbench`), and the requesters'
-intake counters (port ``req_read``) and the responders' READ counters (``resp_read``)
-too; independently of the model, every uplink frame (scapy + zlib), the merges' flags
-and IBTA's outcome (:func:`tb.rdma.reads.posted_read_checks`: each READ's bytes, each
-atomic's old value, node B's MR with each atomic executed once, one CQE per
-operation); into ``out_json`` each side's :func:`tb.rdma.reads.op_times`."""
+"""Kind ``reads`` of the RDMA fabric co-simulation (a cocotb test module of its own, beside
+:mod:`tb.rdma.cocotb_fabric`'s other kinds): the READ/atomic point of `make sim` on two
+nodes of RdmaFabricTop with ``reads`` and ``read_words`` (:mod:`tb.rdma.fabric_reads`).
+Compared with the model as the other kinds
+(:class:`tb.rdma.cocotb_fabric.FabricTestbench`), and the requesters' intake counters
+(port ``req_read``) and the responders' READ counters (``resp_read``) too; independently
+of the model, every uplink frame (scapy + zlib), the merges' flags and IBTA's outcome
+(:func:`tb.rdma.reads.posted_read_checks`: each READ's bytes, each atomic's old value,
+node B's MR with each atomic executed once, one CQE per operation); into ``out_json``
+each side's :func:`tb.rdma.reads.op_times`."""
 
 import json
+
+import cocotb
 
 from pymodel.rdma.fabric_system import simulate_fabric
 from spec.rdma_fabric import MERGE_FLAGS
 from spec.rdma_read_req import INTAKE_COUNTERS
 from spec.rdma_responder import READ_COUNTERS
+from tb.cosim import cosim_params
 from tb.rdma import reads as read_checks
 from tb.rdma.cocotb_fabric import FabricTestbench, _ports
 from tb.rdma.fabric_reads import reads_images, reads_pair, reads_setup
@@ -21,7 +25,12 @@ from tb.rdma.testbench import member_port, value_of
 from tb.rdma.wirecheck import wire_problems
 from tb.scoreboard import Scoreboard
 
-__all__ = ["reads_matches_model"]
+__all__ = ["reads_matches_model", "fabric_reads_match_model"]
+
+
+@cocotb.test()
+async def fabric_reads_match_model(dut):
+    await reads_matches_model(dut, cosim_params())
 
 
 async def reads_matches_model(dut, p):

@@ -108,17 +108,14 @@ OPEN_LOOP_PARAMS = ("top", "nodes", "qps", "msg_bytes", "messages", "load", "pat
 
 def check_run_params(p):
     """The parameter check of this module (:func:`tb.cosim.check_params`): a ``writes``
-    run by :func:`check_writes_params`, a ``reads`` run by
-    :func:`tb.rdma.fabric_reads.check_reads_params`, an open-loop run by its keys
-    (:data:`OPEN_LOOP_PARAMS`). ``ValueError`` names what is refused."""
+    run by :func:`check_writes_params`, an open-loop run by its keys
+    (:data:`OPEN_LOOP_PARAMS`). ``ValueError`` names what is refused (a ``reads`` run
+    is :mod:`tb.rdma.cocotb_fabric_reads`'s)."""
     if isinstance(p, dict) and p.get("kind") == "writes":
         check_writes_params(p)
-        return
-    if isinstance(p, dict) and p.get("kind") == "reads":
-        from tb.rdma.fabric_reads import check_reads_params  # (it imports this module)
-        check_reads_params(p)
         return
     unknown = sorted(set(p) - set(OPEN_LOOP_PARAMS))
     if unknown:
         raise ValueError(f"tb.rdma.cocotb_fabric: unknown parameter(s) {unknown} (accepted: "
-                         f"{sorted(OPEN_LOOP_PARAMS)}, or kind 'writes' or 'reads')")
+                         f"{sorted(OPEN_LOOP_PARAMS)}, or kind 'writes'; kind 'reads' is "
+                         f"tb.rdma.cocotb_fabric_reads')")

@@ -112,7 +112,7 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
     check_reads_params(dict(params, top=top))
     if check_only:
         return None
-    d = run_fabric(top, params=params, sim=sim,
+    d = run_fabric(top, params=params, sim=sim, test_module="tb.rdma.cocotb_fabric_reads",
                    test_id=test_id or f"{sim}_{op}_{name}_{host}_n{messages}_b{msg_bytes}")
     res = json.loads((d / "m.json").read_text())
     bits = slot_bits(READ_DEPTH, READ_TOP["reads"])
