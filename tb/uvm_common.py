@@ -11,6 +11,10 @@
   and :meth:`ScoreboardBase.finish`: the per-test summary in :data:`RESULTS_FILE`, then
   "every check passed", "checked at least one message", "nothing left over" and "no
   transaction after the check".
+- Structure: the environment (:class:`EnvBase`: one agent, the scoreboard and the
+  coverage collector, wired driver and monitor to both) and the agent
+  (:class:`AgentBase`: sequencer and driver when active, monitor always); each design
+  names its own components.
 
 Report format (``coverage.json`` in the run folder)::
 
@@ -22,13 +26,21 @@ Report format (``coverage.json`` in the run folder)::
 import json
 from pathlib import Path
 
-from pyuvm import ConfigDB, uvm_component, uvm_scoreboard, uvm_tlm_analysis_fifo
+from pyuvm import (
+    ConfigDB,
+    uvm_agent,
+    uvm_component,
+    uvm_env,
+    uvm_scoreboard,
+    uvm_sequencer,
+    uvm_tlm_analysis_fifo,
+)
 
 from tb.scoreboard import Scoreboard
 
 __all__ = ["COVERAGE_FILE", "RESULTS_FILE", "GAP_RATE_BINS", "bin_of", "merge_reports",
            "Covergroups", "CoverageCollector", "ScoreboardBase", "record_result",
-           "drain"]
+           "drain", "AgentBase", "EnvBase"]
 
 #: Per-test coverage reports and their merge, in the run folder.
 COVERAGE_FILE = "coverage.json"
@@ -200,3 +212,50 @@ class ScoreboardBase(uvm_scoreboard):
         assert left == 0, f"{left} observations were left over (never compared)"
         assert not self.driven.can_get() and not self.observed.can_get(), (
             "transactions arrived after the check")
+
+
+class AgentBase(uvm_agent):
+    """Sequencer ``seqr`` + driver ``driver`` (active) and monitor ``monitor``.
+
+    Subclasses set :attr:`DRIVER` and :attr:`MONITOR` (component classes, built with
+    ``create`` so that a factory override applies).
+    """
+
+    DRIVER = None
+    MONITOR = None
+
+    def build_phase(self):
+        super().build_phase()
+        self.monitor = self.MONITOR.create("monitor", self)
+        if self.active():
+            self.seqr = uvm_sequencer("seqr", self)
+            self.driver = self.DRIVER.create("driver", self)
+
+    def connect_phase(self):
+        if self.active():
+            self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+
+
+class EnvBase(uvm_env):
+    """One agent (``agent``), the scoreboard and the coverage collector: the driver's
+    and the monitor's ``ap`` feed both (``driven``/``items`` and ``observed``).
+
+    Subclasses set :attr:`AGENT`, :attr:`SCOREBOARD` and :attr:`COVERAGE` (component
+    classes, built with ``create`` so that a factory override applies).
+    """
+
+    AGENT = None
+    SCOREBOARD = None
+    COVERAGE = None
+
+    def build_phase(self):
+        self.agent = self.AGENT.create("agent", self)
+        self.scoreboard = self.SCOREBOARD.create("scoreboard", self)
+        self.coverage = self.COVERAGE.create("coverage", self)
+
+    def connect_phase(self):
+        driver, monitor = self.agent.driver, self.agent.monitor
+        driver.ap.connect(self.scoreboard.driven.analysis_export)
+        driver.ap.connect(self.coverage.items.analysis_export)
+        monitor.ap.connect(self.scoreboard.observed.analysis_export)
+        monitor.ap.connect(self.coverage.observed.analysis_export)

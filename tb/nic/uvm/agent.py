@@ -9,9 +9,10 @@ the bench. Monitor: waits for the bench's ``finished`` and writes everything the
 recorders hold to its ``ap``.
 """
 
-from pyuvm import ConfigDB, uvm_agent, uvm_analysis_port, uvm_driver, uvm_monitor, uvm_sequencer
+from pyuvm import ConfigDB, uvm_analysis_port, uvm_driver, uvm_monitor
 
 from pymodel.nic.system import NicSystemModel
+from tb.uvm_common import AgentBase
 
 from .items import (
     CommandObs,
@@ -165,16 +166,8 @@ class NicMonitor(uvm_monitor):
         self.ap.write(RunObs(b.end, b.hang, b.credit_errors(), tuple(b.overflows())))
 
 
-class NicAgent(uvm_agent):
+class NicAgent(AgentBase):
     """Sequencer ``seqr`` + driver ``driver`` (active) and monitor ``monitor``."""
 
-    def build_phase(self):
-        super().build_phase()
-        self.monitor = NicMonitor.create("monitor", self)
-        if self.active():
-            self.seqr = uvm_sequencer("seqr", self)
-            self.driver = NicDriver.create("driver", self)
-
-    def connect_phase(self):
-        if self.active():
-            self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+    DRIVER = NicDriver
+    MONITOR = NicMonitor

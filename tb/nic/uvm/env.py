@@ -12,7 +12,7 @@ Components come from the factory (``create``), so a test swaps any of them (and 
 sequence) with ``uvm_factory().set_type_override_by_type`` before building the env.
 """
 
-from pyuvm import uvm_env
+from tb.uvm_common import EnvBase
 
 from .agent import NicAgent
 from .coverage import NicCoverage
@@ -21,15 +21,7 @@ from .scoreboard import NicScoreboard
 __all__ = ["NicEnv"]
 
 
-class NicEnv(uvm_env):
-    def build_phase(self):
-        self.agent = NicAgent.create("agent", self)
-        self.scoreboard = NicScoreboard.create("scoreboard", self)
-        self.coverage = NicCoverage.create("coverage", self)
-
-    def connect_phase(self):
-        driver, monitor = self.agent.driver, self.agent.monitor
-        driver.ap.connect(self.scoreboard.driven.analysis_export)
-        driver.ap.connect(self.coverage.items.analysis_export)
-        monitor.ap.connect(self.scoreboard.observed.analysis_export)
-        monitor.ap.connect(self.coverage.observed.analysis_export)
+class NicEnv(EnvBase):
+    AGENT = NicAgent
+    SCOREBOARD = NicScoreboard
+    COVERAGE = NicCoverage

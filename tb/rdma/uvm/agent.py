@@ -9,9 +9,10 @@ them on the bench one after the other. Monitor: waits for the bench's ``finished
 writes one :class:`RunObs` per run to its ``ap``.
 """
 
-from pyuvm import ConfigDB, uvm_agent, uvm_analysis_port, uvm_driver, uvm_monitor, uvm_sequencer
+from pyuvm import ConfigDB, uvm_analysis_port, uvm_driver, uvm_monitor
 
 from spec.rdma import LINKS
+from tb.uvm_common import AgentBase
 
 from .items import ACCESS_KINDS, RdmaRunItem, RunObs, WriteItem
 from .plan import plan_runs
@@ -116,16 +117,8 @@ class RdmaMonitor(uvm_monitor):
         self.drop_objection()
 
 
-class RdmaAgent(uvm_agent):
+class RdmaAgent(AgentBase):
     """Sequencer ``seqr`` + driver ``driver`` (active) and monitor ``monitor``."""
 
-    def build_phase(self):
-        super().build_phase()
-        self.monitor = RdmaMonitor.create("monitor", self)
-        if self.active():
-            self.seqr = uvm_sequencer("seqr", self)
-            self.driver = RdmaDriver.create("driver", self)
-
-    def connect_phase(self):
-        if self.active():
-            self.driver.seq_item_port.connect(self.seqr.seq_item_export)
+    DRIVER = RdmaDriver
+    MONITOR = RdmaMonitor

@@ -13,7 +13,7 @@ Components come from the factory (``create``), so a test swaps any of them (and 
 sequence) with ``uvm_factory().set_type_override_by_type`` before building the env.
 """
 
-from pyuvm import uvm_env
+from tb.uvm_common import EnvBase
 
 from .agent import RdmaAgent
 from .coverage import RdmaCoverage
@@ -22,15 +22,7 @@ from .scoreboard import RdmaScoreboard
 __all__ = ["RdmaEnv"]
 
 
-class RdmaEnv(uvm_env):
-    def build_phase(self):
-        self.agent = RdmaAgent.create("agent", self)
-        self.scoreboard = RdmaScoreboard.create("scoreboard", self)
-        self.coverage = RdmaCoverage.create("coverage", self)
-
-    def connect_phase(self):
-        driver, monitor = self.agent.driver, self.agent.monitor
-        driver.ap.connect(self.scoreboard.driven.analysis_export)
-        driver.ap.connect(self.coverage.items.analysis_export)
-        monitor.ap.connect(self.scoreboard.observed.analysis_export)
-        monitor.ap.connect(self.coverage.observed.analysis_export)
+class RdmaEnv(EnvBase):
+    AGENT = RdmaAgent
+    SCOREBOARD = RdmaScoreboard
+    COVERAGE = RdmaCoverage
