@@ -11,12 +11,10 @@ sets the seeds; ``scripts/regress.py`` runs many and reads ``REGRESS_DIR`` recor
 import json
 import os
 import random
-import time
-import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from test_cosim_nic import nic_params
+from uvm_runs import check_scoreboards, regress_record
 
 from spec.checks import silence
 from spec.nic import COUNTERS
@@ -25,7 +23,6 @@ from tb.nic.uvm.agent import plan_faults
 from tb.nic.uvm.config import NicConfig
 from tb.nic.uvm.coverage import COVERAGE_FILE, Covergroups, merge_reports, size_bins
 from tb.nic.uvm.items import ERROR_KINDS, EXPECTED_DROP, MAX_SIZE, StoreItem
-from tb.nic.uvm.scoreboard import RESULTS_FILE
 from tb.nic.uvm.sequences import Budget
 
 SEEDS = [int(s) for s in os.environ.get("UVM_SEEDS", "1").split(",") if s.strip()]
@@ -135,32 +132,9 @@ def test_coverage_merge_sums_bins():
 
 
 # -- co-simulation --------------------------------------------------------------------
-def _record(rec):
-    """One line for scripts/regress.py, when it asked for records."""
-    folder = os.environ.get("REGRESS_DIR")
-    if folder:
-        path = Path(folder) / f"{rec['regression']}-{rec['sim']}-{rec['framing']}-" \
-                              f"{rec['seed']}.json"
-        path.write_text(json.dumps(rec))
-
-
 def _check_run(run_dir):
-    sb = json.loads((run_dir / RESULTS_FILE).read_text())
-    for name in GOOD_TESTS:
-        s = sb[name]
-        assert s["mismatch_count"] == 0, f"{name}: {s['mismatches']}"
-        assert s["checked"] > 0 and s["frames"] > 0 and s["left_over"] == 0, s
-    # The negative test: its scoreboard found exactly the value corrupted on purpose, and
-    # cocotb scored the failure as expected (a pass in results.xml, "failed as expected").
-    neg = sb[NEGATIVE]
-    assert neg["scoreboard"] == "BrokenScoreboard"
-    assert neg["mismatch_count"] == 1 and neg["mismatches"][0].startswith("frames_ok"), neg
-    cases = {c.get("name"): c for c in ET.parse(run_dir / "results.xml").iter("testcase")}
-    assert set(GOOD_TESTS) | {NEGATIVE} <= set(cases)
-    assert not any(cases[n].find(t) is not None for n in cases for t in ("failure", "error"))
-    log = (run_dir / "sim.log").read_text()
-    assert f"{NEGATIVE} passed: failed as expected" in log or (
-        NEGATIVE in log and "failed as expected" in log)
+    # The negative test: its scoreboard found exactly the value corrupted on purpose.
+    check_scoreboards(run_dir, GOOD_TESTS, NEGATIVE, lambda m: m.startswith("frames_ok"))
     cov = json.loads((run_dir / COVERAGE_FILE).read_text())
     assert set(GOOD_TESTS) <= set(cov["tests"])
     for where in (cov["merged"], cov["tests"]["NicErrorsTest"]):
@@ -189,20 +163,8 @@ def test_uvm_nic(sim, framing, seed, test_id):
     top, params = nic_params(framing, seed=seed, count=COUNT)
     rec = {"regression": "nic_uvm", "sim": sim, "framing": framing, "seed": seed,
            "status": "fail"}
-    t0 = time.perf_counter()
-    try:
+    with regress_record(rec, "sim", "framing", "seed") as r:
         run_dir = run_cosim(top, name=f"nic_top_{framing}", test_module="tb.nic.uvm.tests",
                             sim=sim, test_id=test_id, params=params)
-        rec["run_dir"] = str(run_dir)
-        rec["seconds"] = round(time.perf_counter() - t0, 1)
-        cov = _check_run(run_dir)
-        rec.update(status="pass", coverage=cov["merged"]["percent"],
-                   errors_hit=cov["merged"]["groups"]["error"]["hit"],
-                   coverage_groups={g: [d["hit"], d["total"]]
-                                    for g, d in cov["merged"]["groups"].items()})
-    except BaseException as exc:
-        rec["error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        raise
-    finally:
-        rec.setdefault("seconds", round(time.perf_counter() - t0, 1))
-        _record(rec)
+        r.ran(run_dir)
+        r.passed(_check_run(run_dir))

@@ -13,12 +13,10 @@ import dataclasses
 import json
 import os
 import random
-import time
-import xml.etree.ElementTree as ET
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from uvm_runs import check_scoreboards, regress_record
 
 from pymodel.rdma.system import simulate
 from pymodel.rdma.verbs import Verbs
@@ -41,7 +39,7 @@ from tb.rdma.uvm.items import (
     size_limit,
 )
 from tb.rdma.uvm.plan import bad_copy, plan_runs
-from tb.rdma.uvm.scoreboard import RESULTS_FILE, check_intent, check_model
+from tb.rdma.uvm.scoreboard import check_intent, check_model
 from tb.rdma.uvm.sequences import (
     Budget,
     RdmaAllGoodSeq,
@@ -321,36 +319,15 @@ def test_coverage_bins_name_every_kind_and_outcome():
 
 
 # -- co-simulation --------------------------------------------------------------------
-def _record(rec):
-    """One line for scripts/regress.py, when it asked for records."""
-    folder = os.environ.get("REGRESS_DIR")
-    if folder:
-        path = Path(folder) / f"{rec['regression']}-{rec['sim']}-{rec['seed']}.json"
-        path.write_text(json.dumps(rec))
-
-
 def _full(report, group):
     bins = report["groups"][group]["bins"]
     return all(v > 0 for v in bins.values()), bins
 
 
 def _check_run(run_dir):
-    sb = json.loads((run_dir / RESULTS_FILE).read_text())
-    for name in GOOD_TESTS:
-        s = sb[name]
-        assert s["mismatch_count"] == 0, f"{name}: {s['mismatches']}"
-        assert s["checked"] > 0 and s["frames"] > 0 and s["left_over"] == 0, s
-    # The negative test: its scoreboard found exactly the value corrupted on purpose, and
-    # cocotb scored the failure as expected (a pass in results.xml, "failed as expected").
-    neg = sb[NEGATIVE]
-    assert neg["scoreboard"] == "BrokenScoreboard"
-    assert neg["mismatch_count"] == 1, neg
-    assert neg["mismatches"][0].split(":")[1].strip() == "resp frames_ok", neg
-    cases = {c.get("name"): c for c in ET.parse(run_dir / "results.xml").iter("testcase")}
-    assert set(GOOD_TESTS) | {NEGATIVE} <= set(cases)
-    assert not any(cases[n].find(t) is not None for n in cases for t in ("failure", "error"))
-    log = (run_dir / "sim.log").read_text()
-    assert NEGATIVE in log and "failed as expected" in log
+    # The negative test: its scoreboard found exactly the value corrupted on purpose.
+    check_scoreboards(run_dir, GOOD_TESTS, NEGATIVE,
+                      lambda m: m.split(":")[1].strip() == "resp frames_ok")
     cov = json.loads((run_dir / "coverage.json").read_text())
     assert set(GOOD_TESTS) <= set(cov["tests"])
     tests = cov["tests"]
@@ -380,20 +357,8 @@ def test_uvm_rdma(sim, seed, test_id):
     optimised, serial (five by factory override of the sequence) and the broken
     scoreboard (expected to fail)."""
     rec = {"regression": "rdma_uvm", "sim": sim, "seed": seed, "status": "fail"}
-    t0 = time.perf_counter()
-    try:
+    with regress_record(rec, "sim", "seed") as r:
         run_dir = run_rdma(TOP, test_module="tb.rdma.uvm.tests", sim=sim, test_id=test_id,
                            params={"seed": seed, "count": COUNT})
-        rec["run_dir"] = str(run_dir)
-        rec["seconds"] = round(time.perf_counter() - t0, 1)
-        cov = _check_run(run_dir)
-        rec.update(status="pass", coverage=cov["merged"]["percent"],
-                   errors_hit=cov["merged"]["groups"]["error"]["hit"],
-                   coverage_groups={g: [d["hit"], d["total"]]
-                                    for g, d in cov["merged"]["groups"].items()})
-    except BaseException as exc:
-        rec["error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        raise
-    finally:
-        rec.setdefault("seconds", round(time.perf_counter() - t0, 1))
-        _record(rec)
+        r.ran(run_dir)
+        r.passed(_check_run(run_dir))
