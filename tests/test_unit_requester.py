@@ -1,23 +1,19 @@
 """The pipelined requester against its twin, cycle by cycle, in the Amaranth simulator.
 
-A test-bench host answers the requester's reads from a dictionary memory after a fixed
-latency (in order, one word a cycle) and takes every write; a test-bench responder
-acknowledges each frame that asks for it after a fixed delay. Both the RTL and the
-twin see the same inputs in every cycle, and every output is compared in every cycle:
-the read requests, the write words, the MMIO handshakes and the frame beats.
+The bench of tests/requester_lockstep.py (a test-bench host answering reads after a
+fixed latency and taking every write; every read request, write word, MMIO handshake and
+frame beat compared in every cycle), with a test-bench responder (:class:`Peer`) that
+acknowledges each frame that asks for it after a fixed delay.
 """
 
 import dataclasses
 import random
-from collections import deque
 
 import pytest
 
 from pymodel.fields import pack, unpack
-from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.fabric_system import FabricConfig
 from pymodel.rdma.frames import Endpoint, ack_frame
-from pymodel.rdma.req.requester import RequesterModel
 from rtl.rdma.req.doorbell_intake import BLUEFLAME_OFFSET, DOORBELL_OFFSET
 from rtl.rdma.req.requester import Requester
 from spec.formats.roce import (
@@ -33,10 +29,9 @@ from spec.formats.roce import (
     WqeOpcode,
 )
 from spec.rdma_engine import MODIFY_QP_OFFSET
-from tb.amsim import run_sim
+from tests.requester_lockstep import DEPTH, run_lockstep
 
 MAC_A, MAC_B, IP_A, IP_B = 0x02000000000A, 0x02000000000B, 0x0A000001, 0x0A000002
-DEPTH = 1 << 12
 
 
 def Cfg(**fields):
@@ -107,10 +102,6 @@ def scenario(seed, qps, messages, sizes, inline=False, bf=False, ring_every=1,
     return mem, mmio
 
 
-def _val(v):
-    return v.as_value().value if hasattr(v, "as_value") else int(v)
-
-
 class Peer:
     """A test-bench responder: go-back-N receive rules (one NAK per sequence error),
     frames lost by their number (``lose``), ACKs lost (``lose_acks``), remote access
@@ -127,8 +118,9 @@ class Peer:
         self.va = []                # RETH virtual address of each frame received
 
     def frame(self, raw, number):
+        """The replies (none or one ACK/NAK) to ``raw``, the ``number``-th frame."""
         if number in self.lose:
-            return None
+            return []
         if raw[42] in (OpCode.RC_RDMA_WRITE_FIRST.value, OpCode.RC_RDMA_WRITE_ONLY.value):
             self.va.append(int.from_bytes(raw[54:62], "big"))
         ack_req = raw[50] >> 7
@@ -152,153 +144,21 @@ class Peer:
         elif self.selective:
             kept.add(psn)
             if self.nak_sent.get(qpn):
-                return None
+                return []
             self.nak_sent[qpn] = True
             syndrome, ack_req, psn = Syndrome.NAK_PSN_SEQUENCE, 1, exp
         elif not self.nak_sent.get(qpn):
             self.nak_sent[qpn] = True
             syndrome, ack_req, psn = Syndrome.NAK_PSN_SEQUENCE, 1, exp
         else:
-            return None
+            return []
         if not ack_req:
-            return None
+            return []
         self.acks_sent += 1
         if self.acks_sent in self.lose_acks:
-            return None
-        return ack_frame(Endpoint(MAC_B, IP_B), Endpoint(MAC_A, IP_A), qpn + 100, qpn, psn,
-                         syndrome, 0)
-
-
-def run_lockstep(cfg, mem, mmio, cycles, latency=24, ack_delay=12, peer=None,
-                 mmio_gap=0, records=32, windows=0, selective=0):
-    """Run the RTL and its twin in lockstep for at most ``cycles`` cycles, comparing every
-    port in every cycle. The run ends early once nothing has moved on any port for longer
-    than the retransmission timer plus a scan of every window slot (nothing is then left
-    to happen: a message still unacknowledged would have been resent by then)."""
-    dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
-                    retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
-                    records=records, windows=windows)
-    peer = peer or Peer()
-    sent = []                       # (first beat cycle, frame) from the model
-
-    def send(cycle, frame):
-        sent.append((cycle, frame))
-
-    model = RequesterModel(cfg, send, records=records, wqe_words=128, payload_words=128,
-                           windows=windows)
-    model.selective = selective     # the port (FabricConfig has no field for it)
-    host = dict(mem)
-    stats = dict(frames=0, cqes=[], acks=0, reads=0)
-
-    async def bench(ctx):
-        ctx.set(dut.cache_log2, cfg.cache_entries.bit_length() - 1)
-        for name, value in (("qpc_base", cfg.qpc_base_a), ("qpc_log2", cfg.qpc_log2),
-                            ("cq_base", cfg.cq_base),
-                            ("cq_log2", cfg.cq_log2), ("ack_every", cfg.ack_every),
-                            ("ack_frames", cfg.ack_frames), ("serial", cfg.serial),
-                            ("selective", selective)):
-            ctx.set(getattr(dut, name), value)
-        ctx.set(dut.o.ready, 1)
-        ctx.set(dut.host.rd_req.ready, 1)
-        ctx.set(dut.host.wr.ready, 1)
-        pending = deque()           # (cycle the word appears, word dict)
-        data_free = 0               # first cycle the next read's words may start
-        ack_beats = {}              # cycle -> flat beat on i
-        ack_done = {}               # cycle -> ACK frame whose last beat arrives
-        expected_beats = {}         # cycle -> flat beat the RTL must put on o
-        frame_rx = []
-        mmio_q = deque(mmio)
-        next_mmio = 0
-        quiet = cfg.timeout + 2 * max(records, windows, cfg.cache_capacity) + 64
-        last_move = 0
-        for c in range(cycles):
-            if (c - last_move > quiet and not (mmio_q or pending or ack_beats or ack_done
-                                              or expected_beats)):
-                break
-            # ---- inputs of cycle c ---- (a word with "at" waits for that cycle)
-            word = None
-            if mmio_q and c >= max(next_mmio, mmio_q[0].get("at", 0)):
-                word = {k: v for k, v in mmio_q[0].items() if k != "at"}
-            ctx.set(dut.mmio.valid, word is not None)
-            if word is not None:
-                ctx.set(dut.mmio.payload, word)
-            rd_word = pending.popleft()[1] if pending and pending[0][0] == c else None
-            ctx.set(dut.host.rd_data.valid, rd_word is not None)
-            if rd_word is not None:
-                ctx.set(dut.host.rd_data.payload, rd_word)
-            beat = ack_beats.pop(c, None)
-            ctx.set(dut.i.valid, beat is not None)
-            if beat is not None:
-                ctx.set(dut.i.payload.as_value(), beat)
-            # ---- the model ----
-            rd_offer, wr_offer = model.offers()
-            taken = model.step(c, mmio=word, rd_data=rd_word, rd_ready=True, wr_ready=True,
-                               ack=ack_done.pop(c, None))
-            # ---- compare ----
-            assert bool(ctx.get(dut.mmio.ready)) == (taken and word is not None), \
-                f"cycle {c}: mmio taken"
-            got_rd = None
-            if ctx.get(dut.host.rd_req.valid):
-                p = ctx.get(dut.host.rd_req.payload)
-                got_rd = dict(addr=int(p.addr), words=int(p.words), id=int(p.id))
-            assert got_rd == rd_offer, f"cycle {c}: read request {got_rd} != {rd_offer}"
-            got_wr = None
-            if ctx.get(dut.host.wr.valid):
-                p = ctx.get(dut.host.wr.payload)
-                got_wr = dict(addr=int(p.addr), data=_val(p.data), be=int(p.be),
-                              last=int(p.last), mark=int(p.mark), tag=int(p.tag))
-            assert got_wr == wr_offer, f"cycle {c}: write {got_wr} != {wr_offer}"
-            for first, frame in sent:
-                for k, b in enumerate(frame_to_beats(frame, 64)):
-                    expected_beats[first + k] = b
-            sent.clear()
-            got_beat = _val(ctx.get(dut.o.payload)) if ctx.get(dut.o.valid) else None
-            assert got_beat == expected_beats.pop(c, None), f"cycle {c}: frame beat"
-            # ---- the test-bench host and responder act on what left ----
-            if word is not None and taken:
-                mmio_q.popleft()
-                if word["last"]:
-                    next_mmio = c + 1 + mmio_gap
-            if got_rd is not None:
-                stats["reads"] += 1
-                start = max(c + latency, data_free)
-                for w in range(got_rd["words"]):
-                    pending.append((start + w, dict(
-                        data=host.get((got_rd["addr"] + w) % DEPTH, 0), id=got_rd["id"],
-                        last=int(w == got_rd["words"] - 1))))
-                data_free = start + got_rd["words"]
-            if got_wr is not None:
-                host[got_wr["addr"]] = got_wr["data"]
-                if got_wr["mark"]:
-                    stats["cqes"].append((c, got_wr["addr"]))
-            if got_beat is not None:
-                beat_d = unpack_beat(64, got_beat)
-                frame_rx.append(beat_d)
-                if beat_d[3]:
-                    raw = b"".join(data.to_bytes(64, "little")[:nbytes]
-                                   for data, nbytes, _, _ in frame_rx)
-                    frame_rx.clear()
-                    stats["frames"] += 1
-                    stats.setdefault("wire", []).append((c, raw))
-                    reply = peer.frame(raw, stats["frames"])
-                    if reply is not None:
-                        t = c + ack_delay
-                        while t in ack_beats or t + 1 in ack_beats:
-                            t += 2
-                        for k, b in enumerate(frame_to_beats(reply, 64)):
-                            ack_beats[t + k] = b
-                        ack_done[t + 1] = reply
-                        stats["acks"] += 1
-            if word is not None or rd_word is not None or beat is not None or any(
-                    x is not None for x in (got_rd, got_wr, got_beat)):
-                last_move = c
-            model.commit()
-            await ctx.tick()
-        stats["counters"] = {n: int(ctx.get(getattr(dut, n))) for n in model.counters()}
-
-    run_sim(dut, bench, deadline_cycles=cycles + 10)
-    assert stats["counters"] == model.counters()
-    return stats, host, model
+            return []
+        return [ack_frame(Endpoint(MAC_B, IP_B), Endpoint(MAC_A, IP_A), qpn + 100, qpn, psn,
+                          syndrome, 0)]
 
 
 @pytest.mark.slow_variants("batched", "bf_inline", reason=(
@@ -378,7 +238,7 @@ def test_requester_recovery_matches_model(case):
         mem, mmio = scenario(10, 1, 6, [128])
         peer = Peer()
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=4000 if case == "pool" else 2200,
-                                      peer=peer, records=records, ack_delay=40,
+                                      peer=peer, records=records, reply_delay=40,
                                       selective=int(case.endswith("_sr")))
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
@@ -440,7 +300,7 @@ def test_requester_timer_restarts_when_resends_leave():
     cfg = Cfg(timeout=timeout, ack_every=255)
     mem, mmio = scenario(31, 1, 16, [2048], ring_every=16, signal_every=16)
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=5000, peer=Peer(lose={2}),
-                                      ack_delay=40, latency=latency)
+                                      reply_delay=40, latency=latency)
     c = model.counters()
     # From the wire, independently of the model: every frame is resent once (the lost
     # one too), and only once: no second rewind.
@@ -492,7 +352,7 @@ def test_requester_evicts_in_flight_and_recovers(windows):
     mem, mmio = scenario(13, 40, 60, [128])
     peer = Peer(lose={6, 23, 41}, lose_acks={12, 30})
     stats, host, model = run_lockstep(cfg, mem, mmio, cycles=6000, peer=peer,
-                                      windows=windows, ack_delay=40)
+                                      windows=windows, reply_delay=40)
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
     assert len(cqes) == 60 and all(q["status"] == 0 for q in cqes)
@@ -527,7 +387,7 @@ def test_requester_qp_error_flush_and_reset():
     words = words[:10] + [modify] + words[10:]
     peer = Peer(deny={deny})
     stats, host, model = run_lockstep(cfg, mem, words, cycles=1700, peer=peer,
-                                      ack_delay=40)
+                                      reply_delay=40)
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
     per_qp = {}
@@ -560,7 +420,7 @@ def test_requester_qp_error_survives_eviction():
     words = [dict(w, at=0 if k < 17 else 800) for k, w in enumerate(mmio)]
     peer = Peer(deny={deny})
     stats, host, model = run_lockstep(cfg, mem, words, cycles=1500, peer=peer,
-                                      ack_delay=40)
+                                      reply_delay=40)
     c = model.counters()
     cqes = [unpack(CQE_LAYOUT, host[a]) for _, a in stats["cqes"]]
     per_qp = {}

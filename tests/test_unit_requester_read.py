@@ -1,6 +1,6 @@
 """The requester with READs and atomics (``reads``) against its twin, cycle by cycle.
 
-The bench of tests/test_unit_requester.py (a test-bench host answering reads after a
+The bench of tests/requester_lockstep.py (a test-bench host answering reads after a
 fixed latency; every read request, write word, MMIO handshake and frame beat compared in
 every cycle), with a test-bench responder that also executes READ requests (the READ
 RESPONSE frames IBTA prescribes, from its own memory) and atomics (once each; a repeated
@@ -11,15 +11,12 @@ signalled WQE with the WQE's opcode, written after the data.
 """
 
 import random
-from collections import deque
 
 import pytest
 
 from pymodel.fields import pack, unpack
-from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.frames import Endpoint, ack_frame
 from pymodel.rdma.read_frames import atomic_ack_frame, read_response_frame
-from pymodel.rdma.req.requester import RequesterModel
 from rtl.rdma.req.doorbell_intake import DOORBELL_OFFSET
 from rtl.rdma.req.requester import Requester
 from spec.formats.roce import (
@@ -33,8 +30,8 @@ from spec.formats.roce import (
     WqeOpcode,
 )
 from spec.rdma_read_req import packets_of
-from tb.amsim import run_sim
-from tests.test_unit_requester import DEPTH, IP_A, IP_B, MAC_A, MAC_B, Cfg, _val
+from tests.requester_lockstep import DEPTH, run_lockstep
+from tests.test_unit_requester import IP_A, IP_B, MAC_A, MAC_B, Cfg
 
 #: The responder's memory: REMOTE_BYTES bytes from virtual address REMOTE_VA.
 REMOTE_VA, REMOTE_BYTES = 0x100000, 1 << 16
@@ -110,7 +107,9 @@ class ReadPeer:
                 out.append(f)
         return out
 
-    def frame(self, raw):
+    def frame(self, raw, number):
+        """The replies to ``raw``, the ``number``-th frame (unused: this peer loses
+        replies by their own number)."""
         op = raw[42]
         qpn = int.from_bytes(raw[47:50], "big") - 100
         psn = int.from_bytes(raw[51:54], "big")
@@ -174,115 +173,6 @@ class ReadPeer:
                                       self.msn.get(qpn, 0))])
 
 
-def run_lockstep(cfg, mem, mmio, peer, cycles, reads=4, latency=24, reply_delay=12):
-    dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
-                    retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
-                    records=32, windows=0, reads=reads)
-    sent = []
-
-    def send(cycle, frame):
-        sent.append((cycle, frame))
-
-    model = RequesterModel(cfg, send, reads=reads, records=32, wqe_words=128,
-                           payload_words=128, windows=0)
-    host = dict(mem)
-    out = dict(writes=[], cqes=[], wire=[])
-
-    async def bench(ctx):
-        ctx.set(dut.cache_log2, cfg.cache_entries.bit_length() - 1)
-        for name, value in (("qpc_base", cfg.qpc_base_a), ("qpc_log2", cfg.qpc_log2),
-                            ("cq_base", cfg.cq_base), ("cq_log2", cfg.cq_log2),
-                            ("ack_every", cfg.ack_every), ("ack_frames", cfg.ack_frames)):
-            ctx.set(getattr(dut, name), value)
-        ctx.set(dut.o.ready, 1)
-        ctx.set(dut.host.rd_req.ready, 1)
-        ctx.set(dut.host.wr.ready, 1)
-        pending = deque()
-        data_free = 0
-        in_beats, in_done = {}, {}          # cycle -> beat on i; cycle -> frame ending
-        expected_beats = {}
-        frame_rx = []
-        mmio_q = deque(mmio)
-        reply_free = 0                      # the first cycle the B->A link is free
-        for c in range(cycles):
-            word = mmio_q[0] if mmio_q else None
-            ctx.set(dut.mmio.valid, word is not None)
-            if word is not None:
-                ctx.set(dut.mmio.payload, word)
-            rd_word = pending.popleft()[1] if pending and pending[0][0] == c else None
-            ctx.set(dut.host.rd_data.valid, rd_word is not None)
-            if rd_word is not None:
-                ctx.set(dut.host.rd_data.payload, rd_word)
-            beat = in_beats.pop(c, None)
-            ctx.set(dut.i.valid, beat is not None)
-            if beat is not None:
-                ctx.set(dut.i.payload.as_value(), beat)
-            rd_offer, wr_offer = model.offers()
-            bd = None
-            if beat is not None:
-                data, nbytes, first, last = unpack_beat(64, beat)
-                bd = dict(data=data, nbytes=nbytes, first=first, last=last)
-            taken = model.step(c, mmio=word, rd_data=rd_word, rd_ready=True, wr_ready=True,
-                               ack=in_done.pop(c, None), beat=bd)
-            assert bool(ctx.get(dut.mmio.ready)) == (taken and word is not None), c
-            got_rd = None
-            if ctx.get(dut.host.rd_req.valid):
-                p = ctx.get(dut.host.rd_req.payload)
-                got_rd = dict(addr=int(p.addr), words=int(p.words), id=int(p.id))
-            assert got_rd == rd_offer, f"cycle {c}: read request {got_rd} != {rd_offer}"
-            got_wr = None
-            if ctx.get(dut.host.wr.valid):
-                p = ctx.get(dut.host.wr.payload)
-                got_wr = dict(addr=int(p.addr), data=_val(p.data), be=int(p.be),
-                              last=int(p.last), mark=int(p.mark), tag=int(p.tag))
-            assert got_wr == wr_offer, f"cycle {c}: write {got_wr} != {wr_offer}"
-            for first, frame in sent:
-                for k, b in enumerate(frame_to_beats(frame, 64)):
-                    expected_beats[first + k] = b
-            sent.clear()
-            got_beat = _val(ctx.get(dut.o.payload)) if ctx.get(dut.o.valid) else None
-            assert got_beat == expected_beats.pop(c, None), f"cycle {c}: frame beat"
-            if word is not None and taken:
-                mmio_q.popleft()
-            if got_rd is not None:
-                start = max(c + latency, data_free)
-                for w in range(got_rd["words"]):
-                    pending.append((start + w, dict(
-                        data=host.get((got_rd["addr"] + w) % DEPTH, 0), id=got_rd["id"],
-                        last=int(w == got_rd["words"] - 1))))
-                data_free = start + got_rd["words"]
-            if got_wr is not None:
-                old = host.get(got_wr["addr"], 0)
-                keep = sum(0xFF << 8 * k for k in range(64) if not got_wr["be"] >> k & 1)
-                host[got_wr["addr"]] = (old & keep) | (got_wr["data"] & ~keep)
-                out["writes"].append((c, got_wr))
-                if got_wr["mark"]:         # (the requester marks its CQEs only)
-                    assert cfg.cq_base <= got_wr["addr"] < cfg.cq_base + (1 << cfg.cq_log2)
-                    out["cqes"].append((c, got_wr["data"]))
-            if got_beat is not None:
-                frame_rx.append(unpack_beat(64, got_beat))
-                if frame_rx[-1][3]:
-                    raw = b"".join(d.to_bytes(64, "little")[:n] for d, n, _, _ in frame_rx)
-                    frame_rx.clear()
-                    out["wire"].append((c, raw))
-                    t = max(c + reply_delay, reply_free)
-                    for reply in peer.frame(raw):
-                        beats = frame_to_beats(reply, 64)
-                        for k, b in enumerate(beats):
-                            in_beats[t + k] = b
-                        in_done[t + len(beats) - 1] = reply
-                        t += len(beats)
-                    reply_free = t
-            model.commit()
-            await ctx.tick()
-        out["counters"] = {n: int(ctx.get(getattr(dut.read, n[5:]) if n.startswith("read_")
-                                          else getattr(dut, n))) for n in model.counters()}
-
-    run_sim(dut, bench, deadline_cycles=cycles + 10)
-    assert out["counters"] == model.counters()
-    return out, host
-
-
 def _local_bytes(host, addr, n):
     """``n`` bytes of the host memory at byte address ``addr``."""
     words = range(addr // 64, (addr + n + 63) // 64 + 1)
@@ -294,7 +184,7 @@ def check_outcome(out, host, plan, peer):
     """IBTA's outcome: every READ's bytes and every atomic's original value at its local
     address, each atomic executed once at the responder, one successful CQE per WQE
     with its opcode, after the last write of its data."""
-    cqes = [(c, unpack(CQE_LAYOUT, w)) for c, w in out["cqes"]]
+    cqes = [(c, unpack(CQE_LAYOUT, w["data"])) for c, w in out["writes"] if w["mark"]]
     assert sorted(q["wr_id"] for _, q in cqes) == sorted(p["wr_id"] for p in plan)
     opcode = dict(write=WqeOpcode.RDMA_WRITE, read=WqeOpcode.RDMA_READ,
                   cas=WqeOpcode.ATOMIC_CMP_AND_SWP, faa=WqeOpcode.ATOMIC_FETCH_AND_ADD)
@@ -340,7 +230,7 @@ def test_requester_reads_match_model(case):
     mem, mmio, plan = scenario(3, 2, ops, pmtu_log2)
     peer = ReadPeer(5, pmtu_log2, lose)
     # (Every CQE is written by cycle 250 in both cases; the rest would be idle cycles.)
-    out, host = run_lockstep(cfg, mem, mmio, peer, 600 if lose else 400)
+    out, host, _ = run_lockstep(cfg, mem, mmio, 600 if lose else 400, peer, reads=4)
     check_outcome(out, host, plan, peer)
     reads = sum(packets_of(p["length"], pmtu_log2) for p in plan if p["kind"] == "read")
     if lose:
