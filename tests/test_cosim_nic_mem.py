@@ -95,6 +95,8 @@ def _check_loads(res, cmds, nodes):
             assert _bytes(mem, laddr, n) == _bytes(init[dst], addr, n), (q, addr, n)
 
 
+@pytest.mark.slow_variants("verilator*", reason=(
+    "a Verilator build of NicMemTop of its own; Icarus runs the same case in make test"))
 @pytest.mark.parametrize("stall_rate", [0, 128])
 def test_loads_match_model(sim, stall_rate, test_id):
     """The loads mix, with the command players always valid or withholding about half
@@ -121,6 +123,8 @@ def test_loads_match_model(sim, stall_rate, test_id):
     assert nd["cmd_rtl"][TOP["tags"]] > min(nd["rsp_rtl"])
 
 
+@pytest.mark.slow_variants("verilator*", reason=(
+    "a Verilator build of NicMemTop of its own; Icarus runs the same case in make test"))
 def test_atomics_match_model(sim, test_id):
     """12 fetch-and-adds of +1 from nodes 0 and 1 on one counter of node 2 (each old
     value returned once: the counter's values before each add, in some order), two
@@ -163,6 +167,8 @@ def _raw(dst, op, tag, length, addr, payload=b"", status=0, opcode=3, src=2):
     return [hex(int.from_bytes(frame, "little")), len(frame)]
 
 
+@pytest.mark.slow_variants("verilator*", reason=(
+    "a Verilator build of NicMemTop of its own; Icarus runs the same case in make test"))
 def test_hostile_frames_are_dropped_or_refused(sim, test_id):
     """Node 2 sends forged and bad frames while node 0 loads from node 1: each is dropped
     or answered ERROR and counted; every load still lands its right bytes (the forged

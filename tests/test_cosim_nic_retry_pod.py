@@ -22,6 +22,10 @@ from tb.cosim import run_cosim
 from tb.nic.cocotb_nic_retry import retry_stores
 from tb.nic.headline import run_point
 
+pytestmark = pytest.mark.slow(reason=(
+    "the retry top at pod distance is a top of its own; make test keeps the retry at board "
+    "(test_cosim_nic_retry.py), whose checks these repeat at a longer wire"))
+
 #: As tests/test_cosim_nic_fabric.py: the steady-state window lies past the first credit
 #: round trip.
 MESSAGES = 300

@@ -124,6 +124,9 @@ def test_fabric_load_row_rejects_a_bad_pattern():
         fabric_load_row(r, "broadcast", 2, 128, 0.5)
 
 
+@pytest.mark.slow(reason=(
+    "about 10 s of model each; make test keeps "
+    "test_small_incast_drops_without_pause_and_not_with_it"))
 def test_incast_7_to_1_of_1_kib_at_90_percent_is_lossless():
     """Incast 7->1 of 1 KiB WRITEs at 90 % of node 0's downlink, 200 messages per sender
     at the defaults: the backlog reaches the uplink merges, which hold their requesters
@@ -170,6 +173,9 @@ def _check_lossless(sc, r, nodes):
         == len(sc.messages)
 
 
+@pytest.mark.slow(reason=(
+    "about 10 s of model each; make test keeps "
+    "test_small_incast_drops_without_pause_and_not_with_it"))
 def test_incast_7_to_1_of_1_kib_at_90_percent_with_pause_loses_nothing():
     """The same incast as above with ``pause`` on: node 0's responder raises XOFF before
     its receive buffer can overflow, the switch's egress holds frames toward it, the
