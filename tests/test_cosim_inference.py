@@ -24,6 +24,8 @@ TRACES = {
 }
 
 
+@pytest.mark.slow_variants("icarus-*", reason=(
+    "Verilator replays every trace on the RdmaTop that Icarus runs in test_cosim_rdma.py"))
 @pytest.mark.parametrize("name", list(TRACES))
 def test_trace_replay_matches_model(sim, test_id, name):
     if sim == "icarus" and name != "llama70b_tp8_rsag":

@@ -47,6 +47,8 @@ def test_rdma_qp_error_flush_and_reset(sim, test_id):
                      req_frames=8))
 
 
+@pytest.mark.slow_variants("icarus", reason=(
+    "Verilator runs it; Icarus runs the same top in the other tests of this file"))
 def test_rdma_batched_doorbells_over_qps(sim, test_id):
     """Doorbells of 4 WQEs over 3 QPs, one CQE per 2: the CQ order is not the posting
     order (asserted), and the intent check takes the CQEs per QP in order, as RC
