@@ -128,6 +128,7 @@ class SenderModel:
         """One clock cycle with ``msg`` offered: ``(dest, last_for_now)`` or None.
         Returns ``(sent, closed)``: ``(entry, asked, opened)`` when the message was taken
         (sent) in this cycle, else None; the key the pool's scan closed, else None."""
+        full = self.ack_slots is not None and len(self.acks) >= self.ack_slots
         done = None
         if self.acks and self.acks[0][0] == self.t:
             done = self.acks.popleft()[1]
@@ -137,7 +138,7 @@ class SenderModel:
             e = self.pool.where.get(dest)
             run = self.unasked[e] if e is not None else 0
             ask = bool(last) or run + 1 >= self.ack_every
-            if not (ask and self.ack_slots is not None and len(self.acks) >= self.ack_slots):
+            if not (ask and full):     # the queue as at the cycle's start
                 req = (dest, 1, int(run == 0))
         verdict, entry, closed = self.pool.cycle(req, done)
         sent = None
