@@ -99,3 +99,25 @@ def test_sender_cosim(sim, test_id):
               params=dict(entries=8, ack_slots=16, idle=12, ack_every=6, ii=2,
                           completion=40, lookahead=8, popularity="uniform", peers=24,
                           messages=400, seed=3))
+
+
+@pytest.mark.slow(reason=(
+    "exports a further top (the point's ACK queue and depth); the sender's RTL = twin runs "
+    "in make test on test_sender_cosim, the options' checks in "
+    "tests/test_sim_option_space.py"))
+def test_make_sim_ephemeral_point(tmp_path):
+    """`make sim --design ephemeral` on a small point on Icarus: exit 0, no mismatch, and
+    the co-simulated figures equal the model point's (the same flow, RTL and twin)."""
+    import json
+
+    from scripts import sim
+
+    rc = sim.main(["--sim", "icarus", "--design", "ephemeral", "--peers", "64",
+                   "--pool-entries", "16", "--messages", "300", "--out", str(tmp_path)])
+    assert rc == 0
+    (row,) = json.loads((tmp_path / "point.json").read_text())
+    assert (row["design"], row["peers"], row["pool_entries"]) == ("ephemeral", 64, 16)
+    assert row["mismatches"] == 0
+    for key, source in row["sources"].items():
+        if "co-simulated" in source:
+            assert row[f"{key}_rtl"] == pytest.approx(row[f"{key}_model"]), key
