@@ -5,14 +5,17 @@ Options: --sim verilator|icarus (default $SIM or verilator), --messages N, --msg
 --out DIR, --jobs N (headline co-simulations at a time, default $JOBS or 2; each is
 independent, and results do not depend on it). Waveforms with WAVES=1 (then `make waves`).
 
-Your own point instead of the headline: ``--design nic|rdma`` and the design's options
-(``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma --qps 1024
---cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
+Your own point instead of the headline: ``--design nic|rdma|ephemeral`` and the design's
+options (``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma
+--qps 1024 --cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
 the golden model (one results row, RTL and model side by side); every option is checked
 first by the model's own parameter checks, so a bad value stops with an error naming it.
 ``--fabric board|rack|pod`` (both designs; spec/fabric_profiles.py, docs/fabric.md) runs
 the point on a fabric profile: its links and switch hop, and the state sized from them
 (the NIC's credits; the RDMA engine's path, window records and transport timeout).
+``--design ephemeral`` co-simulates the sender's flow through its context pool and takes
+the datapath's figures from the engine's model (docs/ephemeral.md, "make sim --design
+ephemeral"); the figures after the table say which is which.
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """

@@ -287,8 +287,8 @@ def _check_read_point(msg_bytes, messages, knobs, op):
 
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
-    :func:`check_point` returns them): :func:`tb.nic.headline.run_point` or
-    :func:`tb.rdma.headline.run_point`."""
+    :func:`check_point` returns them): :func:`tb.nic.headline.run_point`,
+    :func:`tb.rdma.headline.run_point` or :func:`tb.ephemeral.sim_point.run_point`."""
     k = knobs
     if design == "ephemeral":
         from tb.ephemeral.sim_point import run_point as run_ephemeral

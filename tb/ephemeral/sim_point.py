@@ -99,6 +99,7 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     from spec.fabric_profiles import one_way
     from tb.cosim import BUILD, CosimFailure, run_cosim
     from tb.ephemeral.point import attachment_cap, datapath_row, model_point
+    from tb.run_dirs import run_dir_name
 
     k = check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs)
     log("[sim] ephemeral: the model's point (the datapath from the engine's model at 1 QP, "
@@ -129,8 +130,10 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
                             sim=sim, test_id=test_id, params=params)
     except CosimFailure as exc:
         failure = exc
-        found = sorted(BUILD.glob(f"cosim/{sim}/{name}-*/*/ephemeral_sender.json"),
-                       key=lambda p: p.stat().st_mtime)
+        # This run's folder (run_cosim empties it first): the RTL's events, if the test
+        # got as far as comparing them.
+        found = sorted(BUILD.glob(f"cosim/{sim}/{name}-*/{run_dir_name(test_id)}/"
+                                  f"ephemeral_sender.json"), key=lambda p: p.stat().st_mtime)
         run_dir = found[-1].parent if found else None
     out = run_dir and Path(run_dir) / "ephemeral_sender.json"
     if not out or not out.exists():
