@@ -76,7 +76,8 @@ IDLE_RANGE = (1, (1 << STAMP_BITS) - POOL_ENTRIES_RANGE[1] - 1)
 #: :data:`POOL_ENTRIES_RANGE`.
 RTL_POOL_ENTRIES_MAX = 256
 #: Bits of the sender's run-time issue spacing ``ii`` (cycles between two messages sent,
-#: 1 to ``2**II_BITS - 1``; the engine's datapath takes 4 to 8 at its best rung).
+#: 1 to ``2**II_BITS - 1``; the engine's datapath at its best rung gives 4 at ``board``
+#: and ``pod``, :func:`tb.ephemeral.point.datapath_row`).
 II_BITS = 8
 #: Cycles from a message that asks for an ACK to that ACK at the sender, as the sender
 #: block takes them at run time: its ACK queue compares the due cycle with the pool's
