@@ -5,14 +5,17 @@ Options: --sim verilator|icarus (default $SIM or verilator), --messages N, --msg
 --out DIR, --jobs N (headline co-simulations at a time, default $JOBS or 2; each is
 independent, and results do not depend on it). Waveforms with WAVES=1 (then `make waves`).
 
-Your own point instead of the headline: ``--design nic|rdma`` and the design's options
-(``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma --qps 1024
---cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
+Your own point instead of the headline: ``--design nic|rdma|ephemeral`` and the design's
+options (``python scripts/sim.py --help``; through make: ``make sim ARGS="--design rdma
+--qps 1024 --cache-entries 64 --rung db-batch --msg-bytes 256"``). The point is co-simulated against
 the golden model (one results row, RTL and model side by side); every option is checked
 first by the model's own parameter checks, so a bad value stops with an error naming it.
 ``--fabric board|rack|pod`` (both designs; spec/fabric_profiles.py, docs/fabric.md) runs
 the point on a fabric profile: its links and switch hop, and the state sized from them
 (the NIC's credits; the RDMA engine's path, window records and transport timeout).
+``--design ephemeral`` co-simulates the sender's flow through its context pool and takes
+the datapath's figures from the engine's model (docs/ephemeral.md, "make sim --design
+ephemeral"); the figures after the table say which is which.
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
@@ -32,12 +35,14 @@ sys.path.insert(0, str(ROOT))
 # The results table and the design point's options live in their own modules; their
 # names are re-exported here (callers use ``scripts.sim``).
 from scripts.sim_point import (  # noqa: E402
+    EPHEMERAL_SHARED,
     POINT_OPTIONS,
     RUNG_ALIASES,  # noqa: F401
     check_point,
     gap_profiles,
     run_design_point,
     rung_name,  # noqa: F401
+    takes,
 )
 from scripts.sim_table import COLUMNS, _cell, print_table  # noqa: E402, F401
 from tb.cosim import SIMULATORS, selected_sim  # noqa: E402
@@ -52,7 +57,8 @@ def parse_args(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Without --design: the headline of both designs.")
     ap.add_argument("--sim", default=None, help=f"one of {', '.join(SIMULATORS)}")
-    ap.add_argument("--messages", type=int, default=1000, help="messages (default 1000)")
+    ap.add_argument("--messages", type=int, default=None,
+                    help="messages (default 1000; --design ephemeral: 2000)")
     ap.add_argument("--msg-bytes", type=int, default=128,
                     help="bytes per message, 1..4096 (default 128; RDMA rungs with inline "
                     f"data, bf-inline and after: at most the {inline_limit()} bytes a WQE "
@@ -61,7 +67,7 @@ def parse_args(argv=None):
     ap.add_argument("--jobs", type=int, default=None,
                     help="co-simulations at a time for the headline (default $JOBS or 2; "
                     "not with --design: a point is its two runs, one after the other)")
-    ap.add_argument("--design", choices=("nic", "rdma"), default=None,
+    ap.add_argument("--design", choices=("nic", "rdma", "ephemeral"), default=None,
                     help="co-simulate one point of this design instead of the headline")
     ap.add_argument("--link-retry", action="store_true",
                     help="[nic, rdma] every link with link-level retry (ReliableLink; "
@@ -75,6 +81,8 @@ def parse_args(argv=None):
                     "tb/gap_table.py")
     for opt, knob, design, kind, text in POINT_OPTIONS:
         tag = "nic, rdma" if design == "both" else design
+        if knob in EPHEMERAL_SHARED:
+            tag += ", ephemeral"
         ap.add_argument(opt, dest=knob, type=kind, default=None,
                         help=f"[{tag}] {text}".replace("%", "%%"))
     args = ap.parse_args(argv)
@@ -93,6 +101,8 @@ def parse_args(argv=None):
             ap.error(f"JOBS must be a whole number, not {os.environ['JOBS']!r}")
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
+    if args.messages is None:
+        args.messages = 2000 if args.design == "ephemeral" else 1000
     if args.messages < 1:
         ap.error(f"--messages must be at least 1, not {args.messages}")
     if not 1 <= args.msg_bytes <= 4096:
@@ -102,13 +112,17 @@ def parse_args(argv=None):
              if getattr(args, knob) is not None}
     if given and args.design is None:
         ap.error(f"{', '.join(o for o, _ in given.values())}: give --design too")
-    wrong = [o for o, d in given.values() if args.design and d not in (args.design, "both")]
+    wrong = [o for knob, (o, d) in given.items()
+             if args.design and not takes(args.design, knob, d)]
     if wrong:
         ap.error(f"{', '.join(wrong)}: not an option of --design {args.design}")
     args.knobs = {k: getattr(args, k) for k in given}
     if args.link_retry:
         if args.design is None:
             ap.error("--link-retry: give --design too")
+        if args.design == "ephemeral":
+            ap.error("--link-retry: not an option of --design ephemeral (its datapath's "
+                     "figures are the engine's with link retry, the level field)")
         args.knobs["link_retry"] = True
     if args.selective:
         if args.design != "rdma":
@@ -163,6 +177,12 @@ def main(argv=None):
         path.write_text(json.dumps([row], indent=2) + "\n")
         print()
         print_table([row])
+        if args.design == "ephemeral":
+            from tb.ephemeral.sim_point import figure_lines
+
+            print("\nfigures (RTL: the sender's flow co-simulated; model: the engine's "
+                  "datapath at 1 QP and the pool twin):")
+            print("\n".join(figure_lines(row)))
         print(f"\n[sim] wrote {path}")
         if row.get("mismatches"):
             print(f"[sim] FAIL: {row['mismatches']} RTL/model mismatches", file=sys.stderr)

@@ -22,8 +22,9 @@ def rung_name(text):
     return RUNG_ALIASES.get(text, text)
 
 
-#: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma" or
-#: "both"), type, help).
+#: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma",
+#: "ephemeral" or "both", the NIC and RDMA), type, help). The ephemeral design also takes
+#: the options of :data:`EPHEMERAL_SHARED`.
 POINT_OPTIONS = (
     ("--op", "op", "both", str,
      "operation: write (default). NIC: load (remote loads of --msg-bytes, at most "
@@ -42,7 +43,8 @@ POINT_OPTIONS = (
      "1..16 (default 2, what the engine's responder keeps in flight at its host; an "
      "atomic fences them)"),
     ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
-    ("--peers", "peers", "nic", int, "NIC destination nodes, round robin (1..15; default 1)"),
+    ("--peers", "peers", "nic", int, "destination nodes: NIC round robin (1..15; default 1); "
+     "ephemeral, in --popularity (1..4096; default 4096)"),
     ("--attachment", "attachment", "nic", str,
      "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
     ("--link-latency", "link_latency", "both", int,
@@ -82,10 +84,34 @@ POINT_OPTIONS = (
      "RDMA topology: direct-link (RdmaTop, one link for the whole path; default) or switch "
      "(two nodes of RdmaFabricTop on the NIC's fabric: link, switch, link, credits; the "
      "gap table's rows; RoCEv2 and the engine's defaults only)"),
+    ("--popularity", "popularity", "ephemeral", str,
+     "ephemeral destinations: round_robin, uniform or zipf (0.99) over --peers (default "
+     "round_robin; spec/load.py)"),
+    ("--pool-entries", "pool_entries", "ephemeral", int,
+     "ephemeral contexts in the sender's pool, a power of two 2..256 in RTL (default 256)"),
+    ("--idle", "idle", "ephemeral", int,
+     "ephemeral cycles a context with nothing outstanding stays open, 1..61439 (default 64)"),
+    ("--ack-every", "ack_every", "ephemeral", int,
+     "ephemeral messages of a context per ACK request at most, 1..31 (default 16)"),
+    ("--lookahead", "lookahead", "ephemeral", int,
+     "ephemeral posted messages the sender sees when it marks a context's last for now, "
+     "0..--pool-entries (default 16)"),
     ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
      + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
      + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
 )
+
+
+#: Options of other designs that ``--design ephemeral`` takes too.
+EPHEMERAL_SHARED = ("peers", "fabric")
+
+
+def takes(design, knob, owner):
+    """Whether ``--design design`` takes the option of ``knob`` (whose design in
+    :data:`POINT_OPTIONS` is ``owner``)."""
+    if design == "ephemeral":
+        return owner == "ephemeral" or knob in EPHEMERAL_SHARED
+    return owner in (design, "both")
 
 
 def gap_profiles(text, ap):
@@ -115,6 +141,8 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     from spec.rdma_engine import LADDER, TOP_DEFAULTS
 
     knobs = dict(knobs)
+    if design == "ephemeral":
+        return _check_ephemeral_point(msg_bytes, messages, knobs)
     op = knobs.pop("op", None)
     if op is not None and op != "write" and design == "rdma":
         return _check_read_point(msg_bytes, messages, knobs, op)
@@ -183,6 +211,24 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     return knobs
 
 
+def _check_ephemeral_point(msg_bytes, messages, knobs):
+    """:func:`check_point` of a ``--design ephemeral`` point (:func:`tb.ephemeral.sim_point.
+    check_sim_point`); options of the other designs are refused by name."""
+    from tb.ephemeral.sim_point import check_sim_point
+
+    other = sorted(k for k in knobs if not takes("ephemeral", k, None)
+                   and k not in ("popularity", "pool_entries", "idle", "ack_every",
+                                 "lookahead"))
+    if other:
+        raise ValueError(f"{other[0]} is not an option of --design ephemeral")
+    k = {"peers": 4096, "fabric": "board", "popularity": "round_robin", **knobs}
+    pool = {x: k.pop(x) for x in ("pool_entries", "idle", "ack_every", "lookahead")
+            if x in k}
+    full = check_sim_point(k["peers"], k["fabric"], k["popularity"], messages, msg_bytes,
+                           pool)
+    return dict(k, **full)
+
+
 def _check_mem_point(design, msg_bytes, messages, knobs, op):
     """:func:`check_point` of a ``--op load`` or ``--op atomic`` point."""
     from spec.nic_mem import MEM_OPS
@@ -241,9 +287,13 @@ def _check_read_point(msg_bytes, messages, knobs, op):
 
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
-    :func:`check_point` returns them): :func:`tb.nic.headline.run_point` or
-    :func:`tb.rdma.headline.run_point`."""
+    :func:`check_point` returns them): :func:`tb.nic.headline.run_point`,
+    :func:`tb.rdma.headline.run_point` or :func:`tb.ephemeral.sim_point.run_point`."""
     k = knobs
+    if design == "ephemeral":
+        from tb.ephemeral.sim_point import run_point as run_ephemeral
+        return run_ephemeral, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
+                                   test_id=f"point-{messages}x{msg_bytes}", **k)
     if design == "nic" and k.get("op", "write") != "write":
         from tb.nic.mem_point import run_mem_point
         return run_mem_point, dict(sim=sim, op=k["op"], msg_bytes=msg_bytes,
@@ -289,5 +339,7 @@ def run_design_point(args):
     """Co-simulate the point of ``args``; return its results row."""
     fn, kwargs = point_call(args.design, args.sim, args.msg_bytes, args.messages, args.knobs)
     row = fn(**kwargs)
+    if args.design == "ephemeral":
+        return row
     row.setdefault("op", "write")
     return row

@@ -20,6 +20,9 @@ COLUMNS = (
 
 def _cell(row, title, key, fmt):
     if title == "row":
+        if row.get("design") == "ephemeral":
+            return (f"{row.get('pool_entries')} contexts, {row.get('peers')} peers "
+                    f"{row.get('popularity')}, {row.get('fabric')}")
         if row.get("design") == "rdma":
             from spec.rdma_engine import LADDER
 
@@ -49,6 +52,8 @@ def _cell(row, title, key, fmt):
         wire = row.get("wire_bytes_rtl")
         return f"{100 * row['msg_bytes'] / wire:.1f}%" if wire else "-"
     if title == "ctrl ops":
+        if row.get("design") == "ephemeral":
+            return "-"
         ops = row.get("ctrl_ops_rtl") or {}
         return f"{sum(ops.values()):.2f}" if isinstance(ops, dict) else str(ops)
     value = row.get(key)

@@ -25,7 +25,8 @@ __all__ = ["NODE_BITS", "STAMP_BITS", "OUTSTANDING_BITS", "ACK_COUNT_BITS",
            "SEND_CONTEXT_LAYOUT", "RECV_CONTEXT_LAYOUT", "UET_MPR", "UET_PDC_MAX",
            "POOL_ENTRIES_RANGE", "IDLE_RANGE", "EPHEMERAL_DEFAULTS", "POOL_COUNTERS",
            "Verdict", "send_context_bits", "recv_context_bits", "uet_bitmap_bits",
-           "check_pool_entries", "check_idle", "check_ephemeral"]
+           "check_pool_entries", "check_idle", "check_ephemeral", "RTL_POOL_ENTRIES_MAX",
+           "II_BITS", "COMPLETION_RANGE", "ACK_SLOTS_RANGE", "check_sender"]
 
 #: Bits of a node id: up to 4,096 destinations (the spectrum's largest peer count).
 NODE_BITS = 12
@@ -69,6 +70,23 @@ UET_PDC_MAX = 64
 #: Pool sizes a build accepts (entries, a power of two) and idle times (cycles).
 POOL_ENTRIES_RANGE = (2, 4096)
 IDLE_RANGE = (1, (1 << STAMP_BITS) - POOL_ENTRIES_RANGE[1] - 1)
+
+#: Most contexts the RTL pool block builds (its lookup compares every entry's key in one
+#: cycle; :class:`rtl.ephemeral.pool.ContextPool`); the model takes
+#: :data:`POOL_ENTRIES_RANGE`.
+RTL_POOL_ENTRIES_MAX = 256
+#: Bits of the sender's run-time issue spacing ``ii`` (cycles between two messages sent,
+#: 1 to ``2**II_BITS - 1``; the engine's datapath at its best rung gives 4 at ``board``
+#: and ``pod``, :func:`tb.ephemeral.point.datapath_row`).
+II_BITS = 8
+#: Cycles from a message that asks for an ACK to that ACK at the sender, as the sender
+#: block takes them at run time: its ACK queue compares the due cycle with the pool's
+#: ``now`` (``STAMP_BITS``), so a delay must be shorter than its wrap.
+COMPLETION_RANGE = (1, (1 << STAMP_BITS) - 1)
+#: ACKs awaited at once that the sender block's ACK queue holds (a power of two; a
+#: message that would ask for one more waits): at least ``completion / ii`` rounded up
+#: for a flow that never waits on it.
+ACK_SLOTS_RANGE = (2, 4096)
 
 #: Defaults. ``pool_entries``: 256 contexts (the RC engine's largest context cache, so
 #: that the two on-chip stores compare at one size). ``idle``: 64 cycles after the last
@@ -139,3 +157,18 @@ def check_ephemeral(pool_entries, idle, ack_every, lookahead):
     check_idle(idle)
     _int("ack_every", ack_every, 1, (1 << ACK_COUNT_BITS) - 1)
     _int("lookahead", lookahead, 0, 4096)
+
+
+def check_sender(entries, idle, ack_every, ii, completion, ack_slots=None):
+    """The sender block's and its twin's knobs (:class:`rtl.ephemeral.sender.
+    EphemeralSender`); ``ValueError`` names the first bad one. ``ack_slots`` None: an
+    unbounded ACK queue (the twin only)."""
+    check_pool_entries(entries, "entries")
+    check_idle(idle)
+    _int("ack_every", ack_every, 1, (1 << ACK_COUNT_BITS) - 1)
+    _int("ii", ii, 1, (1 << II_BITS) - 1)
+    _int("completion", completion, *COMPLETION_RANGE)
+    if ack_slots is not None:
+        _int("ack_slots", ack_slots, *ACK_SLOTS_RANGE)
+        if ack_slots & (ack_slots - 1):
+            raise ValueError(f"ack_slots must be a power of two, not {ack_slots!r}")

@@ -40,7 +40,15 @@ RANGES = {
     "--miss-queue": (["0", "64"], ["-1", "65"]),
     "--topology": (["direct-link", "switch"], ["ring"]),
     "--rung": (["seq", "db-batch", "best", "sequential"], ["fastest"]),
+    "--popularity": (["round_robin", "uniform", "zipf"], ["hot"]),
+    "--pool-entries": (["16", "256"], ["1", "3", "512"]),      # with --lookahead 16
+    "--idle": (["1", "61439"], ["0", "61440"]),
+    "--ack-every": (["1", "31"], ["0", "32"]),
+    "--lookahead": (["0", "256"], ["-1", "257"]),              # with --pool-entries 256
 }
+#: The ephemeral design's ranges of the options it shares with the NIC.
+EPHEMERAL_RANGES = {"--peers": (["1", "4096"], ["0", "4097"]),
+                    "--fabric": RANGES["--fabric"]}
 FLAGS = {"--link-retry": "both", "--selective": "rdma"}
 COMMON = {"--messages": (["1", "3", "1000"], ["0"]), "--msg-bytes": (["1", "4096"],
                                                                    ["0", "4097"])}
@@ -140,3 +148,35 @@ def test_pairs_of_range_ends(design, capsys):
 def test_odd_points_are_accepted(argv, capsys):
     """Odd but valid points users tried are accepted by the checks."""
     assert _outcome(argv, capsys) is None
+
+
+def test_ephemeral_options(capsys):
+    """--design ephemeral: each of its options inside its stated range is accepted, outside
+    it refused with an error naming it (nothing is built: the checks alone); every option
+    of the other designs is refused by name."""
+    own = {o: r for o, r in RANGES.items() if _design_of(o) == "ephemeral"}
+    for option, (good, bad) in list(own.items()) + list(EPHEMERAL_RANGES.items()):
+        for value in good:
+            argv = ["--design", "ephemeral", option, value, "--messages", "16"]
+            assert _outcome(argv, capsys) is None, argv
+        for value in bad:
+            err = _outcome(["--design", "ephemeral", option, value], capsys)
+            assert err is not None and option in err, (option, value, err)
+    err = _outcome(["--design", "ephemeral", "--pool-entries", "8"], capsys)
+    assert err is not None and "--lookahead" in err and "--pool-entries" in err, err
+    for option, (good, _) in RANGES.items():
+        if option in own or option in EPHEMERAL_RANGES:
+            continue
+        err = _outcome(["--design", "ephemeral", option, good[0]], capsys)
+        assert err is not None and option in err, (option, err)
+    for flag in FLAGS:
+        err = _outcome(["--design", "ephemeral", flag], capsys)
+        assert err is not None and flag in err, (flag, err)
+    for option, (good, _) in own.items():
+        for design in ("nic", "rdma"):
+            err = _outcome(["--design", design, option, good[0]], capsys)
+            assert err is not None and option in err, (design, option, err)
+    err = _outcome(["--design", "ephemeral", "--msg-bytes", "225"], capsys)
+    assert err is not None and "--msg-bytes" in err, err
+    err = _outcome(["--design", "ephemeral", "--messages", "65537"], capsys)
+    assert err is not None and "--messages" in err, err

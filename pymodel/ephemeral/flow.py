@@ -26,18 +26,23 @@ Rules (docs/ephemeral.md):
   ``one_way`` cycles later. The receiver's context toward this sender opened on the
   first message's arrival (``latency`` cycles after it was sent).
 
-:func:`run_flow` returns the send cycles, the waits and the pool's figures; the receive
+:class:`SenderModel` is the twin of :class:`rtl.ephemeral.sender.EphemeralSender`: the
+rules above around the pool, stepped one cycle at a time (the "last for now" bit comes
+with each posted message, :func:`ack_requests` computes it from the posting queue).
+:func:`run_flow` runs it and returns the send cycles, the waits and the pool's figures; the receive
 side's contexts are the intervals ``[first arrival, CLOSE arrival]`` (their most at once
 is the receiver pool this sender needs at its peers, and by symmetry what each node
 needs when every node sends as this one does).
 """
 
+import collections
 import dataclasses
 
 from pymodel.ephemeral.pool import ContextPoolModel
-from spec.ephemeral import EPHEMERAL_DEFAULTS, Verdict, check_ephemeral
+from spec.ephemeral import EPHEMERAL_DEFAULTS, Verdict, check_ephemeral, check_sender
 
-__all__ = ["Datapath", "FlowResult", "run_flow", "ack_requests", "max_overlap"]
+__all__ = ["Datapath", "FlowResult", "SenderModel", "run_flow", "ack_requests",
+           "max_overlap"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,52 +101,91 @@ def max_overlap(intervals):
     return best
 
 
+class SenderModel:
+    """Twin of :class:`rtl.ephemeral.sender.EphemeralSender`, one :meth:`cycle` per clock.
+
+    Holds the pool twin, each entry's count of messages since its context's last ACK
+    request, the spacing count (cycles until the next message may go) and the ACK queue
+    (``(due cycle, entry)`` in send order; ``ack_slots`` None: unbounded). ``now``: the
+    pool's ``now`` in the first cycle stepped. Every decision of a cycle reads the state
+    at its start."""
+
+    def __init__(self, entries, idle, ack_every, ii, completion, ack_slots=None, now=0):
+        check_sender(entries, idle, ack_every, ii, completion, ack_slots)
+        self.pool = ContextPoolModel(entries, idle, now)
+        self.ack_every, self.ii, self.completion = ack_every, ii, completion
+        self.ack_slots = ack_slots
+        self.unasked = [0] * entries
+        self.acks = collections.deque()
+        self.gap = 0
+        self.t = 0                      # cycles stepped
+
+    def busy(self):
+        """ACKs awaited or contexts open: the flow has not ended."""
+        return bool(self.acks) or self.pool.used > 0
+
+    def cycle(self, msg=None):
+        """One clock cycle with ``msg`` offered: ``(dest, last_for_now)`` or None.
+        Returns ``(sent, closed)``: ``(entry, asked, opened)`` when the message was taken
+        (sent) in this cycle, else None; the key the pool's scan closed, else None."""
+        full = self.ack_slots is not None and len(self.acks) >= self.ack_slots
+        done = None
+        if self.acks and self.acks[0][0] == self.t:
+            done = self.acks.popleft()[1]
+        req = ask = run = None
+        if msg is not None and self.gap == 0:
+            dest, last = msg
+            e = self.pool.where.get(dest)
+            run = self.unasked[e] if e is not None else 0
+            ask = bool(last) or run + 1 >= self.ack_every
+            if not (ask and full):     # the queue as at the cycle's start
+                req = (dest, 1, int(run == 0))
+        verdict, entry, closed = self.pool.cycle(req, done)
+        sent = None
+        if req is not None and verdict != Verdict.FULL:
+            self.unasked[entry] = 0 if ask else run + 1
+            if ask:
+                self.acks.append((self.t + self.completion, entry))
+            self.gap = self.ii - 1
+            sent = (entry, ask, verdict == Verdict.OPENED)
+        elif self.gap:
+            self.gap -= 1
+        self.t += 1
+        return sent, closed
+
+
 def run_flow(dests, datapath, pool_entries=EPHEMERAL_DEFAULTS["pool_entries"],
              idle=EPHEMERAL_DEFAULTS["idle"], ack_every=EPHEMERAL_DEFAULTS["ack_every"],
              lookahead=EPHEMERAL_DEFAULTS["lookahead"]):
     """Send ``dests`` (a destination per message, in order) through a pool of
-    ``pool_entries`` contexts; see the module docstring. ``ValueError`` names a bad
+    ``pool_entries`` contexts (:class:`SenderModel`, every message offered as soon as
+    the one before it is sent); see the module docstring. ``ValueError`` names a bad
     knob."""
     check_ephemeral(pool_entries, idle, ack_every, lookahead)
     if not dests:
         raise ValueError("dests must name at least one message's destination")
     dp = datapath
     last_for_now = ack_requests(dests, lookahead)
-    pool = ContextPoolModel(pool_entries, idle)
+    sender = SenderModel(pool_entries, idle, ack_every, dp.ii, dp.completion)
     n = len(dests)
     sent, asked, waits = [None] * n, [False] * n, [0] * n
-    unasked = {}                    # destination -> messages since its last request
-    entry_of = {}                   # destination -> its entry while open
-    dones = {}                      # cycle -> entry whose ACK arrives
     opened_at = {}                  # destination -> first arrival of the open context
     recv = []                       # receive contexts: [first arrival, CLOSE arrival]
     k, ready, cycle, closes = 0, 0, 0, 0
-    while k < n or dones or pool.used:
-        req = None
-        if k < n and cycle >= ready:
-            d = dests[k]
-            run = unasked.get(d, 0)          # messages of the open run before this one
-            ask = last_for_now[k] or run + 1 >= ack_every
-            req = (d, 1, int(run == 0), ask)
-        verdict, entry, closed = pool.cycle(req and req[:3], dones.pop(cycle, None))
+    while k < n or sender.busy():
+        event, closed = sender.cycle((dests[k], last_for_now[k]) if k < n else None)
         if closed is not None:
             closes += 1
             recv.append((opened_at.pop(closed), cycle + dp.one_way))
-            del entry_of[closed]
-            unasked.pop(closed, None)
-        if req is not None and verdict != Verdict.FULL:
-            d, _, _, ask = req
-            if verdict == Verdict.OPENED:
-                entry_of[d] = entry
-                opened_at[d] = cycle + dp.latency
-                unasked[d] = 0
-            sent[k], asked[k], waits[k] = cycle, bool(ask), cycle - ready
-            unasked[d] = 0 if ask else unasked[d] + 1
-            if ask:
-                dones[cycle + dp.completion] = entry
+        if event is not None:
+            _, ask, opened = event
+            if opened:
+                opened_at[dests[k]] = cycle + dp.latency
+            sent[k], asked[k], waits[k] = cycle, ask, cycle - ready
             k += 1
             ready = cycle + dp.ii
         cycle += 1
+    pool = sender.pool
     return FlowResult(sent=sent, asked=asked, waits=waits, counters=dict(pool.count),
                       send_max=pool.used_max, recv_max=max_overlap(recv), closes=closes,
                       end=cycle)
