@@ -10,8 +10,11 @@ elapsed time and an estimate of the time left.
 
 Writes ``build/fuzz/fuzz.json``: per design ``frames``, ``by_outcome`` (the receiver's
 outcome counters summed), ``by_mutation`` (``kind+fix`` -> frames sent), ``by_field``
-(header field -> rewrites), ``violations``, ``hangs``, ``mismatches``, ``chunks``,
-``seconds``, ``outcomes_never_seen`` (coverage: outcome counters that stayed 0), and the
+(header field -> rewrites), ``by_frame`` (frame kind by opcode -> frames sent:
+WRITEs, READ requests and responses, atomics and their ACKs; NIC: stores, loads,
+atomics and their responses), ``by_effect`` (READs and atomics executed, responses
+sent), ``violations``, ``hangs``, ``mismatches``, ``chunks``,
+``seconds``, ``outcomes_never_seen`` (coverage: outcome and effect counters that stayed 0), and the
 first violations and mismatches found; and one line per chunk in
 ``build/fuzz/fuzz_<design>_chunks.jsonl`` (named after ``--out``). Exits 1 when violations,
 hangs or mismatches are not all 0 (or a chunk did not report), 2 on a bad option.
@@ -151,7 +154,8 @@ def fuzz_design(design, a):
     missing = [k for k, _ in plan if k not in got]
     res = {"frames": sum(r["frames"] for r in records),
            "injected": sum(r["injected"] for r in records),
-           "by_outcome": {}, "by_mutation": {}, "by_field": {},
+           "by_outcome": {}, "by_mutation": {}, "by_field": {}, "by_frame": {},
+           "by_effect": {},
            "violations": sum(len(r["violations"]) for r in records),
            "hangs": sum(r["hangs"] for r in records),
            "mismatches": sum(r["mismatches"] for r in records),
@@ -164,9 +168,12 @@ def fuzz_design(design, a):
         add_counts(res["by_outcome"], r["by_outcome"])
         add_counts(res["by_mutation"], r["by_mutation"])
         add_counts(res["by_field"], r["by_field"])
+        add_counts(res["by_frame"], r.get("by_frame", {}))
+        add_counts(res["by_effect"], r.get("by_effect", {}))
     # Coverage, not a failure: outcomes the fuzz never produced (the receiver's checks
     # it did not reach).
-    res["outcomes_never_seen"] = sorted(k for k, n in res["by_outcome"].items() if n == 0)
+    res["outcomes_never_seen"] = sorted(
+        k for k, n in {**res["by_outcome"], **res["by_effect"]}.items() if n == 0)
     return res
 
 
@@ -180,7 +187,8 @@ def main(argv=None):
         print(f"[fuzz] {d}: {r['frames']} frames in {r['chunks']} chunks, {r['seconds']} s "
               f"({r['frames'] / max(r['seconds'], 1e-9):.0f} frames/s); violations "
               f"{r['violations']}, hangs {r['hangs']}, mismatches {r['mismatches']}; "
-              f"outcomes {r['by_outcome']}; never seen {r['outcomes_never_seen']}",
+              f"outcomes {r['by_outcome']}; effects {r['by_effect']}; frames {r['by_frame']}; "
+              f"never seen {r['outcomes_never_seen']}",
               flush=True)
         bad |= bool(r["violations"] or r["hangs"] or r["mismatches"] or r["missing_chunks"])
     out = Path(a.out)

@@ -13,8 +13,9 @@ __all__ = ["DESIGNS", "RDMA_FUZZ_TOP", "NIC_FUZZ_TOP", "NIC_FRAMINGS", "max_chun
 
 DESIGNS = ("nic", "rdma")
 #: RdmaTop's parameters for the fuzz: injection player and link recorders deep enough
-#: for a chunk.
-RDMA_FUZZ_TOP = {"inject": 16384, "wire_beats": 16384}
+#: for a chunk, and node B's responder with RDMA READ and atomics (its READ data FIFO
+#: of two packets of the largest MTU, as :data:`tb.rdma.runner.FEATURES_TOP`).
+RDMA_FUZZ_TOP = {"inject": 16384, "wire_beats": 16384, "read_words": 128}
 #: NicRxTop's parameters (the framing is added per run).
 NIC_FUZZ_TOP = {"width": 16, "max_payload": 256, "mem_words": 128, "beats": 1 << 15}
 NIC_FRAMINGS = ("compact", "l2")

@@ -24,12 +24,14 @@ import time
 
 import cocotb
 
-from pymodel.scenarios.fuzz import rdma_chunk
+from pymodel.scenarios.fuzz import RDMA_QPN, atomic_psns, frame_kind, rdma_chunk
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
+from spec.rdma_responder import READ_COUNTERS
 from tb.cosim import cosim_params
 from tb.fuzz_checks import (
     chunk_record,
     counted_once,
+    executed_at_most,
     outside_windows,
     read_bytes,
     report_chunk,
@@ -55,6 +57,9 @@ def chunk_invariants(got, chunk, injected):
     bad = outside_windows(got["mem_b"], v.mem_b, allowed, 64)
     bad += counted_once(got["resp"], OUTCOMES, injected)
     bad += tail_missing(read_bytes(got["mem_b"], 64), chunk.tail)
+    if "atomics" in got["resp"]:
+        bad += executed_at_most("atomics", got["resp"]["atomics"],
+                                len(atomic_psns([m.frame for m in chunk.frames], RDMA_QPN)))
     return bad
 
 
@@ -63,13 +68,13 @@ async def rdma_fuzz(dut):
     p = cosim_params()
     cfg, _ = config(p["top"], {})
     stall = tuple(p.get("inject_stall", (7, 192)))
-    tb = RdmaTestbench(dut, cfg.depth)
+    tb = RdmaTestbench(dut, cfg.depth, read_words=cfg.read_words)
     failures = 0
     for n, k in enumerate(p["chunks"]):
         t0 = time.perf_counter()
         chunk = rdma_chunk(p["seed"], k, p["frames"], depth=cfg.depth,
                            mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256),
-                           qpc_words=cfg.qpc_words)
+                           qpc_words=cfg.qpc_words, reads=bool(cfg.read_words))
         frames = [m.frame for m in chunk.frames]
         beats = sum(-(-len(f) // 64) for f in frames)
         if beats > tb_capacity(dut):
@@ -97,7 +102,9 @@ async def rdma_fuzz(dut):
         record = chunk_record(
             k, chunk, len(frames), tb.end, model["cycles"],
             {o: resp[o] for o in OUTCOMES if isinstance(resp[o], int)},
-            violations, tb.hang, sb.mismatches, t0)
+            violations, tb.hang, sb.mismatches, t0,
+            by_effect={c: resp[c] for c in READ_COUNTERS if isinstance(resp.get(c), int)},
+            kind_of=frame_kind)
         failures += report_chunk(dut, record, sb.mismatches, p.get("out"))
     assert p["chunks"], "no chunk to run"
     assert failures == 0, f"{failures} of {len(p['chunks'])} chunks failed (see the log)"
