@@ -2,8 +2,10 @@
 
 For each design, N fuzz frames (mutants of valid frames, :mod:`pymodel.scenarios.fuzz`)
 are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset of the
-co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop, :mod:`tb.nic.cocotb_fuzz` on
-NicRxTop, whose chunks alternate the compact and L2 framings), checked against the
+co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
+responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
+receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
+the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop), checked against the
 golden model and against the model-free invariants of :mod:`tb.fuzz_checks`. Several
 chunks run in one simulator process (``--per-run``); a progress line per chunk gives the
 elapsed time and an estimate of the time left.
@@ -33,7 +35,7 @@ if str(ROOT) not in sys.path:
 
 from tb.cosim import SIMULATORS, CosimFailure, selected_sim  # noqa: E402
 from tb.fuzz_checks import add_counts  # noqa: E402
-from tb.fuzz_runner import DESIGNS, NIC_FRAMINGS, max_chunk, run_fuzz  # noqa: E402
+from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E402
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
@@ -129,20 +131,21 @@ def fuzz_design(design, a):
     failures = []
     groups = []
     if design == "nic":
-        for f, framing in enumerate(NIC_FRAMINGS):
-            mine = [c for c in plan if c[0] % len(NIC_FRAMINGS) == f]
-            groups += [(framing, mine[i:i + a.per_run]) for i in range(0, len(mine),
-                                                                         a.per_run)]
+        for f, target in enumerate(NIC_TARGETS):
+            mine = [c for c in plan if c[0] % len(NIC_TARGETS) == f]
+            groups += [(target, mine[i:i + a.per_run]) for i in range(0, len(mine),
+                                                                        a.per_run)]
     else:
-        groups = [(None, plan[i:i + a.per_run]) for i in range(0, len(plan), a.per_run)]
-    for framing, group in groups:
+        groups = [((design, None), plan[i:i + a.per_run])
+                  for i in range(0, len(plan), a.per_run)]
+    for (target, framing), group in groups:
         sizes = {n for _, n in group}
         for size in sorted(sizes):                    # one size per process
             ks = [k for k, n in group if n == size]
+            name = target if target != "nic" else f"nic_{framing}"
             try:
-                run_fuzz(design, sim=a.sim, seed=a.seed, chunks=ks, frames=size, out=lines,
-                         test_id=f"fuzz_{design}_{framing or 'rocev2'}_{ks[0]}",
-                         framing=framing or "compact")
+                run_fuzz(target, sim=a.sim, seed=a.seed, chunks=ks, frames=size, out=lines,
+                         test_id=f"fuzz_{name}_{ks[0]}", framing=framing or "compact")
             except CosimFailure as exc:
                 failures.append(str(exc))
                 print(f"[fuzz] {design}: {exc}", file=sys.stderr, flush=True)

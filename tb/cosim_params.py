@@ -28,6 +28,7 @@ ACCEPTED_PARAMS = {
     "tb.cocotb_selftest_fails": (),
     "tb.nic.cocotb_fuzz": ("top", "seed", "frames", "chunks", "out", "sabotage"),
     "tb.nic.cocotb_load": "tb.cosim_params:_nic_load_params",
+    "tb.nic.cocotb_mem_fuzz": ("top", "seed", "frames", "chunks", "out"),
     "tb.nic.cocotb_nic_mem": ("nodes", "framing", "fabric", "tags", "mem_words",
                               "max_payload", "target_latency", "target_reads", "cmds", "raws",
                               "mem_seed", "stalls"),

@@ -273,7 +273,7 @@ def test_the_rdma_fuzz_with_reads_sends_read_and_atomic_frames_and_mutants_of_th
     """With ``reads`` the fuzz has READ requests, atomics (both opcodes), READ RESPONSEs
     and ATOMIC ACKNOWLEDGEs, each also as a mutant (not kind ``valid``); without it,
     none of those opcodes but from a mutation."""
-    chunk = rdma_chunk(3, 0, 600, reads=True)
+    chunk = rdma_chunk(3, 0, 1500, reads=True)
     fuzz = [m for m in chunk.frames[:chunk.fuzz_frames] if len(m.frame) > 42]
     for want in (_READ_REQ, _ATOMIC_ACK, *_ATOMICS):
         assert any(m.frame[42] == want and m.kind == "valid" for m in fuzz), hex(want)

@@ -98,7 +98,16 @@ RDMA_FRAME_KINDS = {**dict.fromkeys((0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B), "write
 #: The share of the RDMA fuzz's valid frames (with ``reads``) that are READ requests,
 #: atomics (COMPARE & SWAP, FETCH & ADD) and READ RESPONSEs / ATOMIC ACKNOWLEDGEs sent
 #: to the responder, which asked for none; the rest are WRITEs as without ``reads``.
-RDMA_READ_MIX = dict(read_request=0.2, atomic=0.12, response=0.05)
+#: A READ or an atomic holds the responder for a host-memory read (hundreds of cycles,
+#: spec.host's ``pcie`` profile) where a WRITE takes a few cycles a beat, so they are
+#: kept few enough that the paced injection does not fill the responder's buffers
+#: (``overflow`` would then refuse most frames before any check behind it).
+RDMA_READ_MIX = dict(read_request=0.03, atomic=0.02, response=0.03)
+#: Fillers added before the tail per valid READ or atomic: each holds the responder for
+#: a host read (``pcie``: about 560 cycles, spec.host) and a filler passes in about 4
+#: cycles at the fuzz's injection pace (a beat, then 192 of 256 cycles stalled), so a
+#: backlog of them could otherwise still refuse the tail (``overflow``).
+FILLERS_PER_READ = 16
 
 
 def frame_kind(frame):
@@ -129,10 +138,12 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
     mutant carries (the mutator redraws those). With ``reads`` (a responder with
     ``read_words``) the fuzzed MR also allows RDMA READ and atomics, and the valid
     frames mix in (:data:`RDMA_READ_MIX`) READ requests of 0 to 1024 bytes (one to four
-    response packets at the 256-byte MTU, some beyond the MR), COMPARE & SWAP and FETCH
-    & ADD (one in ten misaligned) and READ RESPONSEs / ATOMIC ACKNOWLEDGEs for requests
-    never made; their mutants rewrite the same byte positions (named by the WRITE
-    headers' fields, :data:`ROCE_FIELDS`: the RETH's over the AtomicETH or the AETH).
+    response packets at the 256-byte MTU; one-packet ones sometimes beyond the MR),
+    COMPARE & SWAP and FETCH & ADD (one in ten misaligned) and READ RESPONSEs / ATOMIC
+    ACKNOWLEDGEs for requests never made; their mutants rewrite the same byte positions
+    (named by the WRITE headers' fields, :data:`ROCE_FIELDS`: the RETH's over the
+    AtomicETH or the AETH); the fillers grow by :data:`FILLERS_PER_READ` per valid READ
+    or atomic (the responder's backlog of host reads drains before the tail).
     Deterministic in ``(seed, chunk)``."""
     rng = random.Random(f"rdma-fuzz-{seed}-{chunk}")
     v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
@@ -188,6 +199,9 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
                                  dma_length=dma))
         psn += 1
     fuzz = mut.stream(valid)[:frames]
+    if reads:
+        fillers += FILLERS_PER_READ * sum(frame_kind(f) in ("read_request", "atomic")
+                                          for f in valid)
     filler = [Mutant(bytes(60) + b"\xde\xad\xbe\xef", "filler") for _ in range(fillers)]
     want, tail_frames = {}, []
     for k in range(tail):
@@ -211,7 +225,10 @@ def _read_mix(rng, valid, a, b, psn, raddr, rkey, mr_bytes):
     mix = RDMA_READ_MIX
     if r < mix["read_request"]:
         n = rng.choice((0, 1, 64, 256, 600, 1024, rng.randint(1, 1024)))
-        off = 64 * rng.randrange(mr_bytes // 64)      # some run past the MR's end: NAK
+        # One-packet READs may run past the MR's end (NAKed, one PSN, as the generator
+        # counts); longer ones stay inside it.
+        last = mr_bytes if n <= 256 else mr_bytes - n
+        off = 64 * rng.randrange(last // 64)
         valid.append((read_request_frame(a, b, 1, RDMA_QPN, psn, raddr + off, rkey, n,
                                          ack_req=True), psn + max(1, -(-n // 256))))
         return True

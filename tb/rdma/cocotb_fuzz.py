@@ -23,6 +23,7 @@ The test fails if any chunk has a mismatch or a violation.
 import time
 
 import cocotb
+from cocotb.triggers import ClockCycles
 
 from pymodel.scenarios.fuzz import RDMA_QPN, atomic_psns, frame_kind, rdma_chunk
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
@@ -37,8 +38,9 @@ from tb.fuzz_checks import (
     report_chunk,
     tail_missing,
 )
+from tb.harness import HarnessTimeout
 from tb.rdma.cocotb_rdma import SETTLE, config, run_model, with_cq
-from tb.rdma.testbench import RdmaTestbench
+from tb.rdma.testbench import RdmaTestbench, member_port, value_of
 from tb.scoreboard import Scoreboard
 
 #: Responder counters of a frame's outcome: accepted, or one reason of being dropped.
@@ -46,6 +48,24 @@ OUTCOMES = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
 #: The no-hang budget, independent of the model: cycles per injected beat (the inject
 #: player's gaps included) plus a constant (context fills, the last ACKs).
 BUDGET_PER_BEAT, BUDGET_CYCLES = 16, 20000
+#: Cycles between two looks at the outcome counters while waiting for every frame
+#: injected to be counted.
+POLL = 64
+
+
+def all_counted(dut, injected, budget):
+    """An async callable: run until the responder's outcome counters add up to
+    ``injected`` (frames a READ or atomic backlog still holds count late, after the
+    recorders are done), at most ``budget`` cycles (then :class:`HarnessTimeout`)."""
+    async def wait():
+        for _ in range(0, budget, POLL):
+            got = [value_of(getattr(dut, member_port("resp", o))) for o in OUTCOMES]
+            if all(isinstance(g, int) for g in got) and sum(got) >= injected:
+                return
+            await ClockCycles(dut.clk, POLL)
+        raise HarnessTimeout(f"outcome counters below {injected} frames after {budget} "
+                             f"cycles")
+    return wait
 
 
 def chunk_invariants(got, chunk, injected):
@@ -94,7 +114,8 @@ async def rdma_fuzz(dut):
                 links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
         tb.arm_for(model)
         budget = BUDGET_PER_BEAT * beats + BUDGET_CYCLES
-        await tb.run(timeout_cycles=budget, settle=SETTLE, read_only=False)
+        await tb.run(timeout_cycles=budget, settle=SETTLE, read_only=False,
+                     until=all_counted(dut, len(frames), budget))
         sb = Scoreboard(dut._log)
         got = tb.compare(sb, model, 0)
         violations = chunk_invariants(got, chunk, len(frames))
