@@ -118,6 +118,6 @@ def test_fuzz_chunk_nic_mem(sim, test_id, tmp_path):
     assert len(records) == 2
     for r in records:
         assert r["mismatches"] == 0 and r["violations"] == [] and r["hangs"] == 0
-        assert r["frames"] == 30 and r["by_outcome"]["req_ok"] > 0
+        assert r["frames"] == 30 and r["by_outcome"]["mem.req_ok"] > 0
     kinds = set().union(*(r["by_frame"] for r in records))
     assert {"load", "fetch_add", "cmp_swap", "response"} <= kinds

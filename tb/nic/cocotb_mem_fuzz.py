@@ -164,7 +164,8 @@ async def nic_mem_fuzz(dut):
             chunk, framing, n, mem, mems, writes, counters,
             {q: len(nodes[q]["landed"]) for q in range(n)},
             {q: int(getattr(dut, f"outstanding__{q}").value) for q in range(n)})
-        total = {c: sum(counters[q][c] for q in range(n)) for c in MEM_COUNTERS}
+        # Named apart from the store receiver's counters (both are the NIC's by_outcome).
+        total = {f"mem.{c}": sum(counters[q][c] for q in range(n)) for c in MEM_COUNTERS}
         record = chunk_record(k, chunk, len(chunk.frames), int(dut.now.value),
                               want["cycles"], total, violations, hang, sb.mismatches, t0,
                               kind_of=lambda fr: mem_frame_kind(framing, fr[:-4]))
