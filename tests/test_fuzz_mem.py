@@ -31,7 +31,7 @@ def test_every_op_is_sent_valid_and_mutated_each_frame_fits_a_beat():
     seen = set()
     for m in chunk.frames:
         body = m.frame[:-4]
-        assert 1 <= len(body) <= MEM_WIDTH
+        assert 1 <= len(m.frame) <= MEM_WIDTH               # one beat, FCS included
         assert zlib.crc32(body).to_bytes(4, "little") == m.frame[-4:]
         if len(body) >= 10:                                  # the compact header
             seen.add((parse_mem_header("compact", body)["mem"]["op"], m.kind == "valid"))
@@ -94,6 +94,9 @@ def test_the_checks_pass_on_the_model_and_catch_broken_runs():
                for v in _check(chunk, mem, want, writes, {**landed, 0: landed[0] - 1}))
     assert any("tags still busy" in v
                for v in _check(chunk, mem, want, writes, landed, {0: 1, 1: 0, 2: 0}))
+    assert any("credit errors" in v for v in mem_chunk_invariants(
+        chunk, "compact", 3, mem, want["mem"], writes, want["counters"], landed,
+        want["outstanding"], credit_errors=1))
     twice = {int(q): c for q, c in json.loads(json.dumps(want["counters"])).items()}
     twice[2]["req_ok"] += 1000
     assert any("at most" in v for v in _check(chunk, mem, dict(want, counters=twice),

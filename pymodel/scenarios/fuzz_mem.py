@@ -15,7 +15,10 @@ goes back to its sender's receiver (which asked for none).
 The FCS is added by the NIC's transmitter (:class:`rtl.nic.mem_tx.MemTx`) to every raw
 frame, so the only fix is ``fcs`` (the mutated frame reaches the receiver with a good
 FCS: bad-FCS frames are the NicRxTop fuzz's, :mod:`pymodel.scenarios.fuzz`); a mutant
-longer than a beat (64 bytes) is drawn again. Pure function of ``(seed, chunk)``.
+that with its FCS is longer than a beat (64 bytes) is drawn again: the raw player's
+frames are one beat, FCS included (a longer one takes a second beat, and a credit the
+transmitter did not check for: a credit error, the frame lost at the switch). Pure
+function of ``(seed, chunk)``.
 """
 
 import dataclasses
@@ -95,8 +98,8 @@ def nic_mem_chunk(seed, chunk, frames, framing, nodes, mem_words, max_payload, t
                          f"commands of {max_payload} bytes in its upper half, not "
                          f"{mem_words}")
 
-    def forbid(frame):
-        return not 1 <= len(frame) - 4 <= MEM_WIDTH
+    def forbid(frame):          # a raw frame and its FCS fill one beat at most
+        return not 1 <= len(frame) <= MEM_WIDTH
 
     def refresh(body, fix):
         return body + zlib.crc32(body).to_bytes(4, "little")

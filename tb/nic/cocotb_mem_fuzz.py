@@ -84,14 +84,16 @@ def allowed_windows(chunk, framing, nodes):
 
 
 def mem_chunk_invariants(chunk, framing, nodes, initial, mems, writes, counters, landed,
-                         outstanding):
+                         outstanding, credit_errors=0):
     """The model-free checks of one chunk on the RTL's results: ``mems`` and
     ``initial`` (``{node: words}`` after and before), ``writes`` (``{node: [(word,
     byte enables)]}``), ``counters`` (``{node: {name: value}}``), ``landed``
-    (``{node: responses landed}``), ``outstanding`` (``{node: busy tags}``). Returns the
-    violations."""
+    (``{node: responses landed}``), ``outstanding`` (``{node: busy tags}``),
+    ``credit_errors`` (the top's flag: a frame sent without a credit, lost at the
+    switch). Returns the violations."""
     windows = allowed_windows(chunk, framing, nodes)
-    bad = []
+    bad = [f"credit errors flagged ({credit_errors!r}): a frame sent without a credit"
+           ] if credit_errors else []
     for p in range(nodes):
         bad += [f"node {p}: {v}" for v in writes_outside(writes[p], windows[p], MEM_WIDTH)]
         bad += [f"node {p}: {v}" for v in outside_windows(
@@ -163,7 +165,8 @@ async def nic_mem_fuzz(dut):
         violations = mem_chunk_invariants(
             chunk, framing, n, mem, mems, writes, counters,
             {q: len(nodes[q]["landed"]) for q in range(n)},
-            {q: int(getattr(dut, f"outstanding__{q}").value) for q in range(n)})
+            {q: int(getattr(dut, f"outstanding__{q}").value) for q in range(n)},
+            int(dut.credit_errors.value))
         # Named apart from the store receiver's counters (both are the NIC's by_outcome).
         total = {f"mem.{c}": sum(counters[q][c] for q in range(n)) for c in MEM_COUNTERS}
         record = chunk_record(k, chunk, len(chunk.frames), int(dut.now.value),
