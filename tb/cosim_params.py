@@ -50,7 +50,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.cocotb_fabric": "tb.rdma.fabric_writes:check_run_params",
     "tb.rdma.cocotb_fabric_reads": "tb.rdma.fabric_reads:check_reads_params",
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
-                            "out"),
+                            "out", "read_mix"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
     "tb.rdma.cocotb_read_requester": ("seed", "timeout"),
     "tb.rdma.uvm.tests": "tb.cosim_params:_rdma_uvm_params",

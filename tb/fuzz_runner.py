@@ -44,7 +44,7 @@ def max_chunk(design):
 
 
 def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compact",
-             rdma_top=None, fillers=256, sabotage=(), nic_mem_top=None):
+             rdma_top=None, fillers=256, sabotage=(), nic_mem_top=None, read_mix=None):
     """Run ``chunks`` (chunk numbers) of ``frames`` fuzz frames each of ``design`` on
     ``sim``; returns the run folder. Raises :class:`tb.cosim.CosimFailure` when a chunk
     failed (its line in ``out`` says why). ``rdma_top``: RdmaTop's parameters (default
@@ -54,13 +54,17 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
     ``sabotage``: NIC only, see :mod:`tb.nic.cocotb_fuzz` (tests of the checks).
     ``design`` ``"nic-mem"``: the NIC's memory receiver on NicMemTop
     (:mod:`tb.nic.cocotb_mem_fuzz`; ``nic_mem_top``: its parameters, default
-    :data:`NIC_MEM_FUZZ_TOP`), one of the NIC design's targets (:data:`NIC_TARGETS`)."""
+    :data:`NIC_MEM_FUZZ_TOP`), one of the NIC design's targets (:data:`NIC_TARGETS`).
+    ``read_mix``: RDMA with READs, the shares of
+    :func:`pymodel.scenarios.fuzz.rdma_chunk` (default its own)."""
     out = str(Path(out).resolve())
     if design == "rdma":
         from rtl.tops.rdma_top import RdmaTop
         top = RDMA_FUZZ_TOP if rdma_top is None else rdma_top
         params = {"seed": seed, "chunks": list(chunks), "frames": frames, "out": out,
                   "top": top, "fillers": fillers}
+        if read_mix is not None:
+            params["read_mix"] = dict(read_mix)
         return run_cosim(RdmaTop(**top), name="rdma_top",
                          test_module="tb.rdma.cocotb_fuzz", params=params, sim=sim,
                          test_id=test_id)

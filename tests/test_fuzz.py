@@ -270,11 +270,11 @@ def _opcodes(frames):
 
 
 def test_the_rdma_fuzz_with_reads_sends_read_and_atomic_frames_and_mutants_of_them():
-    """With ``reads`` the fuzz has READ requests, atomics (both opcodes), READ RESPONSEs
-    and ATOMIC ACKNOWLEDGEs, each also as a mutant (not kind ``valid``); without it,
-    none of those opcodes but from a mutation."""
-    chunk = rdma_chunk(3, 0, 1500, reads=True)
-    fuzz = [m for m in chunk.frames[:chunk.fuzz_frames] if len(m.frame) > 42]
+    """With ``reads`` the fuzz (three chunks of 1,500 frames) has READ requests, atomics
+    (both opcodes), READ RESPONSEs and ATOMIC ACKNOWLEDGEs, each also as a mutant (not
+    kind ``valid``); without it, none of those opcodes but from a mutation."""
+    chunks = [rdma_chunk(3, k, 1500, reads=True) for k in range(3)]
+    fuzz = [m for c in chunks for m in c.frames[:c.fuzz_frames] if len(m.frame) > 42]
     for want in (_READ_REQ, _ATOMIC_ACK, *_ATOMICS):
         assert any(m.frame[42] == want and m.kind == "valid" for m in fuzz), hex(want)
         assert any(m.frame[42] == want and m.kind != "valid" for m in fuzz), hex(want)
@@ -307,6 +307,11 @@ def test_executed_at_most():
     assert "reads" in executed_at_most("atomics", "x", 3)[0]
 
 
+#: A heavier READ mix than make fuzz's for a chunk of 100 frames (a few READs and
+#: atomics in it: pymodel.scenarios.fuzz.RDMA_READ_MIX is tuned for long chunks).
+TEST_READ_MIX = dict(read_request=0.04, atomic=0.03, response=0.1)
+
+
 @pytest.mark.slow_variants("verilator", reason=(
     "the shared feature top's Verilator build (tb.rdma.runner.FEATURES_TOP) is made only "
     "by make test-all; Icarus runs the same chunk in make test"))
@@ -318,7 +323,7 @@ def test_fuzz_chunk_rdma_reads(sim, test_id, tmp_path):
     from tb.rdma.runner import FEATURES_TOP
     out = tmp_path / "rdma.jsonl"
     run_fuzz("rdma", sim=sim, seed=11, chunks=[0], frames=100, out=out, test_id=test_id,
-             rdma_top=FEATURES_TOP, fillers=32)
+             rdma_top=FEATURES_TOP, fillers=32, read_mix=TEST_READ_MIX)
     (r,) = _records(out)
     assert r["mismatches"] == 0 and r["violations"] == [] and r["hangs"] == 0
     assert sum(r["by_outcome"].values()) == r["injected"]

@@ -102,12 +102,13 @@ RDMA_FRAME_KINDS = {**dict.fromkeys((0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B), "write
 #: spec.host's ``pcie`` profile) where a WRITE takes a few cycles a beat, so they are
 #: kept few enough that the paced injection does not fill the responder's buffers
 #: (``overflow`` would then refuse most frames before any check behind it).
-RDMA_READ_MIX = dict(read_request=0.03, atomic=0.02, response=0.03)
-#: Fillers added before the tail per valid READ or atomic: each holds the responder for
-#: a host read (``pcie``: about 560 cycles, spec.host) and a filler passes in about 4
-#: cycles at the fuzz's injection pace (a beat, then 192 of 256 cycles stalled), so a
-#: backlog of them could otherwise still refuse the tail (``overflow``).
-FILLERS_PER_READ = 16
+RDMA_READ_MIX = dict(read_request=0.015, atomic=0.01, response=0.03)
+#: Fillers added before the tail per valid READ or atomic: each may hold the responder
+#: for a host read (``pcie``: 560 cycles, spec.host) and a filler passes in about 4
+#: cycles at the fuzz's injection pace (a beat, then 192 of 256 cycles stalled), so
+#: 560 / 4 = 140 fillers cover one READ's read; fewer, and a backlog of them could still
+#: refuse the tail (``overflow``).
+FILLERS_PER_READ = 140
 
 
 def frame_kind(frame):
@@ -130,7 +131,7 @@ def atomic_psns(frames, qpn):
 
 
 def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fillers=256,
-               qpc_words=None, reads=False):
+               qpc_words=None, reads=False, read_mix=None):
     """``frames`` fuzz frames (RoCEv2 WRITEs to QP :data:`RDMA_QPN` and mutants of them)
     then ``fillers`` one-beat frames with a bad FCS (a gap on the wire, so that the
     responder's buffers drain whatever the fuzz left) and ``tail`` valid WRITE ONLYs to
@@ -144,7 +145,8 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
     (named by the WRITE headers' fields, :data:`ROCE_FIELDS`: the RETH's over the
     AtomicETH or the AETH); the fillers grow by :data:`FILLERS_PER_READ` per valid READ
     or atomic (the responder's backlog of host reads drains before the tail).
-    Deterministic in ``(seed, chunk)``."""
+    ``read_mix``: shares as :data:`RDMA_READ_MIX` (default it; the tests' short chunks
+    take a heavier one). Deterministic in ``(seed, chunk)``."""
     rng = random.Random(f"rdma-fuzz-{seed}-{chunk}")
     v = Verbs(depth=depth, mr_entries=mr_entries, qpc_words=qpc_words)
     v.create_qp(1, RDMA_QPN, pmtu_log2=8, psn_a=RDMA_PSN, psn_b=RDMA_PSN)
@@ -166,7 +168,8 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
     mut = Mutator(rng, ROCE_FIELDS, roce_refresh, FIXES, RDMA_WEIGHTS, forbid)
     valid, psn, err_psn = [], RDMA_PSN, RDMA_ERR_PSN
     while len(valid) < frames:
-        if reads and _read_mix(rng, valid, a, b, psn, raddr, rkey, mr_bytes):
+        if reads and _read_mix(rng, valid, a, b, psn, raddr, rkey, mr_bytes,
+                               read_mix or RDMA_READ_MIX):
             psn = valid[-1][1]
             valid[-1] = valid[-1][0]
             continue
@@ -218,11 +221,11 @@ def rdma_chunk(seed, chunk, frames, depth=HOST_DEPTH, mr_entries=16, tail=4, fil
                      [(ro_addr, 256), (e_addr, 1024)], contexts, want)
 
 
-def _read_mix(rng, valid, a, b, psn, raddr, rkey, mr_bytes):
+def _read_mix(rng, valid, a, b, psn, raddr, rkey, mr_bytes, mix):
     """Maybe append ``(frame, next PSN)`` of a READ request, an atomic or a stray
-    response to ``valid`` (:data:`RDMA_READ_MIX`); returns whether it did."""
+    response to ``valid`` (shares ``mix``, as :data:`RDMA_READ_MIX`); returns whether
+    it did."""
     r = rng.random()
-    mix = RDMA_READ_MIX
     if r < mix["read_request"]:
         n = rng.choice((0, 1, 64, 256, 600, 1024, rng.randint(1, 1024)))
         # One-packet READs may run past the MR's end (NAKed, one PSN, as the generator

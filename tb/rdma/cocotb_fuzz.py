@@ -16,7 +16,9 @@ is checked twice:
 
 Parameters (``COSIM_PARAMS``): ``seed``, ``chunks`` (chunk numbers), ``frames`` (fuzz
 frames per chunk), ``fillers`` (bad-FCS frames before the tail, default 256),
-``inject_stall``, ``out`` (a file that gets one JSON line per chunk).
+``inject_stall``, ``out`` (a file that gets one JSON line per chunk), ``read_mix``
+(with a top of ``read_words``: the shares of READs, atomics and stray responses,
+default :data:`pymodel.scenarios.fuzz.RDMA_READ_MIX`).
 The test fails if any chunk has a mismatch or a violation.
 """
 
@@ -94,7 +96,8 @@ async def rdma_fuzz(dut):
         t0 = time.perf_counter()
         chunk = rdma_chunk(p["seed"], k, p["frames"], depth=cfg.depth,
                            mr_entries=cfg.mr_entries, fillers=p.get("fillers", 256),
-                           qpc_words=cfg.qpc_words, reads=bool(cfg.read_words))
+                           qpc_words=cfg.qpc_words, reads=bool(cfg.read_words),
+                           read_mix=p.get("read_mix"))
         frames = [m.frame for m in chunk.frames]
         beats = sum(-(-len(f) // 64) for f in frames)
         if beats > tb_capacity(dut):
