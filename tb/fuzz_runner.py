@@ -34,8 +34,11 @@ def max_chunk(design):
     """The most fuzz frames a chunk may hold: the player's depth over the longest frame
     the scenario makes (in beats), with room for the tail and fillers."""
     if design == "rdma":
-        # Frames of up to 334 + 200 bytes; room for the fillers of the READs and atomics
-        # (pymodel.scenarios.fuzz.FILLERS_PER_READ each, about 5 in 100 frames).
+        # Frames of up to 334 + 200 bytes (9 beats; they average 4 to 5), and 2,048
+        # beats kept for the fillers of the READs and atomics
+        # (pymodel.scenarios.fuzz.FILLERS_PER_READ each, one in 40 valid frames: a
+        # chunk of 1,500 has about 20, 2,800 beats, inside the 9-beat margin); a chunk
+        # that does not fit is refused by tb.rdma.cocotb_fuzz, naming --chunk.
         return (RDMA_FUZZ_TOP["inject"] - 300 - 2048) // 9
     if design == "nic-mem":
         return NIC_MEM_FUZZ_TOP["raws"]                  # one beat a frame, any sender
