@@ -2,16 +2,21 @@
 
 For each design, N fuzz frames (mutants of valid frames, :mod:`pymodel.scenarios.fuzz`)
 are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset of the
-co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop, :mod:`tb.nic.cocotb_fuzz` on
-NicRxTop, whose chunks alternate the compact and L2 framings), checked against the
+co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
+responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
+receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
+the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop), checked against the
 golden model and against the model-free invariants of :mod:`tb.fuzz_checks`. Several
 chunks run in one simulator process (``--per-run``); a progress line per chunk gives the
 elapsed time and an estimate of the time left.
 
 Writes ``build/fuzz/fuzz.json``: per design ``frames``, ``by_outcome`` (the receiver's
 outcome counters summed), ``by_mutation`` (``kind+fix`` -> frames sent), ``by_field``
-(header field -> rewrites), ``violations``, ``hangs``, ``mismatches``, ``chunks``,
-``seconds``, ``outcomes_never_seen`` (coverage: outcome counters that stayed 0), and the
+(header field -> rewrites), ``by_frame`` (frame kind by opcode -> frames sent:
+WRITEs, READ requests and responses, atomics and their ACKs; NIC: stores, loads,
+atomics and their responses), ``by_effect`` (READs and atomics executed, responses
+sent), ``violations``, ``hangs``, ``mismatches``, ``chunks``,
+``seconds``, ``outcomes_never_seen`` (coverage: outcome and effect counters that stayed 0), and the
 first violations and mismatches found; and one line per chunk in
 ``build/fuzz/fuzz_<design>_chunks.jsonl`` (named after ``--out``). Exits 1 when violations,
 hangs or mismatches are not all 0 (or a chunk did not report), 2 on a bad option.
@@ -30,7 +35,7 @@ if str(ROOT) not in sys.path:
 
 from tb.cosim import SIMULATORS, CosimFailure, selected_sim  # noqa: E402
 from tb.fuzz_checks import add_counts  # noqa: E402
-from tb.fuzz_runner import DESIGNS, NIC_FRAMINGS, max_chunk, run_fuzz  # noqa: E402
+from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E402
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
@@ -126,20 +131,21 @@ def fuzz_design(design, a):
     failures = []
     groups = []
     if design == "nic":
-        for f, framing in enumerate(NIC_FRAMINGS):
-            mine = [c for c in plan if c[0] % len(NIC_FRAMINGS) == f]
-            groups += [(framing, mine[i:i + a.per_run]) for i in range(0, len(mine),
-                                                                         a.per_run)]
+        for f, target in enumerate(NIC_TARGETS):
+            mine = [c for c in plan if c[0] % len(NIC_TARGETS) == f]
+            groups += [(target, mine[i:i + a.per_run]) for i in range(0, len(mine),
+                                                                        a.per_run)]
     else:
-        groups = [(None, plan[i:i + a.per_run]) for i in range(0, len(plan), a.per_run)]
-    for framing, group in groups:
+        groups = [((design, None), plan[i:i + a.per_run])
+                  for i in range(0, len(plan), a.per_run)]
+    for (target, framing), group in groups:
         sizes = {n for _, n in group}
         for size in sorted(sizes):                    # one size per process
             ks = [k for k, n in group if n == size]
+            name = target if target != "nic" else f"nic_{framing}"
             try:
-                run_fuzz(design, sim=a.sim, seed=a.seed, chunks=ks, frames=size, out=lines,
-                         test_id=f"fuzz_{design}_{framing or 'rocev2'}_{ks[0]}",
-                         framing=framing or "compact")
+                run_fuzz(target, sim=a.sim, seed=a.seed, chunks=ks, frames=size, out=lines,
+                         test_id=f"fuzz_{name}_{ks[0]}", framing=framing or "compact")
             except CosimFailure as exc:
                 failures.append(str(exc))
                 print(f"[fuzz] {design}: {exc}", file=sys.stderr, flush=True)
@@ -151,7 +157,8 @@ def fuzz_design(design, a):
     missing = [k for k, _ in plan if k not in got]
     res = {"frames": sum(r["frames"] for r in records),
            "injected": sum(r["injected"] for r in records),
-           "by_outcome": {}, "by_mutation": {}, "by_field": {},
+           "by_outcome": {}, "by_mutation": {}, "by_field": {}, "by_frame": {},
+           "by_effect": {},
            "violations": sum(len(r["violations"]) for r in records),
            "hangs": sum(r["hangs"] for r in records),
            "mismatches": sum(r["mismatches"] for r in records),
@@ -164,9 +171,12 @@ def fuzz_design(design, a):
         add_counts(res["by_outcome"], r["by_outcome"])
         add_counts(res["by_mutation"], r["by_mutation"])
         add_counts(res["by_field"], r["by_field"])
+        add_counts(res["by_frame"], r.get("by_frame", {}))
+        add_counts(res["by_effect"], r.get("by_effect", {}))
     # Coverage, not a failure: outcomes the fuzz never produced (the receiver's checks
     # it did not reach).
-    res["outcomes_never_seen"] = sorted(k for k, n in res["by_outcome"].items() if n == 0)
+    res["outcomes_never_seen"] = sorted(
+        k for k, n in {**res["by_outcome"], **res["by_effect"]}.items() if n == 0)
     return res
 
 
@@ -180,7 +190,8 @@ def main(argv=None):
         print(f"[fuzz] {d}: {r['frames']} frames in {r['chunks']} chunks, {r['seconds']} s "
               f"({r['frames'] / max(r['seconds'], 1e-9):.0f} frames/s); violations "
               f"{r['violations']}, hangs {r['hangs']}, mismatches {r['mismatches']}; "
-              f"outcomes {r['by_outcome']}; never seen {r['outcomes_never_seen']}",
+              f"outcomes {r['by_outcome']}; effects {r['by_effect']}; frames {r['by_frame']}; "
+              f"never seen {r['outcomes_never_seen']}",
               flush=True)
         bad |= bool(r["violations"] or r["hangs"] or r["mismatches"] or r["missing_chunks"])
     out = Path(a.out)

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 __all__ = ["outside_windows", "writes_outside", "counted_once", "tail_missing",
-           "add_counts", "read_bytes", "chunk_record", "report_chunk"]
+           "executed_at_most", "add_counts", "read_bytes", "chunk_record", "report_chunk"]
 
 
 def _inside(byte, windows):
@@ -83,6 +83,18 @@ def tail_missing(read, want):
     return bad
 
 
+def executed_at_most(what, executed, most):
+    """An operation executed ``executed`` times (a counter of the design) that may run at
+    most ``most`` times (derived from the frames injected, e.g. one atomic per PSN):
+    a violation if more, or if the counter reads as text (X bits)."""
+    if not isinstance(executed, int):
+        return [f"{what}: counter reads {executed!r}"]
+    if executed > most:
+        return [f"{what}: executed {executed} times, at most {most} possible (one per "
+                f"distinct PSN of the requests injected)"]
+    return []
+
+
 def add_counts(total, counts):
     """Add the ``{name: n}`` ``counts`` into ``total`` (in place); returns ``total``."""
     for name, n in counts.items():
@@ -101,9 +113,16 @@ def read_bytes(words, word_bytes):
 
 
 def chunk_record(k, chunk, injected, cycles, model_cycles, by_outcome, violations, hang,
-                 mismatches, t0):
-    """The fuzz.json line of chunk ``k`` (both designs write the same keys)."""
+                 mismatches, t0, by_effect=None, kind_of=None):
+    """The fuzz.json line of chunk ``k`` (both designs write the same keys).
+    ``by_effect``: counters of what the accepted frames did beyond the outcome (READs
+    and atomics executed, responses sent); ``kind_of(frame)``: the frame kind of a fuzz
+    frame, counted in ``by_frame`` (the fillers and the tail by their own names)."""
+    def kind(m):
+        return m.kind if m.kind in ("filler", "tail") or kind_of is None else kind_of(m.frame)
     return {
+        "by_effect": dict(by_effect or {}),
+        "by_frame": dict(Counter(kind(m) for m in chunk.frames)),
         "chunk": k, "frames": chunk.fuzz_frames, "injected": injected,
         "cycles": cycles, "model_cycles": model_cycles, "by_outcome": by_outcome,
         "by_mutation": dict(Counter(m.label for m in chunk.frames)),

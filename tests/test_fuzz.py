@@ -254,3 +254,78 @@ def test_bad_options_are_named(argv, name, capsys):
         parse(argv)
     assert exc.value.code == 2
     assert name in capsys.readouterr().err
+
+
+# -- READ and atomic frames in the RDMA fuzz -------------------------------------------------
+
+#: BTH opcodes (IBTA Vol 1 table 38), read off the frames here independently of the
+#: fuzzer's own table.
+_READ_REQ, _READ_RSP, _ATOMIC_ACK, _ATOMICS = 0x0C, (0x0D, 0x0E, 0x0F, 0x10), 0x12, (0x13,
+                                                                                    0x14)
+
+
+def _opcodes(frames):
+    return [m.frame[42] for m in frames if len(m.frame) > 42 and m.kind not in ("filler",
+                                                                                 "tail")]
+
+
+def test_the_rdma_fuzz_with_reads_sends_read_and_atomic_frames_and_mutants_of_them():
+    """With ``reads`` the fuzz (three chunks of 1,500 frames) has READ requests, atomics
+    (both opcodes), READ RESPONSEs and ATOMIC ACKNOWLEDGEs, each also as a mutant (not
+    kind ``valid``); without it, none of those opcodes but from a mutation."""
+    chunks = [rdma_chunk(3, k, 1500, reads=True) for k in range(3)]
+    fuzz = [m for c in chunks for m in c.frames[:c.fuzz_frames] if len(m.frame) > 42]
+    for want in (_READ_REQ, _ATOMIC_ACK, *_ATOMICS):
+        assert any(m.frame[42] == want and m.kind == "valid" for m in fuzz), hex(want)
+        assert any(m.frame[42] == want and m.kind != "valid" for m in fuzz), hex(want)
+    assert any(m.frame[42] in _READ_RSP for m in fuzz)
+    plain = rdma_chunk(3, 0, 600)
+    valid = [m for m in plain.frames[:plain.fuzz_frames] if m.kind == "valid"]
+    assert not {_READ_REQ, _ATOMIC_ACK, *_ATOMICS, *_READ_RSP} & set(_opcodes(valid))
+
+
+def test_frame_kind_and_atomic_psns():
+    from pymodel.rdma.frames import Endpoint
+    from pymodel.rdma.read_frames import atomic_request_frame, read_request_frame
+    from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B
+    from pymodel.scenarios.fuzz import atomic_psns, frame_kind
+    from spec.formats.roce import OpCode
+    a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
+    add = [atomic_request_frame(OpCode.RC_FETCH_ADD, a, b, 1, 5, psn, 0x1000, 0x1234, 1)
+           for psn in (7, 7, 8)]
+    other_qp = atomic_request_frame(OpCode.RC_CMP_SWAP, a, b, 1, 6, 9, 0x1000, 0x1234, 1)
+    read = read_request_frame(a, b, 1, 5, 10, 0x1000, 0x1234, 64)
+    assert [frame_kind(f) for f in (add[0], other_qp, read, b"\0" * 20)] == [
+        "atomic", "atomic", "read_request", "short"]
+    assert atomic_psns([*add, other_qp, read], 5) == {7, 8}
+
+
+def test_executed_at_most():
+    from tb.fuzz_checks import executed_at_most
+    assert executed_at_most("atomics", 3, 3) == []
+    assert "executed 4 times" in executed_at_most("atomics", 4, 3)[0]
+    assert "reads" in executed_at_most("atomics", "x", 3)[0]
+
+
+#: A heavier READ mix than make fuzz's for a chunk of 100 frames (a few READs and
+#: atomics in it: pymodel.scenarios.fuzz.RDMA_READ_MIX is tuned for long chunks).
+TEST_READ_MIX = dict(read_request=0.04, atomic=0.03, response=0.1)
+
+
+@pytest.mark.slow_variants("verilator", reason=(
+    "the shared feature top's Verilator build (tb.rdma.runner.FEATURES_TOP) is made only "
+    "by make test-all; Icarus runs the same chunk in make test"))
+def test_fuzz_chunk_rdma_reads(sim, test_id, tmp_path):
+    """A hundred RoCEv2 fuzz frames with READs and atomics (and their mutants) on the
+    top with node B's READ responder that the READ co-simulations share: 0 mismatches
+    (every READ RESPONSE and ATOMIC ACKNOWLEDGE beat on the B->A link and the memories
+    included), 0 violations (no atomic executed twice), READs and atomics executed."""
+    from tb.rdma.runner import FEATURES_TOP
+    out = tmp_path / "rdma.jsonl"
+    run_fuzz("rdma", sim=sim, seed=11, chunks=[0], frames=100, out=out, test_id=test_id,
+             rdma_top=FEATURES_TOP, fillers=32, read_mix=TEST_READ_MIX)
+    (r,) = _records(out)
+    assert r["mismatches"] == 0 and r["violations"] == [] and r["hangs"] == 0
+    assert sum(r["by_outcome"].values()) == r["injected"]
+    assert r["by_frame"]["read_request"] > 0 and r["by_frame"]["atomic"] > 0
+    assert r["by_effect"]["read_reqs"] > 0 and r["by_effect"]["atomics"] > 0

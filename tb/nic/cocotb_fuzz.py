@@ -138,7 +138,7 @@ async def nic_fuzz(dut):
         record = chunk_record(
             k, chunk, len(frames), value_of(dut.now), model["cycles"],
             {c: counters[c] for c in COUNTERS if isinstance(counters[c], int)},
-            violations, hang, sb.mismatches, t0)
+            violations, hang, sb.mismatches, t0, kind_of=lambda fr: "store")
         failures += report_chunk(dut, record, sb.mismatches, p.get("out"))
     assert p["chunks"], "no chunk to run"
     assert failures == 0, f"{failures} of {len(p['chunks'])} chunks failed (see the log)"

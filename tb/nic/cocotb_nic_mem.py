@@ -73,7 +73,7 @@ def run_model(p):
 async def loads_and_atomics_match_model(dut):
     p = cosim_params()
     model, cmds, raws, mem, stalls, want = run_model(p)
-    n, words = model.nodes, model.mem_words
+    n = model.nodes
     h = Harness(dut)
     for q in range(n):
         h.set(f"node_id__{q}", q)
@@ -89,7 +89,22 @@ async def loads_and_atomics_match_model(dut):
     await h.wait_done(done, timeout_cycles=4 * want["cycles"] + 10_000)
     await ClockCycles(dut.clk, round_trip(fabric_profile(model.fabric)) + 64)
     sb = Scoreboard(dut._log)
-    out = {"nodes": {}}
+    out = {"nodes": compare_nodes(dut, h, sb, model, cmds, want)}
+    sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
+    out["mismatches"] = len(sb.mismatches)
+    out["cycles"] = want["cycles"]
+    out["counters"] = want["counters"]
+    Path("nic_mem_results.json").write_text(json.dumps(out))
+    sb.check()
+    assert any(want["rsp"][q] for q in range(n)) or any(raws.values()), "nothing checked"
+
+
+def compare_nodes(dut, h, sb, model, cmds, want):
+    """Every node's frames, memory writes, landed responses (each with its cycle),
+    command stamps, counters, busy tags and final memory against the model's run
+    ``want``, into the scoreboard ``sb``. Returns ``{node: results}`` (see the module)."""
+    n, words = model.nodes, model.mem_words
+    nodes = {}
     for q in range(n):
         tx, tx_at = h.recorded(f"tx{q}")
         sb.compare(f"node {q} frames", tx, [pack_beat(MEM_WIDTH, *b) for _, b in want["tx"][q]])
@@ -114,16 +129,10 @@ async def loads_and_atomics_match_model(dut):
                  want["outstanding"][q])
         final = dump_memory(getattr(dut, f"mem{q}").mem, words)
         sb.compare(f"node {q} memory", final, want["mem"][q])
-        out["nodes"][q] = {"cmd": want["cmd_stamps"][q], "cmd_rtl": stamps,
+        nodes[q] = {"cmd": want["cmd_stamps"][q], "cmd_rtl": stamps,
                            "rsp": [c for c, *_ in want["rsp"][q]], "rsp_rtl": rsp_at,
                            "peak": want["peak"][q],
                            "issued": issued(tx, model.framing),
                            "landed": [unpack(rsp_event_layout, v) for v in rsp],
                            "mem_rtl": [hex(v) for v in final]}
-    sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
-    out["mismatches"] = len(sb.mismatches)
-    out["cycles"] = want["cycles"]
-    out["counters"] = want["counters"]
-    Path("nic_mem_results.json").write_text(json.dumps(out))
-    sb.check()
-    assert any(want["rsp"][q] for q in range(n)) or any(raws.values()), "nothing checked"
+    return nodes

@@ -193,11 +193,13 @@ class RdmaTestbench:
                  wire_ba=len(wire_beats(model, "ba")[0]),
                  written=len(model["written"]), completed=len(model["completed"]))
 
-    async def run(self, timeout_cycles, *, done=None, settle=0, read_only=True):
+    async def run(self, timeout_cycles, *, done=None, settle=0, read_only=True, until=None):
         """Reset, then let the simulator run until every port of ``done`` (default: both
         players' and every recorder's) reads 1, then ``settle`` cycles more; with
         ``read_only`` the results are then sampled in ``ReadOnly`` (no write may follow
-        in that time step: a bench that runs again leaves it off). Returns ``now``; a
+        in that time step: a bench that runs again leaves it off); ``until``: an async
+        callable awaited after the done ports, before the settle cycles (it may raise
+        :class:`~tb.harness.HarnessTimeout`: a hang). Returns ``now``; a
         timeout is kept in :attr:`hang`, the wall time until then in :attr:`run_s`.
         Then the host memories, the MMIO stamps and the recorders are written to files
         (:meth:`tb.harness.Harness.snapshot`, half a cycle later), from which the
@@ -208,6 +210,8 @@ class RdmaTestbench:
         self.hang = None
         try:
             await self.harness.wait_done(done, timeout_cycles=timeout_cycles)
+            if until is not None:
+                await until()
         except HarnessTimeout as exc:
             self.hang = str(exc)
         await ClockCycles(self.dut.clk, settle)
