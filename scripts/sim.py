@@ -260,15 +260,7 @@ def run_jobs(jobs, workers):
             out.append(fn(**kw))
             report(len(out), label)
         return out
-    # The first job of each top goes first, so that the tops' exports and builds (a
-    # minute each from cold) overlap instead of the last top's starting at the end.
-    # The cache's ways are a top parameter; its entries one on the switch's top only
-    # (tb.rdma.headline_switch.fabric_top; RdmaTop takes them at run time).
-    tops = [(fn.__module__, kw.get("framing"), kw.get("attachment"), kw.get("host"),
-             kw.get("topology"), kw.get("fabric"), kw.get("cache_ways", 1),
-             kw.get("cache_entries") if kw.get("topology") == "switch" else None)
-            for _, fn, kw in jobs]
-    order = sorted(range(len(jobs)), key=lambda k: (tops.index(tops[k]) != k, k))
+    order = start_order(job_tops(jobs))
     results = [None] * len(jobs)
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(jobs[k][1], **jobs[k][2]): (k, jobs[k][0]) for k in order}
@@ -277,6 +269,68 @@ def run_jobs(jobs, workers):
             results[k] = fut.result()
             report(n, label)
     return results
+
+
+#: A top's export and Verilator build from cold, in seconds of CPU, by the first pattern
+#: its Verilog name holds: the two-node RDMA fabric, RdmaTop, a NIC top behind the PCIe
+#: host interface, any other top. Only their order matters (:func:`start_order`).
+#: Ref: docs/bench.md, "Where the time of make sim goes" (phases of a cold run).
+BUILD_CPU = (("rdma_fabric", 130), ("rdma_top", 100), ("_pcie", 90), ("", 55))
+
+
+def job_tops(jobs):
+    """The first top each of ``jobs`` (``[(label, function, kwargs)]``) builds, as
+    ``(Verilog name, export key)``, listed by :mod:`tb.cosim`'s ``COSIM_LIST`` mode:
+    nothing is exported, built or run. ``None`` for a job that builds no top, and for
+    one whose function is not a co-simulation point (no ``check_only`` parameter), which
+    is not called."""
+    import inspect
+    import tempfile
+    import unittest
+
+    tops, saved = [], os.environ.get("COSIM_LIST")
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = Path(tmp) / "tops.jsonl"
+        listing.touch()
+        os.environ["COSIM_LIST"] = str(listing)
+        try:
+            for _, fn, kw in jobs:
+                top = None
+                if "check_only" in inspect.signature(fn).parameters:
+                    seen = len(listing.read_text().splitlines())
+                    try:
+                        fn(**kw)
+                    except unittest.SkipTest:
+                        pass
+                    lines = listing.read_text().splitlines()
+                    if len(lines) > seen:
+                        entry = json.loads(lines[seen])
+                        top = (entry["name"], entry["key"])
+                tops.append(top)
+        finally:
+            if saved is None:
+                os.environ.pop("COSIM_LIST", None)
+            else:
+                os.environ["COSIM_LIST"] = saved
+    return tops
+
+
+def start_order(tops):
+    """The order in which to start jobs whose first tops are ``tops`` (:func:`job_tops`):
+    the first job of each distinct top (``None``: a top of its own), then the others,
+    each part by :data:`BUILD_CPU` of its top, the costliest first, and then in the jobs'
+    order. The exports and builds of distinct tops thus run side by side, the longest
+    first, and no worker waits on the build lock of a top that another is building,
+    except at the end."""
+    def cpu(top):
+        name = top[0] if top else ""
+        return next(c for pattern, c in BUILD_CPU if pattern in name)
+
+    first = {}
+    for k, top in enumerate(tops):
+        first.setdefault(("job", k) if top is None else top, k)
+    return sorted(range(len(tops)), key=lambda k: (
+        first[("job", k) if tops[k] is None else tops[k]] != k, -cpu(tops[k]), k))
 
 
 def foundation_demo(sim, out):

