@@ -13,7 +13,7 @@ from spec.ephemeral import (
     Verdict,
 )
 
-__all__ = ["ContextPool", "COUNTER_BITS"]
+__all__ = ["ContextPool", "COUNTER_BITS", "status_ports"]
 
 #: Width of each counter of :data:`spec.ephemeral.POOL_COUNTERS`.
 COUNTER_BITS = 32
@@ -23,6 +23,15 @@ def req_layout(key_bits):
     """A lookup: the key (destination or source node), whether a missing context may be
     opened, and whether the lookup adds one outstanding message to it."""
     return data.StructLayout({"key": key_bits, "open": 1, "count": 1})
+
+
+def status_ports(entries):
+    """The pool's status outputs (see :class:`ContextPool`): ``now``, ``used``,
+    ``used_max`` and a counter per name of :data:`spec.ephemeral.POOL_COUNTERS`; a block
+    around the pool shows them as its own."""
+    return {"now": Out(STAMP_BITS), "used": Out(range(entries + 1)),
+            "used_max": Out(range(entries + 1)),
+            **{name: Out(COUNTER_BITS) for name in POOL_COUNTERS}}
 
 
 class ContextPool(wiring.Component):
@@ -96,11 +105,8 @@ class ContextPool(wiring.Component):
             "entry": Out(range(entries)),
             "done": In(stream.Signature(range(entries))),
             "closed": Out(stream.Signature(key_bits)),
-            "now": Out(STAMP_BITS),
-            "used": Out(range(entries + 1)),
-            "used_max": Out(range(entries + 1)),
+            **status_ports(entries),
         }
-        ports.update({name: Out(COUNTER_BITS) for name in POOL_COUNTERS})
         super().__init__(ports)
 
     def elaborate(self, platform):

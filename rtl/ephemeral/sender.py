@@ -4,13 +4,12 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.ephemeral.pool import COUNTER_BITS, ContextPool
+from rtl.ephemeral.pool import ContextPool, status_ports
 from spec.checks import reject
 from spec.ephemeral import (
     ACK_COUNT_BITS,
     II_BITS,
     NODE_BITS,
-    POOL_COUNTERS,
     RTL_POOL_ENTRIES_MAX,
     STAMP_BITS,
     Verdict,
@@ -108,11 +107,8 @@ class EphemeralSender(wiring.Component):
             "sent": Out(stream.Signature(sent_layout(entries))),
             "closed": Out(stream.Signature(key_bits)),
             "acks_pending": Out(range(ack_slots + 1)),
-            "now": Out(STAMP_BITS),
-            "used": Out(range(entries + 1)),
-            "used_max": Out(range(entries + 1)),
+            **status_ports(entries),
         }
-        ports.update({name: Out(COUNTER_BITS) for name in POOL_COUNTERS})
         super().__init__(ports)
 
     def elaborate(self, platform):

@@ -28,13 +28,11 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from pymodel.fields import pack
 from pymodel.nic.mem_frames import parse_mem_header
 from pymodel.nic.mem_system import NicMemSystemModel
-from pymodel.packet import pack_beat
 from pymodel.scenarios.fuzz_mem import mem_frame_kind, nic_mem_chunk
 from spec.fabric_profiles import fabric_profile, round_trip
-from spec.formats.nic_mem import MEM_WIDTH, MemOp, mem_cmd_layout, mem_header_bytes
+from spec.formats.nic_mem import MEM_WIDTH, MemOp, mem_header_bytes
 from spec.nic_mem import MEM_COUNTERS
 from tb.cosim import cosim_params
 from tb.fuzz_checks import (
@@ -45,8 +43,8 @@ from tb.fuzz_checks import (
     report_chunk,
     writes_outside,
 )
-from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
-from tb.nic.cocotb_nic_mem import TOP_KEYS, compare_nodes
+from tb.harness import Harness, HarnessTimeout, dump_memory
+from tb.nic.cocotb_nic_mem import TOP_KEYS, compare_nodes, load_nodes
 from tb.scoreboard import Scoreboard
 
 #: The no-hang budget, independent of the model: cycles per frame sent plus a constant.
@@ -133,17 +131,8 @@ async def nic_mem_fuzz(dut):
                                  f"its raw player; use a smaller --chunk")
         mem = chunk_memories(n, words, p["seed"], k)
         want = model.run(chunk.cmds, raws=raws, mem={q: list(v) for q, v in mem.items()})
-        for q in range(n):
-            h.set(f"node_id__{q}", q)
-            h.load_player(f"cmd{q}", [pack(mem_cmd_layout, c) for c in chunk.cmds[q]])
-            h.load_player(f"raw{q}", [pack_beat(MEM_WIDTH, *b) for b in raws.get(q, [])])
-            h.arm_recorder(f"tx{q}", len(want["tx"][q]))
-            h.arm_recorder(f"wr{q}", len(want["wr"][q]))
-            h.arm_recorder(f"rsp{q}", len(want["rsp"][q]))
-            load_memory(getattr(dut, f"mem{q}").mem, mem[q])
+        done = load_nodes(dut, h, n, chunk.cmds, raws, mem, want)
         await h.reset()
-        done = [f"{kind}{q}__done" for q in range(n)
-                for kind in ("tx", "wr", "rsp", "cmd", "raw")]
         hang = None
         try:
             await h.wait_done(done, BUDGET_PER_FRAME * (len(chunk.frames) + 4 * n)

@@ -69,23 +69,30 @@ def run_model(p):
     return model, cmds, raws, mem, stalls, model.run(cmds, raws=raws, mem=mem, stalls=stalls)
 
 
+def load_nodes(dut, h, n, cmds, raws, mem, want, stalls=None):
+    """Each node's id, command and raw players (``stalls``: node -> the command player's
+    ``(stall_seed, stall_rate)``), recorders armed for the model's run ``want`` and
+    memory; returns the done ports of them all."""
+    stalls = stalls or {}
+    for q in range(n):
+        h.set(f"node_id__{q}", q)
+        h.load_player(f"cmd{q}", [pack(mem_cmd_layout, c) for c in cmds.get(q, [])],
+                      stalls.get(q, (1, 0)))
+        h.load_player(f"raw{q}", [pack_beat(MEM_WIDTH, *b) for b in raws.get(q, [])])
+        for kind in ("tx", "wr", "rsp"):
+            h.arm_recorder(f"{kind}{q}", len(want[kind][q]))
+        load_memory(getattr(dut, f"mem{q}").mem, mem[q])
+    return [f"{kind}{q}__done" for q in range(n) for kind in ("tx", "wr", "rsp", "cmd", "raw")]
+
+
 @cocotb.test()
 async def loads_and_atomics_match_model(dut):
     p = cosim_params()
     model, cmds, raws, mem, stalls, want = run_model(p)
     n = model.nodes
     h = Harness(dut)
-    for q in range(n):
-        h.set(f"node_id__{q}", q)
-        h.load_player(f"cmd{q}", [pack(mem_cmd_layout, c) for c in cmds.get(q, [])],
-                      stalls.get(q, (1, 0)))
-        h.load_player(f"raw{q}", [pack_beat(MEM_WIDTH, *b) for b in raws.get(q, [])])
-        h.arm_recorder(f"tx{q}", len(want["tx"][q]))
-        h.arm_recorder(f"wr{q}", len(want["wr"][q]))
-        h.arm_recorder(f"rsp{q}", len(want["rsp"][q]))
-        load_memory(getattr(dut, f"mem{q}").mem, mem[q])
+    done = load_nodes(dut, h, n, cmds, raws, mem, want, stalls)
     await h.reset()
-    done = [f"{kind}{q}__done" for q in range(n) for kind in ("tx", "wr", "rsp", "cmd", "raw")]
     await h.wait_done(done, timeout_cycles=4 * want["cycles"] + 10_000)
     await ClockCycles(dut.clk, round_trip(fabric_profile(model.fabric)) + 64)
     sb = Scoreboard(dut._log)
