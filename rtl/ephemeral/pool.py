@@ -9,6 +9,7 @@ from spec.ephemeral import (
     OUTSTANDING_BITS,
     POOL_COUNTERS,
     POOL_ENTRIES_RANGE,
+    RTL_POOL_ENTRIES_MAX,
     STAMP_BITS,
     Verdict,
 )
@@ -90,9 +91,10 @@ class ContextPool(wiring.Component):
     def __init__(self, entries, key_bits):
         lo, hi = POOL_ENTRIES_RANGE
         if (isinstance(entries, bool) or not isinstance(entries, int)
-                or not lo <= entries <= min(hi, 256) or entries & (entries - 1)):
+                or not lo <= entries <= min(hi, RTL_POOL_ENTRIES_MAX)
+                or entries & (entries - 1)):
             reject(self, f"context pool: entries must be a power of two from {lo} to "
-                         f"256, not {entries!r}")
+                         f"{min(hi, RTL_POOL_ENTRIES_MAX)}, not {entries!r}")
         if isinstance(key_bits, bool) or not isinstance(key_bits, int) \
                 or not 1 <= key_bits <= 16:
             reject(self, f"context pool: key_bits must be an integer from 1 to 16, "
