@@ -152,11 +152,23 @@ def check_idle(value, name="idle"):
 
 
 def check_ephemeral(pool_entries, idle, ack_every, lookahead):
-    """Every knob of the design checked; ``ValueError`` names the first bad one."""
+    """Every knob of the design checked; ``ValueError`` names the first bad one.
+
+    ``lookahead`` at most ``pool_entries``: a context whose run has not asked for its ACK
+    waits for a message of its destination among the next ``lookahead`` posted; when a
+    new destination waits for a free entry, the messages it holds back (``lookahead - 1``
+    after it) go to at most ``lookahead - 1`` destinations, so with at least ``lookahead``
+    entries one entry is not waiting on them and frees itself; with fewer, every entry
+    can wait on the held-back messages and the flow never ends (docs/ephemeral.md)."""
     check_pool_entries(pool_entries)
     check_idle(idle)
     _int("ack_every", ack_every, 1, (1 << ACK_COUNT_BITS) - 1)
     _int("lookahead", lookahead, 0, 4096)
+    if lookahead > pool_entries:
+        raise ValueError(f"lookahead ({lookahead}) must be at most pool_entries "
+                         f"({pool_entries}): with more, every context can wait for a "
+                         f"message held behind one that waits for a free context, and the "
+                         f"flow never ends (docs/ephemeral.md)")
 
 
 def check_sender(entries, idle, ack_every, ii, completion, ack_slots=None):

@@ -49,12 +49,25 @@ def test_round_robin_beyond_the_hold_opens_a_context_per_message():
     assert steady_ii(r.sent) == DP.ii
 
 
+def test_a_lookahead_beyond_the_pool_is_refused():
+    """Two entries and a lookahead of 19: two contexts can both wait on messages held
+    behind a third destination that waits for a free entry, so the flow would never
+    end; the model refuses the point by name instead of running it."""
+    dests = [0, 1] + [2] + [0, 1] * 8
+    with pytest.raises(ValueError, match="lookahead"):
+        run_flow(dests, DP, pool_entries=2, lookahead=19)
+    r = run_flow(dests, DP, pool_entries=2, lookahead=2)
+    assert None not in r.sent
+
+
 def test_a_small_pool_makes_new_destinations_wait():
     """With 8 contexts and each held at least ``completion + idle`` cycles, the pool
     passes at most 8 messages per ``completion + idle`` cycles: the sends slow to at
-    least that spacing, the waits are counted, and every message still goes."""
+    least that spacing, the waits are counted, and every message still goes (a lookahead
+    of 8, the most 8 entries take)."""
     entries, idle = 8, 64
-    r = run_flow([k % 4096 for k in range(400)], DP, pool_entries=entries, idle=idle)
+    r = run_flow([k % 4096 for k in range(400)], DP, pool_entries=entries, idle=idle,
+                 lookahead=entries)
     assert None not in r.sent
     assert steady_ii(r.sent) >= (DP.completion + idle) / entries
     assert r.counters["full_waits"] > 0 and r.send_max == entries

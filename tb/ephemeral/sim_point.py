@@ -66,11 +66,6 @@ def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs):
         raise ValueError(f"pool_entries must be at most {RTL_POOL_ENTRIES_MAX} for the RTL "
                          f"sender (the model takes more: tb.ephemeral.point.model_point), "
                          f"not {k['pool_entries']}")
-    if k["lookahead"] > k["pool_entries"]:
-        raise ValueError(f"lookahead ({k['lookahead']}) must be at most pool_entries "
-                         f"({k['pool_entries']}): with more, every context can wait for a "
-                         f"message held behind one that waits for a free context, and the "
-                         f"flow never ends (docs/ephemeral.md, 'ACK requests')")
     if messages > MAX_MESSAGES:
         raise ValueError(f"messages must be at most {MAX_MESSAGES} for a co-simulated "
                          f"point, not {messages}")
