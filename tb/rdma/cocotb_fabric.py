@@ -215,10 +215,11 @@ def _ports(cfg):
                 qpc_log2=cfg.qpc_log2)
 
 
-async def writes_matches_model(dut, p):
-    """The ``writes`` kind: run, compare, check the intent, reduce both sides."""
-    cfg, v = writes_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
-    images = writes_images(v)
+async def run_and_compare(dut, cfg, images):
+    """One two-node run of the images on the golden model and the RTL: load, arm, run,
+    compare every recorded item (:meth:`FabricTestbench.compare`), then check without the
+    model every frame on both uplinks (:func:`tb.rdma.wirecheck.wire_problems`) and that
+    no merge raised a flag. Returns ``(model, scoreboard, got)``."""
     model = simulate_fabric(cfg, images)
     tb = FabricTestbench(dut, cfg.nodes, cfg.depth, mr_cache=cfg.mr_cache)
     tb.load(images, _ports(cfg))
@@ -228,13 +229,21 @@ async def writes_matches_model(dut, p):
     if tb.hang:
         sb.equal("recorders done", tb.hang, "")
     got = tb.compare(sb, model, images)
-    # Independent of the model: every frame, every CQE per QP in order, the MR's bytes.
     frames = [f for n in range(2) for _, f in got["wire"][n]]
     for k, problems in wire_problems(frames):
         sb.equal(f"independent check of uplink frame {k}", problems, [])
     for n in range(2):
         for flag in MERGE_FLAGS:
             sb.equal(f"node {n} merge {flag}", got["merge"][n][flag], 0)
+    return model, sb, got
+
+
+async def writes_matches_model(dut, p):
+    """The ``writes`` kind: run, compare, check the intent, reduce both sides."""
+    cfg, v = writes_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
+    images = writes_images(v)
+    model, sb, got = await run_and_compare(dut, cfg, images)
+    # Independent of the model: every CQE per QP in order, the MR's bytes.
     cqes = v.poll_cq(dict(enumerate(got["mem_rq"][0])), len(v.messages) + 1)
     status = intended_statuses(v.messages)
     signalled = [m for m in v.messages if m.signalled]
