@@ -9,7 +9,7 @@ import pytest
 
 from pymodel.ephemeral.flow import Datapath, ack_requests, max_overlap, run_flow
 from pymodel.throughput import steady_ii
-from spec.ephemeral import recv_context_bits, send_context_bits
+from spec.ephemeral import check_ephemeral, recv_context_bits, send_context_bits
 from tb.ephemeral.point import datapath_row, model_point
 
 DP = Datapath(ii=4, latency=37, completion=50, one_way=6)
@@ -53,9 +53,13 @@ def test_a_lookahead_beyond_the_pool_is_refused():
     """Two entries and a lookahead of 19: two contexts can both wait on messages held
     behind a third destination that waits for a free entry, so the flow would never
     end; the model refuses the point by name instead of running it."""
-    dests = [0, 1] + [2] + [0, 1] * 8
     with pytest.raises(ValueError, match="lookahead"):
-        run_flow(dests, DP, pool_entries=2, lookahead=19)
+        check_ephemeral(2, 64, 16, 19)
+    # Refused before it runs, even for messages that would not stop (each to a new
+    # destination), so that without the check this test fails instead of hanging.
+    with pytest.raises(ValueError, match="lookahead"):
+        run_flow(list(range(6)), DP, pool_entries=2, lookahead=19)
+    dests = [0, 1] + [2] + [0, 1] * 8
     r = run_flow(dests, DP, pool_entries=2, lookahead=2)
     assert None not in r.sent
 
