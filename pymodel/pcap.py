@@ -1,4 +1,5 @@
-"""Write Ethernet frames (with their FCS) to a pcapng file that Wireshark opens.
+"""Write Ethernet frames (with their FCS) to a pcapng file that Wireshark opens, and read
+them back (:func:`read_pcapng`, for the tests).
 
 The interface description says ``if_fcslen = 4``, so Wireshark knows each frame ends in
 an FCS and can check it (``-o eth.check_fcs:TRUE``).
@@ -8,7 +9,7 @@ if_tsresol = 9 and if_fcslen = 13), 4.3 (EPB).
 
 import struct
 
-__all__ = ["write_pcapng"]
+__all__ = ["write_pcapng", "read_pcapng"]
 
 
 def _block(kind, body):
@@ -39,3 +40,21 @@ def write_pcapng(path, frames, cycle_ns=1, linktype=1):
             t = int(cycle) * cycle_ns
             epb = struct.pack("<IIIII", 0, t >> 32, t & 0xFFFFFFFF, len(frame), len(frame))
             f.write(_block(0x00000006, epb + bytes(frame)))
+
+
+def read_pcapng(path):
+    """``(link type of the first interface, [packet bytes])`` of the pcapng file at
+    ``path``, read by its block structure (the sections of the module docstring)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    at, linktype, packets = 0, None, []
+    while at < len(raw):
+        kind, size = struct.unpack_from("<II", raw, at)
+        body = raw[at + 8:at + size - 4]
+        if kind == 1 and linktype is None:
+            linktype = struct.unpack_from("<H", body, 0)[0]
+        elif kind == 6:
+            caplen = struct.unpack_from("<I", body, 12)[0]
+            packets.append(body[20:20 + caplen])
+        at += size
+    return linktype, packets

@@ -151,6 +151,8 @@ def main(argv=None):
         from scripts.sim import run_jobs
         print("loads and atomics (co-simulated) ...", file=sys.stderr)
         mem_rows = run_jobs(mem_ops_jobs(args.sim, args.load_messages), args.jobs)
+        for row in mem_rows:            # the READ points' frames: `make sim`'s point.pcap
+            row.pop("frames", None)
         rates = run_jobs(rate_jobs(), args.jobs)
         (out / "mem_ops.json").write_text(json.dumps(dict(rows=mem_rows, rates=rates),
                                                      indent=1))

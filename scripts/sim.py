@@ -1,5 +1,7 @@
 """`make sim`: the main job. Runs both designs' headline scenarios in co-simulation,
-prints the comparison table and writes build/sim/results.json and the pcap files.
+prints the comparison table and writes build/sim/results.json and the pcap files (a
+single point: build/sim/point.json, and point.pcap with its frames when they are
+Ethernet or the scale-up header's).
 
 Options: --sim verilator|icarus (default $SIM or verilator), --messages N, --msg-bytes B,
 --out DIR, --jobs N (headline co-simulations at a time, default $JOBS or 2; each is
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 # The results table and the design point's options live in their own modules; their
 # names are re-exported here (callers use ``scripts.sim``).
+from pymodel.pcap import write_pcapng  # noqa: E402
 from scripts.sim_point import (  # noqa: E402
     EPHEMERAL_SHARED,
     POINT_OPTIONS,
@@ -45,6 +48,7 @@ from scripts.sim_point import (  # noqa: E402
     takes,
 )
 from scripts.sim_table import COLUMNS, _cell, print_table  # noqa: E402, F401
+from spec.formats.scaleup import LINKTYPE_SCALEUP  # noqa: E402
 from tb.cosim import SIMULATORS, selected_sim  # noqa: E402
 
 DESIGNS = (("nic", "tb.nic.headline"), ("rdma", "tb.rdma.headline"))
@@ -170,8 +174,11 @@ def main(argv=None):
             print(f"[sim] ii not measured: {args.messages} message(s) back to back are too "
                   f"few for a steady state (the first and last quarters are left out; "
                   f"docs/results.md)", flush=True)
-        row.pop("frames", None)
+        frames = row.pop("frames", None)
         row.pop("cycles", None)
+        if frames and point_pcap(row):
+            write_pcapng(args.out / "point.pcap", [(c, _as_bytes(f)) for c, f in frames],
+                         linktype=point_pcap(row))
         print(f"[sim] {args.design}: 1 row in {time.monotonic() - t0:.1f} s", flush=True)
         path = args.out / "point.json"
         path.write_text(json.dumps([row], indent=2) + "\n")
@@ -183,7 +190,8 @@ def main(argv=None):
             print("\nfigures (RTL: the sender's flow co-simulated; model: the engine's "
                   "datapath at 1 QP and the pool twin):")
             print("\n".join(figure_lines(row)))
-        print(f"\n[sim] wrote {path}")
+        print(f"\n[sim] wrote {path}" + (f", {args.out / 'point.pcap'}"
+                                          if frames and point_pcap(row) else ""))
         if row.get("mismatches"):
             print(f"[sim] FAIL: {row['mismatches']} RTL/model mismatches", file=sys.stderr)
             return 1
@@ -242,6 +250,24 @@ def main(argv=None):
         print(f"[sim] FAIL: {bad} RTL/model mismatches", file=sys.stderr)
         return 1
     return 0
+
+
+def point_pcap(row):
+    """The pcapng link type of a point's frames (``row["frames"]``), or None when they go to
+    no file: Ethernet (1) for the NIC's L2 framing and the engine's RoCEv2, the scale-up
+    link type (:data:`spec.formats.scaleup.LINKTYPE_SCALEUP`, dissected by
+    scripts/wireshark/scaleup.lua) for the engine's scale-up header; the NIC's compact
+    header has no dissector."""
+    if row.get("design") == "nic":
+        return 1 if row.get("framing") == "l2" else None
+    if row.get("design") == "rdma":
+        return {"rocev2": 1, "scaleup": LINKTYPE_SCALEUP}.get(row.get("framing"))
+    return None
+
+
+def _as_bytes(frame):
+    """A frame as bytes (the NIC's rows carry hex strings, the engine's bytes)."""
+    return bytes.fromhex(frame) if isinstance(frame, str) else bytes(frame)
 
 
 def run_jobs(jobs, workers):

@@ -10,6 +10,7 @@ payload bytes against what was posted (independent of the model).
 
 import pytest
 
+from pymodel.pcap import read_pcapng
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER
 from tb.rdma.runner import run_rdma
@@ -129,18 +130,6 @@ def test_rdma_headline_rows_and_pcap(sim, tmp_path):
             assert r[f"{key}_rtl"] == r[f"{key}_model"], (r["rung"], key)
     assert rows[0]["host_bytes_rtl"] > rows[1]["host_bytes_rtl"]
     assert rows[2]["ctrl_ops_rtl"]["ctx_misses"] > 1 > rows[1]["ctrl_ops_rtl"]["ctx_misses"]
-    frames = _pcap_frames(tmp_path / "rdma.pcap")
+    frames = read_pcapng(tmp_path / "rdma.pcap")[1]
     assert frames and all(frame_problems(f) == [] for f in frames)
 
-
-def _pcap_frames(path):
-    import struct
-    raw = path.read_bytes()
-    out, pos = [], 0
-    while pos < len(raw):
-        kind, size = struct.unpack_from("<II", raw, pos)
-        if kind == 6:
-            cap = struct.unpack_from("<I", raw, pos + 20)[0]
-            out.append(raw[pos + 28:pos + 28 + cap])
-        pos += size
-    return out

@@ -9,11 +9,10 @@ read from a run.
 """
 
 import json
-import struct
 
 import pytest
 
-from pymodel.pcap import write_pcapng
+from pymodel.pcap import read_pcapng, write_pcapng
 from spec.formats.roce import AETH_BYTES, BTH_BYTES, ICRC_BYTES, RETH_BYTES
 from spec.formats.scaleup import LINKTYPE_SCALEUP, SCALEUP_BYTES, ScaleUpType
 from tb.rdma.runner import run_rdma
@@ -70,7 +69,7 @@ def test_scaleup_128_byte_writes(sim, test_id, tmp_path):
     pcap = tmp_path / "rdma.pcap"
     write_pcapng(pcap, [(c, bytes.fromhex(h)) for c, h in res["frames"]],
                  linktype=LINKTYPE_SCALEUP)
-    linktype, packets = _read_pcapng(pcap.read_bytes())
+    linktype, packets = read_pcapng(pcap)
     assert linktype == LINKTYPE_SCALEUP
     assert packets == frames
     assert all(p[4] == ScaleUpType.BTH.value for p in packets)
@@ -84,22 +83,6 @@ def test_scaleup_128_byte_writes(sim, test_id, tmp_path):
             assert fields["scaleup.length"] == len(p) - SCALEUP_BYTES - FCS
             assert fields["scaleup.bth.opcode"] == p[SCALEUP_BYTES]
             assert fields["used"] == len(p)
-
-
-def _read_pcapng(raw):
-    """``(link type of the first interface, [packet bytes])`` of a pcapng file, read by
-    its block structure (draft-ietf-opsawg-pcapng sections 4.1-4.3)."""
-    at, linktype, packets = 0, None, []
-    while at < len(raw):
-        kind, size = struct.unpack_from("<II", raw, at)
-        body = raw[at + 8:at + size - 4]
-        if kind == 1 and linktype is None:
-            linktype = struct.unpack_from("<H", body, 0)[0]
-        elif kind == 6:
-            caplen = struct.unpack_from("<I", body, 12)[0]
-            packets.append(body[20:20 + caplen])
-        at += size
-    return linktype, packets
 
 
 def test_scaleup_bad_frames(sim, test_id):

@@ -3,10 +3,13 @@ options are checked before anything is built (an error names the option), and a 
 point co-simulates on Icarus with RTL = model."""
 
 import json
+import zlib
 
 import pytest
 
+from pymodel.pcap import read_pcapng
 from scripts import sim
+from spec.formats.scaleup import LINKTYPE_SCALEUP
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -66,6 +69,22 @@ def test_user_point_on_icarus(tmp_path):
     assert row["mismatches"] == 0
     for key in ("latency_cycles", "ii_cycles", "wire_bytes", "completion_cycles"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
+    # The point's L2 frames in point.pcap: Ethernet, each with a good FCS, 20 stores of
+    # 200 B each at least one frame.
+    linktype, frames = read_pcapng(tmp_path / "point.pcap")
+    assert linktype == 1 and len(frames) >= 20
+    assert all(zlib.crc32(f[:-4]).to_bytes(4, "little") == f[-4:] for f in frames)
+
+
+@pytest.mark.parametrize("row,linktype", [
+    ({"design": "nic", "framing": "l2"}, 1),
+    ({"design": "nic", "framing": "compact"}, None),
+    ({"design": "rdma", "framing": "rocev2"}, 1),
+    ({"design": "rdma", "framing": "scaleup"}, LINKTYPE_SCALEUP),
+    ({"design": "ephemeral"}, None),
+])
+def test_point_pcap_link_type(row, linktype):
+    assert sim.point_pcap(row) == linktype
 
 
 def test_long_rdma_point_is_checked_at_once(capsys):

@@ -7,7 +7,8 @@ Compared with the model as the other kinds
 of the model, every uplink frame (scapy + zlib), the merges' flags and IBTA's outcome
 (:func:`tb.rdma.reads.posted_read_checks`: each READ's bytes, each atomic's old value,
 node B's MR with each atomic executed once, one CQE per operation); into ``out_json``
-each side's :func:`tb.rdma.reads.op_times`."""
+each side's :func:`tb.rdma.reads.op_times` and ``frames``, the ``(cycle, hex)`` of every
+frame on both uplinks of the RTL (requests, READ responses, atomic acknowledges)."""
 
 import json
 
@@ -31,7 +32,7 @@ async def fabric_reads_match_model(dut):
 
 async def reads_matches_model(dut, p):
     """The ``reads`` kind: run, compare (the READ counters too), check IBTA's outcome,
-    write both sides' operation times."""
+    write both sides' operation times and the RTL's uplink frames."""
     cfg, v = reads_setup(p["top"], {k: x for k, x in p.items() if k != "top"})
     images = reads_images(v)
     model, sb, got = await run_and_compare(dut, cfg, images)
@@ -53,7 +54,9 @@ async def reads_matches_model(dut, p):
             rtl = None
         with open(p["out_json"], "w") as f:
             json.dump({"rtl": rtl, "model": read_checks.op_times(reads_pair(model, cfg.depth)),
-                       "mismatches": len(sb.mismatches), "cycles": model["cycles"]}, f)
+                       "mismatches": len(sb.mismatches), "cycles": model["cycles"],
+                       "frames": sorted([[c[0], fr.hex()] for c, fr in
+                                         got["wire"][0] + got["wire"][1]])}, f)
     if sb.mismatches:
         with open("mismatches.txt", "w") as f:
             f.write("\n".join(sb.mismatches) + "\n")

@@ -20,7 +20,9 @@ first operation meets an idle engine), ``ii_cycles`` (cycles per operation betwe
 first and the last CQE), ``ops_per_s`` (at the 1 GHz clock of SPEC.md, Units) and
 ``inflight_bits`` (``read_op_bits`` times the operations a QP may have outstanding, its
 ORD: the table's share a QP can hold); and ``mismatches`` (the co-simulation's, and each
-metric whose RTL and model values differ).
+metric whose RTL and model values differ); ``frames``, the ``(cycle, bytes)`` of every
+frame on both uplinks of the RTL's run (READ or atomic requests and their responses),
+which `make sim` writes to ``point.pcap``.
 """
 
 import json
@@ -131,6 +133,7 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
         row[f"ii_cycles_{side}"] = ii
         row[f"ops_per_s_{side}"] = 1e9 / ii if ii else None
         row[f"inflight_bits_{side}"] = bits * ord_
+    row["frames"] = [(cycle, bytes.fromhex(hexa)) for cycle, hexa in res["frames"]]
     row["mismatches"] = res["mismatches"] + sum(
         row[f"{k}_rtl"] != row[f"{k}_model"] for k in ("latency_cycles", "ii_cycles"))
     return row
