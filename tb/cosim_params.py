@@ -19,6 +19,7 @@ ACCEPTED_PARAMS = {
     "tb.cocotb_ephemeral_sender": ("entries", "ack_slots", "idle", "ack_every", "ii",
                                    "completion", "lookahead", "popularity", "peers",
                                    "messages", "seed"),
+    "tb.cocotb_ephemeral_receiver": ("entries", "idle", "sources", "packets", "seed"),
     "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
                               "seed", "settings", "src_stall_rate", "src_stall_seed"),
     "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),

@@ -9,7 +9,7 @@ from pymodel.ephemeral.receiver import ReceiverTwin
 from spec.ephemeral import RECV_ACKS, RECV_DELIVERS, RECV_OUTCOMES
 from spec.formats.roce import PSN_BITS
 
-__all__ = ["hostile", "model_events", "invariant_errors", "ACTIONS"]
+__all__ = ["hostile", "model_events", "invariant_errors", "run_end", "ACTIONS"]
 
 _MOD = 1 << PSN_BITS
 
@@ -77,17 +77,22 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None):
     return pkts, release
 
 
-def model_events(pkts, cycles, entries, idle, now=0):
-    """The twin for ``cycles`` cycles, packet ``k`` arriving in cycle ``cycles[k]``
-    (strictly increasing). Returns ``(outcomes, delivers, acks, closes, twin)``: per
-    packet ``(cycle, outcome, entry)`` (entry 0 when it has none), per delivered packet
-    ``(cycle, entry, src, psn)``, per ACK ``(cycle, src, psn)``, per idle close
-    ``(cycle, src)``; the run continues ``idle + 2 * entries`` cycles after the last
-    packet so that every idle context closes."""
+def run_end(cycles, entries, idle):
+    """The cycle a run stops at: ``idle + 2 * entries + 2`` after the last packet, so that
+    every context has closed on idle (no arrival for ``idle``, then the scan's visit)."""
+    return (cycles[-1] if cycles else 0) + idle + 2 * entries + 2
+
+
+def model_events(pkts, cycles, entries, idle, now=0, end=None):
+    """The twin, packet ``k`` arriving in cycle ``cycles[k]`` (strictly increasing), from
+    cycle 0 up to ``end`` (default :func:`run_end`). Returns ``(outcomes, delivers, acks,
+    closes, twin)``: per packet ``(cycle, outcome, entry)`` (entry 0 when it has none),
+    per delivered packet ``(cycle, entry, src, psn)``, per ACK ``(cycle, src, psn)``, per
+    idle close ``(cycle, src)``. ``now``: the pool's ``now`` in cycle 0."""
     twin = ReceiverTwin(entries, idle, now)
     at = dict(zip(cycles, pkts, strict=True))
     outs, delivers, acks, closes = [], [], [], []
-    end = (cycles[-1] if cycles else 0) + idle + 2 * entries + 2
+    end = run_end(cycles, entries, idle) if end is None else end
     for t in range(end):
         pkt = at.get(t)
         out, entry, closed = twin.cycle(pkt)
