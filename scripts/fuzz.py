@@ -39,16 +39,20 @@ from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E4
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
-DEFAULT_CHUNK = {"rdma": 1500, "nic": 800}
+DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "ephemeral": 2000}
+#: The designs each --design choice runs (``both``: the two receivers of the NIC and the
+#: RDMA engine; ``all``, the default, adds the ephemeral design's receiver).
+SELECTIONS = {**{d: (d,) for d in DESIGNS}, "both": ("nic", "rdma"), "all": DESIGNS}
 
 
 def parse(argv=None):
     ap = argparse.ArgumentParser(prog="make fuzz", description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100_000,
-                    help="fuzz frames per design (default 100000)")
+                    help="fuzz frames (ephemeral: packets) per design (default 100000)")
     ap.add_argument("--seed", type=int, default=1, help="fuzz seed (default 1)")
-    ap.add_argument("--design", default="both", choices=(*DESIGNS, "both"),
-                    help="which receiver (default both)")
+    ap.add_argument("--design", default="all", choices=tuple(SELECTIONS),
+                    help="which receiver: nic, rdma, ephemeral, both (nic and rdma) or "
+                         "all (default)")
     ap.add_argument("--sim", default=None, choices=SIMULATORS,
                     help="simulator (default $SIM or verilator)")
     ap.add_argument("--chunk", type=int, default=None,
@@ -63,7 +67,7 @@ def parse(argv=None):
         ap.error(f"--seed must be 0 or more, not {a.seed}")
     if a.per_run < 1:
         ap.error(f"--per-run must be at least 1, not {a.per_run}")
-    designs = DESIGNS if a.design == "both" else (a.design,)
+    designs = SELECTIONS[a.design]
     for d in designs:
         if a.chunk is not None and not 1 <= a.chunk <= max_chunk(d):
             ap.error(f"--chunk must be 1 to {max_chunk(d)} for design {d}, not {a.chunk}")

@@ -19,10 +19,11 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly
 
+from pymodel.scenarios.fuzz_ephemeral import hostile
 from rtl.ephemeral.receiver import ack_layout, deliver_layout, outcome_layout, pkt_layout
 from spec.ephemeral import NODE_BITS, RECV_OUTCOMES
 from tb.cosim import cosim_params
-from tb.ephemeral_receiver import hostile, invariant_errors, model_events, run_end
+from tb.ephemeral_receiver import invariant_errors, model_events, run_end
 from tb.harness import Harness
 from tb.scoreboard import Scoreboard
 

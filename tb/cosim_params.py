@@ -14,6 +14,7 @@ __all__ = ["ACCEPTED_PARAMS", "check_params"]
 ACCEPTED_PARAMS = {
     "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
     "tb.cocotb_elastic_delay": ("latency", "bits", "seed", "cycles", "offer", "ready"),
+    "tb.cocotb_ephemeral_fuzz": ("seed", "chunks", "packets", "top", "out"),
     "tb.cocotb_ephemeral_pool": ("entries", "key_bits", "idle", "keys", "seed", "cycles",
                                  "offer", "open", "done"),
     "tb.cocotb_ephemeral_sender": ("entries", "ack_slots", "idle", "ack_every", "ii",

@@ -1,81 +1,13 @@
-"""Stimulus, the twin's side and the model-free checks of the ephemeral receiver's tests
-(the Amaranth simulator's, the co-simulation's and the fuzz's): seeded hostile packet
-streams, the twin (:class:`pymodel.ephemeral.receiver.ReceiverTwin`) run on them cycle by
-cycle, and the invariants that hold whatever the rules say."""
-
-import random
+"""The twin's side and the model-free checks of the ephemeral receiver's tests (the
+Amaranth simulator's, the co-simulation's and the fuzz's): the twin
+(:class:`pymodel.ephemeral.receiver.ReceiverTwin`) run cycle by cycle on a packet stream
+(:func:`pymodel.scenarios.fuzz_ephemeral.hostile`), and the invariants that hold whatever
+the rules say."""
 
 from pymodel.ephemeral.receiver import ReceiverTwin
 from spec.ephemeral import RECV_ACKS, RECV_DELIVERS, RECV_OUTCOMES
-from spec.formats.roce import PSN_BITS
 
-__all__ = ["hostile", "model_events", "invariant_errors", "run_end", "ACTIONS"]
-
-_MOD = 1 << PSN_BITS
-
-#: What :func:`hostile` draws for each packet, with its weight: a genuine sender's next
-#: packet (the open flag on its first ``open_len``), its CLOSE, a CLOSE lost (the sender
-#: closes, the receiver is not told: the sender's next packet reopens), a replay of any
-#: earlier packet (late, duplicate or stale), a gap (a genuine sender's packet past one
-#: lost), a forged open (a random source and PSN) and a flood (forged opens from many
-#: sources back to back: one sender exhausting the pool).
-ACTIONS = {"send": 10, "close": 2, "lost_close": 1, "replay": 3, "gap": 1, "forge": 1,
-           "flood": 0.2}
-
-
-def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None):
-    """``n`` packets ``(src, psn, open, close)`` and their release cycles (non-decreasing,
-    one packet a cycle at most; sometimes a pause of more than ``idle`` cycles, so that
-    contexts close on idle). Genuine senders are sources ``0 .. sources - 1``; the first
-    PSN of each new context is the count of packets sent by all of them (as one sender
-    numbers its contexts), starting near the wrap of the 24-bit PSN for odd seeds."""
-    rng = random.Random(seed)
-    weights = dict(ACTIONS, **(weights or {}))
-    names = list(weights)
-    counter = (_MOD - 40) if seed % 2 else rng.randrange(_MOD)
-    ctx = {}                       # src -> [next psn, packets sent in this context]
-    sent, pkts, release, t = [], [], [], 0
-
-    def genuine(src, skip=0):
-        nonlocal counter
-        if src not in ctx:
-            ctx[src] = [counter, 0]
-        c = ctx[src]
-        psn = (c[0] + skip) % _MOD
-        c[0], c[1] = (psn + 1) % _MOD, c[1] + 1
-        counter = (counter + 1 + skip) % _MOD
-        return (src, psn, int(c[1] <= open_len), 0)
-
-    while len(pkts) < n:
-        action = rng.choices(names, [weights[a] for a in names])[0]
-        src = rng.randrange(sources)
-        batch = []
-        if action == "send":
-            batch = [genuine(src)]
-        elif action == "gap":
-            batch = [genuine(src, skip=rng.randrange(1, 4))]
-        elif action in ("close", "lost_close") and src in ctx:
-            del ctx[src]
-            if action == "close":
-                batch = [(src, rng.randrange(_MOD), rng.randrange(2), 1)]
-        elif action == "replay" and sent:
-            batch = [rng.choice(sent)]
-        elif action == "forge":
-            batch = [(rng.randrange(1 << key_bits), rng.randrange(_MOD), 1, 0)]
-        elif action == "flood":
-            first = rng.randrange(1 << key_bits)
-            batch = [((first + k) % (1 << key_bits), rng.randrange(_MOD), 1, 0)
-                     for k in range(rng.randrange(4, 40))]
-        for p in batch:
-            if len(pkts) == n:
-                break
-            t += rng.choice([1, 1, 1, 2, 3]) if rng.random() > 0.02 else idle + rng.randrange(
-                1, 3 * idle)
-            pkts.append(p)
-            release.append(t)
-            sent.append(p)
-    return pkts, release
-
+__all__ = ["model_events", "invariant_errors", "sentinel_errors", "run_end"]
 
 def run_end(cycles, entries, idle):
     """The cycle a run stops at: ``idle + 2 * entries + 2`` after the last packet, so that
@@ -140,4 +72,25 @@ def invariant_errors(pkts, outs, delivers, counters):
     if len(delivers) != sum(tally[o] for o in RECV_DELIVERS):
         errors.append(f"{len(delivers)} deliveries for "
                       f"{sum(tally[o] for o in RECV_DELIVERS)} delivering outcomes")
+    return errors
+
+
+def sentinel_errors(pkts, outs, delivers, acks, sentinel):
+    """The sentinel's packets (:mod:`pymodel.scenarios.fuzz_ephemeral`: its context opens
+    on an empty pool, never idles, and no other packet carries its source): the first
+    ``opened``, every other ``delivered``; each delivered and acknowledged once, in the
+    order sent, with its PSN. Returns the failures' texts."""
+    mine = [p[1] for p in pkts if p[0] == sentinel]
+    got = [o for (_, o, _), p in zip(outs, pkts, strict=False) if p[0] == sentinel]
+    errors = []
+    want = ["opened"] + ["delivered"] * (len(mine) - 1) if mine else []
+    if got != want:
+        bad = next((k for k, (g, w) in enumerate(zip(got, want, strict=False)) if g != w),
+                   min(len(got), len(want)))
+        errors.append(f"sentinel packet {bad}: outcomes {got[bad:bad + 3]}, want "
+                      f"{want[bad:bad + 3]}")
+    if [d[3] for d in delivers if d[2] == sentinel] != mine:
+        errors.append("the sentinel's deliveries are not its packets once each in order")
+    if [a[2] for a in acks if a[1] == sentinel] != mine:
+        errors.append("the sentinel's ACKs are not its packets once each in order")
     return errors

@@ -7,11 +7,12 @@ import random
 
 import pytest
 
+from pymodel.scenarios.fuzz_ephemeral import hostile
 from rtl.ephemeral.receiver import EphemeralReceiver
 from spec.ephemeral import RECV_OUTCOMES, check_receiver
 from tb.amsim import run_sim
 from tb.cosim import run_cosim
-from tb.ephemeral_receiver import hostile, invariant_errors, model_events, run_end
+from tb.ephemeral_receiver import invariant_errors, model_events, run_end
 
 KEY_BITS = 12
 

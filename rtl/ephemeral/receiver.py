@@ -193,7 +193,8 @@ class EphemeralReceiver(wiring.Component):
                 for i in range(n):
                     with m.Case(i):
                         m.d.sync += expected[i].eq(pkt.psn + 1)
-        for name in RECV_OUTCOMES:
-            counter = getattr(self, name)
+        counters = (self.stale, self.opened, self.full, self.delivered, self.duplicate,
+                    self.reopened, self.gap, self.closed)      # RECV_OUTCOMES' order
+        for name, counter in zip(RECV_OUTCOMES, counters, strict=True):
             m.d.sync += counter.eq(counter + one_of([name]))
         return m

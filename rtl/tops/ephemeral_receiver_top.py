@@ -45,7 +45,12 @@ class EphemeralReceiverTop(HarnessTop):
         m.d.comb += [r.idle.eq(self.idle), r.pkt.valid.eq(pkts.valid),
                      r.pkt.payload.eq(pkts.payload), pkts.ready.eq(r.pkt.ready),
                      self.used.eq(r.used), self.used_max.eq(r.used_max)]
-        for name in ("outcome", "deliver", "ack", "expired"):
-            rec, out = recorders[name].i, getattr(r, name)
+        for rec, out in ((recorders["outcome"].i, r.outcome),
+                         (recorders["deliver"].i, r.deliver),
+                         (recorders["ack"].i, r.ack),
+                         (recorders["expired"].i, r.expired)):
             m.d.comb += [rec.valid.eq(out.valid), rec.payload.eq(out.payload)]
-        m.d.comb += [getattr(self, name).eq(getattr(r, name)) for name in RECV_OUTCOMES]
+        m.d.comb += [self.stale.eq(r.stale), self.opened.eq(r.opened), self.full.eq(r.full),
+                     self.delivered.eq(r.delivered), self.duplicate.eq(r.duplicate),
+                     self.reopened.eq(r.reopened), self.gap.eq(r.gap),
+                     self.closed.eq(r.closed)]
