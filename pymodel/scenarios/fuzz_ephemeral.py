@@ -20,6 +20,7 @@ of its packets must be delivered once, in order, whatever the rest of the stream
 """
 
 import random
+from collections import Counter
 
 from spec.formats.roce import PSN_BITS
 
@@ -68,38 +69,41 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
     increasing from 1; sometimes a pause of more than ``idle`` cycles). ``weights``
     override :data:`ACTIONS`; ``sentinel``: a source that sends every ``idle // 2``
     cycles (``idle`` at least 2; its packets count in ``n``). ``stats``: a dict that gets
-    ``by_mutation`` (action -> packets) and ``by_field`` (field -> rewrites)."""
+    ``by_mutation`` (kind -> packets: an action of :data:`ACTIONS`, ``mutant`` or
+    ``sentinel``; and ``lost_close``, CLOSEs not sent) and ``by_field`` (field -> mutants
+    that rewrote it)."""
     rng = random.Random(seed)
     weights = dict(ACTIONS, **(weights or {}))
     names = list(weights)
     counter = (_MOD - 40) if seed % 2 else rng.randrange(_MOD)
     ctx = {}                       # src -> [next psn, packets sent in this context]
-    sent, pkts, release = [], [], []
-    by_mutation, by_field = {}, {}
+    sent, pkts, release, kinds, fields = [], [], [], [], []
+    lost_closes = 0
     keys = 1 << key_bits
     spacing = max(idle // 2, 1)
     s_state = [rng.randrange(_MOD), 0]        # the sentinel's next PSN and packets sent
     last = [0, -(1 << 30)]                    # the last cycle used, the sentinel's last
 
-    def emit(p, c, kind):
+    def emit(p, c, kind, field=None):
         pkts.append(p)
         release.append(c)
+        kinds.append(kind)
+        fields.append(field)
         last[0] = c
-        by_mutation[kind] = by_mutation.get(kind, 0) + 1
 
     def sentinel_pkt():
         psn = s_state[0]
         s_state[0], s_state[1] = (psn + 1) % _MOD, s_state[1] + 1
         return (sentinel, psn, int(s_state[1] <= open_len), 0)
 
-    def place(p, c, kind):
+    def place(p, c, kind, field=None):
         while sentinel is not None and c - last[1] >= spacing:
             s = max(last[1] + spacing, last[0] + 1)
             if s >= c:
                 s, c = c, c + 1
             emit(sentinel_pkt(), s, "sentinel")
             last[1] = s
-        emit(p, c, kind)
+        emit(p, c, kind, field)
         if kind != "sentinel":
             sent.append(p)
 
@@ -125,7 +129,7 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
     while len(pkts) < n:
         action = rng.choices(names, [weights[a] for a in names])[0]
         src = rng.randrange(sources)
-        batch = []
+        batch, field = [], None
         if action == "send":
             batch = [genuine(src)]
         elif action == "gap":
@@ -135,7 +139,7 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
             if action == "close":
                 batch = [(src, rng.randrange(_MOD), rng.randrange(2), 1)]
             else:
-                by_mutation["lost_close"] = by_mutation.get("lost_close", 0) + 1
+                lost_closes += 1
         elif action == "replay" and sent:
             batch = [rng.choice(sent)]
         elif action == "forge":
@@ -154,20 +158,18 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
                 m[i] = _edit(rng, p[i], bits, how)
                 if m[0] != sentinel:
                     break
-            by_field[field] = by_field.get(field, 0) + 1
             batch = [tuple(m), p]
-        kinds = [action] * len(batch)
-        if action == "mutate":
-            kinds = ["mutant", "send"]
-        for p, kind in zip(batch, kinds, strict=True):
+        labels = ["mutant", "send"] if action == "mutate" else [action] * len(batch)
+        for p, kind in zip(batch, labels, strict=True):
             if len(pkts) >= n:
                 break
             step = rng.choice([1, 1, 1, 2, 3])
             if rng.random() < 0.02:
                 step = idle + rng.randrange(1, 3 * idle)
-            place(p, last[0] + step, kind)
+            place(p, last[0] + step, kind, field if kind == "mutant" else None)
     if stats is not None:
-        stats["by_mutation"], stats["by_field"] = by_mutation, by_field
+        stats["by_mutation"] = dict(Counter(kinds[:n]), lost_close=lost_closes)
+        stats["by_field"] = dict(Counter(f for f in fields[:n] if f is not None))
     return pkts[:n], release[:n]
 
 
