@@ -1,12 +1,16 @@
-"""`make fuzz FRAMES=N`: seeded mutation fuzzing of both receivers in co-simulation.
+"""`make fuzz FRAMES=N`: seeded mutation fuzzing of the receivers in co-simulation.
 
 For each design, N fuzz frames (mutants of valid frames, :mod:`pymodel.scenarios.fuzz`)
 are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset of the
 co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
 responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
 receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
-the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop), checked against the
-golden model and against the model-free invariants of :mod:`tb.fuzz_checks`. Several
+the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop; the ephemeral design's
+receiver, :mod:`tb.cocotb_ephemeral_fuzz` on EphemeralReceiverTop, N packet headers of
+:mod:`pymodel.scenarios.fuzz_ephemeral`), checked against the golden model and against
+model-free invariants (:mod:`tb.fuzz_checks`, :mod:`tb.ephemeral_receiver`).
+``--design`` picks ``nic``, ``rdma``, ``ephemeral``, ``both`` (nic and rdma) or ``all``
+(the default). Several
 chunks run in one simulator process (``--per-run``); a progress line per chunk gives the
 elapsed time and an estimate of the time left.
 
