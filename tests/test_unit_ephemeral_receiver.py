@@ -174,3 +174,16 @@ def test_receiver_cosim(sim, test_id):
     run_cosim(EphemeralReceiverTop(8, 2048), name="ephemeral_receiver_8",
               test_module="tb.cocotb_ephemeral_receiver", sim=sim, test_id=test_id,
               params=dict(entries=8, idle=16, sources=12, packets=1500, seed=5))
+
+
+@pytest.mark.parametrize("params,name", [(dict(entries=8, idle=0), "idle"),
+                                         (dict(entries=6, idle=16), "entries"),
+                                         (dict(entries=8, idle=16, depth=4), "depth")])
+def test_bad_cosim_params_are_named(params, name):
+    """The co-simulation's parameters are checked before anything is exported."""
+    from rtl.tops.ephemeral_receiver_top import EphemeralReceiverTop
+
+    with pytest.raises(ValueError, match=name):
+        run_cosim(EphemeralReceiverTop(8, 16), name="ephemeral_receiver_bad",
+                  test_module="tb.cocotb_ephemeral_receiver", sim="icarus",
+                  params=dict(sources=4, packets=10, seed=1, **params))

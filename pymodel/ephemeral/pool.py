@@ -2,9 +2,9 @@
 
 Written from the contract in that class's docstring: a lookup per cycle (``HIT``,
 ``OPENED`` on the lowest free entry, ``FULL`` which is not taken, ``STALE`` which is taken
-and changes nothing), a completion per cycle, and the close scan of entry
-``now % entries``. Every decision of a cycle reads the state at its start;
-:meth:`ContextPoolModel.cycle` applies the changes at its end.
+and changes nothing), a completion per cycle, a drop per cycle (an entry closed on
+request) and the close scan of entry ``now % entries``. Every decision of a cycle reads
+the state at its start; :meth:`ContextPoolModel.cycle` applies the changes at its end.
 """
 
 import heapq
@@ -56,8 +56,8 @@ class ContextPoolModel:
     def cycle(self, req=None, done=None, drop=None):
         """One clock cycle. ``req``: ``(key, open, count)`` or None; ``done``: an entry
         or None; ``drop``: an entry to close on request (if valid; not the scan's, not
-        counted) or None. Returns ``(verdict, entry, closed_key)``: the lookup's outcome (None
-        without ``req``) and the key the scan closed in this cycle (or None)."""
+        counted) or None. Returns ``(verdict, entry, closed_key)``: the lookup's outcome
+        (None without ``req``) and the key the scan closed in this cycle (or None)."""
         verdict = entry = None
         touched = set()
         if req is not None:
