@@ -36,7 +36,8 @@ from tb.fuzz_checks import report_chunk
 from tb.harness import Harness, HarnessTimeout
 from tb.scoreboard import Scoreboard
 
-#: The no-hang budget beyond the last release cycle (the receiver takes a packet a cycle).
+#: The no-hang budget beyond the last release cycle: the receiver takes a packet a cycle,
+#: so the player ends a few cycles after it; a margin chosen, not measured.
 BUDGET_CYCLES = 1000
 _FIELDS = ("src", "psn", "open", "close")
 

@@ -42,7 +42,8 @@ ACTIONS = {"send": 10, "close": 2, "lost_close": 1, "replay": 3, "gap": 1, "forg
 FIELDS = ("src", "psn", "open", "close")
 EDITS = ("zero", "ones", "plus", "minus", "bitflip", "random")
 #: Idle times a fuzz chunk draws from (cycles; a run-time port of the receiver, so every
-#: chunk runs on one build).
+#: chunk runs on one build): the design's default, 64 (spec.ephemeral.EPHEMERAL_DEFAULTS),
+#: and two shorter ones, chosen so that contexts also close on idle between bursts.
 FUZZ_IDLES = (8, 16, 64)
 #: The sentinel source of the fuzz: the highest 12-bit node id (spec.ephemeral.NODE_BITS).
 SENTINEL = (1 << 12) - 1
