@@ -1,12 +1,16 @@
-"""`make fuzz FRAMES=N`: seeded mutation fuzzing of both receivers in co-simulation.
+"""`make fuzz FRAMES=N`: seeded mutation fuzzing of the receivers in co-simulation.
 
 For each design, N fuzz frames (mutants of valid frames, :mod:`pymodel.scenarios.fuzz`)
 are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset of the
 co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
 responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
 receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
-the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop), checked against the
-golden model and against the model-free invariants of :mod:`tb.fuzz_checks`. Several
+the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop; the ephemeral design's
+receiver, :mod:`tb.cocotb_ephemeral_fuzz` on EphemeralReceiverTop, N packet headers of
+:mod:`pymodel.scenarios.fuzz_ephemeral`), checked against the golden model and against
+model-free invariants (:mod:`tb.fuzz_checks`, :mod:`tb.ephemeral_receiver`).
+``--design`` picks ``nic``, ``rdma``, ``ephemeral``, ``both`` (nic and rdma) or ``all``
+(the default). Several
 chunks run in one simulator process (``--per-run``); a progress line per chunk gives the
 elapsed time and an estimate of the time left.
 
@@ -39,16 +43,20 @@ from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E4
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
-DEFAULT_CHUNK = {"rdma": 1500, "nic": 800}
+DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "ephemeral": 2000}
+#: The designs each --design choice runs (``both``: the two receivers of the NIC and the
+#: RDMA engine; ``all``, the default, adds the ephemeral design's receiver).
+SELECTIONS = {**{d: (d,) for d in DESIGNS}, "both": ("nic", "rdma"), "all": DESIGNS}
 
 
 def parse(argv=None):
     ap = argparse.ArgumentParser(prog="make fuzz", description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100_000,
-                    help="fuzz frames per design (default 100000)")
+                    help="fuzz frames (ephemeral: packets) per design (default 100000)")
     ap.add_argument("--seed", type=int, default=1, help="fuzz seed (default 1)")
-    ap.add_argument("--design", default="both", choices=(*DESIGNS, "both"),
-                    help="which receiver (default both)")
+    ap.add_argument("--design", default="all", choices=tuple(SELECTIONS),
+                    help="which receiver: nic, rdma, ephemeral, both (nic and rdma) or "
+                         "all (default)")
     ap.add_argument("--sim", default=None, choices=SIMULATORS,
                     help="simulator (default $SIM or verilator)")
     ap.add_argument("--chunk", type=int, default=None,
@@ -63,7 +71,7 @@ def parse(argv=None):
         ap.error(f"--seed must be 0 or more, not {a.seed}")
     if a.per_run < 1:
         ap.error(f"--per-run must be at least 1, not {a.per_run}")
-    designs = DESIGNS if a.design == "both" else (a.design,)
+    designs = SELECTIONS[a.design]
     for d in designs:
         if a.chunk is not None and not 1 <= a.chunk <= max_chunk(d):
             ap.error(f"--chunk must be 1 to {max_chunk(d)} for design {d}, not {a.chunk}")

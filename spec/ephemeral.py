@@ -26,7 +26,8 @@ __all__ = ["NODE_BITS", "STAMP_BITS", "OUTSTANDING_BITS", "ACK_COUNT_BITS",
            "POOL_ENTRIES_RANGE", "IDLE_RANGE", "EPHEMERAL_DEFAULTS", "POOL_COUNTERS",
            "Verdict", "send_context_bits", "recv_context_bits", "uet_bitmap_bits",
            "check_pool_entries", "check_idle", "check_ephemeral", "RTL_POOL_ENTRIES_MAX",
-           "II_BITS", "COMPLETION_RANGE", "ACK_SLOTS_RANGE", "check_sender"]
+           "II_BITS", "COMPLETION_RANGE", "ACK_SLOTS_RANGE", "check_sender",
+           "RECV_OUTCOMES", "RECV_DELIVERS", "RECV_ACKS", "check_receiver"]
 
 #: Bits of a node id: up to 4,096 destinations (the spectrum's largest peer count).
 NODE_BITS = 12
@@ -103,6 +104,19 @@ EPHEMERAL_DEFAULTS = dict(pool_entries=256, idle=64, ack_every=16, lookahead=16)
 #: a lookup waited on a full pool, lookups without ``open`` for a key that has no
 #: context (a late packet of a closed context: refused, nothing opened).
 POOL_COUNTERS = ("opens", "closes", "full_waits", "stale")
+
+#: The receiver's outcomes of a packet, one counter each, in port order (the rules:
+#: docs/ephemeral.md, "Late, duplicate and forged packets"): ``stale`` (no context, no open
+#: flag, or a CLOSE for a source without one), ``opened`` (no context, open flag, an entry
+#: free), ``full`` (no context, open flag, no entry free), ``delivered`` (the expected
+#: PSN), ``duplicate`` (an older PSN), ``reopened`` (a newer PSN with the open flag),
+#: ``gap`` (a newer PSN without it), ``closed`` (a CLOSE that freed its source's context).
+RECV_OUTCOMES = ("stale", "opened", "full", "delivered", "duplicate", "reopened", "gap",
+                 "closed")
+#: The outcomes whose packet is written to memory, and those that send an ACK (the
+#: delivered ones and a duplicate, whose ACK is sent again; a refusal sends nothing).
+RECV_DELIVERS = ("opened", "delivered", "reopened")
+RECV_ACKS = RECV_DELIVERS + ("duplicate",)
 
 
 class Verdict:
@@ -184,3 +198,12 @@ def check_sender(entries, idle, ack_every, ii, completion, ack_slots=None):
         _int("ack_slots", ack_slots, *ACK_SLOTS_RANGE)
         if ack_slots & (ack_slots - 1):
             raise ValueError(f"ack_slots must be a power of two, not {ack_slots!r}")
+
+
+def check_receiver(entries, idle):
+    """The receiver's knobs (:class:`rtl.ephemeral.receiver.EphemeralReceiver` and its
+    twin): ``entries`` contexts (a power of two, :data:`POOL_ENTRIES_RANGE`) and the
+    ``idle`` time after which a context without arrivals closes (the fallback for a lost
+    CLOSE); ``ValueError`` names the first bad one."""
+    check_pool_entries(entries, "entries")
+    check_idle(idle)

@@ -27,6 +27,8 @@ async def context_pool_matches_model(dut):
     dut.req__payload.value = 0
     dut.done__valid.value = 0
     dut.done__payload.value = 0
+    dut.drop__valid.value = 0
+    dut.drop__payload.value = 0
     harness = Harness(dut)
     await harness.reset()
     hold, got, start = Holder(), [], None

@@ -14,11 +14,13 @@ __all__ = ["ACCEPTED_PARAMS", "check_params"]
 ACCEPTED_PARAMS = {
     "tb.cocotb_clock_only": ("cycles", "inputs", "out_json"),
     "tb.cocotb_elastic_delay": ("latency", "bits", "seed", "cycles", "offer", "ready"),
+    "tb.cocotb_ephemeral_fuzz": ("seed", "chunks", "packets", "top", "out"),
     "tb.cocotb_ephemeral_pool": ("entries", "key_bits", "idle", "keys", "seed", "cycles",
                                  "offer", "open", "done"),
     "tb.cocotb_ephemeral_sender": ("entries", "ack_slots", "idle", "ack_every", "ii",
                                    "completion", "lookahead", "popularity", "peers",
                                    "messages", "seed"),
+    "tb.cocotb_ephemeral_receiver": "tb.cosim_params:_ephemeral_receiver_params",
     "tb.cocotb_faulty_link": ("width", "latency", "fifo_depth", "max_frame_beats", "frames",
                               "seed", "settings", "src_stall_rate", "src_stall_seed"),
     "tb.cocotb_fcs": ("width", "seed", "max_len", "long_frames"),
@@ -76,6 +78,16 @@ def _nic_load_params(params):
     from pymodel.load.nic import LOAD_TOP
     _keys("tb.nic.cocotb_load", params, ["framing", "nodes", "msg_bytes", "messages", "load",
                                          "pattern", "burst", "seed", *LOAD_TOP])
+
+
+def _ephemeral_receiver_params(params):
+    from spec.ephemeral import check_receiver
+    _keys("tb.cocotb_ephemeral_receiver", params,
+          ["entries", "idle", "sources", "packets", "seed"])
+    try:
+        check_receiver(params.get("entries", 2), params.get("idle", 1))
+    except ValueError as exc:
+        raise ValueError(f"tb.cocotb_ephemeral_receiver: {exc}") from None
 
 
 def _nic_uvm_params(params):

@@ -49,17 +49,17 @@ def pack_req(req, key_bits):
     return key | open_ << key_bits | count << (key_bits + 1)
 
 
-def model_trace(stim, entries, idle, now=0):
+def model_trace(stim, entries, idle, now=0, drops=None):
     """The twin on ``stim``: per cycle ``(presented lookup, verdict, entry, closed key)``
     (verdict and entry None without a lookup; entry None unless HIT or OPENED), and the
-    twin at the end."""
+    twin at the end. ``drops``: per cycle an entry to drop or None (default: none)."""
     from spec.ephemeral import Verdict
 
     model = ContextPoolModel(entries, idle, now)
     hold, out = Holder(), []
-    for offer, done in stim:
+    for k, (offer, done) in enumerate(stim):
         req = hold.present(offer)
-        verdict, entry, closed = model.cycle(req, done)
+        verdict, entry, closed = model.cycle(req, done, drops[k] if drops else None)
         hold.taken(req is not None and verdict != Verdict.FULL)
         out.append((req, verdict, entry, closed))
     return out, model

@@ -1,7 +1,8 @@
 """Build and run the fuzz co-simulations (used by scripts/fuzz.py and tests/test_fuzz.py).
 
 One call runs a list of chunks in one simulator process; each chunk appends one JSON line
-to ``out`` (see :mod:`tb.rdma.cocotb_fuzz` and :mod:`tb.nic.cocotb_fuzz`).
+to ``out`` (see :mod:`tb.rdma.cocotb_fuzz`, :mod:`tb.nic.cocotb_fuzz` and
+:mod:`tb.cocotb_ephemeral_fuzz`).
 """
 
 from pathlib import Path
@@ -9,9 +10,9 @@ from pathlib import Path
 from tb.cosim import run_cosim
 
 __all__ = ["DESIGNS", "RDMA_FUZZ_TOP", "NIC_FUZZ_TOP", "NIC_FRAMINGS", "NIC_TARGETS",
-           "NIC_MEM_FUZZ_TOP", "max_chunk", "run_fuzz"]
+           "NIC_MEM_FUZZ_TOP", "EPHEMERAL_FUZZ_TOP", "max_chunk", "run_fuzz"]
 
-DESIGNS = ("nic", "rdma")
+DESIGNS = ("nic", "rdma", "ephemeral")
 #: RdmaTop's parameters for the fuzz: injection player and link recorders deep enough
 #: for a chunk, and node B's responder with RDMA READ and atomics (its READ data FIFO
 #: of two packets of the largest MTU, as :data:`tb.rdma.runner.FEATURES_TOP`).
@@ -28,6 +29,10 @@ NIC_MEM_FUZZ_TOP = dict(nodes=3, framing="compact", fabric="board", tags=4, mem_
 #: (NicRxTop) in each framing, then the memory receiver (NicMemTop, its loads and
 #: atomics).
 NIC_TARGETS = (("nic", "compact"), ("nic", "l2"), ("nic-mem", "compact"))
+#: EphemeralReceiverTop's parameters for the ephemeral receiver's fuzz: the top of its
+#: co-simulation test (tests/test_unit_ephemeral_receiver.py), a pool of 8 contexts (so
+#: that floods of forged opens fill it) and a player and recorders of 2,048 packets.
+EPHEMERAL_FUZZ_TOP = {"entries": 8, "depth": 2048}
 
 
 def max_chunk(design):
@@ -40,6 +45,8 @@ def max_chunk(design):
         # chunk of 1,500 has about 20, 2,800 beats, inside the 9-beat margin); a chunk
         # that does not fit is refused by tb.rdma.cocotb_fuzz, naming --chunk.
         return (RDMA_FUZZ_TOP["inject"] - 300 - 2048) // 9
+    if design == "ephemeral":
+        return EPHEMERAL_FUZZ_TOP["depth"]               # one packet an entry
     if design == "nic-mem":
         return NIC_MEM_FUZZ_TOP["raws"]                  # one beat a frame, any sender
     nic = (NIC_FUZZ_TOP["beats"] - 200) // 32            # frames of up to 280 + 200 bytes
@@ -58,7 +65,9 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
     ``design`` ``"nic-mem"``: the NIC's memory receiver on NicMemTop
     (:mod:`tb.nic.cocotb_mem_fuzz`; ``nic_mem_top``: its parameters, default
     :data:`NIC_MEM_FUZZ_TOP`), one of the NIC design's targets (:data:`NIC_TARGETS`).
-    ``read_mix``: RDMA with READs, the shares of
+    ``design`` ``"ephemeral"``: the ephemeral receiver on EphemeralReceiverTop
+    (:mod:`tb.cocotb_ephemeral_fuzz`, :data:`EPHEMERAL_FUZZ_TOP`), ``frames`` packets a
+    chunk. ``read_mix``: RDMA with READs, the shares of
     :func:`pymodel.scenarios.fuzz.rdma_chunk` (default its own)."""
     out = str(Path(out).resolve())
     if design == "rdma":
@@ -86,5 +95,14 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
                   "top": top}
         return run_cosim(NicMemTop(**top), name="nic_mem_top",
                          test_module="tb.nic.cocotb_mem_fuzz", params=params, sim=sim,
+                         test_id=test_id)
+    if design == "ephemeral":
+        from rtl.tops.ephemeral_receiver_top import EphemeralReceiverTop
+        top = EPHEMERAL_FUZZ_TOP
+        params = {"seed": seed, "chunks": list(chunks), "packets": frames, "out": out,
+                  "top": top}
+        return run_cosim(EphemeralReceiverTop(**top), name=f"ephemeral_receiver_"
+                                                           f"{top['entries']}",
+                         test_module="tb.cocotb_ephemeral_fuzz", params=params, sim=sim,
                          test_id=test_id)
     raise ValueError(f"design must be one of {DESIGNS} or 'nic-mem', not {design!r}")

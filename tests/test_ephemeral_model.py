@@ -200,7 +200,8 @@ def test_receiver_rules_never_deliver_twice():
     assert arrive(7, 101, True) == "delivered"
     assert arrive(7, 100, True) == "duplicate"        # resent: its ACK was lost
     assert arrive(7, 102, False) == "delivered"
-    r.close(7)
+    assert r.close(7) == "closed"
+    assert r.close(7) == "stale"                      # a repeated CLOSE: nothing to free
     assert arrive(7, 102, False) == "stale"           # a late copy after the CLOSE
     assert arrive(7, 500, True) == "opened"           # the sender's next context
     assert arrive(7, 100, True) == "duplicate"        # the old open packet, very late
@@ -208,8 +209,8 @@ def test_receiver_rules_never_deliver_twice():
     assert arrive(7, 900, True) == "reopened"         # closed at the sender, CLOSE lost
     assert written == [(7, 100), (7, 101), (7, 102), (7, 500), (7, 900)]
     assert len(set(written)) == len(written)
-    assert r.count == dict(stale=1, opened=2, full=0, delivered=2, duplicate=2,
-                           reopened=1, gap=1)
+    assert r.count == dict(stale=2, opened=2, full=0, delivered=2, duplicate=2,
+                           reopened=1, gap=1, closed=1)
 
 
 def test_receiver_full_pool_refuses_opens_and_keeps_open_contexts():
@@ -223,7 +224,7 @@ def test_receiver_full_pool_refuses_opens_and_keeps_open_contexts():
     assert [r.arrive(100 + k, 0, True) for k in range(4)] == ["opened", "opened", "full",
                                                               "full"]
     assert r.arrive(1, 11, False) == "delivered"
-    r.close(100)
+    assert r.close(100) == "closed"
     assert r.arrive(2, 5, True) == "opened"
     assert r.count["full"] == 2
     assert newer(0, (1 << 24) - 1) and not newer((1 << 24) - 1, 0)

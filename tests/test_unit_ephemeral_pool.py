@@ -15,17 +15,20 @@ from tb.ephemeral_pool import Holder, model_trace, stimulus
 KEY_BITS = 12
 
 
-def _rtl_trace(entries, idle, stim):
-    """The RTL in the Amaranth simulator on ``stim``: per cycle ``(presented lookup,
-    verdict, entry, closed key)`` as :func:`tb.ephemeral_pool.model_trace`, and the
-    counters at the end."""
+def _rtl_trace(entries, idle, stim, drops=None):
+    """The RTL in the Amaranth simulator on ``stim`` (and ``drops``, per cycle an entry
+    or None): per cycle ``(presented lookup, verdict, entry, closed key)`` as
+    :func:`tb.ephemeral_pool.model_trace`, and the counters at the end."""
     dut = ContextPool(entries, KEY_BITS)
     seen, end = [], {}
 
     async def bench(ctx):
         ctx.set(dut.idle, idle)
         hold = Holder()
-        for offer, done in stim:
+        for k, (offer, done) in enumerate(stim):
+            drop = drops[k] if drops else None
+            ctx.set(dut.drop.valid, drop is not None)
+            ctx.set(dut.drop.payload, drop or 0)
             req = hold.present(offer)
             ctx.set(dut.req.valid, req is not None)
             if req is not None:
@@ -63,6 +66,29 @@ def test_pool_rtl_equals_twin(entries, keys, idle):
     verdicts = {v for _, v, _, _ in got}
     assert {Verdict.HIT, Verdict.OPENED, Verdict.STALE} <= verdicts
     assert model.count["closes"] > 0
+
+
+@pytest.mark.parametrize("entries,keys,idle", [(2, 3, 1), (8, 12, 5)])
+def test_pool_drops_rtl_equals_twin(entries, keys, idle):
+    """As above with a drop in a third of the cycles (any entry, valid or not, the one
+    looked up or scanned in the same cycle too): RTL = twin every cycle; a dropped
+    context is gone (its key's next lookup without ``open`` is STALE) and ``closes``
+    counts the scan's closes only."""
+    import random
+
+    stim = stimulus(entries * 100 + keys + 1, 1500, entries, keys)
+    rng = random.Random(entries)
+    drops = [rng.randrange(entries) if rng.random() < 0.3 else None for _ in stim]
+    got, end = _rtl_trace(entries, idle, stim, drops)
+    want, model = model_trace(stim, entries, idle, drops=drops)
+    assert got == want
+    assert end == dict(model.count, used=model.used, used_max=model.used_max)
+    assert model.count["opens"] > model.count["closes"] + model.used     # drops happened
+    m = ContextPoolModel(4, 50)
+    m.cycle((9, 1, 0))
+    m.cycle(None, None, 0)
+    assert m.lookup(9, 0) == (Verdict.STALE, None) and m.used == 0
+    assert all(m.cycle()[2] is None for _ in range(60)) and m.count["closes"] == 0
 
 
 def _step(model, req=None, done=None, times=1):

@@ -2,9 +2,9 @@
 
 Written from the contract in that class's docstring: a lookup per cycle (``HIT``,
 ``OPENED`` on the lowest free entry, ``FULL`` which is not taken, ``STALE`` which is taken
-and changes nothing), a completion per cycle, and the close scan of entry
-``now % entries``. Every decision of a cycle reads the state at its start;
-:meth:`ContextPoolModel.cycle` applies the changes at its end.
+and changes nothing), a completion per cycle, a drop per cycle (an entry closed on
+request) and the close scan of entry ``now % entries``. Every decision of a cycle reads
+the state at its start; :meth:`ContextPoolModel.cycle` applies the changes at its end.
 """
 
 import heapq
@@ -53,10 +53,11 @@ class ContextPoolModel:
             return Verdict.OPENED, self.free[0]
         return Verdict.FULL, None
 
-    def cycle(self, req=None, done=None):
+    def cycle(self, req=None, done=None, drop=None):
         """One clock cycle. ``req``: ``(key, open, count)`` or None; ``done``: an entry
-        or None. Returns ``(verdict, entry, closed_key)``: the lookup's outcome (None
-        without ``req``) and the key the scan closed in this cycle (or None)."""
+        or None; ``drop``: an entry to close on request (if valid; not the scan's, not
+        counted) or None. Returns ``(verdict, entry, closed_key)``: the lookup's outcome
+        (None without ``req``) and the key the scan closed in this cycle (or None)."""
         verdict = entry = None
         touched = set()
         if req is not None:
@@ -70,6 +71,9 @@ class ContextPoolModel:
                 touched.add(entry)
         if done is not None and self.valid[done]:
             touched.add(done)
+        if drop is not None:
+            touched.add(drop)
+            drop = drop if self.valid[drop] else None    # the entry as at the cycle's start
         p = self.now % self.n
         closed = None
         if (self.valid[p] and self.outs[p] == 0 and p not in touched
@@ -96,6 +100,11 @@ class ContextPoolModel:
             del self.where[closed]
             heapq.heappush(self.free, p)
             self.count["closes"] += 1
+            self.used -= 1
+        if drop is not None:
+            self.valid[drop] = False
+            del self.where[self.keys[drop]]
+            heapq.heappush(self.free, drop)
             self.used -= 1
         self.used_max = max(self.used_max, self.used)
         self.now = (self.now + 1) & _MASK

@@ -1,11 +1,13 @@
 """The receiver's rules for the packets of ephemeral contexts (docs/ephemeral.md, "Late,
 duplicate and forged packets"): which packet is delivered to memory, which is a
-duplicate, which is refused. A model of the rules (the RTL builds the pool that holds
-the contexts, :class:`rtl.ephemeral.pool.ContextPool`, not these rules).
+duplicate, which is refused. :func:`outcome` states them once; :class:`ReceiverModel`
+applies them to a dictionary of contexts, :class:`ReceiverTwin` (the twin of
+:class:`rtl.ephemeral.receiver.EphemeralReceiver`) to the pool twin, one cycle at a time.
 
-A packet carries its source, its PSN (24 bits, serial arithmetic) and the open flag (set
-on a context's packets until its first ACK). The receiver holds at most ``entries``
-contexts (source -> next expected PSN); a CLOSE frame from the source frees its context.
+A packet carries its source, its PSN (24 bits, serial arithmetic), the open flag (set
+on a context's packets until its first ACK) and its kind (data or CLOSE). The receiver
+holds at most ``entries`` contexts (source -> next expected PSN); a CLOSE frame from the
+source frees its context.
 
 ==============================  =============================================================
 packet                          outcome (a counter of the same name)
@@ -18,20 +20,46 @@ context, PSN older              ``duplicate``: not delivered, acknowledged again
 context, PSN newer, open flag   ``reopened``: the sender opened a new context (its first PSN
                                 comes from its count of packets sent): restart at ``psn + 1``
 context, PSN newer, no flag     ``gap``: refused (go-back-N: a packet before it was lost)
+CLOSE, context                  ``closed``: the context is freed
+CLOSE, no context               ``stale``: nothing changes (a late or repeated CLOSE)
 ==============================  =============================================================
 """
 
+from pymodel.ephemeral.pool import ContextPoolModel
+from spec.ephemeral import (
+    RECV_DELIVERS,
+    RECV_OUTCOMES,
+    Verdict,
+    check_receiver,
+)
 from spec.formats.roce import PSN_BITS
 
-__all__ = ["ReceiverModel", "OUTCOMES", "newer"]
+__all__ = ["ReceiverModel", "ReceiverTwin", "OUTCOMES", "newer", "outcome"]
 
-OUTCOMES = ("stale", "opened", "full", "delivered", "duplicate", "reopened", "gap")
+OUTCOMES = RECV_OUTCOMES
 _MOD = 1 << PSN_BITS
 
 
 def newer(a, b):
     """Whether PSN ``a`` comes after ``b`` (serial arithmetic over :data:`PSN_BITS`)."""
     return 0 < (a - b) % _MOD < _MOD // 2
+
+
+def outcome(expected, psn, open_, close, room):
+    """The outcome (a name of :data:`OUTCOMES`) of a packet: ``expected`` the next PSN of
+    its source's context (None: no context), ``close`` a CLOSE frame, ``room`` whether a
+    context could be opened."""
+    if close:
+        return "stale" if expected is None else "closed"
+    if expected is None:
+        if not open_:
+            return "stale"
+        return "opened" if room else "full"
+    if psn == expected:
+        return "delivered"
+    if newer(expected, psn):
+        return "duplicate"
+    return "reopened" if open_ else "gap"
 
 
 class ReceiverModel:
@@ -44,28 +72,56 @@ class ReceiverModel:
         self.expected = {}
         self.count = dict.fromkeys(OUTCOMES, 0)
 
-    def arrive(self, src, psn, open_):
+    def arrive(self, src, psn, open_, close=False):
         """A packet arrives; returns its outcome (written to memory only for ``opened``,
         ``delivered`` and ``reopened``)."""
         exp = self.expected.get(src)
-        if exp is None:
-            if not open_:
-                out = "stale"
-            elif len(self.expected) >= self.entries:
-                out = "full"
-            else:
-                out = "opened"
-        elif psn == exp:
-            out = "delivered"
-        elif newer(exp, psn):
-            out = "duplicate"
-        else:
-            out = "reopened" if open_ else "gap"
-        if out in ("opened", "delivered", "reopened"):
+        out = outcome(exp, psn, open_, close, len(self.expected) < self.entries)
+        if out in RECV_DELIVERS:
             self.expected[src] = (psn + 1) % _MOD
+        elif out == "closed":
+            del self.expected[src]
         self.count[out] += 1
         return out
 
     def close(self, src):
-        """A CLOSE frame from ``src`` frees its context (none: nothing happens)."""
-        self.expected.pop(src, None)
+        """A CLOSE frame from ``src`` frees its context: ``closed``, or ``stale`` when it
+        has none (nothing happens)."""
+        return self.arrive(src, 0, False, close=True)
+
+
+class ReceiverTwin:
+    """Twin of :class:`rtl.ephemeral.receiver.EphemeralReceiver`, one :meth:`cycle` per
+    clock: the rules of :func:`outcome` on the contexts of a
+    :class:`pymodel.ephemeral.pool.ContextPoolModel` (keyed by source, nothing
+    outstanding: a context closes after ``idle`` cycles without arrivals, the fallback for
+    a lost CLOSE) and a next expected PSN per entry. ``now``: the pool's ``now`` in the
+    first cycle stepped."""
+
+    def __init__(self, entries, idle, now=0):
+        check_receiver(entries, idle)
+        self.pool = ContextPoolModel(entries, idle, now)
+        self.expected = [0] * entries
+        self.count = dict.fromkeys(OUTCOMES, 0)
+
+    def cycle(self, pkt=None):
+        """One clock cycle with ``pkt`` arriving: ``(src, psn, open, close)`` or None.
+        Returns ``(out, entry, closed)``: the packet's outcome (None without one), its
+        context's entry (None for ``stale`` and ``full``) and the key the pool's scan
+        closed in this cycle (or None). A packet is delivered (written) when ``out`` is in
+        :data:`spec.ephemeral.RECV_DELIVERS` and acknowledged when in
+        :data:`spec.ephemeral.RECV_ACKS`."""
+        out = entry = req = drop = None
+        if pkt is not None:
+            src, psn, open_, close = pkt
+            req = (src, int(bool(open_) and not close), 0)
+            verdict, entry = self.pool.lookup(src, req[1])
+            exp = self.expected[entry] if verdict == Verdict.HIT else None
+            out = outcome(exp, psn, open_, close, verdict != Verdict.FULL)
+            if out in RECV_DELIVERS:
+                self.expected[entry] = (psn + 1) % _MOD
+            elif out == "closed":
+                drop = entry
+            self.count[out] += 1
+        _, _, closed = self.pool.cycle(req, None, drop)
+        return out, entry, closed

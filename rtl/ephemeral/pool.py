@@ -62,6 +62,12 @@ class ContextPool(wiring.Component):
     lookup nor the completion of this cycle touches it; ``closed`` is then valid for
     this cycle with its key (``closes`` + 1). Its entry is free from the next cycle.
 
+    Drop (``drop``, always ready): entry ``drop.payload`` (if valid) closes at the clock
+    edge, on request (a receiver's CLOSE frame); ``closed`` and ``closes`` are the scan's
+    only, a block around the pool counts its drops. The scan does not close that entry in
+    the same cycle. A lookup of the same cycle sees the entry still valid. Unused (``drop``
+    never valid), the pool is as without it.
+
     All state changes at the clock edge; ``used`` (valid entries) and ``used_max`` (its
     high-water mark) are registers.
 
@@ -81,6 +87,7 @@ class ContextPool(wiring.Component):
     verdict : Out(Verdict.BITS)
     entry : Out(range(entries))
     done : In(stream.Signature(range(entries)))
+    drop : In(stream.Signature(range(entries)))
     closed : Out(stream.Signature(key_bits))
         A strobe (``ready`` ignored): the key of the entry closed in this cycle.
     now : Out(STAMP_BITS)
@@ -106,6 +113,7 @@ class ContextPool(wiring.Component):
             "verdict": Out(Verdict.BITS),
             "entry": Out(range(entries)),
             "done": In(stream.Signature(range(entries))),
+            "drop": In(stream.Signature(range(entries))),
             "closed": Out(stream.Signature(key_bits)),
             **status_ports(entries),
         }
@@ -140,7 +148,9 @@ class ContextPool(wiring.Component):
         with m.Else():
             m.d.comb += self.verdict.eq(Verdict.STALE)
         m.d.comb += [self.req.ready.eq(self.verdict != Verdict.FULL),
-                     self.done.ready.eq(1)]
+                     self.done.ready.eq(1), self.drop.ready.eq(1)]
+        dropped = Signal()
+        m.d.comb += dropped.eq(self.drop.valid & valid.bit_select(self.drop.payload, 1))
         taken = self.req.valid & self.req.ready
         touch = taken & ((self.verdict == Verdict.HIT) | (self.verdict == Verdict.OPENED))
         opened = taken & (self.verdict == Verdict.OPENED)
@@ -161,7 +171,8 @@ class ContextPool(wiring.Component):
                                  sel_key.eq(keys[i])]
         age = Signal(STAMP_BITS)
         m.d.comb += age.eq(self.now - sel_stamp)
-        touched = (touch & (self.entry == p)) | (self.done.valid & (self.done.payload == p))
+        touched = ((touch & (self.entry == p)) | (self.done.valid & (self.done.payload == p))
+                   | (self.drop.valid & (self.drop.payload == p)))
         close = Signal()
         m.d.comb += [close.eq(sel_valid & (sel_out == 0) & (age >= self.idle) & ~touched),
                      self.closed.valid.eq(close), self.closed.payload.eq(sel_key)]
@@ -184,12 +195,13 @@ class ContextPool(wiring.Component):
         new_valid = Signal(n)
         m.d.comb += new_valid.eq(
             (valid | Mux(opened, Const(1, n) << self.entry, 0))
-            & ~Mux(close, Const(1, n) << p, 0))
+            & ~Mux(close, Const(1, n) << p, 0)
+            & ~Mux(dropped, Const(1, n) << self.drop.payload, 0))
         m.d.sync += valid.eq(new_valid)
 
         # Counters and occupancy.
         used_next = Signal(range(n + 1))
-        m.d.comb += used_next.eq(self.used + opened - close)
+        m.d.comb += used_next.eq(self.used + opened - close - dropped)
         m.d.sync += [
             self.now.eq(self.now + 1),
             self.used.eq(used_next),
