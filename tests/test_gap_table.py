@@ -98,6 +98,7 @@ def test_report_section_has_a_table_per_profile():
     n = len(gap_table.GAP_FACTORS)
     assert table[n].startswith(f"| {n} (beside {n - 1}) | 4096 QPs, best cache |")
     assert table[n + 1].startswith(f"| {n + 1} (beside 5) | NIC at 4096 destinations |")
+    assert any('ARGS="--gap board,pod --gap-destinations"' in line for line in md)
 
 
 def test_rows_at_4096_destinations_on_request():
