@@ -83,6 +83,9 @@ def parse_args(argv=None):
                     help="fabric profiles of the 'where the gap comes from' table, comma "
                     "separated (default board,pod; 'none': no table; not with --design); "
                     "tb/gap_table.py")
+    ap.add_argument("--gap-destinations", action="store_true",
+                    help="the table's row of the NIC at 4096 destinations too (two tops of "
+                    "several MB of Verilog: minutes each; make report runs it always)")
     for opt, knob, design, kind, text in POINT_OPTIONS:
         tag = "nic, rdma" if design == "both" else design
         if knob in EPHEMERAL_SHARED:
@@ -94,7 +97,8 @@ def parse_args(argv=None):
         args.sim = selected_sim(args.sim)
     except ValueError as exc:
         ap.error(str(exc))
-    for opt, value in (("--jobs", args.jobs), ("--gap", args.gap)):
+    for opt, value in (("--jobs", args.jobs), ("--gap", args.gap),
+                       ("--gap-destinations", args.gap_destinations or None)):
         if args.design and value is not None:
             ap.error(f"{opt}: an option of the headline, not of --design {args.design} "
                      f"(a point runs alone)")
@@ -212,7 +216,8 @@ def main(argv=None):
     if args.gap and not missing:
         from tb import gap_table
 
-        gap = gap_table.gap_jobs(sim, args.gap, args.messages, args.msg_bytes)
+        gap = gap_table.gap_jobs(sim, args.gap, args.messages, args.msg_bytes,
+                                 args.gap_destinations)
     total = sum(len(jobs) for *_, jobs in work)
     if total:
         print(f"[sim] {total} co-simulations ({', '.join(d for d, *_ in work)}) of "
@@ -226,8 +231,8 @@ def main(argv=None):
     for _, runner, jobs in work:
         rows += runner.finish_headline(done[k:k + len(jobs)], args.out)
         k += len(jobs)
-    gap_rows = (gap_table.finish_gap(done[k:], args.gap, args.messages, args.msg_bytes)
-                if gap else [])
+    gap_rows = (gap_table.finish_gap(done[k:], args.gap, args.messages, args.msg_bytes,
+                                     args.gap_destinations) if gap else [])
     if missing:
         print(f"[sim] not built yet: {', '.join(missing)}")
     if not rows:

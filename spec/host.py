@@ -239,9 +239,10 @@ def held_word_layout(depth):
                               "be": WORD_BYTES, "mark": 1, "tag": TAG_BITS})
 
 
-def mmio_layout():
-    """A word of a host posted write into the device: register offset ``addr``, the
-    write's length ``nbytes`` (both the same in every word), ``data``, ``first``,
-    ``last``."""
-    return data.StructLayout({"addr": MMIO_ADDR_BITS, "nbytes": MMIO_NBYTES_BITS,
+def mmio_layout(addr_bits=MMIO_ADDR_BITS):
+    """A word of a host posted write into the device: register offset ``addr``
+    (``addr_bits`` wide: :data:`MMIO_ADDR_BITS`, or more for a device whose offsets name
+    more registers), the write's length ``nbytes`` (both the same in every word),
+    ``data``, ``first``, ``last``."""
+    return data.StructLayout({"addr": addr_bits, "nbytes": MMIO_NBYTES_BITS,
                               "data": 8 * WORD_BYTES, "first": 1, "last": 1})

@@ -9,6 +9,7 @@ Imported by the RTL top (:class:`rtl.tops.nic_top.NicTop`), the golden model
 
 __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WORD_BITS",
            "PCIE_ACK_REQ_BIT",
+           "pcie_ack_req_bit",
            "check_attachment", "pcie_mmio_addr", "link_credits", "COMPLETIONS",
            "check_completion", "COMPLETION_DEFAULTS", "completion_flush_idle",
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
@@ -48,12 +49,20 @@ def check_attachment(attachment):
     return attachment
 
 
+def pcie_ack_req_bit(id_bits=None):
+    """The bit of the ``pcie`` register offset that carries the ack request:
+    :data:`PCIE_ACK_REQ_BIT` for node ids (``id_bits`` None or 4), else the bit above a
+    destination id of ``id_bits`` above the word address (27 for 16-bit ids: a 28-bit
+    offset)."""
+    return PCIE_ACK_REQ_BIT if id_bits in (None, 4) else PCIE_WORD_BITS + id_bits
+
+
 def pcie_mmio_addr(dst, addr, ack_req=False, id_bits=4):
     """The host write's register offset of a store of node ``dst``, byte ``addr``, with
     ``ack_req`` (bit :data:`PCIE_ACK_REQ_BIT`). ``id_bits`` 16 (a NIC with
     ``destinations``): the destination id takes 16 bits above the word address and the
-    ack request the bit above them (a 28-bit offset)."""
-    ack_bit = PCIE_ACK_REQ_BIT if id_bits == 4 else PCIE_WORD_BITS + id_bits
+    ack request the bit above them (a 28-bit offset, :func:`pcie_ack_req_bit`)."""
+    ack_bit = pcie_ack_req_bit(id_bits)
     return (bool(ack_req) << ack_bit | dst << PCIE_WORD_BITS
             | ((addr // 64) & ((1 << PCIE_WORD_BITS) - 1)))
 

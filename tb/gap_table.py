@@ -35,7 +35,15 @@ row   beside row                  what changes
 8     7 (4096 QPs)                the engine's best context cache: 256 entries, 4 ways
                                   (:data:`BEST_CACHE`) for row 7's 16 direct-mapped
                                   entries, its worst case
+9     5 (Ethernet header)         the NIC sending round robin to 4,096 destinations
+                                  (``destinations``), each with its own end-to-end
+                                  completion state at the sender and its receiver, as
+                                  row 7's engine sends to 4,096 QPs (docs/nic.md,
+                                  "4,096 destinations"); row 5 sends to one
 ====  ==========================  ======================================================
+
+Row 9's tops are the table's largest: ``make sim`` runs it only with ``ARGS="--gap-
+destinations"`` (:func:`gap_jobs`' ``destinations``), ``make report`` always.
 
 The RDMA rows run on the NIC's fabric (``topology`` ``switch``, as the NIC's rows): the
 two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, link, switch, link with the
@@ -54,7 +62,8 @@ from spec.fabric_profiles import FABRIC_PROFILES
 from spec.nic import RECORD_SLOTS
 from spec.rdma_engine import LADDER
 
-__all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "SIDE_ROWS", "BEST_CACHE", "gap_settings",
+__all__ = ["GAP_FACTORS", "FACTOR_LEVEL", "SIDE_ROWS", "WIDE_SETTING", "BEST_CACHE",
+           "gap_settings",
            "side_settings", "gap_jobs", "finish_gap", "gap_table_lines", "point_of",
            "row_keys", "rdma_topology"]
 
@@ -100,7 +109,14 @@ BEST_CACHE = dict(cache_entries=256, cache_ways=4)
 #: on that row's). The design is that row's.
 SIDE_ROWS = (
     ("4096 QPs, best cache", "4096 QPs", BEST_CACHE),
+    ("NIC at 4096 destinations", "Ethernet header", dict(destinations=4096)),
 )
+
+#: The side rows' setting that makes a row one of the NIC at many destinations: their
+#: tops are the largest of the table (4,096 destinations: several MB of Verilog and a
+#: cold build of minutes each), so ``make sim`` runs them on request only
+#: (:func:`gap_jobs`' ``destinations``; ``make report`` always).
+WIDE_SETTING = "destinations"
 
 
 def gap_settings(profile):
@@ -126,11 +142,13 @@ def side_settings(profile):
              names.index(base)) for name, base, change in SIDE_ROWS]
 
 
-def _all_rows(profile):
+def _all_rows(profile, destinations=True):
     """The walk's rows then the side rows of ``profile``: ``(name, design, settings,
-    side_of)``, ``side_of`` None on the walk."""
+    side_of)``, ``side_of`` None on the walk; without ``destinations`` the side rows
+    with :data:`WIDE_SETTING` left out."""
     return ([(name, design, s, None) for name, design, s in gap_settings(profile)]
-            + side_settings(profile))
+            + [row for row in side_settings(profile)
+               if destinations or WIDE_SETTING not in row[2]])
 
 
 def point_of(design, s):
@@ -141,7 +159,8 @@ def point_of(design, s):
         return dict(framing=s["header"], peers=1, attachment=s["attachment"],
                     fabric=s["fabric"], completion=s["completion"],
                     retry=s["reliability"] == "link-retry",
-                    records=RECORD_SLOTS if s["completion"] == "e2e" else 0)
+                    records=RECORD_SLOTS if s["completion"] == "e2e" else 0,
+                    **({"destinations": s["destinations"]} if "destinations" in s else {}))
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
                 link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s),
@@ -188,13 +207,16 @@ def _rdma_job(sim, s, messages, msg_bytes, tag):
                            **point_of("rdma", s))
 
 
-def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
+def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128,
+             destinations=True):
     """The co-simulations of the table at each of ``profiles`` (the walk's rows and the
-    side rows) as ``[(label, function, kwargs)]``; the rows that are the same point at two
-    profiles (``board`` before row 4) are run once. Then :func:`finish_gap`."""
+    side rows; without ``destinations`` not those of :data:`WIDE_SETTING`) as
+    ``[(label, function, kwargs)]``; the rows that are the same point at two profiles
+    (``board`` before row 4) are run once. Then :func:`finish_gap` with the same
+    arguments."""
     jobs, seen = [], {}
     for profile in profiles:
-        for k, (name, design, s, _) in enumerate(_all_rows(profile)):
+        for k, (name, design, s, _) in enumerate(_all_rows(profile, destinations)):
             key = (design, tuple(sorted(s.items())))
             if key in seen:
                 continue
@@ -206,7 +228,8 @@ def gap_jobs(sim, profiles=("board", "pod"), messages=1000, msg_bytes=128):
     return jobs
 
 
-def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128):
+def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128,
+               destinations=True):
     """The table's rows from the results of :func:`gap_jobs` (same arguments, results in
     the jobs' order): one row per factor and profile, in the table's order, then the
     side rows (each with ``gap_side_of``). ``ValueError`` if a result carries a
@@ -214,7 +237,8 @@ def finish_gap(results, profiles=("board", "pod"), messages=1000, msg_bytes=128)
     the keys the tests check are the rows'."""
     table = [(profile, k, name, (design, tuple(sorted(s.items()))), side_of)
              for profile in profiles
-             for k, (name, design, s, side_of) in enumerate(_all_rows(profile))]
+             for k, (name, design, s, side_of) in enumerate(_all_rows(profile,
+                                                                     destinations))]
     index = {}
     for *_, key, _ in table:
         index.setdefault(key, len(index))

@@ -55,7 +55,8 @@ def test_finish_gap_orders_rows_and_checks_count():
     assert all("frames" not in r for r in rows)
     board = [r for r in rows if r["gap_profile"] == "board"]
     assert board[3]["latency_cycles_rtl"] == board[4]["latency_cycles_rtl"]
-    assert [r.get("gap_side_of") for r in board] == [None] * n + [n - 1]
+    eth = [f[0] for f in gap_table.GAP_FACTORS].index("Ethernet header")
+    assert [r.get("gap_side_of") for r in board] == [None] * n + [n - 1, eth]
     with pytest.raises(ValueError, match="distinct points"):
         gap_table.finish_gap(results[:-1], ("board", "pod"), 10, 128)
     lines = gap_table.gap_table_lines(rows, "pod")
@@ -96,6 +97,32 @@ def test_report_section_has_a_table_per_profile():
     assert "2.50" in first and "4,608" in first      # control ops summed, bits grouped
     n = len(gap_table.GAP_FACTORS)
     assert table[n].startswith(f"| {n} (beside {n - 1}) | 4096 QPs, best cache |")
+    assert table[n + 1].startswith(f"| {n + 1} (beside 5) | NIC at 4096 destinations |")
+    assert any('ARGS="--gap board,pod --gap-destinations"' in line for line in md)
+
+
+def test_rows_at_4096_destinations_on_request():
+    """Without ``destinations`` the jobs and rows leave out the side rows of the NIC at
+    4,096 destinations (one a profile) and keep every other row and its number; with it
+    (the default) the row's point carries ``destinations`` to run_point."""
+    wide = [r for r in gap_table.SIDE_ROWS if gap_table.WIDE_SETTING in r[2]]
+    assert len(wide) == 1
+    every = gap_table.gap_jobs("icarus", ("board", "pod"), 10, 128)
+    some = gap_table.gap_jobs("icarus", ("board", "pod"), 10, 128, destinations=False)
+    assert len(every) == len(some) + 2
+    assert [kw.get("destinations") for _, _, kw in every if kw.get("destinations")] == [
+        4096, 4096]
+    assert not any("destinations" in kw for _, _, kw in some)
+    results = [{"design": "nic", "mismatches": 0} for _ in some]
+    rows = gap_table.finish_gap(results, ("board", "pod"), 10, 128, destinations=False)
+    n = len(gap_table.GAP_FACTORS)
+    assert [r["gap_row"] for r in rows] == list(range(n + len(gap_table.SIDE_ROWS) - 1)) * 2
+    assert all(r["gap_factor"] != wide[0][0] for r in rows)
+    from scripts.sim import parse_args
+
+    assert parse_args(["--gap-destinations"]).gap_destinations
+    with pytest.raises(SystemExit):
+        parse_args(["--gap-destinations", "--design", "nic"])
 
 
 @pytest.mark.parametrize("argv,named", [
@@ -254,8 +281,9 @@ def test_completion_means_the_same_from_the_end_to_end_row_on(profile):
 @pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
 def test_side_rows_change_one_thing_and_no_level_key(profile):
     """A side row is the row it stands beside with its own change only (the engine's best
-    cache beside its 16 direct-mapped entries), no level-field key changed, and its
-    point carries the change (the cache's entries and ways reach the top)."""
+    cache beside its 16 direct-mapped entries; the NIC's 4,096 destinations beside its
+    L2 row), no level-field key changed, and its point carries the change (the cache's
+    entries and ways reach the top, the destinations run_point)."""
     from spec.metrics import level_keys
     from spec.rdma_engine import CACHE_WAYS
 
@@ -277,3 +305,22 @@ def test_side_rows_change_one_thing_and_no_level_key(profile):
     assert best["cache_entries"] == 256 and best["cache_ways"] in CACHE_WAYS
     assert rows[sides[0][3]][2]["cache_entries"] == 16
     assert gap_table.point_of("rdma", rows[sides[0][3]][2])["cache_ways"] == 1
+
+
+def test_nic_at_4096_destinations_is_row_5_with_destinations():
+    """The wide side row: row 5's NIC (PCIe, end-to-end completion with records, link
+    retry, L2) with ``destinations`` 4096, the engine's QPs of row 7; its area parts are
+    the wide blocks, named, not measured."""
+    from scripts.area_proxies.gap import side_parts
+
+    for profile in FABRIC_PROFILES:
+        rows = gap_table.gap_settings(profile)
+        name, design, s, k = gap_table.side_settings(profile)[1]
+        assert (name, design, k) == ("NIC at 4096 destinations", "nic", 5)
+        assert s == dict(rows[5][2], destinations=rows[7][2]["qps"])
+        point = gap_table.point_of(design, s)
+        assert (point["attachment"], point["completion"], point["retry"],
+                point["framing"], point["records"]) == ("pcie", "e2e", True, "l2", 16)
+        parts = side_parts(profile)[1][2]
+        assert {"tracker_memory_d4096", "completion_keyed_d4096",
+                "completion_recorder_queue_d4096"} <= set(parts)

@@ -221,15 +221,17 @@ def test_tracker_memory_rtl_matches_twin(destinations, timeout, cycles):
     more), to tracked ids and to ids beyond the memory, completions right, stale,
     beyond what was sent, unknown; the polled entry, ``accepted``, ``timed_out`` and
     the counters equal the twin's every cycle; independently, accepted plus refused
-    equal the completions offered, and (small case) timeouts happen."""
+    equal the completions offered, and (small case) timeouts happen; (small case) the
+    records' read port gives the entry's counts of another id every cycle."""
     import random
 
     from rtl.nic.tracker_memory import TrackerMemory
     from tb.amsim import run_sim
 
     rng = random.Random(destinations)
-    dut, twin = TrackerMemory(destinations, timeout), TrackerMemoryModel(destinations,
-                                                                          timeout)
+    rec_port = destinations == 64           # the records' read port, on the small case
+    dut = TrackerMemory(destinations, timeout, record_port=rec_port)
+    twin = TrackerMemoryModel(destinations, timeout)
     ids = [0, 1, 2, 3, destinations - 1, destinations, destinations + 5]
     sent_total = {}
     offered = [0]
@@ -261,6 +263,12 @@ def test_tracker_memory_rtl_matches_twin(destinations, timeout, cycles):
             want = twin.entry(poll)
             got = {k: ctx.get(getattr(dut, k)) for k in want}
             assert got == want, (c, poll)
+            if rec_port:
+                rid = rng.choice(ids[:5])
+                ctx.set(dut.rec_id, rid)
+                e = twin.entry(rid)
+                assert (ctx.get(dut.rec_completed), ctx.get(dut.rec_dropped)) == (
+                    e["completed"], e["dropped"]), (c, rid)
             n_tmo = len(twin.timeout_cycles)
             r = twin.step(c, {"sent": dst, "cpl": cpl})
             assert ctx.get(dut.accepted.valid) == bool(r.get("ok")), c
@@ -645,3 +653,96 @@ def test_nic_tx_with_16_bit_ids_sends_the_model_frames():
     run_sim(dut, source, sink, events)
     assert beats_to_frames([b for b, _ in got], w) == want
     assert sent == [4095, 4095, 0x0123]
+
+
+@pytest.mark.parametrize("destinations,slots,cycles", [(64, 4, 800), (4096, 16, 300)])
+def test_recorder_queue_rtl_matches_twin(destinations, slots, cycles):
+    """CompletionRecorderQueue (RTL) against its twin (CompletionRecorderModel with
+    ``id_bits`` 16) cycle by cycle in the Amaranth simulator: random accepted
+    completions of a few ids (and ids beyond the table), the write port free and ready
+    at random, the counts read through ``read_id``; the offered record (valid, address,
+    data, tag) equals the twin's every cycle. Independently of both: the tag is the
+    record's ring slot, the owner bit flips at each wrap, and every id accepted and not
+    pending at the end is written after its last acceptance with that acceptance's
+    count."""
+    import random
+
+    from pymodel.fields import unpack
+    from pymodel.nic.completion_record import CompletionRecorderModel
+    from rtl.nic.completion_record import CompletionRecorderQueue
+    from spec.formats.nic import wide_record_layout
+    from tb.amsim import run_sim
+
+    rng = random.Random(destinations + slots)
+    width, depth = 64, 512
+    dut = CompletionRecorderQueue(destinations, width, depth, slots)
+    twin = CompletionRecorderModel(destinations, width, depth, slots, id_bits=16)
+    ids = [0, 1, 5, 9, destinations - 1, destinations, destinations + 3]
+    completed, dropped = [0] * destinations, [0] * destinations
+    last_acc, written = {}, []
+
+    async def bench(ctx):
+        for c in range(cycles):
+            acc = rng.choice(ids) if rng.random() < 0.3 else None
+            free, ready = rng.random() < 0.5, rng.random() < 0.8
+            ctx.set(dut.accepted.valid, acc is not None)
+            ctx.set(dut.accepted.payload.src, acc or 0)
+            ctx.set(dut.free, free)
+            ctx.set(dut.wr.ready, ready)
+            rid = ctx.get(dut.read_id)
+            ctx.set(dut.completed, completed[rid])
+            ctx.set(dut.dropped, dropped[rid])
+            want = twin.offer(free, completed, dropped)
+            assert ctx.get(dut.wr.valid) == (want is not None), c
+            if want is not None:
+                got = (ctx.get(dut.wr.payload.addr), ctx.get(dut.wr.payload.data),
+                       ctx.get(dut.wr.payload.tag))
+                assert got == (want["addr"], want["data"], want["tag"]), c
+                if ready:
+                    written.append((c, unpack(wide_record_layout, want["data"]),
+                                    want["addr"], want["tag"]))
+            twin.step(acc, want is not None and ready)
+            if acc is not None and acc < destinations:
+                completed[acc] = (completed[acc] + rng.randrange(1, 4)) & 0xFFFF
+                dropped[acc] = rng.randrange(3)
+                last_acc[acc] = (c, completed[acc])
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    assert len(written) > 2 * slots
+    for d, (c, count) in last_acc.items():
+        if d not in twin.pending:
+            assert any(cy > c and r["peer"] == d and r["count"] == count
+                       for cy, r, _, _ in written), d
+    for k, (_, r, addr, tag) in enumerate(written):
+        assert addr == depth - slots + k % slots and tag == k % slots
+        assert r["owner"] == 1 ^ (k // slots) % 2
+
+
+def test_recorder_queue_writes_in_acceptance_order():
+    """Ids 9, 3, 7 accepted in that order while the write port is busy are written 9, 3,
+    7 (the order of acceptance, not the lowest first); an id accepted again while
+    pending is written once."""
+    from pymodel.fields import unpack
+    from rtl.nic.completion_record import CompletionRecorderQueue
+    from spec.formats.nic import wide_record_layout
+    from tb.amsim import run_sim
+
+    dut = CompletionRecorderQueue(4096, 64, 64, 4)
+    peers = []
+
+    async def bench(ctx):
+        ctx.set(dut.wr.ready, 1)
+        for src in (9, 3, 9, 7):
+            ctx.set(dut.accepted.valid, 1)
+            ctx.set(dut.accepted.payload.src, src)
+            await ctx.tick()
+        ctx.set(dut.accepted.valid, 0)
+        ctx.set(dut.free, 1)
+        for _ in range(6):
+            if ctx.get(dut.wr.valid):
+                peers.append(unpack(wide_record_layout, ctx.get(dut.wr.payload.data))["peer"])
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    assert peers == [9, 3, 7]

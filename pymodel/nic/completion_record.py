@@ -1,4 +1,5 @@
-"""Twin of :class:`rtl.nic.completion_record.CompletionRecorder`."""
+"""Twin of :class:`rtl.nic.completion_record.CompletionRecorder` and (``id_bits`` 16) of
+:class:`rtl.nic.completion_record.CompletionRecorderQueue`."""
 
 from pymodel.fields import pack
 from spec.formats.nic import record_layout
@@ -14,11 +15,13 @@ class CompletionRecorderModel:
     from the state at the start of the cycle and the tracker's per-destination
     ``completed`` and ``dropped`` of that cycle; ``step(accepted, taken)`` ends the
     cycle: ``accepted`` the source of the completion the tracker accepted in it (or
-    None), ``taken`` whether the offered record was taken.
+    None), ``taken`` whether the offered record was taken. ``record`` is the offered
+    record's ``(destination, count)``.
 
     ``id_bits`` 16 (a NIC with many destinations): the record's ``peer`` is 16 bits
-    (:data:`spec.formats.nic.wide_record_layout`), the tag ``peer | count << 16``, and
-    the pending destinations are written in the order their completions were accepted
+    (:data:`spec.formats.nic.wide_record_layout`), the tag the record's ring slot (a
+    16-bit id and a 16-bit count do not fit :data:`spec.host.TAG_BITS`), and the
+    pending destinations are written in the order their completions were accepted
     (a pending flag each and a FIFO of ids) instead of the lowest first."""
 
     def __init__(self, peers, width, depth, slots, id_bits=8):
@@ -28,6 +31,7 @@ class CompletionRecorderModel:
         self.pending = {}                # insertion-ordered: the FIFO of ids
         self.index = 0
         self._sel = None
+        self.record = None
 
     def offer(self, free, completed, dropped):
         self._sel = None
@@ -37,9 +41,11 @@ class CompletionRecorderModel:
         owner = 1 ^ ((self.index >> self.log2) & 1)
         word = pack(self.layout, {"peer": d, "count": completed[d], "dropped": dropped[d],
                                   "owner": owner})
-        return {"addr": self.depth - self.slots + (self.index & (self.slots - 1)),
+        slot = self.index & (self.slots - 1)
+        self.record = (d, completed[d])
+        return {"addr": self.depth - self.slots + slot,
                 "data": word, "be": (1 << self.width) - 1, "last": 1, "mark": 1,
-                "tag": d | completed[d] << self.id_bits}
+                "tag": d | completed[d] << 8 if self.id_bits == 8 else slot}
 
     def step(self, accepted, taken):
         if taken:

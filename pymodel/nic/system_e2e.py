@@ -129,12 +129,11 @@ class E2eCompletion:
         writes = set(rx["wr"][1])
         completed, dropped = [0] * self.ids, [0] * self.ids
         landed, extra = [], []
-        mask = (1 << self.id_bits) - 1
         c = acc[0][0]
         while acc or rec.busy():
             word = rec.offer(c not in writes, completed, dropped)
             if word is not None:
-                landed.append((c, word["tag"] & mask, word["tag"] >> self.id_bits))
+                landed.append((c, *rec.record))
                 extra.append((c, word))
             a = acc.popleft() if acc and acc[0][0] == c else None
             rec.step(None if a is None else a[1], word is not None)

@@ -93,10 +93,10 @@ class ReceiveAndHost:
             return 0, []
         rec = self._recorder() if self.records else None
         completed, dropped = [0] * self.ids, [0] * self.ids
-        mask = (1 << self.id_bits) - 1
         hi = HostInterfaceModel(self.profile, self.mem_words)
         hi.trace = []
         order, landed, in_frame = [], [], False
+        posted = deque()        # the taken records' (slot tag, destination, count)
         c, last = -1, max([*events, *(a[0] for a in acc)])
         while True:
             c += 1
@@ -115,8 +115,13 @@ class ReceiveAndHost:
                 in_frame = not word["last"]
             elif offer is not None and r.wr_taken:
                 order.append(offer)
-            if r.marked is not None:
-                landed.append((c, r.marked & mask, r.marked >> self.id_bits))
+                posted.append((offer["tag"], *rec.record))
+            if r.marked is not None:    # the records reach memory in the order posted
+                tag, dst, count = posted.popleft()
+                if tag != r.marked:
+                    raise AssertionError(f"pcie: record tag {r.marked} in cycle {c}, "
+                                         f"{tag} posted")
+                landed.append((c, dst, count))
             if rec is not None:
                 a = acc.popleft() if acc and acc[0][0] == c else None
                 rec.step(None if a is None else a[1],

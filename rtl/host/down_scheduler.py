@@ -10,6 +10,7 @@ from spec.host import (
     COUNTER_BITS,
     ID_BITS,
     MAX_READ_WORDS,
+    MMIO_ADDR_BITS,
     MMIO_NBYTES_BITS,
     WORD_BYTES,
     mmio_layout,
@@ -32,6 +33,8 @@ class DownScheduler(wiring.Component):
         Uses ``bytes_per_cycle``, ``cpl_overhead``, ``mmio_overhead``, ``mmio_fifo_words``.
     depth : int
         Host-memory words (a power of two).
+    mmio_addr_bits : int
+        Bits of a host write's register offset (:func:`spec.host.mmio_layout`).
 
     Ports
     -----
@@ -87,16 +90,16 @@ class DownScheduler(wiring.Component):
         mmio                      w0           (valid from s + 3)
     """
 
-    def __init__(self, profile, depth):
+    def __init__(self, profile, depth, mmio_addr_bits=MMIO_ADDR_BITS):
         self.profile = checked_profile(self, profile)
         self.depth = check_depth(self, depth)
         n = profile.mmio_fifo_words
         sig = {
             "piece": In(stream.Signature(chunk_layout(depth))),
-            "mmio_in": In(stream.Signature(mmio_layout())),
+            "mmio_in": In(stream.Signature(mmio_layout(mmio_addr_bits))),
             "mmio_room": In(range(n + 1)),
             "mmio_reserve": Out(range(MAX_MMIO_WORDS + 1)),
-            "mmio_w": Out(stream.Signature(mmio_layout(), always_ready=True)),
+            "mmio_w": Out(stream.Signature(mmio_layout(mmio_addr_bits), always_ready=True)),
             "mmio_commit": Out(1),
             "mem_rd_addr": Out(stream.Signature(range(depth), always_ready=True)),
             "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),

@@ -12,9 +12,11 @@ from rtl.host.mmio_buffer import MmioBuffer
 from rtl.host.read_splitter import ReadSplitter
 from rtl.host.up_scheduler import UP_COUNTERS, UpScheduler
 from rtl.host.write_buffer import WriteBuffer
+from spec.checks import check_int
 from spec.host import (
     COUNTER_BITS,
     HOST_COUNTERS,
+    MMIO_ADDR_BITS,
     TAG_BITS,
     WORD_BYTES,
     mmio_layout,
@@ -46,6 +48,10 @@ class HostInterface(wiring.Component):
     depth : int
         Host-memory words, a power of two from 2 to 2**20. Addresses wrap modulo
         ``depth``.
+    mmio_addr_bits : int
+        Bits of a host write's register offset on ``mmio_in`` and ``mmio``
+        (:func:`spec.host.mmio_layout`), :data:`spec.host.MMIO_ADDR_BITS` (16) to 32; the
+        interface carries the offset and does not look at it.
 
     Ports
     -----
@@ -90,15 +96,17 @@ class HostInterface(wiring.Component):
       counters at the edge after each cycle they count.
     """
 
-    def __init__(self, profile, depth):
+    def __init__(self, profile, depth, mmio_addr_bits=MMIO_ADDR_BITS):
         self.profile = checked_profile(self, profile)
         self.depth = check_depth(self, depth)
+        self.mmio_addr_bits = check_int(self, "mmio_addr_bits", mmio_addr_bits,
+                                        MMIO_ADDR_BITS, 32)
         sig = {
             "rd_req": In(stream.Signature(rd_req_layout(depth))),
             "rd_data": Out(stream.Signature(rd_data_layout())),
             "wr": In(stream.Signature(wr_layout(depth))),
-            "mmio": Out(stream.Signature(mmio_layout())),
-            "mmio_in": In(stream.Signature(mmio_layout())),
+            "mmio": Out(stream.Signature(mmio_layout(mmio_addr_bits))),
+            "mmio_in": In(stream.Signature(mmio_layout(mmio_addr_bits))),
             "mem_rd_addr": Out(stream.Signature(range(depth), always_ready=True)),
             "mem_rd_data": In(stream.Signature(8 * WORD_BYTES)),
             "mem_wr": Out(stream.Signature(write_layout(WORD_BYTES, depth), always_ready=True)),
@@ -123,8 +131,8 @@ class HostInterface(wiring.Component):
         m.submodules.due = due = DueQueue(p, depth)
         m.submodules.writes = writes = WriteBuffer(p, depth)
         m.submodules.up = up = UpScheduler(p, depth)
-        m.submodules.down = down = DownScheduler(p, depth)
-        m.submodules.mmio_buf = buf = MmioBuffer(p)
+        m.submodules.down = down = DownScheduler(p, depth, self.mmio_addr_bits)
+        m.submodules.mmio_buf = buf = MmioBuffer(p, self.mmio_addr_bits)
 
         now = Signal(NOW_BITS)
         m.d.sync += now.eq(now + 1)

@@ -5,7 +5,7 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.host.common import checked_profile, wrap_next
-from spec.host import MMIO_NBYTES_BITS, WORD_BYTES, mmio_layout
+from spec.host import MMIO_ADDR_BITS, MMIO_NBYTES_BITS, WORD_BYTES, mmio_layout
 
 __all__ = ["MmioBuffer", "MAX_MMIO_WORDS"]
 
@@ -22,6 +22,8 @@ class MmioBuffer(wiring.Component):
     ----------
     profile : spec.host.HostProfile
         Uses ``mmio_fifo_words``.
+    addr_bits : int
+        Bits of a host write's register offset (:func:`spec.host.mmio_layout`).
 
     Ports
     -----
@@ -39,21 +41,23 @@ class MmioBuffer(wiring.Component):
         its place (``room`` rises in the next cycle).
     """
 
-    def __init__(self, profile):
+    def __init__(self, profile, addr_bits=MMIO_ADDR_BITS):
         self.profile = checked_profile(self, profile)
+        self.addr_bits = addr_bits
         n = profile.mmio_fifo_words
         super().__init__({
             "room": Out(range(n + 1)),
             "reserve": In(range(MAX_MMIO_WORDS + 1)),
-            "w": In(stream.Signature(mmio_layout(), always_ready=True)),
+            "w": In(stream.Signature(mmio_layout(addr_bits), always_ready=True)),
             "commit": In(1),
-            "o": Out(stream.Signature(mmio_layout())),
+            "o": Out(stream.Signature(mmio_layout(addr_bits))),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self.profile.mmio_fifo_words
-        m.submodules.words = words = memory.Memory(shape=mmio_layout(), depth=n, init=[])
+        m.submodules.words = words = memory.Memory(shape=mmio_layout(self.addr_bits), depth=n,
+                                                   init=[])
         wp, rp = words.write_port(), words.read_port(domain="comb")
         w_ptr, r_ptr = Signal(range(n)), Signal(range(n))
         used = Signal(range(n + 1))       # held or reserved

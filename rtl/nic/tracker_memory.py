@@ -40,6 +40,11 @@ class TrackerMemory(wiring.Component):
         Entries, a power of two from 2 to :data:`spec.formats.nic.DESTINATIONS`.
     timeout : int
         Cycles from a destination's last progress to its timeout (2 to 2**16).
+    record_port : bool
+        A fourth read port for the completion records
+        (:class:`rtl.nic.completion_record.CompletionRecorderQueue`): ``rec_id``
+        (In(16)) in, ``rec_completed`` and ``rec_dropped`` (Out(16)) its entry's counts
+        in the same cycle.
 
     Ports
     -----
@@ -60,14 +65,18 @@ class TrackerMemory(wiring.Component):
     cycles left.
     """
 
-    def __init__(self, destinations, timeout):
+    def __init__(self, destinations, timeout, record_port=False):
         self.destinations = check_int(self, "destinations", destinations, 2, DESTINATIONS)
         if destinations & (destinations - 1):
             raise ValueError(f"TrackerMemory: destinations must be a power of two, not "
                              f"{destinations!r}")
         self.timeout = check_int(self, "timeout", timeout, 2, 1 << 16)
+        self.record_port = bool(record_port)
         b = COMPLETION_COUNT_BITS
+        rec = ({"rec_id": In(ID_BITS), "rec_completed": Out(b), "rec_dropped": Out(b)}
+               if self.record_port else {})
         super().__init__({
+            **rec,
             "sent": In(stream.Signature(wide_sent_layout, always_ready=True)),
             "cpl": In(stream.Signature(wide_cpl_layout, always_ready=True)),
             "poll": In(ID_BITS),
@@ -176,4 +185,9 @@ class TrackerMemory(wiring.Component):
                      self.outstanding.eq(p.sent - p.completed),
                      self.completed.eq(p.completed), self.dropped.eq(p.dropped),
                      self.timeouts.eq(p.timeouts)]
+        if self.record_port:
+            rec_rd = mem.read_port(domain="comb")
+            m.d.comb += [rec_rd.addr.eq(self.rec_id[:ab]),
+                         self.rec_completed.eq(rec_rd.data.completed),
+                         self.rec_dropped.eq(rec_rd.data.dropped)]
         return m

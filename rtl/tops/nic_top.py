@@ -11,7 +11,12 @@ from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
 from rtl.nic.completion_gen import CompletionGen
 from rtl.nic.completion_keyed import CompletionKeyed
-from rtl.nic.completion_record import CompletionRecorder
+from rtl.nic.completion_record import (
+    CompletionRecorder,
+    CompletionRecorderQueue,
+    record_event,
+    record_event_layout,
+)
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
@@ -37,6 +42,7 @@ from spec.nic import (
     check_destinations,
     check_records,
     completion_flush_idle,
+    pcie_ack_req_bit,
 )
 from spec.ports import CountersSignature, PortView, completion_signatures
 
@@ -157,6 +163,16 @@ class NicTop(NicAttachments, HarnessTop):
     ``integrated`` the cycle of the memory write), which is then the end-to-end
     completion: in host memory, as the engine's CQE. ``wr<p>`` records the record
     writes like any other.
+
+    ``destinations`` (:func:`spec.nic.check_destinations`; docs/nic.md, "4,096
+    destinations"): 16-bit ids, a :class:`CompletionKeyed` and a :class:`TrackerMemory`
+    per node. With ``pcie`` the host interfaces' register offset is 28 bits (the 16-bit
+    id above the word address, the ack request above it:
+    :func:`spec.nic.pcie_mmio_addr`). With ``records`` each node's records come from a
+    :class:`CompletionRecorderQueue` (acceptance order, 16-bit ``peer``) reading its
+    tracker's record port; its tag is the record's ring slot, and recorder ``cq<p>``
+    keeps :data:`rtl.nic.completion_record.record_event_layout`: the slot, and the
+    destination and count of the word written in that cycle.
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
@@ -197,10 +213,6 @@ class NicTop(NicAttachments, HarnessTop):
             self.destinations = check_destinations(destinations, framing, completion)
         except ValueError as exc:
             reject(self, str(exc))
-        if self.destinations and (self.pcie or self.records):
-            reject(self, f"destinations {destinations}: built with attachment 'integrated' "
-                         f"and records 0 only (docs/nic.md, \"4,096 destinations\"), not "
-                         f"attachment {attachment!r}, records {records!r}")
         dests = self.destinations
         ib = ID_BITS if dests else 8
         self.width, self.framing = width, framing
@@ -225,15 +237,20 @@ class NicTop(NicAttachments, HarnessTop):
         if dests:
             self.gens = [CompletionKeyed(width, dests, self.coalesce, self.flush_idle)
                          for _ in range(nodes)]
-            self.trks = [TrackerMemory(dests, self.timeout) for _ in range(nodes)]
+            self.trks = [TrackerMemory(dests, self.timeout, record_port=bool(self.records))
+                         for _ in range(nodes)]
         else:
             self.gens = [CompletionGen(width, framing, nodes, self.coalesce,
                                        self.flush_idle)
                          for _ in range(nodes)] if self.e2e else []
             self.trks = [OutstandingTracker(nodes, self.timeout)
                          for _ in range(nodes)] if self.e2e else []
-        self.recs = [CompletionRecorder(nodes, width, mem_words, self.records)
-                     for _ in range(nodes)] if self.records else []
+        if dests:
+            self.recs = [CompletionRecorderQueue(dests, width, mem_words, self.records)
+                         for _ in range(nodes)] if self.records else []
+        else:
+            self.recs = [CompletionRecorder(nodes, width, mem_words, self.records)
+                         for _ in range(nodes)] if self.records else []
         if self.retry:
             beats = frame_beats(width, framing, max_payload)
             self.links = [(ReliableLink(width, link_latency, beats),
@@ -243,8 +260,12 @@ class NicTop(NicAttachments, HarnessTop):
                           for _ in range(nodes)]
         self.crs = [CreditReturn(link_latency) for _ in range(nodes)]
         self.mems = [LatencyMemory(width, mem_words, 1) for _ in range(nodes)]
-        self.his = ([HostInterface(PROFILES["pcie"], mem_words) for _ in range(nodes)]
-                    if self.pcie else [])
+        # The register offset: the word address, the destination id, the ack request
+        # (spec.nic.pcie_mmio_addr).
+        self.mmio_ack_bit = pcie_ack_req_bit(ID_BITS if dests else None)
+        mmio_kw = {"mmio_addr_bits": self.mmio_ack_bit + 1} if dests else {}
+        self.his = ([HostInterface(PROFILES["pcie"], mem_words, **mmio_kw)
+                     for _ in range(nodes)] if self.pcie else [])
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
@@ -275,7 +296,8 @@ class NicTop(NicAttachments, HarnessTop):
                 recorders[f"cp{p}"] = (wide_cpl_layout if dests else cpl_event_layout,
                                        events[p])
             if self.records:
-                recorders[f"cq{p}"] = (TAG_BITS, events[p])
+                recorders[f"cq{p}"] = (record_event_layout if dests else TAG_BITS,
+                                       events[p])
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     def elaborate_design(self, m, players, recorders):
@@ -347,7 +369,9 @@ class NicTop(NicAttachments, HarnessTop):
                     r, cq = rec.wr, recorders[f"cq{p}"].i
                     m.d.comb += [
                         rec.free.eq(~rx.wr.valid), r.ready.eq(~ResetSignal()),
-                        cq.valid.eq(r.valid), cq.payload.eq(r.payload.tag),
+                        cq.valid.eq(r.valid),
+                        cq.payload.eq(record_event(r.payload.tag, r.payload.data)
+                                      if self.destinations else r.payload.tag),
                     ]
                     with m.If(r.valid):
                         m.d.comb += [mem.wr.valid.eq(1),

@@ -5,7 +5,8 @@ its ``elaborate_design`` calls these)."""
 from amaranth import Mux, Signal
 from amaranth.lib import wiring
 
-from spec.nic import PCIE_ACK_REQ_BIT, PCIE_WORD_BITS
+from rtl.nic.completion_record import record_event
+from spec.nic import PCIE_WORD_BITS
 from spec.ports import PortView
 
 __all__ = ["NicAttachments"]
@@ -25,7 +26,12 @@ class NicAttachments:
         wiring.connect(m, rx.cpl, trk.cpl)
         if rec is not None:
             wiring.connect(m, trk.accepted, rec.accepted)
-            m.d.comb += [rec.completed.eq(trk.completed), rec.dropped.eq(trk.dropped)]
+            if self.destinations:       # the record's entry through the record port
+                m.d.comb += [trk.rec_id.eq(rec.read_id),
+                             rec.completed.eq(trk.rec_completed),
+                             rec.dropped.eq(trk.rec_dropped)]
+            else:
+                m.d.comb += [rec.completed.eq(trk.completed), rec.dropped.eq(trk.dropped)]
         if self.destinations:           # the one sender tracked: node 0
             m.d.comb += gen.sender.eq(self.node_id[0])
         else:
@@ -39,20 +45,19 @@ class NicAttachments:
         between NicRx and ``mem<p>``."""
         m.submodules[f"hi{p}"] = hi = self.his[p]
         hin, hout, c, o = hi.mmio_in.payload, hi.mmio.payload, cmd.payload, tx.cmd.payload
-        wb = PCIE_WORD_BITS
+        wb, ack = PCIE_WORD_BITS, self.mmio_ack_bit
         m.d.comb += [
             # The host: one posted write per store, the register offset names the
-            # destination node and the store's word address, and its top bit the
-            # store's ack request.
+            # destination (node or id) and the store's word address, and its top bit
+            # the store's ack request.
             hi.mmio_in.valid.eq(cmd.valid), cmd.ready.eq(hi.mmio_in.ready),
-            hin.addr.eq(c.ack_req << PCIE_ACK_REQ_BIT | c.dst[:PCIE_ACK_REQ_BIT - wb] << wb
-                        | c.addr[6:6 + wb]),
+            hin.addr.eq(c.ack_req << ack | c.dst[:ack - wb] << wb | c.addr[6:6 + wb]),
             hin.nbytes.eq(c.length), hin.data.eq(c.data),
             hin.first.eq(c.first), hin.last.eq(c.last),
             # The device: the host write's words are NicTx's command beats.
             tx.cmd.valid.eq(hi.mmio.valid), hi.mmio.ready.eq(tx.cmd.ready),
-            o.dst.eq(hout.addr[wb:PCIE_ACK_REQ_BIT]), o.addr.eq(hout.addr[:wb] << 6),
-            o.ack_req.eq(hout.addr[PCIE_ACK_REQ_BIT]),
+            o.dst.eq(hout.addr[wb:ack]), o.addr.eq(hout.addr[:wb] << 6),
+            o.ack_req.eq(hout.addr[ack]),
             o.length.eq(hout.nbytes), o.data.eq(hout.data),
             o.nbytes.eq(Mux(hout.last, (hout.nbytes - 1)[:6] + 1, 64)),
             o.first.eq(hout.first), o.last.eq(hout.last),
@@ -81,7 +86,11 @@ class NicAttachments:
             m.d.sync += in_frame.eq(~rx.wr_last)
         r = rec.wr
         m.d.comb += [rec.free.eq(~rx.wr.valid & ~in_frame), r.ready.eq(hi.wr.ready),
-                     cq.valid.eq(hi.marked.valid), cq.payload.eq(hi.marked.payload),
+                     cq.valid.eq(hi.marked.valid),
+                     # With destinations the tag is the ring slot; the record's id and
+                     # count are in the word written in the same cycle.
+                     cq.payload.eq(record_event(hi.marked.payload, hi.mem_wr.payload.data)
+                                   if self.destinations else hi.marked.payload),
                      hi.marked.ready.eq(1)]
         with m.If(r.valid):
             m.d.comb += [hi.wr.valid.eq(1), hi.wr.payload.addr.eq(r.payload.addr),

@@ -129,7 +129,10 @@ def gap_row_entries(design, settings):
     every delay line that stands for a wire (``Link``, the switch's hop and
     ``ElasticDelay``, the NIC's credit return, the reliable link's ACK sideband), and the
     retry ends at the far side of the endpoint's two links (the switch's, or in RdmaTop
-    the peer's). ``qps`` is run-time state in host memory and adds nothing. An engine
+    the peer's). ``qps`` is run-time state in host memory and adds nothing. A NIC with
+    ``destinations`` (a side row) is named with ``_d<destinations>`` and its completion
+    blocks are the wide ones (CompletionKeyed, TrackerMemory, CompletionRecorderQueue),
+    none of them in :data:`COMPONENTS`: not measured, the report shows ``-``. An engine
     whose caches have ``cache_ways`` other than 1 (a side row's best cache) is named
     with ``_w<ways>`` and has no entry of its own in :data:`COMPONENTS` (the area
     wrapper builds direct-mapped caches): its area is not measured, and the report
@@ -140,12 +143,18 @@ def gap_row_entries(design, settings):
     board = s["fabric"] == "board"
     if design == "nic":
         framing, e2e = s["header"], s["completion"] == "e2e"
+        dests = s.get("destinations")
         name = ("nic_endpoint_w64_" + framing
-                + _tag(e2e and "e2e", not board and s["fabric"]))
+                + _tag(e2e and "e2e", not board and s["fabric"], dests and f"d{dests}"))
+        wide = {"destinations": dests} if dests else {}
         out = {name: (_nic("endpoint", framing=framing, completion=s["completion"],
                            fabric=s["fabric"],
-                           link_latency=FABRIC_PROFILES[s["fabric"]].link), 1)}
-        if e2e:
+                           link_latency=FABRIC_PROFILES[s["fabric"]].link, **wide), 1)}
+        if e2e and dests:
+            for part in ("completion_keyed", "tracker_memory", "completion_recorder_queue"):
+                out[f"{part}_d{dests}"] = (_nic(part, framing=framing, completion="e2e",
+                                                records=RECORD_SLOTS, **wide), 1)
+        elif e2e:
             out[f"completion_gen_w64_{framing}"] = (
                 _nic("completion_gen", framing=framing, completion="e2e"), 1)
             out["outstanding_tracker"] = (

@@ -6,7 +6,7 @@ each factor's share over all orders (:mod:`tb.gap_shares`, the golden model alon
 
 from scripts.area_proxies.gap import figures_of, gap_parts, parts_figures, side_parts
 from tb.gap_shares import FACTORS, SHARE_METRICS, factor_shares, metric_value, share_jobs
-from tb.gap_table import finish_gap, gap_jobs
+from tb.gap_table import SIDE_ROWS, WIDE_SETTING, finish_gap, gap_jobs
 
 __all__ = ["run_gap", "gap_section", "shares_lines", "AREA_COLUMNS"]
 
@@ -119,12 +119,15 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
     area.json (None: none), whose components give the area columns (``-`` for a row
     with a part that area.json lacks)."""
     figures = figures_of(area)
+    wide = {name for name, _, change in SIDE_ROWS if WIDE_SETTING in change}
+    extra = " --gap-destinations" if any(r["gap_factor"] in wide for r in rows) else ""
     out = ["## Where the gap comes from", "",
            f"Each row is the row above with one factor changed (tb/gap_table.py), "
            f"co-simulated on {sim} against the golden model: {messages} messages of "
            f"{msg_bytes} B back to back for ii, wire, host and control figures, 16 one at a "
            f"time for latency and completion. Reproduce with `make sim` (or `make sim "
-           f"ARGS=\"--gap {','.join(profiles)}\"`); docs/findings.md reads the tables.", "",
+           f"ARGS=\"--gap {','.join(profiles)}{extra}\"`); docs/findings.md reads the "
+           f"tables.", "",
            "State in three kinds (spec/metrics.py STATE_KINDS): endpoint state (what the "
            "NIC or the engine itself holds in flight), fabric buffer (the switch ingress "
            "buffer the sender's beats hold until their credits return: both designs' rows "

@@ -333,7 +333,7 @@ async def nic_matches_model(dut):
     if e2e:
         await compare_completions(sb, tb, want, cp)
     if records:
-        compare_records(sb, want, cq)
+        compare_records(sb, want, cq, records)
     if wins:
         _check_windows(sb, tb, p, stores, node_ids, wins, got)
     if p["scenario"] == "spoof":

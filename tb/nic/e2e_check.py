@@ -5,8 +5,10 @@ completion frames' share of the figures from the RTL's own stamps and frames; ea
 store's first wire beat (:func:`wire_starts`, where ``ii_cycles`` is taken)."""
 
 from pymodel.fcs import phy_bytes
+from pymodel.fields import unpack
 from pymodel.nic.frames import parse_header
 from pymodel.packet import unpack_beat
+from rtl.nic.completion_record import record_event_layout
 from rtl.nic.outstanding_tracker import cpl_event_layout
 from rtl.nic.tracker_memory import wide_cpl_layout
 from spec.formats.nic import COMPLETION_COUNT_BITS, NicOp, completion_bytes
@@ -62,22 +64,35 @@ def read_records(tb):
     """The ``cq<p>`` recorders of :func:`read_completions`' snapshot; returns ``{p:
     ([(src, known, status, count, dropped)], cycles)}``, each record as a completion event of
     :func:`store_completions` (its destination and count from the tag, ``known`` 1,
-    status and dropped 0), in the cycles the records reached memory."""
+    status and dropped 0), in the cycles the records reached memory. A top with
+    ``destinations`` records :data:`rtl.nic.completion_record.record_event_layout`: the
+    tag (the ring slot, checked by :func:`compare_records`) and the destination and
+    count read from the record's word as it was written; ``{p: (events, cycles,
+    slots)}``."""
     h = tb.harness
     out = {}
     for q in range(tb.nodes):
         items, stamps = h.recorded(f"cq{q}")
-        out[q] = ([(int(t) & 0xFF, 1, 0, int(t) >> 8, 0) for t in items], list(stamps))
+        if tb.id_bits == 8:
+            out[q] = ([(int(t) & 0xFF, 1, 0, int(t) >> 8, 0) for t in items], list(stamps))
+            continue
+        ev = [unpack(record_event_layout, int(t)) for t in items]
+        out[q] = ([(e["peer"], 1, 0, e["count"], 0) for e in ev], list(stamps),
+                  [e["slot"] for e in ev])
     return out
 
 
-def compare_records(sb, want, cq):
+def compare_records(sb, want, cq, records):
     """Every record (destination, count) and the cycle it reached memory against the
-    model's."""
-    for q, (events, stamps) in cq.items():
+    model's; with ring-slot tags (:func:`read_records`) each the slot of its place in
+    the ring of ``records`` slots."""
+    for q, (events, stamps, *slots) in cq.items():
         sb.compare(f"cq{q} records", [(e[0], e[3]) for e in events],
                    [(d, k) for _, d, k in want["records"][q]])
         sb.compare(f"cq{q} cycles", stamps, [c for c, _, _ in want["records"][q]], fmt=str)
+        if slots:                   # the tag is the ring slot: the k-th record's k mod slots
+            sb.compare(f"cq{q} slots", slots[0],
+                       [k % records for k in range(len(slots[0]))], fmt=str)
 
 
 def cpl_counters(tb, q):

@@ -91,9 +91,9 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     :data:`HEADLINE_DEPTH` shares the headline's build. The top holds both runs: the
     ``messages`` stores and the ``latency_messages + 1`` of the one-at-a-time run.
 
-    ``destinations`` (:func:`spec.nic.check_destinations`; ``integrated``, no
-    ``records``: the top's option as built): node 0 stores to that many destination ids
-    by ``popularity`` on a top with ``destinations`` (:func:`model_point`'s).
+    ``destinations`` (:func:`spec.nic.check_destinations`; either attachment, with or
+    without ``records``): node 0 stores to that many destination ids by ``popularity``
+    on a top with ``destinations`` (:func:`model_point`'s).
 
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
     ``ii_cycles`` is ``None`` below :func:`tb.rdma.row_keys.ii_messages` stores (the
@@ -189,9 +189,8 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
     ``destinations`` (:func:`spec.nic.check_destinations`): node 0 stores round robin to
     that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
     on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
-    POPULARITY`, Zipf with skew 0.99) choosing each store's id; :func:`run_point` takes
-    it on the top as built (``integrated``, no records; docs/nic.md, "4,096
-    destinations")."""
+    POPULARITY`, Zipf with skew 0.99) choosing each store's id, as :func:`run_point`'s
+    (docs/nic.md, "4,096 destinations")."""
     from tb.nic.cocotb_nic import model_figures, model_run
 
     _, _, params, lat_params = _point_params(
