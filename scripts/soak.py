@@ -64,6 +64,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
+from pymodel.scenarios.mix import PRESETS, parse_mix  # noqa: E402
 from scripts.executor import (  # noqa: E402
     ExecutorError,
     add_cluster_options,
@@ -76,12 +77,28 @@ from tb.soak.recovery import per_damaged_frame  # noqa: E402
 OUT = ROOT / "build" / "soak"
 KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "hangs", "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
-        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
+        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s",
+        *(f"{op}{ok}" for op in ("writes", "loads", "reads", "atomics") for ok in ("", "_ok")))
+#: Per operation: how many ran, and how many passed the model-free checks (``<op>_ok``,
+#: which must equal ``<op>``; the NIC's stores are checked as a whole, by ``lost`` and
+#: ``corrupted_bytes``).
+OPS_CHECKED = ("writes", "loads", "reads", "atomics")
 MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
 #: node's recorders (memory writes of a chunk).
 NIC_CHUNK = 4096
 NIC_EVENTS = 16384
+#: The NIC's loads and atomics (a mix's R and A): NicMemTop of 4 nodes on the board
+#: fabric (its default tags), 2,048-word memories (the layout of tb/soak/nic_mem.py:
+#: 512 words of load source, 128 of atomic slots, the rest for the answers), commands
+#: per node per chunk at most (the players' depth; 256 answers of up to 4 words fit
+#: the 1,408 answer words), and the recorders' depth (a node's request beats and the
+#: beats of the answers it sends: 256 + 3 x 256 / 3 x 5 = 1,536 on average; 4,096 leaves
+#: room for a busy node).
+NIC_MEM_TOP = dict(nodes=4, framing="compact", fabric="board", mem_words=2048,
+                   max_payload=256)
+NIC_MEM_CHUNK = 256
+NIC_MEM_EVENTS = 4096
 
 
 def _rate(text):
@@ -105,6 +122,13 @@ def _chunk(most):
             raise argparse.ArgumentTypeError(f"must be 1 to {most}, not {text}")
         return value
     return check
+
+
+def _mix(text):
+    try:
+        return parse_mix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _args(argv):
@@ -134,6 +158,11 @@ def _args(argv):
                     help="NIC: gaps in every command stream, out of 256 cycles (default 64; "
                          "the RDMA host posts its doorbells as fast as the engine takes "
                          "them)")
+    ap.add_argument("--mix", type=_mix, default=PRESETS["writes"], metavar="W:R:A",
+                    help="weights of writes, loads/READs and atomics, or a preset: "
+                         + ", ".join(f"{k} ({':'.join(map(str, v))})"
+                                     for k, v in PRESETS.items())
+                         + " (default writes: the WRITE-only soak)")
     ap.add_argument("--seed", type=int, default=1, help="seed of traffic and faults")
     ap.add_argument("--selective", action="store_true",
                     help="RDMA: selective repeat at both ends instead of go-back-N (the "
@@ -211,6 +240,42 @@ def soak_nic(args, messages):
                 chunks=chunks + 1, chunks_compared=0, mismatches=0, per_chunk=[])
 
 
+def soak_nic_mem(args, messages):
+    """The NIC's loads and atomics of the mix: ``messages`` commands in chunks of up to
+    ``NIC_MEM_CHUNK`` per node on NicMemTop over clean links (it has no link retry),
+    each chunk compared with the model and checked without it
+    (tb/soak/cocotb_nic_mem_soak.py)."""
+    from rtl.tops.nic_mem_top import NicMemTop
+    from tb.cosim import BUILD, CosimFailure, run_cosim
+
+    weights = args.mix[1:]
+    per_node = -(-messages // 4)
+    plan = [min(NIC_MEM_CHUNK, per_node - k) for k in range(0, per_node, NIC_MEM_CHUNK)]
+    design = NicMemTop(**NIC_MEM_TOP, items=NIC_MEM_CHUNK, raws=1, events=NIC_MEM_EVENTS)
+    token = _token()
+    print(f"nic_mem: {4 * per_node} loads and atomics (R:A {weights[0]}:{weights[1]}) in "
+          f"{len(plan)} chunks on NicMemTop over clean links (it has no link retry), each "
+          "compared with the model (Verilator -O2; progress in the simulator's log)",
+          flush=True)
+    test_id = f"seed{args.seed}_mix" + "_".join(map(str, args.mix))
+    params = dict(top=NIC_MEM_TOP, seed=args.seed, plan=plan, mix=list(weights), token=token)
+    try:
+        run = run_cosim(design, name="nic_mem_soak_top",
+                        test_module="tb.soak.cocotb_nic_mem_soak", sim="verilator",
+                        test_id=test_id, params=params, opt="-O2")
+        paths = [Path(run) / "soak_nic_mem.json"]
+    except CosimFailure as exc:          # the figures say why (mismatches, lost, hangs)
+        print(f"nic_mem: FAILED ({exc})", flush=True)
+        paths = sorted(BUILD.glob(f"cosim/verilator/nic_mem_soak_top-*/{test_id}/"
+                                  "soak_nic_mem.json"))
+    for path in paths:
+        out = json.loads(path.read_text())
+        if out.get("token") == token:
+            return out
+    return dict(messages=0, lost=4 * per_node, corrupted_bytes=0, hangs=1,
+                chunks=len(plan), chunks_compared=0, mismatches=0, per_chunk=[])
+
+
 def _token():
     """A mark that tells this run's figures from an older run's in the same folder."""
     return f"{os.getpid()}-{time.time_ns()}"
@@ -225,6 +290,9 @@ def run_design(job):
     start = time.perf_counter()
     if name == "nic":
         figures = soak_nic(args, count)
+        figures.update(writes=figures.get("messages", 0))
+    elif name == "nic_mem":
+        figures = soak_nic_mem(args, count)
     else:
         from tb.soak.rdma import soak_rdma
         figures = soak_rdma(args, count, span)
@@ -254,8 +322,12 @@ def jobs_of(args):
     (one, or one per ``--rdma-group`` chunks: its chunks are independent)."""
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = []
-    if args.only in (None, "nic"):
-        jobs.append(("nic", args, args.messages, None))
+    w, r, a = args.mix
+    loads = args.messages - args.messages * w // (w + r + a)
+    if args.only in (None, "nic") and w:
+        jobs.append(("nic", args, args.messages - loads, None))
+    if args.only in (None, "nic") and loads:
+        jobs.append(("nic_mem", args, loads, None))
     if args.only in (None, "rdma"):
         chunks = math.ceil(rdma / args.rdma_chunk)
         group = args.rdma_group or max(chunks, 1)
@@ -291,6 +363,7 @@ def main(argv=None):
                                                 "tag_rate", "ack_drop_rate",
                                                 "ack_corrupt_rate", "stall_rate", "seed",
                                                 "selective")}
+    settings["mix"] = list(args.mix)
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same
@@ -315,6 +388,8 @@ def failures(results):
     figure that is not, a chunk not compared with the model, a model mismatch."""
     failed = [f"{d}.{k}" for d in results for k in MUST_BE_ZERO if results[d].get(k)]
     for d, r in results.items():
+        failed += [f"{d}.{op}_ok ({r[op + '_ok']} of {r[op]})" for op in OPS_CHECKED
+                   if op + "_ok" in r and r[op + "_ok"] != r.get(op)]
         if r.get("chunks_compared") != r.get("chunks") or not r.get("chunks"):
             failed.append(f"{d}.chunks_compared ({r.get('chunks_compared')} of "
                           f"{r.get('chunks')} chunks)")
