@@ -65,6 +65,12 @@ MIXED_TOP = dict(TOP, reads=16, read_words=128)
 #: atomic at a time behind its host reads (about 400 cycles each at the top's ``pcie``
 #: host profile, docs/rdma.md, "READ and atomics"), twice that for margin.
 MODEL_CYCLES_PER_OP = 800
+#: Transport timeout of a mixed chunk (cycles): a WRITE's ACK may wait behind the READs
+#: and atomics node B serves one at a time, up to the ORD of 16 of each QP at about 400
+#: cycles each (6,400 cycles); twice that, rounded up to a power of two, so that no
+#: loss-free mixed chunk of the soak's size times out (the WRITE-only soak's 1,024 would
+#: fire in loss-free chunks of 20 operations, the golden model alone).
+MIXED_ACK_TIMEOUT = 16384
 
 
 def mixed(args):
@@ -128,6 +134,7 @@ def soak_rdma(args, messages, span=None):
                       selective=selective, **faults)
         if mix:
             params.update(kind="mixed", mix=":".join(map(str, args.mix)),
+                          ack_timeout=MIXED_ACK_TIMEOUT,
                           model_limit=MODEL_CYCLES_PER_OP * count + MODEL_SLACK)
         if index == getattr(args, "break_model_chunk", None):
             params["model_mmio_delay"] = 1
