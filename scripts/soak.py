@@ -29,6 +29,27 @@ Chunks, every one compared with the golden model:
   compared with the model on every wire beat and its cycle, every mark, counter and
   memory word (tb/soak/rdma.py).
 
+``--mix W:R:A`` (or a preset, ``mixed`` = 70:20:10, a test mix; default ``writes``,
+the WRITE-only soak above) shares the messages among writes, loads/READs and atomics
+(exact shares, :mod:`pymodel.scenarios.mix`):
+
+- NIC: the writes are the stores above (link retry over faulty wires); the loads and
+  atomics run on NicMemTop, which has no link retry, **over clean links**: chunks of up
+  to ``NIC_MEM_CHUNK`` commands per node, fresh random memories each, every chunk
+  compared with the model on every beat, memory write, landed response, counter and
+  memory word and checked without it (each load's bytes, each atomic's old value and its
+  word executed once, every command answered OK, no other byte changed;
+  tb/soak/cocotb_nic_mem_soak.py). soak.json's ``nic_mem`` entry.
+- RDMA: each chunk posts the mix on the same QPs (kind ``mixed`` of
+  tb/rdma/cocotb_rdma.py on RdmaTop with ``reads`` and ``read_words``), faults on the
+  A->B link at the soak's rates and **drops only** on B->A (the model refuses corrupting
+  or duplicating faults there with READs), checked without the model too (each READ's
+  bytes, each atomic's old value and word, each WRITE's bytes, one successful CQE per
+  operation per QP in order).
+
+soak.json adds per design the operations and how many passed those checks
+(``writes``, ``loads``, ``reads``, ``atomics`` and ``<op>_ok``, which must be equal).
+
 The two designs are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
 local processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
 address); a bad ``--jobs`` or ``--scheduler`` is an error (exit code 2) before any

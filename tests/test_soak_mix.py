@@ -171,9 +171,10 @@ def test_rdma_mixed_soak_compares_every_chunk(tmp_path):
 
 @pytest.mark.slow(reason="a Verilator build of RdmaTop with reads of the soak's own size")
 @pytest.mark.xfail(strict=True, reason=(
-    "the engine with READs and atomics on its QPs: after go-back-N resends (here the "
-    "responder's overflow drops of chunk 2, clean links) the RTL's A->B beats leave a "
-    "cycle later than the model's and the two part (docs/recovery.md, 'Mixed workload')"))
+    "RTL and model part in chunk 2 (clean links): the requester's COMPARE & SWAP "
+    "request leaves a cycle later than the model's, the RTL's responder answers with a "
+    "PSN-sequence NAK where the model ACKs, and the RTL resends (docs/recovery.md, "
+    "'Mixed workload')"))
 def test_rdma_mixed_soak_with_resends(tmp_path):
-    """Chunk 2 of the same soak resends frames: RTL = model is expected there too."""
+    """Chunks 0 to 2 of the same soak: RTL = model is expected in chunk 2 too."""
     assert soak.main([*CLEAN_RDMA, "--rdma-messages", "150", "--out", str(tmp_path)]) == 0
