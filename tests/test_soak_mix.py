@@ -171,10 +171,9 @@ def test_rdma_mixed_soak_compares_every_chunk(tmp_path):
 
 @pytest.mark.slow(reason="a Verilator build of RdmaTop with reads of the soak's own size")
 @pytest.mark.xfail(strict=True, reason=(
-    "RTL and model part in chunk 2 (clean links): the requester's COMPARE & SWAP "
-    "request leaves a cycle later than the model's, the RTL's responder answers with a "
-    "PSN-sequence NAK where the model ACKs, and the RTL resends (docs/recovery.md, "
-    "'Mixed workload')"))
+    "chunk 2 (clean links): the RTL's requester leaves out a WRITE ONLY in front of "
+    "a READ request of the same QP (the model sends it), node B NAKs its PSN and the "
+    "RTL resends (docs/recovery.md, 'Mixed workload')"))
 def test_rdma_mixed_soak_with_resends(tmp_path):
     """Chunks 0 to 2 of the same soak: RTL = model is expected in chunk 2 too."""
     assert soak.main([*CLEAN_RDMA, "--rdma-messages", "150", "--out", str(tmp_path)]) == 0
