@@ -35,7 +35,7 @@ the WRITE-only soak above) shares the messages among writes, loads/READs and ato
 
 - NIC: the writes are the stores above (link retry over faulty wires); the loads and
   atomics run on NicMemTop, which has no link retry, **over clean links**: chunks of up
-  to ``NIC_MEM_CHUNK`` commands per node, fresh random memories each, every chunk
+  to 256 commands per node (``tb.soak.nic_mem``), fresh random memories each, every chunk
   compared with the model on every beat, memory write, landed response, counter and
   memory word and checked without it (each load's bytes, each atomic's old value and its
   word executed once, every command answered OK, no other byte changed;
@@ -109,17 +109,6 @@ MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
 #: node's recorders (memory writes of a chunk).
 NIC_CHUNK = 4096
 NIC_EVENTS = 16384
-#: The NIC's loads and atomics (a mix's R and A): NicMemTop of 4 nodes on the board
-#: fabric (its default tags), 2,048-word memories (the layout of tb/soak/nic_mem.py:
-#: 512 words of load source, 128 of atomic slots, the rest for the answers), commands
-#: per node per chunk at most (the players' depth; 256 answers of up to 4 words fit
-#: the 1,408 answer words), and the recorders' depth (a node's request beats and the
-#: beats of the answers it sends: 256 + 3 x 256 / 3 x 5 = 1,536 on average; 4,096 leaves
-#: room for a busy node).
-NIC_MEM_TOP = dict(nodes=4, framing="compact", fabric="board", mem_words=2048,
-                   max_payload=256)
-NIC_MEM_CHUNK = 256
-NIC_MEM_EVENTS = 4096
 
 
 def _rate(text):
@@ -261,42 +250,6 @@ def soak_nic(args, messages):
                 chunks=chunks + 1, chunks_compared=0, mismatches=0, per_chunk=[])
 
 
-def soak_nic_mem(args, messages):
-    """The NIC's loads and atomics of the mix: ``messages`` commands in chunks of up to
-    ``NIC_MEM_CHUNK`` per node on NicMemTop over clean links (it has no link retry),
-    each chunk compared with the model and checked without it
-    (tb/soak/cocotb_nic_mem_soak.py)."""
-    from rtl.tops.nic_mem_top import NicMemTop
-    from tb.cosim import BUILD, CosimFailure, run_cosim
-
-    weights = args.mix[1:]
-    per_node = -(-messages // 4)
-    plan = [min(NIC_MEM_CHUNK, per_node - k) for k in range(0, per_node, NIC_MEM_CHUNK)]
-    design = NicMemTop(**NIC_MEM_TOP, items=NIC_MEM_CHUNK, raws=1, events=NIC_MEM_EVENTS)
-    token = _token()
-    print(f"nic_mem: {4 * per_node} loads and atomics (R:A {weights[0]}:{weights[1]}) in "
-          f"{len(plan)} chunks on NicMemTop over clean links (it has no link retry), each "
-          "compared with the model (Verilator -O2; progress in the simulator's log)",
-          flush=True)
-    test_id = f"seed{args.seed}_mix" + "_".join(map(str, args.mix))
-    params = dict(top=NIC_MEM_TOP, seed=args.seed, plan=plan, mix=list(weights), token=token)
-    try:
-        run = run_cosim(design, name="nic_mem_soak_top",
-                        test_module="tb.soak.cocotb_nic_mem_soak", sim="verilator",
-                        test_id=test_id, params=params, opt="-O2")
-        paths = [Path(run) / "soak_nic_mem.json"]
-    except CosimFailure as exc:          # the figures say why (mismatches, lost, hangs)
-        print(f"nic_mem: FAILED ({exc})", flush=True)
-        paths = sorted(BUILD.glob(f"cosim/verilator/nic_mem_soak_top-*/{test_id}/"
-                                  "soak_nic_mem.json"))
-    for path in paths:
-        out = json.loads(path.read_text())
-        if out.get("token") == token:
-            return out
-    return dict(messages=0, lost=4 * per_node, corrupted_bytes=0, hangs=1,
-                chunks=len(plan), chunks_compared=0, mismatches=0, per_chunk=[])
-
-
 def _token():
     """A mark that tells this run's figures from an older run's in the same folder."""
     return f"{os.getpid()}-{time.time_ns()}"
@@ -313,6 +266,7 @@ def run_design(job):
         figures = soak_nic(args, count)
         figures.update(writes=figures.get("messages", 0))
     elif name == "nic_mem":
+        from tb.soak.nic_mem import soak_nic_mem
         figures = soak_nic_mem(args, count)
     else:
         from tb.soak.rdma import soak_rdma

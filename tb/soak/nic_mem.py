@@ -17,7 +17,11 @@ target's bytes, FETCH_ADD adds modulo 2**64 and CMP_SWAP swaps when the compare 
 equals the old one, both returning the old value at the landing address).
 """
 
+import json
+import os
 import random
+import time
+from pathlib import Path
 
 from pymodel.scenarios.mix import op_sequence
 from spec.formats.nic_mem import MEM_WIDTH, MemOp
@@ -27,7 +31,7 @@ from spec.formats.nic_mem import MEM_WIDTH, MemOp
 CMD_FIELDS = ("op", "dst", "addr", "length", "laddr", "a", "b")
 
 __all__ = ["SOURCE", "ATOMIC", "LOAD_SIZES", "chunk_commands", "chunk_memories",
-           "chunk_checks"]
+           "chunk_checks", "soak_nic_mem", "NIC_MEM_TOP", "NIC_MEM_CHUNK"]
 
 #: Words of the loads' source and of the atomics' slots in every memory.
 SOURCE, ATOMIC = 512, 128
@@ -152,3 +156,52 @@ def chunk_checks(cmds, expect, initial, mems, landed, statuses, outstanding):
             fig["corrupted_bytes"] += sum(x != y for x, y in zip(final, want, strict=True))
             bad.append(f"node {q}: atomic slot {a:#x} is {final.hex()}, not {want.hex()}")
     return fig, bad
+
+
+#: The NIC's loads and atomics (a mix's R and A): NicMemTop of 4 nodes on the board
+#: fabric (its default tags), 2,048-word memories (the layout of this module:
+#: 512 words of load source, 128 of atomic slots, the rest for the answers), commands
+#: per node per chunk at most (the players' depth; 256 answers of up to 4 words fit
+#: the 1,408 answer words), and the recorders' depth (a node's request beats and the
+#: beats of the answers it sends: 256 + 3 x 256 / 3 x 5 = 1,536 on average; 4,096 leaves
+#: room for a busy node).
+NIC_MEM_TOP = dict(nodes=4, framing="compact", fabric="board", mem_words=2048,
+                   max_payload=256)
+NIC_MEM_CHUNK = 256
+NIC_MEM_EVENTS = 4096
+
+
+def soak_nic_mem(args, messages):
+    """The NIC's loads and atomics of the mix: ``messages`` commands in chunks of up to
+    ``NIC_MEM_CHUNK`` per node on NicMemTop over clean links (it has no link retry),
+    each chunk compared with the model and checked without it
+    (tb/soak/cocotb_nic_mem_soak.py)."""
+    from rtl.tops.nic_mem_top import NicMemTop
+    from tb.cosim import BUILD, CosimFailure, run_cosim
+
+    weights = args.mix[1:]
+    per_node = -(-messages // 4)
+    plan = [min(NIC_MEM_CHUNK, per_node - k) for k in range(0, per_node, NIC_MEM_CHUNK)]
+    design = NicMemTop(**NIC_MEM_TOP, items=NIC_MEM_CHUNK, raws=1, events=NIC_MEM_EVENTS)
+    token = f"{os.getpid()}-{time.time_ns()}"   # tells this run's figures from older ones
+    print(f"nic_mem: {4 * per_node} loads and atomics (R:A {weights[0]}:{weights[1]}) in "
+          f"{len(plan)} chunks on NicMemTop over clean links (it has no link retry), each "
+          "compared with the model (Verilator -O2; progress in the simulator's log)",
+          flush=True)
+    test_id = f"seed{args.seed}_mix" + "_".join(map(str, args.mix))
+    params = dict(top=NIC_MEM_TOP, seed=args.seed, plan=plan, mix=list(weights), token=token)
+    try:
+        run = run_cosim(design, name="nic_mem_soak_top",
+                        test_module="tb.soak.cocotb_nic_mem_soak", sim="verilator",
+                        test_id=test_id, params=params, opt="-O2")
+        paths = [Path(run) / "soak_nic_mem.json"]
+    except CosimFailure as exc:          # the figures say why (mismatches, lost, hangs)
+        print(f"nic_mem: FAILED ({exc})", flush=True)
+        paths = sorted(BUILD.glob(f"cosim/verilator/nic_mem_soak_top-*/{test_id}/"
+                                  "soak_nic_mem.json"))
+    for path in paths:
+        out = json.loads(path.read_text())
+        if out.get("token") == token:
+            return out
+    return dict(messages=0, lost=4 * per_node, corrupted_bytes=0, hangs=1,
+                chunks=len(plan), chunks_compared=0, mismatches=0, per_chunk=[])
