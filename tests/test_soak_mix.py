@@ -152,7 +152,7 @@ def test_nic_mem_soak_compares_every_chunk(tmp_path):
 
 
 #: A clean-link mixed RDMA soak of 50-operation chunks (seed 3): the transport timeout
-#: of a mixed chunk never fires, and chunks 0 and 1 have no retransmission.
+#: of a mixed chunk never fires, and no frame is sent again.
 CLEAN_RDMA = ["--only", "rdma", "--messages", "0", "--rdma-chunk", "50", "--mix", "mixed",
               "--corrupt-rate", "0", "--drop-rate", "0", "--dup-rate", "0", "--seed", "3",
               "--jobs", "1"]
@@ -170,10 +170,14 @@ def test_rdma_mixed_soak_compares_every_chunk(tmp_path):
 
 
 @pytest.mark.slow(reason="a Verilator build of RdmaTop with reads of the soak's own size")
-@pytest.mark.xfail(strict=True, reason=(
-    "chunk 2 (clean links): the RTL's requester leaves out a WRITE ONLY in front of "
-    "a READ request of the same QP (the model sends it), node B NAKs its PSN and the "
-    "RTL resends (docs/recovery.md, 'Mixed workload')"))
-def test_rdma_mixed_soak_with_resends(tmp_path):
-    """Chunks 0 to 2 of the same soak: RTL = model is expected in chunk 2 too."""
+def test_rdma_mixed_soak_write_before_read(tmp_path):
+    """Chunks 0 to 2 of the same soak. In chunk 2 a 3-beat WRITE ONLY is taken by the
+    WRITE chain while its inserters still send the last beat of the frame before (the
+    case this chunk reaches), and a READ request of the same QP is next: the request
+    must wait for the WRITE ONLY's last beat (two WRITE frames in flight), as in the
+    model, or the two chains send in the same cycles and the WRITE is lost on the
+    wire."""
     assert soak.main([*CLEAN_RDMA, "--rdma-messages", "150", "--out", str(tmp_path)]) == 0
+    rdma = json.loads((tmp_path / "soak.json").read_text())["rdma"]
+    assert rdma["chunks_compared"] == 3 and rdma["mismatches"] == 0
+    assert rdma["retransmissions"] == 0 and rdma["reads_ok"] == rdma["reads"] == 30
