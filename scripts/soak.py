@@ -29,6 +29,27 @@ Chunks, every one compared with the golden model:
   compared with the model on every wire beat and its cycle, every mark, counter and
   memory word (tb/soak/rdma.py).
 
+``--mix W:R:A`` (or a preset, ``mixed`` = 70:20:10, a test mix; default ``writes``,
+the WRITE-only soak above) shares the messages among writes, loads/READs and atomics
+(exact shares, :mod:`pymodel.scenarios.mix`):
+
+- NIC: the writes are the stores above (link retry over faulty wires); the loads and
+  atomics run on NicMemTop, which has no link retry, **over clean links**: chunks of up
+  to 256 commands per node (``tb.soak.nic_mem``), fresh random memories each, every chunk
+  compared with the model on every beat, memory write, landed response, counter and
+  memory word and checked without it (each load's bytes, each atomic's old value and its
+  word executed once, every command answered OK, no other byte changed;
+  tb/soak/cocotb_nic_mem_soak.py). soak.json's ``nic_mem`` entry.
+- RDMA: each chunk posts the mix on the same QPs (kind ``mixed`` of
+  tb/rdma/cocotb_rdma.py on RdmaTop with ``reads`` and ``read_words``), faults on the
+  A->B link at the soak's rates and **drops only** on B->A (the model refuses corrupting
+  or duplicating faults there with READs), checked without the model too (each READ's
+  bytes, each atomic's old value and word, each WRITE's bytes, one successful CQE per
+  operation per QP in order).
+
+soak.json adds per design the operations and how many passed those checks
+(``writes``, ``loads``, ``reads``, ``atomics`` and ``<op>_ok``, which must be equal).
+
 The two designs are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
 local processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
 address); a bad ``--jobs`` or ``--scheduler`` is an error (exit code 2) before any
@@ -64,6 +85,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
+from pymodel.scenarios.mix import PRESETS, parse_mix  # noqa: E402
 from scripts.executor import (  # noqa: E402
     ExecutorError,
     add_cluster_options,
@@ -76,7 +98,12 @@ from tb.soak.recovery import per_damaged_frame  # noqa: E402
 OUT = ROOT / "build" / "soak"
 KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "hangs", "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
-        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
+        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s",
+        *(f"{op}{ok}" for op in ("writes", "loads", "reads", "atomics") for ok in ("", "_ok")))
+#: Per operation: how many ran, and how many passed the model-free checks (``<op>_ok``,
+#: which must equal ``<op>``; the NIC's stores are checked as a whole, by ``lost`` and
+#: ``corrupted_bytes``).
+OPS_CHECKED = ("writes", "loads", "reads", "atomics")
 MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
 #: node's recorders (memory writes of a chunk).
@@ -107,6 +134,13 @@ def _chunk(most):
     return check
 
 
+def _mix(text):
+    try:
+        return parse_mix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=_positive, default=1_000_000,
@@ -134,6 +168,11 @@ def _args(argv):
                     help="NIC: gaps in every command stream, out of 256 cycles (default 64; "
                          "the RDMA host posts its doorbells as fast as the engine takes "
                          "them)")
+    ap.add_argument("--mix", type=_mix, default=PRESETS["writes"], metavar="W:R:A",
+                    help="weights of writes, loads/READs and atomics, or a preset: "
+                         + ", ".join(f"{k} ({':'.join(map(str, v))})"
+                                     for k, v in PRESETS.items())
+                         + " (default writes: the WRITE-only soak)")
     ap.add_argument("--seed", type=int, default=1, help="seed of traffic and faults")
     ap.add_argument("--selective", action="store_true",
                     help="RDMA: selective repeat at both ends instead of go-back-N (the "
@@ -225,6 +264,10 @@ def run_design(job):
     start = time.perf_counter()
     if name == "nic":
         figures = soak_nic(args, count)
+        figures.update(writes=figures.get("messages", 0))
+    elif name == "nic_mem":
+        from tb.soak.nic_mem import soak_nic_mem
+        figures = soak_nic_mem(args, count)
     else:
         from tb.soak.rdma import soak_rdma
         figures = soak_rdma(args, count, span)
@@ -254,8 +297,12 @@ def jobs_of(args):
     (one, or one per ``--rdma-group`` chunks: its chunks are independent)."""
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = []
-    if args.only in (None, "nic"):
-        jobs.append(("nic", args, args.messages, None))
+    w, r, a = args.mix
+    loads = args.messages - args.messages * w // (w + r + a)
+    if args.only in (None, "nic") and w:
+        jobs.append(("nic", args, args.messages - loads, None))
+    if args.only in (None, "nic") and loads:
+        jobs.append(("nic_mem", args, loads, None))
     if args.only in (None, "rdma"):
         chunks = math.ceil(rdma / args.rdma_chunk)
         group = args.rdma_group or max(chunks, 1)
@@ -291,6 +338,7 @@ def main(argv=None):
                                                 "tag_rate", "ack_drop_rate",
                                                 "ack_corrupt_rate", "stall_rate", "seed",
                                                 "selective")}
+    settings["mix"] = list(args.mix)
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same
@@ -315,6 +363,8 @@ def failures(results):
     figure that is not, a chunk not compared with the model, a model mismatch."""
     failed = [f"{d}.{k}" for d in results for k in MUST_BE_ZERO if results[d].get(k)]
     for d, r in results.items():
+        failed += [f"{d}.{op}_ok ({r[op + '_ok']} of {r[op]})" for op in OPS_CHECKED
+                   if op + "_ok" in r and r[op + "_ok"] != r.get(op)]
         if r.get("chunks_compared") != r.get("chunks") or not r.get("chunks"):
             failed.append(f"{d}.chunks_compared ({r.get('chunks_compared')} of "
                           f"{r.get('chunks')} chunks)")

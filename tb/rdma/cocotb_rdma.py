@@ -76,6 +76,7 @@ KIND_PARAMS = {
     "bad": (),
     "reads": (),
     "posted_reads": ("op", "msg_bytes", "messages"),
+    "mixed": ("messages", "mix", "sizes", "qps", "pmtu_log2"),
     "overflow": (),
     "load": ("msg_bytes", "messages", "load", "service_cycles", *LOAD_KNOBS),
 }
@@ -176,6 +177,8 @@ def scenario(p, cfg, knobs):
         return reads.read_scenario(cfg, p.get("seed", 5), host)
     if p["kind"] == "posted_reads":
         return reads.posted_read_scenario(cfg, p, host), [], None
+    if p["kind"] == "mixed":
+        return reads.mixed_run_scenario(cfg, p, host), [], None
     if p["kind"] == "load":
         # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
@@ -302,10 +305,7 @@ async def rdma_matches_model(dut):
         outcomes = ("frames_ok",) + DROP_REASONS + SEQUENCE_COUNTERS
         sb.equal("injected frames = accepted + dropped (responder counters)",
                  sum(resp[r] for r in outcomes if isinstance(resp[r], int)), len(inject))
-    if p["kind"] == "reads":
-        reads.read_checks(sb, v, got, reasons, bth_at)
-    if p["kind"] == "posted_reads":
-        reads.posted_read_checks(sb, v, got)
+    mixed = reads.kind_checks(p["kind"], sb, v, got, reasons, bth_at)
     if reasons is not None:
         expect = {}
         for r in reasons:
@@ -319,9 +319,10 @@ async def rdma_matches_model(dut):
                                   p.get("cqe_status", "SUCCESS"))
     signalled = [m for k, m in enumerate(v.messages)
                  if m.signalled or status_of[k] != CqeStatus.SUCCESS.value]
-    cqes = v.poll_cq(mem_a, len(signalled))
-    soak = {"lost": len(v.posted), "corrupted_bytes": 0}
-    sb.equal("CQEs polled", len(cqes), len(signalled))
+    soak = mixed or {"lost": len(v.posted), "corrupted_bytes": 0}
+    if mixed is None:                   # (a mixed run's CQEs: reads.mixed_checks)
+        cqes = v.poll_cq(mem_a, len(signalled))
+        sb.equal("CQEs polled", len(cqes), len(signalled))
     if p["kind"] in ("writes", "qp_error", "load"):
         # Independent of the model: every signalled (or failed) WRITE completed, per QP
         # in order (RC orders completions within a QP only, tb.rdma.intent), with the
@@ -372,11 +373,12 @@ async def rdma_matches_model(dut):
             soak[key] = max(c for c, _ in model[marks]) - max(c for c, _ in base[marks])
     if p.get("out_json"):
         n = max(len(v.messages), 1)
+        plain = v.messages and p["kind"] != "mixed"
         try:
-            rtl = reduce_run(v, got, n) if v.messages else reads.op_times(got)
+            rtl = reduce_run(v, got, n) if plain else reads.op_times(got)
         except (ValueError, IndexError, KeyError, TypeError):  # see the scoreboard
             rtl = None
-        mdl = reduce_run(v, model, n) if v.messages else reads.op_times(model)
+        mdl = reduce_run(v, model, n) if plain else reads.op_times(model)
         if p["kind"] == "load":          # per-message cycles from arrival, both sides
             for side, run in (("rtl", got), ("model", model)):
                 try:

@@ -1,6 +1,8 @@
 """RDMA READ runs of RdmaTop (kind ``reads``): the scenario, the counter names and the
 checks independent of the model."""
 
+from pymodel.scenarios.mix import parse_mix
+from pymodel.scenarios.rdma_mixed import mixed_scenario
 from pymodel.scenarios.rdma_read import (
     posted_reads_scenario,
     read_point_scenario,
@@ -12,7 +14,8 @@ from spec.rdma_responder import READ_COUNTERS
 from tb.rdma.wirecheck import wire_problems
 
 __all__ = ["read_counters", "read_scenario", "read_checks", "requester_read_counters",
-           "posted_read_scenario", "posted_read_checks", "op_times"]
+           "posted_read_scenario", "posted_read_checks", "op_times", "mixed_checks",
+           "mixed_run_scenario", "kind_checks"]
 
 _OPCODES = {"read": WqeOpcode.RDMA_READ.value, "cas": WqeOpcode.ATOMIC_CMP_AND_SWP.value,
             "faa": WqeOpcode.ATOMIC_FETCH_AND_ADD.value}
@@ -105,3 +108,88 @@ def posted_read_checks(sb, v, got):
     sb.equal("CQEs of the READs and atomics",
              sorted((c["wr_id"], c["status"], c["opcode"]) for c in cqes),
              sorted((op[4], CqeStatus.SUCCESS.value, _OPCODES[op[0]]) for op in v.ops))
+
+
+def mixed_run_scenario(cfg, p, host):
+    """The verbs of kind ``mixed`` (run parameters ``p``: ``messages``, ``mix``,
+    ``sizes``, ``qps``, ``pmtu_log2``, ``seed``): :func:`pymodel.scenarios.rdma_mixed.
+    mixed_scenario`; ``ValueError`` unless the top has ``reads``, ``read_words`` and the
+    RoCEv2 framing."""
+    if not (cfg.reads and cfg.read_words) or cfg.header != "roce":
+        raise ValueError("kind 'mixed' needs a top with reads > 0, read_words > 0 and the "
+                         "roce header")
+    return mixed_scenario(p["messages"], parse_mix(p["mix"]), p["sizes"], p["qps"],
+                          pmtu_log2=p.get("pmtu_log2", 10), seed=p.get("seed", 1), **host)
+
+
+def kind_checks(kind, sb, v, got, reasons, bth_at):
+    """The model-free checks of the READ kinds (``reads``, ``posted_reads``, ``mixed``;
+    none for the others); returns a mixed run's figures (:func:`mixed_checks`), else
+    None."""
+    if kind == "reads":
+        read_checks(sb, v, got, reasons, bth_at)
+    if kind == "posted_reads":
+        posted_read_checks(sb, v, got)
+    return mixed_checks(sb, v, got) if kind == "mixed" else None
+
+
+def _mr_bytes(mem, base, n):
+    first = base // 64
+    return b"".join(int(mem[first + k]).to_bytes(64, "little")
+                    for k in range(-(-n // 64)))[:n]
+
+
+def mixed_checks(sb, v, got):
+    """Independent of the model, a mixed chunk (kind ``mixed``,
+    :func:`pymodel.scenarios.rdma_mixed.mixed_scenario`): one successful CQE per
+    operation with its opcode, per QP in posting order; each READ's local bytes are the
+    bytes node B held, each atomic's its original value; node B's MR 2 holds what each
+    atomic executed once leaves, MR 3 each WRITE's bytes once. Returns the soak's
+    figures of the chunk (``messages``: the operations), per op the count (``writes``,
+    ``reads``, ``atomics``) and how many passed their check (``*_ok``), ``lost``
+    (operations without their successful CQE) and ``corrupted_bytes`` (bytes of node
+    B's MRs or of a READ's or atomic's answer that differ)."""
+    mem_a, mem_b = got["mem_a"], got["mem_b"]
+    wqe_op = {"write": WqeOpcode.RDMA_WRITE.value, "read": _OPCODES["read"]}
+    cqes = v.poll_cq(dict(enumerate(mem_a)), len(v.mix_ops))
+    ok = {c["wr_id"] for c in cqes if c["status"] == CqeStatus.SUCCESS.value}
+    per_qp, want_qp = {}, {}
+    for c in cqes:
+        per_qp.setdefault(c["qpn"], []).append((c["wr_id"], c["status"], c["opcode"]))
+    out = {"messages": len(v.mix_ops), "writes": 0, "reads": 0, "atomics": 0,
+           "writes_ok": 0, "reads_ok": 0, "atomics_ok": 0, "corrupted_bytes": 0}
+    for op, wr_id, qpn, index in v.mix_ops:
+        code = (wqe_op[op] if op in wqe_op else _OPCODES[v.ops[index][0]])
+        want_qp.setdefault(qpn, []).append((wr_id, CqeStatus.SUCCESS.value, code))
+    sb.equal("CQEs (wr_id, status, opcode) per QP, in posting order", per_qp, want_qp)
+    out["lost"] = sum(1 for _, wr_id, _, _ in v.mix_ops if wr_id not in ok)
+    waddr, wbytes = v.write_mr
+    have_w = _mr_bytes(mem_b, waddr, len(wbytes))
+    for op, wr_id, _, index in v.mix_ops:
+        key = op + "s"
+        out[key] += 1
+        if op == "write":
+            raddr, payload = v.posted[index]
+            at = raddr - waddr
+            bad = sum(a != b for a, b in zip(have_w[at:at + len(payload)], payload,
+                                              strict=True))
+        else:
+            laddr = v.ops[index][1]
+            want = v.expect_local[laddr]
+            have = _mr_bytes(mem_a, laddr - laddr % 64, laddr % 64 + len(want))[laddr % 64:]
+            bad = sum(a != b for a, b in zip(have, want, strict=True))
+            sb.equal(f"{op} {wr_id:#x}: node A's bytes at {laddr:#x} (its answer)", have,
+                     want)
+        out["corrupted_bytes"] += bad
+        out[key + "_ok"] += int(bad == 0 and wr_id in ok)
+    sb.equal("node B's MR 3 after each WRITE landed once (bytes that differ)",
+             sum(a != b for a, b in zip(have_w, wbytes, strict=True)), 0)
+    base, image = v.expect_image
+    have = _mr_bytes(mem_b, base, len(image))
+    bad_image = sum(a != b for a, b in zip(have, image, strict=True))
+    out["corrupted_bytes"] += bad_image
+    sb.equal("node B's MR 2 after each atomic executed once (bytes that differ)",
+             bad_image, 0)
+    sb.equal("payload words written (each WRITE once)", got["resp"]["words"],
+             sum(-(-len(pl) // 64) for _, pl in v.posted))
+    return out

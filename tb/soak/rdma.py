@@ -32,7 +32,12 @@ from pymodel.fabric.faulty_link import rate_per_65535
 from tb.cosim import CosimFailure
 from tb.rdma.runner import run_rdma
 
-__all__ = ["soak_rdma", "CHUNK"]
+__all__ = ["soak_rdma", "CHUNK", "OP_FIGURES", "MIXED_TOP", "link_faults"]
+
+#: Per operation: how many ran, and how many passed the model-free checks (a WRITE's
+#: bytes landed once, a READ's answer the bytes node B held, an atomic's original value
+#: and its word executed once; each with its successful CQE).
+OP_FIGURES = ("writes", "reads", "atomics", "writes_ok", "reads_ok", "atomics_ok")
 
 #: WRITEs per co-simulation, and the top's recorder depth that holds their beats: a
 #: chunk is about 12,000 beats on the data link (seed 1, chunks 0 and 1: 11,750 and
@@ -52,6 +57,41 @@ ACK_TIMEOUT = 1024
 #: own limit is 2**26 cycles).
 MODEL_CYCLES_PER_WRITE = 200
 MODEL_SLACK = 100_000
+#: A mixed chunk's top: the soak's with node A's READ and atomic requester (``reads``,
+#: its ORD of 16 as every READ top of tb/rdma) and node B's READ data FIFO
+#: (``read_words``, two packets of the largest MTU, as :data:`tb.rdma.runner.FEATURES_TOP`).
+MIXED_TOP = dict(TOP, reads=16, read_words=128)
+#: Cycles the model may take per operation of a mixed chunk: node B serves one READ or
+#: atomic at a time behind its host reads (about 400 cycles each at the top's ``pcie``
+#: host profile, docs/rdma.md, "READ and atomics"), twice that for margin.
+MODEL_CYCLES_PER_OP = 800
+#: Transport timeout of a mixed chunk (cycles): a WRITE's ACK may wait behind the READs
+#: and atomics node B serves one at a time, up to the ORD of 16 of each QP at about 400
+#: cycles each (6,400 cycles); twice that, rounded up to a power of two, so that no
+#: loss-free mixed chunk of the soak's size times out (the WRITE-only soak's 1,024 would
+#: fire in loss-free chunks of 20 operations, the golden model alone).
+MIXED_ACK_TIMEOUT = 16384
+
+
+def mixed(args):
+    """Whether the soak's ``--mix`` has READs or atomics (then each chunk is kind
+    ``mixed`` on :data:`MIXED_TOP`)."""
+    weights = getattr(args, "mix", (1, 0, 0))
+    return bool(weights[1] or weights[2])
+
+
+def link_faults(args, index):
+    """The two links' fault settings of chunk ``index``: the soak's rates on both; with
+    READs or atomics the B->A link drops only (the model carries it beat by beat then
+    and refuses corrupting or duplicating faults on it, docs/rdma.md)."""
+    faults = {link: dict(seed=(args.seed * 7919 + 2 * index + k) & 0xFFFF or 1,
+                         corrupt_rate=rate_per_65535(args.corrupt_rate),
+                         drop_rate=rate_per_65535(args.drop_rate),
+                         dup_rate=rate_per_65535(args.dup_rate))
+              for k, link in enumerate(("faults_ab", "faults_ba"))}
+    if mixed(args):
+        faults["faults_ba"].update(corrupt_rate=0, dup_rate=0)
+    return faults
 
 
 def soak_rdma(args, messages, span=None):
@@ -70,35 +110,40 @@ def soak_rdma(args, messages, span=None):
                   rewinds=0, sr_placed=0,
                   duplicates_discarded=0, wire_dropped=0, wire_corrupted=0,
                   wire_duplicated=0, chunks=max(stop - first, 0), chunks_compared=0,
-                  mismatches=0, failed_chunks=0)
+                  mismatches=0, failed_chunks=0, **{k: 0 for k in OP_FIGURES})
     per_chunk = []
     token = f"{os.getpid()}-{time.time_ns()}"
     part = f" (chunks {first + 1} to {stop})" if (first, stop) != (0, chunks) else ""
-    print(f"rdma: {messages} WRITEs in {chunks} co-simulations of up to {size}{part}, each "
+    mix = mixed(args)
+    what = (f"operations (mix W:R:A {':'.join(map(str, args.mix))}; faults on A->B, drops "
+            "only on B->A)" if mix else "WRITEs")
+    print(f"rdma: {messages} {what} in {chunks} co-simulations of up to {size}{part}, each "
           "compared with the model (Verilator -O2)", flush=True)
     t0 = time.perf_counter()
     for index in range(first, stop):
         count = min(size, messages - index * size)
-        faults = {link: dict(seed=(args.seed * 7919 + 2 * index + k) & 0xFFFF or 1,
-                             corrupt_rate=rate_per_65535(args.corrupt_rate),
-                             drop_rate=rate_per_65535(args.drop_rate),
-                             dup_rate=rate_per_65535(args.dup_rate))
-                  for k, link in enumerate(("faults_ab", "faults_ba"))}
+        faults = link_faults(args, index)
         selective = int(getattr(args, "selective", False))
-        test_id = f"soak_seed{args.seed}_chunk{index}" + ("_sr" if selective else "")
+        test_id = (f"soak_seed{args.seed}_chunk{index}" + ("_sr" if selective else "")
+                   + ("_mix" + "_".join(map(str, args.mix)) if mix else ""))
         params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
                       seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
                       out_json="soak.json",
                       clean_baseline=True, token=token,
                       model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK,
                       selective=selective, **faults)
+        if mix:
+            params.update(kind="mixed", mix=":".join(map(str, args.mix)),
+                          ack_timeout=MIXED_ACK_TIMEOUT,
+                          model_limit=MODEL_CYCLES_PER_OP * count + MODEL_SLACK)
         if index == getattr(args, "break_model_chunk", None):
             params["model_mmio_delay"] = 1
         try:
-            run = run_rdma(TOP, params=params, sim="verilator", test_id=test_id, opt="-O2")
+            run = run_rdma(MIXED_TOP if mix else TOP, params=params, sim="verilator",
+                           test_id=test_id, opt="-O2")
             failed = False
         except CosimFailure as exc:
-            print(f"  chunk {index}: FAILED ({exc})", flush=True)
+            print(f"  chunk {index}: FAILED ({exc}){_why(test_id)}", flush=True)
             run, failed = None, True
         out = _read(run, test_id, token)
         if out is None:                  # no figures at all: count the chunk as lost
@@ -131,15 +176,33 @@ def soak_rdma(args, messages, span=None):
         totals["cycles"] += out["cycles"]
         totals["recovery_cycles"] += out.get("recovery_cycles", 0)
         totals["cqe_delay_cycles"] += out.get("cqe_delay_cycles", 0)
+        if not mix:                      # a WRITE-only chunk: the bench's WRITE checks
+            out = dict(out, writes=out["messages"],
+                       writes_ok=0 if out["corrupted_bytes"] else out["messages"] - out["lost"])
+        for key in OP_FIGURES:
+            totals[key] += out.get(key, 0)
         per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
                               mismatches=out["mismatches"], recovered=damaged,
                               recovery_cycles=out.get("recovery_cycles", 0)))
         elapsed = time.perf_counter() - t0
-        print(f"  chunk {index + 1}/{chunks}: {totals['messages']} WRITEs, "
+        ops = (f"{totals['writes']} WRITEs, {totals['reads']} READs, {totals['atomics']} "
+               "atomics" if mix else f"{totals['messages']} WRITEs")
+        print(f"  chunk {index + 1}/{chunks}: {ops}, "
               f"{totals['retransmissions']} frames sent again, {totals['lost']} lost, "
               f"{totals['corrupted_bytes']} bad bytes, {totals['mismatches']} "
               f"model mismatches ({elapsed:.0f} s)", flush=True)
     return dict(totals, per_chunk=per_chunk)
+
+
+def _why(test_id):
+    """The model's own error of a chunk that stopped, from its simulator log (the first
+    line naming one), e.g. the model's ``NoProgress``; empty if none."""
+    from tb.cosim import BUILD
+    for log in sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{test_id}/sim.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if "NoProgress:" in line or "RuntimeError:" in line:
+                return ":\n    " + line.strip()[:400]
+    return ""
 
 
 def _read(run, test_id, token):

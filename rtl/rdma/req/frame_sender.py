@@ -167,14 +167,14 @@ class FrameSender(wiring.Component):
         ctx = self.ctx.data
         is_req = Signal()
         m.d.comb += is_req.eq(~d.null & (d.op != WqeOpcode.RDMA_WRITE))
-        # The WRITE chain sends a frame from a descriptor taken until its last beat.
-        wbusy = Signal()
+        # The WRITE chain's frames taken and not yet ended (their last beat): the framer
+        # takes the next descriptor while the inserters may still add the last beat of
+        # the frame before, so two can be in flight; a request goes only once the last
+        # of them sends its last beat (the model's ``w_end``).
+        wcount = Signal(2)
         w_end = Signal()
         m.d.comb += w_end.eq(fcs.o.valid & fcs.o.ready & fcs.o.payload.last)
-        with m.If(w_take):
-            m.d.sync += wbusy.eq(1)
-        with m.Elif(w_end):
-            m.d.sync += wbusy.eq(0)
+        m.d.sync += wcount.eq(wcount + w_take - w_end)
         rp = rq.i.payload
         m.d.comb += [
             rp.opcode.eq(d.opcode), rp.dmac.eq(ctx.dmac), rp.smac.eq(ctx.smac),
@@ -196,7 +196,8 @@ class FrameSender(wiring.Component):
         m.d.comb += [ip.atomic.eq(atomic), ip.qpn.eq(d.qpn), ip.psn.eq(d.psn),
                      ip.pmtu_log2.eq(d.pmtu_log2), ip.laddr.eq(d.laddr),
                      ip.length.eq(d.msg_length)]
-        go_r = (self.seg.valid & is_req & self.go & (~wbusy | w_end)
+        w_idle = (wcount == 0) | ((wcount == 1) & w_end)
+        go_r = (self.seg.valid & is_req & self.go & w_idle
                 & (self.rec.ready | ~record) & (self.issue.ready | d.resend))
         m.d.comb += rq.i.valid.eq(go_r)
         with m.If(go_r & rq.i.ready):

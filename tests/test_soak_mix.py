@@ -1,0 +1,183 @@
+"""``scripts/soak.py --mix``: the mix and its option errors, the jobs it makes, the
+NIC's load/atomic chunks and the RDMA engine's mixed chunks against the golden model
+(model only: fast), and one co-simulated mixed soak per design (slow)."""
+
+import json
+import random
+
+import pytest
+
+from pymodel.nic.mem_system import NicMemSystemModel
+from pymodel.scenarios.mix import PRESETS, counts, op_sequence, parse_mix
+from scripts import soak
+from tb.rdma import reads
+from tb.rdma.cocotb_rdma import config, run_model, scenario
+from tb.soak.nic_mem import chunk_checks, chunk_commands, chunk_memories
+from tb.soak.rdma import MIXED_TOP, link_faults
+
+
+def test_mix_parses_weights_and_presets():
+    assert parse_mix("70:20:10") == (70, 20, 10)
+    assert parse_mix("0:1:0") == (0, 1, 0)
+    assert parse_mix("mixed") == PRESETS["mixed"]
+    assert parse_mix("writes") == (1, 0, 0)
+    for bad in ("", "1:2", "1:2:3:4", "a:b:c", "-1:1:1", "0:0:0", "1.5:1:1", None):
+        with pytest.raises(ValueError, match="--mix"):
+            parse_mix(bad)
+
+
+def test_mix_counts_are_exact_shares():
+    """Largest remainder: the counts add up to n and each is within one of its share."""
+    assert counts((70, 20, 10), 2000) == {"write": 1400, "read": 400, "atomic": 200}
+    for weights in ((1, 1, 1), (3, 0, 2), (0, 0, 5), (7, 2, 1)):
+        for n in (1, 2, 7, 100, 1001):
+            got = counts(weights, n)
+            assert sum(got.values()) == n
+            for w, c in zip(weights, got.values(), strict=True):
+                assert abs(c - n * w / sum(weights)) < 1
+    seq = op_sequence((1, 1, 1), 30, random.Random(4))
+    assert sorted(seq) == sorted(["write"] * 10 + ["read"] * 10 + ["atomic"] * 10)
+    assert seq != sorted(seq)            # shuffled
+
+
+def test_bad_mix_option_is_named_before_any_simulation(capsys):
+    for bad in ("1:2", "0:0:0", "lots"):
+        with pytest.raises(SystemExit):
+            soak._args(["--mix", bad])
+        assert "--mix" in capsys.readouterr().err
+    assert soak._args([]).mix == (1, 0, 0)   # the WRITE-only soak by default
+
+
+def test_mix_jobs():
+    """The writes go to the NIC's stores over faulty links, the loads and atomics to
+    NicMemTop; no job for a part of no messages; the RDMA engine runs all of them."""
+    args = soak._args(["--messages", "3000", "--rdma-messages", "500", "--mix", "70:20:10"])
+    assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [
+        ("nic", 2100), ("nic_mem", 900), ("rdma", 500)]
+    args = soak._args(["--messages", "3000"])
+    assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [("nic", 3000), ("rdma", 3000)]
+    args = soak._args(["--messages", "300", "--mix", "0:2:1", "--only", "nic"])
+    assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [("nic_mem", 300)]
+
+
+def test_failures_need_every_operation_checked():
+    good = dict(lost=0, corrupted_bytes=0, hangs=0, mismatches=0, chunks=1,
+                chunks_compared=1, reads=4, reads_ok=4, atomics=2, atomics_ok=2)
+    assert soak.failures({"rdma": good}) == []
+    assert soak.failures({"rdma": dict(good, atomics_ok=1)}) == [
+        "rdma.atomics_ok (1 of 2)"]
+
+
+def test_rdma_mixed_faults_drop_only_on_b_to_a():
+    """The model refuses corrupting or duplicating faults on the B->A link with READs
+    (it carries that link beat by beat): a mixed soak keeps only its drops there."""
+    args = soak._args(["--mix", "mixed", "--corrupt-rate", "0.01", "--dup-rate", "0.01"])
+    faults = link_faults(args, 3)
+    assert faults["faults_ab"]["corrupt_rate"] and faults["faults_ab"]["dup_rate"]
+    assert faults["faults_ba"]["corrupt_rate"] == faults["faults_ba"]["dup_rate"] == 0
+    assert faults["faults_ba"]["drop_rate"] == faults["faults_ab"]["drop_rate"]
+    writes = link_faults(soak._args(["--corrupt-rate", "0.01"]), 3)
+    assert writes["faults_ba"]["corrupt_rate"] == writes["faults_ab"]["corrupt_rate"]
+
+
+def test_nic_mem_chunk_against_the_model():
+    """The model's run of a chunk passes the model-free checks (each load's bytes, each
+    atomic's old value and slot, every command answered); a flipped byte anywhere, or
+    a response missing, is caught."""
+    top = dict(nodes=4, framing="compact", fabric="board", mem_words=2048, max_payload=256)
+    model = NicMemSystemModel(**top)
+    mem = chunk_memories(4, 2048, 1, 0)
+    cmds, expect = chunk_commands(random.Random(2), (2, 1), 4, 2048, 24, mem)
+    want = model.run(cmds, mem={q: list(v) for q, v in mem.items()})
+    landed = {q: len(want["rsp"][q]) for q in range(4)}
+    status = {q: [r[2] for r in want["rsp"][q]] for q in range(4)}
+    fig, bad = chunk_checks(cmds, expect, mem, want["mem"], landed, status,
+                            want["outstanding"])
+    assert bad == []
+    assert fig["loads"] + fig["atomics"] == 96 and fig["loads"] == 64
+    assert fig["loads_ok"] == 64 and fig["atomics_ok"] == 32 and fig["lost"] == 0
+    for q, word in ((1, 5), (2, 512), (3, 2047)):     # source, atomic slots, answers
+        broken = {p: list(v) for p, v in want["mem"].items()}
+        broken[q][word] ^= 1 << 3
+        assert chunk_checks(cmds, expect, mem, broken, landed, status,
+                            want["outstanding"])[0]["corrupted_bytes"] == 1
+    fig, bad = chunk_checks(cmds, expect, mem, want["mem"], {**landed, 0: 23},
+                            {**status, 0: status[0][:-1]}, want["outstanding"])
+    assert fig["lost"] == 1 and bad
+
+
+def test_rdma_mixed_chunk_against_the_model():
+    """A small mixed chunk without faults on the soak's mixed top: the golden model's
+    host memories pass the model-free checks (each READ's bytes, each atomic's old value
+    and word, each WRITE's bytes, one successful CQE per operation per QP in order)."""
+    p = dict(kind="mixed", top=MIXED_TOP, messages=40, mix="mixed", sizes=[64, 1025, 300],
+             qps=4, pmtu_log2=10, seed=3, ack_timeout=4096)
+    cfg, knobs = config(MIXED_TOP, p)
+    v, inject, _ = scenario(p, cfg, knobs)
+    model = run_model(cfg, v, inject, (1, 0))
+
+    class Board:
+        def __init__(self):
+            self.mismatches = []
+
+        def equal(self, what, got, want):
+            if got != want:
+                self.mismatches.append(what)
+
+    got = {side: [model[side].get(k, 0) for k in range(cfg.depth)]
+           for side in ("mem_a", "mem_b")}
+    got["resp"] = model["resp"]
+    sb = Board()
+    fig = reads.mixed_checks(sb, v, got)
+    assert sb.mismatches == []
+    assert (fig["writes"], fig["reads"], fig["atomics"]) == (28, 8, 4)
+    assert fig["writes_ok"] + fig["reads_ok"] + fig["atomics_ok"] == 40
+    assert fig["lost"] == 0 and fig["corrupted_bytes"] == 0
+    laddr = next(op[1] for op in v.ops if op[0] == "read")
+    got["mem_a"][laddr // 64] ^= 1
+    v.cq_next = 0                        # poll the CQ again from its start
+    assert reads.mixed_checks(Board(), v, got)["reads_ok"] == 7
+
+
+@pytest.mark.slow(reason="a Verilator build of NicMemTop of the soak's own size")
+def test_nic_mem_soak_compares_every_chunk(tmp_path):
+    """Two chunks of loads and atomics on NicMemTop: every chunk compared with the
+    model, every operation checked."""
+    assert soak.main(["--only", "nic", "--messages", "1200", "--mix", "0:2:1", "--seed",
+                      "11", "--jobs", "1", "--out", str(tmp_path)]) == 0
+    nic = json.loads((tmp_path / "soak.json").read_text())["nic_mem"]
+    assert nic["chunks"] == nic["chunks_compared"] == 2 and nic["mismatches"] == 0
+    assert nic["loads"] + nic["atomics"] == 1200 and nic["atomics"] == 400
+    assert nic["loads_ok"] == nic["loads"] and nic["atomics_ok"] == nic["atomics"]
+
+
+#: A clean-link mixed RDMA soak of 50-operation chunks (seed 3): the transport timeout
+#: of a mixed chunk never fires, and no frame is sent again.
+CLEAN_RDMA = ["--only", "rdma", "--messages", "0", "--rdma-chunk", "50", "--mix", "mixed",
+              "--corrupt-rate", "0", "--drop-rate", "0", "--dup-rate", "0", "--seed", "3",
+              "--jobs", "1"]
+
+
+@pytest.mark.slow(reason="a Verilator build of RdmaTop with reads of the soak's own size")
+def test_rdma_mixed_soak_compares_every_chunk(tmp_path):
+    """One mixed chunk of 50 operations (35 WRITEs, 10 READs, 5 atomics) on clean links:
+    RTL = model on every beat and word, every operation checked without the model."""
+    assert soak.main([*CLEAN_RDMA, "--rdma-messages", "50", "--out", str(tmp_path)]) == 0
+    rdma = json.loads((tmp_path / "soak.json").read_text())["rdma"]
+    assert rdma["chunks_compared"] == 1 and rdma["mismatches"] == 0
+    assert (rdma["writes"], rdma["reads"], rdma["atomics"]) == (35, 10, 5)
+    assert rdma["writes_ok"] + rdma["reads_ok"] + rdma["atomics_ok"] == 50
+
+
+@pytest.mark.slow(reason="a Verilator build of RdmaTop with reads of the soak's own size")
+def test_rdma_mixed_soak_write_before_read(tmp_path):
+    """Chunks 0 to 2 of the same soak. In chunk 2 a 3-beat WRITE ONLY is taken by the
+    WRITE chain while its inserters still send the last beat of the frame before (the
+    case this chunk reaches), and a READ request of the same QP is next: the request
+    must wait for the WRITE ONLY's last beat (two WRITE frames in flight), as in the
+    model, or the two chains send in the same cycles and the WRITE is lost on the
+    wire."""
+    assert soak.main([*CLEAN_RDMA, "--rdma-messages", "150", "--out", str(tmp_path)]) == 0
+    rdma = json.loads((tmp_path / "soak.json").read_text())["rdma"]
+    assert rdma["chunks_compared"] == 3 and rdma["mismatches"] == 0
+    assert rdma["retransmissions"] == 0 and rdma["reads_ok"] == rdma["reads"] == 30
