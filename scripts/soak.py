@@ -1,12 +1,14 @@
-"""Soak both designs on Verilator over faulty links: nothing lost, nothing corrupted, and
+"""Soak the designs on Verilator over faulty links: nothing lost, nothing corrupted, and
 every chunk equal to the golden model cycle for cycle.
 
 Usage::
 
     python scripts/soak.py                         # 1,000,000 messages per design, as `make soak`
     python scripts/soak.py --messages 100000 --rdma-messages 5000
-    python scripts/soak.py --scheduler tcp://head:8786   # the two designs on a Dask cluster
+    python scripts/soak.py --scheduler tcp://head:8786   # the designs on a Dask cluster
     make soak MESSAGES=200000
+    python scripts/soak.py --only ephemeral       # the ephemeral receiver alone
+    python scripts/soak.py --only ephemeral --ephemeral drop_rate=0.02 --ephemeral idle=512
 
 The NIC runs with link-level retry on all 8 wires of its 4-node top (W = 64 bytes,
 compact framing, all-to-all stores of 64 to 256 bytes with random gaps); the RDMA
@@ -29,7 +31,17 @@ Chunks, every one compared with the golden model:
   compared with the model on every wire beat and its cycle, every mark, counter and
   memory word (tb/soak/rdma.py).
 
-The two designs are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
+- Ephemeral: genuine traffic of 12
+  go-back-N senders through a lossy path (drops, duplicates, late copies, lost ACKs and
+  CLOSEs) into the receiver block (EphemeralReceiverTop, 8 contexts), closed loop on its
+  twin; one simulation, a reset per ``--ephemeral-chunk`` messages; every outcome,
+  delivery, ACK, idle close and counter RTL = twin, and every message delivered once
+  (tb/soak/ephemeral.py, pymodel/scenarios/soak_ephemeral.py). Its knobs
+  (``--ephemeral NAME=VALUE``, :data:`pymodel.scenarios.soak_ephemeral.SOAK_DEFAULTS`,
+  its own fault rates) are checked against the design's assumptions before any
+  simulation: a refused one is an error naming it (exit code 2).
+
+The NIC and the RDMA engine are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
 local processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
 address); a bad ``--jobs`` or ``--scheduler`` is an error (exit code 2) before any
 simulation.
@@ -64,20 +76,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
+from pymodel.scenarios.soak_ephemeral import SOAK_DEFAULTS  # noqa: E402
 from scripts.executor import (  # noqa: E402
     ExecutorError,
     add_cluster_options,
     check_cluster_options,
     make_executor,
 )
+from tb.soak.ephemeral import CHUNK as EPHEMERAL_CHUNK  # noqa: E402
+from tb.soak.ephemeral import TOP as EPHEMERAL_TOP  # noqa: E402
+from tb.soak.ephemeral import knobs_of  # noqa: E402
 from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
 from tb.soak.recovery import per_damaged_frame  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
-KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "hangs", "retransmissions",
+KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "duplicates_delivered", "hangs",
+        "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
         "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
-MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
+MUST_BE_ZERO = ("lost", "corrupted_bytes", "duplicates_delivered", "hangs", "mismatches",
+                "violations")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
 #: node's recorders (memory writes of a chunk).
 NIC_CHUNK = 4096
@@ -138,8 +156,19 @@ def _args(argv):
     ap.add_argument("--selective", action="store_true",
                     help="RDMA: selective repeat at both ends instead of go-back-N (the "
                          "engines' run-time port; docs/recovery.md, 'Selective repeat')")
-    ap.add_argument("--only", choices=("nic", "rdma"), default=None,
+    ap.add_argument("--only", choices=("nic", "rdma", "ephemeral"), default=None,
                     help="soak one design only")
+    ap.add_argument("--ephemeral-messages", type=_positive, default=None,
+                    help="ephemeral messages, when not --messages")
+    ap.add_argument("--ephemeral-chunk", type=_chunk(EPHEMERAL_TOP["depth"]),
+                    default=EPHEMERAL_CHUNK,
+                    help=f"ephemeral messages per chunk (1 to {EPHEMERAL_TOP['depth']}, "
+                         f"default {EPHEMERAL_CHUNK}; a chunk whose packets overflow the "
+                         f"top's {EPHEMERAL_TOP['depth']} fails)")
+    ap.add_argument("--ephemeral", action="append", default=[], metavar="NAME=VALUE",
+                    help="an ephemeral soak knob (" + ", ".join(
+                        f"{k}={v}" for k, v in SOAK_DEFAULTS.items() if k != "entries")
+                    + "), repeatable")
     ap.add_argument("--out", default=str(OUT), help="folder of soak.json (build/soak)")
     ap.add_argument("--nic-chunk", type=_chunk(NIC_CHUNK), default=NIC_CHUNK,
                     help=f"NIC stores per node per chunk (1 to {NIC_CHUNK}, default "
@@ -161,12 +190,32 @@ def _args(argv):
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
     check_cluster_options(ap, args)
+    _ephemeral_knobs(ap, args)
     # The retry's signalling is damaged at the rates of the frames by default.
     for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),
                        ("ack_corrupt_rate", "corrupt_rate")):
         if getattr(args, name) is None:
             setattr(args, name, getattr(args, like))
     return args
+
+
+def _ephemeral_knobs(ap, args):
+    """``--ephemeral NAME=VALUE`` into ``args.ephemeral_NAME``, every knob checked against
+    the design's assumptions (:func:`tb.soak.ephemeral.knobs_of`): an error naming it."""
+    for item in args.ephemeral:
+        name, sep, text = item.partition("=")
+        if not sep or name not in SOAK_DEFAULTS or name == "entries":
+            ap.error(f"--ephemeral {item!r}: want NAME=VALUE with NAME one of "
+                     f"{[k for k in SOAK_DEFAULTS if k != 'entries']}")
+        try:
+            value = type(SOAK_DEFAULTS[name])(text)
+        except ValueError:
+            ap.error(f"--ephemeral {name}: not a {type(SOAK_DEFAULTS[name]).__name__}: {text}")
+        setattr(args, f"ephemeral_{name}", value)
+    try:
+        knobs_of(args)
+    except ValueError as exc:
+        ap.error(f"--ephemeral: {exc}")
 
 
 def soak_nic(args, messages):
@@ -225,6 +274,9 @@ def run_design(job):
     start = time.perf_counter()
     if name == "nic":
         figures = soak_nic(args, count)
+    elif name == "ephemeral":
+        from tb.soak.ephemeral import soak_ephemeral
+        figures = soak_ephemeral(args, count)
     else:
         from tb.soak.rdma import soak_rdma
         figures = soak_rdma(args, count, span)
@@ -251,7 +303,8 @@ def merge(parts):
 
 def jobs_of(args):
     """The jobs of a soak: the NIC's (one: its chunks carry state), the RDMA engine's
-    (one, or one per ``--rdma-group`` chunks: its chunks are independent)."""
+    (one, or one per ``--rdma-group`` chunks: its chunks are independent); the ephemeral
+    receiver's (one simulation)."""
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = []
     if args.only in (None, "nic"):
@@ -261,6 +314,9 @@ def jobs_of(args):
         group = args.rdma_group or max(chunks, 1)
         jobs += [("rdma", args, rdma, (first, min(first + group, chunks)))
                  for first in range(0, max(chunks, 1), group)]
+    if args.only in (None, "ephemeral"):
+        count = args.messages if args.ephemeral_messages is None else args.ephemeral_messages
+        jobs.append(("ephemeral", args, count, None))
     return jobs
 
 
@@ -291,6 +347,8 @@ def main(argv=None):
                                                 "tag_rate", "ack_drop_rate",
                                                 "ack_corrupt_rate", "stall_rate", "seed",
                                                 "selective")}
+    if "ephemeral" in results:       # its own knobs and fault rates
+        results["ephemeral"]["knobs"] = knobs_of(args)
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same
