@@ -30,26 +30,26 @@ Chunks, every one compared with the golden model:
 - RDMA: one co-simulation per ``--rdma-chunk`` WRITEs (fresh QPs and memories), each
   compared with the model on every wire beat and its cycle, every mark, counter and
   memory word (tb/soak/rdma.py).
-
-- Ephemeral: genuine traffic of 12
-  go-back-N senders through a lossy path (drops, duplicates, late copies, lost ACKs and
-  CLOSEs) into the receiver block (EphemeralReceiverTop, 8 contexts), closed loop on its
-  twin; one simulation, a reset per ``--ephemeral-chunk`` messages; every outcome,
-  delivery, ACK, idle close and counter RTL = twin, and every message delivered once
-  (tb/soak/ephemeral.py, pymodel/scenarios/soak_ephemeral.py). Its knobs
+- Ephemeral: genuine traffic of 12 go-back-N senders through a lossy path (drops,
+  duplicates, late copies, lost ACKs and CLOSEs) into the receiver block
+  (EphemeralReceiverTop, 8 contexts), closed loop on its twin; one simulation, a reset
+  per ``--ephemeral-chunk`` messages; every outcome, delivery, ACK, idle close and
+  counter RTL = twin, and every message delivered once (tb/soak/ephemeral.py,
+  pymodel/scenarios/soak_ephemeral.py). Its knobs
   (``--ephemeral NAME=VALUE``, :data:`pymodel.scenarios.soak_ephemeral.SOAK_DEFAULTS`,
   its own fault rates) are checked against the design's assumptions before any
   simulation: a refused one is an error naming it (exit code 2).
 
-The NIC and the RDMA engine are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
-local processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
+The designs are jobs of :func:`scripts.executor.make_executor`: ``--jobs`` local
+processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
 address); a bad ``--jobs`` or ``--scheduler`` is an error (exit code 2) before any
 simulation.
 
 Prints, per design: messages, recovered (frames the wires damaged, all of which then
 arrived once and whole), lost (must be 0), corrupted memory bytes (must be 0), hangs
 (must be 0), retransmissions, cycles lost to recovery, chunks, chunks compared with the
-model (must be all), model mismatches (must be 0) and the wall time; writes the same
+model (must be all), model mismatches (must be 0) and the wall time (ephemeral: also
+duplicates delivered and the model-free checks' violations, both must be 0); writes the same
 figures to ``build/soak/soak.json`` (``{design: {messages, recovered, lost,
 corrupted_bytes, hangs, retransmissions, recovery_cycles,
 recovery_cycles_per_damaged_frame, chunks, chunks_compared, mismatches, per_chunk:
@@ -93,7 +93,7 @@ OUT = ROOT / "build" / "soak"
 KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "duplicates_delivered", "hangs",
         "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
-        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s")
+        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "violations", "wall_s")
 MUST_BE_ZERO = ("lost", "corrupted_bytes", "duplicates_delivered", "hangs", "mismatches",
                 "violations")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
@@ -186,7 +186,8 @@ def _args(argv):
                          "spread the RDMA soak over the --jobs workers or the cluster")
     ap.add_argument("--break-model-chunk", type=int, default=None, metavar="K",
                     help="test hook: feed the model of chunk K a wrong stimulus (the NIC: "
-                         "node 0's stall seed; RDMA: MMIO words a cycle late), so that "
+                         "node 0's stall seed; RDMA: MMIO words a cycle late; ephemeral: the "
+                         "RTL gets a 32nd of the idle time), so that "
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
     check_cluster_options(ap, args)
@@ -347,8 +348,9 @@ def main(argv=None):
                                                 "tag_rate", "ack_drop_rate",
                                                 "ack_corrupt_rate", "stall_rate", "seed",
                                                 "selective")}
-    if "ephemeral" in results:       # its own knobs and fault rates
+    if "ephemeral" in results:       # its own knobs and fault rates; no recovery cycles
         results["ephemeral"]["knobs"] = knobs_of(args)
+        results["ephemeral"].pop("recovery_cycles_per_damaged_frame", None)
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same

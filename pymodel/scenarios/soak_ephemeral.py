@@ -115,7 +115,7 @@ class GbnSender:
         self.window, self.timeout, self.sender_idle = window, timeout, sender_idle
         self.posted = 0                            # messages waiting for a PSN
         self.ctx = False
-        self.first = self.next = self.acked = self.send = 0
+        self.next = self.acked = self.send = 0
         self.established = False
         self.timer = self.last = 0
         self.copies_until = -1                     # the last arrival of a copy in flight
@@ -167,7 +167,7 @@ class GbnSender:
             return
         if not self.ctx:
             self.ctx, self.established = True, False
-            self.first = self.next = self.acked = self.send = psn
+            self.next = self.acked = self.send = psn
         if psn == self.next:                       # a new message
             self.posted -= 1
             self.messages.append(psn)
@@ -211,7 +211,7 @@ def soak_chunk(seed, chunk, messages, lose=(), **knobs):
     twin = ReceiverTwin(k["entries"], k["idle"])
     wire = {}                   # arrival cycle -> packet
     acks = {}                   # cycle -> [(src, psn)]
-    drops = {}                  # (src, psn, context's first) -> times dropped
+    drops = {}                  # (src, psn) -> times dropped
     outs, delivers, ack_ev, closes, pkts, release = [], [], [], [], [], []
     fig = dict(dropped=0, duplicated=0, late_copies=0, acks_dropped=0)
     turn, t, progress = 0, 0, 0
@@ -234,7 +234,7 @@ def soak_chunk(seed, chunk, messages, lose=(), **knobs):
                 if pkt is None:
                     continue
                 turn = (turn + j + 1) % n_src
-                key = (pkt[0], pkt[1], snd.first)
+                key = (pkt[0], pkt[1])      # a source reuses no PSN within 2**24 packets
                 snd.sent(pkt, t)
                 put[pkt[0]] += 1
                 if (pkt[0], put[pkt[0]] - 1) in lose or (
@@ -244,12 +244,14 @@ def soak_chunk(seed, chunk, messages, lose=(), **knobs):
                     break
                 wire[arrive] = pkt
                 extra = None
-                if rng.random() < k["dup_rate"]:
+                if pkt[3]:                  # a CLOSE is never copied
+                    pass
+                elif rng.random() < k["dup_rate"]:
                     extra, fig["duplicated"] = arrive + 1, fig["duplicated"] + 1
                 elif k["late"] and rng.random() < k["late_rate"]:
                     extra = arrive + 1 + rng.randrange(k["late"])
                     fig["late_copies"] += 1
-                if extra is not None and not pkt[3]:
+                if extra is not None:
                     while extra in wire:
                         extra += 1
                     wire[extra] = pkt
