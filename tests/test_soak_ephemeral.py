@@ -160,3 +160,29 @@ def test_broken_chunk_is_caught(tmp_path):
                                break_model_chunk=1), 900)
     assert fig["chunks_compared"] == 3
     assert [c["mismatches"] > 0 for c in fig["per_chunk"]] == [False, True, False]
+
+
+def test_figures_count_a_missing_chunk_as_lost():
+    """A planned chunk without a record (the simulation died before it) counts as not
+    compared, a hang, its messages lost; the others' figures add up."""
+    from tb.soak.ephemeral import summarise
+
+    rec = dict(chunk=0, messages=10, lost=0, duplicates_delivered=0, hang=0, resent=3,
+               compared=True, mismatches=0, violations=[], dropped=2, duplicated=1,
+               late_copies=0, acks_dropped=1, by_outcome={"delivered": 10})
+    fig = summarise([rec], [[0, 10], [1, 7]])
+    assert fig["chunks"] == 2 and fig["chunks_compared"] == 1
+    assert fig["lost"] == 7 and fig["hangs"] == 1 and fig["messages"] == 10
+    assert fig["recovered"] == 4 and fig["retransmissions"] == 3
+    assert soak.failures({"ephemeral": fig}) == [
+        "ephemeral.lost", "ephemeral.hangs", "ephemeral.chunks_compared (1 of 2 chunks)"]
+
+
+def test_cosim_params_are_refused_by_name_before_export():
+    from tb.cosim_params import check_params
+
+    for params, name in ((dict(chunks=[[0, 5]], knobs={"idle": 64}), "idle"),
+                         (dict(chunks=[[0, 5]], colour=1), "colour"),
+                         (dict(chunks=[]), "chunks")):
+        with pytest.raises(ValueError, match=name):
+            check_params("tb.soak.cocotb_ephemeral_soak", params)
