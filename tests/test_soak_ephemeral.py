@@ -186,3 +186,19 @@ def test_cosim_params_are_refused_by_name_before_export():
                          (dict(chunks=[]), "chunks")):
         with pytest.raises(ValueError, match=name):
             check_params("tb.soak.cocotb_ephemeral_soak", params)
+
+
+def test_an_idle_below_the_bound_closes_live_contexts(monkeypatch):
+    """What the idle rule guards against: with the check bypassed, a receiver idle time of
+    48 (below the bound, 227 with the other defaults) at a drop rate of 5e-2 closes
+    contexts whose senders still use them; their packets are then ``stale`` and their
+    messages are never delivered. The check refuses that idle time by name."""
+    import pymodel.scenarios.soak_ephemeral as m
+
+    with pytest.raises(ValueError, match="idle"):
+        soak_chunk(1, 0, 1500, idle=48, drop_rate=0.05)
+    monkeypatch.setattr(m, "check_soak", lambda k: k)
+    c = m.soak_chunk(1, 0, 1500, idle=48, drop_rate=0.05)
+    errors = soak_errors(c)
+    assert c["twin"].count["stale"] > 0
+    assert any("lost" in e for e in errors) and any("hang" in e for e in errors)
