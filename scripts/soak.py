@@ -1,12 +1,14 @@
-"""Soak both designs on Verilator over faulty links: nothing lost, nothing corrupted, and
+"""Soak the designs on Verilator over faulty links: nothing lost, nothing corrupted, and
 every chunk equal to the golden model cycle for cycle.
 
 Usage::
 
     python scripts/soak.py                         # 1,000,000 messages per design, as `make soak`
     python scripts/soak.py --messages 100000 --rdma-messages 5000
-    python scripts/soak.py --scheduler tcp://head:8786   # the two designs on a Dask cluster
+    python scripts/soak.py --scheduler tcp://head:8786   # the designs on a Dask cluster
     make soak MESSAGES=200000
+    python scripts/soak.py --only ephemeral       # the ephemeral receiver alone
+    python scripts/soak.py --only ephemeral --ephemeral drop_rate=0.02 --ephemeral idle=512
 
 The NIC runs with link-level retry on all 8 wires of its 4-node top (W = 64 bytes,
 compact framing, all-to-all stores of 64 to 256 bytes with random gaps); the RDMA
@@ -28,6 +30,15 @@ Chunks, every one compared with the golden model:
 - RDMA: one co-simulation per ``--rdma-chunk`` WRITEs (fresh QPs and memories), each
   compared with the model on every wire beat and its cycle, every mark, counter and
   memory word (tb/soak/rdma.py).
+- Ephemeral: genuine traffic of 12 go-back-N senders through a lossy path (drops,
+  duplicates, late copies, lost ACKs and CLOSEs) into the receiver block
+  (EphemeralReceiverTop, 8 contexts), closed loop on its twin; one simulation, a reset
+  per ``--ephemeral-chunk`` messages; every outcome, delivery, ACK, idle close and
+  counter RTL = twin, and every message delivered once (tb/soak/ephemeral.py,
+  pymodel/scenarios/soak_ephemeral.py). Its knobs
+  (``--ephemeral NAME=VALUE``, :data:`pymodel.scenarios.soak_ephemeral.SOAK_DEFAULTS`,
+  its own fault rates) are checked against the design's assumptions before any
+  simulation: a refused one is an error naming it (exit code 2).
 
 ``--mix W:R:A`` (or a preset, ``mixed`` = 70:20:10, a test mix; default ``writes``,
 the WRITE-only soak above) shares the messages among writes, loads/READs and atomics
@@ -50,15 +61,16 @@ the WRITE-only soak above) shares the messages among writes, loads/READs and ato
 soak.json adds per design the operations and how many passed those checks
 (``writes``, ``loads``, ``reads``, ``atomics`` and ``<op>_ok``, which must be equal).
 
-The two designs are two jobs of :func:`scripts.executor.make_executor`: ``--jobs``
-local processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
+The designs are jobs of :func:`scripts.executor.make_executor`: ``--jobs`` local
+processes (default 2), or a Dask cluster with ``--scheduler`` (``local`` or an
 address); a bad ``--jobs`` or ``--scheduler`` is an error (exit code 2) before any
 simulation.
 
 Prints, per design: messages, recovered (frames the wires damaged, all of which then
 arrived once and whole), lost (must be 0), corrupted memory bytes (must be 0), hangs
 (must be 0), retransmissions, cycles lost to recovery, chunks, chunks compared with the
-model (must be all), model mismatches (must be 0) and the wall time; writes the same
+model (must be all), model mismatches (must be 0) and the wall time (ephemeral: also
+duplicates delivered and the model-free checks' violations, both must be 0); writes the same
 figures to ``build/soak/soak.json`` (``{design: {messages, recovered, lost,
 corrupted_bytes, hangs, retransmissions, recovery_cycles,
 recovery_cycles_per_damaged_frame, chunks, chunks_compared, mismatches, per_chunk:
@@ -86,25 +98,31 @@ sys.path.insert(0, str(ROOT))
 
 from pymodel.fabric.faulty_link import rate_per_65535  # noqa: E402
 from pymodel.scenarios.mix import PRESETS, parse_mix  # noqa: E402
+from pymodel.scenarios.soak_ephemeral import SOAK_DEFAULTS  # noqa: E402
 from scripts.executor import (  # noqa: E402
     ExecutorError,
     add_cluster_options,
     check_cluster_options,
     make_executor,
 )
+from tb.soak.ephemeral import CHUNK as EPHEMERAL_CHUNK  # noqa: E402
+from tb.soak.ephemeral import TOP as EPHEMERAL_TOP  # noqa: E402
+from tb.soak.ephemeral import knobs_of  # noqa: E402
 from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
 from tb.soak.recovery import per_damaged_frame  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
-KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "hangs", "retransmissions",
+KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "duplicates_delivered", "hangs",
+        "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
-        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "wall_s",
+        "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "violations", "wall_s",
         *(f"{op}{ok}" for op in ("writes", "loads", "reads", "atomics") for ok in ("", "_ok")))
 #: Per operation: how many ran, and how many passed the model-free checks (``<op>_ok``,
 #: which must equal ``<op>``; the NIC's stores are checked as a whole, by ``lost`` and
 #: ``corrupted_bytes``).
 OPS_CHECKED = ("writes", "loads", "reads", "atomics")
-MUST_BE_ZERO = ("lost", "corrupted_bytes", "hangs", "mismatches")
+MUST_BE_ZERO = ("lost", "corrupted_bytes", "duplicates_delivered", "hangs", "mismatches",
+                "violations")
 #: NIC stores per node per chunk at most (the players' depth), and the depth of each
 #: node's recorders (memory writes of a chunk).
 NIC_CHUNK = 4096
@@ -177,8 +195,19 @@ def _args(argv):
     ap.add_argument("--selective", action="store_true",
                     help="RDMA: selective repeat at both ends instead of go-back-N (the "
                          "engines' run-time port; docs/recovery.md, 'Selective repeat')")
-    ap.add_argument("--only", choices=("nic", "rdma"), default=None,
+    ap.add_argument("--only", choices=("nic", "rdma", "ephemeral"), default=None,
                     help="soak one design only")
+    ap.add_argument("--ephemeral-messages", type=_positive, default=None,
+                    help="ephemeral messages, when not --messages")
+    ap.add_argument("--ephemeral-chunk", type=_chunk(EPHEMERAL_TOP["depth"]),
+                    default=EPHEMERAL_CHUNK,
+                    help=f"ephemeral messages per chunk (1 to {EPHEMERAL_TOP['depth']}, "
+                         f"default {EPHEMERAL_CHUNK}; a chunk whose packets overflow the "
+                         f"top's {EPHEMERAL_TOP['depth']} fails)")
+    ap.add_argument("--ephemeral", action="append", default=[], metavar="NAME=VALUE",
+                    help="an ephemeral soak knob (" + ", ".join(
+                        f"{k}={v}" for k, v in SOAK_DEFAULTS.items() if k != "entries")
+                    + "), repeatable")
     ap.add_argument("--out", default=str(OUT), help="folder of soak.json (build/soak)")
     ap.add_argument("--nic-chunk", type=_chunk(NIC_CHUNK), default=NIC_CHUNK,
                     help=f"NIC stores per node per chunk (1 to {NIC_CHUNK}, default "
@@ -196,16 +225,37 @@ def _args(argv):
                          "spread the RDMA soak over the --jobs workers or the cluster")
     ap.add_argument("--break-model-chunk", type=int, default=None, metavar="K",
                     help="test hook: feed the model of chunk K a wrong stimulus (the NIC: "
-                         "node 0's stall seed; RDMA: MMIO words a cycle late), so that "
+                         "node 0's stall seed; RDMA: MMIO words a cycle late; ephemeral: the "
+                         "RTL gets a 32nd of the idle time), so that "
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
     check_cluster_options(ap, args)
+    _ephemeral_knobs(ap, args)
     # The retry's signalling is damaged at the rates of the frames by default.
     for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),
                        ("ack_corrupt_rate", "corrupt_rate")):
         if getattr(args, name) is None:
             setattr(args, name, getattr(args, like))
     return args
+
+
+def _ephemeral_knobs(ap, args):
+    """``--ephemeral NAME=VALUE`` into ``args.ephemeral_NAME``, every knob checked against
+    the design's assumptions (:func:`tb.soak.ephemeral.knobs_of`): an error naming it."""
+    for item in args.ephemeral:
+        name, sep, text = item.partition("=")
+        if not sep or name not in SOAK_DEFAULTS or name == "entries":
+            ap.error(f"--ephemeral {item!r}: want NAME=VALUE with NAME one of "
+                     f"{[k for k in SOAK_DEFAULTS if k != 'entries']}")
+        try:
+            value = type(SOAK_DEFAULTS[name])(text)
+        except ValueError:
+            ap.error(f"--ephemeral {name}: not a {type(SOAK_DEFAULTS[name]).__name__}: {text}")
+        setattr(args, f"ephemeral_{name}", value)
+    try:
+        knobs_of(args)
+    except ValueError as exc:
+        ap.error(f"--ephemeral: {exc}")
 
 
 def soak_nic(args, messages):
@@ -268,6 +318,9 @@ def run_design(job):
     elif name == "nic_mem":
         from tb.soak.nic_mem import soak_nic_mem
         figures = soak_nic_mem(args, count)
+    elif name == "ephemeral":
+        from tb.soak.ephemeral import soak_ephemeral
+        figures = soak_ephemeral(args, count)
     else:
         from tb.soak.rdma import soak_rdma
         figures = soak_rdma(args, count, span)
@@ -294,7 +347,8 @@ def merge(parts):
 
 def jobs_of(args):
     """The jobs of a soak: the NIC's (one: its chunks carry state), the RDMA engine's
-    (one, or one per ``--rdma-group`` chunks: its chunks are independent)."""
+    (one, or one per ``--rdma-group`` chunks: its chunks are independent); the ephemeral
+    receiver's (one simulation)."""
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = []
     w, r, a = args.mix
@@ -308,6 +362,9 @@ def jobs_of(args):
         group = args.rdma_group or max(chunks, 1)
         jobs += [("rdma", args, rdma, (first, min(first + group, chunks)))
                  for first in range(0, max(chunks, 1), group)]
+    if args.only in (None, "ephemeral"):
+        count = args.messages if args.ephemeral_messages is None else args.ephemeral_messages
+        jobs.append(("ephemeral", args, count, None))
     return jobs
 
 
@@ -339,6 +396,9 @@ def main(argv=None):
                                                 "ack_corrupt_rate", "stall_rate", "seed",
                                                 "selective")}
     settings["mix"] = list(args.mix)
+    if "ephemeral" in results:       # its own knobs and fault rates; no recovery cycles
+        results["ephemeral"]["knobs"] = knobs_of(args)
+        results["ephemeral"].pop("recovery_cycles_per_damaged_frame", None)
     path = out / "soak.json"
     if args.only and path.exists():
         # One design re-soaked: keep the other's figures if they came from the same

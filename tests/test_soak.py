@@ -46,10 +46,11 @@ def test_failures_need_every_chunk_compared_and_no_mismatch():
 
 
 def test_jobs_and_merge():
-    """One NIC job; RDMA chunks in one job or in groups, whose figures add up."""
+    """One NIC job; RDMA chunks in one job or in groups, whose figures add up; one
+    ephemeral job."""
     args = soak._args(["--messages", "5000", "--rdma-chunk", "1000"])
     assert [(j[0], j[2], j[3]) for j in soak.jobs_of(args)] == [
-        ("nic", 5000, None), ("rdma", 5000, (0, 5))]
+        ("nic", 5000, None), ("rdma", 5000, (0, 5)), ("ephemeral", 5000, None)]
     args = soak._args(["--only", "rdma", "--messages", "5000", "--rdma-chunk", "1000",
                        "--rdma-group", "2"])
     assert [j[3] for j in soak.jobs_of(args)] == [(0, 2), (2, 4), (4, 5)]
