@@ -50,12 +50,14 @@ def test_bad_mix_option_is_named_before_any_simulation(capsys):
 
 def test_mix_jobs():
     """The writes go to the NIC's stores over faulty links, the loads and atomics to
-    NicMemTop; no job for a part of no messages; the RDMA engine runs all of them."""
+    NicMemTop; no job for a part of no messages; the RDMA engine runs all of them; the
+    ephemeral receiver's soak (writes only) its ``--messages``."""
     args = soak._args(["--messages", "3000", "--rdma-messages", "500", "--mix", "70:20:10"])
     assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [
-        ("nic", 2100), ("nic_mem", 900), ("rdma", 500)]
+        ("nic", 2100), ("nic_mem", 900), ("rdma", 500), ("ephemeral", 3000)]
     args = soak._args(["--messages", "3000"])
-    assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [("nic", 3000), ("rdma", 3000)]
+    assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [("nic", 3000), ("rdma", 3000),
+                                                         ("ephemeral", 3000)]
     args = soak._args(["--messages", "300", "--mix", "0:2:1", "--only", "nic"])
     assert [(j[0], j[2]) for j in soak.jobs_of(args)] == [("nic_mem", 300)]
 
