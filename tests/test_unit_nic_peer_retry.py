@@ -1,0 +1,142 @@
+"""Per-peer end-to-end retry: the receiver's in-order check, the sender's go-back-N
+replay, and frames dropped in the switch recovered end to end on the twins' path
+(:mod:`pymodel.nic.peer_retry`); the state formula and the refused values."""
+
+import pytest
+
+from pymodel.nic.peer_retry import (
+    PeerRetryReceiverModel,
+    PeerRetrySenderModel,
+    run_peer_retry,
+)
+from spec.formats.nic import PSN_BITS, CompletionStatus, frame_beats
+from spec.nic import PEER_RETRY_DEFAULTS, check_peer_retry, peer_retry_state_bits
+
+
+def _stores(nodes=3, per_pair=40):
+    """Every node stores to every other; every fifth store rewrites an earlier address,
+    so that the memory depends on the order of the writes."""
+    out = []
+    for k in range(per_pair):
+        for s in range(nodes):
+            for d in range(nodes):
+                if s != d:
+                    addr = 64 * (s * per_pair + (k - 3 if k % 5 == 4 else k))
+                    out.append((s, d, addr, (s, d, k)))
+    return out
+
+
+def _expected_writes(stores):
+    n = {}
+    for _, d, addr, _ in stores:
+        n[d, addr] = n.get((d, addr), 0) + 1
+    return n
+
+
+def test_receiver_rules():
+    rx = PeerRetryReceiverModel(2)
+    assert rx.check(1, 0) == "accept"
+    assert rx.check(1, 2) == "nak"            # 1 lost: the first gap asks for a NAK
+    assert rx.check(1, 3) == "gap"            # the next ones only count
+    assert rx.check(1, 0) == "duplicate"
+    assert rx.check(1, 1) == "accept"
+    assert rx.check(1, 3) == "nak"            # a new gap after a frame in order
+    assert (rx.expected, rx.gaps, rx.duplicates) == ([0, 2], [0, 3], [0, 1])
+    rx.expected[0] = (1 << PSN_BITS) - 1      # PSNs wrap
+    assert rx.check(0, (1 << PSN_BITS) - 1) == "accept" and rx.check(0, 0) == "accept"
+
+
+def test_sender_go_back_n():
+    tx = PeerRetrySenderModel(3, window=4, timeout=5)
+    psns = [tx.send(2, f"f{k}") for k in range(4)]
+    assert psns == [0, 1, 2, 3] and not tx.can_send()
+    assert tx.ack(2, 2)                       # cumulative: frees 0 and 1
+    assert tx.can_send() and tx.una[2] == 2 and len(tx.slots) == 2
+    assert not tx.ack(2, 2)                   # does not advance
+    assert not tx.ack(2, 7)                   # beyond what was sent
+    assert tx.ack(2, 2, CompletionStatus.GAP)  # NAK: back to 2
+    assert [tx.resend() for _ in range(3)] == [(2, 2, "f2"), (2, 3, "f3"), None]
+    for _ in range(5):                        # timeout: back to the oldest unacked
+        tx.tick()
+    assert tx.timeouts[2] == 1 and tx.resend() == (2, 2, "f2")
+    assert (tx.ack_ok, tx.ack_bad) == (2, 2)
+
+
+def test_switch_drops_recovered_end_to_end():
+    stores = _stores()
+    clean = run_peer_retry(stores, 3)
+    assert clean["dropped"] == [] and sum(sum(t.resent) for t in clean["senders"]) == 0
+    # A store frame, several in a row of one pair, and completions: order at the switch.
+    drops = {5, 17, 18, 19, 60, 61, 200, 201, 202, 203, 250}
+    run = run_peer_retry(stores, 3, drops=drops)
+    kinds = {f[0] for f in run["dropped"]}
+    assert len(run["dropped"]) == len(drops) and kinds == {"store", "cpl"}
+    assert run["mem"] == clean["mem"]
+    assert run["writes"] == clean["writes"] == _expected_writes(stores)
+    assert sum(sum(t.resent) for t in run["senders"]) > 0
+    assert sum(sum(r.gaps) for r in run["receivers"]) > 0
+    for t in run["senders"]:                  # all acknowledged, every slot free
+        assert t.slots == {} and t.una == t.next_psn
+
+
+def test_lost_ack_and_last_frame_recovered_by_timeout():
+    """The last store of a pair and its completion lost: no later frame shows the gap,
+    only the timer; the resent frame is a duplicate only if it had arrived."""
+    stores = [(0, 1, 64 * k, k) for k in range(8)]
+    clean = run_peer_retry(stores, 2, timeout=64)
+    last = len(stores) - 1
+    run = run_peer_retry(stores, 2, timeout=64, drops={last})
+    assert run["mem"] == clean["mem"] and run["writes"] == _expected_writes(stores)
+    assert run["senders"][0].timeouts[1] >= 1
+    ack = run_peer_retry(stores, 2, timeout=64, drops={len(stores)})  # the completion
+    assert ack["dropped"][0][0] == "cpl"
+    assert ack["mem"] == clean["mem"] and ack["writes"] == _expected_writes(stores)
+    assert sum(ack["receivers"][1].duplicates) > 0
+
+
+def test_window_bounds_the_frames_in_flight():
+    stores = [(0, 1, 64 * k, k) for k in range(64)]
+    run = run_peer_retry(stores, 2, window=4, latency=10, drops={9})
+    assert run["mem"] == run_peer_retry(stores, 2)["mem"]
+    assert run["writes"] == _expected_writes(stores)
+
+
+def test_default_window_covers_a_pod_round_trip():
+    # The default's basis (spec.nic.PEER_RETRY_DEFAULTS): 2 x 500 cycles one way at pod
+    # plus 24 cycles to the completion, a 128-byte L2 frame every 3 cycles at W = 64.
+    from spec.fabric_profiles import one_way
+    in_flight = -(-(2 * one_way("pod") + 24) // frame_beats(64, "l2", 128))
+    w = PEER_RETRY_DEFAULTS["window"]
+    assert in_flight <= w < 2 * in_flight and w & (w - 1) == 0
+
+
+def test_state_formula():
+    # docs/nic.md, "Per-peer retry": 17 bits per source, cursor and flag per
+    # destination, slots of frame, destination, PSN and valid flag.
+    frame = 20 + 128 + 2 + 4                  # L2 header, payload, PSN, FCS
+    rx, tx, replay = peer_retry_state_bits(15, 512, frame)
+    assert rx == 15 * 17 and tx == 15 * (9 + 1)
+    assert replay == 512 * (8 * frame + 8 + 16 + 1)
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(peer_retry=1, completion="e2e"), "peer_retry"),
+    (dict(peer_retry=True, completion="credit"), "peer_retry"),
+    (dict(peer_retry=True, completion="e2e", window=3), "window"),
+    (dict(peer_retry=True, completion="e2e", window=1), "window"),
+    (dict(peer_retry=True, completion="e2e", window=1 << 16), "window"),
+    (dict(peer_retry=True, completion="e2e", window=True), "window"),
+])
+def test_bad_values_refused(kw, name):
+    with pytest.raises(ValueError, match=name):
+        check_peer_retry(**kw)
+
+
+def test_bad_run_values_refused():
+    with pytest.raises(ValueError, match="latency"):
+        run_peer_retry([], 2, latency=0)
+    with pytest.raises(ValueError, match="timeout"):
+        PeerRetrySenderModel(2, 4, 0)
+    with pytest.raises(ValueError, match="peers"):
+        PeerRetryReceiverModel(0)
+    assert check_peer_retry(False, "credit") == (False, PEER_RETRY_DEFAULTS["window"])
