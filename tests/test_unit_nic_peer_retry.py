@@ -140,3 +140,75 @@ def test_bad_run_values_refused():
     with pytest.raises(ValueError, match="peers"):
         PeerRetryReceiverModel(0)
     assert check_peer_retry(False, "credit") == (False, PEER_RETRY_DEFAULTS["window"])
+
+
+def _nic_stand_in(peers, completion=36.0):
+    """A ``nic`` spectrum row as :func:`tb.ephemeral.spectrum.nic_row` gives it (no model
+    run): 3 cycles a message, the state of the completion counters."""
+    from tb.ephemeral.spectrum import finish
+    row = dict(design="nic", peers=peers, lanes=1, fabric="board", attachment="pcie",
+               popularity="round_robin", simulator="model", note="", cap=None,
+               latency_cycles=24.0, completion_cycles=completion,
+               context_state_bits=100 * peers, host_context_bits=0, wire_bytes=256,
+               width=64)
+    return finish(row, 100 * peers, 3.0, completion)
+
+
+@pytest.mark.parametrize("completion, window", [(36.0, 32), (1024.0, 512), (1.0, 32)])
+def test_spectrum_retry_row(completion, window):
+    """The row's window holds the frames of one completion's wait (the completion and
+    the 15 frames of its coalesced group after it, at 3 cycles a frame); rate and
+    latency are the NIC row's; wire bytes 2 more (the PSN); state the NIC's plus the
+    formula."""
+    from tb.ephemeral.spectrum import nic_retry_row
+    frames = (completion + 16 * 3) / 3
+    assert window // 2 < frames <= window
+    for peers in (1, 4096):
+        nic = _nic_stand_in(peers, completion)
+        r = nic_retry_row(peers, "board", "round_robin", nic=dict(nic))
+        assert r["design"] == "nic_retry" and r["window"] == window
+        for key in ("msgs_per_s", "latency_cycles", "completion_cycles"):
+            assert r[key] == nic[key]
+        assert r["wire_bytes"] == nic["wire_bytes"] + 2
+        rx, tx, replay = peer_retry_state_bits(peers, window, 20 + 2 + 128)
+        assert r["endpoint_state_bits"] == 100 * peers + rx + tx + replay
+        assert r["replay_bits"] == replay and "window" in r["note"]
+        assert r["per_peer_bits"] == r["endpoint_state_bits"] / peers
+
+
+def test_spectrum_retry_row_refuses_a_psn_beat():
+    from tb.ephemeral.spectrum import nic_retry_row
+    # At W = 8 a 128-byte L2 frame is 152 bytes, 19 beats; with the PSN 154, 20 beats.
+    with pytest.raises(ValueError, match="width 8"):
+        nic_retry_row(1, "board", "round_robin", nic=dict(_nic_stand_in(1), width=8))
+
+
+def test_spectrum_lines_name_the_retry_row():
+    from scripts.reporting.spectrum import spectrum_lines
+    from tb.ephemeral.spectrum import nic_retry_row
+    r = nic_retry_row(64, "board", "round_robin", nic=_nic_stand_in(64))
+    assert any(line.startswith("| NIC with per-peer retry | 64 | 333 M | 24 |")
+               for line in spectrum_lines([r]))
+
+
+def test_spectrum_cells_hold_the_retry_row(monkeypatch):
+    """Every cell of the spectrum has the four endpoints (stand-in rows: no model run)."""
+    from tb.ephemeral import spectrum
+
+    def nic(p, fabric, pattern, messages, attachment):
+        return dict(_nic_stand_in(p), fabric=fabric, popularity=pattern)
+
+    def other(name):
+        return lambda p, fabric, pattern, *a, **k: dict(design=name, peers=p, fabric=fabric,
+                                                         popularity=pattern)
+
+    monkeypatch.setattr(spectrum, "nic_row", nic)
+    monkeypatch.setattr(spectrum, "ephemeral_row", other("ephemeral"))
+    monkeypatch.setattr(spectrum, "rc_row", other("rdma"))
+    rows = spectrum.spectrum_rows()
+    cells = {(r["fabric"], r["popularity"], r["peers"]) for r in rows}
+    assert len(cells) == len(spectrum.PEERS) * len(spectrum.PROFILES) * len(spectrum.PATTERNS)
+    for cell in cells:
+        designs = sorted(r["design"] for r in rows
+                         if (r["fabric"], r["popularity"], r["peers"]) == cell)
+        assert designs == ["ephemeral", "nic", "nic_retry", "rdma"]
