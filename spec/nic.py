@@ -15,7 +15,7 @@ __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WOR
            "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits",
            "check_destinations", "destination_state_bits", "age_fifo_depth",
            "AGE_STAMP_BITS", "PEER_RETRY_DEFAULTS", "check_peer_retry",
-           "peer_retry_state_bits"]
+           "peer_retry_state_bits", "PEER_VERDICTS"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -291,3 +291,10 @@ def peer_retry_state_bits(peers, window, frame_bytes):
     tx = peers * ((window - 1).bit_length() + 1)
     replay = window * (8 * frame_bytes + 8 + PSN_BITS + 1)
     return rx, tx, replay
+
+
+#: The per-peer retry receiver's verdicts on a store frame (docs/nic.md, "Per-peer
+#: retry"), by index (the RTL's 2-bit ``verdict``): in order (take it), duplicate (not
+#: written, re-ACK), the first gap since the last frame in order (dropped, NAK), a
+#: further gap (dropped, counted).
+PEER_VERDICTS = ("accept", "duplicate", "nak", "gap")

@@ -30,7 +30,7 @@ Rules (the design's; docs/nic.md):
 """
 
 from spec.formats.nic import PSN_BITS, CompletionStatus
-from spec.nic import check_peer_retry
+from spec.nic import PEER_VERDICTS, check_peer_retry
 
 __all__ = ["PeerRetrySenderModel", "PeerRetryReceiverModel", "run_peer_retry"]
 
@@ -142,7 +142,9 @@ class PeerRetryReceiverModel:
 
     ``check(src, psn)`` returns ``"accept"`` (in order: take it), ``"duplicate"`` (not
     written; re-ACK at once), ``"nak"`` (a gap, the first since the last frame in
-    order: dropped, NAK at once) or ``"gap"`` (dropped, counted).
+    order: dropped, NAK at once) or ``"gap"`` (dropped, counted). A source id ``>=
+    peers`` is not tracked (``"accept"``, no state), as the completion generator does
+    not track it. Counters wrap modulo ``2**16``.
 
     Attributes
     ----------
@@ -160,19 +162,34 @@ class PeerRetryReceiverModel:
         self.duplicates = [0] * peers
 
     def check(self, src, psn):
+        if not 0 <= src < self.peers:
+            return "accept"                   # an untracked id: no sequence state
         d = (psn - self.expected[src]) & _MASK
         if d == 0:
             self.expected[src] = (psn + 1) & _MASK
             self.nak_sent[src] = False
             return "accept"
         if d >= _HALF:
-            self.duplicates[src] += 1
+            self.duplicates[src] = (self.duplicates[src] + 1) & _MASK
             return "duplicate"
-        self.gaps[src] += 1
+        self.gaps[src] = (self.gaps[src] + 1) & _MASK
         if self.nak_sent[src]:
             return "gap"
         self.nak_sent[src] = True
         return "nak"
+
+    def step(self, c, side):
+        """Twin of :class:`rtl.nic.peer_retry_check.PeerRetryCheck`: ``side["i"]`` the
+        ``(src, psn)`` of a store frame checked in ``c`` (or None); returns
+        ``{"verdict": index in spec.nic.PEER_VERDICTS}`` (None without a frame), decided
+        on the state of the start of the cycle, which changes at its end."""
+        i = side.get("i")
+        if i is None:
+            return {"verdict": None}
+        return {"verdict": PEER_VERDICTS.index(self.check(*i))}
+
+    def commit(self):
+        pass
 
 
 def run_peer_retry(stores, nodes, latency=10, drops=(), window=None, timeout=256,
