@@ -278,18 +278,21 @@ def peer_retry_state_bits(peers, window, frame_bytes):
 
     The completion's counts already are the transport's sequence state: the tracker's
     ``sent`` is the next PSN to a destination, its ``completed`` the oldest
-    unacknowledged PSN, its timer the retry timer; the generator's ``count`` is the
-    PSN it expects from a source. Added at the receiver per source: the gap counter
-    (16) and the NAK-sent flag (1). Added at the sender per destination: the replay
-    cursor (``bits(window - 1)``, the slot it resends from) and the going-back flag
-    (1). The replay buffer: ``window`` slots of one frame (``8 * frame_bytes``), its
-    destination id (8), PSN (:data:`spec.formats.nic.PSN_BITS`) and a valid flag; the
-    buffer is shared by the destinations (what it holds grows with the frames in
-    flight, not with the peers)."""
-    from spec.formats.nic import PSN_BITS
-    rx = peers * (16 + 1)
-    tx = peers * ((window - 1).bit_length() + 1)
-    replay = window * (8 * frame_bytes + 8 + PSN_BITS + 1)
+    unacknowledged PSN, its timer the retry timer and its timeout counter the one the
+    retry counts; the generator's ``count`` is the PSN it expects from a source (the
+    RTL blocks :class:`rtl.nic.peer_retry_sender.PeerRetrySender` and
+    :class:`rtl.nic.peer_retry_check.PeerRetryCheck` hold copies of them while they are
+    blocks of their own). Added at the receiver per source: the gap and duplicate
+    counters (2 x 16) and the NAK-sent flag. Added at the sender per destination: the
+    go-back cursor (a PSN), the going-back flag and the resent counter (16). The replay
+    buffer: ``window`` slots of one frame (``8 * frame_bytes``), its destination id (8),
+    PSN (:data:`spec.formats.nic.PSN_BITS`) and a valid flag; the buffer is shared by
+    the destinations (what it holds grows with the frames in flight, not with the
+    peers)."""
+    from spec.formats.nic import PSN_BITS as b
+    rx = peers * (2 * 16 + 1)
+    tx = peers * (b + 1 + 16)
+    replay = window * (8 * frame_bytes + 8 + b + 1)
     return rx, tx, replay
 
 

@@ -56,7 +56,9 @@ def test_sender_go_back_n():
     assert not tx.ack(2, 7)                   # beyond what was sent
     assert tx.ack(2, 2, CompletionStatus.GAP)  # NAK: back to 2
     assert [tx.resend() for _ in range(3)] == [(2, 2, "f2"), (2, 3, "f3"), None]
+    tx.tick()                                 # the ACKs' cycle: the timer restarts
     for _ in range(5):                        # timeout: back to the oldest unacked
+        assert tx.timeouts[2] == 0 and tx.back[2] is None
         tx.tick()
     assert tx.timeouts[2] == 1 and tx.resend() == (2, 2, "f2")
     assert (tx.ack_ok, tx.ack_bad) == (2, 2)
@@ -111,11 +113,12 @@ def test_default_window_covers_a_pod_round_trip():
 
 
 def test_state_formula():
-    # docs/nic.md, "Per-peer retry": 17 bits per source, cursor and flag per
-    # destination, slots of frame, destination, PSN and valid flag.
-    frame = 20 + 128 + 2 + 4                  # L2 header, payload, PSN, FCS
+    # docs/nic.md, "Per-peer retry": per source the gap and duplicate counters and the
+    # NAK flag; per destination the cursor PSN, the flag and the resent counter; slots
+    # of frame, destination, PSN and valid flag.
+    frame = 20 + 2 + 128                      # L2 header, PSN, payload (FCS made again)
     rx, tx, replay = peer_retry_state_bits(15, 512, frame)
-    assert rx == 15 * 17 and tx == 15 * (9 + 1)
+    assert rx == 15 * (16 + 16 + 1) and tx == 15 * (16 + 1 + 16)
     assert replay == 512 * (8 * frame + 8 + 16 + 1)
 
 
@@ -259,3 +262,76 @@ def test_check_rtl_refuses_bad_peers():
     from rtl.nic.peer_retry_check import PeerRetryCheck
     with pytest.raises(ValueError, match="peers"):
         PeerRetryCheck(0)
+
+
+@pytest.mark.parametrize("window, timeout", [(4, 7), (8, 40)])
+def test_sender_rtl_matches_twin(window, timeout):
+    """Random new frames (some offered without a free slot, while going back, or to an
+    untracked id), completions that advance, NAK, repeat, or count beyond what was sent,
+    and a framer that takes resends at random: every output and port equals the twin's
+    every cycle; independently, sends taken plus refused equal the sends offered, and
+    acks accepted plus bad the acks offered."""
+    import random
+
+    from rtl.nic.peer_retry_sender import PeerRetrySender
+    from tb.amsim import run_sim
+
+    rng = random.Random(window * 1000 + timeout)
+    peers = 3
+    dut, twin = PeerRetrySender(peers, window, timeout), PeerRetrySenderModel(peers, window,
+                                                                             timeout)
+    offered = {"send": 0, "ack": 0}
+
+    async def bench(ctx):
+        for c in range(1500):
+            dst = rng.randrange(peers + 1) if rng.random() < 0.5 else None
+            ack = None
+            if rng.random() < 0.25:
+                src = rng.randrange(peers + 1)
+                una = twin.una[src] if src < peers else 0
+                out = twin.outstanding(src) if src < peers else 0
+                count = (una + rng.choice([0, rng.randrange(out + 1), out, out + 1])) & 0xFFFF
+                ack = (src, count, rng.random() < 0.3)
+            ready = rng.random() < 0.6
+            ctx.set(dut.send.valid, dst is not None)
+            ctx.set(dut.send.payload.dst, dst or 0)
+            ctx.set(dut.ack.valid, ack is not None)
+            if ack is not None:
+                for k, v in zip(("src", "count", "gap"), ack, strict=True):
+                    ctx.set(getattr(dut.ack.payload, k), int(v))
+            ctx.set(dut.resend.ready, ready)
+            for name in ("next_psn", "una", "timeouts", "resent"):
+                got = [ctx.get(getattr(dut, name)[d]) for d in range(peers)]
+                assert got == getattr(twin, name), (c, name)
+            for name in ("ack_ok", "ack_bad", "refused"):
+                assert ctx.get(getattr(dut, name)) == getattr(twin, name), (c, name)
+            want = twin.step(c, {"send": dst, "ack": ack, "ready": ready})
+            assert ctx.get(dut.can_send) == want["can_send"], c
+            if want["slot"] is not None:
+                assert ctx.get(dut.slot) == want["slot"], c
+            if want["psn"] is not None:
+                assert ctx.get(dut.psn) == want["psn"], c
+            r = want["resend"]
+            assert ctx.get(dut.resend.valid) == (r is not None), c
+            if r is not None:
+                p = dut.resend.payload
+                assert (ctx.get(p.dst), ctx.get(p.psn), ctx.get(p.slot)) == r, c
+            offered["send"] += dst is not None
+            offered["ack"] += ack is not None
+            await ctx.tick()
+
+    run_sim(dut, bench)
+    sent = sum(twin.next_psn)
+    assert sent > 0 and twin.refused > 0 and sent + twin.refused == offered["send"]
+    assert twin.ack_ok > 0 and twin.ack_bad > 0
+    assert twin.ack_ok + twin.ack_bad == offered["ack"]
+    assert sum(twin.resent) > 0 and sum(twin.timeouts) > 0
+
+
+def test_sender_rtl_refuses_bad_values():
+    from rtl.nic.peer_retry_sender import PeerRetrySender
+    for kw, name in ((dict(peers=0, window=4, timeout=8), "peers"),
+                     (dict(peers=2, window=6, timeout=8), "window"),
+                     (dict(peers=2, window=4, timeout=1), "timeout")):
+        with pytest.raises(ValueError, match=name):
+            PeerRetrySender(**kw)

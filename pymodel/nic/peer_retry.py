@@ -39,7 +39,11 @@ _HALF = 1 << (PSN_BITS - 1)
 
 
 class PeerRetrySenderModel:
-    """One sender's per-destination PSNs and the replay buffer.
+    """One sender's per-destination PSNs and the replay buffer's slots.
+
+    The methods (``send``, ``resend``, ``ack``, ``tick``) are the rules;
+    :meth:`step` is the twin of :class:`rtl.nic.peer_retry_sender.PeerRetrySender`,
+    cycle by cycle.
 
     Attributes
     ----------
@@ -48,17 +52,18 @@ class PeerRetrySenderModel:
     back : list of int or None
         Per destination: the PSN it is resending from (None: not going back).
     timeouts, resent : list of int
-        Per destination: timeouts counted, frames resent.
-    ack_ok, ack_bad : int
-        Completions that advanced or sent back a destination, and the others.
+        Per destination: timeouts counted, frames resent (modulo ``2**16``).
+    ack_ok, ack_bad, refused : int
+        Completions that advanced or sent back a destination, the others; new frames
+        offered without a free slot, while going back, or to an id ``>= peers``.
     """
 
     def __init__(self, peers, window, timeout):
         check_peer_retry(True, "e2e", window)
-        if not isinstance(timeout, int) or timeout < 1:
-            raise ValueError(f"timeout must be a positive int, not {timeout!r}")
-        if not isinstance(peers, int) or peers < 1:
-            raise ValueError(f"peers must be a positive int, not {peers!r}")
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 2:
+            raise ValueError(f"timeout must be an int of at least 2, not {timeout!r}")
+        if not isinstance(peers, int) or not 1 <= peers <= 256:
+            raise ValueError(f"peers must be an int from 1 to 256, not {peers!r}")
         self.peers, self.window, self.timeout = peers, window, timeout
         self.next_psn = [0] * peers
         self.una = [0] * peers
@@ -67,35 +72,53 @@ class PeerRetrySenderModel:
         self.timeouts = [0] * peers
         self.resent = [0] * peers
         self.slots = {}                  # (dst, psn) -> frame
-        self.ack_ok = self.ack_bad = 0
+        self.index = {}                  # (dst, psn) -> slot number
+        self.acked = set()               # destinations acknowledged this cycle
+        self.ack_ok = self.ack_bad = self.refused = 0
 
     def outstanding(self, d):
         return (self.next_psn[d] - self.una[d]) & _MASK
 
-    def can_send(self):
-        """A slot of the replay buffer is free (a new frame may leave)."""
-        return len(self.slots) < self.window
+    def free_slot(self):
+        """The lowest free slot, or None."""
+        used = set(self.index.values())
+        return next((k for k in range(self.window) if k not in used), None)
 
-    def send(self, d, frame):
-        """A new frame to ``d`` leaves: its PSN (the frame is kept in a slot)."""
+    def can_send(self):
+        """A new frame may leave: a slot is free and no destination is going back."""
+        return len(self.slots) < self.window and all(b is None for b in self.back)
+
+    def send(self, d, frame, slot=None):
+        """A new frame to ``d`` leaves (in ``slot``; None: the lowest free): its PSN."""
         if not self.can_send():
-            raise RuntimeError("replay buffer full: check can_send first")
+            raise RuntimeError("no new frame may leave: check can_send first")
+        return self._place(d, frame, slot)
+
+    def _place(self, d, frame, slot=None):
         psn = self.next_psn[d]
         self.slots[d, psn] = frame
+        self.index[d, psn] = self.free_slot() if slot is None else slot
         self.next_psn[d] = (psn + 1) & _MASK
         return psn
 
-    def resend(self):
-        """The next frame to resend, ``(d, psn, frame)``, or None; moves the cursor."""
+    def offer(self):
+        """The frame to resend now, ``(d, psn, slot)`` (the lowest destination going
+        back, its cursor), or None."""
         for d in range(self.peers):
-            psn = self.back[d]
-            if psn is None:
-                continue
-            nxt = (psn + 1) & _MASK
-            self.back[d] = None if nxt == self.next_psn[d] else nxt
-            self.resent[d] += 1
-            return d, psn, self.slots[d, psn]
+            if self.back[d] is not None:
+                return d, self.back[d], self.index[d, self.back[d]]
         return None
+
+    def resend(self):
+        """Take :meth:`offer`'s frame, ``(d, psn, frame)`` or None; moves the cursor."""
+        o = self.offer()
+        if o is None:
+            return None
+        d, psn, _ = o
+        nxt = (psn + 1) & _MASK
+        self.back[d] = None if nxt == self.next_psn[d] else nxt
+        self.resent[d] = (self.resent[d] + 1) & _MASK
+        return d, psn, self.slots[d, psn]
 
     def ack(self, src, count, status=0):
         """A completion of ``src``: cumulative ACK to ``count``; with ``GAP`` a NAK.
@@ -112,7 +135,8 @@ class PeerRetrySenderModel:
             self.ack_bad += 1                  # neither advances nor sends back
             return False
         for k in range(adv):
-            del self.slots[src, (self.una[src] + k) & _MASK]
+            key = src, (self.una[src] + k) & _MASK
+            del self.slots[key], self.index[key]
         self.una[src] = count
         if self.back[src] is not None and (self.back[src] - count) & _MASK >= _HALF:
             self.back[src] = count             # the cursor was behind the new ACK
@@ -120,21 +144,50 @@ class PeerRetrySenderModel:
             self.back[src] = None
         if nak:
             self.back[src] = count
-        self.timer[src] = 0
+        self.acked.add(src)
         self.ack_ok += 1
         return True
 
     def tick(self):
-        """One cycle of the timers (after the cycle's ACK)."""
+        """The timers at the end of a cycle (after its ACKs): a destination with nothing
+        outstanding, going back, or acknowledged in the cycle restarts at 0."""
         for d in range(self.peers):
-            if self.outstanding(d) == 0 or self.back[d] is not None:
+            if self.outstanding(d) == 0 or self.back[d] is not None or d in self.acked:
                 self.timer[d] = 0
             elif self.timer[d] == self.timeout - 1:
                 self.timer[d] = 0
-                self.timeouts[d] += 1
+                self.timeouts[d] = (self.timeouts[d] + 1) & _MASK
                 self.back[d] = self.una[d]
             else:
                 self.timer[d] += 1
+        self.acked = set()
+
+    def step(self, c, side):
+        """Cycle ``c``: ``side["send"]`` the destination of a new frame leaving (or
+        None), ``side["ack"]`` a completion ``(src, count, gap)`` (or None),
+        ``side["ready"]`` whether the framer takes the offered resend. Returns the
+        outputs of the start of the cycle: ``can_send``, ``psn`` (``next_psn`` of the
+        send's destination), ``slot`` (the lowest free slot), ``resend`` (``(d, psn,
+        slot)`` or None). Then, in this order: the resend taken, the ACK (on the state
+        of the start of the cycle: a frame sent in the cycle is not covered), the new
+        frame (refused, counted, without ``can_send`` or to an id ``>= peers``), the
+        timers."""
+        dst, ack = side.get("send"), side.get("ack")
+        out = {"can_send": self.can_send(), "slot": self.free_slot(),
+               "resend": self.offer(),
+               "psn": self.next_psn[dst] if dst is not None and dst < self.peers else None}
+        if out["resend"] is not None and side.get("ready"):
+            self.resend()
+        if ack is not None:
+            src, count, gap = ack
+            self.ack(src, count, int(CompletionStatus.GAP) if gap else 0)
+        if dst is not None:
+            if out["can_send"] and dst < self.peers:      # decided at the start
+                self._place(dst, None, out["slot"])
+            else:
+                self.refused += 1
+        self.tick()
+        return out
 
 
 class PeerRetryReceiverModel:
