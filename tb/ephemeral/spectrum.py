@@ -17,10 +17,10 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     formula for a NIC with a wider id (``note`` says so).
 ``nic_retry``
     The NIC with per-peer end-to-end retry (``peer_retry``, docs/nic.md "Per-peer
-    retry"; :func:`nic_retry_row`, derived from the ``nic`` row of the same cell): the
-    blocks are golden-model twins on an abstract path, not yet in the NIC's system
-    model, so its fault-free rate and latency are the ``nic`` row's (the PSN check sits
-    in the receiver's verdict, the replay buffer is written as the frame leaves), with
+    retry"; :func:`nic_retry_row`, derived from the ``nic`` row of the same cell): its
+    blocks (RTL and twins, docs/nic.md) are not yet in the NIC's top or system model, so
+    its fault-free rate and latency are the ``nic`` row's (the design puts the PSN
+    check in the receiver's verdict cycle and fills a slot as the frame leaves), with
     the window's bound (Little's law: at most ``window`` frames unacknowledged), its
     wire bytes 2 more a message (the PSN), and its state the ``nic`` row's plus
     :func:`spec.nic.peer_retry_state_bits` with the replay buffer sized for the cell
@@ -142,7 +142,7 @@ def nic_retry_row(peers, fabric, pattern, messages=1000, attachment="pcie", nic=
                replay_bits=replay, window=window,
                note="; ".join(x for x in (nic["note"], f"window {window}: replay "
                                           f"{replay:,} bits; rate and latency of the "
-                                          "nic row (twins not in the system model)") if x))
+                                          "nic row (blocks not in the NIC's model)") if x))
     return finish(row, total, ii, completion)
 
 
