@@ -19,8 +19,9 @@
    one factor per row, to the RDMA engine, at ``board`` and ``pod``; co-simulated, RTL
    against the model; gap.json; each row's area from area.json, :mod:`scripts.area_proxies.
    gap`), appended to report.md (not with --no-rtl or --no-gap).
-7. The "State spectrum" section (:mod:`scripts.reporting.spectrum`: the NIC, ephemeral
-   delivery contexts and the RC engine at 1 to 4,096 peers, and the sizing for 10^9
+7. The "State spectrum" section (:mod:`scripts.reporting.spectrum`: the NIC, the NIC
+   with per-peer retry, ephemeral delivery contexts and the RC engine at 1 to 4,096
+   peers, and the sizing for 10^9
    messages a second; the golden model; spectrum.json, its rows also in results.json),
    appended to report.md (not with --no-spectrum).
 8. The "Inference" section (:mod:`scripts.reporting.inference`: LLM decode steps and KV

@@ -15,7 +15,8 @@ __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WOR
            "CPL_COUNTERS", "CPL_GEN_COUNTERS", "CPL_TRK_COUNTERS", "CPL_PEER_PORTS",
            "completion_state_bits", "RECORD_SLOTS", "check_records", "record_state_bits",
            "check_destinations", "destination_state_bits", "age_fifo_depth",
-           "AGE_STAMP_BITS"]
+           "AGE_STAMP_BITS", "PEER_RETRY_DEFAULTS", "check_peer_retry",
+           "peer_retry_state_bits", "PEER_VERDICTS"]
 
 #: Per-node receive counters (NicRx ports; NicTop ports ``<name><node>``): frames written,
 #: then one drop counter per reason, in the order a frame with several faults is counted.
@@ -247,3 +248,65 @@ def destination_state_bits(destinations, receivers, coalesce, flush_idle, timeou
     ages = age_fifo_depth(flush_idle) * (ids + b + AGE_STAMP_BITS)
     gen = destinations * (entry + ids) + receivers * (ages + 48 + 8 + 8)
     return gen, trk
+
+
+#: Defaults of the per-peer end-to-end retry (``peer_retry``; docs/nic.md, "Per-peer
+#: retry"). ``window``: frames the sender may have unacknowledged, over all its
+#: destinations; the replay buffer's slots (a slot holds one frame until its
+#: destination's cumulative ACK covers it). 512: a power of two above one sender's
+#: frames in flight over a round trip of the ``pod`` profile at line rate (2 x 500
+#: cycles one way, :func:`spec.fabric_profiles.one_way`, plus the completion's 24 cycles
+#: of docs/nic.md's e2e table, over 3 cycles a 128-byte L2 frame at W = 64: 342
+#: frames), so the window never throttles a single stream at the profiles modelled.
+#: The sender's timeout is the completion's (:data:`COMPLETION_DEFAULTS`).
+PEER_RETRY_DEFAULTS = {"window": 512}
+
+
+def check_peer_retry(peer_retry, completion, window=None):
+    """``(peer_retry, window)`` checked: ``peer_retry`` a bool that needs ``completion``
+    ``"e2e"`` (the completion is its cumulative ACK); ``window`` (None: the default) a
+    power of two from 2 to ``2**(PSN_BITS - 1)`` (go-back-N's window below the PSN
+    space, with room to tell a duplicate from a frame ahead). ``ValueError`` naming the
+    parameter otherwise."""
+    from spec.formats.nic import PSN_BITS
+    if not isinstance(peer_retry, bool):
+        raise ValueError(f"peer_retry must be True or False, not {peer_retry!r}")
+    if peer_retry and completion != "e2e":
+        raise ValueError(f"peer_retry needs completion 'e2e', not {completion!r}")
+    window = PEER_RETRY_DEFAULTS["window"] if window is None else window
+    top = 1 << (PSN_BITS - 1)
+    if (not isinstance(window, int) or isinstance(window, bool) or window < 2
+            or window > top or window & (window - 1)):
+        raise ValueError(f"window must be a power of two from 2 to {top}, not {window!r}")
+    return peer_retry, window
+
+
+def peer_retry_state_bits(peers, window, frame_bytes):
+    """State bits the per-peer retry adds to a node with end-to-end completion
+    (:func:`completion_state_bits`): ``(receiver, sender per peer, replay buffer)``.
+
+    The completion's counts already are the transport's sequence state: the tracker's
+    ``sent`` is the next PSN to a destination, its ``completed`` the oldest
+    unacknowledged PSN, its timer the retry timer and its timeout counter the one the
+    retry counts; the generator's ``count`` is the PSN it expects from a source (the
+    RTL blocks :class:`rtl.nic.peer_retry_sender.PeerRetrySender` and
+    :class:`rtl.nic.peer_retry_check.PeerRetryCheck` hold copies of them while they are
+    blocks of their own). Added at the receiver per source: the gap and duplicate
+    counters (2 x 16) and the NAK-sent flag. Added at the sender per destination: the
+    go-back cursor (a PSN), the going-back flag and the resent counter (16). The replay
+    buffer: ``window`` slots of one frame (``8 * frame_bytes``), its destination id (8),
+    PSN (:data:`spec.formats.nic.PSN_BITS`) and a valid flag; the buffer is shared by
+    the destinations (what it holds grows with the frames in flight, not with the
+    peers)."""
+    from spec.formats.nic import PSN_BITS as b
+    rx = peers * (2 * 16 + 1)
+    tx = peers * (b + 1 + 16)
+    replay = window * (8 * frame_bytes + 8 + b + 1)
+    return rx, tx, replay
+
+
+#: The per-peer retry receiver's verdicts on a store frame (docs/nic.md, "Per-peer
+#: retry"), by index (the RTL's 2-bit ``verdict``): in order (take it), duplicate (not
+#: written, re-ACK), the first gap since the last frame in order (dropped, NAK), a
+#: further gap (dropped, counted).
+PEER_VERDICTS = ("accept", "duplicate", "nak", "gap")

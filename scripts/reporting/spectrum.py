@@ -1,8 +1,8 @@
 """The report's "The state spectrum" section: :mod:`tb.ephemeral.spectrum` (the NIC, the
-ephemeral-context design and the RC engine at 1 to 4,096 peers, ``board`` and ``pod``,
-round robin and Zipf) and the sizing table for 10^9 messages a second. Every cell is the
-golden model's (none co-simulated: ``simulator`` ``"model"``); spectrum.json holds the
-rows."""
+NIC with per-peer end-to-end retry, the ephemeral-context design and the RC engine at 1
+to 4,096 peers, ``board`` and ``pod``, round robin and Zipf) and the sizing table for
+10^9 messages a second. Every cell is the golden model's (none co-simulated:
+``simulator`` ``"model"``); spectrum.json holds the rows."""
 
 import json
 import os
@@ -11,7 +11,8 @@ from tb.ephemeral.spectrum import PATTERNS, PROFILES, TARGET, sizing_rows, spect
 
 __all__ = ["spectrum_section", "spectrum_lines", "sizing_lines"]
 
-_NAMES = {"nic": "NIC (e2e completion)", "ephemeral": "ephemeral contexts",
+_NAMES = {"nic": "NIC (e2e completion)", "nic_retry": "NIC with per-peer retry",
+          "ephemeral": "ephemeral contexts",
           "rdma": "RC engine, 256 entries"}
 
 
@@ -68,13 +69,17 @@ def spectrum_section(out, messages=1000, workers=None):
                                                   indent=1))
     md = ["## The state spectrum", "",
           "Endpoint state that each design holds to keep its rate: the NIC with its "
-          "end-to-end completion, ephemeral delivery contexts (docs/ephemeral.md) and the "
+          "end-to-end completion, the NIC with per-peer end-to-end retry (a PSN and a "
+          "go-back-N replay buffer: docs/nic.md, \"Per-peer retry\"; its rate and "
+          "latency are the NIC's, its twins not yet in the NIC's system model), "
+          "ephemeral delivery contexts (docs/ephemeral.md) and the "
           "RC engine at its best rung, on one level field (the NIC's switch, link retry, "
           "Ethernet-class headers, end-to-end completion, all behind the PCIe host "
           "interface), 128-byte messages. Every cell is the golden model's (none is "
           "co-simulated); how each is computed, and which cells extrapolate (the note "
           "column): tb/ephemeral/spectrum.py. Endpoint state: in flight, contexts on chip "
-          "and, for the RC engine, its contexts in host memory; latency: a message alone; "
+          "and, for the RC engine, its contexts in host memory (the per-peer retry's replay "
+          "buffer is in flight); latency: a message alone; "
           "msgs/s: back to back."]
     md += spectrum_lines(rows) + sizing_lines(sizing)
     return "\n".join(md), rows + [dict(r, sizing=True) for r in sizing]

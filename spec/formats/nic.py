@@ -68,6 +68,10 @@ After the header: ``length`` payload bytes, then the 4-byte FCS. An L2 frame sho
 the IEEE 802.3 minimum (64 bytes with FCS, clause 3.2.8) is padded with zero bytes in
 front of the FCS (``length`` still says the payload bytes); compact frames are never
 padded (they travel on a scale-up link of their own, not on an Ethernet segment).
+
+PSN extension (per-peer retry only, ``peer_retry``): :data:`PSN_BYTES` bytes after the
+store header, the frame's PSN (``psn_layout``); the completion's ``count`` is the
+cumulative ACK and its status flag ``GAP`` a NAK (docs/nic.md, "Per-peer retry").
 """
 
 import enum
@@ -82,7 +86,8 @@ __all__ = ["NicOp", "Framing", "ETHERTYPE", "MAC_PREFIX", "store_header_layout",
            "completion_header_layout", "compact_completion_layout", "l2_completion_layout",
            "completion_layout", "completion_bytes", "completion_beats",
            "completion_record_layout", "ID_BITS", "DESTINATIONS", "check_id_bits",
-           "id_bytes", "wide_mac", "wide_record_layout", "record_layout"]
+           "id_bytes", "wide_mac", "wide_record_layout", "record_layout", "PSN_BITS",
+           "PSN_BYTES", "psn_layout"]
 
 #: Our EtherType (IEEE 802 local experimental).
 ETHERTYPE = 0x88B5
@@ -107,8 +112,29 @@ COMPLETION_COUNT_BITS = 16
 
 
 class CompletionStatus(enum.IntFlag):
-    """Flags of a completion's ``status`` field."""
+    """Flags of a completion's ``status`` field. ``GAP`` (per-peer retry only): a NAK,
+    the receiver dropped a frame of the source whose PSN was ahead of the one it
+    expects; ``count`` is that expected PSN, the sender goes back to it."""
     DROPPED = 1
+    GAP = 2
+
+
+#: Bits of the per-peer retry's packet sequence number (PSN): the completion's ``count``
+#: width, so that the completion's cumulative count is the cumulative ACK (the next
+#: PSN the receiver expects) with no new field in the completion. Go-back-N needs a
+#: window below 2**PSN_BITS (Tanenbaum and Wetherall, Computer Networks 5th ed., 3.4.2:
+#: at most MAX_SEQ frames outstanding with MAX_SEQ + 1 sequence numbers).
+PSN_BITS = COMPLETION_COUNT_BITS
+#: Bytes of the PSN extension that follows the store header with per-peer retry
+#: (``peer_retry``): the frame's PSN, little endian. Neither header has 16 spare bits
+#: (the store header's 48 bits are opcode, flag, length and address; the L2 MACs'
+#: constant bytes are addresses a switch learns, not free fields).
+PSN_BYTES = PSN_BITS // 8
+
+
+def psn_layout():
+    """The PSN extension (:data:`PSN_BYTES` bytes after the store header)."""
+    return data.StructLayout({"psn": PSN_BITS})
 
 
 class Framing(enum.Enum):

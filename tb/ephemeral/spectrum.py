@@ -1,7 +1,7 @@
 """The state spectrum: how much endpoint state each design holds to keep its rate, at 1 to
 4,096 peers, on the golden model (no cell of it is co-simulated).
 
-Three endpoints on one level field (:data:`tb.ephemeral.point.LEVEL`: the NIC's switch,
+Four endpoints on one level field (:data:`tb.ephemeral.point.LEVEL`: the NIC's switch,
 link retry, Ethernet-class headers, end-to-end completion; all behind the PCIe host
 interface, or the engines on the accelerator's die and the NIC integrated:
 ``attachment`` ``"pcie"`` or ``"on_die"``), 128-byte messages, ``board`` and ``pod``:
@@ -15,6 +15,16 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     of 1 and 15 peers are compared in the tests); its state is the formula at the row's
     peers. Its 8-bit node id addresses 254 peers: the 1,024 and 4,096 rows are the
     formula for a NIC with a wider id (``note`` says so).
+``nic_retry``
+    The NIC with per-peer end-to-end retry (``peer_retry``, docs/nic.md "Per-peer
+    retry"; :func:`nic_retry_row`, derived from the ``nic`` row of the same cell): its
+    blocks (RTL and twins, docs/nic.md) are not yet in the NIC's top or system model, so
+    its fault-free rate and latency are the ``nic`` row's (the design puts the PSN
+    check in the receiver's verdict cycle and fills a slot as the frame leaves), with
+    the window's bound (Little's law: at most ``window`` frames unacknowledged), its
+    wire bytes 2 more a message (the PSN), and its state the ``nic`` row's plus
+    :func:`spec.nic.peer_retry_state_bits` with the replay buffer sized for the cell
+    (:func:`retry_window`); ``note`` says so.
 ``ephemeral``
     :func:`tb.ephemeral.point.model_point` (the engine's datapath, the pool of 256).
 ``rdma``
@@ -36,13 +46,15 @@ contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits
 import concurrent.futures
 
 from spec.fabric_profiles import one_way
+from spec.formats.nic import PSN_BYTES, frame_beats, header_bytes
 from spec.formats.roce import QPC_BYTES_DEFAULT
-from spec.nic import completion_state_bits
+from spec.nic import COMPLETION_DEFAULTS, completion_state_bits, peer_retry_state_bits
 from spec.rdma_engine import LADDER
 from tb.ephemeral.point import ATTACHMENTS, LEVEL, attachment_cap, model_point
 
 __all__ = ["PEERS", "PROFILES", "PATTERNS", "RC_CACHE", "RC_WAYS", "NIC_TOP_PEERS", "spectrum_rows",
-           "sizing_rows", "nic_row", "rc_row", "ephemeral_row", "finish", "TARGET"]
+           "sizing_rows", "nic_row", "rc_row", "ephemeral_row", "finish", "TARGET",
+           "nic_retry_row", "retry_window", "nic_rows"]
 
 PEERS = (1, 64, 1024, 4096)
 PROFILES = ("board", "pod")
@@ -97,8 +109,47 @@ def nic_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
            "latency_cycles": r["latency_cycles_model"],
            "completion_cycles": r["completion_cycles_model"],
            "context_state_bits": state, "host_context_bits": 0,
-           "wire_bytes": r["wire_bytes_model"]}
+           "wire_bytes": r["wire_bytes_model"], "width": nt.width}
     return finish(row, state, r["ii_cycles_model"], r["completion_cycles_model"])
+
+
+def retry_window(ii, completion, coalesce=COMPLETION_DEFAULTS["coalesce"]):
+    """The replay buffer's slots for a stream of one frame every ``ii`` cycles whose
+    completion takes ``completion`` cycles: a frame stays until the coalesced completion
+    that covers it returns (its own completion time, plus ``coalesce - 1`` frames of its
+    group sent after it at most: ``(completion + coalesce * ii) / ii`` frames), rounded
+    up to a power of two, at least 2 (:func:`spec.nic.check_peer_retry`)."""
+    frames = -(-(completion + coalesce * ii) // ii)
+    return max(2, 1 << (int(frames) - 1).bit_length())
+
+
+def nic_retry_row(peers, fabric, pattern, messages=1000, attachment="pcie", nic=None):
+    """The row of the NIC with per-peer retry (module docstring), from ``nic`` (the
+    cell's :func:`nic_row`; computed when None)."""
+    nic = nic or nic_row(peers, fabric, pattern, messages, attachment)
+    w = nic["width"]
+    if frame_beats(w, "l2", 128 + PSN_BYTES) != frame_beats(w, "l2", 128):
+        raise ValueError(f"the PSN adds a beat at width {w}: the nic row's rate does not "
+                         "hold")
+    ii, completion = 1e9 / nic["msgs_per_s"], nic["completion_cycles"]
+    window = retry_window(ii, completion)
+    slot = header_bytes("l2") + PSN_BYTES + 128          # the frame without its FCS
+    rx, tx, replay = peer_retry_state_bits(peers, window, slot)
+    total = nic["endpoint_state_bits"] + rx + tx + replay
+    ii = max(ii, completion / window)
+    row = dict(nic, design="nic_retry", wire_bytes=nic["wire_bytes"] + PSN_BYTES,
+               context_state_bits=nic["context_state_bits"] + rx + tx,
+               replay_bits=replay, window=window,
+               note="; ".join(x for x in (nic["note"], f"window {window}: replay "
+                                          f"{replay:,} bits; rate and latency of the "
+                                          "nic row (blocks not in the NIC's model)") if x))
+    return finish(row, total, ii, completion)
+
+
+def nic_rows(peers, fabric, pattern, messages=1000, attachment="pcie"):
+    """The cell's ``nic`` and ``nic_retry`` rows (one NIC model run)."""
+    nic = nic_row(peers, fabric, pattern, messages, attachment)
+    return [nic, nic_retry_row(peers, fabric, pattern, messages, attachment, nic=dict(nic))]
 
 
 def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
@@ -162,14 +213,16 @@ def spectrum_rows(peers=PEERS, profiles=PROFILES, patterns=PATTERNS, messages=10
     for fabric in profiles:
         for pattern in patterns:
             for p in peers:
-                cells += [(nic_row, (p, fabric, pattern, messages, attachment), {}),
+                cells += [(nic_rows, (p, fabric, pattern, messages, attachment), {}),
                           (ephemeral_row, (p, fabric, pattern, 2 * messages),
                            {"attachment": attachment}),
                           (rc_row, (p, fabric, pattern, messages, attachment), {})]
     if workers <= 1:
-        return [_cell(*c) for c in cells]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_cell, *zip(*cells, strict=True)))
+        out = [_cell(*c) for c in cells]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            out = list(pool.map(_cell, *zip(*cells, strict=True)))
+    return [r for x in out for r in (x if isinstance(x, list) else [x])]
 
 
 def sizing_rows(peers=(1, 64, 4096), fabric="board", max_lanes=8, messages=1000,
