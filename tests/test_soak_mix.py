@@ -11,8 +11,11 @@ from pymodel.nic.mem_system import NicMemSystemModel
 from pymodel.rdma.system import NoProgress
 from pymodel.scenarios.mix import PRESETS, counts, op_sequence, parse_mix
 from scripts import soak
+from spec.formats.roce import CqeStatus
 from tb.rdma import reads
 from tb.rdma.cocotb_rdma import config, run_model, scenario
+from tb.rdma.cocotb_rdma_budget import check_budget_params
+from tb.rdma.runner import run_rdma
 from tb.soak.nic_mem import chunk_checks, chunk_commands, chunk_memories
 from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES, link_faults
 
@@ -150,13 +153,22 @@ def _memories(cfg, model):
     return got
 
 
-@pytest.mark.xfail(strict=True, raises=NoProgress, reason=(
-    "a cycle of waits of the design (RTL and model alike): the completion unit walks a "
-    "queued rewind only once every record promised before it is appended; those records "
-    "wait in the frame sender's in-order seg FIFO behind a first-send READ or atomic "
-    "waiting for a free response-intake slot; the slots are held by READs whose request "
-    "was lost, freed only by their responses, which only the rewind's resends (behind "
-    "the same READ) bring"))
+#: The smallest mixed chunk found that stops the engine: 12 operations on one QP of the
+#: soak's mixed top with 2 response-intake slots, 10% drops on A->B (FaultSettings seed 1:
+#: the link drops frames 0 and 6).
+SMALL_STOP_TOP = dict(MIXED_TOP, reads=2)
+SMALL_STOP = dict(kind="mixed", messages=12, mix="mixed", sizes=SIZES, qps=1, seed=1,
+                  ack_timeout=MIXED_ACK_TIMEOUT, faults_ab=dict(seed=1, drop_rate=6554))
+#: The cycle of waits (docs/recovery.md, "Mixed workload").
+STOP_WHY = ("a cycle of waits of the design (RTL and model alike): the completion unit "
+            "walks a queued rewind only once every record promised before it is appended; "
+            "those records wait in the frame sender's in-order seg FIFO behind a first-send "
+            "READ or atomic waiting for a free response-intake slot; the slots are held by "
+            "READs whose request was lost, freed only by their responses, which only the "
+            "rewind's resends (behind the same READ) bring")
+
+
+@pytest.mark.xfail(strict=True, raises=NoProgress, reason=STOP_WHY)
 def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
     """12 operations (8 WRITEs, 3 READs, 1 atomic) on one QP of the soak's mixed top with
     2 response-intake slots (``reads=2``), 10% drops on A->B (FaultSettings seed 1: the
@@ -166,9 +178,8 @@ def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
     the head of the frame sender, node B's PSN-sequence NAK queues a rewind of PSN 0
     whose walk waits for the atomic's record and the WRITE's behind it. Every operation
     must still end with its successful CQE and the model-free checks."""
-    top = dict(MIXED_TOP, reads=2)
-    p = dict(kind="mixed", top=top, messages=12, mix="mixed", sizes=SIZES, qps=1, seed=1,
-             ack_timeout=MIXED_ACK_TIMEOUT, faults_ab=dict(seed=1, drop_rate=6554))
+    top = SMALL_STOP_TOP
+    p = dict(SMALL_STOP, top=top)
     cfg, knobs = config(top, p)
     v, inject, _ = scenario(p, cfg, knobs)
     model = run_model(cfg, v, inject, (1, 0))
@@ -222,3 +233,24 @@ def test_rdma_mixed_soak_write_before_read(tmp_path):
     rdma = json.loads((tmp_path / "soak.json").read_text())["rdma"]
     assert rdma["chunks_compared"] == 3 and rdma["mismatches"] == 0
     assert rdma["retransmissions"] == 0 and rdma["reads_ok"] == rdma["reads"] == 30
+
+
+def test_rdma_budget_run_parameters_are_checked():
+    good = dict(SMALL_STOP, top=SMALL_STOP_TOP, budget=1000, out_json="b.json")
+    check_budget_params(good)
+    for key, bad in (("budget", 0), ("budget", "many"), ("out_json", ""), ("kind", "writes"),
+                     ("qps", 0)):
+        with pytest.raises(ValueError, match=key):
+            check_budget_params(dict(good, **{key: bad}))
+
+
+@pytest.mark.slow(reason="a Verilator build of RdmaTop with 2 response slots")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=STOP_WHY)
+def test_rdma_rtl_ends_the_smallest_stopping_chunk():
+    """The RTL, run without the model for 100,000 cycles (six transport timeouts) on
+    :data:`SMALL_STOP`, must write one successful CQE per operation."""
+    folder = run_rdma(SMALL_STOP_TOP, params=dict(SMALL_STOP, budget=100_000,
+                                                  out_json="budget.json"),
+                      test_module="tb.rdma.cocotb_rdma_budget", test_id="small_stop")
+    got = json.loads((folder / "budget.json").read_text())
+    assert got["cqes"] == [CqeStatus.SUCCESS.value] * 12 and got["ops"] == 12
