@@ -57,6 +57,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.cocotb_fuzz": ("top", "seed", "frames", "chunks", "fillers", "inject_stall",
                             "out", "read_mix"),
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
+    "tb.rdma.cocotb_rdma_budget": "tb.rdma.cocotb_rdma_budget:check_budget_params",
     "tb.rdma.cocotb_read_requester": ("seed", "timeout"),
     "tb.rdma.uvm.tests": "tb.cosim_params:_rdma_uvm_params",
     "tb.soak.cocotb_nic_mem_soak": ("top", "seed", "plan", "mix", "token"),

@@ -8,12 +8,16 @@ import random
 import pytest
 
 from pymodel.nic.mem_system import NicMemSystemModel
+from pymodel.rdma.system import NoProgress
 from pymodel.scenarios.mix import PRESETS, counts, op_sequence, parse_mix
 from scripts import soak
+from spec.formats.roce import CqeStatus
 from tb.rdma import reads
 from tb.rdma.cocotb_rdma import config, run_model, scenario
+from tb.rdma.cocotb_rdma_budget import check_budget_params
+from tb.rdma.runner import run_rdma
 from tb.soak.nic_mem import chunk_checks, chunk_commands, chunk_memories
-from tb.soak.rdma import MIXED_TOP, link_faults
+from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES, link_faults
 
 
 def test_mix_parses_weights_and_presets():
@@ -117,18 +121,7 @@ def test_rdma_mixed_chunk_against_the_model():
     cfg, knobs = config(MIXED_TOP, p)
     v, inject, _ = scenario(p, cfg, knobs)
     model = run_model(cfg, v, inject, (1, 0))
-
-    class Board:
-        def __init__(self):
-            self.mismatches = []
-
-        def equal(self, what, got, want):
-            if got != want:
-                self.mismatches.append(what)
-
-    got = {side: [model[side].get(k, 0) for k in range(cfg.depth)]
-           for side in ("mem_a", "mem_b")}
-    got["resp"] = model["resp"]
+    got = _memories(cfg, model)
     sb = Board()
     fig = reads.mixed_checks(sb, v, got)
     assert sb.mismatches == []
@@ -139,6 +132,63 @@ def test_rdma_mixed_chunk_against_the_model():
     got["mem_a"][laddr // 64] ^= 1
     v.cq_next = 0                        # poll the CQ again from its start
     assert reads.mixed_checks(Board(), v, got)["reads_ok"] == 7
+
+
+class Board:
+    """A scoreboard that keeps what differs."""
+
+    def __init__(self):
+        self.mismatches = []
+
+    def equal(self, what, got, want):
+        if got != want:
+            self.mismatches.append(what)
+
+
+def _memories(cfg, model):
+    """The model's host memories and responder counters, as the bench reads the RTL's."""
+    got = {side: [model[side].get(k, 0) for k in range(cfg.depth)]
+           for side in ("mem_a", "mem_b")}
+    got["resp"] = model["resp"]
+    return got
+
+
+#: The smallest mixed chunk found that stops the engine: 12 operations on one QP of the
+#: soak's mixed top with 2 response-intake slots, 10% drops on A->B (FaultSettings seed 1:
+#: the link drops frames 0 and 6).
+SMALL_STOP_TOP = dict(MIXED_TOP, reads=2)
+SMALL_STOP = dict(kind="mixed", messages=12, mix="mixed", sizes=SIZES, qps=1, seed=1,
+                  ack_timeout=MIXED_ACK_TIMEOUT, faults_ab=dict(seed=1, drop_rate=6554))
+#: The cycle of waits (docs/recovery.md, "Mixed workload").
+STOP_WHY = ("a cycle of waits of the design (RTL and model alike): the completion unit "
+            "walks a queued rewind only once every record promised before it is appended; "
+            "those records wait in the frame sender's in-order seg FIFO behind a first-send "
+            "READ or atomic waiting for a free response-intake slot; the slots are held by "
+            "READs whose request was lost, freed only by their responses, which only the "
+            "rewind's resends (behind the same READ) bring")
+
+
+@pytest.mark.xfail(strict=True, raises=NoProgress, reason=STOP_WHY)
+def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
+    """12 operations (8 WRITEs, 3 READs, 1 atomic) on one QP of the soak's mixed top with
+    2 response-intake slots (``reads=2``), 10% drops on A->B (FaultSettings seed 1: the
+    link drops frames 0 and 6, so the WRITE of PSN 0 is lost and node B discards the
+    READs of PSNs 1 and 4 as out of sequence): both slots are held by READs no
+    response will answer until they are resent, the atomic (PSN 12) waits for a slot at
+    the head of the frame sender, node B's PSN-sequence NAK queues a rewind of PSN 0
+    whose walk waits for the atomic's record and the WRITE's behind it. Every operation
+    must still end with its successful CQE and the model-free checks."""
+    top = SMALL_STOP_TOP
+    p = dict(SMALL_STOP, top=top)
+    cfg, knobs = config(top, p)
+    v, inject, _ = scenario(p, cfg, knobs)
+    model = run_model(cfg, v, inject, (1, 0))
+    sb = Board()
+    fig = reads.mixed_checks(sb, v, _memories(cfg, model))
+    assert sb.mismatches == []
+    assert (fig["writes"], fig["reads"], fig["atomics"]) == (8, 3, 1)
+    assert fig["lost"] == 0 and fig["corrupted_bytes"] == 0
+    assert model["links"]["ab"]["dropped"] >= 2
 
 
 @pytest.mark.slow(reason="a Verilator build of NicMemTop of the soak's own size")
@@ -183,3 +233,24 @@ def test_rdma_mixed_soak_write_before_read(tmp_path):
     rdma = json.loads((tmp_path / "soak.json").read_text())["rdma"]
     assert rdma["chunks_compared"] == 3 and rdma["mismatches"] == 0
     assert rdma["retransmissions"] == 0 and rdma["reads_ok"] == rdma["reads"] == 30
+
+
+def test_rdma_budget_run_parameters_are_checked():
+    good = dict(SMALL_STOP, top=SMALL_STOP_TOP, budget=1000, out_json="b.json")
+    check_budget_params(good)
+    for key, bad in (("budget", 0), ("budget", "many"), ("out_json", ""), ("kind", "writes"),
+                     ("qps", 0)):
+        with pytest.raises(ValueError, match=key):
+            check_budget_params(dict(good, **{key: bad}))
+
+
+@pytest.mark.slow(reason="a Verilator build of RdmaTop with 2 response slots")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=STOP_WHY)
+def test_rdma_rtl_ends_the_smallest_stopping_chunk():
+    """The RTL, run without the model for 100,000 cycles (six transport timeouts) on
+    :data:`SMALL_STOP`, must write one successful CQE per operation."""
+    folder = run_rdma(SMALL_STOP_TOP, params=dict(SMALL_STOP, budget=100_000,
+                                                  out_json="budget.json"),
+                      test_module="tb.rdma.cocotb_rdma_budget", test_id="small_stop")
+    got = json.loads((folder / "budget.json").read_text())
+    assert got["cqes"] == [CqeStatus.SUCCESS.value] * 12 and got["ops"] == 12
