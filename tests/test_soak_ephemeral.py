@@ -112,7 +112,8 @@ def test_default_chunks_hold_and_the_twin_replays_them():
 @pytest.mark.parametrize("knob,value,name", [
     ("idle", 128, "idle"), ("timeout", 16, "timeout"), ("late", 300, "late"),
     ("drop_rate", 1.5, "drop_rate"), ("sources", 0, "sources"), ("entries", 6, "entries"),
-    ("bogus", 1, "bogus"), ("max_drops", -1, "max_drops"), ("window", 1 << 23, "window")])
+    ("bogus", 1, "bogus"), ("max_drops", -1, "max_drops"), ("window", 1 << 23, "window"),
+    ("window", (1 << 12) + 1, "OPEN_OFFSET_BITS")])
 def test_bad_knobs_are_named(knob, value, name):
     with pytest.raises(ValueError, match=name):
         check_soak(dict(SOAK_DEFAULTS, **{knob: value}))
