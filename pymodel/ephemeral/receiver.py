@@ -8,24 +8,23 @@ A packet carries its source, its PSN (24 bits, serial arithmetic), the open flag
 on a context's packets until its first ACK), with it the packet's offset from its
 context's first PSN (``off``, :data:`spec.ephemeral.OPEN_OFFSET_BITS`; 0 on the first
 packet), and its kind (data or CLOSE). The receiver holds at most ``entries`` contexts
-(source -> next expected PSN) and opens one only at its first PSN: an open packet with a
-nonzero offset says its context's first packet is missing. A CLOSE frame from the source
-frees its context.
+(source -> next expected PSN) and opens one only at its first PSN, on the context's
+*first* packet (the open flag with offset 0, :func:`first`): an open packet with a nonzero
+offset says its context's first packet is missing. A CLOSE frame from the source frees
+its context.
 
 ==============================  =============================================================
 packet                          outcome (a counter of the same name)
 ==============================  =============================================================
 no context, no open flag        ``stale``: refused (a late copy of a closed context's packet)
-no context, open, offset 0,     ``opened``: a context at ``psn + 1``, delivered
-room
-no context, open, offset 0,     ``full``: refused, not acknowledged (the sender resends)
-no room
+no context, first, room         ``opened``: a context at ``psn + 1``, delivered
+no context, first, no room      ``full``: refused, not acknowledged (the sender resends)
 no context, open, offset > 0    ``gap``: refused (the context's first packet, ``psn - off``,
                                 is missing; go-back-N resends from it)
 context, ``psn == expected``    ``delivered``
 context, PSN older              ``duplicate``: not delivered, acknowledged again
-context, PSN newer, open,       ``reopened``: the sender opened a new context (its first PSN
-offset 0                        comes from its count of packets sent): restart at ``psn + 1``
+context, PSN newer, first       ``reopened``: the sender opened a new context (its first PSN
+                                comes from its count of packets sent): restart at ``psn + 1``
 context, PSN newer, otherwise   ``gap``: refused (go-back-N: a packet before it was lost)
 CLOSE, context                  ``closed``: the context is freed
 CLOSE, no context               ``stale``: nothing changes (a late or repeated CLOSE)
