@@ -27,7 +27,8 @@ __all__ = ["NODE_BITS", "STAMP_BITS", "OUTSTANDING_BITS", "ACK_COUNT_BITS",
            "Verdict", "send_context_bits", "recv_context_bits", "uet_bitmap_bits",
            "check_pool_entries", "check_idle", "check_ephemeral", "RTL_POOL_ENTRIES_MAX",
            "II_BITS", "COMPLETION_RANGE", "ACK_SLOTS_RANGE", "check_sender",
-           "RECV_OUTCOMES", "RECV_DELIVERS", "RECV_ACKS", "check_receiver"]
+           "RECV_OUTCOMES", "RECV_DELIVERS", "RECV_ACKS", "check_receiver",
+           "OPEN_OFFSET_BITS"]
 
 #: Bits of a node id: up to 4,096 destinations (the spectrum's largest peer count).
 NODE_BITS = 12
@@ -60,6 +61,21 @@ SEND_CONTEXT_LAYOUT = data.StructLayout({
 RECV_CONTEXT_LAYOUT = data.StructLayout({
     "valid": 1, "src": NODE_BITS, "expected_psn": PSN_BITS, "stamp": STAMP_BITS,
 })
+
+#: Bits of an open packet's offset: its PSN minus its context's first PSN, carried with the
+#: open flag so that the receiver knows the context's first PSN and opens the context only
+#: there (an open packet with a nonzero offset, its context's first packet missing, is
+#: refused as a gap; docs/ephemeral.md, "Late, duplicate and forged packets"). The sender
+#: sets the open flag until the context's first ACK, so the offset is below the packets a
+#: context has in flight (its go-back-N window): 12 bits take a window of up to 4,096
+#: packets, the most window records :data:`OUTSTANDING_BITS` counts (512 by default,
+#: :data:`spec.rdma_engine.REQUESTER_DEFAULTS` ``records``). Ultra
+#: Ethernet carries the same: a SYN request's 12-bit PSN offset in the place of the
+#: destination PDC id, and the target opens its PDC at ``psn - offset``. Ref:
+#: github.com/ultraethernet/uet-ref-prov, in-kernel-ses/driver/uet_pds/pds/uet_pds.c
+#: (``syn_offset``, ``mode_psn_off``, ``rx_bm_base_psn = pds_psn - pds_syn_off`` in
+#: ``uet_pdsm_assign_tgt_pdc``) and its header's ``UET_PDS_REQ_PSN_OFF_MASK 0x0fff``.
+OPEN_OFFSET_BITS = 12
 
 #: The Ultra Ethernet reference code's PDC window ("maximum PSN range", packets) and its
 #: PDC table size. Ref: github.com/ultraethernet/uet-ref-prov,
@@ -107,10 +123,12 @@ POOL_COUNTERS = ("opens", "closes", "full_waits", "stale")
 
 #: The receiver's outcomes of a packet, one counter each, in port order (the rules:
 #: docs/ephemeral.md, "Late, duplicate and forged packets"): ``stale`` (no context, no open
-#: flag, or a CLOSE for a source without one), ``opened`` (no context, open flag, an entry
-#: free), ``full`` (no context, open flag, no entry free), ``delivered`` (the expected
-#: PSN), ``duplicate`` (an older PSN), ``reopened`` (a newer PSN with the open flag),
-#: ``gap`` (a newer PSN without it), ``closed`` (a CLOSE that freed its source's context).
+#: flag, or a CLOSE for a source without one), ``opened`` (no context, the open flag with
+#: offset 0: the context's first packet, an entry free), ``full`` (the same, no entry
+#: free), ``delivered`` (the expected PSN), ``duplicate`` (an older PSN), ``reopened`` (a
+#: newer PSN, the open flag with offset 0), ``gap`` (a newer PSN without it, or an open
+#: packet with a nonzero offset and no context: a packet before it is missing),
+#: ``closed`` (a CLOSE that freed its source's context).
 RECV_OUTCOMES = ("stale", "opened", "full", "delivered", "duplicate", "reopened", "gap",
                  "closed")
 #: The outcomes whose packet is written to memory, and those that send an ACK (the

@@ -3,7 +3,7 @@ packet streams with mutants.
 
 Each chunk (:func:`pymodel.scenarios.fuzz_ephemeral.fuzz_chunk`: genuine senders,
 CLOSEs and lost ones, replays, gaps, forged opens, floods, mutants of ``src``, ``psn``,
-``open`` and ``close``, a sentinel source, an idle time of its own) is a fresh load of the
+``open``, ``close`` and ``off``, a sentinel source, an idle time of its own) is a fresh load of the
 player and a reset of the same simulation; the run goes on until every context has
 closed on idle. Checked twice:
 
@@ -39,7 +39,7 @@ from tb.scoreboard import Scoreboard
 #: The no-hang budget beyond the last release cycle: the receiver takes a packet a cycle,
 #: so the player ends a few cycles after it; a margin chosen, not measured.
 BUDGET_CYCLES = 1000
-_FIELDS = ("src", "psn", "open", "close")
+_FIELDS = ("src", "psn", "open", "close", "off")
 
 
 def _fields(layout, value):

@@ -40,8 +40,8 @@ async def ephemeral_receiver_matches_model(dut):
     pkts, release = hostile(p["seed"], p["packets"], p["sources"], idle)
     play = pkt_layout(NODE_BITS)
     harness = Harness(dut)
-    harness.load_player("pkts", [play.const(dict(zip(("src", "psn", "open", "close"), pk,
-                                                     strict=True))).as_value().value
+    fields = ("src", "psn", "open", "close", "off")
+    harness.load_player("pkts", [play.const(dict(zip(fields, pk, strict=True))).as_value().value
                                  for pk in pkts], release=release)
     for name in ("outcome", "deliver", "ack", "expired"):
         harness.arm_recorder(name, len(pkts))

@@ -56,7 +56,7 @@ def test_twin_meets_the_checks_and_the_checks_catch_broken_runs():
     k = next(i for i, (_, o, _) in enumerate(outs) if o == "delivered")
     # The same PSN delivered again later in the same context.
     t, e, s, psn = next(d for d in delivers if d[0] == outs[k][0])
-    bad_pkts = pkts + [(s, psn, 0, 0)]
+    bad_pkts = pkts + [(s, psn, 0, 0, 0)]
     bad_outs = outs + [(outs[-1][0] + 1, "delivered", e)]
     bad_del = delivers + [(outs[-1][0] + 1, e, s, psn)]
     count = dict(twin.count, delivered=twin.count["delivered"] + 1)

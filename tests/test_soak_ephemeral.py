@@ -57,14 +57,32 @@ def test_lost_close_is_recovered_by_idle():
     assert soak_errors(c) == [] and c["twin"].pool.used == 0
 
 
-def test_two_open_packets_in_flight_would_lose_the_first():
-    """Why a sender keeps one packet in flight until its context's first ACK: were its
-    first two packets sent with the open flag and the first lost, the second opens the
-    receiver's context past it, and the first, sent again, is a duplicate: never
-    delivered (the rules of docs/ephemeral.md's table, ReceiverModel)."""
+def test_lost_first_open_packet_is_delivered_once():
+    """A context's first packet lost with more open packets in flight behind it: the
+    receiver refuses them (an open packet's offset names its context's first PSN, which
+    it has not seen: ``gap``), the first's resend opens the context at its PSN, and every
+    message is delivered once. Were the offset not carried (every open packet taken as
+    its context's first, ``off`` 0), the second would open the context past the first,
+    and the first's resend would be a duplicate: never delivered (ReceiverModel, the
+    rules of docs/ephemeral.md's table)."""
     r = ReceiverModel(4)
-    assert r.arrive(1, 100, True) == "opened"      # PSN 99, the first, was dropped
-    assert r.arrive(1, 99, True) == "duplicate"    # its resend: not delivered
+    assert r.arrive(1, 100, True, off=1) == "gap"        # PSN 99, the first, was dropped
+    assert r.arrive(1, 101, True, off=2) == "gap"
+    assert r.arrive(1, 99, True, off=0) == "opened"      # its resend: delivered
+    assert [r.arrive(1, p, True, off=p - 99) for p in (100, 101)] == ["delivered"] * 2
+    old = ReceiverModel(4)
+    assert old.arrive(1, 100, True) == "opened"          # without the offset
+    assert old.arrive(1, 99, True) == "duplicate"        # the first: lost
+    # The senders of the soak: source 0's first packet lost, its next ones (open, up to
+    # the window) sent behind it before its timer fires.
+    c = soak_chunk(7, 0, 40, lose={(0, 0)}, sources=2, **QUIET)
+    assert soak_errors(c) == []
+    first = c["senders"][0].messages[0]
+    opens = [p for p in c["pkts"] if p[0] == 0 and p[2]]
+    assert opens[0][4] > 0 and opens[0][1] != first      # an open packet past the first
+    outs = [o for (_, o, _), p in zip(c["events"][0], c["pkts"], strict=True) if p[0] == 0]
+    assert outs[0] == "gap" and "opened" in outs
+    assert _delivered(c)[(0, first)] == 1
 
 
 def test_default_chunks_hold_and_the_twin_replays_them():
@@ -94,7 +112,8 @@ def test_default_chunks_hold_and_the_twin_replays_them():
 @pytest.mark.parametrize("knob,value,name", [
     ("idle", 128, "idle"), ("timeout", 16, "timeout"), ("late", 300, "late"),
     ("drop_rate", 1.5, "drop_rate"), ("sources", 0, "sources"), ("entries", 6, "entries"),
-    ("bogus", 1, "bogus"), ("max_drops", -1, "max_drops"), ("window", 1 << 23, "window")])
+    ("bogus", 1, "bogus"), ("max_drops", -1, "max_drops"), ("window", 1 << 23, "window"),
+    ("window", (1 << 12) + 1, "OPEN_OFFSET_BITS")])
 def test_bad_knobs_are_named(knob, value, name):
     with pytest.raises(ValueError, match=name):
         check_soak(dict(SOAK_DEFAULTS, **{knob: value}))

@@ -32,7 +32,7 @@ def _rtl_events(entries, idle, pkts, cycles):
             pkt = at.get(t)
             ctx.set(dut.pkt.valid, pkt is not None)
             if pkt is not None:
-                ctx.set(dut.pkt.payload, dict(zip(("src", "psn", "open", "close"), pkt,
+                ctx.set(dut.pkt.payload, dict(zip(("src", "psn", "open", "close", "off"), pkt,
                                                   strict=True)))
                 assert ctx.get(dut.pkt.ready)
             if ctx.get(dut.outcome.valid):
@@ -68,49 +68,55 @@ def _both(entries, idle, pkts, cycles):
 
 
 def test_receiver_rules_on_hostile_sequences():
-    """Each row of the rules' table in RTL (and its twin, equal): a context opened,
-    delivered in order, a duplicate re-ACKed, a gap refused, a reopen after a lost CLOSE,
-    a CLOSE, a late packet of the closed context (stale), a late CLOSE (stale); then one
-    sender's forged opens exhaust the pool of 4: refused as full while the genuine
-    context still delivers, and the forged contexts close after ``idle`` without
-    arrivals, after which an open is taken. Expectations written from the table."""
+    """Each row of the rules' table in RTL (and its twin, equal): an open packet whose
+    context's first is missing (a nonzero offset) refused as a gap, the first's resend
+    opening the context at its PSN and the refused one then delivered, a duplicate
+    re-ACKed, a gap refused, a reopen after a lost CLOSE (its first packet lost too: the
+    second refused, the first reopens), a CLOSE, a late packet of the closed context
+    (stale), a late CLOSE (stale); then one sender's forged opens exhaust the pool of 4:
+    refused as full while the genuine context still delivers, and the forged contexts
+    close after ``idle`` without arrivals, after which an open is taken. Expectations
+    written from the table."""
     idle, src = 20, 7
-    seq = [  # (packet, expected outcome)
-        ((src, 100, 1, 0), "opened"),
-        ((src, 101, 1, 0), "delivered"),
-        ((src, 100, 1, 0), "duplicate"),      # resent, its ACK was lost
-        ((src, 102, 0, 0), "delivered"),
-        ((src, 105, 0, 0), "gap"),            # 103, 104 lost
-        ((src, 900, 1, 0), "reopened"),       # the sender closed, its CLOSE was lost
-        ((src, 901, 0, 0), "delivered"),
-        ((src, 0, 0, 1), "closed"),
-        ((src, 901, 0, 0), "stale"),          # a late copy after the CLOSE
-        ((src, 0, 0, 1), "stale"),            # a repeated CLOSE
-        ((1, 50, 1, 0), "opened"),            # the genuine sender that keeps delivering
-        ((2000, 7, 1, 0), "opened"),          # forged opens from one sender
-        ((2001, 7, 1, 0), "opened"),
-        ((2002, 7, 1, 0), "opened"),
-        ((2003, 7, 1, 0), "full"),
-        ((2004, 7, 1, 0), "full"),
-        ((1, 51, 0, 0), "delivered"),
-        ((1, 51, 0, 0), "duplicate"),
-        ((1, 52, 0, 0), "delivered"),
+    seq = [  # (packet (src, psn, open, close, off), expected outcome)
+        ((src, 100, 1, 0, 1), "gap"),         # the context's second; its first, 99, lost
+        ((src, 99, 1, 0, 0), "opened"),       # the first, resent: opens at its PSN
+        ((src, 100, 1, 0, 1), "delivered"),   # the second, resent (go-back-N)
+        ((src, 99, 1, 0, 0), "duplicate"),    # resent, its ACK was lost
+        ((src, 101, 0, 0, 0), "delivered"),
+        ((src, 104, 0, 0, 0), "gap"),         # 102, 103 lost
+        ((src, 901, 1, 0, 1), "gap"),         # the sender closed (CLOSE lost), reopened at
+        ((src, 900, 1, 0, 0), "reopened"),    # 900, which was lost: refused, then resent
+        ((src, 901, 1, 0, 1), "delivered"),
+        ((src, 0, 0, 1, 0), "closed"),
+        ((src, 901, 0, 0, 0), "stale"),       # a late copy after the CLOSE
+        ((src, 0, 0, 1, 0), "stale"),         # a repeated CLOSE
+        ((1, 50, 1, 0, 0), "opened"),         # the genuine sender that keeps delivering
+        ((2000, 7, 1, 0, 0), "opened"),       # forged opens from one sender
+        ((2001, 7, 1, 0, 0), "opened"),
+        ((2002, 7, 1, 0, 0), "opened"),
+        ((2003, 7, 1, 0, 0), "full"),
+        ((2004, 7, 1, 0, 0), "full"),
+        ((2005, 7, 1, 0, 3), "gap"),          # not a first packet: no open, not full
+        ((1, 51, 0, 0, 0), "delivered"),
+        ((1, 51, 0, 0, 0), "duplicate"),
+        ((1, 52, 0, 0, 0), "delivered"),
     ]
     pkts = [p for p, _ in seq]
     cycles = list(range(1, len(pkts) + 1))
     # Keep source 1 alive while the forged contexts idle out, then try an open again.
     for k in range(4):
-        pkts.append((1, 53 + k, 0, 0))
+        pkts.append((1, 53 + k, 0, 0, 0))
         cycles.append(cycles[-1] + idle // 2)
-    pkts.append((2005, 9, 1, 0))
+    pkts.append((2005, 9, 1, 0, 0))
     cycles.append(cycles[-1] + 1)
     outs, delivers, acks, closes, counters = _both(4, idle, pkts, cycles)
     assert [o for _, o, _ in outs] == [o for _, o in seq] + ["delivered"] * 4 + ["opened"]
     assert [(s, p) for _, _, s, p in delivers] == [
-        (7, 100), (7, 101), (7, 102), (7, 900), (7, 901), (1, 50), (2000, 7), (2001, 7),
+        (7, 99), (7, 100), (7, 101), (7, 900), (7, 901), (1, 50), (2000, 7), (2001, 7),
         (2002, 7), (1, 51), (1, 52), (1, 53), (1, 54), (1, 55), (1, 56), (2005, 9)]
     assert [(s, p) for _, s, p in acks] == [
-        (7, 100), (7, 101), (7, 100), (7, 102), (7, 900), (7, 901), (1, 50), (2000, 7),
+        (7, 99), (7, 100), (7, 99), (7, 101), (7, 900), (7, 901), (1, 50), (2000, 7),
         (2001, 7), (2002, 7), (1, 51), (1, 51), (1, 52), (1, 53), (1, 54), (1, 55),
         (1, 56), (2005, 9)]
     # The forged contexts closed on idle (the genuine one did not), so 2005 opens; after
@@ -118,6 +124,7 @@ def test_receiver_rules_on_hostile_sequences():
     assert sorted(k for t, k in closes if t < cycles[-1]) == [2000, 2001, 2002]
     assert sorted(k for t, k in closes if t > cycles[-1]) == [1, 2005]
     assert counters["full"] == 2 and counters["stale"] == 2 and counters["closed"] == 1
+    assert counters["gap"] == 4
     assert sum(counters[o] for o in RECV_OUTCOMES) == len(pkts)
     assert invariant_errors(pkts, outs, delivers,
                             {o: counters[o] for o in RECV_OUTCOMES}) == []

@@ -3,8 +3,9 @@
 :class:`pymodel.ephemeral.receiver.ReceiverTwin`): its unit tests, its co-simulation and
 the ``ephemeral`` target of ``make fuzz``. Pure functions of their seed.
 
-A stream is packet headers ``(src, psn, open, close)`` with their arrival cycles (one a
-cycle at most). Genuine senders (sources ``0 .. sources - 1``) send in PSN order; the
+A stream is packet headers ``(src, psn, open, close, off)`` with their arrival cycles (one
+a cycle at most; ``off`` an open packet's offset from its context's first PSN, 0 without
+the open flag). Genuine senders (sources ``0 .. sources - 1``) send in PSN order; the
 first PSN of each new context is the count of packets they all sent (as one sender
 numbers its contexts, docs/ephemeral.md), starting near the 24-bit wrap for odd seeds.
 Around them, drawn by :data:`ACTIONS`: CLOSEs, lost CLOSEs, replays of any earlier packet,
@@ -22,6 +23,7 @@ of its packets must be delivered once, in order, whatever the rest of the stream
 import random
 from collections import Counter
 
+from spec.ephemeral import OPEN_OFFSET_BITS
 from spec.formats.roce import PSN_BITS
 
 __all__ = ["ACTIONS", "FIELDS", "EDITS", "hostile", "fuzz_chunk", "FUZZ_IDLES",
@@ -33,13 +35,13 @@ _MOD = 1 << PSN_BITS
 #: flag on its first ``open_len``), its CLOSE, a CLOSE lost (the sender closes, the
 #: receiver is not told: its next packet reopens), a replay of an earlier packet (late,
 #: duplicate or stale), a gap (a genuine packet past one to three lost), a forged open (a
-#: random source and PSN), a flood (4 to 39 forged opens from consecutive sources: one
+#: random source and PSN, offset 0), a flood (4 to 39 forged opens from consecutive sources: one
 #: sender exhausting the pool) and a mutant (then the genuine packet it was made from).
 ACTIONS = {"send": 10, "close": 2, "lost_close": 1, "replay": 3, "gap": 1, "forge": 1,
            "flood": 0.2, "mutate": 0}
 #: The header fields a mutant rewrites, and how (as the other receivers' fuzz,
 #: :mod:`pymodel.scenarios.mutator`): 0, all ones, +1, -1, one bit flipped, random.
-FIELDS = ("src", "psn", "open", "close")
+FIELDS = ("src", "psn", "open", "close", "off")
 EDITS = ("zero", "ones", "plus", "minus", "bitflip", "random")
 #: Idle times a fuzz chunk draws from (cycles; a run-time port of the receiver, so every
 #: chunk runs on one build): the design's default, 64 (spec.ephemeral.EPHEMERAL_DEFAULTS),
@@ -66,7 +68,7 @@ def _edit(rng, value, bits, how):
 
 def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, sentinel=None,
             stats=None):
-    """``n`` packets ``(src, psn, open, close)`` and their arrival cycles (strictly
+    """``n`` packets ``(src, psn, open, close, off)`` and their arrival cycles (strictly
     increasing from 1; sometimes a pause of more than ``idle`` cycles). ``weights``
     override :data:`ACTIONS`; ``sentinel``: a source that sends every ``idle // 2``
     cycles (``idle`` at least 2; its packets count in ``n``). ``stats``: a dict that gets
@@ -77,7 +79,7 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
     weights = dict(ACTIONS, **(weights or {}))
     names = list(weights)
     counter = (_MOD - 40) if seed % 2 else rng.randrange(_MOD)
-    ctx = {}                       # src -> [next psn, packets sent in this context]
+    ctx = {}                       # src -> [next psn, packets sent in this context, first]
     sent, pkts, release, kinds, fields = [], [], [], [], []
     lost_closes = 0
     keys = 1 << key_bits
@@ -93,9 +95,10 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
         last[0] = c
 
     def sentinel_pkt():
-        psn = s_state[0]
+        psn, off = s_state[0], s_state[1]
         s_state[0], s_state[1] = (psn + 1) % _MOD, s_state[1] + 1
-        return (sentinel, psn, int(s_state[1] <= open_len), 0)
+        opens = s_state[1] <= open_len
+        return (sentinel, psn, int(opens), 0, off if opens else 0)
 
     def place(p, c, kind, field=None):
         while sentinel is not None and c - last[1] >= spacing:
@@ -111,12 +114,13 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
     def genuine(src, skip=0):
         nonlocal counter
         if src not in ctx:
-            ctx[src] = [counter, 0]
+            ctx[src] = [counter, 0, counter]
         c = ctx[src]
         psn = (c[0] + skip) % _MOD
-        c[0], c[1] = (psn + 1) % _MOD, c[1] + 1
+        c[0], c[1] = (psn + 1) % _MOD, c[1] + 1 + skip
         counter = (counter + 1 + skip) % _MOD
-        return (src, psn, int(c[1] <= open_len), 0)
+        opens = c[1] <= open_len
+        return (src, psn, int(opens), 0, (psn - c[2]) % _MOD if opens else 0)
 
     def forged_src():
         while True:
@@ -138,22 +142,23 @@ def hostile(seed, n, sources, idle, key_bits=12, open_len=2, weights=None, senti
         elif action in ("close", "lost_close") and src in ctx:
             del ctx[src]
             if action == "close":
-                batch = [(src, rng.randrange(_MOD), rng.randrange(2), 1)]
+                batch = [(src, rng.randrange(_MOD), rng.randrange(2), 1, 0)]
             else:
                 lost_closes += 1
         elif action == "replay" and sent:
             batch = [rng.choice(sent)]
         elif action == "forge":
-            batch = [(forged_src(), rng.randrange(_MOD), 1, 0)]
+            batch = [(forged_src(), rng.randrange(_MOD), 1, 0, 0)]
         elif action == "flood":
             first = rng.randrange(keys)
-            batch = [((first + k) % keys, rng.randrange(_MOD), 1, 0)
+            batch = [((first + k) % keys, rng.randrange(_MOD), 1, 0, 0)
                      for k in range(rng.randrange(4, 40)) if (first + k) % keys != sentinel]
         elif action == "mutate":
             p = genuine(src)
             while True:
                 field, how = rng.choice(FIELDS), rng.choice(EDITS)
-                bits = {"src": key_bits, "psn": PSN_BITS}.get(field, 1)
+                bits = {"src": key_bits, "psn": PSN_BITS,
+                        "off": OPEN_OFFSET_BITS}.get(field, 1)
                 i = FIELDS.index(field)
                 m = list(p)
                 m[i] = _edit(rng, p[i], bits, how)

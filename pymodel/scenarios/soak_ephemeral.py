@@ -7,11 +7,11 @@ them to one receiver (:class:`pymodel.ephemeral.receiver.ReceiverTwin`) by go-ba
 - a context opens with a new message when the sender has none; its first PSN is the
   sender's count of packets sent (docs/ephemeral.md, "Late, duplicate and forged
   packets"), so two contexts' PSNs never overlap;
-- the open flag is on every packet of a context until its first ACK arrives; until then
-  only the context's first packet is in flight (sent again on timeout), after it up to
-  ``window`` packets: with two open packets in flight, the loss of the first makes the
-  second open the receiver's context past it (``opened``), and the first is never
-  delivered;
+- the open flag is on every packet of a context until its first ACK arrives, with the
+  packet's offset from the context's first PSN (:data:`spec.ephemeral.OPEN_OFFSET_BITS`):
+  the receiver opens the context only at its first PSN, so with the first packet lost
+  the open packets behind it are refused (``gap``) and the first's resend opens it; up
+  to ``window`` packets are in flight from the context's first;
 - an ACK (cumulative: go-back-N's receiver delivers in order) moves the oldest
   unacknowledged PSN; a refusal (``full``, ``gap``, ``stale``) sends nothing back, so
   ``timeout`` cycles without progress send everything from the oldest unacknowledged
@@ -37,13 +37,15 @@ The design's assumptions (docs/ephemeral.md) and what they ask of the knobs, che
   would find none (``stale``) and its sender would resend it for good: ``idle`` at least
   ``sender_idle + 2 * one_way + (max_drops + 1) * (timeout + 1) + late + SLACK``;
 - a late copy never outlives its context at the receiver: ``late`` below ``idle``;
-- ``timeout`` above the round trip (``2 * one_way``), or every packet would be sent twice.
+- ``timeout`` above the round trip (``2 * one_way``), or every packet would be sent twice;
+- ``window`` at most ``2**OPEN_OFFSET_BITS``: an open packet's offset (below the window)
+  fits its field.
 """
 
 import random
 
 from pymodel.ephemeral.receiver import ReceiverTwin, newer
-from spec.ephemeral import RECV_ACKS, RECV_DELIVERS, check_receiver
+from spec.ephemeral import OPEN_OFFSET_BITS, RECV_ACKS, RECV_DELIVERS, check_receiver
 from spec.formats.roce import PSN_BITS
 
 __all__ = ["SOAK_DEFAULTS", "SLACK", "GbnSender", "check_soak", "soak_chunk",
@@ -90,8 +92,10 @@ def check_soak(k):
         _rate(name, k[name])
     if k["sources"] >= 1 << 12:
         raise ValueError(f"sources must be below 4096 (12-bit node ids), not {k['sources']}")
-    if k["window"] >= _MOD // 2:
-        raise ValueError(f"window must be below 2**23 (serial PSNs), not {k['window']}")
+    if k["window"] > 1 << OPEN_OFFSET_BITS:
+        raise ValueError(f"window must be at most 2**{OPEN_OFFSET_BITS} (an open packet's "
+                         f"offset from its context's first PSN, below the window, fits "
+                         f"OPEN_OFFSET_BITS), not {k['window']}")
     if k["timeout"] <= 2 * k["one_way"]:
         raise ValueError(f"timeout ({k['timeout']}) must exceed the round trip "
                          f"(2 * one_way = {2 * k['one_way']})")
@@ -115,7 +119,7 @@ class GbnSender:
         self.window, self.timeout, self.sender_idle = window, timeout, sender_idle
         self.posted = 0                            # messages waiting for a PSN
         self.ctx = False
-        self.next = self.acked = self.send = 0
+        self.next = self.acked = self.send = self.first = 0
         self.established = False
         self.timer = self.last = 0
         self.copies_until = -1                     # the last arrival of a copy in flight
@@ -144,22 +148,27 @@ class GbnSender:
             self.send, self.timer = self.acked, t
 
     def offer(self, t, arrive):
-        """The packet ``(src, psn, open, close)`` this sender would send in cycle ``t``
+        """The packet ``(src, psn, open, close, off)`` this sender would send in cycle ``t``
         (arriving in ``arrive``), or None; :meth:`sent` takes it."""
         if self.ctx and newer(self.next, self.send):
-            return (self.src, self.send, int(not self.established), 0)
-        if self.posted and (not self.ctx or (self.established and self.inflight()
-                                             < self.window) or not self.inflight()):
-            psn = self.next if self.ctx else self.count
-            return (self.src, psn, int(not self.ctx or not self.established), 0)
+            return self._data(self.send)
+        if self.posted and (not self.ctx or self.inflight() < self.window):
+            return self._data(self.next) if self.ctx else (self.src, self.count, 1, 0, 0)
         if (self.ctx and not self.inflight() and t - self.last >= self.sender_idle
                 and arrive > self.copies_until):
-            return (self.src, self.next, 0, 1)
+            return (self.src, self.next, 0, 1, 0)
         return None
+
+    def _data(self, psn):
+        """A data packet of the open context: the open flag and the offset from the
+        context's first PSN until its first ACK."""
+        if self.established:
+            return (self.src, psn, 0, 0, 0)
+        return (self.src, psn, 1, 0, (psn - self.first) % _MOD)
 
     def sent(self, pkt, t):
         """``pkt`` (from :meth:`offer`) goes on the wire in cycle ``t``."""
-        _, psn, _, close = pkt
+        _, psn, _, close, _ = pkt
         self.count = (self.count + 1) % _MOD
         self.last = t
         if close:
@@ -167,7 +176,7 @@ class GbnSender:
             return
         if not self.ctx:
             self.ctx, self.established = True, False
-            self.next = self.acked = self.send = psn
+            self.next = self.acked = self.send = self.first = psn
         if psn == self.next:                       # a new message
             self.posted -= 1
             self.messages.append(psn)

@@ -8,6 +8,7 @@ from rtl.ephemeral.pool import COUNTER_BITS, ContextPool
 from spec.checks import reject
 from spec.ephemeral import (
     NODE_BITS,
+    OPEN_OFFSET_BITS,
     RECV_ACKS,
     RECV_DELIVERS,
     RECV_OUTCOMES,
@@ -23,9 +24,11 @@ __all__ = ["EphemeralReceiver", "pkt_layout", "deliver_layout", "ack_layout",
 
 
 def pkt_layout(key_bits=NODE_BITS):
-    """An arriving packet's header: its source, PSN, open flag and whether it is a CLOSE
-    frame (then ``psn`` and ``open`` are ignored)."""
-    return data.StructLayout({"src": key_bits, "psn": PSN_BITS, "open": 1, "close": 1})
+    """An arriving packet's header: its source, PSN, open flag, whether it is a CLOSE
+    frame (then ``psn``, ``open`` and ``off`` are ignored) and, with the open flag, its
+    offset from its context's first PSN (:data:`spec.ephemeral.OPEN_OFFSET_BITS`)."""
+    return data.StructLayout({"src": key_bits, "psn": PSN_BITS, "open": 1, "close": 1,
+                              "off": OPEN_OFFSET_BITS})
 
 
 def deliver_layout(entries, key_bits=NODE_BITS):
@@ -49,18 +52,21 @@ class EphemeralReceiver(wiring.Component):
     source, with a next expected PSN (24 bits) per entry.
 
     One packet header a cycle (``pkt``) is looked up in the pool (``open`` when the
-    packet has the open flag and is not a CLOSE; nothing outstanding, so a context with
-    no arrival for ``idle`` cycles closes: the fallback for a lost CLOSE). Its outcome
+    packet is its context's first: the open flag with offset 0, not a CLOSE; nothing
+    outstanding, so a context with no arrival for ``idle`` cycles closes: the fallback for
+    a lost CLOSE). Its outcome
     (:data:`spec.ephemeral.RECV_OUTCOMES`, the rules of docs/ephemeral.md, "Late,
     duplicate and forged packets"; ``newer`` as
     :func:`pymodel.ephemeral.receiver.newer`, serial arithmetic over 24 bits):
 
     - a CLOSE: ``closed`` when its source has a context (the pool drops that entry at the
       clock edge), else ``stale``;
-    - no context: ``stale`` without the open flag, ``opened`` with it and an entry free,
-      ``full`` with it and none free (the pool counts a ``full_waits`` cycle);
+    - no context: ``stale`` without the open flag, ``gap`` with it and a nonzero offset
+      (the context's first packet is missing), ``opened`` with offset 0 and an entry free,
+      ``full`` with offset 0 and none free (the pool counts a ``full_waits`` cycle);
     - a context with expected PSN ``e``: ``delivered`` if ``psn == e``, ``duplicate`` if
-      ``e`` is newer than ``psn``, else ``reopened`` with the open flag, ``gap`` without.
+      ``e`` is newer than ``psn``, else ``reopened`` with the open flag and offset 0,
+      ``gap`` otherwise.
 
     ``opened``, ``delivered`` and ``reopened`` write ``psn + 1`` as the entry's expected
     PSN and are on ``deliver`` (what is written to memory); they and ``duplicate`` are on
@@ -127,13 +133,15 @@ class EphemeralReceiver(wiring.Component):
         m.submodules.pool = pool = self.pool
         n, pkt = self.entries, self.pkt.payload
         code = {name: i for i, name in enumerate(RECV_OUTCOMES)}
+        first = Signal()     # the context's first packet: the only one that (re)opens it
+        m.d.comb += first.eq(pkt.open & ~pkt.close & (pkt.off == 0))
         m.d.comb += [pool.idle.eq(self.idle), self.pkt.ready.eq(1),
                      self.expired.valid.eq(pool.closed.valid),
                      self.expired.payload.eq(pool.closed.payload),
                      self.used.eq(pool.used), self.used_max.eq(pool.used_max),
                      pool.req.valid.eq(self.pkt.valid),
                      pool.req.payload.key.eq(pkt.src),
-                     pool.req.payload.open.eq(pkt.open & ~pkt.close),
+                     pool.req.payload.open.eq(first),
                      pool.req.payload.count.eq(0)]
 
         # The entry's next expected PSN.
@@ -150,7 +158,10 @@ class EphemeralReceiver(wiring.Component):
         out = Signal(range(len(RECV_OUTCOMES)))
         with m.Switch(pool.verdict):
             with m.Case(Verdict.STALE):
-                m.d.comb += out.eq(code["stale"])
+                with m.If(pkt.open & ~pkt.close):
+                    m.d.comb += out.eq(code["gap"])
+                with m.Else():
+                    m.d.comb += out.eq(code["stale"])
             with m.Case(Verdict.FULL):
                 m.d.comb += out.eq(code["full"])
             with m.Case(Verdict.OPENED):
@@ -162,7 +173,7 @@ class EphemeralReceiver(wiring.Component):
                     m.d.comb += out.eq(code["delivered"])
                 with m.Elif(older):
                     m.d.comb += out.eq(code["duplicate"])
-                with m.Elif(pkt.open):
+                with m.Elif(first):
                     m.d.comb += out.eq(code["reopened"])
                 with m.Else():
                     m.d.comb += out.eq(code["gap"])

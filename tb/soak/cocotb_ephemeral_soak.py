@@ -40,7 +40,7 @@ from tb.scoreboard import Scoreboard
 #: The no-hang budget beyond the last packet's release cycle: the player ends a cycle
 #: after it (one packet a cycle, never stalled); a margin chosen, not measured.
 BUDGET_CYCLES = 1000
-_FIELDS = ("src", "psn", "open", "close")
+_FIELDS = ("src", "psn", "open", "close", "off")
 
 
 def _fields(layout, value):
