@@ -28,22 +28,17 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from pymodel.scenarios.fuzz_ephemeral import SENTINEL, fuzz_chunk
-from rtl.ephemeral.receiver import ack_layout, deliver_layout, outcome_layout, pkt_layout
-from spec.ephemeral import NODE_BITS, RECV_OUTCOMES
+from spec.ephemeral import RECV_OUTCOMES
 from tb.cosim import cosim_params
 from tb.ephemeral_receiver import invariant_errors, model_events, run_end, sentinel_errors
+from tb.ephemeral_receiver_bench import compare_with_twin, run_stream
 from tb.fuzz_checks import report_chunk
-from tb.harness import Harness, HarnessTimeout
+from tb.harness import Harness
 from tb.scoreboard import Scoreboard
 
 #: The no-hang budget beyond the last release cycle: the receiver takes a packet a cycle,
 #: so the player ends a few cycles after it; a margin chosen, not measured.
 BUDGET_CYCLES = 1000
-_FIELDS = ("src", "psn", "open", "close", "off")
-
-
-def _fields(layout, value):
-    return {name: (value >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
 def packet_kind(p):
@@ -56,50 +51,19 @@ def packet_kind(p):
 async def ephemeral_fuzz(dut):
     p = cosim_params()
     entries = p["top"]["entries"]
-    play = pkt_layout(NODE_BITS)
-    lays = {"outcome": outcome_layout(entries), "deliver": deliver_layout(entries, NODE_BITS),
-            "ack": ack_layout(NODE_BITS), "expired": None}
     h = Harness(dut)
     failures = 0
     for k in p["chunks"]:
         t0 = time.perf_counter()
         c = fuzz_chunk(p["seed"], k, p["packets"])
         pkts, release, idle = c["pkts"], c["release"], c["idle"]
-        h.load_player("pkts", [play.const(dict(zip(_FIELDS, pk, strict=True))).as_value().value
-                               for pk in pkts], release=release)
-        for name in lays:
-            h.arm_recorder(name, len(pkts))
-        h.set("idle", idle)
-        await h.reset()
-        hang = None
-        try:
-            now = await h.wait_done(["pkts__done"], release[-1] + BUDGET_CYCLES)
-        except HarnessTimeout as exc:
-            hang, now = str(exc), int(dut.now.value)
-        await ClockCycles(dut.clk, max(run_end(release, entries, idle) - now, 1))
-        counters = {n: int(getattr(dut, n).value) for n in RECV_OUTCOMES + ("used", "used_max")}
-        stop = int(dut.now.value)
-        await h.snapshot(players=[("pkts", len(pkts))], recorders=tuple(lays))
-        played = h.played_stamps("pkts", len(pkts))
-        got = {}
-        for name, lay in lays.items():
-            items, stamps = h.recorded(name)
-            got[name] = [(t, _fields(lay, v) if lay is not None else v)
-                         for v, t in zip(items, stamps, strict=True)]
-        outs = [(t, RECV_OUTCOMES[f["outcome"]], f["entry"]) for t, f in got["outcome"]]
-        delivers = [(t, f["entry"], f["src"], f["psn"]) for t, f in got["deliver"]]
-        acks = [(t, f["src"], f["psn"]) for t, f in got["ack"]]
-        closes = list(got["expired"])
-        want = model_events(pkts, played, entries, idle, end=stop)
-        twin = want[-1]
+        run = await run_stream(dut, h, pkts, release, entries, idle,
+                               run_end(release, entries, idle), BUDGET_CYCLES)
+        hang, counters, stop = run.hang, run.counters, run.stop
+        outs, delivers, acks, closes = run.outs, run.delivers, run.acks, run.closes
+        want = model_events(pkts, run.played, entries, idle, end=stop)
         sb = Scoreboard(dut._log)
-        sb.compare("packets played at their release cycles", played, release, fmt=str)
-        sb.compare("outcomes", outs, want[0], fmt=str)
-        sb.compare("deliveries", delivers, want[1], fmt=str)
-        sb.compare("ACKs", acks, want[2], fmt=str)
-        sb.compare("idle closes", closes, want[3], fmt=str)
-        sb.compare("counters", [counters], [dict(twin.count, used=twin.pool.used,
-                                                 used_max=twin.pool.used_max)], fmt=str)
+        compare_with_twin(sb, run, release, want, want[-1])
         by_outcome = {o: counters[o] for o in RECV_OUTCOMES}
         violations = (invariant_errors(pkts, outs, delivers, by_outcome)
                       + sentinel_errors(pkts, outs, delivers, acks, SENTINEL))

@@ -30,21 +30,16 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from pymodel.scenarios.soak_ephemeral import soak_chunk, soak_errors
-from rtl.ephemeral.receiver import ack_layout, deliver_layout, outcome_layout, pkt_layout
-from spec.ephemeral import NODE_BITS, RECV_OUTCOMES
+from spec.ephemeral import RECV_OUTCOMES
 from tb.cosim import cosim_params
 from tb.ephemeral_receiver import invariant_errors
-from tb.harness import Harness, HarnessTimeout
+from tb.ephemeral_receiver_bench import compare_with_twin, run_stream
+from tb.harness import Harness
 from tb.scoreboard import Scoreboard
 
 #: The no-hang budget beyond the last packet's release cycle: the player ends a cycle
 #: after it (one packet a cycle, never stalled); a margin chosen, not measured.
 BUDGET_CYCLES = 1000
-_FIELDS = ("src", "psn", "open", "close", "off")
-
-
-def _fields(layout, value):
-    return {name: (value >> f.offset) & ((1 << f.width) - 1) for name, f in layout}
 
 
 @cocotb.test()
@@ -52,9 +47,6 @@ async def ephemeral_soak(dut):
     p = cosim_params()
     knobs, depth = p["knobs"], p["depth"]
     entries = knobs["entries"]
-    play = pkt_layout(NODE_BITS)
-    lays = {"outcome": outcome_layout(entries), "deliver": deliver_layout(entries, NODE_BITS),
-            "ack": ack_layout(NODE_BITS), "expired": None}
     h = Harness(dut)
     failures = 0
     for index, messages in p["chunks"]:
@@ -69,42 +61,13 @@ async def ephemeral_soak(dut):
             failures += 1
             _write(p, record)
             continue
-        h.load_player("pkts", [play.const(dict(zip(_FIELDS, pk, strict=True))).as_value().value
-                               for pk in pkts], release=release)
-        for name in lays:
-            h.arm_recorder(name, len(pkts))
         # The test hook: the RTL of chunk ``break_chunk`` closes on a 32 times shorter idle.
-        h.set("idle", max(knobs["idle"] // (32 if index == p.get("break_chunk") else 1), 1))
-        await h.reset()
-        hang = None
-        try:
-            now = await h.wait_done(["pkts__done"], release[-1] + BUDGET_CYCLES)
-        except HarnessTimeout as exc:
-            hang, now = str(exc), int(dut.now.value)
-        await ClockCycles(dut.clk, max(c["end"] - now, 1))
-        counters = {n: int(getattr(dut, n).value) for n in RECV_OUTCOMES + ("used", "used_max")}
-        stop = int(dut.now.value)
-        await h.snapshot(players=[("pkts", len(pkts))], recorders=tuple(lays))
-        played = h.played_stamps("pkts", len(pkts))
-        got = {}
-        for name, lay in lays.items():
-            items, stamps = h.recorded(name)
-            got[name] = [(t, _fields(lay, v) if lay is not None else v)
-                         for v, t in zip(items, stamps, strict=True)]
-        outs = [(t, RECV_OUTCOMES[f["outcome"]], f["entry"]) for t, f in got["outcome"]]
-        delivers = [(t, f["entry"], f["src"], f["psn"]) for t, f in got["deliver"]]
-        acks = [(t, f["src"], f["psn"]) for t, f in got["ack"]]
-        closes = list(got["expired"])
-        want = c["events"]
-        twin = c["twin"]
+        idle = max(knobs["idle"] // (32 if index == p.get("break_chunk") else 1), 1)
+        run = await run_stream(dut, h, pkts, release, entries, idle, c["end"], BUDGET_CYCLES)
+        hang, counters, stop = run.hang, run.counters, run.stop
+        outs, delivers, acks, closes = run.outs, run.delivers, run.acks, run.closes
         sb = Scoreboard(dut._log)
-        sb.compare("packets played at their release cycles", played, release, fmt=str)
-        sb.compare("outcomes", outs, want[0], fmt=str)
-        sb.compare("deliveries", delivers, want[1], fmt=str)
-        sb.compare("ACKs", acks, want[2], fmt=str)
-        sb.compare("idle closes", closes, [e for e in want[3] if e[0] < stop], fmt=str)
-        sb.compare("counters", [counters], [dict(twin.count, used=twin.pool.used,
-                                                 used_max=twin.pool.used_max)], fmt=str)
+        compare_with_twin(sb, run, release, c["events"], c["twin"])
         by_outcome = {o: counters[o] for o in RECV_OUTCOMES}
         rtl = dict(c, events=(outs, delivers, acks, closes))
         violations = (invariant_errors(pkts, outs, delivers, by_outcome)
