@@ -215,6 +215,19 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
                     limit=limit)
 
 
+def run_ports(cfg):
+    """The run-time ports of RdmaTop that a run sets from its model configuration ``cfg``:
+    the context and CQ bases and sizes, the serial and ACK settings, selective repeat,
+    the transport timeout and the cache's size."""
+    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
+                                                   "cq_log2", "serial", "ack_every",
+                                                   "ack_frames", "selective")}
+    ports["ack_timeout"] = cfg.timeout
+    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
+    ports["qpc_log2"] = cfg.qpc_log2
+    return ports
+
+
 @cocotb.test()
 async def rdma_matches_model(dut):
     phases = Phases()
@@ -231,12 +244,7 @@ async def rdma_matches_model(dut):
 
     tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
                        cfg.reads)
-    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
-                                                   "cq_log2", "serial", "ack_every",
-                                                   "ack_frames", "selective")}
-    ports["ack_timeout"] = cfg.timeout
-    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
-    ports["qpc_log2"] = cfg.qpc_log2
+    ports = run_ports(cfg)
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=inj_stall, ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))

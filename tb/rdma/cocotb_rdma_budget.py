@@ -44,12 +44,7 @@ async def rdma_runs_to_budget(dut):
     items, release = v.mmio_items()
     tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
                        cfg.reads)
-    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
-                                                   "cq_log2", "serial", "ack_every",
-                                                   "ack_frames", "selective")}
-    ports["ack_timeout"] = cfg.timeout
-    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
-    ports["qpc_log2"] = cfg.qpc_log2
+    ports = cocotb_rdma.run_ports(cfg)
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=tuple(p.get("inject_stall", (1, 0))), ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))
