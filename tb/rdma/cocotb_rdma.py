@@ -43,7 +43,7 @@ from tb.cosim import cosim_params
 from tb.rdma import reads
 from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.phases import Phases
-from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, value_of
+from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, run_ports, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
 
@@ -213,19 +213,6 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
     cfg = with_cq(cfg, v)
     return simulate(cfg, v.mem_a, v.mem_b, v.mr_table, items, release, inject, inj_stall,
                     limit=limit)
-
-
-def run_ports(cfg):
-    """The run-time ports of RdmaTop that a run sets from its model configuration ``cfg``:
-    the context and CQ bases and sizes, the serial and ACK settings, selective repeat,
-    the transport timeout and the cache's size."""
-    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
-                                                   "cq_log2", "serial", "ack_every",
-                                                   "ack_frames", "selective")}
-    ports["ack_timeout"] = cfg.timeout
-    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
-    ports["qpc_log2"] = cfg.qpc_log2
-    return ports
 
 
 @cocotb.test()

@@ -14,7 +14,7 @@ from spec.rdma import LINKS
 from tb.cosim import cosim_params
 from tb.rdma import cocotb_rdma
 from tb.rdma.cocotb_rdma import config, scenario, with_cq
-from tb.rdma.testbench import RdmaTestbench
+from tb.rdma.testbench import RdmaTestbench, run_ports
 
 __all__ = ["check_budget_params"]
 
@@ -44,7 +44,7 @@ async def rdma_runs_to_budget(dut):
     items, release = v.mmio_items()
     tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
                        cfg.reads)
-    ports = cocotb_rdma.run_ports(cfg)
+    ports = run_ports(cfg)
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,
             inject=inject, inject_stall=tuple(p.get("inject_stall", (1, 0))), ports=ports,
             links=dict(zip(LINKS, (cfg.faults_ab, cfg.faults_ba), strict=True)))

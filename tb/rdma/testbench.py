@@ -31,7 +31,7 @@ from spec.rdma_read_req import INTAKE_COUNTERS
 from spec.rdma_responder import MR_CACHE_COUNTERS, READ_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
-__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port",
+__all__ = ["RdmaTestbench", "RECORDERS", "MEMORIES", "PORTS", "member_port", "run_ports",
            "retry_counter_port", "value_of", "wire_beats", "frames_of"]
 
 #: The top's recorders: both links, the remote-write and the CQE marks.
@@ -315,3 +315,16 @@ class RdmaTestbench:
             bad = [a for a in range(self.depth) if words[a] != want.get(a, 0)]
             sb.equal(f"host memory {node}: words that differ (first 8)", bad[:8], [])
         return got
+
+
+def run_ports(cfg):
+    """The run-time ports of RdmaTop that a run sets from its model configuration ``cfg``:
+    the context and CQ bases and sizes, the serial and ACK settings, selective repeat,
+    the transport timeout and the cache's size."""
+    ports = {port: getattr(cfg, port) for port in ("qpc_base_a", "qpc_base_b", "cq_base",
+                                                   "cq_log2", "serial", "ack_every",
+                                                   "ack_frames", "selective")}
+    ports["ack_timeout"] = cfg.timeout
+    ports["cache_log2"] = cfg.cache_entries.bit_length() - 1
+    ports["qpc_log2"] = cfg.qpc_log2
+    return ports
