@@ -746,3 +746,14 @@ def test_recorder_queue_writes_in_acceptance_order():
 
     run_sim(dut, bench)
     assert peers == [9, 3, 7]
+
+
+@pytest.mark.parametrize("slots,needle", [(3, "power of two"), (0, "slots must be"),
+                                          (256, "slots must be")])
+def test_record_writers_refuse_bad_slots_by_name(slots, needle):
+    from rtl.nic.completion_record import CompletionRecorder, CompletionRecorderQueue
+
+    for make in (lambda: CompletionRecorder(4, 64, 256, slots),
+                 lambda: CompletionRecorderQueue(64, 64, 256, slots)):
+        with pytest.raises(ValueError, match=needle):
+            make()

@@ -40,6 +40,14 @@ def record_write_layout(width, depth):
     return data.StructLayout({"addr": range(depth), "data": 8 * width, "tag": TAG_BITS})
 
 
+def _check_slots(block, slots, depth):
+    """``slots``, the ring's records: a power of two, 1 to half the memory's ``depth``."""
+    check_int(block, "slots", slots, 1, depth // 2)
+    if slots & (slots - 1):
+        reject(block, f"slots must be a power of two, not {slots!r}")
+    return slots
+
+
 class CompletionRecorder(wiring.Component):
     """Write a completion record (:data:`spec.formats.nic.completion_record_layout`) into
     a ring in host memory for every completion the sender's tracker accepts.
@@ -86,9 +94,7 @@ class CompletionRecorder(wiring.Component):
     def __init__(self, peers, width, depth, slots):
         self.peers = check_int(self, "peers", peers, 1, 256)
         self.width, self.depth = width, depth
-        self.slots = check_int(self, "slots", slots, 1, depth // 2)
-        if slots & (slots - 1):
-            reject(self, f"slots must be a power of two, not {slots!r}")
+        self.slots = _check_slots(self, slots, depth)
         arr = data.ArrayLayout(COMPLETION_COUNT_BITS, peers)
         super().__init__({
             "accepted": In(stream.Signature(data.StructLayout({"src": 8}),
@@ -177,9 +183,7 @@ class CompletionRecorderQueue(wiring.Component):
         if destinations & (destinations - 1):
             reject(self, f"destinations must be a power of two, not {destinations!r}")
         self.width, self.depth = width, depth
-        self.slots = check_int(self, "slots", slots, 1, depth // 2)
-        if slots & (slots - 1):
-            reject(self, f"slots must be a power of two, not {slots!r}")
+        self.slots = _check_slots(self, slots, depth)
         b = COMPLETION_COUNT_BITS
         super().__init__({
             "accepted": In(stream.Signature(data.StructLayout({"src": ID_BITS}),
