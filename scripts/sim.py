@@ -102,6 +102,8 @@ def parse_args(argv=None):
         if args.design and value is not None:
             ap.error(f"{opt}: an option of the headline, not of --design {args.design} "
                      f"(a point runs alone)")
+    if args.gap_destinations and args.gap is not None and not gap_profiles(args.gap, ap):
+        ap.error("--gap-destinations: a row of the gap table, which --gap none leaves out")
     if args.jobs is None:
         try:
             args.jobs = int(os.environ.get("JOBS") or 2)

@@ -27,6 +27,7 @@ from spec.formats.scaleup import LINKTYPE_SCALEUP
     (["--design", "ethernet"], "invalid choice"),
     (["--msg-bytes", "0"], "--msg-bytes must be 1 to 4096"),
     (["--jobs", "0"], "--jobs must be at least 1"),
+    (["--gap", "none", "--gap-destinations"], "--gap-destinations: a row of the gap table"),
     (["--selective"], "--selective: an option of --design rdma"),
     (["--design", "nic", "--selective"], "--selective: an option of --design rdma"),
     (["--design", "rdma", "--mr-cache", "3"], "--mr-cache must be 0"),
