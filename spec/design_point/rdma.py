@@ -1,0 +1,136 @@
+"""The RDMA engine's design point (:class:`RdmaPoint`): the engine's own knobs on top of
+:class:`spec.design_point.FabricPoint`, and the short names of its ladder's rungs
+(:data:`RUNG_ALIASES`)."""
+
+import dataclasses
+
+from spec.design_point.field import knob
+from spec.design_point.shared import FabricPoint
+from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
+from spec.formats.scaleup import check_header
+from spec.host import PROFILES
+from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, TOP_DEFAULTS
+from spec.rdma_responder import check_mr_cache
+
+__all__ = ["RdmaPoint", "RUNG_ALIASES", "rung_name", "RDMA_OPS", "TOPOLOGIES"]
+
+#: Short names of the RDMA ladder's rungs (spec/rdma_engine.py LADDER) for ``--rung``,
+#: which also takes the rungs' own names.
+RUNG_ALIASES = {
+    "seq": "sequential",
+    "pipelined": "pipelined",
+    "db-batch": "+doorbell batching 16",
+    "bf-inline": "+WQE by MMIO, inline",
+    "unsignalled": "+unsignalled 1/64",
+    "ack-coalesce": "+ACK coalescing",
+    "best": "+ACK coalescing",
+}
+#: The engine's operations: WRITEs (the headline), READs and FETCH & ADDs.
+RDMA_OPS = ("write", "read", "atomic")
+#: How two engines are joined: one direct link (RdmaTop) or the NIC's switch
+#: (RdmaFabricTop).
+TOPOLOGIES = ("direct-link", "switch")
+
+
+def rung_name(text):
+    """The ladder rung named by ``text``: a rung's own name or one of
+    :data:`RUNG_ALIASES` (other text is returned unchanged, for the rung's check)."""
+    return RUNG_ALIASES.get(text, text)
+
+
+def _rung(value, point):
+    if value not in dict(LADDER):
+        raise ValueError(f"rung must be one of {', '.join(RUNG_ALIASES)} (or a rung's "
+                         f"own name: {', '.join(repr(n) for n, _ in LADDER)}), "
+                         f"not {value!r}")
+
+
+def _cache_ways(value, point):
+    if isinstance(value, bool) or value not in CACHE_WAYS:
+        raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {value!r}")
+
+
+def _host(value, point):
+    if value not in PROFILES:
+        raise ValueError(f"host must be one of {sorted(PROFILES)}, not {value!r}")
+
+
+def _selective(value, point):
+    if value not in (0, 1) or isinstance(value, bool):
+        raise ValueError(f"selective must be 0 or 1, not {value!r}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RdmaPoint(FabricPoint):
+    """A point of the RDMA engine (RdmaTop, or RdmaFabricTop for the switch topology and
+    for READs and atomics)."""
+    header: str = knob(
+        TOP_DEFAULTS["header"], "build", check=lambda v, p: check_header(v),
+        source="spec/rdma_engine.py TOP_DEFAULTS (RoCEv2, IBTA Annex A17)",
+        help="RDMA framing: roce (Ethernet + IPv4 + UDP + BTH) or scaleup (a 10-byte "
+        "scale-up header + BTH; spec/formats/scaleup.py); default roce")
+    qps: int = knob(
+        1, "run", range=(1, 4096),
+        source="SPEC.md headline (one QP)",
+        help="RDMA QPs used round robin (1..4096; default 1)")
+    cache_entries: int = knob(
+        16, "port", range=(16, 256), power_of_two=True,
+        source="spec/rdma_engine.py TOP_DEFAULTS (256 built; 16 in use, the cache_log2 "
+        "port)",
+        help="RDMA QP-context cache entries in use, a power of two 16..256 (default 16)")
+    cache_ways: int = knob(
+        TOP_DEFAULTS["cache_ways"], "build", check=_cache_ways,
+        source="spec/rdma_engine.py REQUESTER_DEFAULTS (direct mapped)",
+        help="RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)")
+    qpc_bytes: int = knob(
+        QPC_BYTES_DEFAULT, "port", check=lambda v, p: qpc_words(v, "RDMA point"),
+        source="spec/formats/roce.py QPC_BYTES_DEFAULT (the room of mlx5's 232-byte "
+        "context)",
+        help="RDMA QP-context size in host memory, bytes: 64, 128, 256, 512 or 1024 "
+        "(default 256, the room of mlx5's 232-byte context; a fill reads it all)")
+    mr_cache: int = knob(
+        TOP_DEFAULTS["mr_cache"], "build", check=lambda v, p: check_mr_cache(v),
+        source="spec/rdma_engine.py TOP_DEFAULTS (0: the MR table on chip)",
+        help="RDMA responder's MR table in host memory behind an MR cache of this many "
+        "entries, a power of two 2..256 (default 0: the MR table on chip; docs/rdma.md)")
+    mrs: int = knob(
+        1, "run", range=(1, TOP_DEFAULTS["mr_entries"]),
+        source="spec/rdma_engine.py TOP_DEFAULTS (mr_entries 16 bounds it; one MR as "
+        "the headline)",
+        help="RDMA MRs the messages use in turn, 1..16 (default 1; at table indices 3 + "
+        "5k)")
+    host: str = knob(
+        TOP_DEFAULTS["host"], "run", check=_host,
+        source="spec/host.py PROFILES (pcie: a PCIe Gen5 x16 host interface)",
+        help="RDMA host-interface profile: pcie, on_die or ideal64 (default pcie)")
+    miss_queue: int = knob(
+        TOP_DEFAULTS["miss_queue"], "build", range=MISS_QUEUE_RANGE,
+        source="spec/rdma_engine.py REQUESTER_DEFAULTS (0: none)",
+        help="RDMA requester's miss queue: work items whose context fill is on its way "
+        "that may step aside for items of present contexts, 0..64 (default 0: none; "
+        "docs/rdma.md)")
+    topology: str = knob(
+        "direct-link", "run", choices=TOPOLOGIES,
+        source="spec/rdma_engine.py TOP_DEFAULTS (RdmaTop: one link for the whole path)",
+        help="RDMA topology: direct-link (RdmaTop, one link for the whole path; default) "
+        "or switch (two nodes of RdmaFabricTop on the NIC's fabric: link, switch, link, "
+        "credits; the gap table's rows; RoCEv2 and the engine's defaults only)")
+    rung: str = knob(
+        LADDER[-1][0], "port", check=_rung, parse=rung_name,
+        source="spec/rdma_engine.py LADDER (its last rung, every optimisation)",
+        help="RDMA optimisation rung: "
+        + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
+        + "; or a rung's own name (spec/rdma_engine.py LADDER); default best")
+    selective: int = knob(
+        0, "port", check=_selective, option=False,
+        source="docs/recovery.md (go-back-N, IBTA's recovery)",
+        help="selective repeat at both ends instead of go-back-N (the engines' run-time "
+        "port; docs/recovery.md, 'Selective repeat')")
+
+    OPS = RDMA_OPS
+
+    def check_op(self, op):
+        """``ValueError`` naming ``op`` unless the engine has it."""
+        if op not in self.OPS:
+            raise ValueError(f"op must be write or one of {', '.join(self.OPS[1:])} for "
+                             f"the RDMA design, not {op!r}")
