@@ -152,18 +152,11 @@ def option_names(text):
     underscore (an identifier, never a word of prose) becomes its option (``qpc_bytes``
     -> ``--qpc-bytes``), and a leading knob name without one gains its option (``qps
     must be ...`` -> ``--qps: qps must be ...``)."""
-    import re
+    from spec.design_point import option_names as named
 
-    names = [(knob, opt) for opt, knob, *_ in POINT_OPTIONS] + [
+    return named(text, [(knob, opt) for opt, knob, *_ in POINT_OPTIONS] + [
         ("messages", "--messages"), ("msg_bytes", "--msg-bytes"),
-        ("link_retry", "--link-retry"), ("selective", "--selective")]
-    for knob, opt in names:
-        if "_" in knob:
-            text = re.sub(rf"(?<![\w-]){knob}(?!\w)", opt, text)
-    for knob, opt in names:
-        if text.startswith(knob + " "):
-            return f"{opt}: {text}"
-    return text
+        ("link_retry", "--link-retry"), ("selective", "--selective")])
 
 
 

@@ -3,107 +3,22 @@
 (:func:`check_point`, :func:`gap_profiles`) and its co-simulation
 (:func:`run_design_point`)."""
 
-#: Short names of the RDMA ladder's rungs (spec/rdma_engine.py LADDER) for ``--rung``,
-#: which also takes the rungs' own names.
-RUNG_ALIASES = {
-    "seq": "sequential",
-    "pipelined": "pipelined",
-    "db-batch": "+doorbell batching 16",
-    "bf-inline": "+WQE by MMIO, inline",
-    "unsignalled": "+unsignalled 1/64",
-    "ack-coalesce": "+ACK coalescing",
-    "best": "+ACK coalescing",
-}
-
-
-def rung_name(text):
-    """The ladder rung named by ``text``: a rung's own name or one of
-    :data:`RUNG_ALIASES` (other text is returned unchanged, for the model's check)."""
-    return RUNG_ALIASES.get(text, text)
-
+from spec.design_point import RUNG_ALIASES, EphemeralPoint, point_of, rung_name, sim_options
 
 #: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma",
-#: "ephemeral" or "both", the NIC and RDMA), type, help). The ephemeral design also takes
-#: the options of :data:`EPHEMERAL_SHARED`.
-POINT_OPTIONS = (
-    ("--op", "op", "both", str,
-     "operation: write (default). NIC: load (remote loads of --msg-bytes, at most "
-     "--max-payload, default 256) or atomic (8-byte fetch-and-adds), on NicMemTop "
-     "(docs/nic.md, Loads and atomics): integrated attachment, credit completion, no link "
-     "retry, the fabric's link latency. RDMA: read (RDMA READs of --msg-bytes) or atomic "
-     "(FETCH & ADDs), one QP, two nodes of RdmaFabricTop with reads on the NIC's fabric, "
-     "no link retry, host on_die (the NIC's load rows' attachment; docs/rdma.md): the "
-     "other options are --fabric and --host"),
-    ("--target-latency", "target_latency", "nic", int,
-     "NIC --op load|atomic only: cycles of a read of the target's memory, 0..4096 (default "
-     "0: an SRAM read in the beat's cycle; 300: the engine's on_die host read, the level "
-     "field; spec.nic_mem.TARGET_LEVEL_LATENCY)"),
-    ("--target-reads", "target_reads", "nic", int,
-     "NIC --op load|atomic with --target-latency: reads of the target's memory in flight, "
-     "1..16 (default 2, what the engine's responder keeps in flight at its host; an "
-     "atomic fences them)"),
-    ("--framing", "framing", "nic", str, "NIC framing: compact or l2 (default compact)"),
-    ("--peers", "peers", "nic", int, "destination nodes: NIC round robin (1..15; default 1); "
-     "ephemeral, in --popularity (1..4096; default 4096)"),
-    ("--attachment", "attachment", "nic", str,
-     "NIC attachment: integrated (the accelerator's store port) or pcie (default integrated)"),
-    ("--link-latency", "link_latency", "both", int,
-     "link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: the "
-     "profile's)"),
-    ("--completion", "completion", "nic", str,
-     "NIC completion: credit (the link credit, one hop) or e2e (the receiver's cumulative "
-     "completion per source, end to end; docs/nic.md); default credit. RDMA's is always "
-     "end to end (the ACK and the CQE)"),
-    ("--header", "header", "rdma", str,
-     "RDMA framing: roce (Ethernet + IPv4 + UDP + BTH) or scaleup (a 10-byte scale-up "
-     "header + BTH; spec/formats/scaleup.py); default roce"),
-    ("--fabric", "fabric", "both", str,
-     "fabric profile: board, rack or pod (spec/fabric_profiles.py; default board): links, "
-     "switch hop and the state sized from them"),
-    ("--max-payload", "max_payload", "nic", int,
-     "NIC largest frame payload, a multiple of 64 bytes (default 1024)"),
-    ("--qps", "qps", "rdma", int, "RDMA QPs used round robin (1..4096; default 1)"),
-    ("--cache-entries", "cache_entries", "rdma", int,
-     "RDMA QP-context cache entries in use, a power of two 16..256 (default 16)"),
-    ("--cache-ways", "cache_ways", "rdma", int,
-     "RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)"),
-    ("--qpc-bytes", "qpc_bytes", "rdma", int,
-     "RDMA QP-context size in host memory, bytes: 64, 128, 256, 512 or 1024 (default 256, "
-     "the room of mlx5's 232-byte context; a fill reads it all)"),
-    ("--mr-cache", "mr_cache", "rdma", int,
-     "RDMA responder's MR table in host memory behind an MR cache of this many entries, a "
-     "power of two 2..256 (default 0: the MR table on chip; docs/rdma.md)"),
-    ("--mrs", "mrs", "rdma", int,
-     "RDMA MRs the messages use in turn, 1..16 (default 1; at table indices 3 + 5k)"),
-    ("--host", "host", "rdma", str, "RDMA host-interface profile: pcie, on_die or ideal64 "
-     "(default pcie)"),
-    ("--miss-queue", "miss_queue", "rdma", int,
-     "RDMA requester's miss queue: work items whose context fill is on its way that may "
-     "step aside for items of present contexts, 0..64 (default 0: none; docs/rdma.md)"),
-    ("--topology", "topology", "rdma", str,
-     "RDMA topology: direct-link (RdmaTop, one link for the whole path; default) or switch "
-     "(two nodes of RdmaFabricTop on the NIC's fabric: link, switch, link, credits; the "
-     "gap table's rows; RoCEv2 and the engine's defaults only)"),
-    ("--popularity", "popularity", "ephemeral", str,
-     "ephemeral destinations: round_robin, uniform or zipf (0.99) over --peers (default "
-     "round_robin; spec/load.py)"),
-    ("--pool-entries", "pool_entries", "ephemeral", int,
-     "ephemeral contexts in the sender's pool, a power of two 2..256 in RTL (default 256)"),
-    ("--idle", "idle", "ephemeral", int,
-     "ephemeral cycles a context with nothing outstanding stays open, 1..61439 (default 64)"),
-    ("--ack-every", "ack_every", "ephemeral", int,
-     "ephemeral messages of a context per ACK request at most, 1..31 (default 16)"),
-    ("--lookahead", "lookahead", "ephemeral", int,
-     "ephemeral posted messages the sender sees when it marks a context's last for now, "
-     "0..--pool-entries (default 16)"),
-    ("--rung", "rung", "rdma", rung_name, "RDMA optimisation rung: "
-     + ", ".join(f"{a} ('{n}')" for a, n in RUNG_ALIASES.items())
-     + "; or a rung's own name (spec/rdma_engine.py LADDER); default best"),
-)
+#: "ephemeral" or "both", the NIC and RDMA), type, help), one per field of the design
+#: points (spec/design_point, :func:`spec.design_point.sim_options`): a new knob is a
+#: field there. The ephemeral design also takes the options of :data:`EPHEMERAL_SHARED`.
+POINT_OPTIONS = sim_options()
 
+#: Options of other designs that ``--design ephemeral`` takes too: the fields of
+#: :class:`spec.design_point.EphemeralPoint` whose option another design declares.
+EPHEMERAL_SHARED = tuple(f.name for f in EphemeralPoint.knobs()
+                         if any(k == f.name and d != "ephemeral"
+                                for _, k, d, _, _ in POINT_OPTIONS))
 
-#: Options of other designs that ``--design ephemeral`` takes too.
-EPHEMERAL_SHARED = ("peers", "fabric")
+__all__ = ["RUNG_ALIASES", "rung_name", "POINT_OPTIONS", "EPHEMERAL_SHARED", "takes",
+           "gap_profiles", "check_point", "point_call", "run_design_point"]
 
 
 def takes(design, knob, owner):
@@ -153,15 +68,12 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
             raise ValueError(f"{knob} is an option of the NIC's --op load and --op atomic "
                              f"points (the target's memory), not of op "
                              f"{op or 'write'!r}")
+    # Each option by its own rule (the design's point, spec/design_point), the option named.
+    point_of(design, knobs)
     link_retry = knobs.pop("link_retry", None)
     selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
     topology = knobs.pop("topology", None)
-    if completion is not None:
-        from spec.nic import COMPLETIONS
-        if completion not in COMPLETIONS:
-            raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
-                             f"not {completion!r}")
     fabric = knobs.pop("fabric", None)
     if fabric is not None:
         profile = fabric_profile(fabric)
@@ -172,15 +84,8 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
                              f"{knobs['link_latency']})")
     if design == "nic":
         knobs.setdefault("framing", "compact")
-        if knobs.get("peers", 1) > 15:
-            raise ValueError(f"peers must be 1 to 15 for the RTL top (16 nodes), "
-                             f"not {knobs['peers']}")
     else:
         knobs.setdefault("rung", LADDER[-1][0])
-        if knobs["rung"] not in dict(LADDER):
-            raise ValueError(f"rung must be one of {', '.join(RUNG_ALIASES)} (or a rung's "
-                             f"own name: {', '.join(repr(n) for n, _ in LADDER)}), "
-                             f"not {knobs['rung']!r}")
         if dict(LADDER).get(knobs["rung"], {}).get("inline") and msg_bytes > inline_limit():
             raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
                              f"{knobs['rung']!r}, which carries the payload inline in the "

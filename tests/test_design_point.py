@@ -14,6 +14,7 @@ from spec.design_point import (
     NicPoint,
     RdmaPoint,
     point_of,
+    sim_options,
 )
 
 
@@ -27,6 +28,18 @@ def test_every_field_declares_itself(design):
         assert m["kind"] in KINDS, f.name
         assert m["help"].strip() and m["source"].strip(), f.name
         assert f.default is not dataclasses.MISSING, f.name
+
+
+def test_every_point_option_is_a_field():
+    """Every option of ``make sim`` a point takes (scripts/sim_point.py POINT_OPTIONS)
+    maps to a field of the design it names, with that field's help."""
+    from scripts.sim_point import POINT_OPTIONS
+
+    assert POINT_OPTIONS == sim_options()
+    for opt, knob, design, _, text in POINT_OPTIONS:
+        f = {f.name: f for f in dataclasses.fields(POINTS[design])}[knob]
+        assert opt == "--" + knob.replace("_", "-")
+        assert f.metadata["option"] and f.metadata["help"] == text
 
 
 def test_shared_fields_are_declared_once():
@@ -99,3 +112,14 @@ def test_point_of_takes_a_design_s_knobs():
     assert p.qps == 8 and p.cache_entries == 16
     with pytest.raises(ValueError, match="--qps"):
         point_of("rdma", {"qps": 0})
+
+
+def test_point_options_are_the_fields_options():
+    """``make sim``'s options and the ephemeral design's shared ones come from the
+    points: a field with an option is an option of ``--help``, none besides."""
+    from scripts.sim_point import EPHEMERAL_SHARED, POINT_OPTIONS
+
+    fields = {f.name for p in POINTS.values() for f in dataclasses.fields(p)
+              if f.metadata["option"]}
+    assert {knob for _, knob, *_ in POINT_OPTIONS} == fields
+    assert EPHEMERAL_SHARED == ("peers", "fabric")

@@ -12,8 +12,9 @@ A field's metadata (``dataclasses.fields(point)[i].metadata``):
   of the value and the point that raises ``ValueError`` naming the knob, usually one of
   spec's own checks): the field's own rule, checked by :meth:`Point.check`.
 - ``option``: whether ``make sim`` has an option for it (``--`` and the name with ``-``);
-  ``parse``: the option's type (``int`` or ``str`` from the default, else a function);
-  ``also``: other designs whose point takes the option too.
+  ``parse``: the option's type (``int`` or ``str`` from the default, else a function).
+  Two designs' points that both have a field of one name share its option (``--peers``
+  of the NIC and of the ephemeral design).
 """
 
 import dataclasses
@@ -26,7 +27,7 @@ KINDS = ("build", "port", "run")
 
 
 def knob(default, kind, help, source, *, range=None, power_of_two=False, choices=None,
-         check=None, option=True, parse=None, also=()):
+         check=None, option=True, parse=None):
     """A field of a design point (module doc); ``ValueError`` for a declaration that does
     not say what the module doc asks."""
     if kind not in KINDS:
@@ -35,7 +36,7 @@ def knob(default, kind, help, source, *, range=None, power_of_two=False, choices
         raise ValueError("a knob needs its help text and the source of its default")
     return dataclasses.field(default=default, metadata=dict(
         kind=kind, help=help, source=source, range=range, power_of_two=power_of_two,
-        choices=choices, check=check, option=option, parse=parse, also=tuple(also)))
+        choices=choices, check=check, option=option, parse=parse))
 
 
 def option_of(name):
@@ -75,16 +76,22 @@ class Point:
     def __post_init__(self):
         self.check()
 
+    #: Fields checked first, in this order (the rest follow in declaration order): the
+    #: order in which the model's checks meet them, so that of two bad options the one
+    #: named is the one the model would name.
+    CHECK_ORDER = ()
+
     @classmethod
     def knobs(cls):
         """The fields of the point, in declaration order."""
         return dataclasses.fields(cls)
 
     def check(self):
-        """Each field against its own rule (module doc), in declaration order; the first
+        """Each field against its own rule (module doc), in :data:`CHECK_ORDER`; the first
         bad one raises ``ValueError`` in the names users type (:func:`option_names`)."""
         names = [(f.name, option_of(f.name)) for f in self.knobs()]
-        for f in self.knobs():
+        rank = {n: i for i, n in enumerate(self.CHECK_ORDER)}
+        for f in sorted(self.knobs(), key=lambda f: rank.get(f.name, len(rank))):
             value, m = getattr(self, f.name), f.metadata
             try:
                 if m["check"] is not None:

@@ -79,3 +79,5 @@ class NicPoint(FabricPoint):
         help="NIC largest frame payload, a multiple of 64 bytes (default 1024)")
 
     OPS = MEM_OPS
+    CHECK_ORDER = ("completion", "fabric", "framing", "peers", "link_latency", "max_payload",
+                   "attachment")

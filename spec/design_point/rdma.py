@@ -128,6 +128,8 @@ class RdmaPoint(FabricPoint):
         "port; docs/recovery.md, 'Selective repeat')")
 
     OPS = RDMA_OPS
+    CHECK_ORDER = ("fabric", "rung", "qps", "cache_entries", "link_latency", "cache_ways",
+                   "miss_queue", "qpc_bytes", "mr_cache", "mrs", "host", "header")
 
     def check_op(self, op):
         """``ValueError`` naming ``op`` unless the engine has it."""

@@ -48,7 +48,7 @@ class FabricPoint(Point):
         help="link latency in cycles, 1..1024 (default: NIC 2, RDMA 6; with --fabric: "
         "the profile's)")
     fabric: str = knob(
-        "board", "build", check=_fabric, also=("ephemeral",),
+        "board", "build", check=_fabric,
         source="spec/fabric_profiles.py FABRIC_PROFILES (board: one board, no switch)",
         help="fabric profile: board, rack or pod (spec/fabric_profiles.py; default "
         "board): links, switch hop and the state sized from them")
