@@ -105,7 +105,7 @@ from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.formats.scaleup import check_header
-from spec.host import PROFILES
+from spec.host import check_host
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS
 from spec.rdma_engine import (
@@ -215,8 +215,7 @@ def resolve(design, msg_bytes, messages, knobs):
         check_mr_cache(p["mr_cache"])
         _int("mrs", p["mrs"], 1, TOP_DEFAULTS["mr_entries"])
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
-        if p["host"] not in PROFILES:
-            raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
+        check_host(p["host"])
         check_header(p["header"])
         if p["rung"] not in dict(LADDER):
             raise ValueError(f"rung must be one of {[n for n, _ in LADDER]}, "

@@ -121,9 +121,8 @@ def _check_ephemeral_point(msg_bytes, messages, knobs):
     check_sim_point`); options of the other designs are refused by name."""
     from tb.ephemeral.sim_point import check_sim_point
 
-    other = sorted(k for k in knobs if not takes("ephemeral", k, None)
-                   and k not in ("popularity", "pool_entries", "idle", "ack_every",
-                                 "lookahead"))
+    own = {f.name for f in EphemeralPoint.knobs()}
+    other = sorted(k for k in knobs if k not in own)
     if other:
         raise ValueError(f"{other[0]} is not an option of --design ephemeral")
     k = {"peers": 4096, "fabric": "board", "popularity": "round_robin", **knobs}

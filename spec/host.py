@@ -40,6 +40,7 @@ from amaranth.lib import data
 
 __all__ = ["WORD_BYTES", "MAX_READ_WORDS", "ID_BITS", "MMIO_ADDR_BITS", "MMIO_NBYTES_BITS",
            "COUNTER_BITS", "TAG_BITS", "held_word_layout", "HostProfile", "check_profile",
+           "check_host",
            "PCIE", "ON_DIE", "IDEAL64",
            "PROFILES", "HOST_COUNTERS", "rd_req_layout", "rd_data_layout", "wr_layout",
            "mmio_layout"]
@@ -203,6 +204,14 @@ IDEAL64 = HostProfile(
 )
 
 PROFILES = {"pcie": PCIE, "on_die": ON_DIE, "ideal64": IDEAL64}
+
+
+def check_host(host):
+    """``host`` if it names a profile of :data:`PROFILES`, else ``ValueError`` naming
+    ``host``."""
+    if host not in PROFILES:
+        raise ValueError(f"host must be one of {sorted(PROFILES)}, not {host!r}")
+    return host
 
 #: The interface's 32-bit counters, in port order. ``up_*``: device to host (read
 #: request and posted write TLPs); ``dn_*``: host to device (completions and host MMIO

@@ -6,7 +6,7 @@ from pymodel.rdma.point import knobs_of
 from pymodel.rdma.verbs import inline_limit
 from pymodel.workloads.carriers import ISSUERS
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
-from spec.host import PROFILES
+from spec.host import check_host
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
 from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
@@ -93,8 +93,7 @@ def check_load_knobs(msg_bytes, messages, k):
         check_count("working_set", p["working_set"], 1, p["qps"])
     if p["issuer"] not in LOAD_ISSUERS:
         raise ValueError(f"issuer must be one of {LOAD_ISSUERS}, not {p['issuer']!r}")
-    if p["host"] not in PROFILES:
-        raise ValueError(f"host must be one of {sorted(PROFILES)}, not {p['host']!r}")
+    check_host(p["host"])
     names = [n for n, _ in LADDER]
     if p["rung"] != "best" and p["rung"] not in names:
         raise ValueError(f"rung must be 'best' or one of {names}, not {p['rung']!r}")

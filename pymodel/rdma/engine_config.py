@@ -15,7 +15,7 @@ checked against the ranges the RTL accepts; a bad one raises ``ValueError`` nami
 import dataclasses
 
 from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
-from spec.host import PROFILES
+from spec.host import PROFILES, check_host
 from spec.rdma_engine import (
     CACHE_WAYS,
     HOST_DEPTH,
@@ -151,10 +151,9 @@ class EngineConfig(HostShape):
         try:
             check_mr_cache(self.mr_cache)
             check_read_words(self.read_words)
+            check_host(self.host)
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}.{error}") from None
-        if self.host not in PROFILES:
-            self.bad("host", f"one of {sorted(PROFILES)}")
         if not isinstance(self.responder_sizes, dict) or not set(
                 self.responder_sizes) <= set(RESPONDER_DEFAULTS):
             self.bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")

@@ -8,7 +8,7 @@ from spec.design_point.field import knob
 from spec.design_point.shared import FabricPoint
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.formats.scaleup import check_header
-from spec.host import PROFILES
+from spec.host import check_host
 from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, TOP_DEFAULTS
 from spec.rdma_responder import check_mr_cache
 
@@ -48,11 +48,6 @@ def _rung(value, point):
 def _cache_ways(value, point):
     if isinstance(value, bool) or value not in CACHE_WAYS:
         raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {value!r}")
-
-
-def _host(value, point):
-    if value not in PROFILES:
-        raise ValueError(f"host must be one of {sorted(PROFILES)}, not {value!r}")
 
 
 def _selective(value, point):
@@ -100,7 +95,7 @@ class RdmaPoint(FabricPoint):
         help="RDMA MRs the messages use in turn, 1..16 (default 1; at table indices 3 + "
         "5k)")
     host: str = knob(
-        TOP_DEFAULTS["host"], "run", check=_host,
+        TOP_DEFAULTS["host"], "run", check=lambda v, p: check_host(v),
         source="spec/host.py PROFILES (pcie: a PCIe Gen5 x16 host interface)",
         help="RDMA host-interface profile: pcie, on_die or ideal64 (default pcie)")
     miss_queue: int = knob(
