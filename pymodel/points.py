@@ -98,6 +98,7 @@ from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
+from pymodel.rdma.verbs import inline_limit
 from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
 from spec.fabric_profiles import nic_top_credits
@@ -220,6 +221,10 @@ def resolve(design, msg_bytes, messages, knobs):
         if p["rung"] not in dict(LADDER):
             raise ValueError(f"rung must be one of {[n for n, _ in LADDER]}, "
                              f"not {p['rung']!r}")
+        if dict(LADDER)[p["rung"]].get("inline") and msg_bytes > inline_limit():
+            raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
+                             f"{p['rung']!r}, which carries the payload inline in the WQE "
+                             f"(not {msg_bytes}); pick a rung without inline data")
         for name in RUNG_KNOBS:
             if p[name] is not None:
                 _int(name, p[name], 0, 255 if name != "ack_frames" else 65535)
