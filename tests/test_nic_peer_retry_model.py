@@ -178,3 +178,28 @@ def test_peer_retry_bad_options(kwargs, message):
     framing = "l2" if "destinations" in kwargs else "compact"
     with pytest.raises(ValueError, match=message):
         NicSystemModel(W, framing, NODES, 2, 256, 512, 68, **kwargs)
+
+
+def test_peer_retry_model_point():
+    """The point runner's ``peer_retry``: the row's wire bytes per store are the PSN's
+    2 bytes more (a 128-byte L2 store is not padded), its endpoint state adds each node's
+    :func:`spec.nic.peer_retry_state_bits`; RTL points refuse it by name."""
+    from spec.nic import HEADLINE_TOP, peer_retry_state_bits
+    from tb.nic.headline import model_point, run_point
+
+    kw = dict(completion="e2e", latency_messages=2)
+    off = model_point("l2", 128, 40, **kw)
+    on = model_point("l2", 128, 40, peer_retry=True, peer_window=64, **kw)
+    assert on["peer_retry"] is True
+    assert on["wire_bytes_model"] == pytest.approx(off["wire_bytes_model"] + PSN_BYTES)
+    assert on["ctrl_ops_model"] == off["ctrl_ops_model"]
+    slot = header_bytes("l2") + PSN_BYTES + HEADLINE_TOP["max_payload"]
+    nodes = HEADLINE_TOP["nodes"]
+    assert (on["endpoint_state_bits_model"] - off["endpoint_state_bits_model"]
+            == nodes * sum(peer_retry_state_bits(nodes, 64, slot)))
+    with pytest.raises(ValueError, match="peer_retry needs completion 'e2e'"):
+        model_point("l2", 128, 4, peer_retry=True)
+    with pytest.raises(ValueError, match="window must be a power of two"):
+        model_point("l2", 128, 4, peer_retry=True, peer_window=48, **kw)
+    with pytest.raises(ValueError, match="peer_retry True: NicTop has no per-peer retry"):
+        run_point("verilator", "l2", 128, 4, peer_retry=True, check_only=True, **kw)

@@ -91,7 +91,8 @@ class E2eCompletion:
             if res.get("sent") is not None:
                 e2e["seq"][p].setdefault(res["sent"], []).append(out[0])
             cpl = rx.cpls.pop(c, None)
-            if self.peer_retry:            # the sender is the tracker (State reused)
+            if self.peer_retry:     # the sender is the tracker ("State reused"), whose
+                # ports and counters (not stepped) then read the sender's registers
                 snd = self._senders[p]
                 before = snd.ack_ok
                 ack = None if cpl is None else (cpl[0] if cpl[1] else 0xFF, cpl[3],
@@ -99,6 +100,12 @@ class E2eCompletion:
                 snd.step(c, {"send": res.get("sent"), "ack": ack,
                              "ready": res.get("resent", False)})
                 r = {"ok": snd.ack_ok != before}
+                trk = e2e["trk"][p]             # the tracker's ports, from the sender
+                trk.cpl_ok, trk.cpl_bad = snd.ack_ok, snd.ack_bad
+                trk.sent, trk.completed = list(snd.next_psn), list(snd.una)
+                trk.timeouts = list(snd.timeouts)
+                if r["ok"]:
+                    trk.dropped[cpl[0]] = cpl[4]
             else:
                 r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})
             if cpl is not None:
