@@ -38,8 +38,8 @@ class NicTxModel:
     sender : pymodel.nic.peer_retry.PeerRetrySenderModel, optional
         ``peer_retry`` (with ``e2e``): each store frame carries its destination's next
         PSN (:data:`spec.formats.nic.PSN_BYTES` after the header; the PSNs are given in
-        queue order, the order the new frames leave). Between frames, after a
-        completion and before a new frame, the resend the sender offers
+        queue order, the order the new frames leave; 0 to an id ``>= peers``). Between
+        frames, after a completion and before a new frame, the resend the sender offers
         (:meth:`~pymodel.nic.peer_retry.PeerRetrySenderModel.offer`, the state of the
         start of the cycle) leaves from the replay buffer: the same wire beats again,
         the first with ``credits >= need``, the rest back to back, none waiting for a
@@ -97,8 +97,9 @@ class NicTxModel:
         framer)."""
         out = []
         for seg in self.segmenter.step(0, {"i": store})["o"]:
-            psn = self.psn_f.get(seg.dst, 0)
-            self.psn_f[seg.dst] = (psn + 1) & ((1 << PSN_BITS) - 1)
+            psn = self.psn_f.get(seg.dst, 0)       # an id >= peers has none: PSN 0
+            if self.sender is not None and seg.dst < self.sender.peers:
+                self.psn_f[seg.dst] = (psn + 1) & ((1 << PSN_BITS) - 1)
             slots, frame = self.framer.slots(seg, self.node_id, psn)
             out.append((seg, slots, frame))
         return out
@@ -108,7 +109,7 @@ class NicTxModel:
         its ``need`` (wire beats)."""
         need = _frame_beats(self.w, self.framing, seg.length + self.ext)
         self.plan.append((mid, slots, need))
-        if self.sender is not None:
+        if self.sender is not None and seg.dst < self.sender.peers:
             psn = self.psn_q.get(seg.dst, 0)
             self.psn_q[seg.dst] = (psn + 1) & ((1 << PSN_BITS) - 1)
             self.replay[seg.dst, psn] = self.plan[-1]
