@@ -53,6 +53,11 @@ def drain_writer(self, m, descq, dq, desc_layout, wide):
             with m.If(drain):
                 m.d.sync += wdst.eq(Mux(idle, desc.dst, wdst))
             m.d.comb += self.ack.payload.dst.eq(Mux(idle, desc.dst, wdst))
+        if self.check is not None:       # peer_retry: the verdict rides along
+            wver = Signal(2)
+            with m.If(drain):
+                m.d.sync += wver.eq(Mux(idle, desc.verdict, wver))
+            m.d.comb += self.ack.payload.verdict.eq(Mux(idle, desc.verdict, wver))
         with m.If(drain):
             m.d.sync += [wack.eq(Mux(idle, desc.ack, wack)),
                          wdrop.eq(Mux(idle, desc.dropped, wdrop)),
