@@ -94,7 +94,7 @@ class E2eCompletion:
             if self.peer_retry:     # the sender is the tracker ("State reused"), whose
                 # ports and counters (not stepped) then read the sender's registers
                 snd = self._senders[p]
-                before = snd.ack_ok
+                before, fired = snd.ack_ok, list(snd.timeouts)
                 ack = None if cpl is None else (cpl[0] if cpl[1] else 0xFF, cpl[3],
                                                 bool(cpl[2] & CompletionStatus.GAP))
                 snd.step(c, {"send": res.get("sent"), "ack": ack,
@@ -104,6 +104,8 @@ class E2eCompletion:
                 trk.cpl_ok, trk.cpl_bad = snd.ack_ok, snd.ack_bad
                 trk.sent, trk.completed = list(snd.next_psn), list(snd.una)
                 trk.timeouts = list(snd.timeouts)
+                trk.timeout_cycles += [(c, d) for d in range(snd.peers)
+                                       if snd.timeouts[d] != fired[d]]
                 if r["ok"]:
                     trk.dropped[cpl[0]] = cpl[4]
             else:
