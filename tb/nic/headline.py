@@ -96,20 +96,16 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     without ``records``): node 0 stores to that many destination ids by ``popularity``
     on a top with ``destinations`` (:func:`model_point`'s).
 
-    ``peer_retry``, ``peer_window`` (:func:`spec.nic.check_peer_retry`): the NIC's
-    per-peer retry (docs/nic.md, "Per-peer retry"), in the golden model only
-    (:func:`model_point`): here ``peer_retry=True`` is refused by name (NicTop has no
-    ``peer_retry``).
+    ``peer_retry``, ``peer_window`` (:func:`spec.nic.check_peer_retry`, with ``e2e``):
+    the top's per-peer retry (docs/nic.md, "Per-peer retry"; :func:`model_point`); the
+    row's ``peer_retry`` is then True.
 
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
     ``ii_cycles`` is ``None`` below :func:`tb.rdma.row_keys.ii_messages` stores (the
     steady window would start at the warm-up store), as for the engine."""
-    if peer_retry is not False:
-        raise ValueError(f"peer_retry {peer_retry!r}: NicTop has no per-peer retry (the "
-                         f"golden model has: model_point(..., peer_retry=True))")
     nt, name, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, top, attachment, fabric, retry, completion,
-        latency_messages, depth, records, destinations, popularity)
+        latency_messages, depth, records, destinations, popularity, peer_retry, peer_window)
     if check_only:
         silence(nt)             # checked only: the top is deliberately never elaborated
         return None
@@ -129,7 +125,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     res = run(params, test_id)
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
-           **comparison_keys(framing, attachment, profile.name, retry, completion, records)}
+           **comparison_keys(framing, attachment, profile.name, retry, completion, records),
+           **({"peer_retry": True} if params.get("peer_retry") else {})}
     for key in metrics:
         row[f"{key}_rtl"] = res["rtl"][key]
         row[f"{key}_model"] = res["model"][key]
@@ -167,8 +164,10 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
         raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
     held = max(messages + 1, latency_messages + 1 if latency_messages else 0)
+    peer_retry, peer_window = check_peer_retry(peer_retry, completion, peer_window)
     nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
-                              retry, completion, depth, records, destinations)
+                              retry, completion, depth, records, destinations,
+                              (peer_window if peer_retry else None))
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
     if check_destinations(destinations, framing, completion):
@@ -182,7 +181,6 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
                       records=nt.records)
     if destinations:
         params.update(destinations=destinations, popularity=popularity)
-    peer_retry, peer_window = check_peer_retry(peer_retry, completion, peer_window)
     if peer_retry:
         params.update(peer_retry=True, peer_window=peer_window)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True, warmup=0)
@@ -286,14 +284,15 @@ HEADLINE_DEPTH = point_depth(128, 1000, HEADLINE_TOP["width"], HEADLINE_TOP["max
 
 def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integrated",
               fabric="board", retry=False, completion="credit", depth=None, records=0,
-              destinations=None):
+              destinations=None, peer_window=None):
     """The top of a :func:`run_point` point, ``(NicTop, Verilog name, top parameters)``:
     :data:`spec.nic.HEADLINE_TOP` updated by ``top`` (its keys only), with
     ``max(nodes, peers + 1)`` nodes and the ``fabric`` profile's link latency; node 0's
     command player and recorders and the ``peers`` destinations' recorders ``depth``
     deep (None: :func:`point_depth`), the other nodes' 16. The name carries everything
     else that makes a build: framing, nodes, attachment, fabric, retry, completion,
-    records, destinations (with ``destinations`` every receiver's recorders are
+    records, destinations, the per-peer retry's ``peer_window`` (None: no per-peer
+    retry; a top with it otherwise) (with ``destinations`` every receiver's recorders are
     ``depth`` deep: each takes a share of the stores and sends completions).
     Checked before anything is built (``ValueError`` naming the parameter)."""
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
@@ -321,11 +320,13 @@ def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integ
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] * top["nodes"] if destinations else events,
                 attachment=attachment, fabric=profile.name, retry=retry,
-                completion=completion, records=records, destinations=destinations, **top)
+                completion=completion, records=records, destinations=destinations,
+                peer_retry=peer_window is not None, peer_window=peer_window, **top)
     name = (f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * (attachment == "pcie")
             + ("" if profile.name == "board" else f"_{profile.name}") + "_retry" * retry
             + "_e2e" * (completion == "e2e") + (f"_rec{records}" if records else "")
-            + (f"_d{destinations}" if destinations else ""))
+            + (f"_d{destinations}" if destinations else "")
+            + (f"_pr{peer_window}" if peer_window else ""))
     return nt, name, top
 
 
