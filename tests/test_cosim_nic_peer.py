@@ -36,5 +36,5 @@ def test_nic_top_peer_retry_options():
             (dict(peer_retry=True, completion="e2e", peer_window=6), "window"),
             (dict(peer_retry="on", completion="e2e"), "peer_retry must be True or False"),
             (dict(peer_retry=True, completion="e2e", records=8), "peer_retry: not with")]:
-        with pytest.raises(Exception, match=message):
+        with pytest.raises(ValueError, match=message):
             NicTop(**kwargs, **TOP)

@@ -172,6 +172,7 @@ def test_peer_retry_forged_acks_and_duplicates():
     (dict(peer_retry=True, completion="e2e", peer_window=1 << 16),
      "window must be a power of two"),
     (dict(peer_retry=True, completion="e2e", destinations=512), "peer_retry: not with"),
+    (dict(peer_retry=True, completion="e2e", records=8), "peer_retry: not with"),
 ])
 def test_peer_retry_bad_options(kwargs, message):
     """Bad options stop with an error naming the option."""
