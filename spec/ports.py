@@ -25,7 +25,8 @@ __all__ = ["CacheReadSignature", "CacheGroupSignature", "FillQuerySignature",
            "CompletionQuerySignature", "CacheProbeSignature", "HostDmaSignature",
            "CountersSignature", "SettingsSignature", "PortView", "faulty_link_signatures",
            "completion_signatures", "PlayerControlSignature", "RecorderControlSignature",
-           "ports_by_name"]
+           "ports_by_name", "peer_retry_signature", "PEER_RETRY_COUNTERS",
+           "PEER_RETRY_PORTS"]
 
 
 class CacheReadSignature(wiring.Signature):
@@ -239,6 +240,22 @@ def completion_signatures(peers, poll=False):
     tracker = wiring.Signature({**{n: Out(COUNTER_BITS) for n in CPL_TRK_COUNTERS},
                                 **{n: Out(per_peer) for n in CPL_PEER_PORTS}})
     return gen, tracker
+
+
+def peer_retry_signature(peers):
+    """The per-peer retry's ports of one node (:class:`rtl.tops.nic_top.NicTop` with
+    ``peer_retry``): the sender's ``ack_ok``, ``ack_bad``, ``refused`` (32 bits) and per
+    destination ``next_psn``, ``una``, ``timeouts``, ``resent``, the receiver's check's
+    per source ``expected``, ``gaps``, ``duplicates`` (``ArrayLayout(16, peers)``)."""
+    per_peer = data.ArrayLayout(16, peers)
+    return wiring.Signature({**{n: Out(COUNTER_BITS) for n in PEER_RETRY_COUNTERS},
+                             **{n: Out(per_peer) for n in PEER_RETRY_PORTS}})
+
+
+#: :func:`peer_retry_signature`'s members.
+PEER_RETRY_COUNTERS = ("ack_ok", "ack_bad", "refused")
+PEER_RETRY_PORTS = ("next_psn", "una", "timeouts", "resent", "expected", "gaps",
+                    "duplicates")
 
 
 class PortView:

@@ -31,6 +31,13 @@ class CompletionGenModel:
     ``ack_req``) is chosen in a cycle where no frame is held, with the counts of the
     start of the cycle. Returns ``{}``.
 
+    ``peer_retry`` (docs/nic.md, "Per-peer retry"): an event has a fourth item, the
+    receiver's verdict (index in :data:`spec.nic.PEER_VERDICTS`: 0 accept, as above; 1
+    duplicate, 2 nak). A duplicate or a NAK does not count; it makes its source owe a
+    completion at once (chosen like ``asked``, even with nothing pending), a NAK with
+    the status flag :attr:`~spec.formats.nic.CompletionStatus.GAP`; ``count`` is then
+    the PSN the receiver expects next (the cumulative ACK).
+
     Attributes
     ----------
     count, dropped : list of int
@@ -42,7 +49,11 @@ class CompletionGenModel:
         ``(cycle chosen, dst, status, count, dropped)`` of each completion.
     """
 
-    def __init__(self, width, framing, peers, coalesce, flush_idle, node_id):
+    def __init__(self, width, framing, peers, coalesce, flush_idle, node_id,
+                 peer_retry=False):
+        self.peer_retry = peer_retry
+        self.owe = [False] * peers       # peer_retry: a re-ACK or NAK due at once
+        self.gflag = [False] * peers     # peer_retry: the completion owed is a NAK
         self.w, self.framing, self.peers = width, framing, peers
         self.coalesce, self.flush_idle, self.node_id = coalesce, flush_idle, node_id
         self.nbeats = -(-completion_bytes(framing) // width)
@@ -64,7 +75,7 @@ class CompletionGenModel:
 
     def busy(self):
         """A frame is held, or a source has frames not yet completed."""
-        return self.frame is not None or any(self.pending)
+        return self.frame is not None or any(self.pending) or any(self.owe)
 
     def _wire(self, dst, status, count, dropped):
         raw = build_completion(self.framing, self.node_id, dst, status, count, dropped)
@@ -83,17 +94,22 @@ class CompletionGenModel:
         if self.frame is None:
             for s in range(self.peers):
                 p = self.pending[s]
-                if p >= self.coalesce or (p and (self.asked[s]
-                                                 or self.age[s] >= self.flush_idle)):
+                if p >= self.coalesce or self.owe[s] or (p and (
+                        self.asked[s] or self.age[s] >= self.flush_idle)):
                     chosen = s
                     break
         ev = side.get("ev")
         hit, drop, req = ((ev[0], bool(ev[1]), len(ev) > 2 and bool(ev[2]))
                           if ev is not None and ev[0] < self.peers else (None, False, False))
         self.ack_req_seen += req
+        verdict = ev[3] if self.peer_retry and hit is not None else 0
+        if verdict:                      # a duplicate or a NAK: owed at once, not counted
+            owe_s, hit, drop, req = hit, None, False, False
         if chosen is not None:
             s = chosen
             status = int(CompletionStatus.DROPPED) if self.dflag[s] else 0
+            status |= int(CompletionStatus.GAP) if self.gflag[s] else 0
+            self.owe[s] = self.gflag[s] = False
             self.frame = self._wire(s, status, self.count[s], self.dropped[s])
             self.sent.append((c, s, status, self.count[s], self.dropped[s]))
             self.started = False
@@ -107,6 +123,9 @@ class CompletionGenModel:
                 self.pending[hit] = min(self.pending[hit] + 1, self.coalesce)
                 self.dflag[hit] = self.dflag[hit] or drop
                 self.asked[hit] = self.asked[hit] or req
+        if verdict:
+            self.owe[owe_s] = True
+            self.gflag[owe_s] = self.gflag[owe_s] or verdict == 2
         for s in range(self.peers):
             if s == hit:
                 self.age[s] = 0

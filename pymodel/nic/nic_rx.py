@@ -6,12 +6,14 @@ from pymodel.fcs import fcs_ok
 from pymodel.nic.frames import parse_completion, parse_header
 from spec.formats.nic import (
     MAC_PREFIX,
+    PSN_BYTES,
     NicOp,
     completion_bytes,
     header_bytes,
     header_layout,
     padded_bytes,
 )
+from spec.nic import PEER_VERDICTS
 
 __all__ = ["NicRxModel", "COUNTER_NAMES"]
 
@@ -47,6 +49,15 @@ class NicRxModel:
         cycle its last buffered beat is drained (``(src, dropped, ack_req)``, dropped at
         the address or window check, ``ack_req`` the header's flag). With ``credit`` the
         flag is ignored: the frame is checked, written and counted like any store.
+    check : pymodel.nic.peer_retry.PeerRetryReceiverModel, optional
+        ``peer_retry`` (with ``e2e``): a store frame carries its PSN in the
+        :data:`~spec.formats.nic.PSN_BYTES` after the header (the length check counts
+        them; the payload follows them). A store frame of a known source that passes
+        FCS, format and destination is checked in its last beat's cycle (the verdict
+        cycle): ``accept``, as without retry; ``duplicate`` or ``nak``: not written nor
+        counted here, its ``ack`` event (same cycle as an accepted frame's) has a
+        fourth item, the verdict's index (1, 2; 0 for an accepted frame); ``gap``:
+        dropped, no event. The check counts the gaps and duplicates.
 
     ``step(c, side)``: ``side["i"]`` is the beat arriving in cycle ``c`` (a tuple
     ``(data, nbytes, first, last, mid, ...)``; ``mid`` the message id the beat carries,
@@ -74,8 +85,10 @@ class NicRxModel:
     """
 
     def __init__(self, width, framing, max_payload, mem_words, node_id, table, mem=None,
-                 port=0, completion="credit", stands_for=None):
+                 port=0, completion="credit", stands_for=None, check=None):
         self.e2e = completion == "e2e"
+        self.check = check
+        ext = PSN_BYTES if check is not None else 0
         # Wide ids (NicTop's ``destinations``): the ids are the MACs' bytes 4..5, the
         # receiver takes a frame to its own id or to an id ``stands_for(id)`` says it
         # stands for, and its ``ack`` events carry the frame's destination id.
@@ -85,7 +98,8 @@ class NicRxModel:
         self.acks, self.cpls = {}, {}
         self.w, self.framing, self.max_payload = width, framing, max_payload
         self.mem_words, self.node_id, self.table = mem_words, node_id, table
-        h = self.h = header_bytes(framing)
+        self.h0 = header_bytes(framing)
+        h = self.h = self.h0 + ext
         self.q, self.r = divmod(h, width)
         self.nh = -(-h // width)
         self.max_push = -(-(max_payload + 4) // width)
@@ -163,7 +177,7 @@ class NicRxModel:
                 g = parse_completion(self.framing, bytes(hdr_raw), self.id_bits)
                 self.cpls[c + 1] = (g["src"], src_known, g["status"], g["count"],
                                     g["dropped"])
-        elif ((self.count & 0xFFFF) != _padded_bytes(self.framing, length) + 4
+        elif ((self.count & 0xFFFF) != _padded_bytes(self.framing, length + h - self.h0) + 4
               or length == 0 or length > self.max_payload or addr % w or f["opcode"] != 1
               or not f["ethertype_ok"]):
             reason = "drop_malformed"
@@ -176,14 +190,23 @@ class NicRxModel:
             reason = "drop_window"
         else:
             reason = "frames_ok"
-        if reason is not None:
+        verdict = 0
+        if (self.check is not None and not is_cpl and src_known
+                and reason in ("frames_ok", "drop_addr", "drop_window")):
+            psn = int.from_bytes(hdr_raw[self.h0:h], "little")
+            verdict = PEER_VERDICTS.index(self.check.check(self._src(hdr_raw), psn))
+            if verdict:
+                reason = "gap" if verdict == 3 else None
+        if reason is not None and reason != "gap":
             self.counters[reason] += 1
         start = max(c + 2, self.writer_free)
         self.writer_free = start + max(nbeats, 1)
         if (self.e2e and not is_cpl and src_known and nbeats
-                and reason in ("frames_ok", "drop_addr", "drop_window")):
-            src = hdr_raw[self.prefix_at.stop] if self.l2 else hdr_raw[1]
+                and (reason in ("frames_ok", "drop_addr", "drop_window") or verdict in (1, 2))):
+            src = self._src(hdr_raw)
             ev = (src, reason != "frames_ok", f["ack_req"])
+            if self.check is not None:
+                ev = (*ev, verdict)
             if self.stands_for is not None:
                 src = int.from_bytes(hdr_raw[self.prefix_at.stop:self.prefix_at.stop + 2],
                                      "big")
@@ -210,6 +233,10 @@ class NicRxModel:
                                             "last": int(left <= w)}))
             last_write = start + j
         return {"written": (mid, last_write, None if last_write is None else len(wr[1]) - 1)}
+
+    def _src(self, hdr_raw):
+        """The source id byte of a held header."""
+        return hdr_raw[self.prefix_at.stop] if self.l2 else hdr_raw[1]
 
     def commit(self):
         pass

@@ -4,7 +4,7 @@ import functools
 
 from pymodel.nic.store_segmenter import StoreSegmenterModel
 from pymodel.nic.tx_framer import TxFramerModel
-from spec.formats.nic import completion_beats, frame_beats
+from spec.formats.nic import PSN_BITS, PSN_BYTES, completion_beats, frame_beats
 
 __all__ = ["NicTxModel"]
 
@@ -35,6 +35,17 @@ class NicTxModel:
         meanwhile. The step's result then also has ``"sent"`` (the destination of a store
         frame whose first beat left, or None) and ``"started"`` (the completion's first
         beat left); a completion beat is ``{"o": (None, beat, False, n)}``.
+    sender : pymodel.nic.peer_retry.PeerRetrySenderModel, optional
+        ``peer_retry`` (with ``e2e``): each store frame carries its destination's next
+        PSN (:data:`spec.formats.nic.PSN_BYTES` after the header; the PSNs are given in
+        queue order, the order the new frames leave; 0 to an id ``>= peers``). Between
+        frames, after a completion and before a new frame, the resend the sender offers
+        (:meth:`~pymodel.nic.peer_retry.PeerRetrySenderModel.offer`, the state of the
+        start of the cycle) leaves from the replay buffer: the same wire beats again,
+        the first with ``credits >= need``, the rest back to back, none waiting for a
+        command beat (``{"o": (mid, beat, False, n)}``; the step's ``"resent"`` is True
+        at its first beat). A new frame starts only with ``sender.can_send()``. The
+        owner steps the sender (``send``: ``"sent"``; ``ready``: ``"resent"``).
 
     The frames are planned when the stores are queued (:meth:`queue`): the segmenter and
     the framer have fixed timing (zero latency, no bubble), so each frame is a list of
@@ -60,14 +71,18 @@ class NicTxModel:
     """
 
     def __init__(self, width, framing, max_payload, credits, node_id, completion="credit",
-                 id_bits=8):
+                 id_bits=8, sender=None):
         self.e2e = completion == "e2e"
+        self.sender = sender
+        self.ext = PSN_BYTES if sender is not None else 0
+        self.psn_f, self.psn_q = {}, {}          # dst -> next PSN (frames, queue)
+        self.replay, self.rs_rest = {}, []       # (dst, psn) -> plan entry; resend beats
         self.cpl_need = completion_beats(width, framing)
         self.cpl_rest = []
         self.dsts = {}
         self.w, self.framing = width, framing
         self.segmenter = StoreSegmenterModel(width, max_payload)
-        self.framer = TxFramerModel(width, framing, id_bits)
+        self.framer = TxFramerModel(width, framing, id_bits, self.ext)
         self.max_credits = self.credits = credits
         self.node_id = node_id
         self.plan = []                   # (mid, slots, need) per frame, in order
@@ -82,15 +97,22 @@ class NicTxModel:
         framer)."""
         out = []
         for seg in self.segmenter.step(0, {"i": store})["o"]:
-            slots, frame = self.framer.slots(seg, self.node_id)
+            psn = self.psn_f.get(seg.dst, 0)       # an id >= peers has none: PSN 0
+            if self.sender is not None and seg.dst < self.sender.peers:
+                self.psn_f[seg.dst] = (psn + 1) & ((1 << PSN_BITS) - 1)
+            slots, frame = self.framer.slots(seg, self.node_id, psn)
             out.append((seg, slots, frame))
         return out
 
     def queue(self, mid, seg, slots):
         """Queue the frame of segment ``seg`` (message ``mid``) behind the others; returns
         its ``need`` (wire beats)."""
-        need = _frame_beats(self.w, self.framing, seg.length)
+        need = _frame_beats(self.w, self.framing, seg.length + self.ext)
         self.plan.append((mid, slots, need))
+        if self.sender is not None and seg.dst < self.sender.peers:
+            psn = self.psn_q.get(seg.dst, 0)
+            self.psn_q[seg.dst] = (psn + 1) & ((1 << PSN_BITS) - 1)
+            self.replay[seg.dst, psn] = self.plan[-1]
         self.dsts[mid] = seg.dst
         return need
 
@@ -115,9 +137,9 @@ class NicTxModel:
         cpl = side.get("cpl")
         result = {}
         if self.e2e:
-            result = {"sent": None, "started": False}
-            if self.cpl_rest or (cpl is not None and self.si == 0):
-                ready = side.get("link_ready", True)
+            result = {"sent": None, "started": False, "resent": False}
+            ready = side.get("link_ready", True)
+            if self.cpl_rest or (cpl is not None and self.si == 0 and not self.rs_rest):
                 if ready and self.cpl_rest:
                     out = self._send(c, self.cpl_rest.pop(0), None, False)
                 elif ready and not self.cpl_rest and self.credits >= self.cpl_need:
@@ -125,13 +147,26 @@ class NicTxModel:
                     self.cpl_rest = list(cpl[1:])
                     result["started"] = True
                 return self._give(c, side, {"o": out, **result})
+            offer = self.sender.offer() if self.sender and self.si == 0 else None
+            if self.rs_rest or offer is not None:
+                if ready and self.rs_rest:
+                    out = self._send(c, self.rs_rest[0][1], self.rs_rest[0][0], False)
+                    self.rs_rest.pop(0)
+                elif ready and not self.rs_rest:
+                    mid, slots, need = self.replay[offer[0], offer[1]]
+                    if self.credits >= need:
+                        out = self._send(c, slots[0][1], mid, False)
+                        self.rs_rest = [(mid, beat) for _, beat in slots[1:]]
+                        result["resent"] = True
+                return self._give(c, side, {"o": out, **result})
         if self.fi < len(self.plan):
             mid, slots, need = self.plan[self.fi]
             kind, beat = slots[self.si]
             if kind in _UNGATED:
                 ok = True
             elif self.si == 0:
-                ok = side["valid"] and self.credits >= need
+                ok = (side["valid"] and self.credits >= need
+                      and (self.sender is None or self.sender.can_send()))
             else:
                 ok = side["valid"]
             if ok and side.get("link_ready", True):

@@ -32,6 +32,7 @@ from pymodel.fabric.switch import SwitchModel
 from pymodel.nic.credit_return import CreditReturnModel
 from pymodel.nic.nic_tx import NicTxModel
 from pymodel.nic.params import NicParams
+from pymodel.nic.peer_retry import PeerRetrySenderModel
 from pymodel.nic.store import Store
 from pymodel.nic.system_e2e import E2eCompletion
 from pymodel.nic.system_host import ReceiveAndHost
@@ -44,6 +45,7 @@ from spec.nic import (
     COMPLETION_DEFAULTS,
     check_completion,
     check_destinations,
+    check_peer_retry,
     check_records,
     completion_flush_idle,
 )
@@ -58,7 +60,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
 
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
                  retry=False, attachment="integrated", fabric="board", completion="credit",
-                 coalesce=None, flush_idle=None, timeout=None, records=0, destinations=None):
+                 coalesce=None, flush_idle=None, timeout=None, records=0, destinations=None,
+                 peer_retry=False, peer_window=None):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
                                       max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
@@ -87,6 +90,14 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         self.id_bits = 8 if destinations is None else ID_BITS
         self.ids = self.nodes if destinations is None else destinations
         self.table_entries = 256 if destinations is None else 2 * destinations
+        # Per-peer retry (NicTop's ``peer_retry``, ``peer_window``; docs/nic.md,
+        # "Per-peer retry"): PSNs and go-back-N per destination over node ids.
+        self.peer_retry, self.peer_window = check_peer_retry(peer_retry, completion,
+                                                             peer_window)
+        if self.peer_retry and (destinations is not None or self.records or self.pcie):
+            raise ValueError("peer_retry: not with destinations, records or attachment "
+                             "'pcie'")
+        self._senders = []
 
     @classmethod
     def of(cls, params):
@@ -99,7 +110,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
             table_writes=(), window_writes=None, link_settings=None, source_writes=(),
-            mem=None, until=0):
+            mem=None, until=0, stop=None):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
 
         ``mem[p]`` (optional) is node ``p``'s local memory (``mem_words`` words) before the
@@ -119,6 +130,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         ``link_settings`` (a :class:`FaultSettings`) are the ``flt_*`` ports of the top:
         wire ``2p`` (uplink of ``p``) and ``2p + 1`` (its downlink) use seed + wire.
         ``until``: run at least to that cycle (e2e timeouts of a silent destination).
+        ``stop``: end the run at that cycle whatever is still busy (a sender of
+        ``peer_retry`` that is never acknowledged resends for ever: the hostile tests).
         Returns a dict (see the keys at the end).
         """
         n, w, lat = self.nodes, self.w, self.lat
@@ -127,8 +140,11 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
                              "'integrated', not 'pcie'")
         stalls = stalls or {}
         faults = faults or {}
+        self._senders = [PeerRetrySenderModel(n, self.peer_window, self.timeout)
+                         for _ in range(n)] if self.peer_retry else [None] * n
         txs = [NicTxModel(w, self.framing, self.max_payload, self.credits, node_ids[p],
-                          self.completion, self.id_bits) for p in range(n)]
+                          self.completion, self.id_bits, self._senders[p])
+               for p in range(n)]
         e2e = self._e2e_start(node_ids, window_writes, mem, faults) if self.e2e else None
         crs = [CreditReturnModel(lat) for _ in range(n)]
         msgs, cmds = [], []
@@ -153,8 +169,11 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         hop = self.params.hop_latency
         horizon = 64 * (total_beats + 64) + (2 * lat + 8 + hop) * (frames + 1) * n + 4096
         horizon += max((s.release for p in range(n) for s in stores.get(p, [])), default=0)
-        if self.retry:                   # replays: generous again
+        if self.retry or self.peer_retry:                   # replays: generous again
             horizon *= 8
+        if self.peer_retry:              # resends after timeouts
+            horizon += 16 * self.timeout * (1 + sum(len(f) for f in faults.values()))
+        horizon = max(horizon, stop or 0)
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         words, his = self._host_words(txs, msgs) if self.pcie else ({}, {})
         kw = [0] * n
@@ -178,6 +197,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         c = 0
         idle_since = 0
         while True:
+            if stop is not None and c >= stop:
+                break
             if c >= max_cycles or c >= horizon:
                 raise RuntimeError("model did not finish: raise max_cycles")
             active = False
@@ -188,7 +209,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
                 give = crs[p].output(c)
                 head = tx.head()
                 offer = e2e["gen"][p].offer(c) if e2e else None
-                if head is None and offer is None and not (e2e and tx.cpl_rest):
+                if head is None and offer is None and not (e2e and tx.cpl_rest) and not (
+                        tx.sender and (tx.rs_rest or tx.sender.offer() is not None)):
                     if give:
                         tx.step(c, {"give": give})
                     continue
@@ -314,4 +336,5 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links},
                 "e2e": self._e2e_result(e2e) if e2e else None,
+                "peer": self._peer_result(e2e) if self.peer_retry else None,
                 "records": landed if self.records else None}

@@ -16,9 +16,10 @@ from pymodel.nic.completion_record import CompletionRecorderModel
 from pymodel.nic.fault_injector import FaultInjectorModel
 from pymodel.nic.nic_rx import NicRxModel
 from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
+from pymodel.nic.peer_retry import PeerRetryReceiverModel
 from pymodel.nic.tracker_memory import TrackerMemoryModel
 from pymodel.nic.window_table import WindowTableModel
-from spec.formats.nic import COMPLETION_COUNT_BITS
+from spec.formats.nic import COMPLETION_COUNT_BITS, CompletionStatus
 
 
 class E2eCompletion:
@@ -37,12 +38,15 @@ class E2eCompletion:
             trks = [TrackerMemoryModel(self.destinations, self.timeout) for _ in range(n)]
         else:
             gens = [CompletionGenModel(self.w, self.framing, n, self.coalesce,
-                                       self.flush_idle, node_ids[p]) for p in range(n)]
+                                       self.flush_idle, node_ids[p], self.peer_retry)
+                    for p in range(n)]
             trks = [OutstandingTrackerModel(n, self.timeout) for _ in range(n)]
+        checks = [PeerRetryReceiverModel(n) if self.peer_retry else None for _ in range(n)]
         return {
             "rx": [NicRxModel(self.w, self.framing, self.max_payload, self.mem_words,
                               node_ids[p], tables[p], mem.get(p), p, "e2e",
-                              self._stands_for(p)) for p in range(n)],
+                              self._stands_for(p), checks[p]) for p in range(n)],
+            "checks": checks,
             "tables": tables, "at": [0] * n, "ptr": [0] * n,
             "windows": [list(window_writes.get(p, ())) for p in range(n)],
             "inj": [FaultInjectorModel(set(faults.get(p, ()))) for p in range(n)],
@@ -87,7 +91,25 @@ class E2eCompletion:
             if res.get("sent") is not None:
                 e2e["seq"][p].setdefault(res["sent"], []).append(out[0])
             cpl = rx.cpls.pop(c, None)
-            r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})
+            if self.peer_retry:     # the sender is the tracker ("State reused"), whose
+                # ports and counters (not stepped) then read the sender's registers
+                snd = self._senders[p]
+                before, fired = snd.ack_ok, list(snd.timeouts)
+                ack = None if cpl is None else (cpl[0] if cpl[1] else 0xFF, cpl[3],
+                                                bool(cpl[2] & CompletionStatus.GAP))
+                snd.step(c, {"send": res.get("sent"), "ack": ack,
+                             "ready": res.get("resent", False)})
+                r = {"ok": snd.ack_ok != before}
+                trk = e2e["trk"][p]             # the tracker's ports, from the sender
+                trk.cpl_ok, trk.cpl_bad = snd.ack_ok, snd.ack_bad
+                trk.sent, trk.completed = list(snd.next_psn), list(snd.una)
+                trk.timeouts = list(snd.timeouts)
+                trk.timeout_cycles += [(c, d) for d in range(snd.peers)
+                                       if snd.timeouts[d] != fired[d]]
+                if r["ok"]:
+                    trk.dropped[cpl[0]] = cpl[4]
+            else:
+                r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})
             if cpl is not None:
                 e2e["cp"][p][0].append(cpl)
                 e2e["cp"][p][1].append(c)
@@ -167,6 +189,9 @@ class E2eCompletion:
     @staticmethod
     def _e2e_busy(e2e, down, txs):
         return (any(g.busy() for g in e2e["gen"]) or any(tx.cpl_rest for tx in txs)
+                or any(tx.rs_rest or (tx.sender and any(
+                    tx.sender.outstanding(d) for d in range(tx.sender.peers)))
+                    for tx in txs)
                 or any(rx.acks or rx.cpls for rx in e2e["rx"])
                 or any(e2e["ptr"][p] < len(down[p]) for p in range(len(txs))))
 
@@ -177,6 +202,15 @@ class E2eCompletion:
         self._cover(e2e, msgs, {p: e2e["ok"][p] for p in range(self.nodes)})
         return {p: {"wr": rx.wr, "counters": rx.counters, "mem": rx.mem, "posted": rx.posted}
                 for p, rx in enumerate(e2e["rx"])}
+
+    def _peer_result(self, e2e):
+        """``peer_retry``: per node the sender's and the check's counters."""
+        return {p: {"next_psn": list(t.next_psn), "una": list(t.una),
+                    "timeouts": list(t.timeouts), "resent": list(t.resent),
+                    "ack_ok": t.ack_ok, "ack_bad": t.ack_bad, "refused": t.refused,
+                    "expected": list(k.expected), "gaps": list(k.gaps),
+                    "duplicates": list(k.duplicates)}
+                for p, (t, k) in enumerate(zip(self._senders, e2e["checks"], strict=True))}
 
     @staticmethod
     def _e2e_result(e2e):

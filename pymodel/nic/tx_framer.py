@@ -28,25 +28,30 @@ class TxFramerModel:
     command beat is at ``cmd`` and ``side["node_id"]`` returns ``{"o": (slots, frame)}``:
     the frame's wire beats as ``(kind, beat)`` (:data:`SLOT_KINDS`), one a cycle while
     ``o`` is taken, and the frame's bytes with FCS.
+
+    ``ext`` (0 or :data:`spec.formats.nic.PSN_BYTES`, ``peer_retry``): bytes between the
+    header and the payload, the frame's PSN (``psn`` of :meth:`slots`, little endian);
+    the framer then shifts the payload as behind a header ``ext`` bytes longer.
     """
 
-    def __init__(self, width, framing, id_bits=8):
-        self.w, self.framing, self.id_bits = width, framing, id_bits
-        self.h = header_bytes(framing)
+    def __init__(self, width, framing, id_bits=8, ext=0):
+        self.w, self.framing, self.id_bits, self.ext = width, framing, id_bits, ext
+        self.h = header_bytes(framing) + ext
 
-    def slots(self, store, node_id):
+    def slots(self, store, node_id, psn=0):
         """The wire beats of ``store``'s frame from node ``node_id``: ``(slots, frame)``."""
         w, (q, r) = self.w, divmod(self.h, self.w)
         cmd = store.beats(w)
+        body = (psn.to_bytes(self.ext, "little") if self.ext else b"") + store.payload
         frame = build_frame(self.framing, node_id, store.dst, store.addr, store.length,
-                            store.payload, ack_req=store.ack_req, id_bits=self.id_bits)
+                            body, ack_req=store.ack_req, id_bits=self.id_bits)
         wire = frame_to_beats(frame, w)
         kinds = ["hdr"] * q + ["body"] * len(cmd)
         nb = cmd[-1][1]
         if r and nb > w - r:
             kinds.append("tail")
         # The padder's zero beats (L2 frames under 60 bytes), then the FCS spill beat.
-        padded = _padded_bytes(self.framing, len(store.payload))
+        padded = _padded_bytes(self.framing, len(store.payload) + self.ext)
         kinds += ["pad"] * (-(-padded // w) - len(kinds))
         if padded - (-(-padded // w) - 1) * w > w - 4:
             kinds.append("spill")

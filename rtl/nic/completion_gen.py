@@ -16,11 +16,14 @@ from spec.formats.nic import (
 )
 from spec.formats.packet import check_width, packet_signature
 
-__all__ = ["CompletionGen", "ack_event_layout"]
+__all__ = ["CompletionGen", "ack_event_layout", "peer_ack_layout"]
 
 #: A frame the receiver has finished: its source, whether it was dropped (address or
 #: window check) rather than written, and its header's ``ack_req`` flag.
 ack_event_layout = data.StructLayout({"src": 8, "dropped": 1, "ack_req": 1})
+#: With the per-peer retry (``peer_retry``): the receiver's verdict too (index in
+#: :data:`spec.nic.PEER_VERDICTS`: 0 accept, 1 duplicate, 2 nak).
+peer_ack_layout = data.StructLayout({"src": 8, "dropped": 1, "ack_req": 1, "verdict": 2})
 
 
 class CompletionGen(wiring.Component):
@@ -39,6 +42,12 @@ class CompletionGen(wiring.Component):
     flush_idle : int
         A source with finished frames not yet completed and no new frame for
         ``flush_idle`` cycles gets its completion then (1 to 65535).
+    peer_retry : bool
+        The per-peer retry (docs/nic.md, "Per-peer retry"): ``ev`` carries the
+        receiver's verdict (:data:`peer_ack_layout`); a duplicate or a NAK (verdict 1,
+        2) does not count, it makes its source owe a completion (``owe[s]``: eligible
+        even with nothing pending, from the next cycle), a NAK with the status flag
+        GAP (``gflag[s]``); both restart when the source is chosen.
 
     Ports
     -----
@@ -76,7 +85,8 @@ class CompletionGen(wiring.Component):
     choice is made in the cycle after its last beat is taken. Never stalls ``ev``.
     """
 
-    def __init__(self, width, framing, peers, coalesce, flush_idle):
+    def __init__(self, width, framing, peers, coalesce, flush_idle, peer_retry=False):
+        self.peer_retry = bool(peer_retry)
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
@@ -88,7 +98,8 @@ class CompletionGen(wiring.Component):
         self.nbytes = completion_bytes(self.framing)
         self.nbeats = -(-self.nbytes // width)
         super().__init__({
-            "ev": In(stream.Signature(ack_event_layout, always_ready=True)),
+            "ev": In(stream.Signature(peer_ack_layout if self.peer_retry
+                                      else ack_event_layout, always_ready=True)),
             "node_id": In(8),
             "o": Out(packet_signature(width)),
             "cpl_sent": Out(32),
@@ -111,21 +122,32 @@ class CompletionGen(wiring.Component):
 
         elig = [Signal(name=f"elig{s}") for s in range(n)]
         chosen = [Signal(name=f"chosen{s}") for s in range(n)]
+        owe = [Signal(name=f"owe{s}") for s in range(n)] if self.peer_retry else None
+        gflag = [Signal(name=f"gflag{s}") for s in range(n)] if self.peer_retry else None
         for s in range(n):
-            m.d.comb += elig[s].eq((pend[s] >= self.coalesce)
-                                   | ((pend[s] != 0)
-                                      & (asked[s] | (age[s] >= self.flush_idle))))
+            e = ((pend[s] >= self.coalesce)
+                 | ((pend[s] != 0) & (asked[s] | (age[s] >= self.flush_idle))))
+            m.d.comb += elig[s].eq(e | owe[s] if owe else e)
             earlier = Cat(*elig[:s]).any() if s else Const(0)
             m.d.comb += chosen[s].eq(~busy & elig[s] & ~earlier)
         for s in range(n):
             hit = ev.valid & (ev.payload.src == s)
+            if owe:                      # a duplicate or a NAK: owed, not counted
+                vhit = hit & (ev.payload.verdict != 0)
+                hit = hit & (ev.payload.verdict == 0)
+                with m.If(chosen[s]):
+                    m.d.sync += [owe[s].eq(0), gflag[s].eq(0)]
+                with m.If(vhit):
+                    m.d.sync += [owe[s].eq(1), gflag[s].eq(
+                        Mux(chosen[s], 0, gflag[s]) | (ev.payload.verdict == 2))]
             drop = hit & ev.payload.dropped
             req = hit & ev.payload.ack_req
             m.d.sync += [cnt[s].eq(cnt[s] + hit), drp[s].eq(drp[s] + drop)]
             with m.If(chosen[s]):
                 m.d.sync += [pend[s].eq(hit), dflag[s].eq(drop), asked[s].eq(req),
                              l_dst.eq(s), l_cnt.eq(cnt[s]), l_drp.eq(drp[s]),
-                             l_st.eq(dflag[s]), busy.eq(1)]
+                             l_st.eq(Cat(dflag[s], gflag[s]) if gflag else dflag[s]),
+                             busy.eq(1)]
             with m.Elif(hit & (pend[s] != self.coalesce)):
                 m.d.sync += pend[s].eq(pend[s] + 1)
             with m.If(~chosen[s] & drop):

@@ -6,9 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.common.fcs_checker import FcsChecker
 from rtl.common.latency_memory import write_layout
-from rtl.nic.completion_gen import ack_event_layout
+from rtl.nic.completion_gen import ack_event_layout, peer_ack_layout
 from rtl.nic.completion_keyed import keyed_event_layout
+from rtl.nic.nic_rx_writer import drain_writer
 from rtl.nic.outstanding_tracker import cpl_event_layout
+from rtl.nic.peer_retry_check import PeerRetryCheck
 from rtl.nic.tracker_memory import wide_cpl_layout
 from rtl.nic.window_table import WindowTable, window_write_layout
 from spec.checks import check_int, reject
@@ -17,6 +19,7 @@ from spec.formats.nic import (
     ID_BITS,
     MAC_PREFIX,
     MIN_FRAME_BYTES,
+    PSN_BYTES,
     Framing,
     NicOp,
     completion_bytes,
@@ -72,6 +75,17 @@ class NicRx(wiring.Component):
         (:data:`rtl.nic.completion_keyed.keyed_event_layout`), ``cpl`` a 16-bit source
         (:data:`rtl.nic.tracker_memory.wide_cpl_layout`). The window is the source
         id's low byte's.
+    peer_retry : int or None
+        The per-peer retry (``e2e``, 8-bit ids; docs/nic.md, "Per-peer retry"): the
+        sources tracked (ids ``0 .. peer_retry - 1``, :class:`~rtl.nic.peer_retry_check.
+        PeerRetryCheck`, attribute ``check``). A store frame carries its PSN in the
+        :data:`~spec.formats.nic.PSN_BYTES` after the header (counted by the length
+        check; the payload follows it). A store frame of a known source that passed
+        FCS, format and destination is checked in its verdict cycle: in order, taken as
+        without retry; a duplicate or a gap is not written nor counted here (the check
+        counts it), ``dropped`` in its descriptor; ``ack`` (:data:`rtl.nic.
+        completion_gen.peer_ack_layout`) carries the verdict, and a gap after the first
+        (verdict 3) has no ``ack``.
 
     Ports
     -----
@@ -130,7 +144,7 @@ class NicRx(wiring.Component):
     """
 
     def __init__(self, width, framing, max_payload, depth, completion="credit",
-                 stands_for=None):
+                 stands_for=None, peer_retry=None):
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
@@ -148,7 +162,14 @@ class NicRx(wiring.Component):
             if not self.e2e or self.framing is not Framing.L2:
                 reject(self, "stands_for needs completion 'e2e' and framing 'l2'")
             ack_layout, cpl_layout, id_bits = keyed_event_layout, wide_cpl_layout, ID_BITS
-        self.hbytes = header_bytes(self.framing)
+        self.check = None
+        if peer_retry is not None:
+            if not self.e2e or stands_for is not None:
+                reject(self, "peer_retry needs completion 'e2e' and 8-bit ids")
+            self.check = PeerRetryCheck(peer_retry)
+            ack_layout = peer_ack_layout
+        self.h0 = header_bytes(self.framing)
+        self.hbytes = self.h0 + (PSN_BYTES if peer_retry is not None else 0)
         self.max_push = -(-(max_payload + 4) // width)
         super().__init__({
             "i": In(packet_signature(width)),
@@ -232,7 +253,8 @@ class NicRx(wiring.Component):
 
         # Verdict, in the cycle after the last beat.
         hdr = Signal(header_layout(self.framing))
-        m.d.comb += hdr.eq(hdr_raw[:8 * h])
+        h0 = self.h0
+        m.d.comb += hdr.eq(hdr_raw[:8 * h0])
         st = hdr.store
         malformed = Signal()
         wrong_dst = Signal()
@@ -247,7 +269,7 @@ class NicRx(wiring.Component):
         is_cpl = Signal() if self.e2e else Const(0, 1)
         if self.e2e:
             chdr = Signal(completion_layout(self.framing))
-            m.d.comb += [chdr.eq(hdr_raw[:8 * h]),
+            m.d.comb += [chdr.eq(hdr_raw[:8 * h0]),
                          is_cpl.eq(chdr.cpl.opcode == NicOp.COMPLETION)]
             fmt_bad = Mux(is_cpl, count != completion_bytes(self.framing) + 4, fmt_bad)
         wide = self.stands_for is not None
@@ -299,6 +321,17 @@ class NicRx(wiring.Component):
                 self.cpl.payload.count.eq(chdr.cpl.count),
                 self.cpl.payload.dropped.eq(chdr.cpl.dropped),
             ]
+        peer_drop = None
+        if self.check is not None:
+            m.submodules.check = chk_p = self.check
+            verdict, peer_drop = chk_p.verdict, Signal()
+            m.d.comb += [
+                chk_p.i.valid.eq(passed & ~is_cpl & src_known),
+                chk_p.i.payload.src.eq(src),
+                chk_p.i.payload.psn.eq(hdr_raw[8 * h0:8 * h]),
+                peer_drop.eq(chk_p.i.valid & (verdict != 0)),
+            ]
+            fields["verdict"] = 2
         desc_layout = data.StructLayout(fields)
         m.submodules.desc_q = descq = fifo.SyncFIFO(width=desc_layout.size,
                                                      depth=2 * self.max_push + 2)
@@ -323,6 +356,18 @@ class NicRx(wiring.Component):
             ]
             if wide:
                 m.d.comb += desc_in.dst.eq(dst_id)
+            if peer_drop is not None:    # a gap after the first: no ack
+                m.d.comb += [
+                    desc_in.verdict.eq(Mux(peer_drop, verdict, 0)),
+                    desc_in.ack.eq(fcs_good & ~malformed & ~wrong_dst & ~is_cpl & src_known
+                                   & ~(peer_drop & (verdict == 3))),
+                    desc_in.dropped.eq(out_of_window | unauthorised | peer_drop),
+                ]
+        ok_at, oow_at, unauth_at = ~is_cpl, out_of_window, unauthorised
+        if peer_drop is not None:           # counted by the check, not here
+            ok_at, oow_at, unauth_at = (x & ~peer_drop for x in (ok_at, oow_at, unauth_at))
+            m.d.comb += good.eq(fcs_good & ~malformed & ~wrong_dst & ~out_of_window
+                                & ~unauthorised & ~is_cpl & ~peer_drop)
         with m.If(pend):
             with m.If(~fcs_good):
                 m.d.sync += self.drop_fcs.eq(self.drop_fcs + 1)
@@ -330,69 +375,12 @@ class NicRx(wiring.Component):
                 m.d.sync += self.drop_malformed.eq(self.drop_malformed + 1)
             with m.Elif(wrong_dst):
                 m.d.sync += self.drop_dst.eq(self.drop_dst + 1)
-            with m.Elif(out_of_window):
+            with m.Elif(oow_at):
                 m.d.sync += self.drop_addr.eq(self.drop_addr + 1)
-            with m.Elif(unauthorised):
+            with m.Elif(unauth_at):
                 m.d.sync += self.drop_window.eq(self.drop_window + 1)
-            with m.Elif(~is_cpl):
+            with m.Elif(ok_at):
                 m.d.sync += self.frames_ok.eq(self.frames_ok + 1)
 
-        # Writer: one buffered beat a cycle into local memory.
-        left = Signal(range(self.max_push + 2))
-        waddr = Signal(range(self.depth))
-        bleft = Signal(range(8192 + w))
-        wgood = Signal()
-        desc = Signal(desc_layout)
-        m.d.comb += desc.eq(descq.r_data)
-        drain = Signal()
-        c_addr = Signal(range(self.depth))
-        c_bleft = Signal(range(8192 + w))
-        c_good = Signal()
-        c_left = Signal(range(self.max_push + 2))
-        idle = Signal()
-        # Plain expressions (no conditional blocks): simulators evaluate them at time 0.
-        m.d.comb += [
-            idle.eq(left == 0),
-            descq.r_en.eq(idle),
-            drain.eq(Mux(idle, descq.r_rdy & (desc.nbeats != 0), 1)),
-            c_addr.eq(Mux(idle, desc.addr, waddr)),
-            c_bleft.eq(Mux(idle, desc.length, bleft)),
-            c_good.eq(Mux(idle, desc.good, wgood)),
-            c_left.eq(Mux(idle, desc.nbeats, left)),
-        ]
-        m.d.comb += dq.r_en.eq(drain)
-        with m.If(drain):
-            m.d.sync += [
-                left.eq(c_left - 1),
-                waddr.eq(c_addr + 1),
-                bleft.eq(Mux(c_bleft > w, c_bleft - w, 0)),
-                wgood.eq(c_good),
-            ]
-        if self.e2e:                     # the frame's last drained beat: it is finished
-            wack, wdrop, wsrc, wreq = Signal(), Signal(), Signal(len(desc.src)), Signal()
-            if wide:
-                wdst = Signal(ID_BITS)
-                with m.If(drain):
-                    m.d.sync += wdst.eq(Mux(idle, desc.dst, wdst))
-                m.d.comb += self.ack.payload.dst.eq(Mux(idle, desc.dst, wdst))
-            with m.If(drain):
-                m.d.sync += [wack.eq(Mux(idle, desc.ack, wack)),
-                             wdrop.eq(Mux(idle, desc.dropped, wdrop)),
-                             wsrc.eq(Mux(idle, desc.src, wsrc)),
-                             wreq.eq(Mux(idle, desc.ack_req, wreq))]
-            m.d.comb += [
-                self.ack.valid.eq(drain & (c_left == 1) & Mux(idle, desc.ack, wack)),
-                self.ack.payload.src.eq(Mux(idle, desc.src, wsrc)),
-                self.ack.payload.dropped.eq(Mux(idle, desc.dropped, wdrop)),
-                self.ack.payload.ack_req.eq(Mux(idle, desc.ack_req, wreq)),
-            ]
-        n = Signal(range(w + 1))
-        m.d.comb += [
-            n.eq(Mux(c_bleft > w, w, c_bleft)),
-            self.wr.valid.eq(drain & c_good & (c_bleft != 0)),
-            self.wr_last.eq(c_bleft <= w),
-            self.wr.payload.addr.eq(c_addr),
-            self.wr.payload.data.eq(dq.r_data),
-            self.wr.payload.be.eq(Const((1 << w) - 1, w) >> (w - n)[:shift + 1]),
-        ]
+        drain_writer(self, m, descq, dq, desc_layout, wide)
         return m

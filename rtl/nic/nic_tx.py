@@ -7,12 +7,20 @@ from amaranth.lib.wiring import In, Out
 from rtl.common.credit_counter import CreditCounter
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.common.min_frame_padder import MinFramePadder
+from rtl.nic.nic_tx_replay import merge_replay
 from rtl.nic.outstanding_tracker import sent_event_layout
+from rtl.nic.peer_retry_sender import PeerRetrySender, ack_event_layout
 from rtl.nic.store_segmenter import StoreSegmenter
 from rtl.nic.tracker_memory import wide_sent_layout
 from rtl.nic.tx_framer import NicTxFramer
 from spec.checks import check_int, reject
-from spec.formats.nic import MIN_FRAME_BYTES, Framing, completion_beats, store_cmd_layout
+from spec.formats.nic import (
+    MIN_FRAME_BYTES,
+    PSN_BYTES,
+    Framing,
+    completion_beats,
+    store_cmd_layout,
+)
 from spec.formats.packet import packet_signature
 from spec.nic import COMPLETIONS
 
@@ -38,6 +46,13 @@ class NicTx(wiring.Component):
     id_bits : int
         8, or 16 for a NIC with many destinations (L2): the store command's ``dst``,
         ``node_id`` and the ``sent`` event's ``dst`` of 16 bits (:class:`NicTxFramer`).
+    peer_retry : dict, optional
+        ``e2e`` only: ``{"peers": P, "window": N, "timeout": T}`` for the per-peer retry
+        (docs/nic.md, "Per-peer retry"; :mod:`rtl.nic.nic_tx_replay`): the framer puts
+        each store frame's PSN after the header, a :class:`~rtl.nic.peer_retry_sender.
+        PeerRetrySender` (attribute ``peer``) gives the PSNs and slots, and a replay
+        memory holds each frame's wire beats by slot; port ``ack`` (the completions
+        that reached the node) goes to the sender.
 
     Ports
     -----
@@ -58,6 +73,9 @@ class NicTx(wiring.Component):
     sent : Out(stream.Signature(sent_event_layout, always_ready=True))
         ``e2e`` only: a store frame's first beat left for ``dst`` this cycle.
 
+    ack : In(stream.Signature(ack_event_layout, always_ready=True))
+        ``peer_retry`` only: the sender's ``ack``.
+
     Timing
     ------
     Zero latency from ``cmd`` to ``o`` (segmenter, framer, L2 minimum-frame padder and
@@ -73,16 +91,27 @@ class NicTx(wiring.Component):
     at ``cpl`` has the link first: in that cycle no store frame starts, and the
     completion's first beat leaves once ``credits >= completion_beats`` (stores wait
     too), its later beats back to back. A store frame is never interrupted.
+
+    ``peer_retry``: between frames a completion first, then the resend the sender offers
+    (its first beat with ``credits >= `` the frame's beats, the rest back to back from
+    the replay memory, no command beat needed), then a new store frame, which starts
+    only with the sender's ``can_send``. The twin: :class:`pymodel.nic.nic_tx.
+    NicTxModel` with a ``sender``.
     """
 
     def __init__(self, width, framing, credits, max_payload, completion="credit",
-                 id_bits=8):
+                 id_bits=8, peer_retry=None):
         if completion not in COMPLETIONS:
             reject(self, f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
         self.e2e = completion == "e2e"
         self.max_credits = check_int(self, "credits", credits, 1, 65535)
-        self.framer = NicTxFramer(width, framing, id_bits)
+        self.peer_retry = peer_retry
+        if peer_retry is not None and (not self.e2e or id_bits != 8):
+            reject(self, "peer_retry needs completion 'e2e' and 8-bit ids")
+        self.framer = NicTxFramer(width, framing, id_bits, PSN_BYTES if peer_retry else 0)
+        self.peer = (PeerRetrySender(peer_retry["peers"], peer_retry["window"],
+                                     peer_retry["timeout"]) if peer_retry else None)
         self.segmenter = StoreSegmenter(width, max_payload, id_bits)
         sent_layout = sent_event_layout if id_bits == 8 else wide_sent_layout
         self.width, self.framing = self.framer.width, self.framer.framing
@@ -98,6 +127,8 @@ class NicTx(wiring.Component):
             **({"cpl": In(packet_signature(width)),
                 "sent": Out(stream.Signature(sent_layout, always_ready=True))}
                if self.e2e else {}),
+            **({"ack": In(stream.Signature(ack_event_layout, always_ready=True))}
+               if peer_retry else {}),
         })
 
     def elaborate(self, platform):
@@ -114,7 +145,9 @@ class NicTx(wiring.Component):
             wiring.connect(m, pad.o, fcs.i)
         else:
             wiring.connect(m, framer.o, fcs.i)
-        if self.e2e:
+        if self.peer is not None:
+            start_ok = merge_replay(self, m, fcs.o, seg.o.payload.dst, cnt, framer)
+        elif self.e2e:
             start_ok = self._merge(m, fcs.o, seg.o.payload.dst, cnt, framer)
         else:
             wiring.connect(m, fcs.o, wiring.flipped(self.o))

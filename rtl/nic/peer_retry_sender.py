@@ -47,6 +47,8 @@ class PeerRetrySender(wiring.Component):
     resend : Out(stream.Signature({"dst": 8, "psn": 16, "slot": range(window)}))
         The frame to resend: the lowest destination going back, its cursor, the slot
         that holds it; taken with ``ready``.
+    accepted : Out(1)
+        Combinational: the ``ack`` of this cycle is accepted.
     next_psn, una, timeouts, resent : Out(data.ArrayLayout(16, peers))
     ack_ok, ack_bad, refused : Out(32)
 
@@ -78,6 +80,7 @@ class PeerRetrySender(wiring.Component):
             "ack": In(stream.Signature(ack_event_layout, always_ready=True)),
             "resend": Out(stream.Signature(data.StructLayout(
                 {"dst": 8, "psn": PSN_BITS, "slot": range(window)}))),
+            "accepted": Out(1),
             "next_psn": Out(arr), "una": Out(arr),
             "timeouts": Out(arr), "resent": Out(arr),
             "ack_ok": Out(32), "ack_bad": Out(32), "refused": Out(32),
@@ -134,6 +137,7 @@ class PeerRetrySender(wiring.Component):
             nak.eq(a.gap & (a.count != next_s)),
             ok.eq(self.ack.valid & (a.src < n) & (adv <= outs) & ((adv != 0) | nak)),
         ]
+        m.d.comb += self.accepted.eq(ok)
         with m.If(ok):
             m.d.sync += self.ack_ok.eq(self.ack_ok + 1)
         with m.Elif(self.ack.valid):

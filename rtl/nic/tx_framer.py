@@ -9,6 +9,8 @@ from spec.formats.nic import (
     ETHERTYPE,
     ID_BITS,
     MAC_PREFIX,
+    PSN_BITS,
+    PSN_BYTES,
     Framing,
     NicOp,
     check_id_bits,
@@ -34,6 +36,10 @@ class NicTxFramer(wiring.Component):
     id_bits : int
         8, or :data:`spec.formats.nic.ID_BITS` (L2 only): ``dst`` and ``node_id`` of
         16 bits in the MACs' bytes 4..5 (:func:`spec.formats.nic.wide_mac`).
+    ext : int
+        0, or :data:`spec.formats.nic.PSN_BYTES` (``peer_retry``): the header is followed
+        by the frame's PSN (port ``psn``, little endian) and the payload shifted behind
+        both (``H`` below counts them).
 
     Ports
     -----
@@ -47,6 +53,8 @@ class NicTxFramer(wiring.Component):
     need : Out(range(...))
         Combinational: wire beats (FCS and L2 padding included, :func:`frame_beats`) of
         the frame whose first command beat is at ``cmd`` (from the ``length`` field).
+    psn : In(PSN_BITS)
+        ``ext`` only: the PSN of the frame, read in the beat that carries it.
     start_ok : In(1)
         The first output beat of a frame is offered only while ``start_ok`` is high
         (the credit gate); the rest of the frame is never gated.
@@ -64,19 +72,23 @@ class NicTxFramer(wiring.Component):
     drops as malformed.
     """
 
-    def __init__(self, width, framing, id_bits=8):
+    def __init__(self, width, framing, id_bits=8, ext=0):
         self.width = check_width(width, self)
         try:
             self.framing = Framing(framing)
         except ValueError:
             reject(self, f"framing must be 'l2' or 'compact', not {framing!r}")
         self.id_bits = check_id_bits(id_bits, self.framing)
-        self.hbytes = header_bytes(self.framing)
+        if ext not in (0, PSN_BYTES):
+            reject(self, f"ext must be 0 or {PSN_BYTES}, not {ext!r}")
+        self.ext = ext
+        self.hbytes = header_bytes(self.framing) + ext
         super().__init__({
+            **({"psn": In(PSN_BITS)} if ext else {}),
             "cmd": In(stream.Signature(store_cmd_layout(width, id_bits))),
             "o": Out(packet_signature(width)),
             "node_id": In(id_bits),
-            "need": Out(range(frame_beats(width, self.framing, 8191) + 1)),
+            "need": Out(range(frame_beats(width, self.framing, 8191 + ext) + 1)),
             "start_ok": In(1),
         })
 
@@ -114,10 +126,10 @@ class NicTxFramer(wiring.Component):
             ]
         else:
             m.d.comb += [hdr.dst.eq(cmd.dst), hdr.src.eq(self.node_id)]
-        hbits = hdr.as_value()
+        hbits = Cat(hdr.as_value(), self.psn) if self.ext else hdr.as_value()
         need = (cmd.length + (h + 4 + w - 1)) >> (w.bit_length() - 1)
         if self.framing is Framing.L2:
-            least = frame_beats(w, self.framing, 1)
+            least = frame_beats(w, self.framing, 1 + self.ext)
             need = Mux(need < least, least, need)
         m.d.comb += self.need.eq(need)
 

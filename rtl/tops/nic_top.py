@@ -9,8 +9,6 @@ from rtl.fabric.link import Link
 from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
-from rtl.nic.completion_gen import CompletionGen
-from rtl.nic.completion_keyed import CompletionKeyed
 from rtl.nic.completion_record import (
     CompletionRecorder,
     CompletionRecorderQueue,
@@ -21,8 +19,8 @@ from rtl.nic.credit_return import CreditReturn
 from rtl.nic.fault_injector import FaultInjector
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
-from rtl.nic.outstanding_tracker import OutstandingTracker, cpl_event_layout
-from rtl.nic.tracker_memory import TrackerMemory, wide_cpl_layout
+from rtl.nic.outstanding_tracker import cpl_event_layout
+from rtl.nic.tracker_memory import wide_cpl_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from rtl.tops.nic_top_attach import NicAttachments
@@ -44,7 +42,12 @@ from spec.nic import (
     completion_flush_idle,
     pcie_ack_req_bit,
 )
-from spec.ports import CountersSignature, PortView, completion_signatures
+from spec.ports import (
+    CountersSignature,
+    PortView,
+    completion_signatures,
+    peer_retry_signature,
+)
 
 __all__ = ["NicTop", "write_event_layout"]
 
@@ -173,13 +176,18 @@ class NicTop(NicAttachments, HarnessTop):
     tracker's record port; its tag is the record's ring slot, and recorder ``cq<p>``
     keeps :data:`rtl.nic.completion_record.record_event_layout`: the slot, and the
     destination and count of the word written in that cycle.
+
+    ``peer_retry`` (``e2e``; not with ``destinations``, ``records``, ``pcie``) and
+    ``peer_window``: the per-peer retry (docs/nic.md), NicTx's sender as the tracker
+    (``otrk[p]`` its registers), NicRx's check; ports ``peer[p]``
+    (:func:`spec.ports.peer_retry_signature`). Twin: ``NicSystemModel(peer_retry=)``.
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
                  attachment="integrated", fabric="board", completion="credit",
                  coalesce=None, flush_idle=None, timeout=None, records=0,
-                 destinations=None):
+                 destinations=None, peer_retry=False, peer_window=None):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -215,6 +223,7 @@ class NicTop(NicAttachments, HarnessTop):
             reject(self, str(exc))
         dests = self.destinations
         ib = ID_BITS if dests else 8
+        self._check_peer_retry(peer_retry, peer_window, completion, dests)
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
@@ -225,26 +234,20 @@ class NicTop(NicAttachments, HarnessTop):
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency,
                              table_entries=2 * dests if dests else 256)
-        self.txs = [NicTx(width, framing, self.credits, max_payload, completion,
-                          **({"id_bits": ib} if dests else {})) for _ in range(nodes)]
-        self.rxs = [NicRx(width, framing, max_payload, mem_words, completion,
-                          **({"stands_for": (dests, nodes - 1, p)} if dests else {}))
-                    for p in range(nodes)]
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
         self.flush_idle = (completion_flush_idle(width, framing, max_payload)
                            if flush_idle is None else flush_idle)
-        if dests:
-            self.gens = [CompletionKeyed(width, dests, self.coalesce, self.flush_idle)
-                         for _ in range(nodes)]
-            self.trks = [TrackerMemory(dests, self.timeout, record_port=bool(self.records))
-                         for _ in range(nodes)]
-        else:
-            self.gens = [CompletionGen(width, framing, nodes, self.coalesce,
-                                       self.flush_idle)
-                         for _ in range(nodes)] if self.e2e else []
-            self.trks = [OutstandingTracker(nodes, self.timeout)
-                         for _ in range(nodes)] if self.e2e else []
+        prt = ({"peer_retry": {"peers": nodes, "window": self.peer_window,
+                               "timeout": self.timeout}} if self.peer_retry else {})
+        self.txs = [NicTx(width, framing, self.credits, max_payload, completion,
+                          **({"id_bits": ib} if dests else {}), **prt)
+                    for _ in range(nodes)]
+        self.rxs = [NicRx(width, framing, max_payload, mem_words, completion,
+                          **({"stands_for": (dests, nodes - 1, p)} if dests else {}),
+                          **({"peer_retry": nodes} if self.peer_retry else {}))
+                    for p in range(nodes)]
+        self._completion_blocks(width, framing, nodes, dests)
         if dests:
             self.recs = [CompletionRecorderQueue(dests, width, mem_words, self.records)
                          for _ in range(nodes)] if self.records else []
@@ -281,6 +284,8 @@ class NicTop(NicAttachments, HarnessTop):
         if self.e2e:
             gen, tracker = completion_signatures(nodes, poll=bool(dests))
             ports.update({"cgen": Out(gen).array(nodes), "otrk": Out(tracker).array(nodes)})
+        if self.peer_retry:
+            ports["peer"] = Out(peer_retry_signature(nodes)).array(nodes)
         id_kw = {"id_bits": ib} if dests else {}
         players["tbl"] = (table_write_layout(nodes, **id_kw),
                           dests + nodes if dests else 16)

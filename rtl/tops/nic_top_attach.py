@@ -5,8 +5,13 @@ its ``elaborate_design`` calls these)."""
 from amaranth import Mux, Signal
 from amaranth.lib import wiring
 
+from rtl.nic.completion_gen import CompletionGen
+from rtl.nic.completion_keyed import CompletionKeyed
 from rtl.nic.completion_record import record_event
-from spec.nic import PCIE_WORD_BITS
+from rtl.nic.outstanding_tracker import OutstandingTracker
+from rtl.nic.tracker_memory import TrackerMemory
+from spec.checks import reject
+from spec.nic import PCIE_WORD_BITS, check_peer_retry
 from spec.ports import PortView
 
 __all__ = ["NicAttachments"]
@@ -15,13 +20,71 @@ __all__ = ["NicAttachments"]
 class NicAttachments:
     """The attach methods of :class:`rtl.tops.nic_top.NicTop`."""
 
+    def _check_peer_retry(self, peer_retry, window, completion, dests):
+        """``peer_retry``, ``peer_window`` checked (:func:`spec.nic.check_peer_retry`;
+        not with ``destinations``, ``records`` or ``pcie``): errors name the option."""
+        try:
+            self.peer_retry, self.peer_window = check_peer_retry(peer_retry, completion,
+                                                                 window)
+        except ValueError as exc:
+            reject(self, str(exc))
+        if self.peer_retry and (dests or self.records or self.pcie):
+            reject(self, "peer_retry: not with destinations, records or attachment 'pcie'")
+
+    def _completion_blocks(self, width, framing, nodes, dests):
+        """``e2e``: the generators and trackers of the nodes (none with ``peer_retry``:
+        the sender is the tracker)."""
+        if dests:
+            self.gens = [CompletionKeyed(width, dests, self.coalesce, self.flush_idle)
+                         for _ in range(nodes)]
+            self.trks = [TrackerMemory(dests, self.timeout, record_port=bool(self.records))
+                         for _ in range(nodes)]
+        else:
+            self.gens = [CompletionGen(width, framing, nodes, self.coalesce,
+                                       self.flush_idle, self.peer_retry)
+                         for _ in range(nodes)] if self.e2e else []
+            self.trks = [OutstandingTracker(nodes, self.timeout)
+                         for _ in range(nodes)] if self.e2e and not self.peer_retry else []
+
+    def _attach_peer(self, m, p, tx, rx, gen):
+        """``peer_retry``: node ``p``'s sender (in NicTx) takes the completions that reach
+        the node (an unknown source as id 255) and stands for the tracker: its ports
+        ``otrk[p]`` read the sender's registers (``dropped`` the count of the last
+        accepted completion); ports ``peer[p]`` (:func:`spec.ports.
+        peer_retry_signature`)."""
+        snd, chk, cpl = tx.peer, rx.check, rx.cpl.payload
+        m.d.comb += [tx.ack.valid.eq(rx.cpl.valid),
+                     tx.ack.payload.src.eq(Mux(cpl.known, cpl.src, 0xFF)),
+                     tx.ack.payload.count.eq(cpl.count), tx.ack.payload.gap.eq(cpl.status[1])]
+        trk, port = self.otrk[p], self.peer[p]
+        m.d.comb += [trk.cpl_ok.eq(snd.ack_ok), trk.cpl_bad.eq(snd.ack_bad)]
+        for d in range(self.nodes):
+            dropped = Signal(16, name=f"peer_dropped{p}_{d}")
+            with m.If(snd.accepted & (cpl.src == d)):
+                m.d.sync += dropped.eq(cpl.dropped)
+            m.d.comb += [trk.outstanding[d].eq(snd.next_psn[d] - snd.una[d]),
+                         trk.completed[d].eq(snd.una[d]), trk.dropped[d].eq(dropped),
+                         trk.timeouts[d].eq(snd.timeouts[d])]
+        ports = {"ack_ok": snd.ack_ok, "ack_bad": snd.ack_bad, "refused": snd.refused,
+                 "next_psn": snd.next_psn, "una": snd.una, "timeouts": snd.timeouts,
+                 "resent": snd.resent, "expected": chk.expected, "gaps": chk.gaps,
+                 "duplicates": chk.duplicates}
+        wiring.connect(m, PortView(port.signature, ports), wiring.flipped(port))
+
     def _attach_completion(self, m, p, tx, rx, node_id, cprec, rec):
         """``e2e``: node ``p``'s completion generator (NicRx ``ack`` -> NicTx ``cpl``) and
         outstanding tracker (NicTx ``sent``, NicRx ``cpl``)."""
         m.submodules[f"cgen{p}"] = gen = self.gens[p]
-        m.submodules[f"otrk{p}"] = trk = self.trks[p]
         wiring.connect(m, rx.ack, gen.ev)
         wiring.connect(m, gen.o, tx.cpl)
+        if self.peer_retry:
+            m.d.comb += [cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
+            self._attach_peer(m, p, tx, rx, gen)
+            m.d.comb += gen.node_id.eq(node_id)
+            wiring.connect(m, PortView(self.cgen[p].signature, gen),
+                           wiring.flipped(self.cgen[p]))
+            return
+        m.submodules[f"otrk{p}"] = trk = self.trks[p]
         wiring.connect(m, tx.sent, trk.sent)
         wiring.connect(m, rx.cpl, trk.cpl)
         if rec is not None:

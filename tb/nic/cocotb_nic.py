@@ -199,6 +199,8 @@ def model_run(p):
     dests = p.get("destinations")
     if dests:
         e2e_kw["destinations"] = dests
+    if p.get("peer_retry"):
+        e2e_kw.update(peer_retry=True, peer_window=p["peer_window"])
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], p["mem_words"],
                            p["max_payload"], p["credits"], retry=retry,
                            attachment=attachment, fabric=p.get("fabric", "board"), **e2e_kw)

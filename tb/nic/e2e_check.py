@@ -11,13 +11,20 @@ from pymodel.packet import unpack_beat
 from rtl.nic.completion_record import record_event_layout
 from rtl.nic.outstanding_tracker import cpl_event_layout
 from rtl.nic.tracker_memory import wide_cpl_layout
-from spec.formats.nic import COMPLETION_COUNT_BITS, NicOp, completion_bytes
+from spec.formats.nic import (
+    COMPLETION_COUNT_BITS,
+    PSN_BYTES,
+    NicOp,
+    completion_bytes,
+    header_bytes,
+)
 from spec.nic import (
     CPL_COUNTERS,
     CPL_GEN_COUNTERS,
     CPL_PEER_PORTS,
     completion_state_bits,
     destination_state_bits,
+    peer_retry_state_bits,
     record_state_bits,
 )
 
@@ -202,7 +209,9 @@ def e2e_model(p, want, stores, src):
 def e2e_state_bits(p):
     """The end-to-end completion's state bits of a top of parameters ``p``: the
     generators', trackers' and record writers' (:func:`spec.nic.completion_state_bits`,
-    :func:`spec.nic.record_state_bits`) of its nodes; with ``destinations``, those of
+    :func:`spec.nic.record_state_bits`) of its nodes; with ``peer_retry``, each node's
+    :func:`spec.nic.peer_retry_state_bits` (its replay buffer's slots of the longest
+    frame without FCS included); with ``destinations``, those of
     the keyed generators and the tracker memory (:func:`spec.nic.
     destination_state_bits`)."""
     nodes, records = p["nodes"], p.get("records", 0)
@@ -210,7 +219,11 @@ def e2e_state_bits(p):
         return sum(destination_state_bits(p["destinations"], nodes - 1, p["coalesce"],
                                           p["flush_idle"], p["timeout"], records))
     gen, trk = completion_state_bits(nodes, p["coalesce"], p["flush_idle"], p["timeout"])
-    return gen + trk + record_state_bits(nodes, records)
+    extra = 0
+    if p.get("peer_retry"):            # per node: spec.nic.peer_retry_state_bits
+        slot = header_bytes(p["framing"]) + PSN_BYTES + p["max_payload"]
+        extra = nodes * sum(peer_retry_state_bits(nodes, p["peer_window"], slot))
+    return gen + trk + record_state_bits(nodes, records) + extra
 
 
 def e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):

@@ -21,7 +21,7 @@ from spec.checks import silence
 from spec.fabric_profiles import fabric_profile, replay_buffer_bits
 from spec.formats.nic import frame_beats
 from spec.metrics import row_metrics
-from spec.nic import COMPLETIONS, HEADLINE_TOP, check_destinations
+from spec.nic import COMPLETIONS, HEADLINE_TOP, check_destinations, check_peer_retry
 from tb.cosim import check_params, run_cosim
 from tb.nic.e2e_check import e2e_state_bits
 from tb.rdma.row_keys import ii_messages
@@ -40,7 +40,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
               retry: bool = False, completion: str = "credit",
               latency_messages: int = 16, depth: int | None = None,
               check_only: bool = False, records: int = 0, destinations: int | None = None,
-              popularity: str = "round_robin") -> dict | None:
+              popularity: str = "round_robin", peer_retry: bool = False,
+              peer_window: int | None = None) -> dict | None:
     """Co-simulate node 0 storing ``messages`` x ``msg_bytes`` round robin to ``peers``
     destination nodes (``peers`` = 1: the headline pair) on a top with
     ``max(4, peers + 1)`` nodes (at most 16). Returns the results row (SPEC.md) with
@@ -95,12 +96,16 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     without ``records``): node 0 stores to that many destination ids by ``popularity``
     on a top with ``destinations`` (:func:`model_point`'s).
 
+    ``peer_retry``, ``peer_window`` (:func:`spec.nic.check_peer_retry`, with ``e2e``):
+    the top's per-peer retry (docs/nic.md, "Per-peer retry"; :func:`model_point`); the
+    row's ``peer_retry`` is then True.
+
     ``check_only``: every check above, then return ``None`` (nothing exported or built).
     ``ii_cycles`` is ``None`` below :func:`tb.rdma.row_keys.ii_messages` stores (the
     steady window would start at the warm-up store), as for the engine."""
     nt, name, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, top, attachment, fabric, retry, completion,
-        latency_messages, depth, records, destinations, popularity)
+        latency_messages, depth, records, destinations, popularity, peer_retry, peer_window)
     if check_only:
         silence(nt)             # checked only: the top is deliberately never elaborated
         return None
@@ -120,7 +125,8 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
     res = run(params, test_id)
     row = {"design": "nic", "framing": framing, "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "peers": peers,
-           **comparison_keys(framing, attachment, profile.name, retry, completion, records)}
+           **comparison_keys(framing, attachment, profile.name, retry, completion, records),
+           **({"peer_retry": True} if params.get("peer_retry") else {})}
     for key in metrics:
         row[f"{key}_rtl"] = res["rtl"][key]
         row[f"{key}_model"] = res["model"][key]
@@ -145,7 +151,7 @@ def run_point(sim: str, framing: str, msg_bytes: int, messages: int, peers: int 
 
 def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, retry,
                   completion, latency_messages, depth, records=0, destinations=None,
-                  popularity="round_robin"):
+                  popularity="round_robin", peer_retry=False, peer_window=None):
     """``(NicTop, name, params, lat_params)`` of a :func:`run_point` point: the top and
     the parameters of its two runs, checked (``ValueError`` naming a bad one)."""
     if not isinstance(latency_messages, int) or isinstance(latency_messages, bool) \
@@ -158,8 +164,10 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
         raise ValueError(f"completion must be one of {list(COMPLETIONS)}, "
                          f"not {completion!r}")
     held = max(messages + 1, latency_messages + 1 if latency_messages else 0)
+    peer_retry, peer_window = check_peer_retry(peer_retry, completion, peer_window)
     nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
-                              retry, completion, depth, records, destinations)
+                              retry, completion, depth, records, destinations,
+                              (peer_window if peer_retry else None))
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
     if check_destinations(destinations, framing, completion):
@@ -173,6 +181,8 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
                       records=nt.records)
     if destinations:
         params.update(destinations=destinations, popularity=popularity)
+    if peer_retry:
+        params.update(peer_retry=True, peer_window=peer_window)
     lat_params = dict(params, messages=latency_messages + 1, one_at_a_time=True, warmup=0)
     check_params("tb.nic.cocotb_nic", lat_params)   # both runs' before either is built
     return nt, name, params, lat_params
@@ -180,7 +190,8 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
 
 def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
                 fabric="board", retry=False, completion="credit", latency_messages=16,
-                records=0, destinations=None, popularity="round_robin"):
+                records=0, destinations=None, popularity="round_robin", peer_retry=False,
+                peer_window=None):
     """The golden model's side of :func:`run_point` alone (no simulator): the row with
     ``_model`` values only, computed by the co-simulation's own code
     (:func:`tb.nic.cocotb_nic.model_run`, :func:`~tb.nic.cocotb_nic.model_figures`), so
@@ -190,12 +201,18 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
     that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
     on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
     POPULARITY`, Zipf with skew 0.99) choosing each store's id, as :func:`run_point`'s
-    (docs/nic.md, "4,096 destinations")."""
+    (docs/nic.md, "4,096 destinations").
+
+    ``peer_retry`` (with ``completion="e2e"``), ``peer_window`` (None: the default):
+    the NIC's per-peer retry (:func:`spec.nic.check_peer_retry`, docs/nic.md "Per-peer
+    retry"): each frame 2 bytes longer (its PSN), the row's ``endpoint_state_bits``
+    with :func:`spec.nic.peer_retry_state_bits` per node; the row's ``peer_retry`` is True.
+    Bad values stop with an error naming the option."""
     from tb.nic.cocotb_nic import model_figures, model_run
 
     _, _, params, lat_params = _point_params(
         framing, msg_bytes, messages, peers, None, attachment, fabric, retry, completion,
-        latency_messages, None, records, destinations, popularity)
+        latency_messages, None, records, destinations, popularity, peer_retry, peer_window)
     figures = model_figures(params, model_run(params))
     if figures is None:
         raise RuntimeError("NIC model: a store was lost")
@@ -204,6 +221,8 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
            **comparison_keys(framing, attachment, fabric_profile(fabric).name, retry,
                              completion, records)}
     row.update({f"{k}_model": v for k, v in figures[0].items()})
+    if peer_retry:
+        row["peer_retry"] = True
     if latency_messages:
         per = model_figures(lat_params, model_run(lat_params))[1]
         for key in ("latency", "completion"):
@@ -265,14 +284,15 @@ HEADLINE_DEPTH = point_depth(128, 1000, HEADLINE_TOP["width"], HEADLINE_TOP["max
 
 def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integrated",
               fabric="board", retry=False, completion="credit", depth=None, records=0,
-              destinations=None):
+              destinations=None, peer_window=None):
     """The top of a :func:`run_point` point, ``(NicTop, Verilog name, top parameters)``:
     :data:`spec.nic.HEADLINE_TOP` updated by ``top`` (its keys only), with
     ``max(nodes, peers + 1)`` nodes and the ``fabric`` profile's link latency; node 0's
     command player and recorders and the ``peers`` destinations' recorders ``depth``
     deep (None: :func:`point_depth`), the other nodes' 16. The name carries everything
     else that makes a build: framing, nodes, attachment, fabric, retry, completion,
-    records, destinations (with ``destinations`` every receiver's recorders are
+    records, destinations, the per-peer retry's ``peer_window`` (None: no per-peer
+    retry; a top with it otherwise) (with ``destinations`` every receiver's recorders are
     ``depth`` deep: each takes a share of the stores and sends completions).
     Checked before anything is built (``ValueError`` naming the parameter)."""
     unknown = sorted(set(top or {}) - set(HEADLINE_TOP))
@@ -300,11 +320,13 @@ def point_top(framing, msg_bytes, messages, peers=1, top=None, attachment="integ
     nt = NicTop(framing=framing, items=[depth] + [16] * (top["nodes"] - 1),
                 events=[depth] * top["nodes"] if destinations else events,
                 attachment=attachment, fabric=profile.name, retry=retry,
-                completion=completion, records=records, destinations=destinations, **top)
+                completion=completion, records=records, destinations=destinations,
+                peer_retry=peer_window is not None, peer_window=peer_window, **top)
     name = (f"nic_point_{framing}_n{top['nodes']}" + "_pcie" * (attachment == "pcie")
             + ("" if profile.name == "board" else f"_{profile.name}") + "_retry" * retry
             + "_e2e" * (completion == "e2e") + (f"_rec{records}" if records else "")
-            + (f"_d{destinations}" if destinations else ""))
+            + (f"_d{destinations}" if destinations else "")
+            + (f"_pr{peer_window}" if peer_window else ""))
     return nt, name, top
 
 
