@@ -43,6 +43,7 @@ from tb.cosim import cosim_params
 from tb.rdma import reads
 from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.phases import Phases
+from tb.rdma.point_params import params_point
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, run_ports, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
@@ -86,8 +87,9 @@ def check_params(p):
     """Refuse a run's parameters before anything is exported or built: a key that is not
     a parameter of its ``kind`` (:data:`COMMON_PARAMS`, :data:`KIND_PARAMS`) or of the
     top, and every value the top, the model or the scenario would refuse (the model's
-    configuration and the scenario are built here as the cocotb test builds them).
-    ``ValueError`` names the bad key or value."""
+    configuration and the scenario are built here as the cocotb test builds them), and
+    the design point of the run (:func:`tb.rdma.point_params.params_point`, which the
+    cocotb test builds again). ``ValueError`` names the bad key or value."""
     if not isinstance(p, dict):
         raise ValueError(f"RDMA run parameters must be a dict, not {p!r}")
     kind = p.get("kind")
@@ -131,6 +133,7 @@ def check_params(p):
     try:
         cfg, knobs = config(top, p)
         scenario(p, cfg, knobs)
+        params_point(top, p)                 # each field by the design point's own rule
     except (TypeError, KeyError) as exc:     # a value of the wrong type, a missing key
         raise ValueError(f"RDMA run of kind {kind!r}: {type(exc).__name__}: {exc}") from exc
 
@@ -219,6 +222,7 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
 async def rdma_matches_model(dut):
     phases = Phases()
     p = cosim_params()
+    params_point(p["top"], p)       # the simulator side's check: the option named
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
     cfg = with_cq(cfg, v)
