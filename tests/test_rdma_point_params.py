@@ -7,14 +7,16 @@ import pytest
 
 import tb.rdma.headline as headline
 from spec.rdma_engine import TOP_DEFAULTS
-from tb.rdma.cocotb_rdma import check_params
+from tb.rdma.cocotb_rdma import COMMON_PARAMS, KIND_PARAMS, check_params
 from tb.rdma.point_params import params_point, rdma_point, row_tags, run_params, top_params
+
+WRITES = COMMON_PARAMS + KIND_PARAMS["writes"]
 
 
 def test_defaults_map_to_the_default_top_and_run():
     point = rdma_point()
     assert top_params(point, {}) == {}
-    assert run_params(point) == dict(qps=1, cache_entries=16, qpc_bytes=256, selective=0,
+    assert run_params(point, WRITES) == dict(qps=1, cache_entries=16, qpc_bytes=256, selective=0,
                                      mrs=1)
     assert row_tags(point) == ({}, "")
 
@@ -24,7 +26,7 @@ def test_off_default_fields_reach_the_top_run_row_and_name():
                        qpc_bytes=512, qps=64, cache_entries=32, rung="pipelined")
     assert top_params(point, {"host": "on_die"}) == dict(host="on_die", cache_ways=2,
                                                          miss_queue=4, mr_cache=8)
-    assert run_params(point) == dict(qps=64, cache_entries=32, qpc_bytes=512, selective=1,
+    assert run_params(point, WRITES) == dict(qps=64, cache_entries=32, qpc_bytes=512, selective=1,
                                      mrs=3)
     keys, suffix = row_tags(point)
     assert keys == dict(cache_ways=2, qpc_bytes=512, mr_cache=8, mrs=3, miss_queue=4,

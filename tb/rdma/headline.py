@@ -33,7 +33,7 @@ from spec.fabric_profiles import (
 )
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
-from tb.rdma.cocotb_rdma import check_params
+from tb.rdma.cocotb_rdma import COMMON_PARAMS, KIND_PARAMS, check_params
 from tb.rdma.point_params import (
     SWITCH_FIELDS,
     off_default,
@@ -56,6 +56,8 @@ __all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_
            "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY",
            "TOPOLOGIES"]
 
+#: The parameters of a ``writes`` run (those the point's port and run fields set).
+_WRITES = COMMON_PARAMS + KIND_PARAMS["writes"]
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
     ("best, 4096 QPs / 16 entries", LADDER[-1][0], 4096, 16, "pcie"),
@@ -161,7 +163,7 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], out_json="m.json", warmup=warm,
-                  **run_params(point))
+                  **run_params(point, _WRITES))
     bw_params = dict(common, messages=messages + 1, knobs=k)
     lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
                       spacing=warm)
@@ -225,7 +227,7 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     k = knobs_of(rung, None)
     top = top_params(point, _top(host, None, fabric, link_retry, header))
     warm = latency_spacing(host)
-    common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, **run_params(point))
+    common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, **run_params(point, _WRITES))
     runs = []
     for params in (dict(common, messages=messages + 1, knobs=k),
                    dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),

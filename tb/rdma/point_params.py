@@ -20,9 +20,9 @@ point's own check).
 """
 
 import dataclasses
-import re
 
-from spec.design_point import RdmaPoint, option_of, rung_name
+from pymodel.rdma.point_fields import check_fields
+from spec.design_point import RdmaPoint, rung_name
 from spec.rdma_engine import TOP_DEFAULTS
 
 __all__ = ["rdma_point", "top_params", "run_params", "row_tags", "params_point",
@@ -47,29 +47,11 @@ ROW_ELSEWHERE = ("op", "qps", "cache_entries", "host", "rung", "link_latency", "
 def rdma_point(**values):
     """The checked :class:`RdmaPoint` of ``values`` (a ``None`` ``rung``: the knobs are
     given instead, the point's default rung stands for it); ``ValueError`` naming the
-    option of the first bad field."""
+    keyword and the option of the first bad field
+    (:func:`pymodel.rdma.point_fields.check_fields`)."""
     if values.get("rung") is None:
         values.pop("rung", None)
-    return _checked(values)
-
-
-def _checked(values):
-    """``RdmaPoint(**values)``; its ``ValueError`` in the keyword names these functions
-    are given, the option of ``make sim`` after it (``cache_ways must be 1, 2, 4 or 8,
-    not 3 (--cache-ways)``)."""
-    try:
-        return RdmaPoint(**values)
-    except ValueError as exc:
-        text, opts = str(exc), []
-        for f in dataclasses.fields(RdmaPoint):
-            opt = option_of(f.name)
-            if text.startswith(f"{opt}: "):
-                text = text[len(opt) + 2:]
-            if re.search(rf"{opt}(?![\w-])", text):
-                text = re.sub(rf"{opt}(?![\w-])", f.name, text)
-            if re.search(rf"(?<![\w-]){f.name}(?!\w)", text):
-                opts.append(opt)
-        raise ValueError(text + (f" ({opts[0]})" if opts else "")) from None
+    return check_fields(values)
 
 
 def off_default(point, name):
@@ -91,15 +73,14 @@ def top_params(point, top):
     return top
 
 
-def run_params(point):
-    """The parameters of a ``writes`` run (:data:`tb.rdma.cocotb_rdma.COMMON_PARAMS`,
-    :data:`~tb.rdma.cocotb_rdma.KIND_PARAMS`) the point's port and run fields set, every
-    one of them (at its default it sets what the run's default is)."""
-    from tb.rdma.cocotb_rdma import COMMON_PARAMS, KIND_PARAMS
-
-    keys = set(COMMON_PARAMS + KIND_PARAMS["writes"]) - {"rung", "kind"}
+def run_params(point, accepted):
+    """The parameters of a run the point's port and run fields set, every one of them
+    that is a parameter of the run (``accepted``: the run kind's,
+    :data:`tb.rdma.cocotb_rdma.COMMON_PARAMS` and :data:`~tb.rdma.cocotb_rdma.
+    KIND_PARAMS`; at its default a field sets what the run's default is); ``rung`` goes
+    as the engine's knobs instead."""
     return {f.name: getattr(point, f.name) for f in dataclasses.fields(point)
-            if f.metadata["kind"] != "build" and f.name in keys}
+            if f.metadata["kind"] != "build" and f.name in accepted and f.name != "rung"}
 
 
 def row_tags(point):
@@ -125,4 +106,4 @@ def params_point(top, params):
             values[f.name] = source[f.name]
     if isinstance(values.get("rung"), str):
         values["rung"] = rung_name(values["rung"])
-    return _checked(values)
+    return check_fields(values)
