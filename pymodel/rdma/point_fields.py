@@ -4,8 +4,7 @@ knobs: which of them the model's point takes (:data:`MODEL_FIELDS`), their defau
 construction, with the error in the keyword names a Python caller gives).
 
 Pure functions; a bad field raises ``ValueError`` naming the keyword, then the option of
-``make sim`` in parentheses (``miss_queue must be an integer from 0 to 64, not 65
-(--miss-queue)``).
+``make sim`` in parentheses (``qps must be an integer from 1 to 4096, not 0 (--qps)``).
 """
 
 import dataclasses

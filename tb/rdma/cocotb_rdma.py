@@ -50,11 +50,10 @@ from tb.scoreboard import Scoreboard
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
-#: The model's Config fields that are the top's parameters.
-_TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
-               "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "windows", "header", "cache_ways", "miss_queue", "mr_cache", "read_words",
-               "reads")
+#: The model's Config fields that are the top's parameters (by name; ``cache_entries``,
+#: the caches' capacity, is the Config's ``cache_capacity``).
+_TOP_FIELDS = tuple(k for k in TOP_DEFAULTS if k in {f.name for f in dataclasses.fields(Config)}
+                    and k != "cache_entries")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters not in TOP_DEFAULTS: ``link_retry`` (reliable links; default False).
 _TOP_EXTRA = ("link_retry",)
