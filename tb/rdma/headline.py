@@ -122,15 +122,18 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     (the engine's knobs, :func:`pymodel.rdma.point.knobs_of`). Returns the results row
     with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
-    comparison keys (:func:`comparison_keys`); a field with a tag (``cache_ways``,
-    ``selective``, ...) is a key of the row when off its default. ``topology``
+    comparison keys (:func:`comparison_keys`); a field the row has no key of its own
+    for (not in :data:`tb.rdma.point_params.ROW_ELSEWHERE`: ``cache_ways``,
+    ``selective``, ...) is a key of the row, and adds ``_<name><value>`` to the run's
+    name, when off its default. ``topology``
     (:data:`TOPOLOGIES`): ``switch`` runs the point on the NIC's fabric
     (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of the fields
     not in :data:`tb.rdma.point_params.SWITCH_FIELDS` only), the row's
     ``fabric_buffer_bits`` from the sender's credits in use and its ``inflight_bits``
     the engine's plus them (as the NIC's). Every field and parameter is checked before
-    anything is built (``ValueError`` naming its option); ``check_only``: only that,
-    then return ``None``.
+    anything is built (``ValueError`` naming its keyword, and a field's option after
+    it; an unknown keyword: ``TypeError``); ``check_only``: only that, then return
+    ``None``.
 
     ``ii_cycles`` and ``host_util`` are ``None`` when the back-to-back run is too short
     for its steady window (:data:`spec.metrics.STEADY_WINDOW`) to leave out the warm-up
