@@ -31,27 +31,19 @@ Designs and their knobs (every knob is optional unless marked required):
     ``msg_bytes``: 1 to min(8191, window).
 
 ``"rdma"`` (:func:`pymodel.rdma.point.rdma_point`, on :func:`pymodel.rdma.system.simulate`)
-    ``qps``: QPs used round robin, 1 to 4096 (default 1). ``cache_entries``: QP-context
-    cache entries in use at each node, a power of two from 16 to 256 (default 16).
-    ``host``: the host-interface profile (``"pcie"``, ``"on_die"``, ``"ideal64"``;
-    default ``"pcie"``). ``rung``: a rung of the optimisation ladder
-    (:data:`spec.rdma_engine.LADDER`, default ``"pipelined"``); any knob of
+    Every field of :class:`spec.design_point.RdmaPoint` the model takes
+    (:data:`pymodel.rdma.point_fields.MODEL_FIELDS`: ``qps``, ``cache_entries``,
+    ``host``, ``header``, ``cache_ways``, ``qpc_bytes``, ``mr_cache``, ``mrs``, ...), with
+    the point's default and checked by the point's own rule (``make sim --help`` words
+    each), except ``link_latency`` (default 6, the top's) and ``rung`` (a rung of
+    :data:`spec.rdma_engine.LADDER`, default ``"pipelined"``); any knob of
     :data:`spec.rdma_engine.RUNG_KNOBS` (``ring_every``, ``bf``, ``inline``,
-    ``signal_every``, ``ack_every``, ``ack_frames``, ``serial``) overrides it.
-    ``link_latency`` (1..1024, default 6), ``pmtu_log2`` (8..12, default 12),
-    ``latency_messages`` (messages of the one-at-a-time run, default 16), ``header``
-    (``"roce"``, default, or ``"scaleup"``: :mod:`spec.formats.scaleup`), ``windows``
-    (the requester's window slots, :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins
-    a QP's context until its ACKs, or a power of two from 256 to 4096; default 4096),
-    ``cache_ways`` (ways per set of the context caches: 1, 2, 4 or 8, default 1; more
-    than 1 needs ``windows`` > 0);
-    ``miss_queue`` (the requester's side queue for items whose context fill is on its
-    way, 0 to 64, default 0: none; :class:`rtl.rdma.req.miss_queue.MissQueue`);
-    ``qpc_bytes`` (bytes of a QP context in host memory, 64 to 1024, a power of two;
-    default :data:`spec.formats.roce.QPC_BYTES_DEFAULT`, 256);
-    ``mr_cache`` (node B's MR table in host memory behind an MR cache of that many
-    entries, a power of two 2 to 256; default 0: on chip); ``mrs`` (MRs the messages
-    take in turn, 1 to 16, default 1). The point is
+    ``signal_every``, ``ack_every``, ``ack_frames``, ``serial``) overrides the rung.
+    The model's own: ``pmtu_log2`` (8..12, default 12), ``latency_messages`` (messages
+    of the one-at-a-time run, default 16), ``windows`` (the requester's window slots,
+    :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins a QP's context until its ACKs,
+    or a power of two from 256 to 4096; default 4096; ``cache_ways`` above 1 needs
+    ``windows`` > 0). The point is
     two runs (:mod:`pymodel.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -98,26 +90,21 @@ from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
+from pymodel.rdma.point_fields import MODEL_FIELDS, check_fields, model_defaults
 from pymodel.rdma.verbs import inline_limit
 from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
 from spec.fabric_profiles import nic_top_credits
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
-from spec.formats.scaleup import check_header
-from spec.host import check_host
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS
 from spec.rdma_engine import (
-    CACHE_WAYS,
     LADDER,
-    MISS_QUEUE_RANGE,
     REQUESTER_DEFAULTS,
     RUNG_KNOBS,
     TOP_DEFAULTS,
 )
-from spec.rdma_responder import check_mr_cache
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
            "DESIGNS", "NIC_DEFAULTS", "RDMA_DEFAULTS", "METRIC_KEYS", "MESSAGE_KEYS"]
@@ -132,14 +119,12 @@ MESSAGE_KEYS = ("accept", "remote_write", "completion", "wire_bytes")
 NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated", "credits": None,
                 **{k: HEADLINE_TOP[k] for k in ("width", "link_latency", "mem_words",
                                                 "max_payload")}}
-RDMA_DEFAULTS = {"qps": 1, "pmtu_log2": 12, "cache_entries": 16, "host": "pcie",
-                 "link_latency": 6, "rung": "pipelined", "latency_messages": 16,
-                 "header": "roce", "windows": REQUESTER_DEFAULTS["windows"],
-                 "cache_ways": REQUESTER_DEFAULTS["cache_ways"],
-                 "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
-                 "qpc_bytes": QPC_BYTES_DEFAULT,
-                 "mr_cache": TOP_DEFAULTS["mr_cache"], "mrs": 1,
-                 **dict.fromkeys(RUNG_KNOBS)}
+#: The RDMA point's knobs: the design point's fields the model takes, at the point's
+#: defaults (the model's link latency and rung its own), and the model's own knobs.
+RDMA_DEFAULTS = {**model_defaults(link_latency=TOP_DEFAULTS["link_latency"],
+                                  rung="pipelined"),
+                 "pmtu_log2": 12, "latency_messages": 16,
+                 "windows": REQUESTER_DEFAULTS["windows"], **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
 
@@ -197,30 +182,17 @@ def resolve(design, msg_bytes, messages, knobs):
                                            link_latency=p["link_latency"])
         _int("credits", p["credits"], 1, 1 << 16)
     else:
-        _int("qps", p["qps"], 1, 4096)
-        _int("cache_entries", p["cache_entries"], 16, 256, power_of_two=True)
-        _int("link_latency", p["link_latency"], 1, 1024)
+        check_fields({n: p[n] for n in MODEL_FIELDS})   # each by the point's own rule
         _int("pmtu_log2", p["pmtu_log2"], 8, 12)
         _int("latency_messages", p["latency_messages"], 1, 1024)
         # 0, or a power of two from the caches' capacity (TOP_DEFAULTS) to 4096.
         if _int("windows", p["windows"], 0, 4096):
             _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
                  power_of_two=True)
-        if p["cache_ways"] not in CACHE_WAYS or isinstance(p["cache_ways"], bool):
-            raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
         if p["cache_ways"] > 1 and p["windows"] == 0:
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
                              f"windows 0 a window slot is a cache entry)")
-        _int("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
-        qpc_words(p["qpc_bytes"], "RDMA point")
-        check_mr_cache(p["mr_cache"])
-        _int("mrs", p["mrs"], 1, TOP_DEFAULTS["mr_entries"])
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
-        check_host(p["host"])
-        check_header(p["header"])
-        if p["rung"] not in dict(LADDER):
-            raise ValueError(f"rung must be one of {[n for n, _ in LADDER]}, "
-                             f"not {p['rung']!r}")
         if dict(LADDER)[p["rung"]].get("inline") and msg_bytes > inline_limit():
             raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
                              f"{p['rung']!r}, which carries the payload inline in the WQE "
@@ -299,15 +271,9 @@ def _rdma(msg_bytes, messages, p):
 
     knobs = {k: p[k] for k in RUNG_KNOBS if p[k] is not None}
     try:
-        row, per = rdma_point(msg_bytes, messages, qps=p["qps"],
-                              cache_entries=p["cache_entries"], host=p["host"],
-                              rung=p["rung"], knobs=knobs, pmtu_log2=p["pmtu_log2"],
-                              latency_messages=p["latency_messages"],
-                              link_latency=p["link_latency"], per_message=True,
-                              header=p["header"], windows=p["windows"],
-                              cache_ways=p["cache_ways"],
-                              miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"],
-                              mr_cache=p["mr_cache"], mrs=p["mrs"])
+        row, per = rdma_point(msg_bytes, messages, knobs=knobs, pmtu_log2=p["pmtu_log2"],
+                              latency_messages=p["latency_messages"], per_message=True,
+                              windows=p["windows"], **{n: p[n] for n in MODEL_FIELDS})
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

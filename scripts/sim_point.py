@@ -3,7 +3,16 @@
 (:func:`check_point`, :func:`gap_profiles`) and its co-simulation
 (:func:`run_design_point`)."""
 
-from spec.design_point import RUNG_ALIASES, EphemeralPoint, point_of, rung_name, sim_options
+import dataclasses
+
+from spec.design_point import (
+    RUNG_ALIASES,
+    EphemeralPoint,
+    RdmaPoint,
+    point_of,
+    rung_name,
+    sim_options,
+)
 
 #: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma",
 #: "ephemeral" or "both", the NIC and RDMA), type, help), one per field of the design
@@ -223,20 +232,10 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                     messages=messages, fabric=k.get("fabric", "board"),
                                     host=k.get("host", READ_HOST),
                                     test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
-    from spec.formats.roce import QPC_BYTES_DEFAULT
     from tb.rdma.headline import run_point
-    return run_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
-                           qps=k.get("qps", 1), cache_entries=k.get("cache_entries", 16),
-                           host=k.get("host", "pcie"), rung=k["rung"],
-                           link_latency=k.get("link_latency"),
-                           fabric=k.get("fabric", "board"),
-                           link_retry=k.get("link_retry", False),
-                           header=k.get("header", "roce"), cache_ways=k.get("cache_ways", 1),
-                           selective=k.get("selective", 0),
-                           miss_queue=k.get("miss_queue", 0),
-                           qpc_bytes=k.get("qpc_bytes", QPC_BYTES_DEFAULT),
-                           mr_cache=k.get("mr_cache", 0), mrs=k.get("mrs", 1),
-                           topology=k.get("topology", "direct-link"))
+    fields = {f.name for f in dataclasses.fields(RdmaPoint)} - {"rung"}
+    return run_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages, rung=k["rung"],
+                           **{n: v for n, v in k.items() if n in fields})
 
 
 def run_design_point(args):

@@ -3,12 +3,11 @@ point may name, the defaults, their checks and the rung each issuer posts with
 (:func:`best_rung`; the rules are in :mod:`pymodel.load.rdma`'s module doc)."""
 
 from pymodel.rdma.point import knobs_of
+from pymodel.rdma.point_fields import check_fields, model_defaults
 from pymodel.rdma.verbs import inline_limit
 from pymodel.workloads.carriers import ISSUERS
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
-from spec.host import check_host
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
-from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, REQUESTER_DEFAULTS
+from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 ACK_MSGS_MASK, ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
@@ -29,13 +28,18 @@ BLUEFLAME_ISSUERS = ("none", "cpu", "controller")
 #: :func:`steady_saturation` takes as stable.
 SATURATION_TOLERANCE = 0.01
 
-#: Knobs of a load point and their defaults.
-RDMA_LOAD_DEFAULTS = {"qps": 1, "cache_entries": 16, "host": "pcie", "link_latency": 6,
+#: The design point's fields a load point takes (:class:`spec.design_point.RdmaPoint`;
+#: the load's scenario builds the engines' configuration from them), checked by the
+#: point's own rule; ``rung`` is the load's own (``"best"``: :func:`best_rung`).
+LOAD_POINT_FIELDS = ("qps", "cache_entries", "host", "link_latency", "cache_ways",
+                     "miss_queue", "qpc_bytes")
+#: Knobs of a load point and their defaults (the point's fields at the point's defaults,
+#: the link latency the top's).
+RDMA_LOAD_DEFAULTS = {**model_defaults(LOAD_POINT_FIELDS,
+                                       link_latency=TOP_DEFAULTS["link_latency"]),
                       "pmtu_log2": 12, "issuer": "none", "popularity": "round_robin",
                       "skew": LOAD_DEFAULTS["skew"], "working_set": None, "burst": 1,
-                      "ack_every": None, "ack_frames": None, "rung": "best",
-                      "cache_ways": 1, "miss_queue": REQUESTER_DEFAULTS["miss_queue"],
-                      "qpc_bytes": QPC_BYTES_DEFAULT}
+                      "ack_every": None, "ack_frames": None, "rung": "best"}
 
 
 #: The knobs that shape the traffic (the rest are the top's and the engine's).
@@ -77,23 +81,14 @@ def check_load_knobs(msg_bytes, messages, k):
     p = dict(RDMA_LOAD_DEFAULTS, **k)
     check_count("messages", messages, 1, 1 << 20)
     check_count("msg_bytes", msg_bytes, 1, 1 << 16)
-    check_count("qps", p["qps"], 1, 4096)
-    ce = check_count("cache_entries", p["cache_entries"], 16, 256)
-    if ce & (ce - 1):
-        raise ValueError(f"cache_entries must be a power of two, not {ce!r}")
-    if isinstance(p["cache_ways"], bool) or p["cache_ways"] not in CACHE_WAYS:
-        raise ValueError(f"cache_ways must be 1, 2, 4 or 8, not {p['cache_ways']!r}")
-    qpc_words(p["qpc_bytes"], "RDMA load knob")
-    check_count("link_latency", p["link_latency"], 1, 1024)
+    check_fields({n: p[n] for n in LOAD_POINT_FIELDS})   # by the point's own rules
     check_count("pmtu_log2", p["pmtu_log2"], 8, 12)
     check_count("burst", p["burst"], 1, 1 << 20)
-    check_count("miss_queue", p["miss_queue"], *MISS_QUEUE_RANGE)
     check_skew(p["skew"])
     if p["working_set"] is not None:
         check_count("working_set", p["working_set"], 1, p["qps"])
     if p["issuer"] not in LOAD_ISSUERS:
         raise ValueError(f"issuer must be one of {LOAD_ISSUERS}, not {p['issuer']!r}")
-    check_host(p["host"])
     names = [n for n, _ in LADDER]
     if p["rung"] != "best" and p["rung"] not in names:
         raise ValueError(f"rung must be 'best' or one of {names}, not {p['rung']!r}")

@@ -18,6 +18,7 @@ from pymodel.rdma.metrics import (
     steady_ii,
     summarize,
 )
+from pymodel.rdma.point_fields import check_fields
 from pymodel.rdma.system import Config, simulate
 from pymodel.scenarios.rdma import writes_scenario
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
@@ -118,16 +119,20 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     the requester's side queue for items whose context fill is on its way (0: none);
     ``qpc_bytes``: bytes of a QP context in host memory (64 to 1024).
     ``mr_cache``: node B's MR cache (:class:`pymodel.rdma.config.Config`; 0: the MR
-    table on chip); ``mrs``: MRs the messages take in turn.
+    table on chip); ``mrs``: MRs the messages take in turn. Each of these that is a
+    field of the design point is checked by the point's own rule first
+    (:func:`pymodel.rdma.point_fields.check_fields`: ``ValueError`` naming the keyword,
+    then its option).
 
     With ``per_message``, returns ``(row, per)``: ``per`` holds the back-to-back run's
     per-message ``accept``, ``remote_write``, ``completion`` (absolute cycles, -1 where
     not reached) and ``wire_bytes``, and its ``cycles``."""
-    k = knobs_of(rung, knobs)
-    common = dict(qps=qps, cache_entries=cache_entries, host=host, pmtu_log2=pmtu_log2,
-                  seed=seed, link_latency=link_latency, depth=depth, header=header,
-                  windows=windows, cache_ways=cache_ways, miss_queue=miss_queue,
+    fields = dict(qps=qps, cache_entries=cache_entries, host=host, header=header,
+                  link_latency=link_latency, cache_ways=cache_ways, miss_queue=miss_queue,
                   qpc_bytes=qpc_bytes, mr_cache=mr_cache, mrs=mrs)
+    check_fields(fields)
+    k = knobs_of(rung, knobs)
+    common = dict(fields, pmtu_log2=pmtu_log2, seed=seed, depth=depth, windows=windows)
     cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
     run = run_model(cfg, verbs)
     bw = reduce_run(verbs, run, messages + 1)

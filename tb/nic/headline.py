@@ -18,6 +18,7 @@ from pymodel.pcap import write_pcapng
 from pymodel.throughput import isolated_median
 from rtl.tops.nic_top import NicTop
 from spec.checks import silence
+from spec.design_point import NicPoint
 from spec.fabric_profiles import fabric_profile, replay_buffer_bits
 from spec.formats.nic import frame_beats
 from spec.metrics import row_metrics
@@ -165,9 +166,13 @@ def _point_params(framing, msg_bytes, messages, peers, top, attachment, fabric, 
                          f"not {completion!r}")
     held = max(messages + 1, latency_messages + 1 if latency_messages else 0)
     peer_retry, peer_window = check_peer_retry(peer_retry, completion, peer_window)
+    given = {k: v for k, v in (top or {}).items() if k in ("link_latency", "max_payload")}
     nt, name, top = point_top(framing, msg_bytes, held, peers, top, attachment, fabric,
                               retry, completion, depth, records, destinations,
                               (peer_window if peer_retry else None))
+    # The design point of these fields, each by its own rule (spec/design_point), named.
+    NicPoint(framing=framing, peers=peers, attachment=attachment, fabric=fabric,
+             link_retry=retry, completion=completion, **given)
     profile = fabric_profile(fabric)
     scenario = "pair" if peers == 1 else "fanout"
     if check_destinations(destinations, framing, completion):

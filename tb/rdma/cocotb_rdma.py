@@ -43,17 +43,17 @@ from tb.cosim import cosim_params
 from tb.rdma import reads
 from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check, mr_counters
 from tb.rdma.phases import Phases
+from tb.rdma.point_params import params_point
 from tb.rdma.testbench import RdmaTestbench, member_port, retry_counter_port, run_ports, value_of
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.scoreboard import Scoreboard
 
 #: Cycles the design keeps running after the last expected event, to catch extras.
 SETTLE = 300
-#: The model's Config fields that are the top's parameters.
-_TOP_FIELDS = ("depth", "host", "link_latency", "mr_entries", "prefetch",
-               "wqe_words", "payload_words", "records", "timeout", "retry_limit",
-               "windows", "header", "cache_ways", "miss_queue", "mr_cache", "read_words",
-               "reads")
+#: The model's Config fields that are the top's parameters (by name; ``cache_entries``,
+#: the caches' capacity, is the Config's ``cache_capacity``).
+_TOP_FIELDS = tuple(k for k in TOP_DEFAULTS if k in {f.name for f in dataclasses.fields(Config)}
+                    and k != "cache_entries")
 _ENGINE_PORTS = ("serial", "ack_every", "ack_frames")
 #: RdmaTop's parameters not in TOP_DEFAULTS: ``link_retry`` (reliable links; default False).
 _TOP_EXTRA = ("link_retry",)
@@ -86,8 +86,9 @@ def check_params(p):
     """Refuse a run's parameters before anything is exported or built: a key that is not
     a parameter of its ``kind`` (:data:`COMMON_PARAMS`, :data:`KIND_PARAMS`) or of the
     top, and every value the top, the model or the scenario would refuse (the model's
-    configuration and the scenario are built here as the cocotb test builds them).
-    ``ValueError`` names the bad key or value."""
+    configuration and the scenario are built here as the cocotb test builds them), and
+    the design point of the run (:func:`tb.rdma.point_params.params_point`, which the
+    cocotb test builds again). ``ValueError`` names the bad key or value."""
     if not isinstance(p, dict):
         raise ValueError(f"RDMA run parameters must be a dict, not {p!r}")
     kind = p.get("kind")
@@ -131,6 +132,7 @@ def check_params(p):
     try:
         cfg, knobs = config(top, p)
         scenario(p, cfg, knobs)
+        params_point(top, p)                 # each field by the design point's own rule
     except (TypeError, KeyError) as exc:     # a value of the wrong type, a missing key
         raise ValueError(f"RDMA run of kind {kind!r}: {type(exc).__name__}: {exc}") from exc
 
@@ -219,6 +221,7 @@ def run_model(cfg, v, inject, inj_stall, mmio_delay=0, limit=1 << 26):
 async def rdma_matches_model(dut):
     phases = Phases()
     p = cosim_params()
+    params_point(p["top"], p)       # the simulator side's check: the option named
     cfg, knobs = config(p["top"], p)
     v, inject, reasons = scenario(p, cfg, knobs)
     cfg = with_cq(cfg, v)

@@ -18,6 +18,7 @@ the NIC's (:func:`spec.fabric_profiles.rdma_fabric_top`), run by the fabric test
 ``writes`` kind (:mod:`tb.rdma.cocotb_fabric`).
 """
 
+import dataclasses
 import json
 import pathlib
 
@@ -30,10 +31,17 @@ from spec.fabric_profiles import (
     rdma_records,
     rdma_timeout,
 )
-from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.metrics import row_metrics
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
-from tb.rdma.cocotb_rdma import check_params
+from tb.rdma.cocotb_rdma import COMMON_PARAMS, KIND_PARAMS, check_params
+from tb.rdma.point_params import (
+    SWITCH_FIELDS,
+    off_default,
+    rdma_point,
+    row_tags,
+    run_params,
+    top_params,
+)
 from tb.rdma.row_keys import PER_MESSAGE as _PER_MESSAGE
 from tb.rdma.row_keys import (
     TOPOLOGIES,
@@ -48,6 +56,8 @@ __all__ = ["run_headline", "run_point", "ii_messages", "model_point", "headline_
            "finish_headline", "HEADLINE_ROWS", "comparison_keys", "state_kinds", "TOPOLOGY",
            "TOPOLOGIES"]
 
+#: The parameters of a ``writes`` run (those the point's port and run fields set).
+_WRITES = COMMON_PARAMS + KIND_PARAMS["writes"]
 #: The rows of the headline: (label, rung, QPs, cache entries, host profile).
 HEADLINE_ROWS = tuple((name, name, 1, 16, "pcie") for name, _ in LADDER) + (
     ("best, 4096 QPs / 16 entries", LADDER[-1][0], 4096, 16, "pcie"),
@@ -100,71 +110,63 @@ def _check_topology(topology, **off_defaults):
                          f"(an option of the direct link's top)")
 
 
-def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-              knobs=None, latency_messages=16, test_id=None, label=None, link_latency=None,
-              fabric="board", link_retry=False, header="roce", cache_ways=1, selective=0,
-              miss_queue=0, qpc_bytes=QPC_BYTES_DEFAULT, mr_cache=0, mrs=1,
-              check_only=False, topology=TOPOLOGY):
-    """Co-simulate one point (two runs, see the module docstring) on a top with
-    ``link_latency`` (None: the top's default) on the ``fabric`` profile (:func:`_top`:
-    the path, window records and timeout of the profile). Returns the results row with
-    ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
+def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=16,
+              test_id=None, label=None, check_only=False, **fields):
+    """Co-simulate one point (two runs, see the module docstring): ``fields`` are the
+    point's (:class:`spec.design_point.RdmaPoint`, by keyword; each left out at its
+    default: one QP, 16 cache entries in use, host ``pcie``, the top's link latency on
+    the ``board`` profile, the ``direct-link`` topology), mapped by their kind to the
+    top's build parameters, the runs' parameters and run-time ports, the row's keys and
+    the run's name (:mod:`tb.rdma.point_params`; the path, window records and timeout of
+    a ``fabric`` profile by :func:`_top`); ``rung`` (a ladder rung's name) or ``knobs``
+    (the engine's knobs, :func:`pymodel.rdma.point.knobs_of`). Returns the results row
+    with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
-    comparison keys (:func:`comparison_keys`). ``link_retry``: over reliable links;
-    ``header``: the framing (:func:`_top`); ``cache_ways``: the top's context-cache
-    ways (1, the default top, or 2, 4, 8: a top of its own); ``selective``: 1 for
-    selective repeat at both ends (the run-time port; the row then has ``selective``
-    1); ``miss_queue``: the requester's miss queue (the top's parameter; 0, none, is
-    the top's default); ``qpc_bytes``: bytes of a QP context in host memory (the
-    run-time port; the row has ``qpc_bytes`` when it is not the default); ``mr_cache``:
-    node B's MR cache (the top's parameter; 0, the MR table on chip, is the default
-    top's); ``mrs``: MRs the messages take in turn (the row has ``mr_cache`` and ``mrs``
-    when not the defaults). ``topology`` (:data:`TOPOLOGIES`): ``switch`` runs the point
-    on the NIC's fabric (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of
-    ``link_latency``, ``selective``, ``miss_queue``, ``qpc_bytes``,
-    ``mr_cache`` and ``mrs`` only), the row's ``fabric_buffer_bits`` from the sender's
-    credits in use and its ``inflight_bits`` the engine's plus them (as the NIC's).
-    Every parameter is checked before anything is built
-    (``ValueError`` naming it); ``check_only``: only that, then return ``None``.
+    comparison keys (:func:`comparison_keys`); a field the row has no key of its own
+    for (not in :data:`tb.rdma.point_params.ROW_ELSEWHERE`: ``cache_ways``,
+    ``selective``, ...) is a key of the row, and adds ``_<name><value>`` to the run's
+    name, when off its default. ``topology``
+    (:data:`TOPOLOGIES`): ``switch`` runs the point on the NIC's fabric
+    (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of the fields
+    not in :data:`tb.rdma.point_params.SWITCH_FIELDS` only), the row's
+    ``fabric_buffer_bits`` from the sender's credits in use and its ``inflight_bits``
+    the engine's plus them (as the NIC's). Every field and parameter is checked before
+    anything is built (``ValueError`` naming its keyword, and a field's option after
+    it; an unknown keyword: ``TypeError``); ``check_only``: only that, then return
+    ``None``.
 
     ``ii_cycles`` and ``host_util`` are ``None`` when the back-to-back run is too short
     for its steady window (:data:`spec.metrics.STEADY_WINDOW`) to leave out the warm-up
     message (fewer than :func:`ii_messages` messages): they are not measured then."""
+    point = rdma_point(rung=rung, **fields)
+    if point.op != "write":
+        raise ValueError(f"op {point.op!r}: this point runs WRITEs; READs and atomics are "
+                         f"tb.rdma.read_point's")
+    qps, cache_entries, host, fabric = point.qps, point.cache_entries, point.host, point.fabric
+    link_retry, header, topology = point.link_retry, point.header, point.topology
     k = knobs_of(rung, knobs)
-    _check_topology(topology, link_latency=link_latency is not None,
-                    selective=bool(selective),
-                    miss_queue=bool(miss_queue), qpc_bytes=qpc_bytes != QPC_BYTES_DEFAULT,
-                    mr_cache=bool(mr_cache), mrs=mrs != 1)
+    _check_topology(topology, **{f.name: off_default(point, f.name)
+                                 for f in dataclasses.fields(point)
+                                 if f.name not in SWITCH_FIELDS})
     switch = topology == "switch"
     if switch:
         from tb.rdma.headline_switch import run_switch_point
 
         return run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung,
                                  k, latency_messages, test_id, label, fabric, link_retry,
-                                 header, check_only, cache_ways)
-    top = _top(host, link_latency, fabric, link_retry, header)
-    if cache_ways != 1:
-        top["cache_ways"] = cache_ways
-    if miss_queue:
-        top["miss_queue"] = miss_queue
-    if mr_cache:
-        top["mr_cache"] = mr_cache
+                                 header, check_only, point.cache_ways)
+    top = top_params(point, _top(host, point.link_latency, fabric, link_retry, header))
     fabric = fabric_profile(fabric).name
+    tags, suffix = row_tags(point)
     tag = test_id or f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}" \
         f"_q{qps}_c{cache_entries}_{host}_n{messages}_b{msg_bytes}" \
         + (f"_l{top['link_latency']}" if "link_latency" in top else "") \
         + (f"_{fabric}" if fabric != "board" else "") + ("_retry" if link_retry else "") \
-        + (f"_{header}" if header != "roce" else "") \
-        + (f"_w{cache_ways}" if cache_ways != 1 else "") + ("_sr" if selective else "") \
-        + (f"_mq{miss_queue}" if miss_queue else "") \
-        + (f"_qpc{qpc_bytes}" if qpc_bytes != QPC_BYTES_DEFAULT else "") \
-        + (f"_mr{mr_cache}" if mr_cache else "") + (f"_mrs{mrs}" if mrs != 1 else "")
+        + (f"_{header}" if header != "roce" else "") + suffix
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag)
     warm = latency_spacing(host)
-    common = dict(kind="writes", sizes=[msg_bytes], qps=qps, out_json="m.json",
-                  warmup=warm, cache_entries=cache_entries, qpc_bytes=qpc_bytes,
-                  **({"selective": 1} if selective else {}),
-                  **({"mrs": mrs} if mrs != 1 else {}))
+    common = dict(kind="writes", sizes=[msg_bytes], out_json="m.json", warmup=warm,
+                  **run_params(point, _WRITES))
     bw_params = dict(common, messages=messages + 1, knobs=k)
     lat_params = dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
                       spacing=warm)
@@ -182,18 +184,7 @@ def run_point(sim, msg_bytes, messages, qps=1, cache_entries=16, host="pcie", ru
            "rung": label or rung, **comparison_keys(host, fabric, link_retry, header)}
     if "link_latency" in top:
         row["link_latency"] = top["link_latency"]
-    if cache_ways != 1:
-        row["cache_ways"] = cache_ways
-    if selective:
-        row["selective"] = 1
-    if miss_queue:
-        row["miss_queue"] = miss_queue
-    if qpc_bytes != QPC_BYTES_DEFAULT:
-        row["qpc_bytes"] = qpc_bytes
-    if mr_cache:
-        row["mr_cache"] = mr_cache
-    if mrs != 1:
-        row["mrs"] = mrs
+    row.update(tags)
     for side in ("rtl", "model"):
         b, t = bw[side] or {}, lat[side] or {}
         for key in _PER_MESSAGE:
@@ -226,6 +217,9 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     the comparison keys; ``cache_ways``: as :func:`run_point`'s."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
+    point = rdma_point(qps=qps, cache_entries=cache_entries, host=host, rung=rung,
+                       fabric=fabric, link_retry=link_retry, header=header,
+                       topology=topology, cache_ways=cache_ways)
     _check_topology(topology)
     if topology == "switch":
         from tb.rdma.headline_switch import model_switch_point
@@ -234,12 +228,9 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
                                    latency_messages, fabric, link_retry, header,
                                    cache_ways)
     k = knobs_of(rung, None)
-    top = _top(host, None, fabric, link_retry, header)
-    if cache_ways != 1:
-        top["cache_ways"] = cache_ways
+    top = top_params(point, _top(host, None, fabric, link_retry, header))
     warm = latency_spacing(host)
-    common = dict(kind="writes", sizes=[msg_bytes], qps=qps, warmup=warm,
-                  cache_entries=cache_entries, qpc_bytes=QPC_BYTES_DEFAULT)
+    common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, **run_params(point, _WRITES))
     runs = []
     for params in (dict(common, messages=messages + 1, knobs=k),
                    dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
@@ -254,9 +245,7 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     row = {"design": "rdma", "framing": "rocev2" if header == "roce" else header,
            "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
            "cache_entries": cache_entries, "host": host, "rung": rung,
-           **comparison_keys(host, fabric, link_retry, header)}
-    if cache_ways != 1:
-        row["cache_ways"] = cache_ways
+           **comparison_keys(host, fabric, link_retry, header), **row_tags(point)[0]}
     row.update({f"{key}_model": bw.get(key) for key in _PER_MESSAGE})
     row["latency_cycles_model"] = isolated_median(lat["latency"])
     row["completion_cycles_model"] = isolated_median(lat["completion"])

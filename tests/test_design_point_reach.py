@@ -1,0 +1,39 @@
+"""How far one knob reaches: the files of the code that name the requester's miss queue
+(``miss_queue``), the worked example of docs/architecture.md "A design point". The
+files that run a point take it from spec.design_point.RdmaPoint's field
+(tb/rdma/point_params.py, pymodel/rdma/point_fields.py), so the count may only fall; a
+file that starts naming it again (a copied knob list, a per-knob row key) fails here."""
+
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: The folders the docs' grep reads (``grep -rlw miss_queue rtl pymodel tb scripts spec
+#: --include=*.py``).
+FOLDERS = ("rtl", "pymodel", "tb", "scripts", "spec")
+#: The count docs/architecture.md states; at most this many files name the knob.
+MOST = 11
+#: Files that run a point: each takes the knob from the point's fields, never by name.
+POINT_RUNNERS = ("tb/rdma/headline.py", "tb/rdma/point_params.py", "tb/rdma/cocotb_rdma.py",
+                 "scripts/sim_point.py", "pymodel/points.py", "pymodel/rdma/point_fields.py")
+
+
+def _naming(knob):
+    word = re.compile(rf"\b{knob}\b")
+    return sorted(str(p.relative_to(ROOT)) for folder in FOLDERS
+                  for p in (ROOT / folder).rglob("*.py") if word.search(p.read_text()))
+
+
+def test_miss_queue_reach_at_most_the_docs_count():
+    files = _naming("miss_queue")
+    assert files, "the knob is gone: update the worked example of docs/architecture.md"
+    assert len(files) <= MOST, files
+    assert not set(POINT_RUNNERS) & set(files), set(POINT_RUNNERS) & set(files)
+
+
+def test_docs_state_the_count():
+    """The figure in docs/architecture.md is the grep's now (it moves with the code)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    stated = re.search(r"(\d+) files\s+\(`grep -rlw miss_queue", text)
+    assert stated, "docs/architecture.md no longer states the miss queue's reach"
+    assert int(stated.group(1)) == len(_naming("miss_queue"))
