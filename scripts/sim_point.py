@@ -82,6 +82,7 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     link_retry = knobs.pop("link_retry", None)
     selective = knobs.pop("selective", None)
     completion = knobs.pop("completion", None)
+    peer_retry = knobs.pop("peer_retry", None)
     topology = knobs.pop("topology", None)
     fabric = knobs.pop("fabric", None)
     if fabric is not None:
@@ -107,6 +108,8 @@ def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
         knobs["link_retry"] = link_retry
     if completion is not None:
         knobs["completion"] = completion
+    if peer_retry:
+        knobs["peer_retry"] = peer_retry
     if topology is not None:
         knobs["topology"] = topology
     if selective is not None:
@@ -225,6 +228,8 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                fabric=k.get("fabric", "board"),
                                retry=k.get("link_retry", False),
                                completion=k.get("completion", "credit"),
+                               peer_retry=bool(k.get("peer_retry")),
+                               peer_window=k.get("peer_retry") or None,
                                test_id=f"point-{messages}x{msg_bytes}")
     if k.get("op", "write") != "write":
         from tb.rdma.read_point import READ_HOST, run_read_point

@@ -30,6 +30,7 @@ RANGES = {
     "--header": (["roce", "scaleup"], ["ib"]),
     "--fabric": (["board", "rack", "pod"], ["lan"]),
     "--max-payload": (["64", "8128"], ["63", "100", "8192"]),
+    "--peer-retry": (["0", "2", "32768"], ["1", "3", "65536"]),  # needs --completion e2e
     "--qps": (["1", "4096"], ["0", "4097"]),
     "--cache-entries": (["16", "256"], ["8", "48", "512"]),
     "--cache-ways": (["1", "8"], ["3", "16"]),
@@ -180,3 +181,20 @@ def test_ephemeral_options(capsys):
     assert err is not None and "--msg-bytes" in err, err
     err = _outcome(["--design", "ephemeral", "--messages", "65537"], capsys)
     assert err is not None and "--messages" in err, err
+
+
+def test_peer_retry_is_a_window_with_e2e_completion(capsys):
+    """``--peer-retry N`` turns the NIC's per-peer retry on with a replay window of N
+    frames: taken with ``--completion e2e`` (the knob reaches the point as its window),
+    refused by name without it, behind ``pcie`` (the option's refusal) and for the other
+    designs."""
+    args = sim.parse_args(["--design", "nic", "--completion", "e2e", "--peer-retry", "64",
+                           "--messages", "16"])
+    assert args.knobs["peer_retry"] == 64 and args.knobs["completion"] == "e2e"
+    for argv in (["--design", "nic", "--peer-retry", "64"],
+                 ["--design", "nic", "--completion", "e2e", "--attachment", "pcie",
+                  "--peer-retry", "64"],
+                 ["--design", "rdma", "--peer-retry", "64"],
+                 ["--design", "ephemeral", "--peer-retry", "64"]):
+        err = _outcome(argv, capsys)
+        assert err is not None and "--peer-retry" in err, (argv, err)

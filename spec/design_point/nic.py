@@ -6,7 +6,13 @@ import dataclasses
 from spec.design_point.field import check_int, knob
 from spec.design_point.shared import FabricPoint
 from spec.formats.nic import MAX_LENGTH
-from spec.nic import HEADLINE_TOP, check_attachment, check_completion
+from spec.nic import (
+    HEADLINE_TOP,
+    PEER_RETRY_DEFAULTS,
+    check_attachment,
+    check_completion,
+    check_peer_retry,
+)
 from spec.nic_mem import MAX_TARGET_LATENCY, MAX_TARGET_READS, MEM_OPS, TARGET_LEVEL_READS
 
 __all__ = ["NicPoint", "NIC_FRAMINGS", "NIC_RTL_PEERS"]
@@ -36,6 +42,13 @@ def _max_payload(value, point):
     if value % width:
         raise ValueError(f"max_payload must be a multiple of the width ({width}), "
                          f"not {value}")
+
+
+def _peer_retry(value, point):
+    if value == 0 and not isinstance(value, bool):
+        return
+    check_int("peer_retry", value, 2, 1 << 15, power_of_two=True)
+    check_peer_retry(True, point.completion, value)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -73,6 +86,15 @@ class NicPoint(FabricPoint):
         help="NIC completion: credit (the link credit, one hop) or e2e (the receiver's "
         "cumulative completion per source, end to end; docs/nic.md); default credit. "
         "RDMA's is always end to end (the ACK and the CQE)")
+    peer_retry: int = knob(
+        0, "build", check=_peer_retry,
+        source="spec/nic.py PEER_RETRY_DEFAULTS (off; its window "
+        f"{PEER_RETRY_DEFAULTS['window']} when on: one sender's frames over a pod round "
+        "trip at line rate)",
+        help="NIC per-peer end-to-end retry (a PSN per destination, go-back-N) with a "
+        "replay window of N frames, a power of two 2..32768 (default 0: off; "
+        f"{PEER_RETRY_DEFAULTS['window']} covers a pod round trip at line rate); needs "
+        "--completion e2e; docs/nic.md, Per-peer retry")
     max_payload: int = knob(
         HEADLINE_TOP["max_payload"], "build", check=_max_payload,
         source="spec/nic.py HEADLINE_TOP (1024 bytes)",
@@ -80,4 +102,4 @@ class NicPoint(FabricPoint):
 
     OPS = MEM_OPS
     CHECK_ORDER = ("completion", "fabric", "framing", "peers", "link_latency", "max_payload",
-                   "attachment")
+                   "attachment", "peer_retry")
