@@ -3,7 +3,8 @@
 from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
-from pymodel.rdma.req.rewind_queue import RewindQueue
+from pymodel.rdma.req.read_walk import ReadWalk
+from pymodel.rdma.req.rewind_queue import RewindQueue, one_message
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
 from spec.rdma_engine import check_cache_ways
 from spec.rdma_responder import SR_WINDOW
@@ -20,12 +21,10 @@ _SUCCESS = CqeStatus.SUCCESS.value
 
 
 class CompletionUnitModel:
-    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds;
-    one action a cycle.
-
-    ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
-    ``present(qpn)``: the cache's probe (its context is in the cache and filled); None
-    for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
+    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds; one
+    action a cycle. ``windows``: the slots (0: one per cache entry, the slot is the QP's
+    entry). ``present(qpn)``: the cache's probe (its context is in the cache and filled);
+    None for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
     ``entry`` (None: the direct-mapped ``qpn % used``). ``ways``: the cache's ways per set
     (a modify record forgets its QP's ERR mark in every entry of its set)."""
 
@@ -68,6 +67,7 @@ class CompletionUnitModel:
         self._freed = []
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
+        self.reads = ReadWalk(log)          # with READs: takes, evict
         self.solo = None     # (qpn, PSN after it) the last rewind resent alone; None: GBN
         self.selective = 0
         self.used = False
@@ -84,10 +84,10 @@ class CompletionUnitModel:
         return self.entry_of(qpn) if self.entry_of is not None else qpn % self.cache_used
 
     def query(self, qpn, victim, c):
-        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or
-        None): ``(keep, victim_open)``. ``keep`` also while a rewind or error of the
-        victim may be decided in this cycle (the NAK at the head of ``ev``, the due
-        timer at the scan slot)."""
+        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or None):
+        ``(keep, victim_open)``. ``keep`` also while a rewind or error of the victim may be
+        decided in this cycle (the NAK at the head of ``ev``, the due timer at the scan
+        slot)."""
         sq = self.slot(qpn)
         keep = self.win[sq] != 0 and self.recs[self.head[sq]]["qpn"] != qpn
         vopen = False
@@ -171,22 +171,22 @@ class CompletionUnitModel:
 
     def step(self, c, side):
         """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised), ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent``
-        (None, or ``{"qpn": q}``: a resent frame of ``q`` leaves, its timer restarts if
-        its window is open), the ports of the same names. One action a
-        cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
-        a walk, a record appended, an ACK event, a timer of the slot the scan pointer
-        (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
-        not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which
-        ends, at the start of a cycle, once the context is present or its slot unpinned.
-        No side outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``,
-        ``win``, ``done_total``, ``win_total``, ``appended``) are the outputs, as they
-        are at the start of the cycle."""
+        promised), ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent`` (None,
+        or ``{"qpn": q}``: a resent frame of ``q`` leaves, its timer restarts if its window
+        is open), the ports of the same names, and with READs those of :class:`ReadWalk`.
+        One action a cycle, in priority order: the rewind walk, the flush of a QP in ERR,
+        the start of a walk, a record appended, an ACK event, a timer of the slot the scan
+        pointer (``c mod`` the slots built) is at; a rewind or error of a QP whose context
+        is not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which ends,
+        at the start of a cycle, once the context is present or its slot unpinned. No side
+        outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``, ``win``,
+        ``done_total``, ``win_total``, ``appended``) are the outputs, as they are at the
+        start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         self.selective = side.get("selective", 0)
-        resent = side.get("resent")
-        unhold = False
+        resent, unhold = side.get("resent"), False
+        self.reads.enter(side)
         if resent is not None:          # a resent frame leaves: its own tstart write
             s = self.slot(resent["qpn"])
             if self.win[s] != 0 and self.recs[self.head[s]]["qpn"] == resent["qpn"]:
@@ -195,6 +195,7 @@ class CompletionUnitModel:
         self._walk_started = False
         self.rwq.enter(issued)
         self._act(c, issued, timeout)
+        self.reads.finish()
         if unhold and not self._walk_started:   # a walk starting holds its QP's timer
             self.held.set(0)
 
@@ -213,10 +214,13 @@ class CompletionUnitModel:
             if self.walk_left == 0:
                 self.state.set(0)
                 self.rwp.set(self.e_rw, 0)
+                if self.reads.release() and self.held_slot.value == self.e_rw:
+                    self.held.set(0)        # nothing resent: its timer runs again
             elif self.resend.can_write():
                 r = self.recs[self.cur]
-                self.resend.write(dict(entry=self.entry(r["qpn"]), qpn=r["qpn"],
-                                       sq_index=r["sq_index"], first_psn=r["first_psn"]))
+                kind = self.reads.kind(r)           # (a WRITE's: "resend")
+                if kind != "skip":
+                    self.resend.write(self.reads.item(self.entry(r["qpn"]), r, kind))
                 self.cur = self.nxt.get(self.cur, 0)
                 self.walk_left -= 1
             return
@@ -229,7 +233,7 @@ class CompletionUnitModel:
             return
         # 2. start the walk of the oldest pending rewind, once its QP's work is appended
         ready = self.rwq.ready(self.appended.value) if state == 0 else None
-        if ready is not None:
+        if ready is not None and self.reads.may_start():
             s, one = ready
             self.rwq.pop()
             self.state.set(2)
@@ -238,6 +242,7 @@ class CompletionUnitModel:
             self.held.set(int(self.win[s] != 0))
             self.held_slot.set(s)
             self.cur = self.head[s]
+            self.reads.start()
             win = self.win[s]
             self.walk_left = min(win, 1) if one else win
             return
@@ -312,13 +317,8 @@ class CompletionUnitModel:
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
     def _one(self, s, psn):
-        """Selective repeat: does a rewind of slot ``s`` from ``psn`` resend one message?
-        Only if every PSN the QP sent after ``psn`` lies in the responder's bitmap
-        (``SR_WINDOW``); beyond it the responder discarded frames: go back N. (A NAK of
-        a PSN up to ``SR_WINDOW`` after the message the last rewind resent alone goes
-        back N as well: the caller checks :attr:`solo`.)"""
-        last = self.recs[self.tail[s]]["last_psn"]
-        return bool(self.selective) and (last - psn) & _PSN_MASK <= SR_WINDOW
+        """:func:`one_message` for a rewind of slot ``s`` from ``psn``."""
+        return one_message(self.selective, self.recs[self.tail[s]]["last_psn"], psn)
 
     def _start_look(self, c, s, qpn):
         self.state.set(4)
@@ -390,6 +390,7 @@ class CompletionUnitModel:
 
     def commit(self):
         self._staged.commit()
+        self.reads.commit()
         self.rwq.commit()
         if self._looked_next is not None:
             self.looked, self._looked_next = self._looked_next, None

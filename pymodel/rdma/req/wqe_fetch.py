@@ -60,7 +60,7 @@ class WqeFetchModel:
                             % self.cache.depth, words, 1,
                             dict(_BASE, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
                                  count=1, stride_log2=ctx["sq_stride_log2"], resend=1,
-                                 first_psn=r["first_psn"]))
+                                 first_psn=r["first_psn"], last_of_item=r.get("take", 0)))
                 self._peak(held + words)
             return
         owed = (self.issued.value - side["appended"]) & _COUNT_MASK
