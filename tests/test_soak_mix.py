@@ -152,19 +152,13 @@ def _memories(cfg, model):
     return got
 
 
-#: The smallest mixed chunk found that stops the engine: 12 operations on one QP of the
-#: soak's mixed top with 2 response-intake slots, 10% drops on A->B (FaultSettings seed 1:
-#: the link drops frames 0 and 6).
-SMALL_STOP_TOP = dict(MIXED_TOP, reads=2)
-SMALL_STOP = dict(kind="mixed", messages=12, mix="mixed", sizes=SIZES, qps=1, seed=1,
+#: A small mixed chunk whose lost READs fill the response table: 12 operations on one QP
+#: of the soak's mixed top with 2 response-intake slots, 10% drops on A->B (FaultSettings
+#: seed 1: the link drops frames 0 and 6; docs/recovery.md, "READs and atomics under
+#: loss").
+LOST_READS_TOP = dict(MIXED_TOP, reads=2)
+LOST_READS = dict(kind="mixed", messages=12, mix="mixed", sizes=SIZES, qps=1, seed=1,
                   ack_timeout=MIXED_ACK_TIMEOUT, faults_ab=dict(seed=1, drop_rate=6554))
-#: The cycle of waits (docs/recovery.md, "Mixed workload").
-STOP_WHY = ("a cycle of waits of the design (RTL and model alike): the completion unit "
-            "walks a queued rewind only once every record promised before it is appended; "
-            "those records wait in the frame sender's in-order seg FIFO behind a first-send "
-            "READ or atomic waiting for a free response-intake slot; the slots are held by "
-            "READs whose request was lost, freed only by their responses, which only the "
-            "rewind's resends (behind the same READ) bring")
 
 
 def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
@@ -179,8 +173,8 @@ def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
     the transport timeout, the walk resends both READs in their slots and the atomic
     as a take. Every operation ends with its successful CQE and the model-free checks;
     the golden model alone (the RTL: test_rdma_mixed_lost_reads_cosim)."""
-    top = SMALL_STOP_TOP
-    p = dict(SMALL_STOP, top=top)
+    top = LOST_READS_TOP
+    p = dict(LOST_READS, top=top)
     cfg, knobs = config(top, p)
     v, inject, _ = scenario(p, cfg, knobs)
     model = run_model(cfg, v, inject, (1, 0))
@@ -200,7 +194,7 @@ def test_rdma_mixed_lost_reads_cosim(sim, test_id):
     slot bounded by the transport timeout, its request consumed without a frame, the
     walk's resends in their slots and the take), and the model-free checks of a mixed
     chunk: every operation's successful CQE, READ bytes, atomic values, WRITEs once."""
-    run_rdma(SMALL_STOP_TOP, params=dict(SMALL_STOP), sim=sim, test_id=test_id)
+    run_rdma(LOST_READS_TOP, params=dict(LOST_READS), sim=sim, test_id=test_id)
 
 
 @pytest.mark.slow(reason="a Verilator build of NicMemTop of the soak's own size")
@@ -248,7 +242,7 @@ def test_rdma_mixed_soak_write_before_read(tmp_path):
 
 
 def test_rdma_budget_run_parameters_are_checked():
-    good = dict(SMALL_STOP, top=SMALL_STOP_TOP, budget=1000, out_json="b.json")
+    good = dict(LOST_READS, top=LOST_READS_TOP, budget=1000, out_json="b.json")
     check_budget_params(good)
     for key, bad in (("budget", 0), ("budget", "many"), ("out_json", ""), ("kind", "writes"),
                      ("qps", 0)):
@@ -257,11 +251,11 @@ def test_rdma_budget_run_parameters_are_checked():
 
 
 @pytest.mark.slow(reason="a Verilator build of RdmaTop with 2 response slots")
-def test_rdma_rtl_ends_the_smallest_stopping_chunk():
+def test_rdma_rtl_ends_the_lost_reads_chunk():
     """The RTL, run without the model for 100,000 cycles (six transport timeouts) on
-    :data:`SMALL_STOP`, must write one successful CQE per operation."""
-    folder = run_rdma(SMALL_STOP_TOP, params=dict(SMALL_STOP, budget=100_000,
+    :data:`LOST_READS`, must write one successful CQE per operation."""
+    folder = run_rdma(LOST_READS_TOP, params=dict(LOST_READS, budget=100_000,
                                                   out_json="budget.json"),
-                      test_module="tb.rdma.cocotb_rdma_budget", test_id="small_stop")
+                      test_module="tb.rdma.cocotb_rdma_budget", test_id="lost_reads")
     got = json.loads((folder / "budget.json").read_text())
     assert got["cqes"] == [CqeStatus.SUCCESS.value] * 12 and got["ops"] == 12

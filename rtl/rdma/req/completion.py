@@ -548,9 +548,9 @@ class CompletionUnit(wiring.Component):
             m.d.sync += mode.eq(_Mode.NORMAL)
 
         # With READs: take resends on their way; the walk's first take seen, its sends.
-        takes, evicting, emitted = Signal(COUNT_BITS), Signal(), Signal()
-        take_w, skip_w = Signal(), Signal()
         if self.reads:
+            takes, evicting, emitted = Signal(COUNT_BITS), Signal(), Signal()
+            take_w, skip_w = Signal(), Signal()
             is_op = wr_rec.op != WqeOpcode.RDMA_WRITE
             m.d.comb += [self.held_qpn.eq(wr_rec.qpn), self.held_psn.eq(wr_rec.last_psn),
                          take_w.eq(is_op & (evicting | (~self.held & ~self.done_pending))),
@@ -569,13 +569,12 @@ class CompletionUnit(wiring.Component):
                         m.d.sync += held.eq(0)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
-                m.d.comb += [self.resend.valid.eq(~skip_w),
-                             s.entry.eq(self.probe[4].entry[:ibits]),
+                m.d.comb += [self.resend.valid.eq(1), s.entry.eq(self.probe[4].entry[:ibits]),
                              s.qpn.eq(wr_rec.qpn), s.sq_index.eq(wr_rec.sq_index),
                              s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
-                if self.reads:
-                    m.d.comb += s.take.eq(take_w)
+                if self.reads:          # (a skip sends nothing)
+                    m.d.comb += [self.resend.valid.eq(~skip_w), s.take.eq(take_w)]
                     m.d.sync += emitted.eq(emitted | ~skip_w)
                     with m.If(take_w & ~evicting):
                         m.d.sync += [evicting.eq(1), self.evict.valid.eq(1),
@@ -592,8 +591,9 @@ class CompletionUnit(wiring.Component):
             m.d.comb += rwq.r_en.eq(1)
             m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rq), walk_slot.eq(rw_head.slot),
                          walk_left.eq(Mux(rw_head.one & (win_rq != 0), 1, win_rq)),
-                         held.eq(win_rq != 0), held_slot.eq(rw_head.slot),
-                         evicting.eq(0), emitted.eq(0)]
+                         held.eq(win_rq != 0), held_slot.eq(rw_head.slot)]
+            if self.reads:
+                m.d.sync += [evicting.eq(0), emitted.eq(0)]
         with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
