@@ -18,15 +18,16 @@ _HALF = 1 << 23
 _ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
                                Syndrome.NAK_REMOTE_ACCESS.value)
 _SUCCESS = CqeStatus.SUCCESS.value
+_KEPT = ("qpn", "first_psn", "last_psn", "wr_id", "sq_index", "msg_length", "signalled", "op")
 
 
 class CompletionUnitModel:
-    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds; one
-    action a cycle. ``windows``: the slots (0: one per cache entry, the slot is the QP's
-    entry). ``present(qpn)``: the cache's probe (its context is in the cache and filled);
-    None for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
-    ``entry`` (None: the direct-mapped ``qpn % used``). ``ways``: the cache's ways per set
-    (a modify record forgets its QP's ERR mark in every entry of its set)."""
+    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds; one action
+    a cycle. ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
+    ``present(qpn)``: the cache's probe (its context is in the cache and filled); None for a unit
+    whose contexts are always present. ``entry_of(qpn)``: the probe's ``entry`` (None: the
+    direct-mapped ``qpn % used``). ``ways``: the cache's ways per set (a modify record forgets
+    its QP's ERR mark in every entry of its set)."""
 
     def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
                  windows=0, present=None, entry_of=None, ways=1):
@@ -113,8 +114,8 @@ class CompletionUnitModel:
         self._looked_next = True
 
     def next_timer(self, c):
-        """The first cycle after ``c`` in which a timer may expire (its slot's scan
-        cycle, ``now - start >= timeout``), or None if no window is open."""
+        """The first cycle after ``c`` a timer may expire (scan, ``now - start >=
+        timeout``), or None if no window is open."""
         best = None
         tstart, n = self.tstart.value, self.W
         for e, win in enumerate(self.win.value):        # (the registers' current values)
@@ -170,18 +171,17 @@ class CompletionUnitModel:
         self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
 
     def step(self, c, side):
-        """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised), ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent`` (None,
-        or ``{"qpn": q}``: a resent frame of ``q`` leaves, its timer restarts if its window
-        is open), the ports of the same names, and with READs those of :class:`ReadWalk`.
-        One action a cycle, in priority order: the rewind walk, the flush of a QP in ERR,
-        the start of a walk, a record appended, an ACK event, a timer of the slot the scan
-        pointer (``c mod`` the slots built) is at; a rewind or error of a QP whose context
-        is not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which ends,
-        at the start of a cycle, once the context is present or its slot unpinned. No side
-        outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``, ``win``,
-        ``done_total``, ``win_total``, ``appended``) are the outputs, as they are at the
-        start of the cycle."""
+        """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records promised),
+        ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent`` (None, or ``{"qpn":
+        q}``: a resent frame of ``q`` leaves, its timer restarts if its window is open), the
+        ports of the same names, and with READs those of :class:`ReadWalk`. One action a cycle,
+        in priority order: the rewind walk, the flush of a QP in ERR, the start of a walk, a
+        record appended, an ACK event, a timer of the slot the scan pointer (``c mod`` the slots
+        built) is at; a rewind or error of a QP whose context is not present starts a LOOK
+        instead (:meth:`need`, :meth:`need_taken`), which ends, at the start of a cycle, once the
+        context is present or its slot unpinned. No side outputs: :meth:`hold`, :attr:`err_out`
+        and the registers (``done``, ``win``, ``done_total``, ``win_total``, ``appended``) are
+        the outputs, as they are at the start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         self.selective = side.get("selective", 0)
@@ -223,6 +223,8 @@ class CompletionUnitModel:
                     self.resend.write(self.reads.item(self.entry(r["qpn"]), r, kind))
                 self.cur = self.nxt.get(self.cur, 0)
                 self.walk_left -= 1
+            elif self.reads.on():       # resends blocked: a record may be appended
+                self._append(c)
             return
         if state == 3:
             if self.win[self.e_rw] == 0:
@@ -241,55 +243,12 @@ class CompletionUnitModel:
             self._walk_started = True
             self.held.set(int(self.win[s] != 0))
             self.held_slot.set(s)
-            self.cur = self.head[s]
+            self.cur, win = self.head[s], self.win[s]
             self.reads.start()
-            win = self.win[s]
             self.walk_left = min(win, 1) if one else win
             return
-        # 3. append
-        if self.rec.can_read():
-            r = self.rec.head()
-            id_ok = bool(self.free) or self.fresh < self.R
-            e = r["entry"] % self.n
-            s = self.slot(r["qpn"])
-            err_qp = self.errq[e] == r["qpn"]
-            flush = bool(r["flush"] or (not r["null"] and err_qp))
-            if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
-                self.rec.read()
-                self.appended.set((self.appended.value + 1) & _COUNT_MASK)
-                if r["last_of_item"] or (r["null"] and not r["flush"]):
-                    self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
-                    self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
-                if r["modify"]:         # its ERR mark, in every way of its set
-                    for k in range(e - e % self.ways, e - e % self.ways + self.ways):
-                        if self.errq[k] == r["qpn"]:
-                            self.errq.set(k, None)
-                if flush:
-                    self.cqe.write({k: r[k] for k in ("wr_id", "qpn", "sq_index", "op") if k in r}
-                                   | dict(status=_FLUSH, byte_len=r["msg_length"]))
-                    self.count["flushed"] += 1
-                elif not r["null"]:
-                    if self.free:
-                        new = self.free.popleft()
-                    else:
-                        new = self.fresh
-                        self.fresh += 1
-                    self.recs[new] = {k: r[k] for k in ("qpn", "first_psn", "last_psn",
-                                                        "wr_id", "sq_index", "msg_length",
-                                                        "signalled", "op") if k in r}
-                    if self.win[s] == 0:
-                        self.head.set(s, new)
-                        self.tstart.set(s, c)
-                        if s == self.held_slot.value:
-                            self.held.set(0)
-                    else:
-                        self.nxt[self.tail[s]] = new
-                    self.tail.set(s, new)
-                    self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
-                    self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
-                    self.count["records_max"] = max(self.count["records_max"],
-                                                    self.win_total.value + 1)
-                return
+        if self._append(c):             # 3. append
+            return
         # 4. event
         if self.ev.can_read() and self._event(c, state):
             return
@@ -315,6 +274,46 @@ class CompletionUnitModel:
                 h = self.recs[self.head[sp]]
                 self._start_rewind(c, sp, self._one(sp, h["first_psn"]), h)
                 self.trace.append((c, f"timer rewind slot {sp}"))
+
+    def _append(self, c):
+        """Append the record at the head of ``rec`` if it can be (True if it was)."""
+        if not self.rec.can_read():
+            return False
+        r = self.rec.head()
+        e, s = r["entry"] % self.n, self.slot(r["qpn"])
+        id_ok = bool(self.free) or self.fresh < self.R
+        flush = bool(r["flush"] or (not r["null"] and self.errq[e] == r["qpn"]))
+        if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
+            self.rec.read()
+            self.appended.set((self.appended.value + 1) & _COUNT_MASK)
+            if r["last_of_item"] or (r["null"] and not r["flush"]):
+                self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
+                self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
+            if r["modify"]:         # its ERR mark, in every way of its set
+                for k in range(e - e % self.ways, e - e % self.ways + self.ways):
+                    if self.errq[k] == r["qpn"]:
+                        self.errq.set(k, None)
+            if flush:
+                self.cqe.write({k: r[k] for k in ("wr_id", "qpn", "sq_index", "op") if k in r}
+                               | dict(status=_FLUSH, byte_len=r["msg_length"]))
+                self.count["flushed"] += 1
+            elif not r["null"]:
+                new = self.free.popleft() if self.free else self.fresh
+                self.fresh = max(self.fresh, new + 1)   # (freed ids are below it)
+                self.recs[new] = {k: r[k] for k in _KEPT if k in r}
+                if self.win[s] == 0:
+                    self.head.set(s, new)
+                    self.tstart.set(s, c)
+                    if s == self.held_slot.value:
+                        self.held.set(0)
+                else:
+                    self.nxt[self.tail[s]] = new
+                self.tail.set(s, new)
+                self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
+                self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
+                self.count["records_max"] = max(self.count["records_max"], self.win_total.value + 1)
+            return True
+        return False
 
     def _one(self, s, psn):
         """:func:`one_message` for a rewind of slot ``s`` from ``psn``."""

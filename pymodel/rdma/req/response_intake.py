@@ -36,7 +36,8 @@ def parse_response(entry):
 
 
 class ResponseIntakeModel:
-    """``step(c, side)`` with ``side["timeout"]`` (and ``side["limit_qpn"]``); FIFOs
+    """``step(c, side)`` with ``side["timeout"]`` (and ``side["limit_qpn"]``, and
+    ``side["evict"]``: None or the ``evict`` port's ``{"qpn", "psn"}``); FIFOs
     ``hdr``, ``beats``, ``issue`` (inputs) and ``o``, ``done``, ``rewind`` (outputs).
     Returns the counters at the start of the cycle (the RTL's registers) and, with
     ``limit_qpn``, ``limit`` and ``limit_psn``."""

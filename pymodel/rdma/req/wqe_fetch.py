@@ -11,7 +11,8 @@ _BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 
 
 class WqeFetchModel:
-    """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
+    """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first (a
+    resend's ``take``, with READs, becomes its batch's ``last_of_item``)."""
 
     def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records,
                  log=None):

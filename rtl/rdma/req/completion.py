@@ -246,7 +246,10 @@ class CompletionUnit(wiring.Component):
     expire the timer again while they have not all left. One QP's timer is held at a
     time (the QP of the last walk started; a new walk moves the hold to its QP).
 
-    *READs and atomics* (``reads``). A rewind's walk also waits until no take resend is
+    *READs and atomics* (``reads``). A walk whose next resend finds ``resend`` full does
+    not hold the cycle: a record may be appended then (of another QP: the walked QP's new
+    work is held), so the pipeline the resends pass through drains. A rewind's walk also
+    waits until no take resend is
     on its way to the frame sender (``takes``, counted from the walk to ``took`` or
     ``take_dropped``) and no ``done`` is pending, so that every READ or atomic in the
     window is either held by a response-intake slot or has not landed (its sends were
@@ -560,7 +563,11 @@ class CompletionUnit(wiring.Component):
                                   - self.take_dropped)]
             rw_ready = rw_ready & (takes == 0) & ~self.done_pending
 
-        with m.If(mode == _Mode.WALK):                            # 1. walk
+        app_ok = self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)
+        walking = mode == _Mode.WALK
+        if self.reads:          # a walk whose resend waits lets a record be appended
+            walking = walking & ~((walk_left != 0) & ~self.resend.ready & app_ok)
+        with m.If(walking):                                       # 1. walk
             with m.If(walk_left == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
                 put("rwp", walk_slot, 0)
@@ -594,7 +601,7 @@ class CompletionUnit(wiring.Component):
                          held.eq(win_rq != 0), held_slot.eq(rw_head.slot)]
             if self.reads:
                 m.d.sync += [evicting.eq(0), emitted.eq(0)]
-        with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
+        with m.Elif(app_ok):                                       # 3. append
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
             with m.If(r.last_of_item | (r.null & ~r.flush)):
