@@ -18,9 +18,10 @@ priority, from the intake's ``done`` (an ACK of the operation's last PSN: it ret
 READ or atomic, and cumulatively what the QP sent before it), its ``rewind`` (a PSN
 sequence NAK of the PSN missing: the go-back-N or selective-repeat resend path), then
 the ACK queue, whose head waits while it is an ACK reaching the PSN of the QP's oldest
-unanswered READ or atomic (the intake's ``limit``). The intake's own timer is off: a
-lost last response, request or ATOMIC ACKNOWLEDGE is recovered by the completion unit's
-transport timer, which resends the window. Twin: :mod:`pymodel.rdma.req.read_path`.
+unanswered READ or atomic (the intake's ``limit``), or a NAK past it (a NAK acknowledges
+the PSNs before its own, so it would complete the READ without its data). The intake's
+own timer is off: a lost last response, request or ATOMIC ACKNOWLEDGE is recovered by
+the completion unit's transport timer, which resends the window. Twin: :mod:`pymodel.rdma.req.read_path`.
 """
 
 from amaranth import Signal
@@ -71,16 +72,16 @@ def wire_read_path(m, req, fifo, link, q_events, ack_rx, comp, wr_arb):
     wiring.connect(m, ri.rewind, q_rw.w_stream)
     m.d.comb += comp.done_pending.eq(ri.done_pending | q_done.r_rdy)
     # The events: done, then rewind, then the ACK queue's head unless it is an ACK
-    # reaching the QP's oldest unanswered READ or atomic.
+    # reaching the QP's oldest unanswered READ or atomic, or a NAK past it.
     ev, ack = comp.ev, q_events.o
     dn, rw = q_done.r_stream, q_rw.r_stream
     dn_p, rw_p = Signal(done_layout()), Signal(rewind_layout())
     m.d.comb += [dn_p.eq(dn.payload), rw_p.eq(rw.payload), ri.limit_qpn.eq(ack.payload.qpn)]
     ahead = Signal(PSN_BITS)
     m.d.comb += ahead.eq(ack.payload.psn - ri.limit_psn)
-    held = Signal()
-    m.d.comb += held.eq(ri.limit & (ack.payload.syndrome == Syndrome.ACK.value)
-                        & ~ahead[PSN_BITS - 1])
+    held = Signal()             # an ACK reaching the limit, a NAK past it
+    m.d.comb += held.eq(ri.limit & ~ahead[PSN_BITS - 1]
+                        & ((ack.payload.syndrome == Syndrome.ACK.value) | (ahead != 0)))
     e = ev.payload
     with m.If(dn.valid):
         m.d.comb += [ev.valid.eq(1), e.qpn.eq(dn_p.qpn), e.psn.eq(dn_p.psn),
