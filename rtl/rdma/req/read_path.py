@@ -21,7 +21,8 @@ the ACK queue, whose head waits while it is an ACK reaching the PSN of the QP's 
 unanswered READ or atomic (the intake's ``limit``), or a NAK past it (a NAK acknowledges
 the PSNs before its own, so it would complete the READ without its data). The intake's
 own timer is off: a lost last response, request or ATOMIC ACKNOWLEDGE is recovered by
-the completion unit's transport timer, which resends the window. Twin: :mod:`pymodel.rdma.req.read_path`.
+the completion unit's transport timer, which resends the window. Twin:
+:mod:`pymodel.rdma.req.read_path`.
 """
 
 from amaranth import Signal
