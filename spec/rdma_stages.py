@@ -102,10 +102,12 @@ def fetch_layout():
                               "modify": 1, "entry": ENTRY_BITS})
 
 
-def resend_layout():
-    """Completion -> WQE fetch: one message to send again."""
+def resend_layout(reads=False):
+    """Completion -> WQE fetch: one message to send again (with ``reads``: ``take``, a
+    READ or atomic that takes a response-intake slot when it is sent)."""
+    take = {"take": 1} if reads else {}
     return data.StructLayout({"entry": ENTRY_BITS, "qpn": QPN_BITS,
-                              "sq_index": SQ_INDEX_BITS, "first_psn": PSN_BITS})
+                              "sq_index": SQ_INDEX_BITS, "first_psn": PSN_BITS, **take})
 
 
 def batch_layout():

@@ -272,7 +272,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
             continue
         events = [h.next_event(c) for h in hi_rq + hi_rs]
         events += [r.next_event(c) for r in resps]
-        events += [r.comp.next_timer(c) for r in reqs] + [r.sender.next_event(c) for r in reqs]
+        events += [r.comp.next_timer(c) for r in reqs]
+        events += [r.sender.next_event(c, r.timeout) for r in reqs]
         events += [min(d) for d in pending_a if d]
         events += [min(up) if up else None, min(down) if down else None,
                    min(gives) if gives else None,

@@ -324,7 +324,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             c += 1
             continue
         events = [hi_a.next_event(c), hi_b.next_event(c), to_a.next(), to_b.next(),
-                  req.comp.next_timer(c), req.sender.next_event(c),
+                  req.comp.next_timer(c), req.sender.next_event(c, req.timeout),
                   release[k] if k < len(mmio) else None]
         if steps:
             events += [link.next_event(c) for link in links.values()]

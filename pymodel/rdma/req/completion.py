@@ -3,7 +3,8 @@
 from collections import deque
 
 from pymodel.cycle import Staged, StagedLog
-from pymodel.rdma.req.rewind_queue import RewindQueue
+from pymodel.rdma.req.read_walk import ReadWalk
+from pymodel.rdma.req.rewind_queue import RewindQueue, one_message
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
 from spec.rdma_engine import check_cache_ways
 from spec.rdma_responder import SR_WINDOW
@@ -17,17 +18,16 @@ _HALF = 1 << 23
 _ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
                                Syndrome.NAK_REMOTE_ACCESS.value)
 _SUCCESS = CqeStatus.SUCCESS.value
+_KEPT = ("qpn", "first_psn", "last_psn", "wr_id", "sq_index", "msg_length", "signalled", "op")
 
 
 class CompletionUnitModel:
-    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds;
-    one action a cycle.
-
-    ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
-    ``present(qpn)``: the cache's probe (its context is in the cache and filled); None
-    for a unit whose contexts are always present. ``entry_of(qpn)``: the probe's
-    ``entry`` (None: the direct-mapped ``qpn % used``). ``ways``: the cache's ways per set
-    (a modify record forgets its QP's ERR mark in every entry of its set)."""
+    """Per-QP windows of records (in window slots), ACK matching, timers and rewinds; one action
+    a cycle. ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
+    ``present(qpn)``: the cache's probe (its context is in the cache and filled); None for a unit
+    whose contexts are always present. ``entry_of(qpn)``: the probe's ``entry`` (None: the
+    direct-mapped ``qpn % used``). ``ways``: the cache's ways per set (a modify record forgets
+    its QP's ERR mark in every entry of its set)."""
 
     def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
                  windows=0, present=None, entry_of=None, ways=1):
@@ -68,6 +68,7 @@ class CompletionUnitModel:
         self._freed = []
         self.fresh = 0
         self.e_rw = self.cur = self.walk_left = 0
+        self.reads = ReadWalk(log)          # with READs: takes, evict
         self.solo = None     # (qpn, PSN after it) the last rewind resent alone; None: GBN
         self.selective = 0
         self.used = False
@@ -84,10 +85,10 @@ class CompletionUnitModel:
         return self.entry_of(qpn) if self.entry_of is not None else qpn % self.cache_used
 
     def query(self, qpn, victim, c):
-        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or
-        None): ``(keep, victim_open)``. ``keep`` also while a rewind or error of the
-        victim may be decided in this cycle (the NAK at the head of ``ev``, the due
-        timer at the scan slot)."""
+        """The front's question in cycle ``c`` (``victim``: the QP in the entry, or None):
+        ``(keep, victim_open)``. ``keep`` also while a rewind or error of the victim may be
+        decided in this cycle (the NAK at the head of ``ev``, the due timer at the scan
+        slot)."""
         sq = self.slot(qpn)
         keep = self.win[sq] != 0 and self.recs[self.head[sq]]["qpn"] != qpn
         vopen = False
@@ -113,8 +114,8 @@ class CompletionUnitModel:
         self._looked_next = True
 
     def next_timer(self, c):
-        """The first cycle after ``c`` in which a timer may expire (its slot's scan
-        cycle, ``now - start >= timeout``), or None if no window is open."""
+        """The first cycle after ``c`` a timer may expire (scan, ``now - start >=
+        timeout``), or None if no window is open."""
         best = None
         tstart, n = self.tstart.value, self.W
         for e, win in enumerate(self.win.value):        # (the registers' current values)
@@ -170,23 +171,22 @@ class CompletionUnitModel:
         self.trace.append((c, f"retire qpn {h['qpn']} psn {h['last_psn']} status {status}"))
 
     def step(self, c, side):
-        """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records
-        promised), ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent``
-        (None, or ``{"qpn": q}``: a resent frame of ``q`` leaves, its timer restarts if
-        its window is open), the ports of the same names. One action a
-        cycle, in priority order: the rewind walk, the flush of a QP in ERR, the start of
-        a walk, a record appended, an ACK event, a timer of the slot the scan pointer
-        (``c mod`` the slots built) is at; a rewind or error of a QP whose context is
-        not present starts a LOOK instead (:meth:`need`, :meth:`need_taken`), which
-        ends, at the start of a cycle, once the context is present or its slot unpinned.
-        No side outputs: :meth:`hold`, :attr:`err_out` and the registers (``done``,
-        ``win``, ``done_total``, ``win_total``, ``appended``) are the outputs, as they
-        are at the start of the cycle."""
+        """Cycle ``c``; ``side``: ``issued`` (the WQE fetch stage's count of records promised),
+        ``timeout`` (cycles), ``selective`` (0 if absent) and ``resent`` (None, or ``{"qpn":
+        q}``: a resent frame of ``q`` leaves, its timer restarts if its window is open), the
+        ports of the same names, and with READs those of :class:`ReadWalk`. One action a cycle,
+        in priority order: the rewind walk, the flush of a QP in ERR, the start of a walk, a
+        record appended, an ACK event, a timer of the slot the scan pointer (``c mod`` the slots
+        built) is at; a rewind or error of a QP whose context is not present starts a LOOK
+        instead (:meth:`need`, :meth:`need_taken`), which ends, at the start of a cycle, once the
+        context is present or its slot unpinned. No side outputs: :meth:`hold`, :attr:`err_out`
+        and the registers (``done``, ``win``, ``done_total``, ``win_total``, ``appended``) are
+        the outputs, as they are at the start of the cycle."""
         issued = side["issued"]
         self.timeout = timeout = side["timeout"]
         self.selective = side.get("selective", 0)
-        resent = side.get("resent")
-        unhold = False
+        resent, unhold = side.get("resent"), False
+        self.reads.enter(side)
         if resent is not None:          # a resent frame leaves: its own tstart write
             s = self.slot(resent["qpn"])
             if self.win[s] != 0 and self.recs[self.head[s]]["qpn"] == resent["qpn"]:
@@ -195,6 +195,7 @@ class CompletionUnitModel:
         self._walk_started = False
         self.rwq.enter(issued)
         self._act(c, issued, timeout)
+        self.reads.finish()
         if unhold and not self._walk_started:   # a walk starting holds its QP's timer
             self.held.set(0)
 
@@ -213,12 +214,17 @@ class CompletionUnitModel:
             if self.walk_left == 0:
                 self.state.set(0)
                 self.rwp.set(self.e_rw, 0)
+                if self.reads.release() and self.held_slot.value == self.e_rw:
+                    self.held.set(0)        # nothing resent: its timer runs again
             elif self.resend.can_write():
                 r = self.recs[self.cur]
-                self.resend.write(dict(entry=self.entry(r["qpn"]), qpn=r["qpn"],
-                                       sq_index=r["sq_index"], first_psn=r["first_psn"]))
+                kind = self.reads.kind(r)           # (a WRITE's: "resend")
+                if kind != "skip":
+                    self.resend.write(self.reads.item(self.entry(r["qpn"]), r, kind))
                 self.cur = self.nxt.get(self.cur, 0)
                 self.walk_left -= 1
+            elif self.reads.on():       # resends blocked: a record may be appended
+                self._append(c)
             return
         if state == 3:
             if self.win[self.e_rw] == 0:
@@ -229,7 +235,7 @@ class CompletionUnitModel:
             return
         # 2. start the walk of the oldest pending rewind, once its QP's work is appended
         ready = self.rwq.ready(self.appended.value) if state == 0 else None
-        if ready is not None:
+        if ready is not None and self.reads.may_start():
             s, one = ready
             self.rwq.pop()
             self.state.set(2)
@@ -237,54 +243,12 @@ class CompletionUnitModel:
             self._walk_started = True
             self.held.set(int(self.win[s] != 0))
             self.held_slot.set(s)
-            self.cur = self.head[s]
-            win = self.win[s]
+            self.cur, win = self.head[s], self.win[s]
+            self.reads.start()
             self.walk_left = min(win, 1) if one else win
             return
-        # 3. append
-        if self.rec.can_read():
-            r = self.rec.head()
-            id_ok = bool(self.free) or self.fresh < self.R
-            e = r["entry"] % self.n
-            s = self.slot(r["qpn"])
-            err_qp = self.errq[e] == r["qpn"]
-            flush = bool(r["flush"] or (not r["null"] and err_qp))
-            if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
-                self.rec.read()
-                self.appended.set((self.appended.value + 1) & _COUNT_MASK)
-                if r["last_of_item"] or (r["null"] and not r["flush"]):
-                    self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
-                    self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
-                if r["modify"]:         # its ERR mark, in every way of its set
-                    for k in range(e - e % self.ways, e - e % self.ways + self.ways):
-                        if self.errq[k] == r["qpn"]:
-                            self.errq.set(k, None)
-                if flush:
-                    self.cqe.write({k: r[k] for k in ("wr_id", "qpn", "sq_index", "op") if k in r}
-                                   | dict(status=_FLUSH, byte_len=r["msg_length"]))
-                    self.count["flushed"] += 1
-                elif not r["null"]:
-                    if self.free:
-                        new = self.free.popleft()
-                    else:
-                        new = self.fresh
-                        self.fresh += 1
-                    self.recs[new] = {k: r[k] for k in ("qpn", "first_psn", "last_psn",
-                                                        "wr_id", "sq_index", "msg_length",
-                                                        "signalled", "op") if k in r}
-                    if self.win[s] == 0:
-                        self.head.set(s, new)
-                        self.tstart.set(s, c)
-                        if s == self.held_slot.value:
-                            self.held.set(0)
-                    else:
-                        self.nxt[self.tail[s]] = new
-                    self.tail.set(s, new)
-                    self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
-                    self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
-                    self.count["records_max"] = max(self.count["records_max"],
-                                                    self.win_total.value + 1)
-                return
+        if self._append(c):             # 3. append
+            return
         # 4. event
         if self.ev.can_read() and self._event(c, state):
             return
@@ -311,14 +275,49 @@ class CompletionUnitModel:
                 self._start_rewind(c, sp, self._one(sp, h["first_psn"]), h)
                 self.trace.append((c, f"timer rewind slot {sp}"))
 
+    def _append(self, c):
+        """Append the record at the head of ``rec`` if it can be (True if it was)."""
+        if not self.rec.can_read():
+            return False
+        r = self.rec.head()
+        e, s = r["entry"] % self.n, self.slot(r["qpn"])
+        id_ok = bool(self.free) or self.fresh < self.R
+        flush = bool(r["flush"] or (not r["null"] and self.errq[e] == r["qpn"]))
+        if (self.cqe.can_write() if flush else (r["null"] or id_ok)):
+            self.rec.read()
+            self.appended.set((self.appended.value + 1) & _COUNT_MASK)
+            if r["last_of_item"] or (r["null"] and not r["flush"]):
+                self.done.set(e, (self.done[e] + 1) & _COUNT_MASK)
+                self.done_total.set((self.done_total.value + 1) & _COUNT_MASK)
+            if r["modify"]:         # its ERR mark, in every way of its set
+                for k in range(e - e % self.ways, e - e % self.ways + self.ways):
+                    if self.errq[k] == r["qpn"]:
+                        self.errq.set(k, None)
+            if flush:
+                self.cqe.write({k: r[k] for k in ("wr_id", "qpn", "sq_index", "op") if k in r}
+                               | dict(status=_FLUSH, byte_len=r["msg_length"]))
+                self.count["flushed"] += 1
+            elif not r["null"]:
+                new = self.free.popleft() if self.free else self.fresh
+                self.fresh = max(self.fresh, new + 1)   # (freed ids are below it)
+                self.recs[new] = {k: r[k] for k in _KEPT if k in r}
+                if self.win[s] == 0:
+                    self.head.set(s, new)
+                    self.tstart.set(s, c)
+                    if s == self.held_slot.value:
+                        self.held.set(0)
+                else:
+                    self.nxt[self.tail[s]] = new
+                self.tail.set(s, new)
+                self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
+                self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
+                self.count["records_max"] = max(self.count["records_max"], self.win_total.value + 1)
+            return True
+        return False
+
     def _one(self, s, psn):
-        """Selective repeat: does a rewind of slot ``s`` from ``psn`` resend one message?
-        Only if every PSN the QP sent after ``psn`` lies in the responder's bitmap
-        (``SR_WINDOW``); beyond it the responder discarded frames: go back N. (A NAK of
-        a PSN up to ``SR_WINDOW`` after the message the last rewind resent alone goes
-        back N as well: the caller checks :attr:`solo`.)"""
-        last = self.recs[self.tail[s]]["last_psn"]
-        return bool(self.selective) and (last - psn) & _PSN_MASK <= SR_WINDOW
+        """:func:`one_message` for a rewind of slot ``s`` from ``psn``."""
+        return one_message(self.selective, self.recs[self.tail[s]]["last_psn"], psn)
 
     def _start_look(self, c, s, qpn):
         self.state.set(4)
@@ -390,6 +389,7 @@ class CompletionUnitModel:
 
     def commit(self):
         self._staged.commit()
+        self.reads.commit()
         self.rwq.commit()
         if self._looked_next is not None:
             self.looked, self._looked_next = self._looked_next, None

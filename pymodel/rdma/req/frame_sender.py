@@ -38,9 +38,14 @@ class FrameSenderModel:
     with :meth:`clear`, as a stage not stepped takes nothing).
 
     With ``reads`` (the RTL's parameter) READ and atomic descriptors go to the request
-    framer, and a first send is offered to ``intake`` (the response intake's twin: its
-    :meth:`issue_ready` on the table of the start of the cycle, and :meth:`offer`, which
-    the intake takes in its step of the same cycle).
+    framer, and a first send or a *take* resend (``resend`` and ``last_of_item``: the
+    rewind's walk found the operation holding no slot) is offered to ``intake`` (the
+    response intake's twin: its :meth:`issue_ready` on the table of the start of the
+    cycle, and :meth:`offer`, which the intake takes in its step of the same cycle).
+    Such a descriptor, when ``issue_ready`` is low and no issue was taken for
+    ``side["timeout"]`` cycles (:meth:`since`), is consumed without a frame (a first
+    send still writes its record; :attr:`deferred` counts them). Side output
+    :attr:`took`: a take resend was consumed.
     """
 
     def __init__(self, cache, seg, pay, rec, send, header="roce", reads=0, intake=None):
@@ -57,11 +62,15 @@ class FrameSenderModel:
         self.end = -1                      # the last beat of the frame in progress
         self.pops = []                     # cycles the framer takes payload words
         self.count = dict(frames=0, retransmissions=0)
+        self.deferred = 0          # READs and atomics consumed without a frame (model only)
+        self.last_take = -1                # the cycle of the last issue taken
         self.resent = None
+        self.took = False
 
     def clear(self):
         """Start of a cycle: no resent frame taken yet."""
         self.resent = None
+        self.took = False
 
     def step(self, c, side):
         pending = len(self.pops)           # words of the frame in progress not yet taken
@@ -110,10 +119,26 @@ class FrameSenderModel:
 
     def _request(self, c, d, record, side):
         """A READ or atomic descriptor at the head of ``seg``."""
+        take = bool(d["resend"] and d["last_of_item"])
+        need = take or not d["resend"]          # it takes a slot in the intake
         if not (side.get("go", 1) and c >= self.w_end and c >= self.r_end
-                and (self.rec.can_write() or not record)
-                and (d["resend"] or self.intake.issue_ready(d["qpn"]))):
+                and (self.rec.can_write() or not record)):
             return
+        if need and not self.intake.issue_ready(d["qpn"]):
+            limit = side.get("timeout")
+            if limit is None or self.since(c) < limit:
+                return
+            self.seg.read()                     # waited a timeout: no frame
+            self.deferred += 1
+            if take:
+                self.took = True
+                self.resent = dict(qpn=d["qpn"])
+            if record:
+                self.rec.write(dict(self._record(d), last_psn=self._last_psn(d)))
+            return
+        if need:
+            self.last_take = c
+            self.took = take
         self.seg.read()
         ctx = self.cache.static_of(d["entry"])
         frame = request_frame(dict(
@@ -128,14 +153,23 @@ class FrameSenderModel:
         self.count["retransmissions"] += d["resend"]
         if d["resend"]:
             self.resent = dict(qpn=d["qpn"])
-        else:
+        if need:
             atomic = d["op"] != _READ
             self.intake.offer(dict(atomic=int(atomic), qpn=d["qpn"], psn=d["psn"],
                                    pmtu_log2=d["pmtu_log2"], laddr=d["laddr"],
                                    length=d["msg_length"]))
         if record:
-            n = 1 if d["op"] != _READ else packets_of(d["msg_length"], d["pmtu_log2"])
-            self.rec.write(dict(self._record(d), last_psn=(d["psn"] + n - 1) & _PSN_MASK))
+            self.rec.write(dict(self._record(d), last_psn=self._last_psn(d)))
+
+    @staticmethod
+    def _last_psn(d):
+        """A READ's last response PSN, an atomic's PSN."""
+        n = 1 if d["op"] != _READ else packets_of(d["msg_length"], d["pmtu_log2"])
+        return (d["psn"] + n - 1) & _PSN_MASK
+
+    def since(self, c):
+        """The ``since`` register in cycle ``c``: cycles since the last issue taken."""
+        return c - self.last_take - 1
 
     def _record(self, d):
         ops = {"op": d["op"]} if self.reads else {}
@@ -148,13 +182,17 @@ class FrameSenderModel:
     def busy(self):
         return bool(self.pops)     # (a request frame's beats are sent by then: see send)
 
-    def next_event(self, c):
+    def next_event(self, c, timeout=None):
         """The cycle after ``c`` in which the framer becomes free for a waiting
-        descriptor (the only change of this stage that no FIFO announces), or None."""
+        descriptor, or (with ``timeout``, the side input) a READ or atomic waiting for a
+        slot is consumed without one (the only changes of this stage that no FIFO
+        announces), or None."""
         if not self.seg.can_read():
             return None
-        later = [t for t in ((self.free_at, self.r_end, self.w_end) if self.reads
-                             else (self.free_at,)) if t > c]
+        due = (self.free_at, self.r_end, self.w_end) if self.reads else (self.free_at,)
+        if self.reads and timeout is not None:
+            due += (self.last_take + 1 + timeout,)
+        later = [t for t in due if t > c]
         return min(later) if later else None
 
     def commit(self):

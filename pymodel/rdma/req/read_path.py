@@ -8,13 +8,15 @@ __all__ = ["IssuePort", "ReadEvents", "ack_held"]
 
 def ack_held(acks, intake):
     """Whether the ACK queue's head (``acks``) waits: an ACK reaching the PSN of its QP's
-    oldest unanswered READ or atomic (``intake``'s limit, at the start of the cycle)."""
+    oldest unanswered READ or atomic (``intake``'s limit, at the start of the cycle), or
+    a NAK past it (a NAK acknowledges the PSNs before its own)."""
     if not acks.can_read():
         return False
     h = acks.head()
     lim, lim_psn = intake.limit(h["qpn"])
-    return bool(lim and h["syndrome"] == Syndrome.ACK.value
-                and not ((h["psn"] - lim_psn) >> (PSN_BITS - 1)) & 1)
+    d = (h["psn"] - lim_psn) & ((1 << PSN_BITS) - 1)
+    reach = d == 0 if h["syndrome"] == Syndrome.ACK.value else False
+    return bool(lim and (reach or (d != 0 and not d >> (PSN_BITS - 1))))
 
 
 class IssuePort:

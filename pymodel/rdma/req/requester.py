@@ -239,6 +239,11 @@ class RequesterModel:
     def offer(self, item):
         self.issue.offer(item)
 
+    def _held_view(self):
+        """The intake's ``held`` on its table of now (the start of the cycle)."""
+        slots = {(s["qpn"], s["last_psn"]) for s in self.read_intake.slot if s is not None}
+        return lambda qpn, last_psn: (qpn, last_psn) in slots
+
     def mmio_ready(self, word):
         """``mmio.ready`` for the word the host interface offers this cycle."""
         return self.intake.would_take(word)
@@ -296,17 +301,23 @@ class RequesterModel:
             if self.miss is not None:
                 self.miss.step(c)
         err = comp.err_out
+        self.seq.take_dropped = False
         if f["batch"].q or err is not None:
             self.seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
                               "err_valid": err is not None, "err_entry": err})
         self.pay.step(c, {"pay_arrived": self.arrived.value})
         self.sender.clear()
         if f["segs"].q or self.sender.pops:
-            self.sender.step(c, {"go": go})
+            self.sender.step(c, {"go": go, "timeout": self.timeout})
+        side = {}
         if self.reads:
-            self.read_intake.step(c, {"timeout": 0})
+            ri = self.read_intake      # its table and job of the start of the cycle
+            side = dict(held=self._held_view(), took=self.sender.took,
+                        done_pending=ri.done_pending() or f["ops_done"].can_read(),
+                        take_dropped=self.seq.take_dropped)
+            ri.step(c, {"timeout": 0, "evict": comp.reads.evict})
         comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout,
-                      "selective": self.selective, "resent": self.sender.resent})
+                      "selective": self.selective, "resent": self.sender.resent, **side})
         if f["cqes"].q:
             self.cqw.step(c, _NO_SIDE)
         return taken

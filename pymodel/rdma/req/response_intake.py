@@ -36,7 +36,8 @@ def parse_response(entry):
 
 
 class ResponseIntakeModel:
-    """``step(c, side)`` with ``side["timeout"]`` (and ``side["limit_qpn"]``); FIFOs
+    """``step(c, side)`` with ``side["timeout"]`` (and ``side["limit_qpn"]``, and
+    ``side["evict"]``: None or the ``evict`` port's ``{"qpn", "psn"}``); FIFOs
     ``hdr``, ``beats``, ``issue`` (inputs) and ``o``, ``done``, ``rewind`` (outputs).
     Returns the counters at the start of the cycle (the RTL's registers) and, with
     ``limit_qpn``, ``limit`` and ``limit_psn``."""
@@ -107,6 +108,18 @@ class ResponseIntakeModel:
         ORD."""
         mine = sum(1 for s in self.slot if s is not None and s["qpn"] == qpn)
         return self._valid() != (1 << self.nslots) - 1 and mine < self.ord
+
+    def holds(self, qpn, last_psn):
+        """``held`` for ``held_qpn``, ``held_psn``: a slot holds the operation of QP
+        ``qpn`` whose last response PSN is ``last_psn`` (the table of the start of the
+        cycle)."""
+        return any(s is not None and s["qpn"] == qpn and s["last_psn"] == last_psn
+                   for s in self.slot)
+
+    def done_pending(self):
+        """``done_pending``: the job in hand writes an operation's last word (its
+        ``done`` is still to come)."""
+        return self.job is not None and self.job["write"] and self.job["done"]
 
     def limit(self, qpn):
         """``(limit, limit_psn)`` for QP ``qpn`` (the ports of the same names)."""
@@ -179,6 +192,12 @@ class ResponseIntakeModel:
                 s.update(rewound=1)
         if fire:
             self.slot[self._oldest(valid)].update(rewound=1)
+        ev = side.get("evict")
+        if ev is not None:          # the QP's operations after PSN ``psn`` lose their slots
+            for j, s in enumerate(self.slot):
+                if (s is not None and s["qpn"] == ev["qpn"]
+                        and 0 < (s["last_psn"] - ev["psn"]) & _MASK < _HALF):
+                    self.slot[j] = None
         if take is not None:
             free = (~valid) & ((1 << self.nslots) - 1)
             j = (free & -free).bit_length() - 1

@@ -3,10 +3,12 @@
 from collections import deque
 
 from pymodel.cycle import note_activity
+from spec.formats.roce import PSN_BITS
 from spec.rdma_engine import REWIND_QUEUE
+from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
-__all__ = ["RewindQueue"]
+__all__ = ["RewindQueue", "one_message"]
 
 _COUNT_MASK = (1 << COUNT_BITS) - 1
 
@@ -58,3 +60,12 @@ class RewindQueue:
             note_activity()
         self._pop, self._push = False, None
         self.new, self._new_next = self._new_next, None
+
+
+def one_message(selective, last, psn):
+    """Selective repeat: does a rewind from ``psn`` of a QP whose last PSN sent is
+    ``last`` resend one message? Only if every PSN the QP sent after ``psn`` lies in
+    the responder's bitmap (``SR_WINDOW``); beyond it the responder discarded frames:
+    go back N. (A NAK of a PSN up to ``SR_WINDOW`` after the message the last rewind
+    resent alone goes back N as well: the completion unit checks its ``solo``.)"""
+    return bool(selective) and (last - psn) & ((1 << PSN_BITS) - 1) <= SR_WINDOW

@@ -39,6 +39,9 @@ class SequencerModel:
         self.released = Staged(0, name="released", log=log)
         self.count = dict(sequenced=0, doorbell_err_qp=0)
         self._next = None
+        #: Side output ``take_dropped``: a take resend (``last_of_item``) of a QP in ERR
+        #: was dropped in this cycle (the caller clears it each cycle).
+        self.take_dropped = False
 
     def _src(self, b):
         return self.bfq if b["bf"] else self.wqe
@@ -118,6 +121,7 @@ class SequencerModel:
                 n_inl = 0
                 n_pad = n_inl_raw if b["bf"] else slot_words - 1
                 last = bool(b["last_of_item"] and self.idx + 1 == b["count"])
+                self.take_dropped = bool(drop and b["last_of_item"])
                 if not drop:
                     self.job.write(dict(
                         entry=e, qpn=b["qpn"], psn=g["next_psn"],

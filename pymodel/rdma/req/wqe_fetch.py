@@ -11,7 +11,8 @@ _BASE = dict(first_psn=0, bf=0, resend=0, null=0, last_of_item=0, modify=0)
 
 
 class WqeFetchModel:
-    """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first."""
+    """Reads the WQEs each item announces (or passes its MMIO WQE on), resends first (a
+    resend's ``take``, with READs, becomes its batch's ``last_of_item``)."""
 
     def __init__(self, cache, fetch, resend, rd, batch, prefetch, ring_words, records,
                  log=None):
@@ -60,7 +61,7 @@ class WqeFetchModel:
                             % self.cache.depth, words, 1,
                             dict(_BASE, entry=r["entry"], qpn=r["qpn"], first=r["sq_index"],
                                  count=1, stride_log2=ctx["sq_stride_log2"], resend=1,
-                                 first_psn=r["first_psn"]))
+                                 first_psn=r["first_psn"], last_of_item=r.get("take", 0)))
                 self._peak(held + words)
             return
         owed = (self.issued.value - side["appended"]) & _COUNT_MASK

@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.context_cache import CACHE_LOG2_BITS, check_ways, entry_of
 from spec.checks import check_int, check_windows
-from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome
+from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome, WqeOpcode
 from spec.ports import CacheProbeSignature, CompletionQuerySignature
 from spec.rdma_engine import (
     COMPLETION_COUNTERS,
@@ -24,6 +24,7 @@ from spec.rdma_engine import (
     REWIND_QUEUE,
     TIMEOUT_BITS,
 )
+from spec.rdma_read_req import rewind_layout
 from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import (
     COUNT_BITS,
@@ -93,8 +94,9 @@ class CompletionUnit(wiring.Component):
         ACK/NAK events, from the ACK queue.
     cqe : Out(stream.Signature(cqe_req_layout()))
         Completions to write, to the CQE writer's FIFO.
-    resend : Out(stream.Signature(resend_layout()))
-        Messages to send again, to the WQE fetch stage's FIFO.
+    resend : Out(stream.Signature(resend_layout(reads)))
+        Messages to send again, to the WQE fetch stage's FIFO (with ``reads``, ``take``:
+        see *READs and atomics* below).
     hold_qpn : In(QPN_BITS), hold : Out(1)
         A rewind of ``hold_qpn``'s window slot is pending (decided, its walk not ended):
         the WQE fetch stage serves no new work of that QP (the item at its head;
@@ -154,6 +156,15 @@ class CompletionUnit(wiring.Component):
     qp_errors, flushed, recovery_fills : Out(32)
         QPs moved to ERR; WQEs completed with WR_FLUSH_ERR; LOOKs (a rewind or error
         of a QP whose context had left the cache).
+    held_qpn, held_psn : Out, held : In(1), done_pending : In(1)
+        With ``reads``: the response intake's answer for the record the walk is at (a
+        slot holds its operation) and its ``done_pending`` or'ed with its ``done`` FIFO
+        not empty.
+    took, take_dropped : In(1)
+        With ``reads``: a take resend left the frame sender; the sequencer dropped one.
+    evict : Out(stream.Signature(rewind_layout(), always_ready=True))
+        With ``reads``: free the response intake's slots of QP ``qpn`` whose operation
+        ends after PSN ``psn`` (a register: the cycle after the walk's first take).
 
     Timing
     ------
@@ -234,6 +245,23 @@ class CompletionUnit(wiring.Component):
     So resends that wait long in the pipeline (slow host reads, or many of them) do not
     expire the timer again while they have not all left. One QP's timer is held at a
     time (the QP of the last walk started; a new walk moves the hold to its QP).
+
+    *READs and atomics* (``reads``). A walk whose next resend finds ``resend`` full does
+    not hold the cycle: a record may be appended then (of another QP: the walked QP's new
+    work is held), so the pipeline the resends pass through drains. A rewind's walk also
+    waits until no take resend is
+    on its way to the frame sender (``takes``, counted from the walk to ``took`` or
+    ``take_dropped``) and no ``done`` is pending, so that every READ or atomic in the
+    window is either held by a response-intake slot or has not landed (its sends were
+    all consumed without a frame, or its slot freed by ``evict``). The walk resends a
+    held one as a WRITE is resent (the slot stays: the same operation); one that holds
+    no slot is a *take* (``take``: the frame sender offers it to the intake as a first
+    send) unless a ``done`` became pending during the walk (it could be an operation
+    just landed): then it is skipped, not resent (a later rewind sends it; a walk that
+    resent nothing releases its QP's timer when it ends). From the walk's first take
+    on, every READ and atomic of the walk is a take, and ``evict`` frees the QP's slots
+    of operations after the first take's PSN: node B has not executed them (it has not
+    executed that one), so their slots would wait for responses that never come.
     """
 
     def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
@@ -248,7 +276,7 @@ class CompletionUnit(wiring.Component):
             "rec": In(stream.Signature(record_layout(bool(reads)))),
             "ev": In(stream.Signature(ack_event_layout())),
             "cqe": Out(stream.Signature(cqe_req_layout(bool(reads)))),
-            "resend": Out(stream.Signature(resend_layout())),
+            "resend": Out(stream.Signature(resend_layout(bool(reads)))),
             "hold_qpn": In(QPN_BITS), "hold": Out(1),
             "err_valid": Out(1), "err_entry": Out(range(entries)),
             "query": In(CompletionQuerySignature(entries, COUNT_BITS)),
@@ -261,6 +289,10 @@ class CompletionUnit(wiring.Component):
             "timeout": In(TIMEOUT_BITS), "selective": In(1),
             "cache_log2": In(CACHE_LOG2_BITS, init=(entries - 1).bit_length()),
             **{n: Out(32) for n in COMPLETION_COUNTERS},
+            **({"held_qpn": Out(QPN_BITS), "held_psn": Out(PSN_BITS), "held": In(1),
+                "done_pending": In(1), "took": In(1), "take_dropped": In(1),
+                "evict": Out(stream.Signature(rewind_layout(), always_ready=True))}
+               if reads else {}),
         })
 
     def elaborate(self, platform):
@@ -518,16 +550,43 @@ class CompletionUnit(wiring.Component):
         with m.If((mode == _Mode.LOOK) & looked & (look_here | ~pinned_look)):
             m.d.sync += mode.eq(_Mode.NORMAL)
 
-        with m.If(mode == _Mode.WALK):                            # 1. walk
+        # With READs: take resends on their way; the walk's first take seen, its sends.
+        if self.reads:
+            takes, evicting, emitted = Signal(COUNT_BITS), Signal(), Signal()
+            take_w, skip_w = Signal(), Signal()
+            is_op = wr_rec.op != WqeOpcode.RDMA_WRITE
+            m.d.comb += [self.held_qpn.eq(wr_rec.qpn), self.held_psn.eq(wr_rec.last_psn),
+                         take_w.eq(is_op & (evicting | (~self.held & ~self.done_pending))),
+                         skip_w.eq(is_op & ~evicting & ~self.held & self.done_pending)]
+            m.d.sync += [self.evict.valid.eq(0),
+                         takes.eq(takes + (self.resend.valid & take_w) - self.took
+                                  - self.take_dropped)]
+            rw_ready = rw_ready & (takes == 0) & ~self.done_pending
+
+        app_ok = self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)
+        walking = mode == _Mode.WALK
+        if self.reads:          # a walk whose resend waits lets a record be appended
+            walking = walking & ~((walk_left != 0) & ~self.resend.ready & app_ok)
+        with m.If(walking):                                       # 1. walk
             with m.If(walk_left == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
                 put("rwp", walk_slot, 0)
+                if self.reads:          # nothing resent: its timer runs again
+                    with m.If(~emitted & (held_slot == walk_slot)):
+                        m.d.sync += held.eq(0)
             with m.Elif(self.resend.ready):
                 s = self.resend.payload
                 m.d.comb += [self.resend.valid.eq(1), s.entry.eq(self.probe[4].entry[:ibits]),
                              s.qpn.eq(wr_rec.qpn), s.sq_index.eq(wr_rec.sq_index),
                              s.first_psn.eq(wr_rec.first_psn)]
                 m.d.sync += [cur.eq(next_cur), walk_left.eq(walk_left - 1)]
+                if self.reads:          # (a skip sends nothing)
+                    m.d.comb += [self.resend.valid.eq(~skip_w), s.take.eq(take_w)]
+                    m.d.sync += emitted.eq(emitted | ~skip_w)
+                    with m.If(take_w & ~evicting):
+                        m.d.sync += [evicting.eq(1), self.evict.valid.eq(1),
+                                     self.evict.payload.qpn.eq(wr_rec.qpn),
+                                     self.evict.payload.psn.eq(wr_rec.first_psn)]
         with m.Elif(mode == _Mode.FLUSH):                         # 1. flush
             with m.If(win_rw == 0):
                 m.d.sync += mode.eq(_Mode.NORMAL)
@@ -540,7 +599,9 @@ class CompletionUnit(wiring.Component):
             m.d.sync += [mode.eq(_Mode.WALK), cur.eq(head_rq), walk_slot.eq(rw_head.slot),
                          walk_left.eq(Mux(rw_head.one & (win_rq != 0), 1, win_rq)),
                          held.eq(win_rq != 0), held_slot.eq(rw_head.slot)]
-        with m.Elif(self.rec.valid & Mux(flush_rec, self.cqe.ready, r.null | id_ok)):  # 3.
+            if self.reads:
+                m.d.sync += [evicting.eq(0), emitted.eq(0)]
+        with m.Elif(app_ok):                                       # 3. append
             m.d.comb += self.rec.ready.eq(1)
             m.d.sync += self.appended.eq(self.appended + 1)
             with m.If(r.last_of_item | (r.null & ~r.flush)):

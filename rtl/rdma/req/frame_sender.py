@@ -11,6 +11,7 @@ from rtl.rdma.write_framer import WriteFramer
 from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, QPN_BITS, WqeOpcode
 from spec.ports import CacheReadSignature
+from spec.rdma_engine import TIMEOUT_BITS
 from spec.rdma_read_req import issue_layout
 from spec.rdma_stages import record_layout, seg_layout
 
@@ -57,8 +58,14 @@ class FrameSender(wiring.Component):
         descriptor of a resent frame (its first beat is on ``o`` from the next cycle on,
         by the timing below): the completion unit restarts the QP's transport timer.
     issue : Out(stream.Signature(issue_layout(depth)))
-        With ``reads``: a READ or atomic sent the first time, to the response intake
-        (its ``ready`` is the ORD backpressure), in the cycle its descriptor is taken.
+        With ``reads``: a READ or atomic sent the first time, or a *take* resend
+        (``resend`` and ``last_of_item``: the completion unit's walk found it holding no
+        slot), to the response intake (its ``ready`` is the ORD backpressure), in the
+        cycle its descriptor is taken.
+    timeout : In(TIMEOUT_BITS)
+        With ``reads``: the transport timeout (cycles), the bound of a wait for ``issue``.
+    took : Out(1)
+        With ``reads``: a take resend left ``seg`` (sent or not) in this cycle.
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
 
@@ -79,7 +86,13 @@ class FrameSender(wiring.Component):
     With ``reads``, a READ or atomic descriptor goes to the request framer in a cycle
     with ``go`` high, room in ``rec``, the WRITE chain idle or sending its last beat,
     the request framer idle or sending its last beat and, for a first send, ``issue``
-    ready; its 2 beats leave in the next two cycles. A WRITE descriptor waits, besides
+    ready; its 2 beats leave in the next two cycles. A first send or take resend whose
+    ``issue`` is not ready goes, under the other conditions, without a frame once the
+    register ``since`` (cycles since the last issue taken, counting up to ``timeout``)
+    has reached ``timeout``: a first send still writes its record (its request is lost
+    at the source, recovered by a rewind as a lost frame is), a take resend raises
+    ``resent`` (its QP's timer restarts) and ``took``. So no descriptor waits longer
+    than the timeout for a slot. A WRITE descriptor waits, besides
     the rules above, until the request framer is idle or sends its last beat. A READ's
     record has the last PSN of its responses (``psn + max(1, ceil(length / 2**pmtu_log2))
     - 1``), an atomic's its PSN.
@@ -88,7 +101,8 @@ class FrameSender(wiring.Component):
     def __init__(self, entries, fifo_words, header="roce", reads=0, depth=1 << 14):
         self.entries, self.fifo_words = entries, fifo_words
         self.header, self.reads, self.depth = header, reads, depth
-        ops = {"issue": Out(stream.Signature(issue_layout(depth)))} if reads else {}
+        ops = {"issue": Out(stream.Signature(issue_layout(depth))),
+               "timeout": In(TIMEOUT_BITS), "took": Out(1)} if reads else {}
         super().__init__({
             "seg": In(stream.Signature(seg_layout(bool(reads)))),
             "pay": In(stream.Signature(HOST_WORD_BITS)),
@@ -197,12 +211,24 @@ class FrameSender(wiring.Component):
                      ip.pmtu_log2.eq(d.pmtu_log2), ip.laddr.eq(d.laddr),
                      ip.length.eq(d.msg_length)]
         w_idle = (wcount == 0) | ((wcount == 1) & w_end)
-        go_r = (self.seg.valid & is_req & self.go & w_idle
-                & (self.rec.ready | ~record) & (self.issue.ready | d.resend))
-        m.d.comb += rq.i.valid.eq(go_r)
-        with m.If(go_r & rq.i.ready):
+        take_r = d.resend & d.last_of_item        # a take resend
+        need = take_r | ~d.resend                 # it takes a slot
+        base = self.seg.valid & is_req & self.go & w_idle & (self.rec.ready | ~record)
+        since = Signal(TIMEOUT_BITS)              # cycles since the last issue taken
+        m.d.comb += rq.i.valid.eq(base & (self.issue.ready | ~need))
+        go_r = rq.i.valid & rq.i.ready
+        lost = base & rq.i.ready & need & ~self.issue.ready & (since >= self.timeout)
+        with m.If(go_r):
             m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
-                         self.resent.valid.eq(d.resend), self.issue.valid.eq(~d.resend)]
+                         self.resent.valid.eq(d.resend), self.issue.valid.eq(need)]
             m.d.sync += [self.frames.eq(self.frames + 1),
                          self.retransmissions.eq(self.retransmissions + d.resend)]
+        with m.Elif(lost):                        # waited a timeout: no frame
+            m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
+                         self.resent.valid.eq(take_r)]
+        m.d.comb += self.took.eq((go_r | lost) & take_r)
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += since.eq(0)
+        with m.Elif(since < self.timeout):
+            m.d.sync += since.eq(since + 1)
         return ~is_req & rq.i.ready

@@ -3,9 +3,13 @@ the response intake on the frames from the link, the intake's data into the writ
 arbiter, and the completion unit's events.
 
 The sequencer gives a READ the PSNs of its responses; the frame sender frames a READ or
-atomic with a :class:`~rtl.rdma.req.request_framer.RequestFramer` and, at its first send,
-issues it into a :class:`~rtl.rdma.req.response_intake.ResponseIntake` (held while the
-intake has no slot or the QP is at its ORD). Here: every frame on ``i`` goes to the ACK
+atomic with a :class:`~rtl.rdma.req.request_framer.RequestFramer` and, at its first send
+(or a take resend of the completion unit's walk), issues it into a
+:class:`~rtl.rdma.req.response_intake.ResponseIntake` (held while the intake has no slot
+or the QP is at its ORD, for at most the transport timeout: then it goes without a
+frame). The completion unit's walk asks the intake whether a slot holds the operation
+it resends (``held``), frees the slots a take makes useless (``evict``) and waits for
+no ``done`` pending (the intake's or its FIFO's). Here: every frame on ``i`` goes to the ACK
 receiver and to a :class:`~rtl.rdma.resp.rx.Receive` stage whose FIFOs (the responder's
 sizes, :data:`spec.rdma_responder.RX_FRAMES` and ``RX_BEATS``) feed the intake; the
 intake's host writes join the write arbiter (after write-backs, before CQEs; a frame's
@@ -14,9 +18,11 @@ priority, from the intake's ``done`` (an ACK of the operation's last PSN: it ret
 READ or atomic, and cumulatively what the QP sent before it), its ``rewind`` (a PSN
 sequence NAK of the PSN missing: the go-back-N or selective-repeat resend path), then
 the ACK queue, whose head waits while it is an ACK reaching the PSN of the QP's oldest
-unanswered READ or atomic (the intake's ``limit``). The intake's own timer is off: a
-lost last response, request or ATOMIC ACKNOWLEDGE is recovered by the completion unit's
-transport timer, which resends the window. Twin: :mod:`pymodel.rdma.req.read_path`.
+unanswered READ or atomic (the intake's ``limit``), or a NAK past it (a NAK acknowledges
+the PSNs before its own, so it would complete the READ without its data). The intake's
+own timer is off: a lost last response, request or ATOMIC ACKNOWLEDGE is recovered by
+the completion unit's transport timer, which resends the window. Twin:
+:mod:`pymodel.rdma.req.read_path`.
 """
 
 from amaranth import Signal
@@ -54,23 +60,29 @@ def wire_read_path(m, req, fifo, link, q_events, ack_rx, comp, wr_arb):
     m.d.comb += [rx.hdr_level.eq(q_hdr.level), rx.pay_level.eq(q_pay.level),
                  ri.timeout.eq(0)]
     wiring.connect(m, req.sender.issue, ri.issue)
+    wiring.connect(m, comp.evict, ri.evict)
+    m.d.comb += [ri.held_qpn.eq(comp.held_qpn), ri.held_psn.eq(comp.held_psn),
+                 comp.held.eq(ri.held), comp.took.eq(req.sender.took),
+                 comp.take_dropped.eq(req.sequencer.take_dropped),
+                 req.sender.timeout.eq(comp.timeout)]
     q_data = fifo("rd_resp", ri.o.payload.shape(), FIFO_DEPTHS["wr_cqe"])
     link(ri.o, q_data, wr_arb.data)
     q_done = fifo("ops_done", done_layout(), FIFO_DEPTHS["cqes"])
     q_rw = fifo("ops_rewind", rewind_layout(), FIFO_DEPTHS["cqes"])
     wiring.connect(m, ri.done, q_done.w_stream)
     wiring.connect(m, ri.rewind, q_rw.w_stream)
+    m.d.comb += comp.done_pending.eq(ri.done_pending | q_done.r_rdy)
     # The events: done, then rewind, then the ACK queue's head unless it is an ACK
-    # reaching the QP's oldest unanswered READ or atomic.
+    # reaching the QP's oldest unanswered READ or atomic, or a NAK past it.
     ev, ack = comp.ev, q_events.o
     dn, rw = q_done.r_stream, q_rw.r_stream
     dn_p, rw_p = Signal(done_layout()), Signal(rewind_layout())
     m.d.comb += [dn_p.eq(dn.payload), rw_p.eq(rw.payload), ri.limit_qpn.eq(ack.payload.qpn)]
     ahead = Signal(PSN_BITS)
     m.d.comb += ahead.eq(ack.payload.psn - ri.limit_psn)
-    held = Signal()
-    m.d.comb += held.eq(ri.limit & (ack.payload.syndrome == Syndrome.ACK.value)
-                        & ~ahead[PSN_BITS - 1])
+    held = Signal()             # an ACK reaching the limit, a NAK past it
+    m.d.comb += held.eq(ri.limit & ~ahead[PSN_BITS - 1]
+                        & ((ack.payload.syndrome == Syndrome.ACK.value) | (ahead != 0)))
     e = ev.payload
     with m.If(dn.valid):
         m.d.comb += [ev.valid.eq(1), e.qpn.eq(dn_p.qpn), e.psn.eq(dn_p.psn),

@@ -188,7 +188,7 @@ class Requester(wiring.Component):
                                   fill_queries=2 if p["miss_queue"] else 0)
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
-                              p["records"])
+                              p["records"], bool(reads))
         self.sequencer = Sequencer(cache_entries, depth, bool(reads))
         self.payload = PayloadFetch(depth, p["payload_words"], bool(reads))
         self.sender = FrameSender(cache_entries, p["payload_words"],
@@ -240,7 +240,7 @@ class Requester(wiring.Component):
         q_items = fifo("items", item_layout(), d["items"])
         q_bf = fifo("bf", HOST_WORD_BITS, d["bf"])
         q_fetch = fifo("fetch", fetch_layout(), d["fetch"])
-        q_resend = fifo("resend", resend_layout(), d["resend"])
+        q_resend = fifo("resend", resend_layout(bool(self.reads)), d["resend"])
         q_batch = fifo("batch", batch_layout(), d["batch"])
         q_wqe = fifo("wqe", HOST_WORD_BITS, p["wqe_words"])
         q_jobs = fifo("jobs", job_layout(depth, bool(self.reads)), d["jobs"])

@@ -47,10 +47,8 @@ class ResponseIntake(wiring.Component):
 
     Parameters
     ----------
-    slots : int
-        Operations outstanding at once, all QPs (1 to 64).
-    ord : int
-        Operations outstanding at once per QP (1 to ``slots``).
+    slots, ord : int
+        Operations outstanding at once, all QPs (1 to 64), and per QP (1 to ``slots``).
     depth : int
         Host-memory words.
 
@@ -61,67 +59,68 @@ class ResponseIntake(wiring.Component):
     beats : In(stream.Signature(HOST_WORD_BITS))
         The payload FIFO: beats 2 and later of every stored frame.
     issue : In(stream.Signature(issue_layout(depth)))
-        An operation sent (:func:`spec.rdma_read_req.issue_layout`). Taken when a slot
-        is free and the QP has fewer than ``ord`` slots: the ORD backpressure. The lowest
-        free slot takes it.
+        An operation sent (:func:`spec.rdma_read_req.issue_layout`). Taken when a slot is
+        free and the QP has fewer than ``ord`` slots (ORD backpressure); the lowest free.
     o : Out(stream.Signature(wr_layout(depth)))
-        Host writes: a READ response's payload as words from its local address on
-        (``be`` for its bytes, bytes outside ``be`` zero); an ATOMIC ACKNOWLEDGE's
-        original value (AtomicAckETH, big endian on the wire) as the 8-byte little-endian
-        value at its local address. ``last`` on a frame's last word; ``mark`` and ``tag``
-        = QPN on the last word of an operation.
+        Host writes: a READ response's payload as words from its local address on (``be``
+        for its bytes, bytes outside ``be`` zero); an ATOMIC ACKNOWLEDGE's original value
+        (AtomicAckETH, big endian on the wire) as the 8-byte little-endian value at its
+        local address. ``last`` on a frame's last word; ``mark``, ``tag`` = QPN on the
+        last word of an operation.
     done : Out(stream.Signature(done_layout()))
         An operation, in the cycle its last word goes to ``o``.
     rewind : Out(stream.Signature(rewind_layout()))
-        Re-request the QP's operations from the PSN given (its oldest operation's
-        expected PSN).
+        Re-request the QP's operations from the PSN given (its oldest's expected PSN).
     timeout : In(PSN_BITS)
         Cycles without progress before the oldest operation is re-requested (0: never).
+    held_qpn : In(QPN_BITS), held_psn : In(PSN_BITS), held : Out(1), done_pending : Out(1)
+        Combinational: a slot holds QP ``held_qpn``'s operation of last PSN ``held_psn``;
+        the job in hand writes an operation's last word (its ``done`` is to come).
+    evict : In(stream.Signature(rewind_layout(), always_ready=True))
+        QP ``qpn``'s slots whose operation ends after PSN ``psn`` are free at the end of
+        the cycle (whatever else would change them).
     limit_qpn : In(QPN_BITS), limit : Out(1), limit_psn : Out(PSN_BITS)
-        Combinational: ``limit`` when QP ``limit_qpn`` has an operation outstanding (an
-        operation whose last response's words are still going to ``o`` counts, with
-        its last PSN), and ``limit_psn`` its head's expected PSN (that one's last PSN):
-        an ACK of that QP covers PSNs before it only (the data of a READ is not in host
-        memory before its responses are), so that a completion unit must not complete a
-        message from ``limit_psn`` on by an ACK.
+        Combinational: ``limit`` when QP ``limit_qpn`` has an operation outstanding (one
+        whose last response's words are still going to ``o`` counts, with its last PSN),
+        ``limit_psn`` its head's expected PSN: an ACK of that QP covers PSNs before it
+        only (a READ's data is not in host memory before its responses are), so that a
+        completion unit must not complete a message from ``limit_psn`` on by an ACK.
     <counter> : Out(32)
         :data:`spec.rdma_read_req.INTAKE_COUNTERS`.
 
     Behaviour
     ---------
-    A frame is good if its FCS and ICRC are correct, it is not too long, its Ethernet,
-    IPv4 (version 4, IHL 5), UDP (port 4791) headers are RoCEv2's and its length is the
-    IPv4 length plus 18; a good frame whose opcode is not a READ RESPONSE or ATOMIC
-    ACKNOWLEDGE is ``other``. Its QP's *head* is the oldest outstanding slot of the QP
-    (BTH DestQP), ``unmatched`` if there is none. With ``d`` = (BTH PSN - the head's
-    expected PSN) mod 2**24: ``d`` in [2**23, 2**24) is a duplicate, ``d`` in
-    (0, 2**23) a gap: the frame is dropped and, unless the head is ``rewound`` already,
-    ``rewind`` asks for the QP's operations from the expected PSN (the head becomes
-    ``rewound``). At ``d`` = 0 the frame must be what IBTA prescribes there: for an
-    atomic an ATOMIC ACKNOWLEDGE of 8 bytes; for a READ, FIRST (nothing ``started``,
-    more to come), ONLY (nothing started, the last PSN), MIDDLE (started, more to come)
-    or LAST (started, the last PSN), of ``2**pmtu_log2`` bytes but at the last PSN,
-    which carries the bytes left; a ``rewound`` head that has started also takes FIRST
-    or ONLY there (the answer to a READ of the bytes left from the expected PSN, where
-    MIDDLE or LAST answers the whole READ sent again); and an AETH syndrome ACK
-    (``0b000xxxxx``). Otherwise it is ``malformed``. An accepted frame advances the
-    head: its PSN, address and bytes left; the last frame frees the slot.
+    A frame is good if its FCS and ICRC are correct, it is not too long, its Ethernet, IPv4
+    (version 4, IHL 5), UDP (port 4791) headers are RoCEv2's and its length is the IPv4 length
+    plus 18; a good frame whose opcode is not a READ RESPONSE or ATOMIC ACKNOWLEDGE is
+    ``other``. Its QP's *head* is the oldest outstanding slot of the QP (BTH DestQP),
+    ``unmatched`` if there is none. With ``d`` = (BTH PSN - the head's expected PSN) mod 2**24:
+    ``d`` in [2**23, 2**24) is a duplicate, ``d`` in (0, 2**23) a gap: the frame is dropped and,
+    unless the head is ``rewound`` already, ``rewind`` asks for the QP's operations from the
+    expected PSN (the head becomes ``rewound``). At ``d`` = 0 the frame must be what IBTA
+    prescribes there: for an atomic an ATOMIC ACKNOWLEDGE of 8 bytes; for a READ, FIRST (nothing
+    ``started``, more to come), ONLY (nothing started, the last PSN), MIDDLE (started, more to
+    come) or LAST (started, the last PSN), of ``2**pmtu_log2`` bytes but at the last PSN, which
+    carries the bytes left; a ``rewound`` head that has started also takes FIRST or ONLY there
+    (the answer to a READ of the bytes left from the expected PSN, where MIDDLE or LAST answers
+    the whole READ sent again); and an AETH syndrome ACK (``0b000xxxxx``). Otherwise it is
+    ``malformed``. An accepted frame advances the head: its PSN, address and bytes left; the
+    last frame frees the slot.
 
     Timing
     ------
-    A frame at the head of ``hdr`` is decided in one cycle (which, for a gap that asks
-    for a re-request, needs ``rewind.ready``), then executed as
-    :class:`~rtl.rdma.resp.writer.PayloadWriter` does (a payload starting at frame
-    byte 58 after an AETH, 54 without): one step a cycle, a word to ``o`` (with
-    ``done`` on an operation's last word; each needs its ready) and, if it needs it, a
-    beat popped; then one tail beat a cycle; the entry is popped with the last step
-    (a dropped frame: one step per beat of it in the FIFO, at least one). So a
-    256-byte READ RESPONSE ONLY (6 beats) takes 6 cycles. In every cycle an issue
-    may be taken as well (from the table at the start of the cycle). The timer counts
-    the cycles in which a slot is valid and neither a frame is accepted nor an issue
-    taken (others clear it; it stops at ``timeout``); in a cycle that starts with it
-    at ``timeout`` (not 0) and decides no frame, with ``rewind.ready``, the oldest
-    valid slot is re-requested (``timeouts``) and the timer cleared.
+    A frame at the head of ``hdr`` is decided in one cycle (which, for a gap that asks for a
+    re-request, needs ``rewind.ready``), then executed as
+    :class:`~rtl.rdma.resp.writer.PayloadWriter` does (a payload starting at frame byte 58 after
+    an AETH, 54 without): one step a cycle, a word to ``o`` (with ``done`` on an operation's
+    last word; each needs its ready) and, if it needs it, a beat popped; then one tail beat a
+    cycle; the entry is popped with the last step (a dropped frame: one step per beat of it in
+    the FIFO, at least one). So a 256-byte READ RESPONSE ONLY (6 beats) takes 6 cycles. In every
+    cycle an issue may be taken as well (from the table at the start of the cycle). The timer
+    counts the cycles in which a slot is valid and neither a frame is accepted nor an issue
+    taken (others clear it; it stops at ``timeout``); in a cycle that starts with it at
+    ``timeout`` (not 0) and decides no frame, with ``rewind.ready``, the oldest valid slot is
+    re-requested (``timeouts``) and the timer cleared.
     """
 
     def __init__(self, slots=16, ord=16, depth=1 << 14):
@@ -137,6 +136,9 @@ class ResponseIntake(wiring.Component):
             "rewind": Out(stream.Signature(rewind_layout())),
             "timeout": In(PSN_BITS),
             "limit_qpn": In(QPN_BITS), "limit": Out(1), "limit_psn": Out(PSN_BITS),
+            "held_qpn": In(QPN_BITS), "held_psn": In(PSN_BITS), "held": Out(1),
+            "done_pending": Out(1),
+            "evict": In(stream.Signature(rewind_layout(), always_ready=True)),
         }
         ports.update({n: Out(32) for n in INTAKE_COUNTERS})
         super().__init__(ports)
@@ -236,8 +238,11 @@ class ResponseIntake(wiring.Component):
         # An operation whose last response is being written is still unanswered.
         ending = Signal()
         m.d.comb += ending.eq(busy & j_write & j_done & (j_qpn == self.limit_qpn))
-        m.d.comb += [self.limit.eq(lim.any() | ending),
-                     self.limit_psn.eq(Mux(ending, j_psn, ls.next_psn))]
+        hq, hp = self.held_qpn, self.held_psn
+        held = Cat(*[s.valid & (s.qpn == hq) & (s.last_psn == hp) for s in slot])
+        m.d.comb += [self.limit.eq(lim.any() | ending), self.held.eq(held.any()),
+                     self.limit_psn.eq(Mux(ending, j_psn, ls.next_psn)),
+                     self.done_pending.eq(busy & j_write & j_done)]
         decide = Signal()
         m.d.comb += decide.eq(self.hdr.valid & ~busy & (~need_rw | self.rewind.ready))
 
@@ -294,15 +299,16 @@ class ResponseIntake(wiring.Component):
                     m.d.sync += s.rewound.eq(1)
             with m.If(fire & old_oh[j]):
                 m.d.sync += s.rewound.eq(1)
+            ev, after = self.evict, (s.last_psn - self.evict.payload.psn)[:PSN_BITS]
+            with m.If(ev.valid & (s.qpn == ev.payload.qpn) & (after != 0) & ~after[-1]):
+                m.d.sync += s.valid.eq(0)
             # A slot taken now is no slot's elder.
             with m.If(take):
                 m.d.sync += age[j].eq(age[j] & ~first_free)
             with m.If(take & first_free[j]):
                 m.d.sync += age[j].eq(valid)
 
-        with m.If(~valid.any() | (decide & accept) | take):
-            m.d.sync += timer.eq(0)
-        with m.Elif(fire):
+        with m.If(~valid.any() | (decide & accept) | take | fire):
             m.d.sync += timer.eq(0)
         with m.Elif(timer < self.timeout):
             m.d.sync += timer.eq(timer + 1)

@@ -92,7 +92,9 @@ class Sequencer(wiring.Component):
     its job is a ``null`` one with ``flush`` (no frame, no PSN, the completion unit
     writes its FLUSH_ERR CQE) and its inline words are dropped like padding; a resend
     of a QP in ERR is dropped with no job at all (its WQE was already flushed from
-    the window).
+    the window); with ``reads``, ``take_dropped`` (Out(1)) is high in the cycle such a
+    resend with ``last_of_item`` (a take resend: :class:`~rtl.rdma.req.completion.
+    CompletionUnit`) is dropped.
     """
 
     def __init__(self, entries, depth, reads=0):
@@ -109,6 +111,7 @@ class Sequencer(wiring.Component):
             "err_valid": In(1), "err_entry": In(range(entries)),
             "released": Out(COUNT_BITS),
             "sequenced": Out(32), "doorbell_err_qp": Out(32),
+            **({"take_dropped": Out(1)} if reads else {}),
         })
 
     def elaborate(self, platform):
@@ -211,6 +214,8 @@ class Sequencer(wiring.Component):
                         m.d.sync += self.doorbell_err_qp.eq(self.doorbell_err_qp + 1)
                 with m.Elif(self.batch.valid & src_valid & (self.job.ready | drop)):
                     m.d.comb += [self.job.valid.eq(~drop), pop.eq(1)]
+                    if self.reads:
+                        m.d.comb += self.take_dropped.eq(drop & bt.last_of_item)
                     m.d.sync += [inl_left.eq(n_inl), pad_left.eq(n_pad)]
                     with m.If(~flush):
                         m.d.sync += self.sequenced.eq(self.sequenced + 1)

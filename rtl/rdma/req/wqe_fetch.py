@@ -36,12 +36,15 @@ class WqeFetch(wiring.Component):
         it will need fit in the pool together with those in windows and those promised
         and not yet appended (so a record is always free when the completion unit
         appends one, and a rewind's wait for the pipeline to empty always ends).
+    reads : int
+        1: the resends carry ``take``, passed on as the batch's ``last_of_item`` (0 on
+        every other resend) to the frame sender; 0 (default): WRITEs only.
 
     Ports
     -----
     fetch : In(stream.Signature(fetch_layout()))
         Work items with their (pinned) entry, from a FIFO.
-    resend : In(stream.Signature(resend_layout()))
+    resend : In(stream.Signature(resend_layout(reads)))
         Messages to send again (a rewind), from a FIFO; served first.
     rd : Out(stream.Signature(read_layout(depth)))
         WQE reads, to the WQE read client's FIFO.
@@ -92,14 +95,14 @@ class WqeFetch(wiring.Component):
     """
 
     def __init__(self, entries, depth, prefetch=MAX_PREFETCH, ring_words=256,
-                 records=REQUESTER_DEFAULTS["records"]):
-        self.entries, self.depth = entries, depth
+                 records=REQUESTER_DEFAULTS["records"], reads=0):
+        self.entries, self.depth, self.reads = entries, depth, reads
         self.records = check_int(self, "window records", records, 2, 4096)
         self.prefetch = check_int(self, "WQE prefetch depth", prefetch, 1, MAX_PREFETCH)
         self.ring_words = check_int(self, "WQE FIFO words", ring_words, 64, 1 << 14)
         super().__init__({
             "fetch": In(stream.Signature(fetch_layout())),
-            "resend": In(stream.Signature(resend_layout())),
+            "resend": In(stream.Signature(resend_layout(bool(reads)))),
             "rd": Out(stream.Signature(read_layout(depth))),
             "batch": Out(stream.Signature(batch_layout())),
             "filled": Out(FillQuerySignature(entries)),
@@ -159,6 +162,8 @@ class WqeFetch(wiring.Component):
                 b.first.eq(r.sq_index), b.count.eq(1), b.resend.eq(1),
                 b.first_psn.eq(r.first_psn),
             ]
+            if self.reads:      # a take resend: its ``last_of_item`` (0 on resends)
+                m.d.comb += b.last_of_item.eq(r.take)
             ok = room & self.rd.ready & self.batch.ready
             m.d.comb += [issue.eq(ok), self.batch.valid.eq(ok), self.resend.ready.eq(ok)]
         with m.Elif(self.fetch.valid & self.filled.ready & ~self.hold):
