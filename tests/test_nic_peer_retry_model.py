@@ -13,6 +13,7 @@ import pytest
 from pymodel.nic.store import Store
 from pymodel.nic.system import NicSystemModel
 from spec.formats.nic import PSN_BYTES, completion_beats, header_bytes
+from tb.nic.store_oracle import oracle
 
 W, NODES, TIMEOUT = 16, 3, 1024
 #: 64-byte stores, one frame each: compact ceil((8 + 2 + 64 + 4) / 16) = 5 beats.
@@ -38,21 +39,8 @@ def mixed(nodes=NODES, count=20, seed=3):
                 for k in range(count)] for p in range(nodes)}
 
 
-def oracle(stores, nodes, mem_words=256):
-    """Each node's memory and the words written into it, from the stores alone."""
-    mem = {q: [0] * mem_words for q in range(nodes)}
-    words = dict.fromkeys(range(nodes), 0)
-    for ss in stores.values():
-        for s in ss:
-            for i, byte in enumerate(s.payload):
-                a = s.addr + i
-                mem[s.dst][a // W] |= byte << (8 * (a % W))
-            words[s.dst] += -(-len(s.payload) // W)
-    return mem, words
-
-
 def check_exactly_once(r, stores, nodes):
-    mem, words = oracle(stores, nodes)
+    mem, words = oracle(stores, nodes, W, 256)
     for q in range(nodes):
         assert r["mem"][q] == mem[q], f"node {q}: memory differs from the stores"
         assert len(r["wr"][q][0]) == words[q], f"node {q}: a word written twice or not"
@@ -153,7 +141,7 @@ def test_peer_retry_forged_acks_and_duplicates():
               1: [Store(2, 1024 + 32 * k, payload(k + 50, 32)) for k in range(20)],
               3: [Store(0, 32 * k, payload(k + 90, 32)) for k in range(6)]}
     r = model("compact", nodes=4, window=8).run(stores, [0, 1, 2, 1], stop=4 * TIMEOUT)
-    mem, words = oracle(stores, 4)
+    mem, words = oracle(stores, 4, W, 256)
     assert r["mem"][2] == mem[2] and len(r["wr"][2][0]) == words[2]
     assert all(m["completion"] is not None for m in r["messages"] if m["src"] in (0, 1))
     peer = r["peer"]

@@ -33,6 +33,7 @@ from pymodel.nic.system import NicSystemModel, Store
 from spec.ports import PEER_RETRY_COUNTERS, PEER_RETRY_PORTS
 from tb.cosim import cosim_params
 from tb.nic.e2e_check import arm_completions, compare_completions, read_completions
+from tb.nic.store_oracle import oracle
 from tb.nic.testbench import NicTestbench
 from tb.scoreboard import Scoreboard
 
@@ -60,19 +61,6 @@ def scenario(p):
                   3: [Store(0, 32 * k, payload(k + 90, 32)) for k in range(6)]}
         return stores, FORGE_IDS, {}
     raise ValueError(f"scenario {p['scenario']!r}")
-
-
-def oracle(stores, nodes, w, mem_words):
-    """Each node's memory and its count of written words, from the stores alone."""
-    mem = {q: [0] * mem_words for q in range(nodes)}
-    words = dict.fromkeys(range(nodes), 0)
-    for ss in stores.values():
-        for s in ss:
-            for i, byte in enumerate(s.payload):
-                a = s.addr + i
-                mem[s.dst][a // w] |= byte << (8 * (a % w))
-            words[s.dst] += -(-len(s.payload) // w)
-    return mem, words
 
 
 def quiet_stop(want, nodes, after, gap=24):
