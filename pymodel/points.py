@@ -91,7 +91,6 @@ from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
 from pymodel.nic.system import NicSystemModel
 from pymodel.rdma.point_fields import MODEL_FIELDS, check_fields, model_defaults
-from pymodel.rdma.verbs import inline_limit
 from pymodel.scenarios.nic import build_scenario
 from pymodel.throughput import steady_ii
 from spec.fabric_profiles import nic_top_credits
@@ -100,7 +99,6 @@ from spec.formats.packet import SUPPORTED_WIDTHS
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS
 from spec.rdma_engine import (
-    LADDER,
     REQUESTER_DEFAULTS,
     RUNG_KNOBS,
     TOP_DEFAULTS,
@@ -193,10 +191,6 @@ def resolve(design, msg_bytes, messages, knobs):
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
                              f"windows 0 a window slot is a cache entry)")
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
-        if dict(LADDER)[p["rung"]].get("inline") and msg_bytes > inline_limit():
-            raise ValueError(f"msg_bytes must be at most {inline_limit()} for rung "
-                             f"{p['rung']!r}, which carries the payload inline in the WQE "
-                             f"(not {msg_bytes}); pick a rung without inline data")
         for name in RUNG_KNOBS:
             if p[name] is not None:
                 _int(name, p[name], 0, 255 if name != "ack_frames" else 65535)

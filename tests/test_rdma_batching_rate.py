@@ -35,17 +35,3 @@ def test_batching_is_never_slower_than_pipelined(msg_bytes, qps):
           for rung in ("pipelined", "+doorbell batching 16")}
     assert ii["+doorbell batching 16"] <= ii["pipelined"]
 
-
-@pytest.mark.parametrize("rung", ["+WQE by MMIO, inline", "+ACK coalescing"])
-def test_inline_rungs_refuse_a_message_their_wqe_cannot_carry_before_any_run(rung):
-    """A rung with inline data carries at most ``inline_limit()`` bytes in its WQE: a
-    larger message is refused by :func:`pymodel.points.resolve`, naming ``msg_bytes``,
-    before the model builds a scenario; a rung without inline data takes it."""
-    from pymodel.points import resolve
-    from pymodel.rdma.verbs import inline_limit
-
-    limit = inline_limit()
-    with pytest.raises(ValueError, match=rf"msg_bytes must be at most {limit} for rung"):
-        resolve("rdma", limit + 1, 10, {"rung": rung})
-    assert resolve("rdma", limit, 10, {"rung": rung})[1]["rung"] == rung
-    assert resolve("rdma", limit + 1, 10, {"rung": "+doorbell batching 16"})
