@@ -148,13 +148,18 @@ def main(argv=None):
                     + "\n")
     mem_rows = []
     if not (args.no_mem_ops or args.no_rtl):
-        from scripts.reporting.mem_ops import mem_ops_jobs, mem_ops_section, rate_jobs
+        from scripts.reporting.mem_ops import (
+            mem_ops_jobs,
+            mem_ops_section,
+            nic_rate_jobs,
+            rate_jobs,
+        )
         from scripts.sim import run_jobs
         print("loads and atomics (co-simulated) ...", file=sys.stderr)
         mem_rows = run_jobs(mem_ops_jobs(args.sim, args.load_messages), args.jobs)
         for row in mem_rows:            # the READ points' frames: `make sim`'s point.pcap
             row.pop("frames", None)
-        rates = run_jobs(rate_jobs(), args.jobs)
+        rates = run_jobs(rate_jobs() + nic_rate_jobs(), args.jobs)
         (out / "mem_ops.json").write_text(json.dumps(dict(rows=mem_rows, rates=rates),
                                                      indent=1))
         with open(out / "report.md", "a") as f:

@@ -68,15 +68,29 @@ def test_section_shows_each_rows_figures_and_level():
 
 
 def test_rate_jobs_and_their_table():
-    """The engine's READ rates over 1 to 4,096 QPs at pod (the model alone): one job per
-    QP count, each with at least one READ per QP, and a table line per result."""
-    from scripts.reporting.mem_ops import RATE_QPS, rate_jobs
+    """The engine's READ rates over 1 to 4,096 QPs and the NIC's load and fetch-and-add
+    rates over as many peers at pod (the model alone): one job per count, each with at
+    least one operation per QP or peer, and a table line per result, the NIC's bits per
+    outstanding op with its node field naming the peers (16-bit word address: 42 bits
+    with an 8-bit node field, 47 with the 13 bits that name 4,096 peers)."""
+    from scripts.reporting.mem_ops import RATE_QPS, nic_rate_jobs, rate_jobs
     jobs = rate_jobs()
     assert [kw["qps"] for _, _, kw in jobs] == list(RATE_QPS) == [1, 64, 1024, 4096]
     assert all(kw["messages"] >= kw["qps"] and kw["fabric"] == "pod" for _, _, kw in jobs)
-    md = mem_ops_section([], 1000, "verilator", [dict(qps=4096, messages=4096, ii_cycles=200.0,
-                                                      ops_per_s=5e6)])
-    assert "| 4,096 | 4,096 | 200.0 | 5.00 M |" in md
+    nic = nic_rate_jobs()
+    assert [(kw["op"], kw["peers"]) for _, _, kw in nic] == [
+        (op, p) for op in ("load", "atomic") for p in RATE_QPS]
+    assert all(kw["messages"] >= kw["peers"] and kw["fabric"] == "pod"
+               and kw["framing"] == "l2" and fn.__name__ == "model_load_rate"
+               for _, fn, kw in nic)
+    md = mem_ops_section([], 1000, "verilator", [
+        dict(qps=4096, messages=4096, ii_cycles=200.0, ops_per_s=5e6),
+        dict(op="load", peers=4096, messages=4096, ii_cycles=3.0, ops_per_s=1e9 / 3,
+             peak_outstanding=1024)])
+    lines = md.splitlines()
+    nic_at = lines.index("| nic | load | 4,096 | 4,096 | 4,096 | 3.0 | 333.33 M | 47 | 1,024 |")
+    assert lines[nic_at + 1] == "| rdma | read | 4,096 | 1 | 4,096 | 200.0 | 5.00 M | 133 | - |"
+    assert "the NIC's rates in the model alone" not in md
 
 
 def test_nic_jobs_read_the_engines_target_memory():

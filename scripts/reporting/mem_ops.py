@@ -19,11 +19,11 @@ from spec.nic_mem import (
     tag_entry_bits,
 )
 from spec.rdma_read_req import slot_bits
-from tb.nic.mem_point import run_mem_point
+from tb.nic.mem_point import entry_bits_for_peers, model_load_rate, run_mem_point
 from tb.rdma.read_point import READ_DEPTH, READ_TOP, model_read_rate, run_read_point
 
 __all__ = ["PROFILES", "SIZES", "NIC_FRAMING", "RATE_QPS", "mem_ops_jobs", "rate_jobs",
-           "mem_ops_section", "state_lines"]
+           "nic_rate_jobs", "mem_ops_section", "state_lines", "rate_lines"]
 
 #: The fabric profiles and the load/READ sizes of the section (the issue's 64, 128 and
 #: 256-byte points; 256 is the NIC's largest load payload, MEM_TOP_DEFAULTS).
@@ -35,6 +35,8 @@ NIC_FRAMING = "l2"
 #: The QPs of the engine's READ rates (the issue's 1 to 4,096), golden model alone, at
 #: ``pod``, 128-byte READs, at least 1,024 of them and one per QP.
 RATE_QPS = (1, 64, 1024, 4096)
+#: The NIC's ops of its rates over peers (loads of 128 bytes, 8-byte fetch-and-adds).
+RATE_NIC_OPS = (("load", 128), ("atomic", 8))
 #: Each design's op of a pair: (NIC op, engine op).
 _PAIRS = (("load", "read"), ("atomic", "atomic"))
 
@@ -62,6 +64,38 @@ def rate_jobs():
     return [(f"rdma read rate {q} QPs pod (model)", model_read_rate,
              dict(op="read", msg_bytes=128, messages=max(1024, q), qps=q, fabric="pod"))
             for q in RATE_QPS]
+
+
+def nic_rate_jobs():
+    """The NIC's load and fetch-and-add rates over :data:`RATE_QPS` peers, round robin, at
+    ``pod`` (:func:`tb.nic.mem_point.model_load_rate`, the model alone: L2 framing, the
+    level field's target memory as the co-simulated rows), as :func:`scripts.sim.
+    run_jobs` takes them."""
+    return [(f"nic {op} rate {p} peers pod (model)", model_load_rate,
+             dict(op=op, msg_bytes=size, messages=max(1024, p), peers=p, fabric="pod",
+                  framing=NIC_FRAMING))
+            for op, size in RATE_NIC_OPS for p in RATE_QPS]
+
+
+def rate_lines(rates):
+    """The rate table of the results of :func:`rate_jobs` and :func:`nic_rate_jobs`
+    (a result with ``peers`` is the NIC's), NIC rows first: operations a second and the
+    requester's bits per outstanding operation at a 16-bit word address (the NIC's entry
+    with its node field naming the peers, :func:`tb.nic.mem_point.entry_bits_for_peers`;
+    the engine's intake slot, :func:`spec.rdma_read_req.slot_bits`)."""
+    eng = slot_bits(READ_DEPTH, READ_TOP["reads"])
+    out = ["| design | op | peers / QPs | nodes answering | operations | ii (cycles) "
+           "| operations/s | bits per outstanding op | tags busy at most |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rates, key=lambda r: "peers" not in r):
+        nic = "peers" in r
+        n = r["peers"] if nic else r["qps"]
+        bits = entry_bits_for_peers(READ_DEPTH, n) if nic else eng
+        out.append(f"| {'nic' if nic else 'rdma'} | {r.get('op', 'read')} | {n:,} "
+                   f"| {n if nic else 1:,} | {r['messages']:,} | {_num(r['ii_cycles'], 1)} "
+                   f"| {_num(r['ops_per_s'] / 1e6, 2)} M | {bits} "
+                   f"| {_num(r.get('peak_outstanding'))} |")
+    return out
 
 
 def _num(value, digits=0):
@@ -155,14 +189,22 @@ def mem_ops_section(rows, messages, sim, rates=()):
             f"| {_level(row, other)} | {row['mismatches']} |")
     lines += ["", "Requester state per read in flight:", "", *state_lines()]
     if rates:
-        lines += ["", "The engine's READs of 128 bytes round robin over N QPs at `pod`, the "
-                  "golden model alone (`tb.rdma.read_point.model_read_rate`; the same top "
-                  "and scenario as the co-simulated points, all READs posted before their "
-                  "doorbells, 16 intake slots shared by all QPs, 16 context-cache "
-                  "entries):", "",
-                  "| QPs | READs | ii (cycles) | READs/s |", "|---|---|---|---|"]
-        lines += [f"| {r['qps']:,} | {r['messages']:,} | {_num(r['ii_cycles'], 1)} "
-                  f"| {_num(r['ops_per_s'] / 1e6, 2)} M |" for r in rates]
-    lines += ["", "Not run: the NIC's loads over more than 15 peers (`NicMemTop` has at "
-              "most 16 nodes) and the NIC's rates in the model alone."]
+        lines += ["", "Rates over peers and QPs at `pod`, the golden model alone, operations "
+                  "back to back. NIC: node 0's 128-byte loads and fetch-and-adds round robin "
+                  "over N targets, each a node of its own with the co-simulated rows' target "
+                  "memory (`tb.nic.mem_point.model_load_rate`, `pymodel.nic.mem_fanout`: the "
+                  "top's twins stepped as in `NicMemTop`'s model, which it equals cycle for "
+                  "cycle up to 15 targets, tests/test_nic_mem_fanout.py; beyond 255 targets "
+                  "the model's 8-bit node ids repeat, and the bits column widens the "
+                  "entry's node field to name them). Engine: 128-byte READs round robin over "
+                  "N QPs, all to the one responder node of the two-node top "
+                  "(`tb.rdma.read_point.model_read_rate`; the same scenario as the "
+                  "co-simulated points, all READs posted before their doorbells, 16 intake "
+                  "slots shared by all QPs, 16 context-cache entries): the NIC's rows at more "
+                  "than one peer have more memories answering than the engine's, so only "
+                  "the rows at one peer and one QP are level. Bits per outstanding op at a "
+                  "16-bit word address.", "", *rate_lines(rates)]
+    lines += ["", "Not run: the NIC's loads over more than 15 peers co-simulated "
+              "(`NicMemTop` has at most 16 nodes; its rates above are the model's), and "
+              "the engine's READs toward more than one responder node."]
     return "\n".join(lines)

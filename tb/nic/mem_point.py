@@ -21,6 +21,7 @@ import json
 import statistics
 from pathlib import Path
 
+from pymodel.nic.mem_fanout import MAX_PEERS, NicMemFanoutModel
 from rtl.tops.nic_mem_top import NicMemTop
 from spec.checks import silence
 from spec.fabric_profiles import fabric_profile
@@ -29,6 +30,7 @@ from spec.nic_mem import (
     MEM_OPS,
     MEM_TOP_DEFAULTS,
     OP_NAMES,
+    TARGET_LEVEL_LATENCY,
     TARGET_LEVEL_READS,
     check_target,
     default_tags,
@@ -37,7 +39,11 @@ from spec.nic_mem import (
 from tb.cosim import run_cosim
 from tb.nic.headline import comparison_keys
 
-__all__ = ["run_mem_point", "mem_commands", "landing_order", "peak_busy"]
+__all__ = ["run_mem_point", "mem_commands", "landing_order", "peak_busy", "model_load_rate",
+           "entry_bits_for_peers"]
+
+#: The fields of a command list of :func:`mem_commands` (``mem_cmd_layout``'s, in order).
+CMD_FIELDS = ("op", "dst", "addr", "length", "laddr", "a", "b")
 
 
 def mem_commands(op, msg_bytes, messages, peers, mem_words):
@@ -144,3 +150,62 @@ def landing_order(issued, landed):
     for i, ev in enumerate(landed):
         out.append((i, open_[ev["tag"]].pop(0)))
     return out
+
+
+def entry_bits_for_peers(mem_words, peers):
+    """A tag-table entry's bits (:func:`spec.nic_mem.tag_entry_bits`, an 8-bit node
+    field) with the node field wide enough to name ``peers`` targets besides the
+    requester (ids 0 to ``peers``): as built up to 255, then ``bits(peers)``."""
+    return tag_entry_bits(mem_words) + max(0, peers.bit_length() - 8)
+
+
+def model_load_rate(op, msg_bytes, messages, peers, fabric="pod", framing="l2",
+                    target_latency=TARGET_LEVEL_LATENCY, target_reads=TARGET_LEVEL_READS):
+    """The NIC's loads (``op`` ``load``, ``msg_bytes`` 1 to the top's max payload) or
+    fetch-and-adds (``atomic``) per second from the golden model alone: node 0 issues
+    ``messages`` (at least 2) of them as :func:`mem_commands` does, round robin over
+    ``peers`` targets (1 to 4,096), each target's memory read in ``target_latency``
+    cycles, ``target_reads`` in flight (default: the level field's, as the report's
+    co-simulated rows), on ``fabric``'s links, switch hop and credits
+    (:class:`pymodel.nic.mem_fanout.NicMemFanoutModel`: what it models and what not;
+    up to 15 targets its run is :func:`run_mem_point`'s model side, cycle for cycle).
+
+    Returns ``{"design", "op", "peers", "messages", "msg_bytes", "fabric", "framing",
+    "target_latency", "target_reads", "tags", "ii_cycles", "ops_per_s",
+    "latency_cycles", "peak_outstanding", "tag_entry_bits", "entry_bits", "cycles"}``:
+    cycles per operation between the first and the last landing and its rate at 1 GHz
+    (as :func:`run_mem_point`'s ``ii_cycles`` and ``ops_per_s``), the first request's
+    issue to its landing, the most tags busy at once, the entry's bits as built (8-bit
+    node field) and with its node field naming the peers
+    (:func:`entry_bits_for_peers`), the run's cycles. ``ValueError`` names a bad
+    parameter; ``AssertionError`` if a response does not land."""
+    if op not in OP_NAMES:
+        raise ValueError(f"op must be one of {list(OP_NAMES)}, not {op!r}")
+    max_payload, mem_words = MEM_TOP_DEFAULTS["max_payload"], MEM_TOP_DEFAULTS["mem_words"]
+    if op == "load" and not (isinstance(msg_bytes, int) and 1 <= msg_bytes <= max_payload):
+        raise ValueError(f"msg_bytes must be 1 to max_payload ({max_payload}) for op "
+                         f"'load', not {msg_bytes!r}")
+    if not isinstance(messages, int) or messages < 2:
+        raise ValueError(f"messages must be an integer of at least 2 (a rate needs two "
+                         f"landings), not {messages!r}")
+    if not isinstance(peers, int) or isinstance(peers, bool) or not 1 <= peers <= MAX_PEERS:
+        raise ValueError(f"peers must be an integer from 1 to {MAX_PEERS}, not {peers!r}")
+    model = NicMemFanoutModel(peers, framing, fabric, mem_words=mem_words,
+                              max_payload=max_payload, target_latency=target_latency,
+                              target_reads=target_reads)
+    cmds = [dict(zip(CMD_FIELDS, c, strict=True))
+            for c in mem_commands(op, msg_bytes, messages, peers, mem_words)[0]]
+    run = model.run(cmds)
+    land = [c for c, *_ in run["rsp"]]
+    if len(land) != messages or any(s != 0 for _, _, s, _ in run["rsp"]):
+        raise AssertionError(f"{len(land)} responses landed of {messages} operations")
+    pairs = landing_order(run["issued"], [{"tag": t} for _, t, _, _ in run["rsp"]])
+    first = next(i for i, k in pairs if k == 0)
+    ii = (land[-1] - land[0]) / (messages - 1)
+    return {"design": "nic", "op": op, "peers": peers, "messages": messages,
+            "msg_bytes": msg_bytes if op == "load" else 8, "fabric": model.fabric,
+            "framing": framing, "target_latency": target_latency,
+            "target_reads": target_reads, "tags": model.tags, "ii_cycles": ii,
+            "ops_per_s": 1e9 / ii, "latency_cycles": land[first] - run["cmd_stamps"][0],
+            "peak_outstanding": run["peak"], "tag_entry_bits": tag_entry_bits(mem_words),
+            "entry_bits": entry_bits_for_peers(mem_words, peers), "cycles": run["cycles"]}
