@@ -140,3 +140,17 @@ def test_entry_bits_name_the_peers():
     assert entry_bits_for_peers(256, 1) == entry_bits_for_peers(256, 255) == 34
     assert entry_bits_for_peers(256, 4096) == 2 + 8 + 13 + 3 + 13
     assert [wire_id(p) for p in (1, 255, 256, 4096)] == [1, 255, 1, 4096 - 255 * 16]
+
+
+def test_tags_bound_the_fanout():
+    """4 tags, 64 peers, fetch-and-adds on board (the targets answer in 20 cycles): the
+    requester never has more than 4 busy, and its request k (k >= 4) leaves only after
+    k - 3 responses landed (a tag is freed by a landing); every response lands, OK."""
+    tags, n = 4, 40
+    run = NicMemFanoutModel(64, "l2", "board", tags=tags, target_latency=20).run(
+        _cmds("atomic", 8, n, 64))
+    land = sorted(c for c, *_ in run["rsp"])
+    stamps = run["cmd_stamps"]
+    assert len(land) == len(stamps) == n and run["counters"]["rsp_ok"] == n
+    assert run["peak"] == tags
+    assert all(stamps[k] > land[k - tags] for k in range(tags, n))
