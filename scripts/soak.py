@@ -52,9 +52,10 @@ the WRITE-only soak above) shares the messages among writes, loads/READs and ato
   word executed once, every command answered OK, no other byte changed;
   tb/soak/cocotb_nic_mem_soak.py). soak.json's ``nic_mem`` entry.
 - RDMA: each chunk posts the mix on the same QPs (kind ``mixed`` of
-  tb/rdma/cocotb_rdma.py on RdmaTop with ``reads`` and ``read_words``), faults on the
-  A->B link at the soak's rates and **drops only** on B->A (the model refuses corrupting
-  or duplicating faults there with READs), checked without the model too (each READ's
+  tb/rdma/cocotb_rdma.py on RdmaTop with ``reads`` and ``read_words``), faults on both
+  links at the soak's rates (B->A carries the READ RESPONSEs: node A drops a corrupted
+  one by its FCS/ICRC and a repeated one by its PSN, and the READ is answered again after
+  a rewind or the transport timeout), checked without the model too (each READ's
   bytes, each atomic's old value and word, each WRITE's bytes, one successful CQE per
   operation per QP in order).
 

@@ -16,7 +16,7 @@ from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from pymodel.rdma.frames import Endpoint, ack_frame, ipv4_checksum, write_frame
-from pymodel.rdma.links import LinkStream
+from pymodel.rdma.links import LinkBeats, LinkStream
 from pymodel.rdma.point import build, run_model
 from pymodel.scenarios.rdma import seed_dropping_only
 from rtl.common.fcs_inserter import FcsInserter
@@ -243,9 +243,10 @@ def test_bad_parameters_raise(make, word):
     FaultSettings(),
 ])
 def test_link_stream_matches_faulty_link_model(settings):
-    """The engine model's frame-by-frame link equals the faulty-link golden model (whole
-    run at once) beat for beat and cycle for cycle, counters included, on frames of 1 to
-    70 beats with random gaps (duplicates make beats wait)."""
+    """The engine model's frame-by-frame link, and its beat-by-beat one (``LinkBeats``,
+    node A's with READs), equal the faulty-link golden model (whole run at once) beat
+    for beat and cycle for cycle, counters included, on frames of 1 to 70 beats with
+    random gaps (duplicates make beats wait)."""
     rng = random.Random(settings.seed)
     frames, cycle = [], 0
     for _ in range(120):
@@ -263,6 +264,19 @@ def test_link_stream_matches_faulty_link_model(settings):
     want, counters = FaultyLinkModel(64, 6, 66, 128).run(sent, settings)
     assert got == want
     assert stream.counters == counters
+    beats = LinkBeats(6, settings, max_frame_beats=66, fifo_depth=128)
+    by_beat, whole = [], []
+    for c, b in sent:
+        data, nbytes, first, last = unpack_beat(64, b)
+        for out, beat, frame in beats.push(c, dict(data=data, nbytes=nbytes,
+                                                   first=first, last=last)):
+            by_beat.append((out, beat))
+            if frame is not None:
+                whole.append(frame)
+    assert by_beat == [(c, dict(zip(("data", "nbytes", "first", "last"),
+                                    unpack_beat(64, b), strict=True))) for c, b in want]
+    assert whole == beats_to_frames([b for _, b in want], 64)
+    assert beats.counters == counters
     if settings.drop_rate:
         assert counters["dropped"] and counters["corrupted"] and counters["duplicated"]
 

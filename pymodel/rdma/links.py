@@ -8,7 +8,10 @@ change what the requester sends next), while
 class applies the same contract (``docs/faults.md``) incrementally: the fault pattern is
 :class:`pymodel.fabric.faulty_link.FaultPattern`, decided at each frame's first beat, and
 each beat leaves in cycle ``max(arrival + latency, previous exit + 1)``. It is checked
-against ``FaultyLinkModel`` on the same traffic in ``tests/test_unit_rdma.py``.
+against ``FaultyLinkModel`` on the same traffic in ``tests/test_unit_rdma.py``. A
+receiver that takes each beat as it comes (node A's with READs) is fed by
+:class:`LinkBeats`, ``FaultyLinkModel`` itself stepped beat by beat (checked in the same
+test).
 
 A reliable link's fate of a frame depends on what is sent after it (a rewind waits for
 the frame being sent; frames sent again delay new ones), so with faults it is stepped
@@ -19,7 +22,7 @@ stepped model in ``tests/test_rdma_link_retry.py``.
 
 from collections import deque
 
-from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
+from pymodel.fabric.faulty_link import FaultPattern, FaultSettings, FaultyLinkModel
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fcs import fcs_ok
 from pymodel.packet import frame_chunks, pack_beat, unpack_beat
@@ -32,8 +35,8 @@ from spec.fabric import (
     TX_COUNTERS,
 )
 
-__all__ = ["LinkStream", "LinkLimit", "ReliableStream", "ReliableSteps", "retry_counters",
-           "faulty"]
+__all__ = ["LinkStream", "LinkBeats", "LinkLimit", "ReliableStream", "ReliableSteps",
+           "retry_counters", "faulty"]
 
 
 class LinkLimit(RuntimeError):
@@ -119,40 +122,47 @@ class LinkStream:
         return frames
 
 
-    # ---- beat by beat (a frame whose later beats are not known at its first) ----
-    def begin(self, cycle):
-        """A frame's first beat enters in ``cycle``: its fate (the fault pattern's next
-        draw, as :meth:`send` makes it); returns whether it is carried. Only drops are
-        modelled beat by beat: ``ValueError`` for settings that corrupt or duplicate."""
-        if self.settings.corrupt_rate or self.settings.dup_rate:
-            raise ValueError("a link carried beat by beat (the requester's READ responses) "
-                             "models drops only, not corrupt_rate or dup_rate")
-        if self.last_in is not None and cycle <= self.last_in:
-            raise ValueError(f"frames must be sent in time order: cycle {cycle} after "
-                             f"{self.last_in}")
-        hits, _ = self.pattern.next()
-        self.counters["frames_in"] += 1
-        if hits["drop"]:
-            self.counters["dropped"] += 1
-        self._carried = not hits["drop"]
-        return self._carried
+class LinkBeats:
+    """One direction of a plain link carried beat by beat, for a receiver that takes each
+    beat as it comes (node A's with READs: a READ RESPONSE may be longer than the link's
+    latency, so its first beats leave before its last one enters).
 
-    def carry(self, cycle):
-        """A beat of the frame begun enters in ``cycle`` (after the previous one): the
-        cycle it leaves (as :meth:`send` times it), or None if the frame is dropped."""
-        self.last_in = cycle
-        if not self._carried:
-            return None
-        ready = cycle + self.latency
-        while self.waiting and self.waiting[0] <= ready:
-            self.waiting.popleft()
-        leave = max(ready, self.free)
-        if leave > ready:
-            if len(self.waiting) >= self.fifo_depth:
-                raise LinkLimit("a beat would be lost in the link FIFO")
-            self.waiting.append(leave)
-        self.free = leave + 1
-        return leave
+    :class:`pymodel.fabric.faulty_link.FaultyLinkModel` (the twin of the RTL link) fed
+    one beat at a time: drops, corrupted frames (one bit flipped in the beat the pattern's
+    position picks, or the last beat) and duplicates (the frame as sent, corruption
+    included, again right after its last beat leaves), with the counters of
+    :class:`LinkStream`. A beat the link's FIFO would lose raises :class:`LinkLimit`.
+    """
+
+    def __init__(self, latency, settings=None, max_frame_beats=64, fifo_depth=64, width=64):
+        self.width = width
+        self.model = FaultyLinkModel(width, latency, max_frame_beats, fifo_depth)
+        self.model.start(settings or FaultSettings())
+        self.frame = bytearray()      # the frame leaving, up to its last beat so far
+
+    @property
+    def counters(self):
+        return self.model.counters
+
+    def push(self, cycle, beat):
+        """Beat ``beat`` (``data``, ``nbytes``, ``first``, ``last``) enters in ``cycle``
+        (increasing): ``[(exit cycle, beat, frame or None), ...]`` for the beats it puts
+        on the output (none if its frame is dropped; at a duplicated frame's last beat,
+        the copy's beats too), each with the whole frame (bytes) at a frame's last beat."""
+        flat = pack_beat(self.width, beat["data"], beat["nbytes"], beat["first"],
+                         beat["last"])
+        out = self.model.push(cycle, flat)
+        if self.model.counters["lost"]:
+            raise LinkLimit(f"a beat would be lost in the link FIFO in cycle {cycle}")
+        result = []
+        for leave, flat in out:
+            data, nbytes, first, last = unpack_beat(self.width, flat)
+            if first:
+                self.frame = bytearray()
+            self.frame += data.to_bytes(self.width, "little")[:nbytes]
+            result.append((leave, {"data": data, "nbytes": nbytes, "first": int(first),
+                                   "last": int(last)}, bytes(self.frame) if last else None))
+        return result
 
 
 def faulty(settings):

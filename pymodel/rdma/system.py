@@ -12,7 +12,7 @@ what the top's recorders record.
 from pymodel.cycle import take_activity
 from pymodel.host.host_interface import HostInterfaceModel
 from pymodel.rdma.config import Config
-from pymodel.rdma.links import LinkStream, ReliableSteps, ReliableStream, faulty
+from pymodel.rdma.links import LinkBeats, LinkStream, ReliableSteps, ReliableStream, faulty
 from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
@@ -181,6 +181,12 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     # Reliable links with faults are stepped each cycle (``steps``); the others decide
     # each frame's fate when it is sent.
     steps = cfg.link_retry and (faulty(cfg.faults_ab) or faulty(cfg.faults_ba))
+    # (Node A's requester takes ACK frames; with READs its receive stage takes beats, and
+    # the B->A link carries them one by one: a READ RESPONSE may be longer than the
+    # link's latency. A reliable link judges a frame at its last beat, so it delivers
+    # none of its beats before that; a plain one is carried beat by beat, ``LinkBeats``.)
+    by_beat = bool(cfg.reads)
+    plain_ba = LinkBeats if by_beat else LinkStream
     if steps:
         links = {"ab": ReliableSteps(cfg.link_latency, LINK_FRAME_BEATS, cfg.faults_ab),
                  "ba": ReliableSteps(cfg.link_latency, LINK_FRAME_BEATS, cfg.faults_ba)}
@@ -189,15 +195,9 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     else:
         links = {"ab": LinkStream(cfg.link_latency, cfg.faults_ab, LINK_FRAME_BEATS,
                                   LINK_FIFO_BEATS),
-                 "ba": LinkStream(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
-                                  LINK_FIFO_BEATS)}
-    # (Node A's requester takes ACK frames; with READs its receive stage takes beats, and
-    # the B->A link carries them one by one: a READ RESPONSE may be longer than the
-    # link's latency.)
-    by_beat = bool(cfg.reads)
-    if by_beat and not isinstance(links["ba"], LinkStream):
-        raise ValueError("reads: node A's requester is modelled on plain links only "
-                         "(link_retry False)")
+                 "ba": plain_ba(cfg.link_latency, cfg.faults_ba, LINK_FRAME_BEATS,
+                                LINK_FIFO_BEATS)}
+    beats_ba = by_beat and not cfg.link_retry
     to_b, to_a = _Beats(), _Beats(whole=not by_beat)
     wire_ab, wire_ba = [], []
 
@@ -256,8 +256,12 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             beat_ab, _ = links["ab"].deliver(c)
             if beat_ab is not None:             # (node B takes beat by beat)
                 to_b.beats[c] = beat_ab
-            _, frame_ba = links["ba"].deliver(c)
-            if frame_ba is not None:
+            beat_ba, frame_ba = links["ba"].deliver(c)
+            if by_beat and beat_ba is not None:
+                to_a.add_beat(c, beat_ba)
+                if frame_ba is not None:
+                    to_a.frames[c] = frame_ba
+            elif frame_ba is not None:
                 to_a.add([c], frame_ba)
         # The host's MMIO player.
         word = mmio[k] if k < len(mmio) and c >= release[k] else None
@@ -287,21 +291,19 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             links["ba"].take(c, out.o)
         if out.o is not None:
             ack_beats.append((c, out.o))
-            if by_beat:             # node A's receive stage takes each beat as it comes
-                if out.o["first"]:
-                    links["ba"].begin(c)
-                leave = links["ba"].carry(c)
-                if leave is not None:
-                    to_a.add_beat(leave, out.o)
+            if beats_ba:            # node A's receive stage takes each beat as it comes
+                for leave, b, fr in links["ba"].push(c, out.o):
+                    to_a.add_beat(leave, b)
+                    if fr is not None:
+                        to_a.frames[leave] = fr
             if out.o["last"]:
                 frame = b"".join(b["data"].to_bytes(64, "little")[:b["nbytes"]]
                                  for _, b in ack_beats)
-                if by_beat:
-                    wire_ba.append(([cyc for cyc, _ in ack_beats], frame))
-                    if leave is not None:
-                        to_a.frames[leave] = frame
+                cycles = [cyc for cyc, _ in ack_beats]
+                if beats_ba:
+                    wire_ba.append((cycles, frame))
                 else:
-                    send_ba([cyc for cyc, _ in ack_beats], frame)
+                    send_ba(cycles, frame)
                 ack_beats.clear()
         req.commit()
         resp.commit()

@@ -81,16 +81,14 @@ def mixed(args):
 
 
 def link_faults(args, index):
-    """The two links' fault settings of chunk ``index``: the soak's rates on both; with
-    READs or atomics the B->A link drops only (the model carries it beat by beat then
-    and refuses corrupting or duplicating faults on it, docs/rdma.md)."""
+    """The two links' fault settings of chunk ``index``: the soak's rates on both (with
+    READs or atomics too: node A then takes the B->A link beat by beat, and drops a
+    corrupted or repeated READ RESPONSE as the RTL does, docs/rdma.md)."""
     faults = {link: dict(seed=(args.seed * 7919 + 2 * index + k) & 0xFFFF or 1,
                          corrupt_rate=rate_per_65535(args.corrupt_rate),
                          drop_rate=rate_per_65535(args.drop_rate),
                          dup_rate=rate_per_65535(args.dup_rate))
               for k, link in enumerate(("faults_ab", "faults_ba"))}
-    if mixed(args):
-        faults["faults_ba"].update(corrupt_rate=0, dup_rate=0)
     return faults
 
 
@@ -115,8 +113,8 @@ def soak_rdma(args, messages, span=None):
     token = f"{os.getpid()}-{time.time_ns()}"
     part = f" (chunks {first + 1} to {stop})" if (first, stop) != (0, chunks) else ""
     mix = mixed(args)
-    what = (f"operations (mix W:R:A {':'.join(map(str, args.mix))}; faults on A->B, drops "
-            "only on B->A)" if mix else "WRITEs")
+    what = (f"operations (mix W:R:A {':'.join(map(str, args.mix))}; faults on both links)"
+            if mix else "WRITEs")
     print(f"rdma: {messages} {what} in {chunks} co-simulations of up to {size}{part}, each "
           "compared with the model (Verilator -O2)", flush=True)
     t0 = time.perf_counter()
