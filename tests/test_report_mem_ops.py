@@ -5,6 +5,7 @@ whether each pair of rows is level."""
 
 from scripts.reporting.mem_ops import PROFILES, SIZES, mem_ops_jobs, mem_ops_section
 from spec.metrics import level_keys
+from spec.nic_mem import default_tags
 
 
 def test_jobs_are_both_designs_ops_sizes_and_profiles_and_pass_their_checks():
@@ -83,6 +84,10 @@ def test_rate_jobs_and_their_table():
     assert all(kw["messages"] >= kw["peers"] and kw["fabric"] == "pod"
                and kw["framing"] == "l2" and fn.__name__ == "model_load_rate"
                for _, fn, kw in nic)
+    # Beyond one peer a run is longer than pod's tag table (1,024), so it cannot fit in
+    # the tags as a burst (default_tags: the pod profile's tags).
+    assert all(kw["messages"] > default_tags("pod")
+               for _, _, kw in nic if kw["peers"] > 1)
     md = mem_ops_section([], 1000, "verilator", [
         dict(qps=4096, messages=4096, ii_cycles=200.0, ops_per_s=5e6),
         dict(op="load", peers=4096, messages=4096, ii_cycles=3.0, ops_per_s=1e9 / 3,

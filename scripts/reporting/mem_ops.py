@@ -37,6 +37,13 @@ NIC_FRAMING = "l2"
 RATE_QPS = (1, 64, 1024, 4096)
 #: The NIC's ops of its rates over peers (loads of 128 bytes, 8-byte fetch-and-adds).
 RATE_NIC_OPS = (("load", 128), ("atomic", 8))
+
+
+def nic_rate_messages(peers):
+    """Operations of a NIC rate run: 1,024 toward one peer (its target's reads bind from
+    the first), else 4,096, four times ``pod``'s 1,024 tags, so that a run does not fit
+    in the tags as a burst and the tag table's steady state shows."""
+    return 1024 if peers == 1 else max(4096, peers)
 #: Each design's op of a pair: (NIC op, engine op).
 _PAIRS = (("load", "read"), ("atomic", "atomic"))
 
@@ -72,7 +79,7 @@ def nic_rate_jobs():
     level field's target memory as the co-simulated rows), as :func:`scripts.sim.
     run_jobs` takes them."""
     return [(f"nic {op} rate {p} peers pod (model)", model_load_rate,
-             dict(op=op, msg_bytes=size, messages=max(1024, p), peers=p, fabric="pod",
+             dict(op=op, msg_bytes=size, messages=nic_rate_messages(p), peers=p, fabric="pod",
                   framing=NIC_FRAMING))
             for op, size in RATE_NIC_OPS for p in RATE_QPS]
 
