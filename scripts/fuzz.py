@@ -43,7 +43,7 @@ from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E4
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
-DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "ephemeral": 2000}
+DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "rdma-req": 200, "ephemeral": 2000}
 #: The designs each --design choice runs (``both``: the two receivers of the NIC and the
 #: RDMA engine; ``all``, the default, adds the ephemeral design's receiver).
 SELECTIONS = {**{d: (d,) for d in DESIGNS}, "both": ("nic", "rdma"), "all": DESIGNS}
