@@ -54,11 +54,8 @@ _FIRST, _MIDDLE, _LAST, _ONLY = (OpCode.RC_RDMA_READ_RESPONSE_FIRST,
                                  OpCode.RC_RDMA_READ_RESPONSE_LAST,
                                  OpCode.RC_RDMA_READ_RESPONSE_ONLY)
 _ACK_OP = OpCode.RC_ATOMIC_ACKNOWLEDGE.value
-#: READ lengths and path MTUs (log2) drawn. No READ of 0 bytes: the response intake
-#: writes no word for its READ RESPONSE ONLY and so never gives it a ``done`` (the
-#: operation is lost; tests/test_fuzz_req.py, ``test_a_zero_length_read_completes``,
-#: strict xfail).
-READ_LENGTHS = (1, 8, 63, 64, 100, 256, 257, 512, 700, 1024)
+#: READ lengths (a READ of 0 bytes among them) and path MTUs (log2) drawn.
+READ_LENGTHS = (0, 1, 8, 63, 64, 100, 256, 257, 512, 700, 1024)
 PMTU_LOG2 = (8, 9)
 
 
@@ -144,10 +141,12 @@ def forged(frame, honest):
     return (frame[42], _plen(frame)) in h[0]
 
 
-def _hostile(rng, qpn, psn, op, frame, kind=None):
+def _hostile(rng, qpn, psn, op, frame, kind=None, small=False):
     """A crafted hostile frame of ``kind`` (drawn from :data:`HOSTILE` if None) before the
-    honest response ``(psn, op, frame)`` of QP ``qpn``."""
+    honest response ``(psn, op, frame)`` of QP ``qpn``; ``small``: of at most two beats
+    (kinds ``no_qp``, ``far_psn`` and ``ack``)."""
     kind = kind or rng.choice(HOSTILE)
+    sizes = (0, 8) if small else (0, 8, 64)
     plen = _plen(frame)
     if kind == "ack_for_read" and op == _ACK_OP:
         kind = "read_for_atomic"
@@ -170,11 +169,11 @@ def _hostile(rng, qpn, psn, op, frame, kind=None):
                                  frame[58:58 + plen])
     elif kind == "no_qp":
         fr = read_response_frame(_ONLY, B, A, 0x100, QP_STRAY, psn, Syndrome.ACK, 9,
-                                 rng.randbytes(rng.choice((0, 8, 64))))
+                                 rng.randbytes(rng.choice(sizes)))
     elif kind == "far_psn":
         far = rng.randrange(4096, 1 << 22) * rng.choice((1, -1))
         fr = read_response_frame(_ONLY, B, A, 0x100, qpn, (psn + far) & 0xFFFFFF,
-                                 Syndrome.ACK, 9, rng.randbytes(rng.choice((8, 64))))
+                                 Syndrome.ACK, 9, rng.randbytes(rng.choice(sizes[1:])))
     else:
         kind = "ack"
         fr = ack_frame(B, A, 0x100, qpn, psn, Syndrome.ACK, 9)
@@ -228,7 +227,7 @@ def req_chunk(seed, chunk, frames, max_beats=1024):
     while len(fuzz) < frames:           # the fill: hostile frames of one or two beats
         qpn = rng.choice((QP_A, QP_B))
         fuzz.append(_hostile(rng, qpn, rng.randrange(1 << 24), _ONLY.value, b"\0" * 62,
-                             rng.choice(("no_qp", "far_psn", "ack"))))
+                             rng.choice(("no_qp", "far_psn", "ack")), small=True))
     expect = {}
     for _, _, exp, _ in ops:
         expect.update(exp)
