@@ -116,17 +116,18 @@ def test_the_invariants_catch_a_lost_write_an_extra_completion_and_a_frame_not_c
 
 
 def test_a_zero_length_read_completes():
-    """IBTA allows an RDMA READ of 0 bytes (one READ RESPONSE ONLY without payload): it
-    completes once, with one host word that enables no byte and carries its mark."""
-    frame = read_response_frame(OpCode.RC_RDMA_READ_RESPONSE_ONLY, B, A, 1, QP_A, 100,
-                                Syndrome.ACK, 9, b"")
-    issue = dict(atomic=0, qpn=QP_A, psn=100, pmtu_log2=8, laddr=4096, length=0)
-    beats = list(frame_to_beats(frame, 64))
-    w = run_read_top(beats, [issue], [], timeout=0, slots=16, ord=16, depth=1 << 12,
-                     fifo_depths=FIFO_DEPTHS)
-    assert w["count"]["responses"] == 1
-    assert [(d["qpn"], d["psn"]) for _, d in w["done"]] == [(QP_A, 100)]
-    assert [(o["be"], o["mark"], o["tag"]) for _, o in w["o"]] == [(0, 1, QP_A)]
+    """IBTA allows an RDMA READ of 0 bytes (one READ RESPONSE ONLY without payload): the
+    RTL (Amaranth simulator) and its twin accept it and complete it once, with one host
+    word that enables no byte and carries its mark; the READ after it lands."""
+    from tb.rdma.intake_bench import responses, run_intake
+    frames = [f for _, f in responses(QP_A, 100, b"", 8) + responses(QP_A, 101, b"xy", 8)]
+    issues = [dict(atomic=0, qpn=QP_A, psn=100, pmtu_log2=8, laddr=4096, length=0),
+              dict(atomic=0, qpn=QP_A, psn=101, pmtu_log2=8, laddr=8192, length=2)]
+    r = run_intake(frames, issues)                 # RTL = twin in every cycle
+    assert r["count"]["responses"] == 2 and r["count"]["malformed"] == 0
+    assert [(d["qpn"], d["psn"]) for d in r["done"]] == [(QP_A, 100), (QP_A, 101)]
+    assert [(o["addr"], o["be"], o["mark"], o["tag"]) for o in r["o"]] == [
+        (64, 0, 1, QP_A), (128, 0b11, 1, QP_A)]
 
 
 @pytest.mark.slow_variants("verilator", reason=(

@@ -276,7 +276,7 @@ class ResponseIntake(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(self.issue.valid & self.issue.ready)
         npk = Signal(PSN_BITS)
-        m.d.comb += npk.eq(Mux(iss.atomic, 1,
+        m.d.comb += npk.eq(Mux(iss.atomic | (iss.length == 0), 1,
                                (iss.length + (Const(1, 13) << iss.pmtu_log2) - 1)
                                >> iss.pmtu_log2))
 
