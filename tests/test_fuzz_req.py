@@ -145,3 +145,14 @@ def test_fuzz_chunk_rdma_req(sim, test_id, tmp_path):
     for name in ("responses", "duplicates", "malformed", "bad"):
         assert r["by_outcome"][name] > 0, name
     assert r["by_frame"]["read_response"] > 0 and r["by_frame"]["atomic_ack"] > 0
+
+
+def test_bad_chunk_for_the_requester_is_named(capsys):
+    from scripts.fuzz import parse
+
+    with pytest.raises(SystemExit) as exc:
+        parse(["--design", "rdma-req", "--chunk", "256"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--chunk must be 1 to 255 for design rdma-req, not 256" in err
+    assert parse(["--design", "rdma-req"]).designs == ("rdma-req",)
