@@ -77,6 +77,11 @@ def test_forged_names_only_a_frame_the_requester_would_take_for_the_honest_one()
     body[70] ^= 1                                     # a payload byte
     assert forged(roce_refresh(bytes(body), "crc"), table)         # ICRC made right
     assert not forged(roce_refresh(bytes(body), "fcs"), table)     # ICRC wrong
+    longer_frame = roce_refresh(honest[:-8] + bytes(4) + honest[-8:-4], "crc")
+    assert not forged(longer_frame, table)          # 4 bytes more than its IPv4 length
+    other_type = bytearray(honest[:-4])
+    other_type[12] = 0x86                           # not IPv4
+    assert not forged(roce_refresh(bytes(other_type), "crc"), table)
     assert not forged(honest, table)
     longer = read_response_frame(OpCode.RC_RDMA_READ_RESPONSE_ONLY, B, A, 1, QP_A, 7,
                                  Syndrome.ACK, 9, bytes(68))

@@ -124,14 +124,20 @@ def _plen(frame):
 
 def forged(frame, honest):
     """Whether ``frame`` would be accepted as a response although it is not the honest
-    one: FCS and ICRC right, the QP and PSN of an honest response (``honest``:
-    ``{(qpn, psn): (accepted {(opcode, length)}, frame)}``), an opcode and length
-    accepted there, an ACK syndrome. (A superset of what the requester accepts: the
-    IPv4, UDP and length checks are not looked at.)"""
+    one: FCS and ICRC right, Ethernet type IPv4, an IPv4 header of 20 bytes, UDP to port
+    4791, the frame as long as its IPv4 length says, the QP and PSN of an honest response
+    (``honest``: ``{(qpn, psn): (accepted {(opcode, length)}, frame)}``), an opcode and
+    payload length accepted there, an ACK syndrome. (IBTA's and IPv4's rules; the IPv4
+    header checksum, which the ICRC does not cover, is not looked at: a frame with it
+    wrong counts as forged, so it is never sent.)"""
     if len(frame) < 62:
         return False
     body = frame[:-4]
     if zlib.crc32(body).to_bytes(4, "little") != frame[-4:] or icrc(body[:-4]) != body[-4:]:
+        return False
+    if (frame[12:14] != b"\x08\x00" or frame[14] != 0x45 or frame[23] != 17
+            or frame[36:38] != (4791).to_bytes(2, "big")
+            or len(frame) != int.from_bytes(frame[16:18], "big") + 18 or _plen(frame) < 0):
         return False
     h = honest.get((int.from_bytes(frame[47:50], "big"), int.from_bytes(frame[51:54], "big")))
     if h is None or frame == h[1]:
