@@ -28,7 +28,7 @@ help:
 	@echo "make regress SEEDS=N - the pyuvm regressions, N seeds on both simulators"
 	@echo "              on a Dask cluster: ARGS=\"--scheduler tcp://host:8786\" (or local)"
 	@echo "make soak   - 1M messages per design over faulty links on Verilator, every chunk vs the model (MESSAGES=N) -> build/soak/"
-	@echo "make fuzz   - mutated frames into the NIC's, the RDMA engine's and the ephemeral design's receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
+	@echo "make fuzz   - mutated frames into the NIC's, the RDMA engine's (responder and requester) and the ephemeral design's receivers, RTL vs model + invariants (FRAMES=N) -> build/fuzz/"
 	@echo "make lint   - ruff"
 	@echo "make clean  - remove build/"
 
@@ -77,7 +77,7 @@ MESSAGES ?= 1000000
 soak: $(STAMP)
 	$(RUN) $(PY) scripts/soak.py --messages $(MESSAGES) --jobs $(JOBS) $(ARGS)
 
-# Mutation fuzz of the receivers (NIC, RDMA, ephemeral): FRAMES fuzz frames (ephemeral:
+# Mutation fuzz of the receivers (NIC, RDMA responder and requester, ephemeral): FRAMES fuzz frames (ephemeral:
 # packets) per design (default 100,000).
 FRAMES ?= 100000
 .PHONY: fuzz

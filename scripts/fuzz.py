@@ -5,12 +5,14 @@ are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset 
 co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
 responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
 receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
-the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop; the ephemeral design's
-receiver, :mod:`tb.cocotb_ephemeral_fuzz` on EphemeralReceiverTop, N packet headers of
-:mod:`pymodel.scenarios.fuzz_ephemeral`), checked against the golden model and against
-model-free invariants (:mod:`tb.fuzz_checks`, :mod:`tb.ephemeral_receiver`).
-``--design`` picks ``nic``, ``rdma``, ``ephemeral``, ``both`` (nic and rdma) or ``all``
-(the default). Several
+the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop; the RDMA requester's
+response path, ``rdma-req``, :mod:`tb.rdma.cocotb_req_fuzz` on ReadRequesterTop, hostile
+READ RESPONSEs and ATOMIC ACKNOWLEDGEs of :mod:`pymodel.scenarios.fuzz_req`; the
+ephemeral design's receiver, :mod:`tb.cocotb_ephemeral_fuzz` on EphemeralReceiverTop, N
+packet headers of :mod:`pymodel.scenarios.fuzz_ephemeral`), checked against the golden
+model and against model-free invariants (:mod:`tb.fuzz_checks`, :mod:`tb.ephemeral_receiver`).
+``--design`` picks ``nic``, ``rdma``, ``rdma-req``, ``ephemeral``, ``both`` (nic and rdma)
+or ``all`` (the default: the four). Several
 chunks run in one simulator process (``--per-run``); a progress line per chunk gives the
 elapsed time and an estimate of the time left.
 
@@ -43,7 +45,7 @@ from tb.fuzz_runner import DESIGNS, NIC_TARGETS, max_chunk, run_fuzz  # noqa: E4
 
 OUT = ROOT / "build" / "fuzz"
 #: Frames per chunk unless --chunk says otherwise.
-DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "ephemeral": 2000}
+DEFAULT_CHUNK = {"rdma": 1500, "nic": 800, "rdma-req": 200, "ephemeral": 2000}
 #: The designs each --design choice runs (``both``: the two receivers of the NIC and the
 #: RDMA engine; ``all``, the default, adds the ephemeral design's receiver).
 SELECTIONS = {**{d: (d,) for d in DESIGNS}, "both": ("nic", "rdma"), "all": DESIGNS}
@@ -55,8 +57,8 @@ def parse(argv=None):
                     help="fuzz frames (ephemeral: packets) per design (default 100000)")
     ap.add_argument("--seed", type=int, default=1, help="fuzz seed (default 1)")
     ap.add_argument("--design", default="all", choices=tuple(SELECTIONS),
-                    help="which receiver: nic, rdma, ephemeral, both (nic and rdma) or "
-                         "all (default)")
+                    help="which receiver: nic, rdma, rdma-req (the RDMA requester's "
+                         "responses), ephemeral, both (nic and rdma) or all (default)")
     ap.add_argument("--sim", default=None, choices=SIMULATORS,
                     help="simulator (default $SIM or verilator)")
     ap.add_argument("--chunk", type=int, default=None,

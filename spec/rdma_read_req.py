@@ -49,9 +49,10 @@ INTAKE_COUNTERS = ("responses", "duplicates", "gaps", "malformed", "unmatched", 
 
 def issue_layout(depth):
     """An operation sent: ``atomic`` (COMPARE & SWAP or FETCH & ADD) or an RDMA READ of
-    ``length`` bytes (1 .. READ_MAX_BYTES) at path MTU ``2**pmtu_log2``; its QP and first
-    PSN; ``laddr``, the local byte address the data (or the 8-byte original value) goes
-    to: 64-byte aligned for a READ, 8-byte aligned for an atomic."""
+    ``length`` bytes (0 .. READ_MAX_BYTES; 0: one READ RESPONSE ONLY without payload) at
+    path MTU ``2**pmtu_log2``; its QP and first PSN; ``laddr``, the local byte address
+    the data (or the 8-byte original value) goes to: 64-byte aligned for a READ, 8-byte
+    aligned for an atomic."""
     return data.StructLayout({
         "atomic": 1, "qpn": QPN_BITS, "psn": PSN_BITS, "pmtu_log2": 4,
         "laddr": range(64 * depth), "length": LEN_BITS,

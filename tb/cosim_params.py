@@ -63,6 +63,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.cocotb_rdma": "tb.rdma.cocotb_rdma:check_params",
     "tb.rdma.cocotb_rdma_budget": "tb.rdma.cocotb_rdma_budget:check_budget_params",
     "tb.rdma.cocotb_read_requester": ("seed", "timeout"),
+    "tb.rdma.cocotb_req_fuzz": ("seed", "frames", "chunks", "out", "timeout"),
     "tb.rdma.uvm.tests": "tb.cosim_params:_rdma_uvm_params",
     "tb.soak.cocotb_nic_mem_soak": ("top", "seed", "plan", "mix", "token"),
     "tb.soak.cocotb_ephemeral_soak": "tb.soak.ephemeral:check_params",

@@ -10,9 +10,10 @@ from pathlib import Path
 from tb.cosim import run_cosim
 
 __all__ = ["DESIGNS", "RDMA_FUZZ_TOP", "NIC_FUZZ_TOP", "NIC_FRAMINGS", "NIC_TARGETS",
-           "NIC_MEM_FUZZ_TOP", "EPHEMERAL_FUZZ_TOP", "max_chunk", "run_fuzz"]
+           "NIC_MEM_FUZZ_TOP", "EPHEMERAL_FUZZ_TOP", "READ_REQ_FUZZ_TOP", "max_chunk",
+           "run_fuzz"]
 
-DESIGNS = ("nic", "rdma", "ephemeral")
+DESIGNS = ("nic", "rdma", "rdma-req", "ephemeral")
 #: RdmaTop's parameters for the fuzz: injection player and link recorders deep enough
 #: for a chunk, and node B's responder with RDMA READ and atomics (its READ data FIFO
 #: of two packets of the largest MTU, as :data:`tb.rdma.runner.FEATURES_TOP`).
@@ -33,6 +34,10 @@ NIC_TARGETS = (("nic", "compact"), ("nic", "l2"), ("nic-mem", "compact"))
 #: co-simulation test (tests/test_unit_ephemeral_receiver.py), a pool of 8 contexts (so
 #: that floods of forged opens fill it) and a player and recorders of 2,048 packets.
 EPHEMERAL_FUZZ_TOP = {"entries": 8, "depth": 2048}
+#: ReadRequesterTop's parameters for the requester's fuzz (``rdma-req``): the build of
+#: its co-simulation test (tests/test_cosim_rdma_read_requester.py), players and
+#: recorders of 1,024 items.
+READ_REQ_FUZZ_TOP = {"items": 1024}
 
 
 def max_chunk(design):
@@ -47,6 +52,10 @@ def max_chunk(design):
         return (RDMA_FUZZ_TOP["inject"] - 300 - 2048) // 9
     if design == "ephemeral":
         return EPHEMERAL_FUZZ_TOP["depth"]               # one packet an entry
+    if design == "rdma-req":
+        # pymodel.scenarios.fuzz_req.req_chunk fits any chunk in the frames player (it
+        # fills up with frames of at most two beats); half of it for the fuzz.
+        return (READ_REQ_FUZZ_TOP["items"] - 4) // 4
     if design == "nic-mem":
         return NIC_MEM_FUZZ_TOP["raws"]                  # one beat a frame, any sender
     nic = (NIC_FUZZ_TOP["beats"] - 200) // 32            # frames of up to 280 + 200 bytes
@@ -67,7 +76,9 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
     :data:`NIC_MEM_FUZZ_TOP`), one of the NIC design's targets (:data:`NIC_TARGETS`).
     ``design`` ``"ephemeral"``: the ephemeral receiver on EphemeralReceiverTop
     (:mod:`tb.cocotb_ephemeral_fuzz`, :data:`EPHEMERAL_FUZZ_TOP`), ``frames`` packets a
-    chunk. ``read_mix``: RDMA with READs, the shares of
+    chunk. ``design`` ``"rdma-req"``: the requester's response path on ReadRequesterTop
+    (:mod:`tb.rdma.cocotb_req_fuzz`, :data:`READ_REQ_FUZZ_TOP`). ``read_mix``: RDMA with
+    READs, the shares of
     :func:`pymodel.scenarios.fuzz.rdma_chunk` (default its own)."""
     out = str(Path(out).resolve())
     if design == "rdma":
@@ -104,5 +115,11 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
         return run_cosim(EphemeralReceiverTop(**top), name=f"ephemeral_receiver_"
                                                            f"{top['entries']}",
                          test_module="tb.cocotb_ephemeral_fuzz", params=params, sim=sim,
+                         test_id=test_id)
+    if design == "rdma-req":
+        from rtl.tops.read_requester_top import ReadRequesterTop
+        params = {"seed": seed, "chunks": list(chunks), "frames": frames, "out": out}
+        return run_cosim(ReadRequesterTop(**READ_REQ_FUZZ_TOP), name="read_requester_top",
+                         test_module="tb.rdma.cocotb_req_fuzz", params=params, sim=sim,
                          test_id=test_id)
     raise ValueError(f"design must be one of {DESIGNS} or 'nic-mem', not {design!r}")

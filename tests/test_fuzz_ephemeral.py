@@ -106,6 +106,6 @@ def test_bad_chunk_for_ephemeral_is_named(argv, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--chunk" in err and "ephemeral" in err
-    assert parse(["--design", "all"]).designs == ("nic", "rdma", "ephemeral")
-    assert parse([]).designs == ("nic", "rdma", "ephemeral")
+    assert parse(["--design", "all"]).designs == ("nic", "rdma", "rdma-req", "ephemeral")
+    assert parse([]).designs == ("nic", "rdma", "rdma-req", "ephemeral")
     assert parse(["--design", "both"]).designs == ("nic", "rdma")

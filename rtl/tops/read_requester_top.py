@@ -41,7 +41,9 @@ class ReadRequesterTop(HarnessTop):
     :data:`FIFO_DEPTHS`); ``req``
     (player) -> :class:`~rtl.rdma.req.request_framer.RequestFramer` -> ``req_frames``
     (recorder). Ports: ``timeout`` (the intake's), ``intake`` (its counters,
-    :data:`spec.rdma_read_req.INTAKE_COUNTERS`; in Verilog ``intake__<name>``).
+    :data:`spec.rdma_read_req.INTAKE_COUNTERS`; in Verilog ``intake__<name>``),
+    ``rx_overflow`` (the receive stage's ``overflow``: frames dropped whole because its
+    FIFOs were full).
     """
 
     def __init__(self, slots=16, ord=16, depth=1 << 12, items=4096):
@@ -55,7 +57,8 @@ class ReadRequesterTop(HarnessTop):
             recorders={"wr": (wr_layout(depth), items), "ops_done": (done_layout(), items),
                        "rewind": (rewind_layout(), items), "req_frames": (beat, items)},
             ports={"timeout": In(PSN_BITS),
-                   "intake": Out(CountersSignature(INTAKE_COUNTERS))})
+                   "intake": Out(CountersSignature(INTAKE_COUNTERS)),
+                   "rx_overflow": Out(32)})
 
     def elaborate_design(self, m, players, recorders):
         d = FIFO_DEPTHS
@@ -86,7 +89,7 @@ class ReadRequesterTop(HarnessTop):
             q = fifo(name, shape, d[name])
             wiring.connect(m, getattr(intake, name), q.w_stream)
             wiring.connect(m, q.r_stream, recorders[rec].i)
-        m.d.comb += intake.timeout.eq(self.timeout)
+        m.d.comb += [intake.timeout.eq(self.timeout), self.rx_overflow.eq(rx.overflow)]
         wiring.connect(m, players["req"].o, framer.i)
         wiring.connect(m, framer.o, recorders["req_frames"].i)
         sig = CountersSignature(INTAKE_COUNTERS)

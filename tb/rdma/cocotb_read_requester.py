@@ -99,6 +99,7 @@ async def read_requester(dut):
                  want["count"][name])
     for name in lay:
         sb.equal(f"{name} overflow", int(getattr(dut, f"{name}__overflow").value), 0)
+    sb.equal("rx overflow", int(dut.rx_overflow.value), want["overflow"])
     # IBTA's outcome, from the operations.
     mem = {}
     for w in got["wr"]:

@@ -16,7 +16,8 @@ def run_read_top(beats, issues, reqs, *, timeout, slots, ord, depth, fifo_depths
     from cycle 0, one item a cycle as each is taken; returns ``{recorder: [(cycle,
     item)]}`` for ``o``, ``done``, ``rewind`` (dicts) and ``req_frames`` (beat tuples
     ``(data, nbytes, first, last)``), ``issue_taken`` (the cycles the player's issues
-    were taken), ``count`` (the intake's counters at the end) and ``cycles`` (the first
+    were taken), ``count`` (the intake's counters at the end), ``overflow`` (the
+    receive stage's: frames dropped whole) and ``cycles`` (the first
     cycle with nothing left to do)."""
     d = fifo_depths
     q = {name: Fifo(d[name], name) for name in ("hdr", "pay", "issue", "o", "done",
@@ -55,5 +56,5 @@ def run_read_top(beats, issues, reqs, *, timeout, slots, ord, depth, fifo_depths
                 and all(s is None for s in intake.slot)
                 and not any(len(f) for f in q.values())):
             return dict(out, issue_taken=issue_taken, count=dict(intake.count),
-                        cycles=c + 1)
+                        overflow=rx.count["overflow"], cycles=c + 1)
     raise AssertionError(f"the read requester top was still busy after {max_cycles}")

@@ -228,7 +228,7 @@ class ResponseIntakeModel:
             self.buf = (entry["b0"].to_bytes(64, "little")[s:]
                         + entry["b1"].to_bytes(64, "little"))
         plen = job["plen"]
-        nwords = -(-plen // 64)
+        nwords = max(1, -(-plen // 64)) if job["write"] else -(-plen // 64)
         word_due = self.k < nwords
         need = False
         last = False

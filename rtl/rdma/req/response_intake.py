@@ -115,12 +115,14 @@ class ResponseIntake(wiring.Component):
     an AETH, 54 without): one step a cycle, a word to ``o`` (with ``done`` on an operation's
     last word; each needs its ready) and, if it needs it, a beat popped; then one tail beat a
     cycle; the entry is popped with the last step (a dropped frame: one step per beat of it in
-    the FIFO, at least one). So a 256-byte READ RESPONSE ONLY (6 beats) takes 6 cycles. In every
-    cycle an issue may be taken as well (from the table at the start of the cycle). The timer
-    counts the cycles in which a slot is valid and neither a frame is accepted nor an issue
-    taken (others clear it; it stops at ``timeout``); in a cycle that starts with it at
-    ``timeout`` (not 0) and decides no frame, with ``rewind.ready``, the oldest valid slot is
-    re-requested (``timeouts``) and the timer cleared.
+    the FIFO, at least one). An accepted response of 0 bytes (a READ of 0 bytes) writes one
+    word with no byte enabled, which carries its ``mark`` and ``done``. So a 256-byte READ
+    RESPONSE ONLY (6 beats) takes 6 cycles. In every cycle an issue may be taken as well (from
+    the table at the start of the cycle). The timer counts the cycles in which a slot is valid
+    and neither a frame is accepted nor an issue taken (others clear it; it stops at
+    ``timeout``); in a cycle that starts with it at ``timeout`` (not 0) and decides no frame,
+    with ``rewind.ready``, the oldest valid slot is re-requested (``timeouts``) and the timer
+    cleared.
     """
 
     def __init__(self, slots=16, ord=16, depth=1 << 14):
@@ -274,7 +276,7 @@ class ResponseIntake(wiring.Component):
         take = Signal()
         m.d.comb += take.eq(self.issue.valid & self.issue.ready)
         npk = Signal(PSN_BITS)
-        m.d.comb += npk.eq(Mux(iss.atomic, 1,
+        m.d.comb += npk.eq(Mux(iss.atomic | (iss.length == 0), 1,
                                (iss.length + (Const(1, 13) << iss.pmtu_log2) - 1)
                                >> iss.pmtu_log2))
 
@@ -334,11 +336,10 @@ class ResponseIntake(wiring.Component):
                          j_psn.eq(hs.next_psn)]
 
         # ---- execution: words to o, beats popped ----
-        k = Signal(8)
-        popped = Signal(range(REST_MAX + 1))
-        carry = Signal(HOST_WORD_BITS)
-        nwords = Signal(8)
-        m.d.comb += nwords.eq((j_plen + 63) >> 6)
+        k, nwords = Signal(8), Signal(8)
+        popped, carry = Signal(range(REST_MAX + 1)), Signal(HOST_WORD_BITS)
+        # An accepted response of 0 bytes writes one word (no byte enabled): mark and done.
+        m.d.comb += nwords.eq(Mux(j_write & (j_plen == 0), 1, (j_plen + 63) >> 6))
         left = Signal(16)
         m.d.comb += left.eq(j_plen - (k << 6))
         word_due, need_beat, tail = Signal(), Signal(), Signal()
