@@ -45,10 +45,11 @@ the WRITE-only soak above) shares the messages among writes, loads/READs and ato
 (exact shares, :mod:`pymodel.scenarios.mix`):
 
 - NIC: the writes are the stores above (link retry over faulty wires); the loads and
-  atomics run on NicMemTop, which has no link retry, **over clean links**: chunks of up
-  to 256 commands per node (``tb.soak.nic_mem``), fresh random memories each, every chunk
-  compared with the model on every beat, memory write, landed response, counter and
-  memory word and checked without it (each load's bytes, each atomic's old value and its
+  atomics run on NicMemTop with ``link_retry``, **over faulty reliable links at the same
+  rates** (all 8 wires): chunks of up to 256 commands per node (``tb.soak.nic_mem``),
+  fresh random memories each, every chunk compared with the model on every beat, memory
+  write, landed response, counter (the links' included) and memory word and checked
+  without it (each load's bytes, each atomic's old value and its
   word executed once, every command answered OK, no other byte changed;
   tb/soak/cocotb_nic_mem_soak.py). soak.json's ``nic_mem`` entry.
 - RDMA: each chunk posts the mix on the same QPs (kind ``mixed`` of

@@ -13,9 +13,11 @@ class MemTxModel:
 
     ``step(c, side)``: ``side["rsp"]`` the responder's offer (``{"has", "need", "o"}``),
     ``side["req"]`` and ``side["raw"]`` the beats offered (or None), ``side["give"]``
-    the credit returned in ``c``. Returns ``{"taken": "rsp"/"req"/"raw"/None, "o": the
-    wire beat (data, nbytes, first, last) or None}``. :attr:`credits` is the count at
-    the start of the cycle (read it before ``step`` for the responder's ``start_ok``).
+    the credit returned in ``c``, ``side["ready"]`` the link's ``ready`` (default True;
+    while low nothing is taken or sent, the spill beat waits). Returns ``{"taken":
+    "rsp"/"req"/"raw"/None, "o": the wire beat (data, nbytes, first, last) or None}``.
+    :attr:`credits` is the count at the start of the cycle (read it before ``step`` for
+    the responder's ``start_ok``).
     """
 
     def __init__(self, credits):
@@ -34,7 +36,9 @@ class MemTxModel:
 
     def step(self, c, side):
         taken, out = None, None
-        if self.spill is not None:
+        if not side.get("ready", True):
+            pass
+        elif self.spill is not None:
             out, self.spill = self.spill, None
         else:
             rsp = side.get("rsp") or {}

@@ -38,7 +38,10 @@ class MemTx(wiring.Component):
         Further one-beat frames without FCS (at most 60 bytes: any content, the
         testbench's hostile frames).
     o : Out(packet_signature(64))
-        To the link (always ready).
+        To the link. A plain link is always ready; a reliable link (NicMemTop's
+        ``link_retry``) lowers ``ready`` while its replay buffer is full: then no source
+        is taken, nothing changes (the FCS's spill beat waits too), and no credit is
+        spent.
     give : In(1)
         One credit returned by the far end this cycle.
     credits : Out(range(credits + 1))

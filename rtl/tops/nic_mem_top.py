@@ -1,11 +1,12 @@
 """Co-simulation top of the NIC's memory operations: N nodes issuing loads and atomics to
 each other through the switch."""
 
-from amaranth import Mux, ResetSignal
+from amaranth import Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.fabric.link import Link
+from rtl.fabric.reliable_link import ReliableLink
 from rtl.fabric.switch import Switch
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.local_memory import LocalMemory
@@ -19,7 +20,7 @@ from rtl.tops.nic_top import write_event_layout
 from spec.checks import check_int, reject
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import Framing
-from spec.formats.nic_mem import MEM_WIDTH, mem_cmd_layout, rsp_event_layout
+from spec.formats.nic_mem import MEM_WIDTH, mem_cmd_layout, mem_frame_beats, rsp_event_layout
 from spec.formats.packet import packet_layout
 from spec.nic_mem import (
     MEM_RESP_COUNTERS,
@@ -64,12 +65,35 @@ class NicMemTop(HarnessTop):
     (raw player depth), ``events`` (recorder depth), ``target_latency`` and
     ``target_reads`` (every node's :class:`MemResponder`: the read of its target memory;
     0, the default, reads it in no cycle). The datapath is 64 bytes.
+
+    ``link_retry`` (default False: plain links, as above): every uplink and downlink is a
+    :class:`ReliableLink` (link-level retry over a faulty wire, as
+    :class:`rtl.tops.nic_top.NicTop` with ``retry``; docs/recovery.md), sized for the
+    longest memory frame (:func:`spec.formats.nic_mem.mem_frame_beats` of
+    ``max_payload``: a load's whole answer), and the switch holds its egress beats while
+    a downlink's replay buffer is full. The wires share the run-time fault settings port
+    ``flt`` (:data:`spec.fabric.SETTINGS` and :data:`spec.fabric.RETRY_SETTINGS`: frames
+    dropped, corrupted, duplicated, their sequence tags and the ACK/NAKs damaged; all
+    rates 0 by default); wire ``k`` (``2p`` the uplink of node ``p``, ``2p + 1`` its
+    downlink) uses the seed ``flt.seed + k`` (16 bits). Each link's counters are ports
+    ``up[p]`` and ``down[p]`` (:meth:`rtl.fabric.reliable_link.ReliableLink.
+    port_signatures`). Latency: a frame of ``n`` beats reaches the switch ``n + 1``
+    cycles later than over a plain link, and its receiver the same again (the reliable
+    link's Timing), plus the replays when the wire damages it; the credits
+    (:func:`~spec.fabric_profiles.nic_top_credits` with ``retry``) cover that delivery
+    latency. Backpressure: MemTx's ``o`` waits while the uplink's replay buffer could
+    not hold the next beat or a whole frame (nothing is dropped: the frame's source holds
+    it). On faults every frame still reaches its receiver once, whole and in order per
+    link, so every request is executed once and every response lands once; only the
+    cycles move (the reliable link's receiver judges each frame by its FCS and tag, and
+    the sender replays what was not acknowledged).
     """
 
     def __init__(self, nodes=MEM_TOP_DEFAULTS["nodes"], framing="compact", fabric="board",
                  tags=None, mem_words=MEM_TOP_DEFAULTS["mem_words"],
                  max_payload=MEM_TOP_DEFAULTS["max_payload"], items=256, raws=16,
-                 events=1024, target_latency=0, target_reads=TARGET_LEVEL_READS):
+                 events=1024, target_latency=0, target_reads=TARGET_LEVEL_READS,
+                 link_retry=False):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -90,12 +114,19 @@ class NicMemTop(HarnessTop):
                                                                   target_reads)
         except ValueError as exc:
             reject(self, str(exc))
+        if not isinstance(link_retry, bool):
+            reject(self, f"link_retry must be True or False, not {link_retry!r}")
+        self.link_retry = link_retry
         self.link_latency = profile.link
         self.hop_latency = switch_hop_latency(profile)
-        self.credits = nic_top_credits(profile, MEM_WIDTH, max_payload)
+        self.credits = nic_top_credits(profile, MEM_WIDTH, max_payload, link_retry)
         self.queue = request_queue_depth(nodes, self.tags)
         self.switch = Switch(MEM_WIDTH, nodes, self.framing, self.credits,
-                             hop_latency=self.hop_latency)
+                             backpressure=link_retry, hop_latency=self.hop_latency)
+        lat = self.link_latency
+        beats = mem_frame_beats(self.framing, max_payload)
+        wire = ((lambda: ReliableLink(MEM_WIDTH, lat, beats)) if link_retry
+                else (lambda: Link(MEM_WIDTH, lat)))
         self.blocks = [dict(
             tt=TagTable(self.tags, mem_words),
             rq=MemRequester(self.framing, mem_words),
@@ -104,7 +135,7 @@ class NicMemTop(HarnessTop):
             rx=MemRx(self.framing, mem_words, max_payload),
             nic_tx=MemTx(self.credits),
             mem=LocalMemory(mem_words),
-            up=Link(MEM_WIDTH, self.link_latency), down=Link(MEM_WIDTH, self.link_latency),
+            up=wire(), down=wire(),
             cret=CreditReturn(self.link_latency)) for _ in range(nodes)]
         players, recorders = {}, {}
         for p in range(nodes):
@@ -118,6 +149,10 @@ class NicMemTop(HarnessTop):
                  "cnt_resp": Out(CountersSignature(MEM_RESP_COUNTERS)).array(nodes),
                  "outstanding": Out(16).array(nodes),
                  "credit_errors": Out(1)}
+        if link_retry:
+            settings, counters = ReliableLink.port_signatures()
+            ports.update({"flt": In(settings), "up": Out(counters).array(nodes),
+                          "down": Out(counters).array(nodes)})
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     def elaborate_design(self, m, players, recorders):
@@ -177,5 +212,13 @@ class NicMemTop(HarnessTop):
             ]
             for port, block in ((self.cnt_rx[p], rx), (self.cnt_resp[p], rs)):
                 wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
+            if self.link_retry:
+                for k, (link, port) in enumerate(((up, self.up[p]), (down, self.down[p]))):
+                    # The shared settings, with this wire's own seed (as NicTop's).
+                    settings = PortView(wiring.flipped(self.flt).signature, self.flt)
+                    settings.seed = Signal(16, name=f"flt_seed{2 * p + k}")
+                    m.d.comb += settings.seed.eq((self.flt.seed + 2 * p + k)[:16])
+                    wiring.connect(m, settings, link.settings)
+                    wiring.connect(m, link.counters, wiring.flipped(port))
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)

@@ -5,14 +5,16 @@ response, counter and final memory byte against the golden model
 Parameters (``COSIM_PARAMS``): the top's (``nodes``, ``framing``, ``fabric``, ``tags``,
 ``mem_words``, ``max_payload``), ``cmds`` (``{node: [[op, dst, addr, length, laddr, a,
 b], ...]}``), ``raws`` (``{node: [[data hex, nbytes], ...]}``: one-beat frames without
-FCS) and ``mem_seed`` (every local memory starts with random words of that seed) and ``stalls``
-(``{node: [seed, rate]}``: the command player's valid withheld by that pattern). The
-model runs first; the recorders are armed with its counts, and after they are done the
-simulator runs on for a round trip more, so that an extra RTL event shows as a count
-mismatch. Results go to ``nic_mem_results.json`` in the run folder: per node the
-command stamps and the landed responses of both sides, the RTL's request frames in order
-(``issued``: tag, destination, op), its landed responses (``landed``), its final memory
-(``mem_rtl``), and the mismatch count.
+FCS) and ``mem_seed`` (every local memory starts with random words of that seed) and
+``stalls`` (``{node: [seed, rate]}``: the command player's valid withheld by that
+pattern), and with ``link_retry`` ``faults`` (the fields of a
+:class:`pymodel.fabric.faulty_link.FaultSettings`: the ``flt`` ports, every link's
+counters compared too). The model runs first; the recorders are armed with its counts,
+and after they are done the simulator runs on for a round trip more, so that an extra
+RTL event shows as a count mismatch. Results go to ``nic_mem_results.json`` in the run
+folder: per node the command stamps and the landed responses of both sides, the RTL's
+request frames in order (``issued``: tag, destination, op), its landed responses
+(``landed``), its final memory (``mem_rtl``), and the mismatch count.
 """
 
 import json
@@ -22,10 +24,12 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ClockCycles
 
+from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fields import pack, unpack
 from pymodel.nic.mem_frames import parse_mem_header
 from pymodel.nic.mem_system import NicMemSystemModel
 from pymodel.packet import pack_beat, unpack_beat
+from spec.fabric import COUNTER_PORTS
 from spec.fabric_profiles import fabric_profile, round_trip
 from spec.formats.nic_mem import MEM_WIDTH, MemOp, mem_cmd_layout, rsp_event_layout
 from spec.nic_mem import MEM_RESP_COUNTERS, MEM_RX_COUNTERS
@@ -34,7 +38,7 @@ from tb.harness import Harness, dump_memory, load_memory
 from tb.scoreboard import Scoreboard
 
 TOP_KEYS = ("nodes", "framing", "fabric", "tags", "mem_words", "max_payload",
-            "target_latency", "target_reads")
+            "target_latency", "target_reads", "link_retry")
 CMD_FIELDS = ("op", "dst", "addr", "length", "laddr", "a", "b")
 
 
@@ -66,7 +70,25 @@ def run_model(p):
             for n, lst in p.get("raws", {}).items()}
     mem = memories(model.nodes, model.mem_words, p.get("mem_seed", 1))
     stalls = {int(n): tuple(v) for n, v in p.get("stalls", {}).items()}
-    return model, cmds, raws, mem, stalls, model.run(cmds, raws=raws, mem=mem, stalls=stalls)
+    faults = FaultSettings(**p.get("faults", {}))
+    return model, cmds, raws, mem, stalls, model.run(cmds, raws=raws, mem=mem, stalls=stalls,
+                                                     link_settings=faults)
+
+
+async def settle(dut, model, want):
+    """Run on after the recorders are done: a round trip more (an extra RTL event then
+    shows as a count mismatch) and, with ``link_retry``, to past the model's last busy
+    cycle (a link may still replay a frame whose ACK was lost: its counters move)."""
+    await ClockCycles(dut.clk, round_trip(fabric_profile(model.fabric)) + 64)
+    left = int(want["cycles"]) + 16 - int(dut.now.value)
+    if model.link_retry and left > 0:
+        await ClockCycles(dut.clk, left)
+
+
+def set_faults(h, settings):
+    """Drive the ``flt`` ports of a top built with ``link_retry`` (before reset)."""
+    for name, value in {**settings.ports(), **settings.retry_ports()}.items():
+        h.set(f"flt__{name}", value)
 
 
 def load_nodes(dut, h, n, cmds, raws, mem, want, stalls=None):
@@ -92,15 +114,18 @@ async def loads_and_atomics_match_model(dut):
     n = model.nodes
     h = Harness(dut)
     done = load_nodes(dut, h, n, cmds, raws, mem, want, stalls)
+    if model.link_retry:
+        set_faults(h, FaultSettings(**p.get("faults", {})))
     await h.reset()
     await h.wait_done(done, timeout_cycles=4 * want["cycles"] + 10_000)
-    await ClockCycles(dut.clk, round_trip(fabric_profile(model.fabric)) + 64)
+    await settle(dut, model, want)
     sb = Scoreboard(dut._log)
     out = {"nodes": compare_nodes(dut, h, sb, model, cmds, want)}
     sb.equal("credit errors", int(dut.credit_errors.value), int(want["credit_errors"]))
     out["mismatches"] = len(sb.mismatches)
     out["cycles"] = want["cycles"]
     out["counters"] = want["counters"]
+    out["links"] = want["links"]
     Path("nic_mem_results.json").write_text(json.dumps(out))
     sb.check()
     assert any(want["rsp"][q] for q in range(n)) or any(raws.values()), "nothing checked"
@@ -134,6 +159,11 @@ def compare_nodes(dut, h, sb, model, cmds, want):
                          want["counters"][q][name])
         sb.equal(f"node {q} outstanding", int(getattr(dut, f"outstanding__{q}").value),
                  want["outstanding"][q])
+        for side in ("up", "down") if model.link_retry else ():
+            for name in COUNTER_PORTS:    # tx_frames is port up__<q>__tx__frames
+                port = f"{side}__{q}__" + name.replace("_", "__", 1)
+                sb.equal(f"{side}{q} {name}", int(getattr(dut, port).value),
+                         want["links"][f"{side}{q}"][name])
         final = dump_memory(getattr(dut, f"mem{q}").mem, words)
         sb.compare(f"node {q} memory", final, want["mem"][q])
         nodes[q] = {"cmd": want["cmd_stamps"][q], "cmd_rtl": stamps,

@@ -1,9 +1,9 @@
 """The NIC's loads and atomics in ``make soak --mix``: each chunk's commands and the
 checks of its outcome that do not use the model (tb/soak/cocotb_nic_mem_soak.py).
 
-NicMemTop has no link retry: these chunks run over clean links, beside the stores over
-faulty links of :mod:`tb.soak.cocotb_nic_soak` (a mix's writes). Every node's memory of
-``words`` 64-byte words is laid out for the chunk:
+NicMemTop runs with ``link_retry``: these chunks run over faulty reliable links at the
+soak's fault rates, as the stores of :mod:`tb.soak.cocotb_nic_soak` (a mix's writes).
+Every node's memory of ``words`` 64-byte words is laid out for the chunk:
 
 - words ``0 .. SOURCE - 1``: the loads' source, which nothing writes during the chunk;
 - words ``SOURCE .. SOURCE + ATOMIC - 1``: one 8-byte slot per atomic addressed to the
@@ -23,6 +23,7 @@ import random
 import time
 from pathlib import Path
 
+from pymodel.fabric.faulty_link import rate_per_65535
 from pymodel.scenarios.mix import op_sequence
 from spec.formats.nic_mem import MEM_WIDTH, MemOp
 
@@ -159,23 +160,23 @@ def chunk_checks(cmds, expect, initial, mems, landed, statuses, outstanding):
 
 
 #: The NIC's loads and atomics (a mix's R and A): NicMemTop of 4 nodes on the board
-#: fabric (its default tags), 2,048-word memories (the layout of this module:
-#: 512 words of load source, 128 of atomic slots, the rest for the answers), commands
-#: per node per chunk at most (the players' depth; 256 answers of up to 4 words fit
-#: the 1,408 answer words), and the recorders' depth (a node's request beats and the
-#: beats of the answers it sends: 256 + 3 x 256 / 3 x 5 = 1,536 on average; 4,096 leaves
-#: room for a busy node).
+#: fabric (its default tags) with link retry on all 8 wires, 2,048-word memories (the
+#: layout of this module: 512 words of load source, 128 of atomic slots, the rest for
+#: the answers), commands per node per chunk at most (the players' depth; 256 answers of
+#: up to 4 words fit the 1,408 answer words), and the recorders' depth (a node's request
+#: beats and the beats of the answers it sends: 256 + 3 x 256 / 3 x 5 = 1,536 on
+#: average; 4,096 leaves room for a busy node).
 NIC_MEM_TOP = dict(nodes=4, framing="compact", fabric="board", mem_words=2048,
-                   max_payload=256)
+                   max_payload=256, link_retry=True)
 NIC_MEM_CHUNK = 256
 NIC_MEM_EVENTS = 4096
 
 
 def soak_nic_mem(args, messages):
     """The NIC's loads and atomics of the mix: ``messages`` commands in chunks of up to
-    ``NIC_MEM_CHUNK`` per node on NicMemTop over clean links (it has no link retry),
-    each chunk compared with the model and checked without it
-    (tb/soak/cocotb_nic_mem_soak.py)."""
+    ``NIC_MEM_CHUNK`` per node on NicMemTop with link retry, its wires faulted at the
+    rates of ``args`` (those of the stores' wires), each chunk compared with the model
+    and checked without it (tb/soak/cocotb_nic_mem_soak.py)."""
     from rtl.tops.nic_mem_top import NicMemTop
     from tb.cosim import BUILD, CosimFailure, run_cosim
 
@@ -185,11 +186,15 @@ def soak_nic_mem(args, messages):
     design = NicMemTop(**NIC_MEM_TOP, items=NIC_MEM_CHUNK, raws=1, events=NIC_MEM_EVENTS)
     token = f"{os.getpid()}-{time.time_ns()}"   # tells this run's figures from older ones
     print(f"nic_mem: {4 * per_node} loads and atomics (R:A {weights[0]}:{weights[1]}) in "
-          f"{len(plan)} chunks on NicMemTop over clean links (it has no link retry), each "
+          f"{len(plan)} chunks on NicMemTop with link retry over faulty wires, each "
           "compared with the model (Verilator -O2; progress in the simulator's log)",
           flush=True)
     test_id = f"seed{args.seed}_mix" + "_".join(map(str, args.mix))
-    params = dict(top=NIC_MEM_TOP, seed=args.seed, plan=plan, mix=list(weights), token=token)
+    faults = {k: rate_per_65535(getattr(args, k))
+              for k in ("drop_rate", "corrupt_rate", "dup_rate", "tag_rate", "ack_drop_rate",
+                        "ack_corrupt_rate")}
+    params = dict(top=NIC_MEM_TOP, seed=args.seed, plan=plan, mix=list(weights), token=token,
+                  faults=faults)
     try:
         run = run_cosim(design, name="nic_mem_soak_top",
                         test_module="tb.soak.cocotb_nic_mem_soak", sim="verilator",

@@ -2,7 +2,9 @@
 
 A chunk's *delivery* ends with its last payload write into a receiver's memory: for the
 NIC the last memory write of any receiver (the ``wr`` recorders, ``(items, cycles)`` per
-node, :class:`pymodel.nic.system.NicSystemModel`), for the RDMA engine the last
+node, :class:`pymodel.nic.system.NicSystemModel`; for its loads and atomics the last
+write of any node's memory, a landing answer or an atomic's update,
+:class:`pymodel.nic.mem_system.NicMemSystemModel`), for the RDMA engine the last
 remote-write mark at node B (``written``, ``(cycle, tag)``: the cycle the last payload
 word of a message is written, :func:`pymodel.rdma.system.simulate`). Both designs record
 these writes and the soak compares them with the golden model cycle for cycle; a
@@ -23,7 +25,8 @@ may be negative.
 
 import dataclasses
 
-__all__ = ["last_nic_write", "nic_chunk_recovery", "per_damaged_frame"]
+__all__ = ["last_nic_write", "nic_chunk_recovery", "nic_mem_chunk_recovery",
+           "per_damaged_frame"]
 
 #: The fault rates of :class:`pymodel.fabric.faulty_link.FaultSettings` (the rest of its
 #: fields, the seed and burst lengths, do nothing at rate 0).
@@ -46,6 +49,20 @@ def nic_chunk_recovery(model, stores, stalls, settings, mem, run):
     base = model.run(stores, list(range(len(run["wr"]))), stalls, link_settings=clean,
                      mem=mem)
     return last_nic_write(run["wr"]) - last_nic_write(base["wr"])
+
+
+def nic_mem_chunk_recovery(model, cmds, settings, mem, run):
+    """``recovery_cycles`` of a chunk of the NIC's loads and atomics: ``run`` is the
+    golden model's run (``model``, a :class:`pymodel.nic.mem_system.NicMemSystemModel`
+    with ``link_retry``) of ``cmds`` with the link fault ``settings`` from the memories
+    ``mem``; the baseline is the same with every rate of ``settings`` 0 (model only)."""
+    clean = dataclasses.replace(settings, **dict.fromkeys(FAULT_RATES, 0))
+    base = model.run(cmds, mem={q: list(v) for q, v in mem.items()}, link_settings=clean)
+
+    def last(r):
+        return max((c for ws in r["wr"].values() for c, _, _ in ws), default=0)
+
+    return last(run) - last(base)
 
 
 def per_damaged_frame(figures):
