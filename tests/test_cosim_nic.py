@@ -19,6 +19,9 @@ def nic_params(framing, **scenario):
     "Verilator runs the compact NIC top; Icarus runs both framings"))
 @pytest.mark.slow_variants("icarus-*-compact", reason=(
     "Verilator runs every scenario with compact framing, Icarus with L2 framing"))
+@pytest.mark.slow_variants("icarus-edges-0-l2", "icarus-all_to_all-0-l2", reason=(
+    "Icarus runs the same traffic on the same L2 top under 80 % stalls (edges-80, "
+    "all_to_all-80), Verilator without stalls on the compact top"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,stall_rate", [("pair", 0), ("edges", 0), ("edges", 80),
                                                  ("all_to_all", 0),

@@ -25,6 +25,9 @@ def e2e_params(framing, **scenario):
 @pytest.mark.slow_variants("icarus-*-compact", reason=(
     "Verilator runs every e2e scenario with compact framing, Icarus with L2 framing (and the "
     "compact e2e headline point)"))
+@pytest.mark.slow_variants("icarus-all_to_all-0-0-l2", reason=(
+    "Icarus runs the same traffic on the same L2 e2e top under 80 % stalls, Verilator "
+    "without stalls on the compact top"))
 @pytest.mark.parametrize("framing", ["compact", "l2"])
 @pytest.mark.parametrize("scenario,extra,stall", [
     ("pair", 0, 0), ("all_to_all", 0, 0), ("all_to_all", 0, 80), ("windows", 0, 0),

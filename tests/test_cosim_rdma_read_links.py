@@ -74,9 +74,12 @@ def test_reads_over_reliable_links_without_faults():
     assert m["links"]["ba"]["tx_resent_frames"] == m["links"]["ab"]["tx_resent_frames"] == 0
 
 
-@pytest.mark.slow_variants("verilator", reason=(
-    "the soak's mixed top on Verilator is covered by test_soak_mix.py's slow soak runs; "
-    "Icarus runs this case in make test"))
+@pytest.mark.slow(reason=(
+    "the soak's mixed top, a top of its own (make test was over 10 minutes): make test "
+    "runs this case in the model (test_reads_over_corrupting_and_duplicating_b_to_a_link), "
+    "node A's requester on damaged and repeated READ RESPONSEs against its twin "
+    "(test_fuzz_req.py's chunk), and READs over faulted reliable links in co-simulation "
+    "(below)"))
 def test_reads_over_corrupting_b_to_a_link_cosim(sim, test_id):
     run_rdma(MIXED_TOP, params=dict(PLAIN), sim=sim, test_id=test_id)
 
