@@ -43,7 +43,7 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
            "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
            "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets",
-           "ATOMIC_SLOTS"]
+           "IRD", "ATOMIC_QPS"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -119,17 +119,28 @@ READ_WORDS_RANGE = (64, 1024)
 #: READ requests executed (first time or repeated), READ RESPONSE frames sent, atomics
 #: executed, repeated atomics answered from their saved result.
 READ_COUNTERS = ("read_reqs", "read_frames", "atomics", "atomic_replays")
-#: Saved atomic results (the responder's resources for atomics): the QPN, PSN and
-#: original value of the last ``ATOMIC_SLOTS`` atomics executed, all QPs, replaced in
-#: turn; a repeated atomic (PSN behind the expected one) found here is answered with the
-#: saved value and not executed again, one not found is dropped (IBTA Vol 1 section
-#: 9.7.5.1.1 and o9-28: a duplicate atomic must not be executed again; Linux rxe drops
-#: one whose resource it no longer holds, rxe_resp.c ``duplicate_request``). 16 as the
-#: responder resources mlx5 reports per QP (``max_qp_rd_atom`` 16 in ``ibv_devinfo -v``
-#: of ConnectX adapters; Linux mlx5 sets it to ``1 << log_max_ra_req_qp`` and
-#: ``max_qp_init_rd_atom`` to ``1 << log_max_ra_res_qp``, drivers/infiniband/hw/mlx5/main.c);
-#: here shared by all QPs.
-ATOMIC_SLOTS = 16
+#: Saved atomic results (the responder's resources for atomics, IBTA's responder
+#: resources, the IRD): per QP the QPN, PSN and original value of that QP's last ``IRD``
+#: atomics executed, replaced in turn; a repeated atomic (PSN behind the expected one)
+#: found among its QP's is answered with the saved value and not executed again, one not
+#: found is dropped (IBTA Vol 1 section 9.7.5.1.1 and o9-28: a duplicate atomic must not
+#: be executed again; Linux rxe drops one whose resource it no longer holds, rxe_resp.c
+#: ``duplicate_request``). The rule: a result may be discarded once its QP's requester
+#: can no longer repeat it. A requester repeats only operations it still waits for, at
+#: most its ORD of them per QP, and completes them in order, so when a QP's atomic is
+#: followed by ``IRD`` >= ORD later atomics of the same QP it has completed. 16, as
+#: the ORD of the requester (:data:`spec.rdma_read_req.ORD_DEFAULT`) and the responder
+#: resources mlx5 reports per QP (``max_qp_rd_atom`` 16 in ``ibv_devinfo -v`` of ConnectX
+#: adapters; Linux mlx5 sets it to ``1 << log_max_ra_req_qp``,
+#: drivers/infiniband/hw/mlx5/main.c; rxe keeps ``max_dest_rd_atomic`` resources per QP,
+#: rxe_resp.c).
+IRD = 16
+#: Rows of the saved results: QP ``qpn`` keeps its ``IRD`` results in row ``qpn %
+#: ATOMIC_QPS``, one row per QP of the engine's QP space (4096, as the requester's
+#: ``windows``, :data:`spec.rdma_engine.TOP_DEFAULTS`). Each result carries the QPN bits
+#: above the row (a tag), so QPs equal modulo ``ATOMIC_QPS`` share a row's ``IRD`` results
+#: and never read each other's.
+ATOMIC_QPS = 4096
 
 
 def check_read_words(read_words):

@@ -26,10 +26,11 @@ def test_rdma_read_requests_and_atomics(sim, test_id):
     """Zero-length, 1-byte, one-packet and three-packet READs at a 256-byte MTU, a WRITE
     at the PSN after them, a repeated READ answered again, a bad rkey, a READ beyond the
     MR and one without the remote-read right NAKed, a READ over the WRITE's bytes; then
-    FETCH & ADD, COMPARE & SWAP (swapping, then not), the FETCH & ADD again after its
-    ACK was lost (answered from the saved result, executed once) and a misaligned atomic
-    (NAKed): 10 READ RESPONSE frames and 4 ATOMIC ACKNOWLEDGEs, all dropped at node A
+    FETCH & ADD, 17 FETCH & ADDs of another QP (more than the 16 results a QP keeps),
+    COMPARE & SWAP (swapping, then not), the first FETCH & ADD again after its ACK was
+    lost (answered from its QP's saved result, executed once) and a misaligned atomic
+    (NAKed): 10 READ RESPONSE frames and 21 ATOMIC ACKNOWLEDGEs, all dropped at node A
     (it posted no READ or atomic)."""
     run_rdma(TOP, params=dict(kind="reads", expect={
-        "resp_read_frames": 10, "resp_atomics": 3, "resp_atomic_replays": 1,
-        "req_ack_dropped": 14}), sim=sim, test_id=test_id)
+        "resp_read_frames": 10, "resp_atomics": 20, "resp_atomic_replays": 1,
+        "req_ack_dropped": 31}), sim=sim, test_id=test_id)

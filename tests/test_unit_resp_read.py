@@ -293,6 +293,41 @@ def test_atomics_execute_once_and_a_repeat_is_answered_from_the_saved_result():
     assert not [p for _, p in wire_problems(got) if p]
 
 
+def test_saved_atomic_results_are_kept_per_qp():
+    """QP 3's FETCH & ADD, then 17 of QP 4 (another word), then QP 3's again (its ACK
+    was lost): answered from its saved result although 17 atomics of another QP came
+    after it; QP 4's first again (16 of its own after it: the IRD of 16, IBTA's
+    responder resources per QP) dropped, its second answered; QP 3 + 2 * 4096's PSN 100
+    (the same row, another QP) dropped. Each executed once (IBTA 9.4.5 arithmetic)."""
+    rng = random.Random(25)
+    mem, mr = _atomic_setup(rng)
+    for qpn, dest, psn in ((4, 0x78, 200), (3 + 2 * 4096, 0x79, 300)):
+        mem[QPC_BASE + qpn] = pack(QPC_LAYOUT, dict(
+            valid=1, pmtu_log2=9, dest_qp=dest, expected_psn=psn, msn=0,
+            dmac=A.mac, smac=B.mac, dip=A.ip, sip=B.ip))
+    va, va4 = 64 * (DATA_BASE + 5) + 16, 64 * (DATA_BASE + 6) + 8
+    v0, w0 = _u64(mem, va), _u64(mem, va4)
+
+    def fa(qpn, psn, where, add):
+        return atomic_request_frame(OP.RC_FETCH_ADD, A, B, 0x100, qpn, psn, where,
+                                    ATOMIC_KEY, add)
+    frames = ([fa(3, 100, va, 9)] + [fa(4, 200 + k, va4, 1) for k in range(17)]
+              + [fa(3, 100, va, 9), fa(4, 200, va4, 1), fa(4, 201, va4, 1),
+                 fa(3 + 2 * 4096, 100, va, 9)])
+    run = run_responder(frames, mem, mr, qpc_base=QPC_BASE, read_words=64, latency=30,
+                        o_stall=0.2, rd_stall=0.2, wr_stall=0.2, seed=5)
+    m64 = (1 << 64) - 1
+    want = ([atomic_ack_frame(B, A, 3, 0x77, 100, Syndrome.ACK, 8, v0)]
+            + [atomic_ack_frame(B, A, 4, 0x78, 200 + k, Syndrome.ACK, 1 + k, (w0 + k) & m64)
+               for k in range(17)]
+            + [atomic_ack_frame(B, A, 3, 0x77, 100, Syndrome.ACK, 8, v0),
+               atomic_ack_frame(B, A, 4, 0x78, 201, Syndrome.ACK, 17, (w0 + 1) & m64)])
+    assert _frames(run) == want
+    assert _u64(run.mem, va) == (v0 + 9) & m64 and _u64(run.mem, va4) == (w0 + 17) & m64
+    assert run.counters["atomics"] == 18 and run.counters["atomic_replays"] == 2
+    assert run.counters["duplicates"] == 4
+
+
 def test_bad_atomics_are_naked_and_nothing_is_written():
     """Misaligned (NAK invalid request), bad rkey, no remote-atomic right, beyond the MR
     (NAK remote access error), each followed by a good FETCH & ADD of 1: only those

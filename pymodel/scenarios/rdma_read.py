@@ -28,9 +28,10 @@ def read_requests_scenario(seed=5, depth=HOST_DEPTH, mr_entries=16, qpc_words=No
     responses, a repeated READ (read again, answered with its own PSN), a bad rkey, a
     READ beyond the MR and one of an MR without the remote-read right (NAKed), and a
     last READ over the bytes the WRITE wrote (it must see them).
-    Then atomics on one word: FETCH & ADD, COMPARE & SWAP (equal, then not), the first
-    again (answered from its saved result, not executed again) and a misaligned one
-    (NAKed); their ATOMIC ACKNOWLEDGEs are in ``expect_responses`` too.
+    Then atomics on one word: FETCH & ADD, then :data:`OTHER_QP_ATOMICS` FETCH & ADDs of
+    a second QP on a word of its own, COMPARE & SWAP (equal, then not), the first again
+    (its ACK lost: answered from its QP's saved result, not executed again) and a
+    misaligned one (NAKed); their ATOMIC ACKNOWLEDGEs are in ``expect_responses`` too.
     ``verbs.expect_reads``: READs the responder must execute (first time or repeated);
     ``verbs.expect_image``: ``(byte address, bytes)`` node B's MR must hold at the end."""
     rng = random.Random(seed)
@@ -108,6 +109,8 @@ def read_requests_scenario(seed=5, depth=HOST_DEPTH, mr_entries=16, qpc_words=No
         old = (old + operand) % (1 << 64) if op == OpCode.RC_FETCH_ADD else (
             operand if old == compare else old)
         psn += 1
+        if psn == first + 1:
+            _other_qp_atomics(v, a, b, atom_key, raddr, image, frames, reasons, responses)
     frames.append(atomic_request_frame(OpCode.RC_FETCH_ADD, a, b, 1, 5, first, va,
                                        atom_key, add))
     reasons.append("duplicates")
@@ -122,6 +125,27 @@ def read_requests_scenario(seed=5, depth=HOST_DEPTH, mr_entries=16, qpc_words=No
     v.expect_reads = sum(1 for fr, r in zip(frames, reasons, strict=True)
                          if fr[42] == OpCode.RC_RDMA_READ_REQUEST.value and r != "access_nak")
     return v, frames, reasons
+
+
+#: FETCH & ADDs of a second QP between the first atomic and its repeat: more than the
+#: 16 results a QP keeps (:data:`spec.rdma_responder.IRD`), so a responder whose saved
+#: results were shared by all QPs would have lost the first one's.
+OTHER_QP_ATOMICS = 17
+
+
+def _other_qp_atomics(v, a, b, key, raddr, image, frames, reasons, responses):
+    """:data:`OTHER_QP_ATOMICS` FETCH & ADDs of 1 of QP 2 -> 6 (PSNs from 300) on the word
+    at ``raddr + 1600``, each answered with the value before it (IBTA Vol 1 9.4.5)."""
+    v.create_qp(2, 6, psn_a=300, psn_b=300, pmtu_log2=8)
+    at = 1600
+    value = int.from_bytes(image[at:at + 8], "little")
+    for k in range(OTHER_QP_ATOMICS):
+        frames.append(atomic_request_frame(OpCode.RC_FETCH_ADD, a, b, 2, 6, 300 + k,
+                                           raddr + at, key, 1))
+        reasons.append("frames_ok")
+        responses.append(atomic_ack_frame(b, a, 6, 2, 300 + k, 0x1F, k + 1, value))
+        value = (value + 1) % (1 << 64)
+    image[at:at + 8] = value.to_bytes(8, "little")
 
 
 def posted_reads_scenario(seed=6, depth=HOST_DEPTH, mr_entries=16, qpc_words=None):

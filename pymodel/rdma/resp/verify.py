@@ -2,7 +2,7 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import MSN_BITS, PSN_BITS, QpState, Syndrome
-from spec.rdma_responder import ATOMIC_SLOTS, RESP_GROUP, SR_WINDOW, read_packets
+from spec.rdma_responder import ATOMIC_QPS, IRD, RESP_GROUP, SR_WINDOW, read_packets
 
 __all__ = ["VerifyModel", "VERIFY_COUNTERS", "WRITE_JOB_FIELDS"]
 
@@ -54,10 +54,11 @@ class VerifyModel:
         self.done = Staged(0, size=entries, name="done", log=log)
         self.count = dict.fromkeys(VERIFY_COUNTERS + (
             ("read_reqs", "atomics", "atomic_replays") if reads else ()), 0)
-        #: Saved atomic results: ``(qpn, psn, orig)`` per slot (None: empty), the next
-        #: slot to replace, and the fence (an atomic decided, not yet executed).
-        self.saved = [None] * ATOMIC_SLOTS
-        self.saved_next = 0
+        #: Saved atomic results per row ``qpn % ATOMIC_QPS``: ``IRD`` slots of ``(qpn,
+        #: psn, orig)`` (None: empty) and the row's next slot to replace; the fence (an
+        #: atomic decided, not yet executed).
+        self.saved = {}
+        self.saved_next = {}
         self.fence = False
         self._fence_next = False
         self._save = None
@@ -78,7 +79,7 @@ class VerifyModel:
         self._save = (qpn, psn, orig)
 
     def _saved(self, qpn, psn):
-        for slot in self.saved:                 # the lowest slot that matches
+        for slot in self.saved.get(qpn % ATOMIC_QPS, ()):   # the lowest slot that matches
             if slot is not None and slot[0] == qpn and slot[1] == psn:
                 return slot[2]
         return None
@@ -273,8 +274,11 @@ class VerifyModel:
         if self._fence_next:
             self.fence, self._fence_next = True, False
         if self._save is not None:
-            self.saved[self.saved_next] = self._save
-            self.saved_next = (self.saved_next + 1) % len(self.saved)
+            row = self._save[0] % ATOMIC_QPS
+            slots = self.saved.setdefault(row, [None] * IRD)
+            k = self.saved_next.get(row, 0)
+            slots[k] = self._save
+            self.saved_next[row] = (k + 1) % IRD
             self.fence, self._save = False, None
 
     def commit(self):

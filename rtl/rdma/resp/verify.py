@@ -6,7 +6,7 @@ selective-repeat bitmap, the saved atomic results) in one decision tree, whose b
 the class docstring lists in order; split, the tree could not be read against it.
 """
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,8 +21,9 @@ from spec.ports import (
     ports_by_name,
 )
 from spec.rdma_responder import (
-    ATOMIC_SLOTS,
+    ATOMIC_QPS,
     HEAD_BYTES,
+    IRD,
     RESP_GROUP,
     SIZE_LIMITS,
     SR_WINDOW,
@@ -173,10 +174,12 @@ class Verify(wiring.Component):
     ``msn`` + 1, and the *fence*: no job is decided until the response sender has
     executed it (``save_valid``), so that nothing after it overtakes it and a repeat
     finds its result. Behind ``expected_psn`` (a repeat after a lost ATOMIC
-    ACKNOWLEDGE): ``duplicates``; if the saved results (the last
-    :data:`~spec.rdma_responder.ATOMIC_SLOTS` executed, all QPs, written from the
-    ``save_*`` ports in turn) hold its QPN and PSN, an atomic job with ``replay`` and the
-    saved value (``atomic_replays``): answered, never executed again; else dropped.
+    ACKNOWLEDGE): ``duplicates``; if its QP's saved results (the last
+    :data:`~spec.rdma_responder.IRD` that QP executed, in row ``qpn %``
+    :data:`~spec.rdma_responder.ATOMIC_QPS` of a memory, written from the ``save_*``
+    ports in turn, each with its QPN bits above the row) hold its QPN and PSN, an atomic
+    job with ``replay`` and the saved value (``atomic_replays``): answered, never
+    executed again; else dropped.
     """
 
     def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0,
@@ -323,20 +326,30 @@ class Verify(wiring.Component):
         fence = Signal()            # an atomic decided and not executed yet
         saved_hit, saved_orig = Signal(), Signal(64)
         if self.reads:
-            s_valid = Signal(ATOMIC_SLOTS)
-            s_qpn = [Signal(QPN_BITS, name=f"saved_qpn{k}") for k in range(ATOMIC_SLOTS)]
-            s_psn = [Signal(PSN_BITS, name=f"saved_psn{k}") for k in range(ATOMIC_SLOTS)]
-            s_orig = [Signal(64, name=f"saved_orig{k}") for k in range(ATOMIC_SLOTS)]
-            s_next = Signal(range(ATOMIC_SLOTS))
-            with m.If(self.save_valid):
-                m.d.sync += [s_valid.bit_select(s_next, 1).eq(1), s_next.eq(s_next + 1)]
-                for k in range(ATOMIC_SLOTS):
-                    with m.If(s_next == k):
-                        m.d.sync += [s_qpn[k].eq(self.save_qpn), s_psn[k].eq(self.save_psn),
-                                     s_orig[k].eq(self.save_orig)]
-            for k in reversed(range(ATOMIC_SLOTS)):      # the lowest slot that matches
-                with m.If(s_valid[k] & (s_qpn[k] == j.qpn) & (s_psn[k] == j.psn)):
-                    m.d.comb += [saved_hit.eq(1), saved_orig.eq(s_orig[k])]
+            # Saved results: row qpn % ATOMIC_QPS (a memory), IRD slots of (valid, the
+            # QPN bits above the row, PSN, original value); its next slot (a memory).
+            qbits = (ATOMIC_QPS - 1).bit_length()
+            tbits = QPN_BITS - qbits
+            sw = 1 + tbits + PSN_BITS + 64
+            m.submodules.saved = saved = memory.Memory(shape=IRD * sw, depth=ATOMIC_QPS,
+                                                       init=[])
+            s_rd, s_wr = saved.read_port(domain="comb"), saved.write_port(granularity=sw)
+            m.submodules.saved_next = nxt = memory.Memory(shape=range(IRD),
+                                                          depth=ATOMIC_QPS, init=[])
+            n_rd, n_wr = nxt.read_port(domain="comb"), nxt.write_port()
+            row = self.save_qpn[:qbits]
+            m.d.comb += [
+                s_rd.addr.eq(j.qpn[:qbits]), s_wr.addr.eq(row), n_rd.addr.eq(row),
+                n_wr.addr.eq(row), n_wr.data.eq(n_rd.data + 1), n_wr.en.eq(self.save_valid),
+                s_wr.data.eq(Cat(Const(1, 1), self.save_qpn[qbits:], self.save_psn,
+                                 self.save_orig).replicate(IRD)),
+                s_wr.en.eq(Mux(self.save_valid, Const(1, IRD) << n_rd.data, 0)),
+            ]
+            for k in reversed(range(IRD)):      # the lowest slot that matches
+                sl = s_rd.data[k * sw:(k + 1) * sw]
+                with m.If(sl[0] & (sl[1:1 + tbits] == j.qpn[qbits:])
+                          & (sl[1 + tbits:1 + tbits + PSN_BITS] == j.psn)):
+                    m.d.comb += [saved_hit.eq(1), saved_orig.eq(sl[sw - 64:])]
         if self.reads:
             m.d.comb += not_read.eq(~j.read)
         npk = Signal(33)            # PSNs (response packets) of a READ
