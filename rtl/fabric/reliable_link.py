@@ -1,6 +1,6 @@
 """A faulty link made reliable by link-level retry: ReplayTx -> FaultyLink -> ReplayRx."""
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,7 +14,7 @@ from spec.formats.link_retry import TAG_BITS, ack_layout
 from spec.formats.packet import check_width, packet_signature
 from spec.ports import CountersSignature, PortView
 
-__all__ = ["ReliableLink"]
+__all__ = ["ReliableLink", "connect_wire"]
 
 
 class ReliableLink(wiring.Component):
@@ -106,3 +106,15 @@ class ReliableLink(wiring.Component):
         wiring.connect(m, PortView(counters.rx.signature, self.rx), wiring.flipped(counters.rx))
         wiring.connect(m, self.wire.counters, wiring.flipped(counters.link))
         return m
+
+
+def connect_wire(m, link, flt, counters, wire):
+    """Drive ``link``'s (a :class:`ReliableLink`) fault settings from a top's shared
+    run-time settings port ``flt`` with the wire's own seed, ``flt.seed + wire`` (16
+    bits, a signal named ``flt_seed<wire>``), and its counters to the top's output port
+    ``counters``. Combinational: no cycle of latency."""
+    settings = PortView(wiring.flipped(flt).signature, flt)
+    settings.seed = Signal(16, name=f"flt_seed{wire}")
+    m.d.comb += settings.seed.eq((flt.seed + wire)[:16])
+    wiring.connect(m, settings, link.settings)
+    wiring.connect(m, link.counters, wiring.flipped(counters))

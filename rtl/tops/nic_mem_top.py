@@ -1,12 +1,12 @@
 """Co-simulation top of the NIC's memory operations: N nodes issuing loads and atomics to
 each other through the switch."""
 
-from amaranth import Mux, ResetSignal, Signal
+from amaranth import Mux, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.fabric.link import Link
-from rtl.fabric.reliable_link import ReliableLink
+from rtl.fabric.reliable_link import ReliableLink, connect_wire
 from rtl.fabric.switch import Switch
 from rtl.nic.credit_return import CreditReturn
 from rtl.nic.local_memory import LocalMemory
@@ -214,11 +214,6 @@ class NicMemTop(HarnessTop):
                 wiring.connect(m, PortView(port.signature, block), wiring.flipped(port))
             if self.link_retry:
                 for k, (link, port) in enumerate(((up, self.up[p]), (down, self.down[p]))):
-                    # The shared settings, with this wire's own seed (as NicTop's).
-                    settings = PortView(wiring.flipped(self.flt).signature, self.flt)
-                    settings.seed = Signal(16, name=f"flt_seed{2 * p + k}")
-                    m.d.comb += settings.seed.eq((self.flt.seed + 2 * p + k)[:16])
-                    wiring.connect(m, settings, link.settings)
-                    wiring.connect(m, link.counters, wiring.flipped(port))
+                    connect_wire(m, link, self.flt, port, 2 * p + k)
             errors += [tx.underflow, tx.overflow]
         m.d.comb += self.credit_errors.eq(sum(errors) != 0)

@@ -1,12 +1,12 @@
 """Co-simulation top of the scale-up NIC: N nodes, a switch, links and local memories."""
 
-from amaranth import ResetSignal, Signal
+from amaranth import ResetSignal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.common.latency_memory import LatencyMemory
 from rtl.fabric.link import Link
-from rtl.fabric.reliable_link import ReliableLink
+from rtl.fabric.reliable_link import ReliableLink, connect_wire
 from rtl.fabric.switch import Switch, source_write_layout, table_write_layout
 from rtl.host.host_interface import HostInterface
 from rtl.nic.completion_record import (
@@ -385,12 +385,7 @@ class NicTop(NicAttachments, HarnessTop):
                                      mem.wr.payload.be.eq(-1)]
             if self.retry:
                 for k, (link, port) in enumerate(((up, self.up[p]), (down, self.down[p]))):
-                    # The shared settings, with this wire's own seed.
-                    settings = PortView(wiring.flipped(self.flt).signature, self.flt)
-                    settings.seed = Signal(16, name=f"flt_seed{2 * p + k}")
-                    m.d.comb += settings.seed.eq((self.flt.seed + 2 * p + k)[:16])
-                    wiring.connect(m, settings, link.settings)
-                    wiring.connect(m, link.counters, wiring.flipped(port))
+                    connect_wire(m, link, self.flt, port, 2 * p + k)
             if self.e2e:
                 self._attach_completion(m, p, tx, rx, node_id, recorders[f"cp{p}"].i, rec)
             errors += [tx.underflow, tx.overflow]
