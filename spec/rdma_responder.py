@@ -35,6 +35,7 @@ rate with the largest MTU needs ``rx_beats`` of 640 or more (not the default).
 
 import dataclasses
 
+from spec.formats.roce import PSN_BITS, QPN_BITS
 from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 
 __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME_BEATS",
@@ -43,7 +44,7 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
            "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
            "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets",
-           "IRD", "ATOMIC_QPS"]
+           "IRD", "ATOMIC_QPS", "saved_atomic_bits"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
 #: (those travel in the header entry), of a frame of at most MAX_FRAME_BEATS beats.
@@ -141,6 +142,14 @@ IRD = 16
 #: above the row (a tag), so QPs equal modulo ``ATOMIC_QPS`` share a row's ``IRD`` results
 #: and never read each other's.
 ATOMIC_QPS = 4096
+
+
+def saved_atomic_bits():
+    """The bits of one QP's saved atomic results as built in rtl/rdma/resp/verify.py:
+    ``IRD`` results of (valid, the QPN bits above the row, PSN, the 64-bit original value)
+    and the row's next-slot pointer."""
+    tag = QPN_BITS - (ATOMIC_QPS - 1).bit_length()
+    return IRD * (1 + tag + PSN_BITS + 64) + (IRD - 1).bit_length()
 
 
 def check_read_words(read_words):

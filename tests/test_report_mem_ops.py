@@ -109,3 +109,15 @@ def test_nic_jobs_read_the_engines_target_memory():
     nic = [kw for _, fn, kw in jobs if fn.__module__ == "tb.nic.mem_point"]
     assert nic and all(kw["target_latency"] == PROFILES[READ_HOST].read_latency == 300
                        for kw in nic)
+
+
+def test_responder_saved_atomic_state_is_counted_per_qp():
+    """The engine's saved atomic results (rtl/rdma/resp/verify.py): per QP 16 results of
+    valid (1), the QPN bits above the 4,096 rows (24 - 12), PSN (24) and the original
+    value (64), and a 4-bit next-slot pointer; the section states them per QP and for
+    the 4,096 QPs."""
+    from spec.rdma_responder import saved_atomic_bits
+
+    assert saved_atomic_bits() == 16 * (1 + 12 + 24 + 64) + 4 == 1620
+    md = mem_ops_section([], 1000, "verilator")
+    assert "1,620 bits per QP, 6,635,520 for its 4,096 QPs" in md

@@ -19,6 +19,7 @@ from spec.nic_mem import (
     tag_entry_bits,
 )
 from spec.rdma_read_req import slot_bits
+from spec.rdma_responder import ATOMIC_QPS, IRD, saved_atomic_bits
 from tb.nic.mem_point import entry_bits_for_peers, model_load_rate, run_mem_point
 from tb.rdma.read_point import READ_DEPTH, READ_TOP, model_read_rate, run_read_point
 
@@ -195,6 +196,13 @@ def mem_ops_section(rows, messages, sim, rates=()):
             f"| {_num(flight, 1)} | {_num(flight * bits if flight and bits else None)} "
             f"| {_level(row, other)} | {row['mismatches']} |")
     lines += ["", "Requester state per read in flight:", "", *state_lines()]
+    lines += ["", f"Responder state besides: the engine's node B keeps each QP's saved atomic "
+              f"results, {IRD} of them, to answer a repeated atomic without executing it "
+              f"again (IBTA's responder resources; `spec.rdma_responder.saved_atomic_bits`): "
+              f"{saved_atomic_bits():,} bits per QP, {saved_atomic_bits() * ATOMIC_QPS:,} "
+              f"for its {ATOMIC_QPS:,} QPs. The NIC's target keeps none: the NIC never "
+              f"resends a load or atomic end to end, and link retry (NicMemTop's "
+              f"`link_retry`) delivers each request once, so no atomic arrives twice."]
     if rates:
         lines += ["", "Rates over peers and QPs at `pod`, the golden model alone, operations "
                   "back to back. NIC: node 0's 128-byte loads and fetch-and-adds round robin "
