@@ -10,11 +10,9 @@ model on every beat of both links, every counter, both memories and every cycle.
 
 import pytest
 
-from tb.rdma import reads
-from tb.rdma.cocotb_rdma import config, run_model, scenario
 from tb.rdma.runner import run_rdma
 from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES
-from tests.test_soak_mix import Board, _memories
+from tests.test_soak_mix import twelve_mixed_end_well
 
 #: Faults of the soak's kinds, a few % each (FaultSettings rates per 65,535): with seed 25
 #: on B->A the plain link corrupts a READ RESPONSE and duplicates one (figures below).
@@ -28,26 +26,11 @@ RETRY_TOP = dict(MIXED_TOP, link_retry=True)
 RETRY = dict(CHUNK, faults_ab=dict(FAULTS, seed=125), faults_ba=FAULTS)
 
 
-def _model(top, p):
-    cfg, knobs = config(top, dict(p, top=top))
-    v, inject, _ = scenario(dict(p, top=top), cfg, knobs)
-    model = run_model(cfg, v, inject, (1, 0))
-    sb = Board()
-    fig = reads.mixed_checks(sb, v, _memories(cfg, model))
-    assert sb.mismatches == []
-    # 70:20:10 of 12 is 8.4, 2.4 and 1.2: the one left goes to the WRITE (largest
-    # remainders, the tie to the earlier op; tests/test_soak_mix.py)
-    assert (fig["writes"], fig["reads"], fig["atomics"]) == (9, 2, 1)
-    assert (fig["writes_ok"], fig["reads_ok"], fig["atomics_ok"]) == (9, 2, 1)
-    assert fig["lost"] == 0 and fig["corrupted_bytes"] == 0
-    return model
-
-
 def test_reads_over_corrupting_and_duplicating_b_to_a_link():
     """The B->A link corrupts, duplicates and drops frames with READs on: node A drops
     the corrupted READ RESPONSE (bad ICRC/FCS) and the duplicate, each counted, and
     every operation still ends once and whole."""
-    m = _model(MIXED_TOP, PLAIN)
+    m = twelve_mixed_end_well(MIXED_TOP, PLAIN)
     ba = m["links"]["ba"]
     assert ba["corrupted"] > 0 and ba["duplicated"] > 0 and ba["dropped"] > 0
     assert ba["lost"] == ba["overflow"] == 0
@@ -58,7 +41,7 @@ def test_reads_over_reliable_links_with_faults():
     """READs over reliable links whose wires corrupt, duplicate and drop frames each
     way: the links resend, every operation ends once and whole, and node A never sees
     a bad or repeated response."""
-    m = _model(RETRY_TOP, RETRY)
+    m = twelve_mixed_end_well(RETRY_TOP, RETRY)
     for name in ("ab", "ba"):
         link = m["links"][name]
         assert link["corrupted"] + link["duplicated"] + link["dropped"] > 0, name
@@ -70,7 +53,7 @@ def test_reads_over_reliable_links_with_faults():
 def test_reads_over_reliable_links_without_faults():
     """Fault-free reliable links (the closed timing of ReliableStream) with READs: the
     same chunk ends, nothing resent."""
-    m = _model(RETRY_TOP, CHUNK)
+    m = twelve_mixed_end_well(RETRY_TOP, CHUNK)
     assert m["links"]["ba"]["tx_resent_frames"] == m["links"]["ab"]["tx_resent_frames"] == 0
 
 
