@@ -1,15 +1,15 @@
 """`make fuzz FRAMES=N`: seeded mutation fuzzing of the receivers in co-simulation.
 
-For each design, N fuzz frames (mutants of valid frames, :mod:`pymodel.scenarios.fuzz`)
+For each design, N fuzz frames (mutants of valid frames, :mod:`analysis.scenarios.fuzz`)
 are cut into chunks of ``--chunk`` frames; each chunk is a fresh load and reset of the
 co-simulation (:mod:`tb.rdma.cocotb_fuzz` on RdmaTop with READ and atomics at the
 responder; the NIC's chunks alternate :data:`tb.fuzz_runner.NIC_TARGETS`: the store
 receiver, :mod:`tb.nic.cocotb_fuzz` on NicRxTop, in the compact and L2 framings, and
 the memory receiver, :mod:`tb.nic.cocotb_mem_fuzz` on NicMemTop; the RDMA requester's
 response path, ``rdma-req``, :mod:`tb.rdma.cocotb_req_fuzz` on ReadRequesterTop, hostile
-READ RESPONSEs and ATOMIC ACKNOWLEDGEs of :mod:`pymodel.scenarios.fuzz_req`; the
+READ RESPONSEs and ATOMIC ACKNOWLEDGEs of :mod:`analysis.scenarios.fuzz_req`; the
 ephemeral design's receiver, :mod:`tb.cocotb_ephemeral_fuzz` on EphemeralReceiverTop, N
-packet headers of :mod:`pymodel.scenarios.fuzz_ephemeral`), checked against the golden
+packet headers of :mod:`analysis.scenarios.fuzz_ephemeral`), checked against the golden
 model and against model-free invariants (:mod:`tb.fuzz_checks`, :mod:`tb.ephemeral_receiver`).
 ``--design`` picks ``nic``, ``rdma``, ``rdma-req``, ``ephemeral``, ``both`` (nic and rdma)
 or ``all`` (the default: the four). Several

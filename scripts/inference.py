@@ -1,11 +1,11 @@
 """LLM inference traffic through both designs: the "Inference" report section, or one trace.
 
-Report (default): runs the inference grid (pymodel/workloads/grid.py; the section in
+Report (default): runs the inference grid (analysis/workloads/grid.py; the section in
 scripts/reporting/inference.py) from the golden model's fast path and writes
 build/inference/ (inference.md, inference.json, PNG plots).
 Trace: ``--trace MODEL`` writes one decode step (or, with ``--kv``, one KV transfer) in
-the replay format of pymodel/workloads/trace.py.
-Sweep: ``--sweep KIND`` varies one knob (pymodel/workloads/sweeps.py) and prints a
+the replay format of analysis/workloads/trace.py.
+Sweep: ``--sweep KIND`` varies one knob (analysis/workloads/sweeps.py) and prints a
 markdown table (``--json FILE``: the rows): ``context`` (``--contexts``), ``block`` (KV
 block size, ``--block-sizes``), ``kv-tp`` (prefill TP against decode TP, ``--prefill-tp``
 and ``--decode-tp``), ``links`` (links per accelerator, ``--links``). A bad value exits
@@ -32,16 +32,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pymodel.workloads import sweeps  # noqa: E402
-from pymodel.workloads.config import model_names  # noqa: E402
-from pymodel.workloads.generate import (  # noqa: E402
+from analysis.workloads import sweeps  # noqa: E402
+from analysis.workloads.config import model_names  # noqa: E402
+from analysis.workloads.generate import (  # noqa: E402
     ALLREDUCE,
     COALESCE,
     Deployment,
     decode_step,
     kv_transfer,
 )
-from pymodel.workloads.grid import CALIBRATION, CALIBRATIONS, PAIRING, PAIRINGS  # noqa: E402
+from analysis.workloads.grid import CALIBRATION, CALIBRATIONS, PAIRING, PAIRINGS  # noqa: E402
 from scripts.reporting.inference import inference_section, sweep_markdown  # noqa: E402
 
 #: What each sweep varies, its option and the sweep function's defaults of the knobs it

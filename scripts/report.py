@@ -2,7 +2,7 @@
 
 1. Model grid (:mod:`scripts.reporting.grid`; the golden model, every point): message
    sizes x framings x NIC peers, and message sizes x RDMA QPs x context-cache entries.
-   Each point uses the fast path (pymodel/fastpath.py, equal to the cycle-level model on
+   Each point uses the fast path (analysis/fastpath.py, equal to the cycle-level model on
    the grid of tests/test_fastpath.py) and falls back to the cycle-level model where the
    fast path does not apply. Spread over ``--jobs`` processes.
 2. RTL subset (:mod:`scripts.reporting.rtl_subset`; co-simulation, RTL against the

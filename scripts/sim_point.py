@@ -14,7 +14,7 @@ from spec.design_point import (
     sim_options,
 )
 
-#: Options of a design point: (option, knob of pymodel.points, design ("nic", "rdma",
+#: Options of a design point: (option, knob of analysis.points, design ("nic", "rdma",
 #: "ephemeral" or "both", the NIC and RDMA), type, help), one per field of the design
 #: points (spec/design_point, :func:`spec.design_point.sim_options`): a new knob is a
 #: field there. The ephemeral design also takes the options of :data:`EPHEMERAL_SHARED`.
@@ -55,11 +55,11 @@ def gap_profiles(text, ap):
 
 def check_point(design, msg_bytes, messages, knobs, sim="verilator"):
     """The knobs of a co-simulated point with its defaults filled in, checked by
-    :func:`pymodel.points.resolve`, by the RTL top's limits and by every check the
+    :func:`analysis.points.resolve`, by the RTL top's limits and by every check the
     co-simulation makes before it builds (:func:`point_call` with ``check_only``: both
     runs' parameters, the top's, the model's configuration and the scenario's host
     images); ``ValueError`` names the bad option. Nothing is exported or built."""
-    from pymodel.points import resolve
+    from analysis.points import resolve
     from pymodel.rdma.verbs import inline_limit
     from spec.fabric_profiles import fabric_profile, one_way
     from spec.rdma_engine import LADDER, TOP_DEFAULTS

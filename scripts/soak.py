@@ -102,8 +102,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pymodel.scenarios.mix import PRESETS, parse_mix  # noqa: E402
-from pymodel.scenarios.soak_ephemeral import SOAK_DEFAULTS  # noqa: E402
+from analysis.scenarios.mix import PRESETS, parse_mix  # noqa: E402
+from analysis.scenarios.soak_ephemeral import SOAK_DEFAULTS  # noqa: E402
 from scripts.executor import (  # noqa: E402
     ExecutorError,
     add_cluster_options,

@@ -3,7 +3,7 @@
 :func:`load_sweep` returns a :class:`Sweep` or raises :class:`SweepError`, whose message
 names the file and the field (``sweep file x.toml: axes.qps: value 0: ...``). Every
 value is checked by the golden model's own parameter checks
-(:func:`pymodel.points.resolve`) and, for the RTL subset, by ``make sim``'s
+(:func:`analysis.points.resolve`) and, for the RTL subset, by ``make sim``'s
 (:func:`scripts.sim.check_point`), before anything runs.
 """
 
@@ -43,7 +43,7 @@ class Sweep:
 
 
 def _knobs(design):
-    from pymodel.points import NIC_DEFAULTS, RDMA_DEFAULTS
+    from analysis.points import NIC_DEFAULTS, RDMA_DEFAULTS
     return set(NIC_DEFAULTS if design == "nic" else RDMA_DEFAULTS) | {"msg_bytes"}
 
 
@@ -53,7 +53,7 @@ def _scalar(value):
 
 def _resolve(design, point, messages):
     """``resolve`` of a point; the NIC's framing defaults to compact as in make sim."""
-    from pymodel.points import resolve
+    from analysis.points import resolve
     knobs = dict(point)
     msg_bytes = knobs.pop("msg_bytes", 128)
     if design == "nic":

@@ -8,9 +8,10 @@ checks (:mod:`spec.checks`), each with its reference (``# Ref:``).
 
 The dependency rule (checked by ``tests/test_import_rule.py``)::
 
-    spec/  <-  {rtl/, pymodel/}  <-  tb/  <-  {tests/, scripts/}
+    spec/  <-  {rtl/, pymodel/}  <-  analysis/  <-  tb/  <-  {tests/, scripts/}
 
 ``spec/`` imports only Amaranth and the standard library; ``rtl/`` and ``pymodel/`` import
-``spec/`` but never each other (nor ``tb/``). The model shares definitions with the RTL (a
-layout, a polynomial, a depth, a formula), never the code that does the work.
+``spec/`` but never each other (nor ``analysis/`` or ``tb/``). The model shares
+definitions with the RTL (a layout, a polynomial, a depth, a formula), never the code that
+does the work.
 """

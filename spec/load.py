@@ -2,7 +2,7 @@
 popularity laws, the latency percentiles the load rows carry, and the checks that give
 a bad parameter a clear error.
 
-One definition for the generator (:mod:`pymodel.load.traffic`), the load runners and the
+One definition for the generator (:mod:`analysis.load.traffic`), the load runners and the
 report. Units: cycles of 1 ns (SPEC.md, Units).
 
 # Ref: SPEC.md "What every run measures" (latency, completion); the percentile is the

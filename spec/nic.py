@@ -4,7 +4,7 @@
 # the headline scenario). Wire formats: :mod:`spec.formats.nic`.
 
 Imported by the RTL top (:class:`rtl.tops.nic_top.NicTop`), the golden model
-(:mod:`pymodel.nic`, :mod:`pymodel.points`), the testbench and the reports.
+(:mod:`pymodel.nic`, :mod:`analysis.points`), the testbench and the reports.
 """
 
 __all__ = ["COUNTERS", "WINDOW_WRITES", "HEADLINE_TOP", "ATTACHMENTS", "PCIE_WORD_BITS",

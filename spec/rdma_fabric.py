@@ -2,7 +2,7 @@
 rule and the demux's opcode byte, its defaults and its counter names.
 
 Shared by :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`, its model twin
-:mod:`pymodel.rdma.fabric_system` and the scenarios (:mod:`pymodel.scenarios.rdma_fabric`).
+:mod:`pymodel.rdma.fabric_system` and the scenarios (:mod:`analysis.scenarios.rdma_fabric`).
 
 # Ref: docs/rdma_fabric.md. Wire offsets: IEEE 802.3-2022 clause 3.1.1 (14-byte MAC
 # header, 4-byte FCS); RFC 791 section 3.1 (IPv4 total length at header byte 2); IBTA

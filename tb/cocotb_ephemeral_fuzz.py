@@ -1,7 +1,7 @@
 """cocotb fuzz of the ephemeral receiver on EphemeralReceiverTop: chunks of hostile
 packet streams with mutants.
 
-Each chunk (:func:`pymodel.scenarios.fuzz_ephemeral.fuzz_chunk`: genuine senders,
+Each chunk (:func:`analysis.scenarios.fuzz_ephemeral.fuzz_chunk`: genuine senders,
 CLOSEs and lost ones, replays, gaps, forged opens, floods, mutants of ``src``, ``psn``,
 ``open``, ``close`` and ``off``, a sentinel source, an idle time of its own) is a fresh load of the
 player and a reset of the same simulation; the run goes on until every context has
@@ -27,7 +27,7 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from pymodel.scenarios.fuzz_ephemeral import SENTINEL, fuzz_chunk
+from analysis.scenarios.fuzz_ephemeral import SENTINEL, fuzz_chunk
 from spec.ephemeral import RECV_OUTCOMES
 from tb.cosim import cosim_params
 from tb.ephemeral_receiver import invariant_errors, model_events, run_end, sentinel_errors

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import cocotb
 
-from pymodel.scenarios.fuzz_ephemeral import hostile
+from analysis.scenarios.fuzz_ephemeral import hostile
 from spec.ephemeral import RECV_OUTCOMES
 from tb.cosim import cosim_params
 from tb.ephemeral_receiver import invariant_errors, model_events, run_end

@@ -1,11 +1,11 @@
 """cocotb test of :class:`rtl.tops.ephemeral_sender_top.EphemeralSenderTop` against the
 sender's twin.
 
-The posted messages (:func:`pymodel.load.traffic.qp_sequence` destinations with their
-"last for now" bits, :func:`pymodel.ephemeral.flow.ack_requests`) go into the player
+The posted messages (:func:`analysis.load.traffic.qp_sequence` destinations with their
+"last for now" bits, :func:`analysis.ephemeral.flow.ack_requests`) go into the player
 before reset; the simulator runs freely until every message is sent and then until the
 twin's flow ended (plus a margin); the sends and CLOSEs come out of the recorders with
-their cycles. Compared with :class:`pymodel.ephemeral.flow.SenderModel` on the same
+their cycles. Compared with :class:`analysis.ephemeral.flow.SenderModel` on the same
 messages offered back to back from the first send's cycle: every send (cycle, entry,
 asked, opened), every CLOSE (cycle, key), the pool's counters, ``used_max`` and the
 ACKs left. Writes ``ephemeral_sender.json`` to its run folder: the RTL's sends and
@@ -18,8 +18,8 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly
 
-from pymodel.ephemeral.flow import ack_requests
-from pymodel.load.traffic import qp_sequence
+from analysis.ephemeral.flow import ack_requests
+from analysis.load.traffic import qp_sequence
 from rtl.ephemeral.sender import msg_layout, sent_layout
 from spec.ephemeral import NODE_BITS, POOL_COUNTERS
 from tb.cosim import cosim_params

@@ -83,7 +83,7 @@ def _keys(test_module, params, accepted):
 
 
 def _nic_load_params(params):
-    from pymodel.load.nic import LOAD_TOP
+    from analysis.load.nic import LOAD_TOP
     _keys("tb.nic.cocotb_load", params, ["framing", "nodes", "msg_bytes", "messages", "load",
                                          "pattern", "burst", "seed", *LOAD_TOP])
 

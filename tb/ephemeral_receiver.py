@@ -1,7 +1,7 @@
 """The twin's side and the model-free checks of the ephemeral receiver's tests (the
 Amaranth simulator's, the co-simulation's and the fuzz's): the twin
 (:class:`pymodel.ephemeral.receiver.ReceiverTwin`) run cycle by cycle on a packet stream
-(:func:`pymodel.scenarios.fuzz_ephemeral.hostile`), and the invariants that hold whatever
+(:func:`analysis.scenarios.fuzz_ephemeral.hostile`), and the invariants that hold whatever
 the rules say."""
 
 from pymodel.ephemeral.receiver import ReceiverTwin
@@ -76,7 +76,7 @@ def invariant_errors(pkts, outs, delivers, counters):
 
 
 def sentinel_errors(pkts, outs, delivers, acks, sentinel):
-    """The sentinel's packets (:mod:`pymodel.scenarios.fuzz_ephemeral`: its context opens
+    """The sentinel's packets (:mod:`analysis.scenarios.fuzz_ephemeral`: its context opens
     on an empty pool, never idles, and no other packet carries its source): the first
     ``opened``, every other ``delivered``; each delivered and acknowledged once, in the
     order sent, with its PSN. Returns the failures' texts."""

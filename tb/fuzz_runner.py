@@ -46,14 +46,14 @@ def max_chunk(design):
     if design == "rdma":
         # Frames of up to 334 + 200 bytes (9 beats; they average 4 to 5), and 2,048
         # beats kept for the fillers of the READs and atomics
-        # (pymodel.scenarios.fuzz.FILLERS_PER_READ each, one in 40 valid frames: a
+        # (analysis.scenarios.fuzz.FILLERS_PER_READ each, one in 40 valid frames: a
         # chunk of 1,500 has about 20, 2,800 beats, inside the 9-beat margin); a chunk
         # that does not fit is refused by tb.rdma.cocotb_fuzz, naming --chunk.
         return (RDMA_FUZZ_TOP["inject"] - 300 - 2048) // 9
     if design == "ephemeral":
         return EPHEMERAL_FUZZ_TOP["depth"]               # one packet an entry
     if design == "rdma-req":
-        # pymodel.scenarios.fuzz_req.req_chunk fits any chunk in the frames player (it
+        # analysis.scenarios.fuzz_req.req_chunk fits any chunk in the frames player (it
         # fills up with frames of at most two beats); half of it for the fuzz.
         return (READ_REQ_FUZZ_TOP["items"] - 4) // 4
     if design == "nic-mem":
@@ -69,7 +69,7 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
     failed (its line in ``out`` says why). ``rdma_top``: RdmaTop's parameters (default
     :data:`RDMA_FUZZ_TOP`; the tests use the defaults, the top the other co-simulations
     build, with room for a chunk of about 100 frames); ``fillers``: the RDMA chunk's
-    one-beat frames before its tail (:func:`pymodel.scenarios.fuzz.rdma_chunk`);
+    one-beat frames before its tail (:func:`analysis.scenarios.fuzz.rdma_chunk`);
     ``sabotage``: NIC only, see :mod:`tb.nic.cocotb_fuzz` (tests of the checks).
     ``design`` ``"nic-mem"``: the NIC's memory receiver on NicMemTop
     (:mod:`tb.nic.cocotb_mem_fuzz`; ``nic_mem_top``: its parameters, default
@@ -79,7 +79,7 @@ def run_fuzz(design, *, sim, seed, chunks, frames, out, test_id, framing="compac
     chunk. ``design`` ``"rdma-req"``: the requester's response path on ReadRequesterTop
     (:mod:`tb.rdma.cocotb_req_fuzz`, :data:`READ_REQ_FUZZ_TOP`). ``read_mix``: RDMA with
     READs, the shares of
-    :func:`pymodel.scenarios.fuzz.rdma_chunk` (default its own)."""
+    :func:`analysis.scenarios.fuzz.rdma_chunk` (default its own)."""
     out = str(Path(out).resolve())
     if design == "rdma":
         from rtl.tops.rdma_top import RdmaTop

@@ -127,7 +127,7 @@ def test_rdma_retry_ends_and_engine_are_the_tops():
     link latency) for RDMA frames, and the engine has the header, window records and
     timeout that tb.rdma.headline_switch gives the rows' RdmaFabricTop on the row's
     fabric (the records sized to the row's rung)."""
-    from pymodel.rdma.point import knobs_of
+    from analysis.rdma.point import knobs_of
     from tb.rdma.headline_switch import fabric_top, reads_host
 
     for profile in PROFILES:

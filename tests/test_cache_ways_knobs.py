@@ -4,9 +4,9 @@ an error naming it, and refused by the fast path (whose formulas place QP ``q`` 
 
 import pytest
 
-from pymodel.fastpath import fast_point
-from pymodel.load.rdma_knobs import check_load_knobs
-from pymodel.points import resolve
+from analysis.fastpath import fast_point
+from analysis.load.rdma_knobs import check_load_knobs
+from analysis.points import resolve
 from pymodel.rdma.fabric_system import FabricConfig
 
 

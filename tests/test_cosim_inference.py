@@ -1,6 +1,6 @@
 """LLM inference traces replayed through the RDMA engine's RTL against the golden model.
 
-Three traces of pymodel.workloads (a TP8 all-reduce step with reduce-scatter and
+Three traces of analysis.workloads (a TP8 all-reduce step with reduce-scatter and
 all-gather, a DeepEP dispatch/combine step, a coalesced KV transfer): the messages that
 GPU 0 sends to its first destination, in order, as RDMA WRITEs over two QPs on the
 pipelined engine. The co-simulation compares every beat, mark, counter and both host
@@ -11,8 +11,8 @@ so the messages go back to back.
 
 import pytest
 
-from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
-from pymodel.workloads.replay import pair_messages
+from analysis.workloads.generate import Deployment, decode_step, kv_transfer
+from analysis.workloads.replay import pair_messages
 from tb.rdma.runner import run_rdma
 
 TRACES = {

@@ -4,9 +4,9 @@ Icarus, against the model, with a hand-computed oracle for the host-interface fi
 
 import pytest
 
-from pymodel.fastpath import fast_point
+from analysis.fastpath import fast_point
+from analysis.points import cycle_point
 from pymodel.nic.system import NicSystemModel
-from pymodel.points import cycle_point
 from rtl.tops.nic_top import NicTop
 from spec.metrics import row_metrics
 from tb.nic.headline import run_point
@@ -59,7 +59,7 @@ def test_bad_attachment():
 
 
 def test_model_point_meets_the_oracle():
-    """``pymodel.points`` (the report's grid) runs the ``pcie`` attachment on the cycle
+    """``analysis.points`` (the report's grid) runs the ``pcie`` attachment on the cycle
     model: 128-byte stores meet the hand oracle; the fast path says it does not cover it
     (the grid then falls back to the cycle model)."""
     pt = cycle_point("nic", msg_bytes=128, messages=40, framing="l2", attachment="pcie")

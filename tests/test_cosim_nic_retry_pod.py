@@ -7,11 +7,11 @@ the cycle the model predicts."""
 
 import pytest
 
+from analysis.scenarios.nic import table_writes
 from pymodel.fabric.elastic_delay import ElasticDelayModel
 from pymodel.fabric.faulty_link import FaultSettings, rate_per_65535
 from pymodel.nic.params import NicParams
 from pymodel.nic.system import NicSystemModel
-from pymodel.scenarios.nic import table_writes
 from rtl.tops.nic_top import NicTop
 from spec.checks import silence
 from spec.fabric_profiles import fabric_profile, one_way, replay_sizes

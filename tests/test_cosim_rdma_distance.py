@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from pymodel.rdma.point import reduce_run, run_model
-from pymodel.scenarios.rdma import writes_scenario
+from analysis.rdma.point import reduce_run, run_model
+from analysis.scenarios.rdma import writes_scenario
 from spec.fabric_profiles import one_way, rdma_records, rdma_timeout
 from spec.rdma_engine import LADDER, SIM_TIMEOUT, TOP_DEFAULTS
 from tb.rdma.cocotb_rdma import config

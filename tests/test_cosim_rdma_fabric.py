@@ -144,7 +144,7 @@ def test_fabric_writes_over_reliable_links_and_a_hop(sim, test_id):
     back to back over 2 QPs after a warm-up message, node 0 to node 1 over reliable
     links and a 5-cycle hop; every beat, mark, counter (the merges' credits in use too)
     and memory word equals the model's, every frame, CQE and MR byte as posted."""
-    from pymodel.rdma.point import latency_spacing
+    from analysis.rdma.point import latency_spacing
     from spec.rdma_engine import LADDER
 
     run_fabric(PAIR_RETRY, params=dict(kind="writes", messages=25, sizes=[128], qps=2,
@@ -163,7 +163,7 @@ def test_fabric_writes_with_a_4_way_cache(sim, test_id):
     message misses, the victims chosen by the pseudo-LRU among busy ways), over reliable
     links and a hop; every beat, mark, counter and memory word equals the model's, every
     frame, CQE and MR byte as posted."""
-    from pymodel.rdma.point import latency_spacing
+    from analysis.rdma.point import latency_spacing
     from spec.rdma_engine import LADDER
 
     run_fabric(dict(PAIR_RETRY, cache_ways=4),

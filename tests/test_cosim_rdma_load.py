@@ -1,7 +1,7 @@
 """Open-loop load on the RDMA engine (RdmaTop) in co-simulation against the golden model.
 
-Arrivals from the seeded generator (pymodel.load.traffic), QPs by popularity, an issuer
-profile's posting costs (pymodel.load.rdma): the cocotb test compares every beat, mark,
+Arrivals from the seeded generator (analysis.load.traffic), QPs by popularity, an issuer
+profile's posting costs (analysis.load.rdma): the cocotb test compares every beat, mark,
 MMIO accept cycle, counter and both memories exactly and checks every frame and CQE
 independently (tb/rdma/cocotb_rdma.py). Here, in addition: the co-simulation's model side
 is the model-only load runner's run (the report's grid uses that runner), the RTL's
@@ -11,7 +11,7 @@ engine's unloaded latency.
 
 import pytest
 
-from pymodel.load.rdma import rdma_load_run, saturation
+from analysis.load.rdma import rdma_load_run, saturation
 from tb.rdma.load_run import run_rdma_load
 
 CASES = {

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from pymodel.load.rdma import rdma_load_run, saturation
+from analysis.load.rdma import rdma_load_run, saturation
 from tb.rdma.runner import run_rdma
 
 #: The point: 128-byte WRITEs, 64 QPs by Zipf over 16 entries, the GPU issuer.

@@ -11,7 +11,7 @@ from tb.rdma.fabric_runner import run_fabric
 from tb.rdma.runner import run_rdma
 
 #: 2 MR-cache lines: the scenario's 4 MRs sit at table indices 3, 8, 13 and 2
-#: (pymodel.scenarios.rdma.writes_scenario), lines 1, 0, 1, 0: every MR shares its line
+#: (analysis.scenarios.rdma.writes_scenario), lines 1, 0, 1, 0: every MR shares its line
 #: with another, so the messages, each on the next MR, miss and evict.
 TOP = {"mr_cache": 2}
 
@@ -41,7 +41,7 @@ def test_rdma_mr_cache_conflicts(sim, test_id):
 def test_rdma_fabric_mr_cache_incast(sim, test_id):
     """The fabric top with every responder's MR table in host memory behind 2 MR-cache
     lines: an incast 3->1 of 128-byte WRITEs, node 0's MRs for senders 1, 2 and 3 at
-    table indices 1, 2, 3 (pymodel.scenarios.rdma_fabric), lines 1, 0, 1: senders 1 and
+    table indices 1, 2, 3 (analysis.scenarios.rdma_fabric), lines 1, 0, 1: senders 1 and
     3 evict each other. Compared with the model cycle for cycle (test_cosim_rdma_fabric's
     checks)."""
     run_fabric({"mr_cache": 2}, params=dict(pattern="incast", messages=12, msg_bytes=128,

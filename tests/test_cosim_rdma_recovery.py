@@ -20,8 +20,8 @@ import json
 
 import pytest
 
+from analysis.scenarios.rdma import seed_dropping_only
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
-from pymodel.scenarios.rdma import seed_dropping_only
 from spec.host import PROFILES
 from tb.rdma.runner import run_rdma
 

@@ -8,14 +8,14 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-#: The folders the docs' grep reads (``grep -rlw miss_queue rtl pymodel tb scripts spec
-#: --include=*.py``).
-FOLDERS = ("rtl", "pymodel", "tb", "scripts", "spec")
+#: The folders the docs' grep reads (``grep -rlw miss_queue rtl pymodel analysis tb scripts
+#: spec --include=*.py``).
+FOLDERS = ("rtl", "pymodel", "analysis", "tb", "scripts", "spec")
 #: The count docs/architecture.md states; at most this many files name the knob.
 MOST = 11
 #: Files that run a point: each takes the knob from the point's fields, never by name.
 POINT_RUNNERS = ("tb/rdma/headline.py", "tb/rdma/point_params.py", "tb/rdma/cocotb_rdma.py",
-                 "scripts/sim_point.py", "pymodel/points.py", "pymodel/rdma/point_fields.py")
+                 "scripts/sim_point.py", "analysis/points.py", "pymodel/rdma/point_fields.py")
 
 
 def _naming(knob):

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pymodel.ephemeral.flow import Datapath, ack_requests, max_overlap, run_flow
+from analysis.ephemeral.flow import Datapath, ack_requests, max_overlap, run_flow
 from pymodel.throughput import steady_ii
 from spec.ephemeral import check_ephemeral, recv_context_bits, send_context_bits
 from tb.ephemeral.point import datapath_row, model_point

@@ -4,9 +4,9 @@ and switch hop by profile, the RDMA top's path, records and timer, the options o
 
 import pytest
 
+from analysis.scenarios.nic import build_scenario, table_writes
 from pymodel.nic.params import NicParams
 from pymodel.nic.system import NicSystemModel
-from pymodel.scenarios.nic import build_scenario, table_writes
 from pymodel.throughput import steady_ii
 from rtl.tops.nic_top import NicTop
 from scripts import sim

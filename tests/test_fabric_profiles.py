@@ -4,8 +4,8 @@ against the golden model's credit loop."""
 
 import pytest
 
+from analysis.points import nic_stores
 from pymodel.nic.system import NicSystemModel
-from pymodel.points import nic_stores
 from spec.fabric import retry_sizes
 from spec.fabric_profiles import (
     FABRIC_PROFILES,
@@ -158,7 +158,7 @@ def test_nic_point_credits_follow_the_link_round_trip(max_payload, link):
     worked out here from the rule's definition), so 128-byte compact stores leave one
     every wire-beat count of cycles (two 64-byte segments of 3 beats, or one frame of 3
     beats), whatever the link latency."""
-    from pymodel.points import cycle_point
+    from analysis.points import cycle_point
 
     n_max = -(-(20 + max_payload + 4) // 64)                 # L2 header, payload, FCS
     assert nic_top_credits("board", 64, max_payload, link_latency=link) == max(

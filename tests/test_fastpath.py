@@ -1,4 +1,4 @@
-"""The fast path (pymodel.fastpath) against the cycle-level models (pymodel.points).
+"""The fast path (analysis.fastpath) against the cycle-level models (analysis.points).
 
 Every grid point runs both and asserts equal metric dicts and equal per-message cycles
 (accept, remote write, completion, wire bytes of every message). No simulator; about
@@ -10,12 +10,12 @@ are run for part of their first pass only; every other QP count wraps twice).
 import numpy as np
 import pytest
 
-from pymodel.fastpath import fast_messages, fast_point, fast_run
-from pymodel.points import MESSAGE_KEYS, METRIC_KEYS, RDMA_DEFAULTS, cycle_point, cycle_run
-from pymodel.rdma.fastpath import EXACT_KEYS as RDMA_EXACT
-from pymodel.rdma.fastpath import TOLERANCES as RDMA_TOLERANCES
+from analysis.fastpath import fast_messages, fast_point, fast_run
+from analysis.points import MESSAGE_KEYS, METRIC_KEYS, RDMA_DEFAULTS, cycle_point, cycle_run
+from analysis.rdma.fastpath import EXACT_KEYS as RDMA_EXACT
+from analysis.rdma.fastpath import TOLERANCES as RDMA_TOLERANCES
+from analysis.workloads.decode_trace import dispatch_bytes
 from pymodel.rdma.metrics import READ_BITS, RECORD_BITS
-from pymodel.workloads.decode_trace import dispatch_bytes
 from spec.formats.roce import HOST_WORD_BITS
 from spec.host import PROFILES
 from spec.rdma_engine import LADDER, REQUESTER_DEFAULTS
@@ -300,7 +300,7 @@ def test_rdma_free_contexts_do_not_wait_for_the_ack():
 
 
 #: ACK coalescing over interleaved QPs: (QPs, cache entries, ACKs of the run), the ACKs
-#: worked out by hand from the rules of pymodel.scenarios.rdma.coalesced_ack_requests
+#: worked out by hand from the rules of analysis.scenarios.rdma.coalesced_ack_requests
 #: and the engine's per-QP count (every 16th message of a QP since its last request,
 #: signalled ones, and where the host asks). 400 WRITEs of 128 B after the warm-up
 #: message (message 0, alone on QP 0, signalled: 1 ACK); message j is on QP j % qps and

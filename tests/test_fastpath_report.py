@@ -15,7 +15,7 @@ import argparse
 
 import pytest
 
-from pymodel.points import cycle_point
+from analysis.points import cycle_point
 from scripts import report
 from scripts.reporting import rtl_subset, tables
 from scripts.reporting.grid import model_knobs
@@ -86,8 +86,8 @@ def test_rtl_messages_rule():
 def test_fast_path_differs_flags_a_drift():
     """A model figure moved beyond the tolerance is reported by name; one within it is
     not (the fast path's own figures, one of them scaled by hand)."""
-    from pymodel.fastpath import fast_point
-    from pymodel.rdma.fastpath import TOLERANCES
+    from analysis.fastpath import fast_point
+    from analysis.rdma.fastpath import TOLERANCES
     point = dict(msg_bytes=128, qps=1, cache_entries=16)
     fast = fast_point("rdma", msg_bytes=128, messages=40, **model_knobs("rdma", point))
     keys = row_metrics("rdma")

@@ -6,8 +6,8 @@ decides the rate."""
 
 import pytest
 
-from pymodel.fastpath import fast_point
-from pymodel.points import cycle_point
+from analysis.fastpath import fast_point
+from analysis.points import cycle_point
 from scripts.reporting.rtl_subset import RTL_POINTS, fast_path_differs
 from spec.formats.roce import BTH_BYTES, ICRC_BYTES, RETH_BYTES
 from spec.formats.scaleup import SCALEUP_BYTES

@@ -1,4 +1,4 @@
-"""The mutation fuzzer (pymodel/scenarios/fuzz.py), its model-free invariant checks
+"""The mutation fuzzer (analysis/scenarios/fuzz.py), its model-free invariant checks
 (tb/fuzz_checks.py), a small fuzz chunk of each receiver in co-simulation, and the
 options of scripts/fuzz.py. The big runs are ``make fuzz`` (docs/fuzz.md)."""
 
@@ -9,8 +9,7 @@ import zlib
 import pytest
 from amaranth.lib import data
 
-from pymodel.fcs import fcs_ok
-from pymodel.scenarios.fuzz import (
+from analysis.scenarios.fuzz import (
     FIXES,
     KINDS,
     NIC_SENTINEL,
@@ -22,6 +21,7 @@ from pymodel.scenarios.fuzz import (
     rdma_chunk,
     roce_refresh,
 )
+from pymodel.fcs import fcs_ok
 from spec.formats.nic import Framing, header_layout
 from spec.formats.roce import WRITE_RETH_HEADER
 from tb.cosim import CosimFailure
@@ -186,7 +186,7 @@ def test_fuzz_chunk_rdma(sim, test_id, tmp_path):
 
 def test_the_fuzz_reaches_a_qp_in_err():
     """The RDMA chunk has valid WRITEs to node B's QP in ERR (whose context says ERR)."""
-    from pymodel.scenarios.fuzz import RDMA_ERR_QPN, rdma_chunk
+    from analysis.scenarios.fuzz import RDMA_ERR_QPN, rdma_chunk
     from spec.formats.roce import QpState
     chunk = rdma_chunk(11, 0, 100, fillers=32)
     v = chunk.verbs
@@ -285,10 +285,10 @@ def test_the_rdma_fuzz_with_reads_sends_read_and_atomic_frames_and_mutants_of_th
 
 
 def test_frame_kind_and_atomic_psns():
+    from analysis.scenarios.fuzz import atomic_psns, frame_kind
     from pymodel.rdma.frames import Endpoint
     from pymodel.rdma.read_frames import atomic_request_frame, read_request_frame
     from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B
-    from pymodel.scenarios.fuzz import atomic_psns, frame_kind
     from spec.formats.roce import OpCode
     a, b = Endpoint(MAC_A, IP_A), Endpoint(MAC_B, IP_B)
     add = [atomic_request_frame(OpCode.RC_FETCH_ADD, a, b, 1, 5, psn, 0x1000, 0x1234, 1)
@@ -308,7 +308,7 @@ def test_executed_at_most():
 
 
 #: A heavier READ mix than make fuzz's for a chunk of 100 frames (a few READs and
-#: atomics in it: pymodel.scenarios.fuzz.RDMA_READ_MIX is tuned for long chunks).
+#: atomics in it: analysis.scenarios.fuzz.RDMA_READ_MIX is tuned for long chunks).
 TEST_READ_MIX = dict(read_request=0.04, atomic=0.03, response=0.1)
 
 

@@ -1,4 +1,4 @@
-"""The ephemeral receiver's fuzz (pymodel/scenarios/fuzz_ephemeral.py, the ``ephemeral``
+"""The ephemeral receiver's fuzz (analysis/scenarios/fuzz_ephemeral.py, the ``ephemeral``
 target of ``make fuzz``): its streams, its model-free checks fed runs that break them,
 RTL = twin on a chunk in the Amaranth simulator, a chunk in co-simulation, and its
 option of scripts/fuzz.py. The big runs are ``make fuzz`` (docs/fuzz.md)."""
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pymodel.scenarios.fuzz_ephemeral import ACTIONS, FIELDS, SENTINEL, fuzz_chunk
+from analysis.scenarios.fuzz_ephemeral import ACTIONS, FIELDS, SENTINEL, fuzz_chunk
 from spec.ephemeral import RECV_OUTCOMES
 from tb.ephemeral_receiver import invariant_errors, model_events, sentinel_errors
 from tb.fuzz_runner import EPHEMERAL_FUZZ_TOP, run_fuzz

@@ -1,4 +1,4 @@
-"""The fuzz of the NIC's memory receiver (pymodel/scenarios/fuzz_mem.py): the frames and
+"""The fuzz of the NIC's memory receiver (analysis/scenarios/fuzz_mem.py): the frames and
 mutants it makes, its model-free checks (tb/nic/cocotb_mem_fuzz.py) on the golden
 model's run and on runs broken on purpose, and a small chunk in co-simulation on the
 NicMemTop the load and atomic co-simulations build (tests/test_cosim_nic_mem.py)."""
@@ -8,9 +8,9 @@ import zlib
 
 import pytest
 
+from analysis.scenarios.fuzz_mem import nic_mem_chunk
 from pymodel.nic.mem_frames import parse_mem_header
 from pymodel.nic.mem_system import NicMemSystemModel
-from pymodel.scenarios.fuzz_mem import nic_mem_chunk
 from spec.formats.nic_mem import MEM_WIDTH, MemOp
 from tb.fuzz_runner import NIC_MEM_FUZZ_TOP, max_chunk, run_fuzz
 from tb.nic.cocotb_mem_fuzz import allowed_windows, chunk_memories, mem_chunk_invariants

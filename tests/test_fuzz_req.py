@@ -1,5 +1,5 @@
 """The requester's fuzz (``make fuzz`` design ``rdma-req``): the stream of
-:mod:`pymodel.scenarios.fuzz_req`, the model-free checks of :mod:`tb.rdma.cocotb_req_fuzz`
+:mod:`analysis.scenarios.fuzz_req`, the model-free checks of :mod:`tb.rdma.cocotb_req_fuzz`
 on the twin, and one co-simulated chunk."""
 
 import json
@@ -7,11 +7,8 @@ from collections import Counter
 
 import pytest
 
-from pymodel.packet import frame_to_beats
-from pymodel.rdma.read_frames import read_response_frame
-from pymodel.rdma.req.read_top import run_read_top
-from pymodel.scenarios.fuzz import frame_kind, roce_refresh
-from pymodel.scenarios.fuzz_req import (
+from analysis.scenarios.fuzz import frame_kind, roce_refresh
+from analysis.scenarios.fuzz_req import (
     HOSTILE,
     QP_A,
     A,
@@ -22,6 +19,9 @@ from pymodel.scenarios.fuzz_req import (
     forged,
     req_chunk,
 )
+from pymodel.packet import frame_to_beats
+from pymodel.rdma.read_frames import read_response_frame
+from pymodel.rdma.req.read_top import run_read_top
 from rtl.tops.read_requester_top import FIFO_DEPTHS
 from spec.formats.roce import OpCode, Syndrome
 from tb.fuzz_runner import max_chunk, run_fuzz

@@ -139,9 +139,9 @@ def test_factor_shares_games_of_some_factors():
 
 def test_model_points_equal_the_models_own_runner():
     """The co-simulation's model side run alone (tb/nic/headline.model_point,
-    tb/rdma/headline.model_point) against pymodel.points.cycle_point, the model's own
+    tb/rdma/headline.model_point) against analysis.points.cycle_point, the model's own
     runner of a point, where both measure the same run."""
-    from pymodel.points import cycle_point
+    from analysis.points import cycle_point
     from spec.rdma_engine import LADDER
     from tb.nic.headline import model_point as nic_point
     from tb.rdma.headline import model_point as rdma_point

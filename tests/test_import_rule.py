@@ -1,20 +1,19 @@
 """The dependency rule of the layers, checked on every import statement:
 
-    spec/  <-  {rtl/, pymodel/}  <-  tb/  <-  {tests/, scripts/}
+    spec/  <-  {rtl/, pymodel/}  <-  analysis/  <-  tb/  <-  {tests/, scripts/}
 
 ``spec/`` imports only Amaranth and the standard library; ``rtl/`` and ``pymodel/`` import
-``spec/`` and themselves (never each other, nor ``tb/``); the golden model and the RTL
-import no cocotb or pyuvm; nothing below ``tests/`` and ``scripts/`` imports them. Every
-``import`` and ``from ... import`` counts, at module level or inside a function, and so
-does ``importlib.import_module("<literal>")``; relative imports are resolved against the
-file's package.
+``spec/`` and themselves (never each other, nor anything above them); ``analysis/`` (what
+runs the twins to measure the designs: points, fast paths, scenarios, load, workloads)
+imports ``spec/``, ``pymodel/`` and itself, never ``rtl/`` or ``tb/``, so no import runs
+back up from the twins to it; the golden model, its analysis and the RTL import no cocotb
+or pyuvm; nothing below ``tests/`` and ``scripts/`` imports them. Every ``import`` and
+``from ... import`` counts, at module level or inside a function, and so does
+``importlib.import_module("<literal>")``; relative imports are resolved against the file's
+package.
 
-Two more rules on the files of those layers: no import cycle between files (two files
-that import each other, directly or through others, at module level or inside a
-function), and no import from the golden model's twins up to its analysis layer
-(:data:`ANALYSIS`: the measurement points, their fast path, scenarios, load,
-workloads and the ephemeral contexts' flow, which run the twins; the twins never run
-them).
+One more rule on the files of those layers: no import cycle between files (two files that
+import each other, directly or through others, at module level or inside a function).
 """
 
 import ast
@@ -27,21 +26,23 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The project's top-level packages, from the bottom of the stack up.
-PROJECT = ("spec", "rtl", "pymodel", "tb", "scripts", "tests")
+PROJECT = ("spec", "rtl", "pymodel", "analysis", "tb", "scripts", "tests")
 
 #: Layer -> project packages it may import (besides the standard library).
 ALLOWED = {
     "spec": {"spec"},
     "rtl": {"spec", "rtl"},
     "pymodel": {"spec", "pymodel"},
-    "tb": {"spec", "rtl", "pymodel", "tb"},
-    "scripts": {"spec", "rtl", "pymodel", "tb", "scripts"},
+    "analysis": {"spec", "pymodel", "analysis"},
+    "tb": {"spec", "rtl", "pymodel", "analysis", "tb"},
+    "scripts": {"spec", "rtl", "pymodel", "analysis", "tb", "scripts"},
 }
 #: Layer -> third-party packages it may import (None: any).
 THIRD_PARTY = {
     "spec": {"amaranth"},
     "rtl": {"amaranth"},
     "pymodel": {"amaranth", "numpy"},
+    "analysis": {"amaranth", "numpy"},
     "tb": None,
     "scripts": None,
 }
@@ -147,6 +148,12 @@ def test_imports_follow_the_layers(layer):
     ("pymodel", "from rtl.formats import nic\n", "rtl.formats"),
     ("pymodel", "def f():\n    import tb.cosim\n", "tb.cosim"),
     ("pymodel", "import cocotb\n", "cocotb"),
+    ("pymodel", "from analysis.points import cycle_point\n", "analysis.points"),
+    ("pymodel", "def f():\n    import analysis.rdma.fastpath\n", "analysis.rdma.fastpath"),
+    ("analysis", "from rtl.rdma import top\n", "rtl.rdma"),
+    ("analysis", "from tb.rdma.headline import run_point\n", "tb.rdma.headline"),
+    ("analysis", "import cocotb\n", "cocotb"),
+    ("rtl", "from analysis.scenarios.nic import pair\n", "analysis.scenarios"),
     ("rtl", "from pymodel.stall import stall_pattern\n", "pymodel.stall"),
     ("rtl", "import importlib\nimportlib.import_module('tb.harness')\n", "tb.harness"),
     ("spec", "import numpy as np\n", "numpy"),
@@ -165,9 +172,12 @@ def test_the_checker_finds_a_forbidden_import(layer, text, culprit):
 def test_the_checker_lets_allowed_imports_pass():
     text = ("import json\nfrom amaranth.lib import data\nfrom spec.formats import nic\n"
             "from . import sibling\n")
-    for layer in ("spec", "rtl", "pymodel"):
+    for layer in ("spec", "rtl", "pymodel", "analysis"):
         assert violations(ROOT / layer / "planted.py", text) == []
-    assert violations(ROOT / "tb" / "planted.py", "import cocotb\nfrom rtl import tops\n") == []
+    assert violations(ROOT / "analysis" / "planted.py",
+                      "import numpy\nfrom pymodel.rdma import system\n") == []
+    assert violations(ROOT / "tb" / "planted.py", "import cocotb\nfrom rtl import tops\n"
+                      "from analysis.points import cycle_point\n") == []
 
 
 def test_relative_imports_resolve_to_their_package():
@@ -175,27 +185,6 @@ def test_relative_imports_resolve_to_their_package():
     text = "from .items import A\nfrom ..store_driver import B\nfrom . import env\n"
     assert imports_of(text, path) == [(1, "tb.nic.uvm.items"), (2, "tb.nic.store_driver"),
                                       (3, "tb.nic.uvm")]
-
-
-#: The golden model's analysis layer: files and folders (ending in ``/``) of pymodel/
-#: that build scenarios, run the twins or stand in for them, each with why; every other
-#: file of pymodel/ is a twin of an RTL block or what the twins and the co-simulations
-#: share (frames, verbs, the reductions of a run to metrics), and imports none of these.
-ANALYSIS = {
-    "pymodel/points.py": "a design's point: plays a scenario on the system twin, reduces "
-                         "the run to the metrics",
-    "pymodel/fastpath.py": "the NIC's point from closed forms, equal to the cycle model's",
-    "pymodel/scenarios/": "seeded inputs (messages, faults, fuzz) the runs play into the twins",
-    "pymodel/load/": "open-loop load: traffic, saturation searches, latency distributions",
-    "pymodel/workloads/": "inference workloads (models, deployments, rooflines) the designs' "
-                          "figures are applied to",
-    "pymodel/rdma/point.py": "an RDMA point: scenario, the engine twin's two runs, metrics",
-    "pymodel/rdma/fabric_point.py": "the RDMA fabric twin's runs under load for latency "
-                                    "distributions",
-    "pymodel/rdma/fastpath/": "the RDMA point from closed forms, equal to the cycle model's",
-    "pymodel/ephemeral/flow.py": "a sender's messages through the pool twin, the engine's "
-                                 "datapath given as three figures",
-}
 
 
 def _module_file(name):
@@ -276,41 +265,21 @@ def cycles(graph):
     return found
 
 
-def _in_analysis(path):
-    rel = path.relative_to(ROOT).as_posix()
-    return any(rel == a or (a.endswith("/") and rel.startswith(a)) for a in ANALYSIS)
-
-
-def upward_imports(graph):
-    """``"twin -> analysis file"`` for every import of a pymodel/ twin from
-    :data:`ANALYSIS`."""
-    return sorted(f"{f.relative_to(ROOT)} -> {g.relative_to(ROOT)}"
-                  for f, targets in graph.items()
-                  if f.relative_to(ROOT).parts[0] == "pymodel" and not _in_analysis(f)
-                  for g in targets if _in_analysis(g))
-
-
 def test_no_import_cycle_between_files():
     found = cycles(_project_graph())
     assert not found, "import cycles:\n  " + "\n  ".join(
         " <-> ".join(str(f.relative_to(ROOT)) for f in c) for c in found)
 
 
-def test_no_import_from_the_twins_to_the_analysis_layer():
-    for entry in ANALYSIS:
-        assert (ROOT / entry).exists(), f"ANALYSIS names {entry}, which does not exist"
-    found = upward_imports(_project_graph())
-    assert not found, "twins importing the analysis layer:\n  " + "\n  ".join(found)
-
-
 def test_every_point_driver_is_in_the_analysis_layer():
-    """A file of pymodel/ named for a point (``points.py``, ``point.py``,
-    ``*_point.py``) drives an experiment: it belongs to :data:`ANALYSIS`."""
-    drivers = [f for f in (ROOT / "pymodel").rglob("*.py")
-               if f.stem in ("points", "point") or f.stem.endswith("_point")]
-    assert drivers, "no point driver found under pymodel/"
-    missing = [str(f.relative_to(ROOT)) for f in drivers if not _in_analysis(f)]
-    assert not missing, "point drivers not listed in ANALYSIS: " + ", ".join(missing)
+    """A file named for a point (``points.py``, ``point.py``, ``*_point.py``) drives an
+    experiment on the twins: it lives in analysis/, none in pymodel/."""
+    named = [f for layer in ("pymodel", "analysis") for f in (ROOT / layer).rglob("*.py")
+             if f.stem in ("points", "point") or f.stem.endswith("_point")]
+    assert any(f.relative_to(ROOT).parts[0] == "analysis" for f in named), named
+    misplaced = [str(f.relative_to(ROOT)) for f in named
+                 if f.relative_to(ROOT).parts[0] != "analysis"]
+    assert not misplaced, "point drivers outside analysis/: " + ", ".join(misplaced)
 
 
 def test_the_graph_resolves_submodules_and_relative_imports():
@@ -325,11 +294,8 @@ def test_the_graph_resolves_submodules_and_relative_imports():
         ROOT / "spec/host.py", ROOT / "pymodel/nic/__init__.py", ROOT / "pymodel/packet.py"}
 
 
-def test_the_checks_find_a_planted_cycle_and_an_upward_import():
+def test_the_check_finds_planted_cycles():
     a, b, c, d = (ROOT / "pymodel" / f"{n}.py" for n in "abcd")
     assert cycles({a: {b}, b: {c}, c: {a}, d: {a}}) == [sorted([a, b, c])]
     assert cycles({a: {b}, b: {a}, c: {d}, d: {c}}) == [sorted([a, b]), sorted([c, d])]
     assert cycles({a: {b}, b: {c}, c: set(), d: {a, c}}) == []
-    twin, scenario = ROOT / "pymodel/nic/tx.py", ROOT / "pymodel/scenarios/nic.py"
-    assert upward_imports({twin: {scenario}, scenario: {twin}}) == [
-        "pymodel/nic/tx.py -> pymodel/scenarios/nic.py"]

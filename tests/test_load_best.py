@@ -6,7 +6,7 @@ host profile, not from the engine), that no saturation rate is faster than them,
 
 import pytest
 
-from pymodel.load.rdma import (
+from analysis.load.rdma import (
     SATURATION_TOLERANCE,
     ack_requests,
     best_rung,

@@ -1,11 +1,11 @@
-"""Open-loop traffic on the NIC model (pymodel.load.nic): the saturated rate it assumes,
+"""Open-loop traffic on the NIC model (analysis.load.nic): the saturated rate it assumes,
 the release contract of the model's stores, the per-message arrays and the load row,
 and the parameter checks. The co-simulation against the RTL is
 tests/test_cosim_nic_load.py."""
 
 import pytest
 
-from pymodel.load.nic import (
+from analysis.load.nic import (
     MESSAGE_FIELDS,
     load_intent,
     load_plan,
@@ -14,7 +14,7 @@ from pymodel.load.nic import (
     run_plan,
     service_cycles,
 )
-from pymodel.load.traffic import arrival_cycles, flows
+from analysis.load.traffic import arrival_cycles, flows
 from pymodel.nic.system import NicSystemModel, Store
 from spec.formats.nic import header_bytes
 from spec.load import DISTRIBUTION_KEYS

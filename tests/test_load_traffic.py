@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from pymodel.load.rdma import rdma_load_run, saturation
-from pymodel.load.traffic import (
+from analysis.load.rdma import rdma_load_run, saturation
+from analysis.load.traffic import (
     arrival_cycles,
     distribution,
     flows,

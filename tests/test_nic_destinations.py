@@ -173,9 +173,9 @@ def test_system_model_at_512_destinations():
     completion of its own: 600 completions, each destination's completed count its
     stores, nothing outstanding, no timeout; the frames carry the ids in MAC bytes
     4..5."""
+    from analysis.scenarios.nic import destination_table_writes
     from pymodel.nic.store import Store
     from pymodel.nic.system import NicSystemModel
-    from pymodel.scenarios.nic import destination_table_writes
 
     d_max, nodes, n = 512, 4, 600
     m = NicSystemModel(64, "l2", nodes, 2, 512, 1024, None, completion="e2e",
@@ -469,7 +469,7 @@ def test_destinations_scenario_round_robin_and_zipf():
     """Round robin visits every id in order; Zipf 0.99 over 4,096 ids gives id 0 about
     1 / H (H = sum of 1 / (i + 1) ** 0.99 over the ids, about 9.25) of 2,000 stores,
     more than any other id; a bad popularity is named."""
-    from pymodel.scenarios.nic import build_scenario
+    from analysis.scenarios.nic import build_scenario
 
     kw = dict(nodes=4, width=64, window=512 * 64, max_payload=1024, seed=1,
               msg_bytes=128, messages=2000, destinations=4096)

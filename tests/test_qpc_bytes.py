@@ -6,9 +6,9 @@ bytes, runs in every other RdmaTop co-simulation)."""
 
 import pytest
 
+from analysis.load.rdma_knobs import check_load_knobs
+from analysis.points import resolve
 from pymodel.fields import pack, unpack
-from pymodel.load.rdma_knobs import check_load_knobs
-from pymodel.points import resolve
 from pymodel.rdma.config import Config
 from pymodel.rdma.fabric_system import FabricConfig
 from pymodel.rdma.verbs import Verbs

@@ -1,4 +1,4 @@
-"""ACK coalescing over interleaved QPs (pymodel/scenarios/rdma.py, writes_scenario and
+"""ACK coalescing over interleaved QPs (analysis/scenarios/rdma.py, writes_scenario and
 coalesced_ack_requests) on the cycle-level model: the engine counts per QP, the host
 asks only on each QP's last WQE (and where the transport timer or shared cache entries
 need it), so round robin over QPs coalesces as one QP does. Expected counts are worked
@@ -6,8 +6,8 @@ out by hand from the rules in the docstrings."""
 
 import pytest
 
-from pymodel.rdma.point import build, run_model
-from pymodel.scenarios.rdma import ACK_SPAN_BEATS, coalesced_ack_requests
+from analysis.rdma.point import build, run_model
+from analysis.scenarios.rdma import ACK_SPAN_BEATS, coalesced_ack_requests
 from spec.rdma_engine import ACK_COALESCE, LADDER
 
 BEST = dict(LADDER)["+ACK coalescing"]

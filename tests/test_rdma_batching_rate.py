@@ -1,5 +1,5 @@
 """Doorbell batching against the pipelined rung (cycle-level model,
-pymodel.points.cycle_point, 400 messages as the ladder's co-simulations measure).
+analysis.points.cycle_point, 400 messages as the ladder's co-simulations measure).
 
 The batching rung is the pipelined rung with one doorbell and one WQE read per 16 WQEs
 of a QP: fewer host transactions per message on both directions of the host interface,
@@ -16,7 +16,7 @@ definition, no measured number)."""
 
 import pytest
 
-from pymodel.points import cycle_point
+from analysis.points import cycle_point
 from spec.host import PROFILES
 from spec.rdma_engine import FIFO_DEPTHS
 

@@ -4,9 +4,9 @@ per-message arrays (co-simulation: tests/test_cosim_rdma_fabric.py)."""
 
 import pytest
 
-from pymodel.rdma.fabric_point import fabric_run
+from analysis.rdma.fabric_point import fabric_run
+from analysis.scenarios.rdma_fabric import fabric_scenario
 from pymodel.rdma.fabric_system import FabricConfig, simulate_fabric
-from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.rdma_fabric import FABRIC_DEFAULTS, MERGE_ROOM, node_mac
 from spec.rdma_responder import HIGH_WATER
 
@@ -118,7 +118,7 @@ def test_fabric_qps_of_a_node_on_distinct_cache_entries():
 
 def test_fabric_load_row_rejects_a_bad_pattern():
     """A pattern that is not one of the traffic patterns is named in the error."""
-    from pymodel.rdma.fabric_point import fabric_load_row
+    from analysis.rdma.fabric_point import fabric_load_row
     r = fabric_run("pair", 2, 128, 2, 0.5, seed=1, warmup=3000)
     with pytest.raises(ValueError, match="pattern"):
         fabric_load_row(r, "broadcast", 2, 128, 0.5)
@@ -272,7 +272,7 @@ def _pair_point(**top):
     the sender's credits in use at their high-water mark."""
     import statistics
 
-    from pymodel.rdma.point import latency_knobs, latency_spacing, reduce_run
+    from analysis.rdma.point import latency_knobs, latency_spacing, reduce_run
     from spec.rdma_engine import LADDER
     from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
@@ -358,7 +358,7 @@ def test_fabric_model_reads_land_as_ibta_says(op, msg_bytes, qps):
 
 
 def test_read_scenario_and_rate_name_bad_parameters():
-    from pymodel.scenarios.rdma_read import read_point_scenario
+    from analysis.scenarios.rdma_read import read_point_scenario
     from tb.rdma.read_point import model_read_rate
     with pytest.raises(ValueError, match="qps must be 1 to messages"):
         read_point_scenario("read", 128, 4, qps=5)

@@ -3,7 +3,7 @@ completions within a QP, not across QPs."""
 
 import pytest
 
-from pymodel.scenarios.rdma import writes_scenario
+from analysis.scenarios.rdma import writes_scenario
 from spec.formats.roce import CqeStatus
 from tb.rdma.intent import cqes_per_qp, intended_statuses
 

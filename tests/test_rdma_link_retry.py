@@ -9,14 +9,14 @@ import random
 import pytest
 
 import pymodel.rdma.system as rdma_system
+from analysis.rdma.point import reduce_run, run_model
+from analysis.scenarios.rdma import writes_scenario
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fabric.reliable_link import ReliableLinkModel
 from pymodel.fcs import fcs_bytes
 from pymodel.packet import frame_chunks, pack_beat, unpack_beat
 from pymodel.rdma.links import LinkLimit, ReliableSteps, ReliableStream, retry_counters
-from pymodel.rdma.point import reduce_run, run_model
 from pymodel.rdma.system import Config
-from pymodel.scenarios.rdma import writes_scenario
 from rtl.tops.rdma_top import RdmaTop
 from spec.fabric import retry_sizes
 from spec.formats.roce import ACK_HEADER, ICRC_BYTES, WRITE_RETH_HEADER, header_bytes

@@ -1,12 +1,12 @@
 """pymodel/rdma/point_fields.py: the design point's fields as the model's knobs. The
-model's point (pymodel.points), the load knobs (pymodel.load.rdma_knobs) take their
+model's point (analysis.points), the load knobs (analysis.load.rdma_knobs) take their
 defaults and checks from spec.design_point.RdmaPoint; the defaults are the values they
 had as their own lists (written out here)."""
 
 import pytest
 
-from pymodel.load.rdma_knobs import RDMA_LOAD_DEFAULTS, check_load_knobs
-from pymodel.points import RDMA_DEFAULTS, resolve
+from analysis.load.rdma_knobs import RDMA_LOAD_DEFAULTS, check_load_knobs
+from analysis.points import RDMA_DEFAULTS, resolve
 from pymodel.rdma.point_fields import MODEL_FIELDS, NOT_MODEL, check_fields
 
 

@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
+from analysis.rdma.point import build, run_model
 from pymodel.fabric.faulty_link import FaultSettings
-from pymodel.rdma.point import build, run_model
 from pymodel.rdma.req.completion import CompletionUnitModel
 from pymodel.rdma.req.doorbell_intake import DoorbellIntakeModel
 from pymodel.rdma.system import NoProgress, _Beats, stuck_patience

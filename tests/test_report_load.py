@@ -35,7 +35,7 @@ def test_section_on_a_reduced_grid(tmp_path, monkeypatch):
         "NIC incast 3->1", "RDMA incast 3->1"]
     assert len([r for r in rows if r["group"] == "issuer"]) == 4
     # Each row is the runner's own result for that point.
-    from pymodel.load.rdma import rdma_load_run
+    from analysis.load.rdma import rdma_load_run
     r = next(r for r in rows if r["curve"].startswith("RDMA 64") and r["load"] == 0.9)
     again, _ = rdma_load_run(128, 30, 0.9, service_cycles=r["service_cycles"],
                              **r["knobs"])

@@ -1,5 +1,5 @@
 """The ephemeral receiver's soak: the go-back-N senders and the lossy path
-(pymodel/scenarios/soak_ephemeral.py) on the receiver's twin, the knobs refused by name,
+(analysis/scenarios/soak_ephemeral.py) on the receiver's twin, the knobs refused by name,
 scripts/soak.py's ephemeral design, and a short co-simulated soak on the receiver's top
 of make test (tb/soak/ephemeral.py)."""
 
@@ -8,8 +8,8 @@ import types
 
 import pytest
 
+from analysis.scenarios.soak_ephemeral import SOAK_DEFAULTS, check_soak, soak_chunk, soak_errors
 from pymodel.ephemeral.receiver import ReceiverModel
-from pymodel.scenarios.soak_ephemeral import SOAK_DEFAULTS, check_soak, soak_chunk, soak_errors
 from scripts import soak
 from spec.ephemeral import RECV_DELIVERS
 from tb.ephemeral_receiver import invariant_errors, model_events
@@ -212,7 +212,7 @@ def test_an_idle_below_the_bound_closes_live_contexts(monkeypatch):
     48 (below the bound, 227 with the other defaults) at a drop rate of 5e-2 closes
     contexts whose senders still use them; their packets are then ``stale`` and their
     messages are never delivered. The check refuses that idle time by name."""
-    import pymodel.scenarios.soak_ephemeral as m
+    import analysis.scenarios.soak_ephemeral as m
 
     with pytest.raises(ValueError, match="idle"):
         soak_chunk(1, 0, 1500, idle=48, drop_rate=0.05)

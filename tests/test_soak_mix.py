@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from analysis.scenarios.mix import PRESETS, counts, op_sequence, parse_mix
 from pymodel.nic.mem_system import NicMemSystemModel
-from pymodel.scenarios.mix import PRESETS, counts, op_sequence, parse_mix
 from scripts import soak
 from spec.formats.roce import CqeStatus
 from tb.rdma import reads

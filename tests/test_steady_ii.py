@@ -3,8 +3,8 @@ that bursts and then waits for credits reads as its real rate, never as its burs
 
 import pytest
 
-from pymodel.fastpath import fast_point
-from pymodel.points import cycle_point
+from analysis.fastpath import fast_point
+from analysis.points import cycle_point
 from pymodel.throughput import steady_ii
 from spec.formats.nic import header_bytes
 from spec.nic import HEADLINE_TOP, link_credits

@@ -115,7 +115,7 @@ def test_local_executor_keeps_the_order(jobs):
 
 def _direct(sweep):
     """The same points evaluated by the model's own entry points, not through sweep.py."""
-    from pymodel.fastpath import fast_point
+    from analysis.fastpath import fast_point
 
     out = []
     for p in sweep.points:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pymodel.scenarios.fuzz_ephemeral import hostile
+from analysis.scenarios.fuzz_ephemeral import hostile
 from rtl.ephemeral.receiver import EphemeralReceiver
 from spec.ephemeral import RECV_OUTCOMES, check_receiver
 from tb.amsim import run_sim

@@ -365,8 +365,8 @@ def test_fabric_top_rejects_bad_parameters(params, match):
 
 
 def test_fabric_model_and_scenario_reject_bad_parameters():
+    from analysis.scenarios.rdma_fabric import fabric_scenario
     from pymodel.rdma.fabric_system import FabricConfig
-    from pymodel.scenarios.rdma_fabric import fabric_scenario
     with pytest.raises(ValueError, match="nodes must be an integer from 2 to 8"):
         FabricConfig(nodes=9)
     with pytest.raises(ValueError, match="pattern must be one of"):

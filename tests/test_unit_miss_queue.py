@@ -147,7 +147,7 @@ def test_depth_checked():
         Config(miss_queue=-1)
     with pytest.raises(ValueError, match="miss queue depth"):
         MissQueueModel(_Cache(), Fifo(4), 0)
-    from pymodel.load.rdma_knobs import check_load_knobs
+    from analysis.load.rdma_knobs import check_load_knobs
     with pytest.raises(ValueError, match="miss_queue"):
         check_load_knobs(128, 10, {"miss_queue": 65})
     assert check_load_knobs(128, 10, {})["miss_queue"] == 0
@@ -163,7 +163,7 @@ def test_depth_0_builds_no_miss_queue():
 
 def test_fast_path_refuses_a_miss_queue():
     # Items passing one another are the cycle model's schedule, not the closed forms'.
-    from pymodel.fastpath import fast_point
+    from analysis.fastpath import fast_point
     with pytest.raises(ValueError, match="miss queue"):
         fast_point("rdma", msg_bytes=128, messages=256, qps=64, miss_queue=8)
     with pytest.raises(ValueError, match="miss_queue"):

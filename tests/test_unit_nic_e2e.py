@@ -350,7 +350,7 @@ def test_stream_still_coalesces_and_its_tail_asks():
     it): node 1 sends completions at 16 and 32 frames (coalesced 1 per 16) and the tail's
     at once, 3 in all, the last counting 40; the tail's completion comes ``flush_idle``
     cycles earlier than with no flag, every earlier store's is unchanged."""
-    from pymodel.scenarios.nic import mark_last_queued
+    from analysis.scenarios.nic import mark_last_queued
     from spec.nic import HEADLINE_TOP, completion_flush_idle
 
     plain = [Store(1, 128 * k, bytes(128)) for k in range(40)]
@@ -392,7 +392,7 @@ def test_stores_one_at_a_time_each_complete_as_a_lone_store():
     16 (a larger median completion)."""
     import statistics
 
-    from pymodel.scenarios.nic import mark_last_queued, one_at_a_time
+    from analysis.scenarios.nic import mark_last_queued, one_at_a_time
 
     plain = [Store(1, 128 * k, bytes(128)) for k in range(17)]
     alone, _ = _headline_e2e(mark_last_queued({0: plain[:1]})[0])

@@ -12,13 +12,13 @@ from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
+from analysis.rdma.point import build, run_model
+from analysis.scenarios.rdma import seed_dropping_only
 from pymodel.fabric.faulty_link import FaultSettings, FaultyLinkModel
 from pymodel.fields import pack
 from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
 from pymodel.rdma.frames import Endpoint, ack_frame, ipv4_checksum, write_frame
 from pymodel.rdma.links import LinkBeats, LinkStream
-from pymodel.rdma.point import build, run_model
-from pymodel.scenarios.rdma import seed_dropping_only
 from rtl.common.fcs_inserter import FcsInserter
 from rtl.rdma.context_cache import ContextCache
 from rtl.rdma.frame_check import FrameCheck
@@ -288,7 +288,7 @@ def test_model_recovers_every_message():
     resends); with the same faults the NAK-free timeout case resends only the lost
     frame."""
     cfg, v = build(1, 20, qps=3, pmtu_log2=8, warmup=False)
-    from pymodel.scenarios.rdma import writes_scenario
+    from analysis.scenarios.rdma import writes_scenario
     v = writes_scenario(20, [1, 255, 256, 257, 700, 64], 3, pmtu_log2=8)
     cfg = dataclasses.replace(
         cfg, faults_ab=FaultSettings(seed=5, drop_rate=6554, corrupt_rate=3277,

@@ -1,4 +1,4 @@
-"""The inference workload generator (pymodel.workloads) against hand-computed counts.
+"""The inference workload generator (analysis.workloads) against hand-computed counts.
 
 Every expected number below is worked out by hand from the models' config.json values
 (written in the comment next to it), never taken from the generator's own output.
@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from pymodel.workloads.config import (
+from analysis.workloads.config import (
     ModelConfig,
     kv_bytes_per_token,
     load_model,
     model_names,
     param_counts,
 )
-from pymodel.workloads.generate import (
+from analysis.workloads.generate import (
     Deployment,
     combine_bytes,
     decode_step,
@@ -23,7 +23,7 @@ from pymodel.workloads.generate import (
     dispatch_bytes,
     kv_transfer,
 )
-from pymodel.workloads.trace import TraceBuilder, trace_from_dict
+from analysis.workloads.trace import TraceBuilder, trace_from_dict
 
 # -- model data ----------------------------------------------------------------------------
 
@@ -43,8 +43,8 @@ def test_kv_bytes_per_token(model, dtype, want):
 
 
 def test_flashmla_fp8_layout_per_layer_and_block():
-    from pymodel.workloads.config import kv_bytes_per_token_layer
-    from pymodel.workloads.generate import kv_block_bytes
+    from analysis.workloads.config import kv_bytes_per_token_layer
+    from analysis.workloads.generate import kv_block_bytes
     m = load_model("deepseek-v3")
     per_layer = m.kv_lora_rank * 1 + (m.kv_lora_rank // 128) * 4 + m.qk_rope_head_dim * 2
     assert per_layer == 656
@@ -328,7 +328,7 @@ def test_bad_model_field_names_the_field(field, value):
 
 
 def test_data_file_needs_a_source_per_field(tmp_path, monkeypatch):
-    import pymodel.workloads.config as cfg
+    import analysis.workloads.config as cfg
     text = (cfg.MODELS_DIR / "llama-3-8b.toml").read_text()
     bad = text.replace('hidden_size = { value = 4096, source = "config.json hidden_size" }',
                        'hidden_size = { value = 4096 }')
@@ -358,7 +358,7 @@ def test_auto_allreduce_follows_vllms_custom_all_reduce_by_hand():
     one-shot below 256 KiB at up to 8 GPUs (512 KiB at up to 4, always at 2), reduce-
     scatter + all-gather above. Llama-3-70B TP8 all-reduces batch x 8,192 x 2 bytes: 15
     sequences (240 KiB) go one-shot, 16 (256 KiB) in two shots."""
-    from pymodel.workloads.decode_trace import allreduce_mode
+    from analysis.workloads.decode_trace import allreduce_mode
     assert allreduce_mode("auto", 8, 256 * 1024 - 1) == "oneshot"
     assert allreduce_mode("auto", 8, 256 * 1024) == "rsag"
     assert allreduce_mode("auto", 4, 256 * 1024) == "oneshot"

@@ -7,13 +7,13 @@ max_payload, issuer costs, phase times) are checked against sums written out her
 
 import pytest
 
-from pymodel.fastpath import fast_point
-from pymodel.points import NIC_DEFAULTS
-from pymodel.workloads.carriers import ISSUERS, MESSAGES, Carrier, Rung
-from pymodel.workloads.generate import Deployment, decode_step, kv_transfer
-from pymodel.workloads.issuers import sm_store_issue_cycles
-from pymodel.workloads.timing import DATAPATH_BYTES_PER_CYCLE, comm_time
-from pymodel.workloads.trace import TraceBuilder
+from analysis.fastpath import fast_point
+from analysis.points import NIC_DEFAULTS
+from analysis.workloads.carriers import ISSUERS, MESSAGES, Carrier, Rung
+from analysis.workloads.generate import Deployment, decode_step, kv_transfer
+from analysis.workloads.issuers import sm_store_issue_cycles
+from analysis.workloads.timing import DATAPATH_BYTES_PER_CYCLE, comm_time
+from analysis.workloads.trace import TraceBuilder
 
 N = MESSAGES       # back-to-back messages per engine point (Carrier's default)
 
@@ -102,7 +102,7 @@ def test_gpu_posts_on_every_qp_at_once_and_the_cpu_one_after_the_other():
 
 
 def test_bad_parallel_flag_is_named(tmp_path):
-    from pymodel.workloads.issuers import load_issuers
+    from analysis.workloads.issuers import load_issuers
     bad = tmp_path / "issuers.toml"
     bad.write_text('[x]\ntitle = "x"\nwqe_cycles = 1\ndoorbell_cycles = 1\n'
                    'cqe_cycles = 0\ndoorbell_batch = 1\nsignal_every = 1\n'

@@ -3,7 +3,7 @@ NCCL, and in-switch reduction (NVLS-style) on a fabric profile that has it."""
 
 import pytest
 
-from pymodel.workloads import Carrier, Deployment, comm_time, decode_step
+from analysis.workloads import Carrier, Deployment, comm_time, decode_step
 
 
 def test_auto_allreduce_hands_what_vllm_does_not_take_to_nccls_ring():
@@ -11,7 +11,7 @@ def test_auto_allreduce_hands_what_vllm_does_not_take_to_nccls_ring():
     (custom_all_reduce.py: ``_SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]``, ``max_size=8192 *
     1024``); the rest goes to NCCL, whose all-reduce on one domain without in-switch
     reduction is its ring."""
-    from pymodel.workloads.decode_trace import allreduce_mode
+    from analysis.workloads.decode_trace import allreduce_mode
     mib8 = 8 * 1024 * 1024
     assert allreduce_mode("auto", 2, mib8) == "ring"
     assert allreduce_mode("auto", 8, mib8 - 1) == "rsag"
@@ -97,7 +97,7 @@ def test_ring_over_two_nodes_leaves_each_node_from_every_gpu_once_by_hand():
     through each node from its c-th GPU on, so it leaves node 0 from GPU (c + 7) mod 8
     and node 1 from GPU 8 + (c + 7) mod 8. Over the 8 channels every GPU sends exactly
     one piece (and its flag) to the other node per ring step."""
-    from pymodel.workloads.serving import between_nodes
+    from analysis.workloads.serving import between_nodes
     tr = decode_step("llama-3.1-405b", Deployment(batch=8, tp=16), allreduce="ring",
                      channels=8, node_gpus=8)
     x = between_nodes(tr, 8)
@@ -115,7 +115,7 @@ def test_ring_over_two_nodes_leaves_each_node_from_every_gpu_once_by_hand():
 
 def test_a_switch_trace_round_trips_through_the_replay_format():
     """``switch`` is written and read back; the switch's rows keep their endpoint."""
-    from pymodel.workloads.trace import trace_from_dict
+    from analysis.workloads.trace import trace_from_dict
     tr = decode_step("llama-3-8b", Deployment(batch=2, tp=4), allreduce="nvls")
     doc = tr.to_dict()
     assert doc["switch"] is True

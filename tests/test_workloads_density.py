@@ -3,10 +3,10 @@ actions per useful KiB, host bytes per useful byte, the fastest covered RDMA run
 
 import pytest
 
-from pymodel.workloads.carriers import RUNGS, Carrier
-from pymodel.workloads.generate import Deployment
-from pymodel.workloads.grid import PAIRINGS, SCENARIOS, carriers, fastest_rdma, run_grid
-from pymodel.workloads.roofline import decode_roofline
+from analysis.workloads.carriers import RUNGS, Carrier
+from analysis.workloads.generate import Deployment
+from analysis.workloads.grid import PAIRINGS, SCENARIOS, carriers, fastest_rdma, run_grid
+from analysis.workloads.roofline import decode_roofline
 from spec.formats.nic import header_bytes
 from spec.host import PROFILES
 
@@ -53,7 +53,7 @@ def test_nic_behind_pcie_host_bytes_by_hand():
 
 
 def test_nic_pcie_steady_state_at_200_stores():
-    from pymodel.points import cycle_point
+    from analysis.points import cycle_point
     for size in (64, 256):
         a = cycle_point("nic", msg_bytes=size, messages=200, framing="compact",
                         attachment="pcie")
@@ -100,7 +100,7 @@ def test_attention_lever_descriptors_per_mib_by_hand():
     descriptors per MiB = 2**20 / that, plus the one closing flag: MHA 4, GQA 32, MQA
     256, MLA 56.9. GQA/MQA raise the descriptors per byte; the NIC's credits per KiB
     stay those of its stores (17 beats per 1,024)."""
-    from pymodel.workloads.grid import lever_rows
+    from analysis.workloads.grid import lever_rows
     rows = {r["setting"]: r for r in lever_rows(levers=("attention",))}
     assert set(rows) == {"MHA", "GQA", "MQA", "MLA"}
     assert all(r["workload"].startswith("Llama-3-70B") for r in rows.values())
@@ -133,8 +133,8 @@ def test_attention_like_for_like_more_sequences_fit_by_hand():
     8x MHA's sequences (its weights are smaller too) and MLA fewer than GQA; the
     larger batch then lowers RDMA's control per useful KiB, and raises tokens/s per GPU
     (the batch, not the attention, is the coordination lever)."""
-    from pymodel.workloads.attention import attention_rows, attention_variants
-    from pymodel.workloads.roofline import ACCELERATORS
+    from analysis.workloads.attention import attention_rows, attention_variants
+    from analysis.workloads.roofline import ACCELERATORS
     rows = {r["attention"]: r for r in attention_rows()}
     seq = {"MHA": 2048 * 80 * 2 * 8 * 128 * 2, "GQA": 2048 * 80 * 2 * 1 * 128 * 2,
            "MQA": 2048 * 80 * 2 * 1 * 128 * 2, "MLA": 2048 * 80 * 576 * 2}
@@ -153,7 +153,7 @@ def test_attention_like_for_like_more_sequences_fit_by_hand():
 
 
 def test_coalescing_and_block_levers_cut_descriptors_per_mib():
-    from pymodel.workloads.grid import lever_rows
+    from analysis.workloads.grid import lever_rows
     rows = lever_rows(levers=("KV block", "coalescing"))
     blk = {r["setting"]: r for r in rows if r["lever"] == "KV block"}
     co = {r["setting"]: r for r in rows if r["lever"] == "coalescing"}
@@ -167,7 +167,7 @@ def test_coalescing_and_block_levers_cut_descriptors_per_mib():
 
 
 def test_batched_dispatch_same_bytes_fewer_messages():
-    from pymodel.workloads.generate import decode_step
+    from analysis.workloads.generate import decode_step
     per = decode_step("deepseek-v3", Deployment(batch=4, ep=8))
     bat = decode_step("deepseek-v3", Deployment(batch=4, ep=8, dispatch="batched"))
     assert per.total_bytes("data") == bat.total_bytes("data")
@@ -205,7 +205,7 @@ def test_deepep_calibration_payload_by_hand():
     The rows cite DeepEP's pure-RDMA table (README at commit 1a0c8f6: EP32 dispatch 182
     us, combine 350 us), whose RDMA bandwidth column (41 GB/s both) is this payload over
     that time."""
-    from pymodel.workloads.calibration import DEEPEP_LL, deepep_calibration
+    from analysis.workloads.calibration import DEEPEP_LL, deepep_calibration
     assert (DEEPEP_LL["dispatch_us"], DEEPEP_LL["combine_us"]) == (182.0, 350.0)
     assert "pure RDMA" in DEEPEP_LL["source"] and "1a0c8f6" in DEEPEP_LL["source"]
     rows = deepep_calibration({"nic": Carrier("nic", framing="compact")})
@@ -226,7 +226,7 @@ def test_deepep_calibration_with_nvlink_peers_by_hand():
     so the design carries the messages to the other 24: 32 puts each (992 / 31), 768
     dispatch puts of 7,408 B and 768 combine messages of 14,336 B, with 8 counts or
     flags to each of the 24 (one a local expert). At 50 GB/s: 114 us and 220 us."""
-    from pymodel.workloads.calibration import DEEPEP_LL_NVLINK, deepep_calibration
+    from analysis.workloads.calibration import DEEPEP_LL_NVLINK, deepep_calibration
     rows = deepep_calibration({"nic": Carrier("nic", framing="compact")},
                               DEEPEP_LL_NVLINK)
     got = {r["phase"]: r for r in rows}
@@ -239,7 +239,7 @@ def test_deepep_calibration_with_nvlink_peers_by_hand():
 
 
 def test_kv_transfer_rows_name_their_pairing():
-    from pymodel.workloads.grid import kv_transfer_rows
+    from analysis.workloads.grid import kv_transfer_rows
     rows = kv_transfer_rows(variants=[("page", None)], pairing="pcie")
     assert rows[0]["pairing"] == "pcie" and rows[0]["descriptors"] == 1
     with pytest.raises(ValueError, match="pairing"):

@@ -1,12 +1,12 @@
-"""Expert placement and routing (pymodel/workloads/experts.py): balanced routing as its
+"""Expert placement and routing (analysis/workloads/experts.py): balanced routing as its
 closed form, sampled routing's draws, DeepSeek's redundant experts and the checks."""
 
 import numpy as np
 import pytest
 
-from pymodel.workloads.config import load_model
-from pymodel.workloads.experts import gpu_loads, placement, routing_puts, token_gpus
-from pymodel.workloads.generate import Deployment, check_deployment, decode_step
+from analysis.workloads.config import load_model
+from analysis.workloads.experts import gpu_loads, placement, routing_puts, token_gpus
+from analysis.workloads.generate import Deployment, check_deployment, decode_step
 
 DSV3 = load_model("deepseek-v3")        # 256 routed experts, 8 per token
 

@@ -1,14 +1,14 @@
 """Issue cost on both sides, in parallel: the engine's WQEs posted by SM warps as
-DeepEP's IBGDA code does (pymodel/workloads/issuers.py, ``ibgda``), and the NIC's flags
-fenced by parallel warps (pymodel/workloads/timing.py), by hand."""
+DeepEP's IBGDA code does (analysis/workloads/issuers.py, ``ibgda``), and the NIC's flags
+fenced by parallel warps (analysis/workloads/timing.py), by hand."""
 
 import pytest
 
-from pymodel.workloads.carriers import ISSUERS, Carrier
-from pymodel.workloads.grid import ISSUER
-from pymodel.workloads.issuers import ibgda_posting_cycles
-from pymodel.workloads.timing import comm_time
-from pymodel.workloads.trace import TraceBuilder
+from analysis.workloads.carriers import ISSUERS, Carrier
+from analysis.workloads.grid import ISSUER
+from analysis.workloads.issuers import ibgda_posting_cycles
+from analysis.workloads.timing import comm_time
+from analysis.workloads.trace import TraceBuilder
 
 
 def test_ibgda_costs_by_hand():

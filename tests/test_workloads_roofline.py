@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pymodel.workloads.calibration import NIM, nim_calibration
-from pymodel.workloads.carriers import RUNGS, Carrier
-from pymodel.workloads.generate import Deployment
-from pymodel.workloads.grid import SCENARIOS
-from pymodel.workloads.roofline import ACCELERATORS, decode_roofline
-from pymodel.workloads.serving import SERVING
+from analysis.workloads.calibration import NIM, nim_calibration
+from analysis.workloads.carriers import RUNGS, Carrier
+from analysis.workloads.generate import Deployment
+from analysis.workloads.grid import SCENARIOS
+from analysis.workloads.roofline import ACCELERATORS, decode_roofline
+from analysis.workloads.serving import SERVING
 from scripts.reporting.inference import inference_section
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,18 +1,18 @@
-"""Deployments over nodes (pymodel/workloads/timing.py, ``ScaleOut``): the messages between
+"""Deployments over nodes (analysis/workloads/timing.py, ``ScaleOut``): the messages between
 nodes on the design's scale-out port, those inside a node on the node's fabric at the same
 time, by hand; and the two-node TP16 ring slower than one scale-up domain."""
 
 import pytest
 
-from pymodel.workloads.carriers import Carrier
-from pymodel.workloads.generate import Deployment, decode_step
-from pymodel.workloads.timing import (
+from analysis.workloads.carriers import Carrier
+from analysis.workloads.generate import Deployment, decode_step
+from analysis.workloads.timing import (
     DATAPATH_BYTES_PER_CYCLE,
     SCALE_OUT_BYTES_PER_CYCLE,
     ScaleOut,
     comm_time,
 )
-from pymodel.workloads.trace import TraceBuilder
+from analysis.workloads.trace import TraceBuilder
 
 NIC = Carrier("nic")
 RDMA = Carrier("rdma")

@@ -1,10 +1,10 @@
-"""Deployments at a latency target (pymodel/workloads/serving.py): the messages between
+"""Deployments at a latency target (analysis/workloads/serving.py): the messages between
 nodes by hand, tokens/s per GPU at TPOT <= 50 ms from the step, and the limits."""
 
 import pytest
 
-from pymodel.workloads.generate import Deployment, decode_step
-from pymodel.workloads.serving import SERVING, Serving, between_nodes, serving_rows
+from analysis.workloads.generate import Deployment, decode_step
+from analysis.workloads.serving import SERVING, Serving, between_nodes, serving_rows
 
 MIXTRAL = Serving("Mixtral-8x7B EP8, one scale-up domain", "mixtral-8x7b", ep=8, ports=8)
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from pymodel.workloads.calibration import HBM_EFFICIENCY, NIM, NIM_FIT, nim_calibration
-from pymodel.workloads.generate import Deployment, kv_tp_pairs, kv_transfer
-from pymodel.workloads.grid import SCENARIOS, carriers, run_grid
-from pymodel.workloads.roofline import decode_roofline
-from pymodel.workloads.sweeps import (
+from analysis.workloads.calibration import HBM_EFFICIENCY, NIM, NIM_FIT, nim_calibration
+from analysis.workloads.generate import Deployment, kv_tp_pairs, kv_transfer
+from analysis.workloads.grid import SCENARIOS, carriers, run_grid
+from analysis.workloads.roofline import decode_roofline
+from analysis.workloads.sweeps import (
     SweepError,
     block_rows,
     context_rows,
@@ -192,8 +192,8 @@ def test_block_sweep_cost_per_byte_falls_with_the_block():
     stay from 16 to 256 tokens a block (4 to 64 KiB), and never go below the wire's
     64 bytes per cycle. The sweep's own carrier (pairing integrated, pipelined rung,
     posted by a CPU at Kalia's rate), with 200 messages a point to keep it short."""
-    from pymodel.workloads.carriers import Carrier
-    from pymodel.workloads.grid import KV_RUNG, LEVER_KV_ISSUER, PAIRING, PAIRINGS
+    from analysis.workloads.carriers import Carrier
+    from analysis.workloads.grid import KV_RUNG, LEVER_KV_ISSUER, PAIRING, PAIRINGS
     car = Carrier("rdma", rung=KV_RUNG, issuer=LEVER_KV_ISSUER,
                   knobs=PAIRINGS[PAIRING]["rdma"], messages=200)
     sizes = [4096 * k for k in (1, 2, 3, 4, 8, 16)]

@@ -1,1 +1,1 @@
-"""Golden model of ephemeral delivery contexts (design 3): the pool twin and the flow."""
+"""Golden model of ephemeral delivery contexts (design 3): the pool and receiver twins."""

@@ -18,7 +18,7 @@ __all__ = ["NOT_MODEL", "MODEL_FIELDS", "model_defaults", "check_fields", "keywo
 #: the fabric around the engines are the co-simulation's choice of top
 #: (:mod:`tb.rdma.headline`); the model's point is WRITEs over one link, go-back-N.
 NOT_MODEL = ("op", "fabric", "link_retry", "topology", "selective")
-#: The point's fields the model's point takes (:func:`pymodel.rdma.point.rdma_point`'s
+#: The point's fields the model's point takes (:func:`analysis.rdma.point.rdma_point`'s
 #: keywords of the same names), in declaration order.
 MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(RdmaPoint) if f.name not in NOT_MODEL)
 

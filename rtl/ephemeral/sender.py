@@ -37,7 +37,7 @@ class EphemeralSender(wiring.Component):
     Messages are posted in order (``msg``) and sent in order, one per taken transfer. The
     ``last`` bit of a message comes with its doorbell: the posting side sees the next
     ``lookahead`` messages of its own queue and sets it when none of them goes to the same
-    destination (:func:`pymodel.ephemeral.flow.ack_requests`).
+    destination (:func:`analysis.ephemeral.flow.ack_requests`).
 
     Per cycle, when a message is offered and the spacing allows (``ii`` cycles since the
     last one sent; the first may go at once): ``run`` is its context's count of messages

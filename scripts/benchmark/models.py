@@ -12,9 +12,9 @@ __all__ = ["measure_model"]
 def _model_function(kind):
     """``cycle_point`` or ``fast_point``, imported only when the model figures are wanted."""
     if kind == "cycle":
-        from pymodel.points import cycle_point
+        from analysis.points import cycle_point
         return cycle_point
-    from pymodel.fastpath import fast_point
+    from analysis.fastpath import fast_point
     return fast_point
 
 

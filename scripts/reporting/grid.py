@@ -3,7 +3,7 @@
 context-cache entries, and the RDMA optimisation ladder at 128 B, every point on the
 golden model.
 
-Each point uses the fast path (pymodel/fastpath.py, equal to the cycle-level model on
+Each point uses the fast path (analysis/fastpath.py, equal to the cycle-level model on
 the grid of tests/test_fastpath.py) and falls back to the cycle-level model where the
 fast path does not apply; the points are spread over ``jobs`` processes.
 """
@@ -51,7 +51,7 @@ def rung_points(msg_bytes=128):
 
 
 def model_knobs(design, point):
-    """Knobs of pymodel.points/fastpath for a report point (all but the size)."""
+    """Knobs of analysis.points/fastpath for a report point (all but the size)."""
     knobs = dict(point)
     knobs.pop("msg_bytes")
     return knobs
@@ -59,8 +59,8 @@ def model_knobs(design, point):
 
 def model_row(task):
     design, point, messages = task
-    from pymodel.fastpath import fast_point
-    from pymodel.points import cycle_point
+    from analysis.fastpath import fast_point
+    from analysis.points import cycle_point
     knobs = model_knobs(design, point)
     t0 = time.perf_counter()
     try:

@@ -1,11 +1,11 @@
 """The "Inference" section of the report: the inference grid's tables and plots.
 
-:func:`inference_section` runs the grid of :mod:`pymodel.workloads.grid` (every scenario
+:func:`inference_section` runs the grid of :mod:`analysis.workloads.grid` (every scenario
 at every batch, carried by the NIC and by the RDMA engine on each rung of its
 optimisation ladder; KV bytes per token; KV transfers plain and coalesced; the NIM
 calibration), writes its PNG plots and ``inference.json`` into a folder and returns the
 section's markdown. Both designs are attached alike in every row (the pairings of
-:data:`pymodel.workloads.grid.PAIRINGS`: the NIC integrated against the RDMA engine on
+:data:`analysis.workloads.grid.PAIRINGS`: the NIC integrated against the RDMA engine on
 die, both behind PCIe; each row names its pairing). The tables and plots show the NIC
 against two RDMA rungs: the pipelined engine and, per row, the fastest rung the fast
 path covers (:data:`SHOWN`, named in each row); ``inference.json`` holds every rung.
@@ -23,9 +23,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from pymodel.workloads.attention import attention_rows
-from pymodel.workloads.calibration import nim_calibration
-from pymodel.workloads.grid import (
+from analysis.workloads.attention import attention_rows
+from analysis.workloads.calibration import nim_calibration
+from analysis.workloads.grid import (
     BATCHES,
     CALIBRATION,
     LEVERS,
@@ -68,14 +68,14 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     (created if missing) and return the markdown of the "Inference" section.
 
     ``plots=False`` skips matplotlib (the tables and JSON are still written); ``levers``
-    picks the rows of the lever table (:data:`pymodel.workloads.grid.LEVERS`);
-    ``calibration`` (:data:`pymodel.workloads.grid.CALIBRATIONS`, default the NIM fit) and
+    picks the rows of the lever table (:data:`analysis.workloads.grid.LEVERS`);
+    ``calibration`` (:data:`analysis.workloads.grid.CALIBRATIONS`, default the NIM fit) and
     ``micro_batches`` (2: dual micro-batch overlap) go to the grid. ``fastpath_sizes``:
     the WRITE sizes at which the fast path is checked against the cycle-level model
     (:mod:`.inference_fastpath`; ``inference.json``'s ``fastpath_check``, each row's
     ``within`` says whether it is within tolerance; empty: no check), ``fastpath_long``
     its longer runs ((bytes, QPs, messages); empty: none). ``servings``: the
-    deployments of the TPOT table (:data:`pymodel.workloads.serving.SERVING` when
+    deployments of the TPOT table (:data:`analysis.workloads.serving.SERVING` when
     ``None``; empty: no table). The markdown says how long the grid took (wall time,
     seconds).
     """
@@ -95,7 +95,7 @@ def inference_section(out_dir, *, plots=True, scenarios=SCENARIOS, batches=BATCH
     cal2 = _more_calibrations(grid, scenarios, step_cal)
     check = (fastpath_check_rows(sizes=fastpath_sizes, long=fastpath_long)
              if fastpath_sizes or fastpath_long else [])
-    from pymodel.workloads.serving import SERVING, serving_rows
+    from analysis.workloads.serving import SERVING, serving_rows
     servings = SERVING if servings is None else servings
     serving = serving_rows(servings, calibration=calibration) if servings else []
     elapsed = time.perf_counter() - t_start

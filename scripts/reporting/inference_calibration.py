@@ -2,8 +2,8 @@
 DeepEP's dispatch and combine, the GPU synchronisation per collective, and the words on
 the step calibration in use."""
 
-from pymodel.workloads.calibration import DEEPEP_TABLES, GPU_SYNC_S, deepep_calibration
-from pymodel.workloads.grid import CONTEXT
+from analysis.workloads.calibration import DEEPEP_TABLES, GPU_SYNC_S, deepep_calibration
+from analysis.workloads.grid import CONTEXT
 from spec.rdma_engine import LADDER
 
 from .inference_rows import FASTEST, _pick, _table
@@ -15,9 +15,9 @@ def _more_calibrations(grid, scenarios, step_cal):
     """DeepEP's dispatch/combine (NIC, pipelined and fastest-at-EP32 rungs) and the GPU
     synchronisation term on the TP scenarios at batch 1 (pairing :data:`PAIRING`; steps
     with the grid's ``step_cal``)."""
-    from pymodel.workloads.generate import Deployment
-    from pymodel.workloads.grid import carriers
-    from pymodel.workloads.roofline import decode_roofline
+    from analysis.workloads.generate import Deployment
+    from analysis.workloads.grid import carriers
+    from analysis.workloads.roofline import decode_roofline
     cs = carriers()
     pick = {"nic": cs["nic"], f"rdma {LADDER[1][0]}": cs[f"rdma {LADDER[1][0]}"],
             "rdma +doorbell batching 16": cs["rdma +doorbell batching 16"]}

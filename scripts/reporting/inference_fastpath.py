@@ -1,13 +1,13 @@
 """The fast path against the cycle-level model at the inference section's message sizes.
 
 Every engine point of the section comes from the RDMA engine's fast path
-(:mod:`pymodel.rdma.fastpath`); the report's co-simulated subset checks it at 8 to
+(:mod:`analysis.rdma.fastpath`); the report's co-simulated subset checks it at 8 to
 4,096 bytes only. :func:`fastpath_check_rows` runs both models at the WRITE sizes the
 section's KV transfers and DeepEP's messages use (KV blocks of 16 to 256 tokens of
 Llama-3-70B's K or V at TP8, 4 to 64 KiB; DeepEP's 7,408-byte FP8 dispatch and 14,336-byte
 BF16 combine), at 1 QP and at 248 QPs (EP32: 31 peers x 8 QPs, more than the 16
 context-cache entries), on the section's ``on_die`` host profile and the pipelined rung,
-and says whether every timing figure is within :data:`pymodel.rdma.fastpath.TOLERANCES`
+and says whether every timing figure is within :data:`analysis.rdma.fastpath.TOLERANCES`
 (the counts must be exact). The runs are short (16 messages at 1 QP, 24 at 248 QPs, 2
 one-at-a-time messages) to keep the cycle model to seconds, and :data:`FASTPATH_LONG`
 adds runs of 600 messages over 248 QPs, long enough for the entries' recurrence (the
@@ -15,7 +15,7 @@ pinned regime) to set the rate, as in the section's carriers (2,000 messages a p
 ``make report`` fails where a point is outside.
 """
 
-from pymodel.rdma.fastpath import EXACT_KEYS, TOLERANCES
+from analysis.rdma.fastpath import EXACT_KEYS, TOLERANCES
 
 __all__ = ["FASTPATH_SIZES", "FASTPATH_QPS", "FASTPATH_LONG", "fastpath_check_rows",
            "fastpath_markdown"]
@@ -23,13 +23,13 @@ __all__ = ["FASTPATH_SIZES", "FASTPATH_QPS", "FASTPATH_LONG", "fastpath_check_ro
 #: WRITE sizes checked (bytes): KV blocks of 16, 32, 48, 64, 128 and 256 tokens
 #: (4,096 B each 16 tokens of one KV head), DeepEP's FP8 dispatch message of DeepSeek-V3
 #: (a 16-byte header, 7,168 values of 1 byte and 56 float scales:
-#: :func:`pymodel.workloads.decode_trace.dispatch_bytes`) and its BF16 combine message
+#: :func:`analysis.workloads.decode_trace.dispatch_bytes`) and its BF16 combine message
 #: (7,168 values of 2 bytes).
 FASTPATH_SIZES = (4096, 7408, 8192, 12288, 14336, 16384, 32768, 65536)
 #: QP counts checked: one, and DeepEP's EP32 (31 peers x 8 QPs each).
 FASTPATH_QPS = (1, 248)
 #: Longer runs, (WRITE bytes, QPs, messages): over 248 QPs the entries' recurrence (the
-#: pinned regime of :mod:`pymodel.rdma.fastpath`) sets the rate from a few hundred
+#: pinned regime of :mod:`analysis.rdma.fastpath`) sets the rate from a few hundred
 #: messages on; about 15 s of the cycle model each.
 FASTPATH_LONG = ((4096, 248, 600), (7408, 248, 600))
 
@@ -59,8 +59,8 @@ def fastpath_check_rows(sizes=FASTPATH_SIZES, qps=FASTPATH_QPS, host="on_die",
     ``ii_cycles``, ``host_util`` and ``inflight_bits``; ``latency`` and ``completion``
     must be equal) and ``within`` (every timing figure within tolerance and every count
     exact)."""
-    from pymodel.fastpath import fast_point
-    from pymodel.points import cycle_point
+    from analysis.fastpath import fast_point
+    from analysis.points import cycle_point
     rows = []
     runs = [(b, q, 24 if q > 1 else 16) for q in qps for b in sizes] + list(long)
     for b, q, n in runs:

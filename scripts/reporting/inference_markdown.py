@@ -1,9 +1,9 @@
 """The markdown of the "Inference" section (:mod:`scripts.reporting.inference`): its
 tables of the grid, the lever table, the KV tables and the NIM calibration."""
 
-from pymodel.workloads.calibration import HBM_EFFICIENCY, NIM, NIM_CHECK, NIM_FIT, nim_calibration
-from pymodel.workloads.config import load_model
-from pymodel.workloads.grid import (
+from analysis.workloads.calibration import HBM_EFFICIENCY, NIM, NIM_CHECK, NIM_FIT, nim_calibration
+from analysis.workloads.config import load_model
+from analysis.workloads.grid import (
     ACCELERATOR,
     CONTEXT,
     ISSUER,
@@ -16,7 +16,7 @@ from pymodel.workloads.grid import (
     PAIRING,
     PAIRINGS,
 )
-from pymodel.workloads.roofline import ACCELERATORS, REMEDY
+from analysis.workloads.roofline import ACCELERATORS, REMEDY
 
 from .inference_calibration import _CAL_HERE, _calibration_words
 from .inference_rows import SHOWN, _pick, _table, _v
@@ -25,7 +25,7 @@ _LEVERS_HERE = "<!-- levers -->"
 
 
 def lever_markdown(rows):
-    """The lever table (:func:`pymodel.workloads.grid.lever_rows`) as markdown."""
+    """The lever table (:func:`analysis.workloads.grid.lever_rows`) as markdown."""
     out = ["### Levers: what each does to coordination density", "",
            f"Pairing `{PAIRING}`. RDMA: the fastest covered rung (named); decode steps "
            f"posted by the `{ISSUER}` issuer (GPU warps), KV transfers (one request of "
@@ -61,10 +61,10 @@ def lever_markdown(rows):
 
 
 def serving_markdown(rows):
-    """The deployments at the latency target (:func:`pymodel.workloads.serving.serving_rows`)."""
+    """The deployments at the latency target (:func:`analysis.workloads.serving.serving_rows`)."""
     if not rows:
         return ""
-    from pymodel.workloads.serving import TPOT_TARGET_S
+    from analysis.workloads.serving import TPOT_TARGET_S
     t = TPOT_TARGET_S * 1e3
     out = [f"### Deployments at TPOT <= {t:.0f} ms", "",
            f"Per deployment and design, the largest batch (per attention group, of "
@@ -97,7 +97,7 @@ def serving_markdown(rows):
 
 
 def attention_markdown(rows):
-    """The like-for-like attention table (:func:`pymodel.workloads.attention.attention_rows`)."""
+    """The like-for-like attention table (:func:`analysis.workloads.attention.attention_rows`)."""
     if not rows:
         return ""
     r0 = rows[0]

@@ -1,7 +1,7 @@
 """The PNG plots of the "Inference" section (:mod:`scripts.reporting.inference`); matplotlib
 is imported only here, when plotting."""
 
-from pymodel.workloads.grid import KV_ISSUERS, PAIRING
+from analysis.workloads.grid import KV_ISSUERS, PAIRING
 
 from .inference_rows import _STYLE, SHOWN, _pick
 from .plots import figure_saver

@@ -1,12 +1,12 @@
 """Shared pieces of the "Inference" section (:mod:`scripts.reporting.inference`): the
 designs it shows, the markdown table format and the picks of grid rows."""
 
-from pymodel.workloads.grid import PAIRING, PAIRINGS, fastest_rdma
+from analysis.workloads.grid import PAIRING, PAIRINGS, fastest_rdma
 from spec.rdma_engine import LADDER
 
 #: The designs the tables and plots compare: ``(grid key, label)``.
 #: ``rdma fastest`` is, per (pairing, scenario, batch), the covered rung with the least
-#: communication time (:func:`pymodel.workloads.grid.fastest_rdma`; its ``rung`` names it).
+#: communication time (:func:`analysis.workloads.grid.fastest_rdma`; its ``rung`` names it).
 FASTEST = "rdma fastest"
 SHOWN = (("nic", "NIC"), (f"rdma {LADDER[1][0]}", "RDMA pipelined"),
          (FASTEST, "RDMA fastest"))

@@ -1,9 +1,9 @@
-"""The tables of ``scripts/inference.py --sweep`` (:mod:`pymodel.workloads.sweeps`) as
+"""The tables of ``scripts/inference.py --sweep`` (:mod:`analysis.workloads.sweeps`) as
 markdown."""
 
 from .inference_rows import _table
 
-#: The columns of each sweep's table (:mod:`pymodel.workloads.sweeps`): ``(key, head)``.
+#: The columns of each sweep's table (:mod:`analysis.workloads.sweeps`): ``(key, head)``.
 _STEP_COLS = (("kv_gb", "KV GB / GPU"), ("memory_ms", "memory ms"),
               ("compute_ms", "compute ms"), ("nic_comm_us", "NIC comm us"),
               ("rdma_comm_us", "RDMA comm us"), ("rdma_rung", "RDMA rung"),

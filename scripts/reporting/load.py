@@ -7,9 +7,9 @@ Model grid (:func:`load_grid`, spread over the report's executor):
   saturated rate) for the RDMA engine at 1, 64 and 4096 QPs (Zipf 0.99 and uniform) over
   16 and 256 context-cache entries, and for the NIC (a pair, and incast where the NIC's
   load runner is built). Every RDMA issuer posts with the best rung it can use
-  (:func:`pymodel.load.rdma.best_rung`; rows name it). The saturated rate of a
+  (:func:`analysis.load.rdma.best_rung`; rows name it). The saturated rate of a
   configuration is measured once on the same traffic with every message arriving at once,
-  in the steady state (:func:`pymodel.load.rdma.steady_saturation`: warm-up and the first
+  in the steady state (:func:`analysis.load.rdma.steady_saturation`: warm-up and the first
   quarter of the run dropped, the run doubled until the rate is stable to 1 %).
 - **Saturation rows** (:func:`saturation_rows`, ``kind: "saturation"`` in results.json):
   the engine alone at each curve's configuration and :data:`SATURATION_POINTS`, with
@@ -38,7 +38,7 @@ import json
 import sys
 import time
 
-from pymodel.load.rdma import best_rung, rdma_load_run, steady_saturation
+from analysis.load.rdma import best_rung, rdma_load_run, steady_saturation
 
 from .load_rows import (
     CDF_LOADS,
@@ -64,7 +64,7 @@ RDMA_CURVES = tuple(
      dict(qps=q, cache_entries=c, **({} if q == 1 else {"popularity": pop})))
     for c in (16, 256) for q in (1, 64, 4096)
     for pop in (("zipf", "uniform") if q > 1 else ("round_robin",)))
-#: Issuer profiles compared (pymodel/workloads/data/issuers.toml).
+#: Issuer profiles compared (analysis/workloads/data/issuers.toml).
 ISSUER_NAMES = ("none", "cpu", "gpu", "controller")
 
 
@@ -84,7 +84,7 @@ SATURATION_POINTS = (
                            (64, "round_robin", 16, 8), (64, "uniform", 16, 8),
                            (4096, "zipf", 256, 8))),
 )
-#: The steady-state saturation run (:func:`pymodel.load.rdma.steady_saturation`): the
+#: The steady-state saturation run (:func:`analysis.load.rdma.steady_saturation`): the
 #: first run's messages, and the most messages a run may have. The cap keeps the
 #: section to minutes on 2 cores (4096 QPs uniform over 16 entries, which misses on
 #: every message, takes about 5 minutes up to 16,000); a row that did not settle within
@@ -114,8 +114,8 @@ INCAST_LOADS = (0.5, 0.9)
 
 
 def _nic_point(task):
-    from pymodel.load.nic import nic_load_run
-    from pymodel.load.rdma import load_row
+    from analysis.load.nic import nic_load_run
+    from analysis.load.rdma import load_row
     label, pattern, nodes, load, messages, group = task
     senders = nodes - 1 if pattern == "incast" else 1
     # Incast: each sender offers load / senders of its link, so that the receiver's
@@ -133,7 +133,7 @@ def _nic_point(task):
 
 
 def _fabric_point(task):
-    from pymodel.rdma.fabric_point import fabric_run
+    from analysis.rdma.fabric_point import fabric_run
     label, pattern, nodes, load, messages, group = task
     row = fabric_run(pattern, nodes, MSG_BYTES, messages, load, seed=1)["row"]
     row.update(design="rdma", curve=label, group=group, knobs={"pattern": pattern,
@@ -227,7 +227,7 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
            f"(at most {SATURATION_RUN['cap']:,}). The bound: the fewest cycles per "
            "message the wire, a host-interface direction, the host's read tags or the "
            "context cache's entries (Little's law) allow, with the context misses the "
-           "run had in its steady state (`pymodel.load.rdma.rate_bound`).", "",
+           "run had in its steady state (`analysis.load.rdma.rate_bound`).", "",
            "| point | rung | messages | stable | Mmsg/s | bound Mmsg/s | bound by "
            "| ctx misses/msg (A, B) |",
            "|---|---|---|---|---|---|---|---|"]
@@ -248,7 +248,7 @@ def load_section(out, executor, messages=1000, rtl_rows=()):
            "of docs/rdma_fabric.md, one QP per sender, pipelined engine)", "",
            _curve_table(sorted(incast, key=lambda r: (r["curve"], r["load"]))), "",
            "### Issuers (1 QP, each with the best rung it can use, named in the curve; "
-           "the issuer's costs from pymodel/workloads/data/issuers.toml)", "",
+           "the issuer's costs from analysis/workloads/data/issuers.toml)", "",
            _curve_table(issuers), ""]
     if rtl_rows:
         md += ["### RTL subset (co-simulated, compared with the model)", "",

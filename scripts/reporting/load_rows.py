@@ -2,7 +2,7 @@
 message size of every point, the rows in the results.json format, the saturation rows,
 the knee of a curve, the markdown table of a curve and the loads kept for the CDF."""
 
-from pymodel.load.rdma import rate_bound
+from analysis.load.rdma import rate_bound
 from spec.load import DISTRIBUTION_KEYS
 
 #: Message size of every load point (the seed's 128-byte store).
@@ -41,10 +41,10 @@ def results_rows(model_rows, rtl_rows):
 
 def saturation_rows(service, knobs_of_label):
     """The ``kind: "saturation"`` rows (docs/results.md) of the RDMA saturation
-    measurements ``service`` (label -> :func:`pymodel.load.rdma.steady_saturation`'s
+    measurements ``service`` (label -> :func:`analysis.load.rdma.steady_saturation`'s
     result) whose knobs ``knobs_of_label`` gives: one per point with the engine alone
     (issuer ``none``), messages per second at 1 cycle = 1 ns, and the bound the row is
-    held against (:func:`pymodel.load.rdma.rate_bound` with the run's steady-state
+    held against (:func:`analysis.load.rdma.rate_bound` with the run's steady-state
     context fills and write-backs: the wire, a host-interface direction, the host's read
     tags or the cache's entries, named in ``bound``), and the context misses per message
     of each node (``req_misses_per_msg``, ``resp_misses_per_msg``)."""

@@ -5,7 +5,7 @@ with a mismatch)."""
 import json
 from pathlib import Path
 
-from pymodel.load.rdma import best_rung, saturation
+from analysis.load.rdma import best_rung, saturation
 from spec.rdma_fabric import FABRIC_DEFAULTS
 
 from .load_rows import MSG_BYTES

@@ -32,9 +32,9 @@ def _nonzero(value):
 def _differs(design, key, fast, model):
     """Whether the fast path's ``fast`` differs from the cycle-level model's ``model``:
     exactly for the NIC and for the RDMA counts, within the RDMA fast path's stated
-    tolerance for its timing figures (pymodel/rdma/fastpath/, ``TOLERANCES``)."""
+    tolerance for its timing figures (analysis/rdma/fastpath/, ``TOLERANCES``)."""
     if design == "rdma":
-        from pymodel.rdma.fastpath import TOLERANCES
+        from analysis.rdma.fastpath import TOLERANCES
         if key in TOLERANCES and fast is not None and model is not None:
             return abs(fast - model) > TOLERANCES[key] * abs(model) + 1e-9
     return _nonzero(fast) != _nonzero(model)
@@ -61,7 +61,7 @@ def fast_path_differs(design, point, messages, model):
     from the cycle-level model's ``model`` (``{metric: value}``, the ``_model`` values
     of a row) by :func:`_differs`, sorted; or ``"not covered: ..."`` where the fast
     path raises ``ValueError`` (the report then relies on the cycle-level model)."""
-    from pymodel.fastpath import fast_point
+    from analysis.fastpath import fast_point
     try:
         fast = fast_point(design, msg_bytes=point["msg_bytes"], messages=messages,
                           **model_knobs(design, point))

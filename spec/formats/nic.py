@@ -55,7 +55,7 @@ Ack request (the store header's ``ack_req``). Ref: IBTA Vol 1 Rel 1.4 section 9.
 AckReq: the requester asks the responder to acknowledge this packet). The rule is the
 RDMA engine's: its requester sets AckReq on a message's last frame only
 (rtl.rdma.req.payload_fetch), its host asks on a QP's last queued message
-(pymodel.scenarios.rdma.coalesced_ack_requests), and its responder sends the ACK of a
+(analysis.scenarios.rdma.coalesced_ack_requests), and its responder sends the ACK of a
 packet with AckReq at once (rtl.rdma.resp.verify, ``ack_due``). Here: the issuer marks a
 store command ``ack_req`` when no next store of its own is queued behind it (the last
 store of a batch), and the NIC puts the flag on that store's last frame only (its other

@@ -5,7 +5,7 @@ data, unsignalled completions, ACK coalescing) with the context on chip: the fig
 that datapath come from the engine's own model at 1 QP on the same level field
 (:func:`datapath_row`: the NIC's switch, link retry, RoCEv2 headers, end-to-end
 completion, behind the point's attachment), whose context never leaves its cache. The
-context store is the ephemeral pool, run by :func:`pymodel.ephemeral.flow.run_flow`
+context store is the ephemeral pool, run by :func:`analysis.ephemeral.flow.run_flow`
 (the pool's twin, stepped every cycle) over the destinations of the messages.
 
 What a row carries (``_model`` figures; every figure is the model's, none co-simulated):
@@ -32,10 +32,10 @@ What a row carries (``_model`` figures; every figure is the model's, none co-sim
 
 import functools
 
-from pymodel.ephemeral.flow import Datapath, run_flow
+from analysis.ephemeral.flow import Datapath, run_flow
+from analysis.load.traffic import qp_sequence
+from analysis.rdma.fastpath.frames import _ack_bytes, _frames
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-from pymodel.load.traffic import qp_sequence
-from pymodel.rdma.fastpath.frames import _ack_bytes, _frames
 from pymodel.throughput import steady_ii
 from spec.ephemeral import EPHEMERAL_DEFAULTS, recv_context_bits, send_context_bits
 from spec.fabric_profiles import FABRIC_PROFILES, one_way
@@ -101,7 +101,7 @@ def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messag
                 seed=1, msg_bytes=128, attachment="pcie", **knobs):
     """The row of one point (module docstring). ``knobs``: the pool's
     (:data:`spec.ephemeral.EPHEMERAL_DEFAULTS`: ``pool_entries`` per lane, ``idle``,
-    ``ack_every``, ``lookahead``). Destinations: :func:`pymodel.load.traffic.qp_sequence`
+    ``ack_every``, ``lookahead``). Destinations: :func:`analysis.load.traffic.qp_sequence`
     (``round_robin``, ``uniform`` or ``zipf`` 0.99 over ``peers``). Lanes split the
     destinations: lane ``j`` sends the messages whose destination ``d`` has
     ``d % lanes == j``, in their order (each lane holds contexts for its share of the

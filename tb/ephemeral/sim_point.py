@@ -3,7 +3,7 @@
 The sender's flow (:class:`rtl.ephemeral.sender.EphemeralSender` on
 :class:`rtl.tops.ephemeral_sender_top.EphemeralSenderTop`) runs the point's messages in
 co-simulation and every send, CLOSE and counter is compared with the twin
-(:class:`pymodel.ephemeral.flow.SenderModel`; a difference is a mismatch). The datapath
+(:class:`analysis.ephemeral.flow.SenderModel`; a difference is a mismatch). The datapath
 around it (posting, framing, the wire, the responder, the ACK) is not RTL of this design
 (docs/ephemeral.md, "Reusing the RDMA engine"): its figures come from the engine's
 model at 1 QP on the level field (:func:`tb.ephemeral.point.datapath_row`), as in the
@@ -88,8 +88,8 @@ def _slots(completion, ii):
 def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=2000,
               msg_bytes=128, seed=1, test_id="point", log=print, **knobs):
     """Co-simulate the point; return its row (module docstring)."""
-    from pymodel.ephemeral.flow import max_overlap
-    from pymodel.load.traffic import qp_sequence
+    from analysis.ephemeral.flow import max_overlap
+    from analysis.load.traffic import qp_sequence
     from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
     from spec.fabric_profiles import one_way
     from tb.cosim import BUILD, CosimFailure, run_cosim
@@ -174,8 +174,8 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
 def _wire_bytes(msg_bytes):
     """Wire bytes of a message's data frame and of an ACK (or CLOSE) frame on the level
     field, as :func:`tb.ephemeral.point.model_point` counts them."""
+    from analysis.rdma.fastpath.frames import _ack_bytes, _frames
     from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-    from pymodel.rdma.fastpath.frames import _ack_bytes, _frames
     from tb.ephemeral.point import LEVEL
 
     def wire(nbytes):

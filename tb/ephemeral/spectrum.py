@@ -30,7 +30,7 @@ interface, or the engines on the accelerator's die and the NIC integrated:
 ``rdma``
     The RC engine at its best rung with 256 context-cache entries
     (:func:`tb.rdma.headline.model_point`, ``qps`` = peers, round robin). Zipf
-    destinations: the saturated rate of :func:`pymodel.load.rdma_saturation.saturation`
+    destinations: the saturated rate of :func:`analysis.load.rdma_saturation.saturation`
     (RdmaTop's direct link standing for the path, :func:`spec.fabric_profiles.one_way`),
     with the round-robin row's latency and in-flight state (``note`` says so). Its
     context state: the entries of its two on-chip caches (requester and responder, 512
@@ -160,7 +160,7 @@ def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
                    fabric=fabric, host=attachment, **LEVEL)
     ii, note = r["ii_cycles_model"], ""
     if pattern != "round_robin" and peers > 1:
-        from pymodel.load.rdma_saturation import saturation
+        from analysis.load.rdma_saturation import saturation
 
         ii = saturation(128, 2 * messages, popularity=pattern, qps=peers,
                         cache_entries=RC_CACHE, cache_ways=RC_WAYS, host=attachment,

@@ -1,6 +1,6 @@
 """cocotb fuzz of the NIC receiver on NicRxTop: chunks of mutated frames, then a tail.
 
-Each chunk (:func:`pymodel.scenarios.fuzz.nic_chunk`) is a fresh load and reset of the
+Each chunk (:func:`analysis.scenarios.fuzz.nic_chunk`) is a fresh load and reset of the
 same simulation: the window table is written for all 256 sources (``win`` player,
 cycles 0..255: the fuzzed sources and the sentinel get a window each, every other
 source none), then the frames are played from cycle :data:`START` with seeded gaps
@@ -28,10 +28,10 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
+from analysis.scenarios.fuzz import NIC_NODE, NIC_SENTINEL, nic_chunk
 from pymodel.fields import pack, unpack
 from pymodel.nic.rx_top import nic_rx_run
 from pymodel.packet import frame_to_beats
-from pymodel.scenarios.fuzz import NIC_NODE, NIC_SENTINEL, nic_chunk
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
 from spec.nic import COUNTERS

@@ -1,6 +1,6 @@
 """cocotb test of NicTop under open-loop load: seeded arrivals in the timed command players.
 
-The stores of :func:`pymodel.load.nic.load_plan` (each with its arrival cycle as the
+The stores of :func:`analysis.load.nic.load_plan` (each with its arrival cycle as the
 release of its first command beat) go into the ``cmd<p>`` players before reset; the
 simulator then runs freely. Checked, as in :mod:`tb.nic.cocotb_nic`: every uplink beat
 and its cycle, every command accept cycle, every local-memory write and its cycle,
@@ -8,7 +8,7 @@ every credit arrival, the receive and switch counters and the whole memories aga
 the model (:meth:`tb.nic.testbench.NicTestbench.compare`). Then the per-message arrays
 (``accept``, ``remote_write``, ``completion``), worked out from the RTL's own stamps
 only, against the model's, and the load row of each. And, independent of the model
-(:func:`pymodel.load.nic.load_intent`): each store landed once, where it was sent (the
+(:func:`analysis.load.nic.load_intent`): each store landed once, where it was sent (the
 word addresses each destination's recorder saw are exactly those of the stores sent
 there), every memory holds what the stores wrote, every frame was received whole
 (``frames_ok``, no drop), and no store was accepted before its arrival.
@@ -24,7 +24,7 @@ from pathlib import Path
 import cocotb
 import numpy as np
 
-from pymodel.load.nic import (
+from analysis.load.nic import (
     LOAD_TOP,
     MESSAGE_FIELDS,
     load_intent,

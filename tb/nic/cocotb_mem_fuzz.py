@@ -1,7 +1,7 @@
 """cocotb fuzz of the NIC's memory receiver on NicMemTop: chunks of mutated load, atomic
 and response frames from every node's raw player, beside a few valid commands per node.
 
-Each chunk (:func:`pymodel.scenarios.fuzz_mem.nic_mem_chunk`) is a fresh load and reset
+Each chunk (:func:`analysis.scenarios.fuzz_mem.nic_mem_chunk`) is a fresh load and reset
 of the same simulation: every local memory gets random words (seeded by the chunk), the
 raw players their frames, the command players their commands; the golden model
 (:class:`pymodel.nic.mem_system.NicMemSystemModel`) plays the same, and the chunk is
@@ -28,9 +28,9 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
+from analysis.scenarios.fuzz_mem import mem_frame_kind, nic_mem_chunk
 from pymodel.nic.mem_frames import parse_mem_header
 from pymodel.nic.mem_system import NicMemSystemModel
-from pymodel.scenarios.fuzz_mem import mem_frame_kind, nic_mem_chunk
 from spec.fabric_profiles import fabric_profile, round_trip
 from spec.formats.nic_mem import MEM_WIDTH, MemOp, mem_header_bytes
 from spec.nic_mem import MEM_COUNTERS

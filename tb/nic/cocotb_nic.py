@@ -10,7 +10,7 @@ measurements to ``nic_results.json`` in its run folder (read back by
 the model figures from the model.
 
 With ``completion="e2e"`` (and the top built with it) each node's last store asks for its
-completion at once (:func:`pymodel.scenarios.nic.mark_last_queued`; with ``pcie`` the
+completion at once (:func:`analysis.scenarios.nic.mark_last_queued`; with ``pcie`` the
 flag rides on the last host write's register offset), and the completions at every tracker
 and the trackers' ports are compared too (:mod:`tb.nic.e2e_check`), and the figures
 count end to end: ``completion_cycles`` to the completion that covers the store's last
@@ -24,11 +24,11 @@ by cycle with the model), and ``inflight_bits`` adds the record writers'
 
 With ``warmup`` (cycles; a back-to-back run) each sender's first store is a warm-up
 store, released at once, and the others follow from cycle ``warmup`` on, back to back,
-as the RDMA engine's back-to-back run (:func:`pymodel.rdma.point.build`). ``ii_cycles``
+as the RDMA engine's back-to-back run (:func:`analysis.rdma.point.build`). ``ii_cycles``
 is taken at each store's first wire beat (:func:`wire_starts`), as the engine's.
 
 With ``one_at_a_time`` (a latency run) the scenario's stores go one at a time
-(:func:`pymodel.scenarios.nic.one_at_a_time`), each released twice the cycles after the
+(:func:`analysis.scenarios.nic.one_at_a_time`), each released twice the cycles after the
 previous one that the model takes to play the first store alone and go idle (the second
 half a margin): every store enters an idle NIC and is its issuer's last queued one (with
 ``e2e`` it asks for its completion at once). ``nic_results.json`` also holds each store's
@@ -43,13 +43,7 @@ from pathlib import Path
 
 import cocotb
 
-from pymodel.fabric.faulty_link import FaultSettings
-from pymodel.fcs import phy_bytes
-from pymodel.host.metrics import host_bytes, host_tlps, host_util
-from pymodel.inflight import peak_in_flight
-from pymodel.nic.store import Store
-from pymodel.nic.system import NicSystemModel
-from pymodel.scenarios.nic import (
+from analysis.scenarios.nic import (
     build_scenario,
     delayed,
     destination_table_writes,
@@ -61,6 +55,12 @@ from pymodel.scenarios.nic import (
     window_intent,
     window_writes,
 )
+from pymodel.fabric.faulty_link import FaultSettings
+from pymodel.fcs import phy_bytes
+from pymodel.host.metrics import host_bytes, host_tlps, host_util
+from pymodel.inflight import peak_in_flight
+from pymodel.nic.store import Store
+from pymodel.nic.system import NicSystemModel
 from pymodel.throughput import steady_ii
 from spec.formats.nic import Framing
 from spec.metrics import CTRL_KINDS

@@ -2,7 +2,7 @@
 oracle (independent of the model).
 
 Scenarios (``scenario``): ``pair``, ``all_to_all`` and ``windows`` of
-:func:`pymodel.scenarios.nic.build_scenario`; ``dropped`` (node 0 stores 24 frames to
+:func:`analysis.scenarios.nic.build_scenario`; ``dropped`` (node 0 stores 24 frames to
 node 1, whose window for source 0 leaves 6 of them outside: the sender learns of
 exactly those 6); ``lost_first`` / ``lost_last`` (node 0 stores 40 frames to node 1;
 the first / the last completion is damaged on node 0's downlink: the first is
@@ -34,14 +34,14 @@ from pathlib import Path
 
 import cocotb
 
-from pymodel.nic.frames import build_completion
-from pymodel.nic.system import NicSystemModel, Store
-from pymodel.scenarios.nic import (
+from analysis.scenarios.nic import (
     build_scenario,
     mark_last_queued,
     table_writes,
     window_writes,
 )
+from pymodel.nic.frames import build_completion
+from pymodel.nic.system import NicSystemModel, Store
 from spec.formats.nic import completion_beats
 from tb.cosim import cosim_params
 from tb.nic.e2e_check import (

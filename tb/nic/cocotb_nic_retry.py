@@ -19,9 +19,9 @@ import time
 
 import cocotb
 
+from analysis.scenarios.nic import table_writes
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.nic.system import NicSystemModel, Store
-from pymodel.scenarios.nic import table_writes
 from spec.nic import COUNTERS
 from tb.cosim import cosim_params
 from tb.nic.e2e_check import arm_completions, compare_completions, read_completions

@@ -203,7 +203,7 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
     that they equal a co-simulated row's ``_model`` values, and the comparison keys.
 
     ``destinations`` (:func:`spec.nic.check_destinations`): node 0 stores round robin to
-    that many destination ids (scenario ``destinations`` of :mod:`pymodel.scenarios.nic`)
+    that many destination ids (scenario ``destinations`` of :mod:`analysis.scenarios.nic`)
     on the model of a NicTop with that option, ``popularity`` (:data:`spec.load.
     POPULARITY`, Zipf with skew 0.99) choosing each store's id, as :func:`run_point`'s
     (docs/nic.md, "4,096 destinations").
@@ -242,10 +242,10 @@ def model_point(framing, msg_bytes, messages, peers=1, attachment="integrated",
 def warmup_cycles(attachment):
     """The cycles between the warm-up store of a back-to-back run and the rest: those of
     the RDMA engine's back-to-back run on the same attachment
-    (:func:`pymodel.rdma.point.latency_spacing`: ``pcie``, and ``on_die`` for the
+    (:func:`analysis.rdma.point.latency_spacing`: ``pcie``, and ``on_die`` for the
     ``integrated`` NIC), so that both designs' runs are one warm-up message, the same
     gap, then the messages back to back; the NIC's store completes well within it."""
-    from pymodel.rdma.point import latency_spacing
+    from analysis.rdma.point import latency_spacing
 
     return latency_spacing("pcie" if attachment == "pcie" else "on_die")
 

@@ -13,9 +13,9 @@ SUCCESS, and the merges' error flags stay low.
 
 Kind ``writes`` (``params["kind"]``, :mod:`tb.rdma.fabric_writes`): the RdmaTop
 headline's run on the fabric of two nodes: node 0's requester posts the WRITEs of
-:func:`pymodel.scenarios.rdma.writes_scenario` to node 1's responder (its MACs route node
+:func:`analysis.scenarios.rdma.writes_scenario` to node 1's responder (its MACs route node
 A to port 0 and node B to port 1 of the power-up table); both sides' records in the
-shape of :func:`pymodel.rdma.point.reduce_run` (node 0's uplink as the A->B link, node
+shape of :func:`analysis.rdma.point.reduce_run` (node 0's uplink as the A->B link, node
 1's as B->A, node 0's requester host interface as host A, node 1's responder's as host
 B), reduced by it into ``out_json`` as :mod:`tb.rdma.cocotb_rdma` does, with each side's
 ``fabric_beats``: node 0's merge ``credits_max``, the switch ingress beats the sender's
@@ -31,13 +31,13 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly
 
+from analysis.rdma.fabric_point import fabric_arrays, fabric_load_row
+from analysis.rdma.point import reduce_run
+from analysis.scenarios.rdma_fabric import fabric_scenario
 from pymodel.fields import pack
 from pymodel.packet import frame_to_beats
-from pymodel.rdma.fabric_point import fabric_arrays, fabric_load_row
 from pymodel.rdma.fabric_system import simulate_fabric
-from pymodel.rdma.point import reduce_run
 from pymodel.rdma.verbs import mr_table_in_host
-from pymodel.scenarios.rdma_fabric import fabric_scenario
 from spec.fabric import SWITCH_COUNTERS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma_engine import (
@@ -70,7 +70,7 @@ _BLOCKS = (("req", "req", REQUESTER_COUNTERS), ("resp", "resp", RESPONDER_COUNTE
 
 
 def fabric_run_scenario(top, p):
-    """The :class:`~pymodel.scenarios.rdma_fabric.FabricScenario` of run parameters
+    """The :class:`~analysis.scenarios.rdma_fabric.FabricScenario` of run parameters
     ``p`` on a top with parameters ``top``."""
     t = dict(FABRIC_DEFAULTS, **top)
     return fabric_scenario(p["pattern"], t["nodes"], p["messages"], p["msg_bytes"],

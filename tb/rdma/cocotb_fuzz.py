@@ -1,6 +1,6 @@
 """cocotb fuzz of the RDMA responder on RdmaTop: chunks of mutated frames, then a tail.
 
-Each chunk (:func:`pymodel.scenarios.fuzz.rdma_chunk`) is a fresh load and reset of the
+Each chunk (:func:`analysis.scenarios.fuzz.rdma_chunk`) is a fresh load and reset of the
 same simulation (:class:`tb.rdma.testbench.RdmaTestbench`, ``clear``): its frames are
 played on the A->B link by the ``inject`` player with seeded gaps (``inject_stall``),
 the golden model (:func:`pymodel.rdma.system.simulate`) plays the same, and the chunk
@@ -18,7 +18,7 @@ Parameters (``COSIM_PARAMS``): ``seed``, ``chunks`` (chunk numbers), ``frames`` 
 frames per chunk), ``fillers`` (bad-FCS frames before the tail, default 256),
 ``inject_stall``, ``out`` (a file that gets one JSON line per chunk), ``read_mix``
 (with a top of ``read_words``: the shares of READs, atomics and stray responses,
-default :data:`pymodel.scenarios.fuzz.RDMA_READ_MIX`).
+default :data:`analysis.scenarios.fuzz.RDMA_READ_MIX`).
 The test fails if any chunk has a mismatch or a violation.
 """
 
@@ -27,7 +27,7 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from pymodel.scenarios.fuzz import RDMA_QPN, atomic_psns, frame_kind, rdma_chunk
+from analysis.scenarios.fuzz import RDMA_QPN, atomic_psns, frame_kind, rdma_chunk
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_responder import READ_COUNTERS
 from tb.cosim import cosim_params

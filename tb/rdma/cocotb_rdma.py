@@ -4,7 +4,7 @@ Everything is loaded before reset (host memories, MR table, MMIO and injection p
 and drained after the run (recorders, memories, counters) through
 :class:`tb.rdma.testbench.RdmaTestbench`: no Python runs per cycle. Measurements go to
 ``params["out_json"]`` when given: the metrics of the RTL's records and of the model's,
-reduced by the same function (:func:`pymodel.rdma.point.reduce_run`).
+reduced by the same function (:func:`analysis.rdma.point.reduce_run`).
 """
 
 import dataclasses
@@ -13,19 +13,19 @@ import time
 
 import cocotb
 
-from pymodel.fabric.faulty_link import FaultSettings
-from pymodel.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
-from pymodel.rdma.links import retry_counters
-from pymodel.rdma.point import knobs_of, reduce_run
-from pymodel.rdma.system import Config, simulate
-from pymodel.scenarios.rdma import (
+from analysis.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
+from analysis.rdma.point import knobs_of, reduce_run
+from analysis.scenarios.rdma import (
     bad_frames_scenario,
     fault_settings,
     overflow_scenario,
     qp_error_scenario,
     writes_scenario,
 )
-from pymodel.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
+from analysis.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
+from pymodel.fabric.faulty_link import FaultSettings
+from pymodel.rdma.links import retry_counters
+from pymodel.rdma.system import Config, simulate
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import RETRY_SETTINGS
@@ -182,7 +182,7 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "mixed":
         return reads.mixed_run_scenario(cfg, p, host), [], None
     if p["kind"] == "load":
-        # Open-loop arrivals posted by an issuer (pymodel.load.rdma); the engine knobs
+        # Open-loop arrivals posted by an issuer (analysis.load.rdma); the engine knobs
         # (ACK coalescing) come from ``knobs`` as for the other kinds.
         lp = {k: p[k] for k in LOAD_KNOBS if k in p}
         lp.update(host=cfg.host, link_latency=cfg.link_latency,

@@ -1,7 +1,7 @@
 """cocotb fuzz of the requester's response path on ReadRequesterTop: chunks of hostile
 READ RESPONSEs and ATOMIC ACKNOWLEDGEs among honest ones.
 
-Each chunk (:func:`pymodel.scenarios.fuzz_req.req_chunk`) is a fresh load and reset of
+Each chunk (:func:`analysis.scenarios.fuzz_req.req_chunk`) is a fresh load and reset of
 the same simulation: its frames are played on ``frames``, its operations on ``issue``
 (no request descriptors), the twin (:func:`pymodel.rdma.req.read_top.run_read_top`)
 plays the same, and the chunk is checked twice:
@@ -26,10 +26,10 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge
 
+from analysis.scenarios.fuzz_req import frame_kind, req_chunk
 from pymodel.fields import pack, unpack
 from pymodel.packet import frame_to_beats
 from pymodel.rdma.req.read_top import run_read_top
-from pymodel.scenarios.fuzz_req import frame_kind, req_chunk
 from rtl.tops.read_requester_top import FIFO_DEPTHS
 from spec.host import wr_layout
 from spec.rdma_read_req import INTAKE_COUNTERS, done_layout, issue_layout, rewind_layout

@@ -2,7 +2,7 @@
 its parameter checks, without cocotb: the READ/atomic point of `make sim` on a two-node
 :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` with ``reads`` and ``read_words``. Node
 0's requester posts the operations of
-:func:`pymodel.scenarios.rdma_read.read_point_scenario` (``op``, ``msg_bytes``,
+:func:`analysis.scenarios.rdma_read.read_point_scenario` (``op``, ``msg_bytes``,
 ``messages`` on one QP, one doorbell; or round robin over ``qps`` QPs) to node 1's
 responder, whose READ responses and
 ATOMIC ACKNOWLEDGEs come back through node 1's merge, the switch and node 0's demux (the
@@ -11,7 +11,7 @@ kind's)."""
 
 import dataclasses
 
-from pymodel.scenarios.rdma_read import read_point_scenario
+from analysis.scenarios.rdma_read import read_point_scenario
 from spec.rdma_fabric import FABRIC_DEFAULTS
 from tb.rdma.fabric_writes import fabric_config, pair_run
 

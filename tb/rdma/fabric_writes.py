@@ -1,18 +1,18 @@
 """The ``writes`` kind of the RDMA fabric co-simulation (:mod:`tb.rdma.cocotb_fabric`) and
 its parameter checks, without cocotb: the RdmaTop headline's run on a two-node
 :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` (node 0's requester posts the WRITEs of
-:func:`pymodel.scenarios.rdma.writes_scenario` to node 1's responder; its MACs route node
+:func:`analysis.scenarios.rdma.writes_scenario` to node 1's responder; its MACs route node
 A to port 0 and node B to port 1 of the switch's power-up table), its model
 configuration (:func:`fabric_config`, also the open-loop runs'), and the mapping of a
 two-node run onto RdmaTop's records (:func:`pair_run`), so that
-:func:`pymodel.rdma.point.reduce_run` reduces it. Used by the co-simulation and by
+:func:`analysis.rdma.point.reduce_run` reduces it. Used by the co-simulation and by
 :mod:`tb.rdma.headline` (its ``switch`` points, model side alone too)."""
 
 import dataclasses
 
+from analysis.rdma.point import ENGINE_KNOBS, knobs_of
+from analysis.scenarios.rdma import writes_scenario
 from pymodel.rdma.fabric_system import FabricConfig
-from pymodel.rdma.point import ENGINE_KNOBS, knobs_of
-from pymodel.scenarios.rdma import writes_scenario
 from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.rdma_engine import REQUESTER_DEFAULTS, RESPONDER_DEFAULTS, SIM_TIMEOUT
 from spec.rdma_fabric import FABRIC_DEFAULTS
@@ -47,7 +47,7 @@ WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
 
 def writes_setup(top, p):
     """``(cfg, verbs)`` of a ``writes`` run ``p`` on a two-node top ``top``: the verbs of
-    :func:`~pymodel.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1)
+    :func:`~analysis.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1)
     and the model's :class:`FabricConfig` with the run's engine knobs and cache
     entries in use. ``ValueError`` names a bad parameter."""
     unknown = sorted(set(p) - set(WRITES_PARAMS))
@@ -80,7 +80,7 @@ def writes_images(v):
 
 def pair_run(run):
     """A two-node fabric run (the model's or the RTL's records) in the shape of an RdmaTop
-    run (:func:`pymodel.rdma.point.reduce_run`)."""
+    run (:func:`analysis.rdma.point.reduce_run`)."""
     return dict(wire_ab=run["wire"][0], wire_ba=run["wire"][1],
                 mmio_stamps=run["mmio_stamps"][0], written=run["written"][1],
                 completed=run["completed"][0], req=run["req"][0], resp=run["resp"][1],

@@ -22,8 +22,8 @@ import dataclasses
 import json
 import pathlib
 
+from analysis.rdma.point import knobs_of, latency_knobs, latency_spacing, reduce_run
 from pymodel.pcap import write_pcapng
-from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing, reduce_run
 from pymodel.throughput import isolated_median
 from spec.fabric_profiles import (
     fabric_profile,
@@ -119,7 +119,7 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     top's build parameters, the runs' parameters and run-time ports, the row's keys and
     the run's name (:mod:`tb.rdma.point_params`; the path, window records and timeout of
     a ``fabric`` profile by :func:`_top`); ``rung`` (a ladder rung's name) or ``knobs``
-    (the engine's knobs, :func:`pymodel.rdma.point.knobs_of`). Returns the results row
+    (the engine's knobs, :func:`analysis.rdma.point.knobs_of`). Returns the results row
     with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
     comparison keys (:func:`comparison_keys`); a field the row has no key of its own
@@ -213,7 +213,7 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
     parameters it shares with it (the others at their defaults): the row with ``_model``
     values only, from the same top, runs and reduction as the co-simulation's model side
     (:func:`tb.rdma.cocotb_rdma.config`, :func:`~tb.rdma.cocotb_rdma.scenario`,
-    :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`pymodel.rdma.point.reduce_run`), and
+    :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`analysis.rdma.point.reduce_run`), and
     the comparison keys; ``cache_ways``: as :func:`run_point`'s."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 

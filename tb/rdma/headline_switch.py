@@ -7,7 +7,7 @@ the ``writes`` kind of the fabric test (:mod:`tb.rdma.fabric_writes`)."""
 
 import json
 
-from pymodel.rdma.point import knobs_of, latency_knobs, latency_spacing, reduce_run
+from analysis.rdma.point import knobs_of, latency_knobs, latency_spacing, reduce_run
 from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, rdma_fabric_top, rdma_records, rdma_timeout
 from spec.metrics import row_metrics

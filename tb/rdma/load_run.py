@@ -3,16 +3,16 @@
 cycle by the cocotb test; returns both sides' load rows.
 
 The co-simulation loads the issuer's MMIO writes into the top's timed MMIO player (each
-doorbell released at the cycle :mod:`pymodel.load.rdma` says), so RTL and model see the
+doorbell released at the cycle :mod:`analysis.load.rdma` says), so RTL and model see the
 same arrivals. The row of each side comes from its own records through the same
-reduction (:func:`pymodel.load.rdma.load_row`).
+reduction (:func:`analysis.load.rdma.load_row`).
 """
 
 import json
 
 import numpy as np
 
-from pymodel.load.rdma import load_row
+from analysis.load.rdma import load_row
 from tb.rdma.runner import run_rdma
 
 __all__ = ["run_rdma_load"]

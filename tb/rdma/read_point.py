@@ -141,7 +141,7 @@ def run_read_point(sim, op, msg_bytes, messages, fabric="board", host=READ_HOST,
 
 def model_read_rate(op, msg_bytes, messages, qps, fabric="pod", host=READ_HOST):
     """The golden model alone on the points' top: ``messages`` operations round robin over
-    ``qps`` QPs (:func:`pymodel.scenarios.rdma_read.read_point_scenario`), all posted
+    ``qps`` QPs (:func:`analysis.scenarios.rdma_read.read_point_scenario`), all posted
     before their doorbells. Returns ``{"qps", "messages", "msg_bytes", "fabric",
     "ii_cycles", "ops_per_s", "cycles"}``: cycles per operation between the first and the
     last CQE, its rate at 1 GHz, the run's cycles.

@@ -1,9 +1,9 @@
 """RDMA READ runs of RdmaTop (kind ``reads``): the scenario, the counter names and the
 checks independent of the model."""
 
-from pymodel.scenarios.mix import parse_mix
-from pymodel.scenarios.rdma_mixed import mixed_scenario
-from pymodel.scenarios.rdma_read import (
+from analysis.scenarios.mix import parse_mix
+from analysis.scenarios.rdma_mixed import mixed_scenario
+from analysis.scenarios.rdma_read import (
     posted_reads_scenario,
     read_point_scenario,
     read_requests_scenario,
@@ -33,7 +33,7 @@ def read_counters(top):
 
 def read_scenario(cfg, seed, host):
     """``(verbs, frames, reasons)`` of kind ``reads``
-    (:func:`pymodel.scenarios.rdma_read.read_requests_scenario`); ``ValueError`` unless
+    (:func:`analysis.scenarios.rdma_read.read_requests_scenario`); ``ValueError`` unless
     the top has ``read_words`` and the RoCEv2 framing."""
     if not cfg.read_words or cfg.header != "roce":
         raise ValueError("kind 'reads' needs a top with read_words > 0 and the roce header")
@@ -70,8 +70,8 @@ def requester_read_counters(top):
 
 def posted_read_scenario(cfg, p, host):
     """The verbs of kind ``posted_reads`` (run parameters ``p``): with ``op``, a `make
-    sim` point (:func:`pymodel.scenarios.rdma_read.read_point_scenario`, ``op``,
-    ``msg_bytes``, ``messages``), else :func:`~pymodel.scenarios.rdma_read.
+    sim` point (:func:`analysis.scenarios.rdma_read.read_point_scenario`, ``op``,
+    ``msg_bytes``, ``messages``), else :func:`~analysis.scenarios.rdma_read.
     posted_reads_scenario`; ``ValueError`` unless the top has ``reads``, ``read_words``
     and the RoCEv2 framing."""
     if not (cfg.reads and cfg.read_words) or cfg.header != "roce":
@@ -112,7 +112,7 @@ def posted_read_checks(sb, v, got):
 
 def mixed_run_scenario(cfg, p, host):
     """The verbs of kind ``mixed`` (run parameters ``p``: ``messages``, ``mix``,
-    ``sizes``, ``qps``, ``pmtu_log2``, ``seed``): :func:`pymodel.scenarios.rdma_mixed.
+    ``sizes``, ``qps``, ``pmtu_log2``, ``seed``): :func:`analysis.scenarios.rdma_mixed.
     mixed_scenario`; ``ValueError`` unless the top has ``reads``, ``read_words`` and the
     RoCEv2 framing."""
     if not (cfg.reads and cfg.read_words) or cfg.header != "roce":
@@ -141,7 +141,7 @@ def _mr_bytes(mem, base, n):
 
 def mixed_checks(sb, v, got):
     """Independent of the model, a mixed chunk (kind ``mixed``,
-    :func:`pymodel.scenarios.rdma_mixed.mixed_scenario`): one successful CQE per
+    :func:`analysis.scenarios.rdma_mixed.mixed_scenario`): one successful CQE per
     operation with its opcode, per QP in posting order; each READ's local bytes are the
     bytes node B held, each atomic's its original value; node B's MR 2 holds what each
     atomic executed once leaves, MR 3 each WRITE's bytes once. Returns the soak's

@@ -1,6 +1,6 @@
 """cocotb soak of the ephemeral receiver on EphemeralReceiverTop: chunks of genuine traffic
 (go-back-N senders through a lossy path, closed loop on the receiver's twin,
-:func:`pymodel.scenarios.soak_ephemeral.soak_chunk`) played in at the cycles the twin saw
+:func:`analysis.scenarios.soak_ephemeral.soak_chunk`) played in at the cycles the twin saw
 them arrive.
 
 Each chunk is a fresh load of the player and a reset of the same simulation, run until
@@ -13,10 +13,10 @@ every sender has closed and the receiver's contexts have closed on idle. Checked
   in, no (source, context incarnation, PSN) delivered twice, each delivery the packet of
   its cycle (:func:`tb.ephemeral_receiver.invariant_errors`); every message delivered by
   the RTL exactly once, none lost, every sender acknowledged and closed, no hang
-  (:func:`pymodel.scenarios.soak_ephemeral.soak_errors` on the RTL's deliveries).
+  (:func:`analysis.scenarios.soak_ephemeral.soak_errors` on the RTL's deliveries).
 
 Parameters (``COSIM_PARAMS``): ``seed``, ``chunks`` (``[[index, messages], ...]``),
-``knobs`` (:data:`pymodel.scenarios.soak_ephemeral.SOAK_DEFAULTS`' keys, ``entries`` the
+``knobs`` (:data:`analysis.scenarios.soak_ephemeral.SOAK_DEFAULTS`' keys, ``entries`` the
 top's), ``depth`` (the top's player and recorders), ``out`` (one JSON line per chunk),
 ``token`` (written in each line), ``break_chunk`` (a test hook: that chunk's RTL gets a
 32nd of the twin's idle time, so that chunk must show mismatches). The test fails if any
@@ -29,7 +29,7 @@ import time
 import cocotb
 from cocotb.triggers import ClockCycles
 
-from pymodel.scenarios.soak_ephemeral import soak_chunk, soak_errors
+from analysis.scenarios.soak_ephemeral import soak_chunk, soak_errors
 from spec.ephemeral import RECV_OUTCOMES
 from tb.cosim import cosim_params
 from tb.ephemeral_receiver import invariant_errors

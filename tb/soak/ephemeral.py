@@ -1,5 +1,5 @@
 """Soak of the ephemeral receiver: genuine traffic of go-back-N senders through a lossy path
-(:mod:`pymodel.scenarios.soak_ephemeral`) into :class:`rtl.tops.ephemeral_receiver_top.
+(:mod:`analysis.scenarios.soak_ephemeral`) into :class:`rtl.tops.ephemeral_receiver_top.
 EphemeralReceiverTop`, in chunks, every chunk compared with the twin
 (:mod:`tb.soak.cocotb_ephemeral_soak`). Used by ``scripts/soak.py --only ephemeral``.
 
@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from pymodel.scenarios.soak_ephemeral import SOAK_DEFAULTS, check_soak
+from analysis.scenarios.soak_ephemeral import SOAK_DEFAULTS, check_soak
 from spec.ephemeral import RECV_OUTCOMES
 
 __all__ = ["CHUNK", "TOP", "check_params", "soak_ephemeral", "knobs_of"]

@@ -23,8 +23,8 @@ import random
 import time
 from pathlib import Path
 
+from analysis.scenarios.mix import op_sequence
 from pymodel.fabric.faulty_link import rate_per_65535
-from pymodel.scenarios.mix import op_sequence
 from spec.formats.nic_mem import MEM_WIDTH, MemOp
 
 #: A command's fields (those of :data:`tb.nic.cocotb_nic_mem.CMD_FIELDS`, which imports
@@ -57,7 +57,7 @@ def _bytes(words, addr, n):
 
 def chunk_commands(rng, weights, nodes, words, count, mem):
     """``count`` commands per node, loads and atomics by the weights ``(R, A)`` of a mix
-    (:func:`pymodel.scenarios.mix.op_sequence`), each to a random other node. Returns
+    (:func:`analysis.scenarios.mix.op_sequence`), each to a random other node. Returns
     ``(cmds, expect)``: ``cmds`` ``{node: [{op, dst, addr, length, laddr, a, b}]}`` (the
     commands of the model and of :func:`tb.nic.cocotb_nic_mem.load_nodes`) and per node
     ``[(kind, laddr, answer bytes)]``, with ``expect["slots"]`` ``{(node, byte address):
