@@ -5,7 +5,7 @@ The posted messages (:func:`analysis.load.traffic.qp_sequence` destinations with
 "last for now" bits, :func:`analysis.ephemeral.flow.ack_requests`) go into the player
 before reset; the simulator runs freely until every message is sent and then until the
 twin's flow ended (plus a margin); the sends and CLOSEs come out of the recorders with
-their cycles. Compared with :class:`analysis.ephemeral.flow.SenderModel` on the same
+their cycles. Compared with :class:`pymodel.ephemeral.sender.SenderModel` on the same
 messages offered back to back from the first send's cycle: every send (cycle, entry,
 asked, opened), every CLOSE (cycle, key), the pool's counters, ``used_max`` and the
 ACKs left. Writes ``ephemeral_sender.json`` to its run folder: the RTL's sends and

@@ -1,11 +1,12 @@
 """Stimulus and the twin's side of the ephemeral sender's tests (the Amaranth simulator's
 and the co-simulation's): seeded destinations with their "last for now" bits, and the
-twin (:class:`analysis.ephemeral.flow.SenderModel`) run on them as a posting queue that
+twin (:class:`pymodel.ephemeral.sender.SenderModel`) run on them as a posting queue that
 offers each message from its release cycle until it is taken."""
 
 import random
 
-from analysis.ephemeral.flow import SenderModel, ack_requests
+from analysis.ephemeral.flow import ack_requests
+from pymodel.ephemeral.sender import SenderModel
 
 __all__ = ["messages", "model_events"]
 

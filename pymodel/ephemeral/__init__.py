@@ -1,1 +1,2 @@
-"""Golden model of ephemeral delivery contexts (design 3): the pool and receiver twins."""
+"""Golden model of ephemeral delivery contexts (design 3): the pool, sender and receiver
+twins."""

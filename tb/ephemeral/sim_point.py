@@ -3,7 +3,7 @@
 The sender's flow (:class:`rtl.ephemeral.sender.EphemeralSender` on
 :class:`rtl.tops.ephemeral_sender_top.EphemeralSenderTop`) runs the point's messages in
 co-simulation and every send, CLOSE and counter is compared with the twin
-(:class:`analysis.ephemeral.flow.SenderModel`; a difference is a mismatch). The datapath
+(:class:`pymodel.ephemeral.sender.SenderModel`; a difference is a mismatch). The datapath
 around it (posting, framing, the wire, the responder, the ACK) is not RTL of this design
 (docs/ephemeral.md, "Reusing the RDMA engine"): its figures come from the engine's
 model at 1 QP on the level field (:func:`tb.ephemeral.point.datapath_row`), as in the
