@@ -51,17 +51,14 @@ def test_bad_mix_option_is_named_before_any_simulation(capsys):
     assert soak._args([]).mix == (1, 0, 0)   # the WRITE-only soak by default
 
 
-def test_selective_with_reads_is_refused_naming_both(capsys):
-    """Selective repeat with READs or atomics in the mix is refused before any
-    simulation (the known defect below); WRITE-only selective soaks and the NIC alone
-    still run."""
+def test_selective_with_reads_and_atomics_is_accepted():
+    """``--selective`` with READs or atomics in the mix is a soak like any other: the
+    option is taken, and the RDMA chunks are mixed ones with the port set."""
     for mix in ("mixed", "1:1:0", "1:0:1"):
-        with pytest.raises(SystemExit):
-            soak._args(["--selective", "--mix", mix])
-        err = capsys.readouterr().err
-        assert "--selective" in err and "--mix" in err
-    assert soak._args(["--selective"]).selective
-    assert soak._args(["--selective", "--mix", "mixed", "--only", "nic"]).only == "nic"
+        args = soak._args(["--selective", "--mix", mix])
+        assert args.selective and any(args.mix[1:])
+        assert ("rdma", 1000) in [(j[0], j[2]) for j in soak.jobs_of(
+            soak._args(["--selective", "--mix", mix, "--messages", "1000"]))]
 
 
 def test_mix_jobs():
