@@ -60,9 +60,9 @@ the WRITE-only soak above) shares the messages among writes, loads/READs and ato
   bytes, each atomic's old value and word, each WRITE's bytes, one successful CQE per
   operation per QP in order).
 
-`--selective` with READs or atomics in the mix is refused before any simulation (exit
-code 2): selective repeat does not recover lost READ RESPONSEs (docs/recovery.md, "Known
-defect: selective repeat with READs").
+`--selective` runs the mixed workload with selective repeat at both ends too: a QP
+with a READ or atomic in its window recovers by going back N (docs/recovery.md, "READs
+and atomics under selective repeat").
 
 soak.json adds per design the operations and how many passed those checks
 (``writes``, ``loads``, ``reads``, ``atomics`` and ``<op>_ok``, which must be equal).
@@ -232,11 +232,6 @@ def _args(argv):
                          "chunk must show mismatches and the soak fail")
     args = ap.parse_args(argv)
     check_cluster_options(ap, args)
-    if args.selective and any(args.mix[1:]) and args.only in (None, "rdma"):
-        ap.error(f"--selective with --mix {':'.join(map(str, args.mix))}: selective repeat "
-                 f"does not recover lost READ RESPONSEs (a known defect, docs/recovery.md, "
-                 f"'Known defect: selective repeat with READs'); soak READs and atomics "
-                 f"with go-back-N")
     _ephemeral_knobs(ap, args)
     # The retry's signalling is damaged at the rates of the frames by default.
     for name, like in (("tag_rate", "corrupt_rate"), ("ack_drop_rate", "drop_rate"),

@@ -62,17 +62,13 @@ class CompletionUnitModel:
         self.rwp = Staged(0, size=w, name="rwp", log=log)   # a rewind is pending
         self.rwq = RewindQueue()
         self.errq = Staged(None, size=entries, name="errq", log=log)   # the QP in ERR
-        self.err_out = None       # the notice the sequencer sees in this cycle (an entry)
-        self._err_next = None
-        self.free = deque()
-        self._freed = []
-        self.fresh = 0
+        self.err_out = self._err_next = None    # the notice the sequencer sees (an entry)
+        self.free, self._freed, self.fresh = deque(), [], 0
         self.e_rw = self.cur = self.walk_left = 0
-        self.reads = ReadWalk(log)          # with READs: takes, evict
+        self.reads = ReadWalk(log, w)       # with READs: takes, evict, ops
         self.solo = None     # (qpn, PSN after it) the last rewind resent alone; None: GBN
         self.selective = 0
-        self.used = False
-        self.timeout = 0
+        self.used, self.timeout = False, 0
         self.count = dict(ack_unexpected=0, seq_naks=0, timeouts=0, rewinds=0, retired=0,
                           records_max=0, qp_errors=0, flushed=0, recovery_fills=0)
         self.trace = []
@@ -158,6 +154,7 @@ class CompletionUnitModel:
                                 byte_len=h["msg_length"], sq_index=h["sq_index"],
                                 **{k: h[k] for k in ("op",) if k in h}))
         self._freed.append(h_id)
+        self.reads.counted(e, h, -1)
         self.head.set(e, self.nxt.get(h_id, 0))
         self.win.set(e, (self.win[e] - 1) & _COUNT_MASK)
         self.tstart.set(e, c)
@@ -309,6 +306,7 @@ class CompletionUnitModel:
                 else:
                     self.nxt[self.tail[s]] = new
                 self.tail.set(s, new)
+                self.reads.counted(s, r, 1)
                 self.win.set(s, (self.win[s] + 1) & _COUNT_MASK)
                 self.win_total.set((self.win_total.value + 1) & _COUNT_MASK)
                 self.count["records_max"] = max(self.count["records_max"], self.win_total.value + 1)
@@ -316,8 +314,10 @@ class CompletionUnitModel:
         return False
 
     def _one(self, s, psn):
-        """:func:`one_message` for a rewind of slot ``s`` from ``psn``."""
-        return one_message(self.selective, self.recs[self.tail[s]]["last_psn"], psn)
+        """:func:`one_message` for a rewind of slot ``s`` from ``psn``, unless a READ or
+        atomic is in the window (:class:`ReadWalk`'s ``ops``): then go back N."""
+        last = self.recs[self.tail[s]]["last_psn"]
+        return one_message(self.selective, last, psn) and not self.reads.ops[s]
 
     def _start_look(self, c, s, qpn):
         self.state.set(4)

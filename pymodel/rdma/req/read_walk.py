@@ -3,23 +3,27 @@
 
 from pymodel.cycle import Staged
 from spec.formats.roce import WqeOpcode
+from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["ReadWalk"]
 
 _WRITE = WqeOpcode.RDMA_WRITE.value
+_COUNT_MASK = (1 << COUNT_BITS) - 1
 
 
 class ReadWalk:
     """Take resends on their way (``takes``), the walk's first take seen (``evicting``)
-    and whether it resent anything (``emitted``), and the ``evict`` register the
-    response intake reads in the next cycle. :meth:`enter` at the start of each cycle
-    with the unit's side inputs (``held``: a function of QPN and last PSN, on the
-    intake's table of the start of the cycle; ``done_pending``; ``took``;
-    ``take_dropped``), :meth:`finish` after the cycle's action, :meth:`commit` at its
-    end."""
+    and whether it resent anything (``emitted``), the ``evict`` register the
+    response intake reads in the next cycle, and per window slot the READs and atomics
+    in the window (``ops``: selective repeat goes back N while it is not 0).
+    :meth:`enter` at the start of each cycle with the unit's side inputs (``held``: a
+    function of QPN and last PSN, on the intake's table of the start of the cycle;
+    ``done_pending``; ``took``; ``take_dropped``), :meth:`finish` after the cycle's
+    action, :meth:`commit` at its end; :meth:`counted` as records enter and leave."""
 
-    def __init__(self, log):
+    def __init__(self, log, slots):
         self.takes = Staged(0, name="takes", log=log)
+        self.ops = Staged(0, size=slots, name="ops", log=log)
         self.evicting = self.emitted = False
         self.evict = self._evict_next = None
         self.side = {}
@@ -66,6 +70,11 @@ class ReadWalk:
         take = {"take": 1} if kind == "take" else {}
         return dict(entry=entry, qpn=r["qpn"], sq_index=r["sq_index"],
                     first_psn=r["first_psn"], **take)
+
+    def counted(self, s, r, k):
+        """Record ``r`` enters (``k`` = 1) or leaves (``k`` = -1) window slot ``s``."""
+        if r.get("op", _WRITE) != _WRITE:
+            self.ops.set(s, (self.ops[s] + k) & _COUNT_MASK)
 
     def release(self):
         """The walk ends: does its QP's timer run again (with READs, nothing resent)?"""

@@ -15,6 +15,15 @@ _M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
 PSN_WINDOW = 1 << 23
 
 
+def _ones(bits, k):
+    """Set bits of ``bits`` from bit ``k`` on without a gap (0 if ``k`` is past the
+    window)."""
+    run = 0
+    while k + run < SR_WINDOW and bits >> (k + run) & 1:
+        run += 1
+    return run
+
+
 class VerifyModel:
     """Verify jobs from ``i`` to write jobs in ``w`` and ACK jobs in ``ack`` (Fifos).
 
@@ -187,9 +196,11 @@ class VerifyModel:
                        swap=int.from_bytes(data[12:20], "big"),
                        compare=int.from_bytes(data[20:28], "big"),
                        syndrome=Syndrome.ACK.value)
-            new = dict(g, expected_psn=(exp + 1) & _PSN_MASK, nak_sent=0, msn=msn)
+            run = _ones(bits, 0)            # placed PSNs after it, consumed
+            new = dict(g, expected_psn=(exp + 1 + run) & _PSN_MASK, nak_sent=0,
+                       msn=(msn + run) & _MSN_MASK)
             if bits:
-                bits_new = bits >> 1
+                bits_new = bits >> run >> 1
             self.count["atomics"] += 1
             self._fence_next = True
         elif read:                            # its response packets' PSNs, no write
@@ -197,9 +208,11 @@ class VerifyModel:
             n = read_packets(j["dma_len"], ctx["pmtu_log2"])
             msn = (g["msn"] + 1) & _MSN_MASK
             self._read_job(ack, j, ctx, msn)
-            new = dict(g, expected_psn=(exp + n) & _PSN_MASK, nak_sent=0, msn=msn)
+            run = _ones(bits, n - 1)        # placed PSNs after its last, consumed
+            new = dict(g, expected_psn=(exp + n + run) & _PSN_MASK, nak_sent=0,
+                       msn=(msn + run) & _MSN_MASK)
             if bits:
-                bits_new = bits >> n if n < SR_WINDOW else 0
+                bits_new = bits >> n >> run if n < SR_WINDOW else 0
         else:
             run = 0                           # placed PSNs that follow without a gap
             while run < SR_WINDOW and bits >> run & 1:

@@ -143,7 +143,10 @@ class CompletionUnit(wiring.Component):
         the message and still misses what follows, which it NAKs when frames ahead
         were placed or discarded; the discarded ones no NAK will name, and resending
         the whole window once is simpler than a NAK per message (the placed frames it
-        resends are silent duplicates).
+        resends are silent duplicates). With ``reads``, a rewind of a QP with a READ or
+        atomic in its window goes back N (a count per window slot, ``ops``): the
+        response intake keeps no response out of order, so every response after a
+        missing one was discarded, and an ACK past an unanswered READ waits for it.
     cache_log2 : In(4)
         Cache entries in use (with ``windows`` 0 a QP's window slot is its direct-mapped
         entry ``qpn % 2**cache_log2``; its entry otherwise comes from the probes); the
@@ -316,6 +319,7 @@ class CompletionUnit(wiring.Component):
         retries = mem("retries", 3, nw)
         pinned = mem("pinned", 1, nw)
         rwp = mem("rwp", 1, nw)             # a rewind is pending
+        ops = mem("ops", COUNT_BITS, nw) if self.reads else None   # READs, atomics
         # Per cache entry: items done; the QP that entered ERR (its QPN, a memory, and a
         # valid bit, a register cleared by reset as the rest of the QP state is reloaded).
         done = mem("done", COUNT_BITS, n)
@@ -419,10 +423,22 @@ class CompletionUnit(wiring.Component):
         w = {name: mm.write_port() for name, mm in (("recs", recs), ("nxt", nxt),
              ("head", head), ("tail", tail), ("win", win), ("done", done),
              ("tstart", tstart), ("retries", retries), ("errq", errq),
-             ("pinned", pinned), ("rwp", rwp))}
+             ("pinned", pinned), ("rwp", rwp), ("ops", ops)) if mm is not None}
 
         def put(name, addr, value):
             m.d.comb += [w[name].addr.eq(addr), w[name].data.eq(value), w[name].en.eq(1)]
+
+        # With READs, a slot's READs and atomics in the window, at the event's, the
+        # timer's, the appended record's and the walked slot.
+        ops_at = ([rd(ops, sl) for sl in (s_ev, scan, s_rec, walk_slot)] if self.reads
+                  else [None] * 4)
+
+        def count_op(sl, count, rec, k):
+            """Record ``rec`` enters (``k`` = 1) or leaves (-1) slot ``sl``'s window
+            (``count``: the slot's READs and atomics)."""
+            if self.reads:
+                with m.If(rec.op != WqeOpcode.RDMA_WRITE):
+                    put("ops", sl, count + k)
 
         # The candidates.
         id_ok = free.r_rdy | (fresh < n_records)
@@ -497,9 +513,12 @@ class CompletionUnit(wiring.Component):
         one_ev = (self.selective & (span_ev <= SR_WINDOW)
                   & ~(solo_valid & (ev.qpn == solo_qpn) & (solo_d <= SR_WINDOW)))
         one_sp = self.selective & (span_sp <= SR_WINDOW)
+        if self.reads:          # a READ or atomic in the window: go back N
+            one_ev = one_ev & (ops_at[0] == 0)
+            one_sp = one_sp & (ops_at[1] == 0)
         tm_ok = expired & Mux(give_up, self.cqe.ready | ~sp_here, rw_room)
 
-        def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed):
+        def retire(sl, rec_id, rec, nxt_id, win_s, status, cqe_needed, ops_s):
             with m.If(cqe_needed):
                 c = self.cqe.payload
                 m.d.comb += [self.cqe.valid.eq(1), c.wr_id.eq(rec.wr_id), c.status.eq(status),
@@ -508,6 +527,7 @@ class CompletionUnit(wiring.Component):
                 if self.reads:
                     m.d.comb += c.op.eq(rec.op)
             m.d.comb += [free.w_en.eq(1), free.w_data.eq(rec_id)]
+            count_op(sl, ops_s, rec, -1)
             put("head", sl, nxt_id)
             put("win", sl, win_s - 1)
             put("tstart", sl, now)
@@ -592,7 +612,7 @@ class CompletionUnit(wiring.Component):
                 m.d.sync += mode.eq(_Mode.NORMAL)
             with m.Elif(self.cqe.ready):
                 retire(walk_slot, cur, wr_rec, next_cur, win_rw, CqeStatus.WR_FLUSH_ERR.value,
-                       Const(1))
+                       Const(1), ops_at[3])
                 m.d.sync += [cur.eq(next_cur), self.flushed.eq(self.flushed + 1)]
         with m.Elif((mode == _Mode.NORMAL) & rw_ready):              # 2. start walk
             m.d.comb += rwq.r_en.eq(1)
@@ -638,6 +658,7 @@ class CompletionUnit(wiring.Component):
                 with m.Else():
                     put("nxt", tail_rec, new_id)
                 put("tail", s_rec, new_id)
+                count_op(s_rec, ops_at[2], r, 1)
                 put("win", s_rec, win_rec + 1)
                 m.d.sync += self.win_total.eq(self.win_total + 1)
                 with m.If(self.win_total + 1 > self.records_max):
@@ -647,7 +668,8 @@ class CompletionUnit(wiring.Component):
                 start_look(s_ev, ev.qpn)
             with m.Else():
                 with m.If(ev_retire):
-                    retire(s_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe)
+                    retire(s_ev, head_ev, oldest, next_ev, win_ev, ev_status, ev_cqe,
+                           ops_at[0])
                 with m.If(ev_err):
                     enter_error(s_ev, next_ev, oldest.qpn, self.probe[3].entry[:ibits])
                 with m.If(past):
@@ -668,7 +690,7 @@ class CompletionUnit(wiring.Component):
                 m.d.sync += self.timeouts.eq(self.timeouts + 1)
                 with m.If(give_up):
                     retire(scan, head_sp, scan_oldest, next_sp, win_sp,
-                           CqeStatus.RETRY_EXC_ERR.value, Const(1))
+                           CqeStatus.RETRY_EXC_ERR.value, Const(1), ops_at[1])
                     enter_error(scan, next_sp, scan_oldest.qpn,
                                 self.probe[1].entry[:ibits])
                 with m.Else():

@@ -158,7 +158,12 @@ class Verify(wiring.Component):
     FIFO (``read``, ``va``, ``length`` the DMA length, the context's ``pmtu_log2``, the
     request's ``psn``, ``msn`` + 1), ``expected_psn`` + ``n`` (its ``n`` response packets,
     :func:`spec.rdma_responder.read_packets`), ``msn`` + 1, ``nak_sent`` cleared, no
-    write; selective repeat shifts the bitmap by ``n`` (no NAK after consuming). Not
+    write; selective repeat also consumes the ``k`` set bits that follow its last PSN
+    without a gap (``expected_psn + n + k``, ``msn`` + 1 + ``k``, the bitmap shifted by
+    ``n + k``; no ACK of them and no NAK after consuming: the requester goes back N
+    while a READ is in its window, and ACKs the resent ones cumulatively), so no placed
+    WRITE is accepted, and written, again. An atomic at ``expected_psn`` consumes its
+    set bits the same way (``n`` = 1). Not
     allowed: ``access_nak`` as a WRITE. Behind ``expected_psn`` (retried):
     ``duplicates``; read again if allowed (``read_reqs``, a READ job with its own PSN and
     the current ``msn``, the context unchanged: a READ has no side effect), else NAK
@@ -361,6 +366,18 @@ class Verify(wiring.Component):
             with m.If(read_job):
                 m.d.comb += [ack.va.eq(j.va), ack.length.eq(j.dma_len),
                              ack.pmtu_log2.eq(ctx.pmtu_log2)]
+        # A READ or atomic at the expected PSN consumes the placed PSNs after its last
+        # (its response PSNs, or its one PSN) without a gap: ``run_op`` of them.
+        run_op = Signal(range(SR_WINDOW + 1))
+        if self.reads:
+            first = Signal(33)               # the bit of the PSN after its last
+            after = Signal(SR_WINDOW)
+            m.d.comb += [first.eq(Mux(j.atomic, 0, npk - 1)),
+                         after.eq(Mux(first >= SR_WINDOW, 0, bits >> first[:sbits + 1])),
+                         run_op.eq(SR_WINDOW)]
+            for k in reversed(range(SR_WINDOW)):
+                with m.If(~after[k]):
+                    m.d.comb += run_op.eq(k)
         verdict = Signal(len(VERIFY_COUNTERS))       # one-hot, in VERIFY_COUNTERS order
         m.d.comb += [
             ack.dmac.eq(ctx.dmac), ack.smac.eq(ctx.smac), ack.sip.eq(ctx.sip),
@@ -442,9 +459,9 @@ class Verify(wiring.Component):
                         ack.msn.eq(g.msn + 1), ack.atomic.eq(1), ack.cmp.eq(j.cmp),
                         ack.va.eq(j.va), ack.swap.eq(bswap(j.data[96:160], 8)),
                         ack.compare.eq(bswap(j.data[160:224], 8)), executed.eq(1),
-                        new.expected_psn.eq(g.expected_psn + 1), new.nak_sent.eq(0),
-                        new.msn.eq(g.msn + 1), new.resp_va.eq(g.resp_va),
-                        new.resp_left.eq(g.resp_left), new_bits.eq(bits >> 1),
+                        new.expected_psn.eq(g.expected_psn + 1 + run_op), new.nak_sent.eq(0),
+                        new.msn.eq(g.msn + 1 + run_op), new.resp_va.eq(g.resp_va),
+                        new.resp_left.eq(g.resp_left), new_bits.eq((bits >> run_op) >> 1),
                         dah_we.eq(0), nac_we.eq(0),
                         w.write.eq(0), w.reth.eq(0), w.addr.eq(0), w.plen.eq(0),
                         w.mark.eq(0), w.qpn.eq(0), w.data.eq(0),
@@ -453,10 +470,11 @@ class Verify(wiring.Component):
                     m.d.comb += [
                         read_job.eq(1), ack_due.eq(1), ack.psn.eq(j.psn),
                         ack.syndrome.eq(Syndrome.ACK.value), ack.msn.eq(g.msn + 1),
-                        new.expected_psn.eq(g.expected_psn + npk), new.nak_sent.eq(0),
-                        new.msn.eq(g.msn + 1), new.resp_va.eq(g.resp_va),
+                        new.expected_psn.eq(g.expected_psn + npk + run_op), new.nak_sent.eq(0),
+                        new.msn.eq(g.msn + 1 + run_op), new.resp_va.eq(g.resp_va),
                         new.resp_left.eq(g.resp_left),
-                        new_bits.eq(Mux(npk >= SR_WINDOW, 0, bits >> npk[:sbits + 1])),
+                        new_bits.eq(Mux(npk >= SR_WINDOW, 0,
+                                        (bits >> npk[:sbits + 1]) >> run_op)),
                         dah_we.eq(0), nac_we.eq(0),
                         w.write.eq(0), w.reth.eq(0), w.addr.eq(0), w.plen.eq(0),
                         w.mark.eq(0), w.qpn.eq(0), w.data.eq(0),
