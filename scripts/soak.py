@@ -35,14 +35,14 @@ Chunks, every one compared with the golden model:
   (EphemeralReceiverTop, 8 contexts), closed loop on its twin; one simulation, a reset
   per ``--ephemeral-chunk`` messages; every outcome, delivery, ACK, idle close and
   counter RTL = twin, and every message delivered once (tb/soak/ephemeral.py,
-  pymodel/scenarios/soak_ephemeral.py). Its knobs
-  (``--ephemeral NAME=VALUE``, :data:`pymodel.scenarios.soak_ephemeral.SOAK_DEFAULTS`,
+  analysis/scenarios/soak_ephemeral.py). Its knobs
+  (``--ephemeral NAME=VALUE``, :data:`analysis.scenarios.soak_ephemeral.SOAK_DEFAULTS`,
   its own fault rates) are checked against the design's assumptions before any
   simulation: a refused one is an error naming it (exit code 2).
 
 ``--mix W:R:A`` (or a preset, ``mixed`` = 70:20:10, a test mix; default ``writes``,
 the WRITE-only soak above) shares the messages among writes, loads/READs and atomics
-(exact shares, :mod:`pymodel.scenarios.mix`):
+(exact shares, :mod:`analysis.scenarios.mix`):
 
 - NIC: the writes are the stores above (link retry over faulty wires); the loads and
   atomics run on NicMemTop with ``link_retry``, **over faulty reliable links at the same

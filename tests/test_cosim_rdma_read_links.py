@@ -12,7 +12,7 @@ goes back N (docs/recovery.md, "READs and atomics under selective repeat")."""
 
 import pytest
 
-from pymodel.scenarios.mix import PRESETS, counts
+from analysis.scenarios.mix import PRESETS, counts
 from tb.rdma import reads
 from tb.rdma.cocotb_rdma import config, run_model, scenario
 from tb.rdma.runner import run_rdma
