@@ -7,7 +7,7 @@ import pytest
 from pymodel.rdma.resp.verify import VERIFY_COUNTERS, VerifyModel
 from rtl.rdma.resp.verify import Verify
 from spec.formats.roce import Syndrome
-from spec.rdma_responder import read_packets
+from spec.rdma_responder import IRD, read_packets
 from tb.stage_harness import compare_stage
 from tests.test_unit_resp_stages import _TableEnv, _WithEnv
 
@@ -73,3 +73,53 @@ def test_read_at_expected_consumes_the_placed_psns_after_it(rate):
     assert dup == [16, 16, 16]                         # cumulative: expected 17 - 1
     assert env.groups[3]["expected_psn"] == 17 and env.groups[3]["msn"] == 10
     assert not box["t"].held(3)
+
+
+@pytest.mark.parametrize("fillers", [0, 15])
+def test_repeated_atomic_is_answered_from_the_newest_saved_result(fillers):
+    """QP 3 holds two saved results of PSN 100 (an atomic 2**24 PSNs after another with
+    at most IRD atomics between, or a QPN used again): A, then B. A repeat of PSN 100 can
+    only be of the newer, so it is answered with B, whichever slot each is in: A in slot
+    0 and B in slot 1 (``fillers`` 0), or, after 15 other results of the QP, A in the last
+    slot and B in slot 0 (``fillers`` 15, the ring wrapped). RTL = twin cycle for cycle."""
+    assert fillers < IRD
+    a, b = 0xA0A0_0000_0000_000A, 0xB0B0_0000_0000_000B
+    saves = [(3, 150 + i, i + 1) for i in range(fillers)] + [(3, 100, a), (3, 100, b)]
+    behind = [_only(190 + k % 8, 1) for k in range(len(saves) + 4)]     # duplicates
+    repeat = dict(_only(100, 0), reth=0, dma_len=8, plen=0, data=0, atomic=1)
+    groups = [dict(expected_psn=200, nak_sent=0, msn=5, resp_va=0, resp_left=0)
+              for _ in range(ENTRIES)]
+    env, box = _TableEnv(groups), {}
+
+    def save_at(c):
+        qpn, psn, orig = saves[c] if c < len(saves) else (0, 0, 0)
+        return dict(save_valid=int(c < len(saves)), save_qpn=qpn, save_psn=psn,
+                    save_orig=orig)
+
+    def side_in(c, peek):
+        return {"filled.ready": 1, "ctx.data": STATIC,
+                "group.data": env.groups[peek("group.addr")], "mr_data": MR,
+                "done_addr": 3, "held_addr": 3, "selective": 0, **save_at(c)}
+
+    class _Saving(_WithEnv):
+        def step(self, c, side):
+            if side["save_valid"]:
+                self.twin.save(side["save_qpn"], side["save_psn"], side["save_orig"])
+            return super().step(c, side)
+
+    def make(fifos):
+        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], ENTRIES, JOBS, DEPTH,
+                               env, selective=0, reads=True)
+        return _Saving(box["t"], env)
+
+    dut = Verify(ENTRIES, JOBS, DEPTH, MRS, reads=True)
+    out = compare_stage(
+        dut, make, inputs={"i": JOBS}, outputs={"w": 4, "ack": 4},
+        stimulus={"i": behind + [repeat]}, cycles=80, seed=7, push_rate=1.0, pop_rate=1.0,
+        side_in=side_in, side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
+    ack_layout = dut.ack.payload.shape()
+    atomics = [ack_layout.from_bits(v) for _, v in out["ack"]]
+    atomics = [(int(x.psn), int(x.swap)) for x in atomics if x.atomic]
+    assert atomics == [(100, b)]
+    assert not out["w"] or all(not w.write for w in map(dut.w.payload.shape().from_bits,
+                                                         (v for _, v in out["w"])))

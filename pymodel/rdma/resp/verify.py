@@ -88,7 +88,10 @@ class VerifyModel:
         self._save = (qpn, psn, orig)
 
     def _saved(self, qpn, psn):
-        for slot in self.saved.get(qpn % ATOMIC_QPS, ()):   # the lowest slot that matches
+        row = qpn % ATOMIC_QPS
+        slots, nxt = self.saved.get(row, ()), self.saved_next.get(row, 0)
+        for age in range(len(slots) - 1, -1, -1):     # the newest slot that matches
+            slot = slots[(nxt + age) % IRD]
             if slot is not None and slot[0] == qpn and slot[1] == psn:
                 return slot[2]
         return None

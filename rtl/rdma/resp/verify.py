@@ -6,7 +6,7 @@ selective-repeat bitmap, the saved atomic results) in one decision tree, whose b
 the class docstring lists in order; split, the tree could not be read against it.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -183,8 +183,8 @@ class Verify(wiring.Component):
     :data:`~spec.rdma_responder.IRD` that QP executed, in row ``qpn %``
     :data:`~spec.rdma_responder.ATOMIC_QPS` of a memory, written from the ``save_*``
     ports in turn, each with its QPN bits above the row) hold its QPN and PSN, an atomic
-    job with ``replay`` and the saved value (``atomic_replays``): answered, never
-    executed again; else dropped.
+    job with ``replay`` and the saved value of the newest that matches
+    (``atomic_replays``): answered, never executed again; else dropped.
     """
 
     def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0,
@@ -350,11 +350,25 @@ class Verify(wiring.Component):
                                  self.save_orig).replicate(IRD)),
                 s_wr.en.eq(Mux(self.save_valid, Const(1, IRD) << n_rd.data, 0)),
             ]
-            for k in reversed(range(IRD)):      # the lowest slot that matches
+            # The newest slot that matches: a QP may hold two results of one PSN (an
+            # atomic 2**24 PSNs after another with at most IRD atomics between, or a QPN
+            # used again), and a repeat can only be of the newer. Slot k's age is
+            # (k - next) % IRD (next: the slot written next, the oldest), so the match
+            # bits shifted right by ``next`` are in age order; the last match wins.
+            n_job = nxt.read_port(domain="comb")
+            m.d.comb += n_job.addr.eq(j.qpn[:qbits])
+            match = Signal(IRD)
+            for k in range(IRD):
                 sl = s_rd.data[k * sw:(k + 1) * sw]
-                with m.If(sl[0] & (sl[1:1 + tbits] == j.qpn[qbits:])
-                          & (sl[1 + tbits:1 + tbits + PSN_BITS] == j.psn)):
-                    m.d.comb += [saved_hit.eq(1), saved_orig.eq(sl[sw - 64:])]
+                m.d.comb += match[k].eq(sl[0] & (sl[1:1 + tbits] == j.qpn[qbits:])
+                                        & (sl[1 + tbits:1 + tbits + PSN_BITS] == j.psn))
+            by_age = (Cat(match, match) >> n_job.data)[:IRD]
+            newest = Signal(range(IRD))
+            for age in range(IRD):
+                with m.If(by_age[age]):
+                    m.d.comb += newest.eq(n_job.data + age)     # mod IRD (a power of 2)
+            origs = Array(s_rd.data[(k + 1) * sw - 64:(k + 1) * sw] for k in range(IRD))
+            m.d.comb += [saved_hit.eq(match.any()), saved_orig.eq(origs[newest])]
         if self.reads:
             m.d.comb += not_read.eq(~j.read)
         npk = Signal(33)            # PSNs (response packets) of a READ
