@@ -44,7 +44,8 @@ def _cell(row, title, key, fmt):
             f", {row[key]}" + (" completion" if key == "completion" else "")
             for key, usual in (("attachment", "integrated"), ("fabric", "board"),
                                ("completion", "credit"), ("reliability", "none"))
-            if row.get(key, usual) != usual)
+            if row.get(key, usual) != usual) + (", per-peer retry" if row.get("peer_retry")
+                                                 else "")
     if title == "TLPs":
         tlps = row.get("host_tlps_rtl")
         return f"{sum(tlps.values()):.2f}" if isinstance(tlps, dict) else "-"

@@ -86,6 +86,8 @@ def test_row_label_says_each_thing_once():
            "fabric": "pod", "completion": "e2e", "reliability": "link-retry"}
     assert sim._cell(nic, "row", None, "{}") == (
         "l2, 1 peers, pcie, pod, e2e completion, link-retry")
+    assert sim._cell(dict(nic, peer_retry=True), "row", None, "{}") == (
+        "l2, 1 peers, pcie, pod, e2e completion, link-retry, per-peer retry")
     assert sim._cell(dict(nic, attachment="integrated", fabric="board", completion="credit",
                           reliability="none"), "row", None, "{}") == "l2, 1 peers"
 
