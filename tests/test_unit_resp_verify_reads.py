@@ -29,6 +29,46 @@ def _read(psn, length):
     return dict(_only(psn, 40, ack_req=1), read=1, dma_len=length, plen=0, data=0)
 
 
+class _Saving(_WithEnv):
+    """The twin with the response sender's ``save_*`` ports taken from the side inputs
+    (the RTL's: an atomic executed in this cycle)."""
+
+    def step(self, c, side):
+        if side["save_valid"]:
+            self.twin.save(side["save_qpn"], side["save_psn"], side["save_orig"])
+        return super().step(c, side)
+
+
+def _run_verify(expected_psn, stimulus, *, selective, rate, cycles, seed, saves=()):
+    """The verify stage (``reads``) and its twin on ``stimulus`` with every entry's
+    group at ``expected_psn`` (MSN 5), cycle for cycle; ``saves``: one ``(qpn, psn,
+    orig)`` on the ``save_*`` ports per cycle from cycle 0. Returns ``(dut, outputs,
+    env, twin)``."""
+    groups = [dict(expected_psn=expected_psn, nak_sent=0, msn=5, resp_va=0, resp_left=0)
+              for _ in range(ENTRIES)]
+    env, box = _TableEnv(groups), {}
+
+    def side_in(c, peek):
+        qpn, psn, orig = saves[c] if c < len(saves) else (0, 0, 0)
+        return {"filled.ready": 1, "ctx.data": STATIC,
+                "group.data": env.groups[peek("group.addr")], "mr_data": MR,
+                "done_addr": 3, "held_addr": 3, "selective": selective,
+                "save_valid": int(c < len(saves)), "save_qpn": qpn, "save_psn": psn,
+                "save_orig": orig}
+
+    def make(fifos):
+        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], ENTRIES, JOBS, DEPTH,
+                               env, selective=selective, reads=True)
+        return _Saving(box["t"], env)
+
+    dut = Verify(ENTRIES, JOBS, DEPTH, MRS, reads=True)
+    out = compare_stage(
+        dut, make, inputs={"i": JOBS}, outputs={"w": 4, "ack": 4},
+        stimulus={"i": stimulus}, cycles=cycles, seed=seed, push_rate=rate, pop_rate=rate,
+        side_in=side_in, side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
+    return dut, out, env, box["t"]
+
+
 @pytest.mark.parametrize("rate", [1.0, 0.5])
 def test_read_at_expected_consumes_the_placed_psns_after_it(rate):
     """Expected PSN 10. WRITE ONLYs 11 and 12 are placed ahead of a lost one-packet READ
@@ -42,25 +82,8 @@ def test_read_at_expected_consumes_the_placed_psns_after_it(rate):
     assert read_packets(three, PMTU_LOG2) == 3
     stimulus = [_only(11, 1), _only(12, 2), _read(10, 64), _only(16, 6), _read(13, three),
                 _only(11, 1, ack_req=1), _only(12, 2, ack_req=1), _only(16, 6, ack_req=1)]
-    groups = [dict(expected_psn=10, nak_sent=0, msn=5, resp_va=0, resp_left=0)
-              for _ in range(ENTRIES)]
-    env, box = _TableEnv(groups), {}
-
-    def side_in(c, peek):
-        return {"filled.ready": 1, "ctx.data": STATIC,
-                "group.data": env.groups[peek("group.addr")], "mr_data": MR,
-                "done_addr": 3, "held_addr": 3, "selective": 1, "save_valid": 0}
-
-    def make(fifos):
-        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], ENTRIES, JOBS, DEPTH,
-                               env, selective=1, reads=True)
-        return _WithEnv(box["t"], env)
-
-    dut = Verify(ENTRIES, JOBS, DEPTH, MRS, reads=True)
-    out = compare_stage(
-        dut, make, inputs={"i": JOBS}, outputs={"w": 4, "ack": 4},
-        stimulus={"i": stimulus}, cycles=120, seed=5, push_rate=rate, pop_rate=rate,
-        side_in=side_in, side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
+    dut, out, env, twin = _run_verify(10, stimulus, selective=1, rate=rate, cycles=120,
+                                      seed=5)
     w_layout = dut.w.payload.shape()
     written = [int(x.addr) - (MR["base"] >> 6) for x in
                (w_layout.from_bits(v) for _, v in out["w"]) if x.write]
@@ -72,7 +95,7 @@ def test_read_at_expected_consumes_the_placed_psns_after_it(rate):
     dup = [int(a.psn) for a in acks if not a.read and a.syndrome == Syndrome.ACK.value]
     assert dup == [16, 16, 16]                         # cumulative: expected 17 - 1
     assert env.groups[3]["expected_psn"] == 17 and env.groups[3]["msn"] == 10
-    assert not box["t"].held(3)
+    assert not twin.held(3)
 
 
 @pytest.mark.parametrize("fillers", [0, 15])
@@ -87,36 +110,8 @@ def test_repeated_atomic_is_answered_from_the_newest_saved_result(fillers):
     saves = [(3, 150 + i, i + 1) for i in range(fillers)] + [(3, 100, a), (3, 100, b)]
     behind = [_only(190 + k % 8, 1) for k in range(len(saves) + 4)]     # duplicates
     repeat = dict(_only(100, 0), reth=0, dma_len=8, plen=0, data=0, atomic=1)
-    groups = [dict(expected_psn=200, nak_sent=0, msn=5, resp_va=0, resp_left=0)
-              for _ in range(ENTRIES)]
-    env, box = _TableEnv(groups), {}
-
-    def save_at(c):
-        qpn, psn, orig = saves[c] if c < len(saves) else (0, 0, 0)
-        return dict(save_valid=int(c < len(saves)), save_qpn=qpn, save_psn=psn,
-                    save_orig=orig)
-
-    def side_in(c, peek):
-        return {"filled.ready": 1, "ctx.data": STATIC,
-                "group.data": env.groups[peek("group.addr")], "mr_data": MR,
-                "done_addr": 3, "held_addr": 3, "selective": 0, **save_at(c)}
-
-    class _Saving(_WithEnv):
-        def step(self, c, side):
-            if side["save_valid"]:
-                self.twin.save(side["save_qpn"], side["save_psn"], side["save_orig"])
-            return super().step(c, side)
-
-    def make(fifos):
-        box["t"] = VerifyModel(fifos["i"], fifos["w"], fifos["ack"], ENTRIES, JOBS, DEPTH,
-                               env, selective=0, reads=True)
-        return _Saving(box["t"], env)
-
-    dut = Verify(ENTRIES, JOBS, DEPTH, MRS, reads=True)
-    out = compare_stage(
-        dut, make, inputs={"i": JOBS}, outputs={"w": 4, "ack": 4},
-        stimulus={"i": behind + [repeat]}, cycles=80, seed=7, push_rate=1.0, pop_rate=1.0,
-        side_in=side_in, side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
+    dut, out, _, _ = _run_verify(200, behind + [repeat], selective=0, rate=1.0, cycles=80,
+                                 seed=7, saves=saves)
     ack_layout = dut.ack.payload.shape()
     atomics = [ack_layout.from_bits(v) for _, v in out["ack"]]
     atomics = [(int(x.psn), int(x.swap)) for x in atomics if x.atomic]
