@@ -7,7 +7,6 @@ import zlib
 import pytest
 from amaranth import Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 from scapy.contrib.roce import BTH
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -30,6 +29,7 @@ from rtl.tops.rdma_top import RdmaTop
 from spec.formats.roce import OpCode, Syndrome
 from spec.rdma_engine import SIM_TIMEOUT, TIMEOUT_BITS
 from tb.amsim import get_all, put_all, run_sim
+from tb.rdma.frame_check_bench import damaged, frame_check_verdicts
 from tb.rdma.wirecheck import frame_problems, hand_problems, wire_problems
 
 A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_00_01)
@@ -158,40 +158,10 @@ def test_tx_path_matches_model(pattern):
 def test_frame_check_judges_fcs_and_icrc():
     """FrameCheck: good frames pass; a bad ICRC (FCS fixed up) and a bad FCS are told
     apart; the length is counted."""
-    dut = FrameCheck()
     rng = random.Random(9)
-    cases = []
-    for k, n in enumerate(SIZES):
-        f = bytearray(write_frame(WRITES[k % 4], A, B, 1, 2, 3, False, rng.randbytes(n)))
-        kind = k % 3
-        if kind == 1:
-            f[-6] ^= 0x10
-            f[-4:] = zlib.crc32(bytes(f[:-4])).to_bytes(4, "little")
-        elif kind == 2:
-            f[-1] ^= 0x80
-        cases.append((bytes(f), kind))
-    seen = []
-
-    async def bench(ctx):
-        for frame, kind in cases:
-            for bits in frame_to_beats(frame, 64):
-                data, nbytes, first, last = unpack_beat(64, bits)
-                ctx.set(dut.beat.data, data)
-                ctx.set(dut.beat.nbytes, nbytes)
-                ctx.set(dut.beat.first, first)
-                ctx.set(dut.beat.last, last)
-                ctx.set(dut.en, 1)
-                if last:
-                    seen.append((ctx.get(dut.fcs_ok), ctx.get(dut.icrc_ok),
-                                 ctx.get(dut.length), len(frame), kind))
-                await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    assert len(seen) == len(cases)
-    for fcs_ok, icrc_ok, length, n, kind in seen:
+    cases = [(damaged(write_frame(WRITES[k % 4], A, B, 1, 2, 3, False, rng.randbytes(n)),
+                      k % 3), k % 3) for k, n in enumerate(SIZES)]
+    for fcs_ok, icrc_ok, length, n, kind in frame_check_verdicts(FrameCheck(), cases):
         assert length == n
         assert (fcs_ok, icrc_ok) == {0: (1, 1), 1: (1, 0), 2: (0, 1)}[kind]
 

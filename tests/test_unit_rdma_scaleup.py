@@ -35,6 +35,7 @@ from spec.formats.scaleup import (
 from spec.rdma_stages import ack_layout
 from tb.amsim import get_all, put_all, run_sim
 from tb.cosim import check_params
+from tb.rdma.frame_check_bench import damaged, frame_check_verdicts
 from tb.rdma.wirecheck import scaleup_problems
 
 A = Endpoint(0x02_00_00_00_00_01, 0x0A_00_01_01)
@@ -277,44 +278,15 @@ def test_ack_receiver_drops_and_counts_bad_frames_as_the_model():
 def test_frame_check_judges_scaleup_icrc():
     """FrameCheck (scale-up): good frames pass, a bad ICRC (FCS redone) and a bad FCS
     are told apart; frames below SCALEUP_CHECK_MIN_BYTES fail the ICRC check."""
-    dut = FrameCheck(header="scaleup")
     rng = random.Random(9)
-    cases = []
-    for k, n in enumerate(SIZES):
-        f = bytearray(write_frame(WRITES[k % 4], A, B, 1, 2, 3, False, rng.randbytes(n),
-                                  header="scaleup"))
-        kind = k % 3
-        if kind == 1:
-            f[-6] ^= 0x10
-            f[-4:] = zlib.crc32(bytes(f[:-4])).to_bytes(4, "little")
-        elif kind == 2:
-            f[-1] ^= 0x80
-        cases.append((bytes(f), kind))
+    cases = [(damaged(write_frame(WRITES[k % 4], A, B, 1, 2, 3, False, rng.randbytes(n),
+                                  header="scaleup"), k % 3), k % 3)
+             for k, n in enumerate(SIZES)]
     short = bytes(SCALEUP_CHECK_MIN_BYTES - 9)
     short = short + scaleup_icrc(short)
     cases.append((_refcs(short + b"\0\0\0\0"), 3))
-    seen = []
-
-    async def bench(ctx):
-        for frame, kind in cases:
-            for bits in frame_to_beats(frame, 64):
-                data, nbytes, first, last = unpack_beat(64, bits)
-                ctx.set(dut.beat.data, data)
-                ctx.set(dut.beat.nbytes, nbytes)
-                ctx.set(dut.beat.first, first)
-                ctx.set(dut.beat.last, last)
-                ctx.set(dut.en, 1)
-                if last:
-                    seen.append((ctx.get(dut.fcs_ok), ctx.get(dut.icrc_ok),
-                                 ctx.get(dut.length), len(frame), kind))
-                await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    assert len(seen) == len(cases)
-    for fcs_ok, icrc_ok, length, n, kind in seen:
+    for fcs_ok, icrc_ok, length, n, kind in frame_check_verdicts(FrameCheck(header="scaleup"),
+                                                                 cases):
         assert length == n
         assert (fcs_ok, icrc_ok) == {0: (1, 1), 1: (1, 0), 2: (0, 1), 3: (1, 0)}[kind]
 
