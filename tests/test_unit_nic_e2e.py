@@ -12,7 +12,7 @@ from pymodel.nic.frames import build_completion, parse_completion, parse_header
 from pymodel.nic.outstanding_tracker import OutstandingTrackerModel
 from pymodel.nic.store import Store
 from pymodel.nic.system import NicSystemModel
-from pymodel.packet import beats_to_frames, pack_beat, unpack_beat
+from pymodel.packet import beats_to_frames, unpack_beat
 from rtl.nic.completion_gen import CompletionGen
 from rtl.nic.nic_rx import NicRx
 from rtl.nic.nic_tx import NicTx
@@ -21,6 +21,7 @@ from rtl.tops.nic_top import NicTop
 from spec.formats.nic import NicOp, completion_bytes
 from spec.nic import check_completion, completion_state_bits, link_credits
 from tb.amsim import run_sim
+from tb.nic.tx_lockstep import nic_tx_lockstep
 
 
 @pytest.mark.parametrize("width,framing,coalesce,idle", [(8, "compact", 4, 5),
@@ -196,7 +197,6 @@ def test_nic_tx_merges_completions_under_link_backpressure(framing):
     frame leaves whole, back to back only where ``ready`` allows, never inside a store
     frame, and the stores' frames leave whole."""
     from pymodel.nic.nic_tx import NicTxModel
-    from spec.formats.nic import store_cmd_layout
 
     width, max_payload, delay = 16, 512, 5
     credits = link_credits(width, max_payload)
@@ -205,75 +205,11 @@ def test_nic_tx_merges_completions_under_link_backpressure(framing):
     twin = NicTxModel(width, framing, max_payload, credits, 3, "e2e")
     stores = [Store(1 + k % 3, 64 * k, rng.randbytes(rng.randint(1, 700)))
               for k in range(14)]
-    for mid, s in enumerate(stores):
-        for seg, slots, _ in twin.frames(s):
-            twin.queue(mid, seg, slots)
-    layout = store_cmd_layout(width)
-    items = [layout.const({"dst": s.dst, "addr": s.addr, "length": s.length, "data": d,
-                           "nbytes": n, "first": f, "last": la}).as_bits()
-             for s in stores for d, n, f, la in s.beats(width)]
     cpls = [(rng.randrange(600), build_completion(framing, 3, k % 4, 0, k, 0, fcs=False))
             for k in range(10)]
     cpls.sort(key=lambda x: x[0])
-
-    def beats(raw):
-        n = -(-len(raw) // width)
-        return [(int.from_bytes(raw[j * width:(j + 1) * width], "little"),
-                 min(width, len(raw) - j * width), j == 0, j == n - 1) for j in range(n)]
-
-    rtl_cpl = [beats(raw) for _, raw in cpls]
-    model_cpl = [[pack_beat(width, *b) for b in beats(raw + fcs_bytes(raw))]
-                 for _, raw in cpls]
-    got, want, got_sent, want_sent, ready_log = [], [], [], [], []
-
-    async def bench(ctx):
-        ctx.set(dut.node_id, 3)
-        k, ci, cj, mi = 0, 0, 0, 0           # cmd item; RTL cpl frame, beat; model frame
-        sends = []
-        for c in range(2500):
-            ready = rng.random() < 0.6
-            give = c - delay in sends
-            ctx.set(dut.cmd.valid, k < len(items))
-            if k < len(items):
-                ctx.set(dut.cmd.payload.as_value(), items[k])
-            offer_rtl = ci < len(cpls) and c >= cpls[ci][0]
-            ctx.set(dut.cpl.valid, offer_rtl)
-            if offer_rtl:
-                data, n, first, last = rtl_cpl[ci][cj]
-                ctx.set(dut.cpl.payload.data, data)
-                ctx.set(dut.cpl.payload.nbytes, n)
-                ctx.set(dut.cpl.payload.first, first)
-                ctx.set(dut.cpl.payload.last, last)
-            ctx.set(dut.o.ready, ready)
-            ctx.set(dut.give, give)
-            offer = model_cpl[mi] if mi < len(cpls) and c >= cpls[mi][0] else None
-            res = twin.step(c, {"valid": k < len(items), "link_ready": ready, "give": give,
-                                "cpl": offer})
-            if res["o"] is not None:
-                want.append((c, res["o"][1]))
-            if res["sent"] is not None:
-                want_sent.append((c, res["sent"]))
-            if res["started"]:
-                mi += 1
-            if ctx.get(dut.o.valid) and ready:
-                got.append((c, ctx.get(dut.o.payload.as_value())))
-                sends.append(c)
-            if ctx.get(dut.sent.valid):
-                got_sent.append((c, ctx.get(dut.sent.payload.dst)))
-            if offer_rtl and ctx.get(dut.cpl.ready):
-                cj += 1
-                if cj == len(rtl_cpl[ci]):
-                    ci, cj = ci + 1, 0
-            if k < len(items) and ctx.get(dut.cmd.ready):
-                k += 1
-            ready_log.append(ready)
-            await ctx.tick()
-        assert not ctx.get(dut.underflow) and not ctx.get(dut.overflow)
-        assert k == len(items) and ci == len(cpls) and mi == len(cpls)
-
-    run_sim(dut, bench)
-    assert got == want
-    assert got_sent == want_sent
+    got, ready_log = nic_tx_lockstep(dut, twin, width, stores, cpls, rng, cycles=2500,
+                                     ready_p=0.6, delay=delay)
     # Independent of the twin: the wire holds every store frame and every completion
     # frame (with its FCS) whole, and nothing leaves while ready is low.
     frames = beats_to_frames([b for _, b in got], width)
