@@ -91,9 +91,8 @@ def export_verilog(top, name):
     rtlil.ModuleEmitter.emit_memory = emit_memory
     # The netlist of a large top is millions of live objects that Python's cyclic
     # collector walks again and again while the conversion allocates; it frees nothing
-    # there that reference counting would not. Collection is paused for the conversion:
-    # a 3.9 MB RdmaTop exports in 4.7 s less (22.4 s to 17.8 s of CPU for its cold
-    # Icarus test) for 220 MB more peak memory (docs/bench.md, "Smaller exports").
+    # there that reference counting would not. Collection is paused for the conversion
+    # (what it saves and costs: docs/bench.md, "Smaller exports").
     collecting = gc.isenabled()
     gc.disable()
     try:
