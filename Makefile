@@ -10,7 +10,12 @@ RUN = PATH="$(VERILATOR_BIN):$(CURDIR)/.venv/bin:$$PATH" PYTHONPATH="$(CURDIR)"
 SIM ?= verilator
 WAVES ?= 0
 JOBS ?= 2
-export SIM WAVES
+# Exported Verilog shared by every clone on this machine, as ccache shares the compiled
+# objects (tb/verilog_export.py: keyed by the text of rtl/ and spec/, the exporter and the
+# Amaranth and Yosys versions; oldest files pruned past VERILOG_CACHE_MAX_MB).
+# VERILOG_CACHE= turns it off.
+VERILOG_CACHE ?= $(HOME)/.cache/scaleup-vs-rdma/verilog
+export SIM WAVES VERILOG_CACHE
 
 .PHONY: all setup sim test test-all bench report sweep regress soak waves area lint clean help
 all: sim

@@ -167,8 +167,10 @@ def cached_verilog(top, name):
     is slow; the cache makes it once per top for every test and simulator. The
     key is every RTL and spec source file, the top's class, its plain attributes (constructor
     parameters must be kept as attributes) and its signature. With ``$VERILOG_CACHE``
-    set, an export missing from ``build/verilog/`` is taken from that folder when there
-    (:func:`shared_verilog_path`), and a new one is written to both.
+    set (the Makefile sets ``~/.cache/scaleup-vs-rdma/verilog`` unless it is given), an
+    export missing from ``build/verilog/`` is taken from that folder when there
+    (:func:`shared_verilog_path`), and a new one is written to both, the folder pruned
+    to its budget (:func:`prune`); a shared folder that cannot be written is skipped.
     """
     components = []
     key = verilog_key(top, name, components)
@@ -179,16 +181,85 @@ def cached_verilog(top, name):
             silence(components)             # not elaborated: the cached text stands in
             return path.read_text()
         shared = shared_verilog_path(name, key)
-        if shared is not None and shared.exists():
+        text = _read_shared(shared)
+        if text is not None:
             silence(components)
-            text = shared.read_text()
         else:
             text = export_verilog(top, name)
-            if shared is not None:
-                shared.parent.mkdir(parents=True, exist_ok=True)
-                _write(shared, text)
+            _write_shared(shared, text)
         _write(path, text)
     return text
+
+
+#: The shared folder's budget in MB when ``$VERILOG_CACHE_MAX_MB`` is unset: the oldest
+#: exports (by the time they were last written or taken) go first past it.
+SHARED_MAX_MB = 4096
+
+
+def _read_shared(shared):
+    """The text of the shared export ``shared`` (marked as used, for the pruning), or
+    None: no shared folder, the file missing or unreadable."""
+    if shared is None:
+        return None
+    try:
+        text = shared.read_text()
+        os.utime(shared)
+    except OSError:
+        return None
+    return text
+
+
+def _write_shared(shared, text):
+    """Put ``text`` into the shared folder and prune it to its budget
+    (``$VERILOG_CACHE_MAX_MB``, default :data:`SHARED_MAX_MB`), oldest first. Best effort:
+    a folder that cannot be written (read-only, full) leaves the build folder's copy as
+    the only one, as without the variable."""
+    if shared is None:
+        return
+    limit = shared_budget_mb()
+    try:
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        _write(shared, text)
+        prune(shared.parent, limit << 20, keep=shared)
+    except OSError:
+        pass
+
+
+def shared_budget_mb():
+    """``$VERILOG_CACHE_MAX_MB`` (a whole number of MB, at least 1), or
+    :data:`SHARED_MAX_MB` when unset or empty; ``ValueError`` naming the variable
+    otherwise."""
+    text = os.environ.get("VERILOG_CACHE_MAX_MB", "").strip()
+    if not text:
+        return SHARED_MAX_MB
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"VERILOG_CACHE_MAX_MB must be a whole number of MB, at least 1, "
+                         f"not {text!r}")
+    return int(text)
+
+
+def prune(folder, budget, keep=None):
+    """Delete the oldest ``*.v`` files of ``folder`` (by modification time) until their
+    sizes add up to at most ``budget`` bytes; ``keep`` is never deleted. Files another
+    process deletes meanwhile are skipped."""
+    files = []
+    for f in Path(folder).glob("*.v"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        files.append((st.st_mtime, st.st_size, f))
+    total = sum(size for _, size, _ in files)
+    for _, size, f in sorted(files, key=lambda t: t[0]):
+        if total <= budget:
+            break
+        if f == keep:
+            continue
+        try:
+            f.unlink()
+        except OSError:
+            continue
+        total -= size
 
 
 def _write(path, text):

@@ -66,3 +66,44 @@ def test_shared_name_holds_the_key(monkeypatch):
     a, b = vx.shared_verilog_path("t", "0" * 16), vx.shared_verilog_path("t", "1" * 16)
     assert a != b and a.parent == b.parent and "~" not in str(a)
     assert a.name.startswith("t-" + "0" * 16 + "-")
+
+
+def test_prune_deletes_the_oldest_past_the_budget(tmp_path):
+    """Files over the budget go oldest first; the file just written stays even when it
+    alone is over the budget; other files are not touched."""
+    import os
+
+    sizes = {"a.v": 300, "b.v": 300, "c.v": 300, "keep.txt": 5000}
+    for i, (name, size) in enumerate(sizes.items()):
+        (tmp_path / name).write_bytes(b"x" * size)
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    vx.prune(tmp_path, 650)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.v", "c.v", "keep.txt"]
+    vx.prune(tmp_path, 10, keep=tmp_path / "b.v")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.v", "keep.txt"]
+
+
+def test_an_unwritable_shared_folder_is_skipped(tmp_path, monkeypatch):
+    """A shared folder that cannot be created (its parent a file): the export still lands
+    in the build folder, and nothing is raised."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("VERILOG_CACHE", str(tmp_path / "file" / "shared"))
+    monkeypatch.delenv("AMARANTH_USE_YOSYS", raising=False)
+    monkeypatch.setattr(vx, "BUILD", tmp_path / "clone")
+    text = vx.cached_verilog(_Counter(4), "counter4")
+    assert "module counter4" in text
+    assert len(list((tmp_path / "clone" / "verilog").glob("counter4-*.v"))) == 1
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "2G", "1.5"])
+def test_a_bad_budget_names_the_variable(value, monkeypatch):
+    monkeypatch.setenv("VERILOG_CACHE_MAX_MB", value)
+    with pytest.raises(ValueError, match="VERILOG_CACHE_MAX_MB"):
+        vx.shared_budget_mb()
+
+
+def test_the_budget_defaults_when_unset(monkeypatch):
+    monkeypatch.delenv("VERILOG_CACHE_MAX_MB", raising=False)
+    assert vx.shared_budget_mb() == vx.SHARED_MAX_MB
+    monkeypatch.setenv("VERILOG_CACHE_MAX_MB", "12")
+    assert vx.shared_budget_mb() == 12
