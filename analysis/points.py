@@ -58,8 +58,10 @@ The returned dict (all numbers exact integers where whole, floats otherwise):
     wire beat back at the sender (NIC), the CQE write (RDMA).
 ``ii_cycles``
     steady-state cycles per message at the sender, a throughput (the middle half of the
-    back-to-back run, :func:`pymodel.throughput.steady_ii`): over the NIC's store
-    accepts (0 for one message), over the RDMA engine's first wire beats of messages.
+    back-to-back run, :func:`pymodel.throughput.steady_ii`), for both designs over the
+    messages' first wire beats: the NIC's stores' first beats on the sender's uplink
+    (:func:`pymodel.nic.frames.wire_starts`; 0 for one message), the RDMA engine's
+    messages'.
 ``wire_bytes``
     bytes on the wire per message with preamble+SFD and IFG, both directions (NIC: the
     median over stores of its frames' bytes; RDMA: the total divided by ``messages``).
@@ -90,6 +92,7 @@ from analysis.scenarios.nic import build_scenario
 from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
+from pymodel.nic.frames import wire_starts
 from pymodel.nic.system import NicSystemModel
 from pymodel.rdma.point_fields import MODEL_FIELDS, check_fields, model_defaults
 from pymodel.throughput import steady_ii
@@ -241,7 +244,8 @@ def _nic(msg_bytes, messages, p):
     accept = [r[0] for r in rows]
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = whole(_median([r[4] for r in rows]))
-    ii = steady_ii(accept) or 0
+    # ii at the stores' first wire beats, where the engine's is taken.
+    ii = steady_ii(wire_starts(res["tx"][0], stores, w, p["framing"], p["max_payload"])) or 0
     host = {"host_bytes": None, "host_tlps": None, "host_util": None}
     if pcie:        # every node's host interface, per message (tb/nic/cocotb_nic.py)
         his, n = list(res["host"].values()), len(rows)

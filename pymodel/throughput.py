@@ -1,5 +1,5 @@
 """``ii_cycles`` of a run: steady-state cycles per message, from the cycles its messages
-were sent (the RDMA engine's first wire beats, the NIC's store accepts); and
+were sent (both designs' messages' first wire beats); and
 ``latency_cycles`` / ``completion_cycles`` of a run of messages sent one at a time.
 
 One function each for both designs and for both sides of a co-simulation (the RTL's

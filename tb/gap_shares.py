@@ -35,6 +35,19 @@ engine at 1 QP (every factor but the QPs, which stay at 1): at 4096 QPs the engi
 context misses interact with the engine itself (the QPs do nothing without it), and the
 Shapley value splits that interaction evenly between the two.
 
+Two more, the whole walk with the NIC at 4,096 destinations (side row 9's factor,
+:data:`tb.gap_table.SIDE_ROWS`), one per popularity of :data:`DEST_POPULARITIES`: there
+``4096 QPs`` stands for 4,096 peers of either design, the engine's QPs (round robin, as
+row 7) or the NIC's destinations chosen by the popularity, each with its own end-to-end
+completion state. The NIC carries destination ids in its L2 header only and keeps
+per-destination state with end-to-end completion only (:func:`spec.nic.
+check_destinations`), so its 4,096 destinations are applied where the subset holds both
+the Ethernet header and the end-to-end completion, and do nothing elsewhere; the subset
+of the first five factors and the QPs is row 9 (at round robin). The engine's points
+have no popularity: in the Zipf game its QPs stay round robin, only the NIC's
+destinations follow Zipf. The NIC's points at 4,096 destinations are the golden model's
+only, as in the other games (row 9 is co-simulated at round robin only).
+
 For each factor and metric: the Shapley value (the mean of its marginal difference over
 all k! orders; the shares of all factors add up to the whole gap, the last row minus
 row 0), the least and the most it adds in any order (every subset of the other factors
@@ -46,13 +59,27 @@ one order only.
 import math
 from itertools import combinations
 
-from tb.gap_table import GAP_FACTORS, gap_settings
+from tb.gap_table import GAP_FACTORS, SIDE_ROWS, WIDE_SETTING, gap_settings
 
-__all__ = ["FACTORS", "SHARE_METRICS", "subset_point", "share_jobs", "shapley",
-           "factor_shares", "metric_value"]
+__all__ = ["FACTORS", "SHARE_METRICS", "DEST_POPULARITIES", "GAMES", "subset_point",
+           "share_jobs", "game_jobs", "shapley", "factor_shares", "metric_value"]
 
 #: The factors, in the table's order (rows 1 to the last).
 FACTORS = tuple(name for name, _, _ in GAP_FACTORS[1:])
+
+#: The side row's change that puts the NIC at many destinations (row 9's).
+_WIDE = next(dict(change) for _, _, change in SIDE_ROWS if WIDE_SETTING in change)
+
+#: The popularities of the NIC's destinations in the games with them (:data:`spec.load.
+#: POPULARITY`): row 9's round robin, and Zipf with skew 0.99.
+DEST_POPULARITIES = ("round_robin", "zipf")
+
+#: The games over all orders: (suffix of the rows' keys in gap.json, title, factors,
+#: popularity of the NIC's destinations or None: the NIC at one destination).
+GAMES = (("", "the walk to 4096 QPs", FACTORS, None),
+         ("_1qp", "the walk to 1 QP", FACTORS[:-1], None),
+         *((f"_dest_{pop}", f"the walk to 4096 peers, the NIC at 4,096 destinations "
+            f"({pop.replace('_', ' ')})", FACTORS, pop) for pop in DEST_POPULARITIES))
 
 #: The metrics shared out: (key of the model's row, title).
 SHARE_METRICS = (("latency_cycles", "latency"), ("completion_cycles", "completion"),
@@ -60,15 +87,21 @@ SHARE_METRICS = (("latency_cycles", "latency"), ("completion_cycles", "completio
                  ("endpoint_state_bits", "endpoint state bits"))
 
 
-def subset_point(profile, subset):
+def subset_point(profile, subset, destinations=None):
     """``(design, settings)`` of the point with the factors of ``subset`` (names of
     :data:`FACTORS`) applied to row 0 at fabric ``profile``: settings as
     :func:`tb.gap_table.gap_settings` gives them (so that :func:`tb.gap_table.point_of`
     turns them into a point), the table's rows for the subsets that are its prefixes.
-    ``ValueError`` names an unknown factor."""
+    ``destinations`` (None or one of :data:`DEST_POPULARITIES`): ``4096 QPs`` also puts
+    the NIC at row 9's destinations by that popularity where it has the Ethernet header
+    and the end-to-end completion (the module doc). ``ValueError`` names an unknown
+    factor or popularity."""
     unknown = sorted(set(subset) - set(FACTORS))
     if unknown:
         raise ValueError(f"unknown factor(s) {unknown}; the factors: {list(FACTORS)}")
+    if destinations is not None and destinations not in DEST_POPULARITIES:
+        raise ValueError(f"destinations must be None or one of {list(DEST_POPULARITIES)}, "
+                         f"not {destinations!r}")
     rows = gap_settings(profile)
     first = dict(rows[0][2])
     on = set(subset)
@@ -80,6 +113,8 @@ def subset_point(profile, subset):
     if not engine:
         s.update(completion="e2e" if "end-to-end completion" in on else first["completion"],
                  header="l2" if ethernet else first["header"])
+        if destinations and "4096 QPs" in on and ethernet and s["completion"] == "e2e":
+            s.update(_WIDE, popularity=destinations)
         return "nic", s
     s.update(completion="e2e", header="roce" if ethernet else "scaleup",
              qps=4096 if "4096 QPs" in on else 1, cache_entries=16,
@@ -97,24 +132,38 @@ def share_jobs(profile, messages=1000, msg_bytes=128):
     """The model points of every subset at ``profile``, distinct ones once:
     ``(jobs, index)``, ``jobs`` as ``[(label, function, kwargs)]`` (``model_point`` of
     :mod:`tb.nic.headline` or :mod:`tb.rdma.headline`; independent, any order) and
-    ``index`` mapping each subset (a frozenset) to its job's position."""
+    ``index`` mapping each subset (a frozenset) to its job's position: the games with
+    the NIC at one destination (:func:`game_jobs` with no popularities)."""
+    jobs, indexes = game_jobs(profile, messages, msg_bytes, ())
+    return jobs, indexes[None]
+
+
+def game_jobs(profile, messages=1000, msg_bytes=128, popularities=DEST_POPULARITIES):
+    """As :func:`share_jobs`, for the NIC at one destination (``None``) and at 4,096 by
+    each of ``popularities`` (:func:`subset_point`'s ``destinations``), a point shared
+    by several games run once: ``(jobs, {popularity or None: index})``."""
     from tb.gap_table import point_of
     from tb.nic.headline import model_point as nic_point
     from tb.rdma.headline import model_point as rdma_point
 
-    jobs, seen, index = [], {}, {}
-    for n in range(len(FACTORS) + 1):
-        for subset in combinations(FACTORS, n):
-            design, s = subset_point(profile, subset)
-            key = _key(design, s)
-            if key not in seen:
-                seen[key] = len(jobs)
-                fn = nic_point if design == "nic" else rdma_point
-                jobs.append((f"model {profile} {design} {'+'.join(subset) or 'row 0'}", fn,
-                             dict(msg_bytes=msg_bytes, messages=messages,
-                                  **point_of(design, s))))
-            index[frozenset(subset)] = seen[key]
-    return jobs, index
+    jobs, seen, indexes = [], {}, {}
+    for pop in (None, *popularities):
+        index = indexes[pop] = {}
+        for n in range(len(FACTORS) + 1):
+            for subset in combinations(FACTORS, n):
+                design, s = subset_point(profile, subset, pop)
+                key = _key(design, s)
+                if key not in seen:
+                    seen[key] = len(jobs)
+                    fn = nic_point if design == "nic" else rdma_point
+                    wide = f" at {s[WIDE_SETTING]} ({s['popularity']})" \
+                        if WIDE_SETTING in s else ""
+                    jobs.append((f"model {profile} {design}{wide} "
+                                 f"{'+'.join(subset) or 'row 0'}", fn,
+                                 dict(msg_bytes=msg_bytes, messages=messages,
+                                      **point_of(design, s))))
+                index[frozenset(subset)] = seen[key]
+    return jobs, indexes
 
 
 def metric_value(row, metric):
@@ -203,8 +252,8 @@ def _run_jobs(jobs, workers):
 def main(argv=None):
     """``python -m tb.gap_shares [--messages N] [--jobs N] [--only F+...] [--on F+...]
     PROFILE...``: print each factor's shares at each profile (the golden model alone;
-    ``make report`` puts the walks to 4096 QPs and to 1 QP into report.md and gap.json
-    at its ``--rtl-messages``). Without ``--only``, both walks; with it, the game of
+    ``make report`` puts the games of :data:`GAMES` into report.md and gap.json at its
+    ``--rtl-messages``). Without ``--only``, every game of :data:`GAMES`; with it, the game of
     those factors (names of :data:`FACTORS` joined by ``+``), the factors of ``--on``
     applied throughout (e.g. ``--only 'same attachment+link-level reliability+fabric
     profile+Ethernet header+QP engine, 1 QP' --on 'end-to-end completion'``: the
@@ -225,19 +274,21 @@ def main(argv=None):
     if args.messages < 20 or args.jobs < 1:
         ap.error(f"--messages must be at least 20 and --jobs at least 1, not "
                  f"{args.messages} and {args.jobs}")
-    games = ([("to 4096 QPs", FACTORS, ()), ("to 1 QP", FACTORS[:-1], ())] if not args.only
-             else [(f"of {', '.join(args.only)}"
+    games = ([(title, factors, (), pop) for _, title, factors, pop in GAMES]
+             if not args.only
+             else [(f"the game of {', '.join(args.only)}"
                     + (f" with {', '.join(args.on)}" if args.on else ""), args.only,
-                    args.on)])
+                    args.on, None)])
     bad = sorted((set(args.only) | set(args.on)) - set(FACTORS))
     if bad:
         ap.error(f"unknown factor(s) {bad}; the factors: {list(FACTORS)}")
     for profile in args.profiles:
-        jobs, index = share_jobs(profile, args.messages)
+        jobs, indexes = game_jobs(profile, args.messages, 128,
+                                  () if args.only else DEST_POPULARITIES)
         rows = _run_jobs(jobs, args.jobs)
-        for game, factors, on in games:
-            got = factor_shares(rows, index, factors, on)
-            print(f"\nEach factor's share at {profile}, the game {game}, {args.messages} "
+        for game, factors, on, pop in games:
+            got = factor_shares(rows, indexes[pop], factors, on)
+            print(f"\nEach factor's share at {profile}, {game}, {args.messages} "
                   f"messages of 128 B: Shapley [least, most] (table's order)")
             for f in got:
                 print(f"  {f}: " + "; ".join(

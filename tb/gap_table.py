@@ -26,8 +26,10 @@ row   factor                      what changes (the level-field key, spec.metric
 
 Side rows (:data:`SIDE_ROWS`) stand beside a row of the walk, not in it: each is the row
 it is compared with (``gap_side_of``, the row's number) with one thing changed, and
-changes no level-field key; they are not factors of the walk (nor of the shares over all
-orders, :mod:`tb.gap_shares`). After the walk's rows, numbered on from its last:
+changes no level-field key; they are not factors of the walk. Row 9's destinations are
+in the games of the shares over all orders that give the NIC 4,096 peers as the engine
+(:mod:`tb.gap_shares`), row 8's cache in none. After the walk's rows, numbered on from
+its last:
 
 ====  ==========================  ======================================================
 row   beside row                  what changes
@@ -36,7 +38,8 @@ row   beside row                  what changes
                                   (:data:`BEST_CACHE`) for row 7's 16 direct-mapped
                                   entries, its worst case
 9     5 (Ethernet header)         the NIC sending round robin to 4,096 destinations
-                                  (``destinations``), each with its own end-to-end
+                                  (``destinations``, ``popularity``: spec.load
+                                  POPULARITY), each with its own end-to-end
                                   completion state at the sender and its receiver, as
                                   row 7's engine sends to 4,096 QPs (docs/nic.md,
                                   "4,096 destinations"); row 5 sends to one
@@ -109,7 +112,8 @@ BEST_CACHE = dict(cache_entries=256, cache_ways=4)
 #: on that row's). The design is that row's.
 SIDE_ROWS = (
     ("4096 QPs, best cache", "4096 QPs", BEST_CACHE),
-    ("NIC at 4096 destinations", "Ethernet header", dict(destinations=4096)),
+    ("NIC at 4096 destinations", "Ethernet header",
+     dict(destinations=4096, popularity="round_robin")),
 )
 
 #: The side rows' setting that makes a row one of the NIC at many destinations: their
@@ -160,7 +164,7 @@ def point_of(design, s):
                     fabric=s["fabric"], completion=s["completion"],
                     retry=s["reliability"] == "link-retry",
                     records=RECORD_SLOTS if s["completion"] == "e2e" else 0,
-                    **({"destinations": s["destinations"]} if "destinations" in s else {}))
+                    **{k: s[k] for k in ("destinations", "popularity") if k in s})
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
                 link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s),

@@ -184,3 +184,80 @@ def test_state_kinds():
                                                "replay_buffer_bits": 256 * 512}
     assert rdma_kinds(55_610, "pod", True)["replay_buffer_bits"] == 512 * 512
     assert rdma_kinds(55_610, "pod", False)["replay_buffer_bits"] == 0
+
+
+@pytest.mark.parametrize("profile", list(FABRIC_PROFILES))
+def test_destination_games_reach_row_9(profile):
+    """In the games with destinations ``4096 QPs`` on the NIC's row 5 is side row 9 (its
+    popularity the game's); it puts the NIC at 4,096 destinations only with both the
+    Ethernet header and the end-to-end completion, and changes nothing once the engine
+    is in: there the game is the one at one destination."""
+    f = gap_shares.FACTORS
+    (name, design, s, k), = [r for r in gap_table.side_settings(profile)
+                             if gap_table.WIDE_SETTING in r[2]]
+    peers = f[-1]
+    assert gap_shares.subset_point(profile, f[:k] + (peers,), s["popularity"]) == (design, s)
+    for pop in gap_shares.DEST_POPULARITIES:
+        got = gap_shares.subset_point(profile, f[:k] + (peers,), pop)
+        assert got == (design, dict(s, popularity=pop))
+        for n in range(len(f) + 1):
+            for subset in combinations(f, n):
+                wide = gap_shares.subset_point(profile, subset, pop)
+                one = gap_shares.subset_point(profile, subset)
+                nic_wide = {"Ethernet header", "end-to-end completion", peers} <= set(subset) \
+                    and "QP engine, 1 QP" not in subset
+                assert (gap_table.WIDE_SETTING in wide[1]) == nic_wide, subset
+                if not nic_wide:
+                    assert wide == one, subset
+    with pytest.raises(ValueError, match="destinations must be None or one of"):
+        gap_shares.subset_point(profile, (), "uniform")
+
+
+def test_game_jobs_add_the_destination_points_once():
+    """game_jobs holds share_jobs' points first, then the NIC's points at 4,096
+    destinations of each popularity, each once; every game's index covers every subset."""
+    jobs, index = gap_shares.share_jobs("pod", messages=10)
+    every, indexes = gap_shares.game_jobs("pod", messages=10)
+    k = len(gap_shares.FACTORS)
+    assert indexes[None] == index
+    assert [label for label, _, _ in every[:len(jobs)]] == [label for label, _, _ in jobs]
+    extra = [kw for _, _, kw in every[len(jobs):]]
+    assert extra and all(kw["destinations"] == 4096 for kw in extra)
+    keys = [tuple(sorted(kw.items())) for kw in extra]
+    assert len(set(keys)) == len(keys)
+    assert {kw["popularity"] for kw in extra} == set(gap_shares.DEST_POPULARITIES)
+    for pop in gap_shares.DEST_POPULARITIES:
+        assert len(indexes[pop]) == 2 ** k
+        used = {j for j in indexes[pop].values() if j >= len(jobs)}
+        assert used == {len(jobs) + i for i, kw in enumerate(extra) if kw["popularity"] == pop}
+
+
+def test_destination_game_shares_from_rows():
+    """factor_shares on made-up rows in a game with destinations: the shares add up to the
+    same whole gap as the game at one destination (both end at the engine at 4096 QPs and
+    start at row 0), and ``4096 QPs`` now moves the NIC (its range leaves 0 on the NIC's
+    side, its table figure still the engine's step)."""
+    jobs, indexes = gap_shares.game_jobs("pod", messages=10)
+    rows = [{"design": "nic", **{f"{m}_model": j * j for m, _ in gap_shares.SHARE_METRICS}}
+            for j in range(len(jobs))]
+    f = gap_shares.FACTORS
+    m = gap_shares.SHARE_METRICS[0][0]
+    one = gap_shares.factor_shares(rows, indexes[None])
+    for pop in gap_shares.DEST_POPULARITIES:
+        got = gap_shares.factor_shares(rows, indexes[pop])
+        assert sum(got[x][m]["shapley"] for x in f) == pytest.approx(
+            sum(one[x][m]["shapley"] for x in f), abs=0.01)
+        assert got[f[-1]][m]["table"] == one[f[-1]][m]["table"]
+        assert got[f[-1]][m]["shapley"] != one[f[-1]][m]["shapley"]
+
+
+def test_destination_points_pass_the_nic_checks():
+    """Each NIC point at 4,096 destinations of the games is one the NIC's co-simulation
+    takes: run_point's checks (nothing built) accept its arguments."""
+    from tb.nic.headline import run_point
+
+    jobs, indexes = gap_shares.game_jobs("board", messages=10)
+    wide = [kw for _, _, kw in jobs if "destinations" in kw]
+    assert wide
+    for kw in wide[:2]:
+        assert run_point("icarus", check_only=True, **kw) is None

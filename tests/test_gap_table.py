@@ -241,11 +241,36 @@ def test_run_gap_attaches_shares_and_checks_the_model_alone():
             assert r["table_order"][m] == r[f"{m}_model"] - prev[f"{m}_model"]
             lo, hi = r["range"][m]
             assert lo <= r["shapley"][m] <= hi
+    from tb.gap_shares import GAMES
+
+    for suffix, _, factors, _ in GAMES:
+        have = [r["gap_factor"] for r in walk if "shapley" + suffix in r]
+        assert have == list(factors), suffix
     md = gap_section(rows, ("board",), 10, 128, "icarus")
     assert "Each factor's share over all orders at `board`" in md
-    assert sum(line.startswith("| 4096 QPs |") for line in md.splitlines()) == 1
+    assert sum(line.startswith("| 4096 QPs |") for line in md.splitlines()) == sum(
+        "4096 QPs" in factors for _, _, factors, _ in GAMES)
+    assert "the NIC at 4,096 destinations (zipf)" in md
     with pytest.raises(RuntimeError, match="the model alone gives"):
         run_gap("icarus", ("board",), 10, 128, _fake_run_jobs(offset=1), 1)
+
+
+def test_run_gap_checks_row_9_against_the_model_alone():
+    """Row 9 (the NIC at 4,096 destinations) is a point of the round-robin game: a model
+    alone that differs on the destination points only is caught at that row."""
+    from scripts.reporting.gap import run_gap
+
+    fake = _fake_run_jobs()
+
+    def run(jobs, workers):
+        out = fake(jobs, workers)
+        for (_, fn, kw), row in zip(jobs, out, strict=True):
+            if fn.__name__ == "model_point" and kw.get("destinations"):
+                row["wire_bytes_model"] += 1
+        return out
+    n = len(gap_table.GAP_FACTORS) + len(gap_table.SIDE_ROWS) - 1
+    with pytest.raises(RuntimeError, match=f"row {n}: the model alone gives wire_bytes"):
+        run_gap("icarus", ("board",), 10, 128, run, 1)
 
 
 def test_finish_gap_checks_the_rows_comparison_keys():
@@ -309,16 +334,18 @@ def test_side_rows_change_one_thing_and_no_level_key(profile):
 
 def test_nic_at_4096_destinations_is_row_5_with_destinations():
     """The wide side row: row 5's NIC (PCIe, end-to-end completion with records, link
-    retry, L2) with ``destinations`` 4096, the engine's QPs of row 7; its area parts are
-    the wide blocks, named, not measured."""
+    retry, L2) with ``destinations`` 4096, the engine's QPs of row 7, round robin as
+    the engine's; its area parts are the wide blocks, named, not measured."""
     from scripts.area_proxies.gap import side_parts
 
     for profile in FABRIC_PROFILES:
         rows = gap_table.gap_settings(profile)
         name, design, s, k = gap_table.side_settings(profile)[1]
         assert (name, design, k) == ("NIC at 4096 destinations", "nic", 5)
-        assert s == dict(rows[5][2], destinations=rows[7][2]["qps"])
+        assert s == dict(rows[5][2], destinations=rows[7][2]["qps"],
+                         popularity="round_robin")
         point = gap_table.point_of(design, s)
+        assert point["popularity"] == s["popularity"]
         assert (point["attachment"], point["completion"], point["retry"],
                 point["framing"], point["records"]) == ("pcie", "e2e", True, "l2", 16)
         parts = side_parts(profile)[1][2]

@@ -4,6 +4,7 @@ import functools
 
 from pymodel.fcs import fcs_bytes, phy_bytes
 from pymodel.fields import pack
+from pymodel.packet import unpack_beat
 from spec.formats.nic import (
     ETHERTYPE,
     MIN_FRAME_BYTES,
@@ -21,7 +22,7 @@ from spec.formats.nic import (
 )
 
 __all__ = ["build_frame", "parse_header", "wire_bytes", "build_completion",
-           "parse_completion"]
+           "parse_completion", "wire_starts"]
 
 #: The header's length, per framing (cached: each call builds the layout).
 header_bytes = functools.cache(header_bytes)
@@ -122,3 +123,24 @@ def parse_completion(framing, raw, id_bits=8):
         src |= raw[10] << 8
     return {"status": part("status"), "count": part("count"), "dropped": part("dropped"),
             "src": src}
+
+
+def wire_starts(beats, stores, width, framing, max_payload):
+    """The cycle of each store's first beat on its sender's uplink (where the RDMA
+    engine's ``ii_cycles`` is taken, its messages' first wire beats): ``beats`` the
+    uplink's ``(raw beats, cycles)`` (the ``tx<p>`` recorder's, or the model's
+    ``tx``), completion frames left out, ``stores`` the sender's in order (a store of
+    several segments is several frames)."""
+    starts, cur, start = [], b"", None
+    for beat, stamp in zip(*beats, strict=True):
+        data, nb, first, last = unpack_beat(width, beat)
+        if first:
+            cur, start = b"", stamp
+        cur += data.to_bytes(width, "little")[:nb]
+        if last and parse_header(framing, cur)["opcode"] != NicOp.COMPLETION.value:
+            starts.append(start)
+    out, k = [], 0
+    for s in stores:
+        out.append(starts[k] if k < len(starts) else -1)
+        k += len(s.segments(width, max_payload))
+    return out

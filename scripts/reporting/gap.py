@@ -5,7 +5,15 @@ settings (:mod:`scripts.area_proxies.gap`) summed from area.json (``make area``)
 each factor's share over all orders (:mod:`tb.gap_shares`, the golden model alone)."""
 
 from scripts.area_proxies.gap import figures_of, gap_parts, parts_figures, side_parts
-from tb.gap_shares import FACTORS, SHARE_METRICS, factor_shares, metric_value, share_jobs
+from tb.gap_shares import (
+    DEST_POPULARITIES,
+    FACTORS,
+    GAMES,
+    SHARE_METRICS,
+    factor_shares,
+    game_jobs,
+    metric_value,
+)
 from tb.gap_table import SIDE_ROWS, WIDE_SETTING, finish_gap, gap_jobs
 
 __all__ = ["run_gap", "gap_section", "shares_lines", "AREA_COLUMNS"]
@@ -23,6 +31,11 @@ _COLUMNS = (
 )
 
 
+#: The side rows of the NIC at many destinations (row 9), points of the shares' games.
+#: ``{name: popularity}``; the point is the row it stands beside with ``4096 QPs``.
+_WIDE_ROWS = {name: change["popularity"] for name, _, change in SIDE_ROWS
+              if WIDE_SETTING in change}
+
 #: The area columns: (title, key of :func:`scripts.area_proxies.gap.parts_figures`).
 AREA_COLUMNS = (("LUT4", "lut4"), ("FF bits", "ff_bits"), ("mem bits", "mem_bits"))
 
@@ -33,28 +46,35 @@ def run_gap(sim, profiles, messages, msg_bytes, run_jobs, workers, shares=True):
     factor's row also carries, per metric of :data:`tb.gap_shares.SHARE_METRICS`, its
     ``shapley`` value, its ``range`` (``[least, most]`` over all orders) and its
     ``table_order`` figure, from the golden model's points of every subset of the factors
-    (:func:`tb.gap_shares.share_jobs`, run by ``run_jobs`` too), and the same with the
-    suffix ``_1qp`` for the walk to the engine at 1 QP (every factor but the QPs);
-    ``RuntimeError`` if a model point of the table's order differs from its co-simulated
-    row's model side."""
+    (:func:`tb.gap_shares.game_jobs`, run by ``run_jobs`` too), for each game of
+    :data:`tb.gap_shares.GAMES` with its suffix (``_1qp``: the walk to the engine at 1
+    QP; ``_dest_round_robin``, ``_dest_zipf``: the NIC at 4,096 destinations as the
+    engine at 4096 QPs); ``RuntimeError`` if a model point of the table's order, or of
+    row 9 (the NIC at 4,096 destinations, a point of the round-robin game), differs from
+    its co-simulated row's model side."""
     jobs = gap_jobs(sim, profiles, messages, msg_bytes)
     rows = finish_gap(run_jobs(jobs, workers), profiles, messages, msg_bytes)
     if not shares:
         return rows
     for profile in profiles:
-        sjobs, index = share_jobs(profile, messages, msg_bytes)
+        sjobs, indexes = game_jobs(profile, messages, msg_bytes, DEST_POPULARITIES)
         model = run_jobs(sjobs, workers)
         mine = [r for r in rows if r["gap_profile"] == profile and "gap_side_of" not in r]
-        for k, r in enumerate(mine):
-            alone = model[index[frozenset(FACTORS[:k])]]
+        checked = [(r, indexes[None][frozenset(FACTORS[:k])]) for k, r in enumerate(mine)]
+        for r in rows:
+            if r["gap_profile"] == profile and r["gap_factor"] in _WIDE_ROWS:
+                subset = FACTORS[:r["gap_side_of"]] + (FACTORS[-1],)
+                pop = _WIDE_ROWS[r["gap_factor"]]
+                checked.append((r, indexes[pop][frozenset(subset)]))
+        for r, j in checked:
             for metric, _ in SHARE_METRICS:
-                if f"{metric}_model" in r and metric_value(alone, metric) != \
+                if f"{metric}_model" in r and metric_value(model[j], metric) != \
                         metric_value(r, metric):
-                    raise RuntimeError(f"gap {profile} row {k}: the model alone gives "
-                                       f"{metric} {metric_value(alone, metric)}, the "
-                                       f"co-simulation's model {metric_value(r, metric)}")
-        for suffix, factors in (("", FACTORS), ("_1qp", FACTORS[:-1])):
-            got = factor_shares(model, index, factors)
+                    raise RuntimeError(f"gap {profile} row {r['gap_row']}: the model alone "
+                                       f"gives {metric} {metric_value(model[j], metric)}, "
+                                       f"the co-simulation's model {metric_value(r, metric)}")
+        for suffix, _, factors, pop in GAMES:
+            got = factor_shares(model, indexes[pop], factors)
             for r in mine[1:]:
                 f = got.get(r["gap_factor"])
                 if f is None:
@@ -73,13 +93,17 @@ def shares_lines(rows, profile):
     def num(x):
         return f"{x:,.2f}".rstrip("0").rstrip(".") if isinstance(x, float) else f"{x:,}"
     out = []
-    for suffix, game in (("", "the walk to 4096 QPs"), ("_1qp", "the walk to 1 QP")):
+    for suffix, game, _, pop in GAMES:
         mine = [r for r in rows if r.get("gap_profile") == profile and "shapley" + suffix in r]
         if not mine:
             continue
-        out += [f"Each factor's share over all orders at `{profile}`, {game}: Shapley "
-                f"value [least, most] (in the table's order), from the golden model "
-                f"(tb/gap_shares.py; `python -m tb.gap_shares {profile}`):", "",
+        peers = ("" if pop is None else
+                 " (`4096 QPs` is 4,096 peers: the engine's QPs round robin, the NIC's "
+                 "destinations where it has the Ethernet header and end-to-end completion; "
+                 "the NIC's points at 4,096 destinations are the model's only)")
+        out += [f"Each factor's share over all orders at `{profile}`, {game}{peers}: "
+                f"Shapley value [least, most] (in the table's order), from the golden "
+                f"model (tb/gap_shares.py; `python -m tb.gap_shares {profile}`):", "",
                 "| factor | " + " | ".join(t for _, t in SHARE_METRICS) + " |",
                 "|---|" + "---|" * len(SHARE_METRICS)]
         for r in mine:
@@ -119,8 +143,7 @@ def gap_section(rows, profiles, messages, msg_bytes, sim, area=None):
     area.json (None: none), whose components give the area columns (``-`` for a row
     with a part that area.json lacks)."""
     figures = figures_of(area)
-    wide = {name for name, _, change in SIDE_ROWS if WIDE_SETTING in change}
-    extra = " --gap-destinations" if any(r["gap_factor"] in wide for r in rows) else ""
+    extra = " --gap-destinations" if any(r["gap_factor"] in _WIDE_ROWS for r in rows) else ""
     out = ["## Where the gap comes from", "",
            f"Each row is the row above with one factor changed (tb/gap_table.py), "
            f"co-simulated on {sim} against the golden model: {messages} messages of "

@@ -25,7 +25,8 @@ by cycle with the model), and ``inflight_bits`` adds the record writers'
 With ``warmup`` (cycles; a back-to-back run) each sender's first store is a warm-up
 store, released at once, and the others follow from cycle ``warmup`` on, back to back,
 as the RDMA engine's back-to-back run (:func:`analysis.rdma.point.build`). ``ii_cycles``
-is taken at each store's first wire beat (:func:`wire_starts`), as the engine's.
+is taken at each store's first wire beat (:func:`pymodel.nic.frames.wire_starts`), as the
+engine's.
 
 With ``one_at_a_time`` (a latency run) the scenario's stores go one at a time
 (:func:`analysis.scenarios.nic.one_at_a_time`), each released twice the cycles after the
@@ -59,6 +60,7 @@ from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.fcs import phy_bytes
 from pymodel.host.metrics import host_bytes, host_tlps, host_util
 from pymodel.inflight import peak_in_flight
+from pymodel.nic.frames import wire_starts
 from pymodel.nic.store import Store
 from pymodel.nic.system import NicSystemModel
 from pymodel.throughput import steady_ii
@@ -74,7 +76,6 @@ from tb.nic.e2e_check import (
     e2e_model,
     read_completions,
     read_records,
-    wire_starts,
 )
 from tb.nic.testbench import NicTestbench
 from tb.nic.wirecheck import check_sent_frames

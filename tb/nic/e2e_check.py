@@ -2,12 +2,12 @@
 (and with records the ``cq<p>``) recorders, compare every completion, record and the
 trackers' ports with the model, and work out each store's end-to-end completion and the
 completion frames' share of the figures from the RTL's own stamps and frames; each
-store's first wire beat (:func:`wire_starts`, where ``ii_cycles`` is taken)."""
+store's first wire beat (:func:`pymodel.nic.frames.wire_starts`, where
+``ii_cycles`` is taken)."""
 
 from pymodel.fcs import phy_bytes
 from pymodel.fields import unpack
 from pymodel.nic.frames import parse_header
-from pymodel.packet import unpack_beat
 from rtl.nic.completion_record import record_event_layout
 from rtl.nic.outstanding_tracker import cpl_event_layout
 from rtl.nic.tracker_memory import wide_cpl_layout
@@ -30,7 +30,7 @@ from spec.nic import (
 
 __all__ = ["arm_completions", "read_completions", "compare_completions", "poll_counters",
            "store_completions", "cpl_counters", "peer_counters", "arm_records",
-           "read_records", "compare_records", "e2e_model", "e2e_figures", "wire_starts"]
+           "read_records", "compare_records", "e2e_model", "e2e_figures"]
 
 
 def arm_completions(tb, want):
@@ -247,24 +247,3 @@ def e2e_figures(p, tb, want, cp, stores, src, sent, rtl_wire):
         acks_rtl["cqe_writes"] = len(cp[src][0]) / n
     return (rtl_comp, rtl_wire, rtl_cr,
             {"acks": acks_rtl, "state_bits": modelled["state_bits"]})
-
-
-def wire_starts(beats, stores, width, framing, max_payload):
-    """The cycle of each store's first beat on its sender's uplink (where the RDMA
-    engine's ``ii_cycles`` is taken, its messages' first wire beats): ``beats`` the
-    uplink's ``(raw beats, cycles)`` (the ``tx<p>`` recorder's, or the model's
-    ``tx``), completion frames left out, ``stores`` the sender's in order (a store of
-    several segments is several frames)."""
-    starts, cur, start = [], b"", None
-    for beat, stamp in zip(*beats, strict=True):
-        data, nb, first, last = unpack_beat(width, beat)
-        if first:
-            cur, start = b"", stamp
-        cur += data.to_bytes(width, "little")[:nb]
-        if last and parse_header(framing, cur)["opcode"] != NicOp.COMPLETION.value:
-            starts.append(start)
-    out, k = [], 0
-    for s in stores:
-        out.append(starts[k] if k < len(starts) else -1)
-        k += len(s.segments(width, max_payload))
-    return out
