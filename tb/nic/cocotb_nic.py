@@ -98,11 +98,11 @@ def _spans(n, accept, remote, completion):
             [completion[k] - accept[k] for k in range(n)])
 
 
-def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks=None,
-             state_bits=0, held=None, starts=None):
+def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, *, starts,
+             acks=None, state_bits=0, held=None):
     """Medians over the messages (integers where the median is whole), ``ii_cycles`` by
     :func:`pymodel.throughput.steady_ii` over ``starts``, each store's first wire beat
-    (:func:`wire_starts`; the accepts where not given), and the peak of
+    (:func:`pymodel.nic.frames.wire_starts`), and the peak of
     the stores' ``beats`` in flight (:func:`pymodel.inflight.peak_in_flight`, each held
     to its credit: ``held``, default ``completion``) in bits plus ``state_bits``;
     ``acks`` adds control actions per message."""
@@ -113,7 +113,7 @@ def _metrics(msgs, accept, remote, completion, wire, credits, beats, width, acks
     ctrl = dict.fromkeys(CTRL_KINDS, 0)
     ctrl["credit_updates"] = med(credits)
     ctrl.update(acks or {})
-    ii = steady_ii(accept if starts is None else starts) or 0
+    ii = steady_ii(starts) or 0
     return {"latency_cycles": med(lat), "completion_cycles": med(comp),
             "ii_cycles": int(ii) if float(ii).is_integer() else ii,
             "wire_bytes": med(wire), "ctrl_ops": ctrl,
