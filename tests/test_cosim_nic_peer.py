@@ -35,7 +35,7 @@ def test_nic_peer_retry(sim, scenario, test_id):
               sim=sim, test_id=test_id, params=params)
 
 
-@pytest.mark.slow_variants("verilator-*", reason=(
+@pytest.mark.slow_variants("verilator", reason=(
     "a Verilator build of its own; make test runs the scenario on this top on Icarus, the "
     "switch's drops against its twin in the Amaranth simulator "
     "(test_unit_switch_faults.py) and the recovery in the model "
