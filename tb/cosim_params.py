@@ -72,7 +72,8 @@ ACCEPTED_PARAMS = {
                                 "max_payload", "credits", "seed", "chunks", "per_chunk",
                                 "model_stores", "stall_rate", "drop_rate", "corrupt_rate",
                                 "dup_rate", "tag_rate", "ack_drop_rate", "ack_corrupt_rate",
-                                "break_model_chunk", "token"),
+                                "break_model_chunk", "token", "switch_drops",
+                                "peer_window", "coalesce", "flush_idle", "timeout"),
 }
 
 
