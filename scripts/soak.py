@@ -17,7 +17,9 @@ of 1e-3 per frame per wire by default (plus drops and duplicates at ``--drop-rat
 ``--dup-rate``, on the RDMA engine's data and ACK links alike); the NIC's wires also
 damage the retry's sequence tags and drop and damage its ACK/NAKs (``--tag-rate``,
 ``--ack-drop-rate``, ``--ack-corrupt-rate``, by default at the frames' corruption and
-drop rates).
+drop rates). ``--nic-switch-drops K`` gives the NIC the per-peer retry too and has its
+switch drop K frames at each egress per chunk, recovered end to end
+(tb/soak/cocotb_nic_soak.py; soak.json's ``switch_dropped``).
 
 Chunks, every one compared with the golden model:
 
@@ -110,6 +112,7 @@ from scripts.executor import (  # noqa: E402
     check_cluster_options,
     make_executor,
 )
+from spec.fabric import SWITCH_DROPS  # noqa: E402
 from tb.soak.ephemeral import CHUNK as EPHEMERAL_CHUNK  # noqa: E402
 from tb.soak.ephemeral import TOP as EPHEMERAL_TOP  # noqa: E402
 from tb.soak.ephemeral import knobs_of  # noqa: E402
@@ -118,8 +121,8 @@ from tb.soak.rdma import CHUNK as RDMA_CHUNK  # noqa: E402
 from tb.soak.recovery import per_damaged_frame  # noqa: E402
 
 OUT = ROOT / "build" / "soak"
-KEYS = ("messages", "recovered", "lost", "corrupted_bytes", "duplicates_delivered", "hangs",
-        "retransmissions",
+KEYS = ("messages", "recovered", "switch_dropped", "peer_resent", "lost", "corrupted_bytes",
+        "duplicates_delivered", "hangs", "retransmissions",
         "recovery_cycles", "recovery_cycles_per_damaged_frame", "replay_cycles",
         "cqe_delay_cycles", "chunks", "chunks_compared", "mismatches", "violations", "wall_s",
         *(f"{op}{ok}" for op in ("writes", "loads", "reads", "atomics") for ok in ("", "_ok")))
@@ -214,6 +217,10 @@ def _args(argv):
     ap.add_argument("--nic-chunk", type=_chunk(NIC_CHUNK), default=NIC_CHUNK,
                     help=f"NIC stores per node per chunk (1 to {NIC_CHUNK}, default "
                          f"{NIC_CHUNK})")
+    ap.add_argument("--nic-switch-drops", type=int, default=0, metavar="K",
+                    choices=range(SWITCH_DROPS + 1),
+                    help=f"NIC: per-peer retry, and K frames dropped inside the switch at "
+                         f"each egress per chunk (0 to {SWITCH_DROPS}; default 0: off)")
     ap.add_argument("--rdma-chunk", type=_chunk(RDMA_CHUNK), default=RDMA_CHUNK,
                     help=f"RDMA WRITEs per co-simulation (1 to {RDMA_CHUNK}, default "
                          f"{RDMA_CHUNK})")
@@ -349,7 +356,7 @@ def main(argv=None):
     settings = {k: getattr(args, k) for k in ("corrupt_rate", "drop_rate", "dup_rate",
                                                 "tag_rate", "ack_drop_rate",
                                                 "ack_corrupt_rate", "stall_rate", "seed",
-                                                "selective")}
+                                                "selective", "nic_switch_drops")}
     settings["mix"] = list(args.mix)
     if "ephemeral" in results:       # its own knobs and fault rates; no recovery cycles
         results["ephemeral"]["knobs"] = knobs_of(args)

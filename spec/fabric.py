@@ -15,6 +15,7 @@ __all__ = ["FAULT_KINDS", "SETTINGS", "COUNTERS", "FLAGS", "WORD_STEPS", "WORDS_
            "RETRY_SETTINGS", "RETRY_LINK_COUNTERS", "TAG_SEED_XOR", "SIDE_SEED_XOR",
            "TAG_WORDS", "SIDE_WORDS",
            "retry_sizes", "ELASTIC_MARGIN", "elastic_depth", "SWITCH_COUNTERS",
+           "SWITCH_FAULT_COUNTERS", "SWITCH_DROPS", "switch_counters", "check_switch_drops",
            "SOURCE_WRITES", "check_source_write", "check_table_entries"]
 
 # -- The faulty link ------------------------------------------------------------------------
@@ -114,6 +115,43 @@ def elastic_depth(latency):
 SWITCH_COUNTERS = ("drop_spoofed",)
 #: Items of NicTop's ``src`` player (source-table writes).
 SOURCE_WRITES = 16
+
+# -- Frames dropped inside the switch (a test's fault; Switch's ``faults``) ----------------
+
+#: The counter a switch built with ``faults`` adds to :data:`SWITCH_COUNTERS`.
+SWITCH_FAULT_COUNTERS = ("drop_fault",)
+#: Items of each of NicTop's ``sflt<p>`` players (egress frame numbers to drop).
+SWITCH_DROPS = 16
+
+
+def switch_counters(faults=False):
+    """The counters of a switch built with or without ``faults``."""
+    return SWITCH_COUNTERS + (SWITCH_FAULT_COUNTERS if faults else ())
+
+
+def check_switch_drops(drops, ports):
+    """Check the frames to drop inside a switch of ``ports`` ports: ``{egress port:
+    frame numbers}``, each list strictly increasing integers from 0 to ``2**32 - 1``
+    (the switch consumes them in order), at most :data:`SWITCH_DROPS` per port. Returns
+    ``{port: tuple}``; raises ``ValueError`` naming ``switch_drops``.
+    Ref: docs/recovery.md, "Frames lost inside the switch"."""
+    if not isinstance(drops, dict):
+        raise ValueError(f"switch_drops must be a dict of port: frame numbers, "
+                         f"not {drops!r}")
+    out = {}
+    for port, frames in drops.items():
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < ports:
+            raise ValueError(f"switch_drops: port must be 0 to {ports - 1}, not {port!r}")
+        frames = tuple(frames)
+        if (len(frames) > SWITCH_DROPS
+                or any(not isinstance(f, int) or isinstance(f, bool) or not 0 <= f < 1 << 32
+                       for f in frames)
+                or any(a >= b for a, b in zip(frames[:-1], frames[1:], strict=True))):
+            raise ValueError(f"switch_drops[{port}] must be at most {SWITCH_DROPS} "
+                             f"strictly increasing frame numbers (0 to 2**32 - 1), "
+                             f"not {frames!r}")
+        out[port] = frames
+    return out
 
 
 def check_source_write(ports, node, port, entries=256):

@@ -49,7 +49,8 @@ ACCEPTED_PARAMS = {
                               "attachment"),
     "tb.nic.cocotb_nic_peer": ("width", "nodes", "framing", "link_latency", "mem_words",
                                "max_payload", "credits", "scenario", "seed", "coalesce",
-                               "flush_idle", "timeout", "peer_window"),
+                               "flush_idle", "timeout", "peer_window", "retry",
+                               "switch_faults"),
     "tb.nic.cocotb_nic_retry": ("width", "nodes", "framing", "link_latency", "mem_words",
                                 "max_payload", "credits", "faults", "seed", "count",
                                 "stall_rate", "expect_damage", "expect_signalling",
@@ -71,7 +72,8 @@ ACCEPTED_PARAMS = {
                                 "max_payload", "credits", "seed", "chunks", "per_chunk",
                                 "model_stores", "stall_rate", "drop_rate", "corrupt_rate",
                                 "dup_rate", "tag_rate", "ack_drop_rate", "ack_corrupt_rate",
-                                "break_model_chunk", "token"),
+                                "break_model_chunk", "token", "switch_drops",
+                                "peer_window", "coalesce", "flush_idle", "timeout"),
 }
 
 

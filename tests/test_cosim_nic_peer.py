@@ -2,7 +2,9 @@
 model: frames lost after the last reliable link recovered end to end, and a forged
 sender whose ACKs and duplicates are dropped and counted (:mod:`tb.nic.cocotb_nic_peer`).
 One top for both scenarios: 4 nodes, W = 16, L2 (the header and PSN span two beats),
-64-byte stores at most, a window of 8 slots, a completion timeout of 512 cycles."""
+64-byte stores at most, a window of 8 slots, a completion timeout of 512 cycles. A
+second top adds link retry on every link and frame drops inside the switch
+(``switch_faults``): frames the links can not see lost, recovered end to end."""
 
 import pytest
 
@@ -33,12 +35,32 @@ def test_nic_peer_retry(sim, scenario, test_id):
               sim=sim, test_id=test_id, params=params)
 
 
+@pytest.mark.slow_variants("verilator", reason=(
+    "a Verilator build of its own; make test runs the scenario on this top on Icarus, the "
+    "switch's drops against its twin in the Amaranth simulator "
+    "(test_unit_switch_faults.py) and the recovery in the model "
+    "(test_nic_switch_loss_model.py)"))
+def test_nic_peer_retry_switch_loss(sim, test_id):
+    """Link retry on every link over faulty wires, per-peer retry, and frames dropped
+    inside the switch (store frames and completions): everything equals the model's,
+    cycle for cycle (link counters and ``drop_fault`` included); every store lands
+    exactly once, every completion arrives, the drops are counted and resent."""
+    top = NicTop(completion="e2e", timeout=TIMEOUT, peer_retry=True, peer_window=WINDOW,
+                 retry=True, switch_faults=True, items=256, events=1024, **TOP)
+    params = dict(TOP, credits=top.credits, coalesce=top.coalesce,
+                  flush_idle=top.flush_idle, timeout=TIMEOUT, peer_window=WINDOW, seed=3,
+                  scenario="switch_loss", retry=True, switch_faults=True)
+    run_cosim(top, name="nic_top_peer_switch_loss", test_module="tb.nic.cocotb_nic_peer",
+              sim=sim, test_id=test_id, params=params)
+
+
 def test_nic_top_peer_retry_options():
     """Bad options stop with an error naming the option."""
     for kwargs, message in [
             (dict(peer_retry=True), "peer_retry needs completion 'e2e'"),
             (dict(peer_retry=True, completion="e2e", peer_window=6), "window"),
             (dict(peer_retry="on", completion="e2e"), "peer_retry must be True or False"),
-            (dict(peer_retry=True, completion="e2e", records=8), "peer_retry: not with")]:
+            (dict(peer_retry=True, completion="e2e", records=8), "peer_retry: not with"),
+            (dict(switch_faults=1), "switch_faults must be True or False")]:
         with pytest.raises(ValueError, match=message):
             NicTop(**kwargs, **TOP)

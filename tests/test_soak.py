@@ -30,9 +30,33 @@ def test_chunk_options_are_checked():
     with pytest.raises(SystemExit):
         soak._args(["--connect-timeout", "0"])
     for bad in (["--nic-chunk", "0"], ["--nic-chunk", str(soak.NIC_CHUNK + 1)],
-                ["--rdma-chunk", str(soak.RDMA_CHUNK + 1)]):
+                ["--rdma-chunk", str(soak.RDMA_CHUNK + 1)],
+                ["--nic-switch-drops", str(soak.SWITCH_DROPS + 1)],
+                ["--nic-switch-drops", "-1"]):
         with pytest.raises(SystemExit):
             soak._args(bad)
+    assert soak._args([]).nic_switch_drops == 0
+    assert soak._args(["--nic-switch-drops", "3"]).nic_switch_drops == 3
+
+
+@pytest.mark.slow(reason=(
+    "its own Verilator build of the soak's top with the per-peer retry; make test runs "
+    "the in-switch drops and their recovery on the W = 16 top (test_cosim_nic_peer.py, "
+    "Icarus) and in the model (test_nic_switch_loss_model.py)"))
+@pytest.mark.cosim
+def test_nic_soak_with_switch_drops(tmp_path, capsys):
+    """--nic-switch-drops: the NIC with the per-peer retry over faulty links, the switch
+    dropping 2 frames at each egress per chunk: every chunk equals the model, nothing
+    lost or corrupted, every drop counted and recovered."""
+    args = ["--only", "nic", "--messages", "600", "--nic-chunk", "16", "--nic-switch-drops",
+            "2", "--jobs", "1", "--seed", "7", "--out", str(tmp_path)]
+    assert soak.main(args) == 0
+    out = json.loads((tmp_path / "soak.json").read_text())["nic"]
+    _check_chunks(out, 1 + -(-(600 - 4 * 64) // (4 * 16)))
+    assert out["lost"] == out["corrupted_bytes"] == out["hangs"] == out["mismatches"] == 0
+    assert out["switch_dropped"] == 4 * 2 * out["chunks"]
+    assert out["recovered"] >= out["switch_dropped"] and out["peer_resent"] > 0
+    assert "FAILED" not in capsys.readouterr().out
 
 
 def test_failures_need_every_chunk_compared_and_no_mismatch():

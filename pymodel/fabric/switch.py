@@ -3,7 +3,7 @@
 from collections import deque
 
 from pymodel.fabric.elastic_delay import ElasticDelayModel
-from spec.fabric import check_source_write, check_table_entries
+from spec.fabric import check_source_write, check_switch_drops, check_table_entries
 from spec.formats.nic import id_bytes
 
 __all__ = ["SwitchModel"]
@@ -36,10 +36,16 @@ class SwitchModel:
     bytes 4..5 and 10..11, :func:`spec.formats.nic.id_bytes`) when more than 256
     (:func:`spec.fabric.check_table_entries`); both are written at setup
     (``table_write``, ``src_write``).
+
+    ``faults`` (None by default: the switch built without them): ``{egress port: frame
+    numbers}`` (:func:`spec.fabric.check_switch_drops`), the frames granted to that
+    output (numbered from 0 in grant order) that are dropped: timed as forwarded, credits
+    included, but none of their beats reaches the egress; :attr:`drop_fault` counts
+    them and :attr:`dropped` lists ``(port, first beat)`` of each.
     """
 
     def __init__(self, ports, framing, fifo_depth, backpressure=False, *, width,
-                 hop_latency=0, table_entries=256):
+                 hop_latency=0, table_entries=256, faults=None):
         if (not isinstance(hop_latency, int) or isinstance(hop_latency, bool)
                 or not 0 <= hop_latency <= 4096):
             raise ValueError(f"hop_latency (cycles) must be an integer from 0 to 4096, "
@@ -73,6 +79,12 @@ class SwitchModel:
         self.owned = [False] * ports
         self.rr = [0] * ports
         self.overflow = False
+        self.faults = None if faults is None else {
+            o: set(f) for o, f in check_switch_drops(faults, ports).items()}
+        self.numbers = [0] * ports                         # frames granted per output
+        self.killing = [False] * ports                     # a dropped frame is moving
+        self.drop_fault = 0
+        self.dropped = []
 
     def idle(self):
         return (not any(self.fifos) and not any(self.busy) and not any(self.dropping)
@@ -92,6 +104,14 @@ class SwitchModel:
         """Whether the source id of ``beat`` may enter on port ``p`` (table as now)."""
         owner = self.owner[self._id(beat[0], self.src_parts)]
         return owner in (p, self.ports)
+
+    def _grant_fault(self, o, head):
+        """A frame granted to output ``o``: dropped when its number is one of ``o``'s."""
+        if self.numbers[o] in self.faults.get(o, ()):
+            self.killing[o] = True
+            self.drop_fault += 1
+            self.dropped.append((o, head))
+        self.numbers[o] += 1
 
     def cycle(self, c, arrivals, table_write=None, ready=None, src_write=None):
         """One clock cycle; ``table_write`` is a ``(node, port)`` written this cycle
@@ -171,6 +191,8 @@ class SwitchModel:
                 self.rr[o] = (p + 1) % n
                 if not h[3]:
                     self.busy[p], self.dest[p], self.owned[o] = True, o, True
+                if self.faults is not None:
+                    self._grant_fault(o, h)
             elif self.busy[p] and h is not None and space[self.dest[p]]:
                 o = self.dest[p]
                 if h[3]:
@@ -178,7 +200,10 @@ class SwitchModel:
             else:
                 continue
             self.fifos[p].popleft()
-            egress[o] = h
+            if not self.killing[o]:
+                egress[o] = h
+            elif h[3]:
+                self.killing[o] = False
             pops.append(p)
         for p, beat in arrivals.items():
             if levels[p] >= self.fifo_depth:

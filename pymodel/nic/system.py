@@ -61,7 +61,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
     def __init__(self, width, framing, nodes, link_latency, mem_words, max_payload, credits,
                  retry=False, attachment="integrated", fabric="board", completion="credit",
                  coalesce=None, flush_idle=None, timeout=None, records=0, destinations=None,
-                 peer_retry=False, peer_window=None):
+                 peer_retry=False, peer_window=None, switch_faults=False):
         self.params = prm = NicParams(framing, width, nodes, link_latency, mem_words,
                                       max_payload, credits, bool(retry), attachment, fabric)
         self.attachment = prm.attachment
@@ -97,6 +97,10 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         if self.peer_retry and (destinations is not None or self.records or self.pcie):
             raise ValueError("peer_retry: not with destinations, records or attachment "
                              "'pcie'")
+        # Frames lost inside the switch (NicTop's ``switch_faults``): run's switch_drops.
+        if not isinstance(switch_faults, bool):
+            raise ValueError(f"switch_faults must be True or False, not {switch_faults!r}")
+        self.switch_faults = switch_faults
         self._senders = []
 
     @classmethod
@@ -110,7 +114,7 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
 
     def run(self, stores, node_ids, stalls=None, faults=None, max_cycles=2_000_000,
             table_writes=(), window_writes=None, link_settings=None, source_writes=(),
-            mem=None, until=0, stop=None):
+            mem=None, until=0, stop=None, switch_drops=None):
         """Play ``stores[p]`` (lists of :class:`Store`) from each node.
 
         ``mem[p]`` (optional) is node ``p``'s local memory (``mem_words`` words) before the
@@ -132,6 +136,9 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         ``until``: run at least to that cycle (e2e timeouts of a silent destination).
         ``stop``: end the run at that cycle whatever is still busy (a sender of
         ``peer_retry`` that is never acknowledged resends for ever: the hostile tests).
+        ``switch_drops[o]`` (needs ``switch_faults``): the frames granted to egress ``o``
+        (numbered from 0) that the switch drops (:func:`spec.fabric.check_switch_drops`);
+        ``switch_dropped`` lists ``(o, message id)`` of each (None: a completion).
         Returns a dict (see the keys at the end).
         """
         n, w, lat = self.nodes, self.w, self.lat
@@ -172,13 +179,17 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         if self.retry or self.peer_retry:                   # replays: generous again
             horizon *= 8
         if self.peer_retry:              # resends after timeouts
-            horizon += 16 * self.timeout * (1 + sum(len(f) for f in faults.values()))
+            horizon += 16 * self.timeout * (1 + sum(len(f) for f in faults.values())
+                                            + sum(len(f) for f in (switch_drops or {}).values()))
         horizon = max(horizon, stop or 0)
         stall = {p: stall_pattern(*stalls.get(p, (1, 0)), horizon) for p in range(n)}
         words, his = self._host_words(txs, msgs) if self.pcie else ({}, {})
         kw = [0] * n
+        if switch_drops and not self.switch_faults:
+            raise ValueError("switch_drops: the model needs switch_faults=True")
         sw = SwitchModel(n, self.framing, self.credits, backpressure=self.retry, width=w,
-                         hop_latency=hop, table_entries=self.table_entries)
+                         hop_latency=hop, table_entries=self.table_entries,
+                         faults=(switch_drops or {}) if self.switch_faults else None)
         source_writes = [check_source_write(n, *x, entries=self.table_entries)
                          for x in source_writes]
         links, meta = {}, {}
@@ -332,7 +343,9 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
                 "mem": {p: rx[p]["mem"] for p in range(n)},
                 "credit_errors": any(tx.credit_error for tx in txs) or sw.overflow,
                 "cycles": c,
-                "switch": {"drop_spoofed": sw.drop_spoofed},
+                "switch": {"drop_spoofed": sw.drop_spoofed,
+                           **({"drop_fault": sw.drop_fault} if self.switch_faults else {})},
+                "switch_dropped": [(o, b[4]) for o, b in sw.dropped],
                 "host": {p: dict(hi.counters) for p, hi in his.items()},
                 "links": {f"{side}{p}": links[side, p].all_counters() for side, p in links},
                 "e2e": self._e2e_result(e2e) if e2e else None,

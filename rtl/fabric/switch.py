@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.fabric.elastic_delay import ElasticDelay
 from rtl.fabric.link import MAX_DELAY, DelayLine
 from spec.checks import check_int, reject
-from spec.fabric import SWITCH_COUNTERS, check_table_entries
+from spec.fabric import check_table_entries, switch_counters
 from spec.formats.nic import Framing, id_bytes
 from spec.formats.packet import check_width, packet_layout, packet_signature
 from spec.ports import CountersSignature
@@ -59,6 +59,10 @@ class Switch(wiring.Component):
         with it an :class:`rtl.fabric.elastic_delay.ElasticDelay` (a FIFO of
         ``hop_latency`` + :data:`spec.fabric.ELASTIC_MARGIN` beats) that holds its
         beats while the egress is not ready. Simulation fabric, not switch state.
+    faults : bool
+        Add the ports ``faults`` and the counter ``drop_fault`` (default False: neither
+        exists, and the switch is built exactly as without the parameter): frames lost
+        inside the switch, for tests of end-to-end recovery (see Dropped frames).
 
     Ports
     -----
@@ -84,7 +88,24 @@ class Switch(wiring.Component):
         switch whose source table is never written forwards exactly as before.
     counters : Out(CountersSignature(SWITCH_COUNTERS))
         ``counters.drop_spoofed``: frames dropped by the source check (all ports; wraps
-        at 2**32).
+        at 2**32). With ``faults`` also ``counters.drop_fault`` (:data:`spec.fabric.
+        SWITCH_FAULT_COUNTERS`): frames dropped at an egress (all ports; wraps at 2**32).
+    faults : In(stream.Signature(32)).array(N)
+        Only with ``faults``: ``faults[o]`` offers increasing frame numbers of egress
+        ``o`` to drop; one is consumed per dropped frame.
+
+    Dropped frames
+    --------------
+    The frames granted to output ``o`` are numbered from 0 since reset, in grant order.
+    A frame whose number ``faults[o]`` offers in the cycle of its grant is dropped: it
+    is timed exactly as a forwarded frame (grant, round robin, one beat per cycle, its
+    beats leaving the ingress buffer and returning their credits in the same cycles,
+    and with ``backpressure`` waiting for room on the egress as a forwarded beat does),
+    but none of its beats reaches the egress port, so the egress is idle in the cycles
+    it would have carried them. ``drop_fault`` counts it in the cycle of its grant.
+    Every other frame is forwarded as without ``faults``. A number must be offered by
+    the cycle of its frame's grant (a player loaded before reset does so); a number
+    whose frame has passed is never consumed, and no later frame of ``o`` is dropped.
 
     Source check
     ------------
@@ -127,7 +148,7 @@ class Switch(wiring.Component):
     """
 
     def __init__(self, width, ports, framing, fifo_depth, backpressure=False, hop_latency=0,
-                 table_entries=256):
+                 table_entries=256, faults=False):
         self.width = check_width(width, self)
         self.ports = check_int(self, "ports", ports, 2, 16)
         try:
@@ -138,6 +159,9 @@ class Switch(wiring.Component):
         self.backpressure = bool(backpressure)
         self.hop_latency = check_int(self, "hop_latency (cycles)", hop_latency, 0, MAX_DELAY)
         self.entries, self.id_bits = check_table_entries(table_entries, self.framing)
+        if not isinstance(faults, bool):
+            reject(self, f"faults must be True or False, not {faults!r}")
+        self.drops = faults
         for at in (id_bytes(self.framing, self.id_bits, "dst"),
                    id_bytes(self.framing, self.id_bits, "src")):
             if at[0] // width != at[-1] // width:
@@ -150,7 +174,9 @@ class Switch(wiring.Component):
         sig.update({"i": In(packet_signature(width)).array(ports),
                     "o": Out(packet_signature(width)).array(ports),
                     "credit": Out(1).array(ports),
-                    "counters": Out(CountersSignature(SWITCH_COUNTERS))})
+                    "counters": Out(CountersSignature(switch_counters(faults)))})
+        if faults:
+            sig["faults"] = In(stream.Signature(32)).array(ports)
         super().__init__(sig)
 
     def elaborate(self, platform):
@@ -237,6 +263,7 @@ class Switch(wiring.Component):
         pops = [Signal(name=f"pop{p}") for p in range(n)]
         moves = [[] for _ in range(n)]
         grants_all = []
+        self._hits = []                 # with faults: each output's drop this cycle
         for o in range(n):
             owned = Signal(name=f"owned{o}")
             rr = Signal(range(n), name=f"rr{o}")
@@ -285,19 +312,24 @@ class Switch(wiring.Component):
                 m.d.sync += valid.eq(0)
             for p in range(n):
                 m.d.comb += grant[p].eq(~owned & req[p] & first_in_order[p] & space)
+            if self.drops:
+                now, held = self._fault(m, o, grant, heads)
             for p in range(n):
                 moving = Signal(name=f"mv{o}_{p}")
                 m.d.comb += moving.eq(grant[p] | (busy[p] & (dest[p] == o) & ready[p].r_rdy
                                                   & space))
                 moves[p].append(moving)
                 with m.If(moving):
-                    m.d.sync += [valid.eq(1), beat.eq(heads[p])]
+                    m.d.sync += [valid.eq(~now if self.drops else 1), beat.eq(heads[p])]
                     with m.If(heads[p].last):
                         m.d.sync += [busy[p].eq(0), owned.eq(0)]
                 with m.If(grant[p]):
                     m.d.sync += rr.eq((p + 1) % n)
                     with m.If(~heads[p].last):
                         m.d.sync += [busy[p].eq(1), dest[p].eq(o), owned.eq(1)]
+            if self.drops:             # the dropped frame's last beat moved: drop no more
+                with m.If(held & Cat(*[moves[p][-1] & heads[p].last for p in range(n)]).any()):
+                    m.d.sync += held.eq(0)
         grants_of = [[] for _ in range(n)]
         for o in range(n):
             for p in range(n):
@@ -310,4 +342,31 @@ class Switch(wiring.Component):
         spoofed = Signal(32)
         m.d.sync += spoofed.eq(spoofed + sum(dstart[p] for p in range(n)))
         m.d.comb += self.counters.drop_spoofed.eq(spoofed)
+        if self.drops:
+            dropped = Signal(32)
+            m.d.sync += dropped.eq(dropped + sum(self._hits))
+            m.d.comb += self.counters.drop_fault.eq(dropped)
         return m
+
+    def _fault(self, m, o, grant, heads):
+        """Output ``o``'s frame drop (see Dropped frames): returns ``(now, held)``, ``now``
+        high while a beat moving to ``o`` belongs to a dropped frame, ``held`` the register
+        that keeps a dropped frame's drop after its grant (set here, cleared by the caller
+        when the frame's last beat moves)."""
+        n = self.ports
+        number = Signal(32, name=f"frame_no{o}")        # frames granted to o since reset
+        held = Signal(name=f"dropping_out{o}")          # a dropped frame still moving
+        flt = self.faults[o]
+        granted = Cat(*grant).any()
+        hit = Signal(name=f"fault_hit{o}")
+        m.d.comb += [hit.eq(granted & flt.valid & (flt.payload == number)),
+                     flt.ready.eq(hit)]
+        self._hits.append(hit)
+        with m.If(granted):
+            m.d.sync += number.eq(number + 1)
+        ends = Cat(*[grant[p] & heads[p].last for p in range(n)]).any()   # a 1-beat frame
+        with m.If(hit & ~ends):
+            m.d.sync += held.eq(1)
+        now = Signal(name=f"drop_now{o}")
+        m.d.comb += now.eq(hit | held)
+        return now, held

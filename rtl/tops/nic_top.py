@@ -25,7 +25,7 @@ from rtl.nic.window_table import window_write_layout
 from rtl.sim.harness_top import HarnessTop
 from rtl.tops.nic_top_attach import NicAttachments
 from spec.checks import check_int, reject
-from spec.fabric import SOURCE_WRITES, SWITCH_COUNTERS
+from spec.fabric import SOURCE_WRITES, switch_counters
 from spec.fabric_profiles import fabric_profile, nic_top_credits, switch_hop_latency
 from spec.formats.nic import ID_BITS, frame_beats, store_cmd_layout
 from spec.formats.packet import packet_layout
@@ -79,7 +79,7 @@ class NicTop(NicAttachments, HarnessTop):
     whole memory for every source).
     Run-time inputs: ``node_id[p]`` (set before reset). Outputs: ``rx[p]``, the counters
     of :data:`spec.nic.COUNTERS` of node ``p``'s receiver, ``switch_counters``
-    (:data:`spec.fabric.SWITCH_COUNTERS`: ``drop_spoofed``), ``credit_errors`` (any
+    (:func:`spec.fabric.switch_counters`: ``drop_spoofed``), ``credit_errors`` (any
     counter's sticky underflow/overflow). Counter ports are
     :class:`spec.ports.CountersSignature` ports (in Verilog ``rx__<p>__<name>``).
 
@@ -181,13 +181,17 @@ class NicTop(NicAttachments, HarnessTop):
     ``peer_window``: the per-peer retry (docs/nic.md), NicTx's sender as the tracker
     (``otrk[p]`` its registers), NicRx's check; ports ``peer[p]``
     (:func:`spec.ports.peer_retry_signature`). Twin: ``NicSystemModel(peer_retry=)``.
+
+    ``switch_faults`` (bool): frames lost inside the switch (:class:`Switch`'s ``faults``):
+    player ``sflt<p>`` (:data:`spec.fabric.SWITCH_DROPS` deep) offers egress ``p``'s frame
+    numbers to drop; ``switch_counters`` adds ``drop_fault``. Twin: ``switch_faults=``.
     """
 
     def __init__(self, width=16, framing="compact", nodes=4, link_latency=None, mem_words=256,
                  max_payload=512, items=1024, events=4096, retry=False,
                  attachment="integrated", fabric="board", completion="credit",
                  coalesce=None, flush_idle=None, timeout=None, records=0,
-                 destinations=None, peer_retry=False, peer_window=None):
+                 destinations=None, peer_retry=False, peer_window=None, switch_faults=False):
         try:
             profile = fabric_profile(fabric)
         except ValueError as exc:
@@ -224,6 +228,7 @@ class NicTop(NicAttachments, HarnessTop):
         dests = self.destinations
         ib = ID_BITS if dests else 8
         self._check_peer_retry(peer_retry, peer_window, completion, dests)
+        self.switch_faults = self._check_switch_faults(switch_faults)
         self.width, self.framing = width, framing
         self.nodes = check_int(self, "nodes", nodes, 2, 16)
         self.link_latency, self.mem_words = link_latency, mem_words
@@ -233,7 +238,8 @@ class NicTop(NicAttachments, HarnessTop):
         self.hop_latency = switch_hop_latency(profile)
         self.switch = Switch(width, nodes, framing, self.credits, backpressure=self.retry,
                              hop_latency=self.hop_latency,
-                             table_entries=2 * dests if dests else 256)
+                             table_entries=2 * dests if dests else 256,
+                             faults=self.switch_faults)
         self.coalesce = COMPLETION_DEFAULTS["coalesce"] if coalesce is None else coalesce
         self.timeout = COMPLETION_DEFAULTS["timeout"] if timeout is None else timeout
         self.flush_idle = (completion_flush_idle(width, framing, max_payload)
@@ -272,7 +278,8 @@ class NicTop(NicAttachments, HarnessTop):
         items = list(items) if isinstance(items, (list, tuple)) else [items] * nodes
         events = list(events) if isinstance(events, (list, tuple)) else [events] * nodes
         players, recorders, ports = {}, {}, {"credit_errors": Out(1)}
-        ports.update({"switch_counters": Out(CountersSignature(SWITCH_COUNTERS)),
+        sw_counters = CountersSignature(switch_counters(self.switch_faults))
+        ports.update({"switch_counters": Out(sw_counters),
                       "node_id": In(ib).array(nodes),
                       "rx": Out(CountersSignature(COUNTERS)).array(nodes)})
         if self.retry:
@@ -292,7 +299,7 @@ class NicTop(NicAttachments, HarnessTop):
         players["src"] = (source_write_layout(nodes, **id_kw), SOURCE_WRITES)
         for p in range(nodes):
             players[f"cmd{p}"] = (store_cmd_layout(width, **id_kw), items[p], True)
-            players[f"flt{p}"] = (32, 64)
+            players.update({f"flt{p}": (32, 64), **self._switch_fault_players(p)})
             players[f"win{p}"] = (window_write_layout(mem_words), WINDOW_WRITES)
             recorders[f"tx{p}"] = (packet_layout(width), events[p])
             recorders[f"wr{p}"] = (write_event_layout(mem_words), events[p])
@@ -314,6 +321,7 @@ class NicTop(NicAttachments, HarnessTop):
         m.d.comb += [sw.src_wr.valid.eq(src.valid), sw.src_wr.payload.eq(src.payload),
                      src.ready.eq(~ResetSignal())]
         wiring.connect(m, sw.counters, wiring.flipped(self.switch_counters))
+        self._attach_switch_faults(m, sw, players)
         errors = []
         for p in range(self.nodes):
             tx, rx, (up, down), cr, mem = (self.txs[p], self.rxs[p], self.links[p],

@@ -11,6 +11,7 @@ from rtl.nic.completion_record import record_event
 from rtl.nic.outstanding_tracker import OutstandingTracker
 from rtl.nic.tracker_memory import TrackerMemory
 from spec.checks import reject
+from spec.fabric import SWITCH_DROPS
 from spec.nic import PCIE_WORD_BITS, check_peer_retry
 from spec.ports import PortView
 
@@ -30,6 +31,22 @@ class NicAttachments:
             reject(self, str(exc))
         if self.peer_retry and (dests or self.records or self.pcie):
             reject(self, "peer_retry: not with destinations, records or attachment 'pcie'")
+
+    def _check_switch_faults(self, switch_faults):
+        """``switch_faults`` checked: a bool (an error naming it otherwise)."""
+        if not isinstance(switch_faults, bool):
+            reject(self, f"switch_faults must be True or False, not {switch_faults!r}")
+        return switch_faults
+
+    def _switch_fault_players(self, p):
+        """``switch_faults``: the player ``sflt<p>`` of egress ``p``'s frames to drop."""
+        return {f"sflt{p}": (32, SWITCH_DROPS)} if self.switch_faults else {}
+
+    def _attach_switch_faults(self, m, sw, players):
+        """``switch_faults``: player ``sflt<p>`` feeds the switch's ``faults[p]`` (one
+        frame number taken per dropped frame)."""
+        for p in range(self.nodes) if self.switch_faults else ():
+            wiring.connect(m, players[f"sflt{p}"].o, sw.faults[p])
 
     def _completion_blocks(self, width, framing, nodes, dests):
         """``e2e``: the generators and trackers of the nodes (none with ``peer_retry``:

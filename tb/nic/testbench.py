@@ -22,7 +22,7 @@ from cocotb.triggers import ClockCycles
 from rtl.fabric.switch import source_write_layout, table_write_layout
 from rtl.nic.window_table import window_write_layout
 from rtl.tops.nic_top import write_event_layout
-from spec.fabric import COUNTER_PORTS, SWITCH_COUNTERS, check_source_write
+from spec.fabric import COUNTER_PORTS, check_source_write, check_switch_drops, switch_counters
 from spec.formats.nic import ID_BITS
 from spec.host import HOST_COUNTERS
 from spec.nic import COUNTERS
@@ -58,8 +58,9 @@ class NicTestbench:
         all rise in time (the results are still read: they show the cause).
     """
 
-    def __init__(self, dut, nodes, width, mem_words, destinations=None):
+    def __init__(self, dut, nodes, width, mem_words, destinations=None, switch_faults=False):
         self.dut, self.nodes, self.width, self.mem_words = dut, nodes, width, mem_words
+        self.switch_faults = switch_faults     # a top built with ``switch_faults``
         self.harness = Harness(dut)
         # A top with ``destinations``: 16-bit ids, switch tables of 2 x destinations.
         self.id_bits = 8 if destinations is None else ID_BITS
@@ -75,7 +76,7 @@ class NicTestbench:
 
     # -- load, arm, run ----------------------------------------------------------------------
     def load(self, stores, node_ids, *, stalls=None, faults=None, table=(), windows=None,
-             link_settings=None, clear_memories=False, sources=()):
+             link_settings=None, clear_memories=False, sources=(), switch_drops=None):
         """Put a run's stimulus into the design (before :meth:`run`).
 
         ``stores[p]``: the :class:`pymodel.nic.system.Store` list of node ``p`` (queued on
@@ -88,9 +89,15 @@ class NicTestbench:
         node ``p``'s receiver; ``link_settings``: a
         :class:`pymodel.fabric.faulty_link.FaultSettings` for the wires of a top built
         with ``retry``; ``clear_memories``: zero the local memories first (several runs
-        in one simulation). Every player is loaded, empty if it has nothing to play.
+        in one simulation); ``switch_drops[p]``: egress ``p``'s frame numbers to drop
+        inside the switch (a top built with ``switch_faults``;
+        :func:`spec.fabric.check_switch_drops`). Every player is loaded, empty if it has
+        nothing to play.
         """
         h, stalls, faults, windows = self.harness, stalls or {}, faults or {}, windows or {}
+        if switch_drops and not self.switch_faults:
+            raise ValueError("switch_drops: the top needs switch_faults")
+        drops = check_switch_drops(switch_drops or {}, self.nodes)
         h.load_player("tbl", [self._tbl.const({"node": n, "port": o}).as_bits()
                               for n, o in table])
         checked = [check_source_write(self.nodes, n, o, entries=self.entries)
@@ -112,6 +119,8 @@ class NicTestbench:
                 src.send_nowait(s)
             src.load()
             h.load_player(f"flt{p}", list(faults.get(p, ())))
+            if self.switch_faults:
+                h.load_player(f"sflt{p}", list(drops.get(p, ())))
             h.load_player(f"win{p}", [self._win.const({"src": s, "base": b, "size": z})
                                       .as_bits() for s, b, z in windows.get(p, ())])
             h.set(f"node_id__{p}", node_ids[p])
@@ -233,9 +242,10 @@ class NicTestbench:
         return dump_memory(getattr(self.dut, f"mem{p}").mem, self.mem_words)
 
     def switch_counters(self):
-        """The switch's counters (:data:`spec.fabric.SWITCH_COUNTERS`)."""
+        """The switch's counters (:func:`spec.fabric.switch_counters`: with
+        ``switch_faults`` also ``drop_fault``)."""
         return {n: int(getattr(self.dut, f"switch_counters__{n}").value)
-                for n in SWITCH_COUNTERS}
+                for n in switch_counters(self.switch_faults)}
 
     def credit_errors(self):
         return int(self.dut.credit_errors.value)

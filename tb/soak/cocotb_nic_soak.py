@@ -26,6 +26,14 @@ run of the same chunk (same stores, stalls and starting memories) with every fau
 ``model_seconds`` (``baseline_seconds`` alone). ``replay_cycles`` sums the links'
 ``tx_replay_cycles`` (cycles spent resending), the figure ``recovery_cycles`` used to be.
 
+With ``switch_drops`` = K (a top with the per-peer retry and ``switch_faults``) each
+chunk also drops K frames inside the switch at each egress (frame numbers drawn below
+the chunk's store frames to that egress, so every one is reached), the chunk runs until
+every frame is received and every sender has nothing outstanding, and the comparison
+adds the switch's ``drop_fault`` and every sender's and receiver's per-peer registers;
+``switch_dropped`` sums the drops, which ``recovered`` includes, ``peer_resent`` the
+frames the senders sent again end to end.
+
 Writes ``soak_nic.json`` in the run folder (read by ``scripts/soak.py``): the totals,
 ``chunks`` (planned), ``chunks_compared``, ``mismatches`` and ``per_chunk`` (``[{chunk,
 messages, compared, mismatches, recovered, recovery_cycles}]``).
@@ -42,6 +50,7 @@ from cocotb.triggers import ClockCycles
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.nic.system import NicSystemModel, Store
 from spec.nic import COUNTERS
+from spec.ports import PEER_RETRY_PORTS
 from tb.cosim import cosim_params
 from tb.nic.testbench import NicTestbench
 from tb.soak.recovery import nic_chunk_recovery
@@ -74,20 +83,25 @@ async def nic_soak(dut):
     p = cosim_params()
     w, nodes, mw = p["width"], p["nodes"], p["mem_words"]
     rng = random.Random(p["seed"])
-    tb = NicTestbench(dut, nodes, w, mw)
+    k_drops = p.get("switch_drops") or 0
+    tb = NicTestbench(dut, nodes, w, mw, switch_faults=bool(k_drops))
     ideal = {q: bytearray(mw * w) for q in range(nodes)}
     totals = dict(messages=0, frames=0, recovered=0, lost=0, corrupted_bytes=0, hangs=0,
                   retransmissions=0, recovery_cycles=0, replay_cycles=0, cycles=0,
                   duplicates_discarded=0,
                   wire_dropped=0, wire_corrupted=0, wire_duplicated=0, wire_beats_lost=0,
                   wire_tags_corrupted=0, wire_acks_dropped=0, wire_acks_corrupted=0,
-                  chunks=0, chunks_compared=0, mismatches=0, model_seconds=0.0,
+                  switch_dropped=0, peer_resent=0, chunks=0, chunks_compared=0, mismatches=0,
+                  model_seconds=0.0,
                   baseline_seconds=0.0)
     plan = [p["model_stores"]] + [p["per_chunk"]] * p["chunks"]
     totals["chunks"] = len(plan)
     per_chunk = []
+    pr = dict(completion="e2e", peer_retry=True, peer_window=p["peer_window"],
+              coalesce=p["coalesce"], flush_idle=p["flush_idle"], timeout=p["timeout"],
+              switch_faults=True) if k_drops else {}
     model = NicSystemModel(w, p["framing"], nodes, p["link_latency"], mw, p["max_payload"],
-                           p["credits"], retry=True)
+                           p["credits"], retry=True, **pr)
     model_mem = {q: [0] * mw for q in range(nodes)}   # the model's own carried state
     t_start = time.perf_counter()
     for index, count in enumerate(plan):
@@ -98,26 +112,29 @@ async def nic_soak(dut):
                                  ack_corrupt_rate=p.get("ack_corrupt_rate", 0))
         stores = chunk_stores(rng, nodes, w, mw * w, count)
         stalls = {q: (101 + 7 * q + index, p["stall_rate"]) for q in range(nodes)}
-        tb.load(stores, list(range(nodes)), stalls=stalls, link_settings=settings)
+        drops = _switch_drops(rng, stores, w, p["max_payload"], k_drops) if k_drops else None
+        tb.load(stores, list(range(nodes)), stalls=stalls, link_settings=settings,
+                switch_drops=drops)
         tb.arm()
         frames = sum(len(s.segments(w, p["max_payload"])) for q in stores
                      for s in stores[q])
         beats = sum(len(s.beats(w)) for q in stores for s in stores[q])
-        budget = 40 * beats + 20_000
+        budget = 40 * beats + 20_000 + (8 * p["timeout"] * (1 + k_drops) if k_drops else 0)
         await tb.harness.reset()
         got, hang, cycles = 0, 0, 0
         while True:
             await ClockCycles(dut.clk, POLL)
             cycles += POLL
             got = sum(sum(tb.counters(q).values()) for q in range(nodes))
-            if got >= frames:
+            if got >= frames and (not k_drops or _acknowledged(tb, nodes)):
                 break
             if cycles >= budget:
                 hang = 1
                 dut._log.error("chunk %d: hang: %d of %d frames after %d cycles", index,
                                got, frames, cycles)
                 break
-        await ClockCycles(dut.clk, 64)          # let the last ACKs settle the counters
+        # Let the last ACKs (and with the per-peer retry, late completions) settle.
+        await ClockCycles(dut.clk, 512 if k_drops else 64)
         end = int(dut.now.value)
         for q in range(nodes):
             for s in stores[q]:
@@ -150,12 +167,19 @@ async def nic_soak(dut):
         totals["wire_acks_corrupted"] += damage["acks_corrupted"]
         totals["wire_beats_lost"] += damage["lost"]
         totals["cycles"] += end
+        if k_drops:                 # frames lost inside the switch, recovered end to end
+            lost_inside = tb.switch_counters()["drop_fault"]
+            totals["switch_dropped"] += lost_inside
+            totals["peer_resent"] += sum(sum(_peer_words(tb, q, "resent", nodes))
+                                         for q in range(nodes))
+            totals["recovered"] += lost_inside
+            damaged += lost_inside
         t_model = time.perf_counter()
         model_stalls = dict(stalls)
         if index == p.get("break_model_chunk"):
             model_stalls[0] = (stalls[0][0] + 1, stalls[0][1])
         bad_items, want = _compare_with_model(tb, model, stores, model_stalls, settings,
-                                              mems, links, model_mem, index)
+                                              mems, links, model_mem, index, drops)
         # The same chunk without faults, from the same memories (model only).
         t_base = time.perf_counter()
         recovery = nic_chunk_recovery(model, stores, model_stalls, settings, model_mem,
@@ -187,16 +211,49 @@ async def nic_soak(dut):
     assert totals["chunks_compared"] == totals["chunks"]
 
 
-def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_mem, index):
+def _switch_drops(rng, stores, width, max_payload, k):
+    """``k`` frame numbers per egress (fewer when fewer store frames go there), drawn
+    below the count of the chunk's store frames to that egress."""
+    to = {}
+    for ss in stores.values():
+        for s in ss:
+            to[s.dst] = to.get(s.dst, 0) + len(s.segments(width, max_payload))
+    return {o: sorted(rng.sample(range(n), min(k, n))) for o, n in to.items()}
+
+
+def _peer_words(tb, q, name, nodes):
+    """Node ``q``'s per-peer port ``name``, one 16-bit value per peer."""
+    word = int(tb.harness.port(f"peer__{q}__{name}").value)
+    return [word >> (16 * d) & 0xFFFF for d in range(nodes)]
+
+
+def _acknowledged(tb, nodes):
+    """Every sender of the per-peer retry has nothing outstanding (``una`` = ``next_psn``
+    towards every destination)."""
+    h = tb.harness
+    return all(int(h.port(f"peer__{q}__una").value)
+               == int(h.port(f"peer__{q}__next_psn").value) for q in range(nodes))
+
+
+def _compare_with_model(tb, model, stores, stalls, settings, mems, links, model_mem, index,
+                        drops=None):
     """Chunk ``index`` against the golden model ``model``, whose run starts from its own
     memories ``model_mem`` (the previous chunk's): receiver counters, link counters,
-    whole memories and the cycle of every memory write. Returns ``(mismatched items,
-    the model's run)`` (its ``mem``: the memories after the chunk); the mismatches are
-    logged."""
+    whole memories and the cycle of every memory write (with ``drops``, the switch's
+    frames to drop: its counters and every per-peer register too). Returns
+    ``(mismatched items, the model's run)`` (its ``mem``: the memories after the chunk);
+    the mismatches are logged."""
     nodes = len(mems)
     want = model.run(stores, list(range(nodes)), stalls, link_settings=settings,
-                     mem=model_mem)
+                     mem=model_mem, switch_drops=drops)
     bad = []
+    if drops is not None:
+        if tb.switch_counters() != want["switch"]:
+            bad.append("switch counters")
+        for q in range(nodes):
+            for n in PEER_RETRY_PORTS:
+                if _peer_words(tb, q, n, nodes) != want["peer"][q][n]:
+                    bad.append(f"peer{q} {n}")
     for q in range(nodes):
         counters = tb.counters(q)
         for c in COUNTERS:
