@@ -154,11 +154,12 @@ def _check_mem_point(design, msg_bytes, messages, knobs, op):
     if design != "nic":
         raise ValueError(f"op {op!r} is an option of the NIC design")
     for knob, usual in (("attachment", "integrated"), ("completion", "credit"),
-                        ("link_retry", None), ("link_latency", None)):
+                        ("link_retry", None), ("link_latency", None), ("peer_retry", 0)):
         if knob in knobs and knobs[knob] != usual:
             raise ValueError(f"{knob} is not an option of op {op!r} (NicMemTop: "
                              f"integrated attachment, credit completion, no link retry, "
-                             f"the fabric profile's link latency), not {knobs[knob]!r}")
+                             f"no per-peer retry, the fabric profile's link latency), "
+                             f"not {knobs[knob]!r}")
     from spec.nic_mem import TARGET_LEVEL_READS, check_target
     check_target(knobs.get("target_latency", 0), knobs.get("target_reads", TARGET_LEVEL_READS))
     if "target_reads" in knobs and not knobs.get("target_latency"):

@@ -4,7 +4,10 @@ sender whose ACKs and duplicates are dropped and counted (:mod:`tb.nic.cocotb_ni
 One top for both scenarios: 4 nodes, W = 16, L2 (the header and PSN span two beats),
 64-byte stores at most, a window of 8 slots, a completion timeout of 512 cycles. A
 second top adds link retry on every link and frame drops inside the switch
-(``switch_faults``): frames the links can not see lost, recovered end to end."""
+(``switch_faults``): frames the links can not see lost, recovered end to end. And
+the loss behind PCIe with completion records and link retry (the spectrum's
+per-peer-retry endpoint, :mod:`tb.ephemeral.spectrum`): the same top at W = 64
+with ``attachment`` ``pcie``, ``records`` 16 and ``retry``."""
 
 import pytest
 
@@ -54,13 +57,35 @@ def test_nic_peer_retry_switch_loss(sim, test_id):
               sim=sim, test_id=test_id, params=params)
 
 
+PCIE_TOP = dict(TOP, width=64, attachment="pcie", records=16, retry=True)
+
+
+@pytest.mark.slow_variants("verilator", reason=(
+    "a Verilator build of its own (a 64-bit PCIe top with records); make test runs the "
+    "same scenario on this top on Icarus, and both scenarios on the integrated top"))
+def test_nic_peer_retry_pcie_records(sim, test_id):
+    """``loss`` (:mod:`tb.nic.cocotb_nic_peer_pcie`) behind PCIe with completion records
+    over reliable links: frames (resends and completions included), writes, credits,
+    counters, host counters, memories, completions, records, tracker ports and per-peer
+    ports equal the model's, cycle for cycle; every store lands once, every frame
+    completes, and each destination's records carry rising counts that end at the frames
+    sent to it."""
+    top = NicTop(completion="e2e", timeout=TIMEOUT, peer_retry=True, peer_window=WINDOW,
+                 items=256, events=1024, **PCIE_TOP)
+    params = dict(PCIE_TOP, credits=top.credits, coalesce=top.coalesce,
+                  flush_idle=top.flush_idle, timeout=TIMEOUT, peer_window=WINDOW, seed=3)
+    run_cosim(top, name="nic_top_peer_retry_pcie",
+              test_module="tb.nic.cocotb_nic_peer_pcie", sim=sim, test_id=test_id, params=params)
+
+
 def test_nic_top_peer_retry_options():
     """Bad options stop with an error naming the option."""
     for kwargs, message in [
             (dict(peer_retry=True), "peer_retry needs completion 'e2e'"),
             (dict(peer_retry=True, completion="e2e", peer_window=6), "window"),
             (dict(peer_retry="on", completion="e2e"), "peer_retry must be True or False"),
-            (dict(peer_retry=True, completion="e2e", records=8), "peer_retry: not with"),
+            (dict(peer_retry=True, completion="e2e", destinations=512),
+             "peer_retry: not with destinations")]:
             (dict(switch_faults=1), "switch_faults must be True or False")]:
         with pytest.raises(ValueError, match=message):
             NicTop(**kwargs, **TOP)

@@ -81,15 +81,18 @@ def test_user_point_on_icarus(tmp_path):
     "a build of its own (about 2 min of CPU); make test co-simulates the per-peer retry on "
     "NicTop (test_cosim_nic_peer.py) and link retry under e2e completion "
     "(test_cosim_nic_e2e_combos.py) on Icarus"))
-def test_user_point_with_per_peer_and_link_retry(tmp_path):
+@pytest.mark.parametrize("attachment", ["integrated", "pcie"])
+def test_user_point_with_per_peer_and_link_retry(tmp_path, attachment):
     """``--peer-retry`` with ``--link-retry`` (e2e completion, the per-peer window over
-    reliable links) runs as one point: every metric RTL = model, and the row says both."""
+    reliable links) runs as one point on either attachment: every metric RTL = model,
+    and the row says both."""
     rc = sim.main(["--design", "nic", "--peer-retry", "64", "--link-retry", "--completion",
-                   "e2e", "--messages", "60", "--out", str(tmp_path)])
+                   "e2e", "--attachment", attachment, "--messages", "60",
+                   "--out", str(tmp_path)])
     assert rc == 0
     (row,) = json.loads((tmp_path / "point.json").read_text())
-    assert (row["peer_retry"], row["reliability"], row["completion"]) == (
-        True, "link-retry", "e2e")
+    assert (row["peer_retry"], row["reliability"], row["completion"],
+            row["attachment"]) == (True, "link-retry", "e2e", attachment)
     assert row["mismatches"] == 0
     for key in ("latency_cycles", "ii_cycles", "wire_bytes", "completion_cycles"):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key

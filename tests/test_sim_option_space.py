@@ -186,14 +186,19 @@ def test_ephemeral_options(capsys):
 def test_peer_retry_is_a_window_with_e2e_completion(capsys):
     """``--peer-retry N`` turns the NIC's per-peer retry on with a replay window of N
     frames: taken with ``--completion e2e`` (the knob reaches the point as its window),
-    refused by name without it, behind ``pcie`` (the option's refusal) and for the other
-    designs."""
-    args = sim.parse_args(["--design", "nic", "--completion", "e2e", "--peer-retry", "64",
-                           "--messages", "16"])
-    assert args.knobs["peer_retry"] == 64 and args.knobs["completion"] == "e2e"
+    on either attachment, with and without ``--link-retry``; refused by name without
+    it, with ``--op load`` or ``atomic`` (NicMemTop has no per-peer retry) and for the
+    other designs."""
+    for extra in ([], ["--attachment", "pcie"], ["--attachment", "pcie", "--link-retry"],
+                  ["--link-retry"]):
+        args = sim.parse_args(["--design", "nic", "--completion", "e2e", "--peer-retry",
+                               "64", "--messages", "16", *extra])
+        assert args.knobs["peer_retry"] == 64 and args.knobs["completion"] == "e2e"
+        assert args.knobs.get("attachment", "integrated") == (
+            "pcie" if "pcie" in extra else "integrated")
     for argv in (["--design", "nic", "--peer-retry", "64"],
-                 ["--design", "nic", "--completion", "e2e", "--attachment", "pcie",
-                  "--peer-retry", "64"],
+                 ["--design", "nic", "--op", "load", "--peer-retry", "64"],
+                 ["--design", "nic", "--op", "atomic", "--peer-retry", "64"],
                  ["--design", "rdma", "--peer-retry", "64"],
                  ["--design", "ephemeral", "--peer-retry", "64"]):
         err = _outcome(argv, capsys)

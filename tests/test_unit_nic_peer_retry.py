@@ -158,39 +158,59 @@ def _nic_stand_in(peers, completion=36.0):
 
 
 @pytest.mark.parametrize("completion, window", [(36.0, 32), (1024.0, 512), (1.0, 32)])
-def test_spectrum_retry_row(completion, window):
+def test_spectrum_retry_window(completion, window):
     """The row's window holds the frames of one completion's wait (the completion and
-    the 15 frames of its coalesced group after it, at 3 cycles a frame); rate and
-    latency are the NIC row's; wire bytes 2 more (the PSN); state the NIC's plus the
-    formula."""
-    from tb.ephemeral.spectrum import nic_retry_row
+    the 15 frames of its coalesced group after it, at 3 cycles a frame)."""
+    from tb.ephemeral.spectrum import retry_window
     frames = (completion + 16 * 3) / 3
     assert window // 2 < frames <= window
-    for peers in (1, 4096):
-        nic = _nic_stand_in(peers, completion)
-        r = nic_retry_row(peers, "board", "round_robin", nic=dict(nic))
+    assert retry_window(3.0, completion) == window
+
+
+@pytest.mark.slow_variants("pod", reason=(
+    "about 30 s of model runs (pod's 1 us round trips, a window of 512); make test runs "
+    "the board variant, the same row's construction with a window of 32"))
+@pytest.mark.parametrize("fabric", ["board", "pod"])
+def test_spectrum_retry_row(fabric):
+    """The row is the NIC's model point run with the per-peer retry, its window sized
+    from the cell's ``nic`` row: fault free, that window covers the round trip, so its
+    rate and latency are the NIC's (a 128-byte frame with its PSN fills the same 64-byte
+    beats) and its wire bytes 2 more a message (the PSN); its state is the NIC row's
+    plus the formula at the row's peers."""
+    from tb.ephemeral.spectrum import nic_retry_row, nic_row, retry_window
+    for peers in (1, 64):
+        nic = nic_row(peers, fabric, "round_robin", messages=40)
+        r = nic_retry_row(peers, fabric, "round_robin", messages=40, nic=dict(nic))
+        window = retry_window(1e9 / nic["msgs_per_s"], nic["completion_cycles"])
         assert r["design"] == "nic_retry" and r["window"] == window
         for key in ("msgs_per_s", "latency_cycles", "completion_cycles"):
-            assert r[key] == nic[key]
-        assert r["wire_bytes"] == nic["wire_bytes"] + 2
+            assert r[key] == nic[key], key
+        assert r["wire_bytes"] == pytest.approx(nic["wire_bytes"] + 2)
         rx, tx, replay = peer_retry_state_bits(peers, window, 20 + 2 + 128)
-        assert r["endpoint_state_bits"] == 100 * peers + rx + tx + replay
+        assert r["endpoint_state_bits"] == nic["endpoint_state_bits"] + rx + tx + replay
         assert r["replay_bits"] == replay and "window" in r["note"]
         assert r["per_peer_bits"] == r["endpoint_state_bits"] / peers
 
 
-def test_spectrum_retry_row_refuses_a_psn_beat():
-    from tb.ephemeral.spectrum import nic_retry_row
-    # At W = 8 a 128-byte L2 frame is 152 bytes, 19 beats; with the PSN 154, 20 beats.
-    with pytest.raises(ValueError, match="width 8"):
-        nic_retry_row(1, "board", "round_robin", nic=dict(_nic_stand_in(1), width=8))
+def test_spectrum_retry_row_window_bounds_the_rate():
+    """A window smaller than the round trip shows in the row's rate: the model's sender
+    waits for a free slot (a stand-in ``nic`` row whose 0-cycle completion sizes a
+    window of 16, the coalesced group alone)."""
+    from tb.ephemeral.spectrum import nic_retry_row, nic_row
+    nic = nic_row(1, "board", "round_robin", messages=40)
+    r = nic_retry_row(1, "board", "round_robin", messages=40,
+                      nic=dict(nic, completion_cycles=0.0))
+    assert r["window"] == 16
+    assert r["msgs_per_s"] < nic["msgs_per_s"]
 
 
 def test_spectrum_lines_name_the_retry_row():
     from scripts.reporting.spectrum import spectrum_lines
-    from tb.ephemeral.spectrum import nic_retry_row
-    r = nic_retry_row(64, "board", "round_robin", nic=_nic_stand_in(64))
-    assert any(line.startswith("| NIC with per-peer retry | 64 | 333 M | 24 |")
+    from tb.ephemeral.spectrum import nic_retry_row, nic_row
+    nic = nic_row(1, "board", "round_robin", messages=40)
+    r = nic_retry_row(1, "board", "round_robin", messages=40, nic=dict(nic))
+    rate = f"{r['msgs_per_s'] / 1e6:.0f} M"
+    assert any(line.startswith(f"| NIC with per-peer retry | 1 | {rate} |")
                for line in spectrum_lines([r]))
 
 
@@ -206,6 +226,8 @@ def test_spectrum_cells_hold_the_retry_row(monkeypatch):
                                                          popularity=pattern)
 
     monkeypatch.setattr(spectrum, "nic_row", nic)
+    monkeypatch.setattr(spectrum, "nic_retry_row",
+                        lambda p, *a, nic=None, **k: dict(nic, design="nic_retry"))
     monkeypatch.setattr(spectrum, "ephemeral_row", other("ephemeral"))
     monkeypatch.setattr(spectrum, "rc_row", other("rdma"))
     rows = spectrum.spectrum_rows()

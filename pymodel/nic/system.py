@@ -94,9 +94,8 @@ class NicSystemModel(E2eCompletion, ReceiveAndHost):
         # "Per-peer retry"): PSNs and go-back-N per destination over node ids.
         self.peer_retry, self.peer_window = check_peer_retry(peer_retry, completion,
                                                              peer_window)
-        if self.peer_retry and (destinations is not None or self.records or self.pcie):
-            raise ValueError("peer_retry: not with destinations, records or attachment "
-                             "'pcie'")
+        if self.peer_retry and destinations is not None:
+            raise ValueError("peer_retry: not with destinations")
         # Frames lost inside the switch (NicTop's ``switch_faults``): run's switch_drops.
         if not isinstance(switch_faults, bool):
             raise ValueError(f"switch_faults must be True or False, not {switch_faults!r}")

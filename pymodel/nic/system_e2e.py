@@ -94,19 +94,21 @@ class E2eCompletion:
             if self.peer_retry:     # the sender is the tracker ("State reused"), whose
                 # ports and counters (not stepped) then read the sender's registers
                 snd = self._senders[p]
-                before, fired = snd.ack_ok, list(snd.timeouts)
+                before, fired, una = snd.ack_ok, list(snd.timeouts), list(snd.una)
                 ack = None if cpl is None else (cpl[0] if cpl[1] else 0xFF, cpl[3],
                                                 bool(cpl[2] & CompletionStatus.GAP))
                 snd.step(c, {"send": res.get("sent"), "ack": ack,
                              "ready": res.get("resent", False)})
-                r = {"ok": snd.ack_ok != before}
+                # Accepted: a count that moves the oldest unacknowledged PSN (frames
+                # newly completed, the tracker's rule; a NAK that repeats it is not).
+                r = {"ok": snd.ack_ok != before and cpl[3] != una[cpl[0]]}
                 trk = e2e["trk"][p]             # the tracker's ports, from the sender
                 trk.cpl_ok, trk.cpl_bad = snd.ack_ok, snd.ack_bad
                 trk.sent, trk.completed = list(snd.next_psn), list(snd.una)
                 trk.timeouts = list(snd.timeouts)
                 trk.timeout_cycles += [(c, d) for d in range(snd.peers)
                                        if snd.timeouts[d] != fired[d]]
-                if r["ok"]:
+                if snd.ack_ok != before:
                     trk.dropped[cpl[0]] = cpl[4]
             else:
                 r = e2e["trk"][p].step(c, {"sent": res.get("sent"), "cpl": cpl})

@@ -177,11 +177,10 @@ class NicTop(NicAttachments, HarnessTop):
     keeps :data:`rtl.nic.completion_record.record_event_layout`: the slot, and the
     destination and count of the word written in that cycle.
 
-    ``peer_retry`` (``e2e``; not with ``destinations``, ``records``, ``pcie``) and
+    ``peer_retry`` (``e2e``, either attachment; not with ``destinations``) and
     ``peer_window``: the per-peer retry (docs/nic.md), NicTx's sender as the tracker
-    (``otrk[p]`` its registers), NicRx's check; ports ``peer[p]``
-    (:func:`spec.ports.peer_retry_signature`). Twin: ``NicSystemModel(peer_retry=)``.
-
+    (``otrk[p]`` its registers; with ``records`` it feeds ``rec<p>``), NicRx's check;
+    ports ``peer[p]`` (:func:`spec.ports.peer_retry_signature`). Twin: ``peer_retry=``.
     ``switch_faults`` (bool): frames lost inside the switch (:class:`Switch`'s ``faults``):
     player ``sflt<p>`` (:data:`spec.fabric.SWITCH_DROPS` deep) offers egress ``p``'s frame
     numbers to drop; ``switch_counters`` adds ``drop_fault``. Twin: ``switch_faults=``.

@@ -23,14 +23,14 @@ class NicAttachments:
 
     def _check_peer_retry(self, peer_retry, window, completion, dests):
         """``peer_retry``, ``peer_window`` checked (:func:`spec.nic.check_peer_retry`;
-        not with ``destinations``, ``records`` or ``pcie``): errors name the option."""
+        not with ``destinations``): errors name the option."""
         try:
             self.peer_retry, self.peer_window = check_peer_retry(peer_retry, completion,
                                                                  window)
         except ValueError as exc:
             reject(self, str(exc))
-        if self.peer_retry and (dests or self.records or self.pcie):
-            reject(self, "peer_retry: not with destinations, records or attachment 'pcie'")
+        if self.peer_retry and dests:
+            reject(self, "peer_retry: not with destinations")
 
     def _check_switch_faults(self, switch_faults):
         """``switch_faults`` checked: a bool (an error naming it otherwise)."""
@@ -63,12 +63,16 @@ class NicAttachments:
             self.trks = [OutstandingTracker(nodes, self.timeout)
                          for _ in range(nodes)] if self.e2e and not self.peer_retry else []
 
-    def _attach_peer(self, m, p, tx, rx, gen):
+    def _attach_peer(self, m, p, tx, rx, rec):
         """``peer_retry``: node ``p``'s sender (in NicTx) takes the completions that reach
         the node (an unknown source as id 255) and stands for the tracker: its ports
         ``otrk[p]`` read the sender's registers (``dropped`` the count of the last
         accepted completion); ports ``peer[p]`` (:func:`spec.ports.
-        peer_retry_signature`)."""
+        peer_retry_signature`). ``rec`` (``records``): the recorder takes, as the
+        tracker's ``accepted``, a completion the sender accepts whose count moves the
+        destination's oldest unacknowledged PSN (frames newly completed, as the tracker
+        accepts only a count that advances; a NAK that repeats the count writes no
+        record), and the ``otrk[p]`` ``completed`` and ``dropped``."""
         snd, chk, cpl = tx.peer, rx.check, rx.cpl.payload
         m.d.comb += [tx.ack.valid.eq(rx.cpl.valid),
                      tx.ack.payload.src.eq(Mux(cpl.known, cpl.src, 0xFF)),
@@ -82,6 +86,14 @@ class NicAttachments:
             m.d.comb += [trk.outstanding[d].eq(snd.next_psn[d] - snd.una[d]),
                          trk.completed[d].eq(snd.una[d]), trk.dropped[d].eq(dropped),
                          trk.timeouts[d].eq(snd.timeouts[d])]
+        if rec is not None:
+            una = Signal(16, name=f"peer_una{p}")
+            for d in range(self.nodes):
+                with m.If(cpl.src == d):
+                    m.d.comb += una.eq(snd.una[d])
+            m.d.comb += [rec.accepted.valid.eq(snd.accepted & (cpl.count != una)),
+                         rec.accepted.payload.src.eq(cpl.src),
+                         rec.completed.eq(trk.completed), rec.dropped.eq(trk.dropped)]
         ports = {"ack_ok": snd.ack_ok, "ack_bad": snd.ack_bad, "refused": snd.refused,
                  "next_psn": snd.next_psn, "una": snd.una, "timeouts": snd.timeouts,
                  "resent": snd.resent, "expected": chk.expected, "gaps": chk.gaps,
@@ -96,7 +108,7 @@ class NicAttachments:
         wiring.connect(m, gen.o, tx.cpl)
         if self.peer_retry:
             m.d.comb += [cprec.valid.eq(rx.cpl.valid), cprec.payload.eq(rx.cpl.payload)]
-            self._attach_peer(m, p, tx, rx, gen)
+            self._attach_peer(m, p, tx, rx, rec)
             m.d.comb += gen.node_id.eq(node_id)
             wiring.connect(m, PortView(self.cgen[p].signature, gen),
                            wiring.flipped(self.cgen[p]))

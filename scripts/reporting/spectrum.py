@@ -70,8 +70,8 @@ def spectrum_section(out, messages=1000, workers=None):
     md = ["## The state spectrum", "",
           "Endpoint state that each design holds to keep its rate: the NIC with its "
           "end-to-end completion, the NIC with per-peer end-to-end retry (a PSN and a "
-          "go-back-N replay buffer: docs/nic.md, \"Per-peer retry\"; its rate and "
-          "latency are the NIC's, its twins not yet in the NIC's system model), "
+          "go-back-N replay buffer: docs/nic.md, \"Per-peer retry\"; the NIC's model "
+          "run with it, its window sized for the cell's round trip), "
           "ephemeral delivery contexts (docs/ephemeral.md) and the "
           "RC engine at its best rung, on one level field (the NIC's switch, link retry, "
           "Ethernet-class headers, end-to-end completion, all behind the PCIe host "

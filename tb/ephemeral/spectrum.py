@@ -17,14 +17,13 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     formula for a NIC with a wider id (``note`` says so).
 ``nic_retry``
     The NIC with per-peer end-to-end retry (``peer_retry``, docs/nic.md "Per-peer
-    retry"; :func:`nic_retry_row`, derived from the ``nic`` row of the same cell): its
-    blocks (RTL and twins, docs/nic.md) are not yet in the NIC's top or system model, so
-    its fault-free rate and latency are the ``nic`` row's (the design puts the PSN
-    check in the receiver's verdict cycle and fills a slot as the frame leaves), with
-    the window's bound (Little's law: at most ``window`` frames unacknowledged), its
-    wire bytes 2 more a message (the PSN), and its state the ``nic`` row's plus
-    :func:`spec.nic.peer_retry_state_bits` with the replay buffer sized for the cell
-    (:func:`retry_window`); ``note`` says so.
+    retry"; :func:`nic_retry_row`): the ``nic`` row's model point run with the per-peer
+    retry on, its replay window sized for the cell from the ``nic`` row's rate and
+    completion (:func:`retry_window`): rate, latency, completion and wire bytes are that
+    run's (fault free; the model's sender refuses a new frame while the window is full,
+    so a window too small for the round trip shows in the rate). Its state is the
+    ``nic`` row's plus :func:`spec.nic.peer_retry_state_bits` at the row's peers (a
+    formula, as the ``nic`` row's); ``note`` says so.
 ``ephemeral``
     :func:`tb.ephemeral.point.model_point` (the engine's datapath, the pool of 256).
 ``rdma``
@@ -46,7 +45,7 @@ contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits
 import concurrent.futures
 
 from spec.fabric_profiles import one_way
-from spec.formats.nic import PSN_BYTES, frame_beats, header_bytes
+from spec.formats.nic import PSN_BYTES, header_bytes
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.nic import COMPLETION_DEFAULTS, completion_state_bits, peer_retry_state_bits
 from spec.rdma_engine import LADDER
@@ -124,26 +123,28 @@ def retry_window(ii, completion, coalesce=COMPLETION_DEFAULTS["coalesce"]):
 
 
 def nic_retry_row(peers, fabric, pattern, messages=1000, attachment="pcie", nic=None):
-    """The row of the NIC with per-peer retry (module docstring), from ``nic`` (the
-    cell's :func:`nic_row`; computed when None)."""
+    """The row of the NIC with per-peer retry (module docstring); ``nic`` is the cell's
+    :func:`nic_row` (computed when None), whose rate and completion size the window."""
+    from tb.nic.headline import model_point as nic_point
+
     nic = nic or nic_row(peers, fabric, pattern, messages, attachment)
-    w = nic["width"]
-    if frame_beats(w, "l2", 128 + PSN_BYTES) != frame_beats(w, "l2", 128):
-        raise ValueError(f"the PSN adds a beat at width {w}: the nic row's rate does not "
-                         "hold")
-    ii, completion = 1e9 / nic["msgs_per_s"], nic["completion_cycles"]
-    window = retry_window(ii, completion)
+    window = retry_window(1e9 / nic["msgs_per_s"], nic["completion_cycles"])
+    used, att = min(peers, NIC_TOP_PEERS), ATTACHMENTS[attachment]
+    r = nic_point("l2", 128, messages, peers=used, attachment=att, fabric=fabric,
+                  retry=True, completion="e2e", peer_retry=True, peer_window=window)
     slot = header_bytes("l2") + PSN_BYTES + 128          # the frame without its FCS
     rx, tx, replay = peer_retry_state_bits(peers, window, slot)
     total = nic["endpoint_state_bits"] + rx + tx + replay
-    ii = max(ii, completion / window)
-    row = dict(nic, design="nic_retry", wire_bytes=nic["wire_bytes"] + PSN_BYTES,
+    row = dict(nic, design="nic_retry", cap=attachment_cap(r) if att == "pcie" else None,
+               latency_cycles=r["latency_cycles_model"],
+               completion_cycles=r["completion_cycles_model"],
+               wire_bytes=r["wire_bytes_model"],
                context_state_bits=nic["context_state_bits"] + rx + tx,
                replay_bits=replay, window=window,
-               note="; ".join(x for x in (nic["note"], f"window {window}: replay "
-                                          f"{replay:,} bits; rate and latency of the "
-                                          "nic row (blocks not in the NIC's model)") if x))
-    return finish(row, total, ii, completion)
+               note="; ".join(x for x in (
+                   nic["note"].replace("; state by formula", ""),
+                   f"window {window}: replay {replay:,} bits", "state by formula") if x))
+    return finish(row, total, r["ii_cycles_model"], r["completion_cycles_model"])
 
 
 def nic_rows(peers, fabric, pattern, messages=1000, attachment="pcie"):
