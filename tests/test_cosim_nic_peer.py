@@ -85,7 +85,7 @@ def test_nic_top_peer_retry_options():
             (dict(peer_retry=True, completion="e2e", peer_window=6), "window"),
             (dict(peer_retry="on", completion="e2e"), "peer_retry must be True or False"),
             (dict(peer_retry=True, completion="e2e", destinations=512),
-             "peer_retry: not with destinations")]:
+             "peer_retry: not with destinations"),
             (dict(switch_faults=1), "switch_faults must be True or False")]:
         with pytest.raises(ValueError, match=message):
             NicTop(**kwargs, **TOP)

@@ -57,7 +57,7 @@ async def nic_peer_pcie_matches_model(dut):
                            completion="e2e", coalesce=p["coalesce"],
                            flush_idle=p["flush_idle"], timeout=p["timeout"],
                            records=records, peer_retry=True, peer_window=p["peer_window"])
-    stores, ids, _ = scenario(dict(p, scenario="loss"))
+    stores, ids, _, _ = scenario(dict(p, scenario="loss"))
     stores = {q: [t for s in ss for t in s.host_writes()] for q, ss in stores.items()}
     faults = LOSS_FAULTS_PCIE
     # A retry top's wires have fault settings ports (flt_*): clean wires, every port 0.
