@@ -154,11 +154,11 @@ def _check_mem_point(design, msg_bytes, messages, knobs, op):
     if design != "nic":
         raise ValueError(f"op {op!r} is an option of the NIC design")
     for knob, usual in (("attachment", "integrated"), ("completion", "credit"),
-                        ("link_retry", None), ("link_latency", None), ("peer_retry", 0)):
+                        ("link_latency", None), ("peer_retry", 0)):
         if knob in knobs and knobs[knob] != usual:
             raise ValueError(f"{knob} is not an option of op {op!r} (NicMemTop: "
-                             f"integrated attachment, credit completion, no link retry, "
-                             f"no per-peer retry, the fabric profile's link latency), "
+                             f"integrated attachment, credit completion, no per-peer "
+                             f"retry, the fabric profile's link latency), "
                              f"not {knobs[knob]!r}")
     from spec.nic_mem import TARGET_LEVEL_READS, check_target
     check_target(knobs.get("target_latency", 0), knobs.get("target_reads", TARGET_LEVEL_READS))
@@ -219,6 +219,7 @@ def point_call(design, sim, msg_bytes, messages, knobs):
                                    max_payload=k.get("max_payload"),
                                    target_latency=k.get("target_latency", 0),
                                    target_reads=k.get("target_reads"),
+                                   link_retry=k.get("link_retry", False),
                                    test_id=f"point-{k['op']}-{messages}x{msg_bytes}")
     if design == "nic":
         from tb.nic.headline import run_point

@@ -16,8 +16,8 @@ from amaranth.lib import data
 from spec.formats.roce import PSN_BITS, QPN_BITS
 
 __all__ = ["ORD_DEFAULT", "SLOTS_RANGE", "READ_MAX_BYTES", "LEN_BITS", "PMTU_LOG2_RANGE",
-           "INTAKE_COUNTERS", "issue_layout", "done_layout", "rewind_layout", "slot_layout",
-           "slot_bits", "packets_of"]
+           "INTAKE_COUNTERS", "SENDER_COUNTERS", "REQUESTER_READ_COUNTERS", "issue_layout",
+           "done_layout", "rewind_layout", "slot_layout", "slot_bits", "packets_of"]
 
 #: Outstanding RDMA READ and atomic operations a QP may have (the initiator depth, ORD):
 #: 16, the ``max_qp_rd_atom`` (and ``max_qp_init_rd_atom``) that ``ibv_devinfo -v`` shows
@@ -45,6 +45,18 @@ PMTU_LOG2_RANGE = (8, 12)
 #: by the timer; ``words``: host words written.
 INTAKE_COUNTERS = ("responses", "duplicates", "gaps", "malformed", "unmatched", "bad",
                    "other", "rewinds", "timeouts", "words")
+#: The frame sender's counters of a requester with reads: ``req_frames``: READ and
+#: atomic request frames started (first sends and resends); ``req_unframed``: READ and
+#: atomic descriptors consumed without a frame (they waited a transport timeout for a
+#: response slot; recovered as a lost frame is); ``lost_frames``: frames a framer
+#: started whose beats did not all reach the link (the WRITE chain and the request
+#: framer sending in one cycle at the output mux): 0 in a correct build, an assertion
+#: kept as a counter. ``frames`` (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) counts
+#: both chains' frames started, so ``frames - req_frames`` are the WRITE frames.
+SENDER_COUNTERS = ("req_frames", "req_unframed", "lost_frames")
+#: The members of a requester's ``read`` counters port: the response intake's, then the
+#: frame sender's.
+REQUESTER_READ_COUNTERS = INTAKE_COUNTERS + SENDER_COUNTERS
 
 
 def issue_layout(depth):

@@ -70,6 +70,25 @@ def test_nic_parts_come_from_the_top():
         nic_part("memory", **params)
 
 
+def test_read_parts_come_from_the_read_points_tops():
+    """The reads builds are measured with the parameters of the READ/atomic points' top
+    (tb.rdma.read_point.READ_TOP) and the NIC's memory blocks with NicMemTop's defaults
+    and the default tags of `board` and `pod`."""
+    from rtl.tops.nic_mem_top import NicMemTop
+    from tb.rdma.read_point import READ_TOP
+
+    c = catalogue.COMPONENTS
+    assert c["requester_c16_reads"].params["reads"] == READ_TOP["reads"]
+    assert c["responder_c16_reads"].params["read_words"] == READ_TOP["read_words"]
+    for fabric in ("board", "pod"):
+        top = NicMemTop(fabric=fabric)
+        silence(top)
+        entry = c[f"nic_tag_table_t{top.tags}"]
+        assert entry.params == {"tags": top.tags, "mem_words": top.mem_words}
+    rx = c["nic_mem_rx"].params
+    assert (rx["mem_words"], rx["max_payload"]) == (top.mem_words, top.max_payload)
+
+
 # ---- Options --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, option, text", [

@@ -91,10 +91,36 @@ def test_sim_op_option_is_checked_before_any_build(capsys):
         ["--design", "nic", "--op", "load", "--attachment", "pcie"], capsys)
     assert "--msg-bytes" in _sim_error(
         ["--design", "nic", "--op", "load", "--msg-bytes", "300"], capsys)
-    assert "--link-retry" in _sim_error(
-        ["--design", "nic", "--op", "atomic", "--link-retry"], capsys)
     args = sim.parse_args(["--design", "nic", "--op", "load", "--fabric", "pod"])
     assert args.knobs == {"op": "load", "fabric": "pod", "framing": "compact"}
+
+
+@pytest.mark.parametrize("op", ["load", "atomic"])
+def test_sim_mem_op_takes_link_retry(op, capsys):
+    """``--op load|atomic --link-retry`` is a point of NicMemTop(link_retry=True): the
+    knob reaches the point (its top built by the checks, nothing exported), with the
+    options it combines with; the engine's READ points refuse it by name."""
+    from scripts import sim
+    from scripts.sim_point import point_call
+
+    args = sim.parse_args(["--design", "nic", "--op", op, "--link-retry"])
+    assert args.knobs == {"op": op, "link_retry": True, "framing": "compact"}
+    _, kwargs = point_call("nic", "icarus", 128, 16, args.knobs)
+    assert kwargs["link_retry"] is True and kwargs["op"] == op
+    args = sim.parse_args(["--design", "nic", "--op", op, "--link-retry", "--fabric", "pod",
+                           "--peers", "15", "--framing", "l2", "--target-latency", "300",
+                           "--messages", "16"])
+    assert args.knobs["link_retry"] is True and args.knobs["fabric"] == "pod"
+    rdma_op = {"load": "read", "atomic": "atomic"}[op]
+    assert "--link-retry" in _sim_error(
+        ["--design", "rdma", "--op", rdma_op, "--link-retry"], capsys)
+
+
+def test_mem_point_link_retry_must_be_a_bool():
+    from tb.nic.mem_point import run_mem_point
+
+    with pytest.raises(ValueError, match="link_retry"):
+        run_mem_point("icarus", "load", 128, 16, link_retry="yes", check_only=True)
 
 
 def test_point_pairs_landings_with_requests_and_counts_busy_tags():

@@ -98,6 +98,28 @@ def test_user_point_with_per_peer_and_link_retry(tmp_path, attachment):
         assert row[f"{key}_rtl"] == row[f"{key}_model"], key
 
 
+@pytest.mark.slow(reason=(
+    "an export of NicMemTop with link retry of its own (about 30 s on Icarus); make test "
+    "co-simulates the loads and atomics over faulty reliable links on Icarus "
+    "(test_cosim_nic_mem.py, test_link_retry_loads_and_atomics_match_model) and checks "
+    "the options in test_nic_mem_model.py"))
+@pytest.mark.parametrize("op", ["load", "atomic"])
+def test_user_mem_point_with_link_retry(op, tmp_path):
+    """``--op load|atomic --link-retry`` runs as one point on NicMemTop(link_retry=True):
+    every metric RTL = model, and the row (and its line in the table) says link retry."""
+    from scripts.sim_table import _cell
+
+    rc = sim.main(["--sim", "icarus", "--design", "nic", "--op", op, "--link-retry",
+                   "--messages", "40", "--out", str(tmp_path)])
+    assert rc == 0
+    (row,) = json.loads((tmp_path / "point.json").read_text())
+    assert (row["op"], row["reliability"], row["messages"]) == (op, "link-retry", 40)
+    assert row["mismatches"] == 0
+    assert _cell(row, "row", None, "{}").endswith("link-retry")
+    for key in ("latency_cycles", "burst_latency_cycles", "ii_cycles", "peak_outstanding"):
+        assert row[f"{key}_rtl"] == row[f"{key}_model"], key
+
+
 @pytest.mark.parametrize("row,linktype", [
     ({"design": "nic", "framing": "l2"}, 1),
     ({"design": "nic", "framing": "compact"}, None),

@@ -145,6 +145,9 @@ def test_pairs_of_range_ends(design, capsys):
     ["--design", "rdma", "--qps", "2048", "--qpc-bytes", "1024", "--messages", "64"],
     ["--design", "rdma", "--fabric", "pod", "--link-retry", "--header", "scaleup",
      "--qps", "4096", "--rung", "db-batch"],
+    # The NIC's loads and atomics over reliable links (NicMemTop link_retry).
+    ["--design", "nic", "--op", "load", "--link-retry", "--fabric", "pod", "--peers", "15"],
+    ["--design", "nic", "--op", "atomic", "--link-retry", "--target-latency", "300"],
 ])
 def test_odd_points_are_accepted(argv, capsys):
     """Odd but valid points users tried are accepted by the checks."""

@@ -186,6 +186,9 @@ def test_rdma_mixed_lost_reads_with_a_full_response_table_end():
     the golden model alone (the RTL: test_rdma_mixed_lost_reads_cosim)."""
     model = twelve_mixed_end_well(LOST_READS_TOP, LOST_READS)
     assert model["links"]["ab"]["dropped"] >= 2
+    # The atomic's first send left without a frame; no frame lost at the sender's output
+    # mux (its READ counters: spec.rdma_read_req.SENDER_COUNTERS).
+    assert model["req"]["read_req_unframed"] >= 1 and model["req"]["read_lost_frames"] == 0
 
 
 def twelve_mixed_end_well(top, p):

@@ -233,6 +233,12 @@ def test_requester_reads_match_model(case):
     out, host, _ = run_lockstep(cfg, mem, mmio, 600 if lose else 400, peer, reads=4)
     check_outcome(out, host, plan, peer)
     reads = sum(packets_of(p["length"], pmtu_log2) for p in plan if p["kind"] == "read")
+    # Every READ and atomic went out as a request frame (once, or again after the loss),
+    # none lost at the output mux: the frame sender's READ counters, RTL = twin above.
+    requests = sum(p["kind"] != "write" for p in plan)
+    c = out["counters"]
+    assert c["read_lost_frames"] == 0 and c["read_req_unframed"] == 0
+    assert c["read_req_frames"] >= requests if lose else c["read_req_frames"] == requests
     if lose:
         assert out["counters"]["read_gaps"] >= 1
         assert out["counters"]["read_responses"] > reads - 1

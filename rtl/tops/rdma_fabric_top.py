@@ -40,7 +40,7 @@ from spec.rdma_fabric import (
     NODES_RANGE,
     PAUSE_COUNTERS,
 )
-from spec.rdma_read_req import INTAKE_COUNTERS, SLOTS_RANGE
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
 from spec.rdma_responder import READ_COUNTERS, check_read_words, mr_table_base
 
 __all__ = ["RdmaFabricTop", "READ_PARAMS"]
@@ -136,9 +136,10 @@ class RdmaFabricTop(HarnessTop):
     (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are the array port
     ``resp_read``, :data:`spec.rdma_responder.READ_COUNTERS`); with ``reads`` > 0 every
     node's requester posts them (:class:`~rtl.rdma.req.requester.Requester`, RoCEv2
-    framing only; its response intake's counters are the array port ``req_read``,
-    :data:`spec.rdma_read_req.INTAKE_COUNTERS`) and its demux sends the READ responses
-    and ATOMIC ACKNOWLEDGEs to the requester's input with the ACKs
+    framing only; its response intake's and frame sender's READ counters are the array
+    port ``req_read``, :data:`spec.rdma_read_req.REQUESTER_READ_COUNTERS`) and its
+    demux sends the READ responses and ATOMIC ACKNOWLEDGEs to the requester's input
+    with the ACKs
     (:class:`~rtl.rdma.frame_demux.FrameDemux` ``reads``). The responses leave the
     responder through the merge's ``b`` input, as its ACKs. Both 0 build the
     writes-only nodes. ``reads`` or ``read_words`` with ``pause`` or ``link_retry`` is
@@ -223,7 +224,7 @@ class RdmaFabricTop(HarnessTop):
         if p["pause"]:
             ports["pause"] = Out(CountersSignature(PAUSE_COUNTERS)).array(nodes)
         if p["reads"]:
-            ports["req_read"] = Out(CountersSignature(INTAKE_COUNTERS)).array(nodes)
+            ports["req_read"] = Out(CountersSignature(REQUESTER_READ_COUNTERS)).array(nodes)
         if p["read_words"]:
             ports["resp_read"] = Out(CountersSignature(READ_COUNTERS)).array(nodes)
         players, recorders = {}, {}

@@ -29,7 +29,7 @@ from spec.rdma_engine import (
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
 )
-from spec.rdma_read_req import INTAKE_COUNTERS, SLOTS_RANGE
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     MR_CACHE_RANGE,
@@ -59,9 +59,10 @@ class RdmaTop(HarnessTop):
     counters are port ``resp_mr``). With ``read_words`` > 0 node B's responder executes
     RDMA READ (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are port
     ``resp_read``); with ``reads`` > 0 node A's requester posts RDMA READ and atomics
-    (:class:`~rtl.rdma.req.requester.Requester`; its response intake's counters are
-    port ``req_read``). The MMIO player's stamps are the cycles the host
-    interface took each word (a doorbell's accept cycle).
+    (:class:`~rtl.rdma.req.requester.Requester`; its response intake's and frame
+    sender's READ counters are port ``req_read``,
+    :data:`spec.rdma_read_req.REQUESTER_READ_COUNTERS`). The MMIO player's stamps are
+    the cycles the host interface took each word (a doorbell's accept cycle).
 
     Both links are :class:`rtl.fabric.faulty_link.FaultyLink`; ports ``ab_settings``,
     ``ab_counters``, ``ba_settings`` and ``ba_counters`` are their ``settings`` and
@@ -150,7 +151,7 @@ class RdmaTop(HarnessTop):
             if p["header"] != "roce":
                 reject(self, f"reads needs the RoCEv2 framing (header 'roce'), not "
                              f"{p['header']!r}")
-            ports["req_read"] = Out(CountersSignature(INTAKE_COUNTERS))
+            ports["req_read"] = Out(CountersSignature(REQUESTER_READ_COUNTERS))
         ports.update({"req": Out(CountersSignature(REQUESTER_COUNTERS)),
                       "resp": Out(CountersSignature(RESPONDER_COUNTERS)),
                       "hia": Out(CountersSignature(HOST_COUNTERS)),

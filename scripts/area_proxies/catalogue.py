@@ -30,9 +30,13 @@ from spec.fabric_profiles import (
 from spec.formats.nic import frame_beats
 from spec.nic import HEADLINE_TOP as NIC
 from spec.nic import RECORD_SLOTS
+from spec.nic_mem import MEM_TOP_DEFAULTS as _MEM
+from spec.nic_mem import default_tags, request_queue_depth
 from spec.rdma import LINK_FRAME_BEATS
 from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP
 from spec.rdma_engine import TOP_DEFAULTS as RDMA
+from spec.rdma_read_req import ORD_DEFAULT
+from spec.rdma_responder import READ_WORDS_RANGE
 
 __all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
            "SWITCH_PORTS", "NIC", "GAP_PROFILES", "build", "factory_text", "totals",
@@ -55,6 +59,8 @@ def _nic(part, **params):
 
 #: RDMA parameters of the engine: those of the RdmaTop the headline runs.
 _DEPTH, _MR = RDMA["depth"], RDMA["mr_entries"]
+#: The READ parameters of the READ/atomic points' top (requester slots, READ data FIFO).
+_READ_TOP = {"reads": ORD_DEFAULT, "read_words": READ_WORDS_RANGE[0] * 2}
 #: Entries of the QP-context cache measured for the growth table.
 CACHE_SIZES = (16, 64, 256)
 #: Switch sizes measured for the growth table.
@@ -274,6 +280,25 @@ COMPONENTS = {
     "response_intake_s16": Entry("rdma", "rtl.rdma.req.response_intake", "ResponseIntake",
                                  {"slots": 16, "ord": 16, "depth": _DEPTH}),
     "request_framer": Entry("rdma", "rtl.rdma.req.request_framer", "RequestFramer", {}),
+    # The reads builds of the READ/atomic points' top (tb.rdma.read_point.READ_TOP).
+    "requester_c16_reads": Entry("rdma", "rtl.rdma.req.requester", "Requester",
+                                 {"cache_entries": 16, "depth": _DEPTH,
+                                  "reads": _READ_TOP["reads"]}),
+    "responder_c16_reads": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
+                                 {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR,
+                                  "read_words": _READ_TOP["read_words"]}),
+    # The NIC's loads and atomics (NicMemTop's blocks): tag table at board's and pod's tags.
+    **{f"nic_tag_table_t{t}": Entry("nic", "rtl.nic.tag_table", "TagTable",
+                                    {"tags": t, "mem_words": _MEM["mem_words"]})
+       for t in sorted({default_tags("board"), default_tags("pod")})},
+    "nic_mem_requester": Entry("nic", "rtl.nic.mem_requester", "MemRequester",
+                               {"framing": "compact", "mem_words": _MEM["mem_words"]}),
+    "nic_mem_rx": Entry("nic", "rtl.nic.mem_rx", "MemRx",
+                        {"framing": "compact", "mem_words": _MEM["mem_words"],
+                         "max_payload": _MEM["max_payload"]}),
+    "nic_mem_responder": Entry("nic", "rtl.nic.mem_responder", "MemResponder", {
+        "framing": "compact", "mem_words": _MEM["mem_words"], "max_payload":
+        _MEM["max_payload"], "queue": request_queue_depth(_MEM["nodes"], default_tags("board"))}),
     # As written (its MR table, never written, is optimised away: see docs/area.md) and
     # with the write port that the table needs in hardware.
     "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
@@ -307,9 +332,10 @@ DESIGNS = {
 }
 
 #: The components that take longest in Yosys (minutes), longest first.
-SLOW = ("switch_w64_p16", "switch_w64_p8", "rdma_engine_c256", "rdma_engine_c16_scaleup_pod",
-        "rdma_engine_c16_pod", "rdma_engine_c16_scaleup", "rdma_engine_c16",
-        "requester_c16", "responder_c16_mr_port", "responder_c16", "host_interface_pcie")
+SLOW = ("responder_c16_reads", "switch_w64_p16", "switch_w64_p8", "rdma_engine_c256",
+        "rdma_engine_c16_scaleup_pod", "rdma_engine_c16_pod", "rdma_engine_c16_scaleup",
+        "rdma_engine_c16", "requester_c16_reads", "requester_c16", "responder_c16_mr_port",
+        "responder_c16", "host_interface_pcie")
 
 #: The figures of a result that add up over parts.
 FIGURES = ("ff_bits", "mem_bits", "rom_bits", "cells", "lut4")

@@ -36,11 +36,11 @@ class FabricPoint(Point):
         source="the headline's operation (SPEC.md: remote stores, RDMA WRITEs)",
         help="operation: write (default). NIC: load (remote loads of --msg-bytes, at most "
         "--max-payload, default 256) or atomic (8-byte fetch-and-adds), on NicMemTop "
-        "(docs/nic.md, Loads and atomics): integrated attachment, credit completion, no "
-        "link retry, the fabric's link latency. RDMA: read (RDMA READs of --msg-bytes) or "
-        "atomic (FETCH & ADDs), one QP, two nodes of RdmaFabricTop with reads on the NIC's "
-        "fabric, no link retry, host on_die (the NIC's load rows' attachment; "
-        "docs/rdma.md): the other options are --fabric and --host")
+        "(docs/nic.md, Loads and atomics): integrated attachment, credit completion, the "
+        "fabric's link latency, with or without --link-retry. RDMA: read (RDMA READs of "
+        "--msg-bytes) or atomic (FETCH & ADDs), one QP, two nodes of RdmaFabricTop with "
+        "reads on the NIC's fabric, no link retry, host on_die (the NIC's load rows' "
+        "attachment; docs/rdma.md): the other options are --fabric and --host")
     link_latency: int | None = knob(
         None, "build", check=_link_latency,
         source="spec/nic.py HEADLINE_TOP (NIC 2), spec/rdma_engine.py TOP_DEFAULTS "

@@ -63,11 +63,14 @@ def mem_commands(op, msg_bytes, messages, peers, mem_words):
 
 def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
                   fabric="board", max_payload=None, target_latency=0, target_reads=None,
-                  test_id=None, check_only=False):
+                  link_retry=False, test_id=None, check_only=False):
     """Co-simulate the point; return its row (``check_only``: check, build nothing, return
     None). ``target_latency`` and ``target_reads``: the targets' memory reads
     (:class:`rtl.nic.mem_responder.MemResponder`; ``target_reads`` None: 2,
-    :data:`spec.nic_mem.TARGET_LEVEL_READS`). ``ValueError`` names a bad parameter."""
+    :data:`spec.nic_mem.TARGET_LEVEL_READS`). ``link_retry``: every link of the top a
+    :class:`rtl.fabric.reliable_link.ReliableLink` over a wire without faults (NicMemTop
+    ``link_retry``; the row's ``reliability`` is ``"link-retry"``). ``ValueError`` names
+    a bad parameter."""
     if op not in OP_NAMES:
         raise ValueError(f"op must be one of {list(MEM_OPS)} (write: the store points), "
                          f"not {op!r}")
@@ -84,12 +87,16 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     mem_words = MEM_TOP_DEFAULTS["mem_words"]
     reads = TARGET_LEVEL_READS if target_reads is None else target_reads
     check_target(target_latency, reads)
+    if not isinstance(link_retry, bool):
+        raise ValueError(f"link_retry must be True or False, not {link_retry!r}")
     params = dict(nodes=peers + 1, framing=framing, fabric=profile.name,
                   tags=default_tags(profile.name), mem_words=mem_words,
                   max_payload=max_payload)
     if target_latency:
         # Only with a latency: the default top's parameters (and its build) as without.
         params.update(target_latency=target_latency, target_reads=reads)
+    if link_retry:
+        params["link_retry"] = True
     # Recorder depth: every uplink beat of a node, a response of ``max_payload`` bytes
     # being its payload's beats and at most two more (header, tail), per operation.
     events = (-(-max_payload // 64) + 2) * messages + 64
@@ -106,7 +113,7 @@ def run_mem_point(sim, op, msg_bytes, messages, peers=1, framing="compact",
     entry = tag_entry_bits(mem_words)
     row = {"design": "nic", "op": op, "framing": framing, "simulator": sim,
            "msg_bytes": msg_bytes if op == "load" else 8, "messages": messages,
-           "peers": peers, **comparison_keys(framing, fabric=profile.name),
+           "peers": peers, **comparison_keys(framing, fabric=profile.name, retry=link_retry),
            "completion": "e2e", "completion_at": "answer-landed",
            "tags": params["tags"], "tag_entry_bits": entry,
            "target_latency": target_latency, "target_reads": reads if target_latency else 0}

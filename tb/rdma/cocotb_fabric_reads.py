@@ -14,7 +14,8 @@ import json
 
 import cocotb
 
-from spec.rdma_read_req import INTAKE_COUNTERS
+from spec.formats.scaleup import framing
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS
 from spec.rdma_responder import READ_COUNTERS
 from tb.cosim import cosim_params
 from tb.rdma import reads as read_checks
@@ -37,10 +38,12 @@ async def reads_matches_model(dut, p):
     images = reads_images(v)
     model, sb, got = await run_and_compare(dut, cfg, images)
     for n in range(cfg.nodes):
-        for c in INTAKE_COUNTERS:
-            sb.equal(f"node {n} requester intake counter {c}",
-                     value_of(getattr(dut, member_port(f"req_read__{n}", c))),
-                     model["req"][n][f"read_{c}"])
+        rtl = {f"read_{c}": value_of(getattr(dut, member_port(f"req_read__{n}", c)))
+               for c in REQUESTER_READ_COUNTERS}
+        for name, value in rtl.items():
+            sb.equal(f"node {n} requester READ counter {name}", value, model["req"][n][name])
+        read_checks.sender_checks(sb, rtl, [f for _, f in got["wire"][n]],
+                                  framing("roce").outer, f"node {n} ")
         for c in READ_COUNTERS:
             sb.equal(f"node {n} responder READ counter {c}",
                      value_of(getattr(dut, member_port(f"resp_read__{n}", c))),

@@ -295,6 +295,8 @@ async def rdma_matches_model(dut):
             checked = [(k, scaleup_problems(fr)) for k, fr in enumerate(frames)]
         else:
             checked = wire_problems(frames)
+            if cfg.reads:       # every READ/atomic request started is a frame on the link
+                reads.sender_checks(sb, req, frames[:len(got["wire_ab"])], bth_at)
         for k, problems in checked:
             sb.equal(f"independent check of frame {k}", problems, [])
     else:

@@ -8,14 +8,14 @@ from analysis.scenarios.rdma_read import (
     read_point_scenario,
     read_requests_scenario,
 )
-from spec.formats.roce import CqeStatus, WqeOpcode
-from spec.rdma_read_req import INTAKE_COUNTERS
+from spec.formats.roce import CqeStatus, OpCode, WqeOpcode
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS
 from spec.rdma_responder import READ_COUNTERS
 from tb.rdma.wirecheck import wire_problems
 
 __all__ = ["read_counters", "read_scenario", "read_checks", "requester_read_counters",
-           "posted_read_scenario", "posted_read_checks", "op_times", "mixed_checks",
-           "mixed_run_scenario", "kind_checks"]
+           "sender_checks", "posted_read_scenario", "posted_read_checks", "op_times",
+           "mixed_checks", "mixed_run_scenario", "kind_checks"]
 
 _OPCODES = {"read": WqeOpcode.RDMA_READ.value, "cas": WqeOpcode.ATOMIC_CMP_AND_SWP.value,
             "faa": WqeOpcode.ATOMIC_FETCH_AND_ADD.value}
@@ -61,11 +61,29 @@ def read_checks(sb, v, got, reasons, bth_at):
 
 
 def requester_read_counters(top):
-    """The response intake's counter names (in the ``req`` counters, ``read_<name>``) a
-    top of parameters ``top`` has: none without ``reads``."""
+    """The response intake's and the frame sender's READ counter names (in the ``req``
+    counters, ``read_<name>``, :data:`spec.rdma_read_req.REQUESTER_READ_COUNTERS`) a top
+    of parameters ``top`` has: none without ``reads``."""
     if isinstance(top, dict) and top.get("reads"):
-        return tuple(f"read_{n}" for n in INTAKE_COUNTERS)
+        return tuple(f"read_{n}" for n in REQUESTER_READ_COUNTERS)
     return ()
+
+
+#: The BTH opcodes of READ and atomic requests (IBTA Vol 1 table 38: 0x0C, 0x13, 0x14).
+_REQUESTS = (OpCode.RC_RDMA_READ_REQUEST.value, OpCode.RC_CMP_SWAP.value,
+             OpCode.RC_FETCH_ADD.value)
+
+
+def sender_checks(sb, req, frames, bth_at, node=""):
+    """Into ``sb``: the requester's frame sender lost no frame at its output mux
+    (``read_lost_frames`` 0), and every READ or atomic request frame it started
+    (``read_req_frames`` of its counters ``req``) is one on its link: ``frames``, the
+    bytes of every frame it sent (a node's uplink may carry its responder's frames too:
+    responses, never requests), each BTH at ``bth_at``."""
+    sb.equal(f"{node}requester frames lost at the output mux", req["read_lost_frames"], 0)
+    sent = sum(len(f) > bth_at and f[bth_at] in _REQUESTS for f in frames)
+    sb.equal(f"{node}READ/atomic request frames on the wire = read_req_frames", sent,
+             req["read_req_frames"])
 
 
 def posted_read_scenario(cfg, p, host):

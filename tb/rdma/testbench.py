@@ -27,7 +27,7 @@ from spec.fabric import FLAGS as LINK_FLAGS
 from spec.host import HOST_COUNTERS, mmio_layout
 from spec.rdma import LINKS
 from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS
-from spec.rdma_read_req import INTAKE_COUNTERS
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS
 from spec.rdma_responder import MR_CACHE_COUNTERS, READ_COUNTERS
 from tb.harness import Harness, HarnessTimeout, dump_memory, load_memory
 
@@ -111,7 +111,8 @@ class RdmaTestbench:
         too (port ``resp_read``).
     reads : int
         The top's ``reads``: when not 0 the ``req`` counters have the response intake's
-        too (port ``req_read``, ``read_<name>``).
+        and the frame sender's READ counters too (port ``req_read``, ``read_<name>``,
+        :data:`spec.rdma_read_req.REQUESTER_READ_COUNTERS`).
 
     Attributes
     ----------
@@ -249,7 +250,7 @@ class RdmaTestbench:
         if self.read_words:
             mr |= {n: value_of(getattr(d, member_port("resp_read", n))) for n in READ_COUNTERS}
         req_read = ({f"read_{n}": value_of(getattr(d, member_port("req_read", n)))
-                     for n in INTAKE_COUNTERS} if self.reads else {})
+                     for n in REQUESTER_READ_COUNTERS} if self.reads else {})
         return {
             "req": {n: value_of(getattr(d, member_port("req", n))) for n in REQUESTER_COUNTERS}
             | req_read,

@@ -44,7 +44,8 @@ class FrameSenderModel:
     cycle, and :meth:`offer`, which the intake takes in its step of the same cycle).
     Such a descriptor, when ``issue_ready`` is low and no issue was taken for
     ``side["timeout"]`` cycles (:meth:`since`), is consumed without a frame (a first
-    send still writes its record; :attr:`deferred` counts them). Side output
+    send still writes its record; ``count["req_unframed"]`` counts them, with the
+    other :data:`spec.rdma_read_req.SENDER_COUNTERS`). Side output
     :attr:`took`: a take resend was consumed.
     """
 
@@ -62,7 +63,8 @@ class FrameSenderModel:
         self.end = -1                      # the last beat of the frame in progress
         self.pops = []                     # cycles the framer takes payload words
         self.count = dict(frames=0, retransmissions=0)
-        self.deferred = 0          # READs and atomics consumed without a frame (model only)
+        if reads:                          # spec.rdma_read_req.SENDER_COUNTERS
+            self.count.update(req_frames=0, req_unframed=0, lost_frames=0)
         self.last_take = -1                # the cycle of the last issue taken
         self.resent = None
         self.took = False
@@ -108,6 +110,8 @@ class FrameSenderModel:
         start = f + 1 if self.reth_head and d["opcode"] in _RETH else f
         self.pops += list(range(start, start + d["words"]))
         self.free_at = f + own - 1
+        if self.reads and f <= self.r_end:      # a beat beside a request's: lost
+            self.count["lost_frames"] += 1
         self.end = self.w_end = f + beats - 1
         self.send(f, frame)
         self.count["frames"] += 1
@@ -129,7 +133,7 @@ class FrameSenderModel:
             if limit is None or self.since(c) < limit:
                 return
             self.seg.read()                     # waited a timeout: no frame
-            self.deferred += 1
+            self.count["req_unframed"] += 1
             if take:
                 self.took = True
                 self.resent = dict(qpn=d["qpn"])
@@ -146,11 +150,14 @@ class FrameSenderModel:
             dip=ctx["dip"], src_qp=d["qpn"], dest_qp=ctx["dest_qp"], psn=d["psn"],
             ack_req=d["ack_req"], va=d["va"], rkey=d["rkey"], dma_length=d["msg_length"],
             swap_add=d["swap_add"], compare=d["compare"]))
+        if c + 1 <= self.w_end:            # the WRITE frame in flight loses a beat
+            self.count["lost_frames"] += 1
         self.r_end = c + 2                 # its 2 beats: c + 1, c + 2
         self.end = max(self.end, c + 2)
         self.send(c + 1, frame)
         self.count["frames"] += 1
         self.count["retransmissions"] += d["resend"]
+        self.count["req_frames"] += 1
         if d["resend"]:
             self.resent = dict(qpn=d["qpn"])
         if need:

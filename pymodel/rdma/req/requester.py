@@ -45,7 +45,7 @@ from spec.rdma_engine import (
 )
 from spec.rdma_fabric import FCS_BYTES
 from spec.rdma_read_req import INTAKE_COUNTERS as READ_COUNTERS
-from spec.rdma_read_req import ORD_DEFAULT
+from spec.rdma_read_req import ORD_DEFAULT, SENDER_COUNTERS
 from spec.rdma_responder import RX_BEATS, RX_FRAMES
 from spec.rdma_stages import COUNT_BITS
 
@@ -383,4 +383,5 @@ class RequesterModel:
         out = {k: out[k] for k in REQUESTER_COUNTERS}
         if self.reads:
             out.update({f"read_{k}": self.read_intake.count[k] for k in READ_COUNTERS})
+            out.update({f"read_{k}": self.sender.count[k] for k in SENDER_COUNTERS})
         return out

@@ -12,7 +12,7 @@ from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, QPN_BITS, WqeOpcode
 from spec.ports import CacheReadSignature
 from spec.rdma_engine import TIMEOUT_BITS
-from spec.rdma_read_req import issue_layout
+from spec.rdma_read_req import SENDER_COUNTERS, issue_layout
 from spec.rdma_stages import record_layout, seg_layout
 
 __all__ = ["FrameSender"]
@@ -68,6 +68,12 @@ class FrameSender(wiring.Component):
         With ``reads``: a take resend left ``seg`` (sent or not) in this cycle.
     frames, retransmissions : Out(32)
         Frames started; those of them that were resends.
+    req_frames, req_unframed, lost_frames : Out(32)
+        With ``reads`` (:data:`spec.rdma_read_req.SENDER_COUNTERS`): READ and atomic
+        request frames started; READ and atomic descriptors that left ``seg`` without a
+        frame (the timeout below); WRITE frames that lost a beat at the output mux (the
+        request framer sent in a cycle the WRITE chain did: by the rules below never,
+        so 0; counted when the frame's last beat leaves).
 
     Timing
     ------
@@ -102,7 +108,8 @@ class FrameSender(wiring.Component):
         self.entries, self.fifo_words = entries, fifo_words
         self.header, self.reads, self.depth = header, reads, depth
         ops = {"issue": Out(stream.Signature(issue_layout(depth))),
-               "timeout": In(TIMEOUT_BITS), "took": Out(1)} if reads else {}
+               "timeout": In(TIMEOUT_BITS), "took": Out(1),
+               **{n: Out(32) for n in SENDER_COUNTERS}} if reads else {}
         super().__init__({
             "seg": In(stream.Signature(seg_layout(bool(reads)))),
             "pay": In(stream.Signature(HOST_WORD_BITS)),
@@ -129,6 +136,7 @@ class FrameSender(wiring.Component):
             m.d.comb += [self.o.valid.eq(fcs.o.valid | rq.o.valid),
                          self.o.payload.eq(Mux(rq.o.valid, rq.o.payload, fcs.o.payload)),
                          fcs.o.ready.eq(self.o.ready), rq.o.ready.eq(self.o.ready)]
+            self._lost_frames(m, fcs, rq)
         else:
             wiring.connect(m, fcs.o, wiring.flipped(self.o))
         wiring.connect(m, wiring.flipped(self.pay), framer.i_data)
@@ -222,13 +230,25 @@ class FrameSender(wiring.Component):
             m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
                          self.resent.valid.eq(d.resend), self.issue.valid.eq(need)]
             m.d.sync += [self.frames.eq(self.frames + 1),
-                         self.retransmissions.eq(self.retransmissions + d.resend)]
+                         self.retransmissions.eq(self.retransmissions + d.resend),
+                         self.req_frames.eq(self.req_frames + 1)]
         with m.Elif(lost):                        # waited a timeout: no frame
             m.d.comb += [self.seg.ready.eq(1), self.rec.valid.eq(record),
                          self.resent.valid.eq(take_r)]
+            m.d.sync += self.req_unframed.eq(self.req_unframed + 1)
         m.d.comb += self.took.eq((go_r | lost) & take_r)
         with m.If(self.issue.valid & self.issue.ready):
             m.d.sync += since.eq(0)
         with m.Elif(since < self.timeout):
             m.d.sync += since.eq(since + 1)
         return ~is_req & rq.i.ready
+
+    def _lost_frames(self, m, fcs, rq):
+        """``lost_frames``: a WRITE frame with a beat offered in a cycle the request
+        framer's beat took the output mux, counted with the frame's last beat."""
+        clash = fcs.o.valid & rq.o.valid
+        hit = Signal()                            # this WRITE frame lost a beat
+        with m.If(fcs.o.valid & fcs.o.ready & fcs.o.payload.last):
+            m.d.sync += [hit.eq(0), self.lost_frames.eq(self.lost_frames + (hit | clash))]
+        with m.Elif(clash):
+            m.d.sync += hit.eq(1)

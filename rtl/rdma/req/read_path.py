@@ -33,7 +33,14 @@ from rtl.rdma.resp.rx import Receive
 from spec.formats.roce import HOST_WORD_BITS, PSN_BITS, Syndrome
 from spec.ports import CountersSignature, PortView
 from spec.rdma_engine import FIFO_DEPTHS
-from spec.rdma_read_req import INTAKE_COUNTERS, ORD_DEFAULT, done_layout, rewind_layout
+from spec.rdma_read_req import (
+    INTAKE_COUNTERS,
+    ORD_DEFAULT,
+    REQUESTER_READ_COUNTERS,
+    SENDER_COUNTERS,
+    done_layout,
+    rewind_layout,
+)
 from spec.rdma_responder import RX_BEATS, RX_FRAMES
 from spec.rdma_stages import header_entry_layout
 
@@ -92,5 +99,8 @@ def wire_read_path(m, req, fifo, link, q_events, ack_rx, comp, wr_arb):
                      e.syndrome.eq(Syndrome.NAK_PSN_SEQUENCE.value), rw.ready.eq(ev.ready)]
     with m.Elif(ack.valid & ~held):
         m.d.comb += [ev.valid.eq(1), e.eq(ack.payload), ack.ready.eq(ev.ready)]
-    sig = CountersSignature(INTAKE_COUNTERS)
-    wiring.connect(m, PortView(sig, ri), wiring.flipped(req.read))
+    # The intake's counters, then the frame sender's (REQUESTER_READ_COUNTERS).
+    ports = {n: getattr(ri, n) for n in INTAKE_COUNTERS}
+    ports.update({n: getattr(req.sender, n) for n in SENDER_COUNTERS})
+    sig = CountersSignature(REQUESTER_READ_COUNTERS)
+    wiring.connect(m, PortView(sig, ports), wiring.flipped(req.read))

@@ -43,7 +43,7 @@ from spec.rdma_engine import (
     TIMEOUT_BITS,
     TIMEOUT_RANGE,
 )
-from spec.rdma_read_req import INTAKE_COUNTERS as READ_COUNTERS
+from spec.rdma_read_req import REQUESTER_READ_COUNTERS as READ_COUNTERS
 from spec.rdma_read_req import SLOTS_RANGE
 from spec.rdma_stages import (
     COUNT_BITS,
@@ -145,8 +145,9 @@ class Requester(wiring.Component):
         :class:`~rtl.rdma.req.ack_queue.AckQueue` between it and the completion unit is
         always ready), ``ack_coalesced`` (events merged into a pending one of their
         window slot).
-    read : Out(CountersSignature(spec.rdma_read_req.INTAKE_COUNTERS))
-        With ``reads``: the response intake's counters.
+    read : Out(CountersSignature(spec.rdma_read_req.REQUESTER_READ_COUNTERS))
+        With ``reads``: the response intake's counters and the frame sender's READ and
+        atomic request counters (``lost_frames`` 0 in a correct build).
 
     READs and atomics (``reads``): :mod:`rtl.rdma.req.read_path`.
     """
