@@ -107,3 +107,26 @@ def test_runners_take_or_refuse_it():
     assert _qps_of(v) == qp_order(40, 64, "zipf")
     with pytest.raises(TypeError, match="popularity"):
         run_point("icarus", 128, 40, qps=64, popularity="zipf", check_only=True)
+
+
+@pytest.mark.slow(reason=(
+    "two RDMA model points on the switch (about 40 s on a loaded machine); the fast "
+    "suite covers the knob's path to model_point in test_runners_take_or_refuse_it"))
+def test_spectrum_rc_row_at_zipf_is_the_engines_zipf_point():
+    """The state spectrum's RC row at Zipf is the engine's own point with its QPs by Zipf
+    (the best cache's ways) on the row's fabric: rate, latency and in-flight state."""
+    from spec.rdma_engine import LADDER
+    from tb.ephemeral.point import LEVEL
+    from tb.ephemeral.spectrum import RC_CACHE, RC_WAYS, rc_row
+    from tb.rdma.headline import model_point
+
+    kw = dict(qps=64, cache_entries=RC_CACHE, rung=LADDER[-1][0], fabric="board",
+              host="pcie", **LEVEL)
+    zipf = model_point(128, 60, popularity="zipf", cache_ways=RC_WAYS, **kw)
+    row = rc_row(64, "board", "zipf", messages=60)
+    assert row["msgs_per_s"] == pytest.approx(1e9 / zipf["ii_cycles_model"])
+    assert (row["latency_cycles"], row["completion_cycles"]) == (
+        zipf["latency_cycles_model"], zipf["completion_cycles_model"])
+    assert row["endpoint_state_bits"] - row["context_state_bits"] \
+        - row["host_context_bits"] == zipf["endpoint_state_bits_model"]
+    assert f"{RC_WAYS}-way" in row["note"]
