@@ -50,10 +50,10 @@ co-simulated at round robin only).
 
 For each factor and metric: the Shapley value (the mean of its marginal difference over
 all k! orders; the shares of all factors add up to the whole gap, the last row minus
-row 0), the least and the most it adds in any order (every subset of the other factors
-comes first in some order), and what it adds in the table's order. A factor whose range
-spans zero, or whose table figure is far from its share, makes a conclusion that holds in
-one order only.
+row 0, in the Zipf game the engine at 4096 QPs by Zipf minus row 0), the least and the
+most it adds in any order (every subset of the other factors comes first in some
+order), and what it adds in the table's order. A factor whose range spans zero, or whose
+table figure is far from its share, makes a conclusion that holds in one order only.
 """
 
 import math
