@@ -43,7 +43,9 @@ Designs and their knobs (every knob is optional unless marked required):
     of the one-at-a-time run, default 16), ``windows`` (the requester's window slots,
     :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins a QP's context until its ACKs,
     or a power of two from 256 to 4096; default 4096; ``cache_ways`` above 1 needs
-    ``windows`` > 0). The point is
+    ``windows`` > 0), ``popularity`` (the QP of each message of both runs: ``round_robin``,
+    the default, or ``uniform`` or ``zipf`` 0.99 as the NIC's destinations,
+    :func:`analysis.scenarios.rdma.qp_order`). The point is
     two runs (:mod:`analysis.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -99,6 +101,7 @@ from pymodel.throughput import steady_ii
 from spec.fabric_profiles import nic_top_credits
 from spec.formats.nic import MAX_LENGTH
 from spec.formats.packet import SUPPORTED_WIDTHS
+from spec.load import POPULARITY
 from spec.metrics import CTRL_KINDS, METRICS
 from spec.nic import ATTACHMENTS, HEADLINE_TOP, PCIE_WORD_BITS
 from spec.rdma_engine import (
@@ -124,7 +127,7 @@ NIC_DEFAULTS = {"framing": None, "peers": 1, "attachment": "integrated", "credit
 #: defaults (the model's link latency and rung its own), and the model's own knobs.
 RDMA_DEFAULTS = {**model_defaults(link_latency=TOP_DEFAULTS["link_latency"],
                                   rung="pipelined"),
-                 "pmtu_log2": 12, "latency_messages": 16,
+                 "pmtu_log2": 12, "latency_messages": 16, "popularity": "round_robin",
                  "windows": REQUESTER_DEFAULTS["windows"], **dict.fromkeys(RUNG_KNOBS)}
 #: Largest RDMA message this runner accepts (bytes).
 RDMA_MAX_BYTES = 1 << 16
@@ -194,6 +197,9 @@ def resolve(design, msg_bytes, messages, knobs):
             raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
                              f"windows 0 a window slot is a cache entry)")
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
+        if p["popularity"] not in POPULARITY:
+            raise ValueError(f"popularity must be one of {POPULARITY}, "
+                             f"not {p['popularity']!r}")
         for name in RUNG_KNOBS:
             if p[name] is not None:
                 _int(name, p[name], 0, 255 if name != "ack_frames" else 65535)
@@ -271,7 +277,8 @@ def _rdma(msg_bytes, messages, p):
     try:
         row, per = rdma_point(msg_bytes, messages, knobs=knobs, pmtu_log2=p["pmtu_log2"],
                               latency_messages=p["latency_messages"], per_message=True,
-                              windows=p["windows"], **{n: p[n] for n in MODEL_FIELDS})
+                              windows=p["windows"], popularity=p["popularity"],
+                              **{n: p[n] for n in MODEL_FIELDS})
     except ValueError as exc:            # the verbs heap: the scenario does not fit
         raise ValueError(f"messages ({messages}) x msg_bytes ({msg_bytes}): {exc}") from exc
     point = {k: row[k] for k in METRICS}

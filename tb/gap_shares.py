@@ -37,23 +37,23 @@ Shapley value splits that interaction evenly between the two.
 
 Two more, the whole walk with the NIC at 4,096 destinations (side row 9's factor,
 :data:`tb.gap_table.SIDE_ROWS`), one per popularity of :data:`DEST_POPULARITIES`: there
-``4096 QPs`` stands for 4,096 peers of either design, the engine's QPs (round robin, as
-row 7) or the NIC's destinations chosen by the popularity, each with its own end-to-end
-completion state. The NIC carries destination ids in its L2 header only and keeps
+``4096 QPs`` stands for 4,096 peers of either design, the engine's QPs or the NIC's
+destinations, both chosen by the popularity (round robin as rows 7 and 9; Zipf 0.99 by
+the same law and seed rule, :func:`analysis.scenarios.rdma.qp_order`), each with its own
+end-to-end completion state. The NIC carries destination ids in its L2 header only and keeps
 per-destination state with end-to-end completion only (:func:`spec.nic.
 check_destinations`), so its 4,096 destinations are applied where the subset holds both
 the Ethernet header and the end-to-end completion, and do nothing elsewhere; the subset
-of the first five factors and the QPs is row 9 (at round robin). The engine's points
-have no popularity: in the Zipf game its QPs stay round robin, only the NIC's
-destinations follow Zipf. The NIC's points at 4,096 destinations are the golden model's
-only, as in the other games (row 9 is co-simulated at round robin only).
+of the first five factors and the QPs is row 9 (at round robin). The points at 4,096
+peers by Zipf are the golden model's only, as in the other games (rows 7 and 9 are
+co-simulated at round robin only).
 
 For each factor and metric: the Shapley value (the mean of its marginal difference over
 all k! orders; the shares of all factors add up to the whole gap, the last row minus
-row 0), the least and the most it adds in any order (every subset of the other factors
-comes first in some order), and what it adds in the table's order. A factor whose range
-spans zero, or whose table figure is far from its share, makes a conclusion that holds in
-one order only.
+row 0, in the Zipf game the engine at 4096 QPs by Zipf minus row 0), the least and the
+most it adds in any order (every subset of the other factors comes first in some
+order), and what it adds in the table's order. A factor whose range spans zero, or whose
+table figure is far from its share, makes a conclusion that holds in one order only.
 """
 
 import math
@@ -94,7 +94,9 @@ def subset_point(profile, subset, destinations=None):
     turns them into a point), the table's rows for the subsets that are its prefixes.
     ``destinations`` (None or one of :data:`DEST_POPULARITIES`): ``4096 QPs`` also puts
     the NIC at row 9's destinations by that popularity where it has the Ethernet header
-    and the end-to-end completion (the module doc). ``ValueError`` names an unknown
+    and the end-to-end completion, and the engine's 4096 QPs by it (the module doc; the
+    engine's ``popularity`` only off round robin, so that round robin's points are the
+    other games'). ``ValueError`` names an unknown
     factor or popularity."""
     unknown = sorted(set(subset) - set(FACTORS))
     if unknown:
@@ -119,6 +121,8 @@ def subset_point(profile, subset, destinations=None):
     s.update(completion="e2e", header="roce" if ethernet else "scaleup",
              qps=4096 if "4096 QPs" in on else 1, cache_entries=16,
              rung=dict(rows[-2][2])["rung"])
+    if destinations not in (None, "round_robin") and s["qps"] > 1:
+        s["popularity"] = destinations   # the engine's QPs by the NIC's law
     if s["attachment"] == "integrated":
         s["attachment"] = "on_die"       # the engine on the accelerator's die
     return "rdma", s
@@ -158,6 +162,8 @@ def game_jobs(profile, messages=1000, msg_bytes=128, popularities=DEST_POPULARIT
                     fn = nic_point if design == "nic" else rdma_point
                     wide = f" at {s[WIDE_SETTING]} ({s['popularity']})" \
                         if WIDE_SETTING in s else ""
+                    if design == "rdma" and "popularity" in s:
+                        wide = f" ({s['popularity']})"
                     jobs.append((f"model {profile} {design}{wide} "
                                  f"{'+'.join(subset) or 'row 0'}", fn,
                                  dict(msg_bytes=msg_bytes, messages=messages,

@@ -168,7 +168,8 @@ def point_of(design, s):
     return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
                 rung=s["rung"], fabric=s["fabric"], header=s["header"],
                 link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s),
-                cache_ways=s.get("cache_ways", 1))
+                cache_ways=s.get("cache_ways", 1),
+                **{k: s[k] for k in ("popularity",) if k in s})
 
 
 def rdma_topology(s):

@@ -190,8 +190,9 @@ def test_state_kinds():
 def test_destination_games_reach_row_9(profile):
     """In the games with destinations ``4096 QPs`` on the NIC's row 5 is side row 9 (its
     popularity the game's); it puts the NIC at 4,096 destinations only with both the
-    Ethernet header and the end-to-end completion, and changes nothing once the engine
-    is in: there the game is the one at one destination."""
+    Ethernet header and the end-to-end completion; once the engine is in, its 4096 QPs
+    take the game's popularity off round robin, and everywhere else the game's points
+    are the ones at one destination."""
     f = gap_shares.FACTORS
     (name, design, s, k), = [r for r in gap_table.side_settings(profile)
                              if gap_table.WIDE_SETTING in r[2]]
@@ -207,7 +208,10 @@ def test_destination_games_reach_row_9(profile):
                 nic_wide = {"Ethernet header", "end-to-end completion", peers} <= set(subset) \
                     and "QP engine, 1 QP" not in subset
                 assert (gap_table.WIDE_SETTING in wide[1]) == nic_wide, subset
-                if not nic_wide:
+                engine = {"QP engine, 1 QP", peers} <= set(subset)
+                if engine and pop != "round_robin":
+                    assert wide == (one[0], dict(one[1], popularity=pop)), subset
+                elif not nic_wide:
                     assert wide == one, subset
     with pytest.raises(ValueError, match="destinations must be None or one of"):
         gap_shares.subset_point(profile, (), "uniform")
@@ -215,17 +219,22 @@ def test_destination_games_reach_row_9(profile):
 
 def test_game_jobs_add_the_destination_points_once():
     """game_jobs holds share_jobs' points first, then the NIC's points at 4,096
-    destinations of each popularity, each once; every game's index covers every subset."""
+    destinations of each popularity and the engine's at 4096 QPs off round robin, each
+    once; every game's index covers every subset."""
     jobs, index = gap_shares.share_jobs("pod", messages=10)
     every, indexes = gap_shares.game_jobs("pod", messages=10)
     k = len(gap_shares.FACTORS)
     assert indexes[None] == index
     assert [label for label, _, _ in every[:len(jobs)]] == [label for label, _, _ in jobs]
     extra = [kw for _, _, kw in every[len(jobs):]]
-    assert extra and all(kw["destinations"] == 4096 for kw in extra)
+    nic = [kw for kw in extra if "destinations" in kw]
+    engine = [kw for kw in extra if "destinations" not in kw]
+    assert nic and all(kw["destinations"] == 4096 for kw in nic)
+    assert engine and all(kw["qps"] == 4096 and kw["popularity"] != "round_robin"
+                          for kw in engine)
     keys = [tuple(sorted(kw.items())) for kw in extra]
     assert len(set(keys)) == len(keys)
-    assert {kw["popularity"] for kw in extra} == set(gap_shares.DEST_POPULARITIES)
+    assert {kw["popularity"] for kw in nic} == set(gap_shares.DEST_POPULARITIES)
     for pop in gap_shares.DEST_POPULARITIES:
         assert len(indexes[pop]) == 2 ** k
         used = {j for j in indexes[pop].values() if j >= len(jobs)}
@@ -233,10 +242,10 @@ def test_game_jobs_add_the_destination_points_once():
 
 
 def test_destination_game_shares_from_rows():
-    """factor_shares on made-up rows in a game with destinations: the shares add up to the
-    same whole gap as the game at one destination (both end at the engine at 4096 QPs and
-    start at row 0), and ``4096 QPs`` now moves the NIC (its range leaves 0 on the NIC's
-    side, its table figure still the engine's step)."""
+    """factor_shares on made-up rows in a game with destinations: the shares add up to
+    the game's whole gap, its engine at 4096 QPs by the popularity minus row 0 (round
+    robin: the same as the game at one destination, its table figure of ``4096 QPs``
+    still the engine's step), and ``4096 QPs`` now moves the NIC."""
     jobs, indexes = gap_shares.game_jobs("pod", messages=10)
     rows = [{"design": "nic", **{f"{m}_model": j * j for m, _ in gap_shares.SHARE_METRICS}}
             for j in range(len(jobs))]
@@ -245,9 +254,12 @@ def test_destination_game_shares_from_rows():
     one = gap_shares.factor_shares(rows, indexes[None])
     for pop in gap_shares.DEST_POPULARITIES:
         got = gap_shares.factor_shares(rows, indexes[pop])
-        assert sum(got[x][m]["shapley"] for x in f) == pytest.approx(
-            sum(one[x][m]["shapley"] for x in f), abs=0.01)
-        assert got[f[-1]][m]["table"] == one[f[-1]][m]["table"]
+        whole = (rows[indexes[pop][frozenset(f)]][f"{m}_model"]
+                 - rows[indexes[pop][frozenset()]][f"{m}_model"])
+        assert sum(got[x][m]["shapley"] for x in f) == pytest.approx(whole, abs=0.01)
+        if pop == "round_robin":
+            assert whole == pytest.approx(sum(one[x][m]["shapley"] for x in f), abs=0.01)
+            assert got[f[-1]][m]["table"] == one[f[-1]][m]["table"]
         assert got[f[-1]][m]["shapley"] != one[f[-1]][m]["shapley"]
 
 

@@ -56,18 +56,19 @@ def latency_spacing(host):
 
 def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
           pmtu_log2=12, seed=1, spacing=0, link_latency=6, warmup=True, depth=HOST_DEPTH,
-          qpc_bytes=QPC_BYTES_DEFAULT, mrs=1, **sizes):
+          qpc_bytes=QPC_BYTES_DEFAULT, mrs=1, popularity="round_robin", **sizes):
     """``(cfg, verbs)`` of a run; with ``warmup`` the first message goes alone and the
     others follow once it is done (:func:`latency_spacing`). ``depth``: host-memory
     words of each node (the co-simulation's by default; a model-only run may use more);
-    ``mrs``: MRs the messages take in turn
+    ``mrs``: MRs the messages take in turn; ``popularity``: the QP of each message
     (:func:`analysis.scenarios.rdma.writes_scenario`)."""
     k = knobs_of(None, knobs)
     verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
                             spacing=spacing, depth=depth,
                             warmup=latency_spacing(host) if warmup else 0,
                             cache_entries=cache_entries,
-                            qpc_words=qpc_words(qpc_bytes, "RDMA point"), mrs=mrs, **k)
+                            qpc_words=qpc_words(qpc_bytes, "RDMA point"), mrs=mrs,
+                            popularity=popularity, **k)
     cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
                  depth=depth, qpc_bytes=qpc_bytes,
                  cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,
@@ -109,7 +110,7 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
                windows=REQUESTER_DEFAULTS["windows"],
                cache_ways=REQUESTER_DEFAULTS["cache_ways"],
                miss_queue=REQUESTER_DEFAULTS["miss_queue"], qpc_bytes=QPC_BYTES_DEFAULT,
-               mr_cache=0, mrs=1):
+               mr_cache=0, mrs=1, popularity="round_robin"):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
@@ -119,7 +120,10 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
     the requester's side queue for items whose context fill is on its way (0: none);
     ``qpc_bytes``: bytes of a QP context in host memory (64 to 1024).
     ``mr_cache``: node B's MR cache (:class:`pymodel.rdma.config.Config`; 0: the MR
-    table on chip); ``mrs``: MRs the messages take in turn. Each of these that is a
+    table on chip); ``mrs``: MRs the messages take in turn. ``popularity`` (:data:`spec.
+    load.POPULARITY`): the QP each message of both runs uses, round robin by default,
+    ``zipf`` (0.99) as the NIC's destinations (:func:`analysis.scenarios.rdma.qp_order`;
+    ``ValueError`` naming ``popularity`` otherwise). Each of these that is a
     field of the design point is checked by the point's own rule first
     (:func:`pymodel.rdma.point_fields.check_fields`: ``ValueError`` naming the keyword,
     then its option).
@@ -132,7 +136,8 @@ def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=N
                   qpc_bytes=qpc_bytes, mr_cache=mr_cache, mrs=mrs)
     check_fields(fields)
     k = knobs_of(rung, knobs)
-    common = dict(fields, pmtu_log2=pmtu_log2, seed=seed, depth=depth, windows=windows)
+    common = dict(fields, pmtu_log2=pmtu_log2, seed=seed, depth=depth, windows=windows,
+                  popularity=popularity)
     cfg, verbs = build(msg_bytes, messages + 1, knobs=k, **common)
     run = run_model(cfg, verbs)
     bw = reduce_run(verbs, run, messages + 1)

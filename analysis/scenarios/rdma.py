@@ -3,7 +3,9 @@ module, the pytest tests and the headline run)."""
 
 import random
 import zlib
+from collections import Counter
 
+from analysis.load.traffic import qp_sequence
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for, inline_limit
@@ -12,8 +14,9 @@ from spec.load import check_count
 from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS, SIM_TIMEOUT
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
-__all__ = ["writes_scenario", "coalesced_ack_requests", "ACK_SPAN_BEATS", "qp_error_scenario",
-           "bad_frames_scenario", "overflow_scenario", "fault_settings", "seed_dropping_only"]
+__all__ = ["writes_scenario", "coalesced_ack_requests", "qp_order", "ACK_SPAN_BEATS",
+           "qp_error_scenario", "bad_frames_scenario", "overflow_scenario", "fault_settings",
+           "seed_dropping_only"]
 
 _PSN_MASK = (1 << PSN_BITS) - 1
 _ACK_MSGS_MASK, _ACK_FRAMES_MASK = (1 << ACK_MSGS_BITS) - 1, (1 << ACK_FRAMES_BITS) - 1
@@ -42,24 +45,37 @@ def _message_beats(nbytes, pmtu_log2):
                for i, n in enumerate(segs))
 
 
-def _plan(messages, qps, k, warmup):
+def qp_order(messages, qps, popularity="round_robin", seed=1):
+    """The QP (0 .. ``qps`` - 1) of each of ``messages`` messages of
+    :func:`writes_scenario`: ``round_robin`` ``j % qps``; otherwise the QP drawn by
+    :func:`analysis.load.traffic.qp_sequence` with ``popularity`` and the scenario's
+    ``seed``, the law and seed rule of the NIC's destinations (``zipf``: skew 0.99;
+    :mod:`analysis.scenarios.nic`, scenario ``destinations``). ``ValueError`` names a
+    ``popularity`` not in :data:`spec.load.POPULARITY`."""
+    if popularity == "round_robin":
+        return [j % qps for j in range(messages)]
+    return qp_sequence(popularity, qps, messages, seed)
+
+
+def _plan(qp, k, warmup):
     """The host's posting plan of :func:`writes_scenario`: per message ``j`` (QP
-    ``j % qps``), whether it is signalled and whether the host announces its QP (rings
-    or writes the WQE by MMIO) right after posting it; and the order in which the
-    engine takes the messages (announcement order, a QP's announced messages in
-    order)."""
-    posted = [0] * qps
-    pending = [[] for _ in range(qps)]
+    ``qp[j]``), whether it is signalled (the QP's last message, or every
+    ``signal_every``-th of the QP's) and whether the host announces its QP (rings or
+    writes the WQE by MMIO) right after posting it; and the order in which the engine
+    takes the messages (announcement order, a QP's announced messages in order)."""
+    posted, pending, nth, later = {}, {}, {}, set()
+    last = [False] * len(qp)
+    for j in reversed(range(len(qp))):
+        last[j] = qp[j] not in later
+        later.add(qp[j])
     signalled, announce, order = [], [], []
-    for j in range(messages):
-        q = j % qps
-        last = j + qps >= messages
+    for j, q in enumerate(qp):
         alone = bool(warmup) and j == 0
-        signalled.append(alone or last
-                         or (j // qps) % k["signal_every"] == k["signal_every"] - 1)
-        posted[q] += 1
-        pending[q].append(j)
-        now = alone or bool(k["bf"]) or posted[q] % k["ring_every"] == 0 or last
+        n = nth[q] = nth.get(q, -1) + 1
+        signalled.append(alone or last[j] or n % k["signal_every"] == k["signal_every"] - 1)
+        posted[q] = posted.get(q, 0) + 1
+        pending.setdefault(q, []).append(j)
+        now = alone or bool(k["bf"]) or posted[q] % k["ring_every"] == 0 or last[j]
         if alone:
             posted[q] = 0
         announce.append(now)
@@ -71,8 +87,12 @@ def _plan(messages, qps, k, warmup):
 
 def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH,
                     mr_entries=16, spacing=0, warmup=0, cache_entries=16, qpc_words=None,
-                    mrs=1, **knobs):
-    """``messages`` RDMA WRITEs round robin over ``qps`` QPs, sizes cycling ``sizes``.
+                    mrs=1, popularity="round_robin", **knobs):
+    """``messages`` RDMA WRITEs over ``qps`` QPs, sizes cycling ``sizes``; message ``j``
+    on QP ``qp_order(messages, qps, popularity, seed)[j]`` (:func:`qp_order`: round
+    robin by default, ``zipf`` as the NIC's destinations). Each QP's send queue holds
+    the most of the round robin's share (``messages / qps`` rounded up) and its own
+    messages.
 
     ``knobs`` are :data:`spec.rdma_engine.RUNG_KNOBS` (the host's side of them: doorbell
     batching ``ring_every``, WQEs by MMIO ``bf``, ``inline`` payloads, one signalled WQE
@@ -105,9 +125,10 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     if k["inline"] and max(sizes) > inline_limit():
         raise ValueError(f"sizes: an inline WRITE carries at most {inline_limit()} bytes "
                          f"in its WQE, not {max(sizes)} (use a rung without inline data)")
+    qp_of = qp_order(messages, qps, popularity, seed)
     rng = random.Random(seed)
-    per_qp = -(-messages // qps)
-    sq_log2 = max(0, (per_qp - 1).bit_length())
+    share, taken = -(-messages // qps), Counter(qp_of)
+    sq_log2 = [max(0, (max(share, taken[q]) - 1).bit_length()) for q in range(qps)]
     stride = 2 if k["inline"] else 0
     v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages),
               qpc_words=qpc_words)
@@ -117,7 +138,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
                          f"{HOST_WORD_BYTES * v.qpc_words} bytes (half of the {depth} "
                          f"host words); use at most {v.max_qps} QPs or a smaller qpc_bytes")
     slots = min(4096, v.max_qps)
-    pairs = [v.create_qp(q, (q * 7 + 3) % slots, sq_log2=sq_log2, pmtu_log2=pmtu_log2,
+    pairs = [v.create_qp(q, (q * 7 + 3) % slots, sq_log2=sq_log2[q], pmtu_log2=pmtu_log2,
                          psn_a=(q * 977) & _PSN_MASK, psn_b=(q * 977) & _PSN_MASK,
                          stride_log2=stride)
              for q in range(qps)]
@@ -127,12 +148,13 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
                                base=raddr)[1] for k in range(1, mrs)]
     cursor = raddr
     release = 0
-    signalled, announce, _ = _plan(messages, qps, k, warmup)
+    signalled, announce, _ = _plan(qp_of, k, warmup)
     ack_req = coalesced_ack_requests(messages, sizes, qps, pmtu_log2=pmtu_log2,
-                                     warmup=warmup, cache_entries=cache_entries, **k)
+                                     warmup=warmup, cache_entries=cache_entries,
+                                     popularity=popularity, seed=seed, **k)
     for j in range(messages):
         n = sizes[j % len(sizes)]
-        qp = pairs[j % qps]
+        qp = pairs[qp_of[j]]
         v.post_write(qp, rng.randbytes(n), cursor, rkeys[j % mrs], wr_id=0x1000_0000 + j,
                      signalled=signalled[j], inline=bool(k["inline"]), ack_req=ack_req[j])
         if announce[j]:
@@ -148,7 +170,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
 
 
 def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_entries=16,
-                           **knobs):
+                           popularity="round_robin", seed=1, **knobs):
     """Per message of :func:`writes_scenario` (same arguments): whether the host sets
     ``WQE_ACK_REQ`` on its WQE.
 
@@ -177,7 +199,8 @@ def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_e
         return [False] * messages
     if qps > cache_entries:
         return [True] * messages
-    signalled, _, order = _plan(messages, qps, k, warmup)
+    qp = qp_order(messages, qps, popularity, seed)
+    signalled, _, order = _plan(qp, k, warmup)
     pmtu = 1 << pmtu_log2
     beats = [_message_beats(sizes[j % len(sizes)], pmtu_log2) for j in range(messages)]
     frames = [max(1, -(-sizes[j % len(sizes)] // pmtu)) for j in range(messages)]
@@ -187,14 +210,14 @@ def coalesced_ack_requests(messages, sizes, qps, pmtu_log2=12, warmup=0, cache_e
     for j in order:
         before[j] = total
         total += beats[j]
-        q = j % qps
+        q = qp[j]
         if q in seen:
             nxt[seen[q]] = j
         seen[q] = j
     out = [False] * messages
     start, msgs, fsum = {}, [0] * qps, [0] * qps
     for j in order:
-        q = j % qps
+        q = qp[j]
         start.setdefault(q, before[j])
         m, f = msgs[q] + 1, fsum[q] + frames[j]
         engine = (signalled[j] or k["ack_every"] <= 1 or m >= k["ack_every"]

@@ -28,10 +28,10 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     :func:`tb.ephemeral.point.model_point` (the engine's datapath, the pool of 256).
 ``rdma``
     The RC engine at its best rung with 256 context-cache entries
-    (:func:`tb.rdma.headline.model_point`, ``qps`` = peers, round robin). Zipf
-    destinations: the saturated rate of :func:`analysis.load.rdma_saturation.saturation`
-    (RdmaTop's direct link standing for the path, :func:`spec.fabric_profiles.one_way`),
-    with the round-robin row's latency and in-flight state (``note`` says so). Its
+    (:func:`tb.rdma.headline.model_point`, ``qps`` = peers, on the level field's switch
+    as the other rows), its QPs by the row's popularity (Zipf: the NIC's destinations'
+    law, :func:`analysis.scenarios.rdma.qp_order`, with :data:`RC_WAYS` ways, ``note``
+    says so): rate, latency and in-flight state of that run. Its
     context state: the entries of its two on-chip caches (requester and responder, 512
     bits an entry) that its peers' contexts occupy (``min(256, peers)`` each) and, in host
     memory, a 256-byte context per peer.
@@ -44,7 +44,6 @@ contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits
 
 import concurrent.futures
 
-from spec.fabric_profiles import one_way
 from spec.formats.nic import PSN_BYTES, header_bytes
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.nic import COMPLETION_DEFAULTS, completion_state_bits, peer_retry_state_bits
@@ -157,17 +156,11 @@ def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
     """The RC engine's row (module docstring)."""
     from tb.rdma.headline import model_point as rdma_point
 
+    skewed = pattern != "round_robin" and peers > 1
     r = rdma_point(128, messages, qps=peers, cache_entries=RC_CACHE, rung=LADDER[-1][0],
-                   fabric=fabric, host=attachment, **LEVEL)
-    ii, note = r["ii_cycles_model"], ""
-    if pattern != "round_robin" and peers > 1:
-        from analysis.load.rdma_saturation import saturation
-
-        ii = saturation(128, 2 * messages, popularity=pattern, qps=peers,
-                        cache_entries=RC_CACHE, cache_ways=RC_WAYS, host=attachment,
-                        link_latency=one_way(fabric))
-        note = (f"rate on the direct link, {RC_WAYS}-way cache; latency and in-flight "
-                "state of round robin")
+                   fabric=fabric, host=attachment, **LEVEL,
+                   **(dict(popularity=pattern, cache_ways=RC_WAYS) if skewed else {}))
+    ii, note = r["ii_cycles_model"], f"{RC_WAYS}-way cache" if skewed else ""
     on_chip = 2 * min(RC_CACHE, peers) * RC_ENTRY_BITS
     host = peers * QPC_BYTES_DEFAULT * 8
     total = r["endpoint_state_bits_model"] + on_chip + host

@@ -71,7 +71,7 @@ COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout",
                  "clean_baseline", "out_json", "token", "selective", "qpc_bytes")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
-    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs"),
+    "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs", "popularity"),
     "qp_error": (),
     "bad": (),
     "reads": (),
@@ -165,7 +165,7 @@ def scenario(p, cfg, knobs):
                             pmtu_log2=p.get("pmtu_log2", 12), seed=p.get("seed", 1),
                             spacing=p.get("spacing", 0), warmup=p.get("warmup", 0),
                             cache_entries=cfg.cache_entries, mrs=p.get("mrs", 1),
-                            **host, **knobs)
+                            popularity=p.get("popularity", "round_robin"), **host, **knobs)
         return v, [], None
     if p["kind"] == "qp_error":
         return qp_error_scenario(seed=p.get("seed", 4), **host), [], None

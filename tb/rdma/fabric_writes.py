@@ -42,12 +42,13 @@ def fabric_config(top, sc, cache_entries=16):
 
 #: The parameters of a ``writes`` run (as :data:`tb.rdma.cocotb_rdma.KIND_PARAMS`'s).
 WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
-                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json")
+                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json", "popularity")
 
 
 def writes_setup(top, p):
     """``(cfg, verbs)`` of a ``writes`` run ``p`` on a two-node top ``top``: the verbs of
-    :func:`~analysis.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1)
+    :func:`~analysis.scenarios.rdma.writes_scenario` (node A is node 0, node B node 1;
+    ``popularity``: its QP of each message, round robin by default)
     and the model's :class:`FabricConfig` with the run's engine knobs and cache
     entries in use. ``ValueError`` names a bad parameter."""
     unknown = sorted(set(p) - set(WRITES_PARAMS))
@@ -62,7 +63,8 @@ def writes_setup(top, p):
     words = qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "fabric writes run")
     v = writes_scenario(p["messages"], p["sizes"], p["qps"], spacing=p.get("spacing", 0),
                         warmup=p.get("warmup", 0), cache_entries=entries, depth=t["depth"],
-                        mr_entries=t["mr_entries"], qpc_words=words, **knobs)
+                        mr_entries=t["mr_entries"], qpc_words=words,
+                        popularity=p.get("popularity", "round_robin"), **knobs)
     cfg = fabric_config(top, v, entries)
     cfg = dataclasses.replace(cfg, qpc_bytes=64 * words,
                               **{k: knobs[k] for k in ENGINE_KNOBS})

@@ -208,13 +208,16 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
 
 def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
                 latency_messages=16, fabric="board", link_retry=False, header="roce",
-                topology=TOPOLOGY, cache_ways=1):
+                topology=TOPOLOGY, cache_ways=1, popularity="round_robin"):
     """The golden model's side of :func:`run_point` alone (no simulator), for the
     parameters it shares with it (the others at their defaults): the row with ``_model``
     values only, from the same top, runs and reduction as the co-simulation's model side
     (:func:`tb.rdma.cocotb_rdma.config`, :func:`~tb.rdma.cocotb_rdma.scenario`,
     :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`analysis.rdma.point.reduce_run`), and
-    the comparison keys; ``cache_ways``: as :func:`run_point`'s."""
+    the comparison keys; ``cache_ways``: as :func:`run_point`'s. ``popularity``: the QP
+    of each message of both runs (:func:`analysis.scenarios.rdma.qp_order`: round robin by
+    default, ``zipf`` 0.99 as the NIC's destinations; the row's ``popularity`` when not
+    round robin): the model's alone, :func:`run_point` co-simulates round robin only."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
     point = rdma_point(qps=qps, cache_entries=cache_entries, host=host, rung=rung,
@@ -226,11 +229,12 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
 
         return model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
                                    latency_messages, fabric, link_retry, header,
-                                   cache_ways)
+                                   cache_ways, popularity)
     k = knobs_of(rung, None)
     top = top_params(point, _top(host, None, fabric, link_retry, header))
     warm = latency_spacing(host)
-    common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, **run_params(point, _WRITES))
+    common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, popularity=popularity,
+                  **run_params(point, _WRITES))
     runs = []
     for params in (dict(common, messages=messages + 1, knobs=k),
                    dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
@@ -246,6 +250,8 @@ def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=
            "msg_bytes": msg_bytes, "messages": messages, "qps": qps,
            "cache_entries": cache_entries, "host": host, "rung": rung,
            **comparison_keys(host, fabric, link_retry, header), **row_tags(point)[0]}
+    if popularity != "round_robin":
+        row["popularity"] = popularity
     row.update({f"{key}_model": bw.get(key) for key in _PER_MESSAGE})
     row["latency_cycles_model"] = isolated_median(lat["latency"])
     row["completion_cycles_model"] = isolated_median(lat["completion"])

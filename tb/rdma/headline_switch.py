@@ -51,12 +51,16 @@ def reads_host(knobs):
     return not (knobs.get("bf") and knobs.get("inline"))
 
 
-def _switch_params(msg_bytes, qps, cache_entries, host, k, messages, latency_messages):
+def _switch_params(msg_bytes, qps, cache_entries, host, k, messages, latency_messages,
+                   popularity="round_robin"):
     """Both runs' parameters of a ``switch`` point (the ``writes`` kind of
-    :mod:`tb.rdma.cocotb_fabric`), as :func:`run_point`'s on RdmaTop."""
+    :mod:`tb.rdma.cocotb_fabric`), as :func:`run_point`'s on RdmaTop; ``popularity``
+    (the model's alone) only when not round robin."""
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], qps=qps, warmup=warm,
                   cache_entries=cache_entries)
+    if popularity != "round_robin":
+        common["popularity"] = popularity
     return (dict(common, messages=messages + 1, knobs=k),
             dict(common, messages=latency_messages + 1, knobs=latency_knobs(k),
                  spacing=warm))
@@ -125,8 +129,10 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
 
 
 def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
-                        latency_messages, fabric, link_retry, header, cache_ways=1):
-    """:func:`model_point` with ``topology`` ``switch``: the fabric test's model side."""
+                        latency_messages, fabric, link_retry, header, cache_ways=1,
+                        popularity="round_robin"):
+    """:func:`model_point` with ``topology`` ``switch``: the fabric test's model side
+    (``popularity``: the row's when not round robin)."""
     from pymodel.rdma.fabric_system import simulate_fabric
     from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
@@ -134,7 +140,7 @@ def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
                      reads_host(knobs_of(rung, None)), cache_ways)
     runs = []
     for params in _switch_params(msg_bytes, qps, cache_entries, host, knobs_of(rung, None),
-                                 messages, latency_messages):
+                                 messages, latency_messages, popularity):
         cfg, v = writes_setup(top, params)
         run = simulate_fabric(cfg, writes_images(v))
         red = reduce_run(v, pair_run(run), max(len(v.messages), 1))
@@ -146,5 +152,7 @@ def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
            "rung": rung, **comparison_keys(host, fabric, link_retry, header, "switch")}
     if cache_ways != 1:
         row["cache_ways"] = cache_ways
+    if popularity != "round_robin":
+        row["popularity"] = popularity
     _switch_sides(row, *runs, fabric, link_retry)
     return {k: v for k, v in row.items() if not k.endswith("_rtl")}

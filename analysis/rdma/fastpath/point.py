@@ -86,8 +86,11 @@ def rdma_fast_point(msg_bytes, messages, p):
     Raises ``ValueError`` for a point the verbs model refuses (inline data that does
     not fit, a full host memory) and for the regimes the fast path does not cover
     (package doc): fewer than :data:`MIN_MESSAGES` messages, ACK coalescing that would
-    meet transport timeouts, a responder receive buffer that would overflow.
+    meet transport timeouts, a responder receive buffer that would overflow, QPs taken
+    other than round robin (``popularity``).
     """
+    if p.get("popularity", "round_robin") != "round_robin":
+        raise _not_covered(f"QPs by popularity {p['popularity']!r} (round robin only)")
     if messages < MIN_MESSAGES:
         raise _not_covered(f"{messages} messages: the steady state needs at least "
                            f"{MIN_MESSAGES}")
