@@ -8,8 +8,11 @@ interface, or the engines on the accelerator's die and the NIC integrated:
 
 ``nic``
     The NIC with its end-to-end completion (:func:`tb.nic.headline.model_point`, L2
-    header): its only per-peer state is the completion's counters (per source at the
-    receiver, per destination at the sender; :func:`spec.nic.completion_state_bits`).
+    header), counted when its completion record reaches host memory (``records`` =
+    :data:`spec.nic.RECORD_SLOTS`), as the engines' when their CQE does: its only
+    per-peer state is the completion's counters (per source at the receiver, per
+    destination at the sender; :func:`spec.nic.completion_state_bits`) and the record
+    writer's pending flag (:func:`spec.nic.record_state_bits`).
     Its model top has 16 nodes, so rate, latency and wire bytes are those of 15 peers
     round robin at 64 peers and more (its datapath holds nothing per peer: the figures
     of 1 and 15 peers are compared in the tests); its state is the formula at the row's
@@ -46,7 +49,13 @@ import concurrent.futures
 
 from spec.formats.nic import PSN_BYTES, header_bytes
 from spec.formats.roce import QPC_BYTES_DEFAULT
-from spec.nic import COMPLETION_DEFAULTS, completion_state_bits, peer_retry_state_bits
+from spec.nic import (
+    COMPLETION_DEFAULTS,
+    RECORD_SLOTS,
+    completion_state_bits,
+    peer_retry_state_bits,
+    record_state_bits,
+)
 from spec.rdma_engine import LADDER
 from tb.ephemeral.point import ATTACHMENTS, LEVEL, attachment_cap, model_point
 
@@ -92,10 +101,11 @@ def nic_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
 
     used, att = min(peers, NIC_TOP_PEERS), ATTACHMENTS[attachment]
     r = nic_point("l2", 128, messages, peers=used, attachment=att, fabric=fabric,
-                  retry=True, completion="e2e")
+                  retry=True, completion="e2e", records=RECORD_SLOTS)
     nt = _point_params("l2", 128, messages, used, None, att, fabric, True, "e2e",
-                       16, None)[0]
-    state = sum(completion_state_bits(peers + 1, nt.coalesce, nt.flush_idle, nt.timeout))
+                       16, None, RECORD_SLOTS)[0]
+    state = (sum(completion_state_bits(peers + 1, nt.coalesce, nt.flush_idle, nt.timeout))
+             + record_state_bits(peers + 1, RECORD_SLOTS))
     note = []
     if peers > used:
         note.append(f"rate of {used} peers; state by formula")
@@ -130,7 +140,8 @@ def nic_retry_row(peers, fabric, pattern, messages=1000, attachment="pcie", nic=
     window = retry_window(1e9 / nic["msgs_per_s"], nic["completion_cycles"])
     used, att = min(peers, NIC_TOP_PEERS), ATTACHMENTS[attachment]
     r = nic_point("l2", 128, messages, peers=used, attachment=att, fabric=fabric,
-                  retry=True, completion="e2e", peer_retry=True, peer_window=window)
+                  retry=True, completion="e2e", records=RECORD_SLOTS, peer_retry=True,
+                  peer_window=window)
     slot = header_bytes("l2") + PSN_BYTES + 128          # the frame without its FCS
     rx, tx, replay = peer_retry_state_bits(peers, window, slot)
     total = nic["endpoint_state_bits"] + rx + tx + replay
