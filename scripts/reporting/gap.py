@@ -98,9 +98,9 @@ def shares_lines(rows, profile):
         if not mine:
             continue
         peers = ("" if pop is None else
-                 " (`4096 QPs` is 4,096 peers: the engine's QPs round robin, the NIC's "
-                 "destinations where it has the Ethernet header and end-to-end completion; "
-                 "the NIC's points at 4,096 destinations are the model's only)")
+                 f" (`4096 QPs` is 4,096 peers, {pop.replace('_', ' ')}: the engine's QPs "
+                 "and the NIC's destinations where it has the Ethernet header and "
+                 "end-to-end completion; the points at 4,096 peers are the model's only)")
         out += [f"Each factor's share over all orders at `{profile}`, {game}{peers}: "
                 f"Shapley value [least, most] (in the table's order), from the golden "
                 f"model (tb/gap_shares.py; `python -m tb.gap_shares {profile}`):", "",
