@@ -92,6 +92,19 @@ def peer_ports(tb, q):
     return out
 
 
+def compare_peer_ports(sb, tb, want, nodes):
+    """Every node's ports ``peer[q]`` (:func:`peer_ports`) against the model's
+    ``want["peer"]``; returns the RTL's ports by node."""
+    peer = {q: peer_ports(tb, q) for q in range(nodes)}
+    for q in range(nodes):
+        for n, value in want["peer"][q].items():
+            if isinstance(value, list):
+                sb.compare(f"peer{q} {n}", peer[q][n], value, fmt=str)
+            else:
+                sb.equal(f"peer{q} {n}", peer[q][n], value)
+    return peer
+
+
 @cocotb.test()
 async def nic_peer_matches_model(dut):
     p = cosim_params()
@@ -121,13 +134,7 @@ async def nic_peer_matches_model(dut):
     sb = Scoreboard(dut._log)
     tb.compare(sb, want, links=retry)
     ports, counters = await compare_completions(sb, tb, want, cp)
-    peer = {q: peer_ports(tb, q) for q in range(nodes)}
-    for q in range(nodes):
-        for n, value in want["peer"][q].items():
-            if isinstance(value, list):
-                sb.compare(f"peer{q} {n}", peer[q][n], value, fmt=str)
-            else:
-                sb.equal(f"peer{q} {n}", peer[q][n], value)
+    peer = compare_peer_ports(sb, tb, want, nodes)
     # The scenario's own oracle, from the stores alone and the RTL's ports.
     mem, words = oracle(stores, nodes, w, p["mem_words"])
     if p["scenario"] in ("loss", "switch_loss"):
