@@ -9,6 +9,7 @@ from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from rtl.fabric.switch import Switch
 from spec.formats.nic import dst_byte
 from tb.amsim import run_sim
+from tests.switch_bench import offer_beats, take_egress
 
 
 @pytest.mark.parametrize("framing", ["compact", "l2"])
@@ -36,23 +37,8 @@ def test_switch_holds_beats_while_egress_not_ready(framing, stall):
 
     async def bench(ctx):
         for c in range(cycles):
-            now = {}
-            for p in range(ports):
-                link = dut.i[p]
-                send = bool(streams[p]) and (c + p) % 3 != 0
-                ctx.set(link.valid, send)
-                if send:
-                    beat = streams[p].pop(0)
-                    ctx.set(link.payload.as_value(), beat)
-                    now[p] = unpack_beat(width, beat)
-                ctx.set(dut.o[p].ready, ready[c][p])
-            arrivals.append(now)
-            out = []
-            for p in range(ports):
-                o = dut.o[p]
-                leaves = ctx.get(o.valid) and ready[c][p]
-                out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            got.append((out, [ctx.get(dut.credit[p]) for p in range(ports)]))
+            arrivals.append(offer_beats(ctx, dut, streams, c, width, ready[c]))
+            got.append(take_egress(ctx, dut, ports, ready[c]))
             await ctx.tick()
 
     run_sim(dut, bench)

@@ -10,6 +10,7 @@ from rtl.fabric.switch import Switch
 from spec.fabric import SWITCH_DROPS, check_switch_drops, switch_counters
 from spec.formats.nic import dst_byte
 from tb.amsim import run_sim
+from tests.switch_bench import offer_beats, take_egress
 
 #: Egress frame numbers to drop (port 3 drops none).
 DROPS = {0: [0, 3], 1: [2], 2: [1, 2, 4]}
@@ -47,25 +48,11 @@ def test_switch_drops_chosen_frames(backpressure, hop, stall):
 
     async def bench(ctx):
         for c in range(cycles):
-            now = {}
+            arrivals.append(offer_beats(ctx, dut, streams, c, width, ready[c]))
             for p in range(ports):
-                link = dut.i[p]
-                send = bool(streams[p]) and (c + p) % 3 != 0
-                ctx.set(link.valid, send)
-                if send:
-                    beat = streams[p].pop(0)
-                    ctx.set(link.payload.as_value(), beat)
-                    now[p] = unpack_beat(width, beat)
-                ctx.set(dut.o[p].ready, ready[c][p])
                 ctx.set(dut.faults[p].valid, bool(pending[p]))
                 ctx.set(dut.faults[p].payload, pending[p][0] if pending[p] else 0)
-            arrivals.append(now)
-            out = []
-            for p in range(ports):
-                o = dut.o[p]
-                leaves = ctx.get(o.valid) and ready[c][p]
-                out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            got.append((out, [ctx.get(dut.credit[p]) for p in range(ports)],
+            got.append((*take_egress(ctx, dut, ports, ready[c]),
                         ctx.get(dut.counters.drop_fault)))
             for p in range(ports):
                 if ctx.get(dut.faults[p].ready):

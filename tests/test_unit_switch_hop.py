@@ -16,6 +16,7 @@ from pymodel.packet import frame_to_beats, pack_beat, unpack_beat
 from rtl.fabric.switch import Switch
 from spec.formats.nic import dst_byte
 from tb.amsim import run_sim
+from tests.switch_bench import offer_beats, take_egress
 
 PORTS, WIDTH, DEPTH = 4, 8, 32
 
@@ -43,21 +44,8 @@ def _run(hop, frames, cycles):
 
     async def bench(ctx):
         for c in range(cycles):
-            now = {}
-            for p in range(PORTS):
-                link = dut.i[p]
-                send = bool(streams[p]) and (c + p) % 3 != 0
-                ctx.set(link.valid, send)
-                if send:
-                    beat = streams[p].pop(0)
-                    ctx.set(link.payload.as_value(), beat)
-                    now[p] = unpack_beat(WIDTH, beat)
-            arrivals.append(now)
-            out = []
-            for p in range(PORTS):
-                o = dut.o[p]
-                out.append(ctx.get(o.payload.as_value()) if ctx.get(o.valid) else None)
-            got.append((out, [ctx.get(dut.credit[p]) for p in range(PORTS)]))
+            arrivals.append(offer_beats(ctx, dut, streams, c, WIDTH))
+            got.append(take_egress(ctx, dut, PORTS))
             await ctx.tick()
 
     run_sim(dut, bench)

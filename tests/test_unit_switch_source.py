@@ -17,6 +17,7 @@ from rtl.fabric.switch import Switch
 from spec.fabric import check_source_write
 from spec.formats.nic import dst_byte, src_byte
 from tb.amsim import run_sim
+from tests.switch_bench import offer_beats, take_egress
 
 PORTS = 4
 #: owner[node] written before the traffic: node 3 may use any port (the written value
@@ -54,23 +55,8 @@ def _run(width, framing, backpressure, frames, writes, race=(), cycles=420, stal
             if x is not None:
                 ctx.set(dut.src_wr.payload.node, x[0])
                 ctx.set(dut.src_wr.payload.port, x[1])
-            now = {}
-            for p in range(PORTS):
-                link = dut.i[p]
-                send = c >= start and bool(streams[p]) and (c + p) % 3 != 0
-                ctx.set(link.valid, send)
-                if send:
-                    beat = streams[p].pop(0)
-                    ctx.set(link.payload.as_value(), beat)
-                    now[p] = unpack_beat(width, beat)
-                ctx.set(dut.o[p].ready, ready[c][p])
-            arrivals.append(now)
-            out = []
-            for p in range(PORTS):
-                o = dut.o[p]
-                leaves = ctx.get(o.valid) and ready[c][p]
-                out.append(ctx.get(o.payload.as_value()) if leaves else None)
-            got.append((out, [ctx.get(dut.credit[p]) for p in range(PORTS)]))
+            arrivals.append(offer_beats(ctx, dut, streams, c, width, ready[c], start))
+            got.append(take_egress(ctx, dut, PORTS, ready[c]))
             await ctx.tick()
         counter.append(ctx.get(dut.counters.drop_spoofed))
 
