@@ -220,7 +220,8 @@ def _args(argv):
     ap.add_argument("--nic-switch-drops", type=int, default=0, metavar="K",
                     choices=range(SWITCH_DROPS + 1),
                     help=f"NIC: per-peer retry, and K frames dropped inside the switch at "
-                         f"each egress per chunk (0 to {SWITCH_DROPS}; default 0: off)")
+                         f"each egress per chunk of stores (0 to {SWITCH_DROPS}; default 0: "
+                         f"off; a --mix's loads and atomics run on NicMemTop without them)")
     ap.add_argument("--rdma-chunk", type=_chunk(RDMA_CHUNK), default=RDMA_CHUNK,
                     help=f"RDMA WRITEs per co-simulation (1 to {RDMA_CHUNK}, default "
                          f"{RDMA_CHUNK})")
