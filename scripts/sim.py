@@ -15,9 +15,9 @@ first by the model's own parameter checks, so a bad value stops with an error na
 ``--fabric board|rack|pod`` (both designs; spec/fabric_profiles.py, docs/fabric.md) runs
 the point on a fabric profile: its links and switch hop, and the state sized from them
 (the NIC's credits; the RDMA engine's path, window records and transport timeout).
-``--design ephemeral`` co-simulates the sender's flow through its context pool and takes
-the datapath's figures from the engine's model (docs/ephemeral.md, "make sim --design
-ephemeral"); the figures after the table say which is which.
+``--design ephemeral`` co-simulates the sender's flow through its context pool and the
+datapath around it, the engine's at 1 QP on RdmaFabricTop (docs/ephemeral.md, "make sim
+--design ephemeral"); the figures after the table say where each comes from.
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
@@ -186,8 +186,8 @@ def main(argv=None):
         if args.design == "ephemeral":
             from tb.ephemeral.sim_point import figure_lines
 
-            print("\nfigures (RTL: the sender's flow co-simulated; model: the engine's "
-                  "datapath at 1 QP and the pool twin):")
+            print("\nfigures (RTL: the sender's flow and the engine's datapath at 1 QP "
+                  "co-simulated; model: the engine's datapath at 1 QP and the pool twin):")
             print("\n".join(figure_lines(row)))
         print(f"\n[sim] wrote {path}" + (f", {args.out / 'point.pcap'}"
                                           if frames and point_pcap(row) else ""))

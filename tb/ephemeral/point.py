@@ -43,8 +43,8 @@ from spec.load import POPULARITY
 from spec.rdma_engine import LADDER
 from tb.rdma.row_keys import comparison_keys
 
-__all__ = ["LEVEL", "ATTACHMENTS", "datapath_row", "model_point", "check_point",
-           "MAX_LANES", "attachment_cap"]
+__all__ = ["LEVEL", "ATTACHMENTS", "datapath_row", "datapath_point", "model_point",
+           "check_point", "MAX_LANES", "attachment_cap", "DATAPATH_MESSAGES"]
 
 #: The level field of the spectrum (SPEC.md, "Comparisons on a level field"): the NIC's
 #: switch with link retry, RoCEv2 (Ethernet-class) headers, end-to-end completion; the
@@ -60,21 +60,30 @@ MAX_LANES = 64
 DATAPATH_MESSAGES = 1000
 
 
+def datapath_point(fabric, attachment="pcie"):
+    """The keyword arguments of the datapath's RDMA point, which its model run
+    (:func:`datapath_row`) and its co-simulation (:func:`tb.ephemeral.sim_point.run_point`
+    by :func:`tb.rdma.headline.run_point`) share: 1 QP, 16 cache entries, the best rung,
+    :data:`LEVEL` at ``fabric`` behind ``attachment``."""
+    return dict(qps=1, cache_entries=16, rung=LADDER[-1][0], fabric=fabric,
+                host=attachment, **LEVEL)
+
+
 @functools.lru_cache(maxsize=8)
 def datapath_row(fabric, attachment="pcie", msg_bytes=128):
-    """The RDMA engine's model row at 1 QP, best rung, on :data:`LEVEL` at ``fabric``
-    behind ``attachment`` (:func:`tb.rdma.headline.model_point`): the datapath the
-    ephemeral design reuses."""
+    """The RDMA engine's model row of :func:`datapath_point` (:func:`tb.rdma.headline.
+    model_point`, :data:`DATAPATH_MESSAGES` messages): the datapath the ephemeral design
+    reuses."""
     from tb.rdma.headline import model_point as rdma_point
 
-    return rdma_point(msg_bytes, DATAPATH_MESSAGES, qps=1, cache_entries=16,
-                      rung=LADDER[-1][0], fabric=fabric, host=attachment, **LEVEL)
+    return rdma_point(msg_bytes, DATAPATH_MESSAGES, **datapath_point(fabric, attachment))
 
 
-def attachment_cap(row):
-    """Messages a second the attachment of a model row carries at most: its busier
-    direction is ``host_util`` busy at the row's ii, so ``1e9 / (ii * host_util)``."""
-    return 1e9 / (row["ii_cycles_model"] * row["host_util_model"])
+def attachment_cap(row, side="model"):
+    """Messages a second the attachment of an RDMA row carries at most: its busier
+    direction is ``host_util`` busy at the row's ii, so ``1e9 / (ii * host_util)``
+    (``side``: ``"model"`` or ``"rtl"``, the row's figures of that side)."""
+    return 1e9 / (row[f"ii_cycles_{side}"] * row[f"host_util_{side}"])
 
 
 def _wire(nbytes):

@@ -1,17 +1,27 @@
-"""`make sim --design ephemeral`: one point of the ephemeral design, its flow co-simulated.
+"""`make sim --design ephemeral`: one point of the ephemeral design, co-simulated.
 
-The sender's flow (:class:`rtl.ephemeral.sender.EphemeralSender` on
-:class:`rtl.tops.ephemeral_sender_top.EphemeralSenderTop`) runs the point's messages in
-co-simulation and every send, CLOSE and counter is compared with the twin
-(:class:`pymodel.ephemeral.sender.SenderModel`; a difference is a mismatch). The datapath
-around it (posting, framing, the wire, the responder, the ACK) is not RTL of this design
-(docs/ephemeral.md, "Reusing the RDMA engine"): its figures come from the engine's
-model at 1 QP on the level field (:func:`tb.ephemeral.point.datapath_row`), as in the
-model's point (:func:`tb.ephemeral.point.model_point`).
+Two co-simulations, each compared with its model (a difference is a mismatch):
 
-The row: the model point's keys and ``_model`` figures, plus ``_rtl`` figures computed
-from the co-simulated sends and CLOSEs with the datapath's constants (:data:`SOURCES`
-says which figure comes from where) and ``mismatches``.
+* the sender's flow (:class:`rtl.ephemeral.sender.EphemeralSender` on
+  :class:`rtl.tops.ephemeral_sender_top.EphemeralSenderTop`) runs the point's messages and
+  every send, CLOSE and counter is compared with the twin
+  (:class:`pymodel.ephemeral.sender.SenderModel`);
+* the datapath around it (posting, framing, the wire, the responder, the ACK: the RDMA
+  engine's at 1 QP with its context on chip, docs/ephemeral.md, "Reusing the RDMA
+  engine") runs as the engine's RTL on :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop`,
+  the point :func:`tb.ephemeral.point.datapath_point` (the level field's switch with link
+  retry, the best rung, behind the point's attachment) with the messages of
+  :func:`tb.ephemeral.point.datapath_row`, by :func:`tb.rdma.headline.run_point` (the
+  RDMA ``switch`` rows' run, the gap table's row 6 at the same profile: one build). Its
+  RTL figures must equal the model's datapath that the model point and the sender's run
+  use (ii, attachment utilisation, latency, completion, host bytes, state, the frames'
+  sizes); each that differs is a mismatch. The two run at once (the datapath in a
+  process of its own).
+
+The row: the model point's keys and ``_model`` figures (:func:`tb.ephemeral.point.
+model_point`), plus ``_rtl`` figures computed from the co-simulated sends and CLOSEs and
+the co-simulated datapath's figures (:data:`SOURCES` says which figure comes from where)
+and ``mismatches`` (both co-simulations').
 """
 
 import json
@@ -29,29 +39,36 @@ from spec.ephemeral import (
     send_context_bits,
 )
 
-__all__ = ["check_sim_point", "run_point", "SOURCES", "MAX_MESSAGES", "figure_lines"]
+__all__ = ["check_sim_point", "run_point", "SOURCES", "MAX_MESSAGES", "figure_lines",
+           "DATAPATH_FIGURES", "datapath_mismatches", "frame_wire_bytes"]
 
 #: Most messages of a co-simulated point (the top's player and recorders hold them).
 MAX_MESSAGES = 1 << 16
 
-#: Per figure of the row: where its ``_rtl`` value comes from.
+#: Per figure of the row: where its ``_rtl`` value comes from ("the datapath": the
+#: engine's datapath at 1 QP co-simulated on RdmaFabricTop).
 SOURCES = {
     "ii_cycles": "co-simulated (the RTL's send cycles; the datapath's ii as the spacing)",
-    "msgs_per_s": "co-simulated (1e9 / ii, capped by the attachment as the model's)",
+    "msgs_per_s": "co-simulated (1e9 / ii, capped by the datapath's attachment)",
     "send_contexts_max": "co-simulated (the pool's used_max)",
-    "recv_contexts_max": "co-simulated CLOSE and open cycles + the datapath's latency "
-                         "and one-way delay (model)",
+    "recv_contexts_max": "co-simulated (CLOSE and open cycles + the datapath's latency "
+                         "and the profile's one-way delay)",
     "pool_full_waits": "co-simulated (the pool's counter)",
     "opens_per_message": "co-simulated (the pool's counter)",
     "wait_p99_cycles": "co-simulated (the RTL's send cycles)",
-    "wire_bytes": "co-simulated ACK requests and CLOSEs + the frames' sizes (model)",
+    "wire_bytes": "co-simulated (ACK requests and CLOSEs + the datapath's frame sizes)",
     "context_state_bits": "co-simulated (contexts at their most x their bits)",
-    "endpoint_state_bits": "context state co-simulated + the datapath's state (model)",
-    "latency_cycles": "model (the engine's datapath at 1 QP)",
-    "completion_cycles": "model (the engine's datapath at 1 QP)",
-    "host_bytes": "model (the engine's datapath at 1 QP)",
-    "datapath_state_bits": "model (the engine's datapath at 1 QP)",
+    "endpoint_state_bits": "co-simulated (context state + the datapath's state)",
+    "latency_cycles": "co-simulated (the engine's datapath at 1 QP on RdmaFabricTop)",
+    "completion_cycles": "co-simulated (the engine's datapath at 1 QP on RdmaFabricTop)",
+    "host_bytes": "co-simulated (the engine's datapath at 1 QP on RdmaFabricTop)",
+    "datapath_state_bits": "co-simulated (the engine's datapath at 1 QP on RdmaFabricTop)",
 }
+
+#: The datapath's figures its co-simulation must give as the model's datapath (the RDMA
+#: row's keys, ``_rtl`` against :func:`tb.ephemeral.point.datapath_row`'s ``_model``).
+DATAPATH_FIGURES = ("ii_cycles", "host_util", "latency_cycles", "completion_cycles",
+                    "host_bytes", "endpoint_state_bits")
 
 
 def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs):
@@ -87,14 +104,21 @@ def _slots(completion, ii):
 
 def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=2000,
               msg_bytes=128, seed=1, test_id="point", log=print, **knobs):
-    """Co-simulate the point; return its row (module docstring)."""
+    """Co-simulate the point, the sender's flow and the datapath at once; return its row
+    (module docstring)."""
+    import concurrent.futures
+
     from analysis.ephemeral.flow import max_overlap
     from analysis.load.traffic import qp_sequence
-    from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
     from spec.fabric_profiles import one_way
-    from tb.cosim import BUILD, CosimFailure, run_cosim
-    from tb.ephemeral.point import attachment_cap, datapath_row, model_point
-    from tb.run_dirs import run_dir_name
+    from tb.ephemeral.point import (
+        DATAPATH_MESSAGES,
+        attachment_cap,
+        datapath_point,
+        datapath_row,
+        model_point,
+    )
+    from tb.rdma.headline import run_point as run_rdma_point
 
     k = check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs)
     log("[sim] ephemeral: the model's point (the datapath from the engine's model at 1 QP, "
@@ -102,23 +126,83 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     row = model_point(peers, fabric, popularity, lanes=1, messages=messages, seed=seed,
                       msg_bytes=msg_bytes, **k)
     dp = datapath_row(fabric, "pcie", msg_bytes)
-    ii, latency = int(dp["ii_cycles_model"]), int(dp["latency_cycles_model"])
-    completion, hop = int(dp["completion_cycles_model"]), one_way(fabric)
+    ii, completion = int(dp["ii_cycles_model"]), int(dp["completion_cycles_model"])
     if not 1 <= ii < 1 << II_BITS or not COMPLETION_RANGE[0] <= completion <= \
             COMPLETION_RANGE[1]:
         raise ValueError(f"the datapath's ii ({ii}) or completion ({completion}) is out of "
                          f"the sender block's range")
     slots = _slots(completion, ii)
-    depth = max(1024, 1 << (messages - 1).bit_length())
     params = dict(entries=k["pool_entries"], ack_slots=slots, idle=k["idle"],
                   ack_every=k["ack_every"], ii=ii, completion=completion,
                   lookahead=k["lookahead"], popularity=popularity, peers=peers,
                   messages=messages, seed=seed)
-    log(f"[sim] ephemeral: co-simulating the sender's {messages} messages (pool of "
-        f"{k['pool_entries']}, ii {ii}, ACKs {completion} cycles after their request) on "
-        f"{sim} ...")
-    top = EphemeralSenderTop(k["pool_entries"], slots, depth)
-    name = f"ephemeral_sender_{k['pool_entries']}_{slots}_{depth}"
+    log(f"[sim] ephemeral: co-simulating the datapath (the engine at 1 QP on RdmaFabricTop, "
+        f"{fabric}, {DATAPATH_MESSAGES} messages) and the sender's {messages} messages "
+        f"(pool of {k['pool_entries']}, ii {ii}, ACKs {completion} cycles after their "
+        f"request) on {sim}, at once ...")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1) as pool:
+        job = pool.submit(run_rdma_point, sim, msg_bytes, DATAPATH_MESSAGES,
+                          test_id=f"{test_id}-datapath", **datapath_point(fabric, "pcie"))
+        res, failure = _run_sender(sim, params, messages, test_id)
+        dpr = job.result()
+    wrong = datapath_mismatches(dp, dpr, msg_bytes)
+    for key, got, want in wrong:
+        log(f"[sim] ephemeral: MISMATCH the datapath's {key}: RTL {got}, model {want}")
+    log(f"[sim] ephemeral: the datapath's co-simulation: {dpr['mismatches']} RTL/model "
+        f"mismatches, {len(wrong)} figures off the model's datapath")
+    latency, hop = dpr["latency_cycles_rtl"], one_way(fabric)
+    sends, closes, counters = res["sends"], res["closes"], res["counters"]
+    dests = qp_sequence(popularity, peers, messages, seed)
+    cycles = [s[0] for s in sends]
+    waits = [0] + [cycles[j] - cycles[j - 1] - ii for j in range(1, len(cycles))]
+    opened_at, recv = {}, []
+    events = sorted([(c, 1, j) for j, (c, *_) in enumerate(sends)]
+                    + [(c, 0, key) for c, key in closes])
+    for c, kind, x in events:           # a CLOSE is seen before a send of its cycle
+        if kind == 1 and sends[x][3]:
+            opened_at[dests[x]] = c + latency
+        elif kind == 0 and x in opened_at:
+            recv.append((opened_at.pop(x), c + hop))
+    ii_rtl = steady_ii(cycles) if len(cycles) > 1 else None
+    rate = min(1e9 / ii_rtl, attachment_cap(dpr, "rtl")) if ii_rtl else None
+    asks = sum(1 for s in sends if s[2])
+    data_wire, ack_wire = frame_wire_bytes(dpr["frames"])
+    send_bits = counters["used_max"] * send_context_bits()
+    recv_bits = max_overlap(recv) * recv_context_bits() if recv else 0
+    datapath_bits = dpr["endpoint_state_bits_rtl"]
+    figures = {
+        "ii_cycles": 1e9 / rate if rate else None, "msgs_per_s": rate,
+        "send_contexts_max": counters["used_max"],
+        "recv_contexts_max": max_overlap(recv) if recv else 0,
+        "pool_full_waits": counters["full_waits"],
+        "opens_per_message": counters["opens"] / messages,
+        "wait_p99_cycles": sorted(waits)[min(len(waits) - 1, (99 * len(waits)) // 100)],
+        "wire_bytes": data_wire + (asks + len(closes)) * ack_wire / messages,
+        "context_state_bits": send_bits + recv_bits,
+        "endpoint_state_bits": datapath_bits + send_bits + recv_bits,
+        "latency_cycles": latency, "completion_cycles": dpr["completion_cycles_rtl"],
+        "host_bytes": dpr["host_bytes_rtl"], "datapath_state_bits": datapath_bits,
+    }
+    row.update({f"{key}_rtl": v for key, v in figures.items()})
+    row["mismatches"] = (res["mismatches"] + (failure is not None and not res["mismatches"])
+                         + dpr["mismatches"] + len(wrong))
+    row["sources"] = SOURCES
+    row["ack_slots"] = slots
+    return row
+
+
+def _run_sender(sim, params, messages, test_id):
+    """The sender's co-simulation of ``params`` (:mod:`tb.cocotb_ephemeral_sender`):
+    ``(result, failure)``, the test's ``ephemeral_sender.json`` and the
+    :class:`tb.cosim.CosimFailure` it raised (``None`` if it passed)."""
+    from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
+    from tb.cosim import BUILD, CosimFailure, run_cosim
+    from tb.run_dirs import run_dir_name
+
+    entries, slots = params["entries"], params["ack_slots"]
+    depth = max(1024, 1 << (messages - 1).bit_length())
+    top = EphemeralSenderTop(entries, slots, depth)
+    name = f"ephemeral_sender_{entries}_{slots}_{depth}"
     failure = None
     try:
         run_dir = run_cosim(top, name=name, test_module="tb.cocotb_ephemeral_sender",
@@ -133,56 +217,59 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     out = run_dir and Path(run_dir) / "ephemeral_sender.json"
     if not out or not out.exists():
         raise failure or RuntimeError(f"{run_dir}: no ephemeral_sender.json")
-    res = json.loads(out.read_text())
-    sends, closes, counters = res["sends"], res["closes"], res["counters"]
-    dests = qp_sequence(popularity, peers, messages, seed)
-    cycles = [s[0] for s in sends]
-    waits = [0] + [cycles[j] - cycles[j - 1] - ii for j in range(1, len(cycles))]
-    opened_at, recv = {}, []
-    events = sorted([(c, 1, j) for j, (c, *_) in enumerate(sends)]
-                    + [(c, 0, key) for c, key in closes])
-    for c, kind, x in events:           # a CLOSE is seen before a send of its cycle
-        if kind == 1 and sends[x][3]:
-            opened_at[dests[x]] = c + latency
-        elif kind == 0 and x in opened_at:
-            recv.append((opened_at.pop(x), c + hop))
-    ii_rtl = steady_ii(cycles) if len(cycles) > 1 else None
-    cap = attachment_cap(dp)
-    rate = min(1e9 / ii_rtl, cap) if ii_rtl else None
-    asks = sum(1 for s in sends if s[2])
-    data_wire, ack_wire = _wire_bytes(msg_bytes)
-    send_bits = counters["used_max"] * send_context_bits()
-    recv_bits = max_overlap(recv) * recv_context_bits() if recv else 0
-    figures = {
-        "ii_cycles": 1e9 / rate if rate else None, "msgs_per_s": rate,
-        "send_contexts_max": counters["used_max"],
-        "recv_contexts_max": max_overlap(recv) if recv else 0,
-        "pool_full_waits": counters["full_waits"],
-        "opens_per_message": counters["opens"] / messages,
-        "wait_p99_cycles": sorted(waits)[min(len(waits) - 1, (99 * len(waits)) // 100)],
-        "wire_bytes": data_wire + (asks + len(closes)) * ack_wire / messages,
-        "context_state_bits": send_bits + recv_bits,
-        "endpoint_state_bits": row["datapath_state_bits_model"] + send_bits + recv_bits,
-    }
-    row.update({f"{key}_rtl": v for key, v in figures.items()})
-    row["mismatches"] = res["mismatches"] + (failure is not None and not res["mismatches"])
-    row["sources"] = SOURCES
-    row["ack_slots"] = slots
-    return row
+    return json.loads(out.read_text()), failure
+
+
+def datapath_mismatches(model_row, cosim_row, msg_bytes):
+    """``[(figure, RTL, model)]``: each figure of the co-simulated datapath ``cosim_row``
+    (:func:`tb.rdma.headline.run_point`'s row) that differs from the model's datapath
+    ``model_row`` (:func:`tb.ephemeral.point.datapath_row`): :data:`DATAPATH_FIGURES`,
+    and the wire bytes of a message's data frames and of an ACK frame
+    (:func:`frame_wire_bytes` of its frames against :func:`_wire_bytes`)."""
+    wrong = [(key, cosim_row[f"{key}_rtl"], model_row[f"{key}_model"])
+             for key in DATAPATH_FIGURES
+             if cosim_row[f"{key}_rtl"] != model_row[f"{key}_model"]]
+    got, want = frame_wire_bytes(cosim_row["frames"]), _wire_bytes(msg_bytes)
+    return wrong + [(f"{kind} frame wire bytes", g, w)
+                    for kind, g, w in zip(("data", "ACK"), got, want, strict=True) if g != w]
+
+
+def frame_wire_bytes(frames):
+    """Wire bytes of a message's data frames and of an ACK frame, from the RoCEv2 frames
+    ``[(cycle, bytes with FCS)]`` of a run of WRITEs of one size: the frames other than
+    ACKNOWLEDGEs over the messages (WRITE ONLY and FIRST frames), and the largest
+    ACKNOWLEDGE. The BTH opcode is read at its offset: Ethernet II (14 bytes), IPv4 (IHL
+    words), UDP (8 bytes), then the BTH's first byte (IBTA Vol 1 section 9.2; Annex A17).
+    ``ValueError`` if there is no WRITE or no ACKNOWLEDGE."""
+    from spec.formats.roce import OpCode
+    from tb.ephemeral.point import _wire
+
+    def opcode(frame):
+        return frame[14 + (frame[14] & 0xF) * 4 + 8]
+
+    firsts = {OpCode.RC_RDMA_WRITE_ONLY.value, OpCode.RC_RDMA_WRITE_FIRST.value}
+    data, acks, messages = 0, [], 0
+    for _, frame in frames:
+        op = opcode(bytes(frame))
+        if op == OpCode.RC_ACKNOWLEDGE.value:
+            acks.append(_wire(len(frame)))
+        else:
+            data += _wire(len(frame))
+            messages += op in firsts
+    if not messages or not acks:
+        raise ValueError(f"frames: {messages} WRITE(s) and {len(acks)} ACKNOWLEDGE(s); "
+                         f"both are needed")
+    return data / messages, max(acks)
 
 
 def _wire_bytes(msg_bytes):
     """Wire bytes of a message's data frame and of an ACK (or CLOSE) frame on the level
     field, as :func:`tb.ephemeral.point.model_point` counts them."""
     from analysis.rdma.fastpath.frames import _ack_bytes, _frames
-    from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
-    from tb.ephemeral.point import LEVEL
-
-    def wire(nbytes):
-        return PREAMBLE_SFD_BYTES + max(64, nbytes) + IFG_BYTES
+    from tb.ephemeral.point import LEVEL, _wire
 
     frames = _frames(msg_bytes, 1 << 12, LEVEL["header"])
-    return sum(wire(f.nbytes) for f in frames), wire(_ack_bytes(LEVEL["header"]))
+    return sum(_wire(f.nbytes) for f in frames), _wire(_ack_bytes(LEVEL["header"]))
 
 
 def _fmt(v):
@@ -190,8 +277,8 @@ def _fmt(v):
 
 
 def figure_lines(row):
-    """The point's figures, RTL (co-simulated flow) and model side by side, each with
-    its source."""
+    """The point's figures, RTL (co-simulated: the sender's flow and the datapath) and
+    model side by side, each with its source."""
     lines = []
     for key, src in SOURCES.items():
         rtl, model = row.get(f"{key}_rtl"), row.get(f"{key}_model")
