@@ -39,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 from pymodel.pcap import write_pcapng  # noqa: E402
 from scripts.sim_point import (  # noqa: E402
     EPHEMERAL_SHARED,
+    LANES_NOT_BUILT,
     POINT_OPTIONS,
     RUNG_ALIASES,  # noqa: F401
+    check_lanes,
     check_point,
     gap_profiles,
     run_design_point,
@@ -122,6 +124,12 @@ def parse_args(argv=None):
              if getattr(args, knob) is not None}
     if given and args.design is None:
         ap.error(f"{', '.join(o for o, _ in given.values())}: give --design too")
+    if args.design in LANES_NOT_BUILT and "lanes" in given:
+        try:
+            check_lanes(args.design, args.lanes)
+        except ValueError as exc:
+            ap.error(str(exc))
+        del given["lanes"]                  # one lane: the design's own point
     wrong = [o for knob, (o, d) in given.items()
              if args.design and not takes(args.design, knob, d)]
     if wrong:

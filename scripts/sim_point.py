@@ -27,7 +27,25 @@ EPHEMERAL_SHARED = tuple(f.name for f in EphemeralPoint.knobs()
                                 for _, k, d, _, _ in POINT_OPTIONS))
 
 __all__ = ["RUNG_ALIASES", "rung_name", "POINT_OPTIONS", "EPHEMERAL_SHARED", "takes",
+           "LANES_NOT_BUILT", "check_lanes",
            "gap_profiles", "check_point", "point_call", "run_design_point"]
+
+
+#: Why ``--lanes`` above 1 is refused for a design that builds one lane, by design.
+LANES_NOT_BUILT = {
+    "nic": "the NIC's co-simulated tops are one endpoint (one link into the switch); the "
+           "model's sizing table (make report) has its lanes",
+    "rdma": "engines must partition their QP contexts; the model's sizing table (make "
+            "report) has them",
+}
+
+
+def check_lanes(design, lanes):
+    """``ValueError`` naming ``--lanes`` unless ``design`` builds ``lanes`` lanes (a
+    design of :data:`LANES_NOT_BUILT` builds one)."""
+    if design in LANES_NOT_BUILT and lanes != 1:
+        raise ValueError(f"--lanes is not built for the {design.upper()} design: "
+                         f"{LANES_NOT_BUILT[design]} (not {lanes})")
 
 
 def takes(design, knob, owner):
@@ -140,9 +158,10 @@ def _check_ephemeral_point(msg_bytes, messages, knobs):
     k = {"peers": 4096, "fabric": "board", "popularity": "round_robin", **knobs}
     pool = {x: k.pop(x) for x in ("pool_entries", "idle", "ack_every", "lookahead")
             if x in k}
+    lanes = k.pop("lanes", 1)
     full = check_sim_point(k["peers"], k["fabric"], k["popularity"], messages, msg_bytes,
-                           pool)
-    return dict(k, **full)
+                           pool, lanes)
+    return dict(k, **full, **({"lanes": lanes} if lanes != 1 else {}))
 
 
 def _check_mem_point(design, msg_bytes, messages, knobs, op):

@@ -54,12 +54,12 @@ SOURCES = {
 }
 
 
-def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs):
+def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs, lanes=1):
     """``ValueError`` naming the first bad knob of a co-simulated point; the knobs
     (:data:`spec.ephemeral.EPHEMERAL_DEFAULTS` filled in) otherwise. Nothing is run."""
     from tb.ephemeral.point import check_point
 
-    check_point(peers, fabric, popularity, 1, messages)
+    check_point(peers, fabric, popularity, lanes, messages)
     k = dict(EPHEMERAL_DEFAULTS, **knobs)
     check_ephemeral(k["pool_entries"], k["idle"], k["ack_every"], k["lookahead"])
     if k["pool_entries"] > RTL_POOL_ENTRIES_MAX:
@@ -86,8 +86,14 @@ def _slots(completion, ii):
 
 
 def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=2000,
-              msg_bytes=128, seed=1, test_id="point", log=print, **knobs):
-    """Co-simulate the point; return its row (module docstring)."""
+              msg_bytes=128, seed=1, test_id="point", log=print, lanes=1, **knobs):
+    """Co-simulate the point; return its row (module docstring). More than one lane:
+    :func:`tb.ephemeral.lanes_point.run_lanes_point`'s row."""
+    if lanes != 1:
+        from tb.ephemeral.lanes_point import run_lanes_point
+
+        return run_lanes_point(sim, peers, fabric, popularity, lanes, messages, msg_bytes,
+                               seed, test_id, log, **knobs)
     from analysis.ephemeral.flow import max_overlap
     from analysis.load.traffic import qp_sequence
     from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
@@ -193,7 +199,7 @@ def figure_lines(row):
     """The point's figures, RTL (co-simulated flow) and model side by side, each with
     its source."""
     lines = []
-    for key, src in SOURCES.items():
+    for key, src in row.get("sources", SOURCES).items():
         rtl, model = row.get(f"{key}_rtl"), row.get(f"{key}_model")
         lines.append(f"  {key:22} RTL {_fmt(rtl):>14}  model {_fmt(model):>14}  {src}")
     return lines
