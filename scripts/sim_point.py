@@ -224,8 +224,13 @@ def _check_read_point(msg_bytes, messages, knobs, op):
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
     :func:`check_point` returns them): :func:`tb.nic.headline.run_point`,
-    :func:`tb.rdma.headline.run_point` or :func:`tb.ephemeral.sim_point.run_point`."""
+    :func:`tb.rdma.headline.run_point`, :func:`tb.ephemeral.sim_point.run_point` or (more
+    than one lane) :func:`tb.ephemeral.lanes_point.run_lanes_point`."""
     k = knobs
+    if design == "ephemeral" and k.get("lanes", 1) > 1:
+        from tb.ephemeral.lanes_point import run_lanes_point
+        return run_lanes_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
+                                     test_id=f"point-{messages}x{msg_bytes}", **k)
     if design == "ephemeral":
         from tb.ephemeral.sim_point import run_point as run_ephemeral
         return run_ephemeral, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,

@@ -60,6 +60,8 @@ def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs, lanes
     from tb.ephemeral.point import check_point
 
     check_point(peers, fabric, popularity, lanes, messages)
+    if lanes > 1:
+        _check_lane_shares(peers, popularity, lanes, messages)
     k = dict(EPHEMERAL_DEFAULTS, **knobs)
     check_ephemeral(k["pool_entries"], k["idle"], k["ack_every"], k["lookahead"])
     if k["pool_entries"] > RTL_POOL_ENTRIES_MAX:
@@ -78,6 +80,21 @@ def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs, lanes
     return k
 
 
+def _check_lane_shares(peers, popularity, lanes, messages, seed=1):
+    """``ValueError`` naming ``messages`` unless each of ``lanes`` lanes gets at least two
+    of the point's messages (:func:`tb.ephemeral.point.lane_shares`): a lane's rate is
+    its steady ii, which takes two sends."""
+    from analysis.load.traffic import qp_sequence
+    from tb.ephemeral.point import lane_shares
+
+    shares = lane_shares(qp_sequence(popularity, peers, messages, seed), peers, lanes)
+    fewest = min(range(lanes), key=lambda j: len(shares[j]))
+    if len(shares[fewest]) < 2:
+        raise ValueError(f"messages ({messages}, {popularity} over {peers} peers) give "
+                         f"lane {fewest} of {lanes} only {len(shares[fewest])}; each lane "
+                         f"needs at least 2 for its rate: more messages or fewer lanes")
+
+
 def _slots(completion, ii):
     """ACK queue entries: a power of two holding every ACK awaited when requests are
     ``ii`` apart (``ceil(completion / ii)``), so the queue never holds a message."""
@@ -86,14 +103,8 @@ def _slots(completion, ii):
 
 
 def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=2000,
-              msg_bytes=128, seed=1, test_id="point", log=print, lanes=1, **knobs):
-    """Co-simulate the point; return its row (module docstring). More than one lane:
-    :func:`tb.ephemeral.lanes_point.run_lanes_point`'s row."""
-    if lanes != 1:
-        from tb.ephemeral.lanes_point import run_lanes_point
-
-        return run_lanes_point(sim, peers, fabric, popularity, lanes, messages, msg_bytes,
-                               seed, test_id, log, **knobs)
+              msg_bytes=128, seed=1, test_id="point", log=print, **knobs):
+    """Co-simulate the point; return its row (module docstring)."""
     from analysis.ephemeral.flow import max_overlap
     from analysis.load.traffic import qp_sequence
     from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
