@@ -17,7 +17,9 @@ the point on a fabric profile: its links and switch hop, and the state sized fro
 (the NIC's credits; the RDMA engine's path, window records and transport timeout).
 ``--design ephemeral`` co-simulates the sender's flow through its context pool and takes
 the datapath's figures from the engine's model (docs/ephemeral.md, "make sim --design
-ephemeral"); the figures after the table say which is which.
+ephemeral"); the figures after the table say which is which. ``--lanes N`` co-simulates
+N of its senders side by side, the destinations split among them (docs/ephemeral.md,
+"make sim --design ephemeral --lanes N").
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
