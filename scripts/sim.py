@@ -196,8 +196,11 @@ def main(argv=None):
         if args.design == "ephemeral":
             from tb.ephemeral.sim_point import figure_lines
 
-            print("\nfigures (RTL: the sender's flow co-simulated; model: the engine's "
-                  "datapath at 1 QP and the pool twin):")
+            lanes = row.get("lanes", 1)
+            print("\nfigures (RTL: " + ("the sender's flow" if lanes == 1 else
+                                        f"the {lanes} senders' flows side by side")
+                  + " co-simulated; model: the engine's datapath at 1 QP and the pool twin"
+                  + ("" if lanes == 1 else " per lane") + "):")
             print("\n".join(figure_lines(row)))
         print(f"\n[sim] wrote {path}" + (f", {args.out / 'point.pcap'}"
                                           if frames and point_pcap(row) else ""))
