@@ -17,7 +17,9 @@ the point on a fabric profile: its links and switch hop, and the state sized fro
 (the NIC's credits; the RDMA engine's path, window records and transport timeout).
 ``--design ephemeral`` co-simulates the sender's flow through its context pool and the
 datapath around it, the engine's at 1 QP on RdmaFabricTop (docs/ephemeral.md, "make sim
---design ephemeral"); the figures after the table say where each comes from.
+--design ephemeral"); the figures after the table say where each comes from. ``--lanes N``
+co-simulates N of its senders side by side, the destinations split among them
+(docs/ephemeral.md, "make sim --design ephemeral --lanes N").
 The RDMA rungs with inline data (bf-inline and after, the default best among them) carry
 a message in its WQE, so their messages are at most that many bytes (see --msg-bytes).
 """
@@ -39,8 +41,10 @@ sys.path.insert(0, str(ROOT))
 from pymodel.pcap import write_pcapng  # noqa: E402
 from scripts.sim_point import (  # noqa: E402
     EPHEMERAL_SHARED,
+    LANES_NOT_BUILT,
     POINT_OPTIONS,
     RUNG_ALIASES,  # noqa: F401
+    check_lanes,
     check_point,
     gap_profiles,
     run_design_point,
@@ -122,6 +126,12 @@ def parse_args(argv=None):
              if getattr(args, knob) is not None}
     if given and args.design is None:
         ap.error(f"{', '.join(o for o, _ in given.values())}: give --design too")
+    if args.design in LANES_NOT_BUILT and "lanes" in given:
+        try:
+            check_lanes(args.design, args.lanes)
+        except ValueError as exc:
+            ap.error(str(exc))
+        del given["lanes"]                  # one lane: the design's own point
     wrong = [o for knob, (o, d) in given.items()
              if args.design and not takes(args.design, knob, d)]
     if wrong:
@@ -186,8 +196,12 @@ def main(argv=None):
         if args.design == "ephemeral":
             from tb.ephemeral.sim_point import figure_lines
 
-            print("\nfigures (RTL: the sender's flow and the engine's datapath at 1 QP "
-                  "co-simulated; model: the engine's datapath at 1 QP and the pool twin):")
+            lanes = row.get("lanes", 1)
+            print("\nfigures (RTL: " + ("the sender's flow" if lanes == 1 else
+                                        f"the {lanes} senders' flows side by side")
+                  + " and the engine's datapath at 1 QP co-simulated; model: the engine's "
+                  "datapath at 1 QP and the pool twin" + ("" if lanes == 1 else " per lane")
+                  + "):")
             print("\n".join(figure_lines(row)))
         print(f"\n[sim] wrote {path}" + (f", {args.out / 'point.pcap'}"
                                           if frames and point_pcap(row) else ""))

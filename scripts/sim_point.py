@@ -27,7 +27,25 @@ EPHEMERAL_SHARED = tuple(f.name for f in EphemeralPoint.knobs()
                                 for _, k, d, _, _ in POINT_OPTIONS))
 
 __all__ = ["RUNG_ALIASES", "rung_name", "POINT_OPTIONS", "EPHEMERAL_SHARED", "takes",
+           "LANES_NOT_BUILT", "check_lanes",
            "gap_profiles", "check_point", "point_call", "run_design_point"]
+
+
+#: Why ``--lanes`` above 1 is refused for a design that builds one lane, by design.
+LANES_NOT_BUILT = {
+    "nic": "the NIC's co-simulated tops are one endpoint (one link into the switch); the "
+           "model's sizing table (make report) has its lanes",
+    "rdma": "engines must partition their QP contexts; the model's sizing table (make "
+            "report) has them",
+}
+
+
+def check_lanes(design, lanes):
+    """``ValueError`` naming ``--lanes`` unless ``design`` builds ``lanes`` lanes (a
+    design of :data:`LANES_NOT_BUILT` builds one)."""
+    if design in LANES_NOT_BUILT and lanes != 1:
+        raise ValueError(f"--lanes is not built for the {design.upper()} design: "
+                         f"{LANES_NOT_BUILT[design]} (not {lanes})")
 
 
 def takes(design, knob, owner):
@@ -140,9 +158,10 @@ def _check_ephemeral_point(msg_bytes, messages, knobs):
     k = {"peers": 4096, "fabric": "board", "popularity": "round_robin", **knobs}
     pool = {x: k.pop(x) for x in ("pool_entries", "idle", "ack_every", "lookahead")
             if x in k}
+    lanes = k.pop("lanes", 1)
     full = check_sim_point(k["peers"], k["fabric"], k["popularity"], messages, msg_bytes,
-                           pool)
-    return dict(k, **full)
+                           pool, lanes)
+    return dict(k, **full, **({"lanes": lanes} if lanes != 1 else {}))
 
 
 def _check_mem_point(design, msg_bytes, messages, knobs, op):
@@ -205,8 +224,13 @@ def _check_read_point(msg_bytes, messages, knobs, op):
 def point_call(design, sim, msg_bytes, messages, knobs):
     """``(function, kwargs)`` that co-simulate the point of ``knobs`` (as
     :func:`check_point` returns them): :func:`tb.nic.headline.run_point`,
-    :func:`tb.rdma.headline.run_point` or :func:`tb.ephemeral.sim_point.run_point`."""
+    :func:`tb.rdma.headline.run_point`, :func:`tb.ephemeral.sim_point.run_point` or (more
+    than one lane) :func:`tb.ephemeral.lanes_point.run_lanes_point`."""
     k = knobs
+    if design == "ephemeral" and k.get("lanes", 1) > 1:
+        from tb.ephemeral.lanes_point import run_lanes_point
+        return run_lanes_point, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,
+                                     test_id=f"point-{messages}x{msg_bytes}", **k)
     if design == "ephemeral":
         from tb.ephemeral.sim_point import run_point as run_ephemeral
         return run_ephemeral, dict(sim=sim, msg_bytes=msg_bytes, messages=messages,

@@ -21,8 +21,10 @@ COLUMNS = (
 def _cell(row, title, key, fmt):
     if title == "row":
         if row.get("design") == "ephemeral":
+            lanes = (f", {row['lanes']} lanes ({row.get('limit_rtl', row.get('limit'))} "
+                     f"limit)" if row.get("lanes", 1) > 1 else "")
             return (f"{row.get('pool_entries')} contexts, {row.get('peers')} peers "
-                    f"{row.get('popularity')}, {row.get('fabric')}")
+                    f"{row.get('popularity')}, {row.get('fabric')}{lanes}")
         if row.get("design") == "rdma":
             from spec.rdma_engine import LADDER
 

@@ -28,7 +28,7 @@ __all__ = ["NODE_BITS", "STAMP_BITS", "OUTSTANDING_BITS", "ACK_COUNT_BITS",
            "check_pool_entries", "check_idle", "check_ephemeral", "RTL_POOL_ENTRIES_MAX",
            "II_BITS", "COMPLETION_RANGE", "ACK_SLOTS_RANGE", "check_sender",
            "RECV_OUTCOMES", "RECV_DELIVERS", "RECV_ACKS", "check_receiver",
-           "OPEN_OFFSET_BITS"]
+           "OPEN_OFFSET_BITS", "MAX_LANES"]
 
 #: Bits of a node id: up to 4,096 destinations (the spectrum's largest peer count).
 NODE_BITS = 12
@@ -104,6 +104,9 @@ COMPLETION_RANGE = (1, (1 << STAMP_BITS) - 1)
 #: message that would ask for one more waits): at least ``completion / ii`` rounded up
 #: for a flow that never waits on it.
 ACK_SLOTS_RANGE = (2, 4096)
+#: Most lanes of a point: endpoints behind one attachment, each a sender of its own with
+#: its own pool, the destinations split among them (:func:`tb.ephemeral.point.model_point`).
+MAX_LANES = 64
 
 #: Defaults. ``pool_entries``: 256 contexts (the RC engine's largest context cache, so
 #: that the two on-chip stores compare at one size). ``idle``: 64 cycles after the last

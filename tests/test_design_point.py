@@ -81,6 +81,8 @@ def test_shared_fields_are_declared_once():
     (EphemeralPoint, dict(lookahead=257), "--lookahead"),
     (EphemeralPoint, dict(idle=0), "--idle"),
     (EphemeralPoint, dict(popularity="hot"), "--popularity"),
+    (EphemeralPoint, dict(lanes=0), "--lanes"),
+    (EphemeralPoint, dict(lanes=65), "--lanes"),
 ])
 def test_bad_field_names_its_option(cls, knobs, option):
     """A value outside the field's rule is refused with ``ValueError`` naming the
@@ -95,7 +97,7 @@ def test_ranges_at_their_ends():
               mrs=16, miss_queue=64, link_latency=1024, rung="sequential")
     NicPoint(peers=15, max_payload=64, target_latency=4096, target_reads=16,
              framing="l2", attachment="pcie", completion="e2e", op="atomic")
-    EphemeralPoint(peers=1, pool_entries=2, lookahead=2, idle=61439, ack_every=31)
+    EphemeralPoint(peers=1, pool_entries=2, lookahead=2, idle=61439, ack_every=31, lanes=64)
 
 
 def test_points_are_frozen():

@@ -46,6 +46,7 @@ RANGES = {
     "--idle": (["1", "61439"], ["0", "61440"]),
     "--ack-every": (["1", "31"], ["0", "32"]),
     "--lookahead": (["0", "256"], ["-1", "257"]),              # with --pool-entries 256
+    "--lanes": (["1", "8"], ["0", "65"]),       # 64: test_lanes_beyond_one (more messages)
 }
 #: The ephemeral design's ranges of the options it shares with the NIC.
 EPHEMERAL_RANGES = {"--peers": (["1", "4096"], ["0", "4097"]),
@@ -177,6 +178,8 @@ def test_ephemeral_options(capsys):
         err = _outcome(["--design", "ephemeral", flag], capsys)
         assert err is not None and flag in err, (flag, err)
     for option, (good, _) in own.items():
+        if option == "--lanes":                 # one lane is every design's
+            continue
         for design in ("nic", "rdma"):
             err = _outcome(["--design", design, option, good[0]], capsys)
             assert err is not None and option in err, (design, option, err)
@@ -206,3 +209,29 @@ def test_peer_retry_is_a_window_with_e2e_completion(capsys):
                  ["--design", "ephemeral", "--peer-retry", "64"]):
         err = _outcome(argv, capsys)
         assert err is not None and "--peer-retry" in err, (argv, err)
+
+
+@pytest.mark.parametrize("design,name", [("nic", "NIC"), ("rdma", "RDMA")])
+def test_lanes_beyond_one_are_the_ephemeral_design_s(design, name, capsys):
+    """``--lanes``: the NIC and the RDMA engine build one lane, so ``--lanes 1`` is their
+    own point (no knob reaches the run) and more is refused by name with the reason,
+    with ``--op`` too; ``--design ephemeral`` takes 2..64 as a knob of its point, with at
+    least two messages a lane and at most MAX_LANE_CONTEXTS contexts over the lanes."""
+    args = sim.parse_args(["--design", design, "--lanes", "1", "--messages", "16"])
+    assert "lanes" not in args.knobs
+    for extra in ([], ["--op", "atomic"]):
+        err = _outcome(["--design", design, "--lanes", "2", *extra], capsys)
+        assert err is not None and err.startswith(f"--lanes is not built for the {name} "
+                                                  f"design"), err
+    for lanes, pool in ((2, "256"), (8, "256"), (64, "32")):
+        args = sim.parse_args(["--design", "ephemeral", "--lanes", str(lanes),
+                               "--pool-entries", pool, "--messages", str(2 * lanes)])
+        assert args.knobs["lanes"] == lanes
+    for lanes, pool in ((9, "256"), (64, "64")):    # more contexts than the lanes top holds
+        err = _outcome(["--design", "ephemeral", "--lanes", str(lanes), "--pool-entries",
+                        pool, "--messages", "256"], capsys)
+        assert err is not None and err.startswith("--lanes") and "pool" in err, err
+    err = _outcome(["--design", "ephemeral", "--lanes", "64", "--pool-entries", "32",
+                    "--messages", "127"], capsys)
+    assert err is not None and err.startswith("--messages"), err
+    assert "lanes" not in sim.parse_args(["--design", "ephemeral", "--lanes", "1"]).knobs

@@ -8,6 +8,7 @@ from spec.ephemeral import (
     ACK_COUNT_BITS,
     EPHEMERAL_DEFAULTS,
     IDLE_RANGE,
+    MAX_LANES,
     RTL_POOL_ENTRIES_MAX,
     check_ephemeral,
     check_idle,
@@ -66,3 +67,10 @@ class EphemeralPoint(Point):
         "messages)",
         help="ephemeral posted messages the sender sees when it marks a context's last "
         "for now, 0..--pool-entries (default 16)")
+    lanes: int = knob(
+        1, "build", range=(1, MAX_LANES),
+        source="spec/ephemeral.py MAX_LANES (one lane: one sender behind the attachment)",
+        help=f"ephemeral lanes: senders behind one attachment, destination d on lane "
+        f"d % lanes, rates summed and capped by the attachment; co-simulated as that many "
+        f"senders in one top (EphemeralLanesTop; its build grows with them), 1..{MAX_LANES} "
+        f"(default 1). The NIC and RDMA designs build one lane")

@@ -37,14 +37,19 @@ from analysis.load.traffic import qp_sequence
 from analysis.rdma.fastpath.frames import _ack_bytes, _frames
 from pymodel.fcs import IFG_BYTES, PREAMBLE_SFD_BYTES
 from pymodel.throughput import steady_ii
-from spec.ephemeral import EPHEMERAL_DEFAULTS, recv_context_bits, send_context_bits
+from spec.ephemeral import (
+    EPHEMERAL_DEFAULTS,
+    MAX_LANES,
+    recv_context_bits,
+    send_context_bits,
+)
 from spec.fabric_profiles import FABRIC_PROFILES, one_way
 from spec.load import POPULARITY
 from spec.rdma_engine import LADDER
 from tb.rdma.row_keys import comparison_keys
 
 __all__ = ["LEVEL", "ATTACHMENTS", "datapath_row", "datapath_point", "model_point",
-           "check_point", "MAX_LANES", "attachment_cap", "DATAPATH_MESSAGES"]
+           "check_point", "MAX_LANES", "attachment_cap", "DATAPATH_MESSAGES", "lane_shares"]
 
 #: The level field of the spectrum (SPEC.md, "Comparisons on a level field"): the NIC's
 #: switch with link retry, RoCEv2 (Ethernet-class) headers, end-to-end completion; the
@@ -54,8 +59,6 @@ LEVEL = dict(link_retry=True, header="roce", topology="switch")
 #: behind the PCIe host interface (the gap table's field), or on the accelerator's die
 #: (the NIC integrated).
 ATTACHMENTS = {"pcie": "pcie", "on_die": "integrated"}
-#: Most lanes a point takes.
-MAX_LANES = 64
 #: Messages of the datapath's back-to-back run.
 DATAPATH_MESSAGES = 1000
 
@@ -106,6 +109,17 @@ def check_point(peers, fabric, popularity, lanes, messages, attachment="pcie"):
                          f"not {popularity!r}")
 
 
+def lane_shares(dests, peers, lanes):
+    """The destinations of each of ``lanes`` lanes, in their order (a lane may have
+    none): lane ``j`` sends the messages whose destination ``d`` has ``d % lanes == j``
+    (it holds contexts for its share of the ``peers`` only); with fewer peers than lanes
+    message ``k`` goes to lane ``k % lanes`` instead (each lane then holds its own context
+    to a peer)."""
+    if peers >= lanes:
+        return [[d for d in dests if d % lanes == j] for j in range(lanes)]
+    return [dests[j::lanes] for j in range(lanes)]
+
+
 def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messages=2000,
                 seed=1, msg_bytes=128, attachment="pcie", **knobs):
     """The row of one point (module docstring). ``knobs``: the pool's
@@ -130,12 +144,8 @@ def model_point(peers, fabric="board", popularity="round_robin", lanes=1, messag
     dp = Datapath(int(ii_dp), int(dp_row["latency_cycles_model"]),
                   int(dp_row["completion_cycles_model"]), one_way(fabric))
     dests = qp_sequence(popularity, peers, messages, seed)
-    lanes_out = []
-    for j in range(lanes):
-        mine = ([d for d in dests if d % lanes == j] if peers >= lanes
-                else dests[j::lanes])
-        if mine:
-            lanes_out.append(run_flow(mine, dp, **k))
+    lanes_out = [run_flow(mine, dp, **k) for mine in lane_shares(dests, peers, lanes)
+                 if mine]
     rate_cycles = sum(1 / steady_ii(r.sent) if len(r.sent) > 1 else 0 for r in lanes_out)
     cap = attachment_cap(dp_row) / 1e9
     limit = "host interface" if rate_cycles > cap else "lanes"

@@ -40,10 +40,14 @@ from spec.ephemeral import (
 )
 
 __all__ = ["check_sim_point", "run_point", "SOURCES", "MAX_MESSAGES", "figure_lines",
-           "DATAPATH_FIGURES", "datapath_mismatches", "frame_wire_bytes"]
+           "DATAPATH_FIGURES", "datapath_mismatches", "frame_wire_bytes", "lane_events",
+           "MAX_LANE_CONTEXTS"]
 
 #: Most messages of a co-simulated point (the top's player and recorders hold them).
 MAX_MESSAGES = 1 << 16
+#: Most contexts of a co-simulated multi-lane point, over all its lanes' pools (8 lanes of
+#: 256: its Verilator build peaks at 4.7 GB, docs/ephemeral.md).
+MAX_LANE_CONTEXTS = 2048
 
 #: Per figure of the row: where its ``_rtl`` value comes from ("the datapath": the
 #: engine's datapath at 1 QP co-simulated on RdmaFabricTop).
@@ -71,18 +75,25 @@ DATAPATH_FIGURES = ("ii_cycles", "host_util", "latency_cycles", "completion_cycl
                     "host_bytes", "endpoint_state_bits")
 
 
-def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs):
+def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs, lanes=1):
     """``ValueError`` naming the first bad knob of a co-simulated point; the knobs
     (:data:`spec.ephemeral.EPHEMERAL_DEFAULTS` filled in) otherwise. Nothing is run."""
     from tb.ephemeral.point import check_point
 
-    check_point(peers, fabric, popularity, 1, messages)
+    check_point(peers, fabric, popularity, lanes, messages)
+    if lanes > 1:
+        _check_lane_shares(peers, popularity, lanes, messages)
     k = dict(EPHEMERAL_DEFAULTS, **knobs)
     check_ephemeral(k["pool_entries"], k["idle"], k["ack_every"], k["lookahead"])
     if k["pool_entries"] > RTL_POOL_ENTRIES_MAX:
         raise ValueError(f"pool_entries must be at most {RTL_POOL_ENTRIES_MAX} for the RTL "
                          f"sender (the model takes more: tb.ephemeral.point.model_point), "
                          f"not {k['pool_entries']}")
+    if lanes > 1 and lanes * k["pool_entries"] > MAX_LANE_CONTEXTS:
+        raise ValueError(f"lanes x pool_entries ({lanes} x {k['pool_entries']}) must be at "
+                         f"most {MAX_LANE_CONTEXTS} for a co-simulated multi-lane point (8 "
+                         f"lanes of 256 contexts take 4.7 GB to build on Verilator; the "
+                         f"model's sizing table takes more: make report)")
     if messages > MAX_MESSAGES:
         raise ValueError(f"messages must be at most {MAX_MESSAGES} for a co-simulated "
                          f"point, not {messages}")
@@ -93,6 +104,21 @@ def check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs):
                          f"engine's best rung, which carries a message in its WQE), not "
                          f"{msg_bytes}")
     return k
+
+
+def _check_lane_shares(peers, popularity, lanes, messages, seed=1):
+    """``ValueError`` naming ``messages`` unless each of ``lanes`` lanes gets at least two
+    of the point's messages (:func:`tb.ephemeral.point.lane_shares`): a lane's rate is
+    its steady ii, which takes two sends."""
+    from analysis.load.traffic import qp_sequence
+    from tb.ephemeral.point import lane_shares
+
+    shares = lane_shares(qp_sequence(popularity, peers, messages, seed), peers, lanes)
+    fewest = min(range(lanes), key=lambda j: len(shares[j]))
+    if len(shares[fewest]) < 2:
+        raise ValueError(f"messages ({messages}, {popularity} over {peers} peers) give "
+                         f"lane {fewest} of {lanes} only {len(shares[fewest])}; each lane "
+                         f"needs at least 2 for its rate: more messages or fewer lanes")
 
 
 def _slots(completion, ii):
@@ -153,16 +179,7 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     latency, hop = dpr["latency_cycles_rtl"], one_way(fabric)
     sends, closes, counters = res["sends"], res["closes"], res["counters"]
     dests = qp_sequence(popularity, peers, messages, seed)
-    cycles = [s[0] for s in sends]
-    waits = [0] + [cycles[j] - cycles[j - 1] - ii for j in range(1, len(cycles))]
-    opened_at, recv = {}, []
-    events = sorted([(c, 1, j) for j, (c, *_) in enumerate(sends)]
-                    + [(c, 0, key) for c, key in closes])
-    for c, kind, x in events:           # a CLOSE is seen before a send of its cycle
-        if kind == 1 and sends[x][3]:
-            opened_at[dests[x]] = c + latency
-        elif kind == 0 and x in opened_at:
-            recv.append((opened_at.pop(x), c + hop))
+    cycles, waits, recv = lane_events(sends, closes, dests, ii, latency, hop)
     ii_rtl = steady_ii(cycles) if len(cycles) > 1 else None
     rate = min(1e9 / ii_rtl, attachment_cap(dpr, "rtl")) if ii_rtl else None
     asks = sum(1 for s in sends if s[2])
@@ -189,6 +206,25 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     row["sources"] = SOURCES
     row["ack_slots"] = slots
     return row
+
+
+def lane_events(sends, closes, dests, ii, latency, hop):
+    """``(cycles, waits, recv)`` of one lane's co-simulated ``sends`` and ``closes``
+    (``dests``: its messages' destinations): the send cycles, each send's wait beyond
+    ``ii`` after the one before, and the receive contexts' ``(open, CLOSE)`` arrival
+    cycles (opened ``latency`` after the send that opens, closed ``hop`` after the
+    CLOSE; a CLOSE is seen before a send of its cycle)."""
+    cycles = [s[0] for s in sends]
+    waits = [0] + [cycles[j] - cycles[j - 1] - ii for j in range(1, len(cycles))]
+    opened_at, recv = {}, []
+    events = sorted([(c, 1, j) for j, (c, *_) in enumerate(sends)]
+                    + [(c, 0, key) for c, key in closes])
+    for c, kind, x in events:
+        if kind == 1 and sends[x][3]:
+            opened_at[dests[x]] = c + latency
+        elif kind == 0 and x in opened_at:
+            recv.append((opened_at.pop(x), c + hop))
+    return cycles, waits, recv
 
 
 def _run_sender(sim, params, messages, test_id):
@@ -280,7 +316,7 @@ def figure_lines(row):
     """The point's figures, RTL (co-simulated: the sender's flow and the datapath) and
     model side by side, each with its source."""
     lines = []
-    for key, src in SOURCES.items():
+    for key, src in row.get("sources", SOURCES).items():
         rtl, model = row.get(f"{key}_rtl"), row.get(f"{key}_model")
         lines.append(f"  {key:22} RTL {_fmt(rtl):>14}  model {_fmt(model):>14}  {src}")
     return lines
