@@ -33,7 +33,7 @@ Designs and their knobs (every knob is optional unless marked required):
 ``"rdma"`` (:func:`analysis.rdma.point.rdma_point`, on :func:`pymodel.rdma.system.simulate`)
     Every field of :class:`spec.design_point.RdmaPoint` the model takes
     (:data:`pymodel.rdma.point_fields.MODEL_FIELDS`: ``qps``, ``cache_entries``,
-    ``host``, ``header``, ``cache_ways``, ``qpc_bytes``, ``mr_cache``, ``mrs``, ...), with
+    ``host``, ``header``, ``mrs``, the engines' build fields, ...), with
     the point's default and checked by the point's own rule (``make sim --help`` words
     each), except ``link_latency`` (default 6, the top's) and ``rung`` (a rung of
     :data:`spec.rdma_engine.LADDER`, default ``"pipelined"``); any knob of

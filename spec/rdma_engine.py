@@ -69,7 +69,7 @@ assert set(FETCH_GROUP + SEQ_GROUP + _RESP_GROUP) <= set(QPC_DYNAMIC_FIELDS), \
 #: Bits of a cache's run-time port ``qpc_log2``: a context is ``2**qpc_log2`` host words
 #: (0 to 4, :data:`spec.formats.roce.QPC_BYTES_CHOICES`).
 QPC_LOG2_BITS = 3
-#: Most host words of one context (``qpc_bytes`` 1024).
+#: Most host words of one context (a context of 1024 bytes).
 QPC_MAX_WORDS = max(QPC_BYTES_CHOICES) // 64
 #: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
 #: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.

@@ -196,6 +196,16 @@ class Verbs:
         qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, stride_log2)
         return qp
 
+    def check_qps(self, qps):
+        """``ValueError`` naming ``qps`` and ``qpc_bytes`` unless the context table holds
+        ``qps`` contexts."""
+        if qps > self.max_qps:
+            size = HOST_WORD_BYTES * self.qpc_words
+            raise ValueError(f"qps {qps} and qpc_bytes {size}: the context table holds "
+                             f"{self.max_qps} contexts of {size} bytes (half of the "
+                             f"{self.depth} host words); use at most {self.max_qps} QPs "
+                             f"or a smaller qpc_bytes")
+
     def put_context(self, mem, base, qpn, word):
         """Write QP ``qpn``'s context (its fields as the integer ``word``) into the host
         image ``mem`` of a table at ``base``: ``qpc_words`` words at ``base + qpn *

@@ -94,7 +94,7 @@ class RdmaTop(HarnessTop):
     repeat, docs/recovery.md), ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
     :class:`rtl.rdma.req.requester.Requester`), ``qpc_log2`` (a QP context is
-    ``2**qpc_log2`` host words at both nodes, ``qpc_bytes`` 64 to 1024; held from reset;
+    ``2**qpc_log2`` host words at both nodes, 64 to 1024 bytes; held from reset;
     see :class:`rtl.rdma.context_cache.ContextCache`); counters ``req``
     (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
     (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`). Recorders must run without

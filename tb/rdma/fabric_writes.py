@@ -12,8 +12,9 @@ import dataclasses
 
 from analysis.rdma.point import ENGINE_KNOBS, knobs_of
 from analysis.scenarios.rdma import writes_scenario
+from pymodel.rdma.engine_config import context_words
 from pymodel.rdma.fabric_system import FabricConfig
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
+from spec.design_point import RdmaPoint
 from spec.rdma_engine import REQUESTER_DEFAULTS, RESPONDER_DEFAULTS, SIM_TIMEOUT
 from spec.rdma_fabric import FABRIC_DEFAULTS
 
@@ -40,9 +41,12 @@ def fabric_config(top, sc, cache_entries=16):
                         cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
 
+#: The design point's run-time ports a ``writes`` run takes as its parameters of the same
+#: names (the engines' recovery is go-back-N here).
+_PORTS = tuple(n for n in RdmaPoint.of_kind("port") if n != "selective")
 #: The parameters of a ``writes`` run (as :data:`tb.rdma.cocotb_rdma.KIND_PARAMS`'s).
-WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
-                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json", "popularity")
+WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing", *_PORTS,
+                 "knobs", "out_json", "popularity")
 
 
 def writes_setup(top, p):
@@ -60,13 +64,13 @@ def writes_setup(top, p):
         raise ValueError(f"a 'writes' run needs a top of 2 nodes, not {t['nodes']!r}")
     knobs = knobs_of(p.get("rung"), p.get("knobs"))
     entries = p.get("cache_entries", 16)
-    words = qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "fabric writes run")
+    words = context_words(p, "fabric writes run")
     v = writes_scenario(p["messages"], p["sizes"], p["qps"], spacing=p.get("spacing", 0),
                         warmup=p.get("warmup", 0), cache_entries=entries, depth=t["depth"],
                         mr_entries=t["mr_entries"], qpc_words=words,
                         popularity=p.get("popularity", "round_robin"), **knobs)
     cfg = fabric_config(top, v, entries)
-    cfg = dataclasses.replace(cfg, qpc_bytes=64 * words,
+    cfg = dataclasses.replace(cfg.with_qpc_words(words),
                               **{k: knobs[k] for k in ENGINE_KNOBS})
     return cfg, v
 
