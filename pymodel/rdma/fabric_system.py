@@ -55,7 +55,7 @@ from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_engine import RESPONDER_DEFAULTS
+from spec.rdma_engine import RESPONDER_BUILD, RESPONDER_DEFAULTS
 from spec.rdma_responder import mr_table_base
 
 __all__ = ["FabricConfig", "simulate_fabric"]
@@ -107,8 +107,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
-                            cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
-                            mr_cache=cfg.mr_cache, read_words=cfg.read_words,
+                            cache_used=cfg.cache_entries,
+                            **{k: getattr(cfg, k) for k in RESPONDER_BUILD},
                             mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                             **cfg.responder_sizes)
              for p in nodes]

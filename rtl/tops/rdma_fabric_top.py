@@ -27,6 +27,7 @@ from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
+    RESPONDER_BUILD,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     TIMEOUT_BITS,
@@ -254,8 +255,7 @@ class RdmaFabricTop(HarnessTop):
             "requester": lambda: Requester(p["cache_entries"], depth, reads=p["reads"],
                                            **{k: p[k] for k in REQUESTER_DEFAULTS}),
             "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
-                                           cache_ways=p["cache_ways"], mr_cache=p["mr_cache"],
-                                           read_words=p["read_words"],
+                                           **{k: p[k] for k in RESPONDER_BUILD},
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: link(), "down": lambda: link(),

@@ -22,6 +22,7 @@ from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
+    RESPONDER_BUILD,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
@@ -175,8 +176,7 @@ class RdmaTop(HarnessTop):
         self.requester = req = Requester(p["cache_entries"], depth, p["header"],
                                          p["reads"], **{k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
-                                          p["header"], p["cache_ways"], p["mr_cache"],
-                                          p["read_words"],
+                                          p["header"], **{k: p[k] for k in RESPONDER_BUILD},
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
         if p["read_words"]:
             sig = CountersSignature(READ_COUNTERS)
