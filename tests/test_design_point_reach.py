@@ -47,7 +47,7 @@ def test_docs_state_the_count():
 #: as ``grep -rl <knob> rtl pymodel tb scripts spec analysis --include=*.py`` counts):
 #: the point's field, the spec that defines and checks it, the RTL block and its twin
 #: that implement it, the model's configuration.
-REACH = {"qpc_bytes": 6, "cache_ways": 19, "mr_cache": 25}
+REACH = {"qpc_bytes": 6, "cache_ways": 19, "mr_cache": 17}
 
 
 def _naming_text(knob):

@@ -70,6 +70,11 @@ class HostShape:
         return {k: v for k, v in values.items() if k in names}
 
     @property
+    def mr_in_host(self):
+        """Whether the responders' MR table is in host memory (behind an MR cache)."""
+        return bool(self.mr_cache)
+
+    @property
     def qpc_words(self):
         """Host words of one QP context."""
         return self.qpc_bytes // HOST_WORD_BYTES

@@ -87,7 +87,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     nodes = range(n)
     hi_rq = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rq"]) for p in nodes]
     mem_rs = [mr_table_in_host(images[p]["mem_rs"], list(images[p]["mr_table"]) + [0] * (
-        cfg.mr_entries - len(images[p]["mr_table"])), cfg.depth) if cfg.mr_cache
+        cfg.mr_entries - len(images[p]["mr_table"])), cfg.depth) if cfg.mr_in_host
         else images[p]["mem_rs"] for p in nodes]
     hi_rs = [HostInterfaceModel(prof, cfg.depth, mem_rs[p]) for p in nodes]
     pending_a = [dict() for _ in nodes]          # requester beats into the merge, by cycle

@@ -57,7 +57,7 @@ class RdmaFabricTop(HarnessTop):
     A node ``p`` is modelled as two host functions: a requester behind its own host
     interface ``hi_rq<p>`` and host memory ``mem_rq<p>`` (QP contexts, send queues, CQ,
     payload buffers), and a responder behind ``hi_rs<p>`` and ``mem_rs<p>`` (QP
-    contexts, MRs; its MR table ``responder<p>.mr_table``, or with ``mr_cache`` the last
+    contexts, MRs; its MR table ``responder<p>.mr_table``, or behind an MR cache the last
     ``mr_entries`` words of ``mem_rs<p>``, as in :class:`rtl.tops.rdma_top.RdmaTop`; the
     MR caches' counters are not exported), each pair wired exactly as
     in :class:`rtl.tops.rdma_top.RdmaTop`. (A real RNIC has one host interface for both;
@@ -293,7 +293,7 @@ class RdmaFabricTop(HarnessTop):
                 hi_rq.mmio.ready.eq(req.mmio.ready),
                 req.qpc_base.eq(self.qpc_base), resp.qpc_base.eq(self.qpc_base),
                 *([resp.mr_base.eq(mr_table_base(self.p["depth"], self.p["mr_entries"]))]
-                  if self.p["mr_cache"] else []),
+                  if "mr_base" in resp.signature.members else []),
                 req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
                 req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
                 req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),

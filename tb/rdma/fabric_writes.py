@@ -25,14 +25,9 @@ __all__ = ["fabric_config", "WRITES_PARAMS", "writes_setup", "writes_images", "p
 def fabric_config(top, sc, cache_entries=16):
     """The model's :class:`FabricConfig` of a top (its parameters) and a scenario."""
     t = dict(FABRIC_DEFAULTS, **top)
-    return FabricConfig(nodes=t["nodes"], cache_entries=cache_entries,
-                        cache_capacity=t["cache_entries"], depth=t["depth"], host=t["host"],
-                        link_latency=t["link_latency"], mr_entries=t["mr_entries"],
-                        mr_cache=t["mr_cache"],
-                        credits=t["credits"], merge_depth=t["merge_depth"],
-                        pause=t["pause"], pause_headroom=t["pause_headroom"],
-                        pause_hysteresis=t["pause_hysteresis"],
-                        hop_latency=t["hop_latency"], link_retry=t["link_retry"],
+    return FabricConfig(**FabricConfig.fields_of({k: t[k] for k in FABRIC_DEFAULTS
+                                                  if k != "cache_entries"}),
+                        cache_entries=cache_entries, cache_capacity=t["cache_entries"],
                         **{k: t.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
                            if k != "timeout"},
                         timeout=t.get("timeout", SIM_TIMEOUT),
@@ -104,12 +99,13 @@ def check_writes_params(p):
         raise ValueError(f"fabric 'writes' run: {type(exc).__name__}: {exc}") from exc
 
 
-#: The parameters of an open-loop run (the default kind).
-OPEN_LOOP_PARAMS = ("top", "nodes", "qps", "msg_bytes", "messages", "load", "pattern", "seed",
-                    "warmup", "cache_entries", "credits", "depth", "host", "link_latency",
-                    "merge_depth", "mr_entries", "mr_cache", "out_json",
-                    "expect_merge_wait", "expect_merge_held", "expect_pause",
-                    "pause", "pause_headroom", "pause_hysteresis", "timeout")
+#: The parameters of an open-loop run (the default kind): the fabric top's parameters of
+#: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` but its player and recorder depths, hop
+#: latency and link retry, and the run's own.
+OPEN_LOOP_PARAMS = ("top", *(k for k in FABRIC_DEFAULTS if k not in (
+    "mmio", "wire_beats", "events", "hop_latency", "link_retry")), "qps", "msg_bytes",
+    "messages", "load", "pattern", "seed", "warmup", "out_json", "expect_merge_wait",
+    "expect_merge_held", "expect_pause", "timeout")
 
 
 def check_run_params(p):
