@@ -33,7 +33,7 @@ Designs and their knobs (every knob is optional unless marked required):
 ``"rdma"`` (:func:`analysis.rdma.point.rdma_point`, on :func:`pymodel.rdma.system.simulate`)
     Every field of :class:`spec.design_point.RdmaPoint` the model takes
     (:data:`pymodel.rdma.point_fields.MODEL_FIELDS`: ``qps``, ``cache_entries``,
-    ``host``, ``header``, ``cache_ways``, ``qpc_bytes``, ``mr_cache``, ``mrs``, ...), with
+    ``host``, ``header``, ``mrs``, the engines' build fields, ...), with
     the point's default and checked by the point's own rule (``make sim --help`` words
     each), except ``link_latency`` (default 6, the top's) and ``rung`` (a rung of
     :data:`spec.rdma_engine.LADDER`, default ``"pipelined"``); any knob of
@@ -42,10 +42,10 @@ Designs and their knobs (every knob is optional unless marked required):
     The model's own: ``pmtu_log2`` (8..12, default 12), ``latency_messages`` (messages
     of the one-at-a-time run, default 16), ``windows`` (the requester's window slots,
     :data:`spec.rdma_engine.REQUESTER_DEFAULTS`: 0 pins a QP's context until its ACKs,
-    or a power of two from 256 to 4096; default 4096; ``cache_ways`` above 1 needs
-    ``windows`` > 0), ``popularity`` (the QP of each message of both runs: ``round_robin``,
-    the default, or ``uniform`` or ``zipf`` 0.99 as the NIC's destinations,
-    :func:`analysis.scenarios.rdma.qp_order`). The point is
+    or a power of two from 256 to 4096; default 4096; a cache of more than one way per
+    set needs ``windows`` > 0), ``popularity`` (the QP of each message of both runs:
+    ``round_robin``, the default, or ``uniform`` or ``zipf`` 0.99 as the NIC's
+    destinations, :func:`analysis.scenarios.rdma.qp_order`). The point is
     two runs (:mod:`analysis.rdma.point`): the rate and costs with the messages back to
     back after a warm-up message, the latency and completion one message at a time.
     ``msg_bytes``: 1 to 65536; the scenario must fit node A's host memory.
@@ -108,6 +108,7 @@ from spec.rdma_engine import (
     REQUESTER_DEFAULTS,
     RUNG_KNOBS,
     TOP_DEFAULTS,
+    check_ways_windows,
 )
 
 __all__ = ["cycle_point", "cycle_run", "resolve", "normalise", "whole", "nic_stores",
@@ -193,9 +194,7 @@ def resolve(design, msg_bytes, messages, knobs):
         if _int("windows", p["windows"], 0, 4096):
             _int("windows", p["windows"], TOP_DEFAULTS["cache_entries"], 4096,
                  power_of_two=True)
-        if p["cache_ways"] > 1 and p["windows"] == 0:
-            raise ValueError(f"cache_ways {p['cache_ways']} needs windows > 0 (with "
-                             f"windows 0 a window slot is a cache entry)")
+        check_ways_windows(p)
         _int("msg_bytes", msg_bytes, 1, RDMA_MAX_BYTES)
         if p["popularity"] not in POPULARITY:
             raise ValueError(f"popularity must be one of {POPULARITY}, "

@@ -159,8 +159,8 @@ def parse_args(argv=None):
 
 def option_names(text):
     """An error of the point's checks in the names users type: every knob name with an
-    underscore (an identifier, never a word of prose) becomes its option (``qpc_bytes``
-    -> ``--qpc-bytes``), and a leading knob name without one gains its option (``qps
+    underscore (an identifier, never a word of prose) becomes its option (``cache_entries``
+    -> ``--cache-entries``), and a leading knob name without one gains its option (``qps
     must be ...`` -> ``--qps: qps must be ...``)."""
     from spec.design_point import option_names as named
 

@@ -19,7 +19,8 @@ __all__ = [
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "REWIND_QUEUE", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
-    "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
+    "REQUESTER_DEFAULTS", "RESPONDER_BUILD", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
+    "check_ways_windows",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
     "HOST_DEPTH", "QPC_LOG2_BITS", "QPC_MAX_WORDS",
@@ -69,7 +70,7 @@ assert set(FETCH_GROUP + SEQ_GROUP + _RESP_GROUP) <= set(QPC_DYNAMIC_FIELDS), \
 #: Bits of a cache's run-time port ``qpc_log2``: a context is ``2**qpc_log2`` host words
 #: (0 to 4, :data:`spec.formats.roce.QPC_BYTES_CHOICES`).
 QPC_LOG2_BITS = 3
-#: Most host words of one context (``qpc_bytes`` 1024).
+#: Most host words of one context (a context of 1024 bytes).
 QPC_MAX_WORDS = max(QPC_BYTES_CHOICES) // 64
 #: Most inline payload words a WQE may carry: a WQE is at most 4 words (256 bytes).
 #: Ref: rdma-core, providers/mlx5: the BlueFlame buffer size (``bf->buf_size``) is 256.
@@ -169,6 +170,15 @@ def check_cache_ways(ways, entries, what="entries"):
     return ways
 
 
+def check_ways_windows(knobs):
+    """``ValueError`` unless the requester's ``windows`` of ``knobs`` (a point's fields and
+    the requester's sizes) hold a cache of its ``cache_ways``: with ``windows`` 0 a
+    window slot is a cache entry, so the cache is direct mapped."""
+    if knobs["cache_ways"] > 1 and knobs["windows"] == 0:
+        raise ValueError(f"cache_ways {knobs['cache_ways']} needs windows > 0 (with "
+                         f"windows 0 a window slot is a cache entry)")
+
+
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
 #: descriptors of WQE reads and payload reads while their data is on its way, ``fetch``
 #: the work items whose context fills are on their way, ``bf`` the words of WQEs written
@@ -227,6 +237,10 @@ LADDER = (
 #: The responder's sizes (:class:`spec.rdma_responder.ResponderSizes`, with the reasoning
 #: behind each) and counters, in port order.
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
+#: The responder's build parameters besides its sizes and framing that both RdmaTop and
+#: RdmaFabricTop pass from their own of the same names (to the RTL responder and to its
+#: twin alike): its context cache's ways, its MR cache, its READ data FIFO.
+RESPONDER_BUILD = ("cache_ways", "mr_cache", "read_words")
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
 #: Host-memory words of each node in the co-simulation (4 MiB): room for 4096 QP

@@ -13,6 +13,7 @@ from analysis.load.rdma_measure import _steady_interval, load_per_message
 from analysis.load.rdma_scenario import load_scenario, wire_beats
 from analysis.rdma.point import run_model
 from analysis.workloads.carriers import ISSUERS
+from pymodel.rdma.engine_config import context_words
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.host import PROFILES
 from spec.load import check_count
@@ -96,7 +97,7 @@ def rate_bound(msg_bytes, ctx=None, **knobs):
     - ``host B up``: the payload's posted writes (one TLP per ``max_payload``);
     - ``issuer``: the issuer's cycles per message (its profile; a parallel issuer
       fills a batch's WQEs at once);
-    - with ``ctx``: each fill reads the whole context, ``W = qpc_bytes / 64`` words
+    - with ``ctx``: each fill reads the whole context, ``W`` host words (the point's size)
       (its request TLPs up, one per ``max_read_request``; its completions down, one
       per ``rcb``) and each write-back is a one-word posted write up (the dynamic
       word), on node A's interface for the
@@ -152,7 +153,7 @@ def rate_bound(msg_bytes, ctx=None, **knobs):
         missing = [c for c in CTX_COUNTS if c not in ctx]
         if missing:
             raise ValueError(f"ctx lacks {missing}: it needs {list(CTX_COUNTS)}")
-        fb = p["qpc_bytes"]                          # a fill's bytes (the whole context)
+        fb = HOST_WORD_BYTES * context_words(p, "rate bound")   # a fill: the whole context
         f_reqs, f_cpls = -(-fb // prof.max_read_request), -(-fb // prof.rcb)
         for side, host in (("req", "A"), ("resp", "B")):
             fills, wbs = ctx[f"{side}_misses"], ctx[f"{side}_writebacks"]

@@ -8,6 +8,7 @@ import random
 from analysis.load.rdma_knobs import (
     ACK_FRAMES_MASK,
     ACK_MSGS_MASK,
+    LOAD_POINT_FIELDS,
     PARALLEL_ISSUERS,
     rung_knobs,
 )
@@ -15,6 +16,7 @@ from analysis.load.traffic import arrival_cycles, qp_sequence
 from analysis.rdma.point import ENGINE_KNOBS, run_model
 from analysis.scenarios.rdma import ACK_SPAN_BEATS
 from analysis.workloads.carriers import ISSUERS
+from pymodel.rdma.engine_config import context_words
 from pymodel.rdma.system import Config
 from pymodel.rdma.verbs import Verbs, cq_log2_for
 from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS
@@ -86,7 +88,7 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
     for q in qseq:
         per_qp[q] = per_qp.get(q, 0) + 1
     v = Verbs(depth=depth, mr_entries=16, cq_log2=cq_log2_for(n),
-              qpc_words=p["qpc_bytes"] // HOST_WORD_BYTES)
+              qpc_words=context_words(p, "load point"))
     stride = 2 if k["inline"] else 0
     qp = {q: v.create_qp(q, (q * 7 + 3) % 4096, sq_log2=max(0, (per_qp[q] - 1).bit_length()),
                          pmtu_log2=p["pmtu_log2"], psn_a=(q * 977) & _PSN_MASK,
@@ -140,10 +142,8 @@ def build_load(msg_bytes, arrivals, qseq, p, seed=1, depth=1 << 22):
             for i, pq in enumerate(qs):        # one doorbell per QP, in turn
                 v.ring(qp[pq], ready + i * d)
     v.rung = rung
-    cfg = Config(cache_entries=p["cache_entries"], cache_ways=p["cache_ways"], host=p["host"],
-                 link_latency=p["link_latency"], depth=depth, cq_base=v.cq_base,
-                 cq_log2=v.cq_log2, miss_queue=p["miss_queue"], qpc_bytes=p["qpc_bytes"],
-                 **{x: k[x] for x in ENGINE_KNOBS})
+    cfg = Config(**Config.fields_of({n: p[n] for n in LOAD_POINT_FIELDS}), depth=depth,
+                 cq_base=v.cq_base, cq_log2=v.cq_log2, **{x: k[x] for x in ENGINE_KNOBS})
     return cfg, v
 
 

@@ -11,6 +11,8 @@ subject of the load sweeps.
 metrics; the co-simulation uses it on the RTL's records.
 """
 
+import dataclasses
+
 from analysis.scenarios.rdma import writes_scenario
 from pymodel.host.metrics import host_util
 from pymodel.rdma.metrics import (
@@ -19,17 +21,20 @@ from pymodel.rdma.metrics import (
     steady_ii,
     summarize,
 )
-from pymodel.rdma.point_fields import check_fields
+from pymodel.rdma.point_fields import MODEL_FIELDS, check_fields, model_defaults
 from pymodel.rdma.system import Config, simulate
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
 from spec.host import PROFILES
 from spec.rdma_engine import HOST_DEPTH, LADDER, REQUESTER_DEFAULTS, RUNG_KNOBS
 
 __all__ = ["knobs_of", "build", "reduce_run", "rdma_point", "latency_spacing",
-           "ENGINE_KNOBS"]
+           "ENGINE_KNOBS", "POINT_FIELDS"]
 
 #: The knobs that are the engine's run-time ports (the rest are the host's).
 ENGINE_KNOBS = ("serial", "ack_every", "ack_frames")
+#: The design point's fields :func:`rdma_point` takes as keywords (its ``rung`` is a
+#: keyword of its own), and their defaults: the point's, the link latency the top's.
+POINT_FIELDS = tuple(n for n in MODEL_FIELDS if n != "rung")
+_FIELD_DEFAULTS = model_defaults(POINT_FIELDS, link_latency=6)
 
 
 def knobs_of(rung=None, knobs=None):
@@ -56,24 +61,23 @@ def latency_spacing(host):
 
 def build(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", knobs=None,
           pmtu_log2=12, seed=1, spacing=0, link_latency=6, warmup=True, depth=HOST_DEPTH,
-          qpc_bytes=QPC_BYTES_DEFAULT, mrs=1, popularity="round_robin", **sizes):
+          mrs=1, popularity="round_robin", **sizes):
     """``(cfg, verbs)`` of a run; with ``warmup`` the first message goes alone and the
     others follow once it is done (:func:`latency_spacing`). ``depth``: host-memory
     words of each node (the co-simulation's by default; a model-only run may use more);
     ``mrs``: MRs the messages take in turn; ``popularity``: the QP of each message
-    (:func:`analysis.scenarios.rdma.writes_scenario`)."""
+    (:func:`analysis.scenarios.rdma.writes_scenario`); ``sizes``: fields of the model's
+    :class:`~pymodel.rdma.config.Config` (the scenario lays the contexts out at its
+    size)."""
     k = knobs_of(None, knobs)
+    cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
+                 depth=depth, **{n: k[n] for n in ENGINE_KNOBS}, **sizes)
     verbs = writes_scenario(messages, [msg_bytes], qps, pmtu_log2=pmtu_log2, seed=seed,
                             spacing=spacing, depth=depth,
                             warmup=latency_spacing(host) if warmup else 0,
-                            cache_entries=cache_entries,
-                            qpc_words=qpc_words(qpc_bytes, "RDMA point"), mrs=mrs,
+                            cache_entries=cache_entries, qpc_words=cfg.qpc_words, mrs=mrs,
                             popularity=popularity, **k)
-    cfg = Config(cache_entries=cache_entries, host=host, link_latency=link_latency,
-                 depth=depth, qpc_bytes=qpc_bytes,
-                 cq_base=verbs.cq_base, cq_log2=verbs.cq_log2,
-                 **{n: k[n] for n in ENGINE_KNOBS}, **sizes)
-    return cfg, verbs
+    return dataclasses.replace(cfg, cq_base=verbs.cq_base, cq_log2=verbs.cq_log2), verbs
 
 
 def reduce_run(verbs, run, messages):
@@ -104,37 +108,33 @@ def latency_knobs(knobs):
     return dict(knobs, ring_every=1, signal_every=1)
 
 
-def rdma_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-               knobs=None, pmtu_log2=12, seed=1, latency_messages=16, link_latency=6,
-               per_message=False, depth=1 << 22, header="roce",
-               windows=REQUESTER_DEFAULTS["windows"],
-               cache_ways=REQUESTER_DEFAULTS["cache_ways"],
-               miss_queue=REQUESTER_DEFAULTS["miss_queue"], qpc_bytes=QPC_BYTES_DEFAULT,
-               mr_cache=0, mrs=1, popularity="round_robin"):
+def rdma_point(msg_bytes, messages, rung=None, knobs=None, pmtu_log2=12, seed=1,
+               latency_messages=16, per_message=False, depth=1 << 22,
+               windows=REQUESTER_DEFAULTS["windows"], popularity="round_robin", **fields):
     """The model's metrics of one point: a back-to-back run of ``messages`` messages
     after a warm-up message, and a one-at-a-time run of ``latency_messages`` (after one
     warm-up message, not counted: the contexts are cached as in the steady state).
-    ``windows``: the requester's window slots (:class:`pymodel.rdma.config.Config`; 0
-    pins a QP's context in the cache until its messages are acknowledged);
-    ``cache_ways``: ways per set of the context caches (1, 2, 4, 8); ``miss_queue``:
-    the requester's side queue for items whose context fill is on its way (0: none);
-    ``qpc_bytes``: bytes of a QP context in host memory (64 to 1024).
-    ``mr_cache``: node B's MR cache (:class:`pymodel.rdma.config.Config`; 0: the MR
-    table on chip); ``mrs``: MRs the messages take in turn. ``popularity`` (:data:`spec.
-    load.POPULARITY`): the QP each message of both runs uses, round robin by default,
-    ``zipf`` (0.99) as the NIC's destinations (:func:`analysis.scenarios.rdma.qp_order`;
-    ``ValueError`` naming ``popularity`` otherwise). Each of these that is a
-    field of the design point is checked by the point's own rule first
+    ``fields``: fields of the design point (:data:`POINT_FIELDS`, each with the help
+    ``make sim --help`` gives it), the point's default where not given (the link
+    latency: 6, the top's), checked by the point's own rule first
     (:func:`pymodel.rdma.point_fields.check_fields`: ``ValueError`` naming the keyword,
-    then its option).
+    then its option; ``TypeError`` for a keyword that is none of them).
+    ``windows``: the requester's window slots (:class:`pymodel.rdma.config.Config`; 0
+    pins a QP's context in the cache until its messages are acknowledged). ``popularity``
+    (:data:`spec.load.POPULARITY`): the QP each message of both runs uses, round robin by
+    default, ``zipf`` (0.99) as the NIC's destinations
+    (:func:`analysis.scenarios.rdma.qp_order`; ``ValueError`` naming ``popularity``
+    otherwise).
 
     With ``per_message``, returns ``(row, per)``: ``per`` holds the back-to-back run's
     per-message ``accept``, ``remote_write``, ``completion`` (absolute cycles, -1 where
     not reached) and ``wire_bytes``, and its ``cycles``."""
-    fields = dict(qps=qps, cache_entries=cache_entries, host=host, header=header,
-                  link_latency=link_latency, cache_ways=cache_ways, miss_queue=miss_queue,
-                  qpc_bytes=qpc_bytes, mr_cache=mr_cache, mrs=mrs)
+    unknown = sorted(set(fields) - set(POINT_FIELDS))
+    if unknown:
+        raise TypeError(f"rdma_point() got unexpected keyword argument(s) {unknown}")
+    fields = _FIELD_DEFAULTS | fields
     check_fields(fields)
+    host = fields["host"]
     k = knobs_of(rung, knobs)
     common = dict(fields, pmtu_log2=pmtu_log2, seed=seed, depth=depth, windows=windows,
                   popularity=popularity)

@@ -9,7 +9,7 @@ from analysis.load.traffic import qp_sequence
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.verbs import IP_A, IP_B, MAC_A, MAC_B, Verbs, cq_log2_for, inline_limit
-from spec.formats.roce import HOST_WORD_BYTES, PSN_BITS, CqeStatus, OpCode, QpState
+from spec.formats.roce import PSN_BITS, CqeStatus, OpCode, QpState
 from spec.load import check_count
 from spec.rdma_engine import HOST_DEPTH, RUNG_KNOBS, SIM_TIMEOUT
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
@@ -113,7 +113,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     MR index 3). QP ``q`` is QPN ``q`` at node A and ``(7 q + 3) mod m`` at node B, ``m``
     the smaller of 4096 and the contexts the table holds (``7`` is odd and ``m`` a power
     of two, so the QPNs are distinct); ``qps`` above the table's contexts raises
-    ``ValueError`` naming ``qps`` and ``qpc_bytes``. Returns the :class:`Verbs`.
+    ``ValueError`` naming both (:meth:`Verbs.check_qps`). Returns the :class:`Verbs`.
     """
     if not isinstance(mrs, int) or isinstance(mrs, bool) or not 1 <= mrs <= mr_entries:
         raise ValueError(f"mrs must be an integer from 1 to mr_entries ({mr_entries}), "
@@ -132,11 +132,7 @@ def writes_scenario(messages, sizes, qps, pmtu_log2=12, seed=1, depth=HOST_DEPTH
     stride = 2 if k["inline"] else 0
     v = Verbs(depth=depth, mr_entries=mr_entries, cq_log2=cq_log2_for(messages),
               qpc_words=qpc_words)
-    if qps > v.max_qps:
-        raise ValueError(f"qps {qps} and qpc_bytes {HOST_WORD_BYTES * v.qpc_words}: the "
-                         f"context table holds {v.max_qps} contexts of "
-                         f"{HOST_WORD_BYTES * v.qpc_words} bytes (half of the {depth} "
-                         f"host words); use at most {v.max_qps} QPs or a smaller qpc_bytes")
+    v.check_qps(qps)
     slots = min(4096, v.max_qps)
     pairs = [v.create_qp(q, (q * 7 + 3) % slots, sq_log2=sq_log2[q], pmtu_log2=pmtu_log2,
                          psn_a=(q * 977) & _PSN_MASK, psn_b=(q * 977) & _PSN_MASK,

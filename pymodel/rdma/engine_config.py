@@ -14,7 +14,7 @@ checked against the ranges the RTL accepts; a bad one raises ``ValueError`` nami
 
 import dataclasses
 
-from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT
+from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_CHOICES, QPC_BYTES_DEFAULT, qpc_words
 from spec.host import PROFILES, check_host
 from spec.rdma_engine import (
     CACHE_WAYS,
@@ -31,7 +31,7 @@ from spec.rdma_read_req import SLOTS_RANGE
 from spec.rdma_responder import check_mr_cache, check_read_words
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
-__all__ = ["HostShape", "EngineConfig"]
+__all__ = ["HostShape", "EngineConfig", "context_words"]
 
 #: Ranges of the integer fields of :class:`EngineConfig` that the RTL tops and their
 #: parts check (the requester's and responder's parameter checks) and the widths of the
@@ -48,9 +48,31 @@ _RANGES = {
 }
 
 
+def context_words(values, owner):
+    """Host words of one QP context that the knobs ``values`` (a mapping of a design
+    point's fields, or a run's parameters) set, the default's where they set none;
+    ``ValueError`` naming ``owner`` and the knob for a size that is not accepted."""
+    return qpc_words(values.get("qpc_bytes", QPC_BYTES_DEFAULT), owner)
+
+
 class HostShape:
     """What a configuration with ``qpc_bytes`` and ``host`` derives from them: the
     context's host words, the tops' ``qpc_log2`` port and the host-interface profile."""
+
+    def with_qpc_words(self, words):
+        """This configuration with contexts of ``words`` host words."""
+        return dataclasses.replace(self, qpc_bytes=words * HOST_WORD_BYTES)
+
+    @classmethod
+    def fields_of(cls, values):
+        """The items of ``values`` (a mapping of knobs) that are fields of ``cls``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {k: v for k, v in values.items() if k in names}
+
+    @property
+    def mr_in_host(self):
+        """Whether the responders' MR table is in host memory (behind an MR cache)."""
+        return bool(self.mr_cache)
 
     @property
     def qpc_words(self):

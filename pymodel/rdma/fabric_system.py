@@ -55,7 +55,7 @@ from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_engine import RESPONDER_DEFAULTS
+from spec.rdma_engine import RESPONDER_BUILD, RESPONDER_DEFAULTS
 from spec.rdma_responder import mr_table_base
 
 __all__ = ["FabricConfig", "simulate_fabric"]
@@ -87,7 +87,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     nodes = range(n)
     hi_rq = [HostInterfaceModel(prof, cfg.depth, images[p]["mem_rq"]) for p in nodes]
     mem_rs = [mr_table_in_host(images[p]["mem_rs"], list(images[p]["mr_table"]) + [0] * (
-        cfg.mr_entries - len(images[p]["mr_table"])), cfg.depth) if cfg.mr_cache
+        cfg.mr_entries - len(images[p]["mr_table"])), cfg.depth) if cfg.mr_in_host
         else images[p]["mem_rs"] for p in nodes]
     hi_rs = [HostInterfaceModel(prof, cfg.depth, mem_rs[p]) for p in nodes]
     pending_a = [dict() for _ in nodes]          # requester beats into the merge, by cycle
@@ -107,8 +107,8 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
     resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
-                            cache_used=cfg.cache_entries, cache_ways=cfg.cache_ways,
-                            mr_cache=cfg.mr_cache, read_words=cfg.read_words,
+                            cache_used=cfg.cache_entries,
+                            **{k: getattr(cfg, k) for k in RESPONDER_BUILD},
                             mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                             **cfg.responder_sizes)
              for p in nodes]

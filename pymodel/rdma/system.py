@@ -19,6 +19,7 @@ from pymodel.rdma.verbs import mr_table_in_host
 from pymodel.stall import stall_pattern
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
+from spec.rdma_engine import RESPONDER_BUILD
 from spec.rdma_responder import mr_table_base
 
 __all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
@@ -164,16 +165,16 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     Returns what the top's recorders and counters hold: ``wire_ab``/``wire_ba``
     (``(beat cycles, frame)``), ``mmio_stamps`` (the cycle each MMIO word was taken),
     ``written`` and ``completed`` (``(cycle, tag)``), the counters of both engines, both
-    host interfaces and both links, and both host memories; with ``cfg.mr_cache``,
-    ``resp`` has the MR cache's counters too. With ``cfg.mr_cache`` node B's MR table is put
-    in host memory B (:func:`pymodel.rdma.verbs.mr_table_in_host`).
+    host interfaces and both links, and both host memories; with ``cfg.mr_in_host``,
+    ``resp`` has the MR cache's counters too, and node B's MR table is put in host
+    memory B (:func:`pymodel.rdma.verbs.mr_table_in_host`).
 
     Raises :class:`NoProgress` in the first cycle in which the run is known to be stuck
     with work still held: nothing changed and nothing is due any more, or nothing changed
     for :func:`stuck_patience` cycles in a row; ``RuntimeError`` past ``limit`` cycles.
     """
     p = cfg.profile
-    if cfg.mr_cache:                # node B's MRs live in its host memory
+    if cfg.mr_in_host:              # node B's MRs live in its host memory
         mem_b = mr_table_in_host(mem_b, list(mr_table) + [0] * (cfg.mr_entries
                                                                  - len(mr_table)), cfg.depth)
     hi_a = HostInterfaceModel(p, cfg.depth, mem_a)
@@ -225,8 +226,8 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                           qpc_base=cfg.qpc_base_b, qpc_words=cfg.qpc_words,
                           mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
-                          cache_ways=cfg.cache_ways, selective=cfg.selective,
-                          mr_cache=cfg.mr_cache, read_words=cfg.read_words,
+                          selective=cfg.selective,
+                          **{k: getattr(cfg, k) for k in RESPONDER_BUILD},
                           mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                           **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat
@@ -362,7 +363,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
                host_a=dict(hi_a.counters), host_b=dict(hi_b.counters),
                links={n: dict(link.counters) for n, link in links.items()},
                cycles=c, mem_a=hi_a.mem, mem_b=hi_b.mem, trace=req.comp.trace)
-    if cfg.mr_cache:                # the MR cache's counters (the top's port resp_mr)
+    if cfg.mr_in_host:              # the MR cache's counters (the top's port resp_mr)
         out["resp"].update(resp.mrc.count)
     # (With ``read_words`` the responder's counters include READ_COUNTERS: port resp_read.)
     return out

@@ -54,7 +54,7 @@ MIN_CQ_LOG2 = 10
 
 
 def mr_table_in_host(mem, mr_table, depth):
-    """Host image ``mem`` (``{word: int}``) of a responder built with ``mr_cache`` > 0:
+    """Host image ``mem`` (``{word: int}``) of a responder whose MR table is in host memory:
     with the MR table ``mr_table`` (``MR_LAYOUT`` integers, its length the table's
     entries) in its last words (:func:`spec.rdma_responder.mr_table_base`). A new dict;
     ``ValueError`` if a word of ``mem`` or the bytes of a valid MR lie in the table (a
@@ -62,13 +62,13 @@ def mr_table_in_host(mem, mr_table, depth):
     base = mr_table_base(depth, len(mr_table))
     taken = sorted(w for w in mem if w >= base)
     if taken:
-        raise ValueError(f"mr_cache: host words {taken[:4]} hold data where the MR table "
-                         f"goes (words {base} to {depth - 1})")
+        raise ValueError(f"MR table in host memory: host words {taken[:4]} hold data where "
+                         f"the MR table goes (words {base} to {depth - 1})")
     for k, value in enumerate(mr_table):
         mr = unpack(MR_LAYOUT, value)
         if mr["valid"] and mr["base"] + mr["length"] > base * _W:
-            raise ValueError(f"mr_cache: MR {k} (bytes {mr['base']:#x} + {mr['length']}) "
-                             f"reaches into the MR table at word {base}")
+            raise ValueError(f"MR table in host memory: MR {k} (bytes {mr['base']:#x} + "
+                             f"{mr['length']}) reaches into the MR table at word {base}")
     return {**mem, **{base + k: v for k, v in enumerate(mr_table) if v}}
 
 
@@ -195,6 +195,16 @@ class Verbs:
             dmac=MAC_A, smac=MAC_B, dip=IP_A, sip=IP_B))
         qp = self.qps[qpn_a] = QpPair(qpn_a, qpn_b, sq_base, sq_log2, stride_log2)
         return qp
+
+    def check_qps(self, qps):
+        """``ValueError`` naming ``qps`` and ``qpc_bytes`` unless the context table holds
+        ``qps`` contexts."""
+        if qps > self.max_qps:
+            size = HOST_WORD_BYTES * self.qpc_words
+            raise ValueError(f"qps {qps} and qpc_bytes {size}: the context table holds "
+                             f"{self.max_qps} contexts of {size} bytes (half of the "
+                             f"{self.depth} host words); use at most {self.max_qps} QPs "
+                             f"or a smaller qpc_bytes")
 
     def put_context(self, mem, base, qpn, word):
         """Write QP ``qpn``'s context (its fields as the integer ``word``) into the host

@@ -89,7 +89,7 @@ class ContextCache(wiring.Component):
     base : In(range(depth))
         Word address of the context table: QP ``q`` at ``base + q * 2**qpc_log2``.
     qpc_log2 : In(QPC_LOG2_BITS)
-        A context is ``2**qpc_log2`` host words (0 to 4: ``qpc_bytes`` 64 to 1024; held
+        A context is ``2**qpc_log2`` host words (0 to 4: 64 to 1024 bytes; held
         from reset). One build serves every context size.
     cache_log2 : In(CACHE_LOG2_BITS)
         ``2**cache_log2`` entries are in use (4 to ``log2(entries)``; held from reset),

@@ -27,6 +27,7 @@ from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
+    RESPONDER_BUILD,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     TIMEOUT_BITS,
@@ -56,7 +57,7 @@ class RdmaFabricTop(HarnessTop):
     A node ``p`` is modelled as two host functions: a requester behind its own host
     interface ``hi_rq<p>`` and host memory ``mem_rq<p>`` (QP contexts, send queues, CQ,
     payload buffers), and a responder behind ``hi_rs<p>`` and ``mem_rs<p>`` (QP
-    contexts, MRs; its MR table ``responder<p>.mr_table``, or with ``mr_cache`` the last
+    contexts, MRs; its MR table ``responder<p>.mr_table``, or behind an MR cache the last
     ``mr_entries`` words of ``mem_rs<p>``, as in :class:`rtl.tops.rdma_top.RdmaTop`; the
     MR caches' counters are not exported), each pair wired exactly as
     in :class:`rtl.tops.rdma_top.RdmaTop`. (A real RNIC has one host interface for both;
@@ -254,8 +255,7 @@ class RdmaFabricTop(HarnessTop):
             "requester": lambda: Requester(p["cache_entries"], depth, reads=p["reads"],
                                            **{k: p[k] for k in REQUESTER_DEFAULTS}),
             "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
-                                           cache_ways=p["cache_ways"], mr_cache=p["mr_cache"],
-                                           read_words=p["read_words"],
+                                           **{k: p[k] for k in RESPONDER_BUILD},
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: link(), "down": lambda: link(),
@@ -293,7 +293,7 @@ class RdmaFabricTop(HarnessTop):
                 hi_rq.mmio.ready.eq(req.mmio.ready),
                 req.qpc_base.eq(self.qpc_base), resp.qpc_base.eq(self.qpc_base),
                 *([resp.mr_base.eq(mr_table_base(self.p["depth"], self.p["mr_entries"]))]
-                  if self.p["mr_cache"] else []),
+                  if "mr_base" in resp.signature.members else []),
                 req.cq_base.eq(self.cq_base), req.cq_log2.eq(self.cq_log2),
                 req.ack_timeout.eq(self.ack_timeout), req.ack_every.eq(self.ack_every),
                 req.ack_frames.eq(self.ack_frames), req.serial.eq(self.serial),

@@ -22,6 +22,7 @@ from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
+    RESPONDER_BUILD,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
@@ -94,7 +95,7 @@ class RdmaTop(HarnessTop):
     repeat, docs/recovery.md), ``cache_log2`` (``2**cache_log2`` of the
     ``cache_entries`` context-cache entries in use at both nodes; see
     :class:`rtl.rdma.req.requester.Requester`), ``qpc_log2`` (a QP context is
-    ``2**qpc_log2`` host words at both nodes, ``qpc_bytes`` 64 to 1024; held from reset;
+    ``2**qpc_log2`` host words at both nodes, 64 to 1024 bytes; held from reset;
     see :class:`rtl.rdma.context_cache.ContextCache`); counters ``req``
     (:data:`spec.rdma_engine.REQUESTER_COUNTERS`) and ``resp``
     (:data:`~spec.rdma_engine.RESPONDER_COUNTERS`). Recorders must run without
@@ -175,8 +176,7 @@ class RdmaTop(HarnessTop):
         self.requester = req = Requester(p["cache_entries"], depth, p["header"],
                                          p["reads"], **{k: p[k] for k in REQUESTER_DEFAULTS})
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
-                                          p["header"], p["cache_ways"], p["mr_cache"],
-                                          p["read_words"],
+                                          p["header"], **{k: p[k] for k in RESPONDER_BUILD},
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
         if p["read_words"]:
             sig = CountersSignature(READ_COUNTERS)

@@ -30,9 +30,8 @@ POINTS = {"both": FabricPoint, "nic": NicPoint, "rdma": RdmaPoint,
 #: Where ``make sim --help`` lists the options (knob names); an option not named here
 #: follows them in declaration order.
 HELP_ORDER = ("op", "target_latency", "target_reads", "framing", "peers", "attachment",
-              "link_latency", "completion", "header", "fabric", "max_payload", "qps",
-              "cache_entries", "cache_ways", "qpc_bytes", "mr_cache", "mrs", "host",
-              "miss_queue", "topology", "popularity", "pool_entries", "idle",
+              "link_latency", "completion", "header", "fabric", "max_payload",
+              *RdmaPoint.declared("qps", "topology"), "popularity", "pool_entries", "idle",
               "ack_every", "lookahead", "rung")
 
 

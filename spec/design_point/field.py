@@ -40,7 +40,7 @@ def knob(default, kind, help, source, *, range=None, power_of_two=False, choices
 
 
 def option_of(name):
-    """The option users type for knob ``name`` (``qpc_bytes`` -> ``--qpc-bytes``)."""
+    """The option users type for knob ``name`` (``cache_entries`` -> ``--cache-entries``)."""
     return "--" + name.replace("_", "-")
 
 
@@ -57,7 +57,7 @@ def check_int(name, value, low, high, power_of_two=False):
 def option_names(text, names):
     """``text`` (an error of a knob's check) in the names users type: every knob of
     ``names`` (pairs of knob and option) with an underscore (an identifier, never a word
-    of prose) becomes its option (``qpc_bytes`` -> ``--qpc-bytes``), and a leading knob
+    of prose) becomes its option (``cache_entries`` -> ``--cache-entries``), and a leading knob
     name without one gains its option (``qps must be ...`` -> ``--qps: qps must be
     ...``)."""
     for knob_, opt in names:
@@ -85,6 +85,27 @@ class Point:
     def knobs(cls):
         """The fields of the point, in declaration order."""
         return dataclasses.fields(cls)
+
+    @classmethod
+    def of_kind(cls, *kinds):
+        """The names of the point's fields of ``kinds`` (:data:`KINDS`), in declaration
+        order."""
+        bad = sorted(set(kinds) - set(KINDS))
+        if bad:
+            raise ValueError(f"kinds must be from {KINDS}, not {bad}")
+        return tuple(f.name for f in cls.knobs() if f.metadata["kind"] in kinds)
+
+    @classmethod
+    def declared(cls, first, last):
+        """The names of the point's fields from ``first`` to ``last`` (both included), in
+        declaration order."""
+        names = [f.name for f in cls.knobs()]
+        return tuple(names[names.index(first):names.index(last) + 1])
+
+    def values(self, names=None):
+        """``{name: value}`` of the point's fields (of ``names``, all by default)."""
+        return {f.name: getattr(self, f.name) for f in self.knobs()
+                if names is None or f.name in names}
 
     def check(self):
         """Each field against its own rule (module doc), in :data:`CHECK_ORDER`; the first

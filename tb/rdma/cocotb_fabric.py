@@ -82,8 +82,8 @@ def fabric_run_scenario(top, p):
 class FabricTestbench:
     """Load, arm, run and compare one RdmaFabricTop co-simulation."""
 
-    def __init__(self, dut, nodes, depth, pause=False, mr_cache=0):
-        self.dut, self.nodes, self.depth, self.mr_cache = dut, nodes, depth, mr_cache
+    def __init__(self, dut, nodes, depth, pause=False, mr_in_host=False):
+        self.dut, self.nodes, self.depth, self.mr_in_host = dut, nodes, depth, mr_in_host
         self.blocks = _BLOCKS + ((("pause", "pause", PAUSE_COUNTERS),) if pause else ())
         self.harness = Harness(dut)
         self.hang = None
@@ -97,7 +97,7 @@ class FabricTestbench:
         layout = mmio_layout()
         for n, img in enumerate(images):
             load_image(getattr(d, f"mem_rq{n}").mem, img["mem_rq"])
-            if self.mr_cache:           # the MR table in host memory (RdmaTop's layout)
+            if self.mr_in_host:         # the MR table in host memory (RdmaTop's layout)
                 load_image(getattr(d, f"mem_rs{n}").mem,
                            mr_table_in_host(img["mem_rs"], img["mr_table"], self.depth))
             else:
@@ -221,7 +221,7 @@ async def run_and_compare(dut, cfg, images):
     model every frame on both uplinks (:func:`tb.rdma.wirecheck.wire_problems`) and that
     no merge raised a flag. Returns ``(model, scoreboard, got)``."""
     model = simulate_fabric(cfg, images)
-    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, mr_cache=cfg.mr_cache)
+    tb = FabricTestbench(dut, cfg.nodes, cfg.depth, mr_in_host=cfg.mr_in_host)
     tb.load(images, _ports(cfg))
     tb.arm_for(model)
     await tb.run(timeout_cycles=model["cycles"] + 5000)
@@ -292,7 +292,7 @@ async def fabric_matches_model(dut):
     model = simulate_fabric(cfg, images)
     t1 = time.perf_counter()
     tb = FabricTestbench(dut, cfg.nodes, cfg.depth, pause=bool(cfg.pause),
-                         mr_cache=cfg.mr_cache)
+                         mr_in_host=cfg.mr_in_host)
     tb.load(images, dict(qpc_base=cfg.qpc_base, cq_base=cfg.cq_base, cq_log2=cfg.cq_log2,
                          ack_timeout=cfg.timeout, ack_every=cfg.ack_every,
                          ack_frames=cfg.ack_frames,

@@ -14,6 +14,7 @@ import time
 import cocotb
 
 from analysis.load.rdma import LOAD_KNOBS, check_load_knobs, load_per_message, load_scenario
+from analysis.load.rdma_knobs import LOAD_FROM_CONFIG
 from analysis.rdma.point import knobs_of, reduce_run
 from analysis.scenarios.rdma import (
     bad_frames_scenario,
@@ -26,10 +27,11 @@ from analysis.scenarios.rdma_scaleup import scaleup_bad_frames_scenario
 from pymodel.fabric.faulty_link import FaultSettings
 from pymodel.rdma.links import retry_counters
 from pymodel.rdma.system import Config, simulate
+from spec.design_point import RdmaPoint
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import RETRY_SETTINGS
-from spec.formats.roce import QPC_BYTES_DEFAULT, CqeStatus, OpCode
+from spec.formats.roce import CqeStatus, OpCode
 from spec.formats.scaleup import framing
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from spec.rdma_engine import (
@@ -62,13 +64,14 @@ _TOP_EXTRA = ("link_retry",)
 RETRY_LINK_PORTS = tuple(n for n in retry_counters() if n not in LINK_COUNTERS + LINK_FLAGS)
 
 
+_POINT_PORTS = RdmaPoint.of_kind("port")      # run parameters and Config fields by name
 #: The parameters of a run (``run_cosim``'s ``params``), whatever its ``kind``: the top's
-#: own (``top``, :data:`spec.rdma_engine.TOP_DEFAULTS`), the engine's knobs (``rung``,
-#: ``knobs``), run-time ports and link faults, test hooks and checks, the output file.
-COMMON_PARAMS = ("kind", "top", "rung", "knobs", "cache_entries", "ack_timeout", "seed",
+#: own (``top``, :data:`spec.rdma_engine.TOP_DEFAULTS`), the point's run-time ports
+#: (``rung``: the engine's knobs, ``knobs`` on top), link faults, hooks, checks, output.
+COMMON_PARAMS = ("kind", "top", *_POINT_PORTS, "knobs", "ack_timeout", "seed",
                  "faults_ab", "faults_ba", "inject_stall", "model_mmio_delay", "model_limit",
                  "expect", "expect_min", "resend_only_qps", "cqe_status", "cq_order_differs",
-                 "clean_baseline", "out_json", "token", "selective", "qpc_bytes")
+                 "clean_baseline", "out_json", "token")
 #: The parameters of each scenario kind besides :data:`COMMON_PARAMS`.
 KIND_PARAMS = {
     "writes": ("messages", "sizes", "qps", "pmtu_log2", "spacing", "warmup", "mrs", "popularity"),
@@ -147,9 +150,9 @@ def config(top, params):
     if entries > p["cache_entries"] or entries < 16 or entries & (entries - 1):
         raise ValueError(f"cache_entries must be a power of two from 16 to the top's "
                          f"{p['cache_entries']}, not {entries!r}")
-    return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_entries=entries,
-                  cache_capacity=p["cache_entries"], selective=params.get("selective", 0),
-                  qpc_bytes=params.get("qpc_bytes", QPC_BYTES_DEFAULT),
+    return Config(**{k: p[k] for k in _TOP_FIELDS}, cache_capacity=p["cache_entries"],
+                  **Config.fields_of({k: params[k] for k in _POINT_PORTS if k in params}
+                                     | {"cache_entries": entries}),
                   responder_sizes={k: p[k] for k in RESPONDER_DEFAULTS},
                   **{k: knobs[k] for k in _ENGINE_PORTS},
                   faults_ab=fault_settings(params.get("faults_ab")),
@@ -182,27 +185,24 @@ def scenario(p, cfg, knobs):
     if p["kind"] == "mixed":
         return reads.mixed_run_scenario(cfg, p, host), [], None
     if p["kind"] == "load":
-        # Open-loop arrivals posted by an issuer (analysis.load.rdma); the engine knobs
-        # (ACK coalescing) come from ``knobs`` as for the other kinds.
+        # Open-loop arrivals (analysis.load.rdma); ACK coalescing from ``knobs``.
         lp = {k: p[k] for k in LOAD_KNOBS if k in p}
-        lp.update(host=cfg.host, link_latency=cfg.link_latency,
-                  cache_entries=cfg.cache_entries, qpc_bytes=cfg.qpc_bytes,
+        lp.update({k: getattr(cfg, k) for k in LOAD_FROM_CONFIG},
                   ack_every=knobs["ack_every"], ack_frames=knobs["ack_frames"])
         lp = check_load_knobs(p["msg_bytes"], p["messages"], lp)
         _, v, arrivals, warm = load_scenario(p["msg_bytes"], p["messages"], p["load"],
                                              p["service_cycles"], lp, p.get("seed", 1),
                                              depth=cfg.depth)
-        v.warm = warm
-        v.arrivals = arrivals
+        v.warm, v.arrivals = warm, arrivals
         return v, [], None
     raise ValueError(f"unknown scenario kind {p['kind']!r}")
 
 
 def with_cq(cfg, v):
     """``cfg`` with the completion queue the verbs ``v`` set up (``cq_base``,
-    ``cq_log2``); ``ValueError`` if ``v`` laid out contexts for another ``qpc_bytes``."""
+    ``cq_log2``); ``ValueError`` if ``v`` laid out contexts of another size."""
     if v.qpc_words != cfg.qpc_words:
-        raise ValueError(f"qpc_bytes: scenario {64 * v.qpc_words}, engines {cfg.qpc_bytes}")
+        raise ValueError(f"QP-context words: scenario {v.qpc_words}, engines {cfg.qpc_words}")
     return dataclasses.replace(cfg, cq_base=v.cq_base, cq_log2=v.cq_log2)
 
 
@@ -232,7 +232,7 @@ async def rdma_matches_model(dut):
     phases.mark("model")
     items, release = v.mmio_items()
 
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_in_host, cfg.read_words,
                        cfg.reads)
     ports = run_ports(cfg)
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,

@@ -42,7 +42,7 @@ async def rdma_runs_to_budget(dut):
     v, inject, _ = scenario(p, cfg, knobs)
     cfg = with_cq(cfg, v)
     items, release = v.mmio_items()
-    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_cache, cfg.read_words,
+    tb = RdmaTestbench(dut, cfg.depth, cfg.link_retry, cfg.mr_in_host, cfg.read_words,
                        cfg.reads)
     ports = run_ports(cfg)
     tb.load(mem_a=v.mem_a, mem_b=v.mem_b, mr_table=v.mr_table, mmio=items, release=release,

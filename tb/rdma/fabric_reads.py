@@ -41,8 +41,8 @@ def reads_setup(top, p):
             raise ValueError(f"a 'reads' run needs the parameter {name!r}")
     v = read_point_scenario(p["op"], p["msg_bytes"], p["messages"], depth=t["depth"],
                             mr_entries=t["mr_entries"], qps=p.get("qps", 1))
-    cfg = dataclasses.replace(fabric_config(top, v), reads=t["reads"],
-                              read_words=t["read_words"], qpc_bytes=64 * v.qpc_words)
+    cfg = dataclasses.replace(fabric_config(top, v).with_qpc_words(v.qpc_words),
+                              reads=t["reads"], read_words=t["read_words"])
     return cfg, v
 
 

@@ -12,8 +12,9 @@ import dataclasses
 
 from analysis.rdma.point import ENGINE_KNOBS, knobs_of
 from analysis.scenarios.rdma import writes_scenario
+from pymodel.rdma.engine_config import context_words
 from pymodel.rdma.fabric_system import FabricConfig
-from spec.formats.roce import QPC_BYTES_DEFAULT, qpc_words
+from spec.design_point import RdmaPoint
 from spec.rdma_engine import REQUESTER_DEFAULTS, RESPONDER_DEFAULTS, SIM_TIMEOUT
 from spec.rdma_fabric import FABRIC_DEFAULTS
 
@@ -24,14 +25,9 @@ __all__ = ["fabric_config", "WRITES_PARAMS", "writes_setup", "writes_images", "p
 def fabric_config(top, sc, cache_entries=16):
     """The model's :class:`FabricConfig` of a top (its parameters) and a scenario."""
     t = dict(FABRIC_DEFAULTS, **top)
-    return FabricConfig(nodes=t["nodes"], cache_entries=cache_entries,
-                        cache_capacity=t["cache_entries"], depth=t["depth"], host=t["host"],
-                        link_latency=t["link_latency"], mr_entries=t["mr_entries"],
-                        mr_cache=t["mr_cache"],
-                        credits=t["credits"], merge_depth=t["merge_depth"],
-                        pause=t["pause"], pause_headroom=t["pause_headroom"],
-                        pause_hysteresis=t["pause_hysteresis"],
-                        hop_latency=t["hop_latency"], link_retry=t["link_retry"],
+    return FabricConfig(**FabricConfig.fields_of({k: t[k] for k in FABRIC_DEFAULTS
+                                                  if k != "cache_entries"}),
+                        cache_entries=cache_entries, cache_capacity=t["cache_entries"],
                         **{k: t.get(k, v) for k, v in REQUESTER_DEFAULTS.items()
                            if k != "timeout"},
                         timeout=t.get("timeout", SIM_TIMEOUT),
@@ -40,9 +36,12 @@ def fabric_config(top, sc, cache_entries=16):
                         cq_base=sc.cq_base, cq_log2=sc.cq_log2)
 
 
+#: The design point's run-time ports a ``writes`` run takes as its parameters of the same
+#: names (the engines' recovery is go-back-N here).
+_PORTS = tuple(n for n in RdmaPoint.of_kind("port") if n != "selective")
 #: The parameters of a ``writes`` run (as :data:`tb.rdma.cocotb_rdma.KIND_PARAMS`'s).
-WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing",
-                 "cache_entries", "rung", "knobs", "qpc_bytes", "out_json", "popularity")
+WRITES_PARAMS = ("kind", "top", "messages", "sizes", "qps", "warmup", "spacing", *_PORTS,
+                 "knobs", "out_json", "popularity")
 
 
 def writes_setup(top, p):
@@ -60,13 +59,13 @@ def writes_setup(top, p):
         raise ValueError(f"a 'writes' run needs a top of 2 nodes, not {t['nodes']!r}")
     knobs = knobs_of(p.get("rung"), p.get("knobs"))
     entries = p.get("cache_entries", 16)
-    words = qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "fabric writes run")
+    words = context_words(p, "fabric writes run")
     v = writes_scenario(p["messages"], p["sizes"], p["qps"], spacing=p.get("spacing", 0),
                         warmup=p.get("warmup", 0), cache_entries=entries, depth=t["depth"],
                         mr_entries=t["mr_entries"], qpc_words=words,
                         popularity=p.get("popularity", "round_robin"), **knobs)
     cfg = fabric_config(top, v, entries)
-    cfg = dataclasses.replace(cfg, qpc_bytes=64 * words,
+    cfg = dataclasses.replace(cfg.with_qpc_words(words),
                               **{k: knobs[k] for k in ENGINE_KNOBS})
     return cfg, v
 
@@ -100,12 +99,13 @@ def check_writes_params(p):
         raise ValueError(f"fabric 'writes' run: {type(exc).__name__}: {exc}") from exc
 
 
-#: The parameters of an open-loop run (the default kind).
-OPEN_LOOP_PARAMS = ("top", "nodes", "qps", "msg_bytes", "messages", "load", "pattern", "seed",
-                    "warmup", "cache_entries", "credits", "depth", "host", "link_latency",
-                    "merge_depth", "mr_entries", "mr_cache", "out_json",
-                    "expect_merge_wait", "expect_merge_held", "expect_pause",
-                    "pause", "pause_headroom", "pause_hysteresis", "timeout")
+#: The parameters of an open-loop run (the default kind): the fabric top's parameters of
+#: :data:`spec.rdma_fabric.FABRIC_DEFAULTS` but its player and recorder depths, hop
+#: latency and link retry, and the run's own.
+OPEN_LOOP_PARAMS = ("top", *(k for k in FABRIC_DEFAULTS if k not in (
+    "mmio", "wire_beats", "events", "hop_latency", "link_retry")), "qps", "msg_bytes",
+    "messages", "load", "pattern", "seed", "warmup", "out_json", "expect_merge_wait",
+    "expect_merge_held", "expect_pause", "timeout")
 
 
 def check_run_params(p):

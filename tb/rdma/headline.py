@@ -123,9 +123,8 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     with ``_rtl`` and ``_model`` values, ``mismatches`` (of both runs), ``cycles`` and
     ``frames`` (``(cycle, bytes)`` of the back-to-back run, both links), and the
     comparison keys (:func:`comparison_keys`); a field the row has no key of its own
-    for (not in :data:`tb.rdma.point_params.ROW_ELSEWHERE`: ``cache_ways``,
-    ``selective``, ...) is a key of the row, and adds ``_<name><value>`` to the run's
-    name, when off its default. ``topology``
+    for (not in :data:`tb.rdma.point_params.ROW_ELSEWHERE`) is a key of the row, and
+    adds ``_<name><value>`` to the run's name, when off its default. ``topology``
     (:data:`TOPOLOGIES`): ``switch`` runs the point on the NIC's fabric
     (:mod:`tb.rdma.headline_switch`; ``header`` ``roce`` and the defaults of the fields
     not in :data:`tb.rdma.point_params.SWITCH_FIELDS` only), the row's
@@ -152,9 +151,8 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     if switch:
         from tb.rdma.headline_switch import run_switch_point
 
-        return run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung,
-                                 k, latency_messages, test_id, label, fabric, link_retry,
-                                 header, check_only, point.cache_ways)
+        return run_switch_point(sim, msg_bytes, messages, point, rung, k, latency_messages,
+                                test_id, label, check_only)
     top = top_params(point, _top(host, point.link_latency, fabric, link_retry, header))
     fabric = fabric_profile(fabric).name
     tags, suffix = row_tags(point)
@@ -206,32 +204,32 @@ def run_point(sim, msg_bytes, messages, rung=None, knobs=None, latency_messages=
     return row
 
 
-def model_point(msg_bytes, messages, qps=1, cache_entries=16, host="pcie", rung=None,
-                latency_messages=16, fabric="board", link_retry=False, header="roce",
-                topology=TOPOLOGY, cache_ways=1, popularity="round_robin"):
-    """The golden model's side of :func:`run_point` alone (no simulator), for the
-    parameters it shares with it (the others at their defaults): the row with ``_model``
-    values only, from the same top, runs and reduction as the co-simulation's model side
+def model_point(msg_bytes, messages, rung=None, latency_messages=16,
+                popularity="round_robin", **fields):
+    """The golden model's side of :func:`run_point` alone (no simulator), for the same
+    point (``fields``, ``rung``: as :func:`run_point`'s): the row with ``_model`` values
+    only, from the same top, runs and reduction as the co-simulation's model side
     (:func:`tb.rdma.cocotb_rdma.config`, :func:`~tb.rdma.cocotb_rdma.scenario`,
     :func:`~tb.rdma.cocotb_rdma.run_model`, :func:`analysis.rdma.point.reduce_run`), and
-    the comparison keys; ``cache_ways``: as :func:`run_point`'s. ``popularity``: the QP
-    of each message of both runs (:func:`analysis.scenarios.rdma.qp_order`: round robin by
-    default, ``zipf`` 0.99 as the NIC's destinations; the row's ``popularity`` when not
-    round robin): the model's alone, :func:`run_point` co-simulates round robin only."""
+    the comparison keys. ``popularity``: the QP of each message of both runs
+    (:func:`analysis.scenarios.rdma.qp_order`: round robin by default, ``zipf`` 0.99 as
+    the NIC's destinations; the row's ``popularity`` when not round robin): the model's
+    alone, :func:`run_point` co-simulates round robin only."""
     from tb.rdma.cocotb_rdma import config, run_model, scenario
 
-    point = rdma_point(qps=qps, cache_entries=cache_entries, host=host, rung=rung,
-                       fabric=fabric, link_retry=link_retry, header=header,
-                       topology=topology, cache_ways=cache_ways)
-    _check_topology(topology)
+    point = rdma_point(rung=rung, **fields)
+    qps, cache_entries, host, header = point.qps, point.cache_entries, point.host, point.header
+    fabric, link_retry, topology = point.fabric, point.link_retry, point.topology
+    _check_topology(topology, **{f.name: off_default(point, f.name)
+                                 for f in dataclasses.fields(point)
+                                 if f.name not in SWITCH_FIELDS})
     if topology == "switch":
         from tb.rdma.headline_switch import model_switch_point
 
-        return model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
-                                   latency_messages, fabric, link_retry, header,
-                                   cache_ways, popularity)
+        return model_switch_point(msg_bytes, messages, point, rung, latency_messages,
+                                  popularity)
     k = knobs_of(rung, None)
-    top = top_params(point, _top(host, None, fabric, link_retry, header))
+    top = top_params(point, _top(host, point.link_latency, fabric, link_retry, header))
     warm = latency_spacing(host)
     common = dict(kind="writes", sizes=[msg_bytes], warmup=warm, popularity=popularity,
                   **run_params(point, _WRITES))

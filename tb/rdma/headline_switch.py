@@ -12,6 +12,7 @@ from pymodel.throughput import isolated_median
 from spec.fabric_profiles import fabric_profile, rdma_fabric_top, rdma_records, rdma_timeout
 from spec.metrics import row_metrics
 from spec.rdma_engine import TOP_DEFAULTS
+from tb.rdma.point_params import row_tags, top_params
 from tb.rdma.row_keys import PER_MESSAGE as _PER_MESSAGE
 from tb.rdma.row_keys import comparison_keys, ii_messages, state_kinds
 
@@ -19,11 +20,12 @@ __all__ = ["fabric_top", "run_switch_point", "model_switch_point", "reads_host"]
 
 
 def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entries=16,
-               reads=True, cache_ways=1):
+               reads=True, **build):
     """The parameters of the two-node :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` of a
     ``switch`` point: RdmaTop's host-memory depth and player and recorder depths, the
-    context caches of ``cache_entries`` with ``cache_ways`` ways per set (the top's
-    parameter when not 1, the default top's direct-mapped cache), the fabric of
+    context caches of ``cache_entries``, the point's other build fields ``build`` that
+    are off the top's defaults (:func:`tb.rdma.point_params.top_params`; the top and
+    the model's configuration check them), the fabric of
     :func:`spec.fabric_profiles.rdma_fabric_top` and, off ``board``, the window records
     and transport timeout of RdmaTop's (:func:`tb.rdma.headline._top`), the records
     sized to the rung (``reads``: whether it reads its WQE and payload from host memory,
@@ -37,8 +39,7 @@ def fabric_top(host, fabric="board", link_retry=False, header="roce", cache_entr
     top = dict(nodes=2, host=host, depth=TOP_DEFAULTS["depth"], cache_entries=cache_entries,
                mmio=TOP_DEFAULTS["mmio"], wire_beats=TOP_DEFAULTS["wire_beats"],
                events=TOP_DEFAULTS["events"], **rdma_fabric_top(profile, link_retry))
-    if cache_ways != 1:
-        top["cache_ways"] = cache_ways       # the top and the model's config check it
+    top.update(build)
     if profile.name != "board":
         top.update(records=rdma_records(profile, reads=reads),
                    timeout=rdma_timeout(profile))
@@ -82,16 +83,25 @@ def _switch_sides(row, bw, lat, fabric, link_retry):
             row[f"inflight_bits_{side}"] += kinds["fabric_buffer_bits"]
 
 
-def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k,
-                      latency_messages, test_id, label, fabric, link_retry, header,
-                      check_only, cache_ways=1):
-    """:func:`run_point` with ``topology`` ``switch``."""
+def _point_top(point, k):
+    """The fabric top of a ``switch`` point (:func:`fabric_top`) for the rung's knobs
+    ``k``."""
+    return fabric_top(point.host, point.fabric, point.link_retry, point.header,
+                      point.cache_entries, reads_host(k), **top_params(point, {}))
+
+
+def run_switch_point(sim, msg_bytes, messages, point, rung, k, latency_messages, test_id,
+                     label, check_only):
+    """:func:`run_point` with ``topology`` ``switch`` (``point``: its checked
+    :class:`spec.design_point.RdmaPoint`)."""
     from tb.rdma.fabric_runner import run_fabric
     from tb.rdma.fabric_writes import check_writes_params
 
-    top = fabric_top(host, fabric, link_retry, header, cache_entries, reads_host(k),
-                     cache_ways)
-    fabric = fabric_profile(fabric).name
+    qps, cache_entries, host = point.qps, point.cache_entries, point.host
+    link_retry, header = point.link_retry, point.header
+    top = _point_top(point, k)
+    tags, suffix = row_tags(point)
+    fabric = fabric_profile(point.fabric).name
     runs = _switch_params(msg_bytes, qps, cache_entries, host, k, messages,
                           latency_messages)
     for params in runs:                        # both runs' before either is built
@@ -100,8 +110,7 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
         return None
     tag = test_id or (f"{sim}_{(rung or 'knobs').replace(' ', '_').replace('+', 'p')}_q{qps}"
                       f"_c{cache_entries}_{host}_n{messages}_b{msg_bytes}_{fabric}"
-                      + ("_retry" if link_retry else "")
-                      + (f"_w{cache_ways}" if cache_ways != 1 else ""))
+                      + ("_retry" if link_retry else "") + suffix)
     tag = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tag) + "_sw"
     out = []
     for params, kind in zip(runs, ("bw", "lat"), strict=True):
@@ -112,9 +121,7 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
     row = {"design": "rdma", "framing": "rocev2", "simulator": sim, "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
            "rung": label or rung,
-           **comparison_keys(host, fabric, link_retry, header, "switch")}
-    if cache_ways != 1:
-        row["cache_ways"] = cache_ways
+           **comparison_keys(host, fabric, link_retry, header, "switch"), **tags}
     _switch_sides(row, bw, lat, fabric, link_retry)
     row["mismatches"] = bw["mismatches"] + lat["mismatches"]
     if messages < ii_messages():
@@ -128,16 +135,16 @@ def run_switch_point(sim, msg_bytes, messages, qps, cache_entries, host, rung, k
     return row
 
 
-def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
-                        latency_messages, fabric, link_retry, header, cache_ways=1,
-                        popularity="round_robin"):
+def model_switch_point(msg_bytes, messages, point, rung, latency_messages,
+                       popularity="round_robin"):
     """:func:`model_point` with ``topology`` ``switch``: the fabric test's model side
     (``popularity``: the row's when not round robin)."""
     from pymodel.rdma.fabric_system import simulate_fabric
     from tb.rdma.fabric_writes import pair_run, writes_images, writes_setup
 
-    top = fabric_top(host, fabric, link_retry, header, cache_entries,
-                     reads_host(knobs_of(rung, None)), cache_ways)
+    qps, cache_entries, host = point.qps, point.cache_entries, point.host
+    fabric, link_retry, header = point.fabric, point.link_retry, point.header
+    top = _point_top(point, knobs_of(rung, None))
     runs = []
     for params in _switch_params(msg_bytes, qps, cache_entries, host, knobs_of(rung, None),
                                  messages, latency_messages, popularity):
@@ -149,9 +156,8 @@ def model_switch_point(msg_bytes, messages, qps, cache_entries, host, rung,
     fabric = fabric_profile(fabric).name
     row = {"design": "rdma", "framing": "rocev2", "msg_bytes": msg_bytes,
            "messages": messages, "qps": qps, "cache_entries": cache_entries, "host": host,
-           "rung": rung, **comparison_keys(host, fabric, link_retry, header, "switch")}
-    if cache_ways != 1:
-        row["cache_ways"] = cache_ways
+           "rung": rung, **comparison_keys(host, fabric, link_retry, header, "switch"),
+           **row_tags(point)[0]}
     if popularity != "round_robin":
         row["popularity"] = popularity
     _switch_sides(row, *runs, fabric, link_retry)

@@ -62,7 +62,7 @@ def off_default(point, name):
 
 def top_params(point, top):
     """``top`` (from :func:`tb.rdma.headline._top`) with the point's other build fields
-    that are off the top's default (``cache_ways``, ``mr_cache``, ...)."""
+    that are parameters of the top and off its default."""
     top = dict(top)
     defaults = dict(TOP_DEFAULTS, **TOP_EXTRA)
     for f in dataclasses.fields(point):
@@ -86,7 +86,7 @@ def run_params(point, accepted):
 def row_tags(point):
     """``(keys, suffix)``: the row's keys of the point's fields not in
     :data:`ROW_ELSEWHERE` that are off their default (in declaration order) and the
-    suffix they add to the run's name (``_cache_ways4``)."""
+    suffix they add to the run's name (``_mrs3``)."""
     keys = {f.name: getattr(point, f.name) for f in dataclasses.fields(point)
             if f.name not in ROW_ELSEWHERE and off_default(point, f.name)}
     return keys, "".join(f"_{name}{value}" for name, value in keys.items())

@@ -102,8 +102,9 @@ class RdmaTestbench:
     link_retry : bool
         The top was built with ``link_retry`` (its link counters are those of reliable
         links: the wire's are member ``link`` of ``<link>_counters``).
-    mr_cache : int
-        The top's ``mr_cache``: when not 0 the MR table is loaded into host memory B
+    mr_in_host : bool
+        The top's MR table is in host memory (behind an MR cache,
+        :attr:`pymodel.rdma.engine_config.HostShape.mr_in_host`): it is loaded into host memory B
         (:func:`pymodel.rdma.verbs.mr_table_in_host`) and :meth:`counters`' ``resp``
         has the MR cache's counters too (port ``resp_mr``).
     read_words : int
@@ -128,9 +129,9 @@ class RdmaTestbench:
     #: asks for it clears only these instead of the whole memory.
     _dirty = {}
 
-    def __init__(self, dut, depth, link_retry=False, mr_cache=0, read_words=0, reads=0):
+    def __init__(self, dut, depth, link_retry=False, mr_in_host=False, read_words=0, reads=0):
         self.dut, self.depth, self.link_retry = dut, depth, link_retry
-        self.mr_cache = mr_cache
+        self.mr_in_host = mr_in_host
         self.read_words, self.reads = read_words, reads
         self.harness = Harness(dut)
         self.end = self.hang = None
@@ -153,7 +154,7 @@ class RdmaTestbench:
         FaultSettings}`` of :data:`spec.rdma.LINKS`.
         """
         h, d = self.harness, self.dut
-        if self.mr_cache:
+        if self.mr_in_host:
             mem_b = mr_table_in_host(mem_b, mr_table, self.depth)
         for name, image in ((MEMORIES[0], mem_a), (MEMORIES[1], mem_b)):
             mem = getattr(d, name).mem
@@ -162,7 +163,7 @@ class RdmaTestbench:
                     mem[addr].value = 0
             for addr, value in sorted(image.items()):
                 mem[addr].value = value
-        if not self.mr_cache:
+        if not self.mr_in_host:
             table = d.responder.mr_table
             load_memory(table, list(mr_table) + [0] * (len(table) - len(mr_table)))
         if clear:
@@ -246,7 +247,7 @@ class RdmaTestbench:
         d = self.dut
         wire = "__link" if self.link_retry else ""
         mr = ({n: value_of(getattr(d, member_port("resp_mr", n))) for n in MR_CACHE_COUNTERS}
-              if self.mr_cache else {})
+              if self.mr_in_host else {})
         if self.read_words:
             mr |= {n: value_of(getattr(d, member_port("resp_read", n))) for n in READ_COUNTERS}
         req_read = ({f"read_{n}": value_of(getattr(d, member_port("req_read", n)))

@@ -71,7 +71,7 @@ def _check_backlog(s, run, whole, ii):
     the per-message cycles of the resources
     (:func:`~analysis.rdma.fastpath.bounds.rdma_bounds`) over the whole run; node B's
     (:data:`~analysis.rdma.fastpath.flow._RESPONDER_BOUNDS`) are left out of the flow,
-    and its fills (``qpc_bytes`` of completions a miss on host interface B's down
+    and its fills (a whole context of completions a miss on host interface B's down
     direction) are the part of them driven by the run's misses. Where every QP has an
     entry of its own, the sends of a run of compulsory misses may come in a burst at
     the wire's rate (the fills at node A go before the WQE and payload reads), else

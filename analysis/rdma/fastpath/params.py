@@ -9,8 +9,9 @@ direction; :func:`_not_covered` is the ``ValueError`` every refused regime raise
 
 import dataclasses
 
+from pymodel.rdma.engine_config import context_words
 from pymodel.rdma.frames import ETH_OVERHEAD
-from spec.formats.roce import HOST_WORD_BYTES, QPC_BYTES_DEFAULT, qpc_words
+from spec.formats.roce import HOST_WORD_BYTES
 from spec.formats.scaleup import framing
 from spec.host import PROFILES
 from spec.rdma_engine import LADDER, MAX_INLINE_WORDS, REQUESTER_DEFAULTS, RUNG_KNOBS
@@ -55,7 +56,7 @@ class _Setup:
     #: holds a context-cache entry until its QP's messages are acknowledged, a power
     #: of two until their records reach the completion unit.
     windows: int = REQUESTER_DEFAULTS["windows"]
-    #: Host words of a QP context (``qpc_bytes // 64``): a fill reads them all, from a
+    #: Host words of a QP context (the point's size over 64): a fill reads them all, from a
     #: table at word 0 (:class:`pymodel.rdma.verbs.Verbs`), so a fill read is aligned
     #: to its own size and cut at MRRS and RCB as a read at offset 0.
     qpc_words: int = 1
@@ -85,7 +86,7 @@ def _setup(msg_bytes, p):
                prof=PROFILES[p["host"]], link=p["link_latency"], pmtu=1 << p["pmtu_log2"],
                header=framing(p.get("header", "roce")).header.value,
                windows=p.get("windows", REQUESTER_DEFAULTS["windows"]),
-               qpc_words=qpc_words(p.get("qpc_bytes", QPC_BYTES_DEFAULT), "RDMA fast path"),
+               qpc_words=context_words(p, "RDMA fast path"),
                **knobs)
     ways = p.get("cache_ways", REQUESTER_DEFAULTS["cache_ways"])
     if ways != 1:
