@@ -17,8 +17,6 @@ says which): the one-lane point co-simulates that datapath beside its sender
 (:mod:`tb.ephemeral.sim_point`, RTL = model), and every lane runs the same one.
 """
 
-import json
-from pathlib import Path
 
 from pymodel.throughput import steady_ii
 from spec.ephemeral import COMPLETION_RANGE, II_BITS, recv_context_bits, send_context_bits
@@ -27,6 +25,7 @@ from tb.ephemeral.sim_point import (
     _slots,
     _wire_bytes,
     check_sim_point,
+    cosim_result,
     lane_events,
 )
 
@@ -48,10 +47,10 @@ LANE_SOURCES = dict(
                         "lane (model)",
     wire_bytes="co-simulated ACK requests and CLOSEs + the frames' sizes (model)",
     context_state_bits="co-simulated (the lanes' contexts at their most x their bits)",
-    latency_cycles="model (the engine's datapath at 1 QP; co-simulated at one lane)",
-    completion_cycles="model (the engine's datapath at 1 QP; co-simulated at one lane)",
-    host_bytes="model (the engine's datapath at 1 QP; co-simulated at one lane)",
-    datapath_state_bits="model (the engine's datapath at 1 QP per lane; co-simulated at "
+    latency_cycles="model (the engine's datapath at 1 QP; RTL in the one-lane point)",
+    completion_cycles="model (the engine's datapath at 1 QP; RTL in the one-lane point)",
+    host_bytes="model (the engine's datapath at 1 QP; RTL in the one-lane point)",
+    datapath_state_bits="model (the engine's datapath at 1 QP per lane; RTL in the "
                         "one lane)",
 )
 
@@ -65,9 +64,7 @@ def run_lanes_point(sim, peers=4096, fabric="pod", popularity="round_robin", lan
     from analysis.load.traffic import qp_sequence
     from rtl.tops.ephemeral_lanes_top import EphemeralLanesTop
     from spec.fabric_profiles import one_way
-    from tb.cosim import BUILD, CosimFailure, run_cosim
     from tb.ephemeral.point import attachment_cap, datapath_row, lane_shares, model_point
-    from tb.run_dirs import run_dir_name
 
     k = check_sim_point(peers, fabric, popularity, messages, msg_bytes, knobs, lanes)
     log(f"[sim] ephemeral: the model's point at {lanes} lanes (the datapath from the "
@@ -93,19 +90,8 @@ def run_lanes_point(sim, peers=4096, fabric="pod", popularity="round_robin", lan
         f"{completion} cycles after their request) on {sim} ...")
     top = EphemeralLanesTop(lanes, k["pool_entries"], slots, depth)
     name = f"ephemeral_lanes_{lanes}_{k['pool_entries']}_{slots}_{depth}"
-    failure = None
-    try:
-        run_dir = run_cosim(top, name=name, test_module="tb.cocotb_ephemeral_lanes",
-                            sim=sim, test_id=test_id, params=params)
-    except CosimFailure as exc:
-        failure = exc
-        found = sorted(BUILD.glob(f"cosim/{sim}/{name}-*/{run_dir_name(test_id)}/"
-                                  f"ephemeral_lanes.json"), key=lambda p: p.stat().st_mtime)
-        run_dir = found[-1].parent if found else None
-    out = run_dir and Path(run_dir) / "ephemeral_lanes.json"
-    if not out or not out.exists():
-        raise failure or RuntimeError(f"{run_dir}: no ephemeral_lanes.json")
-    res = json.loads(out.read_text())
+    res, failure = cosim_result(top, name, "tb.cocotb_ephemeral_lanes",
+                                "ephemeral_lanes.json", sim, test_id, params)
     rates, waits, recv_max, used_max, asks, closes = [], [], 0, 0, 0, 0
     opens = full_waits = 0
     for lane, dests in zip(res["lanes"], shares, strict=True):

@@ -41,7 +41,7 @@ from spec.ephemeral import (
 
 __all__ = ["check_sim_point", "run_point", "SOURCES", "MAX_MESSAGES", "figure_lines",
            "DATAPATH_FIGURES", "datapath_mismatches", "frame_wire_bytes", "lane_events",
-           "MAX_LANE_CONTEXTS"]
+           "MAX_LANE_CONTEXTS", "cosim_result"]
 
 #: Most messages of a co-simulated point (the top's player and recorders hold them).
 MAX_MESSAGES = 1 << 16
@@ -229,30 +229,40 @@ def lane_events(sends, closes, dests, ii, latency, hop):
 
 def _run_sender(sim, params, messages, test_id):
     """The sender's co-simulation of ``params`` (:mod:`tb.cocotb_ephemeral_sender`):
-    ``(result, failure)``, the test's ``ephemeral_sender.json`` and the
-    :class:`tb.cosim.CosimFailure` it raised (``None`` if it passed)."""
+    ``(result, failure)`` of :func:`cosim_result`."""
     from rtl.tops.ephemeral_sender_top import EphemeralSenderTop
-    from tb.cosim import BUILD, CosimFailure, run_cosim
-    from tb.run_dirs import run_dir_name
 
     entries, slots = params["entries"], params["ack_slots"]
     depth = max(1024, 1 << (messages - 1).bit_length())
-    top = EphemeralSenderTop(entries, slots, depth)
-    name = f"ephemeral_sender_{entries}_{slots}_{depth}"
+    return cosim_result(EphemeralSenderTop(entries, slots, depth),
+                        f"ephemeral_sender_{entries}_{slots}_{depth}",
+                        "tb.cocotb_ephemeral_sender", "ephemeral_sender.json", sim, test_id,
+                        params)
+
+
+def cosim_result(top, name, test_module, result, sim, test_id, params):
+    """Co-simulate ``top`` with ``test_module``: ``(result, failure)``, the JSON file
+    ``result`` the test wrote (its events and mismatches) and the
+    :class:`tb.cosim.CosimFailure` it raised (``None`` if it passed). A failed test's
+    file is still read when it got as far as writing it; ``RuntimeError`` (or the
+    failure) when there is none."""
+    from tb.cosim import BUILD, CosimFailure, run_cosim
+    from tb.run_dirs import run_dir_name
+
     failure = None
     try:
-        run_dir = run_cosim(top, name=name, test_module="tb.cocotb_ephemeral_sender",
-                            sim=sim, test_id=test_id, params=params)
+        run_dir = run_cosim(top, name=name, test_module=test_module, sim=sim,
+                            test_id=test_id, params=params)
     except CosimFailure as exc:
         failure = exc
         # This run's folder (run_cosim empties it first): the RTL's events, if the test
         # got as far as comparing them.
-        found = sorted(BUILD.glob(f"cosim/{sim}/{name}-*/{run_dir_name(test_id)}/"
-                                  f"ephemeral_sender.json"), key=lambda p: p.stat().st_mtime)
+        found = sorted(BUILD.glob(f"cosim/{sim}/{name}-*/{run_dir_name(test_id)}/{result}"),
+                       key=lambda p: p.stat().st_mtime)
         run_dir = found[-1].parent if found else None
-    out = run_dir and Path(run_dir) / "ephemeral_sender.json"
+    out = run_dir and Path(run_dir) / result
     if not out or not out.exists():
-        raise failure or RuntimeError(f"{run_dir}: no ephemeral_sender.json")
+        raise failure or RuntimeError(f"{run_dir}: no {result}")
     return json.loads(out.read_text()), failure
 
 
