@@ -24,8 +24,8 @@ def test_lanes_top_refuses_a_bad_count(lanes):
     "Icarus runs the same top and messages in make test; the sender's RTL = twin runs in "
     "the Amaranth simulator (tests/test_unit_ephemeral_sender.py)"))
 def test_lanes_cosim(sim, test_id):
-    """Three lanes on Icarus and Verilator: 300 messages over 24 peers (uniform) split
-    ``d % 3``, each lane a pool of 8 with ACK requests and CLOSEs; every lane's sends,
+    """Four lanes on Icarus and Verilator: 300 messages over 24 peers (uniform) split
+    ``d % 4``, each lane a pool of 8 with ACK requests and CLOSEs; every lane's sends,
     CLOSEs and counters equal its twin's (the run raises on a mismatch), and each lane
     sent exactly its share."""
     from analysis.load.traffic import qp_sequence
@@ -34,12 +34,13 @@ def test_lanes_cosim(sim, test_id):
 
     params = dict(entries=8, ack_slots=16, idle=12, ack_every=6, ii=2, completion=40,
                   lookahead=8, popularity="uniform", peers=24, messages=300, seed=3,
-                  lanes=3)
-    run_dir = run_cosim(EphemeralLanesTop(3, 8, 16, 512), name="ephemeral_lanes_3_8",
+                  lanes=4)
+    # The top of test_make_sim_lanes_point's 4-lane point (one build for both).
+    run_dir = run_cosim(EphemeralLanesTop(4, 8, 16, 1024), name="ephemeral_lanes_4_8_16_1024",
                         test_module="tb.cocotb_ephemeral_lanes", sim=sim, test_id=test_id,
                         params=params)
     res = json.loads((run_dir / "ephemeral_lanes.json").read_text())
-    shares = lane_shares(qp_sequence("uniform", 24, 300, 3), 24, 3)
+    shares = lane_shares(qp_sequence("uniform", 24, 300, 3), 24, 4)
     assert res["mismatches"] == 0
     assert [len(lane["sends"]) for lane in res["lanes"]] == [len(s) for s in shares]
     assert all(lane["closes"] and lane["mismatches"] == 0 for lane in res["lanes"])
