@@ -53,7 +53,7 @@ from scripts.sim_point import (  # noqa: E402
 )
 from scripts.sim_table import COLUMNS, _cell, print_table  # noqa: E402, F401
 from spec.formats.scaleup import LINKTYPE_SCALEUP  # noqa: E402
-from tb.cosim import SIMULATORS, selected_sim  # noqa: E402
+from tb.cosim import SIMULATORS, CosimFailure, selected_sim  # noqa: E402
 
 DESIGNS = (("nic", "tb.nic.headline"), ("rdma", "tb.rdma.headline"))
 
@@ -178,7 +178,13 @@ def main(argv=None):
         t0 = time.monotonic()
         print(f"[sim] {args.design} point {args.knobs}: {args.messages} messages of "
               f"{args.msg_bytes} B on {sim} ...", flush=True)
-        row = run_design_point(args)
+        try:
+            row = run_design_point(args)
+        except CosimFailure as exc:     # failed or crashed (not a counted mismatch)
+            first = str(exc).strip().splitlines()[:3]
+            print(f"[sim] FAIL: a co-simulation of the {args.design} point failed: "
+                  + " / ".join(first), file=sys.stderr)
+            return 1
         if row.get("ii_cycles_rtl") is None:
             print(f"[sim] ii not measured: {args.messages} message(s) back to back are too "
                   f"few for a steady state (the first and last quarters are left out; "

@@ -180,3 +180,21 @@ def test_run_jobs_keeps_the_order_of_the_jobs(workers, capsys):
     jobs = [(f"job {k}", _square_after, dict(x=k, nap=0.05 * (4 - k))) for k in range(4)]
     assert sim.run_jobs(jobs, workers) == [0, 1, 4, 9]
     assert capsys.readouterr().out.count(" done: job ") == 4
+
+
+def test_a_failed_point_cosimulation_ends_with_fail(monkeypatch, tmp_path, capsys):
+    """A co-simulation of a ``--design`` point that fails or crashes (not a counted
+    mismatch) ends ``make sim`` with exit status 1 and a ``FAIL`` line naming the design
+    and the failure, not a traceback; nothing is written."""
+    from tb.cosim import CosimFailure
+
+    def failing(args):
+        raise CosimFailure("rdma_fabric_pair (verilator): the test failed\nsecond line")
+
+    monkeypatch.setattr(sim, "run_design_point", failing)
+    rc = sim.main(["--design", "ephemeral", "--messages", "16", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "[sim] FAIL: a co-simulation of the ephemeral point failed" in err
+    assert "rdma_fabric_pair (verilator): the test failed / second line" in err
+    assert not (tmp_path / "point.json").exists()
