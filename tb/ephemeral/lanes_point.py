@@ -19,14 +19,14 @@ says which): the one-lane point co-simulates that datapath beside its sender
 
 
 from pymodel.throughput import steady_ii
-from spec.ephemeral import COMPLETION_RANGE, II_BITS, recv_context_bits, send_context_bits
+from spec.ephemeral import recv_context_bits, send_context_bits
 from tb.ephemeral.sim_point import (
     SOURCES,
-    _slots,
     _wire_bytes,
     check_sim_point,
     cosim_result,
     lane_events,
+    sender_params,
 )
 
 __all__ = ["run_lanes_point", "LANE_SOURCES"]
@@ -72,19 +72,12 @@ def run_lanes_point(sim, peers=4096, fabric="pod", popularity="round_robin", lan
     row = model_point(peers, fabric, popularity, lanes=lanes, messages=messages, seed=seed,
                       msg_bytes=msg_bytes, **k)
     dp = datapath_row(fabric, "pcie", msg_bytes)
-    ii, latency = int(dp["ii_cycles_model"]), int(dp["latency_cycles_model"])
-    completion, hop = int(dp["completion_cycles_model"]), one_way(fabric)
-    if not 1 <= ii < 1 << II_BITS or not COMPLETION_RANGE[0] <= completion <= \
-            COMPLETION_RANGE[1]:
-        raise ValueError(f"the datapath's ii ({ii}) or completion ({completion}) is out of "
-                         f"the sender block's range")
+    params = sender_params(dp, k, popularity=popularity, peers=peers, messages=messages,
+                           seed=seed, lanes=lanes)
+    ii, completion, slots = params["ii"], params["completion"], params["ack_slots"]
+    latency, hop = int(dp["latency_cycles_model"]), one_way(fabric)
     shares = lane_shares(qp_sequence(popularity, peers, messages, seed), peers, lanes)
-    slots = _slots(completion, ii)
     depth = max(1024, 1 << (max(len(s) for s in shares) - 1).bit_length())
-    params = dict(entries=k["pool_entries"], ack_slots=slots, idle=k["idle"],
-                  ack_every=k["ack_every"], ii=ii, completion=completion,
-                  lookahead=k["lookahead"], popularity=popularity, peers=peers,
-                  messages=messages, seed=seed, lanes=lanes)
     log(f"[sim] ephemeral: co-simulating {lanes} senders side by side, {messages} messages "
         f"split d % {lanes} (a pool of {k['pool_entries']} each, ii {ii}, ACKs "
         f"{completion} cycles after their request) on {sim} ...")

@@ -41,7 +41,7 @@ from spec.ephemeral import (
 
 __all__ = ["check_sim_point", "run_point", "SOURCES", "MAX_MESSAGES", "figure_lines",
            "DATAPATH_FIGURES", "datapath_mismatches", "frame_wire_bytes", "lane_events",
-           "MAX_LANE_CONTEXTS", "cosim_result"]
+           "MAX_LANE_CONTEXTS", "cosim_result", "sender_params"]
 
 #: Most messages of a co-simulated point (the top's player and recorders hold them).
 MAX_MESSAGES = 1 << 16
@@ -128,6 +128,21 @@ def _slots(completion, ii):
     return 1 << (need - 1).bit_length()
 
 
+def sender_params(dp, k, **run):
+    """The senders' run parameters on the datapath of model row ``dp`` (its ii as their
+    spacing, its completion as the ACK delay; ``ValueError`` when either is out of the
+    sender block's range), the pool's knobs ``k`` and the ``run`` settings (popularity,
+    peers, messages, seed, lanes)."""
+    ii, completion = int(dp["ii_cycles_model"]), int(dp["completion_cycles_model"])
+    if not 1 <= ii < 1 << II_BITS or not COMPLETION_RANGE[0] <= completion <= \
+            COMPLETION_RANGE[1]:
+        raise ValueError(f"the datapath's ii ({ii}) or completion ({completion}) is out of "
+                         f"the sender block's range")
+    return dict(entries=k["pool_entries"], ack_slots=_slots(completion, ii), idle=k["idle"],
+                ack_every=k["ack_every"], ii=ii, completion=completion,
+                lookahead=k["lookahead"], **run)
+
+
 def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=2000,
               msg_bytes=128, seed=1, test_id="point", log=print, **knobs):
     """Co-simulate the point, the sender's flow and the datapath at once; return its row
@@ -152,16 +167,9 @@ def run_point(sim, peers=4096, fabric="pod", popularity="round_robin", messages=
     row = model_point(peers, fabric, popularity, lanes=1, messages=messages, seed=seed,
                       msg_bytes=msg_bytes, **k)
     dp = datapath_row(fabric, "pcie", msg_bytes)
-    ii, completion = int(dp["ii_cycles_model"]), int(dp["completion_cycles_model"])
-    if not 1 <= ii < 1 << II_BITS or not COMPLETION_RANGE[0] <= completion <= \
-            COMPLETION_RANGE[1]:
-        raise ValueError(f"the datapath's ii ({ii}) or completion ({completion}) is out of "
-                         f"the sender block's range")
-    slots = _slots(completion, ii)
-    params = dict(entries=k["pool_entries"], ack_slots=slots, idle=k["idle"],
-                  ack_every=k["ack_every"], ii=ii, completion=completion,
-                  lookahead=k["lookahead"], popularity=popularity, peers=peers,
-                  messages=messages, seed=seed)
+    params = sender_params(dp, k, popularity=popularity, peers=peers, messages=messages,
+                           seed=seed)
+    ii, completion, slots = params["ii"], params["completion"], params["ack_slots"]
     log(f"[sim] ephemeral: co-simulating the datapath (the engine at 1 QP on RdmaFabricTop, "
         f"{fabric}, {DATAPATH_MESSAGES} messages) and the sender's {messages} messages "
         f"(pool of {k['pool_entries']}, ii {ii}, ACKs {completion} cycles after their "
