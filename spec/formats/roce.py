@@ -160,9 +160,18 @@ ACK_HEADER = data.StructLayout({
     "aeth": AETH_LAYOUT})
 
 
+#: Sizes of the layouts :func:`header_bytes` has measured, by the layout object (a
+#: layout's fields are fixed when it is made; the model asks for a frame's header size
+#: once per frame, and Amaranth walks the whole layout each time).
+_HEADER_BYTES = {}
+
+
 def header_bytes(layout):
     """Size of a header layout in bytes."""
-    return Shape.cast(layout).width // 8
+    known = _HEADER_BYTES.get(id(layout))
+    if known is None or known[0] is not layout:
+        known = _HEADER_BYTES[id(layout)] = (layout, Shape.cast(layout).width // 8)
+    return known[1]
 
 
 IPV4_BYTES = header_bytes(IPV4_LAYOUT)

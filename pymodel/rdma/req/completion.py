@@ -1,6 +1,7 @@
 """Twin of :class:`rtl.rdma.req.completion.CompletionUnit`."""
 
 from collections import deque
+from itertools import compress
 
 from pymodel.cycle import Staged, StagedLog
 from pymodel.rdma.req.read_walk import ReadWalk
@@ -113,9 +114,11 @@ class CompletionUnitModel:
         """The first cycle after ``c`` a timer may expire (scan, ``now - start >=
         timeout``), or None if no window is open."""
         best = None
-        tstart, n = self.tstart.value, self.W
-        for e, win in enumerate(self.win.value):        # (the registers' current values)
-            if win and not self._held(e) and not self.rwp[e]:
+        tstart, n, rwp = self.tstart.value, self.W, self.rwp
+        held = self.held_slot.value if self.held.value else -1
+        # (the registers' current values; compress skips the closed windows in C)
+        for e in compress(range(n), self.win.value):
+            if e != held and not rwp[e]:
                 due = max(c + 1, tstart[e] + self.timeout)
                 due += (e - due) % n
                 best = due if best is None else min(best, due)
