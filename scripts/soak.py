@@ -130,6 +130,9 @@ KEYS = ("messages", "recovered", "switch_dropped", "peer_resent", "lost", "corru
 #: which must equal ``<op>``; the NIC's stores are checked as a whole, by ``lost`` and
 #: ``corrupted_bytes``).
 OPS_CHECKED = ("writes", "loads", "reads", "atomics")
+#: RDMA chunks per job by default (about 4 minutes of a core): the workers share the RDMA
+#: soak, the longest part, once the NIC's job is done (the groups' figures add up).
+RDMA_GROUP = 50
 MUST_BE_ZERO = ("lost", "corrupted_bytes", "duplicates_delivered", "hangs", "mismatches",
                 "violations")
 
@@ -230,9 +233,9 @@ def _args(argv):
                          "groups (local processes, or Dask workers of --scheduler local; "
                          "default $JOBS or 2)")
     add_cluster_options(ap, "the designs")
-    ap.add_argument("--rdma-group", type=_chunk(1 << 30), default=None, metavar="N",
-                    help="RDMA chunks per job (default: all in one job); smaller groups "
-                         "spread the RDMA soak over the --jobs workers or the cluster")
+    ap.add_argument("--rdma-group", type=_chunk(1 << 30), default=RDMA_GROUP, metavar="N",
+                    help=f"RDMA chunks per job (default {RDMA_GROUP}); the groups spread "
+                         "the RDMA soak over the --jobs workers or the cluster")
     ap.add_argument("--break-model-chunk", type=int, default=None, metavar="K",
                     help="test hook: feed the model of chunk K a wrong stimulus (the NIC: "
                          "node 0's stall seed; RDMA: MMIO words a cycle late; ephemeral: the "
@@ -310,8 +313,8 @@ def merge(parts):
 
 def jobs_of(args):
     """The jobs of a soak: the NIC's (one: its chunks carry state), the RDMA engine's
-    (one, or one per ``--rdma-group`` chunks: its chunks are independent); the ephemeral
-    receiver's (one simulation)."""
+    (one per ``--rdma-group`` chunks, :data:`RDMA_GROUP` by default: its chunks are
+    independent); the ephemeral receiver's (one simulation)."""
     rdma = args.messages if args.rdma_messages is None else args.rdma_messages
     jobs = []
     w, r, a = args.mix
@@ -322,9 +325,8 @@ def jobs_of(args):
         jobs.append(("nic_mem", args, loads, None))
     if args.only in (None, "rdma"):
         chunks = math.ceil(rdma / args.rdma_chunk)
-        group = args.rdma_group or max(chunks, 1)
-        jobs += [("rdma", args, rdma, (first, min(first + group, chunks)))
-                 for first in range(0, max(chunks, 1), group)]
+        jobs += [("rdma", args, rdma, (first, min(first + args.rdma_group, chunks)))
+                 for first in range(0, max(chunks, 1), args.rdma_group)]
     if args.only in (None, "ephemeral"):
         count = args.messages if args.ephemeral_messages is None else args.ephemeral_messages
         jobs.append(("ephemeral", args, count, None))

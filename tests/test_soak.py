@@ -70,14 +70,19 @@ def test_failures_need_every_chunk_compared_and_no_mismatch():
 
 
 def test_jobs_and_merge():
-    """One NIC job; RDMA chunks in one job or in groups, whose figures add up; one
-    ephemeral job."""
+    """One NIC job; RDMA chunks in groups (one job for a short soak), whose figures add
+    up; one ephemeral job."""
     args = soak._args(["--messages", "5000", "--rdma-chunk", "1000"])
     assert [(j[0], j[2], j[3]) for j in soak.jobs_of(args)] == [
         ("nic", 5000, None), ("rdma", 5000, (0, 5)), ("ephemeral", 5000, None)]
     args = soak._args(["--only", "rdma", "--messages", "5000", "--rdma-chunk", "1000",
                        "--rdma-group", "2"])
     assert [j[3] for j in soak.jobs_of(args)] == [(0, 2), (2, 4), (4, 5)]
+    # By default, groups of RDMA_GROUP chunks: a long soak uses every worker.
+    args = soak._args(["--only", "rdma", "--messages", str(1000 * (2 * soak.RDMA_GROUP + 1))])
+    assert [j[3] for j in soak.jobs_of(args)] == [
+        (0, soak.RDMA_GROUP), (soak.RDMA_GROUP, 2 * soak.RDMA_GROUP),
+        (2 * soak.RDMA_GROUP, 2 * soak.RDMA_GROUP + 1)]
     parts = [dict(messages=2, lost=0, wall_s=1.25, token="a",
                   per_chunk=[{"chunk": 0}, {"chunk": 1}]),
              dict(messages=1, lost=0, wall_s=2.0, token="b", per_chunk=[{"chunk": 2}])]
