@@ -4,7 +4,8 @@ Each speed-up of the cycle models keeps a plain definition next to it; here the 
 are held against each other on many inputs: the fault pattern's LFSR jumps by table
 against :func:`pymodel.stall.lfsr_step` walked step by step, the ACK sender's beats
 against :func:`pymodel.packet.frame_to_beats`, a :class:`pymodel.cycle.StagedLog`
-against committing every FIFO and register, the frame headers packed with the
+against committing every FIFO and register, a :class:`pymodel.cycle.StagedNonzero`'s
+set of entries in use against scanning its whole file, the frame headers packed with the
 cached addressing part against a whole :func:`pymodel.fields.pack`, the BTH, RETH and
 AETH placed field by field against :func:`pymodel.fields.pack`, the ICRC in three runs
 against one run over a masked copy, the fields read at their
@@ -17,7 +18,7 @@ import random
 
 import pytest
 
-from pymodel.cycle import Fifo, Staged, StagedLog, commit_all
+from pymodel.cycle import Fifo, Staged, StagedLog, StagedNonzero, commit_all
 from pymodel.fabric.faulty_link import _advance
 from pymodel.fields import field_slot, pack, unpack
 from pymodel.host.host_interface import HostInterfaceModel
@@ -150,6 +151,29 @@ def test_staged_log_commits_as_committing_everything():
         reg.set(1)
         with pytest.raises(AssertionError, match="two different writes"):
             reg.set(2)
+
+
+def test_staged_nonzero_keeps_the_entries_in_use():
+    """The completion unit's windows visit ``nonzero`` instead of all 4,096 slots: after
+    random writes (counts up and down to 0, through a StagedLog and directly), the set
+    is the indexes whose committed value is not 0, and the values are a Staged file's."""
+    r = random.Random(5)
+    log = StagedLog()
+    kept, plain = StagedNonzero(0, size=64, name="w", log=log), Staged(0, size=64, name="w")
+    for _ in range(3000):
+        for k in r.sample(range(64), r.randrange(4)):
+            value = max(0, kept[k] + r.choice((-1, 1, 1)))
+            kept.set(k, value)
+            plain.set(k, value)
+        if r.random() < 0.5:
+            log.commit()
+        else:
+            commit_all([kept])
+            log.items.clear()
+        plain.commit()
+        assert kept.value == plain.value
+        assert kept.nonzero == {k for k, v in enumerate(plain.value) if v}
+    assert StagedNonzero(3, size=4).nonzero == {0, 1, 2, 3}
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

@@ -1,9 +1,8 @@
 """Twin of :class:`rtl.rdma.req.completion.CompletionUnit`."""
 
 from collections import deque
-from itertools import compress
 
-from pymodel.cycle import Staged, StagedLog
+from pymodel.cycle import Staged, StagedLog, StagedNonzero
 from pymodel.rdma.req.read_walk import ReadWalk
 from pymodel.rdma.req.rewind_queue import RewindQueue, one_message
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
@@ -46,7 +45,7 @@ class CompletionUnitModel:
         w = self.W
         self.head = Staged(0, size=w, name="head", log=log)
         self.tail = Staged(0, size=w, name="tail", log=log)
-        self.win = Staged(0, size=w, name="win", log=log)
+        self.win = StagedNonzero(0, size=w, name="win", log=log)
         self.pinned = Staged(0, size=w, name="pinned", log=log)
         self.done = Staged(0, size=entries, name="done", log=log)
         self.tstart = Staged(0, size=w, name="tstart", log=log)
@@ -116,8 +115,7 @@ class CompletionUnitModel:
         best = None
         tstart, n, rwp = self.tstart.value, self.W, self.rwp
         held = self.held_slot.value if self.held.value else -1
-        # (the registers' current values; compress skips the closed windows in C)
-        for e in compress(range(n), self.win.value):
+        for e in self.win.nonzero:              # (the registers' current values)
             if e != held and not rwp[e]:
                 due = max(c + 1, tstart[e] + self.timeout)
                 due += (e - due) % n
