@@ -16,6 +16,7 @@ from analysis.scenarios.mix import PRESETS, counts
 from tb.rdma import reads
 from tb.rdma.cocotb_rdma import config, run_model, scenario
 from tb.rdma.runner import run_rdma
+from tb.rdma.wirecheck import msn_problems
 from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES
 from tests.test_soak_mix import Board, _memories, twelve_mixed_end_well
 
@@ -102,7 +103,8 @@ def test_selective_repeat_with_reads_ends_every_operation(case):
     """The golden model of :data:`SELECTIVE`: every operation ends with its successful
     CQE, its READ bytes or atomic value, each WRITE written once (the model-free
     checks, node B's payload words written among them); a frame was lost on each
-    faulted link."""
+    faulted link; every ACK's and NAK's MSN counts the request messages it acknowledges
+    (:func:`tb.rdma.wirecheck.msn_problems`)."""
     p = dict(SELECTIVE[case], top=MIXED_TOP)
     cfg, knobs = config(MIXED_TOP, p)
     v, inject, _ = scenario(p, cfg, knobs)
@@ -115,6 +117,10 @@ def test_selective_repeat_with_reads_ends_every_operation(case):
         want["write"], want["read"], want["atomic"])
     for link in ("ab", "ba"):
         assert (model["links"][link]["dropped"] >= 1) == bool(p.get(f"faults_{link}")), link
+    problems, checked = msn_problems([f for _, f in model["wire_ab"]],
+                                     [f for _, f in model["wire_ba"]],
+                                     {q.qpn_a: q.qpn_b for q in v.qps.values()})
+    assert problems == [] and checked > 0, problems
     if case == "both_links":
         assert model["resp"]["sr_placed"] >= 1
     else:
