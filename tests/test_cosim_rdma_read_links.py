@@ -10,6 +10,8 @@ model on every beat of both links, every counter, both memories and every cycle.
 With selective repeat (``selective`` = 1) too: a QP with READs or atomics in its window
 goes back N (docs/recovery.md, "READs and atomics under selective repeat")."""
 
+import json
+
 import pytest
 
 from analysis.scenarios.mix import PRESETS, counts
@@ -18,6 +20,7 @@ from tb.rdma.cocotb_rdma import config, run_model, scenario
 from tb.rdma.runner import run_rdma
 from tb.rdma.wirecheck import msn_problems
 from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES
+from tests.test_rdma_msn import qp_pairs, wire_msn_problems
 from tests.test_soak_mix import Board, _memories, twelve_mixed_end_well
 
 #: Faults of the soak's kinds, a few % each (FaultSettings rates per 65,535): with seed 25
@@ -118,8 +121,7 @@ def test_selective_repeat_with_reads_ends_every_operation(case):
     for link in ("ab", "ba"):
         assert (model["links"][link]["dropped"] >= 1) == bool(p.get(f"faults_{link}")), link
     problems, checked = msn_problems([f for _, f in model["wire_ab"]],
-                                     [f for _, f in model["wire_ba"]],
-                                     {q.qpn_a: q.qpn_b for q in v.qps.values()})
+                                     [f for _, f in model["wire_ba"]], qp_pairs(v))
     assert problems == [] and checked > 0, problems
     if case == "both_links":
         assert model["resp"]["sr_placed"] >= 1
@@ -137,5 +139,9 @@ def test_selective_repeat_with_reads_cosim(sim, test_id, case):
     every counter, both memories and every cycle (the completion unit's count of READs
     and atomics per window slot and the rewinds that go back N on it; node B's READs
     and atomics consuming the placed PSNs after them), and the model-free checks of a
-    mixed chunk."""
-    run_rdma(MIXED_TOP, params=dict(SELECTIVE[case]), sim=sim, test_id=test_id)
+    mixed chunk, the MSN of every ACK and NAK among them."""
+    p = dict(SELECTIVE[case], out_json="m.json")
+    out = json.loads((run_rdma(MIXED_TOP, params=p, sim=sim, test_id=test_id) / "m.json")
+                     .read_text())
+    problems, checked = wire_msn_problems(p, out["frames"], MIXED_TOP)
+    assert problems == [] and checked > 0, problems
