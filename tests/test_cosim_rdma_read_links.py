@@ -10,13 +10,17 @@ model on every beat of both links, every counter, both memories and every cycle.
 With selective repeat (``selective`` = 1) too: a QP with READs or atomics in its window
 goes back N (docs/recovery.md, "READs and atomics under selective repeat")."""
 
+import json
+
 import pytest
 
 from analysis.scenarios.mix import PRESETS, counts
 from tb.rdma import reads
 from tb.rdma.cocotb_rdma import config, run_model, scenario
 from tb.rdma.runner import run_rdma
+from tb.rdma.wirecheck import msn_problems
 from tb.soak.rdma import MIXED_ACK_TIMEOUT, MIXED_TOP, SIZES
+from tests.test_rdma_msn import qp_pairs, wire_msn_problems
 from tests.test_soak_mix import Board, _memories, twelve_mixed_end_well
 
 #: Faults of the soak's kinds, a few % each (FaultSettings rates per 65,535): with seed 25
@@ -102,7 +106,8 @@ def test_selective_repeat_with_reads_ends_every_operation(case):
     """The golden model of :data:`SELECTIVE`: every operation ends with its successful
     CQE, its READ bytes or atomic value, each WRITE written once (the model-free
     checks, node B's payload words written among them); a frame was lost on each
-    faulted link."""
+    faulted link; every ACK's and NAK's MSN counts the request messages it acknowledges
+    (:func:`tb.rdma.wirecheck.msn_problems`)."""
     p = dict(SELECTIVE[case], top=MIXED_TOP)
     cfg, knobs = config(MIXED_TOP, p)
     v, inject, _ = scenario(p, cfg, knobs)
@@ -115,6 +120,9 @@ def test_selective_repeat_with_reads_ends_every_operation(case):
         want["write"], want["read"], want["atomic"])
     for link in ("ab", "ba"):
         assert (model["links"][link]["dropped"] >= 1) == bool(p.get(f"faults_{link}")), link
+    problems, checked = msn_problems([f for _, f in model["wire_ab"]],
+                                     [f for _, f in model["wire_ba"]], qp_pairs(v))
+    assert problems == [] and checked > 0, problems
     if case == "both_links":
         assert model["resp"]["sr_placed"] >= 1
     else:
@@ -131,5 +139,9 @@ def test_selective_repeat_with_reads_cosim(sim, test_id, case):
     every counter, both memories and every cycle (the completion unit's count of READs
     and atomics per window slot and the rewinds that go back N on it; node B's READs
     and atomics consuming the placed PSNs after them), and the model-free checks of a
-    mixed chunk."""
-    run_rdma(MIXED_TOP, params=dict(SELECTIVE[case]), sim=sim, test_id=test_id)
+    mixed chunk, the MSN of every ACK and NAK among them."""
+    p = dict(SELECTIVE[case], out_json="m.json")
+    out = json.loads((run_rdma(MIXED_TOP, params=p, sim=sim, test_id=test_id) / "m.json")
+                     .read_text())
+    problems, checked = wire_msn_problems(p, out["frames"], MIXED_TOP)
+    assert problems == [] and checked > 0, problems

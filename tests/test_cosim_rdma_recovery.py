@@ -24,6 +24,7 @@ from analysis.scenarios.rdma import seed_dropping_only
 from pymodel.fabric.faulty_link import FaultPattern, FaultSettings
 from spec.host import PROFILES
 from tb.rdma.runner import run_rdma
+from tests.test_rdma_msn import LOSSY_MULTI_FRAME, wire_msn_problems
 
 #: Why most of this module's tests are slow on Icarus (``make test-all`` runs them).
 _ICARUS_RUNS_SOME = (
@@ -208,7 +209,25 @@ def test_recovery_selective_repeat(sim, test_id):
         out = json.loads((run / "m.json").read_text())
         assert out["mismatches"] == 0 and out["lost"] == 0 and out["messages"] == 40
         resent[selective] = _resent_frames(out["frames"])
+        if selective:
+            problems, checked = wire_msn_problems(LOSSY, out["frames"])
+            assert problems == [] and checked > 0, problems
     assert 0 < resent[1] < resent[0], resent
+
+
+@pytest.mark.slow_variants("icarus", reason=_ICARUS_RUNS_SOME)
+def test_recovery_selective_repeat_multi_frame(sim, test_id):
+    """Selective repeat with WRITEs of 1 to 5 frames and losses on both links
+    (:data:`tests.test_rdma_msn.LOSSY_MULTI_FRAME`): RTL = model, every WRITE delivered,
+    frames placed out of order, and, independently of the model, the AETH MSN of every
+    ACK and NAK on the B->A wire counts the request messages it acknowledges."""
+    p = dict(LOSSY_MULTI_FRAME, out_json="m.json",
+             expect_min=dict(ab_dropped=1, ba_dropped=1, resp_sr_placed=1))
+    out = json.loads((run_rdma(TOP, params=p, sim=sim, test_id=test_id) / "m.json")
+                     .read_text())
+    assert out["mismatches"] == 0 and out["lost"] == 0
+    problems, checked = wire_msn_problems(p, out["frames"])
+    assert problems == [] and checked > 0, problems
 
 
 @pytest.mark.slow(reason=(

@@ -217,7 +217,7 @@ class VerifyModel:
             if bits:
                 bits_new = bits >> n >> run if n < SR_WINDOW else 0
         else:
-            run = 0                           # placed PSNs that follow without a gap
+            run = 0         # placed PSNs that follow without a gap (ONLYs: messages)
             while run < SR_WINDOW and bits >> run & 1:
                 run += 1
             verdict, due = "frames_ok", bool(j["ack_req"]) or run > 0

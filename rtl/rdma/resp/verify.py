@@ -132,7 +132,9 @@ class Verify(wiring.Component):
     (``mark`` set), its bit set; without ``nak_sent`` it sends the NAK PSN sequence
     error and sets ``nak_sent`` as above. Every other PSN ahead as above. A frame at
     ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
-    without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k``, the bitmap
+    without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k`` (the MSN counts
+    messages, IBTA Vol 1 9.7.5.1: each placed PSN is an ONLY, one whole message, so the
+    ``k`` PSNs are ``k`` messages; a multi-frame message is never placed), the bitmap
     shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
     ``expected_psn + k`` with the new MSN; when bits remain set after the shift or the
     entry's "discarded ahead" bit is set, and the frame or the run ended a message, the
@@ -159,11 +161,11 @@ class Verify(wiring.Component):
     request's ``psn``, ``msn`` + 1), ``expected_psn`` + ``n`` (its ``n`` response packets,
     :func:`spec.rdma_responder.read_packets`), ``msn`` + 1, ``nak_sent`` cleared, no
     write; selective repeat also consumes the ``k`` set bits that follow its last PSN
-    without a gap (``expected_psn + n + k``, ``msn`` + 1 + ``k``, the bitmap shifted by
-    ``n + k``; no ACK of them and no NAK after consuming: the requester goes back N
-    while a READ is in its window, and ACKs the resent ones cumulatively), so no placed
-    WRITE is accepted, and written, again. An atomic at ``expected_psn`` consumes its
-    set bits the same way (``n`` = 1). Not
+    without a gap (``expected_psn + n + k``, ``msn`` + 1 + ``k``: ``k`` ONLYs, ``k``
+    messages; the bitmap shifted by ``n + k``; no ACK of them and no NAK after
+    consuming: the requester goes back N while a READ is in its window, and ACKs the
+    resent ones cumulatively), so no placed WRITE is accepted, and written, again. An
+    atomic at ``expected_psn`` consumes its set bits the same way (``n`` = 1). Not
     allowed: ``access_nak`` as a WRITE. Behind ``expected_psn`` (retried):
     ``duplicates``; read again if allowed (``read_reqs``, a READ job with its own PSN and
     the current ``msn``, the context unchanged: a READ has no side effect), else NAK
