@@ -152,7 +152,7 @@ def msn_problems(requests, responses, qp_pairs, bth_at=42):
     bth_at : int
         Offset of the BTH (42: behind Ethernet, IPv4 and UDP).
 
-    The MSN counts the request messages the responder completed (IBTA Vol 1 9.7.5.1:
+    The MSN counts the request messages the responder completed (IBTA Vol 1 9.7.5:
     once per message, at its LAST or ONLY packet; a READ or atomic at its request). An
     ACK of PSN ``p`` acknowledges every PSN up to ``p``: its MSN must be the count of
     the QP's messages whose last request PSN is at most ``p``; a NAK names the first PSN

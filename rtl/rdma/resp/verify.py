@@ -133,7 +133,7 @@ class Verify(wiring.Component):
     error and sets ``nak_sent`` as above. Every other PSN ahead as above. A frame at
     ``expected_psn`` accepted (``frames_ok``) consumes the ``k`` set bits that follow it
     without a gap: ``expected_psn + 1 + k``, ``msn`` + ``last`` + ``k`` (the MSN counts
-    messages, IBTA Vol 1 9.7.5.1: each placed PSN is an ONLY, one whole message, so the
+    messages, IBTA Vol 1 9.7.5: each placed PSN is an ONLY, one whole message, so the
     ``k`` PSNs are ``k`` messages; a multi-frame message is never placed), the bitmap
     shifted by ``1 + k``, and, when ``k`` > 0, an ACK whatever its AckReq, of PSN
     ``expected_psn + k`` with the new MSN; when bits remain set after the shift or the
