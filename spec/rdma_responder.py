@@ -43,7 +43,8 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
            "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
-           "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "read_packets",
+           "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "build_counters",
+           "read_packets",
            "IRD", "ATOMIC_QPS", "saved_atomic_bits"]
 
 #: Beats of one frame that go to the payload FIFO at most: every beat but the first two
@@ -162,6 +163,21 @@ def check_read_words(read_words):
         raise ValueError(f"read_words must be 0 (no RDMA READ) or a power of two from {lo} "
                          f"to {hi} (READ data FIFO words), not {read_words!r}")
     return read_words
+
+
+def build_counters(build):
+    """The counters a responder of build parameters ``build`` (``mr_cache`` and
+    ``read_words`` of :data:`spec.rdma_engine.RESPONDER_BUILD`, others ignored) has
+    besides :data:`RESPONDER_COUNTERS`: ``{"mr": MR_CACHE_COUNTERS}`` with an MR cache,
+    ``{"read": READ_COUNTERS}`` with RDMA READ, in that order (a top's ports
+    ``resp_<key>``); ``ValueError`` naming a bad parameter (:func:`check_mr_cache`,
+    :func:`check_read_words`)."""
+    out = {}
+    if check_mr_cache(build["mr_cache"]):
+        out["mr"] = MR_CACHE_COUNTERS
+    if check_read_words(build["read_words"]):
+        out["read"] = READ_COUNTERS
+    return out
 
 
 def read_packets(dma_length, pmtu_log2):

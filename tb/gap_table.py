@@ -61,6 +61,8 @@ the NIC's rule for the engine's longest frame (:func:`tb.rdma.headline.run_point
 ``gap_side_of``.
 """
 
+from spec.design_point import RdmaPoint
+from spec.design_point.rdma import BEST_CACHE as BEST_CACHE_POINT
 from spec.fabric_profiles import FABRIC_PROFILES
 from spec.nic import RECORD_SLOTS
 from spec.rdma_engine import LADDER
@@ -96,17 +98,9 @@ FACTOR_LEVEL = {"NIC as built": None, "same attachment": "attachment",
                 "4096 QPs": None}
 
 
-#: The engine's best context cache: the most entries a build takes (the run-time port
-#: ``cache_log2`` goes to 256, and :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` takes
-#: ``cache_entries`` 16 to 256) and 4 ways, the state spectrum's
-#: (:data:`tb.ephemeral.spectrum.RC_WAYS`). Ref: docs/findings.md (section 9, "The RDMA
-#: engine at scale"): round robin over more QPs than entries misses on every message
-#: whatever the ways (within 3 % at 1, 4 or 8), so at 4096 QPs round robin the entries
-#: set the rate; with Zipf 0.99 at 4096 QPs over 256 entries 4 ways run within 1.22x of
-#: the host bound and 8 ways 1.20x, for twice the tag comparators per lookup and probe
-#: (docs/rdma.md, "Associative context cache"): 8 ways buy 2 % where 4 buy 3.8x over
-#: direct mapping.
-BEST_CACHE = dict(cache_entries=256, cache_ways=4)
+#: The settings of the engine's best context cache (:data:`spec.design_point.rdma.BEST_CACHE`,
+#: the fields it sets over the default point): row 8's change of row 7.
+BEST_CACHE = BEST_CACHE_POINT.changes()
 
 #: Rows beside the walk: (name, the factor of the row compared with, the settings changed
 #: on that row's). The design is that row's.
@@ -157,7 +151,8 @@ def _all_rows(profile, destinations=True):
 
 def point_of(design, s):
     """The keyword arguments of a row's point (``design``, ``settings`` of
-    :func:`gap_settings`) common to its co-simulation (``run_point``) and its model
+    :func:`gap_settings`; an RDMA point's build fields the settings hold besides the
+    walk's are passed as they are) common to its co-simulation (``run_point``) and its model
     alone (``model_point``) of :mod:`tb.nic.headline` or :mod:`tb.rdma.headline`."""
     if design == "nic":
         return dict(framing=s["header"], peers=1, attachment=s["attachment"],
@@ -165,11 +160,12 @@ def point_of(design, s):
                     retry=s["reliability"] == "link-retry",
                     records=RECORD_SLOTS if s["completion"] == "e2e" else 0,
                     **{k: s[k] for k in ("destinations", "popularity") if k in s})
-    return dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
-                rung=s["rung"], fabric=s["fabric"], header=s["header"],
-                link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s),
-                cache_ways=s.get("cache_ways", 1),
-                **{k: s[k] for k in ("popularity",) if k in s})
+    kw = dict(qps=s["qps"], cache_entries=s["cache_entries"], host=s["attachment"],
+              rung=s["rung"], fabric=s["fabric"], header=s["header"],
+              link_retry=s["reliability"] == "link-retry", topology=rdma_topology(s))
+    # The point's other build fields a row sets (a side row's cache), as they are.
+    kw.update({k: v for k, v in s.items() if k in RdmaPoint.of_kind("build") and k not in kw})
+    return dict(kw, **{k: s[k] for k in ("popularity",) if k in s})
 
 
 def rdma_topology(s):

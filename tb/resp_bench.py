@@ -105,32 +105,35 @@ class Run:
 
 def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
                   depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
-                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000, mr_cache=0,
-                  read_words=0, header="roce"):
+                  o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000,
+                  read_words=0, header="roce", **build):
     """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
 
     ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
     ``wr`` or ``rd_req`` readiness is low in a cycle (seeded). Fails on the first
-    difference; returns a :class:`Run`. ``mr_cache``: the responder's parameter (when
-    not 0 the MR table goes into the host memory, :func:`mr_table_in_host`, and the
-    MR cache's counters are compared too). ``read_words``: the responder's parameter
-    (RDMA READ; its counters are compared too). ``header``: the framing.
+    difference; returns a :class:`Run`. ``build``: the responder's other build
+    parameters (:data:`spec.rdma_engine.RESPONDER_BUILD`), given to the RTL block and
+    its twin alike; with a responder that has no MR table on chip (an MR cache) the
+    table goes into the host memory (:func:`mr_table_in_host`) and the MR cache's
+    counters are compared too. ``read_words``: the responder's parameter (RDMA READ;
+    its counters are compared too). ``header``: the framing.
     """
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, header=header, mr_cache=mr_cache,
-                    read_words=read_words, **sizes)
+    dut = Responder(cache_entries, depth, mr_entries, header=header, read_words=read_words,
+                    **build, **sizes)
     mr_base = mr_table_base(depth, mr_entries)
-    if mr_cache:
+    on_host = dut.mr_table is None
+    if on_host:
         mem = mr_table_in_host(mem, list(mr_table) + [0] * (mr_entries - len(mr_table)),
                                depth)
     else:
         dut.mr_table.init = [unpack(dut.mr_table.shape, v) for v in mr_table] + \
             [{}] * (mr_entries - len(mr_table))
     model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
-                           mr_table=mr_table, mr_cache=mr_cache, mr_base=mr_base,
-                           read_words=read_words, header=header, **sizes)
+                           mr_table=mr_table, mr_base=mr_base, read_words=read_words,
+                           header=header, **build, **sizes)
     rng = random.Random(seed)
     stalls = {}
 
@@ -149,7 +152,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
 
     async def bench(ctx):
         ctx.set(dut.qpc_base, qpc_base)
-        if mr_cache:
+        if on_host:
             ctx.set(dut.mr_base, mr_base)
         c = 0
         while True:
@@ -189,7 +192,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
                 break
         names = RESPONDER_COUNTERS + (READ_COUNTERS if read_words else ())
         result["counters"] = {name: ctx.get(getattr(dut, name)) for name in names}
-        if mr_cache:
+        if on_host:
             result["mr"] = {name: ctx.get(getattr(dut, name)) for name in MR_CACHE_COUNTERS}
         result["cycles"] = c
 
@@ -198,7 +201,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     sim.add_testbench(bench)
     sim.run()
     assert result["counters"] == model.counters, (result["counters"], model.counters)
-    if mr_cache:
+    if on_host:
         assert result["mr"] == model.mrc.count, (result["mr"], model.mrc.count)
         result["counters"].update(result["mr"])
     return Run(acks=acks, writes=host.writes, reads=host.reads,

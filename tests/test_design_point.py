@@ -125,3 +125,14 @@ def test_point_options_are_the_fields_options():
               if f.metadata["option"]}
     assert {knob for _, knob, *_ in POINT_OPTIONS} == fields
     assert EPHEMERAL_SHARED == ("peers", "fabric")
+
+
+def test_changes_and_tags_are_the_fields_off_their_defaults():
+    """A point's ``changes()`` are its fields off their defaults (the default point has
+    none), and its ``tags()`` those of them with a ``tag``, named by it."""
+    from spec.design_point.rdma import BEST_CACHE, BEST_WAYS
+
+    assert RdmaPoint().changes() == {} and RdmaPoint().tags() == []
+    assert BEST_CACHE.changes() == dict(cache_entries=256, cache_ways=BEST_WAYS)
+    assert RdmaPoint(**BEST_CACHE.changes()) == BEST_CACHE
+    assert RdmaPoint(cache_ways=8, qps=4).tags() == ["w8"]

@@ -104,4 +104,4 @@ def test_datapath_is_the_gap_tables_engine_row(profile):
     from tb.gap_table import gap_settings, point_of
 
     (s,) = [s for name, _, s in gap_settings(profile) if name == "QP engine, 1 QP"]
-    assert point_of("rdma", s) == dict(datapath_point(profile), cache_ways=1)
+    assert point_of("rdma", s) == datapath_point(profile)

@@ -200,6 +200,8 @@ def test_model_cache_misses_grow_with_qps():
     (lambda: Requester(timeout=True), "transport timeout"),
     (lambda: Requester(retry_limit=8), "retry limit"),
     (lambda: RdmaTop(retry_limit=-1), "retry limit"),
+    (lambda: RdmaTop(mr_cache=3), "mr_cache"),
+    (lambda: RdmaTop(read_words=3), "read_words"),
 ])
 def test_bad_parameters_raise(make, word):
     with pytest.raises(ValueError, match=word):
@@ -290,3 +292,13 @@ def test_model_recovers_every_message():
     last_sent = r["wire_ab"][3][0][0]
     resent = r["wire_ab"][4][0][0]
     assert resent - last_sent > cfg.timeout
+
+
+@pytest.mark.parametrize("build, ports", [
+    ({}, set()), (dict(mr_cache=16), {"resp_mr"}), (dict(read_words=128), {"resp_read"}),
+])
+def test_rdma_top_counter_ports_follow_the_responders_build(build, ports):
+    """RdmaTop has the responder's MR-cache and READ counters as ports exactly when its
+    build has them (:func:`spec.rdma_responder.build_counters`)."""
+    members = set(RdmaTop(**build).signature.members)
+    assert members & {"resp_mr", "resp_read"} == ports

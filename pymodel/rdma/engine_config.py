@@ -179,3 +179,5 @@ class EngineConfig(HostShape):
         if not isinstance(self.responder_sizes, dict) or not set(
                 self.responder_sizes) <= set(RESPONDER_DEFAULTS):
             self.bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
+        if self.read_words and self.mr_cache:
+            self.bad("read_words", "0 with mr_cache (READ needs the on-chip MR table)")

@@ -47,7 +47,6 @@ class FabricConfig(EngineConfig):
     #: The transport timeout of a simulated fabric run: the short SIM_TIMEOUT, as every
     #: simulated run with loss (an incast without pause drops frames at a receiver).
     timeout: int = SIM_TIMEOUT
-    mr_cache: int = FABRIC_DEFAULTS["mr_cache"]
     cq_log2: int = MIN_CQ_LOG2
     reads: int = 0
     read_words: int = 0
@@ -73,8 +72,6 @@ class FabricConfig(EngineConfig):
         for name, (lo, hi) in _RANGES.items():
             self.integer(name, lo, hi)
         super().__post_init__()
-        if self.read_words and self.mr_cache:
-            self.bad("read_words", "0 with mr_cache (READ needs the on-chip MR table)")
         if (self.reads or self.read_words) and (self.pause or self.link_retry):
             self.bad("reads", "0 with pause or link_retry (the top refuses both), and so "
                               "read_words")

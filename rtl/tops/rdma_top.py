@@ -31,13 +31,7 @@ from spec.rdma_engine import (
     TOP_DEFAULTS,
 )
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
-from spec.rdma_responder import (
-    MR_CACHE_COUNTERS,
-    MR_CACHE_RANGE,
-    READ_COUNTERS,
-    check_read_words,
-    mr_table_base,
-)
+from spec.rdma_responder import build_counters, mr_table_base
 
 __all__ = ["RdmaTop"]
 
@@ -54,11 +48,12 @@ class RdmaTop(HarnessTop):
     cycle the last payload word of a message reaches host memory B), ``completed`` (the
     requester's QPN, in the cycle a CQE reaches host memory A). Host memories ``mem_a``
     and ``mem_b`` (their ``mem`` arrays are loaded and dumped by the testbench), node B's
-    MR table ``responder.mr_table`` (with ``mr_cache`` > 0 there is none: the table is
-    in host memory B's last ``mr_entries`` words,
+    MR table ``responder.mr_table`` (with an MR cache, a build parameter of the responder,
+    there is none: the table is in host memory B's last ``mr_entries`` words,
     :func:`spec.rdma_responder.mr_table_base`, behind the responder's MR cache, whose
-    counters are port ``resp_mr``). With ``read_words`` > 0 node B's responder executes
-    RDMA READ (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are port
+    counters are port ``resp_mr``, :func:`spec.rdma_responder.build_counters`). With
+    ``read_words`` > 0 node B's responder executes RDMA READ
+    (:class:`~rtl.rdma.resp.responder.Responder`; its READ counters are port
     ``resp_read``); with ``reads`` > 0 node A's requester posts RDMA READ and atomics
     (:class:`~rtl.rdma.req.requester.Requester`; its response intake's and frame
     sender's READ counters are port ``req_read``,
@@ -137,15 +132,15 @@ class RdmaTop(HarnessTop):
                       "ba_settings": In(settings), "ba_counters": Out(counters)})
         if link_retry:
             ports.update({"ab_full": Out(1), "ba_full": Out(1)})
-        check_int(self, "mr_cache (MR cache entries; 0: on-chip MR table)", p["mr_cache"],
-                  0, MR_CACHE_RANGE[1])
-        if p["mr_cache"]:
-            ports["resp_mr"] = Out(CountersSignature(MR_CACHE_COUNTERS))
         try:
-            if check_read_words(p["read_words"]):
-                ports["resp_read"] = Out(CountersSignature(READ_COUNTERS))
+            self.resp_counters = build_counters({k: p[k] for k in RESPONDER_BUILD})
         except ValueError as error:
             reject(self, str(error))
+        counters = self.resp_counters
+        if "mr" in counters:
+            ports["resp_mr"] = Out(CountersSignature(counters["mr"]))
+        if "read" in counters:
+            ports["resp_read"] = Out(CountersSignature(counters["read"]))
         if p["reads"]:
             check_int(self, "READ/atomic slots of the requester (reads)", p["reads"],
                       *SLOTS_RANGE)
@@ -178,15 +173,16 @@ class RdmaTop(HarnessTop):
         self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
                                           p["header"], **{k: p[k] for k in RESPONDER_BUILD},
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
-        if p["read_words"]:
-            sig = CountersSignature(READ_COUNTERS)
-            wiring.connect(m, PortView(sig, resp), wiring.flipped(self.resp_read))
+        counters = self.resp_counters
+        if "read" in counters:
+            wiring.connect(m, PortView(CountersSignature(counters["read"]), resp),
+                           wiring.flipped(self.resp_read))
         if p["reads"]:
             wiring.connect(m, req.read, wiring.flipped(self.req_read))
-        if p["mr_cache"]:
+        if "mr" in counters:                 # the MR table in host memory B
             m.d.comb += resp.mr_base.eq(mr_table_base(depth, p["mr_entries"]))
-            sig = CountersSignature(MR_CACHE_COUNTERS)
-            wiring.connect(m, PortView(sig, resp), wiring.flipped(self.resp_mr))
+            wiring.connect(m, PortView(CountersSignature(counters["mr"]), resp),
+                           wiring.flipped(self.resp_mr))
         if self.link_retry:
             self.link_ab = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)
             self.link_ba = ReliableLink(64, p["link_latency"], LINK_FRAME_BEATS)

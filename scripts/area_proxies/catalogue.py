@@ -19,6 +19,7 @@ with the row's header and the window records and transport timeout of the row's 
 import importlib
 from typing import NamedTuple
 
+from spec.design_point import point_of
 from spec.fabric import retry_sizes
 from spec.fabric_profiles import (
     FABRIC_PROFILES,
@@ -139,10 +140,10 @@ def gap_row_entries(design, settings):
     ``destinations`` (a side row) is named with ``_d<destinations>`` and its completion
     blocks are the wide ones (CompletionKeyed, TrackerMemory, CompletionRecorderQueue),
     none of them in :data:`COMPONENTS`: not measured, the report shows ``-``. An engine
-    whose caches have ``cache_ways`` other than 1 (a side row's best cache) is named
-    with ``_w<ways>`` and has no entry of its own in :data:`COMPONENTS` (the area
-    wrapper builds direct-mapped caches): its area is not measured, and the report
-    shows ``-``.
+    whose point sets a field with a ``tag`` off its default (a side row's best cache:
+    ``_w4``, :meth:`spec.design_point.Point.tags`) is named with it and has no entry of
+    its own in :data:`COMPONENTS` (the area wrapper builds the default build,
+    direct-mapped caches): its area is not measured, and the report shows ``-``.
     ``ValueError`` names a setting with no entry (e.g. an attachment without a host
     interface entry)."""
     s = settings
@@ -187,9 +188,8 @@ def gap_row_entries(design, settings):
                            ("timeout", rdma_timeout(fabric))):
             if not board and value != RDMA[key]:     # as tb.rdma.headline's top
                 params[key] = value
-        ways = s.get("cache_ways", 1)
         name = (f"rdma_engine_c{s['cache_entries']}"
-                + _tag(ways != 1 and f"w{ways}", header != "roce" and header,
+                + _tag(*point_of("rdma", s).tags(), header != "roce" and header,
                        not board and fabric))
         out = {name: (Entry("rdma", "rtl.tops.area_wrappers", "RdmaEngine", params), 1)}
         if s["attachment"] != "pcie":

@@ -13,6 +13,8 @@ A field's metadata (``dataclasses.fields(point)[i].metadata``):
   spec's own checks): the field's own rule, checked by :meth:`Point.check`.
 - ``option``: whether ``make sim`` has an option for it (``--`` and the name with ``-``);
   ``parse``: the option's type (``int`` or ``str`` from the default, else a function).
+- ``tag``: the short prefix that names the field's value in a component's name (``w``:
+  ``_w4``), or None.
   Two designs' points that both have a field of one name share its option (``--peers``
   of the NIC and of the ephemeral design).
 """
@@ -27,7 +29,7 @@ KINDS = ("build", "port", "run")
 
 
 def knob(default, kind, help, source, *, range=None, power_of_two=False, choices=None,
-         check=None, option=True, parse=None):
+         check=None, option=True, parse=None, tag=None):
     """A field of a design point (module doc); ``ValueError`` for a declaration that does
     not say what the module doc asks."""
     if kind not in KINDS:
@@ -36,7 +38,7 @@ def knob(default, kind, help, source, *, range=None, power_of_two=False, choices
         raise ValueError("a knob needs its help text and the source of its default")
     return dataclasses.field(default=default, metadata=dict(
         kind=kind, help=help, source=source, range=range, power_of_two=power_of_two,
-        choices=choices, check=check, option=option, parse=parse))
+        choices=choices, check=check, option=option, parse=parse, tag=tag))
 
 
 def option_of(name):
@@ -106,6 +108,18 @@ class Point:
         """``{name: value}`` of the point's fields (of ``names``, all by default)."""
         return {f.name: getattr(self, f.name) for f in self.knobs()
                 if names is None or f.name in names}
+
+    def changes(self):
+        """``{name: value}`` of the point's fields that are off their defaults, in
+        declaration order (what a point sets over the default point)."""
+        return {f.name: getattr(self, f.name) for f in self.knobs()
+                if getattr(self, f.name) != f.default}
+
+    def tags(self):
+        """``<tag><value>`` of the fields with a ``tag`` that are off their defaults, in
+        declaration order (a component's name, ``w4``)."""
+        return [f"{f.metadata['tag']}{getattr(self, f.name)}" for f in self.knobs()
+                if f.metadata["tag"] and getattr(self, f.name) != f.default]
 
     def check(self):
         """Each field against its own rule (module doc), in :data:`CHECK_ORDER`; the first

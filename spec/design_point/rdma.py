@@ -1,6 +1,6 @@
 """The RDMA engine's design point (:class:`RdmaPoint`): the engine's own knobs on top of
 :class:`spec.design_point.FabricPoint`, and the short names of its ladder's rungs
-(:data:`RUNG_ALIASES`)."""
+(:data:`RUNG_ALIASES`), and the named points the experiments set (:data:`BEST_CACHE`)."""
 
 import dataclasses
 
@@ -12,7 +12,8 @@ from spec.host import check_host
 from spec.rdma_engine import CACHE_WAYS, LADDER, MISS_QUEUE_RANGE, TOP_DEFAULTS
 from spec.rdma_responder import check_mr_cache
 
-__all__ = ["RdmaPoint", "RUNG_ALIASES", "rung_name", "RDMA_OPS", "TOPOLOGIES"]
+__all__ = ["RdmaPoint", "RUNG_ALIASES", "rung_name", "RDMA_OPS", "TOPOLOGIES", "BEST_WAYS",
+           "BEST_CACHE"]
 
 #: Short names of the RDMA ladder's rungs (spec/rdma_engine.py LADDER) for ``--rung``,
 #: which also takes the rungs' own names.
@@ -74,7 +75,7 @@ class RdmaPoint(FabricPoint):
         "port)",
         help="RDMA QP-context cache entries in use, a power of two 16..256 (default 16)")
     cache_ways: int = knob(
-        TOP_DEFAULTS["cache_ways"], "build", check=_cache_ways,
+        TOP_DEFAULTS["cache_ways"], "build", check=_cache_ways, tag="w",
         source="spec/rdma_engine.py REQUESTER_DEFAULTS (direct mapped)",
         help="RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)")
     qpc_bytes: int = knob(
@@ -131,3 +132,19 @@ class RdmaPoint(FabricPoint):
         if op not in self.OPS:
             raise ValueError(f"op must be write or one of {', '.join(self.OPS[1:])} for "
                              f"the RDMA design, not {op!r}")
+
+
+#: Ways per set of the engine's best context cache (:data:`BEST_CACHE`).
+BEST_WAYS = 4
+#: The engine's best context cache: the most entries a build takes (the run-time port
+#: ``cache_log2`` goes to 256, and :class:`rtl.tops.rdma_fabric_top.RdmaFabricTop` takes
+#: ``cache_entries`` 16 to 256) and :data:`BEST_WAYS` ways; the gap table's side row
+#: (:data:`tb.gap_table.SIDE_ROWS`) and the state spectrum's Zipf rows
+#: (:mod:`tb.ephemeral.spectrum`) set it. Ref: docs/findings.md (section 9, "The RDMA
+#: engine at scale"): round robin over more QPs than entries misses on every message
+#: whatever the ways (within 3 % at 1, 4 or 8), so at 4096 QPs round robin the entries
+#: set the rate; with Zipf 0.99 at 4096 QPs over 256 entries 4 ways run within 1.22x of
+#: the host bound and 8 ways 1.20x, for twice the tag comparators per lookup and probe
+#: (docs/rdma.md, "Associative context cache"): 8 ways buy 2 % where 4 buy 3.8x over
+#: direct mapping.
+BEST_CACHE = RdmaPoint(cache_entries=256, cache_ways=BEST_WAYS)

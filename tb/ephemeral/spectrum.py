@@ -33,11 +33,12 @@ interface, or the engines on the accelerator's die and the NIC integrated:
     The RC engine at its best rung with 256 context-cache entries
     (:func:`tb.rdma.headline.model_point`, ``qps`` = peers, on the level field's switch
     as the other rows), its QPs by the row's popularity (Zipf: the NIC's destinations'
-    law, :func:`analysis.scenarios.rdma.qp_order`, with :data:`RC_WAYS` ways, ``note``
-    says so): rate, latency and in-flight state of that run. Its
-    context state: the entries of its two on-chip caches (requester and responder, 512
-    bits an entry) that its peers' contexts occupy (``min(256, peers)`` each) and, in host
-    memory, a 256-byte context per peer.
+    law, :func:`analysis.scenarios.rdma.qp_order`, at the engine's best cache
+    :data:`spec.design_point.rdma.BEST_CACHE`, :data:`RC_WAYS` ways, ``note`` says so):
+    rate, latency and in-flight state of that run. Its context state: the entries of its
+    two on-chip caches (requester and responder, 512 bits an entry) that its peers'
+    contexts occupy (``min(256, peers)`` each) and, in host memory, a 256-byte context
+    per peer.
 
 Every row: ``msgs_per_s``, ``latency_cycles``, ``endpoint_state_bits`` (total: in flight,
 contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits``
@@ -47,6 +48,7 @@ contexts on chip, and for ``rdma`` the contexts in host memory), ``per_peer_bits
 
 import concurrent.futures
 
+from spec.design_point.rdma import BEST_CACHE, BEST_WAYS
 from spec.formats.nic import PSN_BYTES, header_bytes
 from spec.formats.roce import QPC_BYTES_DEFAULT
 from spec.nic import (
@@ -66,13 +68,14 @@ __all__ = ["PEERS", "PROFILES", "PATTERNS", "RC_CACHE", "RC_WAYS", "NIC_TOP_PEER
 PEERS = (1, 64, 1024, 4096)
 PROFILES = ("board", "pod")
 PATTERNS = ("round_robin", "zipf")
-#: The RC engine's context cache: its largest (:data:`spec.rdma_engine` cache sizes).
-RC_CACHE = 256
+#: The RC engine's context cache: its largest, the best cache's
+#: (:data:`spec.design_point.rdma.BEST_CACHE`).
+RC_CACHE = BEST_CACHE.cache_entries
 #: Ways of the RC engine's context cache in its Zipf rows: the engine at its best cache
 #: (docs/rdma.md, "Associative context cache": a direct-mapped cache stalls its in-order
 #: lookup behind a victim still being filled, which Zipf's random sets meet and round
 #: robin never does; round robin's rate is the same at 1 and 4 ways).
-RC_WAYS = 4
+RC_WAYS = BEST_WAYS
 #: Peers of the NIC's model top (16 nodes).
 NIC_TOP_PEERS = 15
 #: Largest peer count the NIC's 8-bit node id addresses.
@@ -168,9 +171,11 @@ def rc_row(peers, fabric, pattern, messages=1000, attachment="pcie"):
     from tb.rdma.headline import model_point as rdma_point
 
     skewed = pattern != "round_robin" and peers > 1
-    r = rdma_point(128, messages, qps=peers, cache_entries=RC_CACHE, rung=LADDER[-1][0],
-                   fabric=fabric, host=attachment, **LEVEL,
-                   **(dict(popularity=pattern, cache_ways=RC_WAYS) if skewed else {}))
+    kw = dict(qps=peers, cache_entries=RC_CACHE, rung=LADDER[-1][0], fabric=fabric,
+              host=attachment, **LEVEL)
+    if skewed:
+        kw.update(BEST_CACHE.changes(), popularity=pattern)
+    r = rdma_point(128, messages, **kw)
     ii, note = r["ii_cycles_model"], f"{RC_WAYS}-way cache" if skewed else ""
     on_chip = 2 * min(RC_CACHE, peers) * RC_ENTRY_BITS
     host = peers * QPC_BYTES_DEFAULT * 8

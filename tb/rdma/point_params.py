@@ -23,6 +23,7 @@ import dataclasses
 
 from pymodel.rdma.point_fields import check_fields
 from spec.design_point import RdmaPoint, rung_name
+from spec.design_point.rdma import BEST_CACHE
 from spec.rdma_engine import TOP_DEFAULTS
 
 __all__ = ["rdma_point", "top_params", "run_params", "row_tags", "params_point",
@@ -32,10 +33,13 @@ __all__ = ["rdma_point", "top_params", "run_params", "row_tags", "params_point",
 TOP_EXTRA = {"link_retry": False}
 #: Fields :func:`tb.rdma.headline._top` places (the fabric profile sets the path from them).
 _PLACED = ("fabric", "link_latency", "host", "header", "link_retry")
-#: Fields of a point the ``switch`` topology's run takes (RdmaFabricTop's); the others
-#: must be left at their defaults there.
+#: Fields of a point the ``switch`` topology's run takes (RdmaFabricTop's): these and
+#: the build fields of the engine's best context cache (the gap table's side row runs
+#: on the switch; :data:`spec.design_point.rdma.BEST_CACHE`, any value of them); the
+#: others must be left at their defaults there.
 SWITCH_FIELDS = ("op", "qps", "cache_entries", "host", "rung", "fabric", "link_retry",
-                 "header", "cache_ways", "topology")
+                 "header", "topology",
+                 *(n for n in BEST_CACHE.changes() if n in RdmaPoint.of_kind("build")))
 #: Fields the row carries under keys of its own (``qps``, ``cache_entries``, ``host``,
 #: ``rung`` always; ``link_latency`` when the top's is off its default; the framing and
 #: the comparison keys) or not at all (``op``, ``topology``: the row's run is a WRITE run

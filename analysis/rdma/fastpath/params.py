@@ -3,7 +3,8 @@
 :func:`_setup` turns :func:`analysis.points.resolve`'s params into a :class:`_Setup`
 (the message, the host profile, the rung's knobs with the explicit ones on top) and
 makes the check the verbs model makes (inline data must fit a WQE slot: ``ValueError``
-naming the payload). :func:`_tlp` is the cycles a TLP holds its host-interface
+naming the payload); a point built other than the formulas' engine
+(:data:`FORMULA_BUILD`) is refused. :func:`_tlp` is the cycles a TLP holds its host-interface
 direction; :func:`_not_covered` is the ``ValueError`` every refused regime raises.
 """
 
@@ -11,6 +12,7 @@ import dataclasses
 
 from pymodel.rdma.engine_config import context_words
 from pymodel.rdma.frames import ETH_OVERHEAD
+from spec.design_point import RdmaPoint
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.formats.scaleup import framing
 from spec.host import PROFILES
@@ -20,6 +22,13 @@ from spec.rdma_fabric import FCS_BYTES
 _W = HOST_WORD_BYTES
 _FCS = FCS_BYTES
 _PHY = ETH_OVERHEAD                        # preamble + SFD, inter-frame gap (IEEE 802.3)
+
+
+#: The point's build fields the formulas take. Every other build field must be at its
+#: default: the formulas place QP q in entry q % cache_entries (a direct-mapped cache),
+#: read no MRs (the MR table on chip) and serve items in order (no item passes another
+#: waiting for its context fill).
+FORMULA_BUILD = ("link_latency", "header")
 
 
 def _cdiv(a, b):
@@ -88,18 +97,12 @@ def _setup(msg_bytes, p):
                windows=p.get("windows", REQUESTER_DEFAULTS["windows"]),
                qpc_words=context_words(p, "RDMA fast path"),
                **knobs)
-    ways = p.get("cache_ways", REQUESTER_DEFAULTS["cache_ways"])
-    if ways != 1:
-        # The formulas place QP q in entry q % cache_entries (a direct-mapped cache).
-        raise _not_covered(f"a context cache of {ways} ways (cache_ways)")
-    if p.get("mr_cache"):
-        # The formulas have no MR reads: the MR table is on chip.
-        raise _not_covered(f"an MR cache of {p['mr_cache']} entries in front of the MR "
-                           f"table in host memory (mr_cache)")
-    if p.get("miss_queue"):
-        raise _not_covered(f"a miss queue of {p['miss_queue']} items (items of present "
-                           f"contexts pass items waiting for their fill: the order of "
-                           f"service is the cycle model's)")
+    for f in RdmaPoint.knobs():
+        value = p.get(f.name, f.default)
+        if (f.metadata["kind"] == "build" and f.name not in FORMULA_BUILD
+                and value != f.default):
+            raise _not_covered(f"{f.name} {value}: the formulas' engine is built with "
+                               f"{f.name} {f.default}")
     if s.windows and s.qps > s.windows:
         raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
                            f"in a slot)")
