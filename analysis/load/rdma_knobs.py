@@ -7,7 +7,6 @@ from analysis.workloads.carriers import ISSUERS
 from pymodel.rdma.config import Config
 from pymodel.rdma.point_fields import check_fields, model_defaults
 from pymodel.rdma.verbs import inline_limit
-from spec.design_point import RdmaPoint
 from spec.load import LOAD_DEFAULTS, check_count, check_skew
 from spec.rdma_engine import LADDER, TOP_DEFAULTS
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
@@ -36,10 +35,9 @@ SATURATION_TOLERANCE = 0.01
 LOAD_POINT_FIELDS = ("qps", "cache_entries", "host", "link_latency", "cache_ways",
                      "miss_queue", "qpc_bytes")
 #: The load point's fields that a co-simulated load run takes from the model's
-#: configuration of its top: those set at run time (ports, run settings) and the link
-#: latency.
-LOAD_FROM_CONFIG = ("link_latency", *Config.fields_of(dict.fromkeys(
-    n for n in LOAD_POINT_FIELDS if n not in RdmaPoint.of_kind("build"))))
+#: configuration of its top: all of them (the build's too: the warm-up that sets the
+#: arrivals' start runs on the engine the top is, as a model-only point's does).
+LOAD_FROM_CONFIG = tuple(Config.fields_of(dict.fromkeys(LOAD_POINT_FIELDS)))
 #: Knobs of a load point and their defaults (the point's fields at the point's defaults,
 #: the link latency the top's).
 RDMA_LOAD_DEFAULTS = {**model_defaults(LOAD_POINT_FIELDS,
