@@ -55,23 +55,26 @@ def build_frame(framing, src, dst, addr, length, payload, fcs=True, ack_req=0, i
     return frame + fcs_bytes(frame) if fcs else frame
 
 
+@functools.cache
+def _store_slots(framing):
+    """``(header bytes, ((name, offset, mask), ...))`` of the store header's fields in a
+    header of ``framing``, at their offsets from the header's first bit (the layouts
+    measured once: Amaranth walks a layout at each size or offset asked)."""
+    base = header_layout(framing)["store"].offset
+    return header_bytes(framing), tuple(
+        (name, base + store_header_layout[name].offset,
+         (1 << store_header_layout[name].width) - 1)
+        for name in ("opcode", "ack_req", "length", "addr"))
+
+
 def parse_header(framing, raw):
     """Fields of a header held in ``raw`` (bytes, at least the header length): a dict with
     ``dst`` (node id, or None when an L2 dst MAC is not ours), ``opcode`` (raw bits),
     ``ack_req``, ``length``, ``addr``, ``ethertype_ok``."""
     framing = Framing(framing)
-    layout = header_layout(framing)
-    h = header_bytes(framing)
+    h, slots = _store_slots(framing)
     bits = int.from_bytes(raw[:h], "little")
-    field = layout["store"]
-    store = (bits >> field.offset) & ((1 << store_header_layout.size) - 1)
-
-    def part(name):
-        f = store_header_layout[name]
-        return (store >> f.offset) & ((1 << f.width) - 1)
-
-    out = {"opcode": part("opcode"), "ack_req": part("ack_req"), "length": part("length"),
-           "addr": part("addr")}
+    out = {name: (bits >> offset) & mask for name, offset, mask in slots}
     if framing is Framing.L2:
         out["dst_mac"] = bytes(raw[0:6])
         out["ethertype_ok"] = bytes(raw[12:14]) == ETHERTYPE.to_bytes(2, "big")
