@@ -20,11 +20,17 @@ def pack_beat(width, data, nbytes, first, last):
             | int(first) << f["first"][0] | int(last) << f["last"][0])
 
 
+@functools.cache
+def _slots(width):
+    """``(offset, mask)`` of ``data``, ``nbytes``, ``first`` and ``last`` in a beat."""
+    f = _fields(width)
+    return tuple((f[k][0], (1 << f[k][1]) - 1) for k in ("data", "nbytes", "first", "last"))
+
+
 def unpack_beat(width, bits):
     """The fields of a flat beat: ``(data, nbytes, first, last)``."""
-    f = _fields(width)
-    get = {k: (bits >> off) & ((1 << w) - 1) for k, (off, w) in f.items()}
-    return get["data"], get["nbytes"], bool(get["first"]), bool(get["last"])
+    (d, dm), (n, nm), (f, fm), (la, lm) = _slots(width)
+    return (bits >> d) & dm, (bits >> n) & nm, bool(bits >> f & fm), bool(bits >> la & lm)
 
 
 def frame_chunks(frame, width):

@@ -70,8 +70,8 @@ class ReliableLinkModel:
         self.counters = {f"tx_{n}": 0 for n in TX_COUNTERS}
         self.counters.update({f"rx_{n}": 0 for n in RX_COUNTERS})
         # Sender.
-        self.buf, self.ends = {}, {}
-        self.wr = self.rd = self.hw = self.ack_ptr = 0
+        self.buf, self.ends = {}, {}       # position -> beat: positions low .. wr - 1
+        self.wr = self.rd = self.hw = self.ack_ptr = self.low = 0
         self.in_seq = self.tx_seq = self.acked = self.sent = 0
         self.mid = self.pending = self.in_mid = False
         self.max_frame_beats = max_frame_beats
@@ -162,8 +162,10 @@ class ReliableLinkModel:
                 self.in_seq = (self.in_seq + 1) & _MASK
                 cnt["tx_frames"] += 1
         self.ack_ptr, self.acked = new_ptr, new_acked
-        for pos in [p for p in self.buf if p < min(self.ack_ptr, self.rd)]:
-            del self.buf[pos]
+        free = min(self.ack_ptr, self.rd)   # beats below both are acknowledged and sent
+        while self.low < free:
+            del self.buf[self.low]
+            self.low += 1
 
     # -- ReplayRx ---------------------------------------------------------------------
     def _receive(self, c, tagged, out_ready):
