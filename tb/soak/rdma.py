@@ -85,6 +85,8 @@ MIXED_ACK_TIMEOUT = 16384
 #: while a crashed simulation loses at most 25 chunks, a simulator's log stays a few
 #: megabytes, and a soak of a few groups still spreads over the ``--rdma-group`` jobs.
 CHUNKS_PER_SIM = 25
+#: The C++ optimisation of the soak's Verilated model (its run is long: -O2 pays).
+OPT = "-O2"
 #: Seconds between two looks for the chunks a running simulation has finished.
 POLL_S = 0.5
 
@@ -258,7 +260,7 @@ def _group(top, runs, test_id, token):
     params = {"chunks": [runs[index] for index in order]}
     with ThreadPoolExecutor(1) as pool:
         job = pool.submit(run_rdma, top, test_module="tb.soak.cocotb_rdma_soak",
-                          params=params, sim="verilator", test_id=test_id, opt="-O2")
+                          params=params, sim="verilator", test_id=test_id, opt=OPT)
         k = 0
         while k < len(order):
             done = job.done()
