@@ -21,33 +21,34 @@ def _args(*extra):
     return soak._args([*SMALL, *extra])
 
 
-def _figures(path):
-    """A chunk's figures without the run's token."""
-    out = json.loads(path.read_text())
-    assert out.pop("token")
-    return out
-
-
 @pytest.mark.cosim
-def test_group_gives_each_chunk_the_figures_of_its_own_simulation(tmp_path, test_id):
-    """Two chunks in one simulation and each in a simulation of its own (the default
-    RdmaTop, Verilator): the same figures, chunk for chunk (every metric, counter,
-    recovery delay and wire frame with its cycles), with frames damaged and recovered."""
+def test_group_gives_each_chunk_the_figures_of_its_own_simulation(test_id):
+    """Two chunks in one simulation, with a chunk between them whose model stops (its
+    cycle limit), and each in a simulation of its own (the default RdmaTop, Verilator):
+    the same figures, chunk for chunk (every metric, counter, recovery delay and wire
+    frame with its cycles), with frames damaged and recovered; the stopped chunk fails
+    with the model's error and leaves no figures, and the group's test fails."""
     args = _args("--seed", "21")
     runs = [rdma.chunk_params(args, index, 20, "t") for index in (0, 1)]
     alone = [run_rdma({}, params=run, sim="verilator", test_id=f"{test_id}_{k}")
              / run["out_json"] for k, run in enumerate(runs)]
-    group = run_rdma({}, test_module="tb.soak.cocotb_rdma_soak", params={"chunks": runs},
-                     sim="verilator", test_id=f"{test_id}_group")
+    stops = dict(rdma.chunk_params(args, 2, 20, "t"), model_limit=10)
+    group = f"{test_id}_group"
+    with pytest.raises(CosimFailure, match="1 of 1 cocotb tests failed"):
+        run_rdma({}, test_module="tb.soak.cocotb_rdma_soak", sim="verilator",
+                 params={"chunks": [runs[0], stops, runs[1]]}, test_id=group)
     for k, run in enumerate(runs):
-        got, want = _figures(group / run["out_json"]), _figures(alone[k])
+        got = dict(rdma.chunk_file(group, run, "json", "t"), token="t")
+        want = json.loads(alone[k].read_text())
         assert got == want, k
         assert want["mismatches"] == 0 and want["messages"] == 20
-        status = json.loads((group / run["out_json"].replace(".json", ".status.json"))
-                            .read_text())
-        assert status == {"token": "t", "failed": None}
-    damaged = sum(_figures(path)["counters"][f"{link}_{kind}"] for path in alone
-                  for link in ("ab", "ba") for kind in ("dropped", "corrupted", "duplicated"))
+        assert rdma.chunk_file(group, run, "status.json", "t") == {"token": "t",
+                                                                    "failed": None}
+    assert rdma.chunk_file(group, stops, "json", "t") is None
+    assert "RuntimeError" in rdma.chunk_file(group, stops, "status.json", "t")["failed"]
+    damaged = sum(json.loads(path.read_text())["counters"][f"{link}_{kind}"]
+                  for path in alone for link in ("ab", "ba")
+                  for kind in ("dropped", "corrupted", "duplicated"))
     assert damaged > 0
 
 

@@ -39,8 +39,8 @@ from tb.cosim import CosimFailure
 from tb.rdma.runner import run_rdma
 from tb.run_dirs import run_dir_name
 
-__all__ = ["soak_rdma", "check_group_params", "CHUNK", "CHUNKS_PER_SIM", "OP_FIGURES",
-           "MIXED_TOP", "link_faults"]
+__all__ = ["soak_rdma", "check_group_params", "chunk_params", "chunk_file", "CHUNK",
+           "CHUNKS_PER_SIM", "OP_FIGURES", "MIXED_TOP", "link_faults"]
 
 #: Per operation: how many ran, and how many passed the model-free checks (a WRITE's
 #: bytes landed once, a READ's answer the bytes node B held, an atomic's original value
@@ -264,7 +264,7 @@ def _group(top, runs, test_id, token):
         k = 0
         while k < len(order):
             done = job.done()
-            status = _chunk_file(test_id, runs[order[k]], "status.json", token)
+            status = chunk_file(test_id, runs[order[k]], "status.json", token)
             if status is None and not done:
                 time.sleep(POLL_S)
                 continue
@@ -272,7 +272,7 @@ def _group(top, runs, test_id, token):
                 break
             if status["failed"]:
                 print(f"  chunk {order[k]}: FAILED ({status['failed']})", flush=True)
-            out = _chunk_file(test_id, runs[order[k]], "json", token)
+            out = chunk_file(test_id, runs[order[k]], "json", token)
             yield order[k], out, out is None or bool(status["failed"])
             k += 1
         try:
@@ -282,10 +282,10 @@ def _group(top, runs, test_id, token):
             stopped = str(exc)
         for index in order[k:]:         # chunks the simulation never finished
             print(f"  chunk {index}: FAILED ({stopped})", flush=True)
-            yield index, _chunk_file(test_id, runs[index], "json", token), True
+            yield index, chunk_file(test_id, runs[index], "json", token), True
 
 
-def _chunk_file(test_id, run, kind, token):
+def chunk_file(test_id, run, kind, token):
     """This soak's file ``kind`` (``json``: the figures, ``status.json``) of the chunk
     ``run`` in the run folder ``test_id``, as a dict; None when there is none yet (a
     file of an older soak has another ``token``)."""
