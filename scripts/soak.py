@@ -29,9 +29,10 @@ Chunks, every one compared with the golden model:
   carried state) and must equal the design on every receiver and link counter, every
   memory write (address, byte enables, cycle) and the whole memories
   (tb/soak/cocotb_nic_soak.py).
-- RDMA: one co-simulation per ``--rdma-chunk`` WRITEs (fresh QPs and memories), each
-  compared with the model on every wire beat and its cycle, every mark, counter and
-  memory word (tb/soak/rdma.py).
+- RDMA: chunks of ``--rdma-chunk`` WRITEs (fresh QPs and memories), each compared with
+  the model on every wire beat and its cycle, every mark, counter and memory word, up
+  to 25 chunks of a job one after another in one simulation, a reset per chunk
+  (tb/soak/rdma.py, tb/soak/cocotb_rdma_soak.py).
 - Ephemeral: genuine traffic of 12 go-back-N senders through a lossy path (drops,
   duplicates, late copies, lost ACKs and CLOSEs) into the receiver block
   (EphemeralReceiverTop, 8 contexts), closed loop on its twin; one simulation, a reset
@@ -226,7 +227,7 @@ def _args(argv):
                          f"each egress per chunk of stores (0 to {SWITCH_DROPS}; default 0: "
                          f"off; a --mix's loads and atomics run on NicMemTop without them)")
     ap.add_argument("--rdma-chunk", type=_chunk(RDMA_CHUNK), default=RDMA_CHUNK,
-                    help=f"RDMA WRITEs per co-simulation (1 to {RDMA_CHUNK}, default "
+                    help=f"RDMA WRITEs per chunk (1 to {RDMA_CHUNK}, default "
                          f"{RDMA_CHUNK})")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "2")),
                     help="jobs at a time: the two designs, or the NIC and the RDMA "

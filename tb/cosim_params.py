@@ -75,6 +75,7 @@ ACCEPTED_PARAMS = {
     "tb.rdma.uvm.tests": "tb.cosim_params:_rdma_uvm_params",
     "tb.soak.cocotb_nic_mem_soak": ("top", "seed", "plan", "mix", "token", "faults"),
     "tb.soak.cocotb_ephemeral_soak": "tb.soak.ephemeral:check_params",
+    "tb.soak.cocotb_rdma_soak": "tb.soak.rdma:check_group_params",
     "tb.soak.cocotb_nic_soak": ("width", "nodes", "framing", "link_latency", "mem_words",
                                 "max_payload", "credits", "seed", "chunks", "per_chunk",
                                 "model_stores", "stall_rate", "drop_rate", "corrupt_rate",

@@ -104,6 +104,25 @@ class Harness:
         await ClockCycles(self.dut.clk, cycles)
         self.dut.rst.value = 0
 
+    @property
+    def started(self):
+        """Whether :meth:`reset` has started the clock (the design has run before)."""
+        return self._clock is not None
+
+    async def hold_reset(self):
+        """Put a design that has run back into reset, to load its next run.
+
+        Timing: waits for the next rising clock edge (leaving a ``ReadOnly`` phase the
+        last run ended in), writes ``rst`` high and returns after the rising edge that
+        follows, the first with ``rst`` high: the design is then held in reset (nothing
+        moves but the clock) until :meth:`reset` releases it, and the next run starts
+        from reset as the first run of a simulation does."""
+        if self._clock is None:
+            raise RuntimeError("hold_reset: the clock has not started (call reset first)")
+        await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 1
+        await RisingEdge(self.dut.clk)
+
     async def wait_done(self, done_ports, timeout_cycles):
         """Let the simulator run until every port in ``done_ports`` reads 1.
 

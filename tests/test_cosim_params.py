@@ -121,12 +121,13 @@ def test_every_cocotb_module_declares_its_parameters():
 
 
 def test_rdma_module_reads_only_declared_keys():
-    """The RDMA module's function-checked keys: every key it reads from its parameters
-    is a common or a kind's parameter."""
-    from tb.rdma import cocotb_rdma
+    """The RDMA module's function-checked keys: every key its run
+    (:func:`tb.rdma.run_one.run_one`) reads from its parameters is a common or a kind's
+    parameter."""
+    from tb.rdma import cocotb_rdma, run_one
 
-    text = pathlib.Path(cocotb_rdma.__file__).read_text()
-    body = text[text.index("async def rdma_matches_model"):]
+    text = pathlib.Path(run_one.__file__).read_text()
+    body = text[text.index("async def run_one"):]
     read = set(re.findall(r"\bp\[\"(\w+)\"\]", body)) | set(
         re.findall(r"\bp\.get\(\"(\w+)\"", body))
     declared = set(cocotb_rdma.COMMON_PARAMS)

@@ -8,8 +8,8 @@ import pytest
 from scripts import soak
 
 #: A short soak: the NIC's first chunk (64 stores per node) and 3 more of 256 per node;
-#: the RDMA engine's 600 WRITEs in 3 co-simulations of 200. Default fault rates. Each test
-#: has its own seed (the run folders are named by it), none the default soak's.
+#: the RDMA engine's 600 WRITEs in 3 chunks of 200 (one simulation). Default fault rates.
+#: Each test has its own seed (the run folders are named by it), none the default soak's.
 SHORT = ["--messages", "3000", "--nic-chunk", "256", "--rdma-messages", "600",
          "--rdma-chunk", "200", "--jobs", "1"]
 

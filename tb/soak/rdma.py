@@ -1,7 +1,9 @@
 """Soak of the RDMA engine's go-back-N: chunks of RDMA WRITEs over faulty links.
 
-Each chunk is one full co-simulation of :class:`rtl.tops.rdma_top.RdmaTop` (Verilator,
-``-O2``) by ``tb.rdma.cocotb_rdma``: fresh QPs and memories, ``CHUNK`` WRITEs over
+Each chunk is one run of :class:`rtl.tops.rdma_top.RdmaTop` (Verilator, ``-O2``) as
+``tb.rdma.cocotb_rdma`` makes it, and up to :data:`CHUNKS_PER_SIM` chunks run one after
+another in one simulation (``tb.soak.cocotb_rdma_soak``: a reset per chunk, every chunk's
+cycles, stamps and counters those of a run alone): fresh QPs and memories, ``CHUNK`` WRITEs over
 ``QPS`` QPs with sizes around a 1 KiB path MTU, doorbells as fast as the engine takes
 them (``--stall-rate`` is the NIC's), and the fault settings on both links (the data
 link and the ACK link). Every chunk is compared with the golden model on every wire
@@ -13,10 +15,13 @@ definition for both designs (:mod:`tb.soak.recovery`); ``cqe_delay_cycles`` is t
 at its last CQE (the soak's ``recovery_cycles`` before the definition was shared). Both
 come from the golden model, which the RTL matched. Used by ``scripts/soak.py``.
 
-Each chunk's entry in ``per_chunk`` says whether it was compared with the model (the
-co-simulation ran and wrote this run's figures: the scoreboard compared every item) and
-its mismatches; ``chunks``, ``chunks_compared`` and ``mismatches`` sum them. A chunk
-whose co-simulation left no figures counts as not compared, its WRITEs as lost.
+Each chunk's entry in ``per_chunk`` says whether it was compared with the model (its
+run wrote this soak's figures: the scoreboard compared every item) and its mismatches;
+``chunks``, ``chunks_compared`` and ``mismatches`` sum them. A chunk whose run left no
+figures (stopped by an exception, or its simulation by a crash) counts as not compared,
+its WRITEs as lost, and as a hang; ``failed_chunks`` counts the chunks that failed
+(mismatches, a hang, no figures). A progress line is printed per chunk as its
+simulation finishes it.
 ``args.selective``: selective repeat at both ends (the top's ``selective`` port, in
 the RTL and the model alike) instead of go-back-N. ``args.break_model_chunk`` (a test
 hook) gives the model of that chunk the MMIO words a
@@ -27,12 +32,15 @@ import json
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from pymodel.fabric.faulty_link import rate_per_65535
 from tb.cosim import CosimFailure
 from tb.rdma.runner import run_rdma
+from tb.run_dirs import run_dir_name
 
-__all__ = ["soak_rdma", "CHUNK", "OP_FIGURES", "MIXED_TOP", "link_faults"]
+__all__ = ["soak_rdma", "check_group_params", "chunk_params", "chunk_file", "CHUNK",
+           "CHUNKS_PER_SIM", "OP_FIGURES", "MIXED_TOP", "link_faults"]
 
 #: Per operation: how many ran, and how many passed the model-free checks (a WRITE's
 #: bytes landed once, a READ's answer the bytes node B held, an atomic's original value
@@ -71,6 +79,16 @@ MODEL_CYCLES_PER_OP = 800
 #: loss-free mixed chunk of the soak's size times out (the WRITE-only soak's 1,024 would
 #: fire in loss-free chunks of 20 operations, the golden model alone).
 MIXED_ACK_TIMEOUT = 16384
+#: Chunks per simulator process (``args.rdma_per_sim`` overrides it). Starting one costs
+#: about 1.7 s (Python, cocotb, the Verilated model's start) beside about 3.6 s of a
+#: 1,000-WRITE chunk's own work: 25 chunks share that start (under 0.1 s per chunk left),
+#: while a crashed simulation loses at most 25 chunks, a simulator's log stays a few
+#: megabytes, and a soak of a few groups still spreads over the ``--rdma-group`` jobs.
+CHUNKS_PER_SIM = 25
+#: The C++ optimisation of the soak's Verilated model (its run is long: -O2 pays).
+OPT = "-O2"
+#: Seconds between two looks for the chunks a running simulation has finished.
+POLL_S = 0.5
 
 
 def mixed(args):
@@ -92,13 +110,64 @@ def link_faults(args, index):
     return faults
 
 
+def chunk_params(args, index, count, token):
+    """The run parameters of chunk ``index`` (``count`` operations) of the soak ``args``
+    (those of :mod:`tb.rdma.cocotb_rdma`, without ``top``; ``out_json``
+    ``soak_chunk<index>.json``): its stimulus and faults depend on ``index`` only."""
+    selective = int(getattr(args, "selective", False))
+    params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
+                  seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
+                  out_json=f"soak_chunk{index}.json", clean_baseline=True, token=token,
+                  model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK,
+                  selective=selective, **link_faults(args, index))
+    if mixed(args):
+        params.update(kind="mixed", mix=":".join(map(str, args.mix)),
+                      ack_timeout=MIXED_ACK_TIMEOUT,
+                      model_limit=MODEL_CYCLES_PER_OP * count + MODEL_SLACK)
+    if index == getattr(args, "break_model_chunk", None):
+        params["model_mmio_delay"] = 1
+    return params
+
+
+def check_group_params(params):
+    """Refuse the parameters of ``tb.soak.cocotb_rdma_soak`` (``ValueError`` naming what):
+    keys other than ``top`` and ``chunks``, no chunk, a chunk that
+    :func:`tb.rdma.cocotb_rdma.check_params` refuses (with the group's ``top``) or that
+    has a ``top`` of its own, two chunks with the same ``out_json``, or none."""
+    from tb.rdma.cocotb_rdma import check_params
+
+    extra = sorted(set(params) - {"top", "chunks"})
+    if extra:
+        raise ValueError(f"tb.soak.cocotb_rdma_soak: unknown parameter(s) {extra} "
+                         "(accepted: ['chunks', 'top'])")
+    chunks = params.get("chunks")
+    if not isinstance(chunks, list) or not chunks:
+        raise ValueError(f"tb.soak.cocotb_rdma_soak: chunks must be a non-empty list of "
+                         f"run parameters, not {chunks!r}")
+    names = []
+    for k, chunk in enumerate(chunks):
+        if not isinstance(chunk, dict) or "top" in chunk or not chunk.get("out_json"):
+            raise ValueError(f"tb.soak.cocotb_rdma_soak: chunk {k} must be run parameters "
+                             f"with an out_json and without a top of its own")
+        try:
+            check_params(dict(chunk, top=params.get("top", {})))
+        except ValueError as exc:
+            raise ValueError(f"tb.soak.cocotb_rdma_soak: chunk {k}: {exc}") from None
+        names.append(chunk["out_json"])
+    if len(set(names)) != len(names):
+        raise ValueError("tb.soak.cocotb_rdma_soak: two chunks with the same out_json")
+
+
 def soak_rdma(args, messages, span=None):
     """Run ``messages`` WRITEs in chunks; returns the soak figures (scripts/soak.py).
 
     ``span`` ``(first, stop)``: only the chunks ``first .. stop - 1`` of the soak (each
     chunk's stimulus and faults depend on its index only, so the figures of the spans of
-    a soak add up to the whole soak's); default all."""
+    a soak add up to the whole soak's, whatever the chunks that share a simulation);
+    default all. The chunks run in groups of ``args.rdma_per_sim`` (default
+    :data:`CHUNKS_PER_SIM`), one simulation each."""
     size = getattr(args, "rdma_chunk", CHUNK)
+    per_sim = getattr(args, "rdma_per_sim", None) or CHUNKS_PER_SIM
     chunks = math.ceil(messages / size) if messages else 0
     first, stop = span or (0, chunks)
     stop = min(stop, chunks)
@@ -115,103 +184,119 @@ def soak_rdma(args, messages, span=None):
     mix = mixed(args)
     what = (f"operations (mix W:R:A {':'.join(map(str, args.mix))}; faults on both links)"
             if mix else "WRITEs")
-    print(f"rdma: {messages} {what} in {chunks} co-simulations of up to {size}{part}, each "
-          "compared with the model (Verilator -O2)", flush=True)
+    print(f"rdma: {messages} {what} in {chunks} chunks of up to {size}{part}, each "
+          f"compared with the model, up to {per_sim} in one simulation (Verilator -O2)",
+          flush=True)
     t0 = time.perf_counter()
-    for index in range(first, stop):
-        count = min(size, messages - index * size)
-        faults = link_faults(args, index)
-        selective = int(getattr(args, "selective", False))
-        test_id = (f"soak_seed{args.seed}_chunk{index}" + ("_sr" if selective else "")
-                   + ("_mix" + "_".join(map(str, args.mix)) if mix else ""))
-        params = dict(kind="writes", messages=count, sizes=SIZES, qps=QPS, pmtu_log2=10,
-                      seed=args.seed * 1000 + index, ack_timeout=ACK_TIMEOUT,
-                      out_json="soak.json",
-                      clean_baseline=True, token=token,
-                      model_limit=MODEL_CYCLES_PER_WRITE * count + MODEL_SLACK,
-                      selective=selective, **faults)
-        if mix:
-            params.update(kind="mixed", mix=":".join(map(str, args.mix)),
-                          ack_timeout=MIXED_ACK_TIMEOUT,
-                          model_limit=MODEL_CYCLES_PER_OP * count + MODEL_SLACK)
-        if index == getattr(args, "break_model_chunk", None):
-            params["model_mmio_delay"] = 1
-        try:
-            run = run_rdma(MIXED_TOP if mix else TOP, params=params, sim="verilator",
-                           test_id=test_id, opt="-O2")
-            failed = False
-        except CosimFailure as exc:
-            print(f"  chunk {index}: FAILED ({exc}){_why(test_id)}", flush=True)
-            run, failed = None, True
-        out = _read(run, test_id, token)
-        if out is None:                  # no figures at all: count the chunk as lost
-            totals["failed_chunks"] += 1
-            totals["lost"] += count
-            totals["hangs"] += 1
-            per_chunk.append(dict(chunk=index, messages=count, compared=False,
-                                  mismatches=None, recovered=None, recovery_cycles=None))
-            continue
-        c = out["counters"]
-        totals["failed_chunks"] += failed
-        totals["messages"] += out["messages"]
-        totals["lost"] += out["lost"]
-        totals["corrupted_bytes"] += out["corrupted_bytes"]
-        totals["hangs"] += bool(out["hang"])
-        totals["mismatches"] += out["mismatches"]
-        totals["chunks_compared"] += 1
-        totals["retransmissions"] += c["req_retransmissions"]
-        totals["timeouts"] += c["req_timeouts"]
-        totals["seq_naks"] += c["req_seq_naks"]
-        totals["rewinds"] += c["req_rewinds"]
-        totals["sr_placed"] += c["resp_sr_placed"]
-        totals["duplicates_discarded"] += c["resp_duplicates"]
-        damaged = 0
-        for kind in ("dropped", "corrupted", "duplicated"):
-            hit = c[f"ab_{kind}"] + c[f"ba_{kind}"]
-            totals[f"wire_{kind}"] += hit
-            damaged += hit
-        totals["recovered"] += damaged
-        totals["cycles"] += out["cycles"]
-        totals["recovery_cycles"] += out.get("recovery_cycles", 0)
-        totals["cqe_delay_cycles"] += out.get("cqe_delay_cycles", 0)
-        if not mix:                      # a WRITE-only chunk: the bench's WRITE checks
-            out = dict(out, writes=out["messages"],
-                       writes_ok=0 if out["corrupted_bytes"] else out["messages"] - out["lost"])
-        for key in OP_FIGURES:
-            totals[key] += out.get(key, 0)
-        per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
-                              mismatches=out["mismatches"], recovered=damaged,
-                              recovery_cycles=out.get("recovery_cycles", 0)))
-        elapsed = time.perf_counter() - t0
-        ops = (f"{totals['writes']} WRITEs, {totals['reads']} READs, {totals['atomics']} "
-               "atomics" if mix else f"{totals['messages']} WRITEs")
-        print(f"  chunk {index + 1}/{chunks}: {ops}, "
-              f"{totals['retransmissions']} frames sent again, {totals['lost']} lost, "
-              f"{totals['corrupted_bytes']} bad bytes, {totals['mismatches']} "
-              f"model mismatches ({elapsed:.0f} s)", flush=True)
+    suffix = (("_sr" if getattr(args, "selective", False) else "")
+              + ("_mix" + "_".join(map(str, args.mix)) if mix else ""))
+    for start in range(first, stop, per_sim):
+        group = range(start, min(start + per_sim, stop))
+        counts = {index: min(size, messages - index * size) for index in group}
+        runs = {index: chunk_params(args, index, counts[index], token) for index in group}
+        test_id = f"soak_seed{args.seed}_chunks{group[0]}-{group[-1]}{suffix}"
+        for index, out, failed in _group(MIXED_TOP if mix else TOP, runs, test_id, token):
+            _add(totals, per_chunk, index, counts[index], out, failed, mix)
+            if out is None:
+                continue
+            elapsed = time.perf_counter() - t0
+            ops = (f"{totals['writes']} WRITEs, {totals['reads']} READs, "
+                   f"{totals['atomics']} atomics" if mix else f"{totals['messages']} WRITEs")
+            print(f"  chunk {index + 1}/{chunks}: {ops}, "
+                  f"{totals['retransmissions']} frames sent again, {totals['lost']} lost, "
+                  f"{totals['corrupted_bytes']} bad bytes, {totals['mismatches']} "
+                  f"model mismatches ({elapsed:.0f} s)", flush=True)
     return dict(totals, per_chunk=per_chunk)
 
 
-def _why(test_id):
-    """The model's own error of a chunk that stopped, from its simulator log (the first
-    line naming one), e.g. the model's ``NoProgress``; empty if none."""
-    from tb.cosim import BUILD
-    for log in sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{test_id}/sim.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if "NoProgress:" in line or "RuntimeError:" in line:
-                return ":\n    " + line.strip()[:400]
-    return ""
+def _add(totals, per_chunk, index, count, out, failed, mix):
+    """Add chunk ``index``'s figures ``out`` (None: it left none) to ``totals`` and
+    ``per_chunk``; ``failed``: the chunk failed (``failed_chunks``)."""
+    totals["failed_chunks"] += failed
+    if out is None:                      # no figures at all: count the chunk as lost
+        totals["lost"] += count
+        totals["hangs"] += 1
+        per_chunk.append(dict(chunk=index, messages=count, compared=False,
+                              mismatches=None, recovered=None, recovery_cycles=None))
+        return
+    c = out["counters"]
+    totals["messages"] += out["messages"]
+    totals["lost"] += out["lost"]
+    totals["corrupted_bytes"] += out["corrupted_bytes"]
+    totals["hangs"] += bool(out["hang"])
+    totals["mismatches"] += out["mismatches"]
+    totals["chunks_compared"] += 1
+    totals["retransmissions"] += c["req_retransmissions"]
+    totals["timeouts"] += c["req_timeouts"]
+    totals["seq_naks"] += c["req_seq_naks"]
+    totals["rewinds"] += c["req_rewinds"]
+    totals["sr_placed"] += c["resp_sr_placed"]
+    totals["duplicates_discarded"] += c["resp_duplicates"]
+    damaged = 0
+    for kind in ("dropped", "corrupted", "duplicated"):
+        hit = c[f"ab_{kind}"] + c[f"ba_{kind}"]
+        totals[f"wire_{kind}"] += hit
+        damaged += hit
+    totals["recovered"] += damaged
+    totals["cycles"] += out["cycles"]
+    totals["recovery_cycles"] += out.get("recovery_cycles", 0)
+    totals["cqe_delay_cycles"] += out.get("cqe_delay_cycles", 0)
+    if not mix:                          # a WRITE-only chunk: the bench's WRITE checks
+        out = dict(out, writes=out["messages"],
+                   writes_ok=0 if out["corrupted_bytes"] else out["messages"] - out["lost"])
+    for key in OP_FIGURES:
+        totals[key] += out.get(key, 0)
+    per_chunk.append(dict(chunk=index, messages=out["messages"], compared=True,
+                          mismatches=out["mismatches"], recovered=damaged,
+                          recovery_cycles=out.get("recovery_cycles", 0)))
 
 
-def _read(run, test_id, token):
-    """This run's figures of a chunk (``token`` tells them from an older run's)."""
+def _group(top, runs, test_id, token):
+    """Run the chunks ``runs`` (``{index: run parameters}``) in one simulation of ``top``
+    (run folder ``test_id``); yields ``(index, out, failed)`` per chunk in order as the
+    simulation finishes it: ``out`` its figures (None if it left none), ``failed``
+    whether it failed, after a line saying why."""
+    order = sorted(runs)
+    params = {"chunks": [runs[index] for index in order]}
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(run_rdma, top, test_module="tb.soak.cocotb_rdma_soak",
+                          params=params, sim="verilator", test_id=test_id, opt=OPT)
+        k = 0
+        while k < len(order):
+            done = job.done()
+            status = chunk_file(test_id, runs[order[k]], "status.json", token)
+            if status is None and not done:
+                time.sleep(POLL_S)
+                continue
+            if status is None:          # the simulation ended without this chunk
+                break
+            if status["failed"]:
+                print(f"  chunk {order[k]}: FAILED ({status['failed']})", flush=True)
+            out = chunk_file(test_id, runs[order[k]], "json", token)
+            yield order[k], out, out is None or bool(status["failed"])
+            k += 1
+        try:
+            job.result()
+            stopped = "the simulation finished without it"
+        except CosimFailure as exc:
+            stopped = str(exc)
+        for index in order[k:]:         # chunks the simulation never finished
+            print(f"  chunk {index}: FAILED ({stopped})", flush=True)
+            yield index, chunk_file(test_id, runs[index], "json", token), True
+
+
+def chunk_file(test_id, run, kind, token):
+    """This soak's file ``kind`` (``json``: the figures, ``status.json``) of the chunk
+    ``run`` in the run folder ``test_id``, as a dict; None when there is none yet (a
+    file of an older soak has another ``token``)."""
     from tb.cosim import BUILD
-    paths = [run / "soak.json"] if run else []
-    paths += sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{test_id}*/soak.json"))
-    for path in paths:
-        if path.exists():
+    stem = run["out_json"].rsplit(".", 1)[0]
+    for path in sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{run_dir_name(test_id)}/"
+                                  f"{stem}.{kind}")):
+        try:
             out = json.loads(path.read_text())
-            if out.get("token") == token:
-                return out
+        except (OSError, ValueError):   # being written
+            continue
+        if out.get("token") == token:
+            return out
     return None
-
