@@ -29,10 +29,9 @@ Chunks, every one compared with the golden model:
   carried state) and must equal the design on every receiver and link counter, every
   memory write (address, byte enables, cycle) and the whole memories
   (tb/soak/cocotb_nic_soak.py).
-- RDMA: chunks of ``--rdma-chunk`` WRITEs (fresh QPs and memories), each compared with
-  the model on every wire beat and its cycle, every mark, counter and memory word, up
-  to 25 chunks of a job one after another in one simulation, a reset per chunk
-  (tb/soak/rdma.py, tb/soak/cocotb_rdma_soak.py).
+- RDMA: chunks of ``--rdma-chunk`` WRITEs (fresh QPs and memories; up to 25 in one
+  simulation, a reset each), each compared with the model on every wire beat and its
+  cycle, every mark, counter and memory word (tb/soak/rdma.py, cocotb_rdma_soak.py).
 - Ephemeral: genuine traffic of 12 go-back-N senders through a lossy path (drops,
   duplicates, late copies, lost ACKs and CLOSEs) into the receiver block
   (EphemeralReceiverTop, 8 contexts), closed loop on its twin; one simulation, a reset
