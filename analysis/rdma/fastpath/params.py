@@ -101,8 +101,9 @@ def _setup(msg_bytes, p):
         value = p.get(f.name, f.default)
         if (f.metadata["kind"] == "build" and f.name not in FORMULA_BUILD
                 and value != f.default):
-            raise _not_covered(f"{f.name} {value}: the formulas' engine is built with "
-                               f"{f.name} {f.default}")
+            what = f.metadata["help"].split(":")[0].split(" (")[0]
+            raise _not_covered(f"{f.name} {value}, {what}: the formulas' engine is built "
+                               f"with {f.name} {f.default}")
     if s.windows and s.qps > s.windows:
         raise _not_covered(f"{s.qps} QPs over {s.windows} window slots (QPs take turns "
                            f"in a slot)")
