@@ -28,12 +28,7 @@ from tb.cosim import cosim_params
 from tb.rdma.run_inputs import config
 from tb.rdma.run_one import run_one, testbench_of
 from tb.rdma.testbench import MEMORIES
-
-
-def _stem(run):
-    """The file name of a chunk's ``out_json`` without its suffix."""
-    path = Path(run["out_json"])
-    return str(path.with_suffix("")) if path.suffix else str(path)
+from tb.soak.rdma import chunk_stem
 
 
 @cocotb.test()
@@ -43,7 +38,7 @@ async def rdma_soak_chunks(dut):
     tb = testbench_of(dut, config(p["top"], runs[0])[0])
     failed = []
     for k, run in enumerate(runs):
-        stem, t0 = _stem(run), time.perf_counter()
+        stem, t0 = chunk_stem(run), time.perf_counter()
         try:
             sb = await run_one(dut, run, tb)
             problem = None

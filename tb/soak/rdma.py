@@ -39,7 +39,7 @@ from tb.cosim import CosimFailure
 from tb.rdma.runner import run_rdma
 from tb.run_dirs import run_dir_name
 
-__all__ = ["soak_rdma", "check_group_params", "chunk_params", "chunk_file", "CHUNK",
+__all__ = ["soak_rdma", "check_group_params", "chunk_params", "chunk_file", "chunk_stem", "CHUNK",
            "CHUNKS_PER_SIM", "OP_FIGURES", "MIXED_TOP", "link_faults"]
 
 #: Per operation: how many ran, and how many passed the model-free checks (a WRITE's
@@ -290,9 +290,8 @@ def chunk_file(test_id, run, kind, token):
     ``run`` in the run folder ``test_id``, as a dict; None when there is none yet (a
     file of an older soak has another ``token``)."""
     from tb.cosim import BUILD
-    stem = run["out_json"].rsplit(".", 1)[0]
     for path in sorted(BUILD.glob(f"cosim/verilator/rdma_top*/{run_dir_name(test_id)}/"
-                                  f"{stem}.{kind}")):
+                                  f"{chunk_stem(run)}.{kind}")):
         try:
             out = json.loads(path.read_text())
         except (OSError, ValueError):   # being written
@@ -300,3 +299,9 @@ def chunk_file(test_id, run, kind, token):
         if out.get("token") == token:
             return out
     return None
+
+
+def chunk_stem(run):
+    """The name of a chunk's files in the run folder: its ``out_json`` without the
+    suffix (``soak_chunk3``: ``.json``, ``.status.json``, ``.mismatches.txt``)."""
+    return run["out_json"].rsplit(".", 1)[0]
