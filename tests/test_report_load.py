@@ -1,6 +1,8 @@
 """The report's "Under load" section on a reduced grid (no simulator): rows, knees,
 tables and plots are produced from the model and agree with the runner they call."""
 
+import pytest
+
 from scripts.executor import make_executor
 from scripts.reporting import load as section
 
@@ -73,3 +75,31 @@ def test_fabric_rtl_point_row_names_its_nodes():
     row = results_rows([], [rtl])[0]
     assert row["design"] == "rdma" and row["nodes"] > 2
     assert row["latency_p99_cycles_rtl"] == row["latency_p99_cycles_model"]
+
+
+def test_saturation_rows_carry_the_points_design_fields():
+    """A saturation row holds every design field of its load point: the point's value
+    where it sets one, the load point's default where it does not."""
+    from analysis.load.rdma_knobs import LOAD_POINT_FIELDS, RDMA_LOAD_DEFAULTS
+    from scripts.reporting.load_rows import saturation_rows
+    ways = next(k for _, k in section.SATURATION_POINTS if len(k) == 4)
+    sat = {"p": {"cycles": 10.0, "ctx": None, "rung": "r", "messages": 8, "stable": True}}
+    (row,) = saturation_rows(sat, {"p": ways})
+    for f in LOAD_POINT_FIELDS + ("popularity",):
+        assert row[f] == ways.get(f, RDMA_LOAD_DEFAULTS[f]), f
+    assert set(ways) < set(row) and row["msgs_per_s"] == 1e8
+
+
+def test_saturation_points_file_is_checked_before_any_run(tmp_path):
+    """The saturation points' file: every point's knobs checked as a load point's when
+    read; a bad point is refused naming the file, the point and the knob."""
+    assert section.SATURATION_POINTS, "the report measures saturation points"
+    bad = tmp_path / "points.toml"
+    bad.write_text('[[point]]\nlabel = "a"\nknobs = { qps = 4 }\n'
+                   '[[point]]\nlabel = "b"\nknobs = { qps = 64, cache_entries = 24 }\n')
+    with pytest.raises(ValueError, match=r"points.toml, point 2 \(b\): "
+                                     r"cache_entries"):
+        section._points(bad)
+    bad.write_text('[[point]]\nlabel = "a"\nqps = 4\n')
+    with pytest.raises(ValueError, match="point 1: a point is a label"):
+        section._points(bad)

@@ -35,10 +35,12 @@ The section is split by concern: the rows and tables (:mod:`.load_rows`), the RT
 """
 
 import json
+import pathlib
 import sys
 import time
+import tomllib
 
-from analysis.load.rdma import best_rung, rdma_load_run, steady_saturation
+from analysis.load.rdma import best_rung, check_load_knobs, rdma_load_run, steady_saturation
 
 from .load_rows import (
     CDF_LOADS,
@@ -56,6 +58,31 @@ __all__ = ["load_section", "load_grid", "knee", "results_rows", "run_load_rtl",
            "saturation_rows", "RTL_POINTS", "LOADS", "RDMA_CURVES", "ISSUER_NAMES",
            "SATURATION_POINTS", "SATURATION_RUN"]
 
+#: The saturation points' file: a label and a load point's knobs each
+#: (:data:`SATURATION_POINTS`).
+SATURATION_FILE = pathlib.Path(__file__).with_name("saturation_points.toml")
+
+
+def _points(path):
+    """``(label, knobs)`` of every ``[[point]]`` of the TOML file ``path``, each point's
+    knobs checked as a load point's (``ValueError`` naming the file, the point and the
+    knob, when the module is imported: before any run)."""
+    with open(path, "rb") as f:
+        points = tomllib.load(f).get("point", [])
+    out = []
+    for i, p in enumerate(points):
+        where = f"{path.name}, point {i + 1}"
+        if set(p) != {"label", "knobs"} or not isinstance(p["knobs"], dict):
+            raise ValueError(f"{where}: a point is a label and a table of knobs, not "
+                             f"{sorted(p)}")
+        try:
+            check_load_knobs(MSG_BYTES, 1, p["knobs"])
+        except ValueError as exc:
+            raise ValueError(f"{where} ({p['label']}): {exc}") from None
+        out.append((p["label"], dict(p["knobs"])))
+    return tuple(out)
+
+
 #: Offered loads of the curves (fractions of the saturated rate; 1.0 is saturation).
 LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
 #: The RDMA curves: ``(label, knobs)``.
@@ -69,21 +96,8 @@ ISSUER_NAMES = ("none", "cpu", "gpu", "controller")
 
 
 #: Saturation points measured besides the curves' (whose saturation is measured anyway):
-#: ``(label, knobs)``. The 4- and 8-way points are the direct-mapped ones again with
-#: ``cache_ways`` 4 or 8 (docs/rdma.md, "Associative context cache"): the set conflicts
-#: of a uniform or skewed QP choice that a direct-mapped cache turns into misses and
-#: waits for busy entries. 4096 QPs over 16 entries is measured at 4 ways only: it
-#: misses on nearly every message whatever the ways (Little's law on the entries).
-SATURATION_POINTS = (
-    ("RDMA 64 QPs round_robin / 16 entries", dict(qps=64, cache_entries=16,
-                                                  popularity="round_robin")),
-    *((f"RDMA {q} QPs {pop} / {c} entries, {w} ways",
-       dict(qps=q, cache_entries=c, popularity=pop, cache_ways=w))
-      for q, pop, c, w in ((64, "round_robin", 16, 4), (64, "uniform", 16, 4),
-                           (4096, "zipf", 256, 4), (4096, "zipf", 16, 4),
-                           (64, "round_robin", 16, 8), (64, "uniform", 16, 8),
-                           (4096, "zipf", 256, 8))),
-)
+#: ``(label, knobs)``, from :data:`SATURATION_FILE` (where each is explained).
+SATURATION_POINTS = _points(SATURATION_FILE)
 #: The steady-state saturation run (:func:`analysis.load.rdma.steady_saturation`): the
 #: first run's messages, and the most messages a run may have. The cap keeps the
 #: section to minutes on 2 cores (4096 QPs uniform over 16 entries, which misses on

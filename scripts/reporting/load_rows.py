@@ -3,6 +3,7 @@ message size of every point, the rows in the results.json format, the saturation
 the knee of a curve, the markdown table of a curve and the loads kept for the CDF."""
 
 from analysis.load.rdma import rate_bound
+from analysis.load.rdma_knobs import LOAD_POINT_FIELDS, RDMA_LOAD_DEFAULTS
 from spec.load import DISTRIBUTION_KEYS
 
 #: Message size of every load point (the seed's 128-byte store).
@@ -47,7 +48,9 @@ def saturation_rows(service, knobs_of_label):
     held against (:func:`analysis.load.rdma.rate_bound` with the run's steady-state
     context fills and write-backs: the wire, a host-interface direction, the host's read
     tags or the cache's entries, named in ``bound``), and the context misses per message
-    of each node (``req_misses_per_msg``, ``resp_misses_per_msg``)."""
+    of each node (``req_misses_per_msg``, ``resp_misses_per_msg``). A row carries every
+    design field of its load point (:data:`analysis.load.rdma_knobs.LOAD_POINT_FIELDS`,
+    at the default where the point leaves it) and its ``popularity``."""
     out = []
     for label, sat in service.items():
         knobs = knobs_of_label[label]
@@ -56,10 +59,9 @@ def saturation_rows(service, knobs_of_label):
         ctx = sat.get("ctx")
         cycles, resource, _ = rate_bound(MSG_BYTES, ctx=ctx, **knobs)
         out.append({"kind": "saturation", "design": "rdma", "curve": label,
-                    "msg_bytes": MSG_BYTES, "qps": knobs.get("qps", 1),
-                    "cache_entries": knobs.get("cache_entries", 16),
-                    "cache_ways": knobs.get("cache_ways", 1),
-                    "popularity": knobs.get("popularity", "round_robin"),
+                    "msg_bytes": MSG_BYTES,
+                    **{f: knobs.get(f, RDMA_LOAD_DEFAULTS[f])
+                       for f in LOAD_POINT_FIELDS + ("popularity",)},
                     "issuer": "none", "rung": sat["rung"],
                     "msgs_per_s": 1e9 / sat["cycles"], "cycles_per_msg": sat["cycles"],
                     "messages": sat["messages"], "stable": sat["stable"],
