@@ -41,7 +41,7 @@ def test_nic_peer_retry(sim, scenario, test_id):
 @pytest.mark.slow_variants("verilator", reason=(
     "a Verilator build of its own; make test runs the scenario on this top on Icarus, the "
     "switch's drops against its twin in the Amaranth simulator "
-    "(test_unit_switch_faults.py) and the recovery in the model "
+    "(test_unit_switch.py, frame drops) and the recovery in the model "
     "(test_nic_switch_loss_model.py)"))
 def test_nic_peer_retry_switch_loss(sim, test_id):
     """Link retry on every link over faulty wires, per-peer retry, and frames dropped
