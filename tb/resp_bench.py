@@ -20,6 +20,7 @@ from pymodel.rdma.verbs import mr_table_in_host
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
 from spec.host import rd_req_layout, wr_layout
+from spec.rdma_engine import ContextCacheShape
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     READ_COUNTERS,
@@ -121,7 +122,8 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, header=header, read_words=read_words,
+    cache = ContextCacheShape(cache_entries)
+    dut = Responder(cache, depth, mr_entries, header=header, read_words=read_words,
                     **build, **sizes)
     mr_base = mr_table_base(depth, mr_entries)
     on_host = dut.mr_table is None
@@ -131,7 +133,7 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     else:
         dut.mr_table.init = [unpack(dut.mr_table.shape, v) for v in mr_table] + \
             [{}] * (mr_entries - len(mr_table))
-    model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
+    model = ResponderModel(cache, depth, mr_entries, qpc_base=qpc_base,
                            mr_table=mr_table, mr_base=mr_base, read_words=read_words,
                            header=header, **build, **sizes)
     rng = random.Random(seed)

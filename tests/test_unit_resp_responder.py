@@ -12,6 +12,7 @@ from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
+from spec.rdma_engine import ContextCacheShape
 from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS, mr_table_base
 from tb.rdma.reference_responder import Config, HostMemory, beats_of
 from tb.rdma.reference_responder import StoreAndForwardResponder as StoreAndForwardModel
@@ -81,8 +82,6 @@ def test_mixed_traffic_matches_model_and_store_and_forward(seed, gaps, stall):
 
 def test_bad_parameters_name_them():
     cases = [
-        (dict(cache_entries=24), "cache entries"),
-        (dict(cache_entries=8), "cache entries"),
         (dict(depth=1000), "depth"),
         (dict(mr_entries=3), "MR table"),
         (dict(rx_beats=10), "rx_beats"),
@@ -96,6 +95,16 @@ def test_bad_parameters_name_them():
             Responder(**kwargs)
         with pytest.raises(ValueError, match=word):
             ResponderModel(**kwargs)
+    # The context cache's shape is checked where it is built (spec), and only a shape is
+    # taken for it.
+    for entries in (8, 24, 512):
+        with pytest.raises(ValueError, match="cache_entries"):
+            ContextCacheShape(entries)
+    for bad in (16, dict(entries=16)):
+        with pytest.raises(ValueError, match="ContextCacheShape"):
+            Responder(bad)
+        with pytest.raises(ValueError, match="ContextCacheShape"):
+            ResponderModel(bad)
 
 
 def one_qp_stream(n, size=128, qpn=7, psn=(1 << 24) - 10, qpc_base=16):

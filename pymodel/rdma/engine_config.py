@@ -26,6 +26,7 @@ from spec.rdma_engine import (
     RETRY_LIMIT_RANGE,
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
+    ContextCacheShape,
 )
 from spec.rdma_read_req import SLOTS_RANGE
 from spec.rdma_responder import check_mr_cache, check_read_words
@@ -73,6 +74,13 @@ class HostShape:
     def mr_in_host(self):
         """Whether the responders' MR table is in host memory (behind an MR cache)."""
         return bool(self.mr_cache)
+
+    @property
+    def cache_shape(self):
+        """Both engines' context caches as built
+        (:class:`spec.rdma_engine.ContextCacheShape`: ``cache_capacity`` entries of
+        ``cache_ways`` ways)."""
+        return ContextCacheShape(self.cache_capacity, self.cache_ways)
 
     @property
     def qpc_words(self):

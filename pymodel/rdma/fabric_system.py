@@ -104,7 +104,7 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
         return send
 
     reqs = [RequesterModel(cfg, sender(p)) for p in nodes]
-    resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+    resps = [ResponderModel(cfg.cache_shape, cfg.depth, cfg.mr_entries,
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
                             cache_used=cfg.cache_entries,

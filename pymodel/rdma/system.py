@@ -222,7 +222,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             to_a.add(arrived, fr)
 
     req = RequesterModel(cfg, send_ab)
-    resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+    resp = ResponderModel(cfg.cache_shape, cfg.depth, cfg.mr_entries,
                           qpc_base=cfg.qpc_base_b, qpc_words=cfg.qpc_words,
                           mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,

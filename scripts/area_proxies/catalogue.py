@@ -34,7 +34,7 @@ from spec.nic import RECORD_SLOTS
 from spec.nic_mem import MEM_TOP_DEFAULTS as _MEM
 from spec.nic_mem import default_tags, request_queue_depth
 from spec.rdma import LINK_FRAME_BEATS
-from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP
+from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP, ContextCacheShape
 from spec.rdma_engine import TOP_DEFAULTS as RDMA
 from spec.rdma_read_req import ORD_DEFAULT
 from spec.rdma_responder import READ_WORDS_RANGE
@@ -274,7 +274,7 @@ COMPONENTS = {
                                 "groups": {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                 "static_reads": 3}) for n in CACHE_SIZES},
     "requester_c16": Entry("rdma", "rtl.rdma.req.requester", "Requester",
-                           {"cache_entries": 16, "depth": _DEPTH}),
+                           {"cache": ContextCacheShape(16), "depth": _DEPTH}),
     # The requester's READ/atomic blocks: the outstanding-operation table and response
     # intake at 16 slots (ORD 16, spec.rdma_read_req.ORD_DEFAULT), the request framer.
     "response_intake_s16": Entry("rdma", "rtl.rdma.req.response_intake", "ResponseIntake",
@@ -282,11 +282,11 @@ COMPONENTS = {
     "request_framer": Entry("rdma", "rtl.rdma.req.request_framer", "RequestFramer", {}),
     # The reads builds of the READ/atomic points' top (tb.rdma.read_point.READ_TOP).
     "requester_c16_reads": Entry("rdma", "rtl.rdma.req.requester", "Requester",
-                                 {"cache_entries": 16, "depth": _DEPTH,
+                                 {"cache": ContextCacheShape(16), "depth": _DEPTH,
                                   "reads": _READ_TOP["reads"]}),
     "responder_c16_reads": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
-                                 {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR,
-                                  "read_words": _READ_TOP["read_words"]}),
+                                 {"cache": ContextCacheShape(16), "depth": _DEPTH,
+                                  "mr_entries": _MR, "read_words": _READ_TOP["read_words"]}),
     # The NIC's loads and atomics (NicMemTop's blocks): tag table at board's and pod's tags.
     **{f"nic_tag_table_t{t}": Entry("nic", "rtl.nic.tag_table", "TagTable",
                                     {"tags": t, "mem_words": _MEM["mem_words"]})
@@ -302,7 +302,7 @@ COMPONENTS = {
     # As written (its MR table, never written, is optimised away: see docs/area.md) and
     # with the write port that the table needs in hardware.
     "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
-                           {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
+                           {"cache": ContextCacheShape(16), "depth": _DEPTH, "mr_entries": _MR}),
     # The host interface both designs attach through (pcie profile).
     "host_interface_pcie": _HOST_INTERFACE,
     "responder_c16_mr_port": Entry("rdma", "rtl.tops.area_wrappers", "ResponderWithMrPort",

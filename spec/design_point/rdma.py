@@ -76,7 +76,7 @@ class RdmaPoint(FabricPoint):
         help="RDMA QP-context cache entries in use, a power of two 16..256 (default 16)")
     cache_ways: int = knob(
         TOP_DEFAULTS["cache_ways"], "build", check=_cache_ways, tag="w",
-        source="spec/rdma_engine.py REQUESTER_DEFAULTS (direct mapped)",
+        source="spec/rdma_engine.py ContextCacheShape (direct mapped)",
         help="RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)")
     qpc_bytes: int = knob(
         QPC_BYTES_DEFAULT, "port", check=lambda v, p: qpc_words(v, "RDMA point"),

@@ -35,6 +35,7 @@ from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
 from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA
 from spec.formats.scaleup import framing
+from spec.rdma_engine import check_cache_shape
 from spec.rdma_responder import (
     MR_READ_ID,
     READ_COUNTERS,
@@ -76,8 +77,9 @@ class ResponderModel:
 
     Parameters
     ----------
-    cache_entries, depth, mr_entries, **sizes
-        As for the RTL :class:`~rtl.rdma.resp.responder.Responder`.
+    cache, depth, mr_entries, **sizes
+        As for the RTL :class:`~rtl.rdma.resp.responder.Responder` (``cache``: the
+        context cache's :class:`~spec.rdma_engine.ContextCacheShape`, None its default).
     qpc_base : int
         The ``qpc_base`` port (word address of the context table).
     qpc_words : int
@@ -102,11 +104,11 @@ class ResponderModel:
         ``words``, ``fills``, ``wbs``).
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
-                 qpc_words=1,
-                 mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
+    def __init__(self, cache=None, depth=1 << 15, mr_entries=16, *, qpc_base=0,
+                 qpc_words=1, mr_table=(), cache_used=None, header="roce", selective=0,
                  mr_cache=0, mr_base=0, read_words=0, **sizes):
-        _check("QP-context cache entries", cache_entries, 16, 256)
+        cache = check_cache_shape(cache)
+        cache_entries = cache.entries
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
         _check("MR table entries", mr_entries, 2, 256)
         check_mr_cache(mr_cache)
@@ -127,7 +129,7 @@ class ResponderModel:
         if reads:
             f["rdata"] = Fifo(read_words, "rdata", self._staged)
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
-                                       cache_used, cache_ways, qpc_words)
+                                       cache_used, cache.ways, qpc_words)
         used = self.cache.used
         layout = MR_LAYOUT_RA if read_words else MR_LAYOUT
         mr = [unpack(layout, v) for v in mr_table]

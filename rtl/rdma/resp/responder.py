@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
@@ -20,6 +20,7 @@ from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT, MR_LAYOUT_RA
 from spec.host import wr_layout
 from spec.ports import CountersSignature, HostDmaSignature, PortView
+from spec.rdma_engine import check_cache_shape
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     MR_READ_ID,
@@ -66,8 +67,10 @@ class Responder(wiring.Component):
 
     Parameters
     ----------
-    cache_entries : int
-        Entries of the QP-context cache (16 to 256, a power of two).
+    cache : ContextCacheShape
+        The QP-context cache's shape (:class:`spec.rdma_engine.ContextCacheShape`: its
+        entries and ways per set), as the requester's; None: its default (16 entries,
+        direct mapped).
     depth : int
         Host-memory words (a power of two, 2**6 to 2**32).
     mr_entries : int
@@ -76,9 +79,6 @@ class Responder(wiring.Component):
     header : str
         The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
         the receive, header-check, writer and ACK stages follow it).
-    cache_ways : int
-        Ways per set of the context cache (1, 2, 4, 8; 1: direct mapped), as the
-        requester's ``cache_ways`` (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
     mr_cache : int
         0 (default): the MR table is on chip (``mr_table``). Else the MR table lives in
         host memory at ``mr_base`` and a direct-mapped MR cache of ``mr_cache`` entries (a
@@ -114,8 +114,8 @@ class Responder(wiring.Component):
         :data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): a fill reads them all, a
         write-back writes the first.
     cache_log2 : In(4)
-        ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
-        reset); with ``cache_ways`` 1 QP ``q`` lives in entry ``q % 2**cache_log2``
+        ``2**cache_log2`` cache entries in use (4 to ``log2(cache.entries)``, held from
+        reset); with one way QP ``q`` lives in entry ``q % 2**cache_log2``
         (else in one of the ways of its set: :class:`~rtl.rdma.context_cache.ContextCache`).
     selective : In(1)
         Selective repeat (held from reset): 0 go-back-N, 1 frames ahead are placed
@@ -172,14 +172,15 @@ class Responder(wiring.Component):
     a backlog drains at up to one frame every 2 cycles.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
-                 cache_ways=1, mr_cache=0, read_words=0, **sizes):
+    def __init__(self, cache=None, depth=1 << 14, mr_entries=16, header="roce", mr_cache=0,
+                 read_words=0, **sizes):
         self.framing = framing_param(self, header)
-        self.cache_ways = check_ways(self, cache_ways, cache_entries)
-        check_int(self, "QP-context cache entries", cache_entries, 16, 256)
-        if cache_entries & (cache_entries - 1):
-            reject(self, f"QP-context cache entries must be a power of two, not "
-                         f"{cache_entries!r}")
+        try:
+            cache = check_cache_shape(cache)
+        except ValueError as error:
+            reject(self, str(error))
+        self.cache_shape = cache
+        cache_entries = cache.entries
         check_int(self, "host-memory depth (words)", depth, 1 << 6, 1 << 32)
         if depth & (depth - 1):
             reject(self, f"host-memory depth (words) must be a power of two, not {depth!r}")
@@ -234,7 +235,7 @@ class Responder(wiring.Component):
         m.submodules.ack = ack = (ResponseSender(depth, self.read_words, header=fr) if reads
                                   else AckSender(header=fr))
         m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP},
-                                                  ways=self.cache_ways)
+                                                  ways=self.cache_shape.ways)
         fifos = dict(
             hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
             jobs=_fifo(verify_job_layout(hb, reads), s.jobs),
