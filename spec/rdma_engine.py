@@ -12,14 +12,14 @@ import dataclasses
 from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_FIELDS
 from spec.rdma_responder import RESP_GROUP as _RESP_GROUP
 from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
-from spec.rdma_responder import ResponderSizes
+from spec.rdma_responder import MrTableShape, ResponderSizes
 
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "REWIND_QUEUE", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
-    "REQUESTER_SIZES", "REQUESTER_DEFAULTS", "RESPONDER_BUILD", "MISS_QUEUE_RANGE", "CACHE_WAYS",
+    "REQUESTER_SIZES", "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS",
     "CACHE_ENTRIES_RANGE", "ContextCacheShape", "check_cache_ways",
     "check_cache_shape", "FIFO_DEPTHS",
     "check_ways_windows",
@@ -287,11 +287,6 @@ LADDER = (
 #: The responder's sizes (:class:`spec.rdma_responder.ResponderSizes`, with the reasoning
 #: behind each) and counters, in port order.
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
-#: The responder's build parameters besides its sizes, framing and context cache's shape
-#: (:class:`ContextCacheShape`) that both RdmaTop and RdmaFabricTop pass from their own of
-#: the same names (to the RTL responder and to its twin alike): its MR cache, its READ
-#: data FIFO.
-RESPONDER_BUILD = ("mr_cache", "read_words")
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
 #: Host-memory words of each node in the co-simulation (4 MiB): room for 4096 QP
@@ -308,17 +303,16 @@ HOST_DEPTH = 1 << 16
 #: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
 #: depths. ``header``: the framing, ``"roce"`` (Ethernet/IPv4/UDP) or ``"scaleup"`` (the
 #: 10-byte scale-up header of :mod:`spec.formats.scaleup`); RoCEv2 is the default, the
-#: protocol the engine implements (IBTA Annex A17). ``mr_cache``: 0, node B's MR table on
-#: chip (the design of every figure); else the entries of an MR cache in front of the
-#: table in host memory (:data:`spec.rdma_responder.MR_CACHE_RANGE`). The requester's and
-#: the responder's sizes as above. ``read_words``: 0, node B's responder without RDMA
-#: READ and atomics (the design of every figure); else the words of its READ data FIFO
+#: protocol the engine implements (IBTA Annex A17). Node B's MR table: the parameters of
+#: :class:`spec.rdma_responder.MrTableShape` (its defaults: 16 MRs, on chip). The
+#: requester's and the responder's sizes as above. ``read_words``: 0, node B's responder
+#: without RDMA READ and atomics (the design of every figure); else the words of its READ data FIFO
 #: (:data:`spec.rdma_responder.READ_WORDS_RANGE`; docs/rdma.md, "RDMA READ and atomics
 #: at the responder"). ``reads``: 0, node A's requester without RDMA READ and atomics
 #: (the design of every figure); else the slots of its table of outstanding READs and
 #: atomics (:data:`spec.rdma_read_req.SLOTS_RANGE`; docs/rdma.md, "RDMA READ and atomics
 #: at the requester").
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
-                    header="roce", mr_cache=0, read_words=0, reads=0,
-                    mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
+                    header="roce", read_words=0, reads=0, **MrTableShape().params(),
+                    mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

@@ -16,6 +16,7 @@ from rtl.rdma.resp.responder import Responder
 from spec.checks import silence
 from spec.formats.roce import MR_LAYOUT
 from spec.rdma_engine import ContextCacheShape
+from spec.rdma_responder import MrTableShape
 
 __all__ = ["NicNode", "RdmaEngine", "RdmaNode", "ResponderWithMrPort", "nic_part",
            "host_interface", "NIC_PARTS"]
@@ -143,7 +144,8 @@ class ResponderWithMrPort(wiring.Component):
     """
 
     def __init__(self, cache_entries, depth, mr_entries, header="roce"):
-        self.responder = Responder(ContextCacheShape(cache_entries), depth, mr_entries, header)
+        self.responder = Responder(ContextCacheShape(cache_entries), depth,
+                                   MrTableShape(mr_entries), header)
         mr_write = data.StructLayout({"addr": range(mr_entries), "data": MR_LAYOUT})
         super().__init__({**_prefixed("", self.responder),
                           "mr_wr": In(stream.Signature(mr_write, always_ready=True))})

@@ -22,7 +22,6 @@ from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_SIZES,
-    RESPONDER_BUILD,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
@@ -32,7 +31,7 @@ from spec.rdma_engine import (
     ContextCacheShape,
 )
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
-from spec.rdma_responder import build_counters, mr_table_base
+from spec.rdma_responder import MrTableShape, build_counters, mr_table_base
 
 __all__ = ["RdmaTop"]
 
@@ -135,7 +134,8 @@ class RdmaTop(HarnessTop):
             ports.update({"ab_full": Out(1), "ba_full": Out(1)})
         try:
             self.cache_shape = ContextCacheShape.of(p)
-            self.resp_counters = build_counters({k: p[k] for k in RESPONDER_BUILD})
+            self.mr_shape = MrTableShape.of(p)
+            self.resp_counters = build_counters(self.mr_shape, p["read_words"])
         except ValueError as error:
             reject(self, str(error))
         counters = self.resp_counters
@@ -172,8 +172,8 @@ class RdmaTop(HarnessTop):
         self.hi_b = HostInterface(profile, depth)
         self.requester = req = Requester(self.cache_shape, depth, p["header"], p["reads"],
                                          **{k: p[k] for k in REQUESTER_SIZES})
-        self.responder = resp = Responder(self.cache_shape, depth, p["mr_entries"],
-                                          p["header"], **{k: p[k] for k in RESPONDER_BUILD},
+        self.responder = resp = Responder(self.cache_shape, depth, self.mr_shape,
+                                          p["header"], p["read_words"],
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
         counters = self.resp_counters
         if "read" in counters:
