@@ -12,14 +12,16 @@ import dataclasses
 from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_FIELDS
 from spec.rdma_responder import RESP_GROUP as _RESP_GROUP
 from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
-from spec.rdma_responder import ResponderSizes
+from spec.rdma_responder import MrTableShape, ResponderSizes
 
 __all__ = [
     "DOORBELL_OFFSET", "BLUEFLAME_OFFSET", "MODIFY_QP_OFFSET", "INTAKE_COUNTERS", "CACHE_COUNTERS",
     "RD_FILL", "RD_WQE", "RD_PAYLOAD", "FETCH_GROUP", "MAX_PREFETCH", "SEQ_GROUP",
     "MAX_INLINE_WORDS", "COMPLETION_COUNTERS", "REWIND_QUEUE", "RETRY_LIMIT_RANGE", "TIMEOUT_BITS",
     "TIMEOUT_RANGE", "SIM_TIMEOUT",
-    "REQUESTER_DEFAULTS", "RESPONDER_BUILD", "MISS_QUEUE_RANGE", "CACHE_WAYS", "FIFO_DEPTHS",
+    "REQUESTER_SIZES", "REQUESTER_DEFAULTS", "MISS_QUEUE_RANGE", "CACHE_WAYS",
+    "CACHE_ENTRIES_RANGE", "ContextCacheShape", "check_cache_ways",
+    "check_cache_shape", "FIFO_DEPTHS",
     "check_ways_windows",
     "REQUESTER_COUNTERS", "RUNG_KNOBS",
     "ACK_COALESCE", "LADDER", "RESPONDER_DEFAULTS", "RESPONDER_COUNTERS", "TOP_DEFAULTS",
@@ -100,7 +102,8 @@ SIM_TIMEOUT = 4096
 
 # -- The requester ----------------------------------------------------------------------------
 
-#: Default sizes and settings. ``wqe_words``/``payload_words``: the fetched-WQE and
+#: Default sizes and settings (the requester's keyword parameters besides its context
+#: cache's shape). ``wqe_words``/``payload_words``: the fetched-WQE and
 #: payload FIFOs, in 64-byte words: with PCIe reads of about 560 cycles and a message
 #: every 4 to 6 cycles, about 100 to 140 messages are being fetched at once (Little's
 #: law), so 256 WQE words and 512 payload words (two per 128-byte message) keep the
@@ -132,18 +135,14 @@ SIM_TIMEOUT = 4096
 #: keeps one slot per cache entry (the slot is the QP's entry, and a QP's context stays
 #: pinned in the cache until its last message is acknowledged, so with more QPs than
 #: entries the rate follows the round trip: 16 entries a round trip).
-#: ``cache_ways``: ways per set of both engines' context caches (1, 2, 4 or 8); 1, a
-#: direct-mapped cache, by default: the design every figure of docs/rdma.md was measured
-#: with (more ways cost a tag comparator per way and ``ways - 1`` pseudo-LRU bits per
-#: set; docs/rdma.md, "Associative context cache").
 #: ``miss_queue``: work items whose context fill is on its way that may step aside so
 #: that items of present contexts pass them (:class:`rtl.rdma.req.miss_queue.MissQueue`;
 #: docs/rdma.md, "Non-blocking context misses"); 0 (no side queue, an item waits at the
 #: head of the ``fetch`` FIFO for its fill) keeps the published figures, which were
 #: measured without one.
-REQUESTER_DEFAULTS = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
-                          records=512, timeout=1 << 30, retry_limit=7,
-                          windows=4096, cache_ways=1, miss_queue=0)
+REQUESTER_SIZES = dict(prefetch=MAX_PREFETCH, wqe_words=256, payload_words=512,
+                       records=512, timeout=1 << 30, retry_limit=7, windows=4096,
+                       miss_queue=0)
 #: Rewinds that may be pending at once (decided, their walk not yet ended), each of
 #: another QP's window. A rewind walks one record a cycle and waits for its own QP's
 #: work in the pipeline (a round of the pipeline, some hundred cycles over PCIe), so a
@@ -159,6 +158,8 @@ REWIND_QUEUE = 8
 MISS_QUEUE_RANGE = (0, 64)
 #: The associativities a context cache can be built with (``cache_ways``, ways per set).
 CACHE_WAYS = (1, 2, 4, 8)
+#: The entries a context cache can be built with (a power of two).
+CACHE_ENTRIES_RANGE = (16, 256)
 
 
 def check_cache_ways(ways, entries, what="entries"):
@@ -170,6 +171,50 @@ def check_cache_ways(ways, entries, what="entries"):
     return ways
 
 
+@dataclasses.dataclass(frozen=True)
+class ContextCacheShape:
+    """The geometry of a QP-context cache as built, one value for the blocks that size
+    themselves by it: the requester and the responder (each builds its
+    :class:`rtl.rdma.context_cache.ContextCache` of this shape), the requester's
+    completion unit (its window slots and probes) and their twins.
+
+    ``entries``: the entries built (a power of two in :data:`CACHE_ENTRIES_RANGE`; the
+    run-time port ``cache_log2`` says how many are in use). ``ways``: ways per set
+    (:data:`CACHE_WAYS`); 1, a direct-mapped cache, by default: the design every figure
+    of docs/rdma.md was measured with (more ways cost a tag comparator per way and
+    ``ways - 1`` pseudo-LRU bits per set; docs/rdma.md, "Associative context cache").
+    Both engines of a top have one shape, built by :meth:`of` from the top's parameters
+    ``cache_entries`` and ``cache_ways``. ``ValueError`` naming the parameter for a bad
+    field (:func:`check_cache_ways`)."""
+    entries: int = 16
+    ways: int = 1
+
+    def __post_init__(self):
+        lo, hi = CACHE_ENTRIES_RANGE
+        n = self.entries
+        if not isinstance(n, int) or isinstance(n, bool) or not lo <= n <= hi or n & (n - 1):
+            raise ValueError(f"cache_entries (QP-context cache entries) must be a power of "
+                             f"two from {lo} to {hi}, not {n!r}")
+        check_cache_ways(self.ways, n)
+
+    @classmethod
+    def of(cls, params):
+        """The shape of a top's parameters ``params`` (a mapping with ``cache_entries``,
+        the entries built, and ``cache_ways``)."""
+        return cls(params["cache_entries"], params["cache_ways"])
+
+
+def check_cache_shape(cache):
+    """The :class:`ContextCacheShape` a block is given as ``cache``: the default shape for
+    None, else ``cache`` itself if it is one; ``ValueError`` naming ``cache`` otherwise."""
+    if cache is None:
+        return ContextCacheShape()
+    if not isinstance(cache, ContextCacheShape):
+        raise ValueError(f"cache must be a ContextCacheShape (spec.rdma_engine), not "
+                         f"{cache!r}")
+    return cache
+
+
 def check_ways_windows(knobs):
     """``ValueError`` unless the requester's ``windows`` of ``knobs`` (a point's fields and
     the requester's sizes) hold a cache of its ``cache_ways``: with ``windows`` 0 a
@@ -177,6 +222,11 @@ def check_ways_windows(knobs):
     if knobs["cache_ways"] > 1 and knobs["windows"] == 0:
         raise ValueError(f"cache_ways {knobs['cache_ways']} needs windows > 0 (with "
                          f"windows 0 a window slot is a cache entry)")
+
+
+#: The requester's build parameters as the tops take them: its sizes and its context
+#: cache's ways (:class:`ContextCacheShape`, with the tops' ``cache_entries``).
+REQUESTER_DEFAULTS = dict(REQUESTER_SIZES, cache_ways=ContextCacheShape().ways)
 
 
 #: Depths of the FIFOs between the requester's stages. ``batch`` and ``segs`` hold the
@@ -237,10 +287,6 @@ LADDER = (
 #: The responder's sizes (:class:`spec.rdma_responder.ResponderSizes`, with the reasoning
 #: behind each) and counters, in port order.
 RESPONDER_DEFAULTS = dataclasses.asdict(ResponderSizes())
-#: The responder's build parameters besides its sizes and framing that both RdmaTop and
-#: RdmaFabricTop pass from their own of the same names (to the RTL responder and to its
-#: twin alike): its context cache's ways, its MR cache, its READ data FIFO.
-RESPONDER_BUILD = ("cache_ways", "mr_cache", "read_words")
 RESPONDER_COUNTERS = _RESPONDER_COUNTERS
 
 #: Host-memory words of each node in the co-simulation (4 MiB): room for 4096 QP
@@ -257,17 +303,16 @@ HOST_DEPTH = 1 << 16
 #: player depths (MMIO words, injected beats); ``wire_beats``, ``events``: recorder
 #: depths. ``header``: the framing, ``"roce"`` (Ethernet/IPv4/UDP) or ``"scaleup"`` (the
 #: 10-byte scale-up header of :mod:`spec.formats.scaleup`); RoCEv2 is the default, the
-#: protocol the engine implements (IBTA Annex A17). ``mr_cache``: 0, node B's MR table on
-#: chip (the design of every figure); else the entries of an MR cache in front of the
-#: table in host memory (:data:`spec.rdma_responder.MR_CACHE_RANGE`). The requester's and
-#: the responder's sizes as above. ``read_words``: 0, node B's responder without RDMA
-#: READ and atomics (the design of every figure); else the words of its READ data FIFO
+#: protocol the engine implements (IBTA Annex A17). Node B's MR table: the parameters of
+#: :class:`spec.rdma_responder.MrTableShape` (its defaults: 16 MRs, on chip). The
+#: requester's and the responder's sizes as above. ``read_words``: 0, node B's responder
+#: without RDMA READ and atomics (the design of every figure); else the words of its READ data FIFO
 #: (:data:`spec.rdma_responder.READ_WORDS_RANGE`; docs/rdma.md, "RDMA READ and atomics
 #: at the responder"). ``reads``: 0, node A's requester without RDMA READ and atomics
 #: (the design of every figure); else the slots of its table of outstanding READs and
 #: atomics (:data:`spec.rdma_read_req.SLOTS_RANGE`; docs/rdma.md, "RDMA READ and atomics
 #: at the requester").
 TOP_DEFAULTS = dict(cache_entries=256, depth=HOST_DEPTH, host="pcie", link_latency=6,
-                    header="roce", mr_cache=0, read_words=0, reads=0,
-                    mr_entries=16, mmio=8192, inject=1024, wire_beats=16384, events=4096,
+                    header="roce", read_words=0, reads=0, **MrTableShape().params(),
+                    mmio=8192, inject=1024, wire_beats=16384, events=4096,
                     **REQUESTER_DEFAULTS, **RESPONDER_DEFAULTS)

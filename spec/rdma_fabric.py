@@ -19,7 +19,7 @@ from spec.formats.roce import (
     header_bytes,
 )
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_responder import REST_MAX
+from spec.rdma_responder import REST_MAX, MrTableShape
 
 __all__ = ["NODES_RANGE", "node_mac", "node_ip", "IP_LENGTH_BYTE", "FRAME_OVERHEAD",
            "OPCODE_BYTE", "FCS_BYTES", "MERGE_TAIL_BEATS", "MERGE_ROOM",
@@ -94,15 +94,16 @@ MERGE_ROOM = MAX_FRAME_BEATS + MERGE_TAIL_BEATS
 #: ``mmio``/``wire_beats``/``events``: player and recorder depths per node; ``pause``
 #: (0: off, every figure as without it), ``pause_headroom`` (0: the least safe value,
 #: :func:`pause_min_headroom`) and ``pause_hysteresis`` (None: :data:`PAUSE_HYSTERESIS`):
-#: the PFC-like pause of each node's downlink (:func:`pause_thresholds`); ``mr_cache``:
-#: every responder's MR cache (0: the MR table on chip, as
-#: :data:`spec.rdma_engine.TOP_DEFAULTS`); ``hop_latency``: the switch's extra cycles
-#: (:func:`spec.fabric_profiles.switch_hop_latency`; 0: its own 2 cycles); ``link_retry``
+#: the PFC-like pause of each node's downlink (:func:`pause_thresholds`); every
+#: responder's MR table: the parameters of :class:`spec.rdma_responder.MrTableShape`
+#: (its defaults, as :data:`spec.rdma_engine.TOP_DEFAULTS`); ``hop_latency``: the
+#: switch's extra cycles (:func:`spec.fabric_profiles.switch_hop_latency`; 0: its own 2
+#: cycles); ``link_retry``
 #: (0 or 1): every link a reliable link (link-level retry, as the NIC top's with
 #: ``retry``). :func:`spec.fabric_profiles.rdma_fabric_top` gives the link latency, hop
 #: latency, credits and link retry that put the top on a fabric profile.
 FABRIC_DEFAULTS = dict(nodes=4, host="pcie", depth=1 << 12, cache_entries=16,
-                       mr_entries=16, mr_cache=0, link_latency=2, credits=2 * MAX_FRAME_BEATS,
+                       **MrTableShape().params(), link_latency=2, credits=2 * MAX_FRAME_BEATS,
                        merge_depth=256, mmio=512, wire_beats=2048, events=512,
                        pause=0, pause_headroom=0, pause_hysteresis=None,
                        hop_latency=0, link_retry=0)

@@ -42,7 +42,9 @@ __all__ = ["ResponderSizes", "SIZE_LIMITS", "REST_MAX", "HEAD_BYTES", "MAX_FRAME
            "RESP_GROUP",
            "DROP_REASONS", "SEQUENCE_COUNTERS", "RESPONDER_COUNTERS", "HIGH_WATER",
            "RX_BEATS", "RX_FRAMES", "JOBS", "SR_WINDOW", "MR_CACHE_RANGE", "MR_READ_ID",
-           "MR_CACHE_COUNTERS", "check_mr_cache", "mr_table_base", "READ_DATA_ID",
+           "MR_CACHE_COUNTERS", "check_mr_cache", "MrTableShape", "MrTableFields",
+           "check_mr_table",
+           "mr_table_base", "READ_DATA_ID",
            "READ_COUNTERS", "READ_WORDS_RANGE", "check_read_words", "build_counters",
            "read_packets",
            "IRD", "ATOMIC_QPS", "saved_atomic_bits"]
@@ -95,6 +97,74 @@ def check_mr_cache(mr_cache):
         raise ValueError(f"mr_cache must be 0 (the on-chip MR table) or a power of two "
                          f"from {lo} to {hi} (MR cache entries), not {mr_cache!r}")
     return mr_cache
+
+
+@dataclasses.dataclass(frozen=True)
+class MrTableShape:
+    """The responder's MR table as built, one value for the responder, its verify stage
+    and their twins. ``entries``: the MRs (entry ``rkey % entries``; a power of two from
+    2 to 256, the tops' parameter ``mr_entries``). ``cache``: 0, the table on chip (the
+    default, the design of every figure); else the table in host memory
+    (:func:`mr_table_base`) behind a direct-mapped MR cache of ``cache`` lines (the tops'
+    parameter ``mr_cache``, :func:`check_mr_cache`). :meth:`of` builds it from a top's
+    parameters and :meth:`params` gives them back (the tops' defaults); ``ValueError``
+    naming the parameter for a bad field."""
+    entries: int = 16
+    cache: int = 0
+
+    def __post_init__(self):
+        n = self.entries
+        if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 256 or n & (n - 1):
+            raise ValueError(f"mr_entries (MR table entries) must be a power of two from 2 "
+                             f"to 256, not {n!r}")
+        check_mr_cache(self.cache)
+
+    @property
+    def in_host(self):
+        """Whether the table is in host memory, behind an MR cache."""
+        return bool(self.cache)
+
+    @classmethod
+    def of(cls, params):
+        """The shape of a top's parameters ``params`` (a mapping)."""
+        return cls(params["mr_entries"], params["mr_cache"])
+
+    def params(self):
+        """The tops' parameters of this shape (:meth:`of` reads them)."""
+        return dict(mr_entries=self.entries, mr_cache=self.cache)
+
+    def check_reads(self, read_words):
+        """``ValueError`` if a responder with RDMA READ (``read_words`` > 0) would have
+        this table in host memory: READ and the atomics need it on chip."""
+        if read_words and self.cache:
+            raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR "
+                             "table (mr_cache 0)")
+
+
+@dataclasses.dataclass(frozen=True)
+class MrTableFields:
+    """The MR table's fields of a configuration of the tops' parameters (the base of the
+    golden model's :class:`pymodel.rdma.engine_config.EngineConfig`), with
+    :class:`MrTableShape`'s defaults: ``mr_entries`` and ``mr_cache``, the parameters of
+    :meth:`MrTableShape.of`. :attr:`mr_shape` is the shape they give (``ValueError``
+    naming the field for a bad one)."""
+    mr_entries: int = MrTableShape.entries
+    mr_cache: int = MrTableShape.cache
+
+    @property
+    def mr_shape(self):
+        """The responders' MR table as built (:class:`MrTableShape`)."""
+        return MrTableShape(self.mr_entries, self.mr_cache)
+
+
+def check_mr_table(mr):
+    """The :class:`MrTableShape` a block is given as ``mr``: the default shape for None,
+    else ``mr`` itself if it is one; ``ValueError`` naming ``mr`` otherwise."""
+    if mr is None:
+        return MrTableShape()
+    if not isinstance(mr, MrTableShape):
+        raise ValueError(f"mr must be an MrTableShape (spec.rdma_responder), not {mr!r}")
+    return mr
 
 
 def mr_table_base(depth, mr_entries):
@@ -165,17 +235,18 @@ def check_read_words(read_words):
     return read_words
 
 
-def build_counters(build):
-    """The counters a responder of build parameters ``build`` (``mr_cache`` and
-    ``read_words`` of :data:`spec.rdma_engine.RESPONDER_BUILD`, others ignored) has
-    besides :data:`RESPONDER_COUNTERS`: ``{"mr": MR_CACHE_COUNTERS}`` with an MR cache,
-    ``{"read": READ_COUNTERS}`` with RDMA READ, in that order (a top's ports
-    ``resp_<key>``); ``ValueError`` naming a bad parameter (:func:`check_mr_cache`,
-    :func:`check_read_words`)."""
+def build_counters(mr, read_words):
+    """The counters a responder of MR table ``mr`` (:class:`MrTableShape`) and
+    ``read_words`` has besides :data:`RESPONDER_COUNTERS`: ``{"mr": MR_CACHE_COUNTERS}``
+    with an MR cache, ``{"read": READ_COUNTERS}`` with RDMA READ, in that order (a top's
+    ports ``resp_<key>``); ``ValueError`` naming a bad parameter
+    (:func:`check_read_words`, :meth:`MrTableShape.check_reads`)."""
     out = {}
-    if check_mr_cache(build["mr_cache"]):
+    check_read_words(read_words)
+    check_mr_table(mr).check_reads(read_words)
+    if mr.in_host:
         out["mr"] = MR_CACHE_COUNTERS
-    if check_read_words(build["read_words"]):
+    if read_words:
         out["read"] = READ_COUNTERS
     return out
 

@@ -20,10 +20,12 @@ from pymodel.rdma.verbs import mr_table_in_host
 from rtl.rdma.resp.responder import Responder
 from spec.formats.packet import packet_layout
 from spec.host import rd_req_layout, wr_layout
+from spec.rdma_engine import ContextCacheShape
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     READ_COUNTERS,
     RESPONDER_COUNTERS,
+    MrTableShape,
     mr_table_base,
 )
 
@@ -104,25 +106,26 @@ class Run:
 
 
 def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entries=16,
-                  depth=1 << 14, mr_entries=16, sizes=None, schedule=None, seed=1,
+                  depth=1 << 14, mr_shape=None, sizes=None, schedule=None, seed=1,
                   o_stall=0.0, wr_stall=0.0, rd_stall=0.0, max_cycles=200_000,
-                  read_words=0, header="roce", **build):
+                  read_words=0, header="roce"):
     """Play ``frames`` (or the beat ``schedule`` given) into the RTL and the model.
 
     ``o_stall``, ``wr_stall``, ``rd_stall``: probability that ``o.ready``, the host's
     ``wr`` or ``rd_req`` readiness is low in a cycle (seeded). Fails on the first
-    difference; returns a :class:`Run`. ``build``: the responder's other build
-    parameters (:data:`spec.rdma_engine.RESPONDER_BUILD`), given to the RTL block and
-    its twin alike; with a responder that has no MR table on chip (an MR cache) the
-    table goes into the host memory (:func:`mr_table_in_host`) and the MR cache's
-    counters are compared too. ``read_words``: the responder's parameter (RDMA READ;
+    difference; returns a :class:`Run`. ``mr_shape``: the responder's MR table
+    (:class:`spec.rdma_responder.MrTableShape`; None: 16 MRs on chip), given to the RTL
+    block and its twin alike; with the table in host memory (behind an MR cache) it is
+    loaded there (:func:`mr_table_in_host`) and the MR cache's counters are compared
+    too. ``read_words``: the responder's parameter (RDMA READ;
     its counters are compared too). ``header``: the framing.
     """
     sizes = sizes or {}
     if schedule is None:
         schedule, _ = beat_schedule(frames)
-    dut = Responder(cache_entries, depth, mr_entries, header=header, read_words=read_words,
-                    **build, **sizes)
+    cache, mr_shape = ContextCacheShape(cache_entries), mr_shape or MrTableShape()
+    mr_entries = mr_shape.entries
+    dut = Responder(cache, depth, mr_shape, header=header, read_words=read_words, **sizes)
     mr_base = mr_table_base(depth, mr_entries)
     on_host = dut.mr_table is None
     if on_host:
@@ -131,9 +134,9 @@ def run_responder(frames, mem, mr_table, *, qpc_base=0, latency=20, cache_entrie
     else:
         dut.mr_table.init = [unpack(dut.mr_table.shape, v) for v in mr_table] + \
             [{}] * (mr_entries - len(mr_table))
-    model = ResponderModel(cache_entries, depth, mr_entries, qpc_base=qpc_base,
+    model = ResponderModel(cache, depth, mr_shape, qpc_base=qpc_base,
                            mr_table=mr_table, mr_base=mr_base, read_words=read_words,
-                           header=header, **build, **sizes)
+                           header=header, **sizes)
     rng = random.Random(seed)
     stalls = {}
 

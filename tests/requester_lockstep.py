@@ -39,7 +39,7 @@ def run_lockstep(cfg, mem, mmio, cycles, peer, latency=24, reply_delay=12, reads
     ``cqes`` (cycle, address), the ``wire`` frames (cycle of their last beat, bytes) and
     the ``counters``; ``host`` is the host memory after the run (every write applied
     with its byte enables)."""
-    dut = Requester(cfg.cache_capacity, cfg.depth, timeout=cfg.timeout,
+    dut = Requester(cfg.cache_shape, cfg.depth, timeout=cfg.timeout,
                     retry_limit=cfg.retry_limit, wqe_words=128, payload_words=128,
                     records=records, windows=windows, reads=reads)
     sent = []                       # (first beat cycle, frame) from the model

@@ -46,11 +46,11 @@ def test_docs_state_the_count():
 #: Knobs of the RDMA point and the most product files that may name each (the text,
 #: as ``grep -rl <knob> rtl pymodel tb scripts spec analysis --include=*.py`` counts):
 #: the point's field, the spec that defines and checks it, the RTL block and its twin
-#: that implement it, the model's configuration; and for the ways the load report
-#: (its field list, its sweep of ways, its saturation rows' column), for the MR cache
-#: the co-simulation's check of the MR cache's counters (tb/rdma/intent.py and its
-#: caller).
-REACH = {"qpc_bytes": 6, "cache_ways": 13, "mr_cache": 13}
+#: that implement it; for the ways also the model's configuration, for the MR cache the
+#: responder and its twin that build its block (the blocks between take the context
+#: cache's and the MR table's shapes, spec.rdma_engine.ContextCacheShape and
+#: spec.rdma_responder.MrTableShape, as one value each).
+REACH = {"qpc_bytes": 6, "cache_ways": 5, "mr_cache": 6}
 
 
 def _naming_text(knob):

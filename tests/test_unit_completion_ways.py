@@ -16,7 +16,7 @@ from pymodel.fields import unpack
 from pymodel.rdma.req.completion import CompletionUnitModel
 from rtl.rdma.req.completion import CompletionUnit
 from spec.formats.roce import CqeStatus, Syndrome
-from spec.rdma_engine import COMPLETION_COUNTERS
+from spec.rdma_engine import COMPLETION_COUNTERS, ContextCacheShape
 from spec.rdma_stages import cqe_req_layout
 from tb.stage_harness import compare_stage
 
@@ -74,6 +74,7 @@ def _ways(ways):
 @pytest.mark.parametrize("ways", [2, 4])
 def test_err_mark_follows_the_qp_across_ways(ways):
     way0, way1 = _ways(ways)
+    shape = ContextCacheShape(ENTRIES, ways)
     recs, evs, ids = _scenario(way0, way1)
     assert C % (ENTRIES // ways) == A % (ENTRIES // ways) != B % (ENTRIES // ways)
 
@@ -107,13 +108,13 @@ def test_err_mark_follows_the_qp_across_ways(ways):
             self.t.commit()
 
     def make(fifos):
-        box["t"] = t = CompletionUnitModel(ENTRIES, 16, 2, fifos["rec"], fifos["ev"],
+        box["t"] = t = CompletionUnitModel(shape, 16, 2, fifos["rec"], fifos["ev"],
                                            fifos["cqe"], fifos["resend"], 1 << LOG2,
-                                           WINDOWS, entry_of=_entry_of, ways=ways)
+                                           WINDOWS, entry_of=_entry_of)
         return Twin(t)
 
     out = compare_stage(
-        CompletionUnit(ENTRIES, 16, 2, WINDOWS, ways=ways), make,
+        CompletionUnit(shape, 16, 2, WINDOWS), make,
         inputs={"rec": 4, "ev": 4}, outputs={"cqe": 4, "resend": 4},
         stimulus={"rec": recs, "ev": evs}, cycles=2000, seed=5,
         push_rate={"rec": 0.6, "ev": 1.0}, pop_rate=1.0, side_in=side_in,
@@ -144,7 +145,13 @@ def test_err_mark_follows_the_qp_across_ways(ways):
 
 
 def test_ways_checked():
+    """The ways are checked where the cache's shape is built; the unit and its twin take
+    only a shape."""
     with pytest.raises(ValueError, match="cache_ways"):
-        CompletionUnit(ENTRIES, 16, 2, WINDOWS, ways=3)
+        ContextCacheShape(ENTRIES, 3)
     with pytest.raises(ValueError, match="cache_ways"):
-        CompletionUnitModel(ENTRIES, 16, 2, None, None, None, None, ways=3)
+        ContextCacheShape(ENTRIES, 32)
+    with pytest.raises(ValueError, match="ContextCacheShape"):
+        CompletionUnit(ENTRIES, 16, 2, WINDOWS)
+    with pytest.raises(ValueError, match="ContextCacheShape"):
+        CompletionUnitModel(ENTRIES, 16, 2, None, None, None, None)

@@ -17,6 +17,7 @@ from pymodel.rdma.config import Config
 from pymodel.rdma.req.miss_queue import MissQueueModel
 from rtl.rdma.req.miss_queue import MissQueue
 from rtl.rdma.req.requester import Requester
+from spec.rdma_engine import ContextCacheShape
 from spec.rdma_stages import fetch_layout
 from tb.stage_harness import compare_stage
 
@@ -142,7 +143,7 @@ def test_depth_checked():
     with pytest.raises(ValueError, match="miss queue depth"):
         MissQueue(ENTRIES, 65)
     with pytest.raises(ValueError, match="miss queue depth"):
-        Requester(16, miss_queue=65)
+        Requester(ContextCacheShape(16), miss_queue=65)
     with pytest.raises(ValueError, match="miss_queue"):
         Config(miss_queue=-1)
     with pytest.raises(ValueError, match="miss queue depth"):
@@ -157,8 +158,8 @@ def test_depth_0_builds_no_miss_queue():
     # 0 is the blocking behaviour: the fetch FIFO feeds the WQE fetch stage directly.
     from amaranth.hdl import Fragment
     names = lambda r: {s[1] for s in Fragment.get(r, None).subfragments}  # noqa: E731
-    assert "miss" not in names(Requester(16))
-    assert "miss" in names(Requester(16, miss_queue=8))
+    assert "miss" not in names(Requester(ContextCacheShape(16)))
+    assert "miss" in names(Requester(ContextCacheShape(16), miss_queue=8))
 
 
 def test_fast_path_refuses_a_miss_queue():

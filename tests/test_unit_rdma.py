@@ -28,6 +28,7 @@ from rtl.rdma.write_framer import WriteFramer, segment_layout
 from rtl.tops.rdma_top import RdmaTop
 from spec.formats.roce import OpCode, Syndrome
 from spec.rdma_engine import SIM_TIMEOUT, TIMEOUT_BITS
+from spec.rdma_responder import MrTableShape
 from tb.amsim import get_all, put_all, run_sim
 from tb.rdma.frame_check_bench import damaged, frame_check_verdicts
 from tb.rdma.wirecheck import frame_problems, hand_problems, wire_problems
@@ -185,7 +186,7 @@ def test_model_cache_misses_grow_with_qps():
     (lambda: ContextCache(8, 1024, {}), "entries"),
     (lambda: ContextCache(24, 1024, {}), "power of two"),
     (lambda: ContextCache(512, 1024, {}), "entries"),
-    (lambda: Responder(mr_entries=3), "MR table"),
+    (lambda: Responder(mr=MrTableShape(3)), "MR table"),
     (lambda: IcrcInserter(32), "width"),
     (lambda: WriteFramer(16), "width"),
     (lambda: FrameCheck(7), "width"),

@@ -31,7 +31,13 @@ from spec.formats.roce import (
     Syndrome,
     WqeOpcode,
 )
-from spec.rdma_engine import BLUEFLAME_OFFSET, DOORBELL_OFFSET, MODIFY_QP_OFFSET, SEQ_GROUP
+from spec.rdma_engine import (
+    BLUEFLAME_OFFSET,
+    DOORBELL_OFFSET,
+    MODIFY_QP_OFFSET,
+    SEQ_GROUP,
+    ContextCacheShape,
+)
 from spec.rdma_stages import fetch_layout, write_layout_req
 from tb.stage_harness import compare_stage
 
@@ -712,13 +718,14 @@ def test_completion_matches_twin(seed, rate, windows):
             return super().step(c, side)
 
     def make(fifos):
-        box["t"] = t = CompletionUnitModel(entries, records, retry_limit, fifos["rec"],
+        box["t"] = t = CompletionUnitModel(ContextCacheShape(entries), records, retry_limit,
+                                           fifos["rec"],
                                            fifos["ev"], fifos["cqe"], fifos["resend"],
                                            1 << log2, windows, present)
         return Notice(t, {}, COMPLETION_COUNTERS + REGS)
 
     out = compare_stage(
-        CompletionUnit(entries, records, retry_limit, windows), make,
+        CompletionUnit(ContextCacheShape(entries), records, retry_limit, windows), make,
         inputs={"rec": 4, "ev": 4},
         outputs={"cqe": 4, "resend": 4}, stimulus={"rec": recs, "ev": evs},
         cycles=int(6000 / rate), seed=seed, push_rate={"rec": rate, "ev": rate / 3},
@@ -881,13 +888,14 @@ def test_completion_concurrent_rewinds():
                         q_victim_open=int(vopen), err_valid=int(t.err_out is not None))
 
     def make(fifos):
-        box["t"] = t = CompletionUnitModel(entries, records, 7, fifos["rec"], fifos["ev"],
+        box["t"] = t = CompletionUnitModel(ContextCacheShape(entries), records, 7,
+                                           fifos["rec"], fifos["ev"],
                                            fifos["cqe"], fifos["resend"], 1 << log2,
                                            windows)
         return Observed(t, {}, COMPLETION_COUNTERS + REGS)
 
     out = compare_stage(
-        CompletionUnit(entries, records, 7, windows), make,
+        CompletionUnit(ContextCacheShape(entries), records, 7, windows), make,
         inputs={"rec": 4, "ev": 4}, outputs={"cqe": 4, "resend": 4},
         stimulus={"rec": recs, "ev": evs}, cycles=300, seed=5,
         push_rate={"rec": 0.4, "ev": 1.0}, pop_rate=1.0, side_in=side_in,

@@ -28,7 +28,7 @@ from spec.formats.roce import (
     Syndrome,
     WqeOpcode,
 )
-from spec.rdma_engine import MODIFY_QP_OFFSET
+from spec.rdma_engine import MODIFY_QP_OFFSET, ContextCacheShape
 from tests.requester_lockstep import DEPTH, run_lockstep
 
 MAC_A, MAC_B, IP_A, IP_B = 0x02000000000A, 0x02000000000B, 0x0A000001, 0x0A000002
@@ -365,7 +365,7 @@ def test_requester_bad_windows():
     refused, naming the parameter."""
     for bad in (8, 24, 8192, -1):
         with pytest.raises(ValueError, match="windows"):
-            Requester(16, DEPTH, windows=bad)
+            Requester(ContextCacheShape(16), DEPTH, windows=bad)
 
 
 def test_requester_qp_error_flush_and_reset():

@@ -18,7 +18,7 @@ from pymodel.rdma.read_frames import (
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT_RA, QPC_LAYOUT, OpCode, Syndrome
-from spec.rdma_responder import read_packets
+from spec.rdma_responder import MrTableShape, read_packets
 from tb.rdma.wirecheck import scaleup_problems, wire_problems
 from tb.resp_bench import run_responder
 from tb.resp_frames import A, B
@@ -170,9 +170,9 @@ def test_bad_read_words_is_refused_naming_it(bad):
 
 def test_read_words_with_an_mr_cache_is_refused_naming_it():
     with pytest.raises(ValueError, match="read_words"):
-        Responder(read_words=128, mr_cache=16)
+        Responder(read_words=128, mr=MrTableShape(cache=16))
     with pytest.raises(ValueError, match="read_words"):
-        ResponderModel(read_words=128, mr_cache=16)
+        ResponderModel(read_words=128, mr=MrTableShape(cache=16))
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -12,7 +12,8 @@ from pymodel.rdma.frames import write_frame
 from pymodel.rdma.resp.responder import ResponderModel
 from rtl.rdma.resp.responder import Responder
 from spec.formats.roce import MR_LAYOUT, QPC_LAYOUT, OpCode
-from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS, mr_table_base
+from spec.rdma_engine import ContextCacheShape
+from spec.rdma_responder import DROP_REASONS, SEQUENCE_COUNTERS, MrTableShape, mr_table_base
 from tb.rdma.reference_responder import Config, HostMemory, beats_of
 from tb.rdma.reference_responder import StoreAndForwardResponder as StoreAndForwardModel
 from tb.resp_bench import TbHost, beat_schedule, run_responder
@@ -81,10 +82,7 @@ def test_mixed_traffic_matches_model_and_store_and_forward(seed, gaps, stall):
 
 def test_bad_parameters_name_them():
     cases = [
-        (dict(cache_entries=24), "cache entries"),
-        (dict(cache_entries=8), "cache entries"),
         (dict(depth=1000), "depth"),
-        (dict(mr_entries=3), "MR table"),
         (dict(rx_beats=10), "rx_beats"),
         (dict(rx_frames=0), "rx_frames"),
         (dict(jobs=5000), "jobs"),
@@ -96,6 +94,25 @@ def test_bad_parameters_name_them():
             Responder(**kwargs)
         with pytest.raises(ValueError, match=word):
             ResponderModel(**kwargs)
+    # The context cache's shape is checked where it is built (spec), and only a shape is
+    # taken for it.
+    for entries in (8, 24, 512):
+        with pytest.raises(ValueError, match="cache_entries"):
+            ContextCacheShape(entries)
+    for bad in (16, dict(entries=16)):
+        with pytest.raises(ValueError, match="ContextCacheShape"):
+            Responder(bad)
+        with pytest.raises(ValueError, match="ContextCacheShape"):
+            ResponderModel(bad)
+    # So is the MR table's.
+    for entries in (1, 3, 512):
+        with pytest.raises(ValueError, match="MR table"):
+            MrTableShape(entries)
+    for bad in (16, dict(entries=16)):
+        with pytest.raises(ValueError, match="MrTableShape"):
+            Responder(mr=bad)
+        with pytest.raises(ValueError, match="MrTableShape"):
+            ResponderModel(mr=bad)
 
 
 def one_qp_stream(n, size=128, qpn=7, psn=(1 << 24) - 10, qpc_base=16):
@@ -249,7 +266,8 @@ def test_mr_cache_matches_model_and_store_and_forward(mr_cache, seed):
     # defined outcome, but not the store-and-forward model's).
     schedule, _ = beat_schedule(sc.frames, rng, 0.9)
     run = run_responder(sc.frames, sc.mem, sc.mr_table, qpc_base=sc.qpc_base, latency=40,
-                        schedule=schedule, seed=seed, rd_stall=0.2, mr_cache=mr_cache)
+                        schedule=schedule, seed=seed, rd_stall=0.2,
+                        mr_shape=MrTableShape(cache=mr_cache))
     assert run.counters["overflow"] == 0
     acks, counters, mem = store_and_forward(sc)
     assert ack_frames(run) == acks
@@ -275,7 +293,8 @@ def test_mr_cache_hit_costs_nothing_and_miss_costs_a_read():
     others hit: every ACK leaves at most 1 cycle later than with the on-chip table."""
     frames, mem, mr, qpc_base = one_qp_stream(40)
     base = run_responder(frames, mem, mr, qpc_base=qpc_base, latency=100)
-    cached = run_responder(frames, mem, mr, qpc_base=qpc_base, latency=100, mr_cache=2)
+    cached = run_responder(frames, mem, mr, qpc_base=qpc_base, latency=100,
+                           mr_shape=MrTableShape(cache=2))
     assert ack_frames(cached) == ack_frames(base)
     assert cached.counters["mr_lookups"] == 40 and cached.counters["mr_misses"] == 1
     delays = [c1 - c0 for (c0, _), (c1, _) in zip(base.acks, cached.acks, strict=True)]
@@ -285,8 +304,6 @@ def test_mr_cache_hit_costs_nothing_and_miss_costs_a_read():
 def test_mr_cache_bad_values_name_it():
     for bad in (1, 3, 512, -2, True):
         with pytest.raises(ValueError, match="mr_cache"):
-            Responder(mr_cache=bad)
-        with pytest.raises(ValueError, match="mr_cache"):
-            ResponderModel(mr_cache=bad)
+            MrTableShape(cache=bad)
         with pytest.raises(ValueError, match="mr_cache"):
             RdmaConfig(mr_cache=bad)

@@ -28,7 +28,7 @@ from rtl.rdma.resp.wr_arbiter import WriteArbiter
 from rtl.rdma.resp.writer import PayloadWriter
 from spec.formats.roce import QpState, Syndrome
 from spec.host import wr_layout
-from spec.rdma_responder import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX
+from spec.rdma_responder import MAX_FRAME_BEATS, RESP_GROUP, REST_MAX, MrTableShape
 from spec.rdma_stages import header_entry_layout
 from tb.resp_bench import beat_schedule
 from tb.resp_frames import random_frames
@@ -247,7 +247,7 @@ def test_verify_matches_twin(seed, rate, selective):
         return _WithEnv(box["t"], env)
 
     out = compare_stage(
-        Verify(entries, jobs_depth, depth, mr_entries), make,
+        Verify(entries, jobs_depth, depth, MrTableShape(mr_entries)), make,
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
         cycles=5 * len(stimulus), seed=seed, push_rate=rate, pop_rate=rate,
         side_in=side_in,
@@ -301,7 +301,7 @@ def test_verify_selective_repeat_bitmap(rate):
         return _WithEnv(box["t"], env)
 
     out = compare_stage(
-        Verify(entries, jobs_depth, depth, mr_entries), make,
+        Verify(entries, jobs_depth, depth, MrTableShape(mr_entries)), make,
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
         cycles=100, seed=3, push_rate=rate, pop_rate=rate, side_in=side_in,
         side_out=("group.we", "group.wdata", "held") + VERIFY_COUNTERS)
@@ -322,12 +322,12 @@ def test_verify_selective_repeat_bitmap(rate):
     # pending (the requester goes back N on it, resending 21 too): discarded without
     # marking, so 19 with AckReq is ACKed (MSN 15), not NAKed.
     seq, ack_s = Syndrome.NAK_PSN_SEQUENCE.value, Syndrome.ACK.value
-    ack_layout_ = Verify(entries, jobs_depth, depth, mr_entries).ack.payload.shape()
+    ack_layout_ = Verify(entries, jobs_depth, depth, MrTableShape(mr_entries)).ack.payload.shape()
     got = [ack_layout_.from_bits(v) for _, v in out["ack"]]
     assert [(int(a.syndrome), int(a.psn), int(a.msn)) for a in got] == [
         (seq, 10, 5), (seq, 11, 6), (ack_s, 13, 9), (ack_s, 14, 10), (seq, 15, 10),
         (seq, 16, 11), (seq, 17, 12), (seq, 19, 14), (ack_s, 19, 15)]
-    w_layout = Verify(entries, jobs_depth, depth, mr_entries).w.payload.shape()
+    w_layout = Verify(entries, jobs_depth, depth, MrTableShape(mr_entries)).w.payload.shape()
     writes = [w_layout.from_bits(v) for _, v in out["w"]]
     assert [int(x.write) for x in writes] == [1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 0, 1]
     assert [int(x.addr) for x in writes if x.write] == [

@@ -7,7 +7,7 @@ import pytest
 from pymodel.rdma.resp.verify import VERIFY_COUNTERS, VerifyModel
 from rtl.rdma.resp.verify import Verify
 from spec.formats.roce import Syndrome
-from spec.rdma_responder import IRD, read_packets
+from spec.rdma_responder import IRD, MrTableShape, read_packets
 from tb.stage_harness import compare_stage
 from tests.test_unit_resp_stages import _TableEnv, _WithEnv
 
@@ -61,7 +61,7 @@ def _run_verify(expected_psn, stimulus, *, selective, rate, cycles, seed, saves=
                                env, selective=selective, reads=True)
         return _Saving(box["t"], env)
 
-    dut = Verify(ENTRIES, JOBS, DEPTH, MRS, reads=True)
+    dut = Verify(ENTRIES, JOBS, DEPTH, MrTableShape(MRS), reads=True)
     out = compare_stage(
         dut, make, inputs={"i": JOBS}, outputs={"w": 4, "ack": 4},
         stimulus={"i": stimulus}, cycles=cycles, seed=seed, push_rate=rate, pop_rate=rate,

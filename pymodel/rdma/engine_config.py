@@ -26,9 +26,10 @@ from spec.rdma_engine import (
     RETRY_LIMIT_RANGE,
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
+    ContextCacheShape,
 )
 from spec.rdma_read_req import SLOTS_RANGE
-from spec.rdma_responder import check_mr_cache, check_read_words
+from spec.rdma_responder import MrTableFields, check_read_words
 from spec.rdma_stages import ACK_FRAMES_BITS, ACK_MSGS_BITS
 
 __all__ = ["HostShape", "EngineConfig", "context_words"]
@@ -72,7 +73,14 @@ class HostShape:
     @property
     def mr_in_host(self):
         """Whether the responders' MR table is in host memory (behind an MR cache)."""
-        return bool(self.mr_cache)
+        return self.mr_shape.in_host
+
+    @property
+    def cache_shape(self):
+        """Both engines' context caches as built
+        (:class:`spec.rdma_engine.ContextCacheShape`: ``cache_capacity`` entries of
+        ``cache_ways`` ways)."""
+        return ContextCacheShape(self.cache_capacity, self.cache_ways)
 
     @property
     def qpc_words(self):
@@ -91,18 +99,18 @@ class HostShape:
 
 
 @dataclasses.dataclass(frozen=True)
-class EngineConfig(HostShape):
+class EngineConfig(MrTableFields, HostShape):
     """The fields both RDMA tops have (module doc), with RdmaTop's defaults
     (:data:`spec.rdma_engine.TOP_DEFAULTS`, :data:`~spec.rdma_engine.REQUESTER_DEFAULTS`);
     ``cache_entries`` context-cache entries in use (the ``cache_log2`` port, a power of two
-    from 16) of the ``cache_capacity`` built. Frozen: another run is another config
-    (``dataclasses.replace``)."""
+    from 16) of the ``cache_capacity`` built; the MR table's fields are
+    :class:`spec.rdma_responder.MrTableFields`' (its shape ``mr_shape``). Frozen: another
+    run is another config (``dataclasses.replace``)."""
     cache_entries: int = 16
     cache_capacity: int = TOP_DEFAULTS["cache_entries"]
     depth: int = HOST_DEPTH
     host: str = "pcie"
     link_latency: int = 6
-    mr_entries: int = 16
     prefetch: int = REQUESTER_DEFAULTS["prefetch"]
     wqe_words: int = REQUESTER_DEFAULTS["wqe_words"]
     payload_words: int = REQUESTER_DEFAULTS["payload_words"]
@@ -124,9 +132,6 @@ class EngineConfig(HostShape):
     ack_every: int = 1
     ack_frames: int = 0
     serial: int = 0
-    #: The responders' MR table: 0 on chip (the default), else the entries of the MR
-    #: cache in front of the table in host memory (:data:`spec.rdma_engine.TOP_DEFAULTS`).
-    mr_cache: int = TOP_DEFAULTS["mr_cache"]
     #: The requesters' READ/atomic slots: 0 without RDMA READ and atomics (the default).
     reads: int = TOP_DEFAULTS["reads"]
     #: The responders' READ data FIFO in words: 0 without RDMA READ (the default).
@@ -171,13 +176,12 @@ class EngineConfig(HostShape):
         if isinstance(self.qpc_bytes, bool) or self.qpc_bytes not in QPC_BYTES_CHOICES:
             self.bad("qpc_bytes", f"one of {QPC_BYTES_CHOICES}")
         try:
-            check_mr_cache(self.mr_cache)
+            mr = self.mr_shape
             check_read_words(self.read_words)
             check_host(self.host)
+            mr.check_reads(self.read_words)
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}.{error}") from None
         if not isinstance(self.responder_sizes, dict) or not set(
                 self.responder_sizes) <= set(RESPONDER_DEFAULTS):
             self.bad("responder_sizes", f"a dict with keys from {sorted(RESPONDER_DEFAULTS)}")
-        if self.read_words and self.mr_cache:
-            self.bad("read_words", "0 with mr_cache (READ needs the on-chip MR table)")

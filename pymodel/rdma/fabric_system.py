@@ -55,7 +55,7 @@ from pymodel.rdma.req.requester import RequesterModel
 from pymodel.rdma.resp.responder import ResponderModel
 from pymodel.rdma.verbs import mr_table_in_host
 from spec.rdma import MAX_FRAME_BEATS
-from spec.rdma_engine import RESPONDER_BUILD, RESPONDER_DEFAULTS
+from spec.rdma_engine import RESPONDER_DEFAULTS
 from spec.rdma_responder import mr_table_base
 
 __all__ = ["FabricConfig", "simulate_fabric"]
@@ -104,11 +104,11 @@ def simulate_fabric(cfg, images, limit=1 << 26, skip=True):
         return send
 
     reqs = [RequesterModel(cfg, sender(p)) for p in nodes]
-    resps = [ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+    resps = [ResponderModel(cfg.cache_shape, cfg.depth, cfg.mr_shape,
                             qpc_base=cfg.qpc_base, qpc_words=cfg.qpc_words,
                             mr_table=images[p]["mr_table"],
                             cache_used=cfg.cache_entries,
-                            **{k: getattr(cfg, k) for k in RESPONDER_BUILD},
+                            read_words=cfg.read_words,
                             mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                             **cfg.responder_sizes)
              for p in nodes]

@@ -19,7 +19,6 @@ from pymodel.rdma.verbs import mr_table_in_host
 from pymodel.stall import stall_pattern
 from spec.formats.roce import HOST_WORD_BYTES
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
-from spec.rdma_engine import RESPONDER_BUILD
 from spec.rdma_responder import mr_table_base
 
 __all__ = ["Config", "simulate", "beats_of", "NoProgress", "stuck_patience"]
@@ -222,12 +221,12 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             to_a.add(arrived, fr)
 
     req = RequesterModel(cfg, send_ab)
-    resp = ResponderModel(cfg.cache_capacity, cfg.depth, cfg.mr_entries,
+    resp = ResponderModel(cfg.cache_shape, cfg.depth, cfg.mr_shape,
                           qpc_base=cfg.qpc_base_b, qpc_words=cfg.qpc_words,
                           mr_table=mr_table,
                           cache_used=cfg.cache_entries, header=cfg.header,
                           selective=cfg.selective,
-                          **{k: getattr(cfg, k) for k in RESPONDER_BUILD},
+                          read_words=cfg.read_words,
                           mr_base=mr_table_base(cfg.depth, cfg.mr_entries),
                           **cfg.responder_sizes)
     ack_beats = []                  # the ACK frame leaving node B, beat by beat

@@ -15,6 +15,8 @@ from rtl.rdma.req.requester import Requester
 from rtl.rdma.resp.responder import Responder
 from spec.checks import silence
 from spec.formats.roce import MR_LAYOUT
+from spec.rdma_engine import ContextCacheShape
+from spec.rdma_responder import MrTableShape
 
 __all__ = ["NicNode", "RdmaEngine", "RdmaNode", "ResponderWithMrPort", "nic_part",
            "host_interface", "NIC_PARTS"]
@@ -142,7 +144,8 @@ class ResponderWithMrPort(wiring.Component):
     """
 
     def __init__(self, cache_entries, depth, mr_entries, header="roce"):
-        self.responder = Responder(cache_entries, depth, mr_entries, header)
+        self.responder = Responder(ContextCacheShape(cache_entries), depth,
+                                   MrTableShape(mr_entries), header)
         mr_write = data.StructLayout({"addr": range(mr_entries), "data": MR_LAYOUT})
         super().__init__({**_prefixed("", self.responder),
                           "mr_wr": In(stream.Signature(mr_write, always_ready=True))})
@@ -172,13 +175,14 @@ class RdmaEngine(wiring.Component):
     MR table gets the write port a real engine needs (:class:`ResponderWithMrPort`),
     exposed as ``resp_mr_wr``. ``header`` is both sides' framing (``"roce"`` or
     ``"scaleup"``, as in :class:`~rtl.tops.rdma_top.RdmaTop`); ``requester_params`` are
-    the requester's sizes (:data:`spec.rdma_engine.REQUESTER_DEFAULTS` keys, e.g. the
+    the requester's sizes (:data:`spec.rdma_engine.REQUESTER_SIZES` keys, e.g. the
     window ``records`` and transport ``timeout`` a fabric profile sets), checked by the
     :class:`~rtl.rdma.req.requester.Requester`.
     """
 
     def __init__(self, cache_entries, depth, mr_entries, header="roce", **requester_params):
-        self.requester = Requester(cache_entries, depth, header, **requester_params)
+        self.requester = Requester(ContextCacheShape(cache_entries), depth, header,
+                                   **requester_params)
         self.responder = ResponderWithMrPort(cache_entries, depth, mr_entries, header)
         super().__init__({**_prefixed("req_", self.requester),
                           **_prefixed("resp_", self.responder)})

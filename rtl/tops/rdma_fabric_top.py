@@ -27,11 +27,12 @@ from spec.rdma import MAX_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
     REQUESTER_DEFAULTS,
-    RESPONDER_BUILD,
+    REQUESTER_SIZES,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     TIMEOUT_BITS,
     TOP_DEFAULTS,
+    ContextCacheShape,
 )
 from spec.rdma_fabric import (
     FABRIC_DEFAULTS,
@@ -42,7 +43,7 @@ from spec.rdma_fabric import (
     PAUSE_COUNTERS,
 )
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
-from spec.rdma_responder import READ_COUNTERS, check_read_words, mr_table_base
+from spec.rdma_responder import READ_COUNTERS, MrTableShape, check_read_words, mr_table_base
 
 __all__ = ["RdmaFabricTop", "READ_PARAMS"]
 
@@ -198,12 +199,14 @@ class RdmaFabricTop(HarnessTop):
         # the part that owns it (naming it), and not when the top is elaborated.
         self.parts = []
         try:
+            self.cache_shape = ContextCacheShape.of(p)
+            self.mr_shape = MrTableShape.of(p)
             self.switch = Switch(64, self.nodes, "l2", p["credits"],
                                  backpressure=bool(p["pause"] or p["link_retry"]),
                                  hop_latency=p["hop_latency"])
             for _ in range(self.nodes):
                 self.parts.append({})
-                self._node_parts(p, self.parts[-1])
+                self._node_parts(p, self.cache_shape, self.mr_shape, self.parts[-1])
         except ValueError as exc:
             reject(self, str(exc))
         ports = {
@@ -238,8 +241,9 @@ class RdmaFabricTop(HarnessTop):
         super().__init__(players=players, recorders=recorders, ports=ports)
 
     @staticmethod
-    def _node_parts(p, parts):
-        """Build one node's parts into ``parts`` one by one (a part that rejects its
+    def _node_parts(p, cache, mr, parts):
+        """Build one node's parts (its engines' context caches of shape ``cache``, its
+        responder's MR table of shape ``mr``) into ``parts`` one by one (a part that rejects its
         parameter leaves the ones before it in ``parts``, where :func:`reject` finds
         them)."""
         depth, lat, profile = p["depth"], p["link_latency"], PROFILES[p["host"]]
@@ -252,10 +256,9 @@ class RdmaFabricTop(HarnessTop):
             "mem_rs": lambda: LatencyMemory(64, depth, 1),
             "hi_rq": lambda: HostInterface(profile, depth),
             "hi_rs": lambda: HostInterface(profile, depth),
-            "requester": lambda: Requester(p["cache_entries"], depth, reads=p["reads"],
-                                           **{k: p[k] for k in REQUESTER_DEFAULTS}),
-            "responder": lambda: Responder(p["cache_entries"], depth, p["mr_entries"],
-                                           **{k: p[k] for k in RESPONDER_BUILD},
+            "requester": lambda: Requester(cache, depth, reads=p["reads"],
+                                           **{k: p[k] for k in REQUESTER_SIZES}),
+            "responder": lambda: Responder(cache, depth, mr, read_words=p["read_words"],
                                            **{k: p[k] for k in RESPONDER_DEFAULTS}),
             "merge": lambda: FrameMerge(p["credits"], p["merge_depth"]),
             "up": lambda: link(), "down": lambda: link(),

@@ -21,17 +21,17 @@ from spec.ports import CountersSignature, PortView
 from spec.rdma import LINK_FIFO_BEATS, LINK_FRAME_BEATS
 from spec.rdma_engine import (
     REQUESTER_COUNTERS,
-    REQUESTER_DEFAULTS,
-    RESPONDER_BUILD,
+    REQUESTER_SIZES,
     RESPONDER_COUNTERS,
     RESPONDER_DEFAULTS,
     RETRY_LIMIT_RANGE,
     TIMEOUT_BITS,
     TIMEOUT_RANGE,
     TOP_DEFAULTS,
+    ContextCacheShape,
 )
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS, SLOTS_RANGE
-from spec.rdma_responder import build_counters, mr_table_base
+from spec.rdma_responder import MrTableShape, build_counters, mr_table_base
 
 __all__ = ["RdmaTop"]
 
@@ -133,7 +133,9 @@ class RdmaTop(HarnessTop):
         if link_retry:
             ports.update({"ab_full": Out(1), "ba_full": Out(1)})
         try:
-            self.resp_counters = build_counters({k: p[k] for k in RESPONDER_BUILD})
+            self.cache_shape = ContextCacheShape.of(p)
+            self.mr_shape = MrTableShape.of(p)
+            self.resp_counters = build_counters(self.mr_shape, p["read_words"])
         except ValueError as error:
             reject(self, str(error))
         counters = self.resp_counters
@@ -168,10 +170,10 @@ class RdmaTop(HarnessTop):
         self.mem_b = LatencyMemory(64, depth, 1)
         self.hi_a = HostInterface(profile, depth)
         self.hi_b = HostInterface(profile, depth)
-        self.requester = req = Requester(p["cache_entries"], depth, p["header"],
-                                         p["reads"], **{k: p[k] for k in REQUESTER_DEFAULTS})
-        self.responder = resp = Responder(p["cache_entries"], depth, p["mr_entries"],
-                                          p["header"], **{k: p[k] for k in RESPONDER_BUILD},
+        self.requester = req = Requester(self.cache_shape, depth, p["header"], p["reads"],
+                                         **{k: p[k] for k in REQUESTER_SIZES})
+        self.responder = resp = Responder(self.cache_shape, depth, self.mr_shape,
+                                          p["header"], p["read_words"],
                                           **{k: p[k] for k in RESPONDER_DEFAULTS})
         counters = self.resp_counters
         if "read" in counters:

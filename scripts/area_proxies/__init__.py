@@ -12,6 +12,7 @@
 docs/area.md explains every figure.
 """
 
+import dataclasses
 import importlib.metadata
 
 from .catalogue import COMPONENTS, FIGURES, design_totals, factory_text, growth, totals
@@ -31,7 +32,9 @@ def area_data(results, flat=False):
         e, r = COMPONENTS[name], results[name]
         components.append({
             "component": name, "group": e.group, "module": e.module,
-            "factory": factory_text(e), "params": e.params, **figures[name],
+            "factory": factory_text(e), "params": {
+                k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+                for k, v in e.params.items()}, **figures[name],
             "memory_bits": figures[name]["mem_bits"],
             "own": {k: r[k] for k in FIGURES}, "blocks": r["blocks"],
             "yosys_wall_seconds": r.get("wall_seconds"),

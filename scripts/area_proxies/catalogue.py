@@ -34,10 +34,10 @@ from spec.nic import RECORD_SLOTS
 from spec.nic_mem import MEM_TOP_DEFAULTS as _MEM
 from spec.nic_mem import default_tags, request_queue_depth
 from spec.rdma import LINK_FRAME_BEATS
-from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP
+from spec.rdma_engine import FETCH_GROUP, LADDER, SEQ_GROUP, ContextCacheShape
 from spec.rdma_engine import TOP_DEFAULTS as RDMA
 from spec.rdma_read_req import ORD_DEFAULT
-from spec.rdma_responder import READ_WORDS_RANGE
+from spec.rdma_responder import READ_WORDS_RANGE, MrTableShape
 
 __all__ = ["Entry", "COMPONENTS", "DESIGNS", "SLOW", "FIGURES", "CACHE_SIZES",
            "SWITCH_PORTS", "NIC", "GAP_PROFILES", "build", "factory_text", "totals",
@@ -60,6 +60,7 @@ def _nic(part, **params):
 
 #: RDMA parameters of the engine: those of the RdmaTop the headline runs.
 _DEPTH, _MR = RDMA["depth"], RDMA["mr_entries"]
+_RESPONDER_C16 = {"cache": ContextCacheShape(16), "depth": _DEPTH, "mr": MrTableShape(_MR)}
 #: The READ parameters of the READ/atomic points' top (requester slots, READ data FIFO).
 _READ_TOP = {"reads": ORD_DEFAULT, "read_words": READ_WORDS_RANGE[0] * 2}
 #: Entries of the QP-context cache measured for the growth table.
@@ -274,7 +275,7 @@ COMPONENTS = {
                                 "groups": {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
                                 "static_reads": 3}) for n in CACHE_SIZES},
     "requester_c16": Entry("rdma", "rtl.rdma.req.requester", "Requester",
-                           {"cache_entries": 16, "depth": _DEPTH}),
+                           {"cache": ContextCacheShape(16), "depth": _DEPTH}),
     # The requester's READ/atomic blocks: the outstanding-operation table and response
     # intake at 16 slots (ORD 16, spec.rdma_read_req.ORD_DEFAULT), the request framer.
     "response_intake_s16": Entry("rdma", "rtl.rdma.req.response_intake", "ResponseIntake",
@@ -282,11 +283,10 @@ COMPONENTS = {
     "request_framer": Entry("rdma", "rtl.rdma.req.request_framer", "RequestFramer", {}),
     # The reads builds of the READ/atomic points' top (tb.rdma.read_point.READ_TOP).
     "requester_c16_reads": Entry("rdma", "rtl.rdma.req.requester", "Requester",
-                                 {"cache_entries": 16, "depth": _DEPTH,
+                                 {"cache": ContextCacheShape(16), "depth": _DEPTH,
                                   "reads": _READ_TOP["reads"]}),
     "responder_c16_reads": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
-                                 {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR,
-                                  "read_words": _READ_TOP["read_words"]}),
+                                 {**_RESPONDER_C16, "read_words": _READ_TOP["read_words"]}),
     # The NIC's loads and atomics (NicMemTop's blocks): tag table at board's and pod's tags.
     **{f"nic_tag_table_t{t}": Entry("nic", "rtl.nic.tag_table", "TagTable",
                                     {"tags": t, "mem_words": _MEM["mem_words"]})
@@ -301,8 +301,7 @@ COMPONENTS = {
         _MEM["max_payload"], "queue": request_queue_depth(_MEM["nodes"], default_tags("board"))}),
     # As written (its MR table, never written, is optimised away: see docs/area.md) and
     # with the write port that the table needs in hardware.
-    "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder",
-                           {"cache_entries": 16, "depth": _DEPTH, "mr_entries": _MR}),
+    "responder_c16": Entry("rdma", "rtl.rdma.resp.responder", "Responder", _RESPONDER_C16),
     # The host interface both designs attach through (pcie profile).
     "host_interface_pcie": _HOST_INTERFACE,
     "responder_c16_mr_port": Entry("rdma", "rtl.tops.area_wrappers", "ResponderWithMrPort",

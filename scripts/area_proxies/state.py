@@ -27,7 +27,7 @@ def state_bits():
     from rtl.tops.area_wrappers import nic_part
     from spec.checks import silence
     from spec.formats.roce import HOST_WORD_BYTES, MR_LAYOUT, QPC_BYTES_DEFAULT, QPC_LAYOUT
-    from spec.rdma_engine import REQUESTER_DEFAULTS
+    from spec.rdma_engine import REQUESTER_DEFAULTS, ContextCacheShape
     from spec.rdma_read_req import ORD_DEFAULT
     from spec.rdma_read_req import slot_bits as read_slot_bits
     from spec.rdma_responder import RESP_GROUP
@@ -64,7 +64,7 @@ def state_bits():
     records = REQUESTER_DEFAULTS["records"]
     # The engine's window slots (0: one per cache entry, the slot is the entry).
     slots = REQUESTER_DEFAULTS["windows"]
-    comp = CompletionUnit(16, records, windows=slots)
+    comp = CompletionUnit(ContextCacheShape(16), records, windows=slots)
     front = QpFront(16)
     comp_mems, front_mems = memories(comp), memories(front)
     # Per cache entry outside the cache: the front's item count and the completion

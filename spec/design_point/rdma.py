@@ -76,7 +76,7 @@ class RdmaPoint(FabricPoint):
         help="RDMA QP-context cache entries in use, a power of two 16..256 (default 16)")
     cache_ways: int = knob(
         TOP_DEFAULTS["cache_ways"], "build", check=_cache_ways, tag="w",
-        source="spec/rdma_engine.py REQUESTER_DEFAULTS (direct mapped)",
+        source="spec/rdma_engine.py ContextCacheShape (direct mapped)",
         help="RDMA QP-context cache ways per set: 1, 2, 4 or 8 (default 1, direct mapped)")
     qpc_bytes: int = knob(
         QPC_BYTES_DEFAULT, "port", check=lambda v, p: qpc_words(v, "RDMA point"),
@@ -86,7 +86,7 @@ class RdmaPoint(FabricPoint):
         "(default 256, the room of mlx5's 232-byte context; a fill reads it all)")
     mr_cache: int = knob(
         TOP_DEFAULTS["mr_cache"], "build", check=lambda v, p: check_mr_cache(v),
-        source="spec/rdma_engine.py TOP_DEFAULTS (0: the MR table on chip)",
+        source="spec/rdma_responder.py MrTableShape (0: the MR table on chip)",
         help="RDMA responder's MR table in host memory behind an MR cache of this many "
         "entries, a power of two 2..256 (default 0: the MR table on chip; docs/rdma.md)")
     mrs: int = knob(

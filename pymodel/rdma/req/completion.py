@@ -6,15 +6,14 @@ from pymodel.cycle import Staged, StagedLog, StagedNonzero
 from pymodel.rdma.req.read_walk import ReadWalk
 from pymodel.rdma.req.rewind_queue import RewindQueue, one_message
 from spec.formats.roce import PSN_BITS, CqeStatus, Syndrome
-from spec.rdma_engine import check_cache_ways
+from spec.rdma_engine import check_cache_shape
 from spec.rdma_responder import SR_WINDOW
 from spec.rdma_stages import COUNT_BITS
 
 __all__ = ["CompletionUnitModel"]
 
 _COUNT_MASK, _PSN_MASK = (1 << COUNT_BITS) - 1, (1 << PSN_BITS) - 1
-_M32, _FLUSH = 0xFFFFFFFF, CqeStatus.WR_FLUSH_ERR.value
-_HALF = 1 << 23
+_M32, _FLUSH, _HALF = 0xFFFFFFFF, CqeStatus.WR_FLUSH_ERR.value, 1 << 23
 _ACK, _NAK_SEQ, _NAK_ACCESS = (Syndrome.ACK.value, Syndrome.NAK_PSN_SEQUENCE.value,
                                Syndrome.NAK_REMOTE_ACCESS.value)
 _SUCCESS = CqeStatus.SUCCESS.value
@@ -26,13 +25,14 @@ class CompletionUnitModel:
     a cycle. ``windows``: the slots (0: one per cache entry, the slot is the QP's entry).
     ``present(qpn)``: the cache's probe (its context is in the cache and filled); None for a unit
     whose contexts are always present. ``entry_of(qpn)``: the probe's ``entry`` (None: the
-    direct-mapped ``qpn % used``). ``ways``: the cache's ways per set (a modify record forgets
-    its QP's ERR mark in every entry of its set)."""
+    direct-mapped ``qpn % used``). ``cache``: the context cache's ``ContextCacheShape``
+    (a modify record forgets its QP's ERR mark in every entry of its set of ``ways``)."""
 
-    def __init__(self, entries, records, retry_limit, rec, ev, cqe, resend, used=None,
-                 windows=0, present=None, entry_of=None, ways=1):
-        self.n, self.R, self.retry_limit = entries, records, retry_limit
-        self.ways = check_cache_ways(ways, entries)
+    def __init__(self, cache, records, retry_limit, rec, ev, cqe, resend, used=None,
+                 windows=0, present=None, entry_of=None):
+        cache = check_cache_shape(cache)
+        entries = cache.entries
+        self.n, self.ways, self.R, self.retry_limit = entries, cache.ways, records, retry_limit
         self.cache_used = used or entries   # cache entries in use
         self.shared = not windows
         self.W = windows or entries         # slots built (the scan visits them all)

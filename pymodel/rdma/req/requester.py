@@ -40,7 +40,7 @@ from spec.rdma_engine import (
     RD_PAYLOAD,
     RD_WQE,
     REQUESTER_COUNTERS,
-    REQUESTER_DEFAULTS,
+    REQUESTER_SIZES,
     SEQ_GROUP,
 )
 from spec.rdma_fabric import FCS_BYTES
@@ -118,12 +118,15 @@ class RequesterModel:
     ``ready``s, the word it delivers on ``rd_data``, the MMIO word it offers, the ACK
     frame whose last beat arrives this cycle and the link's ``go`` (1: not held); it
     returns whether the MMIO word was taken. Frames go out through
-    ``send(first_beat_cycle, frame)``. Then :meth:`commit`.
+    ``send(first_beat_cycle, frame)``. Then :meth:`commit`. ``cfg``: the configuration
+    (:class:`~pymodel.rdma.engine_config.EngineConfig`) whose context cache's shape
+    (``cfg.cache_shape``), requester sizes (:data:`spec.rdma_engine.REQUESTER_SIZES`, by
+    name; ``sizes`` overrides them) and ports the twin takes.
     """
 
     def __init__(self, cfg, send, reads=None, **sizes):
         self.reads = getattr(cfg, "reads", 0) if reads is None else reads
-        p = dict(REQUESTER_DEFAULTS)
+        p = dict(REQUESTER_SIZES)
         p.update({k: getattr(cfg, k) for k in p if hasattr(cfg, k)})
         unknown = set(sizes) - set(p)
         if unknown:
@@ -131,7 +134,8 @@ class RequesterModel:
         p.update(sizes)
         self.cfg, self.p = cfg, p
         self.header = framing(getattr(cfg, "header", "roce")).header.value
-        n = cfg.cache_capacity
+        shape = cfg.cache_shape
+        n = shape.entries
         used = cfg.cache_entries
         d = FIFO_DEPTHS
         self._staged = StagedLog()          # the FIFOs to commit at the end of a cycle
@@ -139,7 +143,7 @@ class RequesterModel:
         f["wqe"] = Fifo(p["wqe_words"], "wqe", self._staged)
         f["payload"] = Fifo(p["payload_words"], "payload", self._staged)
         self.cache = ContextCacheModel(n, {"fetch": FETCH_GROUP, "seq": SEQ_GROUP},
-                                       cfg.qpc_base_a, cfg.depth, used, p["cache_ways"],
+                                       cfg.qpc_base_a, cfg.depth, used, shape.ways,
                                        cfg.qpc_words)
         self.intake = DoorbellIntakeModel(f["items"], f["bf"])
         log = self._staged
@@ -177,11 +181,10 @@ class RequesterModel:
         self.wr_locked = False          # the write arbiter inside a READ data TLP
         self.sender = FrameSenderModel(self.cache, f["segs"], f["payload"], f["recs"], send,
                                        self.header, reads, self)
-        self.comp = CompletionUnitModel(n, p["records"], p["retry_limit"], f["recs"],
+        self.comp = CompletionUnitModel(shape, p["records"], p["retry_limit"], f["recs"],
                                         None, f["cqes"], f["resend"], used,
                                         p["windows"], self.cache.present,
-                                        entry_of=self.cache.probe_entry,
-                                        ways=p["cache_ways"])
+                                        entry_of=self.cache.probe_entry)
         self.cqw = CqeWriterModel(f["cqes"], f["wr_cqe"], cfg.cq_base, cfg.cq_log2,
                                   cfg.depth)
         self.events = self.comp.ev = AckQueueModel(self.comp.slot)

@@ -35,6 +35,7 @@ from pymodel.rdma.resp.wr_arbiter import WriteArbiterModel
 from pymodel.rdma.resp.writer import PayloadWriterModel
 from spec.formats.roce import MR_LAYOUT, MR_LAYOUT_RA
 from spec.formats.scaleup import framing
+from spec.rdma_engine import check_cache_shape
 from spec.rdma_responder import (
     MR_READ_ID,
     READ_COUNTERS,
@@ -42,7 +43,7 @@ from spec.rdma_responder import (
     RESP_GROUP,
     RESPONDER_COUNTERS,
     ResponderSizes,
-    check_mr_cache,
+    check_mr_table,
     check_read_words,
 )
 
@@ -76,8 +77,10 @@ class ResponderModel:
 
     Parameters
     ----------
-    cache_entries, depth, mr_entries, **sizes
-        As for the RTL :class:`~rtl.rdma.resp.responder.Responder`.
+    cache, depth, mr, **sizes
+        As for the RTL :class:`~rtl.rdma.resp.responder.Responder` (``cache``: the
+        context cache's :class:`~spec.rdma_engine.ContextCacheShape`, ``mr``: the MR
+        table's :class:`~spec.rdma_responder.MrTableShape`, None their defaults).
     qpc_base : int
         The ``qpc_base`` port (word address of the context table).
     qpc_words : int
@@ -87,11 +90,9 @@ class ResponderModel:
         The MR table's entries (``MR_LAYOUT`` integers; missing ones are 0).
     selective : int
         The ``selective`` port (0 go-back-N, 1 selective repeat).
-    mr_cache : int
-        0: the MR table on chip (``mr_table``). Else the MR cache's entries: the MRs are
-        read from host memory at ``mr_base`` (``mr_table`` is then unused).
     mr_base : int
-        The ``mr_base`` port (with ``mr_cache``).
+        The ``mr_base`` port (with the MR table in host memory, ``mr.in_host``: the MRs
+        are read from there through the MR cache twin, ``mr_table`` is then unused).
 
     Attributes
     ----------
@@ -102,20 +103,18 @@ class ResponderModel:
         ``words``, ``fills``, ``wbs``).
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 15, mr_entries=16, *, qpc_base=0,
-                 qpc_words=1,
-                 mr_table=(), cache_used=None, header="roce", cache_ways=1, selective=0,
-                 mr_cache=0, mr_base=0, read_words=0, **sizes):
-        _check("QP-context cache entries", cache_entries, 16, 256)
+    def __init__(self, cache=None, depth=1 << 15, mr=None, *, qpc_base=0,
+                 qpc_words=1, mr_table=(), cache_used=None, header="roce", selective=0,
+                 mr_base=0, read_words=0, **sizes):
+        cache = check_cache_shape(cache)
+        cache_entries = cache.entries
         _check("host-memory depth (words)", depth, 1 << 6, 1 << 32)
-        _check("MR table entries", mr_entries, 2, 256)
-        check_mr_cache(mr_cache)
+        mr = check_mr_table(mr)
+        mr_entries = mr.entries
         self.read_words = check_read_words(read_words)
-        if read_words and mr_cache:
-            raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR table "
-                             "(mr_cache 0)")
+        mr.check_reads(read_words)
         reads = self.reads = bool(read_words)
-        self.mrc = MrCacheModel(mr_cache, mr_entries) if mr_cache else None
+        self.mrc = MrCacheModel(mr.cache, mr_entries) if mr.in_host else None
         self.mr_base = mr_base
         fr = framing(header)
         s = self.sizes = ResponderSizes.of(sizes)
@@ -127,7 +126,7 @@ class ResponderModel:
         if reads:
             f["rdata"] = Fifo(read_words, "rdata", self._staged)
         self.cache = ContextCacheModel(cache_entries, {"resp": RESP_GROUP}, qpc_base, depth,
-                                       cache_used, cache_ways, qpc_words)
+                                       cache_used, cache.ways, qpc_words)
         used = self.cache.used
         layout = MR_LAYOUT_RA if read_words else MR_LAYOUT
         mr = [unpack(layout, v) for v in mr_table]
@@ -135,7 +134,7 @@ class ResponderModel:
         self.rx = ReceiveModel(f["hdr"], f["pay"], fr.header.value)
         self.verify = VerifyModel(f["jobs"], f["wjobs"], f["acks"], cache_entries, s.jobs,
                                   depth, self, used, log=self._staged, selective=selective,
-                                  mr_cache=self.mrc, reads=reads)
+                                  mr=self.mrc, reads=reads)
         self.header = HeaderCheckModel(f["hdr"], f["jobs"], cache_entries, s.jobs,
                                        lookup=self._lookup,
                                        done=lambda e, side: self.verify.done_of(e),

@@ -35,14 +35,14 @@ class VerifyModel:
     """
 
     def __init__(self, i, w, ack, entries, jobs, depth, env, used=None, log=None,
-                 selective=0, mr_cache=None, reads=False):
+                 selective=0, mr=None, reads=False):
         """``log``: a :class:`pymodel.cycle.StagedLog` the register file enters, for an
         owner that commits it through it (:meth:`commit` commits it alone);
         ``selective``: the port of that name (0 go-back-N, 1 selective repeat);
-        ``mr_cache``: None (the MR table, ``env.mr``) or the
-        :class:`~pymodel.rdma.resp.mr_cache.MrCacheModel` the stage looks MRs up in
-        (it holds a FIRST/ONLY job until its MR hits)."""
-        self.mrc, self._mr = mr_cache, None
+        ``mr``: None (the MR table on chip, ``env.mr``) or the twin of the responder's
+        MR cache (``look``, ``take``), which the stage looks MRs up in with the table in
+        host memory (it holds a FIRST/ONLY job until its MR hits)."""
+        self.mrc, self._mr = mr, None
         self.reads = bool(reads)
         if selective not in (0, 1):
             raise ValueError(f"selective must be 0 or 1, not {selective!r}")

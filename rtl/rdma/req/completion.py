@@ -13,16 +13,17 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, check_ways, entry_of
-from spec.checks import check_int, check_windows
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, entry_of
+from spec.checks import check_int, check_windows, reject
 from spec.formats.roce import PSN_BITS, QPN_BITS, CqeStatus, Syndrome, WqeOpcode
 from spec.ports import CacheProbeSignature, CompletionQuerySignature
 from spec.rdma_engine import (
     COMPLETION_COUNTERS,
-    REQUESTER_DEFAULTS,
+    REQUESTER_SIZES,
     RETRY_LIMIT_RANGE,
     REWIND_QUEUE,
     TIMEOUT_BITS,
+    check_cache_shape,
 )
 from spec.rdma_read_req import rewind_layout
 from spec.rdma_responder import SR_WINDOW
@@ -67,8 +68,10 @@ class CompletionUnit(wiring.Component):
 
     Parameters
     ----------
-    entries : int
-        Context-cache entries.
+    cache : ContextCacheShape
+        The context cache's shape (:class:`spec.rdma_engine.ContextCacheShape`): its
+        ``entries``, and its ``ways`` per set (a QP's entries are the ``ways`` adjacent
+        entries of its set).
     records : int
         Records in the pool (messages from their WQE read to their ACK, all QPs; the
         WQE fetch stage keeps the promise that one is free for each record that arrives).
@@ -79,9 +82,6 @@ class CompletionUnit(wiring.Component):
         Window slots: 0 (one per cache entry; a QP's context stays cached until its
         window is empty) or a power of two, ``entries`` to 4096 (QPs whose QPNs are
         equal modulo ``windows`` take turns: see ``query.keep``).
-    ways : int
-        Ways per set of the context cache (1, 2, 4 or 8, as its ``ways``): a QP's
-        entries are the ``ways`` adjacent entries of its set.
     reads : int
         1: records, window records and completions carry the WQE opcode ``op`` (the
         CQE's opcode); 0 (default): not.
@@ -267,10 +267,14 @@ class CompletionUnit(wiring.Component):
     executed that one), so their slots would wait for responses that never come.
     """
 
-    def __init__(self, entries, records=REQUESTER_DEFAULTS["records"], retry_limit=7,
-                 windows=0, ways=1, reads=0):
-        self.entries, self.reads = entries, reads
-        self.ways = check_ways(self, ways, entries)
+    def __init__(self, cache, records=REQUESTER_SIZES["records"], retry_limit=7,
+                 windows=0, reads=0):
+        try:
+            cache = check_cache_shape(cache)
+        except ValueError as error:
+            reject(self, str(error))
+        entries = cache.entries
+        self.entries, self.ways, self.reads = entries, cache.ways, reads
         self.records = check_int(self, "window records", records, 2, 4096)
         self.retry_limit = check_int(self, "retry limit", retry_limit, *RETRY_LIMIT_RANGE)
         self.windows = check_windows(self, windows, entries)

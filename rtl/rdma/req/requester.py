@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from rtl.rdma.ack_receiver import AckReceiver
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.req.ack_queue import AckQueue
 from rtl.rdma.req.completion import CompletionUnit
@@ -37,11 +37,12 @@ from spec.rdma_engine import (
     RD_PAYLOAD,
     RD_WQE,
     REQUESTER_COUNTERS,
-    REQUESTER_DEFAULTS,
+    REQUESTER_SIZES,
     RETRY_LIMIT_RANGE,
     SEQ_GROUP,
     TIMEOUT_BITS,
     TIMEOUT_RANGE,
+    check_cache_shape,
 )
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS as READ_COUNTERS
 from spec.rdma_read_req import SLOTS_RANGE
@@ -83,18 +84,18 @@ class Requester(wiring.Component):
 
     Parameters
     ----------
-    cache_entries : int
-        QP-context cache entries (16 to 256, a power of two).
+    cache : ContextCacheShape
+        The QP-context cache's shape (:class:`spec.rdma_engine.ContextCacheShape`: its
+        entries and ways; more than one way is refused with ``windows`` 0, where a
+        window slot is a cache entry); None: its default (16 entries, direct mapped).
     depth : int
         Host-memory words.
     prefetch, wqe_words, payload_words, records, timeout, retry_limit : int
-        See :data:`spec.rdma_engine.REQUESTER_DEFAULTS`; ``timeout`` is the default
+        See :data:`spec.rdma_engine.REQUESTER_SIZES`; ``timeout`` is the default
         transport timeout in cycles (64 to 2**24 - 1) when the run-time port
         ``ack_timeout`` is 0,
         ``windows`` the completion unit's window slots (0: one
         per cache entry, contexts pinned until their messages are acknowledged),
-        ``cache_ways`` the context cache's ways per set (1, 2, 4, 8; more than 1 is
-        refused with ``windows`` 0, where a window slot is a cache entry),
         ``miss_queue`` the items whose context fill is on its way that may step aside
         for others (a :class:`~rtl.rdma.req.miss_queue.MissQueue` between the ``fetch``
         FIFO and the WQE fetch stage; 0: none, an item waits for its fill in order).
@@ -132,7 +133,7 @@ class Requester(wiring.Component):
     serial : In(1)
         One message at a time: the front takes an item only when nothing is in flight.
     cache_log2 : In(4)
-        ``2**cache_log2`` context-cache entries in use (4 to ``log2(cache_entries)``,
+        ``2**cache_log2`` context-cache entries in use (4 to ``log2(cache.entries)``,
         held from reset).
     qpc_log2 : In(QPC_LOG2_BITS)
         A QP context is ``2**qpc_log2`` host words at ``qpc_base + qpn * 2**qpc_log2``
@@ -152,7 +153,12 @@ class Requester(wiring.Component):
     READs and atomics (``reads``): :mod:`rtl.rdma.req.read_path`.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, header="roce", reads=0, **params):
+    def __init__(self, cache=None, depth=1 << 14, header="roce", reads=0, **params):
+        try:
+            cache = check_cache_shape(cache)
+        except ValueError as error:
+            reject(self, str(error))
+        cache_entries = cache.entries
         self.framing = framing_param(self, header)
         if reads:
             check_int(self, "READ/atomic slots (reads)", reads, *SLOTS_RANGE)
@@ -160,10 +166,10 @@ class Requester(wiring.Component):
                 reject(self, f"reads needs the RoCEv2 framing (header 'roce'), not "
                              f"{header!r}")
         self.reads = reads
-        unknown = set(params) - set(REQUESTER_DEFAULTS)
+        unknown = set(params) - set(REQUESTER_SIZES)
         if unknown:
             reject(self, f"unknown Requester parameter(s): {sorted(unknown)}")
-        p = dict(REQUESTER_DEFAULTS, **params)
+        p = dict(REQUESTER_SIZES, **params)
         # Every check before any part is built (a part that rejects its parameter would
         # leave the others built and unused).
         check_int(self, "transport timeout (cycles)", p["timeout"], *TIMEOUT_RANGE)
@@ -173,19 +179,14 @@ class Requester(wiring.Component):
         check_int(self, "payload FIFO words", p["payload_words"], 64, 1 << 14)
         check_int(self, "window records", p["records"], 2, 4096)
         check_int(self, "miss queue depth", p["miss_queue"], *MISS_QUEUE_RANGE)
-        check_int(self, "QP-context cache entries", cache_entries, 16, 256)
-        if cache_entries & (cache_entries - 1):
-            reject(self, f"QP-context cache entries must be a power of two, "
-                         f"not {cache_entries!r}")
         check_windows(self, p["windows"], cache_entries)
-        check_ways(self, p["cache_ways"], cache_entries)
-        if p["cache_ways"] > 1 and p["windows"] == 0:
-            reject(self, f"QP-context cache ways (cache_ways) {p['cache_ways']} need window "
-                         f"slots apart from the cache (windows > 0, not 0)")
+        if cache.ways > 1 and p["windows"] == 0:
+            reject(self, f"a QP-context cache of {cache.ways} ways needs window slots apart "
+                         f"from the cache (windows > 0, not 0)")
         self.p, self.depth, self.cache_entries = p, depth, cache_entries
         self.cache = ContextCache(cache_entries, depth,
                                   {"fetch": FETCH_GROUP, "seq": SEQ_GROUP}, static_reads=3,
-                                  probes=5, ways=p["cache_ways"],
+                                  probes=5, ways=cache.ways,
                                   fill_queries=2 if p["miss_queue"] else 0)
         self.front = QpFront(cache_entries)
         self.fetch = WqeFetch(cache_entries, depth, p["prefetch"], p["wqe_words"],
@@ -194,8 +195,8 @@ class Requester(wiring.Component):
         self.payload = PayloadFetch(depth, p["payload_words"], bool(reads))
         self.sender = FrameSender(cache_entries, p["payload_words"],
                                   self.framing.header.value, bool(reads), depth)
-        self.completion = CompletionUnit(cache_entries, p["records"], p["retry_limit"],
-                                         p["windows"], p["cache_ways"], bool(reads))
+        self.completion = CompletionUnit(cache, p["records"], p["retry_limit"],
+                                         p["windows"], bool(reads))
         ports = {
             "mmio": In(stream.Signature(mmio_layout())),
             "host": Out(HostDmaSignature(depth)),

@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache, check_ways
+from rtl.rdma.context_cache import CACHE_LOG2_BITS, QPC_LOG2_BITS, ContextCache
 from rtl.rdma.eth_ip_udp import framing_param
 from rtl.rdma.resp.ack import AckSender
 from rtl.rdma.resp.header import HeaderCheck
@@ -20,6 +20,7 @@ from spec.formats.packet import packet_signature
 from spec.formats.roce import HOST_WORD_BITS, MR_LAYOUT, MR_LAYOUT_RA
 from spec.host import wr_layout
 from spec.ports import CountersSignature, HostDmaSignature, PortView
+from spec.rdma_engine import check_cache_shape
 from spec.rdma_responder import (
     MR_CACHE_COUNTERS,
     MR_READ_ID,
@@ -28,7 +29,7 @@ from spec.rdma_responder import (
     RESP_GROUP,
     RESPONDER_COUNTERS,
     ResponderSizes,
-    check_mr_cache,
+    check_mr_table,
     check_read_words,
 )
 from spec.rdma_stages import (
@@ -66,27 +67,24 @@ class Responder(wiring.Component):
 
     Parameters
     ----------
-    cache_entries : int
-        Entries of the QP-context cache (16 to 256, a power of two).
+    cache : ContextCacheShape
+        The QP-context cache's shape (:class:`spec.rdma_engine.ContextCacheShape`: its
+        entries and ways per set), as the requester's; None: its default (16 entries,
+        direct mapped).
     depth : int
         Host-memory words (a power of two, 2**6 to 2**32).
-    mr_entries : int
-        Entries of the on-chip MR table (2 to 256, a power of two), indexed by
-        ``rkey % mr_entries``.
-    header : str
-        The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
-        the receive, header-check, writer and ACK stages follow it).
-    cache_ways : int
-        Ways per set of the context cache (1, 2, 4, 8; 1: direct mapped), as the
-        requester's ``cache_ways`` (:data:`spec.rdma_engine.REQUESTER_DEFAULTS`).
-    mr_cache : int
-        0 (default): the MR table is on chip (``mr_table``). Else the MR table lives in
-        host memory at ``mr_base`` and a direct-mapped MR cache of ``mr_cache`` entries (a
-        power of two, 2 to 256) sits in front of it
+    mr : MrTableShape
+        The MR table (:class:`spec.rdma_responder.MrTableShape`; None: its default, 16
+        MRs on chip), indexed by ``rkey % mr.entries``. With ``mr.cache`` 0 it is on chip
+        (``mr_table``). Else it lives in host memory at ``mr_base`` and a direct-mapped MR
+        cache of ``mr.cache`` lines sits in front of it
         (:class:`~rtl.rdma.resp.mr_cache.MrCache`): a hit costs nothing, a miss holds
         the frame in the verify stage while one word is read on ``host.rd_req`` (``id``
         :data:`~spec.rdma_responder.MR_READ_ID`; the read data goes to the MR cache by
         that id). An MR read waiting is presented before the fill FIFO's head.
+    header : str
+        The framing, ``"roce"`` (default) or ``"scaleup"`` (:mod:`spec.formats.scaleup`:
+        the receive, header-check, writer and ACK stages follow it).
     read_words : int
         0 (default): no RDMA READ (a READ request is ``malformed``). Else RDMA READ is
         executed (:data:`spec.rdma_responder.READ_WORDS_RANGE`): READ requests pass the
@@ -114,8 +112,8 @@ class Responder(wiring.Component):
         :data:`spec.formats.roce.QPC_DYNAMIC_FIELDS`): a fill reads them all, a
         write-back writes the first.
     cache_log2 : In(4)
-        ``2**cache_log2`` cache entries in use (4 to ``log2(cache_entries)``, held from
-        reset); with ``cache_ways`` 1 QP ``q`` lives in entry ``q % 2**cache_log2``
+        ``2**cache_log2`` cache entries in use (4 to ``log2(cache.entries)``, held from
+        reset); with one way QP ``q`` lives in entry ``q % 2**cache_log2``
         (else in one of the ways of its set: :class:`~rtl.rdma.context_cache.ContextCache`).
     selective : In(1)
         Selective repeat (held from reset): 0 go-back-N, 1 frames ahead are placed
@@ -136,12 +134,12 @@ class Responder(wiring.Component):
         ``len(fifos["pay"].q)`` and ``len(fifos["hdr"].q)`` before the cycle's ``step``.
     mr_table : memory.Memory (attribute, not a port)
         The MR table (:data:`MR_LAYOUT` entries, :data:`MR_LAYOUT_RA` with
-        ``read_words``), loaded by the testbench; None with ``mr_cache``.
+        ``read_words``), loaded by the testbench; None with the table in host memory.
     mr_base : In(range(depth))
-        Only with ``mr_cache``: word address of the MR table in host memory (MR ``x``,
-        ``x = rkey % mr_entries``, one :data:`MR_LAYOUT` word at ``mr_base + x``).
+        Only with the table in host memory: its word address (MR ``x``,
+        ``x = rkey % mr.entries``, one :data:`MR_LAYOUT` word at ``mr_base + x``).
     mr_lookups, mr_misses : Out(32)
-        Only with ``mr_cache``: :data:`~spec.rdma_responder.MR_CACHE_COUNTERS`
+        Only with the table in host memory: :data:`~spec.rdma_responder.MR_CACHE_COUNTERS`
         (:class:`~rtl.rdma.resp.mr_cache.MrCache`).
     frames_ok, acks, words, lookups, misses, writebacks, fills_max, <drop reasons>,
     duplicates, out_of_order, rx_beats_max, rx_frames_max, jobs_max : Out(32)
@@ -163,7 +161,7 @@ class Responder(wiring.Component):
     miss on an entry that is still filling, or whose QP has frames between the lookup
     and the end of the verify stage, waits in the header check and holds the frames
     behind it (the cache is direct mapped and never evicts a context in use). With
-    ``mr_cache``, a FIRST/ONLY frame whose MR misses when it reaches the head of the
+    the MR table in host memory, a FIRST/ONLY frame whose MR misses when it reaches the head of the
     verify stage in cycle ``v`` presents its MR read on ``rd_req`` in ``v + 1`` and is
     decided in the cycle after the word arrives (``L + 2`` cycles more than a hit
     when taken at once; in parallel with its context fill when both miss), holding the
@@ -172,30 +170,26 @@ class Responder(wiring.Component):
     a backlog drains at up to one frame every 2 cycles.
     """
 
-    def __init__(self, cache_entries=16, depth=1 << 14, mr_entries=16, header="roce",
-                 cache_ways=1, mr_cache=0, read_words=0, **sizes):
+    def __init__(self, cache=None, depth=1 << 14, mr=None, header="roce", read_words=0,
+                 **sizes):
         self.framing = framing_param(self, header)
-        self.cache_ways = check_ways(self, cache_ways, cache_entries)
-        check_int(self, "QP-context cache entries", cache_entries, 16, 256)
-        if cache_entries & (cache_entries - 1):
-            reject(self, f"QP-context cache entries must be a power of two, not "
-                         f"{cache_entries!r}")
+        try:
+            cache = check_cache_shape(cache)
+        except ValueError as error:
+            reject(self, str(error))
+        self.cache_shape = cache
+        cache_entries = cache.entries
         check_int(self, "host-memory depth (words)", depth, 1 << 6, 1 << 32)
         if depth & (depth - 1):
             reject(self, f"host-memory depth (words) must be a power of two, not {depth!r}")
-        check_int(self, "MR table entries", mr_entries, 2, 256)
-        if mr_entries & (mr_entries - 1):
-            reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
         try:
+            self.mr = mr = check_mr_table(mr)
             self.sizes = ResponderSizes.of(sizes)
-            self.mr_cache = check_mr_cache(mr_cache)
             self.read_words = check_read_words(read_words)
-            if read_words and mr_cache:
-                raise ValueError("read_words (RDMA READ and atomics) needs the on-chip MR "
-                                 "table (mr_cache 0)")
+            mr.check_reads(read_words)
         except ValueError as error:
             reject(self, str(error))
-        self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr_entries
+        self.cache_entries, self.depth, self.mr_entries = cache_entries, depth, mr.entries
         ports = {
             "i": In(packet_signature(64)),
             "o": Out(packet_signature(64)),
@@ -208,33 +202,32 @@ class Responder(wiring.Component):
             "rx_frames_level": Out(range(self.sizes.rx_frames + 1)),
         }
         ports.update({name: Out(32) for name in RESPONDER_COUNTERS})
-        if mr_cache:
+        if mr.in_host:
             ports["mr_base"] = In(range(depth))
             ports.update({name: Out(32) for name in MR_CACHE_COUNTERS})
         if read_words:
             ports.update({name: Out(32) for name in READ_COUNTERS})
         super().__init__(ports)
-        self.mr_table = (None if mr_cache else
+        self.mr_table = (None if mr.in_host else
                          memory.Memory(shape=MR_LAYOUT_RA if read_words else MR_LAYOUT,
-                                       depth=mr_entries, init=[]))
+                                       depth=mr.entries, init=[]))
 
     def elaborate(self, platform):
         m = Module()
         s, n, depth = self.sizes, self.cache_entries, self.depth
-        if not self.mr_cache:
+        if not self.mr.in_host:
             m.submodules.mr_table = self.mr_table
         fr, hb = self.framing.header.value, self.framing.head_bytes
         m.submodules.rx = rx = Receive(s.rx_beats, s.rx_frames, header=fr)
         reads = bool(self.read_words)
         m.submodules.header = hdr = HeaderCheck(n, s.jobs, header=fr, reads=reads)
-        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr_entries, hb,
-                                           self.mr_cache, reads=reads)
+        m.submodules.verify = ver = Verify(n, s.jobs, depth, self.mr, hb, reads=reads)
         m.submodules.writer = wrt = PayloadWriter(depth, header=fr)
         m.submodules.arbiter = arb = WriteArbiter(depth)
         m.submodules.ack = ack = (ResponseSender(depth, self.read_words, header=fr) if reads
                                   else AckSender(header=fr))
         m.submodules.cache = cache = ContextCache(n, depth, {"resp": RESP_GROUP},
-                                                  ways=self.cache_ways)
+                                                  ways=self.cache_shape.ways)
         fifos = dict(
             hdr=_fifo(header_entry_layout(), s.rx_frames), pay=_fifo(HOST_WORD_BITS, s.rx_beats),
             jobs=_fifo(verify_job_layout(hb, reads), s.jobs),
@@ -268,8 +261,8 @@ class Responder(wiring.Component):
 
         wiring.connect(m, cache.fill_rd, fifos["fills"].w_stream)
         rd_req, rd_data = self.host.rd_req, self.host.rd_data
-        if self.mr_cache:
-            m.submodules.mr_cache = mrc = MrCache(self.mr_cache, self.mr_entries)
+        if self.mr.in_host:
+            m.submodules.mr_cache = mrc = MrCache(self.mr.cache, self.mr.entries)
             mr_rd = mrc.rd_req
             m.d.comb += [
                 mrc.key.eq(ver.mr_key), mrc.look.eq(ver.mr_look), mrc.take.eq(ver.mr_take),
@@ -305,7 +298,7 @@ class Responder(wiring.Component):
             ]
         if reads:
             # READ data reads come last: behind MR reads and context fills.
-            other = fifos["fills"].r_rdy | (mrc.rd_req.valid if self.mr_cache else 0)
+            other = fifos["fills"].r_rdy | (mrc.rd_req.valid if self.mr.in_host else 0)
             with m.If(~other):
                 m.d.comb += [rd_req.valid.eq(ack.rd.valid),
                              rd_req.payload.addr.eq(ack.rd.payload.addr),
@@ -313,7 +306,7 @@ class Responder(wiring.Component):
                              rd_req.payload.id.eq(READ_DATA_ID)]
             rdata = fifos["rdata"]
             is_data = rd_data.payload.id == READ_DATA_ID
-            not_mr = (rd_data.payload.id != MR_READ_ID) if self.mr_cache else 1
+            not_mr = (rd_data.payload.id != MR_READ_ID) if self.mr.in_host else 1
             m.d.comb += [
                 ack.writes_idle.eq(~fifos["wjobs"].r_rdy & ~fifos["words"].r_rdy),
                 ack.rd.ready.eq(rd_req.ready & ~other),
@@ -329,7 +322,7 @@ class Responder(wiring.Component):
         wiring.connect(m, ver.filled, cache.filled)
         wiring.connect(m, ver.ctx, cache.reads[0])
         wiring.connect(m, ver.group, cache.resp)
-        if not self.mr_cache:
+        if not self.mr.in_host:
             mr = self.mr_table.read_port(domain="comb")
             m.d.comb += [mr.addr.eq(ver.mr_addr), ver.mr_data.eq(mr.data)]
 

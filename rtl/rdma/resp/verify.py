@@ -27,7 +27,7 @@ from spec.rdma_responder import (
     RESP_GROUP,
     SIZE_LIMITS,
     SR_WINDOW,
-    check_mr_cache,
+    check_mr_table,
 )
 from spec.rdma_stages import ack_layout, group_layout, verify_job_layout, write_job_layout
 
@@ -47,12 +47,11 @@ class Verify(wiring.Component):
         Context-cache entries; depth of the verify-job FIFO (width of the done counts).
     depth : int
         Host-memory words (``addr`` of the write jobs).
-    mr_entries : int
-        Entries of the MR table (indexed by ``rkey % mr_entries``).
-    mr_cache : int
-        0 (default): the MR table is on chip and read combinationally (``mr_addr``).
-        Else the entries of the MR cache the responder puts in front of the table in host
-        memory (:class:`~rtl.rdma.resp.mr_cache.MrCache`; ports ``mr_key`` ...).
+    mr : MrTableShape
+        The responder's MR table (:class:`spec.rdma_responder.MrTableShape`; None: its
+        default): its ``entries`` (indexed by ``rkey % entries``), on chip and read
+        combinationally (``mr_addr``), or in host memory behind the responder's MR cache
+        (``mr.in_host``; ports ``mr_key`` ...).
 
     Ports
     -----
@@ -69,11 +68,11 @@ class Verify(wiring.Component):
         The cache's static read port: ``valid`` and the ACK addressing.
     group : Out(CacheGroupSignature(entries, group_layout(RESP_GROUP)))
         The cache's dynamic group :data:`RESP_GROUP`, owned by this stage.
-    mr_addr : Out(range(mr_entries)), mr_data : In(MR_LAYOUT)
-        The MR table (a combinational read). With ``mr_cache`` no ``mr_addr``:
-        ``mr_data`` is the MR cache's ``mr`` for ``mr_key``.
+    mr_addr : Out(range(mr.entries)), mr_data : In(MR_LAYOUT)
+        The MR table (a combinational read). With the table in host memory no
+        ``mr_addr``: ``mr_data`` is the MR cache's ``mr`` for ``mr_key``.
     mr_key : Out(32), mr_look : Out(1), mr_take : Out(1), mr_hit : In(1)
-        Only with ``mr_cache``: to the :class:`~rtl.rdma.resp.mr_cache.MrCache`, the head
+        Only with the table in host memory: to the responder's MR cache, the head
         job's rkey; ``mr_look`` while the head job is a FIRST/ONLY that passed the header
         check (whatever its context, PSN or room downstream); ``mr_take`` when that job
         is decided; ``mr_hit``: its MR is in the cache.
@@ -97,11 +96,11 @@ class Verify(wiring.Component):
     (seen from the next cycle, so the next frame of the same QP can follow directly) and
     the entry's done count incremented (seen by the header check from the next cycle).
 
-    With ``mr_cache`` a FIRST/ONLY job that passed the header check is decided only in
+    With the table in host memory a FIRST/ONLY job that passed the header check is decided only in
     a cycle where also ``mr_hit``: a miss holds it (and every frame behind it, of every
     QP) until its MR's read returns, which keeps the frames in order at no cost in
     state; a hit costs nothing. Its decision is then the one below, from the MR the
-    cache holds (the table's entry ``rkey % mr_entries``, as without the cache).
+    cache holds (the table's entry ``rkey % mr.entries``, as without the cache).
 
     Decisions, as today's responder: context not ``valid``: ``unknown_qp``, silent.
     Context ``state`` ERR (set by the host in the context; the stage never writes it):
@@ -189,21 +188,17 @@ class Verify(wiring.Component):
     (``atomic_replays``): answered, never executed again; else dropped.
     """
 
-    def __init__(self, entries, jobs, depth, mr_entries, head_bytes=HEAD_BYTES, mr_cache=0,
-                 reads=False):
+    def __init__(self, entries, jobs, depth, mr=None, head_bytes=HEAD_BYTES, reads=False):
         check_int(self, "QP-context cache entries", entries, 16, 256)
         if entries & (entries - 1):
             reject(self, f"QP-context cache entries must be a power of two, not {entries!r}")
         check_int(self, "verify jobs (jobs)", jobs, *SIZE_LIMITS["jobs"])
-        check_int(self, "MR table entries", mr_entries, 2, 256)
-        if mr_entries & (mr_entries - 1):
-            reject(self, f"MR table entries must be a power of two, not {mr_entries!r}")
-        self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr_entries
-        self.reads = bool(reads)
         try:
-            self.mr_cache = check_mr_cache(mr_cache)
+            mr = check_mr_table(mr)
         except ValueError as error:
             reject(self, str(error))
+        self.entries, self.jobs, self.depth, self.mr_entries = entries, jobs, depth, mr.entries
+        self.reads, self.mr_in_host = bool(reads), mr.in_host
         group = group_layout(RESP_GROUP)
         ports = {
             "i": In(stream.Signature(verify_job_layout(head_bytes, self.reads))),
@@ -217,11 +212,11 @@ class Verify(wiring.Component):
             "done_addr": In(range(entries)), "done_data": Out(inflight_bits(jobs)),
             "selective": In(1), "held_addr": In(range(entries)), "held": Out(1),
         }
-        if mr_cache:
+        if mr.in_host:
             ports.update({"mr_key": Out(32), "mr_look": Out(1), "mr_take": Out(1),
                           "mr_hit": In(1)})
         else:
-            ports["mr_addr"] = Out(range(mr_entries))
+            ports["mr_addr"] = Out(range(mr.entries))
         ports.update({name: Out(32) for name in VERIFY_COUNTERS})
         if self.reads:
             ports.update(read_reqs=Out(32), atomics=Out(32), atomic_replays=Out(32),
@@ -236,7 +231,7 @@ class Verify(wiring.Component):
         ctx, g, mr = self.ctx.data, self.group.data, self.mr_data
         m.d.comb += [self.filled.entry.eq(entry), self.ctx.addr.eq(entry),
                      self.group.addr.eq(entry)]
-        if self.mr_cache:
+        if self.mr_in_host:
             need, mr_ok = Signal(), Signal()     # mr_ok: the job's MR is at hand
             m.d.comb += [need.eq(j.check & j.reth), self.mr_key.eq(j.rkey),
                          self.mr_look.eq(self.i.valid & need), mr_ok.eq(~need | self.mr_hit)]
@@ -501,11 +496,11 @@ class Verify(wiring.Component):
                 & (~j.check | self.filled.ready))
         if self.reads:
             cond = cond & ~fence
-        m.d.comb += go.eq(cond & mr_ok if self.mr_cache else cond)
+        m.d.comb += go.eq(cond & mr_ok if self.mr_in_host else cond)
         with m.If(go):
             m.d.comb += [self.i.ready.eq(1), self.w.valid.eq(1), self.ack.valid.eq(ack_due),
                          wr.en.eq(j.check)]
-            if self.mr_cache:
+            if self.mr_in_host:
                 m.d.comb += self.mr_take.eq(need)
             with m.If(sr_we):
                 m.d.comb += [sr_wr.en.eq(1), sr_wr.data.eq(new_bits)]
