@@ -33,7 +33,8 @@ def _run(sim, test_id, **params):
     "Verilog); make test-all runs it on both simulators, make sim's RDMA gap rows "
     "co-simulate the fabric over reliable links, and in make test the merge, the demux and "
     "the switch hop run against their twins (test_unit_frame_merge.py, "
-    "test_unit_switch.py, hop latency) and the fabric's model its incasts (test_rdma_fabric_model.py)"))
+    "test_unit_switch.py, hop latency) and the fabric's model its incasts "
+    "(test_rdma_fabric_model.py)"))
 def test_fabric_incast(sim, test_id):
     """Incast 3->1: nodes 1-3 each send 128-byte WRITEs to node 0, open-loop arrivals at
     half of node 0's downlink rate; node 0's uplink carries the ACKs of all three."""

@@ -10,9 +10,9 @@ differs from the posting order, and only the per-QP order is a rule.
 """
 
 from spec.formats.roce import CqeStatus, OpCode
-from spec.rdma_responder import MR_CACHE_COUNTERS
+from spec.rdma_responder import MR_CACHE_COUNTERS, MrTableShape
 
-__all__ = ["intended_statuses", "cqes_per_qp", "mr_counters", "mr_cache_check"]
+__all__ = ["intended_statuses", "cqes_per_qp", "mr_counters", "mr_lookup_check"]
 
 
 def intended_statuses(messages, expect_status=None, cqe_status="SUCCESS"):
@@ -46,31 +46,37 @@ def cqes_per_qp(messages, status_of, cqes):
 
 def mr_counters(top):
     """The MR cache's counter names a top of parameters ``top`` has (in its ``resp``
-    counters): none without ``mr_cache``."""
-    return MR_CACHE_COUNTERS if isinstance(top, dict) and top.get("mr_cache") else ()
+    counters): none while its MR table is on chip (:class:`spec.rdma_responder.MrTableShape`
+    of the top's parameters, the defaults where ``top`` leaves them)."""
+    if not isinstance(top, dict):
+        return ()
+    shape = MrTableShape.of({**MrTableShape().params(), **top})
+    return MR_CACHE_COUNTERS if shape.in_host else ()
 
 
-def mr_cache_check(sb, cfg, resp, frames, bth_at):
-    """With ``cfg.mr_cache``, check the responder's counters ``resp`` against a
-    direct-mapped cache of ``cfg.mr_cache`` lines (MR ``x = rkey % cfg.mr_entries`` in
-    line ``x % cfg.mr_cache``) run over the rkeys of the FIRST/ONLY frames in
+def mr_lookup_check(sb, cfg, resp, frames, bth_at):
+    """With the responders' MR table in host memory (``cfg.mr_shape``, a
+    :class:`spec.rdma_responder.MrTableShape`), check the responder's counters ``resp``
+    against a direct-mapped cache of the shape's ``cache`` lines (MR ``x = rkey %
+    entries`` in line ``x % cache``) run over the rkeys of the FIRST/ONLY frames in
     ``frames`` (bytes, the BTH at byte ``bth_at``, the RETH's rkey 20 bytes further), in
     order: independent of the model, for runs where every frame is verified once in
     arrival order (skipped when the responder dropped a frame before its lookup, e.g.
     for ``overflow``, or the A->B link has faults: the wire, recorded at the link's
     input, then differs from what was verified)."""
     unseen = ("overflow", "fcs_bad", "truncated", "malformed", "icrc_bad")
-    if (not cfg.mr_cache or any(resp[r] for r in unseen)
+    mr = cfg.mr_shape
+    if (not mr.in_host or any(resp[r] for r in unseen)
             or cfg.faults_ab != type(cfg.faults_ab)()):
         return
     held, lookups, misses = {}, 0, 0
     for frame in frames:
         if frame[bth_at] in (OpCode.RC_RDMA_WRITE_FIRST.value,
                              OpCode.RC_RDMA_WRITE_ONLY.value):
-            x = int.from_bytes(frame[bth_at + 20:bth_at + 24], "big") % cfg.mr_entries
+            x = int.from_bytes(frame[bth_at + 20:bth_at + 24], "big") % mr.entries
             lookups += 1
-            if held.get(x % cfg.mr_cache) != x:
-                held[x % cfg.mr_cache] = x
+            if held.get(x % mr.cache) != x:
+                held[x % mr.cache] = x
                 misses += 1
     sb.equal("MR lookups (FIRST/ONLY frames on the wire)", resp["mr_lookups"], lookups)
     sb.equal("MR misses (a direct-mapped cache over the wire's rkeys)", resp["mr_misses"],

@@ -25,7 +25,7 @@ from spec.formats.roce import CqeStatus, OpCode
 from spec.formats.scaleup import framing
 from spec.rdma import DROP_REASONS, LINKS, SEQUENCE_COUNTERS
 from tb.rdma import reads
-from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_cache_check
+from tb.rdma.intent import cqes_per_qp, intended_statuses, mr_lookup_check
 from tb.rdma.phases import Phases
 from tb.rdma.point_params import params_point
 from tb.rdma.run_inputs import config, run_model, scenario, with_cq
@@ -113,7 +113,7 @@ async def run_one(dut, p, tb=None):
                 **{f"resp_{n}": x for n, x in resp.items()},
                 **{f"{link}_{n}": x for link in LINKS for n, x in links[link].items()})
     bth_at = framing(cfg.header).outer     # behind Ethernet/IPv4/UDP (42) or scale-up (10)
-    mr_cache_check(sb, cfg, resp, [frame for _, frame in got["wire_ab"]], bth_at)
+    mr_lookup_check(sb, cfg, resp, [frame for _, frame in got["wire_ab"]], bth_at)
     for name, least in p.get("expect_min", {}).items():
         sb.equal(f"{name} >= {least}", isinstance(seen[name], int) and seen[name] >= least,
                  True)
