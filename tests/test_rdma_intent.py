@@ -41,3 +41,38 @@ def test_failed_writes_complete_even_unsignalled():
     assert want == {0: [(3, 0), (5, 10), (6, 5), (7, 5)]}
     with pytest.raises(ValueError, match="3 CQE statuses for 8 WRITEs"):
         intended_statuses(v.messages, cqe_status=names[:3])
+
+
+def test_mr_lookup_check_is_a_direct_mapped_cache_over_the_wires_rkeys():
+    """The MR cache's independent check: with the table in host memory behind 2 lines,
+    FIRST/ONLY frames of rkeys 5, 3, 13, 7 (MRs 5, 3, 5, 7 of 8, all in line 1) are 4
+    lookups and 4 misses, a MIDDLE frame none; counters that say otherwise are
+    mismatches; with the table on chip nothing is checked. A top has the MR cache's
+    counters only with the table in host memory."""
+    from types import SimpleNamespace
+
+    from pymodel.fabric.faulty_link import FaultSettings
+    from spec.formats.roce import OpCode
+    from spec.rdma_responder import MR_CACHE_COUNTERS, MrTableShape
+    from tb.rdma.intent import mr_counters, mr_lookup_check
+    from tb.scoreboard import Scoreboard
+
+    def frame(op, rkey):
+        return bytes([op.value]) + bytes(19) + rkey.to_bytes(4, "big")
+
+    frames = [frame(OpCode.RC_RDMA_WRITE_ONLY, 5), frame(OpCode.RC_RDMA_WRITE_FIRST, 3),
+              frame(OpCode.RC_RDMA_WRITE_MIDDLE, 3), frame(OpCode.RC_RDMA_WRITE_ONLY, 13),
+              frame(OpCode.RC_RDMA_WRITE_ONLY, 7)]
+    quiet = dict.fromkeys(("overflow", "fcs_bad", "truncated", "malformed", "icrc_bad"), 0)
+    cfg = SimpleNamespace(mr_shape=MrTableShape(8, 2), faults_ab=FaultSettings())
+    for lookups, misses, bad in ((4, 4, 0), (4, 3, 1), (5, 4, 1)):
+        sb = Scoreboard()
+        mr_lookup_check(sb, cfg, dict(quiet, mr_lookups=lookups, mr_misses=misses),
+                        frames, 0)
+        assert sb.checked == 2 and len(sb.mismatches) == bad, sb.mismatches
+    sb = Scoreboard()
+    mr_lookup_check(sb, SimpleNamespace(mr_shape=MrTableShape(), faults_ab=FaultSettings()),
+                    dict(quiet, mr_lookups=9, mr_misses=9), frames, 0)
+    assert sb.checked == 0
+    assert mr_counters({}) == () and mr_counters("nic_top") == ()
+    assert mr_counters({"mr_cache": 4}) == MR_CACHE_COUNTERS
