@@ -64,6 +64,20 @@ def take_egress(ctx, dut, ports, ready=None):
     return out, [ctx.get(dut.credit[p]) for p in range(ports)]
 
 
+def _delivered(width, got, port):
+    """The frames egress ``port`` delivered, whole, from ``got`` (per cycle a tuple whose
+    first item is the egress beats, :func:`take_egress`'s)."""
+    chunks, cur = [], b""
+    for out, *_ in got:
+        if out[port] is None:
+            continue
+        data, nb, first, last = unpack_beat(width, out[port])
+        cur = (b"" if first else cur) + data.to_bytes(width, "little")[:nb]
+        if last:
+            chunks.append(cur)
+    return chunks
+
+
 # Backpressure -------------------------------------------------------------------------
 
 
@@ -106,14 +120,7 @@ def test_switch_holds_beats_while_egress_not_ready(framing, stall):
     assert all(not s for s in streams.values())
     # Independent of the model: each port got its frames whole (in some order).
     for p in range(ports):
-        beats = [out[p] for out, _ in got if out[p] is not None]
-        chunks, cur = [], b""
-        for b in beats:
-            data, nb, first, last = unpack_beat(width, b)
-            cur = (b"" if first else cur) + data.to_bytes(width, "little")[:nb]
-            if last:
-                chunks.append(cur)
-        assert sorted(chunks) == sorted(frames[p])
+        assert sorted(_delivered(width, got, p)) == sorted(frames[p])
 
 
 # Hop latency --------------------------------------------------------------------------
@@ -258,14 +265,7 @@ def test_hop_with_backpressure_holds_beats(hop):
     early = sum(c for c, (_, cr) in enumerate(free) for _ in range(sum(cr)))
     assert late > early, "the egress stalls never reached the ingress buffers"
     for p in range(HOP_PORTS):
-        chunks, cur = [], b""
-        for out, _ in got:
-            if out[p] is None:
-                continue
-            data, nb, first, last = unpack_beat(HOP_WIDTH, out[p])
-            cur = (b"" if first else cur) + data.to_bytes(HOP_WIDTH, "little")[:nb]
-            if last:
-                chunks.append(cur)
+        chunks = _delivered(HOP_WIDTH, got, p)
         sent = [f for fs in frames.values() for f in fs if f[dst_byte("compact")] == p]
         assert sorted(chunks) == sorted(sent)
 
@@ -351,13 +351,7 @@ def test_switch_drops_chosen_frames(backpressure, hop, stall):
     assert model.drop_fault == got[-1][2] == sum(len(d) for d in DROPS.values())
     assert sum(sum(credits) for _, credits, _ in got) == sent
     for p in range(ports):
-        beats = [out[p] for out, _, _ in got if out[p] is not None]
-        chunks, cur = [], b""
-        for b in beats:
-            data, nb, first, last = unpack_beat(width, b)
-            cur = (b"" if first else cur) + data.to_bytes(width, "little")[:nb]
-            if last:
-                chunks.append(cur)
+        chunks = _delivered(width, got, p)
         assert len(chunks) == len(frames[p]) - len(DROPS.get(p, []))
         assert set(chunks) <= set(frames[p])
 
@@ -452,18 +446,6 @@ def _src_frames(width, framing, rng, lo):
                 f[src_byte(framing)] = rng.randrange(6)
             frames[p].append(bytes(f))
     return frames
-
-
-def _delivered(width, got, port):
-    chunks, cur = [], b""
-    for out, _ in got:
-        if out[port] is None:
-            continue
-        data, nb, first, _last = unpack_beat(width, out[port])
-        cur = (b"" if first else cur) + data.to_bytes(width, "little")[:nb]
-        if _last:
-            chunks.append(cur)
-    return chunks
 
 
 @pytest.mark.parametrize("framing", ["compact", "l2"])
