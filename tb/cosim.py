@@ -44,8 +44,8 @@ from tb.verilog_export import (  # noqa: F401 (BUILD, export_verilog: part of th
 )
 
 __all__ = ["SIMULATORS", "DEFAULT_OPT", "VERILATOR_ARGS", "ROOT", "CosimFailure", "selected_sim",
-           "waves_enabled", "toolchain_path", "export_verilog", "run_cosim", "cosim_params",
-           "driven_inputs", "check_params", "ACCEPTED_PARAMS"]
+           "bytecode_cache", "waves_enabled", "toolchain_path", "export_verilog", "run_cosim",
+           "cosim_params", "driven_inputs", "check_params", "ACCEPTED_PARAMS"]
 
 SIMULATORS = ("verilator", "icarus")
 #: C++ optimisation of Verilator models unless ``opt`` or ``$VERILATOR_OPT`` says otherwise
@@ -163,6 +163,17 @@ def _verilator_runner(config):
 _USER_REWRITE = os.environ.get("COCOTB_REWRITE_ASSERTION_FILES")
 
 
+def bytecode_cache(environ=os.environ):
+    """The environment a simulator's Python needs to cache its bytecode: with
+    ``PYTHONDONTWRITEBYTECODE`` set and no ``PYTHONPYCACHEPREFIX`` of the user's, every
+    simulator process would compile the project's modules from source again (about
+    0.2 s of each RDMA co-simulation's start, docs/bench.md); the cache goes to
+    ``build/pycache`` instead, outside the source tree. Empty when nothing is to change."""
+    if not environ.get("PYTHONDONTWRITEBYTECODE") or environ.get("PYTHONPYCACHEPREFIX"):
+        return {}
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(BUILD / "pycache")}
+
+
 def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
               testcase=None, opt=None):
     """Build ``top`` and run ``test_module`` (a module path under ``tb``) on it.
@@ -268,6 +279,7 @@ def run_cosim(top, *, name, test_module, params=None, sim=None, test_id="run",
     os.environ["COCOTB_REWRITE_ASSERTION_FILES"] = (
         _USER_REWRITE if _USER_REWRITE is not None
         else test_module.rsplit(".", 1)[-1] + ".py")
+    os.environ.update(bytecode_cache())
     crash = None
     try:
         runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build_dir,

@@ -3,7 +3,7 @@
 import pytest
 
 from rtl.tops.mem_credit_top import MemCreditTop
-from tb.cosim import CosimFailure, run_cosim, selected_sim, waves_enabled
+from tb.cosim import BUILD, CosimFailure, bytecode_cache, run_cosim, selected_sim, waves_enabled
 
 PARAMS = dict(width=16, depth=64, latency=4, max_credits=8)
 
@@ -198,3 +198,13 @@ def test_port_view_of_a_mapping_and_ports_by_name():
     assert list(top) == ["a", "b"] and top["a"] is block.a and top["b"] is block.b
     assert sorted(ctl) == ["count", "done", "stall_rate", "stall_seed"]
     assert all(ctl[name] is getattr(block.ctl, name) for name in ctl)
+
+
+def test_simulator_python_caches_its_bytecode_outside_the_tree():
+    """With bytecode writing off and no cache folder of the user's, the simulator's Python
+    caches its bytecode under build/pycache; a user's own cache folder, or bytecode
+    writing on, is left as it is."""
+    assert bytecode_cache({"PYTHONDONTWRITEBYTECODE": "1"}) == {
+        "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(BUILD / "pycache")}
+    assert bytecode_cache({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/x"}) == {}
+    assert bytecode_cache({}) == bytecode_cache({"PYTHONDONTWRITEBYTECODE": ""}) == {}
