@@ -47,6 +47,19 @@ def check_int(component, name, value, low, high):
     return value
 
 
+def check_power_of_two(name, value, low, high, what, zero=None):
+    """Return ``value`` if it is an int power of two in ``[low, high]`` (or 0 when
+    ``zero`` says what 0 means), else ``ValueError`` reading ``<name> (<what>) must be
+    [0 (<zero>) or ]a power of two from <low> to <high>, not <value>``."""
+    if not (isinstance(value, int) and not isinstance(value, bool)
+            and ((zero is not None and value == 0)
+                 or (low <= value <= high and not value & (value - 1)))):
+        either = f"0 ({zero}) or " if zero is not None else ""
+        raise ValueError(f"{name} ({what}) must be {either}a power of two from {low} to "
+                         f"{high}, not {value!r}")
+    return value
+
+
 def check_windows(component, windows, entries):
     """The requester's ``windows`` parameter: 0, or a power of two from ``entries`` (the
     cache entries built) to 4096. Returns the window slots built (``entries`` for 0)."""

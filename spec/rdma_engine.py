@@ -9,6 +9,7 @@ Times are in cycles of the 1 GHz clock (one cycle is 1 ns).
 
 import dataclasses
 
+from spec.checks import check_power_of_two
 from spec.formats.roce import QPC_BYTES_CHOICES, QPC_DYNAMIC_FIELDS
 from spec.rdma_responder import RESP_GROUP as _RESP_GROUP
 from spec.rdma_responder import RESPONDER_COUNTERS as _RESPONDER_COUNTERS
@@ -190,12 +191,9 @@ class ContextCacheShape:
     ways: int = 1
 
     def __post_init__(self):
-        lo, hi = CACHE_ENTRIES_RANGE
-        n = self.entries
-        if not isinstance(n, int) or isinstance(n, bool) or not lo <= n <= hi or n & (n - 1):
-            raise ValueError(f"cache_entries (QP-context cache entries) must be a power of "
-                             f"two from {lo} to {hi}, not {n!r}")
-        check_cache_ways(self.ways, n)
+        check_power_of_two("cache_entries", self.entries, *CACHE_ENTRIES_RANGE,
+                           "QP-context cache entries")
+        check_cache_ways(self.ways, self.entries)
 
     @classmethod
     def of(cls, params):

@@ -35,6 +35,7 @@ rate with the largest MTU needs ``rx_beats`` of 640 or more (not the default).
 
 import dataclasses
 
+from spec.checks import check_power_of_two
 from spec.formats.roce import PSN_BITS, QPN_BITS
 from spec.rdma import DROP_REASONS, MAX_FRAME_BEATS, SEQUENCE_COUNTERS
 
@@ -91,12 +92,8 @@ MR_CACHE_COUNTERS = ("mr_lookups", "mr_misses")
 def check_mr_cache(mr_cache):
     """``mr_cache`` if it is 0 or a power of two in :data:`MR_CACHE_RANGE`, else
     ``ValueError`` naming ``mr_cache``."""
-    lo, hi = MR_CACHE_RANGE
-    if (not isinstance(mr_cache, int) or isinstance(mr_cache, bool)
-            or not (mr_cache == 0 or lo <= mr_cache <= hi) or mr_cache & (mr_cache - 1)):
-        raise ValueError(f"mr_cache must be 0 (the on-chip MR table) or a power of two "
-                         f"from {lo} to {hi} (MR cache entries), not {mr_cache!r}")
-    return mr_cache
+    return check_power_of_two("mr_cache", mr_cache, *MR_CACHE_RANGE, "MR cache entries",
+                              zero="the on-chip MR table")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,10 +110,7 @@ class MrTableShape:
     cache: int = 0
 
     def __post_init__(self):
-        n = self.entries
-        if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 256 or n & (n - 1):
-            raise ValueError(f"mr_entries (MR table entries) must be a power of two from 2 "
-                             f"to 256, not {n!r}")
+        check_power_of_two("mr_entries", self.entries, 2, 256, "MR table entries")
         check_mr_cache(self.cache)
 
     @property

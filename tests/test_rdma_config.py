@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from pymodel.rdma.system import Config
-from spec.rdma_engine import RETRY_LIMIT_RANGE, TIMEOUT_RANGE, TOP_DEFAULTS
+from spec.rdma_engine import RETRY_LIMIT_RANGE, TIMEOUT_RANGE, TOP_DEFAULTS, ContextCacheShape
+from spec.rdma_responder import MrTableShape
 
 
 @pytest.mark.parametrize("kw,name", [
@@ -47,3 +48,26 @@ def test_config_is_frozen_and_replaced():
     assert (new.timeout, cfg.timeout) == (1024, TOP_DEFAULTS["timeout"])
     with pytest.raises(ValueError, match=r"^Config\.timeout must be "):
         dataclasses.replace(cfg, timeout=0)
+
+
+@pytest.mark.parametrize("make, text", [
+    (lambda: ContextCacheShape(24), "cache_entries (QP-context cache entries) must be a "
+     "power of two from 16 to 256, not 24"),
+    (lambda: ContextCacheShape(512), "from 16 to 256, not 512"),
+    (lambda: ContextCacheShape(True), "not True"),
+    (lambda: MrTableShape(3), "mr_entries (MR table entries) must be a power of two from 2 "
+     "to 256, not 3"),
+    (lambda: MrTableShape(16, 3), "mr_cache (MR cache entries) must be 0 (the on-chip MR "
+     "table) or a power of two from"),
+    (lambda: MrTableShape(16, 512), "not 512"),
+])
+def test_cache_and_mr_table_shapes_refuse_bad_sizes_by_name(make, text):
+    """The context cache's and the MR table's shapes refuse a size that is not a power of
+    two in range (spec.checks.check_power_of_two), naming the parameter; 0 is an MR cache
+    size (the table on chip), not a context cache's."""
+    with pytest.raises(ValueError) as err:
+        make()
+    assert text in str(err.value)
+    assert ContextCacheShape(256, 8).ways == 8 and not MrTableShape(16, 0).in_host
+    with pytest.raises(ValueError, match="cache_entries"):
+        ContextCacheShape(0)

@@ -48,13 +48,14 @@ def test_mr_lookup_check_is_a_direct_mapped_cache_over_the_wires_rkeys():
     FIRST/ONLY frames of rkeys 5, 3, 13, 7 (MRs 5, 3, 5, 7 of 8, all in line 1) are 4
     lookups and 4 misses, a MIDDLE frame none; counters that say otherwise are
     mismatches; with the table on chip nothing is checked. A top has the MR cache's
-    counters only with the table in host memory."""
+    counters only with the table in host memory, the READ counters only with RDMA READ."""
     from types import SimpleNamespace
 
     from pymodel.fabric.faulty_link import FaultSettings
     from spec.formats.roce import OpCode
-    from spec.rdma_responder import MR_CACHE_COUNTERS, MrTableShape
-    from tb.rdma.intent import mr_counters, mr_lookup_check
+    from spec.rdma_engine import RESPONDER_COUNTERS
+    from spec.rdma_responder import MR_CACHE_COUNTERS, READ_COUNTERS, MrTableShape
+    from tb.rdma.intent import mr_lookup_check, responder_counters
     from tb.scoreboard import Scoreboard
 
     def frame(op, rkey):
@@ -74,5 +75,8 @@ def test_mr_lookup_check_is_a_direct_mapped_cache_over_the_wires_rkeys():
     mr_lookup_check(sb, SimpleNamespace(mr_shape=MrTableShape(), faults_ab=FaultSettings()),
                     dict(quiet, mr_lookups=9, mr_misses=9), frames, 0)
     assert sb.checked == 0
-    assert mr_counters({}) == () and mr_counters("nic_top") == ()
-    assert mr_counters({"mr_cache": 4}) == MR_CACHE_COUNTERS
+    assert responder_counters({}) == responder_counters("top") == RESPONDER_COUNTERS
+    assert responder_counters({"mr_cache": 4}) == RESPONDER_COUNTERS + MR_CACHE_COUNTERS
+    assert responder_counters({"read_words": 128}) == RESPONDER_COUNTERS + READ_COUNTERS
+    with pytest.raises(ValueError, match="read_words"):
+        responder_counters({"read_words": 128, "mr_cache": 4})

@@ -15,10 +15,10 @@ from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
 from spec.fabric import RETRY_SETTINGS
 from spec.rdma import LINKS
-from spec.rdma_engine import REQUESTER_COUNTERS, RESPONDER_COUNTERS, TOP_DEFAULTS
+from spec.rdma_engine import REQUESTER_COUNTERS, TOP_DEFAULTS
 from tb.cosim import cosim_params
 from tb.rdma import reads
-from tb.rdma.intent import mr_counters
+from tb.rdma.intent import responder_counters
 from tb.rdma.point_params import params_point
 from tb.rdma.run_inputs import POINT_PORTS, config, run_model, scenario, with_cq
 from tb.rdma.run_one import RETRY_LINK_PORTS, SETTLE, run_one
@@ -82,7 +82,7 @@ def check_params(p):
             raise ValueError(f"{name}: {retry_only} need a reliable link (top parameter "
                              f"link_retry=True)")
     counters = {f"req_{n}" for n in REQUESTER_COUNTERS + reads.requester_read_counters(top)} | {
-        f"resp_{n}" for n in RESPONDER_COUNTERS + mr_counters(top) + reads.read_counters(top)} | {
+        f"resp_{n}" for n in responder_counters(top)} | {
         f"{link}_{n}" for link in LINKS for n in LINK_COUNTERS + LINK_FLAGS}
     if isinstance(top, dict) and top.get("link_retry"):
         counters |= {f"{link}_{n}" for link in LINKS for n in RETRY_LINK_PORTS}

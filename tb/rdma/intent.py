@@ -10,9 +10,11 @@ differs from the posting order, and only the per-QP order is a rule.
 """
 
 from spec.formats.roce import CqeStatus, OpCode
-from spec.rdma_responder import MR_CACHE_COUNTERS, MrTableShape
+from spec.rdma_engine import RESPONDER_COUNTERS, TOP_DEFAULTS
+from spec.rdma_responder import MrTableShape, build_counters
 
-__all__ = ["intended_statuses", "cqes_per_qp", "mr_counters", "mr_lookup_check"]
+__all__ = ["intended_statuses", "cqes_per_qp", "responder_counters",
+           "mr_lookup_check"]
 
 
 def intended_statuses(messages, expect_status=None, cqe_status="SUCCESS"):
@@ -44,14 +46,17 @@ def cqes_per_qp(messages, status_of, cqes):
 
 
 
-def mr_counters(top):
-    """The MR cache's counter names a top of parameters ``top`` has (in its ``resp``
-    counters): none while its MR table is on chip (:class:`spec.rdma_responder.MrTableShape`
-    of the top's parameters, the defaults where ``top`` leaves them)."""
+def responder_counters(top):
+    """The counter names a top of parameters ``top`` has in its ``resp`` counters:
+    :data:`spec.rdma_engine.RESPONDER_COUNTERS` and those its MR table and READ data FIFO
+    add (:func:`spec.rdma_responder.build_counters`, on the top's parameters with the
+    defaults where ``top`` leaves them); the plain responder's for a top that is not a
+    mapping of parameters. ``ValueError`` naming a bad parameter."""
     if not isinstance(top, dict):
-        return ()
-    shape = MrTableShape.of({**MrTableShape().params(), **top})
-    return MR_CACHE_COUNTERS if shape.in_host else ()
+        return RESPONDER_COUNTERS
+    p = {**TOP_DEFAULTS, **top}
+    extra = build_counters(MrTableShape.of(p), p["read_words"])
+    return RESPONDER_COUNTERS + sum(extra.values(), ())
 
 
 def mr_lookup_check(sb, cfg, resp, frames, bth_at):

@@ -10,10 +10,9 @@ from analysis.scenarios.rdma_read import (
 )
 from spec.formats.roce import CqeStatus, OpCode, WqeOpcode
 from spec.rdma_read_req import REQUESTER_READ_COUNTERS
-from spec.rdma_responder import READ_COUNTERS
 from tb.rdma.wirecheck import wire_problems
 
-__all__ = ["read_counters", "read_scenario", "read_checks", "requester_read_counters",
+__all__ = ["read_scenario", "read_checks", "requester_read_counters",
            "sender_checks", "posted_read_scenario", "posted_read_checks", "op_times",
            "mixed_checks", "mixed_run_scenario", "kind_checks"]
 
@@ -23,12 +22,6 @@ _OPCODES = {"read": WqeOpcode.RDMA_READ.value, "cas": WqeOpcode.ATOMIC_CMP_AND_S
 #: The BTH opcodes of the READ RESPONSE frames and ATOMIC ACKNOWLEDGE (IBTA Vol 1 table
 #: 38: 0x0D to 0x10, 0x12).
 _RESPONSES = (0x0D, 0x0E, 0x0F, 0x10, 0x12)
-
-
-def read_counters(top):
-    """The READ counter names a top of parameters ``top`` has (in its ``resp``
-    counters): none without ``read_words``."""
-    return READ_COUNTERS if isinstance(top, dict) and top.get("read_words") else ()
 
 
 def read_scenario(cfg, seed, host):
