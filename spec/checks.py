@@ -49,14 +49,14 @@ def check_int(component, name, value, low, high):
 
 def check_power_of_two(name, value, low, high, what, zero=None):
     """Return ``value`` if it is an int power of two in ``[low, high]`` (or 0 when
-    ``zero`` says what 0 means), else ``ValueError`` reading ``<name> (<what>) must be
-    [0 (<zero>) or ]a power of two from <low> to <high>, not <value>``."""
+    ``zero`` says what 0 means), else ``ValueError`` reading ``<name> must be [0
+    (<zero>) or ]a power of two from <low> to <high> (<what>), not <value>``."""
     if not (isinstance(value, int) and not isinstance(value, bool)
             and ((zero is not None and value == 0)
                  or (low <= value <= high and not value & (value - 1)))):
         either = f"0 ({zero}) or " if zero is not None else ""
-        raise ValueError(f"{name} ({what}) must be {either}a power of two from {low} to "
-                         f"{high}, not {value!r}")
+        raise ValueError(f"{name} must be {either}a power of two from {low} to {high} "
+                         f"({what}), not {value!r}")
     return value
 
 

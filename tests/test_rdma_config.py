@@ -51,14 +51,14 @@ def test_config_is_frozen_and_replaced():
 
 
 @pytest.mark.parametrize("make, text", [
-    (lambda: ContextCacheShape(24), "cache_entries (QP-context cache entries) must be a "
-     "power of two from 16 to 256, not 24"),
-    (lambda: ContextCacheShape(512), "from 16 to 256, not 512"),
+    (lambda: ContextCacheShape(24), "cache_entries must be a power of two from 16 to 256 "
+     "(QP-context cache entries), not 24"),
+    (lambda: ContextCacheShape(512), "from 16 to 256 (QP-context cache entries), not 512"),
     (lambda: ContextCacheShape(True), "not True"),
-    (lambda: MrTableShape(3), "mr_entries (MR table entries) must be a power of two from 2 "
-     "to 256, not 3"),
-    (lambda: MrTableShape(16, 3), "mr_cache (MR cache entries) must be 0 (the on-chip MR "
-     "table) or a power of two from"),
+    (lambda: MrTableShape(3), "mr_entries must be a power of two from 2 to 256 (MR table "
+     "entries), not 3"),
+    (lambda: MrTableShape(16, 3), "mr_cache must be 0 (the on-chip MR table) or a power of "
+     "two from 2 to 256 (MR cache entries), not 3"),
     (lambda: MrTableShape(16, 512), "not 512"),
 ])
 def test_cache_and_mr_table_shapes_refuse_bad_sizes_by_name(make, text):
