@@ -350,7 +350,8 @@ def test_demux_splits_by_opcode(reads):
     (dict(host="usb"), "host profile"),
     (dict(link_latency=0), "link latency"),
     (dict(bogus=1), "unknown RdmaFabricTop parameter"),
-    (dict(cache_entries=24), r"cache_entries \(QP-context cache entries\) must be a power of two"),
+    (dict(cache_entries=24), r"cache_entries must be a power of two from 16 to 256 "
+     r"\(QP-context cache entries\)"),
     (dict(mr_entries=1), "MR table entries"),
     (dict(prefetch=0), "WQE prefetch depth"),
     (dict(reads=65), "reads"),
