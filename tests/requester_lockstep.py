@@ -27,9 +27,14 @@ def value_of(v):
 def run_lockstep(cfg, mem, mmio, cycles, peer, latency=24, reply_delay=12, reads=0,
                  mmio_gap=0, records=32, windows=0, selective=0):
     """Run the RTL and its twin in lockstep for at most ``cycles`` cycles, comparing every
-    port in every cycle. The run ends early once nothing has moved on any port for longer
-    than the retransmission timer plus a scan of every window slot (nothing is then left
-    to happen: a message still unacknowledged would have been resent by then).
+    port in every cycle. The run ends early once the bench has nothing left to deliver
+    and nothing has moved on any port for longer than
+
+    - the retransmission timer plus two scans of every window slot (a message still
+      unacknowledged would have been resent by then), or
+    - two scans of every window slot, with no record in any window on either side (the
+      RTL completion unit's ``win_total`` 0, and the twin not ``busy()``: no timer runs,
+      no rewind, walk, ACK or FIFO item waits, so nothing is left to happen).
 
     ``peer.frame(raw, number)`` answers the ``number``-th frame (from 1) with a list of
     reply frames, sent back to back ``reply_delay`` cycles after its last beat (or once
@@ -73,12 +78,15 @@ def run_lockstep(cfg, mem, mmio, cycles, peer, latency=24, reply_delay=12, reads
         frame_rx = []
         mmio_q = deque(mmio)
         next_mmio = 0
-        quiet = cfg.timeout + 2 * max(records, windows, cfg.cache_capacity) + 64
+        settle = 2 * max(records, windows, cfg.cache_capacity) + 64
+        quiet = cfg.timeout + settle
         last_move = 0
         for c in range(cycles):
-            if (c - last_move > quiet and not (mmio_q or pending or in_beats or in_done
-                                              or expected_beats)):
-                break
+            if not (mmio_q or pending or in_beats or in_done or expected_beats):
+                still = c - last_move
+                if still > quiet or (still > settle and not model.busy()
+                                     and ctx.get(dut.completion.win_total) == 0):
+                    break
             # ---- inputs of cycle c ---- (a word with "at" waits for that cycle)
             word = None
             if mmio_q and c >= max(next_mmio, mmio_q[0].get("at", 0)):
