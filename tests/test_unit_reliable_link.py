@@ -70,12 +70,22 @@ def _stalls(rng, cycles, rate):
     return [rng.random() >= rate for _ in range(cycles)]
 
 
+#: Cycles the model must stay idle (every beat offered, nothing unacknowledged, on the
+#: wire or to deliver: ``ReliableLinkModel.busy()`` false) before a run ends early: a
+#: few of the longest wire's round trips. No timer runs on an idle link, so nothing is
+#: left to happen after it.
+SETTLE = 2 * 40 + 32
+
+
 def _model(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, seed):
+    """The model's run: its output beats, its counters and the cycles it ran (at most
+    ``cycles``; fewer once every beat was offered and the link stayed idle for
+    :data:`SETTLE` cycles). The RTL then runs as many cycles."""
     rng = random.Random(seed)
     drv = Driver(rng, frames, width, gap)
     ready = _stalls(rng, cycles, stall_rate)
     model = ReliableLinkModel(width, latency, max_beats, settings)
-    out = []
+    out, idle_since = [], None
     for c in range(cycles):
         beat = drv.offer(c) if model.ready() else None
         if beat is not None:
@@ -83,10 +93,18 @@ def _model(width, latency, max_beats, settings, frames, gap, stall_rate, cycles,
         o = model.cycle(c, beat, ready[c])
         if o is not None and ready[c]:
             out.append((c, o))
-    return out, model.all_counters()
+        if drv.k < len(drv.queue) or model.busy():
+            idle_since = None
+        elif idle_since is None:
+            idle_since = c
+        elif c - idle_since >= SETTLE:
+            break
+    return out, model.all_counters(), c + 1
 
 
-def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, seed):
+def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, seed, ran):
+    """The RTL's run over the model's stimulus: ``ran`` cycles (what :func:`_model`
+    ran)."""
     rng = random.Random(seed)
     drv = Driver(rng, frames, width, gap)
     ready = _stalls(rng, cycles, stall_rate)
@@ -96,7 +114,7 @@ def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, s
     async def bench(ctx):
         for name, value in {**settings.ports(), **settings.retry_ports()}.items():
             ctx.set(getattr(dut.settings, name), value)
-        for c in range(cycles):
+        for c in range(ran):
             beat = drv.offer(c)
             ctx.set(dut.i.valid, beat is not None)
             ctx.set(dut.i.payload.as_value(), beat or 0)
@@ -110,7 +128,7 @@ def _rtl(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, s
             group, _, counter = name.partition("_")
             final[name] = ctx.get(getattr(getattr(dut.counters, group), counter))
 
-    run_sim(dut, bench, deadline_cycles=cycles + 2)
+    run_sim(dut, bench, deadline_cycles=ran + 2)
     return out, final
 
 
@@ -123,8 +141,8 @@ def test_long_wire_matches_model(case):
     seed = zlib.crc32(f"long{case}".encode()) & 0xFFFF
     frames = _frames(random.Random(seed), 60, width, max_beats)
     args = (width, latency, max_beats, CASES[case], frames, 6, 0.2, 5000, seed)
-    want, counters = _model(*args)
-    got, final = _rtl(*args)
+    want, counters, ran = _model(*args)
+    got, final = _rtl(*args, ran)
     assert got == want
     assert final == counters
     assert beats_to_frames([b for _, b in got], width) == frames
@@ -141,8 +159,8 @@ def test_reliable_link_matches_model_and_delivers_everything(case, width, latenc
     seed = zlib.crc32(f"{case}{width}".encode()) & 0xFFFF
     frames = _frames(random.Random(seed), 60, width, max_beats)
     args = (width, latency, max_beats, CASES[case], frames, 6, 0.2, 4000, seed)
-    want, counters = _model(*args)
-    got, final = _rtl(*args)
+    want, counters, ran = _model(*args)
+    got, final = _rtl(*args, ran)
     assert got == want
     assert final == counters
     # Independent of both: every frame once, whole and in order.
@@ -173,12 +191,12 @@ def test_timer_recovers_a_lost_last_frame():
     frames = _frames(random.Random(1), 3, width, max_beats)
     for seed in range(1, 500):
         s = FaultSettings(seed=seed, drop_rate=P(0.3))
-        want, counters = _model(width, latency, max_beats, s, frames, 0, 0.0, 600, 4)
+        want, counters, ran = _model(width, latency, max_beats, s, frames, 0, 0.0, 600, 4)
         if counters["tx_timeouts"] and not counters["tx_naks"]:
             break
     else:
         pytest.fail("no seed drops only the last frame")
-    got, final = _rtl(width, latency, max_beats, s, frames, 0, 0.0, 600, 4)
+    got, final = _rtl(width, latency, max_beats, s, frames, 0, 0.0, 600, 4, ran)
     assert got == want and final == counters
     assert counters["link_dropped"] >= 1
     assert beats_to_frames([b for _, b in got], width) == frames
@@ -215,8 +233,8 @@ def test_checks_are_what_saves_damaged_signalling(kind, faults, monkeypatch):
     settings = FaultSettings(**faults)
     frames = _frames(random.Random(faults["seed"]), 40, 8, 4)
     args = (8, 2, 4, settings, frames, 2, 0.0, 3000, faults["seed"])
-    want, counters = _model(*args)
-    got, final = _rtl(*args)
+    want, counters, ran = _model(*args)
+    got, final = _rtl(*args, ran)
     assert got == want and final == counters
     assert beats_to_frames([b for _, b in got], 8) == frames
     assert counters["rx_tag_bad" if kind == "tag" else "tx_acks_bad"] > 0
