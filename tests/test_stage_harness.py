@@ -12,10 +12,13 @@ from tb.stage_harness import compare_stage
 
 class _Hold(wiring.Component):
     """Takes an item from ``i`` and writes it to ``o`` ``wait + 1`` cycles later (``wait``
-    cycles without a move in between); takes nothing while it holds one."""
+    cycles without a move in between); takes nothing while it holds one. ``a`` answers
+    the query ``q`` of the same cycle (``a = q``)."""
 
     i: In(stream.Signature(8))
     o: Out(stream.Signature(8))
+    q: In(8)
+    a: Out(8)
 
     def __init__(self, wait):
         super().__init__()
@@ -26,7 +29,7 @@ class _Hold(wiring.Component):
         held, data = Signal(), Signal(8)
         count = Signal(range(self.wait + 1))
         m.d.comb += [self.i.ready.eq(~held), self.o.valid.eq(held & (count == 0)),
-                     self.o.payload.eq(data)]
+                     self.o.payload.eq(data), self.a.eq(self.q)]
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [held.eq(1), data.eq(self.i.payload), count.eq(self.wait)]
         with m.Elif(held & (count != 0)):
@@ -55,6 +58,7 @@ class _HoldTwin:
         elif self.o.can_write():
             self.o.write(self.held + self.bump)
             self._next = (None, 0)
+        return {"a": side.get("q", 0)}
 
     def commit(self):
         self.held, self.count = self._next
@@ -69,7 +73,7 @@ ITEMS = [3, 5, 7]
 CYCLES = 400
 
 
-def _run(wait, quiet, twin=_HoldTwin, bump=0):
+def _run(wait, quiet, twin=_HoldTwin, bump=0, **kw):
     box = {}
 
     def make(fifos):
@@ -78,7 +82,7 @@ def _run(wait, quiet, twin=_HoldTwin, bump=0):
 
     out = compare_stage(_Hold(wait), make, inputs={"i": 2}, outputs={"o": 2},
                         stimulus={"i": ITEMS}, cycles=CYCLES, push_rate=1.0, pop_rate=1.0,
-                        quiet=quiet)
+                        quiet=quiet, **kw)
     return out, box["t"].steps
 
 
@@ -111,3 +115,11 @@ def test_quiet_shorter_than_the_wait_ends_before_the_output_unless_the_twin_is_b
     assert steps == out["taken"]["i"][-1] + quiet + 1
     out, _ = _run(quiet, quiet, twin=_BusyTwin)
     assert [v for _, v in out["o"]] == ITEMS
+
+
+def test_a_changing_side_output_is_a_move_unless_it_answers_a_query():
+    asked = dict(side_in=lambda c, peek: {"q": c % 256}, side_out=("a",))
+    out, steps = _run(4, 8, **asked)
+    assert steps == CYCLES and [v for _, v in out["o"]] == ITEMS
+    out, steps = _run(4, 8, answers=("a",), **asked)
+    assert steps == out["o"][-1][0] + 8 + 1 < CYCLES
