@@ -8,6 +8,7 @@ may push the next stimulus item into an input FIFO and pop an output FIFO (rando
 backpressure), sets the stage's other inputs ("side inputs") and compares, in that same
 cycle, every item the stage writes into an output FIFO, every item it takes from an
 input FIFO, and the side outputs it names. The first difference fails with its cycle.
+The run lasts ``cycles`` cycles, or (with ``quiet``) ends once nothing is left to happen.
 
 The twin's protocol
 -------------------
@@ -92,8 +93,10 @@ class _Bench(Elaboratable):
 
 def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                   push_rate=0.7, pop_rate=0.7, levels=None, side_in=None, side_out=(),
-                  deadline_cycles=None, defined=None, ports=None):
-    """Run ``dut`` and its twin for ``cycles`` cycles; fail on the first difference.
+                  deadline_cycles=None, defined=None, ports=None, quiet=None,
+                  answers=()):
+    """Run ``dut`` and its twin for ``cycles`` cycles (with ``quiet``: at most); fail on
+    the first difference.
 
     Parameters
     ----------
@@ -128,6 +131,21 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
         ``{side name: port path of the RTL}`` where the twin's side key is not the
         RTL's port path (a member of a port Signature: ``"q_entry"`` ->
         ``"completion.entry"``); other names are the RTL's own.
+    quiet : int
+        None: the run lasts ``cycles`` cycles. Else the run ends after the first cycle
+        ``c`` at whose end every stimulus item has entered, every FIFO of the model side
+        (inputs and outputs; the RTL's agree, compared every cycle) is empty, the twin's
+        ``busy()`` is false and its ``idle()`` true (where it has them), and nothing
+        moved in cycles ``c - quiet + 1`` to ``c``: no item written by the stage or
+        taken from an input FIFO, no side output of the RTL other than in the cycle
+        before, no side input given as a stream item (a value not None). ``cycles``
+        stays the cap. ``quiet`` must exceed the stage's longest wait without a move
+        (a timer, a scan of its slots) and any gap before a side input's scheduled
+        event, or those are not compared.
+    answers : iterable
+        Side outputs (of ``side_out``) that answer the side inputs of their cycle (a
+        query's result for the entry asked about): their changes are not moves for
+        ``quiet`` (the state they read moves other outputs, counters or registers).
 
     Returns
     -------
@@ -150,6 +168,10 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
     queues = {name: list(stimulus.get(name, ())) for name in inputs}
     written = {name: [] for name in outputs}
     taken = {name: [] for name in inputs}
+    streams = {}                        # side input name -> whether a stream port
+    busy = getattr(twin, "busy", None)
+    idle = getattr(twin, "idle", None)
+    still = {"last": -1, "side": None}  # the last cycle with a move; side outputs
 
     def flat(port):
         payload = port.payload
@@ -182,6 +204,11 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                     value = value(peek)
                 side[name] = value
                 _drive(ctx, port_of(name), value)
+                if quiet is not None and value is not None:
+                    if name not in streams:
+                        streams[name] = _is_stream(port_of(name))
+                    if streams[name]:
+                        still["last"] = c
             got = {}
             for name in outputs:
                 port = getattr(dut, name)
@@ -190,6 +217,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
             got_taken = {name: bool(ctx.get(getattr(dut, name).valid)
                                     and ctx.get(getattr(dut, name).ready)) for name in inputs}
             got_side = {name: ctx.get(port_of(name)) for name in side_out}
+            moved = {name: got_side[name] for name in side_out if name not in answers}
             # The model's cycle.
             for name in inputs:
                 if pushes[name]:
@@ -228,12 +256,35 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
             twin.commit()
             for f in fifos.values():
                 f.commit()
+            if quiet is not None and _ends(c, quiet, still, got, got_taken, moved,
+                                           queues, fifos, busy, idle):
+                return
             await ctx.tick()
 
     run_sim(bench, testbench, deadline_cycles=deadline_cycles or cycles + 10)
     for name, q in queues.items():
         assert not q, f"{len(q)} stimulus items of {name} never entered"
     return dict(written, taken=taken)
+
+
+def _ends(c, quiet, still, got, got_taken, moved, queues, fifos, busy, idle):
+    """Whether the run of :func:`compare_stage` ends after cycle ``c`` (its ``quiet``
+    rule); notes the cycle's moves in ``still``."""
+    side = {name: _plain(v) for name, v in moved.items()}
+    if got or any(got_taken.values()) or side != still["side"]:
+        still["last"] = c
+    still["side"] = side
+    return (c - still["last"] >= quiet and not any(queues.values())
+            and not any(len(f) for f in fifos.values())
+            and not (busy and busy()) and (idle is None or idle()))
+
+
+def _plain(value):
+    return value.as_value().value if hasattr(value, "as_value") else int(value)
+
+
+def _is_stream(port):
+    return isinstance(getattr(port, "signature", None), stream.Signature)
 
 
 def _resolve(dut, name):
@@ -251,7 +302,7 @@ def _resolve(dut, name):
 def _drive(ctx, port, value):
     """Set a side input: a plain port to ``value``; a stream port (always ready on the
     stage's side) to ``valid`` = ``value is not None`` and that payload."""
-    if isinstance(getattr(port, "signature", None), stream.Signature):
+    if _is_stream(port):
         ctx.set(port.valid, value is not None)
         if value is not None:
             payload = port.payload

@@ -107,6 +107,10 @@ def test_err_mark_follows_the_qp_across_ways(ways):
         def commit(self):
             self.t.commit()
 
+        def busy(self):
+            """A rewind, walk or LOOK under way, or a window open."""
+            return self.t.busy() or self.t.win_total.value != 0
+
     def make(fifos):
         box["t"] = t = CompletionUnitModel(shape, 16, 2, fifos["rec"], fifos["ev"],
                                            fifos["cqe"], fifos["resend"], 1 << LOG2,
@@ -118,7 +122,10 @@ def test_err_mark_follows_the_qp_across_ways(ways):
         inputs={"rec": 4, "ev": 4}, outputs={"cqe": 4, "resend": 4},
         stimulus={"rec": recs, "ev": evs}, cycles=2000, seed=5,
         push_rate={"rec": 0.6, "ev": 1.0}, pop_rate=1.0, side_in=side_in,
-        side_out=("hold",) + COMPLETION_COUNTERS)
+        side_out=("hold",) + COMPLETION_COUNTERS,
+        # No timer expires (TIMEOUT); the longest wait is a scan of every window slot,
+        # plus 64.
+        quiet=WINDOWS + 64)
     t = box["t"]
     taken_rec, taken_ev = out["taken"]["rec"], out["taken"]["ev"]
     assert len(taken_rec) == len(recs) and len(taken_ev) == len(evs)

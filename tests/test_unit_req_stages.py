@@ -86,6 +86,13 @@ class _Counted:
     def commit(self):
         self.twin.commit()
 
+    def busy(self):
+        """The twin's ``busy()``, or not its ``idle()`` (False if it has neither)."""
+        twin = self.twin
+        if hasattr(twin, "busy"):
+            return twin.busy()
+        return hasattr(twin, "idle") and not twin.idle()
+
 
 def _mmio_words(rng, n):
     """``n`` host writes: doorbells, QP modifies, WQEs by MMIO (first word the WQE, then
@@ -123,7 +130,10 @@ def test_doorbell_intake_matches_twin(seed, rate):
     out = compare_stage(
         DoorbellIntake(), make, inputs={"mmio": 4}, outputs={"item": 4, "bf": 4},
         stimulus={"mmio": words}, cycles=int(4 * len(words) / rate) + 40, seed=seed, push_rate=rate,
-        pop_rate=rate, side_out=COUNTERS)
+        pop_rate=rate, side_out=COUNTERS,
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     # By the contract: every word is taken; an item per doorbell, modify and first BF
     # word; every BF word into bf; the other offsets dropped.
     by = {a: [w for w in words if w["addr"] == a]
@@ -242,7 +252,10 @@ def test_payload_fetch_matches_twin(seed, rate):
         outputs={"rd": 4, "seg": 4, "pay_w": fifo_words},
         stimulus={"job": jobs, "inline": inline}, cycles=int(40 * len(jobs) / rate),
         seed=seed, push_rate=rate, pop_rate=rate, levels={"pay_level": "pay_w"},
-        side_in=side_in, side_out=("payload_reads", "payload_words_max"))
+        side_in=side_in, side_out=("payload_reads", "payload_words_max"),
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     # By the contract: a job of L bytes at MTU m is max(1, ceil(L / m)) frames (a null
     # job one descriptor), each a read unless inline or empty; every inline word copied.
     segs = [unpack(seg_layout(), bits) for _, bits in out["seg"]]
@@ -273,8 +286,9 @@ def test_qp_front_matches_twin(seed, rate, serial):
     def side_in(c, peek):
         # The completion unit's answers for the entry the front asks about: mostly the
         # front's own admitted count (not busy), sometimes not, keep or ERR; now and
-        # then a lookup of its own (need), and victims with messages in flight.
-        need = side_rng.random() < 0.05
+        # then a lookup of its own (need: while items remain), and victims with
+        # messages in flight.
+        need = side_rng.random() < 0.05 and box["t"].count["items"] < len(items)
         side = {"hold": int(side_rng.random() < 0.1), "serial": serial,
                 "idle": int(side_rng.random() < 0.5), "cache_log2": log2,
                 "need.valid": int(need), "need.payload": side_rng.randrange(1 << 24),
@@ -308,7 +322,10 @@ def test_qp_front_matches_twin(seed, rate, serial):
         push_rate=rate, pop_rate=rate, side_in=side_in,
         side_out=("lookup.valid", "lookup.payload", "need.ready", "victim_busy", "q_entry",
                   "q_qpn", "q_victim_valid", "q_victim_qpn") + COUNTERS,
-        ports=_QUERY_PORTS)
+        ports=_QUERY_PORTS, answers=("victim_busy", "q_victim_valid", "q_victim_qpn"),
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     # By the contract: every item passes in order with its entry, qpn mod 2**cache_log2.
     got = [unpack(fetch_layout(), bits) for _, bits in out["fetch"]]
     assert [{k: g[k] for k in items[0]} for g in got] == items
@@ -337,6 +354,11 @@ class _Framed:
 
     def __init__(self, twin, o):
         self.twin, self.o, self.beats = twin, o, {}
+        self.model = None                 # the FrameSenderModel, for busy
+
+    def busy(self):
+        """Beats of a frame still to write, or payload words still to take."""
+        return bool(self.beats) or self.model.busy()
 
     def send(self, f, frame):
         for k, bits in enumerate(frame_to_beats(frame, 64)):
@@ -413,6 +435,7 @@ def test_frame_sender_matches_twin(seed, rate):
         box["t"] = t = FrameSenderModel(Cache, fifos["seg"], fifos["pay"], fifos["rec"],
                                         framed.send)
         framed.twin = Resent(t, t.count, ("frames", "retransmissions"))
+        framed.model = t
         return framed
 
     out = compare_stage(
@@ -422,7 +445,10 @@ def test_frame_sender_matches_twin(seed, rate):
         pop_rate=rate, levels={"pay_level": "pay"},
         side_in=lambda c, peek: {"s_data": pack(QPC_LAYOUT, statics[peek("s_addr")])},
         side_out=("frames", "retransmissions", "resent.valid", "resent.payload"),
-        ports=_CTX_PORTS)
+        ports=_CTX_PORTS,
+        # No timer here (no READs, no timeout); frames in flight keep the twin busy: 64
+        # covers the framer chain's latency from a take to a first beat, with margin.
+        quiet=64)
     # By the contract: a frame per descriptor but the null ones, every payload word
     # taken; a record per null descriptor and per last segment sent for the first time.
     sent = [s for s in segs if not s["null"]]
@@ -579,7 +605,10 @@ def test_sequencer_matches_twin(seed, rate, ack_every, ack_frames):
         cycles=int(4 * (len(wqe) + len(bfq) + len(batches)) / rate), seed=seed,
         push_rate=rate, pop_rate=rate, side_in=side_in,
         side_out=("g_we", "g_wdata") + COUNTERS, defined={"job": _job_defined(depth)},
-        ports={**_CTX_PORTS, **_GROUP_PORTS})
+        ports={**_CTX_PORTS, **_GROUP_PORTS},
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     # By the contract: every batch and word is taken; a job per WQE and null batch,
     # but none for a resend of a QP in ERR.
     assert len(out["taken"]["batch"]) == len(batches)
@@ -708,6 +737,10 @@ def test_completion_matches_twin(seed, rate, windows):
                         **self.notice)
 
     class Notice(Observed):
+        def busy(self):
+            """Also while a window is open (its timer runs: every message leaves it)."""
+            return super().busy() or self.twin.win_total.value != 0
+
         def step(self, c, side):
             t = self.twin
             self.notice = {"err_valid": int(t.err_out is not None),
@@ -734,7 +767,12 @@ def test_completion_matches_twin(seed, rate, windows):
         side_out=("hold", "err_valid", "err_entry", "q_done", "q_keep", "q_victim_open",
                   "q_err", "need.valid", "need.payload")
         + COMPLETION_COUNTERS + REGS,
-        ports={k: v.replace("completion.", "query.") for k, v in _QUERY_PORTS.items()})
+        ports={k: v.replace("completion.", "query.") for k, v in _QUERY_PORTS.items()},
+        # The longest wait: a timer (timeout) found by the scan of every slot, after a
+        # context away for 64 cycles (present), plus 64; the queries' answers change
+        # with the random queries (their state shows in the counters and registers).
+        quiet=timeout + (windows or entries) + 64 + 64,
+        answers=("hold", "q_done", "q_keep", "q_victim_open", "q_err"))
     cnt = box["t"].count
     # By the contract: every record and event is taken; every message leaves its window
     # (retired by an ACK, a NAK or its retries' end, or flushed).
@@ -823,7 +861,10 @@ def test_wqe_fetch_matches_twin(seed, rate):
         seed=seed, push_rate={"fetch": rate, "resend": rate / 4}, pop_rate=rate,
         side_in=side_in, side_out=("g_we", "g_wdata") + COUNTERS + REGS,
         ports={**_CTX_PORTS, **_GROUP_PORTS, "q_entry": "filled.entry",
-               "q_ready": "filled.ready"})
+               "q_ready": "filled.ready"},
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     # By the contract: every item and resend is taken; a resend reads one slot.
     assert len(out["taken"]["fetch"]) == len(fetch)
     assert len(out["taken"]["resend"]) == len(resends)
@@ -984,7 +1025,10 @@ def test_ack_queue_matches_twin(windows, rate):
                         outputs={"o": 4}, stimulus={"i": evs}, cycles=1200, seed=9,
                         push_rate=1.0, pop_rate=rate,
                         side_in=lambda c, peek: {"cache_log2": log2},
-                        side_out=("coalesced",))
+                        side_out=("coalesced",),
+                        # No timer: pending events keep the queue not idle (busy); 64:
+                        # the pipeline's latency, with margin.
+                        quiet=64)
     assert len(out["taken"]["i"]) == len(evs)
     # Each event is offered once or merged into one offered later: none is lost.
     assert box["q"].idle() and 0 < box["q"].coalesced

@@ -48,6 +48,8 @@ def test_receive_matches_twin(seed, gap_rate, pop_rate, rx_beats, rx_frames):
     frames = random_frames(rng, 60, long_frames=True)
     sched, spans = beat_schedule(frames, rng, gap_rate)
     end = spans[-1][-1] + 1
+    beat_at = sorted(sched)
+    gap = max(b - a for a, b in zip([-1] + beat_at[:-1], beat_at, strict=True))
     dut = Receive(rx_beats, rx_frames)
     twin_box = {}
 
@@ -60,7 +62,10 @@ def test_receive_matches_twin(seed, gap_rate, pop_rate, rx_beats, rx_frames):
         cycles=end + 300, seed=seed, pop_rate=pop_rate,
         levels={"hdr_level": "hdr", "pay_level": "pay"},
         side_in=lambda c, peek: {"i": sched.get(c)},
-        side_out=("overflow", "rx_beats_max", "rx_frames_max"))
+        side_out=("overflow", "rx_beats_max", "rx_frames_max"),
+        # No wait of its own: beats in, entries and beats out; more than the longest gap
+        # of the schedule (a beat is a move), plus 64 for the pipeline.
+        quiet=gap + 64)
     twin = twin_box["t"]
     stored = len(out["hdr"])
     assert stored + twin.count["overflow"] == len(frames)
@@ -133,7 +138,11 @@ def test_header_check_matches_twin(seed, rate):
         cycles=6 * len(entries), seed=seed, push_rate=rate, pop_rate=rate,
         levels={"o_level": "o"}, side_in=side_in,
         side_out=("lookup.valid", "lookup.payload", "victim_busy", "done_addr",
-                  "jobs_max") + REASONS)
+                  "jobs_max") + REASONS,
+        answers=("victim_busy", "done_addr"),    # of the random entry and done_data
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     twin = box["t"]
     assert len(out["o"]) == len(entries)
     rejected = sum(twin.count[r] for r in REASONS)
@@ -251,7 +260,11 @@ def test_verify_matches_twin(seed, rate, selective):
         inputs={"i": jobs_depth}, outputs={"w": 4, "ack": 4}, stimulus={"i": stimulus},
         cycles=5 * len(stimulus), seed=seed, push_rate=rate, pop_rate=rate,
         side_in=side_in,
-        side_out=("group.we", "group.wdata", "done_data", "held") + VERIFY_COUNTERS)
+        side_out=("group.we", "group.wdata", "done_data", "held") + VERIFY_COUNTERS,
+        answers=("done_data", "held"),      # of the random done_addr, held_addr
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     cnt = box["t"].count
     assert len(out["w"]) == len(stimulus)
     # Without selective repeat no frame is placed out of order; with it some are.
@@ -368,7 +381,10 @@ def test_payload_writer_matches_twin(seed, rate):
     out = compare_stage(
         PayloadWriter(depth), make, inputs={"i": 4, "beats": 8}, outputs={"o": 4},
         stimulus={"i": jobs, "beats": beats}, cycles=3 * len(beats) + 4 * len(jobs),
-        seed=seed, push_rate=rate, pop_rate=rate, side_out=("words",))
+        seed=seed, push_rate=rate, pop_rate=rate, side_out=("words",),
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     assert len(out["taken"]["i"]) == len(jobs)
     assert len(out["taken"]["beats"]) == len(beats)
     words = sum(-(-j["plen"] // 64) for j in jobs if j["write"])
@@ -406,7 +422,10 @@ def test_write_arbiter_matches_twin(seed, rate):
     out = compare_stage(
         WriteArbiter(depth), make, inputs={"pay": 4, "wb": 4}, outputs={"o": 4},
         stimulus={"pay": pay, "wb": wbs}, cycles=3 * (len(pay) + len(wbs)), seed=seed,
-        push_rate=rate, pop_rate=rate)
+        push_rate=rate, pop_rate=rate,
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     got = [unpack(wr_layout(depth), bits) for _, bits in out["o"]]
     assert len(got) == len(pay) + len(wbs)
     # Independent of the twin: each payload TLP's words leave together and in order.
@@ -440,7 +459,10 @@ def test_ack_sender_matches_twin(seed, rate):
     out = compare_stage(
         AckSender(), make, inputs={"i": 4}, outputs={"o": 4}, stimulus={"i": jobs},
         cycles=5 * len(jobs) + 20, seed=seed, push_rate=rate, pop_rate=rate,
-        side_out=("acks",))
+        side_out=("acks",),
+        # The stage acts only on the heads of its input FIFOs (an item stays until done):
+        # no wait of its own once they are empty; 64: the pipeline's latency, with margin.
+        quiet=64)
     frames = beats_to_frames([bits for _, bits in out["o"]], 64)
     assert frames == [
         ack_frame(Endpoint(j["smac"], j["sip"]), Endpoint(j["dmac"], j["dip"]),
