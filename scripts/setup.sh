@@ -54,8 +54,8 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     exit 1
 fi
 [ -x "$VENV/bin/python" ] || { say "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
-# uv (pinned) installs the same pinned packages as pip, several at a time: about 8 s
-# where pip takes about 20 s (docs/toolchain.md). pip stays the fallback.
+# uv (pinned) installs the same pinned packages as pip, several at a time
+# (docs/toolchain.md); pip stays the fallback.
 say "installing Python packages into $VENV (about 10 s the first time)"
 if ! { "$VENV/bin/python" -m pip install -q "$UV" \
        && "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --compile-bytecode -e .; \

@@ -9,7 +9,7 @@ import itertools
 
 from amaranth.sim import Simulator
 
-__all__ = ["run_sim", "stream_put", "stream_get", "put_all", "get_all"]
+__all__ = ["run_sim", "stream_put", "stream_get", "put_all", "get_all", "as_int"]
 
 
 def run_sim(dut, *benches, deadline_cycles=200_000):
@@ -35,7 +35,8 @@ def _flat(value):
     return value.as_value() if hasattr(value, "as_value") else value
 
 
-def _int(value):
+def as_int(value):
+    """A simulator value (a view, a ``Const``, an int or a bool) as an int."""
     value = _flat(value)
     return value.value if hasattr(value, "value") else int(value)
 
@@ -53,7 +54,7 @@ async def stream_get(ctx, stream):
     ctx.set(stream.ready, 1)
     payload, = await ctx.tick().sample(_flat(stream.payload)).until(stream.valid)
     ctx.set(stream.ready, 0)
-    return _int(payload)
+    return as_int(payload)
 
 
 async def put_all(ctx, stream, payloads, pattern=(1,)):
@@ -75,7 +76,7 @@ async def get_all(ctx, stream, count, pattern=(1,)):
         ctx.set(stream.ready, ready)
         _, _, valid, payload = await ctx.tick().sample(stream.valid, _flat(stream.payload))
         if ready and valid:
-            out.append((_int(payload), cycle))
+            out.append((as_int(payload), cycle))
         cycle += 1
     ctx.set(stream.ready, 0)
     return out

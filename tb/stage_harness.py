@@ -30,7 +30,7 @@ from amaranth.lib.fifo import SyncFIFO
 
 from pymodel.cycle import Fifo
 from pymodel.fields import pack
-from tb.amsim import run_sim
+from tb.amsim import as_int, run_sim
 
 __all__ = ["compare_stage", "to_int"]
 
@@ -248,7 +248,7 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
                 want = want_side.get(name)
                 if want is not None:
                     have = got_side[name]
-                    have = have.as_value().value if hasattr(have, "as_value") else int(have)
+                    have = as_int(have)
                     if isinstance(want, dict):
                         want = to_int(port_of(name).shape(), want)
                     want = int(want)
@@ -270,17 +270,13 @@ def compare_stage(dut, make_twin, *, inputs, outputs, stimulus, cycles, seed=1,
 def _ends(c, quiet, still, got, got_taken, moved, queues, fifos, busy, idle):
     """Whether the run of :func:`compare_stage` ends after cycle ``c`` (its ``quiet``
     rule); notes the cycle's moves in ``still``."""
-    side = {name: _plain(v) for name, v in moved.items()}
+    side = {name: as_int(v) for name, v in moved.items()}
     if got or any(got_taken.values()) or side != still["side"]:
         still["last"] = c
     still["side"] = side
     return (c - still["last"] >= quiet and not any(queues.values())
             and not any(len(f) for f in fifos.values())
             and not (busy and busy()) and (idle is None or idle()))
-
-
-def _plain(value):
-    return value.as_value().value if hasattr(value, "as_value") else int(value)
 
 
 def _is_stream(port):

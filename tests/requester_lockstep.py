@@ -11,17 +11,12 @@ from collections import deque
 from pymodel.packet import frame_to_beats, unpack_beat
 from pymodel.rdma.req.requester import RequesterModel
 from rtl.rdma.req.requester import Requester
-from tb.amsim import run_sim
+from tb.amsim import as_int, run_sim
 
-__all__ = ["DEPTH", "run_lockstep", "value_of"]
+__all__ = ["DEPTH", "run_lockstep"]
 
 #: Words of the test-bench host memory.
 DEPTH = 1 << 12
-
-
-def value_of(v):
-    """An Amaranth simulator value (a view or a constant) as an int."""
-    return v.as_value().value if hasattr(v, "as_value") else int(v)
 
 
 def run_lockstep(cfg, mem, mmio, cycles, peer, latency=24, reply_delay=12, reads=0,
@@ -121,14 +116,14 @@ def run_lockstep(cfg, mem, mmio, cycles, peer, latency=24, reply_delay=12, reads
             got_wr = None
             if ctx.get(dut.host.wr.valid):
                 p = ctx.get(dut.host.wr.payload)
-                got_wr = dict(addr=int(p.addr), data=value_of(p.data), be=int(p.be),
+                got_wr = dict(addr=int(p.addr), data=as_int(p.data), be=int(p.be),
                               last=int(p.last), mark=int(p.mark), tag=int(p.tag))
             assert got_wr == wr_offer, f"cycle {c}: write {got_wr} != {wr_offer}"
             for first, frame in sent:
                 for k, b in enumerate(frame_to_beats(frame, 64)):
                     expected_beats[first + k] = b
             sent.clear()
-            got_beat = value_of(ctx.get(dut.o.payload)) if ctx.get(dut.o.valid) else None
+            got_beat = as_int(ctx.get(dut.o.payload)) if ctx.get(dut.o.valid) else None
             assert got_beat == expected_beats.pop(c, None), f"cycle {c}: frame beat"
             # ---- the test-bench host and responder act on what left ----
             if word is not None and taken:

@@ -70,17 +70,12 @@ def _stalls(rng, cycles, rate):
     return [rng.random() >= rate for _ in range(cycles)]
 
 
-#: Cycles the model must stay idle (every beat offered, nothing unacknowledged, on the
-#: wire or to deliver: ``ReliableLinkModel.busy()`` false) before a run ends early: a
-#: few of the longest wire's round trips. No timer runs on an idle link, so nothing is
-#: left to happen after it.
-SETTLE = 2 * 40 + 32
-
-
 def _model(width, latency, max_beats, settings, frames, gap, stall_rate, cycles, seed):
     """The model's run: its output beats, its counters and the cycles it ran (at most
-    ``cycles``; fewer once every beat was offered and the link stayed idle for
-    :data:`SETTLE` cycles). The RTL then runs as many cycles."""
+    ``cycles``; fewer once every beat was offered and the link stayed idle, nothing
+    unacknowledged, on the wire or to deliver (``ReliableLinkModel.busy()`` false), for
+    a round trip of the wire and 32 cycles: no timer runs on an idle link, so nothing is
+    left to happen). The RTL then runs as many cycles."""
     rng = random.Random(seed)
     drv = Driver(rng, frames, width, gap)
     ready = _stalls(rng, cycles, stall_rate)
@@ -97,7 +92,7 @@ def _model(width, latency, max_beats, settings, frames, gap, stall_rate, cycles,
             idle_since = None
         elif idle_since is None:
             idle_since = c
-        elif c - idle_since >= SETTLE:
+        elif c - idle_since >= 2 * latency + 32:
             break
     return out, model.all_counters(), c + 1
 
