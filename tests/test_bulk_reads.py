@@ -101,3 +101,5 @@ def test_recorded_beats_decode_to_frames_and_their_cycles():
                                         ([13], frames[2])]
     with pytest.raises(ValueError):
         frames_of(beats[1:], stamps[1:])        # a frame without its first beat
+    with pytest.raises(ValueError, match="4 beats, 3 stamps"):
+        frames_of(beats, stamps[:-1])

@@ -21,7 +21,7 @@ from itertools import compress
 from cocotb.triggers import ClockCycles, ReadOnly
 
 from pymodel.fields import pack
-from pymodel.packet import beats_to_frames, frame_to_beats, unpack_beat
+from pymodel.packet import beats_to_frames, frame_to_beats
 from pymodel.rdma.verbs import mr_table_in_host
 from spec.fabric import COUNTERS as LINK_COUNTERS
 from spec.fabric import FLAGS as LINK_FLAGS
@@ -80,16 +80,20 @@ def wire_beats(model, link):
 
 
 def frames_of(beats, stamps):
-    """``[(beat cycles, frame)]`` of recorded beats (the model's ``wire_*`` shape)."""
-    out, cycles = [], []
-    for b, s in zip(beats, stamps, strict=True):
-        _, _, first, last = unpack_beat(64, b)
-        if first:
-            cycles = []
-        cycles.append(s)
-        if last:
-            out.append(cycles)
-    return list(zip(out, beats_to_frames(beats, 64), strict=True))
+    """``[(beat cycles, frame)]`` of recorded beats (the model's ``wire_*`` shape);
+    ``ValueError`` for a broken beat stream (:func:`pymodel.packet.beats_to_frames`) or
+    a stamp count that is not the beat count. Each frame of ``n`` bytes came in
+    ``ceil(n / 64)`` beats (every beat but its last holds 64 bytes, as the decoder
+    checks): its cycles are the next that many stamps."""
+    stamps = list(stamps)
+    if len(stamps) != len(beats):
+        raise ValueError(f"{len(beats)} beats, {len(stamps)} stamps")
+    out, at = [], 0
+    for frame in beats_to_frames(beats, 64):
+        n = -(-len(frame) // 64)
+        out.append((stamps[at:at + n], frame))
+        at += n
+    return out
 
 
 def words_that_differ(words, image, depth):
