@@ -18,6 +18,11 @@ class Scoreboard:
 
     def compare(self, what, rtl, model, fmt=hex):
         rtl, model = list(rtl), list(model)
+        if rtl == model and set(map(type, model)) <= {int}:
+            # Equal lists of ints, compared in C: no item differs (an int equals itself,
+            # so list equality, which takes an item for equal to itself, is exact here).
+            self.checked += len(rtl)
+            return self
         if len(rtl) != len(model):
             self.mismatches.append(f"{what}: RTL has {len(rtl)} items, model {len(model)}")
         for k, (a, b) in enumerate(zip(rtl, model, strict=False)):
