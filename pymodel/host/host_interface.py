@@ -160,14 +160,25 @@ class HostInterfaceModel:
         if c > self._c + 1:
             self._skip_to(c)
         up, down, mbuf = self.up, self.down, self.mmio_buf
+        reads, tlps, chunks = self.reads.q, self.wbuf.tlps, self.due.chunks
         if (rd_req is None and wr is None and mmio_in is None and not down.reads
                 and not down.out and not up.writes and not mbuf.takes
-                and not mbuf.slots and not self.reads.q and not self.wbuf.tlps
-                and not self.due.chunks):
+                and not mbuf.slots and not reads and not tlps and not chunks):
             return self._quiet(c)
         res = StepResult()
-        write = up.step(c, None)["mem_wr"]
-        res.rd_data = down.step(c, {"mmio_in": mmio_in})["rd_data"]
+        # A scheduler is stepped when it has something to start or a word due; otherwise
+        # its step would only count a busy cycle.
+        up_acts = bool(up.writes) or (c >= up.free and bool(reads or tlps))
+        if up_acts:
+            write = up.advance(c)
+        else:
+            write = None
+            if c < up.free:
+                self.counters["up_busy_cycles"] += 1
+        if down.out or down.reads or (c >= down.free and (chunks or mmio_in is not None)):
+            res.rd_data = down.advance(c, mmio_in)
+        elif c < down.free:
+            self.counters["dn_busy_cycles"] += 1
         if write is not None:              # the posted write of this cycle
             addr, data, be, mark, tag = write
             if mark:
@@ -182,7 +193,8 @@ class HostInterfaceModel:
             res.rd_req_taken = self.reads.step(c, {"rd_req": rd_req})["taken"]
         if wr is not None or write is not None:
             res.wr_taken = self.wbuf.step(c, {"wr": wr, "left": write is not None})["taken"]
-        self.due.step(c, None)
+        if up_acts:                        # (only a read request adds a tag in use)
+            self.due.step(c, None)
         if c >= self._wrap_check:
             self._wrap(c)
         self._c = c

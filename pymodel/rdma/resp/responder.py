@@ -151,6 +151,7 @@ class ResponderModel:
                                         wr=f["words"], save=self.verify.save)
                     if reads else AckSenderModel(f["acks"], header=fr.header.value))
         self._presented = None
+        self._idle = True               # _holds_nothing() of the cycle's present()
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
@@ -195,7 +196,8 @@ class ResponderModel:
 
     def present(self):
         """What the responder presents in this cycle (see :class:`Presented`)."""
-        if self._holds_nothing():
+        self._idle = idle = self._holds_nothing()
+        if idle:
             self._presented = Presented(None, None, None)
             return self._presented
         fills = self.fifos["fills"]
@@ -221,7 +223,7 @@ class ResponderModel:
         out = self._presented or self.present()
         if (rd_req_taken and out.rd_req is None) or (wr_taken and out.wr is None):
             raise ValueError(f"cycle {c}: taken, but nothing was presented")
-        if beat_in is None and rd_data is None and self._holds_nothing():
+        if beat_in is None and rd_data is None and self._idle:     # (as :meth:`present`)
             return out                  # (every stage would pass the cycle by)
         # A stage is called only when it can act or count: the receive stage with a beat
         # or a FIFO level above its high-water counts, the header check with an entry or
