@@ -166,16 +166,17 @@ class HostInterfaceModel:
                 and not mbuf.slots and not reads and not tlps and not chunks):
             return self._quiet(c)
         res = StepResult()
-        # A scheduler is stepped when it has something to start or a word due; otherwise
-        # its step would only count a busy cycle.
-        up_acts = bool(up.writes) or (c >= up.free and bool(reads or tlps))
+        # A part is stepped in a cycle in which it has something to start, take or
+        # present, or a word due; in the others its step would only count a busy cycle.
+        up_acts = c in up.writes or (c >= up.free and bool(reads or tlps))
         if up_acts:
             write = up.advance(c)
         else:
             write = None
             if c < up.free:
                 self.counters["up_busy_cycles"] += 1
-        if down.out or down.reads or (c >= down.free and (chunks or mmio_in is not None)):
+        if c in down.out or c in down.reads or (c >= down.free and (
+                mmio_in is not None or (chunks and chunks[0].due <= c))):
             res.rd_data = down.advance(c, mmio_in)
         elif c < down.free:
             self.counters["dn_busy_cycles"] += 1
@@ -186,13 +187,12 @@ class HostInterfaceModel:
             old = self.mem.get(addr, 0)
             mask = byte_mask(be)
             self.mem[addr] = (old & ~mask) | (data & mask)
-        if mbuf.takes or mbuf.slots:
-            out = mbuf.step(c, {"mmio_in": mmio_in, "mmio_ready": mmio_ready})
-            res.mmio_in_taken, res.mmio = out["taken"], out["mmio"]
+        if (mbuf.takes and mbuf.takes[0][0] == c) or (mbuf.slots and mbuf.slots[0][0] <= c):
+            res.mmio_in_taken, res.mmio = mbuf.advance(c, mmio_in, mmio_ready)
         if rd_req is not None:
-            res.rd_req_taken = self.reads.step(c, {"rd_req": rd_req})["taken"]
+            res.rd_req_taken = self.reads.advance(c, rd_req)
         if wr is not None or write is not None:
-            res.wr_taken = self.wbuf.step(c, {"wr": wr, "left": write is not None})["taken"]
+            res.wr_taken = self.wbuf.advance(wr, write is not None)
         if up_acts:                        # (only a read request adds a tag in use)
             self.due.step(c, None)
         if c >= self._wrap_check:

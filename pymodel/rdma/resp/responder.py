@@ -258,8 +258,8 @@ class ResponderModel:
                 self.fifos["fills"].read()
         if self.reads:
             self.ack.advance(o_ready and out.o is not None, rd_taken_data, self.depth)
-        else:
-            self.ack.advance(o_ready and out.o is not None)
+        elif o_ready and out.o is not None:   # (the ACK sender acts only on a beat taken)
+            self.ack.advance(True)
         return out
 
     def commit(self):
