@@ -236,7 +236,14 @@ class HostInterfaceModel:
         word, or the last busy cycle of a direction), or None when idle. Stepping only
         at these cycles keeps every output and counter exact."""
         up, down, mbuf, due = self.up, self.down, self.mmio_buf, self.due
-        soon = [k for k in (*down.reads, *down.out, *up.writes) if k > c]
+        soon = []
+        for cycles in (down.reads, down.out, up.writes):    # (keyed by cycle)
+            if cycles:
+                first = min(cycles)
+                if first <= c:                  # (only the cycles after c count)
+                    first = min((k for k in cycles if k > c), default=None)
+                if first is not None:
+                    soon.append(first)
         if mbuf.takes:
             soon.append(mbuf.takes[0][0])
         if mbuf.slots:

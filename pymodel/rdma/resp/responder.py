@@ -153,6 +153,7 @@ class ResponderModel:
         self._presented = None
         self._idle = True               # _holds_nothing() of the cycle's present()
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
+        self._stage_queues = tuple(f[name].q for name in ("hdr", "pay", "jobs", "wjobs"))
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -228,9 +229,8 @@ class ResponderModel:
         # A stage is called only when it can act or count: the receive stage with a beat
         # or a FIFO level above its high-water counts, the header check with an entry or
         # the jobs FIFO above its count, verify and the payload writer with a job.
-        f = self.fifos
         rx, header = self.rx, self.header
-        hdr, pay, jobs = f["hdr"].q, f["pay"].q, f["jobs"].q
+        hdr, pay, jobs, wjobs = self._stage_queues
         if (beat_in is not None or len(pay) > rx.count["rx_beats_max"]
                 or len(hdr) > rx.count["rx_frames_max"]):
             rx.step(c, {"i": beat_in})
@@ -240,12 +240,12 @@ class ResponderModel:
             if self.mrc is not None and rd_data["id"] == MR_READ_ID:
                 self.mrc.fill(rd_data["data"])
             elif self.reads and rd_data["id"] == READ_DATA_ID:
-                f["rdata"].write(rd_data["data"])
+                self.fifos["rdata"].write(rd_data["data"])
             else:
                 self.cache.fill(rd_data["data"])
         if jobs:
             self.verify.step(c, _NO_SIDE)
-        if f["wjobs"].q:
+        if wjobs:
             self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
         rd_taken_data = False
