@@ -212,7 +212,7 @@ class StagedLog:
             return
         for item in items:
             item.commit()
-        self.items = []
+        items.clear()
 
 
 def commit_all(items):

@@ -44,11 +44,15 @@ class DownSchedulerModel:
         self.out = {}                     # cycle -> rd_data word
 
     def step(self, c, side):
+        return {"rd_data": self.advance(c, side.get("mmio_in"))}
+
+    def advance(self, c, word):
+        """:meth:`step` of cycle ``c`` without the dicts (``word``: ``mmio_in``): the
+        word on ``rd_data`` or None."""
         rd_data = self.out.pop(c, None) if self.out else None
         if c >= self.free:
             can_cpl = self.due.due(c)
             can_mmio = False
-            word = side.get("mmio_in")
             if word is not None and word["first"] and not self.mmio.takes:
                 can_mmio = self.mmio.words_of(word) <= self.mmio.room()
             if can_cpl or can_mmio:
@@ -66,7 +70,7 @@ class DownSchedulerModel:
             if read is not None:
                 addr, rid, last = read
                 self.out[c + 1] = {"data": self.mem.get(addr, 0), "id": rid, "last": last}
-        return {"rd_data": rd_data}
+        return rd_data
 
     def _start_cpl(self, c):
         p = self.p

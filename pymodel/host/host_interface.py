@@ -160,14 +160,26 @@ class HostInterfaceModel:
         if c > self._c + 1:
             self._skip_to(c)
         up, down, mbuf = self.up, self.down, self.mmio_buf
+        reads, tlps, chunks = self.reads.q, self.wbuf.tlps, self.due.chunks
         if (rd_req is None and wr is None and mmio_in is None and not down.reads
                 and not down.out and not up.writes and not mbuf.takes
-                and not mbuf.slots and not self.reads.q and not self.wbuf.tlps
-                and not self.due.chunks):
+                and not mbuf.slots and not reads and not tlps and not chunks):
             return self._quiet(c)
         res = StepResult()
-        write = up.step(c, None)["mem_wr"]
-        res.rd_data = down.step(c, {"mmio_in": mmio_in})["rd_data"]
+        # A part is stepped in a cycle in which it has something to start, take or
+        # present, or a word due; in the others its step would only count a busy cycle.
+        up_acts = c in up.writes or (c >= up.free and bool(reads or tlps))
+        if up_acts:
+            write = up.advance(c)
+        else:
+            write = None
+            if c < up.free:
+                self.counters["up_busy_cycles"] += 1
+        if c in down.out or c in down.reads or (c >= down.free and (
+                mmio_in is not None or (chunks and chunks[0].due <= c))):
+            res.rd_data = down.advance(c, mmio_in)
+        elif c < down.free:
+            self.counters["dn_busy_cycles"] += 1
         if write is not None:              # the posted write of this cycle
             addr, data, be, mark, tag = write
             if mark:
@@ -175,14 +187,14 @@ class HostInterfaceModel:
             old = self.mem.get(addr, 0)
             mask = byte_mask(be)
             self.mem[addr] = (old & ~mask) | (data & mask)
-        if mbuf.takes or mbuf.slots:
-            out = mbuf.step(c, {"mmio_in": mmio_in, "mmio_ready": mmio_ready})
-            res.mmio_in_taken, res.mmio = out["taken"], out["mmio"]
+        if (mbuf.takes and mbuf.takes[0][0] == c) or (mbuf.slots and mbuf.slots[0][0] <= c):
+            res.mmio_in_taken, res.mmio = mbuf.advance(c, mmio_in, mmio_ready)
         if rd_req is not None:
-            res.rd_req_taken = self.reads.step(c, {"rd_req": rd_req})["taken"]
+            res.rd_req_taken = self.reads.advance(c, rd_req)
         if wr is not None or write is not None:
-            res.wr_taken = self.wbuf.step(c, {"wr": wr, "left": write is not None})["taken"]
-        self.due.step(c, None)
+            res.wr_taken = self.wbuf.advance(wr, write is not None)
+        if up_acts:                        # (only a read request adds a tag in use)
+            self.due.step(c, None)
         if c >= self._wrap_check:
             self._wrap(c)
         self._c = c
@@ -224,7 +236,14 @@ class HostInterfaceModel:
         word, or the last busy cycle of a direction), or None when idle. Stepping only
         at these cycles keeps every output and counter exact."""
         up, down, mbuf, due = self.up, self.down, self.mmio_buf, self.due
-        soon = [k for k in (*down.reads, *down.out, *up.writes) if k > c]
+        soon = []
+        for cycles in (down.reads, down.out, up.writes):    # (keyed by cycle)
+            if cycles:
+                first = min(cycles)
+                if first <= c:                  # (only the cycles after c count)
+                    first = min((k for k in cycles if k > c), default=None)
+                if first is not None:
+                    soon.append(first)
         if mbuf.takes:
             soon.append(mbuf.takes[0][0])
         if mbuf.slots:

@@ -54,10 +54,15 @@ class MmioBufferModel:
         return None
 
     def step(self, c, side):
+        taken, shown = self.advance(c, side.get("mmio_in"), side.get("mmio_ready", True))
+        return {"taken": taken, "mmio": shown}
+
+    def advance(self, c, word, ready):
+        """:meth:`step` without the dicts (``word``: ``mmio_in``, ``ready``:
+        ``mmio_ready``): ``(taken, shown)``."""
         taken = False
         if self.takes and self.takes[0][0] == c:
             _, slot = self.takes.popleft()
-            word = side.get("mmio_in")
             if word is None:
                 raise ValueError(f"cycle {c}: the host withdrew a word of a write it "
                                  f"started")
@@ -66,10 +71,10 @@ class MmioBufferModel:
         shown = None
         if self.slots and self.slots[0][0] <= c:
             shown = dict(self.slots[0][1])
-            if side.get("mmio_ready", True):
+            if ready:
                 self.slots.popleft()
                 self.used -= 1
-        return {"taken": taken, "mmio": shown}
+        return taken, shown
 
     def commit(self):
         """End of the cycle: nothing staged (the interface steps its parts in the order

@@ -46,7 +46,10 @@ class ReadSplitterModel:
         return a, n, rid, last
 
     def step(self, c, side):
-        req = side.get("rd_req")
+        return {"taken": self.advance(c, side.get("rd_req"))}
+
+    def advance(self, c, req):
+        """:meth:`step` without the dicts (``req``: ``rd_req``): whether it was taken."""
         taken = req is not None and self.ready(c)
         if taken:
             addr, words, rid = req["addr"], req["words"], req["id"]
@@ -54,7 +57,7 @@ class ReadSplitterModel:
                     or not 0 <= rid < 1 << ID_BITS:
                 raise ValueError(f"bad read request {req!r}")
             self.q.append([addr, words, rid, 0])
-        return {"taken": taken}
+        return taken
 
     def commit(self):
         """End of the cycle: nothing staged (the interface steps its parts in the order

@@ -43,6 +43,11 @@ class UpSchedulerModel:
         self._rd_d = tlp_cycles(0, profile.req_overhead, profile.bytes_per_cycle)
 
     def step(self, c, side):
+        return {"mem_wr": self.advance(c)}
+
+    def advance(self, c):
+        """:meth:`step` of cycle ``c`` without the dicts: the word written in ``c`` or
+        None."""
         cnt = self.counters
         if c >= self.free:
             reads, tlps = self.reads.q, self.wbuf.tlps
@@ -57,7 +62,7 @@ class UpSchedulerModel:
                     self._start_write(c)
         if c < self.free:
             cnt["up_busy_cycles"] += 1
-        return {"mem_wr": self.writes.pop(c, None) if self.writes else None}
+        return self.writes.pop(c, None) if self.writes else None
 
     def _start_read(self, c):
         p = self.p

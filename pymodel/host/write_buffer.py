@@ -44,9 +44,13 @@ class WriteBufferModel:
         return self.tlps.popleft()
 
     def step(self, c, side):
-        wr = side.get("wr")
+        return {"taken": self.advance(side.get("wr"), side.get("left"))}
+
+    def advance(self, wr, left):
+        """:meth:`step` without the dicts (``wr``, ``left``: the side inputs): whether
+        ``wr`` was taken."""
         taken = wr is not None and self.held < self.words
-        if side.get("left"):
+        if left:
             self.held -= 1
         if taken:
             if not 0 <= wr["addr"] < self.depth:
@@ -57,7 +61,7 @@ class WriteBufferModel:
             if wr["last"] or len(self.gather) == self.limit:
                 self.tlps.append(self.gather)
                 self.gather = []
-        return {"taken": taken}
+        return taken
 
     def commit(self):
         """End of the cycle: nothing staged (the interface steps its parts in the order

@@ -151,7 +151,9 @@ class ResponderModel:
                                         wr=f["words"], save=self.verify.save)
                     if reads else AckSenderModel(f["acks"], header=fr.header.value))
         self._presented = None
+        self._idle = True               # _holds_nothing() of the cycle's present()
         self._queues = tuple(f[name].q for name in f)     # (read by _holds_nothing)
+        self._stage_queues = tuple(f[name].q for name in ("hdr", "pay", "jobs", "wjobs"))
 
     # ---- the context cache and the MR table, as the verify stage sees them ----
     def ready(self, e, side):
@@ -195,7 +197,8 @@ class ResponderModel:
 
     def present(self):
         """What the responder presents in this cycle (see :class:`Presented`)."""
-        if self._holds_nothing():
+        self._idle = idle = self._holds_nothing()
+        if idle:
             self._presented = Presented(None, None, None)
             return self._presented
         fills = self.fifos["fills"]
@@ -221,14 +224,13 @@ class ResponderModel:
         out = self._presented or self.present()
         if (rd_req_taken and out.rd_req is None) or (wr_taken and out.wr is None):
             raise ValueError(f"cycle {c}: taken, but nothing was presented")
-        if beat_in is None and rd_data is None and self._holds_nothing():
+        if beat_in is None and rd_data is None and self._idle:     # (as :meth:`present`)
             return out                  # (every stage would pass the cycle by)
         # A stage is called only when it can act or count: the receive stage with a beat
         # or a FIFO level above its high-water counts, the header check with an entry or
         # the jobs FIFO above its count, verify and the payload writer with a job.
-        f = self.fifos
         rx, header = self.rx, self.header
-        hdr, pay, jobs = f["hdr"].q, f["pay"].q, f["jobs"].q
+        hdr, pay, jobs, wjobs = self._stage_queues
         if (beat_in is not None or len(pay) > rx.count["rx_beats_max"]
                 or len(hdr) > rx.count["rx_frames_max"]):
             rx.step(c, {"i": beat_in})
@@ -238,12 +240,12 @@ class ResponderModel:
             if self.mrc is not None and rd_data["id"] == MR_READ_ID:
                 self.mrc.fill(rd_data["data"])
             elif self.reads and rd_data["id"] == READ_DATA_ID:
-                f["rdata"].write(rd_data["data"])
+                self.fifos["rdata"].write(rd_data["data"])
             else:
                 self.cache.fill(rd_data["data"])
         if jobs:
             self.verify.step(c, _NO_SIDE)
-        if f["wjobs"].q:
+        if wjobs:
             self.writer.step(c, _NO_SIDE)
         self.arbiter.advance(wr_taken, out.wr)
         rd_taken_data = False
@@ -256,8 +258,8 @@ class ResponderModel:
                 self.fifos["fills"].read()
         if self.reads:
             self.ack.advance(o_ready and out.o is not None, rd_taken_data, self.depth)
-        else:
-            self.ack.advance(o_ready and out.o is not None)
+        elif o_ready and out.o is not None:   # (the ACK sender acts only on a beat taken)
+            self.ack.advance(True)
         return out
 
     def commit(self):

@@ -37,11 +37,11 @@ class WriteArbiterModel:
         """End of the cycle's handshake: ``taken`` says whether the word presented was
         taken; ``shown``: that word, as :meth:`present` gave it in this cycle (given by a
         caller that kept it; by default asked again)."""
-        src = self._source()
         word = self.present() if shown is False else shown
         if word is None:
             self.held = None
             return
+        src = self._source()
         if not taken:
             self.held = src
             return
