@@ -36,13 +36,15 @@ class PayloadFetchModel:
         2**16). No side outputs."""
         arrived = side["pay_arrived"]
         outstanding = (self.issued.value - arrived) & _COUNT_MASK
-        level = len(self.pay)
+        level = len(self.pay.q)
         held = level + outstanding
-        if held > self.count["payload_words_max"]:
-            self.count["payload_words_max"] = held
-        if not self.job.can_read():
+        count = self.count
+        if held > count["payload_words_max"]:
+            count["payload_words_max"] = held
+        job = self.job
+        if not job.can_read():
             return
-        j = self.job.head()
+        j = job.head()
         rem = j["msg_length"] - self.off
         pmtu = 1 << j["pmtu_log2"]
         last = rem <= pmtu
