@@ -311,7 +311,8 @@ class RequesterModel:
         if batch.q or err is not None:
             seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
                          "err_valid": err is not None, "err_entry": err})
-        self.pay.step(c, {"pay_arrived": self.arrived.value})
+        if jobs.q or self.pay.grown:     # (else its step changes nothing)
+            self.pay.step(c, {"pay_arrived": self.arrived.value})
         sender = self.sender
         sender.clear()
         if segs.q or sender.pops:
