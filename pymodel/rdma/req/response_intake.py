@@ -47,6 +47,7 @@ class ResponseIntakeModel:
         self.nslots, self.ord, self.depth = slots, ord, depth
         self.slot = [None] * slots          # dicts of slot_layout's fields, or None
         self._mask = 0                      # bit k: slot k holds one (:meth:`_put`)
+        self._per_qp = {}                   # QPN -> slots holding its operations
         self.age = [0] * slots              # bit k: slot k is older
         self.timer = 0
         self.job = None
@@ -60,6 +61,11 @@ class ResponseIntakeModel:
 
     def _put(self, j, s):
         """Slot ``j`` holds ``s`` (None: it is freed)."""
+        per_qp, old = self._per_qp, self.slot[j]
+        if old is not None:
+            per_qp[old["qpn"]] -= 1
+        if s is not None:
+            per_qp[s["qpn"]] = per_qp.get(s["qpn"], 0) + 1
         self.slot[j] = s
         self._mask = self._mask | 1 << j if s is not None else self._mask & ~(1 << j)
 
@@ -112,9 +118,7 @@ class ResponseIntakeModel:
     def issue_ready(self, qpn):
         """``issue.ready`` for an issue of QP ``qpn``: a free slot and the QP below
         ORD."""
-        if self._mask == (1 << self.nslots) - 1:
-            return False
-        return sum(1 for s in self.slot if s is not None and s["qpn"] == qpn) < self.ord
+        return self._mask != (1 << self.nslots) - 1 and self._per_qp.get(qpn, 0) < self.ord
 
     def holds(self, qpn, last_psn):
         """``held`` for ``held_qpn``, ``held_psn``: a slot holds the operation of QP
@@ -157,8 +161,7 @@ class ResponseIntakeModel:
         take = None
         if f["issue"].can_read():
             iss = f["issue"].head()
-            mine = sum(1 for s in self.slot if s is not None and s["qpn"] == iss["qpn"])
-            if valid != (1 << self.nslots) - 1 and mine < self.ord:
+            if valid != (1 << self.nslots) - 1 and self._per_qp.get(iss["qpn"], 0) < self.ord:
                 take = f["issue"].read()
         # Execution of the job in hand (before the decision's job exists).
         if self.job is not None:
