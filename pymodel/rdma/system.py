@@ -249,14 +249,19 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
     c = 0
     quiet = idle = 0
     patience = stuck_patience(p)
+    n_mmio, reads = len(mmio), cfg.reads
+    link_ab, link_ba = links["ab"], links["ba"]
+    req_offers, req_step, hi_a_step = req.offers, req.step, hi_a.step
+    resp_present, resp_step, hi_b_step = resp.present, resp.step, hi_b.step
+    sender, read_intake = req.sender, req.read_intake
     while True:
         if c > limit:
             raise RuntimeError(f"the model ran past {limit} cycles")
         if steps:                       # the links' outputs depend on earlier cycles
-            beat_ab, _ = links["ab"].deliver(c)
+            beat_ab, _ = link_ab.deliver(c)
             if beat_ab is not None:             # (node B takes beat by beat)
                 to_b.beats[c] = beat_ab
-            beat_ba, frame_ba = links["ba"].deliver(c)
+            beat_ba, frame_ba = link_ba.deliver(c)
             if by_beat and beat_ba is not None:
                 to_a.add_beat(c, beat_ba)
                 if frame_ba is not None:
@@ -264,35 +269,35 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
             elif frame_ba is not None:
                 to_a.add([c], frame_ba)
         # The host's MMIO player.
-        word = mmio[k] if k < len(mmio) and c >= release[k] else None
+        word = mmio[k] if k < n_mmio and c >= release[k] else None
         # Node A.
-        rd_a, wr_a = req.offers()
+        rd_a, wr_a = req_offers()
         head = hi_a.mmio_head(c)
-        mmio_ready = req.mmio_ready(head)
-        ra = hi_a.step(c, rd_req=rd_a, wr=wr_a, mmio_in=word, mmio_ready=mmio_ready)
+        mmio_ready = req.mmio_ready(head) if head is not None else False
+        ra = hi_a_step(c, rd_req=rd_a, wr=wr_a, mmio_in=word, mmio_ready=mmio_ready)
         if ra.mmio_in_taken:
             stamps.append(c)
             k += 1
         if ra.marked is not None:
             completed.append((c, ra.marked))
         beat_a, ack = to_a.pop(c)
-        req.step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
-                 wr_ready=ra.wr_taken, ack=ack, beat=beat_a if cfg.reads else None)
+        req_step(c, mmio=ra.mmio, rd_data=ra.rd_data, rd_ready=ra.rd_req_taken,
+                 wr_ready=ra.wr_taken, ack=ack, beat=beat_a if reads else None)
         # Node B.
-        out = resp.present()
-        rb = hi_b.step(c, rd_req=out.rd_req, wr=out.wr)
+        out = resp_present()
+        rb = hi_b_step(c, rd_req=out.rd_req, wr=out.wr)
         if rb.marked is not None:
             written.append((c, rb.marked))
         beat, _ = to_b.pop(c)
-        resp.step(c, beat, rb.rd_data, o_ready=True, rd_req_taken=rb.rd_req_taken,
+        resp_step(c, beat, rb.rd_data, o_ready=True, rd_req_taken=rb.rd_req_taken,
                   wr_taken=rb.wr_taken)
         if steps:
-            links["ab"].take(c)
-            links["ba"].take(c, out.o)
+            link_ab.take(c)
+            link_ba.take(c, out.o)
         if out.o is not None:
             ack_beats.append((c, out.o))
             if beats_ba:            # node A's receive stage takes each beat as it comes
-                for leave, b, fr in links["ba"].push(c, out.o):
+                for leave, b, fr in link_ba.push(c, out.o):
                     to_a.add_beat(leave, b)
                     if fr is not None:
                         to_a.frames[leave] = fr
@@ -314,20 +319,19 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         # next release, a transport timer), so the model jumps there.
         # (A word presented on ``mmio`` changes something only when the requester takes
         # it; one not taken is due again in the next cycle of host interface A.)
-        active = (take_activity() or ra.mmio_in_taken or ra.rd_data is not None
-                  or (ra.mmio is not None and mmio_ready)
-                  or ra.marked is not None or rb.rd_data is not None
-                  or rb.marked is not None or beat is not None or ack is not None
-                  or beat_a is not None or ack_beats or out.o is not None or req.sender.busy()
-                  or (by_beat and not req.read_intake.idle())
-                  or (steps and any(link.busy() for link in links.values())))
-        if active:
+        if (take_activity() or ra.mmio_in_taken or ra.rd_data is not None
+                or (ra.mmio is not None and mmio_ready)
+                or ra.marked is not None or rb.rd_data is not None
+                or rb.marked is not None or beat is not None or ack is not None
+                or beat_a is not None or ack_beats or out.o is not None or sender.pops
+                or (by_beat and not read_intake.idle())
+                or (steps and (link_ab.busy() or link_ba.busy()))):
             quiet = idle = 0
             c += 1
             continue
         events = [hi_a.next_event(c), hi_b.next_event(c), to_a.next(), to_b.next(),
-                  req.comp.next_timer(c), req.sender.next_event(c, req.timeout),
-                  release[k] if k < len(mmio) else None]
+                  req.comp.next_timer(c), sender.next_event(c, req.timeout),
+                  release[k] if k < n_mmio else None]
         if steps:
             events += [link.next_event(c) for link in links.values()]
         # An event already due (the player's word released in a past cycle and not yet
@@ -336,7 +340,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         if not future:
             # Nothing changed and nothing is due: the state is final. Work still held is
             # a run that can no longer progress.
-            held = _held(c, req, resp, hi_a, hi_b, to_a, to_b, len(mmio) - k)
+            held = _held(c, req, resp, hi_a, hi_b, to_a, to_b, n_mmio - k)
             if held:
                 raise NoProgress(c, held)
             quiet += 1
@@ -350,7 +354,7 @@ def simulate(cfg, mem_a, mem_b, mr_table, mmio, release, inject=(), inject_stall
         # is due): past ``patience`` of them in a row, nothing can be under way.
         idle = idle + 1 if max(future) == c + 1 else 0
         if idle > patience:
-            raise NoProgress(c, _held(c, req, resp, hi_a, hi_b, to_a, to_b, len(mmio) - k)
+            raise NoProgress(c, _held(c, req, resp, hi_a, hi_b, to_a, to_b, n_mmio - k)
                              or ["nothing"], idle)
         if not skip:
             nxt = c + 1

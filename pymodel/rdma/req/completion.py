@@ -232,7 +232,7 @@ class CompletionUnitModel:
                 self.count["flushed"] += 1
             return
         # 2. start the walk of the oldest pending rewind, once its QP's work is appended
-        ready = self.rwq.ready(self.appended.value) if state == 0 else None
+        ready = self.rwq.ready(self.appended.value) if state == 0 and self.rwq.q else None
         if ready is not None and self.reads.may_start():
             s, one = ready
             self.rwq.pop()
@@ -245,14 +245,14 @@ class CompletionUnitModel:
             self.reads.start()
             self.walk_left = min(win, 1) if one else win
             return
-        if self._append(c):             # 3. append
+        if self.rec.q and self._append(c):      # 3. append
             return
         # 4. event
         if self.ev.can_read() and self._event(c, state):
             return
         # 5. timer
-        if (state == 0 and self.win[sp] != 0 and ((c - self.tstart[sp]) & _M32) >= timeout
-                and not self._held(sp) and not self.rwp[sp]):
+        if (state == 0 and self.win.value[sp] != 0 and ((c - self.tstart.value[sp]) & _M32)
+                >= timeout and not self._held(sp) and not self.rwp.value[sp]):
             give_up = self.retries[sp] == self.retry_limit
             qpn = self.recs[self.head[sp]]["qpn"]
             here = self.present(qpn)

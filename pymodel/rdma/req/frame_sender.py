@@ -1,6 +1,8 @@
 """Twin of :class:`rtl.rdma.req.frame_sender.FrameSender` and its framer chain
 (WriteFramer, IcrcInserter, FcsInserter)."""
 
+import functools
+
 from pymodel.rdma.frames import Endpoint, write_frame
 from pymodel.rdma.req.request_framer import request_frame
 from spec.formats.roce import HOST_WORD_BYTES, ICRC_BYTES, PSN_BITS, OpCode, WqeOpcode
@@ -15,6 +17,7 @@ _WRITE, _READ = WqeOpcode.RDMA_WRITE.value, WqeOpcode.RDMA_READ.value
 _PSN_MASK = (1 << PSN_BITS) - 1
 
 
+@functools.lru_cache(maxsize=4096)
 def frame_timing(opcode, length, header="roce"):
     """``(beats, own)``: the frame's beats with ICRC and FCS, and the framer's own beats
     (the inserters add one when the framer's last beat holds more than 56 bytes)."""
@@ -75,13 +78,15 @@ class FrameSenderModel:
         self.took = False
 
     def step(self, c, side):
-        pending = len(self.pops)           # words of the frame in progress not yet taken
-        if self.pops and self.pops[0] == c:
-            self.pops.pop(0)
+        pops = self.pops
+        pending = len(pops)                # words of the frame in progress not yet taken
+        if pops and pops[0] == c:
+            pops.pop(0)
             self.pay.read()
-        if not self.seg.can_read():
+        seg = self.seg
+        if not seg.can_read():
             return
-        d = self.seg.head()
+        d = seg.head()
         if d["null"]:
             if self.rec.can_write():
                 self.seg.read()
@@ -93,7 +98,7 @@ class FrameSenderModel:
             return
         if self.reads and c < self.r_end:
             return
-        if not (side.get("go", 1) and c >= self.free_at and len(self.pay) >= d["words"] + pending
+        if not (side.get("go", 1) and c >= self.free_at and len(self.pay.q) >= d["words"] + pending
                 and (self.rec.can_write() or not record)):
             return
         self.seg.read()

@@ -29,6 +29,10 @@ class PayloadFetchModel:
         self.psn_cur = self.laddr_cur = 0
         self.copied = 0
         self.count = dict(payload_reads=0, payload_words_max=0)
+        #: The last step issued a read or copied a word. Without that, the words held
+        #: (the FIFO's level plus the reads outstanding) can only stay or fall: a step
+        #: without a job to work on then changes nothing and may be left out.
+        self.grown = False
 
     def step(self, c, side):
         """Cycle ``c``; ``side["pay_arrived"]``: payload read words written into the
@@ -36,13 +40,16 @@ class PayloadFetchModel:
         2**16). No side outputs."""
         arrived = side["pay_arrived"]
         outstanding = (self.issued.value - arrived) & _COUNT_MASK
-        level = len(self.pay)
+        level = len(self.pay.q)
         held = level + outstanding
-        if held > self.count["payload_words_max"]:
-            self.count["payload_words_max"] = held
-        if not self.job.can_read():
+        count = self.count
+        if held > count["payload_words_max"]:
+            count["payload_words_max"] = held
+        self.grown = False
+        job = self.job
+        if not job.can_read():
             return
-        j = self.job.head()
+        j = job.head()
         rem = j["msg_length"] - self.off
         pmtu = 1 << j["pmtu_log2"]
         last = rem <= pmtu
@@ -67,6 +74,7 @@ class PayloadFetchModel:
             if (self.inline.can_read() and outstanding == 0 and level < self.fifo_words
                     and (not final or self.seg.can_write())):
                 self.pay.write(self.inline.read())
+                self.grown = True
                 self.copied += 1
                 if final:
                     self.seg.write(self._seg(j, psn, seg_len, words, first, last))
@@ -79,6 +87,7 @@ class PayloadFetchModel:
                 self.rd.write(dict(addr=laddr, words=words))
                 self.count["payload_reads"] += 1
             self.issued.set((self.issued.value + words) & _COUNT_MASK)
+            self.grown = True
             self._advance(j, seg_len, psn, laddr, words, last)
 
     def _advance(self, j, seg_len, psn, laddr, words, last):

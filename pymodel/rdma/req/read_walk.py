@@ -31,7 +31,8 @@ class ReadWalk:
 
     def enter(self, side):
         self.side = side
-        self._delta = -int(bool(side.get("took"))) - int(bool(side.get("take_dropped")))
+        self._delta = -((1 if side.get("took") else 0)
+                        + (1 if side.get("take_dropped") else 0))
 
     def on(self):
         """Built with READs (the side inputs carry ``held``)."""
@@ -85,4 +86,5 @@ class ReadWalk:
             self.takes.set(self.takes.value + self._delta)
 
     def commit(self):
-        self.evict, self._evict_next = self._evict_next, None
+        if self.evict is not None or self._evict_next is not None:
+            self.evict, self._evict_next = self._evict_next, None

@@ -54,6 +54,7 @@ __all__ = ["RequesterModel", "ack_frame_ok"]
 _COUNT_MASK = (1 << COUNT_BITS) - 1
 #: The side inputs of a stage that has none.
 _NO_SIDE = MappingProxyType({})
+_NO_OFFER = (None, None)             # a host port's (fifo, request) offering nothing
 #: ``(offset, mask)`` of the ACK header fields an event takes (QPN, PSN, syndrome, MSN).
 _ACK_SLOTS = tuple(field_slot(ACK_HEADER, path) for path in (
     "bth.dest_qp", "bth.psn", "aeth.syndrome", "aeth.msn"))
@@ -197,6 +198,10 @@ class RequesterModel:
         self.selective = getattr(cfg, "selective", 0)   # (a fabric's Config has none)
         self._offered = None        # what offers() showed in this cycle
         self._cycle = 0
+        self._rd_srcs = (f["rd_fill"], f["rd_wqe"], f["rd_pay"])  # (FIFOs bound once)
+        self._wr_srcs = (f["wr_wb"], f["wr_cqe"], f.get("rd_resp"))
+        self._inputs = tuple(f.get(n) for n in ("items", "resend", "fetch", "miss", "batch",
+                                                "jobs", "segs", "cqes", "ops_done"))
 
     # ---- the context cache and the completion unit, as the QP front sees them ----
     def _lookup(self, qpn, victim_busy, side):
@@ -229,9 +234,13 @@ class RequesterModel:
         return rd, wr
 
     def _offer(self):
-        f = self.fifos
-        return (read_offer(f["rd_fill"], f["rd_wqe"], f["rd_pay"], self.cache.words),
-                write_offer(f["wr_wb"], f["wr_cqe"], f.get("rd_resp"), self.wr_locked))
+        fill, wqe, pay = self._rd_srcs      # (start of the cycle: none popped yet)
+        rd = (read_offer(fill, wqe, pay, self.cache.words) if fill.q or wqe.q or pay.q
+              else _NO_OFFER)
+        wb, cqe, data = self._wr_srcs
+        wr = (write_offer(wb, cqe, data, self.wr_locked)
+              if wb.q or cqe.q or (data is not None and data.q) else _NO_OFFER)
+        return rd, wr
 
     # ---- the frame sender's view of the response intake ----
     def issue_ready(self, qpn):
@@ -241,11 +250,6 @@ class RequesterModel:
 
     def offer(self, item):
         self.issue.offer(item)
-
-    def _held_view(self):
-        """The intake's ``held`` on its table of now (the start of the cycle)."""
-        slots = {(s["qpn"], s["last_psn"]) for s in self.read_intake.slot if s is not None}
-        return lambda qpn, last_psn: (qpn, last_psn) in slots
 
     def mmio_ready(self, word):
         """``mmio.ready`` for the word the host interface offers this cycle."""
@@ -257,19 +261,20 @@ class RequesterModel:
         ``data``, ``nbytes``, ``first``, ``last``; ``ack`` is the frame it ends)."""
         f = self.fifos
         self._cycle = c
-        cfg = self.cfg
+        cfg, comp, reads = self.cfg, self.comp, self.reads
+        items, resend, fetch, miss, batch, jobs, segs, cqes, ops_done = self._inputs
         # The host interface takes what was offered at the start of the cycle.
         (rd_fifo, _), (wr_fifo, wr_word) = self._offered or self._offer()
         if rd_ready and rd_fifo is not None:
             rd_fifo.read()
         if wr_ready and wr_fifo is not None:
             wr_fifo.read()
-            if self.reads and wr_fifo is f["rd_resp"]:
+            if reads and wr_fifo is f["rd_resp"]:
                 self.wr_locked = not wr_word["last"]
-        if self.reads:
+        if reads:
             # The ACK queue's head waits while it is an ACK reaching the QP's oldest
             # unanswered READ or atomic (the intake's limit, start of the cycle).
-            self.comp.ev.held = ack_held(self.events, self.read_intake)
+            comp.ev.held = ack_held(self.events, self.read_intake)
             self.rx.step(c, {"i": beat})
         if rd_data is not None:
             ident = rd_data["id"]
@@ -286,42 +291,43 @@ class RequesterModel:
         # the other stages' registers of the start of the cycle). A stage whose inputs
         # are empty (and, for the framer, with no payload pops due) passes the cycle by
         # without a change: it is not called then.
-        comp = self.comp
         taken = (self.intake.step(c, {"mmio": mmio})["mmio.ready"] == 1
                  if mmio is not None else False)
-        if f["items"].q or comp.need() is not None:
-            win_total = comp.win_total.value
+        if items.q or comp.need() is not None:
             self.front.step(c, {
                 "hold": False, "serial": cfg.serial,
                 "idle": (self.front.adm_total.value == comp.done_total.value
-                         and win_total == 0)})
+                         and comp.win_total.value == 0)})
         else:
             self.front.stalled = False
-        if f["resend"].q or f["fetch"].q or "miss" in f and f["miss"].q:
+        if resend.q or fetch.q or miss is not None and miss.q:
             self.fetch.step(c, {"released": self.seq.released.value, "hold": comp.hold,
                                 "win_total": comp.win_total.value,
                                 "appended": comp.appended.value})
             if self.miss is not None:
                 self.miss.step(c)
-        err = comp.err_out
-        self.seq.take_dropped = False
-        if f["batch"].q or err is not None:
-            self.seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
-                              "err_valid": err is not None, "err_entry": err})
-        self.pay.step(c, {"pay_arrived": self.arrived.value})
-        self.sender.clear()
-        if f["segs"].q or self.sender.pops:
-            self.sender.step(c, {"go": go, "timeout": self.timeout})
-        side = {}
-        if self.reads:
-            ri = self.read_intake      # its table and job of the start of the cycle
-            side = dict(held=self._held_view(), took=self.sender.took,
-                        done_pending=ri.done_pending() or f["ops_done"].can_read(),
-                        take_dropped=self.seq.take_dropped)
+        err, seq = comp.err_out, self.seq
+        seq.take_dropped = False
+        if batch.q or err is not None:
+            seq.step(c, {"ack_every": cfg.ack_every, "ack_frames": cfg.ack_frames,
+                         "err_valid": err is not None, "err_entry": err})
+        if jobs.q or self.pay.grown:     # (else its step changes nothing)
+            self.pay.step(c, {"pay_arrived": self.arrived.value})
+        sender = self.sender
+        sender.clear()
+        if segs.q or sender.pops:
+            sender.step(c, {"go": go, "timeout": self.timeout})
+        side = {"issued": self.fetch.issued.value, "timeout": self.timeout,
+                "selective": self.selective, "resent": sender.resent}
+        if not reads:
+            comp.step(c, side)
+        else:   # (the intake's table and job of the start of the cycle: it steps after)
+            ri = self.read_intake
+            comp.step(c, dict(side, held=ri.holds, took=sender.took,
+                              done_pending=ri.done_pending() or ops_done.can_read(),
+                              take_dropped=seq.take_dropped))
             ri.step(c, {"timeout": 0, "evict": comp.reads.evict})
-        comp.step(c, {"issued": self.fetch.issued.value, "timeout": self.timeout,
-                      "selective": self.selective, "resent": self.sender.resent, **side})
-        if f["cqes"].q:
+        if cqes.q:
             self.cqw.step(c, _NO_SIDE)
         return taken
 

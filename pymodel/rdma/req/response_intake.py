@@ -46,6 +46,8 @@ class ResponseIntakeModel:
         self.f = fifos
         self.nslots, self.ord, self.depth = slots, ord, depth
         self.slot = [None] * slots          # dicts of slot_layout's fields, or None
+        self._mask = 0                      # bit k: slot k holds one (:meth:`_put`)
+        self._per_qp = {}                   # QPN -> slots holding its operations
         self.age = [0] * slots              # bit k: slot k is older
         self.timer = 0
         self.job = None
@@ -55,7 +57,17 @@ class ResponseIntakeModel:
 
     # ---- the table ----
     def _valid(self):
-        return sum(1 << j for j, s in enumerate(self.slot) if s is not None)
+        return self._mask
+
+    def _put(self, j, s):
+        """Slot ``j`` holds ``s`` (None: it is freed)."""
+        per_qp, old = self._per_qp, self.slot[j]
+        if old is not None:
+            per_qp[old["qpn"]] -= 1
+        if s is not None:
+            per_qp[s["qpn"]] = per_qp.get(s["qpn"], 0) + 1
+        self.slot[j] = s
+        self._mask = self._mask | 1 << j if s is not None else self._mask & ~(1 << j)
 
     def _oldest(self, members):
         for j in range(self.nslots):
@@ -106,8 +118,7 @@ class ResponseIntakeModel:
     def issue_ready(self, qpn):
         """``issue.ready`` for an issue of QP ``qpn``: a free slot and the QP below
         ORD."""
-        mine = sum(1 for s in self.slot if s is not None and s["qpn"] == qpn)
-        return self._valid() != (1 << self.nslots) - 1 and mine < self.ord
+        return self._mask != (1 << self.nslots) - 1 and self._per_qp.get(qpn, 0) < self.ord
 
     def holds(self, qpn, last_psn):
         """``held`` for ``held_qpn``, ``held_psn``: a slot holds the operation of QP
@@ -150,8 +161,7 @@ class ResponseIntakeModel:
         take = None
         if f["issue"].can_read():
             iss = f["issue"].head()
-            mine = sum(1 for s in self.slot if s is not None and s["qpn"] == iss["qpn"])
-            if valid != (1 << self.nslots) - 1 and mine < self.ord:
+            if valid != (1 << self.nslots) - 1 and self._per_qp.get(iss["qpn"], 0) < self.ord:
                 take = f["issue"].read()
         # Execution of the job in hand (before the decision's job exists).
         if self.job is not None:
@@ -187,7 +197,7 @@ class ResponseIntakeModel:
                 s.update(next_psn=(s["next_psn"] + 1) & _MASK, addr=s["addr"] + p,
                          left=s["left"] - p, started=1, rewound=0)
                 if decide["last"]:
-                    self.slot[decide["head"]] = None
+                    self._put(decide["head"], None)
             elif decide["need_rw"]:
                 s.update(rewound=1)
         if fire:
@@ -197,7 +207,7 @@ class ResponseIntakeModel:
             for j, s in enumerate(self.slot):
                 if (s is not None and s["qpn"] == ev["qpn"]
                         and 0 < (s["last_psn"] - ev["psn"]) & _MASK < _HALF):
-                    self.slot[j] = None
+                    self._put(j, None)
         if take is not None:
             free = (~valid) & ((1 << self.nslots) - 1)
             j = (free & -free).bit_length() - 1
@@ -205,12 +215,11 @@ class ResponseIntakeModel:
                 self.age[k] &= ~(1 << j)
             self.age[j] = valid
             n = 1 if take["atomic"] else packets_of(take["length"], take["pmtu_log2"])
-            self.slot[j] = dict(atomic=take["atomic"], qpn=take["qpn"],
-                                next_psn=take["psn"],
-                                last_psn=(take["psn"] + n - 1) & _MASK,
-                                pmtu_log2=take["pmtu_log2"], addr=take["laddr"],
-                                left=8 if take["atomic"] else take["length"], started=0,
-                                rewound=0)
+            self._put(j, dict(atomic=take["atomic"], qpn=take["qpn"], next_psn=take["psn"],
+                              last_psn=(take["psn"] + n - 1) & _MASK,
+                              pmtu_log2=take["pmtu_log2"], addr=take["laddr"],
+                              left=8 if take["atomic"] else take["length"], started=0,
+                              rewound=0))
         # The timer.
         if valid == 0 or (decide is not None and decide["accept"]) or take is not None:
             self.timer = 0

@@ -51,6 +51,9 @@ class RewindQueue:
         self._pop = True
 
     def commit(self):
+        if not self._pop and self._push is None and self.new is None \
+                and self._new_next is None:
+            return                  # (nothing staged, nothing decided)
         if self._pop:
             self.q.popleft()
         if self._push is not None:
