@@ -65,14 +65,13 @@ def soak_chunks():
     """Parameters of five chunks of ``make soak``'s RDMA part at its default rates
     (seed 1): WRITE chunks 0, 1 and 305 (heavy recovery), chunk 2 with selective
     repeat, chunk 3 of a mix of WRITEs, READs and atomics (300 operations)."""
+    from scripts.soak import _args as soak_args
     from tb.soak import rdma as soak
 
     out = []
-    for index, selective, mix in ((0, False, (1, 0, 0)), (1, False, (1, 0, 0)),
-                                  (305, False, (1, 0, 0)), (2, True, (1, 0, 0)),
-                                  (3, False, (2, 1, 1))):
-        args = argparse.Namespace(seed=1, corrupt_rate=1e-3, drop_rate=1e-4, dup_rate=1e-4,
-                                  selective=selective, mix=mix)
+    for index, options in ((0, []), (1, []), (305, []), (2, ["--selective"]),
+                           (3, ["--mix", "2:1:1"])):
+        args = soak_args(["--seed", "1", *options])     # (the soak's own default rates)
         p = soak.chunk_params(args, index, 300 if soak.mixed(args) else soak.CHUNK, "oracle")
         p["top"] = dict(soak.MIXED_TOP if soak.mixed(args) else soak.TOP)
         out.append(p)
